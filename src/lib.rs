@@ -1,0 +1,1 @@
+//! zwindow: a Redis-compatible server built around time-windowed sorted sets.
