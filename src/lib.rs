@@ -1,1 +1,3 @@
 //! zwindow: a Redis-compatible server built around time-windowed sorted sets.
+
+pub mod dict;
