@@ -97,7 +97,8 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
     }
 
     /// Room for `n` entries without resizing. Like Redis, the table may still
-    /// shrink once entries are removed.
+    /// shrink once entries are removed. Allocates up front like
+    /// `Vec::with_capacity`, so never pass an unvalidated client-supplied size.
     pub fn with_capacity(n: usize) -> Self {
         let mut d = Self::new();
         if n > 0 {
