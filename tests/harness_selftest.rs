@@ -85,3 +85,30 @@ fn framing_non_utf8_errors() {
     let arr: &[u8] = b"*2\r\n-ERR \xff\r\n+OK\r\n";
     assert_eq!(frame_len(arr), Ok(Some(arr.len())));
 }
+
+#[test]
+#[should_panic(expected = "zwindow differs from redis-server")]
+fn pair_check_reports_mismatch() {
+    let a = RedisServer::start();
+    let b = RedisServer::start();
+    let mut p = Pair {
+        z: a.conn(),
+        r: b.conn(),
+    };
+    p.z.cmd(&[b"SET", b"k", b"1"]);
+    p.check(&[b"GET", b"k"]);
+}
+
+#[test]
+#[should_panic(expected = "then closed")]
+fn pair_session_reports_close_mismatch() {
+    let a = RedisServer::start();
+    let b = RedisServer::start();
+    let mut p = Pair {
+        z: a.conn(),
+        r: b.conn(),
+    };
+    // Only the "zwindow" side gets the bad bytes first, so it closes and redis does not.
+    p.z.send(b"*1\r\nX\r\n");
+    p.check_raw_session(b"PING\r\n");
+}
