@@ -1,1 +1,20 @@
 //! zwindow: a Redis-compatible server built around time-windowed sorted sets.
+//!
+//! Layout: [`protocol`] (bytes ⇄ requests/replies), [`server`] and
+//! [`connection`] (sockets, client state, pipelining), [`commands`] (one
+//! file per command family, one table), [`store`] (the sharded keyspace),
+//! [`blocking`] and [`pubsub`] (waiting and pushing), [`config`] and
+//! [`clock`] (settings and time).
+
+pub mod blocking;
+pub mod client;
+pub mod clock;
+pub mod commands;
+pub mod config;
+pub mod connection;
+pub mod dict;
+pub mod protocol;
+pub mod pubsub;
+pub mod server;
+pub mod store;
+pub mod util;

@@ -1,1 +1,31 @@
-fn main() {}
+//! The `zwindow` binary: parse flags, set up logging, run the server.
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> std::process::ExitCode {
+    let args = zwindow::config::Args::parse();
+    let filter = EnvFilter::try_new(&args.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(zwindow::server::run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Blocking commands (BLPOP, BZPOPMIN, BLMOVE, …): who waits for which key,
+//! and handing data to them in arrival order.
+//!
+//! A blocking command first runs like any other; when there is nothing to
+//! pop it sets `client.block` instead of replying, and the dispatcher queues
+//! a [`Waiter`] on each of its keys while it still holds those keys' shard
+//! locks, so no push can slip between "found nothing" and "waiting".
+//!
+//! A command that adds data calls `Keyspace::signal_ready(key)`. Once its
+//! locks are released, [`Blocking::serve`] re-runs the first waiter's own
+//! command on that key, under the locks the command table says it needs: the
+//! command's handler is the one source of truth for what a wakeup does, and
+//! FIFO order among waiters falls out of the queue. Nobody polls.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::client::ClientHandle;
+use crate::commands::{self, OwnedArgs};
+use crate::connection::Client;
+use crate::protocol::Reply;
+use crate::server::Shared;
+use crate::store::{Key, Keyspace, ShardSet};
+
+/// One blocked client.
+pub struct Waiter {
+    pub handle: Arc<ClientHandle>,
+    pub db: usize,
+    pub keys: Vec<Key>,
+    pub args: OwnedArgs,
+    pub resp3: bool,
+    /// Taken by whoever finishes the wait: the server with a reply, or the
+    /// client itself on timeout or disconnect.
+    slot: Mutex<Option<oneshot::Sender<Vec<u8>>>>,
+}
+
+impl Waiter {
+    pub fn new(
+        handle: Arc<ClientHandle>,
+        db: usize,
+        keys: Vec<Key>,
+        args: OwnedArgs,
+        resp3: bool,
+    ) -> (Arc<Waiter>, oneshot::Receiver<Vec<u8>>) {
+        let (tx, rx) = oneshot::channel();
+        let w = Arc::new(Waiter {
+            handle,
+            db,
+            keys,
+            args,
+            resp3,
+            slot: Mutex::new(Some(tx)),
+        });
+        (w, rx)
+    }
+
+    fn is_live(&self) -> bool {
+        self.slot.lock().as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+}
+
+/// Per-shard queues of waiters, by (db, key).
+pub type Queues = std::collections::HashMap<(usize, Key), VecDeque<Arc<Waiter>>>;
+
+#[derive(Default)]
+pub struct Blocking {
+    waiting: AtomicUsize,
+}
+
+impl Blocking {
+    /// Cheap test on every write: is anybody blocked at all?
+    pub fn has_waiters(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) > 0
+    }
+
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    /// Queues `w` on each of its keys; the caller holds their shards.
+    pub fn register(&self, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        for key in &w.keys {
+            ks.shard(key)
+                .blocked
+                .entry((w.db, key.clone()))
+                .or_default()
+                .push_back(w.clone());
+        }
+    }
+
+    /// Ends a wait from the client's side (timeout, disconnect). Returns the
+    /// reply if the server served the waiter meanwhile.
+    pub fn cancel(
+        &self,
+        shared: &Shared,
+        w: &Arc<Waiter>,
+        rx: &mut oneshot::Receiver<Vec<u8>>,
+    ) -> Option<Vec<u8>> {
+        let mut set = ShardSet::default();
+        for key in &w.keys {
+            set.insert(shared.store.shard_of(key));
+        }
+        let mut guards = shared.store.lock(set);
+        // Served while we were taking the locks?
+        if w.slot.lock().take().is_some() {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        }
+        for shard in guards.iter_mut() {
+            for key in &w.keys {
+                remove_from(&mut shard.blocked, w.db, key, w);
+            }
+        }
+        rx.try_recv().ok()
+    }
+
+    /// Serves waiters on keys that just received data.
+    pub fn serve(&self, shared: &Arc<Shared>, mut ready: Vec<(usize, Key)>) {
+        let mut i = 0;
+        while i < ready.len() {
+            let (db, key) = ready[i].clone();
+            i += 1;
+            if ready[..i - 1].contains(&(db, key.clone())) {
+                continue;
+            }
+            // Bounded: each round either serves (and removes) a waiter or stops.
+            loop {
+                let Some(w) = self.front(shared, db, &key) else {
+                    break;
+                };
+                match self.try_serve(shared, &w, &key) {
+                    Served::Yes(more) => ready.extend(more),
+                    Served::NoData => break,
+                    Served::Gone => {}
+                }
+            }
+        }
+    }
+
+    /// The first live waiter on a key, dropping dead ones on the way.
+    fn front(&self, shared: &Shared, db: usize, key: &Key) -> Option<Arc<Waiter>> {
+        let mut shard = shared.store.lock_shard(shared.store.shard_of(key));
+        let q = shard.blocked.get_mut(&(db, key.clone()))?;
+        while let Some(w) = q.front() {
+            if w.is_live() {
+                return Some(w.clone());
+            }
+            q.pop_front();
+        }
+        shard.blocked.remove(&(db, key.clone()));
+        None
+    }
+
+    fn try_serve(&self, shared: &Arc<Shared>, w: &Arc<Waiter>, key: &Key) -> Served {
+        let args = w.args.args();
+        let Ok(cmd) = commands::resolve(&args) else {
+            return Served::Gone;
+        };
+        let mut set = commands::shards_for(shared, cmd, &args);
+        set.insert(shared.store.shard_of(key));
+        let guards = shared.store.lock(set);
+        let mut ks = Keyspace::new(shared, guards, w.db, shared.clock.now_ms());
+        if !w.is_live() {
+            for k in &w.keys {
+                let shard = ks.shard(k);
+                remove_from(&mut shard.blocked, w.db, k, w);
+            }
+            return Served::Gone;
+        }
+        let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3);
+        let mut out = Reply {
+            buf: Vec::new(),
+            resp3: w.resp3,
+        };
+        commands::call(shared, &mut client, &mut out, &mut ks, cmd, args);
+        if client.block.is_some() {
+            return Served::NoData;
+        }
+        for k in &w.keys {
+            let shard = ks.shard(k);
+            remove_from(&mut shard.blocked, w.db, k, w);
+        }
+        if let Some(tx) = w.slot.lock().take() {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            let _ = tx.send(out.buf);
+        }
+        Served::Yes(std::mem::take(&mut ks.ready))
+    }
+}
+
+enum Served {
+    Yes(Vec<(usize, Key)>),
+    NoData,
+    Gone,
+}
+
+fn remove_from(queues: &mut Queues, db: usize, key: &Key, w: &Arc<Waiter>) {
+    let k = (db, key.clone());
+    if let Some(q) = queues.get_mut(&k) {
+        q.retain(|x| !Arc::ptr_eq(x, w));
+        if q.is_empty() {
+            queues.remove(&k);
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The registry of connected clients, for `CLIENT LIST/KILL/INFO`, INFO's
+//! client counts and pub/sub delivery.
+//!
+//! Each connection owns its state privately (see `connection.rs`); what other
+//! connections may need to see or do to it lives in its [`ClientHandle`]:
+//! cheap atomics the owner updates as it goes, a kill switch, and the queue
+//! through which pub/sub messages reach it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+};
+use std::time::Instant;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::{Notify, mpsc};
+
+pub type ClientId = u64;
+
+/// A message pushed to a subscribed client.
+#[derive(Debug, Clone)]
+pub enum Push {
+    Message {
+        channel: Bytes,
+        payload: Bytes,
+    },
+    PMessage {
+        pattern: Bytes,
+        channel: Bytes,
+        payload: Bytes,
+    },
+}
+
+impl Push {
+    pub fn size(&self) -> usize {
+        match self {
+            Push::Message { channel, payload } => channel.len() + payload.len() + 32,
+            Push::PMessage {
+                pattern,
+                channel,
+                payload,
+            } => pattern.len() + channel.len() + payload.len() + 48,
+        }
+    }
+}
+
+/// What other tasks can see of, and do to, one connection.
+pub struct ClientHandle {
+    pub id: ClientId,
+    pub addr: String,
+    pub laddr: String,
+    pub created: Instant,
+    pub name: Mutex<Option<Vec<u8>>>,
+    pub lib_name: Mutex<Option<Vec<u8>>>,
+    pub lib_ver: Mutex<Option<Vec<u8>>>,
+    pub db: AtomicUsize,
+    pub resp: AtomicU8,
+    pub subs: AtomicU32,
+    pub psubs: AtomicU32,
+    /// Commands queued in MULTI, or -1 outside a transaction.
+    pub multi: AtomicI32,
+    /// Address of the last command's table entry (0 = none yet).
+    pub last_cmd_ptr: AtomicUsize,
+    /// Milliseconds since `created` of the last command.
+    pub last_active_ms: AtomicU64,
+    pub killed: AtomicBool,
+    pub kill_notify: Notify,
+    push_tx: mpsc::UnboundedSender<Push>,
+    /// Bytes of pushes queued but not yet written, for the output limit.
+    pub push_bytes: AtomicUsize,
+}
+
+impl ClientHandle {
+    pub fn kill(&self) {
+        self.killed.store(true, Relaxed);
+        self.kill_notify.notify_one();
+    }
+
+    /// Queues a pub/sub message; false if the client is gone.
+    pub fn push(&self, msg: Push) -> bool {
+        self.push_bytes.fetch_add(msg.size(), Relaxed);
+        self.push_tx.send(msg).is_ok()
+    }
+
+    pub fn idle_secs(&self) -> u64 {
+        (self.created.elapsed().as_millis() as u64)
+            .saturating_sub(self.last_active_ms.load(Relaxed))
+            / 1000
+    }
+
+    pub fn touch(&self) {
+        self.last_active_ms
+            .store(self.created.elapsed().as_millis() as u64, Relaxed);
+    }
+}
+
+#[derive(Default)]
+pub struct Clients {
+    map: Mutex<HashMap<ClientId, Arc<ClientHandle>>>,
+    next_id: AtomicU64,
+    pub total_connections: AtomicU64,
+}
+
+impl Clients {
+    /// Registers a new connection; returns its handle and push queue.
+    pub fn register(
+        &self,
+        addr: String,
+        laddr: String,
+    ) -> (Arc<ClientHandle>, mpsc::UnboundedReceiver<Push>) {
+        let id = self.next_id.fetch_add(1, Relaxed) + 1;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let h = Arc::new(ClientHandle {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            name: Mutex::new(None),
+            lib_name: Mutex::new(None),
+            lib_ver: Mutex::new(None),
+            db: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            subs: AtomicU32::new(0),
+            psubs: AtomicU32::new(0),
+            multi: AtomicI32::new(-1),
+            last_cmd_ptr: AtomicUsize::new(0),
+            last_active_ms: AtomicU64::new(0),
+            killed: AtomicBool::new(false),
+            kill_notify: Notify::new(),
+            push_tx: tx,
+            push_bytes: AtomicUsize::new(0),
+        });
+        self.map.lock().insert(id, h.clone());
+        self.total_connections.fetch_add(1, Relaxed);
+        (h, rx)
+    }
+
+    pub fn unregister(&self, id: ClientId) {
+        self.map.lock().remove(&id);
+    }
+
+    pub fn count(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    pub fn get(&self, id: ClientId) -> Option<Arc<ClientHandle>> {
+        self.map.lock().get(&id).cloned()
+    }
+
+    /// All clients, ordered by id (as CLIENT LIST prints them).
+    pub fn all(&self) -> Vec<Arc<ClientHandle>> {
+        let mut v: Vec<_> = self.map.lock().values().cloned().collect();
+        v.sort_by_key(|c| c.id);
+        v
+    }
+
+    pub fn kill_all(&self) {
+        for c in self.map.lock().values() {
+            c.kill();
+        }
+    }
+}

@@ -1,0 +1,604 @@
+//! Connection commands: PING, ECHO, QUIT, HELLO, AUTH, SELECT, RESET, CLIENT.
+//!
+//! These change the calling connection's own state (protocol version,
+//! database, name, authentication) or look at other connections through the
+//! client registry.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::flags::*;
+use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use crate::util::eq_ic;
+
+const G: &str = "connection";
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("ping", -1, FAST | SUBSCRIBED_OK | STALE, Keys::None, ping)
+        .doc(
+            G,
+            "1.0.0",
+            "O(1)",
+            "Returns the server's liveliness response.",
+        )
+        .syntax("[message]"),
+    Command::new("echo", 2, FAST, Keys::None, echo)
+        .doc(G, "1.0.0", "O(1)", "Returns the given string.")
+        .syntax("message"),
+    Command::new(
+        "quit",
+        -1,
+        NO_AUTH | FAST | TX_CONTROL | SUBSCRIBED_OK | ALLOW_BUSY,
+        Keys::None,
+        quit,
+    )
+    .doc(G, "1.0.0", "O(1)", "Closes the connection."),
+    Command::new(
+        "hello",
+        -1,
+        NO_AUTH | FAST | NOSCRIPT | STALE | LOADING | ALLOW_BUSY,
+        Keys::None,
+        hello,
+    )
+    .doc(G, "6.0.0", "O(1)", "Handshakes with the Redis server.")
+    .syntax("[protover [AUTH username password] [SETNAME clientname]]"),
+    Command::new(
+        "auth",
+        -2,
+        NO_AUTH | FAST | NOSCRIPT | STALE | LOADING | ALLOW_BUSY,
+        Keys::None,
+        auth,
+    )
+    .doc(
+        G,
+        "1.0.0",
+        "O(N) where N is the number of passwords defined for the user",
+        "Authenticates the connection.",
+    )
+    .syntax("[username] password"),
+    Command::new("select", 2, FAST | LOADING | STALE, Keys::None, select)
+        .doc(G, "1.0.0", "O(1)", "Changes the selected database.")
+        .syntax("index"),
+    Command::new(
+        "reset",
+        1,
+        NO_AUTH | FAST | NOSCRIPT | STALE | LOADING | TX_CONTROL | SUBSCRIBED_OK | ALLOW_BUSY,
+        Keys::None,
+        reset,
+    )
+    .doc(G, "6.2.0", "O(1)", "Resets the connection."),
+    Command::new("client", -2, 0, Keys::None, super::server::container)
+        .doc(
+            G,
+            "2.4.0",
+            "Depends on subcommand.",
+            "A container for client connection commands.",
+        )
+        .subcommands(CLIENT),
+];
+
+static CLIENT: &[Command] = &[
+    Command::new("id", 2, NOSCRIPT | LOADING | STALE, Keys::None, client_id).doc(
+        G,
+        "5.0.0",
+        "O(1)",
+        "Returns the unique client ID of the connection.",
+    ),
+    Command::new(
+        "setname",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_setname,
+    )
+    .doc(G, "2.6.9", "O(1)", "Sets the connection name.")
+    .syntax("connection-name"),
+    Command::new(
+        "getname",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_getname,
+    )
+    .doc(G, "2.6.9", "O(1)", "Returns the name of the connection."),
+    Command::new(
+        "setinfo",
+        4,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_setinfo,
+    )
+    .doc(
+        G,
+        "7.2.0",
+        "O(1)",
+        "Sets information specific to the client or connection.",
+    )
+    .syntax("LIB-NAME libname | LIB-VER libver"),
+    Command::new(
+        "info",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_info,
+    )
+    .doc(
+        G,
+        "6.2.0",
+        "O(1)",
+        "Returns information about the connection.",
+    ),
+    Command::new(
+        "list",
+        -2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_list,
+    )
+    .doc(
+        G,
+        "2.4.0",
+        "O(N) where N is the number of client connections",
+        "Lists open connections.",
+    )
+    .syntax("[TYPE NORMAL | MASTER | REPLICA | PUBSUB] [ID client-id [client-id ...]]"),
+    Command::new(
+        "kill",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_kill,
+    )
+    .doc(
+        G,
+        "2.4.0",
+        "O(N) where N is the number of client connections",
+        "Terminates open connections.",
+    )
+    .syntax("ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes | no]"),
+    Command::new(
+        "no-evict",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_ok,
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "O(1)",
+        "Sets the client eviction mode of the connection.",
+    )
+    .syntax("ON | OFF"),
+    Command::new("help", 2, LOADING | STALE, Keys::None, client_help).doc(
+        G,
+        "5.0.0",
+        "O(1)",
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+fn ping(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() > 2 {
+        return Err(Error::Static(
+            "ERR wrong number of arguments for 'ping' command",
+        ));
+    }
+    // RESP2 subscribed clients get PING as a pub/sub-style array.
+    if ctx.client.in_subscribed_resp2() {
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        ctx.out.bulk(ctx.args.get(1));
+    } else if ctx.argc() == 2 {
+        ctx.out.bulk(ctx.args.get(1));
+    } else {
+        ctx.out.simple("PONG");
+    }
+    Ok(())
+}
+
+fn echo(ctx: &mut Ctx) -> CmdResult {
+    ctx.out.bulk(ctx.args.get(1));
+    Ok(())
+}
+
+fn quit(ctx: &mut Ctx) -> CmdResult {
+    ctx.out.ok();
+    ctx.client.close_after_reply = true;
+    Ok(())
+}
+
+fn select(ctx: &mut Ctx) -> CmdResult {
+    let db = int_arg(ctx.arg(1)).map_err(|_| Error::NotInteger)?;
+    if db < 0 || db as usize >= ctx.shared.config.databases {
+        return Err(Error::Static("ERR DB index is out of range"));
+    }
+    ctx.client.select(db as usize);
+    ctx.out.ok();
+    Ok(())
+}
+
+/// Checks a password the way AUTH and HELLO AUTH do.
+fn check_auth(ctx: &mut Ctx, user: Option<&[u8]>, pass: &[u8]) -> CmdResult {
+    if user.is_some_and(|u| u != b"default") || !ctx.shared.config.check_password(pass) {
+        return Err(Error::Static(
+            "WRONGPASS invalid username-password pair or user is disabled.",
+        ));
+    }
+    ctx.client.authenticated = true;
+    Ok(())
+}
+
+fn auth(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() > 3 {
+        return Err(Error::Syntax);
+    }
+    if ctx.argc() == 2 && !ctx.shared.config.auth_required() {
+        return Err(Error::Static(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        ));
+    }
+    let (user, pass) = if ctx.argc() == 3 {
+        (Some(ctx.args.get(1)), ctx.args.get(2))
+    } else {
+        (None, ctx.args.get(1))
+    };
+    if !ctx.shared.config.auth_required() && user.is_some_and(|u| u == b"default") {
+        // The default user has no password ("nopass"): any password works.
+        ctx.client.authenticated = true;
+    } else {
+        check_auth(ctx, user, pass)?;
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn hello(ctx: &mut Ctx) -> CmdResult {
+    let mut proto = None;
+    let mut i = 1;
+    if ctx.argc() >= 2 {
+        let v = ctx.args.get(1);
+        let n = int_arg(v)
+            .map_err(|_| Error::Static("ERR Protocol version is not an integer or out of range"))?;
+        if !(2..=3).contains(&n) {
+            return Err(Error::Static("NOPROTO unsupported protocol version"));
+        }
+        proto = Some(n as u8);
+        i = 2;
+    }
+    let mut setname = None;
+    while i < ctx.argc() {
+        let opt = ctx.args.get(i);
+        let more = ctx.argc() - i - 1;
+        if eq_ic(opt, "AUTH") && more >= 2 {
+            let (user, pass) = (ctx.args.get(i + 1), ctx.args.get(i + 2));
+            if ctx.shared.config.auth_required() || user != b"default" {
+                check_auth(ctx, Some(user), pass)?;
+            } else {
+                ctx.client.authenticated = true;
+            }
+            i += 3;
+        } else if eq_ic(opt, "SETNAME") && more >= 1 {
+            setname = Some(ctx.args.get(i + 1));
+            i += 2;
+        } else {
+            return Err(Error::Owned(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    if !ctx.client.authenticated {
+        return Err(Error::Static(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = setname {
+        validate_name(name)?;
+        *ctx.client.handle.name.lock() = (!name.is_empty()).then(|| name.to_vec());
+    }
+    if let Some(p) = proto {
+        ctx.client.handle.resp.store(p, Relaxed);
+        ctx.out.resp3 = p == 3;
+    }
+    let out = &mut *ctx.out;
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(crate::server::REDIS_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(if out.resp3 { 3 } else { 2 });
+    out.bulk(b"id");
+    out.int(ctx.client.handle.id as i64);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+    Ok(())
+}
+
+fn reset(ctx: &mut Ctx) -> CmdResult {
+    let c = &mut *ctx.client;
+    c.multi = None;
+    c.multi_error = false;
+    c.handle.multi.store(-1, Relaxed);
+    ctx.shared.store.unwatch(&c.watched, &c.watch_flag);
+    c.watched.clear();
+    c.watch_flag.store(false, Relaxed);
+    if !c.channels.is_empty() || !c.patterns.is_empty() {
+        ctx.shared.pubsub.remove_client(c.handle.id);
+        c.channels.clear();
+        c.patterns.clear();
+        c.handle.subs.store(0, Relaxed);
+        c.handle.psubs.store(0, Relaxed);
+    }
+    c.select(0);
+    c.handle.resp.store(2, Relaxed);
+    ctx.out.resp3 = false;
+    *c.handle.name.lock() = None;
+    c.authenticated = !ctx.shared.config.auth_required();
+    ctx.out.simple("RESET");
+    Ok(())
+}
+
+fn client_id(ctx: &mut Ctx) -> CmdResult {
+    ctx.out.int(ctx.client.handle.id as i64);
+    Ok(())
+}
+
+fn validate_name(name: &[u8]) -> CmdResult {
+    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(Error::Static(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+fn client_setname(ctx: &mut Ctx) -> CmdResult {
+    let name = ctx.args.get(2);
+    validate_name(name)?;
+    *ctx.client.handle.name.lock() = (!name.is_empty()).then(|| name.to_vec());
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_getname(ctx: &mut Ctx) -> CmdResult {
+    match &*ctx.client.handle.name.lock() {
+        Some(n) => ctx.out.bulk(n),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
+    let (attr, value) = (ctx.args.get(2), ctx.args.get(3));
+    let slot = if eq_ic(attr, "lib-name") {
+        &ctx.client.handle.lib_name
+    } else if eq_ic(attr, "lib-ver") {
+        &ctx.client.handle.lib_ver
+    } else {
+        return Err(Error::Owned(format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        )));
+    };
+    if value.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(Error::Owned(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr).to_ascii_lowercase()
+        )));
+    }
+    *slot.lock() = (!value.is_empty()).then(|| value.to_vec());
+    ctx.out.ok();
+    Ok(())
+}
+
+/// One CLIENT LIST / CLIENT INFO line, with the fields Redis 7.0 prints.
+fn client_line(ctx: &Ctx, c: &crate::client::ClientHandle, out: &mut String) {
+    use std::fmt::Write;
+    let name = c
+        .name
+        .lock()
+        .as_ref()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .unwrap_or_default();
+    let cmd_ptr = c.last_cmd_ptr.load(Relaxed);
+    let cmd = super::all_commands()
+        .flat_map(|p| {
+            std::iter::once((p, None)).chain(p.subcommands.iter().map(move |s| (s, Some(p))))
+        })
+        .find(|(s, _)| *s as *const Command as usize == cmd_ptr)
+        .map(|(s, p)| match p {
+            Some(p) => format!("{}|{}", p.name, s.name),
+            None => s.name.to_string(),
+        })
+        .unwrap_or_else(|| "NULL".into());
+    let subscribed = c.subs.load(Relaxed) + c.psubs.load(Relaxed) > 0;
+    let multi = c.multi.load(Relaxed);
+    let flags = if multi >= 0 {
+        "x"
+    } else if subscribed {
+        "P"
+    } else {
+        "N"
+    };
+    let _ = ctx;
+    let lib = |m: &parking_lot::Mutex<Option<Vec<u8>>>| {
+        m.lock()
+            .as_ref()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default()
+    };
+    let _ = writeln!(
+        out,
+        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        name,
+        c.created.elapsed().as_secs(),
+        c.idle_secs(),
+        flags,
+        c.db.load(Relaxed),
+        c.subs.load(Relaxed),
+        c.psubs.load(Relaxed),
+        multi,
+        cmd,
+        c.resp.load(Relaxed),
+        lib(&c.lib_name),
+        lib(&c.lib_ver),
+    );
+}
+
+fn client_info(ctx: &mut Ctx) -> CmdResult {
+    let mut s = String::new();
+    client_line(ctx, &ctx.client.handle, &mut s);
+    ctx.out.verbatim(s.as_bytes());
+    Ok(())
+}
+
+fn client_list(ctx: &mut Ctx) -> CmdResult {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut kind: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < ctx.argc() {
+        let opt = ctx.args.get(i);
+        if eq_ic(opt, "TYPE") && i + 1 < ctx.argc() {
+            let t = ctx.args.get(i + 1);
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|k| eq_ic(t, k))
+            {
+                return Err(Error::Owned(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+            kind = Some(t);
+            i += 2;
+        } else if eq_ic(opt, "ID") && i + 1 < ctx.argc() {
+            let mut v = Vec::new();
+            for a in ctx.args.iter().skip(i + 1) {
+                match int_arg(a) {
+                    Ok(n) if n > 0 => v.push(n as u64),
+                    _ => return Err(Error::Static("ERR Invalid client ID")),
+                }
+            }
+            ids = Some(v);
+            i = ctx.argc();
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let mut s = String::new();
+    for c in ctx.shared.clients.all() {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+            continue;
+        }
+        let pubsub = c.subs.load(Relaxed) + c.psubs.load(Relaxed) > 0;
+        match kind {
+            Some(k) if eq_ic(k, "pubsub") && !pubsub => continue,
+            Some(k) if eq_ic(k, "normal") && pubsub => continue,
+            Some(k) if !eq_ic(k, "pubsub") && !eq_ic(k, "normal") => continue,
+            _ => {}
+        }
+        client_line(ctx, &c, &mut s);
+    }
+    ctx.out.verbatim(s.as_bytes());
+    Ok(())
+}
+
+fn client_kill(ctx: &mut Ctx) -> CmdResult {
+    let me = ctx.client.handle.id;
+    // Old form: CLIENT KILL ip:port.
+    if ctx.argc() == 3 {
+        let addr = ctx.args.get(2);
+        let target = ctx
+            .shared
+            .clients
+            .all()
+            .into_iter()
+            .find(|c| c.addr.as_bytes() == addr);
+        let Some(c) = target else {
+            return Err(Error::Static("ERR No such client"));
+        };
+        if c.id == me {
+            ctx.client.close_after_reply = true;
+        } else {
+            c.kill();
+        }
+        ctx.out.ok();
+        return Ok(());
+    }
+    let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    let mut i = 2;
+    while i < ctx.argc() {
+        if i + 1 >= ctx.argc() {
+            return Err(Error::Syntax);
+        }
+        let (opt, val) = (ctx.args.get(i), ctx.args.get(i + 1));
+        if eq_ic(opt, "ID") {
+            match int_arg(val) {
+                Ok(n) if n > 0 => id = Some(n as u64),
+                _ => return Err(Error::Static("ERR client-id should be greater than 0")),
+            }
+        } else if eq_ic(opt, "ADDR") {
+            addr = Some(val);
+        } else if eq_ic(opt, "LADDR") {
+            laddr = Some(val);
+        } else if eq_ic(opt, "SKIPME") {
+            skipme = if eq_ic(val, "yes") {
+                true
+            } else if eq_ic(val, "no") {
+                false
+            } else {
+                return Err(Error::Syntax);
+            };
+        } else if eq_ic(opt, "TYPE") || eq_ic(opt, "USER") || eq_ic(opt, "MAXAGE") {
+            return Err(Error::Owned(format!(
+                "ERR CLIENT KILL {} is not supported by zwindow",
+                String::from_utf8_lossy(opt).to_uppercase()
+            )));
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 2;
+    }
+    let mut killed = 0;
+    for c in ctx.shared.clients.all() {
+        if id.is_some_and(|id| id != c.id)
+            || addr.is_some_and(|a| a != c.addr.as_bytes())
+            || laddr.is_some_and(|a| a != c.laddr.as_bytes())
+        {
+            continue;
+        }
+        if c.id == me {
+            if skipme {
+                continue;
+            }
+            ctx.client.close_after_reply = true;
+        } else {
+            c.kill();
+        }
+        killed += 1;
+    }
+    ctx.out.int(killed);
+    Ok(())
+}
+
+fn client_ok(ctx: &mut Ctx) -> CmdResult {
+    let v = ctx.args.get(2);
+    if !eq_ic(v, "on") && !eq_ic(v, "off") {
+        return Err(Error::Syntax);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_help(ctx: &mut Ctx) -> CmdResult {
+    super::server::help(ctx, "CLIENT", CLIENT);
+    Ok(())
+}

@@ -1,0 +1,563 @@
+//! Generic keyspace commands: DEL, UNLINK, EXISTS, TYPE, KEYS, SCAN,
+//! RANDOMKEY, RENAME, RENAMENX, COPY, MOVE, TOUCH, the EXPIRE family, TTL,
+//! PERSIST and OBJECT. They work on every value type.
+
+use super::flags::*;
+use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use crate::store::{Entry, Value, notify};
+use crate::util::{eq_ic, glob_match};
+
+const G: &str = "generic";
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("del", -2, WRITE, Keys::ALL_ARGS, del)
+        .doc(G, "1.0.0", "O(N) where N is the number of keys that will be removed.", "Deletes one or more keys.")
+        .syntax("key [key ...]"),
+    Command::new("unlink", -2, WRITE | FAST, Keys::ALL_ARGS, del)
+        .doc(G, "4.0.0", "O(1) for each key removed regardless of its size.", "Asynchronously deletes one or more keys.")
+        .syntax("key [key ...]"),
+    Command::new("exists", -2, READONLY | FAST, Keys::ALL_ARGS, exists)
+        .doc(G, "1.0.0", "O(N) where N is the number of keys to check.", "Determines whether one or more keys exist.")
+        .syntax("key [key ...]"),
+    Command::new("type", 2, READONLY | FAST, Keys::ONE, type_cmd)
+        .doc(G, "1.0.0", "O(1)", "Determines the type of value stored at a key.")
+        .syntax("key"),
+    Command::new("keys", 2, READONLY, Keys::All, keys)
+        .doc(G, "1.0.0", "O(N) with N being the number of keys in the database", "Returns all key names that match a pattern.")
+        .syntax("pattern"),
+    Command::new("scan", -2, READONLY, Keys::All, scan)
+        .doc(G, "2.8.0", "O(1) for every call. O(N) for a complete iteration.", "Iterates over the key names in the database.")
+        .syntax("cursor [MATCH pattern] [COUNT count] [TYPE type]"),
+    Command::new("randomkey", 1, READONLY, Keys::All, randomkey).doc(G, "1.0.0", "O(1)", "Returns a random key name from the database."),
+    Command::new("rename", 3, WRITE, Keys::TWO, rename)
+        .doc(G, "1.0.0", "O(1)", "Renames a key and overwrites the destination.")
+        .syntax("key newkey"),
+    Command::new("renamenx", 3, WRITE | FAST, Keys::TWO, renamenx)
+        .doc(G, "1.0.0", "O(1)", "Renames a key only when the target key name doesn't exist.")
+        .syntax("key newkey"),
+    Command::new("copy", -3, WRITE | DENYOOM, Keys::TWO, copy)
+        .doc(G, "6.2.0", "O(N) worst case for collections, where N is the number of nested items.", "Copies the value of a key to a new key.")
+        .syntax("source destination [DB destination-db] [REPLACE]"),
+    Command::new("move", 3, WRITE | FAST, Keys::ONE, move_cmd)
+        .doc(G, "1.0.0", "O(1)", "Moves a key to another database.")
+        .syntax("key db"),
+    Command::new("touch", -2, READONLY | FAST, Keys::ALL_ARGS, touch)
+        .doc(G, "3.2.1", "O(N) where N is the number of keys that will be touched.", "Returns the number of existing keys out of those specified after updating the time they were last accessed.")
+        .syntax("key [key ...]"),
+    Command::new("expire", -3, WRITE | FAST, Keys::ONE, expire)
+        .doc(G, "1.0.0", "O(1)", "Sets the expiration time of a key in seconds.")
+        .syntax("key seconds [NX | XX | GT | LT]"),
+    Command::new("pexpire", -3, WRITE | FAST, Keys::ONE, expire)
+        .doc(G, "2.6.0", "O(1)", "Sets the expiration time of a key in milliseconds.")
+        .syntax("key milliseconds [NX | XX | GT | LT]"),
+    Command::new("expireat", -3, WRITE | FAST, Keys::ONE, expire)
+        .doc(G, "1.2.0", "O(1)", "Sets the expiration time of a key to a Unix timestamp.")
+        .syntax("key unix-time-seconds [NX | XX | GT | LT]"),
+    Command::new("pexpireat", -3, WRITE | FAST, Keys::ONE, expire)
+        .doc(G, "2.6.0", "O(1)", "Sets the expiration time of a key to a Unix milliseconds timestamp.")
+        .syntax("key unix-time-milliseconds [NX | XX | GT | LT]"),
+    Command::new("ttl", 2, READONLY | FAST, Keys::ONE, ttl)
+        .doc(G, "1.0.0", "O(1)", "Returns the expiration time in seconds of a key.")
+        .syntax("key"),
+    Command::new("pttl", 2, READONLY | FAST, Keys::ONE, ttl)
+        .doc(G, "2.6.0", "O(1)", "Returns the expiration time in milliseconds of a key.")
+        .syntax("key"),
+    Command::new("expiretime", 2, READONLY | FAST, Keys::ONE, ttl)
+        .doc(G, "7.0.0", "O(1)", "Returns the expiration time of a key as a Unix timestamp.")
+        .syntax("key"),
+    Command::new("pexpiretime", 2, READONLY | FAST, Keys::ONE, ttl)
+        .doc(G, "7.0.0", "O(1)", "Returns the expiration time of a key as a Unix milliseconds timestamp.")
+        .syntax("key"),
+    Command::new("persist", 2, WRITE | FAST, Keys::ONE, persist)
+        .doc(G, "2.2.0", "O(1)", "Removes the expiration time of a key.")
+        .syntax("key"),
+    Command::new("object", -2, 0, Keys::None, super::server::container)
+        .doc(G, "2.2.3", "Depends on subcommand.", "A container for object introspection commands.")
+        .subcommands(OBJECT),
+];
+
+const OBJECT_KEY: Keys = Keys::Range {
+    first: 2,
+    last: 2,
+    step: 1,
+};
+
+static OBJECT: &[Command] = &[
+    Command::new("encoding", 3, READONLY, OBJECT_KEY, object_encoding)
+        .doc(
+            G,
+            "2.2.3",
+            "O(1)",
+            "Returns the internal encoding of a Redis object.",
+        )
+        .syntax("key"),
+    Command::new("refcount", 3, READONLY, OBJECT_KEY, object_refcount)
+        .doc(
+            G,
+            "2.2.3",
+            "O(1)",
+            "Returns the reference count of a value of a key.",
+        )
+        .syntax("key"),
+    Command::new("idletime", 3, READONLY, OBJECT_KEY, object_idletime)
+        .doc(
+            G,
+            "2.2.3",
+            "O(1)",
+            "Returns the time since the last access to a Redis object.",
+        )
+        .syntax("key"),
+    Command::new("freq", 3, READONLY, OBJECT_KEY, object_freq)
+        .doc(
+            G,
+            "4.0.0",
+            "O(1)",
+            "Returns the logarithmic access frequency counter of a Redis object.",
+        )
+        .syntax("key"),
+    Command::new("help", 2, LOADING | STALE, Keys::None, object_help).doc(
+        G,
+        "6.2.0",
+        "O(1)",
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+fn del(ctx: &mut Ctx) -> CmdResult {
+    let mut n = 0;
+    for i in 1..ctx.argc() {
+        let key = ctx.args.get(i);
+        if ctx.ks.remove(key).is_some() {
+            ctx.ks.signal(key, notify::GENERIC, "del");
+            n += 1;
+        }
+    }
+    ctx.out.int(n);
+    Ok(())
+}
+
+fn exists(ctx: &mut Ctx) -> CmdResult {
+    let n = (1..ctx.argc())
+        .filter(|&i| ctx.ks.exists(ctx.args.get(i)))
+        .count();
+    ctx.out.int(n as i64);
+    Ok(())
+}
+
+fn touch(ctx: &mut Ctx) -> CmdResult {
+    let n = (1..ctx.argc())
+        .filter(|&i| ctx.ks.get(ctx.args.get(i)).is_some())
+        .count();
+    ctx.out.int(n as i64);
+    Ok(())
+}
+
+fn type_cmd(ctx: &mut Ctx) -> CmdResult {
+    let name = ctx
+        .ks
+        .peek(ctx.args.get(1))
+        .map_or("none", |e| e.value.type_name());
+    ctx.out.simple(name);
+    Ok(())
+}
+
+fn keys(ctx: &mut Ctx) -> CmdResult {
+    let pattern = ctx.args.get(1);
+    let now = ctx.ks.now_ms;
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    for db in ctx.ks.dbs_mut() {
+        for (k, e) in db.keys.iter() {
+            if (e.expire_at == 0 || e.expire_at > now) && glob_match(pattern, k, false) {
+                found.push(k.to_vec());
+            }
+        }
+    }
+    ctx.out.array(found.len());
+    for k in found {
+        ctx.out.bulk(&k);
+    }
+    Ok(())
+}
+
+/// Bits of a SCAN cursor that name the shard; the rest is the shard's
+/// dict cursor, so a scan walks shard after shard with each dict's
+/// guarantee intact.
+const SHARD_BITS: u32 = 8;
+
+fn scan(ctx: &mut Ctx) -> CmdResult {
+    let cursor = std::str::from_utf8(ctx.arg(1))
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or(Error::Static("ERR invalid cursor"))?;
+    let mut pattern: Option<&[u8]> = None;
+    let mut count = 10usize;
+    let mut type_filter: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < ctx.argc() {
+        let opt = ctx.args.get(i);
+        if i + 1 >= ctx.argc() {
+            return Err(Error::Syntax);
+        }
+        let val = ctx.args.get(i + 1);
+        if eq_ic(opt, "MATCH") {
+            pattern = Some(val);
+        } else if eq_ic(opt, "COUNT") {
+            let n = int_arg(val)?;
+            if n < 1 {
+                return Err(Error::Syntax);
+            }
+            count = n as usize;
+        } else if eq_ic(opt, "TYPE") {
+            type_filter = Some(val);
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 2;
+    }
+    let shards = ctx.shared.store.shard_count() as u64;
+    let mut shard = cursor & ((1 << SHARD_BITS) - 1);
+    let mut inner = cursor >> SHARD_BITS;
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let db = ctx.ks.db;
+    let now = ctx.ks.now_ms;
+    while shard < shards && keys.len() < count {
+        let s = ctx.ks.shard_at(shard as usize);
+        inner = s.dbs[db].keys.scan(inner, count - keys.len(), |k, e| {
+            if e.expire_at != 0 && e.expire_at <= now {
+                return;
+            }
+            if pattern.is_some_and(|p| !glob_match(p, k, false)) {
+                return;
+            }
+            if type_filter.is_some_and(|t| !t.eq_ignore_ascii_case(e.value.type_name().as_bytes()))
+            {
+                return;
+            }
+            keys.push(k.to_vec());
+        });
+        if inner == 0 {
+            shard += 1;
+        }
+    }
+    let next = if shard >= shards {
+        0
+    } else {
+        (inner << SHARD_BITS) | shard
+    };
+    ctx.out.array(2);
+    ctx.out.bulk_int(next as i64);
+    ctx.out.array(keys.len());
+    for k in keys {
+        ctx.out.bulk(&k);
+    }
+    Ok(())
+}
+
+fn randomkey(ctx: &mut Ctx) -> CmdResult {
+    let db = ctx.ks.db;
+    for _ in 0..100 {
+        let sizes: Vec<usize> = ctx.ks.dbs_mut().map(|d| d.keys.len()).collect();
+        let total: usize = sizes.iter().sum();
+        if total == 0 {
+            break;
+        }
+        let mut pick = rand::random_range(0..total);
+        let shard = sizes.iter().position(|&n| {
+            if pick < n {
+                true
+            } else {
+                pick -= n;
+                false
+            }
+        });
+        let Some(shard) = shard else { break };
+        let s = ctx.ks.shard_at(shard);
+        let key = s.dbs[db].keys.random(&mut s.rng).map(|(k, _)| k.clone());
+        if let Some(key) = key {
+            if ctx.ks.expire_if_needed(&key) {
+                continue;
+            }
+            ctx.out.bulk(&key);
+            return Ok(());
+        }
+    }
+    ctx.out.null();
+    Ok(())
+}
+
+/// Moves `src` to `dst` keeping the TTL; the caller checked both.
+fn do_rename(ctx: &mut Ctx, src: &[u8], dst: &[u8]) {
+    let Some(entry) = ctx.ks.remove(src) else {
+        return;
+    };
+    let replaced = ctx.ks.remove(dst).is_some();
+    ctx.ks.set_entry(dst, entry);
+    ctx.ks.modified(src);
+    ctx.ks.modified(dst);
+    ctx.ks.notify(notify::GENERIC, "rename_from", src);
+    ctx.ks.notify(notify::GENERIC, "rename_to", dst);
+    let _ = replaced;
+    ctx.ks.signal_ready(dst);
+}
+
+fn rename(ctx: &mut Ctx) -> CmdResult {
+    let (src, dst) = (ctx.args.get(1), ctx.args.get(2));
+    if !ctx.ks.exists(src) {
+        return Err(Error::Static("ERR no such key"));
+    }
+    if src != dst {
+        do_rename(ctx, src, dst);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn renamenx(ctx: &mut Ctx) -> CmdResult {
+    let (src, dst) = (ctx.args.get(1), ctx.args.get(2));
+    if !ctx.ks.exists(src) {
+        return Err(Error::Static("ERR no such key"));
+    }
+    if src == dst || ctx.ks.exists(dst) {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    do_rename(ctx, src, dst);
+    ctx.out.int(1);
+    Ok(())
+}
+
+fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, Error> {
+    let n = int_arg(arg)?;
+    if n < 0 || n as usize >= ctx.shared.config.databases {
+        return Err(Error::Static("ERR DB index is out of range"));
+    }
+    Ok(n as usize)
+}
+
+fn copy(ctx: &mut Ctx) -> CmdResult {
+    let (src, dst) = (ctx.args.get(1), ctx.args.get(2));
+    let mut target_db = ctx.ks.db;
+    let mut replace = false;
+    let mut i = 3;
+    while i < ctx.argc() {
+        let opt = ctx.args.get(i);
+        if eq_ic(opt, "REPLACE") {
+            replace = true;
+            i += 1;
+        } else if eq_ic(opt, "DB") && i + 1 < ctx.argc() {
+            target_db = db_index(ctx, ctx.args.get(i + 1))?;
+            i += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let src_db = ctx.ks.db;
+    if src == dst && src_db == target_db {
+        return Err(Error::Static(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let Some(e) = ctx.ks.get(src) else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    let copy = Entry {
+        value: e.value.clone(),
+        expire_at: e.expire_at,
+        atime: e.atime,
+    };
+    ctx.ks.db = target_db;
+    let result = if ctx.ks.exists(dst) && !replace {
+        0
+    } else {
+        ctx.ks.remove(dst);
+        ctx.ks.set_entry(dst, copy);
+        ctx.ks.signal(dst, notify::GENERIC, "copy_to");
+        ctx.ks.signal_ready(dst);
+        1
+    };
+    ctx.ks.db = src_db;
+    ctx.out.int(result);
+    Ok(())
+}
+
+fn move_cmd(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    let target = db_index(ctx, ctx.args.get(2))?;
+    let src_db = ctx.ks.db;
+    if target == src_db {
+        return Err(Error::Static(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    if !ctx.ks.exists(key) {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    ctx.ks.db = target;
+    let occupied = ctx.ks.exists(key);
+    ctx.ks.db = src_db;
+    if occupied {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    if let Some(entry) = ctx.ks.remove(key) {
+        ctx.ks.signal(key, notify::GENERIC, "move_from");
+        ctx.ks.db = target;
+        ctx.ks.set_entry(key, entry);
+        ctx.ks.signal(key, notify::GENERIC, "move_to");
+        ctx.ks.signal_ready(key);
+        ctx.ks.db = src_db;
+    }
+    ctx.out.int(1);
+    Ok(())
+}
+
+fn expire(ctx: &mut Ctx) -> CmdResult {
+    let name = ctx.cmd.name;
+    let key = ctx.args.get(1);
+    let (ms_unit, absolute) = match name {
+        "expire" => (false, false),
+        "pexpire" => (true, false),
+        "expireat" => (false, true),
+        _ => (true, true),
+    };
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for a in ctx.args.iter().skip(3) {
+        if eq_ic(a, "NX") {
+            nx = true;
+        } else if eq_ic(a, "XX") {
+            xx = true;
+        } else if eq_ic(a, "GT") {
+            gt = true;
+        } else if eq_ic(a, "LT") {
+            lt = true;
+        } else {
+            return Err(Error::Owned(format!(
+                "ERR Unsupported option {}",
+                String::from_utf8_lossy(a)
+            )));
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return Err(Error::Static(
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ));
+    }
+    if gt && lt {
+        return Err(Error::Static(
+            "ERR GT and LT options at the same time are not compatible",
+        ));
+    }
+    let invalid = || Error::Owned(format!("ERR invalid expire time in '{name}' command"));
+    let mut when = int_arg(ctx.args.get(2))?;
+    if !ms_unit {
+        when = when.checked_mul(1000).ok_or_else(invalid)?;
+    }
+    let base = if absolute { 0 } else { ctx.ks.now_ms as i64 };
+    let when = when.checked_add(base).ok_or_else(invalid)?;
+    let Some(e) = ctx.ks.get(key) else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    let current = (e.expire_at != 0).then_some(e.expire_at as i64);
+    let refuse = (nx && current.is_some())
+        || (xx && current.is_none())
+        || (gt && current.is_none_or(|c| when <= c))
+        || (lt && current.is_some_and(|c| when >= c));
+    if refuse {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    if when <= ctx.ks.now_ms as i64 {
+        ctx.ks.remove(key);
+        ctx.ks.signal(key, notify::GENERIC, "del");
+    } else {
+        ctx.ks.set_expire(key, when as u64);
+        ctx.ks.signal(key, notify::GENERIC, "expire");
+    }
+    ctx.out.int(1);
+    Ok(())
+}
+
+fn ttl(ctx: &mut Ctx) -> CmdResult {
+    let name = ctx.cmd.name;
+    let now = ctx.ks.now_ms as i64;
+    let Some(e) = ctx.ks.peek(ctx.args.get(1)) else {
+        ctx.out.int(-2);
+        return Ok(());
+    };
+    if e.expire_at == 0 {
+        ctx.out.int(-1);
+        return Ok(());
+    }
+    let at = e.expire_at as i64;
+    let left = (at - now).max(0);
+    ctx.out.int(match name {
+        "ttl" => (left + 500) / 1000,
+        "pttl" => left,
+        "expiretime" => at / 1000,
+        _ => at,
+    });
+    Ok(())
+}
+
+fn persist(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    let had = ctx.ks.get(key).is_some_and(|e| e.expire_at != 0);
+    if had {
+        ctx.ks.set_expire(key, 0);
+        ctx.ks.signal(key, notify::GENERIC, "persist");
+    }
+    ctx.out.int(had as i64);
+    Ok(())
+}
+
+fn object_encoding(ctx: &mut Ctx) -> CmdResult {
+    match ctx.ks.peek(ctx.args.get(2)) {
+        Some(e) => ctx.out.bulk(e.value.encoding().as_bytes()),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn object_refcount(ctx: &mut Ctx) -> CmdResult {
+    match ctx.ks.peek(ctx.args.get(2)) {
+        // Redis shares the integers 0..10000 (OBJ_SHARED_REFCOUNT).
+        Some(Entry {
+            value: Value::Str(s),
+            ..
+        }) if s.encoding() == "int"
+            && crate::util::parse_i64(&s.data).is_some_and(|n| (0..10_000).contains(&n)) =>
+        {
+            ctx.out.int(i32::MAX as i64)
+        }
+        Some(_) => ctx.out.int(1),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn object_idletime(ctx: &mut Ctx) -> CmdResult {
+    let now = (ctx.ks.now_ms / 1000) as u32;
+    match ctx.ks.peek(ctx.args.get(2)) {
+        Some(e) => ctx.out.int(now.saturating_sub(e.atime) as i64),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn object_freq(ctx: &mut Ctx) -> CmdResult {
+    if ctx.ks.peek(ctx.args.get(2)).is_none() {
+        ctx.out.null();
+        return Ok(());
+    }
+    Err(Error::Static(
+        "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+    ))
+}
+
+fn object_help(ctx: &mut Ctx) -> CmdResult {
+    super::server::help(ctx, "OBJECT", OBJECT);
+    Ok(())
+}

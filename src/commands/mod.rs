@@ -1,0 +1,636 @@
+//! The command table and dispatch.
+//!
+//! Every command is one [`Command`] entry in its family's file (`keys.rs`,
+//! `strings.rs`, `zsets.rs`, …); [`TABLE`] strings the families together and
+//! is the only list of commands: dispatch, arity errors, key positions (and so
+//! shard locking), `COMMAND INFO/DOCS/COUNT/LIST` and unknown-command errors
+//! all read it.
+//!
+//! Dispatch runs one request: look the name up, check arity, auth, MULTI
+//! queueing and subscribed mode, lock the shards of the keys the table says
+//! the command touches, and call the handler with a [`Ctx`]. Handlers write
+//! their reply through `ctx.out` or return an [`Error`], which becomes the
+//! error reply; a handler that returns an error has written nothing.
+
+pub mod connection;
+pub mod docs;
+pub mod keys;
+pub mod server;
+pub mod strings;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use crate::connection::Client;
+use crate::protocol::{Reply, Request};
+use crate::server::Shared;
+use crate::store::{Keyspace, ShardSet};
+use crate::util::parse_i64;
+
+/// Every family's commands; the single source of truth.
+pub static TABLE: &[&[Command]] = &[
+    connection::COMMANDS,
+    server::COMMANDS,
+    keys::COMMANDS,
+    strings::COMMANDS,
+];
+
+pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;
+
+/// Command flags, as `COMMAND INFO` reports them.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const FAST: u32 = 1 << 9;
+    pub const NO_AUTH: u32 = 1 << 10;
+    pub const ALLOW_BUSY: u32 = 1 << 11;
+    pub const NO_MULTI: u32 = 1 << 12;
+    pub const SKIP_SLOWLOG: u32 = 1 << 13;
+    pub const MAY_REPLICATE: u32 = 1 << 14;
+    /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    pub const TX_CONTROL: u32 = 1 << 15;
+    /// Allowed in RESP2 subscribed mode.
+    pub const SUBSCRIBED_OK: u32 = 1 << 16;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// Which arguments are keys: what the dispatcher locks and `COMMAND` reports.
+#[derive(Debug, Clone, Copy)]
+pub enum Keys {
+    None,
+    /// Redis's (first, last, step); `last` negative counts from the end.
+    Range {
+        first: i32,
+        last: i32,
+        step: i32,
+    },
+    /// `numkeys` at `count_at`, keys right after it; `dest` is an extra key
+    /// before the count (ZUNIONSTORE's destination).
+    NumKeys {
+        count_at: usize,
+        dest: Option<usize>,
+    },
+    /// Every shard (KEYS, FLUSHDB, EXEC, …).
+    All,
+}
+
+impl Keys {
+    pub const ONE: Keys = Keys::Range {
+        first: 1,
+        last: 1,
+        step: 1,
+    };
+    pub const ALL_ARGS: Keys = Keys::Range {
+        first: 1,
+        last: -1,
+        step: 1,
+    };
+    pub const TWO: Keys = Keys::Range {
+        first: 1,
+        last: 2,
+        step: 1,
+    };
+}
+
+/// One command (or subcommand) of the table.
+pub struct Command {
+    /// Lowercase name; subcommands carry the bare subcommand name.
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: u32,
+    pub keys: Keys,
+    pub handler: Handler,
+    pub group: &'static str,
+    pub since: &'static str,
+    pub complexity: &'static str,
+    pub summary: &'static str,
+    /// The argument grammar after the name, Redis-doc style
+    /// (`key [NX | XX] seconds`); `COMMAND DOCS` derives its arguments from it.
+    pub syntax: &'static str,
+    pub subcommands: &'static [Command],
+}
+
+impl Command {
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        keys: Keys,
+        handler: Handler,
+    ) -> Command {
+        Command {
+            name,
+            arity,
+            flags,
+            keys,
+            handler,
+            group: "generic",
+            since: "1.0.0",
+            complexity: "O(1)",
+            summary: "",
+            syntax: "",
+            subcommands: &[],
+        }
+    }
+
+    pub const fn doc(
+        mut self,
+        group: &'static str,
+        since: &'static str,
+        complexity: &'static str,
+        summary: &'static str,
+    ) -> Command {
+        self.group = group;
+        self.since = since;
+        self.complexity = complexity;
+        self.summary = summary;
+        self
+    }
+
+    pub const fn syntax(mut self, syntax: &'static str) -> Command {
+        self.syntax = syntax;
+        self
+    }
+
+    pub const fn subcommands(mut self, subs: &'static [Command]) -> Command {
+        self.subcommands = subs;
+        self
+    }
+
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    fn arity_ok(&self, argc: usize) -> bool {
+        let a = self.arity;
+        if a >= 0 {
+            argc == a as usize
+        } else {
+            argc >= (-a) as usize
+        }
+    }
+
+    /// Key argument indices for this invocation, in order.
+    pub fn key_indices(&self, args: &Args<'_>, mut f: impl FnMut(usize)) {
+        let argc = args.len();
+        match self.keys {
+            Keys::None | Keys::All => {}
+            Keys::Range { first, last, step } => {
+                let last = if last < 0 { argc as i32 + last } else { last };
+                let mut i = first;
+                while i > 0 && i <= last && (i as usize) < argc {
+                    f(i as usize);
+                    i += step.max(1);
+                }
+            }
+            Keys::NumKeys { count_at, dest } => {
+                if let Some(d) = dest.filter(|&d| d < argc) {
+                    f(d);
+                }
+                let n = parse_i64(args.get(count_at)).unwrap_or(0).max(0) as usize;
+                for i in (count_at + 1..argc).take(n) {
+                    f(i);
+                }
+            }
+        }
+    }
+}
+
+/// A request's arguments; `args[0]` is the command name.
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    req: Request<'a>,
+}
+
+impl<'a> Args<'a> {
+    pub fn new(req: Request<'a>) -> Args<'a> {
+        Args { req }
+    }
+
+    pub fn len(&self) -> usize {
+        self.req.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.req.is_empty()
+    }
+
+    /// The `i`th argument; empty if out of range (arity checks make that a
+    /// bug, but never a crash).
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        self.req.get(i).unwrap_or(&[])
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    pub fn to_owned(&self) -> OwnedArgs {
+        let mut data = Vec::new();
+        let mut spans = Vec::with_capacity(self.len());
+        for a in self.iter() {
+            spans.push((data.len(), data.len() + a.len()));
+            data.extend_from_slice(a);
+        }
+        OwnedArgs { data, spans }
+    }
+}
+
+impl std::ops::Index<usize> for Args<'_> {
+    type Output = [u8];
+    fn index(&self, i: usize) -> &[u8] {
+        self.get(i)
+    }
+}
+
+/// Arguments kept beyond the read buffer (MULTI queue, blocked commands).
+#[derive(Debug, Clone, Default)]
+pub struct OwnedArgs {
+    data: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+}
+
+impl OwnedArgs {
+    pub fn from_slices(parts: &[&[u8]]) -> OwnedArgs {
+        let mut data = Vec::new();
+        let mut spans = Vec::new();
+        for a in parts {
+            spans.push((data.len(), data.len() + a.len()));
+            data.extend_from_slice(a);
+        }
+        OwnedArgs { data, spans }
+    }
+
+    pub fn args(&self) -> Args<'_> {
+        Args::new(Request {
+            data: &self.data,
+            spans: &self.spans,
+        })
+    }
+}
+
+/// What a handler sees.
+pub struct Ctx<'c, 'k> {
+    pub shared: &'c Arc<Shared>,
+    pub client: &'c mut Client,
+    pub out: &'c mut Reply,
+    pub args: Args<'c>,
+    pub ks: &'c mut Keyspace<'k>,
+    pub cmd: &'static Command,
+}
+
+impl Ctx<'_, '_> {
+    pub fn arg(&self, i: usize) -> &[u8] {
+        self.args.get(i)
+    }
+
+    pub fn argc(&self) -> usize {
+        self.args.len()
+    }
+}
+
+/// An error reply. Static texts cost nothing; formatted ones allocate only
+/// on the error path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    Syntax,
+    WrongType,
+    NotInteger,
+    NotFloat,
+    Static(&'static str),
+    Owned(String),
+}
+
+impl Error {
+    pub fn text(&self) -> &str {
+        match self {
+            Error::Syntax => "ERR syntax error",
+            Error::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
+            Error::NotInteger => "ERR value is not an integer or out of range",
+            Error::NotFloat => "ERR value is not a valid float",
+            Error::Static(s) => s,
+            Error::Owned(s) => s,
+        }
+    }
+}
+
+impl From<String> for Error {
+    fn from(s: String) -> Error {
+        Error::Owned(s)
+    }
+}
+
+pub type CmdResult = Result<(), Error>;
+
+/// Parses an integer argument with Redis's error text.
+pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
+    parse_i64(arg).ok_or(Error::NotInteger)
+}
+
+/// Name → command, built once from [`TABLE`].
+fn index() -> &'static HashMap<&'static str, &'static Command> {
+    static INDEX: OnceLock<HashMap<&'static str, &'static Command>> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        TABLE
+            .iter()
+            .flat_map(|family| family.iter())
+            .map(|c| (c.name, c))
+            .collect()
+    })
+}
+
+/// Looks a command up by (any-case) name without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    let lower = std::str::from_utf8(&buf[..name.len()]).ok()?;
+    index().get(lower).copied()
+}
+
+pub fn lookup_sub(parent: &'static Command, name: &[u8]) -> Option<&'static Command> {
+    parent
+        .subcommands
+        .iter()
+        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+pub fn all_commands() -> impl Iterator<Item = &'static Command> {
+    TABLE.iter().flat_map(|family| family.iter())
+}
+
+/// Index of a command in the table, for compact per-client bookkeeping.
+pub fn command_id(cmd: &'static Command) -> u32 {
+    all_commands()
+        .position(|c| std::ptr::eq(c, cmd))
+        .map_or(u32::MAX, |i| i as u32)
+}
+
+pub fn command_by_id(id: u32) -> Option<&'static Command> {
+    all_commands().nth(id as usize)
+}
+
+/// Resolves `args` to the command (or subcommand) to run, writing the
+/// unknown-command or arity error if there is none.
+pub fn resolve(args: &Args<'_>) -> Result<&'static Command, Error> {
+    let name = args.get(0);
+    let Some(cmd) = lookup(name) else {
+        return Err(unknown_command(args));
+    };
+    if !cmd.arity_ok(args.len()) {
+        return Err(arity_error(cmd, None));
+    }
+    if cmd.subcommands.is_empty() || args.len() < 2 {
+        return Ok(cmd);
+    }
+    let Some(sub) = lookup_sub(cmd, args.get(1)) else {
+        return Err(Error::Owned(format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            String::from_utf8_lossy(&args.get(1)[..args.get(1).len().min(128)]),
+            cmd.name.to_ascii_uppercase()
+        )));
+    };
+    if !sub.arity_ok(args.len()) {
+        return Err(arity_error(sub, Some(cmd)));
+    }
+    Ok(sub)
+}
+
+fn arity_error(cmd: &Command, parent: Option<&Command>) -> Error {
+    match parent {
+        Some(p) => Error::Owned(format!(
+            "ERR wrong number of arguments for '{}|{}' command",
+            p.name, cmd.name
+        )),
+        None => Error::Owned(format!(
+            "ERR wrong number of arguments for '{}' command",
+            cmd.name
+        )),
+    }
+}
+
+/// Redis's unknown-command text, quoting at most the first arguments.
+pub fn unknown_command(args: &Args<'_>) -> Error {
+    let clip = |a: &[u8]| String::from_utf8_lossy(&a[..a.len().min(128)]).into_owned();
+    let mut msg = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        clip(args.get(0))
+    );
+    let mut budget = 128usize;
+    for a in args.iter().skip(1) {
+        let s = clip(a);
+        if budget < s.len() + 3 {
+            break;
+        }
+        budget -= s.len() + 3;
+        msg.push('\'');
+        msg.push_str(&s);
+        msg.push_str("' ");
+    }
+    Error::Owned(msg)
+}
+
+/// The shards a command's keys live on.
+pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
+    if matches!(cmd.keys, Keys::All) {
+        return shared.store.all_shards();
+    }
+    let mut set = ShardSet::default();
+    cmd.key_indices(args, |i| set.insert(shared.store.shard_of(args.get(i))));
+    set
+}
+
+/// Runs one request from a client: checks, locking, the handler.
+pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args: Args<'_>) {
+    let cmd = match resolve(&args) {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            if client.multi.is_some() {
+                client.multi_error = true;
+            }
+            out.error(e.text());
+            return;
+        }
+    };
+    client.note_command(cmd);
+    shared
+        .stats
+        .commands_processed
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if !client.authenticated && !cmd.has(flags::NO_AUTH) {
+        out.error("NOAUTH Authentication required.");
+        return;
+    }
+    if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
+        out.error(&format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            full_name(&args, cmd)
+        ));
+        return;
+    }
+    if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
+        client.queue(args);
+        out.simple("QUEUED");
+        return;
+    }
+    let set = shards_for(shared, cmd, &args);
+    let guards = if set.is_empty() {
+        crate::store::Guards::None
+    } else {
+        shared.store.lock(set)
+    };
+    let mut ks = Keyspace::new(shared, guards, client.db, shared.clock.now_ms());
+    call(shared, client, out, &mut ks, cmd, args);
+    if let Some(block) = client.block.take() {
+        // Queue the waiter while the keys' shards are still locked, so no
+        // write can land between "nothing to pop" and "waiting".
+        let (waiter, rx) = crate::blocking::Waiter::new(
+            client.handle.clone(),
+            client.db,
+            block.keys,
+            args.to_owned(),
+            out.resp3,
+        );
+        shared.blocking.register(&mut ks, &waiter);
+        client.waiting = Some((waiter, rx, block.timeout));
+    }
+    let ready = std::mem::take(&mut ks.ready);
+    drop(ks);
+    if !ready.is_empty() {
+        shared.blocking.serve(shared, ready);
+    }
+}
+
+/// Runs a resolved command on an already-locked keyspace (also EXEC's path).
+pub fn call(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    ks: &mut Keyspace<'_>,
+    cmd: &'static Command,
+    args: Args<'_>,
+) {
+    ks.db = client.db;
+    let mark = out.len();
+    let mut ctx = Ctx {
+        shared,
+        client,
+        out,
+        args,
+        ks,
+        cmd,
+    };
+    if let Err(e) = (cmd.handler)(&mut ctx) {
+        out.truncate(mark);
+        out.error(e.text());
+    }
+}
+
+/// `parent|sub` for subcommands, the name otherwise (as Redis prints them).
+pub fn full_name(args: &Args<'_>, cmd: &Command) -> String {
+    if lookup(args.get(0)).is_some_and(|p| !p.subcommands.is_empty())
+        && !std::ptr::eq(lookup(args.get(0)).unwrap_or(cmd), cmd)
+    {
+        format!(
+            "{}|{}",
+            String::from_utf8_lossy(args.get(0)).to_lowercase(),
+            cmd.name
+        )
+    } else {
+        cmd.name.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_lowercase() {
+        let mut seen = std::collections::HashSet::new();
+        for c in all_commands() {
+            assert_eq!(c.name, c.name.to_lowercase());
+            assert!(seen.insert(c.name), "duplicate command {}", c.name);
+            assert!(!c.summary.is_empty(), "{} has no summary", c.name);
+            for s in c.subcommands {
+                assert!(
+                    !s.summary.is_empty(),
+                    "{}|{} has no summary",
+                    c.name,
+                    s.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_syntax_parses() {
+        for c in all_commands() {
+            for cmd in std::iter::once(c).chain(c.subcommands) {
+                docs::parse_syntax(cmd.syntax).unwrap_or_else(|e| panic!("{}: {e}", cmd.name));
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_is_case_insensitive() {
+        assert_eq!(lookup(b"GeT").map(|c| c.name), Some("get"));
+        assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(&[b'a'; 100]).is_none());
+    }
+
+    #[test]
+    fn numkeys_key_positions() {
+        let owned = OwnedArgs::from_slices(&[
+            b"zunionstore",
+            b"d",
+            b"2",
+            b"a",
+            b"b",
+            b"WEIGHTS",
+            b"1",
+            b"2",
+        ]);
+        let cmd = Command::new(
+            "x",
+            -4,
+            0,
+            Keys::NumKeys {
+                count_at: 2,
+                dest: Some(1),
+            },
+            |_| Ok(()),
+        );
+        let mut keys = Vec::new();
+        cmd.key_indices(&owned.args(), |i| keys.push(i));
+        assert_eq!(keys, vec![1, 3, 4]);
+    }
+}

@@ -1,0 +1,523 @@
+//! Settings: the command line (clap) and the runtime registry behind
+//! `CONFIG GET/SET`.
+//!
+//! The registry lists only settings the server really has, each with its
+//! Redis name (and old alias, e.g. `zset-max-ziplist-entries`). Settings read
+//! on hot paths (notification flags, listpack thresholds) are atomics so
+//! commands read them without a lock.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering::Relaxed};
+
+use clap::Parser;
+use parking_lot::RwLock;
+
+use crate::store::notify;
+use crate::util::{eq_ic, glob_match, parse_i64};
+
+/// zwindow: a Redis-compatible server built around time-windowed sorted sets.
+#[derive(Parser, Debug, Clone)]
+#[command(version, about)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    /// TCP port; 0 picks a free one (the log says which).
+    #[arg(long, default_value_t = 6379)]
+    pub port: u16,
+    /// Number of databases (SELECT 0..N-1).
+    #[arg(long, default_value_t = 16)]
+    pub databases: usize,
+    /// Keyspace shards (default: 4 per core, at most 128).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Require clients to AUTH with this password.
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// Log filter (error, warn, info, debug, trace or a tracing filter).
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    /// Background task frequency (active expiry), as Redis's `hz`.
+    #[arg(long, default_value_t = 10)]
+    pub hz: u32,
+    /// Keyspace notification classes, as Redis's `notify-keyspace-events`.
+    #[arg(long, default_value = "")]
+    pub notify_keyspace_events: String,
+    /// Allow the DEBUG command (needed by tests for the controllable clock).
+    #[arg(long, default_value = "no")]
+    pub enable_debug_command: String,
+    /// Accepted for redis-server compatibility; zwindow does not persist.
+    #[arg(long, hide = true)]
+    pub save: Option<String>,
+    /// Accepted for redis-server compatibility; zwindow does not persist.
+    #[arg(long, hide = true)]
+    pub appendonly: Option<String>,
+    /// Accepted for redis-server compatibility; ignored.
+    #[arg(long, hide = true)]
+    pub protected_mode: Option<String>,
+    /// Accepted for redis-server compatibility; use --log-level.
+    #[arg(long, hide = true)]
+    pub loglevel: Option<String>,
+}
+
+impl Args {
+    pub fn shard_count(&self) -> usize {
+        self.shards.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (cores * 4).clamp(4, crate::store::MAX_SHARDS)
+        })
+    }
+}
+
+/// The runtime settings.
+pub struct Config {
+    pub bind: String,
+    pub port: AtomicU32,
+    pub databases: usize,
+    pub debug_command: bool,
+    requirepass: RwLock<Option<Vec<u8>>>,
+    hz: AtomicU32,
+    notify: AtomicU32,
+    zset_max_listpack_entries: AtomicUsize,
+    zset_max_listpack_value: AtomicUsize,
+    set_max_intset_entries: AtomicUsize,
+    hash_max_listpack_entries: AtomicUsize,
+    hash_max_listpack_value: AtomicUsize,
+    list_max_listpack_size: AtomicI64,
+    proto_max_bulk_len: AtomicI64,
+    maxclients: AtomicUsize,
+    has_password: AtomicBool,
+}
+
+impl Config {
+    pub fn from_args(args: &Args) -> Result<Config, String> {
+        let notify = notify::parse(args.notify_keyspace_events.as_bytes())
+            .ok_or("invalid --notify-keyspace-events")?;
+        let pass = args
+            .requirepass
+            .clone()
+            .filter(|p| !p.is_empty())
+            .map(String::into_bytes);
+        Ok(Config {
+            bind: args.bind.clone(),
+            port: AtomicU32::new(args.port as u32),
+            databases: args.databases.clamp(1, 10_000),
+            debug_command: parse_bool(args.enable_debug_command.as_bytes())
+                .ok_or("invalid --enable-debug-command")?,
+            has_password: AtomicBool::new(pass.is_some()),
+            requirepass: RwLock::new(pass),
+            hz: AtomicU32::new(args.hz.clamp(1, 500)),
+            notify: AtomicU32::new(notify),
+            zset_max_listpack_entries: AtomicUsize::new(128),
+            zset_max_listpack_value: AtomicUsize::new(64),
+            set_max_intset_entries: AtomicUsize::new(512),
+            hash_max_listpack_entries: AtomicUsize::new(128),
+            hash_max_listpack_value: AtomicUsize::new(64),
+            list_max_listpack_size: AtomicI64::new(-2),
+            proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
+            maxclients: AtomicUsize::new(10_000),
+        })
+    }
+
+    pub fn notify_flags(&self) -> u32 {
+        self.notify.load(Relaxed)
+    }
+
+    pub fn hz(&self) -> u32 {
+        self.hz.load(Relaxed)
+    }
+
+    pub fn zset_max_listpack_entries(&self) -> usize {
+        self.zset_max_listpack_entries.load(Relaxed)
+    }
+
+    pub fn zset_max_listpack_value(&self) -> usize {
+        self.zset_max_listpack_value.load(Relaxed)
+    }
+
+    pub fn set_max_intset_entries(&self) -> usize {
+        self.set_max_intset_entries.load(Relaxed)
+    }
+
+    pub fn hash_max_listpack_entries(&self) -> usize {
+        self.hash_max_listpack_entries.load(Relaxed)
+    }
+
+    pub fn hash_max_listpack_value(&self) -> usize {
+        self.hash_max_listpack_value.load(Relaxed)
+    }
+
+    pub fn list_max_listpack_size(&self) -> i64 {
+        self.list_max_listpack_size.load(Relaxed)
+    }
+
+    pub fn proto_max_bulk_len(&self) -> i64 {
+        self.proto_max_bulk_len.load(Relaxed)
+    }
+
+    pub fn maxclients(&self) -> usize {
+        self.maxclients.load(Relaxed)
+    }
+
+    /// True when clients must authenticate.
+    pub fn auth_required(&self) -> bool {
+        self.has_password.load(Relaxed)
+    }
+
+    /// Constant-time-ish password check (length leaks, content does not).
+    pub fn check_password(&self, given: &[u8]) -> bool {
+        match &*self.requirepass.read() {
+            None => false,
+            Some(p) => {
+                p.len() == given.len()
+                    && p.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+            }
+        }
+    }
+
+    /// `CONFIG GET`: every (name, value) whose name matches one of the patterns.
+    pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
+        let mut out: Vec<(&'static str, String)> = Vec::new();
+        for pat in patterns {
+            for p in PARAMS {
+                for name in std::iter::once(p.name).chain(p.alias) {
+                    if glob_match(pat, name.as_bytes(), true)
+                        && !out.iter().any(|(n, _)| *n == name)
+                    {
+                        out.push((name, (p.get)(self)));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// `CONFIG SET name value [name value ...]`: all or nothing.
+    pub fn set_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
+        let mut seen: Vec<&'static str> = Vec::new();
+        let mut found = Vec::with_capacity(pairs.len());
+        for (name, value) in pairs {
+            let Some(p) = PARAMS
+                .iter()
+                .find(|p| eq_ic(name, p.name) || p.alias.is_some_and(|a| eq_ic(name, a)))
+            else {
+                return Err(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                    String::from_utf8_lossy(name)
+                ));
+            };
+            let fail = |why: &str| {
+                format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                    String::from_utf8_lossy(name)
+                )
+            };
+            if seen.contains(&p.name) {
+                return Err(fail("duplicate parameter"));
+            }
+            seen.push(p.name);
+            let Some(set) = p.set else {
+                return Err(fail("can't set immutable config"));
+            };
+            set(self, value, false).map_err(|e| fail(&e))?;
+            found.push((set, *value));
+        }
+        for (set, value) in found {
+            // Validated above; applying cannot fail.
+            let _ = set(self, value, true);
+        }
+        Ok(())
+    }
+}
+
+type Setter = fn(&Config, &[u8], bool) -> Result<(), String>;
+
+struct Param {
+    name: &'static str,
+    alias: Option<&'static str>,
+    get: fn(&Config) -> String,
+    set: Option<Setter>,
+}
+
+fn int_setter(v: &[u8], min: i64, max: i64) -> Result<i64, String> {
+    let n = parse_i64(v).ok_or("argument couldn't be parsed into an integer")?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n)
+}
+
+fn parse_bool(v: &[u8]) -> Option<bool> {
+    if eq_ic(v, "yes") {
+        Some(true)
+    } else if eq_ic(v, "no") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Parses Redis memory values: `512mb`, `1gb`, `100k`, plain bytes.
+pub fn parse_memory(v: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(v).ok()?.to_ascii_lowercase();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: i64 = num.parse().ok()?;
+    let mul = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
+macro_rules! usize_param {
+    ($name:expr, $alias:expr, $field:ident, $min:expr, $max:expr) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            get: |c| c.$field.load(Relaxed).to_string(),
+            set: Some(|c, v, apply| {
+                let n = int_setter(v, $min, $max)?;
+                if apply {
+                    c.$field.store(n as usize, Relaxed);
+                }
+                Ok(())
+            }),
+        }
+    };
+}
+
+const PARAMS: &[Param] = &[
+    Param {
+        name: "bind",
+        alias: None,
+        get: |c| c.bind.clone(),
+        set: None,
+    },
+    Param {
+        name: "port",
+        alias: None,
+        get: |c| c.port.load(Relaxed).to_string(),
+        set: None,
+    },
+    Param {
+        name: "databases",
+        alias: None,
+        get: |c| c.databases.to_string(),
+        set: None,
+    },
+    Param {
+        name: "enable-debug-command",
+        alias: None,
+        get: |c| if c.debug_command { "yes" } else { "no" }.into(),
+        set: None,
+    },
+    Param {
+        name: "requirepass",
+        alias: None,
+        get: |c| {
+            c.requirepass
+                .read()
+                .as_ref()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .unwrap_or_default()
+        },
+        set: Some(|c, v, apply| {
+            if apply {
+                let pass = (!v.is_empty()).then(|| v.to_vec());
+                c.has_password.store(pass.is_some(), Relaxed);
+                *c.requirepass.write() = pass;
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "hz",
+        alias: None,
+        get: |c| c.hz().to_string(),
+        set: Some(|c, v, apply| {
+            let n = parse_i64(v).ok_or("argument couldn't be parsed into an integer")?;
+            if n < 0 {
+                return Err("argument must be between 0 and 2147483647 inclusive".into());
+            }
+            if apply {
+                c.hz.store(n.clamp(1, 500) as u32, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "notify-keyspace-events",
+        alias: None,
+        get: |c| notify::to_string(c.notify_flags()),
+        set: Some(|c, v, apply| {
+            let flags =
+                notify::parse(v).ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
+            if apply {
+                c.notify.store(flags, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    usize_param!(
+        "zset-max-listpack-entries",
+        Some("zset-max-ziplist-entries"),
+        zset_max_listpack_entries,
+        0,
+        i64::MAX
+    ),
+    usize_param!(
+        "zset-max-listpack-value",
+        Some("zset-max-ziplist-value"),
+        zset_max_listpack_value,
+        0,
+        i64::MAX
+    ),
+    usize_param!(
+        "set-max-intset-entries",
+        None,
+        set_max_intset_entries,
+        0,
+        i64::MAX
+    ),
+    usize_param!(
+        "hash-max-listpack-entries",
+        Some("hash-max-ziplist-entries"),
+        hash_max_listpack_entries,
+        0,
+        i64::MAX
+    ),
+    usize_param!(
+        "hash-max-listpack-value",
+        Some("hash-max-ziplist-value"),
+        hash_max_listpack_value,
+        0,
+        i64::MAX
+    ),
+    usize_param!("maxclients", None, maxclients, 1, i64::from(u32::MAX)),
+    Param {
+        name: "list-max-listpack-size",
+        alias: Some("list-max-ziplist-size"),
+        get: |c| c.list_max_listpack_size().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, i64::MIN, i64::MAX)?;
+            if apply {
+                c.list_max_listpack_size.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "proto-max-bulk-len",
+        alias: None,
+        get: |c| c.proto_max_bulk_len().to_string(),
+        set: Some(|c, v, apply| {
+            let n = parse_memory(v).ok_or("argument must be a memory value")?;
+            if n < 1024 * 1024 {
+                return Err(
+                    "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
+                );
+            }
+            if apply {
+                c.proto_max_bulk_len.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    // zwindow keeps everything in memory; these report (and accept) only "off".
+    Param {
+        name: "save",
+        alias: None,
+        get: |_| String::new(),
+        set: Some(|_, v, _| {
+            if v.is_empty() {
+                Ok(())
+            } else {
+                Err("zwindow does not persist to disk".into())
+            }
+        }),
+    },
+    Param {
+        name: "appendonly",
+        alias: None,
+        get: |_| "no".into(),
+        set: Some(|_, v, _| {
+            if eq_ic(v, "no") {
+                Ok(())
+            } else {
+                Err("zwindow does not persist to disk".into())
+            }
+        }),
+    },
+    Param {
+        name: "maxmemory",
+        alias: None,
+        get: |_| "0".into(),
+        set: Some(|_, v, _| match parse_memory(v) {
+            Some(0) => Ok(()),
+            Some(_) => Err("zwindow does not evict; maxmemory must be 0".into()),
+            None => Err("argument must be a memory value".into()),
+        }),
+    },
+    Param {
+        name: "maxmemory-policy",
+        alias: None,
+        get: |_| "noeviction".into(),
+        set: Some(|_, v, _| {
+            if eq_ic(v, "noeviction") {
+                Ok(())
+            } else {
+                Err("zwindow does not evict; only noeviction".into())
+            }
+        }),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config::from_args(&Args::parse_from(["zwindow"])).unwrap()
+    }
+
+    #[test]
+    fn get_by_pattern_and_alias() {
+        let c = config();
+        let got = c.get_matching(&[b"zset-max-*"]);
+        let names: Vec<_> = got.iter().map(|(n, _)| *n).collect();
+        assert!(names.contains(&"zset-max-listpack-entries"));
+        assert!(names.contains(&"zset-max-ziplist-entries"));
+        assert!(c.get_matching(&[b"nope"]).is_empty());
+    }
+
+    #[test]
+    fn set_is_all_or_nothing() {
+        let c = config();
+        let err = c.set_many(&[(b"hz", b"20"), (b"hz", b"30")]).unwrap_err();
+        assert!(err.contains("duplicate parameter"), "{err}");
+        assert!(c.set_many(&[(b"hz", b"20"), (b"databases", b"3")]).is_err());
+        assert_eq!(c.hz(), 10);
+        c.set_many(&[(b"zset-max-ziplist-entries", b"7")]).unwrap();
+        assert_eq!(c.zset_max_listpack_entries(), 7);
+        assert!(
+            c.set_many(&[(b"foo", b"1")])
+                .unwrap_err()
+                .contains("Unknown option")
+        );
+    }
+
+    #[test]
+    fn memory_values() {
+        assert_eq!(parse_memory(b"512mb"), Some(512 * 1024 * 1024));
+        assert_eq!(parse_memory(b"1k"), Some(1000));
+        assert_eq!(parse_memory(b"1x"), None);
+    }
+}

@@ -1,0 +1,307 @@
+//! One client connection: its private state and its task.
+//!
+//! The task reads whatever the socket has, runs every complete request in
+//! the buffer in order, and writes all their replies with one write — the
+//! pipelining that makes Redis fast is simply "parse until the buffer runs
+//! dry, then flush". It also delivers pub/sub pushes, waits for blocked
+//! commands, and stops on QUIT, CLIENT KILL, protocol errors or shutdown.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+use crate::blocking::Waiter;
+use crate::client::{ClientHandle, Push};
+use crate::commands::{self, Args, Command, OwnedArgs};
+use crate::protocol::{Parser, Reply};
+use crate::server::Shared;
+use crate::store::{Key, WatchFlag};
+
+/// Bytes read per syscall at least; the buffer grows for larger requests.
+const READ_CHUNK: usize = 16 * 1024;
+/// Output buffers larger than this are released after a flush.
+const OUT_KEEP: usize = 1024 * 1024;
+
+/// A blocking command's request to wait for data on `keys`.
+#[derive(Debug)]
+pub struct Block {
+    pub keys: Vec<Key>,
+    /// None waits forever.
+    pub timeout: Option<Duration>,
+}
+
+/// A queued waiter, its reply channel and its timeout.
+pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
+
+/// A connection's private state: what only its own commands change.
+pub struct Client {
+    pub handle: Arc<ClientHandle>,
+    pub db: usize,
+    pub authenticated: bool,
+    /// Commands queued by MULTI; None outside a transaction.
+    pub multi: Option<Vec<OwnedArgs>>,
+    /// A queued command failed to parse: EXEC will abort.
+    pub multi_error: bool,
+    /// True while EXEC runs the queue (blocking commands must not block).
+    pub in_exec: bool,
+    pub watched: Vec<(usize, Key)>,
+    pub watch_flag: WatchFlag,
+    pub channels: HashSet<Bytes>,
+    pub patterns: HashSet<Bytes>,
+    pub close_after_reply: bool,
+    /// Set by a blocking command that found nothing.
+    pub block: Option<Block>,
+    /// Set by dispatch once the waiter is queued.
+    pub waiting: Option<Waiting>,
+}
+
+impl Client {
+    pub fn new(handle: Arc<ClientHandle>, auth_required: bool) -> Client {
+        Client {
+            handle,
+            db: 0,
+            authenticated: !auth_required,
+            multi: None,
+            multi_error: false,
+            in_exec: false,
+            watched: Vec::new(),
+            watch_flag: Arc::new(AtomicBool::new(false)),
+            channels: HashSet::new(),
+            patterns: HashSet::new(),
+            close_after_reply: false,
+            block: None,
+            waiting: None,
+        }
+    }
+
+    /// A stand-in for a blocked client while the server serves it.
+    pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool) -> Client {
+        let mut c = Client::new(handle, false);
+        c.db = db;
+        c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
+        c
+    }
+
+    pub fn resp3(&self) -> bool {
+        self.handle.resp.load(Relaxed) == 3
+    }
+
+    pub fn in_subscribed_resp2(&self) -> bool {
+        !self.resp3() && (!self.channels.is_empty() || !self.patterns.is_empty())
+    }
+
+    /// True when a blocking command may wait (not inside MULTI/EXEC).
+    pub fn can_block(&self) -> bool {
+        !self.in_exec
+    }
+
+    pub fn note_command(&self, cmd: &'static Command) {
+        self.handle
+            .last_cmd_ptr
+            .store(cmd as *const Command as usize, Relaxed);
+        self.handle.touch();
+    }
+
+    pub fn queue(&mut self, args: Args<'_>) {
+        if let Some(q) = &mut self.multi {
+            q.push(args.to_owned());
+            self.handle.multi.store(q.len() as i32, Relaxed);
+        }
+    }
+
+    pub fn select(&mut self, db: usize) {
+        self.db = db;
+        self.handle.db.store(db, Relaxed);
+    }
+}
+
+/// Serves one connection until it closes.
+pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
+    let addr = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let laddr = stream
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let _ = stream.set_nodelay(true);
+    let (handle, mut pushes) = shared.clients.register(addr, laddr);
+    let mut client = Client::new(handle.clone(), shared.config.auth_required());
+    let mut shutdown = shared.shutdown_rx();
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut parser = Parser::new(shared.config.proto_max_bulk_len());
+    let mut out = Reply::new();
+
+    'conn: loop {
+        out.resp3 = client.resp3();
+        if let Some((waiter, mut rx, timeout)) = client.waiting.take() {
+            let reply = wait_blocked(
+                &shared,
+                &handle,
+                &mut stream,
+                &mut rbuf,
+                &waiter,
+                &mut rx,
+                timeout,
+            )
+            .await;
+            match reply {
+                Some(bytes) => out.raw(&bytes),
+                None if handle.killed.load(Relaxed) => break,
+                None => out.null_array(),
+            }
+        } else {
+            tokio::select! {
+                biased;
+                _ = handle.kill_notify.notified() => break,
+                _ = shutdown.changed() => break,
+                Some(msg) = pushes.recv() => {
+                    encode_push(&mut out, &msg);
+                    handle.push_bytes.fetch_sub(msg.size(), Relaxed);
+                    while let Ok(msg) = pushes.try_recv() {
+                        encode_push(&mut out, &msg);
+                        handle.push_bytes.fetch_sub(msg.size(), Relaxed);
+                    }
+                }
+                read = read_some(&mut stream, &mut rbuf) => {
+                    match read {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+            }
+        }
+        if handle.killed.load(Relaxed) {
+            break;
+        }
+        // Run every complete request in the buffer, then flush once.
+        loop {
+            if client.waiting.is_some() || client.close_after_reply {
+                break;
+            }
+            let auth_required = !client.authenticated;
+            match parser.next(&rbuf, auth_required) {
+                Ok(Some(req)) => {
+                    if req.is_empty() {
+                        continue;
+                    }
+                    out.resp3 = client.resp3();
+                    commands::dispatch(&shared, &mut client, &mut out, Args::new(req));
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    out.error(&e.to_string());
+                    client.close_after_reply = true;
+                    break;
+                }
+            }
+        }
+        let consumed = parser.consumed();
+        rbuf.advance(consumed);
+        parser.discard(consumed);
+        if !out.is_empty() {
+            if stream.write_all(&out.buf).await.is_err() {
+                break 'conn;
+            }
+            out.buf.clear();
+            if out.buf.capacity() > OUT_KEEP {
+                out.buf = Vec::new();
+            }
+        }
+        if client.close_after_reply {
+            break;
+        }
+    }
+    let _ = stream.shutdown().await;
+    cleanup(&shared, &mut client);
+}
+
+async fn read_some(stream: &mut TcpStream, rbuf: &mut BytesMut) -> std::io::Result<usize> {
+    if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
+        rbuf.reserve(READ_CHUNK);
+    }
+    stream.read_buf(rbuf).await
+}
+
+/// Waits for a blocked command's reply, its timeout, a kill, or the client
+/// going away. Bytes the client sends meanwhile are kept for later.
+async fn wait_blocked(
+    shared: &Arc<Shared>,
+    handle: &Arc<ClientHandle>,
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+    waiter: &Arc<Waiter>,
+    rx: &mut oneshot::Receiver<Vec<u8>>,
+    timeout: Option<Duration>,
+) -> Option<Vec<u8>> {
+    let sleep = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(sleep);
+    let mut shutdown = shared.shutdown_rx();
+    loop {
+        tokio::select! {
+            reply = &mut *rx => {
+                if let Ok(bytes) = reply {
+                    return Some(bytes);
+                }
+                break;
+            }
+            _ = &mut sleep => break,
+            _ = handle.kill_notify.notified() => break,
+            _ = shutdown.changed() => {
+                handle.kill();
+                break;
+            }
+            read = read_some(stream, rbuf) => {
+                if !matches!(read, Ok(n) if n > 0) {
+                    handle.kill();
+                    break;
+                }
+            }
+        }
+    }
+    shared.blocking.cancel(shared, waiter, rx)
+}
+
+fn encode_push(out: &mut Reply, msg: &Push) {
+    match msg {
+        Push::Message { channel, payload } => {
+            out.push(3);
+            out.bulk(b"message");
+            out.bulk(channel);
+            out.bulk(payload);
+        }
+        Push::PMessage {
+            pattern,
+            channel,
+            payload,
+        } => {
+            out.push(4);
+            out.bulk(b"pmessage");
+            out.bulk(pattern);
+            out.bulk(channel);
+            out.bulk(payload);
+        }
+    }
+}
+
+fn cleanup(shared: &Shared, client: &mut Client) {
+    let id = client.handle.id;
+    if !client.channels.is_empty() || !client.patterns.is_empty() {
+        shared.pubsub.remove_client(id);
+    }
+    shared.store.unwatch(&client.watched, &client.watch_flag);
+    client.watched.clear();
+    shared.clients.unregister(id);
+}

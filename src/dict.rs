@@ -1,0 +1,429 @@
+//! `Dict`: the hash table behind each shard's keyspace and behind set and hash
+//! values. It exists because `std::collections::HashMap` cannot provide two
+//! things Redis clients rely on. The first is SCAN's guarantee: the cursor is
+//! a plain integer the server keeps no state for, yet every element present
+//! for the whole scan is returned at least once, even if the table grows or
+//! shrinks between calls. The second is picking a random element in O(1), for
+//! RANDOMKEY, SRANDMEMBER and active-expiry sampling.
+//!
+//! SCAN works as in Redis's `dict.c`: the bucket of a key is `hash & mask` in
+//! a power-of-two table, and the cursor walks bucket indexes in *reverse-bit*
+//! order (increment the bit-reversed cursor). When the table doubles, bucket
+//! `b` splits into `b` and `b | old_size`; when it halves, they merge back.
+//! Both are later in reverse-bit order than any bucket already visited, so no
+//! bucket whose keys were already returned is revisited with new ones, and no
+//! unvisited key is skipped; at worst some keys are returned twice (on a
+//! shrink). Unlike Redis there is no incremental rehash: tables here are small
+//! (one per shard), so a resize rebuilds the index at once, which is still
+//! amortised O(1) per insert/remove.
+//!
+//! Layout: entries live densely in one `Vec`, and buckets hold `u32` indexes
+//! of chain heads, with chains linked through a `u32` in each entry. Compared
+//! with one `Box` per node this saves the allocator header and the 8-byte
+//! pointer per entry, lets `iter`/`retain` run over contiguous memory, and
+//! makes `random` exactly uniform in O(1) (Redis has to probe random buckets
+//! and then walk a chain, which is neither). Removal swaps the last entry
+//! into the hole and repoints the one link that referred to it. Each entry
+//! also stores the low 32 bits of its hash: it fits in the padding next to
+//! the link for 8-byte-aligned keys, makes a resize never rehash a key, and
+//! lets a probe skip key comparisons on hash mismatch.
+//!
+//! Keys come from untrusted clients, so the hasher is seeded randomly per
+//! `Dict` (foldhash) to resist hash flooding.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+
+use foldhash::fast::RandomState;
+use rand::Rng;
+
+/// End of a chain / empty bucket.
+const NIL: u32 = u32::MAX;
+/// Smallest non-empty table, as Redis's `DICT_HT_INITIAL_SIZE`.
+const MIN_BUCKETS: usize = 4;
+/// Entries are addressed by `u32` and `NIL` is reserved. Reaching this needs
+/// roughly 100 GB for the table alone, so it is treated like allocation
+/// failure rather than a recoverable error.
+const MAX_LEN: usize = NIL as usize;
+
+#[derive(Clone)]
+struct Entry<K, V> {
+    key: K,
+    value: V,
+    /// Low 32 bits of the key's hash; bucket indexes never need more since
+    /// the table never has more than `MAX_LEN` entries.
+    hash: u32,
+    /// Next entry in the same bucket, or `NIL`.
+    next: u32,
+}
+
+/// A hash table keyed by byte strings with Redis-style `scan` and `random`.
+#[derive(Clone)]
+pub struct Dict<K, V> {
+    entries: Vec<Entry<K, V>>,
+    /// Chain heads. Empty (no allocation) until the first insert, otherwise a
+    /// power of two >= `MIN_BUCKETS` with `entries.len() <= buckets.len()`.
+    buckets: Box<[u32]>,
+    hasher: RandomState,
+}
+
+impl<K: AsRef<[u8]>, V> Default for Dict<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: AsRef<[u8]> + fmt::Debug, V: fmt::Debug> fmt::Debug for Dict<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+fn bucket_count_for(len: usize) -> usize {
+    // On overflow `len` cannot be allocated anyway; saturating keeps this
+    // function itself panic-free.
+    len.checked_next_power_of_two()
+        .unwrap_or(1 << (usize::BITS - 1))
+        .max(MIN_BUCKETS)
+}
+
+impl<K: AsRef<[u8]>, V> Dict<K, V> {
+    pub fn new() -> Self {
+        Dict {
+            entries: Vec::new(),
+            buckets: Box::new([]),
+            hasher: RandomState::default(),
+        }
+    }
+
+    /// Room for `n` entries without resizing. Like Redis, the table may still
+    /// shrink once entries are removed. Allocates up front like
+    /// `Vec::with_capacity`, so never pass an unvalidated client-supplied size.
+    pub fn with_capacity(n: usize) -> Self {
+        let mut d = Self::new();
+        if n > 0 {
+            let n = n.min(MAX_LEN);
+            d.entries.reserve_exact(n);
+            d.rebuild(bucket_count_for(n));
+        }
+        d
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn hash(&self, key: &[u8]) -> u32 {
+        let mut h = self.hasher.build_hasher();
+        h.write(key);
+        // foldhash's low bits are well mixed, and those are what `mask` uses.
+        h.finish() as u32
+    }
+
+    fn bucket_of(&self, hash: u32) -> usize {
+        // Only called with a non-empty bucket table.
+        hash as usize & (self.buckets.len() - 1)
+    }
+
+    /// Index of `key`'s entry and of its predecessor in the chain (`NIL` if
+    /// it is the chain head).
+    fn find(&self, key: &[u8], hash: u32) -> Option<(usize, u32)> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let mut prev = NIL;
+        let mut i = self.buckets[self.bucket_of(hash)];
+        while i != NIL {
+            let e = &self.entries[i as usize];
+            if e.hash == hash && e.key.as_ref() == key {
+                return Some((i as usize, prev));
+            }
+            prev = i;
+            i = e.next;
+        }
+        None
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        self.get_key_value(key).map(|(_, v)| v)
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        let (i, _) = self.find(key, self.hash(key))?;
+        Some(&mut self.entries[i].value)
+    }
+
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&K, &V)> {
+        let (i, _) = self.find(key, self.hash(key))?;
+        let e = &self.entries[i];
+        Some((&e.key, &e.value))
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.find(key, self.hash(key)).is_some()
+    }
+
+    /// Inserts or replaces the value; on replace the existing key is kept
+    /// (the caller's `key` is dropped) and the old value returned.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        let hash = self.hash(key.as_ref());
+        match self.find(key.as_ref(), hash) {
+            Some((i, _)) => Some(std::mem::replace(&mut self.entries[i].value, value)),
+            None => {
+                self.push(hash, key, value);
+                None
+            }
+        }
+    }
+
+    /// Returns the value for `key`, inserting `make_value()` under
+    /// `make_key()` if missing; the key is only built (and allocated) on a
+    /// miss. `make_key()` must return a key equal to `key`.
+    pub fn get_or_insert_with(
+        &mut self,
+        key: &[u8],
+        make_key: impl FnOnce() -> K,
+        make_value: impl FnOnce() -> V,
+    ) -> (&mut V, bool) {
+        let hash = self.hash(key);
+        let (i, inserted) = match self.find(key, hash) {
+            Some((i, _)) => (i, false),
+            None => {
+                let k = make_key();
+                debug_assert!(k.as_ref() == key, "make_key built a different key");
+                (self.push(hash, k, make_value()), true)
+            }
+        };
+        (&mut self.entries[i].value, inserted)
+    }
+
+    /// Appends a key known to be absent and returns its index.
+    fn push(&mut self, hash: u32, key: K, value: V) -> usize {
+        let i = self.entries.len();
+        assert!(i < MAX_LEN, "Dict: more than {MAX_LEN} entries");
+        if i >= self.buckets.len() {
+            // Load factor 1 like Redis; doubling keeps this amortised O(1).
+            self.rebuild(bucket_count_for(i + 1));
+        }
+        let b = self.bucket_of(hash);
+        self.entries.push(Entry {
+            key,
+            value,
+            hash,
+            next: self.buckets[b],
+        });
+        self.buckets[b] = i as u32;
+        i
+    }
+
+    pub fn remove(&mut self, key: &[u8]) -> Option<(K, V)> {
+        let hash = self.hash(key);
+        let (i, prev) = self.find(key, hash)?;
+        let next = self.entries[i].next;
+        if prev == NIL {
+            let b = self.bucket_of(hash);
+            self.buckets[b] = next;
+        } else {
+            self.entries[prev as usize].next = next;
+        }
+        let last = self.entries.len() - 1;
+        if i != last {
+            // swap_remove moves `last` into slot `i`; exactly one link (a
+            // bucket head or a predecessor's `next`) points at it.
+            self.repoint(last as u32, i as u32);
+        }
+        let e = self.entries.swap_remove(i);
+        self.shrink_if_sparse();
+        Some((e.key, e.value))
+    }
+
+    fn repoint(&mut self, from: u32, to: u32) {
+        let b = self.bucket_of(self.entries[from as usize].hash);
+        if self.buckets[b] == from {
+            self.buckets[b] = to;
+            return;
+        }
+        let mut j = self.buckets[b];
+        while j != NIL {
+            let e = &mut self.entries[j as usize];
+            if e.next == from {
+                e.next = to;
+                return;
+            }
+            j = e.next;
+        }
+        debug_assert!(false, "entry {from} not linked from its bucket");
+    }
+
+    /// Shrinks when under 1/8 full, like Redis's `htNeedsResize`; the gap
+    /// between this and the grow threshold keeps resizes amortised O(1).
+    fn shrink_if_sparse(&mut self) {
+        let len = self.entries.len();
+        if self.buckets.len() > MIN_BUCKETS && len * 8 < self.buckets.len() {
+            self.rebuild(bucket_count_for(len));
+        }
+        // Vec never gives memory back by itself; after a mass delete (e.g.
+        // expiry of most of a shard) we want it back. Shrinking to 2*len
+        // leaves room to grow again without an immediate reallocation.
+        let cap = self.entries.capacity();
+        if cap > 64 && len * 4 < cap {
+            self.entries.shrink_to(len * 2);
+        }
+    }
+
+    /// Re-threads every entry into a fresh table of `n` buckets (a power of
+    /// two). Uses the stored hashes, so no key is rehashed.
+    fn rebuild(&mut self, n: usize) {
+        let mut buckets = vec![NIL; n].into_boxed_slice();
+        let mask = n - 1;
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            let b = e.hash as usize & mask;
+            e.next = buckets[b];
+            buckets[b] = i as u32;
+        }
+        self.buckets = buckets;
+    }
+
+    /// Removes everything and frees the table (FLUSHDB should return memory).
+    pub fn clear(&mut self) {
+        self.entries = Vec::new();
+        self.buckets = Box::new([]);
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&K, &V)> {
+        self.entries.iter().map(|e| (&e.key, &e.value))
+    }
+
+    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&K, &mut V)> {
+        self.entries.iter_mut().map(|e| (&e.key, &mut e.value))
+    }
+
+    /// Removes and yields every entry; the dict is empty afterwards even if
+    /// the iterator is dropped early. Keeps the entry allocation for reuse.
+    pub fn drain(&mut self) -> impl ExactSizeIterator<Item = (K, V)> {
+        self.buckets = Box::new([]);
+        self.entries.drain(..).map(|e| (e.key, e.value))
+    }
+
+    /// Keeps only the entries for which `f` returns true.
+    pub fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
+        // Compacting the entries invalidates every index, so the buckets are
+        // rebuilt afterwards, in a guard so that a panicking `f` cannot leave
+        // links pointing past the end.
+        struct Reindex<'a, K: AsRef<[u8]>, V> {
+            dict: &'a mut Dict<K, V>,
+            before: usize,
+        }
+        impl<K: AsRef<[u8]>, V> Drop for Reindex<'_, K, V> {
+            fn drop(&mut self) {
+                let d = &mut *self.dict;
+                let len = d.entries.len();
+                if len == self.before {
+                    return;
+                }
+                let mut n = d.buckets.len();
+                if n > MIN_BUCKETS && len * 8 < n {
+                    n = bucket_count_for(len);
+                }
+                d.rebuild(n);
+                d.shrink_if_sparse();
+            }
+        }
+        let before = self.entries.len();
+        let guard = Reindex { dict: self, before };
+        guard.dict.entries.retain_mut(|e| f(&e.key, &mut e.value));
+    }
+
+    /// One step of Redis's `dictScan`: visits buckets from `cursor` on, in
+    /// reverse-bit order, calling `f` for every entry in them, until at least
+    /// `count` entries were emitted or `10 * count` buckets were looked at
+    /// (Redis's SCAN loop bounds). Returns the next cursor; 0 means done.
+    /// Any `u64` is accepted as a cursor.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&K, &V)) -> u64 {
+        if self.entries.is_empty() {
+            return 0;
+        }
+        let mask = (self.buckets.len() - 1) as u64;
+        let mut v = cursor;
+        let mut emitted = 0usize;
+        let mut budget = count.max(1).saturating_mul(10);
+        loop {
+            let mut i = self.buckets[(v & mask) as usize];
+            while i != NIL {
+                let e = &self.entries[i as usize];
+                f(&e.key, &e.value);
+                emitted += 1;
+                i = e.next;
+            }
+            // Set the bits above the mask so the increment of the reversed
+            // cursor carries straight into the masked bits.
+            v |= !mask;
+            v = v.reverse_bits().wrapping_add(1).reverse_bits();
+            budget -= 1;
+            if v == 0 || emitted >= count || budget == 0 {
+                return v;
+            }
+        }
+    }
+
+    /// A uniformly random entry in O(1) (exactly fair, unlike Redis's
+    /// bucket-then-chain pick, thanks to the dense entry array).
+    pub fn random(&self, rng: &mut impl Rng) -> Option<(&K, &V)> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let e = &self.entries[rng.random_range(0..self.entries.len())];
+        Some((&e.key, &e.value))
+    }
+
+    /// Calls `f` on `min(count, len)` distinct entries chosen at random (the
+    /// role of Redis's `dictGetSomeKeys`, for active expiry and SRANDMEMBER).
+    pub fn sample(&self, rng: &mut impl Rng, count: usize, mut f: impl FnMut(&K, &V)) {
+        let n = self.entries.len();
+        if count >= n {
+            self.entries.iter().for_each(|e| f(&e.key, &e.value));
+            return;
+        }
+        for i in rand::seq::index::sample(rng, n, count) {
+            let e = &self.entries[i];
+            f(&e.key, &e.value);
+        }
+    }
+
+    /// Approximate heap bytes of the table itself: entry slots (including
+    /// the inline `K` and `V`) and buckets, not what keys/values point to.
+    pub fn mem_usage(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<Entry<K, V>>()
+            + self.buckets.len() * std::mem::size_of::<u32>()
+    }
+}
+
+/// Owning iterator returned by `Dict::into_iter`.
+pub struct IntoIter<K, V>(std::vec::IntoIter<Entry<K, V>>);
+
+impl<K, V> Iterator for IntoIter<K, V> {
+    type Item = (K, V);
+    fn next(&mut self) -> Option<(K, V)> {
+        self.0.next().map(|e| (e.key, e.value))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl<K, V> ExactSizeIterator for IntoIter<K, V> {}
+
+impl<K, V> IntoIterator for Dict<K, V> {
+    type Item = (K, V);
+    type IntoIter = IntoIter<K, V>;
+    fn into_iter(self) -> IntoIter<K, V> {
+        IntoIter(self.entries.into_iter())
+    }
+}
+
+#[cfg(test)]
+mod tests;

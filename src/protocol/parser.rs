@@ -1,0 +1,524 @@
+//! The request parser: turns the bytes a client sends into argument vectors.
+//!
+//! It accepts exactly what Redis 7.0's `networking.c` accepts — multibulk
+//! arrays of bulk strings and inline commands — with the same limits and the
+//! same error texts, because clients and proxies depend on both.
+//!
+//! The parser is *resumable*: it keeps its position inside the read buffer and
+//! the spans of the arguments seen so far, so a 2 MB bulk string that arrives
+//! in 16 KB pieces costs one length check per read, not a re-parse. Arguments
+//! are spans into the read buffer (no copy); inline commands, whose quotes and
+//! escapes must be decoded, are copied into a scratch buffer the parser owns.
+//!
+//! Client bytes never reach a general-purpose RESP decoder: nothing here
+//! recurses, nothing allocates more than the bytes that actually arrived.
+
+use std::fmt;
+
+/// Longest inline request, and longest length line, Redis accepts (`PROTO_INLINE_MAX_SIZE`).
+pub const INLINE_MAX: usize = 64 * 1024;
+/// Largest multibulk count Redis 7.0 accepts (`INT_MAX`).
+pub const MAX_MULTIBULK: i64 = i32::MAX as i64;
+/// Before authentication Redis refuses larger requests (`authRequired`).
+pub const UNAUTH_MAX_MULTIBULK: i64 = 10;
+pub const UNAUTH_MAX_BULK: i64 = 16384;
+/// At most this many argument slots are reserved up front, whatever count a
+/// client declares: memory follows the bytes received, not the claims made.
+const MAX_PREALLOC_ARGS: usize = 1024;
+
+/// A protocol violation. The connection answers with the message and closes,
+/// as Redis does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    TooBigInline,
+    TooBigMbulkCount,
+    TooBigBulkCount,
+    InvalidMultibulkLength,
+    InvalidBulkLength,
+    UnauthMultibulkLength,
+    UnauthBulkLength,
+    ExpectedDollar(u8),
+    UnbalancedQuotes,
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ERR Protocol error: ")?;
+        match self {
+            ProtocolError::TooBigInline => f.write_str("too big inline request"),
+            ProtocolError::TooBigMbulkCount => f.write_str("too big mbulk count string"),
+            ProtocolError::TooBigBulkCount => f.write_str("too big bulk count string"),
+            ProtocolError::InvalidMultibulkLength => f.write_str("invalid multibulk length"),
+            ProtocolError::InvalidBulkLength => f.write_str("invalid bulk length"),
+            ProtocolError::UnauthMultibulkLength => f.write_str("unauthenticated multibulk length"),
+            ProtocolError::UnauthBulkLength => f.write_str("unauthenticated bulk length"),
+            ProtocolError::ExpectedDollar(c) => write!(f, "expected '$', got '{}'", *c as char),
+            ProtocolError::UnbalancedQuotes => f.write_str("unbalanced quotes in request"),
+        }
+    }
+}
+
+/// Where in a request the parser stands between reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between requests.
+    Start,
+    /// Inside a multibulk request with this many bulk strings still to come.
+    Multibulk { remaining: usize },
+    /// Waiting for the body of a bulk string of this length.
+    Bulk { remaining: usize, len: usize },
+}
+
+/// A resumable request parser bound to one connection's read buffer.
+#[derive(Debug)]
+pub struct Parser {
+    state: State,
+    /// First byte not yet consumed.
+    pos: usize,
+    /// Spans of the current request's arguments, in `buf` or in `scratch`.
+    spans: Vec<(usize, usize)>,
+    inline: bool,
+    scratch: Vec<u8>,
+    max_bulk: i64,
+}
+
+/// One complete request: arguments borrowed from the read buffer or the
+/// parser's scratch space.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub data: &'a [u8],
+    pub spans: &'a [(usize, usize)],
+}
+
+impl<'a> Request<'a> {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> Option<&'a [u8]> {
+        self.spans.get(i).map(|&(s, e)| &self.data[s..e])
+    }
+}
+
+impl Parser {
+    pub fn new(max_bulk: i64) -> Parser {
+        Parser {
+            state: State::Start,
+            pos: 0,
+            spans: Vec::with_capacity(8),
+            inline: false,
+            scratch: Vec::new(),
+            max_bulk,
+        }
+    }
+
+    pub fn set_max_bulk(&mut self, max_bulk: i64) {
+        self.max_bulk = max_bulk;
+    }
+
+    /// Bytes of the buffer fully consumed by complete requests.
+    pub fn consumed(&self) -> usize {
+        match self.state {
+            State::Start => self.pos,
+            // A partial request keeps its bytes in the buffer; `discard` only
+            // drops what precedes it.
+            _ => self.request_start(),
+        }
+    }
+
+    fn request_start(&self) -> usize {
+        self.spans.first().map_or(self.pos, |&(s, _)| s)
+    }
+
+    /// The caller removed the first `n` bytes from the buffer (all consumed).
+    pub fn discard(&mut self, n: usize) {
+        debug_assert!(n <= self.consumed());
+        self.pos -= n;
+        if self.state != State::Start {
+            for span in &mut self.spans {
+                span.0 -= n;
+                span.1 -= n;
+            }
+        }
+    }
+
+    /// True when the parser is between requests with nothing pending.
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Start
+    }
+
+    /// Parses the next request from `buf`. `Ok(Some(req))` is a complete
+    /// request (possibly of zero arguments, which callers skip); `Ok(None)`
+    /// means more bytes are needed.
+    pub fn next<'a>(
+        &'a mut self,
+        buf: &'a [u8],
+        auth_required: bool,
+    ) -> Result<Option<Request<'a>>, ProtocolError> {
+        if self.parse(buf, auth_required)? {
+            let data: &[u8] = if self.inline { &self.scratch } else { buf };
+            Ok(Some(Request {
+                data,
+                spans: &self.spans,
+            }))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn parse(&mut self, buf: &[u8], auth_required: bool) -> Result<bool, ProtocolError> {
+        if self.state == State::Start {
+            self.spans.clear();
+            self.inline = false;
+            let Some(&first) = buf.get(self.pos) else {
+                return Ok(false);
+            };
+            if first != b'*' {
+                return self.parse_inline(buf);
+            }
+            let Some((count, next)) =
+                read_line_number(buf, self.pos + 1).map_err(|_| ProtocolError::TooBigMbulkCount)?
+            else {
+                return Ok(false);
+            };
+            let count = count.filter(|&n| n <= MAX_MULTIBULK);
+            let Some(count) = count else {
+                return Err(ProtocolError::InvalidMultibulkLength);
+            };
+            if count > UNAUTH_MAX_MULTIBULK && auth_required {
+                return Err(ProtocolError::UnauthMultibulkLength);
+            }
+            self.pos = next;
+            if count <= 0 {
+                // `*0` and `*-1` are accepted and ignored.
+                return Ok(true);
+            }
+            let count = count as usize;
+            self.spans.reserve(count.min(MAX_PREALLOC_ARGS));
+            self.state = State::Multibulk { remaining: count };
+        }
+        loop {
+            match self.state {
+                State::Start => return Ok(true),
+                State::Multibulk { remaining } => {
+                    let Some(&first) = buf.get(self.pos) else {
+                        return Ok(false);
+                    };
+                    let Some((len, next)) = read_line_number(buf, self.pos + 1)
+                        .map_err(|_| ProtocolError::TooBigBulkCount)?
+                    else {
+                        return Ok(false);
+                    };
+                    if first != b'$' {
+                        return Err(ProtocolError::ExpectedDollar(first));
+                    }
+                    let len = match len {
+                        Some(n) if n >= 0 && n <= self.max_bulk => n,
+                        _ => return Err(ProtocolError::InvalidBulkLength),
+                    };
+                    if len > UNAUTH_MAX_BULK && auth_required {
+                        return Err(ProtocolError::UnauthBulkLength);
+                    }
+                    self.pos = next;
+                    self.state = State::Bulk {
+                        remaining,
+                        len: len as usize,
+                    };
+                }
+                State::Bulk { remaining, len } => {
+                    // Redis skips the two bytes after the body without
+                    // checking they are CRLF; so do we.
+                    if buf.len() < self.pos + len + 2 {
+                        return Ok(false);
+                    }
+                    self.spans.push((self.pos, self.pos + len));
+                    self.pos += len + 2;
+                    self.state = if remaining == 1 {
+                        State::Start
+                    } else {
+                        State::Multibulk {
+                            remaining: remaining - 1,
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    fn parse_inline(&mut self, buf: &[u8]) -> Result<bool, ProtocolError> {
+        let rest = &buf[self.pos..];
+        let Some(nl) = memchr(b'\n', rest) else {
+            if rest.len() > INLINE_MAX {
+                return Err(ProtocolError::TooBigInline);
+            }
+            return Ok(false);
+        };
+        let mut line = &rest[..nl];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        self.scratch.clear();
+        split_args(line, &mut self.scratch, &mut self.spans)?;
+        self.inline = true;
+        self.pos += nl + 1;
+        Ok(true)
+    }
+}
+
+/// Reads `<number>\r\n` starting at `start`. `Ok(None)`: incomplete.
+/// `Ok(Some((None, _)))`: the line is complete but not a valid number.
+/// `Err(())`: no line end within the inline limit.
+#[allow(clippy::type_complexity)]
+fn read_line_number(buf: &[u8], start: usize) -> Result<Option<(Option<i64>, usize)>, ()> {
+    let rest = buf.get(start..).unwrap_or(&[]);
+    let Some(cr) = memchr(b'\r', rest) else {
+        if rest.len() > INLINE_MAX {
+            return Err(());
+        }
+        return Ok(None);
+    };
+    // Like Redis, the '\n' after '\r' must have arrived too.
+    if cr + 1 >= rest.len() {
+        return Ok(None);
+    }
+    Ok(Some((crate::util::parse_i64(&rest[..cr]), start + cr + 2)))
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
+/// Splits an inline command line the way Redis's `sdssplitargs` does:
+/// whitespace-separated words, "double quotes" with C escapes (`\n`, `\xHH`,
+/// …) and 'single quotes' with `\'`. A closing quote must be followed by
+/// whitespace or the end of the line.
+pub fn split_args(
+    line: &[u8],
+    out: &mut Vec<u8>,
+    spans: &mut Vec<(usize, usize)>,
+) -> Result<(), ProtocolError> {
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Ok(());
+        }
+        let start = out.len();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && line[i + 2].is_ascii_hexdigit()
+                    && line[i + 3].is_ascii_hexdigit()
+                {
+                    out.push(hex(line[i + 2]) * 16 + hex(line[i + 3]));
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    out.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    out.push(c);
+                }
+            } else if in_sq {
+                if i >= n {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    out.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    out.push(c);
+                }
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => out.push(c),
+                }
+            }
+            i += 1;
+        }
+        spans.push((start, out.len()));
+    }
+}
+
+fn hex(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        _ => c.wrapping_sub(b'A').wrapping_add(10),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut p = Parser::new(512 * 1024 * 1024);
+        let mut out = Vec::new();
+        while let Some(req) = p.next(input, false)? {
+            out.push(
+                (0..req.len())
+                    .map(|i| req.get(i).unwrap().to_vec())
+                    .collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn multibulk_and_inline_mix() {
+        let reqs = parse_all(b"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nPING\r\n").unwrap();
+        assert_eq!(
+            reqs,
+            vec![
+                vec![b"ECHO".to_vec(), b"hi".to_vec()],
+                vec![b"PING".to_vec()]
+            ]
+        );
+    }
+
+    #[test]
+    fn inline_quotes_and_escapes() {
+        let reqs = parse_all(b"SET k \"a\\x41\\n b\" 'it\\'s'\r\n").unwrap();
+        assert_eq!(
+            reqs[0],
+            vec![
+                b"SET".to_vec(),
+                b"k".to_vec(),
+                b"aA\n b".to_vec(),
+                b"it's".to_vec()
+            ]
+        );
+        assert_eq!(
+            parse_all(b"SET a \"b\r\n"),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+        assert_eq!(
+            parse_all(b"SET a 'b'c\r\n"),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+    }
+
+    #[test]
+    fn empty_and_negative_counts_are_skipped() {
+        let reqs = parse_all(b"*0\r\n*-1\r\n\r\nPING\n").unwrap();
+        assert_eq!(reqs.iter().filter(|r| !r.is_empty()).count(), 1);
+    }
+
+    #[test]
+    fn errors_match_redis() {
+        assert_eq!(
+            parse_all(b"*abc\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            parse_all(b"*3000000000\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n+foo\r\n"),
+            Err(ProtocolError::ExpectedDollar(b'+'))
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n$-1\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n$600000000\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        let big = vec![b'A'; INLINE_MAX + 10];
+        assert_eq!(parse_all(&big), Err(ProtocolError::TooBigInline));
+        let mut count = b"*".to_vec();
+        count.extend(vec![b'1'; INLINE_MAX + 10]);
+        assert_eq!(parse_all(&count), Err(ProtocolError::TooBigMbulkCount));
+    }
+
+    #[test]
+    fn unauthenticated_limits() {
+        let mut p = Parser::new(1 << 29);
+        assert_eq!(
+            p.next(b"*11\r\n", true).err(),
+            Some(ProtocolError::UnauthMultibulkLength)
+        );
+        let mut p = Parser::new(1 << 29);
+        assert_eq!(
+            p.next(b"*1\r\n$16385\r\n", true).err(),
+            Some(ProtocolError::UnauthBulkLength)
+        );
+    }
+
+    #[test]
+    fn resumes_across_reads_without_reparsing() {
+        let mut body = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n".to_vec();
+        body.extend(vec![b'x'; 100_000]);
+        body.extend(b"\r\n");
+        let mut p = Parser::new(1 << 29);
+        let mut buf = Vec::new();
+        let mut done = 0;
+        for chunk in body.chunks(4096) {
+            buf.extend_from_slice(chunk);
+            if let Some(req) = p.next(&buf, false).unwrap() {
+                assert_eq!(req.get(2).unwrap().len(), 100_000);
+                done += 1;
+            }
+        }
+        assert_eq!(done, 1);
+        assert_eq!(p.consumed(), body.len());
+    }
+
+    #[test]
+    fn discard_rebases_a_partial_request() {
+        let mut buf = b"PING\r\n*2\r\n$4\r\nECHO\r\n$5\r\nhel".to_vec();
+        let mut p = Parser::new(1 << 29);
+        assert!(p.next(&buf, false).unwrap().is_some());
+        assert!(p.next(&buf, false).unwrap().is_none());
+        let n = p.consumed();
+        assert!(n >= 6, "the completed PING is consumable");
+        buf.drain(..n);
+        p.discard(n);
+        buf.extend_from_slice(b"lo\r\n");
+        let req = p.next(&buf, false).unwrap().unwrap();
+        assert_eq!(req.get(1).unwrap(), b"hello");
+    }
+}

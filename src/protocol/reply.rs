@@ -1,0 +1,402 @@
+//! Reply encoding for RESP2 and RESP3.
+//!
+//! Commands write their replies straight into the connection's output buffer
+//! through [`Reply`]; nothing builds an intermediate frame tree, so a reply
+//! costs the bytes it puts on the wire and no allocation. The protocol version
+//! is a property of the writer: a command says "map of 3" or "double 1.5" and
+//! the writer picks the RESP2 or RESP3 encoding exactly as Redis 7.0's
+//! `networking.c` does (maps flatten to arrays, doubles become bulk strings,
+//! nulls become `$-1`/`*-1`, …).
+//!
+//! We write replies by hand rather than through `redis-protocol`'s encoder
+//! because its encoder wants owned `Frame` values, i.e. an allocation per
+//! element of every array reply; the tests use `redis-protocol` to decode what
+//! we send.
+
+use std::fmt::Write as _;
+
+/// The output buffer of one connection, with the protocol it speaks.
+#[derive(Debug, Default)]
+pub struct Reply {
+    pub buf: Vec<u8>,
+    pub resp3: bool,
+}
+
+/// A placeholder for an aggregate header whose length is known only after
+/// the elements are written.
+#[derive(Debug, Clone, Copy)]
+pub struct Deferred(usize);
+
+impl Reply {
+    pub fn new() -> Reply {
+        Reply::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Drops everything written since `mark` (used to undo a partial reply).
+    pub fn truncate(&mut self, mark: usize) {
+        self.buf.truncate(mark);
+    }
+
+    pub fn ok(&mut self) {
+        self.buf.extend_from_slice(b"+OK\r\n");
+    }
+
+    pub fn simple(&mut self, s: &str) {
+        self.buf.push(b'+');
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// An error reply; `msg` carries its code (`ERR …`, `WRONGTYPE …`).
+    /// Line breaks would split the reply, so they become spaces, as in Redis.
+    pub fn error(&mut self, msg: &str) {
+        self.buf.push(b'-');
+        self.buf.extend(
+            msg.bytes()
+                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+        );
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn int(&mut self, n: i64) {
+        self.header(b':', n);
+    }
+
+    pub fn bulk(&mut self, data: &[u8]) {
+        self.header(b'$', data.len() as i64);
+        self.buf.extend_from_slice(data);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn bulk_str(&mut self, s: &str) {
+        self.bulk(s.as_bytes());
+    }
+
+    pub fn bulk_int(&mut self, n: i64) {
+        let mut b = itoa::Buffer::new();
+        self.bulk(b.format(n).as_bytes());
+    }
+
+    /// The null bulk string (`$-1` / `_`).
+    pub fn null(&mut self) {
+        self.buf
+            .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"$-1\r\n" });
+    }
+
+    /// The null array (`*-1` / `_`).
+    pub fn null_array(&mut self) {
+        self.buf
+            .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"*-1\r\n" });
+    }
+
+    pub fn array(&mut self, n: usize) {
+        self.header(b'*', n as i64);
+    }
+
+    /// A map of `n` pairs; in RESP2 a flat array of `2n` elements.
+    pub fn map(&mut self, n: usize) {
+        if self.resp3 {
+            self.header(b'%', n as i64);
+        } else {
+            self.header(b'*', 2 * n as i64);
+        }
+    }
+
+    pub fn set(&mut self, n: usize) {
+        self.header(if self.resp3 { b'~' } else { b'*' }, n as i64);
+    }
+
+    pub fn push(&mut self, n: usize) {
+        self.header(if self.resp3 { b'>' } else { b'*' }, n as i64);
+    }
+
+    pub fn boolean(&mut self, b: bool) {
+        if self.resp3 {
+            self.buf
+                .extend_from_slice(if b { b"#t\r\n" } else { b"#f\r\n" });
+        } else {
+            self.int(b as i64);
+        }
+    }
+
+    /// A double: RESP3 `,` type, RESP2 bulk string, formatted like Redis 7.2.
+    pub fn double(&mut self, x: f64) {
+        let mut tmp = [0u8; 40];
+        let s = format_double(x, &mut tmp);
+        if self.resp3 {
+            self.buf.push(b',');
+            self.buf.extend_from_slice(s);
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(s);
+        }
+    }
+
+    /// Verbatim text (`=len\r\ntxt:…`) in RESP3, a bulk string in RESP2.
+    pub fn verbatim(&mut self, text: &[u8]) {
+        if self.resp3 {
+            self.header(b'=', text.len() as i64 + 4);
+            self.buf.extend_from_slice(b"txt:");
+            self.buf.extend_from_slice(text);
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(text);
+        }
+    }
+
+    /// Raw protocol bytes (pre-encoded replies).
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    pub fn defer(&mut self) -> Deferred {
+        Deferred(self.buf.len())
+    }
+
+    pub fn fill_array(&mut self, at: Deferred, n: usize) {
+        self.fill(at, b'*', n as i64);
+    }
+
+    pub fn fill_map(&mut self, at: Deferred, n: usize) {
+        if self.resp3 {
+            self.fill(at, b'%', n as i64);
+        } else {
+            self.fill(at, b'*', 2 * n as i64);
+        }
+    }
+
+    pub fn fill_set(&mut self, at: Deferred, n: usize) {
+        self.fill(at, if self.resp3 { b'~' } else { b'*' }, n as i64);
+    }
+
+    fn fill(&mut self, at: Deferred, kind: u8, n: i64) {
+        let mut b = itoa::Buffer::new();
+        let digits = b.format(n).as_bytes();
+        let mut head = [0u8; 24];
+        head[0] = kind;
+        head[1..1 + digits.len()].copy_from_slice(digits);
+        head[1 + digits.len()..3 + digits.len()].copy_from_slice(b"\r\n");
+        let head = &head[..3 + digits.len()];
+        self.buf.splice(at.0..at.0, head.iter().copied());
+    }
+
+    fn header(&mut self, kind: u8, n: i64) {
+        let mut b = itoa::Buffer::new();
+        self.buf.push(kind);
+        self.buf.extend_from_slice(b.format(n).as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Formats a double as Redis 7.2+ does: the shortest digits that round-trip,
+/// laid out by `%.17g` rules (fixed notation for exponents -4..17, otherwise
+/// `d.ddde+XX`), `inf`/`-inf`, `-0` for negative zero.
+pub fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
+    if x.is_infinite() {
+        return if x > 0.0 { b"inf" } else { b"-inf" };
+    }
+    if x.is_nan() {
+        return b"nan";
+    }
+    // `{:e}` prints the shortest round-trip digits: "-1.2345e-5".
+    let mut sci = StackStr::<40>::new();
+    let _ = write!(sci, "{x:e}");
+    let sci = sci.as_bytes();
+    let (neg, body) = match sci.first() {
+        Some(b'-') => (true, &sci[1..]),
+        _ => (false, sci),
+    };
+    let e_at = body.iter().position(|&b| b == b'e').unwrap_or(body.len());
+    let mut digits = [0u8; 20];
+    let mut nd = 0;
+    for &b in &body[..e_at] {
+        if b.is_ascii_digit() && nd < digits.len() {
+            digits[nd] = b;
+            nd += 1;
+        }
+    }
+    let exp: i32 = std::str::from_utf8(body.get(e_at + 1..).unwrap_or(b"0"))
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let digits = &digits[..nd.max(1)];
+
+    let mut w = Cursor { out, len: 0 };
+    if neg {
+        w.push(b'-');
+    }
+    if (-4..17).contains(&exp) {
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            for i in 0..int_len {
+                w.push(*digits.get(i).unwrap_or(&b'0'));
+            }
+            if digits.len() > int_len {
+                w.push(b'.');
+                w.extend(&digits[int_len..]);
+            }
+        } else {
+            w.extend(b"0.");
+            for _ in 0..(-exp - 1) {
+                w.push(b'0');
+            }
+            w.extend(digits);
+        }
+    } else {
+        w.push(digits[0]);
+        if digits.len() > 1 {
+            w.push(b'.');
+            w.extend(&digits[1..]);
+        }
+        w.push(b'e');
+        w.push(if exp < 0 { b'-' } else { b'+' });
+        let e = exp.unsigned_abs();
+        if e < 10 {
+            w.push(b'0');
+        }
+        let mut b = itoa::Buffer::new();
+        w.extend(b.format(e).as_bytes());
+    }
+    let len = w.len;
+    &out[..len]
+}
+
+struct Cursor<'a> {
+    out: &'a mut [u8; 40],
+    len: usize,
+}
+
+impl Cursor<'_> {
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.out.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.push(b);
+        }
+    }
+}
+
+/// A fixed-capacity string for `write!` without allocating.
+pub struct StackStr<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackStr<N> {
+    pub fn new() -> Self {
+        StackStr {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl<const N: usize> Default for StackStr<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> std::fmt::Write for StackStr<N> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let bytes = s.as_bytes();
+        let end = self.len + bytes.len();
+        if end > N {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(x: f64) -> String {
+        let mut b = [0u8; 40];
+        String::from_utf8(format_double(x, &mut b).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn doubles_like_redis_7_2() {
+        let cases: &[(f64, &str)] = &[
+            (0.1, "0.1"),
+            (1.5, "1.5"),
+            (3.0, "3"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (100.0, "100"),
+            (1_700_000_000_000.0, "1700000000000"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-5, "1.5e-05"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (1.25e20, "1.25e+20"),
+            (-2.5, "-2.5"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (1e300, "1e+300"),
+            (5e-324, "5e-324"),
+            (123456789.125, "123456789.125"),
+            (0.30000000000000004, "0.30000000000000004"),
+        ];
+        for &(x, want) in cases {
+            assert_eq!(fmt(x), want, "formatting {x:e}");
+        }
+    }
+
+    #[test]
+    fn resp2_and_resp3_shapes() {
+        let mut r = Reply::new();
+        r.map(1);
+        r.null();
+        r.double(1.5);
+        assert_eq!(r.buf, b"*2\r\n$-1\r\n$3\r\n1.5\r\n");
+        let mut r = Reply {
+            resp3: true,
+            ..Reply::default()
+        };
+        r.map(1);
+        r.null();
+        r.double(1.5);
+        assert_eq!(r.buf, b"%1\r\n_\r\n,1.5\r\n");
+    }
+
+    #[test]
+    fn deferred_headers() {
+        let mut r = Reply::new();
+        r.int(7);
+        let at = r.defer();
+        r.bulk(b"a");
+        r.bulk(b"b");
+        r.fill_array(at, 2);
+        assert_eq!(r.buf, b":7\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+    }
+
+    #[test]
+    fn errors_never_contain_line_breaks() {
+        let mut r = Reply::new();
+        r.error("ERR a\r\nb");
+        assert_eq!(r.buf, b"-ERR a  b\r\n");
+    }
+}

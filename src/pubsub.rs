@@ -1,0 +1,160 @@
+//! The pub/sub hub: who listens to which channel or pattern.
+//!
+//! Publishing looks subscribers up under a read lock and queues the message
+//! on each subscriber's connection without waiting for it, so a slow
+//! subscriber never stalls a publisher; its connection enforces the output
+//! limit. Keyspace notifications are ordinary publications on
+//! `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::RwLock;
+
+use crate::client::{ClientHandle, ClientId, Push};
+use crate::store::notify;
+use crate::util::glob_match;
+
+#[derive(Default)]
+pub struct PubSub {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    channels: HashMap<Bytes, Vec<Arc<ClientHandle>>>,
+    patterns: Vec<(Bytes, Arc<ClientHandle>)>,
+}
+
+impl PubSub {
+    /// Subscribes; false if the client already was.
+    pub fn subscribe(&self, channel: &[u8], client: &Arc<ClientHandle>) -> bool {
+        let mut inner = self.inner.write();
+        let subs = inner
+            .channels
+            .entry(Bytes::copy_from_slice(channel))
+            .or_default();
+        if subs.iter().any(|c| c.id == client.id) {
+            return false;
+        }
+        subs.push(client.clone());
+        true
+    }
+
+    /// Unsubscribes; false if the client was not subscribed.
+    pub fn unsubscribe(&self, channel: &[u8], id: ClientId) -> bool {
+        let mut inner = self.inner.write();
+        let Some(subs) = inner.channels.get_mut(channel) else {
+            return false;
+        };
+        let before = subs.len();
+        subs.retain(|c| c.id != id);
+        let removed = subs.len() != before;
+        if subs.is_empty() {
+            inner.channels.remove(channel);
+        }
+        removed
+    }
+
+    pub fn psubscribe(&self, pattern: &[u8], client: &Arc<ClientHandle>) -> bool {
+        let mut inner = self.inner.write();
+        if inner
+            .patterns
+            .iter()
+            .any(|(p, c)| c.id == client.id && p == pattern)
+        {
+            return false;
+        }
+        inner
+            .patterns
+            .push((Bytes::copy_from_slice(pattern), client.clone()));
+        true
+    }
+
+    pub fn punsubscribe(&self, pattern: &[u8], id: ClientId) -> bool {
+        let mut inner = self.inner.write();
+        let before = inner.patterns.len();
+        inner
+            .patterns
+            .retain(|(p, c)| !(c.id == id && p == pattern));
+        inner.patterns.len() != before
+    }
+
+    /// Delivers `payload` to every subscriber; returns how many received it.
+    pub fn publish(&self, channel: &[u8], payload: &[u8]) -> usize {
+        let inner = self.inner.read();
+        if inner.channels.is_empty() && inner.patterns.is_empty() {
+            return 0;
+        }
+        let channel = Bytes::copy_from_slice(channel);
+        let payload = Bytes::copy_from_slice(payload);
+        let mut n = 0;
+        if let Some(subs) = inner.channels.get(&channel) {
+            for c in subs {
+                c.push(Push::Message {
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                });
+                n += 1;
+            }
+        }
+        for (pattern, c) in &inner.patterns {
+            if glob_match(pattern, &channel, false) {
+                c.push(Push::PMessage {
+                    pattern: pattern.clone(),
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                });
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Publishes a keyspace notification on the channels `flags` enable.
+    pub fn notify_keyspace(&self, flags: u32, db: usize, event: &str, key: &[u8]) {
+        if flags & notify::KEYSPACE != 0 {
+            let mut ch = format!("__keyspace@{db}__:").into_bytes();
+            ch.extend_from_slice(key);
+            self.publish(&ch, event.as_bytes());
+        }
+        if flags & notify::KEYEVENT != 0 {
+            let ch = format!("__keyevent@{db}__:{event}");
+            self.publish(ch.as_bytes(), key);
+        }
+    }
+
+    /// Channels with at least one subscriber, optionally matching a pattern.
+    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        let inner = self.inner.read();
+        inner
+            .channels
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
+            .cloned()
+            .collect()
+    }
+
+    pub fn numsub(&self, channel: &[u8]) -> usize {
+        self.inner.read().channels.get(channel).map_or(0, Vec::len)
+    }
+
+    pub fn numpat(&self) -> usize {
+        let inner = self.inner.read();
+        let mut pats: Vec<&Bytes> = inner.patterns.iter().map(|(p, _)| p).collect();
+        pats.sort();
+        pats.dedup();
+        pats.len()
+    }
+
+    /// Drops every subscription of a disconnecting client.
+    pub fn remove_client(&self, id: ClientId) {
+        let mut inner = self.inner.write();
+        inner.channels.retain(|_, subs| {
+            subs.retain(|c| c.id != id);
+            !subs.is_empty()
+        });
+        inner.patterns.retain(|(_, c)| c.id != id);
+    }
+}

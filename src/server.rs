@@ -1,0 +1,157 @@
+//! The server: shared state, the accept loop, background tasks and graceful
+//! shutdown.
+//!
+//! [`Shared`] is everything connections share — the store, settings, clock,
+//! client registry, pub/sub hub and blocking queues — behind one `Arc`.
+//! Shutdown (SIGTERM, SIGINT or SHUTDOWN) stops accepting, tells every
+//! connection through a watch channel to finish the batch it is running and
+//! close, and waits at most a second for them, as `docker stop` expects.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use crate::blocking::Blocking;
+use crate::client::Clients;
+use crate::clock::Clock;
+use crate::config::{Args, Config};
+use crate::pubsub::PubSub;
+use crate::store::Store;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The Redis version we answer as; clients gate features on it.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+/// Server-wide counters for INFO.
+#[derive(Default)]
+pub struct Stats {
+    pub commands_processed: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub rejected_connections: AtomicU64,
+}
+
+pub struct Shared {
+    pub store: Store,
+    pub config: Config,
+    pub clock: Clock,
+    pub clients: Clients,
+    pub pubsub: PubSub,
+    pub blocking: Blocking,
+    pub stats: Stats,
+    pub started: Instant,
+    pub run_id: String,
+    /// Unix seconds of the last (simulated) save, for LASTSAVE.
+    pub last_save: AtomicU64,
+    shutdown_tx: watch::Sender<bool>,
+    /// Signalled by the SHUTDOWN command.
+    pub stop: Notify,
+}
+
+impl Shared {
+    pub fn new(config: Config, shards: usize) -> Shared {
+        let databases = config.databases;
+        let clock = Clock::default();
+        let now = clock.now_ms() / 1000;
+        Shared {
+            store: Store::new(shards, databases),
+            config,
+            clock,
+            clients: Clients::default(),
+            pubsub: PubSub::default(),
+            blocking: Blocking::default(),
+            stats: Stats::default(),
+            started: Instant::now(),
+            run_id: (0..40)
+                .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+                .collect(),
+            last_save: AtomicU64::new(now),
+            shutdown_tx: watch::channel(false).0,
+            stop: Notify::new(),
+        }
+    }
+
+    pub fn shutdown_rx(&self) -> watch::Receiver<bool> {
+        self.shutdown_tx.subscribe()
+    }
+}
+
+/// Binds, serves until a shutdown signal, then drains connections.
+pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::from_args(&args)?;
+    if args.save.is_some() || args.appendonly.as_deref().is_some_and(|v| v != "no") {
+        tracing::warn!(
+            "persistence flags (--save, --appendonly) are accepted for compatibility and ignored: zwindow keeps data in memory only"
+        );
+    }
+    let bind = args
+        .bind
+        .split_whitespace()
+        .next()
+        .unwrap_or("127.0.0.1")
+        .trim_start_matches('-');
+    let bind = if bind == "*" { "0.0.0.0" } else { bind };
+    let listener = TcpListener::bind((bind, args.port)).await?;
+    let local = listener.local_addr()?;
+    config.port.store(local.port() as u32, Relaxed);
+    let shards = args.shard_count();
+    let shared = Arc::new(Shared::new(config, shards));
+    tracing::info!(
+        "zwindow {VERSION} listening on {local}, {} shards",
+        shared.store.shard_count()
+    );
+
+    let mut background = JoinSet::new();
+    background.spawn(crate::store::expire::run(
+        shared.clone(),
+        shared.shutdown_rx(),
+    ));
+
+    let mut conns = JoinSet::new();
+    let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                if shared.clients.count() >= shared.config.maxclients() {
+                    shared.stats.rejected_connections.fetch_add(1, Relaxed);
+                    tokio::spawn(reject(stream));
+                    continue;
+                }
+                conns.spawn(crate::connection::run(shared.clone(), stream));
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = sigterm.recv() => { tracing::info!("SIGTERM received, shutting down"); break }
+            _ = sigint.recv() => { tracing::info!("SIGINT received, shutting down"); break }
+            _ = shared.stop.notified() => { tracing::info!("SHUTDOWN requested, shutting down"); break }
+        }
+    }
+    drop(listener);
+    let _ = shared.shutdown_tx.send(true);
+    let drained = tokio::time::timeout(Duration::from_millis(900), async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        conns.abort_all();
+    }
+    background.abort_all();
+    tracing::info!("zwindow is now ready to exit, bye bye...");
+    Ok(())
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind)
+}
+
+async fn reject(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let _ = stream
+        .write_all(b"-ERR max number of clients reached\r\n")
+        .await;
+}

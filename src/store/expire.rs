@@ -1,0 +1,73 @@
+//! Active key expiry: the background half of TTLs.
+//!
+//! Lazy expiry (in [`Keyspace::get`](super::Keyspace::get)) removes a key when
+//! somebody looks at it; keys nobody reads would otherwise stay in memory
+//! forever. As Redis's `activeExpireCycle` does, every tick samples keys that
+//! have a TTL, deletes the expired ones, and repeats while more than a quarter
+//! of a sample was expired — but never for longer than a fixed slice of the
+//! tick, one shard lock at a time, so commands keep flowing.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{Guards, Keyspace};
+use crate::server::Shared;
+
+/// Keys sampled per round (`ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
+const SAMPLE: usize = 20;
+
+/// Runs the expiry cycle `hz` times a second until shutdown.
+pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let hz = shared.config.hz().clamp(1, 500);
+        let period = Duration::from_millis(1000 / hz as u64);
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.changed() => return,
+        }
+        // A quarter of each period at most, as Redis's slow cycle.
+        cycle(&shared, period / 4);
+    }
+}
+
+/// One pass over every shard and database, bounded by `budget`.
+/// Returns the number of keys deleted.
+pub fn cycle(shared: &Shared, budget: Duration) -> usize {
+    let start = Instant::now();
+    let now = shared.clock.now_ms();
+    let mut deleted = 0;
+    let mut sample = Vec::with_capacity(SAMPLE);
+    for idx in 0..shared.store.shard_count() {
+        let guard = shared.store.lock_shard(idx);
+        let mut ks = Keyspace::new(shared, Guards::One(idx, guard), 0, now);
+        for db in 0..shared.store.databases {
+            ks.db = db;
+            loop {
+                sample.clear();
+                {
+                    let shard = ks.shard_at(idx);
+                    let d = &shard.dbs[db];
+                    if d.expires.is_empty() {
+                        break;
+                    }
+                    d.expires
+                        .sample(&mut shard.rng, SAMPLE, |k, _| sample.push(k.clone()));
+                }
+                let mut expired = 0;
+                for key in &sample {
+                    if ks.expire_if_needed(key) {
+                        expired += 1;
+                    }
+                }
+                deleted += expired;
+                if expired * 4 <= sample.len() || start.elapsed() > budget {
+                    break;
+                }
+            }
+        }
+        if start.elapsed() > budget {
+            break;
+        }
+    }
+    deleted
+}

@@ -1,0 +1,543 @@
+//! The keyspace: N shards, each owning the keys whose hash falls to it, in
+//! every database, behind its own mutex.
+//!
+//! A command locks exactly the shards of the keys it names (known from the
+//! command table), in ascending shard order, so two multi-key commands can
+//! never deadlock and single-key commands on different shards never contend.
+//! Commands that need the whole keyspace (KEYS, FLUSHDB, EXEC, scripts) lock
+//! every shard, in the same order.
+//!
+//! A command sees the locked shards through a [`Keyspace`], which hides the
+//! sharding entirely: it routes each key to its shard, applies key expiry
+//! lazily on every lookup (Redis's `expireIfNeeded`), and carries the
+//! command's notion of "now" so that one command, one EXEC and one script see
+//! a single instant. The background half of expiry lives in [`expire`].
+
+pub mod expire;
+pub mod value;
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Mutex, MutexGuard};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+
+use crate::dict::Dict;
+use crate::server::Shared;
+pub use value::{Str, Value};
+
+/// At most this many shards: lock sets are `u128` bit masks.
+pub const MAX_SHARDS: usize = 128;
+
+pub type Key = Box<[u8]>;
+
+pub struct Entry {
+    pub value: Value,
+    /// Absolute expiry in Unix milliseconds; 0 = persistent.
+    pub expire_at: u64,
+    /// Last access, in seconds on the server clock (OBJECT IDLETIME).
+    pub atime: u32,
+}
+
+impl Entry {
+    pub fn new(value: Value) -> Entry {
+        Entry {
+            value,
+            expire_at: 0,
+            atime: 0,
+        }
+    }
+}
+
+/// One database's slice of one shard.
+#[derive(Default)]
+pub struct Db {
+    pub keys: Dict<Key, Entry>,
+    /// The keys that have a TTL, so active expiry samples only those.
+    pub expires: Dict<Key, ()>,
+}
+
+/// A flag set when a watched key is modified; EXEC reads it.
+pub type WatchFlag = Arc<AtomicBool>;
+
+pub struct Shard {
+    pub dbs: Box<[Db]>,
+    /// Clients blocked on keys of this shard.
+    pub blocked: crate::blocking::Queues,
+    /// Clients watching keys of this shard, by (db, key).
+    pub watched: HashMap<(usize, Key), Vec<WatchFlag>>,
+    pub rng: SmallRng,
+    pub stats: ShardStats,
+}
+
+#[derive(Default, Clone, Copy)]
+pub struct ShardStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub expired_keys: u64,
+}
+
+impl Shard {
+    fn new(databases: usize) -> Shard {
+        Shard {
+            dbs: (0..databases).map(|_| Db::default()).collect(),
+            blocked: Default::default(),
+            watched: HashMap::new(),
+            rng: SmallRng::from_rng(&mut rand::rng()),
+            stats: ShardStats::default(),
+        }
+    }
+
+    /// Flags every client watching `key` (Redis's `touchWatchedKey`).
+    pub fn touch_watched(&mut self, db: usize, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        if let Some(flags) = self.watched.get(&(db, Box::<[u8]>::from(key))) {
+            for f in flags {
+                f.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// Flags every watcher of every key in `db` (FLUSHDB, SWAPDB).
+    pub fn touch_all_watched(&mut self, db: usize) {
+        for ((d, _), flags) in &self.watched {
+            if *d == db {
+                for f in flags {
+                    f.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+}
+
+pub struct Store {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: foldhash::fast::FixedState,
+    pub databases: usize,
+}
+
+/// A set of shard indices, locked in ascending order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardSet(pub u128);
+
+impl ShardSet {
+    pub fn insert(&mut self, shard: usize) {
+        self.0 |= 1u128 << shard;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl Store {
+    pub fn new(shards: usize, databases: usize) -> Store {
+        let shards = shards.clamp(1, MAX_SHARDS);
+        Store {
+            shards: (0..shards)
+                .map(|_| Mutex::new(Shard::new(databases)))
+                .collect(),
+            hasher: foldhash::fast::FixedState::with_seed(rand::random()),
+            databases,
+        }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        (self.hasher.hash_one(key) % self.shards.len() as u64) as usize
+    }
+
+    pub fn all_shards(&self) -> ShardSet {
+        let n = self.shards.len();
+        ShardSet(if n == MAX_SHARDS {
+            u128::MAX
+        } else {
+            (1u128 << n) - 1
+        })
+    }
+
+    pub fn lock_shard(&self, idx: usize) -> MutexGuard<'_, Shard> {
+        self.shards[idx].lock()
+    }
+
+    /// Drops a client's WATCHes (UNWATCH, EXEC, disconnect).
+    pub fn unwatch(&self, watched: &[(usize, Key)], flag: &WatchFlag) {
+        for (db, key) in watched {
+            let mut shard = self.lock_shard(self.shard_of(key));
+            let k = (*db, key.clone());
+            if let Some(flags) = shard.watched.get_mut(&k) {
+                flags.retain(|f| !Arc::ptr_eq(f, flag));
+                if flags.is_empty() {
+                    shard.watched.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// Locks the shards of `set` in ascending order.
+    pub fn lock(&self, set: ShardSet) -> Guards<'_> {
+        if set.0.count_ones() == 1 {
+            let idx = set.0.trailing_zeros() as usize;
+            return Guards::One(idx, self.shards[idx].lock());
+        }
+        let mut v = Vec::with_capacity(set.0.count_ones() as usize);
+        let mut bits = set.0;
+        while bits != 0 {
+            let idx = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            v.push((idx, self.shards[idx].lock()));
+        }
+        Guards::Many(v)
+    }
+}
+
+/// The shards a command holds.
+pub enum Guards<'a> {
+    None,
+    One(usize, MutexGuard<'a, Shard>),
+    Many(Vec<(usize, MutexGuard<'a, Shard>)>),
+}
+
+impl<'a> Guards<'a> {
+    fn get(&mut self, idx: usize) -> Option<&mut Shard> {
+        match self {
+            Guards::None => None,
+            Guards::One(i, g) => (*i == idx).then_some(&mut **g),
+            Guards::Many(v) => v.iter_mut().find(|(i, _)| *i == idx).map(|(_, g)| &mut **g),
+        }
+    }
+
+    /// Every held shard, in ascending order.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
+        let (one, many): (Option<&mut Shard>, &mut [(usize, MutexGuard<'a, Shard>)]) = match self {
+            Guards::None => (None, &mut []),
+            Guards::One(_, g) => (Some(&mut **g), &mut []),
+            Guards::Many(v) => (None, v.as_mut_slice()),
+        };
+        one.into_iter()
+            .chain(many.iter_mut().map(|(_, g)| &mut **g))
+    }
+}
+
+/// A command's view of the keyspace: the shards it locked, one database,
+/// one instant.
+pub struct Keyspace<'a> {
+    pub shared: &'a Shared,
+    pub guards: Guards<'a>,
+    pub db: usize,
+    pub now_ms: u64,
+    /// Keys that received data this command; blocked clients are served
+    /// from them once the command's locks are released.
+    pub ready: Vec<(usize, Key)>,
+}
+
+impl<'a> Keyspace<'a> {
+    pub fn new(shared: &'a Shared, guards: Guards<'a>, db: usize, now_ms: u64) -> Keyspace<'a> {
+        Keyspace {
+            shared,
+            guards,
+            db,
+            now_ms,
+            ready: Vec::new(),
+        }
+    }
+
+    fn store(&self) -> &'a Store {
+        &self.shared.store
+    }
+
+    /// The shard owning `key`. The dispatcher locked it from the command
+    /// table's key positions; a command reaching outside its declared keys
+    /// is a bug, caught in debug builds and survived in release by locking
+    /// the shard late.
+    pub fn shard(&mut self, key: &[u8]) -> &mut Shard {
+        let idx = self.store().shard_of(key);
+        self.shard_at(idx)
+    }
+
+    pub fn shard_at(&mut self, idx: usize) -> &mut Shard {
+        if self.guards.get(idx).is_none() {
+            debug_assert!(false, "shard {idx} used without being locked");
+            tracing::error!(shard = idx, "command touched a shard it did not lock");
+            let g = self.store().lock_shard(idx);
+            match std::mem::replace(&mut self.guards, Guards::None) {
+                Guards::None => self.guards = Guards::One(idx, g),
+                Guards::One(i, g0) => self.guards = Guards::Many(vec![(i, g0), (idx, g)]),
+                Guards::Many(mut v) => {
+                    v.push((idx, g));
+                    self.guards = Guards::Many(v);
+                }
+            }
+        }
+        match self.guards.get(idx) {
+            Some(s) => s,
+            None => unreachable!("shard was just locked"),
+        }
+    }
+
+    fn db_of(&mut self, key: &[u8]) -> &mut Db {
+        let db = self.db;
+        &mut self.shard(key).dbs[db]
+    }
+
+    /// Looks a key up, deleting it first if its TTL has passed.
+    pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.expire_if_needed(key);
+        let secs = self.clock_secs();
+        let e = self.db_of(key).keys.get_mut(key)?;
+        e.atime = secs;
+        Some(e)
+    }
+
+    /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
+    pub fn get_read(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.expire_if_needed(key);
+        let (db, secs) = (self.db, self.clock_secs());
+        let shard = self.shard(key);
+        match shard.dbs[db].keys.get_mut(key) {
+            Some(e) => {
+                shard.stats.hits += 1;
+                e.atime = secs;
+                Some(e)
+            }
+            None => {
+                shard.stats.misses += 1;
+                None
+            }
+        }
+    }
+
+    pub fn get_value(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.get(key).map(|e| &mut e.value)
+    }
+
+    /// Looks a key up without touching its access time (OBJECT, TYPE-free paths).
+    pub fn peek(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.expire_if_needed(key);
+        self.db_of(key).keys.get_mut(key)
+    }
+
+    pub fn exists(&mut self, key: &[u8]) -> bool {
+        self.expire_if_needed(key);
+        self.db_of(key).keys.contains_key(key)
+    }
+
+    /// Sets a key's value, dropping any TTL (Redis's `setKey`).
+    pub fn set(&mut self, key: &[u8], value: Value) {
+        self.set_entry(key, Entry::new(value));
+    }
+
+    /// Sets a key's value, keeping its TTL if it had one.
+    pub fn set_keep_ttl(&mut self, key: &[u8], value: Value) {
+        let expire_at = self.get(key).map_or(0, |e| e.expire_at);
+        let mut entry = Entry::new(value);
+        entry.expire_at = expire_at;
+        self.set_entry(key, entry);
+    }
+
+    /// Stores a whole entry (value and TTL), replacing any existing one.
+    pub fn set_entry(&mut self, key: &[u8], mut entry: Entry) {
+        entry.atime = self.clock_secs();
+        let has_ttl = entry.expire_at != 0;
+        let db = self.db_of(key);
+        if let Some(old) = db.keys.get_mut(key) {
+            let had_ttl = old.expire_at != 0;
+            *old = entry;
+            if had_ttl && !has_ttl {
+                db.expires.remove(key);
+            } else if has_ttl && !had_ttl {
+                db.expires.insert(key.into(), ());
+            }
+        } else {
+            db.keys.insert(key.into(), entry);
+            if has_ttl {
+                db.expires.insert(key.into(), ());
+            }
+        }
+    }
+
+    /// Removes a key, returning its entry.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.expire_if_needed(key);
+        self.remove_raw(key)
+    }
+
+    fn remove_raw(&mut self, key: &[u8]) -> Option<Entry> {
+        let db = self.db_of(key);
+        let (_, e) = db.keys.remove(key)?;
+        if e.expire_at != 0 {
+            db.expires.remove(key);
+        }
+        Some(e)
+    }
+
+    /// Sets or clears (`at_ms == 0`) the TTL of an existing key.
+    pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
+        let db = self.db_of(key);
+        let Some(e) = db.keys.get_mut(key) else {
+            return false;
+        };
+        let had = e.expire_at != 0;
+        e.expire_at = at_ms;
+        if at_ms != 0 && !had {
+            db.expires.insert(key.into(), ());
+        } else if at_ms == 0 && had {
+            db.expires.remove(key);
+        }
+        true
+    }
+
+    /// Deletes `key` if its TTL has passed; true if it did.
+    pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
+        let (now, dbi) = (self.now_ms, self.db);
+        let db = self.db_of(key);
+        if db.expires.is_empty() {
+            return false;
+        }
+        match db.keys.get(key) {
+            Some(e) if e.expire_at != 0 && e.expire_at <= now => {}
+            _ => return false,
+        }
+        self.remove_raw(key);
+        let shard = self.shard(key);
+        shard.stats.expired_keys += 1;
+        shard.touch_watched(dbi, key);
+        self.notify(notify::EXPIRED, "expired", key);
+        true
+    }
+
+    /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`).
+    pub fn modified(&mut self, key: &[u8]) {
+        let db = self.db;
+        self.shard(key).touch_watched(db, key);
+    }
+
+    /// Publishes a keyspace notification if the class is enabled.
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let flags = self.shared.config.notify_flags();
+        if flags & class == 0 || flags & (notify::KEYSPACE | notify::KEYEVENT) == 0 {
+            return;
+        }
+        self.shared
+            .pubsub
+            .notify_keyspace(flags, self.db, event, key);
+    }
+
+    /// The common pair after a write: WATCH invalidation and notification.
+    pub fn signal(&mut self, key: &[u8], class: u32, event: &str) {
+        self.modified(key);
+        self.notify(class, event, key);
+    }
+
+    /// Records that `key` received elements blocked clients may want.
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        if self.shared.blocking.has_waiters() {
+            self.ready.push((self.db, key.into()));
+        }
+    }
+
+    fn clock_secs(&self) -> u32 {
+        (self.now_ms / 1000) as u32
+    }
+
+    /// Every locked shard's slice of the current database.
+    pub fn dbs_mut(&mut self) -> impl Iterator<Item = &mut Db> {
+        let db = self.db;
+        self.guards.iter_mut().map(move |s| &mut s.dbs[db])
+    }
+
+    pub fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
+        self.guards.iter_mut()
+    }
+}
+
+/// Keyspace notification classes (`notify-keyspace-events` letters).
+pub mod notify {
+    pub const KEYSPACE: u32 = 1 << 0; // K
+    pub const KEYEVENT: u32 = 1 << 1; // E
+    pub const GENERIC: u32 = 1 << 2; // g
+    pub const STRING: u32 = 1 << 3; // $
+    pub const LIST: u32 = 1 << 4; // l
+    pub const SET: u32 = 1 << 5; // s
+    pub const HASH: u32 = 1 << 6; // h
+    pub const ZSET: u32 = 1 << 7; // z
+    pub const EXPIRED: u32 = 1 << 8; // x
+    pub const EVICTED: u32 = 1 << 9; // e
+    pub const STREAM: u32 = 1 << 10; // t
+    pub const KEY_MISS: u32 = 1 << 11; // m
+    pub const MODULE: u32 = 1 << 12; // d
+    pub const NEW: u32 = 1 << 13; // n
+    /// `A`: every class except key-miss and new.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+    /// Parses Redis's flag letters; None on an unknown letter.
+    pub fn parse(s: &[u8]) -> Option<u32> {
+        let mut flags = 0;
+        for &c in s {
+            flags |= match c {
+                b'A' => ALL,
+                b'g' => GENERIC,
+                b'$' => STRING,
+                b'l' => LIST,
+                b's' => SET,
+                b'h' => HASH,
+                b'z' => ZSET,
+                b'x' => EXPIRED,
+                b'e' => EVICTED,
+                b'K' => KEYSPACE,
+                b'E' => KEYEVENT,
+                b't' => STREAM,
+                b'm' => KEY_MISS,
+                b'd' => MODULE,
+                b'n' => NEW,
+                _ => return None,
+            };
+        }
+        Some(flags)
+    }
+
+    /// Formats flags as Redis's `keyspaceEventsFlagsToString` does.
+    pub fn to_string(flags: u32) -> String {
+        let mut s = String::new();
+        if flags & ALL == ALL {
+            s.push('A');
+        } else {
+            for (bit, c) in [
+                (GENERIC, 'g'),
+                (STRING, '$'),
+                (LIST, 'l'),
+                (SET, 's'),
+                (HASH, 'h'),
+                (ZSET, 'z'),
+                (EXPIRED, 'x'),
+                (EVICTED, 'e'),
+                (STREAM, 't'),
+                (MODULE, 'd'),
+            ] {
+                if flags & bit != 0 {
+                    s.push(c);
+                }
+            }
+        }
+        for (bit, c) in [
+            (KEYSPACE, 'K'),
+            (KEYEVENT, 'E'),
+            (KEY_MISS, 'm'),
+            (NEW, 'n'),
+        ] {
+            if flags & bit != 0 {
+                s.push(c);
+            }
+        }
+        s
+    }
+}

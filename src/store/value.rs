@@ -1,0 +1,73 @@
+//! The values a key can hold, one variant per Redis type.
+//!
+//! Each family's data structure lives in its own module; this enum is the
+//! only place that knows all of them, so `TYPE`, `OBJECT ENCODING` and
+//! memory accounting stay in one spot.
+
+use crate::util::parse_i64;
+
+#[derive(Clone)]
+pub enum Value {
+    Str(Str),
+}
+
+impl Value {
+    /// The name `TYPE` answers.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+
+    /// The name `OBJECT ENCODING` answers.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+        }
+    }
+
+    /// Approximate heap bytes held by the value.
+    pub fn mem_usage(&self) -> usize {
+        match self {
+            Value::Str(s) => s.data.capacity(),
+        }
+    }
+}
+
+/// A string value. Redis reports `int`, `embstr` or `raw` depending on how
+/// the value was made; `raw` records that it was modified in place (APPEND,
+/// SETRANGE), which Redis never re-encodes.
+#[derive(Debug, Clone, Default)]
+pub struct Str {
+    pub data: Vec<u8>,
+    pub raw: bool,
+}
+
+/// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
+const EMBSTR_MAX: usize = 44;
+
+impl Str {
+    pub fn new(data: &[u8]) -> Str {
+        Str {
+            data: data.to_vec(),
+            raw: false,
+        }
+    }
+
+    pub fn from_int(n: i64) -> Str {
+        Str {
+            data: itoa::Buffer::new().format(n).as_bytes().to_vec(),
+            raw: false,
+        }
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        if !self.raw && self.data.len() <= 20 && parse_i64(&self.data).is_some() {
+            "int"
+        } else if !self.raw && self.data.len() <= EMBSTR_MAX {
+            "embstr"
+        } else {
+            "raw"
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Small byte-string helpers shared by every layer: Redis's number parsing
+//! rules (`string2ll`, `strtod` as Redis checks it) and glob matching
+//! (`stringmatchlen`), written without recursion so that a hostile pattern
+//! cannot exhaust the stack.
+
+/// Parses a signed 64-bit integer with Redis's `string2ll` rules: no
+/// whitespace, no leading `+`, no leading zeros, no `-0`.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s {
+        [] => return None,
+        [b'0'] => return Some(0),
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, s),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Parses a double the way Redis validates `strtod`: the whole string must
+/// be a number (decimal, hex, `inf`/`infinity`), no surrounding whitespace,
+/// no NaN, no overflow to infinity, no underflow to zero.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(s).ok()?;
+    let first = *s.first()?;
+    if first.is_ascii_whitespace() {
+        return None;
+    }
+    let unsigned = text.trim_start_matches(['+', '-']);
+    if text.len() - unsigned.len() > 1 {
+        return None;
+    }
+    let lower = unsigned.to_ascii_lowercase();
+    if lower == "inf" || lower == "infinity" {
+        return Some(if first == b'-' {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        });
+    }
+    if let Some(hex) = lower.strip_prefix("0x") {
+        let v = parse_hex_float(hex)?;
+        return Some(if first == b'-' { -v } else { v });
+    }
+    // Rust accepts "nan", "inf" spellings we handled above, and nothing
+    // strtod would not: restrict to the decimal alphabet first.
+    if !unsigned
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return None;
+    }
+    let v: f64 = text.parse().ok()?;
+    if v.is_infinite() {
+        return None;
+    }
+    if v == 0.0 {
+        let mantissa = unsigned.split(['e', 'E']).next().unwrap_or("");
+        if mantissa.bytes().any(|c| (b'1'..=b'9').contains(&c)) {
+            return None;
+        }
+    }
+    Some(v)
+}
+
+fn parse_hex_float(s: &str) -> Option<f64> {
+    let (mant, exp) = match s.find('p') {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    let v = v * 2f64.powi(exp);
+    if v.is_infinite() { None } else { Some(v) }
+}
+
+/// Glob-style matching as Redis's `stringmatchlen`: `*`, `?`, `[abc]`,
+/// `[^a-z]`, `\x`. Iterative with single-star backtracking, so it runs in
+/// O(pattern × string) at worst and never recurses.
+pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+    let (mut p, mut s) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    let eq = |a: u8, b: u8| {
+        if nocase {
+            a.eq_ignore_ascii_case(&b)
+        } else {
+            a == b
+        }
+    };
+    while s < string.len() {
+        if p < pattern.len() {
+            match pattern[p] {
+                b'*' => {
+                    while p < pattern.len() && pattern[p] == b'*' {
+                        p += 1;
+                    }
+                    if p == pattern.len() {
+                        return true;
+                    }
+                    star = Some((p, s));
+                    continue;
+                }
+                b'?' => {
+                    p += 1;
+                    s += 1;
+                    continue;
+                }
+                b'[' => {
+                    let (matched, next) = match_class(pattern, p + 1, string[s], nocase);
+                    if matched {
+                        p = next;
+                        s += 1;
+                        continue;
+                    }
+                }
+                b'\\' if p + 1 < pattern.len() => {
+                    if eq(pattern[p + 1], string[s]) {
+                        p += 2;
+                        s += 1;
+                        continue;
+                    }
+                }
+                c => {
+                    if eq(c, string[s]) {
+                        p += 1;
+                        s += 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        match star {
+            Some((sp, ss)) => {
+                p = sp;
+                s = ss + 1;
+                star = Some((sp, ss + 1));
+            }
+            None => return false,
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+/// Matches one byte against the class starting after `[` at `p`; returns
+/// whether it matched and the pattern index after the class.
+fn match_class(pattern: &[u8], mut p: usize, c: u8, nocase: bool) -> (bool, usize) {
+    let lower = |b: u8| if nocase { b.to_ascii_lowercase() } else { b };
+    let c = lower(c);
+    let not = pattern.get(p) == Some(&b'^');
+    if not {
+        p += 1;
+    }
+    let mut matched = false;
+    loop {
+        match pattern.get(p) {
+            None => break,
+            Some(b']') => {
+                p += 1;
+                break;
+            }
+            Some(b'\\') if p + 1 < pattern.len() => {
+                if lower(pattern[p + 1]) == c {
+                    matched = true;
+                }
+                p += 2;
+            }
+            Some(&a) if pattern.get(p + 1) == Some(&b'-') && p + 2 < pattern.len() => {
+                let (mut lo, mut hi) = (lower(a), lower(pattern[p + 2]));
+                if lo > hi {
+                    std::mem::swap(&mut lo, &mut hi);
+                }
+                if (lo..=hi).contains(&c) {
+                    matched = true;
+                }
+                p += 3;
+            }
+            Some(&a) => {
+                if lower(a) == c {
+                    matched = true;
+                }
+                p += 1;
+            }
+        }
+    }
+    (matched != not, p)
+}
+
+/// ASCII case-insensitive comparison of a client argument with a keyword.
+pub fn eq_ic(arg: &[u8], keyword: &str) -> bool {
+    arg.eq_ignore_ascii_case(keyword.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_like_string2ll() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        for bad in [
+            &b""[..],
+            b"-0",
+            b"+1",
+            b"01",
+            b" 1",
+            b"1 ",
+            b"9223372036854775808",
+            b"1a",
+            b"-",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn doubles_like_redis_strtod() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"+1e3"), Some(1000.0));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"Infinity"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        assert_eq!(parse_f64(b".5"), Some(0.5));
+        for bad in [
+            &b""[..],
+            b"nan",
+            b" 1",
+            b"1 ",
+            b"1e400",
+            b"1e-400",
+            b"abc",
+            b"--1",
+            b"1e",
+        ] {
+            assert_eq!(parse_f64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn globs_like_stringmatchlen() {
+        assert!(glob_match(b"*", b"anything", false));
+        assert!(glob_match(b"h?llo", b"hello", false));
+        assert!(glob_match(b"h[ae]llo", b"hallo", false));
+        assert!(!glob_match(b"h[^e]llo", b"hello", false));
+        assert!(glob_match(b"h[a-b]llo", b"hbllo", false));
+        assert!(glob_match(b"h\\*llo", b"h*llo", false));
+        assert!(!glob_match(b"h\\*llo", b"hello", false));
+        assert!(glob_match(b"*a*b*c", b"xxaxxbxxc", false));
+        assert!(!glob_match(b"*a*b*c", b"xxaxxbxx", false));
+        assert!(glob_match(b"HELLO", b"hello", true));
+        assert!(glob_match(b"news.*", b"news.published:1", false));
+        let hostile = vec![b'*'; 100_000];
+        assert!(glob_match(&hostile, b"abc", false));
+    }
+}
