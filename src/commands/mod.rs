@@ -323,11 +323,21 @@ pub enum Error {
     NotFloat,
     Static(&'static str),
     Owned(String),
+    /// Text that quotes client bytes, which need not be UTF-8.
+    Raw(Vec<u8>),
 }
 
 impl Error {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Error::Raw(b) => b,
+            _ => self.text().as_bytes(),
+        }
+    }
+
     pub fn text(&self) -> &str {
         match self {
+            Error::Raw(_) => "ERR",
             Error::Syntax => "ERR syntax error",
             Error::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             Error::NotInteger => "ERR value is not an integer or out of range",
@@ -439,23 +449,27 @@ fn arity_error(cmd: &Command, parent: Option<&Command>) -> Error {
 
 /// Redis's unknown-command text, quoting at most the first arguments.
 pub fn unknown_command(args: &Args<'_>) -> Error {
-    let clip = |a: &[u8]| String::from_utf8_lossy(&a[..a.len().min(128)]).into_owned();
-    let mut msg = format!(
-        "ERR unknown command '{}', with args beginning with: ",
-        clip(args.get(0))
-    );
-    let mut budget = 128usize;
+    // Mirrors Redis's `%.*s` formatting: each argument is clipped to what is
+    // left of a 128-byte budget, and C strings end at the first NUL.
+    let cstr = |a: &'_ [u8]| -> Vec<u8> { a.split(|&b| b == 0).next().unwrap_or(&[]).to_vec() };
+    let mut quoted: Vec<u8> = Vec::new();
     for a in args.iter().skip(1) {
-        let s = clip(a);
-        if budget < s.len() + 3 {
+        if quoted.len() >= 128 {
             break;
         }
-        budget -= s.len() + 3;
-        msg.push('\'');
-        msg.push_str(&s);
-        msg.push_str("' ");
+        let mut a = cstr(a);
+        a.truncate(128 - quoted.len());
+        quoted.push(b'\'');
+        quoted.extend(a);
+        quoted.extend_from_slice(b"' ");
     }
-    Error::Owned(msg)
+    let mut name = cstr(args.get(0));
+    name.truncate(128);
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend(name);
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend(quoted);
+    Error::Raw(msg)
 }
 
 /// The shards a command's keys live on.
@@ -476,7 +490,7 @@ pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args
             if client.multi.is_some() {
                 client.multi_error = true;
             }
-            out.error(e.text());
+            out.error_bytes(e.bytes());
             return;
         }
     };
@@ -550,7 +564,7 @@ pub fn call(
     };
     if let Err(e) = (cmd.handler)(&mut ctx) {
         out.truncate(mark);
-        out.error(e.text());
+        out.error_bytes(e.bytes());
     }
 }
 

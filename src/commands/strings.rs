@@ -41,8 +41,10 @@ enum Expiry {
 fn set(ctx: &mut Ctx) -> CmdResult {
     let (key, value) = (ctx.args.get(1), ctx.args.get(2));
     let (mut nx, mut xx, mut get_old) = (false, false, false);
-    let mut expiry = Expiry::None;
-    let mut have_expiry = false;
+    let mut keepttl = false;
+    // Redis accepts a repeated option (`EX 1 EX 2`: the last wins) but not
+    // two different expiry kinds; values are validated after the syntax.
+    let mut ttl: Option<(&str, &[u8])> = None;
     let mut i = 3;
     while i < ctx.argc() {
         let opt = ctx.args.get(i);
@@ -53,32 +55,35 @@ fn set(ctx: &mut Ctx) -> CmdResult {
             xx = true;
         } else if eq_ic(opt, "GET") {
             get_old = true;
-        } else if eq_ic(opt, "KEEPTTL") && !have_expiry {
-            expiry = Expiry::Keep;
-            have_expiry = true;
-        } else if let (Some(unit), Some(v), false) = (expire_unit(opt), next, have_expiry) {
-            let n = int_arg(v)?;
-            let invalid = || Error::Static("ERR invalid expire time in 'set' command");
-            if n <= 0 {
-                return Err(invalid());
+        } else if eq_ic(opt, "KEEPTTL") && ttl.is_none() {
+            keepttl = true;
+        } else if let (Some(unit), Some(v)) = (expire_unit(opt), next) {
+            if keepttl || ttl.is_some_and(|(u, _)| u != unit) {
+                return Err(Error::Syntax);
             }
-            let at = match unit {
-                "EX" => n
-                    .checked_mul(1000)
-                    .and_then(|ms| ms.checked_add(ctx.ks.now_ms as i64)),
-                "PX" => n.checked_add(ctx.ks.now_ms as i64),
-                "EXAT" => n.checked_mul(1000),
-                _ => Some(n),
-            }
-            .ok_or_else(invalid)?;
-            expiry = Expiry::At(at);
-            have_expiry = true;
+            ttl = Some((unit, v));
             i += 1;
         } else {
             return Err(Error::Syntax);
         }
         i += 1;
     }
+    let expiry = match ttl {
+        None if keepttl => Expiry::Keep,
+        None => Expiry::None,
+        Some((unit, v)) => {
+            let n = int_arg(v)?;
+            let invalid = || Error::Static("ERR invalid expire time in 'set' command");
+            let seconds = unit == "EX" || unit == "EXAT";
+            if n <= 0 || (seconds && n > i64::MAX / 1000) {
+                return Err(invalid());
+            }
+            let ms = if seconds { n * 1000 } else { n };
+            let relative = unit == "EX" || unit == "PX";
+            let base = if relative { ctx.ks.now_ms as i64 } else { 0 };
+            Expiry::At(ms.checked_add(base).ok_or_else(invalid)?)
+        }
+    };
     let old = match ctx.ks.get(key) {
         None => None,
         Some(Entry {

@@ -58,10 +58,15 @@ impl Reply {
     /// An error reply; `msg` carries its code (`ERR …`, `WRONGTYPE …`).
     /// Line breaks would split the reply, so they become spaces, as in Redis.
     pub fn error(&mut self, msg: &str) {
+        self.error_bytes(msg.as_bytes());
+    }
+
+    /// An error reply whose text may quote client bytes verbatim.
+    pub fn error_bytes(&mut self, msg: &[u8]) {
         self.buf.push(b'-');
         self.buf.extend(
-            msg.bytes()
-                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+            msg.iter()
+                .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
         );
         self.buf.extend_from_slice(b"\r\n");
     }
