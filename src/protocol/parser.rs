@@ -251,7 +251,10 @@ impl Parser {
 
     fn parse_inline(&mut self, buf: &[u8]) -> Result<bool, ProtocolError> {
         let rest = &buf[self.pos..];
-        let Some(nl) = memchr(b'\n', rest) else {
+        // Redis looks for the newline with strchr(), which stops at a NUL:
+        // a NUL before the newline hides it, and the request stays incomplete.
+        let nl = rest.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| rest[i] == b'\n');
+        let Some(nl) = nl else {
             if rest.len() > INLINE_MAX {
                 return Err(ProtocolError::TooBigInline);
             }
@@ -304,10 +307,11 @@ pub fn split_args(
     let mut i = 0;
     let n = line.len();
     loop {
-        while i < n && line[i].is_ascii_whitespace() {
+        while i < n && is_space(line[i]) {
             i += 1;
         }
-        if i >= n {
+        // sdssplitargs works on a C string: a NUL ends the line.
+        if i >= n || line[i] == 0 {
             return Ok(());
         }
         let start = out.len();
@@ -380,6 +384,11 @@ pub fn split_args(
     }
 }
 
+/// C's `isspace`.
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
 fn hex(c: u8) -> u8 {
     match c {
         b'0'..=b'9' => c - b'0',
@@ -437,6 +446,18 @@ mod tests {
             parse_all(b"SET a 'b'c\r\n"),
             Err(ProtocolError::UnbalancedQuotes)
         );
+    }
+
+    #[test]
+    fn nul_bytes_never_loop() {
+        // A NUL hides the newline after it, as strchr() does in Redis.
+        assert_eq!(parse_all(b"PI\0NG\r\n").unwrap().len(), 0);
+        let mut spans = Vec::new();
+        let mut out = Vec::new();
+        split_args(b"a \0 b", &mut out, &mut spans).unwrap();
+        assert_eq!(spans.len(), 1);
+        split_args(b"\x0b\x0cword", &mut out, &mut spans).unwrap();
+        assert_eq!(spans.len(), 2);
     }
 
     #[test]
