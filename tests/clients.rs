@@ -19,7 +19,13 @@ fn sync_connection_basics() {
     assert_eq!(missing, None);
     let n: i64 = con.exists("k").unwrap();
     assert_eq!(n, 1);
-    let () = con.set_ex("t", "v", 100).unwrap();
+    let () = redis::cmd("SET")
+        .arg("t")
+        .arg("v")
+        .arg("EX")
+        .arg(100)
+        .query(&mut con)
+        .unwrap();
     let ttl: i64 = con.ttl("t").unwrap();
     assert!((99..=100).contains(&ttl), "ttl {ttl}");
     let deleted: i64 = con.del(&["k", "t", "missing"]).unwrap();

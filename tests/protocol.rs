@@ -240,6 +240,22 @@ fn unauthenticated_limits_with_requirepass() {
         ],
     );
     pending(&s, &[b"*10\r\n", b"*1\r\n$16384\r\n"]);
+    // Once authenticated, the limits no longer apply.
+    for input in [&b"*11\r\n"[..], b"*1\r\n$16385\r\n"] {
+        let mut p = s.pair();
+        p.check_raw(b"AUTH pw\r\n");
+        p.check_raw_pending(input);
+    }
+    let mut p = s.pair();
+    p.check_raw(b"AUTH pw\r\n");
+    let big = "x".repeat(20_000);
+    p.check(&[b"SET", b"big", big.as_bytes()]);
+    p.check(&[b"GET", b"big"]);
+}
+
+#[test]
+fn commands_before_auth_with_requirepass() {
+    let s = Servers::start_with(&["--requirepass", "pw"]);
     // Before AUTH every reply is an error but the connection stays usable.
     let mut p = s.pair();
     for input in [
@@ -259,17 +275,6 @@ fn unauthenticated_limits_with_requirepass() {
     let mut p = s.pair();
     p.check_raw(b"AUTH default pw\r\n");
     p.check_raw_session(b"PING\r\n");
-    // Once authenticated, the limits no longer apply.
-    for input in [&b"*11\r\n"[..], b"*1\r\n$16385\r\n"] {
-        let mut p = s.pair();
-        p.check_raw(b"AUTH pw\r\n");
-        p.check_raw_pending(input);
-    }
-    let mut p = s.pair();
-    p.check_raw(b"AUTH pw\r\n");
-    let big = "x".repeat(20_000);
-    p.check(&[b"SET", b"big", big.as_bytes()]);
-    p.check(&[b"STRLEN", b"big"]);
 }
 
 // ---------------------------------------------------------------------------
@@ -339,7 +344,6 @@ fn big_value_sent_in_small_pieces() {
     want.extend_from_slice(&value);
     want.extend_from_slice(b"\r\n");
     assert!(got == want, "GET big returned a different value");
-    assert_eq!(c.cmd(&[b"STRLEN", b"big"]), b":2097152\r\n");
     assert_alive(&mut z);
 }
 

@@ -75,21 +75,6 @@ fn parse_listening_line(line: &str) -> Option<u16> {
 impl ZwindowServer {
     /// Spawn `zwindow --bind 127.0.0.1 --port 0 <extra_args>` and wait for its listening line.
     pub fn start(extra_args: &[&str]) -> Self {
-        // DEV-ONLY: remove before the final commit.
-        if std::env::var_os("ZWINDOW_TEST_TARGET_REDIS").is_some() {
-            let mut args = Vec::new();
-            let mut it = extra_args.iter();
-            while let Some(a) = it.next() {
-                if *a == "--shards" {
-                    it.next();
-                } else {
-                    args.push(*a);
-                }
-            }
-            let (child, port) = spawn_redis(&args);
-            let log = Arc::new(Mutex::new(VecDeque::new()));
-            return ZwindowServer { child, port, log };
-        }
         let exe = env!("CARGO_BIN_EXE_zwindow");
         let mut cmd = Command::new(exe);
         cmd.args(["--bind", "127.0.0.1", "--port", "0"])
