@@ -152,6 +152,10 @@ impl Listpack {
         self.len as usize
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     pub fn mem_usage(&self) -> usize {
         self.buf.capacity()
     }
@@ -201,6 +205,9 @@ impl Listpack {
             .find(|r| key_less(score, member, r.score, r.member))
             .map_or(self.buf.len(), |r| r.start);
         let rec = encode_record(member, score);
+        // Exact growth: a doubling Vec would waste ~25% on the many small
+        // sets this encoding exists for; the realloc is cheap at this size.
+        self.buf.reserve_exact(rec.len());
         self.buf.splice(at..at, rec);
         self.len += 1;
     }
@@ -210,7 +217,14 @@ impl Listpack {
         let (start, end, score) = (r.start, r.end, r.score);
         self.buf.drain(start..end);
         self.len -= 1;
+        self.shrink_if_sparse();
         Some(score)
+    }
+
+    fn shrink_if_sparse(&mut self) {
+        if self.buf.capacity() > 64 && self.buf.len() < self.buf.capacity() / 2 {
+            self.buf.shrink_to_fit();
+        }
     }
 
     /// Number of leading elements for which `before` holds (`before` must
@@ -276,6 +290,7 @@ impl Listpack {
         }
         self.buf.drain(from..off);
         self.len -= n as u32;
+        self.shrink_if_sparse();
         n
     }
 
@@ -290,10 +305,10 @@ impl Listpack {
             if back.start != r.start {
                 return Err("backlen mismatch".into());
             }
-            if let Some((ps, pm)) = prev {
-                if !key_less(ps, pm, r.score, r.member) {
-                    return Err("listpack out of order".into());
-                }
+            if let Some((ps, pm)) = prev
+                && !key_less(ps, pm, r.score, r.member)
+            {
+                return Err("listpack out of order".into());
             }
             if r.score.is_nan() {
                 return Err("NaN stored".into());

@@ -302,10 +302,10 @@ impl ZSet {
     }
 
     fn insert_new(&mut self, member: &[u8], score: f64, limits: Limits) {
-        if let Repr::Compact(lp) = &self.repr {
-            if lp.len() + 1 > limits.max_entries || member.len() > limits.max_value {
-                self.convert_to_skiplist();
-            }
+        if let Repr::Compact(lp) = &self.repr
+            && (lp.len() + 1 > limits.max_entries || member.len() > limits.max_value)
+        {
+            self.convert_to_skiplist();
         }
         match &mut self.repr {
             Repr::Compact(lp) => lp.insert_new(member, score),
@@ -640,14 +640,12 @@ impl ZSet {
             s
         };
         let lo = sl.list().count_while(|s, _| s < from);
-        let mut emitted = 0usize;
         let mut last: Option<f64> = None;
-        for (m, s) in sl.list().iter_at(lo) {
+        for (emitted, (m, s)) in sl.list().iter_at(lo).enumerate() {
             if emitted >= count.max(1) && last.is_some_and(|l| l != s) {
                 return score_to_cursor(s);
             }
             emit(m, s);
-            emitted += 1;
             last = Some(s);
         }
         0

@@ -87,7 +87,24 @@ impl Node {
         lo
     }
 
+    /// Grows the arrays in bounded steps instead of doubling: nodes that
+    /// fill slowly (after a split) would otherwise carry up to 50% slack.
+    fn reserve_for(&mut self, member_len: usize) {
+        const STEP: usize = 16;
+        if self.scores.len() == self.scores.capacity() {
+            self.scores.reserve_exact(STEP);
+        }
+        if self.ends.len() == self.ends.capacity() {
+            self.ends.reserve_exact(STEP);
+        }
+        if self.bytes.capacity() - self.bytes.len() < member_len {
+            let avg = self.bytes.len() / self.count().max(1);
+            self.bytes.reserve_exact(member_len.max(avg * STEP));
+        }
+    }
+
     fn insert_entry(&mut self, i: usize, member: &[u8], score: f64) {
+        self.reserve_for(member.len());
         let at = self.start_of(i);
         self.bytes.splice(at..at, member.iter().copied());
         let n = member.len() as u32;
@@ -99,6 +116,7 @@ impl Node {
     }
 
     fn push_entry(&mut self, member: &[u8], score: f64) {
+        self.reserve_for(member.len());
         self.bytes.extend_from_slice(member);
         self.ends.push(self.bytes.len() as u32);
         self.scores.push(score);
@@ -114,16 +132,31 @@ impl Node {
             *e -= n;
         }
         self.scores.drain(from..to);
+        let c = self.count();
+        if self.scores.capacity() >= 2 * c + 32 {
+            self.scores.shrink_to(c + 16);
+            self.ends.shrink_to(c + 16);
+            self.bytes
+                .shrink_to(self.bytes.len() + self.bytes.len() / 4);
+        }
     }
 
     /// Moves entries `from..` into a fresh node (links left empty).
     fn split_off(&mut self, from: usize, cap: usize) -> Node {
-        let mut n = Node::with_capacity(cap, self.bytes.len() - self.start_of(from));
+        let mut n = Node::with_capacity(
+            (self.count() - from).min(cap),
+            self.bytes.len() - self.start_of(from),
+        );
         for i in from..self.count() {
             let (m, s) = self.entry(i);
             n.push_entry(m, s);
         }
         self.remove_entries(from, self.count());
+        // Each half keeps room to grow by a few steps, not a full node.
+        self.scores.shrink_to(from + 16);
+        self.ends.shrink_to(from + 16);
+        self.bytes
+            .shrink_to(self.bytes.len() + self.bytes.len() / 4);
         n
     }
 
@@ -192,6 +225,10 @@ impl List {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     fn node(&self, i: u32) -> &Node {
@@ -350,6 +387,9 @@ impl List {
 
     /// Links node `u` (already holding its elements, not yet counted)
     /// directly after `preds.node[0]`; `preds` must be its predecessors.
+    // Levels below the new node's height and above it need different
+    // updates, so an index loop reads clearer than two zipped iterators.
+    #[allow(clippy::needless_range_loop)]
     fn link(&mut self, preds: &mut Path, u: u32) {
         let c = self.node(u).count();
         let lvl = self.random_level();
@@ -667,6 +707,9 @@ impl List {
             if n.count() == 0 {
                 return Err("empty node".into());
             }
+            if n.count() > self.node_cap {
+                return Err("node over capacity".into());
+            }
             if n.prev != prev {
                 return Err("bad prev link".into());
             }
@@ -686,10 +729,10 @@ impl List {
                 if s.is_nan() {
                     return Err("NaN score".into());
                 }
-                if let Some((lm, ls)) = &last {
-                    if !key_less(*ls, lm, s, m) {
-                        return Err("elements out of order".into());
-                    }
+                if let Some((lm, ls)) = &last
+                    && !key_less(*ls, lm, s, m)
+                {
+                    return Err("elements out of order".into());
                 }
                 last = Some((m.to_vec(), s));
             }
@@ -804,6 +847,10 @@ impl SkipList {
 
     pub fn len(&self) -> usize {
         self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
     }
 
     pub fn list(&self) -> &List {
