@@ -313,15 +313,21 @@ impl ZSet {
         }
     }
 
-    fn set_score(&mut self, member: &[u8], score: f64) {
+    fn set_score(&mut self, member: &[u8], old: f64, score: f64) {
         match &mut self.repr {
             Repr::Compact(lp) => {
                 lp.remove(member);
                 lp.insert_new(member, score);
             }
-            Repr::Skip(sl) => {
-                sl.update(member, score);
-            }
+            Repr::Skip(sl) => sl.update_known(member, old, score),
+        }
+    }
+
+    /// The value the current encoding actually stores for `score`.
+    fn stored(&self, score: f64) -> f64 {
+        match self.repr {
+            Repr::Compact(_) if score == 0.0 => 0.0,
+            _ => score,
         }
     }
 
@@ -355,10 +361,10 @@ impl ZSet {
                 if new == cur {
                     return Ok(AddOutcome::Unchanged { score: cur });
                 }
-                self.set_score(member, new);
+                self.set_score(member, cur, new);
                 Ok(AddOutcome::Updated {
                     old: cur,
-                    score: self.score(member).unwrap_or(new),
+                    score: self.stored(new),
                 })
             }
             None => {
@@ -367,7 +373,7 @@ impl ZSet {
                 }
                 self.insert_new(member, score, limits);
                 Ok(AddOutcome::Added {
-                    score: self.score(member).unwrap_or(score),
+                    score: self.stored(score),
                 })
             }
         }

@@ -45,8 +45,11 @@ struct Link {
 #[derive(Clone, Default)]
 struct Node {
     scores: Vec<f64>,
-    /// End offset of each member in `bytes`.
-    ends: Vec<u32>,
+    /// End offset of each member in `bytes`. u16 is enough because a node
+    /// holding two or more members never exceeds `NODE_BYTES`; a single
+    /// larger member gets a node of its own, whose only end is implicit
+    /// (`bytes.len()`), so its stored (truncated) offset is never read.
+    ends: Vec<u16>,
     bytes: Vec<u8>,
     links: Vec<Link>,
     prev: u32,
@@ -57,12 +60,20 @@ impl Node {
         self.scores.len()
     }
 
+    fn end_of(&self, i: usize) -> usize {
+        if i + 1 >= self.count() {
+            self.bytes.len()
+        } else {
+            usize::from(self.ends[i])
+        }
+    }
+
     fn start_of(&self, i: usize) -> usize {
-        if i == 0 { 0 } else { self.ends[i - 1] as usize }
+        if i == 0 { 0 } else { self.end_of(i - 1) }
     }
 
     fn member(&self, i: usize) -> &[u8] {
-        &self.bytes[self.start_of(i)..self.ends[i] as usize]
+        &self.bytes[self.start_of(i)..self.end_of(i)]
     }
 
     fn entry(&self, i: usize) -> (&[u8], f64) {
@@ -107,18 +118,18 @@ impl Node {
         self.reserve_for(member.len());
         let at = self.start_of(i);
         self.bytes.splice(at..at, member.iter().copied());
-        let n = member.len() as u32;
+        let n = member.len() as u16;
         for e in &mut self.ends[i..] {
-            *e += n;
+            *e = e.wrapping_add(n);
         }
-        self.ends.insert(i, at as u32 + n);
+        self.ends.insert(i, (at as u16).wrapping_add(n));
         self.scores.insert(i, score);
     }
 
     fn push_entry(&mut self, member: &[u8], score: f64) {
         self.reserve_for(member.len());
         self.bytes.extend_from_slice(member);
-        self.ends.push(self.bytes.len() as u32);
+        self.ends.push(self.bytes.len() as u16);
         self.scores.push(score);
     }
 
@@ -126,10 +137,10 @@ impl Node {
     fn remove_entries(&mut self, from: usize, to: usize) {
         let (a, b) = (self.start_of(from), self.start_of(to));
         self.bytes.drain(a..b);
-        let n = (b - a) as u32;
+        let n = (b - a) as u16;
         self.ends.drain(from..to);
         for e in &mut self.ends[from..] {
-            *e -= n;
+            *e = e.wrapping_sub(n);
         }
         self.scores.drain(from..to);
         let c = self.count();
@@ -172,7 +183,7 @@ impl Node {
 
     fn heap_bytes(&self) -> usize {
         self.scores.capacity() * 8
-            + self.ends.capacity() * 4
+            + self.ends.capacity() * 2
             + self.bytes.capacity()
             + self.links.capacity() * std::mem::size_of::<Link>()
     }
@@ -517,6 +528,29 @@ impl List {
         }
         let mid = count / 2;
         let cap = self.node_cap;
+        let half_bytes = {
+            let n = self.node(t);
+            if idx <= mid {
+                n.start_of(mid)
+            } else {
+                n.bytes.len() - n.start_of(mid)
+            }
+        };
+        if half_bytes + member.len() > NODE_BYTES {
+            // Too big to share a node: cut `t` at the insertion point and
+            // give the member its own node in between.
+            let moved = self.node_mut(t).split_off(idx, cap);
+            self.add_spans(&path, -(moved.count() as isize));
+            let u = self.alloc(moved);
+            let mut preds = self.path_after(&path, t);
+            self.link(&mut preds, u);
+            let mut n = Node::with_capacity(1, member.len());
+            n.push_entry(member, score);
+            let v = self.alloc(n);
+            let mut preds = self.path_after(&path, t);
+            self.link(&mut preds, v);
+            return;
+        }
         let moved = self.node_mut(t).split_off(mid, cap);
         let c = moved.count();
         self.add_spans(&path, -(c as isize));
@@ -559,9 +593,9 @@ impl List {
         let c = moved.len();
         {
             let tn = self.node_mut(t);
-            let base = tn.bytes.len() as u32;
+            let base = tn.bytes.len() as u16;
             tn.bytes.extend_from_slice(&bytes);
-            tn.ends.extend(ends.iter().map(|e| e + base));
+            tn.ends.extend(ends.iter().map(|e| e.wrapping_add(base)));
             tn.scores.extend_from_slice(&moved);
         }
         // Element totals up to `n` are unchanged; `t` now ends c later.
@@ -600,12 +634,15 @@ impl List {
 
     /// Changes the score of a present element, in place when the order
     /// allows (as Redis's zslUpdateScore does).
-    pub fn update(&mut self, old: f64, member: &[u8], new: f64) {
+    pub fn update(&mut self, old: f64, member: &[u8], new: f64) -> bool {
         let (path, t, idx) = self.seek_key(old, member);
         if t == NIL || idx >= self.node(t).count() {
-            return;
+            return false;
         }
         let n = self.node(t);
+        if n.scores[idx].to_bits() != old.to_bits() || n.member(idx) != member {
+            return false;
+        }
         let prev_ok = if idx > 0 {
             let (pm, ps) = n.entry(idx - 1);
             key_less(ps, pm, new, member)
@@ -626,10 +663,11 @@ impl List {
         };
         if prev_ok && next_ok {
             self.node_mut(t).scores[idx] = new;
-            return;
+            return true;
         }
         self.remove_at(&path, t, idx);
         self.insert(new, member);
+        true
     }
 
     /// Removes `count` elements starting at rank `start`, reporting each in
@@ -713,16 +751,20 @@ impl List {
             if n.prev != prev {
                 return Err("bad prev link".into());
             }
-            if n.ends.len() != n.count()
-                || n.ends.last().map(|&e| e as usize) != Some(n.bytes.len())
-            {
+            if n.ends.len() != n.count() {
                 return Err("bad member offsets".into());
+            }
+            if n.count() >= 2
+                && (n.bytes.len() > NODE_BYTES
+                    || n.ends.last().map(|&e| usize::from(e)) != Some(n.bytes.len()))
+            {
+                return Err("multi-member node over NODE_BYTES or bad offsets".into());
             }
             if n.links.is_empty() || n.links.len() > self.level {
                 return Err("bad node level".into());
             }
             for i in 0..n.count() {
-                if n.ends[i] as usize > n.bytes.len() || n.start_of(i) > n.ends[i] as usize {
+                if n.end_of(i) > n.bytes.len() || n.start_of(i) > n.end_of(i) {
                     return Err("bad member range".into());
                 }
                 let (m, s) = n.entry(i);
@@ -867,8 +909,14 @@ impl SkipList {
     }
 
     pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
-        let s = self.score(member)?;
-        self.list.rank_of(s, member).map(|r| (r, s))
+        // The candidate check is itself the rank search: one descent.
+        let f = Self::frag_of(&self.hasher, member);
+        let mut found = None;
+        self.index.find(f, |s| {
+            found = self.list.rank_of(s, member).map(|r| (r, s));
+            found.is_some()
+        });
+        found
     }
 
     /// Inserts an element the caller knows to be absent.
@@ -880,17 +928,35 @@ impl SkipList {
 
     /// Sets a new score for a present element; returns the old one.
     pub fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let slot = self.find_slot(member)?;
+        let f = Self::frag_of(&self.hasher, member);
+        let list = &mut self.list;
+        let slot = self.index.find(f, |s| list.update(s, member, score))?;
         let old = self.index.score_at(slot);
-        self.list.update(old, member, score);
         self.index.set_score(slot, score);
         Some(old)
     }
 
+    /// Like [`update`](Self::update) when the caller already knows the
+    /// current score: any index slot with the same fragment and score bits
+    /// is interchangeable (see the index docs), so no verification descent
+    /// is needed.
+    pub fn update_known(&mut self, member: &[u8], old: f64, score: f64) {
+        let f = Self::frag_of(&self.hasher, member);
+        let bits = old.to_bits();
+        if let Some(slot) = self.index.find(f, |s| s.to_bits() == bits)
+            && self.list.update(old, member, score)
+        {
+            self.index.set_score(slot, score);
+        }
+    }
+
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let slot = self.find_slot(member)?;
+        // Each candidate is tried by removing it from the list directly,
+        // so the common case costs a single descent.
+        let f = Self::frag_of(&self.hasher, member);
+        let list = &mut self.list;
+        let slot = self.index.find(f, |s| list.remove(s, member))?;
         let old = self.index.score_at(slot);
-        self.list.remove(old, member);
         self.index.remove_slot(slot);
         Some(old)
     }

@@ -6,6 +6,7 @@
 //! shape and index/list agreement. Limits and node capacity are tiny so that
 //! compact<->skiplist conversion and node split/merge happen constantly.
 
+use super::skiplist::DEFAULT_NODE_CAP;
 use super::*;
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -749,4 +750,43 @@ fn scan_survives_concurrent_changes() {
         assert!(seen.contains(format!("k{i}").as_bytes()));
     }
     assert_eq!(z.scan(u64::MAX, 10, |_, _| {}), 0);
+}
+
+#[test]
+fn huge_members_get_their_own_nodes() {
+    // Members around and far beyond the node byte budget (and u16 offsets)
+    // mixed with small ones, in both node capacities.
+    use rand::Rng;
+    for cap in [4, DEFAULT_NODE_CAP] {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(cap as u64);
+        let mut z = ZSet::with_node_capacity(cap);
+        let mut model = Model::new();
+        for step in 0..3000 {
+            let id = rng.random_range(0..200u32);
+            let len = match id % 5 {
+                0 => 70_000 + id as usize,
+                1 => 5_000,
+                2 => 3_000,
+                _ => 10,
+            };
+            let mut m = format!("{id:04}").into_bytes();
+            m.resize(len, b'x');
+            if rng.random_range(0..4) == 0 {
+                assert_eq!(z.remove(&m), model.score(&m));
+                if let Some(i) = model.pos(&m) {
+                    model.v.remove(i);
+                }
+            } else {
+                let s = f64::from(rng.random_range(0..50));
+                let f = AddFlags::default();
+                assert_eq!(z.add(&m, s, f, lim()), model.add(&m, s, f, lim()));
+            }
+            if step % 100 == 0 {
+                z.check_invariants().unwrap();
+                assert_eq!(owned(z.iter()), model.v);
+            }
+        }
+        z.check_invariants().unwrap();
+        assert_eq!(owned(z.iter()), model.v);
+    }
 }
