@@ -402,10 +402,17 @@ impl ZSet {
         }
     }
 
+    fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
+        match &self.repr {
+            Repr::Compact(lp) => lp.count_while(|s, _| before(s)),
+            Repr::Skip(sl) => sl.list().count_while_score(before),
+        }
+    }
+
     /// Ranks `[lo, hi)` of the elements inside a score range.
     fn score_span(&self, r: &ScoreRange) -> (usize, usize) {
-        let lo = self.count_while(|s, _| r.below_min(s));
-        let hi = self.count_while(|s, _| r.not_above_max(s));
+        let lo = self.count_while_score(|s| r.below_min(s));
+        let hi = self.count_while_score(|s| r.not_above_max(s));
         (lo, hi.max(lo))
     }
 
@@ -645,7 +652,7 @@ impl ZSet {
             }
             s
         };
-        let lo = sl.list().count_while(|s, _| s < from);
+        let lo = sl.list().count_while_score(|s| s < from);
         let mut last: Option<f64> = None;
         for (emitted, (m, s)) in sl.list().iter_at(lo).enumerate() {
             if emitted >= count.max(1) && last.is_some_and(|l| l != s) {

@@ -42,8 +42,75 @@ struct Link {
     span: usize,
 }
 
+/// A node's forward links. Three quarters of nodes have one level and
+/// almost all have at most two, so those live inline: a descent then reads
+/// one slab entry per hop instead of chasing a separate allocation.
+#[derive(Clone, Default)]
+struct Links {
+    low: [Link; 2],
+    high: Vec<Link>,
+    level: u8,
+}
+
+impl Links {
+    fn from_vec(v: Vec<Link>) -> Links {
+        let mut l = Links {
+            level: v.len() as u8,
+            ..Links::default()
+        };
+        for (i, x) in v.into_iter().enumerate() {
+            if i < 2 {
+                l.low[i] = x;
+            } else {
+                l.high.push(x);
+            }
+        }
+        l
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.level)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.level == 0
+    }
+
+    fn first(&self) -> Option<&Link> {
+        if self.is_empty() {
+            None
+        } else {
+            Some(&self[0])
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Links {
+    type Output = Link;
+    fn index(&self, i: usize) -> &Link {
+        if i < 2 {
+            &self.low[i]
+        } else {
+            &self.high[i - 2]
+        }
+    }
+}
+
+impl std::ops::IndexMut<usize> for Links {
+    fn index_mut(&mut self, i: usize) -> &mut Link {
+        if i < 2 {
+            &mut self.low[i]
+        } else {
+            &mut self.high[i - 2]
+        }
+    }
+}
+
 #[derive(Clone, Default)]
 struct Node {
+    /// Copy of the last score, so a descent can usually decide whether to
+    /// skip this node without touching its element arrays.
+    last_score: f64,
     scores: Vec<f64>,
     /// End offset of each member in `bytes`. u16 is enough because a node
     /// holding two or more members never exceeds `NODE_BYTES`; a single
@@ -51,7 +118,7 @@ struct Node {
     /// (`bytes.len()`), so its stored (truncated) offset is never read.
     ends: Vec<u16>,
     bytes: Vec<u8>,
-    links: Vec<Link>,
+    links: Links,
     prev: u32,
 }
 
@@ -124,6 +191,32 @@ impl Node {
         }
         self.ends.insert(i, (at as u16).wrapping_add(n));
         self.scores.insert(i, score);
+        self.sync_last();
+    }
+
+    fn sync_last(&mut self) {
+        self.last_score = self.scores.last().copied().unwrap_or(0.0);
+    }
+
+    /// Index of the first element not below (score, member); member bytes
+    /// are only read on score ties.
+    fn partition_key(&self, score: f64, member: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.count());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let s = self.scores[mid];
+            if s < score || (s == score && self.member(mid) < member) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Index of the first element whose score fails `before`.
+    fn partition_score(&self, before: &impl Fn(f64) -> bool) -> usize {
+        self.scores.partition_point(|&s| before(s))
     }
 
     fn push_entry(&mut self, member: &[u8], score: f64) {
@@ -131,6 +224,7 @@ impl Node {
         self.bytes.extend_from_slice(member);
         self.ends.push(self.bytes.len() as u16);
         self.scores.push(score);
+        self.sync_last();
     }
 
     /// Removes entries `from..to`.
@@ -143,6 +237,7 @@ impl Node {
             *e = e.wrapping_sub(n);
         }
         self.scores.drain(from..to);
+        self.sync_last();
         let c = self.count();
         if self.scores.capacity() >= 2 * c + 32 {
             self.scores.shrink_to(c + 16);
@@ -176,8 +271,9 @@ impl Node {
             scores: Vec::with_capacity(cap),
             ends: Vec::with_capacity(cap),
             bytes: Vec::with_capacity(bytes),
-            links: Vec::new(),
+            links: Links::default(),
             prev: HEAD,
+            last_score: 0.0,
         }
     }
 
@@ -185,7 +281,7 @@ impl Node {
         self.scores.capacity() * 8
             + self.ends.capacity() * 2
             + self.bytes.capacity()
-            + self.links.capacity() * std::mem::size_of::<Link>()
+            + self.links.high.capacity() * std::mem::size_of::<Link>()
     }
 }
 
@@ -220,7 +316,7 @@ pub struct List {
 impl List {
     pub fn new(node_cap: usize) -> List {
         let head = Node {
-            links: vec![Link { next: NIL, span: 0 }; MAX_LEVEL],
+            links: Links::from_vec(vec![Link { next: NIL, span: 0 }; MAX_LEVEL]),
             ..Node::default()
         };
         List {
@@ -300,7 +396,25 @@ impl List {
     }
 
     fn seek_key(&self, score: f64, member: &[u8]) -> (Path, u32, usize) {
-        self.seek(&|s, m| key_less(s, m, score, member))
+        let (path, t) = self
+            .descend(|n, _| n.last_score < score || (n.last_score == score && n.last().0 < member));
+        let idx = if t == NIL {
+            0
+        } else {
+            self.node(t).partition_key(score, member)
+        };
+        (path, t, idx)
+    }
+
+    /// Number of leading elements whose score satisfies `before`.
+    pub fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
+        let (path, t) = self.descend(|n, _| before(n.last_score));
+        let idx = if t == NIL {
+            0
+        } else {
+            self.node(t).partition_score(&before)
+        };
+        path.end[0] + idx
     }
 
     /// Position of the element with rank `rank` (tail end if `rank == len`).
@@ -437,7 +551,7 @@ impl List {
             }
         }
         let un = self.node_mut(u);
-        un.links = links;
+        un.links = Links::from_vec(links);
         un.prev = p0;
         if after == NIL {
             self.tail = u;
@@ -597,6 +711,7 @@ impl List {
             tn.bytes.extend_from_slice(&bytes);
             tn.ends.extend(ends.iter().map(|e| e.wrapping_add(base)));
             tn.scores.extend_from_slice(&moved);
+            tn.sync_last();
         }
         // Element totals up to `n` are unchanged; `t` now ends c later.
         for i in 0..self.node(t).links.len() {
@@ -662,7 +777,9 @@ impl List {
             true
         };
         if prev_ok && next_ok {
-            self.node_mut(t).scores[idx] = new;
+            let n = self.node_mut(t);
+            n.scores[idx] = new;
+            n.sync_last();
             return true;
         }
         self.remove_at(&path, t, idx);
@@ -747,6 +864,9 @@ impl List {
             }
             if n.count() > self.node_cap {
                 return Err("node over capacity".into());
+            }
+            if n.scores.last().map(|s| s.to_bits()) != Some(n.last_score.to_bits()) {
+                return Err("stale last_score".into());
             }
             if n.prev != prev {
                 return Err("bad prev link".into());
