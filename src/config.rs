@@ -16,7 +16,7 @@ use crate::util::{eq_ic, glob_match, parse_i64};
 
 /// zwindow: a Redis-compatible server built around time-windowed sorted sets.
 #[derive(Parser, Debug, Clone)]
-#[command(version, about)]
+#[command(version, about, args_override_self = true)]
 pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
@@ -45,6 +45,14 @@ pub struct Args {
     /// Allow the DEBUG command (needed by tests for the controllable clock).
     #[arg(long, default_value = "no")]
     pub enable_debug_command: String,
+    /// A window rule, `PATTERN=DURATION[:s|:ms]` (repeatable), e.g.
+    /// `news.published:*=24h` or `heartbeats:*=65s:ms`.
+    #[arg(long)]
+    pub zwindow: Vec<String>,
+    /// A config file of `directive value...` lines (redis.conf style);
+    /// command-line flags override it.
+    #[arg(long)]
+    pub config: Option<String>,
     /// Accepted for redis-server compatibility; zwindow does not persist.
     #[arg(long, hide = true)]
     pub save: Option<String>,
@@ -60,12 +68,60 @@ pub struct Args {
 }
 
 impl Args {
+    /// Parses the command line, reading `--config FILE` first so that the
+    /// flags given on the command line win over the file.
+    pub fn load() -> Result<Args, String> {
+        let argv: Vec<String> = std::env::args().collect();
+        let cli = Args::try_parse_from(&argv).map_err(|e| e.to_string())?;
+        let Some(path) = &cli.config else {
+            return Ok(cli);
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {path}: {e}"))?;
+        let mut merged = vec![argv[0].clone()];
+        merged.extend(config_file_flags(&text)?);
+        merged.extend(argv.into_iter().skip(1));
+        Args::try_parse_from(merged).map_err(|e| e.to_string())
+    }
+
     pub fn shard_count(&self) -> usize {
         self.shards.unwrap_or_else(|| {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             (cores * 4).clamp(4, crate::store::MAX_SHARDS)
         })
     }
+}
+
+/// Turns redis.conf-style lines into flags: `port 6380` → `--port 6380`,
+/// `zwindow news:* 24h s` → `--zwindow news:*=24h:s`.
+pub fn config_file_flags(text: &str) -> Result<Vec<String>, String> {
+    let mut flags = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let name = words.next().unwrap_or_default().to_ascii_lowercase();
+        let rest: Vec<&str> = words.map(|w| w.trim_matches('"')).collect();
+        if name == "zwindow" {
+            match rest.as_slice() {
+                [pattern, duration] => flags.push(format!("--zwindow={pattern}={duration}")),
+                [pattern, duration, unit] => {
+                    flags.push(format!("--zwindow={pattern}={duration}:{unit}"))
+                }
+                _ => {
+                    return Err(format!(
+                        "config line {}: expected `zwindow PATTERN DURATION [s|ms]`",
+                        n + 1
+                    ));
+                }
+            }
+        } else {
+            flags.push(format!("--{name}={}", rest.join(" ")));
+        }
+    }
+    Ok(flags)
 }
 
 /// The runtime settings.

@@ -18,4 +18,5 @@ pub mod pubsub;
 pub mod server;
 pub mod store;
 pub mod util;
+pub mod windows;
 pub mod zset;

@@ -1,10 +1,15 @@
 //! The `zwindow` binary: parse flags, set up logging, run the server.
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> std::process::ExitCode {
-    let args = zwindow::config::Args::parse();
+    let args = match zwindow::config::Args::load() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("{e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let filter = EnvFilter::try_new(&args.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)

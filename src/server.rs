@@ -42,6 +42,7 @@ pub struct Shared {
     pub clients: Clients,
     pub pubsub: PubSub,
     pub blocking: Blocking,
+    pub windows: crate::windows::Windows,
     pub stats: Stats,
     pub started: Instant,
     pub run_id: String,
@@ -64,6 +65,7 @@ impl Shared {
             clients: Clients::default(),
             pubsub: PubSub::default(),
             blocking: Blocking::default(),
+            windows: Default::default(),
             stats: Stats::default(),
             started: Instant::now(),
             run_id: (0..40)
@@ -106,7 +108,14 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let mut background = JoinSet::new();
+    for spec in &args.zwindow {
+        shared.windows.set(crate::windows::parse_cli_rule(spec)?);
+    }
     background.spawn(crate::store::expire::run(
+        shared.clone(),
+        shared.shutdown_rx(),
+    ));
+    background.spawn(crate::windows::sweeper::run(
         shared.clone(),
         shared.shutdown_rx(),
     ));

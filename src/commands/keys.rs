@@ -164,10 +164,13 @@ fn type_cmd(ctx: &mut Ctx) -> CmdResult {
 fn keys(ctx: &mut Ctx) -> CmdResult {
     let pattern = ctx.args.get(1);
     let now = ctx.ks.now_ms;
+    let windows = &ctx.shared.windows;
     let mut found: Vec<Vec<u8>> = Vec::new();
     for db in ctx.ks.dbs_mut() {
         for (k, e) in db.keys.iter() {
-            if (e.expire_at == 0 || e.expire_at > now) && glob_match(pattern, k, false) {
+            let live = (e.expire_at == 0 || e.expire_at > now)
+                && !crate::windows::is_dead(windows, e, k, now);
+            if live && glob_match(pattern, k, false) {
                 found.push(k.to_vec());
             }
         }
@@ -220,10 +223,14 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
     let mut keys: Vec<Vec<u8>> = Vec::new();
     let db = ctx.ks.db;
     let now = ctx.ks.now_ms;
+    let windows = &ctx.shared.windows;
     while shard < shards && keys.len() < count {
         let s = ctx.ks.shard_at(shard as usize);
         inner = s.dbs[db].keys.scan(inner, count - keys.len(), |k, e| {
             if e.expire_at != 0 && e.expire_at <= now {
+                return;
+            }
+            if crate::windows::is_dead(windows, e, k, now) {
                 return;
             }
             if pattern.is_some_and(|p| !glob_match(p, k, false)) {
@@ -361,11 +368,8 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     };
-    let copy = Entry {
-        value: e.value.clone(),
-        expire_at: e.expire_at,
-        atime: e.atime,
-    };
+    let mut copy = Entry::new(e.value.clone());
+    copy.expire_at = e.expire_at;
     ctx.ks.db = target_db;
     let result = if ctx.ks.exists(dst) && !replace {
         0

@@ -454,6 +454,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
         }
         shard.dbs[db].keys.clear();
         shard.dbs[db].expires.clear();
+        shard.schedule.clear_db(db);
     }
 }
 
@@ -531,6 +532,8 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
             shard.touch_watched(d, &k);
         }
         shard.dbs.swap(a, b);
+        shard.schedule.clear_db(a);
+        shard.schedule.clear_db(b);
         for (d, k) in shard.blocked.keys() {
             if (*d == a || *d == b) && shard.dbs[*d].keys.contains_key(k) {
                 ready.push((*d, k.clone()));
@@ -538,6 +541,20 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.ks.ready.extend(ready);
+    // Swapped keys sit in the other database now: schedule them afresh.
+    let db = ctx.ks.db;
+    for d in [a, b] {
+        ctx.ks.db = d;
+        let keys: Vec<Vec<u8>> = ctx
+            .ks
+            .dbs_mut()
+            .flat_map(|x| x.keys.iter().map(|(k, _)| k.to_vec()).collect::<Vec<_>>())
+            .collect();
+        for k in keys {
+            crate::windows::reschedule(ctx.ks, &k);
+        }
+    }
+    ctx.ks.db = db;
     ctx.out.ok();
     Ok(())
 }
@@ -676,6 +693,12 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
             shared.pubsub.channels(None).len(),
             shared.pubsub.numpat(),
         );
+    }
+    if want("windows") {
+        let windowed: usize = (0..shared.store.shard_count())
+            .map(|i| shared.store.lock_shard(i).schedule.len())
+            .sum();
+        shared.windows.info(&mut s, windowed);
     }
     if want("keyspace") {
         s.push_str("# Keyspace\r\n");

@@ -16,8 +16,6 @@ pub static COMMANDS: &[Command] = &[
         .syntax("key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"),
 ];
 
-// Other value types arrive with later families.
-#[allow(unreachable_patterns)]
 fn get(ctx: &mut Ctx) -> CmdResult {
     match ctx.ks.get_read(ctx.args.get(1)) {
         None => ctx.out.null(),
@@ -37,7 +35,6 @@ enum Expiry {
     At(i64),
 }
 
-#[allow(unreachable_patterns)]
 fn set(ctx: &mut Ctx) -> CmdResult {
     let (key, value) = (ctx.args.get(1), ctx.args.get(2));
     let (mut nx, mut xx, mut get_old) = (false, false, false);

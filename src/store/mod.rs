@@ -40,6 +40,8 @@ pub struct Entry {
     pub expire_at: u64,
     /// Last access, in seconds on the server clock (OBJECT IDLETIME).
     pub atime: u32,
+    /// The window rule resolved for this key's name, cached.
+    pub window: crate::windows::RuleCache,
 }
 
 impl Entry {
@@ -48,6 +50,7 @@ impl Entry {
             value,
             expire_at: 0,
             atime: 0,
+            window: Default::default(),
         }
     }
 }
@@ -67,6 +70,8 @@ pub struct Shard {
     pub dbs: Box<[Db]>,
     /// Clients blocked on keys of this shard.
     pub blocked: crate::blocking::Queues,
+    /// Windowed keys of this shard, by when their oldest member ages out.
+    pub schedule: crate::windows::Schedule,
     /// Clients watching keys of this shard, by (db, key).
     pub watched: HashMap<(usize, Key), Vec<WatchFlag>>,
     pub rng: SmallRng,
@@ -85,6 +90,7 @@ impl Shard {
         Shard {
             dbs: (0..databases).map(|_| Db::default()).collect(),
             blocked: Default::default(),
+            schedule: Default::default(),
             watched: HashMap::new(),
             rng: SmallRng::from_rng(&mut rand::rng()),
             stats: ShardStats::default(),
@@ -290,7 +296,7 @@ impl<'a> Keyspace<'a> {
 
     /// Looks a key up, deleting it first if its TTL has passed.
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.expire_if_needed(key);
+        self.prepare(key);
         let secs = self.clock_secs();
         let e = self.db_of(key).keys.get_mut(key)?;
         e.atime = secs;
@@ -299,7 +305,7 @@ impl<'a> Keyspace<'a> {
 
     /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
     pub fn get_read(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.expire_if_needed(key);
+        self.prepare(key);
         let (db, secs) = (self.db, self.clock_secs());
         let shard = self.shard(key);
         match shard.dbs[db].keys.get_mut(key) {
@@ -321,12 +327,12 @@ impl<'a> Keyspace<'a> {
 
     /// Looks a key up without touching its access time (OBJECT, TYPE-free paths).
     pub fn peek(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.expire_if_needed(key);
+        self.prepare(key);
         self.db_of(key).keys.get_mut(key)
     }
 
     pub fn exists(&mut self, key: &[u8]) -> bool {
-        self.expire_if_needed(key);
+        self.prepare(key);
         self.db_of(key).keys.contains_key(key)
     }
 
@@ -346,6 +352,8 @@ impl<'a> Keyspace<'a> {
     /// Stores a whole entry (value and TTL), replacing any existing one.
     pub fn set_entry(&mut self, key: &[u8], mut entry: Entry) {
         entry.atime = self.clock_secs();
+        // A renamed or copied value is windowed by its new name's rule.
+        entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
         let db = self.db_of(key);
         if let Some(old) = db.keys.get_mut(key) {
@@ -366,7 +374,12 @@ impl<'a> Keyspace<'a> {
 
     /// Removes a key, returning its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        self.expire_if_needed(key);
+        self.prepare(key);
+        self.remove_raw(key)
+    }
+
+    /// Removes a key with no expiry check and no notification.
+    pub fn remove_raw_entry(&mut self, key: &[u8]) -> Option<Entry> {
         self.remove_raw(key)
     }
 
@@ -395,6 +408,14 @@ impl<'a> Keyspace<'a> {
         true
     }
 
+    /// Brings a key up to date before a command sees it: TTL expiry, then
+    /// window trimming.
+    pub fn prepare(&mut self, key: &[u8]) {
+        if !self.expire_if_needed(key) && self.shared.windows.active() {
+            crate::windows::trim(self, key, crate::windows::TrimMode::Lazy);
+        }
+    }
+
     /// Deletes `key` if its TTL has passed; true if it did.
     pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let (now, dbi) = (self.now_ms, self.db);
@@ -418,6 +439,9 @@ impl<'a> Keyspace<'a> {
     pub fn modified(&mut self, key: &[u8]) {
         let db = self.db;
         self.shard(key).touch_watched(db, key);
+        if self.shared.windows.active() {
+            crate::windows::reschedule(self, key);
+        }
     }
 
     /// Publishes a keyspace notification if the class is enabled.

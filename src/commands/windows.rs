@@ -1,0 +1,96 @@
+//! ZWINDOW: the window rules that make sorted-set members age out.
+//!
+//! ```text
+//! ZWINDOW SET pattern duration [S | MS]
+//! ZWINDOW GET key
+//! ZWINDOW DEL pattern
+//! ZWINDOW LIST
+//! ```
+//!
+//! `duration` is an integer in the rule's unit (seconds by default) or a
+//! number with a suffix: `500ms`, `65s`, `30m`, `24h`, `7d`. Rules are server
+//! state: they outlive the keys they match.
+
+use super::flags::*;
+use super::{CmdResult, Command, Ctx, Error, Keys};
+use crate::windows::{Rule, Unit, parse_duration};
+
+const G: &str = "windows";
+
+pub static COMMANDS: &[Command] =
+    &[
+        Command::new("zwindow", -2, 0, Keys::None, super::server::container)
+            .doc(
+                G,
+                "0.1.0",
+                "Depends on subcommand.",
+                "A container for time-window rules on sorted sets.",
+            )
+            .subcommands(ZWINDOW),
+    ];
+
+static ZWINDOW: &[Command] = &[
+    Command::new("set", -4, WRITE | ADMIN, Keys::None, set)
+        .doc(G, "0.1.0", "O(R) where R is the number of rules", "Binds a key pattern to a time window: sorted-set members scored older than now minus the duration age out.")
+        .syntax("pattern duration [S | MS]"),
+    Command::new("get", 3, READONLY | FAST, Keys::None, get)
+        .doc(G, "0.1.0", "O(R) where R is the number of rules", "Returns the rule that applies to a key: pattern, duration and unit, or nil.")
+        .syntax("key"),
+    Command::new("del", 3, WRITE | ADMIN, Keys::None, del)
+        .doc(G, "0.1.0", "O(R) where R is the number of rules", "Deletes the rule with exactly this pattern.")
+        .syntax("pattern"),
+    Command::new("list", 2, READONLY, Keys::None, list)
+        .doc(G, "0.1.0", "O(R) where R is the number of rules", "Lists the rules in precedence order."),
+    Command::new("help", 2, LOADING | STALE, Keys::None, help)
+        .doc(G, "0.1.0", "O(1)", "Returns helpful text about the different subcommands."),
+];
+
+fn set(ctx: &mut Ctx) -> CmdResult {
+    let pattern = ctx.arg(2);
+    let unit = match ctx.argc() {
+        4 => Unit::Seconds,
+        5 => Unit::parse(ctx.arg(4)).ok_or(Error::Syntax)?,
+        _ => return Err(Error::Syntax),
+    };
+    let ms = parse_duration(ctx.arg(3), unit).ok_or(Error::Static(
+        "ERR invalid duration: use a positive integer or a number with ms, s, m, h or d",
+    ))?;
+    ctx.shared.windows.set(Rule::new(pattern, ms, unit, None));
+    ctx.out.ok();
+    Ok(())
+}
+
+fn write_rule(ctx: &mut Ctx, rule: &Rule) {
+    ctx.out.array(3);
+    ctx.out.bulk(&rule.pattern);
+    ctx.out.bulk(rule.duration_in_unit().as_bytes());
+    ctx.out.bulk(rule.unit.name().as_bytes());
+}
+
+fn get(ctx: &mut Ctx) -> CmdResult {
+    match ctx.shared.windows.resolve(ctx.arg(2)) {
+        Some(rule) => write_rule(ctx, &rule),
+        None => ctx.out.null_array(),
+    }
+    Ok(())
+}
+
+fn del(ctx: &mut Ctx) -> CmdResult {
+    let removed = ctx.shared.windows.del(ctx.arg(2));
+    ctx.out.int(removed as i64);
+    Ok(())
+}
+
+fn list(ctx: &mut Ctx) -> CmdResult {
+    let rules = ctx.shared.windows.list();
+    ctx.out.array(rules.len());
+    for rule in rules {
+        write_rule(ctx, &rule);
+    }
+    Ok(())
+}
+
+fn help(ctx: &mut Ctx) -> CmdResult {
+    super::server::help(ctx, "ZWINDOW", ZWINDOW);
+    Ok(())
+}

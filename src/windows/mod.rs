@@ -1,0 +1,605 @@
+//! Time windows: rules that make sorted-set members age out by score.
+//!
+//! A rule binds a glob pattern to a duration D and a clock unit (Unix
+//! seconds or milliseconds). A sorted set whose name matches a rule is
+//! *windowed*: every command sees it as if `ZREMRANGEBYSCORE key -inf
+//! (<now-D>` had run just before, with `now` the command's single instant.
+//!
+//! That equivalence is kept by two mechanisms sharing [`trim`]:
+//! - lazily, `Keyspace` trims a windowed key whenever a command looks it up
+//!   (O(log n + removed), and O(1) when nothing is due: the lowest score is
+//!   compared with the cutoff first);
+//! - in the background, the [`sweeper`] visits keys in the order their oldest
+//!   member ages out, so idle keys release memory and announce expiry too.
+//!
+//! Rule resolution is cached per key (in the entry, stamped with the rules'
+//! generation), so glob matching happens once per key per rule change, not
+//! once per command.
+
+pub mod sweeper;
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+use parking_lot::RwLock;
+
+use crate::store::{Entry, Key, Keyspace, Value, notify};
+use crate::util::{eq_ic, glob_match, parse_i64};
+use crate::zset::{ScoreBound, ScoreRange};
+
+/// The clock unit a rule reads scores in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Millis,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::Millis => "ms",
+        }
+    }
+
+    pub fn parse(s: &[u8]) -> Option<Unit> {
+        if eq_ic(s, "s") {
+            Some(Unit::Seconds)
+        } else if eq_ic(s, "ms") {
+            Some(Unit::Millis)
+        } else {
+            None
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Rule {
+    pub pattern: Box<[u8]>,
+    pub duration_ms: u64,
+    pub unit: Unit,
+    /// A list key (or template with `{key}`) that receives aged-out members.
+    pub moveto: Option<Box<[u8]>>,
+    /// The pattern has no glob characters: it names one key.
+    exact: bool,
+    /// Bytes before the first glob character.
+    prefix_len: usize,
+    /// Order of definition; later rules win ties.
+    seq: u64,
+}
+
+impl Rule {
+    pub fn new(pattern: &[u8], duration_ms: u64, unit: Unit, moveto: Option<&[u8]>) -> Rule {
+        let prefix_len = literal_prefix_len(pattern);
+        Rule {
+            pattern: pattern.into(),
+            duration_ms,
+            unit,
+            moveto: moveto.map(Into::into),
+            exact: prefix_len == pattern.len(),
+            prefix_len,
+            seq: 0,
+        }
+    }
+
+    /// Scores strictly below this have aged out at `now_ms`.
+    pub fn cutoff(&self, now_ms: u64) -> f64 {
+        let live_from_ms = now_ms as f64 - self.duration_ms as f64;
+        match self.unit {
+            Unit::Seconds => live_from_ms / 1000.0,
+            Unit::Millis => live_from_ms,
+        }
+    }
+
+    /// The first millisecond at which a member of score `score` is aged
+    /// out (0: already; `u64::MAX`: never).
+    pub fn deadline_ms(&self, score: f64) -> u64 {
+        let score_ms = match self.unit {
+            Unit::Seconds => score * 1000.0,
+            Unit::Millis => score,
+        };
+        let at = score_ms + self.duration_ms as f64;
+        if at.is_nan() || at < 0.0 {
+            0
+        } else if at >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            // Aged out when cutoff > score, i.e. now_ms > score_ms + D.
+            at.floor() as u64 + 1
+        }
+    }
+
+    /// The destination list for members of `key`, if the rule hands off.
+    pub fn destination(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let t = self.moveto.as_deref()?;
+        let mut out = Vec::with_capacity(t.len() + key.len());
+        let mut i = 0;
+        while i < t.len() {
+            if t[i..].starts_with(b"{key}") {
+                out.extend_from_slice(key);
+                i += 5;
+            } else {
+                out.push(t[i]);
+                i += 1;
+            }
+        }
+        Some(out)
+    }
+
+    /// The duration as written back in the rule's unit (`86400`, `0.5`).
+    pub fn duration_in_unit(&self) -> String {
+        match self.unit {
+            Unit::Millis => self.duration_ms.to_string(),
+            Unit::Seconds if self.duration_ms.is_multiple_of(1000) => {
+                (self.duration_ms / 1000).to_string()
+            }
+            Unit::Seconds => {
+                let mut s = format!("{}.{:03}", self.duration_ms / 1000, self.duration_ms % 1000);
+                while s.ends_with('0') {
+                    s.pop();
+                }
+                s
+            }
+        }
+    }
+
+    /// Precedence: exact names first, then longer literal prefixes, then
+    /// the most recently set.
+    fn precedence(&self) -> (bool, usize, u64) {
+        (self.exact, self.prefix_len, self.seq)
+    }
+}
+
+fn literal_prefix_len(pattern: &[u8]) -> usize {
+    pattern
+        .iter()
+        .position(|c| matches!(c, b'*' | b'?' | b'[' | b'\\'))
+        .unwrap_or(pattern.len())
+}
+
+/// Parses a duration: an integer in `unit`, or a number with a suffix
+/// (`ms`, `s`, `m`, `h`, `d`). Returns milliseconds.
+pub fn parse_duration(s: &[u8], unit: Unit) -> Option<u64> {
+    let text = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
+    let split = text
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(text.len());
+    let (num, suffix) = text.split_at(split);
+    let per_unit_ms = match suffix {
+        "" => match unit {
+            Unit::Seconds => 1000.0,
+            Unit::Millis => 1.0,
+        },
+        "ms" => 1.0,
+        "s" => 1000.0,
+        "m" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return None,
+    };
+    let n: f64 = if suffix.is_empty() {
+        parse_i64(num.as_bytes())? as f64
+    } else {
+        num.parse().ok()?
+    };
+    let ms = n * per_unit_ms;
+    if !ms.is_finite() || ms <= 0.0 || ms > 1e15 {
+        return None;
+    }
+    Some(ms.round() as u64)
+}
+
+/// Counters for INFO's `# Windows` section.
+#[derive(Default)]
+pub struct Stats {
+    pub expired_lazy: AtomicU64,
+    pub expired_swept: AtomicU64,
+    pub handed_off: AtomicU64,
+    pub sweeper_cycles: AtomicU64,
+    pub sweeper_us: AtomicU64,
+}
+
+/// The server's window rules.
+#[derive(Default)]
+pub struct Windows {
+    /// Sorted by precedence, best first.
+    rules: RwLock<Vec<Arc<Rule>>>,
+    /// Bumped on every change; entries cache (generation, rule).
+    generation: AtomicU32,
+    count: AtomicUsize,
+    moveto_count: AtomicUsize,
+    next_seq: AtomicU64,
+    pub stats: Stats,
+}
+
+/// A key's resolved rule, valid while `generation` matches.
+#[derive(Debug, Default, Clone)]
+pub struct RuleCache {
+    generation: u32,
+    rule: Option<Arc<Rule>>,
+}
+
+impl Windows {
+    /// True when any rule exists: the only check commands pay otherwise.
+    pub fn active(&self) -> bool {
+        self.count.load(Relaxed) > 0
+    }
+
+    pub fn has_moveto(&self) -> bool {
+        self.moveto_count.load(Relaxed) > 0
+    }
+
+    /// Adds or replaces the rule for `rule.pattern`.
+    pub fn set(&self, mut rule: Rule) {
+        rule.seq = self.next_seq.fetch_add(1, Relaxed) + 1;
+        let mut rules = self.rules.write();
+        rules.retain(|r| r.pattern != rule.pattern);
+        rules.push(Arc::new(rule));
+        self.publish(&mut rules);
+    }
+
+    pub fn del(&self, pattern: &[u8]) -> bool {
+        let mut rules = self.rules.write();
+        let before = rules.len();
+        rules.retain(|r| &*r.pattern != pattern);
+        let removed = rules.len() != before;
+        self.publish(&mut rules);
+        removed
+    }
+
+    fn publish(&self, rules: &mut [Arc<Rule>]) {
+        rules.sort_by_key(|r| std::cmp::Reverse(r.precedence()));
+        self.count.store(rules.len(), Relaxed);
+        self.moveto_count
+            .store(rules.iter().filter(|r| r.moveto.is_some()).count(), Relaxed);
+        // Generation 0 means "never resolved" in a cache; skip it.
+        let next = self.generation.load(Relaxed).wrapping_add(1).max(1);
+        self.generation.store(next, Relaxed);
+    }
+
+    /// All rules, in precedence order.
+    pub fn list(&self) -> Vec<Arc<Rule>> {
+        self.rules.read().clone()
+    }
+
+    /// The rule that applies to `key` (uncached).
+    pub fn resolve(&self, key: &[u8]) -> Option<Arc<Rule>> {
+        if !self.active() {
+            return None;
+        }
+        self.rules
+            .read()
+            .iter()
+            .find(|r| glob_match(&r.pattern, key, false))
+            .cloned()
+    }
+
+    /// The rule for a stored key, from its cache when still valid.
+    pub fn rule_for(&self, cache: &mut RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
+        let generation = self.generation.load(Relaxed);
+        if cache.generation != generation {
+            cache.rule = self.resolve(key);
+            cache.generation = generation;
+        }
+        cache.rule.clone()
+    }
+
+    /// The hand-off destination of `key`, for planning which shards a
+    /// command must lock (before any entry can be read).
+    pub fn destination_of(&self, key: &[u8]) -> Option<Vec<u8>> {
+        if !self.has_moveto() {
+            return None;
+        }
+        self.resolve(key)?.destination(key)
+    }
+
+    pub fn info(&self, out: &mut String, windowed_keys: usize) {
+        let s = &self.stats;
+        let _ = write!(
+            out,
+            "# Windows\r\nwindow_rules:{}\r\nwindowed_keys:{}\r\nwindow_expired_lazy:{}\r\nwindow_expired_swept:{}\r\nwindow_handed_off:{}\r\nwindow_sweeper_cycles:{}\r\nwindow_sweeper_time_us:{}\r\n\r\n",
+            self.count.load(Relaxed),
+            windowed_keys,
+            s.expired_lazy.load(Relaxed),
+            s.expired_swept.load(Relaxed),
+            s.handed_off.load(Relaxed),
+            s.sweeper_cycles.load(Relaxed),
+            s.sweeper_us.load(Relaxed),
+        );
+    }
+}
+
+/// Parses a command-line rule: `PATTERN=DURATION[:s|:ms][:moveto=DEST]`.
+pub fn parse_cli_rule(spec: &str) -> Result<Rule, String> {
+    let bad = || {
+        format!("invalid --zwindow rule '{spec}': expected PATTERN=DURATION[:s|:ms][:moveto=DEST]")
+    };
+    // The first '=' ends the pattern (patterns containing '=' need ZWINDOW SET).
+    let (pattern, rest) = spec
+        .split_once('=')
+        .filter(|(p, _)| !p.is_empty())
+        .ok_or_else(bad)?;
+    let mut parts = rest.splitn(3, ':');
+    let duration = parts.next().ok_or_else(bad)?;
+    let mut unit = Unit::Seconds;
+    let moveto = None;
+    for part in parts {
+        if let Some(u) = Unit::parse(part.as_bytes()) {
+            unit = u;
+        } else {
+            return Err(bad());
+        }
+    }
+    let ms = parse_duration(duration.as_bytes(), unit).ok_or_else(bad)?;
+    Ok(Rule::new(pattern.as_bytes(), ms, unit, moveto))
+}
+
+/// How much of a key's aged part to remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimMode {
+    /// A command is about to run: remove everything aged.
+    Lazy,
+    /// The sweeper: remove at most this many members (then reschedule).
+    Sweep(usize),
+}
+
+/// Removes the aged members of `key` if it is a windowed sorted set.
+/// Returns the number removed.
+pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
+    let windows = &ks.shared.windows;
+    let now = ks.now_ms;
+    let db = ks.db;
+    let shard = ks.shard(key);
+    let Some(entry) = shard.dbs[db].keys.get_mut(key) else {
+        return 0;
+    };
+    let Entry {
+        value: Value::ZSet(z),
+        window,
+        ..
+    } = entry
+    else {
+        return 0;
+    };
+    let Some(rule) = windows.rule_for(window, key) else {
+        return 0;
+    };
+    let cutoff = rule.cutoff(now);
+    if z.min_score().is_none_or(|m| m >= cutoff) {
+        return 0;
+    }
+    let aged = ScoreRange {
+        min: ScoreBound::Inclusive(f64::NEG_INFINITY),
+        max: ScoreBound::Exclusive(cutoff),
+    };
+    let handing_off = rule.moveto.is_some();
+    let mut moved: Vec<(Vec<u8>, f64)> = Vec::new();
+    let removed = match mode {
+        TrimMode::Lazy => z.remove_range_by_score(&aged, |m, s| {
+            if handing_off {
+                moved.push((m.to_vec(), s));
+            }
+        }),
+        TrimMode::Sweep(max) => {
+            let n = z.count_in_range(&aged).min(max.max(1));
+            z.remove_range_by_rank(0, n - 1, |m, s| {
+                if handing_off {
+                    moved.push((m.to_vec(), s));
+                }
+            })
+        }
+    };
+    let emptied = z.is_empty();
+    if removed == 0 {
+        return 0;
+    }
+    let counter = match mode {
+        TrimMode::Lazy => &windows.stats.expired_lazy,
+        TrimMode::Sweep(_) => &windows.stats.expired_swept,
+    };
+    counter.fetch_add(removed as u64, Relaxed);
+    if emptied {
+        ks.remove_raw_entry(key);
+    }
+    ks.modified(key);
+    ks.notify(notify::ZSET, "zexpired", key);
+    if emptied {
+        ks.notify(notify::GENERIC, "del", key);
+    }
+    let _ = moved;
+    removed
+}
+
+/// The sweeper's schedule for one shard: windowed keys by the instant
+/// their oldest member ages out.
+#[derive(Default)]
+pub struct Schedule {
+    queue: BTreeSet<(u64, usize, Key)>,
+    at: HashMap<(usize, Key), u64>,
+}
+
+impl Schedule {
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    /// Sets (or clears, with None) the deadline of a key.
+    pub fn set(&mut self, db: usize, key: &[u8], deadline: Option<u64>) {
+        let k: (usize, Key) = (db, key.into());
+        if let Some(old) = self.at.get(&k).copied() {
+            if Some(old) == deadline {
+                return;
+            }
+            self.queue.remove(&(old, db, k.1.clone()));
+            self.at.remove(&k);
+        }
+        if let Some(d) = deadline {
+            self.queue.insert((d, db, k.1.clone()));
+            self.at.insert(k, d);
+        }
+    }
+
+    pub fn get(&self, db: usize, key: &[u8]) -> Option<u64> {
+        self.at.get(&(db, Box::<[u8]>::from(key))).copied()
+    }
+
+    /// The most overdue key, if its deadline has passed.
+    pub fn first_due(&self, now_ms: u64) -> Option<(usize, Key)> {
+        let (d, db, key) = self.queue.first()?;
+        (*d <= now_ms).then(|| (*db, key.clone()))
+    }
+
+    pub fn clear_db(&mut self, db: usize) {
+        self.queue.retain(|(_, d, _)| *d != db);
+        self.at.retain(|(d, _), _| *d != db);
+    }
+}
+
+/// Recomputes a key's place in its shard's schedule after a write.
+pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
+    let windows = &ks.shared.windows;
+    let db = ks.db;
+    let shard = ks.shard(key);
+    let deadline = match shard.dbs[db].keys.get_mut(key) {
+        Some(Entry {
+            value: Value::ZSet(z),
+            window,
+            ..
+        }) => match (windows.rule_for(window, key), z.min_score()) {
+            (Some(rule), Some(min)) => Some(rule.deadline_ms(min)),
+            _ => None,
+        },
+        _ => None,
+    };
+    shard.schedule.set(db, key, deadline);
+}
+
+/// True if a stored entry is a windowed sorted set whose members have all
+/// aged out (KEYS and SCAN skip it as they skip expired keys).
+pub fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> bool {
+    if !windows.active() {
+        return false;
+    }
+    let Entry {
+        value: Value::ZSet(z),
+        window,
+        ..
+    } = entry
+    else {
+        return false;
+    };
+    let rule = if window.generation == windows.generation.load(Relaxed) {
+        window.rule.clone()
+    } else {
+        windows.resolve(key)
+    };
+    let Some(rule) = rule else {
+        return false;
+    };
+    // The highest score decides: if even it is aged, nothing is left.
+    z.range_by_rank(0, 0, true)
+        .next()
+        .is_none_or(|(_, max)| max < rule.cutoff(now_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration(b"24h", Unit::Seconds), Some(86_400_000));
+        assert_eq!(parse_duration(b"65s", Unit::Millis), Some(65_000));
+        assert_eq!(parse_duration(b"65", Unit::Millis), Some(65));
+        assert_eq!(parse_duration(b"65", Unit::Seconds), Some(65_000));
+        assert_eq!(parse_duration(b"500ms", Unit::Seconds), Some(500));
+        assert_eq!(parse_duration(b"1.5m", Unit::Seconds), Some(90_000));
+        for bad in [&b"0"[..], b"-5", b"abc", b"5y", b"", b"1e300d"] {
+            assert_eq!(parse_duration(bad, Unit::Seconds), None);
+        }
+    }
+
+    #[test]
+    fn cutoff_and_deadline_agree() {
+        let r = Rule::new(b"k", 65_000, Unit::Millis, None);
+        let score = 1_700_000_000_000.0;
+        let d = r.deadline_ms(score);
+        assert!(
+            r.cutoff(d - 1) <= score,
+            "still live just before the deadline"
+        );
+        assert!(r.cutoff(d) > score, "aged out at the deadline");
+        let r = Rule::new(b"k", 10_000, Unit::Seconds, None);
+        let d = r.deadline_ms(1_700_000_000.5);
+        assert!(r.cutoff(d - 1) <= 1_700_000_000.5 && r.cutoff(d) > 1_700_000_000.5);
+        assert_eq!(r.deadline_ms(f64::NEG_INFINITY), 0);
+        assert_eq!(r.deadline_ms(f64::INFINITY), u64::MAX);
+    }
+
+    #[test]
+    fn precedence_exact_then_prefix_then_latest() {
+        let w = Windows::default();
+        w.set(Rule::new(b"*", 1000, Unit::Seconds, None));
+        w.set(Rule::new(b"news:*", 2000, Unit::Seconds, None));
+        w.set(Rule::new(b"news:1*", 3000, Unit::Seconds, None));
+        w.set(Rule::new(b"news:123", 4000, Unit::Seconds, None));
+        w.set(Rule::new(b"n?ws:*", 5000, Unit::Seconds, None));
+        let d = |k: &[u8]| w.resolve(k).map(|r| r.duration_ms);
+        assert_eq!(d(b"news:123"), Some(4000));
+        assert_eq!(d(b"news:124"), Some(3000));
+        assert_eq!(d(b"news:9"), Some(2000));
+        assert_eq!(d(b"nows:9"), Some(5000));
+        assert_eq!(d(b"other"), Some(1000));
+        // Same prefix length: the most recently set wins.
+        w.set(Rule::new(b"news:[0-9]*", 6000, Unit::Seconds, None));
+        assert_eq!(d(b"news:9"), Some(6000));
+        assert!(w.del(b"*"));
+        assert_eq!(d(b"other"), None);
+    }
+
+    #[test]
+    fn cache_follows_rule_changes() {
+        let w = Windows::default();
+        let mut cache = RuleCache::default();
+        assert!(w.rule_for(&mut cache, b"a").is_none());
+        w.set(Rule::new(b"a", 1000, Unit::Seconds, None));
+        assert_eq!(
+            w.rule_for(&mut cache, b"a").map(|r| r.duration_ms),
+            Some(1000)
+        );
+        w.del(b"a");
+        assert!(w.rule_for(&mut cache, b"a").is_none());
+    }
+
+    #[test]
+    fn cli_rules() {
+        let r = parse_cli_rule("news.published:*=24h").unwrap();
+        assert_eq!(
+            (&*r.pattern, r.duration_ms, r.unit),
+            (&b"news.published:*"[..], 86_400_000, Unit::Seconds)
+        );
+        let r = parse_cli_rule("heartbeats:*=65s:ms").unwrap();
+        assert_eq!((r.duration_ms, r.unit), (65_000, Unit::Millis));
+        assert!(parse_cli_rule("=5s").is_err());
+        assert!(parse_cli_rule("k=5x").is_err());
+    }
+
+    #[test]
+    fn schedule_keeps_one_deadline_per_key() {
+        let mut s = Schedule::default();
+        s.set(0, b"a", Some(10));
+        s.set(0, b"a", Some(5));
+        s.set(0, b"b", Some(7));
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.first_due(4), None);
+        assert_eq!(s.first_due(5), Some((0, b"a"[..].into())));
+        s.set(0, b"a", None);
+        assert_eq!(s.first_due(100), Some((0, b"b"[..].into())));
+    }
+}

@@ -1,0 +1,77 @@
+//! The window sweeper: ages out members of windowed keys nobody reads.
+//!
+//! Each shard keeps its windowed keys ordered by the instant their oldest
+//! member ages out ([`Schedule`](super::Schedule)), so a tick looks only at
+//! keys with something due — never at the whole keyspace. Work is bounded
+//! per key (a batch of members, then the key goes back in the queue) and per
+//! shard (a time slice), and one shard lock is held at a time, so commands
+//! on other shards never wait and commands on the same shard wait at most
+//! one slice.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use super::TrimMode;
+use crate::server::Shared;
+use crate::store::{Keyspace, ShardSet};
+
+/// Members removed from one key before it yields to the next.
+const BATCH: usize = 1024;
+/// Time one shard may be swept per tick.
+const SLICE: Duration = Duration::from_millis(2);
+/// Ticks per second: deadlines are met within one period (20 ms).
+pub const DEFAULT_HZ: u64 = 50;
+
+/// Sweeps until shutdown.
+pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let period = Duration::from_millis(1000 / DEFAULT_HZ);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.changed() => return,
+        }
+        if shared.windows.active() {
+            cycle(&shared, SLICE);
+        }
+    }
+}
+
+/// One pass over every shard; returns the members removed.
+pub fn cycle(shared: &Shared, slice: Duration) -> usize {
+    let started = Instant::now();
+    let mut removed = 0;
+    for idx in 0..shared.store.shard_count() {
+        let shard_started = Instant::now();
+        while shard_started.elapsed() < slice {
+            let now = shared.clock.now_ms();
+            let due = shared.store.lock_shard(idx).schedule.first_due(now);
+            let Some((db, key)) = due else { break };
+            // Lock the key's shard, plus its hand-off list's shard.
+            let mut set = ShardSet::default();
+            set.insert(idx);
+            if let Some(dest) = shared.windows.destination_of(&key) {
+                set.insert(shared.store.shard_of(&dest));
+            }
+            let guards = shared.store.lock(set);
+            let mut ks = Keyspace::new(shared, guards, db, now);
+            let n = super::trim(&mut ks, &key, TrimMode::Sweep(BATCH));
+            if n == 0 {
+                // Not due after all (the schedule was stale): recompute it,
+                // and never let a stale deadline spin the loop.
+                super::reschedule(&mut ks, &key);
+                let shard = ks.shard_at(idx);
+                if let Some(at) = shard.schedule.get(db, &key).filter(|&at| at <= now) {
+                    let _ = at;
+                    shard.schedule.set(db, &key, Some(now + 1));
+                }
+            }
+            removed += n;
+        }
+    }
+    let w = &shared.windows.stats;
+    w.sweeper_cycles.fetch_add(1, Relaxed);
+    w.sweeper_us
+        .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+    removed
+}
