@@ -57,6 +57,9 @@ pub struct Client {
     pub close_after_reply: bool,
     /// Set by a blocking command that found nothing.
     pub block: Option<Block>,
+    /// Commands run since the last flush into the server's counters (one
+    /// shared atomic add per batch, not per command).
+    pub commands: u64,
     /// Set by dispatch once the waiter is queued.
     pub waiting: Option<Waiting>,
 }
@@ -76,6 +79,7 @@ impl Client {
             patterns: HashSet::new(),
             close_after_reply: false,
             block: None,
+            commands: 0,
             waiting: None,
         }
     }
@@ -206,6 +210,12 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
         let consumed = parser.consumed();
         rbuf.advance(consumed);
         parser.discard(consumed);
+        let stats = &shared.stats;
+        stats
+            .commands_processed
+            .fetch_add(std::mem::take(&mut client.commands), Relaxed);
+        stats.net_input_bytes.fetch_add(consumed as u64, Relaxed);
+        stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
         if !out.is_empty() {
             if stream.write_all(&out.buf).await.is_err() {
                 break 'conn;

@@ -497,10 +497,7 @@ pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args
         }
     };
     client.note_command(cmd);
-    shared
-        .stats
-        .commands_processed
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    client.commands += 1;
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         out.error("NOAUTH Authentication required.");
         return;
