@@ -1,0 +1,356 @@
+//! Time windows: the equivalence contract against a real redis-server that
+//! is sent the explicit `ZREMRANGEBYSCORE key -inf (<now-D>` before every
+//! command, plus the sweeper, notifications, rule precedence and rules that
+//! outlive their keys. zwindow's clock is frozen and moved with
+//! `DEBUG CLOCK`, so nothing here sleeps to make time pass.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// The frozen start of every test's clock (Unix ms).
+const T0_MS: u64 = 1_800_000_000_000;
+
+/// A window rule as the test models it.
+#[derive(Clone, Copy)]
+struct Window {
+    duration_ms: u64,
+    millis: bool,
+}
+
+impl Window {
+    /// Scores strictly below this have aged out (zwindow's definition).
+    fn cutoff(self, now_ms: u64) -> f64 {
+        let live_from = now_ms as f64 - self.duration_ms as f64;
+        if self.millis {
+            live_from
+        } else {
+            live_from / 1000.0
+        }
+    }
+
+    fn now(self, now_ms: u64) -> f64 {
+        if self.millis {
+            now_ms as f64
+        } else {
+            now_ms as f64 / 1000.0
+        }
+    }
+}
+
+const SECONDS_RULE: (&str, Window) = (
+    "win:*",
+    Window {
+        duration_ms: 100_000,
+        millis: false,
+    },
+);
+const MILLIS_RULE: (&str, Window) = (
+    "ms:*",
+    Window {
+        duration_ms: 5_000,
+        millis: true,
+    },
+);
+
+fn window_of(key: &str) -> Option<Window> {
+    if key.starts_with("win:") {
+        Some(SECONDS_RULE.1)
+    } else if key.starts_with("ms:") {
+        Some(MILLIS_RULE.1)
+    } else {
+        None
+    }
+}
+
+fn start_windowed() -> (ZwindowServer, RawConn) {
+    let z = ZwindowServer::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--zwindow",
+        "win:*=100s",
+        "--zwindow",
+        "ms:*=5000:ms",
+    ]);
+    let mut c = z.conn();
+    c.cmd_str(&format!("DEBUG CLOCK FREEZE {T0_MS}"));
+    (z, c)
+}
+
+/// Drives zwindow (with rules) and redis-server (with explicit trims) in lockstep.
+struct Equivalence {
+    p: Pair,
+    now_ms: u64,
+    rng: StdRng,
+}
+
+impl Equivalence {
+    fn advance(&mut self, ms: u64) {
+        self.now_ms += ms;
+        self.p.z.cmd_str(&format!("DEBUG CLOCK ADVANCE {ms}"));
+    }
+
+    /// Sends `cmd` to both, first trimming `touched` windowed keys on redis.
+    fn run(&mut self, cmd: &str, touched: &[&str]) {
+        for key in touched {
+            if let Some(w) = window_of(key) {
+                let trim = format!("ZREMRANGEBYSCORE {key} -inf ({}", w.cutoff(self.now_ms));
+                self.p.r.cmd_str(&trim);
+            }
+        }
+        self.p.check_str(cmd);
+    }
+
+    fn score_for(&mut self, key: &str) -> String {
+        match window_of(key) {
+            Some(w) => {
+                let cutoff = w.cutoff(self.now_ms);
+                let now = w.now(self.now_ms);
+                let unit = if w.millis { 1.0 } else { 0.001 };
+                let choices = [
+                    now,
+                    cutoff,
+                    cutoff - unit,
+                    cutoff + unit,
+                    now - (now - cutoff) / 2.0,
+                    cutoff - 1000.0,
+                    now + 5.0,
+                ];
+                format!("{}", choices[self.rng.random_range(0..choices.len())])
+            }
+            None => format!("{}", self.rng.random_range(-5..20)),
+        }
+    }
+
+    fn step(&mut self) {
+        const KEYS: [&str; 5] = ["win:a", "win:b", "ms:a", "ms:b", "plain"];
+        if self.rng.random_bool(0.2) {
+            let ms = [1, 500, 1_000, 4_000, 30_000, 99_000][self.rng.random_range(0..6)];
+            self.advance(ms);
+        }
+        let k = KEYS[self.rng.random_range(0..KEYS.len())];
+        let k2 = KEYS[self.rng.random_range(0..KEYS.len())];
+        let m = format!("m{}", self.rng.random_range(0..8));
+        let s = self.score_for(k);
+        let (cmd, touched): (String, Vec<&str>) = match self.rng.random_range(0..24) {
+            0..=5 => {
+                let flags =
+                    ["", "NX ", "XX ", "GT ", "LT ", "CH ", "GT CH "][self.rng.random_range(0..7)];
+                (format!("ZADD {k} {flags}{s} {m}"), vec![k])
+            }
+            6 => (
+                format!("ZINCRBY {k} {} {m}", self.rng.random_range(-3..4)),
+                vec![k],
+            ),
+            7 => (format!("ZREM {k} {m}"), vec![k]),
+            8 => (format!("ZCARD {k}"), vec![k]),
+            9 => (format!("ZCOUNT {k} -inf +inf"), vec![k]),
+            10 => (format!("ZRANGE {k} 0 -1 WITHSCORES"), vec![k]),
+            11 => (
+                format!("ZRANGEBYSCORE {k} -inf +inf WITHSCORES LIMIT 0 3"),
+                vec![k],
+            ),
+            12 => (format!("ZREVRANK {k} {m}"), vec![k]),
+            13 => (format!("ZSCORE {k} {m}"), vec![k]),
+            14 => (format!("ZPOPMIN {k}"), vec![k]),
+            15 => (format!("EXISTS {k}"), vec![k]),
+            16 => (format!("TYPE {k}"), vec![k]),
+            17 => (format!("ZUNIONSTORE {k} 2 {k} {k2}"), vec![k, k2]),
+            18 => (format!("ZINTER 2 {k} {k2} WITHSCORES"), vec![k, k2]),
+            19 => (format!("RENAME {k} {k2}"), vec![k, k2]),
+            20 => (format!("COPY {k} {k2} REPLACE"), vec![k, k2]),
+            21 => (format!("ZRANK {k} {m}"), vec![k]),
+            22 => (format!("ZMSCORE {k} m1 m2 m3"), vec![k]),
+            _ => (format!("ZRANGE {k} 0 -1 REV"), vec![k]),
+        };
+        self.run(&cmd, &touched);
+    }
+}
+
+fn equivalence_run(seed: u64, resp3: bool) {
+    let (z, mut zc) = start_windowed();
+    let r = RedisServer::start();
+    let mut p = Pair {
+        z: z.conn(),
+        r: r.conn(),
+    };
+    if resp3 {
+        p.check_str("HELLO 3");
+    }
+    zc.cmd_str("PING");
+    let mut e = Equivalence {
+        p,
+        now_ms: T0_MS,
+        rng: StdRng::seed_from_u64(seed),
+    };
+    for _ in 0..3_000 {
+        e.step();
+    }
+}
+
+#[test]
+fn windowed_keys_behave_as_if_trimmed_before_every_command_resp2() {
+    equivalence_run(1, false);
+}
+
+#[test]
+fn windowed_keys_behave_as_if_trimmed_before_every_command_resp3() {
+    equivalence_run(2, true);
+}
+
+#[test]
+fn a_member_added_outside_the_window_counts_then_is_gone() {
+    let (_z, mut c) = start_windowed();
+    let old = (T0_MS / 1000) as f64 - 500.0;
+    assert_eq!(c.cmd_str(&format!("ZADD win:x {old} a 0 b")), b":2\r\n");
+    assert_eq!(c.cmd_str("EXISTS win:x"), b":0\r\n");
+    assert_eq!(c.cmd_str("TYPE win:x"), b"+none\r\n");
+}
+
+fn info_field(c: &mut RawConn, section: &str, field: &str) -> String {
+    let reply = c.cmd_str(&format!("INFO {section}"));
+    let text = String::from_utf8_lossy(&parse_reply(&reply).bulk().to_vec()).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}: {text}"))
+}
+
+#[test]
+fn sweeper_reclaims_idle_keys_within_a_second() {
+    let (_z, mut c) = start_windowed();
+    let live = (T0_MS / 1000) as f64 - 95.0;
+    for i in 0..200 {
+        c.cmd_str(&format!("ZADD win:idle:{i} {live} a {} b", live + 50.0));
+    }
+    assert_eq!(c.cmd_str("DBSIZE"), b":200\r\n");
+    // 10 s later member `a` of every key has aged out; nobody reads them.
+    c.cmd_str("DEBUG CLOCK ADVANCE 10000");
+    wait_for(|| info_field(&mut c, "windows", "window_expired_swept") == "200");
+    assert_eq!(
+        c.cmd_str("DBSIZE"),
+        b":200\r\n",
+        "keys with live members stay"
+    );
+    // 60 s more and `b` is gone too: the keys disappear without being touched.
+    c.cmd_str("DEBUG CLOCK ADVANCE 60000");
+    wait_for(|| c.cmd_str("DBSIZE") == b":0\r\n");
+    assert_eq!(info_field(&mut c, "windows", "window_expired_swept"), "400");
+    assert_eq!(info_field(&mut c, "windows", "windowed_keys"), "0");
+}
+
+/// Polls `f` for at most one second (the sweeper's promise).
+fn wait_for(mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(1), "not within 1 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn rules_have_precedence_and_outlive_their_keys() {
+    let z = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    for rule in [
+        "* 1h",
+        "news:* 24h",
+        "news:1* 2h",
+        "news:123 3h MS",
+        "n?ws:* 5m",
+    ] {
+        assert_eq!(c.cmd_str(&format!("ZWINDOW SET {rule}")), b"+OK\r\n");
+    }
+    let get = |c: &mut RawConn, k: &str| c.cmd_str(&format!("ZWINDOW GET {k}"));
+    assert_eq!(
+        get(&mut c, "news:123"),
+        b"*3\r\n$8\r\nnews:123\r\n$8\r\n10800000\r\n$2\r\nms\r\n"
+    );
+    assert_eq!(
+        get(&mut c, "news:124"),
+        b"*3\r\n$7\r\nnews:1*\r\n$4\r\n7200\r\n$1\r\ns\r\n"
+    );
+    assert_eq!(
+        get(&mut c, "news:9"),
+        b"*3\r\n$6\r\nnews:*\r\n$5\r\n86400\r\n$1\r\ns\r\n"
+    );
+    assert_eq!(
+        get(&mut c, "nows:9"),
+        b"*3\r\n$6\r\nn?ws:*\r\n$3\r\n300\r\n$1\r\ns\r\n"
+    );
+    assert_eq!(
+        get(&mut c, "other"),
+        b"*3\r\n$1\r\n*\r\n$4\r\n3600\r\n$1\r\ns\r\n"
+    );
+    assert_eq!(c.cmd_str("ZWINDOW DEL *"), b":1\r\n");
+    assert_eq!(c.cmd_str("ZWINDOW DEL *"), b":0\r\n");
+    assert_eq!(get(&mut c, "other"), b"*-1\r\n");
+    assert_eq!(parse_reply(&c.cmd_str("ZWINDOW LIST")).array().len(), 4);
+    assert!(
+        c.cmd_str("ZWINDOW SET x 0")
+            .starts_with(b"-ERR invalid duration")
+    );
+    assert!(
+        c.cmd_str("ZWINDOW SET x 5 HOURS")
+            .starts_with(b"-ERR syntax error")
+    );
+
+    // A heartbeat set that empties and is re-created is still windowed.
+    c.cmd_str(&format!("DEBUG CLOCK FREEZE {T0_MS}"));
+    c.cmd_str("ZWINDOW SET hb:* 65s MS");
+    c.cmd_str(&format!("ZADD hb:1 {T0_MS} u1"));
+    c.cmd_str("DEBUG CLOCK ADVANCE 65001");
+    assert_eq!(c.cmd_str("ZCARD hb:1"), b":0\r\n");
+    let now = T0_MS + 65_001;
+    c.cmd_str(&format!("ZADD hb:1 {now} u2"));
+    assert_eq!(c.cmd_str("ZCARD hb:1"), b":1\r\n");
+    c.cmd_str("DEBUG CLOCK ADVANCE 65000");
+    assert_eq!(
+        c.cmd_str("ZCARD hb:1"),
+        b":1\r\n",
+        "exactly D old is still live"
+    );
+    c.cmd_str("DEBUG CLOCK ADVANCE 1");
+    assert_eq!(c.cmd_str("ZCARD hb:1"), b":0\r\n");
+}
+
+#[test]
+fn renamed_keys_follow_the_rule_of_their_new_name() {
+    let (_z, mut c) = start_windowed();
+    let old = (T0_MS / 1000) as f64 - 150.0;
+    c.cmd_str(&format!("ZADD plain {old} a"));
+    assert_eq!(c.cmd_str("ZCARD plain"), b":1\r\n");
+    c.cmd_str("RENAME plain win:renamed");
+    assert_eq!(c.cmd_str("ZCARD win:renamed"), b":0\r\n");
+    c.cmd_str(&format!("ZADD win:src {} a", old + 100.0));
+    c.cmd_str("RENAME win:src plain2");
+    c.cmd_str("DEBUG CLOCK ADVANCE 3600000");
+    assert_eq!(
+        c.cmd_str("ZCARD plain2"),
+        b":1\r\n",
+        "no rule matches the new name"
+    );
+}
+
+#[test]
+fn config_file_and_command_line_rules() {
+    let dir = std::env::temp_dir().join(format!("zwindow-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("zwindow.conf");
+    std::fs::write(&path, "# rules for the compose service\nzwindow news.published:* 24h\nzwindow heartbeats:* 65s ms\nhz 20\n").unwrap();
+    let z = ZwindowServer::start(&["--config", path.to_str().unwrap(), "--zwindow", "cli:*=30m"]);
+    let mut c = z.conn();
+    assert_eq!(parse_reply(&c.cmd_str("ZWINDOW LIST")).array().len(), 3);
+    assert_eq!(
+        c.cmd_str("ZWINDOW GET heartbeats:7"),
+        b"*3\r\n$12\r\nheartbeats:*\r\n$5\r\n65000\r\n$2\r\nms\r\n"
+    );
+    assert_eq!(
+        c.cmd_str("CONFIG GET hz"),
+        b"*2\r\n$2\r\nhz\r\n$2\r\n20\r\n"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
