@@ -17,6 +17,7 @@ pub mod docs;
 pub mod keys;
 pub mod server;
 pub mod strings;
+pub mod transactions;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -33,6 +34,7 @@ pub static TABLE: &[&[Command]] = &[
     server::COMMANDS,
     keys::COMMANDS,
     strings::COMMANDS,
+    transactions::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;
@@ -470,15 +472,17 @@ pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
 
 /// Runs one request from a client: checks, locking, the handler.
 pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args: Args<'_>) {
+    // Every rejection before the command runs also dooms an open
+    // transaction (Redis's `rejectCommand` → `flagTransaction`).
+    fn reject(client: &mut Client, out: &mut Reply, msg: &str) {
+        if client.multi.is_some() {
+            client.multi_error = true;
+        }
+        out.error(msg);
+    }
     let cmd = match resolve(&args) {
         Ok(cmd) => cmd,
-        Err(e) => {
-            if client.multi.is_some() {
-                client.multi_error = true;
-            }
-            out.error(e.text());
-            return;
-        }
+        Err(e) => return reject(client, out, e.text()),
     };
     client.note_command(cmd);
     shared
@@ -486,15 +490,17 @@ pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args
         .commands_processed
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
-        out.error("NOAUTH Authentication required.");
-        return;
+        return reject(client, out, "NOAUTH Authentication required.");
+    }
+    if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+        return reject(client, out, "ERR Command not allowed inside a transaction");
     }
     if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
-        out.error(&format!(
+        let msg = format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             full_name(&args, cmd)
-        ));
-        return;
+        );
+        return reject(client, out, &msg);
     }
     if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
         client.queue(args);

@@ -50,6 +50,11 @@ impl Entry {
             atime: 0,
         }
     }
+
+    /// Whether the TTL has passed at `now_ms` (the test lazy expiry applies).
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at != 0 && self.expire_at <= now_ms
+    }
 }
 
 /// One database's slice of one shard.
@@ -63,12 +68,20 @@ pub struct Db {
 /// A flag set when a watched key is modified; EXEC reads it.
 pub type WatchFlag = Arc<AtomicBool>;
 
+/// One client's WATCH of one key.
+pub struct Watcher {
+    pub flag: WatchFlag,
+    /// The key was already logically expired when watched, so its later
+    /// (lazy or flush) deletion is no change (Redis 7.0's `watchedKey.expired`).
+    pub expired: bool,
+}
+
 pub struct Shard {
     pub dbs: Box<[Db]>,
     /// Clients blocked on keys of this shard.
     pub blocked: crate::blocking::Queues,
     /// Clients watching keys of this shard, by (db, key).
-    pub watched: HashMap<(usize, Key), Vec<WatchFlag>>,
+    pub watched: HashMap<(usize, Key), Vec<Watcher>>,
     pub rng: SmallRng,
     pub stats: ShardStats,
 }
@@ -91,25 +104,105 @@ impl Shard {
         }
     }
 
-    /// Flags every client watching `key` (Redis's `touchWatchedKey`).
+    /// Flags every client watching `key` (Redis's `touchWatchedKey`). Call
+    /// it after the modification: a watcher that saw the key already
+    /// expired is not flagged when the "modification" only deleted it.
     pub fn touch_watched(&mut self, db: usize, key: &[u8]) {
         if self.watched.is_empty() {
             return;
         }
-        if let Some(flags) = self.watched.get(&(db, Box::<[u8]>::from(key))) {
-            for f in flags {
-                f.store(true, Ordering::Release);
+        let exists = self.dbs.get(db).is_some_and(|d| d.keys.contains_key(key));
+        if let Some(watchers) = self.watched.get_mut(&(db, Box::<[u8]>::from(key))) {
+            for w in watchers {
+                if w.expired && !exists {
+                    w.expired = false;
+                    continue;
+                }
+                w.flag.store(true, Ordering::Release);
             }
         }
     }
 
-    /// Flags every watcher of every key in `db` (FLUSHDB, SWAPDB).
-    pub fn touch_all_watched(&mut self, db: usize) {
-        for ((d, _), flags) in &self.watched {
-            if *d == db {
-                for f in flags {
-                    f.store(true, Ordering::Release);
+    /// SWAPDB's variant of [`touch_watched`](Self::touch_watched), called
+    /// after the swap for a watched key that existed in `db` before it
+    /// (`existed_before`) or exists now: Redis 7.0's `touchAllWatchedKeysInDb`,
+    /// where an expired key replaced by an expired one is no change.
+    pub fn touch_swapped(&mut self, db: usize, key: &[u8], existed_before: bool, now_ms: u64) {
+        let now = self
+            .dbs
+            .get(db)
+            .and_then(|d| d.keys.get(key))
+            .map(|e| e.is_expired(now_ms));
+        let Some(watchers) = self.watched.get_mut(&(db, Box::<[u8]>::from(key))) else {
+            return;
+        };
+        for w in watchers {
+            if w.expired {
+                match now {
+                    None => {
+                        w.expired = false;
+                        continue;
+                    }
+                    Some(true) => continue,
+                    Some(false) => {}
                 }
+            } else if !existed_before && now == Some(true) {
+                w.expired = true;
+                continue;
+            }
+            w.flag.store(true, Ordering::Release);
+        }
+    }
+
+    /// Registers `flag` as watching `key`; false if it already was. Notes
+    /// whether the key is logically expired right now (WATCH does not
+    /// delete it, as Redis's `keyIsExpired` does not).
+    pub fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag, now_ms: u64) -> bool {
+        let expired = self
+            .dbs
+            .get(db)
+            .and_then(|d| d.keys.get(key))
+            .is_some_and(|e| e.is_expired(now_ms));
+        let watchers = self.watched.entry((db, key.into())).or_default();
+        if watchers.iter().any(|w| Arc::ptr_eq(&w.flag, flag)) {
+            return false;
+        }
+        watchers.push(Watcher {
+            flag: flag.clone(),
+            expired,
+        });
+        true
+    }
+
+    /// True if `key`, watched by `flag` while it was live, has logically
+    /// expired since (EXEC's `isWatchedKeyExpired`).
+    pub fn watched_key_expired(
+        &self,
+        db: usize,
+        key: &[u8],
+        flag: &WatchFlag,
+        now_ms: u64,
+    ) -> bool {
+        let live_when_watched = self
+            .watched
+            .get(&(db, Box::<[u8]>::from(key)))
+            .and_then(|ws| ws.iter().find(|w| Arc::ptr_eq(&w.flag, flag)))
+            .is_some_and(|w| !w.expired);
+        live_when_watched
+            && self
+                .dbs
+                .get(db)
+                .and_then(|d| d.keys.get(key))
+                .is_some_and(|e| e.is_expired(now_ms))
+    }
+
+    /// Drops `flag`'s watch of `key`.
+    pub fn unwatch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
+        let k = (db, Box::<[u8]>::from(key));
+        if let Some(watchers) = self.watched.get_mut(&k) {
+            watchers.retain(|w| !Arc::ptr_eq(&w.flag, flag));
+            if watchers.is_empty() {
+                self.watched.remove(&k);
             }
         }
     }
@@ -171,14 +264,7 @@ impl Store {
     /// Drops a client's WATCHes (UNWATCH, EXEC, disconnect).
     pub fn unwatch(&self, watched: &[(usize, Key)], flag: &WatchFlag) {
         for (db, key) in watched {
-            let mut shard = self.lock_shard(self.shard_of(key));
-            let k = (*db, key.clone());
-            if let Some(flags) = shard.watched.get_mut(&k) {
-                flags.retain(|f| !Arc::ptr_eq(f, flag));
-                if flags.is_empty() {
-                    shard.watched.remove(&k);
-                }
-            }
+            self.lock_shard(self.shard_of(key)).unwatch(*db, key, flag);
         }
     }
 
@@ -403,7 +489,7 @@ impl<'a> Keyspace<'a> {
             return false;
         }
         match db.keys.get(key) {
-            Some(e) if e.expire_at != 0 && e.expire_at <= now => {}
+            Some(e) if e.is_expired(now) => {}
             _ => return false,
         }
         self.remove_raw(key);
@@ -456,6 +542,21 @@ impl<'a> Keyspace<'a> {
 
     pub fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
         self.guards.iter_mut()
+    }
+
+    /// Visits every shard, through this command's guard where it holds one
+    /// and by locking it briefly where it does not. For whole-server
+    /// commands (INFO, CONFIG RESETSTAT) that run both on their own (holding
+    /// nothing) and inside EXEC (holding everything): locking one shard
+    /// while holding only some could deadlock, so use it in those two
+    /// situations only.
+    pub fn for_each_shard(&mut self, mut f: impl FnMut(&mut Shard)) {
+        for idx in 0..self.store().shard_count() {
+            match self.guards.get(idx) {
+                Some(shard) => f(shard),
+                None => f(&mut self.store().lock_shard(idx)),
+            }
+        }
     }
 }
 
