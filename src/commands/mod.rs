@@ -473,13 +473,18 @@ pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
 /// Runs one request from a client: checks, locking, the handler.
 pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args: Args<'_>) {
     // Every rejection before the command runs also dooms an open
-    // transaction (Redis's `rejectCommand` → `flagTransaction`).
-    fn reject(client: &mut Client, out: &mut Reply, msg: &str) {
+    // transaction (Redis's `rejectCommand` → `flagTransaction`); a rejected
+    // EXEC discards it at once.
+    let reject = |client: &mut Client, out: &mut Reply, msg: &str| {
+        if lookup(args.get(0)).is_some_and(|c| c.name == "exec") {
+            transactions::abort_exec(shared, client, out, msg);
+            return;
+        }
         if client.multi.is_some() {
             client.multi_error = true;
         }
         out.error(msg);
-    }
+    };
     let cmd = match resolve(&args) {
         Ok(cmd) => cmd,
         Err(e) => return reject(client, out, e.text()),

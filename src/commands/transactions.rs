@@ -21,6 +21,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Error, Keys};
 use crate::connection::Client;
+use crate::protocol::Reply;
 use crate::server::Shared;
 
 const G: &str = "transactions";
@@ -183,6 +184,19 @@ fn unwatch(ctx: &mut Ctx) -> CmdResult {
     unwatch_all(ctx.shared, ctx.client);
     ctx.out.ok();
     Ok(())
+}
+
+/// Answers an EXEC the dispatcher rejected before running it (wrong arity,
+/// NOAUTH, subscribed mode): the transaction is discarded and the reason
+/// wrapped in EXECABORT, as Redis's `execCommandAbort` does (dropping the
+/// generic `ERR ` prefix, keeping specific ones such as `NOAUTH`).
+pub fn abort_exec(shared: &Shared, client: &mut Client, out: &mut Reply, reason: &str) {
+    end_multi(client);
+    unwatch_all(shared, client);
+    let reason = reason.strip_prefix("ERR ").unwrap_or(reason);
+    out.error(&format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ));
 }
 
 /// Leaves MULTI state (the queue itself is the caller's to drop).
