@@ -446,5 +446,7 @@ fn command_info_and_docs_of_transaction_commands() {
 fn exec_rejected_before_auth() {
     let s = Servers::start_with(&["--requirepass", "pw"]);
     let mut a = s.pair();
-    a.script(&["EXEC", "DISCARD", "MULTI", "AUTH pw", "MULTI", "GET k", "EXEC"]);
+    a.script(&[
+        "EXEC", "DISCARD", "MULTI", "AUTH pw", "MULTI", "GET k", "EXEC",
+    ]);
 }

@@ -579,6 +579,10 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
             return Err(Error::Syntax);
         }
         ctx.out.int(clock.now_ms() as i64);
+    } else if eq_ic(sub, "SHARD") && ctx.argc() == 3 {
+        // DEBUG SHARD <key>: the shard owning a key (the hash seed is random
+        // per process), so tests can spread keys over shards on purpose.
+        ctx.out.int(ctx.shared.store.shard_of(ctx.arg(2)) as i64);
     } else if eq_ic(sub, "ACTIVE-EXPIRE-CYCLE") && ctx.argc() == 2 {
         if ctx.client.in_exec {
             // The cycle locks shards one by one; EXEC already holds them all.
