@@ -1,7 +1,8 @@
 //! Real client libraries, unmodified, against zwindow: redis-py (RESP2 and RESP3) through
 //! pytest in the project's `.venv` (which `bash .ci/test` creates from
-//! `tests/python/requirements.txt`). The server runs on an ephemeral port passed in
-//! `ZWINDOW_PORT`.
+//! `tests/python/requirements.txt`), and an ioredis smoke test under node (from
+//! `tests/node/node_modules`, which `bash .ci/test` installs). The server runs on an
+//! ephemeral port passed in `ZWINDOW_PORT`.
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -61,4 +62,29 @@ fn redis_py_commands_and_transactions() {
 #[test]
 fn redis_py_pubsub() {
     pytest("pubsub");
+}
+
+#[test]
+fn ioredis_smoke() {
+    let modules = root().join("tests/node/node_modules/ioredis");
+    assert!(
+        modules.exists(),
+        "{} is missing: run `bash .ci/test`, which installs tests/node's packages",
+        modules.display()
+    );
+    let z = ZwindowServer::start(&[]);
+    let out = Command::new("node")
+        .current_dir(root())
+        .arg("tests/node/smoke.mjs")
+        .env("ZWINDOW_PORT", z.port().to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node: {e}"));
+    assert!(
+        out.status.success(),
+        "ioredis smoke test failed ({}):\n{}\n{}\n--- zwindow log ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        z.log_tail()
+    );
 }
