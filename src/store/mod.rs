@@ -642,3 +642,63 @@ pub mod notify {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard_with(key: &[u8], expire_at: u64) -> Shard {
+        let mut shard = Shard::new(2);
+        let mut e = Entry::new(Value::Str(Str::new(b"v")));
+        e.expire_at = expire_at;
+        shard.dbs[0].keys.insert(key.into(), e);
+        shard
+    }
+
+    #[test]
+    fn touching_a_watched_key_flags_its_watchers_only() {
+        let mut shard = shard_with(b"k", 0);
+        let (a, b): (WatchFlag, WatchFlag) = Default::default();
+        assert!(shard.watch(0, b"k", &a, 100));
+        assert!(
+            !shard.watch(0, b"k", &a, 100),
+            "second WATCH of the same key"
+        );
+        assert!(shard.watch(0, b"other", &b, 100));
+        shard.touch_watched(1, b"k");
+        assert!(!a.load(Ordering::Acquire), "another database");
+        shard.touch_watched(0, b"k");
+        assert!(a.load(Ordering::Acquire) && !b.load(Ordering::Acquire));
+        shard.unwatch(0, b"k", &a);
+        shard.unwatch(0, b"other", &b);
+        assert!(shard.watched.is_empty());
+    }
+
+    #[test]
+    fn a_key_expired_when_watched_may_be_deleted_but_not_rewritten() {
+        let mut shard = shard_with(b"k", 50);
+        let flag = WatchFlag::default();
+        shard.watch(0, b"k", &flag, 100);
+        assert!(!shard.watched_key_expired(0, b"k", &flag, 200));
+        // Its deletion is no change...
+        shard.dbs[0].keys.remove(b"k".as_slice());
+        shard.touch_watched(0, b"k");
+        assert!(!flag.load(Ordering::Acquire));
+        // ...but writing it afterwards is.
+        shard.dbs[0].keys.insert(
+            b"k".as_slice().into(),
+            Entry::new(Value::Str(Str::new(b"w"))),
+        );
+        shard.touch_watched(0, b"k");
+        assert!(flag.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn a_live_watched_key_that_expires_is_reported() {
+        let mut shard = shard_with(b"k", 150);
+        let flag = WatchFlag::default();
+        shard.watch(0, b"k", &flag, 100);
+        assert!(!shard.watched_key_expired(0, b"k", &flag, 120));
+        assert!(shard.watched_key_expired(0, b"k", &flag, 150));
+    }
+}
