@@ -17,6 +17,7 @@ pub mod docs;
 pub mod keys;
 pub mod server;
 pub mod strings;
+pub mod transactions;
 pub mod windows;
 
 use std::collections::HashMap;
@@ -34,6 +35,7 @@ pub static TABLE: &[&[Command]] = &[
     server::COMMANDS,
     keys::COMMANDS,
     strings::COMMANDS,
+    transactions::COMMANDS,
     windows::COMMANDS,
 ];
 
@@ -486,28 +488,37 @@ pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
 
 /// Runs one request from a client: checks, locking, the handler.
 pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args: Args<'_>) {
-    let cmd = match resolve(&args) {
-        Ok(cmd) => cmd,
-        Err(e) => {
-            if client.multi.is_some() {
-                client.multi_error = true;
-            }
-            out.error_bytes(e.bytes());
+    // Every rejection before the command runs also dooms an open
+    // transaction (Redis's `rejectCommand` → `flagTransaction`); a rejected
+    // EXEC discards it at once.
+    let reject = |client: &mut Client, out: &mut Reply, msg: &[u8]| {
+        if lookup(args.get(0)).is_some_and(|c| c.name == "exec") {
+            transactions::abort_exec(shared, client, out, &String::from_utf8_lossy(msg));
             return;
         }
+        if client.multi.is_some() {
+            client.multi_error = true;
+        }
+        out.error_bytes(msg);
+    };
+    let cmd = match resolve(&args) {
+        Ok(cmd) => cmd,
+        Err(e) => return reject(client, out, e.bytes()),
     };
     client.note_command(cmd);
     client.commands += 1;
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
-        out.error("NOAUTH Authentication required.");
-        return;
+        return reject(client, out, b"NOAUTH Authentication required.");
+    }
+    if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+        return reject(client, out, b"ERR Command not allowed inside a transaction");
     }
     if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
-        out.error(&format!(
+        let msg = format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             full_name(&args, cmd)
-        ));
-        return;
+        );
+        return reject(client, out, msg.as_bytes());
     }
     if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
         client.queue(args);

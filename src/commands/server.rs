@@ -404,12 +404,9 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     ] {
         c.store(0, Relaxed);
     }
-    for shard in ctx.ks.shards_mut() {
-        shard.stats = Default::default();
-    }
-    for i in 0..ctx.shared.store.shard_count() {
-        ctx.shared.store.lock_shard(i).stats = Default::default();
-    }
+    // Through the keyspace: inside EXEC every shard is already held.
+    ctx.ks
+        .for_each_shard(|shard| shard.stats = Default::default());
     ctx.out.ok();
     Ok(())
 }
@@ -440,7 +437,9 @@ fn flush_mode(ctx: &Ctx) -> CmdResult {
 }
 
 /// Empties one database in every (locked) shard, invalidating WATCHes on
-/// keys that existed, as Redis 7.0's `signalFlushedDb` does.
+/// keys that existed, as Redis 7.0's `signalFlushedDb` does. The watchers
+/// are touched after the flush so that one that saw its key already expired
+/// takes the deletion as no change, as Redis does.
 fn flush_db(ctx: &mut Ctx, db: usize) {
     for shard in ctx.ks.shards_mut() {
         let existed: Vec<_> = shard
@@ -449,12 +448,12 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
             .filter(|(d, k)| *d == db && shard.dbs[db].keys.contains_key(k))
             .cloned()
             .collect();
-        for (d, k) in existed {
-            shard.touch_watched(d, &k);
-        }
         shard.dbs[db].keys.clear();
         shard.dbs[db].expires.clear();
         shard.schedule.clear_db(db);
+        for (d, k) in existed {
+            shard.touch_watched(d, &k);
+        }
     }
 }
 
@@ -518,7 +517,10 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
     }
     let (a, b) = (a as usize, b as usize);
     let mut ready = Vec::new();
+    let now = ctx.ks.now_ms;
     for shard in ctx.ks.shards_mut() {
+        // (db, key, existed in db before the swap) for every watched key
+        // present on either side.
         let touched: Vec<_> = shard
             .watched
             .keys()
@@ -526,14 +528,16 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
                 (*d == a || *d == b)
                     && (shard.dbs[a].keys.contains_key(k) || shard.dbs[b].keys.contains_key(k))
             })
-            .cloned()
+            .map(|(d, k)| (*d, k.clone(), shard.dbs[*d].keys.contains_key(k)))
             .collect();
-        for (d, k) in touched {
-            shard.touch_watched(d, &k);
-        }
         shard.dbs.swap(a, b);
         shard.schedule.clear_db(a);
         shard.schedule.clear_db(b);
+        if a != b {
+            for (d, k, existed) in touched {
+                shard.touch_swapped(d, &k, existed, now);
+            }
+        }
         for (d, k) in shard.blocked.keys() {
             if (*d == a || *d == b) && shard.dbs[*d].keys.contains_key(k) {
                 ready.push((*d, k.clone()));
@@ -592,7 +596,17 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
             return Err(Error::Syntax);
         }
         ctx.out.int(clock.now_ms() as i64);
+    } else if eq_ic(sub, "SHARD") && ctx.argc() == 3 {
+        // DEBUG SHARD <key>: the shard owning a key (the hash seed is random
+        // per process), so tests can spread keys over shards on purpose.
+        ctx.out.int(ctx.shared.store.shard_of(ctx.arg(2)) as i64);
     } else if eq_ic(sub, "ACTIVE-EXPIRE-CYCLE") && ctx.argc() == 2 {
+        if ctx.client.in_exec {
+            // The cycle locks shards one by one; EXEC already holds them all.
+            return Err(Error::Static(
+                "ERR DEBUG ACTIVE-EXPIRE-CYCLE is not allowed inside a transaction",
+            ));
+        }
         // Runs one unbounded active-expiry pass now (tests use it instead of waiting).
         let shared = ctx.shared.clone();
         let n = crate::store::expire::cycle(&shared, Duration::from_secs(3600));
@@ -667,16 +681,18 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
     }
     let mut totals = crate::store::ShardStats::default();
     let mut per_db = vec![(0usize, 0usize); shared.store.databases];
-    for i in 0..shared.store.shard_count() {
-        let shard = shared.store.lock_shard(i);
+    // Through the keyspace: inside EXEC every shard is already held.
+    ctx.ks.for_each_shard(|shard| {
         totals.hits += shard.stats.hits;
         totals.misses += shard.stats.misses;
         totals.expired_keys += shard.stats.expired_keys;
         for (db, d) in shard.dbs.iter().enumerate() {
-            per_db[db].0 += d.keys.len();
-            per_db[db].1 += d.expires.len();
+            if let Some(slot) = per_db.get_mut(db) {
+                slot.0 += d.keys.len();
+                slot.1 += d.expires.len();
+            }
         }
-    }
+    });
     if want("stats") {
         let st = &shared.stats;
         let _ = write!(

@@ -53,6 +53,11 @@ impl Entry {
             window: Default::default(),
         }
     }
+
+    /// Whether the TTL has passed at `now_ms` (the test lazy expiry applies).
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at != 0 && self.expire_at <= now_ms
+    }
 }
 
 /// One database's slice of one shard.
@@ -66,6 +71,14 @@ pub struct Db {
 /// A flag set when a watched key is modified; EXEC reads it.
 pub type WatchFlag = Arc<AtomicBool>;
 
+/// One client's WATCH of one key.
+pub struct Watcher {
+    pub flag: WatchFlag,
+    /// The key was already logically expired when watched, so its later
+    /// (lazy or flush) deletion is no change (Redis 7.0's `watchedKey.expired`).
+    pub expired: bool,
+}
+
 pub struct Shard {
     pub dbs: Box<[Db]>,
     /// Clients blocked on keys of this shard.
@@ -73,7 +86,7 @@ pub struct Shard {
     /// Windowed keys of this shard, by when their oldest member ages out.
     pub schedule: crate::windows::Schedule,
     /// Clients watching keys of this shard, by (db, key).
-    pub watched: HashMap<(usize, Key), Vec<WatchFlag>>,
+    pub watched: HashMap<(usize, Key), Vec<Watcher>>,
     pub rng: SmallRng,
     pub stats: ShardStats,
 }
@@ -97,25 +110,105 @@ impl Shard {
         }
     }
 
-    /// Flags every client watching `key` (Redis's `touchWatchedKey`).
+    /// Flags every client watching `key` (Redis's `touchWatchedKey`). Call
+    /// it after the modification: a watcher that saw the key already
+    /// expired is not flagged when the "modification" only deleted it.
     pub fn touch_watched(&mut self, db: usize, key: &[u8]) {
         if self.watched.is_empty() {
             return;
         }
-        if let Some(flags) = self.watched.get(&(db, Box::<[u8]>::from(key))) {
-            for f in flags {
-                f.store(true, Ordering::Release);
+        let exists = self.dbs.get(db).is_some_and(|d| d.keys.contains_key(key));
+        if let Some(watchers) = self.watched.get_mut(&(db, Box::<[u8]>::from(key))) {
+            for w in watchers {
+                if w.expired && !exists {
+                    w.expired = false;
+                    continue;
+                }
+                w.flag.store(true, Ordering::Release);
             }
         }
     }
 
-    /// Flags every watcher of every key in `db` (FLUSHDB, SWAPDB).
-    pub fn touch_all_watched(&mut self, db: usize) {
-        for ((d, _), flags) in &self.watched {
-            if *d == db {
-                for f in flags {
-                    f.store(true, Ordering::Release);
+    /// SWAPDB's variant of [`touch_watched`](Self::touch_watched), called
+    /// after the swap for a watched key that existed in `db` before it
+    /// (`existed_before`) or exists now: Redis 7.0's `touchAllWatchedKeysInDb`,
+    /// where an expired key replaced by an expired one is no change.
+    pub fn touch_swapped(&mut self, db: usize, key: &[u8], existed_before: bool, now_ms: u64) {
+        let now = self
+            .dbs
+            .get(db)
+            .and_then(|d| d.keys.get(key))
+            .map(|e| e.is_expired(now_ms));
+        let Some(watchers) = self.watched.get_mut(&(db, Box::<[u8]>::from(key))) else {
+            return;
+        };
+        for w in watchers {
+            if w.expired {
+                match now {
+                    None => {
+                        w.expired = false;
+                        continue;
+                    }
+                    Some(true) => continue,
+                    Some(false) => {}
                 }
+            } else if !existed_before && now == Some(true) {
+                w.expired = true;
+                continue;
+            }
+            w.flag.store(true, Ordering::Release);
+        }
+    }
+
+    /// Registers `flag` as watching `key`; false if it already was. Notes
+    /// whether the key is logically expired right now (WATCH does not
+    /// delete it, as Redis's `keyIsExpired` does not).
+    pub fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag, now_ms: u64) -> bool {
+        let expired = self
+            .dbs
+            .get(db)
+            .and_then(|d| d.keys.get(key))
+            .is_some_and(|e| e.is_expired(now_ms));
+        let watchers = self.watched.entry((db, key.into())).or_default();
+        if watchers.iter().any(|w| Arc::ptr_eq(&w.flag, flag)) {
+            return false;
+        }
+        watchers.push(Watcher {
+            flag: flag.clone(),
+            expired,
+        });
+        true
+    }
+
+    /// True if `key`, watched by `flag` while it was live, has logically
+    /// expired since (EXEC's `isWatchedKeyExpired`).
+    pub fn watched_key_expired(
+        &self,
+        db: usize,
+        key: &[u8],
+        flag: &WatchFlag,
+        now_ms: u64,
+    ) -> bool {
+        let live_when_watched = self
+            .watched
+            .get(&(db, Box::<[u8]>::from(key)))
+            .and_then(|ws| ws.iter().find(|w| Arc::ptr_eq(&w.flag, flag)))
+            .is_some_and(|w| !w.expired);
+        live_when_watched
+            && self
+                .dbs
+                .get(db)
+                .and_then(|d| d.keys.get(key))
+                .is_some_and(|e| e.is_expired(now_ms))
+    }
+
+    /// Drops `flag`'s watch of `key`.
+    pub fn unwatch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
+        let k = (db, Box::<[u8]>::from(key));
+        if let Some(watchers) = self.watched.get_mut(&k) {
+            watchers.retain(|w| !Arc::ptr_eq(&w.flag, flag));
+            if watchers.is_empty() {
+                self.watched.remove(&k);
             }
         }
     }
@@ -177,14 +270,7 @@ impl Store {
     /// Drops a client's WATCHes (UNWATCH, EXEC, disconnect).
     pub fn unwatch(&self, watched: &[(usize, Key)], flag: &WatchFlag) {
         for (db, key) in watched {
-            let mut shard = self.lock_shard(self.shard_of(key));
-            let k = (*db, key.clone());
-            if let Some(flags) = shard.watched.get_mut(&k) {
-                flags.retain(|f| !Arc::ptr_eq(f, flag));
-                if flags.is_empty() {
-                    shard.watched.remove(&k);
-                }
-            }
+            self.lock_shard(self.shard_of(key)).unwatch(*db, key, flag);
         }
     }
 
@@ -424,7 +510,7 @@ impl<'a> Keyspace<'a> {
             return false;
         }
         match db.keys.get(key) {
-            Some(e) if e.expire_at != 0 && e.expire_at <= now => {}
+            Some(e) if e.is_expired(now) => {}
             _ => return false,
         }
         self.remove_raw(key);
@@ -480,6 +566,21 @@ impl<'a> Keyspace<'a> {
 
     pub fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
         self.guards.iter_mut()
+    }
+
+    /// Visits every shard, through this command's guard where it holds one
+    /// and by locking it briefly where it does not. For whole-server
+    /// commands (INFO, CONFIG RESETSTAT) that run both on their own (holding
+    /// nothing) and inside EXEC (holding everything): locking one shard
+    /// while holding only some could deadlock, so use it in those two
+    /// situations only.
+    pub fn for_each_shard(&mut self, mut f: impl FnMut(&mut Shard)) {
+        for idx in 0..self.store().shard_count() {
+            match self.guards.get(idx) {
+                Some(shard) => f(shard),
+                None => f(&mut self.store().lock_shard(idx)),
+            }
+        }
     }
 }
 
@@ -563,5 +664,65 @@ pub mod notify {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard_with(key: &[u8], expire_at: u64) -> Shard {
+        let mut shard = Shard::new(2);
+        let mut e = Entry::new(Value::Str(Str::new(b"v")));
+        e.expire_at = expire_at;
+        shard.dbs[0].keys.insert(key.into(), e);
+        shard
+    }
+
+    #[test]
+    fn touching_a_watched_key_flags_its_watchers_only() {
+        let mut shard = shard_with(b"k", 0);
+        let (a, b): (WatchFlag, WatchFlag) = Default::default();
+        assert!(shard.watch(0, b"k", &a, 100));
+        assert!(
+            !shard.watch(0, b"k", &a, 100),
+            "second WATCH of the same key"
+        );
+        assert!(shard.watch(0, b"other", &b, 100));
+        shard.touch_watched(1, b"k");
+        assert!(!a.load(Ordering::Acquire), "another database");
+        shard.touch_watched(0, b"k");
+        assert!(a.load(Ordering::Acquire) && !b.load(Ordering::Acquire));
+        shard.unwatch(0, b"k", &a);
+        shard.unwatch(0, b"other", &b);
+        assert!(shard.watched.is_empty());
+    }
+
+    #[test]
+    fn a_key_expired_when_watched_may_be_deleted_but_not_rewritten() {
+        let mut shard = shard_with(b"k", 50);
+        let flag = WatchFlag::default();
+        shard.watch(0, b"k", &flag, 100);
+        assert!(!shard.watched_key_expired(0, b"k", &flag, 200));
+        // Its deletion is no change...
+        shard.dbs[0].keys.remove(b"k".as_slice());
+        shard.touch_watched(0, b"k");
+        assert!(!flag.load(Ordering::Acquire));
+        // ...but writing it afterwards is.
+        shard.dbs[0].keys.insert(
+            b"k".as_slice().into(),
+            Entry::new(Value::Str(Str::new(b"w"))),
+        );
+        shard.touch_watched(0, b"k");
+        assert!(flag.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn a_live_watched_key_that_expires_is_reported() {
+        let mut shard = shard_with(b"k", 150);
+        let flag = WatchFlag::default();
+        shard.watch(0, b"k", &flag, 100);
+        assert!(!shard.watched_key_expired(0, b"k", &flag, 120));
+        assert!(shard.watched_key_expired(0, b"k", &flag, 150));
     }
 }

@@ -1,0 +1,218 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! MULTI only opens a queue: the dispatcher queues every later command that
+//! is not flagged `TX_CONTROL` and answers `+QUEUED`, and flags the
+//! transaction (`client.multi_error`) when it rejects one, so EXEC answers
+//! EXECABORT. EXEC is declared `Keys::All`, so by the time it runs the
+//! dispatcher holds every shard: it runs the whole queue through
+//! [`commands::call`](super::call) on that one [`Keyspace`](crate::store::Keyspace),
+//! which makes the transaction atomic across shards (no other client sees a
+//! part of it) and gives it a single "now".
+//!
+//! WATCH registers the client's shared flag under each key in the key's
+//! shard; any write to the key (`Keyspace::signal`/`modified`, lazy expiry,
+//! FLUSHDB, SWAPDB) sets it, and EXEC aborts with a null array if it is set
+//! or if a key that was live when watched has logically expired by then
+//! (Redis 7.0's `isWatchedKeyExpired`). EXEC, DISCARD, UNWATCH, RESET and
+//! disconnecting drop the watches.
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
+
+use super::flags::*;
+use super::{CmdResult, Command, Ctx, Error, Keys};
+use crate::connection::Client;
+use crate::protocol::Reply;
+use crate::server::Shared;
+
+const G: &str = "transactions";
+
+pub static COMMANDS: &[Command] = &[
+    Command::new(
+        "multi",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
+        Keys::None,
+        multi,
+    )
+    .doc(G, "1.2.0", "O(1)", "Mark the start of a transaction block"),
+    Command::new(
+        "exec",
+        1,
+        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL,
+        Keys::All,
+        exec,
+    )
+    .doc(
+        G,
+        "1.2.0",
+        "Depends on commands in the transaction",
+        "Execute all commands issued after MULTI",
+    ),
+    Command::new(
+        "discard",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
+        Keys::None,
+        discard,
+    )
+    .doc(
+        G,
+        "2.0.0",
+        "O(N), when N is the number of queued commands",
+        "Discard all commands issued after MULTI",
+    ),
+    Command::new(
+        "watch",
+        -2,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
+        Keys::ALL_ARGS,
+        watch,
+    )
+    .doc(
+        G,
+        "2.2.0",
+        "O(1) for every key.",
+        "Watch the given keys to determine execution of the MULTI/EXEC block",
+    )
+    .syntax("key [key ...]"),
+    // Not TX_CONTROL: inside MULTI, UNWATCH is queued, as in Redis.
+    Command::new(
+        "unwatch",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        Keys::None,
+        unwatch,
+    )
+    .doc(G, "2.2.0", "O(1)", "Forget about all watched keys"),
+];
+
+const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
+fn multi(ctx: &mut Ctx) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(Error::Static("ERR MULTI calls can not be nested"));
+    }
+    ctx.client.multi = Some(Vec::new());
+    ctx.client.multi_error = false;
+    ctx.client.handle.multi.store(0, Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn discard(ctx: &mut Ctx) -> CmdResult {
+    if ctx.client.multi.is_none() {
+        return Err(Error::Static("ERR DISCARD without MULTI"));
+    }
+    end_multi(ctx.client);
+    unwatch_all(ctx.shared, ctx.client);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn exec(ctx: &mut Ctx) -> CmdResult {
+    let Some(queue) = ctx.client.multi.take() else {
+        return Err(Error::Static("ERR EXEC without MULTI"));
+    };
+    let aborted = ctx.client.multi_error;
+    end_multi(ctx.client);
+    // Every shard is held, so nothing can touch a watched key between this
+    // check and the last queued command.
+    let dirty = ctx.client.watch_flag.load(Acquire) || watched_key_expired(ctx);
+    // Unwatch through the held shards: locking them again would deadlock.
+    let watched = std::mem::take(&mut ctx.client.watched);
+    for (db, key) in &watched {
+        ctx.ks.shard(key).unwatch(*db, key, &ctx.client.watch_flag);
+    }
+    ctx.client.watch_flag.store(false, Relaxed);
+    if aborted {
+        return Err(Error::Static(EXECABORT));
+    }
+    if dirty {
+        ctx.out.null_array();
+        return Ok(());
+    }
+    ctx.client.in_exec = true;
+    ctx.out.array(queue.len());
+    for queued in &queue {
+        let args = queued.args();
+        // Queued commands resolved when queued; the table cannot change.
+        match super::resolve(&args) {
+            Ok(cmd) => super::call(ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args),
+            Err(e) => ctx.out.error(e.text()),
+        }
+        debug_assert!(ctx.client.block.is_none(), "a command blocked inside EXEC");
+    }
+    ctx.client.in_exec = false;
+    Ok(())
+}
+
+/// Whether a key this client watched while it was live has logically
+/// expired since (not yet deleted, or EXEC would already be dirty).
+fn watched_key_expired(ctx: &mut Ctx) -> bool {
+    let now = ctx.ks.now_ms;
+    for (db, key) in &ctx.client.watched {
+        if ctx
+            .ks
+            .shard(key)
+            .watched_key_expired(*db, key, &ctx.client.watch_flag, now)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn watch(ctx: &mut Ctx) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(Error::Static("ERR WATCH inside MULTI is not allowed"));
+    }
+    let (db, now, args) = (ctx.client.db, ctx.ks.now_ms, ctx.args);
+    for key in args.iter().skip(1) {
+        if ctx
+            .ks
+            .shard(key)
+            .watch(db, key, &ctx.client.watch_flag, now)
+        {
+            ctx.client.watched.push((db, key.into()));
+        }
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn unwatch(ctx: &mut Ctx) -> CmdResult {
+    unwatch_all(ctx.shared, ctx.client);
+    ctx.out.ok();
+    Ok(())
+}
+
+/// Answers an EXEC the dispatcher rejected before running it (wrong arity,
+/// NOAUTH, subscribed mode): the transaction is discarded and the reason
+/// wrapped in EXECABORT, as Redis's `execCommandAbort` does (dropping the
+/// generic `ERR ` prefix, keeping specific ones such as `NOAUTH`).
+pub fn abort_exec(shared: &Shared, client: &mut Client, out: &mut Reply, reason: &str) {
+    end_multi(client);
+    unwatch_all(shared, client);
+    let reason = reason.strip_prefix("ERR ").unwrap_or(reason);
+    out.error(&format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ));
+}
+
+/// Leaves MULTI state (the queue itself is the caller's to drop).
+fn end_multi(client: &mut Client) {
+    client.multi = None;
+    client.multi_error = false;
+    client.handle.multi.store(-1, Relaxed);
+}
+
+/// Drops every WATCH of the client and clears its dirty flag. Locks the
+/// keys' shards itself, so never call it while holding shards: inside EXEC
+/// the watches are already gone (EXEC drops them first) and this is a no-op.
+pub fn unwatch_all(shared: &Shared, client: &mut Client) {
+    if !client.watched.is_empty() {
+        shared.store.unwatch(&client.watched, &client.watch_flag);
+        client.watched.clear();
+    }
+    client.watch_flag.store(false, Relaxed);
+}
