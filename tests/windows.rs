@@ -213,7 +213,7 @@ fn a_member_added_outside_the_window_counts_then_is_gone() {
 
 fn info_field(c: &mut RawConn, section: &str, field: &str) -> String {
     let reply = c.cmd_str(&format!("INFO {section}"));
-    let text = String::from_utf8_lossy(&parse_reply(&reply).bulk().to_vec()).into_owned();
+    let text = String::from_utf8_lossy(parse_reply(&reply).bulk()).into_owned();
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
         .unwrap_or_else(|| panic!("INFO {section} has no {field}: {text}"))
