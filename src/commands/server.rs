@@ -271,6 +271,31 @@ fn acl_categories(c: &Command) -> Vec<&'static str> {
     if c.has(ADMIN) {
         cats.push("@dangerous");
     }
+    // Redis lists categories in the order of its ACL category bits.
+    const ORDER: &[&str] = &[
+        "@keyspace",
+        "@read",
+        "@write",
+        "@set",
+        "@sortedset",
+        "@list",
+        "@hash",
+        "@string",
+        "@bitmap",
+        "@hyperloglog",
+        "@geo",
+        "@stream",
+        "@pubsub",
+        "@admin",
+        "@fast",
+        "@slow",
+        "@blocking",
+        "@dangerous",
+        "@connection",
+        "@transaction",
+        "@scripting",
+    ];
+    cats.sort_by_key(|c| ORDER.iter().position(|o| o == c).unwrap_or(ORDER.len()));
     cats
 }
 
