@@ -13,6 +13,7 @@ pub mod commands;
 pub mod config;
 pub mod connection;
 pub mod dict;
+pub mod ldouble;
 pub mod protocol;
 pub mod pubsub;
 pub mod server;

@@ -36,11 +36,14 @@ impl Value {
 
 /// A string value. Redis reports `int`, `embstr` or `raw` depending on how
 /// the value was made; `raw` records that it was modified in place (APPEND,
-/// SETRANGE), which Redis never re-encodes.
+/// SETRANGE), which Redis never re-encodes, and `plain` that it was stored
+/// without Redis's `tryObjectEncoding` (INCRBYFLOAT results), so even an
+/// integer-looking value reports `embstr`.
 #[derive(Debug, Clone, Default)]
 pub struct Str {
     pub data: Vec<u8>,
     pub raw: bool,
+    pub plain: bool,
 }
 
 /// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -51,6 +54,26 @@ impl Str {
         Str {
             data: data.to_vec(),
             raw: false,
+            plain: false,
+        }
+    }
+
+    /// A string Redis creates with `createStringObject` and never tries to
+    /// encode as an integer.
+    pub fn plain(data: Vec<u8>) -> Str {
+        Str {
+            data,
+            raw: false,
+            plain: true,
+        }
+    }
+
+    /// A string Redis modified in place (always `raw`).
+    pub fn raw(data: Vec<u8>) -> Str {
+        Str {
+            data,
+            raw: true,
+            plain: false,
         }
     }
 
@@ -58,11 +81,12 @@ impl Str {
         Str {
             data: itoa::Buffer::new().format(n).as_bytes().to_vec(),
             raw: false,
+            plain: false,
         }
     }
 
     pub fn encoding(&self) -> &'static str {
-        if !self.raw && self.data.len() <= 20 && parse_i64(&self.data).is_some() {
+        if !self.raw && !self.plain && self.data.len() <= 20 && parse_i64(&self.data).is_some() {
             "int"
         } else if !self.raw && self.data.len() <= EMBSTR_MAX {
             "embstr"
