@@ -14,8 +14,10 @@
 
 pub mod connection;
 pub mod docs;
+pub mod hashes;
 pub mod keys;
 pub mod server;
+pub mod sets;
 pub mod strings;
 
 use std::collections::HashMap;
@@ -33,6 +35,8 @@ pub static TABLE: &[&[Command]] = &[
     server::COMMANDS,
     keys::COMMANDS,
     strings::COMMANDS,
+    hashes::COMMANDS,
+    sets::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;

@@ -105,7 +105,6 @@ fn lookup_str<'a>(
             value: Value::Str(s),
             ..
         }) => Ok(Some(s)),
-        #[allow(unreachable_patterns)]
         Some(_) => Err(Error::WrongType),
     }
 }

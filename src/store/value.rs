@@ -4,11 +4,15 @@
 //! only place that knows all of them, so `TYPE`, `OBJECT ENCODING` and
 //! memory accounting stay in one spot.
 
+use crate::types::hash::Hash;
+use crate::types::set::Set;
 use crate::util::parse_i64;
 
 #[derive(Clone)]
 pub enum Value {
     Str(Str),
+    Hash(Hash),
+    Set(Set),
 }
 
 impl Value {
@@ -16,6 +20,8 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
         }
     }
 
@@ -23,6 +29,8 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
         }
     }
 
@@ -30,6 +38,8 @@ impl Value {
     pub fn mem_usage(&self) -> usize {
         match self {
             Value::Str(s) => s.data.capacity(),
+            Value::Hash(h) => h.mem_usage(),
+            Value::Set(s) => s.mem_usage(),
         }
     }
 }
