@@ -511,7 +511,7 @@ fn randomized_stream() {
                 10 => format!("DECRBY {k} {n}"),
                 11 => format!(
                     "INCRBY {k} {}",
-                    rng.random_range(-3..3) * 4611686018427387903i64
+                    rng.random_range(-2..=2) * 4611686018427387903i64
                 ),
                 12 => format!(
                     "INCRBYFLOAT {k} {}",
