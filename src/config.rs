@@ -166,7 +166,7 @@ impl Config {
             zset_max_listpack_entries: AtomicUsize::new(128),
             zset_max_listpack_value: AtomicUsize::new(64),
             set_max_intset_entries: AtomicUsize::new(512),
-            hash_max_listpack_entries: AtomicUsize::new(128),
+            hash_max_listpack_entries: AtomicUsize::new(512),
             hash_max_listpack_value: AtomicUsize::new(64),
             list_max_listpack_size: AtomicI64::new(-2),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),

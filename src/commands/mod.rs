@@ -14,8 +14,10 @@
 
 pub mod connection;
 pub mod docs;
+pub mod hashes;
 pub mod keys;
 pub mod server;
+pub mod sets;
 pub mod strings;
 pub mod transactions;
 pub mod windows;
@@ -35,6 +37,8 @@ pub static TABLE: &[&[Command]] = &[
     server::COMMANDS,
     keys::COMMANDS,
     strings::COMMANDS,
+    hashes::COMMANDS,
+    sets::COMMANDS,
     transactions::COMMANDS,
     windows::COMMANDS,
 ];

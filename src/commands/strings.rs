@@ -1,11 +1,29 @@
-//! String commands: GET and SET (with every option) so far.
+//! String commands: GET/SET and their variants (SETNX, SETEX, PSETEX,
+//! GETSET, GETDEL, GETEX), MGET/MSET/MSETNX, APPEND, STRLEN,
+//! GETRANGE/SUBSTR, SETRANGE and the INCR/DECR family.
+//!
+//! SET, SETNX, SETEX and PSETEX share one implementation, [`set_generic`],
+//! as in Redis's `t_string.c`, because their replies, option parsing and
+//! expire-time errors must agree exactly. Every write picks the string
+//! encoding Redis would report (see [`Str`]): values taken from arguments are
+//! `int`/`embstr`/`raw` by content, in-place edits (APPEND, SETRANGE) are
+//! `raw`, INCR results `int`, INCRBYFLOAT results are never `int`.
+//! INCRBYFLOAT's long-double arithmetic lives in [`crate::ldouble`].
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
-use crate::store::{Entry, Str, Value, notify};
+use crate::ldouble::LDouble;
+use crate::store::{Entry, Keyspace, Str, Value, notify};
 use crate::util::eq_ic;
 
 const G: &str = "string";
+
+/// MSET/MSETNX keys: every other argument from the first.
+const PAIRS: Keys = Keys::Range {
+    first: 1,
+    last: -1,
+    step: 2,
+};
 
 pub static COMMANDS: &[Command] = &[
     Command::new("get", 2, READONLY | FAST, Keys::ONE, get)
@@ -14,123 +32,581 @@ pub static COMMANDS: &[Command] = &[
     Command::new("set", -3, WRITE | DENYOOM, Keys::ONE, set)
         .doc(G, "1.0.0", "O(1)", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.")
         .syntax("key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"),
+    Command::new("setnx", 3, WRITE | DENYOOM | FAST, Keys::ONE, setnx)
+        .doc(G, "1.0.0", "O(1)", "Set the string value of a key only when the key doesn't exist.")
+        .syntax("key value"),
+    Command::new("setex", 4, WRITE | DENYOOM, Keys::ONE, setex)
+        .doc(G, "2.0.0", "O(1)", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.")
+        .syntax("key seconds value"),
+    Command::new("psetex", 4, WRITE | DENYOOM, Keys::ONE, setex)
+        .doc(G, "2.6.0", "O(1)", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.")
+        .syntax("key milliseconds value"),
+    Command::new("getset", 3, WRITE | DENYOOM | FAST, Keys::ONE, getset)
+        .doc(G, "1.0.0", "O(1)", "Returns the previous string value of a key after setting it to a new value.")
+        .syntax("key value"),
+    Command::new("getdel", 2, WRITE | FAST, Keys::ONE, getdel)
+        .doc(G, "6.2.0", "O(1)", "Returns the string value of a key after deleting the key.")
+        .syntax("key"),
+    Command::new("getex", -2, WRITE | FAST, Keys::ONE, getex)
+        .doc(G, "6.2.0", "O(1)", "Returns the string value of a key after setting its expiration time.")
+        .syntax("key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]"),
+    Command::new("mget", -2, READONLY | FAST, Keys::ALL_ARGS, mget)
+        .doc(G, "1.0.0", "O(N) where N is the number of keys to retrieve.", "Atomically returns the string values of one or more keys.")
+        .syntax("key [key ...]"),
+    Command::new("mset", -3, WRITE | DENYOOM, PAIRS, mset)
+        .doc(G, "1.0.1", "O(N) where N is the number of keys to set.", "Atomically creates or modifies the string values of one or more keys.")
+        .syntax("key value [key value ...]"),
+    Command::new("msetnx", -3, WRITE | DENYOOM, PAIRS, mset)
+        .doc(G, "1.0.1", "O(N) where N is the number of keys to set.", "Atomically modifies the string values of one or more keys only when all keys don't exist.")
+        .syntax("key value [key value ...]"),
+    Command::new("append", 3, WRITE | DENYOOM | FAST, Keys::ONE, append)
+        .doc(G, "2.0.0", "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.", "Appends a string to the value of a key. Creates the key if it doesn't exist.")
+        .syntax("key value"),
+    Command::new("strlen", 2, READONLY | FAST, Keys::ONE, strlen)
+        .doc(G, "2.2.0", "O(1)", "Returns the length of a string value.")
+        .syntax("key"),
+    Command::new("getrange", 4, READONLY, Keys::ONE, getrange)
+        .doc(G, "2.4.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "Returns a substring of the string stored at a key.")
+        .syntax("key start end"),
+    Command::new("substr", 4, READONLY, Keys::ONE, getrange)
+        .doc(G, "1.0.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "Returns a substring from a string value.")
+        .syntax("key start end"),
+    Command::new("setrange", 4, WRITE | DENYOOM, Keys::ONE, setrange)
+        .doc(G, "2.2.0", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.")
+        .syntax("key offset value"),
+    Command::new("incr", 2, WRITE | DENYOOM | FAST, Keys::ONE, incr)
+        .doc(G, "1.0.0", "O(1)", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
+        .syntax("key"),
+    Command::new("decr", 2, WRITE | DENYOOM | FAST, Keys::ONE, decr)
+        .doc(G, "1.0.0", "O(1)", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
+        .syntax("key"),
+    Command::new("incrby", 3, WRITE | DENYOOM | FAST, Keys::ONE, incrby)
+        .doc(G, "1.0.0", "O(1)", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.")
+        .syntax("key increment"),
+    Command::new("decrby", 3, WRITE | DENYOOM | FAST, Keys::ONE, decrby)
+        .doc(G, "1.0.0", "O(1)", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.")
+        .syntax("key decrement"),
+    Command::new("incrbyfloat", 3, WRITE | DENYOOM | FAST, Keys::ONE, incrbyfloat)
+        .doc(G, "2.6.0", "O(1)", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.")
+        .syntax("key increment"),
 ];
 
-fn get(ctx: &mut Ctx) -> CmdResult {
-    match ctx.ks.get_read(ctx.args.get(1)) {
-        None => ctx.out.null(),
+/// The string at `key`: None if missing, WRONGTYPE for another type.
+/// `read` counts a keyspace hit or miss (Redis's `lookupKeyRead`).
+fn lookup_str<'a>(
+    ks: &'a mut Keyspace<'_>,
+    key: &[u8],
+    read: bool,
+) -> Result<Option<&'a mut Str>, Error> {
+    let e = if read { ks.get_read(key) } else { ks.get(key) };
+    match e {
+        None => Ok(None),
         Some(Entry {
             value: Value::Str(s),
             ..
-        }) => ctx.out.bulk(&s.data),
-        Some(_) => return Err(Error::WrongType),
+        }) => Ok(Some(s)),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// Redis's `checkStringLength`: the size limit of a string built in place.
+fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
+    let total = len.checked_add(append);
+    match total {
+        Some(t) if t <= ctx.shared.config.proto_max_bulk_len().max(0) as u64 => Ok(()),
+        _ => Err(Error::Static(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        )),
+    }
+}
+
+fn get(ctx: &mut Ctx) -> CmdResult {
+    match lookup_str(ctx.ks, ctx.args.get(1), true)? {
+        None => ctx.out.null(),
+        Some(s) => ctx.out.bulk(&s.data),
     }
     Ok(())
 }
 
-#[derive(PartialEq)]
-enum Expiry {
-    Keep,
+/// Which of SET's mutually exclusive expiry options was given.
+#[derive(Clone, Copy, PartialEq)]
+enum ExpireOpt {
     None,
-    At(i64),
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+    KeepTtl,
+    Persist,
 }
 
-fn set(ctx: &mut Ctx) -> CmdResult {
-    let (key, value) = (ctx.args.get(1), ctx.args.get(2));
-    let (mut nx, mut xx, mut get_old) = (false, false, false);
-    let mut keepttl = false;
-    // Redis accepts a repeated option (`EX 1 EX 2`: the last wins) but not
-    // two different expiry kinds; values are validated after the syntax.
-    let mut ttl: Option<(&str, &[u8])> = None;
-    let mut i = 3;
-    while i < ctx.argc() {
-        let opt = ctx.args.get(i);
-        let next = (i + 1 < ctx.argc()).then(|| ctx.args.get(i + 1));
-        if eq_ic(opt, "NX") && !xx {
-            nx = true;
-        } else if eq_ic(opt, "XX") && !nx {
-            xx = true;
-        } else if eq_ic(opt, "GET") {
-            get_old = true;
-        } else if eq_ic(opt, "KEEPTTL") && ttl.is_none() {
-            keepttl = true;
-        } else if let (Some(unit), Some(v)) = (expire_unit(opt), next) {
-            if keepttl || ttl.is_some_and(|(u, _)| u != unit) {
-                return Err(Error::Syntax);
-            }
-            ttl = Some((unit, v));
+/// Options of SET and GETEX (Redis's `parseExtendedStringArgumentsOrReply`).
+struct SetOpts<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    expire: ExpireOpt,
+    expire_arg: &'a [u8],
+}
+
+/// Parses options from `first` on. `for_set` selects SET's grammar
+/// (NX/XX/GET/KEEPTTL) over GETEX's (PERSIST). Redis accepts a repeated
+/// expiry option of the same kind (the last wins), so this does too.
+fn parse_set_opts<'a>(
+    ctx: &Ctx<'a, '_>,
+    first: usize,
+    for_set: bool,
+) -> Result<SetOpts<'a>, Error> {
+    let mut o = SetOpts {
+        nx: false,
+        xx: false,
+        get: false,
+        expire: ExpireOpt::None,
+        expire_arg: &[],
+    };
+    let args = ctx.args;
+    let mut i = first;
+    while i < args.len() {
+        let opt = args.get(i);
+        let has_next = i + 1 < args.len();
+        let free_for = |kind: ExpireOpt| o.expire == ExpireOpt::None || o.expire == kind;
+        if for_set && eq_ic(opt, "NX") && !o.xx {
+            o.nx = true;
+        } else if for_set && eq_ic(opt, "XX") && !o.nx {
+            o.xx = true;
+        } else if for_set && eq_ic(opt, "GET") {
+            o.get = true;
+        } else if for_set && eq_ic(opt, "KEEPTTL") && free_for(ExpireOpt::KeepTtl) {
+            o.expire = ExpireOpt::KeepTtl;
+        } else if !for_set && eq_ic(opt, "PERSIST") && free_for(ExpireOpt::Persist) {
+            o.expire = ExpireOpt::Persist;
+        } else if let Some(kind) = expire_kind(opt).filter(|&k| has_next && free_for(k)) {
+            o.expire = kind;
+            o.expire_arg = args.get(i + 1);
             i += 1;
         } else {
             return Err(Error::Syntax);
         }
         i += 1;
     }
-    let expiry = match ttl {
-        None if keepttl => Expiry::Keep,
-        None => Expiry::None,
-        Some((unit, v)) => {
-            let n = int_arg(v)?;
-            let invalid = || Error::Static("ERR invalid expire time in 'set' command");
-            let seconds = unit == "EX" || unit == "EXAT";
-            if n <= 0 || (seconds && n > i64::MAX / 1000) {
-                return Err(invalid());
-            }
-            let ms = if seconds { n * 1000 } else { n };
-            let relative = unit == "EX" || unit == "PX";
-            let base = if relative { ctx.ks.now_ms as i64 } else { 0 };
-            Expiry::At(ms.checked_add(base).ok_or_else(invalid)?)
+    Ok(o)
+}
+
+fn expire_kind(opt: &[u8]) -> Option<ExpireOpt> {
+    [
+        ("EX", ExpireOpt::Ex),
+        ("PX", ExpireOpt::Px),
+        ("EXAT", ExpireOpt::ExAt),
+        ("PXAT", ExpireOpt::PxAt),
+    ]
+    .into_iter()
+    .find(|(name, _)| eq_ic(opt, name))
+    .map(|(_, k)| k)
+}
+
+/// Redis's `getExpireMillisecondsOrReply`: the absolute expiry in ms.
+fn expire_at_ms(ctx: &Ctx, kind: ExpireOpt, arg: &[u8]) -> Result<i64, Error> {
+    let n = int_arg(arg)?;
+    let invalid = || {
+        Error::Owned(format!(
+            "ERR invalid expire time in '{}' command",
+            ctx.cmd.name
+        ))
+    };
+    let seconds = matches!(kind, ExpireOpt::Ex | ExpireOpt::ExAt);
+    if n <= 0 || (seconds && n > i64::MAX / 1000) {
+        return Err(invalid());
+    }
+    let ms = if seconds { n * 1000 } else { n };
+    let at = if matches!(kind, ExpireOpt::Ex | ExpireOpt::Px) {
+        ms.checked_add(ctx.ks.now_ms as i64).ok_or_else(invalid)?
+    } else {
+        ms
+    };
+    Ok(at)
+}
+
+/// Replies for a SET-family command that decided not to write.
+enum Abort {
+    Null,
+    Zero,
+}
+
+/// The shared body of SET, SETNX, SETEX and PSETEX (Redis's
+/// `setGenericCommand`).
+fn set_generic(
+    ctx: &mut Ctx,
+    opts: &SetOpts,
+    value: &[u8],
+    ok_int: bool,
+    abort: Abort,
+) -> CmdResult {
+    let key = ctx.args.get(1);
+    let expire_at = match opts.expire {
+        ExpireOpt::Ex | ExpireOpt::Px | ExpireOpt::ExAt | ExpireOpt::PxAt => {
+            Some(expire_at_ms(ctx, opts.expire, opts.expire_arg)?)
         }
+        _ => None,
     };
-    let old = match ctx.ks.get(key) {
-        None => None,
-        Some(Entry {
-            value: Value::Str(s),
-            ..
-        }) => Some(if get_old { Some(s.data.clone()) } else { None }),
-        Some(_) if get_old => return Err(Error::WrongType),
-        Some(_) => Some(None),
-    };
-    let exists = old.is_some();
-    let reply_old = |ctx: &mut Ctx, old: Option<Option<Vec<u8>>>| match old.flatten() {
-        Some(v) => ctx.out.bulk(&v),
-        None => ctx.out.null(),
-    };
-    if (nx && exists) || (xx && !exists) {
-        if get_old {
-            reply_old(ctx, old);
-        } else {
-            ctx.out.null();
+    if opts.get {
+        match lookup_str(ctx.ks, key, true)? {
+            None => ctx.out.null(),
+            Some(s) => ctx.out.bulk(&s.data),
+        }
+    }
+    let found = ctx.ks.exists(key);
+    if (opts.nx && found) || (opts.xx && !found) {
+        if !opts.get {
+            match abort {
+                Abort::Null => ctx.out.null(),
+                Abort::Zero => ctx.out.int(0),
+            }
         }
         return Ok(());
     }
     let v = Value::Str(Str::new(value));
-    match expiry {
-        Expiry::Keep => ctx.ks.set_keep_ttl(key, v),
-        Expiry::None => ctx.ks.set(key, v),
-        Expiry::At(at) => {
+    match expire_at {
+        Some(at) => {
             let mut e = Entry::new(v);
             e.expire_at = at.max(1) as u64;
             ctx.ks.set_entry(key, e);
         }
+        None if opts.expire == ExpireOpt::KeepTtl => ctx.ks.set_keep_ttl(key, v),
+        None => ctx.ks.set(key, v),
     }
     ctx.ks.signal(key, notify::STRING, "set");
-    if let Expiry::At(at) = expiry {
+    if let Some(at) = expire_at {
         ctx.ks.notify(notify::GENERIC, "expire", key);
-        // A time already past deletes the key at once, as Redis does.
+        // A time already past deletes the key at once.
         if at <= ctx.ks.now_ms as i64 {
             ctx.ks.expire_if_needed(key);
         }
     }
-    if get_old {
-        reply_old(ctx, old);
+    if !opts.get {
+        if ok_int {
+            ctx.out.int(1);
+        } else {
+            ctx.out.ok();
+        }
+    }
+    Ok(())
+}
+
+fn set(ctx: &mut Ctx) -> CmdResult {
+    let opts = parse_set_opts(ctx, 3, true)?;
+    let value = ctx.args.get(2);
+    set_generic(ctx, &opts, value, false, Abort::Null)
+}
+
+fn setnx(ctx: &mut Ctx) -> CmdResult {
+    let opts = SetOpts {
+        nx: true,
+        xx: false,
+        get: false,
+        expire: ExpireOpt::None,
+        expire_arg: &[],
+    };
+    let value = ctx.args.get(2);
+    set_generic(ctx, &opts, value, true, Abort::Zero)
+}
+
+fn setex(ctx: &mut Ctx) -> CmdResult {
+    let opts = SetOpts {
+        nx: false,
+        xx: false,
+        get: false,
+        expire: if ctx.cmd.name == "setex" {
+            ExpireOpt::Ex
+        } else {
+            ExpireOpt::Px
+        },
+        expire_arg: ctx.args.get(2),
+    };
+    let value = ctx.args.get(3);
+    set_generic(ctx, &opts, value, false, Abort::Null)
+}
+
+fn getset(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    match lookup_str(ctx.ks, key, true)? {
+        None => ctx.out.null(),
+        Some(s) => ctx.out.bulk(&s.data),
+    }
+    ctx.ks.set(key, Value::Str(Str::new(ctx.args.get(2))));
+    ctx.ks.signal(key, notify::STRING, "set");
+    Ok(())
+}
+
+fn getdel(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    match lookup_str(ctx.ks, key, true)? {
+        None => ctx.out.null(),
+        Some(s) => {
+            ctx.out.bulk(&s.data);
+            ctx.ks.remove(key);
+            ctx.ks.signal(key, notify::GENERIC, "del");
+        }
+    }
+    Ok(())
+}
+
+fn getex(ctx: &mut Ctx) -> CmdResult {
+    let opts = parse_set_opts(ctx, 2, false)?;
+    let key = ctx.args.get(1);
+    let mark = ctx.out.len();
+    match lookup_str(ctx.ks, key, true)? {
+        None => {
+            ctx.out.null();
+            return Ok(());
+        }
+        Some(s) => ctx.out.bulk(&s.data),
+    }
+    let expire_at = match opts.expire {
+        ExpireOpt::Ex | ExpireOpt::Px | ExpireOpt::ExAt | ExpireOpt::PxAt => {
+            match expire_at_ms(ctx, opts.expire, opts.expire_arg) {
+                Ok(at) => Some(at),
+                Err(e) => {
+                    ctx.out.truncate(mark);
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    let absolute = matches!(opts.expire, ExpireOpt::ExAt | ExpireOpt::PxAt);
+    match expire_at {
+        Some(at) if absolute && at <= ctx.ks.now_ms as i64 => {
+            ctx.ks.remove(key);
+            ctx.ks.signal(key, notify::GENERIC, "del");
+        }
+        Some(at) => {
+            ctx.ks.set_expire(key, at as u64);
+            ctx.ks.signal(key, notify::GENERIC, "expire");
+        }
+        None if opts.expire == ExpireOpt::Persist
+            && ctx.ks.peek(key).is_some_and(|e| e.expire_at != 0) =>
+        {
+            ctx.ks.set_expire(key, 0);
+            ctx.ks.signal(key, notify::GENERIC, "persist");
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+fn mget(ctx: &mut Ctx) -> CmdResult {
+    let n = ctx.argc() - 1;
+    ctx.out.array(n);
+    for i in 1..=n {
+        let key = ctx.args.get(i);
+        match ctx.ks.get_read(key) {
+            Some(Entry {
+                value: Value::Str(s),
+                ..
+            }) => ctx.out.bulk(&s.data),
+            _ => ctx.out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// MSET and MSETNX.
+fn mset(ctx: &mut Ctx) -> CmdResult {
+    let nx = ctx.cmd.name == "msetnx";
+    if ctx.argc().is_multiple_of(2) {
+        return Err(Error::Owned(format!(
+            "ERR wrong number of arguments for '{}' command",
+            ctx.cmd.name
+        )));
+    }
+    if nx
+        && (1..ctx.argc())
+            .step_by(2)
+            .any(|i| ctx.ks.exists(ctx.args.get(i)))
+    {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    for i in (1..ctx.argc()).step_by(2) {
+        let (key, value) = (ctx.args.get(i), ctx.args.get(i + 1));
+        ctx.ks.set(key, Value::Str(Str::new(value)));
+        ctx.ks.signal(key, notify::STRING, "set");
+    }
+    if nx {
+        ctx.out.int(1);
     } else {
         ctx.out.ok();
     }
     Ok(())
 }
 
-fn expire_unit(opt: &[u8]) -> Option<&'static str> {
-    ["EX", "PX", "EXAT", "PXAT"]
-        .into_iter()
-        .find(|u| eq_ic(opt, u))
+fn append(ctx: &mut Ctx) -> CmdResult {
+    let (key, add) = (ctx.args.get(1), ctx.args.get(2));
+    let len = match lookup_str(ctx.ks, key, false)? {
+        None => {
+            // A new key stores the argument as SET would (int/embstr/raw).
+            ctx.ks.set(key, Value::Str(Str::new(add)));
+            add.len()
+        }
+        Some(s) => {
+            let cur = s.data.len() as u64;
+            check_length(ctx, cur, add.len() as u64)?;
+            let Some(s) = lookup_str(ctx.ks, key, false)? else {
+                return Ok(());
+            };
+            s.data.extend_from_slice(add);
+            s.raw = true;
+            s.data.len()
+        }
+    };
+    ctx.ks.signal(key, notify::STRING, "append");
+    ctx.out.int(len as i64);
+    Ok(())
+}
+
+fn strlen(ctx: &mut Ctx) -> CmdResult {
+    let n = lookup_str(ctx.ks, ctx.args.get(1), true)?.map_or(0, |s| s.data.len());
+    ctx.out.int(n as i64);
+    Ok(())
+}
+
+fn getrange(ctx: &mut Ctx) -> CmdResult {
+    let mut start = int_arg(ctx.args.get(2))?;
+    let mut end = int_arg(ctx.args.get(3))?;
+    let Some(s) = lookup_str(ctx.ks, ctx.args.get(1), true)? else {
+        ctx.out.bulk(b"");
+        return Ok(());
+    };
+    let len = s.data.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        ctx.out.bulk(b"");
+        return Ok(());
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0).min(len - 1);
+    if start > end || len == 0 {
+        ctx.out.bulk(b"");
+    } else {
+        ctx.out.bulk(&s.data[start as usize..=end as usize]);
+    }
+    Ok(())
+}
+
+fn setrange(ctx: &mut Ctx) -> CmdResult {
+    let (key, value) = (ctx.args.get(1), ctx.args.get(3));
+    let offset = int_arg(ctx.args.get(2))?;
+    if offset < 0 {
+        return Err(Error::Static("ERR offset is out of range"));
+    }
+    let offset = offset as u64;
+    let cur_len = match lookup_str(ctx.ks, key, false)? {
+        None if value.is_empty() => {
+            ctx.out.int(0);
+            return Ok(());
+        }
+        None => None,
+        Some(s) if value.is_empty() => {
+            let n = s.data.len();
+            ctx.out.int(n as i64);
+            return Ok(());
+        }
+        Some(s) => Some(s.data.len()),
+    };
+    check_length(ctx, offset, value.len() as u64)?;
+    let (offset, end) = (offset as usize, offset as usize + value.len());
+    if cur_len.is_none() {
+        ctx.ks.set(key, Value::Str(Str::raw(Vec::new())));
+    }
+    let Some(s) = lookup_str(ctx.ks, key, false)? else {
+        return Ok(());
+    };
+    if s.data.len() < end {
+        s.data.resize(end, 0);
+    }
+    s.data[offset..end].copy_from_slice(value);
+    s.raw = true;
+    let n = s.data.len();
+    ctx.ks.signal(key, notify::STRING, "setrange");
+    ctx.out.int(n as i64);
+    Ok(())
+}
+
+fn incr(ctx: &mut Ctx) -> CmdResult {
+    incr_decr(ctx, 1)
+}
+
+fn decr(ctx: &mut Ctx) -> CmdResult {
+    incr_decr(ctx, -1)
+}
+
+fn incrby(ctx: &mut Ctx) -> CmdResult {
+    let by = int_arg(ctx.args.get(2))?;
+    incr_decr(ctx, by)
+}
+
+fn decrby(ctx: &mut Ctx) -> CmdResult {
+    let by = int_arg(ctx.args.get(2))?;
+    if by == i64::MIN {
+        return Err(Error::Static("ERR decrement would overflow"));
+    }
+    incr_decr(ctx, -by)
+}
+
+/// Redis's `incrDecrCommand`; the TTL survives (`dbOverwrite`).
+fn incr_decr(ctx: &mut Ctx, by: i64) -> CmdResult {
+    let key = ctx.args.get(1);
+    let new = match lookup_str(ctx.ks, key, false)? {
+        None => by,
+        Some(s) => {
+            let cur = crate::util::parse_i64(&s.data).ok_or(Error::NotInteger)?;
+            let new = cur
+                .checked_add(by)
+                .ok_or(Error::Static("ERR increment or decrement would overflow"))?;
+            *s = Str::from_int(new);
+            new
+        }
+    };
+    if !ctx.ks.exists(key) {
+        ctx.ks.set(key, Value::Str(Str::from_int(new)));
+    }
+    ctx.ks.signal(key, notify::STRING, "incrby");
+    ctx.out.int(new);
+    Ok(())
+}
+
+/// Redis's `incrbyfloatCommand`: the key's type, then its value, then the
+/// increment are checked, in that order.
+fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    let cur = lookup_str(ctx.ks, key, false)?.map(|s| s.data.clone());
+    let value = match &cur {
+        Some(data) => LDouble::parse(data).ok_or(Error::NotFloat)?,
+        None => LDouble::ZERO,
+    };
+    let by = LDouble::parse(ctx.args.get(2)).ok_or(Error::NotFloat)?;
+    let text = value
+        .checked_add(by)
+        .ok_or(Error::Static("ERR increment would produce NaN or Infinity"))?
+        .to_human();
+    let new = Value::Str(Str::plain(text.into_bytes()));
+    if cur.is_some() {
+        ctx.ks.set_keep_ttl(key, new);
+    } else {
+        ctx.ks.set(key, new);
+    }
+    ctx.ks.signal(key, notify::STRING, "incrbyfloat");
+    if let Some(Entry {
+        value: Value::Str(s),
+        ..
+    }) = ctx.ks.peek(key)
+    {
+        ctx.out.bulk(&s.data);
+    }
+    Ok(())
 }

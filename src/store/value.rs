@@ -4,11 +4,15 @@
 //! only place that knows all of them, so `TYPE`, `OBJECT ENCODING` and
 //! memory accounting stay in one spot.
 
+use crate::types::hash::Hash;
+use crate::types::set::Set;
 use crate::util::parse_i64;
 
 #[derive(Clone)]
 pub enum Value {
     Str(Str),
+    Hash(Hash),
+    Set(Set),
     ZSet(crate::zset::ZSet),
 }
 
@@ -17,6 +21,8 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
         }
     }
@@ -25,6 +31,8 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding_name(),
         }
     }
@@ -33,6 +41,8 @@ impl Value {
     pub fn mem_usage(&self) -> usize {
         match self {
             Value::Str(s) => s.data.capacity(),
+            Value::Hash(h) => h.mem_usage(),
+            Value::Set(s) => s.mem_usage(),
             Value::ZSet(z) => z.mem_usage(),
         }
     }
@@ -40,11 +50,14 @@ impl Value {
 
 /// A string value. Redis reports `int`, `embstr` or `raw` depending on how
 /// the value was made; `raw` records that it was modified in place (APPEND,
-/// SETRANGE), which Redis never re-encodes.
+/// SETRANGE), which Redis never re-encodes, and `plain` that it was stored
+/// without Redis's `tryObjectEncoding` (INCRBYFLOAT results), so even an
+/// integer-looking value reports `embstr`.
 #[derive(Debug, Clone, Default)]
 pub struct Str {
     pub data: Vec<u8>,
     pub raw: bool,
+    pub plain: bool,
 }
 
 /// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -55,6 +68,26 @@ impl Str {
         Str {
             data: data.to_vec(),
             raw: false,
+            plain: false,
+        }
+    }
+
+    /// A string Redis creates with `createStringObject` and never tries to
+    /// encode as an integer.
+    pub fn plain(data: Vec<u8>) -> Str {
+        Str {
+            data,
+            raw: false,
+            plain: true,
+        }
+    }
+
+    /// A string Redis modified in place (always `raw`).
+    pub fn raw(data: Vec<u8>) -> Str {
+        Str {
+            data,
+            raw: true,
+            plain: false,
         }
     }
 
@@ -62,11 +95,12 @@ impl Str {
         Str {
             data: itoa::Buffer::new().format(n).as_bytes().to_vec(),
             raw: false,
+            plain: false,
         }
     }
 
     pub fn encoding(&self) -> &'static str {
-        if !self.raw && self.data.len() <= 20 && parse_i64(&self.data).is_some() {
+        if !self.raw && !self.plain && self.data.len() <= 20 && parse_i64(&self.data).is_some() {
             "int"
         } else if !self.raw && self.data.len() <= EMBSTR_MAX {
             "embstr"

@@ -1,0 +1,510 @@
+//! Set commands: SADD, SREM, SCARD, SISMEMBER, SMISMEMBER, SMEMBERS, SPOP,
+//! SRANDMEMBER, SMOVE, SINTER/SINTERCARD/SINTERSTORE, SUNION/SUNIONSTORE,
+//! SDIFF/SDIFFSTORE, SSCAN.
+//!
+//! The data structure and its encodings live in [`crate::types::set`]. The
+//! set algebra follows Redis 7.0's `t_set.c` step for step where the result
+//! is observable: SINTER walks the smallest input (stable sort by size) and
+//! replies in its order; SUNION/SDIFF build a fresh set starting as an
+//! intset and reply in that set's order; the *STORE forms store that set,
+//! so an all-integer result is an `intset` even from `hashtable` inputs.
+
+use super::flags::*;
+use super::hashes::{count_arg, scan_args};
+use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use crate::protocol::Reply;
+use crate::store::{Entry, Keyspace, Value, notify};
+use crate::types::set::{Member, Set};
+use crate::util::{eq_ic, glob_match};
+
+const G: &str = "set";
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("sadd", -3, WRITE | DENYOOM | FAST, Keys::ONE, sadd)
+        .doc(G, "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Adds one or more members to a set. Creates the key if it doesn't exist.")
+        .syntax("key member [member ...]"),
+    Command::new("srem", -3, WRITE | FAST, Keys::ONE, srem)
+        .doc(G, "1.0.0", "O(N) where N is the number of members to be removed.", "Removes one or more members from a set. Deletes the set if the last member was removed.")
+        .syntax("key member [member ...]"),
+    Command::new("scard", 2, READONLY | FAST, Keys::ONE, scard)
+        .doc(G, "1.0.0", "O(1)", "Returns the number of members in a set.")
+        .syntax("key"),
+    Command::new("sismember", 3, READONLY | FAST, Keys::ONE, sismember)
+        .doc(G, "1.0.0", "O(1)", "Determines whether a member belongs to a set.")
+        .syntax("key member"),
+    Command::new("smismember", -3, READONLY | FAST, Keys::ONE, smismember)
+        .doc(G, "6.2.0", "O(N) where N is the number of elements being checked for membership", "Determines whether multiple members belong to a set.")
+        .syntax("key member [member ...]"),
+    Command::new("smembers", 2, READONLY, Keys::ONE, sinter)
+        .doc(G, "1.0.0", "O(N) where N is the set cardinality.", "Returns all members of a set.")
+        .syntax("key"),
+    Command::new("spop", -2, WRITE | FAST, Keys::ONE, spop)
+        .doc(G, "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.")
+        .syntax("key [count]"),
+    Command::new("srandmember", -2, READONLY, Keys::ONE, srandmember)
+        .doc(G, "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", "Get one or multiple random members from a set")
+        .syntax("key [count]"),
+    Command::new("smove", 4, WRITE | FAST, Keys::TWO, smove)
+        .doc(G, "1.0.0", "O(1)", "Moves a member from one set to another.")
+        .syntax("source destination member"),
+    Command::new("sinter", -2, READONLY, Keys::ALL_ARGS, sinter)
+        .doc(G, "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Returns the intersect of multiple sets.")
+        .syntax("key [key ...]"),
+    Command::new("sintercard", -3, READONLY, Keys::NumKeys { count_at: 1, dest: None }, sintercard)
+        .doc(G, "7.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Returns the number of members of the intersect of multiple sets.")
+        .syntax("numkeys key [key ...] [LIMIT limit]"),
+    Command::new("sinterstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, sinterstore)
+        .doc(G, "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Stores the intersect of multiple sets in a key.")
+        .syntax("destination key [key ...]"),
+    Command::new("sunion", -2, READONLY, Keys::ALL_ARGS, sunion)
+        .doc(G, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Returns the union of multiple sets.")
+        .syntax("key [key ...]"),
+    Command::new("sunionstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, sunion)
+        .doc(G, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the union of multiple sets in a key.")
+        .syntax("destination key [key ...]"),
+    Command::new("sdiff", -2, READONLY, Keys::ALL_ARGS, sunion)
+        .doc(G, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Returns the difference of multiple sets.")
+        .syntax("key [key ...]"),
+    Command::new("sdiffstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, sunion)
+        .doc(G, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the difference of multiple sets in a key.")
+        .syntax("destination key [key ...]"),
+    Command::new("sscan", -3, READONLY, Keys::ONE, sscan)
+        .doc(G, "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over members of a set.")
+        .syntax("key cursor [MATCH pattern] [COUNT count]"),
+];
+
+/// The set at `key`: None if missing, WRONGTYPE for another type.
+fn lookup<'a>(
+    ks: &'a mut Keyspace<'_>,
+    key: &[u8],
+    read: bool,
+) -> Result<Option<&'a mut Set>, Error> {
+    let e = if read { ks.get_read(key) } else { ks.get(key) };
+    match e {
+        None => Ok(None),
+        Some(Entry {
+            value: Value::Set(s),
+            ..
+        }) => Ok(Some(s)),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+fn max_intset(ctx: &Ctx) -> usize {
+    ctx.shared.config.set_max_intset_entries()
+}
+
+fn bulk_member(out: &mut Reply, m: Member<'_>) {
+    m.with_bytes(|b| out.bulk(b));
+}
+
+/// Deletes a set a write emptied, as Redis does, with its `del` event.
+fn delete_if_empty(ks: &mut Keyspace<'_>, key: &[u8]) {
+    if lookup(ks, key, false)
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.is_empty())
+    {
+        ks.remove(key);
+        ks.signal(key, notify::GENERIC, "del");
+    }
+}
+
+fn sadd(ctx: &mut Ctx) -> CmdResult {
+    let (args, key, max) = (ctx.args, ctx.args.get(1), max_intset(ctx));
+    if lookup(ctx.ks, key, false)?.is_none() {
+        ctx.ks.set(key, Value::Set(Set::for_member(args.get(2))));
+    }
+    let Some(s) = lookup(ctx.ks, key, false)? else {
+        return Err(Error::WrongType);
+    };
+    let mut added = 0;
+    for i in 2..args.len() {
+        added += s.add(args.get(i), max) as i64;
+    }
+    if added > 0 {
+        ctx.ks.signal(key, notify::SET, "sadd");
+    }
+    ctx.out.int(added);
+    Ok(())
+}
+
+fn srem(ctx: &mut Ctx) -> CmdResult {
+    let (args, key) = (ctx.args, ctx.args.get(1));
+    let Some(s) = lookup(ctx.ks, key, false)? else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    let mut removed = 0;
+    for i in 2..args.len() {
+        if s.remove(args.get(i)) {
+            removed += 1;
+            if s.is_empty() {
+                break;
+            }
+        }
+    }
+    if removed > 0 {
+        ctx.ks.signal(key, notify::SET, "srem");
+        delete_if_empty(ctx.ks, key);
+    }
+    ctx.out.int(removed);
+    Ok(())
+}
+
+fn scard(ctx: &mut Ctx) -> CmdResult {
+    let n = lookup(ctx.ks, ctx.args.get(1), true)?.map_or(0, |s| s.len());
+    ctx.out.int(n as i64);
+    Ok(())
+}
+
+fn sismember(ctx: &mut Ctx) -> CmdResult {
+    let m = ctx.args.get(2);
+    let found = lookup(ctx.ks, ctx.args.get(1), true)?.is_some_and(|s| s.contains(m));
+    ctx.out.int(found as i64);
+    Ok(())
+}
+
+fn smismember(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let s = lookup(ctx.ks, args.get(1), true)?;
+    ctx.out.array(args.len() - 2);
+    for i in 2..args.len() {
+        let found = s.as_ref().is_some_and(|s| s.contains(args.get(i)));
+        ctx.out.int(found as i64);
+    }
+    Ok(())
+}
+
+fn spop(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    match ctx.argc() {
+        2 => {
+            let Some(s) = lookup(ctx.ks, key, false)? else {
+                ctx.out.null();
+                return Ok(());
+            };
+            match s.pop(&mut rand::rng()) {
+                Some(m) => ctx.out.bulk(&m),
+                None => ctx.out.null(),
+            }
+            ctx.ks.signal(key, notify::SET, "spop");
+            delete_if_empty(ctx.ks, key);
+            return Ok(());
+        }
+        3 => {}
+        _ => return Err(Error::Syntax),
+    }
+    // Redis reports even a non-number as out of range here.
+    let count = int_arg(ctx.args.get(2))
+        .map_err(|_| Error::Static("ERR value is out of range, must be positive"))?;
+    if count < 0 {
+        return Err(Error::Static("ERR value is out of range, must be positive"));
+    }
+    let count = count as u64;
+    let Some(s) = lookup(ctx.ks, key, false)? else {
+        ctx.out.set(0);
+        return Ok(());
+    };
+    if count == 0 {
+        ctx.out.set(0);
+        return Ok(());
+    }
+    if count >= s.len() as u64 {
+        // The whole set, replied as SUNION of it would (a fresh set's order).
+        let all = std::mem::replace(s, Set::new_intset());
+        let mut copy = Set::new_intset();
+        for m in all.iter() {
+            copy.add_member(m, max_intset(ctx));
+        }
+        ctx.out.set(copy.len());
+        for m in copy.iter() {
+            bulk_member(ctx.out, m);
+        }
+        ctx.ks.signal(key, notify::SET, "spop");
+        ctx.ks.remove(key);
+        ctx.ks.signal(key, notify::GENERIC, "del");
+        return Ok(());
+    }
+    ctx.out.set(count as usize);
+    let mut rng = rand::rng();
+    for _ in 0..count {
+        if let Some(m) = s.pop(&mut rng) {
+            ctx.out.bulk(&m);
+        }
+    }
+    ctx.ks.signal(key, notify::SET, "spop");
+    Ok(())
+}
+
+fn srandmember(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    match ctx.argc() {
+        2 => {
+            let s = lookup(ctx.ks, key, true)?;
+            match s.and_then(|s| s.random(&mut rand::rng())) {
+                Some(m) => bulk_member(ctx.out, m),
+                None => ctx.out.null(),
+            }
+            return Ok(());
+        }
+        3 => {}
+        _ => return Err(Error::Syntax),
+    }
+    let l = count_arg(ctx.args.get(2))?;
+    let Some(s) = lookup(ctx.ks, key, true)? else {
+        ctx.out.array(0);
+        return Ok(());
+    };
+    let count = l.unsigned_abs();
+    let mut rng = rand::rng();
+    if count == 0 {
+        ctx.out.array(0);
+    } else if l < 0 || count == 1 {
+        // Independent picks; the reply grows with the count as Redis's does.
+        ctx.out.array(count as usize);
+        for _ in 0..count {
+            if let Some(m) = s.random(&mut rng) {
+                bulk_member(ctx.out, m);
+            }
+        }
+    } else if count >= s.len() as u64 {
+        ctx.out.array(s.len());
+        for m in s.iter() {
+            bulk_member(ctx.out, m);
+        }
+    } else {
+        ctx.out.array(count as usize);
+        let out = &mut *ctx.out;
+        s.sample(&mut rng, count as usize, |m| bulk_member(out, m));
+    }
+    Ok(())
+}
+
+fn smove(ctx: &mut Ctx) -> CmdResult {
+    let (src, dst, m) = (ctx.args.get(1), ctx.args.get(2), ctx.args.get(3));
+    let max = max_intset(ctx);
+    let Some(s) = lookup(ctx.ks, src, false)? else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    let in_src = s.contains(m);
+    let dst_exists = lookup(ctx.ks, dst, false)?.is_some();
+    if src == dst {
+        ctx.out.int(in_src as i64);
+        return Ok(());
+    }
+    let Some(s) = lookup(ctx.ks, src, false)? else {
+        return Ok(());
+    };
+    if !s.remove(m) {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    ctx.ks.notify(notify::SET, "srem", src);
+    delete_if_empty(ctx.ks, src);
+    if !dst_exists {
+        ctx.ks.set(dst, Value::Set(Set::for_member(m)));
+    }
+    ctx.ks.modified(src);
+    if let Some(d) = lookup(ctx.ks, dst, false)?
+        && d.add(m, max)
+    {
+        ctx.ks.signal(dst, notify::SET, "sadd");
+    }
+    ctx.out.int(1);
+    Ok(())
+}
+
+/// Reads the sets named by `keys` (missing ones as None), failing with
+/// WRONGTYPE if any key holds another type, before any work is done.
+fn load_sets(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<Option<Set>>, Error> {
+    let mut sets = Vec::new();
+    for k in keys {
+        sets.push(lookup(ctx.ks, k, true)?.map(|s| s.clone()));
+    }
+    Ok(sets)
+}
+
+/// Stores `result` at `dst` (or deletes `dst` if it is empty) and replies
+/// with its size, as the *STORE commands do.
+fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) {
+    let n = result.len();
+    if n > 0 {
+        ctx.ks.set(dst, Value::Set(result));
+        ctx.ks.signal(dst, notify::SET, event);
+    } else if ctx.ks.remove(dst).is_some() {
+        ctx.ks.signal(dst, notify::GENERIC, "del");
+    }
+    ctx.out.int(n as i64);
+}
+
+/// SINTER and SMEMBERS (which is SINTER of one key in Redis 7.0).
+fn sinter(ctx: &mut Ctx) -> CmdResult {
+    let keys: Vec<&[u8]> = (1..ctx.argc()).map(|i| ctx.args.get(i)).collect();
+    inter_generic(ctx, &keys, None, None)
+}
+
+fn sinterstore(ctx: &mut Ctx) -> CmdResult {
+    let keys: Vec<&[u8]> = (2..ctx.argc()).map(|i| ctx.args.get(i)).collect();
+    let dst = ctx.args.get(1);
+    inter_generic(ctx, &keys, Some(dst), None)
+}
+
+fn sintercard(ctx: &mut Ctx) -> CmdResult {
+    let numkeys = int_arg(ctx.args.get(1))
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or(Error::Static("ERR numkeys should be greater than 0"))?;
+    if numkeys > ctx.argc() as i64 - 2 {
+        return Err(Error::Static(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let first_opt = 2 + numkeys as usize;
+    let mut limit = 0u64;
+    let mut i = first_opt;
+    while i < ctx.argc() {
+        if eq_ic(ctx.args.get(i), "LIMIT") && i + 1 < ctx.argc() {
+            limit = int_arg(ctx.args.get(i + 1))
+                .ok()
+                .filter(|&n| n >= 0)
+                .ok_or(Error::Static("ERR LIMIT can't be negative"))? as u64;
+            i += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let keys: Vec<&[u8]> = (2..first_opt).map(|i| ctx.args.get(i)).collect();
+    inter_generic(ctx, &keys, None, Some(limit))
+}
+
+/// Redis's `sinterGenericCommand`: `dst` for SINTERSTORE, `card_limit` for
+/// SINTERCARD (0 = no limit).
+fn inter_generic(
+    ctx: &mut Ctx,
+    keys: &[&[u8]],
+    dst: Option<&[u8]>,
+    card_limit: Option<u64>,
+) -> CmdResult {
+    let sets = load_sets(ctx, keys)?;
+    if sets.iter().any(Option::is_none) {
+        match (dst, card_limit) {
+            (Some(d), _) => store(ctx, d, Set::new_intset(), "sinterstore"),
+            (None, Some(_)) => ctx.out.int(0),
+            (None, None) => ctx.out.set(0),
+        }
+        return Ok(());
+    }
+    let mut sets: Vec<Set> = sets.into_iter().flatten().collect();
+    // Stable, like glibc's merge-sort qsort: equal sizes keep key order.
+    sets.sort_by_key(Set::len);
+    let Some((first, rest)) = sets.split_first() else {
+        ctx.out.set(0);
+        return Ok(());
+    };
+    let in_all = |m: Member<'_>| rest.iter().all(|s| s.contains_member(m));
+    match (dst, card_limit) {
+        (None, Some(limit)) => {
+            let mut n = 0u64;
+            for m in first.iter() {
+                if in_all(m) {
+                    n += 1;
+                    if n == limit {
+                        break;
+                    }
+                }
+            }
+            ctx.out.int(n as i64);
+        }
+        (None, None) => {
+            let mark = ctx.out.defer();
+            let mut n = 0;
+            for m in first.iter().filter(|&m| in_all(m)) {
+                bulk_member(ctx.out, m);
+                n += 1;
+            }
+            ctx.out.fill_set(mark, n);
+        }
+        (Some(d), _) => {
+            let max = max_intset(ctx);
+            let mut result = Set::new_intset();
+            for m in first.iter().filter(|&m| in_all(m)) {
+                result.add_member(m, max);
+            }
+            store(ctx, d, result, "sinterstore");
+        }
+    }
+    Ok(())
+}
+
+/// SUNION, SUNIONSTORE, SDIFF, SDIFFSTORE (Redis's
+/// `sunionDiffGenericCommand`).
+fn sunion(ctx: &mut Ctx) -> CmdResult {
+    let name = ctx.cmd.name;
+    let is_store = name.ends_with("store");
+    let diff = name.starts_with("sdiff");
+    let first_key = if is_store { 2 } else { 1 };
+    let keys: Vec<&[u8]> = (first_key..ctx.argc()).map(|i| ctx.args.get(i)).collect();
+    let sets = load_sets(ctx, &keys)?;
+    let max = max_intset(ctx);
+    let mut result = Set::new_intset();
+    if !diff {
+        for s in sets.iter().flatten() {
+            for m in s.iter() {
+                result.add_member(m, max);
+            }
+        }
+    } else if let Some(Some(first)) = sets.first() {
+        // The same key given again as a subtrahend empties the result.
+        let same = keys.iter().skip(1).any(|k| *k == keys[0]);
+        if !same {
+            let rest: Vec<&Set> = sets[1..].iter().flatten().collect();
+            for m in first.iter() {
+                if !rest.iter().any(|s| s.contains_member(m)) {
+                    result.add_member(m, max);
+                }
+            }
+        }
+    }
+    if is_store {
+        let dst = ctx.args.get(1);
+        store(
+            ctx,
+            dst,
+            result,
+            if diff { "sdiffstore" } else { "sunionstore" },
+        );
+    } else {
+        ctx.out.set(result.len());
+        for m in result.iter() {
+            bulk_member(ctx.out, m);
+        }
+    }
+    Ok(())
+}
+
+fn sscan(ctx: &mut Ctx) -> CmdResult {
+    let a = scan_args(ctx, 2)?;
+    let Some(s) = lookup(ctx.ks, ctx.args.get(1), true)? else {
+        ctx.out.array(2);
+        ctx.out.bulk(b"0");
+        ctx.out.array(0);
+        return Ok(());
+    };
+    let mut items: Vec<Vec<u8>> = Vec::new();
+    let next = s.scan(a.cursor, a.count, |m| {
+        m.with_bytes(|b| {
+            if a.pattern.is_none_or(|p| glob_match(p, b, false)) {
+                items.push(b.to_vec());
+            }
+        })
+    });
+    ctx.out.array(2);
+    ctx.out.bulk(itoa::Buffer::new().format(next).as_bytes());
+    ctx.out.array(items.len());
+    for m in items {
+        ctx.out.bulk(&m);
+    }
+    Ok(())
+}
