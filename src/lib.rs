@@ -17,4 +17,5 @@ pub mod protocol;
 pub mod pubsub;
 pub mod server;
 pub mod store;
+pub mod types;
 pub mod util;

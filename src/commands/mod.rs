@@ -15,6 +15,7 @@
 pub mod connection;
 pub mod docs;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod strings;
 
@@ -33,6 +34,7 @@ pub static TABLE: &[&[Command]] = &[
     server::COMMANDS,
     keys::COMMANDS,
     strings::COMMANDS,
+    lists::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;

@@ -4,11 +4,13 @@
 //! only place that knows all of them, so `TYPE`, `OBJECT ENCODING` and
 //! memory accounting stay in one spot.
 
+use crate::types::list::List;
 use crate::util::parse_i64;
 
 #[derive(Clone)]
 pub enum Value {
     Str(Str),
+    List(List),
 }
 
 impl Value {
@@ -16,6 +18,7 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
         }
     }
 
@@ -23,6 +26,8 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            // Redis 7.0 makes every list a quicklist (7.2 added listpack lists).
+            Value::List(_) => "quicklist",
         }
     }
 
@@ -30,6 +35,7 @@ impl Value {
     pub fn mem_usage(&self) -> usize {
         match self {
             Value::Str(s) => s.data.capacity(),
+            Value::List(l) => l.mem_usage(),
         }
     }
 }

@@ -1,0 +1,3 @@
+//! Value data structures other than sorted sets.
+
+pub mod list;
