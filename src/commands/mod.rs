@@ -16,6 +16,7 @@ pub mod connection;
 pub mod docs;
 pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -41,6 +42,7 @@ pub static TABLE: &[&[Command]] = &[
     sets::COMMANDS,
     transactions::COMMANDS,
     windows::COMMANDS,
+    lists::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;
