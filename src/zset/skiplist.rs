@@ -3,7 +3,8 @@
 //!
 //! Redis's skiplist spends one heap node (two pointers per level, an sds and
 //! a dict entry) per element, ~100+ bytes. Here each skiplist node holds up
-//! to `node_cap` elements packed contiguously (a `Vec<f64>` of scores, a
+//! to `node_cap` elements packed contiguously (scores as u32 offsets from a
+//! per-node base when they are integers, else f64s; a
 //! byte arena of members and their end offsets), so per-element overhead is
 //! ~12 bytes plus the member, and all the pointer/level bookkeeping is
 //! amortised over a whole node. Links carry spans counted in *elements*, so
@@ -40,6 +41,167 @@ struct Link {
     /// Elements in the nodes after this one up to and including `next`;
     /// for a NIL `next`, the elements remaining after this node.
     span: usize,
+}
+
+/// Integers below this magnitude are exact in f64, so `base + offset`
+/// reproduces them bit for bit.
+const EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
+fn int_score(s: f64) -> bool {
+    s.fract() == 0.0 && s.abs() < EXACT_INT && !(s == 0.0 && s.is_sign_negative())
+}
+
+/// A node's scores. Time-window sets score by integer milliseconds, and
+/// one node's scores span a narrow range, so they are usually stored as
+/// u32 offsets from a base: half the bytes of the dominant per-element
+/// cost after the member itself. Any score that does not fit (fractions,
+/// infinities, -0, a spread of 2^32 or more) switches the node to plain
+/// f64s; nodes built later by splits start compact again.
+#[derive(Clone)]
+enum Scores {
+    Delta { base: f64, d: Vec<u32> },
+    Full(Vec<f64>),
+}
+
+impl Default for Scores {
+    fn default() -> Self {
+        Scores::Delta {
+            base: 0.0,
+            d: Vec::new(),
+        }
+    }
+}
+
+impl Scores {
+    fn with_capacity(n: usize) -> Scores {
+        Scores::Delta {
+            base: 0.0,
+            d: Vec::with_capacity(n),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Scores::Delta { d, .. } => d.len(),
+            Scores::Full(v) => v.len(),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        match self {
+            Scores::Delta { d, .. } => d.capacity(),
+            Scores::Full(v) => v.capacity(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Scores::Delta { d, .. } => d.capacity() * 4,
+            Scores::Full(v) => v.capacity() * 8,
+        }
+    }
+
+    fn get(&self, i: usize) -> f64 {
+        match self {
+            Scores::Delta { base, d } => base + f64::from(d[i]),
+            Scores::Full(v) => v[i],
+        }
+    }
+
+    fn last(&self) -> Option<f64> {
+        let n = self.len();
+        if n == 0 { None } else { Some(self.get(n - 1)) }
+    }
+
+    fn reserve_exact(&mut self, n: usize) {
+        match self {
+            Scores::Delta { d, .. } => d.reserve_exact(n),
+            Scores::Full(v) => v.reserve_exact(n),
+        }
+    }
+
+    fn shrink_to(&mut self, n: usize) {
+        match self {
+            Scores::Delta { d, .. } => d.shrink_to(n),
+            Scores::Full(v) => v.shrink_to(n),
+        }
+    }
+
+    fn remove_range(&mut self, from: usize, to: usize) {
+        match self {
+            Scores::Delta { d, .. } => {
+                d.drain(from..to);
+            }
+            Scores::Full(v) => {
+                v.drain(from..to);
+            }
+        }
+    }
+
+    fn partition_point(&self, before: impl Fn(f64) -> bool) -> usize {
+        match self {
+            Scores::Delta { base, d } => d.partition_point(|&x| before(base + f64::from(x))),
+            Scores::Full(v) => v.partition_point(|&s| before(s)),
+        }
+    }
+
+    /// Makes `s` representable, rebasing or widening as needed, and
+    /// returns its offset when the compact form is kept.
+    fn make_room(&mut self, s: f64) -> Option<u32> {
+        let Scores::Delta { base, d } = self else {
+            return None;
+        };
+        if int_score(s) {
+            if d.is_empty() {
+                *base = s;
+                return Some(0);
+            }
+            if s >= *base && s - *base <= f64::from(u32::MAX) {
+                return Some((s - *base) as u32);
+            }
+            // Scores are sorted, so the last offset is the largest.
+            let max = *base + f64::from(d.last().copied().unwrap_or(0));
+            if s < *base && max - s <= f64::from(u32::MAX) {
+                let shift = (*base - s) as u32;
+                for x in d.iter_mut() {
+                    *x += shift;
+                }
+                *base = s;
+                return Some(0);
+            }
+        }
+        let full: Vec<f64> = {
+            let mut v = Vec::with_capacity(d.capacity());
+            v.extend(d.iter().map(|&x| *base + f64::from(x)));
+            v
+        };
+        *self = Scores::Full(full);
+        None
+    }
+
+    fn insert(&mut self, i: usize, s: f64) {
+        match (self.make_room(s), self) {
+            (Some(x), Scores::Delta { d, .. }) => d.insert(i, x),
+            (_, Scores::Full(v)) => v.insert(i, s),
+            (None, Scores::Delta { .. }) => {}
+        }
+    }
+
+    fn push(&mut self, s: f64) {
+        self.insert(self.len(), s);
+    }
+
+    fn set(&mut self, i: usize, s: f64) {
+        match (self.make_room(s), self) {
+            (Some(x), Scores::Delta { d, .. }) => d[i] = x,
+            (_, Scores::Full(v)) => v[i] = s,
+            (None, Scores::Delta { .. }) => {}
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = f64> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
 }
 
 /// A node's forward links. Three quarters of nodes have one level and
@@ -111,7 +273,7 @@ struct Node {
     /// Copy of the last score, so a descent can usually decide whether to
     /// skip this node without touching its element arrays.
     last_score: f64,
-    scores: Vec<f64>,
+    scores: Scores,
     /// End offset of each member in `bytes`. u16 is enough because a node
     /// holding two or more members never exceeds `NODE_BYTES`; a single
     /// larger member gets a node of its own, whose only end is implicit
@@ -144,7 +306,7 @@ impl Node {
     }
 
     fn entry(&self, i: usize) -> (&[u8], f64) {
-        (self.member(i), self.scores[i])
+        (self.member(i), self.scores.get(i))
     }
 
     fn last(&self) -> (&[u8], f64) {
@@ -156,7 +318,7 @@ impl Node {
         let (mut lo, mut hi) = (0, self.count());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if before(self.scores[mid], self.member(mid)) {
+            if before(self.scores.get(mid), self.member(mid)) {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -195,7 +357,7 @@ impl Node {
     }
 
     fn sync_last(&mut self) {
-        self.last_score = self.scores.last().copied().unwrap_or(0.0);
+        self.last_score = self.scores.last().unwrap_or(0.0);
     }
 
     /// Index of the first element not below (score, member); member bytes
@@ -204,7 +366,7 @@ impl Node {
         let (mut lo, mut hi) = (0, self.count());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let s = self.scores[mid];
+            let s = self.scores.get(mid);
             if s < score || (s == score && self.member(mid) < member) {
                 lo = mid + 1;
             } else {
@@ -216,7 +378,7 @@ impl Node {
 
     /// Index of the first element whose score fails `before`.
     fn partition_score(&self, before: &impl Fn(f64) -> bool) -> usize {
-        self.scores.partition_point(|&s| before(s))
+        self.scores.partition_point(before)
     }
 
     fn push_entry(&mut self, member: &[u8], score: f64) {
@@ -236,7 +398,7 @@ impl Node {
         for e in &mut self.ends[from..] {
             *e = e.wrapping_sub(n);
         }
-        self.scores.drain(from..to);
+        self.scores.remove_range(from, to);
         self.sync_last();
         let c = self.count();
         if self.scores.capacity() >= 2 * c + 32 {
@@ -268,7 +430,7 @@ impl Node {
 
     fn with_capacity(cap: usize, bytes: usize) -> Node {
         Node {
-            scores: Vec::with_capacity(cap),
+            scores: Scores::with_capacity(cap),
             ends: Vec::with_capacity(cap),
             bytes: Vec::with_capacity(bytes),
             links: Links::default(),
@@ -278,7 +440,7 @@ impl Node {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.scores.capacity() * 8
+        self.scores.heap_bytes()
             + self.ends.capacity() * 2
             + self.bytes.capacity()
             + self.links.high.capacity() * std::mem::size_of::<Link>()
@@ -436,7 +598,9 @@ impl List {
             return None;
         }
         let n = self.node(t);
-        if idx < n.count() && n.scores[idx].to_bits() == score.to_bits() && n.member(idx) == member
+        if idx < n.count()
+            && n.scores.get(idx).to_bits() == score.to_bits()
+            && n.member(idx) == member
         {
             Some(path.end[0] + idx)
         } else {
@@ -710,7 +874,9 @@ impl List {
             let base = tn.bytes.len() as u16;
             tn.bytes.extend_from_slice(&bytes);
             tn.ends.extend(ends.iter().map(|e| e.wrapping_add(base)));
-            tn.scores.extend_from_slice(&moved);
+            for s in moved.iter() {
+                tn.scores.push(s);
+            }
             tn.sync_last();
         }
         // Element totals up to `n` are unchanged; `t` now ends c later.
@@ -739,7 +905,9 @@ impl List {
             return false;
         }
         let n = self.node(t);
-        if idx >= n.count() || n.scores[idx].to_bits() != score.to_bits() || n.member(idx) != member
+        if idx >= n.count()
+            || n.scores.get(idx).to_bits() != score.to_bits()
+            || n.member(idx) != member
         {
             return false;
         }
@@ -755,7 +923,7 @@ impl List {
             return false;
         }
         let n = self.node(t);
-        if n.scores[idx].to_bits() != old.to_bits() || n.member(idx) != member {
+        if n.scores.get(idx).to_bits() != old.to_bits() || n.member(idx) != member {
             return false;
         }
         let prev_ok = if idx > 0 {
@@ -778,7 +946,7 @@ impl List {
         };
         if prev_ok && next_ok {
             let n = self.node_mut(t);
-            n.scores[idx] = new;
+            n.scores.set(idx, new);
             n.sync_last();
             return true;
         }
@@ -867,6 +1035,11 @@ impl List {
             }
             if n.scores.last().map(|s| s.to_bits()) != Some(n.last_score.to_bits()) {
                 return Err("stale last_score".into());
+            }
+            if let Scores::Delta { base, .. } = &n.scores
+                && !int_score(*base)
+            {
+                return Err("non-integer delta base".into());
             }
             if n.prev != prev {
                 return Err("bad prev link".into());

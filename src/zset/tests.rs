@@ -143,6 +143,9 @@ fn score_strat() -> impl Strategy<Value = f64> {
         Just(-2.5),
         Just(1.5),
         Just(1e17),
+        // Integers far apart (node score offsets overflow u32) and below 0.
+        Just(5e9),
+        Just(-3.0),
     ]
 }
 
