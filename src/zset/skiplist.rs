@@ -447,6 +447,23 @@ impl Node {
     }
 }
 
+/// A structural change to one element, reported so the member index can
+/// follow elements between nodes.
+pub enum Event<'a> {
+    Moved {
+        member: &'a [u8],
+        from: u32,
+        to: u32,
+    },
+    Removed {
+        member: &'a [u8],
+        score: f64,
+        node: u32,
+    },
+}
+
+pub type Sink<'s> = &'s mut dyn FnMut(Event<'_>);
+
 /// Predecessor of a position at every level, with its end rank.
 #[derive(Clone, Copy)]
 struct Path {
@@ -774,19 +791,34 @@ impl List {
         n.count() >= self.node_cap || (n.count() > 0 && n.bytes.len() + extra_bytes > NODE_BYTES)
     }
 
-    pub fn insert(&mut self, score: f64, member: &[u8]) {
+    /// Reports every element of node `to` from index `from_idx` on as
+    /// having moved there from node `from`.
+    fn report_moves(&self, sink: Sink<'_>, from: u32, to: u32, from_idx: usize) {
+        let n = self.node(to);
+        for i in from_idx..n.count() {
+            sink(Event::Moved {
+                member: n.member(i),
+                from,
+                to,
+            });
+        }
+    }
+
+    /// Inserts an element known to be absent; returns the node holding it.
+    /// Elements displaced by a split are reported to `sink`.
+    pub fn insert(&mut self, score: f64, member: &[u8], sink: Sink<'_>) -> u32 {
         let (mut path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             let mut n = Node::with_capacity(self.node_cap, member.len());
             n.push_entry(member, score);
             let u = self.alloc(n);
             self.link(&mut path, u);
-            return;
+            return u;
         }
         if !self.is_full(t, member.len()) {
             self.node_mut(t).insert_entry(idx, member, score);
             self.add_spans(&path, 1);
-            return;
+            return t;
         }
         let count = self.node(t).count();
         let bytes_hint = self.node(t).bytes.len();
@@ -802,7 +834,7 @@ impl List {
                 self.path_after(&path, t)
             };
             self.link(&mut preds, u);
-            return;
+            return u;
         }
         let mid = count / 2;
         let cap = self.node_cap;
@@ -822,12 +854,13 @@ impl List {
             let u = self.alloc(moved);
             let mut preds = self.path_after(&path, t);
             self.link(&mut preds, u);
+            self.report_moves(sink, t, u, 0);
             let mut n = Node::with_capacity(1, member.len());
             n.push_entry(member, score);
             let v = self.alloc(n);
             let mut preds = self.path_after(&path, t);
             self.link(&mut preds, v);
-            return;
+            return v;
         }
         let moved = self.node_mut(t).split_off(mid, cap);
         let c = moved.count();
@@ -835,18 +868,22 @@ impl List {
         let u = self.alloc(moved);
         let mut preds = self.path_after(&path, t);
         self.link(&mut preds, u);
+        // Report before inserting: the new element has no index entry yet.
+        self.report_moves(sink, t, u, 0);
         if idx <= mid {
             self.node_mut(t).insert_entry(idx, member, score);
             self.add_spans(&path, 1);
+            t
         } else {
             self.node_mut(u).insert_entry(idx - mid, member, score);
             self.add_spans(&preds, 1);
+            u
         }
     }
 
     /// Merges `t`'s successor into `t` when both are small, so deletions
     /// cannot leave a long chain of nearly empty nodes.
-    fn maybe_merge(&mut self, path: &Path, t: u32) {
+    fn maybe_merge(&mut self, path: &Path, t: u32, sink: Sink<'_>) {
         if t == NIL || self.node(t).count() == 0 {
             return;
         }
@@ -864,6 +901,7 @@ impl List {
         {
             return;
         }
+        let old_count = tn.count();
         let nn = self.node_mut(n);
         let moved = std::mem::take(&mut nn.scores);
         let ends = std::mem::take(&mut nn.ends);
@@ -879,6 +917,7 @@ impl List {
             }
             tn.sync_last();
         }
+        self.report_moves(sink, n, t, old_count);
         // Element totals up to `n` are unchanged; `t` now ends c later.
         for i in 0..self.node(t).links.len() {
             self.nodes[path.node[i] as usize].links[i].span += c;
@@ -889,43 +928,46 @@ impl List {
     }
 
     /// Removes the element at a known position.
-    fn remove_at(&mut self, path: &Path, t: u32, idx: usize) {
+    fn remove_at(&mut self, path: &Path, t: u32, idx: usize, sink: Sink<'_>) {
         self.node_mut(t).remove_entries(idx, idx + 1);
         self.add_spans(path, -1);
         if self.node(t).count() == 0 {
             self.unlink(path, t);
         } else {
-            self.maybe_merge(path, t);
+            self.maybe_merge(path, t, sink);
         }
     }
 
-    pub fn remove(&mut self, score: f64, member: &[u8]) -> bool {
+    /// Position of (score, member) if present with exactly these bits.
+    fn locate(&self, score: f64, member: &[u8]) -> Option<(Path, u32, usize)> {
         let (path, t, idx) = self.seek_key(score, member);
         if t == NIL {
-            return false;
+            return None;
         }
         let n = self.node(t);
         if idx >= n.count()
             || n.scores.get(idx).to_bits() != score.to_bits()
             || n.member(idx) != member
         {
-            return false;
+            return None;
         }
-        self.remove_at(&path, t, idx);
+        Some((path, t, idx))
+    }
+
+    pub fn remove(&mut self, score: f64, member: &[u8], sink: Sink<'_>) -> bool {
+        let Some((path, t, idx)) = self.locate(score, member) else {
+            return false;
+        };
+        self.remove_at(&path, t, idx, sink);
         true
     }
 
     /// Changes the score of a present element, in place when the order
-    /// allows (as Redis's zslUpdateScore does).
-    pub fn update(&mut self, old: f64, member: &[u8], new: f64) -> bool {
-        let (path, t, idx) = self.seek_key(old, member);
-        if t == NIL || idx >= self.node(t).count() {
-            return false;
-        }
+    /// allows (as Redis's zslUpdateScore does). Returns the node now
+    /// holding it.
+    pub fn update(&mut self, old: f64, member: &[u8], new: f64, sink: Sink<'_>) -> Option<u32> {
+        let (path, t, idx) = self.locate(old, member)?;
         let n = self.node(t);
-        if n.scores.get(idx).to_bits() != old.to_bits() || n.member(idx) != member {
-            return false;
-        }
         let prev_ok = if idx > 0 {
             let (pm, ps) = n.entry(idx - 1);
             key_less(ps, pm, new, member)
@@ -948,21 +990,15 @@ impl List {
             let n = self.node_mut(t);
             n.scores.set(idx, new);
             n.sync_last();
-            return true;
+            return Some(t);
         }
-        self.remove_at(&path, t, idx);
-        self.insert(new, member);
-        true
+        self.remove_at(&path, t, idx, sink);
+        Some(self.insert(new, member, sink))
     }
 
     /// Removes `count` elements starting at rank `start`, reporting each in
     /// ascending order; whole nodes inside the range are unlinked in O(1).
-    pub fn remove_rank_range(
-        &mut self,
-        start: usize,
-        count: usize,
-        mut on_removed: impl FnMut(&[u8], f64),
-    ) -> usize {
+    pub fn remove_rank_range(&mut self, start: usize, count: usize, sink: Sink<'_>) -> usize {
         if start >= self.len || count == 0 {
             return 0;
         }
@@ -976,8 +1012,12 @@ impl List {
             {
                 let n = self.node(t);
                 for j in idx..idx + take {
-                    let (m, s) = n.entry(j);
-                    on_removed(m, s);
+                    let (member, score) = n.entry(j);
+                    sink(Event::Removed {
+                        member,
+                        score,
+                        node: t,
+                    });
                 }
             }
             remaining -= take;
@@ -996,14 +1036,41 @@ impl List {
                     t = self.node(t).links[0].next;
                     idx = 0;
                 } else {
-                    self.maybe_merge(&path, t);
+                    self.maybe_merge(&path, t, sink);
                 }
             }
         }
         if let Some((p, f)) = first_partial {
-            self.maybe_merge(&p, f);
+            self.maybe_merge(&p, f, sink);
         }
         total - remaining
+    }
+
+    /// Index and score of `member` inside node `node`, by linear scan
+    /// (the member index only knows which node holds an element).
+    pub fn find_in_node(&self, node: u32, member: &[u8]) -> Option<(usize, f64)> {
+        let n = self.nodes.get(node as usize)?;
+        let mut start = 0;
+        for i in 0..n.count() {
+            let end = n.end_of(i);
+            if end - start == member.len() && n.bytes.get(start..end) == Some(member) {
+                return Some((i, n.scores.get(i)));
+            }
+            start = end;
+        }
+        None
+    }
+
+    /// Visits every element with the id of the node holding it.
+    pub fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32)) {
+        let mut x = self.node(HEAD).links[0].next;
+        while x != NIL {
+            let n = self.node(x);
+            for i in 0..n.count() {
+                f(n.member(i), x);
+            }
+            x = n.links[0].next;
+        }
     }
 
     pub fn heap_bytes(&self) -> usize {
@@ -1163,21 +1230,35 @@ impl<'a> Iter<'a> {
 pub struct SkipList {
     list: List,
     index: MemberIndex,
-    hasher: std::hash::RandomState,
+    hasher: FragHasher,
+}
+
+/// Keyed (randomly seeded, flood-resistant) hash reduced to the 32-bit
+/// fragment the index stores. `mask` exists for tests, which shrink the
+/// fragment space to force the collisions the index must tolerate.
+#[derive(Clone)]
+struct FragHasher {
+    state: std::hash::RandomState,
+    mask: u32,
+}
+
+impl FragHasher {
+    fn frag(&self, member: &[u8]) -> u32 {
+        let h = self.state.hash_one(member);
+        ((h >> 32) as u32 ^ h as u32) & self.mask
+    }
 }
 
 impl SkipList {
-    pub fn new(node_cap: usize) -> SkipList {
+    pub fn new(node_cap: usize, frag_mask: u32) -> SkipList {
         SkipList {
             list: List::new(node_cap),
             index: MemberIndex::default(),
-            hasher: std::hash::RandomState::new(),
+            hasher: FragHasher {
+                state: std::hash::RandomState::new(),
+                mask: frag_mask,
+            },
         }
-    }
-
-    fn frag_of(hasher: &std::hash::RandomState, member: &[u8]) -> u32 {
-        let h = hasher.hash_one(member);
-        (h >> 32) as u32 ^ h as u32
     }
 
     pub fn len(&self) -> usize {
@@ -1192,65 +1273,66 @@ impl SkipList {
         &self.list
     }
 
-    fn find_slot(&self, member: &[u8]) -> Option<usize> {
-        let f = Self::frag_of(&self.hasher, member);
-        self.index.find(f, |s| self.list.contains(s, member))
+    /// Slot, node, position and score of `member`: one probe run plus a
+    /// scan of the candidate node(s).
+    fn find(&self, member: &[u8]) -> Option<(usize, u32, f64)> {
+        let f = self.hasher.frag(member);
+        let mut hit = None;
+        let slot = self.index.find(f, |node| {
+            hit = self.list.find_in_node(node, member).map(|(_, s)| (node, s));
+            hit.is_some()
+        })?;
+        hit.map(|(node, s)| (slot, node, s))
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.find_slot(member).map(|i| self.index.score_at(i))
+        self.find(member).map(|(_, _, s)| s)
     }
 
     pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
-        // The candidate check is itself the rank search: one descent.
-        let f = Self::frag_of(&self.hasher, member);
-        let mut found = None;
-        self.index.find(f, |s| {
-            found = self.list.rank_of(s, member).map(|r| (r, s));
-            found.is_some()
-        });
-        found
+        let (_, _, s) = self.find(member)?;
+        self.list.rank_of(s, member).map(|r| (r, s))
+    }
+
+    /// Runs a list mutation with a sink that keeps the index in step with
+    /// elements moving between (or leaving) nodes.
+    fn with_sink<R>(&mut self, op: impl FnOnce(&mut List, Sink<'_>) -> R) -> R {
+        let index = &mut self.index;
+        let hasher = &self.hasher;
+        let mut sink = |e: Event<'_>| match e {
+            Event::Moved { member, from, to } => {
+                index.relocate(hasher.frag(member), from, to);
+            }
+            Event::Removed { member, node, .. } => {
+                index.remove_exact(hasher.frag(member), node);
+            }
+        };
+        op(&mut self.list, &mut sink)
     }
 
     /// Inserts an element the caller knows to be absent.
     pub fn insert_new(&mut self, member: &[u8], score: f64) {
-        self.list.insert(score, member);
-        let f = Self::frag_of(&self.hasher, member);
-        self.index.insert(f, score);
+        let node = self.with_sink(|list, sink| list.insert(score, member, sink));
+        self.index.insert(self.hasher.frag(member), node);
     }
 
     /// Sets a new score for a present element; returns the old one.
     pub fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let f = Self::frag_of(&self.hasher, member);
-        let list = &mut self.list;
-        let slot = self.index.find(f, |s| list.update(s, member, score))?;
-        let old = self.index.score_at(slot);
-        self.index.set_score(slot, score);
+        let (slot, _, old) = self.find(member)?;
+        // The element's own slot leaves the index while the list moves
+        // things around, so relocations can only ever touch other slots.
+        self.index.remove_slot(slot);
+        let node = self.with_sink(|list, sink| list.update(old, member, score, sink));
+        if let Some(node) = node {
+            self.index.insert(self.hasher.frag(member), node);
+        }
         Some(old)
     }
 
-    /// Like [`update`](Self::update) when the caller already knows the
-    /// current score: any index slot with the same fragment and score bits
-    /// is interchangeable (see the index docs), so no verification descent
-    /// is needed.
-    pub fn update_known(&mut self, member: &[u8], old: f64, score: f64) {
-        let f = Self::frag_of(&self.hasher, member);
-        let bits = old.to_bits();
-        if let Some(slot) = self.index.find(f, |s| s.to_bits() == bits)
-            && self.list.update(old, member, score)
-        {
-            self.index.set_score(slot, score);
-        }
-    }
-
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        // Each candidate is tried by removing it from the list directly,
-        // so the common case costs a single descent.
-        let f = Self::frag_of(&self.hasher, member);
-        let list = &mut self.list;
-        let slot = self.index.find(f, |s| list.remove(s, member))?;
-        let old = self.index.score_at(slot);
+        let (slot, _, old) = self.find(member)?;
         self.index.remove_slot(slot);
+        self.with_sink(|list, sink| list.remove(old, member, sink));
         Some(old)
     }
 
@@ -1262,10 +1344,20 @@ impl SkipList {
     ) -> usize {
         let index = &mut self.index;
         let hasher = &self.hasher;
-        self.list.remove_rank_range(start, count, |m, s| {
-            index.remove_exact(Self::frag_of(hasher, m), s);
-            on_removed(m, s);
-        })
+        let mut sink = |e: Event<'_>| match e {
+            Event::Moved { member, from, to } => {
+                index.relocate(hasher.frag(member), from, to);
+            }
+            Event::Removed {
+                member,
+                score,
+                node,
+            } => {
+                index.remove_exact(hasher.frag(member), node);
+                on_removed(member, score);
+            }
+        };
+        self.list.remove_rank_range(start, count, &mut sink)
     }
 
     pub fn mem_usage(&self) -> usize {
@@ -1278,11 +1370,9 @@ impl SkipList {
         if self.index.len() != self.list.len() {
             return Err("index and list lengths differ".into());
         }
-        let mut want: Vec<(u32, u64)> = self
-            .list
-            .iter_at(0)
-            .map(|(m, s)| (Self::frag_of(&self.hasher, m), s.to_bits()))
-            .collect();
+        let mut want: Vec<(u32, u32)> = Vec::with_capacity(self.len());
+        self.list
+            .for_each_with_node(|m, node| want.push((self.hasher.frag(m), node)));
         let mut have = self.index.entries();
         want.sort_unstable();
         have.sort_unstable();
