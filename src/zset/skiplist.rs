@@ -279,6 +279,9 @@ struct Node {
     /// larger member gets a node of its own, whose only end is implicit
     /// (`bytes.len()`), so its stored (truncated) offset is never read.
     ends: Vec<u16>,
+    /// One byte of each member's keyed hash: a member lookup scans these
+    /// (one cache line or two) instead of comparing up to `node_cap` keys.
+    fps: Vec<u8>,
     bytes: Vec<u8>,
     links: Links,
     prev: u32,
@@ -337,13 +340,17 @@ impl Node {
         if self.ends.len() == self.ends.capacity() {
             self.ends.reserve_exact(STEP);
         }
+        if self.fps.len() == self.fps.capacity() {
+            self.fps.reserve_exact(STEP);
+        }
         if self.bytes.capacity() - self.bytes.len() < member_len {
             let avg = self.bytes.len() / self.count().max(1);
             self.bytes.reserve_exact(member_len.max(avg * STEP));
         }
     }
 
-    fn insert_entry(&mut self, i: usize, member: &[u8], score: f64) {
+    fn insert_entry(&mut self, i: usize, member: &[u8], score: f64, fp: u8) {
+        self.fps.insert(i, fp);
         self.reserve_for(member.len());
         let at = self.start_of(i);
         self.bytes.splice(at..at, member.iter().copied());
@@ -381,7 +388,8 @@ impl Node {
         self.scores.partition_point(before)
     }
 
-    fn push_entry(&mut self, member: &[u8], score: f64) {
+    fn push_entry(&mut self, member: &[u8], score: f64, fp: u8) {
+        self.fps.push(fp);
         self.reserve_for(member.len());
         self.bytes.extend_from_slice(member);
         self.ends.push(self.bytes.len() as u16);
@@ -395,6 +403,7 @@ impl Node {
         self.bytes.drain(a..b);
         let n = (b - a) as u16;
         self.ends.drain(from..to);
+        self.fps.drain(from..to);
         for e in &mut self.ends[from..] {
             *e = e.wrapping_sub(n);
         }
@@ -404,6 +413,7 @@ impl Node {
         if self.scores.capacity() >= 2 * c + 32 {
             self.scores.shrink_to(c + 16);
             self.ends.shrink_to(c + 16);
+            self.fps.shrink_to(c + 16);
             self.bytes
                 .shrink_to(self.bytes.len() + self.bytes.len() / 4);
         }
@@ -417,12 +427,13 @@ impl Node {
         );
         for i in from..self.count() {
             let (m, s) = self.entry(i);
-            n.push_entry(m, s);
+            n.push_entry(m, s, self.fps[i]);
         }
         self.remove_entries(from, self.count());
         // Each half keeps room to grow by a few steps, not a full node.
         self.scores.shrink_to(from + 16);
         self.ends.shrink_to(from + 16);
+        self.fps.shrink_to(from + 16);
         self.bytes
             .shrink_to(self.bytes.len() + self.bytes.len() / 4);
         n
@@ -432,6 +443,7 @@ impl Node {
         Node {
             scores: Scores::with_capacity(cap),
             ends: Vec::with_capacity(cap),
+            fps: Vec::with_capacity(cap),
             bytes: Vec::with_capacity(bytes),
             links: Links::default(),
             prev: HEAD,
@@ -442,6 +454,7 @@ impl Node {
     fn heap_bytes(&self) -> usize {
         self.scores.heap_bytes()
             + self.ends.capacity() * 2
+            + self.fps.capacity()
             + self.bytes.capacity()
             + self.links.high.capacity() * std::mem::size_of::<Link>()
     }
@@ -806,17 +819,17 @@ impl List {
 
     /// Inserts an element known to be absent; returns the node holding it.
     /// Elements displaced by a split are reported to `sink`.
-    pub fn insert(&mut self, score: f64, member: &[u8], sink: Sink<'_>) -> u32 {
+    pub fn insert(&mut self, score: f64, member: &[u8], fp: u8, sink: Sink<'_>) -> u32 {
         let (mut path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             let mut n = Node::with_capacity(self.node_cap, member.len());
-            n.push_entry(member, score);
+            n.push_entry(member, score, fp);
             let u = self.alloc(n);
             self.link(&mut path, u);
             return u;
         }
         if !self.is_full(t, member.len()) {
-            self.node_mut(t).insert_entry(idx, member, score);
+            self.node_mut(t).insert_entry(idx, member, score, fp);
             self.add_spans(&path, 1);
             return t;
         }
@@ -826,7 +839,7 @@ impl List {
             // Start a fresh neighbour instead of halving, so sequential
             // inserts leave full nodes behind.
             let mut n = Node::with_capacity(self.node_cap, bytes_hint.max(member.len()));
-            n.push_entry(member, score);
+            n.push_entry(member, score, fp);
             let u = self.alloc(n);
             let mut preds = if idx == 0 {
                 path
@@ -856,7 +869,7 @@ impl List {
             self.link(&mut preds, u);
             self.report_moves(sink, t, u, 0);
             let mut n = Node::with_capacity(1, member.len());
-            n.push_entry(member, score);
+            n.push_entry(member, score, fp);
             let v = self.alloc(n);
             let mut preds = self.path_after(&path, t);
             self.link(&mut preds, v);
@@ -871,11 +884,11 @@ impl List {
         // Report before inserting: the new element has no index entry yet.
         self.report_moves(sink, t, u, 0);
         if idx <= mid {
-            self.node_mut(t).insert_entry(idx, member, score);
+            self.node_mut(t).insert_entry(idx, member, score, fp);
             self.add_spans(&path, 1);
             t
         } else {
-            self.node_mut(u).insert_entry(idx - mid, member, score);
+            self.node_mut(u).insert_entry(idx - mid, member, score, fp);
             self.add_spans(&preds, 1);
             u
         }
@@ -905,6 +918,7 @@ impl List {
         let nn = self.node_mut(n);
         let moved = std::mem::take(&mut nn.scores);
         let ends = std::mem::take(&mut nn.ends);
+        let fps = std::mem::take(&mut nn.fps);
         let bytes = std::mem::take(&mut nn.bytes);
         let c = moved.len();
         {
@@ -912,6 +926,7 @@ impl List {
             let base = tn.bytes.len() as u16;
             tn.bytes.extend_from_slice(&bytes);
             tn.ends.extend(ends.iter().map(|e| e.wrapping_add(base)));
+            tn.fps.extend_from_slice(&fps);
             for s in moved.iter() {
                 tn.scores.push(s);
             }
@@ -992,8 +1007,9 @@ impl List {
             n.sync_last();
             return Some(t);
         }
+        let fp = self.node(t).fps[idx];
         self.remove_at(&path, t, idx, sink);
-        Some(self.insert(new, member, sink))
+        Some(self.insert(new, member, fp, sink))
     }
 
     /// Removes `count` elements starting at rank `start`, reporting each in
@@ -1048,26 +1064,25 @@ impl List {
 
     /// Index and score of `member` inside node `node`, by linear scan
     /// (the member index only knows which node holds an element).
-    pub fn find_in_node(&self, node: u32, member: &[u8]) -> Option<(usize, f64)> {
+    pub fn find_in_node(&self, node: u32, member: &[u8], fp: u8) -> Option<(usize, f64)> {
         let n = self.nodes.get(node as usize)?;
-        let mut start = 0;
-        for i in 0..n.count() {
-            let end = n.end_of(i);
-            if end - start == member.len() && n.bytes.get(start..end) == Some(member) {
-                return Some((i, n.scores.get(i)));
-            }
-            start = end;
-        }
-        None
+        let i = n
+            .fps
+            .iter()
+            .enumerate()
+            .filter(|&(_, &f)| f == fp)
+            .map(|(i, _)| i)
+            .find(|&i| i < n.count() && n.member(i) == member)?;
+        Some((i, n.scores.get(i)))
     }
 
     /// Visits every element with the id of the node holding it.
-    pub fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32)) {
+    pub fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32, u8)) {
         let mut x = self.node(HEAD).links[0].next;
         while x != NIL {
             let n = self.node(x);
             for i in 0..n.count() {
-                f(n.member(i), x);
+                f(n.member(i), x, n.fps.get(i).copied().unwrap_or(0));
             }
             x = n.links[0].next;
         }
@@ -1111,7 +1126,7 @@ impl List {
             if n.prev != prev {
                 return Err("bad prev link".into());
             }
-            if n.ends.len() != n.count() {
+            if n.ends.len() != n.count() || n.fps.len() != n.count() {
                 return Err("bad member offsets".into());
             }
             if n.count() >= 2
@@ -1244,8 +1259,13 @@ struct FragHasher {
 
 impl FragHasher {
     fn frag(&self, member: &[u8]) -> u32 {
+        self.hash(member).0
+    }
+
+    /// (index fragment, in-node fingerprint) from one hash computation.
+    fn hash(&self, member: &[u8]) -> (u32, u8) {
         let h = self.state.hash_one(member);
-        ((h >> 32) as u32 ^ h as u32) & self.mask
+        (((h >> 32) as u32 ^ h as u32) & self.mask, (h >> 24) as u8)
     }
 }
 
@@ -1276,10 +1296,13 @@ impl SkipList {
     /// Slot, node, position and score of `member`: one probe run plus a
     /// scan of the candidate node(s).
     fn find(&self, member: &[u8]) -> Option<(usize, u32, f64)> {
-        let f = self.hasher.frag(member);
+        let (f, fp) = self.hasher.hash(member);
         let mut hit = None;
         let slot = self.index.find(f, |node| {
-            hit = self.list.find_in_node(node, member).map(|(_, s)| (node, s));
+            hit = self
+                .list
+                .find_in_node(node, member, fp)
+                .map(|(_, s)| (node, s));
             hit.is_some()
         })?;
         hit.map(|(node, s)| (slot, node, s))
@@ -1312,8 +1335,9 @@ impl SkipList {
 
     /// Inserts an element the caller knows to be absent.
     pub fn insert_new(&mut self, member: &[u8], score: f64) {
-        let node = self.with_sink(|list, sink| list.insert(score, member, sink));
-        self.index.insert(self.hasher.frag(member), node);
+        let (f, fp) = self.hasher.hash(member);
+        let node = self.with_sink(|list, sink| list.insert(score, member, fp, sink));
+        self.index.insert(f, node);
     }
 
     /// Sets a new score for a present element; returns the old one.
@@ -1371,8 +1395,15 @@ impl SkipList {
             return Err("index and list lengths differ".into());
         }
         let mut want: Vec<(u32, u32)> = Vec::with_capacity(self.len());
-        self.list
-            .for_each_with_node(|m, node| want.push((self.hasher.frag(m), node)));
+        let mut bad_fp = false;
+        self.list.for_each_with_node(|m, node, fp| {
+            let (f, want_fp) = self.hasher.hash(m);
+            bad_fp |= fp != want_fp;
+            want.push((f, node));
+        });
+        if bad_fp {
+            return Err("stale member fingerprint".into());
+        }
         let mut have = self.index.entries();
         want.sort_unstable();
         have.sort_unstable();
