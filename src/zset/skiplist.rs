@@ -3,13 +3,14 @@
 //!
 //! Redis's skiplist spends one heap node (two pointers per level, an sds and
 //! a dict entry) per element, ~100+ bytes. Here each skiplist node holds up
-//! to `node_cap` elements packed contiguously (scores as u32 offsets from a
-//! per-node base when they are integers, else f64s; a
-//! byte arena of members and their end offsets), so per-element overhead is
-//! ~12 bytes plus the member, and all the pointer/level bookkeeping is
-//! amortised over a whole node. Links carry spans counted in *elements*, so
-//! rank arithmetic works as in Redis, in O(log n) node hops plus a binary
-//! search inside one node.
+//! to `node_cap` elements packed contiguously: scores (u32 offsets from a
+//! per-node base when they are exact integers such as millisecond
+//! timestamps, f64 otherwise), a byte arena of members with u16 end
+//! offsets, and a one-byte hash fingerprint per member. Per-element cost is
+//! ~7 bytes plus the member; pointer/level bookkeeping is amortised over a
+//! whole node. Links carry spans counted in *elements*, so rank arithmetic
+//! works as in Redis, in O(log n) node hops plus a binary search inside one
+//! node.
 //!
 //! Nodes live in a `Vec` slab addressed by `u32` (no unsafe, no per-node
 //! Box), slot 0 being the header. Full nodes split (or start a fresh
@@ -19,9 +20,11 @@
 //! whole nodes without touching their elements one by one beyond the
 //! callback.
 //!
-//! Members are stored once, in the nodes. [`MemberIndex`] maps a keyed hash
-//! fragment to the score; a member lookup confirms candidates by searching
-//! (score, member) here.
+//! Members are stored once, in the nodes. The member index (`index.rs`) maps a keyed hash
+//! fragment to the id of the node holding the member (8 bytes per element);
+//! a lookup scans that node's fingerprints. Because the index points at
+//! nodes, every structural change that moves elements between nodes is
+//! reported as an [`Event`] so the index can follow.
 
 use super::index::MemberIndex;
 use super::listpack::key_less;
