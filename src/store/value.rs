@@ -5,8 +5,8 @@
 //! memory accounting stay in one spot.
 
 use crate::types::hash::Hash;
-use crate::types::set::Set;
 use crate::types::list::List;
+use crate::types::set::Set;
 use crate::util::parse_i64;
 
 #[derive(Clone)]

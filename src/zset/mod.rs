@@ -22,9 +22,7 @@ pub mod skiplist;
 #[cfg(test)]
 mod tests;
 
-pub use score::{
-    LexBound, ScoreBound, format_score, parse_lex_bound, parse_score, parse_score_bound,
-};
+pub use score::{LexBound, ScoreBound, parse_lex_bound, parse_score, parse_score_bound};
 
 use listpack::Listpack;
 use skiplist::{DEFAULT_NODE_CAP, SkipList};
