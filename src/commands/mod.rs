@@ -488,7 +488,15 @@ pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
         return shared.store.all_shards();
     }
     let mut set = ShardSet::default();
-    cmd.key_indices(args, |i| set.insert(shared.store.shard_of(args.get(i))));
+    cmd.key_indices(args, |i| {
+        let key = args.get(i);
+        set.insert(shared.store.shard_of(key));
+        // A windowed key may hand members off to a list on another shard
+        // when a lookup trims it: that shard must be held too.
+        if let Some(dest) = shared.windows.destination_of(key) {
+            set.insert(shared.store.shard_of(&dest));
+        }
+    });
     set
 }
 
