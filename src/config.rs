@@ -110,9 +110,13 @@ pub fn config_file_flags(text: &str) -> Result<Vec<String>, String> {
                 [pattern, duration, unit] => {
                     flags.push(format!("--zwindow={pattern}={duration}:{unit}"))
                 }
+                [pattern, duration, unit, kw, dest] if kw.eq_ignore_ascii_case("moveto") => flags
+                    .push(format!(
+                        "--zwindow={pattern}={duration}:{unit}:moveto={dest}"
+                    )),
                 _ => {
                     return Err(format!(
-                        "config line {}: expected `zwindow PATTERN DURATION [s|ms]`",
+                        "config line {}: expected `zwindow PATTERN DURATION [s|ms] [moveto DEST]`",
                         n + 1
                     ));
                 }

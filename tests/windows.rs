@@ -354,3 +354,96 @@ fn config_file_and_command_line_rules() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+fn start_moveto() -> (ZwindowServer, RawConn) {
+    let z = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    c.cmd_str(&format!("DEBUG CLOCK FREEZE {T0_MS}"));
+    assert_eq!(
+        c.cmd_str("ZWINDOW SET fold:* 5s MOVETO {key}:due"),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        c.cmd_str("ZWINDOW GET fold:a"),
+        b"*5\r\n$6\r\nfold:*\r\n$1\r\n5\r\n$1\r\ns\r\n$6\r\nmoveto\r\n$9\r\n{key}:due\r\n"
+    );
+    (z, c)
+}
+
+#[test]
+fn moveto_hands_off_in_score_order_and_updates_move_deadlines() {
+    let (_z, mut c) = start_moveto();
+    let t = (T0_MS / 1000) as f64;
+    c.cmd_str(&format!("ZADD fold:a {} m2 {t} m1 {} m3", t + 1.0, t + 2.0));
+    c.cmd_str("DEBUG CLOCK ADVANCE 6500");
+    // m1 and m2 aged out; nobody touches fold:a, the sweeper hands them off.
+    wait_for(|| c.cmd_str("LLEN fold:a:due") == b":2\r\n");
+    assert_eq!(
+        c.cmd_str("LRANGE fold:a:due 0 -1"),
+        b"*2\r\n$2\r\nm1\r\n$2\r\nm2\r\n"
+    );
+    // m3 is updated before its deadline: it stays.
+    c.cmd_str(&format!("ZADD fold:a {} m3", t + 60.0));
+    c.cmd_str("DEBUG CLOCK ADVANCE 2000");
+    assert_eq!(c.cmd_str("ZRANGE fold:a 0 -1"), b"*1\r\n$2\r\nm3\r\n");
+    assert_eq!(c.cmd_str("LLEN fold:a:due"), b":2\r\n");
+    // A lazy trim hands off too, in the same step as the removal.
+    c.cmd_str("DEBUG CLOCK ADVANCE 60000");
+    assert_eq!(c.cmd_str("ZCARD fold:a"), b":0\r\n");
+    assert_eq!(
+        c.cmd_str("LRANGE fold:a:due 0 -1"),
+        b"*3\r\n$2\r\nm1\r\n$2\r\nm2\r\n$2\r\nm3\r\n"
+    );
+    assert_eq!(info_field(&mut c, "windows", "window_handed_off"), "3");
+}
+
+#[test]
+fn moveto_is_on_time_and_exactly_once_under_concurrent_consumers() {
+    let z = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    c.cmd_str(&format!("DEBUG CLOCK FREEZE {T0_MS}"));
+    c.cmd_str("ZWINDOW SET burst:* 1000 MS MOVETO due");
+    let consumers: Vec<_> = (0..3)
+        .map(|_| {
+            let mut conn = z.conn();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                loop {
+                    let reply = parse_reply(&conn.cmd_str("BLPOP due 2"));
+                    match reply {
+                        Reply::Array(items) if items.len() == 2 => {
+                            got.push(items[1].bulk().to_vec())
+                        }
+                        _ => return got,
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut n = 0;
+    for key in 0..20 {
+        let mut cmd = format!("ZADD burst:{key}");
+        for m in 0..25 {
+            cmd.push_str(&format!(" {} k{key}m{m}", T0_MS + m));
+            n += 1;
+        }
+        c.cmd_str(&cmd);
+    }
+    let started = Instant::now();
+    c.cmd_str("DEBUG CLOCK ADVANCE 1100");
+    wait_for(|| c.cmd_str("DBSIZE") == b":0\r\n");
+    // The promise is 100 ms; the bound leaves room for a loaded CI machine.
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "hand-off took {:?}",
+        started.elapsed()
+    );
+    let mut all: Vec<Vec<u8>> = consumers
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    assert_eq!(all.len(), n, "every member handed off exactly once");
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), n, "no member seen twice");
+}

@@ -16,6 +16,7 @@ pub mod connection;
 pub mod docs;
 pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -41,6 +42,7 @@ pub static TABLE: &[&[Command]] = &[
     sets::COMMANDS,
     transactions::COMMANDS,
     windows::COMMANDS,
+    lists::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;
@@ -486,7 +488,15 @@ pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
         return shared.store.all_shards();
     }
     let mut set = ShardSet::default();
-    cmd.key_indices(args, |i| set.insert(shared.store.shard_of(args.get(i))));
+    cmd.key_indices(args, |i| {
+        let key = args.get(i);
+        set.insert(shared.store.shard_of(key));
+        // A windowed key may hand members off to a list on another shard
+        // when a lookup trims it: that shard must be held too.
+        if let Some(dest) = shared.windows.destination_of(key) {
+            set.insert(shared.store.shard_of(&dest));
+        }
+    });
     set
 }
 

@@ -1,18 +1,21 @@
 //! ZWINDOW: the window rules that make sorted-set members age out.
 //!
 //! ```text
-//! ZWINDOW SET pattern duration [S | MS]
+//! ZWINDOW SET pattern duration [S | MS] [MOVETO destination]
 //! ZWINDOW GET key
 //! ZWINDOW DEL pattern
 //! ZWINDOW LIST
 //! ```
 //!
 //! `duration` is an integer in the rule's unit (seconds by default) or a
-//! number with a suffix: `500ms`, `65s`, `30m`, `24h`, `7d`. Rules are server
-//! state: they outlive the keys they match.
+//! number with a suffix: `500ms`, `65s`, `30m`, `24h`, `7d`. With `MOVETO`,
+//! members that age out are RPUSHed to `destination` (a list; `{key}` in it
+//! stands for the sorted set's name) in the step that removes them. Rules are
+//! server state: they outlive the keys they match.
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Error, Keys};
+use crate::util::eq_ic;
 use crate::windows::{Rule, Unit, parse_duration};
 
 const G: &str = "windows";
@@ -32,7 +35,7 @@ pub static COMMANDS: &[Command] =
 static ZWINDOW: &[Command] = &[
     Command::new("set", -4, WRITE | ADMIN, Keys::None, set)
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Binds a key pattern to a time window: sorted-set members scored older than now minus the duration age out.")
-        .syntax("pattern duration [S | MS]"),
+        .syntax("pattern duration [S | MS] [MOVETO destination]"),
     Command::new("get", 3, READONLY | FAST, Keys::None, get)
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Returns the rule that applies to a key: pattern, duration and unit, or nil.")
         .syntax("key"),
@@ -47,24 +50,39 @@ static ZWINDOW: &[Command] = &[
 
 fn set(ctx: &mut Ctx) -> CmdResult {
     let pattern = ctx.arg(2);
-    let unit = match ctx.argc() {
-        4 => Unit::Seconds,
-        5 => Unit::parse(ctx.arg(4)).ok_or(Error::Syntax)?,
-        _ => return Err(Error::Syntax),
-    };
+    let mut unit = Unit::Seconds;
+    let mut moveto = None;
+    let mut i = 4;
+    while i < ctx.argc() {
+        let opt = ctx.arg(i);
+        if let (4, Some(u)) = (i, Unit::parse(opt)) {
+            unit = u;
+            i += 1;
+        } else if eq_ic(opt, "MOVETO") && i + 1 < ctx.argc() && moveto.is_none() {
+            moveto = Some(ctx.args.get(i + 1));
+            i += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
     let ms = parse_duration(ctx.arg(3), unit).ok_or(Error::Static(
         "ERR invalid duration: use a positive integer or a number with ms, s, m, h or d",
     ))?;
-    ctx.shared.windows.set(Rule::new(pattern, ms, unit, None));
+    ctx.shared.windows.set(Rule::new(pattern, ms, unit, moveto));
     ctx.out.ok();
     Ok(())
 }
 
+/// `[pattern, duration, unit]`, plus `moveto, destination` for hand-off rules.
 fn write_rule(ctx: &mut Ctx, rule: &Rule) {
-    ctx.out.array(3);
+    ctx.out.array(if rule.moveto.is_some() { 5 } else { 3 });
     ctx.out.bulk(&rule.pattern);
     ctx.out.bulk(rule.duration_in_unit().as_bytes());
     ctx.out.bulk(rule.unit.name().as_bytes());
+    if let Some(dest) = &rule.moveto {
+        ctx.out.bulk(b"moveto");
+        ctx.out.bulk(dest);
+    }
 }
 
 fn get(ctx: &mut Ctx) -> CmdResult {

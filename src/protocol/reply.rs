@@ -201,59 +201,72 @@ impl Reply {
     }
 }
 
-/// Formats a double as Redis 7.2+ does: the shortest digits that round-trip,
-/// laid out by `%.17g` rules (fixed notation for exponents -4..17, otherwise
-/// `d.ddde+XX`), `inf`/`-inf`, `-0` for negative zero.
+/// Formats a double as Redis 7.2+ does (`d2string`): `inf`/`-inf`, `-0`,
+/// integral values up to 2^62 as plain integers, and otherwise the shortest
+/// digits that round-trip, laid out by fpconv's `emit_digits` rules —
+/// `0.1`, `1.5`, `0.00001`, `1e-7`, `1e+20`, `123456789012345690000000`.
 pub fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
-    if x.is_infinite() {
-        return if x > 0.0 { b"inf" } else { b"-inf" };
-    }
     if x.is_nan() {
         return b"nan";
     }
-    // `{:e}` prints the shortest round-trip digits: "-1.2345e-5".
+    if x.is_infinite() {
+        return if x > 0.0 { b"inf" } else { b"-inf" };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { b"-0" } else { b"0" };
+    }
+    let mut w = Cursor { out, len: 0 };
+    // Redis's double2ll window: |x| <= LLONG_MAX/2, which is 2^62 as a double.
+    const LL_WINDOW: f64 = 4_611_686_018_427_387_904.0;
+    if x.fract() == 0.0 && x.abs() <= LL_WINDOW {
+        let mut b = itoa::Buffer::new();
+        w.extend(b.format(x as i64).as_bytes());
+        let len = w.len;
+        return &out[..len];
+    }
+    // `{:e}` prints the shortest round-trip digits: "1.2345e-5".
     let mut sci = StackStr::<40>::new();
-    let _ = write!(sci, "{x:e}");
+    let _ = write!(sci, "{:e}", x.abs());
     let sci = sci.as_bytes();
-    let (neg, body) = match sci.first() {
-        Some(b'-') => (true, &sci[1..]),
-        _ => (false, sci),
-    };
-    let e_at = body.iter().position(|&b| b == b'e').unwrap_or(body.len());
+    let e_at = sci.iter().position(|&b| b == b'e').unwrap_or(sci.len());
     let mut digits = [0u8; 20];
-    let mut nd = 0;
-    for &b in &body[..e_at] {
+    let mut nd = 0usize;
+    for &b in &sci[..e_at] {
         if b.is_ascii_digit() && nd < digits.len() {
             digits[nd] = b;
             nd += 1;
         }
     }
-    let exp: i32 = std::str::from_utf8(body.get(e_at + 1..).unwrap_or(b"0"))
+    let e10: i32 = std::str::from_utf8(sci.get(e_at + 1..).unwrap_or(b"0"))
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     let digits = &digits[..nd.max(1)];
-
-    let mut w = Cursor { out, len: 0 };
-    if neg {
+    let nd = digits.len() as i32;
+    // The value is digits × 10^k.
+    let k = e10 - (nd - 1);
+    let exp = e10.abs();
+    if x < 0.0 {
         w.push(b'-');
     }
-    if (-4..17).contains(&exp) {
-        if exp >= 0 {
-            let int_len = exp as usize + 1;
-            for i in 0..int_len {
-                w.push(*digits.get(i).unwrap_or(&b'0'));
-            }
-            if digits.len() > int_len {
-                w.push(b'.');
-                w.extend(&digits[int_len..]);
-            }
-        } else {
+    if k >= 0 && exp < nd + 7 {
+        w.extend(digits);
+        for _ in 0..k {
+            w.push(b'0');
+        }
+    } else if k < 0 && (k > -7 || exp < 4) {
+        let offset = nd + k;
+        if offset <= 0 {
             w.extend(b"0.");
-            for _ in 0..(-exp - 1) {
+            for _ in 0..-offset {
                 w.push(b'0');
             }
             w.extend(digits);
+        } else {
+            let cut = offset as usize;
+            w.extend(&digits[..cut]);
+            w.push(b'.');
+            w.extend(&digits[cut..]);
         }
     } else {
         w.push(digits[0]);
@@ -262,13 +275,9 @@ pub fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
             w.extend(&digits[1..]);
         }
         w.push(b'e');
-        w.push(if exp < 0 { b'-' } else { b'+' });
-        let e = exp.unsigned_abs();
-        if e < 10 {
-            w.push(b'0');
-        }
+        w.push(if e10 < 0 { b'-' } else { b'+' });
         let mut b = itoa::Buffer::new();
-        w.extend(b.format(e).as_bytes());
+        w.extend(b.format(exp).as_bytes());
     }
     let len = w.len;
     &out[..len]
@@ -349,24 +358,48 @@ mod tests {
             (3.0, "3"),
             (0.0, "0"),
             (-0.0, "-0"),
-            (100.0, "100"),
+            (-2.5, "-2.5"),
             (1_700_000_000_000.0, "1700000000000"),
             (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (1.5e-5, "1.5e-05"),
-            (1e16, "10000000000000000"),
-            (1e17, "1e+17"),
-            (1.25e20, "1.25e+20"),
-            (-2.5, "-2.5"),
+            (0.00001, "0.00001"),
+            (1e-6, "0.000001"),
+            (1e-7, "1e-7"),
+            (2.5e-8, "2.5e-8"),
+            (1.5e-5, "0.000015"),
+            (1e17, "100000000000000000"),
+            (1e18, "1000000000000000000"),
+            (1e19, "1e+19"),
+            (1e20, "1e+20"),
+            (-1e20, "-1e+20"),
+            (1e100, "1e+100"),
+            (1.2345678901234569e23, "123456789012345690000000"),
+            (12345678901234567890.0, "12345678901234567000"),
             (f64::INFINITY, "inf"),
             (f64::NEG_INFINITY, "-inf"),
-            (1e300, "1e+300"),
             (5e-324, "5e-324"),
+            (1.5e-100, "1.5e-100"),
             (123456789.125, "123456789.125"),
             (0.30000000000000004, "0.30000000000000004"),
         ];
         for &(x, want) in cases {
             assert_eq!(fmt(x), want, "formatting {x:e}");
+        }
+    }
+
+    #[test]
+    fn doubles_round_trip() {
+        for v in [
+            0.1,
+            1.0 / 3.0,
+            2.0f64.sqrt(),
+            1e-7,
+            6.02e23,
+            -4.2e-300,
+            f64::MAX,
+            1e19 + 4096.0,
+        ] {
+            let s = fmt(v);
+            assert_eq!(s.parse::<f64>().ok(), Some(v), "{s}");
         }
     }
 

@@ -5,6 +5,7 @@
 //! memory accounting stay in one spot.
 
 use crate::types::hash::Hash;
+use crate::types::list::List;
 use crate::types::set::Set;
 use crate::util::parse_i64;
 
@@ -14,6 +15,7 @@ pub enum Value {
     Hash(Hash),
     Set(Set),
     ZSet(crate::zset::ZSet),
+    List(List),
 }
 
 impl Value {
@@ -24,6 +26,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::List(_) => "list",
         }
     }
 
@@ -34,6 +37,8 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding_name(),
+            // Redis 7.0 makes every list a quicklist (7.2 added listpack lists).
+            Value::List(_) => "quicklist",
         }
     }
 
@@ -44,6 +49,7 @@ impl Value {
             Value::Hash(h) => h.mem_usage(),
             Value::Set(s) => s.mem_usage(),
             Value::ZSet(z) => z.mem_usage(),
+            Value::List(l) => l.mem_usage(),
         }
     }
 }

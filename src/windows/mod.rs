@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use parking_lot::RwLock;
 
 use crate::store::{Entry, Key, Keyspace, Value, notify};
+use crate::types::list::{End, List};
 use crate::util::{eq_ic, glob_match, parse_i64};
 use crate::zset::{ScoreBound, ScoreRange};
 
@@ -321,10 +322,14 @@ pub fn parse_cli_rule(spec: &str) -> Result<Rule, String> {
         .split_once('=')
         .filter(|(p, _)| !p.is_empty())
         .ok_or_else(bad)?;
-    let mut parts = rest.splitn(3, ':');
+    let (rest, moveto) = match rest.split_once(":moveto=") {
+        Some((r, dest)) if !dest.is_empty() => (r, Some(dest.as_bytes())),
+        Some(_) => return Err(bad()),
+        None => (rest, None),
+    };
+    let mut parts = rest.splitn(2, ':');
     let duration = parts.next().ok_or_else(bad)?;
     let mut unit = Unit::Seconds;
-    let moveto = None;
     for part in parts {
         if let Some(u) = Unit::parse(part.as_bytes()) {
             unit = u;
@@ -408,8 +413,47 @@ pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
     if emptied {
         ks.notify(notify::GENERIC, "del", key);
     }
-    let _ = moved;
+    if let Some(dest) = rule.destination(key) {
+        hand_off(ks, &dest, moved);
+    }
     removed
+}
+
+/// RPUSHes aged members to the rule's destination list, oldest first, in
+/// the same critical section that removed them: a consumer sees each member
+/// exactly once, and never both in the set and in the list.
+fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>, f64)>) {
+    if members.is_empty() {
+        return;
+    }
+    let n = members.len() as u64;
+    let list = match ks.get(dest) {
+        Some(Entry {
+            value: Value::List(l),
+            ..
+        }) => l,
+        Some(_) => {
+            // Equivalence wins: the members are gone from the set either way.
+            tracing::warn!(dest = %String::from_utf8_lossy(dest), dropped = n, "window hand-off destination is not a list");
+            return;
+        }
+        None => {
+            ks.set(dest, Value::List(List::new()));
+            match ks.get(dest) {
+                Some(Entry {
+                    value: Value::List(l),
+                    ..
+                }) => l,
+                _ => return,
+            }
+        }
+    };
+    for (member, _) in &members {
+        list.push(End::Right, member);
+    }
+    ks.signal(dest, notify::LIST, "rpush");
+    ks.signal_ready(dest);
+    ks.shared.windows.stats.handed_off.fetch_add(n, Relaxed);
 }
 
 /// The sweeper's schedule for one shard: windowed keys by the instant
@@ -586,6 +630,13 @@ mod tests {
         );
         let r = parse_cli_rule("heartbeats:*=65s:ms").unwrap();
         assert_eq!((r.duration_ms, r.unit), (65_000, Unit::Millis));
+        let r = parse_cli_rule("folder:*=5s:moveto={key}:expired").unwrap();
+        assert_eq!(r.destination(b"folder:1").unwrap(), b"folder:1:expired");
+        let r = parse_cli_rule("f:*=500:ms:moveto=due").unwrap();
+        assert_eq!(
+            (r.duration_ms, r.unit, r.destination(b"f:1").unwrap()),
+            (500, Unit::Millis, b"due".to_vec())
+        );
         assert!(parse_cli_rule("=5s").is_err());
         assert!(parse_cli_rule("k=5x").is_err());
     }

@@ -38,7 +38,7 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
 }
 
 /// One pass over every shard; returns the members removed.
-pub fn cycle(shared: &Shared, slice: Duration) -> usize {
+pub fn cycle(shared: &Arc<Shared>, slice: Duration) -> usize {
     let started = Instant::now();
     let mut removed = 0;
     for idx in 0..shared.store.shard_count() {
@@ -67,6 +67,12 @@ pub fn cycle(shared: &Shared, slice: Duration) -> usize {
                 }
             }
             removed += n;
+            // Hand-offs may have fed a list somebody is blocked on.
+            let ready = std::mem::take(&mut ks.ready);
+            drop(ks);
+            if !ready.is_empty() {
+                shared.blocking.serve(shared, ready);
+            }
         }
     }
     let w = &shared.windows.stats;

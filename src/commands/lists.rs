@@ -1,0 +1,769 @@
+//! List commands, blocking ones included: pushes, pops (with COUNT), LRANGE,
+//! LINDEX, LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE/RPOPLPUSH, LMPOP, and
+//! BLPOP/BRPOP/BLMOVE/BRPOPLPUSH/BLMPOP.
+//!
+//! Argument checks run in the order Redis 7.0's `t_list.c` runs them (some
+//! commands look the key up before parsing numbers, others after), because
+//! that order decides which error a client sees. A write that adds elements
+//! calls `signal_ready` so blocked clients get served; a blocking command
+//! that finds nothing sets `client.block` and replies nothing, and the
+//! blocking machinery re-runs the same handler when data arrives — so each
+//! blocking handler is written to be re-run from scratch.
+
+use std::time::Duration;
+
+use super::flags::*;
+use super::{Args, CmdResult, Command, Ctx, Error, Keys, int_arg};
+use crate::connection::Block;
+use crate::store::{Entry, Keyspace, Value, notify};
+use crate::types::list::{End, List};
+use crate::util::{eq_ic, parse_f64, parse_i64};
+
+const G: &str = "list";
+const PUSH_COMPLEXITY: &str = "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.";
+const ALL_BUT_LAST: Keys = Keys::Range {
+    first: 1,
+    last: -2,
+    step: 1,
+};
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("lpush", -3, WRITE | DENYOOM | FAST, Keys::ONE, lpush)
+        .doc(G, "1.0.0", PUSH_COMPLEXITY, "Prepend one or multiple elements to a list")
+        .syntax("key element [element ...]"),
+    Command::new("rpush", -3, WRITE | DENYOOM | FAST, Keys::ONE, rpush)
+        .doc(G, "1.0.0", PUSH_COMPLEXITY, "Append one or multiple elements to a list")
+        .syntax("key element [element ...]"),
+    Command::new("lpushx", -3, WRITE | DENYOOM | FAST, Keys::ONE, lpushx)
+        .doc(G, "2.2.0", PUSH_COMPLEXITY, "Prepend an element to a list, only if the list exists")
+        .syntax("key element [element ...]"),
+    Command::new("rpushx", -3, WRITE | DENYOOM | FAST, Keys::ONE, rpushx)
+        .doc(G, "2.2.0", PUSH_COMPLEXITY, "Append an element to a list, only if the list exists")
+        .syntax("key element [element ...]"),
+    Command::new("lpop", -2, WRITE | FAST, Keys::ONE, lpop)
+        .doc(G, "1.0.0", "O(N) where N is the number of elements returned", "Remove and get the first elements in a list")
+        .syntax("key [count]"),
+    Command::new("rpop", -2, WRITE | FAST, Keys::ONE, rpop)
+        .doc(G, "1.0.0", "O(N) where N is the number of elements returned", "Remove and get the last elements in a list")
+        .syntax("key [count]"),
+    Command::new("llen", 2, READONLY | FAST, Keys::ONE, llen)
+        .doc(G, "1.0.0", "O(1)", "Get the length of a list")
+        .syntax("key"),
+    Command::new("lrange", 4, READONLY, Keys::ONE, lrange)
+        .doc(G, "1.0.0", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.", "Get a range of elements from a list")
+        .syntax("key start stop"),
+    Command::new("lindex", 3, READONLY, Keys::ONE, lindex)
+        .doc(G, "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).", "Get an element from a list by its index")
+        .syntax("key index"),
+    Command::new("lset", 4, WRITE | DENYOOM, Keys::ONE, lset)
+        .doc(G, "1.0.0", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).", "Set the value of an element in a list by its index")
+        .syntax("key index element"),
+    Command::new("linsert", 5, WRITE | DENYOOM, Keys::ONE, linsert)
+        .doc(G, "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).", "Insert an element before or after another element in a list")
+        .syntax("key BEFORE | AFTER pivot element"),
+    Command::new("lrem", 4, WRITE, Keys::ONE, lrem)
+        .doc(G, "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed.", "Remove elements from a list")
+        .syntax("key count element"),
+    Command::new("ltrim", 4, WRITE, Keys::ONE, ltrim)
+        .doc(G, "1.0.0", "O(N) where N is the number of elements to be removed by the operation.", "Trim a list to the specified range")
+        .syntax("key start stop"),
+    Command::new("lpos", -3, READONLY, Keys::ONE, lpos)
+        .doc(G, "6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.", "Return the index of matching elements on a list")
+        .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]"),
+    Command::new("lmove", 5, WRITE | DENYOOM, Keys::TWO, lmove)
+        .doc(G, "6.2.0", "O(1)", "Pop an element from a list, push it to another list and return it")
+        .syntax("source destination wherefrom whereto"),
+    Command::new("rpoplpush", 3, WRITE | DENYOOM, Keys::TWO, rpoplpush)
+        .doc(G, "1.2.0", "O(1)", "Remove the last element in a list, prepend it to another list and return it")
+        .syntax("source destination"),
+    Command::new("lmpop", -4, WRITE, Keys::NumKeys { count_at: 1, dest: None }, lmpop)
+        .doc(G, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pop elements from a list")
+        .syntax("numkeys key [key ...] where [COUNT count]"),
+    Command::new("blpop", -3, WRITE | NOSCRIPT | BLOCKING, ALL_BUT_LAST, blpop)
+        .doc(G, "2.0.0", "O(N) where N is the number of provided keys.", "Remove and get the first element in a list, or block until one is available")
+        .syntax("key [key ...] timeout"),
+    Command::new("brpop", -3, WRITE | NOSCRIPT | BLOCKING, ALL_BUT_LAST, brpop)
+        .doc(G, "2.0.0", "O(N) where N is the number of provided keys.", "Remove and get the last element in a list, or block until one is available")
+        .syntax("key [key ...] timeout"),
+    Command::new("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Keys::TWO, blmove)
+        .doc(G, "6.2.0", "O(1)", "Pop an element from a list, push it to another list and return it; or block until one is available")
+        .syntax("source destination wherefrom whereto timeout"),
+    Command::new("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Keys::TWO, brpoplpush)
+        .doc(G, "2.2.0", "O(1)", "Pop an element from a list, push it to another list and return it; or block until one is available")
+        .syntax("source destination timeout"),
+    Command::new("blmpop", -5, WRITE | BLOCKING, Keys::NumKeys { count_at: 2, dest: None }, blmpop)
+        .doc(G, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pop elements from a list, or block until one is available")
+        .syntax("timeout numkeys key [key ...] where [COUNT count]"),
+];
+
+/// The list at `key` (write lookup): None if missing, WRONGTYPE if not a list.
+fn list_mut<'a>(ks: &'a mut Keyspace<'_>, key: &[u8]) -> Result<Option<&'a mut List>, Error> {
+    match ks.get(key) {
+        None => Ok(None),
+        Some(Entry {
+            value: Value::List(l),
+            ..
+        }) => Ok(Some(l)),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// Like [`list_mut`], counting a keyspace hit or miss (read commands).
+fn list_read<'a>(ks: &'a mut Keyspace<'_>, key: &[u8]) -> Result<Option<&'a mut List>, Error> {
+    match ks.get_read(key) {
+        None => Ok(None),
+        Some(Entry {
+            value: Value::List(l),
+            ..
+        }) => Ok(Some(l)),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// Redis's `getPositiveLongFromObjectOrReply` with a custom message: any
+/// parse failure or negative value gives `msg`.
+fn non_negative(arg: &[u8], msg: &'static str) -> Result<i64, Error> {
+    parse_i64(arg).filter(|&n| n >= 0).ok_or(Error::Static(msg))
+}
+
+/// Notifies a pop and deletes the key if the pop emptied it
+/// (Redis's `listElementsRemoved`).
+fn popped(ks: &mut Keyspace<'_>, key: &[u8], end: End, emptied: bool) {
+    ks.signal(key, notify::LIST, end.pop_event());
+    if emptied {
+        ks.remove(key);
+        ks.signal(key, notify::GENERIC, "del");
+    }
+}
+
+fn push_generic(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
+    let args = ctx.args;
+    let key = args.get(1);
+    let elems = (2..args.len()).map(|i| args.get(i));
+    let len = match list_mut(ctx.ks, key)? {
+        Some(l) => {
+            for e in elems {
+                l.push(end, e);
+            }
+            l.len()
+        }
+        None if only_existing => {
+            ctx.out.int(0);
+            return Ok(());
+        }
+        None => {
+            let mut l = List::new();
+            for e in elems {
+                l.push(end, e);
+            }
+            let len = l.len();
+            ctx.ks.set(key, Value::List(l));
+            len
+        }
+    };
+    ctx.ks.signal(key, notify::LIST, end.push_event());
+    ctx.ks.signal_ready(key);
+    ctx.out.int(len as i64);
+    Ok(())
+}
+
+fn lpush(ctx: &mut Ctx) -> CmdResult {
+    push_generic(ctx, End::Left, false)
+}
+
+fn rpush(ctx: &mut Ctx) -> CmdResult {
+    push_generic(ctx, End::Right, false)
+}
+
+fn lpushx(ctx: &mut Ctx) -> CmdResult {
+    push_generic(ctx, End::Left, true)
+}
+
+fn rpushx(ctx: &mut Ctx) -> CmdResult {
+    push_generic(ctx, End::Right, true)
+}
+
+fn pop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
+    let args = ctx.args;
+    let key = args.get(1);
+    if args.len() > 3 {
+        return Err(Error::Owned(format!(
+            "ERR wrong number of arguments for '{}' command",
+            ctx.cmd.name
+        )));
+    }
+    let count = match args.len() {
+        3 => Some(non_negative(
+            args.get(2),
+            "ERR value is out of range, must be positive",
+        )?),
+        _ => None,
+    };
+    let Some(l) = list_mut(ctx.ks, key)? else {
+        match count {
+            Some(_) => ctx.out.null_array(),
+            None => ctx.out.null(),
+        }
+        return Ok(());
+    };
+    match count {
+        Some(0) => {
+            ctx.out.array(0);
+            return Ok(());
+        }
+        Some(n) => {
+            let n = (n as u64).min(l.len() as u64) as usize;
+            ctx.out.array(n);
+            for _ in 0..n {
+                if let Some(e) = l.pop(end) {
+                    ctx.out.bulk(&e);
+                }
+            }
+        }
+        None => match l.pop(end) {
+            Some(e) => ctx.out.bulk(&e),
+            None => ctx.out.null(),
+        },
+    }
+    let emptied = l.is_empty();
+    popped(ctx.ks, key, end, emptied);
+    Ok(())
+}
+
+fn lpop(ctx: &mut Ctx) -> CmdResult {
+    pop_generic(ctx, End::Left)
+}
+
+fn rpop(ctx: &mut Ctx) -> CmdResult {
+    pop_generic(ctx, End::Right)
+}
+
+fn llen(ctx: &mut Ctx) -> CmdResult {
+    let n = list_read(ctx.ks, ctx.args.get(1))?.map_or(0, |l| l.len());
+    ctx.out.int(n as i64);
+    Ok(())
+}
+
+/// Resolves a possibly negative index against `len`.
+fn index_of(index: i64, len: usize) -> Option<usize> {
+    let len = len as i64;
+    let i = if index < 0 { len + index } else { index };
+    (0..len).contains(&i).then_some(i as usize)
+}
+
+/// Clamps LRANGE/LTRIM's `start stop` to an inclusive index range, or None
+/// when it selects nothing.
+fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let mut start = if start < 0 { len + start } else { start };
+    let mut stop = if stop < 0 { len + stop } else { stop };
+    if start < 0 {
+        start = 0;
+    }
+    if start > stop || start >= len {
+        return None;
+    }
+    if stop >= len {
+        stop = len - 1;
+    }
+    Some((start as usize, stop as usize))
+}
+
+fn lrange(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let start = int_arg(args.get(2))?;
+    let stop = int_arg(args.get(3))?;
+    let Some(l) = list_read(ctx.ks, args.get(1))? else {
+        ctx.out.array(0);
+        return Ok(());
+    };
+    match clamp_range(start, stop, l.len()) {
+        None => ctx.out.array(0),
+        Some((a, b)) => {
+            ctx.out.array(b - a + 1);
+            for e in l.range(a, b) {
+                ctx.out.bulk(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn lindex(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let Some(l) = list_read(ctx.ks, args.get(1))? else {
+        ctx.out.null();
+        return Ok(());
+    };
+    let index = int_arg(args.get(2))?;
+    match index_of(index, l.len()).and_then(|i| l.get(i)) {
+        Some(e) => ctx.out.bulk(e),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn lset(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let key = args.get(1);
+    let Some(l) = list_mut(ctx.ks, key)? else {
+        return Err(Error::Static("ERR no such key"));
+    };
+    let index = int_arg(args.get(2))?;
+    let ok = index_of(index, l.len()).is_some_and(|i| l.set(i, args.get(3)));
+    if !ok {
+        return Err(Error::Static("ERR index out of range"));
+    }
+    ctx.ks.signal(key, notify::LIST, "lset");
+    ctx.out.ok();
+    Ok(())
+}
+
+fn linsert(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let key = args.get(1);
+    let after = if eq_ic(args.get(2), "AFTER") {
+        true
+    } else if eq_ic(args.get(2), "BEFORE") {
+        false
+    } else {
+        return Err(Error::Syntax);
+    };
+    let Some(l) = list_mut(ctx.ks, key)? else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    let pivot = args.get(3);
+    let Some(at) = l.iter().position(|e| e == pivot) else {
+        ctx.out.int(-1);
+        return Ok(());
+    };
+    l.insert(at + after as usize, args.get(4));
+    let len = l.len();
+    ctx.ks.signal(key, notify::LIST, "linsert");
+    ctx.out.int(len as i64);
+    Ok(())
+}
+
+fn lrem(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let key = args.get(1);
+    let count = int_arg(args.get(2))?;
+    let Some(l) = list_mut(ctx.ks, key)? else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    let removed = l.remove(args.get(3), count.unsigned_abs(), count < 0);
+    let emptied = l.is_empty();
+    if removed > 0 {
+        ctx.ks.signal(key, notify::LIST, "lrem");
+    }
+    if emptied {
+        ctx.ks.remove(key);
+        ctx.ks.signal(key, notify::GENERIC, "del");
+    }
+    ctx.out.int(removed as i64);
+    Ok(())
+}
+
+fn ltrim(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let key = args.get(1);
+    let start = int_arg(args.get(2))?;
+    let stop = int_arg(args.get(3))?;
+    let Some(l) = list_mut(ctx.ks, key)? else {
+        ctx.out.ok();
+        return Ok(());
+    };
+    match clamp_range(start, stop, l.len()) {
+        None => l.keep(l.len(), 0),
+        Some((a, b)) => l.keep(a, b - a + 1),
+    }
+    let emptied = l.is_empty();
+    // Redis notifies `ltrim` even when nothing was trimmed.
+    ctx.ks.signal(key, notify::LIST, "ltrim");
+    if emptied {
+        ctx.ks.remove(key);
+        ctx.ks.signal(key, notify::GENERIC, "del");
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn lpos(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let elem = args.get(2);
+    let (mut rank, mut count, mut maxlen) = (1i64, None::<i64>, 0i64);
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        let more = j + 1 < args.len();
+        if eq_ic(opt, "RANK") && more {
+            j += 1;
+            rank = int_arg(args.get(j))?;
+            if rank == 0 {
+                return Err(Error::Static(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+                ));
+            }
+        } else if eq_ic(opt, "COUNT") && more {
+            j += 1;
+            count = Some(non_negative(args.get(j), "ERR COUNT can't be negative")?);
+        } else if eq_ic(opt, "MAXLEN") && more {
+            j += 1;
+            maxlen = non_negative(args.get(j), "ERR MAXLEN can't be negative")?;
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    let Some(l) = list_read(ctx.ks, args.get(1))? else {
+        match count {
+            Some(_) => ctx.out.array(0),
+            None => ctx.out.null(),
+        }
+        return Ok(());
+    };
+    // A negative rank searches from the tail. Redis negates with C
+    // wrap-around, so RANK LONG_MIN stays negative and matches at once.
+    let from_tail = rank < 0;
+    if from_tail {
+        rank = rank.wrapping_neg();
+    }
+    let len = l.len() as i64;
+    let positions: Box<dyn Iterator<Item = (i64, &[u8])>> = if from_tail {
+        Box::new(l.iter().rev().enumerate().map(|(i, e)| (i as i64, e)))
+    } else {
+        Box::new(l.iter().enumerate().map(|(i, e)| (i as i64, e)))
+    };
+    let deferred = count.map(|_| ctx.out.defer());
+    let (mut matches, mut emitted) = (0i64, 0usize);
+    let mut found = None;
+    for (index, e) in positions {
+        if maxlen != 0 && index >= maxlen {
+            break;
+        }
+        if e != elem {
+            continue;
+        }
+        matches += 1;
+        let at = if from_tail { len - index - 1 } else { index };
+        if matches >= rank {
+            match count {
+                Some(c) => {
+                    emitted += 1;
+                    ctx.out.int(at);
+                    if c != 0 && matches.wrapping_sub(rank).wrapping_add(1) >= c {
+                        break;
+                    }
+                }
+                None => {
+                    found = Some(at);
+                    break;
+                }
+            }
+        }
+    }
+    match deferred {
+        Some(d) => ctx.out.fill_array(d, emitted),
+        None => match found {
+            Some(at) => ctx.out.int(at),
+            None => ctx.out.null(),
+        },
+    }
+    Ok(())
+}
+
+/// Moves one element from `src` to `dst` (Redis's `lmoveGenericCommand`).
+/// Returns false, having written nothing, when `src` does not exist.
+fn move_one(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result<bool, Error> {
+    if list_mut(ctx.ks, src)?.is_none() {
+        return Ok(false);
+    }
+    list_mut(ctx.ks, dst)?;
+    let Some(l) = list_mut(ctx.ks, src)? else {
+        return Ok(false);
+    };
+    let Some(elem) = l.pop(from) else {
+        return Ok(false);
+    };
+    let emptied = if src == dst {
+        l.push(to, &elem);
+        false
+    } else {
+        let emptied = l.is_empty();
+        match list_mut(ctx.ks, dst)? {
+            Some(d) => d.push(to, &elem),
+            None => {
+                let mut d = List::new();
+                d.push(to, &elem);
+                ctx.ks.set(dst, Value::List(d));
+            }
+        }
+        emptied
+    };
+    // Redis's order: the push on the destination, then the pop on the source.
+    ctx.ks.signal(dst, notify::LIST, to.push_event());
+    ctx.ks.signal_ready(dst);
+    ctx.ks.notify(notify::LIST, from.pop_event(), src);
+    if emptied {
+        ctx.ks.remove(src);
+        ctx.ks.notify(notify::GENERIC, "del", src);
+    }
+    ctx.ks.modified(src);
+    ctx.out.bulk(&elem);
+    Ok(true)
+}
+
+fn end_arg(arg: &[u8]) -> Result<End, Error> {
+    End::parse(arg).ok_or(Error::Syntax)
+}
+
+fn lmove(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let from = end_arg(args.get(3))?;
+    let to = end_arg(args.get(4))?;
+    if !move_one(ctx, args.get(1), args.get(2), from, to)? {
+        ctx.out.null();
+    }
+    Ok(())
+}
+
+fn rpoplpush(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    if !move_one(ctx, args.get(1), args.get(2), End::Right, End::Left)? {
+        ctx.out.null();
+    }
+    Ok(())
+}
+
+/// Parsed `numkeys key [key ...] LEFT|RIGHT [COUNT count]`.
+struct Mpop {
+    first_key: usize,
+    numkeys: usize,
+    end: End,
+    count: u64,
+}
+
+fn parse_mpop(args: &Args<'_>, numkeys_at: usize) -> Result<Mpop, Error> {
+    let numkeys = parse_i64(args.get(numkeys_at))
+        .filter(|&n| n >= 1)
+        .ok_or(Error::Static("ERR numkeys should be greater than 0"))?;
+    let where_at = (numkeys_at as u64)
+        .saturating_add(numkeys as u64)
+        .saturating_add(1);
+    if where_at >= args.len() as u64 {
+        return Err(Error::Syntax);
+    }
+    let where_at = where_at as usize;
+    let end = end_arg(args.get(where_at))?;
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < args.len() {
+        if count.is_none() && eq_ic(args.get(j), "COUNT") && j + 1 < args.len() {
+            j += 1;
+            count = Some(
+                parse_i64(args.get(j))
+                    .filter(|&n| n >= 1)
+                    .ok_or(Error::Static("ERR count should be greater than 0"))?
+                    as u64,
+            );
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    Ok(Mpop {
+        first_key: numkeys_at + 1,
+        numkeys: numkeys as usize,
+        end,
+        count: count.unwrap_or(1),
+    })
+}
+
+/// Pops from the first non-empty list of an LMPOP/BLMPOP; false (nothing
+/// written) if every list is empty.
+fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, Error> {
+    let args = ctx.args;
+    for i in m.first_key..m.first_key + m.numkeys {
+        let key = args.get(i);
+        let Some(l) = list_mut(ctx.ks, key)? else {
+            continue;
+        };
+        let n = m.count.min(l.len() as u64) as usize;
+        ctx.out.array(2);
+        ctx.out.bulk(key);
+        ctx.out.array(n);
+        for _ in 0..n {
+            if let Some(e) = l.pop(m.end) {
+                ctx.out.bulk(&e);
+            }
+        }
+        let emptied = l.is_empty();
+        popped(ctx.ks, key, m.end, emptied);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+fn lmpop(ctx: &mut Ctx) -> CmdResult {
+    let m = parse_mpop(&ctx.args, 1)?;
+    if !mpop(ctx, &m)? {
+        ctx.out.null_array();
+    }
+    Ok(())
+}
+
+/// Parses a blocking timeout in seconds as Redis 7.0's
+/// `getTimeoutFromObjectOrReply` does: a long double, truncated to whole
+/// milliseconds; 0 (or anything under a millisecond) waits forever.
+pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<Duration>, Error> {
+    let not_float = Error::Static("ERR timeout is not a float or out of range");
+    let secs = match parse_f64(arg) {
+        Some(v) => v,
+        // Out of a double's range but within a long double's: huge values
+        // end up "negative" below, tiny ones round to forever.
+        None => std::str::from_utf8(arg)
+            .ok()
+            .filter(|t| {
+                !t.is_empty()
+                    && t.bytes().all(|c| {
+                        c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')
+                    })
+            })
+            .and_then(|t| t.parse::<f64>().ok())
+            .ok_or(not_float)?,
+    };
+    let ms = secs * 1000.0;
+    // C's (long long) cast of an out-of-range value yields LLONG_MIN on
+    // x86-64, which Redis then reports as negative.
+    let two63 = i64::MAX as f64; // 2^63 exactly
+    if !(ms >= -two63 && ms < two63) {
+        return Err(Error::Static("ERR timeout is negative"));
+    }
+    let ms = ms as i64;
+    if ms < 0 {
+        return Err(Error::Static("ERR timeout is negative"));
+    }
+    if ms > i64::MAX - now_ms as i64 {
+        return Err(Error::Static("ERR timeout is out of range"));
+    }
+    Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
+}
+
+/// Nothing to serve: wait for `keys`, or (inside MULTI/EXEC, where nothing
+/// may block) reply the null Redis replies there.
+fn block_on(ctx: &mut Ctx, keys: Vec<Box<[u8]>>, timeout: Option<Duration>, null_bulk: bool) {
+    if !ctx.client.can_block() {
+        if null_bulk {
+            ctx.out.null();
+        } else {
+            ctx.out.null_array();
+        }
+        return;
+    }
+    ctx.client.block = Some(Block { keys, timeout });
+}
+
+fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
+    let args = ctx.args;
+    let last = args.len() - 1;
+    let timeout = parse_timeout(args.get(last), ctx.ks.now_ms)?;
+    for i in 1..last {
+        let key = args.get(i);
+        let Some(l) = list_mut(ctx.ks, key)? else {
+            continue;
+        };
+        let Some(e) = l.pop(end) else {
+            continue;
+        };
+        let emptied = l.is_empty();
+        ctx.out.array(2);
+        ctx.out.bulk(key);
+        ctx.out.bulk(&e);
+        popped(ctx.ks, key, end, emptied);
+        return Ok(());
+    }
+    let keys = (1..last).map(|i| args.get(i).into()).collect();
+    block_on(ctx, keys, timeout, false);
+    Ok(())
+}
+
+fn blpop(ctx: &mut Ctx) -> CmdResult {
+    bpop_generic(ctx, End::Left)
+}
+
+fn brpop(ctx: &mut Ctx) -> CmdResult {
+    bpop_generic(ctx, End::Right)
+}
+
+fn bmove_generic(ctx: &mut Ctx, from: End, to: End, timeout_at: usize) -> CmdResult {
+    let args = ctx.args;
+    let timeout = parse_timeout(args.get(timeout_at), ctx.ks.now_ms)?;
+    let src = args.get(1);
+    if !move_one(ctx, src, args.get(2), from, to)? {
+        block_on(ctx, vec![src.into()], timeout, true);
+    }
+    Ok(())
+}
+
+fn blmove(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let from = end_arg(args.get(3))?;
+    let to = end_arg(args.get(4))?;
+    bmove_generic(ctx, from, to, 5)
+}
+
+fn brpoplpush(ctx: &mut Ctx) -> CmdResult {
+    bmove_generic(ctx, End::Right, End::Left, 3)
+}
+
+fn blmpop(ctx: &mut Ctx) -> CmdResult {
+    let m = parse_mpop(&ctx.args, 2)?;
+    let timeout = parse_timeout(ctx.args.get(1), ctx.ks.now_ms)?;
+    if !mpop(ctx, &m)? {
+        let args = ctx.args;
+        let keys = (m.first_key..m.first_key + m.numkeys)
+            .map(|i| args.get(i).into())
+            .collect();
+        block_on(ctx, keys, timeout, false);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamp_range_matches_redis() {
+        assert_eq!(clamp_range(0, -1, 3), Some((0, 2)));
+        assert_eq!(clamp_range(-100, 100, 3), Some((0, 2)));
+        assert_eq!(clamp_range(2, 1, 3), None);
+        assert_eq!(clamp_range(3, 5, 3), None);
+        assert_eq!(clamp_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
+        assert_eq!(clamp_range(0, 0, 0), None);
+    }
+
+    #[test]
+    fn timeouts_parse_like_redis() {
+        let t = |s: &str| parse_timeout(s.as_bytes(), 1_700_000_000_000);
+        assert_eq!(t("0"), Ok(None));
+        assert_eq!(t("0.0001"), Ok(None));
+        assert_eq!(t("0.1"), Ok(Some(Duration::from_millis(100))));
+        assert_eq!(t("0x10"), Ok(Some(Duration::from_secs(16))));
+        assert_eq!(t("-0"), Ok(None));
+        assert_eq!(t("1e-400"), Ok(None));
+        assert_eq!(t("-1").unwrap_err().text(), "ERR timeout is negative");
+        assert_eq!(t("inf").unwrap_err().text(), "ERR timeout is negative");
+        assert_eq!(t("1e400").unwrap_err().text(), "ERR timeout is negative");
+        assert_eq!(t("1e20").unwrap_err().text(), "ERR timeout is negative");
+        for bad in ["x", "nan", " 1", "", ".5e", "0x"] {
+            assert_eq!(
+                t(bad).unwrap_err().text(),
+                "ERR timeout is not a float or out of range",
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Blocking list commands across several connections, run as the same
+//! scenario against zwindow and redis-server 7.0 with every reply compared:
+//! wakeups by pushes, FIFO order among waiters, timeouts and their replies,
+//! BLMOVE's atomic hand-over, several keys, and disconnects while blocked.
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A scenario: given a way to open connections to one server, returns the
+/// replies it observed, in order.
+type Scenario = fn(&dyn Fn() -> RawConn) -> Vec<Vec<u8>>;
+
+/// Runs `scenario` on redis-server and on zwindow; every reply must match.
+fn differential(scenario: Scenario) {
+    let s = Servers::start();
+    let r = scenario(&|| s.r.conn());
+    let z = scenario(&|| s.z.conn());
+    assert_eq!(r.len(), z.len(), "reply counts differ");
+    for (i, (a, b)) in r.iter().zip(&z).enumerate() {
+        assert!(
+            replies_equivalent(a, b),
+            "reply {i} differs\n  redis:   {}\n  zwindow: {}",
+            escape(a),
+            escape(b)
+        );
+    }
+}
+
+fn cmd(c: &mut RawConn, line: &str) -> Vec<u8> {
+    c.cmd_str(line)
+}
+
+fn send(c: &mut RawConn, line: &str) {
+    let args = split_args(line);
+    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    c.send(&encode_cmd(&refs));
+}
+
+fn blocked_clients(c: &mut RawConn) -> usize {
+    let info = String::from_utf8_lossy(&c.cmd_str("INFO clients")).into_owned();
+    info.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no blocked_clients in INFO: {info}"))
+}
+
+/// Waits until the server reports `n` blocked clients.
+fn wait_blocked(c: &mut RawConn, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while blocked_clients(c) != n {
+        assert!(
+            Instant::now() < deadline,
+            "never reached {n} blocked clients"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn hello3(c: &mut RawConn) {
+    c.cmd_str("HELLO 3");
+}
+
+#[test]
+fn push_from_another_client_serves_the_waiter() {
+    differential(|conn| {
+        let mut out = Vec::new();
+        for resp3 in [false, true] {
+            let (mut w, mut p) = (conn(), conn());
+            if resp3 {
+                hello3(&mut w);
+            }
+            send(&mut w, "BLPOP k 0");
+            wait_blocked(&mut p, 1);
+            out.push(cmd(&mut p, "RPUSH k a b"));
+            out.push(w.read_reply());
+            out.push(cmd(&mut p, "LRANGE k 0 -1"));
+            send(&mut w, "BRPOP k2 0");
+            wait_blocked(&mut p, 1);
+            out.push(cmd(&mut p, "LPUSH k2 x y"));
+            out.push(w.read_reply());
+            send(&mut w, "BLMPOP 0 2 m1 m2 RIGHT COUNT 5");
+            wait_blocked(&mut p, 1);
+            out.push(cmd(&mut p, "RPUSH m2 1 2 3"));
+            out.push(w.read_reply());
+            out.push(cmd(&mut p, "EXISTS m2"));
+            // The connection keeps working after a wakeup.
+            out.push(cmd(&mut w, "PING"));
+            out.push(cmd(&mut p, "FLUSHALL"));
+        }
+        out
+    });
+}
+
+#[test]
+fn waiters_are_served_first_come_first_served() {
+    differential(|conn| {
+        let mut p = conn();
+        let mut ws: Vec<RawConn> = (0..3).map(|_| conn()).collect();
+        for (i, w) in ws.iter_mut().enumerate() {
+            send(w, "BLPOP k 0");
+            wait_blocked(&mut p, i + 1);
+        }
+        let mut out = vec![cmd(&mut p, "RPUSH k a b c d")];
+        for w in &mut ws {
+            out.push(w.read_reply());
+        }
+        out.push(cmd(&mut p, "LRANGE k 0 -1"));
+        // One element for three waiters: only the first wakes.
+        for (i, w) in ws.iter_mut().enumerate() {
+            send(w, "BRPOP q 0");
+            wait_blocked(&mut p, i + 1);
+        }
+        out.push(cmd(&mut p, "LPUSH q only"));
+        out.push(ws[0].read_reply());
+        assert_eq!(
+            ws[1].try_read_reply(Duration::from_millis(100)),
+            ReadOutcome::Timeout
+        );
+        out.push(cmd(&mut p, "LPUSH q two three"));
+        out.push(ws[1].read_reply());
+        out.push(ws[2].read_reply());
+        out
+    });
+}
+
+#[test]
+fn fractional_timeouts_expire_with_a_null_array() {
+    differential(|conn| {
+        let mut out = Vec::new();
+        for resp3 in [false, true] {
+            let mut w = conn();
+            if resp3 {
+                hello3(&mut w);
+            }
+            for line in [
+                "BLPOP k 0.1",
+                "BRPOP k k2 0.1",
+                "BLMOVE k d LEFT RIGHT 0.1",
+                "BRPOPLPUSH k d 0.1",
+                "BLMPOP 0.1 1 k LEFT",
+            ] {
+                let t = Instant::now();
+                out.push(cmd(&mut w, line));
+                let took = t.elapsed();
+                assert!(
+                    took >= Duration::from_millis(95) && took < Duration::from_secs(2),
+                    "{line} took {took:?}"
+                );
+            }
+            out.push(cmd(&mut w, "EXISTS d"));
+        }
+        let mut p = conn();
+        out.push(blocked_clients(&mut p).to_string().into_bytes());
+        out
+    });
+}
+
+#[test]
+fn blmove_wakes_and_moves_atomically() {
+    differential(|conn| {
+        let (mut w, mut p) = (conn(), conn());
+        send(&mut w, "BLMOVE src dst RIGHT LEFT 0");
+        wait_blocked(&mut p, 1);
+        // The move is complete before the pusher sees its own reply.
+        let mut out = vec![
+            cmd(&mut p, "RPUSH src a b"),
+            cmd(&mut p, "LRANGE src 0 -1"),
+            cmd(&mut p, "LRANGE dst 0 -1"),
+        ];
+        out.push(w.read_reply());
+        // Chained: a BRPOPLPUSH waiting on dst is woken by the BLMOVE's push.
+        let mut w2 = conn();
+        send(&mut w2, "BRPOPLPUSH chain2 out 0");
+        send(&mut w, "BLMOVE chain1 chain2 LEFT LEFT 0");
+        wait_blocked(&mut p, 2);
+        out.push(cmd(&mut p, "LPUSH chain1 x"));
+        out.push(cmd(&mut p, "EXISTS chain1 chain2"));
+        out.push(cmd(&mut p, "LRANGE out 0 -1"));
+        out.push(w.read_reply());
+        out.push(w2.read_reply());
+        out
+    });
+}
+
+#[test]
+fn blocked_on_two_keys_served_by_the_second() {
+    differential(|conn| {
+        let (mut w, mut p) = (conn(), conn());
+        send(&mut w, "BLPOP k1 k2 0");
+        wait_blocked(&mut p, 1);
+        let mut out = vec![cmd(&mut p, "RPUSH k2 v"), w.read_reply()];
+        // Served on one key, the waiter is gone from the other.
+        out.push(blocked_clients(&mut p).to_string().into_bytes());
+        out.push(cmd(&mut p, "RPUSH k1 stays"));
+        out.push(cmd(&mut p, "LRANGE k1 0 -1"));
+        out
+    });
+}
+
+#[test]
+fn rename_onto_a_blocked_key_serves_it() {
+    differential(|conn| {
+        let (mut w, mut p) = (conn(), conn());
+        send(&mut w, "BLPOP target 0");
+        wait_blocked(&mut p, 1);
+        vec![
+            cmd(&mut p, "RPUSH tmp a b"),
+            cmd(&mut p, "RENAME tmp target"),
+            w.read_reply(),
+            cmd(&mut p, "LRANGE target 0 -1"),
+        ]
+    });
+}
+
+#[test]
+fn disconnect_while_blocked_leaves_no_waiter() {
+    differential(|conn| {
+        let mut p = conn();
+        let mut w = conn();
+        send(&mut w, "BLPOP k 0");
+        wait_blocked(&mut p, 1);
+        drop(w);
+        wait_blocked(&mut p, 0);
+        vec![cmd(&mut p, "RPUSH k a"), cmd(&mut p, "LRANGE k 0 -1")]
+    });
+}
+
+#[test]
+fn client_kill_while_blocked() {
+    let s = Servers::start();
+    for (mut w, mut p) in [(s.z.conn(), s.z.conn()), (s.r.conn(), s.r.conn())] {
+        let id = String::from_utf8_lossy(&w.cmd_str("CLIENT ID"))
+            .trim_start_matches(':')
+            .trim()
+            .to_string();
+        send(&mut w, "BLPOP k 0");
+        wait_blocked(&mut p, 1);
+        assert_eq!(p.cmd_str(&format!("CLIENT KILL ID {id}")), b":1\r\n");
+        assert!(w.is_closed(Duration::from_secs(2)), "{}", w.name);
+        wait_blocked(&mut p, 0);
+    }
+}
