@@ -18,3 +18,4 @@ pub mod pubsub;
 pub mod server;
 pub mod store;
 pub mod util;
+pub mod zset;

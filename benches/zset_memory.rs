@@ -1,0 +1,303 @@
+//! Heap cost of the sorted-set encodings, compared with redis-server.
+//!
+//! A counting global allocator measures exactly the bytes our structures
+//! request. If `redis-server` is on PATH, the same data is loaded into a
+//! private instance over a pipelined RESP connection and its `used_memory`
+//! delta and `MEMORY USAGE` are reported next to ours.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use zwindow::zset::{AddFlags, Limits, ZSet};
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every method forwards to the system allocator unchanged and only
+// adjusts a counter, so System's guarantees carry over.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size(), Ordering::Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size(), Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        LIVE.fetch_add(new, Ordering::Relaxed);
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        unsafe { System.realloc(p, l, new) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const BIG: usize = 1_000_000;
+const SMALL_SETS: usize = 100_000;
+const SMALL_LEN: usize = 10;
+const T0: u64 = 1_700_000_000_000;
+
+fn member(i: usize) -> String {
+    format!("m:{i:010}")
+}
+
+fn ours_big() -> (f64, usize, Duration) {
+    let before = LIVE.load(Ordering::Relaxed);
+    let t = Instant::now();
+    let mut z = ZSet::new();
+    for i in 0..BIG {
+        let m = member(i);
+        z.add(
+            m.as_bytes(),
+            (T0 + i as u64) as f64,
+            AddFlags::default(),
+            Limits::default(),
+        )
+        .ok();
+    }
+    let el = t.elapsed();
+    let used = LIVE.load(Ordering::Relaxed) - before;
+    assert_eq!(z.len(), BIG);
+    let est = z.mem_usage();
+    drop(z);
+    (used as f64 / BIG as f64, est, el)
+}
+
+fn ours_big_random_order() -> f64 {
+    // Same data inserted in a scrambled order: nodes split instead of
+    // filling sequentially, the worst realistic fill factor.
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut z = ZSet::new();
+    let mut x: u64 = 12345;
+    for _ in 0..BIG {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let i = (x >> 33) as usize % (BIG * 4);
+        let m = member(i);
+        z.add(
+            m.as_bytes(),
+            (T0 + i as u64) as f64,
+            AddFlags::default(),
+            Limits::default(),
+        )
+        .ok();
+    }
+    let used = LIVE.load(Ordering::Relaxed) - before;
+    used as f64 / z.len() as f64
+}
+
+fn ours_small() -> (f64, f64) {
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut sets = Vec::with_capacity(SMALL_SETS);
+    let vec_bytes = LIVE.load(Ordering::Relaxed) - before;
+    for s in 0..SMALL_SETS {
+        let mut z = ZSet::new();
+        for j in 0..SMALL_LEN {
+            let m = member(j);
+            z.add(
+                m.as_bytes(),
+                (T0 + (s * SMALL_LEN + j) as u64) as f64,
+                AddFlags::default(),
+                Limits::default(),
+            )
+            .ok();
+        }
+        sets.push(z);
+    }
+    let used = LIVE.load(Ordering::Relaxed) - before;
+    let per_heap = (used - vec_bytes) as f64 / SMALL_SETS as f64;
+    let per_total = used as f64 / SMALL_SETS as f64;
+    drop(sets);
+    (per_heap, per_total)
+}
+
+struct Redis {
+    child: Child,
+    conn: BufReader<TcpStream>,
+}
+
+impl Redis {
+    fn start() -> Option<Redis> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--bind",
+                "127.0.0.1",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut r = Redis {
+            child,
+            conn: BufReader::new(connect(port)?),
+        };
+        r.cmd(&["FLUSHALL"]);
+        Some(r)
+    }
+
+    fn send(&mut self, args: &[&[u8]], out: &mut Vec<u8>) {
+        out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    fn read_reply(&mut self) -> String {
+        let mut line = String::new();
+        self.conn.read_line(&mut line).ok();
+        if let Some(n) = line
+            .strip_prefix('$')
+            .and_then(|n| n.trim().parse::<usize>().ok())
+        {
+            let mut buf = vec![0; n + 2];
+            self.conn.read_exact(&mut buf).ok();
+            return String::from_utf8_lossy(&buf[..n]).into_owned();
+        }
+        line.trim().to_string()
+    }
+
+    fn cmd(&mut self, args: &[&str]) -> String {
+        let mut out = Vec::new();
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        self.send(&a, &mut out);
+        self.conn.get_mut().write_all(&out).ok();
+        self.read_reply()
+    }
+
+    fn used_memory(&mut self) -> usize {
+        let info = self.cmd(&["INFO", "memory"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Sends commands built by `build(i, out)` for i in 0..n, 1000 per batch.
+    fn pipeline(&mut self, n: usize, mut build: impl FnMut(&mut Self, usize, &mut Vec<u8>)) {
+        let mut i = 0;
+        while i < n {
+            let end = (i + 1000).min(n);
+            let mut out = Vec::new();
+            for k in i..end {
+                build(self, k, &mut out);
+            }
+            self.conn.get_mut().write_all(&out).ok();
+            for _ in i..end {
+                self.read_reply();
+            }
+            i = end;
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn connect(port: u16) -> Option<TcpStream> {
+    for _ in 0..100 {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+fn main() {
+    // Criterion-style flags from `cargo bench` are ignored.
+    let (ours_pm, est, took) = ours_big();
+    let rnd = ours_big_random_order();
+    let (small_heap, small_total) = ours_small();
+    println!(
+        "zwindow: 1M members, sequential scores: {ours_pm:.1} B/member (mem_usage() says {:.1}), built in {took:.2?}",
+        est as f64 / BIG as f64
+    );
+    println!("zwindow: 1M-ish members, scrambled insert order: {rnd:.1} B/member");
+    println!(
+        "zwindow: {SMALL_SETS} sets x {SMALL_LEN}: {small_heap:.1} B/set heap, {small_total:.1} B/set incl. the Vec<ZSet> slot"
+    );
+
+    let Some(mut r) = Redis::start() else {
+        println!("redis-server not available: skipping comparison");
+        return;
+    };
+    let base = r.used_memory();
+    r.pipeline(BIG, |r, i, out| {
+        let s = (T0 + i as u64).to_string();
+        let m = member(i);
+        r.send(&[b"ZADD", b"big", s.as_bytes(), m.as_bytes()], out);
+    });
+    let after = r.used_memory();
+    let redis_pm = (after - base) as f64 / BIG as f64;
+    let mu: f64 = r
+        .cmd(&["MEMORY", "USAGE", "big", "SAMPLES", "0"])
+        .trim_start_matches(':')
+        .parse()
+        .unwrap_or(0.0);
+    r.cmd(&["DEL", "big"]);
+    let base = r.used_memory();
+    r.pipeline(SMALL_SETS, |r, s, out| {
+        let key = format!("s:{s}");
+        let mut args: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), key.into_bytes()];
+        for j in 0..SMALL_LEN {
+            args.push((T0 + (s * SMALL_LEN + j) as u64).to_string().into_bytes());
+            args.push(member(j).into_bytes());
+        }
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        r.send(&refs, out);
+    });
+    let after = r.used_memory();
+    let redis_small = (after - base) as f64 / SMALL_SETS as f64;
+    let mu_small: f64 = r
+        .cmd(&["MEMORY", "USAGE", "s:0"])
+        .trim_start_matches(':')
+        .parse()
+        .unwrap_or(0.0);
+    println!();
+    println!(
+        "| case                         | zwindow | redis used_memory | redis MEMORY USAGE | ours/redis |"
+    );
+    println!(
+        "|------------------------------|---------|-------------------|--------------------|------------|"
+    );
+    println!(
+        "| 1M x 12B members (B/member)  | {ours_pm:7.1} | {redis_pm:17.1} | {:18.1} | {:10.2} |",
+        mu / BIG as f64,
+        ours_pm / redis_pm
+    );
+    println!(
+        "| 100k sets x 10 (B/set)       | {small_heap:7.1} | {redis_small:17.1} | {mu_small:18.1} | {:10.2} |",
+        small_heap / redis_small
+    );
+    println!(
+        "(redis per-set figures include the key, its dict entry and robj; ours exclude the key)"
+    );
+}

@@ -1,0 +1,1121 @@
+//! The large encoding: an unrolled, rank-counting skiplist plus a slim
+//! member index.
+//!
+//! Redis's skiplist spends one heap node (two pointers per level, an sds and
+//! a dict entry) per element, ~100+ bytes. Here each skiplist node holds up
+//! to `node_cap` elements packed contiguously (a `Vec<f64>` of scores, a
+//! byte arena of members and their end offsets), so per-element overhead is
+//! ~12 bytes plus the member, and all the pointer/level bookkeeping is
+//! amortised over a whole node. Links carry spans counted in *elements*, so
+//! rank arithmetic works as in Redis, in O(log n) node hops plus a binary
+//! search inside one node.
+//!
+//! Nodes live in a `Vec` slab addressed by `u32` (no unsafe, no per-node
+//! Box), slot 0 being the header. Full nodes split (or start a fresh
+//! neighbour when the insertion is at either end, so monotonically
+//! increasing scores — the time-window pattern — fill nodes completely);
+//! under-full nodes merge with their successor, and range deletions unlink
+//! whole nodes without touching their elements one by one beyond the
+//! callback.
+//!
+//! Members are stored once, in the nodes. [`MemberIndex`] maps a keyed hash
+//! fragment to the score; a member lookup confirms candidates by searching
+//! (score, member) here.
+
+use super::index::MemberIndex;
+use super::listpack::key_less;
+use std::hash::BuildHasher;
+
+pub const MAX_LEVEL: usize = 24;
+const NIL: u32 = u32::MAX;
+const HEAD: u32 = 0;
+pub const DEFAULT_NODE_CAP: usize = 128;
+/// Member bytes per node before it counts as full, so huge members do not
+/// make every insertion move hundreds of kilobytes.
+const NODE_BYTES: usize = 8 * 1024;
+
+#[derive(Clone, Copy, Default)]
+struct Link {
+    next: u32,
+    /// Elements in the nodes after this one up to and including `next`;
+    /// for a NIL `next`, the elements remaining after this node.
+    span: usize,
+}
+
+/// A node's forward links. Three quarters of nodes have one level and
+/// almost all have at most two, so those live inline: a descent then reads
+/// one slab entry per hop instead of chasing a separate allocation.
+#[derive(Clone, Default)]
+struct Links {
+    low: [Link; 2],
+    high: Vec<Link>,
+    level: u8,
+}
+
+impl Links {
+    fn from_vec(v: Vec<Link>) -> Links {
+        let mut l = Links {
+            level: v.len() as u8,
+            ..Links::default()
+        };
+        for (i, x) in v.into_iter().enumerate() {
+            if i < 2 {
+                l.low[i] = x;
+            } else {
+                l.high.push(x);
+            }
+        }
+        l
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.level)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.level == 0
+    }
+
+    fn first(&self) -> Option<&Link> {
+        if self.is_empty() {
+            None
+        } else {
+            Some(&self[0])
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Links {
+    type Output = Link;
+    fn index(&self, i: usize) -> &Link {
+        if i < 2 {
+            &self.low[i]
+        } else {
+            &self.high[i - 2]
+        }
+    }
+}
+
+impl std::ops::IndexMut<usize> for Links {
+    fn index_mut(&mut self, i: usize) -> &mut Link {
+        if i < 2 {
+            &mut self.low[i]
+        } else {
+            &mut self.high[i - 2]
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Node {
+    /// Copy of the last score, so a descent can usually decide whether to
+    /// skip this node without touching its element arrays.
+    last_score: f64,
+    scores: Vec<f64>,
+    /// End offset of each member in `bytes`. u16 is enough because a node
+    /// holding two or more members never exceeds `NODE_BYTES`; a single
+    /// larger member gets a node of its own, whose only end is implicit
+    /// (`bytes.len()`), so its stored (truncated) offset is never read.
+    ends: Vec<u16>,
+    bytes: Vec<u8>,
+    links: Links,
+    prev: u32,
+}
+
+impl Node {
+    fn count(&self) -> usize {
+        self.scores.len()
+    }
+
+    fn end_of(&self, i: usize) -> usize {
+        if i + 1 >= self.count() {
+            self.bytes.len()
+        } else {
+            usize::from(self.ends[i])
+        }
+    }
+
+    fn start_of(&self, i: usize) -> usize {
+        if i == 0 { 0 } else { self.end_of(i - 1) }
+    }
+
+    fn member(&self, i: usize) -> &[u8] {
+        &self.bytes[self.start_of(i)..self.end_of(i)]
+    }
+
+    fn entry(&self, i: usize) -> (&[u8], f64) {
+        (self.member(i), self.scores[i])
+    }
+
+    fn last(&self) -> (&[u8], f64) {
+        self.entry(self.count() - 1)
+    }
+
+    /// First index for which `before` is false (`before` monotonic).
+    fn partition(&self, before: &impl Fn(f64, &[u8]) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.count());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if before(self.scores[mid], self.member(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Grows the arrays in bounded steps instead of doubling: nodes that
+    /// fill slowly (after a split) would otherwise carry up to 50% slack.
+    fn reserve_for(&mut self, member_len: usize) {
+        const STEP: usize = 16;
+        if self.scores.len() == self.scores.capacity() {
+            self.scores.reserve_exact(STEP);
+        }
+        if self.ends.len() == self.ends.capacity() {
+            self.ends.reserve_exact(STEP);
+        }
+        if self.bytes.capacity() - self.bytes.len() < member_len {
+            let avg = self.bytes.len() / self.count().max(1);
+            self.bytes.reserve_exact(member_len.max(avg * STEP));
+        }
+    }
+
+    fn insert_entry(&mut self, i: usize, member: &[u8], score: f64) {
+        self.reserve_for(member.len());
+        let at = self.start_of(i);
+        self.bytes.splice(at..at, member.iter().copied());
+        let n = member.len() as u16;
+        for e in &mut self.ends[i..] {
+            *e = e.wrapping_add(n);
+        }
+        self.ends.insert(i, (at as u16).wrapping_add(n));
+        self.scores.insert(i, score);
+        self.sync_last();
+    }
+
+    fn sync_last(&mut self) {
+        self.last_score = self.scores.last().copied().unwrap_or(0.0);
+    }
+
+    /// Index of the first element not below (score, member); member bytes
+    /// are only read on score ties.
+    fn partition_key(&self, score: f64, member: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.count());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let s = self.scores[mid];
+            if s < score || (s == score && self.member(mid) < member) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Index of the first element whose score fails `before`.
+    fn partition_score(&self, before: &impl Fn(f64) -> bool) -> usize {
+        self.scores.partition_point(|&s| before(s))
+    }
+
+    fn push_entry(&mut self, member: &[u8], score: f64) {
+        self.reserve_for(member.len());
+        self.bytes.extend_from_slice(member);
+        self.ends.push(self.bytes.len() as u16);
+        self.scores.push(score);
+        self.sync_last();
+    }
+
+    /// Removes entries `from..to`.
+    fn remove_entries(&mut self, from: usize, to: usize) {
+        let (a, b) = (self.start_of(from), self.start_of(to));
+        self.bytes.drain(a..b);
+        let n = (b - a) as u16;
+        self.ends.drain(from..to);
+        for e in &mut self.ends[from..] {
+            *e = e.wrapping_sub(n);
+        }
+        self.scores.drain(from..to);
+        self.sync_last();
+        let c = self.count();
+        if self.scores.capacity() >= 2 * c + 32 {
+            self.scores.shrink_to(c + 16);
+            self.ends.shrink_to(c + 16);
+            self.bytes
+                .shrink_to(self.bytes.len() + self.bytes.len() / 4);
+        }
+    }
+
+    /// Moves entries `from..` into a fresh node (links left empty).
+    fn split_off(&mut self, from: usize, cap: usize) -> Node {
+        let mut n = Node::with_capacity(
+            (self.count() - from).min(cap),
+            self.bytes.len() - self.start_of(from),
+        );
+        for i in from..self.count() {
+            let (m, s) = self.entry(i);
+            n.push_entry(m, s);
+        }
+        self.remove_entries(from, self.count());
+        // Each half keeps room to grow by a few steps, not a full node.
+        self.scores.shrink_to(from + 16);
+        self.ends.shrink_to(from + 16);
+        self.bytes
+            .shrink_to(self.bytes.len() + self.bytes.len() / 4);
+        n
+    }
+
+    fn with_capacity(cap: usize, bytes: usize) -> Node {
+        Node {
+            scores: Vec::with_capacity(cap),
+            ends: Vec::with_capacity(cap),
+            bytes: Vec::with_capacity(bytes),
+            links: Links::default(),
+            prev: HEAD,
+            last_score: 0.0,
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.scores.capacity() * 8
+            + self.ends.capacity() * 2
+            + self.bytes.capacity()
+            + self.links.high.capacity() * std::mem::size_of::<Link>()
+    }
+}
+
+/// Predecessor of a position at every level, with its end rank.
+#[derive(Clone, Copy)]
+struct Path {
+    node: [u32; MAX_LEVEL],
+    end: [usize; MAX_LEVEL],
+}
+
+impl Path {
+    fn new() -> Path {
+        Path {
+            node: [HEAD; MAX_LEVEL],
+            end: [0; MAX_LEVEL],
+        }
+    }
+}
+
+/// The ordered element store (no member index).
+#[derive(Clone)]
+pub struct List {
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    level: usize,
+    len: usize,
+    tail: u32,
+    node_cap: usize,
+    rng: u64,
+}
+
+impl List {
+    pub fn new(node_cap: usize) -> List {
+        let head = Node {
+            links: Links::from_vec(vec![Link { next: NIL, span: 0 }; MAX_LEVEL]),
+            ..Node::default()
+        };
+        List {
+            nodes: vec![head],
+            free: Vec::new(),
+            level: 1,
+            len: 0,
+            tail: NIL,
+            node_cap: node_cap.max(2),
+            rng: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn node(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+
+    fn node_mut(&mut self, i: u32) -> &mut Node {
+        &mut self.nodes[i as usize]
+    }
+
+    fn random_level(&mut self) -> usize {
+        // xorshift64*: level choice needs no quality beyond "geometric".
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let r = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        // p = 1/4 per level, as in Redis.
+        ((r.trailing_zeros() / 2) as usize + 1).min(MAX_LEVEL)
+    }
+
+    /// Walks down the levels advancing while `advance(next_node, end_of_next)`
+    /// holds, never stepping onto the tail. Returns the predecessors and
+    /// the target node (the first node not advanced past, NIL if empty).
+    fn descend(&self, advance: impl Fn(&Node, usize) -> bool) -> (Path, u32) {
+        let mut path = Path::new();
+        let mut x = HEAD;
+        let mut end = 0;
+        for i in (0..self.level).rev() {
+            loop {
+                let l = self.node(x).links[i];
+                if l.next == NIL || l.next == self.tail {
+                    break;
+                }
+                if !advance(self.node(l.next), end + l.span) {
+                    break;
+                }
+                x = l.next;
+                end += l.span;
+            }
+            path.node[i] = x;
+            path.end[i] = end;
+        }
+        (path, self.node(x).links[0].next)
+    }
+
+    /// Position of the first element for which `before` is false.
+    fn seek(&self, before: &impl Fn(f64, &[u8]) -> bool) -> (Path, u32, usize) {
+        let (path, t) = self.descend(|n, _| {
+            let (m, s) = n.last();
+            before(s, m)
+        });
+        let idx = if t == NIL {
+            0
+        } else {
+            self.node(t).partition(before)
+        };
+        (path, t, idx)
+    }
+
+    fn seek_key(&self, score: f64, member: &[u8]) -> (Path, u32, usize) {
+        let (path, t) = self
+            .descend(|n, _| n.last_score < score || (n.last_score == score && n.last().0 < member));
+        let idx = if t == NIL {
+            0
+        } else {
+            self.node(t).partition_key(score, member)
+        };
+        (path, t, idx)
+    }
+
+    /// Number of leading elements whose score satisfies `before`.
+    pub fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
+        let (path, t) = self.descend(|n, _| before(n.last_score));
+        let idx = if t == NIL {
+            0
+        } else {
+            self.node(t).partition_score(&before)
+        };
+        path.end[0] + idx
+    }
+
+    /// Position of the element with rank `rank` (tail end if `rank == len`).
+    fn seek_rank(&self, rank: usize) -> (Path, u32, usize) {
+        let (path, t) = self.descend(|_, end| end <= rank);
+        (path, t, rank - path.end[0])
+    }
+
+    /// Number of leading elements for which `before` holds.
+    pub fn count_while(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+        let (path, _, idx) = self.seek(&before);
+        path.end[0] + idx
+    }
+
+    /// Rank of (score, member) if present with exactly these score bits.
+    pub fn rank_of(&self, score: f64, member: &[u8]) -> Option<usize> {
+        let (path, t, idx) = self.seek_key(score, member);
+        if t == NIL {
+            return None;
+        }
+        let n = self.node(t);
+        if idx < n.count() && n.scores[idx].to_bits() == score.to_bits() && n.member(idx) == member
+        {
+            Some(path.end[0] + idx)
+        } else {
+            None
+        }
+    }
+
+    pub fn contains(&self, score: f64, member: &[u8]) -> bool {
+        self.rank_of(score, member).is_some()
+    }
+
+    pub fn first(&self) -> Option<(&[u8], f64)> {
+        let f = self.node(HEAD).links[0].next;
+        if f == NIL {
+            None
+        } else {
+            Some(self.node(f).entry(0))
+        }
+    }
+
+    pub fn get_by_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
+        if rank >= self.len {
+            return None;
+        }
+        let (_, t, idx) = self.seek_rank(rank);
+        Some(self.node(t).entry(idx))
+    }
+
+    /// Cursor at `rank`: `next()` yields rank, rank+1, ...; `prev()` yields
+    /// rank-1, rank-2, ...
+    pub fn iter_at(&self, rank: usize) -> Iter<'_> {
+        if rank >= self.len {
+            let t = self.tail;
+            let idx = if t == NIL { 0 } else { self.node(t).count() };
+            return Iter {
+                list: self,
+                node: NIL,
+                idx: 0,
+                back_node: t,
+                back_idx: idx,
+            };
+        }
+        let (_, t, idx) = self.seek_rank(rank);
+        Iter {
+            list: self,
+            node: t,
+            idx,
+            back_node: t,
+            back_idx: idx,
+        }
+    }
+
+    fn add_spans(&mut self, path: &Path, delta: isize) {
+        for i in 0..self.level {
+            let l = &mut self.nodes[path.node[i] as usize].links[i];
+            l.span = l.span.wrapping_add_signed(delta);
+        }
+        self.len = self.len.wrapping_add_signed(delta);
+    }
+
+    fn alloc(&mut self, n: Node) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = n;
+                i
+            }
+            None => {
+                self.nodes.push(n);
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Links node `u` (already holding its elements, not yet counted)
+    /// directly after `preds.node[0]`; `preds` must be its predecessors.
+    // Levels below the new node's height and above it need different
+    // updates, so an index loop reads clearer than two zipped iterators.
+    #[allow(clippy::needless_range_loop)]
+    fn link(&mut self, preds: &mut Path, u: u32) {
+        let c = self.node(u).count();
+        let lvl = self.random_level();
+        if lvl > self.level {
+            for i in self.level..lvl {
+                self.nodes[0].links[i] = Link {
+                    next: NIL,
+                    span: self.len,
+                };
+                preds.node[i] = HEAD;
+                preds.end[i] = 0;
+            }
+            self.level = lvl;
+        }
+        let p0 = preds.node[0];
+        let e0 = preds.end[0];
+        let after = self.node(p0).links[0].next;
+        let mut links = vec![Link::default(); lvl];
+        for i in 0..self.level {
+            let x = preds.node[i] as usize;
+            let ex = preds.end[i];
+            let l = self.nodes[x].links[i];
+            if i < lvl {
+                links[i] = Link {
+                    next: l.next,
+                    span: ex + l.span - e0,
+                };
+                self.nodes[x].links[i] = Link {
+                    next: u,
+                    span: e0 + c - ex,
+                };
+            } else {
+                self.nodes[x].links[i].span += c;
+            }
+        }
+        let un = self.node_mut(u);
+        un.links = Links::from_vec(links);
+        un.prev = p0;
+        if after == NIL {
+            self.tail = u;
+        } else {
+            self.node_mut(after).prev = u;
+        }
+        self.len += c;
+    }
+
+    /// Unlinks the (now empty) node `t`; `path` holds its predecessors and
+    /// stays valid as the predecessors of `t`'s successor.
+    fn unlink(&mut self, path: &Path, t: u32) {
+        let tn = std::mem::take(self.node_mut(t));
+        for i in 0..self.level {
+            let x = path.node[i] as usize;
+            if i < tn.links.len() && self.nodes[x].links[i].next == t {
+                let span = self.nodes[x].links[i].span + tn.links[i].span;
+                self.nodes[x].links[i] = Link {
+                    next: tn.links[i].next,
+                    span,
+                };
+            }
+        }
+        let after = tn.links.first().map_or(NIL, |l| l.next);
+        if after == NIL {
+            self.tail = if tn.prev == HEAD { NIL } else { tn.prev };
+        } else {
+            self.node_mut(after).prev = tn.prev;
+        }
+        self.free.push(t);
+        while self.level > 1 && self.nodes[0].links[self.level - 1].next == NIL {
+            self.level -= 1;
+        }
+        if self.len == 0 {
+            // Drop the slab entirely so an emptied set releases memory.
+            self.nodes.truncate(1);
+            self.free.clear();
+            self.level = 1;
+            self.nodes[0].links[0] = Link { next: NIL, span: 0 };
+        }
+    }
+
+    /// Predecessors of the position right after node `t`.
+    fn path_after(&self, path: &Path, t: u32) -> Path {
+        let mut p = *path;
+        let end_t = path.end[0] + self.node(t).count();
+        for i in 0..self.node(t).links.len() {
+            p.node[i] = t;
+            p.end[i] = end_t;
+        }
+        p
+    }
+
+    fn is_full(&self, t: u32, extra_bytes: usize) -> bool {
+        let n = self.node(t);
+        n.count() >= self.node_cap || (n.count() > 0 && n.bytes.len() + extra_bytes > NODE_BYTES)
+    }
+
+    pub fn insert(&mut self, score: f64, member: &[u8]) {
+        let (mut path, t, idx) = self.seek_key(score, member);
+        if t == NIL {
+            let mut n = Node::with_capacity(self.node_cap, member.len());
+            n.push_entry(member, score);
+            let u = self.alloc(n);
+            self.link(&mut path, u);
+            return;
+        }
+        if !self.is_full(t, member.len()) {
+            self.node_mut(t).insert_entry(idx, member, score);
+            self.add_spans(&path, 1);
+            return;
+        }
+        let count = self.node(t).count();
+        let bytes_hint = self.node(t).bytes.len();
+        if idx == count || idx == 0 {
+            // Start a fresh neighbour instead of halving, so sequential
+            // inserts leave full nodes behind.
+            let mut n = Node::with_capacity(self.node_cap, bytes_hint.max(member.len()));
+            n.push_entry(member, score);
+            let u = self.alloc(n);
+            let mut preds = if idx == 0 {
+                path
+            } else {
+                self.path_after(&path, t)
+            };
+            self.link(&mut preds, u);
+            return;
+        }
+        let mid = count / 2;
+        let cap = self.node_cap;
+        let half_bytes = {
+            let n = self.node(t);
+            if idx <= mid {
+                n.start_of(mid)
+            } else {
+                n.bytes.len() - n.start_of(mid)
+            }
+        };
+        if half_bytes + member.len() > NODE_BYTES {
+            // Too big to share a node: cut `t` at the insertion point and
+            // give the member its own node in between.
+            let moved = self.node_mut(t).split_off(idx, cap);
+            self.add_spans(&path, -(moved.count() as isize));
+            let u = self.alloc(moved);
+            let mut preds = self.path_after(&path, t);
+            self.link(&mut preds, u);
+            let mut n = Node::with_capacity(1, member.len());
+            n.push_entry(member, score);
+            let v = self.alloc(n);
+            let mut preds = self.path_after(&path, t);
+            self.link(&mut preds, v);
+            return;
+        }
+        let moved = self.node_mut(t).split_off(mid, cap);
+        let c = moved.count();
+        self.add_spans(&path, -(c as isize));
+        let u = self.alloc(moved);
+        let mut preds = self.path_after(&path, t);
+        self.link(&mut preds, u);
+        if idx <= mid {
+            self.node_mut(t).insert_entry(idx, member, score);
+            self.add_spans(&path, 1);
+        } else {
+            self.node_mut(u).insert_entry(idx - mid, member, score);
+            self.add_spans(&preds, 1);
+        }
+    }
+
+    /// Merges `t`'s successor into `t` when both are small, so deletions
+    /// cannot leave a long chain of nearly empty nodes.
+    fn maybe_merge(&mut self, path: &Path, t: u32) {
+        if t == NIL || self.node(t).count() == 0 {
+            return;
+        }
+        let tn = self.node(t);
+        if tn.count() * 4 > self.node_cap {
+            return;
+        }
+        let n = tn.links[0].next;
+        if n == NIL {
+            return;
+        }
+        let nn = self.node(n);
+        if tn.count() + nn.count() > self.node_cap * 3 / 4
+            || tn.bytes.len() + nn.bytes.len() > NODE_BYTES
+        {
+            return;
+        }
+        let nn = self.node_mut(n);
+        let moved = std::mem::take(&mut nn.scores);
+        let ends = std::mem::take(&mut nn.ends);
+        let bytes = std::mem::take(&mut nn.bytes);
+        let c = moved.len();
+        {
+            let tn = self.node_mut(t);
+            let base = tn.bytes.len() as u16;
+            tn.bytes.extend_from_slice(&bytes);
+            tn.ends.extend(ends.iter().map(|e| e.wrapping_add(base)));
+            tn.scores.extend_from_slice(&moved);
+            tn.sync_last();
+        }
+        // Element totals up to `n` are unchanged; `t` now ends c later.
+        for i in 0..self.node(t).links.len() {
+            self.nodes[path.node[i] as usize].links[i].span += c;
+            self.nodes[t as usize].links[i].span -= c;
+        }
+        let preds = self.path_after(path, t);
+        self.unlink(&preds, n);
+    }
+
+    /// Removes the element at a known position.
+    fn remove_at(&mut self, path: &Path, t: u32, idx: usize) {
+        self.node_mut(t).remove_entries(idx, idx + 1);
+        self.add_spans(path, -1);
+        if self.node(t).count() == 0 {
+            self.unlink(path, t);
+        } else {
+            self.maybe_merge(path, t);
+        }
+    }
+
+    pub fn remove(&mut self, score: f64, member: &[u8]) -> bool {
+        let (path, t, idx) = self.seek_key(score, member);
+        if t == NIL {
+            return false;
+        }
+        let n = self.node(t);
+        if idx >= n.count() || n.scores[idx].to_bits() != score.to_bits() || n.member(idx) != member
+        {
+            return false;
+        }
+        self.remove_at(&path, t, idx);
+        true
+    }
+
+    /// Changes the score of a present element, in place when the order
+    /// allows (as Redis's zslUpdateScore does).
+    pub fn update(&mut self, old: f64, member: &[u8], new: f64) -> bool {
+        let (path, t, idx) = self.seek_key(old, member);
+        if t == NIL || idx >= self.node(t).count() {
+            return false;
+        }
+        let n = self.node(t);
+        if n.scores[idx].to_bits() != old.to_bits() || n.member(idx) != member {
+            return false;
+        }
+        let prev_ok = if idx > 0 {
+            let (pm, ps) = n.entry(idx - 1);
+            key_less(ps, pm, new, member)
+        } else if n.prev != HEAD {
+            let (pm, ps) = self.node(n.prev).last();
+            key_less(ps, pm, new, member)
+        } else {
+            true
+        };
+        let next_ok = if idx + 1 < n.count() {
+            let (nm, ns) = n.entry(idx + 1);
+            key_less(new, member, ns, nm)
+        } else if n.links[0].next != NIL {
+            let (nm, ns) = self.node(n.links[0].next).entry(0);
+            key_less(new, member, ns, nm)
+        } else {
+            true
+        };
+        if prev_ok && next_ok {
+            let n = self.node_mut(t);
+            n.scores[idx] = new;
+            n.sync_last();
+            return true;
+        }
+        self.remove_at(&path, t, idx);
+        self.insert(new, member);
+        true
+    }
+
+    /// Removes `count` elements starting at rank `start`, reporting each in
+    /// ascending order; whole nodes inside the range are unlinked in O(1).
+    pub fn remove_rank_range(
+        &mut self,
+        start: usize,
+        count: usize,
+        mut on_removed: impl FnMut(&[u8], f64),
+    ) -> usize {
+        if start >= self.len || count == 0 {
+            return 0;
+        }
+        let (mut path, mut t, mut idx) = self.seek_rank(start);
+        let mut remaining = count.min(self.len - start);
+        let total = remaining;
+        let mut first_partial: Option<(Path, u32)> = None;
+        while remaining > 0 && t != NIL {
+            let cnt = self.node(t).count();
+            let take = (cnt - idx).min(remaining);
+            {
+                let n = self.node(t);
+                for j in idx..idx + take {
+                    let (m, s) = n.entry(j);
+                    on_removed(m, s);
+                }
+            }
+            remaining -= take;
+            if take == cnt {
+                let next = self.node(t).links[0].next;
+                self.add_spans(&path, -(cnt as isize));
+                self.unlink(&path, t);
+                t = next;
+                idx = 0;
+            } else {
+                self.node_mut(t).remove_entries(idx, idx + take);
+                self.add_spans(&path, -(take as isize));
+                if remaining > 0 {
+                    first_partial = Some((path, t));
+                    path = self.path_after(&path, t);
+                    t = self.node(t).links[0].next;
+                    idx = 0;
+                } else {
+                    self.maybe_merge(&path, t);
+                }
+            }
+        }
+        if let Some((p, f)) = first_partial {
+            self.maybe_merge(&p, f);
+        }
+        total - remaining
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.iter().map(Node::heap_bytes).sum::<usize>()
+            + self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.free.capacity() * 4
+    }
+
+    pub fn check_invariants(&self) -> Result<(), String> {
+        // Level 0 walk: order, non-empty nodes, prev links, ends, totals.
+        let mut ends_at = std::collections::HashMap::new();
+        ends_at.insert(HEAD, 0usize);
+        let mut x = self.node(HEAD).links[0].next;
+        let mut prev = HEAD;
+        let mut total = 0;
+        let mut last: Option<(Vec<u8>, f64)> = None;
+        let mut seen = 0;
+        while x != NIL {
+            seen += 1;
+            if seen > self.nodes.len() {
+                return Err("cycle at level 0".into());
+            }
+            let n = self.node(x);
+            if n.count() == 0 {
+                return Err("empty node".into());
+            }
+            if n.count() > self.node_cap {
+                return Err("node over capacity".into());
+            }
+            if n.scores.last().map(|s| s.to_bits()) != Some(n.last_score.to_bits()) {
+                return Err("stale last_score".into());
+            }
+            if n.prev != prev {
+                return Err("bad prev link".into());
+            }
+            if n.ends.len() != n.count() {
+                return Err("bad member offsets".into());
+            }
+            if n.count() >= 2
+                && (n.bytes.len() > NODE_BYTES
+                    || n.ends.last().map(|&e| usize::from(e)) != Some(n.bytes.len()))
+            {
+                return Err("multi-member node over NODE_BYTES or bad offsets".into());
+            }
+            if n.links.is_empty() || n.links.len() > self.level {
+                return Err("bad node level".into());
+            }
+            for i in 0..n.count() {
+                if n.end_of(i) > n.bytes.len() || n.start_of(i) > n.end_of(i) {
+                    return Err("bad member range".into());
+                }
+                let (m, s) = n.entry(i);
+                if s.is_nan() {
+                    return Err("NaN score".into());
+                }
+                if let Some((lm, ls)) = &last
+                    && !key_less(*ls, lm, s, m)
+                {
+                    return Err("elements out of order".into());
+                }
+                last = Some((m.to_vec(), s));
+            }
+            total += n.count();
+            ends_at.insert(x, total);
+            prev = x;
+            x = n.links[0].next;
+        }
+        if total != self.len {
+            return Err(format!("len {} but {} elements", self.len, total));
+        }
+        if self.tail != if prev == HEAD { NIL } else { prev } {
+            return Err("bad tail".into());
+        }
+        // Every level: spans equal end-rank differences.
+        for i in 0..self.level {
+            let mut x = HEAD;
+            loop {
+                let l = self.node(x).links[i];
+                let ex = ends_at[&x];
+                let en = if l.next == NIL {
+                    self.len
+                } else {
+                    match ends_at.get(&l.next) {
+                        Some(&e) => e,
+                        None => return Err("link to unlisted node".into()),
+                    }
+                };
+                if en < ex || l.span != en - ex {
+                    return Err(format!("bad span at level {i}"));
+                }
+                if l.next == NIL {
+                    break;
+                }
+                if self.node(l.next).links.len() <= i {
+                    return Err("link to lower-level node".into());
+                }
+                x = l.next;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bidirectional cursor over the list (see [`List::iter_at`]).
+#[derive(Clone)]
+pub struct Iter<'a> {
+    list: &'a List,
+    node: u32,
+    idx: usize,
+    back_node: u32,
+    back_idx: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], f64);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.node == NIL {
+            return None;
+        }
+        let n = self.list.node(self.node);
+        let e = n.entry(self.idx);
+        self.idx += 1;
+        if self.idx >= n.count() {
+            self.node = n.links[0].next;
+            self.idx = 0;
+        }
+        Some(e)
+    }
+}
+
+impl<'a> Iter<'a> {
+    pub fn prev(&mut self) -> Option<(&'a [u8], f64)> {
+        loop {
+            if self.back_node == NIL || self.back_node == HEAD {
+                return None;
+            }
+            let n = self.list.node(self.back_node);
+            if self.back_idx > 0 {
+                self.back_idx -= 1;
+                return Some(n.entry(self.back_idx));
+            }
+            self.back_node = n.prev;
+            if self.back_node != HEAD {
+                self.back_idx = self.list.node(self.back_node).count();
+            }
+        }
+    }
+}
+
+/// The skiplist encoding: ordered list + member index + keyed hasher.
+#[derive(Clone)]
+pub struct SkipList {
+    list: List,
+    index: MemberIndex,
+    hasher: std::hash::RandomState,
+}
+
+impl SkipList {
+    pub fn new(node_cap: usize) -> SkipList {
+        SkipList {
+            list: List::new(node_cap),
+            index: MemberIndex::default(),
+            hasher: std::hash::RandomState::new(),
+        }
+    }
+
+    fn frag_of(hasher: &std::hash::RandomState, member: &[u8]) -> u32 {
+        let h = hasher.hash_one(member);
+        (h >> 32) as u32 ^ h as u32
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn list(&self) -> &List {
+        &self.list
+    }
+
+    fn find_slot(&self, member: &[u8]) -> Option<usize> {
+        let f = Self::frag_of(&self.hasher, member);
+        self.index.find(f, |s| self.list.contains(s, member))
+    }
+
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.find_slot(member).map(|i| self.index.score_at(i))
+    }
+
+    pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
+        // The candidate check is itself the rank search: one descent.
+        let f = Self::frag_of(&self.hasher, member);
+        let mut found = None;
+        self.index.find(f, |s| {
+            found = self.list.rank_of(s, member).map(|r| (r, s));
+            found.is_some()
+        });
+        found
+    }
+
+    /// Inserts an element the caller knows to be absent.
+    pub fn insert_new(&mut self, member: &[u8], score: f64) {
+        self.list.insert(score, member);
+        let f = Self::frag_of(&self.hasher, member);
+        self.index.insert(f, score);
+    }
+
+    /// Sets a new score for a present element; returns the old one.
+    pub fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
+        let f = Self::frag_of(&self.hasher, member);
+        let list = &mut self.list;
+        let slot = self.index.find(f, |s| list.update(s, member, score))?;
+        let old = self.index.score_at(slot);
+        self.index.set_score(slot, score);
+        Some(old)
+    }
+
+    /// Like [`update`](Self::update) when the caller already knows the
+    /// current score: any index slot with the same fragment and score bits
+    /// is interchangeable (see the index docs), so no verification descent
+    /// is needed.
+    pub fn update_known(&mut self, member: &[u8], old: f64, score: f64) {
+        let f = Self::frag_of(&self.hasher, member);
+        let bits = old.to_bits();
+        if let Some(slot) = self.index.find(f, |s| s.to_bits() == bits)
+            && self.list.update(old, member, score)
+        {
+            self.index.set_score(slot, score);
+        }
+    }
+
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        // Each candidate is tried by removing it from the list directly,
+        // so the common case costs a single descent.
+        let f = Self::frag_of(&self.hasher, member);
+        let list = &mut self.list;
+        let slot = self.index.find(f, |s| list.remove(s, member))?;
+        let old = self.index.score_at(slot);
+        self.index.remove_slot(slot);
+        Some(old)
+    }
+
+    pub fn remove_rank_range(
+        &mut self,
+        start: usize,
+        count: usize,
+        mut on_removed: impl FnMut(&[u8], f64),
+    ) -> usize {
+        let index = &mut self.index;
+        let hasher = &self.hasher;
+        self.list.remove_rank_range(start, count, |m, s| {
+            index.remove_exact(Self::frag_of(hasher, m), s);
+            on_removed(m, s);
+        })
+    }
+
+    pub fn mem_usage(&self) -> usize {
+        self.list.heap_bytes() + self.index.mem_usage()
+    }
+
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.list.check_invariants()?;
+        self.index.check_invariants()?;
+        if self.index.len() != self.list.len() {
+            return Err("index and list lengths differ".into());
+        }
+        let mut want: Vec<(u32, u64)> = self
+            .list
+            .iter_at(0)
+            .map(|(m, s)| (Self::frag_of(&self.hasher, m), s.to_bits()))
+            .collect();
+        let mut have = self.index.entries();
+        want.sort_unstable();
+        have.sort_unstable();
+        if want != have {
+            return Err("index entries do not match list".into());
+        }
+        Ok(())
+    }
+}
