@@ -17,6 +17,7 @@ pub mod docs;
 pub mod keys;
 pub mod server;
 pub mod strings;
+pub mod zsets;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -33,6 +34,7 @@ pub static TABLE: &[&[Command]] = &[
     server::COMMANDS,
     keys::COMMANDS,
     strings::COMMANDS,
+    zsets::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;

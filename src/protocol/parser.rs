@@ -253,7 +253,10 @@ impl Parser {
         let rest = &buf[self.pos..];
         // Redis looks for the newline with strchr(), which stops at a NUL:
         // a NUL before the newline hides it, and the request stays incomplete.
-        let nl = rest.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| rest[i] == b'\n');
+        let nl = rest
+            .iter()
+            .position(|&b| b == b'\n' || b == 0)
+            .filter(|&i| rest[i] == b'\n');
         let Some(nl) = nl else {
             if rest.len() > INLINE_MAX {
                 return Err(ProtocolError::TooBigInline);

@@ -9,6 +9,7 @@ use crate::util::parse_i64;
 #[derive(Clone)]
 pub enum Value {
     Str(Str),
+    ZSet(crate::zset::ZSet),
 }
 
 impl Value {
@@ -16,6 +17,7 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -23,6 +25,7 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding_name(),
         }
     }
 
@@ -30,6 +33,7 @@ impl Value {
     pub fn mem_usage(&self) -> usize {
         match self {
             Value::Str(s) => s.data.capacity(),
+            Value::ZSet(z) => z.mem_usage(),
         }
     }
 }
