@@ -22,6 +22,7 @@ pub mod sets;
 pub mod strings;
 pub mod transactions;
 pub mod windows;
+pub mod zsets;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -43,6 +44,7 @@ pub static TABLE: &[&[Command]] = &[
     transactions::COMMANDS,
     windows::COMMANDS,
     lists::COMMANDS,
+    zsets::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;
