@@ -105,7 +105,10 @@ impl Feeds {
             .ignore()
             .query_async::<()>(&mut self.con)
             .await?;
-        let followers: Vec<u32> = redis::cmd("SMEMBERS").arg(self.followers(a.user)).query_async(&mut self.con).await?;
+        let followers: Vec<u32> = redis::cmd("SMEMBERS")
+            .arg(self.followers(a.user))
+            .query_async(&mut self.con)
+            .await?;
         let mut feeds = vec![self.profile(a.user)];
         feeds.extend(followers.iter().map(|f| self.feed(*f)));
         for feed in feeds {
@@ -118,10 +121,23 @@ impl Feeds {
     /// counter when it enters, then trims the feed.
     async fn add_to_feed(&mut self, feed: &str, agg: &str, ts: i64) -> redis::RedisResult<()> {
         loop {
-            redis::cmd("WATCH").arg(feed).query_async::<()>(&mut self.con).await?;
-            let present: Option<f64> = redis::cmd("ZSCORE").arg(feed).arg(agg).query_async(&mut self.con).await?;
+            redis::cmd("WATCH")
+                .arg(feed)
+                .query_async::<()>(&mut self.con)
+                .await?;
+            let present: Option<f64> = redis::cmd("ZSCORE")
+                .arg(feed)
+                .arg(agg)
+                .query_async(&mut self.con)
+                .await?;
             let mut tx = redis::pipe();
-            tx.atomic().cmd("ZADD").arg(feed).arg("GT").arg(ts).arg(agg).ignore();
+            tx.atomic()
+                .cmd("ZADD")
+                .arg(feed)
+                .arg("GT")
+                .arg(ts)
+                .arg(agg)
+                .ignore();
             if present.is_none() {
                 tx.cmd("INCR").arg(self.refs_key(agg)).ignore();
             }
@@ -138,7 +154,10 @@ impl Feeds {
     /// leaves is paired with a DECR in the same transaction.
     async fn trim(&mut self, feed: &str) -> redis::RedisResult<()> {
         let evicted = loop {
-            redis::cmd("WATCH").arg(feed).query_async::<()>(&mut self.con).await?;
+            redis::cmd("WATCH")
+                .arg(feed)
+                .query_async::<()>(&mut self.con)
+                .await?;
             let mut old: Vec<String> = Vec::new();
             let cutoff = server_ms(&mut self.con).await? - WINDOW_MS;
             if self.classic {
@@ -149,25 +168,43 @@ impl Feeds {
                     .query_async(&mut self.con)
                     .await?;
             }
-            let card: i64 = redis::cmd("ZCARD").arg(feed).query_async(&mut self.con).await?;
+            let card: i64 = redis::cmd("ZCARD")
+                .arg(feed)
+                .query_async(&mut self.con)
+                .await?;
             let over = card - old.len() as i64 - MAX_FEED;
             let extra: Vec<String> = if over > 0 {
                 let from = old.len() as i64;
-                redis::cmd("ZRANGE").arg(feed).arg(from).arg(from + over - 1).query_async(&mut self.con).await?
+                redis::cmd("ZRANGE")
+                    .arg(feed)
+                    .arg(from)
+                    .arg(from + over - 1)
+                    .query_async(&mut self.con)
+                    .await?
             } else {
                 Vec::new()
             };
             if old.is_empty() && extra.is_empty() {
-                redis::cmd("UNWATCH").query_async::<()>(&mut self.con).await?;
+                redis::cmd("UNWATCH")
+                    .query_async::<()>(&mut self.con)
+                    .await?;
                 return Ok(());
             }
             let mut tx = redis::pipe();
             tx.atomic();
             if !old.is_empty() {
-                tx.cmd("ZREMRANGEBYSCORE").arg(feed).arg("-inf").arg(format!("({cutoff}")).ignore();
+                tx.cmd("ZREMRANGEBYSCORE")
+                    .arg(feed)
+                    .arg("-inf")
+                    .arg(format!("({cutoff}"))
+                    .ignore();
             }
             if over > 0 {
-                tx.cmd("ZREMRANGEBYRANK").arg(feed).arg(0).arg(over - 1).ignore();
+                tx.cmd("ZREMRANGEBYRANK")
+                    .arg(feed)
+                    .arg(0)
+                    .arg(over - 1)
+                    .ignore();
             }
             for agg in old.iter().chain(&extra) {
                 tx.cmd("DECR").arg(self.refs_key(agg)).ignore();
@@ -189,13 +226,28 @@ impl Feeds {
     async fn collect(&mut self, agg: &str) -> redis::RedisResult<()> {
         let refs = self.refs_key(agg);
         loop {
-            redis::cmd("WATCH").arg(&refs).query_async::<()>(&mut self.con).await?;
-            let n: Option<i64> = redis::cmd("GET").arg(&refs).query_async(&mut self.con).await?;
+            redis::cmd("WATCH")
+                .arg(&refs)
+                .query_async::<()>(&mut self.con)
+                .await?;
+            let n: Option<i64> = redis::cmd("GET")
+                .arg(&refs)
+                .query_async(&mut self.con)
+                .await?;
             if n.is_some_and(|n| n > 0) {
-                redis::cmd("UNWATCH").query_async::<()>(&mut self.con).await?;
+                redis::cmd("UNWATCH")
+                    .query_async::<()>(&mut self.con)
+                    .await?;
                 return Ok(());
             }
-            let done: Option<()> = redis::pipe().atomic().cmd("DEL").arg(agg).arg(&refs).ignore().query_async(&mut self.con).await?;
+            let done: Option<()> = redis::pipe()
+                .atomic()
+                .cmd("DEL")
+                .arg(agg)
+                .arg(&refs)
+                .ignore()
+                .query_async(&mut self.con)
+                .await?;
             if done.is_some() {
                 self.collected += 1;
                 return Ok(());
@@ -208,10 +260,17 @@ impl Feeds {
     /// each one is one reference fewer.
     async fn drain_aged(&mut self) -> redis::RedisResult<()> {
         loop {
-            let batch: Option<Vec<String>> = redis::cmd("LPOP").arg(self.aged()).arg(100).query_async(&mut self.con).await?;
+            let batch: Option<Vec<String>> = redis::cmd("LPOP")
+                .arg(self.aged())
+                .arg(100)
+                .query_async(&mut self.con)
+                .await?;
             let Some(batch) = batch else { return Ok(()) };
             for agg in batch {
-                redis::cmd("DECR").arg(self.refs_key(&agg)).query_async::<i64>(&mut self.con).await?;
+                redis::cmd("DECR")
+                    .arg(self.refs_key(&agg))
+                    .query_async::<i64>(&mut self.con)
+                    .await?;
                 self.aged_out += 1;
                 self.collect(&agg).await?;
             }
@@ -228,7 +287,10 @@ impl Feeds {
             .query_async(&mut self.con)
             .await?;
         if removed == 1 {
-            redis::cmd("DECR").arg(self.refs_key(agg)).query_async::<i64>(&mut self.con).await?;
+            redis::cmd("DECR")
+                .arg(self.refs_key(agg))
+                .query_async::<i64>(&mut self.con)
+                .await?;
             self.collect(agg).await?;
         }
         Ok(())
@@ -237,8 +299,15 @@ impl Feeds {
     /// follow_user: backfill the follower's feed with the followed user's
     /// activities (re-creating their aggregations if collected).
     async fn follow(&mut self, follower: u32, user: u32) -> redis::RedisResult<()> {
-        redis::cmd("SADD").arg(self.followers(user)).arg(follower).query_async::<i64>(&mut self.con).await?;
-        let ids: Vec<String> = redis::cmd("SMEMBERS").arg(self.activities(user)).query_async(&mut self.con).await?;
+        redis::cmd("SADD")
+            .arg(self.followers(user))
+            .arg(follower)
+            .query_async::<i64>(&mut self.con)
+            .await?;
+        let ids: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.activities(user))
+            .query_async(&mut self.con)
+            .await?;
         let feed = self.feed(follower);
         for id in ids {
             let (kind, ts): (String, i64) = redis::cmd("HMGET")
@@ -248,7 +317,11 @@ impl Feeds {
                 .query_async(&mut self.con)
                 .await?;
             let agg = self.agg_key(&kind, user, ts);
-            redis::cmd("SADD").arg(&agg).arg(&id).query_async::<i64>(&mut self.con).await?;
+            redis::cmd("SADD")
+                .arg(&agg)
+                .arg(&id)
+                .query_async::<i64>(&mut self.con)
+                .await?;
             self.add_to_feed(&feed, &agg, ts).await?;
         }
         Ok(())
@@ -256,9 +329,18 @@ impl Feeds {
 
     /// unfollow_user: take the user's aggregations out of the follower's feed.
     async fn unfollow(&mut self, follower: u32, user: u32) -> redis::RedisResult<()> {
-        redis::cmd("SREM").arg(self.followers(user)).arg(follower).query_async::<i64>(&mut self.con).await?;
+        redis::cmd("SREM")
+            .arg(self.followers(user))
+            .arg(follower)
+            .query_async::<i64>(&mut self.con)
+            .await?;
         let feed = self.feed(follower);
-        let entries: Vec<String> = redis::cmd("ZRANGE").arg(&feed).arg(0).arg(-1).query_async(&mut self.con).await?;
+        let entries: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&feed)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.con)
+            .await?;
         // Aggregation keys end in `:<user>:<day>`.
         let by = |a: &&String| a.rsplit(':').nth(1) == Some(user.to_string().as_str());
         for agg in entries.iter().filter(by) {
@@ -271,9 +353,16 @@ impl Feeds {
     /// every feed that shows it.
     async fn delete_activity(&mut self, id: &str) -> redis::RedisResult<()> {
         let key = format!("{}:activity:{id}", self.p);
-        let (kind, user, ts): (Option<String>, Option<u32>, Option<i64>) =
-            redis::cmd("HMGET").arg(&key).arg("type").arg("user").arg("ts").query_async(&mut self.con).await?;
-        let (Some(kind), Some(user), Some(ts)) = (kind, user, ts) else { return Ok(()) };
+        let (kind, user, ts): (Option<String>, Option<u32>, Option<i64>) = redis::cmd("HMGET")
+            .arg(&key)
+            .arg("type")
+            .arg("user")
+            .arg("ts")
+            .query_async(&mut self.con)
+            .await?;
+        let (Some(kind), Some(user), Some(ts)) = (kind, user, ts) else {
+            return Ok(());
+        };
         let agg = self.agg_key(&kind, user, ts);
         let (_, _, _, left): ((), (), (), i64) = redis::pipe()
             .atomic()
@@ -290,7 +379,10 @@ impl Feeds {
             .query_async(&mut self.con)
             .await?;
         if left == 0 {
-            let followers: Vec<u32> = redis::cmd("SMEMBERS").arg(self.followers(user)).query_async(&mut self.con).await?;
+            let followers: Vec<u32> = redis::cmd("SMEMBERS")
+                .arg(self.followers(user))
+                .query_async(&mut self.con)
+                .await?;
             let mut feeds = vec![self.profile(user)];
             feeds.extend(followers.iter().map(|f| self.feed(*f)));
             for feed in feeds {
@@ -321,20 +413,40 @@ impl Feeds {
         }
         let mut out = BTreeMap::new();
         for k in keys {
-            let t: String = redis::cmd("TYPE").arg(&k).query_async(&mut self.con).await?;
+            let t: String = redis::cmd("TYPE")
+                .arg(&k)
+                .query_async(&mut self.con)
+                .await?;
             let v = match t.as_str() {
-                "string" => redis::cmd("GET").arg(&k).query_async::<String>(&mut self.con).await?,
+                "string" => {
+                    redis::cmd("GET")
+                        .arg(&k)
+                        .query_async::<String>(&mut self.con)
+                        .await?
+                }
                 "set" => {
-                    let mut m: Vec<String> = redis::cmd("SMEMBERS").arg(&k).query_async(&mut self.con).await?;
+                    let mut m: Vec<String> = redis::cmd("SMEMBERS")
+                        .arg(&k)
+                        .query_async(&mut self.con)
+                        .await?;
                     m.sort();
                     m.join(",")
                 }
                 "zset" => {
-                    let m: Vec<(String, f64)> = redis::cmd("ZRANGE").arg(&k).arg(0).arg(-1).arg("WITHSCORES").query_async(&mut self.con).await?;
+                    let m: Vec<(String, f64)> = redis::cmd("ZRANGE")
+                        .arg(&k)
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES")
+                        .query_async(&mut self.con)
+                        .await?;
                     format!("{m:?}")
                 }
                 "hash" => {
-                    let m: BTreeMap<String, String> = redis::cmd("HGETALL").arg(&k).query_async(&mut self.con).await?;
+                    let m: BTreeMap<String, String> = redis::cmd("HGETALL")
+                        .arg(&k)
+                        .query_async(&mut self.con)
+                        .await?;
                     format!("{m:?}")
                 }
                 _ => t,
@@ -346,8 +458,18 @@ impl Feeds {
 
     /// Entries of a feed, oldest first.
     async fn entries(&mut self, feed: &str) -> redis::RedisResult<Vec<String>> {
-        let v: Vec<String> = redis::cmd("ZRANGE").arg(feed).arg(0).arg(-1).query_async(&mut self.con).await?;
-        Ok(v.into_iter().map(|a| a.trim_start_matches(&format!("{}:agg:", self.p)).to_string()).collect())
+        let v: Vec<String> = redis::cmd("ZRANGE")
+            .arg(feed)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.con)
+            .await?;
+        Ok(v.into_iter()
+            .map(|a| {
+                a.trim_start_matches(&format!("{}:agg:", self.p))
+                    .to_string()
+            })
+            .collect())
     }
 
     /// Touches every feed (a windowed key trims on lookup) and, in the windows
@@ -356,7 +478,10 @@ impl Feeds {
         if !self.classic {
             for u in users {
                 for f in [self.feed(*u), self.profile(*u)] {
-                    redis::cmd("ZCARD").arg(&f).query_async::<i64>(&mut self.con).await?;
+                    redis::cmd("ZCARD")
+                        .arg(&f)
+                        .query_async::<i64>(&mut self.con)
+                        .await?;
                 }
             }
             self.drain_aged().await?;
@@ -372,7 +497,8 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     let mut rules = Vec::new();
     if !opts.classic {
         for pat in [format!("{p}:feed:*"), format!("{p}:profile:*")] {
-            common::set_window(&mut con, &pat, WINDOW_MS as u64, Some(&format!("{p}:aged"))).await?;
+            common::set_window(&mut con, &pat, WINDOW_MS as u64, Some(&format!("{p}:aged")))
+                .await?;
             println!("  ZWINDOW SET {pat} {WINDOW_MS} MS MOVETO {p}:aged");
             rules.push(pat);
         }
@@ -404,48 +530,111 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     let day = |ts: i64| (ts + day_shift).div_euclid(DAY_MS);
     let mut acts: Vec<(String, &str, u32, i64, String)> = Vec::new();
     for (i, photo) in ["p1", "p2", "p3"].iter().enumerate() {
-        acts.push((format!("like-{photo}"), "like", 1, today - i as i64 * 10, photo.to_string()));
+        acts.push((
+            format!("like-{photo}"),
+            "like",
+            1,
+            today - i as i64 * 10,
+            photo.to_string(),
+        ));
     }
     for (i, pic) in ["pic1", "pic2"].iter().enumerate() {
-        acts.push((format!("post-{pic}"), "picture", 1, today - 100 + i as i64 * 10, pic.to_string()));
+        acts.push((
+            format!("post-{pic}"),
+            "picture",
+            1,
+            today - 100 + i as i64 * 10,
+            pic.to_string(),
+        ));
     }
     for (i, photo) in ["p4", "p5"].iter().enumerate() {
-        acts.push((format!("like-{photo}"), "like", 1, yesterday + i as i64 * 10, photo.to_string()));
+        acts.push((
+            format!("like-{photo}"),
+            "like",
+            1,
+            yesterday + i as i64 * 10,
+            photo.to_string(),
+        ));
     }
     acts.push(("comment-c1".into(), "comment", 1, old, "c1".into()));
     for k in 0..12 {
-        acts.push((format!("u2-{k}"), ["like", "picture", "comment", "share"][k % 4], 2, today - 200 - (k as i64) * DAY_MS / 6, format!("o{k}")));
+        acts.push((
+            format!("u2-{k}"),
+            ["like", "picture", "comment", "share"][k % 4],
+            2,
+            today - 200 - (k as i64) * DAY_MS / 6,
+            format!("o{k}"),
+        ));
     }
     for (id, kind, user, ts, object) in &acts {
-        f.new_activity(&Activity { id, kind, user: *user, ts: *ts, object }).await?;
+        f.new_activity(&Activity {
+            id,
+            kind,
+            user: *user,
+            ts: *ts,
+            object,
+        })
+        .await?;
     }
     f.settle(&users).await?;
     let feed3 = f.entries(&f.feed(3)).await?;
-    println!("  {} activities fanned out; feed:3 (follows 1 and 2) holds {} entries: {feed3:?}", acts.len(), feed3.len());
+    println!(
+        "  {} activities fanned out; feed:3 (follows 1 and 2) holds {} entries: {feed3:?}",
+        acts.len(),
+        feed3.len()
+    );
     checks.equal("feed:3 trimmed to MAX", feed3.len() as i64, MAX_FEED);
     let feed2 = f.entries(&f.feed(2)).await?;
-    let want2 = vec![format!("like:1:{}", day(yesterday)), format!("picture:1:{}", day(today - 100)), format!("like:1:{}", day(today))];
+    let want2 = vec![
+        format!("like:1:{}", day(yesterday)),
+        format!("picture:1:{}", day(today - 100)),
+        format!("like:1:{}", day(today)),
+    ];
     println!("  feed:2 (follows 1): {feed2:?}");
-    checks.equal("feed:2 aggregated by (type, user, day), 5-day-old comment gone", feed2, want2);
-    let likes: i64 = redis::cmd("SCARD").arg(f.agg_key("like", 1, today)).query_async(&mut con).await?;
+    checks.equal(
+        "feed:2 aggregated by (type, user, day), 5-day-old comment gone",
+        feed2,
+        want2,
+    );
+    let likes: i64 = redis::cmd("SCARD")
+        .arg(f.agg_key("like", 1, today))
+        .query_async(&mut con)
+        .await?;
     println!("  \"user 1 liked {likes} photos today\"");
     checks.equal("today's like aggregation", likes, 3);
 
     // Replay: the queue delivers activities again; nothing may change.
     let before = f.snapshot().await?;
     for (id, kind, user, ts, object) in acts.iter().take(8) {
-        f.new_activity(&Activity { id, kind, user: *user, ts: *ts, object }).await?;
+        f.new_activity(&Activity {
+            id,
+            kind,
+            user: *user,
+            ts: *ts,
+            object,
+        })
+        .await?;
     }
     f.settle(&users).await?;
     let after = f.snapshot().await?;
-    checks.check(before == after, format!("replaying 8 activities is idempotent ({} keys unchanged)", before.len()));
+    checks.check(
+        before == after,
+        format!(
+            "replaying 8 activities is idempotent ({} keys unchanged)",
+            before.len()
+        ),
+    );
 
     // Follow with backfill, unfollow, delete.
     f.follow(5, 1).await?;
     f.settle(&users).await?;
     let feed5 = f.entries(&f.feed(5)).await?;
     println!("  user 5 follows user 1: feed:5 = {feed5:?}");
-    checks.equal("backfilled feed:5 equals feed:2", feed5.clone(), f.entries(&f.feed(2)).await?);
+    checks.equal(
+        "backfilled feed:5 equals feed:2",
+        feed5.clone(),
+        f.entries(&f.feed(2)).await?,
+    );
     f.unfollow(4, 1).await?;
     let feed4 = f.entries(&f.feed(4)).await?;
     println!("  user 4 unfollows user 1: feed:4 = {feed4:?}");
@@ -455,7 +644,10 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     f.settle(&users).await?;
     let feed2 = f.entries(&f.feed(2)).await?;
     println!("  both pictures deleted: feed:2 = {feed2:?}");
-    checks.check(!feed2.iter().any(|a| a.starts_with("picture:1:")), "the emptied picture aggregation left every feed");
+    checks.check(
+        !feed2.iter().any(|a| a.starts_with("picture:1:")),
+        "the emptied picture aggregation left every feed",
+    );
 
     // Reference counts: every aggregation's counter equals the number of
     // feeds holding it; unreferenced aggregations are gone.
@@ -463,8 +655,20 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     let mut held: BTreeMap<String, i64> = BTreeMap::new();
     for u in users {
         for feed in [f.feed(u), f.profile(u)] {
-            let v: Vec<String> = redis::cmd("ZRANGE").arg(&feed).arg(0).arg(-1).query_async(&mut con).await?;
-            checks.check(v.len() as i64 <= MAX_FEED, format!("{} has {} <= {MAX_FEED} entries", feed.trim_start_matches(&p), v.len()));
+            let v: Vec<String> = redis::cmd("ZRANGE")
+                .arg(&feed)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut con)
+                .await?;
+            checks.check(
+                v.len() as i64 <= MAX_FEED,
+                format!(
+                    "{} has {} <= {MAX_FEED} entries",
+                    feed.trim_start_matches(&p),
+                    v.len()
+                ),
+            );
             for a in v {
                 *held.entry(a).or_default() += 1;
             }
@@ -476,7 +680,10 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
             let agg = k.replacen(":refs:", ":agg:", 1);
             let n: i64 = v.parse().unwrap_or(-1);
             if n != held.get(&agg).copied().unwrap_or(0) || (n > 0) != snap.contains_key(&agg) {
-                println!("  refcount mismatch: {k} = {n}, held by {:?}", held.get(&agg));
+                println!(
+                    "  refcount mismatch: {k} = {n}, held by {:?}",
+                    held.get(&agg)
+                );
                 refs_ok = false;
             }
         }
@@ -488,7 +695,13 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     for agg in held.keys() {
         refs_ok &= snap.contains_key(&f.refs_key(agg));
     }
-    checks.check(refs_ok, format!("reference counts match feed membership for {} aggregations", held.len()));
+    checks.check(
+        refs_ok,
+        format!(
+            "reference counts match feed membership for {} aggregations",
+            held.len()
+        ),
+    );
     println!(
         "  entries evicted by size: {}, aged out: {}, aggregations collected: {}, WATCH retries: {}",
         f.evicted_by_size, f.aged_out, f.collected, f.watch_retries

@@ -39,7 +39,14 @@ const EVENT_GAP_MS: u64 = 40;
 const QUIET_MS: u64 = 900;
 const ACCOUNTS: usize = 6;
 const PARTITIONS: usize = 2;
-const METRICS: [&str; 6] = ["likes", "shares", "comments", "impressions", "saves", "clicks"];
+const METRICS: [&str; 6] = [
+    "likes",
+    "shares",
+    "comments",
+    "impressions",
+    "saves",
+    "clicks",
+];
 
 /// One post-metric-updated event, at an offset from the start of the run.
 struct Event {
@@ -60,7 +67,10 @@ fn generate() -> (Vec<Event>, Vec<(usize, BTreeSet<String>)>) {
         let id = bursts.len();
         let mut superset = BTreeSet::new();
         for k in 0..len {
-            let metrics = vec![METRICS[(account + k) % 6], METRICS[(account * 2 + k / 2) % 6]];
+            let metrics = vec![
+                METRICS[(account + k) % 6],
+                METRICS[(account * 2 + k / 2) % 6],
+            ];
             superset.extend(metrics.iter().map(|m| m.to_string()));
             post += 1;
             events.push(Event {
@@ -141,8 +151,15 @@ async fn classic_consumer(
             .await?;
         for account in due {
             loop {
-                redis::cmd("WATCH").arg(&folder).query_async::<()>(&mut con).await?;
-                let score: Option<f64> = redis::cmd("ZSCORE").arg(&folder).arg(&account).query_async(&mut con).await?;
+                redis::cmd("WATCH")
+                    .arg(&folder)
+                    .query_async::<()>(&mut con)
+                    .await?;
+                let score: Option<f64> = redis::cmd("ZSCORE")
+                    .arg(&folder)
+                    .arg(&account)
+                    .query_async(&mut con)
+                    .await?;
                 match score {
                     None => {
                         // Another consumer published it between our query and now.
@@ -173,7 +190,11 @@ async fn classic_consumer(
                     .await?;
                 match claimed {
                     Some((1, metrics)) => {
-                        let _ = out.send((account.clone(), metrics.into_iter().collect(), Instant::now()));
+                        let _ = out.send((
+                            account.clone(),
+                            metrics.into_iter().collect(),
+                            Instant::now(),
+                        ));
                         break;
                     }
                     Some(_) => {
@@ -200,7 +221,11 @@ async fn windows_consumer(
     stop: Arc<AtomicBool>,
 ) -> redis::RedisResult<()> {
     while !stop.load(Relaxed) {
-        let popped: Option<(String, String)> = redis::cmd("BLPOP").arg(keys.due()).arg(0.2).query_async(&mut con).await?;
+        let popped: Option<(String, String)> = redis::cmd("BLPOP")
+            .arg(keys.due())
+            .arg(0.2)
+            .query_async(&mut con)
+            .await?;
         let Some((_, account)) = popped else { continue };
         let metrics_key = keys.metrics(&account);
         let (metrics,): (Vec<String>,) = redis::pipe()
@@ -220,7 +245,9 @@ async fn windows_consumer(
 async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     let (client, mut con) = common::connect(&opts.url).await?;
     let classic = opts.classic;
-    let keys = Arc::new(Keys { prefix: common::run_prefix("event_folder") });
+    let keys = Arc::new(Keys {
+        prefix: common::run_prefix("event_folder"),
+    });
     let mut checks = Checks::default();
     println!("event_folder [{}] prefix {}", opts.variant(), keys.prefix);
     let mut rules = Vec::new();
@@ -267,19 +294,35 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
             .arg(&account)
             .query_async(&mut con)
             .await?;
-        if added == 1 { zadd1 += 1 } else { zadd0 += 1 }
+        if added == 1 {
+            zadd1 += 1
+        } else {
+            zadd0 += 1
+        }
         let _ = (&e.post, e.burst);
     }
-    println!("  produced {} post-metric-updated events for {ACCOUNTS} accounts in {} bursts", events.len(), bursts.len());
+    println!(
+        "  produced {} post-metric-updated events for {ACCOUNTS} accounts in {} bursts",
+        events.len(),
+        bursts.len()
+    );
 
     // Collect folded events until every burst has been emitted (or too late).
     let mut emitted: Vec<Folded> = Vec::new();
     let deadline = Instant::now() + Duration::from_millis(FOLD_MS + 2000);
     while emitted.len() < bursts.len() {
-        match tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), rx.recv()).await {
+        match tokio::time::timeout(
+            deadline.saturating_duration_since(Instant::now()),
+            rx.recv(),
+        )
+        .await
+        {
             Ok(Some(f)) => {
                 let at = f.2.duration_since(t0).as_secs_f64();
-                println!("  folded at {at:.2} s: {{\"account_id\": \"{}\", \"metrics\": {:?}}}", f.0, f.1);
+                println!(
+                    "  folded at {at:.2} s: {{\"account_id\": \"{}\", \"metrics\": {:?}}}",
+                    f.0, f.1
+                );
                 emitted.push(f);
             }
             _ => break,
@@ -293,15 +336,23 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     }
     stop.store(true, Relaxed);
     for c in consumers {
-        c.await.map_err(|e| redis::RedisError::from(std::io::Error::other(e)))??;
+        c.await
+            .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))??;
     }
 
     let total = events.len() as u64;
     let eligible = total - bursts.len() as u64;
     let ratio = zadd0 as f64 / eligible as f64;
     println!("  events: {total}; ZADD returned 1: {zadd1}, 0: {zadd0}; fold-eligible: {eligible}");
-    println!("  folding ratio F_R = N_F/N_E = {zadd0}/{eligible} = {ratio:.3} (estimate ZADD==0/N_total = {:.3})", zadd0 as f64 / total as f64);
-    println!("  folded events emitted: {} (one per burst: {})", emitted.len(), bursts.len());
+    println!(
+        "  folding ratio F_R = N_F/N_E = {zadd0}/{eligible} = {ratio:.3} (estimate ZADD==0/N_total = {:.3})",
+        zadd0 as f64 / total as f64
+    );
+    println!(
+        "  folded events emitted: {} (one per burst: {})",
+        emitted.len(),
+        bursts.len()
+    );
     if classic {
         println!(
             "  races handled: {} aborted EXEC, {} claims lost to the other consumer, {} bursts resumed after the query",
@@ -311,7 +362,11 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
         );
     }
 
-    checks.equal("folded events emitted (one per burst, none twice)", emitted.len(), bursts.len());
+    checks.equal(
+        "folded events emitted (one per burst, none twice)",
+        emitted.len(),
+        bursts.len(),
+    );
     // Bursts of one account are emitted in order; match them up.
     let mut want: BTreeMap<String, Vec<BTreeSet<String>>> = BTreeMap::new();
     for (a, set) in &bursts {
@@ -321,12 +376,21 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     for (a, set, _) in emitted {
         got.entry(a).or_default().push(set);
     }
-    checks.check(got == want, "each folded event carries its burst's metric superset");
+    checks.check(
+        got == want,
+        "each folded event carries its burst's metric superset",
+    );
     checks.equal("ZADD returned 1 once per burst", zadd1, bursts.len() as u64);
-    checks.check((ratio - 1.0).abs() < 1e-9, format!("folding ratio {ratio:.3} = 1.000 (no fake news)"));
+    checks.check(
+        (ratio - 1.0).abs() < 1e-9,
+        format!("folding ratio {ratio:.3} = 1.000 (no fake news)"),
+    );
     let mut left = 0i64;
     for p in 0..PARTITIONS {
-        left += redis::cmd("ZCARD").arg(keys.folder(classic, p)).query_async::<i64>(&mut con).await?;
+        left += redis::cmd("ZCARD")
+            .arg(keys.folder(classic, p))
+            .query_async::<i64>(&mut con)
+            .await?;
     }
     checks.equal("accounts left in the folder", left, 0);
 

@@ -122,7 +122,10 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
 
     let now0 = server_ms(&mut con).await?;
     let viewers = history(now0);
-    let mut beats: Vec<(i64, u32)> = viewers.iter().flat_map(|v| v.beats.iter().map(move |t| (*t, v.id))).collect();
+    let mut beats: Vec<(i64, u32)> = viewers
+        .iter()
+        .flat_map(|v| v.beats.iter().map(move |t| (*t, v.id)))
+        .collect();
     beats.sort();
     let t0 = Instant::now();
     let (mut misses, mut sessions_created, mut round_trips) = (0u64, 0u64, 0u64);
@@ -134,7 +137,10 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
         for (ts, v) in batch {
             reads.cmd("GET").arg(profile(*v));
             reads.cmd("ZSCORE").arg(&end_key).arg(*v);
-            reads.cmd("SADD").arg(frame_seen(ts.div_euclid(FRAME_MS))).arg(*v);
+            reads
+                .cmd("SADD")
+                .arg(frame_seen(ts.div_euclid(FRAME_MS)))
+                .arg(*v);
         }
         let got: Vec<redis::Value> = reads.query_async(&mut con).await?;
         let mut writes = redis::pipe();
@@ -143,8 +149,17 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
             let cached: Option<String> = redis::from_redis_value(&got[3 * i])?;
             if cached.is_none() && !ends.contains_key(v) {
                 misses += 1;
-                let body = format!("{{\"id\":{v},\"group\":\"{}\",\"country\":\"{}\"}}", viewer.group, viewer.country);
-                writes.cmd("SET").arg(profile(*v)).arg(body).arg("EX").arg(60).ignore();
+                let body = format!(
+                    "{{\"id\":{v},\"group\":\"{}\",\"country\":\"{}\"}}",
+                    viewer.group, viewer.country
+                );
+                writes
+                    .cmd("SET")
+                    .arg(profile(*v))
+                    .arg(body)
+                    .arg("EX")
+                    .arg(60)
+                    .ignore();
             }
             let stored: Option<f64> = redis::from_redis_value(&got[3 * i + 1])?;
             let last_end = ends.get(v).copied().or(stored.map(|s| s as i64));
@@ -156,14 +171,34 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
             ends.insert(*v, *ts);
             writes.cmd("ZADD").arg(&hb).arg(*ts).arg(*v).ignore();
             if viewer.watches_session {
-                writes.cmd("ZADD").arg(&hb_session).arg(*ts).arg(*v).ignore();
+                writes
+                    .cmd("ZADD")
+                    .arg(&hb_session)
+                    .arg(*ts)
+                    .arg(*v)
+                    .ignore();
             }
             let first_in_frame: i64 = redis::from_redis_value(&got[3 * i + 2])?;
             if first_in_frame == 1 {
                 let key = stats(ts.div_euclid(FRAME_MS));
-                writes.cmd("HINCRBY").arg(&key).arg("viewerCount").arg(1).ignore();
-                writes.cmd("HINCRBY").arg(&key).arg(format!("group:{}", viewer.group)).arg(1).ignore();
-                writes.cmd("HINCRBY").arg(&key).arg(format!("country:{}", viewer.country)).arg(1).ignore();
+                writes
+                    .cmd("HINCRBY")
+                    .arg(&key)
+                    .arg("viewerCount")
+                    .arg(1)
+                    .ignore();
+                writes
+                    .cmd("HINCRBY")
+                    .arg(&key)
+                    .arg(format!("group:{}", viewer.group))
+                    .arg(1)
+                    .ignore();
+                writes
+                    .cmd("HINCRBY")
+                    .arg(&key)
+                    .arg(format!("country:{}", viewer.country))
+                    .arg(1)
+                    .ignore();
             }
             writes.cmd("SADD").arg(&attendance).arg(*v).ignore();
         }
@@ -181,7 +216,11 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     let now = server_ms(&mut con).await?;
     let alive_since = now - ALIVE_MS;
     let count = |key: &str| {
-        let mut c = if classic { redis::cmd("ZCOUNT") } else { redis::cmd("ZCARD") };
+        let mut c = if classic {
+            redis::cmd("ZCOUNT")
+        } else {
+            redis::cmd("ZCARD")
+        };
         c.arg(key);
         if classic {
             c.arg(alive_since).arg("+inf");
@@ -191,12 +230,18 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     let alive: i64 = count(&hb).query_async(&mut con).await?;
     let alive_session: i64 = count(&hb_session).query_async(&mut con).await?;
     let stored: i64 = redis::cmd("ZCARD").arg(&hb).query_async(&mut con).await?;
-    let want_alive = viewers.iter().filter(|v| v.beats.last().is_some_and(|t| *t >= alive_since)).count() as i64;
+    let want_alive = viewers
+        .iter()
+        .filter(|v| v.beats.last().is_some_and(|t| *t >= alive_since))
+        .count() as i64;
     let want_session = viewers
         .iter()
         .filter(|v| v.watches_session && v.beats.last().is_some_and(|t| *t >= alive_since))
         .count() as i64;
-    println!("  alive viewers (heartbeat within 65 s): {alive}; in session s1: {alive_session}; members stored in {}: {stored}", hb.trim_start_matches(&p));
+    println!(
+        "  alive viewers (heartbeat within 65 s): {alive}; in session s1: {alive_session}; members stored in {}: {stored}",
+        hb.trim_start_matches(&p)
+    );
     let mut checks = Checks::default();
     checks.equal("alive count", alive, want_alive);
     checks.equal("alive in session s1", alive_session, want_session);
@@ -204,31 +249,65 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
         checks.equal("windowed set holds only live viewers", stored, want_alive);
     }
 
-    let attended: i64 = redis::cmd("SCARD").arg(&attendance).query_async(&mut con).await?;
+    let attended: i64 = redis::cmd("SCARD")
+        .arg(&attendance)
+        .query_async(&mut con)
+        .await?;
     checks.equal("attendance", attended, VIEWERS as i64);
-    checks.equal("profile cache misses (one per viewer)", misses, VIEWERS as u64);
+    checks.equal(
+        "profile cache misses (one per viewer)",
+        misses,
+        VIEWERS as u64,
+    );
     let want_sessions: u64 = viewers.iter().map(|v| v.sessions as u64).sum();
-    let started: i64 = redis::cmd("ZCARD").arg(&start_key).query_async(&mut con).await?;
-    println!("  viewing sessions: {sessions_created} created ({} viewers came back after a gap)", sessions_created - VIEWERS as u64);
+    let started: i64 = redis::cmd("ZCARD")
+        .arg(&start_key)
+        .query_async(&mut con)
+        .await?;
+    println!(
+        "  viewing sessions: {sessions_created} created ({} viewers came back after a gap)",
+        sessions_created - VIEWERS as u64
+    );
     checks.equal("viewing sessions", sessions_created, want_sessions);
     checks.equal("viewers with a session start", started, VIEWERS as i64);
 
     // 5-minute frames: viewers counted once per frame, grouped two ways.
     let mut want_frames: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
     for (ts, v) in &beats {
-        want_frames.entry(ts.div_euclid(FRAME_MS)).or_default().insert(*v);
+        want_frames
+            .entry(ts.div_euclid(FRAME_MS))
+            .or_default()
+            .insert(*v);
     }
     for (frame, who) in &want_frames {
-        let h: BTreeMap<String, i64> = redis::cmd("HGETALL").arg(stats(*frame)).query_async(&mut con).await?;
+        let h: BTreeMap<String, i64> = redis::cmd("HGETALL")
+            .arg(stats(*frame))
+            .query_async(&mut con)
+            .await?;
         let total = h.get("viewerCount").copied().unwrap_or(0);
-        let by_group: i64 = h.iter().filter(|(k, _)| k.starts_with("group:")).map(|(_, v)| v).sum();
+        let by_group: i64 = h
+            .iter()
+            .filter(|(k, _)| k.starts_with("group:"))
+            .map(|(_, v)| v)
+            .sum();
         let by_country: BTreeMap<&str, i64> = h
             .iter()
             .filter_map(|(k, v)| k.strip_prefix("country:").map(|c| (c, *v)))
             .collect();
-        println!("  frame {}: viewerCount {total}, countByViewingCountry {by_country:?}", frame * FRAME_MS);
-        let ok = total == who.len() as i64 && by_group == total && by_country.values().sum::<i64>() == total;
-        checks.check(ok, format!("frame {frame}: {total} viewers = sum by group = sum by country = {}", who.len()));
+        println!(
+            "  frame {}: viewerCount {total}, countByViewingCountry {by_country:?}",
+            frame * FRAME_MS
+        );
+        let ok = total == who.len() as i64
+            && by_group == total
+            && by_country.values().sum::<i64>() == total;
+        checks.check(
+            ok,
+            format!(
+                "frame {frame}: {total} viewers = sum by group = sum by country = {}",
+                who.len()
+            ),
+        );
     }
 
     common::drop_windows(&mut con, &rules).await;

@@ -48,7 +48,12 @@ struct Series {
 
 impl Series {
     /// `ZADD key now member` (classic: then trim, as the seed does on write).
-    async fn add(&self, con: &mut MultiplexedConnection, now: i64, member: &str) -> redis::RedisResult<i64> {
+    async fn add(
+        &self,
+        con: &mut MultiplexedConnection,
+        now: i64,
+        member: &str,
+    ) -> redis::RedisResult<i64> {
         let mut p = redis::pipe();
         p.cmd("ZADD").arg(&self.key).arg(now).arg(member);
         if self.classic {
@@ -209,10 +214,18 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     // contributions, 50 from before the window that must not count.
     let mut p = redis::pipe();
     for i in 0..150i64 {
-        p.cmd("ZADD").arg(&contributions.key).arg(now0 - 500 + i * 3).arg(format!("import-{i}")).ignore();
+        p.cmd("ZADD")
+            .arg(&contributions.key)
+            .arg(now0 - 500 + i * 3)
+            .arg(format!("import-{i}"))
+            .ignore();
     }
     for i in 0..50i64 {
-        p.cmd("ZADD").arg(&contributions.key).arg(now0 - 5000 + i * 20).arg(format!("stale-{i}")).ignore();
+        p.cmd("ZADD")
+            .arg(&contributions.key)
+            .arg(now0 - 5000 + i * 20)
+            .arg(format!("stale-{i}"))
+            .ignore();
     }
     contributions.trim(&mut p, now0);
     p.query_async::<()>(&mut con).await?;
@@ -226,28 +239,52 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     for i in 0..20 {
         for _ in 0..(if i % 4 == 0 { 2 } else { 1 }) {
             let now = server_ms(&mut con).await?;
-            match contributions.add(&mut con, now, &format!("contribution-{i}")).await? {
+            match contributions
+                .add(&mut con, now, &format!("contribution-{i}"))
+                .await?
+            {
                 1 => new += 1,
                 _ => dup += 1,
             }
-            contributors.add(&mut con, now, &format!("user-{}", i % 10)).await?;
+            contributors
+                .add(&mut con, now, &format!("user-{}", i % 10))
+                .await?;
         }
     }
     println!("  20 contributions (+{dup} redelivered): ZADD returned 1 {new} times, 0 {dup} times");
-    checks.equal("duplicate contributions not double-counted", (new, dup), (20, 5));
+    checks.equal(
+        "duplicate contributions not double-counted",
+        (new, dup),
+        (20, 5),
+    );
 
     // News: publish three, unpublish one.
     for n in 1..=3 {
         let now = server_ms(&mut con).await?;
         let body = format!("{{\"news\":{n},\"url\":\"https://example.org/p/{PROJECT}/news/{n}\"}}");
         news.add(&mut con, now, &body).await?;
-        redis::cmd("PUBLISH").arg(&channel).arg(format!("news.published {body}")).query_async::<i64>(&mut con).await?;
+        redis::cmd("PUBLISH")
+            .arg(&channel)
+            .arg(format!("news.published {body}"))
+            .query_async::<i64>(&mut con)
+            .await?;
     }
     let unpublished = format!("{{\"news\":2,\"url\":\"https://example.org/p/{PROJECT}/news/2\"}}");
-    let removed: i64 = redis::cmd("ZREM").arg(&news.key).arg(&unpublished).query_async(&mut con).await?;
-    redis::cmd("PUBLISH").arg(&channel).arg("news.unpublished 2").query_async::<i64>(&mut con).await?;
+    let removed: i64 = redis::cmd("ZREM")
+        .arg(&news.key)
+        .arg(&unpublished)
+        .query_async(&mut con)
+        .await?;
+    redis::cmd("PUBLISH")
+        .arg(&channel)
+        .arg("news.unpublished 2")
+        .query_async::<i64>(&mut con)
+        .await?;
     let listed = news.list(&mut con).await?;
-    println!("  news: 3 published, {removed} unpublished (ZREM), {} listed", listed.len());
+    println!(
+        "  news: 3 published, {removed} unpublished (ZREM), {} listed",
+        listed.len()
+    );
     checks.equal("news listed after unpublishing", listed.len(), 2);
 
     // Visitors: a closes the page at 0.5 s, b goes silent at 0.5 s, c stays.
@@ -258,23 +295,37 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
         ("visitor-c", Some(Duration::from_millis(1500)), false),
     ] {
         let c = client.get_multiplexed_async_connection().await?;
-        pages.push(tokio::spawn(visitor(c, visitors.clone(), id.to_string(), stop, close)));
+        pages.push(tokio::spawn(visitor(
+            c,
+            visitors.clone(),
+            id.to_string(),
+            stop,
+            close,
+        )));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let on_page = visitors.count(&mut con).await?;
-    println!("  visitors on the page at {:.1} s: {on_page}", t0.elapsed().as_secs_f64());
+    println!(
+        "  visitors on the page at {:.1} s: {on_page}",
+        t0.elapsed().as_secs_f64()
+    );
     checks.equal("visitors while all pages are open", on_page, 3);
 
     tokio::time::sleep_until((t0 + Duration::from_millis(1350)).into()).await;
     let on_page = visitors.count(&mut con).await?;
-    println!("  visitors on the page at {:.1} s: {on_page}", t0.elapsed().as_secs_f64());
+    println!(
+        "  visitors on the page at {:.1} s: {on_page}",
+        t0.elapsed().as_secs_f64()
+    );
     checks.equal("visitors after one closed and one went silent", on_page, 1);
 
     // A second wave of contributors; the first wave is older than "30 min".
     let mut wave2 = BTreeSet::new();
     for i in [10, 11, 12, 3] {
         let now = server_ms(&mut con).await?;
-        contributors.add(&mut con, now, &format!("user-{i}")).await?;
+        contributors
+            .add(&mut con, now, &format!("user-{i}"))
+            .await?;
         wave2.insert(format!("user-{i}"));
     }
     tokio::time::sleep_until((t0 + Duration::from_millis(1450)).into()).await;
@@ -286,7 +337,8 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
     checks.equal("contributions in window", total, 170);
 
     for page in pages {
-        page.await.map_err(|e| redis::RedisError::from(std::io::Error::other(e)))??;
+        page.await
+            .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))??;
     }
 
     // Expiry of the news: the windows variant is told; classic only finds out
@@ -310,24 +362,40 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
             }
             Ok(Some(Seen::Expired(ev))) => {
                 expired += 1;
-                println!("  subscriber: {ev} on {} at {:.1} s", news.key, t0.elapsed().as_secs_f64());
+                println!(
+                    "  subscriber: {ev} on {} at {:.1} s",
+                    news.key,
+                    t0.elapsed().as_secs_f64()
+                );
             }
             Ok(None) | Err(_) => break,
         }
     }
     let remaining = news.list(&mut con).await?;
-    println!("  news listed at {:.1} s: {}", t0.elapsed().as_secs_f64(), remaining.len());
+    println!(
+        "  news listed at {:.1} s: {}",
+        t0.elapsed().as_secs_f64(),
+        remaining.len()
+    );
     checks.equal("publish messages received", published, 4);
     checks.equal("news listed after 24 h", remaining.len(), 0);
     if classic {
         println!("  classic: no expiry notification exists; pages must know every window");
     } else {
-        checks.check(expired >= 1, format!("zexpired notifications for the news key: {expired}"));
+        checks.check(
+            expired >= 1,
+            format!("zexpired notifications for the news key: {expired}"),
+        );
     }
 
     sub.abort();
     if let Some(flags) = old_notify {
-        redis::cmd("CONFIG").arg("SET").arg("notify-keyspace-events").arg(flags).query_async::<()>(&mut con).await?;
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("notify-keyspace-events")
+            .arg(flags)
+            .query_async::<()>(&mut con)
+            .await?;
     }
     common::drop_windows(&mut con, &rules).await;
     common::cleanup(&mut con, &prefix).await?;

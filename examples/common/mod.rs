@@ -98,7 +98,10 @@ pub async fn cleanup(con: &mut MultiplexedConnection, prefix: &str) -> redis::Re
             .query_async(con)
             .await?;
         if !keys.is_empty() {
-            n += redis::cmd("DEL").arg(&keys).query_async::<usize>(con).await?;
+            n += redis::cmd("DEL")
+                .arg(&keys)
+                .query_async::<usize>(con)
+                .await?;
         }
         if next == 0 {
             return Ok(n);
