@@ -179,7 +179,7 @@ fn equivalence_run(seed: u64, resp3: bool) {
         r: r.conn(),
     };
     if resp3 {
-        p.check_str("HELLO 3");
+        p.both_str("HELLO 3");
     }
     zc.cmd_str("PING");
     let mut e = Equivalence {
