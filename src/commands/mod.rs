@@ -16,6 +16,7 @@ pub mod connection;
 pub mod docs;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod server;
 pub mod strings;
 
@@ -35,6 +36,7 @@ pub static TABLE: &[&[Command]] = &[
     keys::COMMANDS,
     strings::COMMANDS,
     lists::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;
