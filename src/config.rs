@@ -419,7 +419,7 @@ const PARAMS: &[Param] = &[
             // `updateClientOutputBufferLimit` parses them.
             let text = String::from_utf8_lossy(v);
             let words: Vec<&str> = text.split_whitespace().collect();
-            if words.len() % 4 != 0 {
+            if !words.len().is_multiple_of(4) {
                 return Err("Wrong number of arguments in buffer limit configuration.".into());
             }
             let mut parsed = Vec::new();
