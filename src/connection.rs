@@ -61,6 +61,10 @@ pub struct Client {
     pub block: Option<Block>,
     /// Set by dispatch once the waiter is queued.
     pub waiting: Option<Waiting>,
+    /// True for the stand-in that re-runs a blocked command when its keys
+    /// get data: Redis 7.0 serves a waiter only from keys of the type it
+    /// waits for, so a key of another type is skipped instead of failing.
+    pub serving_waiter: bool,
 }
 
 impl Client {
@@ -79,6 +83,7 @@ impl Client {
             close_after_reply: false,
             block: None,
             waiting: None,
+            serving_waiter: false,
         }
     }
 
@@ -86,6 +91,7 @@ impl Client {
     pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool) -> Client {
         let mut c = Client::new(handle, false);
         c.db = db;
+        c.serving_waiter = true;
         c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
         c
     }
