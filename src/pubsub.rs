@@ -2,8 +2,9 @@
 //!
 //! Publishing looks subscribers up under a read lock and queues the message
 //! on each subscriber's connection without waiting for it, so a slow
-//! subscriber never stalls a publisher; its connection enforces the output
-//! limit. Keyspace notifications are ordinary publications on
+//! subscriber never stalls a publisher. The queue is bounded by Redis's
+//! `client-output-buffer-limit pubsub`: a push that takes a subscriber past
+//! it disconnects that subscriber (see `ClientHandle::push`). Keyspace notifications are ordinary publications on
 //! `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`.
 
 use std::collections::HashMap;
