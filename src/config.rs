@@ -6,7 +6,9 @@
 //! on hot paths (notification flags, listpack thresholds) are atomics so
 //! commands read them without a lock.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+};
 
 use clap::Parser;
 use parking_lot::RwLock;
@@ -146,6 +148,21 @@ pub struct Config {
     proto_max_bulk_len: AtomicI64,
     maxclients: AtomicUsize,
     has_password: AtomicBool,
+    /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
+    /// for the normal, replica and pubsub classes, in that order.
+    obuf_limits: [[AtomicU64; 3]; 3],
+}
+
+/// Client classes of `client-output-buffer-limit`, in Redis's order.
+const OBUF_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+/// An output buffer limit: disconnect past `hard` bytes, or after staying
+/// past `soft` bytes for more than `soft_secs` seconds (0 = no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_secs: u64,
 }
 
 impl Config {
@@ -175,11 +192,27 @@ impl Config {
             list_max_listpack_size: AtomicI64::new(-2),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
             maxclients: AtomicUsize::new(10_000),
+            obuf_limits: [
+                [0, 0, 0],
+                [256 << 20, 64 << 20, 60],
+                [32 << 20, 8 << 20, 60],
+            ]
+            .map(|l| l.map(AtomicU64::new)),
         })
     }
 
     pub fn notify_flags(&self) -> u32 {
         self.notify.load(Relaxed)
+    }
+
+    /// The limit for clients in pub/sub mode (the `pubsub` class).
+    pub fn pubsub_output_limit(&self) -> OutputLimit {
+        let l = &self.obuf_limits[2];
+        OutputLimit {
+            hard: l[0].load(Relaxed),
+            soft: l[1].load(Relaxed),
+            soft_secs: l[2].load(Relaxed),
+        }
     }
 
     pub fn hz(&self) -> u32 {
@@ -422,6 +455,62 @@ const PARAMS: &[Param] = &[
                 notify::parse(v).ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
             if apply {
                 c.notify.store(flags, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        alias: None,
+        get: |c| {
+            let mut out = Vec::new();
+            for (class, l) in OBUF_CLASSES.iter().zip(&c.obuf_limits) {
+                out.push(format!(
+                    "{class} {} {} {}",
+                    l[0].load(Relaxed),
+                    l[1].load(Relaxed),
+                    l[2].load(Relaxed)
+                ));
+            }
+            out.join(" ")
+        },
+        set: Some(|c, v, apply| {
+            // `class hard soft seconds` groups, as Redis's
+            // `updateClientOutputBufferLimit` parses them.
+            let text = String::from_utf8_lossy(v);
+            let words: Vec<&str> = text.split_whitespace().collect();
+            if !words.len().is_multiple_of(4) {
+                return Err("Wrong number of arguments in buffer limit configuration.".into());
+            }
+            let mut parsed = Vec::new();
+            for group in words.chunks(4) {
+                let class = match group[0].to_ascii_lowercase().as_str() {
+                    "normal" => 0,
+                    "slave" | "replica" => 1,
+                    "pubsub" => 2,
+                    _ => {
+                        return Err(
+                            "Invalid client class specified in buffer limit configuration.".into(),
+                        );
+                    }
+                };
+                let bad = || {
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                        .to_string()
+                };
+                let hard = parse_memory(group[1].as_bytes()).ok_or_else(bad)?;
+                let soft = parse_memory(group[2].as_bytes()).ok_or_else(bad)?;
+                let secs = parse_i64(group[3].as_bytes())
+                    .filter(|&n| n >= 0)
+                    .ok_or_else(bad)?;
+                parsed.push((class, [hard as u64, soft as u64, secs as u64]));
+            }
+            if apply {
+                for (class, vals) in parsed {
+                    for (slot, v) in c.obuf_limits[class].iter().zip(vals) {
+                        slot.store(v, Relaxed);
+                    }
+                }
             }
             Ok(())
         }),

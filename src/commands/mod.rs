@@ -17,6 +17,7 @@ pub mod docs;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -45,6 +46,7 @@ pub static TABLE: &[&[Command]] = &[
     windows::COMMANDS,
     lists::COMMANDS,
     zsets::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;

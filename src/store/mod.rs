@@ -536,9 +536,10 @@ impl<'a> Keyspace<'a> {
         if flags & class == 0 || flags & (notify::KEYSPACE | notify::KEYEVENT) == 0 {
             return;
         }
+        let limit = self.shared.config.pubsub_output_limit();
         self.shared
             .pubsub
-            .notify_keyspace(flags, self.db, event, key);
+            .notify_keyspace(limit, flags, self.db, event, key);
     }
 
     /// The common pair after a write: WATCH invalidation and notification.
