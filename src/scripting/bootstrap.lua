@@ -58,7 +58,14 @@ end
 -- Redis's __redis__err__handler: turns any error into an error table and
 -- records where the script was when it failed.
 local function errhandler(err)
-  err = errvalue(err)
+  if type_(err) == 'userdata' then
+    err = errvalue(err)
+    -- SCRIPT KILL's error is raised by the Rust hook; Redis raises it as
+    -- an error table.
+    if err == impl.killed then
+      err = { err = err }
+    end
+  end
   local lvl = 2
   local i = dbg.getinfo(lvl, 'nSl')
   while i and (i.what == 'C' or i.source == internal) do

@@ -288,6 +288,7 @@ impl Engine {
             })?,
         )?;
         impl_tbl.raw_set("version", crate::server::REDIS_VERSION)?;
+        impl_tbl.raw_set("killed", KILLED)?;
         impl_tbl.raw_set("version_num", redis_version_num())?;
         impl_tbl.raw_set("bit", libs::bit(&lua)?)?;
         let rng = Arc::new(libs::Rand48::default());
