@@ -147,6 +147,7 @@ pub struct Config {
     list_max_listpack_size: AtomicI64,
     proto_max_bulk_len: AtomicI64,
     maxclients: AtomicUsize,
+    busy_reply_threshold: AtomicI64,
     has_password: AtomicBool,
     /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
     /// for the normal, replica and pubsub classes, in that order.
@@ -198,6 +199,7 @@ impl Config {
                 [32 << 20, 8 << 20, 60],
             ]
             .map(|l| l.map(AtomicU64::new)),
+            busy_reply_threshold: AtomicI64::new(5000),
         })
     }
 
@@ -245,6 +247,11 @@ impl Config {
 
     pub fn proto_max_bulk_len(&self) -> i64 {
         self.proto_max_bulk_len.load(Relaxed)
+    }
+
+    /// Milliseconds a script runs before other clients get BUSY.
+    pub fn busy_reply_threshold(&self) -> u64 {
+        self.busy_reply_threshold.load(Relaxed).max(0) as u64
     }
 
     pub fn maxclients(&self) -> usize {
@@ -551,6 +558,18 @@ const PARAMS: &[Param] = &[
         i64::MAX
     ),
     usize_param!("maxclients", None, maxclients, 1, i64::from(u32::MAX)),
+    Param {
+        name: "busy-reply-threshold",
+        alias: Some("lua-time-limit"),
+        get: |c| c.busy_reply_threshold.load(Relaxed).to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.busy_reply_threshold.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
     Param {
         name: "list-max-listpack-size",
         alias: Some("list-max-ziplist-size"),

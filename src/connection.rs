@@ -52,6 +52,9 @@ pub struct Client {
     pub multi_error: bool,
     /// True while EXEC runs the queue (blocking commands must not block).
     pub in_exec: bool,
+    /// True for the client a script's `redis.call` runs as (TIME answers
+    /// the script's frozen instant).
+    pub in_script: bool,
     pub watched: Vec<(usize, Key)>,
     pub watch_flag: WatchFlag,
     pub channels: HashSet<Bytes>,
@@ -79,6 +82,7 @@ impl Client {
             multi: None,
             multi_error: false,
             in_exec: false,
+            in_script: false,
             watched: Vec::new(),
             watch_flag: Arc::new(AtomicBool::new(false)),
             channels: HashSet::new(),

@@ -43,6 +43,7 @@ pub struct Shared {
     pub pubsub: PubSub,
     pub blocking: Blocking,
     pub windows: crate::windows::Windows,
+    pub scripting: crate::scripting::Scripting,
     pub stats: Stats,
     pub started: Instant,
     pub run_id: String,
@@ -66,6 +67,7 @@ impl Shared {
             pubsub: PubSub::default(),
             blocking: Blocking::default(),
             windows: Default::default(),
+            scripting: Default::default(),
             stats: Stats::default(),
             started: Instant::now(),
             run_id: (0..40)
