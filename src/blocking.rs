@@ -127,32 +127,33 @@ impl Blocking {
             if ready[..i - 1].contains(&(db, key.clone())) {
                 continue;
             }
-            // Bounded: each round either serves (and removes) a waiter or stops.
-            loop {
-                let Some(w) = self.front(shared, db, &key) else {
-                    break;
-                };
+            // Each waiter queued now is tried once, in arrival order. One
+            // that finds nothing it can use (a key of another type: a list
+            // waiter on a key that became a zset) does not stop the others;
+            // a key that is gone does.
+            for w in self.queued(shared, db, &key) {
                 match self.try_serve(shared, &w, &key) {
                     Served::Yes(more) => ready.extend(more),
-                    Served::NoData => break,
-                    Served::Gone => {}
+                    Served::NoData { key_left: false } => break,
+                    Served::NoData { key_left: true } | Served::Gone => {}
                 }
             }
         }
     }
 
-    /// The first live waiter on a key, dropping dead ones on the way.
-    fn front(&self, shared: &Shared, db: usize, key: &Key) -> Option<Arc<Waiter>> {
+    /// The live waiters on a key in arrival order, dropping dead ones.
+    fn queued(&self, shared: &Shared, db: usize, key: &Key) -> Vec<Arc<Waiter>> {
         let mut shard = shared.store.lock_shard(shared.store.shard_of(key));
-        let q = shard.blocked.get_mut(&(db, key.clone()))?;
-        while let Some(w) = q.front() {
-            if w.is_live() {
-                return Some(w.clone());
-            }
-            q.pop_front();
+        let k = (db, key.clone());
+        let Some(q) = shard.blocked.get_mut(&k) else {
+            return Vec::new();
+        };
+        q.retain(|w| w.is_live());
+        if q.is_empty() {
+            shard.blocked.remove(&k);
+            return Vec::new();
         }
-        shard.blocked.remove(&(db, key.clone()));
-        None
+        q.iter().cloned().collect()
     }
 
     fn try_serve(&self, shared: &Arc<Shared>, w: &Arc<Waiter>, key: &Key) -> Served {
@@ -178,7 +179,9 @@ impl Blocking {
         };
         commands::call(shared, &mut client, &mut out, &mut ks, cmd, args);
         if client.block.is_some() {
-            return Served::NoData;
+            return Served::NoData {
+                key_left: ks.exists(key),
+            };
         }
         for k in &w.keys {
             let shard = ks.shard(k);
@@ -194,7 +197,11 @@ impl Blocking {
 
 enum Served {
     Yes(Vec<(usize, Key)>),
-    NoData,
+    /// The waiter stays blocked; `key_left` says whether the key still
+    /// holds something another waiter might take.
+    NoData {
+        key_left: bool,
+    },
     Gone,
 }
 

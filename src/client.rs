@@ -17,6 +17,8 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
 
+use crate::config::OutputLimit;
+
 pub type ClientId = u64;
 
 /// A message pushed to a subscribed client.
@@ -68,8 +70,12 @@ pub struct ClientHandle {
     pub killed: AtomicBool,
     pub kill_notify: Notify,
     push_tx: mpsc::UnboundedSender<Push>,
-    /// Bytes of pushes queued but not yet written, for the output limit.
+    /// Bytes of pushes queued or buffered but not yet written to the
+    /// socket: what the pub/sub output buffer limit measures.
     pub push_bytes: AtomicUsize,
+    /// When (ms since `created`, plus one) the queue last went over the soft
+    /// limit; 0 while under it.
+    soft_over_since: AtomicU64,
 }
 
 impl ClientHandle {
@@ -78,10 +84,48 @@ impl ClientHandle {
         self.kill_notify.notify_one();
     }
 
-    /// Queues a pub/sub message; false if the client is gone.
-    pub fn push(&self, msg: Push) -> bool {
-        self.push_bytes.fetch_add(msg.size(), Relaxed);
+    /// Queues a pub/sub message without waiting for the client; false if
+    /// the client is gone. A client whose unwritten pushes pass `limit` is
+    /// disconnected (Redis's `client-output-buffer-limit pubsub`), so a
+    /// subscriber that stops reading costs bounded memory.
+    pub fn push(&self, msg: Push, limit: OutputLimit) -> bool {
+        if self.killed.load(Relaxed) {
+            return false;
+        }
+        let queued = (self.push_bytes.fetch_add(msg.size(), Relaxed) + msg.size()) as u64;
+        if limit.hard != 0 && queued > limit.hard {
+            self.kill_for_output_limit(queued, "hard");
+            return false;
+        }
+        if limit.soft != 0 && queued > limit.soft {
+            let now = self.created.elapsed().as_millis() as u64 + 1;
+            let since = match self
+                .soft_over_since
+                .compare_exchange(0, now, Relaxed, Relaxed)
+            {
+                Ok(_) => now,
+                Err(t) => t,
+            };
+            if now - since > limit.soft_secs * 1000 {
+                self.kill_for_output_limit(queued, "soft");
+                return false;
+            }
+        } else {
+            self.soft_over_since.store(0, Relaxed);
+        }
         self.push_tx.send(msg).is_ok()
+    }
+
+    fn kill_for_output_limit(&self, queued: u64, which: &str) {
+        if !self.killed.swap(true, Relaxed) {
+            tracing::warn!(
+                client = self.id,
+                addr = %self.addr,
+                queued,
+                "closing client that reached the {which} pubsub output buffer limit"
+            );
+        }
+        self.kill_notify.notify_one();
     }
 
     pub fn idle_secs(&self) -> u64 {
@@ -131,6 +175,7 @@ impl Clients {
             kill_notify: Notify::new(),
             push_tx: tx,
             push_bytes: AtomicUsize::new(0),
+            soft_over_since: AtomicU64::new(0),
         });
         self.map.lock().insert(id, h.clone());
         self.total_connections.fetch_add(1, Relaxed);

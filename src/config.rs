@@ -6,7 +6,9 @@
 //! on hot paths (notification flags, listpack thresholds) are atomics so
 //! commands read them without a lock.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+};
 
 use clap::Parser;
 use parking_lot::RwLock;
@@ -145,7 +147,23 @@ pub struct Config {
     list_max_listpack_size: AtomicI64,
     proto_max_bulk_len: AtomicI64,
     maxclients: AtomicUsize,
+    busy_reply_threshold: AtomicI64,
     has_password: AtomicBool,
+    /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
+    /// for the normal, replica and pubsub classes, in that order.
+    obuf_limits: [[AtomicU64; 3]; 3],
+}
+
+/// Client classes of `client-output-buffer-limit`, in Redis's order.
+const OBUF_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+/// An output buffer limit: disconnect past `hard` bytes, or after staying
+/// past `soft` bytes for more than `soft_secs` seconds (0 = no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_secs: u64,
 }
 
 impl Config {
@@ -175,11 +193,28 @@ impl Config {
             list_max_listpack_size: AtomicI64::new(-2),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
             maxclients: AtomicUsize::new(10_000),
+            obuf_limits: [
+                [0, 0, 0],
+                [256 << 20, 64 << 20, 60],
+                [32 << 20, 8 << 20, 60],
+            ]
+            .map(|l| l.map(AtomicU64::new)),
+            busy_reply_threshold: AtomicI64::new(5000),
         })
     }
 
     pub fn notify_flags(&self) -> u32 {
         self.notify.load(Relaxed)
+    }
+
+    /// The limit for clients in pub/sub mode (the `pubsub` class).
+    pub fn pubsub_output_limit(&self) -> OutputLimit {
+        let l = &self.obuf_limits[2];
+        OutputLimit {
+            hard: l[0].load(Relaxed),
+            soft: l[1].load(Relaxed),
+            soft_secs: l[2].load(Relaxed),
+        }
     }
 
     pub fn hz(&self) -> u32 {
@@ -212,6 +247,11 @@ impl Config {
 
     pub fn proto_max_bulk_len(&self) -> i64 {
         self.proto_max_bulk_len.load(Relaxed)
+    }
+
+    /// Milliseconds a script runs before other clients get BUSY.
+    pub fn busy_reply_threshold(&self) -> u64 {
+        self.busy_reply_threshold.load(Relaxed).max(0) as u64
     }
 
     pub fn maxclients(&self) -> usize {
@@ -426,6 +466,62 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
+    Param {
+        name: "client-output-buffer-limit",
+        alias: None,
+        get: |c| {
+            let mut out = Vec::new();
+            for (class, l) in OBUF_CLASSES.iter().zip(&c.obuf_limits) {
+                out.push(format!(
+                    "{class} {} {} {}",
+                    l[0].load(Relaxed),
+                    l[1].load(Relaxed),
+                    l[2].load(Relaxed)
+                ));
+            }
+            out.join(" ")
+        },
+        set: Some(|c, v, apply| {
+            // `class hard soft seconds` groups, as Redis's
+            // `updateClientOutputBufferLimit` parses them.
+            let text = String::from_utf8_lossy(v);
+            let words: Vec<&str> = text.split_whitespace().collect();
+            if !words.len().is_multiple_of(4) {
+                return Err("Wrong number of arguments in buffer limit configuration.".into());
+            }
+            let mut parsed = Vec::new();
+            for group in words.chunks(4) {
+                let class = match group[0].to_ascii_lowercase().as_str() {
+                    "normal" => 0,
+                    "slave" | "replica" => 1,
+                    "pubsub" => 2,
+                    _ => {
+                        return Err(
+                            "Invalid client class specified in buffer limit configuration.".into(),
+                        );
+                    }
+                };
+                let bad = || {
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                        .to_string()
+                };
+                let hard = parse_memory(group[1].as_bytes()).ok_or_else(bad)?;
+                let soft = parse_memory(group[2].as_bytes()).ok_or_else(bad)?;
+                let secs = parse_i64(group[3].as_bytes())
+                    .filter(|&n| n >= 0)
+                    .ok_or_else(bad)?;
+                parsed.push((class, [hard as u64, soft as u64, secs as u64]));
+            }
+            if apply {
+                for (class, vals) in parsed {
+                    for (slot, v) in c.obuf_limits[class].iter().zip(vals) {
+                        slot.store(v, Relaxed);
+                    }
+                }
+            }
+            Ok(())
+        }),
+    },
     usize_param!(
         "zset-max-listpack-entries",
         Some("zset-max-ziplist-entries"),
@@ -462,6 +558,18 @@ const PARAMS: &[Param] = &[
         i64::MAX
     ),
     usize_param!("maxclients", None, maxclients, 1, i64::from(u32::MAX)),
+    Param {
+        name: "busy-reply-threshold",
+        alias: Some("lua-time-limit"),
+        get: |c| c.busy_reply_threshold.load(Relaxed).to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.busy_reply_threshold.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
     Param {
         name: "list-max-listpack-size",
         alias: Some("list-max-ziplist-size"),

@@ -27,6 +27,8 @@ use crate::store::{Key, WatchFlag};
 const READ_CHUNK: usize = 16 * 1024;
 /// Output buffers larger than this are released after a flush.
 const OUT_KEEP: usize = 1024 * 1024;
+/// Pub/sub bytes taken from the push queue per write.
+const PUSH_BATCH: usize = 256 * 1024;
 
 /// A blocking command's request to wait for data on `keys`.
 #[derive(Debug)]
@@ -50,6 +52,9 @@ pub struct Client {
     pub multi_error: bool,
     /// True while EXEC runs the queue (blocking commands must not block).
     pub in_exec: bool,
+    /// True for the client a script's `redis.call` runs as (TIME answers
+    /// the script's frozen instant).
+    pub in_script: bool,
     pub watched: Vec<(usize, Key)>,
     pub watch_flag: WatchFlag,
     pub channels: HashSet<Bytes>,
@@ -62,6 +67,10 @@ pub struct Client {
     pub commands: u64,
     /// Set by dispatch once the waiter is queued.
     pub waiting: Option<Waiting>,
+    /// True for the stand-in that re-runs a blocked command when its keys
+    /// get data: Redis 7.0 serves a waiter only from keys of the type it
+    /// waits for, so a key of another type is skipped instead of failing.
+    pub serving_waiter: bool,
 }
 
 impl Client {
@@ -73,6 +82,7 @@ impl Client {
             multi: None,
             multi_error: false,
             in_exec: false,
+            in_script: false,
             watched: Vec::new(),
             watch_flag: Arc::new(AtomicBool::new(false)),
             channels: HashSet::new(),
@@ -81,6 +91,7 @@ impl Client {
             block: None,
             commands: 0,
             waiting: None,
+            serving_waiter: false,
         }
     }
 
@@ -88,6 +99,7 @@ impl Client {
     pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool) -> Client {
         let mut c = Client::new(handle, false);
         c.db = db;
+        c.serving_waiter = true;
         c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
         c
     }
@@ -142,6 +154,8 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut parser = Parser::new(shared.config.proto_max_bulk_len());
     let mut out = Reply::new();
+    // Bytes of pub/sub pushes encoded into `out` but not yet written.
+    let mut pushed = 0usize;
 
     'conn: loop {
         out.resp3 = client.resp3();
@@ -168,10 +182,12 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
                 _ = shutdown.changed() => break,
                 Some(msg) = pushes.recv() => {
                     encode_push(&mut out, &msg);
-                    handle.push_bytes.fetch_sub(msg.size(), Relaxed);
-                    while let Ok(msg) = pushes.try_recv() {
+                    pushed += msg.size();
+                    // Batches stay bounded so a flood is written as it comes.
+                    while pushed < PUSH_BATCH {
+                        let Ok(msg) = pushes.try_recv() else { break };
                         encode_push(&mut out, &msg);
-                        handle.push_bytes.fetch_sub(msg.size(), Relaxed);
+                        pushed += msg.size();
                     }
                 }
                 read = read_some(&mut stream, &mut rbuf) => {
@@ -197,7 +213,14 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
                         continue;
                     }
                     out.resp3 = client.resp3();
+                    let mark = out.len();
                     commands::dispatch(&shared, &mut client, &mut out, Args::new(req));
+                    if !client.channels.is_empty() || !client.patterns.is_empty() {
+                        // What a command published to its own client (PUBLISH,
+                        // keyspace events) precedes its reply, as in Redis,
+                        // where it lands in the output buffer first.
+                        pushed += splice_pushes(&mut out, mark, &mut pushes);
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -217,9 +240,20 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
         stats.net_input_bytes.fetch_add(consumed as u64, Relaxed);
         stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
         if !out.is_empty() {
-            if stream.write_all(&out.buf).await.is_err() {
-                break 'conn;
+            // A client that stops reading must not pin this task: a kill
+            // (e.g. by the output buffer limit) ends the write.
+            tokio::select! {
+                biased;
+                _ = handle.kill_notify.notified() => break 'conn,
+                written = stream.write_all(&out.buf) => {
+                    if written.is_err() {
+                        break 'conn;
+                    }
+                }
             }
+            // Pushes count against the output limit until written.
+            handle.push_bytes.fetch_sub(pushed, Relaxed);
+            pushed = 0;
             out.buf.clear();
             if out.buf.capacity() > OUT_KEEP {
                 out.buf = Vec::new();
@@ -282,6 +316,27 @@ async fn wait_blocked(
         }
     }
     shared.blocking.cancel(shared, waiter, rx)
+}
+
+/// Encodes every queued push and inserts them at `mark`; returns their size.
+fn splice_pushes(
+    out: &mut Reply,
+    mark: usize,
+    pushes: &mut tokio::sync::mpsc::UnboundedReceiver<Push>,
+) -> usize {
+    let mut early = Reply {
+        buf: Vec::new(),
+        resp3: out.resp3,
+    };
+    let mut size = 0;
+    while let Ok(msg) = pushes.try_recv() {
+        encode_push(&mut early, &msg);
+        size += msg.size();
+    }
+    if !early.is_empty() {
+        out.buf.splice(mark..mark, early.buf);
+    }
+    size
 }
 
 fn encode_push(out: &mut Reply, msg: &Push) {

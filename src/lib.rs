@@ -4,7 +4,7 @@
 //! [`connection`] (sockets, client state, pipelining), [`commands`] (one
 //! file per command family, one table), [`store`] (the sharded keyspace),
 //! [`blocking`] and [`pubsub`] (waiting and pushing), [`config`] and
-//! [`clock`] (settings and time).
+//! [`clock`] (settings and time), [`scripting`] (Lua).
 
 pub mod blocking;
 pub mod client;
@@ -16,6 +16,7 @@ pub mod dict;
 pub mod ldouble;
 pub mod protocol;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod store;
 pub mod types;

@@ -2,8 +2,9 @@
 //!
 //! Publishing looks subscribers up under a read lock and queues the message
 //! on each subscriber's connection without waiting for it, so a slow
-//! subscriber never stalls a publisher; its connection enforces the output
-//! limit. Keyspace notifications are ordinary publications on
+//! subscriber never stalls a publisher. The queue is bounded by Redis's
+//! `client-output-buffer-limit pubsub`: a push that takes a subscriber past
+//! it disconnects that subscriber (see `ClientHandle::push`). Keyspace notifications are ordinary publications on
 //! `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`.
 
 use std::collections::HashMap;
@@ -13,6 +14,7 @@ use bytes::Bytes;
 use parking_lot::RwLock;
 
 use crate::client::{ClientHandle, ClientId, Push};
+use crate::config::OutputLimit;
 use crate::store::notify;
 use crate::util::glob_match;
 
@@ -82,7 +84,8 @@ impl PubSub {
     }
 
     /// Delivers `payload` to every subscriber; returns how many received it.
-    pub fn publish(&self, channel: &[u8], payload: &[u8]) -> usize {
+    /// Subscribers past the pubsub output `limit` are disconnected instead.
+    pub fn publish(&self, limit: OutputLimit, channel: &[u8], payload: &[u8]) -> usize {
         let inner = self.inner.read();
         if inner.channels.is_empty() && inner.patterns.is_empty() {
             return 0;
@@ -92,20 +95,26 @@ impl PubSub {
         let mut n = 0;
         if let Some(subs) = inner.channels.get(&channel) {
             for c in subs {
-                c.push(Push::Message {
-                    channel: channel.clone(),
-                    payload: payload.clone(),
-                });
+                c.push(
+                    Push::Message {
+                        channel: channel.clone(),
+                        payload: payload.clone(),
+                    },
+                    limit,
+                );
                 n += 1;
             }
         }
         for (pattern, c) in &inner.patterns {
             if glob_match(pattern, &channel, false) {
-                c.push(Push::PMessage {
-                    pattern: pattern.clone(),
-                    channel: channel.clone(),
-                    payload: payload.clone(),
-                });
+                c.push(
+                    Push::PMessage {
+                        pattern: pattern.clone(),
+                        channel: channel.clone(),
+                        payload: payload.clone(),
+                    },
+                    limit,
+                );
                 n += 1;
             }
         }
@@ -113,15 +122,22 @@ impl PubSub {
     }
 
     /// Publishes a keyspace notification on the channels `flags` enable.
-    pub fn notify_keyspace(&self, flags: u32, db: usize, event: &str, key: &[u8]) {
+    pub fn notify_keyspace(
+        &self,
+        limit: OutputLimit,
+        flags: u32,
+        db: usize,
+        event: &str,
+        key: &[u8],
+    ) {
         if flags & notify::KEYSPACE != 0 {
             let mut ch = format!("__keyspace@{db}__:").into_bytes();
             ch.extend_from_slice(key);
-            self.publish(&ch, event.as_bytes());
+            self.publish(limit, &ch, event.as_bytes());
         }
         if flags & notify::KEYEVENT != 0 {
             let ch = format!("__keyevent@{db}__:{event}");
-            self.publish(ch.as_bytes(), key);
+            self.publish(limit, ch.as_bytes(), key);
         }
     }
 

@@ -43,6 +43,7 @@ pub struct Shared {
     pub pubsub: PubSub,
     pub blocking: Blocking,
     pub windows: crate::windows::Windows,
+    pub scripting: crate::scripting::Scripting,
     pub stats: Stats,
     pub started: Instant,
     pub run_id: String,
@@ -66,6 +67,7 @@ impl Shared {
             pubsub: PubSub::default(),
             blocking: Blocking::default(),
             windows: Default::default(),
+            scripting: Default::default(),
             stats: Stats::default(),
             started: Instant::now(),
             run_id: (0..40)
@@ -107,18 +109,10 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         shared.store.shard_count()
     );
 
-    let mut background = JoinSet::new();
     for spec in &args.zwindow {
         shared.windows.set(crate::windows::parse_cli_rule(spec)?);
     }
-    background.spawn(crate::store::expire::run(
-        shared.clone(),
-        shared.shutdown_rx(),
-    ));
-    background.spawn(crate::windows::sweeper::run(
-        shared.clone(),
-        shared.shutdown_rx(),
-    ));
+    let background = spawn_background(shared.clone())?;
 
     let mut conns = JoinSet::new();
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -149,9 +143,29 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if drained.is_err() {
         conns.abort_all();
     }
-    background.abort_all();
+    // The background tasks return as soon as they see the shutdown signal.
+    let _ = background.join();
     tracing::info!("zwindow is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// Active key expiry and the window sweeper run on a thread of their own,
+/// so a long sweep competes with connections only for CPU, never for a
+/// connection worker.
+fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    std::thread::Builder::new()
+        .name("zwindow-background".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                tokio::join!(
+                    crate::store::expire::run(shared.clone(), shared.shutdown_rx()),
+                    crate::windows::sweeper::run(shared.clone(), shared.shutdown_rx()),
+                );
+            });
+        })
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signal::unix::Signal> {

@@ -242,3 +242,21 @@ fn client_kill_while_blocked() {
         wait_blocked(&mut p, 0);
     }
 }
+
+#[test]
+fn a_key_of_another_type_does_not_serve_the_waiter() {
+    differential(|conn| {
+        let (mut w, mut p) = (conn(), conn());
+        send(&mut w, "BLPOP k1 k2 0");
+        wait_blocked(&mut p, 1);
+        let mut out = vec![cmd(&mut p, "SET str x"), cmd(&mut p, "RENAME str k1")];
+        assert_eq!(
+            w.try_read_reply(Duration::from_millis(100)),
+            ReadOutcome::Timeout
+        );
+        out.push(blocked_clients(&mut p).to_string().into_bytes());
+        out.push(cmd(&mut p, "RPUSH k2 v"));
+        out.push(w.read_reply());
+        out
+    });
+}

@@ -423,7 +423,6 @@ fn arity_errors() {
 
 /// Keyspace notifications carry Redis's exact event names.
 #[test]
-#[ignore = "needs PSUBSCRIBE, which arrives with the pub/sub branch; run with --ignored after merging"]
 fn keyspace_events() {
     let s = Servers::start();
     let mut p = s.pair();

@@ -179,7 +179,7 @@ fn equivalence_run(seed: u64, resp3: bool) {
         r: r.conn(),
     };
     if resp3 {
-        p.check_str("HELLO 3");
+        p.both_str("HELLO 3");
     }
     zc.cmd_str("PING");
     let mut e = Equivalence {
@@ -446,4 +446,45 @@ fn moveto_is_on_time_and_exactly_once_under_concurrent_consumers() {
     all.sort();
     all.dedup();
     assert_eq!(all.len(), n, "no member seen twice");
+}
+
+#[test]
+fn aging_out_is_announced_with_zexpired_then_del() {
+    let (z, mut c) = start_windowed();
+    c.cmd_str("CONFIG SET notify-keyspace-events KEA");
+    let mut sub = z.conn();
+    sub.cmd_str("PSUBSCRIBE __key*__:*");
+    let live = (T0_MS / 1000) as f64 - 50.0;
+    c.cmd_str(&format!("ZADD win:n {live} a {} b", live + 40.0));
+    c.cmd_str("DEBUG CLOCK ADVANCE 60000");
+    assert_eq!(
+        c.cmd_str("ZCARD win:n"),
+        b":1\r\n",
+        "the lazy trim removes `a`"
+    );
+    c.cmd_str("DEBUG CLOCK ADVANCE 60000");
+    // Nobody reads win:n now: the sweeper removes `b` and the key.
+    let mut events = Vec::new();
+    while events.len() < 8 {
+        let msg = parse_reply(&sub.read_reply());
+        let items = msg.array();
+        events.push(format!(
+            "{} {}",
+            String::from_utf8_lossy(items[2].bulk()),
+            String::from_utf8_lossy(items[3].bulk())
+        ));
+    }
+    assert_eq!(
+        events,
+        [
+            "__keyspace@0__:win:n zadd",
+            "__keyevent@0__:zadd win:n",
+            "__keyspace@0__:win:n zexpired",
+            "__keyevent@0__:zexpired win:n",
+            "__keyspace@0__:win:n zexpired",
+            "__keyevent@0__:zexpired win:n",
+            "__keyspace@0__:win:n del",
+            "__keyevent@0__:del win:n",
+        ]
+    );
 }

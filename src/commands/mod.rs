@@ -17,6 +17,8 @@ pub mod docs;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -38,6 +40,7 @@ pub static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     keys::COMMANDS,
+    scripting::COMMANDS,
     strings::COMMANDS,
     hashes::COMMANDS,
     sets::COMMANDS,
@@ -45,6 +48,7 @@ pub static TABLE: &[&[Command]] = &[
     windows::COMMANDS,
     lists::COMMANDS,
     zsets::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;
@@ -541,11 +545,38 @@ pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args
         out.simple("QUEUED");
         return;
     }
+    let busy = &shared.scripting.busy;
+    if !cmd.has(flags::ALLOW_BUSY) && busy.running_for_other(client.handle.id) {
+        // Another client's script runs: wait for it like Redis's single
+        // thread would, until it ends or passes busy-reply-threshold.
+        let threshold = shared.config.busy_reply_threshold();
+        let err = crate::scripting::blocking(|| {
+            loop {
+                if !busy.running_for_other(client.handle.id) {
+                    return None;
+                }
+                if let Some(e) = busy.busy_error(threshold) {
+                    return Some(e);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        if let Some(e) = err {
+            out.error(e);
+            return;
+        }
+    }
     let set = shards_for(shared, cmd, &args);
     let guards = if set.is_empty() {
         crate::store::Guards::None
     } else {
-        shared.store.lock(set)
+        match lock_or_busy(shared, client, cmd, set) {
+            Ok(g) => g,
+            Err(e) => {
+                out.error(e);
+                return;
+            }
+        }
     };
     let mut ks = Keyspace::new(shared, guards, client.db, shared.clock.now_ms());
     call(shared, client, out, &mut ks, cmd, args);
@@ -567,6 +598,34 @@ pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args
     if !ready.is_empty() {
         shared.blocking.serve(shared, ready);
     }
+}
+
+/// Locks `set`; if a script started meanwhile and holds the shards past
+/// busy-reply-threshold, answers BUSY instead of waiting for it.
+fn lock_or_busy<'s>(
+    shared: &'s Shared,
+    client: &Client,
+    cmd: &Command,
+    set: ShardSet,
+) -> Result<crate::store::Guards<'s>, &'static str> {
+    const TRY: std::time::Duration = std::time::Duration::from_millis(20);
+    if let Some(g) = shared.store.try_lock_for(set, TRY) {
+        return Ok(g);
+    }
+    crate::scripting::blocking(|| {
+        loop {
+            let busy = &shared.scripting.busy;
+            if !cmd.has(flags::ALLOW_BUSY)
+                && busy.running_for_other(client.handle.id)
+                && let Some(e) = busy.busy_error(shared.config.busy_reply_threshold())
+            {
+                return Err(e);
+            }
+            if let Some(g) = shared.store.try_lock_for(set, TRY) {
+                return Ok(g);
+            }
+        }
+    })
 }
 
 /// Runs a resolved command on an already-locked keyspace (also EXEC's path).

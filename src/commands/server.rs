@@ -499,7 +499,12 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn time(ctx: &mut Ctx) -> CmdResult {
-    let us = ctx.shared.clock.now_us();
+    // A script sees one frozen instant, like every command it runs.
+    let us = if ctx.client.in_script {
+        ctx.ks.now_ms * 1000
+    } else {
+        ctx.shared.clock.now_us()
+    };
     ctx.out.array(2);
     ctx.out.bulk_int((us / 1_000_000) as i64);
     ctx.out.bulk_int((us % 1_000_000) as i64);
@@ -699,15 +704,32 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
     if want("memory") {
         let _ = write!(
             s,
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n\r\n",
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n",
             human(rss),
             human(rss)
+        );
+        let sc = &shared.scripting;
+        let (lua, eval, fns) = (
+            sc.lua_memory.load(Relaxed),
+            sc.scripts_bytes.load(Relaxed),
+            sc.functions_bytes.load(Relaxed),
+        );
+        let _ = write!(
+            s,
+            "used_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{eval}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nused_memory_vm_functions:{lua}\r\nused_memory_functions:{fns}\r\nused_memory_scripts:{}\r\nused_memory_scripts_human:{}\r\n\r\n",
+            human(lua as u64),
+            sc.cached_scripts.load(Relaxed),
+            sc.functions_count.load(Relaxed),
+            eval + fns,
+            human((eval + fns) as u64),
         );
     }
     let mut totals = crate::store::ShardStats::default();
     let mut per_db = vec![(0usize, 0usize); shared.store.databases];
-    // Through the keyspace: inside EXEC every shard is already held.
+    let mut windowed = 0;
+    // Through the keyspace: inside EXEC or a script every shard is already held.
     ctx.ks.for_each_shard(|shard| {
+        windowed += shard.schedule.len();
         totals.hits += shard.stats.hits;
         totals.misses += shard.stats.misses;
         totals.expired_keys += shard.stats.expired_keys;
@@ -736,9 +758,6 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
         );
     }
     if want("windows") {
-        let windowed: usize = (0..shared.store.shard_count())
-            .map(|i| shared.store.lock_shard(i).schedule.len())
-            .sum();
         shared.windows.info(&mut s, windowed);
     }
     if want("keyspace") {

@@ -275,12 +275,10 @@ fn set_generic(
         None => ctx.ks.set(key, v),
     }
     ctx.ks.signal(key, notify::STRING, "set");
-    if let Some(at) = expire_at {
+    // Redis 7.0 stores even a time already past; the key expires on its
+    // next access (or by active expiry), with the `expired` event then.
+    if expire_at.is_some() {
         ctx.ks.notify(notify::GENERIC, "expire", key);
-        // A time already past deletes the key at once.
-        if at <= ctx.ks.now_ms as i64 {
-            ctx.ks.expire_if_needed(key);
-        }
     }
     if !opts.get {
         if ok_int {

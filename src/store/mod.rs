@@ -274,6 +274,26 @@ impl Store {
         }
     }
 
+    /// Like [`lock`](Self::lock), giving up (and releasing what it took)
+    /// if a shard stays busy for `wait`: dispatch re-checks the busy-script
+    /// state between tries instead of sleeping behind a script's locks.
+    pub fn try_lock_for(&self, set: ShardSet, wait: std::time::Duration) -> Option<Guards<'_>> {
+        if set.0.count_ones() == 1 {
+            let idx = set.0.trailing_zeros() as usize;
+            return self.shards[idx]
+                .try_lock_for(wait)
+                .map(|g| Guards::One(idx, g));
+        }
+        let mut v = Vec::with_capacity(set.0.count_ones() as usize);
+        let mut bits = set.0;
+        while bits != 0 {
+            let idx = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            v.push((idx, self.shards[idx].try_lock_for(wait)?));
+        }
+        Some(Guards::Many(v))
+    }
+
     /// Locks the shards of `set` in ascending order.
     pub fn lock(&self, set: ShardSet) -> Guards<'_> {
         if set.0.count_ones() == 1 {
@@ -536,9 +556,10 @@ impl<'a> Keyspace<'a> {
         if flags & class == 0 || flags & (notify::KEYSPACE | notify::KEYEVENT) == 0 {
             return;
         }
+        let limit = self.shared.config.pubsub_output_limit();
         self.shared
             .pubsub
-            .notify_keyspace(flags, self.db, event, key);
+            .notify_keyspace(limit, flags, self.db, event, key);
     }
 
     /// The common pair after a write: WATCH invalidation and notification.

@@ -1,0 +1,217 @@
+//! Pub/sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
+//! PUBLISH and PUBSUB CHANNELS/NUMSUB/NUMPAT/HELP.
+//!
+//! A subscription lives in two places that must agree: the connection's own
+//! sets (`client.channels/patterns`, which decide RESP2 subscribed mode and
+//! the counts in replies) and the hub (`shared.pubsub`, which publishers
+//! read); the handle's `subs/psubs` counters mirror the sets for CLIENT LIST.
+//! Every (un)subscription goes through [`track`] so the three never drift.
+//! Replies to (un)subscriptions are pushes: `*3` arrays in RESP2, `>3` in
+//! RESP3, one per channel.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::Bytes;
+
+use super::flags::*;
+use super::{CmdResult, Command, Ctx, Error, Keys};
+
+const G: &str = "pubsub";
+const SUB_FLAGS: u32 = PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK;
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("subscribe", -2, SUB_FLAGS, Keys::None, subscribe)
+        .doc(G, "2.0.0", "O(N) where N is the number of channels to subscribe to.", "Listen for messages published to the given channels")
+        .syntax("channel [channel ...]"),
+    Command::new("unsubscribe", -1, SUB_FLAGS, Keys::None, unsubscribe)
+        .doc(G, "2.0.0", "O(N) where N is the number of clients already subscribed to a channel.", "Stop listening for messages posted to the given channels")
+        .syntax("[channel [channel ...]]"),
+    Command::new("psubscribe", -2, SUB_FLAGS, Keys::None, psubscribe)
+        .doc(G, "2.0.0", "O(N) where N is the number of patterns the client is already subscribed to.", "Listen for messages published to channels matching the given patterns")
+        .syntax("pattern [pattern ...]"),
+    Command::new("punsubscribe", -1, SUB_FLAGS, Keys::None, punsubscribe)
+        .doc(G, "2.0.0", "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).", "Stop listening for messages posted to channels matching the given patterns")
+        .syntax("[pattern [pattern ...]]"),
+    Command::new("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, Keys::None, publish)
+        .doc(G, "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", "Post a message to a channel")
+        .syntax("channel message"),
+    Command::new("pubsub", -2, 0, Keys::None, super::server::container)
+        .doc(G, "2.8.0", "Depends on subcommand.", "A container for Pub/Sub commands")
+        .subcommands(PUBSUB_SUBS),
+];
+
+static PUBSUB_SUBS: &[Command] = &[
+    Command::new("channels", -2, PUBSUB | LOADING | STALE, Keys::None, pubsub_channels)
+        .doc(G, "2.8.0", "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)", "List active channels")
+        .syntax("[pattern]"),
+    Command::new("numsub", -2, PUBSUB | LOADING | STALE, Keys::None, pubsub_numsub)
+        .doc(G, "2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels", "Get the count of subscribers for channels")
+        .syntax("[channel [channel ...]]"),
+    Command::new("numpat", 2, PUBSUB | LOADING | STALE, Keys::None, pubsub_numpat)
+        .doc(G, "2.8.0", "O(1)", "Get the count of unique patterns pattern subscriptions"),
+    Command::new("help", 2, LOADING | STALE, Keys::None, pubsub_help)
+        .doc(G, "6.2.0", "O(1)", "Show helpful text about the different subcommands"),
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Channel,
+    Pattern,
+}
+
+/// Adds or removes one subscription in the client's sets, the handle's
+/// counters and the hub together; returns whether anything changed.
+fn track(ctx: &mut Ctx, kind: Kind, name: &[u8], add: bool) -> bool {
+    let (client, hub) = (&mut *ctx.client, &ctx.shared.pubsub);
+    let set = match kind {
+        Kind::Channel => &mut client.channels,
+        Kind::Pattern => &mut client.patterns,
+    };
+    let changed = if add {
+        set.insert(Bytes::copy_from_slice(name))
+    } else {
+        set.remove(name)
+    };
+    if changed {
+        let id = client.handle.id;
+        match (kind, add) {
+            (Kind::Channel, true) => hub.subscribe(name, &client.handle),
+            (Kind::Channel, false) => hub.unsubscribe(name, id),
+            (Kind::Pattern, true) => hub.psubscribe(name, &client.handle),
+            (Kind::Pattern, false) => hub.punsubscribe(name, id),
+        };
+        let counter = match kind {
+            Kind::Channel => &client.handle.subs,
+            Kind::Pattern => &client.handle.psubs,
+        };
+        counter.store(set.len() as u32, Relaxed);
+    }
+    changed
+}
+
+/// One `[kind, name, count]` confirmation; `name` None is the null Redis
+/// sends when unsubscribing from nothing.
+fn confirm(ctx: &mut Ctx, what: &str, name: Option<&[u8]>) {
+    let count = ctx.client.channels.len() + ctx.client.patterns.len();
+    ctx.out.push(3);
+    ctx.out.bulk(what.as_bytes());
+    match name {
+        Some(n) => ctx.out.bulk(n),
+        None => ctx.out.null(),
+    }
+    ctx.out.int(count as i64);
+}
+
+fn subscribe_generic(ctx: &mut Ctx, kind: Kind, what: &str) -> CmdResult {
+    let args = ctx.args;
+    for i in 1..args.len() {
+        let name = args.get(i);
+        track(ctx, kind, name, true);
+        confirm(ctx, what, Some(name));
+    }
+    Ok(())
+}
+
+fn unsubscribe_generic(ctx: &mut Ctx, kind: Kind, what: &str) -> CmdResult {
+    let args = ctx.args;
+    if args.len() > 1 {
+        for i in 1..args.len() {
+            let name = args.get(i);
+            track(ctx, kind, name, false);
+            confirm(ctx, what, Some(name));
+        }
+        return Ok(());
+    }
+    let all: Vec<Bytes> = match kind {
+        Kind::Channel => ctx.client.channels.iter().cloned().collect(),
+        Kind::Pattern => ctx.client.patterns.iter().cloned().collect(),
+    };
+    if all.is_empty() {
+        confirm(ctx, what, None);
+    }
+    for name in all {
+        track(ctx, kind, &name, false);
+        confirm(ctx, what, Some(&name));
+    }
+    Ok(())
+}
+
+fn subscribe(ctx: &mut Ctx) -> CmdResult {
+    subscribe_generic(ctx, Kind::Channel, "subscribe")
+}
+
+fn unsubscribe(ctx: &mut Ctx) -> CmdResult {
+    unsubscribe_generic(ctx, Kind::Channel, "unsubscribe")
+}
+
+fn psubscribe(ctx: &mut Ctx) -> CmdResult {
+    subscribe_generic(ctx, Kind::Pattern, "psubscribe")
+}
+
+fn punsubscribe(ctx: &mut Ctx) -> CmdResult {
+    unsubscribe_generic(ctx, Kind::Pattern, "punsubscribe")
+}
+
+fn publish(ctx: &mut Ctx) -> CmdResult {
+    let limit = ctx.shared.config.pubsub_output_limit();
+    let n = ctx
+        .shared
+        .pubsub
+        .publish(limit, ctx.args.get(1), ctx.args.get(2));
+    ctx.out.int(n as i64);
+    Ok(())
+}
+
+fn pubsub_channels(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() > 3 {
+        return Err(Error::Owned(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            String::from_utf8_lossy(ctx.args.get(1))
+        )));
+    }
+    let pattern = (ctx.argc() == 3).then(|| ctx.args.get(2));
+    let channels = ctx.shared.pubsub.channels(pattern);
+    ctx.out.array(channels.len());
+    for c in &channels {
+        ctx.out.bulk(c);
+    }
+    Ok(())
+}
+
+fn pubsub_numsub(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    ctx.out.array((args.len() - 2) * 2);
+    for i in 2..args.len() {
+        let ch = args.get(i);
+        ctx.out.bulk(ch);
+        ctx.out.int(ctx.shared.pubsub.numsub(ch) as i64);
+    }
+    Ok(())
+}
+
+fn pubsub_numpat(ctx: &mut Ctx) -> CmdResult {
+    ctx.out.int(ctx.shared.pubsub.numpat() as i64);
+    Ok(())
+}
+
+/// Redis 7.0's text, less the shard-channel subcommands zwindow lacks.
+const HELP: &[&str] = &[
+    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CHANNELS [<pattern>]",
+    "    Return the currently active channels matching a <pattern> (default: '*').",
+    "NUMPAT",
+    "    Return number of subscriptions to patterns.",
+    "NUMSUB [<channel> ...]",
+    "    Return the number of subscribers for the specified channels, excluding",
+    "    pattern subscriptions(default: no channels).",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn pubsub_help(ctx: &mut Ctx) -> CmdResult {
+    ctx.out.array(HELP.len());
+    for line in HELP {
+        ctx.out.simple(line);
+    }
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT
+//! LOAD/EXISTS/FLUSH/KILL/HELP. The engine (sandbox, conversions, cache,
+//! busy state) is in `crate::scripting`; functions are in `functions.rs`.
+//!
+//! EVAL-family commands use `Keys::All`: a script may touch keys it did not
+//! declare (Redis allows it outside cluster mode), so it holds every shard,
+//! which makes it atomic and, locking in the usual order, deadlock-free.
+
+use super::flags::*;
+use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use crate::scripting::{self, RunSpec};
+use crate::util::eq_ic;
+
+const G: &str = "scripting";
+
+pub static COMMANDS: &[Command] = &[
+    Command::new(
+        "eval",
+        -3,
+        NOSCRIPT | STALE | MAY_REPLICATE,
+        Keys::All,
+        eval,
+    )
+    .doc(
+        G,
+        "2.6.0",
+        "Depends on the script that is executed.",
+        "Executes a server-side Lua script.",
+    )
+    .syntax("script numkeys [key [key ...]] [arg [arg ...]]"),
+    Command::new(
+        "evalsha",
+        -3,
+        NOSCRIPT | STALE | MAY_REPLICATE,
+        Keys::All,
+        evalsha,
+    )
+    .doc(
+        G,
+        "2.6.0",
+        "Depends on the script that is executed.",
+        "Executes a server-side Lua script by SHA1 digest.",
+    )
+    .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]"),
+    Command::new(
+        "eval_ro",
+        -3,
+        NOSCRIPT | STALE | READONLY,
+        Keys::All,
+        eval_ro,
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "Depends on the script that is executed.",
+        "Executes a read-only server-side Lua script.",
+    )
+    .syntax("script numkeys [key [key ...]] [arg [arg ...]]"),
+    Command::new(
+        "evalsha_ro",
+        -3,
+        NOSCRIPT | STALE | READONLY,
+        Keys::All,
+        evalsha_ro,
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "Depends on the script that is executed.",
+        "Executes a read-only server-side Lua script by SHA1 digest.",
+    )
+    .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]"),
+    Command::new("script", -2, 0, Keys::None, super::server::container)
+        .doc(
+            G,
+            "2.6.0",
+            "Depends on subcommand.",
+            "A container for Lua scripts management commands.",
+        )
+        .subcommands(SCRIPT),
+];
+
+static SCRIPT: &[Command] = &[
+    Command::new("load", 3, NOSCRIPT | STALE, Keys::None, script_load)
+        .doc(G, "2.6.0", "O(N) with N being the length in bytes of the script body.", "Loads a server-side Lua script to the script cache.")
+        .syntax("script"),
+    Command::new("exists", -3, NOSCRIPT, Keys::None, script_exists)
+        .doc(G, "2.6.0", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", "Determines whether server-side Lua scripts exist in the script cache.")
+        .syntax("sha1 [sha1 ...]"),
+    Command::new("flush", -2, NOSCRIPT | MAY_REPLICATE, Keys::None, script_flush)
+        .doc(G, "2.6.0", "O(N) with N being the number of scripts in cache", "Removes all server-side Lua scripts from the script cache.")
+        .syntax("[ASYNC | SYNC]"),
+    Command::new("kill", 2, NOSCRIPT | ALLOW_BUSY, Keys::None, script_kill)
+        .doc(G, "2.6.0", "O(1)", "Terminates a server-side Lua script during execution."),
+    Command::new("help", 2, LOADING | STALE, Keys::None, script_help)
+        .doc(G, "5.0.0", "O(1)", "Returns helpful text about the different subcommands."),
+];
+
+fn eval(ctx: &mut Ctx) -> CmdResult {
+    eval_generic(ctx, false, false)
+}
+
+fn evalsha(ctx: &mut Ctx) -> CmdResult {
+    eval_generic(ctx, true, false)
+}
+
+fn eval_ro(ctx: &mut Ctx) -> CmdResult {
+    eval_generic(ctx, false, true)
+}
+
+fn evalsha_ro(ctx: &mut Ctx) -> CmdResult {
+    eval_generic(ctx, true, true)
+}
+
+/// Checks `numkeys` at index 2 as Redis does; returns it.
+pub fn numkeys(ctx: &Ctx) -> Result<usize, Error> {
+    let n = int_arg(ctx.arg(2))?;
+    if n > (ctx.argc() - 3) as i64 {
+        return Err(Error::Static(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    if n < 0 {
+        return Err(Error::Static("ERR Number of keys can't be negative"));
+    }
+    Ok(n as usize)
+}
+
+fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
+    let nkeys = numkeys(ctx)?;
+    let shared = ctx.shared.clone();
+    let mut engine = shared.scripting.engine().map_err(Error::Owned)?;
+    let sha = if by_sha {
+        let given = ctx.arg(1);
+        if given.len() != 40 {
+            return Err(noscript());
+        }
+        String::from_utf8_lossy(given).to_ascii_lowercase()
+    } else {
+        let sha = engine.load_script(ctx.arg(1)).map_err(Error::Owned)?;
+        shared.scripting.update_stats(&engine);
+        sha
+    };
+    let Some(script) = engine.scripts.get(&sha) else {
+        return Err(noscript());
+    };
+    let func = script.func.clone();
+    let read_only = ro || script.no_writes;
+    let args = ctx.args;
+    let spec = RunSpec {
+        name: &sha,
+        read_only,
+        keys: (3..3 + nkeys).map(|i| args.get(i)).collect(),
+        argv: (3 + nkeys..args.len()).map(|i| args.get(i)).collect(),
+        as_function: false,
+    };
+    let busy = shared.scripting.busy.clone();
+    let _running = busy.begin(ctx.client.handle.id, false);
+    scripting::blocking(|| {
+        engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
+    });
+    Ok(())
+}
+
+fn noscript() -> Error {
+    Error::Static("NOSCRIPT No matching script. Please use EVAL.")
+}
+
+fn script_load(ctx: &mut Ctx) -> CmdResult {
+    let shared = ctx.shared.clone();
+    let mut engine = shared.scripting.engine().map_err(Error::Owned)?;
+    let sha = engine.load_script(ctx.arg(2)).map_err(Error::Owned)?;
+    shared.scripting.update_stats(&engine);
+    ctx.out.bulk(sha.as_bytes());
+    Ok(())
+}
+
+fn script_exists(ctx: &mut Ctx) -> CmdResult {
+    let shared = ctx.shared.clone();
+    let engine = shared.scripting.engine().map_err(Error::Owned)?;
+    ctx.out.array(ctx.argc() - 2);
+    for i in 2..ctx.argc() {
+        let sha = String::from_utf8_lossy(ctx.arg(i)).to_ascii_lowercase();
+        ctx.out.int(engine.scripts.contains_key(&sha) as i64);
+    }
+    Ok(())
+}
+
+fn script_flush(ctx: &mut Ctx) -> CmdResult {
+    let ok = ctx.argc() == 2
+        || (ctx.argc() == 3 && (eq_ic(ctx.arg(2), "SYNC") || eq_ic(ctx.arg(2), "ASYNC")));
+    if !ok {
+        return Err(Error::Static(
+            "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+        ));
+    }
+    let shared = ctx.shared.clone();
+    let mut engine = shared.scripting.engine().map_err(Error::Owned)?;
+    engine.flush_scripts();
+    shared.scripting.update_stats(&engine);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn script_kill(ctx: &mut Ctx) -> CmdResult {
+    ctx.shared
+        .scripting
+        .busy
+        .kill(false)
+        .map_err(Error::Static)?;
+    ctx.out.ok();
+    Ok(())
+}
+
+pub fn help_lines(ctx: &mut Ctx, lines: &[&str]) {
+    ctx.out.array(lines.len());
+    for l in lines {
+        ctx.out.simple(l);
+    }
+}
+
+fn script_help(ctx: &mut Ctx) -> CmdResult {
+    help_lines(
+        ctx,
+        &[
+            "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DEBUG (YES|SYNC|NO)",
+            "    Set the debug mode for subsequent scripts executed.",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+            "HELP",
+            "    Prints this help.",
+        ],
+    );
+    Ok(())
+}

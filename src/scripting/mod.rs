@@ -1,0 +1,753 @@
+//! Lua scripting (EVAL, functions): the engine, its sandbox, the script
+//! cache and the "busy script" state other clients consult.
+//!
+//! One Lua 5.1 state (mlua, vendored) lives behind a mutex in [`Scripting`]
+//! and is used only while a script runs or is loaded. One state rather than
+//! one per connection because scripts are serialized anyway — EVAL-family
+//! commands lock every shard (`Keys::All`), which makes a script atomic
+//! across shards and deadlock-free — and because Redis has one state too,
+//! so the script cache and the sandbox are built once.
+//!
+//! The sandbox is built by `bootstrap.lua`: scripts run with a read-only
+//! view of the globals (unknown names fail with Redis's "nonexistent global
+//! variable" text, writes with "Attempt to modify a readonly table"), no
+//! `os`/`io`/`loadfile`/`dofile`/`require`, and Redis's error handler, which
+//! turns every failure into an error table with the script position.
+//!
+//! `redis.call` builds [`OwnedArgs`] and runs them through the normal
+//! command path ([`commands::call`]) on the script's already-locked
+//! [`Keyspace`], into a scratch [`Reply`] that [`convert`] turns into Lua
+//! values; commands see the one `now_ms` of the keyspace, so time is frozen
+//! for the whole script.
+//!
+//! Busy scripts: [`Busy`] records which client runs a script and since when.
+//! Dispatch consults it before locking: once a script has run longer than
+//! `busy-reply-threshold`, other clients get BUSY instead of waiting for the
+//! shard locks, and SCRIPT KILL sets a flag that an instruction-count hook
+//! turns into an error inside the script.
+
+pub mod convert;
+pub mod libs;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
+
+use crate::commands::{self, OwnedArgs, flags};
+use crate::connection::Client;
+use crate::protocol::Reply;
+use crate::server::Shared;
+use crate::store::Keyspace;
+
+pub const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+/// Chunk name of EVAL scripts (errors say `user_script:LINE:`).
+pub const EVAL_CHUNK: &str = "@user_script";
+/// Chunk name of function libraries.
+pub const FUNCTION_CHUNK: &str = "@user_function";
+
+/// What other clients may see of the running script.
+#[derive(Default)]
+pub struct Busy {
+    running: AtomicBool,
+    /// Client id of the script's caller.
+    runner: AtomicU64,
+    /// Milliseconds since `epoch` when the script started.
+    started_ms: AtomicU64,
+    kill: AtomicBool,
+    wrote: AtomicBool,
+    is_function: AtomicBool,
+    epoch: std::sync::OnceLock<Instant>,
+}
+
+/// Ends the busy state when a script returns (or unwinds).
+pub struct BusyGuard<'a>(&'a Busy);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.running.store(false, Relaxed);
+        self.0.kill.store(false, Relaxed);
+    }
+}
+
+impl Busy {
+    fn now_ms(&self) -> u64 {
+        self.epoch.get_or_init(Instant::now).elapsed().as_millis() as u64
+    }
+
+    pub fn begin(&self, client: u64, is_function: bool) -> BusyGuard<'_> {
+        self.runner.store(client, Relaxed);
+        self.started_ms.store(self.now_ms(), Relaxed);
+        self.kill.store(false, Relaxed);
+        self.wrote.store(false, Relaxed);
+        self.is_function.store(is_function, Relaxed);
+        self.running.store(true, Relaxed);
+        BusyGuard(self)
+    }
+
+    /// True while a script started by someone other than `client` runs.
+    pub fn running_for_other(&self, client: u64) -> bool {
+        self.running.load(Relaxed) && self.runner.load(Relaxed) != client
+    }
+
+    /// The BUSY error once the running script passed `threshold_ms`.
+    pub fn busy_error(&self, threshold_ms: u64) -> Option<&'static str> {
+        if !self.running.load(Relaxed) {
+            return None;
+        }
+        let elapsed = self.now_ms().saturating_sub(self.started_ms.load(Relaxed));
+        (elapsed >= threshold_ms).then(|| {
+            if self.is_function.load(Relaxed) {
+                BUSY_FUNCTION
+            } else {
+                BUSY_EVAL
+            }
+        })
+    }
+
+    pub fn elapsed_ms(&self) -> u64 {
+        self.now_ms().saturating_sub(self.started_ms.load(Relaxed))
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.load(Relaxed)
+    }
+
+    pub fn is_function(&self) -> bool {
+        self.is_function.load(Relaxed)
+    }
+
+    /// SCRIPT KILL / FUNCTION KILL.
+    pub fn kill(&self, by_function_kill: bool) -> Result<(), &'static str> {
+        if !self.running.load(Relaxed) {
+            return Err("NOTBUSY No scripts in execution right now.");
+        }
+        if self.wrote.load(Relaxed) {
+            return Err(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+            );
+        }
+        let is_function = self.is_function.load(Relaxed);
+        if !by_function_kill && is_function {
+            return Err(BUSY_FUNCTION);
+        }
+        if by_function_kill && !is_function {
+            return Err(BUSY_EVAL);
+        }
+        self.kill.store(true, Relaxed);
+        Ok(())
+    }
+}
+
+/// The shared scripting state (one per server).
+#[derive(Default)]
+pub struct Scripting {
+    engine: Mutex<Option<Engine>>,
+    pub busy: Arc<Busy>,
+    /// Figures INFO reads without taking the engine (a script may hold it).
+    pub cached_scripts: AtomicUsize,
+    pub scripts_bytes: AtomicUsize,
+    pub lua_memory: AtomicUsize,
+    pub functions_count: AtomicUsize,
+    pub functions_bytes: AtomicUsize,
+}
+
+impl Scripting {
+    /// The engine, built on first use.
+    pub fn engine(&self) -> Result<MappedMutexGuard<'_, Engine>, String> {
+        let mut g = self.engine.lock();
+        if g.is_none() {
+            *g = Some(Engine::new(self.busy.clone()).map_err(|e| format!("ERR {e}"))?);
+        }
+        Ok(MutexGuard::map(g, |e| match e {
+            Some(e) => e,
+            None => unreachable!("engine was just built"),
+        }))
+    }
+
+    pub fn update_stats(&self, e: &Engine) {
+        self.cached_scripts.store(e.scripts.len(), Relaxed);
+        self.scripts_bytes
+            .store(e.scripts.values().map(|s| s.body.len() + 64).sum(), Relaxed);
+        self.lua_memory.store(e.lua.used_memory(), Relaxed);
+    }
+}
+
+/// A compiled EVAL script.
+pub struct Script {
+    pub func: Function,
+    pub body: Vec<u8>,
+    /// `#!lua flags=no-writes`.
+    pub no_writes: bool,
+}
+
+pub struct Engine {
+    pub lua: Lua,
+    /// What scripts see as their globals (read-only).
+    pub env: Table,
+    /// The real globals (KEYS and ARGV are set here).
+    globals: Table,
+    /// Rust entry points the bootstrap calls through (`call`, `setresp`, …).
+    impl_tbl: Table,
+    errhandler: Function,
+    xpcall: Function,
+    readonly: Function,
+    pub scripts: HashMap<String, Script>,
+}
+
+/// How one script runs.
+pub struct RunSpec<'a> {
+    /// Shown in errors: the SHA1 for EVAL, the function name for FCALL.
+    pub name: &'a str,
+    pub read_only: bool,
+    pub keys: Vec<&'a [u8]>,
+    pub argv: Vec<&'a [u8]>,
+    /// FCALL passes KEYS and ARGV as arguments instead of globals.
+    pub as_function: bool,
+}
+
+impl Engine {
+    fn new(busy: Arc<Busy>) -> mlua::Result<Engine> {
+        // SAFETY: the debug library is needed to build Redis's error handler;
+        // the bootstrap removes it from the globals right after.
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::new(),
+            )
+        };
+        let globals = lua.globals();
+        let env = lua.create_table()?;
+        let impl_tbl = lua.create_table()?;
+        impl_tbl.raw_set(
+            "errstr",
+            lua.create_function(|_, v: Value| Ok(error_message(&v)))?,
+        )?;
+        impl_tbl.raw_set(
+            "errtext",
+            lua.create_function(|lua, s: mlua::LuaString| {
+                let mut t = s.as_bytes().to_vec();
+                if t.first() != Some(&b'-') {
+                    t.insert(0, b'-');
+                }
+                lua.create_string(convert::error_text(&t))
+            })?,
+        )?;
+        impl_tbl.raw_set(
+            "sha1hex",
+            lua.create_function(|_, v: Value| {
+                let bytes = match &v {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Integer(i) => i.to_string().into_bytes(),
+                    Value::Number(n) => lua_number_string(*n).into_bytes(),
+                    _ => Vec::new(),
+                };
+                Ok(sha1_hex(&bytes))
+            })?,
+        )?;
+        impl_tbl.raw_set(
+            "toint",
+            lua.create_function(|_, v: Value| {
+                Ok(match v {
+                    Value::Integer(i) => i,
+                    Value::Number(n) => n as i64,
+                    Value::String(s) => std::str::from_utf8(&s.as_bytes())
+                        .ok()
+                        .and_then(|s| s.trim().parse::<f64>().ok())
+                        .map_or(0, |n| n as i64),
+                    _ => 0,
+                })
+            })?,
+        )?;
+        impl_tbl.raw_set(
+            "log",
+            lua.create_function(|_, (level, msg): (i64, mlua::LuaString)| {
+                let msg = msg.to_string_lossy();
+                match level {
+                    0 => tracing::debug!(target: "script", "{msg}"),
+                    1 => tracing::debug!(target: "script", "{msg}"),
+                    2 => tracing::info!(target: "script", "{msg}"),
+                    _ => tracing::warn!(target: "script", "{msg}"),
+                }
+                Ok(())
+            })?,
+        )?;
+        impl_tbl.raw_set(
+            "cmd_exists",
+            lua.create_function(|_, name: mlua::LuaString| {
+                Ok(commands::lookup(&name.as_bytes()).is_some())
+            })?,
+        )?;
+        impl_tbl.raw_set("version", crate::server::REDIS_VERSION)?;
+        impl_tbl.raw_set("killed", KILLED)?;
+        impl_tbl.raw_set("version_num", redis_version_num())?;
+        impl_tbl.raw_set("bit", libs::bit(&lua)?)?;
+        let rng = Arc::new(libs::Rand48::default());
+        libs::install_random(&lua, &impl_tbl, rng)?;
+        lua.set_named_registry_value(IMPL_KEY, impl_tbl.clone())?;
+        impl_tbl.raw_set(
+            "cwrap",
+            lua.create_function(|lua, (f, mode): (Function, i64)| {
+                // SAFETY: pushes one C closure over the two arguments.
+                unsafe {
+                    lua.exec_raw::<Function>((f, mode), |l| {
+                        mlua::ffi::lua_pushcclosure(l, trampoline, 2);
+                    })
+                }
+            })?,
+        )?;
+        let boot = lua
+            .load(include_str!("bootstrap.lua"))
+            .set_name("=[redis]")
+            .into_function()?;
+        let (errhandler, readonly): (Function, Function) =
+            boot.call((globals.clone(), env.clone(), impl_tbl.clone()))?;
+        let xpcall: Function = globals.raw_get("xpcall")?;
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(10_000),
+            move |_, _| {
+                if busy.kill.load(Relaxed) {
+                    Err(mlua::Error::RuntimeError(KILLED.into()))
+                } else {
+                    Ok(mlua::VmState::Continue)
+                }
+            },
+        )?;
+        Ok(Engine {
+            lua,
+            env,
+            globals,
+            impl_tbl,
+            errhandler,
+            xpcall,
+            readonly,
+            scripts: HashMap::new(),
+        })
+    }
+
+    /// Compiles `body` as a chunk named `chunk` with the sandboxed globals.
+    pub fn compile(&self, code: &[u8], chunk: &str, env: &Table) -> Result<Function, String> {
+        self.lua
+            .load(code)
+            .set_name(chunk)
+            .set_environment(env.clone())
+            .into_function()
+            .map_err(|e| match e {
+                mlua::Error::SyntaxError { message, .. } => message,
+                e => e.to_string(),
+            })
+    }
+
+    /// SCRIPT LOAD / EVAL: compiles and caches a script by its SHA1.
+    pub fn load_script(&mut self, body: &[u8]) -> Result<String, String> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (no_writes, code_start) = parse_shebang(body)?;
+        let func = self
+            .compile(&body[code_start..], EVAL_CHUNK, &self.env)
+            .map_err(|m| format!("ERR Error compiling script (new function): {m}"))?;
+        self.scripts.insert(
+            sha.clone(),
+            Script {
+                func,
+                body: body.to_vec(),
+                no_writes,
+            },
+        );
+        Ok(sha)
+    }
+
+    pub fn flush_scripts(&mut self) {
+        self.scripts.clear();
+        self.lua.gc_collect().ok();
+    }
+
+    pub fn make_readonly(&self, t: Table) -> mlua::Result<Table> {
+        self.readonly.call(t)
+    }
+
+    /// Runs `func` for the client of `caller`, writing its reply into `out`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &mut self,
+        shared: &Arc<Shared>,
+        caller: &Client,
+        ks: &mut Keyspace<'_>,
+        out: &mut Reply,
+        func: &Function,
+        spec: RunSpec<'_>,
+    ) {
+        let lua = &self.lua;
+        let result = (|| -> mlua::Result<()> {
+            let keys = lua.create_table()?;
+            for (i, k) in spec.keys.iter().enumerate() {
+                keys.raw_set(i + 1, lua.create_string(k)?)?;
+            }
+            let argv = lua.create_table()?;
+            for (i, a) in spec.argv.iter().enumerate() {
+                argv.raw_set(i + 1, lua.create_string(a)?)?;
+            }
+            if !spec.as_function {
+                self.globals.raw_set("KEYS", keys.clone())?;
+                self.globals.raw_set("ARGV", argv.clone())?;
+            }
+            let mut client = Client::new(caller.handle.clone(), false);
+            client.db = caller.db;
+            client.in_script = true;
+            let state = RefCell::new(RunState {
+                shared,
+                client,
+                ks,
+                resp3: false,
+                read_only: spec.read_only,
+                busy: &shared.scripting.busy,
+            });
+            let (ok, value, resp3) = lua.scope(|scope| {
+                let call = scope.create_function(
+                    |lua, (raise, args): (bool, Variadic<Value>)| match state.try_borrow_mut() {
+                        Ok(mut st) => st.redis_call(lua, raise, args),
+                        Err(_) => Err(mlua::Error::runtime(
+                            "redis.call/pcall can only be called inside a script invocation",
+                        )),
+                    },
+                )?;
+                let setresp = scope.create_function(|_, n: i64| {
+                    if let Ok(mut st) = state.try_borrow_mut() {
+                        st.resp3 = n == 3;
+                    }
+                    Ok(())
+                })?;
+                self.impl_tbl.raw_set("call", call)?;
+                self.impl_tbl.raw_set("setresp", setresp)?;
+                let ret: MultiValue = if spec.as_function {
+                    let runner = lua
+                        .load("local f, k, a = ... return function() return f(k, a) end")
+                        .set_name("=[redis]")
+                        .call::<Function>((func.clone(), keys, argv))?;
+                    self.xpcall.call((runner, self.errhandler.clone()))?
+                } else {
+                    self.xpcall.call((func.clone(), self.errhandler.clone()))?
+                };
+                self.impl_tbl.raw_set("call", Value::Nil)?;
+                self.impl_tbl.raw_set("setresp", Value::Nil)?;
+                let mut it = ret.into_iter();
+                let ok = matches!(it.next(), Some(Value::Boolean(true)));
+                let value = it.next().unwrap_or(Value::Nil);
+                let resp3 = state.borrow().resp3;
+                Ok((ok, value, resp3))
+            })?;
+            if ok {
+                convert::lua_to_reply(out, &value, resp3);
+            } else {
+                out.error_bytes(&script_error(&value, spec.name));
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            out.error(&format!(
+                "ERR Error running script {}, {}",
+                spec.name,
+                e.to_string().chars().take(100).collect::<String>()
+            ));
+        }
+        if !spec.as_function {
+            let _ = self.globals.raw_set("KEYS", Value::Nil);
+            let _ = self.globals.raw_set("ARGV", Value::Nil);
+        }
+        shared.scripting.update_stats(self);
+    }
+}
+
+/// Registry key of the table of Rust entry points.
+const IMPL_KEY: &str = "__redis_impl";
+
+/// Trampoline modes (`impl.cwrap(f, mode)`).
+const TRAMP_API: i64 = 0;
+const TRAMP_LIB: i64 = 1;
+
+/// A C function standing in front of a Lua or Rust function, because only
+/// a C function keeps the caller's frame on a tail call (`return
+/// redis.call(...)`) — which the error handler needs for `on
+/// @user_script:LINE` — and only C can raise an arbitrary value. Mode 0
+/// calls its target and lets errors through; mode 1 turns a Rust error into
+/// a string with the caller's position, as `luaL_error` does in Redis's C
+/// libraries; modes 2 and 3 are `redis.call`/`redis.pcall` (the target
+/// returns the reply and whether to raise it).
+unsafe extern "C-unwind" fn trampoline(l: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi::*;
+    // SAFETY: called by Lua with the two upvalues cwrap gave it; no Rust
+    // value with a destructor lives across the calls that may unwind.
+    unsafe {
+        let mode = lua_tointeger(l, lua_upvalueindex(2)) as i64;
+        let n = lua_gettop(l);
+        lua_pushvalue(l, lua_upvalueindex(1));
+        lua_insert(l, 1);
+        if mode == TRAMP_API {
+            lua_call(l, n, LUA_MULTRET);
+            return lua_gettop(l);
+        }
+        if mode == TRAMP_LIB {
+            if lua_pcall(l, n, LUA_MULTRET, 0) != 0 {
+                lua_getfield(l, LUA_REGISTRYINDEX, c"__redis_impl".as_ptr());
+                lua_getfield(l, -1, c"errstr".as_ptr());
+                lua_remove(l, -2);
+                lua_insert(l, -2);
+                lua_call(l, 1, 1);
+                luaL_where(l, 1);
+                lua_insert(l, -2);
+                lua_concat(l, 2);
+                lua_error(l);
+            }
+            return lua_gettop(l);
+        }
+        // redis.call (2) / redis.pcall (3): the target is impl.call.
+        lua_pushboolean(l, (mode == 2) as std::ffi::c_int);
+        lua_insert(l, 2);
+        lua_call(l, n + 1, 2);
+        if lua_toboolean(l, -1) != 0 {
+            lua_pop(l, 1);
+            lua_error(l);
+        }
+        lua_pop(l, 1);
+        1
+    }
+}
+
+/// The error reply of a failed script: `msg script: NAME, on SOURCE:LINE.`
+fn script_error(err: &Value, name: &str) -> Vec<u8> {
+    let Value::Table(t) = err else {
+        let msg = match err {
+            Value::String(s) => s.to_string_lossy(),
+            _ => "execution failure".into(),
+        };
+        let msg: String = msg.chars().take(100).collect();
+        return format!("ERR Error running script {name}, {msg}")
+            .trim_end_matches(['\r', '\n'])
+            .as_bytes()
+            .to_vec();
+    };
+    let as_text = |v: Value| -> Option<Vec<u8>> {
+        match v {
+            Value::String(s) => Some(s.as_bytes().to_vec()),
+            Value::Integer(i) => Some(i.to_string().into_bytes()),
+            Value::Number(n) => Some(lua_number_string(n).into_bytes()),
+            _ => None,
+        }
+    };
+    let msg = as_text(t.raw_get("err").unwrap_or(Value::Nil)).unwrap_or_default();
+    let mut out = msg;
+    if let (Some(source), Some(line)) = (
+        as_text(t.raw_get("source").unwrap_or(Value::Nil)),
+        as_text(t.raw_get("line").unwrap_or(Value::Nil)),
+    ) {
+        out.extend_from_slice(b" script: ");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b", on ");
+        out.extend_from_slice(&source);
+        out.push(b':');
+        out.extend_from_slice(&line);
+        out.push(b'.');
+    }
+    out
+}
+
+/// The text of an error value that crossed from Rust into Lua.
+fn error_message(v: &Value) -> String {
+    let mut e = match v {
+        Value::Error(e) => &**e,
+        Value::String(s) => return s.to_string_lossy(),
+        other => return format!("{other:?}"),
+    };
+    loop {
+        match e {
+            mlua::Error::CallbackError { cause, .. } => e = cause,
+            mlua::Error::WithContext { cause, .. } => e = cause,
+            mlua::Error::RuntimeError(m) => return m.clone(),
+            other => return other.to_string(),
+        }
+    }
+}
+
+/// Lua's `%.14g` for numbers turned into strings.
+pub fn lua_number_string(n: f64) -> String {
+    convert::fmt_g(n, 14)
+}
+
+pub fn sha1_hex(data: &[u8]) -> String {
+    sha1_smol::Sha1::from(data).digest().to_string()
+}
+
+/// `REDIS_VERSION_NUM`: 0x00MMmmpp.
+fn redis_version_num() -> i64 {
+    let mut parts = crate::server::REDIS_VERSION
+        .split('.')
+        .map(|p| p.parse::<i64>().unwrap_or(0));
+    let (a, b, c) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    (a << 16) | (b << 8) | c
+}
+
+/// Reads a `#!lua` first line: (no-writes, where the code starts). The
+/// newline stays with the code so line numbers match the script.
+pub fn parse_shebang(body: &[u8]) -> Result<(bool, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((false, 0));
+    }
+    let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+    let line = String::from_utf8_lossy(&body[..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    let mut no_writes = false;
+    for p in parts {
+        if let Some(list) = p.strip_prefix("flags=") {
+            for f in list.split(',').filter(|f| !f.is_empty()) {
+                match f {
+                    "no-writes" => no_writes = true,
+                    "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                    _ => return Err(format!("ERR Unexpected flag in script shebang: {f}")),
+                }
+            }
+        } else {
+            return Err(format!("ERR Unknown lua shebang option: {p}"));
+        }
+    }
+    Ok((no_writes, end))
+}
+
+/// What `redis.call` needs while one script runs.
+struct RunState<'a, 'k> {
+    shared: &'a Arc<Shared>,
+    client: Client,
+    ks: &'a mut Keyspace<'k>,
+    resp3: bool,
+    read_only: bool,
+    busy: &'a Busy,
+}
+
+impl RunState<'_, '_> {
+    /// Runs one command; returns its reply as a Lua value and whether the
+    /// caller must raise it (`redis.call` on an error).
+    fn redis_call(
+        &mut self,
+        lua: &Lua,
+        raise: bool,
+        args: Variadic<Value>,
+    ) -> mlua::Result<(Value, bool)> {
+        if args.is_empty() {
+            let e = convert::error_table(
+                lua,
+                b"Please specify at least one argument for this redis lib call",
+                false,
+            )?;
+            return Ok((e, raise));
+        }
+        let mut parts: Vec<Vec<u8>> = Vec::with_capacity(args.len());
+        for a in args.iter() {
+            match a {
+                Value::String(s) => parts.push(s.as_bytes().to_vec()),
+                Value::Integer(i) => parts.push(convert::fmt_g17(*i as f64).into_bytes()),
+                Value::Number(n) => parts.push(convert::fmt_g17(*n).into_bytes()),
+                _ => {
+                    let e = convert::error_table(
+                        lua,
+                        b"Lua redis lib command arguments must be strings or integers",
+                        false,
+                    )?;
+                    return Ok((e, raise));
+                }
+            }
+        }
+        let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let owned = OwnedArgs::from_slices(&slices);
+        let argv = owned.args();
+        let deny = |msg: &[u8]| -> mlua::Result<(Value, bool)> {
+            Ok((convert::error_table(lua, msg, true)?, raise))
+        };
+        let Some(mut cmd) = commands::lookup(argv.get(0)) else {
+            return deny(b"Unknown Redis command called from script");
+        };
+        if !cmd.subcommands.is_empty() && argv.len() >= 2 {
+            match commands::lookup_sub(cmd, argv.get(1)) {
+                Some(sub) => cmd = sub,
+                None => return deny(b"Unknown Redis command called from script"),
+            }
+        }
+        let argc = argv.len() as i32;
+        if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
+            return deny(b"Wrong number of args calling Redis command from script");
+        }
+        if cmd.has(flags::NOSCRIPT) {
+            return deny(b"This Redis command is not allowed from script");
+        }
+        if cmd.has(flags::WRITE) {
+            if self.read_only {
+                return deny(b"Write commands are not allowed from read-only scripts.");
+            }
+            self.busy.wrote.store(true, Relaxed);
+        }
+        let mut out = Reply {
+            buf: Vec::new(),
+            resp3: self.resp3,
+        };
+        commands::call(self.shared, &mut self.client, &mut out, self.ks, cmd, argv);
+        self.client.block = None;
+        let is_err = out.buf.first() == Some(&b'-');
+        let v = convert::resp_to_lua(lua, &out.buf)?;
+        Ok((v, raise && is_err))
+    }
+}
+
+/// Runs `f` where it may block for long: on a multi-thread runtime the
+/// worker hands its other tasks to another thread first.
+pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebangs() {
+        assert_eq!(parse_shebang(b"return 1"), Ok((false, 0)));
+        assert_eq!(parse_shebang(b"#!lua\nreturn 1"), Ok((false, 5)));
+        assert_eq!(
+            parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1"),
+            Ok((true, 31))
+        );
+        assert!(parse_shebang(b"#!lua flags=foo\n").is_err());
+        assert!(parse_shebang(b"#!luax\n").is_err());
+    }
+
+    #[test]
+    fn version_num() {
+        assert_eq!(redis_version_num(), 458767);
+    }
+
+    #[test]
+    fn sha1() {
+        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    }
+}
