@@ -196,6 +196,10 @@ async fn run(opts: Opts) -> redis::RedisResult<ExitCode> {
             while let Some(msg) = stream.next().await {
                 let payload: String = msg.get_payload().unwrap_or_default();
                 let seen = if msg.get_channel_name() == keyspace_news {
+                    // Class z also carries zadd/zrem; only expiry matters here.
+                    if payload != "zexpired" {
+                        continue;
+                    }
                     Seen::Expired(payload)
                 } else {
                     Seen::Published(payload)
