@@ -1340,7 +1340,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     } else {
         out.array(n);
     }
-    z.random_members(&mut rand::rng(), l, |m, s| {
+    let mut emit = |m: &[u8], s: f64| {
         if withscores && out.resp3 {
             out.array(2);
         }
@@ -1348,7 +1348,15 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
         if withscores {
             out.double(s);
         }
-    });
+    };
+    if l > 0 && n == len {
+        // The whole set, in the order Redis's `zuiNext` walks it: backwards.
+        for (m, s) in z.range_by_rank(0, len - 1, true) {
+            emit(m, s);
+        }
+    } else {
+        z.random_members(&mut rand::rng(), l, emit);
+    }
     Ok(())
 }
 
