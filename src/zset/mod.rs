@@ -162,7 +162,8 @@ enum Repr {
 #[derive(Clone)]
 pub struct ZSet {
     repr: Repr,
-    node_cap: usize,
+    node_cap: u32,
+    frag_mask: u32,
 }
 
 impl Default for ZSet {
@@ -212,7 +213,8 @@ impl ZSet {
     pub fn new() -> Self {
         ZSet {
             repr: Repr::Compact(Listpack::new()),
-            node_cap: DEFAULT_NODE_CAP,
+            node_cap: DEFAULT_NODE_CAP as u32,
+            frag_mask: u32::MAX,
         }
     }
 
@@ -220,9 +222,17 @@ impl ZSet {
     /// elements, to exercise node splits and merges with few elements.
     pub fn with_node_capacity(node_cap: usize) -> Self {
         ZSet {
-            repr: Repr::Compact(Listpack::new()),
-            node_cap: node_cap.max(2),
+            node_cap: node_cap.clamp(2, 1 << 16) as u32,
+            ..ZSet::new()
         }
+    }
+
+    /// Test hook: keep only `mask` bits of the member hash fragments, so
+    /// the index sees many collisions.
+    #[cfg(test)]
+    fn with_frag_mask(mut self, mask: u32) -> Self {
+        self.frag_mask = mask;
+        self
     }
 
     /// Picks the encoding for a set about to receive `len` elements whose
@@ -234,12 +244,12 @@ impl ZSet {
                 repr: Repr::Compact(Listpack::with_capacity(
                     len.saturating_mul(per).min(1 << 16),
                 )),
-                node_cap: DEFAULT_NODE_CAP,
+                ..ZSet::new()
             }
         } else {
             ZSet {
-                repr: Repr::Skip(Box::new(SkipList::new(DEFAULT_NODE_CAP))),
-                node_cap: DEFAULT_NODE_CAP,
+                repr: Repr::Skip(Box::new(SkipList::new(DEFAULT_NODE_CAP, u32::MAX))),
+                ..ZSet::new()
             }
         }
     }
@@ -271,7 +281,7 @@ impl ZSet {
 
     fn convert_to_skiplist(&mut self) {
         if let Repr::Compact(lp) = &self.repr {
-            let mut sl = SkipList::new(self.node_cap);
+            let mut sl = SkipList::new(self.node_cap as usize, self.frag_mask);
             for (m, s) in lp.iter() {
                 sl.insert_new(m, s);
             }
@@ -313,13 +323,15 @@ impl ZSet {
         }
     }
 
-    fn set_score(&mut self, member: &[u8], old: f64, score: f64) {
+    fn set_score(&mut self, member: &[u8], score: f64) {
         match &mut self.repr {
             Repr::Compact(lp) => {
                 lp.remove(member);
                 lp.insert_new(member, score);
             }
-            Repr::Skip(sl) => sl.update_known(member, old, score),
+            Repr::Skip(sl) => {
+                sl.update(member, score);
+            }
         }
     }
 
@@ -361,7 +373,7 @@ impl ZSet {
                 if new == cur {
                     return Ok(AddOutcome::Unchanged { score: cur });
                 }
-                self.set_score(member, cur, new);
+                self.set_score(member, new);
                 Ok(AddOutcome::Updated {
                     old: cur,
                     score: self.stored(new),

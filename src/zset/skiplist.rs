@@ -3,12 +3,14 @@
 //!
 //! Redis's skiplist spends one heap node (two pointers per level, an sds and
 //! a dict entry) per element, ~100+ bytes. Here each skiplist node holds up
-//! to `node_cap` elements packed contiguously (a `Vec<f64>` of scores, a
-//! byte arena of members and their end offsets), so per-element overhead is
-//! ~12 bytes plus the member, and all the pointer/level bookkeeping is
-//! amortised over a whole node. Links carry spans counted in *elements*, so
-//! rank arithmetic works as in Redis, in O(log n) node hops plus a binary
-//! search inside one node.
+//! to `node_cap` elements packed contiguously: scores (u32 offsets from a
+//! per-node base when they are exact integers such as millisecond
+//! timestamps, f64 otherwise), a byte arena of members with u16 end
+//! offsets, and a one-byte hash fingerprint per member. Per-element cost is
+//! ~7 bytes plus the member; pointer/level bookkeeping is amortised over a
+//! whole node. Links carry spans counted in *elements*, so rank arithmetic
+//! works as in Redis, in O(log n) node hops plus a binary search inside one
+//! node.
 //!
 //! Nodes live in a `Vec` slab addressed by `u32` (no unsafe, no per-node
 //! Box), slot 0 being the header. Full nodes split (or start a fresh
@@ -18,9 +20,11 @@
 //! whole nodes without touching their elements one by one beyond the
 //! callback.
 //!
-//! Members are stored once, in the nodes. [`MemberIndex`] maps a keyed hash
-//! fragment to the score; a member lookup confirms candidates by searching
-//! (score, member) here.
+//! Members are stored once, in the nodes. The member index (`index.rs`) maps a keyed hash
+//! fragment to the id of the node holding the member (8 bytes per element);
+//! a lookup scans that node's fingerprints. Because the index points at
+//! nodes, every structural change that moves elements between nodes is
+//! reported as an [`Event`] so the index can follow.
 
 use super::index::MemberIndex;
 use super::listpack::key_less;
@@ -40,6 +44,167 @@ struct Link {
     /// Elements in the nodes after this one up to and including `next`;
     /// for a NIL `next`, the elements remaining after this node.
     span: usize,
+}
+
+/// Integers below this magnitude are exact in f64, so `base + offset`
+/// reproduces them bit for bit.
+const EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
+fn int_score(s: f64) -> bool {
+    s.fract() == 0.0 && s.abs() < EXACT_INT && !(s == 0.0 && s.is_sign_negative())
+}
+
+/// A node's scores. Time-window sets score by integer milliseconds, and
+/// one node's scores span a narrow range, so they are usually stored as
+/// u32 offsets from a base: half the bytes of the dominant per-element
+/// cost after the member itself. Any score that does not fit (fractions,
+/// infinities, -0, a spread of 2^32 or more) switches the node to plain
+/// f64s; nodes built later by splits start compact again.
+#[derive(Clone)]
+enum Scores {
+    Delta { base: f64, d: Vec<u32> },
+    Full(Vec<f64>),
+}
+
+impl Default for Scores {
+    fn default() -> Self {
+        Scores::Delta {
+            base: 0.0,
+            d: Vec::new(),
+        }
+    }
+}
+
+impl Scores {
+    fn with_capacity(n: usize) -> Scores {
+        Scores::Delta {
+            base: 0.0,
+            d: Vec::with_capacity(n),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Scores::Delta { d, .. } => d.len(),
+            Scores::Full(v) => v.len(),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        match self {
+            Scores::Delta { d, .. } => d.capacity(),
+            Scores::Full(v) => v.capacity(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Scores::Delta { d, .. } => d.capacity() * 4,
+            Scores::Full(v) => v.capacity() * 8,
+        }
+    }
+
+    fn get(&self, i: usize) -> f64 {
+        match self {
+            Scores::Delta { base, d } => base + f64::from(d[i]),
+            Scores::Full(v) => v[i],
+        }
+    }
+
+    fn last(&self) -> Option<f64> {
+        let n = self.len();
+        if n == 0 { None } else { Some(self.get(n - 1)) }
+    }
+
+    fn reserve_exact(&mut self, n: usize) {
+        match self {
+            Scores::Delta { d, .. } => d.reserve_exact(n),
+            Scores::Full(v) => v.reserve_exact(n),
+        }
+    }
+
+    fn shrink_to(&mut self, n: usize) {
+        match self {
+            Scores::Delta { d, .. } => d.shrink_to(n),
+            Scores::Full(v) => v.shrink_to(n),
+        }
+    }
+
+    fn remove_range(&mut self, from: usize, to: usize) {
+        match self {
+            Scores::Delta { d, .. } => {
+                d.drain(from..to);
+            }
+            Scores::Full(v) => {
+                v.drain(from..to);
+            }
+        }
+    }
+
+    fn partition_point(&self, before: impl Fn(f64) -> bool) -> usize {
+        match self {
+            Scores::Delta { base, d } => d.partition_point(|&x| before(base + f64::from(x))),
+            Scores::Full(v) => v.partition_point(|&s| before(s)),
+        }
+    }
+
+    /// Makes `s` representable, rebasing or widening as needed, and
+    /// returns its offset when the compact form is kept.
+    fn make_room(&mut self, s: f64) -> Option<u32> {
+        let Scores::Delta { base, d } = self else {
+            return None;
+        };
+        if int_score(s) {
+            if d.is_empty() {
+                *base = s;
+                return Some(0);
+            }
+            if s >= *base && s - *base <= f64::from(u32::MAX) {
+                return Some((s - *base) as u32);
+            }
+            // Scores are sorted, so the last offset is the largest.
+            let max = *base + f64::from(d.last().copied().unwrap_or(0));
+            if s < *base && max - s <= f64::from(u32::MAX) {
+                let shift = (*base - s) as u32;
+                for x in d.iter_mut() {
+                    *x += shift;
+                }
+                *base = s;
+                return Some(0);
+            }
+        }
+        let full: Vec<f64> = {
+            let mut v = Vec::with_capacity(d.capacity());
+            v.extend(d.iter().map(|&x| *base + f64::from(x)));
+            v
+        };
+        *self = Scores::Full(full);
+        None
+    }
+
+    fn insert(&mut self, i: usize, s: f64) {
+        match (self.make_room(s), self) {
+            (Some(x), Scores::Delta { d, .. }) => d.insert(i, x),
+            (_, Scores::Full(v)) => v.insert(i, s),
+            (None, Scores::Delta { .. }) => {}
+        }
+    }
+
+    fn push(&mut self, s: f64) {
+        self.insert(self.len(), s);
+    }
+
+    fn set(&mut self, i: usize, s: f64) {
+        match (self.make_room(s), self) {
+            (Some(x), Scores::Delta { d, .. }) => d[i] = x,
+            (_, Scores::Full(v)) => v[i] = s,
+            (None, Scores::Delta { .. }) => {}
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = f64> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
 }
 
 /// A node's forward links. Three quarters of nodes have one level and
@@ -111,12 +276,15 @@ struct Node {
     /// Copy of the last score, so a descent can usually decide whether to
     /// skip this node without touching its element arrays.
     last_score: f64,
-    scores: Vec<f64>,
+    scores: Scores,
     /// End offset of each member in `bytes`. u16 is enough because a node
     /// holding two or more members never exceeds `NODE_BYTES`; a single
     /// larger member gets a node of its own, whose only end is implicit
     /// (`bytes.len()`), so its stored (truncated) offset is never read.
     ends: Vec<u16>,
+    /// One byte of each member's keyed hash: a member lookup scans these
+    /// (one cache line or two) instead of comparing up to `node_cap` keys.
+    fps: Vec<u8>,
     bytes: Vec<u8>,
     links: Links,
     prev: u32,
@@ -144,7 +312,7 @@ impl Node {
     }
 
     fn entry(&self, i: usize) -> (&[u8], f64) {
-        (self.member(i), self.scores[i])
+        (self.member(i), self.scores.get(i))
     }
 
     fn last(&self) -> (&[u8], f64) {
@@ -156,7 +324,7 @@ impl Node {
         let (mut lo, mut hi) = (0, self.count());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if before(self.scores[mid], self.member(mid)) {
+            if before(self.scores.get(mid), self.member(mid)) {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -175,13 +343,17 @@ impl Node {
         if self.ends.len() == self.ends.capacity() {
             self.ends.reserve_exact(STEP);
         }
+        if self.fps.len() == self.fps.capacity() {
+            self.fps.reserve_exact(STEP);
+        }
         if self.bytes.capacity() - self.bytes.len() < member_len {
             let avg = self.bytes.len() / self.count().max(1);
             self.bytes.reserve_exact(member_len.max(avg * STEP));
         }
     }
 
-    fn insert_entry(&mut self, i: usize, member: &[u8], score: f64) {
+    fn insert_entry(&mut self, i: usize, member: &[u8], score: f64, fp: u8) {
+        self.fps.insert(i, fp);
         self.reserve_for(member.len());
         let at = self.start_of(i);
         self.bytes.splice(at..at, member.iter().copied());
@@ -195,7 +367,7 @@ impl Node {
     }
 
     fn sync_last(&mut self) {
-        self.last_score = self.scores.last().copied().unwrap_or(0.0);
+        self.last_score = self.scores.last().unwrap_or(0.0);
     }
 
     /// Index of the first element not below (score, member); member bytes
@@ -204,7 +376,7 @@ impl Node {
         let (mut lo, mut hi) = (0, self.count());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let s = self.scores[mid];
+            let s = self.scores.get(mid);
             if s < score || (s == score && self.member(mid) < member) {
                 lo = mid + 1;
             } else {
@@ -216,10 +388,11 @@ impl Node {
 
     /// Index of the first element whose score fails `before`.
     fn partition_score(&self, before: &impl Fn(f64) -> bool) -> usize {
-        self.scores.partition_point(|&s| before(s))
+        self.scores.partition_point(before)
     }
 
-    fn push_entry(&mut self, member: &[u8], score: f64) {
+    fn push_entry(&mut self, member: &[u8], score: f64, fp: u8) {
+        self.fps.push(fp);
         self.reserve_for(member.len());
         self.bytes.extend_from_slice(member);
         self.ends.push(self.bytes.len() as u16);
@@ -233,15 +406,17 @@ impl Node {
         self.bytes.drain(a..b);
         let n = (b - a) as u16;
         self.ends.drain(from..to);
+        self.fps.drain(from..to);
         for e in &mut self.ends[from..] {
             *e = e.wrapping_sub(n);
         }
-        self.scores.drain(from..to);
+        self.scores.remove_range(from, to);
         self.sync_last();
         let c = self.count();
         if self.scores.capacity() >= 2 * c + 32 {
             self.scores.shrink_to(c + 16);
             self.ends.shrink_to(c + 16);
+            self.fps.shrink_to(c + 16);
             self.bytes
                 .shrink_to(self.bytes.len() + self.bytes.len() / 4);
         }
@@ -255,12 +430,13 @@ impl Node {
         );
         for i in from..self.count() {
             let (m, s) = self.entry(i);
-            n.push_entry(m, s);
+            n.push_entry(m, s, self.fps[i]);
         }
         self.remove_entries(from, self.count());
         // Each half keeps room to grow by a few steps, not a full node.
         self.scores.shrink_to(from + 16);
         self.ends.shrink_to(from + 16);
+        self.fps.shrink_to(from + 16);
         self.bytes
             .shrink_to(self.bytes.len() + self.bytes.len() / 4);
         n
@@ -268,8 +444,9 @@ impl Node {
 
     fn with_capacity(cap: usize, bytes: usize) -> Node {
         Node {
-            scores: Vec::with_capacity(cap),
+            scores: Scores::with_capacity(cap),
             ends: Vec::with_capacity(cap),
+            fps: Vec::with_capacity(cap),
             bytes: Vec::with_capacity(bytes),
             links: Links::default(),
             prev: HEAD,
@@ -278,12 +455,30 @@ impl Node {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.scores.capacity() * 8
+        self.scores.heap_bytes()
             + self.ends.capacity() * 2
+            + self.fps.capacity()
             + self.bytes.capacity()
             + self.links.high.capacity() * std::mem::size_of::<Link>()
     }
 }
+
+/// A structural change to one element, reported so the member index can
+/// follow elements between nodes.
+pub enum Event<'a> {
+    Moved {
+        member: &'a [u8],
+        from: u32,
+        to: u32,
+    },
+    Removed {
+        member: &'a [u8],
+        score: f64,
+        node: u32,
+    },
+}
+
+pub type Sink<'s> = &'s mut dyn FnMut(Event<'_>);
 
 /// Predecessor of a position at every level, with its end rank.
 #[derive(Clone, Copy)]
@@ -436,7 +631,9 @@ impl List {
             return None;
         }
         let n = self.node(t);
-        if idx < n.count() && n.scores[idx].to_bits() == score.to_bits() && n.member(idx) == member
+        if idx < n.count()
+            && n.scores.get(idx).to_bits() == score.to_bits()
+            && n.member(idx) == member
         {
             Some(path.end[0] + idx)
         } else {
@@ -610,19 +807,34 @@ impl List {
         n.count() >= self.node_cap || (n.count() > 0 && n.bytes.len() + extra_bytes > NODE_BYTES)
     }
 
-    pub fn insert(&mut self, score: f64, member: &[u8]) {
+    /// Reports every element of node `to` from index `from_idx` on as
+    /// having moved there from node `from`.
+    fn report_moves(&self, sink: Sink<'_>, from: u32, to: u32, from_idx: usize) {
+        let n = self.node(to);
+        for i in from_idx..n.count() {
+            sink(Event::Moved {
+                member: n.member(i),
+                from,
+                to,
+            });
+        }
+    }
+
+    /// Inserts an element known to be absent; returns the node holding it.
+    /// Elements displaced by a split are reported to `sink`.
+    pub fn insert(&mut self, score: f64, member: &[u8], fp: u8, sink: Sink<'_>) -> u32 {
         let (mut path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             let mut n = Node::with_capacity(self.node_cap, member.len());
-            n.push_entry(member, score);
+            n.push_entry(member, score, fp);
             let u = self.alloc(n);
             self.link(&mut path, u);
-            return;
+            return u;
         }
         if !self.is_full(t, member.len()) {
-            self.node_mut(t).insert_entry(idx, member, score);
+            self.node_mut(t).insert_entry(idx, member, score, fp);
             self.add_spans(&path, 1);
-            return;
+            return t;
         }
         let count = self.node(t).count();
         let bytes_hint = self.node(t).bytes.len();
@@ -630,7 +842,7 @@ impl List {
             // Start a fresh neighbour instead of halving, so sequential
             // inserts leave full nodes behind.
             let mut n = Node::with_capacity(self.node_cap, bytes_hint.max(member.len()));
-            n.push_entry(member, score);
+            n.push_entry(member, score, fp);
             let u = self.alloc(n);
             let mut preds = if idx == 0 {
                 path
@@ -638,7 +850,7 @@ impl List {
                 self.path_after(&path, t)
             };
             self.link(&mut preds, u);
-            return;
+            return u;
         }
         let mid = count / 2;
         let cap = self.node_cap;
@@ -658,12 +870,13 @@ impl List {
             let u = self.alloc(moved);
             let mut preds = self.path_after(&path, t);
             self.link(&mut preds, u);
+            self.report_moves(sink, t, u, 0);
             let mut n = Node::with_capacity(1, member.len());
-            n.push_entry(member, score);
+            n.push_entry(member, score, fp);
             let v = self.alloc(n);
             let mut preds = self.path_after(&path, t);
             self.link(&mut preds, v);
-            return;
+            return v;
         }
         let moved = self.node_mut(t).split_off(mid, cap);
         let c = moved.count();
@@ -671,18 +884,22 @@ impl List {
         let u = self.alloc(moved);
         let mut preds = self.path_after(&path, t);
         self.link(&mut preds, u);
+        // Report before inserting: the new element has no index entry yet.
+        self.report_moves(sink, t, u, 0);
         if idx <= mid {
-            self.node_mut(t).insert_entry(idx, member, score);
+            self.node_mut(t).insert_entry(idx, member, score, fp);
             self.add_spans(&path, 1);
+            t
         } else {
-            self.node_mut(u).insert_entry(idx - mid, member, score);
+            self.node_mut(u).insert_entry(idx - mid, member, score, fp);
             self.add_spans(&preds, 1);
+            u
         }
     }
 
     /// Merges `t`'s successor into `t` when both are small, so deletions
     /// cannot leave a long chain of nearly empty nodes.
-    fn maybe_merge(&mut self, path: &Path, t: u32) {
+    fn maybe_merge(&mut self, path: &Path, t: u32, sink: Sink<'_>) {
         if t == NIL || self.node(t).count() == 0 {
             return;
         }
@@ -700,9 +917,11 @@ impl List {
         {
             return;
         }
+        let old_count = tn.count();
         let nn = self.node_mut(n);
         let moved = std::mem::take(&mut nn.scores);
         let ends = std::mem::take(&mut nn.ends);
+        let fps = std::mem::take(&mut nn.fps);
         let bytes = std::mem::take(&mut nn.bytes);
         let c = moved.len();
         {
@@ -710,9 +929,13 @@ impl List {
             let base = tn.bytes.len() as u16;
             tn.bytes.extend_from_slice(&bytes);
             tn.ends.extend(ends.iter().map(|e| e.wrapping_add(base)));
-            tn.scores.extend_from_slice(&moved);
+            tn.fps.extend_from_slice(&fps);
+            for s in moved.iter() {
+                tn.scores.push(s);
+            }
             tn.sync_last();
         }
+        self.report_moves(sink, n, t, old_count);
         // Element totals up to `n` are unchanged; `t` now ends c later.
         for i in 0..self.node(t).links.len() {
             self.nodes[path.node[i] as usize].links[i].span += c;
@@ -723,41 +946,46 @@ impl List {
     }
 
     /// Removes the element at a known position.
-    fn remove_at(&mut self, path: &Path, t: u32, idx: usize) {
+    fn remove_at(&mut self, path: &Path, t: u32, idx: usize, sink: Sink<'_>) {
         self.node_mut(t).remove_entries(idx, idx + 1);
         self.add_spans(path, -1);
         if self.node(t).count() == 0 {
             self.unlink(path, t);
         } else {
-            self.maybe_merge(path, t);
+            self.maybe_merge(path, t, sink);
         }
     }
 
-    pub fn remove(&mut self, score: f64, member: &[u8]) -> bool {
+    /// Position of (score, member) if present with exactly these bits.
+    fn locate(&self, score: f64, member: &[u8]) -> Option<(Path, u32, usize)> {
         let (path, t, idx) = self.seek_key(score, member);
         if t == NIL {
-            return false;
+            return None;
         }
         let n = self.node(t);
-        if idx >= n.count() || n.scores[idx].to_bits() != score.to_bits() || n.member(idx) != member
+        if idx >= n.count()
+            || n.scores.get(idx).to_bits() != score.to_bits()
+            || n.member(idx) != member
         {
-            return false;
+            return None;
         }
-        self.remove_at(&path, t, idx);
+        Some((path, t, idx))
+    }
+
+    pub fn remove(&mut self, score: f64, member: &[u8], sink: Sink<'_>) -> bool {
+        let Some((path, t, idx)) = self.locate(score, member) else {
+            return false;
+        };
+        self.remove_at(&path, t, idx, sink);
         true
     }
 
     /// Changes the score of a present element, in place when the order
-    /// allows (as Redis's zslUpdateScore does).
-    pub fn update(&mut self, old: f64, member: &[u8], new: f64) -> bool {
-        let (path, t, idx) = self.seek_key(old, member);
-        if t == NIL || idx >= self.node(t).count() {
-            return false;
-        }
+    /// allows (as Redis's zslUpdateScore does). Returns the node now
+    /// holding it.
+    pub fn update(&mut self, old: f64, member: &[u8], new: f64, sink: Sink<'_>) -> Option<u32> {
+        let (path, t, idx) = self.locate(old, member)?;
         let n = self.node(t);
-        if n.scores[idx].to_bits() != old.to_bits() || n.member(idx) != member {
-            return false;
-        }
         let prev_ok = if idx > 0 {
             let (pm, ps) = n.entry(idx - 1);
             key_less(ps, pm, new, member)
@@ -778,23 +1006,18 @@ impl List {
         };
         if prev_ok && next_ok {
             let n = self.node_mut(t);
-            n.scores[idx] = new;
+            n.scores.set(idx, new);
             n.sync_last();
-            return true;
+            return Some(t);
         }
-        self.remove_at(&path, t, idx);
-        self.insert(new, member);
-        true
+        let fp = self.node(t).fps[idx];
+        self.remove_at(&path, t, idx, sink);
+        Some(self.insert(new, member, fp, sink))
     }
 
     /// Removes `count` elements starting at rank `start`, reporting each in
     /// ascending order; whole nodes inside the range are unlinked in O(1).
-    pub fn remove_rank_range(
-        &mut self,
-        start: usize,
-        count: usize,
-        mut on_removed: impl FnMut(&[u8], f64),
-    ) -> usize {
+    pub fn remove_rank_range(&mut self, start: usize, count: usize, sink: Sink<'_>) -> usize {
         if start >= self.len || count == 0 {
             return 0;
         }
@@ -808,8 +1031,12 @@ impl List {
             {
                 let n = self.node(t);
                 for j in idx..idx + take {
-                    let (m, s) = n.entry(j);
-                    on_removed(m, s);
+                    let (member, score) = n.entry(j);
+                    sink(Event::Removed {
+                        member,
+                        score,
+                        node: t,
+                    });
                 }
             }
             remaining -= take;
@@ -828,14 +1055,40 @@ impl List {
                     t = self.node(t).links[0].next;
                     idx = 0;
                 } else {
-                    self.maybe_merge(&path, t);
+                    self.maybe_merge(&path, t, sink);
                 }
             }
         }
         if let Some((p, f)) = first_partial {
-            self.maybe_merge(&p, f);
+            self.maybe_merge(&p, f, sink);
         }
         total - remaining
+    }
+
+    /// Index and score of `member` inside node `node`, by linear scan
+    /// (the member index only knows which node holds an element).
+    pub fn find_in_node(&self, node: u32, member: &[u8], fp: u8) -> Option<(usize, f64)> {
+        let n = self.nodes.get(node as usize)?;
+        let i = n
+            .fps
+            .iter()
+            .enumerate()
+            .filter(|&(_, &f)| f == fp)
+            .map(|(i, _)| i)
+            .find(|&i| i < n.count() && n.member(i) == member)?;
+        Some((i, n.scores.get(i)))
+    }
+
+    /// Visits every element with the id of the node holding it.
+    pub fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32, u8)) {
+        let mut x = self.node(HEAD).links[0].next;
+        while x != NIL {
+            let n = self.node(x);
+            for i in 0..n.count() {
+                f(n.member(i), x, n.fps.get(i).copied().unwrap_or(0));
+            }
+            x = n.links[0].next;
+        }
     }
 
     pub fn heap_bytes(&self) -> usize {
@@ -868,10 +1121,15 @@ impl List {
             if n.scores.last().map(|s| s.to_bits()) != Some(n.last_score.to_bits()) {
                 return Err("stale last_score".into());
             }
+            if let Scores::Delta { base, .. } = &n.scores
+                && !int_score(*base)
+            {
+                return Err("non-integer delta base".into());
+            }
             if n.prev != prev {
                 return Err("bad prev link".into());
             }
-            if n.ends.len() != n.count() {
+            if n.ends.len() != n.count() || n.fps.len() != n.count() {
                 return Err("bad member offsets".into());
             }
             if n.count() >= 2
@@ -990,21 +1248,40 @@ impl<'a> Iter<'a> {
 pub struct SkipList {
     list: List,
     index: MemberIndex,
-    hasher: std::hash::RandomState,
+    hasher: FragHasher,
+}
+
+/// Keyed (randomly seeded, flood-resistant) hash reduced to the 32-bit
+/// fragment the index stores. `mask` exists for tests, which shrink the
+/// fragment space to force the collisions the index must tolerate.
+#[derive(Clone)]
+struct FragHasher {
+    state: std::hash::RandomState,
+    mask: u32,
+}
+
+impl FragHasher {
+    fn frag(&self, member: &[u8]) -> u32 {
+        self.hash(member).0
+    }
+
+    /// (index fragment, in-node fingerprint) from one hash computation.
+    fn hash(&self, member: &[u8]) -> (u32, u8) {
+        let h = self.state.hash_one(member);
+        (((h >> 32) as u32 ^ h as u32) & self.mask, (h >> 24) as u8)
+    }
 }
 
 impl SkipList {
-    pub fn new(node_cap: usize) -> SkipList {
+    pub fn new(node_cap: usize, frag_mask: u32) -> SkipList {
         SkipList {
             list: List::new(node_cap),
             index: MemberIndex::default(),
-            hasher: std::hash::RandomState::new(),
+            hasher: FragHasher {
+                state: std::hash::RandomState::new(),
+                mask: frag_mask,
+            },
         }
-    }
-
-    fn frag_of(hasher: &std::hash::RandomState, member: &[u8]) -> u32 {
-        let h = hasher.hash_one(member);
-        (h >> 32) as u32 ^ h as u32
     }
 
     pub fn len(&self) -> usize {
@@ -1019,65 +1296,70 @@ impl SkipList {
         &self.list
     }
 
-    fn find_slot(&self, member: &[u8]) -> Option<usize> {
-        let f = Self::frag_of(&self.hasher, member);
-        self.index.find(f, |s| self.list.contains(s, member))
+    /// Slot, node, position and score of `member`: one probe run plus a
+    /// scan of the candidate node(s).
+    fn find(&self, member: &[u8]) -> Option<(usize, u32, f64)> {
+        let (f, fp) = self.hasher.hash(member);
+        let mut hit = None;
+        let slot = self.index.find(f, |node| {
+            hit = self
+                .list
+                .find_in_node(node, member, fp)
+                .map(|(_, s)| (node, s));
+            hit.is_some()
+        })?;
+        hit.map(|(node, s)| (slot, node, s))
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.find_slot(member).map(|i| self.index.score_at(i))
+        self.find(member).map(|(_, _, s)| s)
     }
 
     pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
-        // The candidate check is itself the rank search: one descent.
-        let f = Self::frag_of(&self.hasher, member);
-        let mut found = None;
-        self.index.find(f, |s| {
-            found = self.list.rank_of(s, member).map(|r| (r, s));
-            found.is_some()
-        });
-        found
+        let (_, _, s) = self.find(member)?;
+        self.list.rank_of(s, member).map(|r| (r, s))
+    }
+
+    /// Runs a list mutation with a sink that keeps the index in step with
+    /// elements moving between (or leaving) nodes.
+    fn with_sink<R>(&mut self, op: impl FnOnce(&mut List, Sink<'_>) -> R) -> R {
+        let index = &mut self.index;
+        let hasher = &self.hasher;
+        let mut sink = |e: Event<'_>| match e {
+            Event::Moved { member, from, to } => {
+                index.relocate(hasher.frag(member), from, to);
+            }
+            Event::Removed { member, node, .. } => {
+                index.remove_exact(hasher.frag(member), node);
+            }
+        };
+        op(&mut self.list, &mut sink)
     }
 
     /// Inserts an element the caller knows to be absent.
     pub fn insert_new(&mut self, member: &[u8], score: f64) {
-        self.list.insert(score, member);
-        let f = Self::frag_of(&self.hasher, member);
-        self.index.insert(f, score);
+        let (f, fp) = self.hasher.hash(member);
+        let node = self.with_sink(|list, sink| list.insert(score, member, fp, sink));
+        self.index.insert(f, node);
     }
 
     /// Sets a new score for a present element; returns the old one.
     pub fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let f = Self::frag_of(&self.hasher, member);
-        let list = &mut self.list;
-        let slot = self.index.find(f, |s| list.update(s, member, score))?;
-        let old = self.index.score_at(slot);
-        self.index.set_score(slot, score);
+        let (slot, _, old) = self.find(member)?;
+        // The element's own slot leaves the index while the list moves
+        // things around, so relocations can only ever touch other slots.
+        self.index.remove_slot(slot);
+        let node = self.with_sink(|list, sink| list.update(old, member, score, sink));
+        if let Some(node) = node {
+            self.index.insert(self.hasher.frag(member), node);
+        }
         Some(old)
     }
 
-    /// Like [`update`](Self::update) when the caller already knows the
-    /// current score: any index slot with the same fragment and score bits
-    /// is interchangeable (see the index docs), so no verification descent
-    /// is needed.
-    pub fn update_known(&mut self, member: &[u8], old: f64, score: f64) {
-        let f = Self::frag_of(&self.hasher, member);
-        let bits = old.to_bits();
-        if let Some(slot) = self.index.find(f, |s| s.to_bits() == bits)
-            && self.list.update(old, member, score)
-        {
-            self.index.set_score(slot, score);
-        }
-    }
-
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        // Each candidate is tried by removing it from the list directly,
-        // so the common case costs a single descent.
-        let f = Self::frag_of(&self.hasher, member);
-        let list = &mut self.list;
-        let slot = self.index.find(f, |s| list.remove(s, member))?;
-        let old = self.index.score_at(slot);
+        let (slot, _, old) = self.find(member)?;
         self.index.remove_slot(slot);
+        self.with_sink(|list, sink| list.remove(old, member, sink));
         Some(old)
     }
 
@@ -1089,10 +1371,20 @@ impl SkipList {
     ) -> usize {
         let index = &mut self.index;
         let hasher = &self.hasher;
-        self.list.remove_rank_range(start, count, |m, s| {
-            index.remove_exact(Self::frag_of(hasher, m), s);
-            on_removed(m, s);
-        })
+        let mut sink = |e: Event<'_>| match e {
+            Event::Moved { member, from, to } => {
+                index.relocate(hasher.frag(member), from, to);
+            }
+            Event::Removed {
+                member,
+                score,
+                node,
+            } => {
+                index.remove_exact(hasher.frag(member), node);
+                on_removed(member, score);
+            }
+        };
+        self.list.remove_rank_range(start, count, &mut sink)
     }
 
     pub fn mem_usage(&self) -> usize {
@@ -1105,11 +1397,16 @@ impl SkipList {
         if self.index.len() != self.list.len() {
             return Err("index and list lengths differ".into());
         }
-        let mut want: Vec<(u32, u64)> = self
-            .list
-            .iter_at(0)
-            .map(|(m, s)| (Self::frag_of(&self.hasher, m), s.to_bits()))
-            .collect();
+        let mut want: Vec<(u32, u32)> = Vec::with_capacity(self.len());
+        let mut bad_fp = false;
+        self.list.for_each_with_node(|m, node, fp| {
+            let (f, want_fp) = self.hasher.hash(m);
+            bad_fp |= fp != want_fp;
+            want.push((f, node));
+        });
+        if bad_fp {
+            return Err("stale member fingerprint".into());
+        }
         let mut have = self.index.entries();
         want.sort_unstable();
         have.sort_unstable();

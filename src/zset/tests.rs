@@ -143,6 +143,9 @@ fn score_strat() -> impl Strategy<Value = f64> {
         Just(-2.5),
         Just(1.5),
         Just(1e17),
+        // Integers far apart (node score offsets overflow u32) and below 0.
+        Just(5e9),
+        Just(-3.0),
     ]
 }
 
@@ -313,9 +316,10 @@ fn run_ops(
     limits: Limits,
     node_cap: usize,
     lex_mode: bool,
+    frag_mask: u32,
 ) -> Result<(), TestCaseError> {
     let ms = members();
-    let mut z = ZSet::with_node_capacity(node_cap);
+    let mut z = ZSet::with_node_capacity(node_cap).with_frag_mask(frag_mask);
     let mut model = Model::new();
     for op in ops {
         match op {
@@ -401,8 +405,9 @@ proptest! {
         max_value in 3usize..30,
         node_cap in 2usize..7,
         lex_mode in prop::bool::weighted(0.25),
+        frag_mask in prop_oneof![Just(u32::MAX), Just(3u32), Just(0u32)],
     ) {
-        run_ops(ops, q, Limits { max_entries, max_value }, node_cap, lex_mode)?;
+        run_ops(ops, q, Limits { max_entries, max_value }, node_cap, lex_mode, frag_mask)?;
     }
 }
 
@@ -660,7 +665,8 @@ fn large_random_against_model() {
     // Default node capacity at a size where the skiplist has many levels.
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
     use rand::Rng;
-    let mut z = ZSet::new();
+    // A 12-bit fragment space gives the index ~2 members per fragment.
+    let mut z = ZSet::new().with_frag_mask(0xfff);
     let mut model: std::collections::BTreeMap<Vec<u8>, f64> = Default::default();
     for step in 0..60_000u32 {
         let m = format!("member:{}", rng.random_range(0..8000)).into_bytes();
