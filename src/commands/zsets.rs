@@ -289,10 +289,9 @@ fn rank_span(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     Some((start as usize, end as usize))
 }
 
-/// Parses a blocking timeout in seconds as Redis 7.0's
-/// `getTimeoutFromObjectOrReply` does: a long double, truncated to whole
-/// milliseconds; 0 (or anything under a millisecond) waits forever.
-/// (Same rules as the list family's BLPOP timeout.)
+/// Parses a blocking timeout in seconds as redis-server 7.0 does: a long
+/// double, rounded *up* to whole milliseconds (measured: `0.0001` times out
+/// at once, `-0.0001` waits forever like `0`); 0 waits forever.
 pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<Duration>, Error> {
     let not_float = Error::Static("ERR timeout is not a float or out of range");
     let secs = match parse_f64(arg) {
@@ -310,7 +309,7 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<Duration>, Error>
             .and_then(|t| t.parse::<f64>().ok())
             .ok_or(not_float)?,
     };
-    let ms = secs * 1000.0;
+    let ms = (secs * 1000.0).ceil();
     // C's (long long) cast of an out-of-range value yields LLONG_MIN on
     // x86-64, which Redis then reports as negative.
     let two63 = i64::MAX as f64;
@@ -371,7 +370,7 @@ fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
         }
     }
     let elements = argc - at;
-    if elements == 0 || elements % 2 != 0 {
+    if elements == 0 || !elements.is_multiple_of(2) {
         return Err(Error::Syntax);
     }
     if f.nx && f.xx {
@@ -379,7 +378,7 @@ fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
             "ERR XX and NX options at the same time are not compatible",
         ));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(Error::Static(
             "ERR GT, LT, and/or NX options at the same time are not compatible",
         ));
@@ -1340,7 +1339,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     } else {
         out.array(n);
     }
-    z.random_members(&mut rand::rng(), l, |m, s| {
+    let mut emit = |m: &[u8], s: f64| {
         if withscores && out.resp3 {
             out.array(2);
         }
@@ -1348,7 +1347,15 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
         if withscores {
             out.double(s);
         }
-    });
+    };
+    if l > 0 && n == len {
+        // The whole set, in the order Redis's `zuiNext` walks it: backwards.
+        for (m, s) in z.range_by_rank(0, len - 1, true) {
+            emit(m, s);
+        }
+    } else {
+        z.random_members(&mut rand::rng(), l, emit);
+    }
     Ok(())
 }
 
@@ -1461,8 +1468,10 @@ mod tests {
     fn timeouts_like_redis() {
         let t = |s: &str| parse_timeout(s.as_bytes(), 1_000);
         assert_eq!(t("0"), Ok(None));
-        assert_eq!(t("0.0001"), Ok(None));
+        assert_eq!(t("0.0001"), Ok(Some(Duration::from_millis(1))));
+        assert_eq!(t("1e-300"), Ok(Some(Duration::from_millis(1))));
         assert_eq!(t("-0.0001"), Ok(None));
+        assert_eq!(t("-0"), Ok(None));
         assert_eq!(t("0.25"), Ok(Some(Duration::from_millis(250))));
         assert_eq!(t("0x1p-2"), Ok(Some(Duration::from_millis(250))));
         for neg in ["-1", "inf", "1e30", "1e400"] {
