@@ -209,6 +209,14 @@ fn woken_by_rename_onto_the_key() {
     writer.check_str("RENAME tmp target");
     woken(&mut waiter, "RENAME");
     writer.check_str("ZRANGE target 0 -1 WITHSCORES");
+    // A key named twice is served once.
+    block(&mut waiter, "BZPOPMIN dup dup 0");
+    writer.check_str("ZADD dup 1 a 2 b");
+    woken(&mut waiter, "duplicate keys");
+    waiter.check_str("ZRANGE dup 0 -1");
+    block(&mut waiter, "BZPOPMAX dup2 dup2 0.3");
+    assert_eq!(waiter.z.read_reply(), b"*-1\r\n");
+    assert_eq!(waiter.r.read_reply(), b"*-1\r\n");
 }
 
 #[test]
