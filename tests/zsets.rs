@@ -925,7 +925,6 @@ fn encodings_at_the_thresholds() {
 
 /// Keyspace events carry Redis's names, in Redis's order.
 #[test]
-#[ignore = "needs PSUBSCRIBE, which arrives with the pub/sub branch"]
 fn keyspace_events() {
     let s = Servers::start();
     let mut p = s.pair();
@@ -993,7 +992,6 @@ fn keyspace_events() {
 /// Plain sets feed ZUNION/ZINTER/ZDIFF with score 1. Sets live on another
 /// branch: the lead enables this after merging (one arm in `read_input`).
 #[test]
-#[ignore = "needs SADD and Value::Set, which arrive with the sets branch"]
 fn set_algebra_with_plain_sets() {
     diff(&[
         "SADD s1 a b c",

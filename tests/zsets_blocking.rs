@@ -237,7 +237,6 @@ fn wrong_type_and_empty_results_do_not_wake() {
 
 /// Needs MULTI/EXEC (another branch): the lead enables it after merging.
 #[test]
-#[ignore = "needs MULTI/EXEC, which arrives with the transactions branch"]
 fn woken_by_zadd_inside_multi_exec() {
     let s = Servers::start();
     let mut waiter = s.pair();

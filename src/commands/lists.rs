@@ -10,6 +10,7 @@
 //! blocking machinery re-runs the same handler when data arrives — so each
 //! blocking handler is written to be re-run from scratch.
 
+use crate::blocking::parse_timeout;
 use std::time::Duration;
 
 use super::flags::*;
@@ -17,7 +18,7 @@ use super::{Args, CmdResult, Command, Ctx, Error, Keys, int_arg};
 use crate::connection::Block;
 use crate::store::{Entry, Keyspace, Value, notify};
 use crate::types::list::{End, List};
-use crate::util::{eq_ic, parse_f64, parse_i64};
+use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "list";
 const PUSH_COMPLEXITY: &str = "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.";
@@ -626,43 +627,6 @@ fn lmpop(ctx: &mut Ctx) -> CmdResult {
         ctx.out.null_array();
     }
     Ok(())
-}
-
-/// Parses a blocking timeout in seconds as Redis 7.0's
-/// `getTimeoutFromObjectOrReply` does: a long double, truncated to whole
-/// milliseconds; 0 (or anything under a millisecond) waits forever.
-pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<Duration>, Error> {
-    let not_float = Error::Static("ERR timeout is not a float or out of range");
-    let secs = match parse_f64(arg) {
-        Some(v) => v,
-        // Out of a double's range but within a long double's: huge values
-        // end up "negative" below, tiny ones round to forever.
-        None => std::str::from_utf8(arg)
-            .ok()
-            .filter(|t| {
-                !t.is_empty()
-                    && t.bytes().all(|c| {
-                        c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')
-                    })
-            })
-            .and_then(|t| t.parse::<f64>().ok())
-            .ok_or(not_float)?,
-    };
-    let ms = secs * 1000.0;
-    // C's (long long) cast of an out-of-range value yields LLONG_MIN on
-    // x86-64, which Redis then reports as negative.
-    let two63 = i64::MAX as f64; // 2^63 exactly
-    if !(ms >= -two63 && ms < two63) {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
-    let ms = ms as i64;
-    if ms < 0 {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
-    if ms > i64::MAX - now_ms as i64 {
-        return Err(Error::Static("ERR timeout is out of range"));
-    }
-    Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
 }
 
 /// Nothing to serve: wait for `keys`, or (inside MULTI/EXEC, where nothing

@@ -11,6 +11,7 @@
 //! function over inputs read through [`read_input`], the single place that
 //! knows which value types may feed it.
 
+use crate::blocking::parse_timeout;
 use std::time::Duration;
 
 use super::flags::*;
@@ -19,7 +20,7 @@ use crate::connection::Block;
 use crate::protocol::Reply;
 use crate::protocol::reply::format_double;
 use crate::store::{Entry, Keyspace, Value, notify};
-use crate::util::{eq_ic, glob_match, parse_f64};
+use crate::util::{eq_ic, glob_match};
 use crate::zset::{
     AddFlags, AddOutcome, LexRange, Limits, ScoreRange, ZSet, parse_lex_bound, parse_score,
     parse_score_bound,
@@ -287,43 +288,6 @@ fn rank_span(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
         end = llen - 1;
     }
     Some((start as usize, end as usize))
-}
-
-/// Parses a blocking timeout in seconds as redis-server 7.0 does: a long
-/// double, rounded *up* to whole milliseconds (measured: `0.0001` times out
-/// at once, `-0.0001` waits forever like `0`); 0 waits forever.
-pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<Duration>, Error> {
-    let not_float = Error::Static("ERR timeout is not a float or out of range");
-    let secs = match parse_f64(arg) {
-        Some(v) => v,
-        // Out of a double's range but inside a long double's: huge values
-        // end up "negative" below, tiny ones round to forever.
-        None => std::str::from_utf8(arg)
-            .ok()
-            .filter(|t| {
-                !t.is_empty()
-                    && t.bytes().all(|c| {
-                        c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')
-                    })
-            })
-            .and_then(|t| t.parse::<f64>().ok())
-            .ok_or(not_float)?,
-    };
-    let ms = (secs * 1000.0).ceil();
-    // C's (long long) cast of an out-of-range value yields LLONG_MIN on
-    // x86-64, which Redis then reports as negative.
-    let two63 = i64::MAX as f64;
-    if !(-two63..two63).contains(&ms) {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
-    let ms = ms as i64;
-    if ms < 0 {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
-    if ms > i64::MAX - now_ms as i64 {
-        return Err(Error::Static("ERR timeout is out of range"));
-    }
-    Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
 }
 
 // ---------------------------------------------------------------------------
@@ -726,20 +690,20 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], result: Option<ZSet>, event: &str) {
 
 fn zremrangebyscore(ctx: &mut Ctx) -> CmdResult {
     let r = score_range(ctx.args.get(2), ctx.args.get(3))?;
-    zremrange(ctx, "zrembyscore", |z| {
+    zremrange(ctx, "zremrangebyscore", |z| {
         z.remove_range_by_score(&r, |_, _| {})
     })
 }
 
 fn zremrangebylex(ctx: &mut Ctx) -> CmdResult {
     let r = lex_range(ctx.args.get(2), ctx.args.get(3))?;
-    zremrange(ctx, "zrembylex", |z| z.remove_range_by_lex(&r, |_, _| {}))
+    zremrange(ctx, "zremrangebylex", |z| z.remove_range_by_lex(&r, |_, _| {}))
 }
 
 fn zremrangebyrank(ctx: &mut Ctx) -> CmdResult {
     let start = int_arg(ctx.args.get(2))?;
     let end = int_arg(ctx.args.get(3))?;
-    zremrange(ctx, "zrembyrank", |z| {
+    zremrange(ctx, "zremrangebyrank", |z| {
         match rank_span(start, end, z.len()) {
             Some((s, e)) => z.remove_range_by_rank(s, e, |_, _| {}),
             None => 0,
@@ -1036,6 +1000,14 @@ fn read_input(value: &Value) -> Option<Input> {
             let mut input = Input::with_capacity(z.len());
             for (m, s) in z.iter() {
                 input.push(m, s);
+            }
+            Some(input)
+        }
+        // Plain sets take part with every member scored 1.
+        Value::Set(s) => {
+            let mut input = Input::with_capacity(s.len());
+            for m in s.iter() {
+                m.with_bytes(|b| input.push(b, 1.0));
             }
             Some(input)
         }
