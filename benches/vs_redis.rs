@@ -137,7 +137,7 @@ impl Workload {
             Workload::Heartbeat => {
                 // Pairs share the event: the ZCOUNT reads what the ZADD wrote.
                 let event = format!("hb:{}", (n / 2).wrapping_mul(2654435761) % 100);
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     let viewer = format!("viewer:{}", rng.below(10_000));
                     encode(
                         buf,
@@ -194,7 +194,7 @@ impl Workload {
             }
             Workload::Trim => {
                 let key = format!("trim:{}", (n / 2).wrapping_mul(2654435761) % 100);
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     let m = num.format(rng.below(1 << 40));
                     encode(
                         buf,
@@ -223,7 +223,7 @@ impl Workload {
             }
             Workload::GetSet => {
                 let key = format!("key:{}", rng.below(10_000));
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     encode(buf, &[b"SET", key.as_bytes(), b"0123456789abcdef"]);
                 } else {
                     encode(buf, &[b"GET", key.as_bytes()]);

@@ -697,7 +697,9 @@ fn zremrangebyscore(ctx: &mut Ctx) -> CmdResult {
 
 fn zremrangebylex(ctx: &mut Ctx) -> CmdResult {
     let r = lex_range(ctx.args.get(2), ctx.args.get(3))?;
-    zremrange(ctx, "zremrangebylex", |z| z.remove_range_by_lex(&r, |_, _| {}))
+    zremrange(ctx, "zremrangebylex", |z| {
+        z.remove_range_by_lex(&r, |_, _| {})
+    })
 }
 
 fn zremrangebyrank(ctx: &mut Ctx) -> CmdResult {
