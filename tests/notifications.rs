@@ -208,3 +208,68 @@ fn a_woken_waiter_notifies_after_the_push() {
         got[1].iter().map(|m| escape(m)).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn hash_commands() {
+    compare_notifications(&[
+        "HSET h a 1 b 2",
+        "HSET h a 1",
+        "HSETNX h a 9",
+        "HSETNX h c 3",
+        "HMSET h d 4",
+        "HINCRBY h n 5",
+        "HINCRBYFLOAT h f 1.5",
+        "HDEL h nope",
+        "HDEL h a b",
+        "HGET h c",
+        "HGETALL h",
+        "HDEL h c d n f",
+        "HSET big k v",
+        "DEL big",
+    ]);
+}
+
+#[test]
+fn set_commands() {
+    compare_notifications(&[
+        "SADD s a b c",
+        "SADD s a",
+        "SREM s nope",
+        "SREM s a",
+        "SMOVE s s2 b",
+        "SMOVE s s2 nope",
+        "SADD t 1 2 3",
+        "SPOP t",
+        "SPOP t 5",
+        "SADD u x y",
+        "SADD v y z",
+        "SINTERSTORE w u v",
+        "SUNIONSTORE w u v",
+        "SDIFFSTORE w u u",
+        "SDIFFSTORE w u v",
+        "SRANDMEMBER u",
+        "SREM s c",
+    ]);
+}
+
+#[test]
+fn sorted_sets_and_transactions() {
+    compare_notifications(&[
+        "ZADD z 1 a 2 b 3 c",
+        "ZINCRBY z 1 a",
+        "ZREM z b",
+        "ZREMRANGEBYSCORE z 0 2",
+        "ZADD z 1 x 2 y",
+        "ZREMRANGEBYRANK z 0 0",
+        "ZPOPMAX z",
+        "ZADD a 1 m",
+        "ZUNIONSTORE d 1 a",
+        "ZRANGESTORE e a 0 -1",
+        "MULTI",
+        "SET m 1",
+        "INCR m",
+        "ZADD a 2 n",
+        "EXEC",
+        "ZPOPMIN a 5",
+    ]);
+}

@@ -96,13 +96,23 @@ impl Equivalence {
 
     /// Sends `cmd` to both, first trimming `touched` windowed keys on redis.
     fn run(&mut self, cmd: &str, touched: &[&str]) {
+        self.trim_redis(touched);
+        self.p.check_str(cmd);
+    }
+
+    /// As `run`, for replies whose order Redis leaves to its hash table.
+    fn run_unordered(&mut self, cmd: &str, touched: &[&str]) {
+        self.trim_redis(touched);
+        self.p.check_unordered_str(cmd);
+    }
+
+    fn trim_redis(&mut self, touched: &[&str]) {
         for key in touched {
             if let Some(w) = window_of(key) {
                 let trim = format!("ZREMRANGEBYSCORE {key} -inf ({}", w.cutoff(self.now_ms));
                 self.p.r.cmd_str(&trim);
             }
         }
-        self.p.check_str(cmd);
     }
 
     fn score_for(&mut self, key: &str) -> String {
@@ -136,6 +146,13 @@ impl Equivalence {
         let k2 = KEYS[self.rng.random_range(0..KEYS.len())];
         let m = format!("m{}", self.rng.random_range(0..8));
         let s = self.score_for(k);
+        match self.rng.random_range(0..30) {
+            0 => return self.run_unordered("KEYS *", &KEYS),
+            1 => return self.run_unordered(&format!("ZRANDMEMBER {k} 100 WITHSCORES"), &[k]),
+            2 => return self.run(&format!("ZSCAN {k} 0 COUNT 100"), &[k]),
+            3 => return self.run(&format!("ZDIFF 2 {k} {k2} WITHSCORES"), &[k, k2]),
+            _ => {}
+        }
         let (cmd, touched): (String, Vec<&str>) = match self.rng.random_range(0..24) {
             0..=5 => {
                 let flags =
