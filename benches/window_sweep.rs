@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 const T0_MS: u64 = 1_800_000_000_000;
 
 fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn encode(args: &[&[u8]], out: &mut Vec<u8>) {
@@ -37,7 +40,10 @@ fn read_reply(r: &mut BufReader<TcpStream>) -> Vec<u8> {
     r.read_until(b'\n', &mut line).expect("read");
     match line.first() {
         Some(b'$') => {
-            let n: i64 = std::str::from_utf8(&line[1..line.len() - 2]).unwrap().parse().unwrap();
+            let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
+                .unwrap()
+                .parse()
+                .unwrap();
             if n >= 0 {
                 let mut body = vec![0; n as usize + 2];
                 r.read_exact(&mut body).expect("read bulk");
@@ -45,7 +51,10 @@ fn read_reply(r: &mut BufReader<TcpStream>) -> Vec<u8> {
             }
         }
         Some(b'*') => {
-            let n: i64 = std::str::from_utf8(&line[1..line.len() - 2]).unwrap().parse().unwrap();
+            let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
+                .unwrap()
+                .parse()
+                .unwrap();
             for _ in 0..n.max(0) {
                 line.extend(read_reply(r));
             }
@@ -79,7 +88,16 @@ impl Conn {
 
 fn start_server() -> (Child, u16) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zwindow"))
-        .args(["--port", "0", "--enable-debug-command", "yes", "--zwindow", "sweep:*=60000:ms", "--log-level", "warn,zwindow::server=info"])
+        .args([
+            "--port",
+            "0",
+            "--enable-debug-command",
+            "yes",
+            "--zwindow",
+            "sweep:*=60000:ms",
+            "--log-level",
+            "warn,zwindow::server=info",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .expect("start zwindow");
@@ -157,7 +175,11 @@ fn main() {
             batch.clear();
         }
     }
-    println!("loaded {} members in {keys} keys in {:?}", keys * members, load.elapsed());
+    println!(
+        "loaded {} members in {keys} keys in {:?}",
+        keys * members,
+        load.elapsed()
+    );
 
     let stop = Arc::new(AtomicBool::new(false));
     let base = probe(port, stop.clone());
@@ -195,7 +217,8 @@ fn main() {
     );
     report("probe baseline", &baseline);
     report("probe sweeping", &sweeping);
-    let delta = percentile(&sweeping, 0.99).as_secs_f64() - percentile(&baseline, 0.99).as_secs_f64();
+    let delta =
+        percentile(&sweeping, 0.99).as_secs_f64() - percentile(&baseline, 0.99).as_secs_f64();
     println!("p99 change while sweeping: {:+.3} ms", delta * 1e3);
     let _ = child.kill();
     let _ = child.wait();

@@ -296,7 +296,6 @@ fn concurrent_read_modify_write_scripts_are_atomic() {
 /// A script past busy-reply-threshold makes other clients get BUSY, SCRIPT
 /// KILL stops it, and the caller sees Redis's kill error; same on both.
 #[test]
-#[ignore = "flaky: an already-connected client is sometimes not served while a script runs (under investigation)"]
 fn busy_script_and_script_kill() {
     let servers = Servers::start();
     let body = "while true do end";
@@ -338,7 +337,6 @@ fn busy_script_and_script_kill() {
 
 /// A script that wrote cannot be killed.
 #[test]
-#[ignore = "flaky: an already-connected client is sometimes not served while a script runs (under investigation)"]
 fn script_that_wrote_is_unkillable() {
     let s = ZwindowServer::start(&[]);
     let mut admin = s.conn();
@@ -370,4 +368,81 @@ fn script_that_wrote_is_unkillable() {
     );
     assert_eq!(runner.read_reply(), b":30000000\r\n");
     assert_eq!(admin.cmd_str("GET w"), b"$1\r\n1\r\n");
+}
+
+/// The scheduling bug this guards against: clients connected before a
+/// script started, whose commands arrive while it runs, must not pin the
+/// server's worker threads — SCRIPT KILL from another already-connected
+/// client is answered as soon as the threshold passes, not when the script
+/// ends, and the waiting clients get BUSY then.
+#[test]
+fn waiting_clients_do_not_starve_script_kill() {
+    let s = ZwindowServer::start(&[]);
+    let mut admin = s.conn();
+    admin.set_timeout(Duration::from_secs(10));
+    assert_eq!(
+        admin.cmd_str("CONFIG SET busy-reply-threshold 300"),
+        b"+OK\r\n"
+    );
+    let mut waiters: Vec<RawConn> = (0..4).map(|_| s.conn()).collect();
+    for w in &mut waiters {
+        w.set_timeout(Duration::from_secs(10));
+        assert_eq!(w.cmd_str("PING"), b"+PONG\r\n");
+    }
+    let mut runner = s.conn();
+    runner.set_timeout(Duration::from_secs(20));
+    // About 8 s of spinning unless killed.
+    runner.send(&encode_cmd(&[
+        b"EVAL",
+        b"local i = 0 while i < 2000000000 do i = i + 1 end return i",
+        b"0",
+    ]));
+    std::thread::sleep(Duration::from_millis(50));
+    let started = Instant::now();
+    for w in &mut waiters {
+        w.send(&encode_cmd(&[b"GET", b"k"]));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(admin.cmd_str("SCRIPT KILL"), b"+OK\r\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "SCRIPT KILL took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        runner
+            .read_reply()
+            .starts_with(b"-ERR Script killed by user with SCRIPT KILL...")
+    );
+    for w in &mut waiters {
+        assert!(
+            w.read_reply()
+                .starts_with(b"-BUSY Redis is busy running a script.")
+        );
+        assert_eq!(w.cmd_str("PING"), b"+PONG\r\n");
+    }
+}
+
+/// Before busy-reply-threshold, another client simply waits for the script
+/// and then sees what it wrote (as behind Redis's single thread).
+#[test]
+fn clients_wait_for_a_short_script() {
+    let s = ZwindowServer::start(&[]);
+    let mut runner = s.conn();
+    runner.send(&encode_cmd(&[
+        b"EVAL",
+        b"redis.call('set', KEYS[1], 'after') local i = 0 while i < 20000000 do i = i + 1 end return 1",
+        b"1",
+        b"k",
+    ]));
+    std::thread::sleep(Duration::from_millis(30));
+    let mut others: Vec<RawConn> = (0..3).map(|_| s.conn()).collect();
+    for o in &mut others {
+        o.set_timeout(Duration::from_secs(10));
+        o.send(&encode_cmd(&[b"GET", b"k"]));
+    }
+    assert_eq!(runner.read_reply(), b":1\r\n");
+    for o in &mut others {
+        assert_eq!(o.read_reply(), b"$5\r\nafter\r\n");
+    }
 }
