@@ -33,6 +33,7 @@
 //! to serve SCRIPT KILL. SCRIPT KILL sets a flag that an instruction-count
 //! hook turns into an error inside the script.
 
+pub mod codecs;
 pub mod convert;
 pub mod libs;
 
@@ -235,6 +236,8 @@ impl Scripting {
             let (tx, rx) = std::sync::mpsc::channel::<Job>();
             let spawned = std::thread::Builder::new()
                 .name("zwindow-scripts".into())
+                // Deeply nested cjson/cmsgpack values recurse.
+                .stack_size(32 << 20)
                 .spawn(move || {
                     ON_RUNNER.with(|c| c.set(true));
                     while let Ok(job) = rx.recv() {
@@ -395,6 +398,9 @@ impl Engine {
         impl_tbl.raw_set("killed", KILLED)?;
         impl_tbl.raw_set("version_num", redis_version_num())?;
         impl_tbl.raw_set("bit", libs::bit(&lua)?)?;
+        impl_tbl.raw_set("cjson", codecs::cjson(&lua)?)?;
+        impl_tbl.raw_set("struct", codecs::struct_lib(&lua)?)?;
+        impl_tbl.raw_set("cmsgpack", codecs::cmsgpack(&lua)?)?;
         let rng = Arc::new(libs::Rand48::default());
         libs::install_random(&lua, &impl_tbl, rng)?;
         lua.set_named_registry_value(IMPL_KEY, impl_tbl.clone())?;
