@@ -584,3 +584,24 @@ fn codecs_cjson_struct_cmsgpack() {
         ev(&mut p, body, &["0"]);
     }
 }
+
+/// SHUTDOWN NOSAVE ends the server even while a script that wrote spins.
+#[test]
+fn shutdown_nosave_stops_a_running_script() {
+    let mut s = ZwindowServer::start(&[]);
+    let mut admin = s.conn();
+    admin.cmd_str("CONFIG SET busy-reply-threshold 100");
+    let mut runner = s.conn();
+    runner.send(&encode_cmd(&[
+        b"EVAL",
+        b"redis.call('set', 'a', 'b') while true do end",
+        b"0",
+    ]));
+    std::thread::sleep(Duration::from_millis(300));
+    admin.send(b"SHUTDOWN NOSAVE\r\n");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.is_running() {
+        assert!(Instant::now() < deadline, "zwindow did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -159,6 +159,14 @@ impl Busy {
         }
     }
 
+    /// Shutdown: stops a running script even if it wrote (its shard locks
+    /// would keep the background thread, and so the exit, waiting).
+    pub fn force_kill(&self) {
+        if self.running.load(Relaxed) {
+            self.kill.store(true, Relaxed);
+        }
+    }
+
     /// SCRIPT KILL / FUNCTION KILL.
     pub fn kill(&self, by_function_kill: bool) -> Result<(), &'static str> {
         if !self.running.load(Relaxed) {
