@@ -55,6 +55,10 @@ pub struct Client {
     /// True for the client a script's `redis.call` runs as (TIME answers
     /// the script's frozen instant).
     pub in_script: bool,
+    /// Set by a handler that found the script engine held by another
+    /// client's script: dispatch undoes the attempt and the connection
+    /// retries after the script.
+    pub retry_after_script: bool,
     pub watched: Vec<(usize, Key)>,
     pub watch_flag: WatchFlag,
     pub channels: HashSet<Bytes>,
@@ -83,6 +87,7 @@ impl Client {
             multi_error: false,
             in_exec: false,
             in_script: false,
+            retry_after_script: false,
             watched: Vec::new(),
             watch_flag: Arc::new(AtomicBool::new(false)),
             channels: HashSet::new(),
@@ -214,7 +219,7 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
                     }
                     out.resp3 = client.resp3();
                     let mark = out.len();
-                    commands::dispatch(&shared, &mut client, &mut out, Args::new(req));
+                    execute(&shared, &mut client, &mut out, Args::new(req)).await;
                     if !client.channels.is_empty() || !client.patterns.is_empty() {
                         // What a command published to its own client (PUBLISH,
                         // keyspace events) precedes its reply, as in Redis,
@@ -264,7 +269,84 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
         }
     }
     let _ = stream.shutdown().await;
+    if !client.watched.is_empty() {
+        // Unwatching locks the keys' shards: not behind a script.
+        while shared.scripting.busy.running_for_other(client.handle.id) {
+            shared.scripting.busy.wait_end(client.handle.id, 0).await;
+        }
+    }
     cleanup(&shared, &mut client);
+}
+
+/// Runs one request: on this task, or on the script runner for scripts,
+/// waiting (asynchronously) for another client's script where needed.
+async fn execute(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args: Args<'_>) {
+    let mut owned: Option<OwnedArgs> = None;
+    loop {
+        let a = owned.as_ref().map_or(args, |o| o.args());
+        match commands::dispatch(shared, client, out, a) {
+            commands::Dispatched::Done => return,
+            commands::Dispatched::WaitScript => {
+                if owned.is_none() {
+                    owned = Some(args.to_owned());
+                }
+                let threshold = shared.config.busy_reply_threshold();
+                shared
+                    .scripting
+                    .busy
+                    .wait_end(client.handle.id, threshold)
+                    .await;
+            }
+            commands::Dispatched::ScriptRunner => {
+                let job_args = owned.take().unwrap_or_else(|| args.to_owned());
+                if run_on_runner(shared, client, out, job_args).await {
+                    return;
+                }
+                // The runner found another script running: wait and retry.
+                owned = Some(args.to_owned());
+                let threshold = shared.config.busy_reply_threshold();
+                shared
+                    .scripting
+                    .busy
+                    .wait_end(client.handle.id, threshold)
+                    .await;
+            }
+        }
+    }
+}
+
+/// Moves the client to the script runner, dispatches `args` there and
+/// takes it back; false if the runner asked to wait for another script.
+async fn run_on_runner(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: OwnedArgs,
+) -> bool {
+    let handle = client.handle.clone();
+    let moved = std::mem::replace(client, Client::new(handle.clone(), false));
+    let moved_out = std::mem::take(out);
+    let (tx, rx) = oneshot::channel();
+    let s = shared.clone();
+    shared.scripting.submit(Box::new(move || {
+        let (mut c, mut o) = (moved, moved_out);
+        let d = commands::dispatch(&s, &mut c, &mut o, args.args());
+        let _ = tx.send((c, o, d));
+    }));
+    match rx.await {
+        Ok((c, o, d)) => {
+            *client = c;
+            *out = o;
+            d != commands::Dispatched::WaitScript
+        }
+        Err(_) => {
+            // The script panicked: its client state is gone with it.
+            tracing::error!("a script failed unexpectedly; closing its connection");
+            out.error("ERR internal error while running the script");
+            client.close_after_reply = true;
+            true
+        }
+    }
 }
 
 async fn read_some(stream: &mut TcpStream, rbuf: &mut BytesMut) -> std::io::Result<usize> {
@@ -314,6 +396,10 @@ async fn wait_blocked(
                 }
             }
         }
+    }
+    // Cancelling locks the keys' shards: not behind a script.
+    while shared.scripting.busy.running_for_other(handle.id) {
+        shared.scripting.busy.wait_end(handle.id, 0).await;
     }
     shared.blocking.cancel(shared, waiter, rx)
 }

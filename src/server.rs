@@ -136,6 +136,7 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     drop(listener);
     let _ = shared.shutdown_tx.send(true);
+    shared.scripting.busy.force_kill();
     let drained = tokio::time::timeout(Duration::from_millis(900), async {
         while conns.join_next().await.is_some() {}
     })

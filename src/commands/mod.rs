@@ -506,20 +506,39 @@ pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
     set
 }
 
+/// What became of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dispatched {
+    /// Ran (or was rejected); the reply is in `out`.
+    Done,
+    /// Another client's script runs: nothing was done; await
+    /// [`Busy::wait_end`](crate::scripting::Busy::wait_end) and dispatch again.
+    WaitScript,
+    /// A script (or an EXEC queuing one): nothing was done; dispatch it
+    /// again on the script runner thread.
+    ScriptRunner,
+}
+
 /// Runs one request from a client: checks, locking, the handler.
-pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args: Args<'_>) {
+pub fn dispatch(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: Args<'_>,
+) -> Dispatched {
     // Every rejection before the command runs also dooms an open
     // transaction (Redis's `rejectCommand` → `flagTransaction`); a rejected
     // EXEC discards it at once.
     let reject = |client: &mut Client, out: &mut Reply, msg: &[u8]| {
         if lookup(args.get(0)).is_some_and(|c| c.name == "exec") {
             transactions::abort_exec(shared, client, out, &String::from_utf8_lossy(msg));
-            return;
+            return Dispatched::Done;
         }
         if client.multi.is_some() {
             client.multi_error = true;
         }
         out.error_bytes(msg);
+        Dispatched::Done
     };
     let cmd = match resolve(&args) {
         Ok(cmd) => cmd,
@@ -540,31 +559,28 @@ pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args
         );
         return reject(client, out, msg.as_bytes());
     }
+    let busy = &shared.scripting.busy;
+    if busy.running_for_other(client.handle.id) {
+        // Before busy-reply-threshold the client waits, as behind Redis's
+        // single thread; after it, only ALLOW_BUSY commands run, and only
+        // those that need no shard (the script holds them all).
+        let past = busy.elapsed_ms() >= shared.config.busy_reply_threshold();
+        if past && !cmd.has(flags::ALLOW_BUSY) {
+            return reject(client, out, busy_text(busy).as_bytes());
+        }
+        if !past || !matches!(cmd.keys, Keys::None) || !client.watched.is_empty() {
+            client.commands -= 1;
+            return Dispatched::WaitScript;
+        }
+    }
     if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
         client.queue(args);
         out.simple("QUEUED");
-        return;
+        return Dispatched::Done;
     }
-    let busy = &shared.scripting.busy;
-    if !cmd.has(flags::ALLOW_BUSY) && busy.running_for_other(client.handle.id) {
-        // Another client's script runs: wait for it like Redis's single
-        // thread would, until it ends or passes busy-reply-threshold.
-        let threshold = shared.config.busy_reply_threshold();
-        let err = crate::scripting::blocking(|| {
-            loop {
-                if !busy.running_for_other(client.handle.id) {
-                    return None;
-                }
-                if let Some(e) = busy.busy_error(threshold) {
-                    return Some(e);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-        });
-        if let Some(e) = err {
-            out.error(e);
-            return;
-        }
+    if matches!(cmd.keys, Keys::All) && runs_script(client, cmd) && !crate::scripting::on_runner() {
+        client.commands -= 1;
+        return Dispatched::ScriptRunner;
     }
     let set = shards_for(shared, cmd, &args);
     let guards = if set.is_empty() {
@@ -572,14 +588,22 @@ pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args
     } else {
         match lock_or_busy(shared, client, cmd, set) {
             Ok(g) => g,
-            Err(e) => {
-                out.error(e);
-                return;
+            Err(None) => {
+                client.commands -= 1;
+                return Dispatched::WaitScript;
             }
+            Err(Some(e)) => return reject(client, out, e.as_bytes()),
         }
     };
+    let mark = out.len();
     let mut ks = Keyspace::new(shared, guards, client.db, shared.clock.now_ms());
     call(shared, client, out, &mut ks, cmd, args);
+    if std::mem::take(&mut client.retry_after_script) {
+        // The handler found the engine held by another client's script.
+        out.truncate(mark);
+        client.commands -= 1;
+        return Dispatched::WaitScript;
+    }
     if let Some(block) = client.block.take() {
         // Queue the waiter while the keys' shards are still locked, so no
         // write can land between "nothing to pop" and "waiting".
@@ -596,36 +620,71 @@ pub fn dispatch(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args
     let ready = std::mem::take(&mut ks.ready);
     drop(ks);
     if !ready.is_empty() {
-        shared.blocking.serve(shared, ready);
+        if busy.is_running() && !crate::scripting::on_runner() {
+            // Serving locks the keys' shards, which a script that just
+            // started holds: the runner serves them after it instead.
+            let shared2 = shared.clone();
+            shared
+                .scripting
+                .submit(Box::new(move || shared2.blocking.serve(&shared2, ready)));
+        } else {
+            shared.blocking.serve(shared, ready);
+        }
+    }
+    Dispatched::Done
+}
+
+fn busy_text(busy: &crate::scripting::Busy) -> &'static str {
+    if busy.is_function() {
+        crate::scripting::BUSY_FUNCTION
+    } else {
+        crate::scripting::BUSY_EVAL
     }
 }
 
-/// Locks `set`; if a script started meanwhile and holds the shards past
-/// busy-reply-threshold, answers BUSY instead of waiting for it.
+/// Whether `cmd` runs a script: EVAL/FCALL and their variants, or an EXEC
+/// whose queue holds one.
+fn runs_script(client: &Client, cmd: &Command) -> bool {
+    let is_script = |name: &str| {
+        matches!(
+            name,
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+        )
+    };
+    if is_script(cmd.name) {
+        return true;
+    }
+    cmd.name == "exec"
+        && client.multi.as_ref().is_some_and(|q| {
+            q.iter()
+                .any(|a| lookup(a.args().get(0)).is_some_and(|c| is_script(c.name)))
+        })
+}
+
+/// Locks `set`. Never waits behind another client's script: `Err(None)`
+/// asks the connection to wait for its end, `Err(Some(BUSY))` once it ran
+/// past busy-reply-threshold. On the script runner (scripts are serialized
+/// there), it simply locks.
 fn lock_or_busy<'s>(
     shared: &'s Shared,
     client: &Client,
     cmd: &Command,
     set: ShardSet,
-) -> Result<crate::store::Guards<'s>, &'static str> {
-    const TRY: std::time::Duration = std::time::Duration::from_millis(20);
-    if let Some(g) = shared.store.try_lock_for(set, TRY) {
-        return Ok(g);
+) -> Result<crate::store::Guards<'s>, Option<&'static str>> {
+    const TRY: std::time::Duration = std::time::Duration::from_millis(10);
+    if crate::scripting::on_runner() {
+        return Ok(shared.store.lock(set));
     }
-    crate::scripting::blocking(|| {
-        loop {
-            let busy = &shared.scripting.busy;
-            if !cmd.has(flags::ALLOW_BUSY)
-                && busy.running_for_other(client.handle.id)
-                && let Some(e) = busy.busy_error(shared.config.busy_reply_threshold())
-            {
-                return Err(e);
-            }
-            if let Some(g) = shared.store.try_lock_for(set, TRY) {
-                return Ok(g);
-            }
+    loop {
+        if let Some(g) = shared.store.try_lock_for(set, TRY) {
+            return Ok(g);
         }
-    })
+        let busy = &shared.scripting.busy;
+        if busy.running_for_other(client.handle.id) {
+            let past = busy.elapsed_ms() >= shared.config.busy_reply_threshold();
+            return Err((past && !cmd.has(flags::ALLOW_BUSY)).then(|| busy_text(busy)));
+        }
+    }
 }
 
 /// Runs a resolved command on an already-locked keyspace (also EXEC's path).

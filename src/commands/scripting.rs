@@ -8,7 +8,7 @@
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
-use crate::scripting::{self, RunSpec};
+use crate::scripting::RunSpec;
 use crate::util::eq_ic;
 
 const G: &str = "scripting";
@@ -129,6 +129,10 @@ pub fn numkeys(ctx: &Ctx) -> Result<usize, Error> {
 fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     let nkeys = numkeys(ctx)?;
     let shared = ctx.shared.clone();
+    // Busy from here (other clients' engine users wait rather than block);
+    // declared before the engine guard so it ends after it.
+    let busy = shared.scripting.busy.clone();
+    let _running = busy.begin(ctx.client.handle.id, false);
     let mut engine = shared.scripting.engine().map_err(Error::Owned)?;
     let sha = if by_sha {
         let given = ctx.arg(1);
@@ -154,11 +158,7 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
         argv: (3 + nkeys..args.len()).map(|i| args.get(i)).collect(),
         as_function: false,
     };
-    let busy = shared.scripting.busy.clone();
-    let _running = busy.begin(ctx.client.handle.id, false);
-    scripting::blocking(|| {
-        engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
-    });
+    engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
     Ok(())
 }
 
@@ -168,7 +168,7 @@ fn noscript() -> Error {
 
 fn script_load(ctx: &mut Ctx) -> CmdResult {
     let shared = ctx.shared.clone();
-    let mut engine = shared.scripting.engine().map_err(Error::Owned)?;
+    let mut engine = shared.scripting.engine_for(ctx.client)?;
     let sha = engine.load_script(ctx.arg(2)).map_err(Error::Owned)?;
     shared.scripting.update_stats(&engine);
     ctx.out.bulk(sha.as_bytes());
@@ -177,7 +177,7 @@ fn script_load(ctx: &mut Ctx) -> CmdResult {
 
 fn script_exists(ctx: &mut Ctx) -> CmdResult {
     let shared = ctx.shared.clone();
-    let engine = shared.scripting.engine().map_err(Error::Owned)?;
+    let engine = shared.scripting.engine_for(ctx.client)?;
     ctx.out.array(ctx.argc() - 2);
     for i in 2..ctx.argc() {
         let sha = String::from_utf8_lossy(ctx.arg(i)).to_ascii_lowercase();
@@ -195,7 +195,7 @@ fn script_flush(ctx: &mut Ctx) -> CmdResult {
         ));
     }
     let shared = ctx.shared.clone();
-    let mut engine = shared.scripting.engine().map_err(Error::Owned)?;
+    let mut engine = shared.scripting.engine_for(ctx.client)?;
     engine.flush_scripts();
     shared.scripting.update_stats(&engine);
     ctx.out.ok();

@@ -226,7 +226,7 @@ fn write_value(out: &mut Reply, v: &Value, script_resp3: bool, depth: usize) {
             }
         }
         Value::Integer(n) => out.int(*n),
-        Value::Number(n) => out.int(*n as i64),
+        Value::Number(n) => out.int(c_to_i64(*n)),
         Value::Table(t) => {
             if depth >= MAX_DEPTH {
                 out.error("ERR reached lua stack limit");
@@ -394,6 +394,16 @@ pub fn fmt_g(x: f64, prec: usize) -> String {
         s.push_str(&format!("{:02}", exp.unsigned_abs()));
     }
     s
+}
+
+/// C's `(long long)` cast of a double as x86-64 does it: NaN and values
+/// out of range become i64::MIN (Rust's `as` would saturate).
+pub fn c_to_i64(n: f64) -> i64 {
+    if n.is_nan() || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
 }
 
 #[cfg(test)]

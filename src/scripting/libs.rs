@@ -1,7 +1,7 @@
 //! The libraries Redis bundles into its Lua, written in Rust because the
-//! vendored Lua 5.1 ships none of them: `bit` (Lua BitOp), `cjson`
-//! (encode/decode), `struct` (pack/unpack/size), and Redis's deterministic
-//! `math.random` (rand48, reseeded before every script).
+//! vendored Lua 5.1 ships none of them: `bit` (Lua BitOp) and Redis's
+//! deterministic `math.random` (rand48, reseeded before every script); the
+//! data codecs (`cjson`, `struct`, `cmsgpack`) are in `codecs.rs`.
 //!
 //! Each function reports failure with a plain message; the bootstrap wraps
 //! them so the message gets the caller's position, like `luaL_error` in C.

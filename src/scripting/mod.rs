@@ -21,11 +21,19 @@
 //! for the whole script.
 //!
 //! Busy scripts: [`Busy`] records which client runs a script and since when.
-//! Dispatch consults it before locking: once a script has run longer than
-//! `busy-reply-threshold`, other clients get BUSY instead of waiting for the
-//! shard locks, and SCRIPT KILL sets a flag that an instruction-count hook
-//! turns into an error inside the script.
+//! Scripts (and EXECs that queue one) run on one dedicated thread, the
+//! script runner, never on a tokio worker: the caller's connection moves its
+//! client state there and awaits the result. Other clients never block a
+//! worker waiting for a script either: dispatch (one atomic load when no
+//! script runs) tells the connection to await [`Busy::wait_end`] — the end
+//! of the script or `busy-reply-threshold`, whichever comes first — and
+//! retry; past the threshold, commands get BUSY at once and ALLOW_BUSY ones
+//! (SCRIPT KILL, SHUTDOWN NOSAVE, …) run without touching shard locks. With
+//! a blocking wait, two workers stuck behind one script would leave nobody
+//! to serve SCRIPT KILL. SCRIPT KILL sets a flag that an instruction-count
+//! hook turns into an error inside the script.
 
+pub mod codecs;
 pub mod convert;
 pub mod libs;
 
@@ -67,6 +75,8 @@ pub struct Busy {
     wrote: AtomicBool,
     is_function: AtomicBool,
     epoch: std::sync::OnceLock<Instant>,
+    /// Woken when a script ends.
+    ended: tokio::sync::Notify,
 }
 
 /// Ends the busy state when a script returns (or unwinds).
@@ -76,6 +86,7 @@ impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
         self.0.running.store(false, Relaxed);
         self.0.kill.store(false, Relaxed);
+        self.0.ended.notify_waiters();
     }
 }
 
@@ -126,6 +137,36 @@ impl Busy {
         self.is_function.load(Relaxed)
     }
 
+    /// Waits (without blocking the thread) until the script another client
+    /// runs ends, or until it passes `threshold_ms` if it has not yet.
+    pub async fn wait_end(&self, client: u64, threshold_ms: u64) {
+        let notified = self.ended.notified();
+        tokio::pin!(notified);
+        // Registered before the check, so an end in between is not missed.
+        notified.as_mut().enable();
+        if !self.running_for_other(client) {
+            return;
+        }
+        let elapsed = self.elapsed_ms();
+        if elapsed < threshold_ms {
+            let left = std::time::Duration::from_millis(threshold_ms - elapsed);
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(left) => {}
+            }
+        } else {
+            notified.await;
+        }
+    }
+
+    /// Shutdown: stops a running script even if it wrote (its shard locks
+    /// would keep the background thread, and so the exit, waiting).
+    pub fn force_kill(&self) {
+        if self.running.load(Relaxed) {
+            self.kill.store(true, Relaxed);
+        }
+    }
+
     /// SCRIPT KILL / FUNCTION KILL.
     pub fn kill(&self, by_function_kill: bool) -> Result<(), &'static str> {
         if !self.running.load(Relaxed) {
@@ -148,10 +189,26 @@ impl Busy {
     }
 }
 
+/// Work for the script runner thread.
+pub type Job = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    static ON_RUNNER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True on the script runner thread.
+pub fn on_runner() -> bool {
+    ON_RUNNER.with(|c| c.get())
+}
+
 /// The shared scripting state (one per server).
 #[derive(Default)]
 pub struct Scripting {
     engine: Mutex<Option<Engine>>,
+    /// The script runner's queue, started on first use. A detached thread
+    /// rather than tokio's blocking pool: a runaway script must not keep
+    /// the runtime (and so SHUTDOWN NOSAVE) from ending.
+    runner: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>>,
     pub busy: Arc<Busy>,
     /// Figures INFO reads without taking the engine (a script may hold it).
     pub cached_scripts: AtomicUsize,
@@ -162,9 +219,16 @@ pub struct Scripting {
 }
 
 impl Scripting {
-    /// The engine, built on first use.
+    /// The engine, built on first use (blocks while a script runs: for the
+    /// script runner and EXEC, which hold every shard anyway).
     pub fn engine(&self) -> Result<MappedMutexGuard<'_, Engine>, String> {
-        let mut g = self.engine.lock();
+        self.build(self.engine.lock())
+    }
+
+    fn build<'a>(
+        &'a self,
+        mut g: MutexGuard<'a, Option<Engine>>,
+    ) -> Result<MappedMutexGuard<'a, Engine>, String> {
         if g.is_none() {
             *g = Some(Engine::new(self.busy.clone()).map_err(|e| format!("ERR {e}"))?);
         }
@@ -172,6 +236,57 @@ impl Scripting {
             Some(e) => e,
             None => unreachable!("engine was just built"),
         }))
+    }
+
+    /// Queues `job` on the script runner thread.
+    pub fn submit(&self, job: Job) {
+        let tx = self.runner.get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name("zwindow-scripts".into())
+                // Deeply nested cjson/cmsgpack values recurse.
+                .stack_size(32 << 20)
+                .spawn(move || {
+                    ON_RUNNER.with(|c| c.set(true));
+                    while let Ok(job) = rx.recv() {
+                        // A panicking job drops its reply channel (its
+                        // caller sees the failure); the runner lives on.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!("cannot start the script runner: {e}");
+            }
+            Mutex::new(tx)
+        });
+        // A send fails only if the thread could not start: the job (and its
+        // reply channel) is dropped, which its caller reports.
+        let _ = tx.lock().send(job);
+    }
+
+    /// The engine for a command that is not itself a script (SCRIPT LOAD,
+    /// FUNCTION LIST, …). If another client's script holds it, this does
+    /// not wait: it asks the connection to retry once the script ends.
+    pub fn engine_for(
+        &self,
+        client: &mut Client,
+    ) -> Result<MappedMutexGuard<'_, Engine>, commands::Error> {
+        loop {
+            if let Some(g) = self
+                .engine
+                .try_lock_for(std::time::Duration::from_millis(10))
+            {
+                return self.build(g).map_err(commands::Error::Owned);
+            }
+            if on_runner() {
+                return self.engine().map_err(commands::Error::Owned);
+            }
+            if self.busy.running_for_other(client.handle.id) {
+                // Dispatch answers BUSY or waits for the end on the retry.
+                client.retry_after_script = true;
+                return Err(commands::Error::Static("BUSY"));
+            }
+        }
     }
 
     pub fn update_stats(&self, e: &Engine) {
@@ -291,6 +406,9 @@ impl Engine {
         impl_tbl.raw_set("killed", KILLED)?;
         impl_tbl.raw_set("version_num", redis_version_num())?;
         impl_tbl.raw_set("bit", libs::bit(&lua)?)?;
+        impl_tbl.raw_set("cjson", codecs::cjson(&lua)?)?;
+        impl_tbl.raw_set("struct", codecs::struct_lib(&lua)?)?;
+        impl_tbl.raw_set("cmsgpack", codecs::cmsgpack(&lua)?)?;
         let rng = Arc::new(libs::Rand48::default());
         libs::install_random(&lua, &impl_tbl, rng)?;
         lua.set_named_registry_value(IMPL_KEY, impl_tbl.clone())?;
@@ -711,17 +829,6 @@ impl RunState<'_, '_> {
         let is_err = out.buf.first() == Some(&b'-');
         let v = convert::resp_to_lua(lua, &out.buf)?;
         Ok((v, raise && is_err))
-    }
-}
-
-/// Runs `f` where it may block for long: on a multi-thread runtime the
-/// worker hands its other tasks to another thread first.
-pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
     }
 }
 
