@@ -48,6 +48,19 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<Duration>, Error>
                     })
             })
             .and_then(|t| t.parse::<f64>().ok())
+            // A non-zero value that underflows a double is a positive
+            // sliver to Redis's long double: it rounds up to 1 ms.
+            .map(|v| {
+                let nonzero = arg
+                    .split(|&c| c == b'e' || c == b'E')
+                    .next()
+                    .is_some_and(|m| m.iter().any(|c| (b'1'..=b'9').contains(c)));
+                if v == 0.0 && nonzero && arg.first() != Some(&b'-') {
+                    f64::MIN_POSITIVE
+                } else {
+                    v
+                }
+            })
             .ok_or(not_float)?,
     };
     let ms = (secs * 1000.0).ceil();

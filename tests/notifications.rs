@@ -238,8 +238,9 @@ fn set_commands() {
         "SREM s a",
         "SMOVE s s2 b",
         "SMOVE s s2 nope",
+        "SADD t1 7",
+        "SPOP t1",
         "SADD t 1 2 3",
-        "SPOP t",
         "SPOP t 5",
         "SADD u x y",
         "SADD v y z",
@@ -247,7 +248,6 @@ fn set_commands() {
         "SUNIONSTORE w u v",
         "SDIFFSTORE w u u",
         "SDIFFSTORE w u v",
-        "SRANDMEMBER u",
         "SREM s c",
     ]);
 }

@@ -722,26 +722,4 @@ mod tests {
         assert_eq!(clamp_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
         assert_eq!(clamp_range(0, 0, 0), None);
     }
-
-    #[test]
-    fn timeouts_parse_like_redis() {
-        let t = |s: &str| parse_timeout(s.as_bytes(), 1_700_000_000_000);
-        assert_eq!(t("0"), Ok(None));
-        assert_eq!(t("0.0001"), Ok(None));
-        assert_eq!(t("0.1"), Ok(Some(Duration::from_millis(100))));
-        assert_eq!(t("0x10"), Ok(Some(Duration::from_secs(16))));
-        assert_eq!(t("-0"), Ok(None));
-        assert_eq!(t("1e-400"), Ok(None));
-        assert_eq!(t("-1").unwrap_err().text(), "ERR timeout is negative");
-        assert_eq!(t("inf").unwrap_err().text(), "ERR timeout is negative");
-        assert_eq!(t("1e400").unwrap_err().text(), "ERR timeout is negative");
-        assert_eq!(t("1e20").unwrap_err().text(), "ERR timeout is negative");
-        for bad in ["x", "nan", " 1", "", ".5e", "0x"] {
-            assert_eq!(
-                t(bad).unwrap_err().text(),
-                "ERR timeout is not a float or out of range",
-                "{bad}"
-            );
-        }
-    }
 }

@@ -1444,6 +1444,8 @@ mod tests {
         assert_eq!(t("0"), Ok(None));
         assert_eq!(t("0.0001"), Ok(Some(Duration::from_millis(1))));
         assert_eq!(t("1e-300"), Ok(Some(Duration::from_millis(1))));
+        // Below a double's range but not a long double's: still 1 ms.
+        assert_eq!(t("1e-400"), Ok(Some(Duration::from_millis(1))));
         assert_eq!(t("-0.0001"), Ok(None));
         assert_eq!(t("-0"), Ok(None));
         assert_eq!(t("0.25"), Ok(Some(Duration::from_millis(250))));
