@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use zwindow::zset::{AddFlags, Limits, ScoreBound, ScoreRange, ZSet};
+use zwindow::zset::{AddFlags, Limits, NotNan, ScoreBound, ScoreRange, ZSet};
 
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
 
@@ -23,8 +23,13 @@ fn build(n: usize) -> ZSet {
     let mut z = ZSet::new();
     for i in 0..n {
         let s = rng.random_range(0..(n * 10)) as f64;
-        z.add(&member(i), s, AddFlags::default(), Limits::default())
-            .ok();
+        z.add(
+            &member(i),
+            NotNan::new(s).unwrap_or_default(),
+            AddFlags::default(),
+            Limits::default(),
+        )
+        .ok();
     }
     z
 }
@@ -67,7 +72,13 @@ fn benches(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 chunked(&base, iters, chunk, |z, k| {
                     let (m, s) = &fresh[(k % chunk) as usize];
-                    z.add(m, *s, AddFlags::default(), Limits::default()).ok();
+                    z.add(
+                        m,
+                        NotNan::new(*s).unwrap_or_default(),
+                        AddFlags::default(),
+                        Limits::default(),
+                    )
+                    .ok();
                 })
             })
         });
@@ -130,7 +141,7 @@ fn benches(c: &mut Criterion) {
     for i in 0..w {
         z.add(
             &member(i as usize),
-            (t0 + i) as f64,
+            NotNan::new((t0 + i) as f64).unwrap_or_default(),
             AddFlags::default(),
             Limits::default(),
         )
@@ -142,7 +153,7 @@ fn benches(c: &mut Criterion) {
             now += 1;
             z.add(
                 &member(now as usize),
-                now as f64,
+                NotNan::new(now as f64).unwrap_or_default(),
                 AddFlags::default(),
                 Limits::default(),
             )

@@ -11,7 +11,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use zwindow::zset::{AddFlags, Limits, ZSet};
+use zwindow::zset::{AddFlags, Limits, NotNan, ZSet};
 
 struct Counting;
 
@@ -59,7 +59,7 @@ fn ours_big() -> (f64, usize, Duration) {
         let m = member(i);
         z.add(
             m.as_bytes(),
-            (T0 + i as u64) as f64,
+            NotNan::new((T0 + i as u64) as f64).unwrap_or_default(),
             AddFlags::default(),
             Limits::default(),
         )
@@ -87,7 +87,7 @@ fn ours_big_random_order() -> f64 {
         let m = member(i);
         z.add(
             m.as_bytes(),
-            (T0 + i as u64) as f64,
+            NotNan::new((T0 + i as u64) as f64).unwrap_or_default(),
             AddFlags::default(),
             Limits::default(),
         )
@@ -107,7 +107,7 @@ fn ours_small() -> (f64, f64) {
             let m = member(j);
             z.add(
                 m.as_bytes(),
-                (T0 + (s * SMALL_LEN + j) as u64) as f64,
+                NotNan::new((T0 + (s * SMALL_LEN + j) as u64) as f64).unwrap_or_default(),
                 AddFlags::default(),
                 Limits::default(),
             )

@@ -22,7 +22,7 @@ use crate::protocol::reply::format_double;
 use crate::store::{Entry, Keyspace, Value, notify};
 use crate::util::{eq_ic, glob_match};
 use crate::zset::{
-    AddFlags, AddOutcome, LexRange, Limits, ScoreRange, ZSet, parse_lex_bound, parse_score,
+    AddFlags, AddOutcome, LexRange, Limits, NotNan, ScoreRange, ZSet, parse_lex_bound, parse_score,
     parse_score_bound,
 };
 
@@ -374,7 +374,10 @@ fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut last = 0.0;
     for i in (at..argc).step_by(2) {
-        let score = parse_score(ctx.args.get(i)).unwrap_or(0.0);
+        // Every score was validated above; parse_score never yields NaN.
+        let score = parse_score(ctx.args.get(i))
+            .and_then(|s| NotNan::new(s).ok())
+            .unwrap_or_default();
         match z.add(ctx.args.get(i + 1), score, f, limits) {
             Ok(AddOutcome::Added { score }) => {
                 added += 1;
@@ -659,7 +662,13 @@ fn zrange_generic(
 fn build_store<'a>(hint: usize, limits: Limits, it: impl Iterator<Item = (&'a [u8], f64)>) -> ZSet {
     let mut r = ZSet::with_capacity_hint(hint, 0, limits);
     for (m, s) in it {
-        let _ = r.add(m, s, AddFlags::default(), limits);
+        // Scores read from a sorted set are never NaN.
+        let _ = r.add(
+            m,
+            NotNan::new(s).unwrap_or_default(),
+            AddFlags::default(),
+            limits,
+        );
     }
     r
 }
@@ -1249,7 +1258,13 @@ fn setop(
             let maxlen = result.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
             let mut z = ZSet::with_capacity_hint(result.len(), maxlen, limits);
             for &(m, s) in &result {
-                let _ = z.add(m, s, AddFlags::default(), limits);
+                // Aggregation already turned NaN (inf + -inf) into 0, as Redis does.
+                let _ = z.add(
+                    m,
+                    NotNan::new(s).unwrap_or_default(),
+                    AddFlags::default(),
+                    limits,
+                );
             }
             z.maybe_convert_to_compact(limits);
             let event = match op {

@@ -25,6 +25,7 @@ mod tests;
 pub use score::{LexBound, ScoreBound, parse_lex_bound, parse_score, parse_score_bound};
 
 use listpack::Listpack;
+pub use ordered_float::NotNan;
 use skiplist::{DEFAULT_NODE_CAP, SkipList};
 
 /// Compact-encoding thresholds (`zset-max-listpack-entries` / `-value`).
@@ -342,16 +343,16 @@ impl ZSet {
     }
 
     /// ZADD for one element (Redis `zsetAdd`).
+    /// ZADD semantics for one element. The score cannot be NaN by type;
+    /// an INCR that would produce NaN (`inf + -inf`) is refused.
     pub fn add(
         &mut self,
         member: &[u8],
-        score: f64,
+        score: NotNan<f64>,
         flags: AddFlags,
         limits: Limits,
     ) -> Result<AddOutcome, NanError> {
-        if score.is_nan() {
-            return Err(NanError);
-        }
+        let score = score.into_inner();
         match self.score(member) {
             Some(cur) => {
                 if flags.nx {
