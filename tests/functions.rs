@@ -345,5 +345,61 @@ fn stats_and_kill_running_function() {
             b"-NOTBUSY No scripts in execution right now.\r\n",
             "{name}"
         );
+        // An EVAL script: FUNCTION STATS and KILL answer SCRIPT KILL's BUSY.
+        runner.send(&encode_cmd(&[
+            b"EVAL",
+            b"local x = 0 while true do x = x + 1 end",
+            b"0",
+        ]));
+        let eval_busy: &[u8] =
+            b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+        let start = Instant::now();
+        while other.cmd_str("PING") != eval_busy {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{name}: never busy"
+            );
+        }
+        assert_eq!(other.cmd_str("FUNCTION STATS"), eval_busy, "{name}");
+        assert_eq!(other.cmd_str("FUNCTION KILL"), eval_busy, "{name}");
+        assert_eq!(other.cmd_str("SCRIPT KILL"), b"+OK\r\n", "{name}");
+        let killed = runner.read_reply();
+        assert!(
+            killed.starts_with(b"-ERR Script killed by user with SCRIPT KILL..."),
+            "{name}: {}",
+            escape(&killed)
+        );
     }
+}
+
+/// Libraries that load: what their top level may use, and what their
+/// functions see when called.
+#[test]
+fn load_time_environment() {
+    let (_s, mut p) = start_pair();
+    for code in [
+        "#!lua name=a\nlocal function helper(x) return x * 2 end\nredis.register_function('dbl', function(keys, args) return helper(tonumber(args[1])) end)",
+        "#!lua name=b\nredis.log(redis.LOG_WARNING, 'loading b')\nlocal v = redis.REDIS_VERSION_NUM\nredis.register_function('ver', function() return {redis.REDIS_VERSION, v} end)\nreturn 5",
+        "#!lua name=c\nlocal f = function(keys, args) return string.rep(args[1], 3) end\nredis.register_function{function_name='rep', callback=f, description='repeats'}\nredis.register_function{FUNCTION_NAME='rep2', CALLBACK=f, FLAGS={}}",
+        "#!lua name=d\nlocal count = 0\nredis.register_function('counter', function() count = count + 1 return count end)",
+        "#!lua name=e\nredis.register_function(12, function() return 'twelve' end)",
+        "#!lua name=f\nredis.register_function('inner', function() return redis.register_function('x', function() end) end)",
+    ] {
+        load(&mut p, code);
+    }
+    p.script(&[
+        "FCALL dbl 0 21",
+        "FCALL ver 0",
+        "FCALL rep 0 ab",
+        "FCALL rep2 0 ab",
+        "FCALL counter 0",
+        "FCALL counter 0",
+        "FCALL 12 0",
+        "FCALL inner 0",
+        "FUNCTION LIST LIBRARYNAME e",
+        "FUNCTION LIST LIBRARYNAME d WITHCODE",
+        "FUNCTION STATS",
+        "FUNCTION DELETE c",
+        "FUNCTION STATS",
+    ]);
 }

@@ -323,6 +323,10 @@ fn function_list(ctx: &mut Ctx) -> CmdResult {
 
 fn function_stats(ctx: &mut Ctx) -> CmdResult {
     let sc = &ctx.shared.scripting;
+    // As Redis: an EVAL script running is reported as the BUSY error.
+    if sc.busy.is_running() && !sc.busy.is_function() {
+        return Err(Error::Static(crate::scripting::BUSY_EVAL));
+    }
     let out = &mut *ctx.out;
     out.map(2);
     out.bulk(b"running_script");
