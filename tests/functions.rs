@@ -54,6 +54,9 @@ const BAD_LIBRARIES: &[&str] = &[
     "#!lua name=bad\nprint(1)",
     "#!lua name=bad\nredis.register_function('x', function() end)\nlocal t = KEYS",
     "#!lua name=bad\nwhile true do end",
+    "#!lua name=\"bad\nreturn",
+    "#!lua name=\"bad\"x\nreturn",
+    "#!lua name=bad\tx\nreturn",
 ];
 
 /// Function bodies whose FCALL replies are compared (called with keys
@@ -382,6 +385,8 @@ fn load_time_environment() {
         "#!lua name=b\nredis.log(redis.LOG_WARNING, 'loading b')\nlocal v = redis.REDIS_VERSION_NUM\nredis.register_function('ver', function() return {redis.REDIS_VERSION, v} end)\nreturn 5",
         "#!lua name=c\nlocal f = function(keys, args) return string.rep(args[1], 3) end\nredis.register_function{function_name='rep', callback=f, description='repeats'}\nredis.register_function{FUNCTION_NAME='rep2', CALLBACK=f, FLAGS={}}",
         "#!lua name=d\nlocal count = 0\nredis.register_function('counter', function() count = count + 1 return count end)",
+        "#!lua name=\"quoted\"\nredis.register_function('qf', function() return 1 end)",
+        "#!lua \"name=q2\"\nredis.register_function('qf2', function() return 1 end)",
         "#!lua name=e\nredis.register_function(12, function() return 'twelve' end)",
         "#!lua name=f\nredis.register_function('inner', function() return redis.register_function('x', function() end) end)",
     ] {
@@ -397,6 +402,8 @@ fn load_time_environment() {
         "FCALL 12 0",
         "FCALL inner 0",
         "FUNCTION LIST LIBRARYNAME e",
+        "FUNCTION LIST LIBRARYNAME quoted",
+        "FCALL qf2 0",
         "FUNCTION LIST LIBRARYNAME d WITHCODE",
         "FUNCTION STATS",
         "FUNCTION DELETE c",

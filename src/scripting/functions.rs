@@ -11,6 +11,7 @@
 use mlua::{Function, Table, Value};
 
 use super::{Engine, FUNCTION_CHUNK};
+use crate::protocol::parser::split_args;
 
 /// The text of the error FUNCTION LOAD's timeout raises.
 pub const LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
@@ -50,12 +51,19 @@ pub fn parse_metadata(code: &[u8]) -> Result<(String, usize), String> {
     let Some(end) = code.iter().position(|&b| b == b'\n') else {
         return Err("ERR Invalid library metadata".into());
     };
-    let line = String::from_utf8_lossy(&code[..end]).into_owned();
-    let mut parts = line.split_ascii_whitespace();
-    let engine = parts.next().unwrap_or("#!").get(2..).unwrap_or("");
+    // Redis splits the line with sdssplitargs (quotes and escapes).
+    let (mut words, mut spans) = (Vec::new(), Vec::new());
+    if split_args(&code[..end], &mut words, &mut spans).is_err() || spans.is_empty() {
+        return Err("ERR Invalid library metadata".into());
+    }
+    let parts: Vec<String> = spans
+        .iter()
+        .map(|&(a, b)| String::from_utf8_lossy(words.get(a..b).unwrap_or_default()).into_owned())
+        .collect();
+    let engine = parts[0].get(2..).unwrap_or("");
     let mut name: Option<String> = None;
-    for p in parts {
-        if p.len() >= 5 && p[..5].eq_ignore_ascii_case("name=") {
+    for p in &parts[1..] {
+        if p.len() >= 5 && p.as_bytes()[..5].eq_ignore_ascii_case(b"name=") {
             if name.is_some() {
                 return Err(
                     "ERR Invalid metadata value, name argument was given multiple times".into(),
@@ -211,6 +219,12 @@ mod tests {
             "ERR Invalid metadata value, name argument was given multiple times"
         );
         assert_eq!(err(b"#!luax name=a\n"), "ERR Engine 'luax' not found");
+        assert_eq!(parse_metadata(b"#!lua \"name=q\"\n"), Ok(("q".into(), 14)));
+        assert_eq!(
+            parse_metadata(b"#!lua name=q\"a\"\n"),
+            Ok(("qa".into(), 15))
+        );
+        assert_eq!(err(b"#!lua name=\"q\n"), "ERR Invalid library metadata");
         assert!(err(b"#!lua name=a-b\n").starts_with("ERR Library names can only"));
     }
 }
