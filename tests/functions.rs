@@ -409,4 +409,16 @@ fn load_time_environment() {
         "FUNCTION DELETE c",
         "FUNCTION STATS",
     ]);
+    // INFO's function counters.
+    for key in ["number_of_functions:", "number_of_libraries:"] {
+        let (r, z) = p.both_str("INFO memory");
+        let line = |reply: &[u8]| {
+            String::from_utf8_lossy(reply)
+                .lines()
+                .find(|l| l.starts_with(key))
+                .map(str::to_owned)
+        };
+        assert!(line(&r).is_some(), "{key}");
+        assert_eq!(line(&r), line(&z), "{key}");
+    }
 }

@@ -33,7 +33,7 @@ pub static COMMANDS: &[Command] = &[
         G,
         "7.0.0",
         "Depends on the function that is executed.",
-        "Invokes a function.",
+        "Invoke a function",
     )
     .syntax("function numkeys [key [key ...]] [arg [arg ...]]"),
     Command::new(
@@ -47,7 +47,7 @@ pub static COMMANDS: &[Command] = &[
         G,
         "7.0.0",
         "Depends on the function that is executed.",
-        "Invokes a read-only function.",
+        "Invoke a read-only function",
     )
     .syntax("function numkeys [key [key ...]] [arg [arg ...]]"),
     Command::new("function", -2, 0, Keys::None, super::server::container)
@@ -55,7 +55,7 @@ pub static COMMANDS: &[Command] = &[
             G,
             "7.0.0",
             "Depends on subcommand.",
-            "A container for function commands.",
+            "A container for function commands",
         )
         .subcommands(FUNCTION),
 ];
@@ -72,18 +72,18 @@ static FUNCTION: &[Command] = &[
         G,
         "7.0.0",
         "O(1) (considering compilation time is redundant)",
-        "Creates a library.",
+        "Create a function with the given arguments (name, code, description)",
     )
     .syntax("[REPLACE] function-code"),
     Command::new("delete", 3, NOSCRIPT | WRITE, Keys::None, function_delete)
-        .doc(G, "7.0.0", "O(1)", "Deletes a library and its functions.")
+        .doc(G, "7.0.0", "O(1)", "Delete a function by name")
         .syntax("library-name"),
     Command::new("flush", -2, NOSCRIPT | WRITE, Keys::None, function_flush)
         .doc(
             G,
             "7.0.0",
             "O(N) where N is the number of functions deleted",
-            "Deletes all libraries and functions.",
+            "Deleting all functions",
         )
         .syntax("[ASYNC | SYNC]"),
     Command::new("list", -2, NOSCRIPT, Keys::None, function_list)
@@ -91,7 +91,7 @@ static FUNCTION: &[Command] = &[
             G,
             "7.0.0",
             "O(N) where N is the number of functions",
-            "Returns information about all libraries.",
+            "List information about all the functions",
         )
         .syntax("[LIBRARYNAME library-name-pattern] [WITHCODE]"),
     Command::new(
@@ -105,19 +105,19 @@ static FUNCTION: &[Command] = &[
         G,
         "7.0.0",
         "O(1)",
-        "Returns information about a function during execution.",
+        "Return information about the function currently running (name, description, duration)",
     ),
     Command::new("kill", 2, NOSCRIPT | ALLOW_BUSY, Keys::None, function_kill).doc(
         G,
         "7.0.0",
         "O(1)",
-        "Terminates a function during execution.",
+        "Kill the function currently in execution.",
     ),
     Command::new("dump", 2, NOSCRIPT, Keys::None, function_dump).doc(
         G,
         "7.0.0",
         "O(N) where N is the number of functions",
-        "Dumps all libraries into a serialized binary payload.",
+        "Dump all functions into a serialized binary payload",
     ),
     Command::new(
         "restore",
@@ -130,14 +130,14 @@ static FUNCTION: &[Command] = &[
         G,
         "7.0.0",
         "O(N) where N is the number of functions on the payload",
-        "Restores all libraries from a payload.",
+        "Restore all the functions on the given payload",
     )
     .syntax("serialized-value [FLUSH | APPEND | REPLACE]"),
     Command::new("help", 2, LOADING | STALE, Keys::None, function_help).doc(
         G,
         "7.0.0",
         "O(1)",
-        "Returns helpful text about the different subcommands.",
+        "Show helpful text about the different subcommands",
     ),
 ];
 
