@@ -14,6 +14,7 @@
 
 pub mod connection;
 pub mod docs;
+pub mod functions;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
@@ -41,6 +42,7 @@ pub static TABLE: &[&[Command]] = &[
     server::COMMANDS,
     keys::COMMANDS,
     scripting::COMMANDS,
+    functions::COMMANDS,
     strings::COMMANDS,
     hashes::COMMANDS,
     sets::COMMANDS,

@@ -716,10 +716,11 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
         );
         let _ = write!(
             s,
-            "used_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{eval}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nused_memory_vm_functions:{lua}\r\nused_memory_functions:{fns}\r\nused_memory_scripts:{}\r\nused_memory_scripts_human:{}\r\n\r\n",
+            "used_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{eval}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\nused_memory_vm_functions:{lua}\r\nused_memory_functions:{fns}\r\nused_memory_scripts:{}\r\nused_memory_scripts_human:{}\r\n\r\n",
             human(lua as u64),
             sc.cached_scripts.load(Relaxed),
             sc.functions_count.load(Relaxed),
+            sc.libraries_count.load(Relaxed),
             eval + fns,
             human((eval + fns) as u64),
         );

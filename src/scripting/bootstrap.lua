@@ -170,10 +170,7 @@ function redis.acl_check_cmd(...)
   end
   return true
 end
-function redis.register_function(...)
-  return impl.register_function(...)
-end
-for _, name in G.ipairs({ 'sha1hex', 'log', 'setresp', 'set_repl', 'acl_check_cmd', 'register_function' }) do
+for _, name in G.ipairs({ 'sha1hex', 'log', 'setresp', 'set_repl', 'acl_check_cmd' }) do
   redis[name] = api(redis[name])
 end
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
@@ -247,4 +244,188 @@ setmt(env, { __index = G, __newindex = ro_newindex, __metatable = false })
 protected[env] = true
 G._G = env
 
-return errhandler, readonly
+-- Functions (FUNCTION LOAD / FCALL). Like Redis 7.0, a library's code
+-- runs once at load time with globals that hold nothing but a small
+-- `redis` (register_function, log, the version); the functions it
+-- registers later run with the full sandbox. All libraries share one
+-- environment, `fenv`, whose lookups switch on `loading`: closures keep the
+-- environment of the chunk that made them, so swapping the chunk's
+-- environment afterwards would not reach them.
+local loading = false
+local pending = nil
+local strfind, strlower = G.string.find, G.string.lower
+local function nonexistent(k)
+  error_("Script attempted to access nonexistent global variable '" .. tostring_(k) .. "'", 3)
+end
+-- A read-only table whose missing fields fail like missing globals (Redis's
+-- error metatable on the load-time tables).
+local function strict(t)
+  local p = setmt({}, {
+    __index = function(_, k)
+      local v = rawget_(t, k)
+      if v == nil then
+        nonexistent(k)
+      end
+      return v
+    end,
+    __newindex = ro_newindex,
+    __metatable = false,
+  })
+  protected[p] = true
+  real[p] = t
+  return p
+end
+
+local flag_bits = { ['no-writes'] = 1, ['allow-oom'] = 2, ['allow-stale'] = 4, ['no-cluster'] = 8,
+  ['allow-cross-slot-keys'] = 16 }
+local function read_flags(t)
+  local bits, j = 0, 1
+  while true do
+    local f = t[j]
+    if f == nil then
+      return bits
+    end
+    local tf = type_(f)
+    if tf ~= 'string' and tf ~= 'number' then
+      return nil
+    end
+    local b = flag_bits[strlower(tostring_(f))]
+    if b == nil then
+      return nil
+    end
+    if bits % (2 * b) < b then
+      bits = bits + b
+    end
+    j = j + 1
+  end
+end
+local function as_string(v)
+  local tv = type_(v)
+  if tv == 'string' or tv == 'number' then
+    return tostring_(v)
+  end
+  return nil
+end
+
+local function register_function(...)
+  local n = select_('#', ...)
+  if n < 1 or n > 2 then
+    raise('ERR wrong number of arguments to redis.register_function')
+  end
+  local name, cb, flags, desc
+  if n == 1 then
+    local t = ...
+    if type_(t) ~= 'table' then
+      raise('ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).')
+    end
+    for k, v in pairs_(t) do
+      if type_(k) ~= 'string' and type_(k) ~= 'number' then
+        raise('ERR named argument key given to redis.register_function is not a string')
+      end
+      local key = strlower(tostring_(k))
+      if key == 'function_name' then
+        name = as_string(v)
+        if name == nil then
+          raise('ERR function_name argument given to redis.register_function must be a string')
+        end
+      elseif key == 'description' then
+        desc = as_string(v)
+        if desc == nil then
+          raise('ERR description argument given to redis.register_function must be a string')
+        end
+      elseif key == 'callback' then
+        if type_(v) ~= 'function' then
+          raise('ERR callback argument given to redis.register_function must be a function')
+        end
+        cb = v
+      elseif key == 'flags' then
+        if type_(v) ~= 'table' then
+          raise('ERR flags argument to redis.register_function must be a table representing function flags')
+        end
+        flags = read_flags(v)
+        if flags == nil then
+          raise('ERR unknown flag given')
+        end
+      else
+        raise('ERR unknown argument given to redis.register_function')
+      end
+    end
+    if name == nil then
+      raise('ERR redis.register_function must get a function name argument')
+    end
+    if cb == nil then
+      raise('ERR redis.register_function must get a callback argument')
+    end
+  else
+    local a, b = ...
+    name = as_string(a)
+    if name == nil then
+      raise('ERR first argument to redis.register_function must be a string')
+    end
+    if type_(b) ~= 'function' then
+      raise('ERR second argument to redis.register_function must be a function')
+    end
+    cb = b
+  end
+  if pending == nil then
+    raise('ERR redis.register_function can only be called on FUNCTION LOAD command')
+  end
+  if not strfind(name, '^[%w_]+$') then
+    raise('ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
+  end
+  for _, f in ipairs_(pending) do
+    if f[1] == name then
+      raise('ERR Function already exists in the library')
+    end
+  end
+  pending[#pending + 1] = { name, cb, flags or 0, desc }
+end
+
+local load_redis = {
+  register_function = api(register_function),
+  log = redis.log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION_NUM = impl.version_num,
+  REDIS_VERSION = impl.version,
+}
+local load_globals = { redis = strict(load_redis) }
+
+local fenv = setmt({}, {
+  __index = function(_, k)
+    local v
+    if loading then
+      v = rawget_(load_globals, k)
+    else
+      v = rawget_(G, k)
+    end
+    if v == nil then
+      error_("Script attempted to access nonexistent global variable '" .. tostring_(k) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = ro_newindex,
+  __metatable = false,
+})
+protected[fenv] = true
+
+-- Runs a library's chunk: (nil, functions) or (error text).
+local function load_library(chunk)
+  pending, loading = {}, true
+  local ok, e = rawpcall(chunk)
+  local fns = pending
+  pending, loading = nil, false
+  if ok then
+    return nil, fns
+  end
+  e = errvalue(e)
+  if type_(e) == 'table' then
+    local m = rawget_(e, 'err')
+    if type_(m) == 'string' or type_(m) == 'number' then
+      return tostring_(m)
+    end
+    return 'ERR unknown error'
+  end
+  return 'ERR ' .. tostring_(e)
+end
+
+return errhandler, readonly, fenv, load_library

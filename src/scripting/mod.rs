@@ -35,6 +35,7 @@
 
 pub mod codecs;
 pub mod convert;
+pub mod functions;
 pub mod libs;
 
 use std::cell::RefCell;
@@ -73,6 +74,10 @@ pub struct Busy {
     started_ms: AtomicU64,
     kill: AtomicBool,
     wrote: AtomicBool,
+    /// FUNCTION LOAD's deadline (ms since `epoch`; 0 = none).
+    load_deadline_ms: AtomicU64,
+    /// The running function and its FCALL arguments (FUNCTION STATS).
+    pub running_function: Mutex<Option<(String, Vec<Vec<u8>>)>>,
     is_function: AtomicBool,
     epoch: std::sync::OnceLock<Instant>,
     /// Woken when a script ends.
@@ -86,6 +91,7 @@ impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
         self.0.running.store(false, Relaxed);
         self.0.kill.store(false, Relaxed);
+        *self.0.running_function.lock() = None;
         self.0.ended.notify_waiters();
     }
 }
@@ -123,6 +129,17 @@ impl Busy {
                 BUSY_EVAL
             }
         })
+    }
+
+    /// Arms (or, with `None`, disarms) FUNCTION LOAD's timeout.
+    pub fn set_load_deadline(&self, after: Option<u64>) {
+        let at = after.map_or(0, |ms| self.now_ms() + ms.max(1));
+        self.load_deadline_ms.store(at, Relaxed);
+    }
+
+    fn load_timed_out(&self) -> bool {
+        let at = self.load_deadline_ms.load(Relaxed);
+        at != 0 && self.now_ms() >= at
     }
 
     pub fn elapsed_ms(&self) -> u64 {
@@ -215,6 +232,7 @@ pub struct Scripting {
     pub scripts_bytes: AtomicUsize,
     pub lua_memory: AtomicUsize,
     pub functions_count: AtomicUsize,
+    pub libraries_count: AtomicUsize,
     pub functions_bytes: AtomicUsize,
 }
 
@@ -294,6 +312,12 @@ impl Scripting {
         self.scripts_bytes
             .store(e.scripts.values().map(|s| s.body.len() + 64).sum(), Relaxed);
         self.lua_memory.store(e.lua.used_memory(), Relaxed);
+        self.libraries_count.store(e.libraries.len(), Relaxed);
+        self.functions_count.store(e.function_count(), Relaxed);
+        self.functions_bytes.store(
+            e.libraries.values().map(|l| l.code.len() + 64).sum(),
+            Relaxed,
+        );
     }
 }
 
@@ -317,6 +341,16 @@ pub struct Engine {
     xpcall: Function,
     readonly: Function,
     pub scripts: HashMap<String, Script>,
+    /// The environment of every function library (see bootstrap.lua).
+    fenv: Table,
+    /// bootstrap.lua's `load_library(chunk)`.
+    load_library: Function,
+    busy: Arc<Busy>,
+    /// FUNCTION libraries by name (sorted: FUNCTION LIST is deterministic).
+    pub libraries: std::collections::BTreeMap<String, functions::Library>,
+    /// Lower-cased function name → its library (FCALL names are
+    /// case-insensitive across libraries, as in Redis).
+    pub function_index: HashMap<String, String>,
 }
 
 /// How one script runs.
@@ -332,6 +366,7 @@ pub struct RunSpec<'a> {
 
 impl Engine {
     fn new(busy: Arc<Busy>) -> mlua::Result<Engine> {
+        let engine_busy = busy.clone();
         // SAFETY: the debug library is needed to build Redis's error handler;
         // the bootstrap removes it from the globals right after.
         let lua = unsafe {
@@ -427,7 +462,7 @@ impl Engine {
             .load(include_str!("bootstrap.lua"))
             .set_name("=[redis]")
             .into_function()?;
-        let (errhandler, readonly): (Function, Function) =
+        let (errhandler, readonly, fenv, load_library): (Function, Function, Table, Function) =
             boot.call((globals.clone(), env.clone(), impl_tbl.clone()))?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         lua.set_hook(
@@ -435,6 +470,8 @@ impl Engine {
             move |_, _| {
                 if busy.kill.load(Relaxed) {
                     Err(mlua::Error::RuntimeError(KILLED.into()))
+                } else if busy.load_timed_out() {
+                    Err(mlua::Error::RuntimeError(functions::LOAD_TIMEOUT.into()))
                 } else {
                     Ok(mlua::VmState::Continue)
                 }
@@ -449,6 +486,11 @@ impl Engine {
             xpcall,
             readonly,
             scripts: HashMap::new(),
+            fenv,
+            load_library,
+            busy: engine_busy,
+            libraries: Default::default(),
+            function_index: HashMap::new(),
         })
     }
 
@@ -489,6 +531,10 @@ impl Engine {
     pub fn flush_scripts(&mut self) {
         self.scripts.clear();
         self.lua.gc_collect().ok();
+    }
+
+    fn busy(&self) -> &Busy {
+        &self.busy
     }
 
     pub fn make_readonly(&self, t: Table) -> mlua::Result<Table> {
