@@ -16,7 +16,11 @@ fn main() -> std::process::ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
+    // Always the multi-thread flavour, even with one worker: a running
+    // script moves off the worker with `block_in_place`, so other clients
+    // still get BUSY replies and SCRIPT KILL while it runs.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.worker_threads())
         .enable_all()
         .build()
     {
