@@ -21,7 +21,7 @@
 //! them, e.g. `heartbeat,zadd`: run only those, for profiling one workload),
 //! `VS_REDIS_DEPTHS` (comma-separated pipeline depths, default `1,16`),
 //! `VS_REDIS_ZWINDOW_ARGS` (extra zwindow flags, space-separated, e.g.
-//! `--threads 2`).
+//! `--threads 2`), `VS_REDIS_ZWINDOW` (another zwindow binary, for A/B runs).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -626,7 +626,8 @@ fn main() {
         })
         .collect();
 
-    let zwindow_exe = env!("CARGO_BIN_EXE_zwindow");
+    let zwindow_exe =
+        std::env::var("VS_REDIS_ZWINDOW").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zwindow").into());
     let mut zwindow_args = ["--bind", "127.0.0.1", "--log-level", "warn"]
         .map(String::from)
         .to_vec();
@@ -636,7 +637,7 @@ fn main() {
             .split_whitespace()
             .map(String::from),
     );
-    let mut servers = vec![Server::start("zwindow", zwindow_exe, &zwindow_args)];
+    let mut servers = vec![Server::start("zwindow", &zwindow_exe, &zwindow_args)];
     match find_on_path("redis-server") {
         Some(exe) => servers.push(Server::start(
             "redis",
