@@ -16,7 +16,12 @@
 //!
 //! Knobs: `VS_REDIS_SECONDS` (per workload and depth, default 3),
 //! `VS_REDIS_QUICK=1` (a smoke run: 0.3 s, 8 connections, 100k-member set),
-//! `VS_REDIS_CONNS` (default 50), `REDIS_SERVER` (path of redis-server).
+//! `VS_REDIS_CONNS` (default 50), `REDIS_SERVER` (path of redis-server),
+//! `VS_REDIS_ONLY` (comma-separated workload names as `Workload::key` spells
+//! them, e.g. `heartbeat,zadd`: run only those, for profiling one workload),
+//! `VS_REDIS_DEPTHS` (comma-separated pipeline depths, default `1,16`),
+//! `VS_REDIS_ZWINDOW_ARGS` (extra zwindow flags, space-separated, e.g.
+//! `--threads 2`), `VS_REDIS_ZWINDOW` (another zwindow binary, for A/B runs).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -122,6 +127,18 @@ impl Workload {
             Workload::Trim => "ZADD+ZREMRANGEBYSCORE trim",
             Workload::Zadd => "ZADD",
             Workload::GetSet => "GET/SET",
+        }
+    }
+
+    /// Short name for `VS_REDIS_ONLY`.
+    fn key(self) -> &'static str {
+        match self {
+            Workload::Heartbeat => "heartbeat",
+            Workload::LiveEvents => "live-events",
+            Workload::RangeLastMinute => "range",
+            Workload::Trim => "trim",
+            Workload::Zadd => "zadd",
+            Workload::GetSet => "getset",
         }
     }
 
@@ -595,14 +612,32 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick { 8 } else { 50 });
     let big_members: u64 = if quick { 100_000 } else { 1_000_000 };
-    let depths = [1usize, 16];
+    let depths: Vec<usize> = std::env::var("VS_REDIS_DEPTHS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|d| d.trim().parse().ok()).collect())
+        .filter(|d: &Vec<usize>| !d.is_empty())
+        .unwrap_or_else(|| vec![1, 16]);
+    let only = std::env::var("VS_REDIS_ONLY").ok();
+    let workloads: Vec<Workload> = WORKLOADS
+        .into_iter()
+        .filter(|w| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|k| k.trim() == w.key()))
+        })
+        .collect();
 
-    let zwindow_exe = env!("CARGO_BIN_EXE_zwindow");
-    let mut servers = vec![Server::start(
-        "zwindow",
-        zwindow_exe,
-        &["--bind", "127.0.0.1", "--log-level", "warn"].map(String::from),
-    )];
+    let zwindow_exe =
+        std::env::var("VS_REDIS_ZWINDOW").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zwindow").into());
+    let mut zwindow_args = ["--bind", "127.0.0.1", "--log-level", "warn"]
+        .map(String::from)
+        .to_vec();
+    zwindow_args.extend(
+        std::env::var("VS_REDIS_ZWINDOW_ARGS")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from),
+    );
+    let mut servers = vec![Server::start("zwindow", &zwindow_exe, &zwindow_args)];
     match find_on_path("redis-server") {
         Some(exe) => servers.push(Server::start(
             "redis",
@@ -622,8 +657,9 @@ fn main() {
         None => println!("redis-server not on PATH: measuring zwindow alone"),
     }
     println!(
-        "vs_redis: {conns} connections, {secs} s per workload and depth, depths {depths:?}, CLK_TCK {}, zwindow {zwindow_exe}",
-        clk_tck()
+        "vs_redis: {conns} connections, {secs} s per workload and depth, depths {depths:?}, CLK_TCK {}, zwindow {zwindow_exe} (pid {})",
+        clk_tck(),
+        servers[0].pid()
     );
 
     // Memory: one key with `big_members` members.
@@ -684,8 +720,8 @@ fn main() {
         "RSS"
     );
     let mut cpu_ratios: Vec<(usize, f64)> = Vec::new();
-    for w in WORKLOADS {
-        for depth in depths {
+    for &w in &workloads {
+        for &depth in &depths {
             let m: Vec<Measured> = servers
                 .iter()
                 .map(|s| measure(&rt, s, w, depth, conns, secs))
@@ -732,7 +768,7 @@ fn main() {
     }
     if servers.len() == 2 {
         println!();
-        for depth in depths {
+        for &depth in &depths {
             let v: Vec<f64> = cpu_ratios
                 .iter()
                 .filter(|(d, _)| *d == depth)

@@ -32,6 +32,9 @@ pub struct Args {
     /// Keyspace shards (default: 4 per core, at most 128).
     #[arg(long)]
     pub shards: Option<usize>,
+    /// Threads serving connections (default: 1).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Require clients to AUTH with this password.
     #[arg(long)]
     pub requirepass: Option<String>,
@@ -84,6 +87,18 @@ impl Args {
         merged.extend(config_file_flags(&text)?);
         merged.extend(argv.into_iter().skip(1));
         Args::try_parse_from(merged).map_err(|e| e.to_string())
+    }
+
+    /// Tokio worker threads serving connections. One by default, chosen by
+    /// measurement (`benches/vs_redis.rs` on 2 cores shared with the load
+    /// generator): with two workers every request pays for cross-thread
+    /// wakeups, work stealing and contended shard locks, which cost more
+    /// server CPU per request than a second core wins back (geometric mean
+    /// over the sorted-set workloads at pipeline depth 1: 0.90 of Redis's
+    /// CPU per request with one worker, 1.03 with two). More workers still
+    /// raise throughput on many-core machines that are not CPU-starved.
+    pub fn worker_threads(&self) -> usize {
+        self.threads.unwrap_or(1).clamp(1, 256)
     }
 
     pub fn shard_count(&self) -> usize {
