@@ -7,15 +7,16 @@
 //! every shard. FUNCTION STATS and KILL must answer while a function runs,
 //! so they never take the engine: they read the busy state and counters.
 //!
-//! FUNCTION DUMP/RESTORE answer an error: their payload is Redis's RDB
-//! encoding of the libraries (with an RDB version and CRC64 trailer), which
-//! zwindow does not produce or parse.
+//! FUNCTION DUMP/RESTORE speak Redis 7.0's payload format
+//! (`crate::scripting::dump`), so libraries move between zwindow and
+//! redis-server in both directions.
 
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Error, Keys};
 use crate::scripting::RunSpec;
+use crate::scripting::dump;
 use crate::scripting::functions::{FLAG_NAMES, FLAG_NO_WRITES};
 use crate::util::{eq_ic, glob_match, parse_i64};
 
@@ -371,16 +372,69 @@ fn function_kill(ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
-fn function_dump(_ctx: &mut Ctx) -> CmdResult {
-    Err(Error::Static(
-        "ERR FUNCTION DUMP is not supported: zwindow cannot produce Redis's RDB function payload",
-    ))
+/// FUNCTION DUMP: every library in Redis 7.0's payload format.
+fn function_dump(ctx: &mut Ctx) -> CmdResult {
+    let shared = ctx.shared.clone();
+    let engine = shared.scripting.engine_for(ctx.client)?;
+    let payload = dump::encode(engine.libraries.values().map(|l| l.code.as_slice()));
+    ctx.out.bulk(&payload);
+    Ok(())
 }
 
-fn function_restore(_ctx: &mut Ctx) -> CmdResult {
-    Err(Error::Static(
-        "ERR FUNCTION RESTORE is not supported: zwindow cannot parse Redis's RDB function payload",
-    ))
+/// FUNCTION RESTORE payload [FLUSH | APPEND | REPLACE], all or nothing.
+fn function_restore(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() > 4 {
+        return Err(Error::Static(
+            "ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP.",
+        ));
+    }
+    #[derive(PartialEq)]
+    enum Policy {
+        Flush,
+        Append,
+        Replace,
+    }
+    let policy = match ctx.argc() {
+        3 => Policy::Append,
+        _ if eq_ic(ctx.arg(3), "FLUSH") => Policy::Flush,
+        _ if eq_ic(ctx.arg(3), "APPEND") => Policy::Append,
+        _ if eq_ic(ctx.arg(3), "REPLACE") => Policy::Replace,
+        _ => {
+            return Err(Error::Static(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            ));
+        }
+    };
+    let codes = dump::decode(ctx.arg(2)).map_err(Error::Static)?;
+    let shared = ctx.shared.clone();
+    let mut engine = shared.scripting.engine_for(ctx.client)?;
+    if policy == Policy::Append {
+        for code in &codes {
+            let (name, _) =
+                crate::scripting::functions::parse_metadata(code).map_err(Error::Owned)?;
+            if engine.libraries.contains_key(&name) {
+                return Err(Error::Owned(format!("ERR Library {name} already exists")));
+            }
+        }
+    }
+    // Restore into the current set, putting it back on any failure.
+    let saved: Vec<Vec<u8>> = engine.libraries.values().map(|l| l.code.clone()).collect();
+    if policy == Policy::Flush {
+        engine.flush_libraries();
+    }
+    for code in &codes {
+        if let Err(e) = engine.load_library(code, policy != Policy::Append) {
+            engine.flush_libraries();
+            for old in &saved {
+                let _ = engine.load_library(old, true);
+            }
+            shared.scripting.update_stats(&engine);
+            return Err(Error::Owned(e));
+        }
+    }
+    shared.scripting.update_stats(&engine);
+    ctx.out.ok();
+    Ok(())
 }
 
 fn function_help(ctx: &mut Ctx) -> CmdResult {

@@ -35,6 +35,7 @@
 
 pub mod codecs;
 pub mod convert;
+pub mod dump;
 pub mod functions;
 pub mod libs;
 
