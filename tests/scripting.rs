@@ -614,3 +614,111 @@ fn shutdown_nosave_stops_a_running_script() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Scripts over sorted sets: plain ones compared with redis-server, and a
+/// windowed one on redis-server with the explicit trim the window replaces.
+#[test]
+fn scripts_over_plain_and_windowed_sorted_sets() {
+    let s = Servers::start();
+    let mut p = s.pair();
+    let zscript = "redis.call('ZADD', KEYS[1], 1, 'a', 2.5, 'b', 3, 'c') \
+                   local r = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES') \
+                   local inc = redis.call('ZINCRBY', KEYS[1], ARGV[1], 'a') \
+                   return {r, inc, redis.call('ZSCORE', KEYS[1], 'b'), redis.call('ZCARD', KEYS[1]), \
+                           redis.call('ZRANK', KEYS[1], 'c'), redis.call('ZPOPMIN', KEYS[1])}";
+    ev(&mut p, zscript, &["1", "z", "0.25"]);
+    ev(&mut p, zscript, &["1", "other-undeclared-is-fine", "7"]);
+    ev(
+        &mut p,
+        "return redis.pcall('ZADD', KEYS[1], 'nan', 'x')",
+        &["1", "z"],
+    );
+    ev(
+        &mut p,
+        "redis.setresp(3) return redis.call('ZSCORE', KEYS[1], 'b')",
+        &["1", "z"],
+    );
+    ev(
+        &mut p,
+        "return redis.call('ZINTERCARD', 2, KEYS[1], 'other-undeclared-is-fine')",
+        &["1", "z"],
+    );
+
+    // Windowed: zwindow trims by rule, redis-server runs the trim itself.
+    p.z.cmd_str("ZWINDOW SET w:* 100 MS");
+    let now: u64 = {
+        let t = parse_reply(&p.r.cmd_str("TIME"));
+        let secs: u64 = String::from_utf8_lossy(t.array()[0].bulk())
+            .parse()
+            .unwrap();
+        secs * 1000
+    };
+    let old = (now - 60_000).to_string();
+    let far = (now + 3_600_000).to_string();
+    let body = "redis.call('ZADD', KEYS[1], ARGV[1], 'old', ARGV[2], 'new') \
+                return {redis.call('ZCARD', KEYS[1]), redis.call('ZRANGE', KEYS[1], 0, -1)}";
+    let z = p.z.cmd(&[
+        b"EVAL",
+        body.as_bytes(),
+        b"1",
+        b"w:k",
+        old.as_bytes(),
+        far.as_bytes(),
+    ]);
+    let trim_then = format!(
+        "{body_prefix} redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3]) \
+         return {{redis.call('ZCARD', KEYS[1]), redis.call('ZRANGE', KEYS[1], 0, -1)}}",
+        body_prefix = "redis.call('ZADD', KEYS[1], ARGV[1], 'old', ARGV[2], 'new')"
+    );
+    let cutoff = (now - 100).to_string();
+    let r = p.r.cmd(&[
+        b"EVAL",
+        trim_then.as_bytes(),
+        b"1",
+        b"w:k",
+        old.as_bytes(),
+        far.as_bytes(),
+        cutoff.as_bytes(),
+    ]);
+    assert_eq!(escape(&z), escape(&r));
+}
+
+/// Time stands still inside a script: a member that ages out while the
+/// script runs is still there at the script's end, as `now` is fixed.
+#[test]
+fn a_script_sees_one_instant_of_a_windowed_set() {
+    let z = ZwindowServer::start(&["--zwindow", "hb:*=300:ms"]);
+    let mut c = z.conn();
+    let t = parse_reply(&c.cmd_str("TIME"));
+    let secs: u64 = String::from_utf8_lossy(t.array()[0].bulk())
+        .parse()
+        .unwrap();
+    let micros: u64 = String::from_utf8_lossy(t.array()[1].bulk())
+        .parse()
+        .unwrap();
+    let now_ms = secs * 1000 + micros / 1000;
+    // Ages out 100 ms from now; the script spins for ~400 ms in between.
+    let score = (now_ms - 200).to_string();
+    let body = "redis.call('ZADD', KEYS[1], ARGV[1], 'u') \
+                local before = redis.call('ZCARD', KEYS[1]) \
+                local t0 = redis.call('TIME') \
+                local spin = 0 \
+                for i = 1, 40000000 do spin = spin + i end \
+                local t1 = redis.call('TIME') \
+                return {before, redis.call('ZCARD', KEYS[1]), t0[1] == t1[1] and t0[2] == t1[2] and 1 or 0}";
+    let started = Instant::now();
+    let reply = c.cmd(&[b"EVAL", body.as_bytes(), b"1", b"hb:1", score.as_bytes()]);
+    assert!(
+        started.elapsed() > Duration::from_millis(120),
+        "the script must outlive the member"
+    );
+    assert_eq!(
+        reply, b"*3\r\n:1\r\n:1\r\n:1\r\n",
+        "one instant for the whole script"
+    );
+    assert_eq!(
+        c.cmd_str("ZCARD hb:1"),
+        b":0\r\n",
+        "gone for the next command"
+    );
+}
