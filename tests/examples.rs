@@ -18,6 +18,10 @@ use common::{RedisServer, ZwindowServer};
 
 /// Serialises the fallback `cargo build` so parallel tests do not race on it.
 static BUILD: Mutex<()> = Mutex::new(());
+/// The examples run on real time (short windows, bursts, heartbeats): one
+/// at a time, so the test runner's other threads cannot starve one of CPU
+/// long enough to blur its timing.
+static RUN: Mutex<()> = Mutex::new(());
 
 /// The path of a built example, building it if it is missing.
 fn example_bin(name: &str) -> PathBuf {
@@ -61,6 +65,7 @@ fn run_example(name: &str, url: &str, classic: bool) -> String {
     if classic {
         cmd.arg("--classic");
     }
+    let _one_at_a_time = RUN.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     let out = cmd.output().expect("run example");
     let took = started.elapsed();
