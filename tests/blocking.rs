@@ -8,26 +8,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// A scenario: given a way to open connections to one server, returns the
-/// replies it observed, in order.
-type Scenario = fn(&dyn Fn() -> RawConn) -> Vec<Vec<u8>>;
-
-/// Runs `scenario` on redis-server and on zwindow; every reply must match.
-fn differential(scenario: Scenario) {
-    let s = Servers::start();
-    let r = scenario(&|| s.r.conn());
-    let z = scenario(&|| s.z.conn());
-    assert_eq!(r.len(), z.len(), "reply counts differ");
-    for (i, (a, b)) in r.iter().zip(&z).enumerate() {
-        assert!(
-            replies_equivalent(a, b),
-            "reply {i} differs\n  redis:   {}\n  zwindow: {}",
-            escape(a),
-            escape(b)
-        );
-    }
-}
-
 fn cmd(c: &mut RawConn, line: &str) -> Vec<u8> {
     c.cmd_str(line)
 }

@@ -10,23 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-type Scenario = fn(&dyn Fn() -> RawConn) -> Vec<Vec<u8>>;
-
-fn differential(scenario: Scenario) {
-    let s = Servers::start();
-    let r = scenario(&|| s.r.conn());
-    let z = scenario(&|| s.z.conn());
-    assert_eq!(r.len(), z.len(), "reply counts differ");
-    for (i, (a, b)) in r.iter().zip(&z).enumerate() {
-        assert!(
-            replies_equivalent(a, b),
-            "reply {i} differs\n  redis:   {}\n  zwindow: {}",
-            escape(a),
-            escape(b)
-        );
-    }
-}
-
 fn send(c: &mut RawConn, line: &str) {
     let args = split_args(line);
     let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();

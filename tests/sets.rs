@@ -12,16 +12,6 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Runs `f` on a fresh pair in RESP2, then again after HELLO 3 on both.
-fn in_both_protocols(f: impl Fn(&mut Pair)) {
-    let (_s, mut p) = start_pair();
-    f(&mut p);
-    p.check_str("FLUSHALL");
-    // The HELLO replies differ in the client id only.
-    p.both_str("HELLO 3");
-    f(&mut p);
-}
-
 /// The elements of an aggregate reply as a sorted list of raw frames.
 fn sorted_elems(reply: &[u8]) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
     let (h, mut e) = split_aggregate(reply)?;

@@ -10,16 +10,6 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Runs `f` on a fresh pair in RESP2, then again after HELLO 3 on both.
-fn in_both_protocols(f: impl Fn(&mut Pair)) {
-    let (_s, mut p) = start_pair();
-    f(&mut p);
-    p.check_str("FLUSHALL");
-    // The HELLO replies differ in the client id only.
-    p.both_str("HELLO 3");
-    f(&mut p);
-}
-
 /// Like `Pair::check_str`, but the replies must be byte-identical (no
 /// numeric comparison of floats): INCRBYFLOAT prints Redis 7.0's exact digits.
 fn check_exact(p: &mut Pair, line: &str) {

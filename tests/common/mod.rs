@@ -1143,3 +1143,33 @@ impl Pair {
         }
     }
 }
+
+/// Runs `f` on a fresh pair in RESP2, then again after HELLO 3 on both.
+pub fn in_both_protocols(f: impl Fn(&mut Pair)) {
+    let (_s, mut p) = start_pair();
+    f(&mut p);
+    p.check_str("FLUSHALL");
+    // The HELLO replies differ in the client id only.
+    p.both_str("HELLO 3");
+    f(&mut p);
+}
+
+/// A multi-connection scenario: given a way to open connections to one
+/// server, returns the replies it observed, in order.
+pub type Scenario = fn(&dyn Fn() -> RawConn) -> Vec<Vec<u8>>;
+
+/// Runs `scenario` on redis-server and on zwindow; every reply must match.
+pub fn differential(scenario: Scenario) {
+    let s = Servers::start();
+    let r = scenario(&|| s.r.conn());
+    let z = scenario(&|| s.z.conn());
+    assert_eq!(r.len(), z.len(), "reply counts differ");
+    for (i, (a, b)) in r.iter().zip(&z).enumerate() {
+        assert!(
+            replies_equivalent(a, b),
+            "reply {i} differs\n  redis:   {}\n  zwindow: {}",
+            escape(a),
+            escape(b)
+        );
+    }
+}
