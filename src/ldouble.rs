@@ -255,21 +255,8 @@ fn parse_dec(s: &[u8]) -> Option<Rounded> {
         return None;
     }
     if i < s.len() && (s[i] | 0x20) == b'e' {
-        let (eneg, mut j) = match s.get(i + 1) {
-            Some(b'-') => (true, i + 2),
-            Some(b'+') => (false, i + 2),
-            _ => (false, i + 1),
-        };
-        if !s.get(j).is_some_and(u8::is_ascii_digit) {
-            return None;
-        }
-        let mut e: i64 = 0;
-        while j < s.len() && s[j].is_ascii_digit() {
-            // Saturate: anything this large over- or underflows anyway.
-            e = (e * 10 + (s[j] - b'0') as i64).min(1_000_000_000);
-            j += 1;
-        }
-        dec_exp += if eneg { -e } else { e };
+        let (e, j) = parse_exponent(s, i + 1)?;
+        dec_exp += e;
         i = j;
     }
     if i != s.len() {
@@ -368,20 +355,8 @@ fn parse_hex(s: &[u8]) -> Option<Rounded> {
         return None;
     }
     if i < s.len() && (s[i] | 0x20) == b'p' {
-        let (eneg, mut j) = match s.get(i + 1) {
-            Some(b'-') => (true, i + 2),
-            Some(b'+') => (false, i + 2),
-            _ => (false, i + 1),
-        };
-        if !s.get(j).is_some_and(u8::is_ascii_digit) {
-            return None;
-        }
-        let mut e: i64 = 0;
-        while j < s.len() && s[j].is_ascii_digit() {
-            e = (e * 10 + (s[j] - b'0') as i64).min(1_000_000_000);
-            j += 1;
-        }
-        bin_exp += if eneg { -e } else { e };
+        let (e, j) = parse_exponent(s, i + 1)?;
+        bin_exp += e;
         i = j;
     }
     if i != s.len() {
@@ -609,6 +584,26 @@ pub enum IncrError {
     NotFloat,
     /// The sum is infinite.
     NanOrInfinity,
+}
+
+/// Parses a signed decimal exponent starting at `at` (after the `e`/`p`);
+/// returns it and the index after it. Saturates: an exponent this large
+/// over- or underflows anyway.
+fn parse_exponent(s: &[u8], at: usize) -> Option<(i64, usize)> {
+    let (neg, mut j) = match s.get(at) {
+        Some(b'-') => (true, at + 1),
+        Some(b'+') => (false, at + 1),
+        _ => (false, at),
+    };
+    if !s.get(j).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut e: i64 = 0;
+    while j < s.len() && s[j].is_ascii_digit() {
+        e = (e * 10 + (s[j] - b'0') as i64).min(1_000_000_000);
+        j += 1;
+    }
+    Some((if neg { -e } else { e }, j))
 }
 
 #[cfg(test)]
