@@ -37,7 +37,12 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(zwindow::server::run(args)) {
+    let result = runtime.block_on(zwindow::server::run(args));
+    // Dropping the runtime would wait for every blocking task, including a
+    // script still unwinding or a join stuck behind its locks; the server
+    // has already shut down cleanly, so give them no more than a moment.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");

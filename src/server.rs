@@ -137,15 +137,23 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(listener);
     let _ = shared.shutdown_tx.send(true);
     shared.scripting.busy.force_kill();
-    let drained = tokio::time::timeout(Duration::from_millis(900), async {
+    // Everything below shares one deadline: the process exits within a
+    // second of the signal whatever a script or a shard lock is doing.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+    let drained = tokio::time::timeout_at(deadline, async {
         while conns.join_next().await.is_some() {}
     })
     .await;
     if drained.is_err() {
         conns.abort_all();
     }
-    // The background tasks return as soon as they see the shutdown signal.
-    let _ = background.join();
+    // The background tasks return as soon as they see the shutdown signal,
+    // unless they wait on a shard lock a dying script still holds: then
+    // the exit does not wait for them (threads end with the process).
+    let joined = tokio::task::spawn_blocking(move || background.join());
+    if tokio::time::timeout_at(deadline, joined).await.is_err() {
+        tracing::warn!("background tasks did not stop in time; exiting without them");
+    }
     tracing::info!("zwindow is now ready to exit, bye bye...");
     Ok(())
 }

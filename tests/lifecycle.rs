@@ -35,3 +35,29 @@ fn sigterm_shuts_down_within_a_second() {
         z.log_tail()
     );
 }
+
+/// SIGTERM ends a server whose script never returns — one that can still
+/// be killed and one that wrote (unkillable by SCRIPT KILL) — within a
+/// second, with exit status 0.
+#[test]
+fn sigterm_stops_an_endless_script_within_a_second() {
+    for body in [
+        "local f = function() while 1 do end end while 1 do pcall(f) end",
+        "redis.call('set', 'k', 'v') while 1 do pcall(function() while 1 do end end) end",
+    ] {
+        let mut z = ZwindowServer::start(&[]);
+        let mut admin = z.conn();
+        admin.cmd_str("CONFIG SET busy-reply-threshold 50");
+        let mut runner = z.conn();
+        runner.send(&encode_cmd(&[b"EVAL", body.as_bytes(), b"0"]));
+        while !admin.cmd_str("PING").starts_with(b"-BUSY") {}
+        let status = z.terminate(Duration::from_secs(1));
+        let status = status.unwrap_or_else(|| {
+            panic!(
+                "still running 1 s after SIGTERM ({body}); stderr:\n{}",
+                z.log_tail()
+            )
+        });
+        assert!(status.success(), "{body}: {status:?}");
+    }
+}

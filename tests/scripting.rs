@@ -722,3 +722,45 @@ fn a_script_sees_one_instant_of_a_windowed_set() {
         "gone for the next command"
     );
 }
+
+/// Scripts that catch the kill error with `pcall`/`xpcall` and loop on, or
+/// that build an endless table, still die by SCRIPT KILL, with the same
+/// replies as redis-server (Redis's hook fires on every line once killed).
+#[test]
+fn pcall_loops_and_table_builds_are_killable() {
+    let servers = Servers::start();
+    let bodies = [
+        "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end",
+        "local f = function() while 1 do end end while 1 do pcall(f) end",
+        "local f = function() while 1 do end end while 1 do xpcall(f, function(e) return e end) end",
+        "while 1 do pcall(pcall, function() while 1 do end end) end",
+        "local t = {} for i = 1, 1e9 do t[i] = i end",
+    ];
+    for body in bodies {
+        let mut results = Vec::new();
+        for addr in [servers.r.addr(), servers.z.addr()] {
+            let mut admin = RawConn::connect(addr, "admin");
+            admin.set_timeout(Duration::from_secs(10));
+            assert_eq!(
+                admin.cmd_str("CONFIG SET busy-reply-threshold 100"),
+                b"+OK\r\n"
+            );
+            let mut runner = RawConn::connect(addr, "runner");
+            runner.set_timeout(Duration::from_secs(10));
+            runner.send(&encode_cmd(&[b"EVAL", body.as_bytes(), b"0"]));
+            let start = Instant::now();
+            while !admin.cmd_str("PING").starts_with(b"-BUSY") {
+                assert!(start.elapsed() < Duration::from_secs(10), "never busy");
+            }
+            let kill = admin.cmd_str("SCRIPT KILL");
+            let killed = runner.read_reply();
+            let after = admin.cmd_str("PING");
+            results.push((kill, killed, after));
+        }
+        let (r, z) = (&results[0], &results[1]);
+        assert_eq!(z.0, b"+OK\r\n", "{body}");
+        assert_eq!(escape(&r.0), escape(&z.0), "{body}");
+        assert_eq!(escape(&r.1), escape(&z.1), "{body}");
+        assert_eq!(z.2, b"+PONG\r\n", "{body}");
+    }
+}

@@ -74,6 +74,8 @@ pub struct Busy {
     /// Milliseconds since `epoch` when the script started.
     started_ms: AtomicU64,
     kill: AtomicBool,
+    /// The hook fires on every instruction since a kill (see [`install_hook`]).
+    hook_escalated: AtomicBool,
     wrote: AtomicBool,
     /// FUNCTION LOAD's deadline (ms since `epoch`; 0 = none).
     load_deadline_ms: AtomicU64,
@@ -466,18 +468,7 @@ impl Engine {
         let (errhandler, readonly, fenv, load_library): (Function, Function, Table, Function) =
             boot.call((globals.clone(), env.clone(), impl_tbl.clone()))?;
         let xpcall: Function = globals.raw_get("xpcall")?;
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(10_000),
-            move |_, _| {
-                if busy.kill.load(Relaxed) {
-                    Err(mlua::Error::RuntimeError(KILLED.into()))
-                } else if busy.load_timed_out() {
-                    Err(mlua::Error::RuntimeError(functions::LOAD_TIMEOUT.into()))
-                } else {
-                    Ok(mlua::VmState::Continue)
-                }
-            },
-        )?;
+        install_hook(&lua, busy, HOOK_EVERY)?;
         Ok(Engine {
             lua,
             env,
@@ -630,8 +621,51 @@ impl Engine {
             let _ = self.globals.raw_set("KEYS", Value::Nil);
             let _ = self.globals.raw_set("ARGV", Value::Nil);
         }
+        self.restore_hook();
         shared.scripting.update_stats(self);
     }
+
+    /// Puts the every-`HOOK_EVERY` hook back after a killed script.
+    pub fn restore_hook(&self) {
+        if self.busy.hook_escalated.swap(false, Relaxed) {
+            if let Err(e) = install_hook(&self.lua, self.busy.clone(), HOOK_EVERY) {
+                tracing::error!("cannot restore the script hook: {e}");
+            }
+        }
+    }
+}
+
+/// Instructions between two looks at the kill flag while a script runs
+/// normally: often enough for SCRIPT KILL to act within milliseconds,
+/// rarely enough to cost nothing measurable.
+const HOOK_EVERY: u32 = 10_000;
+
+/// Installs the instruction-count hook through which SCRIPT KILL, shutdown
+/// and FUNCTION LOAD's timeout reach a running script as errors.
+///
+/// Once a kill is seen the hook re-installs itself to fire on every
+/// instruction, as Redis's `luaMaskCountHook` switches to a line hook: the
+/// error it raises can be caught by `pcall`, but the very next instruction
+/// outside the `pcall` raises again, so no loop of `pcall`s (or `xpcall`
+/// with a looping handler) outlives the kill. [`Engine::run`] puts the
+/// normal hook back when the script has ended.
+fn install_hook(lua: &Lua, busy: Arc<Busy>, every: u32) -> mlua::Result<()> {
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(every),
+        move |lua, _| {
+            if busy.kill.load(Relaxed) {
+                if every != 1 {
+                    busy.hook_escalated.store(true, Relaxed);
+                    install_hook(lua, busy.clone(), 1)?;
+                }
+                Err(mlua::Error::RuntimeError(KILLED.into()))
+            } else if busy.load_timed_out() {
+                Err(mlua::Error::RuntimeError(functions::LOAD_TIMEOUT.into()))
+            } else {
+                Ok(mlua::VmState::Continue)
+            }
+        },
+    )
 }
 
 /// Registry key of the table of Rust entry points.
