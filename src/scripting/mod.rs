@@ -627,10 +627,10 @@ impl Engine {
 
     /// Puts the every-`HOOK_EVERY` hook back after a killed script.
     pub fn restore_hook(&self) {
-        if self.busy.hook_escalated.swap(false, Relaxed) {
-            if let Err(e) = install_hook(&self.lua, self.busy.clone(), HOOK_EVERY) {
-                tracing::error!("cannot restore the script hook: {e}");
-            }
+        if self.busy.hook_escalated.swap(false, Relaxed)
+            && let Err(e) = install_hook(&self.lua, self.busy.clone(), HOOK_EVERY)
+        {
+            tracing::error!("cannot restore the script hook: {e}");
         }
     }
 }
