@@ -11,6 +11,13 @@
 //! command on that key, under the locks the command table says it needs: the
 //! command's handler is the one source of truth for what a wakeup does, and
 //! FIFO order among waiters falls out of the queue. Nobody polls.
+//!
+//! Every waiter declares the type it takes data from (`list`, `zset`, …).
+//! The mechanism, not each family, checks it: a ready key holding another
+//! type (a BZPOPMIN key that became a list) leaves its waiters blocked, as
+//! Redis 7.0 does, and the re-run handler is told which key to take from
+//! ([`Client::may_take_from`]), so other keys of the command, whatever they
+//! hold, play no part in the wakeup.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -85,6 +92,8 @@ pub struct Waiter {
     pub handle: Arc<ClientHandle>,
     pub db: usize,
     pub keys: Vec<Key>,
+    /// The type the command takes data from, as `TYPE` names it.
+    pub kind: &'static str,
     pub args: OwnedArgs,
     pub resp3: bool,
     /// Taken by whoever finishes the wait: the server with a reply, or the
@@ -97,6 +106,7 @@ impl Waiter {
         handle: Arc<ClientHandle>,
         db: usize,
         keys: Vec<Key>,
+        kind: &'static str,
         args: OwnedArgs,
         resp3: bool,
     ) -> (Arc<Waiter>, oneshot::Receiver<Vec<u8>>) {
@@ -105,6 +115,7 @@ impl Waiter {
             handle,
             db,
             keys,
+            kind,
             args,
             resp3,
             slot: Mutex::new(Some(tx)),
@@ -226,7 +237,15 @@ impl Blocking {
             }
             return Served::Gone;
         }
-        let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3);
+        match ks.peek(key).map(|e| e.value.type_name()) {
+            Some(kind) if kind == w.kind => {}
+            other => {
+                return Served::NoData {
+                    key_left: other.is_some(),
+                };
+            }
+        }
+        let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
         let mut out = Reply {
             buf: Vec::new(),
             resp3: w.resp3,

@@ -69,6 +69,11 @@ pub struct ClientHandle {
     pub last_active_ms: AtomicU64,
     pub killed: AtomicBool,
     pub kill_notify: Notify,
+    /// True while the connection waits in a blocking command.
+    pub blocked: AtomicBool,
+    /// CLIENT UNBLOCK's request: 0 none, [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`].
+    pub unblock: AtomicU8,
+    pub unblock_notify: Notify,
     push_tx: mpsc::UnboundedSender<Push>,
     /// Bytes of pushes queued or buffered but not yet written to the
     /// socket: what the pub/sub output buffer limit measures.
@@ -78,7 +83,22 @@ pub struct ClientHandle {
     soft_over_since: AtomicU64,
 }
 
+/// CLIENT UNBLOCK … TIMEOUT: the client gets its command's timeout reply.
+pub const UNBLOCK_TIMEOUT: u8 = 1;
+/// CLIENT UNBLOCK … ERROR: the client gets `-UNBLOCKED …`.
+pub const UNBLOCK_ERROR: u8 = 2;
+
 impl ClientHandle {
+    /// CLIENT UNBLOCK: ends the client's blocking wait, if it is in one.
+    pub fn request_unblock(&self, how: u8) -> bool {
+        if !self.blocked.load(Relaxed) {
+            return false;
+        }
+        self.unblock.store(how, Relaxed);
+        self.unblock_notify.notify_one();
+        true
+    }
+
     pub fn kill(&self) {
         self.killed.store(true, Relaxed);
         self.kill_notify.notify_one();
@@ -173,6 +193,9 @@ impl Clients {
             last_active_ms: AtomicU64::new(0),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
+            blocked: AtomicBool::new(false),
+            unblock: AtomicU8::new(0),
+            unblock_notify: Notify::new(),
             push_tx: tx,
             push_bytes: AtomicUsize::new(0),
             soft_over_since: AtomicU64::new(0),

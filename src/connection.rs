@@ -36,6 +36,9 @@ const PUSH_BATCH: usize = 256 * 1024;
 #[derive(Debug)]
 pub struct Block {
     pub keys: Vec<Key>,
+    /// The type the command takes data from, as `TYPE` names it: a key that
+    /// becomes ready holding another type leaves the waiter blocked.
+    pub kind: &'static str,
     /// None waits forever.
     pub timeout: Option<Duration>,
 }
@@ -73,10 +76,10 @@ pub struct Client {
     pub commands: u64,
     /// Set by dispatch once the waiter is queued.
     pub waiting: Option<Waiting>,
-    /// True for the stand-in that re-runs a blocked command when its keys
-    /// get data: Redis 7.0 serves a waiter only from keys of the type it
-    /// waits for, so a key of another type is skipped instead of failing.
-    pub serving_waiter: bool,
+    /// For the stand-in that re-runs a blocked command when one of its keys
+    /// got data: that key. Redis serves a waiter from the key that became
+    /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
+    pub serving_key: Option<Key>,
 }
 
 impl Client {
@@ -98,15 +101,15 @@ impl Client {
             block: None,
             commands: 0,
             waiting: None,
-            serving_waiter: false,
+            serving_key: None,
         }
     }
 
     /// A stand-in for a blocked client while the server serves it.
-    pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool) -> Client {
+    pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool, key: Key) -> Client {
         let mut c = Client::new(handle, false);
         c.db = db;
-        c.serving_waiter = true;
+        c.serving_key = Some(key);
         c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
         c
     }
@@ -120,6 +123,13 @@ impl Client {
     }
 
     /// True when a blocking command may wait (not inside MULTI/EXEC).
+    /// Whether a blocking command may take data from `key`: any of its keys
+    /// when its client runs it, only the ready key when the server serves
+    /// it as a waiter (whose type [`crate::blocking`] has checked).
+    pub fn may_take_from(&self, key: &[u8]) -> bool {
+        self.serving_key.as_deref().is_none_or(|k| k == key)
+    }
+
     pub fn can_block(&self) -> bool {
         !self.in_exec
     }
@@ -396,8 +406,18 @@ async fn wait_blocked(
         }
     };
     tokio::pin!(sleep);
+    handle.unblock.store(0, Relaxed);
+    handle.blocked.store(true, Relaxed);
+    let mut unblocked = 0;
     loop {
         tokio::select! {
+            // A stale permit from an earlier wait carries no request.
+            _ = handle.unblock_notify.notified() => {
+                unblocked = handle.unblock.swap(0, Relaxed);
+                if unblocked != 0 {
+                    break;
+                }
+            }
             reply = &mut *rx => {
                 if let Ok(bytes) = reply {
                     return Some(bytes);
@@ -418,11 +438,17 @@ async fn wait_blocked(
             }
         }
     }
+    handle.blocked.store(false, Relaxed);
     // Cancelling locks the keys' shards: not behind a script.
     while shared.scripting.busy.running_for_other(handle.id) {
         shared.scripting.busy.wait_end(handle.id, 0).await;
     }
-    shared.blocking.cancel(shared, waiter, rx)
+    // Served while cancelling: that reply wins, as the data was taken.
+    let served = shared.blocking.cancel(shared, waiter, rx);
+    if served.is_none() && unblocked == crate::client::UNBLOCK_ERROR {
+        return Some(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec());
+    }
+    served
 }
 
 /// Encodes every queued push and inserts them at `mark`; returns their size.

@@ -254,3 +254,183 @@ fn woken_by_zadd_inside_multi_exec() {
     writer.check_str("BZMPOP 0 1 empty MIN");
     writer.check_str("EXEC");
 }
+
+/// A key that becomes ready with another type than a waiter takes leaves it
+/// blocked (Redis 7.0: "BZPOPMIN, ZADD + DEL + SET should not awake blocked
+/// client"); the right type later wakes it. List and zset waiters on one key
+/// are each woken only by their own type. RESP2 and RESP3.
+#[test]
+fn waiters_stay_blocked_across_type_changes() {
+    let s = Servers::start();
+    for proto3 in [false, true] {
+        let mut zw = s.pair();
+        let mut lw = s.pair();
+        let mut mw = s.pair();
+        let mut w = s.pair();
+        if proto3 {
+            resp3(&mut zw);
+            resp3(&mut lw);
+            resp3(&mut mw);
+        }
+        w.check_str("DEL k other");
+        block(&mut zw, "BZPOPMIN k 0");
+        block(&mut mw, "BZMPOP 0 1 k MIN");
+        block(&mut lw, "BLPOP other k 0");
+        // `other` becomes a zset: the list waiter listing it first stays
+        // blocked, and is later served from `k` when `k` gets a list.
+        w.check_str("ZADD other 1 x");
+        w.check_str("MULTI");
+        w.check_str("ZADD k 1 a");
+        w.check_str("DEL k");
+        w.check_str("SET k foo");
+        w.check_str("EXEC");
+        std::thread::sleep(SETTLE);
+        for p in [&mut zw, &mut mw, &mut lw] {
+            assert_eq!(
+                p.z.try_read_reply(Duration::from_millis(20)),
+                ReadOutcome::Timeout,
+                "zwindow woke a waiter on a string"
+            );
+        }
+        w.check_str("DEL k");
+        w.check_str("RPUSH k l1");
+        woken(&mut lw, "BLPOP served from the list");
+        w.check_str("ZADD k 2 b");
+        std::thread::sleep(SETTLE);
+        // Still blocked: `k` is a list again only once the zset is gone.
+        w.check_str("DEL k");
+        w.check_str("ZADD k 2 b 3 c");
+        woken(&mut zw, "BZPOPMIN after the zset came back");
+        woken(&mut mw, "BZMPOP after the zset came back");
+        w.check_str("DEL k other");
+    }
+}
+
+/// `blocked_clients` stays exact through timeouts, disconnects and kills,
+/// and CLIENT UNBLOCK releases list and zset waiters with their timeout
+/// reply or `-UNBLOCKED`, in RESP2 and RESP3; compared with redis-server.
+#[test]
+fn blocked_clients_count_and_client_unblock() {
+    let s = Servers::start();
+    let mut admin = s.pair();
+    let blocked = |p: &mut Pair| -> (String, String) {
+        let (r, z) = p.both_str("INFO clients");
+        let field = |b: &[u8]| {
+            String::from_utf8_lossy(b)
+                .lines()
+                .find(|l| l.starts_with("blocked_clients:"))
+                .unwrap_or_default()
+                .to_string()
+        };
+        (field(&r), field(&z))
+    };
+    // A timeout.
+    let mut t = s.pair();
+    t.check_str("BLPOP nokey 0.001");
+    let (r, z) = blocked(&mut admin);
+    assert_eq!(z, "blocked_clients:0");
+    assert_eq!(r, z);
+    // A disconnect while blocked.
+    {
+        let mut d = s.pair();
+        block(&mut d, "BZPOPMAX nokey 0");
+        let (r, z) = blocked(&mut admin);
+        assert_eq!(
+            (r.as_str(), z.as_str()),
+            ("blocked_clients:1", "blocked_clients:1")
+        );
+    }
+    std::thread::sleep(SETTLE);
+    let (r, z) = blocked(&mut admin);
+    assert_eq!(z, "blocked_clients:0");
+    assert_eq!(r, z);
+    // CLIENT KILL of a blocked client.
+    let mut k = s.pair();
+    let (rid, zid) = k.both_str("CLIENT ID");
+    block(&mut k, "BLMOVE nokey dst LEFT RIGHT 0");
+    let id = |b: &[u8]| String::from_utf8_lossy(&b[1..b.len() - 2]).into_owned();
+    admin.r.cmd_str(&format!("CLIENT KILL ID {}", id(&rid)));
+    admin.z.cmd_str(&format!("CLIENT KILL ID {}", id(&zid)));
+    std::thread::sleep(SETTLE);
+    let (r, z) = blocked(&mut admin);
+    assert_eq!(z, "blocked_clients:0");
+    assert_eq!(r, z);
+    // CLIENT UNBLOCK, each reason, each family, each protocol.
+    for proto3 in [false, true] {
+        for cmd in [
+            "BLPOP nokey 0",
+            "BZPOPMIN nokey 0",
+            "BLMPOP 0 1 nokey LEFT",
+            "BZMPOP 0 1 nokey MAX",
+        ] {
+            for reason in ["", " TIMEOUT", " ERROR"] {
+                let mut u = s.pair();
+                if proto3 {
+                    resp3(&mut u);
+                }
+                let (rid, zid) = u.both_str("CLIENT ID");
+                block(&mut u, cmd);
+                let r = admin
+                    .r
+                    .cmd_str(&format!("CLIENT UNBLOCK {}{reason}", id(&rid)));
+                let z = admin
+                    .z
+                    .cmd_str(&format!("CLIENT UNBLOCK {}{reason}", id(&zid)));
+                assert_eq!(escape(&z), escape(b":1\r\n"), "{cmd}{reason}");
+                assert_eq!(escape(&r), escape(&z));
+                woken(&mut u, &format!("{cmd} unblocked{reason}"));
+                // Not blocked any more: 0.
+                let r = admin
+                    .r
+                    .cmd_str(&format!("CLIENT UNBLOCK {}{reason}", id(&rid)));
+                let z = admin
+                    .z
+                    .cmd_str(&format!("CLIENT UNBLOCK {}{reason}", id(&zid)));
+                assert_eq!(escape(&z), escape(b":0\r\n"));
+                assert_eq!(escape(&r), escape(&z));
+            }
+        }
+    }
+    for line in [
+        "CLIENT UNBLOCK 99999",
+        "CLIENT UNBLOCK abc",
+        "CLIENT UNBLOCK 1 foo",
+        "CLIENT UNBLOCK 1 timeout x",
+        "CLIENT UNBLOCK -1",
+    ] {
+        admin.check_str(line);
+    }
+    let (r, z) = blocked(&mut admin);
+    assert_eq!(z, "blocked_clients:0");
+    assert_eq!(r, z);
+}
+
+/// Edge cases found by random differential streams: ZINCRBY of -0 on a new
+/// member echoes -0; SSCAN/HSCAN/ZSCAN look the key up before parsing their
+/// options (a missing key answers an empty scan, a wrong type WRONGTYPE).
+#[test]
+fn zincrby_negative_zero_and_scan_argument_order() {
+    in_both_protocols(|p| {
+        p.check_str("DEL zk s h str");
+        p.check_str("ZINCRBY zk -0 m");
+        p.check_str("ZINCRBY zk -0 m");
+        p.check_str("ZSCORE zk m");
+        p.check_str("ZADD zk INCR -0 n");
+        p.check_str("SET str v");
+        for scan in ["SSCAN", "HSCAN", "ZSCAN"] {
+            for rest in [
+                "nokey 0 COUNT abc",
+                "nokey 0 COUNT -1",
+                "nokey 0 COUNT 0",
+                "nokey 0 MATCH",
+                "nokey 0 foo bar",
+                "nokey abc COUNT abc",
+                "nokey -1 COUNT x",
+                "str 0 COUNT abc",
+                "str 0",
+            ] {
+                p.check_str(&format!("{scan} {rest}"));
+            }
+        }
+    });
+}

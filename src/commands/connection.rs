@@ -156,6 +156,20 @@ static CLIENT: &[Command] = &[
     )
     .syntax("ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes | no]"),
     Command::new(
+        "unblock",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_unblock,
+    )
+    .doc(
+        G,
+        "5.0.0",
+        "O(log N) where N is the number of client connections",
+        "Unblocks a client blocked by a blocking command from a different connection.",
+    )
+    .syntax("client-id [TIMEOUT | ERROR]"),
+    Command::new(
         "no-evict",
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -508,6 +522,34 @@ fn client_list(ctx: &mut Ctx) -> CmdResult {
         client_line(ctx, &c, &mut s);
     }
     ctx.out.verbatim(s.as_bytes());
+    Ok(())
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked and is
+/// now released (with its timeout reply or `-UNBLOCKED`), 0 otherwise.
+fn client_unblock(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() > 4 {
+        return Err(Error::Owned(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(ctx.args.get(1))
+        )));
+    }
+    let id = int_arg(ctx.args.get(2))?;
+    let how = match ctx.argc() {
+        3 => crate::client::UNBLOCK_TIMEOUT,
+        _ if eq_ic(ctx.args.get(3), "TIMEOUT") => crate::client::UNBLOCK_TIMEOUT,
+        _ if eq_ic(ctx.args.get(3), "ERROR") => crate::client::UNBLOCK_ERROR,
+        _ => {
+            return Err(Error::Static(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ));
+        }
+    };
+    let done = u64::try_from(id)
+        .ok()
+        .and_then(|id| ctx.shared.clients.get(id))
+        .is_some_and(|c| c.request_unblock(how));
+    ctx.out.int(done as i64);
     Ok(())
 }
 

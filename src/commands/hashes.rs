@@ -8,7 +8,7 @@
 //! too ([`scan_args`]) and shared with `sets.rs`.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use super::{Args, CmdResult, Command, Ctx, Error, Keys, int_arg};
 use crate::ldouble::LDouble;
 use crate::protocol::Reply;
 use crate::store::{Entry, Keyspace, Value, notify};
@@ -394,8 +394,7 @@ pub(super) fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {
 }
 
 /// Parses `cursor [MATCH pattern] [COUNT count]` starting at `at`.
-pub(super) fn scan_args<'a>(ctx: &Ctx<'a, '_>, at: usize) -> Result<ScanArgs<'a>, Error> {
-    let args = ctx.args;
+pub(super) fn scan_args(args: Args<'_>, at: usize) -> Result<ScanArgs<'_>, Error> {
     let cursor = parse_cursor(args.get(at))?;
     let mut s = ScanArgs {
         cursor,
@@ -423,13 +422,16 @@ pub(super) fn scan_args<'a>(ctx: &Ctx<'a, '_>, at: usize) -> Result<ScanArgs<'a>
 }
 
 fn hscan(ctx: &mut Ctx) -> CmdResult {
-    let s = scan_args(ctx, 2)?;
+    // Redis's order: the cursor, then the key, then the options (a missing
+    // key answers an empty scan whatever options follow).
+    parse_cursor(ctx.args.get(2))?;
     let Some(h) = lookup(ctx.ks, ctx.args.get(1), true)? else {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);
         return Ok(());
     };
+    let s = scan_args(ctx.args, 2)?;
     let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     // Redis counts fields and values separately against COUNT.
     let next = h.scan(s.cursor, s.count.div_ceil(2), |f, v| {

@@ -121,20 +121,6 @@ fn list_read<'a>(ks: &'a mut Keyspace<'_>, key: &[u8]) -> Result<Option<&'a mut 
     }
 }
 
-/// The list a blocking command pops from. When re-run to serve a waiter, a
-/// key of another type counts as empty (Redis 7.0 leaves the client blocked
-/// rather than failing it).
-fn source_list<'a>(
-    ks: &'a mut Keyspace<'_>,
-    key: &[u8],
-    serving_waiter: bool,
-) -> Result<Option<&'a mut List>, Error> {
-    match list_mut(ks, key) {
-        Err(Error::WrongType) if serving_waiter => Ok(None),
-        r => r,
-    }
-}
-
 /// Redis's `getPositiveLongFromObjectOrReply` with a custom message: any
 /// parse failure or negative value gives `msg`.
 fn non_negative(arg: &[u8], msg: &'static str) -> Result<i64, Error> {
@@ -492,11 +478,11 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
 /// Moves one element from `src` to `dst` (Redis's `lmoveGenericCommand`).
 /// Returns false, having written nothing, when `src` does not exist.
 fn move_one(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result<bool, Error> {
-    if source_list(ctx.ks, src, ctx.client.serving_waiter)?.is_none() {
+    if list_mut(ctx.ks, src)?.is_none() {
         return Ok(false);
     }
     list_mut(ctx.ks, dst)?;
-    let Some(l) = source_list(ctx.ks, src, ctx.client.serving_waiter)? else {
+    let Some(l) = list_mut(ctx.ks, src)? else {
         return Ok(false);
     };
     let Some(elem) = l.pop(from) else {
@@ -602,7 +588,10 @@ fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, Error> {
     let args = ctx.args;
     for i in m.first_key..m.first_key + m.numkeys {
         let key = args.get(i);
-        let Some(l) = source_list(ctx.ks, key, ctx.client.serving_waiter)? else {
+        if !ctx.client.may_take_from(key) {
+            continue;
+        }
+        let Some(l) = list_mut(ctx.ks, key)? else {
             continue;
         };
         let n = m.count.min(l.len() as u64) as usize;
@@ -640,7 +629,11 @@ fn block_on(ctx: &mut Ctx, keys: Vec<Box<[u8]>>, timeout: Option<Duration>, null
         }
         return;
     }
-    ctx.client.block = Some(Block { keys, timeout });
+    ctx.client.block = Some(Block {
+        keys,
+        timeout,
+        kind: "list",
+    });
 }
 
 fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
@@ -649,7 +642,10 @@ fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
     let timeout = parse_timeout(args.get(last), ctx.ks.now_ms)?;
     for i in 1..last {
         let key = args.get(i);
-        let Some(l) = source_list(ctx.ks, key, ctx.client.serving_waiter)? else {
+        if !ctx.client.may_take_from(key) {
+            continue;
+        }
+        let Some(l) = list_mut(ctx.ks, key)? else {
             continue;
         };
         let Some(e) = l.pop(end) else {

@@ -615,6 +615,7 @@ pub fn dispatch(
             client.handle.clone(),
             client.db,
             block.keys,
+            block.kind,
             args.to_owned(),
             out.resp3,
         );

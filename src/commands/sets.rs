@@ -10,7 +10,7 @@
 //! so an all-integer result is an `intset` even from `hashtable` inputs.
 
 use super::flags::*;
-use super::hashes::{count_arg, scan_args};
+use super::hashes::{count_arg, parse_cursor, scan_args};
 use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
 use crate::protocol::Reply;
 use crate::store::{Entry, Keyspace, Value, notify};
@@ -485,13 +485,15 @@ fn sunion(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn sscan(ctx: &mut Ctx) -> CmdResult {
-    let a = scan_args(ctx, 2)?;
+    // As HSCAN: cursor, key, then options.
+    parse_cursor(ctx.args.get(2))?;
     let Some(s) = lookup(ctx.ks, ctx.args.get(1), true)? else {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);
         return Ok(());
     };
+    let a = scan_args(ctx.args, 2)?;
     let mut items: Vec<Vec<u8>> = Vec::new();
     let next = s.scan(a.cursor, a.count, |m| {
         m.with_bytes(|b| {

@@ -379,10 +379,12 @@ fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
             .and_then(|s| NotNan::new(s).ok())
             .unwrap_or_default();
         match z.add(ctx.args.get(i + 1), score, f, limits) {
-            Ok(AddOutcome::Added { score }) => {
+            Ok(AddOutcome::Added { score: stored }) => {
                 added += 1;
                 processed += 1;
-                last = score;
+                // A new member's score is the given one, which Redis echoes
+                // as given: ZINCRBY k -0 m answers -0 (the set stores 0).
+                last = if f.incr { score.into_inner() } else { stored };
             }
             Ok(AddOutcome::Updated { score, .. }) => {
                 updated += 1;
@@ -886,6 +888,9 @@ fn blocking_zpop(
     shape: PopShape,
 ) -> CmdResult {
     for i in first..first + n {
+        if !ctx.client.may_take_from(ctx.args.get(i)) {
+            continue;
+        }
         if zset_write(ctx.ks, ctx.args.get(i))?.is_some_and(|z| !z.is_empty()) {
             return generic_zpop(ctx, i, 1, count, shape);
         }
@@ -895,7 +900,11 @@ fn blocking_zpop(
         return Ok(());
     }
     let keys = (first..first + n).map(|i| ctx.args.get(i).into()).collect();
-    ctx.client.block = Some(Block { keys, timeout });
+    ctx.client.block = Some(Block {
+        keys,
+        timeout,
+        kind: "zset",
+    });
     Ok(())
 }
 
