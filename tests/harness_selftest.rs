@@ -112,3 +112,32 @@ fn pair_session_reports_close_mismatch() {
     p.z.send(b"*1\r\nX\r\n");
     p.check_raw_session(b"PING\r\n");
 }
+
+/// Every reference redis-server and every zwindow runs in its own empty
+/// directory, never the shared temp dir: a `dump.rdb` left there by
+/// anything else cannot leak into a test's oracle.
+#[test]
+fn servers_run_in_private_empty_directories() {
+    let (a, b) = (RedisServer::start(), RedisServer::start());
+    assert_ne!(a.dir(), b.dir());
+    for r in [&a, &b] {
+        assert_ne!(r.dir(), std::env::temp_dir());
+        let reply = r.conn().cmd_str("CONFIG GET dir");
+        let dir = r.dir().to_string_lossy().into_owned();
+        assert_eq!(
+            escape(&reply),
+            escape(format!("*2\r\n$3\r\ndir\r\n${}\r\n{dir}\r\n", dir.len()).as_bytes())
+        );
+        assert_eq!(
+            std::fs::read_dir(r.dir()).unwrap().count(),
+            0,
+            "{dir} is not empty"
+        );
+    }
+    let z = ZwindowServer::start(&[]);
+    assert_ne!(z.dir(), std::env::temp_dir());
+    assert_eq!(std::fs::read_dir(z.dir()).unwrap().count(), 0);
+    let dir = a.dir().to_path_buf();
+    drop(a);
+    assert!(!dir.exists(), "the private directory outlived its server");
+}

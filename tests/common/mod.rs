@@ -35,6 +35,8 @@ pub struct ZwindowServer {
     child: Child,
     port: u16,
     log: Arc<Mutex<VecDeque<String>>>,
+    /// Its working directory, private like a reference server's.
+    dir: PrivateDir,
 }
 
 /// Strip ANSI escape sequences (tracing may colour its output).
@@ -76,8 +78,10 @@ impl ZwindowServer {
     /// Spawn `zwindow --bind 127.0.0.1 --port 0 <extra_args>` and wait for its listening line.
     pub fn start(extra_args: &[&str]) -> Self {
         let exe = env!("CARGO_BIN_EXE_zwindow");
+        let dir = PrivateDir::new("zwindow");
         let mut cmd = Command::new(exe);
-        cmd.args(["--bind", "127.0.0.1", "--port", "0"])
+        cmd.current_dir(&dir.0)
+            .args(["--bind", "127.0.0.1", "--port", "0"])
             .args(extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -132,7 +136,12 @@ impl ZwindowServer {
                 );
             }
         };
-        ZwindowServer { child, port, log }
+        ZwindowServer {
+            child,
+            port,
+            log,
+            dir,
+        }
     }
 
     pub fn port(&self) -> u16 {
@@ -186,6 +195,13 @@ impl ZwindowServer {
     }
 }
 
+impl ZwindowServer {
+    /// The server's private working directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir.0
+    }
+}
+
 impl Drop for ZwindowServer {
     fn drop(&mut self) {
         if thread::panicking() {
@@ -208,6 +224,30 @@ impl Drop for ZwindowServer {
 pub struct RedisServer {
     child: Child,
     port: u16,
+    /// Its own empty working directory: a `dump.rdb` (or AOF) that anything
+    /// else left in the shared temp directory must never load into it.
+    dir: PrivateDir,
+}
+
+/// A fresh empty directory under the temp dir, removed on drop.
+pub struct PrivateDir(pub std::path::PathBuf);
+
+impl PrivateDir {
+    pub fn new(what: &str) -> PrivateDir {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("zwindow-test-{what}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create a private test directory");
+        PrivateDir(dir)
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn find_redis_server() -> String {
@@ -241,8 +281,9 @@ impl RedisServer {
 
     /// Start redis-server with extra command-line arguments (e.g. `--requirepass x`).
     pub fn start_with(extra_args: &[&str]) -> Self {
-        let (child, port) = spawn_redis(extra_args);
-        RedisServer { child, port }
+        let dir = PrivateDir::new("redis");
+        let (child, port) = spawn_redis(extra_args, &dir.0);
+        RedisServer { child, port, dir }
     }
 
     pub fn port(&self) -> u16 {
@@ -260,12 +301,16 @@ impl RedisServer {
     pub fn conn(&self) -> RawConn {
         RawConn::connect(self.addr(), "redis")
     }
+
+    /// The server's private working directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir.0
+    }
 }
 
 /// Spawn redis-server on a free port and wait until it answers PING.
-fn spawn_redis(extra_args: &[&str]) -> (Child, u16) {
+fn spawn_redis(extra_args: &[&str], dir: &std::path::Path) -> (Child, u16) {
     let exe = find_redis_server();
-    let dir = std::env::temp_dir();
     let mut last_err = String::new();
     for _attempt in 0..5 {
         let port = free_port();
@@ -273,7 +318,7 @@ fn spawn_redis(extra_args: &[&str]) -> (Child, u16) {
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
-            .arg(&dir)
+            .arg(dir)
             .args(extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
