@@ -157,6 +157,9 @@ pub struct Config {
     zset_max_listpack_entries: AtomicUsize,
     zset_max_listpack_value: AtomicUsize,
     set_max_intset_entries: AtomicUsize,
+    /// Stored and reported only: zwindow's lists are not LZF-compressed,
+    /// which changes memory, never replies.
+    list_compress_depth: AtomicUsize,
     hash_max_listpack_entries: AtomicUsize,
     hash_max_listpack_value: AtomicUsize,
     list_max_listpack_size: AtomicI64,
@@ -203,6 +206,7 @@ impl Config {
             zset_max_listpack_entries: AtomicUsize::new(128),
             zset_max_listpack_value: AtomicUsize::new(64),
             set_max_intset_entries: AtomicUsize::new(512),
+            list_compress_depth: AtomicUsize::new(0),
             hash_max_listpack_entries: AtomicUsize::new(512),
             hash_max_listpack_value: AtomicUsize::new(64),
             list_max_listpack_size: AtomicI64::new(-2),
@@ -573,6 +577,13 @@ const PARAMS: &[Param] = &[
         i64::MAX
     ),
     usize_param!("maxclients", None, maxclients, 1, i64::from(u32::MAX)),
+    usize_param!(
+        "list-compress-depth",
+        None,
+        list_compress_depth,
+        0,
+        i64::from(i32::MAX)
+    ),
     Param {
         name: "busy-reply-threshold",
         alias: Some("lua-time-limit"),

@@ -33,6 +33,7 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub rejected_connections: AtomicU64,
+    pub error_replies: AtomicU64,
 }
 
 pub struct Shared {
@@ -45,6 +46,8 @@ pub struct Shared {
     pub windows: crate::windows::Windows,
     pub scripting: crate::scripting::Scripting,
     pub stats: Stats,
+    /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
+    pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     pub started: Instant,
     pub run_id: String,
     /// Unix seconds of the last (simulated) save, for LASTSAVE.
@@ -54,7 +57,25 @@ pub struct Shared {
     pub stop: Notify,
 }
 
+/// Redis stops tracking new error codes past this many (a client could
+/// otherwise grow the table with made-up ones, e.g. from scripts).
+const ERROR_CODES_MAX: usize = 128;
+
 impl Shared {
+    /// Counts one error reply for INFO errorstats (the error path only).
+    pub fn count_error(&self, msg: &[u8]) {
+        let msg = msg.strip_prefix(b"-").unwrap_or(msg);
+        let code = msg.split(|&b| b == b' ').next().unwrap_or(msg);
+        let code = String::from_utf8_lossy(code);
+        self.stats.error_replies.fetch_add(1, Relaxed);
+        let mut map = self.error_stats.lock();
+        if let Some(n) = map.get_mut(code.as_ref()) {
+            *n += 1;
+        } else if map.len() < ERROR_CODES_MAX {
+            map.insert(code.into_owned(), 1);
+        }
+    }
+
     pub fn new(config: Config, shards: usize) -> Shared {
         let databases = config.databases;
         let clock = Clock::default();
@@ -69,6 +90,7 @@ impl Shared {
             windows: Default::default(),
             scripting: Default::default(),
             stats: Stats::default(),
+            error_stats: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))

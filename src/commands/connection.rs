@@ -529,10 +529,7 @@ fn client_list(ctx: &mut Ctx) -> CmdResult {
 /// now released (with its timeout reply or `-UNBLOCKED`), 0 otherwise.
 fn client_unblock(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 4 {
-        return Err(Error::Owned(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-            String::from_utf8_lossy(ctx.args.get(1))
-        )));
+        return Err(super::subcommand_syntax(&ctx.args));
     }
     let id = int_arg(ctx.args.get(2))?;
     let how = match ctx.argc() {

@@ -27,7 +27,7 @@ pub static COMMANDS: &[Command] = &[
         "fcall",
         -3,
         NOSCRIPT | STALE | MAY_REPLICATE,
-        Keys::All,
+        Keys::Script { count_at: 2 },
         fcall,
     )
     .doc(
@@ -41,7 +41,7 @@ pub static COMMANDS: &[Command] = &[
         "fcall_ro",
         -3,
         NOSCRIPT | STALE | READONLY,
-        Keys::All,
+        Keys::Script { count_at: 2 },
         fcall_ro,
     )
     .doc(
@@ -233,9 +233,7 @@ fn function_delete(ctx: &mut Ctx) -> CmdResult {
 
 fn function_flush(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 3 {
-        return Err(Error::Static(
-            "ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.",
-        ));
+        return Err(super::subcommand_syntax(&ctx.args));
     }
     if ctx.argc() == 3 && !eq_ic(ctx.arg(2), "SYNC") && !eq_ic(ctx.arg(2), "ASYNC") {
         return Err(Error::Static(
@@ -384,9 +382,7 @@ fn function_dump(ctx: &mut Ctx) -> CmdResult {
 /// FUNCTION RESTORE payload [FLUSH | APPEND | REPLACE], all or nothing.
 fn function_restore(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 4 {
-        return Err(Error::Static(
-            "ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP.",
-        ));
+        return Err(super::subcommand_syntax(&ctx.args));
     }
     #[derive(PartialEq)]
     enum Policy {

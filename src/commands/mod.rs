@@ -28,6 +28,7 @@ pub mod windows;
 pub mod zsets;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
 use crate::connection::Client;
@@ -114,6 +115,12 @@ pub enum Keys {
     },
     /// Every shard (KEYS, FLUSHDB, EXEC, …).
     All,
+    /// Scripts (EVAL, FCALL, …): every shard is locked, since a script may
+    /// touch keys it did not declare, but the `numkeys` keys at `count_at`
+    /// are what it declares (COMMAND GETKEYS, cluster-aware clients).
+    Script {
+        count_at: usize,
+    },
 }
 
 impl Keys {
@@ -150,6 +157,63 @@ pub struct Command {
     /// (`key [NX | XX] seconds`); `COMMAND DOCS` derives its arguments from it.
     pub syntax: &'static str,
     pub subcommands: &'static [Command],
+}
+
+/// What INFO commandstats reports for one command.
+pub struct CallStats {
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    /// Refused before running (arity, auth, MULTI, BUSY, …).
+    pub rejected: AtomicU64,
+    /// Ran and answered an error.
+    pub failed: AtomicU64,
+}
+
+impl CallStats {
+    /// The counters of `cmd` (a command or subcommand of the table).
+    ///
+    /// Redis keeps these in its `redisCommand` entries; ours are statics
+    /// without interior mutability, so the counters sit in one array beside
+    /// the table, found by the entry's address (an identity hash, no
+    /// hashing of names on the hot path).
+    pub fn of(cmd: &'static Command) -> &'static CallStats {
+        type Slots = (
+            HashMap<usize, usize, foldhash::fast::FixedState>,
+            Box<[CallStats]>,
+        );
+        static SLOTS: OnceLock<Slots> = OnceLock::new();
+        static NONE: CallStats = CallStats::new();
+        let (index, stats) = SLOTS.get_or_init(|| {
+            let all: Vec<&'static Command> = all_commands()
+                .flat_map(|c| std::iter::once(c).chain(c.subcommands))
+                .collect();
+            let index = all
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (*c as *const Command as usize, i))
+                .collect();
+            (index, all.iter().map(|_| CallStats::new()).collect())
+        });
+        index
+            .get(&(cmd as *const Command as usize))
+            .map_or(&NONE, |&i| &stats[i])
+    }
+
+    const fn new() -> CallStats {
+        CallStats {
+            calls: AtomicU64::new(0),
+            usec: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        }
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for c in [&self.calls, &self.usec, &self.rejected, &self.failed] {
+            c.store(0, Relaxed);
+        }
+    }
 }
 
 impl Command {
@@ -217,6 +281,12 @@ impl Command {
         let argc = args.len();
         match self.keys {
             Keys::None | Keys::All => {}
+            Keys::Script { count_at } => {
+                let n = parse_i64(args.get(count_at)).unwrap_or(0).max(0) as usize;
+                for i in (count_at + 1..argc).take(n) {
+                    f(i);
+                }
+            }
             Keys::Range { first, last, step } => {
                 let last = if last < 0 { argc as i32 + last } else { last };
                 let mut i = first;
@@ -467,6 +537,17 @@ fn arity_error(cmd: &Command, parent: Option<&Command>) -> Error {
     }
 }
 
+/// Redis's `addReplySubcommandSyntaxError`: a subcommand given too many
+/// arguments, quoted as the client typed it (`'RESTORE'`, `'restore'`).
+pub fn subcommand_syntax(args: &Args<'_>) -> Error {
+    let sub = args.get(1);
+    Error::Owned(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(&sub[..sub.len().min(128)]),
+        String::from_utf8_lossy(args.get(0)).to_ascii_uppercase()
+    ))
+}
+
 /// Redis's unknown-command text, quoting at most the first arguments.
 pub fn unknown_command(args: &Args<'_>) -> Error {
     // Mirrors Redis's `%.*s` formatting: each argument is clipped to what is
@@ -494,7 +575,7 @@ pub fn unknown_command(args: &Args<'_>) -> Error {
 
 /// The shards a command's keys live on.
 pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
-    if matches!(cmd.keys, Keys::All) {
+    if matches!(cmd.keys, Keys::All | Keys::Script { .. }) {
         return shared.store.all_shards();
     }
     let mut set = ShardSet::default();
@@ -534,6 +615,16 @@ pub fn dispatch(
     // transaction (Redis's `rejectCommand` → `flagTransaction`); a rejected
     // EXEC discards it at once.
     let reject = |client: &mut Client, out: &mut Reply, msg: &[u8]| {
+        shared.count_error(msg);
+        // The command as named, even when its arity was wrong.
+        if let Some(cmd) = lookup(args.get(0)) {
+            let sub = (args.len() > 1)
+                .then(|| lookup_sub(cmd, args.get(1)))
+                .flatten();
+            CallStats::of(sub.unwrap_or(cmd))
+                .rejected
+                .fetch_add(1, Relaxed);
+        }
         if lookup(args.get(0)).is_some_and(|c| c.name == "exec") {
             transactions::abort_exec(shared, client, out, &String::from_utf8_lossy(msg));
             return Dispatched::Done;
@@ -582,7 +673,10 @@ pub fn dispatch(
         out.simple("QUEUED");
         return Dispatched::Done;
     }
-    if matches!(cmd.keys, Keys::All) && runs_script(client, cmd) && !crate::scripting::on_runner() {
+    if matches!(cmd.keys, Keys::All | Keys::Script { .. })
+        && runs_script(client, cmd)
+        && !crate::scripting::on_runner()
+    {
         client.commands -= 1;
         return Dispatched::ScriptRunner;
     }
@@ -711,7 +805,16 @@ pub fn call(
         ks,
         cmd,
     };
-    if let Err(e) = (cmd.handler)(&mut ctx) {
+    let start = std::time::Instant::now();
+    let result = (cmd.handler)(&mut ctx);
+    let stats = CallStats::of(cmd);
+    stats.calls.fetch_add(1, Relaxed);
+    stats
+        .usec
+        .fetch_add(start.elapsed().as_micros() as u64, Relaxed);
+    if let Err(e) = result {
+        stats.failed.fetch_add(1, Relaxed);
+        shared.count_error(e.bytes());
         out.truncate(mark);
         out.error_bytes(e.bytes());
     }

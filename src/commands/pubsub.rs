@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use bytes::Bytes;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys};
+use super::{CmdResult, Command, Ctx, Keys};
 
 const G: &str = "pubsub";
 const SUB_FLAGS: u32 = PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK;
@@ -164,10 +164,7 @@ fn publish(ctx: &mut Ctx) -> CmdResult {
 
 fn pubsub_channels(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 3 {
-        return Err(Error::Owned(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-            String::from_utf8_lossy(ctx.args.get(1))
-        )));
+        return Err(super::subcommand_syntax(&ctx.args));
     }
     let pattern = (ctx.argc() == 3).then(|| ctx.args.get(2));
     let channels = ctx.shared.pubsub.channels(pattern);

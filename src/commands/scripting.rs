@@ -18,7 +18,7 @@ pub static COMMANDS: &[Command] = &[
         "eval",
         -3,
         NOSCRIPT | STALE | MAY_REPLICATE,
-        Keys::All,
+        Keys::Script { count_at: 2 },
         eval,
     )
     .doc(
@@ -32,7 +32,7 @@ pub static COMMANDS: &[Command] = &[
         "evalsha",
         -3,
         NOSCRIPT | STALE | MAY_REPLICATE,
-        Keys::All,
+        Keys::Script { count_at: 2 },
         evalsha,
     )
     .doc(
@@ -46,7 +46,7 @@ pub static COMMANDS: &[Command] = &[
         "eval_ro",
         -3,
         NOSCRIPT | STALE | READONLY,
-        Keys::All,
+        Keys::Script { count_at: 2 },
         eval_ro,
     )
     .doc(
@@ -60,7 +60,7 @@ pub static COMMANDS: &[Command] = &[
         "evalsha_ro",
         -3,
         NOSCRIPT | STALE | READONLY,
-        Keys::All,
+        Keys::Script { count_at: 2 },
         evalsha_ro,
     )
     .doc(

@@ -1,5 +1,5 @@
 //! Server commands: COMMAND, INFO, CONFIG, DBSIZE, FLUSHDB, FLUSHALL, TIME,
-//! SHUTDOWN, LASTSAVE, SWAPDB and DEBUG.
+//! SHUTDOWN, LASTSAVE, SWAPDB, MEMORY and DEBUG.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
@@ -38,10 +38,72 @@ pub static COMMANDS: &[Command] = &[
     Command::new("swapdb", 3, WRITE | FAST, Keys::All, swapdb)
         .doc(G, "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases.", "Swaps two Redis databases.")
         .syntax("index1 index2"),
+    Command::new("memory", -2, 0, Keys::None, container)
+        .doc(G, "4.0.0", "Depends on subcommand.", "A container for memory diagnostics commands.")
+        .subcommands(MEMORY),
     Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, debug)
         .doc(G, "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, CLOCK, SET-ACTIVE-EXPIRE).")
         .syntax("subcommand [argument [argument ...]]"),
 ];
+
+static MEMORY: &[Command] = &[
+    Command::new(
+        "usage",
+        -3,
+        READONLY,
+        Keys::Range {
+            first: 2,
+            last: 2,
+            step: 1,
+        },
+        memory_usage,
+    )
+    .doc(
+        G,
+        "4.0.0",
+        "O(N) where N is the number of samples.",
+        "Estimates the memory usage of a key.",
+    )
+    .syntax("key [SAMPLES count]"),
+    Command::new("help", 2, LOADING | STALE, Keys::None, memory_help).doc(
+        G,
+        "4.0.0",
+        "O(1)",
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+/// MEMORY USAGE key [SAMPLES count]: the key's bytes, its entry and its
+/// value's own accounting (exact rather than sampled, so SAMPLES is only
+/// validated). Options are checked before the key, as Redis does.
+fn memory_usage(ctx: &mut Ctx) -> CmdResult {
+    let mut i = 3;
+    while i < ctx.argc() {
+        if eq_ic(ctx.arg(i), "SAMPLES") && i + 1 < ctx.argc() {
+            if int_arg(ctx.arg(i + 1))? < 0 {
+                return Err(Error::Syntax);
+            }
+            i += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let key = ctx.args.get(2);
+    match ctx.ks.peek(key) {
+        Some(e) => {
+            let usage =
+                key.len() + std::mem::size_of::<crate::store::Entry>() + e.value.mem_usage();
+            ctx.out.int(usage as i64);
+        }
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn memory_help(ctx: &mut Ctx) -> CmdResult {
+    help(ctx, "MEMORY", MEMORY);
+    Ok(())
+}
 
 static COMMAND: &[Command] = &[
     Command::new("count", 2, LOADING | STALE, Keys::None, command_count).doc(
@@ -311,8 +373,11 @@ fn write_command_info(out: &mut Reply, c: &Command, parent: Option<&Command>) {
         .filter(|(f, _)| c.has(*f))
         .map(|(_, n)| *n)
         .collect();
-    if matches!(c.keys, Keys::NumKeys { .. }) {
-        names.push("movablekeys");
+    match c.keys {
+        Keys::NumKeys { .. } => names.push("movablekeys"),
+        // Scripts may declare no keys at all.
+        Keys::Script { .. } => names.extend(["no_mandatory_keys", "movablekeys"]),
+        _ => {}
     }
     out.set(names.len());
     for n in names {
@@ -377,7 +442,8 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
     };
     let mut keys = Vec::new();
     cmd.key_indices(&args, |i| keys.push(args.get(i).to_vec()));
-    if keys.is_empty() {
+    // A script may declare no keys (its flags say no_mandatory_keys).
+    if keys.is_empty() && !matches!(cmd.keys, Keys::Script { .. }) {
         return Err(Error::Static("ERR The command has no key arguments"));
     }
     ctx.out.array(keys.len());
@@ -426,8 +492,15 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.net_input_bytes,
         &s.net_output_bytes,
         &s.rejected_connections,
+        &s.error_replies,
     ] {
         c.store(0, Relaxed);
+    }
+    ctx.shared.error_stats.lock().clear();
+    for c in all_commands() {
+        for cmd in std::iter::once(c).chain(c.subcommands) {
+            super::CallStats::of(cmd).reset();
+        }
     }
     // Through the keyspace: inside EXEC every shard is already held.
     ctx.ks
@@ -657,12 +730,59 @@ fn info(ctx: &mut Ctx) -> CmdResult {
         .skip(1)
         .map(|a| String::from_utf8_lossy(a).to_lowercase())
         .collect();
-    let all = wanted.iter().any(|w| w == "all" || w == "everything");
-    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
-    let want = |s: &str| all || default || wanted.iter().any(|w| w == s);
+    // Redis 7.0's selectors: no argument or `default` is the default
+    // sections; `all` and `everything` add commandstats (and modules'
+    // own sections, which zwindow has none of); names can be combined.
+    let mut sections: Vec<&str> = Vec::new();
+    if wanted.is_empty() {
+        sections.extend(INFO_DEFAULT);
+    }
+    for w in &wanted {
+        match w.as_str() {
+            "default" => sections.extend(INFO_DEFAULT),
+            "all" | "everything" => {
+                sections.extend(INFO_DEFAULT);
+                sections.push("commandstats");
+            }
+            other => sections.push(other),
+        }
+    }
+    let want = |s: &str| sections.contains(&s);
     let text = info_text(ctx, &want);
     ctx.out.verbatim(text.as_bytes());
     Ok(())
+}
+
+/// INFO's default sections (zwindow's `windows` among them).
+const INFO_DEFAULT: [&str; 12] = [
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "windows",
+    "keyspace",
+];
+
+/// CPU seconds (user, system) of this process and of its waited-for
+/// children, from /proc (zeros where unavailable).
+fn cpu_times() -> [f64; 4] {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which may itself hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|v| v.parse::<f64>().unwrap_or(0.0) / 100.0)
+        .collect();
+    let at = |i: usize| f.get(i).copied().unwrap_or(0.0);
+    [at(0), at(1), at(2), at(3)]
 }
 
 /// The INFO text, in Redis's `field:value` format with the fields tools read.
@@ -704,7 +824,7 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
     if want("memory") {
         let _ = write!(
             s,
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n",
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:mimalloc\r\n",
             human(rss),
             human(rss)
         );
@@ -723,6 +843,15 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
             sc.libraries_count.load(Relaxed),
             eval + fns,
             human((eval + fns) as u64),
+        );
+    }
+    if want("persistence") {
+        // What a redis-server that has never saved shows: zwindow keeps
+        // its data in memory only (until persistence lands).
+        let _ = write!(
+            s,
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n\r\n",
+            shared.last_save.load(Relaxed)
         );
     }
     let mut totals = crate::store::ShardStats::default();
@@ -745,7 +874,7 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
         let st = &shared.stats;
         let _ = write!(
             s,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\n\r\n",
             shared.clients.total_connections.load(Relaxed),
             st.commands_processed.load(Relaxed),
             st.net_input_bytes.load(Relaxed),
@@ -756,7 +885,63 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
             totals.misses,
             shared.pubsub.channels(None).len(),
             shared.pubsub.numpat(),
+            st.error_replies.load(Relaxed),
         );
+    }
+    if want("replication") {
+        let _ = write!(
+            s,
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n\r\n",
+            shared.run_id
+        );
+    }
+    if want("cpu") {
+        let [user, sys, cuser, csys] = cpu_times();
+        // One process does all the work: its totals stand for the main thread.
+        let _ = write!(
+            s,
+            "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:{csys:.6}\r\nused_cpu_user_children:{cuser:.6}\r\nused_cpu_sys_main_thread:{sys:.6}\r\nused_cpu_user_main_thread:{user:.6}\r\n\r\n"
+        );
+    }
+    if want("modules") {
+        s.push_str("# Modules\r\n\r\n");
+    }
+    if want("commandstats") {
+        s.push_str("# Commandstats\r\n");
+        for c in all_commands() {
+            let subs = c
+                .subcommands
+                .iter()
+                .map(|sub| (format!("{}|{}", c.name, sub.name), sub));
+            for (name, cmd) in std::iter::once((c.name.to_string(), c)).chain(subs) {
+                let st = super::CallStats::of(cmd);
+                let (calls, usec) = (st.calls.load(Relaxed), st.usec.load(Relaxed));
+                let (rejected, failed) = (st.rejected.load(Relaxed), st.failed.load(Relaxed));
+                if calls + rejected + failed == 0 {
+                    continue;
+                }
+                let per_call = if calls == 0 {
+                    0.0
+                } else {
+                    usec as f64 / calls as f64
+                };
+                let _ = write!(
+                    s,
+                    "cmdstat_{name}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}\r\n"
+                );
+            }
+        }
+        s.push_str("\r\n");
+    }
+    if want("errorstats") {
+        s.push_str("# Errorstats\r\n");
+        for (code, n) in shared.error_stats.lock().iter() {
+            let _ = write!(s, "errorstat_{code}:count={n}\r\n");
+        }
+        s.push_str("\r\n");
+    }
+    if want("cluster") {
+        s.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n");
     }
     if want("windows") {
         shared.windows.info(&mut s, windowed);

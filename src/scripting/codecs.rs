@@ -155,6 +155,44 @@ pub fn cjson(lua: &Lua) -> mlua::Result<Table> {
         "null",
         Value::LightUserData(LightUserData(std::ptr::null_mut())),
     )?;
+    // lua-cjson's buffer-reuse switch: it changes allocation, never output,
+    // so it is kept and reported only (`cjson.encode_keep_buffer([bool])`).
+    let keep = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    t.raw_set(
+        "encode_keep_buffer",
+        lua.create_function(move |_, args: Variadic<Value>| {
+            if args.len() > 1 {
+                return Err(mlua::Error::runtime(
+                    "bad argument #2 to '?' (found too many arguments)",
+                ));
+            }
+            match args.first() {
+                None | Some(Value::Nil) => {}
+                Some(Value::Boolean(b)) => keep.store(*b, std::sync::atomic::Ordering::Relaxed),
+                // As lua-cjson's json_enum_option: "off"/"on" (or a number
+                // spelled so) name the two settings.
+                Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+                    let text = v.to_string().unwrap_or_default();
+                    match text.as_str() {
+                        "on" => keep.store(true, std::sync::atomic::Ordering::Relaxed),
+                        "off" => keep.store(false, std::sync::atomic::Ordering::Relaxed),
+                        _ => {
+                            return Err(mlua::Error::runtime(format!(
+                                "bad argument #1 to 'encode_keep_buffer' (invalid option '{text}')"
+                            )));
+                        }
+                    }
+                }
+                Some(v) => {
+                    return Err(mlua::Error::runtime(format!(
+                        "bad argument #1 to 'encode_keep_buffer' (string expected, got {})",
+                        v.type_name()
+                    )));
+                }
+            }
+            Ok(keep.load(std::sync::atomic::Ordering::Relaxed))
+        })?,
+    )?;
     t.raw_set("_NAME", "cjson")?;
     t.raw_set("_VERSION", "2.1.0")?;
     Ok(t)

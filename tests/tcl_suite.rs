@@ -1,0 +1,200 @@
+//! Redis's own test suite against zwindow: the TCL units of Redis 7.0.15
+//! (from Debian's source package, fetched by `.ci/test` into `.cache/` and
+//! named by `ZWINDOW_REDIS_TESTS`) run in external mode, one fresh zwindow
+//! per unit, and each unit must pass at least as many tests as
+//! `tests/tcl/baseline.txt` says: a ratchet, raised as features land.
+//!
+//! `tests/tcl/skip.txt` names the tests the harness skips, each with the
+//! reason: tests of commands zwindow does not have yet (without the skip,
+//! the first such test aborts the whole unit, hiding everything after it)
+//! and the few known differences. Nothing in the server knows about them.
+//!
+//! Run one unit by hand: see the README ("Redis's own test suite").
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A unit that runs longer than this is stopped; what passed until then counts.
+const UNIT_TIMEOUT: Duration = Duration::from_secs(420);
+
+/// The tag filter: tests that need replication, `DEBUG` internals of
+/// redis-server, a maxmemory setup or persistence cannot run externally.
+const TAGS: &str = "-needs:repl -needs:debug -needs:config-maxmemory -needs:save -needs:pfdebug -needs:latency -needs:local-process";
+
+fn suite_dir() -> PathBuf {
+    let dir = std::env::var_os("ZWINDOW_REDIS_TESTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/redis-7.0.15"));
+    assert!(
+        dir.join("tests/test_helper.tcl").is_file(),
+        "Redis's TCL test suite is not at {} (set ZWINDOW_REDIS_TESTS, or run `bash .ci/test`, \
+         which fetches it)",
+        dir.display()
+    );
+    dir
+}
+
+/// What one unit did.
+#[derive(Debug, Default)]
+struct UnitResult {
+    passed: usize,
+    failed: Vec<String>,
+    exceptions: Vec<String>,
+    timed_out: bool,
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn parse_output(text: &str) -> UnitResult {
+    let mut r = UnitResult::default();
+    for line in text.lines().map(strip_ansi) {
+        if line.starts_with("[ok]: ") {
+            r.passed += 1;
+        } else if let Some(name) = line.strip_prefix("[err]: ") {
+            r.failed.push(name.to_string());
+        } else if let Some(what) = line.strip_prefix("[exception]: ") {
+            r.exceptions.push(what.to_string());
+        }
+    }
+    r
+}
+
+/// Runs `unit` against a fresh zwindow, in a private copy of the suite.
+fn run_unit(suite: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
+    let work = PrivateDir::new("tcl");
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(suite.join("tests"))
+        .arg(&work.0)
+        .status()
+        .expect("run cp");
+    assert!(status.success(), "copying the suite failed");
+    let server = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let log = work.0.join("unit.log");
+    let mut child = Command::new("tclsh")
+        .current_dir(&work.0)
+        .args(["tests/test_helper.tcl", "--host", "127.0.0.1", "--port"])
+        .arg(server.port().to_string())
+        .args(["--single", &format!("unit/{unit}"), "--tags", TAGS])
+        .args(["--clients", "1", "--timeout", "120", "--skipfile"])
+        .arg(skipfile)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).expect("create the unit log"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run tclsh (installed by .ci/test)");
+    let deadline = Instant::now() + UNIT_TIMEOUT;
+    let mut timed_out = false;
+    loop {
+        if child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            timed_out = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut r = parse_output(&text);
+    r.timed_out = timed_out;
+    (r, text)
+}
+
+/// `unit passed` lines, `#` comments.
+fn baseline() -> BTreeMap<String, usize> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tcl/baseline.txt");
+    let text = std::fs::read_to_string(&path).expect("read tests/tcl/baseline.txt");
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (unit, n) = l.split_once(char::is_whitespace).expect("`unit passed`");
+            (unit.to_string(), n.trim().parse().expect("a count"))
+        })
+        .collect()
+}
+
+/// The skip file without its comments, as the harness reads it (one test
+/// name or `/regexp` per line).
+fn skipfile(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tcl/skip.txt");
+    let text = std::fs::read_to_string(&src).expect("read tests/tcl/skip.txt");
+    let names: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .collect();
+    let out = dir.join("skip.txt");
+    std::fs::write(&out, names.join("\n")).expect("write the skip file");
+    out
+}
+
+#[test]
+fn redis_tcl_units_meet_the_baseline() {
+    let suite = suite_dir();
+    let scratch = PrivateDir::new("tcl-skip");
+    let skip = skipfile(&scratch.0);
+    let mut report = String::new();
+    let mut short = Vec::new();
+    for (unit, want) in baseline() {
+        let started = Instant::now();
+        let (r, text) = run_unit(&suite, &unit, &skip);
+        report.push_str(&format!(
+            "{unit:<16} passed {:>4} (baseline {want:>4}), failed {}, exceptions {}{} in {:.0?}\n",
+            r.passed,
+            r.failed.len(),
+            r.exceptions.len(),
+            if r.timed_out { ", TIMED OUT" } else { "" },
+            started.elapsed()
+        ));
+        for name in r.failed.iter().chain(&r.exceptions) {
+            report.push_str(&format!("    {name}\n"));
+        }
+        if r.passed < want {
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            short.push(format!(
+                "{unit}: {} < {want}; last lines:\n{}",
+                r.passed,
+                strip_ansi(&tail.join("\n"))
+            ));
+        }
+    }
+    println!("Redis 7.0.15 TCL units against zwindow:\n{report}");
+    assert!(
+        short.is_empty(),
+        "units below their baseline:\n{}\n\nall units:\n{report}",
+        short.join("\n\n")
+    );
+}
+
+#[test]
+fn output_parsing() {
+    let text = "\u{1b}[0;32;49mok\u{1b}[0m]: x (1 ms)\n[\u{1b}[0;32;49mok\u{1b}[0m]: a (1 ms)\n[err]: b in tests/unit/x.tcl\n[exception]: Executing test client: boom\n[ignore]: c: Tag denied\n[ok]: d (0 ms)";
+    let r = parse_output(text);
+    assert_eq!(r.passed, 2);
+    assert_eq!(r.failed, vec!["b in tests/unit/x.tcl".to_string()]);
+    assert_eq!(r.exceptions.len(), 1);
+}
