@@ -180,6 +180,11 @@ fn sandbox() {
         "return _G.redis == redis",
         "local n = 0 for k in pairs(redis) do n = n + 1 end return n > 10",
         "return loadstring('return 1')()",
+        // Bytecode never loads: it fails as source text would.
+        "return {loadstring(string.dump(function() return 1 end))}",
+        "return loadstring(string.dump(function() return 1 end))()",
+        "return {loadstring(string.dump(function() return 1 end), 'name')}",
+        "return {loadstring(string.char(27) .. 'x\\ny')}",
         "return coroutine.wrap(function() coroutine.yield(5) end)()",
         "return tostring(math.random())",
         "return {math.random(100), math.random(5, 10)}",
@@ -459,6 +464,16 @@ fn clients_wait_for_a_short_script() {
 /// The bundled codecs (cjson, struct, cmsgpack): encodings, round trips,
 /// limits and error texts, in RESP2 and RESP3.
 const CODECS: &[&str] = &[
+    // lua-cjson's settings: each script restores the defaults it changed.
+    r####"cjson.encode_max_depth(1) local ok, e = pcall(cjson.encode, {a={b=1}}) cjson.encode_max_depth(1000) return {tostring(ok), e}"####,
+    r####"cjson.decode_max_depth(1) local ok, e = pcall(cjson.decode, '{"a":[1]}') cjson.decode_max_depth(1000) return {tostring(ok), e}"####,
+    r####"local a = cjson.encode_invalid_numbers(true) local j = cjson.encode({0/0, 1/0, -1/0}) local b = cjson.encode_invalid_numbers('null') local k = cjson.encode({1/0}) cjson.encode_invalid_numbers(false) return {tostring(a), j, b, k, tostring(cjson.encode_invalid_numbers())}"####,
+    r####"return {tostring(cjson.encode_keep_buffer(false)), tostring(cjson.encode_keep_buffer('on')), cjson.encode_max_depth(), cjson.decode_max_depth()}"####,
+    "return cjson.encode_max_depth(0)",
+    "return cjson.decode_max_depth('x')",
+    "return cjson.encode_keep_buffer(1)",
+    "return cjson.encode_invalid_numbers({})",
+    "return cjson.encode_keep_buffer(true, 2)",
     r####"return cjson.encode({1,2,3.5,'a/b"\\', {x=1, y={true,false}}, 1e20, 0.1, 1/3, 12345678901234567})"####,
     r####"return cjson.encode({[1]=1,[3]=3})"####,
     r####"return cjson.encode({[1]=1,[30]=3})"####,

@@ -231,6 +231,22 @@ for _, name in ipairs_({ 'string', 'math', 'table', 'coroutine' }) do
   G[name] = readonly(G[name])
 end
 G.getmetatable('').__index = G.string
+-- Redis's Lua never loads precompiled bytecode (crafted bytecode can crash
+-- the VM): its parser reads every chunk as source, so a binary chunk fails
+-- as text would, with the same message (chunk id as luaO_chunkid makes it).
+local loadstring_ = G.loadstring
+G.loadstring = function(s, name)
+  if type_(s) == 'string' and s:byte(1) == 27 then
+    local src = name or s
+    src = src:match('^[^%z]*')
+    local line = src:match('^[^\n\r]*')
+    local limit = 60 - 17
+    if #line > limit then line = line:sub(1, limit) end
+    if #line < #src then line = line .. '...' end
+    return nil, '[string "' .. line .. '"]:1: unexpected symbol near \'char(27)\''
+  end
+  return loadstring_(s, name)
+end
 G.loadfile, G.dofile, G.print, G.debug, G.module, G.require, G.package = nil, nil, nil, nil, nil, nil, nil
 G.os, G.io = nil, nil
 

@@ -20,6 +20,8 @@
 //! caller's position, as `luaL_error` does.
 
 use std::ffi::c_char;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 use mlua::{LightUserData, Lua, MultiValue, Table, Value, Variadic};
 
@@ -123,74 +125,155 @@ fn is_null(v: &Value) -> bool {
 
 // ---------------------------------------------------------------- cjson
 
-const ENCODE_MAX_DEPTH: usize = 1000;
-const DECODE_MAX_DEPTH: usize = 1000;
+/// lua-cjson's settings, changed by `cjson.encode_max_depth(n)` and the
+/// like; one set per Lua engine, as in Redis (one per Lua state).
+struct JsonCfg {
+    encode_max_depth: AtomicUsize,
+    decode_max_depth: AtomicUsize,
+    /// `encode_invalid_numbers`: 0 off (NaN/Inf refused), 1 on, 2 `null`.
+    encode_invalid_numbers: AtomicU8,
+    /// Buffer reuse: changes allocation, never output; kept and reported.
+    encode_keep_buffer: AtomicBool,
+}
+
+impl Default for JsonCfg {
+    fn default() -> JsonCfg {
+        JsonCfg {
+            encode_max_depth: AtomicUsize::new(1000),
+            decode_max_depth: AtomicUsize::new(1000),
+            encode_invalid_numbers: AtomicU8::new(0),
+            encode_keep_buffer: AtomicBool::new(true),
+        }
+    }
+}
+
+/// lua-cjson's `json_enum_option` over `off`/`on`(/`null`): booleans or
+/// those names; returns the index chosen, or `None` when no argument.
+fn json_enum_arg(
+    name: &str,
+    args: &Variadic<Value>,
+    options: &[&str],
+) -> mlua::Result<Option<usize>> {
+    if args.len() > 1 {
+        return Err(mlua::Error::runtime(format!(
+            "bad argument #2 to '{name}' (found too many arguments)"
+        )));
+    }
+    match args.first() {
+        None | Some(Value::Nil) => Ok(None),
+        Some(Value::Boolean(b)) => Ok(Some(*b as usize)),
+        Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+            let text = v.to_string().unwrap_or_default();
+            match options.iter().position(|o| *o == text) {
+                Some(i) => Ok(Some(i)),
+                None => Err(mlua::Error::runtime(format!(
+                    "bad argument #1 to '{name}' (invalid option '{text}')"
+                ))),
+            }
+        }
+        Some(v) => Err(mlua::Error::runtime(format!(
+            "bad argument #1 to '{name}' (string expected, got {})",
+            v.type_name()
+        ))),
+    }
+}
+
+/// lua-cjson's `json_integer_option` for the depth limits (1..INT_MAX).
+fn json_depth_arg(name: &str, args: &Variadic<Value>, slot: &AtomicUsize) -> mlua::Result<usize> {
+    if args.len() > 1 {
+        return Err(mlua::Error::runtime(format!(
+            "bad argument #2 to '{name}' (found too many arguments)"
+        )));
+    }
+    match args.first() {
+        None | Some(Value::Nil) => {}
+        Some(v) => {
+            let n = as_number(v).ok_or_else(|| {
+                mlua::Error::runtime(format!(
+                    "bad argument #1 to '{name}' (number expected, got {})",
+                    v.type_name()
+                ))
+            })?;
+            let n = n as i64;
+            if !(1..=i64::from(i32::MAX)).contains(&n) {
+                return Err(mlua::Error::runtime(format!(
+                    "bad argument #1 to '{name}' (expected integer between 1 and 2147483647)"
+                )));
+            }
+            slot.store(n as usize, Relaxed);
+        }
+    }
+    Ok(slot.load(Relaxed))
+}
 const SPARSE_RATIO: f64 = 2.0;
 const SPARSE_SAFE: f64 = 10.0;
 
 pub fn cjson(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
+    let cfg = Arc::new(JsonCfg::default());
+    let c = cfg.clone();
     t.raw_set(
         "encode",
-        lua.create_function(|lua, args: Variadic<Value>| {
+        lua.create_function(move |lua, args: Variadic<Value>| {
             if args.len() != 1 {
                 return arg_count_error("encode");
             }
             let mut out = Vec::new();
-            json_encode(&args[0], 0, &mut out)?;
+            json_encode(&c, &args[0], 0, &mut out)?;
             lua.create_string(&out)
         })?,
     )?;
+    let c = cfg.clone();
     t.raw_set(
         "decode",
-        lua.create_function(|lua, args: Variadic<Value>| {
+        lua.create_function(move |lua, args: Variadic<Value>| {
             if args.len() != 1 {
                 return arg_count_error("decode");
             }
             let data = check_bytes(args.first(), 1, "decode")?;
-            json_decode(lua, &data)
+            json_decode(lua, &data, c.decode_max_depth.load(Relaxed))
+        })?,
+    )?;
+    let c = cfg.clone();
+    t.raw_set(
+        "encode_max_depth",
+        lua.create_function(move |_, args: Variadic<Value>| {
+            json_depth_arg("encode_max_depth", &args, &c.encode_max_depth)
+        })?,
+    )?;
+    let c = cfg.clone();
+    t.raw_set(
+        "decode_max_depth",
+        lua.create_function(move |_, args: Variadic<Value>| {
+            json_depth_arg("decode_max_depth", &args, &c.decode_max_depth)
+        })?,
+    )?;
+    let c = cfg.clone();
+    t.raw_set(
+        "encode_invalid_numbers",
+        lua.create_function(move |lua, args: Variadic<Value>| {
+            let options = ["off", "on", "null"];
+            if let Some(i) = json_enum_arg("encode_invalid_numbers", &args, &options)? {
+                c.encode_invalid_numbers.store(i as u8, Relaxed);
+            }
+            Ok(match c.encode_invalid_numbers.load(Relaxed) {
+                2 => Value::String(lua.create_string("null")?),
+                n => Value::Boolean(n == 1),
+            })
         })?,
     )?;
     t.raw_set(
         "null",
         Value::LightUserData(LightUserData(std::ptr::null_mut())),
     )?;
-    // lua-cjson's buffer-reuse switch: it changes allocation, never output,
-    // so it is kept and reported only (`cjson.encode_keep_buffer([bool])`).
-    let keep = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let c = cfg;
     t.raw_set(
         "encode_keep_buffer",
         lua.create_function(move |_, args: Variadic<Value>| {
-            if args.len() > 1 {
-                return Err(mlua::Error::runtime(
-                    "bad argument #2 to '?' (found too many arguments)",
-                ));
+            if let Some(i) = json_enum_arg("encode_keep_buffer", &args, &["off", "on"])? {
+                c.encode_keep_buffer.store(i == 1, Relaxed);
             }
-            match args.first() {
-                None | Some(Value::Nil) => {}
-                Some(Value::Boolean(b)) => keep.store(*b, std::sync::atomic::Ordering::Relaxed),
-                // As lua-cjson's json_enum_option: "off"/"on" (or a number
-                // spelled so) name the two settings.
-                Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
-                    let text = v.to_string().unwrap_or_default();
-                    match text.as_str() {
-                        "on" => keep.store(true, std::sync::atomic::Ordering::Relaxed),
-                        "off" => keep.store(false, std::sync::atomic::Ordering::Relaxed),
-                        _ => {
-                            return Err(mlua::Error::runtime(format!(
-                                "bad argument #1 to 'encode_keep_buffer' (invalid option '{text}')"
-                            )));
-                        }
-                    }
-                }
-                Some(v) => {
-                    return Err(mlua::Error::runtime(format!(
-                        "bad argument #1 to 'encode_keep_buffer' (string expected, got {})",
-                        v.type_name()
-                    )));
-                }
-            }
-            Ok(keep.load(std::sync::atomic::Ordering::Relaxed))
+            Ok(c.encode_keep_buffer.load(Relaxed))
         })?,
     )?;
     t.raw_set("_NAME", "cjson")?;
@@ -198,17 +281,24 @@ pub fn cjson(lua: &Lua) -> mlua::Result<Table> {
     Ok(t)
 }
 
-fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
+fn json_encode(cfg: &JsonCfg, v: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
     match v {
         Value::String(s) => json_string(&s.as_bytes(), out),
-        Value::Integer(_) | Value::Number(_) => json_number(as_number(v).unwrap_or(0.0), out)?,
+        Value::Integer(_) | Value::Number(_) => {
+            let n = as_number(v).unwrap_or(0.0);
+            match cfg.encode_invalid_numbers.load(Relaxed) {
+                1 if !n.is_finite() => out.extend_from_slice(c_g_fmt_nonfinite(n).as_bytes()),
+                2 if !n.is_finite() => out.extend_from_slice(b"null"),
+                _ => json_number(n, out)?,
+            }
+        }
         Value::Boolean(true) => out.extend_from_slice(b"true"),
         Value::Boolean(false) => out.extend_from_slice(b"false"),
         Value::Nil => out.extend_from_slice(b"null"),
         v if is_null(v) => out.extend_from_slice(b"null"),
         Value::Table(t) => {
             let depth = depth + 1;
-            if depth > ENCODE_MAX_DEPTH {
+            if depth > cfg.encode_max_depth.load(Relaxed) {
                 return fail(format!("Cannot serialise, excessive nesting ({depth})"));
             }
             match json_array_length(t)? {
@@ -219,7 +309,7 @@ fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
                             out.push(b',');
                         }
                         let item: Value = t.raw_get(i)?;
-                        json_encode(&item, depth, out)?;
+                        json_encode(cfg, &item, depth, out)?;
                     }
                     out.push(b']');
                 }
@@ -249,7 +339,7 @@ fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
                                 ));
                             }
                         }
-                        json_encode(&val, depth, out)?;
+                        json_encode(cfg, &val, depth, out)?;
                     }
                     out.push(b'}');
                 }
@@ -285,6 +375,19 @@ fn json_array_length(t: &Table) -> mlua::Result<Option<usize>> {
     }
     // C stores the maximum in an int.
     Ok(Some(max.min(i32::MAX as f64) as usize))
+}
+
+/// How Redis's lua-cjson writes NaN and the infinities once
+/// `encode_invalid_numbers` is on (measured: `{0/0, 1/0, -1/0}` encodes as
+/// `[nan,inf,-inf]`, whatever the NaN's sign bit).
+fn c_g_fmt_nonfinite(n: f64) -> &'static str {
+    if n.is_nan() {
+        "nan"
+    } else if n.is_sign_negative() {
+        "-inf"
+    } else {
+        "inf"
+    }
 }
 
 fn json_number(n: f64, out: &mut Vec<u8>) -> mlua::Result<()> {
@@ -353,6 +456,7 @@ struct JsonParser<'a> {
     data: &'a [u8],
     pos: usize,
     depth: usize,
+    max_depth: usize,
     /// The last string token's bytes.
     text: Vec<u8>,
 }
@@ -550,7 +654,7 @@ impl JsonParser<'_> {
 
     fn descend(&mut self) -> mlua::Result<()> {
         self.depth += 1;
-        if self.depth > DECODE_MAX_DEPTH {
+        if self.depth > self.max_depth {
             return fail(format!(
                 "Found too many nested data structures ({}) at character {}",
                 self.depth, self.pos
@@ -617,7 +721,7 @@ impl JsonParser<'_> {
     }
 }
 
-fn json_decode(lua: &Lua, data: &[u8]) -> mlua::Result<Value> {
+fn json_decode(lua: &Lua, data: &[u8], max_depth: usize) -> mlua::Result<Value> {
     if data.len() >= 2 && (data[0] == 0 || data[1] == 0) {
         return fail("JSON parser does not support UTF-16 or UTF-32");
     }
@@ -625,6 +729,7 @@ fn json_decode(lua: &Lua, data: &[u8]) -> mlua::Result<Value> {
         data,
         pos: 0,
         depth: 0,
+        max_depth,
         text: Vec::new(),
     };
     let (tok, at) = p.next();
@@ -1039,14 +1144,15 @@ fn mp_encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
                     mp_encode(&item, level + 1, out)?;
                 }
             } else {
-                let pairs: Vec<(Value, Value)> = t
-                    .clone()
-                    .pairs::<Value, Value>()
-                    .collect::<mlua::Result<_>>()?;
-                mp_len(pairs.len(), Some((0x80, 16)), [0, 0xde, 0xdf], out);
-                for (k, val) in &pairs {
-                    mp_encode(k, level + 1, out)?;
-                    mp_encode(val, level + 1, out)?;
+                // Two passes rather than collecting the pairs: every Lua
+                // value held from Rust takes a slot of mlua's reference
+                // stack, which a 100k-key table would exhaust.
+                let len = t.clone().pairs::<Value, Value>().count();
+                mp_len(len, Some((0x80, 16)), [0, 0xde, 0xdf], out);
+                for pair in t.clone().pairs::<Value, Value>() {
+                    let (k, val) = pair?;
+                    mp_encode(&k, level + 1, out)?;
+                    mp_encode(&val, level + 1, out)?;
                 }
             }
         }
