@@ -2,7 +2,7 @@
 //! and handing data to them in arrival order.
 //!
 //! A blocking command first runs like any other; when there is nothing to
-//! pop it sets `client.block` instead of replying, and the dispatcher queues
+//! pop it returns `Outcome::Block` instead of replying, and the dispatcher queues
 //! a [`Waiter`] on each of its keys while it still holds those keys' shard
 //! locks, so no push can slip between "found nothing" and "waiting".
 //!
@@ -250,8 +250,9 @@ impl Blocking {
             buf: Vec::new(),
             resp3: w.resp3,
         };
-        commands::call(shared, &mut client, &mut out, &mut ks, cmd, args);
-        if client.block.is_some() {
+        let outcome = commands::call(shared, &mut client, &mut out, &mut ks, cmd, args);
+        // The command counted as processed when it blocked, as in Redis.
+        if matches!(outcome, commands::Outcome::Block(_)) {
             return Served::NoData {
                 key_left: ks.exists(key),
             };

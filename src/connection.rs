@@ -32,17 +32,6 @@ const OUT_KEEP: usize = 1024 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
 
-/// A blocking command's request to wait for data on `keys`.
-#[derive(Debug)]
-pub struct Block {
-    pub keys: Vec<Key>,
-    /// The type the command takes data from, as `TYPE` names it: a key that
-    /// becomes ready holding another type leaves the waiter blocked.
-    pub kind: &'static str,
-    /// None waits forever.
-    pub timeout: Option<Duration>,
-}
-
 /// A queued waiter, its reply channel and its timeout.
 pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
 
@@ -60,22 +49,13 @@ pub struct Client {
     /// True for the client a script's `redis.call` runs as (TIME answers
     /// the script's frozen instant).
     pub in_script: bool,
-    /// Set by a handler that found the script engine held by another
-    /// client's script: dispatch undoes the attempt and the connection
-    /// retries after the script.
-    pub retry_after_script: bool,
     pub watched: Vec<(usize, Key)>,
     pub watch_flag: WatchFlag,
     pub channels: HashSet<Bytes>,
     pub patterns: HashSet<Bytes>,
-    pub close_after_reply: bool,
-    /// Set by a blocking command that found nothing.
-    pub block: Option<Block>,
     /// Commands run since the last flush into the server's counters (one
     /// shared atomic add per batch, not per command).
     pub commands: u64,
-    /// Set by dispatch once the waiter is queued.
-    pub waiting: Option<Waiting>,
     /// For the stand-in that re-runs a blocked command when one of its keys
     /// got data: that key. Redis serves a waiter from the key that became
     /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
@@ -92,15 +72,11 @@ impl Client {
             multi_error: false,
             in_exec: false,
             in_script: false,
-            retry_after_script: false,
             watched: Vec::new(),
             watch_flag: Arc::new(AtomicBool::new(false)),
             channels: HashSet::new(),
             patterns: HashSet::new(),
-            close_after_reply: false,
-            block: None,
             commands: 0,
-            waiting: None,
             serving_key: None,
         }
     }
@@ -131,7 +107,7 @@ impl Client {
     }
 
     pub fn can_block(&self) -> bool {
-        !self.in_exec
+        !self.in_exec && !self.in_script
     }
 
     /// Records the command for CLIENT LIST's `cmd=`. The idle clock is not
@@ -188,9 +164,13 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
     let stopping = shutdown.changed();
     tokio::pin!(stopping);
 
+    // What the last command left the connection to do: wait for a blocked
+    // command's data, or close once its reply is written.
+    let mut waiting: Option<Waiting> = None;
+    let mut close = false;
     'conn: loop {
         out.resp3 = client.resp3();
-        if let Some((waiter, mut rx, timeout)) = client.waiting.take() {
+        if let Some((waiter, mut rx, timeout)) = waiting.take() {
             let reply = wait_blocked(
                 &shared,
                 &handle,
@@ -237,7 +217,7 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
         }
         // Run every complete request in the buffer, then flush once.
         loop {
-            if client.waiting.is_some() || client.close_after_reply {
+            if waiting.is_some() || close {
                 break;
             }
             let auth_required = !client.authenticated;
@@ -248,7 +228,11 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
                     }
                     out.resp3 = client.resp3();
                     let mark = out.len();
-                    execute(&shared, &mut client, &mut out, Args::new(req)).await;
+                    match execute(&shared, &mut client, &mut out, Args::new(req)).await {
+                        Ran::Done => {}
+                        Ran::Blocked(w) => waiting = Some(w),
+                        Ran::Close => close = true,
+                    }
                     if !client.channels.is_empty() || !client.patterns.is_empty() {
                         // What a command published to its own client (PUBLISH,
                         // keyspace events) precedes its reply, as in Redis,
@@ -259,7 +243,7 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
                 Ok(None) => break,
                 Err(e) => {
                     out.error(&e.to_string());
-                    client.close_after_reply = true;
+                    close = true;
                     break;
                 }
             }
@@ -293,7 +277,7 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
                 out.buf = Vec::new();
             }
         }
-        if client.close_after_reply {
+        if close {
             break;
         }
     }
@@ -307,32 +291,39 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
     cleanup(&shared, &mut client);
 }
 
+/// What a request left its connection to do.
+enum Ran {
+    Done,
+    Blocked(Waiting),
+    Close,
+}
+
 /// Runs one request: on this task, or on the script runner for scripts,
 /// waiting (asynchronously) for another client's script where needed.
-async fn execute(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, args: Args<'_>) {
+async fn execute(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: Args<'_>,
+) -> Ran {
     let mut owned: Option<OwnedArgs> = None;
     loop {
         let a = owned.as_ref().map_or(args, |o| o.args());
-        match commands::dispatch(shared, client, out, a) {
-            commands::Dispatched::Done => return,
-            commands::Dispatched::WaitScript => {
+        let dispatched = match commands::dispatch(shared, client, out, a) {
+            commands::Dispatched::ScriptRunner => {
+                let job_args = owned.take().unwrap_or_else(|| args.to_owned());
+                run_on_runner(shared, client, out, job_args).await
+            }
+            d => d,
+        };
+        match dispatched {
+            commands::Dispatched::Done => return Ran::Done,
+            commands::Dispatched::Blocked(w) => return Ran::Blocked(w),
+            commands::Dispatched::Close => return Ran::Close,
+            commands::Dispatched::WaitScript | commands::Dispatched::ScriptRunner => {
                 if owned.is_none() {
                     owned = Some(args.to_owned());
                 }
-                let threshold = shared.config.busy_reply_threshold();
-                shared
-                    .scripting
-                    .busy
-                    .wait_end(client.handle.id, threshold)
-                    .await;
-            }
-            commands::Dispatched::ScriptRunner => {
-                let job_args = owned.take().unwrap_or_else(|| args.to_owned());
-                if run_on_runner(shared, client, out, job_args).await {
-                    return;
-                }
-                // The runner found another script running: wait and retry.
-                owned = Some(args.to_owned());
                 let threshold = shared.config.busy_reply_threshold();
                 shared
                     .scripting
@@ -345,13 +336,13 @@ async fn execute(shared: &Arc<Shared>, client: &mut Client, out: &mut Reply, arg
 }
 
 /// Moves the client to the script runner, dispatches `args` there and
-/// takes it back; false if the runner asked to wait for another script.
+/// takes it back with what became of the request.
 async fn run_on_runner(
     shared: &Arc<Shared>,
     client: &mut Client,
     out: &mut Reply,
     args: OwnedArgs,
-) -> bool {
+) -> commands::Dispatched {
     let handle = client.handle.clone();
     let moved = std::mem::replace(client, Client::new(handle.clone(), false));
     let moved_out = std::mem::take(out);
@@ -366,14 +357,13 @@ async fn run_on_runner(
         Ok((c, o, d)) => {
             *client = c;
             *out = o;
-            d != commands::Dispatched::WaitScript
+            d
         }
         Err(_) => {
             // The script panicked: its client state is gone with it.
             tracing::error!("a script failed unexpectedly; closing its connection");
             out.error("ERR internal error while running the script");
-            client.close_after_reply = true;
-            true
+            commands::Dispatched::Close
         }
     }
 }

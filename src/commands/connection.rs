@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
 use crate::util::eq_ic;
 
 const G: &str = "connection";
@@ -207,18 +207,17 @@ fn ping(ctx: &mut Ctx) -> CmdResult {
     } else {
         ctx.out.simple("PONG");
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn echo(ctx: &mut Ctx) -> CmdResult {
     ctx.out.bulk(ctx.args.get(1));
-    Ok(())
+    Ok(Done)
 }
 
 fn quit(ctx: &mut Ctx) -> CmdResult {
     ctx.out.ok();
-    ctx.client.close_after_reply = true;
-    Ok(())
+    Ok(Outcome::Close)
 }
 
 fn select(ctx: &mut Ctx) -> CmdResult {
@@ -228,7 +227,7 @@ fn select(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.client.select(db as usize);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 /// Checks a password the way AUTH and HELLO AUTH do.
@@ -239,7 +238,7 @@ fn check_auth(ctx: &mut Ctx, user: Option<&[u8]>, pass: &[u8]) -> CmdResult {
         ));
     }
     ctx.client.authenticated = true;
-    Ok(())
+    Ok(Done)
 }
 
 fn auth(ctx: &mut Ctx) -> CmdResult {
@@ -263,7 +262,7 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
         check_auth(ctx, user, pass)?;
     }
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn hello(ctx: &mut Ctx) -> CmdResult {
@@ -330,7 +329,7 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
     out.bulk(b"master");
     out.bulk(b"modules");
     out.array(0);
-    Ok(())
+    Ok(Done)
 }
 
 fn reset(ctx: &mut Ctx) -> CmdResult {
@@ -354,12 +353,12 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     *c.handle.name.lock() = None;
     c.authenticated = !ctx.shared.config.auth_required();
     ctx.out.simple("RESET");
-    Ok(())
+    Ok(Done)
 }
 
 fn client_id(ctx: &mut Ctx) -> CmdResult {
     ctx.out.int(ctx.client.handle.id as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn validate_name(name: &[u8]) -> CmdResult {
@@ -368,7 +367,7 @@ fn validate_name(name: &[u8]) -> CmdResult {
             "ERR Client names cannot contain spaces, newlines or special characters.",
         ));
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn client_setname(ctx: &mut Ctx) -> CmdResult {
@@ -376,7 +375,7 @@ fn client_setname(ctx: &mut Ctx) -> CmdResult {
     validate_name(name)?;
     *ctx.client.handle.name.lock() = (!name.is_empty()).then(|| name.to_vec());
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn client_getname(ctx: &mut Ctx) -> CmdResult {
@@ -384,7 +383,7 @@ fn client_getname(ctx: &mut Ctx) -> CmdResult {
         Some(n) => ctx.out.bulk(n),
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
@@ -407,7 +406,7 @@ fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
     }
     *slot.lock() = (!value.is_empty()).then(|| value.to_vec());
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 /// One CLIENT LIST / CLIENT INFO line, with the fields Redis 7.0 prints.
@@ -471,7 +470,7 @@ fn client_info(ctx: &mut Ctx) -> CmdResult {
     let mut s = String::new();
     client_line(ctx, &ctx.client.handle, &mut s);
     ctx.out.verbatim(s.as_bytes());
-    Ok(())
+    Ok(Done)
 }
 
 fn client_list(ctx: &mut Ctx) -> CmdResult {
@@ -522,7 +521,7 @@ fn client_list(ctx: &mut Ctx) -> CmdResult {
         client_line(ctx, &c, &mut s);
     }
     ctx.out.verbatim(s.as_bytes());
-    Ok(())
+    Ok(Done)
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked and is
@@ -547,7 +546,7 @@ fn client_unblock(ctx: &mut Ctx) -> CmdResult {
         .and_then(|id| ctx.shared.clients.get(id))
         .is_some_and(|c| c.request_unblock(how));
     ctx.out.int(done as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn client_kill(ctx: &mut Ctx) -> CmdResult {
@@ -564,13 +563,12 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
         let Some(c) = target else {
             return Err(Error::Static("ERR No such client"));
         };
-        if c.id == me {
-            ctx.client.close_after_reply = true;
-        } else {
-            c.kill();
-        }
         ctx.out.ok();
-        return Ok(());
+        if c.id == me {
+            return Ok(Outcome::Close);
+        }
+        c.kill();
+        return Ok(Done);
     }
     let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
     let mut i = 2;
@@ -607,6 +605,7 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
         i += 2;
     }
     let mut killed = 0;
+    let mut outcome = Done;
     for c in ctx.shared.clients.all() {
         if id.is_some_and(|id| id != c.id)
             || addr.is_some_and(|a| a != c.addr.as_bytes())
@@ -618,14 +617,14 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
             if skipme {
                 continue;
             }
-            ctx.client.close_after_reply = true;
+            outcome = Outcome::Close;
         } else {
             c.kill();
         }
         killed += 1;
     }
     ctx.out.int(killed);
-    Ok(())
+    Ok(outcome)
 }
 
 fn client_ok(ctx: &mut Ctx) -> CmdResult {
@@ -634,10 +633,10 @@ fn client_ok(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Syntax);
     }
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn client_help(ctx: &mut Ctx) -> CmdResult {
     super::server::help(ctx, "CLIENT", CLIENT);
-    Ok(())
+    Ok(Done)
 }

@@ -14,7 +14,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Keys};
 use crate::scripting::RunSpec;
 use crate::scripting::dump;
 use crate::scripting::functions::{FLAG_NAMES, FLAG_NO_WRITES};
@@ -191,7 +191,7 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
     };
     let mut engine = engine;
     engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
-    Ok(())
+    Ok(Done)
 }
 
 fn function_load(ctx: &mut Ctx) -> CmdResult {
@@ -216,7 +216,7 @@ fn function_load(ctx: &mut Ctx) -> CmdResult {
         .map_err(Error::Owned)?;
     shared.scripting.update_stats(&engine);
     ctx.out.bulk(name.as_bytes());
-    Ok(())
+    Ok(Done)
 }
 
 fn function_delete(ctx: &mut Ctx) -> CmdResult {
@@ -228,7 +228,7 @@ fn function_delete(ctx: &mut Ctx) -> CmdResult {
     }
     shared.scripting.update_stats(&engine);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn function_flush(ctx: &mut Ctx) -> CmdResult {
@@ -245,7 +245,7 @@ fn function_flush(ctx: &mut Ctx) -> CmdResult {
     engine.flush_libraries();
     shared.scripting.update_stats(&engine);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn function_list(ctx: &mut Ctx) -> CmdResult {
@@ -317,7 +317,7 @@ fn function_list(ctx: &mut Ctx) -> CmdResult {
             out.bulk(&lib.code);
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn function_stats(ctx: &mut Ctx) -> CmdResult {
@@ -357,7 +357,7 @@ fn function_stats(ctx: &mut Ctx) -> CmdResult {
     out.int(sc.libraries_count.load(Relaxed) as i64);
     out.bulk(b"functions_count");
     out.int(sc.functions_count.load(Relaxed) as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn function_kill(ctx: &mut Ctx) -> CmdResult {
@@ -367,7 +367,7 @@ fn function_kill(ctx: &mut Ctx) -> CmdResult {
         .kill(true)
         .map_err(Error::Static)?;
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 /// FUNCTION DUMP: every library in Redis 7.0's payload format.
@@ -376,7 +376,7 @@ fn function_dump(ctx: &mut Ctx) -> CmdResult {
     let engine = shared.scripting.engine_for(ctx.client)?;
     let payload = dump::encode(engine.libraries.values().map(|l| l.code.as_slice()));
     ctx.out.bulk(&payload);
-    Ok(())
+    Ok(Done)
 }
 
 /// FUNCTION RESTORE payload [FLUSH | APPEND | REPLACE], all or nothing.
@@ -430,7 +430,7 @@ fn function_restore(ctx: &mut Ctx) -> CmdResult {
     }
     shared.scripting.update_stats(&engine);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn function_help(ctx: &mut Ctx) -> CmdResult {
@@ -479,5 +479,5 @@ fn function_help(ctx: &mut Ctx) -> CmdResult {
             "    Prints this help.",
         ],
     );
-    Ok(())
+    Ok(Done)
 }

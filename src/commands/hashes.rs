@@ -8,7 +8,7 @@
 //! too ([`scan_args`]) and shared with `sets.rs`.
 
 use super::flags::*;
-use super::{Args, CmdResult, Command, Ctx, Error, Keys, int_arg};
+use super::{Args, CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
 use crate::ldouble::LDouble;
 use crate::protocol::Reply;
 use crate::store::{Entry, Keyspace, Value, notify};
@@ -122,7 +122,7 @@ fn hset(ctx: &mut Ctx) -> CmdResult {
     } else {
         ctx.out.int(created);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn hsetnx(ctx: &mut Ctx) -> CmdResult {
@@ -135,12 +135,12 @@ fn hsetnx(ctx: &mut Ctx) -> CmdResult {
     let h = lookup_or_create(ctx.ks, key)?;
     if h.contains(field) {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     }
     h.set(field, value, lim);
     ctx.ks.signal(key, notify::HASH, "hset");
     ctx.out.int(1);
-    Ok(())
+    Ok(Done)
 }
 
 fn hget(ctx: &mut Ctx) -> CmdResult {
@@ -149,7 +149,7 @@ fn hget(ctx: &mut Ctx) -> CmdResult {
         Some(v) => ctx.out.bulk(v),
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn hmget(ctx: &mut Ctx) -> CmdResult {
@@ -162,14 +162,14 @@ fn hmget(ctx: &mut Ctx) -> CmdResult {
             None => ctx.out.null(),
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn hdel(ctx: &mut Ctx) -> CmdResult {
     let (args, key) = (ctx.args, ctx.args.get(1));
     let Some(h) = lookup(ctx.ks, key, false)? else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let mut deleted = 0;
     for i in 2..args.len() {
@@ -189,13 +189,13 @@ fn hdel(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.out.int(deleted);
-    Ok(())
+    Ok(Done)
 }
 
 fn hlen(ctx: &mut Ctx) -> CmdResult {
     let n = lookup(ctx.ks, ctx.args.get(1), true)?.map_or(0, |h| h.len());
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn hstrlen(ctx: &mut Ctx) -> CmdResult {
@@ -204,14 +204,14 @@ fn hstrlen(ctx: &mut Ctx) -> CmdResult {
         .and_then(|h| h.get(field))
         .map_or(0, |v| v.len());
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn hexists(ctx: &mut Ctx) -> CmdResult {
     let field = ctx.args.get(2);
     let found = lookup(ctx.ks, ctx.args.get(1), true)?.is_some_and(|h| h.contains(field));
     ctx.out.int(found as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn hkeys(ctx: &mut Ctx) -> CmdResult {
@@ -245,7 +245,7 @@ fn getall(ctx: &mut Ctx, fields: bool, values: bool) -> CmdResult {
             }
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn hincrby(ctx: &mut Ctx) -> CmdResult {
@@ -262,7 +262,7 @@ fn hincrby(ctx: &mut Ctx) -> CmdResult {
     h.set(field, itoa::Buffer::new().format(new).as_bytes(), lim);
     ctx.ks.signal(key, notify::HASH, "hincrby");
     ctx.out.int(new);
-    Ok(())
+    Ok(Done)
 }
 
 fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
@@ -283,7 +283,7 @@ fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
     h.set(field, text.as_bytes(), lim);
     ctx.ks.signal(key, notify::HASH, "hincrbyfloat");
     ctx.out.bulk(text.as_bytes());
-    Ok(())
+    Ok(Done)
 }
 
 /// Redis's `getRangeLongFromObjectOrReply(…, -LONG_MAX, LONG_MAX, …)`.
@@ -304,7 +304,7 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
             Some((f, _)) => ctx.out.bulk(f),
             None => ctx.out.null(),
         }
-        return Ok(());
+        return Ok(Done);
     }
     let l = count_arg(ctx.args.get(2))?;
     let withvalues = match ctx.argc() {
@@ -319,12 +319,12 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
     };
     let Some(h) = lookup(ctx.ks, key, true)? else {
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     };
     let count = l.unsigned_abs();
     if count == 0 {
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     }
     let out = &mut *ctx.out;
     let resp3 = out.resp3;
@@ -358,7 +358,7 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
         header(out, count);
         h.sample(&mut rng, count as usize, |f, v| emit(out, f, v));
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// HSCAN/SSCAN arguments: the cursor (Redis's `parseScanCursorOrReply`,
@@ -429,7 +429,7 @@ fn hscan(ctx: &mut Ctx) -> CmdResult {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     };
     let s = scan_args(ctx.args, 2)?;
     let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -446,5 +446,5 @@ fn hscan(ctx: &mut Ctx) -> CmdResult {
         ctx.out.bulk(&f);
         ctx.out.bulk(&v);
     }
-    Ok(())
+    Ok(Done)
 }

@@ -3,7 +3,7 @@
 //! PERSIST and OBJECT. They work on every value type.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
 use crate::store::{Entry, Value, notify};
 use crate::util::{eq_ic, glob_match};
 
@@ -133,7 +133,7 @@ fn del(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.out.int(n);
-    Ok(())
+    Ok(Done)
 }
 
 fn exists(ctx: &mut Ctx) -> CmdResult {
@@ -141,7 +141,7 @@ fn exists(ctx: &mut Ctx) -> CmdResult {
         .filter(|&i| ctx.ks.exists(ctx.args.get(i)))
         .count();
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn touch(ctx: &mut Ctx) -> CmdResult {
@@ -149,7 +149,7 @@ fn touch(ctx: &mut Ctx) -> CmdResult {
         .filter(|&i| ctx.ks.get(ctx.args.get(i)).is_some())
         .count();
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn type_cmd(ctx: &mut Ctx) -> CmdResult {
@@ -158,7 +158,7 @@ fn type_cmd(ctx: &mut Ctx) -> CmdResult {
         .peek(ctx.args.get(1))
         .map_or("none", |e| e.value.type_name());
     ctx.out.simple(name);
-    Ok(())
+    Ok(Done)
 }
 
 fn keys(ctx: &mut Ctx) -> CmdResult {
@@ -179,7 +179,7 @@ fn keys(ctx: &mut Ctx) -> CmdResult {
     for k in found {
         ctx.out.bulk(&k);
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// Bits of a SCAN cursor that name the shard; the rest is the shard's
@@ -257,7 +257,7 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
     for k in keys {
         ctx.out.bulk(&k);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn randomkey(ctx: &mut Ctx) -> CmdResult {
@@ -285,11 +285,11 @@ fn randomkey(ctx: &mut Ctx) -> CmdResult {
                 continue;
             }
             ctx.out.bulk(&key);
-            return Ok(());
+            return Ok(Done);
         }
     }
     ctx.out.null();
-    Ok(())
+    Ok(Done)
 }
 
 /// Moves `src` to `dst` keeping the TTL; the caller checked both.
@@ -316,7 +316,7 @@ fn rename(ctx: &mut Ctx) -> CmdResult {
         do_rename(ctx, src, dst);
     }
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn renamenx(ctx: &mut Ctx) -> CmdResult {
@@ -326,11 +326,11 @@ fn renamenx(ctx: &mut Ctx) -> CmdResult {
     }
     if src == dst || ctx.ks.exists(dst) {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     }
     do_rename(ctx, src, dst);
     ctx.out.int(1);
-    Ok(())
+    Ok(Done)
 }
 
 fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, Error> {
@@ -366,7 +366,7 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
     }
     let Some(e) = ctx.ks.get(src) else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let mut copy = Entry::new(e.value.clone());
     copy.expire_at = e.expire_at;
@@ -382,7 +382,7 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
     };
     ctx.ks.db = src_db;
     ctx.out.int(result);
-    Ok(())
+    Ok(Done)
 }
 
 fn move_cmd(ctx: &mut Ctx) -> CmdResult {
@@ -396,14 +396,14 @@ fn move_cmd(ctx: &mut Ctx) -> CmdResult {
     }
     if !ctx.ks.exists(key) {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     }
     ctx.ks.db = target;
     let occupied = ctx.ks.exists(key);
     ctx.ks.db = src_db;
     if occupied {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     }
     if let Some(entry) = ctx.ks.remove(key) {
         ctx.ks.signal(key, notify::GENERIC, "move_from");
@@ -414,7 +414,7 @@ fn move_cmd(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.db = src_db;
     }
     ctx.out.int(1);
-    Ok(())
+    Ok(Done)
 }
 
 fn expire(ctx: &mut Ctx) -> CmdResult {
@@ -462,7 +462,7 @@ fn expire(ctx: &mut Ctx) -> CmdResult {
     let when = when.checked_add(base).ok_or_else(invalid)?;
     let Some(e) = ctx.ks.get(key) else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let current = (e.expire_at != 0).then_some(e.expire_at as i64);
     let refuse = (nx && current.is_some())
@@ -471,7 +471,7 @@ fn expire(ctx: &mut Ctx) -> CmdResult {
         || (lt && current.is_some_and(|c| when >= c));
     if refuse {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     }
     if when <= ctx.ks.now_ms as i64 {
         ctx.ks.remove(key);
@@ -481,7 +481,7 @@ fn expire(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(key, notify::GENERIC, "expire");
     }
     ctx.out.int(1);
-    Ok(())
+    Ok(Done)
 }
 
 fn ttl(ctx: &mut Ctx) -> CmdResult {
@@ -489,11 +489,11 @@ fn ttl(ctx: &mut Ctx) -> CmdResult {
     let now = ctx.ks.now_ms as i64;
     let Some(e) = ctx.ks.peek(ctx.args.get(1)) else {
         ctx.out.int(-2);
-        return Ok(());
+        return Ok(Done);
     };
     if e.expire_at == 0 {
         ctx.out.int(-1);
-        return Ok(());
+        return Ok(Done);
     }
     let at = e.expire_at as i64;
     let left = (at - now).max(0);
@@ -503,7 +503,7 @@ fn ttl(ctx: &mut Ctx) -> CmdResult {
         "expiretime" => at / 1000,
         _ => at,
     });
-    Ok(())
+    Ok(Done)
 }
 
 fn persist(ctx: &mut Ctx) -> CmdResult {
@@ -514,7 +514,7 @@ fn persist(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(key, notify::GENERIC, "persist");
     }
     ctx.out.int(had as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn object_encoding(ctx: &mut Ctx) -> CmdResult {
@@ -522,7 +522,7 @@ fn object_encoding(ctx: &mut Ctx) -> CmdResult {
         Some(e) => ctx.out.bulk(e.value.encoding().as_bytes()),
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn object_refcount(ctx: &mut Ctx) -> CmdResult {
@@ -539,7 +539,7 @@ fn object_refcount(ctx: &mut Ctx) -> CmdResult {
         Some(_) => ctx.out.int(1),
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn object_idletime(ctx: &mut Ctx) -> CmdResult {
@@ -548,13 +548,13 @@ fn object_idletime(ctx: &mut Ctx) -> CmdResult {
         Some(e) => ctx.out.int(now.saturating_sub(e.atime) as i64),
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn object_freq(ctx: &mut Ctx) -> CmdResult {
     if ctx.ks.peek(ctx.args.get(2)).is_none() {
         ctx.out.null();
-        return Ok(());
+        return Ok(Done);
     }
     Err(Error::Static(
         "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
@@ -563,5 +563,5 @@ fn object_freq(ctx: &mut Ctx) -> CmdResult {
 
 fn object_help(ctx: &mut Ctx) -> CmdResult {
     super::server::help(ctx, "OBJECT", OBJECT);
-    Ok(())
+    Ok(Done)
 }

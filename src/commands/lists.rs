@@ -6,7 +6,7 @@
 //! commands look the key up before parsing numbers, others after), because
 //! that order decides which error a client sees. A write that adds elements
 //! calls `signal_ready` so blocked clients get served; a blocking command
-//! that finds nothing sets `client.block` and replies nothing, and the
+//! that finds nothing returns `Outcome::Block` and replies nothing, and the
 //! blocking machinery re-runs the same handler when data arrives — so each
 //! blocking handler is written to be re-run from scratch.
 
@@ -14,8 +14,7 @@ use crate::blocking::parse_timeout;
 use std::time::Duration;
 
 use super::flags::*;
-use super::{Args, CmdResult, Command, Ctx, Error, Keys, int_arg};
-use crate::connection::Block;
+use super::{Args, Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
 use crate::store::{Entry, Keyspace, Value, notify};
 use crate::types::list::{End, List};
 use crate::util::{eq_ic, parse_i64};
@@ -150,7 +149,7 @@ fn push_generic(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
         }
         None if only_existing => {
             ctx.out.int(0);
-            return Ok(());
+            return Ok(Done);
         }
         None => {
             let mut l = List::new();
@@ -165,7 +164,7 @@ fn push_generic(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
     ctx.ks.signal(key, notify::LIST, end.push_event());
     ctx.ks.signal_ready(key);
     ctx.out.int(len as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn lpush(ctx: &mut Ctx) -> CmdResult {
@@ -205,12 +204,12 @@ fn pop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
             Some(_) => ctx.out.null_array(),
             None => ctx.out.null(),
         }
-        return Ok(());
+        return Ok(Done);
     };
     match count {
         Some(0) => {
             ctx.out.array(0);
-            return Ok(());
+            return Ok(Done);
         }
         Some(n) => {
             let n = (n as u64).min(l.len() as u64) as usize;
@@ -228,7 +227,7 @@ fn pop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
     }
     let emptied = l.is_empty();
     popped(ctx.ks, key, end, emptied);
-    Ok(())
+    Ok(Done)
 }
 
 fn lpop(ctx: &mut Ctx) -> CmdResult {
@@ -242,7 +241,7 @@ fn rpop(ctx: &mut Ctx) -> CmdResult {
 fn llen(ctx: &mut Ctx) -> CmdResult {
     let n = list_read(ctx.ks, ctx.args.get(1))?.map_or(0, |l| l.len());
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 /// Resolves a possibly negative index against `len`.
@@ -276,7 +275,7 @@ fn lrange(ctx: &mut Ctx) -> CmdResult {
     let stop = int_arg(args.get(3))?;
     let Some(l) = list_read(ctx.ks, args.get(1))? else {
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     };
     match clamp_range(start, stop, l.len()) {
         None => ctx.out.array(0),
@@ -287,21 +286,21 @@ fn lrange(ctx: &mut Ctx) -> CmdResult {
             }
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn lindex(ctx: &mut Ctx) -> CmdResult {
     let args = ctx.args;
     let Some(l) = list_read(ctx.ks, args.get(1))? else {
         ctx.out.null();
-        return Ok(());
+        return Ok(Done);
     };
     let index = int_arg(args.get(2))?;
     match index_of(index, l.len()).and_then(|i| l.get(i)) {
         Some(e) => ctx.out.bulk(e),
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn lset(ctx: &mut Ctx) -> CmdResult {
@@ -317,7 +316,7 @@ fn lset(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.ks.signal(key, notify::LIST, "lset");
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn linsert(ctx: &mut Ctx) -> CmdResult {
@@ -332,18 +331,18 @@ fn linsert(ctx: &mut Ctx) -> CmdResult {
     };
     let Some(l) = list_mut(ctx.ks, key)? else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let pivot = args.get(3);
     let Some(at) = l.iter().position(|e| e == pivot) else {
         ctx.out.int(-1);
-        return Ok(());
+        return Ok(Done);
     };
     l.insert(at + after as usize, args.get(4));
     let len = l.len();
     ctx.ks.signal(key, notify::LIST, "linsert");
     ctx.out.int(len as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn lrem(ctx: &mut Ctx) -> CmdResult {
@@ -352,7 +351,7 @@ fn lrem(ctx: &mut Ctx) -> CmdResult {
     let count = int_arg(args.get(2))?;
     let Some(l) = list_mut(ctx.ks, key)? else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let removed = l.remove(args.get(3), count.unsigned_abs(), count < 0);
     let emptied = l.is_empty();
@@ -364,7 +363,7 @@ fn lrem(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(key, notify::GENERIC, "del");
     }
     ctx.out.int(removed as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn ltrim(ctx: &mut Ctx) -> CmdResult {
@@ -374,7 +373,7 @@ fn ltrim(ctx: &mut Ctx) -> CmdResult {
     let stop = int_arg(args.get(3))?;
     let Some(l) = list_mut(ctx.ks, key)? else {
         ctx.out.ok();
-        return Ok(());
+        return Ok(Done);
     };
     match clamp_range(start, stop, l.len()) {
         None => l.keep(l.len(), 0),
@@ -388,7 +387,7 @@ fn ltrim(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(key, notify::GENERIC, "del");
     }
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn lpos(ctx: &mut Ctx) -> CmdResult {
@@ -423,7 +422,7 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
             Some(_) => ctx.out.array(0),
             None => ctx.out.null(),
         }
-        return Ok(());
+        return Ok(Done);
     };
     // A negative rank searches from the tail. Redis negates with C
     // wrap-around, so RANK LONG_MIN stays negative and matches at once.
@@ -472,7 +471,7 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
             None => ctx.out.null(),
         },
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// Moves one element from `src` to `dst` (Redis's `lmoveGenericCommand`).
@@ -527,7 +526,7 @@ fn lmove(ctx: &mut Ctx) -> CmdResult {
     if !move_one(ctx, args.get(1), args.get(2), from, to)? {
         ctx.out.null();
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn rpoplpush(ctx: &mut Ctx) -> CmdResult {
@@ -535,7 +534,7 @@ fn rpoplpush(ctx: &mut Ctx) -> CmdResult {
     if !move_one(ctx, args.get(1), args.get(2), End::Right, End::Left)? {
         ctx.out.null();
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// Parsed `numkeys key [key ...] LEFT|RIGHT [COUNT count]`.
@@ -615,25 +614,30 @@ fn lmpop(ctx: &mut Ctx) -> CmdResult {
     if !mpop(ctx, &m)? {
         ctx.out.null_array();
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// Nothing to serve: wait for `keys`, or (inside MULTI/EXEC, where nothing
 /// may block) reply the null Redis replies there.
-fn block_on(ctx: &mut Ctx, keys: Vec<Box<[u8]>>, timeout: Option<Duration>, null_bulk: bool) {
+fn block_on(
+    ctx: &mut Ctx,
+    keys: Vec<Box<[u8]>>,
+    timeout: Option<Duration>,
+    null_bulk: bool,
+) -> CmdResult {
     if !ctx.client.can_block() {
         if null_bulk {
             ctx.out.null();
         } else {
             ctx.out.null_array();
         }
-        return;
+        return Ok(Done);
     }
-    ctx.client.block = Some(Block {
+    Ok(Outcome::Block(Block {
         keys,
         timeout,
         kind: "list",
-    });
+    }))
 }
 
 fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
@@ -656,11 +660,10 @@ fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
         ctx.out.bulk(key);
         ctx.out.bulk(&e);
         popped(ctx.ks, key, end, emptied);
-        return Ok(());
+        return Ok(Done);
     }
     let keys = (1..last).map(|i| args.get(i).into()).collect();
-    block_on(ctx, keys, timeout, false);
-    Ok(())
+    block_on(ctx, keys, timeout, false)
 }
 
 fn blpop(ctx: &mut Ctx) -> CmdResult {
@@ -676,9 +679,9 @@ fn bmove_generic(ctx: &mut Ctx, from: End, to: End, timeout_at: usize) -> CmdRes
     let timeout = parse_timeout(args.get(timeout_at), ctx.ks.now_ms)?;
     let src = args.get(1);
     if !move_one(ctx, src, args.get(2), from, to)? {
-        block_on(ctx, vec![src.into()], timeout, true);
+        return block_on(ctx, vec![src.into()], timeout, true);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn blmove(ctx: &mut Ctx) -> CmdResult {
@@ -700,9 +703,9 @@ fn blmpop(ctx: &mut Ctx) -> CmdResult {
         let keys = (m.first_key..m.first_key + m.numkeys)
             .map(|i| args.get(i).into())
             .collect();
-        block_on(ctx, keys, timeout, false);
+        return block_on(ctx, keys, timeout, false);
     }
-    Ok(())
+    Ok(Done)
 }
 
 #[cfg(test)]

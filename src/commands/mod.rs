@@ -9,7 +9,8 @@
 //! Dispatch runs one request: look the name up, check arity, auth, MULTI
 //! queueing and subscribed mode, lock the shards of the keys the table says
 //! the command touches, and call the handler with a [`Ctx`]. Handlers write
-//! their reply through `ctx.out` or return an [`Error`], which becomes the
+//! their reply through `ctx.out` and return an [`Outcome`] (done, block on
+//! keys, close, wait for a script), or an [`Error`], which becomes the
 //! error reply; a handler that returns an error has written nothing.
 
 pub mod connection;
@@ -34,7 +35,7 @@ use std::sync::{Arc, OnceLock};
 use crate::connection::Client;
 use crate::protocol::{Reply, Request};
 use crate::server::Shared;
-use crate::store::{Keyspace, ShardSet};
+use crate::store::{Key, Keyspace, ShardSet};
 use crate::util::parse_i64;
 
 /// Every family's commands; the single source of truth.
@@ -54,7 +55,7 @@ pub static TABLE: &[&[Command]] = &[
     pubsub::COMMANDS,
 ];
 
-pub type Handler = fn(&mut Ctx<'_, '_>) -> Result<(), Error>;
+pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
 
 /// Command flags, as `COMMAND INFO` reports them.
 pub mod flags {
@@ -411,6 +412,10 @@ pub enum Error {
     NotFloat,
     Static(&'static str),
     Owned(String),
+    /// Not a reply: the script engine is held by another client's script,
+    /// so the command has done nothing and [`call`] turns this into
+    /// [`Outcome::WaitScript`].
+    EngineBusy,
     /// Text that quotes client bytes, which need not be UTF-8.
     Raw(Vec<u8>),
 }
@@ -432,6 +437,7 @@ impl Error {
             Error::NotFloat => "ERR value is not a valid float",
             Error::Static(s) => s,
             Error::Owned(s) => s,
+            Error::EngineBusy => "BUSY",
         }
     }
 }
@@ -442,7 +448,37 @@ impl From<String> for Error {
     }
 }
 
-pub type CmdResult = Result<(), Error>;
+/// What a handler returns: what became of the command, or its error reply.
+pub type CmdResult = Result<Outcome, Error>;
+
+/// What became of a command that did not fail.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It ran; its reply is written.
+    Done,
+    /// A blocking command found nothing and may wait: it wrote nothing, and
+    /// the execution layer queues the client on these keys.
+    Block(Block),
+    /// It ran and answered; the connection closes after the reply (QUIT,
+    /// SHUTDOWN, CLIENT KILL of the caller itself).
+    Close,
+    /// It needs the script engine, which another client's script holds:
+    /// nothing was done; the execution layer retries it after the script.
+    WaitScript,
+}
+
+pub use Outcome::Done;
+
+/// A blocking command's request to wait for data on `keys`.
+#[derive(Debug)]
+pub struct Block {
+    pub keys: Vec<Key>,
+    /// The type the command takes data from, as `TYPE` names it: a key that
+    /// becomes ready holding another type leaves the waiter blocked.
+    pub kind: &'static str,
+    /// None waits forever.
+    pub timeout: Option<std::time::Duration>,
+}
 
 /// Parses an integer argument with Redis's error text.
 pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
@@ -592,10 +628,13 @@ pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
 }
 
 /// What became of a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dispatched {
     /// Ran (or was rejected); the reply is in `out`.
     Done,
+    /// A blocking command found nothing: the client waits (already queued).
+    Blocked(crate::connection::Waiting),
+    /// Ran; the connection closes once the reply is written.
+    Close,
     /// Another client's script runs: nothing was done; await
     /// [`Busy::wait_end`](crate::scripting::Busy::wait_end) and dispatch again.
     WaitScript,
@@ -640,7 +679,6 @@ pub fn dispatch(
         Err(e) => return reject(client, out, e.bytes()),
     };
     client.note_command(cmd);
-    client.commands += 1;
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         return reject(client, out, b"NOAUTH Authentication required.");
     }
@@ -664,7 +702,6 @@ pub fn dispatch(
             return reject(client, out, busy_text(busy).as_bytes());
         }
         if !past || !matches!(cmd.keys, Keys::None) || !client.watched.is_empty() {
-            client.commands -= 1;
             return Dispatched::WaitScript;
         }
     }
@@ -677,7 +714,6 @@ pub fn dispatch(
         && runs_script(client, cmd)
         && !crate::scripting::on_runner()
     {
-        client.commands -= 1;
         return Dispatched::ScriptRunner;
     }
     let set = shards_for(shared, cmd, &args);
@@ -686,36 +722,30 @@ pub fn dispatch(
     } else {
         match lock_or_busy(shared, client, cmd, set) {
             Ok(g) => g,
-            Err(None) => {
-                client.commands -= 1;
-                return Dispatched::WaitScript;
-            }
+            Err(None) => return Dispatched::WaitScript,
             Err(Some(e)) => return reject(client, out, e.as_bytes()),
         }
     };
-    let mark = out.len();
     let mut ks = Keyspace::new(shared, guards, client.db, shared.clock.now_ms());
-    call(shared, client, out, &mut ks, cmd, args);
-    if std::mem::take(&mut client.retry_after_script) {
-        // The handler found the engine held by another client's script.
-        out.truncate(mark);
-        client.commands -= 1;
-        return Dispatched::WaitScript;
-    }
-    if let Some(block) = client.block.take() {
-        // Queue the waiter while the keys' shards are still locked, so no
-        // write can land between "nothing to pop" and "waiting".
-        let (waiter, rx) = crate::blocking::Waiter::new(
-            client.handle.clone(),
-            client.db,
-            block.keys,
-            block.kind,
-            args.to_owned(),
-            out.resp3,
-        );
-        shared.blocking.register(&mut ks, &waiter);
-        client.waiting = Some((waiter, rx, block.timeout));
-    }
+    let dispatched = match call(shared, client, out, &mut ks, cmd, args) {
+        Outcome::Done => Dispatched::Done,
+        Outcome::Close => Dispatched::Close,
+        Outcome::WaitScript => return Dispatched::WaitScript,
+        Outcome::Block(block) => {
+            // Queue the waiter while the keys' shards are still locked, so
+            // no write can land between "nothing to pop" and "waiting".
+            let (waiter, rx) = crate::blocking::Waiter::new(
+                client.handle.clone(),
+                client.db,
+                block.keys,
+                block.kind,
+                args.to_owned(),
+                out.resp3,
+            );
+            shared.blocking.register(&mut ks, &waiter);
+            Dispatched::Blocked((waiter, rx, block.timeout))
+        }
+    };
     let ready = std::mem::take(&mut ks.ready);
     drop(ks);
     if !ready.is_empty() {
@@ -730,7 +760,7 @@ pub fn dispatch(
             shared.blocking.serve(shared, ready);
         }
     }
-    Dispatched::Done
+    dispatched
 }
 
 fn busy_text(busy: &crate::scripting::Busy) -> &'static str {
@@ -786,7 +816,10 @@ fn lock_or_busy<'s>(
     }
 }
 
-/// Runs a resolved command on an already-locked keyspace (also EXEC's path).
+/// Runs a resolved command on an already-locked keyspace: the step every
+/// way of running a command shares (a client's request, EXEC, a script's
+/// `redis.call`, a blocked client being served). An error becomes the
+/// error reply; [`Outcome::WaitScript`] leaves nothing written.
 pub fn call(
     shared: &Arc<Shared>,
     client: &mut Client,
@@ -794,7 +827,7 @@ pub fn call(
     ks: &mut Keyspace<'_>,
     cmd: &'static Command,
     args: Args<'_>,
-) {
+) -> Outcome {
     ks.db = client.db;
     let mark = out.len();
     let mut ctx = Ctx {
@@ -807,17 +840,28 @@ pub fn call(
     };
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
+    if matches!(result, Err(Error::EngineBusy)) {
+        out.truncate(mark);
+        return Outcome::WaitScript;
+    }
+    // Like Redis, every call counts as processed; a command that blocks
+    // counts in its command's statistics once it is served.
+    client.commands += 1;
+    if matches!(result, Ok(Outcome::Block(_))) {
+        return result.unwrap_or(Outcome::Done);
+    }
     let stats = CallStats::of(cmd);
     stats.calls.fetch_add(1, Relaxed);
     stats
         .usec
         .fetch_add(start.elapsed().as_micros() as u64, Relaxed);
-    if let Err(e) = result {
+    result.unwrap_or_else(|e| {
         stats.failed.fetch_add(1, Relaxed);
         shared.count_error(e.bytes());
         out.truncate(mark);
         out.error_bytes(e.bytes());
-    }
+        Outcome::Done
+    })
 }
 
 /// `parent|sub` for subcommands, the name otherwise (as Redis prints them).
@@ -893,7 +937,7 @@ mod tests {
                 count_at: 2,
                 dest: Some(1),
             },
-            |_| Ok(()),
+            |_| Ok(Done),
         );
         let mut keys = Vec::new();
         cmd.key_indices(&owned.args(), |i| keys.push(i));

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use bytes::Bytes;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Keys};
+use super::{CmdResult, Command, Ctx, Done, Keys};
 
 const G: &str = "pubsub";
 const SUB_FLAGS: u32 = PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK;
@@ -109,7 +109,7 @@ fn subscribe_generic(ctx: &mut Ctx, kind: Kind, what: &str) -> CmdResult {
         track(ctx, kind, name, true);
         confirm(ctx, what, Some(name));
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn unsubscribe_generic(ctx: &mut Ctx, kind: Kind, what: &str) -> CmdResult {
@@ -120,7 +120,7 @@ fn unsubscribe_generic(ctx: &mut Ctx, kind: Kind, what: &str) -> CmdResult {
             track(ctx, kind, name, false);
             confirm(ctx, what, Some(name));
         }
-        return Ok(());
+        return Ok(Done);
     }
     let all: Vec<Bytes> = match kind {
         Kind::Channel => ctx.client.channels.iter().cloned().collect(),
@@ -133,7 +133,7 @@ fn unsubscribe_generic(ctx: &mut Ctx, kind: Kind, what: &str) -> CmdResult {
         track(ctx, kind, &name, false);
         confirm(ctx, what, Some(&name));
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn subscribe(ctx: &mut Ctx) -> CmdResult {
@@ -159,7 +159,7 @@ fn publish(ctx: &mut Ctx) -> CmdResult {
         .pubsub
         .publish(limit, ctx.args.get(1), ctx.args.get(2));
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn pubsub_channels(ctx: &mut Ctx) -> CmdResult {
@@ -172,7 +172,7 @@ fn pubsub_channels(ctx: &mut Ctx) -> CmdResult {
     for c in &channels {
         ctx.out.bulk(c);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn pubsub_numsub(ctx: &mut Ctx) -> CmdResult {
@@ -183,12 +183,12 @@ fn pubsub_numsub(ctx: &mut Ctx) -> CmdResult {
         ctx.out.bulk(ch);
         ctx.out.int(ctx.shared.pubsub.numsub(ch) as i64);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn pubsub_numpat(ctx: &mut Ctx) -> CmdResult {
     ctx.out.int(ctx.shared.pubsub.numpat() as i64);
-    Ok(())
+    Ok(Done)
 }
 
 /// Redis 7.0's text, less the shard-channel subcommands zwindow lacks.
@@ -210,5 +210,5 @@ fn pubsub_help(ctx: &mut Ctx) -> CmdResult {
     for line in HELP {
         ctx.out.simple(line);
     }
-    Ok(())
+    Ok(Done)
 }

@@ -7,7 +7,7 @@
 //! which makes it atomic and, locking in the usual order, deadlock-free.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
 use crate::scripting::RunSpec;
 use crate::util::eq_ic;
 
@@ -159,7 +159,7 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
         as_function: false,
     };
     engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
-    Ok(())
+    Ok(Done)
 }
 
 fn noscript() -> Error {
@@ -172,7 +172,7 @@ fn script_load(ctx: &mut Ctx) -> CmdResult {
     let sha = engine.load_script(ctx.arg(2)).map_err(Error::Owned)?;
     shared.scripting.update_stats(&engine);
     ctx.out.bulk(sha.as_bytes());
-    Ok(())
+    Ok(Done)
 }
 
 fn script_exists(ctx: &mut Ctx) -> CmdResult {
@@ -183,7 +183,7 @@ fn script_exists(ctx: &mut Ctx) -> CmdResult {
         let sha = String::from_utf8_lossy(ctx.arg(i)).to_ascii_lowercase();
         ctx.out.int(engine.scripts.contains_key(&sha) as i64);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn script_flush(ctx: &mut Ctx) -> CmdResult {
@@ -199,7 +199,7 @@ fn script_flush(ctx: &mut Ctx) -> CmdResult {
     engine.flush_scripts();
     shared.scripting.update_stats(&engine);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn script_kill(ctx: &mut Ctx) -> CmdResult {
@@ -209,7 +209,7 @@ fn script_kill(ctx: &mut Ctx) -> CmdResult {
         .kill(false)
         .map_err(Error::Static)?;
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 pub fn help_lines(ctx: &mut Ctx, lines: &[&str]) {
@@ -242,5 +242,5 @@ fn script_help(ctx: &mut Ctx) -> CmdResult {
             "    Prints this help.",
         ],
     );
-    Ok(())
+    Ok(Done)
 }

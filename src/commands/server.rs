@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys, all_commands, docs, int_arg, lookup};
+use super::{
+    CmdResult, Command, Ctx, Done, Error, Keys, Outcome, all_commands, docs, int_arg, lookup,
+};
 use crate::protocol::Reply;
 use crate::util::{eq_ic, glob_match};
 
@@ -97,12 +99,12 @@ fn memory_usage(ctx: &mut Ctx) -> CmdResult {
         }
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn memory_help(ctx: &mut Ctx) -> CmdResult {
     help(ctx, "MEMORY", MEMORY);
-    Ok(())
+    Ok(Done)
 }
 
 static COMMAND: &[Command] = &[
@@ -238,12 +240,12 @@ fn command_list_all(ctx: &mut Ctx) -> CmdResult {
     for c in all_commands() {
         write_command_info(ctx.out, c, None);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn command_count(ctx: &mut Ctx) -> CmdResult {
     ctx.out.int(all_commands().count() as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn command_list(ctx: &mut Ctx) -> CmdResult {
@@ -278,7 +280,7 @@ fn command_list(ctx: &mut Ctx) -> CmdResult {
     for n in names {
         ctx.out.bulk(n.as_bytes());
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// Finds `name` or `parent|sub`.
@@ -302,7 +304,7 @@ fn command_info(ctx: &mut Ctx) -> CmdResult {
             None => ctx.out.null_array(),
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn acl_categories(c: &Command) -> Vec<&'static str> {
@@ -423,7 +425,7 @@ fn command_docs(ctx: &mut Ctx) -> CmdResult {
         }
         docs::write_docs(ctx.out, c, parent);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
@@ -450,12 +452,12 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
     for k in keys {
         ctx.out.bulk(&k);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn command_help(ctx: &mut Ctx) -> CmdResult {
     help(ctx, "COMMAND", COMMAND);
-    Ok(())
+    Ok(Done)
 }
 
 fn config_get(ctx: &mut Ctx) -> CmdResult {
@@ -466,7 +468,7 @@ fn config_get(ctx: &mut Ctx) -> CmdResult {
         ctx.out.bulk(name.as_bytes());
         ctx.out.bulk(value.as_bytes());
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn config_set(ctx: &mut Ctx) -> CmdResult {
@@ -482,7 +484,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         .collect();
     ctx.shared.config.set_many(&pairs)?;
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
@@ -506,7 +508,7 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     ctx.ks
         .for_each_shard(|shard| shard.stats = Default::default());
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn config_rewrite(_ctx: &mut Ctx) -> CmdResult {
@@ -517,19 +519,19 @@ fn config_rewrite(_ctx: &mut Ctx) -> CmdResult {
 
 fn config_help(ctx: &mut Ctx) -> CmdResult {
     help(ctx, "CONFIG", CONFIG);
-    Ok(())
+    Ok(Done)
 }
 
 fn dbsize(ctx: &mut Ctx) -> CmdResult {
     let n: usize = ctx.ks.dbs_mut().map(|d| d.keys.len()).sum();
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn flush_mode(ctx: &Ctx) -> CmdResult {
     match ctx.argc() {
-        1 => Ok(()),
-        2 if eq_ic(ctx.arg(1), "ASYNC") || eq_ic(ctx.arg(1), "SYNC") => Ok(()),
+        1 => Ok(Done),
+        2 if eq_ic(ctx.arg(1), "ASYNC") || eq_ic(ctx.arg(1), "SYNC") => Ok(Done),
         _ => Err(Error::Syntax),
     }
 }
@@ -559,7 +561,7 @@ fn flushdb(ctx: &mut Ctx) -> CmdResult {
     flush_mode(ctx)?;
     flush_db(ctx, ctx.client.db);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn flushall(ctx: &mut Ctx) -> CmdResult {
@@ -568,7 +570,7 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
         flush_db(ctx, db);
     }
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn time(ctx: &mut Ctx) -> CmdResult {
@@ -581,12 +583,12 @@ fn time(ctx: &mut Ctx) -> CmdResult {
     ctx.out.array(2);
     ctx.out.bulk_int((us / 1_000_000) as i64);
     ctx.out.bulk_int((us % 1_000_000) as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn lastsave(ctx: &mut Ctx) -> CmdResult {
     ctx.out.int(ctx.shared.last_save.load(Relaxed) as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn shutdown(ctx: &mut Ctx) -> CmdResult {
@@ -606,8 +608,7 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     }
     // Like Redis, a successful SHUTDOWN answers nothing: the connection closes.
     ctx.shared.stop.notify_one();
-    ctx.client.close_after_reply = true;
-    Ok(())
+    Ok(Outcome::Close)
 }
 
 fn swapdb(ctx: &mut Ctx) -> CmdResult {
@@ -663,7 +664,7 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.ks.db = db;
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn debug(ctx: &mut Ctx) -> CmdResult {
@@ -720,7 +721,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
             String::from_utf8_lossy(sub)
         )));
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn info(ctx: &mut Ctx) -> CmdResult {
@@ -750,7 +751,7 @@ fn info(ctx: &mut Ctx) -> CmdResult {
     let want = |s: &str| sections.contains(&s);
     let text = info_text(ctx, &want);
     ctx.out.verbatim(text.as_bytes());
-    Ok(())
+    Ok(Done)
 }
 
 /// INFO's default sections (zwindow's `windows` among them).

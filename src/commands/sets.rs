@@ -11,7 +11,7 @@
 
 use super::flags::*;
 use super::hashes::{count_arg, parse_cursor, scan_args};
-use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
 use crate::protocol::Reply;
 use crate::store::{Entry, Keyspace, Value, notify};
 use crate::types::set::{Member, Set};
@@ -126,14 +126,14 @@ fn sadd(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(key, notify::SET, "sadd");
     }
     ctx.out.int(added);
-    Ok(())
+    Ok(Done)
 }
 
 fn srem(ctx: &mut Ctx) -> CmdResult {
     let (args, key) = (ctx.args, ctx.args.get(1));
     let Some(s) = lookup(ctx.ks, key, false)? else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let mut removed = 0;
     for i in 2..args.len() {
@@ -149,20 +149,20 @@ fn srem(ctx: &mut Ctx) -> CmdResult {
         delete_if_empty(ctx.ks, key);
     }
     ctx.out.int(removed);
-    Ok(())
+    Ok(Done)
 }
 
 fn scard(ctx: &mut Ctx) -> CmdResult {
     let n = lookup(ctx.ks, ctx.args.get(1), true)?.map_or(0, |s| s.len());
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn sismember(ctx: &mut Ctx) -> CmdResult {
     let m = ctx.args.get(2);
     let found = lookup(ctx.ks, ctx.args.get(1), true)?.is_some_and(|s| s.contains(m));
     ctx.out.int(found as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn smismember(ctx: &mut Ctx) -> CmdResult {
@@ -173,7 +173,7 @@ fn smismember(ctx: &mut Ctx) -> CmdResult {
         let found = s.as_ref().is_some_and(|s| s.contains(args.get(i)));
         ctx.out.int(found as i64);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn spop(ctx: &mut Ctx) -> CmdResult {
@@ -182,7 +182,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         2 => {
             let Some(s) = lookup(ctx.ks, key, false)? else {
                 ctx.out.null();
-                return Ok(());
+                return Ok(Done);
             };
             match s.pop(&mut rand::rng()) {
                 Some(m) => ctx.out.bulk(&m),
@@ -190,7 +190,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
             }
             ctx.ks.signal(key, notify::SET, "spop");
             delete_if_empty(ctx.ks, key);
-            return Ok(());
+            return Ok(Done);
         }
         3 => {}
         _ => return Err(Error::Syntax),
@@ -204,11 +204,11 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
     let count = count as u64;
     let Some(s) = lookup(ctx.ks, key, false)? else {
         ctx.out.set(0);
-        return Ok(());
+        return Ok(Done);
     };
     if count == 0 {
         ctx.out.set(0);
-        return Ok(());
+        return Ok(Done);
     }
     if count >= s.len() as u64 {
         // The whole set, replied as SUNION of it would (a fresh set's order).
@@ -224,7 +224,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(key, notify::SET, "spop");
         ctx.ks.remove(key);
         ctx.ks.signal(key, notify::GENERIC, "del");
-        return Ok(());
+        return Ok(Done);
     }
     ctx.out.set(count as usize);
     let mut rng = rand::rng();
@@ -234,7 +234,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.ks.signal(key, notify::SET, "spop");
-    Ok(())
+    Ok(Done)
 }
 
 fn srandmember(ctx: &mut Ctx) -> CmdResult {
@@ -246,7 +246,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
                 Some(m) => bulk_member(ctx.out, m),
                 None => ctx.out.null(),
             }
-            return Ok(());
+            return Ok(Done);
         }
         3 => {}
         _ => return Err(Error::Syntax),
@@ -254,7 +254,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
     let l = count_arg(ctx.args.get(2))?;
     let Some(s) = lookup(ctx.ks, key, true)? else {
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     };
     let count = l.unsigned_abs();
     let mut rng = rand::rng();
@@ -278,7 +278,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
         let out = &mut *ctx.out;
         s.sample(&mut rng, count as usize, |m| bulk_member(out, m));
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn smove(ctx: &mut Ctx) -> CmdResult {
@@ -286,20 +286,20 @@ fn smove(ctx: &mut Ctx) -> CmdResult {
     let max = max_intset(ctx);
     let Some(s) = lookup(ctx.ks, src, false)? else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let in_src = s.contains(m);
     let dst_exists = lookup(ctx.ks, dst, false)?.is_some();
     if src == dst {
         ctx.out.int(in_src as i64);
-        return Ok(());
+        return Ok(Done);
     }
     let Some(s) = lookup(ctx.ks, src, false)? else {
-        return Ok(());
+        return Ok(Done);
     };
     if !s.remove(m) {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     }
     ctx.ks.notify(notify::SET, "srem", src);
     delete_if_empty(ctx.ks, src);
@@ -313,7 +313,7 @@ fn smove(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(dst, notify::SET, "sadd");
     }
     ctx.out.int(1);
-    Ok(())
+    Ok(Done)
 }
 
 /// Reads the sets named by `keys` (missing ones as None), failing with
@@ -394,14 +394,14 @@ fn inter_generic(
             (None, Some(_)) => ctx.out.int(0),
             (None, None) => ctx.out.set(0),
         }
-        return Ok(());
+        return Ok(Done);
     }
     let mut sets: Vec<Set> = sets.into_iter().flatten().collect();
     // Stable, like glibc's merge-sort qsort: equal sizes keep key order.
     sets.sort_by_key(Set::len);
     let Some((first, rest)) = sets.split_first() else {
         ctx.out.set(0);
-        return Ok(());
+        return Ok(Done);
     };
     let in_all = |m: Member<'_>| rest.iter().all(|s| s.contains_member(m));
     match (dst, card_limit) {
@@ -435,7 +435,7 @@ fn inter_generic(
             store(ctx, d, result, "sinterstore");
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// SUNION, SUNIONSTORE, SDIFF, SDIFFSTORE (Redis's
@@ -481,7 +481,7 @@ fn sunion(ctx: &mut Ctx) -> CmdResult {
             bulk_member(ctx.out, m);
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn sscan(ctx: &mut Ctx) -> CmdResult {
@@ -491,7 +491,7 @@ fn sscan(ctx: &mut Ctx) -> CmdResult {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     };
     let a = scan_args(ctx.args, 2)?;
     let mut items: Vec<Vec<u8>> = Vec::new();
@@ -508,5 +508,5 @@ fn sscan(ctx: &mut Ctx) -> CmdResult {
     for m in items {
         ctx.out.bulk(&m);
     }
-    Ok(())
+    Ok(Done)
 }

@@ -11,7 +11,7 @@
 //! INCRBYFLOAT's long-double arithmetic lives in [`crate::ldouble`].
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
 use crate::ldouble::LDouble;
 use crate::store::{Entry, Keyspace, Str, Value, notify};
 use crate::util::eq_ic;
@@ -113,7 +113,7 @@ fn lookup_str<'a>(
 fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
     let total = len.checked_add(append);
     match total {
-        Some(t) if t <= ctx.shared.config.proto_max_bulk_len().max(0) as u64 => Ok(()),
+        Some(t) if t <= ctx.shared.config.proto_max_bulk_len().max(0) as u64 => Ok(Done),
         _ => Err(Error::Static(
             "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
         )),
@@ -125,7 +125,7 @@ fn get(ctx: &mut Ctx) -> CmdResult {
         None => ctx.out.null(),
         Some(s) => ctx.out.bulk(&s.data),
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// Which of SET's mutually exclusive expiry options was given.
@@ -262,7 +262,7 @@ fn set_generic(
                 Abort::Zero => ctx.out.int(0),
             }
         }
-        return Ok(());
+        return Ok(Done);
     }
     let v = Value::Str(Str::new(value));
     match expire_at {
@@ -287,7 +287,7 @@ fn set_generic(
             ctx.out.ok();
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn set(ctx: &mut Ctx) -> CmdResult {
@@ -332,7 +332,7 @@ fn getset(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.ks.set(key, Value::Str(Str::new(ctx.args.get(2))));
     ctx.ks.signal(key, notify::STRING, "set");
-    Ok(())
+    Ok(Done)
 }
 
 fn getdel(ctx: &mut Ctx) -> CmdResult {
@@ -345,7 +345,7 @@ fn getdel(ctx: &mut Ctx) -> CmdResult {
             ctx.ks.signal(key, notify::GENERIC, "del");
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn getex(ctx: &mut Ctx) -> CmdResult {
@@ -355,7 +355,7 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     match lookup_str(ctx.ks, key, true)? {
         None => {
             ctx.out.null();
-            return Ok(());
+            return Ok(Done);
         }
         Some(s) => ctx.out.bulk(&s.data),
     }
@@ -389,7 +389,7 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
         }
         None => {}
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn mget(ctx: &mut Ctx) -> CmdResult {
@@ -405,7 +405,7 @@ fn mget(ctx: &mut Ctx) -> CmdResult {
             _ => ctx.out.null(),
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// MSET and MSETNX.
@@ -423,7 +423,7 @@ fn mset(ctx: &mut Ctx) -> CmdResult {
             .any(|i| ctx.ks.exists(ctx.args.get(i)))
     {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     }
     for i in (1..ctx.argc()).step_by(2) {
         let (key, value) = (ctx.args.get(i), ctx.args.get(i + 1));
@@ -435,7 +435,7 @@ fn mset(ctx: &mut Ctx) -> CmdResult {
     } else {
         ctx.out.ok();
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn append(ctx: &mut Ctx) -> CmdResult {
@@ -450,7 +450,7 @@ fn append(ctx: &mut Ctx) -> CmdResult {
             let cur = s.data.len() as u64;
             check_length(ctx, cur, add.len() as u64)?;
             let Some(s) = lookup_str(ctx.ks, key, false)? else {
-                return Ok(());
+                return Ok(Done);
             };
             s.data.extend_from_slice(add);
             s.raw = true;
@@ -459,13 +459,13 @@ fn append(ctx: &mut Ctx) -> CmdResult {
     };
     ctx.ks.signal(key, notify::STRING, "append");
     ctx.out.int(len as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn strlen(ctx: &mut Ctx) -> CmdResult {
     let n = lookup_str(ctx.ks, ctx.args.get(1), true)?.map_or(0, |s| s.data.len());
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn getrange(ctx: &mut Ctx) -> CmdResult {
@@ -473,12 +473,12 @@ fn getrange(ctx: &mut Ctx) -> CmdResult {
     let mut end = int_arg(ctx.args.get(3))?;
     let Some(s) = lookup_str(ctx.ks, ctx.args.get(1), true)? else {
         ctx.out.bulk(b"");
-        return Ok(());
+        return Ok(Done);
     };
     let len = s.data.len() as i64;
     if start < 0 && end < 0 && start > end {
         ctx.out.bulk(b"");
-        return Ok(());
+        return Ok(Done);
     }
     if start < 0 {
         start += len;
@@ -493,7 +493,7 @@ fn getrange(ctx: &mut Ctx) -> CmdResult {
     } else {
         ctx.out.bulk(&s.data[start as usize..=end as usize]);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn setrange(ctx: &mut Ctx) -> CmdResult {
@@ -506,13 +506,13 @@ fn setrange(ctx: &mut Ctx) -> CmdResult {
     let cur_len = match lookup_str(ctx.ks, key, false)? {
         None if value.is_empty() => {
             ctx.out.int(0);
-            return Ok(());
+            return Ok(Done);
         }
         None => None,
         Some(s) if value.is_empty() => {
             let n = s.data.len();
             ctx.out.int(n as i64);
-            return Ok(());
+            return Ok(Done);
         }
         Some(s) => Some(s.data.len()),
     };
@@ -522,7 +522,7 @@ fn setrange(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.set(key, Value::Str(Str::raw(Vec::new())));
     }
     let Some(s) = lookup_str(ctx.ks, key, false)? else {
-        return Ok(());
+        return Ok(Done);
     };
     if s.data.len() < end {
         s.data.resize(end, 0);
@@ -532,7 +532,7 @@ fn setrange(ctx: &mut Ctx) -> CmdResult {
     let n = s.data.len();
     ctx.ks.signal(key, notify::STRING, "setrange");
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn incr(ctx: &mut Ctx) -> CmdResult {
@@ -575,7 +575,7 @@ fn incr_decr(ctx: &mut Ctx, by: i64) -> CmdResult {
     }
     ctx.ks.signal(key, notify::STRING, "incrby");
     ctx.out.int(new);
-    Ok(())
+    Ok(Done)
 }
 
 /// Redis's `incrbyfloatCommand`: the key's type, then its value, then the
@@ -606,5 +606,5 @@ fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
     {
         ctx.out.bulk(&s.data);
     }
-    Ok(())
+    Ok(Done)
 }

@@ -19,7 +19,7 @@
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome};
 use crate::connection::Client;
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -96,7 +96,7 @@ fn multi(ctx: &mut Ctx) -> CmdResult {
     ctx.client.multi_error = false;
     ctx.client.handle.multi.store(0, Relaxed);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn discard(ctx: &mut Ctx) -> CmdResult {
@@ -106,7 +106,7 @@ fn discard(ctx: &mut Ctx) -> CmdResult {
     end_multi(ctx.client);
     unwatch_all(ctx.shared, ctx.client);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn exec(ctx: &mut Ctx) -> CmdResult {
@@ -129,21 +129,32 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     }
     if dirty {
         ctx.out.null_array();
-        return Ok(());
+        return Ok(Done);
     }
     ctx.client.in_exec = true;
     ctx.out.array(queue.len());
+    let mut outcome = Done;
     for queued in &queue {
         let args = queued.args();
         // Queued commands resolved when queued; the table cannot change.
         match super::resolve(&args) {
-            Ok(cmd) => super::call(ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args),
+            Ok(cmd) => match super::call(ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args) {
+                Outcome::Done => {}
+                // QUIT or a CLIENT KILL of itself: the connection closes
+                // once EXEC's reply is written.
+                Outcome::Close => outcome = Outcome::Close,
+                // Nothing blocks inside EXEC (`Client::can_block`), and the
+                // runner that runs an EXEC holding a script owns the engine.
+                other @ (Outcome::Block(_) | Outcome::WaitScript) => {
+                    debug_assert!(false, "EXEC's command answered {other:?}");
+                    ctx.out.null();
+                }
+            },
             Err(e) => ctx.out.error(e.text()),
         }
-        debug_assert!(ctx.client.block.is_none(), "a command blocked inside EXEC");
     }
     ctx.client.in_exec = false;
-    Ok(())
+    Ok(outcome)
 }
 
 /// Whether a key this client watched while it was live has logically
@@ -177,13 +188,13 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 fn unwatch(ctx: &mut Ctx) -> CmdResult {
     unwatch_all(ctx.shared, ctx.client);
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 /// Answers an EXEC the dispatcher rejected before running it (wrong arity,

@@ -14,7 +14,7 @@
 //! server state: they outlive the keys they match.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Keys};
 use crate::util::eq_ic;
 use crate::windows::{Rule, Unit, parse_duration};
 
@@ -70,7 +70,7 @@ fn set(ctx: &mut Ctx) -> CmdResult {
     ))?;
     ctx.shared.windows.set(Rule::new(pattern, ms, unit, moveto));
     ctx.out.ok();
-    Ok(())
+    Ok(Done)
 }
 
 /// `[pattern, duration, unit]`, plus `moveto, destination` for hand-off rules.
@@ -90,13 +90,13 @@ fn get(ctx: &mut Ctx) -> CmdResult {
         Some(rule) => write_rule(ctx, &rule),
         None => ctx.out.null_array(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn del(ctx: &mut Ctx) -> CmdResult {
     let removed = ctx.shared.windows.del(ctx.arg(2));
     ctx.out.int(removed as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn list(ctx: &mut Ctx) -> CmdResult {
@@ -105,10 +105,10 @@ fn list(ctx: &mut Ctx) -> CmdResult {
     for rule in rules {
         write_rule(ctx, &rule);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn help(ctx: &mut Ctx) -> CmdResult {
     super::server::help(ctx, "ZWINDOW", ZWINDOW);
-    Ok(())
+    Ok(Done)
 }

@@ -15,8 +15,7 @@ use crate::blocking::parse_timeout;
 use std::time::Duration;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Error, Keys, int_arg};
-use crate::connection::Block;
+use super::{Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
 use crate::protocol::Reply;
 use crate::protocol::reply::format_double;
 use crate::store::{Entry, Keyspace, Value, notify};
@@ -367,7 +366,7 @@ fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
             } else {
                 ctx.out.int(0);
             }
-            return Ok(());
+            return Ok(Done);
         }
         None => fresh.insert(ZSet::new()),
     };
@@ -419,14 +418,14 @@ fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
     } else {
         ctx.out.int(if ch { added + updated } else { added });
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn zrem(ctx: &mut Ctx) -> CmdResult {
     let key = ctx.args.get(1);
     let Some(z) = zset_write(ctx.ks, key)? else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let mut deleted = 0;
     for i in 2..ctx.args.len() {
@@ -445,7 +444,7 @@ fn zrem(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.out.int(deleted);
-    Ok(())
+    Ok(Done)
 }
 
 // ---------------------------------------------------------------------------
@@ -455,7 +454,7 @@ fn zrem(ctx: &mut Ctx) -> CmdResult {
 fn zcard(ctx: &mut Ctx) -> CmdResult {
     let n = zset_read(ctx.ks, ctx.args.get(1))?.map_or(0, |z| z.len());
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn zscore(ctx: &mut Ctx) -> CmdResult {
@@ -463,7 +462,7 @@ fn zscore(ctx: &mut Ctx) -> CmdResult {
         Some(s) => ctx.out.double(s),
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn zmscore(ctx: &mut Ctx) -> CmdResult {
@@ -475,21 +474,21 @@ fn zmscore(ctx: &mut Ctx) -> CmdResult {
             None => ctx.out.null(),
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn zcount(ctx: &mut Ctx) -> CmdResult {
     let r = score_range(ctx.args.get(2), ctx.args.get(3))?;
     let n = zset_read(ctx.ks, ctx.args.get(1))?.map_or(0, |z| z.count_in_range(&r));
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn zlexcount(ctx: &mut Ctx) -> CmdResult {
     let r = lex_range(ctx.args.get(2), ctx.args.get(3))?;
     let n = zset_read(ctx.ks, ctx.args.get(1))?.map_or(0, |z| z.lex_count(&r));
     ctx.out.int(n as i64);
-    Ok(())
+    Ok(Done)
 }
 
 fn zrank(ctx: &mut Ctx) -> CmdResult {
@@ -498,7 +497,7 @@ fn zrank(ctx: &mut Ctx) -> CmdResult {
         Some((r, _)) => ctx.out.int(r as i64),
         None => ctx.out.null(),
     }
-    Ok(())
+    Ok(Done)
 }
 
 // ---------------------------------------------------------------------------
@@ -613,7 +612,7 @@ fn zrange_generic(
             Some(dst) => store_result(ctx, dst, None, "zrangestore"),
             None => ctx.out.array(0),
         }
-        return Ok(());
+        return Ok(Done);
     };
     let Some(dst) = dst else {
         let out = &mut *ctx.out;
@@ -640,7 +639,7 @@ fn zrange_generic(
                 None => out.array(0),
             },
         }
-        return Ok(());
+        return Ok(Done);
     };
     let result = match span {
         Span::Rank(start, end) => rank_span(start, end, z.len()).map(|(s, e)| {
@@ -656,7 +655,7 @@ fn zrange_generic(
         }
     };
     store_result(ctx, dst, result, "zrangestore");
-    Ok(())
+    Ok(Done)
 }
 
 /// ZRANGESTORE's destination, created as Redis's `zrangeResultBeginStore`
@@ -728,7 +727,7 @@ fn zremrange(ctx: &mut Ctx, event: &str, remove: impl FnOnce(&mut ZSet) -> usize
     let key = ctx.args.get(1);
     let Some(z) = zset_write(ctx.ks, key)? else {
         ctx.out.int(0);
-        return Ok(());
+        return Ok(Done);
     };
     let deleted = remove(z);
     let emptied = z.is_empty();
@@ -739,7 +738,7 @@ fn zremrange(ctx: &mut Ctx, event: &str, remove: impl FnOnce(&mut ZSet) -> usize
         }
     }
     ctx.out.int(deleted as i64);
-    Ok(())
+    Ok(Done)
 }
 
 // ---------------------------------------------------------------------------
@@ -810,15 +809,15 @@ fn generic_zpop(
         } else {
             ctx.out.array(0);
         }
-        return Ok(());
+        return Ok(Done);
     };
     if count == Some(0) {
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     }
     let count = count.unwrap_or(1);
     let Some(z) = zset_write(ctx.ks, key)? else {
-        return Ok(());
+        return Ok(Done);
     };
     let len = z.len();
     let n = usize::try_from(count).unwrap_or(usize::MAX).min(len);
@@ -854,7 +853,7 @@ fn generic_zpop(
     if emptied {
         delete_emptied(ctx.ks, key);
     }
-    Ok(())
+    Ok(Done)
 }
 
 fn bzpopmin(ctx: &mut Ctx) -> CmdResult {
@@ -897,15 +896,14 @@ fn blocking_zpop(
     }
     if !ctx.client.can_block() {
         ctx.out.null_array();
-        return Ok(());
+        return Ok(Done);
     }
     let keys = (first..first + n).map(|i| ctx.args.get(i).into()).collect();
-    ctx.client.block = Some(Block {
+    Ok(Outcome::Block(Block {
         keys,
         timeout,
         kind: "zset",
-    });
-    Ok(())
+    }))
 }
 
 /// ZMPOP/BZMPOP arguments after `numkeys` at `at`: (numkeys, max, count).
@@ -1252,7 +1250,7 @@ fn setop(
     }
     if card_only {
         ctx.out.int(cardinality as i64);
-        return Ok(());
+        return Ok(Done);
     }
     // Redis builds a skiplist: score order, ties by member bytes.
     result.sort_unstable_by(|a, b| {
@@ -1284,7 +1282,7 @@ fn setop(
             store_result(ctx, dst, Some(z), event);
         }
     }
-    Ok(())
+    Ok(Done)
 }
 
 // ---------------------------------------------------------------------------
@@ -1306,7 +1304,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
             }
             None => ctx.out.null(),
         }
-        return Ok(());
+        return Ok(Done);
     }
     let l = int_arg(ctx.args.get(2))?;
     if l == i64::MIN {
@@ -1323,7 +1321,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     }
     let Some(z) = zset_read(ctx.ks, key)? else {
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     };
     let len = z.len();
     let n = if l < 0 {
@@ -1354,7 +1352,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     } else {
         z.random_members(&mut rand::rng(), l, emit);
     }
-    Ok(())
+    Ok(Done)
 }
 
 /// `strtoul` as Redis's `parseScanCursorOrReply` checks it: no leading
@@ -1388,7 +1386,7 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);
-        return Ok(());
+        return Ok(Done);
     };
     let argc = ctx.args.len();
     let mut count = 10usize;
@@ -1431,7 +1429,7 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     out.bulk_int(next as i64);
     out.array(n);
     out.raw(&body.buf);
-    Ok(())
+    Ok(Done)
 }
 
 #[cfg(test)]

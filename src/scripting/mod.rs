@@ -304,8 +304,7 @@ impl Scripting {
             }
             if self.busy.running_for_other(client.handle.id) {
                 // Dispatch answers BUSY or waits for the end on the retry.
-                client.retry_after_script = true;
-                return Err(commands::Error::Static("BUSY"));
+                return Err(commands::Error::EngineBusy);
             }
         }
     }
@@ -905,8 +904,12 @@ impl RunState<'_, '_> {
             buf: Vec::new(),
             resp3: self.resp3,
         };
-        commands::call(self.shared, &mut self.client, &mut out, self.ks, cmd, argv);
-        self.client.block = None;
+        // Nothing blocks in a script (`Client::can_block`), nor closes.
+        let _ = commands::call(self.shared, &mut self.client, &mut out, self.ks, cmd, argv);
+        self.shared
+            .stats
+            .commands_processed
+            .fetch_add(std::mem::take(&mut self.client.commands), Relaxed);
         let is_err = out.buf.first() == Some(&b'-');
         let v = convert::resp_to_lua(lua, &out.buf)?;
         Ok((v, raise && is_err))
