@@ -228,7 +228,9 @@ impl Blocking {
         };
         let mut set = commands::shards_for(shared, cmd, &args);
         set.insert(shared.store.shard_of(key));
-        let guards = shared.store.lock(set);
+        let Ok(guards) = commands::lock_planned(shared, w.db, cmd, &args, set, |s| {
+            Ok::<_, std::convert::Infallible>(shared.store.lock(s))
+        });
         let mut ks = Keyspace::new(shared, guards, w.db, shared.clock.now_ms());
         if !w.is_live() {
             for k in &w.keys {

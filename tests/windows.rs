@@ -505,3 +505,101 @@ fn aging_out_is_announced_with_zexpired_then_del() {
         ]
     );
 }
+
+/// A hundred MOVETO rule changes race lazy trims (ZCARD, ZADD), the sweeper
+/// and the clock: no deadlock (every thread finishes; the read timeouts of
+/// the connections would fail a hung one), and every member that ages out
+/// lands in exactly one destination list exactly once.
+#[test]
+fn moveto_rule_changes_racing_trims_hand_off_every_member_once() {
+    const KEYS: usize = 16;
+    const DESTS: usize = 5;
+    let z = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    c.cmd_str(&format!("DEBUG CLOCK FREEZE {T0_MS}"));
+    c.cmd_str("ZWINDOW SET race:* 50 MS MOVETO dest:0");
+    let mut members = 0;
+    for key in 0..KEYS {
+        let mut cmd = format!("ZADD race:{key}");
+        for m in 0..40 {
+            cmd.push_str(&format!(" {} k{key}m{m}", T0_MS + 10 * m));
+            members += 1;
+        }
+        assert!(c.cmd_str(&cmd).starts_with(b":"));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    // The rule changer: a hundred destination changes.
+    {
+        let mut conn = z.conn();
+        threads.push(std::thread::spawn(move || {
+            for n in 1..=100 {
+                let reply = conn.cmd_str(&format!(
+                    "ZWINDOW SET race:* 50 MS MOVETO dest:{}",
+                    n % DESTS
+                ));
+                assert_eq!(reply, b"+OK\r\n");
+            }
+            0
+        }));
+    }
+    // The clock: members age out a few at a time while the rules change.
+    {
+        let mut conn = z.conn();
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            for _ in 0..200 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                conn.cmd_str("DEBUG CLOCK ADVANCE 2");
+            }
+            0
+        }));
+    }
+    // Readers trim lazily; writers add members that age out too.
+    for t in 0..3 {
+        let mut conn = z.conn();
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut added = 0;
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && i < 400 {
+                let key = (i * 7 + t) % KEYS;
+                if t == 0 && i % 4 == 0 {
+                    conn.cmd_str(&format!("ZADD race:{key} {} w{t}i{i}", T0_MS + i as u64));
+                    added += 1;
+                } else {
+                    assert!(conn.cmd_str(&format!("ZCARD race:{key}")).starts_with(b":"));
+                }
+                i += 1;
+            }
+            added
+        }));
+    }
+    let first = threads.remove(0);
+    assert_eq!(first.join().unwrap(), 0, "the rule changer finished");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        members += t.join().unwrap();
+    }
+    // Age everything out and let the sweeper and lookups finish.
+    c.cmd_str("DEBUG CLOCK ADVANCE 100000");
+    for key in 0..KEYS {
+        c.cmd_str(&format!("ZCARD race:{key}"));
+    }
+    let mut all: Vec<Vec<u8>> = Vec::new();
+    let mut used = 0;
+    for d in 0..DESTS {
+        let Reply::Array(items) = parse_reply(&c.cmd_str(&format!("LRANGE dest:{d} 0 -1"))) else {
+            panic!("dest:{d} is not a list");
+        };
+        used += usize::from(!items.is_empty());
+        all.extend(items.iter().map(|i| i.bulk().to_vec()));
+    }
+    assert!(used >= 2, "hand-offs interleaved with rule changes");
+    assert_eq!(all.len(), members, "every member handed off exactly once");
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), members, "no member handed off twice");
+}

@@ -35,7 +35,7 @@ use std::sync::{Arc, OnceLock};
 use crate::connection::Client;
 use crate::protocol::{Reply, Request};
 use crate::server::Shared;
-use crate::store::{Key, Keyspace, ShardSet};
+use crate::store::{Guards, Key, Keyspace, ShardSet};
 use crate::util::parse_i64;
 
 /// Every family's commands; the single source of truth.
@@ -615,16 +615,52 @@ pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
         return shared.store.all_shards();
     }
     let mut set = ShardSet::default();
-    cmd.key_indices(args, |i| {
-        let key = args.get(i);
-        set.insert(shared.store.shard_of(key));
-        // A windowed key may hand members off to a list on another shard
-        // when a lookup trims it: that shard must be held too.
-        if let Some(dest) = shared.windows.destination_of(key) {
-            set.insert(shared.store.shard_of(&dest));
-        }
-    });
+    cmd.key_indices(args, |i| set.insert(shared.store.shard_of(args.get(i))));
     set
+}
+
+/// Locks `set` (a command's key shards) with `lock`, plus the shards its
+/// windowed keys may hand members off to when a lookup trims them.
+///
+/// The hand-off shards are known only from the keys' entries (a rule's
+/// MOVETO destination, cached per key), so they are read once the key
+/// shards are held; a missing one means releasing and locking the larger
+/// set, in order. Rules change only under every shard's lock, so what was
+/// read stays true while the locks are held. Two rounds cover every case
+/// but a rule change racing the planning; after that, every shard.
+pub fn lock_planned<'s, E>(
+    shared: &'s Shared,
+    db: usize,
+    cmd: &Command,
+    args: &Args<'_>,
+    mut set: ShardSet,
+    mut lock: impl FnMut(ShardSet) -> Result<Guards<'s>, E>,
+) -> Result<Guards<'s>, E> {
+    for round in 0.. {
+        let guards = lock(set)?;
+        let all = shared.store.all_shards();
+        if !shared.windows.has_moveto() || set == all {
+            return Ok(guards);
+        }
+        let mut ks = Keyspace::new(shared, guards, db, 0);
+        let mut missing = ShardSet::default();
+        cmd.key_indices(args, |i| {
+            if let Some(d) = crate::windows::handoff_shard(&mut ks, args.get(i)) {
+                if !set.contains(d) {
+                    missing.insert(d);
+                }
+            }
+        });
+        if missing.is_empty() {
+            return Ok(ks.into_guards());
+        }
+        drop(ks);
+        set.0 |= missing.0;
+        if round >= 2 {
+            set = all;
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 /// What became of a request.
@@ -718,9 +754,11 @@ pub fn dispatch(
     }
     let set = shards_for(shared, cmd, &args);
     let guards = if set.is_empty() {
-        crate::store::Guards::None
+        Guards::None
     } else {
-        match lock_or_busy(shared, client, cmd, set) {
+        match lock_planned(shared, client.db, cmd, &args, set, |set| {
+            lock_or_busy(shared, client, cmd, set)
+        }) {
             Ok(g) => g,
             Err(None) => return Dispatched::WaitScript,
             Err(Some(e)) => return reject(client, out, e.as_bytes()),

@@ -33,13 +33,15 @@ pub static COMMANDS: &[Command] =
     ];
 
 static ZWINDOW: &[Command] = &[
-    Command::new("set", -4, WRITE | ADMIN, Keys::None, set)
+    // A rule change locks every shard, so no command is between planning
+    // its locks from the old rules and trimming by the new ones.
+    Command::new("set", -4, WRITE | ADMIN, Keys::All, set)
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Binds a key pattern to a time window: sorted-set members scored older than now minus the duration age out.")
         .syntax("pattern duration [S | MS] [MOVETO destination]"),
     Command::new("get", 3, READONLY | FAST, Keys::None, get)
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Returns the rule that applies to a key: pattern, duration and unit, or nil.")
         .syntax("key"),
-    Command::new("del", 3, WRITE | ADMIN, Keys::None, del)
+    Command::new("del", 3, WRITE | ADMIN, Keys::All, del)
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Deletes the rule with exactly this pattern.")
         .syntax("pattern"),
     Command::new("list", 2, READONLY, Keys::None, list)

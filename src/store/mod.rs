@@ -232,6 +232,10 @@ impl ShardSet {
     pub fn is_empty(&self) -> bool {
         self.0 == 0
     }
+
+    pub fn contains(&self, shard: usize) -> bool {
+        shard < 128 && self.0 & (1u128 << shard) != 0
+    }
 }
 
 impl Store {
@@ -429,6 +433,17 @@ impl<'a> Keyspace<'a> {
 
     pub fn get_value(&mut self, key: &[u8]) -> Option<&mut Value> {
         self.get(key).map(|e| &mut e.value)
+    }
+
+    /// Whether this command holds shard `idx`'s lock.
+    pub fn holds(&mut self, idx: usize) -> bool {
+        self.guards.get(idx).is_some()
+    }
+
+    /// Gives the locks back without releasing them (lock planning that
+    /// looked at entries before deciding the set is complete).
+    pub fn into_guards(mut self) -> Guards<'a> {
+        std::mem::replace(&mut self.guards, Guards::None)
     }
 
     /// Looks a key up without touching its access time (OBJECT, TYPE-free paths).

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::TrimMode;
 use crate::server::Shared;
-use crate::store::{Keyspace, ShardSet};
+use crate::store::{Guards, Keyspace, ShardSet};
 
 /// Members removed from one key before it yields to the next: one lock
 /// hold stays in the tens of microseconds.
@@ -50,16 +50,25 @@ pub fn cycle(shared: &Arc<Shared>, budget: Duration) -> usize {
         let shard_started = Instant::now();
         while shard_started.elapsed() < share {
             let now = shared.clock.now_ms();
-            let due = shared.store.lock_shard(idx).schedule.first_due(now);
-            let Some((db, key)) = due else { break };
-            // Lock the key's shard, plus its hand-off list's shard.
-            let mut set = ShardSet::default();
-            set.insert(idx);
-            if let Some(dest) = shared.windows.destination_of(&key) {
-                set.insert(shared.store.shard_of(&dest));
-            }
-            let guards = shared.store.lock(set);
+            let mut guards = Guards::One(idx, shared.store.lock_shard(idx));
+            let Some((db, key)) = guards
+                .iter_mut()
+                .next()
+                .and_then(|s| s.schedule.first_due(now))
+            else {
+                break;
+            };
+            // The key's shard, plus its hand-off list's shard (known from
+            // the entry, so looked up under the key's lock first).
             let mut ks = Keyspace::new(shared, guards, db, now);
+            if let Some(dest) = super::handoff_shard(&mut ks, &key).filter(|&d| d != idx) {
+                drop(ks);
+                let mut set = ShardSet::default();
+                set.insert(idx);
+                set.insert(dest);
+                guards = shared.store.lock(set);
+                ks = Keyspace::new(shared, guards, db, now);
+            }
             let n = super::trim(&mut ks, &key, TrimMode::Sweep(BATCH));
             if n == 0 {
                 // Not due after all (the schedule was stale): recompute it,
