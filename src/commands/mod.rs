@@ -645,10 +645,10 @@ pub fn lock_planned<'s, E>(
         let mut ks = Keyspace::new(shared, guards, db, 0);
         let mut missing = ShardSet::default();
         cmd.key_indices(args, |i| {
-            if let Some(d) = crate::windows::handoff_shard(&mut ks, args.get(i)) {
-                if !set.contains(d) {
-                    missing.insert(d);
-                }
+            if let Some(d) = crate::windows::handoff_shard(&mut ks, args.get(i))
+                && !set.contains(d)
+            {
+                missing.insert(d);
             }
         });
         if missing.is_empty() {
