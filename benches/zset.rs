@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use zwindow::zset::{AddFlags, Limits, NotNan, ScoreBound, ScoreRange, ZSet};
+use zwindow::types::zset::{AddFlags, Limits, NotNan, ScoreBound, ScoreRange, ZSet};
 
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
 

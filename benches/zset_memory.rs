@@ -11,7 +11,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use zwindow::zset::{AddFlags, Limits, NotNan, ZSet};
+use zwindow::types::zset::{AddFlags, Limits, NotNan, ZSet};
 
 struct Counting;
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{
 use clap::Parser;
 use parking_lot::RwLock;
 
-use crate::store::notify;
+use crate::keyspace::notify;
 use crate::util::{eq_ic, glob_match, parse_i64};
 
 /// zwindow: a Redis-compatible server built around time-windowed sorted sets.
@@ -104,7 +104,7 @@ impl Args {
     pub fn shard_count(&self) -> usize {
         self.shards.unwrap_or_else(|| {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (cores * 4).clamp(4, crate::store::MAX_SHARDS)
+            (cores * 4).clamp(4, crate::keyspace::MAX_SHARDS)
         })
     }
 }

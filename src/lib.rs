@@ -1,25 +1,29 @@
 //! zwindow: a Redis-compatible server built around time-windowed sorted sets.
 //!
-//! Layout: [`protocol`] (bytes ⇄ requests/replies), [`server`] and
-//! [`connection`] (sockets, client state, pipelining), [`commands`] (one
-//! file per command family, one table), [`store`] (the sharded keyspace),
-//! [`blocking`] and [`pubsub`] (waiting and pushing), [`config`] and
-//! [`clock`] (settings and time), [`scripting`] (Lua).
+//! The layers, each depending only on the ones below it:
+//!
+//! 1. [`network`]: the accept loop and connection tasks — sockets,
+//!    pipelining, blocked clients' waits, pub/sub delivery, shutdown.
+//! 2. [`execution`]: the one path every command takes, whoever runs it (a
+//!    connection, EXEC, a script's `redis.call`, a blocked client being
+//!    served): resolve, verify, lock, run, after-command work. Blocking,
+//!    scripts and client state live here.
+//! 3. [`commands`]: the command table and one file per command family.
+//! 4. [`keyspace`]: shards, key TTLs, window rules and the sweeper.
+//! 5. [`types`]: the value data structures, each testable alone.
+//!
+//! Beside them: [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
+//! shared state and startup), [`config`], [`clock`], [`pubsub`] and
+//! [`util`].
 
-pub mod blocking;
-pub mod client;
 pub mod clock;
 pub mod commands;
 pub mod config;
-pub mod connection;
-pub mod dict;
-pub mod ldouble;
+pub mod execution;
+pub mod keyspace;
+pub mod network;
 pub mod protocol;
 pub mod pubsub;
-pub mod scripting;
 pub mod server;
-pub mod store;
 pub mod types;
 pub mod util;
-pub mod windows;
-pub mod zset;

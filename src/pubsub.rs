@@ -13,9 +13,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::RwLock;
 
-use crate::client::{ClientHandle, ClientId, Push};
 use crate::config::OutputLimit;
-use crate::store::notify;
+use crate::execution::client::{ClientHandle, ClientId, Push};
+use crate::keyspace::notify;
 use crate::util::glob_match;
 
 #[derive(Default)]

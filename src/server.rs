@@ -15,12 +15,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
-use crate::blocking::Blocking;
-use crate::client::Clients;
 use crate::clock::Clock;
 use crate::config::{Args, Config};
+use crate::execution::blocking::Blocking;
+use crate::execution::client::Clients;
+use crate::keyspace::Store;
 use crate::pubsub::PubSub;
-use crate::store::Store;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The Redis version we answer as; clients gate features on it.
@@ -43,8 +43,8 @@ pub struct Shared {
     pub clients: Clients,
     pub pubsub: PubSub,
     pub blocking: Blocking,
-    pub windows: crate::windows::Windows,
-    pub scripting: crate::scripting::Scripting,
+    pub windows: crate::keyspace::windows::Windows,
+    pub scripting: crate::execution::scripting::Scripting,
     pub stats: Stats,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
@@ -132,7 +132,9 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
 
     for spec in &args.zwindow {
-        shared.windows.set(crate::windows::parse_cli_rule(spec)?);
+        shared
+            .windows
+            .set(crate::keyspace::windows::parse_cli_rule(spec)?);
     }
     let background = spawn_background(shared.clone())?;
 
@@ -148,7 +150,7 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                     tokio::spawn(reject(stream));
                     continue;
                 }
-                conns.spawn(crate::connection::run(shared.clone(), stream));
+                conns.spawn(crate::network::connection::run(shared.clone(), stream));
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = sigterm.recv() => { tracing::info!("SIGTERM received, shutting down"); break }
@@ -192,8 +194,8 @@ fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHan
         .spawn(move || {
             runtime.block_on(async {
                 tokio::join!(
-                    crate::store::expire::run(shared.clone(), shared.shutdown_rx()),
-                    crate::windows::sweeper::run(shared.clone(), shared.shutdown_rx()),
+                    crate::keyspace::expire::run(shared.clone(), shared.shutdown_rx()),
+                    crate::keyspace::windows::sweeper::run(shared.clone(), shared.shutdown_rx()),
                 );
             });
         })

@@ -410,7 +410,7 @@ fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// One CLIENT LIST / CLIENT INFO line, with the fields Redis 7.0 prints.
-fn client_line(ctx: &Ctx, c: &crate::client::ClientHandle, out: &mut String) {
+fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut String) {
     use std::fmt::Write;
     let name = c
         .name
@@ -532,9 +532,9 @@ fn client_unblock(ctx: &mut Ctx) -> CmdResult {
     }
     let id = int_arg(ctx.args.get(2))?;
     let how = match ctx.argc() {
-        3 => crate::client::UNBLOCK_TIMEOUT,
-        _ if eq_ic(ctx.args.get(3), "TIMEOUT") => crate::client::UNBLOCK_TIMEOUT,
-        _ if eq_ic(ctx.args.get(3), "ERROR") => crate::client::UNBLOCK_ERROR,
+        3 => crate::execution::client::UNBLOCK_TIMEOUT,
+        _ if eq_ic(ctx.args.get(3), "TIMEOUT") => crate::execution::client::UNBLOCK_TIMEOUT,
+        _ if eq_ic(ctx.args.get(3), "ERROR") => crate::execution::client::UNBLOCK_ERROR,
         _ => {
             return Err(Error::Static(
                 "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",

@@ -9,10 +9,10 @@
 
 use super::flags::*;
 use super::{Args, CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
-use crate::ldouble::LDouble;
+use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::protocol::Reply;
-use crate::store::{Entry, Keyspace, Value, notify};
 use crate::types::hash::{Hash, Limits};
+use crate::types::ldouble::LDouble;
 use crate::util::{eq_ic, glob_match, parse_i64};
 
 const G: &str = "hash";

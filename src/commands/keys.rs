@@ -4,7 +4,7 @@
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
-use crate::store::{Entry, Value, notify};
+use crate::keyspace::{Entry, Value, notify};
 use crate::util::{eq_ic, glob_match};
 
 const G: &str = "generic";
@@ -169,7 +169,7 @@ fn keys(ctx: &mut Ctx) -> CmdResult {
     for db in ctx.ks.dbs_mut() {
         for (k, e) in db.keys.iter() {
             let live = (e.expire_at == 0 || e.expire_at > now)
-                && !crate::windows::is_dead(windows, e, k, now);
+                && !crate::keyspace::windows::is_dead(windows, e, k, now);
             if live && glob_match(pattern, k, false) {
                 found.push(k.to_vec());
             }
@@ -230,7 +230,7 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
             if e.expire_at != 0 && e.expire_at <= now {
                 return;
             }
-            if crate::windows::is_dead(windows, e, k, now) {
+            if crate::keyspace::windows::is_dead(windows, e, k, now) {
                 return;
             }
             if pattern.is_some_and(|p| !glob_match(p, k, false)) {

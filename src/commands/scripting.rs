@@ -1,6 +1,6 @@
 //! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT
 //! LOAD/EXISTS/FLUSH/KILL/HELP. The engine (sandbox, conversions, cache,
-//! busy state) is in `crate::scripting`; functions are in `functions.rs`.
+//! busy state) is in `crate::execution::scripting`; functions are in `functions.rs`.
 //!
 //! EVAL-family commands use `Keys::All`: a script may touch keys it did not
 //! declare (Redis allows it outside cluster mode), so it holds every shard,
@@ -8,7 +8,7 @@
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
-use crate::scripting::RunSpec;
+use crate::execution::scripting::RunSpec;
 use crate::util::eq_ic;
 
 const G: &str = "scripting";

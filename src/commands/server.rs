@@ -94,7 +94,7 @@ fn memory_usage(ctx: &mut Ctx) -> CmdResult {
     match ctx.ks.peek(key) {
         Some(e) => {
             let usage =
-                key.len() + std::mem::size_of::<crate::store::Entry>() + e.value.mem_usage();
+                key.len() + std::mem::size_of::<crate::keyspace::Entry>() + e.value.mem_usage();
             ctx.out.int(usage as i64);
         }
         None => ctx.out.null(),
@@ -659,7 +659,7 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
             .flat_map(|x| x.keys.iter().map(|(k, _)| k.to_vec()).collect::<Vec<_>>())
             .collect();
         for k in keys {
-            crate::windows::reschedule(ctx.ks, &k);
+            crate::keyspace::windows::reschedule(ctx.ks, &k);
         }
     }
     ctx.ks.db = db;
@@ -713,7 +713,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         }
         // Runs one unbounded active-expiry pass now (tests use it instead of waiting).
         let shared = ctx.shared.clone();
-        let n = crate::store::expire::cycle(&shared, Duration::from_secs(3600));
+        let n = crate::keyspace::expire::cycle(&shared, Duration::from_secs(3600));
         ctx.out.int(n as i64);
     } else {
         return Err(Error::Owned(format!(
@@ -855,7 +855,7 @@ fn info_text(ctx: &mut Ctx, want: &dyn Fn(&str) -> bool) -> String {
             shared.last_save.load(Relaxed)
         );
     }
-    let mut totals = crate::store::ShardStats::default();
+    let mut totals = crate::keyspace::ShardStats::default();
     let mut per_db = vec![(0usize, 0usize); shared.store.databases];
     let mut windowed = 0;
     // Through the keyspace: inside EXEC or a script every shard is already held.

@@ -12,8 +12,8 @@
 use super::flags::*;
 use super::hashes::{count_arg, parse_cursor, scan_args};
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::protocol::Reply;
-use crate::store::{Entry, Keyspace, Value, notify};
 use crate::types::set::{Member, Set};
 use crate::util::{eq_ic, glob_match};
 

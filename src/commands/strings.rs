@@ -8,12 +8,12 @@
 //! encoding Redis would report (see [`Str`]): values taken from arguments are
 //! `int`/`embstr`/`raw` by content, in-place edits (APPEND, SETRANGE) are
 //! `raw`, INCR results `int`, INCRBYFLOAT results are never `int`.
-//! INCRBYFLOAT's long-double arithmetic lives in [`crate::ldouble`].
+//! INCRBYFLOAT's long-double arithmetic lives in [`crate::types::ldouble`].
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
-use crate::ldouble::LDouble;
-use crate::store::{Entry, Keyspace, Str, Value, notify};
+use crate::keyspace::{Entry, Keyspace, Str, Value, notify};
+use crate::types::ldouble::LDouble;
 use crate::util::eq_ic;
 
 const G: &str = "string";

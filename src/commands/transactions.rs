@@ -5,7 +5,7 @@
 //! transaction (`client.multi_error`) when it rejects one, so EXEC answers
 //! EXECABORT. EXEC is declared `Keys::All`, so by the time it runs the
 //! dispatcher holds every shard: it runs the whole queue through
-//! [`commands::call`](super::call) on that one [`Keyspace`](crate::store::Keyspace),
+//! the execution layer's [`call`](crate::execution::call) on that one [`Keyspace`](crate::keyspace::Keyspace),
 //! which makes the transaction atomic across shards (no other client sees a
 //! part of it) and gives it a single "now".
 //!
@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome};
-use crate::connection::Client;
+use crate::execution::client::Client;
 use crate::protocol::Reply;
 use crate::server::Shared;
 
@@ -138,18 +138,20 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
         let args = queued.args();
         // Queued commands resolved when queued; the table cannot change.
         match super::resolve(&args) {
-            Ok(cmd) => match super::call(ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args) {
-                Outcome::Done => {}
-                // QUIT or a CLIENT KILL of itself: the connection closes
-                // once EXEC's reply is written.
-                Outcome::Close => outcome = Outcome::Close,
-                // Nothing blocks inside EXEC (`Client::can_block`), and the
-                // runner that runs an EXEC holding a script owns the engine.
-                other @ (Outcome::Block(_) | Outcome::WaitScript) => {
-                    debug_assert!(false, "EXEC's command answered {other:?}");
-                    ctx.out.null();
+            Ok(cmd) => {
+                match crate::execution::call(ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args) {
+                    Outcome::Done => {}
+                    // QUIT or a CLIENT KILL of itself: the connection closes
+                    // once EXEC's reply is written.
+                    Outcome::Close => outcome = Outcome::Close,
+                    // Nothing blocks inside EXEC (`Client::can_block`), and the
+                    // runner that runs an EXEC holding a script owns the engine.
+                    other @ (Outcome::Block(_) | Outcome::WaitScript) => {
+                        debug_assert!(false, "EXEC's command answered {other:?}");
+                        ctx.out.null();
+                    }
                 }
-            },
+            }
             Err(e) => ctx.out.error(e.text()),
         }
     }

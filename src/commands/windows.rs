@@ -15,8 +15,8 @@
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use crate::keyspace::windows::{Rule, Unit, parse_duration};
 use crate::util::eq_ic;
-use crate::windows::{Rule, Unit, parse_duration};
 
 const G: &str = "windows";
 

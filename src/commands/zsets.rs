@@ -1,5 +1,5 @@
 //! Sorted-set commands: the whole Redis 7.0 Z* family, blocking pops
-//! included. The data structure lives in `crate::zset`; this file owns
+//! included. The data structure lives in `crate::types::zset`; this file owns
 //! argument grammar, error texts, reply shapes, key lifecycle (empty sets
 //! cease to exist) and keyspace events, each mirroring `t_zset.c`.
 //!
@@ -11,19 +11,19 @@
 //! function over inputs read through [`read_input`], the single place that
 //! knows which value types may feed it.
 
-use crate::blocking::parse_timeout;
+use crate::execution::blocking::parse_timeout;
 use std::time::Duration;
 
 use super::flags::*;
 use super::{Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
+use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::protocol::reply::format_double;
-use crate::store::{Entry, Keyspace, Value, notify};
-use crate::util::{eq_ic, glob_match};
-use crate::zset::{
+use crate::types::zset::{
     AddFlags, AddOutcome, LexRange, Limits, NotNan, ScoreRange, ZSet, parse_lex_bound, parse_score,
     parse_score_bound,
 };
+use crate::util::{eq_ic, glob_match};
 
 const G: &str = "sorted-set";
 

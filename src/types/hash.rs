@@ -10,7 +10,7 @@
 
 use rand::Rng;
 
-use crate::dict::Dict;
+use crate::types::dict::Dict;
 
 type Bytes = Box<[u8]>;
 

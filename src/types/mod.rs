@@ -1,11 +1,17 @@
-//! Value data structures other than sorted sets: hashes ([`hash::Hash`]),
-//! lists ([`list::List`]) and sets ([`set::Set`]). Hashes and sets mirror the
+//! The value data structures: sorted sets ([`zset`]), hashes
+//! ([`hash::Hash`]), lists ([`list::List`]) and sets ([`set::Set`]), with
+//! the hash table they share ([`dict`]) and the long-double arithmetic
+//! ZINCRBY and INCRBYFLOAT need ([`ldouble`]). They know nothing of keys,
+//! commands or clients, and each is tested alone. Hashes and sets mirror the
 //! two encodings Redis 7.0 reports through `OBJECT ENCODING` — a compact form
 //! for small values (listpack, intset) and a hash table
-//! ([`crate::dict::Dict`]) for large ones — and convert between them at the
+//! ([`crate::types::dict::Dict`]) for large ones — and convert between them at the
 //! same thresholds, because the compact forms fix the order of replies
 //! (insertion order, sorted integers) that clients can observe.
 
+pub mod dict;
 pub mod hash;
+pub mod ldouble;
 pub mod list;
 pub mod set;
+pub mod zset;

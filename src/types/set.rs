@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use rand::Rng;
 
-use crate::dict::Dict;
+use crate::types::dict::Dict;
 use crate::util::parse_i64;
 
 type Bytes = Box<[u8]>;

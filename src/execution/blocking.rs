@@ -28,13 +28,13 @@ use tokio::sync::oneshot;
 
 use std::time::Duration;
 
-use crate::client::ClientHandle;
 use crate::commands::Error;
 use crate::commands::{self, OwnedArgs};
-use crate::connection::Client;
+use crate::execution::client::Client;
+use crate::execution::client::ClientHandle;
+use crate::keyspace::{Key, Keyspace, ShardSet};
 use crate::protocol::Reply;
 use crate::server::Shared;
-use crate::store::{Key, Keyspace, ShardSet};
 use crate::util::parse_f64;
 
 /// Parses a blocking timeout in seconds as redis-server 7.0 does: a long
@@ -226,9 +226,9 @@ impl Blocking {
         let Ok(cmd) = commands::resolve(&args) else {
             return Served::Gone;
         };
-        let mut set = commands::shards_for(shared, cmd, &args);
+        let mut set = super::shards_for(shared, cmd, &args);
         set.insert(shared.store.shard_of(key));
-        let Ok(guards) = commands::lock_planned(shared, w.db, cmd, &args, set, |s| {
+        let Ok(guards) = super::lock_planned(shared, w.db, cmd, &args, set, |s| {
             Ok::<_, std::convert::Infallible>(shared.store.lock(s))
         });
         let mut ks = Keyspace::new(shared, guards, w.db, shared.clock.now_ms());
@@ -252,7 +252,7 @@ impl Blocking {
             buf: Vec::new(),
             resp3: w.resp3,
         };
-        let outcome = commands::call(shared, &mut client, &mut out, &mut ks, cmd, args);
+        let outcome = super::call(shared, &mut client, &mut out, &mut ks, cmd, args);
         // The command counted as processed when it blocked, as in Redis.
         if matches!(outcome, commands::Outcome::Block(_)) {
             return Served::NoData {

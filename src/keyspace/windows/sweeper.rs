@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use super::TrimMode;
+use crate::keyspace::{Guards, Keyspace, ShardSet};
 use crate::server::Shared;
-use crate::store::{Guards, Keyspace, ShardSet};
 
 /// Members removed from one key before it yields to the next: one lock
 /// hold stays in the tens of microseconds.

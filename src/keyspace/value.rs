@@ -14,7 +14,7 @@ pub enum Value {
     Str(Str),
     Hash(Hash),
     Set(Set),
-    ZSet(crate::zset::ZSet),
+    ZSet(crate::types::zset::ZSet),
     List(List),
 }
 

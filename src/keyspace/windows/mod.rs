@@ -25,10 +25,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use parking_lot::RwLock;
 
-use crate::store::{Entry, Key, Keyspace, Value, notify};
+use crate::keyspace::{Entry, Key, Keyspace, Value, notify};
 use crate::types::list::{End, List};
+use crate::types::zset::{ScoreBound, ScoreRange};
 use crate::util::{eq_ic, glob_match, parse_i64};
-use crate::zset::{ScoreBound, ScoreRange};
 
 /// The clock unit a rule reads scores in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

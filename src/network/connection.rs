@@ -6,24 +6,23 @@
 //! dry, then flush". It also delivers pub/sub pushes, waits for blocked
 //! commands, and stops on QUIT, CLIENT KILL, protocol errors or shutdown.
 
-use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
-use crate::blocking::Waiter;
-use crate::client::{ClientHandle, Push};
-use crate::commands::{self, Args, Command, OwnedArgs};
+use crate::commands::Args;
+use crate::execution::blocking::Waiter;
+use crate::execution::client::{Client, ClientHandle, Push, Waiting};
+use crate::execution::{Ran, execute};
 use crate::protocol::{Parser, Reply};
 use crate::server::Shared;
-use crate::store::{Key, WatchFlag};
 
 /// Bytes read per syscall at least; the buffer grows for larger requests.
 const READ_CHUNK: usize = 16 * 1024;
@@ -31,107 +30,6 @@ const READ_CHUNK: usize = 16 * 1024;
 const OUT_KEEP: usize = 1024 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
-
-/// A queued waiter, its reply channel and its timeout.
-pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
-
-/// A connection's private state: what only its own commands change.
-pub struct Client {
-    pub handle: Arc<ClientHandle>,
-    pub db: usize,
-    pub authenticated: bool,
-    /// Commands queued by MULTI; None outside a transaction.
-    pub multi: Option<Vec<OwnedArgs>>,
-    /// A queued command failed to parse: EXEC will abort.
-    pub multi_error: bool,
-    /// True while EXEC runs the queue (blocking commands must not block).
-    pub in_exec: bool,
-    /// True for the client a script's `redis.call` runs as (TIME answers
-    /// the script's frozen instant).
-    pub in_script: bool,
-    pub watched: Vec<(usize, Key)>,
-    pub watch_flag: WatchFlag,
-    pub channels: HashSet<Bytes>,
-    pub patterns: HashSet<Bytes>,
-    /// Commands run since the last flush into the server's counters (one
-    /// shared atomic add per batch, not per command).
-    pub commands: u64,
-    /// For the stand-in that re-runs a blocked command when one of its keys
-    /// got data: that key. Redis serves a waiter from the key that became
-    /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
-    pub serving_key: Option<Key>,
-}
-
-impl Client {
-    pub fn new(handle: Arc<ClientHandle>, auth_required: bool) -> Client {
-        Client {
-            handle,
-            db: 0,
-            authenticated: !auth_required,
-            multi: None,
-            multi_error: false,
-            in_exec: false,
-            in_script: false,
-            watched: Vec::new(),
-            watch_flag: Arc::new(AtomicBool::new(false)),
-            channels: HashSet::new(),
-            patterns: HashSet::new(),
-            commands: 0,
-            serving_key: None,
-        }
-    }
-
-    /// A stand-in for a blocked client while the server serves it.
-    pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool, key: Key) -> Client {
-        let mut c = Client::new(handle, false);
-        c.db = db;
-        c.serving_key = Some(key);
-        c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
-        c
-    }
-
-    pub fn resp3(&self) -> bool {
-        self.handle.resp.load(Relaxed) == 3
-    }
-
-    pub fn in_subscribed_resp2(&self) -> bool {
-        !self.resp3() && (!self.channels.is_empty() || !self.patterns.is_empty())
-    }
-
-    /// True when a blocking command may wait (not inside MULTI/EXEC).
-    /// Whether a blocking command may take data from `key`: any of its keys
-    /// when its client runs it, only the ready key when the server serves
-    /// it as a waiter (whose type [`crate::blocking`] has checked).
-    pub fn may_take_from(&self, key: &[u8]) -> bool {
-        self.serving_key.as_deref().is_none_or(|k| k == key)
-    }
-
-    pub fn can_block(&self) -> bool {
-        !self.in_exec && !self.in_script
-    }
-
-    /// Records the command for CLIENT LIST's `cmd=`. The idle clock is not
-    /// touched here but once per read and per blocked reply in [`run`] (as
-    /// Redis updates `lastinteraction` on socket I/O), which saves a clock
-    /// read per pipelined command.
-    pub fn note_command(&self, cmd: &'static Command) {
-        self.handle
-            .last_cmd_ptr
-            .store(cmd as *const Command as usize, Relaxed);
-    }
-
-    pub fn queue(&mut self, args: Args<'_>) {
-        if let Some(q) = &mut self.multi {
-            q.push(args.to_owned());
-            self.handle.multi.store(q.len() as i32, Relaxed);
-        }
-    }
-
-    pub fn select(&mut self, db: usize) {
-        self.db = db;
-        self.handle.db.store(db, Relaxed);
-    }
-}
 
 /// Serves one connection until it closes.
 pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
@@ -291,83 +189,6 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
     cleanup(&shared, &mut client);
 }
 
-/// What a request left its connection to do.
-enum Ran {
-    Done,
-    Blocked(Waiting),
-    Close,
-}
-
-/// Runs one request: on this task, or on the script runner for scripts,
-/// waiting (asynchronously) for another client's script where needed.
-async fn execute(
-    shared: &Arc<Shared>,
-    client: &mut Client,
-    out: &mut Reply,
-    args: Args<'_>,
-) -> Ran {
-    let mut owned: Option<OwnedArgs> = None;
-    loop {
-        let a = owned.as_ref().map_or(args, |o| o.args());
-        let dispatched = match commands::dispatch(shared, client, out, a) {
-            commands::Dispatched::ScriptRunner => {
-                let job_args = owned.take().unwrap_or_else(|| args.to_owned());
-                run_on_runner(shared, client, out, job_args).await
-            }
-            d => d,
-        };
-        match dispatched {
-            commands::Dispatched::Done => return Ran::Done,
-            commands::Dispatched::Blocked(w) => return Ran::Blocked(w),
-            commands::Dispatched::Close => return Ran::Close,
-            commands::Dispatched::WaitScript | commands::Dispatched::ScriptRunner => {
-                if owned.is_none() {
-                    owned = Some(args.to_owned());
-                }
-                let threshold = shared.config.busy_reply_threshold();
-                shared
-                    .scripting
-                    .busy
-                    .wait_end(client.handle.id, threshold)
-                    .await;
-            }
-        }
-    }
-}
-
-/// Moves the client to the script runner, dispatches `args` there and
-/// takes it back with what became of the request.
-async fn run_on_runner(
-    shared: &Arc<Shared>,
-    client: &mut Client,
-    out: &mut Reply,
-    args: OwnedArgs,
-) -> commands::Dispatched {
-    let handle = client.handle.clone();
-    let moved = std::mem::replace(client, Client::new(handle.clone(), false));
-    let moved_out = std::mem::take(out);
-    let (tx, rx) = oneshot::channel();
-    let s = shared.clone();
-    shared.scripting.submit(Box::new(move || {
-        let (mut c, mut o) = (moved, moved_out);
-        let d = commands::dispatch(&s, &mut c, &mut o, args.args());
-        let _ = tx.send((c, o, d));
-    }));
-    match rx.await {
-        Ok((c, o, d)) => {
-            *client = c;
-            *out = o;
-            d
-        }
-        Err(_) => {
-            // The script panicked: its client state is gone with it.
-            tracing::error!("a script failed unexpectedly; closing its connection");
-            out.error("ERR internal error while running the script");
-            commands::Dispatched::Close
-        }
-    }
-}
-
 async fn read_some(stream: &mut TcpStream, rbuf: &mut BytesMut) -> std::io::Result<usize> {
     if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
         rbuf.reserve(READ_CHUNK);
@@ -435,7 +256,7 @@ async fn wait_blocked(
     }
     // Served while cancelling: that reply wins, as the data was taken.
     let served = shared.blocking.cancel(shared, waiter, rx);
-    if served.is_none() && unblocked == crate::client::UNBLOCK_ERROR {
+    if served.is_none() && unblocked == crate::execution::client::UNBLOCK_ERROR {
         return Some(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec());
     }
     served

@@ -1,23 +1,26 @@
 //! The registry of connected clients, for `CLIENT LIST/KILL/INFO`, INFO's
 //! client counts and pub/sub delivery.
 //!
-//! Each connection owns its state privately (see `connection.rs`); what other
+//! Each connection owns its state privately ([`Client`]); what other
 //! connections may need to see or do to it lives in its [`ClientHandle`]:
 //! cheap atomics the owner updates as it goes, a kill switch, and the queue
 //! through which pub/sub messages reach it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
 };
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::blocking::Waiter;
+use crate::commands::{Args, Command, OwnedArgs};
 use crate::config::OutputLimit;
+use crate::keyspace::{Key, WatchFlag};
 
 pub type ClientId = u64;
 
@@ -228,5 +231,106 @@ impl Clients {
         for c in self.map.lock().values() {
             c.kill();
         }
+    }
+}
+
+/// A queued waiter, its reply channel and its timeout.
+pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
+
+/// A connection's private state: what only its own commands change.
+pub struct Client {
+    pub handle: Arc<ClientHandle>,
+    pub db: usize,
+    pub authenticated: bool,
+    /// Commands queued by MULTI; None outside a transaction.
+    pub multi: Option<Vec<OwnedArgs>>,
+    /// A queued command failed to parse: EXEC will abort.
+    pub multi_error: bool,
+    /// True while EXEC runs the queue (blocking commands must not block).
+    pub in_exec: bool,
+    /// True for the client a script's `redis.call` runs as (TIME answers
+    /// the script's frozen instant).
+    pub in_script: bool,
+    pub watched: Vec<(usize, Key)>,
+    pub watch_flag: WatchFlag,
+    pub channels: HashSet<Bytes>,
+    pub patterns: HashSet<Bytes>,
+    /// Commands run since the last flush into the server's counters (one
+    /// shared atomic add per batch, not per command).
+    pub commands: u64,
+    /// For the stand-in that re-runs a blocked command when one of its keys
+    /// got data: that key. Redis serves a waiter from the key that became
+    /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
+    pub serving_key: Option<Key>,
+}
+
+impl Client {
+    pub fn new(handle: Arc<ClientHandle>, auth_required: bool) -> Client {
+        Client {
+            handle,
+            db: 0,
+            authenticated: !auth_required,
+            multi: None,
+            multi_error: false,
+            in_exec: false,
+            in_script: false,
+            watched: Vec::new(),
+            watch_flag: Arc::new(AtomicBool::new(false)),
+            channels: HashSet::new(),
+            patterns: HashSet::new(),
+            commands: 0,
+            serving_key: None,
+        }
+    }
+
+    /// A stand-in for a blocked client while the server serves it.
+    pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool, key: Key) -> Client {
+        let mut c = Client::new(handle, false);
+        c.db = db;
+        c.serving_key = Some(key);
+        c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
+        c
+    }
+
+    pub fn resp3(&self) -> bool {
+        self.handle.resp.load(Relaxed) == 3
+    }
+
+    pub fn in_subscribed_resp2(&self) -> bool {
+        !self.resp3() && (!self.channels.is_empty() || !self.patterns.is_empty())
+    }
+
+    /// True when a blocking command may wait (not inside MULTI/EXEC).
+    /// Whether a blocking command may take data from `key`: any of its keys
+    /// when its client runs it, only the ready key when the server serves
+    /// it as a waiter (whose type [`crate::execution::blocking`] has checked).
+    pub fn may_take_from(&self, key: &[u8]) -> bool {
+        self.serving_key.as_deref().is_none_or(|k| k == key)
+    }
+
+    pub fn can_block(&self) -> bool {
+        !self.in_exec && !self.in_script
+    }
+
+    /// Records the command for CLIENT LIST's `cmd=`. The idle clock is not
+    /// touched here but once per read and per blocked reply in [`run`] (as
+    /// Redis updates `lastinteraction` on socket I/O), which saves a clock
+    /// read per pipelined command.
+    pub fn note_command(&self, cmd: &'static Command) {
+        self.handle
+            .last_cmd_ptr
+            .store(cmd as *const Command as usize, Relaxed);
+    }
+
+    pub fn queue(&mut self, args: Args<'_>) {
+        if let Some(q) = &mut self.multi {
+            q.push(args.to_owned());
+            self.handle.multi.store(q.len() as i32, Relaxed);
+        }
+    }
+
+    pub fn select(&mut self, db: usize) {
+        self.db = db;
+        self.handle.db.store(db, Relaxed);
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod expire;
 pub mod value;
+pub mod windows;
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -25,8 +26,8 @@ use parking_lot::{Mutex, MutexGuard};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
-use crate::dict::Dict;
 use crate::server::Shared;
+use crate::types::dict::Dict;
 pub use value::{Str, Value};
 
 /// At most this many shards: lock sets are `u128` bit masks.
@@ -41,7 +42,7 @@ pub struct Entry {
     /// Last access, in seconds on the server clock (OBJECT IDLETIME).
     pub atime: u32,
     /// The window rule resolved for this key's name, cached.
-    pub window: crate::windows::RuleCache,
+    pub window: crate::keyspace::windows::RuleCache,
 }
 
 impl Entry {
@@ -82,9 +83,9 @@ pub struct Watcher {
 pub struct Shard {
     pub dbs: Box<[Db]>,
     /// Clients blocked on keys of this shard.
-    pub blocked: crate::blocking::Queues,
+    pub blocked: crate::execution::blocking::Queues,
     /// Windowed keys of this shard, by when their oldest member ages out.
-    pub schedule: crate::windows::Schedule,
+    pub schedule: crate::keyspace::windows::Schedule,
     /// Clients watching keys of this shard, by (db, key).
     pub watched: HashMap<(usize, Key), Vec<Watcher>>,
     pub rng: SmallRng,
@@ -533,7 +534,7 @@ impl<'a> Keyspace<'a> {
     /// window trimming.
     pub fn prepare(&mut self, key: &[u8]) {
         if !self.expire_if_needed(key) && self.shared.windows.active() {
-            crate::windows::trim(self, key, crate::windows::TrimMode::Lazy);
+            crate::keyspace::windows::trim(self, key, crate::keyspace::windows::TrimMode::Lazy);
         }
     }
 
@@ -561,7 +562,7 @@ impl<'a> Keyspace<'a> {
         let db = self.db;
         self.shard(key).touch_watched(db, key);
         if self.shared.windows.active() {
-            crate::windows::reschedule(self, key);
+            crate::keyspace::windows::reschedule(self, key);
         }
     }
 

@@ -14,8 +14,9 @@
 //! `os`/`io`/`loadfile`/`dofile`/`require`, and Redis's error handler, which
 //! turns every failure into an error table with the script position.
 //!
-//! `redis.call` builds [`OwnedArgs`] and runs them through the normal
-//! command path ([`commands::call`]) on the script's already-locked
+//! `redis.call` builds [`OwnedArgs`], verifies them as Redis verifies a
+//! script's command ([`super::verify_from_script`]) and runs them through
+//! the execution layer's one [`call`](super::call) on the script's already-locked
 //! [`Keyspace`], into a scratch [`Reply`] that [`convert`] turns into Lua
 //! values; commands see the one `now_ms` of the keyspace, so time is frozen
 //! for the whole script.
@@ -49,10 +50,10 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
 use crate::commands::{self, OwnedArgs, flags};
-use crate::connection::Client;
+use crate::execution::client::Client;
+use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
 use crate::server::Shared;
-use crate::store::Keyspace;
 
 pub const BUSY_EVAL: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
@@ -878,26 +879,11 @@ impl RunState<'_, '_> {
         let deny = |msg: &[u8]| -> mlua::Result<(Value, bool)> {
             Ok((convert::error_table(lua, msg, true)?, raise))
         };
-        let Some(mut cmd) = commands::lookup(argv.get(0)) else {
-            return deny(b"Unknown Redis command called from script");
+        let cmd = match super::verify_from_script(&argv, self.read_only) {
+            Ok(cmd) => cmd,
+            Err(msg) => return deny(msg.as_bytes()),
         };
-        if !cmd.subcommands.is_empty() && argv.len() >= 2 {
-            match commands::lookup_sub(cmd, argv.get(1)) {
-                Some(sub) => cmd = sub,
-                None => return deny(b"Unknown Redis command called from script"),
-            }
-        }
-        let argc = argv.len() as i32;
-        if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
-            return deny(b"Wrong number of args calling Redis command from script");
-        }
-        if cmd.has(flags::NOSCRIPT) {
-            return deny(b"This Redis command is not allowed from script");
-        }
         if cmd.has(flags::WRITE) {
-            if self.read_only {
-                return deny(b"Write commands are not allowed from read-only scripts.");
-            }
             self.busy.wrote.store(true, Relaxed);
         }
         let mut out = Reply {
@@ -905,7 +891,7 @@ impl RunState<'_, '_> {
             resp3: self.resp3,
         };
         // Nothing blocks in a script (`Client::can_block`), nor closes.
-        let _ = commands::call(self.shared, &mut self.client, &mut out, self.ks, cmd, argv);
+        let _ = super::call(self.shared, &mut self.client, &mut out, self.ks, cmd, argv);
         self.shared
             .stats
             .commands_processed

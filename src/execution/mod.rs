@@ -1,0 +1,459 @@
+//! The execution layer: the one path every command takes.
+//!
+//! Whoever runs a command — a connection's request ([`execute`]), EXEC, a
+//! script's `redis.call`, a blocked client being served — runs it through
+//! here: [`dispatch`] resolves it against the command table, verifies it
+//! (auth, arity, MULTI queueing, subscribed mode, a running script), plans
+//! and takes the shard locks ([`lock_planned`]), and [`call`] runs the
+//! handler and does the after-command work (statistics, error counts);
+//! the handler's [`Outcome`] says what became of it (done, block on keys,
+//! close, wait for a script). Keyspace notifications and wakeups of blocked
+//! clients are collected by the keyspace while the command runs and
+//! delivered once its locks are released.
+//!
+//! [`blocking`] is the one blocking mechanism, [`scripting`] runs Lua
+//! (EVAL and FUNCTION), and [`client`] holds a connection's state and the
+//! registry of connected clients.
+
+pub mod blocking;
+pub mod client;
+pub mod scripting;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use tokio::sync::oneshot;
+
+use crate::commands::{
+    Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
+    lookup_sub, resolve, transactions,
+};
+use crate::keyspace::{Guards, Keyspace, ShardSet};
+use crate::protocol::Reply;
+use crate::server::Shared;
+use client::{Client, Waiting};
+
+/// The shards a command's keys live on.
+pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
+    if matches!(cmd.keys, Keys::All | Keys::Script { .. }) {
+        return shared.store.all_shards();
+    }
+    let mut set = ShardSet::default();
+    cmd.key_indices(args, |i| set.insert(shared.store.shard_of(args.get(i))));
+    set
+}
+
+/// Locks `set` (a command's key shards) with `lock`, plus the shards its
+/// windowed keys may hand members off to when a lookup trims them.
+///
+/// The hand-off shards are known only from the keys' entries (a rule's
+/// MOVETO destination, cached per key), so they are read once the key
+/// shards are held; a missing one means releasing and locking the larger
+/// set, in order. Rules change only under every shard's lock, so what was
+/// read stays true while the locks are held. Two rounds cover every case
+/// but a rule change racing the planning; after that, every shard.
+pub fn lock_planned<'s, E>(
+    shared: &'s Shared,
+    db: usize,
+    cmd: &Command,
+    args: &Args<'_>,
+    mut set: ShardSet,
+    mut lock: impl FnMut(ShardSet) -> Result<Guards<'s>, E>,
+) -> Result<Guards<'s>, E> {
+    for round in 0.. {
+        let guards = lock(set)?;
+        let all = shared.store.all_shards();
+        if !shared.windows.has_moveto() || set == all {
+            return Ok(guards);
+        }
+        let mut ks = Keyspace::new(shared, guards, db, 0);
+        let mut missing = ShardSet::default();
+        cmd.key_indices(args, |i| {
+            if let Some(d) = crate::keyspace::windows::handoff_shard(&mut ks, args.get(i))
+                && !set.contains(d)
+            {
+                missing.insert(d);
+            }
+        });
+        if missing.is_empty() {
+            return Ok(ks.into_guards());
+        }
+        drop(ks);
+        set.0 |= missing.0;
+        if round >= 2 {
+            set = all;
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+/// What became of a request.
+pub enum Dispatched {
+    /// Ran (or was rejected); the reply is in `out`.
+    Done,
+    /// A blocking command found nothing: the client waits (already queued).
+    Blocked(Waiting),
+    /// Ran; the connection closes once the reply is written.
+    Close,
+    /// Another client's script runs: nothing was done; await
+    /// [`Busy::wait_end`](scripting::Busy::wait_end) and dispatch again.
+    WaitScript,
+    /// A script (or an EXEC queuing one): nothing was done; dispatch it
+    /// again on the script runner thread.
+    ScriptRunner,
+}
+
+/// Runs one request from a client: checks, locking, the handler.
+pub fn dispatch(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: Args<'_>,
+) -> Dispatched {
+    // Every rejection before the command runs also dooms an open
+    // transaction (Redis's `rejectCommand` → `flagTransaction`); a rejected
+    // EXEC discards it at once.
+    let reject = |client: &mut Client, out: &mut Reply, msg: &[u8]| {
+        shared.count_error(msg);
+        // The command as named, even when its arity was wrong.
+        if let Some(cmd) = lookup(args.get(0)) {
+            let sub = (args.len() > 1)
+                .then(|| lookup_sub(cmd, args.get(1)))
+                .flatten();
+            CallStats::of(sub.unwrap_or(cmd))
+                .rejected
+                .fetch_add(1, Relaxed);
+        }
+        if lookup(args.get(0)).is_some_and(|c| c.name == "exec") {
+            transactions::abort_exec(shared, client, out, &String::from_utf8_lossy(msg));
+            return Dispatched::Done;
+        }
+        if client.multi.is_some() {
+            client.multi_error = true;
+        }
+        out.error_bytes(msg);
+        Dispatched::Done
+    };
+    // Resolve.
+    let cmd = match resolve(&args) {
+        Ok(cmd) => cmd,
+        Err(e) => return reject(client, out, e.bytes()),
+    };
+    client.note_command(cmd);
+    // Verify.
+    match verify(shared, client, cmd, &args) {
+        Verdict::Run => {}
+        Verdict::Reject(msg) => return reject(client, out, msg.as_bytes()),
+        Verdict::Queue => {
+            client.queue(args);
+            out.simple("QUEUED");
+            return Dispatched::Done;
+        }
+        Verdict::WaitScript => return Dispatched::WaitScript,
+        Verdict::ScriptRunner => return Dispatched::ScriptRunner,
+    }
+    // Lock, run, after-command work.
+    let set = shards_for(shared, cmd, &args);
+    let guards = if set.is_empty() {
+        Guards::None
+    } else {
+        match lock_planned(shared, client.db, cmd, &args, set, |set| {
+            lock_or_busy(shared, client, cmd, set)
+        }) {
+            Ok(g) => g,
+            Err(None) => return Dispatched::WaitScript,
+            Err(Some(e)) => return reject(client, out, e.as_bytes()),
+        }
+    };
+    let mut ks = Keyspace::new(shared, guards, client.db, shared.clock.now_ms());
+    let dispatched = match call(shared, client, out, &mut ks, cmd, args) {
+        Outcome::Done => Dispatched::Done,
+        Outcome::Close => Dispatched::Close,
+        Outcome::WaitScript => return Dispatched::WaitScript,
+        Outcome::Block(block) => {
+            // Queue the waiter while the keys' shards are still locked, so
+            // no write can land between "nothing to pop" and "waiting".
+            let (waiter, rx) = crate::execution::blocking::Waiter::new(
+                client.handle.clone(),
+                client.db,
+                block.keys,
+                block.kind,
+                args.to_owned(),
+                out.resp3,
+            );
+            shared.blocking.register(&mut ks, &waiter);
+            Dispatched::Blocked((waiter, rx, block.timeout))
+        }
+    };
+    let ready = std::mem::take(&mut ks.ready);
+    drop(ks);
+    if !ready.is_empty() {
+        if shared.scripting.busy.is_running() && !scripting::on_runner() {
+            // Serving locks the keys' shards, which a script that just
+            // started holds: the runner serves them after it instead.
+            let shared2 = shared.clone();
+            shared
+                .scripting
+                .submit(Box::new(move || shared2.blocking.serve(&shared2, ready)));
+        } else {
+            shared.blocking.serve(shared, ready);
+        }
+    }
+    dispatched
+}
+
+/// What [`verify`] decided about a resolved command.
+enum Verdict {
+    Run,
+    Reject(std::borrow::Cow<'static, str>),
+    /// Inside MULTI: queue it and answer `+QUEUED`.
+    Queue,
+    /// Another client's script runs: retry after it.
+    WaitScript,
+    /// A script (or an EXEC holding one): run it on the script runner.
+    ScriptRunner,
+}
+
+/// The checks a client's command passes before it may run, in Redis 7.0's
+/// order (`processCommand`): auth, MULTI's refusals, RESP2 subscribed mode,
+/// a busy script, then MULTI queueing. ACL and OOM checks belong here too.
+fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'_>) -> Verdict {
+    if !client.authenticated && !cmd.has(flags::NO_AUTH) {
+        return Verdict::Reject("NOAUTH Authentication required.".into());
+    }
+    if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+        return Verdict::Reject("ERR Command not allowed inside a transaction".into());
+    }
+    if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
+        return Verdict::Reject(format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            full_name(args, cmd)
+        ).into());
+    }
+    let busy = &shared.scripting.busy;
+    if busy.running_for_other(client.handle.id) {
+        // Before busy-reply-threshold the client waits, as behind Redis's
+        // single thread; after it, only ALLOW_BUSY commands run, and only
+        // those that need no shard (the script holds them all).
+        let past = busy.elapsed_ms() >= shared.config.busy_reply_threshold();
+        if past && !cmd.has(flags::ALLOW_BUSY) {
+            return Verdict::Reject(busy_text(busy).into());
+        }
+        if !past || !matches!(cmd.keys, Keys::None) || !client.watched.is_empty() {
+            return Verdict::WaitScript;
+        }
+    }
+    if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
+        return Verdict::Queue;
+    }
+    if matches!(cmd.keys, Keys::All | Keys::Script { .. })
+        && runs_script(client, cmd)
+        && !scripting::on_runner()
+    {
+        return Verdict::ScriptRunner;
+    }
+    Verdict::Run
+}
+
+/// Resolves and verifies a command a script runs with `redis.call`, with
+/// Redis 7.0's texts (`scriptCall`): the checks differ from a client's (no
+/// auth or MULTI; no scripts or blocking from scripts; no writes from
+/// read-only scripts), the path after them is the same [`call`].
+pub fn verify_from_script(
+    args: &Args<'_>,
+    read_only: bool,
+) -> Result<&'static Command, &'static str> {
+    let mut cmd = lookup(args.get(0)).ok_or("Unknown Redis command called from script")?;
+    if !cmd.subcommands.is_empty() && args.len() >= 2 {
+        cmd = lookup_sub(cmd, args.get(1)).ok_or("Unknown Redis command called from script")?;
+    }
+    let argc = args.len() as i32;
+    if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
+        return Err("Wrong number of args calling Redis command from script");
+    }
+    if cmd.has(flags::NOSCRIPT) {
+        return Err("This Redis command is not allowed from script");
+    }
+    if cmd.has(flags::WRITE) && read_only {
+        return Err("Write commands are not allowed from read-only scripts.");
+    }
+    Ok(cmd)
+}
+
+fn busy_text(busy: &scripting::Busy) -> &'static str {
+    if busy.is_function() {
+        scripting::BUSY_FUNCTION
+    } else {
+        scripting::BUSY_EVAL
+    }
+}
+
+/// Whether `cmd` runs a script: EVAL/FCALL and their variants, or an EXEC
+/// whose queue holds one.
+fn runs_script(client: &Client, cmd: &Command) -> bool {
+    let is_script = |name: &str| {
+        matches!(
+            name,
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+        )
+    };
+    if is_script(cmd.name) {
+        return true;
+    }
+    cmd.name == "exec"
+        && client.multi.as_ref().is_some_and(|q| {
+            q.iter()
+                .any(|a| lookup(a.args().get(0)).is_some_and(|c| is_script(c.name)))
+        })
+}
+
+/// Locks `set`. Never waits behind another client's script: `Err(None)`
+/// asks the connection to wait for its end, `Err(Some(BUSY))` once it ran
+/// past busy-reply-threshold. On the script runner (scripts are serialized
+/// there), it simply locks.
+fn lock_or_busy<'s>(
+    shared: &'s Shared,
+    client: &Client,
+    cmd: &Command,
+    set: ShardSet,
+) -> Result<crate::keyspace::Guards<'s>, Option<&'static str>> {
+    const TRY: std::time::Duration = std::time::Duration::from_millis(10);
+    if scripting::on_runner() {
+        return Ok(shared.store.lock(set));
+    }
+    loop {
+        if let Some(g) = shared.store.try_lock_for(set, TRY) {
+            return Ok(g);
+        }
+        let busy = &shared.scripting.busy;
+        if busy.running_for_other(client.handle.id) {
+            let past = busy.elapsed_ms() >= shared.config.busy_reply_threshold();
+            return Err((past && !cmd.has(flags::ALLOW_BUSY)).then(|| busy_text(busy)));
+        }
+    }
+}
+
+/// Runs a resolved command on an already-locked keyspace: the step every
+/// way of running a command shares (a client's request, EXEC, a script's
+/// `redis.call`, a blocked client being served). An error becomes the
+/// error reply; [`Outcome::WaitScript`] leaves nothing written.
+pub fn call(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    ks: &mut Keyspace<'_>,
+    cmd: &'static Command,
+    args: Args<'_>,
+) -> Outcome {
+    ks.db = client.db;
+    let mark = out.len();
+    let mut ctx = Ctx {
+        shared,
+        client,
+        out,
+        args,
+        ks,
+        cmd,
+    };
+    let start = std::time::Instant::now();
+    let result = (cmd.handler)(&mut ctx);
+    if matches!(result, Err(Error::EngineBusy)) {
+        out.truncate(mark);
+        return Outcome::WaitScript;
+    }
+    // Like Redis, every call counts as processed; a command that blocks
+    // counts in its command's statistics once it is served.
+    client.commands += 1;
+    if matches!(result, Ok(Outcome::Block(_))) {
+        return result.unwrap_or(Outcome::Done);
+    }
+    let stats = CallStats::of(cmd);
+    stats.calls.fetch_add(1, Relaxed);
+    stats
+        .usec
+        .fetch_add(start.elapsed().as_micros() as u64, Relaxed);
+    result.unwrap_or_else(|e| {
+        stats.failed.fetch_add(1, Relaxed);
+        shared.count_error(e.bytes());
+        out.truncate(mark);
+        out.error_bytes(e.bytes());
+        Outcome::Done
+    })
+}
+
+/// What a request left its connection to do.
+pub enum Ran {
+    Done,
+    Blocked(Waiting),
+    Close,
+}
+
+/// Runs one request: on this task, or on the script runner for scripts,
+/// waiting (asynchronously) for another client's script where needed.
+pub async fn execute(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: Args<'_>,
+) -> Ran {
+    let mut owned: Option<OwnedArgs> = None;
+    loop {
+        let a = owned.as_ref().map_or(args, |o| o.args());
+        let dispatched = match dispatch(shared, client, out, a) {
+            Dispatched::ScriptRunner => {
+                let job_args = owned.take().unwrap_or_else(|| args.to_owned());
+                run_on_runner(shared, client, out, job_args).await
+            }
+            d => d,
+        };
+        match dispatched {
+            Dispatched::Done => return Ran::Done,
+            Dispatched::Blocked(w) => return Ran::Blocked(w),
+            Dispatched::Close => return Ran::Close,
+            Dispatched::WaitScript | Dispatched::ScriptRunner => {
+                if owned.is_none() {
+                    owned = Some(args.to_owned());
+                }
+                let threshold = shared.config.busy_reply_threshold();
+                shared
+                    .scripting
+                    .busy
+                    .wait_end(client.handle.id, threshold)
+                    .await;
+            }
+        }
+    }
+}
+
+/// Moves the client to the script runner, dispatches `args` there and
+/// takes it back with what became of the request.
+async fn run_on_runner(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: OwnedArgs,
+) -> Dispatched {
+    let handle = client.handle.clone();
+    let moved = std::mem::replace(client, Client::new(handle.clone(), false));
+    let moved_out = std::mem::take(out);
+    let (tx, rx) = oneshot::channel();
+    let s = shared.clone();
+    shared.scripting.submit(Box::new(move || {
+        let (mut c, mut o) = (moved, moved_out);
+        let d = dispatch(&s, &mut c, &mut o, args.args());
+        let _ = tx.send((c, o, d));
+    }));
+    match rx.await {
+        Ok((c, o, d)) => {
+            *client = c;
+            *out = o;
+            d
+        }
+        Err(_) => {
+            // The script panicked: its client state is gone with it.
+            tracing::error!("a script failed unexpectedly; closing its connection");
+            out.error("ERR internal error while running the script");
+            Dispatched::Close
+        }
+    }
+}
