@@ -165,6 +165,11 @@ pub struct Config {
     list_max_listpack_size: AtomicI64,
     proto_max_bulk_len: AtomicI64,
     maxclients: AtomicUsize,
+    /// `min-replicas-to-write` / `min-replicas-max-lag`: zwindow has no
+    /// replicas, so with both set every write is refused as by a Redis
+    /// master that lost its replicas.
+    min_replicas_to_write: AtomicUsize,
+    min_replicas_max_lag: AtomicUsize,
     busy_reply_threshold: AtomicI64,
     has_password: AtomicBool,
     /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
@@ -212,6 +217,8 @@ impl Config {
             list_max_listpack_size: AtomicI64::new(-2),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
             maxclients: AtomicUsize::new(10_000),
+            min_replicas_to_write: AtomicUsize::new(0),
+            min_replicas_max_lag: AtomicUsize::new(10),
             obuf_limits: [
                 [0, 0, 0],
                 [256 << 20, 64 << 20, 60],
@@ -269,6 +276,12 @@ impl Config {
     }
 
     /// Milliseconds a script runs before other clients get BUSY.
+    /// Redis's `checkGoodReplicasStatus() == 0`: writes need more good
+    /// replicas than there are (zwindow never has any).
+    pub fn lacks_good_replicas(&self) -> bool {
+        self.min_replicas_to_write.load(Relaxed) > 0 && self.min_replicas_max_lag.load(Relaxed) > 0
+    }
+
     pub fn busy_reply_threshold(&self) -> u64 {
         self.busy_reply_threshold.load(Relaxed).max(0) as u64
     }
@@ -577,6 +590,20 @@ const PARAMS: &[Param] = &[
         i64::MAX
     ),
     usize_param!("maxclients", None, maxclients, 1, i64::from(u32::MAX)),
+    usize_param!(
+        "min-replicas-to-write",
+        Some("min-slaves-to-write"),
+        min_replicas_to_write,
+        0,
+        i64::from(i32::MAX)
+    ),
+    usize_param!(
+        "min-replicas-max-lag",
+        Some("min-slaves-max-lag"),
+        min_replicas_max_lag,
+        0,
+        i64::from(i32::MAX)
+    ),
     usize_param!(
         "list-compress-depth",
         None,

@@ -779,3 +779,72 @@ fn pcall_loops_and_table_builds_are_killable() {
         assert_eq!(z.2, b"+PONG\r\n", "{body}");
     }
 }
+
+/// `min-replicas-to-write` on a server without replicas: writes are refused
+/// with NOREPLICAS (plain, in MULTI/EXEC, from scripts that declare flags
+/// before they run, from legacy scripts at their first write), reads run.
+#[test]
+fn min_replicas_to_write_refuses_writes() {
+    let (_s, mut p) = start_pair();
+    p.check_str("SET x v");
+    p.check_str("FUNCTION LOAD \"#!lua name=lib\nredis.register_function('w', function() return redis.call('set','x','f') end)\nredis.register_function{function_name='r', callback=function() return redis.call('get','x') end, flags={'no-writes'}}\"");
+    p.check_str("CONFIG SET min-replicas-to-write 1");
+    p.check_str("CONFIG GET min-replicas-to-write");
+    p.check_str("CONFIG GET min-slaves-max-lag");
+    p.check_str("SET x 1");
+    p.check_str("GET x");
+    p.check_str("INCR n");
+    p.check_str("MULTI");
+    p.check_str("GET x");
+    p.check_str("SET x 2");
+    p.check_str("EXEC");
+    ev(
+        &mut p,
+        "#!lua flags=no-writes\nreturn redis.call('get','x')",
+        &["1", "x"],
+    );
+    ev(&mut p, "return redis.call('get','x')", &["1", "x"]);
+    ev(&mut p, "#!lua\nreturn redis.call('get','x')", &["1", "x"]);
+    ev(
+        &mut p,
+        "return redis.pcall('set','x',1)['err']",
+        &["1", "x"],
+    );
+    p.check_str("EVAL_RO \"#!lua\nreturn 1\" 0");
+    p.check_str("FCALL r 0");
+    p.check_str("FCALL w 0");
+    p.check_str("CONFIG SET min-replicas-max-lag 0");
+    p.check_str("SET x 3");
+    p.check_str("CONFIG SET min-replicas-max-lag 10");
+    p.check_str("CONFIG SET min-replicas-to-write 0");
+    p.check_str("SET x 4");
+    // Refusals count as rejected calls, as Redis counts them (usec aside;
+    // redis-server lists commands in hash order).
+    // (The harness pings redis-server while it starts.)
+    let (r, z) = p.both_str("INFO commandstats");
+    let (mut r, mut z) = (call_counts(&r), call_counts(&z));
+    r.remove("ping");
+    z.remove("ping");
+    assert_eq!(r, z);
+}
+
+/// INFO commandstats as name → (calls, rejected_calls, failed_calls).
+fn call_counts(info: &[u8]) -> std::collections::BTreeMap<String, (u64, u64, u64)> {
+    let text = String::from_utf8_lossy(info);
+    let field = |line: &str, name: &str| -> u64 {
+        line.split([':', ','])
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    text.lines()
+        .filter_map(|l| {
+            let (name, _) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let counts = (
+                field(l, "calls"),
+                field(l, "rejected_calls"),
+                field(l, "failed_calls"),
+            );
+            Some((name.to_string(), counts))
+        })
+        .collect()
+}

@@ -169,11 +169,15 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
         return Err(Error::Static("ERR Number of keys can't be negative"));
     }
     let no_writes = f.flags & FLAG_NO_WRITES != 0;
+    if !no_writes && ctx.shared.config.lacks_good_replicas() {
+        return Err(Error::Refused(crate::execution::NOREPLICAS));
+    }
     if ro && !no_writes {
         return Err(Error::Static(
             "ERR Can not execute a script with write flag using *_ro command.",
         ));
     }
+
     let nkeys = nkeys as usize;
     let func = f.func.clone();
     let name = f.name.clone();

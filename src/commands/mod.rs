@@ -415,6 +415,10 @@ pub enum Error {
     /// so the command has done nothing and [`call`] turns this into
     /// [`Outcome::WaitScript`].
     EngineBusy,
+    /// Refused before doing anything, for a reason Redis checks before the
+    /// command runs (a script's declared flags): counted as a rejected
+    /// call, not a failed one.
+    Refused(&'static str),
     /// Text that quotes client bytes, which need not be UTF-8.
     Raw(Vec<u8>),
 }
@@ -437,6 +441,7 @@ impl Error {
             Error::Static(s) => s,
             Error::Owned(s) => s,
             Error::EngineBusy => "BUSY",
+            Error::Refused(s) => s,
         }
     }
 }

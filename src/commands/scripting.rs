@@ -148,6 +148,18 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     let Some(script) = engine.scripts.get(&sha) else {
         return Err(noscript());
     };
+    // Scripts that declare flags are checked before they run, as Redis's
+    // `scriptPrepareForRun` does.
+    if script.shebang && !script.no_writes {
+        if shared.config.lacks_good_replicas() {
+            return Err(Error::Refused(crate::execution::NOREPLICAS));
+        }
+        if ro {
+            return Err(Error::Static(
+                "ERR Can not execute a script with write flag using *_ro command.",
+            ));
+        }
+    }
     let func = script.func.clone();
     let read_only = ro || script.no_writes;
     let args = ctx.args;

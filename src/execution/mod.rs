@@ -224,6 +224,9 @@ fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return Verdict::Reject("ERR Command not allowed inside a transaction".into());
     }
+    if shared.config.lacks_good_replicas() && is_write(client, cmd) {
+        return Verdict::Reject(NOREPLICAS.into());
+    }
     if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
         return Verdict::Reject(format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
@@ -255,29 +258,67 @@ fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'
     Verdict::Run
 }
 
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Redis's `is_write_command`: a write, or an EXEC whose queue holds one.
+fn is_write(client: &Client, cmd: &Command) -> bool {
+    cmd.has(flags::WRITE)
+        || (cmd.name == "exec"
+            && client.multi.as_ref().is_some_and(|q| {
+                q.iter()
+                    .any(|a| resolve(&a.args()).is_ok_and(|c| c.has(flags::WRITE)))
+            }))
+}
+
 /// Resolves and verifies a command a script runs with `redis.call`, with
 /// Redis 7.0's texts (`scriptCall`): the checks differ from a client's (no
 /// auth or MULTI; no scripts or blocking from scripts; no writes from
 /// read-only scripts), the path after them is the same [`call`].
+///
+/// A refusal counts as a rejected call of the command, as Redis counts it.
+/// `wrote`: the script already wrote, so server state (missing replicas)
+/// may no longer fail it.
 pub fn verify_from_script(
+    shared: &Shared,
     args: &Args<'_>,
     read_only: bool,
+    wrote: bool,
 ) -> Result<&'static Command, &'static str> {
-    let mut cmd = lookup(args.get(0)).ok_or("Unknown Redis command called from script")?;
+    let mut cmd = lookup(args.get(0)).ok_or("ERR Unknown Redis command called from script")?;
     if !cmd.subcommands.is_empty() && args.len() >= 2 {
-        cmd = lookup_sub(cmd, args.get(1)).ok_or("Unknown Redis command called from script")?;
+        cmd = lookup_sub(cmd, args.get(1)).ok_or("ERR Unknown Redis command called from script")?;
     }
-    let argc = args.len() as i32;
-    if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
-        return Err("Wrong number of args calling Redis command from script");
-    }
-    if cmd.has(flags::NOSCRIPT) {
-        return Err("This Redis command is not allowed from script");
-    }
-    if cmd.has(flags::WRITE) && read_only {
-        return Err("Write commands are not allowed from read-only scripts.");
+    let refusal = script_refusal(shared, cmd, args.len(), read_only, wrote);
+    if let Some(msg) = refusal {
+        CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
+        return Err(msg);
     }
     Ok(cmd)
+}
+
+fn script_refusal(
+    shared: &Shared,
+    cmd: &Command,
+    argc: usize,
+    read_only: bool,
+    wrote: bool,
+) -> Option<&'static str> {
+    let argc = argc as i32;
+    if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
+        return Some("ERR Wrong number of args calling Redis command from script");
+    }
+    if cmd.has(flags::NOSCRIPT) {
+        return Some("ERR This Redis command is not allowed from script");
+    }
+    if cmd.has(flags::WRITE) {
+        if read_only {
+            return Some("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if !wrote && shared.config.lacks_good_replicas() {
+            return Some(NOREPLICAS);
+        }
+    }
+    None
 }
 
 fn busy_text(busy: &scripting::Busy) -> &'static str {
@@ -368,6 +409,13 @@ pub fn call(
         return result.unwrap_or(Outcome::Done);
     }
     let stats = CallStats::of(cmd);
+    if let Err(Error::Refused(msg)) = result {
+        stats.rejected.fetch_add(1, Relaxed);
+        shared.count_error(msg.as_bytes());
+        out.truncate(mark);
+        out.error(msg);
+        return Outcome::Done;
+    }
     stats.calls.fetch_add(1, Relaxed);
     stats
         .usec

@@ -330,6 +330,9 @@ pub struct Script {
     pub body: Vec<u8>,
     /// `#!lua flags=no-writes`.
     pub no_writes: bool,
+    /// Has a `#!lua` line: its flags are checked before it runs (Redis
+    /// 7.0 checks a legacy script's writes only as they happen).
+    pub shebang: bool,
 }
 
 pub struct Engine {
@@ -515,6 +518,7 @@ impl Engine {
                 func,
                 body: body.to_vec(),
                 no_writes,
+                shebang: body.starts_with(b"#!"),
             },
         );
         Ok(sha)
@@ -879,9 +883,10 @@ impl RunState<'_, '_> {
         let deny = |msg: &[u8]| -> mlua::Result<(Value, bool)> {
             Ok((convert::error_table(lua, msg, true)?, raise))
         };
-        let cmd = match super::verify_from_script(&argv, self.read_only) {
+        let wrote = self.busy.wrote.load(Relaxed);
+        let cmd = match super::verify_from_script(self.shared, &argv, self.read_only, wrote) {
             Ok(cmd) => cmd,
-            Err(msg) => return deny(msg.as_bytes()),
+            Err(msg) => return deny(format!("-{msg}").as_bytes()),
         };
         if cmd.has(flags::WRITE) {
             self.busy.wrote.store(true, Relaxed);
