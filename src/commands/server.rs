@@ -368,17 +368,13 @@ fn write_command_info(out: &mut Reply, c: &Command, parent: Option<&Command>) {
         None => out.bulk(c.name.as_bytes()),
     }
     out.int(c.arity as i64);
-    let mut names: Vec<&str> = NAMES
+    let movable = matches!(c.keys, Keys::NumKeys { .. } | Keys::Script { .. });
+    let flags = c.flags | if movable { MOVABLEKEYS } else { 0 };
+    let names: Vec<&str> = NAMES
         .iter()
-        .filter(|(f, _)| c.has(*f))
+        .filter(|(f, _)| flags & f != 0)
         .map(|(_, n)| *n)
         .collect();
-    match c.keys {
-        Keys::NumKeys { .. } => names.push("movablekeys"),
-        // Scripts may declare no keys at all.
-        Keys::Script { .. } => names.extend(["no_mandatory_keys", "movablekeys"]),
-        _ => {}
-    }
     out.set(names.len());
     for n in names {
         out.simple(n);
@@ -442,8 +438,7 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
     };
     let mut keys = Vec::new();
     cmd.key_indices(&args, |i| keys.push(args.get(i).to_vec()));
-    // A script may declare no keys (its flags say no_mandatory_keys).
-    if keys.is_empty() && !matches!(cmd.keys, Keys::Script { .. }) {
+    if keys.is_empty() && !cmd.has(NO_MANDATORY_KEYS) {
         return Err(Error::Static("ERR The command has no key arguments"));
     }
     ctx.out.array(keys.len());
