@@ -18,6 +18,9 @@ pub mod functions;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+// Generated data, laid out by its generator (.ci/gen_command_meta.py).
+#[rustfmt::skip]
+pub(crate) mod meta;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;

@@ -136,7 +136,7 @@ static COMMAND: &[Command] = &[
             "Returns documentary information about one, multiple or all commands.",
         )
         .syntax("[command-name [command-name ...]]"),
-    Command::new("getkeys", -3, LOADING | STALE, Keys::None, command_getkeys)
+    Command::new("getkeys", -4, LOADING | STALE, Keys::None, command_getkeys)
         .doc(
             G,
             "2.8.13",
@@ -246,31 +246,47 @@ fn command_count(ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]:
+/// commands and subcommands (`parent|sub`) alike pass through the filter,
+/// as in Redis's `commandListWithFilter`.
 fn command_list(ctx: &mut Ctx) -> CmdResult {
+    enum Filter<'a> {
+        All,
+        Module,
+        AclCat(&'a [u8]),
+        Pattern(&'a [u8]),
+    }
     let filter = match ctx.argc() {
-        2 => None,
+        2 => Filter::All,
         5 if eq_ic(ctx.arg(2), "FILTERBY") => {
-            Some((ctx.arg(3).to_ascii_lowercase(), ctx.arg(4).to_vec()))
+            let (by, arg) = (ctx.args.get(3), ctx.args.get(4));
+            if eq_ic(by, "MODULE") {
+                Filter::Module
+            } else if eq_ic(by, "ACLCAT") {
+                Filter::AclCat(arg)
+            } else if eq_ic(by, "PATTERN") {
+                Filter::Pattern(arg)
+            } else {
+                return Err(Error::Syntax);
+            }
         }
         _ => return Err(Error::Syntax),
     };
     let mut names = Vec::new();
     for c in all_commands() {
-        let keep = match &filter {
-            None => true,
-            Some((by, v)) if by == b"pattern" => glob_match(v, c.name.as_bytes(), true),
-            Some((by, v)) if by == b"aclcat" => acl_categories(c)
-                .iter()
-                .any(|cat| cat.as_bytes()[1..].eq_ignore_ascii_case(v)),
-            Some((by, _)) if by == b"module" => false,
-            Some(_) => return Err(Error::Syntax),
-        };
-        if keep {
-            names.push(c.name.to_string());
-            for s in c.subcommands {
-                if filter.is_none() {
-                    names.push(format!("{}|{}", c.name, s.name));
-                }
+        let subs = c.subcommands.iter().map(move |s| (s, Some(c)));
+        for (cmd, parent) in std::iter::once((c, None)).chain(subs) {
+            let name = full_name(cmd, parent);
+            let keep = match filter {
+                Filter::All => true,
+                // zwindow has no modules.
+                Filter::Module => false,
+                Filter::AclCat(cat) => categories(cmd, meta_of(cmd, parent))
+                    .any(|c| c.as_bytes()[1..].eq_ignore_ascii_case(cat)),
+                Filter::Pattern(p) => glob_match(p, name.as_bytes(), true),
+            };
+            if keep {
+                names.push(name);
             }
         }
     }
@@ -281,7 +297,16 @@ fn command_list(ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
-/// Finds `name` or `parent|sub`.
+/// `parent|sub` for a subcommand, the bare name otherwise.
+fn full_name(c: &Command, parent: Option<&Command>) -> String {
+    match parent {
+        Some(p) => format!("{}|{}", p.name, c.name),
+        None => c.name.to_string(),
+    }
+}
+
+/// Finds `name` or `parent|sub`, as Redis's strict `lookupCommandBySds`:
+/// a bare container name is the container, anything deeper is nothing.
 fn find(name: &[u8]) -> Option<(&'static Command, Option<&'static Command>)> {
     if let Some(bar) = name.iter().position(|&b| b == b'|') {
         let parent = lookup(&name[..bar])?;
@@ -299,127 +324,310 @@ fn command_info(ctx: &mut Ctx) -> CmdResult {
     for i in 2..ctx.argc() {
         match find(ctx.args.get(i)) {
             Some((c, parent)) => write_command_info(ctx.out, c, parent),
-            None => ctx.out.null_array(),
+            // Redis's addReplyNull: `$-1` in RESP2.
+            None => ctx.out.null(),
         }
     }
     Ok(())
 }
 
-fn acl_categories(c: &Command) -> Vec<&'static str> {
-    let mut cats = Vec::new();
-    if c.has(WRITE) {
-        cats.push("@write");
-    }
-    if c.has(READONLY) {
-        cats.push("@read");
-    }
-    cats.push(match c.group {
+// ---------------------------------------------------------------------------
+// Redis's command metadata (COMMAND INFO, GETKEYS, GETKEYSANDFLAGS)
+// ---------------------------------------------------------------------------
+
+/// What redis-server 7.0.15 reports about one of its commands beyond its
+/// name, arity and flags; [`meta::META`](super::meta::META) holds one per
+/// command and subcommand, generated from Redis's own command JSON files.
+pub(crate) struct Meta {
+    /// `parent|sub` for subcommands.
+    pub(crate) name: &'static str,
+    /// Only the test holding zwindow's table to Redis's reads this and
+    /// `flags`: replies print the table's own.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) arity: i32,
+    /// Every flag Redis declares, hidden ones included (lowercase).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) flags: &'static [&'static str],
+    pub(crate) movablekeys: bool,
+    /// The legacy (first, last, step) as COMMAND INFO prints it.
+    pub(crate) range: [i32; 3],
+    /// `@category` names, in the order Redis prints them.
+    pub(crate) acl: &'static [&'static str],
+    pub(crate) tips: &'static [&'static str],
+    pub(crate) key_specs: &'static [KeySpec],
+}
+
+/// One key spec (server.h `keySpec`).
+pub(crate) struct KeySpec {
+    pub(crate) notes: Option<&'static str>,
+    /// [`ks`] bits.
+    pub(crate) flags: u16,
+    pub(crate) begin: Begin,
+    pub(crate) find: Find,
+}
+
+/// Where a key spec starts looking.
+pub(crate) enum Begin {
+    Unknown,
+    Index(i32),
+    /// The argument after `keyword`, searched from `startfrom` (backwards
+    /// from the end when negative).
+    Keyword {
+        keyword: &'static str,
+        startfrom: i32,
+    },
+}
+
+/// How a key spec finds its keys from where it starts.
+pub(crate) enum Find {
+    Unknown,
+    Range {
+        lastkey: i32,
+        keystep: i32,
+        limit: i32,
+    },
+    Keynum {
+        keynumidx: i32,
+        firstkey: i32,
+        keystep: i32,
+    },
+}
+
+/// Redis's key-spec flags (`CMD_KEY_*`).
+pub(crate) mod ks {
+    pub(crate) const RO: u16 = 1 << 0;
+    pub(crate) const RW: u16 = 1 << 1;
+    pub(crate) const OW: u16 = 1 << 2;
+    pub(crate) const RM: u16 = 1 << 3;
+    pub(crate) const ACCESS: u16 = 1 << 4;
+    pub(crate) const UPDATE: u16 = 1 << 5;
+    pub(crate) const INSERT: u16 = 1 << 6;
+    pub(crate) const DELETE: u16 = 1 << 7;
+    pub(crate) const NOT_KEY: u16 = 1 << 8;
+    pub(crate) const INCOMPLETE: u16 = 1 << 9;
+    pub(crate) const VARIABLE_FLAGS: u16 = 1 << 10;
+
+    /// In the order Redis prints them (server.c `addReplyFlagsForKeyArgs`).
+    pub(crate) const NAMES: [(u16, &str); 11] = [
+        (RO, "RO"),
+        (RW, "RW"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+        (NOT_KEY, "not_key"),
+        (INCOMPLETE, "incomplete"),
+        (VARIABLE_FLAGS, "variable_flags"),
+    ];
+}
+
+/// acl.c `ACLCommandCategories`: the order categories print in.
+const ACL_ORDER: [&str; 21] = [
+    "@keyspace",
+    "@read",
+    "@write",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@hash",
+    "@string",
+    "@bitmap",
+    "@hyperloglog",
+    "@geo",
+    "@stream",
+    "@pubsub",
+    "@admin",
+    "@fast",
+    "@slow",
+    "@blocking",
+    "@dangerous",
+    "@connection",
+    "@transaction",
+    "@scripting",
+];
+
+/// Redis's metadata of a table entry, if redis-server has that command.
+fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static Meta> {
+    let meta = super::meta::META;
+    let (p, sep): (&[u8], &[u8]) = match parent {
+        Some(p) => (p.name.as_bytes(), b"|"),
+        None => (b"", b""),
+    };
+    let want = || p.iter().chain(sep).chain(c.name.as_bytes()).copied();
+    meta.binary_search_by(|m| m.name.bytes().cmp(want()))
+        .ok()
+        .map(|i| &meta[i])
+}
+
+/// A command's ACL categories, in Redis's order: Redis's own for its
+/// commands; for zwindow's own, what Redis derives for a command declared
+/// with only its group's category (server.c `setImplicitACLCategories`).
+fn categories(
+    c: &'static Command,
+    meta: Option<&'static Meta>,
+) -> impl Iterator<Item = &'static str> {
+    let group = match c.group {
+        "generic" => "@keyspace",
         "string" => "@string",
         "list" => "@list",
         "set" => "@set",
-        "hash" => "@hash",
         "sorted-set" => "@sortedset",
+        "hash" => "@hash",
         "pubsub" => "@pubsub",
         "connection" => "@connection",
         "transactions" => "@transaction",
         "scripting" => "@scripting",
-        "generic" => "@keyspace",
-        _ => "@admin",
-    });
-    cats.push(if c.has(FAST) { "@fast" } else { "@slow" });
-    if c.has(BLOCKING) {
-        cats.push("@blocking");
-    }
-    if c.has(ADMIN) {
-        cats.push("@dangerous");
-    }
-    // Redis lists categories in the order of its ACL category bits.
-    const ORDER: &[&str] = &[
-        "@keyspace",
-        "@read",
-        "@write",
-        "@set",
-        "@sortedset",
-        "@list",
-        "@hash",
-        "@string",
-        "@bitmap",
-        "@hyperloglog",
-        "@geo",
-        "@stream",
-        "@pubsub",
-        "@admin",
-        "@fast",
-        "@slow",
-        "@blocking",
-        "@dangerous",
-        "@connection",
-        "@transaction",
-        "@scripting",
-    ];
-    cats.sort_by_key(|c| ORDER.iter().position(|o| o == c).unwrap_or(ORDER.len()));
-    cats
+        _ => "",
+    };
+    let implied = move |cat: &str| match cat {
+        "@write" => c.has(WRITE),
+        "@read" => c.has(READONLY) && group != "@scripting",
+        "@admin" | "@dangerous" => c.has(ADMIN),
+        "@pubsub" => c.has(PUBSUB) || group == cat,
+        "@fast" => c.has(FAST),
+        "@slow" => !c.has(FAST),
+        "@blocking" => c.has(BLOCKING),
+        _ => group == cat,
+    };
+    let own = ACL_ORDER
+        .iter()
+        .copied()
+        .filter(move |cat| meta.is_none() && implied(cat));
+    meta.map_or(&[][..], |m| m.acl).iter().copied().chain(own)
 }
 
-fn write_command_info(out: &mut Reply, c: &Command, parent: Option<&Command>) {
+/// One command's COMMAND INFO entry (server.c `addReplyCommandInfo`):
+/// name, arity and flags from the table, the rest from Redis's metadata.
+fn write_command_info(out: &mut Reply, c: &'static Command, parent: Option<&'static Command>) {
+    let meta = meta_of(c, parent);
     out.array(10);
-    match parent {
-        Some(p) => out.bulk(format!("{}|{}", p.name, c.name).as_bytes()),
-        None => out.bulk(c.name.as_bytes()),
-    }
+    out.bulk(full_name(c, parent).as_bytes());
     out.int(c.arity as i64);
-    let movable = matches!(c.keys, Keys::NumKeys { .. } | Keys::Script { .. });
+    let movable = match meta {
+        Some(m) => m.movablekeys,
+        None => matches!(c.keys, Keys::NumKeys { .. } | Keys::Script { .. }),
+    };
     let flags = c.flags | if movable { MOVABLEKEYS } else { 0 };
-    let names: Vec<&str> = NAMES
-        .iter()
-        .filter(|(f, _)| flags & f != 0)
-        .map(|(_, n)| *n)
-        .collect();
-    out.set(names.len());
-    for n in names {
+    let names = || NAMES.iter().filter(move |(f, _)| flags & f != 0);
+    out.set(names().count());
+    for (_, n) in names() {
         out.simple(n);
     }
-    let (first, last, step) = match c.keys {
-        Keys::Range { first, last, step } => (first, last, step),
-        Keys::NumKeys { dest: Some(d), .. } => (d as i32, d as i32, 1),
-        _ => (0, 0, 0),
+    let range = match (meta, c.keys) {
+        (Some(m), _) => m.range,
+        (None, Keys::Range { first, last, step }) => [first, last, step],
+        (None, Keys::NumKeys { dest: Some(d), .. }) => [d as i32, d as i32, 1],
+        _ => [0, 0, 0],
     };
-    out.int(first as i64);
-    out.int(last as i64);
-    out.int(step as i64);
-    let cats = acl_categories(c);
-    out.set(cats.len());
-    for cat in cats {
+    for n in range {
+        out.int(n as i64);
+    }
+    out.set(categories(c, meta).count());
+    for cat in categories(c, meta) {
         out.simple(cat);
     }
-    out.set(0);
-    out.array(0);
-    out.array(c.subcommands.len());
-    for s in c.subcommands {
-        write_command_info(out, s, Some(c));
+    let tips = meta.map_or(&[][..], |m| m.tips);
+    out.set(tips.len());
+    for t in tips {
+        out.bulk(t.as_bytes());
+    }
+    write_key_specs(out, meta.map_or(&[][..], |m| m.key_specs));
+    // Redis answers an empty set for a command without subcommands.
+    if c.subcommands.is_empty() {
+        out.set(0);
+    } else {
+        out.array(c.subcommands.len());
+        for s in c.subcommands {
+            write_command_info(out, s, Some(c));
+        }
     }
 }
 
-fn command_docs(ctx: &mut Ctx) -> CmdResult {
-    let mut found: Vec<(&Command, Option<&Command>)> = Vec::new();
-    if ctx.argc() == 2 {
-        found.extend(all_commands().map(|c| (c, None)));
-    } else {
-        for i in 2..ctx.argc() {
-            if let Some(hit) = find(ctx.args.get(i)) {
-                found.push(hit);
+fn write_key_flags(out: &mut Reply, flags: u16) {
+    let names = || ks::NAMES.iter().filter(move |(f, _)| flags & f != 0);
+    out.set(names().count());
+    for (_, n) in names() {
+        out.simple(n);
+    }
+}
+
+/// server.c `addReplyCommandKeySpecs`.
+fn write_key_specs(out: &mut Reply, specs: &[KeySpec]) {
+    out.set(specs.len());
+    for spec in specs {
+        out.map(3 + spec.notes.is_some() as usize);
+        if let Some(notes) = spec.notes {
+            out.bulk(b"notes");
+            out.bulk(notes.as_bytes());
+        }
+        out.bulk(b"flags");
+        write_key_flags(out, spec.flags);
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        match spec.begin {
+            Begin::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
+            }
+            Begin::Index(pos) => {
+                out.bulk(b"index");
+                out.bulk(b"spec");
+                out.map(1);
+                out.bulk(b"index");
+                out.int(pos as i64);
+            }
+            Begin::Keyword { keyword, startfrom } => {
+                out.bulk(b"keyword");
+                out.bulk(b"spec");
+                out.map(2);
+                out.bulk(b"keyword");
+                out.bulk(keyword.as_bytes());
+                out.bulk(b"startfrom");
+                out.int(startfrom as i64);
             }
         }
-    }
-    ctx.out.map(found.len());
-    for (c, parent) in found {
-        match parent {
-            Some(p) => ctx.out.bulk(format!("{}|{}", p.name, c.name).as_bytes()),
-            None => ctx.out.bulk(c.name.as_bytes()),
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        let fields = match spec.find {
+            Find::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
+                continue;
+            }
+            Find::Range {
+                lastkey,
+                keystep,
+                limit,
+            } => {
+                out.bulk(b"range");
+                [("lastkey", lastkey), ("keystep", keystep), ("limit", limit)]
+            }
+            Find::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            } => {
+                out.bulk(b"keynum");
+                [
+                    ("keynumidx", keynumidx),
+                    ("firstkey", firstkey),
+                    ("keystep", keystep),
+                ]
+            }
+        };
+        out.bulk(b"spec");
+        out.map(3);
+        for (name, v) in fields {
+            out.bulk(name.as_bytes());
+            out.int(v as i64);
         }
-        docs::write_docs(ctx.out, c, parent);
     }
-    Ok(())
 }
 
 fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
@@ -444,6 +652,28 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
     ctx.out.array(keys.len());
     for k in keys {
         ctx.out.bulk(&k);
+    }
+    Ok(())
+}
+
+fn command_docs(ctx: &mut Ctx) -> CmdResult {
+    let mut found: Vec<(&Command, Option<&Command>)> = Vec::new();
+    if ctx.argc() == 2 {
+        found.extend(all_commands().map(|c| (c, None)));
+    } else {
+        for i in 2..ctx.argc() {
+            if let Some(hit) = find(ctx.args.get(i)) {
+                found.push(hit);
+            }
+        }
+    }
+    ctx.out.map(found.len());
+    for (c, parent) in found {
+        match parent {
+            Some(p) => ctx.out.bulk(format!("{}|{}", p.name, c.name).as_bytes()),
+            None => ctx.out.bulk(c.name.as_bytes()),
+        }
+        docs::write_docs(ctx.out, c, parent);
     }
     Ok(())
 }
@@ -980,4 +1210,65 @@ pub fn rss_bytes() -> u64 {
                 .and_then(|p| p.parse::<u64>().ok())
         })
         .map_or(0, |pages| pages * 4096)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::meta::META;
+    use super::*;
+
+    #[test]
+    fn meta_is_sorted_for_binary_search() {
+        for w in META.windows(2) {
+            assert!(
+                w[0].name.as_bytes() < w[1].name.as_bytes(),
+                "{} ≥ {}",
+                w[0].name,
+                w[1].name
+            );
+        }
+    }
+
+    /// Every table entry Redis also has declares Redis's arity and flags
+    /// (the ones zwindow models; `COMMAND INFO` prints the table's).
+    #[test]
+    fn table_matches_redis_arity_and_flags() {
+        // Flags Redis hides and zwindow has no use for.
+        const UNMODELED: &[&str] = &[
+            "sentinel",
+            "only_sentinel",
+            "protected",
+            "touches_arbitrary_keys",
+        ];
+        let mut mismatches = Vec::new();
+        for c in all_commands() {
+            let subs = c.subcommands.iter().map(move |s| (s, Some(c)));
+            for (cmd, parent) in std::iter::once((c, None)).chain(subs) {
+                let Some(m) = meta_of(cmd, parent) else {
+                    continue;
+                };
+                let mut ours: Vec<&str> = NAMES
+                    .iter()
+                    .chain(&[(MAY_REPLICATE, "may_replicate")])
+                    .filter(|(f, _)| cmd.has(*f))
+                    .map(|(_, n)| *n)
+                    .collect();
+                let mut redis: Vec<&str> = m
+                    .flags
+                    .iter()
+                    .copied()
+                    .filter(|f| !UNMODELED.contains(f))
+                    .collect();
+                ours.sort_unstable();
+                redis.sort_unstable();
+                if ours != redis || cmd.arity != m.arity {
+                    mismatches.push(format!(
+                        "{}: arity {} flags {ours:?}, Redis: arity {} flags {redis:?}",
+                        m.name, cmd.arity, m.arity
+                    ));
+                }
+            }
+        }
+        assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    }
 }
