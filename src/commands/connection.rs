@@ -13,7 +13,7 @@ use crate::util::eq_ic;
 const G: &str = "connection";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("ping", -1, FAST | SUBSCRIBED_OK | STALE, Keys::None, ping)
+    Command::new("ping", -1, FAST | SUBSCRIBED_OK, Keys::None, ping)
         .doc(
             G,
             "1.0.0",
@@ -21,13 +21,13 @@ pub static COMMANDS: &[Command] = &[
             "Returns the server's liveliness response.",
         )
         .syntax("[message]"),
-    Command::new("echo", 2, FAST, Keys::None, echo)
+    Command::new("echo", 2, LOADING | STALE | FAST, Keys::None, echo)
         .doc(G, "1.0.0", "O(1)", "Returns the given string.")
         .syntax("message"),
     Command::new(
         "quit",
         -1,
-        NO_AUTH | FAST | TX_CONTROL | SUBSCRIBED_OK | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | NO_AUTH | FAST | TX_CONTROL | SUBSCRIBED_OK | ALLOW_BUSY,
         Keys::None,
         quit,
     )

@@ -26,7 +26,7 @@ pub static COMMANDS: &[Command] = &[
     Command::new(
         "fcall",
         -3,
-        NOSCRIPT | STALE | MAY_REPLICATE,
+        NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE,
         Keys::Script { count_at: 2 },
         fcall,
     )
@@ -40,7 +40,7 @@ pub static COMMANDS: &[Command] = &[
     Command::new(
         "fcall_ro",
         -3,
-        NOSCRIPT | STALE | READONLY,
+        NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY,
         Keys::Script { count_at: 2 },
         fcall_ro,
     )

@@ -18,6 +18,9 @@ pub mod functions;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+// Generated data, laid out by its generator (.ci/gen_command_meta.py).
+#[rustfmt::skip]
+pub(crate) mod meta;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -77,7 +80,16 @@ pub mod flags {
     pub const TX_CONTROL: u32 = 1 << 15;
     /// Allowed in RESP2 subscribed mode.
     pub const SUBSCRIBED_OK: u32 = 1 << 16;
+    /// Reported only: zwindow has no MONITOR to hide the command from.
+    pub const SKIP_MONITOR: u32 = 1 << 17;
+    /// A command that may be given no keys at all (scripts).
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    /// Never set in the table: `COMMAND INFO` derives it from the key specs
+    /// (keys the first/last/step range does not cover).
+    pub const MOVABLEKEYS: u32 = 1 << 19;
 
+    /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides
+    /// `may_replicate`.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -88,11 +100,13 @@ pub mod flags {
         (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_MULTI, "no_multi"),
+        (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
     ];
 }

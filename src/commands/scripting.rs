@@ -17,7 +17,7 @@ pub static COMMANDS: &[Command] = &[
     Command::new(
         "eval",
         -3,
-        NOSCRIPT | STALE | MAY_REPLICATE,
+        NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE,
         Keys::Script { count_at: 2 },
         eval,
     )
@@ -31,7 +31,7 @@ pub static COMMANDS: &[Command] = &[
     Command::new(
         "evalsha",
         -3,
-        NOSCRIPT | STALE | MAY_REPLICATE,
+        NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE,
         Keys::Script { count_at: 2 },
         evalsha,
     )
@@ -45,7 +45,7 @@ pub static COMMANDS: &[Command] = &[
     Command::new(
         "eval_ro",
         -3,
-        NOSCRIPT | STALE | READONLY,
+        NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY,
         Keys::Script { count_at: 2 },
         eval_ro,
     )
@@ -59,7 +59,7 @@ pub static COMMANDS: &[Command] = &[
     Command::new(
         "evalsha_ro",
         -3,
-        NOSCRIPT | STALE | READONLY,
+        NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY,
         Keys::Script { count_at: 2 },
         evalsha_ro,
     )
@@ -87,7 +87,7 @@ static SCRIPT: &[Command] = &[
     Command::new("exists", -3, NOSCRIPT, Keys::None, script_exists)
         .doc(G, "2.6.0", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", "Determines whether server-side Lua scripts exist in the script cache.")
         .syntax("sha1 [sha1 ...]"),
-    Command::new("flush", -2, NOSCRIPT | MAY_REPLICATE, Keys::None, script_flush)
+    Command::new("flush", -2, NOSCRIPT, Keys::None, script_flush)
         .doc(G, "2.6.0", "O(N) with N being the number of scripts in cache", "Removes all server-side Lua scripts from the script cache.")
         .syntax("[ASYNC | SYNC]"),
     Command::new("kill", 2, NOSCRIPT | ALLOW_BUSY, Keys::None, script_kill)

@@ -24,7 +24,7 @@ MISSING_SUB = [
     ("client", s) for s in "caching getredir pause reply tracking trackinginfo unpause".split()
 ] + [("memory", s) for s in "doctor malloc-stats purge stats".split()] + [
     ("pubsub", "shardchannels"), ("pubsub", "shardnumsub"), ("script", "debug"),
-    ("command", "getkeysandflags"), ("debug", "reload"), ("debug", "object"),
+    ("debug", "reload"), ("debug", "object"),
     ("debug", "digest"), ("debug", "digest-value"), ("debug", "listpack"),
     ("debug", "quicklist-packed-threshold"), ("debug", "stringmatch-len"),
     ("debug", "change-repl-id"), ("debug", "protocol"), ("debug", "jmap"),
