@@ -1410,10 +1410,7 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     }
     // The cursor comes first in the reply but is known last: collect the
     // elements' encoding aside, then splice.
-    let mut body = Reply {
-        buf: Vec::new(),
-        resp3: ctx.out.resp3,
-    };
+    let mut body = Reply::with_resp3(ctx.out.resp3);
     let mut n = 0usize;
     let next = z.scan(cursor, count, |m, s| {
         if pattern.is_some_and(|p| !glob_match(p, m, false)) {

@@ -248,10 +248,7 @@ impl Blocking {
             }
         }
         let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
-        let mut out = Reply {
-            buf: Vec::new(),
-            resp3: w.resp3,
-        };
+        let mut out = Reply::with_resp3(w.resp3);
         let outcome = super::call(shared, &mut client, &mut out, &mut ks, cmd, args);
         // The command counted as processed when it blocked, as in Redis.
         if matches!(outcome, commands::Outcome::Block(_)) {

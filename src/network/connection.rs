@@ -268,10 +268,7 @@ fn splice_pushes(
     mark: usize,
     pushes: &mut tokio::sync::mpsc::UnboundedReceiver<Push>,
 ) -> usize {
-    let mut early = Reply {
-        buf: Vec::new(),
-        resp3: out.resp3,
-    };
+    let mut early = Reply::with_resp3(out.resp3);
     let mut size = 0;
     while let Ok(msg) = pushes.try_recv() {
         encode_push(&mut early, &msg);

@@ -12,6 +12,13 @@
 //! because its encoder wants owned `Frame` values, i.e. an allocation per
 //! element of every array reply; the tests use `redis-protocol` to decode what
 //! we send.
+//!
+//! A script's `redis.call` needs the reply as values, not bytes: a
+//! [`Reply::frames`] writer records each element as a [`Frame`] (its bytes,
+//! if any, in `buf`) after the same RESP2/RESP3 choice the byte writer makes,
+//! so the script layer converts values directly instead of encoding RESP and
+//! parsing it back. Connections never pay for it beyond one predictable
+//! branch per element.
 
 use std::fmt::Write as _;
 
@@ -20,6 +27,33 @@ use std::fmt::Write as _;
 pub struct Reply {
     pub buf: Vec<u8>,
     pub resp3: bool,
+    /// Set for a [`Reply::frames`] writer: the reply as values.
+    frames: Option<Vec<Frame>>,
+}
+
+/// One element of a reply recorded as a value; byte payloads are ranges of
+/// the writer's `buf`. The kinds are RESP's, after the writer's RESP2/RESP3
+/// choice (a RESP2 map is already an `Array` of twice its pairs).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    Simple(std::ops::Range<usize>),
+    Error(std::ops::Range<usize>),
+    Int(i64),
+    Bulk(std::ops::Range<usize>),
+    /// RESP2's null bulk string and null array (`$-1`, `*-1`).
+    NullBulk,
+    NullArray,
+    /// RESP3's null (`_`).
+    Null,
+    Array(usize),
+    Map(usize),
+    Set(usize),
+    Push(usize),
+    Bool(bool),
+    Double(f64),
+    Verbatim(std::ops::Range<usize>),
+    /// Pre-encoded RESP ([`Reply::raw`]): one or more whole replies.
+    Raw(std::ops::Range<usize>),
 }
 
 /// A placeholder for an aggregate header whose length is known only after
@@ -32,24 +66,88 @@ impl Reply {
         Reply::default()
     }
 
+    /// A writer of bytes in the given protocol.
+    pub fn with_resp3(resp3: bool) -> Reply {
+        Reply {
+            buf: Vec::new(),
+            resp3,
+            frames: None,
+        }
+    }
+
+    /// A writer that records the reply as [`Frame`]s (a script's call).
+    pub fn frames(resp3: bool) -> Reply {
+        Reply {
+            buf: Vec::new(),
+            resp3,
+            frames: Some(Vec::new()),
+        }
+    }
+
+    /// The recorded frames (empty for a byte writer).
+    pub fn recorded(&self) -> &[Frame] {
+        self.frames.as_deref().unwrap_or(&[])
+    }
+
+    /// Whether the reply so far is one error.
+    pub fn is_error(&self) -> bool {
+        match &self.frames {
+            Some(f) => matches!(f.first(), Some(Frame::Error(_))),
+            None => self.buf.first() == Some(&b'-'),
+        }
+    }
+
+    /// A mark for [`Reply::truncate`]: bytes written, or frames recorded.
     pub fn len(&self) -> usize {
-        self.buf.len()
+        match &self.frames {
+            Some(f) => f.len(),
+            None => self.buf.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.len() == 0
     }
 
     /// Drops everything written since `mark` (used to undo a partial reply).
     pub fn truncate(&mut self, mark: usize) {
-        self.buf.truncate(mark);
+        match &mut self.frames {
+            Some(f) => f.truncate(mark),
+            None => self.buf.truncate(mark),
+        }
+    }
+
+    /// Records `bytes` as a frame's payload.
+    fn payload(&mut self, bytes: &[u8]) -> std::ops::Range<usize> {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(bytes);
+        start..self.buf.len()
+    }
+
+    /// Records a frame when this writer records frames; false otherwise.
+    #[inline]
+    fn record(&mut self, frame: impl FnOnce(&mut Reply) -> Frame) -> bool {
+        if self.frames.is_none() {
+            return false;
+        }
+        let f = frame(self);
+        if let Some(frames) = &mut self.frames {
+            frames.push(f);
+        }
+        true
     }
 
     pub fn ok(&mut self) {
+        if self.record(|r| Frame::Simple(r.payload(b"OK"))) {
+            return;
+        }
         self.buf.extend_from_slice(b"+OK\r\n");
     }
 
     pub fn simple(&mut self, s: &str) {
+        if self.record(|r| Frame::Simple(r.payload(s.as_bytes()))) {
+            return;
+        }
         self.buf.push(b'+');
         self.buf.extend_from_slice(s.as_bytes());
         self.buf.extend_from_slice(b"\r\n");
@@ -63,6 +161,16 @@ impl Reply {
 
     /// An error reply whose text may quote client bytes verbatim.
     pub fn error_bytes(&mut self, msg: &[u8]) {
+        if self.frames.is_some() {
+            let start = self.buf.len();
+            self.buf.extend(
+                msg.iter()
+                    .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+            );
+            let range = start..self.buf.len();
+            self.record(|_| Frame::Error(range));
+            return;
+        }
         self.buf.push(b'-');
         self.buf.extend(
             msg.iter()
@@ -72,10 +180,16 @@ impl Reply {
     }
 
     pub fn int(&mut self, n: i64) {
+        if self.record(|_| Frame::Int(n)) {
+            return;
+        }
         self.header(b':', n);
     }
 
     pub fn bulk(&mut self, data: &[u8]) {
+        if self.record(|r| Frame::Bulk(r.payload(data))) {
+            return;
+        }
         self.header(b'$', data.len() as i64);
         self.buf.extend_from_slice(data);
         self.buf.extend_from_slice(b"\r\n");
@@ -92,22 +206,43 @@ impl Reply {
 
     /// The null bulk string (`$-1` / `_`).
     pub fn null(&mut self) {
+        let resp3 = self.resp3;
+        if self.record(|_| if resp3 { Frame::Null } else { Frame::NullBulk }) {
+            return;
+        }
         self.buf
             .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"$-1\r\n" });
     }
 
     /// The null array (`*-1` / `_`).
     pub fn null_array(&mut self) {
+        let resp3 = self.resp3;
+        if self.record(|_| if resp3 { Frame::Null } else { Frame::NullArray }) {
+            return;
+        }
         self.buf
             .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"*-1\r\n" });
     }
 
     pub fn array(&mut self, n: usize) {
+        if self.record(|_| Frame::Array(n)) {
+            return;
+        }
         self.header(b'*', n as i64);
     }
 
     /// A map of `n` pairs; in RESP2 a flat array of `2n` elements.
     pub fn map(&mut self, n: usize) {
+        let resp3 = self.resp3;
+        if self.record(|_| {
+            if resp3 {
+                Frame::Map(n)
+            } else {
+                Frame::Array(2 * n)
+            }
+        }) {
+            return;
+        }
         if self.resp3 {
             self.header(b'%', n as i64);
         } else {
@@ -116,14 +251,44 @@ impl Reply {
     }
 
     pub fn set(&mut self, n: usize) {
+        let resp3 = self.resp3;
+        if self.record(|_| {
+            if resp3 {
+                Frame::Set(n)
+            } else {
+                Frame::Array(n)
+            }
+        }) {
+            return;
+        }
         self.header(if self.resp3 { b'~' } else { b'*' }, n as i64);
     }
 
     pub fn push(&mut self, n: usize) {
+        let resp3 = self.resp3;
+        if self.record(|_| {
+            if resp3 {
+                Frame::Push(n)
+            } else {
+                Frame::Array(n)
+            }
+        }) {
+            return;
+        }
         self.header(if self.resp3 { b'>' } else { b'*' }, n as i64);
     }
 
     pub fn boolean(&mut self, b: bool) {
+        let resp3 = self.resp3;
+        if self.record(|_| {
+            if resp3 {
+                Frame::Bool(b)
+            } else {
+                Frame::Int(b as i64)
+            }
+        }) {
+            return;
+        }
         if self.resp3 {
             self.buf
                 .extend_from_slice(if b { b"#t\r\n" } else { b"#f\r\n" });
@@ -136,6 +301,16 @@ impl Reply {
     pub fn double(&mut self, x: f64) {
         let mut tmp = [0u8; 40];
         let s = format_double(x, &mut tmp);
+        let resp3 = self.resp3;
+        if self.record(|r| {
+            if resp3 {
+                Frame::Double(x)
+            } else {
+                Frame::Bulk(r.payload(s))
+            }
+        }) {
+            return;
+        }
         if self.resp3 {
             self.buf.push(b',');
             self.buf.extend_from_slice(s);
@@ -147,6 +322,17 @@ impl Reply {
 
     /// Verbatim text (`=len\r\ntxt:…`) in RESP3, a bulk string in RESP2.
     pub fn verbatim(&mut self, text: &[u8]) {
+        let resp3 = self.resp3;
+        if self.record(|r| {
+            let range = r.payload(text);
+            if resp3 {
+                Frame::Verbatim(range)
+            } else {
+                Frame::Bulk(range)
+            }
+        }) {
+            return;
+        }
         if self.resp3 {
             self.header(b'=', text.len() as i64 + 4);
             self.buf.extend_from_slice(b"txt:");
@@ -159,18 +345,49 @@ impl Reply {
 
     /// Raw protocol bytes (pre-encoded replies).
     pub fn raw(&mut self, bytes: &[u8]) {
+        if self.record(|r| Frame::Raw(r.payload(bytes))) {
+            return;
+        }
         self.buf.extend_from_slice(bytes);
     }
 
     pub fn defer(&mut self) -> Deferred {
-        Deferred(self.buf.len())
+        match &mut self.frames {
+            Some(f) => {
+                f.push(Frame::Array(0));
+                Deferred(f.len() - 1)
+            }
+            None => Deferred(self.buf.len()),
+        }
+    }
+
+    /// Sets a deferred frame's header; false for a byte writer.
+    fn fill_frame(&mut self, at: Deferred, frame: Frame) -> bool {
+        let Some(frames) = &mut self.frames else {
+            return false;
+        };
+        if let Some(slot) = frames.get_mut(at.0) {
+            *slot = frame;
+        }
+        true
     }
 
     pub fn fill_array(&mut self, at: Deferred, n: usize) {
+        if self.fill_frame(at, Frame::Array(n)) {
+            return;
+        }
         self.fill(at, b'*', n as i64);
     }
 
     pub fn fill_map(&mut self, at: Deferred, n: usize) {
+        let f = if self.resp3 {
+            Frame::Map(n)
+        } else {
+            Frame::Array(2 * n)
+        };
+        if self.fill_frame(at, f) {
+            return;
+        }
         if self.resp3 {
             self.fill(at, b'%', n as i64);
         } else {
@@ -179,6 +396,14 @@ impl Reply {
     }
 
     pub fn fill_set(&mut self, at: Deferred, n: usize) {
+        let f = if self.resp3 {
+            Frame::Set(n)
+        } else {
+            Frame::Array(n)
+        };
+        if self.fill_frame(at, f) {
+            return;
+        }
         self.fill(at, if self.resp3 { b'~' } else { b'*' }, n as i64);
     }
 

@@ -17,6 +17,7 @@
 use mlua::{Lua, Table, Value};
 
 use crate::protocol::Reply;
+use crate::protocol::reply::Frame;
 
 /// Deepest table nesting converted to a reply (Redis stops at its Lua
 /// stack limit with the same error).
@@ -55,6 +56,110 @@ pub fn error_table(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::Result<V
 pub fn resp_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<Value> {
     let mut r = RespReader { buf, pos: 0 };
     r.value(lua, 0)
+}
+
+/// Converts the reply a [`Reply::frames`] writer recorded to a Lua value,
+/// as [`resp_to_lua`] converts the same reply's bytes.
+pub fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
+    let mut r = FrameReader {
+        frames: reply.recorded(),
+        buf: &reply.buf,
+        next: 0,
+        raw: None,
+    };
+    r.value(lua, 0)
+}
+
+/// Walks recorded frames; pre-encoded runs ([`Frame::Raw`]) are read as
+/// RESP, one value at a time, where they occur.
+struct FrameReader<'a> {
+    frames: &'a [Frame],
+    buf: &'a [u8],
+    next: usize,
+    raw: Option<RespReader<'a>>,
+}
+
+impl FrameReader<'_> {
+    fn value(&mut self, lua: &Lua, depth: usize) -> mlua::Result<Value> {
+        if depth > MAX_DEPTH {
+            return Err(mlua::Error::runtime("reply nested too deeply"));
+        }
+        if let Some(raw) = &mut self.raw {
+            if raw.pos < raw.buf.len() {
+                return raw.value(lua, depth);
+            }
+            self.raw = None;
+        }
+        let (frames, buf) = (self.frames, self.buf);
+        let Some(frame) = frames.get(self.next) else {
+            return Ok(Value::Nil);
+        };
+        self.next += 1;
+        let bytes = |r: &std::ops::Range<usize>| buf.get(r.clone()).unwrap_or(&[]);
+        let single = |lua: &Lua, field: &str, v: Value| -> mlua::Result<Value> {
+            let t = lua.create_table()?;
+            t.raw_set(field, v)?;
+            Ok(Value::Table(t))
+        };
+        Ok(match frame {
+            Frame::Simple(r) => single(lua, "ok", Value::String(lua.create_string(bytes(r))?))?,
+            Frame::Error(r) => {
+                let mut text = b"-".to_vec();
+                text.extend_from_slice(bytes(r));
+                error_table(lua, &text, true)?
+            }
+            Frame::Int(n) => Value::Number(*n as f64),
+            Frame::Bulk(r) => Value::String(lua.create_string(bytes(r))?),
+            Frame::NullBulk | Frame::NullArray => Value::Boolean(false),
+            Frame::Null => Value::Nil,
+            Frame::Array(n) | Frame::Push(n) => {
+                let t = lua.create_table()?;
+                for i in 0..*n {
+                    let v = self.value(lua, depth + 1)?;
+                    t.raw_set(i + 1, v)?;
+                }
+                Value::Table(t)
+            }
+            Frame::Map(n) => {
+                let m = lua.create_table()?;
+                for _ in 0..*n {
+                    let k = self.value(lua, depth + 1)?;
+                    let v = self.value(lua, depth + 1)?;
+                    if !k.is_nil() {
+                        m.raw_set(k, v)?;
+                    }
+                }
+                single(lua, "map", Value::Table(m))?
+            }
+            Frame::Set(n) => {
+                let s = lua.create_table()?;
+                for _ in 0..*n {
+                    let k = self.value(lua, depth + 1)?;
+                    if !k.is_nil() {
+                        s.raw_set(k, true)?;
+                    }
+                }
+                single(lua, "set", Value::Table(s))?
+            }
+            Frame::Bool(b) => Value::Boolean(*b),
+            Frame::Double(x) => single(lua, "double", Value::Number(*x))?,
+            Frame::Verbatim(r) => {
+                let v = lua.create_table()?;
+                v.raw_set("string", lua.create_string(bytes(r))?)?;
+                v.raw_set("format", lua.create_string("txt")?)?;
+                single(lua, "verbatim_string", Value::Table(v))?
+            }
+            Frame::Raw(r) => {
+                let mut raw = RespReader {
+                    buf: bytes(r),
+                    pos: 0,
+                };
+                let v = raw.value(lua, depth)?;
+                self.raw = Some(raw);
+                v
+            }
+        })
+    }
 }
 
 struct RespReader<'a> {
@@ -443,6 +548,71 @@ mod tests {
         // Garbage never panics.
         for junk in [&b"*5\r\n"[..], b"$10\r\nab", b"%x", b"", b"=2\r\n"] {
             let _ = resp_to_lua(&lua, junk);
+        }
+    }
+
+    /// A Lua value as text, tables with sorted keys, for comparisons.
+    fn dump(v: &Value) -> String {
+        match v {
+            Value::Table(t) => {
+                let mut items: Vec<String> = t
+                    .clone()
+                    .pairs::<Value, Value>()
+                    .filter_map(Result::ok)
+                    .map(|(k, v)| format!("{}={}", dump(&k), dump(&v)))
+                    .collect();
+                items.sort();
+                format!("{{{}}}", items.join(","))
+            }
+            Value::String(s) => format!("{:?}", s.as_bytes()),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// The frames writer yields the values the bytes writer's RESP parses
+    /// to, for every kind of element, in RESP2 and RESP3.
+    #[test]
+    fn frames_convert_like_bytes() {
+        let lua = Lua::new();
+        let write = |r: &mut Reply| {
+            r.array(12);
+            r.ok();
+            r.simple("QUEUED");
+            r.error("WRONGTYPE bad\r\nline");
+            r.int(-7);
+            r.bulk(b"a\r\nb");
+            r.null();
+            r.null_array();
+            r.map(1);
+            r.bulk_str("k");
+            r.double(1.5);
+            let at = r.defer();
+            r.bulk(b"x");
+            r.boolean(true);
+            r.fill_set(at, 2);
+            r.verbatim(b"text");
+            let mut pre = Reply::with_resp3(r.resp3);
+            pre.int(1);
+            pre.bulk(b"two");
+            r.array(2);
+            r.raw(&pre.buf);
+            let mark = r.len();
+            r.bulk(b"undone");
+            r.truncate(mark);
+            r.push(1);
+            r.int(3);
+        };
+        for resp3 in [false, true] {
+            let mut bytes = Reply::with_resp3(resp3);
+            write(&mut bytes);
+            let mut frames = Reply::frames(resp3);
+            write(&mut frames);
+            let a = dump(&resp_to_lua(&lua, &bytes.buf).unwrap());
+            let b = dump(&reply_to_lua(&lua, &frames).unwrap());
+            assert_eq!(a, b, "resp3={resp3}");
+            let mut err = Reply::frames(resp3);
+            err.error("ERR x");
+            assert!(err.is_error() && !frames.is_error());
         }
     }
 }

@@ -891,18 +891,16 @@ impl RunState<'_, '_> {
         if cmd.has(flags::WRITE) {
             self.busy.wrote.store(true, Relaxed);
         }
-        let mut out = Reply {
-            buf: Vec::new(),
-            resp3: self.resp3,
-        };
+        // The reply as values: no RESP encoding to parse back.
+        let mut out = Reply::frames(self.resp3);
         // Nothing blocks in a script (`Client::can_block`), nor closes.
         let _ = super::call(self.shared, &mut self.client, &mut out, self.ks, cmd, argv);
         self.shared
             .stats
             .commands_processed
             .fetch_add(std::mem::take(&mut self.client.commands), Relaxed);
-        let is_err = out.buf.first() == Some(&b'-');
-        let v = convert::resp_to_lua(lua, &out.buf)?;
+        let is_err = out.is_error();
+        let v = convert::reply_to_lua(lua, &out)?;
         Ok((v, raise && is_err))
     }
 }
