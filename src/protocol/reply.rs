@@ -345,6 +345,15 @@ impl Reply {
 
     /// Raw protocol bytes (pre-encoded replies).
     pub fn raw(&mut self, bytes: &[u8]) {
+        // Pieces written back to back (`(`, digits, CRLF) are one run.
+        let end = self.buf.len();
+        if let Some(Some(Frame::Raw(r))) = self.frames.as_mut().map(|f| f.last_mut())
+            && r.end == end
+        {
+            self.buf.extend_from_slice(bytes);
+            r.end = self.buf.len();
+            return;
+        }
         if self.record(|r| Frame::Raw(r.payload(bytes))) {
             return;
         }

@@ -595,7 +595,9 @@ mod tests {
             pre.int(1);
             pre.bulk(b"two");
             r.array(2);
-            r.raw(&pre.buf);
+            let (head, tail) = pre.buf.split_at(3);
+            r.raw(head);
+            r.raw(tail);
             let mark = r.len();
             r.bulk(b"undone");
             r.truncate(mark);
