@@ -16,6 +16,7 @@ pub mod connection;
 pub mod docs;
 pub mod functions;
 pub mod hashes;
+pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod pubsub;
