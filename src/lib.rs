@@ -6,6 +6,7 @@
 //! [`blocking`] and [`pubsub`] (waiting and pushing), [`config`] and
 //! [`clock`] (settings and time), [`scripting`] (Lua).
 
+pub mod alloc;
 pub mod blocking;
 pub mod client;
 pub mod clock;
