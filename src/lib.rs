@@ -19,6 +19,7 @@ pub mod protocol;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
+pub mod stats;
 pub mod store;
 pub mod types;
 pub mod util;

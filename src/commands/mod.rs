@@ -168,6 +168,8 @@ pub struct CallStats {
     pub rejected: AtomicU64,
     /// Ran and answered an error.
     pub failed: AtomicU64,
+    /// INFO latencystats: the calls' durations.
+    pub latency: crate::stats::LatencyHistogram,
 }
 
 impl CallStats {
@@ -206,6 +208,7 @@ impl CallStats {
             usec: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            latency: crate::stats::LatencyHistogram::new(),
         }
     }
 
@@ -214,6 +217,7 @@ impl CallStats {
         for c in [&self.calls, &self.usec, &self.rejected, &self.failed] {
             c.store(0, Relaxed);
         }
+        self.latency.reset();
     }
 }
 
@@ -808,11 +812,14 @@ pub fn call(
     };
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
+    let usec = start.elapsed().as_micros() as u64;
     let stats = CallStats::of(cmd);
     stats.calls.fetch_add(1, Relaxed);
-    stats
-        .usec
-        .fetch_add(start.elapsed().as_micros() as u64, Relaxed);
+    stats.usec.fetch_add(usec, Relaxed);
+    // As Redis, a command that blocked is recorded once it is served.
+    if ctx.client.block.is_none() && shared.config.latency_tracking() {
+        stats.latency.record_usec(usec);
+    }
     if let Err(e) = result {
         stats.failed.fetch_add(1, Relaxed);
         shared.count_error(e.bytes());
