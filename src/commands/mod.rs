@@ -645,7 +645,6 @@ pub fn dispatch(
         Err(e) => return reject(client, out, e.bytes()),
     };
     client.note_command(cmd);
-    client.commands += 1;
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         return reject(client, out, b"NOAUTH Authentication required.");
     }
@@ -669,10 +668,12 @@ pub fn dispatch(
             return reject(client, out, busy_text(busy).as_bytes());
         }
         if !past || !matches!(cmd.keys, Keys::None) || !client.watched.is_empty() {
-            client.commands -= 1;
             return Dispatched::WaitScript;
         }
     }
+    // INFO's total_commands_processed counts, as Redis, what runs (or is
+    // queued to run in EXEC), not what is rejected.
+    client.commands += 1;
     if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
         client.queue(args);
         out.simple("QUEUED");
@@ -695,7 +696,10 @@ pub fn dispatch(
                 client.commands -= 1;
                 return Dispatched::WaitScript;
             }
-            Err(Some(e)) => return reject(client, out, e.as_bytes()),
+            Err(Some(e)) => {
+                client.commands -= 1;
+                return reject(client, out, e.as_bytes());
+            }
         }
     };
     let mark = out.len();
