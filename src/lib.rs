@@ -4,7 +4,8 @@
 //! [`connection`] (sockets, client state, pipelining), [`commands`] (one
 //! file per command family, one table), [`store`] (the sharded keyspace),
 //! [`blocking`] and [`pubsub`] (waiting and pushing), [`config`] and
-//! [`clock`] (settings and time), [`scripting`] (Lua).
+//! [`clock`] (settings and time), [`scripting`] (Lua), [`stats`] and
+//! [`alloc`] (what INFO reports).
 
 pub mod alloc;
 pub mod blocking;

@@ -486,6 +486,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
+    // What Redis's resetServerStats clears (not gauges, not the memory peak).
     let s = &ctx.shared.stats;
     for c in [
         &s.commands_processed,
@@ -493,9 +494,16 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.net_output_bytes,
         &s.rejected_connections,
         &s.error_replies,
+        &s.reads_processed,
+        &s.writes_processed,
+        &s.reply_buffer_expands,
+        &s.reply_buffer_shrinks,
+        &ctx.shared.clients.total_connections,
     ] {
         c.store(0, Relaxed);
     }
+    s.instantaneous.reset();
+    s.expire.reset();
     ctx.shared.error_stats.lock().clear();
     for c in all_commands() {
         for cmd in std::iter::once(c).chain(c.subcommands) {
