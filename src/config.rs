@@ -782,6 +782,33 @@ mod tests {
     }
 
     #[test]
+    fn latency_percentiles_as_redis() {
+        let c = config();
+        let get = |c: &Config| {
+            c.get_matching(&[b"latency-tracking-info-percentiles"])[0]
+                .1
+                .clone()
+        };
+        assert_eq!(get(&c), "50 99 99.9");
+        c.set_many(&[(b"latency-tracking-info-percentiles", b"0 7.50 1e1 0x10")])
+            .unwrap();
+        assert_eq!(get(&c), "0 7.5 10 16");
+        for bad in [&b"5  7"[..], b" 5", b"abc", b"101", b"inf"] {
+            assert!(
+                c.set_many(&[(b"latency-tracking-info-percentiles", bad)])
+                    .is_err()
+            );
+        }
+        assert_eq!(get(&c), "0 7.5 10 16");
+        c.set_many(&[(b"latency-tracking-info-percentiles", b"")])
+            .unwrap();
+        assert_eq!(get(&c), "");
+        assert!(c.latency_tracking());
+        c.set_many(&[(b"latency-tracking", b"no")]).unwrap();
+        assert!(!c.latency_tracking());
+    }
+
+    #[test]
     fn memory_values() {
         assert_eq!(parse_memory(b"512mb"), Some(512 * 1024 * 1024));
         assert_eq!(parse_memory(b"1k"), Some(1000));
