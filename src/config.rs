@@ -175,6 +175,12 @@ pub struct Config {
     /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
     /// for the normal, replica and pubsub classes, in that order.
     obuf_limits: [[AtomicU64; 3]; 3],
+    /// `latency-tracking`: per-command latency histograms (read per call).
+    latency_tracking: AtomicBool,
+    /// `latency-tracking-info-percentiles`, as INFO latencystats prints them.
+    latency_percentiles: RwLock<Vec<f64>>,
+    /// The `--config` file, absolute (INFO server's `config_file`).
+    pub config_file: String,
 }
 
 /// Client classes of `client-output-buffer-limit`, in Redis's order.
@@ -226,7 +232,24 @@ impl Config {
             ]
             .map(|l| l.map(AtomicU64::new)),
             busy_reply_threshold: AtomicI64::new(5000),
+            latency_tracking: AtomicBool::new(true),
+            latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
+            config_file: args
+                .config
+                .as_ref()
+                .map(|f| {
+                    std::path::absolute(f).map_or_else(|_| f.clone(), |p| p.display().to_string())
+                })
+                .unwrap_or_default(),
         })
+    }
+
+    pub fn latency_tracking(&self) -> bool {
+        self.latency_tracking.load(Relaxed)
+    }
+
+    pub fn latency_percentiles(&self) -> Vec<f64> {
+        self.latency_percentiles.read().clone()
     }
 
     pub fn notify_flags(&self) -> u32 {
@@ -388,6 +411,13 @@ fn parse_bool(v: &[u8]) -> Option<bool> {
     } else {
         None
     }
+}
+
+/// A percentile as Redis prints it: `%f` without trailing zeros (`50`,
+/// `99.9`).
+pub fn fmt_percentile(p: f64) -> String {
+    let s = format!("{p:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Parses Redis memory values: `512mb`, `1gb`, `100k`, plain bytes.
@@ -652,6 +682,49 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
+    Param {
+        name: "latency-tracking",
+        alias: None,
+        get: |c| if c.latency_tracking() { "yes" } else { "no" }.into(),
+        set: Some(|c, v, apply| {
+            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+            if apply {
+                c.latency_tracking.store(on, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "latency-tracking-info-percentiles",
+        alias: None,
+        get: |c| {
+            let ps: Vec<String> = c
+                .latency_percentiles()
+                .into_iter()
+                .map(fmt_percentile)
+                .collect();
+            ps.join(" ")
+        },
+        set: Some(|c, v, apply| {
+            // Redis splits on single spaces (an empty word is invalid), and
+            // an empty value means no percentiles.
+            let mut ps = Vec::new();
+            if !v.is_empty() {
+                for word in v.split(|&b| b == b' ') {
+                    let p = crate::util::parse_f64(word)
+                        .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+                    if !(0.0..=100.0).contains(&p) {
+                        return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+                    }
+                    ps.push(p);
+                }
+            }
+            if apply {
+                *c.latency_percentiles.write() = ps;
+            }
+            Ok(())
+        }),
+    },
     // zwindow keeps everything in memory; these report (and accept) only "off".
     Param {
         name: "save",
@@ -733,6 +806,33 @@ mod tests {
                 .unwrap_err()
                 .contains("Unknown option")
         );
+    }
+
+    #[test]
+    fn latency_percentiles_as_redis() {
+        let c = config();
+        let get = |c: &Config| {
+            c.get_matching(&[b"latency-tracking-info-percentiles"])[0]
+                .1
+                .clone()
+        };
+        assert_eq!(get(&c), "50 99 99.9");
+        c.set_many(&[(b"latency-tracking-info-percentiles", b"0 7.50 1e1 0x10")])
+            .unwrap();
+        assert_eq!(get(&c), "0 7.5 10 16");
+        for bad in [&b"5  7"[..], b" 5", b"abc", b"101", b"inf"] {
+            assert!(
+                c.set_many(&[(b"latency-tracking-info-percentiles", bad)])
+                    .is_err()
+            );
+        }
+        assert_eq!(get(&c), "0 7.5 10 16");
+        c.set_many(&[(b"latency-tracking-info-percentiles", b"")])
+            .unwrap();
+        assert_eq!(get(&c), "");
+        assert!(c.latency_tracking());
+        c.set_many(&[(b"latency-tracking", b"no")]).unwrap();
+        assert!(!c.latency_tracking());
     }
 
     #[test]

@@ -13,9 +13,10 @@
 //! 5. [`types`]: the value data structures, each testable alone.
 //!
 //! Beside them: [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
-//! shared state and startup), [`config`], [`clock`], [`pubsub`] and
-//! [`util`].
+//! shared state and startup), [`config`], [`clock`], [`pubsub`], [`util`],
+//! and [`stats`] and [`alloc`] (what INFO reports).
 
+pub mod alloc;
 pub mod clock;
 pub mod commands;
 pub mod config;
@@ -25,5 +26,6 @@ pub mod network;
 pub mod protocol;
 pub mod pubsub;
 pub mod server;
+pub mod stats;
 pub mod types;
 pub mod util;

@@ -6,8 +6,9 @@ use tracing_subscriber::EnvFilter;
 /// buffers, members, node splits) cost less, ~3% (pipeline 1) to ~6%
 /// (pipeline 16) of server CPU per request on `benches/vs_redis.rs`, for
 /// ~10 MB more RSS with a 1M-member set (still ~0.37x redis-server's).
+/// The wrapper counts the bytes held, for INFO memory (see `alloc.rs`).
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: zwindow::alloc::CountingMimalloc = zwindow::alloc::CountingMimalloc;
 
 fn main() -> std::process::ExitCode {
     let args = match zwindow::config::Args::load() {

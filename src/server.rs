@@ -30,10 +30,27 @@ pub const REDIS_VERSION: &str = "7.0.15";
 #[derive(Default)]
 pub struct Stats {
     pub commands_processed: AtomicU64,
+    /// Bytes read from and written to client sockets.
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub rejected_connections: AtomicU64,
     pub error_replies: AtomicU64,
+    /// Socket reads and writes (one add each, beside the byte counts).
+    pub reads_processed: AtomicU64,
+    pub writes_processed: AtomicU64,
+    /// Output buffers that grew during a batch / were released after one.
+    pub reply_buffer_expands: AtomicU64,
+    pub reply_buffer_shrinks: AtomicU64,
+    /// Clients blocked with a timeout (a gauge).
+    pub clients_in_timeout_table: AtomicU64,
+    /// Bytes allocated once the server was set up, and the highest since.
+    pub startup_memory: AtomicU64,
+    pub peak_memory: AtomicU64,
+    /// Largest pending request bytes / reply bytes of any client lately.
+    pub recent_max_input: crate::stats::RecentMax,
+    pub recent_max_output: crate::stats::RecentMax,
+    pub instantaneous: crate::stats::Instantaneous,
+    pub expire: crate::stats::ExpireStats,
 }
 
 pub struct Shared {
@@ -126,6 +143,10 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.port.store(local.port() as u32, Relaxed);
     let shards = args.shard_count();
     let shared = Arc::new(Shared::new(config, shards));
+    shared
+        .stats
+        .startup_memory
+        .store(crate::stats::note_peak_memory(&shared), Relaxed);
     tracing::info!(
         "zwindow {VERSION} listening on {local}, {} shards",
         shared.store.shard_count()
@@ -182,9 +203,9 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Active key expiry and the window sweeper run on a thread of their own,
-/// so a long sweep competes with connections only for CPU, never for a
-/// connection worker.
+/// Active key expiry, the window sweeper and the statistics sampler run on
+/// a thread of their own, so a long sweep competes with connections only
+/// for CPU, never for a connection worker.
 fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<()>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -196,6 +217,7 @@ fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHan
                 tokio::join!(
                     crate::keyspace::expire::run(shared.clone(), shared.shutdown_rx()),
                     crate::keyspace::windows::sweeper::run(shared.clone(), shared.shutdown_rx()),
+                    crate::stats::run(shared.clone(), shared.shutdown_rx()),
                 );
             });
         })

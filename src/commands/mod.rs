@@ -16,6 +16,7 @@ pub mod connection;
 pub mod docs;
 pub mod functions;
 pub mod hashes;
+pub mod info;
 pub mod keys;
 pub mod lists;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
@@ -181,6 +182,8 @@ pub struct CallStats {
     pub rejected: AtomicU64,
     /// Ran and answered an error.
     pub failed: AtomicU64,
+    /// INFO latencystats: the calls' durations.
+    pub latency: crate::stats::LatencyHistogram,
 }
 
 impl CallStats {
@@ -219,6 +222,7 @@ impl CallStats {
             usec: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            latency: crate::stats::LatencyHistogram::new(),
         }
     }
 
@@ -227,6 +231,7 @@ impl CallStats {
         for c in [&self.calls, &self.usec, &self.rejected, &self.failed] {
             c.store(0, Relaxed);
         }
+        self.latency.reset();
     }
 }
 

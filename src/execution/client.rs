@@ -81,6 +81,9 @@ pub struct ClientHandle {
     /// Bytes of pushes queued or buffered but not yet written to the
     /// socket: what the pub/sub output buffer limit measures.
     pub push_bytes: AtomicUsize,
+    /// Capacity of the connection's read and reply buffers after its last
+    /// batch (INFO memory's `mem_clients_normal`).
+    pub buffer_bytes: AtomicUsize,
     /// When (ms since `created`, plus one) the queue last went over the soft
     /// limit; 0 while under it.
     soft_over_since: AtomicU64,
@@ -201,6 +204,7 @@ impl Clients {
             unblock_notify: Notify::new(),
             push_tx: tx,
             push_bytes: AtomicUsize::new(0),
+            buffer_bytes: AtomicUsize::new(0),
             soft_over_since: AtomicU64::new(0),
         });
         self.map.lock().insert(id, h.clone());

@@ -416,10 +416,12 @@ pub fn call(
         out.error(msg);
         return Outcome::Done;
     }
+    let usec = start.elapsed().as_micros() as u64;
     stats.calls.fetch_add(1, Relaxed);
-    stats
-        .usec
-        .fetch_add(start.elapsed().as_micros() as u64, Relaxed);
+    stats.usec.fetch_add(usec, Relaxed);
+    if shared.config.latency_tracking() {
+        stats.latency.record_usec(usec);
+    }
     result.unwrap_or_else(|e| {
         stats.failed.fetch_add(1, Relaxed);
         shared.count_error(e.bytes());

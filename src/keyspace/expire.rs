@@ -10,8 +10,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Guards, Keyspace};
+use super::{Guards, Key, Keyspace};
 use crate::server::Shared;
+use crate::stats::ExpireCycle;
 
 /// Keys sampled per round (`ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
 const SAMPLE: usize = 20;
@@ -31,12 +32,21 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
 }
 
 /// One pass over every shard and database, bounded by `budget`.
-/// Returns the number of keys deleted.
+/// Returns the number of keys deleted. What it sampled feeds INFO's
+/// `expired_stale_perc`, `expired_time_cap_reached_count`,
+/// `expire_cycle_cpu_milliseconds` and each database's `avg_ttl`.
 pub fn cycle(shared: &Shared, budget: Duration) -> usize {
     let start = Instant::now();
     let now = shared.clock.now_ms();
     let mut deleted = 0;
-    let mut sample = Vec::with_capacity(SAMPLE);
+    let mut sample: Vec<(Key, u64)> = Vec::with_capacity(SAMPLE);
+    let mut seen = ExpireCycle {
+        sampled: 0,
+        expired: 0,
+        timed_out: false,
+        elapsed: Duration::ZERO,
+        ttls: vec![None; shared.store.databases],
+    };
     for idx in 0..shared.store.shard_count() {
         let guard = shared.store.lock_shard(idx);
         let mut ks = Keyspace::new(shared, Guards::One(idx, guard), 0, now);
@@ -50,15 +60,23 @@ pub fn cycle(shared: &Shared, budget: Duration) -> usize {
                     if d.expires.is_empty() {
                         break;
                     }
-                    d.expires
-                        .sample(&mut shard.rng, SAMPLE, |k, _| sample.push(k.clone()));
+                    d.expires.sample(&mut shard.rng, SAMPLE, |k, _| {
+                        let at = d.keys.get(k).map_or(0, |e| e.expire_at);
+                        sample.push((k.clone(), at));
+                    });
                 }
                 let mut expired = 0;
-                for key in &sample {
+                let ttl = seen.ttls[db].get_or_insert((0, 0));
+                for (key, at) in &sample {
                     if ks.expire_if_needed(key) {
                         expired += 1;
+                    } else if *at > now {
+                        ttl.0 += at - now;
+                        ttl.1 += 1;
                     }
                 }
+                seen.sampled += sample.len() as u64;
+                seen.expired += expired as u64;
                 deleted += expired;
                 if expired * 4 <= sample.len() || start.elapsed() > budget {
                     break;
@@ -66,8 +84,15 @@ pub fn cycle(shared: &Shared, budget: Duration) -> usize {
             }
         }
         if start.elapsed() > budget {
+            seen.timed_out = true;
+            // Shards not reached may hold TTLs: "none seen" proves nothing.
+            for t in seen.ttls.iter_mut().filter(|t| t.is_none()) {
+                *t = Some((0, 0));
+            }
             break;
         }
     }
+    seen.elapsed = start.elapsed();
+    shared.stats.expire.record(&seen);
     deleted
 }

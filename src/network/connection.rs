@@ -22,7 +22,8 @@ use crate::execution::blocking::Waiter;
 use crate::execution::client::{Client, ClientHandle, Push, Waiting};
 use crate::execution::{Ran, execute};
 use crate::protocol::{Parser, Reply};
-use crate::server::Shared;
+use crate::server::{Shared, Stats};
+use crate::stats::Gauge;
 
 /// Bytes read per syscall at least; the buffer grows for larger requests.
 const READ_CHUNK: usize = 16 * 1024;
@@ -46,6 +47,7 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
     let mut client = Client::new(handle.clone(), shared.config.auth_required());
     let mut shutdown = shared.shutdown_rx();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    handle.buffer_bytes.store(rbuf.capacity(), Relaxed);
     let mut parser = Parser::new(shared.config.proto_max_bulk_len());
     let mut out = Reply::new();
     // Bytes of pub/sub pushes encoded into `out` but not yet written.
@@ -68,6 +70,8 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
     let mut close = false;
     'conn: loop {
         out.resp3 = client.resp3();
+        // To tell INFO's reply_buffer_expands when this batch grew it.
+        let out_capacity = out.buf.capacity();
         if let Some((waiter, mut rx, timeout)) = waiting.take() {
             let reply = wait_blocked(
                 &shared,
@@ -102,7 +106,7 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
                         pushed += msg.size();
                     }
                 }
-                read = read_some(&mut stream, &mut rbuf) => {
+                read = read_some(&shared.stats, &mut stream, &mut rbuf) => {
                     match read {
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
@@ -153,9 +157,11 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
         stats
             .commands_processed
             .fetch_add(std::mem::take(&mut client.commands), Relaxed);
-        stats.net_input_bytes.fetch_add(consumed as u64, Relaxed);
-        stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
         if !out.is_empty() {
+            if out_capacity > 0 && out.buf.capacity() > out_capacity {
+                stats.reply_buffer_expands.fetch_add(1, Relaxed);
+            }
+            stats.recent_max_output.note(out.len() as u64);
             // A client that stops reading must not pin this task: a kill
             // (e.g. by the output buffer limit) ends the write.
             tokio::select! {
@@ -167,14 +173,21 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
                     }
                 }
             }
+            stats.writes_processed.fetch_add(1, Relaxed);
+            stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
             // Pushes count against the output limit until written.
             handle.push_bytes.fetch_sub(pushed, Relaxed);
             pushed = 0;
             out.buf.clear();
             if out.buf.capacity() > OUT_KEEP {
                 out.buf = Vec::new();
+                stats.reply_buffer_shrinks.fetch_add(1, Relaxed);
             }
         }
+        // What this client's buffers hold, for INFO's mem_clients_normal.
+        handle
+            .buffer_bytes
+            .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
         if close {
             break;
         }
@@ -189,11 +202,23 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
     cleanup(&shared, &mut client);
 }
 
-async fn read_some(stream: &mut TcpStream, rbuf: &mut BytesMut) -> std::io::Result<usize> {
+/// Reads what the socket has into `rbuf`, counting the read and its bytes
+/// for INFO (as Redis, before any command in them runs).
+async fn read_some(
+    stats: &Stats,
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+) -> std::io::Result<usize> {
     if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
         rbuf.reserve(READ_CHUNK);
     }
-    stream.read_buf(rbuf).await
+    let read = stream.read_buf(rbuf).await;
+    stats.reads_processed.fetch_add(1, Relaxed);
+    if let Ok(n) = read {
+        stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+        stats.recent_max_input.note(rbuf.len() as u64);
+    }
+    read
 }
 
 /// Waits for a blocked command's reply, its timeout, a kill, or the client
@@ -219,6 +244,10 @@ async fn wait_blocked(
     tokio::pin!(sleep);
     handle.unblock.store(0, Relaxed);
     handle.blocked.store(true, Relaxed);
+    // Redis's clients_in_timeout_table: the blocked clients with a timeout.
+    let _in_timeout_table = timeout
+        .is_some()
+        .then(|| Gauge::enter(&shared.stats.clients_in_timeout_table));
     let mut unblocked = 0;
     loop {
         tokio::select! {
@@ -241,7 +270,7 @@ async fn wait_blocked(
                 handle.kill();
                 break;
             }
-            read = read_some(stream, rbuf) => {
+            read = read_some(&shared.stats, stream, rbuf) => {
                 if !matches!(read, Ok(n) if n > 0) {
                     handle.kill();
                     break;

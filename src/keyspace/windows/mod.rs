@@ -292,11 +292,12 @@ impl Windows {
         cache.rule.clone()
     }
 
+    /// The fields of INFO's `# Windows` section (INFO writes the header).
     pub fn info(&self, out: &mut String, windowed_keys: usize) {
         let s = &self.stats;
         let _ = write!(
             out,
-            "# Windows\r\nwindow_rules:{}\r\nwindowed_keys:{}\r\nwindow_expired_lazy:{}\r\nwindow_expired_swept:{}\r\nwindow_handed_off:{}\r\nwindow_sweeper_cycles:{}\r\nwindow_sweeper_time_us:{}\r\n\r\n",
+            "window_rules:{}\r\nwindowed_keys:{}\r\nwindow_expired_lazy:{}\r\nwindow_expired_swept:{}\r\nwindow_handed_off:{}\r\nwindow_sweeper_cycles:{}\r\nwindow_sweeper_time_us:{}\r\n",
             self.count.load(Relaxed),
             windowed_keys,
             s.expired_lazy.load(Relaxed),

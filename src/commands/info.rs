@@ -1,0 +1,769 @@
+//! INFO: redis-server 7.0's sections, with its fields in its order, built
+//! from the server's statistics.
+//!
+//! A field of a feature zwindow has carries zwindow's own figure; a field
+//! of a feature it lacks (replication, persistence, defragmentation, client
+//! tracking, …) carries what a Redis that does not use the feature reports,
+//! so tools that parse INFO find every field they expect. zwindow adds one
+//! section of its own, `# Windows`, among the default ones.
+
+use std::fmt::{Display, Write as _};
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{CallStats, CmdResult, Command, Ctx, Done, all_commands};
+use crate::execution::client::ClientHandle;
+use crate::server::Shared;
+use crate::stats::Metric;
+
+/// INFO [section ...].
+pub(crate) fn info(ctx: &mut Ctx) -> CmdResult {
+    let wanted: Vec<String> = ctx
+        .args
+        .iter()
+        .skip(1)
+        .map(|a| String::from_utf8_lossy(a).to_lowercase())
+        .collect();
+    let selection = Selection::parse(&wanted);
+    let text = info_text(ctx, &selection);
+    ctx.out.verbatim(text.as_bytes());
+    Ok(Done)
+}
+
+/// The default sections: Redis's (it names modules `module_list` there)
+/// and zwindow's `windows`.
+const DEFAULT: [&str; 12] = [
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "module_list",
+    "errorstats",
+    "cluster",
+    "windows",
+    "keyspace",
+];
+
+/// Which sections to print, as Redis's `genInfoSectionDict`: no argument
+/// or `default` means the default sections, `all` and `everything` every
+/// section (they differ only for modules' own sections, which zwindow has
+/// none of), anything else names one section; names add up.
+struct Selection {
+    all: bool,
+    names: Vec<String>,
+}
+
+impl Selection {
+    fn parse(args: &[String]) -> Selection {
+        let mut sel = Selection {
+            all: false,
+            names: Vec::new(),
+        };
+        let defaults = || DEFAULT.iter().map(|s| s.to_string());
+        if args.is_empty() {
+            sel.names.extend(defaults());
+        }
+        for a in args {
+            match a.as_str() {
+                "default" => sel.names.extend(defaults()),
+                "all" | "everything" => sel.all = true,
+                other => sel.names.push(other.to_string()),
+            }
+        }
+        sel
+    }
+
+    fn wants(&self, section: &str) -> bool {
+        self.all
+            || self.names.iter().any(|n| n == section)
+            || (section == "modules" && self.names.iter().any(|n| n == "module_list"))
+    }
+}
+
+/// The text being built: sections separated by a blank line, none after
+/// the last (as Redis).
+struct Text {
+    s: String,
+    sections: usize,
+}
+
+impl Text {
+    fn section(&mut self, title: &str) {
+        if self.sections > 0 {
+            self.s.push_str("\r\n");
+        }
+        self.sections += 1;
+        let _ = write!(self.s, "# {title}\r\n");
+    }
+
+    fn field(&mut self, name: &str, value: impl Display) {
+        let _ = write!(self.s, "{name}:{value}\r\n");
+    }
+
+    /// A byte count and its `_human` twin.
+    fn bytes(&mut self, name: &str, value: u64) {
+        self.field(name, value);
+        self.field(&format!("{name}_human"), human(value));
+    }
+}
+
+/// What one pass over the shards gathers.
+#[derive(Default)]
+struct Keyspace {
+    hits: u64,
+    misses: u64,
+    expired_keys: u64,
+    windowed: usize,
+    /// (keys, keys with a TTL) per database.
+    per_db: Vec<(usize, usize)>,
+    /// The hash tables' own bytes (Redis counts them as overhead).
+    tables: usize,
+}
+
+fn keyspace(ctx: &mut Ctx) -> Keyspace {
+    let mut k = Keyspace {
+        per_db: vec![(0, 0); ctx.shared.store.databases],
+        ..Keyspace::default()
+    };
+    // Through the keyspace: inside EXEC or a script every shard is already held.
+    ctx.ks.for_each_shard(|shard| {
+        k.windowed += shard.schedule.len();
+        k.hits += shard.stats.hits;
+        k.misses += shard.stats.misses;
+        k.expired_keys += shard.stats.expired_keys;
+        for (db, d) in shard.dbs.iter().enumerate() {
+            if let Some(slot) = k.per_db.get_mut(db) {
+                slot.0 += d.keys.len();
+                slot.1 += d.expires.len();
+            }
+            k.tables += d.keys.mem_usage() + d.expires.mem_usage();
+        }
+    });
+    k
+}
+
+/// The INFO text for `sel`.
+fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
+    let shared = ctx.shared.clone();
+    let mut t = Text {
+        s: String::new(),
+        sections: 0,
+    };
+    // One pass over the shards, only for the sections that read it.
+    let ks = if ["memory", "stats", "windows", "keyspace"]
+        .iter()
+        .any(|s| sel.wants(s))
+    {
+        keyspace(ctx)
+    } else {
+        Keyspace::default()
+    };
+    if sel.wants("server") {
+        server(&mut t, &shared);
+    }
+    if sel.wants("clients") {
+        clients(&mut t, &shared);
+    }
+    if sel.wants("memory") {
+        memory(&mut t, &shared, &ks);
+    }
+    if sel.wants("persistence") {
+        persistence(&mut t, &shared);
+    }
+    if sel.wants("stats") {
+        stats(&mut t, &shared, &ks);
+    }
+    if sel.wants("replication") {
+        replication(&mut t);
+    }
+    if sel.wants("cpu") {
+        cpu(&mut t);
+    }
+    if sel.wants("modules") {
+        t.section("Modules");
+    }
+    if sel.wants("commandstats") {
+        t.section("Commandstats");
+        commandstats(&mut t);
+    }
+    if sel.wants("errorstats") {
+        t.section("Errorstats");
+        for (code, n) in shared.error_stats.lock().iter() {
+            t.field(&format!("errorstat_{code}"), format_args!("count={n}"));
+        }
+    }
+    if sel.wants("latencystats") {
+        t.section("Latencystats");
+        if shared.config.latency_tracking() {
+            latencystats(&mut t, &shared.config.latency_percentiles());
+        }
+    }
+    if sel.wants("cluster") {
+        t.section("Cluster");
+        t.field("cluster_enabled", 0);
+    }
+    if sel.wants("windows") {
+        t.section("Windows");
+        t.field("zwindow_version", crate::server::VERSION);
+        shared.windows.info(&mut t.s, ks.windowed);
+    }
+    if sel.wants("keyspace") {
+        t.section("Keyspace");
+        let avg_ttl = shared.stats.expire.get().avg_ttl;
+        for (db, (keys, expires)) in ks.per_db.iter().enumerate() {
+            if *keys > 0 || *expires > 0 {
+                let ttl = avg_ttl.get(db).copied().unwrap_or(0);
+                t.field(
+                    &format!("db{db}"),
+                    format_args!("keys={keys},expires={expires},avg_ttl={ttl}"),
+                );
+            }
+        }
+    }
+    t.s
+}
+
+fn server(t: &mut Text, shared: &Shared) {
+    let uptime = shared.started.elapsed().as_secs();
+    let now_us = shared.clock.now_us();
+    t.section("Server");
+    t.field("redis_version", crate::server::REDIS_VERSION);
+    t.field("redis_git_sha1", "00000000");
+    t.field("redis_git_dirty", 0);
+    t.field("redis_build_id", build_id());
+    t.field("redis_mode", "standalone");
+    t.field("os", uname());
+    t.field("arch_bits", usize::BITS);
+    // std's Instant reads CLOCK_MONOTONIC.
+    t.field("monotonic_clock", "POSIX clock_gettime");
+    t.field(
+        "multiplexing_api",
+        if cfg!(any(target_os = "linux", target_os = "android")) {
+            "epoll"
+        } else {
+            "kqueue"
+        },
+    );
+    // Rust's atomics are the C11 memory model's.
+    t.field("atomicvar_api", "c11-builtin");
+    // Built by rustc, not GCC: what Redis prints without __GNUC__.
+    t.field("gcc_version", "0.0.0");
+    t.field("process_id", std::process::id());
+    t.field("process_supervised", "no");
+    t.field("run_id", &shared.run_id);
+    t.field("tcp_port", shared.config.port.load(Relaxed));
+    t.field("server_time_usec", now_us);
+    t.field("uptime_in_seconds", uptime);
+    t.field("uptime_in_days", uptime / 86400);
+    t.field("hz", shared.config.hz());
+    t.field("configured_hz", shared.config.hz());
+    // Redis's LRU clock: seconds, 24 bits.
+    t.field("lru_clock", (now_us / 1_000_000) & ((1 << 24) - 1));
+    t.field(
+        "executable",
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
+    t.field("config_file", &shared.config.config_file);
+    // Redis's I/O threads only read and write; zwindow has none such.
+    t.field("io_threads_active", 0);
+}
+
+/// Identifies the build (Redis hashes its version and build host): here
+/// the version, target and profile.
+fn build_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let what = format!(
+            "zwindow {} {} {} {}",
+            crate::server::VERSION,
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+        );
+        sha1_smol::Sha1::from(what).digest().to_string()[..16].to_string()
+    })
+}
+
+/// `sysname release machine`, as Redis prints `uname(2)`.
+fn uname() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        // SAFETY: uname fills the zeroed struct; its fields are
+        // NUL-terminated C strings.
+        unsafe {
+            let mut u: libc::utsname = std::mem::zeroed();
+            if libc::uname(&mut u) != 0 {
+                return format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
+            }
+            let field = |f: &[libc::c_char]| {
+                std::ffi::CStr::from_ptr(f.as_ptr())
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            format!(
+                "{} {} {}",
+                field(&u.sysname),
+                field(&u.release),
+                field(&u.machine)
+            )
+        }
+    })
+}
+
+fn clients(t: &mut Text, shared: &Shared) {
+    let st = &shared.stats;
+    t.section("Clients");
+    t.field("connected_clients", shared.clients.count());
+    t.field("cluster_connections", 0);
+    t.field("maxclients", shared.config.maxclients());
+    t.field("client_recent_max_input_buffer", st.recent_max_input.get());
+    t.field(
+        "client_recent_max_output_buffer",
+        st.recent_max_output.get(),
+    );
+    t.field("blocked_clients", shared.blocking.waiting());
+    t.field("tracking_clients", 0);
+    t.field(
+        "clients_in_timeout_table",
+        st.clients_in_timeout_table.load(Relaxed),
+    );
+}
+
+/// `a / b`, or 0 when `b` is (Redis would print inf or nan).
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+fn memory(t: &mut Text, shared: &Shared, ks: &Keyspace) {
+    let used = crate::stats::note_peak_memory(shared);
+    let peak = shared.stats.peak_memory.load(Relaxed).max(used);
+    let startup = shared.stats.startup_memory.load(Relaxed);
+    let rss = rss_bytes();
+    let sc = &shared.scripting;
+    let lua = sc.lua_memory.load(Relaxed) as u64;
+    let eval_caches = sc.scripts_bytes.load(Relaxed) as u64;
+    let function_caches = sc.functions_bytes.load(Relaxed) as u64;
+    // Each client's state, its buffers and its pushes not yet written.
+    let per_client = size_of::<crate::execution::client::Client>() + size_of::<ClientHandle>();
+    let clients_normal: u64 = shared
+        .clients
+        .all()
+        .iter()
+        .map(|c| (per_client + c.buffer_bytes.load(Relaxed) + c.push_bytes.load(Relaxed)) as u64)
+        .sum();
+    let histograms: usize = every_command()
+        .map(|(_, c)| CallStats::of(c).latency.heap_bytes())
+        .sum();
+    // Redis's getMemoryOverheadData: what is not the data. zwindow's Lua
+    // allocates through the counted allocator (Redis's does not), so its
+    // VM counts here too, and so do the latency histograms (Redis leaves
+    // them in the dataset).
+    let overhead = startup
+        + clients_normal
+        + eval_caches
+        + function_caches
+        + lua
+        + (ks.tables + histograms) as u64;
+    let dataset = used.saturating_sub(overhead);
+    let net = if used > startup { used - startup } else { 1 };
+    // mimalloc's committed pages stand for jemalloc's active and resident
+    // memory; without them, Redis's fallback (RSS less Lua's, which its
+    // allocator does not hold).
+    let resident = crate::alloc::committed().unwrap_or_else(|| rss.saturating_sub(lua));
+    let active = resident;
+    let signed = |a: u64, b: u64| a as i64 - b as i64;
+    t.section("Memory");
+    t.bytes("used_memory", used);
+    t.bytes("used_memory_rss", rss);
+    t.bytes("used_memory_peak", peak);
+    t.field(
+        "used_memory_peak_perc",
+        format_args!("{:.2}%", ratio(used * 100, peak)),
+    );
+    t.field("used_memory_overhead", overhead);
+    t.field("used_memory_startup", startup);
+    t.field("used_memory_dataset", dataset);
+    t.field(
+        "used_memory_dataset_perc",
+        format_args!("{:.2}%", ratio(dataset * 100, net)),
+    );
+    t.field("allocator_allocated", used);
+    t.field("allocator_active", active);
+    t.field("allocator_resident", resident);
+    t.bytes("total_system_memory", total_system_memory());
+    // One Lua VM serves both EVAL and functions: it is reported as eval's.
+    t.field("used_memory_lua", lua);
+    t.field("used_memory_vm_eval", lua);
+    t.field("used_memory_lua_human", human(lua));
+    t.field("used_memory_scripts_eval", eval_caches);
+    t.field("number_of_cached_scripts", sc.cached_scripts.load(Relaxed));
+    t.field("number_of_functions", sc.functions_count.load(Relaxed));
+    t.field("number_of_libraries", sc.libraries_count.load(Relaxed));
+    t.field("used_memory_vm_functions", 0);
+    t.bytes("used_memory_vm_total", lua);
+    t.field("used_memory_functions", function_caches);
+    t.bytes("used_memory_scripts", eval_caches + function_caches);
+    // zwindow neither evicts nor limits memory (CONFIG allows only these).
+    t.bytes("maxmemory", 0);
+    t.field("maxmemory_policy", "noeviction");
+    t.field(
+        "allocator_frag_ratio",
+        format_args!("{:.2}", ratio(active, used)),
+    );
+    t.field("allocator_frag_bytes", active.saturating_sub(used));
+    t.field(
+        "allocator_rss_ratio",
+        format_args!("{:.2}", ratio(resident, active)),
+    );
+    t.field("allocator_rss_bytes", signed(resident, active));
+    t.field(
+        "rss_overhead_ratio",
+        format_args!("{:.2}", ratio(rss, resident)),
+    );
+    t.field("rss_overhead_bytes", signed(rss, resident));
+    t.field(
+        "mem_fragmentation_ratio",
+        format_args!("{:.2}", ratio(rss, used)),
+    );
+    t.field("mem_fragmentation_bytes", signed(rss, used));
+    // Replica and AOF buffers, which zwindow does not have.
+    t.field("mem_not_counted_for_evict", 0);
+    t.field("mem_replication_backlog", 0);
+    t.field("mem_total_replication_buffers", 0);
+    t.field("mem_clients_slaves", 0);
+    t.field("mem_clients_normal", clients_normal);
+    t.field("mem_cluster_links", 0);
+    t.field("mem_aof_buffer", 0);
+    t.field("mem_allocator", crate::alloc::name());
+    t.field("active_defrag_running", 0);
+    // zwindow frees synchronously (FLUSHALL ASYNC included).
+    t.field("lazyfree_pending_objects", 0);
+    t.field("lazyfreed_objects", 0);
+}
+
+fn persistence(t: &mut Text, shared: &Shared) {
+    // What a redis-server that has never saved shows: zwindow keeps its
+    // data in memory only.
+    let last_save = shared.last_save.load(Relaxed);
+    t.section("Persistence");
+    for (name, value) in [
+        ("loading", "0"),
+        ("async_loading", "0"),
+        ("current_cow_peak", "0"),
+        ("current_cow_size", "0"),
+        ("current_cow_size_age", "0"),
+        ("current_fork_perc", "0.00"),
+        ("current_save_keys_processed", "0"),
+        ("current_save_keys_total", "0"),
+        ("rdb_changes_since_last_save", "0"),
+        ("rdb_bgsave_in_progress", "0"),
+    ] {
+        t.field(name, value);
+    }
+    t.field("rdb_last_save_time", last_save);
+    for (name, value) in [
+        ("rdb_last_bgsave_status", "ok"),
+        ("rdb_last_bgsave_time_sec", "-1"),
+        ("rdb_current_bgsave_time_sec", "-1"),
+        ("rdb_saves", "0"),
+        ("rdb_last_cow_size", "0"),
+        ("rdb_last_load_keys_expired", "0"),
+        ("rdb_last_load_keys_loaded", "0"),
+        ("aof_enabled", "0"),
+        ("aof_rewrite_in_progress", "0"),
+        ("aof_rewrite_scheduled", "0"),
+        ("aof_last_rewrite_time_sec", "-1"),
+        ("aof_current_rewrite_time_sec", "-1"),
+        ("aof_last_bgrewrite_status", "ok"),
+        ("aof_rewrites", "0"),
+        ("aof_rewrites_consecutive_failures", "0"),
+        ("aof_last_write_status", "ok"),
+        ("aof_last_cow_size", "0"),
+        ("module_fork_in_progress", "0"),
+        ("module_fork_last_cow_size", "0"),
+    ] {
+        t.field(name, value);
+    }
+}
+
+fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
+    let st = &shared.stats;
+    let expire = st.expire.get();
+    let kbps = |m: Metric| format!("{:.2}", st.instantaneous.get(m) as f64 / 1024.0);
+    t.section("Stats");
+    t.field(
+        "total_connections_received",
+        shared.clients.total_connections.load(Relaxed),
+    );
+    t.field(
+        "total_commands_processed",
+        st.commands_processed.load(Relaxed),
+    );
+    t.field(
+        "instantaneous_ops_per_sec",
+        st.instantaneous.get(Metric::Commands),
+    );
+    t.field("total_net_input_bytes", st.net_input_bytes.load(Relaxed));
+    t.field("total_net_output_bytes", st.net_output_bytes.load(Relaxed));
+    t.field("total_net_repl_input_bytes", 0);
+    t.field("total_net_repl_output_bytes", 0);
+    t.field("instantaneous_input_kbps", kbps(Metric::NetInput));
+    t.field("instantaneous_output_kbps", kbps(Metric::NetOutput));
+    t.field("instantaneous_input_repl_kbps", "0.00");
+    t.field("instantaneous_output_repl_kbps", "0.00");
+    t.field(
+        "rejected_connections",
+        st.rejected_connections.load(Relaxed),
+    );
+    t.field("sync_full", 0);
+    t.field("sync_partial_ok", 0);
+    t.field("sync_partial_err", 0);
+    t.field("expired_keys", ks.expired_keys);
+    t.field(
+        "expired_stale_perc",
+        format_args!("{:.2}", expire.stale_perc * 100.0),
+    );
+    t.field("expired_time_cap_reached_count", expire.time_cap_reached);
+    t.field("expire_cycle_cpu_milliseconds", expire.cycle_usec / 1000);
+    // No eviction: maxmemory is always 0.
+    t.field("evicted_keys", 0);
+    t.field("evicted_clients", 0);
+    t.field("total_eviction_exceeded_time", 0);
+    t.field("current_eviction_exceeded_time", 0);
+    t.field("keyspace_hits", ks.hits);
+    t.field("keyspace_misses", ks.misses);
+    t.field("pubsub_channels", shared.pubsub.channels(None).len());
+    t.field("pubsub_patterns", shared.pubsub.numpat());
+    // Shard channels (SSUBSCRIBE) are not implemented.
+    t.field("pubsubshard_channels", 0);
+    // No fork (no persistence), MIGRATE, replicas, defragmentation or
+    // client tracking.
+    for name in [
+        "latest_fork_usec",
+        "total_forks",
+        "migrate_cached_sockets",
+        "slave_expires_tracked_keys",
+        "active_defrag_hits",
+        "active_defrag_misses",
+        "active_defrag_key_hits",
+        "active_defrag_key_misses",
+        "total_active_defrag_time",
+        "current_active_defrag_time",
+        "tracking_total_keys",
+        "tracking_total_items",
+        "tracking_total_prefixes",
+        // Errors in what a master or the AOF sends: neither exists.
+        "unexpected_error_replies",
+    ] {
+        t.field(name, 0);
+    }
+    t.field("total_error_replies", st.error_replies.load(Relaxed));
+    // Deep sanitization of DUMP payloads is off by default in Redis.
+    t.field("dump_payload_sanitizations", 0);
+    t.field("total_reads_processed", st.reads_processed.load(Relaxed));
+    t.field("total_writes_processed", st.writes_processed.load(Relaxed));
+    t.field("io_threaded_reads_processed", 0);
+    t.field("io_threaded_writes_processed", 0);
+    t.field(
+        "reply_buffer_shrinks",
+        st.reply_buffer_shrinks.load(Relaxed),
+    );
+    t.field(
+        "reply_buffer_expands",
+        st.reply_buffer_expands.load(Relaxed),
+    );
+}
+
+/// A master without replicas (zwindow has no replication).
+fn replication(t: &mut Text) {
+    // Redis's replication ID: random per start, apart from the run ID.
+    static REPLID: OnceLock<String> = OnceLock::new();
+    let replid = REPLID.get_or_init(|| {
+        (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+            .collect()
+    });
+    t.section("Replication");
+    t.field("role", "master");
+    t.field("connected_slaves", 0);
+    t.field("master_failover_state", "no-failover");
+    t.field("master_replid", replid);
+    t.field("master_replid2", "0".repeat(40));
+    t.field("master_repl_offset", 0);
+    t.field("second_repl_offset", -1);
+    t.field("repl_backlog_active", 0);
+    // Redis's default repl-backlog-size.
+    t.field("repl_backlog_size", 1048576);
+    t.field("repl_backlog_first_byte_offset", 0);
+    t.field("repl_backlog_histlen", 0);
+}
+
+/// CPU time in Redis's `%ld.%06ld` form.
+struct CpuTime(libc::timeval);
+
+impl Display for CpuTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:06}", self.0.tv_sec, self.0.tv_usec)
+    }
+}
+
+fn rusage(who: libc::c_int) -> (CpuTime, CpuTime) {
+    // SAFETY: getrusage fills the zeroed struct (left zero on failure).
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut ru);
+        ru
+    };
+    (CpuTime(ru.ru_stime), CpuTime(ru.ru_utime))
+}
+
+fn cpu(t: &mut Text) {
+    let (sys, user) = rusage(libc::RUSAGE_SELF);
+    let (csys, cuser) = rusage(libc::RUSAGE_CHILDREN);
+    t.section("CPU");
+    t.field("used_cpu_sys", sys);
+    t.field("used_cpu_user", user);
+    t.field("used_cpu_sys_children", csys);
+    t.field("used_cpu_user_children", cuser);
+    // Redis's main thread runs the commands: here, the thread running
+    // this one (the connection worker, or the script runner for scripts).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let (msys, muser) = rusage(libc::RUSAGE_THREAD);
+        t.field("used_cpu_sys_main_thread", msys);
+        t.field("used_cpu_user_main_thread", muser);
+    }
+}
+
+/// Every command and subcommand, with its `parent|sub` name.
+fn every_command() -> impl Iterator<Item = (String, &'static Command)> {
+    all_commands().flat_map(|c| {
+        let subs = c
+            .subcommands
+            .iter()
+            .map(move |sub| (format!("{}|{}", c.name, sub.name), sub));
+        std::iter::once((c.name.to_string(), c)).chain(subs)
+    })
+}
+
+fn commandstats(t: &mut Text) {
+    for (name, cmd) in every_command() {
+        let st = CallStats::of(cmd);
+        let (calls, usec) = (st.calls.load(Relaxed), st.usec.load(Relaxed));
+        let (rejected, failed) = (st.rejected.load(Relaxed), st.failed.load(Relaxed));
+        if calls + rejected + failed == 0 {
+            continue;
+        }
+        let per_call = ratio(usec, calls);
+        t.field(
+            &format!("cmdstat_{name}"),
+            format_args!("calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}"),
+        );
+    }
+}
+
+/// `latency_percentiles_usec_<cmd>:p50=…,p99=…` for every command called
+/// since the start (or CONFIG RESETSTAT).
+fn latencystats(t: &mut Text, percentiles: &[f64]) {
+    for (name, cmd) in every_command() {
+        let Some(values) = CallStats::of(cmd).latency.percentiles(percentiles) else {
+            continue;
+        };
+        let parts: Vec<String> = percentiles
+            .iter()
+            .zip(values)
+            .map(|(p, ns)| {
+                format!(
+                    "p{}={:.3}",
+                    crate::config::fmt_percentile(*p),
+                    ns as f64 / 1000.0
+                )
+            })
+            .collect();
+        t.field(&format!("latency_percentiles_usec_{name}"), parts.join(","));
+    }
+}
+
+/// Redis's `bytesToHuman`.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["K", "M", "G", "T", "P"];
+    if bytes < 1024 {
+        return format!("{bytes}B");
+    }
+    let mut scaled = bytes as f64 / 1024.0;
+    for unit in UNITS {
+        if scaled < 1024.0 {
+            return format!("{scaled:.2}{unit}");
+        }
+        scaled /= 1024.0;
+    }
+    format!("{bytes}B")
+}
+
+fn page_size() -> u64 {
+    // SAFETY: a plain query.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as u64 } else { 4096 }
+}
+
+/// Physical memory, as Redis's `getPhysicalMemory` (0 if unknown).
+fn total_system_memory() -> u64 {
+    // SAFETY: a plain query.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    if pages > 0 {
+        pages as u64 * page_size()
+    } else {
+        0
+    }
+}
+
+/// Resident set size from /proc/self/statm (0 where unavailable).
+pub(crate) fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
+        .map_or(0, |pages| pages * page_size())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_as_redis() {
+        assert_eq!(human(0), "0B");
+        assert_eq!(human(1023), "1023B");
+        assert_eq!(human(965744), "943.11K");
+        assert_eq!(human(12263424), "11.70M");
+        assert_eq!(human(25276502016), "23.54G");
+        assert_eq!(human(3 << 40), "3.00T");
+    }
+
+    #[test]
+    fn selection_as_redis() {
+        let sel = |args: &[&str]| {
+            Selection::parse(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        let s = sel(&[]);
+        assert!(s.wants("server") && s.wants("modules") && !s.wants("commandstats"));
+        let s = sel(&["cpu", "memory"]);
+        assert!(s.wants("cpu") && s.wants("memory") && !s.wants("server"));
+        let s = sel(&["cpu", "all"]);
+        assert!(s.wants("latencystats") && s.wants("server"));
+        let s = sel(&["default", "latencystats"]);
+        assert!(s.wants("latencystats") && s.wants("keyspace") && !s.wants("commandstats"));
+    }
+}

@@ -1,0 +1,469 @@
+//! Statistics INFO reports beyond plain counters: the instantaneous rates
+//! sampled every 100 ms, recent peaks of client buffers, per-command
+//! latency histograms, the active-expiry figures, and the 100 ms task that
+//! samples them (Redis's `serverCron` does the same work at `hz`).
+//!
+//! Everything a command or a connection touches is an atomic updated with
+//! `Relaxed` ordering and no allocation; locks are taken only by the
+//! sampler, the expiry cycle and INFO itself.
+
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::server::Shared;
+
+/// Counts itself in a gauge while it lives.
+pub struct Gauge<'a>(&'a AtomicU64);
+
+impl<'a> Gauge<'a> {
+    pub fn enter(gauge: &'a AtomicU64) -> Gauge<'a> {
+        gauge.fetch_add(1, Relaxed);
+        Gauge(gauge)
+    }
+}
+
+impl Drop for Gauge<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Samples per instantaneous metric (Redis's `STATS_METRIC_SAMPLES`).
+const METRIC_SAMPLES: usize = 16;
+/// How often the sampler runs (Redis's `run_with_period(100)`).
+const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
+
+/// The rates INFO stats reports as `instantaneous_*`.
+#[derive(Debug, Clone, Copy)]
+pub enum Metric {
+    Commands = 0,
+    NetInput = 1,
+    NetOutput = 2,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Samples {
+    /// Per-second rates of the last [`METRIC_SAMPLES`] periods.
+    rates: [u64; METRIC_SAMPLES],
+    next: usize,
+    last_reading: u64,
+}
+
+/// Redis's `trackInstantaneousMetric`: every period, the rate since the
+/// previous reading goes into a ring; the metric is the ring's mean.
+#[derive(Default)]
+pub struct Instantaneous {
+    state: Mutex<(Option<Instant>, [Samples; 3])>,
+}
+
+impl Instantaneous {
+    /// Records one reading of every metric (commands, input and output bytes).
+    pub fn track(&self, now: Instant, readings: [u64; 3]) {
+        let mut st = self.state.lock();
+        let elapsed_ms = st.0.map_or(0, |t| now.duration_since(t).as_millis() as u64);
+        st.0 = Some(now);
+        for (s, reading) in st.1.iter_mut().zip(readings) {
+            // CONFIG RESETSTAT may have zeroed the counter since.
+            let delta = reading.saturating_sub(s.last_reading);
+            let rate = (delta * 1000).checked_div(elapsed_ms).unwrap_or(0);
+            s.rates[s.next] = rate;
+            s.next = (s.next + 1) % METRIC_SAMPLES;
+            s.last_reading = reading;
+        }
+    }
+
+    /// The mean rate per second over the ring (Redis's integer division).
+    pub fn get(&self, metric: Metric) -> u64 {
+        let st = self.state.lock();
+        st.1[metric as usize].rates.iter().sum::<u64>() / METRIC_SAMPLES as u64
+    }
+
+    /// CONFIG RESETSTAT: the counters restart from zero.
+    pub fn reset(&self) {
+        let mut st = self.state.lock();
+        st.0 = Some(Instant::now());
+        st.1 = Default::default();
+    }
+}
+
+/// Slots of [`RecentMax`] (Redis's `CLIENTS_PEAK_MEM_USAGE_SLOTS`).
+const PEAK_SLOTS: usize = 8;
+
+/// The largest value seen over the last several seconds, one slot per
+/// second (Redis's `client_recent_max_input_buffer` bookkeeping). Noting a
+/// value is a load and, only for a new maximum, one atomic max.
+#[derive(Default)]
+pub struct RecentMax {
+    slots: [AtomicU64; PEAK_SLOTS],
+    current: AtomicUsize,
+}
+
+impl RecentMax {
+    pub fn note(&self, value: u64) {
+        let slot = &self.slots[self.current.load(Relaxed) % PEAK_SLOTS];
+        if value > slot.load(Relaxed) {
+            slot.fetch_max(value, Relaxed);
+        }
+    }
+
+    /// Moves to the slot of `unix_secs` and clears the oldest one, which the
+    /// next second will use.
+    fn rotate(&self, unix_secs: u64) {
+        let i = (unix_secs % PEAK_SLOTS as u64) as usize;
+        self.slots[(i + 1) % PEAK_SLOTS].store(0, Relaxed);
+        self.current.store(i, Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|s| s.load(Relaxed))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// What the active expiry cycle reports (Redis's `stat_expired_*` and
+/// each database's `avg_ttl`).
+#[derive(Default)]
+pub struct ExpireStats {
+    inner: Mutex<ExpireFigures>,
+}
+
+#[derive(Default, Clone)]
+pub struct ExpireFigures {
+    /// Running estimate of the share of keys with a TTL that are already
+    /// expired (0..1).
+    pub stale_perc: f64,
+    /// Cycles that stopped at their time budget.
+    pub time_cap_reached: u64,
+    /// Microseconds spent in expiry cycles.
+    pub cycle_usec: u64,
+    /// Running estimate of the remaining TTL (ms) of each database's keys.
+    pub avg_ttl: Vec<u64>,
+}
+
+/// One cycle's observations, folded into [`ExpireStats`].
+pub struct ExpireCycle {
+    pub sampled: u64,
+    pub expired: u64,
+    pub timed_out: bool,
+    pub elapsed: Duration,
+    /// Per database: `Some((sum of remaining TTLs in ms, keys))` of the
+    /// sampled keys (`(0, 0)`: nothing to conclude), `None` when it has no
+    /// key with a TTL.
+    pub ttls: Vec<Option<(u64, u64)>>,
+}
+
+impl ExpireStats {
+    /// Redis's `activeExpireCycle` bookkeeping: exponential averages of the
+    /// stale share (5% new) and of each database's TTL (2% new).
+    pub fn record(&self, c: &ExpireCycle) {
+        let mut f = self.inner.lock();
+        let current = if c.sampled > 0 {
+            c.expired as f64 / c.sampled as f64
+        } else {
+            0.0
+        };
+        f.stale_perc = current * 0.05 + f.stale_perc * 0.95;
+        f.time_cap_reached += u64::from(c.timed_out);
+        f.cycle_usec += c.elapsed.as_micros() as u64;
+        if f.avg_ttl.len() < c.ttls.len() {
+            f.avg_ttl.resize(c.ttls.len(), 0);
+        }
+        for (avg, seen) in f.avg_ttl.iter_mut().zip(&c.ttls) {
+            match *seen {
+                None => *avg = 0,
+                Some((_, 0)) => {}
+                Some((sum, n)) => {
+                    let sample = sum / n;
+                    if *avg == 0 {
+                        *avg = sample;
+                    }
+                    *avg = (*avg / 50) * 49 + sample / 50;
+                }
+            }
+        }
+    }
+
+    pub fn get(&self) -> ExpireFigures {
+        self.inner.lock().clone()
+    }
+
+    /// CONFIG RESETSTAT (the TTL estimates are state, not statistics).
+    pub fn reset(&self) {
+        let mut f = self.inner.lock();
+        f.stale_perc = 0.0;
+        f.time_cap_reached = 0;
+        f.cycle_usec = 0;
+    }
+}
+
+/// Redis's latency histograms: HdrHistogram over 1 ns ..= 1 s with two
+/// significant digits. The bucket layout is HdrHistogram's own, so the
+/// percentiles INFO latencystats prints are the values Redis prints for
+/// the same durations. Recording is one atomic add into a fixed array,
+/// allocated on a command's first call (24 KiB, as Redis's).
+#[derive(Default)]
+pub struct LatencyHistogram {
+    counts: OnceLock<Box<[AtomicU64]>>,
+}
+
+/// HdrHistogram's configuration for (1, 1e9, 2 significant figures).
+mod hdr {
+    /// `ceil(log2(2 * 10^2)) - 1`.
+    pub const SUB_BUCKET_HALF_COUNT_MAGNITUDE: u32 = 7;
+    pub const SUB_BUCKET_HALF_COUNT: usize = 1 << SUB_BUCKET_HALF_COUNT_MAGNITUDE;
+    pub const SUB_BUCKET_COUNT: usize = SUB_BUCKET_HALF_COUNT * 2;
+    pub const SUB_BUCKET_MASK: u64 = SUB_BUCKET_COUNT as u64 - 1;
+    pub const MIN_VALUE: u64 = 1;
+    pub const MAX_VALUE: u64 = 1_000_000_000;
+    /// Buckets needed to cover `MAX_VALUE`: 256 << 22 > 1e9.
+    pub const BUCKET_COUNT: usize = 23;
+    pub const COUNTS_LEN: usize = (BUCKET_COUNT + 1) * SUB_BUCKET_HALF_COUNT;
+
+    fn bucket_index(value: u64) -> u32 {
+        let pow2ceiling = 64 - (value | SUB_BUCKET_MASK).leading_zeros();
+        pow2ceiling - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1)
+    }
+
+    fn sub_bucket_index(value: u64, bucket: u32) -> u64 {
+        value >> bucket
+    }
+
+    pub fn counts_index(value: u64) -> usize {
+        let bucket = bucket_index(value);
+        let sub = sub_bucket_index(value, bucket) as usize;
+        (((bucket + 1) as usize) << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + sub - SUB_BUCKET_HALF_COUNT
+    }
+
+    pub fn value_at_index(index: usize) -> u64 {
+        let mut bucket = (index >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) as i64 - 1;
+        let mut sub = (index & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT;
+        if bucket < 0 {
+            sub -= SUB_BUCKET_HALF_COUNT;
+            bucket = 0;
+        }
+        (sub as u64) << bucket
+    }
+
+    pub fn lowest_equivalent(value: u64) -> u64 {
+        let bucket = bucket_index(value);
+        sub_bucket_index(value, bucket) << bucket
+    }
+
+    pub fn highest_equivalent(value: u64) -> u64 {
+        let bucket = bucket_index(value);
+        let sub = sub_bucket_index(value, bucket) as usize;
+        let adjusted = if sub >= SUB_BUCKET_COUNT {
+            bucket + 1
+        } else {
+            bucket
+        };
+        lowest_equivalent(value) + (1u64 << adjusted) - 1
+    }
+}
+
+impl LatencyHistogram {
+    pub const fn new() -> LatencyHistogram {
+        LatencyHistogram {
+            counts: OnceLock::new(),
+        }
+    }
+
+    /// Records one call of `usec` microseconds (as Redis: in nanoseconds,
+    /// clamped to the tracked range).
+    pub fn record_usec(&self, usec: u64) {
+        let ns = usec
+            .saturating_mul(1000)
+            .clamp(hdr::MIN_VALUE, hdr::MAX_VALUE);
+        let counts = self
+            .counts
+            .get_or_init(|| (0..hdr::COUNTS_LEN).map(|_| AtomicU64::new(0)).collect());
+        if let Some(c) = counts.get(hdr::counts_index(ns)) {
+            c.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The counters' heap bytes (0 until the first call).
+    pub fn heap_bytes(&self) -> usize {
+        self.counts
+            .get()
+            .map_or(0, |c| std::mem::size_of_val::<[AtomicU64]>(c))
+    }
+
+    /// CONFIG RESETSTAT: as if never called (Redis frees the histogram).
+    pub fn reset(&self) {
+        if let Some(counts) = self.counts.get() {
+            for c in counts.iter() {
+                c.store(0, Relaxed);
+            }
+        }
+    }
+
+    /// The value (ns) at each percentile, as HdrHistogram's
+    /// `hdr_value_at_percentile`; `None` if nothing was recorded.
+    pub fn percentiles(&self, percentiles: &[f64]) -> Option<Vec<u64>> {
+        let counts: Vec<u64> = self.counts.get()?.iter().map(|c| c.load(Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let at = |p: f64| {
+            let p = p.min(100.0);
+            let wanted = ((p / 100.0 * total as f64) + 0.5) as u64;
+            let wanted = wanted.max(1);
+            let mut seen = 0;
+            let mut value = 0;
+            for (i, &c) in counts.iter().enumerate() {
+                seen += c;
+                if seen >= wanted {
+                    value = hdr::value_at_index(i);
+                    break;
+                }
+            }
+            if p == 0.0 {
+                hdr::lowest_equivalent(value)
+            } else {
+                hdr::highest_equivalent(value)
+            }
+        };
+        Some(percentiles.iter().map(|&p| at(p)).collect())
+    }
+}
+
+/// The 100 ms sampler: instantaneous rates, the peak of used memory, the
+/// client-buffer peak slots. Runs on the background thread until shutdown.
+pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(SAMPLE_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        sample(&shared);
+    }
+}
+
+/// One sampler pass.
+pub fn sample(shared: &Shared) {
+    let st = &shared.stats;
+    st.instantaneous.track(
+        Instant::now(),
+        [
+            st.commands_processed.load(Relaxed),
+            st.net_input_bytes.load(Relaxed),
+            st.net_output_bytes.load(Relaxed),
+        ],
+    );
+    note_peak_memory(shared);
+    let secs = shared.clock.now_ms() / 1000;
+    st.recent_max_input.rotate(secs);
+    st.recent_max_output.rotate(secs);
+}
+
+/// Raises the recorded peak to the current use; returns the current use.
+pub fn note_peak_memory(shared: &Shared) -> u64 {
+    let used = crate::alloc::allocated().unwrap_or(0);
+    shared.stats.peak_memory.fetch_max(used, Relaxed);
+    used
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(h: &LatencyHistogram, p: &[f64]) -> Vec<String> {
+        h.percentiles(p)
+            .unwrap_or_default()
+            .iter()
+            .map(|v| format!("{:.3}", *v as f64 / 1000.0))
+            .collect()
+    }
+
+    /// Values redis-server 7.0 printed for the same single calls.
+    #[test]
+    fn percentiles_match_hdr_histogram() {
+        let h = LatencyHistogram::new();
+        assert!(h.percentiles(&[50.0]).is_none());
+        h.record_usec(3);
+        assert_eq!(ms(&h, &[50.0, 99.0, 99.9]), ["3.007", "3.007", "3.007"]);
+        let h = LatencyHistogram::new();
+        h.record_usec(18);
+        assert_eq!(ms(&h, &[50.0]), ["18.047"]);
+        let h = LatencyHistogram::new();
+        h.record_usec(4);
+        assert_eq!(ms(&h, &[0.0, 0.1, 100.0]), ["4.000", "4.015", "4.015"]);
+        let h = LatencyHistogram::new();
+        h.record_usec(0);
+        assert_eq!(ms(&h, &[50.0]), ["0.001"]);
+        h.reset();
+        assert!(h.percentiles(&[50.0]).is_none());
+    }
+
+    #[test]
+    fn percentiles_split_a_distribution() {
+        let h = LatencyHistogram::new();
+        for _ in 0..99 {
+            h.record_usec(1);
+        }
+        h.record_usec(5_000_000);
+        let v = h.percentiles(&[50.0, 99.0, 100.0]).unwrap_or_default();
+        assert_eq!(v[0], hdr::highest_equivalent(1000));
+        assert_eq!(v[1], hdr::highest_equivalent(1000));
+        // Clamped to the tracked maximum (1 s).
+        assert_eq!(v[2], hdr::highest_equivalent(hdr::MAX_VALUE));
+        assert!(hdr::counts_index(hdr::MAX_VALUE) < hdr::COUNTS_LEN);
+    }
+
+    #[test]
+    fn instantaneous_is_the_mean_of_the_ring() {
+        let m = Instantaneous::default();
+        let t = Instant::now();
+        m.track(t, [0, 0, 0]);
+        m.track(t + Duration::from_millis(100), [100, 1000, 0]);
+        // 1000/s for one sample out of 16.
+        assert_eq!(m.get(Metric::Commands), 1000 / 16);
+        assert_eq!(m.get(Metric::NetInput), 10000 / 16);
+        m.reset();
+        assert_eq!(m.get(Metric::Commands), 0);
+    }
+
+    #[test]
+    fn recent_max_forgets_after_the_ring() {
+        let r = RecentMax::default();
+        r.rotate(0);
+        r.note(10);
+        r.note(5);
+        assert_eq!(r.get(), 10);
+        // Kept for the slots' span less the one cleared ahead.
+        for s in 1..PEAK_SLOTS as u64 - 1 {
+            r.rotate(s);
+        }
+        assert_eq!(r.get(), 10);
+        r.rotate(PEAK_SLOTS as u64 - 1);
+        assert_eq!(r.get(), 0);
+    }
+
+    #[test]
+    fn expire_averages_as_redis() {
+        let e = ExpireStats::default();
+        e.record(&ExpireCycle {
+            sampled: 20,
+            expired: 20,
+            timed_out: true,
+            elapsed: Duration::from_micros(1500),
+            ttls: vec![Some((5000, 1)), None],
+        });
+        let f = e.get();
+        assert!((f.stale_perc - 0.05).abs() < 1e-9);
+        assert_eq!(f.time_cap_reached, 1);
+        assert_eq!(f.cycle_usec, 1500);
+        assert_eq!(f.avg_ttl, [(5000 / 50) * 49 + 5000 / 50, 0]);
+    }
+}
