@@ -256,7 +256,11 @@ setmt(G, {
     error_("Script attempted to access nonexistent global variable '" .. tostring_(k) .. "'", 2)
   end,
 })
-setmt(env, { __index = G, __newindex = ro_newindex, __metatable = false })
+-- getmetatable(_G) answers a read-only table, as Redis's read-only globals
+-- do (so `getmetatable(_G).__index = …` fails as a modification), without
+-- handing out the real metatable, whose __index is the real globals.
+local shown_mt = readonly({})
+setmt(env, { __index = G, __newindex = ro_newindex, __metatable = shown_mt })
 protected[env] = true
 G._G = env
 
@@ -420,7 +424,7 @@ local fenv = setmt({}, {
     return v
   end,
   __newindex = ro_newindex,
-  __metatable = false,
+  __metatable = shown_mt,
 })
 protected[fenv] = true
 

@@ -93,6 +93,7 @@ fn valid_name(name: &str) -> bool {
 impl Engine {
     /// FUNCTION LOAD: returns the library name.
     pub fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
+        self.collect_now_and_then();
         let (name, start) = parse_metadata(code)?;
         if !replace && self.libraries.contains_key(&name) {
             return Err(format!("ERR Library '{name}' already exists"));

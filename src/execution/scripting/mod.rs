@@ -352,6 +352,8 @@ pub struct Engine {
     /// bootstrap.lua's `load_library(chunk)`.
     load_library: Function,
     busy: Arc<Busy>,
+    /// Scripts run, for the periodic collection.
+    runs: u32,
     /// FUNCTION libraries by name (sorted: FUNCTION LIST is deterministic).
     pub libraries: std::collections::BTreeMap<String, functions::Library>,
     /// Lower-cased function name → its library (FCALL names are
@@ -484,6 +486,7 @@ impl Engine {
             fenv,
             load_library,
             busy: engine_busy,
+            runs: 0,
             libraries: Default::default(),
             function_index: HashMap::new(),
         })
@@ -626,7 +629,18 @@ impl Engine {
             let _ = self.globals.raw_set("ARGV", Value::Nil);
         }
         self.restore_hook();
+        self.collect_now_and_then();
         shared.scripting.update_stats(self);
+    }
+
+    /// Like Redis, collects now and then between scripts (and library
+    /// loads) rather than let Lua's own pacing double the heap (and
+    /// used_memory_lua) first.
+    pub fn collect_now_and_then(&mut self) {
+        self.runs = self.runs.wrapping_add(1);
+        if self.runs.is_multiple_of(GC_EVERY) {
+            let _ = self.lua.gc_collect();
+        }
     }
 
     /// Puts the every-`HOOK_EVERY` hook back after a killed script.
@@ -643,6 +657,9 @@ impl Engine {
 /// normally: often enough for SCRIPT KILL to act within milliseconds,
 /// rarely enough to cost nothing measurable.
 const HOOK_EVERY: u32 = 10_000;
+/// Scripts between two full collections of the Lua heap (Redis steps its
+/// collector every 50 scripts).
+const GC_EVERY: u32 = 50;
 
 /// Installs the instruction-count hook through which SCRIPT KILL, shutdown
 /// and FUNCTION LOAD's timeout reach a running script as errors.
