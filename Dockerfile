@@ -15,4 +15,6 @@ COPY --from=build /src/target/release/zwindow /usr/local/bin/zwindow
 USER zwindow
 EXPOSE 6379
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 CMD redis-cli -p 6379 ping | grep -q PONG
-ENTRYPOINT ["zwindow", "--bind", "0.0.0.0"]
+# Like the official redis image, protected mode is off: a container is
+# reachable only through the ports it publishes.
+ENTRYPOINT ["zwindow", "--bind", "0.0.0.0", "--protected-mode", "no"]

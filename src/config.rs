@@ -64,9 +64,22 @@ pub struct Args {
     /// Accepted for redis-server compatibility; zwindow does not persist.
     #[arg(long, hide = true)]
     pub appendonly: Option<String>,
-    /// Accepted for redis-server compatibility; ignored.
-    #[arg(long, hide = true)]
-    pub protected_mode: Option<String>,
+    /// Redis's protected mode (yes|no): without a password, only loopback
+    /// clients (127.0.0.1, ::1) are served; others get `-DENIED`.
+    #[arg(long, default_value = "yes")]
+    pub protected_mode: String,
+    /// Most clients connected at once (more are refused at accept).
+    #[arg(long)]
+    pub maxclients: Option<usize>,
+    /// Seconds between TCP keepalive probes on client sockets (0: off).
+    #[arg(long)]
+    pub tcp_keepalive: Option<u64>,
+    /// Close clients idle for this many seconds (0: never).
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// The listen backlog.
+    #[arg(long)]
+    pub tcp_backlog: Option<u32>,
     /// Accepted for redis-server compatibility; use --log-level.
     #[arg(long, hide = true)]
     pub loglevel: Option<String>,
@@ -165,6 +178,12 @@ pub struct Config {
     list_max_listpack_size: AtomicI64,
     proto_max_bulk_len: AtomicI64,
     maxclients: AtomicUsize,
+    protected_mode: AtomicBool,
+    /// `tcp-keepalive` and `timeout`, in seconds (0: off).
+    tcp_keepalive: AtomicU64,
+    timeout: AtomicU64,
+    /// `tcp-backlog` (read at startup only, as in Redis).
+    pub tcp_backlog: u32,
     /// `min-replicas-to-write` / `min-replicas-max-lag`: zwindow has no
     /// replicas, so with both set every write is refused as by a Redis
     /// master that lost its replicas.
@@ -222,7 +241,13 @@ impl Config {
             hash_max_listpack_value: AtomicUsize::new(64),
             list_max_listpack_size: AtomicI64::new(-2),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
-            maxclients: AtomicUsize::new(10_000),
+            maxclients: AtomicUsize::new(args.maxclients.unwrap_or(10_000).max(1)),
+            protected_mode: AtomicBool::new(
+                parse_bool(args.protected_mode.as_bytes()).ok_or("invalid --protected-mode")?,
+            ),
+            tcp_keepalive: AtomicU64::new(args.tcp_keepalive.unwrap_or(300)),
+            timeout: AtomicU64::new(args.timeout.unwrap_or(0)),
+            tcp_backlog: args.tcp_backlog.unwrap_or(511),
             min_replicas_to_write: AtomicUsize::new(0),
             min_replicas_max_lag: AtomicUsize::new(10),
             obuf_limits: [
@@ -307,6 +332,23 @@ impl Config {
 
     pub fn busy_reply_threshold(&self) -> u64 {
         self.busy_reply_threshold.load(Relaxed).max(0) as u64
+    }
+
+    pub fn protected_mode(&self) -> bool {
+        self.protected_mode.load(Relaxed)
+    }
+
+    pub fn tcp_keepalive_secs(&self) -> u64 {
+        self.tcp_keepalive.load(Relaxed)
+    }
+
+    pub fn timeout_secs(&self) -> u64 {
+        self.timeout.load(Relaxed)
+    }
+
+    /// Lowers `maxclients` to what the open-files limit allows (startup).
+    pub fn set_maxclients(&self, n: usize) {
+        self.maxclients.store(n.max(1), Relaxed);
     }
 
     pub fn maxclients(&self) -> usize {
@@ -681,6 +723,48 @@ const PARAMS: &[Param] = &[
             }
             Ok(())
         }),
+    },
+    Param {
+        name: "protected-mode",
+        alias: None,
+        get: |c| if c.protected_mode() { "yes" } else { "no" }.into(),
+        set: Some(|c, v, apply| {
+            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+            if apply {
+                c.protected_mode.store(on, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "tcp-keepalive",
+        alias: None,
+        get: |c| c.tcp_keepalive_secs().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::from(i32::MAX))?;
+            if apply {
+                c.tcp_keepalive.store(n as u64, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "timeout",
+        alias: None,
+        get: |c| c.timeout_secs().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::from(i32::MAX))?;
+            if apply {
+                c.timeout.store(n as u64, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "tcp-backlog",
+        alias: None,
+        get: |c| c.tcp_backlog.to_string(),
+        set: None,
     },
     Param {
         name: "latency-tracking",

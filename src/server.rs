@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
@@ -123,6 +122,9 @@ impl Shared {
     }
 }
 
+/// How long accepting pauses after it failed (out of file descriptors).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
 /// Binds, serves until a shutdown signal, then drains connections.
 pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::from_args(&args)?;
@@ -138,8 +140,9 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or("127.0.0.1")
         .trim_start_matches('-');
     let bind = if bind == "*" { "0.0.0.0" } else { bind };
-    let listener = TcpListener::bind((bind, args.port)).await?;
+    let listener = crate::network::listen(bind, args.port, config.tcp_backlog).await?;
     let local = listener.local_addr()?;
+    crate::network::adjust_open_files_limit(&config);
     config.port.store(local.port() as u32, Relaxed);
     let shards = args.shard_count();
     let shared = Arc::new(Shared::new(config, shards));
@@ -158,21 +161,34 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             .set(crate::keyspace::windows::parse_cli_rule(spec)?);
     }
     let background = spawn_background(shared.clone())?;
+    // The clients' cron runs beside the connections, on their threads: the
+    // memory it hands back is what those threads freed.
+    tokio::spawn(crate::network::cron(shared.clone(), shared.shutdown_rx()));
 
     let mut conns = JoinSet::new();
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    // Out of file descriptors, accept fails at once and would fail again at
+    // once: accepting pauses instead of spinning, and the clients already
+    // connected are served meanwhile.
+    let resume = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(resume);
+    let mut paused = false;
+    let mut last_warning: Option<Instant> = None;
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                if shared.clients.count() >= shared.config.maxclients() {
-                    shared.stats.rejected_connections.fetch_add(1, Relaxed);
-                    tokio::spawn(reject(stream));
-                    continue;
+            accepted = listener.accept(), if !paused => match accepted {
+                Ok((stream, peer)) => crate::network::admit(&shared, stream, peer, &mut conns),
+                Err(e) => {
+                    if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                        tracing::warn!("Accepting client connection: {e}");
+                        last_warning = Some(Instant::now());
+                    }
+                    paused = true;
+                    resume.as_mut().reset(tokio::time::Instant::now() + ACCEPT_PAUSE);
                 }
-                conns.spawn(crate::network::connection::run(shared.clone(), stream));
-            }
+            },
+            _ = &mut resume, if paused => paused = false,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = sigterm.recv() => { tracing::info!("SIGTERM received, shutting down"); break }
             _ = sigint.recv() => { tracing::info!("SIGINT received, shutting down"); break }
@@ -225,11 +241,4 @@ fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHan
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(kind)
-}
-
-async fn reject(mut stream: tokio::net::TcpStream) {
-    use tokio::io::AsyncWriteExt;
-    let _ = stream
-        .write_all(b"-ERR max number of clients reached\r\n")
-        .await;
 }

@@ -27,23 +27,23 @@ use crate::stats::Gauge;
 
 /// Bytes read per syscall at least; the buffer grows for larger requests.
 const READ_CHUNK: usize = 16 * 1024;
-/// Output buffers larger than this are released after a flush.
-const OUT_KEEP: usize = 1024 * 1024;
+/// Output buffers larger than this are released after a flush, and read
+/// buffers that grew past it for a big request once it is consumed: an idle
+/// connection holds what ordinary requests need, not its largest one's.
+const OUT_KEEP: usize = 256 * 1024;
+const READ_KEEP: usize = 256 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
 
-/// Serves one connection until it closes.
-pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
-    let addr = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let laddr = stream
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+/// Serves one connection until it closes. The accept loop registered it
+/// (so `maxclients` counts it from the moment it was accepted).
+pub async fn run(
+    shared: Arc<Shared>,
+    mut stream: TcpStream,
+    handle: Arc<ClientHandle>,
+    mut pushes: tokio::sync::mpsc::UnboundedReceiver<Push>,
+) {
     let _ = stream.set_nodelay(true);
-    let (handle, mut pushes) = shared.clients.register(addr, laddr);
     let mut client = Client::new(handle.clone(), shared.config.auth_required());
     let mut shutdown = shared.shutdown_rx();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -153,6 +153,10 @@ pub async fn run(shared: Arc<Shared>, mut stream: TcpStream) {
         let consumed = parser.consumed();
         rbuf.advance(consumed);
         parser.discard(consumed);
+        // A consumed view keeps its whole allocation alive; start afresh.
+        if rbuf.is_empty() && (consumed > READ_KEEP || rbuf.capacity() > READ_KEEP) {
+            rbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
         let stats = &shared.stats;
         stats
             .commands_processed

@@ -1,8 +1,203 @@
 //! The network layer: connections in, replies out.
 //!
-//! [`connection`] runs one client's socket: it reads whatever arrived, hands
-//! every complete request to the [`execution`](crate::execution) layer in
-//! order, and writes all their replies with one write. The accept loop that
-//! starts connections is in [`crate::server::run`], beside signal handling.
+//! [`admit`] decides what becomes of an accepted socket — refused past
+//! `maxclients`, denied by protected mode, or registered and served — and
+//! [`connection`] runs one client's socket: it reads whatever arrived,
+//! hands every complete request to the [`execution`](crate::execution)
+//! layer in order, and writes all their replies with one write. The accept
+//! loop itself is in [`crate::server::run`], beside signal handling; idle
+//! clients are closed by [`close_idle`] from the background cron.
 
 pub mod connection;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::task::JoinSet;
+
+use crate::server::Shared;
+
+/// Redis 7.0's text for a client refused by protected mode.
+pub const DENIED: &str = "-DENIED Redis is running in protected mode because protected \
+mode is enabled and no password is set for the default user. \
+In this mode connections are only accepted from the loopback interface. \
+If you want to connect from external computers to Redis you \
+may adopt one of the following solutions: \
+1) Just disable protected mode sending the command \
+'CONFIG SET protected-mode no' from the loopback interface \
+by connecting to Redis from the same host the server is \
+running, however MAKE SURE Redis is not publicly accessible \
+from internet if you do so. Use CONFIG REWRITE to make this \
+change permanent. \
+2) Alternatively you can just disable the protected mode by \
+editing the Redis configuration file, and setting the protected \
+mode option to 'no', and then restarting the server. \
+3) If you started the server manually just for testing, restart \
+it with the '--protected-mode no' option. \
+4) Setup a an authentication password for the default user. \
+NOTE: You only need to do one of the above things in order for \
+the server to start accepting connections from the outside.\r\n";
+
+/// Redis's `islocalClient` for TCP: the peer's address printed is exactly
+/// `127.0.0.1` or `::1` (an IPv4-mapped `::ffff:127.0.0.1` is not).
+pub fn is_local(peer: &SocketAddr) -> bool {
+    match peer.ip() {
+        IpAddr::V4(ip) => ip == Ipv4Addr::LOCALHOST,
+        IpAddr::V6(ip) => ip == Ipv6Addr::LOCALHOST,
+    }
+}
+
+/// Binds the listening socket with Redis's `tcp-backlog`.
+pub async fn listen(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host((bind, port)).await? {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr).and_then(|()| socket.listen(backlog)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other(format!("cannot resolve {bind}"))))
+}
+
+/// File descriptors kept beyond `maxclients` (Redis's
+/// `CONFIG_MIN_RESERVED_FDS`: listeners, logs, scripts' and tasks' own).
+const RESERVED_FDS: u64 = 32;
+
+/// Redis's `adjustOpenFilesLimit`: raises the soft open-files limit to
+/// `maxclients` + 32, as far as the hard limit allows, and lowers
+/// `maxclients` to fit what it got — so the server refuses clients with an
+/// error at the limit instead of failing to accept them.
+pub fn adjust_open_files_limit(config: &crate::config::Config) {
+    let wanted = config.maxclients() as u64 + RESERVED_FDS;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        tracing::warn!("Unable to obtain the current NOFILE limit, assuming 1024");
+        limit.rlim_cur = 1024;
+        limit.rlim_max = 1024;
+    } else if limit.rlim_cur < wanted {
+        let best = wanted.min(limit.rlim_max);
+        let raised = libc::rlimit {
+            rlim_cur: best,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: as above.
+        if best > limit.rlim_cur && unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            tracing::info!(
+                "Increased maximum number of open files to {best} (it was originally set to {}).",
+                limit.rlim_cur
+            );
+            limit.rlim_cur = best;
+        }
+    }
+    if limit.rlim_cur < wanted {
+        let fit = limit.rlim_cur.saturating_sub(RESERVED_FDS).max(1);
+        tracing::warn!(
+            "You requested maxclients of {} requiring at least {wanted} max file descriptors. \
+             Server can't set maximum open files to {wanted}: maxclients has been reduced to {fit} \
+             to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+            config.maxclients()
+        );
+        config.set_maxclients(fit as usize);
+    }
+}
+
+/// What becomes of an accepted socket, decided on the accept loop so that
+/// `maxclients` is exact however many connect at once: a client counts
+/// from the moment it is registered here.
+pub fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, conns: &mut JoinSet<()>) {
+    let config = &shared.config;
+    if shared.clients.count() >= config.maxclients() {
+        shared.stats.rejected_connections.fetch_add(1, Relaxed);
+        tokio::spawn(refuse(stream, "-ERR max number of clients reached\r\n"));
+        return;
+    }
+    if config.protected_mode() && !config.auth_required() && !is_local(&peer) {
+        shared.stats.rejected_connections.fetch_add(1, Relaxed);
+        tokio::spawn(refuse(stream, DENIED));
+        return;
+    }
+    set_keepalive(&stream, config.tcp_keepalive_secs());
+    let laddr = stream
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let (handle, pushes) = shared.clients.register(peer.to_string(), laddr);
+    conns.spawn(connection::run(shared.clone(), stream, handle, pushes));
+}
+
+/// Writes `reply` and closes, as Redis answers a client it will not serve.
+async fn refuse(mut stream: TcpStream, reply: &'static str) {
+    let _ = stream.write_all(reply.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Redis's `anetKeepAlive`: probes after `secs` idle, then every third of
+/// it, three times, so a vanished peer is noticed and its memory freed.
+fn set_keepalive(stream: &TcpStream, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let every = Duration::from_secs((secs / 3).max(1));
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(secs))
+        .with_interval(every)
+        .with_retries(3);
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive) {
+        tracing::debug!("cannot set TCP keepalive: {e}");
+    }
+}
+
+/// The clients' cron (Redis's `clientsCron`, for what zwindow needs of
+/// it): idle timeouts, checked ten times a second, and once a second the
+/// memory freed by connections (a big request's buffers) handed back to
+/// the operating system.
+pub async fn cron(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ticks = 0u64;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        close_idle(&shared);
+        ticks += 1;
+        if ticks.is_multiple_of(10) {
+            crate::alloc::release_free_memory();
+        }
+    }
+}
+
+/// Closes clients idle for longer than `timeout` seconds, as Redis's
+/// `clientsCronHandleTimeout`: never subscribers (RESP2 or RESP3 pub/sub)
+/// or blocked clients, whose silence is expected.
+pub fn close_idle(shared: &Shared) {
+    let timeout = shared.config.timeout_secs();
+    if timeout == 0 {
+        return;
+    }
+    for c in shared.clients.all() {
+        let subscribed = c.subs.load(Relaxed) > 0 || c.psubs.load(Relaxed) > 0;
+        if subscribed || c.blocked.load(Relaxed) {
+            continue;
+        }
+        if c.idle_secs() > timeout {
+            tracing::debug!(id = c.id, "closing idle client");
+            c.kill();
+        }
+    }
+}
