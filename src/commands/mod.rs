@@ -12,12 +12,14 @@
 //! keys, close, wait for a script), or an [`Error`], which becomes the
 //! error reply; a handler that returns an error has written nothing.
 
+pub mod bitmaps;
 pub mod connection;
 pub mod docs;
 pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod keys;
+pub mod lcs;
 pub mod lists;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
 #[rustfmt::skip]
@@ -49,6 +51,8 @@ pub static TABLE: &[&[Command]] = &[
     scripting::COMMANDS,
     functions::COMMANDS,
     strings::COMMANDS,
+    bitmaps::COMMANDS,
+    lcs::COMMANDS,
     hashes::COMMANDS,
     sets::COMMANDS,
     transactions::COMMANDS,
