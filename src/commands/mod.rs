@@ -28,6 +28,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod transactions;
 pub mod windows;
@@ -55,6 +56,7 @@ pub static TABLE: &[&[Command]] = &[
     lcs::COMMANDS,
     hashes::COMMANDS,
     sets::COMMANDS,
+    sort::COMMANDS,
     transactions::COMMANDS,
     windows::COMMANDS,
     lists::COMMANDS,
