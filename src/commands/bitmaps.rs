@@ -389,7 +389,6 @@ fn bitfield(ctx: &mut Ctx) -> CmdResult {
             ctx.out.int(read_field(&s.data, op));
             continue;
         }
-        changes += 1;
         let (reply, new) = if op.signed {
             let old = bitmap::get_signed(&s.data, op.offset, op.bits);
             let (incr, base) = match op.kind {
@@ -421,8 +420,10 @@ fn bitfield(ctx: &mut Ctx) -> CmdResult {
             Some(r) => {
                 ctx.out.int(r);
                 bitmap::set_unsigned(&mut s.data, op.offset, op.bits, new);
+                changes += 1;
             }
-            // OVERFLOW FAIL: nothing written, a null in the reply.
+            // OVERFLOW FAIL: nothing written (and no event for it, though
+            // the key was created), a null in the reply.
             None => ctx.out.null(),
         }
     }
