@@ -85,6 +85,22 @@ const INVOCATIONS: &[&str] = &[
     "SETRANGE k 0 v",
     "STRLEN k",
     "SUBSTR k 0 1",
+    "LCS a b IDX",
+    // Bitmaps.
+    "BITCOUNT k 0 -1 BIT",
+    "BITFIELD k SET u8 0 1 GET i4 0",
+    "BITFIELD_RO k GET u8 0",
+    "BITOP AND d a b c",
+    "BITOP NOT d a",
+    "BITPOS k 1 0 -1",
+    "GETBIT k 7",
+    "SETBIT k 7 1",
+    // Sort.
+    "SORT k",
+    "SORT k BY w_* GET # STORE d",
+    "SORT k STORE d LIMIT 0 1",
+    "sort k ALPHA store",
+    "SORT_RO k BY nosort GET h_*->f",
     // Keys.
     "COPY a b",
     "COPY a b DB 1 REPLACE",

@@ -12,12 +12,14 @@
 //! keys, close, wait for a script), or an [`Error`], which becomes the
 //! error reply; a handler that returns an error has written nothing.
 
+pub mod bitmaps;
 pub mod connection;
 pub mod docs;
 pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod keys;
+pub mod lcs;
 pub mod lists;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
 #[rustfmt::skip]
@@ -26,6 +28,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod transactions;
 pub mod windows;
@@ -49,8 +52,11 @@ pub static TABLE: &[&[Command]] = &[
     scripting::COMMANDS,
     functions::COMMANDS,
     strings::COMMANDS,
+    bitmaps::COMMANDS,
+    lcs::COMMANDS,
     hashes::COMMANDS,
     sets::COMMANDS,
+    sort::COMMANDS,
     transactions::COMMANDS,
     windows::COMMANDS,
     lists::COMMANDS,

@@ -93,7 +93,7 @@ pub static COMMANDS: &[Command] = &[
 
 /// The string at `key`: None if missing, WRONGTYPE for another type.
 /// `read` counts a keyspace hit or miss (Redis's `lookupKeyRead`).
-fn lookup_str<'a>(
+pub(crate) fn lookup_str<'a>(
     ks: &'a mut Keyspace<'_>,
     key: &[u8],
     read: bool,
@@ -110,7 +110,7 @@ fn lookup_str<'a>(
 }
 
 /// Redis's `checkStringLength`: the size limit of a string built in place.
-fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
+pub(crate) fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
     let total = len.checked_add(append);
     match total {
         Some(t) if t <= ctx.shared.config.proto_max_bulk_len().max(0) as u64 => Ok(Done),

@@ -9,6 +9,7 @@
 //! same thresholds, because the compact forms fix the order of replies
 //! (insertion order, sorted integers) that clients can observe.
 
+pub mod bitmap;
 pub mod dict;
 pub mod hash;
 pub mod ldouble;

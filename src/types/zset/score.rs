@@ -239,6 +239,23 @@ pub fn parse_score(s: &[u8]) -> Option<f64> {
     Some(r.value)
 }
 
+/// Parses a SORT weight the way Redis's `sortCommandGeneric` checks
+/// `strtod`: the text is a C string (it ends at a NUL), leading whitespace
+/// is skipped, an empty string is 0, nothing may follow the number, and
+/// NaN or a finite literal that overflows or underflows is rejected.
+pub(crate) fn parse_sort_weight(s: &[u8]) -> Option<f64> {
+    let s = s.split(|&b| b == 0).next().unwrap_or_default();
+    if s.is_empty() {
+        return Some(0.0);
+    }
+    let start = s.iter().position(|&b| !is_c_space(b))?;
+    let r = scan_full(&s[start..])?;
+    if r.overflow || r.underflow || r.value.is_nan() {
+        return None;
+    }
+    Some(r.value)
+}
+
 /// Parses one end of a score range (Redis `zslParseRange`): optional `(` for
 /// exclusive, then strtod with leading whitespace allowed, an empty literal
 /// meaning 0, and overflow saturating to infinity.
