@@ -134,6 +134,7 @@ pub(crate) fn encode(
         return None;
     }
     // C comparisons, which a NaN passes (the caller never has one).
+    #[allow(clippy::manual_range_contains)]
     if longitude > LONG_MAX || longitude < LONG_MIN || latitude > LAT_MAX || latitude < LAT_MIN {
         return None;
     }

@@ -13,9 +13,7 @@ import sys
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
 acl bgrewriteaof bgsave bitcount bitfield bitfield_ro bitop bitpos dump
-failover geoadd geodist geohash geopos georadius georadius_ro georadiusbymember
-georadiusbymember_ro geosearch geosearchstore getbit latency lcs lolwut migrate
-module monitor pfadd pfcount pfdebug pfmerge pfselftest psync readonly readwrite
+failover getbit latency lcs lolwut migrate module monitor psync readonly readwrite
 replconf replicaof restore role save setbit slaveof slowlog sort sort_ro spublish
 ssubscribe sunsubscribe sync wait xack xadd xautoclaim xclaim xdel xgroup xinfo
 xlen xpending xrange xread xreadgroup xrevrange xsetid xtrim
