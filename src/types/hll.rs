@@ -151,6 +151,19 @@ pub(crate) fn dense_put(regs: &mut [u8], i: usize, val: u8) {
     }
 }
 
+/// Calls `f(i, register i)` for every register of a dense array, four at
+/// a time from each 3 bytes (the hot loop of PFCOUNT and PFMERGE).
+fn dense_each(regs: &[u8], mut f: impl FnMut(usize, u8)) {
+    for (k, c) in regs.chunks_exact(3).take(REGISTERS / 4).enumerate() {
+        let (a, b, d) = (c[0], c[1], c[2]);
+        let i = k * 4;
+        f(i, a & 63);
+        f(i + 1, ((a >> 6) | (b << 2)) & 63);
+        f(i + 2, ((b >> 4) | (d << 4)) & 63);
+        f(i + 3, d >> 2);
+    }
+}
+
 /// Raises register `i` to `count` if lower; true if it changed.
 fn dense_set(regs: &mut [u8], i: usize, count: u8) -> bool {
     if count > dense_get(regs, i) {
@@ -457,10 +470,11 @@ pub(crate) fn set_register(
 /// `max[i] = max(max[i], register i)` over a valid HLL (`hllMerge`).
 pub(crate) fn merge_into(max: &mut [u8], data: &[u8]) -> Result<(), Corrupt> {
     if data[4] == DENSE {
-        let regs = &data[HDR..];
-        for (i, m) in max.iter_mut().enumerate().take(REGISTERS) {
-            *m = (*m).max(dense_get(regs, i));
-        }
+        dense_each(&data[HDR..], |i, v| {
+            if let Some(m) = max.get_mut(i) {
+                *m = (*m).max(v);
+            }
+        });
         return Ok(());
     }
     let (mut i, mut p) = (0usize, HDR);
@@ -533,10 +547,7 @@ fn tau(mut x: f64) -> f64 {
 pub(crate) fn count(data: &[u8]) -> Result<u64, Corrupt> {
     let mut histo = [0u64; 64];
     if data[4] == DENSE {
-        let regs = &data[HDR..];
-        for i in 0..REGISTERS {
-            histo[dense_get(regs, i) as usize] += 1;
-        }
+        dense_each(&data[HDR..], |_, v| histo[v as usize] += 1);
     } else {
         let (mut idx, mut p) = (0usize, HDR);
         while p < data.len() {
@@ -666,11 +677,17 @@ mod tests {
     fn dense_registers_roundtrip() {
         let mut regs = vec![0u8; DENSE_SIZE - HDR];
         for i in 0..REGISTERS {
-            dense_put(&mut regs, i, (i % 64) as u8);
+            dense_put(&mut regs, i, ((i * 7) % 64) as u8);
         }
         for i in 0..REGISTERS {
-            assert_eq!(dense_get(&regs, i), (i % 64) as u8);
+            assert_eq!(dense_get(&regs, i), ((i * 7) % 64) as u8);
         }
+        let mut n = 0;
+        dense_each(&regs, |i, v| {
+            assert_eq!(v, dense_get(&regs, i));
+            n += 1;
+        });
+        assert_eq!(n, REGISTERS);
     }
 
     #[test]
