@@ -169,6 +169,8 @@ pub struct Config {
     notify: AtomicU32,
     zset_max_listpack_entries: AtomicUsize,
     zset_max_listpack_value: AtomicUsize,
+    /// Size above which a sparse HyperLogLog turns dense.
+    hll_sparse_max_bytes: AtomicUsize,
     set_max_intset_entries: AtomicUsize,
     /// Stored and reported only: zwindow's lists are not LZF-compressed,
     /// which changes memory, never replies.
@@ -235,6 +237,7 @@ impl Config {
             notify: AtomicU32::new(notify),
             zset_max_listpack_entries: AtomicUsize::new(128),
             zset_max_listpack_value: AtomicUsize::new(64),
+            hll_sparse_max_bytes: AtomicUsize::new(3000),
             set_max_intset_entries: AtomicUsize::new(512),
             list_compress_depth: AtomicUsize::new(0),
             hash_max_listpack_entries: AtomicUsize::new(512),
@@ -301,6 +304,10 @@ impl Config {
 
     pub fn zset_max_listpack_value(&self) -> usize {
         self.zset_max_listpack_value.load(Relaxed)
+    }
+
+    pub fn hll_sparse_max_bytes(&self) -> usize {
+        self.hll_sparse_max_bytes.load(Relaxed)
     }
 
     pub fn set_max_intset_entries(&self) -> usize {
@@ -640,6 +647,19 @@ const PARAMS: &[Param] = &[
         0,
         i64::MAX
     ),
+    Param {
+        name: "hll-sparse-max-bytes",
+        alias: None,
+        get: |c| c.hll_sparse_max_bytes().to_string(),
+        // A memory value, as Redis's MEMORY_CONFIG (`4kb`).
+        set: Some(|c, v, apply| {
+            let n = parse_memory(v).ok_or("argument must be a memory value")?;
+            if apply {
+                c.hll_sparse_max_bytes.store(n as usize, Relaxed);
+            }
+            Ok(())
+        }),
+    },
     usize_param!(
         "set-max-intset-entries",
         None,

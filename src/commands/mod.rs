@@ -16,7 +16,9 @@ pub mod bitmaps;
 pub mod connection;
 pub mod docs;
 pub mod functions;
+pub mod geo;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod info;
 pub mod keys;
 pub mod lcs;
@@ -61,6 +63,8 @@ pub static TABLE: &[&[Command]] = &[
     windows::COMMANDS,
     lists::COMMANDS,
     zsets::COMMANDS,
+    geo::COMMANDS,
+    hyperloglog::COMMANDS,
     pubsub::COMMANDS,
 ];
 
@@ -142,6 +146,12 @@ pub enum Keys {
     Script {
         count_at: usize,
     },
+    /// The key at 1 and, from argument 2 on, whatever follows a `STORE` or
+    /// `STOREDIST` word (GEORADIUS, GEORADIUSBYMEMBER). Every candidate is
+    /// locked — a member or unit spelled `store` costs one extra lock, never
+    /// a missing one — while COMMAND GETKEYS reports Redis's exact choice
+    /// from `meta.rs`.
+    WithStore,
 }
 
 impl Keys {
@@ -318,6 +328,17 @@ impl Command {
                 while i > 0 && i <= last && (i as usize) < argc {
                     f(i as usize);
                     i += step.max(1);
+                }
+            }
+            Keys::WithStore => {
+                if argc > 1 {
+                    f(1);
+                }
+                for i in 2..argc.saturating_sub(1) {
+                    let a = args.get(i);
+                    if a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist") {
+                        f(i + 1);
+                    }
                 }
             }
             Keys::NumKeys { count_at, dest } => {

@@ -303,7 +303,7 @@ fn zincrby(ctx: &mut Ctx) -> CmdResult {
 
 /// Redis `zaddGenericCommand`: flags, validation of every score before any
 /// change, then one `add` per pair.
-fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
+pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
     let key = ctx.args.get(1);
     let argc = ctx.argc();
     let mut f = AddFlags::default();

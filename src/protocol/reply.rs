@@ -320,6 +320,29 @@ impl Reply {
         }
     }
 
+    /// A double Redis formats itself (GEOPOS's `%.17Lf` coordinates): the
+    /// given text as a RESP3 `,` double or a RESP2 bulk string; `x` is its
+    /// value, for scripts reading RESP3 replies.
+    pub fn double_text(&mut self, x: f64, text: &[u8]) {
+        let resp3 = self.resp3;
+        if self.record(|r| {
+            if resp3 {
+                Frame::Double(x)
+            } else {
+                Frame::Bulk(r.payload(text))
+            }
+        }) {
+            return;
+        }
+        if self.resp3 {
+            self.buf.push(b',');
+            self.buf.extend_from_slice(text);
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(text);
+        }
+    }
+
     /// Verbatim text (`=len\r\ntxt:…`) in RESP3, a bulk string in RESP2.
     pub fn verbatim(&mut self, text: &[u8]) {
         let resp3 = self.resp3;

@@ -1,7 +1,8 @@
 //! The value data structures: sorted sets ([`zset`]), hashes
 //! ([`hash::Hash`]), lists ([`list::List`]) and sets ([`set::Set`]), with
 //! the hash table they share ([`dict`]) and the long-double arithmetic
-//! ZINCRBY and INCRBYFLOAT need ([`ldouble`]). They know nothing of keys,
+//! ZINCRBY and INCRBYFLOAT need ([`ldouble`]), HyperLogLog's byte format
+//! ([`hll`]) and GEO's geohash arithmetic ([`geo`]). They know nothing of keys,
 //! commands or clients, and each is tested alone. Hashes and sets mirror the
 //! two encodings Redis 7.0 reports through `OBJECT ENCODING` — a compact form
 //! for small values (listpack, intset) and a hash table
@@ -11,7 +12,9 @@
 
 pub mod bitmap;
 pub mod dict;
+pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod ldouble;
 pub mod list;
 pub mod set;

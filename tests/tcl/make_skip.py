@@ -13,9 +13,7 @@ import sys
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
 acl bgrewriteaof bgsave dump
-failover geoadd geodist geohash geopos georadius georadius_ro georadiusbymember
-georadiusbymember_ro geosearch geosearchstore latency lolwut migrate
-module monitor pfadd pfcount pfdebug pfmerge pfselftest psync readonly readwrite
+failover latency lolwut migrate module monitor psync readonly readwrite
 replconf replicaof restore role save slaveof slowlog spublish
 ssubscribe sunsubscribe sync wait xack xadd xautoclaim xclaim xdel xgroup xinfo
 xlen xpending xrange xread xreadgroup xrevrange xsetid xtrim
@@ -37,6 +35,13 @@ MISSING_SUB = [
 KNOWN_BUGS = [
     ("scripting", "Script check unpack with massive arguments",
      "redis.call's 7999 arguments overflow mlua's reference stack (8000 slots)"),
+]
+
+# Tests that use a feature zwindow leaves out on purpose without the tag
+# that would exclude them (an error there aborts the whole unit).
+UNTAGGED = [
+    ("scripting", "Consistent eval error reporting",
+     "sets maxmemory 1 (zwindow does not evict) without the needs:config-maxmemory tag"),
 ]
 
 
@@ -108,6 +113,10 @@ def main():
     for unit, name, why in KNOWN_BUGS:
         if unit in units:
             print(f"# {unit}: known bug: {why}")
+            print(name)
+    for unit, name, why in UNTAGGED:
+        if unit in units:
+            print(f"# {unit}: {why}")
             print(name)
     for unit in units:
         text = open(f"{suite}/tests/unit/{unit}.tcl").read()
