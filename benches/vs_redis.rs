@@ -107,15 +107,30 @@ enum Workload {
     Zadd,
     /// SET / GET, for reference.
     GetSet,
+    /// PFADD into one of three HyperLogLogs.
+    Pfadd,
+    /// PFCOUNT of the three (a merge of their registers every time).
+    Pfcount3,
+    /// GEOSEARCH within 5 km of a random point among 100k, nearest 10.
+    Geosearch,
+    /// BITCOUNT of a 1 MB bitmap.
+    Bitcount,
+    /// SORT of a 10k-element list of numbers, first 10.
+    Sort,
 }
 
-const WORKLOADS: [Workload; 6] = [
+const WORKLOADS: [Workload; 11] = [
     Workload::Heartbeat,
     Workload::LiveEvents,
     Workload::RangeLastMinute,
     Workload::Trim,
     Workload::Zadd,
     Workload::GetSet,
+    Workload::Pfadd,
+    Workload::Pfcount3,
+    Workload::Geosearch,
+    Workload::Bitcount,
+    Workload::Sort,
 ];
 
 impl Workload {
@@ -127,6 +142,11 @@ impl Workload {
             Workload::Trim => "ZADD+ZREMRANGEBYSCORE trim",
             Workload::Zadd => "ZADD",
             Workload::GetSet => "GET/SET",
+            Workload::Pfadd => "PFADD",
+            Workload::Pfcount3 => "PFCOUNT of 3 keys",
+            Workload::Geosearch => "GEOSEARCH 5 km over 100k points",
+            Workload::Bitcount => "BITCOUNT of 1 MB",
+            Workload::Sort => "SORT of 10k, LIMIT 0 10",
         }
     }
 
@@ -139,11 +159,28 @@ impl Workload {
             Workload::Trim => "trim",
             Workload::Zadd => "zadd",
             Workload::GetSet => "getset",
+            Workload::Pfadd => "pfadd",
+            Workload::Pfcount3 => "pfcount",
+            Workload::Geosearch => "geosearch",
+            Workload::Bitcount => "bitcount",
+            Workload::Sort => "sort",
         }
     }
 
     fn is_zset(self) -> bool {
-        self != Workload::GetSet
+        matches!(
+            self,
+            Workload::Heartbeat
+                | Workload::LiveEvents
+                | Workload::RangeLastMinute
+                | Workload::Trim
+                | Workload::Zadd
+        )
+    }
+
+    /// The other data families (HLL, GEO, bitmaps, SORT).
+    fn is_family(self) -> bool {
+        !self.is_zset() && self != Workload::GetSet
     }
 
     /// Appends the `n`-th request of a connection's stream.
@@ -246,6 +283,33 @@ impl Workload {
                     encode(buf, &[b"GET", key.as_bytes()]);
                 }
             }
+            Workload::Pfadd => {
+                let key = format!("hll:{}", n % 3);
+                let e = format!("visitor:{}", rng.below(1 << 40));
+                encode(buf, &[b"PFADD", key.as_bytes(), e.as_bytes()]);
+            }
+            Workload::Pfcount3 => encode(buf, &[b"PFCOUNT", b"hll:0", b"hll:1", b"hll:2"]),
+            Workload::Geosearch => {
+                let (lon, lat) = geo_point(rng);
+                encode(
+                    buf,
+                    &[
+                        b"GEOSEARCH",
+                        b"geo",
+                        b"FROMLONLAT",
+                        lon.as_bytes(),
+                        lat.as_bytes(),
+                        b"BYRADIUS",
+                        b"5",
+                        b"km",
+                        b"ASC",
+                        b"COUNT",
+                        b"10",
+                    ],
+                );
+            }
+            Workload::Bitcount => encode(buf, &[b"BITCOUNT", b"bitmap"]),
+            Workload::Sort => encode(buf, &[b"SORT", b"numbers", b"LIMIT", b"0", b"10"]),
         }
     }
 }
@@ -568,6 +632,67 @@ fn find_on_path(name: &str) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
+/// A point in a 2°×2° square around Paris, where the GEO data lives.
+fn geo_point(rng: &mut Rng) -> (String, String) {
+    let lon = 1.35 + rng.below(2_000_000) as f64 / 1_000_000.0;
+    let lat = 47.85 + rng.below(2_000_000) as f64 / 1_000_000.0;
+    (format!("{lon:.6}"), format!("{lat:.6}"))
+}
+
+/// The other families' data: three HLLs of 100k visitors, 100k GEO
+/// points, a 1 MB bitmap, a 10k-number list (`members` scales them down
+/// for quick runs).
+fn load_families(srv: &Server, members: u64) {
+    let scale = (members / 10).max(1000);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut batch = |build: &mut dyn FnMut(&mut Vec<u8>, &mut Rng) -> usize| {
+        let mut buf = Vec::new();
+        let n = build(&mut buf, &mut rng);
+        srv.raw(&buf, n)
+            .unwrap_or_else(|e| panic!("{}: loading: {e}", srv.name));
+    };
+    for h in 0..3 {
+        for chunk in 0..scale / 1000 {
+            batch(&mut |buf, _| {
+                let key = format!("hll:{h}");
+                let mut owned: Vec<Vec<u8>> = vec![b"PFADD".to_vec(), key.into_bytes()];
+                owned.extend((0..1000).map(|i| format!("visitor:{h}:{chunk}:{i}").into_bytes()));
+                let args: Vec<&[u8]> = owned.iter().map(|v| v.as_slice()).collect();
+                encode(buf, &args);
+                1
+            });
+        }
+    }
+    for chunk in 0..scale / 1000 {
+        batch(&mut |buf, rng| {
+            let mut owned: Vec<Vec<u8>> = vec![b"GEOADD".to_vec(), b"geo".to_vec()];
+            for i in 0..1000 {
+                let (lon, lat) = geo_point(rng);
+                owned.push(lon.into_bytes());
+                owned.push(lat.into_bytes());
+                owned.push(format!("place:{chunk}:{i}").into_bytes());
+            }
+            let args: Vec<&[u8]> = owned.iter().map(|v| v.as_slice()).collect();
+            encode(buf, &args);
+            1
+        });
+    }
+    batch(&mut |buf, _| {
+        let bits = vec![0x5au8; 1 << 20];
+        encode(buf, &[b"SET", b"bitmap", &bits]);
+        1
+    });
+    for _ in 0..10 {
+        batch(&mut |buf, rng| {
+            let mut owned: Vec<Vec<u8>> = vec![b"RPUSH".to_vec(), b"numbers".to_vec()];
+            owned.extend((0..1000).map(|_| rng.below(1_000_000_000).to_string().into_bytes()));
+            let args: Vec<&[u8]> = owned.iter().map(|v| v.as_slice()).collect();
+            encode(buf, &args);
+            1
+        });
+    }
+}
+
 /// Loads `members` 12-byte members with millisecond scores spread over the
 /// last hour into `big`, 1000 per ZADD, 100 ZADDs per round trip.
 fn load_big(srv: &Server, members: u64) {
@@ -668,6 +793,9 @@ fn main() {
         let before = rss_kb(s.pid());
         let t = Instant::now();
         load_big(s, big_members);
+        if workloads.iter().any(|w| w.is_family()) {
+            load_families(s, big_members);
+        }
         let after = rss_kb(s.pid());
         let card = s.command(&[b"ZCARD", b"big"]).expect("ZCARD big");
         println!(
@@ -720,6 +848,7 @@ fn main() {
         "RSS"
     );
     let mut cpu_ratios: Vec<(usize, f64)> = Vec::new();
+    let mut family_ratios: Vec<(usize, f64)> = Vec::new();
     for &w in &workloads {
         for &depth in &depths {
             let m: Vec<Measured> = servers
@@ -739,6 +868,9 @@ fn main() {
                     let cpu = q(m[0].cpu_us_per_req, r.cpu_us_per_req);
                     if w.is_zset() && cpu.is_finite() && cpu > 0.0 {
                         cpu_ratios.push((depth, cpu));
+                    }
+                    if w.is_family() && cpu.is_finite() && cpu > 0.0 {
+                        family_ratios.push((depth, cpu));
                     }
                     (
                         cell(r),
@@ -768,18 +900,23 @@ fn main() {
     }
     if servers.len() == 2 {
         println!();
-        for &depth in &depths {
-            let v: Vec<f64> = cpu_ratios
-                .iter()
-                .filter(|(d, _)| *d == depth)
-                .map(|(_, r)| *r)
-                .collect();
-            if !v.is_empty() {
-                let g = (v.iter().map(|r| r.ln()).sum::<f64>() / v.len() as f64).exp();
-                println!(
-                    "geometric mean of zwindow/redis server CPU per request, sorted-set workloads, depth {depth}: {g:.3} ({} workloads)",
-                    v.len()
-                );
+        for (what, ratios) in [
+            ("sorted-set workloads", &cpu_ratios),
+            ("HLL/GEO/bitmap/SORT workloads", &family_ratios),
+        ] {
+            for &depth in &depths {
+                let v: Vec<f64> = ratios
+                    .iter()
+                    .filter(|(d, _)| *d == depth)
+                    .map(|(_, r)| *r)
+                    .collect();
+                if !v.is_empty() {
+                    let g = (v.iter().map(|r| r.ln()).sum::<f64>() / v.len() as f64).exp();
+                    println!(
+                        "geometric mean of zwindow/redis server CPU per request, {what}, depth {depth}: {g:.3} ({} workloads)",
+                        v.len()
+                    );
+                }
             }
         }
     }

@@ -659,7 +659,7 @@ impl Engine {
 const HOOK_EVERY: u32 = 10_000;
 /// Scripts between two full collections of the Lua heap (Redis steps its
 /// collector every 50 scripts).
-const GC_EVERY: u32 = 50;
+const GC_EVERY: u32 = 20;
 
 /// Installs the instruction-count hook through which SCRIPT KILL, shutdown
 /// and FUNCTION LOAD's timeout reach a running script as errors.
