@@ -229,6 +229,49 @@ fn hgetex_hsetex_hgetdel_match_redis8() {
     });
 }
 
+/// COMMAND INFO (arity, flags, first/last/step, ACL categories, tips, key
+/// specs) and the keys COMMAND GETKEYSANDFLAGS finds, as Redis 8.0 has them.
+#[test]
+fn command_info_and_keys_match_redis8() {
+    in_both_protocols8(|p| {
+        for name in [
+            "hexpire",
+            "hpexpire",
+            "hexpireat",
+            "hpexpireat",
+            "httl",
+            "hpttl",
+            "hexpiretime",
+            "hpexpiretime",
+            "hpersist",
+            "hgetex",
+            "hsetex",
+            "hgetdel",
+        ] {
+            p.check_str(&format!("COMMAND INFO {name}"));
+            p.check_str(&format!("COMMAND LIST FILTERBY PATTERN {name}"));
+        }
+        for inv in [
+            "HEXPIRE k 10 FIELDS 1 a",
+            "HPEXPIRE k 10 NX FIELDS 1 a",
+            "HEXPIREAT k 10 FIELDS 1 a",
+            "HPEXPIREAT k 10 FIELDS 1 a",
+            "HTTL k FIELDS 1 a",
+            "HPTTL k FIELDS 1 a",
+            "HEXPIRETIME k FIELDS 1 a",
+            "HPEXPIRETIME k FIELDS 1 a",
+            "HPERSIST k FIELDS 1 a",
+            "HGETEX k EX 10 FIELDS 1 a",
+            "HSETEX k FNX KEEPTTL FIELDS 1 a b",
+            "HGETDEL k FIELDS 1 a",
+        ] {
+            p.check_str(&format!("COMMAND GETKEYS {inv}"));
+            p.check_str(&format!("COMMAND GETKEYSANDFLAGS {inv}"));
+        }
+        p.check_str("COMMAND COUNT FOO");
+    });
+}
+
 /// Keyspace events of every command, as a subscriber sees them.
 #[test]
 fn keyspace_events_match_redis8() {
@@ -335,7 +378,10 @@ fn assert_invisible(c: &mut RawConn, key: &str, gone: &str, live: &str) {
     );
     assert_eq!(
         s(c, &format!("HSCAN {key} 0")),
-        format!("*2\r\n$1\r\n0\r\n*2\r\n${}\r\n{live}\r\n$1\r\nv\r\n", live.len())
+        format!(
+            "*2\r\n$1\r\n0\r\n*2\r\n${}\r\n{live}\r\n$1\r\nv\r\n",
+            live.len()
+        )
     );
     for _ in 0..5 {
         assert_eq!(
@@ -344,8 +390,14 @@ fn assert_invisible(c: &mut RawConn, key: &str, gone: &str, live: &str) {
         );
     }
     assert_eq!(s(c, &format!("HRANDFIELD {key} 5")), one);
-    assert_eq!(s(c, &format!("HTTL {key} FIELDS 1 {gone}")), "*1\r\n:-2\r\n");
-    assert_eq!(s(c, &format!("HPERSIST {key} FIELDS 1 {gone}")), "*1\r\n:-2\r\n");
+    assert_eq!(
+        s(c, &format!("HTTL {key} FIELDS 1 {gone}")),
+        "*1\r\n:-2\r\n"
+    );
+    assert_eq!(
+        s(c, &format!("HPERSIST {key} FIELDS 1 {gone}")),
+        "*1\r\n:-2\r\n"
+    );
     assert_eq!(
         s(c, &format!("HEXPIRE {key} 10 FIELDS 1 {gone}")),
         "*1\r\n:-2\r\n"
@@ -354,7 +406,10 @@ fn assert_invisible(c: &mut RawConn, key: &str, gone: &str, live: &str) {
         s(c, &format!("HGETDEL {key} FIELDS 1 {gone}")),
         "*1\r\n$-1\r\n"
     );
-    assert_eq!(s(c, &format!("HGETEX {key} FIELDS 1 {gone}")), "*1\r\n$-1\r\n");
+    assert_eq!(
+        s(c, &format!("HGETEX {key} FIELDS 1 {gone}")),
+        "*1\r\n$-1\r\n"
+    );
 }
 
 #[test]
@@ -430,7 +485,11 @@ fn an_emptied_hash_is_gone_with_hexpired_and_del() {
     c.cmd_str("HPEXPIRE h 60 FIELDS 1 b");
     assert_eq!(
         events(&mut sub, 3),
-        ["__keyevent@0__:hset h", "__keyevent@0__:hexpire h", "__keyevent@0__:hexpire h"]
+        [
+            "__keyevent@0__:hset h",
+            "__keyevent@0__:hexpire h",
+            "__keyevent@0__:hexpire h"
+        ]
     );
     advance(&mut c, 50);
     assert_eq!(c.cmd_str("HLEN h"), b":1\r\n");
@@ -455,7 +514,11 @@ fn the_sweeper_reclaims_idle_hashes() {
     for i in 0..n {
         c.cmd_str(&format!("HSET k{i} a 1 b 2"));
         // Half lose one field, half lose both.
-        let fields = if i % 2 == 0 { "FIELDS 1 a" } else { "FIELDS 2 a b" };
+        let fields = if i % 2 == 0 {
+            "FIELDS 1 a"
+        } else {
+            "FIELDS 2 a b"
+        };
         c.cmd_str(&format!("HPEXPIRE k{i} {} {fields}", 10 + i));
     }
     // One big hash with many deadlines, reclaimed in batches.

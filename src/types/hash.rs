@@ -580,4 +580,63 @@ mod tests {
         });
         assert_eq!(got.len(), 3);
     }
+
+    fn fields(h: &Hash) -> Vec<String> {
+        h.iter()
+            .map(|(f, _)| String::from_utf8_lossy(f).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn listpackex_orders_ttl_fields_first_by_deadline() {
+        let mut h = Hash::new();
+        for f in ["a", "b", "c", "d"] {
+            h.set(f.as_bytes(), b"v", L);
+        }
+        h.make_ex();
+        assert_eq!(h.encoding(), "listpackex");
+        assert!(h.set_expire(b"c", 50));
+        assert!(h.set_expire(b"d", 40));
+        assert!(h.set_expire(b"b", 50));
+        assert!(!h.set_expire(b"zz", 10));
+        assert_eq!(
+            fields(&h),
+            ["d", "b", "c", "a"],
+            "equal deadlines: newest first"
+        );
+        assert_eq!(h.min_deadline(), Some(40));
+        // HSET drops the TTL and moves the field behind the TTL fields.
+        h.set(b"d", b"w", L);
+        assert_eq!(fields(&h), ["b", "c", "a", "d"]);
+        assert_eq!(h.expire_at(b"d"), Some(NO_TTL));
+        // A stale bound is made exact by the next expiry pass.
+        assert_eq!(h.expire_fields(45, usize::MAX), 0);
+        assert_eq!(h.min_deadline(), Some(50));
+        assert!(!h.all_expired(50));
+        assert_eq!(h.expire_fields(50, 1), 1);
+        assert_eq!(h.min_deadline(), Some(50), "one due field left");
+        assert_eq!(h.expire_fields(50, 10), 1);
+        assert_eq!(fields(&h), ["a", "d"]);
+        assert_eq!(h.min_deadline(), None);
+    }
+
+    #[test]
+    fn table_expiry_is_bounded_and_keeps_ttl_through_conversion() {
+        let mut h = Hash::new();
+        h.set(b"a", b"v", L);
+        h.set_expire(b"a", 10);
+        for i in 0..6 {
+            h.set(format!("f{i}").as_bytes(), b"v", L);
+            h.set_expire(format!("f{i}").as_bytes(), 20 + i);
+        }
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.expire_at(b"a"), Some(10));
+        h.set_keep_ttl(b"a", b"w", L);
+        assert_eq!(h.expire_at(b"a"), Some(10));
+        assert_eq!(h.expire_fields(100, 3), 3);
+        assert!(h.min_deadline().is_some_and(|m| m <= 100));
+        assert!(h.all_expired(100));
+        assert_eq!(h.expire_fields(100, 100), 4);
+        assert!(h.is_empty());
+    }
 }
