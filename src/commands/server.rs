@@ -1278,6 +1278,13 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
             .ok_or(Error::NotFloat)?;
         std::thread::sleep(Duration::from_secs_f64(secs));
         ctx.out.ok();
+    } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && ctx.argc() == 3 {
+        let on = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)? != 0;
+        ctx.shared
+            .store
+            .active_expire
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        ctx.out.ok();
     } else if eq_ic(sub, "CLOCK") && ctx.argc() >= 3 {
         // zwindow's controllable clock for tests:
         // DEBUG CLOCK FREEZE <unix-ms>|NOW, DEBUG CLOCK ADVANCE <ms>, DEBUG CLOCK RESUME, DEBUG CLOCK GET

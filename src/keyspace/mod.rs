@@ -226,6 +226,9 @@ pub struct Store {
     pub field_ttls: AtomicBool,
     /// Hash fields removed because their TTL passed.
     pub stats_expired_fields: AtomicU64,
+    /// Background expiry (keys, hash fields, windows) runs; `DEBUG
+    /// SET-ACTIVE-EXPIRE 0` turns it off, as in Redis.
+    pub active_expire: AtomicBool,
 }
 
 /// A set of shard indices, locked in ascending order.
@@ -257,6 +260,7 @@ impl Store {
             databases,
             field_ttls: AtomicBool::new(false),
             stats_expired_fields: AtomicU64::new(0),
+            active_expire: AtomicBool::new(true),
         }
     }
 

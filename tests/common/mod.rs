@@ -332,7 +332,7 @@ fn spawn_redis(exe: &str, extra_args: &[&str], dir: &std::path::Path) -> (Child,
     let mut last_err = String::new();
     for _attempt in 0..5 {
         let port = free_port();
-        let mut child = Command::new(&exe)
+        let mut child = Command::new(exe)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")

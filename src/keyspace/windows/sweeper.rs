@@ -35,7 +35,9 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
             _ = tokio::time::sleep(period) => {}
             _ = shutdown.changed() => return,
         }
-        if shared.windows.active() || shared.store.field_ttls.load(Relaxed) {
+        if (shared.windows.active() || shared.store.field_ttls.load(Relaxed))
+            && shared.store.active_expire.load(Relaxed)
+        {
             cycle(&shared, BUDGET);
         }
     }
