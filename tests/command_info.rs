@@ -23,7 +23,21 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
         "client|setinfo",
         "Redis 7.2's, which client libraries send on connecting",
     ),
+    ("hexpire", HASH_TTL),
+    ("hexpireat", HASH_TTL),
+    ("hexpiretime", HASH_TTL),
+    ("hgetdel", HASH_TTL),
+    ("hgetex", HASH_TTL),
+    ("hpersist", HASH_TTL),
+    ("hpexpire", HASH_TTL),
+    ("hpexpireat", HASH_TTL),
+    ("hpexpiretime", HASH_TTL),
+    ("hpttl", HASH_TTL),
+    ("hsetex", HASH_TTL),
+    ("httl", HASH_TTL),
 ];
+
+const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEYSANDFLAGS compared with redis-server 8.0 in tests/hash_ttl.rs";
 
 /// Containers of which zwindow has only some subcommands: the ones it
 /// lacks, which redis-server's entry for the container lists and zwindow's
@@ -494,7 +508,9 @@ fn every_key_taking_command_has_an_invocation() {
         let info = parse_reply(&info_entry(&mut z, name));
         let fields = info.array();
         let has_keys = !fields[8].array().is_empty() || fields[3].int() != 0;
-        if has_keys && !covered.contains(name) {
+        // Commands redis-server 7.0 lacks have their keys compared with the
+        // release that has them (see ZWINDOW_ONLY's reasons).
+        if has_keys && !covered.contains(name) && !only_zwindow(name) {
             uncovered.push(name.clone());
         }
     }

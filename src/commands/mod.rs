@@ -26,6 +26,7 @@ pub mod lists;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
 #[rustfmt::skip]
 pub(crate) mod meta;
+pub(crate) mod meta_later;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;

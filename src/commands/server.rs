@@ -494,9 +494,13 @@ fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static Meta> {
         None => (b"", b""),
     };
     let want = || p.iter().chain(sep).chain(c.name.as_bytes()).copied();
-    meta.binary_search_by(|m| m.name.bytes().cmp(want()))
-        .ok()
-        .map(|i| &meta[i])
+    let find = |meta: &'static [Meta]| {
+        meta.binary_search_by(|m| m.name.bytes().cmp(want()))
+            .ok()
+            .map(|i| &meta[i])
+    };
+    // Redis 7.0's, else the newer Redis's for commands 7.0 lacks.
+    find(meta).or_else(|| find(super::meta_later::META_LATER))
 }
 
 /// A command's ACL categories, in Redis's order: Redis's own for its
@@ -1274,6 +1278,13 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
             .ok_or(Error::NotFloat)?;
         std::thread::sleep(Duration::from_secs_f64(secs));
         ctx.out.ok();
+    } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && ctx.argc() == 3 {
+        let on = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)? != 0;
+        ctx.shared
+            .store
+            .active_expire
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        ctx.out.ok();
     } else if eq_ic(sub, "CLOCK") && ctx.argc() >= 3 {
         // zwindow's controllable clock for tests:
         // DEBUG CLOCK FREEZE <unix-ms>|NOW, DEBUG CLOCK ADVANCE <ms>, DEBUG CLOCK RESUME, DEBUG CLOCK GET
@@ -1325,7 +1336,10 @@ mod tests {
 
     #[test]
     fn meta_is_sorted_for_binary_search() {
-        for w in META.windows(2) {
+        for w in META
+            .windows(2)
+            .chain(super::super::meta_later::META_LATER.windows(2))
+        {
             assert!(
                 w[0].name.as_bytes() < w[1].name.as_bytes(),
                 "{} ≥ {}",

@@ -27,7 +27,13 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
             _ = shutdown.changed() => return,
         }
         // A quarter of each period at most, as Redis's slow cycle.
-        cycle(&shared, period / 4);
+        if shared
+            .store
+            .active_expire
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            cycle(&shared, period / 4);
+        }
     }
 }
 

@@ -14,13 +14,14 @@
 //! a single instant. The background half of expiry lives in [`expire`].
 
 pub mod expire;
+pub mod hash_ttl;
 pub mod value;
 pub mod windows;
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
 use rand::SeedableRng;
@@ -219,6 +220,15 @@ pub struct Store {
     shards: Box<[Mutex<Shard>]>,
     hasher: foldhash::fast::FixedState,
     pub databases: usize,
+    /// Set once any hash field gets a TTL: from then on every lookup checks
+    /// hashes for due fields and the sweeper runs (a server that never uses
+    /// field TTLs pays one relaxed load per lookup).
+    pub field_ttls: AtomicBool,
+    /// Hash fields removed because their TTL passed.
+    pub stats_expired_fields: AtomicU64,
+    /// Background expiry (keys, hash fields, windows) runs; `DEBUG
+    /// SET-ACTIVE-EXPIRE 0` turns it off, as in Redis.
+    pub active_expire: AtomicBool,
 }
 
 /// A set of shard indices, locked in ascending order.
@@ -248,6 +258,9 @@ impl Store {
                 .collect(),
             hasher: foldhash::fast::FixedState::with_seed(rand::random()),
             databases,
+            field_ttls: AtomicBool::new(false),
+            stats_expired_fields: AtomicU64::new(0),
+            active_expire: AtomicBool::new(true),
         }
     }
 
@@ -453,6 +466,11 @@ impl<'a> Keyspace<'a> {
         self.db_of(key).keys.get_mut(key)
     }
 
+    /// Looks a key up as stored: no expiry, trimming or access time.
+    pub fn peek_raw(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.db_of(key).keys.get_mut(key)
+    }
+
     pub fn exists(&mut self, key: &[u8]) -> bool {
         self.prepare(key);
         self.db_of(key).keys.contains_key(key)
@@ -533,9 +551,20 @@ impl<'a> Keyspace<'a> {
     /// Brings a key up to date before a command sees it: TTL expiry, then
     /// window trimming.
     pub fn prepare(&mut self, key: &[u8]) {
-        if !self.expire_if_needed(key) && self.shared.windows.active() {
+        if self.expire_if_needed(key) {
+            return;
+        }
+        if self.shared.windows.active() {
             crate::keyspace::windows::trim(self, key, crate::keyspace::windows::TrimMode::Lazy);
         }
+        if self.field_ttls() {
+            hash_ttl::expire(self, key, usize::MAX);
+        }
+    }
+
+    /// Whether any hash field ever had a TTL (see [`Store::field_ttls`]).
+    pub fn field_ttls(&self) -> bool {
+        self.store().field_ttls.load(Ordering::Relaxed)
     }
 
     /// Deletes `key` if its TTL has passed; true if it did.
@@ -561,7 +590,7 @@ impl<'a> Keyspace<'a> {
     pub fn modified(&mut self, key: &[u8]) {
         let db = self.db;
         self.shard(key).touch_watched(db, key);
-        if self.shared.windows.active() {
+        if self.shared.windows.active() || self.field_ttls() {
             crate::keyspace::windows::reschedule(self, key);
         }
     }

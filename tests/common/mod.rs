@@ -266,6 +266,20 @@ fn find_redis_server() -> String {
     );
 }
 
+/// The Redis 8.0 server that `.ci/test` builds from Debian trixie's source
+/// package into `.cache/redis-8.0*/` (the oracle for commands Redis 7.0
+/// lacks, such as hash field TTLs), named by `ZWINDOW_REDIS8_SERVER`.
+/// Panics if it is missing: those tests must not pass by skipping.
+pub fn redis8_server() -> String {
+    match std::env::var_os("ZWINDOW_REDIS8_SERVER") {
+        Some(p) if std::path::Path::new(&p).is_file() => p.to_string_lossy().into_owned(),
+        other => panic!(
+            "these tests compare with Redis 8.0; ZWINDOW_REDIS8_SERVER is {other:?}: \
+             run `bash .ci/test` (it builds .cache/redis-8.0*/src/redis-server once and exports it)"
+        ),
+    }
+}
+
 /// A currently free TCP port on 127.0.0.1 (racy by nature; callers retry).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -281,8 +295,13 @@ impl RedisServer {
 
     /// Start redis-server with extra command-line arguments (e.g. `--requirepass x`).
     pub fn start_with(extra_args: &[&str]) -> Self {
+        Self::start_binary(&find_redis_server(), extra_args)
+    }
+
+    /// Start a given redis-server binary (e.g. [`redis8_server`]'s).
+    pub fn start_binary(exe: &str, extra_args: &[&str]) -> Self {
         let dir = PrivateDir::new("redis");
-        let (child, port) = spawn_redis(extra_args, &dir.0);
+        let (child, port) = spawn_redis(exe, extra_args, &dir.0);
         RedisServer { child, port, dir }
     }
 
@@ -309,12 +328,11 @@ impl RedisServer {
 }
 
 /// Spawn redis-server on a free port and wait until it answers PING.
-fn spawn_redis(extra_args: &[&str], dir: &std::path::Path) -> (Child, u16) {
-    let exe = find_redis_server();
+fn spawn_redis(exe: &str, extra_args: &[&str], dir: &std::path::Path) -> (Child, u16) {
     let mut last_err = String::new();
     for _attempt in 0..5 {
         let port = free_port();
-        let mut child = Command::new(&exe)
+        let mut child = Command::new(exe)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
@@ -966,6 +984,14 @@ impl Servers {
         Servers {
             z: ZwindowServer::start(args),
             r: RedisServer::start_with(args),
+        }
+    }
+
+    /// zwindow and Redis 8.0 ([`redis8_server`]), with the same arguments.
+    pub fn start_redis8(args: &[&str]) -> Self {
+        Servers {
+            z: ZwindowServer::start(args),
+            r: RedisServer::start_binary(&redis8_server(), args),
         }
     }
 

@@ -501,7 +501,8 @@ fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>, f64)>) {
 }
 
 /// The sweeper's schedule for one shard: windowed keys by the instant
-/// their oldest member ages out.
+/// their oldest member ages out, and hashes with field TTLs by their
+/// earliest field deadline.
 #[derive(Default)]
 pub struct Schedule {
     queue: BTreeSet<(u64, usize, Key)>,
@@ -549,7 +550,9 @@ impl Schedule {
     }
 }
 
-/// Recomputes a key's place in its shard's schedule after a write.
+/// Recomputes a key's place in its shard's schedule after a write: a
+/// windowed sorted set by when its oldest member ages out, a hash with
+/// field TTLs by its earliest field deadline.
 pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
     let windows = &ks.shared.windows;
     let db = ks.db;
@@ -563,6 +566,11 @@ pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
             (Some(rule), Some(min)) => Some(rule.deadline_ms(min)),
             _ => None,
         },
+        // A hash with field TTLs: its earliest field deadline.
+        Some(Entry {
+            value: Value::Hash(h),
+            ..
+        }) => h.min_deadline(),
         _ => None,
     };
     shard.schedule.set(db, key, deadline);
@@ -570,7 +578,12 @@ pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
 
 /// True if a stored entry is a windowed sorted set whose members have all
 /// aged out (KEYS and SCAN skip it as they skip expired keys).
+///
+/// So is a hash whose fields have all expired.
 pub fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> bool {
+    if let Value::Hash(h) = &entry.value {
+        return h.all_expired(now_ms);
+    }
     if !windows.active() {
         return false;
     }

@@ -1,4 +1,6 @@
-//! The window sweeper: ages out members of windowed keys nobody reads.
+//! The window sweeper: ages out members of windowed keys nobody reads, and
+//! expired fields of hashes nobody reads (hash field TTLs share the
+//! schedule: see [`hash_ttl`](crate::keyspace::hash_ttl)).
 //!
 //! Each shard keeps its windowed keys ordered by the instant their oldest
 //! member ages out ([`Schedule`](super::Schedule)), so a tick looks only at
@@ -33,7 +35,9 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
             _ = tokio::time::sleep(period) => {}
             _ = shutdown.changed() => return,
         }
-        if shared.windows.active() {
+        if (shared.windows.active() || shared.store.field_ttls.load(Relaxed))
+            && shared.store.active_expire.load(Relaxed)
+        {
             cycle(&shared, BUDGET);
         }
     }
@@ -69,7 +73,11 @@ pub fn cycle(shared: &Arc<Shared>, budget: Duration) -> usize {
                 guards = shared.store.lock(set);
                 ks = Keyspace::new(shared, guards, db, now);
             }
-            let n = super::trim(&mut ks, &key, TrimMode::Sweep(BATCH));
+            let mut n = super::trim(&mut ks, &key, TrimMode::Sweep(BATCH));
+            if n == 0 {
+                // A hash with field TTLs, rather than a windowed set.
+                n = crate::keyspace::hash_ttl::expire(&mut ks, &key, BATCH);
+            }
             if n == 0 {
                 // Not due after all (the schedule was stale): recompute it,
                 // and never let a stale deadline spin the loop.

@@ -1,0 +1,60 @@
+//! Hash field TTLs (Redis 7.4's hash field expiration): the keyspace half.
+//!
+//! A hash's fields carry their own deadlines ([`crate::types::hash`]); a
+//! field whose deadline has come is gone for every command. As with window
+//! trimming, two mechanisms remove expired fields, both through [`expire`]:
+//! - lazily, [`Keyspace::prepare`] removes a hash's due fields before any
+//!   command sees the key (O(1) when nothing is due: the hash's earliest
+//!   deadline is compared with the command's instant first);
+//! - in the background, the window [`sweeper`](super::windows::sweeper)
+//!   visits each hash at its earliest field deadline (the hash sits in its
+//!   shard's [`Schedule`](super::windows::Schedule) beside windowed keys,
+//!   see [`reschedule`](super::windows::reschedule)) and removes a bounded
+//!   batch of due fields per visit.
+//!
+//! Removing fields announces `hexpired`, and `del` when the hash empties
+//! (which deletes the key), as Redis 7.4 does.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{Entry, Keyspace, Value, notify};
+
+/// Removes up to `max` expired fields of the hash at `key` (if it is one),
+/// deleting the key if none is left. Returns the number of fields removed.
+pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
+    let (now, db) = (ks.now_ms, ks.db);
+    let shard = ks.shard(key);
+    let Some(Entry {
+        value: Value::Hash(h),
+        ..
+    }) = shard.dbs[db].keys.get_mut(key)
+    else {
+        return 0;
+    };
+    if h.min_deadline().is_none_or(|at| at > now) {
+        return 0;
+    }
+    let removed = h.expire_fields(now, max);
+    let emptied = h.is_empty();
+    if emptied {
+        ks.remove_raw_entry(key);
+    }
+    if removed > 0 {
+        ks.modified(key);
+    } else {
+        // The bound was stale (a field's TTL was dropped or pushed back):
+        // it is exact now, and no field changed.
+        super::windows::reschedule(ks, key);
+    }
+    if removed > 0 {
+        ks.shared
+            .store
+            .stats_expired_fields
+            .fetch_add(removed as u64, Relaxed);
+        ks.notify(notify::HASH, "hexpired", key);
+    }
+    if emptied {
+        ks.notify(notify::GENERIC, "del", key);
+    }
+    removed
+}
