@@ -1,4 +1,4 @@
-//! The value data structures: sorted sets ([`zset`]), hashes
+//! The value data structures: sorted sets ([`zset`]), streams ([`stream`]), hashes
 //! ([`hash::Hash`]), lists ([`list::List`]) and sets ([`set::Set`]), with
 //! the hash table they share ([`dict`]) and the long-double arithmetic
 //! ZINCRBY and INCRBYFLOAT need ([`ldouble`]). They know nothing of keys,
@@ -14,4 +14,5 @@ pub mod hash;
 pub mod ldouble;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub mod zset;
