@@ -26,6 +26,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod windows;
@@ -55,6 +56,7 @@ pub static TABLE: &[&[Command]] = &[
     windows::COMMANDS,
     lists::COMMANDS,
     zsets::COMMANDS,
+    streams::COMMANDS,
     pubsub::COMMANDS,
 ];
 
@@ -136,6 +138,9 @@ pub enum Keys {
     Script {
         count_at: usize,
     },
+    /// XREAD/XREADGROUP: the first half of the arguments after the
+    /// `STREAMS` option (see [`streams::streams_keys`]).
+    Streams,
 }
 
 impl Keys {
@@ -312,6 +317,11 @@ impl Command {
                 while i > 0 && i <= last && (i as usize) < argc {
                     f(i as usize);
                     i += step.max(1);
+                }
+            }
+            Keys::Streams => {
+                if let Some((first, n)) = streams::streams_keys(args) {
+                    (first..first + n).for_each(f);
                 }
             }
             Keys::NumKeys { count_at, dest } => {
@@ -501,6 +511,12 @@ pub struct Block {
     pub kind: &'static str,
     /// None waits forever.
     pub timeout: Option<std::time::Duration>,
+    /// The arguments to re-run the command with when a key is ready, when
+    /// they differ from the original (XREAD's `$` resolved to an ID).
+    pub rerun: Option<OwnedArgs>,
+    /// The error the waiter gets when a key it waits on is deleted or
+    /// stops holding `kind` (XREADGROUP); None leaves it waiting.
+    pub on_gone: Option<&'static str>,
 }
 
 /// Parses an integer argument with Redis's error text.

@@ -86,10 +86,7 @@ impl StreamId {
             std::str::from_utf8(p).ok()?.parse().ok()
         };
         match s.iter().position(|&c| c == b'-') {
-            Some(dash) => Some(StreamId::new(
-                u64_of(&s[..dash])?,
-                u64_of(&s[dash + 1..])?,
-            )),
+            Some(dash) => Some(StreamId::new(u64_of(&s[..dash])?, u64_of(&s[dash + 1..])?)),
             None => Some(StreamId::new(u64_of(s)?, missing_seq)),
         }
     }
