@@ -17,8 +17,7 @@ failover geoadd geodist geohash geopos georadius georadius_ro georadiusbymember
 georadiusbymember_ro geosearch geosearchstore getbit latency lcs lolwut migrate
 module monitor pfadd pfcount pfdebug pfmerge pfselftest psync readonly readwrite
 replconf replicaof restore role save setbit slaveof slowlog sort sort_ro spublish
-ssubscribe sunsubscribe sync wait xack xadd xautoclaim xclaim xdel xgroup xinfo
-xlen xpending xrange xread xreadgroup xrevrange xsetid xtrim
+ssubscribe sunsubscribe sync wait
 """.split()
 MISSING_SUB = [
     ("client", s) for s in "caching getredir pause reply tracking trackinginfo unpause".split()
