@@ -1434,14 +1434,16 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
             if fresh && !force {
                 continue;
             }
-            if !fresh && minidle != 0 {
-                let idle = now - g.pel[&id].delivery_time as i64;
-                if idle < minidle {
-                    continue;
-                }
+            if let Some(n) = g.pel.get(&id)
+                && minidle != 0
+                && now - (n.delivery_time as i64) < minidle
+            {
+                continue;
             }
             created |= g.create_consumer(cname, now as u64);
-            let prev = g.pel.get(&id).map_or(0, |n| n.delivery_count);
+            // A NACK that FORCE creates starts at one delivery, to which the
+            // claim then adds one, as Redis's `streamCreateNACK` does.
+            let prev = g.pel.get(&id).map_or(1, |n| n.delivery_count);
             let count = if retrycount >= 0 {
                 retrycount as u64
             } else if !justid {
@@ -1777,11 +1779,15 @@ fn xinfo_stream(ctx: &mut Ctx) -> CmdResult {
             out.bulk(b"pending");
             out.array(limit(c.pel.len()));
             for id in c.pel.iter().take(limit(c.pel.len())) {
-                let n = &g.pel[id];
+                // A consumer's PEL is a subset of its group's.
+                let (time, count) = g
+                    .pel
+                    .get(id)
+                    .map_or((0, 0), |n| (n.delivery_time, n.delivery_count));
                 out.array(3);
                 reply_id(out, *id);
-                out.int(n.delivery_time as i64);
-                out.int(n.delivery_count as i64);
+                out.int(time as i64);
+                out.int(count as i64);
             }
         }
     }
