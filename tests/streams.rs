@@ -811,6 +811,25 @@ fn blocking_xread_and_xreadgroup() {
         c.check_str("RENAME s2 s");
         woken(&mut w, "RENAME without the group");
 
+        // SWAPDB: the waiter's key is gone or is no stream in the new db.
+        for other in ["", "LPUSH s e1"] {
+            c.check_str("SELECT 4");
+            c.check_str("FLUSHDB");
+            if !other.is_empty() {
+                c.check_str(other);
+            }
+            c.check_str("SELECT 9");
+            c.check_str("DEL s");
+            c.check_str("XADD s 666 f v");
+            c.check_str("XGROUP CREATE s g $");
+            w.check_str("SELECT 9");
+            block(&mut w, "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >");
+            c.check_str("SWAPDB 4 9");
+            woken(&mut w, "SWAPDB");
+            w.check_str("SELECT 0");
+            c.check_str("SELECT 0");
+        }
+
         // Inside MULTI a blocking read answers at once.
         c.check_str("MULTI");
         c.check_str("XREAD BLOCK 0 STREAMS s $");

@@ -1250,8 +1250,11 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
                 shard.touch_swapped(d, &k, existed, now);
             }
         }
+        // Every waiter of either database is looked at again: a key that
+        // arrived may serve it, and one that left fails the waiters that
+        // fail on a gone key (XREADGROUP), as Redis 7.0's SWAPDB does.
         for (d, k) in shard.blocked.keys() {
-            if (*d == a || *d == b) && shard.dbs[*d].keys.contains_key(k) {
+            if *d == a || *d == b {
                 ready.push((*d, k.clone()));
             }
         }
