@@ -760,6 +760,11 @@ fn blocking_xread_and_xreadgroup() {
         woken(&mut w, "first waiter");
         woken(&mut w2, "second waiter");
 
+        // A key named twice is served once, with its first ID.
+        block(&mut w, "XREAD BLOCK 0 STREAMS s s $ 99-0");
+        c.check_str("XADD s 2-2 b 3");
+        woken(&mut w, "key named twice");
+
         // Deleted and retyped keys leave XREAD waiting.
         block(&mut w, "XREAD BLOCK 0 STREAMS s $");
         c.check_str("MULTI");

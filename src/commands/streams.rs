@@ -868,6 +868,11 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         if created {
             ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
         }
+        // A waiter is served once per ready key, from its first mention
+        // (Redis keeps one wait per key).
+        if rerun {
+            break;
+        }
     }
     if let Some(at) = at {
         if resp3 {
