@@ -316,7 +316,14 @@ fn node_layout_and_approximate_trimming() {
         p.check_str(&format!("CONFIG SET stream-node-max-entries {entries}"));
         p.check_str(&format!("CONFIG SET stream-node-max-bytes {bytes}"));
         for i in 1..=300 {
-            let v = "x".repeat(i % 37);
+            // Short, medium (2-byte listpack header) and long values, and
+            // integers of every listpack width.
+            let v = match i % 4 {
+                0 => "x".repeat(i % 37),
+                1 => "y".repeat((i * 13) % 300),
+                2 => format!("{}", (i as i64 - 150) * 977_777),
+                _ => format!("{}", (i as i64) << (i % 60)),
+            };
             let f = if i % 5 == 0 { "other" } else { "f" };
             p.check_str(&format!("XADD s {i}-1 {f} {v} g {i}"));
         }
