@@ -178,6 +178,10 @@ pub struct Config {
     hash_max_listpack_entries: AtomicUsize,
     hash_max_listpack_value: AtomicUsize,
     list_max_listpack_size: AtomicI64,
+    /// Where a stream starts a new node (Redis's listpack limits), which
+    /// decides what `MAXLEN ~` / `MINID ~` trim.
+    stream_node_max_bytes: AtomicUsize,
+    stream_node_max_entries: AtomicUsize,
     proto_max_bulk_len: AtomicI64,
     maxclients: AtomicUsize,
     protected_mode: AtomicBool,
@@ -243,6 +247,8 @@ impl Config {
             hash_max_listpack_entries: AtomicUsize::new(512),
             hash_max_listpack_value: AtomicUsize::new(64),
             list_max_listpack_size: AtomicI64::new(-2),
+            stream_node_max_bytes: AtomicUsize::new(4096),
+            stream_node_max_entries: AtomicUsize::new(100),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
             maxclients: AtomicUsize::new(args.maxclients.unwrap_or(10_000).max(1)),
             protected_mode: AtomicBool::new(
@@ -296,6 +302,14 @@ impl Config {
 
     pub fn hz(&self) -> u32 {
         self.hz.load(Relaxed)
+    }
+
+    pub fn stream_node_max_bytes(&self) -> usize {
+        self.stream_node_max_bytes.load(Relaxed)
+    }
+
+    pub fn stream_node_max_entries(&self) -> usize {
+        self.stream_node_max_entries.load(Relaxed)
     }
 
     pub fn zset_max_listpack_entries(&self) -> usize {
@@ -656,6 +670,27 @@ const PARAMS: &[Param] = &[
             let n = parse_memory(v).ok_or("argument must be a memory value")?;
             if apply {
                 c.hll_sparse_max_bytes.store(n as usize, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    usize_param!(
+        "stream-node-max-entries",
+        None,
+        stream_node_max_entries,
+        0,
+        i64::MAX
+    ),
+    Param {
+        name: "stream-node-max-bytes",
+        alias: None,
+        get: |c| c.stream_node_max_bytes.load(Relaxed).to_string(),
+        set: Some(|c, v, apply| {
+            let n = parse_memory(v)
+                .filter(|&n| n >= 0)
+                .ok_or("argument must be a memory value")?;
+            if apply {
+                c.stream_node_max_bytes.store(n as usize, Relaxed);
             }
             Ok(())
         }),

@@ -115,6 +115,22 @@ const TOKENS: &[&str] = &[
     "65s",
     "LIBRARYNAME",
     "WITHCODE",
+    "k8",
+    "STREAMS",
+    "GROUP",
+    "NOACK",
+    "MKSTREAM",
+    "MINID",
+    "~",
+    "FORCE",
+    "JUSTID",
+    "IDLE",
+    "ENTRIESREAD",
+    "1-1",
+    "0-1",
+    "$",
+    ">",
+    "g",
     "return 1",
     "return redis.call('get', KEYS[1])",
 ];
@@ -149,6 +165,10 @@ fn seed_keys(c: &mut RawConn) {
     }
     c.cmd_str(&big);
     c.cmd_str("SADD k7 1 2 3");
+    c.cmd_str("XADD k8 1-1 a 1");
+    c.cmd_str("XADD k8 2-1 b 2 c 3");
+    c.cmd_str("XGROUP CREATE k8 g 0");
+    c.cmd_str("XREADGROUP GROUP g c COUNT 1 STREAMS k8 >");
 }
 
 #[test]

@@ -273,3 +273,39 @@ fn sorted_sets_and_transactions() {
         "ZPOPMIN a 5",
     ]);
 }
+
+#[test]
+fn streams() {
+    compare_notifications(&[
+        "XADD s 1-1 a 1",
+        "XADD s 2-1 b 2",
+        "XADD s MAXLEN 1 3-1 c 3",
+        "XADD s MAXLEN 5 4-1 d 4",
+        "XADD nokey NOMKSTREAM 1-1 a 1",
+        "XADD s 1-1 a 1",
+        "XDEL s 3-1 9-9",
+        "XDEL s 9-9",
+        "XTRIM s MAXLEN 0",
+        "XTRIM s MAXLEN 0",
+        "XADD s 5-1 e 5",
+        "XGROUP CREATE s g 0",
+        "XGROUP CREATE s g 0",
+        "XGROUP CREATE m g $ MKSTREAM",
+        "XGROUP CREATECONSUMER s g c1",
+        "XGROUP CREATECONSUMER s g c1",
+        "XREADGROUP GROUP g c2 STREAMS s >",
+        "XREADGROUP GROUP g c3 STREAMS s >",
+        "XCLAIM s g c4 0 5-1",
+        "XAUTOCLAIM s g c5 0 0",
+        "XACK s g 5-1",
+        "XGROUP SETID s g 0",
+        "XGROUP DELCONSUMER s g c2",
+        "XGROUP DELCONSUMER s g c9",
+        "XGROUP DESTROY s g",
+        "XGROUP DESTROY s g",
+        "XSETID s 10-0",
+        "COPY s s2",
+        "RENAME s2 s3",
+        "DEL s s3 m",
+    ]);
+}

@@ -637,6 +637,8 @@ fn block_on(
         keys,
         timeout,
         kind: "list",
+        rerun: None,
+        on_gone: None,
     }))
 }
 

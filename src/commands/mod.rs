@@ -32,6 +32,7 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod windows;
@@ -66,6 +67,7 @@ pub static TABLE: &[&[Command]] = &[
     zsets::COMMANDS,
     geo::COMMANDS,
     hyperloglog::COMMANDS,
+    streams::COMMANDS,
     pubsub::COMMANDS,
 ];
 
@@ -153,6 +155,9 @@ pub enum Keys {
     /// a missing one — while COMMAND GETKEYS reports Redis's exact choice
     /// from `meta.rs`.
     WithStore,
+    /// XREAD/XREADGROUP: the first half of the arguments after the
+    /// `STREAMS` option (see [`streams::streams_keys`]).
+    Streams,
 }
 
 impl Keys {
@@ -342,6 +347,11 @@ impl Command {
                     }
                 }
             }
+            Keys::Streams => {
+                if let Some((first, n)) = streams::streams_keys(args) {
+                    (first..first + n).for_each(f);
+                }
+            }
             Keys::NumKeys { count_at, dest } => {
                 if let Some(d) = dest.filter(|&d| d < argc) {
                     f(d);
@@ -529,6 +539,12 @@ pub struct Block {
     pub kind: &'static str,
     /// None waits forever.
     pub timeout: Option<std::time::Duration>,
+    /// The arguments to re-run the command with when a key is ready, when
+    /// they differ from the original (XREAD's `$` resolved to an ID).
+    pub rerun: Option<OwnedArgs>,
+    /// The error the waiter gets when a key it waits on is deleted or
+    /// stops holding `kind` (XREADGROUP); None leaves it waiting.
+    pub on_gone: Option<&'static str>,
 }
 
 /// Parses an integer argument with Redis's error text.

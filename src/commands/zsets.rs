@@ -903,6 +903,8 @@ fn blocking_zpop(
         keys,
         timeout,
         kind: "zset",
+        rerun: None,
+        on_gone: None,
     }))
 }
 

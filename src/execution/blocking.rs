@@ -96,6 +96,9 @@ pub struct Waiter {
     pub kind: &'static str,
     pub args: OwnedArgs,
     pub resp3: bool,
+    /// The error this waiter gets when a key it waits on is deleted or
+    /// changes type (XREADGROUP's), instead of waiting on.
+    pub on_gone: Option<&'static str>,
     /// Taken by whoever finishes the wait: the server with a reply, or the
     /// client itself on timeout or disconnect.
     slot: Mutex<Option<oneshot::Sender<Vec<u8>>>>,
@@ -109,6 +112,7 @@ impl Waiter {
         kind: &'static str,
         args: OwnedArgs,
         resp3: bool,
+        on_gone: Option<&'static str>,
     ) -> (Arc<Waiter>, oneshot::Receiver<Vec<u8>>) {
         let (tx, rx) = oneshot::channel();
         let w = Arc::new(Waiter {
@@ -118,6 +122,7 @@ impl Waiter {
             kind,
             args,
             resp3,
+            on_gone,
             slot: Mutex::new(Some(tx)),
         });
         (w, rx)
@@ -196,10 +201,16 @@ impl Blocking {
             // that finds nothing it can use (a key of another type: a list
             // waiter on a key that became a zset) does not stop the others;
             // a key that is gone does.
+            // Once the key is gone, only waiters that fail on a gone key
+            // (XREADGROUP's) have anything to learn.
+            let mut gone = false;
             for w in self.queued(shared, db, &key) {
+                if gone && w.on_gone.is_none() {
+                    continue;
+                }
                 match self.try_serve(shared, &w, &key) {
                     Served::Yes(more) => ready.extend(more),
-                    Served::NoData { key_left: false } => break,
+                    Served::NoData { key_left: false } => gone = true,
                     Served::NoData { key_left: true } | Served::Gone => {}
                 }
             }
@@ -239,22 +250,32 @@ impl Blocking {
             }
             return Served::Gone;
         }
-        match ks.peek(key).map(|e| e.value.type_name()) {
-            Some(kind) if kind == w.kind => {}
-            other => {
+        let mut out = Reply::with_resp3(w.resp3);
+        match (ks.peek(key).map(|e| e.value.type_name()), w.on_gone) {
+            (Some(kind), _) if kind == w.kind => {
+                let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
+                let outcome = super::call(shared, &mut client, &mut out, &mut ks, cmd, args);
+                // The command counted as processed when it blocked, as in Redis.
+                if matches!(outcome, commands::Outcome::Block(_)) {
+                    return Served::NoData {
+                        key_left: ks.exists(key),
+                    };
+                }
+            }
+            // The key went away under a waiter that fails then: it gets
+            // its error, counted as a failed call of its command.
+            (_, Some(msg)) => {
+                let stats = commands::CallStats::of(cmd);
+                stats.calls.fetch_add(1, Ordering::Relaxed);
+                stats.failed.fetch_add(1, Ordering::Relaxed);
+                shared.count_error(msg.as_bytes());
+                out.error(msg);
+            }
+            (other, None) => {
                 return Served::NoData {
                     key_left: other.is_some(),
                 };
             }
-        }
-        let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
-        let mut out = Reply::with_resp3(w.resp3);
-        let outcome = super::call(shared, &mut client, &mut out, &mut ks, cmd, args);
-        // The command counted as processed when it blocked, as in Redis.
-        if matches!(outcome, commands::Outcome::Block(_)) {
-            return Served::NoData {
-                key_left: ks.exists(key),
-            };
         }
         for k in &w.keys {
             let shard = ks.shard(k);

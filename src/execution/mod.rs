@@ -182,8 +182,9 @@ pub fn dispatch(
                 client.db,
                 block.keys,
                 block.kind,
-                args.to_owned(),
+                block.rerun.unwrap_or_else(|| args.to_owned()),
                 out.resp3,
+                block.on_gone,
             );
             shared.blocking.register(&mut ks, &waiter);
             Dispatched::Blocked((waiter, rx, block.timeout))

@@ -495,6 +495,7 @@ impl<'a> Keyspace<'a> {
         // A renamed or copied value is windowed by its new name's rule.
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
+        self.signal_replaced(key);
         let db = self.db_of(key);
         if let Some(old) = db.keys.get_mut(key) {
             let had_ttl = old.expire_at != 0;
@@ -524,6 +525,7 @@ impl<'a> Keyspace<'a> {
     }
 
     fn remove_raw(&mut self, key: &[u8]) -> Option<Entry> {
+        self.signal_replaced(key);
         let db = self.db_of(key);
         let (_, e) = db.keys.remove(key)?;
         if e.expire_at != 0 {
@@ -617,6 +619,21 @@ impl<'a> Keyspace<'a> {
     pub fn signal_ready(&mut self, key: &[u8]) {
         if self.shared.blocking.has_waiters() {
             self.ready.push((self.db, key.into()));
+        }
+    }
+
+    /// A key clients wait on is deleted or replaced: its waiters are
+    /// looked at again, since some fail when their key goes away (Redis's
+    /// `signalDeletedKeyAsReady`, for XREADGROUP).
+    fn signal_replaced(&mut self, key: &[u8]) {
+        if !self.shared.blocking.has_waiters() {
+            return;
+        }
+        let k = (self.db, Key::from(key));
+        let db = self.db;
+        let shard = self.shard(key);
+        if shard.blocked.contains_key(&k) && shard.dbs[db].keys.contains_key(key) {
+            self.ready.push(k);
         }
     }
 

@@ -7,6 +7,7 @@
 use crate::types::hash::Hash;
 use crate::types::list::List;
 use crate::types::set::Set;
+use crate::types::stream::Stream;
 use crate::util::parse_i64;
 
 #[derive(Clone)]
@@ -16,6 +17,8 @@ pub enum Value {
     Set(Set),
     ZSet(crate::types::zset::ZSet),
     List(List),
+    /// Boxed: a stream's header is much larger than the other variants.
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -27,6 +30,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::List(_) => "list",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -39,6 +43,7 @@ impl Value {
             Value::ZSet(z) => z.encoding_name(),
             // Redis 7.0 makes every list a quicklist (7.2 added listpack lists).
             Value::List(_) => "quicklist",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -50,6 +55,7 @@ impl Value {
             Value::Set(s) => s.mem_usage(),
             Value::ZSet(z) => z.mem_usage(),
             Value::List(l) => l.mem_usage(),
+            Value::Stream(s) => s.mem_usage(),
         }
     }
 }

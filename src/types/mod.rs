@@ -1,4 +1,4 @@
-//! The value data structures: sorted sets ([`zset`]), hashes
+//! The value data structures: sorted sets ([`zset`]), streams ([`stream`]), hashes
 //! ([`hash::Hash`]), lists ([`list::List`]) and sets ([`set::Set`]), with
 //! the hash table they share ([`dict`]) and the long-double arithmetic
 //! ZINCRBY and INCRBYFLOAT need ([`ldouble`]), HyperLogLog's byte format
@@ -18,4 +18,5 @@ pub mod hll;
 pub mod ldouble;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub mod zset;

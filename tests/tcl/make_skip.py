@@ -15,8 +15,7 @@ MISSING = """
 acl bgrewriteaof bgsave dump
 failover latency lolwut migrate module monitor psync readonly readwrite
 replconf replicaof restore role save slaveof slowlog spublish
-ssubscribe sunsubscribe sync wait xack xadd xautoclaim xclaim xdel xgroup xinfo
-xlen xpending xrange xread xreadgroup xrevrange xsetid xtrim
+ssubscribe sunsubscribe sync wait
 """.split()
 MISSING_SUB = [
     ("client", s) for s in "caching getredir pause reply tracking trackinginfo unpause".split()
