@@ -117,9 +117,13 @@ enum Workload {
     Bitcount,
     /// SORT of a 10k-element list of numbers, first 10.
     Sort,
+    /// XADD of a small sensor entry to one of 100 streams.
+    Xadd,
+    /// XADD then XREADGROUP `>` of new entries, on one of 100 streams.
+    Xreadgroup,
 }
 
-const WORKLOADS: [Workload; 11] = [
+const WORKLOADS: [Workload; 13] = [
     Workload::Heartbeat,
     Workload::LiveEvents,
     Workload::RangeLastMinute,
@@ -131,6 +135,8 @@ const WORKLOADS: [Workload; 11] = [
     Workload::Geosearch,
     Workload::Bitcount,
     Workload::Sort,
+    Workload::Xadd,
+    Workload::Xreadgroup,
 ];
 
 impl Workload {
@@ -147,6 +153,8 @@ impl Workload {
             Workload::Geosearch => "GEOSEARCH 5 km over 100k points",
             Workload::Bitcount => "BITCOUNT of 1 MB",
             Workload::Sort => "SORT of 10k, LIMIT 0 10",
+            Workload::Xadd => "XADD",
+            Workload::Xreadgroup => "XADD + XREADGROUP >",
         }
     }
 
@@ -164,6 +172,8 @@ impl Workload {
             Workload::Geosearch => "geosearch",
             Workload::Bitcount => "bitcount",
             Workload::Sort => "sort",
+            Workload::Xadd => "xadd",
+            Workload::Xreadgroup => "xreadgroup",
         }
     }
 
@@ -180,7 +190,11 @@ impl Workload {
 
     /// The other data families (HLL, GEO, bitmaps, SORT).
     fn is_family(self) -> bool {
-        !self.is_zset() && self != Workload::GetSet
+        !self.is_zset() && !self.is_stream() && self != Workload::GetSet
+    }
+
+    fn is_stream(self) -> bool {
+        matches!(self, Workload::Xadd | Workload::Xreadgroup)
     }
 
     /// Appends the `n`-th request of a connection's stream.
@@ -310,6 +324,46 @@ impl Workload {
             }
             Workload::Bitcount => encode(buf, &[b"BITCOUNT", b"bitmap"]),
             Workload::Sort => encode(buf, &[b"SORT", b"numbers", b"LIMIT", b"0", b"10"]),
+            Workload::Xadd => {
+                let key = format!("sensors:{}", rng.below(100));
+                encode(
+                    buf,
+                    &[
+                        b"XADD",
+                        key.as_bytes(),
+                        b"*",
+                        b"sensor",
+                        b"42",
+                        b"ts",
+                        now.as_bytes(),
+                    ],
+                );
+            }
+            Workload::Xreadgroup => {
+                // Pairs share the stream: the read finds what the XADD wrote.
+                let key = format!("jobs:{}", (n / 2).wrapping_mul(2654435761) % 100);
+                if n.is_multiple_of(2) {
+                    encode(
+                        buf,
+                        &[b"XADD", key.as_bytes(), b"*", b"job", now.as_bytes()],
+                    );
+                } else {
+                    encode(
+                        buf,
+                        &[
+                            b"XREADGROUP",
+                            b"GROUP",
+                            b"workers",
+                            b"w1",
+                            b"COUNT",
+                            b"10",
+                            b"STREAMS",
+                            key.as_bytes(),
+                            b">",
+                        ],
+                    );
+                }
+            }
         }
     }
 }
@@ -693,6 +747,58 @@ fn load_families(srv: &Server, members: u64) {
     }
 }
 
+/// `used_memory` from INFO memory: each server's own count of the bytes
+/// its allocator hands out.
+fn used_memory(srv: &Server) -> u64 {
+    let info = srv.command(&[b"INFO", b"memory"]).unwrap_or_default();
+    String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The streams' setup: consumer groups for the XREADGROUP workload, then
+/// `entries` sensor entries appended to one stream, returning the bytes per
+/// entry that took by the server's own `used_memory`.
+fn load_streams(srv: &Server, entries: u64) -> f64 {
+    for k in 0..100 {
+        let key = format!("jobs:{k}");
+        srv.command(&[
+            b"XGROUP",
+            b"CREATE",
+            key.as_bytes(),
+            b"workers",
+            b"$",
+            b"MKSTREAM",
+        ])
+        .unwrap_or_else(|e| panic!("{}: XGROUP CREATE: {e}", srv.name));
+    }
+    let before = used_memory(srv);
+    let mut sent = 0;
+    while sent < entries {
+        let n = (entries - sent).min(1000);
+        let mut buf = Vec::new();
+        for _ in 0..n {
+            encode(
+                &mut buf,
+                &[
+                    b"XADD",
+                    b"sensor",
+                    b"*",
+                    b"sensor",
+                    b"42",
+                    b"ts",
+                    b"1790000000000",
+                ],
+            );
+        }
+        srv.raw(&buf, n as usize)
+            .unwrap_or_else(|e| panic!("{}: loading the stream: {e}", srv.name));
+        sent += n;
+    }
+    used_memory(srv).saturating_sub(before) as f64 / entries as f64
+}
+
 /// Loads `members` 12-byte members with millisecond scores spread over the
 /// last hour into `big`, 1000 per ZADD, 100 ZADDs per round trip.
 fn load_big(srv: &Server, members: u64) {
@@ -796,6 +902,13 @@ fn main() {
         if workloads.iter().any(|w| w.is_family()) {
             load_families(s, big_members);
         }
+        if workloads.iter().any(|w| w.is_stream()) {
+            let per_entry = load_streams(s, big_members);
+            println!(
+                "{:8} {big_members} entries `XADD sensor * sensor 42 ts 1790000000000`: {per_entry:.1} bytes per entry (used_memory)",
+                s.name
+            );
+        }
         let after = rss_kb(s.pid());
         let card = s.command(&[b"ZCARD", b"big"]).expect("ZCARD big");
         println!(
@@ -849,6 +962,7 @@ fn main() {
     );
     let mut cpu_ratios: Vec<(usize, f64)> = Vec::new();
     let mut family_ratios: Vec<(usize, f64)> = Vec::new();
+    let mut stream_ratios: Vec<(usize, f64)> = Vec::new();
     for &w in &workloads {
         for &depth in &depths {
             let m: Vec<Measured> = servers
@@ -871,6 +985,9 @@ fn main() {
                     }
                     if w.is_family() && cpu.is_finite() && cpu > 0.0 {
                         family_ratios.push((depth, cpu));
+                    }
+                    if w.is_stream() && cpu.is_finite() && cpu > 0.0 {
+                        stream_ratios.push((depth, cpu));
                     }
                     (
                         cell(r),
@@ -903,6 +1020,7 @@ fn main() {
         for (what, ratios) in [
             ("sorted-set workloads", &cpu_ratios),
             ("HLL/GEO/bitmap/SORT workloads", &family_ratios),
+            ("stream workloads", &stream_ratios),
         ] {
             for &depth in &depths {
                 let v: Vec<f64> = ratios
