@@ -18,7 +18,9 @@ use super::{
 };
 use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::protocol::Reply;
-use crate::types::stream::{Group, INVALID_ENTRIES_READ, NodeLimits, Stream, StreamId, Trim};
+use crate::types::stream::{
+    Fields, Group, INVALID_ENTRIES_READ, NodeLimits, Stream, StreamId, Trim,
+};
 use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "stream";
@@ -301,13 +303,11 @@ fn reply_id(out: &mut Reply, id: StreamId) {
     out.bulk(&id.to_bytes());
 }
 
-fn reply_entry(out: &mut Reply, id: StreamId, fields: &[Box<[u8]>]) {
+fn reply_entry(out: &mut Reply, id: StreamId, fields: Fields<'_>) {
     out.array(2);
     reply_id(out, id);
     out.array(fields.len());
-    for f in fields {
-        out.bulk(f);
-    }
+    fields.for_each(|f| out.bulk(f));
 }
 
 /// Replies entries in `start..=end` (at most `count`, 0 = all) as an array;

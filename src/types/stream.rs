@@ -12,6 +12,15 @@
 //! listpack would have (see [`lp_elem_size`]). Deleted entries stay in their
 //! node as tombstones, as in Redis, until the node empties and is dropped.
 //!
+//! Inside a node, entries are packed into one byte buffer ([`Node::buf`]),
+//! as Redis packs a listpack: each entry's ID as varint deltas from the
+//! node's first ID, its values only when its field names are the node's
+//! first entry's (the common case: a log's entries share their fields), and
+//! values that are canonical integers as varint deltas from that first
+//! entry's value of the same field — a sensor reading or a timestamp costs a
+//! byte or two. Entries are found by scanning their node (at most
+//! `stream-node-max-entries`, 100 by default), as Redis scans a listpack.
+//!
 //! Consumer groups keep Redis 7.0's bookkeeping: last delivered ID, logical
 //! `entries_read` counter (for `lag`), a group PEL of ID → (consumer,
 //! delivery time, delivery count), and per-consumer PELs and seen times.
@@ -160,35 +169,262 @@ fn lp_backlen_size(l: usize) -> usize {
     }
 }
 
-/// One entry: its ID and flat field/value list; `deleted` marks a tombstone.
-#[derive(Clone, Debug)]
-struct Item {
-    id: StreamId,
-    fields: Box<[Box<[u8]>]>,
-    deleted: bool,
-}
+/// An entry record's flag bits (its first byte in [`Node::buf`]).
+const DELETED: u8 = 1;
+/// The entry's field names are the master entry's: only values follow.
+const SAME_FIELDS: u8 = 2;
 
 /// One node (a Redis listpack).
 #[derive(Clone, Debug)]
 struct Node {
+    /// The ID the node is keyed by (its first entry's).
+    master_id: StreamId,
     /// The field names of the node's first entry (the "master entry").
     master_fields: Box<[Box<[u8]>]>,
-    items: Vec<Item>,
+    /// The master entry's values that are canonical integers: entries with
+    /// the same fields store such values as deltas from these.
+    master_ints: Box<[Option<i64>]>,
+    /// The entries, each `flags, ms delta, seq delta` then, with
+    /// [`SAME_FIELDS`], one value per master field, else a field count and
+    /// field/value pairs; names and strings are `len << 1` and the bytes,
+    /// integers `1` and a zigzag varint (a delta from the master's value
+    /// where there is one).
+    buf: Vec<u8>,
+    /// Entries, tombstones included.
+    count: usize,
     live: usize,
+    last_id: StreamId,
     /// Listpack bytes, less the two header counters (live, deleted), which
     /// change size as they change.
     bytes: usize,
+}
+
+/// One decoded entry header: where it starts and ends in the node's buffer.
+#[derive(Clone, Copy)]
+struct Record {
+    at: usize,
+    id: StreamId,
+    flags: u8,
+    /// Where its fields start, and where the next record starts.
+    body: usize,
+    end: usize,
+}
+
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Reads a varint at `*at`; the buffer is ours, so a short one reads as 0.
+fn get_varint(buf: &[u8], at: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    while let Some(&b) = buf.get(*at) {
+        *at += 1;
+        if shift < 64 {
+            v |= u64::from(b & 0x7f) << shift;
+        }
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Appends a string element: an integer (delta from `base`) when it is one.
+fn put_elem(buf: &mut Vec<u8>, s: &[u8], base: Option<i64>) {
+    match lp_int(s) {
+        Some(v) => {
+            buf.push(1);
+            put_varint(buf, zigzag(v.wrapping_sub(base.unwrap_or(0))));
+        }
+        None => {
+            put_varint(buf, (s.len() as u64) << 1);
+            buf.extend_from_slice(s);
+        }
+    }
+}
+
+/// Reads a string element at `*at` and hands its bytes to `f`.
+fn get_elem(buf: &[u8], at: &mut usize, base: Option<i64>, f: &mut dyn FnMut(&[u8])) {
+    let h = get_varint(buf, at);
+    if h & 1 == 1 {
+        let v = unzigzag(get_varint(buf, at)).wrapping_add(base.unwrap_or(0));
+        f(itoa::Buffer::new().format(v).as_bytes());
+    } else {
+        let len = (h >> 1) as usize;
+        let start = (*at).min(buf.len());
+        let end = start.saturating_add(len).min(buf.len());
+        *at = end;
+        f(&buf[start..end]);
+    }
+}
+
+/// Moves `*at` past a string element.
+fn skip_elem(buf: &[u8], at: &mut usize) {
+    let h = get_varint(buf, at);
+    if h & 1 == 1 {
+        get_varint(buf, at);
+    } else {
+        *at = at.saturating_add((h >> 1) as usize).min(buf.len());
+    }
 }
 
 impl Node {
     fn lp_bytes(&self) -> usize {
         self.bytes
             + lp_int_elem_size(self.live as i64)
-            + lp_int_elem_size((self.items.len() - self.live) as i64)
+            + lp_int_elem_size((self.count - self.live) as i64)
     }
 
     fn last_id(&self) -> StreamId {
-        self.items.last().map_or(StreamId::MIN, |i| i.id)
+        self.last_id
+    }
+
+    /// The record starting at `at`.
+    fn record(&self, at: usize) -> Record {
+        let buf = &self.buf;
+        let flags = buf.get(at).copied().unwrap_or(0);
+        let mut p = at + 1;
+        let ms = self
+            .master_id
+            .ms
+            .wrapping_add(unzigzag(get_varint(buf, &mut p)) as u64);
+        let seq = self
+            .master_id
+            .seq
+            .wrapping_add(unzigzag(get_varint(buf, &mut p)) as u64);
+        let body = p;
+        if flags & SAME_FIELDS != 0 {
+            for _ in 0..self.master_fields.len() {
+                skip_elem(buf, &mut p);
+            }
+        } else {
+            let n = get_varint(buf, &mut p);
+            for _ in 0..n.saturating_mul(2) {
+                if p >= buf.len() {
+                    break;
+                }
+                skip_elem(buf, &mut p);
+            }
+        }
+        Record {
+            at,
+            id: StreamId { ms, seq },
+            flags,
+            body,
+            end: p,
+        }
+    }
+
+    /// Every record, in order.
+    fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            (at < self.buf.len()).then(|| {
+                let r = self.record(at);
+                at = r.end.max(at + 1);
+                r
+            })
+        })
+    }
+
+    fn find(&self, id: StreamId) -> Option<Record> {
+        self.records()
+            .take_while(|r| r.id <= id)
+            .find(|r| r.id == id)
+    }
+
+    fn fields(&self, r: Record) -> Fields<'_> {
+        Fields { node: self, r }
+    }
+
+    fn append(&mut self, id: StreamId, fields: &[&[u8]], same: bool) {
+        let buf = &mut self.buf;
+        buf.push(if same { SAME_FIELDS } else { 0 });
+        put_varint(buf, zigzag(id.ms.wrapping_sub(self.master_id.ms) as i64));
+        put_varint(buf, zigzag(id.seq.wrapping_sub(self.master_id.seq) as i64));
+        if same {
+            for (v, base) in fields
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .zip(self.master_ints.iter())
+            {
+                put_elem(buf, v, *base);
+            }
+        } else {
+            put_varint(buf, (fields.len() / 2) as u64);
+            for f in fields {
+                put_elem(buf, f, None);
+            }
+        }
+        self.count += 1;
+        self.live += 1;
+        self.last_id = id;
+    }
+}
+
+/// An entry's fields and values, read from its node's buffer.
+#[derive(Clone, Copy)]
+pub struct Fields<'a> {
+    node: &'a Node,
+    r: Record,
+}
+
+impl Fields<'_> {
+    /// The number of elements (fields and values).
+    pub fn len(&self) -> usize {
+        if self.r.flags & SAME_FIELDS != 0 {
+            self.node.master_fields.len() * 2
+        } else {
+            let mut at = self.r.body;
+            get_varint(&self.node.buf, &mut at) as usize * 2
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Hands each element, field then value, to `f`.
+    pub fn for_each(&self, mut f: impl FnMut(&[u8])) {
+        let node = self.node;
+        let buf = &node.buf[..self.r.end.min(node.buf.len())];
+        let mut at = self.r.body;
+        if self.r.flags & SAME_FIELDS != 0 {
+            for (name, base) in node.master_fields.iter().zip(node.master_ints.iter()) {
+                f(name);
+                get_elem(buf, &mut at, *base, &mut f);
+            }
+        } else {
+            let n = get_varint(buf, &mut at);
+            for _ in 0..n.saturating_mul(2) {
+                if at >= buf.len() {
+                    break;
+                }
+                get_elem(buf, &mut at, None, &mut f);
+            }
+        }
+    }
+
+    /// The elements, copied (tests, and callers that keep them).
+    pub fn to_vec(&self) -> Vec<Vec<u8>> {
+        let mut v = Vec::with_capacity(self.len());
+        self.for_each(|e| v.push(e.to_vec()));
+        v
     }
 }
 
@@ -331,7 +567,7 @@ impl Stream {
         self.first_entry().map_or(StreamId::MIN, |(id, _)| id)
     }
 
-    pub fn first_entry(&self) -> Option<(StreamId, &[Box<[u8]>])> {
+    pub fn first_entry(&self) -> Option<(StreamId, Fields<'_>)> {
         let mut out = None;
         self.range(StreamId::MIN, StreamId::MAX, false, |id, f| {
             out = Some((id, f));
@@ -340,7 +576,7 @@ impl Stream {
         out
     }
 
-    pub fn last_entry(&self) -> Option<(StreamId, &[Box<[u8]>])> {
+    pub fn last_entry(&self) -> Option<(StreamId, Fields<'_>)> {
         let mut out = None;
         self.range(StreamId::MIN, StreamId::MAX, true, |id, f| {
             out = Some((id, f));
@@ -361,11 +597,21 @@ impl Stream {
             None => true,
             Some((_, n)) => {
                 n.lp_bytes() + totelelen >= max_bytes
-                    || (limits.max_entries != 0 && n.items.len() >= limits.max_entries)
+                    || (limits.max_entries != 0 && n.count >= limits.max_entries)
             }
         };
         if new_node {
+            // The full node is done growing: give back its spare capacity.
+            if let Some(mut last) = self.nodes.last_entry() {
+                last.get_mut().buf.shrink_to_fit();
+            }
             let master: Box<[Box<[u8]>]> = fields.iter().step_by(2).map(|f| (*f).into()).collect();
+            let master_ints = fields
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|v| lp_int(v))
+                .collect();
             let bytes = 6
                 + 1
                 + lp_int_elem_size(master.len() as i64)
@@ -374,9 +620,13 @@ impl Stream {
             self.nodes.insert(
                 id,
                 Node {
+                    master_id: id,
                     master_fields: master,
-                    items: Vec::new(),
+                    master_ints,
+                    buf: Vec::new(),
+                    count: 0,
                     live: 0,
+                    last_id: id,
                     bytes,
                 },
             );
@@ -411,12 +661,7 @@ impl Stream {
         };
         bytes += lp_int_elem_size(lp_count as i64);
         node.bytes += bytes;
-        node.items.push(Item {
-            id,
-            fields: fields.iter().map(|f| (*f).into()).collect(),
-            deleted: false,
-        });
-        node.live += 1;
+        node.append(id, fields, same);
         self.len += 1;
         self.last_id = id;
         self.entries_added += 1;
@@ -429,7 +674,7 @@ impl Stream {
         start: StreamId,
         end: StreamId,
         rev: bool,
-        mut f: impl FnMut(StreamId, &'a [Box<[u8]>]) -> bool,
+        mut f: impl FnMut(StreamId, Fields<'a>) -> bool,
     ) {
         if start > end {
             return;
@@ -444,27 +689,35 @@ impl Stream {
                 if *k > end {
                     break;
                 }
-                let at = node.items.partition_point(|i| i.id < start);
-                for it in &node.items[at..] {
-                    if it.id > end {
+                if node.last_id < start {
+                    continue;
+                }
+                for r in node.records() {
+                    if r.id < start {
+                        continue;
+                    }
+                    if r.id > end {
                         return;
                     }
-                    if !it.deleted && !f(it.id, &it.fields) {
+                    if r.flags & DELETED == 0 && !f(r.id, node.fields(r)) {
                         return;
                     }
                 }
             }
         } else {
+            // A node's records decode forwards: note where they start.
+            let mut starts: Vec<Record> = Vec::new();
             for (_, node) in self.nodes.range(..=end).rev() {
                 if node.last_id() < start {
                     break;
                 }
-                let at = node.items.partition_point(|i| i.id <= end);
-                for it in node.items[..at].iter().rev() {
-                    if it.id < start {
+                starts.clear();
+                starts.extend(node.records().take_while(|r| r.id <= end));
+                for r in starts.iter().rev() {
+                    if r.id < start {
                         return;
                     }
-                    if !it.deleted && !f(it.id, &it.fields) {
+                    if r.flags & DELETED == 0 && !f(r.id, node.fields(*r)) {
                         return;
                     }
                 }
@@ -473,11 +726,10 @@ impl Stream {
     }
 
     /// The live entry `id`'s fields.
-    pub fn get(&self, id: StreamId) -> Option<&[Box<[u8]>]> {
+    pub fn get(&self, id: StreamId) -> Option<Fields<'_>> {
         let (_, node) = self.nodes.range(..=id).next_back()?;
-        let at = node.items.binary_search_by(|i| i.id.cmp(&id)).ok()?;
-        let it = &node.items[at];
-        (!it.deleted).then_some(&*it.fields)
+        let r = node.find(id)?;
+        (r.flags & DELETED == 0).then(|| node.fields(r))
     }
 
     /// Deletes a live entry (a tombstone until its node empties); true if
@@ -486,13 +738,13 @@ impl Stream {
         let Some((&key, node)) = self.nodes.range_mut(..=id).next_back() else {
             return false;
         };
-        let Ok(at) = node.items.binary_search_by(|i| i.id.cmp(&id)) else {
+        let Some(r) = node.find(id) else {
             return false;
         };
-        if node.items[at].deleted {
+        if r.flags & DELETED != 0 {
             return false;
         }
-        node.items[at].deleted = true;
+        node.buf[r.at] |= DELETED;
         node.live -= 1;
         self.len -= 1;
         if node.live == 0 {
@@ -533,16 +785,17 @@ impl Stream {
             if approx {
                 break;
             }
-            for it in node.items.iter_mut() {
+            let records: Vec<Record> = node.records().collect();
+            for r in records {
                 let stop = match how {
                     Trim::MaxLen(max) => self.len <= max,
-                    Trim::MinId(min) => it.id >= min,
+                    Trim::MinId(min) => r.id >= min,
                 };
                 if stop {
                     break;
                 }
-                if !it.deleted {
-                    it.deleted = true;
+                if r.flags & DELETED == 0 {
+                    node.buf[r.at] |= DELETED;
                     node.live -= 1;
                     self.len -= 1;
                     deleted += 1;
@@ -639,6 +892,70 @@ mod tests {
             true
         });
         v
+    }
+
+    /// Entries come back byte for byte however they were packed: shared or
+    /// own field names, integers (canonical or not, extreme, negative
+    /// deltas) and strings, forwards, backwards and by ID, around deletions.
+    #[test]
+    fn packed_entries_read_back_exactly() {
+        let values: &[&[u8]] = &[
+            b"42",
+            b"-7",
+            b"007",
+            b"+1",
+            b"-0",
+            b"",
+            b"9223372036854775807",
+            b"-9223372036854775808",
+            b"99999999999999999999",
+            b"1790000000000",
+            b"x y",
+        ];
+        let mut s = Stream::new();
+        let mut want: Vec<(StreamId, Vec<Vec<u8>>)> = Vec::new();
+        let limits = NodeLimits {
+            max_bytes: 4096,
+            max_entries: 7,
+        };
+        for (i, v) in values.iter().cycle().take(60).enumerate() {
+            let e: Vec<&[u8]> = if i % 5 == 3 {
+                vec![b"other", v, b"ts", b"1"]
+            } else {
+                vec![b"sensor", v, b"ts", values[(i * 3) % values.len()]]
+            };
+            // IDs whose seq goes down while ms goes up (negative deltas).
+            let eid = id(1000 + i as u64, (7 - i as u64 % 3) * 1000);
+            s.append(eid, &e, limits);
+            want.push((eid, e.iter().map(|x| x.to_vec()).collect()));
+        }
+        for k in [4usize, 17, 30, 31] {
+            assert!(s.delete(want[k].0));
+        }
+        let live: Vec<_> = want
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| ![4, 17, 30, 31].contains(k))
+            .map(|(_, e)| e.clone())
+            .collect();
+        let mut fwd = Vec::new();
+        s.range(StreamId::MIN, StreamId::MAX, false, |i, f| {
+            fwd.push((i, f.to_vec()));
+            true
+        });
+        assert_eq!(fwd, live);
+        let mut back = Vec::new();
+        s.range(StreamId::MIN, StreamId::MAX, true, |i, f| {
+            back.push((i, f.to_vec()));
+            true
+        });
+        back.reverse();
+        assert_eq!(back, live);
+        for (i, f) in &live {
+            assert_eq!(s.get(*i).map(|x| x.to_vec()).as_ref(), Some(f));
+        }
+        assert!(s.get(want[17].0).is_none());
+        assert_eq!(s.len(), live.len() as u64);
     }
 
     fn filled(n: u64) -> Stream {
