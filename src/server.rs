@@ -29,6 +29,10 @@ pub const REDIS_VERSION: &str = "7.0.15";
 #[derive(Default)]
 pub struct Stats {
     pub commands_processed: AtomicU64,
+    /// Changes to the dataset (Redis's `server.dirty`): one per modified
+    /// key per command, INFO's `rdb_changes_since_last_save` (nothing is
+    /// ever saved yet, so it only grows).
+    pub dirty: AtomicU64,
     /// Bytes read from and written to client sockets.
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,

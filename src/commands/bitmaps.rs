@@ -381,7 +381,7 @@ fn bitfield(ctx: &mut Ctx) -> CmdResult {
             "ERR BITFIELD_RO only supports the GET subcommand",
         ));
     }
-    let (s, _) = string_for_write(ctx.ks, key, max_bit)?;
+    let (s, grown) = string_for_write(ctx.ks, key, max_bit)?;
     ctx.out.array(ops.len());
     let mut changes = 0;
     for op in &ops {
@@ -419,8 +419,28 @@ fn bitfield(ctx: &mut Ctx) -> CmdResult {
         match reply {
             Some(r) => {
                 ctx.out.int(r);
+                // As Redis 7.0, a write counts as a change only when it
+                // made the string or altered its bits.
+                let bytes =
+                    (op.offset >> 3) as usize..=((op.offset + op.bits as u64 - 1) >> 3) as usize;
+                let before: [u8; 9] = std::array::from_fn(|i| {
+                    s.data
+                        .get(bytes.start() + i)
+                        .copied()
+                        .filter(|_| bytes.start() + i <= *bytes.end())
+                        .unwrap_or(0)
+                });
                 bitmap::set_unsigned(&mut s.data, op.offset, op.bits, new);
-                changes += 1;
+                let after: [u8; 9] = std::array::from_fn(|i| {
+                    s.data
+                        .get(bytes.start() + i)
+                        .copied()
+                        .filter(|_| bytes.start() + i <= *bytes.end())
+                        .unwrap_or(0)
+                });
+                if grown || before != after {
+                    changes += 1;
+                }
             }
             // OVERFLOW FAIL: nothing written (and no event for it, though
             // the key was created), a null in the reply.

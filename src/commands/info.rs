@@ -464,11 +464,14 @@ fn persistence(t: &mut Text, shared: &Shared) {
         ("current_fork_perc", "0.00"),
         ("current_save_keys_processed", "0"),
         ("current_save_keys_total", "0"),
-        ("rdb_changes_since_last_save", "0"),
-        ("rdb_bgsave_in_progress", "0"),
     ] {
         t.field(name, value);
     }
+    t.field(
+        "rdb_changes_since_last_save",
+        shared.stats.dirty.load(Relaxed),
+    );
+    t.field("rdb_bgsave_in_progress", "0");
     t.field("rdb_last_save_time", last_save);
     for (name, value) in [
         ("rdb_last_bgsave_status", "ok"),

@@ -590,6 +590,10 @@ impl<'a> Keyspace<'a> {
 
     /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`).
     pub fn modified(&mut self, key: &[u8]) {
+        self.shared
+            .stats
+            .dirty
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let db = self.db;
         self.shard(key).touch_watched(db, key);
         if self.shared.windows.active() || self.field_ttls() {
