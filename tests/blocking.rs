@@ -240,3 +240,77 @@ fn a_key_of_another_type_does_not_serve_the_waiter() {
         out
     });
 }
+
+/// The `flags=` field of CLIENT LIST for the client named `name`.
+fn client_flags(c: &mut RawConn, name: &str) -> String {
+    let list = String::from_utf8_lossy(&c.cmd_str("CLIENT LIST")).into_owned();
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(" name={name} ")))
+        .unwrap_or_else(|| panic!("no client {name} in {list}"));
+    line.split(' ')
+        .find_map(|f| f.strip_prefix("flags="))
+        .unwrap_or_else(|| panic!("no flags= in {line}"))
+        .to_string()
+}
+
+/// CLIENT LIST shows a client parked in XREAD BLOCK or BLPOP with flag `b` (BullMQ's
+/// tests wait for exactly that before adding jobs), and `N`, `x`, `P` otherwise.
+#[test]
+fn client_list_flags_mark_blocked_clients() {
+    let (s, mut p) = start_pair();
+    let mut waiters = [s.r.conn(), s.z.conn()];
+    let flags = |p: &mut Pair| {
+        let (r, z) = (client_flags(&mut p.r, "w"), client_flags(&mut p.z, "w"));
+        assert_eq!(
+            z, r,
+            "CLIENT LIST flags= of client w: zwindow vs redis-server"
+        );
+        r
+    };
+    for w in &mut waiters {
+        assert_eq!(w.cmd_str("CLIENT SETNAME w"), b"+OK\r\n");
+    }
+    let ids: Vec<String> = waiters
+        .iter_mut()
+        .map(|w| {
+            let id = w.cmd_str("CLIENT ID");
+            String::from_utf8_lossy(&id[1..id.len() - 2]).into_owned()
+        })
+        .collect();
+    assert_eq!(flags(&mut p), "N");
+    for (block, wake) in [
+        ("XREAD BLOCK 0 STREAMS s $", "XADD s 1-1 f v"),
+        ("BLPOP k 0", "RPUSH k a"),
+    ] {
+        for w in &mut waiters {
+            send(w, block);
+        }
+        wait_blocked(&mut p.r, 1);
+        wait_blocked(&mut p.z, 1);
+        assert_eq!(flags(&mut p), "b");
+        p.check_str(wake);
+        let [wr, wz] = &mut waiters;
+        assert_eq!(wz.read_reply(), wr.read_reply(), "{block} woken by {wake}");
+        assert_eq!(flags(&mut p), "N");
+        // Served, it is no longer blocked: there is nothing to unblock.
+        let (r, z) = (
+            p.r.cmd_str(&format!("CLIENT UNBLOCK {}", ids[0])),
+            p.z.cmd_str(&format!("CLIENT UNBLOCK {}", ids[1])),
+        );
+        assert_eq!(
+            (escape(&z), escape(&r)),
+            (escape(b":0\r\n"), escape(b":0\r\n")),
+            "CLIENT UNBLOCK of a served client: (zwindow, redis-server)"
+        );
+    }
+    for w in &mut waiters {
+        assert_eq!(w.cmd_str("MULTI"), b"+OK\r\n");
+    }
+    assert_eq!(flags(&mut p), "x");
+    for w in &mut waiters {
+        assert_eq!(w.cmd_str("DISCARD"), b"+OK\r\n");
+        w.cmd_str("SUBSCRIBE ch");
+    }
+    assert_eq!(flags(&mut p), "P");
+}

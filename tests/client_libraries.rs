@@ -2,13 +2,14 @@
 //! pytest in the project's `.venv` (which `bash .ci/test` creates from
 //! `tests/python/requirements.txt`), and an ioredis smoke test under node (from
 //! `tests/node/node_modules`, which `bash .ci/test` installs). The server runs on an
-//! ephemeral port passed in `ZWINDOW_PORT`.
+//! ephemeral port passed in `ZWINDOW_PORT`. BullMQ (tests/node/bullmq.mjs) runs one job-queue
+//! scenario against zwindow and against redis-server, whose summaries must be identical.
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::ZwindowServer;
+use common::{RedisServer, ZwindowServer};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -64,14 +65,20 @@ fn redis_py_pubsub() {
     pytest("pubsub");
 }
 
-#[test]
-fn ioredis_smoke() {
-    let modules = root().join("tests/node/node_modules/ioredis");
+/// Fails (never skips) when `bash .ci/test` has not installed tests/node's `package`.
+fn require_node_module(package: &str) {
+    let modules = root().join("tests/node/node_modules").join(package);
     assert!(
         modules.exists(),
-        "{} is missing: run `bash .ci/test`, which installs tests/node's packages",
+        "{} is missing: run `bash .ci/test`, which installs tests/node's packages \
+         (`npm ci --prefix tests/node`)",
         modules.display()
     );
+}
+
+#[test]
+fn ioredis_smoke() {
+    require_node_module("ioredis");
     let z = ZwindowServer::start(&[]);
     let out = Command::new("node")
         .current_dir(root())
@@ -87,4 +94,57 @@ fn ioredis_smoke() {
         String::from_utf8_lossy(&out.stderr),
         z.log_tail()
     );
+}
+
+/// Runs tests/node/bullmq.mjs against the server on `port`; its stdout (the JSON summary).
+fn bullmq_summary(server: &str, port: u16, log: impl Fn() -> String) -> String {
+    let out = Command::new("node")
+        .current_dir(root())
+        .arg("tests/node/bullmq.mjs")
+        .arg(port.to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node: {e}"));
+    assert!(
+        out.status.success(),
+        "the BullMQ scenario failed against {server} ({}):\n{}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        log()
+    );
+    String::from_utf8(out.stdout).expect("the summary is UTF-8")
+}
+
+/// BullMQ end to end: a queue, two workers, QueueEvents on the events stream (XREAD BLOCK),
+/// delayed, prioritized, retried and failed jobs, pause/resume, clean and obliterate. The
+/// summary (final states, return values, attempts, the events each job went through, job
+/// counts) must be the same against zwindow as against redis-server 7.0.
+#[test]
+fn bullmq_job_queue_matches_redis() {
+    require_node_module("bullmq");
+    let z = ZwindowServer::start(&[]);
+    let r = RedisServer::start();
+    let expected = bullmq_summary("redis-server", r.port(), String::new);
+    let actual = bullmq_summary("zwindow", z.port(), || {
+        format!("\n--- zwindow log ---\n{}", z.log_tail())
+    });
+    // Non-trivial: every job reached its final state (the script prints indented JSON).
+    let count = |needle: &str| expected.matches(needle).count();
+    assert_eq!(count("\"state\": \"completed\""), 8, "{expected}");
+    assert_eq!(count("\"state\": \"failed\""), 1, "{expected}");
+    assert!(expected.contains("\"completed\": 8,"), "{expected}");
+    assert!(expected.contains("\"attemptsMade\": 2,"), "{expected}");
+    assert!(expected.contains("\"retries-exhausted\""), "{expected}");
+    if actual != expected {
+        let first = actual
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, e)| a != e)
+            .unwrap_or(0);
+        panic!(
+            "BullMQ's summary differs from redis-server's at line {}:\n--- redis-server ---\n{expected}\n--- zwindow ---\n{actual}\n--- zwindow log ---\n{}",
+            first + 1,
+            z.log_tail()
+        );
+    }
 }

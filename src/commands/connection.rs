@@ -431,13 +431,20 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
         .unwrap_or_else(|| "NULL".into());
     let subscribed = c.subs.load(Relaxed) + c.psubs.load(Relaxed) > 0;
     let multi = c.multi.load(Relaxed);
-    let flags = if multi >= 0 {
-        "x"
-    } else if subscribed {
-        "P"
-    } else {
-        "N"
-    };
+    // Redis prints one letter per flag, in this order, or N for none.
+    let mut flags = String::new();
+    if subscribed {
+        flags.push('P');
+    }
+    if multi >= 0 {
+        flags.push('x');
+    }
+    if c.blocked.load(Relaxed) {
+        flags.push('b');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
     let _ = ctx;
     let lib = |m: &parking_lot::Mutex<Option<Vec<u8>>>| {
         m.lock()

@@ -264,6 +264,7 @@ async fn wait_blocked(
             }
             reply = &mut *rx => {
                 if let Ok(bytes) = reply {
+                    handle.blocked.store(false, Relaxed);
                     return Some(bytes);
                 }
                 break;
