@@ -24,14 +24,23 @@ fn main() -> std::process::ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
-    // Always the multi-thread flavour, even with one worker: a running
-    // script moves off the worker with `block_in_place`, so other clients
-    // still get BUSY replies and SCRIPT KILL while it runs.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.worker_threads())
-        .enable_all()
-        .build()
-    {
+    // One worker (the default) runs on the current-thread scheduler: it
+    // runs woken connections in the order their sockets became readable,
+    // so requests sent in order on two connections run in that order, as
+    // behind Redis's event loop (the multi-thread scheduler's LIFO slot
+    // runs the last-woken task first). More workers use the multi-thread
+    // scheduler.
+    let built = if args.worker_threads() == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.worker_threads())
+            .enable_all()
+            .build()
+    };
+    let runtime = match built {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the runtime: {e}");
