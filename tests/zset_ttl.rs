@@ -391,6 +391,16 @@ fn keys_and_scan_skip_a_set_whose_members_all_expired() {
     advance(&mut c, 10);
     assert_eq!(s(&mut c, "KEYS *"), "*0\r\n");
     assert_eq!(s(&mut c, "SCAN 0"), "*2\r\n$1\r\n0\r\n*0\r\n");
+    // A windowed set whose members went some by age, some by TTL.
+    c.cmd_str("ZWINDOW SET w:* 10s");
+    let now = T0_MS / 1000;
+    c.cmd_str(&format!("ZADD w:1 {} aged {} ttl", now - 5, now));
+    c.cmd_str("ZPEXPIRE w:1 100 MEMBERS 1 ttl");
+    assert_eq!(s(&mut c, "KEYS *"), "*1\r\n$3\r\nw:1\r\n");
+    advance(&mut c, 5000);
+    assert_eq!(s(&mut c, "KEYS *"), "*0\r\n");
+    assert_eq!(s(&mut c, "SCAN 0"), "*2\r\n$1\r\n0\r\n*0\r\n");
+    assert_eq!(s(&mut c, "EXISTS w:1"), ":0\r\n");
 }
 
 #[test]

@@ -616,10 +616,15 @@ pub fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> boo
     let Some(rule) = rule else {
         return false;
     };
+    let cutoff = rule.cutoff(now_ms);
+    if z.has_ttls() {
+        // Each member goes at whichever of its deadlines comes first.
+        return z.all_gone(now_ms, |score| score < cutoff);
+    }
     // The highest score decides: if even it is aged, nothing is left.
     z.range_by_rank(0, 0, true)
         .next()
-        .is_none_or(|(_, max)| max < rule.cutoff(now_ms))
+        .is_none_or(|(_, max)| max < cutoff)
 }
 
 #[cfg(test)]

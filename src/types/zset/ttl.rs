@@ -130,14 +130,20 @@ impl ZSet {
     /// True if the set is non-empty and every member's deadline is at or
     /// before `now` (KEYS and SCAN skip such a key).
     pub fn all_expired(&self, now: u64) -> bool {
-        let Some(t) = self.ttl.as_ref() else {
-            return false;
-        };
-        if t.at.len() < self.len() || self.is_empty() {
-            return false;
+        match self.ttl.as_ref() {
+            Some(t) if t.at.len() >= self.len() => self.all_gone(now, |_| false),
+            _ => false,
         }
-        self.iter()
-            .all(|(m, _)| t.at.get(m).is_some_and(|&at| at <= now))
+    }
+
+    /// True if the set is non-empty and every member is either past its
+    /// deadline at `now` or `aged` by its score (a window rule's test).
+    pub fn all_gone(&self, now: u64, aged: impl Fn(f64) -> bool) -> bool {
+        let t = self.ttl.as_deref();
+        !self.is_empty()
+            && self
+                .iter()
+                .all(|(m, s)| aged(s) || t.and_then(|t| t.at.get(m)).is_some_and(|&at| at <= now))
     }
 }
 
