@@ -35,7 +35,19 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
     ("hpttl", HASH_TTL),
     ("hsetex", HASH_TTL),
     ("httl", HASH_TTL),
+    ("zcollect", ZSET_TTL),
+    ("zexpire", ZSET_TTL),
+    ("zexpireat", ZSET_TTL),
+    ("zexpiretime", ZSET_TTL),
+    ("zpersist", ZSET_TTL),
+    ("zpexpire", ZSET_TTL),
+    ("zpexpireat", ZSET_TTL),
+    ("zpexpiretime", ZSET_TTL),
+    ("zpttl", ZSET_TTL),
+    ("zttl", ZSET_TTL),
 ];
+
+const ZSET_TTL: &str = "Garnet's sorted-set member TTLs (no Redis has them): metadata in src/commands/meta_later.rs, replies in tests/zset_ttl.rs";
 
 const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEYSANDFLAGS compared with redis-server 8.0 in tests/hash_ttl.rs";
 

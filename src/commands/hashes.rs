@@ -518,7 +518,7 @@ enum Cond {
 /// Redis's `parseExpireTime`: a non-negative integer in seconds or
 /// milliseconds, plus `base` (the command's instant, or 0 for absolute
 /// times); the result in Unix ms.
-fn parse_expire(ctx: &Ctx, arg: &[u8], seconds: bool, base: u64) -> Result<u64, Error> {
+pub(super) fn parse_expire(ctx: &Ctx, arg: &[u8], seconds: bool, base: u64) -> Result<u64, Error> {
     let bad = || {
         Error::Owned(format!(
             "ERR invalid expire time in '{}' command",

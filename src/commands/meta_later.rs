@@ -5,6 +5,11 @@
 //! `src/commands/*.json` (ACL categories in the order redis-server 8.0
 //! prints them; tips lowercased). Sorted by name; `tests/hash_ttl.rs`
 //! compares the COMMAND INFO entries with redis-server 8.0's.
+//!
+//! Also Garnet's sorted-set member TTL commands (ZEXPIRE … ZPERSIST,
+//! ZCOLLECT), which no Redis has: described as Redis would describe them,
+//! in the `sorted-set` group with ZADD's categories for the writers and
+//! ZSCORE's for the readers, key specs as their HEXPIRE/HTTL twins.
 
 use super::server::{Begin as B, Find as F, KeySpec, Meta, ks::*};
 
@@ -41,6 +46,8 @@ const W: &[&str] = &["write", "fast"];
 const R: &[&str] = &["readonly", "fast"];
 const WCAT: &[&str] = &["@write", "@hash", "@fast"];
 const RCAT: &[&str] = &["@read", "@hash", "@fast"];
+const ZWCAT: &[&str] = &["@write", "@sortedset", "@fast"];
+const ZRCAT: &[&str] = &["@read", "@sortedset", "@fast"];
 
 pub(crate) static META_LATER: &[Meta] = &[
     meta!("hexpire", -6, W, WCAT, &[], one(RW | UPDATE, None)),
@@ -83,6 +90,52 @@ pub(crate) static META_LATER: &[Meta] = &[
         -5,
         R,
         RCAT,
+        &["nondeterministic_output"],
+        one(RO | ACCESS, None)
+    ),
+    Meta {
+        name: "zcollect",
+        arity: -2,
+        flags: &["write"],
+        movablekeys: false,
+        range: [1, -1, 1],
+        acl: &["@write", "@sortedset", "@slow"],
+        tips: &[
+            "request_policy:multi_shard",
+            "response_policy:all_succeeded",
+        ],
+        getkeys: None,
+        key_specs: &[KeySpec {
+            notes: None,
+            flags: RW | DELETE,
+            begin: B::Index(1),
+            find: F::Range {
+                lastkey: -1,
+                keystep: 1,
+                limit: 0,
+            },
+        }],
+    },
+    meta!("zexpire", -6, W, ZWCAT, &[], one(RW | UPDATE, None)),
+    meta!("zexpireat", -6, W, ZWCAT, &[], one(RW | UPDATE, None)),
+    meta!("zexpiretime", -5, R, ZRCAT, &[], one(RO | ACCESS, None)),
+    meta!("zpersist", -5, W, ZWCAT, &[], one(RW | UPDATE, None)),
+    meta!("zpexpire", -6, W, ZWCAT, &[], one(RW | UPDATE, None)),
+    meta!("zpexpireat", -6, W, ZWCAT, &[], one(RW | UPDATE, None)),
+    meta!("zpexpiretime", -5, R, ZRCAT, &[], one(RO | ACCESS, None)),
+    meta!(
+        "zpttl",
+        -5,
+        R,
+        ZRCAT,
+        &["nondeterministic_output"],
+        one(RO | ACCESS, None)
+    ),
+    meta!(
+        "zttl",
+        -5,
+        R,
+        ZRCAT,
         &["nondeterministic_output"],
         one(RO | ACCESS, None)
     ),

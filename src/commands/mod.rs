@@ -36,6 +36,7 @@ pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod windows;
+pub mod zset_ttl;
 pub mod zsets;
 
 use std::collections::HashMap;
@@ -65,6 +66,7 @@ pub static TABLE: &[&[Command]] = &[
     windows::COMMANDS,
     lists::COMMANDS,
     zsets::COMMANDS,
+    zset_ttl::COMMANDS,
     geo::COMMANDS,
     hyperloglog::COMMANDS,
     streams::COMMANDS,

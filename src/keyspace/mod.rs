@@ -17,6 +17,7 @@ pub mod expire;
 pub mod hash_ttl;
 pub mod value;
 pub mod windows;
+pub mod zset_ttl;
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -224,6 +225,8 @@ pub struct Store {
     /// hashes for due fields and the sweeper runs (a server that never uses
     /// field TTLs pays one relaxed load per lookup).
     pub field_ttls: AtomicBool,
+    /// Set once any sorted-set member gets a TTL, as `field_ttls` is.
+    pub member_ttls: AtomicBool,
     /// Hash fields removed because their TTL passed.
     pub stats_expired_fields: AtomicU64,
     /// Background expiry (keys, hash fields, windows) runs; `DEBUG
@@ -259,6 +262,7 @@ impl Store {
             hasher: foldhash::fast::FixedState::with_seed(rand::random()),
             databases,
             field_ttls: AtomicBool::new(false),
+            member_ttls: AtomicBool::new(false),
             stats_expired_fields: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
         }
@@ -562,6 +566,14 @@ impl<'a> Keyspace<'a> {
         if self.field_ttls() {
             hash_ttl::expire(self, key, usize::MAX);
         }
+        if self.member_ttls() {
+            zset_ttl::expire(self, key, usize::MAX);
+        }
+    }
+
+    /// Whether any sorted-set member ever had a TTL (see [`Store::member_ttls`]).
+    pub fn member_ttls(&self) -> bool {
+        self.store().member_ttls.load(Ordering::Relaxed)
     }
 
     /// Whether any hash field ever had a TTL (see [`Store::field_ttls`]).
@@ -596,7 +608,7 @@ impl<'a> Keyspace<'a> {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let db = self.db;
         self.shard(key).touch_watched(db, key);
-        if self.shared.windows.active() || self.field_ttls() {
+        if self.shared.windows.active() || self.field_ttls() || self.member_ttls() {
             crate::keyspace::windows::reschedule(self, key);
         }
     }

@@ -466,7 +466,7 @@ pub fn handoff_shard(ks: &mut Keyspace<'_>, key: &[u8]) -> Option<usize> {
 /// RPUSHes aged members to the rule's destination list, oldest first, in
 /// the same critical section that removed them: a consumer sees each member
 /// exactly once, and never both in the set and in the list.
-fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>, f64)>) {
+pub(crate) fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>, f64)>) {
     if members.is_empty() {
         return;
     }
@@ -501,8 +501,9 @@ fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>, f64)>) {
 }
 
 /// The sweeper's schedule for one shard: windowed keys by the instant
-/// their oldest member ages out, and hashes with field TTLs by their
-/// earliest field deadline.
+/// their oldest member ages out, hashes with field TTLs by their earliest
+/// field deadline, and sorted sets with member TTLs by the earlier of that
+/// instant and their earliest member deadline.
 #[derive(Default)]
 pub struct Schedule {
     queue: BTreeSet<(u64, usize, Key)>,
@@ -562,10 +563,17 @@ pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
             value: Value::ZSet(z),
             window,
             ..
-        }) => match (windows.rule_for(window, key), z.min_score()) {
-            (Some(rule), Some(min)) => Some(rule.deadline_ms(min)),
-            _ => None,
-        },
+        }) => {
+            let aged = match (windows.rule_for(window, key), z.min_score()) {
+                (Some(rule), Some(min)) => Some(rule.deadline_ms(min)),
+                _ => None,
+            };
+            // Member TTLs: whichever comes first.
+            match (aged, z.min_deadline()) {
+                (Some(a), Some(t)) => Some(a.min(t)),
+                (a, t) => a.or(t),
+            }
+        }
         // A hash with field TTLs: its earliest field deadline.
         Some(Entry {
             value: Value::Hash(h),
@@ -583,6 +591,11 @@ pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
 pub fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> bool {
     if let Value::Hash(h) = &entry.value {
         return h.all_expired(now_ms);
+    }
+    if let Value::ZSet(z) = &entry.value
+        && z.all_expired(now_ms)
+    {
+        return true;
     }
     if !windows.active() {
         return false;
@@ -603,10 +616,15 @@ pub fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> boo
     let Some(rule) = rule else {
         return false;
     };
+    let cutoff = rule.cutoff(now_ms);
+    if z.has_ttls() {
+        // Each member goes at whichever of its deadlines comes first.
+        return z.all_gone(now_ms, |score| score < cutoff);
+    }
     // The highest score decides: if even it is aged, nothing is left.
     z.range_by_rank(0, 0, true)
         .next()
-        .is_none_or(|(_, max)| max < rule.cutoff(now_ms))
+        .is_none_or(|(_, max)| max < cutoff)
 }
 
 #[cfg(test)]

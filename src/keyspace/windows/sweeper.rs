@@ -35,7 +35,9 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
             _ = tokio::time::sleep(period) => {}
             _ = shutdown.changed() => return,
         }
-        if (shared.windows.active() || shared.store.field_ttls.load(Relaxed))
+        if (shared.windows.active()
+            || shared.store.field_ttls.load(Relaxed)
+            || shared.store.member_ttls.load(Relaxed))
             && shared.store.active_expire.load(Relaxed)
         {
             cycle(&shared, BUDGET);
@@ -77,6 +79,10 @@ pub fn cycle(shared: &Arc<Shared>, budget: Duration) -> usize {
             if n == 0 {
                 // A hash with field TTLs, rather than a windowed set.
                 n = crate::keyspace::hash_ttl::expire(&mut ks, &key, BATCH);
+            }
+            if n == 0 {
+                // A sorted set with member TTLs.
+                n = crate::keyspace::zset_ttl::expire(&mut ks, &key, BATCH);
             }
             if n == 0 {
                 // Not due after all (the schedule was stale): recompute it,

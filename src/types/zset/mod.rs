@@ -21,6 +21,7 @@ pub mod score;
 pub mod skiplist;
 #[cfg(test)]
 mod tests;
+pub mod ttl;
 
 pub use score::{LexBound, ScoreBound, parse_lex_bound, parse_score, parse_score_bound};
 
@@ -163,6 +164,9 @@ pub struct ZSet {
     repr: Repr,
     node_cap: u32,
     frag_mask: u32,
+    /// Member TTLs (Garnet's ZEXPIRE family), only in sets that have or
+    /// had one: see [`ttl`].
+    ttl: Option<Box<ttl::Ttls>>,
 }
 
 impl Default for ZSet {
@@ -214,6 +218,7 @@ impl ZSet {
             repr: Repr::Compact(Listpack::new()),
             node_cap: DEFAULT_NODE_CAP as u32,
             frag_mask: u32::MAX,
+            ttl: None,
         }
     }
 
@@ -368,6 +373,11 @@ impl ZSet {
                 if (flags.lt && new >= cur) || (flags.gt && new <= cur) {
                     return Ok(AddOutcome::NotPerformed);
                 }
+                // ZADD drops the member's TTL (as HSET drops a field's);
+                // ZINCRBY (and ZADD INCR) keep it, as HINCRBY does.
+                if !flags.incr {
+                    self.clear_ttl(member);
+                }
                 // -0 == 0 here, as in Redis: no update, old sign kept.
                 if new == cur {
                     return Ok(AddOutcome::Unchanged { score: cur });
@@ -382,6 +392,9 @@ impl ZSet {
                 if flags.xx {
                     return Ok(AddOutcome::NotPerformed);
                 }
+                // A TTL left behind by a range removal or pop of an
+                // earlier member of that name does not apply to this one.
+                self.clear_ttl(member);
                 self.insert_new(member, score, limits);
                 Ok(AddOutcome::Added {
                     score: self.stored(score),
@@ -391,6 +404,7 @@ impl ZSet {
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        self.clear_ttl(member);
         match &mut self.repr {
             Repr::Compact(lp) => lp.remove(member),
             Repr::Skip(sl) => sl.remove(member),
@@ -677,7 +691,8 @@ impl ZSet {
 
     /// Approximate heap bytes owned by this set.
     pub fn mem_usage(&self) -> usize {
-        match &self.repr {
+        let ttl = self.ttl.as_ref().map_or(0, |t| t.mem_usage());
+        ttl + match &self.repr {
             Repr::Compact(lp) => lp.mem_usage(),
             Repr::Skip(sl) => std::mem::size_of::<SkipList>() + sl.mem_usage(),
         }

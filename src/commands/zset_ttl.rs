@@ -1,0 +1,309 @@
+//! Sorted-set member TTLs, as Garnet's commands: ZEXPIRE, ZPEXPIRE,
+//! ZEXPIREAT, ZPEXPIREAT, ZTTL, ZPTTL, ZEXPIRETIME, ZPEXPIRETIME, ZPERSIST
+//! and ZCOLLECT. The data lives in [`crate::types::zset::ttl`], expiry in
+//! [`crate::keyspace::zset_ttl`].
+//!
+//! Replies are Garnet's as its server answers them (its
+//! `SortedSetExpireResult`, which is Redis's HEXPIRE code set): per member
+//! -2 no such member (or no key), 0 NX/XX/GT/LT not met, 1 set, 2 the
+//! deadline has already come (the member is deleted now; as in Garnet,
+//! this is decided before the condition); ZPERSIST 1 dropped, -1 no TTL,
+//! -2 no such member. Argument errors are the hash commands' texts with
+//! `MEMBERS` for `FIELDS`.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::flags::*;
+use super::hashes::parse_expire;
+use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use crate::keyspace::{Entry, Keyspace, Value, notify};
+use crate::types::zset::ZSet;
+use crate::types::zset::ttl::NO_TTL;
+use crate::util::{eq_ic, parse_i64};
+
+const G: &str = "sorted-set";
+
+const NO_MEMBER: i64 = -2;
+const NO_CONDITION: i64 = 0;
+const SET_OK: i64 = 1;
+const DELETED: i64 = 2;
+
+#[rustfmt::skip]
+pub static COMMANDS: &[Command] = &[
+    Command::new("zexpire", -6, WRITE | FAST, Keys::ONE, zexpire)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using relative time to expire (seconds).")
+        .syntax("key seconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),
+    Command::new("zpexpire", -6, WRITE | FAST, Keys::ONE, zpexpire)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using relative time to expire (milliseconds).")
+        .syntax("key milliseconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),
+    Command::new("zexpireat", -6, WRITE | FAST, Keys::ONE, zexpireat)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using an absolute Unix timestamp (seconds).")
+        .syntax("key unix-time-seconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),
+    Command::new("zpexpireat", -6, WRITE | FAST, Keys::ONE, zpexpireat)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using an absolute Unix timestamp (milliseconds).")
+        .syntax("key unix-time-milliseconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),
+    Command::new("zttl", -5, READONLY | FAST, Keys::ONE, zttl)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Returns the TTL in seconds of sorted set members.")
+        .syntax("key MEMBERS nummembers member [member ...]"),
+    Command::new("zpttl", -5, READONLY | FAST, Keys::ONE, zpttl)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Returns the TTL in milliseconds of sorted set members.")
+        .syntax("key MEMBERS nummembers member [member ...]"),
+    Command::new("zexpiretime", -5, READONLY | FAST, Keys::ONE, zexpiretime)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Returns the expiration time of sorted set members as a Unix timestamp, in seconds.")
+        .syntax("key MEMBERS nummembers member [member ...]"),
+    Command::new("zpexpiretime", -5, READONLY | FAST, Keys::ONE, zpexpiretime)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Returns the expiration time of sorted set members as a Unix timestamp, in msec.")
+        .syntax("key MEMBERS nummembers member [member ...]"),
+    Command::new("zpersist", -5, WRITE | FAST, Keys::ONE, zpersist)
+        .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Removes the expiration time of sorted set members.")
+        .syntax("key MEMBERS nummembers member [member ...]"),
+    // Every shard: `ZCOLLECT *` visits every sorted set of the database.
+    Command::new("zcollect", -2, WRITE, Keys::All, zcollect)
+        .doc(G, "0.1.0", "O(K + M) where K is the number of keys given (every key of the database with *) and M the number of expired members removed", "Removes the expired members of sorted sets now.")
+        .syntax("key [key ...]"),
+];
+
+/// The sorted set at `key`: None if missing, WRONGTYPE for another type.
+fn lookup<'a>(
+    ks: &'a mut Keyspace<'_>,
+    key: &[u8],
+    read: bool,
+) -> Result<Option<&'a mut ZSet>, Error> {
+    let e = if read { ks.get_read(key) } else { ks.get(key) };
+    match e {
+        None => Ok(None),
+        Some(Entry {
+            value: Value::ZSet(z),
+            ..
+        }) => Ok(Some(z)),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// `MEMBERS nummembers member …` with the MEMBERS word at `at`: checked as
+/// the hash commands check `FIELDS`; returns the index of the first member.
+fn members_arg(ctx: &Ctx, at: usize, bad_count: &'static str) -> Result<usize, Error> {
+    if at >= ctx.argc() || !eq_ic(ctx.args.get(at), "MEMBERS") {
+        return Err(Error::Static(
+            "ERR Mandatory argument MEMBERS is missing or not at the right position",
+        ));
+    }
+    let n = match ctx.args.len() > at + 1 {
+        true => parse_i64(ctx.args.get(at + 1)).filter(|&n| n >= 1),
+        false => None,
+    }
+    .ok_or(Error::Static(bad_count))?;
+    if n as u64 != (ctx.argc() - at - 2) as u64 {
+        return Err(Error::Static(
+            "ERR The `nummembers` parameter must match the number of arguments",
+        ));
+    }
+    Ok(at + 2)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    None,
+    Nx,
+    Xx,
+    Gt,
+    Lt,
+}
+
+/// Garnet's `SetExpiration` for one member.
+fn set_member_expire(z: &mut ZSet, member: &[u8], at: u64, cond: Cond, now: u64) -> i64 {
+    let Some(prev) = z.expire_at(member) else {
+        return NO_MEMBER;
+    };
+    if at <= now {
+        z.remove(member);
+        return DELETED;
+    }
+    let not_met = if prev == NO_TTL {
+        // A member without a TTL counts as an infinite one.
+        matches!(cond, Cond::Xx | Cond::Gt)
+    } else {
+        cond == Cond::Nx || (cond == Cond::Gt && at <= prev) || (cond == Cond::Lt && at >= prev)
+    };
+    if not_met {
+        return NO_CONDITION;
+    }
+    z.set_expire(member, at);
+    SET_OK
+}
+
+fn zexpire(ctx: &mut Ctx) -> CmdResult {
+    expire_generic(ctx, true, false)
+}
+
+fn zpexpire(ctx: &mut Ctx) -> CmdResult {
+    expire_generic(ctx, false, false)
+}
+
+fn zexpireat(ctx: &mut Ctx) -> CmdResult {
+    expire_generic(ctx, true, true)
+}
+
+fn zpexpireat(ctx: &mut Ctx) -> CmdResult {
+    expire_generic(ctx, false, true)
+}
+
+/// ZEXPIRE, ZPEXPIRE, ZEXPIREAT, ZPEXPIREAT.
+fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
+    let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
+    let exists = lookup(ctx.ks, key, false)?.is_some();
+    let at = parse_expire(ctx, args.get(2), seconds, if absolute { 0 } else { now })?;
+    let opt = args.get(3);
+    let cond = if eq_ic(opt, "NX") {
+        Cond::Nx
+    } else if eq_ic(opt, "XX") {
+        Cond::Xx
+    } else if eq_ic(opt, "GT") {
+        Cond::Gt
+    } else if eq_ic(opt, "LT") {
+        Cond::Lt
+    } else {
+        Cond::None
+    };
+    let members_at = if cond == Cond::None { 3 } else { 4 };
+    let first = members_arg(
+        ctx,
+        members_at,
+        "ERR Parameter `numMembers` should be greater than 0",
+    )?;
+    ctx.out.array(args.len() - first);
+    if !exists {
+        for _ in first..args.len() {
+            ctx.out.int(NO_MEMBER);
+        }
+        return Ok(Done);
+    }
+    ctx.shared.store.member_ttls.store(true, Relaxed);
+    let z = lookup(ctx.ks, key, false)?.ok_or(Error::WrongType)?;
+    let (mut updated, mut deleted) = (0, 0);
+    for i in first..args.len() {
+        let res = set_member_expire(z, args.get(i), at, cond, now);
+        updated += (res == SET_OK) as usize;
+        deleted += (res == DELETED) as usize;
+        ctx.out.int(res);
+    }
+    let emptied = z.is_empty();
+    if deleted > 0 {
+        ctx.ks.signal(key, notify::ZSET, "zrem");
+    }
+    if updated > 0 {
+        ctx.ks.signal(key, notify::ZSET, "zexpire");
+    }
+    if emptied {
+        ctx.ks.remove_raw_entry(key);
+        ctx.ks.signal(key, notify::GENERIC, "del");
+    }
+    Ok(Done)
+}
+
+fn zttl(ctx: &mut Ctx) -> CmdResult {
+    ttl_generic(ctx, true, true)
+}
+
+fn zpttl(ctx: &mut Ctx) -> CmdResult {
+    ttl_generic(ctx, false, true)
+}
+
+fn zexpiretime(ctx: &mut Ctx) -> CmdResult {
+    ttl_generic(ctx, true, false)
+}
+
+fn zpexpiretime(ctx: &mut Ctx) -> CmdResult {
+    ttl_generic(ctx, false, false)
+}
+
+/// ZTTL, ZPTTL, ZEXPIRETIME, ZPEXPIRETIME: -2 no such member, -1 no TTL,
+/// else the time left or the deadline (seconds round up, as HTTL's).
+fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
+    let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
+    let exists = lookup(ctx.ks, key, true)?.is_some();
+    let first = members_arg(ctx, 2, "ERR Number of members must be a positive integer")?;
+    let base = if relative { now } else { 0 };
+    ctx.out.array(args.len() - first);
+    let z = if exists {
+        lookup(ctx.ks, key, false)?
+    } else {
+        None
+    };
+    for i in first..args.len() {
+        let n = match z.as_ref().and_then(|z| z.expire_at(args.get(i))) {
+            None => NO_MEMBER,
+            Some(NO_TTL) => -1,
+            Some(at) if at <= now => NO_MEMBER,
+            Some(at) if seconds => ((at + 999 - base) / 1000) as i64,
+            Some(at) => (at - base) as i64,
+        };
+        ctx.out.int(n);
+    }
+    Ok(Done)
+}
+
+/// ZPERSIST: 1 dropped, -1 had no TTL, -2 no such member.
+fn zpersist(ctx: &mut Ctx) -> CmdResult {
+    let (args, key) = (ctx.args, ctx.args.get(1));
+    let exists = lookup(ctx.ks, key, false)?.is_some();
+    let first = members_arg(ctx, 2, "ERR Number of members must be a positive integer")?;
+    ctx.out.array(args.len() - first);
+    if !exists {
+        for _ in first..args.len() {
+            ctx.out.int(NO_MEMBER);
+        }
+        return Ok(Done);
+    }
+    let z = lookup(ctx.ks, key, false)?.ok_or(Error::WrongType)?;
+    let mut changed = false;
+    for i in first..args.len() {
+        let member = args.get(i);
+        let n = match z.expire_at(member) {
+            None => NO_MEMBER,
+            Some(NO_TTL) => -1,
+            Some(_) => {
+                z.set_expire(member, NO_TTL);
+                changed = true;
+                SET_OK
+            }
+        };
+        ctx.out.int(n);
+    }
+    if changed {
+        ctx.ks.signal(key, notify::ZSET, "zpersist");
+    }
+    Ok(Done)
+}
+
+/// ZCOLLECT key [key …] | ZCOLLECT *: removes the expired members of the
+/// given sorted sets (of every sorted set of the database with `*`) now,
+/// announcing them as the sweeper would. Other types and missing keys are
+/// skipped; replies OK.
+fn zcollect(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let now = ctx.ks.now_ms;
+    let keys: Vec<Vec<u8>> = if (1..args.len()).any(|i| args.get(i) == b"*") {
+        let mut due = Vec::new();
+        for db in ctx.ks.dbs_mut() {
+            for (k, e) in db.keys.iter() {
+                if let Value::ZSet(z) = &e.value
+                    && z.min_deadline().is_some_and(|at| at <= now)
+                {
+                    due.push(k.to_vec());
+                }
+            }
+        }
+        due
+    } else {
+        (1..args.len()).map(|i| args.get(i).to_vec()).collect()
+    };
+    if ctx.ks.member_ttls() {
+        for key in &keys {
+            // Key TTLs and window trims first, as any lookup does.
+            ctx.ks.prepare(key);
+        }
+    }
+    ctx.out.ok();
+    Ok(Done)
+}

@@ -1,0 +1,84 @@
+//! Sorted-set member TTLs (Garnet's ZEXPIRE family): the keyspace half,
+//! built as [`hash_ttl`](super::hash_ttl) is.
+//!
+//! A member whose deadline has come is gone for every command. Two
+//! mechanisms remove expired members, both through [`expire`]:
+//! - lazily, [`Keyspace::prepare`] removes a set's due members before any
+//!   command sees the key (O(1) when nothing is due: the set's earliest
+//!   deadline is compared with the command's instant first);
+//! - in the background, the window [`sweeper`](super::windows::sweeper)
+//!   visits each set at the earlier of its window deadline and its earliest
+//!   member deadline (see [`reschedule`](super::windows::reschedule)) and
+//!   removes a bounded batch per visit.
+//!
+//! Removing members announces `zexpired` (and `del` when the set empties)
+//! as a window trim does, and a window rule with MOVETO hands the expired
+//! members off, in score order, through the same path as aged ones (lock
+//! planning already adds the hand-off shard of every windowed set with a
+//! MOVETO rule, see [`handoff_shard`](super::windows::handoff_shard)).
+
+use super::{Entry, Keyspace, Value, notify};
+
+/// Removes up to `max` expired members of the sorted set at `key` (if it
+/// is one), deleting the key if none is left. Returns the number removed.
+pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
+    let (now, db, shared) = (ks.now_ms, ks.db, ks.shared);
+    let Some(Entry {
+        value: Value::ZSet(z),
+        window,
+        ..
+    }) = ks.shard(key).dbs[db].keys.get_mut(key)
+    else {
+        return 0;
+    };
+    if z.min_deadline().is_none_or(|at| at > now) {
+        return 0;
+    }
+    let dest = shared
+        .windows
+        .rule_for(window, key)
+        .and_then(|r| r.destination(key));
+    if dest.is_some()
+        && let Some(shard) = super::windows::handoff_shard(ks, key).filter(|&d| !ks.holds(d))
+    {
+        // As in a window trim: leave the members for a later pass rather
+        // than touch an unlocked shard.
+        debug_assert!(false, "member TTL hand-off to unlocked shard {shard}");
+        tracing::error!(shard, "member expiry skipped: hand-off shard not locked");
+        return 0;
+    }
+    let Some(Entry {
+        value: Value::ZSet(z),
+        ..
+    }) = ks.shard(key).dbs[db].keys.get_mut(key)
+    else {
+        return 0;
+    };
+    let mut moved: Vec<(Vec<u8>, f64)> = Vec::new();
+    let removed = z.expire_members(now, max, |m, s| {
+        if dest.is_some() {
+            moved.push((m.to_vec(), s));
+        }
+    });
+    let emptied = z.is_empty();
+    if emptied {
+        ks.remove_raw_entry(key);
+    }
+    if removed > 0 {
+        ks.modified(key);
+    } else {
+        // Only stale entries were due: the bound is exact now.
+        super::windows::reschedule(ks, key);
+    }
+    if removed > 0 {
+        ks.notify(notify::ZSET, "zexpired", key);
+    }
+    if emptied {
+        ks.notify(notify::GENERIC, "del", key);
+    }
+    if let Some(dest) = dest {
+        moved.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        super::windows::hand_off(ks, &dest, moved);
+    }
+    removed
+}
