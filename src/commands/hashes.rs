@@ -700,7 +700,6 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
     let exists = lookup(ctx.ks, key, true)?.is_some();
     let first = fields_arg(ctx, 2, "ERR Number of fields must be a positive integer")?;
-    let base = if relative { now } else { 0 };
     ctx.out.array(args.len() - first);
     let h = if exists {
         lookup(ctx.ks, key, false)?
@@ -708,14 +707,9 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
         None
     };
     for i in first..args.len() {
-        let n = match h.as_ref().and_then(|h| h.expire_at(args.get(i))) {
-            None => NO_FIELD,
-            Some(NO_TTL) => -1,
-            Some(at) if at <= now => NO_FIELD,
-            Some(at) if seconds => ((at + 999 - base) / 1000) as i64,
-            Some(at) => (at - base) as i64,
-        };
-        ctx.out.int(n);
+        let at = h.as_ref().and_then(|h| h.expire_at(args.get(i)));
+        ctx.out
+            .int(super::subkey_ttl_reply(at, NO_TTL, now, seconds, relative));
     }
     Ok(Done)
 }

@@ -549,6 +549,28 @@ pub struct Block {
     pub on_gone: Option<&'static str>,
 }
 
+/// One reply of HTTL/HPTTL/HEXPIRETIME/HPEXPIRETIME and their sorted-set
+/// twins (ZTTL …): -2 when the field or member does not exist (or its
+/// deadline has come), -1 when it has no TTL (`no_ttl`, the types' marker),
+/// else the time left (`relative`) or the deadline, in seconds rounded up
+/// or in milliseconds.
+pub fn subkey_ttl_reply(
+    deadline: Option<u64>,
+    no_ttl: u64,
+    now: u64,
+    seconds: bool,
+    relative: bool,
+) -> i64 {
+    let base = if relative { now } else { 0 };
+    match deadline {
+        None => -2,
+        Some(at) if at == no_ttl => -1,
+        Some(at) if at <= now => -2,
+        Some(at) if seconds => ((at + 999 - base) / 1000) as i64,
+        Some(at) => (at - base) as i64,
+    }
+}
+
 /// Parses an integer argument with Redis's error text.
 pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
     parse_i64(arg).ok_or(Error::NotInteger)

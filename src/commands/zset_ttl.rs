@@ -223,7 +223,6 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
     let exists = lookup(ctx.ks, key, true)?.is_some();
     let first = members_arg(ctx, 2, "ERR Number of members must be a positive integer")?;
-    let base = if relative { now } else { 0 };
     ctx.out.array(args.len() - first);
     let z = if exists {
         lookup(ctx.ks, key, false)?
@@ -231,14 +230,9 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
         None
     };
     for i in first..args.len() {
-        let n = match z.as_ref().and_then(|z| z.expire_at(args.get(i))) {
-            None => NO_MEMBER,
-            Some(NO_TTL) => -1,
-            Some(at) if at <= now => NO_MEMBER,
-            Some(at) if seconds => ((at + 999 - base) / 1000) as i64,
-            Some(at) => (at - base) as i64,
-        };
-        ctx.out.int(n);
+        let at = z.as_ref().and_then(|z| z.expire_at(args.get(i)));
+        ctx.out
+            .int(super::subkey_ttl_reply(at, NO_TTL, now, seconds, relative));
     }
     Ok(Done)
 }
