@@ -505,14 +505,41 @@ const NO_CONDITION: i64 = 0;
 const SET_OK: i64 = 1;
 const DELETED: i64 = 2;
 
-/// HEXPIRE's `NX | XX | GT | LT`.
+/// HEXPIRE's (and ZEXPIRE's) `NX | XX | GT | LT`.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Cond {
+pub(super) enum Cond {
     None,
     Nx,
     Xx,
     Gt,
     Lt,
+}
+
+impl Cond {
+    /// The option `opt`, or `None` when it is not one (the list word
+    /// follows the time directly).
+    pub(super) fn parse(opt: &[u8]) -> Cond {
+        if eq_ic(opt, "NX") {
+            Cond::Nx
+        } else if eq_ic(opt, "XX") {
+            Cond::Xx
+        } else if eq_ic(opt, "GT") {
+            Cond::Gt
+        } else if eq_ic(opt, "LT") {
+            Cond::Lt
+        } else {
+            Cond::None
+        }
+    }
+
+    /// Whether the condition refuses replacing the deadline `prev` by `at`;
+    /// `prev == no_ttl` (no TTL) counts as an infinite deadline.
+    pub(super) fn refuses(self, prev: u64, at: u64, no_ttl: u64) -> bool {
+        if prev == no_ttl {
+            return matches!(self, Cond::Xx | Cond::Gt);
+        }
+        self == Cond::Nx || (self == Cond::Gt && prev >= at) || (self == Cond::Lt && prev <= at)
+    }
 }
 
 /// Redis's `parseExpireTime`: a non-negative integer in seconds or
@@ -544,10 +571,22 @@ pub(super) fn parse_expire(ctx: &Ctx, arg: &[u8], seconds: bool, base: u64) -> R
 /// `FIELDS numfields field …` with the FIELDS word at `at`: checks it as
 /// Redis does and returns the index of the first field.
 fn fields_arg(ctx: &Ctx, at: usize, bad_count: &'static str) -> Result<usize, Error> {
-    if at >= ctx.argc() || !eq_ic(ctx.args.get(at), "FIELDS") {
-        return Err(Error::Static(
-            "ERR Mandatory argument FIELDS is missing or not at the right position",
-        ));
+    subkeys_arg(ctx, at, "FIELDS", bad_count)
+}
+
+/// `WORD count name …` (`FIELDS`, or ZEXPIRE's `MEMBERS`) with the word at
+/// `at`, checked as Redis checks `FIELDS`; returns the index of the first
+/// name.
+pub(super) fn subkeys_arg(
+    ctx: &Ctx,
+    at: usize,
+    word: &str,
+    bad_count: &'static str,
+) -> Result<usize, Error> {
+    if at >= ctx.argc() || !eq_ic(ctx.args.get(at), word) {
+        return Err(Error::Owned(format!(
+            "ERR Mandatory argument {word} is missing or not at the right position"
+        )));
     }
     let n = match ctx.args.len() > at + 1 {
         true => parse_i64(ctx.args.get(at + 1)).filter(|&n| n >= 1),
@@ -555,9 +594,10 @@ fn fields_arg(ctx: &Ctx, at: usize, bad_count: &'static str) -> Result<usize, Er
     }
     .ok_or(Error::Static(bad_count))?;
     if n as u64 != (ctx.argc() - at - 2) as u64 {
-        return Err(Error::Static(
-            "ERR The `numfields` parameter must match the number of arguments",
-        ));
+        return Err(Error::Owned(format!(
+            "ERR The `num{}` parameter must match the number of arguments",
+            word.to_ascii_lowercase()
+        )));
     }
     Ok(at + 2)
 }
@@ -575,15 +615,7 @@ fn set_field_expire(h: &mut Hash, field: &[u8], at: Option<u64>, cond: Cond, now
         h.set_expire(field, NO_TTL);
         return SET_OK;
     };
-    if prev == NO_TTL {
-        // A field without a TTL counts as an infinite one.
-        if matches!(cond, Cond::Xx | Cond::Gt) {
-            return NO_CONDITION;
-        }
-    } else if (cond == Cond::Gt && prev >= at)
-        || (cond == Cond::Lt && prev <= at)
-        || cond == Cond::Nx
-    {
+    if cond.refuses(prev, at, NO_TTL) {
         return NO_CONDITION;
     }
     if at <= now {
@@ -634,18 +666,7 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let at = parse_expire(ctx, args.get(2), seconds, if absolute { 0 } else { now })?;
-    let opt = args.get(3);
-    let cond = if eq_ic(opt, "NX") {
-        Cond::Nx
-    } else if eq_ic(opt, "XX") {
-        Cond::Xx
-    } else if eq_ic(opt, "GT") {
-        Cond::Gt
-    } else if eq_ic(opt, "LT") {
-        Cond::Lt
-    } else {
-        Cond::None
-    };
+    let cond = Cond::parse(args.get(3));
     let fields_at = if cond == Cond::None { 3 } else { 4 };
     let first = fields_arg(
         ctx,

@@ -14,12 +14,11 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
-use super::hashes::parse_expire;
+use super::hashes::{Cond, parse_expire, subkeys_arg};
 use super::{CmdResult, Command, Ctx, Done, Error, Keys};
 use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::types::zset::ZSet;
 use crate::types::zset::ttl::NO_TTL;
-use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "sorted-set";
 
@@ -83,31 +82,7 @@ fn lookup<'a>(
 /// `MEMBERS nummembers member …` with the MEMBERS word at `at`: checked as
 /// the hash commands check `FIELDS`; returns the index of the first member.
 fn members_arg(ctx: &Ctx, at: usize, bad_count: &'static str) -> Result<usize, Error> {
-    if at >= ctx.argc() || !eq_ic(ctx.args.get(at), "MEMBERS") {
-        return Err(Error::Static(
-            "ERR Mandatory argument MEMBERS is missing or not at the right position",
-        ));
-    }
-    let n = match ctx.args.len() > at + 1 {
-        true => parse_i64(ctx.args.get(at + 1)).filter(|&n| n >= 1),
-        false => None,
-    }
-    .ok_or(Error::Static(bad_count))?;
-    if n as u64 != (ctx.argc() - at - 2) as u64 {
-        return Err(Error::Static(
-            "ERR The `nummembers` parameter must match the number of arguments",
-        ));
-    }
-    Ok(at + 2)
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Cond {
-    None,
-    Nx,
-    Xx,
-    Gt,
-    Lt,
+    subkeys_arg(ctx, at, "MEMBERS", bad_count)
 }
 
 /// Garnet's `SetExpiration` for one member.
@@ -119,13 +94,7 @@ fn set_member_expire(z: &mut ZSet, member: &[u8], at: u64, cond: Cond, now: u64)
         z.remove(member);
         return DELETED;
     }
-    let not_met = if prev == NO_TTL {
-        // A member without a TTL counts as an infinite one.
-        matches!(cond, Cond::Xx | Cond::Gt)
-    } else {
-        cond == Cond::Nx || (cond == Cond::Gt && at <= prev) || (cond == Cond::Lt && at >= prev)
-    };
-    if not_met {
+    if cond.refuses(prev, at, NO_TTL) {
         return NO_CONDITION;
     }
     z.set_expire(member, at);
@@ -153,18 +122,7 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let at = parse_expire(ctx, args.get(2), seconds, if absolute { 0 } else { now })?;
-    let opt = args.get(3);
-    let cond = if eq_ic(opt, "NX") {
-        Cond::Nx
-    } else if eq_ic(opt, "XX") {
-        Cond::Xx
-    } else if eq_ic(opt, "GT") {
-        Cond::Gt
-    } else if eq_ic(opt, "LT") {
-        Cond::Lt
-    } else {
-        Cond::None
-    };
+    let cond = Cond::parse(args.get(3));
     let members_at = if cond == Cond::None { 3 } else { 4 };
     let first = members_arg(
         ctx,
