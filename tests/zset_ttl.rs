@@ -1,6 +1,6 @@
 //! Sorted-set member TTLs (Garnet's ZEXPIRE family), under zwindow's
 //! frozen clock (`DEBUG CLOCK`): the per-member reply codes of every
-//! command and option as Garnet's server answers them, argument errors,
+//! command and option as Garnet's documentation gives them, argument errors,
 //! members vanishing at their deadline for every sorted-set command,
 //! emptied keys disappearing with `zexpired` and `del`, the sweeper
 //! reclaiming idle keys, ZADD dropping a TTL and ZINCRBY keeping it, the
@@ -559,5 +559,50 @@ fn a_windowed_member_goes_at_whichever_comes_first_and_is_handed_off_once() {
     assert_eq!(
         consumer.read_reply(),
         b"*2\r\n$10\r\nfold:2:due\r\n$1\r\nm\r\n"
+    );
+}
+
+/// The value of `name` in `INFO section`.
+fn info_field(c: &mut RawConn, section: &str, name: &str) -> String {
+    let text = s(c, &format!("INFO {section}"));
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .to_string()
+}
+
+#[test]
+fn info_counts_volatile_and_expired_members_and_fields() {
+    let (_z, mut c) = frozen(&[]);
+    c.cmd_str("ZADD z 1 a 2 b 3 c");
+    c.cmd_str("ZPEXPIRE z 100 MEMBERS 2 a b");
+    c.cmd_str("HSET h f1 v f2 v f3 v");
+    c.cmd_str("HPEXPIRE h 200 FIELDS 1 f1");
+    c.cmd_str("HSET plain f v");
+    c.cmd_str("ZADD plainz 1 a");
+    assert_eq!(info_field(&mut c, "windows", "volatile_keys"), "2");
+    assert_eq!(info_field(&mut c, "windows", "volatile_members"), "2");
+    assert_eq!(info_field(&mut c, "windows", "volatile_fields"), "1");
+    assert_eq!(info_field(&mut c, "windows", "windowed_keys"), "0");
+    assert_eq!(
+        info_field(&mut c, "keyspace", "db0"),
+        "keys=4,expires=0,avg_ttl=0,subexpiry=2"
+    );
+    // ZPERSIST and HPERSIST lower the counts; expiry moves them to the
+    // expired counters.
+    c.cmd_str("ZPERSIST z MEMBERS 1 b");
+    assert_eq!(info_field(&mut c, "windows", "volatile_members"), "1");
+    advance(&mut c, 300);
+    assert_eq!(s(&mut c, "ZCARD z"), ":2\r\n");
+    assert_eq!(s(&mut c, "HLEN h"), ":2\r\n");
+    assert_eq!(info_field(&mut c, "windows", "volatile_keys"), "0");
+    assert_eq!(info_field(&mut c, "windows", "volatile_members"), "0");
+    assert_eq!(info_field(&mut c, "windows", "volatile_fields"), "0");
+    assert_eq!(info_field(&mut c, "windows", "expired_members"), "1");
+    assert_eq!(info_field(&mut c, "windows", "expired_fields"), "1");
+    assert_eq!(info_field(&mut c, "stats", "expired_subkeys"), "2");
+    assert_eq!(
+        info_field(&mut c, "keyspace", "db0"),
+        "keys=4,expires=0,avg_ttl=0,subexpiry=0"
     );
 }

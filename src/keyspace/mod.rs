@@ -229,6 +229,8 @@ pub struct Store {
     pub member_ttls: AtomicBool,
     /// Hash fields removed because their TTL passed.
     pub stats_expired_fields: AtomicU64,
+    /// Sorted-set members removed because their TTL passed.
+    pub stats_expired_members: AtomicU64,
     /// Background expiry (keys, hash fields, windows) runs; `DEBUG
     /// SET-ACTIVE-EXPIRE 0` turns it off, as in Redis.
     pub active_expire: AtomicBool,
@@ -264,6 +266,7 @@ impl Store {
             field_ttls: AtomicBool::new(false),
             member_ttls: AtomicBool::new(false),
             stats_expired_fields: AtomicU64::new(0),
+            stats_expired_members: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
         }
     }
