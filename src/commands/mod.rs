@@ -13,6 +13,7 @@
 //! error reply; a handler that returns an error has written nothing.
 
 pub mod bitmaps;
+pub mod cluster;
 pub mod connection;
 pub mod docs;
 pub mod functions;
@@ -71,6 +72,7 @@ pub static TABLE: &[&[Command]] = &[
     hyperloglog::COMMANDS,
     streams::COMMANDS,
     pubsub::COMMANDS,
+    cluster::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
@@ -103,6 +105,9 @@ pub mod flags {
     /// Never set in the table: `COMMAND INFO` derives it from the key specs
     /// (keys the first/last/step range does not cover).
     pub const MOVABLEKEYS: u32 = 1 << 19;
+    /// Reported only: Redis refuses these while a replica loads its data
+    /// asynchronously, which zwindow never does.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 20;
 
     /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides
     /// `may_replicate`.
@@ -124,6 +129,7 @@ pub mod flags {
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
     ];
 }
 
