@@ -517,6 +517,8 @@ impl<'a> Keyspace<'a> {
             if has_ttl {
                 db.expires.insert(key.into(), ());
             }
+            // Redis's dbAdd: class `n`, which `A` leaves out.
+            self.notify(notify::NEW, "new", key);
         }
     }
 
