@@ -66,6 +66,8 @@ pub struct Shared {
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::execution::scripting::Scripting,
     pub stats: Stats,
+    /// ACL users and the ACL log.
+    pub acl: crate::acl::Acl,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     pub started: Instant,
@@ -110,6 +112,7 @@ impl Shared {
             windows: Default::default(),
             scripting: Default::default(),
             stats: Stats::default(),
+            acl: crate::acl::Acl::new(),
             error_stats: Default::default(),
             started: Instant::now(),
             run_id: (0..40)

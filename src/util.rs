@@ -282,3 +282,13 @@ mod tests {
         assert!(glob_match(&hostile, b"abc", false));
     }
 }
+
+/// An I/O error as C's `strerror` words it ("No such file or directory"),
+/// without Rust's " (os error 2)" suffix, for texts Redis prints.
+pub fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
