@@ -292,3 +292,10 @@ pub fn strerror(e: &std::io::Error) -> String {
         None => text,
     }
 }
+
+/// Wall-clock Unix milliseconds (Redis's `mstime`).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -112,6 +112,12 @@ impl Catalog {
         self.by_addr.get(&(cmd as *const Command as usize)).copied()
     }
 
+    /// `name` or `parent|name` of a table entry.
+    pub(crate) fn fullname(&self, cmd: &'static Command) -> &str {
+        self.id_of(cmd)
+            .map_or(cmd.name, |id| self.entries[id].fullname.as_str())
+    }
+
     /// acl.c `ACLLookupCommand`: `name` or `name|sub`, any case; a
     /// `name|sub` of a command without subcommands is no command.
     pub(crate) fn lookup(&self, name: &[u8]) -> Option<usize> {

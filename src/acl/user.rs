@@ -787,13 +787,6 @@ impl User {
         Err(worst)
     }
 
-    /// Whether a channel (or a PSUBSCRIBE pattern) is allowed.
-    pub(crate) fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
-        self.selectors
-            .iter()
-            .any(|s| s.channel_allowed(channel, is_pattern))
-    }
-
     /// Whether some selector allows every channel.
     pub(crate) fn all_channels(&self) -> bool {
         self.selectors.iter().any(|s| s.all_channels)

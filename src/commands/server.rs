@@ -1076,6 +1076,15 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))
         .collect();
     ctx.shared.config.set_many(&pairs)?;
+    // requirepass is the default ACL user's password (config.c
+    // `updateRequirePass`).
+    if pairs
+        .iter()
+        .any(|(name, _)| crate::util::eq_ic(name, "requirepass"))
+    {
+        let pass = ctx.shared.config.requirepass();
+        ctx.shared.acl.set_default_password(pass.as_deref());
+    }
     ctx.out.ok();
     Ok(Done)
 }

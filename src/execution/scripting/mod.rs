@@ -568,6 +568,9 @@ impl Engine {
             let mut client = Client::new(caller.handle.clone(), false);
             client.db = caller.db;
             client.in_script = true;
+            // Commands run as the caller's ACL user (script.c).
+            client.user = caller.user.clone();
+            client.acl_generation = caller.acl_generation;
             let state = RefCell::new(RunState {
                 shared,
                 client,
@@ -901,7 +904,13 @@ impl RunState<'_, '_> {
             Ok((convert::error_table(lua, msg, true)?, raise))
         };
         let wrote = self.busy.wrote.load(Relaxed);
-        let cmd = match super::verify_from_script(self.shared, &argv, self.read_only, wrote) {
+        let cmd = match super::verify_from_script(
+            self.shared,
+            &mut self.client,
+            &argv,
+            self.read_only,
+            wrote,
+        ) {
             Ok(cmd) => cmd,
             Err(msg) => return deny(format!("-{msg}").as_bytes()),
         };
