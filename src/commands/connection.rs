@@ -601,6 +601,7 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
         return Ok(Done);
     }
     let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    let mut user: Option<&[u8]> = None;
     let mut i = 2;
     while i < ctx.argc() {
         if i + 1 >= ctx.argc() {
@@ -624,7 +625,12 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
             } else {
                 return Err(Error::Syntax);
             };
-        } else if eq_ic(opt, "TYPE") || eq_ic(opt, "USER") || eq_ic(opt, "MAXAGE") {
+        } else if eq_ic(opt, "USER") {
+            if ctx.shared.acl.get(val).is_none() {
+                return Err(Error::Raw([b"ERR No such user '", val, b"'"].concat()));
+            }
+            user = Some(val);
+        } else if eq_ic(opt, "TYPE") || eq_ic(opt, "MAXAGE") {
             return Err(Error::Owned(format!(
                 "ERR CLIENT KILL {} is not supported by zwindow",
                 String::from_utf8_lossy(opt).to_uppercase()
@@ -640,6 +646,7 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
         if id.is_some_and(|id| id != c.id)
             || addr.is_some_and(|a| a != c.addr.as_bytes())
             || laddr.is_some_and(|a| a != c.laddr.as_bytes())
+            || user.is_some_and(|u| u != c.user.lock().as_slice())
         {
             continue;
         }
