@@ -27,6 +27,9 @@ use parking_lot::{Mutex, RwLock};
 pub use user::User;
 use user::has_spaces;
 
+/// A user before (if it existed) and after a change.
+pub(crate) type UserChange = (Option<Arc<User>>, Arc<User>);
+
 /// The users and the log.
 pub struct Acl {
     /// By name, in byte order (as Redis's radix tree lists them).
@@ -108,7 +111,7 @@ impl Acl {
         name: &[u8],
         ops: &[&[u8]],
         all_channels: bool,
-    ) -> Result<(Option<Arc<User>>, Arc<User>), Vec<u8>> {
+    ) -> Result<UserChange, Vec<u8>> {
         let mut map = self.users.write();
         let before = map.get(name).cloned();
         let mut u = match &before {
