@@ -209,6 +209,14 @@ fn noperm_at_top_level_in_multi_and_in_scripts() {
         "EVAL \"return redis.pcall('set','r1','v')\" 0",
         "EVAL \"return redis.pcall('publish','x','m')\" 0",
         "EVAL \"return redis.call('set','k2','v')\" 0",
+        // redis.acl_check_cmd: the caller's permissions, without logging.
+        "EVAL \"return redis.acl_check_cmd('set','k1',1)\" 0",
+        "EVAL \"return redis.acl_check_cmd('set','x',1)\" 0",
+        "EVAL \"return redis.acl_check_cmd('flushall')\" 0",
+        "EVAL \"return redis.acl_check_cmd('config','set','a','b')\" 0",
+        "EVAL \"return redis.acl_check_cmd('config','nosuch')\" 0",
+        "EVAL \"return redis.acl_check_cmd('nosuch')\" 0",
+        "EVAL \"return redis.acl_check_cmd({})\" 0",
     ]);
     // Rules changed between queueing and EXEC.
     p.script(&["MULTI", "SET k1 v", "GET k1", "INCR k3"]);
