@@ -425,3 +425,28 @@ fn user_lines_and_acl_file() {
     assert_eq!(c.cmd_str("AUTH alice pw"), b"+OK\r\n");
     assert_eq!(c.cmd_str("AUTH rp"), b"+OK\r\n");
 }
+
+#[test]
+fn resp3_replies() {
+    let s = Servers::start();
+    let mut p = s.pair();
+    let (r, z) = p.both_str("HELLO 3");
+    assert!(r.starts_with(b"%") && z.starts_with(b"%"));
+    p.script(&[
+        "ACL SETUSER bob on >x (+get ~b*) %R~r* &c",
+        "ACL GETUSER bob",
+        "ACL GETUSER nosuch",
+        "ACL LIST",
+        "ACL CAT",
+        "AUTH bob wrong",
+        "ACL DRYRUN bob get b",
+        "ACL DRYRUN bob get x",
+        "ACL LOG -1",
+    ]);
+    let (r, z) = p.both_str("ACL LOG");
+    for reply in [&r, &z] {
+        let log = parse_reply(reply);
+        assert_eq!(log.array().len(), 1);
+        assert_eq!(log.array()[0].field("reason").unwrap().bulk(), b"auth");
+    }
+}
