@@ -12,6 +12,7 @@
 //! keys, close, wait for a script), or an [`Error`], which becomes the
 //! error reply; a handler that returns an error has written nothing.
 
+pub mod acl;
 pub mod bitmaps;
 pub mod cluster;
 pub mod connection;
@@ -54,6 +55,7 @@ use crate::util::parse_i64;
 pub static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    acl::COMMANDS,
     keys::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,

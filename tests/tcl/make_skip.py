@@ -12,7 +12,7 @@ import sys
 
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
-acl bgrewriteaof bgsave dump
+bgrewriteaof bgsave dump
 failover latency lolwut migrate module monitor psync
 replconf replicaof restore role save slaveof slowlog spublish
 ssubscribe sunsubscribe sync wait
