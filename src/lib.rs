@@ -14,7 +14,8 @@
 //!
 //! Beside them: [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
 //! shared state and startup), [`config`], [`clock`], [`pubsub`], [`util`],
-//! and [`stats`] and [`alloc`] (what INFO reports).
+//! and [`stats`], [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG,
+//! LATENCY and MEMORY report).
 
 pub mod alloc;
 pub mod clock;
@@ -22,10 +23,12 @@ pub mod commands;
 pub mod config;
 pub mod execution;
 pub mod keyspace;
+pub mod latency;
 pub mod network;
 pub mod protocol;
 pub mod pubsub;
 pub mod server;
+pub mod slowlog;
 pub mod stats;
 pub mod types;
 pub mod util;

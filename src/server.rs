@@ -68,6 +68,10 @@ pub struct Shared {
     pub stats: Stats,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// SLOWLOG's entries.
+    pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
+    /// LATENCY's events.
+    pub latency: parking_lot::Mutex<crate::latency::Monitor>,
     pub started: Instant,
     pub run_id: String,
     /// Unix seconds of the last (simulated) save, for LASTSAVE.
@@ -111,6 +115,8 @@ impl Shared {
             scripting: Default::default(),
             stats: Stats::default(),
             error_stats: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))

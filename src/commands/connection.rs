@@ -245,6 +245,10 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 3 {
         return Err(Error::Syntax);
     }
+    ctx.redact(1);
+    if ctx.argc() == 3 {
+        ctx.redact(2);
+    }
     if ctx.argc() == 2 && !ctx.shared.config.auth_required() {
         return Err(Error::Static(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
@@ -283,6 +287,8 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
         let opt = ctx.args.get(i);
         let more = ctx.argc() - i - 1;
         if eq_ic(opt, "AUTH") && more >= 2 {
+            ctx.redact(i + 1);
+            ctx.redact(i + 2);
             let (user, pass) = (ctx.args.get(i + 1), ctx.args.get(i + 2));
             if ctx.shared.config.auth_required() || user != b"default" {
                 check_auth(ctx, Some(user), pass)?;

@@ -1071,6 +1071,11 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
             String::from_utf8_lossy(ctx.arg(2))
         )));
     }
+    for i in (2..ctx.argc()).step_by(2) {
+        if crate::config::is_sensitive(ctx.args.get(i)) {
+            ctx.redact(i + 1);
+        }
+    }
     let pairs: Vec<(&[u8], &[u8])> = (2..ctx.argc())
         .step_by(2)
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))

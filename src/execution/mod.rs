@@ -400,9 +400,11 @@ pub fn call(
         args,
         ks,
         cmd,
+        redacted: 0,
     };
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
+    let redacted = ctx.redacted;
     if matches!(result, Err(Error::EngineBusy)) {
         out.truncate(mark);
         return Outcome::WaitScript;
@@ -422,6 +424,7 @@ pub fn call(
         return Outcome::Done;
     }
     let usec = start.elapsed().as_micros() as u64;
+    after_command(shared, client, cmd, &args, usec, redacted);
     stats.calls.fetch_add(1, Relaxed);
     stats.usec.fetch_add(usec, Relaxed);
     if shared.config.latency_tracking() {
@@ -434,6 +437,66 @@ pub fn call(
         out.error_bytes(e.bytes());
         Outcome::Done
     })
+}
+
+/// What a command leaves behind in the latency monitor and the slow log
+/// (Redis's `call`: the `command` / `fast-command` latency event, then
+/// `slowlogPushCurrentCommand`, which skips `skip_slowlog` commands such as
+/// EXEC — whose queued commands are logged one by one as they run).
+fn after_command(
+    shared: &Shared,
+    client: &Client,
+    cmd: &Command,
+    args: &Args<'_>,
+    usec: u64,
+    redacted: u64,
+) {
+    let threshold = shared.config.latency_monitor_threshold();
+    if threshold > 0 && usec / 1000 >= threshold as u64 {
+        let event = if cmd.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        shared
+            .latency
+            .lock()
+            .add(event, usec / 1000, shared.clock.now_ms() / 1000);
+    }
+    let slower_than = shared.config.slowlog_slower_than();
+    if cmd.has(flags::SKIP_SLOWLOG) || slower_than < 0 || usec < slower_than as u64 {
+        return;
+    }
+    let arg = |i: usize| {
+        if redacted & (1 << i.min(63)) != 0 {
+            b"(redacted)".to_vec()
+        } else {
+            args.get(i).to_vec()
+        }
+    };
+    shared.slowlog.lock().push_if_needed(
+        slower_than,
+        shared.config.slowlog_max_len(),
+        usec,
+        args.len(),
+        arg,
+        // A script's commands run as Redis's Lua client: no address, no name.
+        || {
+            if client.in_script {
+                "?:0".into()
+            } else {
+                client.handle.addr.clone()
+            }
+        },
+        || {
+            if client.in_script {
+                Vec::new()
+            } else {
+                client.handle.name.lock().clone().unwrap_or_default()
+            }
+        },
+        shared.clock.now_ms() / 1000,
+    );
 }
 
 /// What a request left its connection to do.

@@ -14,7 +14,7 @@ import sys
 MISSING = """
 acl bgrewriteaof bgsave dump
 failover latency lolwut migrate module monitor psync readonly readwrite
-replconf replicaof restore role save slaveof slowlog spublish
+replconf replicaof restore role save slaveof spublish
 ssubscribe sunsubscribe sync wait
 """.split()
 MISSING_SUB = [
