@@ -72,6 +72,8 @@ pub struct Shared {
     pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
     /// LATENCY's events.
     pub latency: parking_lot::Mutex<crate::latency::Monitor>,
+    /// Eviction under `maxmemory`: its candidate pool and counters.
+    pub evictor: crate::keyspace::evict::Evictor,
     pub started: Instant,
     pub run_id: String,
     /// Unix seconds of the last (simulated) save, for LASTSAVE.
@@ -117,6 +119,7 @@ impl Shared {
             error_stats: Default::default(),
             slowlog: Default::default(),
             latency: Default::default(),
+            evictor: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))

@@ -347,6 +347,11 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
             _ = shutdown.changed() => return,
         }
         sample(&shared);
+        // Redis's eviction timer: a pass that ran out of time goes on here,
+        // even when no command comes to start the next one.
+        if crate::keyspace::evict::over_limit(&shared) {
+            crate::keyspace::evict::perform_evictions(&shared);
+        }
     }
 }
 

@@ -412,9 +412,8 @@ fn memory(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.bytes("used_memory_vm_total", lua);
     t.field("used_memory_functions", function_caches);
     t.bytes("used_memory_scripts", eval_caches + function_caches);
-    // zwindow neither evicts nor limits memory (CONFIG allows only these).
-    t.bytes("maxmemory", 0);
-    t.field("maxmemory_policy", "noeviction");
+    t.bytes("maxmemory", shared.config.maxmemory());
+    t.field("maxmemory_policy", shared.config.maxmemory_policy().name());
     t.field(
         "allocator_frag_ratio",
         format_args!("{:.2}", ratio(active, used)),
@@ -537,11 +536,21 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     );
     t.field("expired_time_cap_reached_count", expire.time_cap_reached);
     t.field("expire_cycle_cpu_milliseconds", expire.cycle_usec / 1000);
-    // No eviction: maxmemory is always 0.
-    t.field("evicted_keys", 0);
+    let ev = &shared.evictor;
+    t.field("evicted_keys", ev.evicted_keys.load(Relaxed));
+    // Clients are never evicted (no maxmemory-clients).
     t.field("evicted_clients", 0);
-    t.field("total_eviction_exceeded_time", 0);
-    t.field("current_eviction_exceeded_time", 0);
+    let over_since = ev.over_since_ms.load(Relaxed);
+    let current = if over_since == 0 {
+        0
+    } else {
+        shared.clock.now_ms().saturating_sub(over_since)
+    };
+    t.field(
+        "total_eviction_exceeded_time",
+        ev.over_total_ms.load(Relaxed) + current,
+    );
+    t.field("current_eviction_exceeded_time", current);
     t.field("keyspace_hits", ks.hits);
     t.field("keyspace_misses", ks.misses);
     t.field("pubsub_channels", shared.pubsub.channels(None).len());

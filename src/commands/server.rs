@@ -1099,6 +1099,8 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.reply_buffer_expands,
         &s.reply_buffer_shrinks,
         &ctx.shared.clients.total_connections,
+        &ctx.shared.evictor.evicted_keys,
+        &ctx.shared.evictor.over_total_ms,
     ] {
         c.store(0, Relaxed);
     }

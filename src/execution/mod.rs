@@ -28,7 +28,7 @@ use crate::commands::{
     Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
     lookup_sub, resolve, transactions,
 };
-use crate::keyspace::{Guards, Keyspace, ShardSet};
+use crate::keyspace::{Guards, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use client::{Client, Waiting};
@@ -222,12 +222,33 @@ enum Verdict {
 /// The checks a client's command passes before it may run, in Redis 7.0's
 /// order (`processCommand`): auth, MULTI's refusals, RESP2 subscribed mode,
 /// a busy script, then MULTI queueing. ACL and OOM checks belong here too.
-fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'_>) -> Verdict {
+fn verify(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
+) -> Verdict {
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         return Verdict::Reject("NOAUTH Authentication required.".into());
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return Verdict::Reject("ERR Command not allowed inside a transaction".into());
+    }
+    if shared.config.maxmemory() != 0 {
+        let out_of_memory = evict::perform_evictions(shared) == evict::Evicted::Fail;
+        // Queuing in MULTI takes memory too: only the commands that end a
+        // transaction pass (EXEC only when it holds no deny-OOM command).
+        let reject = is_denyoom(client, cmd, args)
+            || (client.multi.is_some()
+                && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
+        if out_of_memory && reject {
+            return Verdict::Reject(OOM.into());
+        }
+        // What a script started by this command checks (Redis's
+        // `pre_command_oom_state`).
+        client.oom = out_of_memory;
+    } else {
+        client.oom = false;
     }
     if shared.config.lacks_good_replicas() && is_write(client, cmd) {
         return Verdict::Reject(NOREPLICAS.into());
@@ -264,6 +285,28 @@ fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'
 }
 
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Redis's `is_denyoom_command`: a deny-OOM command, or an EXEC whose
+/// queue holds one.
+fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
+    let denies = |cmd: &Command, args: &Args<'_>| {
+        cmd.has(flags::DENYOOM)
+            // EVAL's flags are its script's (`evalGetCommandFlags`);
+            // EVALSHA's and FCALL's are checked as the script starts.
+            || (matches!(cmd.name, "eval" | "eval_ro")
+                && args.len() > 1
+                && scripting::script_denies_oom(args.get(1)))
+    };
+    denies(cmd, args)
+        || (cmd.name == "exec"
+            && client.multi.as_ref().is_some_and(|q| {
+                q.iter().any(|a| {
+                    let args = a.args();
+                    resolve(&args).is_ok_and(|c| denies(c, &args))
+                })
+            }))
+}
 
 /// Redis's `is_write_command`: a write, or an EXEC whose queue holds one.
 fn is_write(client: &Client, cmd: &Command) -> bool {
@@ -288,12 +331,21 @@ pub fn verify_from_script(
     args: &Args<'_>,
     read_only: bool,
     wrote: bool,
+    deny_oom: bool,
 ) -> Result<&'static Command, &'static str> {
     let mut cmd = lookup(args.get(0)).ok_or("ERR Unknown Redis command called from script")?;
     if !cmd.subcommands.is_empty() && args.len() >= 2 {
         cmd = lookup_sub(cmd, args.get(1)).ok_or("ERR Unknown Redis command called from script")?;
     }
-    let refusal = script_refusal(shared, cmd, args.len(), read_only, wrote);
+    let mut refusal = script_refusal(shared, cmd, args.len(), read_only, wrote);
+    if refusal.is_none()
+        && deny_oom
+        && !wrote
+        && cmd.has(flags::DENYOOM)
+        && shared.config.maxmemory() != 0
+    {
+        refusal = Some(OOM);
+    }
     if let Some(msg) = refusal {
         CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
         return Err(msg);

@@ -38,10 +38,7 @@ KNOWN_BUGS = [
 
 # Tests that use a feature zwindow leaves out on purpose without the tag
 # that would exclude them (an error there aborts the whole unit).
-UNTAGGED = [
-    ("scripting", "Consistent eval error reporting",
-     "sets maxmemory 1 (zwindow does not evict) without the needs:config-maxmemory tag"),
-]
+UNTAGGED = []
 
 
 def uses_missing(body):
