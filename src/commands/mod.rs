@@ -23,6 +23,7 @@ pub mod info;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+pub mod memory;
 pub mod observability;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
 #[rustfmt::skip]

@@ -19,7 +19,7 @@ ssubscribe sunsubscribe sync wait
 """.split()
 MISSING_SUB = [
     ("client", s) for s in "caching getredir pause reply tracking trackinginfo unpause".split()
-] + [("memory", s) for s in "doctor malloc-stats purge stats".split()] + [
+] + [
     ("pubsub", "shardchannels"), ("pubsub", "shardnumsub"), ("script", "debug"),
     ("debug", "reload"), ("debug", "object"),
     ("debug", "digest"), ("debug", "digest-value"), ("debug", "listpack"),
