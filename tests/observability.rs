@@ -171,3 +171,81 @@ fn memory_usage_follows_the_value() {
     let text = String::from_utf8_lossy(&c.cmd_str("MEMORY DOCTOR")).into_owned();
     assert!(text.contains("Sam"), "{text}");
 }
+
+#[test]
+fn latency_replies_match_redis() {
+    in_both_protocols(|p| {
+        p.script(&[
+            "LATENCY HELP",
+            "LATENCY HELP xxx",
+            "LATENCY",
+            "LATENCY NOPE",
+            "LATENCY LATEST",
+            "LATENCY LATEST x",
+            "LATENCY HISTORY command",
+            "LATENCY HISTORY",
+            "LATENCY GRAPH command",
+            "LATENCY RESET",
+            "LATENCY RESET blabla other",
+            "LATENCY DOCTOR",
+            "CONFIG GET latency-monitor-threshold",
+            "CONFIG SET latency-monitor-threshold -1",
+            "CONFIG SET latency-monitor-threshold x",
+            "CONFIG RESETSTAT",
+            "LATENCY HISTOGRAM blabla",
+            "LATENCY HISTOGRAM blabla blabla2 set get",
+        ]);
+        // One call each: the calls match, the buckets are timings.
+        p.check_str("SET a b");
+        p.check_str("GET a");
+        let calls = |r: &[u8]| -> Vec<(String, i64)> {
+            let mut v: Vec<(String, i64)> = match parse_reply(r) {
+                Reply::Map(kv) => kv
+                    .iter()
+                    .map(|(k, v)| {
+                        let Reply::Map(f) = v else { panic!("{v:?}") };
+                        (String::from_utf8_lossy(k.bulk()).into_owned(), f[0].1.int())
+                    })
+                    .collect(),
+                Reply::Array(a) => a
+                    .chunks(2)
+                    .map(|c| {
+                        let f = c[1].array();
+                        (
+                            String::from_utf8_lossy(c[0].bulk()).into_owned(),
+                            f[1].int(),
+                        )
+                    })
+                    .collect(),
+                other => panic!("{other:?}"),
+            };
+            v.sort();
+            v
+        };
+        let (r, z) = p.both_str("LATENCY HISTOGRAM blabla set get config|resetstat");
+        assert_eq!(calls(&r), calls(&z));
+        p.check_str("CONFIG SET latency-monitor-threshold 0");
+    });
+}
+
+#[test]
+fn latency_events_are_recorded() {
+    let z = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    c.cmd_str("CONFIG SET latency-monitor-threshold 50");
+    c.cmd_str("DEBUG SLEEP 0.1");
+    let latest = c.query(&[b"LATENCY", b"LATEST"]);
+    let e = latest.array()[0].array();
+    assert_eq!(e[0].bulk(), b"command");
+    assert!((100..1000).contains(&e[2].int()), "{latest:?}");
+    let history = c.query(&[b"LATENCY", b"HISTORY", b"command"]);
+    assert_eq!(history.array().len(), 1);
+    let graph = String::from_utf8_lossy(&c.cmd_str("LATENCY GRAPH command")).into_owned();
+    assert!(graph.contains("command - high"), "{graph}");
+    let doctor = String::from_utf8_lossy(&c.cmd_str("LATENCY DOCTOR")).into_owned();
+    assert!(doctor.contains("1. command: 1 latency spikes"), "{doctor}");
+    // DEBUG SLEEP is the slow log's too (default threshold 10 ms).
+    assert!(c.query(&[b"SLOWLOG", b"LEN"]).int() >= 1);
+    assert_eq!(c.query(&[b"LATENCY", b"RESET"]).int(), 1);
+    assert!(c.query(&[b"LATENCY", b"LATEST"]).array().is_empty());
+}

@@ -24,7 +24,7 @@ const UNIT_TIMEOUT: Duration = Duration::from_secs(420);
 
 /// The tag filter: tests that need replication, `DEBUG` internals of
 /// redis-server or persistence cannot run externally.
-const TAGS: &str = "-needs:repl -needs:debug -needs:save -needs:latency -needs:local-process";
+const TAGS: &str = "-needs:repl -needs:debug -needs:save -needs:local-process";
 
 fn suite_dir() -> PathBuf {
     let dir = std::env::var_os("ZWINDOW_REDIS_TESTS")

@@ -713,7 +713,7 @@ fn cpu(t: &mut Text) {
 }
 
 /// Every command and subcommand, with its `parent|sub` name.
-fn every_command() -> impl Iterator<Item = (String, &'static Command)> {
+pub(crate) fn every_command() -> impl Iterator<Item = (String, &'static Command)> {
     all_commands().flat_map(|c| {
         let subs = c
             .subcommands

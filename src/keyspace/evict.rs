@@ -205,7 +205,9 @@ pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
         let Some((db, key)) = victim else {
             break Evicted::Fail;
         };
+        let del_start = Instant::now();
         evict(shared, db, &key);
+        latency(shared, "eviction-del", del_start);
         evicted += 1;
         if evicted.is_multiple_of(16) && start.elapsed() > limit {
             break if over_limit(shared) {
@@ -215,8 +217,23 @@ pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
             };
         }
     };
+    latency(shared, "eviction-cycle", start);
     note_over(shared, result != Evicted::Ok);
     result
+}
+
+/// Records an eviction latency event (Redis's `eviction-del` for one key,
+/// `eviction-cycle` for a pass) when the monitor is on.
+fn latency(shared: &Shared, event: &str, since: Instant) {
+    let threshold = shared.config.latency_monitor_threshold();
+    if threshold > 0 {
+        let ms = since.elapsed().as_millis() as u64;
+        let now = shared.clock.now_ms() / 1000;
+        shared
+            .latency
+            .lock()
+            .add_if_needed(threshold, event, ms, now);
+    }
 }
 
 /// Keeps the time-over-the-limit figures of INFO stats.
