@@ -53,6 +53,21 @@ fn config_and_object_replies_match_redis() {
 }
 
 #[test]
+fn exec_of_queued_writes_aborts_over_the_limit() {
+    let s = Servers::start();
+    let (mut p, mut admin) = (s.pair(), s.pair());
+    p.script(&["MULTI", "SET y 1", "GET y"]);
+    admin.check_str("CONFIG SET maxmemory 1");
+    p.check_str("EXEC");
+    p.check_str("GET y");
+    admin.check_str("CONFIG SET maxmemory 0");
+    p.script(&["MULTI", "GET y"]);
+    admin.check_str("CONFIG SET maxmemory 1");
+    p.check_str("EXEC");
+    admin.check_str("CONFIG SET maxmemory 0");
+}
+
+#[test]
 fn oom_refusals_match_redis() {
     let (_s, mut p) = start_pair();
     p.script(&[
