@@ -7,7 +7,7 @@
 //! commands read them without a lock.
 
 use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
 };
 
 use clap::Parser;
@@ -97,6 +97,18 @@ pub struct Args {
     /// The channels of a new user: `resetchannels` (none) or `allchannels`.
     #[arg(long)]
     pub acl_pubsub_default: Option<String>,
+    /// Memory limit for the dataset (`256mb`, `1gb`, bytes; 0: none), as
+    /// Redis's `maxmemory`.
+    #[arg(long)]
+    pub maxmemory: Option<String>,
+    /// What goes when `--maxmemory` is reached: noeviction, allkeys-lru,
+    /// allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu,
+    /// volatile-random or volatile-ttl.
+    #[arg(long)]
+    pub maxmemory_policy: Option<String>,
+    /// Keys sampled per eviction (Redis's `maxmemory-samples`).
+    #[arg(long)]
+    pub maxmemory_samples: Option<String>,
 }
 
 impl Args {
@@ -224,6 +236,19 @@ pub struct Config {
     acllog_max_len: AtomicUsize,
     /// `acl-pubsub-default allchannels`: new users may use every channel.
     acl_pubsub_all: AtomicBool,
+    /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
+    slowlog_slower_than: AtomicI64,
+    slowlog_max_len: AtomicU64,
+    /// `latency-monitor-threshold` in ms (0: the monitor is off).
+    latency_monitor_threshold: AtomicI64,
+    /// `maxmemory` in bytes (0: no limit) and its policy, samples and
+    /// tenacity, and the LFU counter's `lfu-log-factor` / `lfu-decay-time`.
+    maxmemory: AtomicU64,
+    maxmemory_policy: AtomicU8,
+    maxmemory_samples: AtomicU32,
+    maxmemory_eviction_tenacity: AtomicU32,
+    lfu_log_factor: AtomicU32,
+    lfu_decay_time: AtomicU32,
 }
 
 /// Client classes of `client-output-buffer-limit`, in Redis's order.
@@ -302,7 +327,66 @@ impl Config {
                     std::path::absolute(f).map_or_else(|_| f.clone(), |p| p.display().to_string())
                 })
                 .unwrap_or_default(),
+            slowlog_slower_than: AtomicI64::new(10_000),
+            slowlog_max_len: AtomicU64::new(128),
+            latency_monitor_threshold: AtomicI64::new(0),
+            maxmemory: AtomicU64::new(0),
+            maxmemory_policy: AtomicU8::new(Policy::NoEviction as u8),
+            maxmemory_samples: AtomicU32::new(5),
+            maxmemory_eviction_tenacity: AtomicU32::new(10),
+            lfu_log_factor: AtomicU32::new(10),
+            lfu_decay_time: AtomicU32::new(1),
         })
+        .and_then(|c| {
+            for (name, v) in [
+                ("maxmemory", &args.maxmemory),
+                ("maxmemory-policy", &args.maxmemory_policy),
+                ("maxmemory-samples", &args.maxmemory_samples),
+            ] {
+                if let Some(v) = v {
+                    c.set_many(&[(name.as_bytes(), v.as_bytes())])
+                        .map_err(|e| format!("--{name}: {e}"))?;
+                }
+            }
+            Ok(c)
+        })
+    }
+
+    pub fn slowlog_slower_than(&self) -> i64 {
+        self.slowlog_slower_than.load(Relaxed)
+    }
+
+    pub fn slowlog_max_len(&self) -> u64 {
+        self.slowlog_max_len.load(Relaxed)
+    }
+
+    pub fn latency_monitor_threshold(&self) -> i64 {
+        self.latency_monitor_threshold.load(Relaxed)
+    }
+
+    /// `maxmemory` in bytes; 0 means no limit.
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Relaxed)
+    }
+
+    pub fn maxmemory_policy(&self) -> Policy {
+        Policy::ALL[usize::from(self.maxmemory_policy.load(Relaxed)) % Policy::ALL.len()]
+    }
+
+    pub fn maxmemory_samples(&self) -> usize {
+        self.maxmemory_samples.load(Relaxed) as usize
+    }
+
+    pub fn maxmemory_eviction_tenacity(&self) -> u32 {
+        self.maxmemory_eviction_tenacity.load(Relaxed)
+    }
+
+    pub fn lfu_log_factor(&self) -> u32 {
+        self.lfu_log_factor.load(Relaxed)
+    }
+
+    pub fn lfu_decay_time(&self) -> u32 {
+        self.lfu_decay_time.load(Relaxed)
     }
 
     pub fn latency_tracking(&self) -> bool {
@@ -474,6 +558,12 @@ impl Config {
     }
 }
 
+/// Parameters whose values are secrets: CONFIG SET hides them from the
+/// slow log (Redis's `SENSITIVE_CONFIG`).
+pub fn is_sensitive(name: &[u8]) -> bool {
+    eq_ic(name, "requirepass") || eq_ic(name, "masterauth")
+}
+
 type Setter = fn(&Config, &[u8], bool) -> Result<(), String>;
 
 struct Param {
@@ -544,6 +634,79 @@ macro_rules! usize_param {
             }),
         }
     };
+}
+
+macro_rules! u32_param {
+    ($name:expr, $field:ident, $min:expr, $max:expr) => {
+        Param {
+            name: $name,
+            alias: None,
+            get: |c| c.$field.load(Relaxed).to_string(),
+            set: Some(|c, v, apply| {
+                let n = int_setter(v, $min, $max)?;
+                if apply {
+                    c.$field.store(n as u32, Relaxed);
+                }
+                Ok(())
+            }),
+        }
+    };
+}
+
+/// `maxmemory-policy`: what goes when memory is over `maxmemory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    VolatileLru,
+    VolatileLfu,
+    VolatileRandom,
+    VolatileTtl,
+    AllkeysLru,
+    AllkeysLfu,
+    AllkeysRandom,
+    NoEviction,
+}
+
+impl Policy {
+    /// In Redis's order (the order its error message lists them in).
+    pub const ALL: [Policy; 8] = [
+        Policy::VolatileLru,
+        Policy::VolatileLfu,
+        Policy::VolatileRandom,
+        Policy::VolatileTtl,
+        Policy::AllkeysLru,
+        Policy::AllkeysLfu,
+        Policy::AllkeysRandom,
+        Policy::NoEviction,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::VolatileLru => "volatile-lru",
+            Policy::VolatileLfu => "volatile-lfu",
+            Policy::VolatileRandom => "volatile-random",
+            Policy::VolatileTtl => "volatile-ttl",
+            Policy::AllkeysLru => "allkeys-lru",
+            Policy::AllkeysLfu => "allkeys-lfu",
+            Policy::AllkeysRandom => "allkeys-random",
+            Policy::NoEviction => "noeviction",
+        }
+    }
+
+    /// Keys keep an LFU counter rather than an LRU clock.
+    pub fn is_lfu(self) -> bool {
+        matches!(self, Policy::VolatileLfu | Policy::AllkeysLfu)
+    }
+
+    /// Only keys with a TTL may be evicted.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
 }
 
 const PARAMS: &[Param] = &[
@@ -962,23 +1125,84 @@ const PARAMS: &[Param] = &[
     Param {
         name: "maxmemory",
         alias: None,
-        get: |_| "0".into(),
-        set: Some(|_, v, _| match parse_memory(v) {
-            Some(0) => Ok(()),
-            Some(_) => Err("zwindow does not evict; maxmemory must be 0".into()),
-            None => Err("argument must be a memory value".into()),
+        get: |c| c.maxmemory().to_string(),
+        set: Some(|c, v, apply| {
+            let n = parse_memory(v).ok_or("argument must be a memory value")?;
+            if apply {
+                c.maxmemory.store(n as u64, Relaxed);
+            }
+            Ok(())
         }),
     },
     Param {
         name: "maxmemory-policy",
         alias: None,
-        get: |_| "noeviction".into(),
-        set: Some(|_, v, _| {
-            if eq_ic(v, "noeviction") {
-                Ok(())
-            } else {
-                Err("zwindow does not evict; only noeviction".into())
+        get: |c| c.maxmemory_policy().name().into(),
+        set: Some(|c, v, apply| {
+            let p = Policy::ALL
+                .into_iter()
+                .find(|p| eq_ic(v, p.name()))
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+                    format!(
+                        "argument(s) must be one of the following: {}",
+                        names.join(", ")
+                    )
+                })?;
+            if apply {
+                c.maxmemory_policy.store(p as u8, Relaxed);
             }
+            Ok(())
+        }),
+    },
+    u32_param!(
+        "maxmemory-samples",
+        maxmemory_samples,
+        1,
+        i64::from(i32::MAX)
+    ),
+    u32_param!(
+        "maxmemory-eviction-tenacity",
+        maxmemory_eviction_tenacity,
+        0,
+        100
+    ),
+    u32_param!("lfu-log-factor", lfu_log_factor, 0, i64::from(i32::MAX)),
+    u32_param!("lfu-decay-time", lfu_decay_time, 0, i64::from(i32::MAX)),
+    Param {
+        name: "slowlog-log-slower-than",
+        alias: None,
+        get: |c| c.slowlog_slower_than().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, -1, i64::MAX)?;
+            if apply {
+                c.slowlog_slower_than.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "slowlog-max-len",
+        alias: None,
+        get: |c| c.slowlog_max_len().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.slowlog_max_len.store(n as u64, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "latency-monitor-threshold",
+        alias: None,
+        get: |c| c.latency_monitor_threshold().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.latency_monitor_threshold.store(n, Relaxed);
+            }
+            Ok(())
         }),
     },
 ];

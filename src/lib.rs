@@ -15,7 +15,8 @@
 //! Beside them: [`acl`] (users and permissions over the command table),
 //! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
 //! shared state and startup), [`config`], [`clock`], [`pubsub`], [`util`],
-//! and [`stats`] and [`alloc`] (what INFO reports).
+//! and [`stats`], [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG,
+//! LATENCY and MEMORY report).
 
 pub mod acl;
 pub mod alloc;
@@ -24,10 +25,12 @@ pub mod commands;
 pub mod config;
 pub mod execution;
 pub mod keyspace;
+pub mod latency;
 pub mod network;
 pub mod protocol;
 pub mod pubsub;
 pub mod server;
+pub mod slowlog;
 pub mod stats;
 pub mod types;
 pub mod util;

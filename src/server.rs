@@ -70,6 +70,12 @@ pub struct Shared {
     pub acl: crate::acl::Acl,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// SLOWLOG's entries.
+    pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
+    /// LATENCY's events.
+    pub latency: parking_lot::Mutex<crate::latency::Monitor>,
+    /// Eviction under `maxmemory`: its candidate pool and counters.
+    pub evictor: crate::keyspace::evict::Evictor,
     pub started: Instant,
     pub run_id: String,
     /// Unix seconds of the last (simulated) save, for LASTSAVE.
@@ -114,6 +120,9 @@ impl Shared {
             stats: Stats::default(),
             acl: crate::acl::Acl::new(),
             error_stats: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            evictor: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))

@@ -198,6 +198,7 @@ fn geoadd(ctx: &mut Ctx) -> CmdResult {
         args: owned.args(),
         ks: &mut *ctx.ks,
         cmd: ctx.cmd,
+        redacted: 0,
     };
     super::zsets::zadd_generic(&mut zctx, false)
 }

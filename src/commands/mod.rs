@@ -25,6 +25,8 @@ pub mod info;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+pub mod memory;
+pub mod observability;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
 #[rustfmt::skip]
 pub(crate) mod meta;
@@ -56,6 +58,7 @@ pub static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     acl::COMMANDS,
+    observability::COMMANDS,
     keys::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,
@@ -456,9 +459,18 @@ pub struct Ctx<'c, 'k> {
     pub args: Args<'c>,
     pub ks: &'c mut Keyspace<'k>,
     pub cmd: &'static Command,
+    /// Arguments the slow log must not show (passwords), one bit each;
+    /// bit 63 stands for every argument from 63 on.
+    pub redacted: u64,
 }
 
 impl Ctx<'_, '_> {
+    /// Hides argument `i` from the slow log (Redis's
+    /// `redactClientCommandArgument`).
+    pub fn redact(&mut self, i: usize) {
+        self.redacted |= 1 << i.min(63);
+    }
+
     pub fn arg(&self, i: usize) -> &[u8] {
         self.args.get(i)
     }

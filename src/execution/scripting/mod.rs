@@ -330,6 +330,8 @@ pub struct Script {
     pub body: Vec<u8>,
     /// `#!lua flags=no-writes`.
     pub no_writes: bool,
+    /// `#!lua flags=allow-oom`: may write while memory is over `maxmemory`.
+    pub allow_oom: bool,
     /// Has a `#!lua` line: its flags are checked before it runs (Redis
     /// 7.0 checks a legacy script's writes only as they happen).
     pub shebang: bool,
@@ -370,6 +372,9 @@ pub struct RunSpec<'a> {
     pub argv: Vec<&'a [u8]>,
     /// FCALL passes KEYS and ARGV as arguments instead of globals.
     pub as_function: bool,
+    /// A script without flags started over `maxmemory`: its deny-OOM
+    /// commands fail until it wrote (Redis's `scriptVerifyOOM`).
+    pub deny_oom: bool,
 }
 
 impl Engine {
@@ -521,6 +526,7 @@ impl Engine {
                 func,
                 body: body.to_vec(),
                 no_writes,
+                allow_oom: shebang_has_flag(body, "allow-oom"),
                 shebang: body.starts_with(b"#!"),
             },
         );
@@ -577,6 +583,7 @@ impl Engine {
                 ks,
                 resp3: false,
                 read_only: spec.read_only,
+                deny_oom: spec.deny_oom,
                 busy: &shared.scripting.busy,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
@@ -902,6 +909,27 @@ fn lookup_command(args: &crate::commands::Args<'_>) -> Option<&'static crate::co
     Some(cmd)
 }
 
+/// Whether a script's `#!lua` line declares `flag`.
+pub fn shebang_has_flag(body: &[u8], flag: &str) -> bool {
+    if !body.starts_with(b"#!") {
+        return false;
+    }
+    let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+    String::from_utf8_lossy(&body[..end])
+        .split(' ')
+        .filter_map(|p| p.strip_prefix("flags="))
+        .any(|list| list.split(',').any(|f| f == flag))
+}
+
+/// Redis's `evalGetCommandFlags` for deny-OOM: a script with a `#!lua`
+/// line is deny-OOM unless it declares `allow-oom` or `no-writes`.
+pub fn script_denies_oom(body: &[u8]) -> bool {
+    body.starts_with(b"#!")
+        && parse_shebang(body).is_ok()
+        && !shebang_has_flag(body, "allow-oom")
+        && !shebang_has_flag(body, "no-writes")
+}
+
 /// What `redis.call` needs while one script runs.
 struct RunState<'a, 'k> {
     shared: &'a Arc<Shared>,
@@ -909,6 +937,7 @@ struct RunState<'a, 'k> {
     ks: &'a mut Keyspace<'k>,
     resp3: bool,
     read_only: bool,
+    deny_oom: bool,
     busy: &'a Busy,
 }
 
@@ -949,6 +978,7 @@ impl RunState<'_, '_> {
             &argv,
             self.read_only,
             wrote,
+            self.deny_oom,
         ) {
             Ok(cmd) => cmd,
             Err(msg) => return deny(format!("-{msg}").as_bytes()),
