@@ -198,7 +198,7 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
         deny_oom: false,
     };
     let mut engine = engine;
-    engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
+    ctx.script_error = engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
     Ok(Done)
 }
 

@@ -199,6 +199,7 @@ fn geoadd(ctx: &mut Ctx) -> CmdResult {
         ks: &mut *ctx.ks,
         cmd: ctx.cmd,
         redacted: 0,
+        script_error: None,
     };
     super::zsets::zadd_generic(&mut zctx, false)
 }

@@ -462,6 +462,19 @@ pub struct Ctx<'c, 'k> {
     /// Arguments the slow log must not show (passwords), one bit each;
     /// bit 63 stands for every argument from 63 on.
     pub redacted: u64,
+    /// The error reply a script wrote as its result, if any: the call
+    /// counts as failed, and the error in `errorstats` unless a command
+    /// the script ran already counted it (see [`ScriptError`]).
+    pub script_error: Option<ScriptError>,
+}
+
+/// An error a script's run ended with (its reply is already written).
+#[derive(Debug)]
+pub struct ScriptError {
+    pub text: Vec<u8>,
+    /// False when the error is a command's error the script passed on
+    /// (`ignore_error_stats_update`), already in the statistics.
+    pub counted: bool,
 }
 
 impl Ctx<'_, '_> {

@@ -175,7 +175,7 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
         as_function: false,
         deny_oom,
     };
-    engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
+    ctx.script_error = engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
     Ok(Done)
 }
 

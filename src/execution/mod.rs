@@ -589,10 +589,12 @@ pub fn call(
         ks,
         cmd,
         redacted: 0,
+        script_error: None,
     };
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
     let redacted = ctx.redacted;
+    let script_error = ctx.script_error.take();
     if matches!(result, Err(Error::EngineBusy)) {
         out.truncate(mark);
         return Outcome::WaitScript;
@@ -617,6 +619,14 @@ pub fn call(
     stats.usec.fetch_add(usec, Relaxed);
     if shared.config.latency_tracking() {
         stats.latency.record_usec(usec);
+    }
+    // A script's error result (Redis's afterErrorReply for the script
+    // client's reply): a failed call, counted unless already counted.
+    if let Some(e) = script_error {
+        stats.failed.fetch_add(1, Relaxed);
+        if e.counted {
+            shared.count_error(&e.text);
+        }
     }
     result.unwrap_or_else(|e| {
         stats.failed.fetch_add(1, Relaxed);

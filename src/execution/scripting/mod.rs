@@ -49,7 +49,7 @@ use std::time::Instant;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
-use crate::commands::{self, OwnedArgs, flags};
+use crate::commands::{self, OwnedArgs, ScriptError, flags};
 use crate::execution::client::Client;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
@@ -546,7 +546,8 @@ impl Engine {
         self.readonly.call(t)
     }
 
-    /// Runs `func` for the client of `caller`, writing its reply into `out`.
+    /// Runs `func` for the client of `caller`, writing its reply into `out`;
+    /// returns the error the reply is, if it is one (for the statistics).
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
@@ -556,8 +557,9 @@ impl Engine {
         out: &mut Reply,
         func: &Function,
         spec: RunSpec<'_>,
-    ) {
+    ) -> Option<ScriptError> {
         let lua = &self.lua;
+        let mut failed = None;
         let result = (|| -> mlua::Result<()> {
             let keys = lua.create_table()?;
             for (i, k) in spec.keys.iter().enumerate() {
@@ -645,19 +647,45 @@ impl Engine {
                 let resp3 = state.borrow().resp3;
                 Ok((ok, value, resp3))
             })?;
+            // Redis's luaCallFunction: an error result counts in the
+            // statistics unless it is a command's error passed on.
+            let passed_on = |v: &Value| match v {
+                Value::Table(t) => t
+                    .raw_get::<Value>("ignore_error_stats_update")
+                    .is_ok_and(|f| matches!(f, Value::Boolean(true))),
+                _ => false,
+            };
             if ok {
+                if let Value::Table(t) = &value
+                    && let Ok(Value::String(e)) = t.raw_get::<Value>("err")
+                {
+                    failed = Some(ScriptError {
+                        text: e.as_bytes().to_vec(),
+                        counted: !passed_on(&value),
+                    });
+                }
                 convert::lua_to_reply(out, &value, resp3);
             } else {
-                out.error_bytes(&script_error(&value, spec.name));
+                let text = script_error(&value, spec.name);
+                failed = Some(ScriptError {
+                    text: text.clone(),
+                    counted: !passed_on(&value),
+                });
+                out.error_bytes(&text);
             }
             Ok(())
         })();
         if let Err(e) = result {
-            out.error(&format!(
+            let text = format!(
                 "ERR Error running script {}, {}",
                 spec.name,
                 e.to_string().chars().take(100).collect::<String>()
-            ));
+            );
+            out.error(&text);
+            failed = Some(ScriptError {
+                text: text.into_bytes(),
+                counted: true,
+            });
         }
         if !spec.as_function {
             let _ = self.globals.raw_set("KEYS", Value::Nil);
@@ -666,6 +694,7 @@ impl Engine {
         self.restore_hook();
         self.collect_now_and_then();
         shared.scripting.update_stats(self);
+        failed
     }
 
     /// Like Redis, collects now and then between scripts (and library
@@ -981,7 +1010,12 @@ impl RunState<'_, '_> {
             self.deny_oom,
         ) {
             Ok(cmd) => cmd,
-            Err(msg) => return deny(format!("-{msg}").as_bytes()),
+            Err(msg) => {
+                // Counted here, as script.c's `scriptCall` counts a refused
+                // call; the script's own error then passes it on uncounted.
+                self.shared.count_error(msg.as_bytes());
+                return deny(format!("-{msg}").as_bytes());
+            }
         };
         if cmd.has(flags::WRITE) {
             self.busy.wrote.store(true, Relaxed);
