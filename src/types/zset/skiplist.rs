@@ -1182,7 +1182,14 @@ impl List {
             }
             return;
         }
-        if self.node_mut(node).ttl.get_or_insert_default().set(i, at) == NO_TTL {
+        let room = self.node_cap;
+        if self
+            .node_mut(node)
+            .ttl
+            .get_or_insert_default()
+            .set(i, at, room)
+            == NO_TTL
+        {
             self.ttl_count += 1;
             if self.ttl_count == 1 {
                 // The only deadline: whatever the bound was is moot.

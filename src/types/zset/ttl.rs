@@ -115,8 +115,9 @@ impl<P: Pos> Deadlines<P> {
     }
 
     /// Sets the deadline of the element at `i` (`at` is not [`NO_TTL`]);
-    /// returns the previous one.
-    pub(crate) fn set(&mut self, i: usize, at: u64) -> u64 {
+    /// returns the previous one. `room` is the most elements the run can
+    /// hold, so the table never reserves more entries than that.
+    pub(crate) fn set(&mut self, i: usize, at: u64, room: usize) -> u64 {
         debug_assert!(at != NO_TTL);
         let k = self.lower(i);
         if self.pos.get(k).map(|p| p.get()) == Some(i) {
@@ -128,10 +129,12 @@ impl<P: Pos> Deadlines<P> {
             }
             return old;
         }
-        // Grow by a quarter rather than doubling: tables fill one member
-        // at a time and their slack is the feature's whole overhead.
+        // Grow by a quarter rather than doubling, and never past `room`:
+        // tables fill one member at a time and their slack is the
+        // feature's whole overhead.
         if self.pos.len() == self.pos.capacity() {
-            let step = (self.pos.len() / 4).max(4);
+            let len = self.pos.len();
+            let step = (len / 4).max(4).min(room.saturating_sub(len)).max(1);
             self.pos.reserve_exact(step);
             self.at.reserve_exact(step);
         }
@@ -304,7 +307,7 @@ impl CompactDeadlines {
     /// Sets a deadline; `len` is the listpack's length (for the width).
     pub(crate) fn set(&mut self, i: usize, at: u64, len: usize) -> u64 {
         self.fit(len);
-        each!(self, d => d.set(i, at))
+        each!(self, d => d.set(i, at, len))
     }
     pub(crate) fn clear(&mut self, i: usize) -> u64 {
         each!(self, d => d.clear(i))
