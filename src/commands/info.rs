@@ -138,7 +138,7 @@ fn keyspace(ctx: &mut Ctx) -> Keyspace {
         // or field TTLs: no need to walk the whole keyspace.
         for (db, key) in shard.schedule.keys() {
             let (windowed, members, fields) = match shard.dbs[db].keys.get(key).map(|e| &e.value) {
-                Some(Value::ZSet(z)) => (windows.resolve(key).is_some(), z.volatile_members(), 0),
+                Some(Value::ZSet(z)) => (windows.resolve(key).is_some(), z.ttl_count(), 0),
                 Some(Value::Hash(h)) => (false, 0, h.volatile_fields()),
                 _ => continue,
             };

@@ -392,11 +392,6 @@ impl ZSet {
         }
     }
 
-    /// How many members have a TTL (INFO).
-    pub fn volatile_members(&self) -> usize {
-        self.ttl.as_ref().map_or(0, |t| t.at.len())
-    }
-
     /// Whether any member has a TTL (RENAME, COPY and DEBUG paths).
     pub fn has_ttls(&self) -> bool {
         self.ttl_count() > 0
