@@ -20,6 +20,7 @@ pub mod alloc;
 pub mod clock;
 pub mod commands;
 pub mod config;
+pub mod config_file;
 pub mod execution;
 pub mod keyspace;
 pub mod network;

@@ -15,7 +15,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
-use crate::config::{Args, Config};
+use crate::config::{Config, Startup};
 use crate::execution::blocking::Blocking;
 use crate::execution::client::Clients;
 use crate::keyspace::Store;
@@ -126,29 +126,69 @@ impl Shared {
     }
 }
 
+/// The `pidfile`, written at start and removed at exit as Redis does (a
+/// file that cannot be written is logged, not fatal, as in Redis).
+struct PidFile(Option<std::path::PathBuf>);
+
+impl PidFile {
+    fn create(path: &str) -> PidFile {
+        if path.is_empty() {
+            return PidFile(None);
+        }
+        match std::fs::write(path, format!("{}\n", std::process::id())) {
+            Ok(()) => PidFile(Some(path.into())),
+            Err(e) => {
+                tracing::warn!("Failed to write PID file: {e}");
+                PidFile(None)
+            }
+        }
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// How long accepting pauses after it failed (out of file descriptors).
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// Binds, serves until a shutdown signal, then drains connections.
-pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let config = Config::from_args(&args)?;
-    if args.save.is_some() || args.appendonly.as_deref().is_some_and(|v| v != "no") {
-        tracing::warn!(
-            "persistence flags (--save, --appendonly) are accepted for compatibility and ignored: zwindow keeps data in memory only"
-        );
+pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
+    let Startup {
+        config,
+        window_rules,
+        users,
+        renames,
+        warnings,
+    } = startup;
+    for w in &warnings {
+        tracing::warn!("{w}");
     }
-    let bind = args
+    // A `user` line sets a password or permissions: starting without
+    // enforcing it would leave the server open, so refuse instead.
+    if !users.is_empty() {
+        return Err("`user` directives need ACL support, which this build lacks".into());
+    }
+    crate::commands::rename_commands(&renames)?;
+    let bind = config
         .bind
         .split_whitespace()
         .next()
         .unwrap_or("127.0.0.1")
-        .trim_start_matches('-');
-    let bind = if bind == "*" { "0.0.0.0" } else { bind };
-    let listener = crate::network::listen(bind, args.port, config.tcp_backlog).await?;
+        .trim_start_matches('-')
+        .to_string();
+    let bind = if bind == "*" { "0.0.0.0" } else { &bind };
+    let port = config.port.load(Relaxed) as u16;
+    let listener = crate::network::listen(bind, port, config.tcp_backlog).await?;
     let local = listener.local_addr()?;
     crate::network::adjust_open_files_limit(&config);
     config.port.store(local.port() as u32, Relaxed);
-    let shards = args.shard_count();
+    let shards = config.shard_count();
+    let _pidfile = PidFile::create(&config.pidfile());
     let shared = Arc::new(Shared::new(config, shards));
     shared
         .stats
@@ -159,10 +199,8 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         shared.store.shard_count()
     );
 
-    for spec in &args.zwindow {
-        shared
-            .windows
-            .set(crate::keyspace::windows::parse_cli_rule(spec)?);
+    for rule in window_rules {
+        shared.windows.set(rule);
     }
     let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the

@@ -1112,10 +1112,11 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-fn config_rewrite(_ctx: &mut Ctx) -> CmdResult {
-    Err(Error::Static(
-        "ERR The server is running without a config file",
-    ))
+fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
+    let rules = ctx.shared.windows.list();
+    ctx.shared.config.rewrite(&rules).map_err(Error::Owned)?;
+    ctx.out.ok();
+    Ok(Done)
 }
 
 fn config_help(ctx: &mut Ctx) -> CmdResult {
