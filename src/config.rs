@@ -28,6 +28,7 @@ use crate::util::{eq_ic, glob_match, parse_i64};
 pub enum Launch {
     Version,
     Help,
+    Healthcheck,
     Run(Box<Startup>),
 }
 
@@ -51,6 +52,7 @@ impl Launch {
         match config_file::parse_argv(argv) {
             Invocation::Version => Ok(Launch::Version),
             Invocation::Help => Ok(Launch::Help),
+            Invocation::Healthcheck => Ok(Launch::Healthcheck),
             Invocation::Run(sources) => Ok(Launch::Run(Box::new(Startup::load(&sources)?))),
         }
     }
@@ -65,6 +67,24 @@ impl Startup {
             renames: Vec::new(),
             warnings: Vec::new(),
         };
+        // An image may change the built-in defaults (the Docker image binds
+        // every interface without protected mode, as the official redis
+        // image is built): that file is read first and its values count as
+        // defaults for CONFIG REWRITE.
+        if let Some(path) = std::env::var_os(DEFAULTS_ENV).filter(|p| !p.is_empty()) {
+            let defaults = Sources {
+                file: Some(path.into()),
+                ..Sources::default()
+            };
+            config_file::load(&defaults, &mut |words| st.apply(words))?;
+            let built_in = Config::defaults();
+            for p in PARAMS {
+                let value = (p.get)(&st.config);
+                if value != (p.get)(&built_in) {
+                    st.config.baseline.insert(p.name, value);
+                }
+            }
+        }
         st.config.config_file = sources.file.clone();
         config_file::load(sources, &mut |words| st.apply(words))?;
         st.config.loading.store(false, Relaxed);
@@ -197,6 +217,10 @@ fn window_rule(args: &[Vec<u8>]) -> Result<Rule, String> {
     crate::keyspace::windows::parse_cli_rule(&spec)
 }
 
+/// Names a config file read before the real one whose values replace the
+/// built-in defaults (see `Startup::load`).
+pub const DEFAULTS_ENV: &str = "ZWINDOW_DEFAULTS";
+
 /// Settings Redis reads as several words (MULTI_ARG_CONFIG).
 const MULTI_ARG: &[&str] = &[
     "save",
@@ -277,6 +301,9 @@ pub struct Config {
     loading: AtomicBool,
     /// Values of the `kept!` directives that differ from their default.
     kept: RwLock<HashMap<&'static str, String>>,
+    /// Defaults changed by the `ZWINDOW_DEFAULTS` file (CONFIG REWRITE
+    /// leaves settings at these values out, as at the built-in ones).
+    baseline: HashMap<&'static str, String>,
 }
 
 /// Client classes of `client-output-buffer-limit`, in Redis's order.
@@ -336,6 +363,7 @@ impl Config {
             log_level: String::new(),
             loading: AtomicBool::new(true),
             kept: RwLock::new(HashMap::new()),
+            baseline: HashMap::new(),
         }
     }
 
@@ -605,7 +633,11 @@ impl Config {
         let mut state = config_file::Rewrite::read(path, canonical).map_err(failed)?;
         let defaults = Config::defaults();
         for p in PARAMS {
-            rewrite_param(&mut state, p, &(p.get)(self), &(p.get)(&defaults));
+            let default = match self.baseline.get(p.name) {
+                Some(v) => v.clone(),
+                None => (p.get)(&defaults),
+            };
+            rewrite_param(&mut state, p, &(p.get)(self), &default);
         }
         for rule in rules {
             let mut line = format!("zwindow {} ", word(&rule.pattern));

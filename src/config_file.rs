@@ -159,6 +159,8 @@ pub fn repr(s: &[u8]) -> String {
 pub enum Invocation {
     Version,
     Help,
+    /// `--healthcheck`: ask the running server instead (`healthcheck.rs`).
+    Healthcheck,
     Run(Sources),
 }
 
@@ -183,6 +185,7 @@ pub fn parse_argv(argv: &[Vec<u8>]) -> Invocation {
     match args.first().copied() {
         Some(b"-v" | b"--version") => return Invocation::Version,
         Some(b"--help" | b"-h") => return Invocation::Help,
+        Some(b"--healthcheck") => return Invocation::Healthcheck,
         _ => {}
     }
     let mut sources = Sources::default();

@@ -22,6 +22,7 @@ pub mod commands;
 pub mod config;
 pub mod config_file;
 pub mod execution;
+pub mod healthcheck;
 pub mod keyspace;
 pub mod network;
 pub mod protocol;

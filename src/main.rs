@@ -19,6 +19,7 @@ Usage: zwindow [/path/to/redis.conf] [options] [-]
        zwindow - (read config from stdin)
        zwindow -v or --version
        zwindow -h or --help
+       zwindow --healthcheck (PING the zwindow server running beside it)
 
 Options are redis.conf directives: --port 6380, --requirepass secret,
 --save \"\", --zwindow 'news:*=24h', --shards 8, --threads 2, --log-level debug.
@@ -44,6 +45,18 @@ fn main() -> std::process::ExitCode {
                 zwindow::server::REDIS_VERSION
             );
             return std::process::ExitCode::SUCCESS;
+        }
+        Ok(Launch::Healthcheck) => {
+            return match zwindow::healthcheck::run() {
+                Ok(reply) => {
+                    println!("healthy: {reply}");
+                    std::process::ExitCode::SUCCESS
+                }
+                Err(why) => {
+                    println!("unhealthy: {why}");
+                    std::process::ExitCode::FAILURE
+                }
+            };
         }
         Ok(Launch::Help) => {
             println!("{USAGE}");
