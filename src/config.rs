@@ -28,7 +28,7 @@ use crate::util::{eq_ic, glob_match, parse_i64};
 pub enum Launch {
     Version,
     Help,
-    Healthcheck,
+    Healthcheck(Option<u32>),
     Run(Box<Startup>),
 }
 
@@ -52,7 +52,7 @@ impl Launch {
         match config_file::parse_argv(argv) {
             Invocation::Version => Ok(Launch::Version),
             Invocation::Help => Ok(Launch::Help),
-            Invocation::Healthcheck => Ok(Launch::Healthcheck),
+            Invocation::Healthcheck(pid) => Ok(Launch::Healthcheck(pid)),
             Invocation::Run(sources) => Ok(Launch::Run(Box::new(Startup::load(&sources)?))),
         }
     }
@@ -220,6 +220,9 @@ fn window_rule(args: &[Vec<u8>]) -> Result<Rule, String> {
 /// Names a config file read before the real one whose values replace the
 /// built-in defaults (see `Startup::load`).
 pub const DEFAULTS_ENV: &str = "ZWINDOW_DEFAULTS";
+
+/// Settings only `enable-protected-configs` lets CONFIG SET change.
+const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
 /// Settings Redis reads as several words (MULTI_ARG_CONFIG).
 const MULTI_ARG: &[&str] = &[
@@ -575,6 +578,26 @@ impl Config {
             }
         }
         out
+    }
+
+    /// Redis's PROTECTED_CONFIG (`dir`): CONFIG SET refuses it unless
+    /// `enable-protected-configs` is `yes`, or `local` and the client is.
+    pub fn protected_refused(&self, name: &[u8], local_client: bool) -> Option<String> {
+        let p = find_param(name)?;
+        if !PROTECTED.contains(&p.name) {
+            return None;
+        }
+        let allowed = match self.kept("enable-protected-configs", "no").as_str() {
+            "yes" => true,
+            "local" => local_client,
+            _ => false,
+        };
+        (!allowed).then(|| {
+            format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - can't set protected config",
+                String::from_utf8_lossy(name)
+            )
+        })
     }
 
     /// `CONFIG SET name value [name value ...]`: all or nothing.
@@ -1389,6 +1412,20 @@ const PARAMS: &[Param] = &[
         runtime
     ),
     kept!("daemonize", None, "no", yes_no, startup),
+    kept!(
+        "enable-protected-configs",
+        None,
+        "no",
+        |v| one_of(v, &["no", "yes", "local"]),
+        startup
+    ),
+    kept!(
+        "enable-module-command",
+        None,
+        "no",
+        |v| one_of(v, &["no", "yes", "local"]),
+        startup
+    ),
     kept!(
         "supervised",
         None,

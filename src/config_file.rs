@@ -159,8 +159,9 @@ pub fn repr(s: &[u8]) -> String {
 pub enum Invocation {
     Version,
     Help,
-    /// `--healthcheck`: ask the running server instead (`healthcheck.rs`).
-    Healthcheck,
+    /// `--healthcheck [PID]`: ask the running server instead
+    /// (`healthcheck.rs`); the pid names it when several run.
+    Healthcheck(Option<u32>),
     Run(Sources),
 }
 
@@ -185,7 +186,12 @@ pub fn parse_argv(argv: &[Vec<u8>]) -> Invocation {
     match args.first().copied() {
         Some(b"-v" | b"--version") => return Invocation::Version,
         Some(b"--help" | b"-h") => return Invocation::Help,
-        Some(b"--healthcheck") => return Invocation::Healthcheck,
+        Some(b"--healthcheck") => {
+            let pid = args
+                .get(1)
+                .and_then(|p| std::str::from_utf8(p).ok()?.parse().ok());
+            return Invocation::Healthcheck(pid);
+        }
         _ => {}
     }
     let mut sources = Sources::default();

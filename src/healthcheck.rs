@@ -21,9 +21,13 @@ use crate::config::Launch;
 /// How long the connection and the reply may take.
 const TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Runs the check: `Ok` with the reply when healthy.
-pub fn run() -> Result<String, String> {
-    let addr = server_address()?;
+/// Runs the check (on the server with this pid, else the one found):
+/// `Ok` with the reply when healthy.
+pub fn run(pid: Option<u32>) -> Result<String, String> {
+    let pid = pid
+        .or_else(server_pid)
+        .ok_or("no zwindow server process found")?;
+    let addr = server_address(pid)?;
     let reply = ping(addr).map_err(|e| format!("{addr}: {e}"))?;
     if reply.starts_with("+PONG") || reply.starts_with("-NOAUTH") {
         Ok(format!("{addr}: {reply}"))
@@ -33,8 +37,7 @@ pub fn run() -> Result<String, String> {
 }
 
 /// Where the server listens: from its own command line and config file.
-fn server_address() -> Result<SocketAddr, String> {
-    let pid = server_pid().ok_or("no zwindow server process found")?;
+fn server_address(pid: u32) -> Result<SocketAddr, String> {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     let cmdline = std::fs::read(proc_dir.join("cmdline")).map_err(|e| e.to_string())?;
     let argv: Vec<Vec<u8>> = cmdline

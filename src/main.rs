@@ -19,7 +19,7 @@ Usage: zwindow [/path/to/redis.conf] [options] [-]
        zwindow - (read config from stdin)
        zwindow -v or --version
        zwindow -h or --help
-       zwindow --healthcheck (PING the zwindow server running beside it)
+       zwindow --healthcheck [pid] (PING the zwindow server running beside it)
 
 Options are redis.conf directives: --port 6380, --requirepass secret,
 --save \"\", --zwindow 'news:*=24h', --shards 8, --threads 2, --log-level debug.
@@ -46,8 +46,8 @@ fn main() -> std::process::ExitCode {
             );
             return std::process::ExitCode::SUCCESS;
         }
-        Ok(Launch::Healthcheck) => {
-            return match zwindow::healthcheck::run() {
+        Ok(Launch::Healthcheck(pid)) => {
+            return match zwindow::healthcheck::run(pid) {
                 Ok(reply) => {
                     println!("healthy: {reply}");
                     std::process::ExitCode::SUCCESS

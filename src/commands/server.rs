@@ -1066,15 +1066,21 @@ fn config_get(ctx: &mut Ctx) -> CmdResult {
 
 fn config_set(ctx: &mut Ctx) -> CmdResult {
     if !ctx.argc().is_multiple_of(2) {
-        return Err(Error::Owned(format!(
-            "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-            String::from_utf8_lossy(ctx.arg(2))
-        )));
+        return Err(Error::Static("ERR syntax error"));
     }
     let pairs: Vec<(&[u8], &[u8])> = (2..ctx.argc())
         .step_by(2)
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))
         .collect();
+    // Redis's islocalClient: the peer is exactly 127.0.0.1 or ::1.
+    let host = ctx.client.handle.addr.rsplit_once(':').map_or("", |(h, _)| h);
+    let local = matches!(host, "127.0.0.1" | "::1" | "[::1]");
+    if let Some(refused) = pairs
+        .iter()
+        .find_map(|(name, _)| ctx.shared.config.protected_refused(name, local))
+    {
+        return Err(Error::Owned(refused));
+    }
     ctx.shared.config.set_many(&pairs)?;
     ctx.out.ok();
     Ok(Done)
