@@ -221,6 +221,12 @@ fn window_rule(args: &[Vec<u8>]) -> Result<Rule, String> {
 /// built-in defaults (see `Startup::load`).
 pub const DEFAULTS_ENV: &str = "ZWINDOW_DEFAULTS";
 
+/// Changes the log filter of the running process (set by `main`, which
+/// owns the subscriber).
+pub static LOG_RELOAD: std::sync::OnceLock<LogReload> = std::sync::OnceLock::new();
+
+pub type LogReload = Box<dyn Fn(&str) + Send + Sync>;
+
 /// Settings only `enable-protected-configs` lets CONFIG SET change.
 const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
@@ -1402,15 +1408,27 @@ const PARAMS: &[Param] = &[
             .map_err(|e| config_file::strerror(&e))
         }),
     },
+    // Redis's log level, mapped onto the tracing filter (unless
+    // `log-level` names one): at startup and on CONFIG SET.
+    Param {
+        name: "loglevel",
+        alias: None,
+        get: |c| c.kept("loglevel", "notice"),
+        set: Some(|c, v, apply| {
+            let v = one_of(v, &["debug", "verbose", "notice", "warning"])?;
+            if apply {
+                c.kept.write().insert("loglevel", v);
+                if c.loaded()
+                    && let Some(reload) = LOG_RELOAD.get()
+                {
+                    reload(&c.log_filter());
+                }
+            }
+            Ok(())
+        }),
+    },
     // Redis 7.0 directives kept without effect (see `kept!`); README
     // lists why each is safe to accept.
-    kept!(
-        "loglevel",
-        None,
-        "notice",
-        |v| one_of(v, &["debug", "verbose", "notice", "warning"]),
-        runtime
-    ),
     kept!("daemonize", None, "no", yes_no, startup),
     kept!(
         "enable-protected-configs",

@@ -110,9 +110,17 @@ fn main() -> std::process::ExitCode {
 /// (startup has already checked it opens). The level is `log-level`, else
 /// Redis's `loglevel`.
 fn init_logging(startup: &Startup) {
+    use tracing_subscriber::prelude::*;
     let filter =
         EnvFilter::try_new(startup.config.log_filter()).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // CONFIG SET loglevel swaps the filter of the running subscriber.
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+    let _ = zwindow::config::LOG_RELOAD.set(Box::new(move |level: &str| {
+        if let Ok(f) = EnvFilter::try_new(level) {
+            let _ = handle.reload(f);
+        }
+    }));
+    let registry = tracing_subscriber::registry().with(filter);
     let logfile = startup.config.logfile();
     let file = (!logfile.is_empty())
         .then(|| {
@@ -124,13 +132,19 @@ fn init_logging(startup: &Startup) {
         })
         .flatten();
     match file {
-        Some(file) => builder
-            .with_ansi(false)
-            .with_writer(Mutex::new(file))
+        Some(file) => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(Mutex::new(file)),
+            )
             .init(),
-        None => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
+        None => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                    .with_writer(std::io::stderr),
+            )
             .init(),
     }
 }

@@ -1073,7 +1073,12 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))
         .collect();
     // Redis's islocalClient: the peer is exactly 127.0.0.1 or ::1.
-    let host = ctx.client.handle.addr.rsplit_once(':').map_or("", |(h, _)| h);
+    let host = ctx
+        .client
+        .handle
+        .addr
+        .rsplit_once(':')
+        .map_or("", |(h, _)| h);
     let local = matches!(host, "127.0.0.1" | "::1" | "[::1]");
     if let Some(refused) = pairs
         .iter()
