@@ -1541,6 +1541,14 @@ const PARAMS: &[Param] = &[
         |v| int_text(v, 0, i64::MAX),
         runtime
     ),
+    // zwindow has no ACL LOG yet (the ACL work takes this over).
+    kept!(
+        "acllog-max-len",
+        None,
+        "128",
+        |v| int_text(v, 0, i64::MAX),
+        runtime
+    ),
     // Replication settings: zwindow has no replicas and is never one.
     kept!(
         "replica-serve-stale-data",
@@ -1593,6 +1601,13 @@ const PARAMS: &[Param] = &[
         runtime
     ),
     kept!("repl-disable-tcp-nodelay", None, "no", yes_no, runtime),
+    kept!(
+        "propagation-error-behavior",
+        None,
+        "ignore",
+        |v| one_of(v, &["ignore", "panic", "panic-on-replicas"]),
+        runtime
+    ),
     kept!("repl-backlog-size", None, "1048576", memory_text, runtime),
     kept!(
         "repl-backlog-ttl",

@@ -490,3 +490,30 @@ fn healthcheck_finds_port_and_ignores_password() {
     z.terminate(Duration::from_secs(5)).unwrap();
     assert!(!check(pid).status.success());
 }
+
+/// Stock configs load: the TCL suite's `default.conf` and, when the
+/// redis-server package installed it, Debian's `/etc/redis/redis.conf`
+/// (its pidfile, logfile and daemonize overridden, as a test must).
+#[test]
+fn stock_redis_conf_files_load() {
+    let suite =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/redis-7.0.15/tests/assets/default.conf");
+    let debian = PathBuf::from("/etc/redis/redis.conf");
+    let mut loaded = 0;
+    for file in [suite, debian] {
+        if !file.is_file() {
+            continue;
+        }
+        let dir = PrivateDir::new("conf-stock");
+        let mut cmd = Command::new(ZWINDOW);
+        cmd.arg(&file)
+            .args(["--bind", "127.0.0.1", "--port", "0", "--daemonize", "no"])
+            .args(["--pidfile", "", "--logfile", ""])
+            .arg("--dir")
+            .arg(&dir.0);
+        let z = ZwindowServer::start_command(cmd);
+        assert_eq!(z.conn().cmd_str("PING"), b"+PONG\r\n", "{}", file.display());
+        loaded += 1;
+    }
+    assert!(loaded > 0, "no stock config file found to load");
+}
