@@ -59,7 +59,7 @@ impl Launch {
 }
 
 impl Startup {
-    pub fn load(sources: &Sources) -> Result<Startup, Fatal> {
+    pub(crate) fn load(sources: &Sources) -> Result<Startup, Fatal> {
         let mut st = Startup {
             config: Config::defaults(),
             window_rules: Vec::new(),
@@ -127,6 +127,7 @@ impl Startup {
                 _ => args.join(&b' '),
             };
             if PERSISTENCE.contains(&p.name) {
+                check_persistence(p.name, &value)?;
                 self.note_persistence(p, &value);
                 return Ok(());
             }
@@ -193,6 +194,20 @@ impl Startup {
             ));
         }
     }
+}
+
+/// Redis's checks of `save` (pairs of integers, or nothing) and
+/// `appendonly` (yes/no), with its error texts.
+fn check_persistence(name: &str, value: &[u8]) -> Result<(), String> {
+    if name == "appendonly" {
+        return yes_no(value).map(drop);
+    }
+    let text = String::from_utf8_lossy(value);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if !words.len().is_multiple_of(2) || words.iter().any(|w| w.parse::<i64>().is_err()) {
+        return Err("Invalid save parameters".into());
+    }
+    Ok(())
 }
 
 /// A `zwindow` directive: `zwindow PATTERN DURATION [s|ms] [moveto DEST]`
@@ -938,10 +953,12 @@ fn int_words(v: &[u8], count: usize, min: i64, max: i64) -> Result<String, Strin
     let text = String::from_utf8_lossy(v);
     let words: Vec<&str> = text.split_whitespace().collect();
     if words.len() != count {
-        return Err(format!("wrong number of arguments, expected {count}"));
+        return Err("wrong number of arguments".into());
     }
     for w in &words {
-        int_setter(w.as_bytes(), min, max).map_err(|_| "Invalid value".to_string())?;
+        int_setter(w.as_bytes(), min, max).map_err(|_| {
+            format!("Invalid oom-score-adj-values, elements must be between {min} and {max}.")
+        })?;
     }
     Ok(words.join(" "))
 }
