@@ -10,6 +10,13 @@
 //! setters CONFIG SET uses. Settings read on hot paths (notification
 //! flags, listpack thresholds) are atomics so commands read them without
 //! a lock.
+//!
+//! Adding a directive: a `Config` field with its default in
+//! `Config::defaults()`, and a `PARAMS` entry. `set: Some(..)` serves the
+//! file, the command line and CONFIG SET alike; a startup-only setting
+//! (Redis's IMMUTABLE_CONFIG) has `set: None` and an arm in
+//! `load_immutable`. Several words (`save 900 1`) arrive joined by spaces
+//! when the name is in `MULTI_ARG`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
