@@ -1752,6 +1752,40 @@ mod tests {
         assert!(!c.latency_tracking());
     }
 
+    fn load(text: &str) -> Result<Startup, String> {
+        let sources = Sources {
+            options: text.as_bytes().to_vec(),
+            ..Sources::default()
+        };
+        Startup::load(&sources).map_err(|f| f.0)
+    }
+
+    #[test]
+    fn directives_load_through_the_table() {
+        let st =
+            load("port 0\ndaemonize yes\nslave-read-only no\nshards 3\nzwindow a:* 5s").unwrap();
+        let c = &st.config;
+        assert_eq!(c.shard_count(), 3);
+        assert_eq!(c.get_matching(&[b"replica-read-only"])[0].1, "no");
+        assert_eq!(st.window_rules.len(), 1);
+        assert!(
+            st.warnings[0].contains("daemonize yes"),
+            "{:?}",
+            st.warnings
+        );
+        // Immutable after startup, as in Redis; kept runtime ones change.
+        let err = c.set_many(&[(b"daemonize", b"no")]).unwrap_err();
+        assert!(err.ends_with("can't set immutable config"), "{err}");
+        c.set_many(&[(b"lazyfree-lazy-expire", b"yes")]).unwrap();
+        assert!(c.set_many(&[(b"lazyfree-lazy-expire", b"maybe")]).is_err());
+        let err = load("hz 5\nnope 1").err().unwrap();
+        assert!(
+            err.ends_with("at line 3\n>>> 'nope 1'\nBad directive or wrong number of arguments"),
+            "{err}"
+        );
+        assert!(load("user alice on").unwrap().users.len() == 1);
+    }
+
     #[test]
     fn memory_values() {
         assert_eq!(parse_memory(b"512mb"), Some(512 * 1024 * 1024));
