@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
 };
 
 use parking_lot::RwLock;
@@ -163,7 +163,29 @@ impl Startup {
                 Ok(())
             }
             ("user", [_, ..]) => {
-                self.users.push(args.to_vec());
+                // `--user "alice on >pw ~* +@all"` arrives as one quoted
+                // word: its rules are the words inside it.
+                let words: Vec<Vec<u8>> = match args {
+                    [one] => one
+                        .split(|b| b.is_ascii_whitespace())
+                        .filter(|w| !w.is_empty())
+                        .map(<[u8]>::to_vec)
+                        .collect(),
+                    _ => args.to_vec(),
+                };
+                let Some(name) = words.first() else {
+                    return Err("Bad directive or wrong number of arguments".into());
+                };
+                // acl.c `ACLAppendUserForLoading` (EALREADY).
+                if self.users.iter().any(|u| u[0] == *name) {
+                    return Err(format!(
+                        "Error in user declaration '{}': Duplicate user found. A user can only be defined once in config files",
+                        String::from_utf8_lossy(name)
+                    ));
+                }
+                let mut line = vec![name.clone()];
+                line.extend(crate::acl::check_configured_user(&words)?);
+                self.users.push(line);
                 Ok(())
             }
             ("zwindow", _) => {
@@ -312,7 +334,6 @@ pub struct Config {
     min_replicas_to_write: AtomicUsize,
     min_replicas_max_lag: AtomicUsize,
     busy_reply_threshold: AtomicI64,
-    has_password: AtomicBool,
     /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
     /// for the normal, replica and pubsub classes, in that order.
     obuf_limits: [[AtomicU64; 3]; 3],
@@ -335,6 +356,24 @@ pub struct Config {
     /// Defaults changed by the `ZWINDOW_DEFAULTS` file (CONFIG REWRITE
     /// leaves settings at these values out, as at the built-in ones).
     baseline: HashMap<&'static str, String>,
+    /// `aclfile` (empty: none), read at startup only, as in Redis.
+    pub aclfile: String,
+    acllog_max_len: AtomicUsize,
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    acl_pubsub_all: AtomicBool,
+    /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
+    slowlog_slower_than: AtomicI64,
+    slowlog_max_len: AtomicU64,
+    /// `latency-monitor-threshold` in ms (0: the monitor is off).
+    latency_monitor_threshold: AtomicI64,
+    /// `maxmemory` in bytes (0: no limit) and its policy, samples and
+    /// tenacity, and the LFU counter's `lfu-log-factor` / `lfu-decay-time`.
+    maxmemory: AtomicU64,
+    maxmemory_policy: AtomicU8,
+    maxmemory_samples: AtomicU32,
+    maxmemory_eviction_tenacity: AtomicU32,
+    lfu_log_factor: AtomicU32,
+    lfu_decay_time: AtomicU32,
 }
 
 /// Client classes of `client-output-buffer-limit`, in Redis's order.
@@ -357,7 +396,6 @@ impl Config {
             port: AtomicU32::new(6379),
             databases: 16,
             debug_command: false,
-            has_password: AtomicBool::new(false),
             requirepass: RwLock::new(None),
             hz: AtomicU32::new(10),
             notify: AtomicU32::new(0),
@@ -395,6 +433,18 @@ impl Config {
             loading: AtomicBool::new(true),
             kept: RwLock::new(HashMap::new()),
             baseline: HashMap::new(),
+            aclfile: String::new(),
+            acllog_max_len: AtomicUsize::new(128),
+            acl_pubsub_all: AtomicBool::new(false),
+            slowlog_slower_than: AtomicI64::new(10_000),
+            slowlog_max_len: AtomicU64::new(128),
+            latency_monitor_threshold: AtomicI64::new(0),
+            maxmemory: AtomicU64::new(0),
+            maxmemory_policy: AtomicU8::new(Policy::NoEviction as u8),
+            maxmemory_samples: AtomicU32::new(5),
+            maxmemory_eviction_tenacity: AtomicU32::new(10),
+            lfu_log_factor: AtomicU32::new(10),
+            lfu_decay_time: AtomicU32::new(1),
         }
     }
 
@@ -415,6 +465,7 @@ impl Config {
             }
             "threads" => self.threads = int_setter(v, 1, 256)? as usize,
             "log-level" => self.log_level = text(),
+            "aclfile" => self.aclfile = text(),
             _ => return Err("can't set immutable config".into()),
         }
         Ok(())
@@ -475,6 +526,43 @@ impl Config {
 
     pub fn logfile(&self) -> String {
         self.kept("logfile", "")
+    }
+
+    pub fn slowlog_slower_than(&self) -> i64 {
+        self.slowlog_slower_than.load(Relaxed)
+    }
+
+    pub fn slowlog_max_len(&self) -> u64 {
+        self.slowlog_max_len.load(Relaxed)
+    }
+
+    pub fn latency_monitor_threshold(&self) -> i64 {
+        self.latency_monitor_threshold.load(Relaxed)
+    }
+
+    /// `maxmemory` in bytes; 0 means no limit.
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Relaxed)
+    }
+
+    pub fn maxmemory_policy(&self) -> Policy {
+        Policy::ALL[usize::from(self.maxmemory_policy.load(Relaxed)) % Policy::ALL.len()]
+    }
+
+    pub fn maxmemory_samples(&self) -> usize {
+        self.maxmemory_samples.load(Relaxed) as usize
+    }
+
+    pub fn maxmemory_eviction_tenacity(&self) -> u32 {
+        self.maxmemory_eviction_tenacity.load(Relaxed)
+    }
+
+    pub fn lfu_log_factor(&self) -> u32 {
+        self.lfu_log_factor.load(Relaxed)
+    }
+
+    pub fn lfu_decay_time(&self) -> u32 {
+        self.lfu_decay_time.load(Relaxed)
     }
 
     pub fn latency_tracking(&self) -> bool {
@@ -575,20 +663,19 @@ impl Config {
         self.maxclients.load(Relaxed)
     }
 
-    /// True when clients must authenticate.
-    pub fn auth_required(&self) -> bool {
-        self.has_password.load(Relaxed)
+    /// `requirepass`, which is the default ACL user's password (the
+    /// server applies it there at startup and on CONFIG SET).
+    pub fn requirepass(&self) -> Option<Vec<u8>> {
+        self.requirepass.read().clone()
     }
 
-    /// Constant-time-ish password check (length leaks, content does not).
-    pub fn check_password(&self, given: &[u8]) -> bool {
-        match &*self.requirepass.read() {
-            None => false,
-            Some(p) => {
-                p.len() == given.len()
-                    && p.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-            }
-        }
+    pub fn acllog_max_len(&self) -> usize {
+        self.acllog_max_len.load(Relaxed)
+    }
+
+    /// `acl-pubsub-default`: true for `allchannels`.
+    pub fn acl_pubsub_all(&self) -> bool {
+        self.acl_pubsub_all.load(Relaxed)
     }
 
     /// `CONFIG GET`: every (name, value) whose name matches one of the patterns.
@@ -666,8 +753,10 @@ impl Config {
 impl Config {
     /// `CONFIG REWRITE`: the config file with every setting at its current
     /// value, edited in place as Redis 7.0 does (see `config_file::Rewrite`);
-    /// the window rules are written as `zwindow` lines.
-    pub fn rewrite(&self, rules: &[std::sync::Arc<Rule>]) -> Result<(), String> {
+    /// the window rules are written as `zwindow` lines, and `users` (the
+    /// ACL users' `user` lines, empty when an `aclfile` holds them) replace
+    /// the file's `user` lines, as Redis's `rewriteConfigUserOption`.
+    pub fn rewrite(&self, rules: &[std::sync::Arc<Rule>], users: &[Vec<u8>]) -> Result<(), String> {
         let Some(path) = &self.config_file else {
             return Err("ERR The server is running without a config file".into());
         };
@@ -690,6 +779,10 @@ impl Config {
             };
             rewrite_param(&mut state, p, &(p.get)(self), &default);
         }
+        for line in users {
+            state.line("user", line.clone(), true);
+        }
+        state.mark("user");
         for rule in rules {
             let mut line = format!("zwindow {} ", word(&rule.pattern));
             line.push_str(&match rule.duration_ms % 1000 {
@@ -765,6 +858,7 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
         | "syslog-ident"
         | "proc-title-template"
         | "ignore-warnings"
+        | "aclfile"
         | "log-level" => {
             let line = format!("{name} {}", config_file::repr(value.as_bytes()));
             state.line(name, line.into_bytes(), force);
@@ -815,6 +909,12 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
         }
         _ => state.line(name, format!("{name} {value}").into_bytes(), force),
     }
+}
+
+/// Parameters whose values are secrets: CONFIG SET hides them from the
+/// slow log (Redis's `SENSITIVE_CONFIG`).
+pub fn is_sensitive(name: &[u8]) -> bool {
+    eq_ic(name, "requirepass") || eq_ic(name, "masterauth")
 }
 
 type Setter = fn(&Config, &[u8], bool) -> Result<(), String>;
@@ -999,6 +1099,79 @@ macro_rules! usize_param {
     };
 }
 
+macro_rules! u32_param {
+    ($name:expr, $field:ident, $min:expr, $max:expr) => {
+        Param {
+            name: $name,
+            alias: None,
+            get: |c| c.$field.load(Relaxed).to_string(),
+            set: Some(|c, v, apply| {
+                let n = int_setter(v, $min, $max)?;
+                if apply {
+                    c.$field.store(n as u32, Relaxed);
+                }
+                Ok(())
+            }),
+        }
+    };
+}
+
+/// `maxmemory-policy`: what goes when memory is over `maxmemory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    VolatileLru,
+    VolatileLfu,
+    VolatileRandom,
+    VolatileTtl,
+    AllkeysLru,
+    AllkeysLfu,
+    AllkeysRandom,
+    NoEviction,
+}
+
+impl Policy {
+    /// In Redis's order (the order its error message lists them in).
+    pub const ALL: [Policy; 8] = [
+        Policy::VolatileLru,
+        Policy::VolatileLfu,
+        Policy::VolatileRandom,
+        Policy::VolatileTtl,
+        Policy::AllkeysLru,
+        Policy::AllkeysLfu,
+        Policy::AllkeysRandom,
+        Policy::NoEviction,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::VolatileLru => "volatile-lru",
+            Policy::VolatileLfu => "volatile-lfu",
+            Policy::VolatileRandom => "volatile-random",
+            Policy::VolatileTtl => "volatile-ttl",
+            Policy::AllkeysLru => "allkeys-lru",
+            Policy::AllkeysLfu => "allkeys-lfu",
+            Policy::AllkeysRandom => "allkeys-random",
+            Policy::NoEviction => "noeviction",
+        }
+    }
+
+    /// Keys keep an LFU counter rather than an LRU clock.
+    pub fn is_lfu(self) -> bool {
+        matches!(self, Policy::VolatileLfu | Policy::AllkeysLfu)
+    }
+
+    /// Only keys with a TTL may be evicted.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+}
+
 const PARAMS: &[Param] = &[
     Param {
         name: "bind",
@@ -1036,9 +1209,7 @@ const PARAMS: &[Param] = &[
         },
         set: Some(|c, v, apply| {
             if apply {
-                let pass = (!v.is_empty()).then(|| v.to_vec());
-                c.has_password.store(pass.is_some(), Relaxed);
-                *c.requirepass.write() = pass;
+                *c.requirepass.write() = (!v.is_empty()).then(|| v.to_vec());
             }
             Ok(())
         }),
@@ -1260,6 +1431,51 @@ const PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "aclfile",
+        alias: None,
+        get: |c| c.aclfile.clone(),
+        set: None,
+    },
+    Param {
+        name: "acllog-max-len",
+        alias: None,
+        get: |c| c.acllog_max_len().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.acllog_max_len.store(n as usize, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "acl-pubsub-default",
+        alias: None,
+        get: |c| {
+            if c.acl_pubsub_all() {
+                "allchannels"
+            } else {
+                "resetchannels"
+            }
+            .into()
+        },
+        set: Some(|c, v, apply| {
+            let all = if eq_ic(v, "allchannels") {
+                true
+            } else if eq_ic(v, "resetchannels") {
+                false
+            } else {
+                return Err(
+                    "argument(s) must be one of the following: allchannels, resetchannels".into(),
+                );
+            };
+            if apply {
+                c.acl_pubsub_all.store(all, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
         name: "protected-mode",
         alias: None,
         get: |c| if c.protected_mode() { "yes" } else { "no" }.into(),
@@ -1372,23 +1588,84 @@ const PARAMS: &[Param] = &[
     Param {
         name: "maxmemory",
         alias: None,
-        get: |_| "0".into(),
-        set: Some(|_, v, _| match parse_memory(v) {
-            Some(0) => Ok(()),
-            Some(_) => Err("zwindow does not evict; maxmemory must be 0".into()),
-            None => Err("argument must be a memory value".into()),
+        get: |c| c.maxmemory().to_string(),
+        set: Some(|c, v, apply| {
+            let n = parse_memory(v).ok_or("argument must be a memory value")?;
+            if apply {
+                c.maxmemory.store(n as u64, Relaxed);
+            }
+            Ok(())
         }),
     },
     Param {
         name: "maxmemory-policy",
         alias: None,
-        get: |_| "noeviction".into(),
-        set: Some(|_, v, _| {
-            if eq_ic(v, "noeviction") {
-                Ok(())
-            } else {
-                Err("zwindow does not evict; only noeviction".into())
+        get: |c| c.maxmemory_policy().name().into(),
+        set: Some(|c, v, apply| {
+            let p = Policy::ALL
+                .into_iter()
+                .find(|p| eq_ic(v, p.name()))
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+                    format!(
+                        "argument(s) must be one of the following: {}",
+                        names.join(", ")
+                    )
+                })?;
+            if apply {
+                c.maxmemory_policy.store(p as u8, Relaxed);
             }
+            Ok(())
+        }),
+    },
+    u32_param!(
+        "maxmemory-samples",
+        maxmemory_samples,
+        1,
+        i64::from(i32::MAX)
+    ),
+    u32_param!(
+        "maxmemory-eviction-tenacity",
+        maxmemory_eviction_tenacity,
+        0,
+        100
+    ),
+    u32_param!("lfu-log-factor", lfu_log_factor, 0, i64::from(i32::MAX)),
+    u32_param!("lfu-decay-time", lfu_decay_time, 0, i64::from(i32::MAX)),
+    Param {
+        name: "slowlog-log-slower-than",
+        alias: None,
+        get: |c| c.slowlog_slower_than().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, -1, i64::MAX)?;
+            if apply {
+                c.slowlog_slower_than.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "slowlog-max-len",
+        alias: None,
+        get: |c| c.slowlog_max_len().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.slowlog_max_len.store(n as u64, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "latency-monitor-threshold",
+        alias: None,
+        get: |c| c.latency_monitor_threshold().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.latency_monitor_threshold.store(n, Relaxed);
+            }
+            Ok(())
         }),
     },
     // zwindow's own startup settings.
@@ -1544,35 +1821,6 @@ const PARAMS: &[Param] = &[
     kept!("lazyfree-lazy-server-del", None, "no", yes_no, runtime),
     kept!("lazyfree-lazy-user-del", None, "no", yes_no, runtime),
     kept!("lazyfree-lazy-user-flush", None, "no", yes_no, runtime),
-    kept!(
-        "slowlog-log-slower-than",
-        None,
-        "10000",
-        |v| int_text(v, -1, i64::MAX),
-        runtime
-    ),
-    kept!(
-        "slowlog-max-len",
-        None,
-        "128",
-        |v| int_text(v, 0, i64::MAX),
-        runtime
-    ),
-    kept!(
-        "latency-monitor-threshold",
-        None,
-        "0",
-        |v| int_text(v, 0, i64::MAX),
-        runtime
-    ),
-    // zwindow has no ACL LOG yet (the ACL work takes this over).
-    kept!(
-        "acllog-max-len",
-        None,
-        "128",
-        |v| int_text(v, 0, i64::MAX),
-        runtime
-    ),
     // Replication settings: zwindow has no replicas and is never one.
     kept!(
         "replica-serve-stale-data",
@@ -1784,6 +2032,23 @@ mod tests {
             "{err}"
         );
         assert!(load("user alice on").unwrap().users.len() == 1);
+        // `--user "alice on >pw"`: one word holding the rules.
+        let users = load("user \"alice on >pw\"").unwrap().users;
+        assert_eq!(
+            users,
+            vec![vec![b"alice".to_vec(), b"on".to_vec(), b">pw".to_vec()]]
+        );
+        let err = load("user bob on\nuser bob off").err().unwrap();
+        assert!(
+            err.ends_with("Duplicate user found. A user can only be defined once in config files"),
+            "{err}"
+        );
+        let st = load("maxmemory 1mb\nmaxmemory-policy allkeys-lfu\naclfile /x.acl").unwrap();
+        assert_eq!(st.config.maxmemory(), 1 << 20);
+        assert_eq!(st.config.maxmemory_policy(), Policy::AllkeysLfu);
+        assert_eq!(st.config.aclfile, "/x.acl");
+        let err = st.config.set_many(&[(b"aclfile", b"/y.acl")]).unwrap_err();
+        assert!(err.ends_with("can't set immutable config"), "{err}");
     }
 
     #[test]

@@ -66,8 +66,16 @@ pub struct Shared {
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::execution::scripting::Scripting,
     pub stats: Stats,
+    /// ACL users and the ACL log.
+    pub acl: crate::acl::Acl,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// SLOWLOG's entries.
+    pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
+    /// LATENCY's events.
+    pub latency: parking_lot::Mutex<crate::latency::Monitor>,
+    /// Eviction under `maxmemory`: its candidate pool and counters.
+    pub evictor: crate::keyspace::evict::Evictor,
     pub started: Instant,
     pub run_id: String,
     /// Unix seconds of the last (simulated) save, for LASTSAVE.
@@ -110,7 +118,11 @@ impl Shared {
             windows: Default::default(),
             scripting: Default::default(),
             stats: Stats::default(),
+            acl: crate::acl::Acl::new(),
             error_stats: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            evictor: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
@@ -153,6 +165,28 @@ impl Drop for PidFile {
     }
 }
 
+/// The ACL users at startup (acl.c `ACLLoadUsersAtStartup`): `requirepass`
+/// as the default user's password, then the `user` lines or the ACL file
+/// (not both, as Redis refuses). `users` are the `user` lines of the
+/// config file and the command line (`Startup::users`), each the words
+/// after `user`, duplicates already refused at their line.
+fn load_users(shared: &Shared, users: &[Vec<Vec<u8>>]) -> Result<(), String> {
+    let acl = &shared.acl;
+    let all_channels = shared.config.acl_pubsub_all();
+    acl.set_default_password(shared.config.requirepass().as_deref());
+    let aclfile = &shared.config.aclfile;
+    if !aclfile.is_empty() && !users.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+    }
+    acl.load_configured(users, all_channels)
+        .map_err(|e| format!("{e}. Critical error while loading ACLs. Exiting."))?;
+    if !aclfile.is_empty() {
+        acl.load_file(aclfile, all_channels)
+            .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+    }
+    Ok(())
+}
+
 /// How long accepting pauses after it failed (out of file descriptors).
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
@@ -167,11 +201,6 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     } = startup;
     for w in &warnings {
         tracing::warn!("{w}");
-    }
-    // A `user` line sets a password or permissions: starting without
-    // enforcing it would leave the server open, so refuse instead.
-    if !users.is_empty() {
-        return Err("`user` directives need ACL support, which this build lacks".into());
     }
     crate::commands::rename_commands(&renames)?;
     let bind = config
@@ -190,6 +219,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let shards = config.shard_count();
     let _pidfile = PidFile::create(&config.pidfile());
     let shared = Arc::new(Shared::new(config, shards));
+    load_users(&shared, &users)?;
     shared
         .stats
         .startup_memory

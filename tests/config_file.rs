@@ -78,6 +78,22 @@ fn bad_config_fails_exactly_as_redis() {
         ("supervised bogus\n", vec![]),
         ("oom-score-adj-values 1 2\n", vec![]),
         ("oom-score-adj-values 1 2 9000\n", vec![]),
+        ("user alice on\nuser alice off\n", vec![]),
+        ("user alice on badrule\n", vec![]),
+        ("user alice badrule\n", vec![]),
+        ("user alice on (~k +get\n", vec![]),
+        ("maxmemory 12x\n", vec![]),
+        ("maxmemory-policy bogus\n", vec![]),
+        ("maxmemory-samples 0\n", vec![]),
+        ("maxmemory-eviction-tenacity 101\n", vec![]),
+        ("acl-pubsub-default some\n", vec![]),
+        ("acllog-max-len -1\n", vec![]),
+        ("slowlog-max-len -1\n", vec![]),
+        ("latency-monitor-threshold -1\n", vec![]),
+        (
+            "port 0\n",
+            vec!["--user".into(), "bob".into(), "on".into(), "nope".into()],
+        ),
         ("port 0\n", vec!["--nosuch".into(), "x".into()]),
         ("port 0\n", vec!["--hz".into(), "abc".into()]),
         ("\n\n", vec!["--port".into(), "0".into(), "--bogus".into()]),
@@ -168,13 +184,101 @@ fn config_from_stdin() {
     let _ = child.wait();
 }
 
+/// ACL users and the memory settings through the file and the command
+/// line, as redis-server takes them: `user` lines from both (the
+/// command line's one-argument and several-word forms), CONFIG GET of the
+/// settings, and `aclfile` immutable at runtime.
+#[test]
+fn users_and_memory_settings_as_redis() {
+    let dir = PrivateDir::new("conf-users");
+    let d = &dir.0;
+    let text = "\
+user alice on >apw ~* +@all
+maxmemory 100mb
+maxmemory-policy allkeys-lru
+maxmemory-samples 7
+lfu-log-factor 3
+slowlog-log-slower-than 500
+slowlog-max-len 5
+latency-monitor-threshold 20
+acllog-max-len 9
+acl-pubsub-default allchannels
+";
+    let file = write(d, "redis.conf", text);
+    let overrides = ["--user", "bob", "on", ">bpw", "+get", "~b*"];
+    let r = RedisServer::start_config(&file, &overrides);
+    let mut cmd = Command::new(ZWINDOW);
+    cmd.arg(&file)
+        .args(["--bind", "127.0.0.1", "--port", "0"])
+        .args(overrides)
+        .args(["--user", "carol on >cpw +@read ~c*"])
+        .current_dir(d);
+    let z = ZwindowServer::start_command(cmd);
+    let mut rc = r.conn();
+    let mut zc = z.conn();
+    for name in [
+        "maxmemory",
+        "maxmemory-policy",
+        "maxmemory-samples",
+        "lfu-log-factor",
+        "slowlog-log-slower-than",
+        "slowlog-max-len",
+        "latency-monitor-threshold",
+        "acllog-max-len",
+        "acl-pubsub-default",
+        "aclfile",
+    ] {
+        let get: [&[u8]; 3] = [b"CONFIG", b"GET", name.as_bytes()];
+        assert_eq!(zc.cmd(&get), rc.cmd(&get), "CONFIG GET {name}");
+    }
+    for cmd in [
+        &[&b"CONFIG"[..], b"SET", b"aclfile", b"/tmp/x.acl"][..],
+        &[b"AUTH", b"alice", b"apw"],
+        &[b"AUTH", b"bob", b"bpw"],
+        &[b"SET", b"bx", b"1"],
+        &[b"GET", b"bx"],
+    ] {
+        assert_eq!(zc.cmd(cmd), rc.cmd(cmd), "{cmd:?}");
+    }
+    assert_eq!(zc.cmd(&[b"AUTH", b"carol", b"cpw"]), b"+OK\r\n");
+    assert_eq!(zc.cmd(&[b"GET", b"cx"]), b"$-1\r\n");
+    let denied = zc.cmd(&[b"SET", b"cx", b"1"]);
+    assert!(denied.starts_with(b"-NOPERM"), "{denied:?}");
+}
+
+/// `user` lines and an `aclfile` together stop the server, as Redis does.
+#[test]
+fn users_with_an_aclfile_are_refused() {
+    let dir = PrivateDir::new("conf-aclfile");
+    let d = &dir.0;
+    let acl = write(d, "users.acl", "user default on nopass ~* &* +@all\n");
+    let file = write(
+        d,
+        "redis.conf",
+        &format!("aclfile {}\nuser bob on\n", acl.display()),
+    );
+    let file = file.to_str().unwrap();
+    // A real port: with `--port 0` redis-server exits before it loads users.
+    let port = free_port().to_string();
+    let want = refused(&redis_server(), d, &[file, "--port", &port]);
+    let got = refused(ZWINDOW, d, &[file, "--port", &port]);
+    assert_eq!(want.0, Some(1));
+    assert_eq!(got.0, want.0);
+    assert!(
+        got.1
+            .contains("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid."),
+        "{}",
+        got.1
+    );
+}
+
 /// The rewritten file, with the lines that differ between two servers by
-/// construction (their ports, directories, redis-server's ACL user and
-/// its `bind`, which is zwindow's default) left out; the part CONFIG
+/// construction (their ports, directories and redis-server's `bind`,
+/// which is zwindow's default) left out; the part CONFIG
 /// REWRITE appended is sorted (redis-server appends in hash order).
 fn rewritten(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
-    let skip = ["port ", "dir ", "user ", "bind "];
+    let skip = ["port ", "dir ", "bind "];
     let lines: Vec<String> = text
         .lines()
         .filter(|l| !skip.iter().any(|s| l.starts_with(s)))
@@ -207,6 +311,7 @@ maxclients 200
   # indented comment
 tcp-keepalive 60
 zset-max-ziplist-entries 64
+user bob on >bpw ~* +@all
 ";
     // redis-server refuses the unknown directive at startup: it is added
     // to both files once the servers run.
@@ -236,6 +341,11 @@ zset-max-ziplist-entries 64
         "CONFIG SET proto-max-bulk-len 1gb",
         "CONFIG SET zset-max-listpack-entries 128",
         "CONFIG SET latency-tracking no",
+        "CONFIG SET maxmemory 64mb",
+        "CONFIG SET maxmemory-policy allkeys-lru",
+        "CONFIG SET slowlog-max-len 7",
+        "ACL SETUSER alice on >apw ~a* +get",
+        "ACL DELUSER bob",
         "CONFIG REWRITE",
     ];
     let (mut rc, mut zc) = (r.conn(), z.conn());
@@ -252,6 +362,7 @@ zset-max-ziplist-entries 64
         zc.cmd_str("CONFIG GET maxclients"),
         b"*2\r\n$10\r\nmaxclients\r\n$2\r\n77\r\n"
     );
+    assert_eq!(zc.cmd_str("AUTH alice apw"), b"+OK\r\n");
 }
 
 #[test]
