@@ -302,7 +302,15 @@ fn server(t: &mut Text, shared: &Shared) {
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
     );
-    t.field("config_file", &shared.config.config_file);
+    t.field(
+        "config_file",
+        shared
+            .config
+            .config_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
     // Redis's I/O threads only read and write; zwindow has none such.
     t.field("io_threads_active", 0);
 }

@@ -633,7 +633,54 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     for (d, s) in lower.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();
     }
+    if let Some(renamed) = RENAMES.get() {
+        if let Some(cmd) = renamed.added.get(&*lower) {
+            return Some(cmd);
+        }
+        if renamed.hidden.iter().any(|h| h.as_slice() == &*lower) {
+            return None;
+        }
+    }
     index().get(&*lower).copied()
+}
+
+/// The config file's `rename-command`s: new names, and the old names no
+/// longer callable. Set once at startup, before any client connects.
+struct Renames {
+    added: std::collections::HashMap<Vec<u8>, &'static Command>,
+    hidden: Vec<Vec<u8>>,
+}
+
+static RENAMES: OnceLock<Renames> = OnceLock::new();
+
+/// Applies `rename-command old new` pairs (lower-case; `new` empty removes
+/// the command), as Redis edits its command table while loading the config.
+pub fn rename_commands(pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let mut renames = Renames {
+        added: Default::default(),
+        hidden: Vec::new(),
+    };
+    for (from, to) in pairs {
+        let cmd = renames
+            .added
+            .remove(from)
+            .or_else(|| index().get(from.as_slice()).copied())
+            .ok_or("No such command in rename-command")?;
+        renames.hidden.push(from.clone());
+        if !to.is_empty() {
+            if to.len() > 32 {
+                return Err("rename-command: the new name is longer than 32 bytes".into());
+            }
+            renames.hidden.retain(|h| h != to);
+            renames.added.insert(to.clone(), cmd);
+        }
+    }
+    RENAMES
+        .set(renames)
+        .map_err(|_| "rename-command applied twice".to_string())
 }
 
 pub fn lookup_sub(parent: &'static Command, name: &[u8]) -> Option<&'static Command> {

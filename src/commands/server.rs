@@ -1007,10 +1007,7 @@ fn config_get(ctx: &mut Ctx) -> CmdResult {
 
 fn config_set(ctx: &mut Ctx) -> CmdResult {
     if !ctx.argc().is_multiple_of(2) {
-        return Err(Error::Owned(format!(
-            "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-            String::from_utf8_lossy(ctx.arg(2))
-        )));
+        return Err(Error::Static("ERR syntax error"));
     }
     for i in (2..ctx.argc()).step_by(2) {
         if crate::config::is_sensitive(ctx.args.get(i)) {
@@ -1021,6 +1018,20 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         .step_by(2)
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))
         .collect();
+    // Redis's islocalClient: the peer is exactly 127.0.0.1 or ::1.
+    let host = ctx
+        .client
+        .handle
+        .addr
+        .rsplit_once(':')
+        .map_or("", |(h, _)| h);
+    let local = matches!(host, "127.0.0.1" | "::1" | "[::1]");
+    if let Some(refused) = pairs
+        .iter()
+        .find_map(|(name, _)| ctx.shared.config.protected_refused(name, local))
+    {
+        return Err(Error::Owned(refused));
+    }
     ctx.shared.config.set_many(&pairs)?;
     // requirepass is the default ACL user's password (config.c
     // `updateRequirePass`).
@@ -1069,10 +1080,26 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-fn config_rewrite(_ctx: &mut Ctx) -> CmdResult {
-    Err(Error::Static(
-        "ERR The server is running without a config file",
-    ))
+fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
+    let rules = ctx.shared.windows.list();
+    // With an ACL file the users live there: the config keeps no `user` line.
+    let users: Vec<Vec<u8>> = if ctx.shared.config.aclfile.is_empty() {
+        ctx.shared
+            .acl
+            .file_text()
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ctx.shared
+        .config
+        .rewrite(&rules, &users)
+        .map_err(Error::Owned)?;
+    ctx.out.ok();
+    Ok(Done)
 }
 
 fn config_help(ctx: &mut Ctx) -> CmdResult {
