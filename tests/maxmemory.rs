@@ -42,9 +42,12 @@ fn config_and_object_replies_match_redis() {
             // The first access of a new key always counts (probability 1).
             "GET fresh",
             "OBJECT FREQ fresh",
-            // An overwrite keeps the counter.
+            // An overwrite keeps the counter (and counts as an access: with
+            // lfu-log-factor 0 every access increments, so both agree).
+            "CONFIG SET lfu-log-factor 0",
             "SET fresh w",
             "OBJECT FREQ fresh",
+            "CONFIG SET lfu-log-factor 10",
             "CONFIG SET maxmemory-policy volatile-ttl",
             "OBJECT FREQ k",
             "CONFIG SET maxmemory 0",

@@ -506,14 +506,16 @@ impl<'a> Keyspace<'a> {
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
         let lfu = self.shared.config.maxmemory_policy().is_lfu();
+        let (shared, now_ms) = (self.shared, self.now_ms);
         self.signal_replaced(key);
         let db = self.db_of(key);
         if let Some(old) = db.keys.get_mut(key) {
             let had_ttl = old.expire_at != 0;
             if lfu {
                 // An overwritten key keeps its access counter (Redis's
-                // dbSetValue), so a hot key stays hot.
-                entry.lru = old.lru;
+                // dbSetValue), so a hot key stays hot, counting the write
+                // lookup Redis makes before overwriting as an access.
+                entry.lru = evict::touched(shared, old.lru, now_ms);
             }
             *old = entry;
             if had_ttl && !has_ttl {
