@@ -228,6 +228,15 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         "zwindow {VERSION} listening on {local}, {} shards",
         shared.store.shard_count()
     );
+    // Redis's own startup lines, which tools wait for in a server's log
+    // (test containers' "Ready to accept connections", Redis's TCL harness
+    // looking for " PID: <pid>" then "Server initialized").
+    tracing::info!(
+        "Redis version={REDIS_VERSION} (zwindow {VERSION}), Running mode=standalone, port={}, PID: {}",
+        local.port(),
+        std::process::id()
+    );
+    tracing::info!("Server initialized");
 
     for rule in window_rules {
         shared.windows.set(rule);
@@ -240,6 +249,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let mut conns = JoinSet::new();
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    tracing::info!("Ready to accept connections tcp");
     // Out of file descriptors, accept fails at once and would fail again at
     // once: accepting pauses instead of spinning, and the clients already
     // connected are served meanwhile.
