@@ -1042,6 +1042,21 @@ fn memory_text(v: &[u8]) -> Result<String, String> {
         .ok_or_else(|| "argument must be a memory value".into())
 }
 
+/// `shutdown-on-sigint` / `shutdown-on-sigterm`: flag words, as Redis
+/// checks them (`isValidShutdownOnSigFlags`).
+fn shutdown_flags(v: &[u8]) -> Result<String, String> {
+    let names = ["default", "save", "nosave", "now", "force"];
+    let text = String::from_utf8_lossy(v).to_ascii_lowercase();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for w in &words {
+        one_of(w.as_bytes(), &names)?;
+    }
+    if words.contains(&"save") && words.contains(&"nosave") {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    Ok(words.join(" "))
+}
+
 fn one_of(v: &[u8], names: &[&str]) -> Result<String, String> {
     names
         .iter()
@@ -1805,6 +1820,8 @@ const PARAMS: &[Param] = &[
         |v| int_text(v, 0, i64::from(i32::MAX)),
         runtime
     ),
+    kept!("shutdown-on-sigint", None, "default", shutdown_flags, runtime),
+    kept!("shutdown-on-sigterm", None, "default", shutdown_flags, runtime),
     kept!("activerehashing", None, "yes", yes_no, runtime),
     kept!("dynamic-hz", None, "yes", yes_no, runtime),
     kept!(
