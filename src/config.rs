@@ -58,9 +58,25 @@ pub struct Args {
     /// command-line flags override it.
     #[arg(long)]
     pub config: Option<String>,
-    /// Accepted for redis-server compatibility; zwindow does not persist.
-    #[arg(long, hide = true)]
-    pub save: Option<String>,
+    /// RDB save points, `SECONDS CHANGES [SECONDS CHANGES ...]` (repeatable;
+    /// `""` for none). Default: Redis 7.0's `3600 1 300 100 60 10000`.
+    #[arg(long, num_args = 1..)]
+    pub save: Vec<String>,
+    /// Where the RDB file is written and read (as Redis's `dir`).
+    #[arg(long, default_value = ".")]
+    pub dir: String,
+    /// The RDB file's name inside `dir`.
+    #[arg(long, default_value = "dump.rdb")]
+    pub dbfilename: String,
+    /// LZF-compress strings in RDB files (yes|no).
+    #[arg(long, default_value = "yes")]
+    pub rdbcompression: String,
+    /// End RDB files with a CRC-64 checksum (yes|no).
+    #[arg(long, default_value = "yes")]
+    pub rdbchecksum: String,
+    /// Refuse writes while the last background save failed (yes|no).
+    #[arg(long, default_value = "yes")]
+    pub stop_writes_on_bgsave_error: String,
     /// Accepted for redis-server compatibility; zwindow does not persist.
     #[arg(long, hide = true)]
     pub appendonly: Option<String>,
@@ -206,6 +222,43 @@ pub struct Config {
     latency_percentiles: RwLock<Vec<f64>>,
     /// The `--config` file, absolute (INFO server's `config_file`).
     pub config_file: String,
+    /// RDB persistence: save points as (seconds, changes), `dir` (absolute),
+    /// `dbfilename`, and the three flags.
+    save_points: RwLock<Vec<(u64, u64)>>,
+    dir: RwLock<std::path::PathBuf>,
+    dbfilename: RwLock<String>,
+    rdbcompression: AtomicBool,
+    rdbchecksum: bool,
+    stop_writes_on_bgsave_error: AtomicBool,
+}
+
+/// Parses `save` parameters: pairs of non-negative integers (Redis's
+/// "Invalid save parameters" otherwise).
+fn parse_save(v: &str) -> Result<Vec<(u64, u64)>, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if !words.len().is_multiple_of(2) {
+        return Err("Invalid save parameters".into());
+    }
+    words
+        .chunks(2)
+        .map(|p| match (p[0].parse::<u64>(), p[1].parse::<u64>()) {
+            (Ok(s), Ok(c)) => Ok((s, c)),
+            _ => Err("Invalid save parameters".into()),
+        })
+        .collect()
+}
+
+/// An existing directory, made absolute (what `CONFIG GET dir` shows).
+fn check_dir(v: &str) -> Result<std::path::PathBuf, String> {
+    let p = std::path::Path::new(v);
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_dir() => Ok(std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())),
+        Ok(_) => Err("Not a directory".into()),
+        Err(e) => {
+            let s = e.to_string();
+            Err(s.split(" (os error").next().unwrap_or(&s).to_string())
+        }
+    }
 }
 
 /// Client classes of `client-output-buffer-limit`, in Redis's order.
@@ -275,7 +328,50 @@ impl Config {
                     std::path::absolute(f).map_or_else(|_| f.clone(), |p| p.display().to_string())
                 })
                 .unwrap_or_default(),
+            save_points: RwLock::new(if args.save.is_empty() {
+                vec![(3600, 1), (300, 100), (60, 10000)]
+            } else {
+                parse_save(&args.save.join(" ")).map_err(|e| format!("--save: {e}"))?
+            }),
+            dir: RwLock::new(
+                check_dir(&args.dir).map_err(|e| format!("Can't chdir to '{}': {e}", args.dir))?,
+            ),
+            dbfilename: RwLock::new(args.dbfilename.clone()),
+            rdbcompression: AtomicBool::new(
+                parse_bool(args.rdbcompression.as_bytes()).ok_or("invalid --rdbcompression")?,
+            ),
+            rdbchecksum: parse_bool(args.rdbchecksum.as_bytes()).ok_or("invalid --rdbchecksum")?,
+            stop_writes_on_bgsave_error: AtomicBool::new(
+                parse_bool(args.stop_writes_on_bgsave_error.as_bytes())
+                    .ok_or("invalid --stop-writes-on-bgsave-error")?,
+            ),
         })
+    }
+
+    /// The save points, as (seconds, changes).
+    pub fn save_points(&self) -> Vec<(u64, u64)> {
+        self.save_points.read().clone()
+    }
+
+    /// Where the RDB file lives: `dir`/`dbfilename`.
+    pub fn rdb_path(&self) -> std::path::PathBuf {
+        self.dir.read().join(&*self.dbfilename.read())
+    }
+
+    pub fn dir(&self) -> std::path::PathBuf {
+        self.dir.read().clone()
+    }
+
+    pub fn rdbcompression(&self) -> bool {
+        self.rdbcompression.load(Relaxed)
+    }
+
+    pub fn rdbchecksum(&self) -> bool {
+        self.rdbchecksum
+    }
+
+    pub fn stop_writes_on_bgsave_error(&self) -> bool {
+        self.stop_writes_on_bgsave_error.load(Relaxed)
     }
 
     pub fn latency_tracking(&self) -> bool {
@@ -864,17 +960,88 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    // zwindow keeps everything in memory; these report (and accept) only "off".
     Param {
         name: "save",
         alias: None,
-        get: |_| String::new(),
-        set: Some(|_, v, _| {
-            if v.is_empty() {
-                Ok(())
-            } else {
-                Err("zwindow does not persist to disk".into())
+        get: |c| {
+            let p: Vec<String> = c
+                .save_points()
+                .iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect();
+            p.join(" ")
+        },
+        set: Some(|c, v, apply| {
+            let points =
+                parse_save(std::str::from_utf8(v).map_err(|_| "Invalid save parameters")?)?;
+            if apply {
+                *c.save_points.write() = points;
             }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "dir",
+        alias: None,
+        get: |c| c.dir().display().to_string(),
+        set: Some(|c, v, apply| {
+            let dir = check_dir(&String::from_utf8_lossy(v))?;
+            if apply {
+                *c.dir.write() = dir;
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "dbfilename",
+        alias: None,
+        get: |c| c.dbfilename.read().clone(),
+        set: Some(|c, v, apply| {
+            let name = String::from_utf8_lossy(v).into_owned();
+            if name.contains('/') {
+                return Err("dbfilename can't be a path, just a filename".into());
+            }
+            if apply {
+                *c.dbfilename.write() = name;
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "rdbcompression",
+        alias: None,
+        get: |c| if c.rdbcompression() { "yes" } else { "no" }.into(),
+        set: Some(|c, v, apply| {
+            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+            if apply {
+                c.rdbcompression.store(on, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "rdbchecksum",
+        alias: None,
+        get: |c| if c.rdbchecksum { "yes" } else { "no" }.into(),
+        set: None,
+    },
+    Param {
+        name: "stop-writes-on-bgsave-error",
+        alias: None,
+        get: |c| {
+            if c.stop_writes_on_bgsave_error() {
+                "yes"
+            } else {
+                "no"
+            }
+            .into()
+        },
+        set: Some(|c, v, apply| {
+            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+            if apply {
+                c.stop_writes_on_bgsave_error.store(on, Relaxed);
+            }
+            Ok(())
         }),
     },
     Param {

@@ -70,8 +70,9 @@ pub struct Shared {
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     pub started: Instant,
     pub run_id: String,
-    /// Unix seconds of the last (simulated) save, for LASTSAVE.
+    /// Unix seconds of the last successful save (or of startup), for LASTSAVE.
     pub last_save: AtomicU64,
+    pub persistence: crate::persistence::State,
     shutdown_tx: watch::Sender<bool>,
     /// Signalled by the SHUTDOWN command.
     pub stop: Notify,
@@ -116,6 +117,7 @@ impl Shared {
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
             last_save: AtomicU64::new(now),
+            persistence: Default::default(),
             shutdown_tx: watch::channel(false).0,
             stop: Notify::new(),
         }
@@ -132,9 +134,9 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// Binds, serves until a shutdown signal, then drains connections.
 pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::from_args(&args)?;
-    if args.save.is_some() || args.appendonly.as_deref().is_some_and(|v| v != "no") {
+    if args.appendonly.as_deref().is_some_and(|v| v != "no") {
         tracing::warn!(
-            "persistence flags (--save, --appendonly) are accepted for compatibility and ignored: zwindow keeps data in memory only"
+            "--appendonly is accepted for compatibility and ignored: zwindow persists with RDB snapshots only"
         );
     }
     let bind = args
@@ -154,16 +156,16 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .stats
         .startup_memory
         .store(crate::stats::note_peak_memory(&shared), Relaxed);
-    tracing::info!(
-        "zwindow {VERSION} listening on {local}, {} shards",
-        shared.store.shard_count()
-    );
-
     for spec in &args.zwindow {
         shared
             .windows
             .set(crate::keyspace::windows::parse_cli_rule(spec)?);
     }
+    crate::persistence::load_at_startup(&shared)?;
+    tracing::info!(
+        "zwindow {VERSION} listening on {local}, {} shards",
+        shared.store.shard_count()
+    );
     let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
@@ -212,6 +214,10 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if drained.is_err() {
         conns.abort_all();
     }
+    // After the connections' last batches, so every acknowledged write is
+    // in the file; a script being killed releases its shards in a moment.
+    let saver = shared.clone();
+    let _ = tokio::task::spawn_blocking(move || crate::persistence::save_on_exit(&saver)).await;
     // The background tasks return as soon as they see the shutdown signal,
     // unless they wait on a shard lock a dying script still holds: then
     // the exit does not wait for them (threads end with the process).

@@ -23,6 +23,7 @@ pub mod info;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+pub mod persistence;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
 #[rustfmt::skip]
 pub(crate) mod meta;
@@ -54,6 +55,7 @@ pub static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     keys::COMMANDS,
+    persistence::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,
     strings::COMMANDS,

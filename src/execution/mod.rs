@@ -229,6 +229,9 @@ fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return Verdict::Reject("ERR Command not allowed inside a transaction".into());
     }
+    if crate::persistence::writes_denied(shared) && (is_write(client, cmd) || cmd.name == "ping") {
+        return Verdict::Reject(crate::persistence::MISCONF.into());
+    }
     if shared.config.lacks_good_replicas() && is_write(client, cmd) {
         return Verdict::Reject(NOREPLICAS.into());
     }
@@ -318,6 +321,9 @@ fn script_refusal(
     if cmd.has(flags::WRITE) {
         if read_only {
             return Some("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if crate::persistence::writes_denied(shared) {
+            return Some(crate::persistence::MISCONF);
         }
         if !wrote && shared.config.lacks_good_replicas() {
             return Some(NOREPLICAS);
