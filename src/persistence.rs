@@ -8,6 +8,7 @@
 //! leaves a half-written `dump.rdb`.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 
 use parking_lot::Mutex;
@@ -251,8 +252,143 @@ pub fn save_on_exit(shared: &Shared) {
     if shared.persistence.shutdown_handled.load(Relaxed) || shared.config.save_points().is_empty() {
         return;
     }
+    wait_bgsave(shared, std::time::Duration::from_secs(60));
     tracing::info!("Saving the final RDB snapshot before exiting.");
     if let Err(e) = save_all(shared) {
         tracing::warn!("Error trying to save the DB, can't exit: {e}; exiting anyway");
+    }
+}
+
+/// A running snapshot, as the file writer reads it.
+struct SnapshotSource<'a> {
+    store: &'a crate::keyspace::Store,
+    sizes: crate::keyspace::snapshot::Sizes,
+}
+
+impl Source for SnapshotSource<'_> {
+    fn databases(&self) -> usize {
+        self.sizes.len()
+    }
+
+    fn sizes(&self, db: usize) -> (usize, usize) {
+        self.sizes[db]
+    }
+
+    fn for_each(&self, db: usize, f: &mut file::KeyFn<'_>) -> std::io::Result<()> {
+        for idx in 0..self.store.shard_count() {
+            self.store.snapshot_db(idx, db, f)?;
+        }
+        Ok(())
+    }
+}
+
+/// Starts a BGSAVE: takes the snapshot while the caller holds every shard
+/// (`shards`), then writes it on a thread of its own (see
+/// [`crate::keyspace::snapshot`] for why this is a point-in-time image).
+pub fn start_bgsave<'s>(
+    shared: &Arc<Shared>,
+    shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
+) -> Result<(), &'static str> {
+    let p = &shared.persistence;
+    if p.bgsave_in_progress.swap(true, Relaxed) {
+        return Err("ERR Background save already in progress");
+    }
+    let Some(extras) = extras(shared) else {
+        p.bgsave_in_progress.store(false, Relaxed);
+        return Err("ERR");
+    };
+    let sizes = shared.store.begin_snapshot(shards);
+    p.dirty_before_bgsave
+        .store(shared.stats.dirty.load(Relaxed), Relaxed);
+    p.bgsave_started.store(now_secs(shared), Relaxed);
+    p.bgsave_scheduled.store(false, Relaxed);
+    let saver = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("zwindow-bgsave".into())
+        .spawn(move || run_bgsave(&saver, sizes, extras));
+    if let Err(e) = spawned {
+        tracing::warn!("Can't save in background: {e}");
+        shared.store.end_snapshot();
+        p.bgsave_in_progress.store(false, Relaxed);
+        return Err("ERR");
+    }
+    tracing::info!("Background saving started");
+    Ok(())
+}
+
+fn run_bgsave(shared: &Shared, sizes: crate::keyspace::snapshot::Sizes, extras: Extras) {
+    let started = std::time::Instant::now();
+    let src = SnapshotSource {
+        store: &shared.store,
+        sizes,
+    };
+    let result = write_file(shared, &src, &extras, "bg");
+    shared.store.end_snapshot();
+    let p = &shared.persistence;
+    p.last_bgsave_time_sec
+        .store(started.elapsed().as_secs() as i64, Relaxed);
+    match result {
+        Ok(()) => {
+            saved(shared, p.dirty_before_bgsave.load(Relaxed));
+            tracing::info!("Background saving terminated with success");
+        }
+        Err(e) => {
+            p.last_bgsave_ok.store(false, Relaxed);
+            p.last_bgsave_try.store(now_secs(shared), Relaxed);
+            tracing::warn!("Background saving error: {e}");
+        }
+    }
+    p.bgsave_in_progress.store(false, Relaxed);
+}
+
+/// Waits (a bounded while) for a running BGSAVE to end, so a foreground
+/// save that follows is the newest file.
+pub fn wait_bgsave(shared: &Shared, limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    while shared.persistence.bgsave_in_progress.load(Relaxed)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// How long a failed save point waits before retrying (Redis's
+/// `CONFIG_BGSAVE_RETRY_DELAY`).
+const RETRY_DELAY_SECS: u64 = 5;
+
+/// The save points' check, as Redis's `serverCron`: a BGSAVE when some
+/// point's change count and age are both reached, or one was scheduled.
+pub fn cron(shared: &Arc<Shared>) {
+    let p = &shared.persistence;
+    if p.bgsave_in_progress.load(Relaxed) {
+        return;
+    }
+    let now = now_secs(shared);
+    let dirty = shared.stats.dirty.load(Relaxed);
+    let since = now.saturating_sub(shared.last_save.load(Relaxed));
+    let retry_ok = p.last_bgsave_ok.load(Relaxed)
+        || now.saturating_sub(p.last_bgsave_try.load(Relaxed)) > RETRY_DELAY_SECS;
+    let due = shared
+        .config
+        .save_points()
+        .into_iter()
+        .find(|&(secs, changes)| dirty >= changes && since > secs && retry_ok);
+    if let Some((secs, changes)) = due {
+        tracing::info!("{changes} changes in {secs} seconds. Saving...");
+    } else if !p.bgsave_scheduled.load(Relaxed) {
+        return;
+    }
+    let mut guards = shared.store.lock(shared.store.all_shards());
+    let _ = start_bgsave(shared, guards.iter_mut());
+}
+
+/// Runs [`cron`] ten times a second until shutdown.
+pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => cron(&shared),
+            _ = shutdown.changed() => return,
+        }
     }
 }

@@ -244,6 +244,7 @@ fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHan
                     crate::keyspace::expire::run(shared.clone(), shared.shutdown_rx()),
                     crate::keyspace::windows::sweeper::run(shared.clone(), shared.shutdown_rx()),
                     crate::stats::run(shared.clone(), shared.shutdown_rx()),
+                    crate::persistence::run(shared.clone(), shared.shutdown_rx()),
                 );
             });
         })

@@ -1,4 +1,4 @@
-//! Persistence commands: SAVE, and DUMP / RESTORE (a value in Redis's
+//! Persistence commands: SAVE, BGSAVE, and DUMP / RESTORE (a value in Redis's
 //! serialization, see [`crate::rdb`]).
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -15,6 +15,9 @@ const GK: &str = "generic";
 pub static COMMANDS: &[Command] = &[
     Command::new("save", 1, ADMIN | NOSCRIPT | NO_MULTI, Keys::All, save)
         .doc(G, "1.0.0", "O(N) where N is the total number of keys in all databases", "Synchronously saves the database(s) to disk."),
+    Command::new("bgsave", -1, ADMIN | NOSCRIPT, Keys::All, bgsave)
+        .doc(G, "1.0.0", "O(1)", "Asynchronously saves the database(s) to disk.")
+        .syntax("[SCHEDULE]"),
     Command::new("dump", 2, READONLY, Keys::ONE, dump)
         .doc(GK, "2.6.0", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", "Returns a serialized representation of the value stored at a key.")
         .syntax("key"),
@@ -32,6 +35,27 @@ fn save(ctx: &mut Ctx) -> CmdResult {
         Ok(()) => ctx.out.ok(),
         Err(_) => return Err(Error::Static("ERR")),
     }
+    Ok(Done)
+}
+
+/// BGSAVE [SCHEDULE]: takes the snapshot now (this command holds every
+/// shard) and writes it in the background. Inside EXEC it is scheduled, as
+/// Redis does, and the save points' check starts it right after.
+fn bgsave(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() > 2 || (ctx.argc() == 2 && !eq_ic(ctx.arg(1), "SCHEDULE")) {
+        return Err(Error::Syntax);
+    }
+    let p = &ctx.shared.persistence;
+    if p.bgsave_in_progress.load(Relaxed) {
+        return Err(Error::Static("ERR Background save already in progress"));
+    }
+    if ctx.client.in_exec {
+        p.bgsave_scheduled.store(true, Relaxed);
+        ctx.out.simple("Background saving scheduled");
+        return Ok(Done);
+    }
+    crate::persistence::start_bgsave(ctx.shared, ctx.ks.shards_mut()).map_err(Error::Static)?;
+    ctx.out.simple("Background saving started");
     Ok(Done)
 }
 

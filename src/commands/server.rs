@@ -1159,6 +1159,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
             .filter(|(d, k)| *d == db && shard.dbs[db].keys.contains_key(k))
             .cloned()
             .collect();
+        shard.cow_db(db);
         shard.dbs[db].keys.clear();
         shard.dbs[db].expires.clear();
         shard.schedule.clear_db(db);
@@ -1234,6 +1235,7 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     let _ = now;
     let shared = ctx.shared.clone();
     if save || (!nosave && !shared.config.save_points().is_empty()) {
+        crate::persistence::wait_bgsave(&shared, Duration::from_secs(60));
         tracing::info!("Saving the final RDB snapshot before exiting.");
         if let Err(e) = crate::persistence::save_all(&shared)
             && !force
@@ -1271,6 +1273,8 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
             })
             .map(|(d, k)| (*d, k.clone(), shard.dbs[*d].keys.contains_key(k)))
             .collect();
+        shard.cow_db(a);
+        shard.cow_db(b);
         shard.dbs.swap(a, b);
         shard.schedule.clear_db(a);
         shard.schedule.clear_db(b);
@@ -1321,6 +1325,9 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         std::thread::sleep(Duration::from_secs_f64(secs));
         ctx.out.ok();
     } else if eq_ic(sub, "RELOAD") {
+        if ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
+            return Err(Error::Static("ERR Background save already in progress"));
+        }
         let mut save = true;
         for a in ctx.args.iter().skip(2) {
             if eq_ic(a, "NOSAVE") {

@@ -35,7 +35,7 @@ pub struct SaveOptions {
 }
 
 /// What a [`Source`] calls with each key: key, value, expiry (0: none).
-pub type KeyFn<'f> = dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()> + 'f;
+pub type KeyFn<'f> = crate::keyspace::snapshot::Visit<'f>;
 
 /// Where a file's keys come from: the locked shards (SAVE) or a snapshot
 /// of them (BGSAVE).
