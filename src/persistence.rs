@@ -175,7 +175,7 @@ pub fn load_at_startup(shared: &Shared) -> Result<(), String> {
     let started = std::time::Instant::now();
     let guards = shared.store.lock(shared.store.all_shards());
     let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
-    let stats = file::load(&data, &mut ks).map_err(|e| {
+    let stats = file::load(&data, &mut ks, false).map_err(|e| {
         format!(
             "Fatal error loading the DB {}: {e}. Exiting.",
             path.display()
@@ -216,14 +216,38 @@ pub fn with_all_shards<R>(
     r
 }
 
-/// `DEBUG RELOAD`: save, empty every database, load the file back; the
+/// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]`: save (unless NOSAVE), empty
+/// every database and the function libraries (unless NOFLUSH), load the
+/// file back (MERGE: its keys and libraries replace existing ones); the
 /// caller holds every shard.
-pub fn reload(ks: &mut Keyspace<'_>, save: bool) -> Result<(), String> {
+pub fn reload(ks: &mut Keyspace<'_>, save: bool, flush: bool, merge: bool) -> Result<(), String> {
     if save {
-        save_locked(ks)?;
+        save_locked(ks).map_err(|_| "ERR".to_string())?;
     }
     let shared = ks.shared;
-    let data = std::fs::read(shared.config.rdb_path()).map_err(|e| e.to_string())?;
+    let load_error = "ERR Error trying to load the RDB dump, check server logs.".to_string();
+    let data = std::fs::read(shared.config.rdb_path()).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        load_error.clone()
+    })?;
+    if flush {
+        flush_all(ks);
+    }
+    let dirty = shared.stats.dirty.load(Relaxed);
+    let stats = file::load(&data, ks, merge).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        load_error.clone()
+    })?;
+    // Loading is no change to the dataset.
+    shared.stats.dirty.store(dirty, Relaxed);
+    *shared.persistence.last_load.lock() = stats;
+    tracing::warn!("DB reloaded by DEBUG RELOAD");
+    Ok(())
+}
+
+/// Empties every database and the function libraries (Redis's `emptyData`).
+fn flush_all(ks: &mut Keyspace<'_>) {
+    let shared = ks.shared;
     for shard in ks.shards_mut() {
         for db in shard.dbs.iter_mut() {
             db.keys.clear();
@@ -237,13 +261,6 @@ pub fn reload(ks: &mut Keyspace<'_>, save: bool) -> Result<(), String> {
         e.flush_libraries();
         shared.scripting.update_stats(&e);
     }
-    let dirty = shared.stats.dirty.load(Relaxed);
-    let stats =
-        file::load(&data, ks).map_err(|e| format!("Error trying to load the RDB dump: {e}"))?;
-    // Loading is no change to the dataset.
-    shared.stats.dirty.store(dirty, Relaxed);
-    *shared.persistence.last_load.lock() = stats;
-    Ok(())
 }
 
 /// The save on the way out (SIGTERM, SIGINT): when save points exist and
@@ -274,9 +291,14 @@ impl Source for SnapshotSource<'_> {
         self.sizes[db]
     }
 
-    fn for_each(&self, db: usize, f: &mut file::KeyFn<'_>) -> std::io::Result<()> {
+    fn for_each(
+        &self,
+        db: usize,
+        f: &mut file::KeyFn<'_>,
+        flush: &mut file::FlushFn<'_>,
+    ) -> std::io::Result<()> {
         for idx in 0..self.store.shard_count() {
-            self.store.snapshot_db(idx, db, f)?;
+            self.store.snapshot_db(idx, db, f, flush)?;
         }
         Ok(())
     }

@@ -105,6 +105,9 @@ pub mod flags {
     /// Never set in the table: `COMMAND INFO` derives it from the key specs
     /// (keys the first/last/step range does not cover).
     pub const MOVABLEKEYS: u32 = 1 << 19;
+    /// Reported only: zwindow loads its file before it accepts clients, so
+    /// there is no async loading to refuse commands during.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 20;
 
     /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides
     /// `may_replicate`.
@@ -123,6 +126,7 @@ pub mod flags {
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),

@@ -13,9 +13,9 @@ const G: &str = "server";
 const GK: &str = "generic";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("save", 1, ADMIN | NOSCRIPT | NO_MULTI, Keys::All, save)
+    Command::new("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, Keys::All, save)
         .doc(G, "1.0.0", "O(N) where N is the total number of keys in all databases", "Synchronously saves the database(s) to disk."),
-    Command::new("bgsave", -1, ADMIN | NOSCRIPT, Keys::All, bgsave)
+    Command::new("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, Keys::All, bgsave)
         .doc(G, "1.0.0", "O(1)", "Asynchronously saves the database(s) to disk.")
         .syntax("[SCHEDULE]"),
     Command::new("dump", 2, READONLY, Keys::ONE, dump)

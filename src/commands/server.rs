@@ -1328,18 +1328,24 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         if ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
             return Err(Error::Static("ERR Background save already in progress"));
         }
-        let mut save = true;
+        let (mut save, mut flush, mut merge) = (true, true, false);
         for a in ctx.args.iter().skip(2) {
             if eq_ic(a, "NOSAVE") {
                 save = false;
+            } else if eq_ic(a, "NOFLUSH") {
+                flush = false;
+            } else if eq_ic(a, "MERGE") {
+                merge = true;
             } else {
                 return Err(Error::Static(
-                    "ERR DEBUG RELOAD only supports the NOSAVE option in zwindow.",
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
                 ));
             }
         }
-        crate::persistence::with_all_shards(ctx.ks, |ks| crate::persistence::reload(ks, save))
-            .map_err(Error::Owned)?;
+        crate::persistence::with_all_shards(ctx.ks, |ks| {
+            crate::persistence::reload(ks, save, flush, merge)
+        })
+        .map_err(Error::Owned)?;
         ctx.out.ok();
     } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && ctx.argc() == 3 {
         let on = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)? != 0;

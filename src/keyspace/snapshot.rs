@@ -82,6 +82,8 @@ impl Shard {
 
 /// What a snapshot walk calls with each key: key, value, expiry (0: none).
 pub type Visit<'f> = dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()> + 'f;
+/// What a snapshot walk calls after each chunk, with no lock held.
+pub type Flush<'f> = dyn FnMut() -> std::io::Result<()> + 'f;
 
 /// The number of (keys, keys with a TTL) per database at the instant.
 pub type Sizes = Vec<(usize, usize)>;
@@ -105,13 +107,20 @@ impl Store {
     pub fn end_snapshot(&self) {
         self.snapshot_active.store(false, Relaxed);
         for idx in 0..self.shard_count() {
-            self.lock_shard(idx).snap = None;
+            let snap = self.lock_shard(idx).snap.take();
+            drop(snap);
         }
     }
 
     /// Hands `f` every key of shard `idx`'s database `db` as of the
     /// snapshot, a chunk per lock hold, then the preserved ones.
-    pub fn snapshot_db(&self, idx: usize, db: usize, f: &mut Visit<'_>) -> std::io::Result<()> {
+    pub fn snapshot_db(
+        &self,
+        idx: usize,
+        db: usize,
+        f: &mut Visit<'_>,
+        flush: &mut Flush<'_>,
+    ) -> std::io::Result<()> {
         let gone = || std::io::Error::other("snapshot abandoned");
         let mut cursor = 0;
         loop {
@@ -128,20 +137,27 @@ impl Store {
                 }
             });
             result?;
+            drop(g);
+            flush()?;
             if cursor == 0 {
                 break;
             }
         }
-        let preserved = {
+        let (preserved, saved) = {
             let mut g = self.lock_shard(idx);
             let snap = g.snap.as_deref_mut().ok_or_else(gone)?;
             snap.done[db] = true;
-            snap.saved[db] = Default::default();
-            std::mem::take(&mut snap.preserved[db])
+            (
+                std::mem::take(&mut snap.preserved[db]),
+                std::mem::take(&mut snap.saved[db]),
+            )
         };
+        // Freed outside the lock: a set of many names takes a while.
+        drop(saved);
         for (k, v) in preserved {
             if let Some((v, at)) = v {
                 f(&k, &v, at)?;
+                flush()?;
             }
         }
         Ok(())

@@ -36,6 +36,8 @@ pub struct SaveOptions {
 
 /// What a [`Source`] calls with each key: key, value, expiry (0: none).
 pub type KeyFn<'f> = crate::keyspace::snapshot::Visit<'f>;
+/// What a [`Source`] calls between batches of keys.
+pub type FlushFn<'f> = crate::keyspace::snapshot::Flush<'f>;
 
 /// Where a file's keys come from: the locked shards (SAVE) or a snapshot
 /// of them (BGSAVE).
@@ -43,8 +45,15 @@ pub trait Source {
     fn databases(&self) -> usize;
     /// (keys, keys with a TTL) of database `db`.
     fn sizes(&self, db: usize) -> (usize, usize);
-    /// Calls `f` with every key of `db`: key, value, expiry (0: none).
-    fn for_each(&self, db: usize, f: &mut KeyFn<'_>) -> std::io::Result<()>;
+    /// Calls `f` with every key of `db`: key, value, expiry (0: none), and
+    /// `flush` now and then with no lock held (the file is written there,
+    /// so a slow disk never stalls a shard).
+    fn for_each(
+        &self,
+        db: usize,
+        f: &mut KeyFn<'_>,
+        flush: &mut FlushFn<'_>,
+    ) -> std::io::Result<()>;
 }
 
 /// Locked shards, read in place.
@@ -61,13 +70,21 @@ impl Source for Shards<'_> {
         })
     }
 
-    fn for_each(&self, db: usize, f: &mut KeyFn<'_>) -> std::io::Result<()> {
+    fn for_each(
+        &self,
+        db: usize,
+        f: &mut KeyFn<'_>,
+        flush: &mut FlushFn<'_>,
+    ) -> std::io::Result<()> {
         for s in &self.0 {
-            for (k, e) in s.dbs[db].keys.iter() {
+            for (i, (k, e)) in s.dbs[db].keys.iter().enumerate() {
                 f(k, &e.value, e.expire_at)?;
+                if i % 128 == 127 {
+                    flush()?;
+                }
             }
         }
-        Ok(())
+        flush()
     }
 }
 
@@ -146,11 +163,22 @@ pub fn write(
         put_len(&mut b, keys as u64);
         put_len(&mut b, expires as u64);
         w.put(&b)?;
-        src.for_each(db, &mut |key, v, expire_at| {
-            b.clear();
-            write_key(&mut b, key, v, expire_at, opts.compress);
-            w.put(&b)
-        })?;
+        // Keys are encoded into `pending` (under the source's locks) and
+        // written out by `flush` (outside them).
+        let pending = std::cell::RefCell::new(Vec::with_capacity(1 << 16));
+        src.for_each(
+            db,
+            &mut |key, v, expire_at| {
+                write_key(&mut pending.borrow_mut(), key, v, expire_at, opts.compress);
+                Ok(())
+            },
+            &mut || {
+                let mut p = pending.borrow_mut();
+                w.put(&p)?;
+                p.clear();
+                Ok(())
+            },
+        )?;
     }
     b.clear();
     b.push(OP_EOF);
@@ -233,8 +261,10 @@ pub struct LoadStats {
 }
 
 /// Loads an RDB image into the keyspace, whose every shard `ks` holds.
-/// Keys whose TTL has passed are skipped, as a Redis master does.
-pub fn load(data: &[u8], ks: &mut Keyspace<'_>) -> Result<LoadStats, RdbError> {
+/// Keys whose TTL has passed are skipped, as a Redis master does. A key or
+/// function library that already exists is an error unless `allow_dup`
+/// (`DEBUG RELOAD MERGE`), which replaces it.
+pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadStats, RdbError> {
     let mut r = Reader::new(data);
     let magic = r
         .bytes(9)
@@ -319,7 +349,7 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>) -> Result<LoadStats, RdbError> {
                 let code = r.string()?;
                 let mut engine = shared.scripting.engine().map_err(RdbError)?;
                 engine
-                    .load_library(&code, false)
+                    .load_library(&code, allow_dup)
                     .map_err(|e| RdbError(format!("Failed loading library: {e}")))?;
                 shared.scripting.update_stats(&engine);
             }
@@ -347,6 +377,13 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>) -> Result<LoadStats, RdbError> {
                 if at != 0 && at <= ks.now_ms {
                     stats.keys_expired += 1;
                     continue;
+                }
+                if !allow_dup && ks.peek_raw(&key).is_some() {
+                    return Err(RdbError(format!(
+                        "RDB has duplicated key '{}' in DB {}",
+                        String::from_utf8_lossy(&key),
+                        ks.db
+                    )));
                 }
                 if extra.field_ttls {
                     shared
