@@ -523,3 +523,41 @@ fn save_points_and_shutdown_options() {
         "NOSAVE kept the old file"
     );
 }
+
+/// The RDB files of Redis's own test suite (versions 3 to 10: zipmaps,
+/// ziplists, intsets, quicklists of ziplists, empty keys, an old Lua
+/// script AUX field) load into zwindow as into redis-server 7.0.
+#[test]
+fn redis_test_suite_files_load_as_in_redis() {
+    let assets =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/redis-7.0.15/tests/assets");
+    for name in [
+        "encodings",
+        "hash-ziplist",
+        "hash-zipmap",
+        "list-quicklist",
+        "zset-ziplist",
+        "scriptbackup",
+        "corrupt_empty_keys",
+    ] {
+        let file = assets.join(format!("{name}.rdb"));
+        let (zd, rd) = (
+            common::PrivateDir::new("asset-z"),
+            common::PrivateDir::new("asset-r"),
+        );
+        std::fs::copy(&file, zd.0.join("dump.rdb")).unwrap();
+        std::fs::copy(&file, rd.0.join("dump.rdb")).unwrap();
+        let z = ZwindowServer::start(&["--dir", zd.0.to_str().unwrap()]);
+        let r = RedisServer::start_with(&["--dir", rd.0.to_str().unwrap()]);
+        let expected = contents(&mut r.conn());
+        assert_same(&contents(&mut z.conn()), &expected);
+    }
+    // A corrupt ziplist stops startup.
+    let dir = common::PrivateDir::new("asset-corrupt");
+    std::fs::copy(assets.join("corrupt_ziplist.rdb"), dir.0.join("dump.rdb")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
+        .args(["--port", "0", "--dir", dir.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}

@@ -355,9 +355,7 @@ pub(crate) fn decode(
                         } else {
                             blobs::ziplist(&blob)?
                         };
-                        if elems.is_empty() {
-                            return Err(corrupt("empty quicklist node"));
-                        }
+                        // Redis skips empty nodes (and a list left empty).
                         for e in elems {
                             l.push(End::Right, &e.to_vec());
                         }
