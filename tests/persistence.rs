@@ -566,3 +566,58 @@ fn redis_test_suite_files_load_as_in_redis() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// Redis 8.0 writes RDB 12 (7.2's set listpacks and stream v3, 7.4's hash
+/// field TTLs in both hash encodings): zwindow loads it, TTLs included.
+#[test]
+fn redis8_files_load_with_field_ttls() {
+    let rd = common::PrivateDir::new("r8");
+    let r = RedisServer::start_binary(&common::redis8_server(), &["--dir", rd.0.to_str().unwrap()]);
+    let mut rc = r.conn();
+    for line in [
+        "SADD strs a b c",
+        "SADD ints 1 2 3",
+        "RPUSH l a b 1",
+        "HSET small f v g w",
+        "HEXPIRE small 100000 FIELDS 1 f",
+        "XADD st 1-1 a 1",
+        "XGROUP CREATE st g 0",
+        "XREADGROUP GROUP g c1 STREAMS st >",
+    ] {
+        ok(&mut rc, line);
+    }
+    for i in 0..200 {
+        cmd(
+            &mut rc,
+            &[b"HSET", b"big", format!("f{i}").as_bytes(), b"v"],
+        );
+    }
+    ok(&mut rc, "HEXPIRE big 100000 FIELDS 1 f7");
+    ok(&mut rc, "SAVE");
+    let zd = common::PrivateDir::new("r8-z");
+    std::fs::copy(rd.0.join("dump.rdb"), zd.0.join("dump.rdb")).unwrap();
+    let z = ZwindowServer::start(&["--dir", zd.0.to_str().unwrap()]);
+    let mut zc = z.conn();
+    for key in ["strs", "ints", "l", "small", "big"] {
+        let q: &[u8] = match key {
+            "strs" | "ints" => b"SCARD",
+            "l" => b"LLEN",
+            _ => b"HLEN",
+        };
+        assert_eq!(
+            cmd(&mut zc, &[q, key.as_bytes()]),
+            cmd(&mut rc, &[q, key.as_bytes()])
+        );
+    }
+    for (key, field) in [("small", "f"), ("big", "f7")] {
+        let ttl = parse_reply(&cmd(
+            &mut zc,
+            &[b"HTTL", key.as_bytes(), b"FIELDS", b"1", field.as_bytes()],
+        ));
+        assert!(ttl.array()[0].int() > 99_000, "{key}");
+    }
+    assert_eq!(
+        cmd(&mut zc, &[b"XPENDING", b"st", b"g"]),
+        cmd(&mut rc, &[b"XPENDING", b"st", b"g"])
+    );
+}
