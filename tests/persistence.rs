@@ -621,3 +621,36 @@ fn redis8_files_load_with_field_ttls() {
         cmd(&mut rc, &[b"XPENDING", b"st", b"g"])
     );
 }
+
+/// A failed background save refuses writes with MISCONF while
+/// `stop-writes-on-bgsave-error` is on, as Redis does.
+#[test]
+fn a_failed_bgsave_stops_writes() {
+    let z = ZwindowServer::start(&[]);
+    let mut c = z.conn();
+    let gone = common::PrivateDir::new("gone");
+    let path = gone.0.to_str().unwrap().to_string();
+    ok(&mut c, &format!("CONFIG SET dir {path}"));
+    std::fs::remove_dir_all(&gone.0).unwrap();
+    ok(&mut c, "SET a 1");
+    assert_eq!(cmd(&mut c, &[b"SAVE"]), b"-ERR\r\n");
+    ok(&mut c, "BGSAVE");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = String::from_utf8_lossy(&cmd(&mut c, &[b"INFO", b"persistence"])).into_owned();
+        if info.contains("rdb_last_bgsave_status:err") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = cmd(&mut c, &[b"SET", b"b", b"2"]);
+    assert!(
+        r.starts_with(b"-MISCONF Redis is configured to save RDB snapshots"),
+        "{}",
+        common::escape(&r)
+    );
+    assert_eq!(cmd(&mut c, &[b"GET", b"a"]), b"$1\r\n1\r\n");
+    ok(&mut c, "CONFIG SET stop-writes-on-bgsave-error no");
+    assert_eq!(cmd(&mut c, &[b"SET", b"b", b"2"]), b"+OK\r\n");
+}
