@@ -99,6 +99,20 @@ pub struct Args {
     /// Accepted for redis-server compatibility; use --log-level.
     #[arg(long, hide = true)]
     pub loglevel: Option<String>,
+    /// An ACL user, as redis.conf's `user` line: `--user "alice on >pw ~*
+    /// +@all"` (repeatable). Not together with --aclfile.
+    #[arg(long)]
+    pub user: Vec<String>,
+    /// The ACL file ACL LOAD and ACL SAVE read and write (loaded at
+    /// startup; users then come only from it).
+    #[arg(long)]
+    pub aclfile: Option<String>,
+    /// The ACL LOG's length.
+    #[arg(long)]
+    pub acllog_max_len: Option<u64>,
+    /// The channels of a new user: `resetchannels` (none) or `allchannels`.
+    #[arg(long)]
+    pub acl_pubsub_default: Option<String>,
 }
 
 impl Args {
@@ -212,7 +226,6 @@ pub struct Config {
     min_replicas_to_write: AtomicUsize,
     min_replicas_max_lag: AtomicUsize,
     busy_reply_threshold: AtomicI64,
-    has_password: AtomicBool,
     /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
     /// for the normal, replica and pubsub classes, in that order.
     obuf_limits: [[AtomicU64; 3]; 3],
@@ -222,6 +235,11 @@ pub struct Config {
     latency_percentiles: RwLock<Vec<f64>>,
     /// The `--config` file, absolute (INFO server's `config_file`).
     pub config_file: String,
+    /// `aclfile` (empty: none), read at startup only, as in Redis.
+    pub aclfile: String,
+    acllog_max_len: AtomicUsize,
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    acl_pubsub_all: AtomicBool,
     /// RDB persistence: save points as (seconds, changes), `dir` (absolute),
     /// `dbfilename`, and the three flags.
     save_points: RwLock<Vec<(u64, u64)>>,
@@ -288,7 +306,6 @@ impl Config {
             databases: args.databases.clamp(1, 10_000),
             debug_command: parse_bool(args.enable_debug_command.as_bytes())
                 .ok_or("invalid --enable-debug-command")?,
-            has_password: AtomicBool::new(pass.is_some()),
             requirepass: RwLock::new(pass),
             hz: AtomicU32::new(args.hz.clamp(1, 500)),
             notify: AtomicU32::new(notify),
@@ -321,6 +338,16 @@ impl Config {
             busy_reply_threshold: AtomicI64::new(5000),
             latency_tracking: AtomicBool::new(true),
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
+            aclfile: args.aclfile.clone().unwrap_or_default(),
+            acllog_max_len: AtomicUsize::new(
+                usize::try_from(args.acllog_max_len.unwrap_or(128)).unwrap_or(usize::MAX),
+            ),
+            acl_pubsub_all: AtomicBool::new(match args.acl_pubsub_default.as_deref() {
+                None => false,
+                Some(v) if v.eq_ignore_ascii_case("resetchannels") => false,
+                Some(v) if v.eq_ignore_ascii_case("allchannels") => true,
+                Some(_) => return Err("invalid --acl-pubsub-default".into()),
+            }),
             config_file: args
                 .config
                 .as_ref()
@@ -473,19 +500,19 @@ impl Config {
     }
 
     /// True when clients must authenticate.
-    pub fn auth_required(&self) -> bool {
-        self.has_password.load(Relaxed)
+    /// `requirepass`, which is the default ACL user's password (the
+    /// server applies it there at startup and on CONFIG SET).
+    pub fn requirepass(&self) -> Option<Vec<u8>> {
+        self.requirepass.read().clone()
     }
 
-    /// Constant-time-ish password check (length leaks, content does not).
-    pub fn check_password(&self, given: &[u8]) -> bool {
-        match &*self.requirepass.read() {
-            None => false,
-            Some(p) => {
-                p.len() == given.len()
-                    && p.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-            }
-        }
+    pub fn acllog_max_len(&self) -> usize {
+        self.acllog_max_len.load(Relaxed)
+    }
+
+    /// `acl-pubsub-default`: true for `allchannels`.
+    pub fn acl_pubsub_all(&self) -> bool {
+        self.acl_pubsub_all.load(Relaxed)
     }
 
     /// `CONFIG GET`: every (name, value) whose name matches one of the patterns.
@@ -652,9 +679,7 @@ const PARAMS: &[Param] = &[
         },
         set: Some(|c, v, apply| {
             if apply {
-                let pass = (!v.is_empty()).then(|| v.to_vec());
-                c.has_password.store(pass.is_some(), Relaxed);
-                *c.requirepass.write() = pass;
+                *c.requirepass.write() = (!v.is_empty()).then(|| v.to_vec());
             }
             Ok(())
         }),
@@ -871,6 +896,51 @@ const PARAMS: &[Param] = &[
             }
             if apply {
                 c.proto_max_bulk_len.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "aclfile",
+        alias: None,
+        get: |c| c.aclfile.clone(),
+        set: None,
+    },
+    Param {
+        name: "acllog-max-len",
+        alias: None,
+        get: |c| c.acllog_max_len().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.acllog_max_len.store(n as usize, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "acl-pubsub-default",
+        alias: None,
+        get: |c| {
+            if c.acl_pubsub_all() {
+                "allchannels"
+            } else {
+                "resetchannels"
+            }
+            .into()
+        },
+        set: Some(|c, v, apply| {
+            let all = if eq_ic(v, "allchannels") {
+                true
+            } else if eq_ic(v, "resetchannels") {
+                false
+            } else {
+                return Err(
+                    "argument(s) must be one of the following: allchannels, resetchannels".into(),
+                );
+            };
+            if apply {
+                c.acl_pubsub_all.store(all, Relaxed);
             }
             Ok(())
         }),

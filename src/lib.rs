@@ -12,10 +12,12 @@
 //! 4. [`keyspace`]: shards, key TTLs, window rules and the sweeper.
 //! 5. [`types`]: the value data structures, each testable alone.
 //!
-//! Beside them: [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
+//! Beside them: [`acl`] (users and permissions over the command table),
+//! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
 //! shared state and startup), [`config`], [`clock`], [`pubsub`], [`util`],
 //! and [`stats`] and [`alloc`] (what INFO reports).
 
+pub mod acl;
 pub mod alloc;
 pub mod clock;
 pub mod commands;

@@ -66,6 +66,8 @@ pub struct Shared {
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::execution::scripting::Scripting,
     pub stats: Stats,
+    /// ACL users and the ACL log.
+    pub acl: crate::acl::Acl,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     pub started: Instant,
@@ -111,6 +113,7 @@ impl Shared {
             windows: Default::default(),
             scripting: Default::default(),
             stats: Stats::default(),
+            acl: crate::acl::Acl::new(),
             error_stats: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
@@ -126,6 +129,43 @@ impl Shared {
     pub fn shutdown_rx(&self) -> watch::Receiver<bool> {
         self.shutdown_tx.subscribe()
     }
+}
+
+/// The ACL users at startup (acl.c `ACLLoadUsersAtStartup`): `requirepass`
+/// as the default user's password, then the `user` lines or the ACL file
+/// (not both, as Redis refuses).
+fn load_users(shared: &Shared, args: &Args) -> Result<(), String> {
+    let acl = &shared.acl;
+    let all_channels = shared.config.acl_pubsub_all();
+    acl.set_default_password(shared.config.requirepass().as_deref());
+    let aclfile = &shared.config.aclfile;
+    if !aclfile.is_empty() && !args.user.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+    }
+    let mut lines: Vec<Vec<Vec<u8>>> = Vec::new();
+    for line in &args.user {
+        let words: Vec<Vec<u8>> = line
+            .split_ascii_whitespace()
+            .map(|w| w.as_bytes().to_vec())
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        if lines.iter().any(|l| l[0] == words[0]) {
+            return Err(format!(
+                "Error in user declaration '{}': Duplicate user found. A user can only be defined once in config files",
+                String::from_utf8_lossy(&words[0])
+            ));
+        }
+        lines.push(words);
+    }
+    acl.load_configured(&lines, all_channels)
+        .map_err(|e| format!("{e}. Critical error while loading ACLs. Exiting."))?;
+    if !aclfile.is_empty() {
+        acl.load_file(aclfile, all_channels)
+            .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+    }
+    Ok(())
 }
 
 /// How long accepting pauses after it failed (out of file descriptors).
@@ -152,6 +192,7 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.port.store(local.port() as u32, Relaxed);
     let shards = args.shard_count();
     let shared = Arc::new(Shared::new(config, shards));
+    load_users(&shared, &args)?;
     shared
         .stats
         .startup_memory

@@ -230,37 +230,50 @@ fn select(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-/// Checks a password the way AUTH and HELLO AUTH do.
-fn check_auth(ctx: &mut Ctx, user: Option<&[u8]>, pass: &[u8]) -> CmdResult {
-    if user.is_some_and(|u| u != b"default") || !ctx.shared.config.check_password(pass) {
-        return Err(Error::Static(
-            "WRONGPASS invalid username-password pair or user is disabled.",
-        ));
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// acl.c `ACLAuthenticateUser`: on success the connection runs as `user`
+/// from now on; a failure is logged in the ACL log (reason `auth`).
+fn authenticate(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> CmdResult {
+    let acl = &ctx.shared.acl;
+    let generation = acl.generation();
+    if let Some(u) = acl.authenticate(user, pass) {
+        ctx.client.authenticated = true;
+        ctx.client.set_user(u, generation);
+        return Ok(Done);
     }
-    ctx.client.authenticated = true;
-    Ok(Done)
+    let context = if ctx.client.in_exec {
+        crate::acl::log::Context::Multi
+    } else {
+        crate::acl::log::Context::Toplevel
+    };
+    crate::execution::log_denial(
+        ctx.shared,
+        &ctx.client.handle,
+        crate::acl::log::Reason::Auth,
+        context,
+        ctx.args.get(0),
+        user,
+    );
+    Err(Error::Static(WRONGPASS))
 }
 
+/// AUTH [username] password.
 fn auth(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 3 {
         return Err(Error::Syntax);
     }
-    if ctx.argc() == 2 && !ctx.shared.config.auth_required() {
-        return Err(Error::Static(
-            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-        ));
-    }
-    let (user, pass) = if ctx.argc() == 3 {
-        (Some(ctx.args.get(1)), ctx.args.get(2))
+    let (user, pass): (&[u8], &[u8]) = if ctx.argc() == 3 {
+        (ctx.args.get(1), ctx.args.get(2))
     } else {
-        (None, ctx.args.get(1))
+        if ctx.shared.acl.default_user().nopass() {
+            return Err(Error::Static(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            ));
+        }
+        (b"default", ctx.args.get(1))
     };
-    if !ctx.shared.config.auth_required() && user.is_some_and(|u| u == b"default") {
-        // The default user has no password ("nopass"): any password works.
-        ctx.client.authenticated = true;
-    } else {
-        check_auth(ctx, user, pass)?;
-    }
+    authenticate(ctx, user, pass)?;
     ctx.out.ok();
     Ok(Done)
 }
@@ -284,11 +297,7 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
         let more = ctx.argc() - i - 1;
         if eq_ic(opt, "AUTH") && more >= 2 {
             let (user, pass) = (ctx.args.get(i + 1), ctx.args.get(i + 2));
-            if ctx.shared.config.auth_required() || user != b"default" {
-                check_auth(ctx, Some(user), pass)?;
-            } else {
-                ctx.client.authenticated = true;
-            }
+            authenticate(ctx, user, pass)?;
             i += 3;
         } else if eq_ic(opt, "SETNAME") && more >= 1 {
             setname = Some(ctx.args.get(i + 1));
@@ -351,7 +360,11 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     c.handle.resp.store(2, Relaxed);
     ctx.out.resp3 = false;
     *c.handle.name.lock() = None;
-    c.authenticated = !ctx.shared.config.auth_required();
+    // networking.c `clientSetDefaultAuth`.
+    let acl = &ctx.shared.acl;
+    let default = acl.default_user();
+    c.authenticated = default.nopass() && default.enabled();
+    c.set_user(default, acl.generation());
     ctx.out.simple("RESET");
     Ok(Done)
 }
@@ -409,8 +422,17 @@ fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// A client's CLIENT LIST line without its newline (networking.c
+/// `catClientInfoString`), as the ACL log records it.
+pub fn client_info_line(c: &crate::execution::client::ClientHandle) -> String {
+    let mut s = String::new();
+    client_line(c, &mut s);
+    s.pop();
+    s
+}
+
 /// One CLIENT LIST / CLIENT INFO line, with the fields Redis 7.0 prints.
-fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut String) {
+fn client_line(c: &crate::execution::client::ClientHandle, out: &mut String) {
     use std::fmt::Write;
     let name = c
         .name
@@ -445,7 +467,7 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
     if flags.is_empty() {
         flags.push('N');
     }
-    let _ = ctx;
+    let user = String::from_utf8_lossy(&c.user.lock()).into_owned();
     let lib = |m: &parking_lot::Mutex<Option<Vec<u8>>>| {
         m.lock()
             .as_ref()
@@ -454,7 +476,7 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
     };
     let _ = writeln!(
         out,
-        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -467,6 +489,7 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
         c.psubs.load(Relaxed),
         multi,
         cmd,
+        user,
         c.resp.load(Relaxed),
         lib(&c.lib_name),
         lib(&c.lib_ver),
@@ -475,7 +498,7 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
 
 fn client_info(ctx: &mut Ctx) -> CmdResult {
     let mut s = String::new();
-    client_line(ctx, &ctx.client.handle, &mut s);
+    client_line(&ctx.client.handle, &mut s);
     ctx.out.verbatim(s.as_bytes());
     Ok(Done)
 }
@@ -525,7 +548,7 @@ fn client_list(ctx: &mut Ctx) -> CmdResult {
             Some(k) if !eq_ic(k, "pubsub") && !eq_ic(k, "normal") => continue,
             _ => {}
         }
-        client_line(ctx, &c, &mut s);
+        client_line(&c, &mut s);
     }
     ctx.out.verbatim(s.as_bytes());
     Ok(Done)
@@ -578,6 +601,7 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
         return Ok(Done);
     }
     let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    let mut user: Option<&[u8]> = None;
     let mut i = 2;
     while i < ctx.argc() {
         if i + 1 >= ctx.argc() {
@@ -601,7 +625,12 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
             } else {
                 return Err(Error::Syntax);
             };
-        } else if eq_ic(opt, "TYPE") || eq_ic(opt, "USER") || eq_ic(opt, "MAXAGE") {
+        } else if eq_ic(opt, "USER") {
+            if ctx.shared.acl.get(val).is_none() {
+                return Err(Error::Raw([b"ERR No such user '", val, b"'"].concat()));
+            }
+            user = Some(val);
+        } else if eq_ic(opt, "TYPE") || eq_ic(opt, "MAXAGE") {
             return Err(Error::Owned(format!(
                 "ERR CLIENT KILL {} is not supported by zwindow",
                 String::from_utf8_lossy(opt).to_uppercase()
@@ -617,6 +646,7 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
         if id.is_some_and(|id| id != c.id)
             || addr.is_some_and(|a| a != c.addr.as_bytes())
             || laddr.is_some_and(|a| a != c.laddr.as_bytes())
+            || user.is_some_and(|u| u != c.user.lock().as_slice())
         {
             continue;
         }

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{CallStats, CmdResult, Command, Ctx, Done, all_commands};
 use crate::execution::client::ClientHandle;
+use crate::keyspace::Value;
 use crate::server::Shared;
 use crate::stats::Metric;
 
@@ -117,20 +118,39 @@ struct Keyspace {
     misses: u64,
     expired_keys: u64,
     windowed: usize,
-    /// (keys, keys with a TTL) per database.
-    per_db: Vec<(usize, usize)>,
+    /// (keys, keys with a TTL, keys with member or field TTLs) per database.
+    per_db: Vec<(usize, usize, usize)>,
+    volatile_members: usize,
+    volatile_fields: usize,
     /// The hash tables' own bytes (Redis counts them as overhead).
     tables: usize,
 }
 
 fn keyspace(ctx: &mut Ctx) -> Keyspace {
     let mut k = Keyspace {
-        per_db: vec![(0, 0); ctx.shared.store.databases],
+        per_db: vec![(0, 0, 0); ctx.shared.store.databases],
         ..Keyspace::default()
     };
+    let windows = &ctx.shared.windows;
     // Through the keyspace: inside EXEC or a script every shard is already held.
     ctx.ks.for_each_shard(|shard| {
-        k.windowed += shard.schedule.len();
+        // The schedule holds every windowed key and every key with member
+        // or field TTLs: no need to walk the whole keyspace.
+        for (db, key) in shard.schedule.keys() {
+            let (windowed, members, fields) = match shard.dbs[db].keys.get(key).map(|e| &e.value) {
+                Some(Value::ZSet(z)) => (windows.resolve(key).is_some(), z.volatile_members(), 0),
+                Some(Value::Hash(h)) => (false, 0, h.volatile_fields()),
+                _ => continue,
+            };
+            k.windowed += usize::from(windowed);
+            k.volatile_members += members;
+            k.volatile_fields += fields;
+            if members + fields > 0
+                && let Some(slot) = k.per_db.get_mut(db)
+            {
+                slot.2 += 1;
+            }
+        }
         k.hits += shard.stats.hits;
         k.misses += shard.stats.misses;
         k.expired_keys += shard.stats.expired_keys;
@@ -209,16 +229,30 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
         t.section("Windows");
         t.field("zwindow_version", crate::server::VERSION);
         shared.windows.info(&mut t.s, ks.windowed);
+        let per_db = ks.per_db.iter().map(|d| d.2).sum::<usize>();
+        t.field("volatile_keys", per_db);
+        t.field("volatile_members", ks.volatile_members);
+        t.field("volatile_fields", ks.volatile_fields);
+        t.field(
+            "expired_members",
+            shared.store.stats_expired_members.load(Relaxed),
+        );
+        t.field(
+            "expired_fields",
+            shared.store.stats_expired_fields.load(Relaxed),
+        );
     }
     if sel.wants("keyspace") {
         t.section("Keyspace");
         let avg_ttl = shared.stats.expire.get().avg_ttl;
-        for (db, (keys, expires)) in ks.per_db.iter().enumerate() {
+        for (db, (keys, expires, sub)) in ks.per_db.iter().enumerate() {
             if *keys > 0 || *expires > 0 {
                 let ttl = avg_ttl.get(db).copied().unwrap_or(0);
+                // `subexpiry` as Redis 7.4+: keys with field (here also
+                // member) TTLs.
                 t.field(
                     &format!("db{db}"),
-                    format_args!("keys={keys},expires={expires},avg_ttl={ttl}"),
+                    format_args!("keys={keys},expires={expires},avg_ttl={ttl},subexpiry={sub}"),
                 );
             }
         }
@@ -546,6 +580,12 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.field("sync_full", 0);
     t.field("sync_partial_ok", 0);
     t.field("sync_partial_err", 0);
+    // Redis 7.4+'s count of expired hash fields; members count here too.
+    t.field(
+        "expired_subkeys",
+        shared.store.stats_expired_fields.load(Relaxed)
+            + shared.store.stats_expired_members.load(Relaxed),
+    );
     t.field("expired_keys", ks.expired_keys);
     t.field(
         "expired_stale_perc",

@@ -406,9 +406,13 @@ fn move_cmd(ctx: &mut Ctx) -> CmdResult {
         return Ok(Done);
     }
     if let Some(entry) = ctx.ks.remove(key) {
-        ctx.ks.signal(key, notify::GENERIC, "move_from");
+        // Redis adds the key to the target first (its `new` event), then
+        // announces the move on both sides.
         ctx.ks.db = target;
         ctx.ks.set_entry(key, entry);
+        ctx.ks.db = src_db;
+        ctx.ks.signal(key, notify::GENERIC, "move_from");
+        ctx.ks.db = target;
         ctx.ks.signal(key, notify::GENERIC, "move_to");
         ctx.ks.signal_ready(key);
         ctx.ks.db = src_db;

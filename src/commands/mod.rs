@@ -12,7 +12,9 @@
 //! keys, close, wait for a script), or an [`Error`], which becomes the
 //! error reply; a handler that returns an error has written nothing.
 
+pub mod acl;
 pub mod bitmaps;
+pub mod cluster;
 pub mod connection;
 pub mod docs;
 pub mod functions;
@@ -54,6 +56,7 @@ use crate::util::parse_i64;
 pub static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    acl::COMMANDS,
     keys::COMMANDS,
     persistence::COMMANDS,
     scripting::COMMANDS,
@@ -73,6 +76,7 @@ pub static TABLE: &[&[Command]] = &[
     hyperloglog::COMMANDS,
     streams::COMMANDS,
     pubsub::COMMANDS,
+    cluster::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
@@ -105,8 +109,8 @@ pub mod flags {
     /// Never set in the table: `COMMAND INFO` derives it from the key specs
     /// (keys the first/last/step range does not cover).
     pub const MOVABLEKEYS: u32 = 1 << 19;
-    /// Reported only: zwindow loads its file before it accepts clients, so
-    /// there is no async loading to refuse commands during.
+    /// Reported only: Redis refuses these while a replica loads its data
+    /// asynchronously, which zwindow never does.
     pub const NO_ASYNC_LOADING: u32 = 1 << 20;
 
     /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides

@@ -462,7 +462,7 @@ pub(crate) enum GetKeysProc {
 }
 
 /// acl.c `ACLCommandCategories`: the order categories print in.
-const ACL_ORDER: [&str; 21] = [
+pub(crate) const ACL_ORDER: [&str; 21] = [
     "@keyspace",
     "@read",
     "@write",
@@ -487,7 +487,7 @@ const ACL_ORDER: [&str; 21] = [
 ];
 
 /// Redis's metadata of a table entry, if redis-server has that command.
-fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static Meta> {
+pub(crate) fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static Meta> {
     let meta = super::meta::META;
     let (p, sep): (&[u8], &[u8]) = match parent {
         Some(p) => (p.name.as_bytes(), b"|"),
@@ -506,7 +506,7 @@ fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static Meta> {
 /// A command's ACL categories, in Redis's order: Redis's own for its
 /// commands; for zwindow's own, what Redis derives for a command declared
 /// with only its group's category (server.c `setImplicitACLCategories`).
-fn categories(
+pub(crate) fn categories(
     c: &'static Command,
     meta: Option<&'static Meta>,
 ) -> impl Iterator<Item = &'static str> {
@@ -740,7 +740,7 @@ fn getkeys(ctx: &mut Ctx, with_flags: bool) -> CmdResult {
 
 impl Meta {
     /// db.c `doesCommandHaveKeys`.
-    fn has_keys(&self) -> bool {
+    pub(crate) fn has_keys(&self) -> bool {
         self.getkeys.is_some() || self.key_specs.iter().any(|s| s.flags & ks::NOT_KEY == 0)
     }
 
@@ -748,7 +748,7 @@ impl Meta {
     /// of each key of `argv` (the command's own arguments, name first).
     /// The key specs answer when they are reliable; otherwise, or when they
     /// fail on these arguments, the command's getkeys proc does.
-    fn keys(&self, argv: &[&[u8]], out: &mut Vec<(usize, u16)>) {
+    pub(crate) fn keys(&self, argv: &[&[u8]], out: &mut Vec<(usize, u16)>) {
         let specs = self.key_specs;
         let has_keyspec = specs.iter().any(|s| s.flags & ks::NOT_KEY == 0);
         let variable = specs.iter().any(|s| s.flags & ks::VARIABLE_FLAGS != 0);
@@ -1076,6 +1076,15 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))
         .collect();
     ctx.shared.config.set_many(&pairs)?;
+    // requirepass is the default ACL user's password (config.c
+    // `updateRequirePass`).
+    if pairs
+        .iter()
+        .any(|(name, _)| crate::util::eq_ic(name, "requirepass"))
+    {
+        let pass = ctx.shared.config.requirepass();
+        ctx.shared.acl.set_default_password(pass.as_deref());
+    }
     ctx.out.ok();
     Ok(Done)
 }

@@ -60,6 +60,10 @@ pub struct ClientHandle {
     pub name: Mutex<Option<Vec<u8>>>,
     pub lib_name: Mutex<Option<Vec<u8>>>,
     pub lib_ver: Mutex<Option<Vec<u8>>>,
+    /// The name of the ACL user the client is authenticated as (CLIENT
+    /// LIST's `user=`, CLIENT KILL USER, disconnecting a deleted user's
+    /// clients).
+    pub user: Mutex<Vec<u8>>,
     pub db: AtomicUsize,
     pub resp: AtomicU8,
     pub subs: AtomicU32,
@@ -190,6 +194,7 @@ impl Clients {
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
+            user: Mutex::new(b"default".to_vec()),
             db: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             subs: AtomicU32::new(0),
@@ -245,7 +250,14 @@ pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
 pub struct Client {
     pub handle: Arc<ClientHandle>,
     pub db: usize,
+    /// Authenticated by AUTH/HELLO, or connected while the default user
+    /// needed no password (Redis's `c->authenticated`).
     pub authenticated: bool,
+    /// The ACL user commands run as; None for the server's own stand-ins,
+    /// which run anything (Redis's NULL user).
+    pub user: Option<Arc<crate::acl::User>>,
+    /// [`crate::acl::Acl::generation`] when `user` was read.
+    pub acl_generation: u64,
     /// Commands queued by MULTI; None outside a transaction.
     pub multi: Option<Vec<OwnedArgs>>,
     /// A queued command failed to parse: EXEC will abort.
@@ -274,6 +286,8 @@ impl Client {
             handle,
             db: 0,
             authenticated: !auth_required,
+            user: None,
+            acl_generation: 0,
             multi: None,
             multi_error: false,
             in_exec: false,
@@ -294,6 +308,17 @@ impl Client {
         c.serving_key = Some(key);
         c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
         c
+    }
+
+    /// Runs the client's commands as `user` from now on.
+    pub fn set_user(&mut self, user: Arc<crate::acl::User>, generation: u64) {
+        let mut name = self.handle.user.lock();
+        if *name != user.name() {
+            *name = user.name().to_vec();
+        }
+        drop(name);
+        self.user = Some(user);
+        self.acl_generation = generation;
     }
 
     pub fn resp3(&self) -> bool {

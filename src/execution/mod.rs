@@ -24,6 +24,9 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use tokio::sync::oneshot;
 
+use crate::acl::catalog::Catalog;
+use crate::acl::log::{Context, Reason};
+use crate::acl::user::Denied;
 use crate::commands::{
     Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
     lookup_sub, resolve, transactions,
@@ -147,6 +150,7 @@ pub fn dispatch(
     // Verify.
     match verify(shared, client, cmd, &args) {
         Verdict::Run => {}
+        Verdict::Drop => return Dispatched::Close,
         Verdict::Reject(msg) => return reject(client, out, msg.as_bytes()),
         Verdict::Queue => {
             client.queue(args);
@@ -210,6 +214,9 @@ pub fn dispatch(
 /// What [`verify`] decided about a resolved command.
 enum Verdict {
     Run,
+    /// The client's ACL user was deleted: it is being disconnected and
+    /// runs nothing more.
+    Drop,
     Reject(std::borrow::Cow<'static, str>),
     /// Inside MULTI: queue it and answer `+QUEUED`.
     Queue,
@@ -220,14 +227,39 @@ enum Verdict {
 }
 
 /// The checks a client's command passes before it may run, in Redis 7.0's
-/// order (`processCommand`): auth, MULTI's refusals, RESP2 subscribed mode,
-/// a busy script, then MULTI queueing. ACL and OOM checks belong here too.
-fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'_>) -> Verdict {
-    if !client.authenticated && !cmd.has(flags::NO_AUTH) {
+/// order (`processCommand`): auth, MULTI's refusals, ACL permissions,
+/// RESP2 subscribed mode, a busy script, then MULTI queueing. The OOM
+/// check belongs here too.
+fn verify(shared: &Shared, client: &mut Client, cmd: &'static Command, args: &Args<'_>) -> Verdict {
+    if !client.authenticated && !cmd.has(flags::NO_AUTH) && shared.acl.default_needs_auth() {
         return Verdict::Reject("NOAUTH Authentication required.".into());
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return Verdict::Reject("ERR Command not allowed inside a transaction".into());
+    }
+    let context = if client.multi.is_some() {
+        Context::Multi
+    } else {
+        Context::Toplevel
+    };
+    match acl_check(shared, client, cmd, args, context) {
+        Ok(()) => {}
+        Err(None) => return Verdict::Drop,
+        Err(Some(denied)) => {
+            return Verdict::Reject(match denied {
+                Denied::Command => format!(
+                    "NOPERM this user has no permissions to run the '{}' command",
+                    Catalog::get().fullname(cmd)
+                )
+                .into(),
+                Denied::Key => {
+                    "NOPERM this user has no permissions to access one of the keys used as arguments".into()
+                }
+                Denied::Channel => {
+                    "NOPERM this user has no permissions to access one of the channels used as arguments".into()
+                }
+            });
+        }
     }
     if crate::persistence::writes_denied(shared) && (is_write(client, cmd) || cmd.name == "ping") {
         return Verdict::Reject(crate::persistence::MISCONF.into());
@@ -266,6 +298,86 @@ fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'
     Verdict::Run
 }
 
+/// Brings the client's ACL user up to date after any ACL change; false if
+/// the user is gone (deleted, or replaced by ACL LOAD): the client is
+/// then disconnected, as Redis frees the clients of a freed user.
+pub fn refresh_user(shared: &Shared, client: &mut Client) -> bool {
+    let generation = shared.acl.generation();
+    if generation == client.acl_generation {
+        return true;
+    }
+    let Some(name) = client.user.as_ref().map(|u| u.name().to_vec()) else {
+        return true;
+    };
+    match shared.acl.get(&name) {
+        Some(u) => {
+            client.set_user(u, generation);
+            true
+        }
+        None => {
+            client.authenticated = false;
+            client.set_user(shared.acl.default_user(), generation);
+            client.handle.kill();
+            false
+        }
+    }
+}
+
+/// The ACL check of one command (acl.c `ACLCheckAllPerm`), logging a
+/// denial in the ACL log: `Err(None)` when the client's user is gone.
+/// Costs a generation compare and a flag test for an unrestricted user.
+pub(crate) fn acl_check(
+    shared: &Shared,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
+    context: Context,
+) -> Result<(), Option<Denied>> {
+    if !refresh_user(shared, client) {
+        return Err(None);
+    }
+    let Some(user) = &client.user else {
+        return Ok(());
+    };
+    if user.unrestricted() {
+        return Ok(());
+    }
+    let (denied, pos) = match user.check(cmd, args) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    let (reason, object) = match denied {
+        Denied::Command => (Reason::Command, Catalog::get().fullname(cmd).as_bytes()),
+        Denied::Key => (Reason::Key, args.get(pos)),
+        Denied::Channel => (Reason::Channel, args.get(pos)),
+    };
+    let username = user.name().to_vec();
+    log_denial(shared, &client.handle, reason, context, object, &username);
+    Err(Some(denied))
+}
+
+/// Adds an ACL LOG entry for a denial by `handle`'s client.
+pub(crate) fn log_denial(
+    shared: &Shared,
+    handle: &client::ClientHandle,
+    reason: Reason,
+    context: Context,
+    object: &[u8],
+    username: &[u8],
+) {
+    let entry = crate::acl::log::Entry {
+        count: 1,
+        reason,
+        context,
+        object: object.to_vec(),
+        username: username.to_vec(),
+        ctime_ms: crate::util::unix_ms(),
+        client_info: crate::commands::connection::client_info_line(handle),
+    };
+    let max = shared.config.acllog_max_len();
+    shared.acl.log.lock().add(entry, max);
+}
+
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Redis's `is_write_command`: a write, or an EXEC whose queue holds one.
@@ -288,6 +400,7 @@ fn is_write(client: &Client, cmd: &Command) -> bool {
 /// may no longer fail it.
 pub fn verify_from_script(
     shared: &Shared,
+    client: &mut Client,
     args: &Args<'_>,
     read_only: bool,
     wrote: bool,
@@ -296,7 +409,7 @@ pub fn verify_from_script(
     if !cmd.subcommands.is_empty() && args.len() >= 2 {
         cmd = lookup_sub(cmd, args.get(1)).ok_or("ERR Unknown Redis command called from script")?;
     }
-    let refusal = script_refusal(shared, cmd, args.len(), read_only, wrote);
+    let refusal = script_refusal(shared, client, cmd, args, read_only, wrote);
     if let Some(msg) = refusal {
         CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
         return Err(msg);
@@ -306,17 +419,40 @@ pub fn verify_from_script(
 
 fn script_refusal(
     shared: &Shared,
-    cmd: &Command,
-    argc: usize,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
     read_only: bool,
     wrote: bool,
 ) -> Option<&'static str> {
-    let argc = argc as i32;
+    let argc = args.len() as i32;
     if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
         return Some("ERR Wrong number of args calling Redis command from script");
     }
     if cmd.has(flags::NOSCRIPT) {
         return Some("ERR This Redis command is not allowed from script");
+    }
+    // script.c `scriptVerifyACL`, with acl.c `getAclErrorMessage`'s texts.
+    match acl_check(shared, client, cmd, args, Context::Lua) {
+        Ok(()) => {}
+        Err(Some(Denied::Command)) => {
+            return Some("ERR The user executing the script can't run this command or subcommand");
+        }
+        Err(Some(Denied::Key)) => {
+            return Some(
+                "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments",
+            );
+        }
+        Err(Some(Denied::Channel)) => {
+            return Some(
+                "ERR The user executing the script can't publish to the channel mentioned in the command",
+            );
+        }
+        Err(None) => {
+            return Some(
+                "ERR The user executing the script lacking the permissions for the command",
+            );
+        }
     }
     if cmd.has(flags::WRITE) {
         if read_only {

@@ -233,6 +233,8 @@ pub struct Store {
     pub member_ttls: AtomicBool,
     /// Hash fields removed because their TTL passed.
     pub stats_expired_fields: AtomicU64,
+    /// Sorted-set members removed because their TTL passed.
+    pub stats_expired_members: AtomicU64,
     /// Background expiry (keys, hash fields, windows) runs; `DEBUG
     /// SET-ACTIVE-EXPIRE 0` turns it off, as in Redis.
     pub active_expire: AtomicBool,
@@ -271,6 +273,7 @@ impl Store {
             field_ttls: AtomicBool::new(false),
             member_ttls: AtomicBool::new(false),
             stats_expired_fields: AtomicU64::new(0),
+            stats_expired_members: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             snapshot_active: AtomicBool::new(false),
         }
@@ -524,6 +527,8 @@ impl<'a> Keyspace<'a> {
             if has_ttl {
                 db.expires.insert(key.into(), ());
             }
+            // Redis's dbAdd: class `n`, which `A` leaves out.
+            self.notify(notify::NEW, "new", key);
         }
     }
 

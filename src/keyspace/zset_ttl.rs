@@ -72,6 +72,10 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         super::windows::reschedule(ks, key);
     }
     if removed > 0 {
+        ks.shared
+            .store
+            .stats_expired_members
+            .fetch_add(removed as u64, std::sync::atomic::Ordering::Relaxed);
         ks.notify(notify::ZSET, "zexpired", key);
     }
     if emptied {

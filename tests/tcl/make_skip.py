@@ -12,9 +12,9 @@ import sys
 
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
-acl bgrewriteaof
-failover latency lolwut migrate module monitor psync readonly readwrite
-replconf replicaof role slaveof slowlog spublish
+bgrewriteaof
+failover lolwut migrate module monitor psync
+replconf replicaof role slaveof spublish
 ssubscribe sunsubscribe sync wait
 """.split()
 MISSING_SUB = [

@@ -585,6 +585,9 @@ impl Engine {
             let mut client = Client::new(caller.handle.clone(), false);
             client.db = caller.db;
             client.in_script = true;
+            // Commands run as the caller's ACL user (script.c).
+            client.user = caller.user.clone();
+            client.acl_generation = caller.acl_generation;
             let state = RefCell::new(RunState {
                 shared,
                 client,
@@ -608,8 +611,32 @@ impl Engine {
                     }
                     Ok(())
                 })?;
+                // redis.acl_check_cmd: the caller's user, no logging.
+                let acl_check = scope.create_function(|lua, args: Variadic<Value>| {
+                    let Ok(st) = state.try_borrow() else {
+                        return Ok(Value::Nil);
+                    };
+                    Ok(match script_args(&args) {
+                        Err(msg) => Value::String(lua.create_string(format!("ERR {msg}"))?),
+                        Ok(parts) => {
+                            let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+                            let owned = OwnedArgs::from_slices(&slices);
+                            let argv = owned.args();
+                            match lookup_command(&argv) {
+                                None => Value::Nil,
+                                Some(cmd) => Value::Boolean(
+                                    st.client
+                                        .user
+                                        .as_ref()
+                                        .is_none_or(|u| u.check(cmd, &argv).is_ok()),
+                                ),
+                            }
+                        }
+                    })
+                })?;
                 self.impl_tbl.raw_set("call", call)?;
                 self.impl_tbl.raw_set("setresp", setresp)?;
+                self.impl_tbl.raw_set("acl_check", acl_check)?;
                 let ret: MultiValue = if spec.as_function {
                     let runner = lua
                         .load("local f, k, a = ... return function() return f(k, a) end")
@@ -621,6 +648,7 @@ impl Engine {
                 };
                 self.impl_tbl.raw_set("call", Value::Nil)?;
                 self.impl_tbl.raw_set("setresp", Value::Nil)?;
+                self.impl_tbl.raw_set("acl_check", Value::Nil)?;
                 let mut it = ret.into_iter();
                 let ok = matches!(it.next(), Some(Value::Boolean(true)));
                 let value = it.next().unwrap_or(Value::Nil);
@@ -868,6 +896,29 @@ pub fn parse_shebang(body: &[u8]) -> Result<(bool, usize), String> {
     Ok((no_writes, end))
 }
 
+/// A script's command arguments as bytes (numbers as Redis prints them),
+/// or Redis's error for any other type.
+fn script_args(args: &Variadic<Value>) -> Result<Vec<Vec<u8>>, &'static str> {
+    args.iter()
+        .map(|a| match a {
+            Value::String(s) => Ok(s.as_bytes().to_vec()),
+            Value::Integer(i) => Ok(convert::fmt_g17(*i as f64).into_bytes()),
+            Value::Number(n) => Ok(convert::fmt_g17(*n).into_bytes()),
+            _ => Err("Lua redis lib command arguments must be strings or integers"),
+        })
+        .collect()
+}
+
+/// server.c `lookupCommand` (not strict): a container's subcommand when
+/// one is named, else the command itself.
+fn lookup_command(args: &crate::commands::Args<'_>) -> Option<&'static crate::commands::Command> {
+    let cmd = commands::lookup(args.get(0))?;
+    if !cmd.subcommands.is_empty() && args.len() >= 2 {
+        return commands::lookup_sub(cmd, args.get(1));
+    }
+    Some(cmd)
+}
+
 /// What `redis.call` needs while one script runs.
 struct RunState<'a, 'k> {
     shared: &'a Arc<Shared>,
@@ -895,22 +946,13 @@ impl RunState<'_, '_> {
             )?;
             return Ok((e, raise));
         }
-        let mut parts: Vec<Vec<u8>> = Vec::with_capacity(args.len());
-        for a in args.iter() {
-            match a {
-                Value::String(s) => parts.push(s.as_bytes().to_vec()),
-                Value::Integer(i) => parts.push(convert::fmt_g17(*i as f64).into_bytes()),
-                Value::Number(n) => parts.push(convert::fmt_g17(*n).into_bytes()),
-                _ => {
-                    let e = convert::error_table(
-                        lua,
-                        b"Lua redis lib command arguments must be strings or integers",
-                        false,
-                    )?;
-                    return Ok((e, raise));
-                }
+        let parts = match script_args(&args) {
+            Ok(parts) => parts,
+            Err(msg) => {
+                let e = convert::error_table(lua, msg.as_bytes(), false)?;
+                return Ok((e, raise));
             }
-        }
+        };
         let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
         let owned = OwnedArgs::from_slices(&slices);
         let argv = owned.args();
@@ -918,7 +960,13 @@ impl RunState<'_, '_> {
             Ok((convert::error_table(lua, msg, true)?, raise))
         };
         let wrote = self.busy.wrote.load(Relaxed);
-        let cmd = match super::verify_from_script(self.shared, &argv, self.read_only, wrote) {
+        let cmd = match super::verify_from_script(
+            self.shared,
+            &mut self.client,
+            &argv,
+            self.read_only,
+            wrote,
+        ) {
             Ok(cmd) => cmd,
             Err(msg) => return deny(format!("-{msg}").as_bytes()),
         };

@@ -88,6 +88,11 @@ impl ZSet {
         self.ttl.as_ref()?.queue.first().map(|(at, _)| *at)
     }
 
+    /// How many members have a TTL (INFO).
+    pub fn volatile_members(&self) -> usize {
+        self.ttl.as_ref().map_or(0, |t| t.at.len())
+    }
+
     /// Whether any member has a TTL (RENAME, COPY and DEBUG paths).
     pub fn has_ttls(&self) -> bool {
         self.ttl.is_some()
