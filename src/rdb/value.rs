@@ -558,7 +558,8 @@ fn decode_stream(ty: u8, r: &mut Reader<'_>, lim: &Limits) -> Result<Stream, Rdb
         let entries_read = if ty != TYPE_STREAM_LISTPACKS {
             r.len()? as i64
         } else {
-            crate::types::stream::INVALID_ENTRIES_READ
+            // A Redis 6 stream has no read counters: 7.0 estimates them.
+            s.estimate_distance(glast)
         };
         let mut g = Group::new(glast, entries_read);
         let npel = r.count(17)?;
