@@ -10,7 +10,12 @@ RUN cargo build --release --locked --bin zwindow
 FROM debian:bookworm-slim
 RUN useradd --system --uid 10001 --no-create-home zwindow \
  && apt-get update && apt-get install -y --no-install-recommends redis-tools \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && mkdir /data && chown zwindow /data
+# dump.rdb lives in the working directory, as in the official redis image:
+# without a writable one, save points would fail and turn on MISCONF.
+WORKDIR /data
+VOLUME /data
 COPY --from=build /src/target/release/zwindow /usr/local/bin/zwindow
 USER zwindow
 EXPOSE 6379
