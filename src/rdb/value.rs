@@ -126,10 +126,15 @@ fn encode_list(l: &List, compress: bool, out: &mut Vec<u8>) {
 }
 
 fn encode_hash(h: &Hash, compress: bool, inline_ttls: bool, out: &mut Vec<u8>) -> u8 {
-    let ttls: Vec<u64> = h
-        .iter()
-        .map(|(f, _)| h.expire_at(f).unwrap_or(NO_TTL))
-        .collect();
+    // Only a hash that has (had) field TTLs pays for looking them up (a
+    // lookup is a scan in a listpack).
+    let ttls: Vec<u64> = if inline_ttls && h.min_deadline().is_some() {
+        h.iter()
+            .map(|(f, _)| h.expire_at(f).unwrap_or(NO_TTL))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let min = inline_ttls
         .then(|| ttls.iter().copied().filter(|&t| t != NO_TTL).min())
         .flatten();
