@@ -74,6 +74,10 @@ pub struct Args {
     /// End RDB files with a CRC-64 checksum (yes|no).
     #[arg(long, default_value = "yes")]
     pub rdbchecksum: String,
+    /// Allow CONFIG SET of protected settings (`dir`, `dbfilename`), as
+    /// Redis's `enable-protected-configs` (yes|no).
+    #[arg(long, default_value = "no")]
+    pub enable_protected_configs: String,
     /// Refuse writes while the last background save failed (yes|no).
     #[arg(long, default_value = "yes")]
     pub stop_writes_on_bgsave_error: String,
@@ -248,6 +252,9 @@ pub struct Config {
     rdbcompression: AtomicBool,
     rdbchecksum: bool,
     stop_writes_on_bgsave_error: AtomicBool,
+    /// `enable-protected-configs`: CONFIG SET may change `dir` and
+    /// `dbfilename` (Redis 7.0 refuses by default).
+    protected_configs: bool,
 }
 
 /// Parses `save` parameters: pairs of non-negative integers (Redis's
@@ -368,6 +375,8 @@ impl Config {
                 parse_bool(args.rdbcompression.as_bytes()).ok_or("invalid --rdbcompression")?,
             ),
             rdbchecksum: parse_bool(args.rdbchecksum.as_bytes()).ok_or("invalid --rdbchecksum")?,
+            protected_configs: parse_bool(args.enable_protected_configs.as_bytes())
+                .ok_or("invalid --enable-protected-configs")?,
             stop_writes_on_bgsave_error: AtomicBool::new(
                 parse_bool(args.stop_writes_on_bgsave_error.as_bytes())
                     .ok_or("invalid --stop-writes-on-bgsave-error")?,
@@ -1055,6 +1064,9 @@ const PARAMS: &[Param] = &[
         alias: None,
         get: |c| c.dir().display().to_string(),
         set: Some(|c, v, apply| {
+            if !c.protected_configs {
+                return Err("can't set protected config".into());
+            }
             let dir = check_dir(&String::from_utf8_lossy(v))?;
             if apply {
                 *c.dir.write() = dir;
@@ -1067,6 +1079,9 @@ const PARAMS: &[Param] = &[
         alias: None,
         get: |c| c.dbfilename.read().clone(),
         set: Some(|c, v, apply| {
+            if !c.protected_configs {
+                return Err("can't set protected config".into());
+            }
             let name = String::from_utf8_lossy(v).into_owned();
             if name.contains('/') {
                 return Err("dbfilename can't be a path, just a filename".into());
@@ -1076,6 +1091,12 @@ const PARAMS: &[Param] = &[
             }
             Ok(())
         }),
+    },
+    Param {
+        name: "enable-protected-configs",
+        alias: None,
+        get: |c| if c.protected_configs { "yes" } else { "no" }.into(),
+        set: None,
     },
     Param {
         name: "rdbcompression",

@@ -494,6 +494,10 @@ fn save_points_and_shutdown_options() {
     let z = ZwindowServer::start(&["--dir", d, "--save", "1 1"]);
     let mut c = z.conn();
     assert_eq!(
+        cmd(&mut c, &[b"CONFIG", b"SET", b"dir", b"/tmp"]),
+        b"-ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config\r\n"
+    );
+    assert_eq!(
         cmd(&mut c, &[b"CONFIG", b"GET", b"save"]),
         b"*2\r\n$4\r\nsave\r\n$3\r\n1 1\r\n"
     );
@@ -626,7 +630,7 @@ fn redis8_files_load_with_field_ttls() {
 /// `stop-writes-on-bgsave-error` is on, as Redis does.
 #[test]
 fn a_failed_bgsave_stops_writes() {
-    let z = ZwindowServer::start(&[]);
+    let z = ZwindowServer::start(&["--enable-protected-configs", "yes"]);
     let mut c = z.conn();
     let gone = common::PrivateDir::new("gone");
     let path = gone.0.to_str().unwrap().to_string();
