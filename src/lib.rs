@@ -15,21 +15,26 @@
 //! Beside them: [`acl`] (users and permissions over the command table),
 //! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
 //! shared state and startup), [`config`], [`clock`], [`pubsub`], [`util`],
-//! and [`stats`] and [`alloc`] (what INFO reports).
+//! and [`stats`], [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG,
+//! LATENCY and MEMORY report).
 
 pub mod acl;
 pub mod alloc;
 pub mod clock;
 pub mod commands;
 pub mod config;
+pub mod config_file;
 pub mod execution;
+pub mod healthcheck;
 pub mod keyspace;
+pub mod latency;
 pub mod network;
 pub mod persistence;
 pub mod protocol;
 pub mod pubsub;
 pub mod rdb;
 pub mod server;
+pub mod slowlog;
 pub mod stats;
 pub mod types;
 pub mod util;

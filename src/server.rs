@@ -15,7 +15,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
-use crate::config::{Args, Config};
+use crate::config::{Config, Startup};
 use crate::execution::blocking::Blocking;
 use crate::execution::client::Clients;
 use crate::keyspace::Store;
@@ -70,6 +70,12 @@ pub struct Shared {
     pub acl: crate::acl::Acl,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// SLOWLOG's entries.
+    pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
+    /// LATENCY's events.
+    pub latency: parking_lot::Mutex<crate::latency::Monitor>,
+    /// Eviction under `maxmemory`: its candidate pool and counters.
+    pub evictor: crate::keyspace::evict::Evictor,
     pub started: Instant,
     pub run_id: String,
     /// Unix seconds of the last successful save (or of startup), for LASTSAVE.
@@ -115,6 +121,9 @@ impl Shared {
             stats: Stats::default(),
             acl: crate::acl::Acl::new(),
             error_stats: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            evictor: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
@@ -131,35 +140,47 @@ impl Shared {
     }
 }
 
+/// The `pidfile`, written at start and removed at exit as Redis does (a
+/// file that cannot be written is logged, not fatal, as in Redis).
+struct PidFile(Option<std::path::PathBuf>);
+
+impl PidFile {
+    fn create(path: &str) -> PidFile {
+        if path.is_empty() {
+            return PidFile(None);
+        }
+        match std::fs::write(path, format!("{}\n", std::process::id())) {
+            Ok(()) => PidFile(Some(path.into())),
+            Err(e) => {
+                tracing::warn!("Failed to write PID file: {e}");
+                PidFile(None)
+            }
+        }
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// The ACL users at startup (acl.c `ACLLoadUsersAtStartup`): `requirepass`
 /// as the default user's password, then the `user` lines or the ACL file
-/// (not both, as Redis refuses).
-fn load_users(shared: &Shared, args: &Args) -> Result<(), String> {
+/// (not both, as Redis refuses). `users` are the `user` lines of the
+/// config file and the command line (`Startup::users`), each the words
+/// after `user`, duplicates already refused at their line.
+fn load_users(shared: &Shared, users: &[Vec<Vec<u8>>]) -> Result<(), String> {
     let acl = &shared.acl;
     let all_channels = shared.config.acl_pubsub_all();
     acl.set_default_password(shared.config.requirepass().as_deref());
     let aclfile = &shared.config.aclfile;
-    if !aclfile.is_empty() && !args.user.is_empty() {
+    if !aclfile.is_empty() && !users.is_empty() {
         return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
     }
-    let mut lines: Vec<Vec<Vec<u8>>> = Vec::new();
-    for line in &args.user {
-        let words: Vec<Vec<u8>> = line
-            .split_ascii_whitespace()
-            .map(|w| w.as_bytes().to_vec())
-            .collect();
-        if words.is_empty() {
-            continue;
-        }
-        if lines.iter().any(|l| l[0] == words[0]) {
-            return Err(format!(
-                "Error in user declaration '{}': Duplicate user found. A user can only be defined once in config files",
-                String::from_utf8_lossy(&words[0])
-            ));
-        }
-        lines.push(words);
-    }
-    acl.load_configured(&lines, all_channels)
+    acl.load_configured(users, all_channels)
         .map_err(|e| format!("{e}. Critical error while loading ACLs. Exiting."))?;
     if !aclfile.is_empty() {
         acl.load_file(aclfile, all_channels)
@@ -172,35 +193,41 @@ fn load_users(shared: &Shared, args: &Args) -> Result<(), String> {
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// Binds, serves until a shutdown signal, then drains connections.
-pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let config = Config::from_args(&args)?;
-    if args.appendonly.as_deref().is_some_and(|v| v != "no") {
-        tracing::warn!(
-            "--appendonly is accepted for compatibility and ignored: zwindow persists with RDB snapshots only"
-        );
+pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
+    let Startup {
+        config,
+        window_rules,
+        users,
+        renames,
+        warnings,
+    } = startup;
+    for w in &warnings {
+        tracing::warn!("{w}");
     }
-    let bind = args
+    crate::commands::rename_commands(&renames)?;
+    let bind = config
         .bind
         .split_whitespace()
         .next()
         .unwrap_or("127.0.0.1")
-        .trim_start_matches('-');
-    let bind = if bind == "*" { "0.0.0.0" } else { bind };
-    let listener = crate::network::listen(bind, args.port, config.tcp_backlog).await?;
+        .trim_start_matches('-')
+        .to_string();
+    let bind = if bind == "*" { "0.0.0.0" } else { &bind };
+    let port = config.port.load(Relaxed) as u16;
+    let listener = crate::network::listen(bind, port, config.tcp_backlog).await?;
     let local = listener.local_addr()?;
     crate::network::adjust_open_files_limit(&config);
     config.port.store(local.port() as u32, Relaxed);
-    let shards = args.shard_count();
+    let shards = config.shard_count();
+    let _pidfile = PidFile::create(&config.pidfile());
     let shared = Arc::new(Shared::new(config, shards));
-    load_users(&shared, &args)?;
+    load_users(&shared, &users)?;
     shared
         .stats
         .startup_memory
         .store(crate::stats::note_peak_memory(&shared), Relaxed);
-    for spec in &args.zwindow {
-        shared
-            .windows
-            .set(crate::keyspace::windows::parse_cli_rule(spec)?);
+    for rule in window_rules {
+        shared.windows.set(rule);
     }
     crate::persistence::load_at_startup(&shared)?;
     tracing::info!(

@@ -70,11 +70,6 @@ const MISSING_SUBCOMMANDS: &[(&str, &[&str], &str)] = &[
         "no client-side caching, pausing or reply switching in zwindow",
     ),
     (
-        "memory",
-        &["doctor", "malloc-stats", "purge", "stats"],
-        "zwindow reports memory through MEMORY USAGE and INFO only",
-    ),
-    (
         "pubsub",
         &["shardchannels", "shardnumsub"],
         "no sharded pub/sub (a cluster feature) in zwindow",

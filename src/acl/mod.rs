@@ -27,6 +27,38 @@ use parking_lot::{Mutex, RwLock};
 pub use user::User;
 use user::has_spaces;
 
+/// A `user` line as the config loader checks it (acl.c
+/// `ACLAppendUserForLoading`): `words` are the name and its rules; the
+/// rules come back with their selectors merged (`(~k` `+get)` → one rule),
+/// each tried on a new user. A command or category unknown here is left to
+/// `Acl::load_configured`, as Redis leaves ENOENT to its later load. The
+/// error is Redis's text, naming the word Redis names: it counts the bad
+/// rule's position among the rules but reads it from the whole line
+/// (`user`, the name, the rules).
+pub(crate) fn check_configured_user(words: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, String> {
+    let line: Vec<&[u8]> = std::iter::once(&b"user"[..])
+        .chain(words.iter().map(Vec::as_slice))
+        .collect();
+    let fail = |at: usize, why: &str| {
+        format!(
+            "Error in user declaration '{}': {why}",
+            String::from_utf8_lossy(line.get(at).copied().unwrap_or_default())
+        )
+    };
+    // An unclosed selector sets no errno in Redis: the text is the one
+    // the errno left by its startup gives (ENOENT), as redis-server prints.
+    let ops = user::merge_selector_args(&line[2..])
+        .map_err(|at| fail(at, user::RuleError::UnknownCommand.text()))?;
+    let mut fake = User::new(words.first().map_or(&b""[..], Vec::as_slice), false);
+    for (j, op) in ops.iter().enumerate() {
+        match fake.apply(op, false) {
+            Ok(()) | Err(user::RuleError::UnknownCommand) => {}
+            Err(e) => return Err(fail(j, e.text())),
+        }
+    }
+    Ok(ops)
+}
+
 /// A user before (if it existed) and after a change.
 pub(crate) type UserChange = (Option<Arc<User>>, Arc<User>);
 

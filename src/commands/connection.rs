@@ -263,6 +263,10 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 3 {
         return Err(Error::Syntax);
     }
+    ctx.redact(1);
+    if ctx.argc() == 3 {
+        ctx.redact(2);
+    }
     let (user, pass): (&[u8], &[u8]) = if ctx.argc() == 3 {
         (ctx.args.get(1), ctx.args.get(2))
     } else {
@@ -296,6 +300,8 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
         let opt = ctx.args.get(i);
         let more = ctx.argc() - i - 1;
         if eq_ic(opt, "AUTH") && more >= 2 {
+            ctx.redact(i + 1);
+            ctx.redact(i + 2);
             let (user, pass) = (ctx.args.get(i + 1), ctx.args.get(i + 2));
             authenticate(ctx, user, pass)?;
             i += 3;

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
-use crate::keyspace::{Entry, notify};
+use crate::keyspace::{Entry, evict, notify};
 use crate::rdb::RestoreError;
 use crate::util::eq_ic;
 
@@ -141,14 +141,12 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
     let mut entry = Entry::new(value);
     entry.expire_at = if ttl == 0 { 0 } else { at };
     ctx.ks.set_entry(key, entry);
-    if let Some(idle) = idle
+    // IDLETIME is kept under an LRU (or no) policy, FREQ under an LFU one.
+    if let Some(lru) = evict::restored(ctx.shared, ctx.ks.now_ms, idle, freq)
         && let Some(e) = ctx.ks.peek_raw(key)
     {
-        // OBJECT IDLETIME counts from the access time.
-        e.atime = e.atime.saturating_sub(idle.min(u32::MAX as i64) as u32);
+        e.lru = lru;
     }
-    // FREQ is validated and, as in Redis without an LFU policy, not kept.
-    let _ = freq;
     ctx.ks.signal(key, notify::GENERIC, "restore");
     ctx.ks.signal_ready(key);
     ctx.out.ok();

@@ -1,6 +1,6 @@
 //! Server commands: COMMAND, INFO (whose text `info.rs` builds), CONFIG,
-//! DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SWAPDB, MEMORY and
-//! DEBUG.
+//! DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SWAPDB and DEBUG
+//! (MEMORY's subcommands are in `memory.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -42,70 +42,11 @@ pub static COMMANDS: &[Command] = &[
         .syntax("index1 index2"),
     Command::new("memory", -2, 0, Keys::None, container)
         .doc(G, "4.0.0", "Depends on subcommand.", "A container for memory diagnostics commands.")
-        .subcommands(MEMORY),
+        .subcommands(super::memory::MEMORY),
     Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, debug)
         .doc(G, "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, CLOCK, SET-ACTIVE-EXPIRE).")
         .syntax("subcommand [argument [argument ...]]"),
 ];
-
-static MEMORY: &[Command] = &[
-    Command::new(
-        "usage",
-        -3,
-        READONLY,
-        Keys::Range {
-            first: 2,
-            last: 2,
-            step: 1,
-        },
-        memory_usage,
-    )
-    .doc(
-        G,
-        "4.0.0",
-        "O(N) where N is the number of samples.",
-        "Estimates the memory usage of a key.",
-    )
-    .syntax("key [SAMPLES count]"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, memory_help).doc(
-        G,
-        "4.0.0",
-        "O(1)",
-        "Returns helpful text about the different subcommands.",
-    ),
-];
-
-/// MEMORY USAGE key [SAMPLES count]: the key's bytes, its entry and its
-/// value's own accounting (exact rather than sampled, so SAMPLES is only
-/// validated). Options are checked before the key, as Redis does.
-fn memory_usage(ctx: &mut Ctx) -> CmdResult {
-    let mut i = 3;
-    while i < ctx.argc() {
-        if eq_ic(ctx.arg(i), "SAMPLES") && i + 1 < ctx.argc() {
-            if int_arg(ctx.arg(i + 1))? < 0 {
-                return Err(Error::Syntax);
-            }
-            i += 2;
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
-    let key = ctx.args.get(2);
-    match ctx.ks.peek(key) {
-        Some(e) => {
-            let usage =
-                key.len() + std::mem::size_of::<crate::keyspace::Entry>() + e.value.mem_usage();
-            ctx.out.int(usage as i64);
-        }
-        None => ctx.out.null(),
-    }
-    Ok(Done)
-}
-
-fn memory_help(ctx: &mut Ctx) -> CmdResult {
-    help(ctx, "MEMORY", MEMORY);
-    Ok(Done)
-}
 
 static COMMAND: &[Command] = &[
     Command::new("count", 2, LOADING | STALE, Keys::None, command_count).doc(
@@ -1066,15 +1007,31 @@ fn config_get(ctx: &mut Ctx) -> CmdResult {
 
 fn config_set(ctx: &mut Ctx) -> CmdResult {
     if !ctx.argc().is_multiple_of(2) {
-        return Err(Error::Owned(format!(
-            "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-            String::from_utf8_lossy(ctx.arg(2))
-        )));
+        return Err(Error::Static("ERR syntax error"));
+    }
+    for i in (2..ctx.argc()).step_by(2) {
+        if crate::config::is_sensitive(ctx.args.get(i)) {
+            ctx.redact(i + 1);
+        }
     }
     let pairs: Vec<(&[u8], &[u8])> = (2..ctx.argc())
         .step_by(2)
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))
         .collect();
+    // Redis's islocalClient: the peer is exactly 127.0.0.1 or ::1.
+    let host = ctx
+        .client
+        .handle
+        .addr
+        .rsplit_once(':')
+        .map_or("", |(h, _)| h);
+    let local = matches!(host, "127.0.0.1" | "::1" | "[::1]");
+    if let Some(refused) = pairs
+        .iter()
+        .find_map(|(name, _)| ctx.shared.config.protected_refused(name, local))
+    {
+        return Err(Error::Owned(refused));
+    }
     ctx.shared.config.set_many(&pairs)?;
     // requirepass is the default ACL user's password (config.c
     // `updateRequirePass`).
@@ -1103,6 +1060,8 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.reply_buffer_expands,
         &s.reply_buffer_shrinks,
         &ctx.shared.clients.total_connections,
+        &ctx.shared.evictor.evicted_keys,
+        &ctx.shared.evictor.over_total_ms,
     ] {
         c.store(0, Relaxed);
     }
@@ -1121,10 +1080,26 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-fn config_rewrite(_ctx: &mut Ctx) -> CmdResult {
-    Err(Error::Static(
-        "ERR The server is running without a config file",
-    ))
+fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
+    let rules = ctx.shared.windows.list();
+    // With an ACL file the users live there: the config keeps no `user` line.
+    let users: Vec<Vec<u8>> = if ctx.shared.config.aclfile.is_empty() {
+        ctx.shared
+            .acl
+            .file_text()
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ctx.shared
+        .config
+        .rewrite(&rules, &users)
+        .map_err(Error::Owned)?;
+    ctx.out.ok();
+    Ok(Done)
 }
 
 fn config_help(ctx: &mut Ctx) -> CmdResult {

@@ -278,6 +278,10 @@ pub struct Client {
     /// got data: that key. Redis serves a waiter from the key that became
     /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
     pub serving_key: Option<Key>,
+    /// Memory was over `maxmemory` with nothing left to evict when this
+    /// client's command was verified (Redis's `pre_command_oom_state`):
+    /// scripts it starts refuse deny-OOM commands.
+    pub oom: bool,
 }
 
 impl Client {
@@ -298,6 +302,7 @@ impl Client {
             patterns: HashSet::new(),
             commands: 0,
             serving_key: None,
+            oom: false,
         }
     }
 

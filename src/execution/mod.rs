@@ -31,7 +31,7 @@ use crate::commands::{
     Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
     lookup_sub, resolve, transactions,
 };
-use crate::keyspace::{Guards, Keyspace, ShardSet};
+use crate::keyspace::{Guards, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use client::{Client, Waiting};
@@ -228,9 +228,14 @@ enum Verdict {
 
 /// The checks a client's command passes before it may run, in Redis 7.0's
 /// order (`processCommand`): auth, MULTI's refusals, ACL permissions,
-/// RESP2 subscribed mode, a busy script, then MULTI queueing. The OOM
-/// check belongs here too.
-fn verify(shared: &Shared, client: &mut Client, cmd: &'static Command, args: &Args<'_>) -> Verdict {
+/// out of memory (evicting first), RESP2 subscribed mode, a busy script,
+/// then MULTI queueing.
+fn verify(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
+) -> Verdict {
     if !client.authenticated && !cmd.has(flags::NO_AUTH) && shared.acl.default_needs_auth() {
         return Verdict::Reject("NOAUTH Authentication required.".into());
     }
@@ -260,6 +265,22 @@ fn verify(shared: &Shared, client: &mut Client, cmd: &'static Command, args: &Ar
                 }
             });
         }
+    }
+    if shared.config.maxmemory() != 0 {
+        let out_of_memory = evict::perform_evictions(shared) == evict::Evicted::Fail;
+        // Queuing in MULTI takes memory too: only the commands that end a
+        // transaction pass (EXEC only when it holds no deny-OOM command).
+        let reject = is_denyoom(client, cmd, args)
+            || (client.multi.is_some()
+                && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
+        if out_of_memory && reject {
+            return Verdict::Reject(OOM.into());
+        }
+        // What a script started by this command checks (Redis's
+        // `pre_command_oom_state`).
+        client.oom = out_of_memory;
+    } else {
+        client.oom = false;
     }
     if crate::persistence::writes_denied(shared) && (is_write(client, cmd) || cmd.name == "ping") {
         return Verdict::Reject(crate::persistence::MISCONF.into());
@@ -379,6 +400,28 @@ pub(crate) fn log_denial(
 }
 
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Redis's `is_denyoom_command`: a deny-OOM command, or an EXEC whose
+/// queue holds one.
+fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
+    let denies = |cmd: &Command, args: &Args<'_>| {
+        cmd.has(flags::DENYOOM)
+            // EVAL's flags are its script's (`evalGetCommandFlags`);
+            // EVALSHA's and FCALL's are checked as the script starts.
+            || (matches!(cmd.name, "eval" | "eval_ro")
+                && args.len() > 1
+                && scripting::script_denies_oom(args.get(1)))
+    };
+    denies(cmd, args)
+        || (cmd.name == "exec"
+            && client.multi.as_ref().is_some_and(|q| {
+                q.iter().any(|a| {
+                    let args = a.args();
+                    resolve(&args).is_ok_and(|c| denies(c, &args))
+                })
+            }))
+}
 
 /// Redis's `is_write_command`: a write, or an EXEC whose queue holds one.
 fn is_write(client: &Client, cmd: &Command) -> bool {
@@ -404,12 +447,21 @@ pub fn verify_from_script(
     args: &Args<'_>,
     read_only: bool,
     wrote: bool,
+    deny_oom: bool,
 ) -> Result<&'static Command, &'static str> {
     let mut cmd = lookup(args.get(0)).ok_or("ERR Unknown Redis command called from script")?;
     if !cmd.subcommands.is_empty() && args.len() >= 2 {
         cmd = lookup_sub(cmd, args.get(1)).ok_or("ERR Unknown Redis command called from script")?;
     }
-    let refusal = script_refusal(shared, client, cmd, args, read_only, wrote);
+    let mut refusal = script_refusal(shared, client, cmd, args, read_only, wrote);
+    if refusal.is_none()
+        && deny_oom
+        && !wrote
+        && cmd.has(flags::DENYOOM)
+        && shared.config.maxmemory() != 0
+    {
+        refusal = Some(OOM);
+    }
     if let Some(msg) = refusal {
         CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
         return Err(msg);
@@ -542,9 +594,13 @@ pub fn call(
         args,
         ks,
         cmd,
+        redacted: 0,
+        script_error: None,
     };
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
+    let redacted = ctx.redacted;
+    let script_error = ctx.script_error.take();
     if matches!(result, Err(Error::EngineBusy)) {
         out.truncate(mark);
         return Outcome::WaitScript;
@@ -564,10 +620,19 @@ pub fn call(
         return Outcome::Done;
     }
     let usec = start.elapsed().as_micros() as u64;
+    after_command(shared, client, cmd, &args, usec, redacted);
     stats.calls.fetch_add(1, Relaxed);
     stats.usec.fetch_add(usec, Relaxed);
     if shared.config.latency_tracking() {
         stats.latency.record_usec(usec);
+    }
+    // A script's error result (Redis's afterErrorReply for the script
+    // client's reply): a failed call, counted unless already counted.
+    if let Some(e) = script_error {
+        stats.failed.fetch_add(1, Relaxed);
+        if e.counted {
+            shared.count_error(&e.text);
+        }
     }
     result.unwrap_or_else(|e| {
         stats.failed.fetch_add(1, Relaxed);
@@ -576,6 +641,66 @@ pub fn call(
         out.error_bytes(e.bytes());
         Outcome::Done
     })
+}
+
+/// What a command leaves behind in the latency monitor and the slow log
+/// (Redis's `call`: the `command` / `fast-command` latency event, then
+/// `slowlogPushCurrentCommand`, which skips `skip_slowlog` commands such as
+/// EXEC — whose queued commands are logged one by one as they run).
+fn after_command(
+    shared: &Shared,
+    client: &Client,
+    cmd: &Command,
+    args: &Args<'_>,
+    usec: u64,
+    redacted: u64,
+) {
+    let threshold = shared.config.latency_monitor_threshold();
+    if threshold > 0 && usec / 1000 >= threshold as u64 {
+        let event = if cmd.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        shared
+            .latency
+            .lock()
+            .add(event, usec / 1000, shared.clock.now_ms() / 1000);
+    }
+    let slower_than = shared.config.slowlog_slower_than();
+    if cmd.has(flags::SKIP_SLOWLOG) || slower_than < 0 || usec < slower_than as u64 {
+        return;
+    }
+    let arg = |i: usize| {
+        if redacted & (1 << i.min(63)) != 0 {
+            b"(redacted)".to_vec()
+        } else {
+            args.get(i).to_vec()
+        }
+    };
+    shared.slowlog.lock().push_if_needed(
+        slower_than,
+        shared.config.slowlog_max_len(),
+        usec,
+        args.len(),
+        arg,
+        // A script's commands run as Redis's Lua client: no address, no name.
+        || {
+            if client.in_script {
+                "?:0".into()
+            } else {
+                client.handle.addr.clone()
+            }
+        },
+        || {
+            if client.in_script {
+                Vec::new()
+            } else {
+                client.handle.name.lock().clone().unwrap_or_default()
+            }
+        },
+        shared.clock.now_ms() / 1000,
+    );
 }
 
 /// What a request left its connection to do.

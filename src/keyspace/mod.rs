@@ -13,6 +13,7 @@
 //! command's notion of "now" so that one command, one EXEC and one script see
 //! a single instant. The background half of expiry lives in [`expire`].
 
+pub mod evict;
 pub mod expire;
 pub mod hash_ttl;
 pub mod snapshot;
@@ -42,8 +43,10 @@ pub struct Entry {
     pub value: Value,
     /// Absolute expiry in Unix milliseconds; 0 = persistent.
     pub expire_at: u64,
-    /// Last access, in seconds on the server clock (OBJECT IDLETIME).
-    pub atime: u32,
+    /// Access metadata for eviction and OBJECT IDLETIME/FREQ, 24 bits as
+    /// Redis's `robj.lru`: the LRU clock of the last access, or under an
+    /// LFU policy the access counter and its decrement time (see [`evict`]).
+    pub lru: u32,
     /// The window rule resolved for this key's name, cached.
     pub window: crate::keyspace::windows::RuleCache,
 }
@@ -53,7 +56,7 @@ impl Entry {
         Entry {
             value,
             expire_at: 0,
-            atime: 0,
+            lru: 0,
             window: Default::default(),
         }
     }
@@ -436,21 +439,21 @@ impl<'a> Keyspace<'a> {
     /// Looks a key up, deleting it first if its TTL has passed.
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
         self.prepare(key);
-        let secs = self.clock_secs();
+        let (shared, now) = (self.shared, self.now_ms);
         let e = self.db_of(key).keys.get_mut(key)?;
-        e.atime = secs;
+        e.lru = evict::touched(shared, e.lru, now);
         Some(e)
     }
 
     /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
     pub fn get_read(&mut self, key: &[u8]) -> Option<&mut Entry> {
         self.prepare(key);
-        let (db, secs) = (self.db, self.clock_secs());
+        let (db, shared, now) = (self.db, self.shared, self.now_ms);
         let shard = self.shard(key);
         match shard.dbs[db].keys.get_mut(key) {
             Some(e) => {
                 shard.stats.hits += 1;
-                e.atime = secs;
+                e.lru = evict::touched(shared, e.lru, now);
                 Some(e)
             }
             None => {
@@ -507,15 +510,23 @@ impl<'a> Keyspace<'a> {
 
     /// Stores a whole entry (value and TTL), replacing any existing one.
     pub fn set_entry(&mut self, key: &[u8], mut entry: Entry) {
-        entry.atime = self.clock_secs();
+        entry.lru = evict::fresh(self.shared, self.now_ms);
         // A renamed or copied value is windowed by its new name's rule.
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
         self.cow(key);
+        let lfu = self.shared.config.maxmemory_policy().is_lfu();
+        let (shared, now_ms) = (self.shared, self.now_ms);
         self.signal_replaced(key);
         let db = self.db_of(key);
         if let Some(old) = db.keys.get_mut(key) {
             let had_ttl = old.expire_at != 0;
+            if lfu {
+                // An overwritten key keeps its access counter (Redis's
+                // dbSetValue), so a hot key stays hot, counting the write
+                // lookup Redis makes before overwriting as an access.
+                entry.lru = evict::touched(shared, old.lru, now_ms);
+            }
             *old = entry;
             if had_ttl && !has_ttl {
                 db.expires.remove(key);
@@ -678,10 +689,6 @@ impl<'a> Keyspace<'a> {
         if shard.blocked.contains_key(&k) && shard.dbs[db].keys.contains_key(key) {
             self.ready.push(k);
         }
-    }
-
-    fn clock_secs(&self) -> u32 {
-        (self.now_ms / 1000) as u32
     }
 
     /// Every locked shard's slice of the current database.

@@ -19,7 +19,7 @@ ssubscribe sunsubscribe sync wait
 """.split()
 MISSING_SUB = [
     ("client", s) for s in "caching getredir pause reply tracking trackinginfo unpause".split()
-] + [("memory", s) for s in "doctor malloc-stats purge stats".split()] + [
+] + [
     ("pubsub", "shardchannels"), ("pubsub", "shardnumsub"), ("script", "debug"),
     ("debug", "object"),
     ("debug", "digest"), ("debug", "digest-value"), ("debug", "listpack"),
@@ -38,10 +38,7 @@ KNOWN_BUGS = [
 
 # Tests that use a feature zwindow leaves out on purpose without the tag
 # that would exclude them (an error there aborts the whole unit).
-UNTAGGED = [
-    ("scripting", "Consistent eval error reporting",
-     "sets maxmemory 1 (zwindow does not evict) without the needs:config-maxmemory tag"),
-]
+UNTAGGED = []
 
 
 def uses_missing(body):

@@ -49,7 +49,7 @@ use std::time::Instant;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
-use crate::commands::{self, OwnedArgs, flags};
+use crate::commands::{self, OwnedArgs, ScriptError, flags};
 use crate::execution::client::Client;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
@@ -347,6 +347,8 @@ pub struct Script {
     pub body: Vec<u8>,
     /// `#!lua flags=no-writes`.
     pub no_writes: bool,
+    /// `#!lua flags=allow-oom`: may write while memory is over `maxmemory`.
+    pub allow_oom: bool,
     /// Has a `#!lua` line: its flags are checked before it runs (Redis
     /// 7.0 checks a legacy script's writes only as they happen).
     pub shebang: bool,
@@ -387,6 +389,9 @@ pub struct RunSpec<'a> {
     pub argv: Vec<&'a [u8]>,
     /// FCALL passes KEYS and ARGV as arguments instead of globals.
     pub as_function: bool,
+    /// A script without flags started over `maxmemory`: its deny-OOM
+    /// commands fail until it wrote (Redis's `scriptVerifyOOM`).
+    pub deny_oom: bool,
 }
 
 impl Engine {
@@ -538,6 +543,7 @@ impl Engine {
                 func,
                 body: body.to_vec(),
                 no_writes,
+                allow_oom: shebang_has_flag(body, "allow-oom"),
                 shebang: body.starts_with(b"#!"),
             },
         );
@@ -557,7 +563,8 @@ impl Engine {
         self.readonly.call(t)
     }
 
-    /// Runs `func` for the client of `caller`, writing its reply into `out`.
+    /// Runs `func` for the client of `caller`, writing its reply into `out`;
+    /// returns the error the reply is, if it is one (for the statistics).
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
@@ -567,8 +574,9 @@ impl Engine {
         out: &mut Reply,
         func: &Function,
         spec: RunSpec<'_>,
-    ) {
+    ) -> Option<ScriptError> {
         let lua = &self.lua;
+        let mut failed = None;
         let result = (|| -> mlua::Result<()> {
             let keys = lua.create_table()?;
             for (i, k) in spec.keys.iter().enumerate() {
@@ -594,6 +602,7 @@ impl Engine {
                 ks,
                 resp3: false,
                 read_only: spec.read_only,
+                deny_oom: spec.deny_oom,
                 busy: &shared.scripting.busy,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
@@ -655,19 +664,45 @@ impl Engine {
                 let resp3 = state.borrow().resp3;
                 Ok((ok, value, resp3))
             })?;
+            // Redis's luaCallFunction: an error result counts in the
+            // statistics unless it is a command's error passed on.
+            let passed_on = |v: &Value| match v {
+                Value::Table(t) => t
+                    .raw_get::<Value>("ignore_error_stats_update")
+                    .is_ok_and(|f| matches!(f, Value::Boolean(true))),
+                _ => false,
+            };
             if ok {
+                if let Value::Table(t) = &value
+                    && let Ok(Value::String(e)) = t.raw_get::<Value>("err")
+                {
+                    failed = Some(ScriptError {
+                        text: e.as_bytes().to_vec(),
+                        counted: !passed_on(&value),
+                    });
+                }
                 convert::lua_to_reply(out, &value, resp3);
             } else {
-                out.error_bytes(&script_error(&value, spec.name));
+                let text = script_error(&value, spec.name);
+                failed = Some(ScriptError {
+                    text: text.clone(),
+                    counted: !passed_on(&value),
+                });
+                out.error_bytes(&text);
             }
             Ok(())
         })();
         if let Err(e) = result {
-            out.error(&format!(
+            let text = format!(
                 "ERR Error running script {}, {}",
                 spec.name,
                 e.to_string().chars().take(100).collect::<String>()
-            ));
+            );
+            out.error(&text);
+            failed = Some(ScriptError {
+                text: text.into_bytes(),
+                counted: true,
+            });
         }
         if !spec.as_function {
             let _ = self.globals.raw_set("KEYS", Value::Nil);
@@ -676,6 +711,7 @@ impl Engine {
         self.restore_hook();
         self.collect_now_and_then();
         shared.scripting.update_stats(self);
+        failed
     }
 
     /// Like Redis, collects now and then between scripts (and library
@@ -919,6 +955,27 @@ fn lookup_command(args: &crate::commands::Args<'_>) -> Option<&'static crate::co
     Some(cmd)
 }
 
+/// Whether a script's `#!lua` line declares `flag`.
+pub fn shebang_has_flag(body: &[u8], flag: &str) -> bool {
+    if !body.starts_with(b"#!") {
+        return false;
+    }
+    let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+    String::from_utf8_lossy(&body[..end])
+        .split(' ')
+        .filter_map(|p| p.strip_prefix("flags="))
+        .any(|list| list.split(',').any(|f| f == flag))
+}
+
+/// Redis's `evalGetCommandFlags` for deny-OOM: a script with a `#!lua`
+/// line is deny-OOM unless it declares `allow-oom` or `no-writes`.
+pub fn script_denies_oom(body: &[u8]) -> bool {
+    body.starts_with(b"#!")
+        && parse_shebang(body).is_ok()
+        && !shebang_has_flag(body, "allow-oom")
+        && !shebang_has_flag(body, "no-writes")
+}
+
 /// What `redis.call` needs while one script runs.
 struct RunState<'a, 'k> {
     shared: &'a Arc<Shared>,
@@ -926,6 +983,7 @@ struct RunState<'a, 'k> {
     ks: &'a mut Keyspace<'k>,
     resp3: bool,
     read_only: bool,
+    deny_oom: bool,
     busy: &'a Busy,
 }
 
@@ -966,9 +1024,15 @@ impl RunState<'_, '_> {
             &argv,
             self.read_only,
             wrote,
+            self.deny_oom,
         ) {
             Ok(cmd) => cmd,
-            Err(msg) => return deny(format!("-{msg}").as_bytes()),
+            Err(msg) => {
+                // Counted here, as script.c's `scriptCall` counts a refused
+                // call; the script's own error then passes it on uncounted.
+                self.shared.count_error(msg.as_bytes());
+                return deny(format!("-{msg}").as_bytes());
+            }
         };
         if cmd.has(flags::WRITE) {
             self.busy.wrote.store(true, Relaxed);
