@@ -21,6 +21,8 @@ RUN ln -s zwindow /usr/local/bin/redis-server
 COPY docker/docker-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
 COPY docker/defaults.conf /etc/zwindow/defaults.conf
 ENV ZWINDOW_DEFAULTS=/etc/zwindow/defaults.conf
+# dump.rdb lives in the working directory, as in the official redis image:
+# without a writable one, save points would fail and turn on MISCONF.
 VOLUME /data
 WORKDIR /data
 USER redis

@@ -85,7 +85,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(8);
     let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-    let (mut z, zaddr) = start(env!("CARGO_BIN_EXE_zwindow"), &["--bind", "127.0.0.1"]);
+    let (mut z, zaddr) = start(
+        env!("CARGO_BIN_EXE_zwindow"),
+        &["--bind", "127.0.0.1", "--save", ""],
+    );
     let zgrowth = measure(z.id(), zaddr, clients, mb);
     let _ = z.kill();
     let _ = z.wait();

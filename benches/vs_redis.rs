@@ -859,7 +859,9 @@ fn main() {
 
     let zwindow_exe =
         std::env::var("VS_REDIS_ZWINDOW").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zwindow").into());
-    let mut zwindow_args = ["--bind", "127.0.0.1", "--log-level", "warn"]
+    // No save points, as redis-server below: a background save mid-run
+    // would skew the figures (and leave a dump.rdb the next run loads).
+    let mut zwindow_args = ["--bind", "127.0.0.1", "--log-level", "warn", "--save", ""]
         .map(String::from)
         .to_vec();
     zwindow_args.extend(

@@ -128,6 +128,8 @@ fn start_zwindow() -> (Child, u16) {
             "yes",
             "--zwindow",
             "sweep:*=60000:ms",
+            "--save",
+            "",
             "--log-level",
             "warn,zwindow::server=info",
         ],

@@ -92,6 +92,8 @@ impl Startup {
                 }
             }
         }
+        // The real file's first `save` line replaces the defaults' points.
+        st.config.save_loaded.store(false, Relaxed);
         st.config.config_file = sources.file.clone();
         config_file::load(sources, &mut |words| st.apply(words))?;
         st.config.loading.store(false, Relaxed);
@@ -134,7 +136,7 @@ impl Startup {
                 _ => args.join(&b' '),
             };
             if PERSISTENCE.contains(&p.name) {
-                check_persistence(p.name, &value)?;
+                yes_no(&value)?;
                 self.note_persistence(p, &value);
                 return Ok(());
             }
@@ -202,14 +204,10 @@ impl Startup {
         }
     }
 
-    /// Persistence directives are accepted and reported as ignored until
-    /// zwindow persists (the RDB/AOF work replaces this).
+    /// `appendonly` is accepted and reported as ignored: zwindow persists
+    /// with RDB snapshots only.
     fn note_persistence(&mut self, p: &Param, value: &[u8]) {
-        let harmless = match p.name {
-            "save" => value.is_empty(),
-            "appendonly" => eq_ic(value, "no"),
-            _ => true,
-        };
+        let harmless = eq_ic(value, "no");
         if let Some(set) = p.set
             && set(&self.config, value, false).is_ok()
         {
@@ -217,26 +215,12 @@ impl Startup {
         }
         if !harmless {
             self.warnings.push(format!(
-                "'{} {}' is accepted for compatibility and ignored: zwindow keeps data in memory only",
+                "'{} {}' is accepted for compatibility and ignored: zwindow persists with RDB snapshots only",
                 p.name,
                 String::from_utf8_lossy(value)
             ));
         }
     }
-}
-
-/// Redis's checks of `save` (pairs of integers, or nothing) and
-/// `appendonly` (yes/no), with its error texts.
-fn check_persistence(name: &str, value: &[u8]) -> Result<(), String> {
-    if name == "appendonly" {
-        return yes_no(value).map(drop);
-    }
-    let text = String::from_utf8_lossy(value);
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if !words.len().is_multiple_of(2) || words.iter().any(|w| w.parse::<i64>().is_err()) {
-        return Err("Invalid save parameters".into());
-    }
-    Ok(())
 }
 
 /// A `zwindow` directive: `zwindow PATTERN DURATION [s|ms] [moveto DEST]`
@@ -285,9 +269,9 @@ const MULTI_ARG: &[&str] = &[
     "shutdown-on-sigterm",
 ];
 
-/// Settings zwindow does not act on yet because it does not persist:
-/// accepted from the file and the command line with a warning.
-const PERSISTENCE: &[&str] = &["save", "appendonly"];
+/// Settings zwindow does not act on (AOF): accepted from the file and the
+/// command line with a warning.
+const PERSISTENCE: &[&str] = &["appendonly"];
 
 /// Names Redis 7.0 accepts with one argument and ignores.
 const DEPRECATED: &[&str] = &[
@@ -361,6 +345,16 @@ pub struct Config {
     acllog_max_len: AtomicUsize,
     /// `acl-pubsub-default allchannels`: new users may use every channel.
     acl_pubsub_all: AtomicBool,
+    /// RDB persistence: save points as (seconds, changes), `dbfilename`
+    /// (inside the working directory, which `dir` sets) and the three flags.
+    save_points: RwLock<Vec<(u64, u64)>>,
+    /// Set by the first `save` line read at startup, which replaces the
+    /// default points; later lines add to it (Redis's `save_loaded`).
+    save_loaded: AtomicBool,
+    dbfilename: RwLock<String>,
+    rdbcompression: AtomicBool,
+    rdbchecksum: bool,
+    stop_writes_on_bgsave_error: AtomicBool,
     /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
     slowlog_slower_than: AtomicI64,
     slowlog_max_len: AtomicU64,
@@ -374,6 +368,23 @@ pub struct Config {
     maxmemory_eviction_tenacity: AtomicU32,
     lfu_log_factor: AtomicU32,
     lfu_decay_time: AtomicU32,
+}
+
+/// Parses `save` parameters as Redis's setConfigSaveOption: pairs of
+/// integers, seconds at least 1 and changes at least 0; `""` is none.
+fn parse_save(v: &str) -> Result<Vec<(u64, u64)>, String> {
+    const INVALID: &str = "Invalid save parameters";
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if !words.len().is_multiple_of(2) {
+        return Err(INVALID.into());
+    }
+    words
+        .chunks(2)
+        .map(|p| match (p[0].parse::<i64>(), p[1].parse::<i64>()) {
+            (Ok(s), Ok(c)) if s >= 1 && c >= 0 => Ok((s as u64, c as u64)),
+            _ => Err(INVALID.into()),
+        })
+        .collect()
 }
 
 /// Client classes of `client-output-buffer-limit`, in Redis's order.
@@ -445,6 +456,12 @@ impl Config {
             maxmemory_eviction_tenacity: AtomicU32::new(10),
             lfu_log_factor: AtomicU32::new(10),
             lfu_decay_time: AtomicU32::new(1),
+            save_points: RwLock::new(vec![(3600, 1), (300, 100), (60, 10000)]),
+            save_loaded: AtomicBool::new(false),
+            dbfilename: RwLock::new("dump.rdb".into()),
+            rdbcompression: AtomicBool::new(true),
+            rdbchecksum: true,
+            stop_writes_on_bgsave_error: AtomicBool::new(true),
         }
     }
 
@@ -466,6 +483,9 @@ impl Config {
             "threads" => self.threads = int_setter(v, 1, 256)? as usize,
             "log-level" => self.log_level = text(),
             "aclfile" => self.aclfile = text(),
+            "rdbchecksum" => {
+                self.rdbchecksum = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?
+            }
             _ => return Err("can't set immutable config".into()),
         }
         Ok(())
@@ -563,6 +583,30 @@ impl Config {
 
     pub fn lfu_decay_time(&self) -> u32 {
         self.lfu_decay_time.load(Relaxed)
+    }
+
+    /// The save points, as (seconds, changes).
+    pub fn save_points(&self) -> Vec<(u64, u64)> {
+        self.save_points.read().clone()
+    }
+
+    /// Where the RDB file lives: `dbfilename` in the working directory
+    /// (`dir` changes directory, as in Redis).
+    pub fn rdb_path(&self) -> PathBuf {
+        let name = PathBuf::from(&*self.dbfilename.read());
+        std::env::current_dir().map_or_else(|_| name.clone(), |d| d.join(&name))
+    }
+
+    pub fn rdbcompression(&self) -> bool {
+        self.rdbcompression.load(Relaxed)
+    }
+
+    pub fn rdbchecksum(&self) -> bool {
+        self.rdbchecksum
+    }
+
+    pub fn stop_writes_on_bgsave_error(&self) -> bool {
+        self.stop_writes_on_bgsave_error.load(Relaxed)
     }
 
     pub fn latency_tracking(&self) -> bool {
@@ -1575,19 +1619,87 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    // zwindow keeps everything in memory; these report (and accept) only "off".
     Param {
         name: "save",
         alias: None,
-        get: |_| String::new(),
-        set: Some(|_, v, _| {
-            if v.is_empty() {
-                Ok(())
-            } else {
-                Err("zwindow does not persist to disk".into())
+        get: |c| {
+            let p: Vec<String> = c
+                .save_points()
+                .iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect();
+            p.join(" ")
+        },
+        set: Some(|c, v, apply| {
+            let points =
+                parse_save(std::str::from_utf8(v).map_err(|_| "Invalid save parameters")?)?;
+            if !apply {
+                return Ok(());
             }
+            let mut saved = c.save_points.write();
+            // In the config file the first `save` line replaces the default
+            // points and later ones add to them; `save ""` clears them.
+            if c.loaded() || !c.save_loaded.swap(true, Relaxed) || v.is_empty() {
+                saved.clear();
+            }
+            saved.extend(points);
+            Ok(())
         }),
     },
+    Param {
+        name: "dbfilename",
+        alias: None,
+        get: |c| c.dbfilename.read().clone(),
+        set: Some(|c, v, apply| {
+            let name = String::from_utf8_lossy(v).into_owned();
+            if name.contains(['/', '\\']) {
+                return Err("dbfilename can't be a path, just a filename".into());
+            }
+            if apply {
+                *c.dbfilename.write() = name;
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "rdbcompression",
+        alias: None,
+        get: |c| if c.rdbcompression() { "yes" } else { "no" }.into(),
+        set: Some(|c, v, apply| {
+            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+            if apply {
+                c.rdbcompression.store(on, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "rdbchecksum",
+        alias: None,
+        get: |c| if c.rdbchecksum { "yes" } else { "no" }.into(),
+        set: None,
+    },
+    Param {
+        name: "stop-writes-on-bgsave-error",
+        alias: None,
+        get: |c| {
+            if c.stop_writes_on_bgsave_error() {
+                "yes"
+            } else {
+                "no"
+            }
+            .into()
+        },
+        set: Some(|c, v, apply| {
+            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+            if apply {
+                c.stop_writes_on_bgsave_error.store(on, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    // AOF is not implemented: CONFIG SET accepts only "no" (the file and
+    // the command line accept any yes/no, with a warning).
     Param {
         name: "appendonly",
         alias: None,
@@ -1596,7 +1708,7 @@ const PARAMS: &[Param] = &[
             if eq_ic(v, "no") {
                 Ok(())
             } else {
-                Err("zwindow does not persist to disk".into())
+                Err("zwindow has no AOF (it persists with RDB snapshots)".into())
             }
         }),
     },
@@ -1820,8 +1932,20 @@ const PARAMS: &[Param] = &[
         |v| int_text(v, 0, i64::from(i32::MAX)),
         runtime
     ),
-    kept!("shutdown-on-sigint", None, "default", shutdown_flags, runtime),
-    kept!("shutdown-on-sigterm", None, "default", shutdown_flags, runtime),
+    kept!(
+        "shutdown-on-sigint",
+        None,
+        "default",
+        shutdown_flags,
+        runtime
+    ),
+    kept!(
+        "shutdown-on-sigterm",
+        None,
+        "default",
+        shutdown_flags,
+        runtime
+    ),
     kept!("activerehashing", None, "yes", yes_no, runtime),
     kept!("dynamic-hz", None, "yes", yes_no, runtime),
     kept!(
@@ -1912,14 +2036,10 @@ const PARAMS: &[Param] = &[
         |v| int_text(v, 1, i64::from(i32::MAX)),
         runtime
     ),
-    // Persistence tuning: zwindow does not persist yet, so these are read
-    // from the file and reported only (the RDB/AOF work replaces them).
-    kept!("stop-writes-on-bgsave-error", None, "yes", yes_no, startup),
-    kept!("rdbcompression", None, "yes", yes_no, startup),
-    kept!("rdbchecksum", None, "yes", yes_no, startup),
+    // Persistence tuning RDB does without, and AOF's (not implemented):
+    // read from the file and reported only.
     kept!("rdb-del-sync-files", None, "no", yes_no, startup),
     kept!("rdb-save-incremental-fsync", None, "yes", yes_no, startup),
-    kept!("dbfilename", None, "dump.rdb", any_text, startup),
     kept!("appendfilename", None, "appendonly.aof", any_text, startup),
     kept!("appenddirname", None, "appendonlydir", any_text, startup),
     kept!(

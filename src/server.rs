@@ -78,8 +78,9 @@ pub struct Shared {
     pub evictor: crate::keyspace::evict::Evictor,
     pub started: Instant,
     pub run_id: String,
-    /// Unix seconds of the last (simulated) save, for LASTSAVE.
+    /// Unix seconds of the last successful save (or of startup), for LASTSAVE.
     pub last_save: AtomicU64,
+    pub persistence: crate::persistence::State,
     shutdown_tx: watch::Sender<bool>,
     /// Signalled by the SHUTDOWN command.
     pub stop: Notify,
@@ -128,6 +129,7 @@ impl Shared {
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
             last_save: AtomicU64::new(now),
+            persistence: Default::default(),
             shutdown_tx: watch::channel(false).0,
             stop: Notify::new(),
         }
@@ -224,6 +226,10 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         .stats
         .startup_memory
         .store(crate::stats::note_peak_memory(&shared), Relaxed);
+    for rule in window_rules {
+        shared.windows.set(rule);
+    }
+    crate::persistence::load_at_startup(&shared)?;
     tracing::info!(
         "zwindow {VERSION} listening on {local}, {} shards",
         shared.store.shard_count()
@@ -238,9 +244,6 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     );
     tracing::info!("Server initialized");
 
-    for rule in window_rules {
-        shared.windows.set(rule);
-    }
     let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
@@ -290,6 +293,10 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     if drained.is_err() {
         conns.abort_all();
     }
+    // After the connections' last batches, so every acknowledged write is
+    // in the file; a script being killed releases its shards in a moment.
+    let saver = shared.clone();
+    let _ = tokio::task::spawn_blocking(move || crate::persistence::save_on_exit(&saver)).await;
     // The background tasks return as soon as they see the shutdown signal,
     // unless they wait on a shard lock a dying script still holds: then
     // the exit does not wait for them (threads end with the process).
@@ -316,6 +323,7 @@ fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHan
                     crate::keyspace::expire::run(shared.clone(), shared.shutdown_rx()),
                     crate::keyspace::windows::sweeper::run(shared.clone(), shared.shutdown_rx()),
                     crate::stats::run(shared.clone(), shared.shutdown_rx()),
+                    crate::persistence::run(shared.clone(), shared.shutdown_rx()),
                 );
             });
         })

@@ -124,6 +124,8 @@ const INVOCATIONS: &[&str] = &[
     "SORT_RO k BY nosort GET h_*->f",
     // Keys.
     "COPY a b",
+    "DUMP a",
+    "RESTORE a 0 payload REPLACE",
     "COPY a b DB 1 REPLACE",
     "DEL a b c",
     "EXISTS a b",

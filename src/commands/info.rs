@@ -548,9 +548,9 @@ fn memory(t: &mut Text, shared: &Shared, ks: &Keyspace) {
 }
 
 fn persistence(t: &mut Text, shared: &Shared) {
-    // What a redis-server that has never saved shows: zwindow keeps its
-    // data in memory only.
+    let p = &shared.persistence;
     let last_save = shared.last_save.load(Relaxed);
+    let bgsave = p.bgsave_in_progress.load(Relaxed);
     t.section("Persistence");
     for (name, value) in [
         ("loading", "0"),
@@ -568,16 +568,32 @@ fn persistence(t: &mut Text, shared: &Shared) {
         "rdb_changes_since_last_save",
         shared.stats.dirty.load(Relaxed),
     );
-    t.field("rdb_bgsave_in_progress", "0");
+    t.field("rdb_bgsave_in_progress", u8::from(bgsave));
     t.field("rdb_last_save_time", last_save);
+    t.field(
+        "rdb_last_bgsave_status",
+        if p.last_bgsave_ok.load(Relaxed) {
+            "ok"
+        } else {
+            "err"
+        },
+    );
+    t.field(
+        "rdb_last_bgsave_time_sec",
+        p.last_bgsave_time_sec.load(Relaxed),
+    );
+    let current = if bgsave {
+        (shared.clock.now_ms() / 1000).saturating_sub(p.bgsave_started.load(Relaxed)) as i64
+    } else {
+        -1
+    };
+    t.field("rdb_current_bgsave_time_sec", current);
+    t.field("rdb_saves", p.saves.load(Relaxed));
+    t.field("rdb_last_cow_size", "0");
+    let load = *p.last_load.lock();
+    t.field("rdb_last_load_keys_expired", load.keys_expired);
+    t.field("rdb_last_load_keys_loaded", load.keys_loaded);
     for (name, value) in [
-        ("rdb_last_bgsave_status", "ok"),
-        ("rdb_last_bgsave_time_sec", "-1"),
-        ("rdb_current_bgsave_time_sec", "-1"),
-        ("rdb_saves", "0"),
-        ("rdb_last_cow_size", "0"),
-        ("rdb_last_load_keys_expired", "0"),
-        ("rdb_last_load_keys_loaded", "0"),
         ("aof_enabled", "0"),
         ("aof_rewrite_in_progress", "0"),
         ("aof_rewrite_scheduled", "0"),

@@ -27,6 +27,7 @@ pub mod lcs;
 pub mod lists;
 pub mod memory;
 pub mod observability;
+pub mod persistence;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
 #[rustfmt::skip]
 pub(crate) mod meta;
@@ -60,6 +61,7 @@ pub static TABLE: &[&[Command]] = &[
     acl::COMMANDS,
     observability::COMMANDS,
     keys::COMMANDS,
+    persistence::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,
     strings::COMMANDS,
@@ -131,10 +133,10 @@ pub mod flags {
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
-        (NO_ASYNC_LOADING, "no_async_loading"),
     ];
 }
 

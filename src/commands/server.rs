@@ -1143,6 +1143,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
             .filter(|(d, k)| *d == db && shard.dbs[db].keys.contains_key(k))
             .cloned()
             .collect();
+        shard.cow_db(db);
         shard.dbs[db].keys.clear();
         shard.dbs[db].expires.clear();
         shard.schedule.clear_db(db);
@@ -1187,23 +1188,49 @@ fn lastsave(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: saves first when asked
+/// to or when save points exist (unless NOSAVE); a failed save keeps the
+/// server running unless FORCE. zwindow has no replicas to wait for, so
+/// NOW changes nothing, and no shutdown is ever in progress to ABORT.
 fn shutdown(ctx: &mut Ctx) -> CmdResult {
-    let mut abort = false;
+    let (mut save, mut nosave, mut now, mut force, mut abort) = (false, false, false, false, false);
     for a in ctx.args.iter().skip(1) {
-        if eq_ic(a, "ABORT") {
-            abort = true;
-        } else if !["NOSAVE", "SAVE", "NOW", "FORCE"]
-            .iter()
-            .any(|k| eq_ic(a, k))
-        {
+        let flag = if eq_ic(a, "SAVE") {
+            &mut save
+        } else if eq_ic(a, "NOSAVE") {
+            &mut nosave
+        } else if eq_ic(a, "NOW") {
+            &mut now
+        } else if eq_ic(a, "FORCE") {
+            &mut force
+        } else if eq_ic(a, "ABORT") {
+            &mut abort
+        } else {
             return Err(Error::Syntax);
-        }
+        };
+        *flag = true;
+    }
+    if (save && nosave) || (abort && (save || nosave || now || force)) {
+        return Err(Error::Syntax);
     }
     if abort {
         return Err(Error::Static("ERR No shutdown in progress."));
     }
+    let _ = now;
+    let shared = ctx.shared.clone();
+    if save || (!nosave && !shared.config.save_points().is_empty()) {
+        crate::persistence::wait_bgsave(&shared, Duration::from_secs(60));
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        if let Err(e) = crate::persistence::save_all(&shared)
+            && !force
+        {
+            tracing::warn!("Error trying to save the DB, can't exit: {e}");
+            return Err(Error::Static("ERR Errors trying to SHUTDOWN. Check logs."));
+        }
+    }
+    shared.persistence.shutdown_handled.store(true, Relaxed);
     // Like Redis, a successful SHUTDOWN answers nothing: the connection closes.
-    ctx.shared.stop.notify_one();
+    shared.stop.notify_one();
     Ok(Outcome::Close)
 }
 
@@ -1230,6 +1257,8 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
             })
             .map(|(d, k)| (*d, k.clone(), shard.dbs[*d].keys.contains_key(k)))
             .collect();
+        shard.cow_db(a);
+        shard.cow_db(b);
         shard.dbs.swap(a, b);
         shard.schedule.clear_db(a);
         shard.schedule.clear_db(b);
@@ -1278,6 +1307,29 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
             .filter(|s| (0.0..3600.0).contains(s))
             .ok_or(Error::NotFloat)?;
         std::thread::sleep(Duration::from_secs_f64(secs));
+        ctx.out.ok();
+    } else if eq_ic(sub, "RELOAD") {
+        if ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
+            return Err(Error::Static("ERR Background save already in progress"));
+        }
+        let (mut save, mut flush, mut merge) = (true, true, false);
+        for a in ctx.args.iter().skip(2) {
+            if eq_ic(a, "NOSAVE") {
+                save = false;
+            } else if eq_ic(a, "NOFLUSH") {
+                flush = false;
+            } else if eq_ic(a, "MERGE") {
+                merge = true;
+            } else {
+                return Err(Error::Static(
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                ));
+            }
+        }
+        crate::persistence::with_all_shards(ctx.ks, |ks| {
+            crate::persistence::reload(ks, save, flush, merge)
+        })
+        .map_err(Error::Owned)?;
         ctx.out.ok();
     } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && ctx.argc() == 3 {
         let on = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)? != 0;

@@ -282,6 +282,9 @@ fn verify(
     } else {
         client.oom = false;
     }
+    if crate::persistence::writes_denied(shared) && (is_write(client, cmd) || cmd.name == "ping") {
+        return Verdict::Reject(crate::persistence::MISCONF.into());
+    }
     if shared.config.lacks_good_replicas() && is_write(client, cmd) {
         return Verdict::Reject(NOREPLICAS.into());
     }
@@ -506,6 +509,9 @@ fn script_refusal(
     if cmd.has(flags::WRITE) {
         if read_only {
             return Some("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if crate::persistence::writes_denied(shared) {
+            return Some(crate::persistence::MISCONF);
         }
         if !wrote && shared.config.lacks_good_replicas() {
             return Some(NOREPLICAS);

@@ -108,6 +108,31 @@ pub fn touched(shared: &Shared, lru: u32, now_ms: u64) -> u32 {
     }
 }
 
+/// The metadata RESTORE's `IDLETIME` / `FREQ` (or an RDB file's) ask for,
+/// if the policy keeps that kind (Redis's `objectSetLRUOrLFU`): a counter
+/// under an LFU policy, else an access time `idle_secs` ago.
+pub fn restored(
+    shared: &Shared,
+    now_ms: u64,
+    idle_secs: Option<i64>,
+    freq: Option<i64>,
+) -> Option<u32> {
+    if shared.config.maxmemory_policy().is_lfu() {
+        let freq = u32::try_from(freq?.clamp(0, 255)).ok()?;
+        return Some((lfu_minutes(now_ms) << 8) | freq);
+    }
+    let idle = u64::try_from(idle_secs?).ok()? & LRU_CLOCK_MAX;
+    let clock = u64::from(lru_clock(now_ms));
+    // The clock wraps: an access before the wrap sits near its top, as
+    // `idle_ms` unwraps it.
+    let at = if clock >= idle {
+        clock - idle
+    } else {
+        clock + LRU_CLOCK_MAX - idle
+    };
+    Some(at as u32)
+}
+
 /// What [`perform_evictions`] achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Evicted {

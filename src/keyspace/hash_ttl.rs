@@ -23,6 +23,7 @@ use super::{Entry, Keyspace, Value, notify};
 /// deleting the key if none is left. Returns the number of fields removed.
 pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     let (now, db) = (ks.now_ms, ks.db);
+    ks.cow(key);
     let shard = ks.shard(key);
     let Some(Entry {
         value: Value::Hash(h),

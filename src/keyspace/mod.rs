@@ -16,6 +16,7 @@
 pub mod evict;
 pub mod expire;
 pub mod hash_ttl;
+pub mod snapshot;
 pub mod value;
 pub mod windows;
 pub mod zset_ttl;
@@ -95,6 +96,8 @@ pub struct Shard {
     pub watched: HashMap<(usize, Key), Vec<Watcher>>,
     pub rng: SmallRng,
     pub stats: ShardStats,
+    /// The running BGSAVE's copy-on-write state (see [`snapshot`]).
+    pub snap: Option<Box<snapshot::Snap>>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -113,6 +116,7 @@ impl Shard {
             watched: HashMap::new(),
             rng: SmallRng::from_rng(&mut rand::rng()),
             stats: ShardStats::default(),
+            snap: None,
         }
     }
 
@@ -237,6 +241,9 @@ pub struct Store {
     /// Background expiry (keys, hash fields, windows) runs; `DEBUG
     /// SET-ACTIVE-EXPIRE 0` turns it off, as in Redis.
     pub active_expire: AtomicBool,
+    /// A BGSAVE snapshot is being written: accesses preserve what they may
+    /// change first ([`snapshot`]).
+    pub snapshot_active: AtomicBool,
 }
 
 /// A set of shard indices, locked in ascending order.
@@ -271,6 +278,7 @@ impl Store {
             stats_expired_fields: AtomicU64::new(0),
             stats_expired_members: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
+            snapshot_active: AtomicBool::new(false),
         }
     }
 
@@ -478,6 +486,7 @@ impl<'a> Keyspace<'a> {
 
     /// Looks a key up as stored: no expiry, trimming or access time.
     pub fn peek_raw(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.cow(key);
         self.db_of(key).keys.get_mut(key)
     }
 
@@ -505,6 +514,7 @@ impl<'a> Keyspace<'a> {
         // A renamed or copied value is windowed by its new name's rule.
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
+        self.cow(key);
         let lfu = self.shared.config.maxmemory_policy().is_lfu();
         let (shared, now_ms) = (self.shared, self.now_ms);
         self.signal_replaced(key);
@@ -545,6 +555,7 @@ impl<'a> Keyspace<'a> {
     }
 
     fn remove_raw(&mut self, key: &[u8]) -> Option<Entry> {
+        self.cow(key);
         self.signal_replaced(key);
         let db = self.db_of(key);
         let (_, e) = db.keys.remove(key)?;
@@ -556,6 +567,7 @@ impl<'a> Keyspace<'a> {
 
     /// Sets or clears (`at_ms == 0`) the TTL of an existing key.
     pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
+        self.cow(key);
         let db = self.db_of(key);
         let Some(e) = db.keys.get_mut(key) else {
             return false;
@@ -573,6 +585,7 @@ impl<'a> Keyspace<'a> {
     /// Brings a key up to date before a command sees it: TTL expiry, then
     /// window trimming.
     pub fn prepare(&mut self, key: &[u8]) {
+        self.cow(key);
         if self.expire_if_needed(key) {
             return;
         }
@@ -584,6 +597,15 @@ impl<'a> Keyspace<'a> {
         }
         if self.member_ttls() {
             zset_ttl::expire(self, key, usize::MAX);
+        }
+    }
+
+    /// Preserves `key` for a running BGSAVE before it may change (see
+    /// [`snapshot`]); one relaxed load when none runs.
+    pub fn cow(&mut self, key: &[u8]) {
+        if self.store().snapshot_active.load(Ordering::Relaxed) {
+            let db = self.db;
+            self.shard(key).cow(db, key);
         }
     }
 

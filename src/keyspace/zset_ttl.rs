@@ -24,6 +24,7 @@ use super::{Entry, Keyspace, Value, notify};
 /// is one), deleting the key if none is left. Returns the number removed.
 pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     let (now, db, shared) = (ks.now_ms, ks.db, ks.shared);
+    ks.cow(key);
     let Some(Entry {
         value: Value::ZSet(z),
         window,

@@ -562,6 +562,26 @@ impl Stream {
         self.nodes.keys()
     }
 
+    /// Every node by its key (its master ID), with its entries as (ID,
+    /// deleted, fields and values), tombstones included: what an RDB file
+    /// stores for a stream.
+    pub fn node_entries(
+        &self,
+    ) -> impl Iterator<
+        Item = (
+            StreamId,
+            impl Iterator<Item = (StreamId, bool, Vec<Vec<u8>>)> + '_,
+        ),
+    > + '_ {
+        self.nodes.iter().map(|(k, node)| {
+            (
+                *k,
+                node.records()
+                    .map(move |r| (r.id, r.flags & DELETED != 0, node.fields(r).to_vec())),
+            )
+        })
+    }
+
     /// The first live entry's ID, or 0-0 when empty (Redis's `first_id`).
     pub fn first_id(&self) -> StreamId {
         self.first_entry().map_or(StreamId::MIN, |(id, _)| id)

@@ -12,16 +12,16 @@ import sys
 
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
-bgrewriteaof bgsave dump
+bgrewriteaof
 failover lolwut migrate module monitor psync
-replconf replicaof restore role save slaveof spublish
+replconf replicaof role slaveof spublish
 ssubscribe sunsubscribe sync wait
 """.split()
 MISSING_SUB = [
     ("client", s) for s in "caching getredir pause reply tracking trackinginfo unpause".split()
 ] + [
     ("pubsub", "shardchannels"), ("pubsub", "shardnumsub"), ("script", "debug"),
-    ("debug", "reload"), ("debug", "object"),
+    ("debug", "object"),
     ("debug", "digest"), ("debug", "digest-value"), ("debug", "listpack"),
     ("debug", "quicklist-packed-threshold"), ("debug", "stringmatch-len"),
     ("debug", "change-repl-id"), ("debug", "protocol"), ("debug", "jmap"),

@@ -310,6 +310,23 @@ impl Scripting {
         }
     }
 
+    /// The function libraries' code, for an RDB file (none without taking
+    /// the engine when no library exists). None if the engine stays held
+    /// for a second (a script running while the caller holds shards).
+    pub fn library_codes(&self) -> Option<Vec<Vec<u8>>> {
+        if self.libraries_count.load(Relaxed) == 0 {
+            return Some(Vec::new());
+        }
+        let g = self
+            .engine
+            .try_lock_for(std::time::Duration::from_secs(1))?;
+        Some(
+            g.as_ref()
+                .map(|e| e.libraries.values().map(|l| l.code.clone()).collect())
+                .unwrap_or_default(),
+        )
+    }
+
     pub fn update_stats(&self, e: &Engine) {
         self.cached_scripts.store(e.scripts.len(), Relaxed);
         self.scripts_bytes

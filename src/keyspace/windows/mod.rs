@@ -353,6 +353,7 @@ pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
     let windows = &ks.shared.windows;
     let now = ks.now_ms;
     let db = ks.db;
+    ks.cow(key);
     let shard = ks.shard(key);
     let Some(entry) = shard.dbs[db].keys.get_mut(key) else {
         return 0;

@@ -1,0 +1,416 @@
+//! RDB persistence of the whole server: `SAVE`, the save points, the final
+//! save at shutdown, `DEBUG RELOAD`, loading at startup, and the state
+//! `INFO persistence` and `LASTSAVE` report.
+//!
+//! The format lives in [`crate::rdb`]; this module decides when a file is
+//! written and where: `dir`/`dbfilename`, through a `temp-<pid>.rdb` file
+//! that is fsynced and renamed over the old one, so a crash mid-save never
+//! leaves a half-written `dump.rdb`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+
+use parking_lot::Mutex;
+
+use crate::keyspace::Keyspace;
+use crate::rdb::file::{self, Extras, LoadStats, SaveOptions, Source};
+use crate::server::Shared;
+
+/// What INFO persistence reports beside the counters in `Stats`.
+pub struct State {
+    /// A background save is running.
+    pub bgsave_in_progress: AtomicBool,
+    /// The last background save (or save-point save) succeeded (Redis's
+    /// `lastbgsave_status`), which `stop-writes-on-bgsave-error` reads.
+    pub last_bgsave_ok: AtomicBool,
+    /// Unix seconds of the last failed attempt, so a failing save point
+    /// retries every 5 seconds rather than at once (`CONFIG_BGSAVE_RETRY_DELAY`).
+    pub last_bgsave_try: AtomicU64,
+    pub last_bgsave_time_sec: AtomicI64,
+    /// When the running background save started (Unix seconds).
+    pub bgsave_started: AtomicU64,
+    /// `BGSAVE SCHEDULE` asked for one while another ran.
+    pub bgsave_scheduled: AtomicBool,
+    /// Successful saves since startup (`rdb_saves`).
+    pub saves: AtomicU64,
+    /// `server.dirty` when the running background save took its snapshot.
+    pub dirty_before_bgsave: AtomicU64,
+    pub last_load: Mutex<LoadStats>,
+    /// SHUTDOWN already saved (or was told not to): the exit path must not.
+    pub shutdown_handled: AtomicBool,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            bgsave_in_progress: AtomicBool::new(false),
+            last_bgsave_ok: AtomicBool::new(true),
+            last_bgsave_try: AtomicU64::new(0),
+            last_bgsave_time_sec: AtomicI64::new(-1),
+            bgsave_started: AtomicU64::new(0),
+            bgsave_scheduled: AtomicBool::new(false),
+            saves: AtomicU64::new(0),
+            dirty_before_bgsave: AtomicU64::new(0),
+            last_load: Mutex::new(LoadStats::default()),
+            shutdown_handled: AtomicBool::new(false),
+        }
+    }
+}
+
+/// The text of Redis's MISCONF refusal.
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// Whether writes are refused because the last background save failed
+/// (Redis's `writeCommandsDeniedByDiskError`).
+pub fn writes_denied(shared: &Shared) -> bool {
+    !shared.persistence.last_bgsave_ok.load(Relaxed)
+        && shared.config.stop_writes_on_bgsave_error()
+        && !shared.config.save_points().is_empty()
+}
+
+fn options(shared: &Shared) -> SaveOptions {
+    SaveOptions {
+        compress: shared.config.rdbcompression(),
+        checksum: shared.config.rdbchecksum(),
+    }
+}
+
+fn now_secs(shared: &Shared) -> u64 {
+    shared.clock.now_ms() / 1000
+}
+
+/// What the file carries beside the keys; None if the function engine
+/// could not be read.
+pub fn extras(shared: &Shared) -> Option<Extras> {
+    Some(Extras {
+        functions: shared.scripting.library_codes()?,
+        rules: shared.windows.list(),
+        used_mem: crate::alloc::allocated().unwrap_or(0),
+        ctime_secs: now_secs(shared),
+    })
+}
+
+/// Writes `src` to `dir`/`dbfilename` through a temporary file.
+pub fn write_file(
+    shared: &Shared,
+    src: &dyn Source,
+    extras: &Extras,
+    tmp_tag: &str,
+) -> std::io::Result<()> {
+    let path = shared.config.rdb_path();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!("temp-{tmp_tag}-{}.rdb", std::process::id()));
+    let result = (|| {
+        let f = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        file::write(&mut w, src, extras, options(shared))?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        // The rename is durable once the directory is.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Notes a successful save of the dataset as of `dirty_at_snapshot`
+/// changes.
+pub fn saved(shared: &Shared, dirty_at_snapshot: u64) {
+    let _ = shared.stats.dirty.fetch_update(Relaxed, Relaxed, |d| {
+        Some(d.saturating_sub(dirty_at_snapshot))
+    });
+    shared.last_save.store(now_secs(shared), Relaxed);
+    shared.persistence.saves.fetch_add(1, Relaxed);
+    shared.persistence.last_bgsave_ok.store(true, Relaxed);
+}
+
+/// `SAVE` (and the shutdown save): writes the dataset the caller holds
+/// every shard of, in the foreground.
+pub fn save_locked(ks: &mut Keyspace<'_>) -> Result<(), String> {
+    let shared = ks.shared;
+    let extras = extras(shared).ok_or("the function engine is busy")?;
+    let dirty = shared.stats.dirty.load(Relaxed);
+    let shards = file::Shards(ks.shards_mut().map(|s| &*s).collect());
+    match write_file(shared, &shards, &extras, "save") {
+        Ok(()) => {
+            saved(shared, dirty);
+            tracing::info!("DB saved on disk");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("Failed saving the DB: {e}");
+            Err(e.to_string())
+        }
+    }
+}
+
+/// Saves with every shard locked here (shutdown, save points' fallback).
+pub fn save_all(shared: &Shared) -> Result<(), String> {
+    let guards = shared.store.lock(shared.store.all_shards());
+    let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
+    save_locked(&mut ks)
+}
+
+/// Loads `dir`/`dbfilename` at startup if it exists. An unreadable or
+/// corrupt file is an error: the server refuses to start, as Redis does.
+pub fn load_at_startup(shared: &Shared) -> Result<(), String> {
+    let path = shared.config.rdb_path();
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(format!(
+                "Fatal error loading the DB {}: {e}. Exiting.",
+                path.display()
+            ));
+        }
+    };
+    let started = std::time::Instant::now();
+    let guards = shared.store.lock(shared.store.all_shards());
+    let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
+    let stats = file::load(&data, &mut ks, false).map_err(|e| {
+        format!(
+            "Fatal error loading the DB {}: {e}. Exiting.",
+            path.display()
+        )
+    })?;
+    drop(ks);
+    tracing::info!(
+        "Done loading RDB, keys loaded: {}, keys expired: {}.",
+        stats.keys_loaded,
+        stats.keys_expired
+    );
+    tracing::info!(
+        "DB loaded from disk: {:.3} seconds",
+        started.elapsed().as_secs_f64()
+    );
+    *shared.persistence.last_load.lock() = stats;
+    Ok(())
+}
+
+/// Runs `f` with every shard held: those of a command that holds none are
+/// taken here (in order); a command holding only some cannot take the rest
+/// without risking a deadlock and fails.
+pub fn with_all_shards<R>(
+    ks: &mut Keyspace<'_>,
+    f: impl FnOnce(&mut Keyspace<'_>) -> Result<R, String>,
+) -> Result<R, String> {
+    let all = ks.shared.store.shard_count();
+    let held = (0..all).filter(|&i| ks.holds(i)).count();
+    if held == all {
+        return f(ks);
+    }
+    if held != 0 {
+        return Err("ERR this command needs the whole keyspace; run it outside MULTI".into());
+    }
+    ks.guards = ks.shared.store.lock(ks.shared.store.all_shards());
+    let r = f(ks);
+    ks.guards = crate::keyspace::Guards::None;
+    r
+}
+
+/// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]`: save (unless NOSAVE), empty
+/// every database and the function libraries (unless NOFLUSH), load the
+/// file back (MERGE: its keys and libraries replace existing ones); the
+/// caller holds every shard.
+pub fn reload(ks: &mut Keyspace<'_>, save: bool, flush: bool, merge: bool) -> Result<(), String> {
+    if save {
+        save_locked(ks).map_err(|_| "ERR".to_string())?;
+    }
+    let shared = ks.shared;
+    let load_error = "ERR Error trying to load the RDB dump, check server logs.".to_string();
+    let data = std::fs::read(shared.config.rdb_path()).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        load_error.clone()
+    })?;
+    if flush {
+        flush_all(ks);
+    }
+    let dirty = shared.stats.dirty.load(Relaxed);
+    let stats = file::load(&data, ks, merge).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        load_error.clone()
+    })?;
+    // Loading is no change to the dataset.
+    shared.stats.dirty.store(dirty, Relaxed);
+    *shared.persistence.last_load.lock() = stats;
+    tracing::warn!("DB reloaded by DEBUG RELOAD");
+    Ok(())
+}
+
+/// Empties every database and the function libraries (Redis's `emptyData`).
+fn flush_all(ks: &mut Keyspace<'_>) {
+    let shared = ks.shared;
+    for shard in ks.shards_mut() {
+        for db in shard.dbs.iter_mut() {
+            db.keys.clear();
+            db.expires.clear();
+        }
+        shard.schedule = Default::default();
+    }
+    if shared.scripting.libraries_count.load(Relaxed) > 0
+        && let Ok(mut e) = shared.scripting.engine()
+    {
+        e.flush_libraries();
+        shared.scripting.update_stats(&e);
+    }
+}
+
+/// The save on the way out (SIGTERM, SIGINT): when save points exist and
+/// SHUTDOWN did not already decide.
+pub fn save_on_exit(shared: &Shared) {
+    if shared.persistence.shutdown_handled.load(Relaxed) || shared.config.save_points().is_empty() {
+        return;
+    }
+    wait_bgsave(shared, std::time::Duration::from_secs(60));
+    tracing::info!("Saving the final RDB snapshot before exiting.");
+    if let Err(e) = save_all(shared) {
+        tracing::warn!("Error trying to save the DB, can't exit: {e}; exiting anyway");
+    }
+}
+
+/// A running snapshot, as the file writer reads it.
+struct SnapshotSource<'a> {
+    store: &'a crate::keyspace::Store,
+    sizes: crate::keyspace::snapshot::Sizes,
+}
+
+impl Source for SnapshotSource<'_> {
+    fn databases(&self) -> usize {
+        self.sizes.len()
+    }
+
+    fn sizes(&self, db: usize) -> (usize, usize) {
+        self.sizes[db]
+    }
+
+    fn for_each(
+        &self,
+        db: usize,
+        f: &mut file::KeyFn<'_>,
+        flush: &mut file::FlushFn<'_>,
+    ) -> std::io::Result<()> {
+        for idx in 0..self.store.shard_count() {
+            self.store.snapshot_db(idx, db, f, flush)?;
+        }
+        Ok(())
+    }
+}
+
+/// Starts a BGSAVE: takes the snapshot while the caller holds every shard
+/// (`shards`), then writes it on a thread of its own (see
+/// [`crate::keyspace::snapshot`] for why this is a point-in-time image).
+pub fn start_bgsave<'s>(
+    shared: &Arc<Shared>,
+    shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
+) -> Result<(), &'static str> {
+    let p = &shared.persistence;
+    if p.bgsave_in_progress.swap(true, Relaxed) {
+        return Err("ERR Background save already in progress");
+    }
+    let Some(extras) = extras(shared) else {
+        p.bgsave_in_progress.store(false, Relaxed);
+        return Err("ERR");
+    };
+    let sizes = shared.store.begin_snapshot(shards);
+    p.dirty_before_bgsave
+        .store(shared.stats.dirty.load(Relaxed), Relaxed);
+    p.bgsave_started.store(now_secs(shared), Relaxed);
+    p.bgsave_scheduled.store(false, Relaxed);
+    let saver = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("zwindow-bgsave".into())
+        .spawn(move || run_bgsave(&saver, sizes, extras));
+    if let Err(e) = spawned {
+        tracing::warn!("Can't save in background: {e}");
+        shared.store.end_snapshot();
+        p.bgsave_in_progress.store(false, Relaxed);
+        return Err("ERR");
+    }
+    tracing::info!("Background saving started");
+    Ok(())
+}
+
+fn run_bgsave(shared: &Shared, sizes: crate::keyspace::snapshot::Sizes, extras: Extras) {
+    let started = std::time::Instant::now();
+    let src = SnapshotSource {
+        store: &shared.store,
+        sizes,
+    };
+    let result = write_file(shared, &src, &extras, "bg");
+    shared.store.end_snapshot();
+    let p = &shared.persistence;
+    p.last_bgsave_time_sec
+        .store(started.elapsed().as_secs() as i64, Relaxed);
+    match result {
+        Ok(()) => {
+            saved(shared, p.dirty_before_bgsave.load(Relaxed));
+            tracing::info!("Background saving terminated with success");
+        }
+        Err(e) => {
+            p.last_bgsave_ok.store(false, Relaxed);
+            p.last_bgsave_try.store(now_secs(shared), Relaxed);
+            tracing::warn!("Background saving error: {e}");
+        }
+    }
+    p.bgsave_in_progress.store(false, Relaxed);
+}
+
+/// Waits (a bounded while) for a running BGSAVE to end, so a foreground
+/// save that follows is the newest file.
+pub fn wait_bgsave(shared: &Shared, limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    while shared.persistence.bgsave_in_progress.load(Relaxed)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// How long a failed save point waits before retrying (Redis's
+/// `CONFIG_BGSAVE_RETRY_DELAY`).
+const RETRY_DELAY_SECS: u64 = 5;
+
+/// The save points' check, as Redis's `serverCron`: a BGSAVE when some
+/// point's change count and age are both reached, or one was scheduled.
+pub fn cron(shared: &Arc<Shared>) {
+    let p = &shared.persistence;
+    if p.bgsave_in_progress.load(Relaxed) {
+        return;
+    }
+    let now = now_secs(shared);
+    let dirty = shared.stats.dirty.load(Relaxed);
+    let since = now.saturating_sub(shared.last_save.load(Relaxed));
+    let retry_ok = p.last_bgsave_ok.load(Relaxed)
+        || now.saturating_sub(p.last_bgsave_try.load(Relaxed)) > RETRY_DELAY_SECS;
+    let due = shared
+        .config
+        .save_points()
+        .into_iter()
+        .find(|&(secs, changes)| dirty >= changes && since > secs && retry_ok);
+    if let Some((secs, changes)) = due {
+        tracing::info!("{changes} changes in {secs} seconds. Saving...");
+    } else if !p.bgsave_scheduled.load(Relaxed) {
+        return;
+    }
+    let mut guards = shared.store.lock(shared.store.all_shards());
+    let _ = start_bgsave(shared, guards.iter_mut());
+}
+
+/// Runs [`cron`] ten times a second until shutdown.
+pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => cron(&shared),
+            _ = shutdown.changed() => return,
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! Whole RDB files: writing the dataset (SAVE, BGSAVE, SHUTDOWN, DEBUG
+//! RELOAD) and loading one (startup, DEBUG RELOAD).
+//!
+//! A file is `REDIS0010`, the AUX fields Redis 7.0 writes (`redis-ver`,
+//! `redis-bits`, `ctime`, `used-mem`, `aof-base`), the function libraries
+//! (`FUNCTION2`), then per non-empty database `SELECTDB`, `RESIZEDB` and
+//! its keys (each optionally preceded by `EXPIRETIME_MS`), `EOF`, and the
+//! CRC-64 of everything before it (zero with `rdbchecksum no`).
+//!
+//! zwindow's own state rides in AUX records, which redis-server skips
+//! (`Unrecognized RDB AUX field`): `zwindow-rule` (a window rule, before
+//! the databases) and, right after a key, `zwindow-zttl` (its sorted-set
+//! member TTLs) or `zwindow-httl` (its hash field TTLs). The key itself is
+//! an ordinary Redis value, so redis-server 7.0 loads the file and simply
+//! sees no TTLs on members and fields.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use super::codec::{CRC64, Reader, put_len, put_ms, put_string};
+use super::types::*;
+use super::{Limits, RDB_VERSION, RDB_VERSION_MAX_READ, RdbError, value};
+use crate::keyspace::windows::{Rule, Unit};
+use crate::keyspace::{Entry, Keyspace, Value};
+
+const AUX_RULE: &[u8] = b"zwindow-rule";
+const AUX_MEMBER_TTLS: &[u8] = b"zwindow-zttl";
+const AUX_FIELD_TTLS: &[u8] = b"zwindow-httl";
+
+/// How a file is written (`rdbcompression`, `rdbchecksum`).
+#[derive(Debug, Clone, Copy)]
+pub struct SaveOptions {
+    pub compress: bool,
+    pub checksum: bool,
+}
+
+/// What a [`Source`] calls with each key: key, value, expiry (0: none).
+pub type KeyFn<'f> = crate::keyspace::snapshot::Visit<'f>;
+/// What a [`Source`] calls between batches of keys.
+pub type FlushFn<'f> = crate::keyspace::snapshot::Flush<'f>;
+
+/// Where a file's keys come from: the locked shards (SAVE) or a snapshot
+/// of them (BGSAVE).
+pub trait Source {
+    fn databases(&self) -> usize;
+    /// (keys, keys with a TTL) of database `db`.
+    fn sizes(&self, db: usize) -> (usize, usize);
+    /// Calls `f` with every key of `db`: key, value, expiry (0: none), and
+    /// `flush` now and then with no lock held (the file is written there,
+    /// so a slow disk never stalls a shard).
+    fn for_each(
+        &self,
+        db: usize,
+        f: &mut KeyFn<'_>,
+        flush: &mut FlushFn<'_>,
+    ) -> std::io::Result<()>;
+}
+
+/// Locked shards, read in place.
+pub struct Shards<'a>(pub Vec<&'a crate::keyspace::Shard>);
+
+impl Source for Shards<'_> {
+    fn databases(&self) -> usize {
+        self.0.first().map_or(0, |s| s.dbs.len())
+    }
+
+    fn sizes(&self, db: usize) -> (usize, usize) {
+        self.0.iter().fold((0, 0), |(k, e), s| {
+            (k + s.dbs[db].keys.len(), e + s.dbs[db].expires.len())
+        })
+    }
+
+    fn for_each(
+        &self,
+        db: usize,
+        f: &mut KeyFn<'_>,
+        flush: &mut FlushFn<'_>,
+    ) -> std::io::Result<()> {
+        for s in &self.0 {
+            for (i, (k, e)) in s.dbs[db].keys.iter().enumerate() {
+                f(k, &e.value, e.expire_at)?;
+                if i % 128 == 127 {
+                    flush()?;
+                }
+            }
+        }
+        flush()
+    }
+}
+
+/// A writer that keeps the running CRC-64 of what passed through it.
+struct CrcWriter<W: Write> {
+    inner: W,
+    digest: crc::Digest<'static, u64>,
+}
+
+impl<W: Write> CrcWriter<W> {
+    fn put(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.digest.update(b);
+        self.inner.write_all(b)
+    }
+}
+
+fn aux(out: &mut Vec<u8>, k: &[u8], v: &[u8]) {
+    out.push(OP_AUX);
+    put_string(out, k, false);
+    put_string(out, v, false);
+}
+
+/// What the file carries beside the keys.
+pub struct Extras {
+    pub functions: Vec<Vec<u8>>,
+    pub rules: Vec<Arc<Rule>>,
+    pub used_mem: u64,
+    pub ctime_secs: u64,
+}
+
+/// Writes a whole RDB file of `src` to `w`.
+pub fn write(
+    w: impl Write,
+    src: &dyn Source,
+    extras: &Extras,
+    opts: SaveOptions,
+) -> std::io::Result<()> {
+    let mut w = CrcWriter {
+        inner: w,
+        digest: CRC64.digest(),
+    };
+    let mut b = Vec::with_capacity(1 << 16);
+    b.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
+    aux(
+        &mut b,
+        b"redis-ver",
+        crate::server::REDIS_VERSION.as_bytes(),
+    );
+    aux(&mut b, b"redis-bits", b"64");
+    b.push(OP_AUX);
+    put_string(&mut b, b"ctime", false);
+    super::codec::put_int_string(&mut b, extras.ctime_secs as i64);
+    b.push(OP_AUX);
+    put_string(&mut b, b"used-mem", false);
+    super::codec::put_int_string(&mut b, extras.used_mem as i64);
+    b.push(OP_AUX);
+    put_string(&mut b, b"aof-base", false);
+    super::codec::put_int_string(&mut b, 0);
+    for r in &extras.rules {
+        aux(&mut b, AUX_RULE, &encode_rule(r));
+    }
+    for code in &extras.functions {
+        b.push(OP_FUNCTION2);
+        put_string(&mut b, code, opts.compress);
+    }
+    w.put(&b)?;
+    for db in 0..src.databases() {
+        let (keys, expires) = src.sizes(db);
+        if keys == 0 {
+            continue;
+        }
+        b.clear();
+        b.push(OP_SELECTDB);
+        put_len(&mut b, db as u64);
+        b.push(OP_RESIZEDB);
+        put_len(&mut b, keys as u64);
+        put_len(&mut b, expires as u64);
+        w.put(&b)?;
+        // Keys are encoded into `pending` (under the source's locks) and
+        // written out by `flush` (outside them).
+        let pending = std::cell::RefCell::new(Vec::with_capacity(1 << 16));
+        src.for_each(
+            db,
+            &mut |key, v, expire_at| {
+                write_key(&mut pending.borrow_mut(), key, v, expire_at, opts.compress);
+                Ok(())
+            },
+            &mut || {
+                let mut p = pending.borrow_mut();
+                w.put(&p)?;
+                p.clear();
+                Ok(())
+            },
+        )?;
+    }
+    b.clear();
+    b.push(OP_EOF);
+    w.digest.update(&b);
+    let crc = if opts.checksum {
+        w.digest.clone().finalize()
+    } else {
+        0
+    };
+    b.extend_from_slice(&crc.to_le_bytes());
+    w.inner.write_all(&b)?;
+    w.inner.flush()
+}
+
+/// One key: its TTL, type, name and value, then zwindow's AUX records.
+fn write_key(b: &mut Vec<u8>, key: &[u8], v: &Value, expire_at: u64, compress: bool) {
+    if expire_at != 0 {
+        b.push(OP_EXPIRETIME_MS);
+        put_ms(b, expire_at);
+    }
+    let at = b.len();
+    b.push(0);
+    put_string(b, key, compress);
+    b[at] = value::encode_file(v, compress, b);
+    match v {
+        Value::ZSet(z) => {
+            if let Some(rec) = value::member_ttls(z) {
+                aux(b, AUX_MEMBER_TTLS, &rec);
+            }
+        }
+        Value::Hash(h) => {
+            if let Some(rec) = value::field_ttls(h) {
+                aux(b, AUX_FIELD_TTLS, &rec);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn encode_rule(r: &Rule) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_string(&mut out, &r.pattern, false);
+    put_len(&mut out, r.duration_ms);
+    put_string(&mut out, r.unit.name().as_bytes(), false);
+    put_string(&mut out, r.moveto.as_deref().unwrap_or_default(), false);
+    out
+}
+
+fn decode_rule(v: &[u8]) -> Result<Rule, RdbError> {
+    let mut r = Reader::new(v);
+    let pattern = r.string()?;
+    let ms = r.len()?;
+    let unit =
+        Unit::parse(&r.string()?).ok_or_else(|| RdbError::corrupt("bad window rule unit"))?;
+    let moveto = r.string()?;
+    Ok(Rule::new(
+        &pattern,
+        ms,
+        unit,
+        (!moveto.is_empty()).then_some(moveto.as_slice()),
+    ))
+}
+
+/// Whether a decoded collection is empty (Redis skips such keys).
+pub(crate) fn is_empty_value(v: &Value) -> bool {
+    match v {
+        Value::Str(_) | Value::Stream(_) => false,
+        Value::Hash(h) => h.is_empty(),
+        Value::Set(s) => s.is_empty(),
+        Value::ZSet(z) => z.is_empty(),
+        Value::List(l) => l.is_empty(),
+    }
+}
+
+/// What loading found.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LoadStats {
+    pub keys_loaded: u64,
+    pub keys_expired: u64,
+}
+
+/// Loads an RDB image into the keyspace, whose every shard `ks` holds.
+/// Keys whose TTL has passed are skipped, as a Redis master does. A key or
+/// function library that already exists is an error unless `allow_dup`
+/// (`DEBUG RELOAD MERGE`), which replaces it.
+pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadStats, RdbError> {
+    let mut r = Reader::new(data);
+    let magic = r
+        .bytes(9)
+        .map_err(|_| RdbError::corrupt("Wrong signature trying to load DB from file"))?;
+    if &magic[..5] != b"REDIS" {
+        return Err(RdbError::corrupt(
+            "Wrong signature trying to load DB from file",
+        ));
+    }
+    let version: u16 = std::str::from_utf8(&magic[5..])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|v| (1..=RDB_VERSION_MAX_READ).contains(v))
+        .ok_or_else(|| {
+            RdbError(format!(
+                "Can't handle RDB format version {}",
+                String::from_utf8_lossy(&magic[5..])
+            ))
+        })?;
+    let shared = ks.shared;
+    let lim = Limits::from_config(&shared.config);
+    let mut stats = LoadStats::default();
+    let mut expire_at = 0u64;
+    // The key loaded last, for the AUX records that follow it.
+    let mut last: Option<Vec<u8>> = None;
+    let db0 = ks.db;
+    let result = (|| loop {
+        let op = r.byte()?;
+        match op {
+            OP_EXPIRETIME_MS => {
+                expire_at = r.ms()?;
+                continue;
+            }
+            OP_EXPIRETIME => {
+                expire_at = r.u32_le()? as u64 * 1000;
+                continue;
+            }
+            OP_IDLE => {
+                r.len()?;
+                continue;
+            }
+            OP_FREQ => {
+                r.byte()?;
+                continue;
+            }
+            OP_SELECTDB => {
+                let db = r.len()?;
+                if db >= shared.config.databases as u64 {
+                    return Err(RdbError(format!(
+                        "Data file was created with a Redis server configured to handle more than {} databases",
+                        shared.config.databases
+                    )));
+                }
+                ks.db = db as usize;
+                last = None;
+            }
+            OP_RESIZEDB => {
+                r.len()?;
+                r.len()?;
+            }
+            OP_SLOT_INFO => {
+                r.len()?;
+                r.len()?;
+                r.len()?;
+            }
+            OP_AUX => {
+                let k = r.string()?;
+                let v = r.string()?;
+                apply_aux(ks, &k, &v, last.as_deref())?;
+            }
+            OP_MODULE_AUX => {
+                return Err(RdbError::corrupt(
+                    "The RDB file contains AUX module data I can't load: no modules are loaded",
+                ));
+            }
+            OP_FUNCTION_PRE_GA => {
+                return Err(RdbError::corrupt(
+                    "Pre-release function format not supported",
+                ));
+            }
+            OP_FUNCTION2 => {
+                let code = r.string()?;
+                let mut engine = shared.scripting.engine().map_err(RdbError)?;
+                engine
+                    .load_library(&code, allow_dup)
+                    .map_err(|e| RdbError(format!("Failed loading library: {e}")))?;
+                shared.scripting.update_stats(&engine);
+            }
+            OP_EOF => {
+                if version >= 5 {
+                    let body = r.consumed();
+                    let expected = r.ms()?;
+                    let got = CRC64.checksum(body);
+                    if expected != 0 && expected != got {
+                        return Err(RdbError(format!(
+                            "Wrong RDB checksum expected: ({expected:x}) got ({got:x})"
+                        )));
+                    }
+                }
+                return Ok(());
+            }
+            ty => {
+                let key = r.string()?;
+                let (v, extra) = value::decode(ty, &mut r, &lim)?;
+                let at = std::mem::take(&mut expire_at);
+                last = None;
+                if is_empty_value(&v) {
+                    continue;
+                }
+                if at != 0 && at <= ks.now_ms {
+                    stats.keys_expired += 1;
+                    continue;
+                }
+                if !allow_dup && ks.peek_raw(&key).is_some() {
+                    return Err(RdbError(format!(
+                        "RDB has duplicated key '{}' in DB {}",
+                        String::from_utf8_lossy(&key),
+                        ks.db
+                    )));
+                }
+                if extra.field_ttls {
+                    shared
+                        .store
+                        .field_ttls
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                let mut e = Entry::new(v);
+                e.expire_at = at;
+                ks.set_entry(&key, e);
+                crate::keyspace::windows::reschedule(ks, &key);
+                stats.keys_loaded += 1;
+                last = Some(key);
+            }
+        }
+        expire_at = 0;
+    })();
+    ks.db = db0;
+    result.map_err(|e| RdbError(format!("{} (at offset {})", e.0, r.pos)))?;
+    Ok(stats)
+}
+
+fn apply_aux(
+    ks: &mut Keyspace<'_>,
+    k: &[u8],
+    v: &[u8],
+    last: Option<&[u8]>,
+) -> Result<(), RdbError> {
+    use std::sync::atomic::Ordering::Relaxed;
+    if k == AUX_RULE {
+        ks.shared.windows.set(decode_rule(v)?);
+        return Ok(());
+    }
+    let Some(key) = last else {
+        return Ok(());
+    };
+    if k == AUX_MEMBER_TTLS {
+        if let Some(Entry {
+            value: Value::ZSet(z),
+            ..
+        }) = ks.peek_raw(key)
+        {
+            value::apply_member_ttls(z, v)?;
+            ks.shared.store.member_ttls.store(true, Relaxed);
+        }
+    } else if k == AUX_FIELD_TTLS {
+        if let Some(Entry {
+            value: Value::Hash(h),
+            ..
+        }) = ks.peek_raw(key)
+        {
+            value::apply_field_ttls(h, v)?;
+            ks.shared.store.field_ttls.store(true, Relaxed);
+        }
+    } else {
+        return Ok(());
+    }
+    crate::keyspace::windows::reschedule(ks, key);
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! Redis's RDB format: the snapshot file (`SAVE`, `BGSAVE`, loading at
+//! startup, `DEBUG RELOAD`) and the `DUMP`/`RESTORE` payload.
+//!
+//! - [`codec`]: lengths, strings (integer and LZF encodings), doubles, CRC-64.
+//! - [`blobs`]: listpacks (written and read), ziplists, intsets, zipmaps.
+//! - [`value`]: one value per type and encoding.
+//! - [`file`]: whole files: header, AUX fields, functions, databases, keys
+//!   with TTLs, checksum; and zwindow's own state in AUX records.
+
+//!
+//! zwindow writes RDB version 10, as Redis 7.0 does, so redis-server 7.0
+//! loads its files and payloads; it reads versions 1 to 12. Every byte read
+//! is untrusted: a corrupt file or a hostile RESTORE payload fails with an
+//! error, never a panic or an allocation larger than the input.
+
+pub(crate) mod blobs;
+pub(crate) mod codec;
+pub mod file;
+
+pub(crate) mod value;
+
+use crate::config::Config;
+
+/// The version zwindow writes (Redis 7.0's).
+pub const RDB_VERSION: u16 = 10;
+/// The newest version zwindow reads (Redis 7.4's).
+pub const RDB_VERSION_MAX_READ: u16 = 12;
+
+/// Value types and opcodes (`rdb.h`).
+#[allow(dead_code)]
+pub(crate) mod types {
+    pub(crate) const TYPE_STRING: u8 = 0;
+    pub(crate) const TYPE_LIST: u8 = 1;
+    pub(crate) const TYPE_SET: u8 = 2;
+    pub(crate) const TYPE_ZSET: u8 = 3;
+    pub(crate) const TYPE_HASH: u8 = 4;
+    pub(crate) const TYPE_ZSET_2: u8 = 5;
+    pub(crate) const TYPE_MODULE_PRE_GA: u8 = 6;
+    pub(crate) const TYPE_MODULE_2: u8 = 7;
+    pub(crate) const TYPE_HASH_ZIPMAP: u8 = 9;
+    pub(crate) const TYPE_LIST_ZIPLIST: u8 = 10;
+    pub(crate) const TYPE_SET_INTSET: u8 = 11;
+    pub(crate) const TYPE_ZSET_ZIPLIST: u8 = 12;
+    pub(crate) const TYPE_HASH_ZIPLIST: u8 = 13;
+    pub(crate) const TYPE_LIST_QUICKLIST: u8 = 14;
+    pub(crate) const TYPE_STREAM_LISTPACKS: u8 = 15;
+    pub(crate) const TYPE_HASH_LISTPACK: u8 = 16;
+    pub(crate) const TYPE_ZSET_LISTPACK: u8 = 17;
+    pub(crate) const TYPE_LIST_QUICKLIST_2: u8 = 18;
+    pub(crate) const TYPE_STREAM_LISTPACKS_2: u8 = 19;
+    pub(crate) const TYPE_SET_LISTPACK: u8 = 20;
+    pub(crate) const TYPE_STREAM_LISTPACKS_3: u8 = 21;
+    pub(crate) const TYPE_HASH_METADATA_PRE_GA: u8 = 22;
+    pub(crate) const TYPE_HASH_LISTPACK_EX_PRE_GA: u8 = 23;
+    pub(crate) const TYPE_HASH_METADATA: u8 = 24;
+    pub(crate) const TYPE_HASH_LISTPACK_EX: u8 = 25;
+
+    pub(crate) const QUICKLIST_NODE_PLAIN: u64 = 1;
+    pub(crate) const QUICKLIST_NODE_PACKED: u64 = 2;
+
+    pub(crate) const OP_SLOT_INFO: u8 = 244;
+    pub(crate) const OP_FUNCTION2: u8 = 245;
+    pub(crate) const OP_FUNCTION_PRE_GA: u8 = 246;
+    pub(crate) const OP_MODULE_AUX: u8 = 247;
+    pub(crate) const OP_IDLE: u8 = 248;
+    pub(crate) const OP_FREQ: u8 = 249;
+    pub(crate) const OP_AUX: u8 = 250;
+    pub(crate) const OP_RESIZEDB: u8 = 251;
+    pub(crate) const OP_EXPIRETIME_MS: u8 = 252;
+    pub(crate) const OP_EXPIRETIME: u8 = 253;
+    pub(crate) const OP_SELECTDB: u8 = 254;
+    pub(crate) const OP_EOF: u8 = 255;
+}
+
+/// Why reading RDB bytes failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdbError(pub String);
+
+impl RdbError {
+    pub(crate) fn corrupt(what: &str) -> RdbError {
+        RdbError(what.to_string())
+    }
+
+    pub(crate) fn truncated() -> RdbError {
+        RdbError("Unexpected EOF reading RDB file".into())
+    }
+}
+
+impl std::fmt::Display for RdbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RdbError {}
+
+/// The encoding thresholds a loaded value is built under.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) zset: crate::types::zset::Limits,
+    pub(crate) hash: crate::types::hash::Limits,
+    pub(crate) set_intset: usize,
+    pub(crate) stream: crate::types::stream::NodeLimits,
+}
+
+impl Limits {
+    pub(crate) fn from_config(c: &Config) -> Limits {
+        Limits {
+            zset: crate::types::zset::Limits {
+                max_entries: c.zset_max_listpack_entries(),
+                max_value: c.zset_max_listpack_value(),
+            },
+            hash: crate::types::hash::Limits {
+                entries: c.hash_max_listpack_entries(),
+                value: c.hash_max_listpack_value(),
+            },
+            set_intset: c.set_max_intset_entries(),
+            stream: crate::types::stream::NodeLimits {
+                max_bytes: c.stream_node_max_bytes(),
+                max_entries: c.stream_node_max_entries(),
+            },
+        }
+    }
+}
+
+/// `DUMP`'s payload: the value, the RDB version, the CRC-64 of both.
+pub fn dump(value: &crate::keyspace::Value) -> Vec<u8> {
+    let mut out = vec![0];
+    out[0] = value::encode(value, true, &mut out);
+    // A hash with field TTLs is in Redis 7.4's form, which only RDB 12
+    // readers know.
+    let version = if matches!(
+        out[0],
+        types::TYPE_HASH_METADATA | types::TYPE_HASH_LISTPACK_EX
+    ) {
+        RDB_VERSION_MAX_READ
+    } else {
+        RDB_VERSION
+    };
+    out.extend_from_slice(&version.to_le_bytes());
+    let crc = codec::CRC64.checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Why a RESTORE payload was refused.
+pub enum RestoreError {
+    /// Version or checksum wrong (Redis's `verifyDumpPayload`).
+    Footer,
+    /// The body does not decode.
+    Data,
+}
+
+/// A decoded `RESTORE` payload: the value, and whether it has hash field
+/// TTLs the keyspace must schedule.
+pub fn restore(
+    payload: &[u8],
+    config: &Config,
+) -> Result<(crate::keyspace::Value, bool), RestoreError> {
+    if payload.len() < 10 {
+        return Err(RestoreError::Footer);
+    }
+    let (body, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let crc = u64::from_le_bytes(footer[2..].try_into().map_err(|_| RestoreError::Footer)?);
+    if version > RDB_VERSION_MAX_READ || codec::CRC64.checksum(&payload[..payload.len() - 8]) != crc
+    {
+        return Err(RestoreError::Footer);
+    }
+    let mut r = codec::Reader::new(body);
+    let ty = r.byte().map_err(|_| RestoreError::Data)?;
+    let (v, extra) =
+        value::decode(ty, &mut r, &Limits::from_config(config)).map_err(|_| RestoreError::Data)?;
+    if !r.is_empty() || file::is_empty_value(&v) {
+        return Err(RestoreError::Data);
+    }
+    Ok((v, extra.field_ttls))
+}

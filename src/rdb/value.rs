@@ -1,0 +1,911 @@
+//! One value in RDB form, per type and encoding: what `DUMP` serializes and
+//! what a file holds after each key.
+//!
+//! Written as Redis 7.0 writes them (RDB 10): strings; lists as quicklists
+//! of listpacks (type 18); sets as intsets (11) or plain sets (2); hashes
+//! and sorted sets as listpacks (16, 17) while small, else as plain hashes
+//! (4) and `ZSET_2` (5, binary doubles); streams as `STREAM_LISTPACKS_2`
+//! (19). Read: everything Redis 2.x to 7.4 writes for these types, including
+//! ziplists, zipmaps, 7.2's set listpacks and stream v3, and 7.4's hashes
+//! with field TTLs. A hash's field TTLs are written in 7.4's form (types
+//! 24/25), which only a 7.4 server reads; sets of zwindow's own member TTLs
+//! are written as a separate AUX record by the file writer.
+
+use std::collections::BTreeSet;
+
+use ordered_float::NotNan;
+
+use super::blobs::{self, Elem, ListpackWriter};
+use super::codec::{Reader, put_double, put_int_string, put_len, put_ms, put_string};
+use super::{Limits, RdbError, types::*};
+use crate::keyspace::{Str, Value};
+use crate::types::hash::{Hash, NO_TTL};
+use crate::types::list::{End, List};
+use crate::types::set::{Member, Set};
+use crate::types::stream::{Consumer, Group, Nack, Stream, StreamId};
+use crate::types::zset::{AddFlags, ZSet};
+
+/// Elements per quicklist node written: Redis's default
+/// `list-max-listpack-size -2` caps a node at 8 kB; counting bytes is
+/// enough to cut nodes where any reader accepts them.
+const LIST_NODE_BYTES: usize = 8192;
+
+/// Appends `value` (without its type byte) as DUMP carries it and returns
+/// its RDB type: a hash with field TTLs in Redis 7.4's form.
+pub(crate) fn encode(value: &Value, compress: bool, out: &mut Vec<u8>) -> u8 {
+    encode_with(value, compress, true, out)
+}
+
+/// Like [`encode`], for a file redis-server 7.0 must load: a hash's field
+/// TTLs are left out (the file writer adds them as an AUX record).
+pub(crate) fn encode_file(value: &Value, compress: bool, out: &mut Vec<u8>) -> u8 {
+    encode_with(value, compress, false, out)
+}
+
+fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u8>) -> u8 {
+    match value {
+        Value::Str(s) => {
+            put_string(out, &s.data, compress);
+            TYPE_STRING
+        }
+        Value::List(l) => {
+            encode_list(l, compress, out);
+            TYPE_LIST_QUICKLIST_2
+        }
+        Value::Set(Set::Intset(v)) => {
+            put_string(out, &blobs::write_intset(v), compress);
+            TYPE_SET_INTSET
+        }
+        Value::Set(s) => {
+            put_len(out, s.len() as u64);
+            for m in s.iter() {
+                match m {
+                    Member::Int(v) => put_int_string(out, v),
+                    Member::Bytes(b) => put_string(out, b, compress),
+                }
+            }
+            TYPE_SET
+        }
+        Value::Hash(h) => encode_hash(h, compress, inline_ttls, out),
+        Value::ZSet(z) => {
+            if z.encoding_name() == "listpack" {
+                let mut lp = ListpackWriter::default();
+                for (m, s) in z.iter() {
+                    lp.push(m);
+                    lp.push(score_text(s).as_bytes());
+                }
+                put_string(out, &lp.finish_blob(), compress);
+                TYPE_ZSET_LISTPACK
+            } else {
+                put_len(out, z.len() as u64);
+                // Redis writes from the tail so loading inserts at the head.
+                let all: Vec<(&[u8], f64)> = z.iter().collect();
+                for (m, s) in all.into_iter().rev() {
+                    put_string(out, m, compress);
+                    put_double(out, s);
+                }
+                TYPE_ZSET_2
+            }
+        }
+        Value::Stream(s) => {
+            encode_stream(s, compress, out);
+            TYPE_STREAM_LISTPACKS_2
+        }
+    }
+}
+
+/// A score as a listpack stores it (`d2string`): integers in range as
+/// integers, others in the shortest text that reads back the same.
+fn score_text(s: f64) -> String {
+    if s.is_infinite() {
+        return if s > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if s == s.trunc() && s.abs() < 4_503_599_627_370_496.0 {
+        return (s as i64).to_string();
+    }
+    format!("{s:e}")
+}
+
+fn encode_list(l: &List, compress: bool, out: &mut Vec<u8>) {
+    let mut nodes: Vec<Vec<u8>> = Vec::new();
+    let mut lp = ListpackWriter::default();
+    for e in l.iter() {
+        if lp.len() > 0 && lp.bytes() + e.len() > LIST_NODE_BYTES {
+            nodes.push(std::mem::take(&mut lp).finish_blob());
+        }
+        lp.push(e);
+    }
+    if lp.len() > 0 {
+        nodes.push(lp.finish_blob());
+    }
+    put_len(out, nodes.len() as u64);
+    for n in nodes {
+        put_len(out, QUICKLIST_NODE_PACKED);
+        put_string(out, &n, compress);
+    }
+}
+
+fn encode_hash(h: &Hash, compress: bool, inline_ttls: bool, out: &mut Vec<u8>) -> u8 {
+    // Only a hash that has (had) field TTLs pays for looking them up (a
+    // lookup is a scan in a listpack).
+    let ttls: Vec<u64> = if inline_ttls && h.min_deadline().is_some() {
+        h.iter()
+            .map(|(f, _)| h.expire_at(f).unwrap_or(NO_TTL))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let min = inline_ttls
+        .then(|| ttls.iter().copied().filter(|&t| t != NO_TTL).min())
+        .flatten();
+    let listpack = h.encoding() != "hashtable";
+    match (listpack, min) {
+        (true, None) => {
+            let mut lp = ListpackWriter::default();
+            for (f, v) in h.iter() {
+                lp.push(f);
+                lp.push(v);
+            }
+            put_string(out, &lp.finish_blob(), compress);
+            TYPE_HASH_LISTPACK
+        }
+        (false, None) => {
+            put_len(out, h.len() as u64);
+            for (f, v) in h.iter() {
+                put_string(out, f, compress);
+                put_string(out, v, compress);
+            }
+            TYPE_HASH
+        }
+        (true, Some(min)) => {
+            put_ms(out, min);
+            let mut lp = ListpackWriter::default();
+            for ((f, v), t) in h.iter().zip(&ttls) {
+                lp.push(f);
+                lp.push(v);
+                lp.push_int(*t as i64);
+            }
+            put_string(out, &lp.finish_blob(), compress);
+            TYPE_HASH_LISTPACK_EX
+        }
+        (false, Some(min)) => {
+            put_ms(out, min);
+            put_len(out, h.len() as u64);
+            for ((f, v), t) in h.iter().zip(&ttls) {
+                put_len(out, if *t == NO_TTL { 0 } else { t - min + 1 });
+                put_string(out, f, compress);
+                put_string(out, v, compress);
+            }
+            TYPE_HASH_METADATA
+        }
+    }
+}
+
+fn put_id(out: &mut Vec<u8>, id: StreamId) {
+    put_len(out, id.ms);
+    put_len(out, id.seq);
+}
+
+fn raw_id(id: StreamId) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&id.ms.to_be_bytes());
+    b[8..].copy_from_slice(&id.seq.to_be_bytes());
+    b
+}
+
+fn encode_stream(s: &Stream, compress: bool, out: &mut Vec<u8>) {
+    let nodes: Vec<(StreamId, Vec<u8>)> = s
+        .node_entries()
+        .map(|(key, entries)| (key, stream_listpack(key, entries)))
+        .collect();
+    put_len(out, nodes.len() as u64);
+    for (key, lp) in nodes {
+        put_string(out, &raw_id(key), false);
+        put_string(out, &lp, compress);
+    }
+    put_len(out, s.len());
+    put_id(out, s.last_id);
+    put_id(out, s.first_id());
+    put_id(out, s.max_deleted_id);
+    put_len(out, s.entries_added);
+    put_len(out, s.groups.len() as u64);
+    for (name, g) in &s.groups {
+        put_string(out, name, compress);
+        put_id(out, g.last_id);
+        put_len(out, g.entries_read as u64);
+        put_len(out, g.pel.len() as u64);
+        for (id, n) in &g.pel {
+            out.extend_from_slice(&raw_id(*id));
+            put_ms(out, n.delivery_time);
+            put_len(out, n.delivery_count);
+        }
+        put_len(out, g.consumers.len() as u64);
+        for (cname, c) in &g.consumers {
+            put_string(out, cname, compress);
+            put_ms(out, c.seen_time);
+            put_len(out, c.pel.len() as u64);
+            for id in &c.pel {
+                out.extend_from_slice(&raw_id(*id));
+            }
+        }
+    }
+}
+
+/// One stream node as Redis's listpack: the master entry (live count,
+/// deleted count, the first entry's field names, 0), then each entry as
+/// flags, ID deltas, fields or values only, and its element count.
+fn stream_listpack(
+    key: StreamId,
+    entries: impl Iterator<Item = (StreamId, bool, Vec<Vec<u8>>)>,
+) -> Vec<u8> {
+    let entries: Vec<_> = entries.collect();
+    let live = entries.iter().filter(|e| !e.1).count();
+    let master: Vec<&[u8]> = entries
+        .first()
+        .map(|e| e.2.iter().step_by(2).map(Vec::as_slice).collect())
+        .unwrap_or_default();
+    let mut lp = ListpackWriter::default();
+    lp.push_int(live as i64);
+    lp.push_int((entries.len() - live) as i64);
+    lp.push_int(master.len() as i64);
+    for f in &master {
+        lp.push(f);
+    }
+    lp.push_int(0);
+    for (id, deleted, fields) in &entries {
+        let same = fields.len() == master.len() * 2
+            && fields
+                .iter()
+                .step_by(2)
+                .zip(&master)
+                .all(|(a, b)| a.as_slice() == *b);
+        let flags = i64::from(*deleted) | if same { 2 } else { 0 };
+        lp.push_int(flags);
+        lp.push_int(id.ms.wrapping_sub(key.ms) as i64);
+        lp.push_int(id.seq.wrapping_sub(key.seq) as i64);
+        let nf = fields.len() / 2;
+        if same {
+            for v in fields.iter().skip(1).step_by(2) {
+                lp.push(v);
+            }
+            lp.push_int(nf as i64 + 3);
+        } else {
+            lp.push_int(nf as i64);
+            for f in fields {
+                lp.push(f);
+            }
+            lp.push_int(nf as i64 * 2 + 4);
+        }
+    }
+    lp.finish_blob()
+}
+
+/// What a decoded value brings beyond the value itself.
+#[derive(Default)]
+pub(crate) struct Decoded {
+    /// The hash has field TTLs (the keyspace must schedule it).
+    pub(crate) field_ttls: bool,
+}
+
+fn corrupt(what: &'static str) -> RdbError {
+    RdbError::corrupt(what)
+}
+
+fn not_nan(s: f64) -> Result<NotNan<f64>, RdbError> {
+    NotNan::new(s).map_err(|_| corrupt("zset score is NaN"))
+}
+
+fn zadd(z: &mut ZSet, m: &[u8], s: f64, lim: &Limits) -> Result<(), RdbError> {
+    match z.add(m, not_nan(s)?, AddFlags::default(), lim.zset) {
+        Ok(crate::types::zset::AddOutcome::Added { .. }) => Ok(()),
+        _ => Err(corrupt("duplicate zset member")),
+    }
+}
+
+fn hset(h: &mut Hash, f: &[u8], v: &[u8], lim: &Limits) -> Result<(), RdbError> {
+    if h.set(f, v, lim.hash) {
+        Ok(())
+    } else {
+        Err(corrupt("duplicate hash field"))
+    }
+}
+
+fn sadd(s: &mut Set, m: &[u8], lim: &Limits) -> Result<(), RdbError> {
+    if s.add(m, lim.set_intset) {
+        Ok(())
+    } else {
+        Err(corrupt("duplicate set member"))
+    }
+}
+
+/// Reads one value of RDB type `ty`.
+pub(crate) fn decode(
+    ty: u8,
+    r: &mut Reader<'_>,
+    lim: &Limits,
+) -> Result<(Value, Decoded), RdbError> {
+    let mut extra = Decoded::default();
+    let value = match ty {
+        TYPE_STRING => Value::Str(Str::new(&r.string()?)),
+        TYPE_LIST => {
+            let n = r.count(1)?;
+            let mut l = List::new();
+            for _ in 0..n {
+                l.push(End::Right, &r.string()?);
+            }
+            Value::List(l)
+        }
+        TYPE_LIST_ZIPLIST => {
+            let mut l = List::new();
+            for e in blobs::ziplist(&r.string()?)? {
+                l.push(End::Right, &e.to_vec());
+            }
+            Value::List(l)
+        }
+        TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
+            let n = r.count(1)?;
+            let mut l = List::new();
+            for _ in 0..n {
+                let container = if ty == TYPE_LIST_QUICKLIST_2 {
+                    r.len()?
+                } else {
+                    QUICKLIST_NODE_PACKED
+                };
+                let blob = r.string()?;
+                match container {
+                    QUICKLIST_NODE_PLAIN => l.push(End::Right, &blob),
+                    QUICKLIST_NODE_PACKED => {
+                        let elems = if ty == TYPE_LIST_QUICKLIST_2 {
+                            blobs::listpack(&blob)?
+                        } else {
+                            blobs::ziplist(&blob)?
+                        };
+                        // Redis skips empty nodes (and a list left empty).
+                        for e in elems {
+                            l.push(End::Right, &e.to_vec());
+                        }
+                    }
+                    _ => return Err(corrupt("unknown quicklist node container")),
+                }
+            }
+            Value::List(l)
+        }
+        TYPE_SET => {
+            let n = r.count(1)?;
+            let mut s = Set::new_intset();
+            for _ in 0..n {
+                sadd(&mut s, &r.string()?, lim)?;
+            }
+            Value::Set(s)
+        }
+        TYPE_SET_INTSET => {
+            let v = blobs::intset(&r.string()?)?;
+            let mut s = Set::new_intset();
+            for x in v {
+                s.add_member(Member::Int(x), lim.set_intset);
+            }
+            Value::Set(s)
+        }
+        TYPE_SET_LISTPACK => {
+            let mut s = Set::new_intset();
+            for e in blobs::listpack(&r.string()?)? {
+                sadd(&mut s, &e.to_vec(), lim)?;
+            }
+            Value::Set(s)
+        }
+        TYPE_ZSET | TYPE_ZSET_2 => {
+            let n = r.count(2)?;
+            let mut z = ZSet::with_capacity_hint(n, 0, lim.zset);
+            for _ in 0..n {
+                let m = r.string()?;
+                let s = if ty == TYPE_ZSET_2 {
+                    r.double()?
+                } else {
+                    r.text_double()?
+                };
+                zadd(&mut z, &m, s, lim)?;
+            }
+            Value::ZSet(z)
+        }
+        TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
+            let blob = r.string()?;
+            let elems = if ty == TYPE_ZSET_LISTPACK {
+                blobs::listpack(&blob)?
+            } else {
+                blobs::ziplist(&blob)?
+            };
+            if elems.len() % 2 != 0 {
+                return Err(corrupt("zset listpack with an odd count"));
+            }
+            let mut z = ZSet::new();
+            for p in elems.chunks_exact(2) {
+                let s = match &p[1] {
+                    Elem::Int(v) => *v as f64,
+                    Elem::Str(s) => {
+                        crate::util::parse_f64(s).ok_or_else(|| corrupt("bad zset score"))?
+                    }
+                };
+                zadd(&mut z, &p[0].to_vec(), s, lim)?;
+            }
+            Value::ZSet(z)
+        }
+        TYPE_HASH => {
+            let n = r.count(2)?;
+            let mut h = Hash::new();
+            for _ in 0..n {
+                let (f, v) = (r.string()?, r.string()?);
+                hset(&mut h, &f, &v, lim)?;
+            }
+            Value::Hash(h)
+        }
+        TYPE_HASH_ZIPMAP => {
+            let blob = r.string()?;
+            let mut h = Hash::new();
+            for (f, v) in blobs::zipmap(&blob)? {
+                hset(&mut h, f, v, lim)?;
+            }
+            Value::Hash(h)
+        }
+        TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
+            let blob = r.string()?;
+            let elems = if ty == TYPE_HASH_LISTPACK {
+                blobs::listpack(&blob)?
+            } else {
+                blobs::ziplist(&blob)?
+            };
+            if elems.len() % 2 != 0 {
+                return Err(corrupt("hash listpack with an odd count"));
+            }
+            let mut h = Hash::new();
+            for p in elems.chunks_exact(2) {
+                hset(&mut h, &p[0].to_vec(), &p[1].to_vec(), lim)?;
+            }
+            Value::Hash(h)
+        }
+        TYPE_HASH_METADATA => {
+            let min = r.ms()?;
+            let n = r.count(3)?;
+            let mut h = Hash::new();
+            for _ in 0..n {
+                let ttl = r.len()?;
+                let (f, v) = (r.string()?, r.string()?);
+                hset(&mut h, &f, &v, lim)?;
+                if ttl != 0 {
+                    h.set_expire(&f, min.saturating_add(ttl - 1));
+                    extra.field_ttls = true;
+                }
+            }
+            Value::Hash(h)
+        }
+        TYPE_HASH_LISTPACK_EX => {
+            r.ms()?;
+            let blob = r.string()?;
+            let elems = blobs::listpack(&blob)?;
+            if elems.len() % 3 != 0 {
+                return Err(corrupt("hash listpack with TTLs not in triplets"));
+            }
+            let mut h = Hash::new();
+            for t in elems.chunks_exact(3) {
+                let f = t[0].to_vec();
+                hset(&mut h, &f, &t[1].to_vec(), lim)?;
+                let at = t[2].as_int().ok_or_else(|| corrupt("bad field TTL"))?;
+                if at > 0 {
+                    h.set_expire(&f, at as u64);
+                    extra.field_ttls = true;
+                }
+            }
+            Value::Hash(h)
+        }
+        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
+            Value::Stream(Box::new(decode_stream(ty, r, lim)?))
+        }
+        TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
+            return Err(RdbError::corrupt(
+                "module data types are not supported (no modules are loaded)",
+            ));
+        }
+        TYPE_HASH_METADATA_PRE_GA | TYPE_HASH_LISTPACK_EX_PRE_GA => {
+            return Err(corrupt("hash field TTLs of a Redis 7.4 release candidate"));
+        }
+        _ => return Err(RdbError::corrupt("unknown RDB value type")),
+    };
+    Ok((value, extra))
+}
+
+fn read_raw_id(r: &mut Reader<'_>) -> Result<StreamId, RdbError> {
+    let b = r.bytes(16)?;
+    let ms = u64::from_be_bytes(b[..8].try_into().unwrap_or_default());
+    let seq = u64::from_be_bytes(b[8..].try_into().unwrap_or_default());
+    Ok(StreamId { ms, seq })
+}
+
+fn read_id(r: &mut Reader<'_>) -> Result<StreamId, RdbError> {
+    Ok(StreamId {
+        ms: r.len()?,
+        seq: r.len()?,
+    })
+}
+
+fn decode_stream(ty: u8, r: &mut Reader<'_>, lim: &Limits) -> Result<Stream, RdbError> {
+    let mut s = Stream::new();
+    let nodes = r.count(2)?;
+    for _ in 0..nodes {
+        let key = r.string()?;
+        if key.len() != 16 {
+            return Err(corrupt("stream node key is not a 128 bit ID"));
+        }
+        let master = read_raw_id(&mut Reader::new(&key))?;
+        let blob = r.string()?;
+        let elems = blobs::listpack(&blob)?;
+        if elems.is_empty() {
+            return Err(corrupt("empty listpack inside stream"));
+        }
+        read_stream_node(&mut s, master, &elems, lim)?;
+    }
+    let len = r.len()?;
+    let last_id = read_id(r)?;
+    let (mut max_deleted, mut entries_added) = (StreamId::MIN, s.len());
+    if ty != TYPE_STREAM_LISTPACKS {
+        let _first = read_id(r)?;
+        max_deleted = read_id(r)?;
+        entries_added = r.len()?;
+    }
+    if len != s.len() {
+        return Err(corrupt("stream length does not match its entries"));
+    }
+    s.last_id = last_id;
+    s.max_deleted_id = max_deleted;
+    s.entries_added = entries_added;
+    let ngroups = r.count(1)?;
+    for _ in 0..ngroups {
+        let name = r.string()?;
+        let glast = read_id(r)?;
+        let entries_read = if ty != TYPE_STREAM_LISTPACKS {
+            r.len()? as i64
+        } else {
+            // A Redis 6 stream has no read counters: 7.0 estimates them.
+            s.estimate_distance(glast)
+        };
+        let mut g = Group::new(glast, entries_read);
+        let npel = r.count(17)?;
+        for _ in 0..npel {
+            let id = read_raw_id(r)?;
+            let delivery_time = r.ms()?;
+            let delivery_count = r.len()?;
+            g.pel.insert(
+                id,
+                Nack {
+                    consumer: Box::default(),
+                    delivery_time,
+                    delivery_count,
+                },
+            );
+        }
+        let nconsumers = r.count(9)?;
+        for _ in 0..nconsumers {
+            let cname: Box<[u8]> = r.string()?.into();
+            let seen_time = r.ms()?;
+            if ty == TYPE_STREAM_LISTPACKS_3 {
+                r.ms()?; // active-time: 7.2's, which 7.0's XINFO does not show.
+            }
+            let n = r.count(16)?;
+            let mut pel = BTreeSet::new();
+            for _ in 0..n {
+                let id = read_raw_id(r)?;
+                let nack = g
+                    .pel
+                    .get_mut(&id)
+                    .ok_or_else(|| corrupt("consumer PEL entry not in the group's PEL"))?;
+                nack.consumer = cname.clone();
+                pel.insert(id);
+            }
+            g.consumers.insert(cname, Consumer { seen_time, pel });
+        }
+        if g.pel.values().any(|n| n.consumer.is_empty()) {
+            return Err(corrupt("group PEL entry without a consumer"));
+        }
+        if s.groups.insert(name.into(), g).is_some() {
+            return Err(corrupt("duplicated consumer group name"));
+        }
+    }
+    Ok(s)
+}
+
+/// Appends the live entries of one stream listpack node.
+fn read_stream_node(
+    s: &mut Stream,
+    master: StreamId,
+    e: &[Elem<'_>],
+    lim: &Limits,
+) -> Result<(), RdbError> {
+    let bad = || corrupt("stream listpack integrity check failed");
+    let int = |i: usize| e.get(i).and_then(Elem::as_int).ok_or_else(bad);
+    let nmaster = usize::try_from(int(2)?).map_err(|_| bad())?;
+    let master_fields: Vec<Vec<u8>> = (0..nmaster)
+        .map(|i| e.get(3 + i).map(Elem::to_vec).ok_or_else(bad))
+        .collect::<Result<_, _>>()?;
+    let mut p = 3 + nmaster;
+    if int(p)? != 0 {
+        return Err(bad());
+    }
+    p += 1;
+    while p < e.len() {
+        let flags = int(p)?;
+        let id = StreamId {
+            ms: master.ms.wrapping_add(int(p + 1)? as u64),
+            seq: master.seq.wrapping_add(int(p + 2)? as u64),
+        };
+        p += 3;
+        let mut fields: Vec<Vec<u8>> = Vec::new();
+        if flags & 2 != 0 {
+            for f in &master_fields {
+                fields.push(f.clone());
+                fields.push(e.get(p).ok_or_else(bad)?.to_vec());
+                p += 1;
+            }
+        } else {
+            let n = usize::try_from(int(p)?).map_err(|_| bad())?;
+            p += 1;
+            if n > e.len() {
+                return Err(bad());
+            }
+            for _ in 0..n * 2 {
+                fields.push(e.get(p).ok_or_else(bad)?.to_vec());
+                p += 1;
+            }
+        }
+        int(p)?; // lp-count
+        p += 1;
+        if flags & 1 == 0 {
+            if id <= s.last_id && !s.is_empty() {
+                return Err(corrupt("stream entries out of order"));
+            }
+            let refs: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
+            s.append(id, &refs, lim.stream);
+        }
+    }
+    Ok(())
+}
+
+/// The zwindow-only part of a value that RDB has no place for: a sorted
+/// set's member TTLs, as `member, deadline` pairs.
+pub(crate) fn member_ttls(z: &ZSet) -> Option<Vec<u8>> {
+    if !z.has_ttls() {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut n = 0u64;
+    let mut body = Vec::new();
+    for (m, _) in z.iter() {
+        if let Some(at) = z
+            .expire_at(m)
+            .filter(|&a| a != crate::types::zset::ttl::NO_TTL)
+        {
+            put_string(&mut body, m, false);
+            put_ms(&mut body, at);
+            n += 1;
+        }
+    }
+    put_len(&mut out, n);
+    out.extend_from_slice(&body);
+    Some(out)
+}
+
+/// The zwindow-only part of a hash in a file: its field TTLs, as `field,
+/// deadline` pairs.
+pub(crate) fn field_ttls(h: &Hash) -> Option<Vec<u8>> {
+    h.min_deadline()?;
+    let mut body = Vec::new();
+    let mut n = 0u64;
+    for (f, _) in h.iter() {
+        if let Some(at) = h.expire_at(f).filter(|&a| a != NO_TTL) {
+            put_string(&mut body, f, false);
+            put_ms(&mut body, at);
+            n += 1;
+        }
+    }
+    let mut out = Vec::new();
+    put_len(&mut out, n);
+    out.extend_from_slice(&body);
+    Some(out)
+}
+
+/// Applies [`field_ttls`]'s record to a loaded hash.
+pub(crate) fn apply_field_ttls(h: &mut Hash, record: &[u8]) -> Result<(), RdbError> {
+    let mut r = Reader::new(record);
+    let n = r.count(9)?;
+    for _ in 0..n {
+        let f = r.string()?;
+        let at = r.ms()?;
+        h.set_expire(&f, at);
+    }
+    Ok(())
+}
+
+/// Applies [`member_ttls`]'s record to a loaded sorted set.
+pub(crate) fn apply_member_ttls(z: &mut ZSet, record: &[u8]) -> Result<(), RdbError> {
+    let mut r = Reader::new(record);
+    let n = r.count(9)?;
+    for _ in 0..n {
+        let m = r.string()?;
+        let at = r.ms()?;
+        z.set_expire(&m, at);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            zset: Default::default(),
+            hash: crate::types::hash::Limits {
+                entries: 128,
+                value: 64,
+            },
+            set_intset: 512,
+            stream: Default::default(),
+        }
+    }
+
+    /// Every kind of value and encoding zwindow writes.
+    fn samples() -> Vec<Value> {
+        let lim = limits();
+        let mut v = vec![
+            Value::Str(Str::new(b"hello")),
+            Value::Str(Str::new(b"-123456789012")),
+            Value::Str(Str::new(&vec![b'z'; 10_000])),
+        ];
+        let mut l = List::new();
+        for i in 0..3000 {
+            l.push(End::Right, format!("item{i}").as_bytes());
+        }
+        l.push(End::Right, &vec![b'x'; 20_000]);
+        v.push(Value::List(l));
+        let mut ints = Set::new_intset();
+        let mut strs = Set::new_intset();
+        for i in 0..100 {
+            ints.add(format!("{}", i * 1000 - 7).as_bytes(), 512);
+            strs.add(format!("m{i}").as_bytes(), 512);
+        }
+        v.push(Value::Set(ints));
+        v.push(Value::Set(strs));
+        for n in [5, 500] {
+            let mut h = Hash::new();
+            let mut z = ZSet::new();
+            for i in 0..n {
+                h.set(
+                    format!("f{i}").as_bytes(),
+                    format!("{i}").as_bytes(),
+                    lim.hash,
+                );
+                let s = [f64::NEG_INFINITY, -0.5, 1e300, 3.0, 1.0 / 3.0][i % 5] + i as f64;
+                zadd(&mut z, format!("m{i}").as_bytes(), s, &lim).unwrap();
+            }
+            v.push(Value::Hash(h));
+            v.push(Value::ZSet(z));
+        }
+        let mut s = Stream::new();
+        for i in 1..300u64 {
+            let f = if i % 3 == 0 {
+                b"other".as_slice()
+            } else {
+                b"a"
+            };
+            s.append(
+                StreamId::new(i, 0),
+                &[f, format!("{i}").as_bytes()],
+                lim.stream,
+            );
+        }
+        s.delete(StreamId::new(5, 0));
+        let mut g = Group::new(StreamId::new(10, 0), 10);
+        g.create_consumer(b"alice", 42);
+        for i in 1..4 {
+            let id = StreamId::new(i, 0);
+            g.pel.insert(
+                id,
+                Nack {
+                    consumer: b"alice".as_slice().into(),
+                    delivery_time: 7,
+                    delivery_count: i,
+                },
+            );
+            g.consumers
+                .get_mut(b"alice".as_slice())
+                .unwrap()
+                .pel
+                .insert(id);
+        }
+        s.groups.insert(b"g".as_slice().into(), g);
+        v.push(Value::Stream(Box::new(s)));
+        v
+    }
+
+    fn describe(v: &Value) -> String {
+        match v {
+            Value::Str(s) => format!("{:?}", s.data),
+            Value::List(l) => format!("{:?}", l.iter().collect::<Vec<_>>()),
+            Value::Set(s) => {
+                let mut m: Vec<Vec<u8>> = s.iter().map(|m| m.to_bytes().into_owned()).collect();
+                m.sort();
+                format!("{} {m:?}", s.encoding())
+            }
+            Value::Hash(h) => format!("{} {:?}", h.encoding(), h.iter().collect::<Vec<_>>()),
+            Value::ZSet(z) => format!("{} {:?}", z.encoding_name(), z.iter().collect::<Vec<_>>()),
+            Value::Stream(s) => {
+                let mut e = Vec::new();
+                s.range(StreamId::MIN, StreamId::MAX, false, |id, f| {
+                    e.push((id, f.to_vec()));
+                    true
+                });
+                format!(
+                    "{e:?} {:?} {:?} {} {:?}",
+                    s.last_id, s.max_deleted_id, s.entries_added, s.groups
+                )
+            }
+        }
+    }
+
+    #[test]
+    fn every_value_round_trips() {
+        for v in samples() {
+            for compress in [false, true] {
+                let mut out = Vec::new();
+                let ty = encode(&v, compress, &mut out);
+                let mut r = Reader::new(&out);
+                let (back, _) = decode(ty, &mut r, &limits()).unwrap();
+                assert!(r.is_empty());
+                assert_eq!(describe(&back), describe(&v));
+            }
+        }
+    }
+
+    #[test]
+    fn hash_field_ttls_round_trip_in_74s_form() {
+        let mut h = Hash::new();
+        for i in 0..3 {
+            h.set(format!("f{i}").as_bytes(), b"v", limits().hash);
+        }
+        h.set_expire(b"f1", 5_000);
+        let v = Value::Hash(h);
+        let mut out = Vec::new();
+        assert_eq!(encode(&v, false, &mut out), TYPE_HASH_LISTPACK_EX);
+        let (back, extra) =
+            decode(TYPE_HASH_LISTPACK_EX, &mut Reader::new(&out), &limits()).unwrap();
+        assert!(extra.field_ttls);
+        let Value::Hash(b) = back else { panic!() };
+        assert_eq!(b.expire_at(b"f1"), Some(5_000));
+        assert_eq!(b.expire_at(b"f0"), Some(NO_TTL));
+    }
+
+    /// Mutated payloads never panic, and never allocate past their size
+    /// (a failure would show as an abort or a hang here).
+    #[test]
+    fn mutated_values_fail_cleanly() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        for v in samples() {
+            let mut out = Vec::new();
+            let ty = encode(&v, true, &mut out);
+            for _ in 0..300 {
+                let mut m = out.clone();
+                for _ in 0..rng.random_range(1..4) {
+                    let i = rng.random_range(0..m.len());
+                    m[i] = rng.random();
+                }
+                if rng.random_bool(0.2) {
+                    m.truncate(rng.random_range(0..m.len()));
+                }
+                let t = if rng.random_bool(0.1) {
+                    rng.random_range(0..30)
+                } else {
+                    ty
+                };
+                let _ = decode(t, &mut Reader::new(&m), &limits());
+            }
+        }
+    }
+}
