@@ -1933,6 +1933,13 @@ const PARAMS: &[Param] = &[
         runtime
     ),
     kept!(
+        "sanitize-dump-payload",
+        None,
+        "no",
+        |v| one_of(v, &["no", "yes", "clients"]),
+        runtime
+    ),
+    kept!(
         "shutdown-on-sigint",
         None,
         "default",

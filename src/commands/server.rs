@@ -1308,6 +1308,19 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
             .ok_or(Error::NotFloat)?;
         std::thread::sleep(Duration::from_secs_f64(secs));
         ctx.out.ok();
+    } else if eq_ic(sub, "LISTPACK") && ctx.argc() == 3 {
+        // Redis prints the listpack's bytes on its stdout; zwindow logs the
+        // value's encoding and length at debug level instead.
+        let key = ctx.args.get(2);
+        let Some(e) = ctx.ks.peek(key) else {
+            return Err(Error::Static("ERR no such key"));
+        };
+        let encoding = e.value.encoding();
+        if encoding != "listpack" && encoding != "listpackex" {
+            return Err(Error::Static("ERR Not a listpack encoded object."));
+        }
+        tracing::debug!(key = %String::from_utf8_lossy(key), encoding, "DEBUG LISTPACK");
+        ctx.out.simple("Listpack structure printed on stdout");
     } else if eq_ic(sub, "RELOAD") {
         if ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
             return Err(Error::Static("ERR Background save already in progress"));
