@@ -183,6 +183,8 @@ pub struct Config {
     stream_node_max_bytes: AtomicUsize,
     stream_node_max_entries: AtomicUsize,
     proto_max_bulk_len: AtomicI64,
+    /// `tracking-table-max-keys` (0: unbounded).
+    tracking_table_max_keys: AtomicUsize,
     maxclients: AtomicUsize,
     protected_mode: AtomicBool,
     /// `tcp-keepalive` and `timeout`, in seconds (0: off).
@@ -250,6 +252,7 @@ impl Config {
             stream_node_max_bytes: AtomicUsize::new(4096),
             stream_node_max_entries: AtomicUsize::new(100),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
+            tracking_table_max_keys: AtomicUsize::new(1_000_000),
             maxclients: AtomicUsize::new(args.maxclients.unwrap_or(10_000).max(1)),
             protected_mode: AtomicBool::new(
                 parse_bool(args.protected_mode.as_bytes()).ok_or("invalid --protected-mode")?,
@@ -292,7 +295,16 @@ impl Config {
 
     /// The limit for clients in pub/sub mode (the `pubsub` class).
     pub fn pubsub_output_limit(&self) -> OutputLimit {
-        let l = &self.obuf_limits[2];
+        self.output_limit(2)
+    }
+
+    /// The limit of the `normal` class.
+    pub fn normal_output_limit(&self) -> OutputLimit {
+        self.output_limit(0)
+    }
+
+    fn output_limit(&self, class: usize) -> OutputLimit {
+        let l = &self.obuf_limits[class];
         OutputLimit {
             hard: l[0].load(Relaxed),
             soft: l[1].load(Relaxed),
@@ -370,6 +382,10 @@ impl Config {
     /// Lowers `maxclients` to what the open-files limit allows (startup).
     pub fn set_maxclients(&self, n: usize) {
         self.maxclients.store(n.max(1), Relaxed);
+    }
+
+    pub fn tracking_table_max_keys(&self) -> usize {
+        self.tracking_table_max_keys.load(Relaxed)
     }
 
     pub fn maxclients(&self) -> usize {
@@ -717,6 +733,13 @@ const PARAMS: &[Param] = &[
         i64::MAX
     ),
     usize_param!("maxclients", None, maxclients, 1, i64::from(u32::MAX)),
+    usize_param!(
+        "tracking-table-max-keys",
+        None,
+        tracking_table_max_keys,
+        0,
+        i64::MAX
+    ),
     usize_param!(
         "min-replicas-to-write",
         Some("min-slaves-to-write"),

@@ -13,7 +13,7 @@
 //! 5. [`types`]: the value data structures, each testable alone.
 //!
 //! Beside them: [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
-//! shared state and startup), [`config`], [`clock`], [`pubsub`], [`util`],
+//! shared state and startup), [`config`], [`clock`], [`pubsub`], [`tracking`] (client-side caching), [`util`],
 //! and [`stats`] and [`alloc`] (what INFO reports).
 
 pub mod alloc;
@@ -27,5 +27,6 @@ pub mod protocol;
 pub mod pubsub;
 pub mod server;
 pub mod stats;
+pub mod tracking;
 pub mod types;
 pub mod util;

@@ -58,16 +58,8 @@ const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEY
 const MISSING_SUBCOMMANDS: &[(&str, &[&str], &str)] = &[
     (
         "client",
-        &[
-            "caching",
-            "getredir",
-            "pause",
-            "reply",
-            "tracking",
-            "trackinginfo",
-            "unpause",
-        ],
-        "no client-side caching, pausing or reply switching in zwindow",
+        &["pause", "reply", "unpause"],
+        "no pausing or reply switching in zwindow",
     ),
     (
         "memory",

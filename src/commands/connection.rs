@@ -183,6 +183,60 @@ static CLIENT: &[Command] = &[
         "Sets the client eviction mode of the connection.",
     )
     .syntax("ON | OFF"),
+    Command::new(
+        "tracking",
+        -3,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_tracking,
+    )
+    .doc(
+        G,
+        "6.0.0",
+        "O(1). Some options may introduce additional complexity.",
+        "Controls server-assisted client-side caching for the connection.",
+    )
+    .syntax("ON | OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]"),
+    Command::new(
+        "caching",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_caching,
+    )
+    .doc(
+        G,
+        "6.0.0",
+        "O(1)",
+        "Instructs the server whether to track the keys in the next request.",
+    )
+    .syntax("YES | NO"),
+    Command::new(
+        "getredir",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_getredir,
+    )
+    .doc(
+        G,
+        "6.0.0",
+        "O(1)",
+        "Returns the client ID to which the connection's tracking notifications are redirected.",
+    ),
+    Command::new(
+        "trackinginfo",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_trackinginfo,
+    )
+    .doc(
+        G,
+        "6.2.0",
+        "O(1)",
+        "Returns information about server-assisted client-side caching for the connection.",
+    ),
     Command::new("help", 2, LOADING | STALE, Keys::None, client_help).doc(
         G,
         "5.0.0",
@@ -347,6 +401,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         c.handle.subs.store(0, Relaxed);
         c.handle.psubs.store(0, Relaxed);
     }
+    ctx.shared.tracking.disable(&c.handle);
     c.select(0);
     c.handle.resp.store(2, Relaxed);
     ctx.out.resp3 = false;
@@ -441,6 +496,16 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
     }
     if c.blocked.load(Relaxed) {
         flags.push('b');
+    }
+    let tracking = c.tracking.load(Relaxed);
+    if tracking & crate::tracking::ON != 0 {
+        flags.push('t');
+    }
+    if tracking & crate::tracking::BROKEN_REDIR != 0 {
+        flags.push('R');
+    }
+    if tracking & crate::tracking::BCAST != 0 {
+        flags.push('B');
     }
     if flags.is_empty() {
         flags.push('N');
@@ -640,6 +705,185 @@ fn client_ok(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Syntax);
     }
     ctx.out.ok();
+    Ok(Done)
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p …] [BCAST] [OPTIN]
+/// [OPTOUT] [NOLOOP], with Redis 7.0's checks in its order.
+fn client_tracking(ctx: &mut Ctx) -> CmdResult {
+    use crate::tracking::{BCAST, NOLOOP, ON, OPTIN, OPTOUT};
+    let mut redirect = 0u64;
+    let mut options = 0u32;
+    let mut prefixes: Vec<&[u8]> = Vec::new();
+    let mut j = 3;
+    while j < ctx.argc() {
+        let opt = ctx.args.get(j);
+        let more = j + 1 < ctx.argc();
+        if eq_ic(opt, "redirect") && more {
+            j += 1;
+            if redirect != 0 {
+                return Err(Error::Static(
+                    "ERR A client can only redirect to a single other client",
+                ));
+            }
+            let id = int_arg(ctx.args.get(j))?;
+            let found = u64::try_from(id)
+                .ok()
+                .and_then(|id| ctx.shared.clients.get(id));
+            if found.is_none() {
+                return Err(Error::Static(
+                    "ERR The client ID you want redirect to does not exist",
+                ));
+            }
+            redirect = id as u64;
+        } else if eq_ic(opt, "bcast") {
+            options |= BCAST;
+        } else if eq_ic(opt, "optin") {
+            options |= OPTIN;
+        } else if eq_ic(opt, "optout") {
+            options |= OPTOUT;
+        } else if eq_ic(opt, "noloop") {
+            options |= NOLOOP;
+        } else if eq_ic(opt, "prefix") && more {
+            j += 1;
+            prefixes.push(ctx.args.get(j));
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    let h = &ctx.client.handle;
+    let tracking = &ctx.shared.tracking;
+    let mode = ctx.args.get(2);
+    if eq_ic(mode, "on") {
+        let cur = h.tracking.load(Relaxed);
+        if options & BCAST == 0 && !prefixes.is_empty() {
+            return Err(Error::Static(
+                "ERR PREFIX option requires BCAST mode to be enabled",
+            ));
+        }
+        if cur & ON != 0 && (cur & BCAST != 0) != (options & BCAST != 0) {
+            return Err(Error::Static(
+                "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+            ));
+        }
+        if options & BCAST != 0 && options & (OPTIN | OPTOUT) != 0 {
+            return Err(Error::Static(
+                "ERR OPTIN and OPTOUT are not compatible with BCAST",
+            ));
+        }
+        if options & OPTIN != 0 && options & OPTOUT != 0 {
+            return Err(Error::Static(
+                "ERR You can't specify both OPTIN mode and OPTOUT mode",
+            ));
+        }
+        if (options & OPTIN != 0 && cur & OPTOUT != 0)
+            || (options & OPTOUT != 0 && cur & OPTIN != 0)
+        {
+            return Err(Error::Static(
+                "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
+            ));
+        }
+        if options & BCAST != 0
+            && let Some(msg) = tracking.prefix_collision(h.id, &prefixes)
+        {
+            return Err(Error::Owned(msg));
+        }
+        tracking.enable(h, redirect, options, &prefixes);
+    } else if eq_ic(mode, "off") {
+        tracking.disable(h);
+    } else {
+        return Err(Error::Syntax);
+    }
+    ctx.out.ok();
+    Ok(Done)
+}
+
+fn client_caching(ctx: &mut Ctx) -> CmdResult {
+    use crate::tracking::{CACHING, ON, OPTIN, OPTOUT};
+    let h = &ctx.client.handle;
+    let f = h.tracking.load(Relaxed);
+    if f & ON == 0 {
+        return Err(Error::Static(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        ));
+    }
+    let opt = ctx.args.get(2);
+    if eq_ic(opt, "yes") {
+        if f & OPTIN == 0 {
+            return Err(Error::Static(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ));
+        }
+    } else if eq_ic(opt, "no") {
+        if f & OPTOUT == 0 {
+            return Err(Error::Static(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ));
+        }
+    } else {
+        return Err(Error::Syntax);
+    }
+    h.tracking.fetch_or(CACHING, Relaxed);
+    ctx.out.ok();
+    Ok(Done)
+}
+
+fn client_getredir(ctx: &mut Ctx) -> CmdResult {
+    let h = &ctx.client.handle;
+    if h.tracking.load(Relaxed) & crate::tracking::ON != 0 {
+        ctx.out.int(h.tracking_redirect.load(Relaxed) as i64);
+    } else {
+        ctx.out.int(-1);
+    }
+    Ok(Done)
+}
+
+fn client_trackinginfo(ctx: &mut Ctx) -> CmdResult {
+    use crate::tracking::{BCAST, BROKEN_REDIR, CACHING, NOLOOP, ON, OPTIN, OPTOUT};
+    let h = &ctx.client.handle;
+    let f = h.tracking.load(Relaxed);
+    let mut flags: Vec<&[u8]> = vec![if f & ON != 0 { b"on" } else { b"off" }];
+    if f & BCAST != 0 {
+        flags.push(b"bcast");
+    }
+    if f & OPTIN != 0 {
+        flags.push(b"optin");
+        if f & CACHING != 0 {
+            flags.push(b"caching-yes");
+        }
+    }
+    if f & OPTOUT != 0 {
+        flags.push(b"optout");
+        if f & CACHING != 0 {
+            flags.push(b"caching-no");
+        }
+    }
+    if f & NOLOOP != 0 {
+        flags.push(b"noloop");
+    }
+    if f & BROKEN_REDIR != 0 {
+        flags.push(b"broken_redirect");
+    }
+    let prefixes = ctx.shared.tracking.prefixes_of(h.id);
+    let out = &mut *ctx.out;
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(flags.len());
+    for fl in flags {
+        out.bulk(fl);
+    }
+    out.bulk(b"redirect");
+    if f & ON != 0 {
+        out.int(h.tracking_redirect.load(Relaxed) as i64);
+    } else {
+        out.int(-1);
+    }
+    out.bulk(b"prefixes");
+    out.array(prefixes.len());
+    for p in &prefixes {
+        out.bulk(p);
+    }
     Ok(Done)
 }
 

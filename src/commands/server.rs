@@ -1172,6 +1172,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
 fn flushdb(ctx: &mut Ctx) -> CmdResult {
     flush_mode(ctx)?;
     flush_db(ctx, ctx.client.db);
+    ctx.ks.invalidate_tracking_all();
     ctx.out.ok();
     Ok(Done)
 }
@@ -1181,6 +1182,7 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
     for db in 0..ctx.shared.store.databases {
         flush_db(ctx, db);
     }
+    ctx.ks.invalidate_tracking_all();
     ctx.out.ok();
     Ok(Done)
 }

@@ -36,6 +36,8 @@ pub enum Push {
         channel: Bytes,
         payload: Bytes,
     },
+    /// Already encoded: a tracking invalidation.
+    Raw(Bytes),
 }
 
 impl Push {
@@ -47,6 +49,7 @@ impl Push {
                 channel,
                 payload,
             } => pattern.len() + channel.len() + payload.len() + 48,
+            Push::Raw(b) => b.len(),
         }
     }
 }
@@ -72,6 +75,10 @@ pub struct ClientHandle {
     pub last_active_ms: AtomicU64,
     pub killed: AtomicBool,
     pub kill_notify: Notify,
+    /// Client-side caching flags ([`crate::tracking`]'s `ON`, `BCAST`, …)
+    /// and the client invalidations are redirected to (0: none).
+    pub tracking: AtomicU32,
+    pub tracking_redirect: AtomicU64,
     /// True while the connection waits in a blocking command.
     pub blocked: AtomicBool,
     /// CLIENT UNBLOCK's request: 0 none, [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`].
@@ -199,6 +206,8 @@ impl Clients {
             last_active_ms: AtomicU64::new(0),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
+            tracking: AtomicU32::new(0),
+            tracking_redirect: AtomicU64::new(0),
             blocked: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
             unblock_notify: Notify::new(),
@@ -266,6 +275,10 @@ pub struct Client {
     /// got data: that key. Redis serves a waiter from the key that became
     /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
     pub serving_key: Option<Key>,
+    /// For a script's client: the keys the script declared, which a
+    /// tracking caller is remembered to have read when the script reads
+    /// (Redis's `trackingRememberKeys` of the script's caller).
+    pub script_keys: Vec<Key>,
 }
 
 impl Client {
@@ -284,6 +297,7 @@ impl Client {
             patterns: HashSet::new(),
             commands: 0,
             serving_key: None,
+            script_keys: Vec::new(),
         }
     }
 

@@ -191,7 +191,13 @@ pub fn dispatch(
         }
     };
     let ready = std::mem::take(&mut ks.ready);
+    let mut held = std::mem::take(&mut ks.tracking_pending);
     drop(ks);
+    if !held.is_empty() {
+        shared
+            .tracking
+            .send_pending(shared, &client.handle, &mut held, out);
+    }
     if !ready.is_empty() {
         if shared.scripting.busy.is_running() && !scripting::on_runner() {
             // Serving locks the keys' shards, which a script that just
@@ -407,6 +413,9 @@ pub fn call(
         out.truncate(mark);
         return Outcome::WaitScript;
     }
+    if shared.tracking.used() {
+        track(shared, client, ks, cmd, &args);
+    }
     // Like Redis, every call counts as processed; a command that blocks
     // counts in its command's statistics once it is served.
     client.commands += 1;
@@ -436,6 +445,42 @@ pub fn call(
     })
 }
 
+/// Client-side caching's part of the after-command step: invalidations
+/// for the keys the command changed (those of the running client itself
+/// held for after its reply), then, after a read, the keys a tracking
+/// client may now cache (Redis's `trackingRememberKeys` in `call`; a
+/// script's reads remember the keys the script declared).
+fn track(shared: &Shared, client: &Client, ks: &mut Keyspace<'_>, cmd: &Command, args: &Args<'_>) {
+    let me = client.handle.id;
+    if !ks.invalidated.is_empty() {
+        let mut changed = std::mem::take(&mut ks.invalidated);
+        shared
+            .tracking
+            .invalidate(shared, &mut changed, Some(me), &mut ks.tracking_pending);
+        ks.invalidated = changed;
+    }
+    use crate::tracking::{BCAST, CACHING, ON, OPTIN, OPTOUT};
+    let f = client.handle.tracking.load(Relaxed);
+    if f & ON == 0 || f & BCAST != 0 || !cmd.has(flags::READONLY) || cmd.has(flags::PUBSUB) {
+        return;
+    }
+    if matches!(cmd.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
+        return;
+    }
+    let caching = f & CACHING != 0;
+    if (f & OPTIN != 0 && !caching) || (f & OPTOUT != 0 && caching) {
+        return;
+    }
+    if client.in_script {
+        let keys = client.script_keys.iter().map(|k| &k[..]);
+        shared.tracking.remember(me, keys);
+    } else {
+        let mut keys = Vec::new();
+        cmd.key_indices(args, |i| keys.push(args.get(i)));
+        shared.tracking.remember(me, keys);
+    }
+}
+
 /// What a request left its connection to do.
 pub enum Ran {
     Done,
@@ -454,6 +499,10 @@ pub async fn execute(
     let mut owned: Option<OwnedArgs> = None;
     loop {
         let a = owned.as_ref().map_or(args, |o| o.args());
+        if shared.tracking.clients() > 0 {
+            shared.tracking.limit(shared);
+        }
+        let is_client_cmd = crate::util::eq_ic(a.get(0), "client");
         let dispatched = match dispatch(shared, client, out, a) {
             Dispatched::ScriptRunner => {
                 let job_args = owned.take().unwrap_or_else(|| args.to_owned());
@@ -461,6 +510,12 @@ pub async fn execute(
             }
             d => d,
         };
+        if !matches!(
+            dispatched,
+            Dispatched::WaitScript | Dispatched::ScriptRunner
+        ) {
+            forget_caching(client, is_client_cmd);
+        }
         match dispatched {
             Dispatched::Done => return Ran::Done,
             Dispatched::Blocked(w) => return Ran::Blocked(w),
@@ -477,6 +532,19 @@ pub async fn execute(
                     .await;
             }
         }
+    }
+}
+
+/// CLIENT CACHING applies to the next command or transaction only
+/// (Redis's `resetClient`): cleared after any command but a CLIENT
+/// subcommand, unless in MULTI.
+fn forget_caching(client: &Client, is_client_cmd: bool) {
+    let h = &client.handle;
+    if h.tracking.load(Relaxed) & crate::tracking::CACHING != 0
+        && client.multi.is_none()
+        && !is_client_cmd
+    {
+        h.tracking.fetch_and(!crate::tracking::CACHING, Relaxed);
     }
 }
 

@@ -371,6 +371,31 @@ pub struct Keyspace<'a> {
     /// Keys that received data this command; blocked clients are served
     /// from them once the command's locks are released.
     pub ready: Vec<(usize, Key)>,
+    /// Keys changed (None: everything, a flush) whose client-side caches
+    /// must be invalidated, once client tracking was ever used; the
+    /// execution layer sends them after each command, and whatever is left
+    /// (background expiry, the sweeper) goes out when this view is dropped.
+    pub invalidated: crate::tracking::Invalidated,
+    /// Invalidations for the running client itself, sent after its reply.
+    pub tracking_pending: crate::tracking::Pending,
+}
+
+impl Drop for Keyspace<'_> {
+    fn drop(&mut self) {
+        let tracking = &self.shared.tracking;
+        if !tracking.used() {
+            return;
+        }
+        if !self.invalidated.is_empty() {
+            let mut pending = std::mem::take(&mut self.tracking_pending);
+            tracking.invalidate(self.shared, &mut self.invalidated, None, &mut pending);
+            self.tracking_pending = pending;
+        }
+        if !self.tracking_pending.is_empty() {
+            tracking.push_pending(self.shared, &mut self.tracking_pending);
+        }
+        tracking.broadcast(self.shared);
+    }
 }
 
 impl<'a> Keyspace<'a> {
@@ -381,6 +406,8 @@ impl<'a> Keyspace<'a> {
             db,
             now_ms,
             ready: Vec::new(),
+            invalidated: Vec::new(),
+            tracking_pending: Vec::new(),
         }
     }
 
@@ -597,6 +624,7 @@ impl<'a> Keyspace<'a> {
         shard.stats.expired_keys += 1;
         shard.touch_watched(dbi, key);
         self.notify(notify::EXPIRED, "expired", key);
+        self.invalidate_tracking(key);
         true
     }
 
@@ -608,8 +636,25 @@ impl<'a> Keyspace<'a> {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let db = self.db;
         self.shard(key).touch_watched(db, key);
+        self.invalidate_tracking(key);
         if self.shared.windows.active() || self.field_ttls() || self.member_ttls() {
             crate::keyspace::windows::reschedule(self, key);
+        }
+    }
+
+    /// Client-side caches of `key` must go (Redis's `trackingInvalidateKey`
+    /// from `signalModifiedKey`): every change of a key calls it, through
+    /// [`modified`](Self::modified) or key expiry; eviction calls it too.
+    pub fn invalidate_tracking(&mut self, key: &[u8]) {
+        if self.shared.tracking.used() {
+            self.invalidated.push(Some(key.into()));
+        }
+    }
+
+    /// Every client-side cache must go (FLUSHALL, FLUSHDB).
+    pub fn invalidate_tracking_all(&mut self) {
+        if self.shared.tracking.used() {
+            self.invalidated.push(None);
         }
     }
 

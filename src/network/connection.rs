@@ -322,6 +322,7 @@ fn encode_push(out: &mut Reply, msg: &Push) {
             out.bulk(channel);
             out.bulk(payload);
         }
+        Push::Raw(bytes) => out.raw(bytes),
         Push::PMessage {
             pattern,
             channel,
@@ -338,6 +339,7 @@ fn encode_push(out: &mut Reply, msg: &Push) {
 
 fn cleanup(shared: &Shared, client: &mut Client) {
     let id = client.handle.id;
+    shared.tracking.disable(&client.handle);
     if !client.channels.is_empty() || !client.patterns.is_empty() {
         shared.pubsub.remove_client(id);
     }

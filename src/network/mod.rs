@@ -175,6 +175,9 @@ pub async fn cron(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receive
             _ = shutdown.changed() => return,
         }
         close_idle(&shared);
+        if shared.tracking.clients() > 0 {
+            shared.tracking.limit(&shared);
+        }
         ticks += 1;
         if ticks.is_multiple_of(10) {
             crate::alloc::release_free_memory();

@@ -568,6 +568,9 @@ impl Engine {
             let mut client = Client::new(caller.handle.clone(), false);
             client.db = caller.db;
             client.in_script = true;
+            if caller.handle.tracking.load(Relaxed) & crate::tracking::ON != 0 {
+                client.script_keys = spec.keys.iter().map(|&k| k.into()).collect();
+            }
             let state = RefCell::new(RunState {
                 shared,
                 client,
