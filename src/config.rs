@@ -393,6 +393,12 @@ impl Config {
     }
 
     /// True when clients must authenticate.
+    /// Whether an ACL user of this name exists: zwindow has only Redis's
+    /// `default` user (ACL users are not implemented yet).
+    pub fn user_exists(&self, name: &[u8]) -> bool {
+        name == b"default"
+    }
+
     pub fn auth_required(&self) -> bool {
         self.has_password.load(Relaxed)
     }

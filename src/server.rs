@@ -63,6 +63,8 @@ pub struct Shared {
     pub clients: Clients,
     pub pubsub: PubSub,
     pub tracking: crate::tracking::Tracking,
+    /// CLIENT PAUSE's state.
+    pub pause: crate::execution::pause::Pause,
     pub blocking: Blocking,
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::execution::scripting::Scripting,
@@ -108,6 +110,7 @@ impl Shared {
             clients: Clients::default(),
             pubsub: PubSub::default(),
             tracking: Default::default(),
+            pause: Default::default(),
             blocking: Blocking::default(),
             windows: Default::default(),
             scripting: Default::default(),

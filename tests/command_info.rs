@@ -57,11 +57,6 @@ const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEY
 /// compared whole.
 const MISSING_SUBCOMMANDS: &[(&str, &[&str], &str)] = &[
     (
-        "client",
-        &["pause", "reply", "unpause"],
-        "no pausing or reply switching in zwindow",
-    ),
-    (
         "memory",
         &["doctor", "malloc-stats", "purge", "stats"],
         "zwindow reports memory through MEMORY USAGE and INFO only",

@@ -330,7 +330,9 @@ fn clients(t: &mut Text, shared: &Shared) {
         "client_recent_max_output_buffer",
         st.recent_max_output.get(),
     );
-    t.field("blocked_clients", shared.blocking.waiting());
+    // Clients held by CLIENT PAUSE count as blocked, as in Redis.
+    let paused = shared.pause.waiting.load(Relaxed) as usize;
+    t.field("blocked_clients", shared.blocking.waiting() + paused);
     t.field("tracking_clients", shared.tracking.clients());
     t.field(
         "clients_in_timeout_table",

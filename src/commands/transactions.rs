@@ -217,6 +217,7 @@ fn end_multi(client: &mut Client) {
     client.multi = None;
     client.multi_error = false;
     client.handle.multi.store(-1, Relaxed);
+    client.handle.multi_mem.store(0, Relaxed);
 }
 
 /// Drops every WATCH of the client and clears its dirty flag. Locks the

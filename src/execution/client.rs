@@ -57,6 +57,14 @@ impl Push {
 /// What other tasks can see of, and do to, one connection.
 pub struct ClientHandle {
     pub id: ClientId,
+    /// The socket's file descriptor (CLIENT LIST's `fd=`).
+    pub fd: i32,
+    /// Request bytes read but not yet run, counted from the running
+    /// request (CLIENT LIST's `qbuf=`), and the read buffer's spare room.
+    pub qbuf: AtomicUsize,
+    pub qbuf_free: AtomicUsize,
+    /// Argument bytes queued by MULTI (CLIENT LIST's `multi-mem=`).
+    pub multi_mem: AtomicUsize,
     pub addr: String,
     pub laddr: String,
     pub created: Instant,
@@ -79,6 +87,10 @@ pub struct ClientHandle {
     /// and the client invalidations are redirected to (0: none).
     pub tracking: AtomicU32,
     pub tracking_redirect: AtomicU64,
+    /// CLIENT NO-EVICT (CLIENT LIST's `e`).
+    pub no_evict: AtomicBool,
+    /// Held by CLIENT PAUSE (CLIENT LIST's `b`).
+    pub paused: AtomicBool,
     /// True while the connection waits in a blocking command.
     pub blocked: AtomicBool,
     /// CLIENT UNBLOCK's request: 0 none, [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`].
@@ -161,6 +173,12 @@ impl ClientHandle {
         self.kill_notify.notify_one();
     }
 
+    /// The ACL user the client is authenticated as (CLIENT LIST's `user=`):
+    /// always `default`, the one user zwindow has.
+    pub fn user_name(&self) -> &str {
+        "default"
+    }
+
     pub fn idle_secs(&self) -> u64 {
         (self.created.elapsed().as_millis() as u64)
             .saturating_sub(self.last_active_ms.load(Relaxed))
@@ -186,11 +204,16 @@ impl Clients {
         &self,
         addr: String,
         laddr: String,
+        fd: i32,
     ) -> (Arc<ClientHandle>, mpsc::UnboundedReceiver<Push>) {
         let id = self.next_id.fetch_add(1, Relaxed) + 1;
         let (tx, rx) = mpsc::unbounded_channel();
         let h = Arc::new(ClientHandle {
             id,
+            fd,
+            qbuf: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
+            multi_mem: AtomicUsize::new(0),
             addr,
             laddr,
             created: Instant::now(),
@@ -208,6 +231,8 @@ impl Clients {
             kill_notify: Notify::new(),
             tracking: AtomicU32::new(0),
             tracking_redirect: AtomicU64::new(0),
+            no_evict: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
             unblock_notify: Notify::new(),
@@ -279,6 +304,22 @@ pub struct Client {
     /// tracking caller is remembered to have read when the script reads
     /// (Redis's `trackingRememberKeys` of the script's caller).
     pub script_keys: Vec<Key>,
+    /// CLIENT REPLY's state.
+    pub reply: ReplyMode,
+    /// Tracking invalidations of this client's own keys, held until its
+    /// reply is in the output buffer.
+    pub tracking_held: crate::tracking::Pending,
+}
+
+/// CLIENT REPLY: whether this client's replies are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// CLIENT REPLY SKIP ran: the next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped.
+    Skip,
 }
 
 impl Client {
@@ -298,6 +339,8 @@ impl Client {
             commands: 0,
             serving_key: None,
             script_keys: Vec::new(),
+            reply: ReplyMode::On,
+            tracking_held: Vec::new(),
         }
     }
 
@@ -344,6 +387,8 @@ impl Client {
         if let Some(q) = &mut self.multi {
             q.push(args.to_owned());
             self.handle.multi.store(q.len() as i32, Relaxed);
+            let bytes: usize = args.iter().map(|a| a.len()).sum();
+            self.handle.multi_mem.fetch_add(bytes, Relaxed);
         }
     }
 

@@ -17,6 +17,7 @@
 
 pub mod blocking;
 pub mod client;
+pub mod pause;
 pub mod scripting;
 
 use std::sync::Arc;
@@ -191,13 +192,8 @@ pub fn dispatch(
         }
     };
     let ready = std::mem::take(&mut ks.ready);
-    let mut held = std::mem::take(&mut ks.tracking_pending);
+    client.tracking_held.append(&mut ks.tracking_pending);
     drop(ks);
-    if !held.is_empty() {
-        shared
-            .tracking
-            .send_pending(shared, &client.handle, &mut held, out);
-    }
     if !ready.is_empty() {
         if shared.scripting.busy.is_running() && !scripting::on_runner() {
             // Serving locks the keys' shards, which a script that just
@@ -321,13 +317,13 @@ fn script_refusal(
     if cmd.has(flags::NOSCRIPT) {
         return Some("ERR This Redis command is not allowed from script");
     }
-    if cmd.has(flags::WRITE) {
-        if read_only {
-            return Some("ERR Write commands are not allowed from read-only scripts.");
-        }
-        if !wrote && shared.config.lacks_good_replicas() {
-            return Some(NOREPLICAS);
-        }
+    // May-replicate commands (PUBLISH, …) count as writes in scripts, so
+    // that read-only scripts may run during CLIENT PAUSE WRITE.
+    if read_only && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
+        return Some("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if cmd.has(flags::WRITE) && !wrote && shared.config.lacks_good_replicas() {
+        return Some(NOREPLICAS);
     }
     None
 }
@@ -497,8 +493,16 @@ pub async fn execute(
     args: Args<'_>,
 ) -> Ran {
     let mut owned: Option<OwnedArgs> = None;
+    let mark = out.len();
     loop {
         let a = owned.as_ref().map_or(args, |o| o.args());
+        if shared.pause.mode(shared.clock.now_ms()) != pause::OFF {
+            let writes = pause::may_replicate(&a, client.multi.as_deref(), &|c, a| {
+                shared.scripting.may_write(c, a)
+            });
+            let h = client.handle.clone();
+            shared.pause.wait(&shared.clock, writes, &h).await;
+        }
         if shared.tracking.clients() > 0 {
             shared.tracking.limit(shared);
         }
@@ -515,6 +519,7 @@ pub async fn execute(
             Dispatched::WaitScript | Dispatched::ScriptRunner
         ) {
             forget_caching(client, is_client_cmd);
+            after_reply(shared, client, out, mark);
         }
         match dispatched {
             Dispatched::Done => return Ran::Done,
@@ -532,6 +537,29 @@ pub async fn execute(
                     .await;
             }
         }
+    }
+}
+
+/// After a request's reply: CLIENT REPLY OFF/SKIP drop it (Redis's
+/// `prepareClientToWrite`), then the tracking invalidations held for the
+/// client's own keys follow it (pushes, sent whatever CLIENT REPLY says).
+fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: usize) {
+    use client::ReplyMode;
+    match client.reply {
+        ReplyMode::On => {}
+        ReplyMode::Off => out.truncate(mark),
+        ReplyMode::Skip => {
+            out.truncate(mark);
+            client.reply = ReplyMode::On;
+        }
+        // CLIENT REPLY SKIP itself: the next command's reply goes.
+        ReplyMode::SkipNext => client.reply = ReplyMode::Skip,
+    }
+    if !client.tracking_held.is_empty() {
+        let mut held = std::mem::take(&mut client.tracking_held);
+        shared
+            .tracking
+            .send_pending(shared, &client.handle, &mut held, out);
     }
 }
 

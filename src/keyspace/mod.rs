@@ -451,7 +451,9 @@ impl<'a> Keyspace<'a> {
 
     /// Looks a key up, deleting it first if its TTL has passed.
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.prepare(key);
+        if self.prepare(key) {
+            return None;
+        }
         let secs = self.clock_secs();
         let e = self.db_of(key).keys.get_mut(key)?;
         e.atime = secs;
@@ -460,10 +462,10 @@ impl<'a> Keyspace<'a> {
 
     /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
     pub fn get_read(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.prepare(key);
+        let hidden = self.prepare(key);
         let (db, secs) = (self.db, self.clock_secs());
         let shard = self.shard(key);
-        match shard.dbs[db].keys.get_mut(key) {
+        match shard.dbs[db].keys.get_mut(key).filter(|_| !hidden) {
             Some(e) => {
                 shard.stats.hits += 1;
                 e.atime = secs;
@@ -493,7 +495,9 @@ impl<'a> Keyspace<'a> {
 
     /// Looks a key up without touching its access time (OBJECT, TYPE-free paths).
     pub fn peek(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.prepare(key);
+        if self.prepare(key) {
+            return None;
+        }
         self.db_of(key).keys.get_mut(key)
     }
 
@@ -503,7 +507,9 @@ impl<'a> Keyspace<'a> {
     }
 
     pub fn exists(&mut self, key: &[u8]) -> bool {
-        self.prepare(key);
+        if self.prepare(key) {
+            return false;
+        }
         self.db_of(key).keys.contains_key(key)
     }
 
@@ -582,10 +588,11 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Brings a key up to date before a command sees it: TTL expiry, then
-    /// window trimming.
-    pub fn prepare(&mut self, key: &[u8]) {
+    /// window trimming. True if the key's TTL has passed (deleted, or only
+    /// hidden while CLIENT PAUSE holds expiry back).
+    pub fn prepare(&mut self, key: &[u8]) -> bool {
         if self.expire_if_needed(key) {
-            return;
+            return true;
         }
         if self.shared.windows.active() {
             crate::keyspace::windows::trim(self, key, crate::keyspace::windows::TrimMode::Lazy);
@@ -596,6 +603,7 @@ impl<'a> Keyspace<'a> {
         if self.member_ttls() {
             zset_ttl::expire(self, key, usize::MAX);
         }
+        false
     }
 
     /// Whether any sorted-set member ever had a TTL (see [`Store::member_ttls`]).
@@ -608,7 +616,9 @@ impl<'a> Keyspace<'a> {
         self.store().field_ttls.load(Ordering::Relaxed)
     }
 
-    /// Deletes `key` if its TTL has passed; true if it did.
+    /// Deletes `key` if its TTL has passed; true if it has passed. While
+    /// CLIENT PAUSE is in force the key is only reported expired, not
+    /// deleted (Redis's `expireIfNeeded`): a pause stops every change.
     pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let (now, dbi) = (self.now_ms, self.db);
         let db = self.db_of(key);
@@ -618,6 +628,9 @@ impl<'a> Keyspace<'a> {
         match db.keys.get(key) {
             Some(e) if e.is_expired(now) => {}
             _ => return false,
+        }
+        if self.shared.pause.mode(self.shared.clock.now_ms()) != crate::execution::pause::OFF {
+            return true;
         }
         self.remove_raw(key);
         let shard = self.shard(key);

@@ -123,11 +123,17 @@ pub async fn run(
                 break;
             }
             let auth_required = !client.authenticated;
+            let before = parser.consumed();
             match parser.next(&rbuf, auth_required) {
                 Ok(Some(req)) => {
                     if req.is_empty() {
                         continue;
                     }
+                    // CLIENT LIST's qbuf: what is left, this request included.
+                    handle.qbuf.store(rbuf.len() - before, Relaxed);
+                    handle
+                        .qbuf_free
+                        .store(rbuf.capacity() - rbuf.len(), Relaxed);
                     out.resp3 = client.resp3();
                     let mark = out.len();
                     match execute(&shared, &mut client, &mut out, Args::new(req)).await {
@@ -153,6 +159,10 @@ pub async fn run(
         let consumed = parser.consumed();
         rbuf.advance(consumed);
         parser.discard(consumed);
+        handle.qbuf.store(rbuf.len(), Relaxed);
+        handle
+            .qbuf_free
+            .store(rbuf.capacity() - rbuf.len(), Relaxed);
         // A consumed view keeps its whole allocation alive; start afresh.
         if rbuf.is_empty() && (consumed > READ_KEEP || rbuf.capacity() > READ_KEEP) {
             rbuf = BytesMut::with_capacity(READ_CHUNK);

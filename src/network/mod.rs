@@ -135,7 +135,8 @@ pub fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, conns: &
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    let (handle, pushes) = shared.clients.register(peer.to_string(), laddr);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let (handle, pushes) = shared.clients.register(peer.to_string(), laddr, fd);
     conns.spawn(connection::run(shared.clone(), stream, handle, pushes));
 }
 
