@@ -65,6 +65,8 @@ pub struct Shared {
     pub tracking: crate::tracking::Tracking,
     /// CLIENT PAUSE's state.
     pub pause: crate::execution::pause::Pause,
+    /// Clients in MONITOR mode.
+    pub monitors: crate::execution::monitor::Monitors,
     pub blocking: Blocking,
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::execution::scripting::Scripting,
@@ -111,6 +113,7 @@ impl Shared {
             pubsub: PubSub::default(),
             tracking: Default::default(),
             pause: Default::default(),
+            monitors: Default::default(),
             blocking: Blocking::default(),
             windows: Default::default(),
             scripting: Default::default(),

@@ -444,6 +444,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         c.handle.psubs.store(0, Relaxed);
     }
     ctx.shared.tracking.disable(&c.handle);
+    ctx.shared.monitors.remove(c.handle.id);
     c.select(0);
     c.handle.resp.store(2, Relaxed);
     ctx.out.resp3 = false;
@@ -530,6 +531,9 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
     let multi = c.multi.load(Relaxed);
     // Redis prints one letter per flag, in this order, or N for none.
     let mut flags = String::new();
+    if ctx.shared.monitors.is_monitor(c.id) {
+        flags.push('O');
+    }
     if subscribed {
         flags.push('P');
     }

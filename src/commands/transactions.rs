@@ -204,6 +204,12 @@ fn unwatch(ctx: &mut Ctx) -> CmdResult {
 /// wrapped in EXECABORT, as Redis's `execCommandAbort` does (dropping the
 /// generic `ERR ` prefix, keeping specific ones such as `NOAUTH`).
 pub fn abort_exec(shared: &Shared, client: &mut Client, out: &mut Reply, reason: &str) {
+    // MONITOR showed MULTI: it is shown the EXEC that ends it (Redis's
+    // `execCommandAbort`).
+    if shared.monitors.active() {
+        let exec = crate::commands::OwnedArgs::from_slices(&[b"exec".as_slice()]);
+        shared.monitors.feed(client, client.db, &exec.args());
+    }
     end_multi(client);
     unwatch_all(shared, client);
     let reason = reason.strip_prefix("ERR ").unwrap_or(reason);

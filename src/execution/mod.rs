@@ -17,6 +17,7 @@
 
 pub mod blocking;
 pub mod client;
+pub mod monitor;
 pub mod pause;
 pub mod scripting;
 
@@ -403,11 +404,25 @@ pub fn call(
         ks,
         cmd,
     };
+    // Scripts are shown before the commands they run (Redis's evalCommand
+    // feeds MONITOR itself); other commands after they ran. A blocked
+    // client served later was shown when it first ran.
+    let monitored = shared.monitors.active() && ctx.client.serving_key.is_none();
+    let script = matches!(
+        cmd.name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    );
+    if monitored && script {
+        shared.monitors.feed(ctx.client, ctx.client.db, &args);
+    }
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
     if matches!(result, Err(Error::EngineBusy)) {
         out.truncate(mark);
         return Outcome::WaitScript;
+    }
+    if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
+        shared.monitors.feed(client, client.db, &args);
     }
     if shared.tracking.used() {
         track(shared, client, ks, cmd, &args);

@@ -350,6 +350,7 @@ fn encode_push(out: &mut Reply, msg: &Push) {
 fn cleanup(shared: &Shared, client: &mut Client) {
     let id = client.handle.id;
     shared.tracking.disable(&client.handle);
+    shared.monitors.remove(id);
     if !client.channels.is_empty() || !client.patterns.is_empty() {
         shared.pubsub.remove_client(id);
     }

@@ -13,7 +13,7 @@ import sys
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
 acl bgrewriteaof bgsave dump
-failover latency lolwut migrate module monitor psync readonly readwrite
+failover latency lolwut migrate module psync readonly readwrite
 replconf replicaof restore role save slaveof slowlog spublish
 ssubscribe sunsubscribe sync wait
 """.split()
