@@ -183,6 +183,9 @@ pub struct Config {
     stream_node_max_bytes: AtomicUsize,
     stream_node_max_entries: AtomicUsize,
     proto_max_bulk_len: AtomicI64,
+    /// `client-query-buffer-limit`: a client whose unprocessed request
+    /// bytes pass it is closed.
+    client_query_buffer_limit: AtomicU64,
     /// `tracking-table-max-keys` (0: unbounded).
     tracking_table_max_keys: AtomicUsize,
     maxclients: AtomicUsize,
@@ -253,6 +256,7 @@ impl Config {
             stream_node_max_entries: AtomicUsize::new(100),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
             tracking_table_max_keys: AtomicUsize::new(1_000_000),
+            client_query_buffer_limit: AtomicU64::new(1024 * 1024 * 1024),
             maxclients: AtomicUsize::new(args.maxclients.unwrap_or(10_000).max(1)),
             protected_mode: AtomicBool::new(
                 parse_bool(args.protected_mode.as_bytes()).ok_or("invalid --protected-mode")?,
@@ -382,6 +386,10 @@ impl Config {
     /// Lowers `maxclients` to what the open-files limit allows (startup).
     pub fn set_maxclients(&self, n: usize) {
         self.maxclients.store(n.max(1), Relaxed);
+    }
+
+    pub fn client_query_buffer_limit(&self) -> u64 {
+        self.client_query_buffer_limit.load(Relaxed)
     }
 
     pub fn tracking_table_max_keys(&self) -> usize {
@@ -739,6 +747,23 @@ const PARAMS: &[Param] = &[
         i64::MAX
     ),
     usize_param!("maxclients", None, maxclients, 1, i64::from(u32::MAX)),
+    Param {
+        name: "client-query-buffer-limit",
+        alias: None,
+        get: |c| c.client_query_buffer_limit().to_string(),
+        set: Some(|c, v, apply| {
+            let n = parse_memory(v).ok_or("argument must be a memory value")?;
+            if n < 1024 * 1024 {
+                return Err(
+                    "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
+                );
+            }
+            if apply {
+                c.client_query_buffer_limit.store(n as u64, Relaxed);
+            }
+            Ok(())
+        }),
+    },
     usize_param!(
         "tracking-table-max-keys",
         None,

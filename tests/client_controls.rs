@@ -145,3 +145,99 @@ fn pause_holds_writes_until_unpause() {
     let info = String::from_utf8_lossy(&r.cmd_str("INFO")).into_owned();
     assert!(info.contains("expired_keys:1"), "expired once unpaused");
 }
+
+/// `client-output-buffer-limit normal`: a reply batch over the hard limit
+/// closes the client without an answer, as in Redis; a subscriber that
+/// stops reading is closed by the pubsub limit.
+#[test]
+fn output_buffer_limits_close_clients() {
+    let z = ZwindowServer::start(&[]);
+    let mut a = z.conn();
+    let big = vec![b'x'; 200_000];
+    assert_eq!(a.cmd(&[b"SET", b"big", &big]), b"+OK\r\n");
+    assert_eq!(
+        a.cmd_str("CONFIG SET client-output-buffer-limit \"normal 100000 0 0\""),
+        b"+OK\r\n"
+    );
+    let mut b = z.conn();
+    b.send(&encode_cmd(&[b"GET", b"big"]));
+    assert!(matches!(
+        b.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    assert_eq!(a.cmd_str("GET nosuch"), b"$-1\r\n");
+    a.cmd_str("CONFIG SET client-output-buffer-limit \"normal 0 0 0 pubsub 100000 0 0\"");
+    let mut sub = z.conn();
+    sub.cmd_str("SUBSCRIBE ch");
+    // The subscriber never reads: its unwritten messages pass the limit.
+    for _ in 0..100 {
+        a.cmd(&[b"PUBLISH", b"ch", &big[..50_000]]);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let list = String::from_utf8_lossy(&a.cmd_str("CLIENT LIST")).into_owned();
+    assert!(!list.contains("sub=1"), "{list}");
+    assert!(
+        z.log_tail().contains("output buffer limits"),
+        "{}",
+        z.log_tail()
+    );
+}
+
+/// `client-query-buffer-limit` closes a client whose pending request bytes
+/// pass it; `proto-max-bulk-len` applies to open connections.
+#[test]
+fn query_buffer_and_bulk_limits_apply_to_open_clients() {
+    let z = ZwindowServer::start(&[]);
+    let mut a = z.conn();
+    let mut b = z.conn();
+    assert_eq!(b.cmd_str("PING"), b"+PONG\r\n");
+    assert_eq!(
+        a.cmd_str("CONFIG SET client-query-buffer-limit 1mb"),
+        b"+OK\r\n"
+    );
+    // A bulk announced as 3 MB whose bytes keep coming.
+    b.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n");
+    let chunk = vec![b'y'; 64 * 1024];
+    for _ in 0..40 {
+        if b.try_send(&chunk).is_err() {
+            break;
+        }
+    }
+    assert!(matches!(
+        b.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    assert!(
+        z.log_tail().contains("max query buffer length"),
+        "{}",
+        z.log_tail()
+    );
+    // proto-max-bulk-len, lowered while `c` is connected, applies to it.
+    let mut c = z.conn();
+    assert_eq!(c.cmd_str("PING"), b"+PONG\r\n");
+    assert_eq!(a.cmd_str("CONFIG SET proto-max-bulk-len 1mb"), b"+OK\r\n");
+    c.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n");
+    assert_eq!(
+        c.read_reply(),
+        b"-ERR Protocol error: invalid bulk length\r\n"
+    );
+}
+
+/// CONFIG SET timeout closes idle clients (not subscribers).
+#[test]
+fn config_set_timeout_closes_idle_clients() {
+    let z = ZwindowServer::start(&[]);
+    let mut a = z.conn();
+    let mut idle = z.conn();
+    let mut sub = z.conn();
+    assert_eq!(idle.cmd_str("PING"), b"+PONG\r\n");
+    sub.cmd_str("SUBSCRIBE ch");
+    assert_eq!(a.cmd_str("CONFIG SET timeout 1"), b"+OK\r\n");
+    let start = Instant::now();
+    assert!(matches!(
+        idle.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    assert!(start.elapsed() >= Duration::from_millis(900));
+    assert_eq!(sub.cmd_str("PING"), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+}

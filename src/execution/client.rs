@@ -36,8 +36,13 @@ pub enum Push {
         channel: Bytes,
         payload: Bytes,
     },
-    /// Already encoded: a tracking invalidation.
+    /// Already encoded: a tracking invalidation or a MONITOR line.
     Raw(Bytes),
+    /// From the clients' cron: give back the read buffer's unused room
+    /// (all of it when `idle`), as Redis's `clientsCronResizeQueryBuffer`.
+    ShrinkQuery {
+        idle: bool,
+    },
 }
 
 impl Push {
@@ -50,6 +55,7 @@ impl Push {
                 payload,
             } => pattern.len() + channel.len() + payload.len() + 48,
             Push::Raw(b) => b.len(),
+            Push::ShrinkQuery { .. } => 0,
         }
     }
 }
@@ -161,16 +167,46 @@ impl ClientHandle {
         self.push_tx.send(msg).is_ok()
     }
 
-    fn kill_for_output_limit(&self, queued: u64, which: &str) {
+    /// Closes the client for its output buffer, logged as Redis logs it.
+    pub fn kill_for_output_limit(&self, queued: u64, which: &str) {
         if !self.killed.swap(true, Relaxed) {
             tracing::warn!(
                 client = self.id,
                 addr = %self.addr,
                 queued,
-                "closing client that reached the {which} pubsub output buffer limit"
+                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits ({which} limit).",
+                self.id,
+                self.addr
             );
         }
         self.kill_notify.notify_one();
+    }
+
+    /// The normal class's limit applied to a reply batch of `bytes`
+    /// (Redis's `checkClientOutputBufferLimits`): true if the client must
+    /// be closed instead of being sent it.
+    pub fn over_output_limit(&self, bytes: u64, limit: OutputLimit) -> bool {
+        if limit.hard != 0 && bytes > limit.hard {
+            self.kill_for_output_limit(bytes, "hard");
+            return true;
+        }
+        if limit.soft != 0 && bytes > limit.soft {
+            let now = self.created.elapsed().as_millis() as u64 + 1;
+            let since = match self
+                .soft_over_since
+                .compare_exchange(0, now, Relaxed, Relaxed)
+            {
+                Ok(_) => now,
+                Err(t) => t,
+            };
+            if now - since > limit.soft_secs * 1000 {
+                self.kill_for_output_limit(bytes, "soft");
+                return true;
+            }
+        } else if limit.soft != 0 {
+            self.soft_over_since.store(0, Relaxed);
+        }
+        false
     }
 
     /// The ACL user the client is authenticated as (CLIENT LIST's `user=`):

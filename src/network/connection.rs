@@ -31,7 +31,12 @@ const READ_CHUNK: usize = 16 * 1024;
 /// buffers that grew past it for a big request once it is consumed: an idle
 /// connection holds what ordinary requests need, not its largest one's.
 const OUT_KEEP: usize = 256 * 1024;
-const READ_KEEP: usize = 256 * 1024;
+/// Read buffers past this are dropped as soon as their requests ran; smaller
+/// ones that grew are trimmed by the clients' cron within 100 ms.
+const READ_KEEP: usize = 4 * 1024 * 1024;
+/// Redis's per-client static reply buffer (`PROTO_REPLY_CHUNK_BYTES`),
+/// which output buffer limits do not count.
+const REPLY_CHUNK: usize = 16 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
 
@@ -97,6 +102,10 @@ pub async fn run(
                 _ = &mut killed => break,
                 _ = &mut stopping => break,
                 Some(msg) = pushes.recv() => {
+                    if let Push::ShrinkQuery { idle } = msg {
+                        shrink_query_buffer(&handle, &mut rbuf, idle);
+                        continue;
+                    }
                     encode_push(&mut out, &msg);
                     pushed += msg.size();
                     // Batches stay bounded so a flood is written as it comes.
@@ -111,9 +120,23 @@ pub async fn run(
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
                     }
+                    // Redis's client-query-buffer-limit: request bytes
+                    // waiting to be run.
+                    let limit = shared.config.client_query_buffer_limit();
+                    if rbuf.len() as u64 > limit {
+                        tracing::warn!(
+                            "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
+                            handle.id,
+                            handle.addr,
+                            String::from_utf8_lossy(&rbuf[..rbuf.len().min(64)])
+                        );
+                        break;
+                    }
                 }
             }
         }
+        // proto-max-bulk-len applies to open connections from their next read.
+        parser.set_max_bulk(shared.config.proto_max_bulk_len());
         if handle.killed.load(Relaxed) {
             break;
         }
@@ -159,18 +182,38 @@ pub async fn run(
         let consumed = parser.consumed();
         rbuf.advance(consumed);
         parser.discard(consumed);
+        // A consumed view keeps its whole allocation alive: a huge one is
+        // dropped at once; one that grew moderately is trimmed by the clients'
+        // cron (Redis's query buffer resizing); an ordinary one takes its
+        // room back.
+        if rbuf.is_empty() && consumed > 0 {
+            if consumed > READ_KEEP || rbuf.capacity() > READ_KEEP {
+                rbuf = BytesMut::with_capacity(READ_CHUNK);
+            } else {
+                // Asking for one byte more than is left moves the (empty)
+                // view back to the start of its allocation: no copy.
+                rbuf.reserve(rbuf.capacity() + 1);
+            }
+        }
         handle.qbuf.store(rbuf.len(), Relaxed);
         handle
             .qbuf_free
             .store(rbuf.capacity() - rbuf.len(), Relaxed);
-        // A consumed view keeps its whole allocation alive; start afresh.
-        if rbuf.is_empty() && (consumed > READ_KEEP || rbuf.capacity() > READ_KEEP) {
-            rbuf = BytesMut::with_capacity(READ_CHUNK);
-        }
         let stats = &shared.stats;
         stats
             .commands_processed
             .fetch_add(std::mem::take(&mut client.commands), Relaxed);
+        // The normal class's output limit (subscribers are measured by
+        // their pushes, as they are queued). As in Redis, it counts what
+        // goes past the client's fixed 16 KB reply buffer.
+        let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
+        if beyond > 0
+            && client.channels.is_empty()
+            && client.patterns.is_empty()
+            && handle.over_output_limit(beyond, shared.config.normal_output_limit())
+        {
+            break;
+        }
         if !out.is_empty() {
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);
@@ -324,8 +367,23 @@ fn splice_pushes(
     size
 }
 
+/// Gives back the read buffer's room once its requests are consumed: all of
+/// it for an idle client, what passes the usual read size otherwise.
+fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
+    if !rbuf.is_empty() {
+        return;
+    }
+    *rbuf = if idle {
+        BytesMut::new()
+    } else {
+        BytesMut::with_capacity(READ_CHUNK)
+    };
+    handle.qbuf_free.store(rbuf.capacity(), Relaxed);
+}
+
 fn encode_push(out: &mut Reply, msg: &Push) {
     match msg {
+        Push::ShrinkQuery { .. } => {}
         Push::Message { channel, payload } => {
             out.push(3);
             out.bulk(b"message");
