@@ -50,6 +50,10 @@ pub struct Tracking {
     used: AtomicBool,
     /// Clients with tracking on (INFO's `tracking_clients`).
     clients: AtomicUsize,
+    /// Keys in the table, and whether a BCAST prefix has keys to send:
+    /// read per command without taking the table's lock.
+    keys: AtomicUsize,
+    bcast_pending: AtomicBool,
     table: Mutex<Table>,
 }
 
@@ -207,6 +211,7 @@ impl Tracking {
                 t.items += 1;
             }
         }
+        self.keys.store(t.keys.len(), Relaxed);
     }
 
     /// Handles what a command (or a background task, `current` None)
@@ -242,6 +247,7 @@ impl Tracking {
                 for (p, bs) in t.prefixes.iter_mut() {
                     if key.starts_with(p) {
                         bs.keys.insert(key.into(), current);
+                        self.bcast_pending.store(true, Relaxed);
                     }
                 }
             }
@@ -249,6 +255,7 @@ impl Tracking {
                 return;
             };
             t.items -= ids.len() as u64;
+            self.keys.store(t.keys.len(), Relaxed);
             ids
         };
         for id in ids {
@@ -287,6 +294,7 @@ impl Tracking {
         let mut t = self.table.lock();
         t.keys = HashMap::new();
         t.items = 0;
+        self.keys.store(0, Relaxed);
     }
 
     /// Sends what was held for `me` until its reply was written: into
@@ -320,6 +328,9 @@ impl Tracking {
     /// Redis's `trackingBroadcastInvalidationMessages`: each prefix's
     /// changed keys to its clients, one array per prefix.
     pub fn broadcast(&self, shared: &Shared) {
+        if !self.bcast_pending.load(Relaxed) || !self.bcast_pending.swap(false, Relaxed) {
+            return;
+        }
         let mut batches = Vec::new();
         {
             let mut t = self.table.lock();
@@ -374,7 +385,7 @@ impl Tracking {
         if max == 0 || !self.used() {
             return;
         }
-        if self.table.lock().keys.len() <= max {
+        if self.keys.load(Relaxed) <= max {
             OVER_RUNS.store(0, Relaxed);
             return;
         }

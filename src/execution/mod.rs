@@ -522,6 +522,10 @@ pub async fn execute(
             shared.tracking.limit(shared);
         }
         let is_client_cmd = crate::util::eq_ic(a.get(0), "client");
+        // (Un)subscribe confirmations are pushes: CLIENT REPLY keeps them.
+        let pushes_reply = ["subscribe", "psubscribe", "unsubscribe", "punsubscribe"]
+            .iter()
+            .any(|n| crate::util::eq_ic(a.get(0), n));
         let dispatched = match dispatch(shared, client, out, a) {
             Dispatched::ScriptRunner => {
                 let job_args = owned.take().unwrap_or_else(|| args.to_owned());
@@ -534,7 +538,7 @@ pub async fn execute(
             Dispatched::WaitScript | Dispatched::ScriptRunner
         ) {
             forget_caching(client, is_client_cmd);
-            after_reply(shared, client, out, mark);
+            after_reply(shared, client, out, (!pushes_reply).then_some(mark));
         }
         match dispatched {
             Dispatched::Done => return Ran::Done,
@@ -558,13 +562,20 @@ pub async fn execute(
 /// After a request's reply: CLIENT REPLY OFF/SKIP drop it (Redis's
 /// `prepareClientToWrite`), then the tracking invalidations held for the
 /// client's own keys follow it (pushes, sent whatever CLIENT REPLY says).
-fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: usize) {
+/// `mark`: where the reply starts, None when it is made of pushes.
+fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: Option<usize>) {
     use client::ReplyMode;
     match client.reply {
         ReplyMode::On => {}
-        ReplyMode::Off => out.truncate(mark),
+        ReplyMode::Off => {
+            if let Some(mark) = mark {
+                out.truncate(mark);
+            }
+        }
         ReplyMode::Skip => {
-            out.truncate(mark);
+            if let Some(mark) = mark {
+                out.truncate(mark);
+            }
             client.reply = ReplyMode::On;
         }
         // CLIENT REPLY SKIP itself: the next command's reply goes.
