@@ -122,6 +122,64 @@ fn ours_small() -> (f64, f64) {
     (per_heap, per_total)
 }
 
+/// Deadline (ms) for member `i`: spread so members expire at distinct
+/// times, as ZPEXPIREAT over a window would set them.
+fn deadline(i: usize) -> u64 {
+    T0 + 3_600_000 + (i as u64 * 7919) % 1_000_000
+}
+
+/// Bytes per member of one set of `n` 12-byte members with ms scores,
+/// with or without a TTL on every member.
+fn ours_big_ttl(n: usize, ttl: bool) -> f64 {
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut z = ZSet::new();
+    for i in 0..n {
+        let m = member(i);
+        z.add(
+            m.as_bytes(),
+            NotNan::new((T0 + i as u64) as f64).unwrap_or_default(),
+            AddFlags::default(),
+            Limits::default(),
+        )
+        .ok();
+        if ttl {
+            z.set_expire(m.as_bytes(), deadline(i));
+        }
+    }
+    let used = LIVE.load(Ordering::Relaxed) - before;
+    assert_eq!(z.len(), n);
+    used as f64 / n as f64
+}
+
+const TTL_SETS: usize = 10_000;
+const TTL_LEN: usize = 100;
+
+/// Bytes per member over `TTL_SETS` sets of `TTL_LEN` members (the compact
+/// encoding at the default limits), with or without a TTL on every member.
+fn ours_small_ttl(ttl: bool) -> f64 {
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut sets = Vec::with_capacity(TTL_SETS);
+    for s in 0..TTL_SETS {
+        let mut z = ZSet::new();
+        for j in 0..TTL_LEN {
+            let m = member(j);
+            z.add(
+                m.as_bytes(),
+                NotNan::new((T0 + (s * TTL_LEN + j) as u64) as f64).unwrap_or_default(),
+                AddFlags::default(),
+                Limits::default(),
+            )
+            .ok();
+            if ttl {
+                z.set_expire(m.as_bytes(), deadline(s * TTL_LEN + j));
+            }
+        }
+        sets.push(z);
+    }
+    let used = LIVE.load(Ordering::Relaxed) - before;
+    used as f64 / (TTL_SETS * TTL_LEN) as f64
+}
+
 struct Redis {
     child: Child,
     conn: BufReader<TcpStream>,
@@ -233,6 +291,15 @@ fn connect(port: u16) -> Option<TcpStream> {
 
 fn main() {
     // Criterion-style flags from `cargo bench` are ignored.
+    if std::env::var_os("ZSET_MEMORY_ADDS_ONLY").is_some() {
+        // A fixed ZADD workload without TTLs, for instruction counts
+        // (`valgrind --tool=callgrind`) that a loaded machine cannot skew.
+        let (pm, _, took) = ours_big();
+        let rnd = ours_big_random_order();
+        let (small, _) = ours_small();
+        println!("{pm:.1} B/member in {took:.2?}; scrambled {rnd:.1}; small {small:.1} B/set");
+        return;
+    }
     let (ours_pm, est, took) = ours_big();
     let rnd = ours_big_random_order();
     let (small_heap, small_total) = ours_small();
@@ -244,6 +311,20 @@ fn main() {
     println!(
         "zwindow: {SMALL_SETS} sets x {SMALL_LEN}: {small_heap:.1} B/set heap, {small_total:.1} B/set incl. the Vec<ZSet> slot"
     );
+
+    let (plain, with) = (ours_big_ttl(BIG, false), ours_big_ttl(BIG, true));
+    println!(
+        "zwindow: member TTLs, 1M x 12B members: {plain:.1} B/member without, {with:.1} with: {:.1} B per member TTL",
+        with - plain
+    );
+    let (plain, with) = (ours_small_ttl(false), ours_small_ttl(true));
+    println!(
+        "zwindow: member TTLs, {TTL_SETS} sets x {TTL_LEN}: {plain:.1} B/member without, {with:.1} with: {:.1} B per member TTL",
+        with - plain
+    );
+    if std::env::var_os("ZSET_MEMORY_NO_REDIS").is_some() {
+        return;
+    }
 
     let Some(mut r) = Redis::start() else {
         println!("redis-server not available: skipping comparison");

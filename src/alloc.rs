@@ -158,3 +158,26 @@ pub fn release_free_memory() {
     // structures (the calling thread's heap and the shared arenas).
     unsafe { libmimalloc_sys::mi_collect(true) }
 }
+
+/// mimalloc's own statistics report (MEMORY MALLOC-STATS), or None when
+/// it is not the allocator.
+pub fn stats_text() -> Option<String> {
+    allocated()?;
+    unsafe extern "C" fn append(msg: *const std::ffi::c_char, arg: *mut std::ffi::c_void) {
+        // SAFETY: `arg` is the `String` passed below, alive for the call;
+        // mimalloc passes a NUL-terminated message.
+        unsafe {
+            let out = &mut *arg.cast::<String>();
+            out.push_str(&std::ffi::CStr::from_ptr(msg).to_string_lossy());
+        }
+    }
+    let mut out = String::new();
+    // SAFETY: the callback only appends to `out`, which outlives the call.
+    unsafe {
+        libmimalloc_sys::mi_stats_print_out(
+            Some(append),
+            (&mut out as *mut String).cast::<std::ffi::c_void>(),
+        )
+    };
+    Some(out)
+}

@@ -1,162 +1,300 @@
-//! Settings: the command line (clap) and the runtime registry behind
-//! `CONFIG GET/SET`.
+//! Settings: the one table of directives (`PARAMS`) behind the config
+//! file, the command line and `CONFIG GET/SET/REWRITE`, and the runtime
+//! values it reads and writes.
 //!
-//! The registry lists only settings the server really has, each with its
-//! Redis name (and old alias, e.g. `zset-max-ziplist-entries`). Settings read
-//! on hot paths (notification flags, listpack thresholds) are atomics so
-//! commands read them without a lock.
+//! The table lists only settings the server really has, each with its
+//! Redis name (and old alias, e.g. `zset-max-ziplist-entries`); directives
+//! Redis 7.0 has that change nothing observable here are kept (stored,
+//! reported, rewritten) by `kept!`. Startup reads redis.conf syntax
+//! (`config_file.rs`) and applies each directive in order through the same
+//! setters CONFIG SET uses. Settings read on hot paths (notification
+//! flags, listpack thresholds) are atomics so commands read them without
+//! a lock.
+//!
+//! Adding a directive: a `Config` field with its default in
+//! `Config::defaults()`, and a `PARAMS` entry. `set: Some(..)` serves the
+//! file, the command line and CONFIG SET alike; a startup-only setting
+//! (Redis's IMMUTABLE_CONFIG) has `set: None` and an arm in
+//! `load_immutable`. Several words (`save 900 1`) arrive joined by spaces
+//! when the name is in `MULTI_ARG`.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
 };
 
-use clap::Parser;
 use parking_lot::RwLock;
 
+use crate::config_file::{self, Fatal, Invocation, Sources};
 use crate::keyspace::notify;
+use crate::keyspace::windows::Rule;
 use crate::util::{eq_ic, glob_match, parse_i64};
 
-/// zwindow: a Redis-compatible server built around time-windowed sorted sets.
-#[derive(Parser, Debug, Clone)]
-#[command(version, about, args_override_self = true)]
-pub struct Args {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub bind: String,
-    /// TCP port; 0 picks a free one (the log says which).
-    #[arg(long, default_value_t = 6379)]
-    pub port: u16,
-    /// Number of databases (SELECT 0..N-1).
-    #[arg(long, default_value_t = 16)]
-    pub databases: usize,
-    /// Keyspace shards (default: 4 per core, at most 128).
-    #[arg(long)]
-    pub shards: Option<usize>,
-    /// Threads serving connections (default: 1).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Require clients to AUTH with this password.
-    #[arg(long)]
-    pub requirepass: Option<String>,
-    /// Log filter (error, warn, info, debug, trace or a tracing filter).
-    #[arg(long, default_value = "info")]
-    pub log_level: String,
-    /// Background task frequency (active expiry), as Redis's `hz`.
-    #[arg(long, default_value_t = 10)]
-    pub hz: u32,
-    /// Keyspace notification classes, as Redis's `notify-keyspace-events`.
-    #[arg(long, default_value = "")]
-    pub notify_keyspace_events: String,
-    /// Allow the DEBUG command (needed by tests for the controllable clock).
-    #[arg(long, default_value = "no")]
-    pub enable_debug_command: String,
-    /// A window rule, `PATTERN=DURATION[:s|:ms]` (repeatable), e.g.
-    /// `news.published:*=24h` or `heartbeats:*=65s:ms`.
-    #[arg(long)]
-    pub zwindow: Vec<String>,
-    /// A config file of `directive value...` lines (redis.conf style);
-    /// command-line flags override it.
-    #[arg(long)]
-    pub config: Option<String>,
-    /// Accepted for redis-server compatibility; zwindow does not persist.
-    #[arg(long, hide = true)]
-    pub save: Option<String>,
-    /// Accepted for redis-server compatibility; zwindow does not persist.
-    #[arg(long, hide = true)]
-    pub appendonly: Option<String>,
-    /// Redis's protected mode (yes|no): without a password, only loopback
-    /// clients (127.0.0.1, ::1) are served; others get `-DENIED`.
-    #[arg(long, default_value = "yes")]
-    pub protected_mode: String,
-    /// Most clients connected at once (more are refused at accept).
-    #[arg(long)]
-    pub maxclients: Option<usize>,
-    /// Seconds between TCP keepalive probes on client sockets (0: off).
-    #[arg(long)]
-    pub tcp_keepalive: Option<u64>,
-    /// Close clients idle for this many seconds (0: never).
-    #[arg(long)]
-    pub timeout: Option<u64>,
-    /// The listen backlog.
-    #[arg(long)]
-    pub tcp_backlog: Option<u32>,
-    /// Accepted for redis-server compatibility; use --log-level.
-    #[arg(long, hide = true)]
-    pub loglevel: Option<String>,
+/// What `main` does: print and exit, or run with these settings.
+pub enum Launch {
+    Version,
+    Help,
+    Healthcheck(Option<u32>),
+    Run(Box<Startup>),
 }
 
-impl Args {
-    /// Parses the command line, reading `--config FILE` first so that the
-    /// flags given on the command line win over the file.
-    pub fn load() -> Result<Args, String> {
-        let argv: Vec<String> = std::env::args().collect();
-        let cli = Args::try_parse_from(&argv).map_err(|e| e.to_string())?;
-        let Some(path) = &cli.config else {
-            return Ok(cli);
-        };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read config file {path}: {e}"))?;
-        let mut merged = vec![argv[0].clone()];
-        merged.extend(config_file_flags(&text)?);
-        merged.extend(argv.into_iter().skip(1));
-        Args::try_parse_from(merged).map_err(|e| e.to_string())
-    }
-
-    /// Tokio worker threads serving connections. One by default, chosen by
-    /// measurement (`benches/vs_redis.rs` on 2 cores shared with the load
-    /// generator): with two workers every request pays for cross-thread
-    /// wakeups, work stealing and contended shard locks, which cost more
-    /// server CPU per request than a second core wins back (geometric mean
-    /// over the sorted-set workloads at pipeline depth 1: 0.90 of Redis's
-    /// CPU per request with one worker, 1.03 with two). More workers still
-    /// raise throughput on many-core machines that are not CPU-starved.
-    pub fn worker_threads(&self) -> usize {
-        self.threads.unwrap_or(1).clamp(1, 256)
-    }
-
-    pub fn shard_count(&self) -> usize {
-        self.shards.unwrap_or_else(|| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (cores * 4).clamp(4, crate::keyspace::MAX_SHARDS)
-        })
-    }
+/// Everything startup read: the settings, plus what the file declares
+/// that is not a setting (window rules, users, renamed commands).
+pub struct Startup {
+    pub config: Config,
+    pub window_rules: Vec<Rule>,
+    /// `user …` lines in order (words after `user`), for the ACL layer.
+    pub users: Vec<Vec<Vec<u8>>>,
+    /// `rename-command old new` in order (`new` empty: removed).
+    pub renames: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Said once logging is up (directives accepted but not acted on).
+    pub warnings: Vec<String>,
 }
 
-/// Turns redis.conf-style lines into flags: `port 6380` → `--port 6380`,
-/// `zwindow news:* 24h s` → `--zwindow news:*=24h:s`.
-pub fn config_file_flags(text: &str) -> Result<Vec<String>, String> {
-    let mut flags = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+impl Launch {
+    /// Reads the command line, then the config file, stdin and the
+    /// command-line directives, as redis-server does.
+    pub fn from_argv(argv: &[Vec<u8>]) -> Result<Launch, Fatal> {
+        match config_file::parse_argv(argv) {
+            Invocation::Version => Ok(Launch::Version),
+            Invocation::Help => Ok(Launch::Help),
+            Invocation::Healthcheck(pid) => Ok(Launch::Healthcheck(pid)),
+            Invocation::Run(sources) => Ok(Launch::Run(Box::new(Startup::load(&sources)?))),
         }
-        let mut words = line.split_whitespace();
-        let name = words.next().unwrap_or_default().to_ascii_lowercase();
-        let rest: Vec<&str> = words.map(|w| w.trim_matches('"')).collect();
-        if name == "zwindow" {
-            match rest.as_slice() {
-                [pattern, duration] => flags.push(format!("--zwindow={pattern}={duration}")),
-                [pattern, duration, unit] => {
-                    flags.push(format!("--zwindow={pattern}={duration}:{unit}"))
-                }
-                [pattern, duration, unit, kw, dest] if kw.eq_ignore_ascii_case("moveto") => flags
-                    .push(format!(
-                        "--zwindow={pattern}={duration}:{unit}:moveto={dest}"
-                    )),
-                _ => {
-                    return Err(format!(
-                        "config line {}: expected `zwindow PATTERN DURATION [s|ms] [moveto DEST]`",
-                        n + 1
-                    ));
+    }
+}
+
+impl Startup {
+    pub(crate) fn load(sources: &Sources) -> Result<Startup, Fatal> {
+        let mut st = Startup {
+            config: Config::defaults(),
+            window_rules: Vec::new(),
+            users: Vec::new(),
+            renames: Vec::new(),
+            warnings: Vec::new(),
+        };
+        // An image may change the built-in defaults (the Docker image binds
+        // every interface without protected mode, as the official redis
+        // image is built): that file is read first and its values count as
+        // defaults for CONFIG REWRITE.
+        if let Some(path) = std::env::var_os(DEFAULTS_ENV).filter(|p| !p.is_empty()) {
+            let defaults = Sources {
+                file: Some(path.into()),
+                ..Sources::default()
+            };
+            config_file::load(&defaults, &mut |words| st.apply(words))?;
+            let built_in = Config::defaults();
+            for p in PARAMS {
+                let value = (p.get)(&st.config);
+                if value != (p.get)(&built_in) {
+                    st.config.baseline.insert(p.name, value);
                 }
             }
-        } else {
-            flags.push(format!("--{name}={}", rest.join(" ")));
+        }
+        st.config.config_file = sources.file.clone();
+        config_file::load(sources, &mut |words| st.apply(words))?;
+        st.config.loading.store(false, Relaxed);
+        for (name, default, why) in KEPT_WARNINGS {
+            let value = st.config.kept(name, default);
+            if value != *default {
+                st.warnings
+                    .push(format!("'{name} {value}' is ignored: {why}"));
+            }
+        }
+        let logfile = st.config.kept("logfile", "");
+        if !logfile.is_empty()
+            && let Err(e) = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&logfile)
+        {
+            return Err(config_file::fatal_at(
+                None,
+                &format!("Can't open the log file: {}", config_file::strerror(&e)),
+            ));
+        }
+        Ok(st)
+    }
+
+    /// One directive (`words[0]` lower-cased), as Redis's
+    /// `loadServerConfigFromString` treats it; the error is the text
+    /// redis-server prints under the line.
+    fn apply(&mut self, words: &[Vec<u8>]) -> Result<(), String> {
+        let name = String::from_utf8_lossy(&words[0]).into_owned();
+        let args = &words[1..];
+        if let Some(p) = find_param(name.as_bytes()) {
+            let multi = MULTI_ARG.contains(&p.name);
+            if !multi && args.len() != 1 {
+                return Err("wrong number of arguments".into());
+            }
+            // A multi-word setting given as one word is split (`--save "900 1"`).
+            let value = match args {
+                [one] => one.clone(),
+                _ => args.join(&b' '),
+            };
+            if PERSISTENCE.contains(&p.name) {
+                check_persistence(p.name, &value)?;
+                self.note_persistence(p, &value);
+                return Ok(());
+            }
+            return match p.set {
+                Some(set) => set(&self.config, &value, true),
+                None => self.config.load_immutable(p.name, &value),
+            };
+        }
+        // Directives Redis 7.0 still accepts and ignores.
+        if DEPRECATED.contains(&name.as_str()) && args.len() == 1 {
+            return Ok(());
+        }
+        match (name.as_str(), args) {
+            ("rename-command", [from, to]) => {
+                if crate::commands::lookup(from).is_none() {
+                    return Err("No such command in rename-command".into());
+                }
+                if !to.is_empty()
+                    && (crate::commands::lookup(to).is_some()
+                        || self.renames.iter().any(|(_, t)| t.eq_ignore_ascii_case(to)))
+                {
+                    return Err("Target command name already exists".into());
+                }
+                self.renames
+                    .push((from.to_ascii_lowercase(), to.to_ascii_lowercase()));
+                Ok(())
+            }
+            ("user", [_, ..]) => {
+                // `--user "alice on >pw ~* +@all"` arrives as one quoted
+                // word: its rules are the words inside it.
+                let words: Vec<Vec<u8>> = match args {
+                    [one] => one
+                        .split(|b| b.is_ascii_whitespace())
+                        .filter(|w| !w.is_empty())
+                        .map(<[u8]>::to_vec)
+                        .collect(),
+                    _ => args.to_vec(),
+                };
+                let Some(name) = words.first() else {
+                    return Err("Bad directive or wrong number of arguments".into());
+                };
+                // acl.c `ACLAppendUserForLoading` (EALREADY).
+                if self.users.iter().any(|u| u[0] == *name) {
+                    return Err(format!(
+                        "Error in user declaration '{}': Duplicate user found. A user can only be defined once in config files",
+                        String::from_utf8_lossy(name)
+                    ));
+                }
+                let mut line = vec![name.clone()];
+                line.extend(crate::acl::check_configured_user(&words)?);
+                self.users.push(line);
+                Ok(())
+            }
+            ("zwindow", _) => {
+                let rule = window_rule(args)?;
+                self.window_rules.push(rule);
+                Ok(())
+            }
+            ("loadmodule", [_, ..]) => Err("zwindow cannot load modules".into()),
+            ("sentinel", _) => Err("sentinel directive while not in sentinel mode".into()),
+            _ if name.contains('.') && !args.is_empty() => {
+                Err("Module Configuration detected without loadmodule directive".into())
+            }
+            _ => Err("Bad directive or wrong number of arguments".into()),
         }
     }
-    Ok(flags)
+
+    /// Persistence directives are accepted and reported as ignored until
+    /// zwindow persists (the RDB/AOF work replaces this).
+    fn note_persistence(&mut self, p: &Param, value: &[u8]) {
+        let harmless = match p.name {
+            "save" => value.is_empty(),
+            "appendonly" => eq_ic(value, "no"),
+            _ => true,
+        };
+        if let Some(set) = p.set
+            && set(&self.config, value, false).is_ok()
+        {
+            let _ = set(&self.config, value, true);
+        }
+        if !harmless {
+            self.warnings.push(format!(
+                "'{} {}' is accepted for compatibility and ignored: zwindow keeps data in memory only",
+                p.name,
+                String::from_utf8_lossy(value)
+            ));
+        }
+    }
 }
+
+/// Redis's checks of `save` (pairs of integers, or nothing) and
+/// `appendonly` (yes/no), with its error texts.
+fn check_persistence(name: &str, value: &[u8]) -> Result<(), String> {
+    if name == "appendonly" {
+        return yes_no(value).map(drop);
+    }
+    let text = String::from_utf8_lossy(value);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if !words.len().is_multiple_of(2) || words.iter().any(|w| w.parse::<i64>().is_err()) {
+        return Err("Invalid save parameters".into());
+    }
+    Ok(())
+}
+
+/// A `zwindow` directive: `zwindow PATTERN DURATION [s|ms] [moveto DEST]`
+/// in a file, or the command line's one-word `PATTERN=DURATION[:unit]…`.
+fn window_rule(args: &[Vec<u8>]) -> Result<Rule, String> {
+    let text = |w: &Vec<u8>| String::from_utf8_lossy(w).into_owned();
+    let spec = match args {
+        [one] => text(one),
+        [pattern, duration] => format!("{}={}", text(pattern), text(duration)),
+        [pattern, duration, unit] => format!("{}={}:{}", text(pattern), text(duration), text(unit)),
+        [pattern, duration, unit, kw, dest] if kw.eq_ignore_ascii_case(b"moveto") => format!(
+            "{}={}:{}:moveto={}",
+            text(pattern),
+            text(duration),
+            text(unit),
+            text(dest)
+        ),
+        _ => {
+            return Err("expected `zwindow PATTERN DURATION [s|ms] [moveto DEST]`".into());
+        }
+    };
+    crate::keyspace::windows::parse_cli_rule(&spec)
+}
+
+/// Names a config file read before the real one whose values replace the
+/// built-in defaults (see `Startup::load`).
+pub const DEFAULTS_ENV: &str = "ZWINDOW_DEFAULTS";
+
+/// Changes the log filter of the running process (set by `main`, which
+/// owns the subscriber).
+pub static LOG_RELOAD: std::sync::OnceLock<LogReload> = std::sync::OnceLock::new();
+
+pub type LogReload = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Settings only `enable-protected-configs` lets CONFIG SET change.
+const PROTECTED: &[&str] = &["dir", "dbfilename"];
+
+/// Settings Redis reads as several words (MULTI_ARG_CONFIG).
+const MULTI_ARG: &[&str] = &[
+    "save",
+    "client-output-buffer-limit",
+    "bind",
+    "latency-tracking-info-percentiles",
+    "oom-score-adj-values",
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
+];
+
+/// Settings zwindow does not act on yet because it does not persist:
+/// accepted from the file and the command line with a warning.
+const PERSISTENCE: &[&str] = &["save", "appendonly"];
+
+/// Names Redis 7.0 accepts with one argument and ignores.
+const DEPRECATED: &[&str] = &[
+    "list-max-ziplist-entries",
+    "list-max-ziplist-value",
+    "lua-replicate-commands",
+];
 
 /// The runtime settings.
 pub struct Config {
@@ -201,7 +339,6 @@ pub struct Config {
     min_replicas_to_write: AtomicUsize,
     min_replicas_max_lag: AtomicUsize,
     busy_reply_threshold: AtomicI64,
-    has_password: AtomicBool,
     /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
     /// for the normal, replica and pubsub classes, in that order.
     obuf_limits: [[AtomicU64; 3]; 3],
@@ -209,8 +346,39 @@ pub struct Config {
     latency_tracking: AtomicBool,
     /// `latency-tracking-info-percentiles`, as INFO latencystats prints them.
     latency_percentiles: RwLock<Vec<f64>>,
-    /// The `--config` file, absolute (INFO server's `config_file`).
-    pub config_file: String,
+    /// The config file, absolute (INFO server's `config_file`, what
+    /// CONFIG REWRITE writes).
+    pub config_file: Option<PathBuf>,
+    /// Keyspace shards (0: 4 per core), worker threads, the tracing filter.
+    shards: usize,
+    threads: usize,
+    pub log_level: String,
+    /// True while the config file is read: settings immutable at runtime
+    /// can be set only then.
+    loading: AtomicBool,
+    /// Values of the `kept!` directives that differ from their default.
+    kept: RwLock<HashMap<&'static str, String>>,
+    /// Defaults changed by the `ZWINDOW_DEFAULTS` file (CONFIG REWRITE
+    /// leaves settings at these values out, as at the built-in ones).
+    baseline: HashMap<&'static str, String>,
+    /// `aclfile` (empty: none), read at startup only, as in Redis.
+    pub aclfile: String,
+    acllog_max_len: AtomicUsize,
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    acl_pubsub_all: AtomicBool,
+    /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
+    slowlog_slower_than: AtomicI64,
+    slowlog_max_len: AtomicU64,
+    /// `latency-monitor-threshold` in ms (0: the monitor is off).
+    latency_monitor_threshold: AtomicI64,
+    /// `maxmemory` in bytes (0: no limit) and its policy, samples and
+    /// tenacity, and the LFU counter's `lfu-log-factor` / `lfu-decay-time`.
+    maxmemory: AtomicU64,
+    maxmemory_policy: AtomicU8,
+    maxmemory_samples: AtomicU32,
+    maxmemory_eviction_tenacity: AtomicU32,
+    lfu_log_factor: AtomicU32,
+    lfu_decay_time: AtomicU32,
 }
 
 /// Client classes of `client-output-buffer-limit`, in Redis's order.
@@ -226,24 +394,16 @@ pub struct OutputLimit {
 }
 
 impl Config {
-    pub fn from_args(args: &Args) -> Result<Config, String> {
-        let notify = notify::parse(args.notify_keyspace_events.as_bytes())
-            .ok_or("invalid --notify-keyspace-events")?;
-        let pass = args
-            .requirepass
-            .clone()
-            .filter(|p| !p.is_empty())
-            .map(String::into_bytes);
-        Ok(Config {
-            bind: args.bind.clone(),
-            port: AtomicU32::new(args.port as u32),
-            databases: args.databases.clamp(1, 10_000),
-            debug_command: parse_bool(args.enable_debug_command.as_bytes())
-                .ok_or("invalid --enable-debug-command")?,
-            has_password: AtomicBool::new(pass.is_some()),
-            requirepass: RwLock::new(pass),
-            hz: AtomicU32::new(args.hz.clamp(1, 500)),
-            notify: AtomicU32::new(notify),
+    /// Redis 7.0's defaults (and zwindow's for its own settings).
+    pub fn defaults() -> Config {
+        Config {
+            bind: "127.0.0.1".into(),
+            port: AtomicU32::new(6379),
+            databases: 16,
+            debug_command: false,
+            requirepass: RwLock::new(None),
+            hz: AtomicU32::new(10),
+            notify: AtomicU32::new(0),
             zset_max_listpack_entries: AtomicUsize::new(128),
             zset_max_listpack_value: AtomicUsize::new(64),
             hll_sparse_max_bytes: AtomicUsize::new(3000),
@@ -257,13 +417,11 @@ impl Config {
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
             tracking_table_max_keys: AtomicUsize::new(1_000_000),
             client_query_buffer_limit: AtomicU64::new(1024 * 1024 * 1024),
-            maxclients: AtomicUsize::new(args.maxclients.unwrap_or(10_000).max(1)),
-            protected_mode: AtomicBool::new(
-                parse_bool(args.protected_mode.as_bytes()).ok_or("invalid --protected-mode")?,
-            ),
-            tcp_keepalive: AtomicU64::new(args.tcp_keepalive.unwrap_or(300)),
-            timeout: AtomicU64::new(args.timeout.unwrap_or(0)),
-            tcp_backlog: args.tcp_backlog.unwrap_or(511),
+            maxclients: AtomicUsize::new(10_000),
+            protected_mode: AtomicBool::new(true),
+            tcp_keepalive: AtomicU64::new(300),
+            timeout: AtomicU64::new(0),
+            tcp_backlog: 511,
             min_replicas_to_write: AtomicUsize::new(0),
             min_replicas_max_lag: AtomicUsize::new(10),
             obuf_limits: [
@@ -275,14 +433,143 @@ impl Config {
             busy_reply_threshold: AtomicI64::new(5000),
             latency_tracking: AtomicBool::new(true),
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
-            config_file: args
-                .config
-                .as_ref()
-                .map(|f| {
-                    std::path::absolute(f).map_or_else(|_| f.clone(), |p| p.display().to_string())
-                })
-                .unwrap_or_default(),
-        })
+            config_file: None,
+            shards: 0,
+            threads: 0,
+            log_level: String::new(),
+            loading: AtomicBool::new(true),
+            kept: RwLock::new(HashMap::new()),
+            baseline: HashMap::new(),
+            aclfile: String::new(),
+            acllog_max_len: AtomicUsize::new(128),
+            acl_pubsub_all: AtomicBool::new(false),
+            slowlog_slower_than: AtomicI64::new(10_000),
+            slowlog_max_len: AtomicU64::new(128),
+            latency_monitor_threshold: AtomicI64::new(0),
+            maxmemory: AtomicU64::new(0),
+            maxmemory_policy: AtomicU8::new(Policy::NoEviction as u8),
+            maxmemory_samples: AtomicU32::new(5),
+            maxmemory_eviction_tenacity: AtomicU32::new(10),
+            lfu_log_factor: AtomicU32::new(10),
+            lfu_decay_time: AtomicU32::new(1),
+        }
+    }
+
+    /// Sets a setting CONFIG SET cannot change (startup only).
+    fn load_immutable(&mut self, name: &str, v: &[u8]) -> Result<(), String> {
+        let text = || String::from_utf8_lossy(v).into_owned();
+        match name {
+            "bind" => self.bind = text(),
+            "port" => self.port.store(int_setter(v, 0, 65535)? as u32, Relaxed),
+            "databases" => self.databases = int_setter(v, 1, i64::from(i32::MAX))? as usize,
+            "enable-debug-command" => {
+                self.debug_command = parse_bool(v)
+                    .ok_or("argument(s) must be one of the following: no, yes, local")?
+            }
+            "tcp-backlog" => self.tcp_backlog = int_setter(v, 0, i64::from(i32::MAX))? as u32,
+            "shards" => {
+                self.shards = int_setter(v, 1, crate::keyspace::MAX_SHARDS as i64)? as usize
+            }
+            "threads" => self.threads = int_setter(v, 1, 256)? as usize,
+            "log-level" => self.log_level = text(),
+            "aclfile" => self.aclfile = text(),
+            _ => return Err("can't set immutable config".into()),
+        }
+        Ok(())
+    }
+
+    /// A `kept!` directive's value.
+    fn kept(&self, name: &str, default: &str) -> String {
+        self.kept
+            .read()
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| default.to_string())
+    }
+
+    /// True once startup has read the config (settings marked immutable
+    /// refuse CONFIG SET from then on).
+    fn loaded(&self) -> bool {
+        !self.loading.load(Relaxed)
+    }
+
+    /// Tokio worker threads serving connections. One by default, chosen by
+    /// measurement (`benches/vs_redis.rs` on 2 cores shared with the load
+    /// generator): with two workers every request pays for cross-thread
+    /// wakeups, work stealing and contended shard locks, which cost more
+    /// server CPU per request than a second core wins back (geometric mean
+    /// over the sorted-set workloads at pipeline depth 1: 0.90 of Redis's
+    /// CPU per request with one worker, 1.03 with two). More workers still
+    /// raise throughput on many-core machines that are not CPU-starved.
+    pub fn worker_threads(&self) -> usize {
+        self.threads.clamp(1, 256)
+    }
+
+    pub fn shard_count(&self) -> usize {
+        if self.shards > 0 {
+            return self.shards;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores * 4).clamp(4, crate::keyspace::MAX_SHARDS)
+    }
+
+    /// The tracing filter: `log-level` if given, else Redis's `loglevel`.
+    pub fn log_filter(&self) -> String {
+        if !self.log_level.is_empty() {
+            return self.log_level.clone();
+        }
+        match self.kept("loglevel", "notice").as_str() {
+            "debug" => "debug",
+            "warning" => "warn",
+            _ => "info",
+        }
+        .to_string()
+    }
+
+    /// `pidfile` and `logfile` (empty: none / stderr).
+    pub fn pidfile(&self) -> String {
+        self.kept("pidfile", "")
+    }
+
+    pub fn logfile(&self) -> String {
+        self.kept("logfile", "")
+    }
+
+    pub fn slowlog_slower_than(&self) -> i64 {
+        self.slowlog_slower_than.load(Relaxed)
+    }
+
+    pub fn slowlog_max_len(&self) -> u64 {
+        self.slowlog_max_len.load(Relaxed)
+    }
+
+    pub fn latency_monitor_threshold(&self) -> i64 {
+        self.latency_monitor_threshold.load(Relaxed)
+    }
+
+    /// `maxmemory` in bytes; 0 means no limit.
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Relaxed)
+    }
+
+    pub fn maxmemory_policy(&self) -> Policy {
+        Policy::ALL[usize::from(self.maxmemory_policy.load(Relaxed)) % Policy::ALL.len()]
+    }
+
+    pub fn maxmemory_samples(&self) -> usize {
+        self.maxmemory_samples.load(Relaxed) as usize
+    }
+
+    pub fn maxmemory_eviction_tenacity(&self) -> u32 {
+        self.maxmemory_eviction_tenacity.load(Relaxed)
+    }
+
+    pub fn lfu_log_factor(&self) -> u32 {
+        self.lfu_log_factor.load(Relaxed)
+    }
+
+    pub fn lfu_decay_time(&self) -> u32 {
+        self.lfu_decay_time.load(Relaxed)
     }
 
     pub fn latency_tracking(&self) -> bool {
@@ -400,26 +687,19 @@ impl Config {
         self.maxclients.load(Relaxed)
     }
 
-    /// True when clients must authenticate.
-    /// Whether an ACL user of this name exists: zwindow has only Redis's
-    /// `default` user (ACL users are not implemented yet).
-    pub fn user_exists(&self, name: &[u8]) -> bool {
-        name == b"default"
+    /// `requirepass`, which is the default ACL user's password (the
+    /// server applies it there at startup and on CONFIG SET).
+    pub fn requirepass(&self) -> Option<Vec<u8>> {
+        self.requirepass.read().clone()
     }
 
-    pub fn auth_required(&self) -> bool {
-        self.has_password.load(Relaxed)
+    pub fn acllog_max_len(&self) -> usize {
+        self.acllog_max_len.load(Relaxed)
     }
 
-    /// Constant-time-ish password check (length leaks, content does not).
-    pub fn check_password(&self, given: &[u8]) -> bool {
-        match &*self.requirepass.read() {
-            None => false,
-            Some(p) => {
-                p.len() == given.len()
-                    && p.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-            }
-        }
+    /// `acl-pubsub-default`: true for `allchannels`.
+    pub fn acl_pubsub_all(&self) -> bool {
+        self.acl_pubsub_all.load(Relaxed)
     }
 
     /// `CONFIG GET`: every (name, value) whose name matches one of the patterns.
@@ -439,15 +719,32 @@ impl Config {
         out
     }
 
+    /// Redis's PROTECTED_CONFIG (`dir`): CONFIG SET refuses it unless
+    /// `enable-protected-configs` is `yes`, or `local` and the client is.
+    pub fn protected_refused(&self, name: &[u8], local_client: bool) -> Option<String> {
+        let p = find_param(name)?;
+        if !PROTECTED.contains(&p.name) {
+            return None;
+        }
+        let allowed = match self.kept("enable-protected-configs", "no").as_str() {
+            "yes" => true,
+            "local" => local_client,
+            _ => false,
+        };
+        (!allowed).then(|| {
+            format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - can't set protected config",
+                String::from_utf8_lossy(name)
+            )
+        })
+    }
+
     /// `CONFIG SET name value [name value ...]`: all or nothing.
     pub fn set_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
         let mut seen: Vec<&'static str> = Vec::new();
         let mut found = Vec::with_capacity(pairs.len());
         for (name, value) in pairs {
-            let Some(p) = PARAMS
-                .iter()
-                .find(|p| eq_ic(name, p.name) || p.alias.is_some_and(|a| eq_ic(name, a)))
-            else {
+            let Some(p) = find_param(name) else {
                 return Err(format!(
                     "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
                     String::from_utf8_lossy(name)
@@ -477,7 +774,182 @@ impl Config {
     }
 }
 
+impl Config {
+    /// `CONFIG REWRITE`: the config file with every setting at its current
+    /// value, edited in place as Redis 7.0 does (see `config_file::Rewrite`);
+    /// the window rules are written as `zwindow` lines, and `users` (the
+    /// ACL users' `user` lines, empty when an `aclfile` holds them) replace
+    /// the file's `user` lines, as Redis's `rewriteConfigUserOption`.
+    pub fn rewrite(&self, rules: &[std::sync::Arc<Rule>], users: &[Vec<u8>]) -> Result<(), String> {
+        let Some(path) = &self.config_file else {
+            return Err("ERR The server is running without a config file".into());
+        };
+        let failed = |e: std::io::Error| {
+            let why = config_file::strerror(&e);
+            tracing::warn!("CONFIG REWRITE failed: {why}");
+            format!("ERR Rewriting config file: {why}")
+        };
+        let canonical = |name: &str| {
+            find_param(name.as_bytes())
+                .map(|p| p.name.to_string())
+                .or_else(|| NOT_SETTINGS.contains(&name).then(|| name.to_string()))
+        };
+        let mut state = config_file::Rewrite::read(path, canonical).map_err(failed)?;
+        let defaults = Config::defaults();
+        for p in PARAMS {
+            let default = match self.baseline.get(p.name) {
+                Some(v) => v.clone(),
+                None => (p.get)(&defaults),
+            };
+            rewrite_param(&mut state, p, &(p.get)(self), &default);
+        }
+        for line in users {
+            state.line("user", line.clone(), true);
+        }
+        state.mark("user");
+        for rule in rules {
+            let mut line = format!("zwindow {} ", word(&rule.pattern));
+            line.push_str(&match rule.duration_ms % 1000 {
+                0 => format!("{}s", rule.duration_ms / 1000),
+                _ => format!("{}ms", rule.duration_ms),
+            });
+            line.push_str(match rule.unit {
+                crate::keyspace::windows::Unit::Seconds => " s",
+                crate::keyspace::windows::Unit::Millis => " ms",
+            });
+            if let Some(dest) = &rule.moveto {
+                line.push_str(&format!(" moveto {}", word(dest)));
+            }
+            state.line("zwindow", line.into_bytes(), true);
+        }
+        state.mark("zwindow");
+        config_file::overwrite(path, &state.finish()).map_err(failed)?;
+        tracing::warn!("CONFIG REWRITE executed with success.");
+        Ok(())
+    }
+}
+
+/// Config-file directives that are not settings: CONFIG REWRITE keeps
+/// their lines (and rewrites `zwindow` from the live rules).
+const NOT_SETTINGS: &[&str] = &[
+    "include",
+    "rename-command",
+    "user",
+    "loadmodule",
+    "sentinel",
+    "zwindow",
+];
+
+/// A word as the file needs it: bare when plain, else quoted.
+fn word(w: &[u8]) -> String {
+    if !w.is_empty()
+        && w.iter()
+            .all(|&b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b'\\'))
+    {
+        String::from_utf8_lossy(w).into_owned()
+    } else {
+        config_file::repr(w)
+    }
+}
+
+/// A byte count as Redis writes it back: `64mb`, `1gb`, else plain.
+fn format_memory(n: i64) -> String {
+    const UNITS: [(i64, &str); 3] = [(1 << 30, "gb"), (1 << 20, "mb"), (1 << 10, "kb")];
+    for (size, unit) in UNITS {
+        if n != 0 && n % size == 0 {
+            return format!("{}{unit}", n / size);
+        }
+    }
+    n.to_string()
+}
+
+/// One setting's lines, written as Redis's rewrite function for its type
+/// writes them; `force` (write even when absent from the file) when the
+/// value differs from the default.
+fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, default: &str) {
+    let name = p.name;
+    let force = value != default;
+    match name {
+        // Strings: quoted; an unset one (empty with no default) has no line.
+        "requirepass" | "pidfile" | "ignore-warnings" if value.is_empty() => state.mark(name),
+        "requirepass"
+        | "pidfile"
+        | "logfile"
+        | "notify-keyspace-events"
+        | "dbfilename"
+        | "appendfilename"
+        | "appenddirname"
+        | "syslog-ident"
+        | "proc-title-template"
+        | "ignore-warnings"
+        | "aclfile"
+        | "log-level" => {
+            let line = format!("{name} {}", config_file::repr(value.as_bytes()));
+            state.line(name, line.into_bytes(), force);
+        }
+        // Always written: the absolute working directory.
+        "dir" => {
+            let line = format!("{name} {}", config_file::repr(value.as_bytes()));
+            state.line(name, line.into_bytes(), true);
+        }
+        "save" => {
+            let words: Vec<&str> = value.split_whitespace().collect();
+            if words.is_empty() {
+                state.line(name, b"save \"\"".to_vec(), true);
+            }
+            for pair in words.chunks(2) {
+                state.line(name, format!("save {}", pair.join(" ")).into_bytes(), true);
+            }
+            state.mark(name);
+        }
+        "latency-tracking-info-percentiles" => {
+            let shown = if value.is_empty() { "\"\"" } else { value };
+            state.line(name, format!("{name} {shown}").into_bytes(), true);
+        }
+        "client-output-buffer-limit" => {
+            let now: Vec<&str> = value.split_whitespace().collect();
+            let was: Vec<&str> = default.split_whitespace().collect();
+            for (class, old) in now.chunks(4).zip(was.chunks(4)) {
+                let [kind, hard, soft, secs] = class else {
+                    continue;
+                };
+                let mem = |v: &str| format_memory(v.parse().unwrap_or(0));
+                let kind = if *kind == "slave" { "replica" } else { kind };
+                let line = format!("{name} {kind} {} {} {secs}", mem(hard), mem(soft));
+                state.line(name, line.into_bytes(), class != old);
+            }
+        }
+        "bind" if !force => state.mark(name),
+        "proto-max-bulk-len"
+        | "client-query-buffer-limit"
+        | "hll-sparse-max-bytes"
+        | "stream-node-max-bytes"
+        | "zset-max-listpack-value"
+        | "hash-max-listpack-value"
+        | "repl-backlog-size"
+        | "auto-aof-rewrite-min-size"
+        | "maxmemory" => {
+            let line = format!("{name} {}", format_memory(value.parse().unwrap_or(0)));
+            state.line(name, line.into_bytes(), force);
+        }
+        _ => state.line(name, format!("{name} {value}").into_bytes(), force),
+    }
+}
+
+/// Parameters whose values are secrets: CONFIG SET hides them from the
+/// slow log (Redis's `SENSITIVE_CONFIG`).
+pub fn is_sensitive(name: &[u8]) -> bool {
+    eq_ic(name, "requirepass") || eq_ic(name, "masterauth")
+}
+
 type Setter = fn(&Config, &[u8], bool) -> Result<(), String>;
+
+/// The table entry for a directive name or alias (any case).
+fn find_param(name: &[u8]) -> Option<&'static Param> {
+    PARAMS
+        .iter()
+        .find(|p| eq_ic(name, p.name) || p.alias.is_some_and(|a| eq_ic(name, a)))
+}
 
 struct Param {
     name: &'static str,
@@ -532,6 +1004,109 @@ pub fn parse_memory(v: &[u8]) -> Option<i64> {
     n.checked_mul(mul)
 }
 
+/// A directive Redis 7.0 has whose effect zwindow does not need or does
+/// not have (daemonizing, replication, lazy freeing, fsync tuning…): its
+/// value is checked as Redis checks it, stored, reported by CONFIG GET and
+/// written by CONFIG REWRITE. `startup` ones are Redis's immutable
+/// settings; `runtime` ones CONFIG SET may change.
+macro_rules! kept {
+    ($name:literal, $alias:expr, $default:literal, $check:expr, startup) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            get: |c| c.kept($name, $default),
+            set: Some(|c, v, apply| {
+                if c.loaded() {
+                    return Err("can't set immutable config".into());
+                }
+                let check: fn(&[u8]) -> Result<String, String> = $check;
+                let v = check(v)?;
+                if apply {
+                    c.kept.write().insert($name, v);
+                }
+                Ok(())
+            }),
+        }
+    };
+    ($name:literal, $alias:expr, $default:literal, $check:expr, runtime) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            get: |c| c.kept($name, $default),
+            set: Some(|c, v, apply| {
+                let check: fn(&[u8]) -> Result<String, String> = $check;
+                let v = check(v)?;
+                if apply {
+                    c.kept.write().insert($name, v);
+                }
+                Ok(())
+            }),
+        }
+    };
+}
+
+/// `kept!` value checks, with Redis's error texts.
+fn yes_no(v: &[u8]) -> Result<String, String> {
+    parse_bool(v)
+        .map(|b| if b { "yes" } else { "no" }.to_string())
+        .ok_or_else(|| "argument must be 'yes' or 'no'".into())
+}
+
+fn any_text(v: &[u8]) -> Result<String, String> {
+    Ok(String::from_utf8_lossy(v).into_owned())
+}
+
+fn int_text(v: &[u8], min: i64, max: i64) -> Result<String, String> {
+    int_setter(v, min, max).map(|n| n.to_string())
+}
+
+fn memory_text(v: &[u8]) -> Result<String, String> {
+    parse_memory(v)
+        .filter(|&n| n >= 0)
+        .map(|n| n.to_string())
+        .ok_or_else(|| "argument must be a memory value".into())
+}
+
+fn one_of(v: &[u8], names: &[&str]) -> Result<String, String> {
+    names
+        .iter()
+        .find(|n| eq_ic(v, n))
+        .map(|n| n.to_string())
+        .ok_or_else(|| {
+            format!(
+                "argument(s) must be one of the following: {}",
+                names.join(", ")
+            )
+        })
+}
+
+/// Each word a number in range (`oom-score-adj-values`).
+fn int_words(v: &[u8], count: usize, min: i64, max: i64) -> Result<String, String> {
+    let text = String::from_utf8_lossy(v);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.len() != count {
+        return Err("wrong number of arguments".into());
+    }
+    for w in &words {
+        int_setter(w.as_bytes(), min, max).map_err(|_| {
+            format!("Invalid oom-score-adj-values, elements must be between {min} and {max}.")
+        })?;
+    }
+    Ok(words.join(" "))
+}
+
+/// `kept!` values that make zwindow behave otherwise than asked: said at
+/// startup. (The others change nothing a client can see.)
+const KEPT_WARNINGS: &[(&str, &str, &str)] = &[
+    (
+        "daemonize",
+        "no",
+        "zwindow does not daemonize; it stays in the foreground",
+    ),
+    ("supervised", "no", "zwindow does not notify a supervisor"),
+    ("syslog-enabled", "no", "zwindow does not log to syslog"),
+];
+
 macro_rules! usize_param {
     ($name:expr, $alias:expr, $field:ident, $min:expr, $max:expr) => {
         Param {
@@ -547,6 +1122,79 @@ macro_rules! usize_param {
             }),
         }
     };
+}
+
+macro_rules! u32_param {
+    ($name:expr, $field:ident, $min:expr, $max:expr) => {
+        Param {
+            name: $name,
+            alias: None,
+            get: |c| c.$field.load(Relaxed).to_string(),
+            set: Some(|c, v, apply| {
+                let n = int_setter(v, $min, $max)?;
+                if apply {
+                    c.$field.store(n as u32, Relaxed);
+                }
+                Ok(())
+            }),
+        }
+    };
+}
+
+/// `maxmemory-policy`: what goes when memory is over `maxmemory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    VolatileLru,
+    VolatileLfu,
+    VolatileRandom,
+    VolatileTtl,
+    AllkeysLru,
+    AllkeysLfu,
+    AllkeysRandom,
+    NoEviction,
+}
+
+impl Policy {
+    /// In Redis's order (the order its error message lists them in).
+    pub const ALL: [Policy; 8] = [
+        Policy::VolatileLru,
+        Policy::VolatileLfu,
+        Policy::VolatileRandom,
+        Policy::VolatileTtl,
+        Policy::AllkeysLru,
+        Policy::AllkeysLfu,
+        Policy::AllkeysRandom,
+        Policy::NoEviction,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::VolatileLru => "volatile-lru",
+            Policy::VolatileLfu => "volatile-lfu",
+            Policy::VolatileRandom => "volatile-random",
+            Policy::VolatileTtl => "volatile-ttl",
+            Policy::AllkeysLru => "allkeys-lru",
+            Policy::AllkeysLfu => "allkeys-lfu",
+            Policy::AllkeysRandom => "allkeys-random",
+            Policy::NoEviction => "noeviction",
+        }
+    }
+
+    /// Keys keep an LFU counter rather than an LRU clock.
+    pub fn is_lfu(self) -> bool {
+        matches!(self, Policy::VolatileLfu | Policy::AllkeysLfu)
+    }
+
+    /// Only keys with a TTL may be evicted.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
 }
 
 const PARAMS: &[Param] = &[
@@ -586,9 +1234,7 @@ const PARAMS: &[Param] = &[
         },
         set: Some(|c, v, apply| {
             if apply {
-                let pass = (!v.is_empty()).then(|| v.to_vec());
-                c.has_password.store(pass.is_some(), Relaxed);
-                *c.requirepass.write() = pass;
+                *c.requirepass.write() = (!v.is_empty()).then(|| v.to_vec());
             }
             Ok(())
         }),
@@ -834,6 +1480,51 @@ const PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "aclfile",
+        alias: None,
+        get: |c| c.aclfile.clone(),
+        set: None,
+    },
+    Param {
+        name: "acllog-max-len",
+        alias: None,
+        get: |c| c.acllog_max_len().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.acllog_max_len.store(n as usize, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "acl-pubsub-default",
+        alias: None,
+        get: |c| {
+            if c.acl_pubsub_all() {
+                "allchannels"
+            } else {
+                "resetchannels"
+            }
+            .into()
+        },
+        set: Some(|c, v, apply| {
+            let all = if eq_ic(v, "allchannels") {
+                true
+            } else if eq_ic(v, "resetchannels") {
+                false
+            } else {
+                return Err(
+                    "argument(s) must be one of the following: allchannels, resetchannels".into(),
+                );
+            };
+            if apply {
+                c.acl_pubsub_all.store(all, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
         name: "protected-mode",
         alias: None,
         get: |c| if c.protected_mode() { "yes" } else { "no" }.into(),
@@ -946,25 +1637,355 @@ const PARAMS: &[Param] = &[
     Param {
         name: "maxmemory",
         alias: None,
-        get: |_| "0".into(),
-        set: Some(|_, v, _| match parse_memory(v) {
-            Some(0) => Ok(()),
-            Some(_) => Err("zwindow does not evict; maxmemory must be 0".into()),
-            None => Err("argument must be a memory value".into()),
+        get: |c| c.maxmemory().to_string(),
+        set: Some(|c, v, apply| {
+            let n = parse_memory(v).ok_or("argument must be a memory value")?;
+            if apply {
+                c.maxmemory.store(n as u64, Relaxed);
+            }
+            Ok(())
         }),
     },
     Param {
         name: "maxmemory-policy",
         alias: None,
-        get: |_| "noeviction".into(),
-        set: Some(|_, v, _| {
-            if eq_ic(v, "noeviction") {
-                Ok(())
-            } else {
-                Err("zwindow does not evict; only noeviction".into())
+        get: |c| c.maxmemory_policy().name().into(),
+        set: Some(|c, v, apply| {
+            let p = Policy::ALL
+                .into_iter()
+                .find(|p| eq_ic(v, p.name()))
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+                    format!(
+                        "argument(s) must be one of the following: {}",
+                        names.join(", ")
+                    )
+                })?;
+            if apply {
+                c.maxmemory_policy.store(p as u8, Relaxed);
             }
+            Ok(())
         }),
     },
+    u32_param!(
+        "maxmemory-samples",
+        maxmemory_samples,
+        1,
+        i64::from(i32::MAX)
+    ),
+    u32_param!(
+        "maxmemory-eviction-tenacity",
+        maxmemory_eviction_tenacity,
+        0,
+        100
+    ),
+    u32_param!("lfu-log-factor", lfu_log_factor, 0, i64::from(i32::MAX)),
+    u32_param!("lfu-decay-time", lfu_decay_time, 0, i64::from(i32::MAX)),
+    Param {
+        name: "slowlog-log-slower-than",
+        alias: None,
+        get: |c| c.slowlog_slower_than().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, -1, i64::MAX)?;
+            if apply {
+                c.slowlog_slower_than.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "slowlog-max-len",
+        alias: None,
+        get: |c| c.slowlog_max_len().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.slowlog_max_len.store(n as u64, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "latency-monitor-threshold",
+        alias: None,
+        get: |c| c.latency_monitor_threshold().to_string(),
+        set: Some(|c, v, apply| {
+            let n = int_setter(v, 0, i64::MAX)?;
+            if apply {
+                c.latency_monitor_threshold.store(n, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    // zwindow's own startup settings.
+    Param {
+        name: "shards",
+        alias: None,
+        get: |c| c.shard_count().to_string(),
+        set: None,
+    },
+    Param {
+        name: "threads",
+        alias: None,
+        get: |c| c.worker_threads().to_string(),
+        set: None,
+    },
+    Param {
+        name: "log-level",
+        alias: None,
+        get: |c| c.log_level.clone(),
+        set: None,
+    },
+    // The working directory, as Redis's `dir`: CONFIG SET (and the file)
+    // change directory, CONFIG GET reads it back absolute.
+    Param {
+        name: "dir",
+        alias: None,
+        get: |_| {
+            std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default()
+        },
+        set: Some(|_, v, apply| {
+            let path = std::path::Path::new(std::ffi::OsStr::new(
+                std::str::from_utf8(v).map_err(|_| "Invalid argument")?,
+            ));
+            if apply {
+                std::env::set_current_dir(path)
+            } else {
+                std::fs::read_dir(path).map(drop)
+            }
+            .map_err(|e| config_file::strerror(&e))
+        }),
+    },
+    // Redis's log level, mapped onto the tracing filter (unless
+    // `log-level` names one): at startup and on CONFIG SET.
+    Param {
+        name: "loglevel",
+        alias: None,
+        get: |c| c.kept("loglevel", "notice"),
+        set: Some(|c, v, apply| {
+            let v = one_of(v, &["debug", "verbose", "notice", "warning"])?;
+            if apply {
+                c.kept.write().insert("loglevel", v);
+                if c.loaded()
+                    && let Some(reload) = LOG_RELOAD.get()
+                {
+                    reload(&c.log_filter());
+                }
+            }
+            Ok(())
+        }),
+    },
+    // Redis 7.0 directives kept without effect (see `kept!`); README
+    // lists why each is safe to accept.
+    kept!("daemonize", None, "no", yes_no, startup),
+    kept!(
+        "enable-protected-configs",
+        None,
+        "no",
+        |v| one_of(v, &["no", "yes", "local"]),
+        startup
+    ),
+    kept!(
+        "enable-module-command",
+        None,
+        "no",
+        |v| one_of(v, &["no", "yes", "local"]),
+        startup
+    ),
+    kept!(
+        "supervised",
+        None,
+        "no",
+        |v| one_of(v, &["upstart", "systemd", "auto", "no"]),
+        startup
+    ),
+    kept!("pidfile", None, "", any_text, startup),
+    kept!("logfile", None, "", any_text, startup),
+    kept!("always-show-logo", None, "no", yes_no, startup),
+    kept!("set-proc-title", None, "yes", yes_no, startup),
+    kept!(
+        "proc-title-template",
+        None,
+        "{title} {listen-addr} {server-mode}",
+        any_text,
+        runtime
+    ),
+    kept!("syslog-enabled", None, "no", yes_no, startup),
+    kept!("syslog-ident", None, "redis", any_text, startup),
+    kept!(
+        "syslog-facility",
+        None,
+        "local0",
+        |v| one_of(
+            v,
+            &[
+                "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6",
+                "local7"
+            ]
+        ),
+        startup
+    ),
+    kept!("disable-thp", None, "yes", yes_no, startup),
+    kept!("io-threads", None, "1", |v| int_text(v, 1, 128), startup),
+    kept!("io-threads-do-reads", None, "no", yes_no, startup),
+    kept!("crash-log-enabled", None, "yes", yes_no, runtime),
+    kept!("crash-memcheck-enabled", None, "yes", yes_no, runtime),
+    kept!(
+        "oom-score-adj",
+        None,
+        "no",
+        |v| one_of(v, &["no", "yes", "relative", "absolute"]),
+        runtime
+    ),
+    kept!(
+        "oom-score-adj-values",
+        None,
+        "0 200 800",
+        |v| int_words(v, 3, -2000, 2000),
+        runtime
+    ),
+    kept!("ignore-warnings", None, "", any_text, runtime),
+    kept!(
+        "shutdown-timeout",
+        None,
+        "10",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!("activerehashing", None, "yes", yes_no, runtime),
+    kept!("dynamic-hz", None, "yes", yes_no, runtime),
+    kept!(
+        "active-expire-effort",
+        None,
+        "1",
+        |v| int_text(v, 1, 10),
+        runtime
+    ),
+    kept!("activedefrag", None, "no", yes_no, runtime),
+    kept!("jemalloc-bg-thread", None, "yes", yes_no, runtime),
+    kept!("lazyfree-lazy-eviction", None, "no", yes_no, runtime),
+    kept!("lazyfree-lazy-expire", None, "no", yes_no, runtime),
+    kept!("lazyfree-lazy-server-del", None, "no", yes_no, runtime),
+    kept!("lazyfree-lazy-user-del", None, "no", yes_no, runtime),
+    kept!("lazyfree-lazy-user-flush", None, "no", yes_no, runtime),
+    // Replication settings: zwindow has no replicas and is never one.
+    kept!(
+        "replica-serve-stale-data",
+        Some("slave-serve-stale-data"),
+        "yes",
+        yes_no,
+        runtime
+    ),
+    kept!(
+        "replica-read-only",
+        Some("slave-read-only"),
+        "yes",
+        yes_no,
+        runtime
+    ),
+    kept!(
+        "replica-lazy-flush",
+        Some("slave-lazy-flush"),
+        "no",
+        yes_no,
+        runtime
+    ),
+    kept!(
+        "replica-priority",
+        Some("slave-priority"),
+        "100",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!("repl-diskless-sync", None, "yes", yes_no, runtime),
+    kept!(
+        "repl-diskless-sync-delay",
+        None,
+        "5",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!(
+        "repl-diskless-sync-max-replicas",
+        None,
+        "0",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!(
+        "repl-diskless-load",
+        None,
+        "disabled",
+        |v| one_of(v, &["disabled", "on-empty-db", "swapdb"]),
+        runtime
+    ),
+    kept!("repl-disable-tcp-nodelay", None, "no", yes_no, runtime),
+    kept!(
+        "propagation-error-behavior",
+        None,
+        "ignore",
+        |v| one_of(v, &["ignore", "panic", "panic-on-replicas"]),
+        runtime
+    ),
+    kept!("repl-backlog-size", None, "1048576", memory_text, runtime),
+    kept!(
+        "repl-backlog-ttl",
+        None,
+        "3600",
+        |v| int_text(v, 0, i64::MAX),
+        runtime
+    ),
+    kept!(
+        "repl-timeout",
+        None,
+        "60",
+        |v| int_text(v, 1, i64::from(i32::MAX)),
+        runtime
+    ),
+    // Persistence tuning: zwindow does not persist yet, so these are read
+    // from the file and reported only (the RDB/AOF work replaces them).
+    kept!("stop-writes-on-bgsave-error", None, "yes", yes_no, startup),
+    kept!("rdbcompression", None, "yes", yes_no, startup),
+    kept!("rdbchecksum", None, "yes", yes_no, startup),
+    kept!("rdb-del-sync-files", None, "no", yes_no, startup),
+    kept!("rdb-save-incremental-fsync", None, "yes", yes_no, startup),
+    kept!("dbfilename", None, "dump.rdb", any_text, startup),
+    kept!("appendfilename", None, "appendonly.aof", any_text, startup),
+    kept!("appenddirname", None, "appendonlydir", any_text, startup),
+    kept!(
+        "appendfsync",
+        None,
+        "everysec",
+        |v| one_of(v, &["always", "everysec", "no"]),
+        startup
+    ),
+    kept!("no-appendfsync-on-rewrite", None, "no", yes_no, startup),
+    kept!(
+        "auto-aof-rewrite-percentage",
+        None,
+        "100",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        startup
+    ),
+    kept!(
+        "auto-aof-rewrite-min-size",
+        None,
+        "67108864",
+        memory_text,
+        startup
+    ),
+    kept!("aof-load-truncated", None, "yes", yes_no, startup),
+    kept!("aof-use-rdb-preamble", None, "yes", yes_no, startup),
+    kept!("aof-timestamp-enabled", None, "no", yes_no, startup),
+    kept!(
+        "aof-rewrite-incremental-fsync",
+        None,
+        "yes",
+        yes_no,
+        startup
+    ),
 ];
 
 #[cfg(test)]
@@ -972,7 +1993,7 @@ mod tests {
     use super::*;
 
     fn config() -> Config {
-        Config::from_args(&Args::parse_from(["zwindow"])).unwrap()
+        Startup::load(&Sources::default()).unwrap().config
     }
 
     #[test]
@@ -1026,6 +2047,57 @@ mod tests {
         assert!(c.latency_tracking());
         c.set_many(&[(b"latency-tracking", b"no")]).unwrap();
         assert!(!c.latency_tracking());
+    }
+
+    fn load(text: &str) -> Result<Startup, String> {
+        let sources = Sources {
+            options: text.as_bytes().to_vec(),
+            ..Sources::default()
+        };
+        Startup::load(&sources).map_err(|f| f.0)
+    }
+
+    #[test]
+    fn directives_load_through_the_table() {
+        let st =
+            load("port 0\ndaemonize yes\nslave-read-only no\nshards 3\nzwindow a:* 5s").unwrap();
+        let c = &st.config;
+        assert_eq!(c.shard_count(), 3);
+        assert_eq!(c.get_matching(&[b"replica-read-only"])[0].1, "no");
+        assert_eq!(st.window_rules.len(), 1);
+        assert!(
+            st.warnings[0].contains("daemonize yes"),
+            "{:?}",
+            st.warnings
+        );
+        // Immutable after startup, as in Redis; kept runtime ones change.
+        let err = c.set_many(&[(b"daemonize", b"no")]).unwrap_err();
+        assert!(err.ends_with("can't set immutable config"), "{err}");
+        c.set_many(&[(b"lazyfree-lazy-expire", b"yes")]).unwrap();
+        assert!(c.set_many(&[(b"lazyfree-lazy-expire", b"maybe")]).is_err());
+        let err = load("hz 5\nnope 1").err().unwrap();
+        assert!(
+            err.ends_with("at line 3\n>>> 'nope 1'\nBad directive or wrong number of arguments"),
+            "{err}"
+        );
+        assert!(load("user alice on").unwrap().users.len() == 1);
+        // `--user "alice on >pw"`: one word holding the rules.
+        let users = load("user \"alice on >pw\"").unwrap().users;
+        assert_eq!(
+            users,
+            vec![vec![b"alice".to_vec(), b"on".to_vec(), b">pw".to_vec()]]
+        );
+        let err = load("user bob on\nuser bob off").err().unwrap();
+        assert!(
+            err.ends_with("Duplicate user found. A user can only be defined once in config files"),
+            "{err}"
+        );
+        let st = load("maxmemory 1mb\nmaxmemory-policy allkeys-lfu\naclfile /x.acl").unwrap();
+        assert_eq!(st.config.maxmemory(), 1 << 20);
+        assert_eq!(st.config.maxmemory_policy(), Policy::AllkeysLfu);
+        assert_eq!(st.config.aclfile, "/x.acl");
+        let err = st.config.set_many(&[(b"aclfile", b"/y.acl")]).unwrap_err();
+        assert!(err.ends_with("can't set immutable config"), "{err}");
     }
 
     #[test]

@@ -12,20 +12,28 @@
 //! 4. [`keyspace`]: shards, key TTLs, window rules and the sweeper.
 //! 5. [`types`]: the value data structures, each testable alone.
 //!
-//! Beside them: [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
-//! shared state and startup), [`config`], [`clock`], [`pubsub`], [`tracking`] (client-side caching), [`util`],
-//! and [`stats`] and [`alloc`] (what INFO reports).
+//! Beside them: [`acl`] (users and permissions over the command table),
+//! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
+//! shared state and startup), [`config`], [`clock`], [`pubsub`],
+//! [`tracking`] (client-side caching), [`util`], and [`stats`],
+//! [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG, LATENCY and
+//! MEMORY report).
 
+pub mod acl;
 pub mod alloc;
 pub mod clock;
 pub mod commands;
 pub mod config;
+pub mod config_file;
 pub mod execution;
+pub mod healthcheck;
 pub mod keyspace;
+pub mod latency;
 pub mod network;
 pub mod protocol;
 pub mod pubsub;
 pub mod server;
+pub mod slowlog;
 pub mod stats;
 pub mod tracking;
 pub mod types;

@@ -1,6 +1,10 @@
-//! The `zwindow` binary: parse flags, set up logging, run the server.
+//! The `zwindow` binary: read the command line and config file as
+//! redis-server does, set up logging, run the server.
+
+use std::sync::Mutex;
 
 use tracing_subscriber::EnvFilter;
+use zwindow::config::{Launch, Startup};
 
 /// mimalloc instead of glibc malloc: per-request allocations (reply
 /// buffers, members, node splits) cost less, ~3% (pipeline 1) to ~6%
@@ -10,33 +14,74 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static ALLOC: zwindow::alloc::CountingMimalloc = zwindow::alloc::CountingMimalloc;
 
+const USAGE: &str = "\
+Usage: zwindow [/path/to/redis.conf] [options] [-]
+       zwindow - (read config from stdin)
+       zwindow -v or --version
+       zwindow -h or --help
+       zwindow --healthcheck [pid] (PING the zwindow server running beside it)
+
+Options are redis.conf directives: --port 6380, --requirepass secret,
+--save \"\", --zwindow 'news:*=24h', --shards 8, --threads 2, --log-level debug.
+Command-line directives override the file; see README.md for the list.
+
+Examples:
+       zwindow (run the server with default conf)
+       echo 'maxmemory-policy noeviction' | zwindow -
+       zwindow /etc/redis/6379.conf
+       zwindow --port 7777
+       zwindow /etc/myredis.conf --loglevel verbose -";
+
 fn main() -> std::process::ExitCode {
-    let args = match zwindow::config::Args::load() {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("{e}");
+    let argv: Vec<Vec<u8>> = std::env::args_os()
+        .map(|a| a.into_encoded_bytes())
+        .collect();
+    let startup = match Launch::from_argv(&argv) {
+        Ok(Launch::Run(startup)) => *startup,
+        Ok(Launch::Version) => {
+            println!(
+                "zwindow {} (Redis server v={} compatible) bits=64",
+                zwindow::server::VERSION,
+                zwindow::server::REDIS_VERSION
+            );
+            return std::process::ExitCode::SUCCESS;
+        }
+        Ok(Launch::Healthcheck(pid)) => {
+            return match zwindow::healthcheck::run(pid) {
+                Ok(reply) => {
+                    println!("healthy: {reply}");
+                    std::process::ExitCode::SUCCESS
+                }
+                Err(why) => {
+                    println!("unhealthy: {why}");
+                    std::process::ExitCode::FAILURE
+                }
+            };
+        }
+        Ok(Launch::Help) => {
+            println!("{USAGE}");
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(fatal) => {
+            eprintln!("{fatal}");
             return std::process::ExitCode::FAILURE;
         }
     };
-    let filter = EnvFilter::try_new(&args.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(&startup);
     // One worker (the default) runs on the current-thread scheduler: it
     // runs woken connections in the order their sockets became readable,
     // so requests sent in order on two connections run in that order, as
     // behind Redis's event loop (the multi-thread scheduler's LIFO slot
     // runs the last-woken task first). More workers use the multi-thread
     // scheduler.
-    let built = if args.worker_threads() == 1 {
+    let workers = startup.config.worker_threads();
+    let built = if workers == 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
     } else {
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(args.worker_threads())
+            .worker_threads(workers)
             .enable_all()
             .build()
     };
@@ -47,7 +92,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(zwindow::server::run(args));
+    let result = runtime.block_on(zwindow::server::run(startup));
     // Dropping the runtime would wait for every blocking task, including a
     // script still unwinding or a join stuck behind its locks; the server
     // has already shut down cleanly, so give them no more than a moment.
@@ -58,5 +103,48 @@ fn main() -> std::process::ExitCode {
             tracing::error!("{e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Logs to stderr, or appended to `logfile` when the config names one
+/// (startup has already checked it opens). The level is `log-level`, else
+/// Redis's `loglevel`.
+fn init_logging(startup: &Startup) {
+    use tracing_subscriber::prelude::*;
+    let filter =
+        EnvFilter::try_new(startup.config.log_filter()).unwrap_or_else(|_| EnvFilter::new("info"));
+    // CONFIG SET loglevel swaps the filter of the running subscriber.
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+    let _ = zwindow::config::LOG_RELOAD.set(Box::new(move |level: &str| {
+        if let Ok(f) = EnvFilter::try_new(level) {
+            let _ = handle.reload(f);
+        }
+    }));
+    let registry = tracing_subscriber::registry().with(filter);
+    let logfile = startup.config.logfile();
+    let file = (!logfile.is_empty())
+        .then(|| {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&logfile)
+                .ok()
+        })
+        .flatten();
+    match file {
+        Some(file) => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(Mutex::new(file)),
+            )
+            .init(),
+        None => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                    .with_writer(std::io::stderr),
+            )
+            .init(),
     }
 }

@@ -59,6 +59,25 @@ impl PubSub {
         removed
     }
 
+    /// The channels and patterns a client is subscribed to (a scan: for
+    /// ACL changes, not for publishing).
+    pub fn subscriptions_of(&self, id: ClientId) -> (Vec<Bytes>, Vec<Bytes>) {
+        let inner = self.inner.read();
+        let channels = inner
+            .channels
+            .iter()
+            .filter(|(_, subs)| subs.iter().any(|c| c.id == id))
+            .map(|(ch, _)| ch.clone())
+            .collect();
+        let patterns = inner
+            .patterns
+            .iter()
+            .filter(|(_, c)| c.id == id)
+            .map(|(p, _)| p.clone())
+            .collect();
+        (channels, patterns)
+    }
+
     pub fn psubscribe(&self, pattern: &[u8], client: &Arc<ClientHandle>) -> bool {
         let mut inner = self.inner.write();
         if inner

@@ -15,7 +15,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
-use crate::config::{Args, Config};
+use crate::config::{Config, Startup};
 use crate::execution::blocking::Blocking;
 use crate::execution::client::Clients;
 use crate::keyspace::Store;
@@ -71,8 +71,16 @@ pub struct Shared {
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::execution::scripting::Scripting,
     pub stats: Stats,
+    /// ACL users and the ACL log.
+    pub acl: crate::acl::Acl,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
     pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// SLOWLOG's entries.
+    pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
+    /// LATENCY's events.
+    pub latency: parking_lot::Mutex<crate::latency::Monitor>,
+    /// Eviction under `maxmemory`: its candidate pool and counters.
+    pub evictor: crate::keyspace::evict::Evictor,
     pub started: Instant,
     pub run_id: String,
     /// Unix seconds of the last (simulated) save, for LASTSAVE.
@@ -118,7 +126,11 @@ impl Shared {
             windows: Default::default(),
             scripting: Default::default(),
             stats: Stats::default(),
+            acl: crate::acl::Acl::new(),
             error_stats: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            evictor: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
@@ -134,30 +146,88 @@ impl Shared {
     }
 }
 
+/// The `pidfile`, written at start and removed at exit as Redis does (a
+/// file that cannot be written is logged, not fatal, as in Redis).
+struct PidFile(Option<std::path::PathBuf>);
+
+impl PidFile {
+    fn create(path: &str) -> PidFile {
+        if path.is_empty() {
+            return PidFile(None);
+        }
+        match std::fs::write(path, format!("{}\n", std::process::id())) {
+            Ok(()) => PidFile(Some(path.into())),
+            Err(e) => {
+                tracing::warn!("Failed to write PID file: {e}");
+                PidFile(None)
+            }
+        }
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The ACL users at startup (acl.c `ACLLoadUsersAtStartup`): `requirepass`
+/// as the default user's password, then the `user` lines or the ACL file
+/// (not both, as Redis refuses). `users` are the `user` lines of the
+/// config file and the command line (`Startup::users`), each the words
+/// after `user`, duplicates already refused at their line.
+fn load_users(shared: &Shared, users: &[Vec<Vec<u8>>]) -> Result<(), String> {
+    let acl = &shared.acl;
+    let all_channels = shared.config.acl_pubsub_all();
+    acl.set_default_password(shared.config.requirepass().as_deref());
+    let aclfile = &shared.config.aclfile;
+    if !aclfile.is_empty() && !users.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+    }
+    acl.load_configured(users, all_channels)
+        .map_err(|e| format!("{e}. Critical error while loading ACLs. Exiting."))?;
+    if !aclfile.is_empty() {
+        acl.load_file(aclfile, all_channels)
+            .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+    }
+    Ok(())
+}
+
 /// How long accepting pauses after it failed (out of file descriptors).
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// Binds, serves until a shutdown signal, then drains connections.
-pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let config = Config::from_args(&args)?;
-    if args.save.is_some() || args.appendonly.as_deref().is_some_and(|v| v != "no") {
-        tracing::warn!(
-            "persistence flags (--save, --appendonly) are accepted for compatibility and ignored: zwindow keeps data in memory only"
-        );
+pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
+    let Startup {
+        config,
+        window_rules,
+        users,
+        renames,
+        warnings,
+    } = startup;
+    for w in &warnings {
+        tracing::warn!("{w}");
     }
-    let bind = args
+    crate::commands::rename_commands(&renames)?;
+    let bind = config
         .bind
         .split_whitespace()
         .next()
         .unwrap_or("127.0.0.1")
-        .trim_start_matches('-');
-    let bind = if bind == "*" { "0.0.0.0" } else { bind };
-    let listener = crate::network::listen(bind, args.port, config.tcp_backlog).await?;
+        .trim_start_matches('-')
+        .to_string();
+    let bind = if bind == "*" { "0.0.0.0" } else { &bind };
+    let port = config.port.load(Relaxed) as u16;
+    let listener = crate::network::listen(bind, port, config.tcp_backlog).await?;
     let local = listener.local_addr()?;
     crate::network::adjust_open_files_limit(&config);
     config.port.store(local.port() as u32, Relaxed);
-    let shards = args.shard_count();
+    let shards = config.shard_count();
+    let _pidfile = PidFile::create(&config.pidfile());
     let shared = Arc::new(Shared::new(config, shards));
+    load_users(&shared, &users)?;
     shared
         .stats
         .startup_memory
@@ -167,10 +237,8 @@ pub async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         shared.store.shard_count()
     );
 
-    for spec in &args.zwindow {
-        shared
-            .windows
-            .set(crate::keyspace::windows::parse_cli_rule(spec)?);
+    for rule in window_rules {
+        shared.windows.set(rule);
     }
     let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the

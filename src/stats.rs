@@ -305,6 +305,58 @@ impl LatencyHistogram {
         }
     }
 
+    /// LATENCY HISTOGRAM's buckets: (µs, calls at or below) at 1, 2, 4, …
+    /// µs, only where the count grew, and the total number of calls —
+    /// HdrHistogram's logarithmic iterator (first bucket 1024 ns, base 2)
+    /// as Redis's `fillCommandCDF` walks it. `None` if nothing was
+    /// recorded.
+    pub fn cdf(&self) -> Option<(u64, Vec<(u64, u64)>)> {
+        let counts: Vec<u64> = self.counts.get()?.iter().map(|c| c.load(Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let len = counts.len();
+        // The iterator's state: the bucket it stands on (none yet), its
+        // value's highest equivalent, the count up to it.
+        let (mut index, mut value, mut highest, mut cumulative) = (None::<usize>, 0u64, 0u64, 0u64);
+        let mut level = 1024u64;
+        let mut level_low = hdr::lowest_equivalent(level);
+        let (mut out, mut previous) = (Vec::new(), 0u64);
+        loop {
+            let next = index.map_or(0, |i| i + 1);
+            let more = cumulative < total || (next < len && hdr::value_at_index(next) > level_low);
+            if !more {
+                break;
+            }
+            let mut ended = false;
+            loop {
+                if value >= level_low {
+                    level *= 2;
+                    level_low = hdr::lowest_equivalent(level);
+                    break;
+                }
+                let next = index.map_or(0, |i| i + 1);
+                if next >= len {
+                    ended = true;
+                    break;
+                }
+                index = Some(next);
+                cumulative += counts[next];
+                value = hdr::value_at_index(next);
+                highest = hdr::highest_equivalent(value);
+            }
+            if cumulative > previous {
+                out.push((highest / 1000, cumulative));
+            }
+            previous = cumulative;
+            if ended {
+                break;
+            }
+        }
+        Some((total, out))
+    }
+
     /// The value (ns) at each percentile, as HdrHistogram's
     /// `hdr_value_at_percentile`; `None` if nothing was recorded.
     pub fn percentiles(&self, percentiles: &[f64]) -> Option<Vec<u64>> {
@@ -347,6 +399,11 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
             _ = shutdown.changed() => return,
         }
         sample(&shared);
+        // Redis's eviction timer: a pass that ran out of time goes on here,
+        // even when no command comes to start the next one.
+        if crate::keyspace::evict::over_limit(&shared) {
+            crate::keyspace::evict::perform_evictions(&shared);
+        }
     }
 }
 
@@ -384,6 +441,18 @@ mod tests {
             .iter()
             .map(|v| format!("{:.3}", *v as f64 / 1000.0))
             .collect()
+    }
+
+    #[test]
+    fn cdf_reports_power_of_two_buckets() {
+        let h = LatencyHistogram::new();
+        assert!(h.cdf().is_none());
+        h.record_usec(3);
+        h.record_usec(3);
+        h.record_usec(100);
+        let (calls, buckets) = h.cdf().unwrap();
+        assert_eq!(calls, 3);
+        assert_eq!(buckets, [(4, 2), (132, 3)]);
     }
 
     /// Values redis-server 7.0 printed for the same single calls.

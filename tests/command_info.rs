@@ -57,11 +57,6 @@ const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEY
 /// compared whole.
 const MISSING_SUBCOMMANDS: &[(&str, &[&str], &str)] = &[
     (
-        "memory",
-        &["doctor", "malloc-stats", "purge", "stats"],
-        "zwindow reports memory through MEMORY USAGE and INFO only",
-    ),
-    (
         "pubsub",
         &["shardchannels", "shardnumsub"],
         "no sharded pub/sub (a cluster feature) in zwindow",
@@ -672,4 +667,31 @@ fn generated_meta_is_current() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A Redis 7.0 started without cluster mode refuses every cluster command
+/// (after arity and subcommand checks); a script is refused CLUSTER RESET
+/// for its `noscript` flag first.
+#[test]
+fn cluster_commands_refuse_as_a_standalone_redis() {
+    each_protocol(|p, _| {
+        p.script(&[
+            "CLUSTER INFO",
+            "CLUSTER HELP",
+            "CLUSTER KEYSLOT a",
+            "CLUSTER foo",
+            "CLUSTER RESET",
+            "CLUSTER INFO x",
+            "CLUSTER",
+            "READONLY",
+            "READWRITE",
+            "ASKING",
+            "READONLY x",
+            "EVAL \"return redis.pcall('cluster', 'info')\" 0",
+            "EVAL \"return redis.pcall('cluster', 'reset', 'hard')\" 0",
+            "MULTI",
+            "CLUSTER INFO",
+            "EXEC",
+        ]);
+    });
 }

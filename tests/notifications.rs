@@ -309,3 +309,42 @@ fn streams() {
         "DEL s s3 m",
     ]);
 }
+
+/// `n` (new key) events, which `A` leaves out: one per key a command
+/// creates, before the command's own event, and none for keys it updates.
+#[test]
+fn new_key_events() {
+    compare_notifications(&[
+        "CONFIG SET notify-keyspace-events KEAn",
+        "SET s v",
+        "SET s w",
+        "MSET m1 a m2 b s x",
+        "SETNX s y",
+        "SETNX nx y",
+        "INCR counter",
+        "APPEND app x",
+        "SETRANGE range 3 x",
+        "LPUSH l a b",
+        "RPUSH l c",
+        "LMOVE l l2 LEFT RIGHT",
+        "HSET h f v",
+        "HINCRBY h2 f 1",
+        "SADD set a b",
+        "SMOVE set set2 a",
+        "SUNIONSTORE set3 set set2",
+        "ZADD z 1 a",
+        "ZINCRBY z2 1 a",
+        "ZUNIONSTORE z3 2 z z2",
+        "XADD st 1-1 f v",
+        "PFADD hll a",
+        "GEOADD geo 13.36 38.11 palermo",
+        "SETBIT bits 7 1",
+        "BITOP OR bits2 bits",
+        "RENAME s s2",
+        "COPY s2 s3",
+        "MOVE s3 1",
+        "SET tmp v EX 100",
+        "GETSET gs v",
+        "SORT l STORE sorted",
+    ]);
+}

@@ -23,8 +23,8 @@ use common::*;
 const UNIT_TIMEOUT: Duration = Duration::from_secs(420);
 
 /// The tag filter: tests that need replication, `DEBUG` internals of
-/// redis-server, a maxmemory setup or persistence cannot run externally.
-const TAGS: &str = "-needs:repl -needs:debug -needs:config-maxmemory -needs:save -needs:latency -needs:local-process";
+/// redis-server or persistence cannot run externally.
+const TAGS: &str = "-needs:repl -needs:debug -needs:save -needs:local-process";
 
 fn suite_dir() -> PathBuf {
     let dir = std::env::var_os("ZWINDOW_REDIS_TESTS")

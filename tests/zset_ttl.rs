@@ -1,6 +1,6 @@
 //! Sorted-set member TTLs (Garnet's ZEXPIRE family), under zwindow's
 //! frozen clock (`DEBUG CLOCK`): the per-member reply codes of every
-//! command and option as Garnet's server answers them, argument errors,
+//! command and option as Garnet's documentation gives them, argument errors,
 //! members vanishing at their deadline for every sorted-set command,
 //! emptied keys disappearing with `zexpired` and `del`, the sweeper
 //! reclaiming idle keys, ZADD dropping a TTL and ZINCRBY keeping it, the
@@ -54,8 +54,8 @@ fn ints(v: &[i64]) -> String {
 fn expire_family_reply_codes() {
     let (_z, mut c) = frozen(&[]);
     c.cmd_str("ZADD z 1 a 2 b 3 c 4 d");
-    // 1 set, -2 no such member.
-    assert_eq!(s(&mut c, "ZEXPIRE z 100 MEMBERS 2 a x"), ints(&[1, -2]));
+    // Garnet's documented codes: 1 set, 0 no such member.
+    assert_eq!(s(&mut c, "ZEXPIRE z 100 MEMBERS 2 a x"), ints(&[1, 0]));
     assert_eq!(s(&mut c, "ZPEXPIRE z 50000 MEMBERS 1 b"), ints(&[1]));
     let at_s = T0_MS / 1000 + 200;
     assert_eq!(
@@ -82,41 +82,43 @@ fn expire_family_reply_codes() {
         s(&mut c, "ZPEXPIRETIME z MEMBERS 1 d"),
         ints(&[(T0_MS + 300_000) as i64])
     );
-    // NX / XX / GT / LT: 0 when the condition is not met; a member without
-    // a TTL counts as an infinite one.
+    // NX / XX / GT / LT: -1 when the condition is not met; a member
+    // without a TTL counts as an infinite one.
     c.cmd_str("ZADD z 5 e");
-    assert_eq!(s(&mut c, "ZEXPIRE z 10 NX MEMBERS 2 a e"), ints(&[0, 1]));
+    assert_eq!(s(&mut c, "ZEXPIRE z 10 NX MEMBERS 2 a e"), ints(&[-1, 1]));
     assert_eq!(s(&mut c, "ZPERSIST z MEMBERS 1 e"), ints(&[1]));
-    assert_eq!(s(&mut c, "ZEXPIRE z 10 XX MEMBERS 2 a e"), ints(&[1, 0]));
-    assert_eq!(s(&mut c, "ZEXPIRE z 20 gt MEMBERS 2 a e"), ints(&[1, 0]));
-    assert_eq!(s(&mut c, "ZEXPIRE z 20 GT MEMBERS 1 a"), ints(&[0]));
-    assert_eq!(s(&mut c, "ZEXPIRE z 30 LT MEMBERS 2 a e"), ints(&[0, 1]));
+    assert_eq!(s(&mut c, "ZEXPIRE z 10 XX MEMBERS 2 a e"), ints(&[1, -1]));
+    assert_eq!(s(&mut c, "ZEXPIRE z 20 gt MEMBERS 2 a e"), ints(&[1, -1]));
+    assert_eq!(s(&mut c, "ZEXPIRE z 20 GT MEMBERS 1 a"), ints(&[-1]));
+    assert_eq!(s(&mut c, "ZEXPIRE z 30 LT MEMBERS 2 a e"), ints(&[-1, 1]));
     assert_eq!(s(&mut c, "ZEXPIRE z 15 LT MEMBERS 2 a e"), ints(&[1, 1]));
     assert_eq!(s(&mut c, "ZTTL z MEMBERS 2 a e"), ints(&[15, 15]));
-    // ZPERSIST: 1 dropped, -1 no TTL, -2 no such member.
-    assert_eq!(s(&mut c, "ZPERSIST z MEMBERS 3 a a x"), ints(&[1, -1, -2]));
+    // ZPERSIST: 1 dropped, 0 no TTL, -1 no such member.
+    assert_eq!(s(&mut c, "ZPERSIST z MEMBERS 3 a a x"), ints(&[1, 0, -1]));
     assert_eq!(s(&mut c, "ZTTL z MEMBERS 1 a"), ints(&[-1]));
-    // 2: a deadline already come deletes the member now (whatever the
-    // condition, as Garnet decides it first); the last one, the key.
-    assert_eq!(s(&mut c, "ZEXPIRE z 0 MEMBERS 2 a x"), ints(&[2, -2]));
-    assert_eq!(s(&mut c, "ZEXPIREAT z 1 XX MEMBERS 1 b"), ints(&[2]));
+    // A deadline already come, once the condition holds, sets (1) and
+    // deletes the member now, as EXPIRE does a key; the last one, the key.
+    assert_eq!(s(&mut c, "ZEXPIRE z 0 NX MEMBERS 1 b"), ints(&[-1]));
+    assert_eq!(s(&mut c, "ZSCORE z b"), "$1\r\n2\r\n");
+    assert_eq!(s(&mut c, "ZEXPIRE z 0 MEMBERS 2 a x"), ints(&[1, 0]));
+    assert_eq!(s(&mut c, "ZEXPIREAT z 1 XX MEMBERS 1 b"), ints(&[1]));
     assert_eq!(
         s(&mut c, "ZRANGE z 0 -1"),
         "*3\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n"
     );
     assert_eq!(
         s(&mut c, &format!("ZPEXPIREAT z {T0_MS} MEMBERS 3 c d e")),
-        ints(&[2, 2, 2])
+        ints(&[1, 1, 1])
     );
     assert_eq!(s(&mut c, "EXISTS z"), ":0\r\n");
-    // Missing keys: -2 per member.
-    assert_eq!(s(&mut c, "ZEXPIRE nokey 10 MEMBERS 2 a b"), ints(&[-2, -2]));
-    assert_eq!(s(&mut c, "ZPEXPIREAT nokey 10 NX MEMBERS 1 a"), ints(&[-2]));
+    // Missing keys: as missing members.
+    assert_eq!(s(&mut c, "ZEXPIRE nokey 10 MEMBERS 2 a b"), ints(&[0, 0]));
+    assert_eq!(s(&mut c, "ZPEXPIREAT nokey 10 NX MEMBERS 1 a"), ints(&[0]));
     assert_eq!(s(&mut c, "ZTTL nokey MEMBERS 2 a b"), ints(&[-2, -2]));
     assert_eq!(s(&mut c, "ZPTTL nokey MEMBERS 1 a"), ints(&[-2]));
     assert_eq!(s(&mut c, "ZEXPIRETIME nokey MEMBERS 1 a"), ints(&[-2]));
     assert_eq!(s(&mut c, "ZPEXPIRETIME nokey MEMBERS 1 a"), ints(&[-2]));
-    assert_eq!(s(&mut c, "ZPERSIST nokey MEMBERS 1 a"), ints(&[-2]));
+    assert_eq!(s(&mut c, "ZPERSIST nokey MEMBERS 1 a"), ints(&[-1]));
     // A skiplist-encoded set behaves the same.
     for i in 0..200 {
         c.cmd_str(&format!("ZADD big {i} m{i}"));
@@ -257,8 +259,8 @@ fn assert_invisible(c: &mut RawConn, key: &str) {
         (format!("ZDIFF 1 {key}"), one.into()),
         (format!("ZINTERCARD 1 {key}"), ":1\r\n".into()),
         (format!("ZTTL {key} MEMBERS 1 gone"), ints(&[-2])),
-        (format!("ZPERSIST {key} MEMBERS 1 gone"), ints(&[-2])),
-        (format!("ZEXPIRE {key} 10 MEMBERS 1 gone"), ints(&[-2])),
+        (format!("ZPERSIST {key} MEMBERS 1 gone"), ints(&[-1])),
+        (format!("ZEXPIRE {key} 10 MEMBERS 1 gone"), ints(&[0])),
         (format!("ZREM {key} gone"), ":0\r\n".into()),
         (format!("ZADD {key} XX CH 5 gone"), ":0\r\n".into()),
     ];
@@ -557,5 +559,50 @@ fn a_windowed_member_goes_at_whichever_comes_first_and_is_handed_off_once() {
     assert_eq!(
         consumer.read_reply(),
         b"*2\r\n$10\r\nfold:2:due\r\n$1\r\nm\r\n"
+    );
+}
+
+/// The value of `name` in `INFO section`.
+fn info_field(c: &mut RawConn, section: &str, name: &str) -> String {
+    let text = s(c, &format!("INFO {section}"));
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .to_string()
+}
+
+#[test]
+fn info_counts_volatile_and_expired_members_and_fields() {
+    let (_z, mut c) = frozen(&[]);
+    c.cmd_str("ZADD z 1 a 2 b 3 c");
+    c.cmd_str("ZPEXPIRE z 100 MEMBERS 2 a b");
+    c.cmd_str("HSET h f1 v f2 v f3 v");
+    c.cmd_str("HPEXPIRE h 200 FIELDS 1 f1");
+    c.cmd_str("HSET plain f v");
+    c.cmd_str("ZADD plainz 1 a");
+    assert_eq!(info_field(&mut c, "windows", "volatile_keys"), "2");
+    assert_eq!(info_field(&mut c, "windows", "volatile_members"), "2");
+    assert_eq!(info_field(&mut c, "windows", "volatile_fields"), "1");
+    assert_eq!(info_field(&mut c, "windows", "windowed_keys"), "0");
+    assert_eq!(
+        info_field(&mut c, "keyspace", "db0"),
+        "keys=4,expires=0,avg_ttl=0,subexpiry=2"
+    );
+    // ZPERSIST and HPERSIST lower the counts; expiry moves them to the
+    // expired counters.
+    c.cmd_str("ZPERSIST z MEMBERS 1 b");
+    assert_eq!(info_field(&mut c, "windows", "volatile_members"), "1");
+    advance(&mut c, 300);
+    assert_eq!(s(&mut c, "ZCARD z"), ":2\r\n");
+    assert_eq!(s(&mut c, "HLEN h"), ":2\r\n");
+    assert_eq!(info_field(&mut c, "windows", "volatile_keys"), "0");
+    assert_eq!(info_field(&mut c, "windows", "volatile_members"), "0");
+    assert_eq!(info_field(&mut c, "windows", "volatile_fields"), "0");
+    assert_eq!(info_field(&mut c, "windows", "expired_members"), "1");
+    assert_eq!(info_field(&mut c, "windows", "expired_fields"), "1");
+    assert_eq!(info_field(&mut c, "stats", "expired_subkeys"), "2");
+    assert_eq!(
+        info_field(&mut c, "keyspace", "db0"),
+        "keys=4,expires=0,avg_ttl=0,subexpiry=0"
     );
 }

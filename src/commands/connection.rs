@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
+use crate::server::Shared;
 use crate::util::eq_ic;
 
 const G: &str = "connection";
@@ -325,37 +326,54 @@ fn select(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-/// Checks a password the way AUTH and HELLO AUTH do.
-fn check_auth(ctx: &mut Ctx, user: Option<&[u8]>, pass: &[u8]) -> CmdResult {
-    if user.is_some_and(|u| u != b"default") || !ctx.shared.config.check_password(pass) {
-        return Err(Error::Static(
-            "WRONGPASS invalid username-password pair or user is disabled.",
-        ));
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// acl.c `ACLAuthenticateUser`: on success the connection runs as `user`
+/// from now on; a failure is logged in the ACL log (reason `auth`).
+fn authenticate(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> CmdResult {
+    let acl = &ctx.shared.acl;
+    let generation = acl.generation();
+    if let Some(u) = acl.authenticate(user, pass) {
+        ctx.client.authenticated = true;
+        ctx.client.set_user(u, generation);
+        return Ok(Done);
     }
-    ctx.client.authenticated = true;
-    Ok(Done)
+    let context = if ctx.client.in_exec {
+        crate::acl::log::Context::Multi
+    } else {
+        crate::acl::log::Context::Toplevel
+    };
+    crate::execution::log_denial(
+        ctx.shared,
+        &ctx.client.handle,
+        crate::acl::log::Reason::Auth,
+        context,
+        ctx.args.get(0),
+        user,
+    );
+    Err(Error::Static(WRONGPASS))
 }
 
+/// AUTH [username] password.
 fn auth(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 3 {
         return Err(Error::Syntax);
     }
-    if ctx.argc() == 2 && !ctx.shared.config.auth_required() {
-        return Err(Error::Static(
-            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-        ));
+    ctx.redact(1);
+    if ctx.argc() == 3 {
+        ctx.redact(2);
     }
-    let (user, pass) = if ctx.argc() == 3 {
-        (Some(ctx.args.get(1)), ctx.args.get(2))
+    let (user, pass): (&[u8], &[u8]) = if ctx.argc() == 3 {
+        (ctx.args.get(1), ctx.args.get(2))
     } else {
-        (None, ctx.args.get(1))
+        if ctx.shared.acl.default_user().nopass() {
+            return Err(Error::Static(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            ));
+        }
+        (b"default", ctx.args.get(1))
     };
-    if !ctx.shared.config.auth_required() && user.is_some_and(|u| u == b"default") {
-        // The default user has no password ("nopass"): any password works.
-        ctx.client.authenticated = true;
-    } else {
-        check_auth(ctx, user, pass)?;
-    }
+    authenticate(ctx, user, pass)?;
     ctx.out.ok();
     Ok(Done)
 }
@@ -378,12 +396,10 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
         let opt = ctx.args.get(i);
         let more = ctx.argc() - i - 1;
         if eq_ic(opt, "AUTH") && more >= 2 {
+            ctx.redact(i + 1);
+            ctx.redact(i + 2);
             let (user, pass) = (ctx.args.get(i + 1), ctx.args.get(i + 2));
-            if ctx.shared.config.auth_required() || user != b"default" {
-                check_auth(ctx, Some(user), pass)?;
-            } else {
-                ctx.client.authenticated = true;
-            }
+            authenticate(ctx, user, pass)?;
             i += 3;
         } else if eq_ic(opt, "SETNAME") && more >= 1 {
             setname = Some(ctx.args.get(i + 1));
@@ -449,7 +465,11 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     c.handle.resp.store(2, Relaxed);
     ctx.out.resp3 = false;
     *c.handle.name.lock() = None;
-    c.authenticated = !ctx.shared.config.auth_required();
+    // networking.c `clientSetDefaultAuth`.
+    let acl = &ctx.shared.acl;
+    let default = acl.default_user();
+    c.authenticated = default.nopass() && default.enabled();
+    c.set_user(default, acl.generation());
     ctx.out.simple("RESET");
     Ok(Done)
 }
@@ -507,8 +527,33 @@ fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// A client's CLIENT LIST line without its newline (networking.c
+/// `catClientInfoString`), as the ACL log records it (without the
+/// denied command's `argv-mem`, which the log does not need).
+pub fn client_info_line(shared: &Shared, c: &crate::execution::client::ClientHandle) -> String {
+    let mut s = String::new();
+    client_line(shared, c, 0, &mut s);
+    s.pop();
+    s
+}
+
+/// The running command's argument bytes when `c` is the caller (CLIENT
+/// LIST's `argv-mem`; other clients are between commands).
+fn argv_mem(ctx: &Ctx, c: &crate::execution::client::ClientHandle) -> usize {
+    if c.id == ctx.client.handle.id {
+        ctx.args.iter().map(|a| a.len()).sum()
+    } else {
+        0
+    }
+}
+
 /// One CLIENT LIST / CLIENT INFO line, with the fields Redis 7.0 prints.
-fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut String) {
+fn client_line(
+    shared: &Shared,
+    c: &crate::execution::client::ClientHandle,
+    argv_mem: usize,
+    out: &mut String,
+) {
     use std::fmt::Write;
     let name = c
         .name
@@ -531,7 +576,7 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
     let multi = c.multi.load(Relaxed);
     // Redis prints one letter per flag, in this order, or N for none.
     let mut flags = String::new();
-    if ctx.shared.monitors.is_monitor(c.id) {
+    if shared.monitors.is_monitor(c.id) {
         flags.push('O');
     }
     if subscribed {
@@ -564,14 +609,8 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
     // request bytes not yet run (the running request included, as Redis
     // counts it), the read buffer's spare room, the running command's
     // arguments, MULTI's queue, the reply buffer and unwritten pushes.
-    let me = c.id == ctx.client.handle.id;
     let qbuf = c.qbuf.load(Relaxed);
     let qbuf_free = c.qbuf_free.load(Relaxed);
-    let argv_mem = if me {
-        ctx.args.iter().map(|a| a.len()).sum()
-    } else {
-        0
-    };
     let rbs = c
         .buffer_bytes
         .load(Relaxed)
@@ -584,6 +623,7 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
     } else {
         -1
     };
+    let user = String::from_utf8_lossy(&c.user.lock()).into_owned();
     let _ = writeln!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
@@ -609,7 +649,7 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
         omem,
         qbuf + qbuf_free + rbs + omem + argv_mem + c.multi_mem.load(Relaxed),
         cmd,
-        c.user_name(),
+        user,
         redir,
         c.resp.load(Relaxed),
     );
@@ -617,7 +657,12 @@ fn client_line(ctx: &Ctx, c: &crate::execution::client::ClientHandle, out: &mut 
 
 fn client_info(ctx: &mut Ctx) -> CmdResult {
     let mut s = String::new();
-    client_line(ctx, &ctx.client.handle, &mut s);
+    client_line(
+        ctx.shared,
+        &ctx.client.handle,
+        argv_mem(ctx, &ctx.client.handle),
+        &mut s,
+    );
     ctx.out.verbatim(s.as_bytes());
     Ok(Done)
 }
@@ -668,7 +713,7 @@ fn client_list(ctx: &mut Ctx) -> CmdResult {
         let t = client_type(ctx.args.get(3))?;
         for c in ctx.shared.clients.all() {
             if type_of(&c) == t {
-                client_line(ctx, &c, &mut s);
+                client_line(ctx.shared, &c, argv_mem(ctx, &c), &mut s);
             }
         }
     } else if argc > 3 && eq_ic(ctx.args.get(2), "id") {
@@ -681,14 +726,14 @@ fn client_list(ctx: &mut Ctx) -> CmdResult {
                 .ok()
                 .and_then(|id| ctx.shared.clients.get(id))
             {
-                client_line(ctx, &c, &mut s);
+                client_line(ctx.shared, &c, argv_mem(ctx, &c), &mut s);
             }
         }
     } else if argc != 2 {
         return Err(Error::Syntax);
     } else {
         for c in ctx.shared.clients.all() {
-            client_line(ctx, &c, &mut s);
+            client_line(ctx.shared, &c, argv_mem(ctx, &c), &mut s);
         }
     }
     ctx.out.verbatim(s.as_bytes());
@@ -750,11 +795,8 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
             } else if eq_ic(opt, "laddr") {
                 laddr = Some(val);
             } else if eq_ic(opt, "user") {
-                if !ctx.shared.config.user_exists(val) {
-                    return Err(Error::Owned(format!(
-                        "ERR No such user '{}'",
-                        String::from_utf8_lossy(val)
-                    )));
+                if ctx.shared.acl.get(val).is_none() {
+                    return Err(Error::Raw([b"ERR No such user '", val, b"'"].concat()));
                 }
                 user = Some(val);
             } else if eq_ic(opt, "skipme") {
@@ -778,7 +820,7 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
             || laddr.is_some_and(|a| a != c.laddr.as_bytes())
             || kind.is_some_and(|t| t != type_of(&c))
             || id.is_some_and(|id| id != c.id)
-            || user.is_some_and(|u| u != c.user_name().as_bytes())
+            || user.is_some_and(|u| u != c.user.lock().as_slice())
             || (c.id == me && skipme)
         {
             continue;

@@ -17,7 +17,7 @@ use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys};
 use crate::execution::scripting::RunSpec;
 use crate::execution::scripting::dump;
-use crate::execution::scripting::functions::{FLAG_NAMES, FLAG_NO_WRITES};
+use crate::execution::scripting::functions::{FLAG_ALLOW_OOM, FLAG_NAMES, FLAG_NO_WRITES};
 use crate::util::{eq_ic, glob_match, parse_i64};
 
 const G: &str = "scripting";
@@ -177,6 +177,9 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
             "ERR Can not execute a script with write flag using *_ro command.",
         ));
     }
+    if !no_writes && f.flags & FLAG_ALLOW_OOM == 0 && ctx.client.oom {
+        return Err(Error::Static(super::scripting::OOM_FLAG));
+    }
 
     let nkeys = nkeys as usize;
     let func = f.func.clone();
@@ -192,9 +195,10 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
         keys: (3..3 + nkeys).map(|i| args.get(i)).collect(),
         argv: (3 + nkeys..args.len()).map(|i| args.get(i)).collect(),
         as_function: true,
+        deny_oom: false,
     };
     let mut engine = engine;
-    engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
+    ctx.script_error = engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
     Ok(Done)
 }
 

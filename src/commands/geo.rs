@@ -198,6 +198,8 @@ fn geoadd(ctx: &mut Ctx) -> CmdResult {
         args: owned.args(),
         ks: &mut *ctx.ks,
         cmd: ctx.cmd,
+        redacted: 0,
+        script_error: None,
     };
     super::zsets::zadd_generic(&mut zctx, false)
 }

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{CallStats, CmdResult, Command, Ctx, Done, all_commands};
 use crate::execution::client::ClientHandle;
+use crate::keyspace::Value;
 use crate::server::Shared;
 use crate::stats::Metric;
 
@@ -117,20 +118,39 @@ struct Keyspace {
     misses: u64,
     expired_keys: u64,
     windowed: usize,
-    /// (keys, keys with a TTL) per database.
-    per_db: Vec<(usize, usize)>,
+    /// (keys, keys with a TTL, keys with member or field TTLs) per database.
+    per_db: Vec<(usize, usize, usize)>,
+    volatile_members: usize,
+    volatile_fields: usize,
     /// The hash tables' own bytes (Redis counts them as overhead).
     tables: usize,
 }
 
 fn keyspace(ctx: &mut Ctx) -> Keyspace {
     let mut k = Keyspace {
-        per_db: vec![(0, 0); ctx.shared.store.databases],
+        per_db: vec![(0, 0, 0); ctx.shared.store.databases],
         ..Keyspace::default()
     };
+    let windows = &ctx.shared.windows;
     // Through the keyspace: inside EXEC or a script every shard is already held.
     ctx.ks.for_each_shard(|shard| {
-        k.windowed += shard.schedule.len();
+        // The schedule holds every windowed key and every key with member
+        // or field TTLs: no need to walk the whole keyspace.
+        for (db, key) in shard.schedule.keys() {
+            let (windowed, members, fields) = match shard.dbs[db].keys.get(key).map(|e| &e.value) {
+                Some(Value::ZSet(z)) => (windows.resolve(key).is_some(), z.ttl_count(), 0),
+                Some(Value::Hash(h)) => (false, 0, h.volatile_fields()),
+                _ => continue,
+            };
+            k.windowed += usize::from(windowed);
+            k.volatile_members += members;
+            k.volatile_fields += fields;
+            if members + fields > 0
+                && let Some(slot) = k.per_db.get_mut(db)
+            {
+                slot.2 += 1;
+            }
+        }
         k.hits += shard.stats.hits;
         k.misses += shard.stats.misses;
         k.expired_keys += shard.stats.expired_keys;
@@ -209,16 +229,30 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
         t.section("Windows");
         t.field("zwindow_version", crate::server::VERSION);
         shared.windows.info(&mut t.s, ks.windowed);
+        let per_db = ks.per_db.iter().map(|d| d.2).sum::<usize>();
+        t.field("volatile_keys", per_db);
+        t.field("volatile_members", ks.volatile_members);
+        t.field("volatile_fields", ks.volatile_fields);
+        t.field(
+            "expired_members",
+            shared.store.stats_expired_members.load(Relaxed),
+        );
+        t.field(
+            "expired_fields",
+            shared.store.stats_expired_fields.load(Relaxed),
+        );
     }
     if sel.wants("keyspace") {
         t.section("Keyspace");
         let avg_ttl = shared.stats.expire.get().avg_ttl;
-        for (db, (keys, expires)) in ks.per_db.iter().enumerate() {
+        for (db, (keys, expires, sub)) in ks.per_db.iter().enumerate() {
             if *keys > 0 || *expires > 0 {
                 let ttl = avg_ttl.get(db).copied().unwrap_or(0);
+                // `subexpiry` as Redis 7.4+: keys with field (here also
+                // member) TTLs.
                 t.field(
                     &format!("db{db}"),
-                    format_args!("keys={keys},expires={expires},avg_ttl={ttl}"),
+                    format_args!("keys={keys},expires={expires},avg_ttl={ttl},subexpiry={sub}"),
                 );
             }
         }
@@ -268,7 +302,15 @@ fn server(t: &mut Text, shared: &Shared) {
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
     );
-    t.field("config_file", &shared.config.config_file);
+    t.field(
+        "config_file",
+        shared
+            .config
+            .config_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
     // Redis's I/O threads only read and write; zwindow has none such.
     t.field("io_threads_active", 0);
 }
@@ -341,47 +383,103 @@ fn clients(t: &mut Text, shared: &Shared) {
 }
 
 /// `a / b`, or 0 when `b` is (Redis would print inf or nan).
-fn ratio(a: u64, b: u64) -> f64 {
+pub(crate) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
+/// The memory figures INFO memory, MEMORY STATS and MEMORY DOCTOR report
+/// (Redis's `getMemoryOverheadData`).
+pub(crate) struct Memory {
+    pub used: u64,
+    pub peak: u64,
+    pub startup: u64,
+    pub rss: u64,
+    pub lua: u64,
+    pub eval_caches: u64,
+    pub function_caches: u64,
+    pub clients_normal: u64,
+    pub overhead: u64,
+    pub dataset: u64,
+    /// Bytes used beyond those at startup (at least 1).
+    pub net: u64,
+    pub active: u64,
+    pub resident: u64,
+}
+
+impl Memory {
+    pub fn gather(shared: &Shared, tables: usize) -> Memory {
+        let used = crate::stats::note_peak_memory(shared);
+        let peak = shared.stats.peak_memory.load(Relaxed).max(used);
+        let startup = shared.stats.startup_memory.load(Relaxed);
+        let rss = rss_bytes();
+        let sc = &shared.scripting;
+        let lua = sc.lua_memory.load(Relaxed) as u64;
+        let eval_caches = sc.scripts_bytes.load(Relaxed) as u64;
+        let function_caches = sc.functions_bytes.load(Relaxed) as u64;
+        // Each client's state, its buffers and its pushes not yet written.
+        let per_client = size_of::<crate::execution::client::Client>() + size_of::<ClientHandle>();
+        let clients_normal: u64 = shared
+            .clients
+            .all()
+            .iter()
+            .map(|c| {
+                (per_client + c.buffer_bytes.load(Relaxed) + c.push_bytes.load(Relaxed)) as u64
+            })
+            .sum();
+        let histograms: usize = every_command()
+            .map(|(_, c)| CallStats::of(c).latency.heap_bytes())
+            .sum();
+        // Redis's getMemoryOverheadData: what is not the data. zwindow's Lua
+        // allocates through the counted allocator (Redis's does not), so its
+        // VM counts here too, and so do the latency histograms (Redis leaves
+        // them in the dataset).
+        let overhead = startup
+            + clients_normal
+            + eval_caches
+            + function_caches
+            + lua
+            + (tables + histograms) as u64;
+        let dataset = used.saturating_sub(overhead);
+        let net = if used > startup { used - startup } else { 1 };
+        // mimalloc's committed pages stand for jemalloc's active and resident
+        // memory; without them, Redis's fallback (RSS less Lua's, which its
+        // allocator does not hold).
+        let resident = crate::alloc::committed().unwrap_or_else(|| rss.saturating_sub(lua));
+        Memory {
+            used,
+            peak,
+            startup,
+            rss,
+            lua,
+            eval_caches,
+            function_caches,
+            clients_normal,
+            overhead,
+            dataset,
+            net,
+            active: resident,
+            resident,
+        }
+    }
+}
+
 fn memory(t: &mut Text, shared: &Shared, ks: &Keyspace) {
-    let used = crate::stats::note_peak_memory(shared);
-    let peak = shared.stats.peak_memory.load(Relaxed).max(used);
-    let startup = shared.stats.startup_memory.load(Relaxed);
-    let rss = rss_bytes();
+    let Memory {
+        used,
+        peak,
+        startup,
+        rss,
+        lua,
+        eval_caches,
+        function_caches,
+        clients_normal,
+        overhead,
+        dataset,
+        net,
+        active,
+        resident,
+    } = Memory::gather(shared, ks.tables);
     let sc = &shared.scripting;
-    let lua = sc.lua_memory.load(Relaxed) as u64;
-    let eval_caches = sc.scripts_bytes.load(Relaxed) as u64;
-    let function_caches = sc.functions_bytes.load(Relaxed) as u64;
-    // Each client's state, its buffers and its pushes not yet written.
-    let per_client = size_of::<crate::execution::client::Client>() + size_of::<ClientHandle>();
-    let clients_normal: u64 = shared
-        .clients
-        .all()
-        .iter()
-        .map(|c| (per_client + c.buffer_bytes.load(Relaxed) + c.push_bytes.load(Relaxed)) as u64)
-        .sum();
-    let histograms: usize = every_command()
-        .map(|(_, c)| CallStats::of(c).latency.heap_bytes())
-        .sum();
-    // Redis's getMemoryOverheadData: what is not the data. zwindow's Lua
-    // allocates through the counted allocator (Redis's does not), so its
-    // VM counts here too, and so do the latency histograms (Redis leaves
-    // them in the dataset).
-    let overhead = startup
-        + clients_normal
-        + eval_caches
-        + function_caches
-        + lua
-        + (ks.tables + histograms) as u64;
-    let dataset = used.saturating_sub(overhead);
-    let net = if used > startup { used - startup } else { 1 };
-    // mimalloc's committed pages stand for jemalloc's active and resident
-    // memory; without them, Redis's fallback (RSS less Lua's, which its
-    // allocator does not hold).
-    let resident = crate::alloc::committed().unwrap_or_else(|| rss.saturating_sub(lua));
-    let active = resident;
     let signed = |a: u64, b: u64| a as i64 - b as i64;
     t.section("Memory");
     t.bytes("used_memory", used);
@@ -414,9 +512,8 @@ fn memory(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.bytes("used_memory_vm_total", lua);
     t.field("used_memory_functions", function_caches);
     t.bytes("used_memory_scripts", eval_caches + function_caches);
-    // zwindow neither evicts nor limits memory (CONFIG allows only these).
-    t.bytes("maxmemory", 0);
-    t.field("maxmemory_policy", "noeviction");
+    t.bytes("maxmemory", shared.config.maxmemory());
+    t.field("maxmemory_policy", shared.config.maxmemory_policy().name());
     t.field(
         "allocator_frag_ratio",
         format_args!("{:.2}", ratio(active, used)),
@@ -532,6 +629,12 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.field("sync_full", 0);
     t.field("sync_partial_ok", 0);
     t.field("sync_partial_err", 0);
+    // Redis 7.4+'s count of expired hash fields; members count here too.
+    t.field(
+        "expired_subkeys",
+        shared.store.stats_expired_fields.load(Relaxed)
+            + shared.store.stats_expired_members.load(Relaxed),
+    );
     t.field("expired_keys", ks.expired_keys);
     t.field(
         "expired_stale_perc",
@@ -539,11 +642,21 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     );
     t.field("expired_time_cap_reached_count", expire.time_cap_reached);
     t.field("expire_cycle_cpu_milliseconds", expire.cycle_usec / 1000);
-    // No eviction: maxmemory is always 0.
-    t.field("evicted_keys", 0);
+    let ev = &shared.evictor;
+    t.field("evicted_keys", ev.evicted_keys.load(Relaxed));
+    // Clients are never evicted (no maxmemory-clients).
     t.field("evicted_clients", 0);
-    t.field("total_eviction_exceeded_time", 0);
-    t.field("current_eviction_exceeded_time", 0);
+    let over_since = ev.over_since_ms.load(Relaxed);
+    let current = if over_since == 0 {
+        0
+    } else {
+        shared.clock.now_ms().saturating_sub(over_since)
+    };
+    t.field(
+        "total_eviction_exceeded_time",
+        ev.over_total_ms.load(Relaxed) + current,
+    );
+    t.field("current_eviction_exceeded_time", current);
     t.field("keyspace_hits", ks.hits);
     t.field("keyspace_misses", ks.misses);
     t.field("pubsub_channels", shared.pubsub.channels(None).len());
@@ -650,7 +763,7 @@ fn cpu(t: &mut Text) {
 }
 
 /// Every command and subcommand, with its `parent|sub` name.
-fn every_command() -> impl Iterator<Item = (String, &'static Command)> {
+pub(crate) fn every_command() -> impl Iterator<Item = (String, &'static Command)> {
     all_commands().flat_map(|c| {
         let subs = c
             .subcommands

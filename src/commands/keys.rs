@@ -406,9 +406,13 @@ fn move_cmd(ctx: &mut Ctx) -> CmdResult {
         return Ok(Done);
     }
     if let Some(entry) = ctx.ks.remove(key) {
-        ctx.ks.signal(key, notify::GENERIC, "move_from");
+        // Redis adds the key to the target first (its `new` event), then
+        // announces the move on both sides.
         ctx.ks.db = target;
         ctx.ks.set_entry(key, entry);
+        ctx.ks.db = src_db;
+        ctx.ks.signal(key, notify::GENERIC, "move_from");
+        ctx.ks.db = target;
         ctx.ks.signal(key, notify::GENERIC, "move_to");
         ctx.ks.signal_ready(key);
         ctx.ks.db = src_db;
@@ -543,22 +547,36 @@ fn object_refcount(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn object_idletime(ctx: &mut Ctx) -> CmdResult {
-    let now = (ctx.ks.now_ms / 1000) as u32;
-    match ctx.ks.peek(ctx.args.get(2)) {
-        Some(e) => ctx.out.int(now.saturating_sub(e.atime) as i64),
-        None => ctx.out.null(),
+    let now = ctx.ks.now_ms;
+    let Some(e) = ctx.ks.peek(ctx.args.get(2)) else {
+        ctx.out.null();
+        return Ok(Done);
+    };
+    if ctx.shared.config.maxmemory_policy().is_lfu() {
+        return Err(Error::Static(
+            "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
     }
+    let idle = crate::keyspace::evict::idle_ms(e.lru, now) / 1000;
+    ctx.out.int(idle as i64);
     Ok(Done)
 }
 
 fn object_freq(ctx: &mut Ctx) -> CmdResult {
-    if ctx.ks.peek(ctx.args.get(2)).is_none() {
+    let now = ctx.ks.now_ms;
+    let Some(e) = ctx.ks.peek(ctx.args.get(2)) else {
         ctx.out.null();
         return Ok(Done);
+    };
+    let config = &ctx.shared.config;
+    if !config.maxmemory_policy().is_lfu() {
+        return Err(Error::Static(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
     }
-    Err(Error::Static(
-        "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
-    ))
+    let freq = crate::keyspace::evict::lfu_counter(e.lru, now, config.lfu_decay_time());
+    ctx.out.int(i64::from(freq));
+    Ok(Done)
 }
 
 fn object_help(ctx: &mut Ctx) -> CmdResult {

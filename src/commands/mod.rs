@@ -12,7 +12,9 @@
 //! keys, close, wait for a script), or an [`Error`], which becomes the
 //! error reply; a handler that returns an error has written nothing.
 
+pub mod acl;
 pub mod bitmaps;
+pub mod cluster;
 pub mod connection;
 pub mod docs;
 pub mod functions;
@@ -23,6 +25,8 @@ pub mod info;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+pub mod memory;
+pub mod observability;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
 #[rustfmt::skip]
 pub(crate) mod meta;
@@ -53,6 +57,8 @@ use crate::util::parse_i64;
 pub static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    acl::COMMANDS,
+    observability::COMMANDS,
     keys::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,
@@ -71,6 +77,7 @@ pub static TABLE: &[&[Command]] = &[
     hyperloglog::COMMANDS,
     streams::COMMANDS,
     pubsub::COMMANDS,
+    cluster::COMMANDS,
 ];
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
@@ -103,6 +110,9 @@ pub mod flags {
     /// Never set in the table: `COMMAND INFO` derives it from the key specs
     /// (keys the first/last/step range does not cover).
     pub const MOVABLEKEYS: u32 = 1 << 19;
+    /// Reported only: Redis refuses these while a replica loads its data
+    /// asynchronously, which zwindow never does.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 20;
 
     /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides
     /// `may_replicate`.
@@ -124,6 +134,7 @@ pub mod flags {
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
     ];
 }
 
@@ -448,9 +459,31 @@ pub struct Ctx<'c, 'k> {
     pub args: Args<'c>,
     pub ks: &'c mut Keyspace<'k>,
     pub cmd: &'static Command,
+    /// Arguments the slow log and MONITOR must not show (passwords), one
+    /// bit each; bit 63 stands for every argument from 63 on.
+    pub redacted: u64,
+    /// The error reply a script wrote as its result, if any: the call
+    /// counts as failed, and the error in `errorstats` unless a command
+    /// the script ran already counted it (see [`ScriptError`]).
+    pub script_error: Option<ScriptError>,
+}
+
+/// An error a script's run ended with (its reply is already written).
+#[derive(Debug)]
+pub struct ScriptError {
+    pub text: Vec<u8>,
+    /// False when the error is a command's error the script passed on
+    /// (`ignore_error_stats_update`), already in the statistics.
+    pub counted: bool,
 }
 
 impl Ctx<'_, '_> {
+    /// Hides argument `i` from the slow log and MONITOR (Redis's
+    /// `redactClientCommandArgument`).
+    pub fn redact(&mut self, i: usize) {
+        self.redacted |= 1 << i.min(63);
+    }
+
     pub fn arg(&self, i: usize) -> &[u8] {
         self.args.get(i)
     }
@@ -600,7 +633,54 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     for (d, s) in lower.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();
     }
+    if let Some(renamed) = RENAMES.get() {
+        if let Some(cmd) = renamed.added.get(&*lower) {
+            return Some(cmd);
+        }
+        if renamed.hidden.iter().any(|h| h.as_slice() == &*lower) {
+            return None;
+        }
+    }
     index().get(&*lower).copied()
+}
+
+/// The config file's `rename-command`s: new names, and the old names no
+/// longer callable. Set once at startup, before any client connects.
+struct Renames {
+    added: std::collections::HashMap<Vec<u8>, &'static Command>,
+    hidden: Vec<Vec<u8>>,
+}
+
+static RENAMES: OnceLock<Renames> = OnceLock::new();
+
+/// Applies `rename-command old new` pairs (lower-case; `new` empty removes
+/// the command), as Redis edits its command table while loading the config.
+pub fn rename_commands(pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let mut renames = Renames {
+        added: Default::default(),
+        hidden: Vec::new(),
+    };
+    for (from, to) in pairs {
+        let cmd = renames
+            .added
+            .remove(from)
+            .or_else(|| index().get(from.as_slice()).copied())
+            .ok_or("No such command in rename-command")?;
+        renames.hidden.push(from.clone());
+        if !to.is_empty() {
+            if to.len() > 32 {
+                return Err("rename-command: the new name is longer than 32 bytes".into());
+            }
+            renames.hidden.retain(|h| h != to);
+            renames.added.insert(to.clone(), cmd);
+        }
+    }
+    RENAMES
+        .set(renames)
+        .map_err(|_| "rename-command applied twice".to_string())
 }
 
 pub fn lookup_sub(parent: &'static Command, name: &[u8]) -> Option<&'static Command> {

@@ -159,7 +159,11 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
                 "ERR Can not execute a script with write flag using *_ro command.",
             ));
         }
+        if ctx.client.oom && !script.allow_oom {
+            return Err(Error::Static(OOM_FLAG));
+        }
     }
+    let deny_oom = !script.shebang && ctx.client.oom;
     let func = script.func.clone();
     let read_only = ro || script.no_writes;
     let args = ctx.args;
@@ -169,10 +173,16 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
         keys: (3..3 + nkeys).map(|i| args.get(i)).collect(),
         argv: (3 + nkeys..args.len()).map(|i| args.get(i)).collect(),
         as_function: false,
+        deny_oom,
     };
-    engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
+    ctx.script_error = engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
     Ok(Done)
 }
+
+/// A script with flags but not `allow-oom`, started over `maxmemory`
+/// (Redis's `scriptPrepareForRun`).
+pub(crate) const OOM_FLAG: &str =
+    "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'";
 
 fn noscript() -> Error {
     Error::Static("NOSCRIPT No matching script. Please use EVAL.")

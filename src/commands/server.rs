@@ -1,6 +1,6 @@
 //! Server commands: COMMAND, INFO (whose text `info.rs` builds), CONFIG,
-//! DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SWAPDB, MEMORY and
-//! DEBUG.
+//! DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SWAPDB and DEBUG
+//! (MEMORY's subcommands are in `memory.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -44,70 +44,11 @@ pub static COMMANDS: &[Command] = &[
         .syntax("index1 index2"),
     Command::new("memory", -2, 0, Keys::None, container)
         .doc(G, "4.0.0", "Depends on subcommand.", "A container for memory diagnostics commands.")
-        .subcommands(MEMORY),
+        .subcommands(super::memory::MEMORY),
     Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, debug)
         .doc(G, "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, CLOCK, SET-ACTIVE-EXPIRE).")
         .syntax("subcommand [argument [argument ...]]"),
 ];
-
-static MEMORY: &[Command] = &[
-    Command::new(
-        "usage",
-        -3,
-        READONLY,
-        Keys::Range {
-            first: 2,
-            last: 2,
-            step: 1,
-        },
-        memory_usage,
-    )
-    .doc(
-        G,
-        "4.0.0",
-        "O(N) where N is the number of samples.",
-        "Estimates the memory usage of a key.",
-    )
-    .syntax("key [SAMPLES count]"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, memory_help).doc(
-        G,
-        "4.0.0",
-        "O(1)",
-        "Returns helpful text about the different subcommands.",
-    ),
-];
-
-/// MEMORY USAGE key [SAMPLES count]: the key's bytes, its entry and its
-/// value's own accounting (exact rather than sampled, so SAMPLES is only
-/// validated). Options are checked before the key, as Redis does.
-fn memory_usage(ctx: &mut Ctx) -> CmdResult {
-    let mut i = 3;
-    while i < ctx.argc() {
-        if eq_ic(ctx.arg(i), "SAMPLES") && i + 1 < ctx.argc() {
-            if int_arg(ctx.arg(i + 1))? < 0 {
-                return Err(Error::Syntax);
-            }
-            i += 2;
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
-    let key = ctx.args.get(2);
-    match ctx.ks.peek(key) {
-        Some(e) => {
-            let usage =
-                key.len() + std::mem::size_of::<crate::keyspace::Entry>() + e.value.mem_usage();
-            ctx.out.int(usage as i64);
-        }
-        None => ctx.out.null(),
-    }
-    Ok(Done)
-}
-
-fn memory_help(ctx: &mut Ctx) -> CmdResult {
-    help(ctx, "MEMORY", MEMORY);
-    Ok(Done)
-}
 
 static COMMAND: &[Command] = &[
     Command::new("count", 2, LOADING | STALE, Keys::None, command_count).doc(
@@ -464,7 +405,7 @@ pub(crate) enum GetKeysProc {
 }
 
 /// acl.c `ACLCommandCategories`: the order categories print in.
-const ACL_ORDER: [&str; 21] = [
+pub(crate) const ACL_ORDER: [&str; 21] = [
     "@keyspace",
     "@read",
     "@write",
@@ -489,7 +430,7 @@ const ACL_ORDER: [&str; 21] = [
 ];
 
 /// Redis's metadata of a table entry, if redis-server has that command.
-fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static Meta> {
+pub(crate) fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static Meta> {
     let meta = super::meta::META;
     let (p, sep): (&[u8], &[u8]) = match parent {
         Some(p) => (p.name.as_bytes(), b"|"),
@@ -508,7 +449,7 @@ fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static Meta> {
 /// A command's ACL categories, in Redis's order: Redis's own for its
 /// commands; for zwindow's own, what Redis derives for a command declared
 /// with only its group's category (server.c `setImplicitACLCategories`).
-fn categories(
+pub(crate) fn categories(
     c: &'static Command,
     meta: Option<&'static Meta>,
 ) -> impl Iterator<Item = &'static str> {
@@ -742,7 +683,7 @@ fn getkeys(ctx: &mut Ctx, with_flags: bool) -> CmdResult {
 
 impl Meta {
     /// db.c `doesCommandHaveKeys`.
-    fn has_keys(&self) -> bool {
+    pub(crate) fn has_keys(&self) -> bool {
         self.getkeys.is_some() || self.key_specs.iter().any(|s| s.flags & ks::NOT_KEY == 0)
     }
 
@@ -750,7 +691,7 @@ impl Meta {
     /// of each key of `argv` (the command's own arguments, name first).
     /// The key specs answer when they are reliable; otherwise, or when they
     /// fail on these arguments, the command's getkeys proc does.
-    fn keys(&self, argv: &[&[u8]], out: &mut Vec<(usize, u16)>) {
+    pub(crate) fn keys(&self, argv: &[&[u8]], out: &mut Vec<(usize, u16)>) {
         let specs = self.key_specs;
         let has_keyspec = specs.iter().any(|s| s.flags & ks::NOT_KEY == 0);
         let variable = specs.iter().any(|s| s.flags & ks::VARIABLE_FLAGS != 0);
@@ -1068,16 +1009,41 @@ fn config_get(ctx: &mut Ctx) -> CmdResult {
 
 fn config_set(ctx: &mut Ctx) -> CmdResult {
     if !ctx.argc().is_multiple_of(2) {
-        return Err(Error::Owned(format!(
-            "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-            String::from_utf8_lossy(ctx.arg(2))
-        )));
+        return Err(Error::Static("ERR syntax error"));
+    }
+    for i in (2..ctx.argc()).step_by(2) {
+        if crate::config::is_sensitive(ctx.args.get(i)) {
+            ctx.redact(i + 1);
+        }
     }
     let pairs: Vec<(&[u8], &[u8])> = (2..ctx.argc())
         .step_by(2)
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))
         .collect();
+    // Redis's islocalClient: the peer is exactly 127.0.0.1 or ::1.
+    let host = ctx
+        .client
+        .handle
+        .addr
+        .rsplit_once(':')
+        .map_or("", |(h, _)| h);
+    let local = matches!(host, "127.0.0.1" | "::1" | "[::1]");
+    if let Some(refused) = pairs
+        .iter()
+        .find_map(|(name, _)| ctx.shared.config.protected_refused(name, local))
+    {
+        return Err(Error::Owned(refused));
+    }
     ctx.shared.config.set_many(&pairs)?;
+    // requirepass is the default ACL user's password (config.c
+    // `updateRequirePass`).
+    if pairs
+        .iter()
+        .any(|(name, _)| crate::util::eq_ic(name, "requirepass"))
+    {
+        let pass = ctx.shared.config.requirepass();
+        ctx.shared.acl.set_default_password(pass.as_deref());
+    }
     ctx.out.ok();
     Ok(Done)
 }
@@ -1096,6 +1062,8 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.reply_buffer_expands,
         &s.reply_buffer_shrinks,
         &ctx.shared.clients.total_connections,
+        &ctx.shared.evictor.evicted_keys,
+        &ctx.shared.evictor.over_total_ms,
     ] {
         c.store(0, Relaxed);
     }
@@ -1114,10 +1082,26 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-fn config_rewrite(_ctx: &mut Ctx) -> CmdResult {
-    Err(Error::Static(
-        "ERR The server is running without a config file",
-    ))
+fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
+    let rules = ctx.shared.windows.list();
+    // With an ACL file the users live there: the config keeps no `user` line.
+    let users: Vec<Vec<u8>> = if ctx.shared.config.aclfile.is_empty() {
+        ctx.shared
+            .acl
+            .file_text()
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ctx.shared
+        .config
+        .rewrite(&rules, &users)
+        .map_err(Error::Owned)?;
+    ctx.out.ok();
+    Ok(Done)
 }
 
 fn config_help(ctx: &mut Ctx) -> CmdResult {

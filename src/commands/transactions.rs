@@ -20,6 +20,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome};
+use crate::acl::user::Denied;
 use crate::execution::client::Client;
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -139,6 +140,27 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
         // Queued commands resolved when queued; the table cannot change.
         match super::resolve(&args) {
             Ok(cmd) => {
+                // multi.c: permissions are checked again at EXEC, in case
+                // the rules changed since the command was queued.
+                let context = crate::acl::log::Context::Multi;
+                if let Err(denied) =
+                    crate::execution::acl_check(ctx.shared, ctx.client, cmd, &args, context)
+                {
+                    let reason = match denied {
+                        Some(Denied::Command) => {
+                            "no permission to execute the command or subcommand"
+                        }
+                        Some(Denied::Key) => "no permission to touch the specified keys",
+                        Some(Denied::Channel) => {
+                            "no permission to access one of the channels used as arguments"
+                        }
+                        None => "no permission",
+                    };
+                    ctx.out.error(&format!(
+                        "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"
+                    ));
+                    continue;
+                }
                 match crate::execution::call(ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args) {
                     Outcome::Done => {}
                     // QUIT or a CLIENT KILL of itself: the connection closes
@@ -208,7 +230,7 @@ pub fn abort_exec(shared: &Shared, client: &mut Client, out: &mut Reply, reason:
     // `execCommandAbort`).
     if shared.monitors.active() {
         let exec = crate::commands::OwnedArgs::from_slices(&[b"exec".as_slice()]);
-        shared.monitors.feed(client, client.db, &exec.args());
+        shared.monitors.feed(client, client.db, &exec.args(), 0);
     }
     end_multi(client);
     unwatch_all(shared, client);

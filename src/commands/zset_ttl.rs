@@ -3,13 +3,15 @@
 //! and ZCOLLECT. The data lives in [`crate::types::zset::ttl`], expiry in
 //! [`crate::keyspace::zset_ttl`].
 //!
-//! Replies are Garnet's as its server answers them (its
-//! `SortedSetExpireResult`, which is Redis's HEXPIRE code set): per member
-//! -2 no such member (or no key), 0 NX/XX/GT/LT not met, 1 set, 2 the
-//! deadline has already come (the member is deleted now; as in Garnet,
-//! this is decided before the condition); ZPERSIST 1 dropped, -1 no TTL,
-//! -2 no such member. Argument errors are the hash commands' texts with
-//! `MEMBERS` for `FIELDS`.
+//! Replies are the codes Garnet's documentation gives (the rule;
+//! Garnet's server answers Redis's HEXPIRE codes instead, which clients of
+//! HEXPIRE would expect — see the README): ZEXPIRE and its variants answer
+//! per member 1 set, 0 no such member (or no key), -1 NX/XX/GT/LT not met;
+//! a deadline that has already come still "sets" (1) and deletes the
+//! member now, as EXPIRE does a key, once the condition holds. ZPERSIST
+//! answers 1 dropped, 0 no TTL, -1 no such member; ZTTL and its variants
+//! -1 no TTL, -2 no such member. Argument errors are the hash commands'
+//! texts with `MEMBERS` for `FIELDS`.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -22,10 +24,16 @@ use crate::types::zset::ttl::NO_TTL;
 
 const G: &str = "sorted-set";
 
-const NO_MEMBER: i64 = -2;
-const NO_CONDITION: i64 = 0;
+/// ZEXPIRE family: the timeout was set (or, already past, applied).
 const SET_OK: i64 = 1;
-const DELETED: i64 = 2;
+/// ZEXPIRE family: no such member.
+const NO_MEMBER: i64 = 0;
+/// ZEXPIRE family: NX/XX/GT/LT not met.
+const NO_CONDITION: i64 = -1;
+/// ZPERSIST: the TTL was dropped / the member had none / no such member.
+const PERSISTED: i64 = 1;
+const NO_TTL_TO_DROP: i64 = 0;
+const PERSIST_NO_MEMBER: i64 = -1;
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
@@ -85,20 +93,27 @@ fn members_arg(ctx: &Ctx, at: usize, bad_count: &'static str) -> Result<usize, E
     subkeys_arg(ctx, at, "MEMBERS", bad_count)
 }
 
-/// Garnet's `SetExpiration` for one member.
-fn set_member_expire(z: &mut ZSet, member: &[u8], at: u64, cond: Cond, now: u64) -> i64 {
+/// What setting one member's deadline did.
+enum Set {
+    Code(i64),
+    Deleted,
+}
+
+/// ZEXPIRE for one member: the condition first, then the deadline (one
+/// already past deletes the member now).
+fn set_member_expire(z: &mut ZSet, member: &[u8], at: u64, cond: Cond, now: u64) -> Set {
     let Some(prev) = z.expire_at(member) else {
-        return NO_MEMBER;
+        return Set::Code(NO_MEMBER);
     };
+    if cond.refuses(prev, at, NO_TTL) {
+        return Set::Code(NO_CONDITION);
+    }
     if at <= now {
         z.remove(member);
-        return DELETED;
-    }
-    if cond.refuses(prev, at, NO_TTL) {
-        return NO_CONDITION;
+        return Set::Deleted;
     }
     z.set_expire(member, at);
-    SET_OK
+    Set::Code(SET_OK)
 }
 
 fn zexpire(ctx: &mut Ctx) -> CmdResult {
@@ -140,10 +155,17 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let z = lookup(ctx.ks, key, false)?.ok_or(Error::WrongType)?;
     let (mut updated, mut deleted) = (0, 0);
     for i in first..args.len() {
-        let res = set_member_expire(z, args.get(i), at, cond, now);
-        updated += (res == SET_OK) as usize;
-        deleted += (res == DELETED) as usize;
-        ctx.out.int(res);
+        let code = match set_member_expire(z, args.get(i), at, cond, now) {
+            Set::Deleted => {
+                deleted += 1;
+                SET_OK
+            }
+            Set::Code(code) => {
+                updated += (code == SET_OK) as usize;
+                code
+            }
+        };
+        ctx.out.int(code);
     }
     let emptied = z.is_empty();
     if deleted > 0 {
@@ -195,7 +217,7 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
     Ok(Done)
 }
 
-/// ZPERSIST: 1 dropped, -1 had no TTL, -2 no such member.
+/// ZPERSIST: 1 dropped, 0 had no TTL, -1 no such member.
 fn zpersist(ctx: &mut Ctx) -> CmdResult {
     let (args, key) = (ctx.args, ctx.args.get(1));
     let exists = lookup(ctx.ks, key, false)?.is_some();
@@ -203,7 +225,7 @@ fn zpersist(ctx: &mut Ctx) -> CmdResult {
     ctx.out.array(args.len() - first);
     if !exists {
         for _ in first..args.len() {
-            ctx.out.int(NO_MEMBER);
+            ctx.out.int(PERSIST_NO_MEMBER);
         }
         return Ok(Done);
     }
@@ -212,12 +234,12 @@ fn zpersist(ctx: &mut Ctx) -> CmdResult {
     for i in first..args.len() {
         let member = args.get(i);
         let n = match z.expire_at(member) {
-            None => NO_MEMBER,
-            Some(NO_TTL) => -1,
+            None => PERSIST_NO_MEMBER,
+            Some(NO_TTL) => NO_TTL_TO_DROP,
             Some(_) => {
                 z.set_expire(member, NO_TTL);
                 changed = true;
-                SET_OK
+                PERSISTED
             }
         };
         ctx.out.int(n);

@@ -77,6 +77,10 @@ pub struct ClientHandle {
     pub name: Mutex<Option<Vec<u8>>>,
     pub lib_name: Mutex<Option<Vec<u8>>>,
     pub lib_ver: Mutex<Option<Vec<u8>>>,
+    /// The name of the ACL user the client is authenticated as (CLIENT
+    /// LIST's `user=`, CLIENT KILL USER, disconnecting a deleted user's
+    /// clients).
+    pub user: Mutex<Vec<u8>>,
     pub db: AtomicUsize,
     pub resp: AtomicU8,
     pub subs: AtomicU32,
@@ -209,12 +213,6 @@ impl ClientHandle {
         false
     }
 
-    /// The ACL user the client is authenticated as (CLIENT LIST's `user=`):
-    /// always `default`, the one user zwindow has.
-    pub fn user_name(&self) -> &str {
-        "default"
-    }
-
     pub fn idle_secs(&self) -> u64 {
         (self.created.elapsed().as_millis() as u64)
             .saturating_sub(self.last_active_ms.load(Relaxed))
@@ -256,6 +254,7 @@ impl Clients {
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
+            user: Mutex::new(b"default".to_vec()),
             db: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             subs: AtomicU32::new(0),
@@ -315,7 +314,14 @@ pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
 pub struct Client {
     pub handle: Arc<ClientHandle>,
     pub db: usize,
+    /// Authenticated by AUTH/HELLO, or connected while the default user
+    /// needed no password (Redis's `c->authenticated`).
     pub authenticated: bool,
+    /// The ACL user commands run as; None for the server's own stand-ins,
+    /// which run anything (Redis's NULL user).
+    pub user: Option<Arc<crate::acl::User>>,
+    /// [`crate::acl::Acl::generation`] when `user` was read.
+    pub acl_generation: u64,
     /// Commands queued by MULTI; None outside a transaction.
     pub multi: Option<Vec<OwnedArgs>>,
     /// A queued command failed to parse: EXEC will abort.
@@ -345,6 +351,10 @@ pub struct Client {
     /// Tracking invalidations of this client's own keys, held until its
     /// reply is in the output buffer.
     pub tracking_held: crate::tracking::Pending,
+    /// Memory was over `maxmemory` with nothing left to evict when this
+    /// client's command was verified (Redis's `pre_command_oom_state`):
+    /// scripts it starts refuse deny-OOM commands.
+    pub oom: bool,
 }
 
 /// CLIENT REPLY: whether this client's replies are sent.
@@ -364,6 +374,8 @@ impl Client {
             handle,
             db: 0,
             authenticated: !auth_required,
+            user: None,
+            acl_generation: 0,
             multi: None,
             multi_error: false,
             in_exec: false,
@@ -377,6 +389,7 @@ impl Client {
             script_keys: Vec::new(),
             reply: ReplyMode::On,
             tracking_held: Vec::new(),
+            oom: false,
         }
     }
 
@@ -387,6 +400,17 @@ impl Client {
         c.serving_key = Some(key);
         c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
         c
+    }
+
+    /// Runs the client's commands as `user` from now on.
+    pub fn set_user(&mut self, user: Arc<crate::acl::User>, generation: u64) {
+        let mut name = self.handle.user.lock();
+        if *name != user.name() {
+            *name = user.name().to_vec();
+        }
+        drop(name);
+        self.user = Some(user);
+        self.acl_generation = generation;
     }
 
     pub fn resp3(&self) -> bool {

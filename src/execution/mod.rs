@@ -26,11 +26,14 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use tokio::sync::oneshot;
 
+use crate::acl::catalog::Catalog;
+use crate::acl::log::{Context, Reason};
+use crate::acl::user::Denied;
 use crate::commands::{
     Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
     lookup_sub, resolve, transactions,
 };
-use crate::keyspace::{Guards, Keyspace, ShardSet};
+use crate::keyspace::{Guards, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use client::{Client, Waiting};
@@ -107,6 +110,9 @@ pub enum Dispatched {
     /// A script (or an EXEC queuing one): nothing was done; dispatch it
     /// again on the script runner thread.
     ScriptRunner,
+    /// CLIENT PAUSE holds the command (true: it may write): nothing was
+    /// done; await the pause's end and dispatch it again.
+    Paused(bool),
 }
 
 /// Runs one request from a client: checks, locking, the handler.
@@ -149,6 +155,7 @@ pub fn dispatch(
     // Verify.
     match verify(shared, client, cmd, &args) {
         Verdict::Run => {}
+        Verdict::Drop => return Dispatched::Close,
         Verdict::Reject(msg) => return reject(client, out, msg.as_bytes()),
         Verdict::Queue => {
             client.queue(args);
@@ -157,6 +164,7 @@ pub fn dispatch(
         }
         Verdict::WaitScript => return Dispatched::WaitScript,
         Verdict::ScriptRunner => return Dispatched::ScriptRunner,
+        Verdict::Paused(writes) => return Dispatched::Paused(writes),
     }
     // Lock, run, after-command work.
     let set = shards_for(shared, cmd, &args);
@@ -213,6 +221,9 @@ pub fn dispatch(
 /// What [`verify`] decided about a resolved command.
 enum Verdict {
     Run,
+    /// The client's ACL user was deleted: it is being disconnected and
+    /// runs nothing more.
+    Drop,
     Reject(std::borrow::Cow<'static, str>),
     /// Inside MULTI: queue it and answer `+QUEUED`.
     Queue,
@@ -220,17 +231,70 @@ enum Verdict {
     WaitScript,
     /// A script (or an EXEC holding one): run it on the script runner.
     ScriptRunner,
+    /// CLIENT PAUSE holds it (true: it may write): retry after the pause.
+    Paused(bool),
 }
 
 /// The checks a client's command passes before it may run, in Redis 7.0's
-/// order (`processCommand`): auth, MULTI's refusals, RESP2 subscribed mode,
-/// a busy script, then MULTI queueing. ACL and OOM checks belong here too.
-fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'_>) -> Verdict {
-    if !client.authenticated && !cmd.has(flags::NO_AUTH) {
+/// order (`processCommand`): auth, MULTI's refusals, ACL permissions,
+/// out of memory (evicting first), the tracking table's bound, RESP2
+/// subscribed mode, a busy script, CLIENT PAUSE, then MULTI queueing.
+fn verify(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
+) -> Verdict {
+    if !client.authenticated && !cmd.has(flags::NO_AUTH) && shared.acl.default_needs_auth() {
         return Verdict::Reject("NOAUTH Authentication required.".into());
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return Verdict::Reject("ERR Command not allowed inside a transaction".into());
+    }
+    let context = if client.multi.is_some() {
+        Context::Multi
+    } else {
+        Context::Toplevel
+    };
+    match acl_check(shared, client, cmd, args, context) {
+        Ok(()) => {}
+        Err(None) => return Verdict::Drop,
+        Err(Some(denied)) => {
+            return Verdict::Reject(match denied {
+                Denied::Command => format!(
+                    "NOPERM this user has no permissions to run the '{}' command",
+                    Catalog::get().fullname(cmd)
+                )
+                .into(),
+                Denied::Key => {
+                    "NOPERM this user has no permissions to access one of the keys used as arguments".into()
+                }
+                Denied::Channel => {
+                    "NOPERM this user has no permissions to access one of the channels used as arguments".into()
+                }
+            });
+        }
+    }
+    if shared.config.maxmemory() != 0 {
+        let out_of_memory = evict::perform_evictions(shared) == evict::Evicted::Fail;
+        // Queuing in MULTI takes memory too: only the commands that end a
+        // transaction pass (EXEC only when it holds no deny-OOM command).
+        let reject = is_denyoom(client, cmd, args)
+            || (client.multi.is_some()
+                && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
+        if out_of_memory && reject {
+            return Verdict::Reject(OOM.into());
+        }
+        // What a script started by this command checks (Redis's
+        // `pre_command_oom_state`).
+        client.oom = out_of_memory;
+    } else {
+        client.oom = false;
+    }
+    // Client-side caching's table stays within `tracking-table-max-keys`
+    // (Redis's `trackingLimitUsedSlots`, right after the memory check).
+    if shared.tracking.clients() > 0 {
+        shared.tracking.limit(shared);
     }
     if shared.config.lacks_good_replicas() && is_write(client, cmd) {
         return Verdict::Reject(NOREPLICAS.into());
@@ -254,6 +318,17 @@ fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'
             return Verdict::WaitScript;
         }
     }
+    // A paused command waits, after every check that refuses it and
+    // before MULTI queues it (Redis's `BLOCKED_POSTPONE`).
+    let pause = shared.pause.mode(shared.clock.now_ms());
+    if pause != pause::OFF {
+        let writes = pause::may_replicate(args, client.multi.as_deref(), &|c, a| {
+            shared.scripting.may_write(c, a)
+        });
+        if pause == pause::ALL || writes {
+            return Verdict::Paused(writes);
+        }
+    }
     if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
         return Verdict::Queue;
     }
@@ -266,7 +341,109 @@ fn verify(shared: &Shared, client: &Client, cmd: &'static Command, args: &Args<'
     Verdict::Run
 }
 
+/// Brings the client's ACL user up to date after any ACL change; false if
+/// the user is gone (deleted, or replaced by ACL LOAD): the client is
+/// then disconnected, as Redis frees the clients of a freed user.
+pub fn refresh_user(shared: &Shared, client: &mut Client) -> bool {
+    let generation = shared.acl.generation();
+    if generation == client.acl_generation {
+        return true;
+    }
+    let Some(name) = client.user.as_ref().map(|u| u.name().to_vec()) else {
+        return true;
+    };
+    match shared.acl.get(&name) {
+        Some(u) => {
+            client.set_user(u, generation);
+            true
+        }
+        None => {
+            client.authenticated = false;
+            client.set_user(shared.acl.default_user(), generation);
+            client.handle.kill();
+            false
+        }
+    }
+}
+
+/// The ACL check of one command (acl.c `ACLCheckAllPerm`), logging a
+/// denial in the ACL log: `Err(None)` when the client's user is gone.
+/// Costs a generation compare and a flag test for an unrestricted user.
+pub(crate) fn acl_check(
+    shared: &Shared,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
+    context: Context,
+) -> Result<(), Option<Denied>> {
+    if !refresh_user(shared, client) {
+        return Err(None);
+    }
+    let Some(user) = &client.user else {
+        return Ok(());
+    };
+    if user.unrestricted() {
+        return Ok(());
+    }
+    let (denied, pos) = match user.check(cmd, args) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    let (reason, object) = match denied {
+        Denied::Command => (Reason::Command, Catalog::get().fullname(cmd).as_bytes()),
+        Denied::Key => (Reason::Key, args.get(pos)),
+        Denied::Channel => (Reason::Channel, args.get(pos)),
+    };
+    let username = user.name().to_vec();
+    log_denial(shared, &client.handle, reason, context, object, &username);
+    Err(Some(denied))
+}
+
+/// Adds an ACL LOG entry for a denial by `handle`'s client.
+pub(crate) fn log_denial(
+    shared: &Shared,
+    handle: &client::ClientHandle,
+    reason: Reason,
+    context: Context,
+    object: &[u8],
+    username: &[u8],
+) {
+    let entry = crate::acl::log::Entry {
+        count: 1,
+        reason,
+        context,
+        object: object.to_vec(),
+        username: username.to_vec(),
+        ctime_ms: crate::util::unix_ms(),
+        client_info: crate::commands::connection::client_info_line(shared, handle),
+    };
+    let max = shared.config.acllog_max_len();
+    shared.acl.log.lock().add(entry, max);
+}
+
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Redis's `is_denyoom_command`: a deny-OOM command, or an EXEC whose
+/// queue holds one.
+fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
+    let denies = |cmd: &Command, args: &Args<'_>| {
+        cmd.has(flags::DENYOOM)
+            // EVAL's flags are its script's (`evalGetCommandFlags`);
+            // EVALSHA's and FCALL's are checked as the script starts.
+            || (matches!(cmd.name, "eval" | "eval_ro")
+                && args.len() > 1
+                && scripting::script_denies_oom(args.get(1)))
+    };
+    denies(cmd, args)
+        || (cmd.name == "exec"
+            && client.multi.as_ref().is_some_and(|q| {
+                q.iter().any(|a| {
+                    let args = a.args();
+                    resolve(&args).is_ok_and(|c| denies(c, &args))
+                })
+            }))
+}
 
 /// Redis's `is_write_command`: a write, or an EXEC whose queue holds one.
 fn is_write(client: &Client, cmd: &Command) -> bool {
@@ -288,15 +465,25 @@ fn is_write(client: &Client, cmd: &Command) -> bool {
 /// may no longer fail it.
 pub fn verify_from_script(
     shared: &Shared,
+    client: &mut Client,
     args: &Args<'_>,
     read_only: bool,
     wrote: bool,
+    deny_oom: bool,
 ) -> Result<&'static Command, &'static str> {
     let mut cmd = lookup(args.get(0)).ok_or("ERR Unknown Redis command called from script")?;
     if !cmd.subcommands.is_empty() && args.len() >= 2 {
         cmd = lookup_sub(cmd, args.get(1)).ok_or("ERR Unknown Redis command called from script")?;
     }
-    let refusal = script_refusal(shared, cmd, args.len(), read_only, wrote);
+    let mut refusal = script_refusal(shared, client, cmd, args, read_only, wrote);
+    if refusal.is_none()
+        && deny_oom
+        && !wrote
+        && cmd.has(flags::DENYOOM)
+        && shared.config.maxmemory() != 0
+    {
+        refusal = Some(OOM);
+    }
     if let Some(msg) = refusal {
         CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
         return Err(msg);
@@ -306,17 +493,40 @@ pub fn verify_from_script(
 
 fn script_refusal(
     shared: &Shared,
-    cmd: &Command,
-    argc: usize,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
     read_only: bool,
     wrote: bool,
 ) -> Option<&'static str> {
-    let argc = argc as i32;
+    let argc = args.len() as i32;
     if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
         return Some("ERR Wrong number of args calling Redis command from script");
     }
     if cmd.has(flags::NOSCRIPT) {
         return Some("ERR This Redis command is not allowed from script");
+    }
+    // script.c `scriptVerifyACL`, with acl.c `getAclErrorMessage`'s texts.
+    match acl_check(shared, client, cmd, args, Context::Lua) {
+        Ok(()) => {}
+        Err(Some(Denied::Command)) => {
+            return Some("ERR The user executing the script can't run this command or subcommand");
+        }
+        Err(Some(Denied::Key)) => {
+            return Some(
+                "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments",
+            );
+        }
+        Err(Some(Denied::Channel)) => {
+            return Some(
+                "ERR The user executing the script can't publish to the channel mentioned in the command",
+            );
+        }
+        Err(None) => {
+            return Some(
+                "ERR The user executing the script lacking the permissions for the command",
+            );
+        }
     }
     // May-replicate commands (PUBLISH, …) count as writes in scripts, so
     // that read-only scripts may run during CLIENT PAUSE WRITE.
@@ -403,6 +613,8 @@ pub fn call(
         args,
         ks,
         cmd,
+        redacted: 0,
+        script_error: None,
     };
     // Scripts are shown before the commands they run (Redis's evalCommand
     // feeds MONITOR itself); other commands after they ran. A blocked
@@ -413,16 +625,18 @@ pub fn call(
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
     );
     if monitored && script {
-        shared.monitors.feed(ctx.client, ctx.client.db, &args);
+        shared.monitors.feed(ctx.client, ctx.client.db, &args, 0);
     }
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
+    let redacted = ctx.redacted;
+    let script_error = ctx.script_error.take();
     if matches!(result, Err(Error::EngineBusy)) {
         out.truncate(mark);
         return Outcome::WaitScript;
     }
     if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
-        shared.monitors.feed(client, client.db, &args);
+        shared.monitors.feed(client, client.db, &args, redacted);
     }
     if shared.tracking.used() {
         track(shared, client, ks, cmd, &args);
@@ -442,10 +656,19 @@ pub fn call(
         return Outcome::Done;
     }
     let usec = start.elapsed().as_micros() as u64;
+    after_command(shared, client, cmd, &args, usec, redacted);
     stats.calls.fetch_add(1, Relaxed);
     stats.usec.fetch_add(usec, Relaxed);
     if shared.config.latency_tracking() {
         stats.latency.record_usec(usec);
+    }
+    // A script's error result (Redis's afterErrorReply for the script
+    // client's reply): a failed call, counted unless already counted.
+    if let Some(e) = script_error {
+        stats.failed.fetch_add(1, Relaxed);
+        if e.counted {
+            shared.count_error(&e.text);
+        }
     }
     result.unwrap_or_else(|e| {
         stats.failed.fetch_add(1, Relaxed);
@@ -492,6 +715,66 @@ fn track(shared: &Shared, client: &Client, ks: &mut Keyspace<'_>, cmd: &Command,
     }
 }
 
+/// What a command leaves behind in the latency monitor and the slow log
+/// (Redis's `call`: the `command` / `fast-command` latency event, then
+/// `slowlogPushCurrentCommand`, which skips `skip_slowlog` commands such as
+/// EXEC — whose queued commands are logged one by one as they run).
+fn after_command(
+    shared: &Shared,
+    client: &Client,
+    cmd: &Command,
+    args: &Args<'_>,
+    usec: u64,
+    redacted: u64,
+) {
+    let threshold = shared.config.latency_monitor_threshold();
+    if threshold > 0 && usec / 1000 >= threshold as u64 {
+        let event = if cmd.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        shared
+            .latency
+            .lock()
+            .add(event, usec / 1000, shared.clock.now_ms() / 1000);
+    }
+    let slower_than = shared.config.slowlog_slower_than();
+    if cmd.has(flags::SKIP_SLOWLOG) || slower_than < 0 || usec < slower_than as u64 {
+        return;
+    }
+    let arg = |i: usize| {
+        if redacted & (1 << i.min(63)) != 0 {
+            b"(redacted)".to_vec()
+        } else {
+            args.get(i).to_vec()
+        }
+    };
+    shared.slowlog.lock().push_if_needed(
+        slower_than,
+        shared.config.slowlog_max_len(),
+        usec,
+        args.len(),
+        arg,
+        // A script's commands run as Redis's Lua client: no address, no name.
+        || {
+            if client.in_script {
+                "?:0".into()
+            } else {
+                client.handle.addr.clone()
+            }
+        },
+        || {
+            if client.in_script {
+                Vec::new()
+            } else {
+                client.handle.name.lock().clone().unwrap_or_default()
+            }
+        },
+        shared.clock.now_ms() / 1000,
+    );
+}
+
 /// What a request left its connection to do.
 pub enum Ran {
     Done,
@@ -511,16 +794,6 @@ pub async fn execute(
     let mark = out.len();
     loop {
         let a = owned.as_ref().map_or(args, |o| o.args());
-        if shared.pause.mode(shared.clock.now_ms()) != pause::OFF {
-            let writes = pause::may_replicate(&a, client.multi.as_deref(), &|c, a| {
-                shared.scripting.may_write(c, a)
-            });
-            let h = client.handle.clone();
-            shared.pause.wait(&shared.clock, writes, &h).await;
-        }
-        if shared.tracking.clients() > 0 {
-            shared.tracking.limit(shared);
-        }
         let is_client_cmd = crate::util::eq_ic(a.get(0), "client");
         // (Un)subscribe confirmations are pushes: CLIENT REPLY keeps them.
         let pushes_reply = ["subscribe", "psubscribe", "unsubscribe", "punsubscribe"]
@@ -535,7 +808,7 @@ pub async fn execute(
         };
         if !matches!(
             dispatched,
-            Dispatched::WaitScript | Dispatched::ScriptRunner
+            Dispatched::WaitScript | Dispatched::ScriptRunner | Dispatched::Paused(_)
         ) {
             forget_caching(client, is_client_cmd);
             after_reply(shared, client, out, (!pushes_reply).then_some(mark));
@@ -544,6 +817,13 @@ pub async fn execute(
             Dispatched::Done => return Ran::Done,
             Dispatched::Blocked(w) => return Ran::Blocked(w),
             Dispatched::Close => return Ran::Close,
+            Dispatched::Paused(writes) => {
+                let h = client.handle.clone();
+                shared.pause.wait(&shared.clock, writes, &h).await;
+                if h.killed.load(Relaxed) {
+                    return Ran::Close;
+                }
+            }
             Dispatched::WaitScript | Dispatched::ScriptRunner => {
                 if owned.is_none() {
                     owned = Some(args.to_owned());

@@ -9,7 +9,10 @@
 //! commands inside MULTI/EXEC and scripts (`[0 lua]`) appear as they run;
 //! EVAL, EVALSHA and FCALL appear before the commands their script runs.
 //! Administrative commands (and those flagged `skip_monitor`) are never
-//! shown; AUTH's and HELLO AUTH's credentials are shown as `(redacted)`.
+//! shown; the arguments a command redacted ([`Ctx::redact`]: AUTH's and
+//! HELLO AUTH's credentials) are shown as `(redacted)`, as in the slow log.
+//!
+//! [`Ctx::redact`]: crate::commands::Ctx::redact
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -18,7 +21,6 @@ use parking_lot::Mutex;
 
 use super::client::{Client, ClientHandle, ClientId, Push};
 use crate::commands::Args;
-use crate::util::eq_ic;
 
 #[derive(Default)]
 pub struct Monitors {
@@ -53,8 +55,10 @@ impl Monitors {
         self.active() && self.list.lock().iter().any(|m| m.id == id)
     }
 
-    /// Sends every monitor the line for `args`, run by `client` in `db`.
-    pub fn feed(&self, client: &Client, db: usize, args: &Args<'_>) {
+    /// Sends every monitor the line for `args`, run by `client` in `db`;
+    /// the arguments whose bits are set in `redacted` (the command's
+    /// [`Ctx::redacted`](crate::commands::Ctx::redacted)) are hidden.
+    pub fn feed(&self, client: &Client, db: usize, args: &Args<'_>, redacted: u64) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
@@ -64,12 +68,11 @@ impl Monitors {
         } else {
             line.extend_from_slice(format!("[{db} {}] ", client.handle.addr).as_bytes());
         }
-        let redacted = redacted_positions(args);
         for (i, a) in args.iter().enumerate() {
             if i > 0 {
                 line.push(b' ');
             }
-            if redacted.contains(&i) {
+            if redacted & (1 << i.min(63)) != 0 {
                 repr(&mut line, b"(redacted)");
             } else {
                 repr(&mut line, a);
@@ -86,45 +89,6 @@ impl Monitors {
             m.push(Push::Raw(line.clone()), none);
         }
     }
-}
-
-/// The arguments Redis 7.0 replaces with `(redacted)` before showing a
-/// command: AUTH's password (and user), HELLO's AUTH pair(s) up to the
-/// first option it would reject.
-fn redacted_positions(args: &Args<'_>) -> Vec<usize> {
-    let name = args.get(0);
-    let argc = args.len();
-    if eq_ic(name, "auth") {
-        return match argc {
-            2 => vec![1],
-            3 => vec![1, 2],
-            _ => Vec::new(),
-        };
-    }
-    if !eq_ic(name, "hello") {
-        return Vec::new();
-    }
-    let mut j = 1;
-    if argc >= 2 {
-        match crate::util::parse_i64(args.get(1)) {
-            Some(2..=3) => j = 2,
-            _ => return Vec::new(),
-        }
-    }
-    let mut out = Vec::new();
-    while j < argc {
-        let more = argc - 1 - j;
-        let opt = args.get(j);
-        if eq_ic(opt, "auth") && more >= 2 {
-            out.extend([j + 1, j + 2]);
-            j += 3;
-        } else if eq_ic(opt, "setname") && more >= 1 {
-            j += 2;
-        } else {
-            break;
-        }
-    }
-    out
 }
 
 /// Redis's `sdscatrepr`: a quoted string with `\\`, `\"`, `\n`, `\r`, `\t`,

@@ -7,7 +7,8 @@
 //! command waits — it is not refused — until `CLIENT UNPAUSE` or the pause's
 //! end, then runs; in the meantime it counts as a blocked client. Repeated
 //! pauses keep the longer end and the stronger mode, as Redis does. Commands
-//! rejected before running (unknown, wrong arity) are answered at once.
+//! refused before that point of `verify` (unknown, wrong arity, NOAUTH,
+//! ACL, OOM, …) are answered at once.
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;

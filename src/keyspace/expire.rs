@@ -103,5 +103,11 @@ pub fn cycle(shared: &Shared, budget: Duration) -> usize {
     }
     seen.elapsed = start.elapsed();
     shared.stats.expire.record(&seen);
+    shared.latency.lock().add_if_needed(
+        shared.config.latency_monitor_threshold(),
+        "expire-cycle",
+        seen.elapsed.as_millis() as u64,
+        now / 1000,
+    );
     deleted
 }

@@ -13,6 +13,7 @@
 //! command's notion of "now" so that one command, one EXEC and one script see
 //! a single instant. The background half of expiry lives in [`expire`].
 
+pub mod evict;
 pub mod expire;
 pub mod hash_ttl;
 pub mod value;
@@ -41,8 +42,10 @@ pub struct Entry {
     pub value: Value,
     /// Absolute expiry in Unix milliseconds; 0 = persistent.
     pub expire_at: u64,
-    /// Last access, in seconds on the server clock (OBJECT IDLETIME).
-    pub atime: u32,
+    /// Access metadata for eviction and OBJECT IDLETIME/FREQ, 24 bits as
+    /// Redis's `robj.lru`: the LRU clock of the last access, or under an
+    /// LFU policy the access counter and its decrement time (see [`evict`]).
+    pub lru: u32,
     /// The window rule resolved for this key's name, cached.
     pub window: crate::keyspace::windows::RuleCache,
 }
@@ -52,7 +55,7 @@ impl Entry {
         Entry {
             value,
             expire_at: 0,
-            atime: 0,
+            lru: 0,
             window: Default::default(),
         }
     }
@@ -229,6 +232,8 @@ pub struct Store {
     pub member_ttls: AtomicBool,
     /// Hash fields removed because their TTL passed.
     pub stats_expired_fields: AtomicU64,
+    /// Sorted-set members removed because their TTL passed.
+    pub stats_expired_members: AtomicU64,
     /// Background expiry (keys, hash fields, windows) runs; `DEBUG
     /// SET-ACTIVE-EXPIRE 0` turns it off, as in Redis.
     pub active_expire: AtomicBool,
@@ -264,6 +269,7 @@ impl Store {
             field_ttls: AtomicBool::new(false),
             member_ttls: AtomicBool::new(false),
             stats_expired_fields: AtomicU64::new(0),
+            stats_expired_members: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
         }
     }
@@ -382,6 +388,14 @@ pub struct Keyspace<'a> {
 
 impl Drop for Keyspace<'_> {
     fn drop(&mut self) {
+        self.send_invalidations();
+    }
+}
+
+impl Keyspace<'_> {
+    /// Sends the client-side caching invalidations this view collected
+    /// that no command's after-command step took.
+    fn send_invalidations(&mut self) {
         let tracking = &self.shared.tracking;
         if !tracking.used() {
             return;
@@ -454,21 +468,21 @@ impl<'a> Keyspace<'a> {
         if self.prepare(key) {
             return None;
         }
-        let secs = self.clock_secs();
+        let (shared, now) = (self.shared, self.now_ms);
         let e = self.db_of(key).keys.get_mut(key)?;
-        e.atime = secs;
+        e.lru = evict::touched(shared, e.lru, now);
         Some(e)
     }
 
     /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
     pub fn get_read(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let hidden = self.prepare(key);
-        let (db, secs) = (self.db, self.clock_secs());
+        let (db, shared, now) = (self.db, self.shared, self.now_ms);
         let shard = self.shard(key);
         match shard.dbs[db].keys.get_mut(key).filter(|_| !hidden) {
             Some(e) => {
                 shard.stats.hits += 1;
-                e.atime = secs;
+                e.lru = evict::touched(shared, e.lru, now);
                 Some(e)
             }
             None => {
@@ -528,14 +542,22 @@ impl<'a> Keyspace<'a> {
 
     /// Stores a whole entry (value and TTL), replacing any existing one.
     pub fn set_entry(&mut self, key: &[u8], mut entry: Entry) {
-        entry.atime = self.clock_secs();
+        entry.lru = evict::fresh(self.shared, self.now_ms);
         // A renamed or copied value is windowed by its new name's rule.
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
+        let lfu = self.shared.config.maxmemory_policy().is_lfu();
+        let (shared, now_ms) = (self.shared, self.now_ms);
         self.signal_replaced(key);
         let db = self.db_of(key);
         if let Some(old) = db.keys.get_mut(key) {
             let had_ttl = old.expire_at != 0;
+            if lfu {
+                // An overwritten key keeps its access counter (Redis's
+                // dbSetValue), so a hot key stays hot, counting the write
+                // lookup Redis makes before overwriting as an access.
+                entry.lru = evict::touched(shared, old.lru, now_ms);
+            }
             *old = entry;
             if had_ttl && !has_ttl {
                 db.expires.remove(key);
@@ -547,6 +569,8 @@ impl<'a> Keyspace<'a> {
             if has_ttl {
                 db.expires.insert(key.into(), ());
             }
+            // Redis's dbAdd: class `n`, which `A` leaves out.
+            self.notify(notify::NEW, "new", key);
         }
     }
 
@@ -709,10 +733,6 @@ impl<'a> Keyspace<'a> {
         if shard.blocked.contains_key(&k) && shard.dbs[db].keys.contains_key(key) {
             self.ready.push(k);
         }
-    }
-
-    fn clock_secs(&self) -> u32 {
-        (self.now_ms / 1000) as u32
     }
 
     /// Every locked shard's slice of the current database.

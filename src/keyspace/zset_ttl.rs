@@ -4,8 +4,9 @@
 //! A member whose deadline has come is gone for every command. Two
 //! mechanisms remove expired members, both through [`expire`]:
 //! - lazily, [`Keyspace::prepare`] removes a set's due members before any
-//!   command sees the key (O(1) when nothing is due: the set's earliest
-//!   deadline is compared with the command's instant first);
+//!   command sees the key (O(1) when nothing is due: the set's lower bound
+//!   on its deadlines is compared with the command's instant first; when
+//!   the bound is early, one pass over the set's nodes makes it exact);
 //! - in the background, the window [`sweeper`](super::windows::sweeper)
 //!   visits each set at the earlier of its window deadline and its earliest
 //!   member deadline (see [`reschedule`](super::windows::reschedule)) and
@@ -67,10 +68,16 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     if removed > 0 {
         ks.modified(key);
     } else {
-        // Only stale entries were due: the bound is exact now.
+        // The bound was early (its member left by another route) or the
+        // batch's node visits ran out: reschedule by the bound as it now
+        // stands, exact once a pass completed.
         super::windows::reschedule(ks, key);
     }
     if removed > 0 {
+        ks.shared
+            .store
+            .stats_expired_members
+            .fetch_add(removed as u64, std::sync::atomic::Ordering::Relaxed);
         ks.notify(notify::ZSET, "zexpired", key);
     }
     if emptied {

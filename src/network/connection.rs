@@ -49,7 +49,9 @@ pub async fn run(
     mut pushes: tokio::sync::mpsc::UnboundedReceiver<Push>,
 ) {
     let _ = stream.set_nodelay(true);
-    let mut client = Client::new(handle.clone(), shared.config.auth_required());
+    let mut client = Client::new(handle.clone(), shared.acl.default_needs_auth());
+    let generation = shared.acl.generation();
+    client.set_user(shared.acl.default_user(), generation);
     let mut shutdown = shared.shutdown_rx();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     handle.buffer_bytes.store(rbuf.capacity(), Relaxed);
@@ -142,10 +144,12 @@ pub async fn run(
         }
         // Run every complete request in the buffer, then flush once.
         loop {
-            if waiting.is_some() || close {
+            // A killed client (its ACL user deleted, CLIENT KILL) runs
+            // nothing more of what it sent, as Redis's freeClientAsync.
+            if waiting.is_some() || close || handle.killed.load(Relaxed) {
                 break;
             }
-            let auth_required = !client.authenticated;
+            let auth_required = !client.authenticated && shared.acl.default_needs_auth();
             let before = parser.consumed();
             match parser.next(&rbuf, auth_required) {
                 Ok(Some(req)) => {

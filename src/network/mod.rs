@@ -125,7 +125,7 @@ pub fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, conns: &
         tokio::spawn(refuse(stream, "-ERR max number of clients reached\r\n"));
         return;
     }
-    if config.protected_mode() && !config.auth_required() && !is_local(&peer) {
+    if config.protected_mode() && shared.acl.default_nopass() && !is_local(&peer) {
         shared.stats.rejected_connections.fetch_add(1, Relaxed);
         tokio::spawn(refuse(stream, DENIED));
         return;

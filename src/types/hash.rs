@@ -17,9 +17,17 @@
 //! a hash, whether the field has a TTL or not — cheaper than a side map of
 //! field → deadline, which would hold each field name a second time (16+ bytes
 //! of box plus the name plus the map's own slot) — and a lookup finds value
-//! and deadline together. Plus one 8-byte lower bound on the earliest deadline
-//! per `Ex` hash, which is what the keyspace schedules the hash by; it is
-//! made exact whenever expired fields are removed.
+//! and deadline together. Plus, per `Ex` hash, its [`Deadlines`]: a lower bound
+//! on the earliest deadline, which is what the keyspace schedules the hash
+//! by (made exact whenever expired fields are removed), and the count of
+//! fields that have one (INFO's volatile fields).
+//!
+//! A hash table has no deadline order, so removing its expired fields means
+//! looking at its fields. Lazily (a command is about to see the hash) that is
+//! one whole pass, as every expired field must be gone first; the sweeper
+//! instead scans a bounded number of fields per visit, resuming where the
+//! last visit stopped (a SCAN cursor, so a table resized in between is still
+//! covered), and makes the bound exact only when a pass completes.
 //!
 //! As in Redis's `listpackex`, a compact `Ex` hash keeps the fields that
 //! have a TTL first, ordered by deadline, and the others after them in
@@ -197,10 +205,47 @@ impl<V: Val> Fields<V> {
 pub enum Hash {
     /// A hash that never had a field TTL.
     Plain(Fields<Bytes>),
-    /// A hash that has (or had) field TTLs; `min` is a lower bound on the
-    /// earliest deadline (`u64::MAX`: none).
-    Ex { fields: Fields<Slot>, min: u64 },
+    /// A hash that has (or had) field TTLs.
+    Ex {
+        fields: Fields<Slot>,
+        ttl: Deadlines,
+    },
 }
+
+/// What an `Ex` hash knows about its fields' deadlines.
+#[derive(Debug, Clone)]
+pub struct Deadlines {
+    /// A lower bound on the earliest deadline (`u64::MAX`: none).
+    min: u64,
+    /// Fields that have a deadline.
+    volatile: usize,
+    /// Hash tables: where the sweeper's bounded pass resumes (0: a new
+    /// pass), and the earliest deadline that pass has kept so far.
+    cursor: u64,
+    pass_min: u64,
+}
+
+impl Deadlines {
+    const NONE: Deadlines = Deadlines {
+        min: u64::MAX,
+        volatile: 0,
+        cursor: 0,
+        pass_min: u64::MAX,
+    };
+
+    /// A field's deadline went from `old` to `new`.
+    fn changed(&mut self, old: u64, new: u64) {
+        self.volatile = self.volatile + usize::from(new != NO_TTL) - usize::from(old != NO_TTL);
+        if new != NO_TTL {
+            self.min = self.min.min(new);
+            self.pass_min = self.pass_min.min(new);
+        }
+    }
+}
+
+/// Fields a table hash's bounded expiry pass looks at per field it may
+/// remove: a visit costs O(`max` × this) at most.
+const SCAN_PER_REMOVAL: usize = 8;
 
 impl Default for Hash {
     fn default() -> Self {
@@ -280,13 +325,14 @@ impl Hash {
             Hash::Plain(f) => set_in(f, field, value),
             Hash::Ex {
                 fields: Fields::Listpack(v),
-                ..
+                ttl,
             } => match v.iter().position(|(f, _)| &**f == field) {
                 Some(i) => {
                     v[i].1.value = value.into();
                     if !keep_ttl && v[i].1.at != NO_TTL {
                         // Persisted: it moves behind the fields with TTLs.
                         let mut e = v.remove(i);
+                        ttl.changed(e.1.at, NO_TTL);
                         e.1.at = NO_TTL;
                         v.push(e);
                     }
@@ -297,9 +343,10 @@ impl Hash {
                     true
                 }
             },
-            Hash::Ex { fields, .. } => {
+            Hash::Ex { fields, ttl } => {
                 let new = set_in(fields, field, value);
                 if !keep_ttl && let Some(s) = fields.get_mut(field) {
+                    ttl.changed(s.at, NO_TTL);
                     s.at = NO_TTL;
                 }
                 new
@@ -314,7 +361,16 @@ impl Hash {
     /// Removes `field`; true if it was there. The listpack keeps the order
     /// of the remaining fields.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        each!(self, f => f.remove(field).is_some())
+        match self {
+            Hash::Plain(f) => f.remove(field).is_some(),
+            Hash::Ex { fields, ttl } => match fields.remove(field) {
+                Some(s) => {
+                    ttl.changed(s.at, NO_TTL);
+                    true
+                }
+                None => false,
+            },
+        }
     }
 
     /// Every (field, value), in listpack order or table order.
@@ -372,7 +428,7 @@ impl Hash {
             };
             *self = Hash::Ex {
                 fields,
-                min: u64::MAX,
+                ttl: Deadlines::NONE,
             };
         }
     }
@@ -381,7 +437,7 @@ impl Hash {
     /// if there is no such field. Makes the hash an `Ex` hash first.
     pub fn set_expire(&mut self, field: &[u8], at: u64) -> bool {
         self.make_ex();
-        let Hash::Ex { fields, min } = self else {
+        let Hash::Ex { fields, ttl } = self else {
             return false;
         };
         match fields {
@@ -390,6 +446,7 @@ impl Hash {
                     return false;
                 };
                 let mut e = v.remove(i);
+                ttl.changed(e.1.at, at);
                 e.1.at = at;
                 // Redis's `listpackExAddInternal`: a field without TTL goes
                 // last, one with a TTL before the first field that has none
@@ -404,42 +461,53 @@ impl Hash {
                 v.insert(pos, e);
             }
             Fields::Table(d) => match d.get_mut(field) {
-                Some(s) => s.at = at,
+                Some(s) => {
+                    ttl.changed(s.at, at);
+                    s.at = at;
+                }
                 None => return false,
             },
         }
-        if at != NO_TTL {
-            *min = (*min).min(at);
-        }
         true
+    }
+
+    /// How many fields have a deadline.
+    pub fn volatile_fields(&self) -> usize {
+        match self {
+            Hash::Plain(_) => 0,
+            Hash::Ex { ttl, .. } => ttl.volatile,
+        }
     }
 
     /// A lower bound on the earliest field deadline; None if no field has
     /// one (as far as the bound knows).
     pub fn min_deadline(&self) -> Option<u64> {
         match self {
-            Hash::Ex { min, .. } if *min != u64::MAX => Some(*min),
+            Hash::Ex { ttl, .. } if ttl.min != u64::MAX => Some(ttl.min),
             _ => None,
         }
     }
 
-    /// Removes up to `max` fields whose deadline is at or before `now`
-    /// and makes the earliest-deadline bound exact (if fewer than `max` were
-    /// due). Returns the number removed.
+    /// Removes up to `max` fields whose deadline is at or before `now`.
+    /// Returns the number removed. `usize::MAX` (a command is about to see
+    /// the hash) removes every due field and makes the earliest-deadline
+    /// bound exact; a smaller `max` (the sweeper) bounds the work: a table
+    /// hash then looks at about `max` × [`SCAN_PER_REMOVAL`] fields, and
+    /// its bound becomes exact once a pass over the whole table completes.
     pub fn expire_fields(&mut self, now: u64, max: usize) -> usize {
-        let Hash::Ex { fields, min } = self else {
+        let Hash::Ex { fields, ttl } = self else {
             return 0;
         };
-        if *min > now {
+        if ttl.min > now {
             return 0;
         }
         let due = |at: u64| at != NO_TTL && at <= now;
-        match fields {
+        let removed = match fields {
             Fields::Listpack(v) => {
                 // Fields with TTLs come first, by deadline.
                 let n = v.iter().take_while(|(_, s)| due(s.at)).count().min(max);
                 v.drain(..n);
-                *min = v
+                ttl.min = v
                     .first()
                     .map(|(_, s)| s.at)
                     .filter(|&at| at != NO_TTL)
@@ -447,32 +515,55 @@ impl Hash {
                 n
             }
             Fields::Table(d) => {
+                let whole = max == usize::MAX;
+                if whole || ttl.cursor == 0 {
+                    ttl.cursor = 0;
+                    ttl.pass_min = u64::MAX;
+                }
+                let step = if whole {
+                    usize::MAX
+                } else {
+                    max.saturating_mul(SCAN_PER_REMOVAL)
+                };
                 let mut gone: Vec<Bytes> = Vec::new();
-                let mut next = u64::MAX;
-                for (f, s) in d.iter() {
-                    if s.at == NO_TTL {
-                        continue;
-                    }
-                    if due(s.at) && gone.len() < max {
-                        gone.push(f.clone());
-                    } else {
-                        next = next.min(s.at);
+                let mut looked = 0usize;
+                loop {
+                    let pass_min = &mut ttl.pass_min;
+                    ttl.cursor = d.scan(ttl.cursor, step.min(1024), |f, s| {
+                        looked += 1;
+                        if due(s.at) && gone.len() < max {
+                            gone.push(f.clone());
+                        } else if s.at != NO_TTL {
+                            *pass_min = (*pass_min).min(s.at);
+                        }
+                    });
+                    if ttl.cursor == 0 || looked >= step || gone.len() >= max {
+                        break;
                     }
                 }
                 for f in &gone {
                     d.remove(f);
                 }
-                *min = next;
+                if ttl.cursor == 0 {
+                    // A whole pass: every kept deadline was seen.
+                    ttl.min = ttl.pass_min;
+                    ttl.pass_min = u64::MAX;
+                }
                 gone.len()
             }
+        };
+        ttl.volatile -= removed;
+        if ttl.volatile == 0 {
+            *ttl = Deadlines::NONE;
         }
+        removed
     }
 
     /// True if every field has a deadline at or before `now` (the hash is
     /// logically gone; KEYS, SCAN and DBSIZE skip it).
     pub fn all_expired(&self, now: u64) -> bool {
         match self {
-            Hash::Ex { fields, min } if *min <= now => {
+            Hash::Ex { fields, ttl } if ttl.min <= now => {
                 fields.iter().all(|(_, s)| s.at != NO_TTL && s.at <= now)
             }
             _ => false,
@@ -638,5 +729,57 @@ mod tests {
         assert!(h.all_expired(100));
         assert_eq!(h.expire_fields(100, 100), 4);
         assert!(h.is_empty());
+    }
+
+    #[test]
+    fn table_sweeps_are_bounded_and_resume_where_they_stopped() {
+        let mut h = Hash::new();
+        let n = 5000u64;
+        for i in 0..n {
+            let f = format!("f{i}");
+            h.set(f.as_bytes(), b"v", L);
+            // Every other field expires at 100 + i, the rest never.
+            if i % 2 == 0 {
+                h.set_expire(f.as_bytes(), 100 + i);
+            }
+        }
+        assert_eq!(h.volatile_fields(), n as usize / 2);
+        assert_eq!(h.min_deadline(), Some(100));
+        // Due at 1100: fields 0, 2, …, 1000 (501 of them).
+        let now = 1100;
+        let mut removed = 0;
+        let mut visits = 0;
+        while h.min_deadline().is_some_and(|m| m <= now) {
+            let r = h.expire_fields(now, 4);
+            assert!(r <= 4);
+            removed += r;
+            visits += 1;
+            assert!(visits < 10_000, "a pass must end");
+        }
+        assert_eq!(removed, 501);
+        assert_eq!(h.len(), n as usize - 501);
+        assert_eq!(h.volatile_fields(), n as usize / 2 - 501);
+        assert_eq!(h.min_deadline(), Some(1102), "exact after a whole pass");
+        // A field given an earlier deadline mid-pass is not missed.
+        assert!(h.expire_fields(1200, 4) <= 4);
+        h.set_expire(b"f1", 1150);
+        while h.min_deadline().is_some_and(|m| m <= 1200) {
+            h.expire_fields(1200, 4);
+        }
+        assert_eq!(h.get(b"f1"), None);
+        assert_eq!(h.expire_at(b"f1102"), Some(1202));
+        // The lazy path removes every due field at once.
+        let before = h.volatile_fields();
+        assert_eq!(h.expire_fields(2000, usize::MAX), 400);
+        assert_eq!(h.volatile_fields(), before - 400);
+        assert_eq!(h.min_deadline(), Some(2002));
+        // Persisting every field leaves no deadline to schedule.
+        let fields: Vec<Vec<u8>> = h.iter().map(|(f, _)| f.to_vec()).collect();
+        for f in &fields {
+            h.set(f, b"w", L);
+        }
+        assert_eq!(h.volatile_fields(), 0);
+        assert_eq!(h.expire_fields(u64::MAX - 1, usize::MAX), 0);
+        assert_eq!(h.min_deadline(), None);
     }
 }

@@ -77,13 +77,27 @@ fn parse_listening_line(line: &str) -> Option<u16> {
 impl ZwindowServer {
     /// Spawn `zwindow --bind 127.0.0.1 --port 0 <extra_args>` and wait for its listening line.
     pub fn start(extra_args: &[&str]) -> Self {
-        let exe = env!("CARGO_BIN_EXE_zwindow");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zwindow"));
+        cmd.args(["--bind", "127.0.0.1", "--port", "0"])
+            .args(extra_args);
+        Self::start_command(cmd)
+    }
+
+    /// Spawn a prepared command that runs zwindow (its own arguments, a
+    /// config file, a wrapper script…) with port 0 somewhere in its
+    /// configuration, and wait for its listening line. Runs in a private
+    /// directory unless the command names one.
+    pub fn start_command(mut cmd: Command) -> Self {
+        let extra_args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let exe = cmd.get_program().to_string_lossy().into_owned();
         let dir = PrivateDir::new("zwindow");
-        let mut cmd = Command::new(exe);
-        cmd.current_dir(&dir.0)
-            .args(["--bind", "127.0.0.1", "--port", "0"])
-            .args(extra_args)
-            .stdin(Stdio::null())
+        if cmd.get_current_dir().is_none() {
+            cmd.current_dir(&dir.0);
+        }
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .env("NO_COLOR", "1");
@@ -301,7 +315,15 @@ impl RedisServer {
     /// Start a given redis-server binary (e.g. [`redis8_server`]'s).
     pub fn start_binary(exe: &str, extra_args: &[&str]) -> Self {
         let dir = PrivateDir::new("redis");
-        let (child, port) = spawn_redis(exe, extra_args, &dir.0);
+        let (child, port) = spawn_redis(exe, None, extra_args, &dir.0);
+        RedisServer { child, port, dir }
+    }
+
+    /// Start redis-server with a config file (its first argument), then
+    /// the harness's and the extra command-line directives.
+    pub fn start_config(file: &std::path::Path, extra_args: &[&str]) -> Self {
+        let dir = PrivateDir::new("redis");
+        let (child, port) = spawn_redis(&find_redis_server(), Some(file), extra_args, &dir.0);
         RedisServer { child, port, dir }
     }
 
@@ -328,11 +350,17 @@ impl RedisServer {
 }
 
 /// Spawn redis-server on a free port and wait until it answers PING.
-fn spawn_redis(exe: &str, extra_args: &[&str], dir: &std::path::Path) -> (Child, u16) {
+fn spawn_redis(
+    exe: &str,
+    file: Option<&std::path::Path>,
+    extra_args: &[&str],
+    dir: &std::path::Path,
+) -> (Child, u16) {
     let mut last_err = String::new();
     for _attempt in 0..5 {
         let port = free_port();
         let mut child = Command::new(exe)
+            .args(file)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
@@ -365,7 +393,7 @@ fn spawn_redis(exe: &str, extra_args: &[&str], dir: &std::path::Path) -> (Child,
 }
 
 /// One PING attempt; `true` on `+PONG` or `-NOAUTH` (the server is up either way).
-fn ping_ok(port: u16) -> bool {
+pub fn ping_ok(port: u16) -> bool {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
         return false;

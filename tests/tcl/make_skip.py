@@ -12,12 +12,12 @@ import sys
 
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
-acl bgrewriteaof bgsave dump
-failover latency lolwut migrate module psync readonly readwrite
-replconf replicaof restore role save slaveof slowlog spublish
+bgrewriteaof bgsave dump
+failover lolwut migrate module psync
+replconf replicaof restore role save slaveof spublish
 ssubscribe sunsubscribe sync wait
 """.split()
-MISSING_SUB = [("memory", s) for s in "doctor malloc-stats purge stats".split()] + [
+MISSING_SUB = [
     ("pubsub", "shardchannels"), ("pubsub", "shardnumsub"), ("script", "debug"),
     ("debug", "reload"), ("debug", "object"),
     ("debug", "digest"), ("debug", "digest-value"), ("debug", "listpack"),
@@ -37,16 +37,8 @@ KNOWN_BUGS = [
 # Tests that use a feature zwindow leaves out on purpose without the tag
 # that would exclude them (an error there aborts the whole unit).
 UNTAGGED = [
-    ("introspection", "CONFIG SET with multiple args",
-     "sets maxmemory (zwindow does not evict yet) without the needs:config-maxmemory tag"),
-    ("introspection", "CONFIG SET rollback on set error",
-     "sets maxmemory (zwindow does not evict yet) without the needs:config-maxmemory tag"),
     ("introspection", "CONFIG sanity",
      "sets every CONFIG parameter, some of which zwindow lacks or holds immutable (bind)"),
-    ("tracking", "Tracking invalidation message of eviction keys should be before response",
-     "sets maxmemory (zwindow does not evict yet) without the needs:config-maxmemory tag"),
-    ("scripting", "Consistent eval error reporting",
-     "sets maxmemory 1 (zwindow does not evict) without the needs:config-maxmemory tag"),
 ]
 
 

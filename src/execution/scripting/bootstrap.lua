@@ -165,10 +165,13 @@ function redis.acl_check_cmd(...)
   if select_('#', ...) == 0 then
     raise('ERR Please specify at least one argument for this redis lib call')
   end
-  if not impl.cmd_exists(...) then
+  local allowed = impl.acl_check(...)
+  if allowed == nil then
     raise('ERR Invalid command passed to redis.acl_check_cmd()')
+  elseif type_(allowed) == 'string' then
+    raise(allowed)
   end
-  return true
+  return allowed
 end
 for _, name in G.ipairs({ 'sha1hex', 'log', 'setresp', 'set_repl', 'acl_check_cmd' }) do
   redis[name] = api(redis[name])

@@ -27,6 +27,7 @@ pub const FLAG_NAMES: [&str; 5] = [
     "allow-cross-slot-keys",
 ];
 pub const FLAG_NO_WRITES: u32 = 1;
+pub const FLAG_ALLOW_OOM: u32 = 1 << 1;
 
 pub struct FunctionDef {
     pub name: String,

@@ -49,7 +49,7 @@ use std::time::Instant;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
-use crate::commands::{self, OwnedArgs, flags};
+use crate::commands::{self, OwnedArgs, ScriptError, flags};
 use crate::execution::client::Client;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
@@ -355,6 +355,8 @@ pub struct Script {
     pub body: Vec<u8>,
     /// `#!lua flags=no-writes`.
     pub no_writes: bool,
+    /// `#!lua flags=allow-oom`: may write while memory is over `maxmemory`.
+    pub allow_oom: bool,
     /// Has a `#!lua` line: its flags are checked before it runs (Redis
     /// 7.0 checks a legacy script's writes only as they happen).
     pub shebang: bool,
@@ -395,6 +397,9 @@ pub struct RunSpec<'a> {
     pub argv: Vec<&'a [u8]>,
     /// FCALL passes KEYS and ARGV as arguments instead of globals.
     pub as_function: bool,
+    /// A script without flags started over `maxmemory`: its deny-OOM
+    /// commands fail until it wrote (Redis's `scriptVerifyOOM`).
+    pub deny_oom: bool,
 }
 
 impl Engine {
@@ -546,6 +551,7 @@ impl Engine {
                 func,
                 body: body.to_vec(),
                 no_writes,
+                allow_oom: shebang_has_flag(body, "allow-oom"),
                 shebang: body.starts_with(b"#!"),
             },
         );
@@ -565,7 +571,8 @@ impl Engine {
         self.readonly.call(t)
     }
 
-    /// Runs `func` for the client of `caller`, writing its reply into `out`.
+    /// Runs `func` for the client of `caller`, writing its reply into `out`;
+    /// returns the error the reply is, if it is one (for the statistics).
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
@@ -575,8 +582,9 @@ impl Engine {
         out: &mut Reply,
         func: &Function,
         spec: RunSpec<'_>,
-    ) {
+    ) -> Option<ScriptError> {
         let lua = &self.lua;
+        let mut failed = None;
         let result = (|| -> mlua::Result<()> {
             let keys = lua.create_table()?;
             for (i, k) in spec.keys.iter().enumerate() {
@@ -593,6 +601,9 @@ impl Engine {
             let mut client = Client::new(caller.handle.clone(), false);
             client.db = caller.db;
             client.in_script = true;
+            // Commands run as the caller's ACL user (script.c).
+            client.user = caller.user.clone();
+            client.acl_generation = caller.acl_generation;
             if caller.handle.tracking.load(Relaxed) & crate::tracking::ON != 0 {
                 client.script_keys = spec.keys.iter().map(|&k| k.into()).collect();
             }
@@ -602,6 +613,7 @@ impl Engine {
                 ks,
                 resp3: false,
                 read_only: spec.read_only,
+                deny_oom: spec.deny_oom,
                 busy: &shared.scripting.busy,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
@@ -619,8 +631,32 @@ impl Engine {
                     }
                     Ok(())
                 })?;
+                // redis.acl_check_cmd: the caller's user, no logging.
+                let acl_check = scope.create_function(|lua, args: Variadic<Value>| {
+                    let Ok(st) = state.try_borrow() else {
+                        return Ok(Value::Nil);
+                    };
+                    Ok(match script_args(&args) {
+                        Err(msg) => Value::String(lua.create_string(format!("ERR {msg}"))?),
+                        Ok(parts) => {
+                            let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+                            let owned = OwnedArgs::from_slices(&slices);
+                            let argv = owned.args();
+                            match lookup_command(&argv) {
+                                None => Value::Nil,
+                                Some(cmd) => Value::Boolean(
+                                    st.client
+                                        .user
+                                        .as_ref()
+                                        .is_none_or(|u| u.check(cmd, &argv).is_ok()),
+                                ),
+                            }
+                        }
+                    })
+                })?;
                 self.impl_tbl.raw_set("call", call)?;
                 self.impl_tbl.raw_set("setresp", setresp)?;
+                self.impl_tbl.raw_set("acl_check", acl_check)?;
                 let ret: MultiValue = if spec.as_function {
                     let runner = lua
                         .load("local f, k, a = ... return function() return f(k, a) end")
@@ -632,25 +668,52 @@ impl Engine {
                 };
                 self.impl_tbl.raw_set("call", Value::Nil)?;
                 self.impl_tbl.raw_set("setresp", Value::Nil)?;
+                self.impl_tbl.raw_set("acl_check", Value::Nil)?;
                 let mut it = ret.into_iter();
                 let ok = matches!(it.next(), Some(Value::Boolean(true)));
                 let value = it.next().unwrap_or(Value::Nil);
                 let resp3 = state.borrow().resp3;
                 Ok((ok, value, resp3))
             })?;
+            // Redis's luaCallFunction: an error result counts in the
+            // statistics unless it is a command's error passed on.
+            let passed_on = |v: &Value| match v {
+                Value::Table(t) => t
+                    .raw_get::<Value>("ignore_error_stats_update")
+                    .is_ok_and(|f| matches!(f, Value::Boolean(true))),
+                _ => false,
+            };
             if ok {
+                if let Value::Table(t) = &value
+                    && let Ok(Value::String(e)) = t.raw_get::<Value>("err")
+                {
+                    failed = Some(ScriptError {
+                        text: e.as_bytes().to_vec(),
+                        counted: !passed_on(&value),
+                    });
+                }
                 convert::lua_to_reply(out, &value, resp3);
             } else {
-                out.error_bytes(&script_error(&value, spec.name));
+                let text = script_error(&value, spec.name);
+                failed = Some(ScriptError {
+                    text: text.clone(),
+                    counted: !passed_on(&value),
+                });
+                out.error_bytes(&text);
             }
             Ok(())
         })();
         if let Err(e) = result {
-            out.error(&format!(
+            let text = format!(
                 "ERR Error running script {}, {}",
                 spec.name,
                 e.to_string().chars().take(100).collect::<String>()
-            ));
+            );
+            out.error(&text);
+            failed = Some(ScriptError {
+                text: text.into_bytes(),
+                counted: true,
+            });
         }
         if !spec.as_function {
             let _ = self.globals.raw_set("KEYS", Value::Nil);
@@ -659,6 +722,7 @@ impl Engine {
         self.restore_hook();
         self.collect_now_and_then();
         shared.scripting.update_stats(self);
+        failed
     }
 
     /// Like Redis, collects now and then between scripts (and library
@@ -879,6 +943,50 @@ pub fn parse_shebang(body: &[u8]) -> Result<(bool, usize), String> {
     Ok((no_writes, end))
 }
 
+/// A script's command arguments as bytes (numbers as Redis prints them),
+/// or Redis's error for any other type.
+fn script_args(args: &Variadic<Value>) -> Result<Vec<Vec<u8>>, &'static str> {
+    args.iter()
+        .map(|a| match a {
+            Value::String(s) => Ok(s.as_bytes().to_vec()),
+            Value::Integer(i) => Ok(convert::fmt_g17(*i as f64).into_bytes()),
+            Value::Number(n) => Ok(convert::fmt_g17(*n).into_bytes()),
+            _ => Err("Lua redis lib command arguments must be strings or integers"),
+        })
+        .collect()
+}
+
+/// server.c `lookupCommand` (not strict): a container's subcommand when
+/// one is named, else the command itself.
+fn lookup_command(args: &crate::commands::Args<'_>) -> Option<&'static crate::commands::Command> {
+    let cmd = commands::lookup(args.get(0))?;
+    if !cmd.subcommands.is_empty() && args.len() >= 2 {
+        return commands::lookup_sub(cmd, args.get(1));
+    }
+    Some(cmd)
+}
+
+/// Whether a script's `#!lua` line declares `flag`.
+pub fn shebang_has_flag(body: &[u8], flag: &str) -> bool {
+    if !body.starts_with(b"#!") {
+        return false;
+    }
+    let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+    String::from_utf8_lossy(&body[..end])
+        .split(' ')
+        .filter_map(|p| p.strip_prefix("flags="))
+        .any(|list| list.split(',').any(|f| f == flag))
+}
+
+/// Redis's `evalGetCommandFlags` for deny-OOM: a script with a `#!lua`
+/// line is deny-OOM unless it declares `allow-oom` or `no-writes`.
+pub fn script_denies_oom(body: &[u8]) -> bool {
+    body.starts_with(b"#!")
+        && parse_shebang(body).is_ok()
+        && !shebang_has_flag(body, "allow-oom")
+        && !shebang_has_flag(body, "no-writes")
+}
+
 /// What `redis.call` needs while one script runs.
 struct RunState<'a, 'k> {
     shared: &'a Arc<Shared>,
@@ -886,6 +994,7 @@ struct RunState<'a, 'k> {
     ks: &'a mut Keyspace<'k>,
     resp3: bool,
     read_only: bool,
+    deny_oom: bool,
     busy: &'a Busy,
 }
 
@@ -906,22 +1015,13 @@ impl RunState<'_, '_> {
             )?;
             return Ok((e, raise));
         }
-        let mut parts: Vec<Vec<u8>> = Vec::with_capacity(args.len());
-        for a in args.iter() {
-            match a {
-                Value::String(s) => parts.push(s.as_bytes().to_vec()),
-                Value::Integer(i) => parts.push(convert::fmt_g17(*i as f64).into_bytes()),
-                Value::Number(n) => parts.push(convert::fmt_g17(*n).into_bytes()),
-                _ => {
-                    let e = convert::error_table(
-                        lua,
-                        b"Lua redis lib command arguments must be strings or integers",
-                        false,
-                    )?;
-                    return Ok((e, raise));
-                }
+        let parts = match script_args(&args) {
+            Ok(parts) => parts,
+            Err(msg) => {
+                let e = convert::error_table(lua, msg.as_bytes(), false)?;
+                return Ok((e, raise));
             }
-        }
+        };
         let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
         let owned = OwnedArgs::from_slices(&slices);
         let argv = owned.args();
@@ -929,9 +1029,21 @@ impl RunState<'_, '_> {
             Ok((convert::error_table(lua, msg, true)?, raise))
         };
         let wrote = self.busy.wrote.load(Relaxed);
-        let cmd = match super::verify_from_script(self.shared, &argv, self.read_only, wrote) {
+        let cmd = match super::verify_from_script(
+            self.shared,
+            &mut self.client,
+            &argv,
+            self.read_only,
+            wrote,
+            self.deny_oom,
+        ) {
             Ok(cmd) => cmd,
-            Err(msg) => return deny(format!("-{msg}").as_bytes()),
+            Err(msg) => {
+                // Counted here, as script.c's `scriptCall` counts a refused
+                // call; the script's own error then passes it on uncounted.
+                self.shared.count_error(msg.as_bytes());
+                return deny(format!("-{msg}").as_bytes());
+            }
         };
         if cmd.has(flags::WRITE) {
             self.busy.wrote.store(true, Relaxed);

@@ -539,6 +539,11 @@ impl Schedule {
         self.at.get(&(db, Box::<[u8]>::from(key))).copied()
     }
 
+    /// Every scheduled key, as (db, key).
+    pub fn keys(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.at.keys().map(|(db, k)| (*db, &**k))
+    }
+
     /// The most overdue key, if its deadline has passed.
     pub fn first_due(&self, now_ms: u64) -> Option<(usize, Key)> {
         let (d, db, key) = self.queue.first()?;

@@ -12,6 +12,11 @@
 //!
 //! Like Redis, which stores listpack scores as strings and turns `-0` into
 //! the integer 0, this encoding normalises negative zero to `0`.
+//!
+//! Member TTLs live beside the buffer, in a sparse table by rank (see
+//! [`ttl`](super::ttl)) that every insertion and removal here keeps in step.
+
+use super::ttl::{CompactDeadlines, NO_TTL};
 
 /// Appends `v` as LEB128.
 fn put_varint(out: &mut Vec<u8>, mut v: usize) {
@@ -134,6 +139,8 @@ pub fn key_less(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> bool {
 pub struct Listpack {
     buf: Vec<u8>,
     len: u32,
+    /// Member deadlines by rank; None while no member has one.
+    ttl: Option<Box<CompactDeadlines>>,
 }
 
 impl Listpack {
@@ -145,6 +152,7 @@ impl Listpack {
         Listpack {
             buf: Vec::with_capacity(bytes),
             len: 0,
+            ttl: None,
         }
     }
 
@@ -158,6 +166,9 @@ impl Listpack {
 
     pub fn mem_usage(&self) -> usize {
         self.buf.capacity()
+            + self.ttl.as_ref().map_or(0, |t| {
+                std::mem::size_of::<CompactDeadlines>() + t.heap_bytes()
+            })
     }
 
     pub fn max_member_len(&self) -> usize {
@@ -197,28 +208,136 @@ impl Listpack {
         self.find(member).map(|(i, r)| (i, r.score))
     }
 
-    /// Inserts an element known to be absent, keeping the order.
-    pub fn insert_new(&mut self, member: &[u8], score: f64) {
+    /// Inserts an element known to be absent, keeping the order; returns
+    /// its rank.
+    pub fn insert_new(&mut self, member: &[u8], score: f64) -> usize {
         let score = if score == 0.0 { 0.0 } else { score };
-        let at = self
+        let (rank, at) = self
             .records()
-            .find(|r| key_less(score, member, r.score, r.member))
-            .map_or(self.buf.len(), |r| r.start);
+            .enumerate()
+            .find(|(_, r)| key_less(score, member, r.score, r.member))
+            .map_or((self.len(), self.buf.len()), |(i, r)| (i, r.start));
         let rec = encode_record(member, score);
         // Exact growth: a doubling Vec would waste ~25% on the many small
         // sets this encoding exists for; the realloc is cheap at this size.
         self.buf.reserve_exact(rec.len());
         self.buf.splice(at..at, rec);
         self.len += 1;
+        let len = self.len();
+        if let Some(t) = &mut self.ttl {
+            t.shift_insert(rank, len);
+        }
+        rank
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (_, r) = self.find(member)?;
+        let (i, r) = self.find(member)?;
         let (start, end, score) = (r.start, r.end, r.score);
         self.buf.drain(start..end);
         self.len -= 1;
+        self.drop_deadlines(i, i + 1);
         self.shrink_if_sparse();
         Some(score)
+    }
+
+    /// Changes a present member's score, keeping its deadline (ZINCRBY).
+    pub fn update(&mut self, member: &[u8], score: f64) {
+        let at = self.expire_at(member).unwrap_or(NO_TTL);
+        if self.remove(member).is_some() {
+            let rank = self.insert_new(member, score);
+            self.set_deadline(rank, at);
+        }
+    }
+
+    /// Drops the deadlines of ranks `from..to`, just removed.
+    fn drop_deadlines(&mut self, from: usize, to: usize) {
+        if let Some(t) = &mut self.ttl {
+            t.remove_range(from, to);
+            if t.is_empty() {
+                self.ttl = None;
+            }
+        }
+    }
+
+    /// Sets (or with [`NO_TTL`] clears) the deadline of rank `rank`.
+    pub fn set_deadline(&mut self, rank: usize, at: u64) {
+        if at == NO_TTL {
+            if let Some(t) = &mut self.ttl {
+                t.clear(rank);
+                if t.is_empty() {
+                    self.ttl = None;
+                }
+            }
+        } else {
+            let len = self.len();
+            self.ttl.get_or_insert_default().set(rank, at, len);
+        }
+    }
+
+    /// `member`'s deadline ([`NO_TTL`] if none), None if absent.
+    pub fn expire_at(&self, member: &[u8]) -> Option<u64> {
+        let (i, _) = self.find(member)?;
+        Some(self.ttl.as_ref().map_or(NO_TTL, |t| t.get(i)))
+    }
+
+    /// Sets or clears a present member's deadline; false if absent.
+    pub fn set_expire(&mut self, member: &[u8], at: u64) -> bool {
+        let Some((i, _)) = self.find(member) else {
+            return false;
+        };
+        self.set_deadline(i, at);
+        true
+    }
+
+    /// The earliest member deadline (exact), None if none has one.
+    pub fn min_deadline(&self) -> Option<u64> {
+        self.ttl.as_ref().map(|t| t.min())
+    }
+
+    pub fn ttl_count(&self) -> usize {
+        self.ttl.as_ref().map_or(0, |t| t.len())
+    }
+
+    /// Visits (rank, deadline) of each member with a TTL, in rank order.
+    pub fn for_each_deadline(&self, f: impl FnMut(usize, u64)) {
+        if let Some(t) = &self.ttl {
+            t.for_each(f);
+        }
+    }
+
+    /// Whether `f(score, deadline)` holds for every element.
+    pub fn all_with_deadlines(&self, f: impl Fn(f64, u64) -> bool) -> bool {
+        let t = self.ttl.as_deref();
+        self.iter()
+            .enumerate()
+            .all(|(i, (_, s))| f(s, t.map_or(NO_TTL, |t| t.get(i))))
+    }
+
+    /// Removes up to `max` members due at `now`, reporting them in rank
+    /// order; returns how many.
+    pub fn expire_members(
+        &mut self,
+        now: u64,
+        max: usize,
+        mut removed: impl FnMut(&[u8], f64),
+    ) -> usize {
+        let mut due = Vec::new();
+        if let Some(t) = &self.ttl {
+            t.for_each(|i, at| {
+                if at <= now && due.len() < max {
+                    due.push(i);
+                }
+            });
+        }
+        let mut gone = Vec::with_capacity(due.len());
+        // Highest rank first, so the lower ranks stay where they are.
+        for &i in due.iter().rev() {
+            self.remove_rank_range(i, 1, |m, s| gone.push((m.to_vec(), s)));
+        }
+        for (m, s) in gone.iter().rev() {
+            removed(m, *s);
+        }
+        gone.len()
     }
 
     fn shrink_if_sparse(&mut self) {
@@ -290,6 +409,7 @@ impl Listpack {
         }
         self.buf.drain(from..off);
         self.len -= n as u32;
+        self.drop_deadlines(start, start + n);
         self.shrink_if_sparse();
         n
     }
@@ -319,6 +439,12 @@ impl Listpack {
         }
         if n != self.len() {
             return Err(format!("len {} but {} records", self.len, n));
+        }
+        if let Some(t) = &self.ttl {
+            if t.is_empty() {
+                return Err("empty deadline table kept".into());
+            }
+            t.check(n)?;
         }
         Ok(())
     }

@@ -164,9 +164,6 @@ pub struct ZSet {
     repr: Repr,
     node_cap: u32,
     frag_mask: u32,
-    /// Member TTLs (Garnet's ZEXPIRE family), only in sets that have or
-    /// had one: see [`ttl`].
-    ttl: Option<Box<ttl::Ttls>>,
 }
 
 impl Default for ZSet {
@@ -218,7 +215,6 @@ impl ZSet {
             repr: Repr::Compact(Listpack::new()),
             node_cap: DEFAULT_NODE_CAP as u32,
             frag_mask: u32::MAX,
-            ttl: None,
         }
     }
 
@@ -286,8 +282,15 @@ impl ZSet {
     fn convert_to_skiplist(&mut self) {
         if let Repr::Compact(lp) = &self.repr {
             let mut sl = SkipList::new(self.node_cap as usize, self.frag_mask);
-            for (m, s) in lp.iter() {
-                sl.insert_new(m, s);
+            let mut deadlines = Vec::with_capacity(lp.ttl_count());
+            lp.for_each_deadline(|i, at| deadlines.push((i, at)));
+            let mut next = deadlines.iter().peekable();
+            for (i, (m, s)) in lp.iter().enumerate() {
+                let place = sl.insert_new(m, s);
+                // Set right away: the place moves with later insertions.
+                if let Some(&(_, at)) = next.next_if(|&&(r, _)| r == i) {
+                    sl.set_deadline_at(place, at);
+                }
             }
             self.repr = Repr::Skip(Box::new(sl));
         }
@@ -311,6 +314,7 @@ impl ZSet {
             for (m, s) in sl.list().iter_at(0) {
                 lp.insert_new(m, s);
             }
+            sl.list().for_each_deadline(|i, at| lp.set_deadline(i, at));
             self.repr = Repr::Compact(lp);
         }
     }
@@ -322,17 +326,19 @@ impl ZSet {
             self.convert_to_skiplist();
         }
         match &mut self.repr {
-            Repr::Compact(lp) => lp.insert_new(member, score),
-            Repr::Skip(sl) => sl.insert_new(member, score),
+            Repr::Compact(lp) => {
+                lp.insert_new(member, score);
+            }
+            Repr::Skip(sl) => {
+                sl.insert_new(member, score);
+            }
         }
     }
 
+    /// Moves a present member to a new score; its deadline moves with it.
     fn set_score(&mut self, member: &[u8], score: f64) {
         match &mut self.repr {
-            Repr::Compact(lp) => {
-                lp.remove(member);
-                lp.insert_new(member, score);
-            }
+            Repr::Compact(lp) => lp.update(member, score),
             Repr::Skip(sl) => {
                 sl.update(member, score);
             }
@@ -375,7 +381,7 @@ impl ZSet {
                 }
                 // ZADD drops the member's TTL (as HSET drops a field's);
                 // ZINCRBY (and ZADD INCR) keep it, as HINCRBY does.
-                if !flags.incr {
+                if !flags.incr && self.has_ttls() {
                     self.clear_ttl(member);
                 }
                 // -0 == 0 here, as in Redis: no update, old sign kept.
@@ -392,9 +398,6 @@ impl ZSet {
                 if flags.xx {
                     return Ok(AddOutcome::NotPerformed);
                 }
-                // A TTL left behind by a range removal or pop of an
-                // earlier member of that name does not apply to this one.
-                self.clear_ttl(member);
                 self.insert_new(member, score, limits);
                 Ok(AddOutcome::Added {
                     score: self.stored(score),
@@ -404,7 +407,6 @@ impl ZSet {
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        self.clear_ttl(member);
         match &mut self.repr {
             Repr::Compact(lp) => lp.remove(member),
             Repr::Skip(sl) => sl.remove(member),
@@ -691,8 +693,7 @@ impl ZSet {
 
     /// Approximate heap bytes owned by this set.
     pub fn mem_usage(&self) -> usize {
-        let ttl = self.ttl.as_ref().map_or(0, |t| t.mem_usage());
-        ttl + match &self.repr {
+        match &self.repr {
             Repr::Compact(lp) => lp.mem_usage(),
             Repr::Skip(sl) => std::mem::size_of::<SkipList>() + sl.mem_usage(),
         }
@@ -703,7 +704,8 @@ impl ZSet {
         match &self.repr {
             Repr::Compact(lp) => lp.check_invariants(),
             Repr::Skip(sl) => sl.check_invariants(),
-        }
+        }?;
+        self.check_ttl_invariants()
     }
 }
 

@@ -25,9 +25,16 @@
 //! a lookup scans that node's fingerprints. Because the index points at
 //! nodes, every structural change that moves elements between nodes is
 //! reported as an [`Event`] so the index can follow.
+//!
+//! Member TTLs live in the nodes too: a node whose members have deadlines
+//! holds a sparse table of them by in-node position (see
+//! [`ttl`](super::ttl)); every move of elements between nodes carries it,
+//! and the list keeps a set-level count and lower bound plus the cursor of
+//! the expiry pass ([`List::next_due`]).
 
 use super::index::MemberIndex;
 use super::listpack::key_less;
+use super::ttl::{Deadlines, NO_TTL};
 use std::hash::BuildHasher;
 
 pub const MAX_LEVEL: usize = 24;
@@ -288,6 +295,9 @@ struct Node {
     bytes: Vec<u8>,
     links: Links,
     prev: u32,
+    /// Deadlines of the members that have one; None (8 bytes, no
+    /// allocation) in a node without any.
+    ttl: Option<Box<Deadlines<u16>>>,
 }
 
 impl Node {
@@ -364,6 +374,22 @@ impl Node {
         self.ends.insert(i, (at as u16).wrapping_add(n));
         self.scores.insert(i, score);
         self.sync_last();
+        if let Some(t) = &mut self.ttl {
+            t.shift_insert(i);
+        }
+    }
+
+    fn deadline(&self, i: usize) -> u64 {
+        self.ttl.as_ref().map_or(NO_TTL, |t| t.get(i))
+    }
+
+    fn ttl_count(&self) -> usize {
+        self.ttl.as_ref().map_or(0, |t| t.len())
+    }
+
+    /// Earliest deadline in the node (`u64::MAX` if none).
+    fn min_deadline(&self) -> u64 {
+        self.ttl.as_ref().map_or(u64::MAX, |t| t.min())
     }
 
     fn sync_last(&mut self) {
@@ -400,8 +426,16 @@ impl Node {
         self.sync_last();
     }
 
-    /// Removes entries `from..to`.
-    fn remove_entries(&mut self, from: usize, to: usize) {
+    /// Removes entries `from..to`; returns how many deadlines went with
+    /// them.
+    fn remove_entries(&mut self, from: usize, to: usize) -> usize {
+        let mut dropped = 0;
+        if let Some(t) = &mut self.ttl {
+            dropped = t.remove_range(from, to);
+            if t.is_empty() {
+                self.ttl = None;
+            }
+        }
         let (a, b) = (self.start_of(from), self.start_of(to));
         self.bytes.drain(a..b);
         let n = (b - a) as u16;
@@ -420,9 +454,11 @@ impl Node {
             self.bytes
                 .shrink_to(self.bytes.len() + self.bytes.len() / 4);
         }
+        dropped
     }
 
-    /// Moves entries `from..` into a fresh node (links left empty).
+    /// Moves entries `from..` into a fresh node (links left empty), with
+    /// their deadlines.
     fn split_off(&mut self, from: usize, cap: usize) -> Node {
         let mut n = Node::with_capacity(
             (self.count() - from).min(cap),
@@ -431,6 +467,15 @@ impl Node {
         for i in from..self.count() {
             let (m, s) = self.entry(i);
             n.push_entry(m, s, self.fps[i]);
+        }
+        if let Some(t) = &mut self.ttl {
+            let moved = t.split_off(from);
+            if !moved.is_empty() {
+                n.ttl = Some(Box::new(moved));
+            }
+            if t.is_empty() {
+                self.ttl = None;
+            }
         }
         self.remove_entries(from, self.count());
         // Each half keeps room to grow by a few steps, not a full node.
@@ -451,11 +496,14 @@ impl Node {
             links: Links::default(),
             prev: HEAD,
             last_score: 0.0,
+            ttl: None,
         }
     }
 
     fn heap_bytes(&self) -> usize {
-        self.scores.heap_bytes()
+        self.ttl.as_ref().map_or(0, |t| {
+            std::mem::size_of::<Deadlines<u16>>() + t.heap_bytes()
+        }) + self.scores.heap_bytes()
             + self.ends.capacity() * 2
             + self.fps.capacity()
             + self.bytes.capacity()
@@ -506,6 +554,16 @@ pub struct List {
     tail: u32,
     node_cap: usize,
     rng: u64,
+    /// Members with a deadline.
+    ttl_count: usize,
+    /// At or before every member deadline (meaningful while `ttl_count`
+    /// is non-zero): lowered by every new deadline, made exact by a
+    /// completed expiry pass.
+    ttl_bound: u64,
+    /// The expiry pass: the next slab slot to visit, and the earliest
+    /// deadline seen in (or moved into) the slots already visited.
+    ttl_cursor: u32,
+    ttl_pass_min: u64,
 }
 
 impl List {
@@ -522,6 +580,10 @@ impl List {
             tail: NIL,
             node_cap: node_cap.max(2),
             rng: 0x9E37_79B9_7F4A_7C15,
+            ttl_count: 0,
+            ttl_bound: u64::MAX,
+            ttl_cursor: 1,
+            ttl_pass_min: u64::MAX,
         }
     }
 
@@ -762,6 +824,7 @@ impl List {
     /// stays valid as the predecessors of `t`'s successor.
     fn unlink(&mut self, path: &Path, t: u32) {
         let tn = std::mem::take(self.node_mut(t));
+        self.ttl_count -= tn.ttl_count();
         for i in 0..self.level {
             let x = path.node[i] as usize;
             if i < tn.links.len() && self.nodes[x].links[i].next == t {
@@ -820,21 +883,22 @@ impl List {
         }
     }
 
-    /// Inserts an element known to be absent; returns the node holding it.
-    /// Elements displaced by a split are reported to `sink`.
-    pub fn insert(&mut self, score: f64, member: &[u8], fp: u8, sink: Sink<'_>) -> u32 {
+    /// Inserts an element known to be absent (without a deadline); returns
+    /// the node holding it and its position there. Elements displaced by a
+    /// split are reported to `sink`.
+    pub fn insert(&mut self, score: f64, member: &[u8], fp: u8, sink: Sink<'_>) -> (u32, usize) {
         let (mut path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             let mut n = Node::with_capacity(self.node_cap, member.len());
             n.push_entry(member, score, fp);
             let u = self.alloc(n);
             self.link(&mut path, u);
-            return u;
+            return (u, 0);
         }
         if !self.is_full(t, member.len()) {
             self.node_mut(t).insert_entry(idx, member, score, fp);
             self.add_spans(&path, 1);
-            return t;
+            return (t, idx);
         }
         let count = self.node(t).count();
         let bytes_hint = self.node(t).bytes.len();
@@ -850,7 +914,7 @@ impl List {
                 self.path_after(&path, t)
             };
             self.link(&mut preds, u);
-            return u;
+            return (u, 0);
         }
         let mid = count / 2;
         let cap = self.node_cap;
@@ -868,6 +932,7 @@ impl List {
             let moved = self.node_mut(t).split_off(idx, cap);
             self.add_spans(&path, -(moved.count() as isize));
             let u = self.alloc(moved);
+            self.deadlines_moved(u);
             let mut preds = self.path_after(&path, t);
             self.link(&mut preds, u);
             self.report_moves(sink, t, u, 0);
@@ -876,12 +941,13 @@ impl List {
             let v = self.alloc(n);
             let mut preds = self.path_after(&path, t);
             self.link(&mut preds, v);
-            return v;
+            return (v, 0);
         }
         let moved = self.node_mut(t).split_off(mid, cap);
         let c = moved.count();
         self.add_spans(&path, -(c as isize));
         let u = self.alloc(moved);
+        self.deadlines_moved(u);
         let mut preds = self.path_after(&path, t);
         self.link(&mut preds, u);
         // Report before inserting: the new element has no index entry yet.
@@ -889,11 +955,19 @@ impl List {
         if idx <= mid {
             self.node_mut(t).insert_entry(idx, member, score, fp);
             self.add_spans(&path, 1);
-            t
+            (t, idx)
         } else {
             self.node_mut(u).insert_entry(idx - mid, member, score, fp);
             self.add_spans(&preds, 1);
-            u
+            (u, idx - mid)
+        }
+    }
+
+    /// Deadlines just moved into slot `u`: if the expiry pass has already
+    /// visited it, they count towards the pass's minimum.
+    fn deadlines_moved(&mut self, u: u32) {
+        if u < self.ttl_cursor {
+            self.ttl_pass_min = self.ttl_pass_min.min(self.node(u).min_deadline());
         }
     }
 
@@ -923,9 +997,13 @@ impl List {
         let ends = std::mem::take(&mut nn.ends);
         let fps = std::mem::take(&mut nn.fps);
         let bytes = std::mem::take(&mut nn.bytes);
+        let ttl = nn.ttl.take();
         let c = moved.len();
         {
             let tn = self.node_mut(t);
+            if let Some(d) = ttl {
+                tn.ttl.get_or_insert_default().append(&d, old_count);
+            }
             let base = tn.bytes.len() as u16;
             tn.bytes.extend_from_slice(&bytes);
             tn.ends.extend(ends.iter().map(|e| e.wrapping_add(base)));
@@ -935,6 +1013,7 @@ impl List {
             }
             tn.sync_last();
         }
+        self.deadlines_moved(t);
         self.report_moves(sink, n, t, old_count);
         // Element totals up to `n` are unchanged; `t` now ends c later.
         for i in 0..self.node(t).links.len() {
@@ -947,7 +1026,7 @@ impl List {
 
     /// Removes the element at a known position.
     fn remove_at(&mut self, path: &Path, t: u32, idx: usize, sink: Sink<'_>) {
-        self.node_mut(t).remove_entries(idx, idx + 1);
+        self.ttl_count -= self.node_mut(t).remove_entries(idx, idx + 1);
         self.add_spans(path, -1);
         if self.node(t).count() == 0 {
             self.unlink(path, t);
@@ -1011,8 +1090,12 @@ impl List {
             return Some(t);
         }
         let fp = self.node(t).fps[idx];
+        // ZINCRBY keeps the member's deadline across the move.
+        let at = self.node(t).deadline(idx);
         self.remove_at(&path, t, idx, sink);
-        Some(self.insert(new, member, fp, sink))
+        let (u, i) = self.insert(new, member, fp, sink);
+        self.set_deadline(u, i, at);
+        Some(u)
     }
 
     /// Removes `count` elements starting at rank `start`, reporting each in
@@ -1047,7 +1130,7 @@ impl List {
                 t = next;
                 idx = 0;
             } else {
-                self.node_mut(t).remove_entries(idx, idx + take);
+                self.ttl_count -= self.node_mut(t).remove_entries(idx, idx + take);
                 self.add_spans(&path, -(take as isize));
                 if remaining > 0 {
                     first_partial = Some((path, t));
@@ -1079,6 +1162,131 @@ impl List {
         Some((i, n.scores.get(i)))
     }
 
+    /// The deadline of element `i` of node `node` ([`NO_TTL`] if none).
+    pub fn deadline(&self, node: u32, i: usize) -> u64 {
+        self.node(node).deadline(i)
+    }
+
+    /// Sets (or with [`NO_TTL`] clears) the deadline of element `i` of
+    /// node `node`.
+    pub fn set_deadline(&mut self, node: u32, i: usize, at: u64) {
+        if at == NO_TTL {
+            let n = &mut self.nodes[node as usize];
+            if let Some(t) = &mut n.ttl {
+                if t.clear(i) != NO_TTL {
+                    self.ttl_count -= 1;
+                }
+                if t.is_empty() {
+                    n.ttl = None;
+                }
+            }
+            return;
+        }
+        let room = self.node_cap;
+        if self
+            .node_mut(node)
+            .ttl
+            .get_or_insert_default()
+            .set(i, at, room)
+            == NO_TTL
+        {
+            self.ttl_count += 1;
+            if self.ttl_count == 1 {
+                // The only deadline: whatever the bound was is moot.
+                self.ttl_bound = at;
+            }
+        }
+        self.ttl_bound = self.ttl_bound.min(at);
+        if node < self.ttl_cursor {
+            self.ttl_pass_min = self.ttl_pass_min.min(at);
+        }
+    }
+
+    pub fn ttl_count(&self) -> usize {
+        self.ttl_count
+    }
+
+    /// A lower bound on every member deadline; None if none has one.
+    pub fn min_deadline(&self) -> Option<u64> {
+        (self.ttl_count > 0).then_some(self.ttl_bound)
+    }
+
+    /// The expiry pass: the first member due at `now` in the slab from the
+    /// cursor on, visiting at most `visits` nodes (counted down). A node
+    /// with nothing due costs O(1) (its minimum is cached). Reaching the
+    /// end of the slab completes a pass: the bound becomes the pass's
+    /// minimum, exact unless members were removed behind the cursor, and
+    /// if that is still due a second pass starts from the first slot
+    /// (members that came due behind the cursor since it passed them).
+    /// Returns None when nothing is due or the visits ran out.
+    pub fn next_due(&mut self, now: u64, visits: &mut usize) -> Option<&[u8]> {
+        if self.ttl_count == 0 {
+            self.ttl_cursor = 1;
+            self.ttl_pass_min = u64::MAX;
+            return None;
+        }
+        let mut completed = 0;
+        loop {
+            let c = self.ttl_cursor as usize;
+            if c >= self.nodes.len() {
+                self.ttl_bound = self.ttl_pass_min;
+                self.ttl_pass_min = u64::MAX;
+                self.ttl_cursor = 1;
+                completed += 1;
+                // A pass that started at slot 1 within this call saw
+                // everything: a second completion has nothing left due.
+                if self.ttl_bound > now || completed == 2 {
+                    return None;
+                }
+                continue;
+            }
+            if *visits == 0 {
+                return None;
+            }
+            *visits -= 1;
+            let n = &self.nodes[c];
+            if let Some(t) = &n.ttl {
+                if let Some(i) = t.first_due(now) {
+                    return Some(self.nodes[c].member(i));
+                }
+                self.ttl_pass_min = self.ttl_pass_min.min(t.min());
+            }
+            self.ttl_cursor += 1;
+        }
+    }
+
+    /// Visits (rank, deadline) of each member with a TTL, in rank order.
+    pub fn for_each_deadline(&self, mut f: impl FnMut(usize, u64)) {
+        let mut base = 0;
+        let mut x = self.node(HEAD).links[0].next;
+        while x != NIL {
+            let n = self.node(x);
+            if let Some(t) = &n.ttl {
+                for (i, at) in t.iter() {
+                    f(base + i, at);
+                }
+            }
+            base += n.count();
+            x = n.links[0].next;
+        }
+    }
+
+    /// Whether `f(member, score, deadline)` holds for every element.
+    pub fn all_with_deadlines(&self, f: impl Fn(&[u8], f64, u64) -> bool) -> bool {
+        let mut x = self.node(HEAD).links[0].next;
+        while x != NIL {
+            let n = self.node(x);
+            for i in 0..n.count() {
+                let (m, s) = n.entry(i);
+                if !f(m, s, n.deadline(i)) {
+                    return false;
+                }
+            }
+            x = n.links[0].next;
+        }
+        true
+    }
+
     /// Visits every element with the id of the node holding it.
     pub fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32, u8)) {
         let mut x = self.node(HEAD).links[0].next;
@@ -1106,6 +1314,7 @@ impl List {
         let mut total = 0;
         let mut last: Option<(Vec<u8>, f64)> = None;
         let mut seen = 0;
+        let mut ttls = 0;
         while x != NIL {
             seen += 1;
             if seen > self.nodes.len() {
@@ -1141,6 +1350,19 @@ impl List {
             if n.links.is_empty() || n.links.len() > self.level {
                 return Err("bad node level".into());
             }
+            if let Some(t) = &n.ttl {
+                if t.is_empty() {
+                    return Err("empty deadline table kept".into());
+                }
+                t.check(n.count())?;
+                if n.min_deadline() < self.ttl_bound {
+                    return Err("node deadline before the set's bound".into());
+                }
+                if (x as usize) < self.ttl_cursor as usize && n.min_deadline() < self.ttl_pass_min {
+                    return Err("visited node's deadline missed by the pass".into());
+                }
+                ttls += n.ttl_count();
+            }
             for i in 0..n.count() {
                 if n.end_of(i) > n.bytes.len() || n.start_of(i) > n.end_of(i) {
                     return Err("bad member range".into());
@@ -1163,6 +1385,12 @@ impl List {
         }
         if total != self.len {
             return Err(format!("len {} but {} elements", self.len, total));
+        }
+        if ttls != self.ttl_count {
+            return Err(format!("ttl_count {} but {ttls} deadlines", self.ttl_count));
+        }
+        if self.free.iter().any(|&f| self.node(f).ttl.is_some()) {
+            return Err("freed node keeps deadlines".into());
         }
         if self.tail != if prev == HEAD { NIL } else { prev } {
             return Err("bad tail".into());
@@ -1296,28 +1524,53 @@ impl SkipList {
         &self.list
     }
 
-    /// Slot, node, position and score of `member`: one probe run plus a
-    /// scan of the candidate node(s).
-    fn find(&self, member: &[u8]) -> Option<(usize, u32, f64)> {
+    /// Slot, node, position in the node and score of `member`: one probe
+    /// run plus a scan of the candidate node(s).
+    fn find(&self, member: &[u8]) -> Option<(usize, u32, usize, f64)> {
         let (f, fp) = self.hasher.hash(member);
         let mut hit = None;
         let slot = self.index.find(f, |node| {
             hit = self
                 .list
                 .find_in_node(node, member, fp)
-                .map(|(_, s)| (node, s));
+                .map(|(i, s)| (node, i, s));
             hit.is_some()
         })?;
-        hit.map(|(node, s)| (slot, node, s))
+        hit.map(|(node, i, s)| (slot, node, i, s))
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.find(member).map(|(_, _, s)| s)
+        self.find(member).map(|(_, _, _, s)| s)
     }
 
     pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
-        let (_, _, s) = self.find(member)?;
+        let (_, _, _, s) = self.find(member)?;
         self.list.rank_of(s, member).map(|r| (r, s))
+    }
+
+    pub(super) fn list_mut(&mut self) -> &mut List {
+        &mut self.list
+    }
+
+    /// `member`'s deadline ([`NO_TTL`] if none), None if absent.
+    pub fn expire_at(&self, member: &[u8]) -> Option<u64> {
+        let (_, node, i, _) = self.find(member)?;
+        Some(self.list.deadline(node, i))
+    }
+
+    /// Sets or clears a present member's deadline; false if absent.
+    pub fn set_expire(&mut self, member: &[u8], at: u64) -> bool {
+        let Some((_, node, i, _)) = self.find(member) else {
+            return false;
+        };
+        self.list.set_deadline(node, i, at);
+        true
+    }
+
+    /// Sets the deadline of a member just placed at `(node, i)` by
+    /// [`insert_new`](Self::insert_new).
+    pub(super) fn set_deadline_at(&mut self, (node, i): (u32, usize), at: u64) {
+        self.list.set_deadline(node, i, at);
     }
 
     /// Runs a list mutation with a sink that keeps the index in step with
@@ -1336,16 +1589,18 @@ impl SkipList {
         op(&mut self.list, &mut sink)
     }
 
-    /// Inserts an element the caller knows to be absent.
-    pub fn insert_new(&mut self, member: &[u8], score: f64) {
+    /// Inserts an element the caller knows to be absent; returns its
+    /// place (valid until the next change).
+    pub fn insert_new(&mut self, member: &[u8], score: f64) -> (u32, usize) {
         let (f, fp) = self.hasher.hash(member);
-        let node = self.with_sink(|list, sink| list.insert(score, member, fp, sink));
-        self.index.insert(f, node);
+        let at = self.with_sink(|list, sink| list.insert(score, member, fp, sink));
+        self.index.insert(f, at.0);
+        at
     }
 
     /// Sets a new score for a present element; returns the old one.
     pub fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let (slot, _, old) = self.find(member)?;
+        let (slot, _, _, old) = self.find(member)?;
         // The element's own slot leaves the index while the list moves
         // things around, so relocations can only ever touch other slots.
         self.index.remove_slot(slot);
@@ -1357,7 +1612,7 @@ impl SkipList {
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (slot, _, old) = self.find(member)?;
+        let (slot, _, _, old) = self.find(member)?;
         self.index.remove_slot(slot);
         self.with_sink(|list, sink| list.remove(old, member, sink));
         Some(old)

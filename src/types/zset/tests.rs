@@ -799,3 +799,271 @@ fn huge_members_get_their_own_nodes() {
         assert_eq!(owned(z.iter()), model.v);
     }
 }
+
+/// Member TTL operations mixed with every way of moving or removing
+/// members, against a map member -> (score, deadline).
+#[derive(Clone, Debug)]
+enum TtlOp {
+    Add {
+        m: usize,
+        s: f64,
+        f: AddFlags,
+    },
+    Remove {
+        m: usize,
+    },
+    RemScore(ScoreRange),
+    RemRank {
+        start: usize,
+        end: usize,
+    },
+    RemLex(LexRange),
+    Pop {
+        max: bool,
+        count: usize,
+    },
+    ToCompact,
+    /// `at == 0` clears (ZPERSIST).
+    SetExpire {
+        m: usize,
+        at: u64,
+    },
+    Expire {
+        now: u64,
+        max: usize,
+    },
+}
+
+fn ttl_op_strat() -> impl Strategy<Value = TtlOp> {
+    prop_oneof![
+        8 => (0usize..24, score_strat(), flags_strat()).prop_map(|(m, s, f)| TtlOp::Add { m, s, f }),
+        2 => (0usize..24).prop_map(|m| TtlOp::Remove { m }),
+        1 => range_strat().prop_map(TtlOp::RemScore),
+        1 => (0usize..26, 0usize..26).prop_map(|(start, end)| TtlOp::RemRank { start, end }),
+        1 => lex_range_strat().prop_map(TtlOp::RemLex),
+        1 => (any::<bool>(), 0usize..5).prop_map(|(max, count)| TtlOp::Pop { max, count }),
+        1 => Just(TtlOp::ToCompact),
+        8 => (0usize..24, prop_oneof![1 => Just(0u64), 6 => 1u64..60]).prop_map(|(m, at)| TtlOp::SetExpire { m, at }),
+        2 => (0u64..60, prop_oneof![Just(1usize), Just(3), Just(usize::MAX)])
+            .prop_map(|(now, max)| TtlOp::Expire { now, max }),
+    ]
+}
+
+type TtlModel = std::collections::BTreeMap<Vec<u8>, (f64, u64)>;
+
+fn ttl_sorted(model: &TtlModel) -> Vec<(Vec<u8>, f64)> {
+    let mut v: Vec<_> = model.iter().map(|(m, &(s, _))| (m.clone(), s)).collect();
+    v.sort_by(key_lt);
+    v
+}
+
+fn check_ttls(z: &ZSet, model: &TtlModel) -> Result<(), TestCaseError> {
+    if let Err(e) = z.check_invariants() {
+        return Err(TestCaseError::fail(e));
+    }
+    prop_assert_eq!(owned(z.iter()), ttl_sorted(model));
+    for m in members() {
+        prop_assert_eq!(z.score(&m), model.get(&m).map(|e| e.0));
+        prop_assert_eq!(z.expire_at(&m), model.get(&m).map(|e| e.1));
+    }
+    let live: Vec<u64> = model
+        .values()
+        .map(|e| e.1)
+        .filter(|&at| at != ttl::NO_TTL)
+        .collect();
+    // A removed member leaves no deadline behind.
+    prop_assert_eq!(z.ttl_count(), live.len());
+    match live.iter().min() {
+        None => prop_assert_eq!(z.min_deadline(), None),
+        Some(&first) => prop_assert!(
+            z.min_deadline().is_some_and(|b| b <= first),
+            "bound {:?} after the earliest deadline {}",
+            z.min_deadline(),
+            first
+        ),
+    }
+    Ok(())
+}
+
+fn run_ttl_ops(
+    ops: Vec<TtlOp>,
+    limits: Limits,
+    node_cap: usize,
+    lex_mode: bool,
+) -> Result<(), TestCaseError> {
+    let ms = members();
+    let mut z = ZSet::with_node_capacity(node_cap);
+    let mut model = TtlModel::new();
+    // Removes the reported members from the model, checking each.
+    fn take(model: &mut TtlModel, got: &[(Vec<u8>, f64)]) -> Result<(), TestCaseError> {
+        for (m, s) in got {
+            prop_assert_eq!(model.remove(m).map(|e| e.0), Some(*s));
+        }
+        Ok(())
+    }
+    for op in ops {
+        let mut got: Vec<(Vec<u8>, f64)> = Vec::new();
+        match op {
+            TtlOp::Add { m, s, f } => {
+                let s = if lex_mode { 0.0 } else { s };
+                let r = z.add(&ms[m], nn(s), f, limits);
+                match (model.get(&ms[m]).copied(), r) {
+                    (None, Ok(AddOutcome::Added { score })) => {
+                        model.insert(ms[m].clone(), (score, ttl::NO_TTL));
+                    }
+                    (Some((_, at)), Ok(AddOutcome::Updated { score, .. })) => {
+                        let at = if f.incr { at } else { ttl::NO_TTL };
+                        model.insert(ms[m].clone(), (score, at));
+                    }
+                    (Some((cur, at)), Ok(AddOutcome::Unchanged { .. })) => {
+                        let at = if f.incr { at } else { ttl::NO_TTL };
+                        model.insert(ms[m].clone(), (cur, at));
+                    }
+                    (_, Ok(AddOutcome::NotPerformed) | Err(_)) => {}
+                    (had, r) => {
+                        prop_assert!(false, "add {:?} on {:?} gave {:?}", (m, s, f), had, r)
+                    }
+                }
+            }
+            TtlOp::Remove { m } => {
+                prop_assert_eq!(z.remove(&ms[m]), model.remove(&ms[m]).map(|e| e.0));
+            }
+            TtlOp::RemScore(r) => {
+                z.remove_range_by_score(&r, |m, s| got.push((m.to_vec(), s)));
+                take(&mut model, &got)?;
+            }
+            TtlOp::RemRank { start, end } => {
+                z.remove_range_by_rank(start, end, |m, s| got.push((m.to_vec(), s)));
+                take(&mut model, &got)?;
+            }
+            TtlOp::RemLex(r) => {
+                if lex_mode {
+                    z.remove_range_by_lex(&r, |m, s| got.push((m.to_vec(), s)));
+                    take(&mut model, &got)?;
+                }
+            }
+            TtlOp::Pop { max, count } => {
+                let got = z.pop(max, count);
+                take(&mut model, &got)?;
+            }
+            TtlOp::ToCompact => z.maybe_convert_to_compact(limits),
+            TtlOp::SetExpire { m, at } => {
+                let present = model.get_mut(&ms[m]);
+                prop_assert_eq!(z.set_expire(&ms[m], at), present.is_some());
+                if let Some(e) = present {
+                    e.1 = at;
+                }
+            }
+            TtlOp::Expire { now, max } => {
+                let n = z.expire_members(now, max, |m, s| got.push((m.to_vec(), s)));
+                prop_assert_eq!(n, got.len());
+                prop_assert!(n <= max);
+                for (m, _) in &got {
+                    let at = model.get(m).map_or(ttl::NO_TTL, |e| e.1);
+                    prop_assert!(at != ttl::NO_TTL && at <= now, "{:?} not due", m);
+                }
+                take(&mut model, &got)?;
+                if max == usize::MAX {
+                    prop_assert!(
+                        model.values().all(|e| e.1 == ttl::NO_TTL || e.1 > now),
+                        "a due member survived a full expiry"
+                    );
+                    // The bound is exact again once nothing more is due.
+                    let first = model.values().map(|e| e.1).filter(|&a| a != 0).min();
+                    prop_assert!(z.min_deadline().is_none_or(|b| b > now || Some(b) == first));
+                }
+            }
+        }
+        check_ttls(&z, &model)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn member_ttls_model_based(
+        ops in prop::collection::vec(ttl_op_strat(), 1..150),
+        max_entries in 0usize..14,
+        max_value in 3usize..30,
+        node_cap in 2usize..7,
+        lex_mode in prop::bool::weighted(0.25),
+    ) {
+        run_ttl_ops(ops, Limits { max_entries, max_value }, node_cap, lex_mode)?;
+    }
+}
+
+#[test]
+fn member_ttls_survive_node_churn() {
+    // Many members, small nodes: splits, merges, score moves and range
+    // removals all carry or drop deadlines, checked against a map.
+    use rand::Rng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(15);
+    let mut z = ZSet::with_node_capacity(8);
+    let mut model = TtlModel::new();
+    let mut now = 0;
+    for step in 0..40_000u32 {
+        let m = format!("m:{}", rng.random_range(0..3000)).into_bytes();
+        match rng.random_range(0..12) {
+            0..=3 => {
+                let s = f64::from(rng.random_range(0..2000));
+                let incr = rng.random_bool(0.3);
+                let f = AddFlags {
+                    incr,
+                    ..Default::default()
+                };
+                if let Ok(r) = z.add(&m, nn(s), f, lim()) {
+                    let at = model.get(&m).map_or(0, |e| e.1);
+                    let at = if incr { at } else { 0 };
+                    model.insert(m, (r.score().unwrap_or(s), at));
+                }
+            }
+            4..=6 => {
+                let at = now + rng.random_range(1..500);
+                assert_eq!(z.set_expire(&m, at), model.contains_key(&m));
+                if let Some(e) = model.get_mut(&m) {
+                    e.1 = at;
+                }
+            }
+            7 => assert_eq!(z.remove(&m), model.remove(&m).map(|e| e.0)),
+            8 => {
+                let a = f64::from(rng.random_range(0..2000));
+                let r = ScoreRange {
+                    min: ScoreBound::Inclusive(a),
+                    max: ScoreBound::Exclusive(a + 20.0),
+                };
+                z.remove_range_by_score(&r, |m, s| {
+                    assert_eq!(model.remove(m).map(|e| e.0), Some(s))
+                });
+            }
+            9 => {
+                now += rng.random_range(0..20);
+                z.expire_members(now, 16, |m, s| {
+                    let (ms, at) = model.remove(m).unwrap();
+                    assert!(ms == s && at != 0 && at <= now);
+                });
+            }
+            _ => {
+                if let Some(&(s, at)) = model.get(&m) {
+                    assert_eq!(z.score(&m), Some(s));
+                    assert_eq!(z.expire_at(&m), Some(at));
+                }
+            }
+        }
+        if step % 2000 == 0 {
+            z.check_invariants().unwrap();
+            assert_eq!(z.ttl_count(), model.values().filter(|e| e.1 != 0).count());
+        }
+    }
+    z.expire_members(now, usize::MAX, |m, _| {
+        model.remove(m).unwrap();
+    });
+    assert!(model.values().all(|e| e.1 == 0 || e.1 > now));
+    z.check_invariants().unwrap();
+    assert_eq!(z.ttl_count(), model.values().filter(|e| e.1 != 0).count());
+    for (m, &(s, at)) in &model {
+        assert_eq!(z.score(m), Some(s));
+        assert_eq!(z.expire_at(m), Some(at));
+    }
+}

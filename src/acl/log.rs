@@ -1,0 +1,150 @@
+//! The ACL security log (`ACL LOG`): the newest denials first, similar
+//! ones within a minute folded into one entry with a count, at most
+//! `acllog-max-len` entries (acl.c `addACLLogEntry`).
+
+use std::collections::VecDeque;
+
+/// Entries closer in time than this may be folded together.
+const GROUPING_MAX_MS: u64 = 60_000;
+/// How many of the newest entries a new one is compared with.
+const SCAN: usize = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reason {
+    Command,
+    Key,
+    Channel,
+    Auth,
+}
+
+impl Reason {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Reason::Command => "command",
+            Reason::Key => "key",
+            Reason::Channel => "channel",
+            Reason::Auth => "auth",
+        }
+    }
+}
+
+/// Where the denied command came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Context {
+    Toplevel,
+    Multi,
+    Lua,
+}
+
+impl Context {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Context::Toplevel => "toplevel",
+            Context::Multi => "multi",
+            Context::Lua => "lua",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) count: u64,
+    pub(crate) reason: Reason,
+    pub(crate) context: Context,
+    /// The command, key or channel denied; for auth, the command's name.
+    pub(crate) object: Vec<u8>,
+    pub(crate) username: Vec<u8>,
+    /// Unix milliseconds of the last occurrence.
+    pub(crate) ctime_ms: u64,
+    /// The client's CLIENT LIST line (of the last occurrence).
+    pub(crate) client_info: String,
+}
+
+impl Entry {
+    fn same_as(&self, other: &Entry) -> bool {
+        self.reason == other.reason
+            && self.context == other.context
+            && self.ctime_ms.abs_diff(other.ctime_ms) <= GROUPING_MAX_MS
+            && self.object == other.object
+            && self.username == other.username
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct AclLog {
+    /// Newest first.
+    entries: VecDeque<Entry>,
+}
+
+impl AclLog {
+    /// Records a denial: bumps a similar recent entry (moving it to the
+    /// front) or adds a new one, dropping the oldest past `max_len`.
+    pub(crate) fn add(&mut self, entry: Entry, max_len: usize) {
+        let similar = self
+            .entries
+            .iter()
+            .take(SCAN)
+            .position(|e| e.same_as(&entry));
+        if let Some(i) = similar
+            && let Some(mut e) = self.entries.remove(i)
+        {
+            e.count += 1;
+            e.ctime_ms = entry.ctime_ms;
+            e.client_info = entry.client_info;
+            self.entries.push_front(e);
+            return;
+        }
+        self.entries.push_front(entry);
+        self.entries.truncate(max_len);
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.entries.clear();
+    }
+
+    /// The newest `n` entries.
+    pub(crate) fn newest(&self, n: usize) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().take(n)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(object: &str, ms: u64) -> Entry {
+        Entry {
+            count: 1,
+            reason: Reason::Key,
+            context: Context::Toplevel,
+            object: object.as_bytes().to_vec(),
+            username: b"u".to_vec(),
+            ctime_ms: ms,
+            client_info: String::new(),
+        }
+    }
+
+    #[test]
+    fn folds_similar_and_caps_length() {
+        let mut log = AclLog::default();
+        log.add(entry("a", 0), 3);
+        log.add(entry("b", 1), 3);
+        log.add(entry("a", 2), 3);
+        let v: Vec<_> = log
+            .newest(10)
+            .map(|e| (e.object.clone(), e.count))
+            .collect();
+        assert_eq!(v, vec![(b"a".to_vec(), 2), (b"b".to_vec(), 1)]);
+        log.add(entry("a", 100_000), 3);
+        assert_eq!(log.len(), 3);
+        log.add(entry("c", 0), 3);
+        log.add(entry("d", 0), 3);
+        assert_eq!(log.len(), 3);
+        log.reset();
+        assert_eq!(log.len(), 0);
+    }
+}

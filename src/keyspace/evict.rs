@@ -1,0 +1,459 @@
+//! Eviction: keeping the dataset under `maxmemory` by deleting keys the
+//! `maxmemory-policy` picks, with Redis's sampled approximations
+//! (`evict.c`).
+//!
+//! Each key carries 24 bits of access metadata in [`Entry::lru`](super::Entry)
+//! (the four bytes of a `u32` the entry already had for OBJECT IDLETIME, so
+//! eviction costs no extra byte per key): under the LRU and other policies
+//! the LRU clock of its last access (seconds, modulo 2^24, as Redis's
+//! `LRU_CLOCK` at its 1000 ms resolution); under the LFU policies a
+//! logarithmic access counter (8 bits) and the minute it was last
+//! decremented (16 bits).
+//!
+//! [`perform_evictions`] runs before every command while `maxmemory` is set
+//! (the execution layer's verify step, as Redis's `processCommand`) and
+//! from the 100 ms background task (Redis's eviction timer). LRU, LFU and
+//! TTL policies sample `maxmemory-samples` keys into a pool of the 16 best
+//! candidates seen so far and evict the best; the random policies pick a
+//! random key. Sampling takes one shard at a time: keys are spread over
+//! shards by hash, so a sample of one shard is a sample of the database.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rand::Rng;
+
+use super::{Guards, Key, Keyspace, notify};
+use crate::config::Policy;
+use crate::server::Shared;
+
+/// Candidates kept between evictions (Redis's `EVPOOL_SIZE`).
+const POOL_SIZE: usize = 16;
+/// The counter a new key starts from (Redis's `LFU_INIT_VAL`), so a new
+/// key is not evicted before it had a chance to be used.
+const LFU_INIT: u32 = 5;
+const LRU_CLOCK_MAX: u64 = (1 << 24) - 1;
+
+/// Redis's `LRU_CLOCK()`: seconds, modulo 2^24.
+pub fn lru_clock(now_ms: u64) -> u32 {
+    ((now_ms / 1000) & LRU_CLOCK_MAX) as u32
+}
+
+/// Redis's `estimateObjectIdleTime`, in milliseconds.
+pub fn idle_ms(lru: u32, now_ms: u64) -> u64 {
+    let clock = u64::from(lru_clock(now_ms));
+    let lru = u64::from(lru) & LRU_CLOCK_MAX;
+    let ticks = if clock >= lru {
+        clock - lru
+    } else {
+        clock + (LRU_CLOCK_MAX - lru)
+    };
+    ticks * 1000
+}
+
+fn lfu_minutes(now_ms: u64) -> u32 {
+    ((now_ms / 60_000) & 0xFFFF) as u32
+}
+
+/// Redis's `LFUDecrAndReturn`: the counter, less one per `lfu-decay-time`
+/// minutes since it was last decremented.
+pub fn lfu_counter(lru: u32, now_ms: u64, decay_time: u32) -> u32 {
+    let ldt = lru >> 8;
+    let counter = lru & 0xFF;
+    let now = lfu_minutes(now_ms);
+    let elapsed = if now >= ldt {
+        now - ldt
+    } else {
+        65535 - ldt + now
+    };
+    let periods = elapsed.checked_div(decay_time).unwrap_or(0);
+    counter.saturating_sub(periods)
+}
+
+/// Redis's `LFULogIncr`: the higher the counter, the less likely an
+/// access raises it.
+fn lfu_log_incr(counter: u32, log_factor: u32) -> u32 {
+    if counter >= 255 {
+        return 255;
+    }
+    let base = f64::from(counter.saturating_sub(LFU_INIT));
+    let p = 1.0 / (base * f64::from(log_factor) + 1.0);
+    if rand::rng().random::<f64>() < p {
+        counter + 1
+    } else {
+        counter
+    }
+}
+
+/// The metadata of a key just created (Redis's `createObject`).
+pub fn fresh(shared: &Shared, now_ms: u64) -> u32 {
+    if shared.config.maxmemory_policy().is_lfu() {
+        (lfu_minutes(now_ms) << 8) | LFU_INIT
+    } else {
+        lru_clock(now_ms)
+    }
+}
+
+/// The metadata after an access (Redis's `lookupKey` touch: `updateLFU`
+/// or a fresh LRU clock).
+pub fn touched(shared: &Shared, lru: u32, now_ms: u64) -> u32 {
+    let c = &shared.config;
+    if c.maxmemory_policy().is_lfu() {
+        let counter = lfu_counter(lru, now_ms, c.lfu_decay_time());
+        (lfu_minutes(now_ms) << 8) | lfu_log_incr(counter, c.lfu_log_factor())
+    } else {
+        lru_clock(now_ms)
+    }
+}
+
+/// What [`perform_evictions`] achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evicted {
+    /// Memory is under the limit (or there is none).
+    Ok,
+    /// Still over, but keys are going: the time budget ran out and the
+    /// background task goes on (Redis's `EVICT_RUNNING`); commands run.
+    Running,
+    /// Over the limit with nothing (more) to evict: deny-OOM commands fail.
+    Fail,
+}
+
+/// One pool candidate: the higher `idle`, the better to evict.
+struct Candidate {
+    idle: u64,
+    db: usize,
+    key: Key,
+}
+
+#[derive(Default)]
+pub struct Evictor {
+    /// Best candidates, ascending by `idle`; the lock also makes one
+    /// eviction pass run at a time.
+    pool: Mutex<Vec<Candidate>>,
+    /// Where the random policies' and the sampling's round-robins resume.
+    next_db: AtomicUsize,
+    next_shard: AtomicUsize,
+    /// INFO stats `evicted_keys`.
+    pub evicted_keys: AtomicU64,
+    /// When memory went over the limit with eviction unfinished (ms since
+    /// the epoch; 0: not over) and the total time spent over, in ms
+    /// (`current_` / `total_eviction_exceeded_time`).
+    pub over_since_ms: AtomicU64,
+    pub over_total_ms: AtomicU64,
+}
+
+/// Bytes used as eviction counts them (Redis subtracts replication and AOF
+/// buffers, which zwindow does not have: INFO's `mem_not_counted_for_evict`
+/// is 0). None when the counting allocator is not installed.
+pub fn used_memory() -> Option<u64> {
+    crate::alloc::allocated()
+}
+
+/// Whether memory is over `maxmemory` (and the limit is on).
+pub fn over_limit(shared: &Shared) -> bool {
+    let max = shared.config.maxmemory();
+    max != 0 && used_memory().is_some_and(|u| u > max)
+}
+
+/// Redis's `evictionTimeLimitUs`: how long one pass may evict.
+fn time_limit(tenacity: u32) -> Duration {
+    let us = if tenacity <= 10 {
+        50.0 * f64::from(tenacity)
+    } else if tenacity < 100 {
+        500.0 * 1.15f64.powf(f64::from(tenacity) - 10.0)
+    } else {
+        return Duration::MAX;
+    };
+    Duration::from_micros(us as u64)
+}
+
+/// Redis's `performEvictions`: evicts keys until memory is under
+/// `maxmemory`, the policy finds nothing to evict, or the pass's time
+/// budget (`maxmemory-eviction-tenacity`) runs out.
+///
+/// Call it holding no shard lock: it takes them one at a time.
+pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
+    let max = shared.config.maxmemory();
+    if max == 0 || shared.scripting.busy.is_running() {
+        // A running script holds every shard; Redis too skips eviction
+        // while a script yields (`isInsideYieldingLongCommand`).
+        return Evicted::Ok;
+    }
+    if !over_limit(shared) {
+        note_over(shared, false);
+        return Evicted::Ok;
+    }
+    let policy = shared.config.maxmemory_policy();
+    if policy == Policy::NoEviction {
+        return Evicted::Fail;
+    }
+    let ev = &shared.evictor;
+    let mut pool = ev.pool.lock();
+    let start = Instant::now();
+    let limit = time_limit(shared.config.maxmemory_eviction_tenacity());
+    let mut evicted = 0u64;
+    let result = loop {
+        if !over_limit(shared) {
+            break Evicted::Ok;
+        }
+        let victim = match policy {
+            Policy::AllkeysRandom | Policy::VolatileRandom => random_key(shared, policy),
+            _ => best_from_pool(shared, policy, &mut pool),
+        };
+        let Some((db, key)) = victim else {
+            break Evicted::Fail;
+        };
+        let del_start = Instant::now();
+        evict(shared, db, &key);
+        latency(shared, "eviction-del", del_start);
+        evicted += 1;
+        if evicted.is_multiple_of(16) && start.elapsed() > limit {
+            break if over_limit(shared) {
+                Evicted::Running
+            } else {
+                Evicted::Ok
+            };
+        }
+    };
+    latency(shared, "eviction-cycle", start);
+    note_over(shared, result != Evicted::Ok);
+    result
+}
+
+/// Records an eviction latency event (Redis's `eviction-del` for one key,
+/// `eviction-cycle` for a pass) when the monitor is on.
+fn latency(shared: &Shared, event: &str, since: Instant) {
+    let threshold = shared.config.latency_monitor_threshold();
+    if threshold > 0 {
+        let ms = since.elapsed().as_millis() as u64;
+        let now = shared.clock.now_ms() / 1000;
+        shared
+            .latency
+            .lock()
+            .add_if_needed(threshold, event, ms, now);
+    }
+}
+
+/// Keeps the time-over-the-limit figures of INFO stats.
+fn note_over(shared: &Shared, over: bool) {
+    let ev = &shared.evictor;
+    let now = shared.clock.now_ms().max(1);
+    let since = ev.over_since_ms.load(Relaxed);
+    if over && since == 0 {
+        ev.over_since_ms.store(now, Relaxed);
+    } else if !over && since != 0 {
+        ev.over_since_ms.store(0, Relaxed);
+        ev.over_total_ms
+            .fetch_add(now.saturating_sub(since), Relaxed);
+    }
+}
+
+/// Deletes `key` of `db` as an eviction: notification, WATCH, statistics.
+fn evict(shared: &Arc<Shared>, db: usize, key: &[u8]) {
+    let idx = shared.store.shard_of(key);
+    let guard = shared.store.lock_shard(idx);
+    let mut ks = Keyspace::new(shared, Guards::One(idx, guard), db, shared.clock.now_ms());
+    ks.evict(key);
+    let ready = std::mem::take(&mut ks.ready);
+    drop(ks);
+    if !ready.is_empty() {
+        shared.blocking.serve(shared, ready);
+    }
+    shared.evictor.evicted_keys.fetch_add(1, Relaxed);
+}
+
+/// The allkeys-/volatile-random pick: a random key of the first database
+/// (round-robin) that has one.
+fn random_key(shared: &Shared, policy: Policy) -> Option<(usize, Key)> {
+    let dbs = shared.config.databases;
+    let shards = shared.store.shard_count();
+    let first_shard = rand::rng().random_range(0..shards);
+    for _ in 0..dbs {
+        let db = shared.evictor.next_db.fetch_add(1, Relaxed) % dbs;
+        for s in 0..shards {
+            let idx = (first_shard + s) % shards;
+            let mut shard = shared.store.lock_shard(idx);
+            let shard = &mut *shard;
+            let d = &shard.dbs[db];
+            let pick = if policy.volatile() {
+                d.expires.random(&mut shard.rng).map(|(k, _)| k.clone())
+            } else {
+                d.keys.random(&mut shard.rng).map(|(k, _)| k.clone())
+            };
+            if let Some(k) = pick {
+                return Some((db, k));
+            }
+        }
+    }
+    None
+}
+
+/// The LRU/LFU/TTL pick: fill the pool from a sample, then take its best
+/// candidate that still exists (Redis's `evictionPoolPopulate` and the
+/// walk back from the pool's end).
+fn best_from_pool(
+    shared: &Shared,
+    policy: Policy,
+    pool: &mut Vec<Candidate>,
+) -> Option<(usize, Key)> {
+    let shards = shared.store.shard_count();
+    // Each round samples one shard; a round over every shard that found
+    // no key at all means there is nothing to evict.
+    let mut empty_rounds = 0;
+    while empty_rounds < shards {
+        let idx = shared.evictor.next_shard.fetch_add(1, Relaxed) % shards;
+        if populate(shared, policy, idx, pool) == 0 {
+            empty_rounds += 1;
+        } else {
+            empty_rounds = 0;
+        }
+        while let Some(c) = pool.pop() {
+            let idx = shared.store.shard_of(&c.key);
+            let shard = shared.store.lock_shard(idx);
+            let d = &shard.dbs[c.db];
+            let exists = if policy.volatile() {
+                d.expires.contains_key(&c.key)
+            } else {
+                d.keys.contains_key(&c.key)
+            };
+            if exists {
+                return Some((c.db, c.key));
+            }
+            // A ghost: deleted since it was sampled.
+        }
+    }
+    None
+}
+
+/// Samples `maxmemory-samples` keys of each database of shard `idx` into
+/// the pool; returns how many keys the sampled dictionaries hold.
+fn populate(shared: &Shared, policy: Policy, idx: usize, pool: &mut Vec<Candidate>) -> usize {
+    let c = &shared.config;
+    let (samples, decay) = (c.maxmemory_samples(), c.lfu_decay_time());
+    let now = shared.clock.now_ms();
+    let mut shard = shared.store.lock_shard(idx);
+    let shard = &mut *shard;
+    let mut total = 0;
+    for (db, d) in shard.dbs.iter().enumerate() {
+        let score = |key: &Key| -> Option<u64> {
+            let e = d.keys.get(key)?;
+            Some(match policy {
+                Policy::AllkeysLfu | Policy::VolatileLfu => {
+                    255 - u64::from(lfu_counter(e.lru, now, decay))
+                }
+                Policy::VolatileTtl => u64::MAX - e.expire_at,
+                _ => idle_ms(e.lru, now),
+            })
+        };
+        let mut consider = |key: &Key| {
+            if let Some(idle) = score(key) {
+                insert(pool, idle, db, key);
+            }
+        };
+        if policy.volatile() {
+            total += d.expires.len();
+            d.expires
+                .sample(&mut shard.rng, samples, |k, _| consider(k));
+        } else {
+            total += d.keys.len();
+            d.keys.sample(&mut shard.rng, samples, |k, _| consider(k));
+        }
+    }
+    total
+}
+
+/// Puts a candidate in the pool, kept sorted by `idle` and at most
+/// [`POOL_SIZE`] long: a full pool drops its worst candidate for a better
+/// one, and ignores one no better than all it holds.
+fn insert(pool: &mut Vec<Candidate>, idle: u64, db: usize, key: &Key) {
+    if pool.iter().any(|c| c.db == db && c.key == *key) {
+        return;
+    }
+    let k = pool.partition_point(|c| c.idle < idle);
+    if pool.len() >= POOL_SIZE {
+        if k == 0 {
+            return;
+        }
+        pool.remove(0);
+        pool.insert(
+            k - 1,
+            Candidate {
+                idle,
+                db,
+                key: key.clone(),
+            },
+        );
+    } else {
+        pool.insert(
+            k,
+            Candidate {
+                idle,
+                db,
+                key: key.clone(),
+            },
+        );
+    }
+}
+
+impl Keyspace<'_> {
+    /// Deletes `key` because memory is over `maxmemory` (Redis's
+    /// `deleteEvictedKeyAndPropagate` and what follows it): WATCH and
+    /// client-side caching invalidation (`signalModifiedKey`, sent at once,
+    /// as Redis does, before the `evicted` notification).
+    ///
+    /// The one place every evicted key passes.
+    pub fn evict(&mut self, key: &[u8]) {
+        if self.remove_raw_entry(key).is_none() {
+            return;
+        }
+        let db = self.db;
+        self.shard(key).touch_watched(db, key);
+        self.invalidate_tracking(key);
+        self.send_invalidations();
+        self.notify(notify::EVICTED, "evicted", key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_idle_wraps_as_redis() {
+        let now = 100_000;
+        assert_eq!(idle_ms(lru_clock(now), now), 0);
+        assert_eq!(idle_ms(lru_clock(now - 7_000), now), 7_000);
+        // The clock wrapped past 2^24 seconds since the access.
+        let lru = LRU_CLOCK_MAX as u32 - 1;
+        assert_eq!(idle_ms(lru, 3_000), (3 + 1) * 1000);
+    }
+
+    #[test]
+    fn lfu_decays_per_period() {
+        let now = 60_000 * 100;
+        let lru = (lfu_minutes(now) << 8) | 20;
+        assert_eq!(lfu_counter(lru, now, 1), 20);
+        assert_eq!(lfu_counter(lru, now + 5 * 60_000, 1), 15);
+        assert_eq!(lfu_counter(lru, now + 5 * 60_000, 2), 18);
+        assert_eq!(lfu_counter(lru, now + 5 * 60_000, 0), 20);
+        assert_eq!(lfu_counter(lru, now + 500 * 60_000, 1), 0);
+        // With log factor 0 every access counts, up to 255.
+        assert_eq!(lfu_log_incr(7, 0), 8);
+        assert_eq!(lfu_log_incr(255, 0), 255);
+    }
+
+    #[test]
+    fn pool_keeps_the_best_sorted() {
+        let mut pool = Vec::new();
+        for i in 0..40u64 {
+            let idle = (i * 7919) % 40;
+            insert(&mut pool, idle, 0, &Key::from(idle.to_string().as_bytes()));
+        }
+        assert_eq!(pool.len(), POOL_SIZE);
+        let idles: Vec<u64> = pool.iter().map(|c| c.idle).collect();
+        assert_eq!(idles, (24..40).collect::<Vec<_>>());
+        assert!(time_limit(10) == Duration::from_micros(500));
+    }
+}

@@ -1,0 +1,258 @@
+//! maxmemory against redis-server 7.0: the configuration's replies and
+//! errors, OBJECT FREQ/IDLETIME per policy, the OOM refusals (plain
+//! commands, MULTI, scripts) byte for byte; then eviction itself on zwindow
+//! alone: memory held near the limit under a write load, the oldest keys
+//! going first under allkeys-lru, only volatile keys under volatile-*, and
+//! the `evicted` notification.
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+#[test]
+fn config_and_object_replies_match_redis() {
+    in_both_protocols(|p| {
+        p.script(&[
+            "CONFIG GET maxmemory",
+            "CONFIG GET maxmemory-policy",
+            "CONFIG GET maxmemory-samples",
+            "CONFIG GET maxmemory-eviction-tenacity",
+            "CONFIG GET lfu-log-factor",
+            "CONFIG GET lfu-decay-time",
+            "CONFIG SET maxmemory-policy nope",
+            "CONFIG SET maxmemory 12x",
+            "CONFIG SET maxmemory -1",
+            "CONFIG SET maxmemory-samples 0",
+            "CONFIG SET maxmemory-eviction-tenacity 101",
+            "CONFIG SET maxmemory 1gb",
+            "CONFIG GET maxmemory",
+            "CONFIG SET maxmemory 100m",
+            "CONFIG GET maxmemory",
+            "CONFIG SET maxmemory-policy ALLKEYS-LRU",
+            "CONFIG GET maxmemory-policy",
+            "SET k v",
+            "OBJECT FREQ k",
+            "OBJECT IDLETIME k",
+            "OBJECT FREQ nokey",
+            "CONFIG SET maxmemory-policy allkeys-lfu",
+            "OBJECT IDLETIME k",
+            "SET fresh v",
+            "OBJECT FREQ fresh",
+            // The first access of a new key always counts (probability 1).
+            "GET fresh",
+            "OBJECT FREQ fresh",
+            // An overwrite keeps the counter (and counts as an access: with
+            // lfu-log-factor 0 every access increments, so both agree).
+            "CONFIG SET lfu-log-factor 0",
+            "SET fresh w",
+            "OBJECT FREQ fresh",
+            "CONFIG SET lfu-log-factor 10",
+            "CONFIG SET maxmemory-policy volatile-ttl",
+            "OBJECT FREQ k",
+            "CONFIG SET maxmemory 0",
+            "CONFIG SET maxmemory-policy noeviction",
+        ]);
+    });
+}
+
+#[test]
+fn exec_of_queued_writes_aborts_over_the_limit() {
+    let s = Servers::start();
+    let (mut p, mut admin) = (s.pair(), s.pair());
+    p.script(&["MULTI", "SET y 1", "GET y"]);
+    admin.check_str("CONFIG SET maxmemory 1");
+    p.check_str("EXEC");
+    p.check_str("GET y");
+    admin.check_str("CONFIG SET maxmemory 0");
+    p.script(&["MULTI", "GET y"]);
+    admin.check_str("CONFIG SET maxmemory 1");
+    p.check_str("EXEC");
+    admin.check_str("CONFIG SET maxmemory 0");
+}
+
+#[test]
+fn oom_refusals_match_redis() {
+    let (_s, mut p) = start_pair();
+    p.script(&[
+        "SET x 123",
+        "CONFIG SET maxmemory 1",
+        // Deny-OOM commands fail, others run.
+        "SET y 1",
+        "GET x",
+        "DEL x",
+        "SET x 123",
+        "INCR n",
+        "GET x",
+        // MULTI: queuing is refused, and EXEC then aborts.
+        "MULTI",
+        "GET x",
+        "EXEC",
+        "MULTI",
+        "DISCARD",
+        // Scripts without flags fail on their first deny-OOM call.
+        "EVAL \"redis.call('set','x',1) return 1\" 1 x",
+        "EVAL \"return redis.call('get','x')\" 1 x",
+        "EVAL \"return redis.pcall('set','x',1)\" 1 x",
+        // Scripts with flags are refused at once unless allow-oom.
+        "EVAL \"#!lua flags=\nreturn 1\" 0",
+        "EVAL \"#!lua flags=allow-oom\nreturn redis.call('set','x',1)\" 1 x",
+        "EVAL \"#!lua flags=no-writes\nreturn redis.call('get','x')\" 1 x",
+        "CONFIG SET maxmemory 0",
+        "SET y 1",
+    ]);
+}
+
+/// Fills `conn`'s server with `n` keys of `size` bytes, pipelined.
+fn fill(conn: &mut RawConn, prefix: &str, n: usize, size: usize, ttl: bool) {
+    fill_keys(conn, prefix, 0..n, size, ttl);
+}
+
+fn fill_range(conn: &mut RawConn, prefix: &str, range: std::ops::Range<usize>, size: usize) {
+    fill_keys(conn, prefix, range, size, false);
+}
+
+fn fill_keys(
+    conn: &mut RawConn,
+    prefix: &str,
+    range: std::ops::Range<usize>,
+    size: usize,
+    ttl: bool,
+) {
+    let value = "v".repeat(size);
+    for chunk in range.collect::<Vec<_>>().chunks(200) {
+        let mut batch = Vec::new();
+        for i in chunk {
+            let key = format!("{prefix}{i}");
+            if ttl {
+                batch.extend(encode_cmd(&[
+                    b"SET",
+                    key.as_bytes(),
+                    value.as_bytes(),
+                    b"EX",
+                    b"100000",
+                ]));
+            } else {
+                batch.extend(encode_cmd(&[b"SET", key.as_bytes(), value.as_bytes()]));
+            }
+        }
+        conn.send(&batch);
+        for _ in chunk {
+            let r = conn.read_reply();
+            assert_eq!(r, b"+OK\r\n", "{}", escape(&r));
+        }
+    }
+}
+
+fn info_field(conn: &mut RawConn, section: &str, name: &str) -> u64 {
+    let text = String::from_utf8_lossy(&conn.cmd(&[b"INFO", section.as_bytes()])).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+}
+
+fn exists(conn: &mut RawConn, key: &str) -> bool {
+    conn.query(&[b"EXISTS", key.as_bytes()]).int() == 1
+}
+
+#[test]
+fn allkeys_lru_holds_memory_and_evicts_the_oldest() {
+    const LIMIT: u64 = 20 << 20;
+    let z = ZwindowServer::start(&["--maxmemory", "20mb", "--maxmemory-policy", "allkeys-lru"]);
+    let mut c = z.conn();
+    c.cmd_str("CONFIG SET notify-keyspace-events Ee");
+    let mut sub = z.conn();
+    sub.cmd_str("SUBSCRIBE __keyevent@0__:evicted");
+    // 60 MB of 1 KB values, three times the limit, written over six
+    // seconds: the LRU clock counts seconds, as Redis's.
+    let (phases, per_phase) = (6, 10_000);
+    for phase in 0..phases {
+        if phase > 0 {
+            std::thread::sleep(Duration::from_millis(1100));
+        }
+        fill_range(
+            &mut c,
+            "key:",
+            phase * per_phase..(phase + 1) * per_phase,
+            1000,
+        );
+    }
+    let n = phases * per_phase;
+    let used = info_field(&mut c, "memory", "used_memory");
+    assert!(
+        used <= LIMIT + LIMIT / 20,
+        "used_memory {used} is more than 5% over the limit {LIMIT}"
+    );
+    assert!(
+        used >= LIMIT - LIMIT / 5,
+        "used_memory {used}: evicted far too much"
+    );
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), LIMIT);
+    let evicted = info_field(&mut c, "stats", "evicted_keys");
+    let left = c.query(&[b"DBSIZE"]).int() as u64;
+    assert_eq!(evicted + left, n as u64);
+    // LRU (sampled): of the first second's keys almost none is left, of
+    // the last second's almost all.
+    let old = (0..per_phase)
+        .filter(|i| exists(&mut c, &format!("key:{i}")))
+        .count();
+    let new = (n - per_phase..n)
+        .filter(|i| exists(&mut c, &format!("key:{i}")))
+        .count();
+    assert!(
+        old < per_phase / 20,
+        "{old} of the oldest {per_phase} keys survived"
+    );
+    assert!(
+        new > per_phase * 9 / 10,
+        "only {new} of the newest {per_phase} keys survived"
+    );
+    // Each eviction was announced.
+    sub.set_timeout(Duration::from_secs(5));
+    let msg = parse_reply(&sub.read_reply());
+    let parts = msg.array();
+    assert_eq!(parts[0].bulk(), b"message");
+    assert_eq!(parts[1].bulk(), b"__keyevent@0__:evicted");
+    assert!(parts[2].bulk().starts_with(b"key:"));
+}
+
+#[test]
+fn volatile_policies_evict_only_keys_with_a_ttl() {
+    let z = ZwindowServer::start(&["--maxmemory", "20mb", "--maxmemory-policy", "volatile-lru"]);
+    let mut c = z.conn();
+    fill(&mut c, "persistent:", 5_000, 1000, false);
+    fill(&mut c, "volatile:", 40_000, 1000, true);
+    for i in (0..5_000).step_by(97) {
+        assert!(exists(&mut c, &format!("persistent:{i}")));
+    }
+    assert!(info_field(&mut c, "stats", "evicted_keys") > 0);
+    // With the volatile keys gone, writes are refused.
+    c.cmd_str("FLUSHALL");
+    c.cmd_str("CONFIG SET maxmemory 1");
+    c.cmd_str("SET a b");
+    let r = c.cmd_str("SET a b");
+    assert_eq!(
+        r,
+        b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+    );
+    assert_eq!(c.cmd_str("GET a"), b"$-1\r\n");
+}
+
+#[test]
+fn every_policy_keeps_the_limit() {
+    for policy in [
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-ttl",
+        "volatile-random",
+        "volatile-lfu",
+    ] {
+        let z = ZwindowServer::start(&["--maxmemory", "10mb", "--maxmemory-policy", policy]);
+        let mut c = z.conn();
+        fill(&mut c, "k", 30_000, 1000, true);
+        let used = info_field(&mut c, "memory", "used_memory");
+        assert!(used <= (10 << 20) * 21 / 20, "{policy}: used_memory {used}");
+        assert!(info_field(&mut c, "stats", "evicted_keys") > 0, "{policy}");
+    }
+}
