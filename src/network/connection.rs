@@ -168,9 +168,11 @@ pub async fn run(
                         Ran::Blocked(w) => waiting = Some(w),
                         Ran::Close => close = true,
                     }
-                    if !client.channels.is_empty() || !client.patterns.is_empty() {
+                    let tracking = handle.tracking.load(Relaxed) & crate::tracking::ON != 0;
+                    if tracking || !client.channels.is_empty() || !client.patterns.is_empty() {
                         // What a command published to its own client (PUBLISH,
-                        // keyspace events) precedes its reply, as in Redis,
+                        // keyspace events, invalidations of keys evicted
+                        // before it ran) precedes its reply, as in Redis,
                         // where it lands in the output buffer first.
                         pushed += splice_pushes(&mut out, mark, &mut pushes);
                     }
