@@ -305,6 +305,11 @@ pub struct Config {
     stream_node_max_bytes: AtomicUsize,
     stream_node_max_entries: AtomicUsize,
     proto_max_bulk_len: AtomicI64,
+    /// `client-query-buffer-limit`: a client whose unprocessed request
+    /// bytes pass it is closed.
+    client_query_buffer_limit: AtomicU64,
+    /// `tracking-table-max-keys` (0: unbounded).
+    tracking_table_max_keys: AtomicUsize,
     maxclients: AtomicUsize,
     protected_mode: AtomicBool,
     /// `tcp-keepalive` and `timeout`, in seconds (0: off).
@@ -421,6 +426,8 @@ impl Config {
             stream_node_max_bytes: AtomicUsize::new(4096),
             stream_node_max_entries: AtomicUsize::new(100),
             proto_max_bulk_len: AtomicI64::new(512 * 1024 * 1024),
+            tracking_table_max_keys: AtomicUsize::new(1_000_000),
+            client_query_buffer_limit: AtomicU64::new(1024 * 1024 * 1024),
             maxclients: AtomicUsize::new(10_000),
             protected_mode: AtomicBool::new(true),
             tcp_keepalive: AtomicU64::new(300),
@@ -623,7 +630,16 @@ impl Config {
 
     /// The limit for clients in pub/sub mode (the `pubsub` class).
     pub fn pubsub_output_limit(&self) -> OutputLimit {
-        let l = &self.obuf_limits[2];
+        self.output_limit(2)
+    }
+
+    /// The limit of the `normal` class.
+    pub fn normal_output_limit(&self) -> OutputLimit {
+        self.output_limit(0)
+    }
+
+    fn output_limit(&self, class: usize) -> OutputLimit {
+        let l = &self.obuf_limits[class];
         OutputLimit {
             hard: l[0].load(Relaxed),
             soft: l[1].load(Relaxed),
@@ -701,6 +717,14 @@ impl Config {
     /// Lowers `maxclients` to what the open-files limit allows (startup).
     pub fn set_maxclients(&self, n: usize) {
         self.maxclients.store(n.max(1), Relaxed);
+    }
+
+    pub fn client_query_buffer_limit(&self) -> u64 {
+        self.client_query_buffer_limit.load(Relaxed)
+    }
+
+    pub fn tracking_table_max_keys(&self) -> usize {
+        self.tracking_table_max_keys.load(Relaxed)
     }
 
     pub fn maxclients(&self) -> usize {
@@ -941,6 +965,7 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
         }
         "bind" if !force => state.mark(name),
         "proto-max-bulk-len"
+        | "client-query-buffer-limit"
         | "hll-sparse-max-bytes"
         | "stream-node-max-bytes"
         | "zset-max-listpack-value"
@@ -1427,6 +1452,30 @@ const PARAMS: &[Param] = &[
         i64::MAX
     ),
     usize_param!("maxclients", None, maxclients, 1, i64::from(u32::MAX)),
+    Param {
+        name: "client-query-buffer-limit",
+        alias: None,
+        get: |c| c.client_query_buffer_limit().to_string(),
+        set: Some(|c, v, apply| {
+            let n = parse_memory(v).ok_or("argument must be a memory value")?;
+            if n < 1024 * 1024 {
+                return Err(
+                    "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
+                );
+            }
+            if apply {
+                c.client_query_buffer_limit.store(n as u64, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    usize_param!(
+        "tracking-table-max-keys",
+        None,
+        tracking_table_max_keys,
+        0,
+        i64::MAX
+    ),
     usize_param!(
         "min-replicas-to-write",
         Some("min-slaves-to-write"),

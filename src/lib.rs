@@ -14,9 +14,10 @@
 //!
 //! Beside them: [`acl`] (users and permissions over the command table),
 //! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
-//! shared state and startup), [`config`], [`clock`], [`pubsub`], [`util`],
-//! and [`stats`], [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG,
-//! LATENCY and MEMORY report).
+//! shared state and startup), [`config`], [`clock`], [`pubsub`],
+//! [`tracking`] (client-side caching), [`util`], and [`stats`],
+//! [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG, LATENCY and
+//! MEMORY report).
 
 pub mod acl;
 pub mod alloc;
@@ -36,5 +37,6 @@ pub mod rdb;
 pub mod server;
 pub mod slowlog;
 pub mod stats;
+pub mod tracking;
 pub mod types;
 pub mod util;

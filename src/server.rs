@@ -62,6 +62,11 @@ pub struct Shared {
     pub clock: Clock,
     pub clients: Clients,
     pub pubsub: PubSub,
+    pub tracking: crate::tracking::Tracking,
+    /// CLIENT PAUSE's state.
+    pub pause: crate::execution::pause::Pause,
+    /// Clients in MONITOR mode.
+    pub monitors: crate::execution::monitor::Monitors,
     pub blocking: Blocking,
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::execution::scripting::Scripting,
@@ -115,6 +120,9 @@ impl Shared {
             clock,
             clients: Clients::default(),
             pubsub: PubSub::default(),
+            tracking: Default::default(),
+            pause: Default::default(),
+            monitors: Default::default(),
             blocking: Blocking::default(),
             windows: Default::default(),
             scripting: Default::default(),

@@ -57,12 +57,40 @@ fn pytest(selection: &str) {
 
 #[test]
 fn redis_py_commands_and_transactions() {
-    pytest("not pubsub");
+    pytest("not pubsub and not client_side_cache");
 }
 
 #[test]
 fn redis_py_pubsub() {
     pytest("pubsub");
+}
+
+#[test]
+fn redis_py_client_side_cache() {
+    pytest("client_side_cache");
+}
+
+/// node-redis 5's client-side cache (`clientSideCache`) never serves a
+/// stale value after writes, expiry, a window trim and FLUSHALL.
+#[test]
+fn node_redis_client_side_cache() {
+    require_node_module("redis");
+    let z = ZwindowServer::start(&[]);
+    let out = Command::new("node")
+        .current_dir(root())
+        .arg("tests/node/client_side_cache.mjs")
+        .env("ZWINDOW_PORT", z.port().to_string())
+        .env("ZWINDOW_WINDOWS", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node: {e}"));
+    assert!(
+        out.status.success(),
+        "node-redis client-side cache test failed ({}):\n{}\n{}\n--- zwindow log ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        z.log_tail()
+    );
 }
 
 /// Fails (never skips) when `bash .ci/test` has not installed tests/node's `package`.

@@ -57,19 +57,6 @@ const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEY
 /// compared whole.
 const MISSING_SUBCOMMANDS: &[(&str, &[&str], &str)] = &[
     (
-        "client",
-        &[
-            "caching",
-            "getredir",
-            "pause",
-            "reply",
-            "tracking",
-            "trackinginfo",
-            "unpause",
-        ],
-        "no client-side caching, pausing or reply switching in zwindow",
-    ),
-    (
         "pubsub",
         &["shardchannels", "shardnumsub"],
         "no sharded pub/sub (a cluster feature) in zwindow",

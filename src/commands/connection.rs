@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
+use crate::server::Shared;
 use crate::util::eq_ic;
 
 const G: &str = "connection";
@@ -174,7 +175,7 @@ static CLIENT: &[Command] = &[
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_ok,
+        client_no_evict,
     )
     .doc(
         G,
@@ -183,6 +184,101 @@ static CLIENT: &[Command] = &[
         "Sets the client eviction mode of the connection.",
     )
     .syntax("ON | OFF"),
+    Command::new(
+        "pause",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_pause,
+    )
+    .doc(
+        G,
+        "2.9.50",
+        "O(1)",
+        "Suspends commands processing.",
+    )
+    .syntax("timeout [WRITE | ALL]"),
+    Command::new(
+        "unpause",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_unpause,
+    )
+    .doc(
+        G,
+        "6.2.0",
+        "O(N) Where N is the number of paused clients",
+        "Resumes processing commands from paused clients.",
+    ),
+    Command::new(
+        "reply",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_reply,
+    )
+    .doc(
+        G,
+        "3.2.0",
+        "O(1)",
+        "Instructs the server whether to reply to commands.",
+    )
+    .syntax("ON | OFF | SKIP"),
+    Command::new(
+        "tracking",
+        -3,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_tracking,
+    )
+    .doc(
+        G,
+        "6.0.0",
+        "O(1). Some options may introduce additional complexity.",
+        "Controls server-assisted client-side caching for the connection.",
+    )
+    .syntax("ON | OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]"),
+    Command::new(
+        "caching",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_caching,
+    )
+    .doc(
+        G,
+        "6.0.0",
+        "O(1)",
+        "Instructs the server whether to track the keys in the next request.",
+    )
+    .syntax("YES | NO"),
+    Command::new(
+        "getredir",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_getredir,
+    )
+    .doc(
+        G,
+        "6.0.0",
+        "O(1)",
+        "Returns the client ID to which the connection's tracking notifications are redirected.",
+    ),
+    Command::new(
+        "trackinginfo",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        client_trackinginfo,
+    )
+    .doc(
+        G,
+        "6.2.0",
+        "O(1)",
+        "Returns information about server-assisted client-side caching for the connection.",
+    ),
     Command::new("help", 2, LOADING | STALE, Keys::None, client_help).doc(
         G,
         "5.0.0",
@@ -352,6 +448,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     c.multi = None;
     c.multi_error = false;
     c.handle.multi.store(-1, Relaxed);
+    c.handle.multi_mem.store(0, Relaxed);
     ctx.shared.store.unwatch(&c.watched, &c.watch_flag);
     c.watched.clear();
     c.watch_flag.store(false, Relaxed);
@@ -362,6 +459,8 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         c.handle.subs.store(0, Relaxed);
         c.handle.psubs.store(0, Relaxed);
     }
+    ctx.shared.tracking.disable(&c.handle);
+    ctx.shared.monitors.remove(c.handle.id);
     c.select(0);
     c.handle.resp.store(2, Relaxed);
     ctx.out.resp3 = false;
@@ -429,16 +528,32 @@ fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// A client's CLIENT LIST line without its newline (networking.c
-/// `catClientInfoString`), as the ACL log records it.
-pub fn client_info_line(c: &crate::execution::client::ClientHandle) -> String {
+/// `catClientInfoString`), as the ACL log records it (without the
+/// denied command's `argv-mem`, which the log does not need).
+pub fn client_info_line(shared: &Shared, c: &crate::execution::client::ClientHandle) -> String {
     let mut s = String::new();
-    client_line(c, &mut s);
+    client_line(shared, c, 0, &mut s);
     s.pop();
     s
 }
 
+/// The running command's argument bytes when `c` is the caller (CLIENT
+/// LIST's `argv-mem`; other clients are between commands).
+fn argv_mem(ctx: &Ctx, c: &crate::execution::client::ClientHandle) -> usize {
+    if c.id == ctx.client.handle.id {
+        ctx.args.iter().map(|a| a.len()).sum()
+    } else {
+        0
+    }
+}
+
 /// One CLIENT LIST / CLIENT INFO line, with the fields Redis 7.0 prints.
-fn client_line(c: &crate::execution::client::ClientHandle, out: &mut String) {
+fn client_line(
+    shared: &Shared,
+    c: &crate::execution::client::ClientHandle,
+    argv_mem: usize,
+    out: &mut String,
+) {
     use std::fmt::Write;
     let name = c
         .name
@@ -461,31 +576,61 @@ fn client_line(c: &crate::execution::client::ClientHandle, out: &mut String) {
     let multi = c.multi.load(Relaxed);
     // Redis prints one letter per flag, in this order, or N for none.
     let mut flags = String::new();
+    if shared.monitors.is_monitor(c.id) {
+        flags.push('O');
+    }
     if subscribed {
         flags.push('P');
     }
     if multi >= 0 {
         flags.push('x');
     }
-    if c.blocked.load(Relaxed) {
+    if c.blocked.load(Relaxed) || c.paused.load(Relaxed) {
         flags.push('b');
+    }
+    let tracking = c.tracking.load(Relaxed);
+    if tracking & crate::tracking::ON != 0 {
+        flags.push('t');
+    }
+    if tracking & crate::tracking::BROKEN_REDIR != 0 {
+        flags.push('R');
+    }
+    if tracking & crate::tracking::BCAST != 0 {
+        flags.push('B');
+    }
+    if c.no_evict.load(Relaxed) {
+        flags.push('e');
     }
     if flags.is_empty() {
         flags.push('N');
     }
-    let user = String::from_utf8_lossy(&c.user.lock()).into_owned();
-    let lib = |m: &parking_lot::Mutex<Option<Vec<u8>>>| {
-        m.lock()
-            .as_ref()
-            .map(|n| String::from_utf8_lossy(n).into_owned())
-            .unwrap_or_default()
+    // The fields Redis 7.0.15 prints, in its order (lib-name and lib-ver
+    // came in 7.2). Memory figures are this connection's buffers: the
+    // request bytes not yet run (the running request included, as Redis
+    // counts it), the read buffer's spare room, the running command's
+    // arguments, MULTI's queue, the reply buffer and unwritten pushes.
+    let qbuf = c.qbuf.load(Relaxed);
+    let qbuf_free = c.qbuf_free.load(Relaxed);
+    let rbs = c
+        .buffer_bytes
+        .load(Relaxed)
+        .saturating_sub(qbuf + qbuf_free)
+        .max(1024);
+    let omem = c.push_bytes.load(Relaxed);
+    let oll = usize::from(omem > 0);
+    let redir = if tracking & crate::tracking::ON != 0 {
+        c.tracking_redirect.load(Relaxed) as i64
+    } else {
+        -1
     };
+    let user = String::from_utf8_lossy(&c.user.lock()).into_owned();
     let _ = writeln!(
         out,
-        "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
+        c.fd,
         name,
         c.created.elapsed().as_secs(),
         c.idle_secs(),
@@ -494,67 +639,102 @@ fn client_line(c: &crate::execution::client::ClientHandle, out: &mut String) {
         c.subs.load(Relaxed),
         c.psubs.load(Relaxed),
         multi,
+        qbuf,
+        qbuf_free,
+        argv_mem,
+        c.multi_mem.load(Relaxed),
+        rbs,
+        rbs,
+        oll,
+        omem,
+        qbuf + qbuf_free + rbs + omem + argv_mem + c.multi_mem.load(Relaxed),
         cmd,
         user,
+        redir,
         c.resp.load(Relaxed),
-        lib(&c.lib_name),
-        lib(&c.lib_ver),
     );
 }
 
 fn client_info(ctx: &mut Ctx) -> CmdResult {
     let mut s = String::new();
-    client_line(&ctx.client.handle, &mut s);
+    client_line(
+        ctx.shared,
+        &ctx.client.handle,
+        argv_mem(ctx, &ctx.client.handle),
+        &mut s,
+    );
     ctx.out.verbatim(s.as_bytes());
     Ok(Done)
 }
 
-fn client_list(ctx: &mut Ctx) -> CmdResult {
-    let mut ids: Option<Vec<u64>> = None;
-    let mut kind: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < ctx.argc() {
-        let opt = ctx.args.get(i);
-        if eq_ic(opt, "TYPE") && i + 1 < ctx.argc() {
-            let t = ctx.args.get(i + 1);
-            if !["normal", "master", "replica", "slave", "pubsub"]
-                .iter()
-                .any(|k| eq_ic(t, k))
-            {
-                return Err(Error::Owned(format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(t)
-                )));
-            }
-            kind = Some(t);
-            i += 2;
-        } else if eq_ic(opt, "ID") && i + 1 < ctx.argc() {
-            let mut v = Vec::new();
-            for a in ctx.args.iter().skip(i + 1) {
-                match int_arg(a) {
-                    Ok(n) if n > 0 => v.push(n as u64),
-                    _ => return Err(Error::Static("ERR Invalid client ID")),
-                }
-            }
-            ids = Some(v);
-            i = ctx.argc();
-        } else {
-            return Err(Error::Syntax);
-        }
+/// Redis's client types (`getClientTypeByName`); zwindow has no master or
+/// replica connections, so those types match no client.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClientType {
+    Normal,
+    Replica,
+    Pubsub,
+    Master,
+}
+
+fn client_type(name: &[u8]) -> Result<ClientType, Error> {
+    Ok(if eq_ic(name, "normal") {
+        ClientType::Normal
+    } else if eq_ic(name, "slave") || eq_ic(name, "replica") {
+        ClientType::Replica
+    } else if eq_ic(name, "pubsub") {
+        ClientType::Pubsub
+    } else if eq_ic(name, "master") {
+        ClientType::Master
+    } else {
+        return Err(Error::Owned(format!(
+            "ERR Unknown client type '{}'",
+            String::from_utf8_lossy(name)
+        )));
+    })
+}
+
+/// Redis's `getClientType`: a subscribed client is `pubsub` (a MONITOR
+/// client is `normal`).
+fn type_of(c: &crate::execution::client::ClientHandle) -> ClientType {
+    if c.subs.load(Relaxed) + c.psubs.load(Relaxed) > 0 {
+        ClientType::Pubsub
+    } else {
+        ClientType::Normal
     }
+}
+
+/// CLIENT LIST [TYPE t] | [ID id …]: as 7.0, TYPE only alone, and IDs
+/// listed in the order given (unknown ones skipped).
+fn client_list(ctx: &mut Ctx) -> CmdResult {
     let mut s = String::new();
-    for c in ctx.shared.clients.all() {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
-            continue;
+    let argc = ctx.argc();
+    if argc == 4 && eq_ic(ctx.args.get(2), "type") {
+        let t = client_type(ctx.args.get(3))?;
+        for c in ctx.shared.clients.all() {
+            if type_of(&c) == t {
+                client_line(ctx.shared, &c, argv_mem(ctx, &c), &mut s);
+            }
         }
-        let pubsub = c.subs.load(Relaxed) + c.psubs.load(Relaxed) > 0;
-        match kind {
-            Some(k) if eq_ic(k, "pubsub") && !pubsub => continue,
-            Some(k) if eq_ic(k, "normal") && pubsub => continue,
-            Some(k) if !eq_ic(k, "pubsub") && !eq_ic(k, "normal") => continue,
-            _ => {}
+    } else if argc > 3 && eq_ic(ctx.args.get(2), "id") {
+        let mut ids = Vec::with_capacity(argc - 3);
+        for a in ctx.args.iter().skip(3) {
+            ids.push(int_arg(a).map_err(|_| Error::Static("ERR Invalid client ID"))?);
         }
-        client_line(&c, &mut s);
+        for id in ids {
+            if let Some(c) = u64::try_from(id)
+                .ok()
+                .and_then(|id| ctx.shared.clients.get(id))
+            {
+                client_line(ctx.shared, &c, argv_mem(ctx, &c), &mut s);
+            }
+        }
+    } else if argc != 2 {
+        return Err(Error::Syntax);
+    } else {
+        for c in ctx.shared.clients.all() {
+            client_line(ctx.shared, &c, argv_mem(ctx, &c), &mut s);
+        }
     }
     ctx.out.verbatim(s.as_bytes());
     Ok(Done)
@@ -585,97 +765,334 @@ fn client_unblock(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// CLIENT KILL ip:port | [ID id] [TYPE t] [USER u] [ADDR ip:port]
+/// [LADDR ip:port] [SKIPME yes|no] …, as Redis 7.0's `clientCommand`.
 fn client_kill(ctx: &mut Ctx) -> CmdResult {
     let me = ctx.client.handle.id;
-    // Old form: CLIENT KILL ip:port.
-    if ctx.argc() == 3 {
-        let addr = ctx.args.get(2);
-        let target = ctx
-            .shared
-            .clients
-            .all()
-            .into_iter()
-            .find(|c| c.addr.as_bytes() == addr);
-        let Some(c) = target else {
-            return Err(Error::Static("ERR No such client"));
-        };
-        ctx.out.ok();
-        if c.id == me {
-            return Ok(Outcome::Close);
-        }
-        c.kill();
-        return Ok(Done);
-    }
-    let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
-    let mut user: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < ctx.argc() {
-        if i + 1 >= ctx.argc() {
-            return Err(Error::Syntax);
-        }
-        let (opt, val) = (ctx.args.get(i), ctx.args.get(i + 1));
-        if eq_ic(opt, "ID") {
-            match int_arg(val) {
-                Ok(n) if n > 0 => id = Some(n as u64),
-                _ => return Err(Error::Static("ERR client-id should be greater than 0")),
+    let argc = ctx.argc();
+    let (mut id, mut kind, mut addr, mut laddr, mut user) = (None, None, None, None, None);
+    let mut skipme = true;
+    if argc == 3 {
+        // The old form, which may kill the caller itself.
+        addr = Some(ctx.args.get(2));
+        skipme = false;
+    } else {
+        let mut i = 2;
+        while i < argc {
+            if i + 1 >= argc {
+                return Err(Error::Syntax);
             }
-        } else if eq_ic(opt, "ADDR") {
-            addr = Some(val);
-        } else if eq_ic(opt, "LADDR") {
-            laddr = Some(val);
-        } else if eq_ic(opt, "SKIPME") {
-            skipme = if eq_ic(val, "yes") {
-                true
-            } else if eq_ic(val, "no") {
-                false
+            let (opt, val) = (ctx.args.get(i), ctx.args.get(i + 1));
+            if eq_ic(opt, "id") {
+                match int_arg(val) {
+                    Ok(n) if n > 0 => id = Some(n as u64),
+                    _ => return Err(Error::Static("ERR client-id should be greater than 0")),
+                }
+            } else if eq_ic(opt, "type") {
+                kind = Some(client_type(val)?);
+            } else if eq_ic(opt, "addr") {
+                addr = Some(val);
+            } else if eq_ic(opt, "laddr") {
+                laddr = Some(val);
+            } else if eq_ic(opt, "user") {
+                if ctx.shared.acl.get(val).is_none() {
+                    return Err(Error::Raw([b"ERR No such user '", val, b"'"].concat()));
+                }
+                user = Some(val);
+            } else if eq_ic(opt, "skipme") {
+                skipme = if eq_ic(val, "yes") {
+                    true
+                } else if eq_ic(val, "no") {
+                    false
+                } else {
+                    return Err(Error::Syntax);
+                };
             } else {
                 return Err(Error::Syntax);
-            };
-        } else if eq_ic(opt, "USER") {
-            if ctx.shared.acl.get(val).is_none() {
-                return Err(Error::Raw([b"ERR No such user '", val, b"'"].concat()));
             }
-            user = Some(val);
-        } else if eq_ic(opt, "TYPE") || eq_ic(opt, "MAXAGE") {
-            return Err(Error::Owned(format!(
-                "ERR CLIENT KILL {} is not supported by zwindow",
-                String::from_utf8_lossy(opt).to_uppercase()
-            )));
-        } else {
-            return Err(Error::Syntax);
+            i += 2;
         }
-        i += 2;
     }
     let mut killed = 0;
     let mut outcome = Done;
     for c in ctx.shared.clients.all() {
-        if id.is_some_and(|id| id != c.id)
-            || addr.is_some_and(|a| a != c.addr.as_bytes())
+        if addr.is_some_and(|a| a != c.addr.as_bytes())
             || laddr.is_some_and(|a| a != c.laddr.as_bytes())
+            || kind.is_some_and(|t| t != type_of(&c))
+            || id.is_some_and(|id| id != c.id)
             || user.is_some_and(|u| u != c.user.lock().as_slice())
+            || (c.id == me && skipme)
         {
             continue;
         }
         if c.id == me {
-            if skipme {
-                continue;
-            }
             outcome = Outcome::Close;
         } else {
             c.kill();
         }
         killed += 1;
     }
-    ctx.out.int(killed);
+    if argc == 3 {
+        if killed == 0 {
+            return Err(Error::Static("ERR No such client"));
+        }
+        ctx.out.ok();
+    } else {
+        ctx.out.int(killed);
+    }
     Ok(outcome)
 }
 
-fn client_ok(ctx: &mut Ctx) -> CmdResult {
+/// CLIENT NO-EVICT ON|OFF: the flag CLIENT LIST shows as `e` (zwindow
+/// never evicts clients for memory, so nothing else reads it).
+fn client_no_evict(ctx: &mut Ctx) -> CmdResult {
     let v = ctx.args.get(2);
-    if !eq_ic(v, "on") && !eq_ic(v, "off") {
+    let on = if eq_ic(v, "on") {
+        true
+    } else if eq_ic(v, "off") {
+        false
+    } else {
+        return Err(Error::Syntax);
+    };
+    ctx.client.handle.no_evict.store(on, Relaxed);
+    ctx.out.ok();
+    Ok(Done)
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: the mode is checked before the
+/// timeout, as in Redis.
+fn client_pause(ctx: &mut Ctx) -> CmdResult {
+    use crate::execution::pause::{ALL, WRITE};
+    if ctx.argc() > 4 {
+        return Err(super::subcommand_syntax(&ctx.args));
+    }
+    let mut mode = ALL;
+    if ctx.argc() == 4 {
+        let m = ctx.args.get(3);
+        if eq_ic(m, "write") {
+            mode = WRITE;
+        } else if !eq_ic(m, "all") {
+            return Err(Error::Static("ERR CLIENT PAUSE mode must be WRITE or ALL"));
+        }
+    }
+    let ms = int_arg(ctx.args.get(2))
+        .map_err(|_| Error::Static("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(Error::Static("ERR timeout is negative"));
+    }
+    let end = if ms > 0 {
+        (ctx.shared.clock.now_ms() as i64).saturating_add(ms) as u64
+    } else {
+        0
+    };
+    ctx.shared.pause.pause(mode, end);
+    ctx.out.ok();
+    Ok(Done)
+}
+
+fn client_unpause(ctx: &mut Ctx) -> CmdResult {
+    ctx.shared.pause.unpause();
+    ctx.out.ok();
+    Ok(Done)
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing themselves; the
+/// execution layer drops the replies they silence (pushes still go out).
+fn client_reply(ctx: &mut Ctx) -> CmdResult {
+    use crate::execution::client::ReplyMode;
+    let v = ctx.args.get(2);
+    let c = &mut *ctx.client;
+    if eq_ic(v, "on") {
+        c.reply = ReplyMode::On;
+        ctx.out.ok();
+    } else if eq_ic(v, "off") {
+        c.reply = ReplyMode::Off;
+    } else if eq_ic(v, "skip") {
+        if c.reply != ReplyMode::Off {
+            c.reply = ReplyMode::SkipNext;
+        }
+    } else {
+        return Err(Error::Syntax);
+    }
+    Ok(Done)
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p …] [BCAST] [OPTIN]
+/// [OPTOUT] [NOLOOP], with Redis 7.0's checks in its order.
+fn client_tracking(ctx: &mut Ctx) -> CmdResult {
+    use crate::tracking::{BCAST, NOLOOP, ON, OPTIN, OPTOUT};
+    let mut redirect = 0u64;
+    let mut options = 0u32;
+    let mut prefixes: Vec<&[u8]> = Vec::new();
+    let mut j = 3;
+    while j < ctx.argc() {
+        let opt = ctx.args.get(j);
+        let more = j + 1 < ctx.argc();
+        if eq_ic(opt, "redirect") && more {
+            j += 1;
+            if redirect != 0 {
+                return Err(Error::Static(
+                    "ERR A client can only redirect to a single other client",
+                ));
+            }
+            let id = int_arg(ctx.args.get(j))?;
+            let found = u64::try_from(id)
+                .ok()
+                .and_then(|id| ctx.shared.clients.get(id));
+            if found.is_none() {
+                return Err(Error::Static(
+                    "ERR The client ID you want redirect to does not exist",
+                ));
+            }
+            redirect = id as u64;
+        } else if eq_ic(opt, "bcast") {
+            options |= BCAST;
+        } else if eq_ic(opt, "optin") {
+            options |= OPTIN;
+        } else if eq_ic(opt, "optout") {
+            options |= OPTOUT;
+        } else if eq_ic(opt, "noloop") {
+            options |= NOLOOP;
+        } else if eq_ic(opt, "prefix") && more {
+            j += 1;
+            prefixes.push(ctx.args.get(j));
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    let h = &ctx.client.handle;
+    let tracking = &ctx.shared.tracking;
+    let mode = ctx.args.get(2);
+    if eq_ic(mode, "on") {
+        let cur = h.tracking.load(Relaxed);
+        if options & BCAST == 0 && !prefixes.is_empty() {
+            return Err(Error::Static(
+                "ERR PREFIX option requires BCAST mode to be enabled",
+            ));
+        }
+        if cur & ON != 0 && (cur & BCAST != 0) != (options & BCAST != 0) {
+            return Err(Error::Static(
+                "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+            ));
+        }
+        if options & BCAST != 0 && options & (OPTIN | OPTOUT) != 0 {
+            return Err(Error::Static(
+                "ERR OPTIN and OPTOUT are not compatible with BCAST",
+            ));
+        }
+        if options & OPTIN != 0 && options & OPTOUT != 0 {
+            return Err(Error::Static(
+                "ERR You can't specify both OPTIN mode and OPTOUT mode",
+            ));
+        }
+        if (options & OPTIN != 0 && cur & OPTOUT != 0)
+            || (options & OPTOUT != 0 && cur & OPTIN != 0)
+        {
+            return Err(Error::Static(
+                "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
+            ));
+        }
+        if options & BCAST != 0
+            && let Some(msg) = tracking.prefix_collision(h.id, &prefixes)
+        {
+            return Err(Error::Owned(msg));
+        }
+        tracking.enable(h, redirect, options, &prefixes);
+    } else if eq_ic(mode, "off") {
+        tracking.disable(h);
+    } else {
         return Err(Error::Syntax);
     }
     ctx.out.ok();
+    Ok(Done)
+}
+
+fn client_caching(ctx: &mut Ctx) -> CmdResult {
+    use crate::tracking::{CACHING, ON, OPTIN, OPTOUT};
+    let h = &ctx.client.handle;
+    let f = h.tracking.load(Relaxed);
+    if f & ON == 0 {
+        return Err(Error::Static(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        ));
+    }
+    let opt = ctx.args.get(2);
+    if eq_ic(opt, "yes") {
+        if f & OPTIN == 0 {
+            return Err(Error::Static(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ));
+        }
+    } else if eq_ic(opt, "no") {
+        if f & OPTOUT == 0 {
+            return Err(Error::Static(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ));
+        }
+    } else {
+        return Err(Error::Syntax);
+    }
+    h.tracking.fetch_or(CACHING, Relaxed);
+    ctx.out.ok();
+    Ok(Done)
+}
+
+fn client_getredir(ctx: &mut Ctx) -> CmdResult {
+    let h = &ctx.client.handle;
+    if h.tracking.load(Relaxed) & crate::tracking::ON != 0 {
+        ctx.out.int(h.tracking_redirect.load(Relaxed) as i64);
+    } else {
+        ctx.out.int(-1);
+    }
+    Ok(Done)
+}
+
+fn client_trackinginfo(ctx: &mut Ctx) -> CmdResult {
+    use crate::tracking::{BCAST, BROKEN_REDIR, CACHING, NOLOOP, ON, OPTIN, OPTOUT};
+    let h = &ctx.client.handle;
+    let f = h.tracking.load(Relaxed);
+    let mut flags: Vec<&[u8]> = vec![if f & ON != 0 { b"on" } else { b"off" }];
+    if f & BCAST != 0 {
+        flags.push(b"bcast");
+    }
+    if f & OPTIN != 0 {
+        flags.push(b"optin");
+        if f & CACHING != 0 {
+            flags.push(b"caching-yes");
+        }
+    }
+    if f & OPTOUT != 0 {
+        flags.push(b"optout");
+        if f & CACHING != 0 {
+            flags.push(b"caching-no");
+        }
+    }
+    if f & NOLOOP != 0 {
+        flags.push(b"noloop");
+    }
+    if f & BROKEN_REDIR != 0 {
+        flags.push(b"broken_redirect");
+    }
+    let prefixes = ctx.shared.tracking.prefixes_of(h.id);
+    let out = &mut *ctx.out;
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(flags.len());
+    for fl in flags {
+        out.bulk(fl);
+    }
+    out.bulk(b"redirect");
+    if f & ON != 0 {
+        out.int(h.tracking_redirect.load(Relaxed) as i64);
+    } else {
+        out.int(-1);
+    }
+    out.bulk(b"prefixes");
+    out.array(prefixes.len());
+    for p in &prefixes {
+        out.bulk(p);
+    }
     Ok(Done)
 }
 

@@ -372,8 +372,10 @@ fn clients(t: &mut Text, shared: &Shared) {
         "client_recent_max_output_buffer",
         st.recent_max_output.get(),
     );
-    t.field("blocked_clients", shared.blocking.waiting());
-    t.field("tracking_clients", 0);
+    // Clients held by CLIENT PAUSE count as blocked, as in Redis.
+    let paused = shared.pause.waiting.load(Relaxed) as usize;
+    t.field("blocked_clients", shared.blocking.waiting() + paused);
+    t.field("tracking_clients", shared.tracking.clients());
     t.field(
         "clients_in_timeout_table",
         st.clients_in_timeout_table.load(Relaxed),
@@ -677,8 +679,7 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.field("pubsub_patterns", shared.pubsub.numpat());
     // Shard channels (SSUBSCRIBE) are not implemented.
     t.field("pubsubshard_channels", 0);
-    // No fork (no persistence), MIGRATE, replicas, defragmentation or
-    // client tracking.
+    // No fork (no persistence), MIGRATE, replicas or defragmentation.
     for name in [
         "latest_fork_usec",
         "total_forks",
@@ -690,14 +691,15 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
         "active_defrag_key_misses",
         "total_active_defrag_time",
         "current_active_defrag_time",
-        "tracking_total_keys",
-        "tracking_total_items",
-        "tracking_total_prefixes",
-        // Errors in what a master or the AOF sends: neither exists.
-        "unexpected_error_replies",
     ] {
         t.field(name, 0);
     }
+    let (keys, items, prefixes) = shared.tracking.totals();
+    t.field("tracking_total_keys", keys);
+    t.field("tracking_total_items", items);
+    t.field("tracking_total_prefixes", prefixes);
+    // Errors in what a master or the AOF sends: neither exists.
+    t.field("unexpected_error_replies", 0);
     t.field("total_error_replies", st.error_replies.load(Relaxed));
     // Deep sanitization of DUMP payloads is off by default in Redis.
     t.field("dump_payload_sanitizations", 0);

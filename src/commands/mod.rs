@@ -461,8 +461,8 @@ pub struct Ctx<'c, 'k> {
     pub args: Args<'c>,
     pub ks: &'c mut Keyspace<'k>,
     pub cmd: &'static Command,
-    /// Arguments the slow log must not show (passwords), one bit each;
-    /// bit 63 stands for every argument from 63 on.
+    /// Arguments the slow log and MONITOR must not show (passwords), one
+    /// bit each; bit 63 stands for every argument from 63 on.
     pub redacted: u64,
     /// The error reply a script wrote as its result, if any: the call
     /// counts as failed, and the error in `errorstats` unless a command
@@ -480,7 +480,7 @@ pub struct ScriptError {
 }
 
 impl Ctx<'_, '_> {
-    /// Hides argument `i` from the slow log (Redis's
+    /// Hides argument `i` from the slow log and MONITOR (Redis's
     /// `redactClientCommandArgument`).
     pub fn redact(&mut self, i: usize) {
         self.redacted |= 1 << i.min(63);

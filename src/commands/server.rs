@@ -31,6 +31,8 @@ pub static COMMANDS: &[Command] = &[
     Command::new("flushall", -1, WRITE, Keys::All, flushall)
         .doc(G, "1.0.0", "O(N) where N is the total number of keys in all databases", "Removes all keys from all databases.")
         .syntax("[ASYNC | SYNC]"),
+    Command::new("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, monitor)
+        .doc(G, "1.0.0", "", "Listens for all requests received by the server in real-time."),
     Command::new("time", 1, LOADING | STALE | FAST, Keys::None, time).doc(G, "2.6.0", "O(1)", "Returns the server time."),
     Command::new("lastsave", 1, LOADING | STALE | FAST, Keys::None, lastsave)
         .doc(G, "1.0.0", "O(1)", "Returns the Unix timestamp of the last successful save to disk."),
@@ -1157,6 +1159,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
 fn flushdb(ctx: &mut Ctx) -> CmdResult {
     flush_mode(ctx)?;
     flush_db(ctx, ctx.client.db);
+    ctx.ks.invalidate_tracking_all();
     ctx.out.ok();
     Ok(Done)
 }
@@ -1166,7 +1169,24 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
     for db in 0..ctx.shared.store.databases {
         flush_db(ctx, db);
     }
+    ctx.ks.invalidate_tracking_all();
     ctx.out.ok();
+    Ok(Done)
+}
+
+/// MONITOR: from now on the client receives a line per command run
+/// ([`crate::execution::monitor`]). Refused inside EXEC, as Redis refuses it
+/// to a client that must get one reply per command; a second MONITOR
+/// answers nothing, as in Redis.
+fn monitor(ctx: &mut Ctx) -> CmdResult {
+    if ctx.client.in_exec {
+        return Err(Error::Static(
+            "ERR MONITOR isn't allowed for DENY BLOCKING client",
+        ));
+    }
+    if ctx.shared.monitors.add(&ctx.client.handle) {
+        ctx.out.ok();
+    }
     Ok(Done)
 }
 

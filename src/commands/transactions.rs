@@ -226,6 +226,12 @@ fn unwatch(ctx: &mut Ctx) -> CmdResult {
 /// wrapped in EXECABORT, as Redis's `execCommandAbort` does (dropping the
 /// generic `ERR ` prefix, keeping specific ones such as `NOAUTH`).
 pub fn abort_exec(shared: &Shared, client: &mut Client, out: &mut Reply, reason: &str) {
+    // MONITOR showed MULTI: it is shown the EXEC that ends it (Redis's
+    // `execCommandAbort`).
+    if shared.monitors.active() {
+        let exec = crate::commands::OwnedArgs::from_slices(&[b"exec".as_slice()]);
+        shared.monitors.feed(client, client.db, &exec.args(), 0);
+    }
     end_multi(client);
     unwatch_all(shared, client);
     let reason = reason.strip_prefix("ERR ").unwrap_or(reason);
@@ -239,6 +245,7 @@ fn end_multi(client: &mut Client) {
     client.multi = None;
     client.multi_error = false;
     client.handle.multi.store(-1, Relaxed);
+    client.handle.multi_mem.store(0, Relaxed);
 }
 
 /// Drops every WATCH of the client and clears its dirty flag. Locks the

@@ -36,6 +36,13 @@ pub enum Push {
         channel: Bytes,
         payload: Bytes,
     },
+    /// Already encoded: a tracking invalidation or a MONITOR line.
+    Raw(Bytes),
+    /// From the clients' cron: give back the read buffer's unused room
+    /// (all of it when `idle`), as Redis's `clientsCronResizeQueryBuffer`.
+    ShrinkQuery {
+        idle: bool,
+    },
 }
 
 impl Push {
@@ -47,6 +54,8 @@ impl Push {
                 channel,
                 payload,
             } => pattern.len() + channel.len() + payload.len() + 48,
+            Push::Raw(b) => b.len(),
+            Push::ShrinkQuery { .. } => 0,
         }
     }
 }
@@ -54,6 +63,14 @@ impl Push {
 /// What other tasks can see of, and do to, one connection.
 pub struct ClientHandle {
     pub id: ClientId,
+    /// The socket's file descriptor (CLIENT LIST's `fd=`).
+    pub fd: i32,
+    /// Request bytes read but not yet run, counted from the running
+    /// request (CLIENT LIST's `qbuf=`), and the read buffer's spare room.
+    pub qbuf: AtomicUsize,
+    pub qbuf_free: AtomicUsize,
+    /// Argument bytes queued by MULTI (CLIENT LIST's `multi-mem=`).
+    pub multi_mem: AtomicUsize,
     pub addr: String,
     pub laddr: String,
     pub created: Instant,
@@ -76,6 +93,14 @@ pub struct ClientHandle {
     pub last_active_ms: AtomicU64,
     pub killed: AtomicBool,
     pub kill_notify: Notify,
+    /// Client-side caching flags ([`crate::tracking`]'s `ON`, `BCAST`, …)
+    /// and the client invalidations are redirected to (0: none).
+    pub tracking: AtomicU32,
+    pub tracking_redirect: AtomicU64,
+    /// CLIENT NO-EVICT (CLIENT LIST's `e`).
+    pub no_evict: AtomicBool,
+    /// Held by CLIENT PAUSE (CLIENT LIST's `b`).
+    pub paused: AtomicBool,
     /// True while the connection waits in a blocking command.
     pub blocked: AtomicBool,
     /// CLIENT UNBLOCK's request: 0 none, [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`].
@@ -146,16 +171,46 @@ impl ClientHandle {
         self.push_tx.send(msg).is_ok()
     }
 
-    fn kill_for_output_limit(&self, queued: u64, which: &str) {
+    /// Closes the client for its output buffer, logged as Redis logs it.
+    pub fn kill_for_output_limit(&self, queued: u64, which: &str) {
         if !self.killed.swap(true, Relaxed) {
             tracing::warn!(
                 client = self.id,
                 addr = %self.addr,
                 queued,
-                "closing client that reached the {which} pubsub output buffer limit"
+                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits ({which} limit).",
+                self.id,
+                self.addr
             );
         }
         self.kill_notify.notify_one();
+    }
+
+    /// The normal class's limit applied to a reply batch of `bytes`
+    /// (Redis's `checkClientOutputBufferLimits`): true if the client must
+    /// be closed instead of being sent it.
+    pub fn over_output_limit(&self, bytes: u64, limit: OutputLimit) -> bool {
+        if limit.hard != 0 && bytes > limit.hard {
+            self.kill_for_output_limit(bytes, "hard");
+            return true;
+        }
+        if limit.soft != 0 && bytes > limit.soft {
+            let now = self.created.elapsed().as_millis() as u64 + 1;
+            let since = match self
+                .soft_over_since
+                .compare_exchange(0, now, Relaxed, Relaxed)
+            {
+                Ok(_) => now,
+                Err(t) => t,
+            };
+            if now - since > limit.soft_secs * 1000 {
+                self.kill_for_output_limit(bytes, "soft");
+                return true;
+            }
+        } else if limit.soft != 0 {
+            self.soft_over_since.store(0, Relaxed);
+        }
+        false
     }
 
     pub fn idle_secs(&self) -> u64 {
@@ -183,11 +238,16 @@ impl Clients {
         &self,
         addr: String,
         laddr: String,
+        fd: i32,
     ) -> (Arc<ClientHandle>, mpsc::UnboundedReceiver<Push>) {
         let id = self.next_id.fetch_add(1, Relaxed) + 1;
         let (tx, rx) = mpsc::unbounded_channel();
         let h = Arc::new(ClientHandle {
             id,
+            fd,
+            qbuf: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
+            multi_mem: AtomicUsize::new(0),
             addr,
             laddr,
             created: Instant::now(),
@@ -204,6 +264,10 @@ impl Clients {
             last_active_ms: AtomicU64::new(0),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
+            tracking: AtomicU32::new(0),
+            tracking_redirect: AtomicU64::new(0),
+            no_evict: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
             unblock_notify: Notify::new(),
@@ -278,10 +342,30 @@ pub struct Client {
     /// got data: that key. Redis serves a waiter from the key that became
     /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
     pub serving_key: Option<Key>,
+    /// For a script's client: the keys the script declared, which a
+    /// tracking caller is remembered to have read when the script reads
+    /// (Redis's `trackingRememberKeys` of the script's caller).
+    pub script_keys: Vec<Key>,
+    /// CLIENT REPLY's state.
+    pub reply: ReplyMode,
+    /// Tracking invalidations of this client's own keys, held until its
+    /// reply is in the output buffer.
+    pub tracking_held: crate::tracking::Pending,
     /// Memory was over `maxmemory` with nothing left to evict when this
     /// client's command was verified (Redis's `pre_command_oom_state`):
     /// scripts it starts refuse deny-OOM commands.
     pub oom: bool,
+}
+
+/// CLIENT REPLY: whether this client's replies are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// CLIENT REPLY SKIP ran: the next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped.
+    Skip,
 }
 
 impl Client {
@@ -302,6 +386,9 @@ impl Client {
             patterns: HashSet::new(),
             commands: 0,
             serving_key: None,
+            script_keys: Vec::new(),
+            reply: ReplyMode::On,
+            tracking_held: Vec::new(),
             oom: false,
         }
     }
@@ -360,6 +447,8 @@ impl Client {
         if let Some(q) = &mut self.multi {
             q.push(args.to_owned());
             self.handle.multi.store(q.len() as i32, Relaxed);
+            let bytes: usize = args.iter().map(|a| a.len()).sum();
+            self.handle.multi_mem.fetch_add(bytes, Relaxed);
         }
     }
 

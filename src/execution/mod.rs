@@ -17,6 +17,8 @@
 
 pub mod blocking;
 pub mod client;
+pub mod monitor;
+pub mod pause;
 pub mod scripting;
 
 use std::sync::Arc;
@@ -108,6 +110,9 @@ pub enum Dispatched {
     /// A script (or an EXEC queuing one): nothing was done; dispatch it
     /// again on the script runner thread.
     ScriptRunner,
+    /// CLIENT PAUSE holds the command (true: it may write): nothing was
+    /// done; await the pause's end and dispatch it again.
+    Paused(bool),
 }
 
 /// Runs one request from a client: checks, locking, the handler.
@@ -159,6 +164,7 @@ pub fn dispatch(
         }
         Verdict::WaitScript => return Dispatched::WaitScript,
         Verdict::ScriptRunner => return Dispatched::ScriptRunner,
+        Verdict::Paused(writes) => return Dispatched::Paused(writes),
     }
     // Lock, run, after-command work.
     let set = shards_for(shared, cmd, &args);
@@ -195,6 +201,7 @@ pub fn dispatch(
         }
     };
     let ready = std::mem::take(&mut ks.ready);
+    client.tracking_held.append(&mut ks.tracking_pending);
     drop(ks);
     if !ready.is_empty() {
         if shared.scripting.busy.is_running() && !scripting::on_runner() {
@@ -224,12 +231,14 @@ enum Verdict {
     WaitScript,
     /// A script (or an EXEC holding one): run it on the script runner.
     ScriptRunner,
+    /// CLIENT PAUSE holds it (true: it may write): retry after the pause.
+    Paused(bool),
 }
 
 /// The checks a client's command passes before it may run, in Redis 7.0's
 /// order (`processCommand`): auth, MULTI's refusals, ACL permissions,
-/// out of memory (evicting first), RESP2 subscribed mode, a busy script,
-/// then MULTI queueing.
+/// out of memory (evicting first), the tracking table's bound, RESP2
+/// subscribed mode, a busy script, CLIENT PAUSE, then MULTI queueing.
 fn verify(
     shared: &Arc<Shared>,
     client: &mut Client,
@@ -282,6 +291,11 @@ fn verify(
     } else {
         client.oom = false;
     }
+    // Client-side caching's table stays within `tracking-table-max-keys`
+    // (Redis's `trackingLimitUsedSlots`, right after the memory check).
+    if shared.tracking.clients() > 0 {
+        shared.tracking.limit(shared);
+    }
     if crate::persistence::writes_denied(shared) && (is_write(client, cmd) || cmd.name == "ping") {
         return Verdict::Reject(crate::persistence::MISCONF.into());
     }
@@ -305,6 +319,17 @@ fn verify(
         }
         if !past || !matches!(cmd.keys, Keys::None) || !client.watched.is_empty() {
             return Verdict::WaitScript;
+        }
+    }
+    // A paused command waits, after every check that refuses it and
+    // before MULTI queues it (Redis's `BLOCKED_POSTPONE`).
+    let pause = shared.pause.mode(shared.clock.now_ms());
+    if pause != pause::OFF {
+        let writes = pause::may_replicate(args, client.multi.as_deref(), &|c, a| {
+            shared.scripting.may_write(c, a)
+        });
+        if pause == pause::ALL || writes {
+            return Verdict::Paused(writes);
         }
     }
     if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
@@ -393,7 +418,7 @@ pub(crate) fn log_denial(
         object: object.to_vec(),
         username: username.to_vec(),
         ctime_ms: crate::util::unix_ms(),
-        client_info: crate::commands::connection::client_info_line(handle),
+        client_info: crate::commands::connection::client_info_line(shared, handle),
     };
     let max = shared.config.acllog_max_len();
     shared.acl.log.lock().add(entry, max);
@@ -506,10 +531,12 @@ fn script_refusal(
             );
         }
     }
+    // May-replicate commands (PUBLISH, …) count as writes in scripts, so
+    // that read-only scripts may run during CLIENT PAUSE WRITE.
+    if read_only && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
+        return Some("ERR Write commands are not allowed from read-only scripts.");
+    }
     if cmd.has(flags::WRITE) {
-        if read_only {
-            return Some("ERR Write commands are not allowed from read-only scripts.");
-        }
         if crate::persistence::writes_denied(shared) {
             return Some(crate::persistence::MISCONF);
         }
@@ -597,6 +624,17 @@ pub fn call(
         redacted: 0,
         script_error: None,
     };
+    // Scripts are shown before the commands they run (Redis's evalCommand
+    // feeds MONITOR itself); other commands after they ran. A blocked
+    // client served later was shown when it first ran.
+    let monitored = shared.monitors.active() && ctx.client.serving_key.is_none();
+    let script = matches!(
+        cmd.name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    );
+    if monitored && script {
+        shared.monitors.feed(ctx.client, ctx.client.db, &args, 0);
+    }
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
     let redacted = ctx.redacted;
@@ -604,6 +642,12 @@ pub fn call(
     if matches!(result, Err(Error::EngineBusy)) {
         out.truncate(mark);
         return Outcome::WaitScript;
+    }
+    if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
+        shared.monitors.feed(client, client.db, &args, redacted);
+    }
+    if shared.tracking.used() {
+        track(shared, client, ks, cmd, &args);
     }
     // Like Redis, every call counts as processed; a command that blocks
     // counts in its command's statistics once it is served.
@@ -641,6 +685,42 @@ pub fn call(
         out.error_bytes(e.bytes());
         Outcome::Done
     })
+}
+
+/// Client-side caching's part of the after-command step: invalidations
+/// for the keys the command changed (those of the running client itself
+/// held for after its reply), then, after a read, the keys a tracking
+/// client may now cache (Redis's `trackingRememberKeys` in `call`; a
+/// script's reads remember the keys the script declared).
+fn track(shared: &Shared, client: &Client, ks: &mut Keyspace<'_>, cmd: &Command, args: &Args<'_>) {
+    let me = client.handle.id;
+    if !ks.invalidated.is_empty() {
+        let mut changed = std::mem::take(&mut ks.invalidated);
+        shared
+            .tracking
+            .invalidate(shared, &mut changed, Some(me), &mut ks.tracking_pending);
+        ks.invalidated = changed;
+    }
+    use crate::tracking::{BCAST, CACHING, ON, OPTIN, OPTOUT};
+    let f = client.handle.tracking.load(Relaxed);
+    if f & ON == 0 || f & BCAST != 0 || !cmd.has(flags::READONLY) || cmd.has(flags::PUBSUB) {
+        return;
+    }
+    if matches!(cmd.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
+        return;
+    }
+    let caching = f & CACHING != 0;
+    if (f & OPTIN != 0 && !caching) || (f & OPTOUT != 0 && caching) {
+        return;
+    }
+    if client.in_script {
+        let keys = client.script_keys.iter().map(|k| &k[..]);
+        shared.tracking.remember(me, keys);
+    } else {
+        let mut keys = Vec::new();
+        cmd.key_indices(args, |i| keys.push(args.get(i)));
+        shared.tracking.remember(me, keys);
+    }
 }
 
 /// What a command leaves behind in the latency monitor and the slow log
@@ -719,8 +799,14 @@ pub async fn execute(
     args: Args<'_>,
 ) -> Ran {
     let mut owned: Option<OwnedArgs> = None;
+    let mark = out.len();
     loop {
         let a = owned.as_ref().map_or(args, |o| o.args());
+        let is_client_cmd = crate::util::eq_ic(a.get(0), "client");
+        // (Un)subscribe confirmations are pushes: CLIENT REPLY keeps them.
+        let pushes_reply = ["subscribe", "psubscribe", "unsubscribe", "punsubscribe"]
+            .iter()
+            .any(|n| crate::util::eq_ic(a.get(0), n));
         let dispatched = match dispatch(shared, client, out, a) {
             Dispatched::ScriptRunner => {
                 let job_args = owned.take().unwrap_or_else(|| args.to_owned());
@@ -728,10 +814,24 @@ pub async fn execute(
             }
             d => d,
         };
+        if !matches!(
+            dispatched,
+            Dispatched::WaitScript | Dispatched::ScriptRunner | Dispatched::Paused(_)
+        ) {
+            forget_caching(client, is_client_cmd);
+            after_reply(shared, client, out, (!pushes_reply).then_some(mark));
+        }
         match dispatched {
             Dispatched::Done => return Ran::Done,
             Dispatched::Blocked(w) => return Ran::Blocked(w),
             Dispatched::Close => return Ran::Close,
+            Dispatched::Paused(writes) => {
+                let h = client.handle.clone();
+                shared.pause.wait(&shared.clock, writes, &h).await;
+                if h.killed.load(Relaxed) {
+                    return Ran::Close;
+                }
+            }
             Dispatched::WaitScript | Dispatched::ScriptRunner => {
                 if owned.is_none() {
                     owned = Some(args.to_owned());
@@ -744,6 +844,49 @@ pub async fn execute(
                     .await;
             }
         }
+    }
+}
+
+/// After a request's reply: CLIENT REPLY OFF/SKIP drop it (Redis's
+/// `prepareClientToWrite`), then the tracking invalidations held for the
+/// client's own keys follow it (pushes, sent whatever CLIENT REPLY says).
+/// `mark`: where the reply starts, None when it is made of pushes.
+fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: Option<usize>) {
+    use client::ReplyMode;
+    match client.reply {
+        ReplyMode::On => {}
+        ReplyMode::Off => {
+            if let Some(mark) = mark {
+                out.truncate(mark);
+            }
+        }
+        ReplyMode::Skip => {
+            if let Some(mark) = mark {
+                out.truncate(mark);
+            }
+            client.reply = ReplyMode::On;
+        }
+        // CLIENT REPLY SKIP itself: the next command's reply goes.
+        ReplyMode::SkipNext => client.reply = ReplyMode::Skip,
+    }
+    if !client.tracking_held.is_empty() {
+        let mut held = std::mem::take(&mut client.tracking_held);
+        shared
+            .tracking
+            .send_pending(shared, &client.handle, &mut held, out);
+    }
+}
+
+/// CLIENT CACHING applies to the next command or transaction only
+/// (Redis's `resetClient`): cleared after any command but a CLIENT
+/// subcommand, unless in MULTI.
+fn forget_caching(client: &Client, is_client_cmd: bool) {
+    let h = &client.handle;
+    if h.tracking.load(Relaxed) & crate::tracking::CACHING != 0
+        && client.multi.is_none()
+        && !is_client_cmd
+    {
+        h.tracking.fetch_and(!crate::tracking::CACHING, Relaxed);
     }
 }
 

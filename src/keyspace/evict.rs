@@ -424,17 +424,19 @@ fn insert(pool: &mut Vec<Candidate>, idle: u64, db: usize, key: &Key) {
 
 impl Keyspace<'_> {
     /// Deletes `key` because memory is over `maxmemory` (Redis's
-    /// `deleteEvictedKeyAndPropagate` and what follows it): the `evicted`
-    /// notification and WATCH invalidation.
+    /// `deleteEvictedKeyAndPropagate` and what follows it): WATCH and
+    /// client-side caching invalidation (`signalModifiedKey`, sent at once,
+    /// as Redis does, before the `evicted` notification).
     ///
-    /// The one place every evicted key passes: client-side caching's
-    /// invalidation of evicted keys belongs here.
+    /// The one place every evicted key passes.
     pub fn evict(&mut self, key: &[u8]) {
         if self.remove_raw_entry(key).is_none() {
             return;
         }
         let db = self.db;
         self.shard(key).touch_watched(db, key);
+        self.invalidate_tracking(key);
+        self.send_invalidations();
         self.notify(notify::EVICTED, "evicted", key);
     }
 }

@@ -27,10 +27,13 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
             _ = shutdown.changed() => return,
         }
         // A quarter of each period at most, as Redis's slow cycle.
-        if shared
-            .store
-            .active_expire
-            .load(std::sync::atomic::Ordering::Relaxed)
+        // CLIENT PAUSE holds expiry back, as in Redis.
+        let paused = shared.pause.mode(shared.clock.now_ms()) != crate::execution::pause::OFF;
+        if !paused
+            && shared
+                .store
+                .active_expire
+                .load(std::sync::atomic::Ordering::Relaxed)
         {
             cycle(&shared, period / 4);
         }

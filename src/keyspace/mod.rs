@@ -385,6 +385,39 @@ pub struct Keyspace<'a> {
     /// Keys that received data this command; blocked clients are served
     /// from them once the command's locks are released.
     pub ready: Vec<(usize, Key)>,
+    /// Keys changed (None: everything, a flush) whose client-side caches
+    /// must be invalidated, once client tracking was ever used; the
+    /// execution layer sends them after each command, and whatever is left
+    /// (background expiry, the sweeper) goes out when this view is dropped.
+    pub invalidated: crate::tracking::Invalidated,
+    /// Invalidations for the running client itself, sent after its reply.
+    pub tracking_pending: crate::tracking::Pending,
+}
+
+impl Drop for Keyspace<'_> {
+    fn drop(&mut self) {
+        self.send_invalidations();
+    }
+}
+
+impl Keyspace<'_> {
+    /// Sends the client-side caching invalidations this view collected
+    /// that no command's after-command step took.
+    fn send_invalidations(&mut self) {
+        let tracking = &self.shared.tracking;
+        if !tracking.used() {
+            return;
+        }
+        if !self.invalidated.is_empty() {
+            let mut pending = std::mem::take(&mut self.tracking_pending);
+            tracking.invalidate(self.shared, &mut self.invalidated, None, &mut pending);
+            self.tracking_pending = pending;
+        }
+        if !self.tracking_pending.is_empty() {
+            tracking.push_pending(self.shared, &mut self.tracking_pending);
+        }
+        tracking.broadcast(self.shared);
+    }
 }
 
 impl<'a> Keyspace<'a> {
@@ -395,6 +428,8 @@ impl<'a> Keyspace<'a> {
             db,
             now_ms,
             ready: Vec::new(),
+            invalidated: Vec::new(),
+            tracking_pending: Vec::new(),
         }
     }
 
@@ -438,7 +473,9 @@ impl<'a> Keyspace<'a> {
 
     /// Looks a key up, deleting it first if its TTL has passed.
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.prepare(key);
+        if self.prepare(key) {
+            return None;
+        }
         let (shared, now) = (self.shared, self.now_ms);
         let e = self.db_of(key).keys.get_mut(key)?;
         e.lru = evict::touched(shared, e.lru, now);
@@ -447,10 +484,10 @@ impl<'a> Keyspace<'a> {
 
     /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
     pub fn get_read(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.prepare(key);
+        let hidden = self.prepare(key);
         let (db, shared, now) = (self.db, self.shared, self.now_ms);
         let shard = self.shard(key);
-        match shard.dbs[db].keys.get_mut(key) {
+        match shard.dbs[db].keys.get_mut(key).filter(|_| !hidden) {
             Some(e) => {
                 shard.stats.hits += 1;
                 e.lru = evict::touched(shared, e.lru, now);
@@ -480,7 +517,9 @@ impl<'a> Keyspace<'a> {
 
     /// Looks a key up without touching its access time (OBJECT, TYPE-free paths).
     pub fn peek(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.prepare(key);
+        if self.prepare(key) {
+            return None;
+        }
         self.db_of(key).keys.get_mut(key)
     }
 
@@ -491,7 +530,9 @@ impl<'a> Keyspace<'a> {
     }
 
     pub fn exists(&mut self, key: &[u8]) -> bool {
-        self.prepare(key);
+        if self.prepare(key) {
+            return false;
+        }
         self.db_of(key).keys.contains_key(key)
     }
 
@@ -583,11 +624,12 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Brings a key up to date before a command sees it: TTL expiry, then
-    /// window trimming.
-    pub fn prepare(&mut self, key: &[u8]) {
+    /// window trimming. True if the key's TTL has passed (deleted, or only
+    /// hidden while CLIENT PAUSE holds expiry back).
+    pub fn prepare(&mut self, key: &[u8]) -> bool {
         self.cow(key);
         if self.expire_if_needed(key) {
-            return;
+            return true;
         }
         if self.shared.windows.active() {
             crate::keyspace::windows::trim(self, key, crate::keyspace::windows::TrimMode::Lazy);
@@ -598,6 +640,7 @@ impl<'a> Keyspace<'a> {
         if self.member_ttls() {
             zset_ttl::expire(self, key, usize::MAX);
         }
+        false
     }
 
     /// Preserves `key` for a running BGSAVE before it may change (see
@@ -619,7 +662,9 @@ impl<'a> Keyspace<'a> {
         self.store().field_ttls.load(Ordering::Relaxed)
     }
 
-    /// Deletes `key` if its TTL has passed; true if it did.
+    /// Deletes `key` if its TTL has passed; true if it has passed. While
+    /// CLIENT PAUSE is in force the key is only reported expired, not
+    /// deleted (Redis's `expireIfNeeded`): a pause stops every change.
     pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let (now, dbi) = (self.now_ms, self.db);
         let db = self.db_of(key);
@@ -630,11 +675,15 @@ impl<'a> Keyspace<'a> {
             Some(e) if e.is_expired(now) => {}
             _ => return false,
         }
+        if self.shared.pause.mode(self.shared.clock.now_ms()) != crate::execution::pause::OFF {
+            return true;
+        }
         self.remove_raw(key);
         let shard = self.shard(key);
         shard.stats.expired_keys += 1;
         shard.touch_watched(dbi, key);
         self.notify(notify::EXPIRED, "expired", key);
+        self.invalidate_tracking(key);
         true
     }
 
@@ -646,8 +695,25 @@ impl<'a> Keyspace<'a> {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let db = self.db;
         self.shard(key).touch_watched(db, key);
+        self.invalidate_tracking(key);
         if self.shared.windows.active() || self.field_ttls() || self.member_ttls() {
             crate::keyspace::windows::reschedule(self, key);
+        }
+    }
+
+    /// Client-side caches of `key` must go (Redis's `trackingInvalidateKey`
+    /// from `signalModifiedKey`): every change of a key calls it, through
+    /// [`modified`](Self::modified) or key expiry; eviction calls it too.
+    pub fn invalidate_tracking(&mut self, key: &[u8]) {
+        if self.shared.tracking.used() {
+            self.invalidated.push(Some(key.into()));
+        }
+    }
+
+    /// Every client-side cache must go (FLUSHALL, FLUSHDB).
+    pub fn invalidate_tracking_all(&mut self) {
+        if self.shared.tracking.used() {
+            self.invalidated.push(None);
         }
     }
 

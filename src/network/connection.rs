@@ -31,7 +31,12 @@ const READ_CHUNK: usize = 16 * 1024;
 /// buffers that grew past it for a big request once it is consumed: an idle
 /// connection holds what ordinary requests need, not its largest one's.
 const OUT_KEEP: usize = 256 * 1024;
-const READ_KEEP: usize = 256 * 1024;
+/// Read buffers past this are dropped as soon as their requests ran; smaller
+/// ones that grew are trimmed by the clients' cron within 100 ms.
+const READ_KEEP: usize = 4 * 1024 * 1024;
+/// Redis's per-client static reply buffer (`PROTO_REPLY_CHUNK_BYTES`),
+/// which output buffer limits do not count.
+const REPLY_CHUNK: usize = 16 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
 
@@ -99,6 +104,10 @@ pub async fn run(
                 _ = &mut killed => break,
                 _ = &mut stopping => break,
                 Some(msg) = pushes.recv() => {
+                    if let Push::ShrinkQuery { idle } = msg {
+                        shrink_query_buffer(&handle, &mut rbuf, idle);
+                        continue;
+                    }
                     encode_push(&mut out, &msg);
                     pushed += msg.size();
                     // Batches stay bounded so a flood is written as it comes.
@@ -113,9 +122,23 @@ pub async fn run(
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
                     }
+                    // Redis's client-query-buffer-limit: request bytes
+                    // waiting to be run.
+                    let limit = shared.config.client_query_buffer_limit();
+                    if rbuf.len() as u64 > limit {
+                        tracing::warn!(
+                            "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
+                            handle.id,
+                            handle.addr,
+                            String::from_utf8_lossy(&rbuf[..rbuf.len().min(64)])
+                        );
+                        break;
+                    }
                 }
             }
         }
+        // proto-max-bulk-len applies to open connections from their next read.
+        parser.set_max_bulk(shared.config.proto_max_bulk_len());
         if handle.killed.load(Relaxed) {
             break;
         }
@@ -127,11 +150,17 @@ pub async fn run(
                 break;
             }
             let auth_required = !client.authenticated && shared.acl.default_needs_auth();
+            let before = parser.consumed();
             match parser.next(&rbuf, auth_required) {
                 Ok(Some(req)) => {
                     if req.is_empty() {
                         continue;
                     }
+                    // CLIENT LIST's qbuf: what is left, this request included.
+                    handle.qbuf.store(rbuf.len() - before, Relaxed);
+                    handle
+                        .qbuf_free
+                        .store(rbuf.capacity() - rbuf.len(), Relaxed);
                     out.resp3 = client.resp3();
                     let mark = out.len();
                     match execute(&shared, &mut client, &mut out, Args::new(req)).await {
@@ -139,9 +168,11 @@ pub async fn run(
                         Ran::Blocked(w) => waiting = Some(w),
                         Ran::Close => close = true,
                     }
-                    if !client.channels.is_empty() || !client.patterns.is_empty() {
+                    let tracking = handle.tracking.load(Relaxed) & crate::tracking::ON != 0;
+                    if tracking || !client.channels.is_empty() || !client.patterns.is_empty() {
                         // What a command published to its own client (PUBLISH,
-                        // keyspace events) precedes its reply, as in Redis,
+                        // keyspace events, invalidations of keys evicted
+                        // before it ran) precedes its reply, as in Redis,
                         // where it lands in the output buffer first.
                         pushed += splice_pushes(&mut out, mark, &mut pushes);
                     }
@@ -157,14 +188,38 @@ pub async fn run(
         let consumed = parser.consumed();
         rbuf.advance(consumed);
         parser.discard(consumed);
-        // A consumed view keeps its whole allocation alive; start afresh.
-        if rbuf.is_empty() && (consumed > READ_KEEP || rbuf.capacity() > READ_KEEP) {
-            rbuf = BytesMut::with_capacity(READ_CHUNK);
+        // A consumed view keeps its whole allocation alive: a huge one is
+        // dropped at once; one that grew moderately is trimmed by the clients'
+        // cron (Redis's query buffer resizing); an ordinary one takes its
+        // room back.
+        if rbuf.is_empty() && consumed > 0 {
+            if consumed > READ_KEEP || rbuf.capacity() > READ_KEEP {
+                rbuf = BytesMut::with_capacity(READ_CHUNK);
+            } else {
+                // Asking for one byte more than is left moves the (empty)
+                // view back to the start of its allocation: no copy.
+                rbuf.reserve(rbuf.capacity() + 1);
+            }
         }
+        handle.qbuf.store(rbuf.len(), Relaxed);
+        handle
+            .qbuf_free
+            .store(rbuf.capacity() - rbuf.len(), Relaxed);
         let stats = &shared.stats;
         stats
             .commands_processed
             .fetch_add(std::mem::take(&mut client.commands), Relaxed);
+        // The normal class's output limit (subscribers are measured by
+        // their pushes, as they are queued). As in Redis, it counts what
+        // goes past the client's fixed 16 KB reply buffer.
+        let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
+        if beyond > 0
+            && client.channels.is_empty()
+            && client.patterns.is_empty()
+            && handle.over_output_limit(beyond, shared.config.normal_output_limit())
+        {
+            break;
+        }
         if !out.is_empty() {
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);
@@ -318,14 +373,30 @@ fn splice_pushes(
     size
 }
 
+/// Gives back the read buffer's room once its requests are consumed: all of
+/// it for an idle client, what passes the usual read size otherwise.
+fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
+    if !rbuf.is_empty() {
+        return;
+    }
+    *rbuf = if idle {
+        BytesMut::new()
+    } else {
+        BytesMut::with_capacity(READ_CHUNK)
+    };
+    handle.qbuf_free.store(rbuf.capacity(), Relaxed);
+}
+
 fn encode_push(out: &mut Reply, msg: &Push) {
     match msg {
+        Push::ShrinkQuery { .. } => {}
         Push::Message { channel, payload } => {
             out.push(3);
             out.bulk(b"message");
             out.bulk(channel);
             out.bulk(payload);
         }
+        Push::Raw(bytes) => out.raw(bytes),
         Push::PMessage {
             pattern,
             channel,
@@ -342,6 +413,8 @@ fn encode_push(out: &mut Reply, msg: &Push) {
 
 fn cleanup(shared: &Shared, client: &mut Client) {
     let id = client.handle.id;
+    shared.tracking.disable(&client.handle);
+    shared.monitors.remove(id);
     if !client.channels.is_empty() || !client.patterns.is_empty() {
         shared.pubsub.remove_client(id);
     }

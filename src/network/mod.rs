@@ -135,7 +135,8 @@ pub fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, conns: &
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    let (handle, pushes) = shared.clients.register(peer.to_string(), laddr);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let (handle, pushes) = shared.clients.register(peer.to_string(), laddr, fd);
     conns.spawn(connection::run(shared.clone(), stream, handle, pushes));
 }
 
@@ -175,9 +176,35 @@ pub async fn cron(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receive
             _ = shutdown.changed() => return,
         }
         close_idle(&shared);
+        resize_query_buffers(&shared);
+        if shared.tracking.clients() > 0 {
+            shared.tracking.limit(&shared);
+        }
         ticks += 1;
         if ticks.is_multiple_of(10) {
             crate::alloc::release_free_memory();
+        }
+    }
+}
+
+/// Redis's `clientsCronResizeQueryBuffer`: a read buffer wasting more than
+/// 4 KB is released after 2 s idle, or trimmed to the usual read size when
+/// a big request grew it past 32 KB. The connection does it on request.
+fn resize_query_buffers(shared: &Shared) {
+    const RESIZE_THRESHOLD: usize = 32 * 1024;
+    for c in shared.clients.all() {
+        let (qbuf, free) = (c.qbuf.load(Relaxed), c.qbuf_free.load(Relaxed));
+        if qbuf != 0 || free <= 4 * 1024 {
+            continue;
+        }
+        let idle = c.idle_secs() > 2;
+        if idle || free > RESIZE_THRESHOLD {
+            let none = crate::config::OutputLimit {
+                hard: 0,
+                soft: 0,
+                soft_secs: 0,
+            };
+            c.push(crate::execution::client::Push::ShrinkQuery { idle }, none);
         }
     }
 }

@@ -186,3 +186,16 @@ def test_pubsub_subscribe_publish(r, protocol, key):
         assert r.publish(channel, "nobody") == 0
     finally:
         p.close()
+
+
+
+def test_client_side_cache_refused_below_7_4():
+    """redis-py (>= 5.1) enables its client-side cache only for servers that
+    say 7.4 or later in HELLO; zwindow answers as Redis 7.0.15, so redis-py
+    refuses exactly as it does against redis-server 7.0.15. (node-redis 5's
+    cache has no such gate and runs against zwindow: tests/node.)"""
+    from redis.cache import CacheConfig
+
+    with pytest.raises(redis.exceptions.ConnectionError, match="7.4 or later"):
+        c = connect(3, decode_responses=True, cache_config=CacheConfig())
+        c.ping()

@@ -241,6 +241,31 @@ pub struct Scripting {
 }
 
 impl Scripting {
+    /// Whether EVAL/EVALSHA/FCALL `args` may write (its script or function
+    /// is not flagged `no-writes`), for CLIENT PAUSE WRITE. Unknown
+    /// scripts, and any while the engine is busy, count as writing.
+    pub fn may_write(&self, cmd: &commands::Command, args: &commands::Args<'_>) -> bool {
+        if cmd.name == "eval" {
+            return !matches!(parse_shebang(args.get(1)), Ok((true, _)));
+        }
+        let Some(g) = self.engine.try_lock() else {
+            return true;
+        };
+        let Some(engine) = g.as_ref() else {
+            return true;
+        };
+        if cmd.name == "fcall" {
+            return engine
+                .find_function(args.get(1))
+                .is_none_or(|f| f.flags & functions::FLAG_NO_WRITES == 0);
+        }
+        let sha = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+        engine
+            .scripts
+            .get(&sha)
+            .is_none_or(|s| !(s.shebang && s.no_writes))
+    }
+
     /// The engine, built on first use (blocks while a script runs: for the
     /// script runner and EXEC, which hold every shard anyway).
     pub fn engine(&self) -> Result<MappedMutexGuard<'_, Engine>, String> {
@@ -596,6 +621,9 @@ impl Engine {
             // Commands run as the caller's ACL user (script.c).
             client.user = caller.user.clone();
             client.acl_generation = caller.acl_generation;
+            if caller.handle.tracking.load(Relaxed) & crate::tracking::ON != 0 {
+                client.script_keys = spec.keys.iter().map(|&k| k.into()).collect();
+            }
             let state = RefCell::new(RunState {
                 shared,
                 client,

@@ -1,0 +1,124 @@
+//! MONITOR: every command the server runs, shown to the clients that asked,
+//! one line each, as Redis 7.0's `replicationFeedMonitors` writes it:
+//!
+//! ```text
+//! +1700000000.123456 [0 127.0.0.1:50012] "set" "k" "v\r\n"
+//! ```
+//!
+//! Lines are fed from the after-command step of [`call`](super::call), so
+//! commands inside MULTI/EXEC and scripts (`[0 lua]`) appear as they run;
+//! EVAL, EVALSHA and FCALL appear before the commands their script runs.
+//! Administrative commands (and those flagged `skip_monitor`) are never
+//! shown; the arguments a command redacted ([`Ctx::redact`]: AUTH's and
+//! HELLO AUTH's credentials) are shown as `(redacted)`, as in the slow log.
+//!
+//! [`Ctx::redact`]: crate::commands::Ctx::redact
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use parking_lot::Mutex;
+
+use super::client::{Client, ClientHandle, ClientId, Push};
+use crate::commands::Args;
+
+#[derive(Default)]
+pub struct Monitors {
+    list: Mutex<Vec<Arc<ClientHandle>>>,
+    count: AtomicUsize,
+}
+
+impl Monitors {
+    /// Whether any client monitors (one relaxed load per command).
+    pub fn active(&self) -> bool {
+        self.count.load(Relaxed) > 0
+    }
+
+    /// Adds a monitor; false if it already was one.
+    pub fn add(&self, h: &Arc<ClientHandle>) -> bool {
+        let mut l = self.list.lock();
+        if l.iter().any(|m| m.id == h.id) {
+            return false;
+        }
+        l.push(h.clone());
+        self.count.store(l.len(), Relaxed);
+        true
+    }
+
+    pub fn remove(&self, id: ClientId) {
+        let mut l = self.list.lock();
+        l.retain(|m| m.id != id);
+        self.count.store(l.len(), Relaxed);
+    }
+
+    pub fn is_monitor(&self, id: ClientId) -> bool {
+        self.active() && self.list.lock().iter().any(|m| m.id == id)
+    }
+
+    /// Sends every monitor the line for `args`, run by `client` in `db`;
+    /// the arguments whose bits are set in `redacted` (the command's
+    /// [`Ctx::redacted`](crate::commands::Ctx::redacted)) are hidden.
+    pub fn feed(&self, client: &Client, db: usize, args: &Args<'_>, redacted: u64) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let mut line = format!("+{}.{:06} ", now.as_secs(), now.subsec_micros()).into_bytes();
+        if client.in_script {
+            line.extend_from_slice(format!("[{db} lua] ").as_bytes());
+        } else {
+            line.extend_from_slice(format!("[{db} {}] ", client.handle.addr).as_bytes());
+        }
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                line.push(b' ');
+            }
+            if redacted & (1 << i.min(63)) != 0 {
+                repr(&mut line, b"(redacted)");
+            } else {
+                repr(&mut line, a);
+            }
+        }
+        line.extend_from_slice(b"\r\n");
+        let line = bytes::Bytes::from(line);
+        let none = crate::config::OutputLimit {
+            hard: 0,
+            soft: 0,
+            soft_secs: 0,
+        };
+        for m in self.list.lock().iter() {
+            m.push(Push::Raw(line.clone()), none);
+        }
+    }
+}
+
+/// Redis's `sdscatrepr`: a quoted string with `\\`, `\"`, `\n`, `\r`, `\t`,
+/// `\a`, `\b` escaped and other non-printable bytes as `\xHH`.
+pub fn repr(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &b in s {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            b if b.is_ascii_graphic() || b == b' ' => out.push(b),
+            b => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_escapes_as_sdscatrepr() {
+        let mut v = Vec::new();
+        repr(&mut v, b"a \"b\"\\\n\r\t\x07\x08\x00\xff~");
+        assert_eq!(v, b"\"a \\\"b\\\"\\\\\\n\\r\\t\\a\\b\\x00\\xff~\"");
+    }
+}

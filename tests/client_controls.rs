@@ -1,0 +1,243 @@
+//! CLIENT PAUSE/UNPAUSE, REPLY, NO-EVICT, KILL filters and LIST/INFO
+//! fields, compared with redis-server 7.0 byte for byte where replies are
+//! deterministic, and by field names and flags where they carry addresses.
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn reply_kill_list_and_errors_match_redis() {
+    differential(|conn| {
+        let (mut a, mut b) = (conn(), conn());
+        let mut out = Vec::new();
+        // CLIENT REPLY: OFF and SKIP answer nothing; pushes still arrive.
+        a.send(&encode_cmd(&[b"CLIENT", b"REPLY", b"OFF"]));
+        a.send(&encode_cmd(&[b"SET", b"k", b"1"]));
+        a.send(&encode_cmd(&[b"CLIENT", b"REPLY", b"ON"]));
+        out.push(a.read_reply());
+        a.send(&encode_cmd(&[b"CLIENT", b"REPLY", b"SKIP"]));
+        a.send(&encode_cmd(&[b"GET", b"k"]));
+        a.send(&encode_cmd(&[b"GET", b"k"]));
+        out.push(a.read_reply());
+        out.push(a.cmd_str("CLIENT REPLY maybe"));
+        out.push(a.cmd_str("CLIENT NO-EVICT maybe"));
+        out.push(a.cmd_str("CLIENT NO-EVICT on"));
+        out.push(a.cmd_str("CLIENT PAUSE 10 NONE"));
+        out.push(a.cmd_str("CLIENT PAUSE x"));
+        out.push(a.cmd_str("CLIENT PAUSE -1"));
+        out.push(a.cmd_str("CLIENT PAUSE 1 WRITE extra"));
+        out.push(a.cmd_str("CLIENT UNPAUSE"));
+        // CLIENT KILL's filters and errors.
+        out.push(a.cmd_str("CLIENT KILL 1.2.3.4:5"));
+        out.push(a.cmd_str("CLIENT KILL ID 0"));
+        out.push(a.cmd_str("CLIENT KILL ID x"));
+        out.push(a.cmd_str("CLIENT KILL TYPE nope"));
+        out.push(a.cmd_str("CLIENT KILL USER nosuchuser"));
+        out.push(a.cmd_str("CLIENT KILL SKIPME maybe"));
+        out.push(a.cmd_str("CLIENT KILL FOO bar"));
+        out.push(a.cmd_str("CLIENT KILL ID"));
+        out.push(a.cmd_str("CLIENT KILL TYPE master"));
+        out.push(a.cmd_str("CLIENT KILL TYPE replica"));
+        out.push(a.cmd_str("CLIENT KILL TYPE pubsub"));
+        b.cmd_str("SUBSCRIBE ch");
+        out.push(a.cmd_str("CLIENT KILL TYPE pubsub"));
+        let mut c = conn();
+        c.cmd_str("PING");
+        out.push(a.cmd_str("CLIENT KILL TYPE normal USER default"));
+        out.push(
+            c.try_read_reply(Duration::from_secs(2))
+                .is_closed()
+                .to_string()
+                .into_bytes(),
+        );
+        out.push(a.cmd_str("CLIENT KILL TYPE normal SKIPME no"));
+        let mut d = conn();
+        out.push(d.cmd_str("CLIENT LIST TYPE nope"));
+        out.push(d.cmd_str("CLIENT LIST ID x"));
+        out.push(d.cmd_str("CLIENT LIST ID 999999"));
+        out.push(d.cmd_str("CLIENT LIST FOO"));
+        out.push(d.cmd_str("CLIENT LIST TYPE master"));
+        out.push(d.cmd_str("CLIENT LIST TYPE pubsub"));
+        out
+    });
+}
+
+trait Closed {
+    fn is_closed(&self) -> bool;
+}
+
+impl Closed for ReadOutcome {
+    fn is_closed(&self) -> bool {
+        matches!(self, ReadOutcome::Closed)
+    }
+}
+
+/// Field names of CLIENT INFO (and flags) as redis-server 7.0.15 prints them.
+#[test]
+fn client_info_fields_and_flags_match_redis() {
+    let s = Servers::start();
+    let mut shapes = Vec::new();
+    for mut c in [s.r.conn(), s.z.conn()] {
+        c.cmd_str("CLIENT TRACKING on BCAST");
+        c.cmd_str("CLIENT NO-EVICT on");
+        c.cmd_str("MULTI");
+        c.cmd_str("SET k v");
+        let info = c.cmd_str("CLIENT INFO");
+        c.cmd_str("DISCARD");
+        let text = String::from_utf8_lossy(&info).into_owned();
+        let line = text.lines().nth(1).unwrap_or_default().to_string();
+        let shape: Vec<String> = line
+            .split(' ')
+            .map(|f| {
+                let (k, v) = f.split_once('=').unwrap_or((f, ""));
+                match k {
+                    "flags" | "multi" | "multi-mem" | "cmd" | "user" | "redir" | "resp"
+                    | "qbuf" | "db" | "sub" | "psub" | "ssub" | "events" => f.to_string(),
+                    _ => {
+                        let _ = v;
+                        k.to_string()
+                    }
+                }
+            })
+            .collect();
+        shapes.push(shape);
+    }
+    assert_eq!(shapes[0], shapes[1]);
+}
+
+/// CLIENT PAUSE WRITE holds writes (they wait, then run) and lets reads
+/// through; ALL holds everything; expired keys are hidden but not deleted.
+#[test]
+fn pause_holds_writes_until_unpause() {
+    let z = ZwindowServer::start(&[]);
+    let (mut a, mut w, mut r) = (z.conn(), z.conn(), z.conn());
+    assert_eq!(a.cmd_str("SET e 1 PX 300"), b"+OK\r\n");
+    assert_eq!(a.cmd_str("CLIENT PAUSE 10000 WRITE"), b"+OK\r\n");
+    w.send(&encode_cmd(&[b"SET", b"k", b"v"]));
+    w.send(&encode_cmd(&[b"PUBLISH", b"c", b"m"]));
+    assert!(matches!(
+        w.try_read_reply(Duration::from_millis(200)),
+        ReadOutcome::Timeout
+    ));
+    assert_eq!(r.cmd_str("GET k"), b"$-1\r\n");
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(r.cmd_str("GET e"), b"$-1\r\n", "expired: hidden");
+    let info = String::from_utf8_lossy(&r.cmd_str("INFO")).into_owned();
+    assert!(
+        info.contains("expired_keys:0"),
+        "not deleted while paused: {info}"
+    );
+    assert!(info.contains("blocked_clients:1"), "{info}");
+    assert!(String::from_utf8_lossy(&r.cmd_str("CLIENT LIST")).contains("flags=b"));
+    assert_eq!(a.cmd_str("CLIENT UNPAUSE"), b"+OK\r\n");
+    assert_eq!(w.read_reply(), b"+OK\r\n");
+    assert_eq!(w.read_reply(), b":0\r\n");
+    // ALL, with a timeout that ends the pause by itself.
+    let start = Instant::now();
+    assert_eq!(a.cmd_str("CLIENT PAUSE 300 ALL"), b"+OK\r\n");
+    assert_eq!(r.cmd_str("GET k"), b"$1\r\nv\r\n");
+    assert!(start.elapsed() >= Duration::from_millis(250));
+    let info = String::from_utf8_lossy(&r.cmd_str("INFO")).into_owned();
+    assert!(info.contains("expired_keys:0"));
+    assert_eq!(r.cmd_str("GET e"), b"$-1\r\n");
+    let info = String::from_utf8_lossy(&r.cmd_str("INFO")).into_owned();
+    assert!(info.contains("expired_keys:1"), "expired once unpaused");
+}
+
+/// `client-output-buffer-limit normal`: a reply batch over the hard limit
+/// closes the client without an answer, as in Redis; a subscriber that
+/// stops reading is closed by the pubsub limit.
+#[test]
+fn output_buffer_limits_close_clients() {
+    let z = ZwindowServer::start(&[]);
+    let mut a = z.conn();
+    let big = vec![b'x'; 200_000];
+    assert_eq!(a.cmd(&[b"SET", b"big", &big]), b"+OK\r\n");
+    assert_eq!(
+        a.cmd_str("CONFIG SET client-output-buffer-limit \"normal 100000 0 0\""),
+        b"+OK\r\n"
+    );
+    let mut b = z.conn();
+    b.send(&encode_cmd(&[b"GET", b"big"]));
+    assert!(matches!(
+        b.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    assert_eq!(a.cmd_str("GET nosuch"), b"$-1\r\n");
+    a.cmd_str("CONFIG SET client-output-buffer-limit \"normal 0 0 0 pubsub 100000 0 0\"");
+    let mut sub = z.conn();
+    sub.cmd_str("SUBSCRIBE ch");
+    // The subscriber never reads: its unwritten messages pass the limit.
+    for _ in 0..100 {
+        a.cmd(&[b"PUBLISH", b"ch", &big[..50_000]]);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let list = String::from_utf8_lossy(&a.cmd_str("CLIENT LIST")).into_owned();
+    assert!(!list.contains("sub=1"), "{list}");
+    assert!(
+        z.log_tail().contains("output buffer limits"),
+        "{}",
+        z.log_tail()
+    );
+}
+
+/// `client-query-buffer-limit` closes a client whose pending request bytes
+/// pass it; `proto-max-bulk-len` applies to open connections.
+#[test]
+fn query_buffer_and_bulk_limits_apply_to_open_clients() {
+    let z = ZwindowServer::start(&[]);
+    let mut a = z.conn();
+    let mut b = z.conn();
+    assert_eq!(b.cmd_str("PING"), b"+PONG\r\n");
+    assert_eq!(
+        a.cmd_str("CONFIG SET client-query-buffer-limit 1mb"),
+        b"+OK\r\n"
+    );
+    // A bulk announced as 3 MB whose bytes keep coming.
+    b.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n");
+    let chunk = vec![b'y'; 64 * 1024];
+    for _ in 0..40 {
+        if b.try_send(&chunk).is_err() {
+            break;
+        }
+    }
+    assert!(matches!(
+        b.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    assert!(
+        z.log_tail().contains("max query buffer length"),
+        "{}",
+        z.log_tail()
+    );
+    // proto-max-bulk-len, lowered while `c` is connected, applies to it.
+    let mut c = z.conn();
+    assert_eq!(c.cmd_str("PING"), b"+PONG\r\n");
+    assert_eq!(a.cmd_str("CONFIG SET proto-max-bulk-len 1mb"), b"+OK\r\n");
+    c.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n");
+    assert_eq!(
+        c.read_reply(),
+        b"-ERR Protocol error: invalid bulk length\r\n"
+    );
+}
+
+/// CONFIG SET timeout closes idle clients (not subscribers).
+#[test]
+fn config_set_timeout_closes_idle_clients() {
+    let z = ZwindowServer::start(&[]);
+    let mut a = z.conn();
+    let mut idle = z.conn();
+    let mut sub = z.conn();
+    assert_eq!(idle.cmd_str("PING"), b"+PONG\r\n");
+    sub.cmd_str("SUBSCRIBE ch");
+    assert_eq!(a.cmd_str("CONFIG SET timeout 1"), b"+OK\r\n");
+    let start = Instant::now();
+    assert!(matches!(
+        idle.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    assert!(start.elapsed() >= Duration::from_millis(900));
+    assert_eq!(sub.cmd_str("PING"), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+}
