@@ -139,8 +139,7 @@ fn pause_holds_writes_until_unpause() {
     assert_eq!(a.cmd_str("CLIENT PAUSE 300 ALL"), b"+OK\r\n");
     assert_eq!(r.cmd_str("GET k"), b"$1\r\nv\r\n");
     assert!(start.elapsed() >= Duration::from_millis(250));
-    let info = String::from_utf8_lossy(&r.cmd_str("INFO")).into_owned();
-    assert!(info.contains("expired_keys:0"));
+    // Once the pause has ended, active expiry may delete `e` at any time.
     assert_eq!(r.cmd_str("GET e"), b"$-1\r\n");
     let info = String::from_utf8_lossy(&r.cmd_str("INFO")).into_owned();
     assert!(info.contains("expired_keys:1"), "expired once unpaused");
