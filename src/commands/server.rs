@@ -1331,15 +1331,21 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
     } else if eq_ic(sub, "LISTPACK") && ctx.argc() == 3 {
         // Redis prints the listpack's bytes on its stdout; zwindow logs the
         // value's encoding and length at debug level instead.
+        // DEBUG declares no keys: lock them all (a debugging command).
         let key = ctx.args.get(2);
-        let Some(e) = ctx.ks.peek(key) else {
-            return Err(Error::Static("ERR no such key"));
-        };
-        let encoding = e.value.encoding();
-        if encoding != "listpack" && encoding != "listpackex" {
-            return Err(Error::Static("ERR Not a listpack encoded object."));
+        let encoding = crate::persistence::with_all_shards(ctx.ks, |ks| {
+            Ok(ks.peek(key).map(|e| e.value.encoding()))
+        })
+        .map_err(Error::Owned)?;
+        match encoding {
+            None => return Err(Error::Static("ERR no such key")),
+            Some(enc) if enc != "listpack" && enc != "listpackex" => {
+                return Err(Error::Static("ERR Not a listpack encoded object."));
+            }
+            Some(enc) => {
+                tracing::debug!(key = %String::from_utf8_lossy(key), encoding = enc, "DEBUG LISTPACK");
+            }
         }
-        tracing::debug!(key = %String::from_utf8_lossy(key), encoding, "DEBUG LISTPACK");
         ctx.out.simple("Listpack structure printed on stdout");
     } else if eq_ic(sub, "RELOAD") {
         if ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
