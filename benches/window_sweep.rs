@@ -308,7 +308,14 @@ fn ttl_cost(c: &mut Conn, route: Route, keys: usize, members: usize, at: u64) ->
     let empty = info_num(c, "memory", "used_memory");
     load(c, route, keys, members, Some(at));
     let with = info_num(c, "memory", "used_memory") - empty;
-    (with as f64 - plain as f64) / (keys * members) as f64
+    let n = (keys * members) as f64;
+    println!(
+        "  used_memory per {}: {:.1} bytes without TTLs, {:.1} with",
+        route.name(),
+        plain as f64 / n,
+        with as f64 / n
+    );
+    (with as f64 - plain as f64) / n
 }
 
 /// Waits until `route`'s counter reaches `total` (at most 60 s).

@@ -18,6 +18,7 @@ const SKIP: &[&str] = &[
     "shutdown",
     "client",
     "debug",
+    "monitor",
     "subscribe",
     "psubscribe",
     "unsubscribe",
