@@ -243,23 +243,26 @@ fn skipfile(dir: &Path) -> PathBuf {
     out
 }
 
-#[test]
-fn redis_tcl_units_meet_the_baseline() {
-    let suite = suite_dir();
-    let scratch = PrivateDir::new("tcl-skip");
-    let skip = skipfile(&scratch.0);
+/// Runs every unit of `baseline` with `run` and fails, with each unit's
+/// failures and the last lines of the short ones, if any passed fewer
+/// tests than its number.
+fn check_units(
+    title: &str,
+    baseline: BTreeMap<String, usize>,
+    mut run: impl FnMut(&str) -> (UnitResult, String),
+) {
     let mut report = String::new();
     let mut short = Vec::new();
-    for (unit, want) in baseline() {
+    for (unit, want) in baseline {
         let started = Instant::now();
-        let (mut r, mut text) = run_unit(&suite, &unit, &skip);
+        let (mut r, mut text) = run(&unit);
         // The harness could not bind its port (another run took it between
         // probe and bind): run the unit again, once.
         if text.contains("couldn't open socket: address already in use") {
-            (r, text) = run_unit(&suite, &unit, &skip);
+            (r, text) = run(&unit);
         }
         report.push_str(&format!(
-            "{unit:<16} passed {:>4} (baseline {want:>4}), failed {}, exceptions {}{} in {:.0?}\n",
+            "{unit:<24} passed {:>4} (baseline {want:>4}), failed {}, exceptions {}{} in {:.0?}\n",
             r.passed,
             r.failed.len(),
             r.exceptions.len(),
@@ -279,11 +282,23 @@ fn redis_tcl_units_meet_the_baseline() {
             ));
         }
     }
-    println!("Redis 7.0.15 TCL units against zwindow:\n{report}");
+    println!("{title}:\n{report}");
     assert!(
         short.is_empty(),
         "units below their baseline:\n{}\n\nall units:\n{report}",
         short.join("\n\n")
+    );
+}
+
+#[test]
+fn redis_tcl_units_meet_the_baseline() {
+    let suite = suite_dir();
+    let scratch = PrivateDir::new("tcl-skip");
+    let skip = skipfile(&scratch.0);
+    check_units(
+        "Redis 7.0.15 TCL units against zwindow",
+        baseline(),
+        |unit| run_unit(&suite, unit, &skip),
     );
 }
 
@@ -300,35 +315,10 @@ fn redis8_spawned_units_meet_the_baseline() {
         "no Redis TCL suite at {}",
         tests.display()
     );
-    let mut short = Vec::new();
-    let mut report = String::new();
-    for (unit, want) in baseline_from("tests/tcl/baseline-spawned.txt") {
-        let (r, text) = run_unit_spawned(&tests, &unit);
-        report.push_str(&format!(
-            "{unit:<24} passed {:>4} (baseline {want:>4}), failed {}, exceptions {}{}\n",
-            r.passed,
-            r.failed.len(),
-            r.exceptions.len(),
-            if r.timed_out { ", TIMED OUT" } else { "" },
-        ));
-        for name in r.failed.iter().chain(&r.exceptions) {
-            report.push_str(&format!("    {name}\n"));
-        }
-        if r.passed < want {
-            let tail: Vec<&str> = text.lines().rev().take(40).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            short.push(format!(
-                "{unit}: {} < {want}; last lines:\n{}",
-                r.passed,
-                strip_ansi(&tail.join("\n"))
-            ));
-        }
-    }
-    println!("Redis 8.0 TCL units (spawned mode) against zwindow:\n{report}");
-    assert!(
-        short.is_empty(),
-        "units below their baseline:\n{}\n\nall units:\n{report}",
-        short.join("\n\n")
+    check_units(
+        "Redis 8.0 TCL units (spawned mode) against zwindow",
+        baseline_from("tests/tcl/baseline-spawned.txt"),
+        |unit| run_unit_spawned(&tests, unit),
     );
 }
 

@@ -9,11 +9,11 @@
 //! Every length in a payload is untrusted: nothing is allocated beyond what
 //! the payload itself can hold.
 
+use crate::rdb::RDB_VERSION;
+use crate::rdb::codec::{CRC64, put_len};
+
 /// The opcode of a function library in a payload.
 const OPCODE_FUNCTION2: u8 = 0xF5;
-/// The RDB version Redis 7.0 writes (and the newest we read).
-const RDB_VERSION: u16 = 10;
-const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
 /// LZF expands at most ~100× (a 3-byte back-reference yields 264 bytes).
 const LZF_MAX_RATIO: usize = 100;
 
@@ -25,28 +25,13 @@ pub fn encode<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();
     for code in codes {
         out.push(OPCODE_FUNCTION2);
-        write_len(&mut out, code.len() as u64);
+        put_len(&mut out, code.len() as u64);
         out.extend_from_slice(code);
     }
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = CRC64.checksum(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
-}
-
-fn write_len(out: &mut Vec<u8>, len: u64) {
-    if len < 1 << 6 {
-        out.push(len as u8);
-    } else if len < 1 << 14 {
-        out.push(0x40 | (len >> 8) as u8);
-        out.push(len as u8);
-    } else if len <= u32::MAX as u64 {
-        out.push(0x80);
-        out.extend_from_slice(&(len as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&len.to_be_bytes());
-    }
 }
 
 /// Parses a payload into library codes, checking version and checksum.
@@ -211,8 +196,8 @@ mod tests {
         let code = b"#!lua name=z\n".repeat(50);
         let compressed = lzf::compress(&code).unwrap();
         let mut body = vec![OPCODE_FUNCTION2, 0xC3];
-        write_len(&mut body, compressed.len() as u64);
-        write_len(&mut body, code.len() as u64);
+        put_len(&mut body, compressed.len() as u64);
+        put_len(&mut body, code.len() as u64);
         body.extend_from_slice(&compressed);
         body.extend_from_slice(&RDB_VERSION.to_le_bytes());
         let crc = CRC64.checksum(&body);
