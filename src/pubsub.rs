@@ -6,6 +6,10 @@
 //! `client-output-buffer-limit pubsub`: a push that takes a subscriber past
 //! it disconnects that subscriber (see `ClientHandle::push`). Keyspace notifications are ordinary publications on
 //! `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`.
+//!
+//! Shard channels (SSUBSCRIBE/SPUBLISH) are a separate namespace: a
+//! standalone server is one shard, so they behave as plain channels that
+//! patterns never match and whose messages are `smessage`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,14 +31,26 @@ pub struct PubSub {
 struct Inner {
     channels: HashMap<Bytes, Vec<Arc<ClientHandle>>>,
     patterns: Vec<(Bytes, Arc<ClientHandle>)>,
+    shard_channels: HashMap<Bytes, Vec<Arc<ClientHandle>>>,
+}
+
+impl Inner {
+    fn map(&mut self, shard: bool) -> &mut HashMap<Bytes, Vec<Arc<ClientHandle>>> {
+        if shard {
+            &mut self.shard_channels
+        } else {
+            &mut self.channels
+        }
+    }
 }
 
 impl PubSub {
-    /// Subscribes; false if the client already was.
-    pub fn subscribe(&self, channel: &[u8], client: &Arc<ClientHandle>) -> bool {
+    /// Subscribes to a channel (a shard channel when `shard`); false if the
+    /// client already was.
+    pub fn subscribe(&self, shard: bool, channel: &[u8], client: &Arc<ClientHandle>) -> bool {
         let mut inner = self.inner.write();
         let subs = inner
-            .channels
+            .map(shard)
             .entry(Bytes::copy_from_slice(channel))
             .or_default();
         if subs.iter().any(|c| c.id == client.id) {
@@ -45,27 +61,29 @@ impl PubSub {
     }
 
     /// Unsubscribes; false if the client was not subscribed.
-    pub fn unsubscribe(&self, channel: &[u8], id: ClientId) -> bool {
+    pub fn unsubscribe(&self, shard: bool, channel: &[u8], id: ClientId) -> bool {
         let mut inner = self.inner.write();
-        let Some(subs) = inner.channels.get_mut(channel) else {
+        let map = inner.map(shard);
+        let Some(subs) = map.get_mut(channel) else {
             return false;
         };
         let before = subs.len();
         subs.retain(|c| c.id != id);
         let removed = subs.len() != before;
         if subs.is_empty() {
-            inner.channels.remove(channel);
+            map.remove(channel);
         }
         removed
     }
 
-    /// The channels and patterns a client is subscribed to (a scan: for
-    /// ACL changes, not for publishing).
+    /// The channels (shard channels included) and patterns a client is
+    /// subscribed to (a scan: for ACL changes, not for publishing).
     pub fn subscriptions_of(&self, id: ClientId) -> (Vec<Bytes>, Vec<Bytes>) {
         let inner = self.inner.read();
         let channels = inner
             .channels
             .iter()
+            .chain(inner.shard_channels.iter())
             .filter(|(_, subs)| subs.iter().any(|c| c.id == id))
             .map(|(ch, _)| ch.clone())
             .collect();
@@ -140,6 +158,27 @@ impl PubSub {
         n
     }
 
+    /// SPUBLISH: delivers `payload` as an `smessage` to the shard channel's
+    /// subscribers (patterns do not see shard channels); returns how many.
+    pub fn spublish(&self, limit: OutputLimit, channel: &[u8], payload: &[u8]) -> usize {
+        let inner = self.inner.read();
+        let Some(subs) = inner.shard_channels.get(channel) else {
+            return 0;
+        };
+        let channel = Bytes::copy_from_slice(channel);
+        let payload = Bytes::copy_from_slice(payload);
+        for c in subs {
+            c.push(
+                Push::SMessage {
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                },
+                limit,
+            );
+        }
+        subs.len()
+    }
+
     /// Publishes a keyspace notification on the channels `flags` enable.
     pub fn notify_keyspace(
         &self,
@@ -160,19 +199,29 @@ impl PubSub {
         }
     }
 
-    /// Channels with at least one subscriber, optionally matching a pattern.
-    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
+    /// Channels (shard channels when `shard`) with at least one subscriber,
+    /// optionally matching a pattern.
+    pub fn channels(&self, shard: bool, pattern: Option<&[u8]>) -> Vec<Bytes> {
         let inner = self.inner.read();
-        inner
-            .channels
-            .keys()
+        let map = if shard {
+            &inner.shard_channels
+        } else {
+            &inner.channels
+        };
+        map.keys()
             .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
             .cloned()
             .collect()
     }
 
-    pub fn numsub(&self, channel: &[u8]) -> usize {
-        self.inner.read().channels.get(channel).map_or(0, Vec::len)
+    pub fn numsub(&self, shard: bool, channel: &[u8]) -> usize {
+        let inner = self.inner.read();
+        let map = if shard {
+            &inner.shard_channels
+        } else {
+            &inner.channels
+        };
+        map.get(channel).map_or(0, Vec::len)
     }
 
     pub fn numpat(&self) -> usize {
@@ -185,11 +234,14 @@ impl PubSub {
 
     /// Drops every subscription of a disconnecting client.
     pub fn remove_client(&self, id: ClientId) {
-        let mut inner = self.inner.write();
-        inner.channels.retain(|_, subs| {
-            subs.retain(|c| c.id != id);
-            !subs.is_empty()
-        });
+        let mut guard = self.inner.write();
+        let inner = &mut *guard;
+        for map in [&mut inner.channels, &mut inner.shard_channels] {
+            map.retain(|_, subs| {
+                subs.retain(|c| c.id != id);
+                !subs.is_empty()
+            });
+        }
         inner.patterns.retain(|(_, c)| c.id != id);
     }
 }

@@ -446,7 +446,7 @@ impl Tracking {
         };
         let mut b = if target.resp.load(Relaxed) == 3 {
             b">2\r\n$10\r\ninvalidate\r\n".to_vec()
-        } else if redirected && target.subs.load(Relaxed) + target.psubs.load(Relaxed) > 0 {
+        } else if redirected && target.subscriptions() > 0 {
             let mut b = b"*3\r\n$7\r\nmessage\r\n".to_vec();
             b.extend_from_slice(format!("${}\r\n", CHANNEL.len()).as_bytes());
             b.extend_from_slice(CHANNEL);

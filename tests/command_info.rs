@@ -56,11 +56,6 @@ const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEY
 /// cannot. The rest of these entries, and each subcommand zwindow has, is
 /// compared whole.
 const MISSING_SUBCOMMANDS: &[(&str, &[&str], &str)] = &[
-    (
-        "pubsub",
-        &["shardchannels", "shardnumsub"],
-        "no sharded pub/sub (a cluster feature) in zwindow",
-    ),
     ("script", &["debug"], "no Lua debugger in zwindow"),
 ];
 
@@ -287,6 +282,10 @@ const INVOCATIONS: &[&str] = &[
     "EVALSHA_RO 0123456789012345678901234567890123456789 1 a",
     "FCALL f 2 a b x",
     "FCALL_RO f 1 a x",
+    // Sharded pub/sub (the channels are key specs flagged not_key).
+    "SPUBLISH ch msg",
+    "SSUBSCRIBE a b",
+    "SUNSUBSCRIBE a b",
 ];
 
 /// Whole COMMAND GETKEYS / GETKEYSANDFLAGS lines: Redis's errors, and
@@ -300,6 +299,9 @@ const EDGE_CASES: &[&str] = &[
     "COMMAND GETKEYS ECHO x",
     "COMMAND GETKEYS PUBLISH ch msg",
     "COMMAND GETKEYS SUBSCRIBE a b",
+    "COMMAND GETKEYS SPUBLISH ch msg",
+    "COMMAND GETKEYSANDFLAGS SSUBSCRIBE a b",
+    "COMMAND GETKEYS SUNSUBSCRIBE a",
     "COMMAND GETKEYS CONFIG GET maxmemory",
     "COMMAND GETKEYS CONFIG NOSUCH x",
     "COMMAND GETKEYS OBJECT ENCODING",

@@ -6,7 +6,6 @@
 //! reloaded) user's clients are disconnected, and a user losing channel
 //! permissions loses the subscribers that no longer fit.
 
-use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome, resolve};
@@ -170,7 +169,7 @@ fn kill_pubsub_clients_if_needed(ctx: &Ctx, before: &User, after: &User) {
         })
     };
     for c in ctx.shared.clients.all() {
-        if *c.user.lock() != before.name() || c.subs.load(Relaxed) + c.psubs.load(Relaxed) == 0 {
+        if *c.user.lock() != before.name() || c.subscriptions() == 0 {
             continue;
         }
         let (channels, patterns) = ctx.shared.pubsub.subscriptions_of(c.id);

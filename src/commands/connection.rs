@@ -452,12 +452,14 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     ctx.shared.store.unwatch(&c.watched, &c.watch_flag);
     c.watched.clear();
     c.watch_flag.store(false, Relaxed);
-    if !c.channels.is_empty() || !c.patterns.is_empty() {
+    if c.subscribed() {
         ctx.shared.pubsub.remove_client(c.handle.id);
         c.channels.clear();
         c.patterns.clear();
+        c.shard_channels.clear();
         c.handle.subs.store(0, Relaxed);
         c.handle.psubs.store(0, Relaxed);
+        c.handle.ssubs.store(0, Relaxed);
     }
     ctx.shared.tracking.disable(&c.handle);
     ctx.shared.monitors.remove(c.handle.id);
@@ -572,7 +574,7 @@ fn client_line(
             None => s.name.to_string(),
         })
         .unwrap_or_else(|| "NULL".into());
-    let subscribed = c.subs.load(Relaxed) + c.psubs.load(Relaxed) > 0;
+    let subscribed = c.subscriptions() > 0;
     let multi = c.multi.load(Relaxed);
     // Redis prints one letter per flag, in this order, or N for none.
     let mut flags = String::new();
@@ -626,7 +628,7 @@ fn client_line(
     let user = String::from_utf8_lossy(&c.user.lock()).into_owned();
     let _ = writeln!(
         out,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -638,6 +640,7 @@ fn client_line(
         c.db.load(Relaxed),
         c.subs.load(Relaxed),
         c.psubs.load(Relaxed),
+        c.ssubs.load(Relaxed),
         multi,
         qbuf,
         qbuf_free,
@@ -697,7 +700,7 @@ fn client_type(name: &[u8]) -> Result<ClientType, Error> {
 /// Redis's `getClientType`: a subscribed client is `pubsub` (a MONITOR
 /// client is `normal`).
 fn type_of(c: &crate::execution::client::ClientHandle) -> ClientType {
-    if c.subs.load(Relaxed) + c.psubs.load(Relaxed) > 0 {
+    if c.subscriptions() > 0 {
         ClientType::Pubsub
     } else {
         ClientType::Normal

@@ -675,10 +675,10 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.field("current_eviction_exceeded_time", current);
     t.field("keyspace_hits", ks.hits);
     t.field("keyspace_misses", ks.misses);
-    t.field("pubsub_channels", shared.pubsub.channels(None).len());
+    t.field("pubsub_channels", shared.pubsub.channels(false, None).len());
     t.field("pubsub_patterns", shared.pubsub.numpat());
     // Shard channels (SSUBSCRIBE) are not implemented.
-    t.field("pubsubshard_channels", 0);
+    t.field("pubsubshard_channels", shared.pubsub.channels(true, None).len());
     // No fork (no persistence), MIGRATE, replicas or defragmentation.
     for name in [
         "latest_fork_usec",

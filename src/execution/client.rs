@@ -31,6 +31,11 @@ pub enum Push {
         channel: Bytes,
         payload: Bytes,
     },
+    /// A shard-channel message (SPUBLISH).
+    SMessage {
+        channel: Bytes,
+        payload: Bytes,
+    },
     PMessage {
         pattern: Bytes,
         channel: Bytes,
@@ -48,7 +53,9 @@ pub enum Push {
 impl Push {
     pub fn size(&self) -> usize {
         match self {
-            Push::Message { channel, payload } => channel.len() + payload.len() + 32,
+            Push::Message { channel, payload } | Push::SMessage { channel, payload } => {
+                channel.len() + payload.len() + 32
+            }
             Push::PMessage {
                 pattern,
                 channel,
@@ -85,6 +92,7 @@ pub struct ClientHandle {
     pub resp: AtomicU8,
     pub subs: AtomicU32,
     pub psubs: AtomicU32,
+    pub ssubs: AtomicU32,
     /// Commands queued in MULTI, or -1 outside a transaction.
     pub multi: AtomicI32,
     /// Address of the last command's table entry (0 = none yet).
@@ -124,6 +132,12 @@ pub const UNBLOCK_TIMEOUT: u8 = 1;
 pub const UNBLOCK_ERROR: u8 = 2;
 
 impl ClientHandle {
+    /// Channels, patterns and shard channels subscribed to (Redis's
+    /// CLIENT_PUBSUB flag is this being non-zero).
+    pub fn subscriptions(&self) -> u32 {
+        self.subs.load(Relaxed) + self.psubs.load(Relaxed) + self.ssubs.load(Relaxed)
+    }
+
     /// CLIENT UNBLOCK: ends the client's blocking wait, if it is in one.
     pub fn request_unblock(&self, how: u8) -> bool {
         if !self.blocked.load(Relaxed) {
@@ -259,6 +273,7 @@ impl Clients {
             resp: AtomicU8::new(2),
             subs: AtomicU32::new(0),
             psubs: AtomicU32::new(0),
+            ssubs: AtomicU32::new(0),
             multi: AtomicI32::new(-1),
             last_cmd_ptr: AtomicUsize::new(0),
             last_active_ms: AtomicU64::new(0),
@@ -335,6 +350,7 @@ pub struct Client {
     pub watch_flag: WatchFlag,
     pub channels: HashSet<Bytes>,
     pub patterns: HashSet<Bytes>,
+    pub shard_channels: HashSet<Bytes>,
     /// Commands run since the last flush into the server's counters (one
     /// shared atomic add per batch, not per command).
     pub commands: u64,
@@ -384,6 +400,7 @@ impl Client {
             watch_flag: Arc::new(AtomicBool::new(false)),
             channels: HashSet::new(),
             patterns: HashSet::new(),
+            shard_channels: HashSet::new(),
             commands: 0,
             serving_key: None,
             script_keys: Vec::new(),
@@ -418,7 +435,12 @@ impl Client {
     }
 
     pub fn in_subscribed_resp2(&self) -> bool {
-        !self.resp3() && (!self.channels.is_empty() || !self.patterns.is_empty())
+        !self.resp3() && self.subscribed()
+    }
+
+    /// Subscribed to any channel, pattern or shard channel.
+    pub fn subscribed(&self) -> bool {
+        !self.channels.is_empty() || !self.patterns.is_empty() || !self.shard_channels.is_empty()
     }
 
     /// True when a blocking command may wait (not inside MULTI/EXEC).

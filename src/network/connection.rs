@@ -169,7 +169,7 @@ pub async fn run(
                         Ran::Close => close = true,
                     }
                     let tracking = handle.tracking.load(Relaxed) & crate::tracking::ON != 0;
-                    if tracking || !client.channels.is_empty() || !client.patterns.is_empty() {
+                    if tracking || client.subscribed() {
                         // What a command published to its own client (PUBLISH,
                         // keyspace events, invalidations of keys evicted
                         // before it ran) precedes its reply, as in Redis,
@@ -214,8 +214,7 @@ pub async fn run(
         // goes past the client's fixed 16 KB reply buffer.
         let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
         if beyond > 0
-            && client.channels.is_empty()
-            && client.patterns.is_empty()
+            && !client.subscribed()
             && handle.over_output_limit(beyond, shared.config.normal_output_limit())
         {
             break;
@@ -396,6 +395,12 @@ fn encode_push(out: &mut Reply, msg: &Push) {
             out.bulk(channel);
             out.bulk(payload);
         }
+        Push::SMessage { channel, payload } => {
+            out.push(3);
+            out.bulk(b"smessage");
+            out.bulk(channel);
+            out.bulk(payload);
+        }
         Push::Raw(bytes) => out.raw(bytes),
         Push::PMessage {
             pattern,
@@ -415,7 +420,7 @@ fn cleanup(shared: &Shared, client: &mut Client) {
     let id = client.handle.id;
     shared.tracking.disable(&client.handle);
     shared.monitors.remove(id);
-    if !client.channels.is_empty() || !client.patterns.is_empty() {
+    if client.subscribed() {
         shared.pubsub.remove_client(id);
     }
     shared.store.unwatch(&client.watched, &client.watch_flag);

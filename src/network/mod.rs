@@ -218,7 +218,7 @@ pub fn close_idle(shared: &Shared) {
         return;
     }
     for c in shared.clients.all() {
-        let subscribed = c.subs.load(Relaxed) > 0 || c.psubs.load(Relaxed) > 0;
+        let subscribed = c.subscriptions() > 0;
         if subscribed || c.blocked.load(Relaxed) {
             continue;
         }

@@ -14,11 +14,10 @@ import sys
 MISSING = """
 bgrewriteaof
 failover lolwut migrate module psync
-replconf replicaof role slaveof spublish
-ssubscribe sunsubscribe sync wait
+replconf replicaof role slaveof sync wait
 """.split()
 MISSING_SUB = [
-    ("pubsub", "shardchannels"), ("pubsub", "shardnumsub"), ("script", "debug"),
+    ("script", "debug"),
     ("debug", "object"),
     ("debug", "digest"), ("debug", "digest-value"), ("debug", "listpack"),
     ("debug", "quicklist-packed-threshold"), ("debug", "stringmatch-len"),
