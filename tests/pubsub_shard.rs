@@ -67,7 +67,12 @@ fn ssubscribe_spublish_sunsubscribe_resp2() {
         out.push(p.cmd_str("PUBSUB SHARDCHANNELS a b"));
         out.push(p.cmd_str("PUBSUB CHANNELS b"));
         out.push(p.cmd_str("PUBSUB HELP"));
-        out.push(p.cmd_str("INFO stats").starts_with(b"$").to_string().into_bytes());
+        out.push(
+            p.cmd_str("INFO stats")
+                .starts_with(b"$")
+                .to_string()
+                .into_bytes(),
+        );
         // Subscribed mode (RESP2): SSUBSCRIBE/SUNSUBSCRIBE allowed, SPUBLISH not.
         out.push(s.cmd_str("SPUBLISH a b"));
         out.push(s.cmd_str("PUBSUB SHARDCHANNELS"));
@@ -143,7 +148,10 @@ fn disconnect_drops_shard_subscriptions() {
             assert!(Instant::now() < deadline);
             std::thread::sleep(Duration::from_millis(5));
         }
-        vec![p.cmd_str("SPUBLISH a x"), p.cmd_str("PUBSUB SHARDNUMSUB a b")]
+        vec![
+            p.cmd_str("SPUBLISH a x"),
+            p.cmd_str("PUBSUB SHARDNUMSUB a b"),
+        ]
     });
 }
 

@@ -6,7 +6,6 @@
 //! reloaded) user's clients are disconnected, and a user losing channel
 //! permissions loses the subscribers that no longer fit.
 
-
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome, resolve};
 use crate::acl::User;

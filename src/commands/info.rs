@@ -678,7 +678,10 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.field("pubsub_channels", shared.pubsub.channels(false, None).len());
     t.field("pubsub_patterns", shared.pubsub.numpat());
     // Shard channels (SSUBSCRIBE) are not implemented.
-    t.field("pubsubshard_channels", shared.pubsub.channels(true, None).len());
+    t.field(
+        "pubsubshard_channels",
+        shared.pubsub.channels(true, None).len(),
+    );
     // No fork (no persistence), MIGRATE, replicas or defragmentation.
     for name in [
         "latest_fork_usec",

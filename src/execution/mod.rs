@@ -804,9 +804,16 @@ pub async fn execute(
         let a = owned.as_ref().map_or(args, |o| o.args());
         let is_client_cmd = crate::util::eq_ic(a.get(0), "client");
         // (Un)subscribe confirmations are pushes: CLIENT REPLY keeps them.
-        let pushes_reply = ["subscribe", "psubscribe", "unsubscribe", "punsubscribe"]
-            .iter()
-            .any(|n| crate::util::eq_ic(a.get(0), n));
+        let pushes_reply = [
+            "subscribe",
+            "psubscribe",
+            "ssubscribe",
+            "unsubscribe",
+            "punsubscribe",
+            "sunsubscribe",
+        ]
+        .iter()
+        .any(|n| crate::util::eq_ic(a.get(0), n));
         let dispatched = match dispatch(shared, client, out, a) {
             Dispatched::ScriptRunner => {
                 let job_args = owned.take().unwrap_or_else(|| args.to_owned());
