@@ -178,3 +178,19 @@ fn acl_channel_rules_apply_to_shard_channels() {
         out
     });
 }
+
+#[test]
+fn shard_confirmations_survive_client_reply_off() {
+    differential(|conn| {
+        let (mut s, mut p) = (conn(), conn());
+        s.cmd_str("HELLO 3");
+        send(&mut s, "CLIENT REPLY OFF");
+        let mut out = replies(&mut s, "SSUBSCRIBE ch", 1);
+        out.push(p.cmd_str("SPUBLISH ch hello"));
+        out.push(s.read_reply());
+        out.extend(replies(&mut s, "SUNSUBSCRIBE ch", 1));
+        send(&mut s, "CLIENT REPLY ON");
+        out.push(s.read_reply());
+        out
+    });
+}
