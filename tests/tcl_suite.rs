@@ -302,23 +302,29 @@ fn redis_tcl_units_meet_the_baseline() {
     );
 }
 
-/// Redis 8.0's units that run only in spawned mode (see
-/// [`run_unit_spawned`]), from the suite `.ci/test` builds Redis 8.0 from
-/// (`ZWINDOW_REDIS8_TESTS`, its `tests/` directory).
+/// The units that run only in spawned mode (see [`run_unit_spawned`]),
+/// named `7.0/unit` (Redis 7.0.15's suite, as the external units) or
+/// `8.0/unit` (the suite `.ci/test` builds Redis 8.0 from,
+/// `ZWINDOW_REDIS8_TESTS`: its `tests/` directory).
 #[test]
-fn redis8_spawned_units_meet_the_baseline() {
-    let tests = std::env::var_os("ZWINDOW_REDIS8_TESTS")
+fn spawned_units_meet_the_baseline() {
+    let redis7 = suite_dir().join("tests");
+    let redis8 = std::env::var_os("ZWINDOW_REDIS8_TESTS")
         .map(PathBuf::from)
         .expect("ZWINDOW_REDIS8_TESTS names Redis 8.0's tests/ directory (run `bash .ci/test`)");
     assert!(
-        tests.join("test_helper.tcl").is_file(),
+        redis8.join("test_helper.tcl").is_file(),
         "no Redis TCL suite at {}",
-        tests.display()
+        redis8.display()
     );
     check_units(
-        "Redis 8.0 TCL units (spawned mode) against zwindow",
+        "Redis TCL units (spawned mode) against zwindow",
         baseline_from("tests/tcl/baseline-spawned.txt"),
-        |unit| run_unit_spawned(&tests, unit),
+        |name| match name.split_once('/') {
+            Some(("7.0", unit)) => run_unit_spawned(&redis7, unit),
+            Some(("8.0", unit)) => run_unit_spawned(&redis8, unit),
+            _ => panic!("{name}: spawned units are named 7.0/unit or 8.0/unit"),
+        },
     );
 }
 
