@@ -13,9 +13,9 @@ import sys
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
 bgrewriteaof
-failover lolwut migrate module psync
-replconf replicaof role slaveof spublish
-ssubscribe sunsubscribe sync wait
+failover migrate module psync
+replconf replicaof slaveof spublish
+ssubscribe sunsubscribe sync
 """.split()
 MISSING_SUB = [
     ("pubsub", "shardchannels"), ("pubsub", "shardnumsub"), ("script", "debug"),
