@@ -48,6 +48,14 @@ pub static COMMANDS: &[Command] = &[
     Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, debug)
         .doc(G, "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, CLOCK, SET-ACTIVE-EXPIRE).")
         .syntax("subcommand [argument [argument ...]]"),
+    Command::new("wait", 3, NOSCRIPT, Keys::None, wait)
+        .doc(G, "3.0.0", "O(1)", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.")
+        .syntax("numreplicas timeout"),
+    Command::new("role", 1, NOSCRIPT | LOADING | STALE | FAST, Keys::None, role)
+        .doc(G, "2.8.12", "O(1)", "Returns the replication role."),
+    Command::new("lolwut", -1, READONLY | FAST, Keys::None, lolwut)
+        .doc(G, "5.0.0", "", "Displays computer art and the Redis version")
+        .syntax("[VERSION version]"),
 ];
 
 static COMMAND: &[Command] = &[
@@ -1200,6 +1208,42 @@ fn time(ctx: &mut Ctx) -> CmdResult {
     ctx.out.array(2);
     ctx.out.bulk_int((us / 1_000_000) as i64);
     ctx.out.bulk_int((us % 1_000_000) as i64);
+    Ok(Done)
+}
+
+/// WAIT numreplicas timeout: zwindow is always a master without replicas,
+/// so no write is ever acknowledged and the answer is 0 at once (Redis also
+/// answers at once when numreplicas is already met, as 0 is).
+fn wait(ctx: &mut Ctx) -> CmdResult {
+    int_arg(&ctx.args[1])?;
+    let timeout = parse_i64(&ctx.args[2]).ok_or(Error::Static(
+        "ERR timeout is not an integer or out of range",
+    ))?;
+    if timeout < 0 {
+        return Err(Error::Static("ERR timeout is negative"));
+    }
+    ctx.out.int(0);
+    Ok(Done)
+}
+
+/// ROLE: a master with replication offset 0 and no replicas.
+fn role(ctx: &mut Ctx) -> CmdResult {
+    ctx.out.array(3);
+    ctx.out.bulk(b"master");
+    ctx.out.int(0);
+    ctx.out.array(0);
+    Ok(Done)
+}
+
+/// LOLWUT [VERSION v]: Redis 7.0 answers versions other than 5 and 6 (its
+/// default is 7) with the bare version line; the art of 5 and 6 is not
+/// drawn here, they get the same line.
+fn lolwut(ctx: &mut Ctx) -> CmdResult {
+    if ctx.args.len() >= 3 && eq_ic(&ctx.args[1], "VERSION") {
+        int_arg(&ctx.args[2])?;
+    }
+    ctx.out
+        .verbatim(format!("Redis ver. {}\n", crate::server::REDIS_VERSION).as_bytes());
     Ok(Done)
 }
 

@@ -13,8 +13,8 @@ import sys
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
 bgrewriteaof
-failover lolwut migrate module psync
-replconf replicaof role slaveof sync wait
+failover migrate module psync
+replconf replicaof slaveof sync
 """.split()
 MISSING_SUB = [
     ("script", "debug"),
