@@ -87,34 +87,69 @@ fn parse_output(text: &str) -> UnitResult {
 
 /// Runs `unit` against a fresh zwindow, in a private copy of the suite.
 fn run_unit(suite: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
+    let work = copy_suite(&suite.join("tests"));
+    let server = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let port = server.port().to_string();
+    run_harness(
+        &work,
+        unit,
+        &["--host", "127.0.0.1", "--port", &port, "--tags", TAGS],
+        Some(skipfile),
+    )
+}
+
+/// A private copy of a suite's `tests/` directory (the harness writes into it).
+fn copy_suite(tests: &Path) -> PrivateDir {
     let work = PrivateDir::new("tcl");
     let status = Command::new("cp")
         .arg("-a")
-        .arg(suite.join("tests"))
-        .arg(&work.0)
+        .arg(tests)
+        .arg(work.0.join("tests"))
         .status()
         .expect("run cp");
     assert!(status.success(), "copying the suite failed");
-    let server = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    work
+}
+
+/// Runs the harness in `work` on `unit` with `mode_args`, up to
+/// [`UNIT_TIMEOUT`], and reads what it printed.
+fn run_harness(
+    work: &PrivateDir,
+    unit: &str,
+    mode_args: &[&str],
+    skipfile: Option<&Path>,
+) -> (UnitResult, String) {
     let log = work.0.join("unit.log");
-    let mut child = Command::new("tclsh")
-        .current_dir(&work.0)
-        .args(["tests/test_helper.tcl", "--host", "127.0.0.1", "--port"])
-        .arg(server.port().to_string())
-        .args(["--single", &format!("unit/{unit}"), "--tags", TAGS])
-        .args(["--clients", "1", "--timeout", "120", "--skipfile"])
-        .arg(skipfile)
+    let mut cmd = Command::new("tclsh");
+    cmd.current_dir(&work.0)
+        .args(["tests/test_helper.tcl", "--single", &format!("unit/{unit}")])
+        .args(mode_args)
+        .args(["--clients", "1", "--timeout", "120"])
         // The harness listens on a port of its own (32 below --baseport);
         // a range near a fresh ephemeral port keeps two runs on one
         // machine (two checkouts, a run by hand) apart.
         .args(["--baseport", &harness_base_port().to_string()])
-        .args(["--portcount", "64"])
+        .args(["--portcount", "64"]);
+    if let Some(skip) = skipfile {
+        cmd.arg("--skipfile").arg(skip);
+    }
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&log).expect("create the unit log"))
         .stderr(Stdio::null())
         .spawn()
         .expect("run tclsh (installed by .ci/test)");
-    let timed_out = wait_or_kill(&mut child);
+    let deadline = Instant::now() + UNIT_TIMEOUT;
+    let mut timed_out = false;
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            timed_out = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let mut r = parse_output(&text);
     r.timed_out = timed_out;
@@ -138,14 +173,7 @@ fn harness_base_port() -> u16 {
 /// for Redis's startup lines. The harness adds a `unixsocket` line to every
 /// config; zwindow has no unix socket, so the script drops it.
 fn run_unit_spawned(tests: &Path, unit: &str) -> (UnitResult, String) {
-    let work = PrivateDir::new("tcl-spawned");
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(tests)
-        .arg(work.0.join("tests"))
-        .status()
-        .expect("run cp");
-    assert!(status.success(), "copying the suite failed");
+    let work = copy_suite(tests);
     let src = work.0.join("src");
     std::fs::create_dir_all(&src).expect("create src/");
     let shim = src.join("redis-server");
@@ -169,46 +197,7 @@ fn run_unit_spawned(tests: &Path, unit: &str) -> (UnitResult, String) {
             let _ = std::os::unix::fs::symlink(cli, src.join("redis-cli"));
         }
     }
-    let log = work.0.join("unit.log");
-    let mut child = Command::new("tclsh")
-        .current_dir(&work.0)
-        .args(["tests/test_helper.tcl", "--single", &format!("unit/{unit}")])
-        .args([
-            "--tags",
-            "-needs:repl",
-            "--clients",
-            "1",
-            "--timeout",
-            "120",
-        ])
-        .args(["--baseport", &harness_base_port().to_string()])
-        .args(["--portcount", "64"])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log).expect("create the unit log"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run tclsh (installed by .ci/test)");
-    let timed_out = wait_or_kill(&mut child);
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let mut r = parse_output(&text);
-    r.timed_out = timed_out;
-    (r, text)
-}
-
-/// Waits for the harness up to [`UNIT_TIMEOUT`]; true if it was stopped.
-fn wait_or_kill(child: &mut std::process::Child) -> bool {
-    let deadline = Instant::now() + UNIT_TIMEOUT;
-    loop {
-        if child.try_wait().ok().flatten().is_some() {
-            return false;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    run_harness(&work, unit, &["--tags", "-needs:repl"], None)
 }
 
 /// `unit passed` lines, `#` comments.

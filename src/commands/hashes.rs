@@ -721,17 +721,20 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
     let exists = lookup(ctx.ks, key, true)?.is_some();
     let first = fields_arg(ctx, 2, "ERR Number of fields must be a positive integer")?;
-    ctx.out.array(args.len() - first);
     let h = if exists {
         lookup(ctx.ks, key, false)?
     } else {
         None
     };
-    for i in first..args.len() {
-        let at = h.as_ref().and_then(|h| h.expire_at(args.get(i)));
-        ctx.out
-            .int(super::subkey_ttl_reply(at, NO_TTL, now, seconds, relative));
-    }
+    let ttl = super::SubkeyTtl {
+        now,
+        no_ttl: NO_TTL,
+        seconds,
+        relative,
+    };
+    ttl.reply(ctx.out, args, first, |f| {
+        h.as_ref().and_then(|h| h.expire_at(f))
+    });
     Ok(Done)
 }
 

@@ -584,25 +584,38 @@ pub struct Block {
     pub on_gone: Option<&'static str>,
 }
 
-/// One reply of HTTL/HPTTL/HEXPIRETIME/HPEXPIRETIME and their sorted-set
-/// twins (ZTTL …): -2 when the field or member does not exist (or its
-/// deadline has come), -1 when it has no TTL (`no_ttl`, the types' marker),
-/// else the time left (`relative`) or the deadline, in seconds rounded up
-/// or in milliseconds.
-pub fn subkey_ttl_reply(
-    deadline: Option<u64>,
-    no_ttl: u64,
-    now: u64,
-    seconds: bool,
-    relative: bool,
-) -> i64 {
-    let base = if relative { now } else { 0 };
-    match deadline {
-        None => -2,
-        Some(at) if at == no_ttl => -1,
-        Some(at) if at <= now => -2,
-        Some(at) if seconds => ((at + 999 - base) / 1000) as i64,
-        Some(at) => (at - base) as i64,
+/// The reply of HTTL/HPTTL/HEXPIRETIME/HPEXPIRETIME and of their
+/// sorted-set twins (ZTTL …): one integer per field or member from argument
+/// `first` on, `deadline_of` giving its deadline (None: no such subkey;
+/// `no_ttl`, the types' marker: none). -2 when the subkey does not exist
+/// (or its deadline has come), -1 when it has no TTL, else the time left
+/// (`relative`) or the deadline, in seconds rounded up or in milliseconds.
+pub struct SubkeyTtl {
+    pub now: u64,
+    pub no_ttl: u64,
+    pub seconds: bool,
+    pub relative: bool,
+}
+
+impl SubkeyTtl {
+    pub fn reply(
+        &self,
+        out: &mut Reply,
+        args: Args<'_>,
+        first: usize,
+        deadline_of: impl Fn(&[u8]) -> Option<u64>,
+    ) {
+        let base = if self.relative { self.now } else { 0 };
+        out.array(args.len() - first);
+        for i in first..args.len() {
+            out.int(match deadline_of(args.get(i)) {
+                None => -2,
+                Some(at) if at == self.no_ttl => -1,
+                Some(at) if at <= self.now => -2,
+                Some(at) if self.seconds => ((at + 999 - base) / 1000) as i64,
+                Some(at) => (at - base) as i64,
+            });
+        }
     }
 }
 

@@ -203,17 +203,20 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
     let exists = lookup(ctx.ks, key, true)?.is_some();
     let first = members_arg(ctx, 2, "ERR Number of members must be a positive integer")?;
-    ctx.out.array(args.len() - first);
     let z = if exists {
         lookup(ctx.ks, key, false)?
     } else {
         None
     };
-    for i in first..args.len() {
-        let at = z.as_ref().and_then(|z| z.expire_at(args.get(i)));
-        ctx.out
-            .int(super::subkey_ttl_reply(at, NO_TTL, now, seconds, relative));
-    }
+    let ttl = super::SubkeyTtl {
+        now,
+        no_ttl: NO_TTL,
+        seconds,
+        relative,
+    };
+    ttl.reply(ctx.out, args, first, |m| {
+        z.as_ref().and_then(|z| z.expire_at(m))
+    });
     Ok(Done)
 }
 
