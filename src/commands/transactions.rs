@@ -230,7 +230,10 @@ pub fn abort_exec(shared: &Shared, client: &mut Client, out: &mut Reply, reason:
     // `execCommandAbort`).
     if shared.monitors.active() {
         let exec = crate::commands::OwnedArgs::from_slices(&[b"exec".as_slice()]);
-        shared.monitors.feed(client, client.db, &exec.args(), 0);
+        let limit = shared.config.normal_output_limit();
+        shared
+            .monitors
+            .feed(client, client.db, &exec.args(), 0, limit);
     }
     end_multi(client);
     unwatch_all(shared, client);

@@ -633,7 +633,10 @@ pub fn call(
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
     );
     if monitored && script {
-        shared.monitors.feed(ctx.client, ctx.client.db, &args, 0);
+        let limit = shared.config.normal_output_limit();
+        shared
+            .monitors
+            .feed(ctx.client, ctx.client.db, &args, 0, limit);
     }
     let start = std::time::Instant::now();
     let result = (cmd.handler)(&mut ctx);
@@ -644,7 +647,10 @@ pub fn call(
         return Outcome::WaitScript;
     }
     if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
-        shared.monitors.feed(client, client.db, &args, redacted);
+        let limit = shared.config.normal_output_limit();
+        shared
+            .monitors
+            .feed(client, client.db, &args, redacted, limit);
     }
     if shared.tracking.used() {
         track(shared, client, ks, cmd, &args);

@@ -57,8 +57,17 @@ impl Monitors {
 
     /// Sends every monitor the line for `args`, run by `client` in `db`;
     /// the arguments whose bits are set in `redacted` (the command's
-    /// [`Ctx::redacted`](crate::commands::Ctx::redacted)) are hidden.
-    pub fn feed(&self, client: &Client, db: usize, args: &Args<'_>, redacted: u64) {
+    /// [`Ctx::redacted`](crate::commands::Ctx::redacted)) are hidden. A
+    /// monitor is a normal client in Redis: its unread lines count against
+    /// `limit` (`client-output-buffer-limit normal`).
+    pub fn feed(
+        &self,
+        client: &Client,
+        db: usize,
+        args: &Args<'_>,
+        redacted: u64,
+        limit: crate::config::OutputLimit,
+    ) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
@@ -80,13 +89,8 @@ impl Monitors {
         }
         line.extend_from_slice(b"\r\n");
         let line = bytes::Bytes::from(line);
-        let none = crate::config::OutputLimit {
-            hard: 0,
-            soft: 0,
-            soft_secs: 0,
-        };
         for m in self.list.lock().iter() {
-            m.push(Push::Raw(line.clone()), none);
+            m.push(Push::Raw(line.clone()), limit);
         }
     }
 }
