@@ -222,7 +222,18 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         .to_string();
     let bind = if bind == "*" { "0.0.0.0" } else { &bind };
     let port = config.port.load(Relaxed) as u16;
-    let listener = crate::network::listen(bind, port, config.tcp_backlog).await?;
+    let listener = match crate::network::listen(bind, port, config.tcp_backlog).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            // Redis's two lines: tools (Redis's own test harness among them)
+            // look for the second to retry on another port.
+            tracing::warn!(
+                "Warning: Could not create server TCP listening socket {bind}:{port}: bind: {e}"
+            );
+            tracing::warn!("Failed listening on port {port} (tcp), aborting.");
+            return Err(e.into());
+        }
+    };
     let local = listener.local_addr()?;
     crate::network::adjust_open_files_limit(&config);
     config.port.store(local.port() as u32, Relaxed);

@@ -156,14 +156,38 @@ fn run_harness(
     (r, text)
 }
 
-/// A base port with 32 free-looking ports below it and 64 above.
+/// A base port for the harness: it uses 32 ports below it, 64 above, and
+/// each of those + 10000 (its TLS check). All of that stays below the
+/// kernel's ephemeral range (32768 and up), where the client side of
+/// every other test's connections takes ports: a spawned server that
+/// lost its port to one of those would never start.
 fn harness_base_port() -> u16 {
-    let p = free_port();
-    if p > 65_000 {
-        p - 200
-    } else {
-        p.max(1100) + 40
+    use std::net::TcpListener;
+    // One random start per test process; runs in this process (which
+    // overlap) then take successive slots from it.
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        std::process::id() as u64
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos() as u64)
+    });
+    // Runs at the same time in this process take successive slots.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+    for _ in 0..200 {
+        let slot = seed.wrapping_add(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        // 11000..=22000 in steps of 100: base - 32 .. base + 64 (+ 10000)
+        // never reach 32768.
+        let base = 11_000 + (slot % 111) as u16 * 100;
+        if [base - 32, base, base + 63, base + 10_000]
+            .into_iter()
+            .all(free)
+        {
+            return base;
+        }
     }
+    21_111
 }
 
 /// Runs `unit` of the suite whose `tests/` directory is `tests` in the
