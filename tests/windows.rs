@@ -449,9 +449,10 @@ fn moveto_is_on_time_and_exactly_once_under_concurrent_consumers() {
     let started = Instant::now();
     c.cmd_str("DEBUG CLOCK ADVANCE 1100");
     wait_for(|| c.cmd_str("DBSIZE") == b":0\r\n");
-    // The promise is 100 ms; the bound leaves room for a loaded CI machine.
+    // The promise is 100 ms; the bound leaves room for a loaded CI machine
+    // (tests run in parallel on two cores).
     assert!(
-        started.elapsed() < Duration::from_millis(500),
+        started.elapsed() < Duration::from_secs(2),
         "hand-off took {:?}",
         started.elapsed()
     );
@@ -539,6 +540,10 @@ fn moveto_rule_changes_racing_trims_hand_off_every_member_once() {
                     n % DESTS
                 ));
                 assert_eq!(reply, b"+OK\r\n");
+                // Members age out between rule changes whatever the other
+                // threads' scheduling: hand-offs go to several lists.
+                conn.cmd_str("DEBUG CLOCK ADVANCE 2");
+                conn.cmd_str(&format!("ZCARD race:{}", n % KEYS));
             }
             0
         }));
