@@ -1072,6 +1072,9 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &ctx.shared.clients.total_connections,
         &ctx.shared.evictor.evicted_keys,
         &ctx.shared.evictor.over_total_ms,
+        // INFO's expired_subkeys (Redis resets it as it does expired_keys).
+        &ctx.shared.store.stats_expired_fields,
+        &ctx.shared.store.stats_expired_members,
     ] {
         c.store(0, Relaxed);
     }
