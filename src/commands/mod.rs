@@ -26,6 +26,7 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 pub mod memory;
+pub mod modules;
 pub mod observability;
 pub mod persistence;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
@@ -33,6 +34,7 @@ pub mod persistence;
 pub(crate) mod meta;
 pub(crate) mod meta_later;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -58,6 +60,8 @@ use crate::util::parse_i64;
 pub static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    replication::COMMANDS,
+    modules::COMMANDS,
     acl::COMMANDS,
     observability::COMMANDS,
     keys::COMMANDS,
@@ -115,6 +119,13 @@ pub mod flags {
     /// Reported only: Redis refuses these while a replica loads its data
     /// asynchronously, which zwindow never does.
     pub const NO_ASYNC_LOADING: u32 = 1 << 20;
+    /// RESTORE-ASKING: a cluster's ASKING state would let it run on an
+    /// importing slot (reported only: zwindow has no cluster mode).
+    pub const ASKING: u32 = 1 << 21;
+    /// Never reported (Redis hides it): refused by the execution layer
+    /// unless its `enable-…-command` setting allows the client (MODULE's
+    /// LOAD, LOADEX and UNLOAD).
+    pub const PROTECTED: u32 = 1 << 22;
 
     /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides
     /// `may_replicate`.
@@ -130,6 +141,7 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),

@@ -236,7 +236,7 @@ enum Verdict {
 }
 
 /// The checks a client's command passes before it may run, in Redis 7.0's
-/// order (`processCommand`): auth, MULTI's refusals, ACL permissions,
+/// order (`processCommand`): protected commands, auth, MULTI's refusals, ACL permissions,
 /// out of memory (evicting first), the tracking table's bound, RESP2
 /// subscribed mode, a busy script, CLIENT PAUSE, then MULTI queueing.
 fn verify(
@@ -245,6 +245,13 @@ fn verify(
     cmd: &'static Command,
     args: &Args<'_>,
 ) -> Verdict {
+    // Redis checks protected commands first, right after the arity.
+    if cmd.has(flags::PROTECTED)
+        && let Some(msg) =
+            crate::commands::modules::module_command_refused(shared, client.handle.is_local())
+    {
+        return Verdict::Reject(msg.into());
+    }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) && shared.acl.default_needs_auth() {
         return Verdict::Reject("NOAUTH Authentication required.".into());
     }

@@ -13,8 +13,7 @@ import sys
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
 bgrewriteaof
-failover migrate module psync
-replconf replicaof slaveof sync
+migrate
 """.split()
 MISSING_SUB = [
     ("script", "debug"),
