@@ -26,6 +26,7 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 pub mod memory;
+pub mod migrate;
 pub mod modules;
 pub mod observability;
 pub mod persistence;
@@ -66,6 +67,7 @@ pub static TABLE: &[&[Command]] = &[
     observability::COMMANDS,
     keys::COMMANDS,
     persistence::COMMANDS,
+    migrate::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,
     strings::COMMANDS,
@@ -185,6 +187,11 @@ pub enum Keys {
     /// XREAD/XREADGROUP: the first half of the arguments after the
     /// `STREAMS` option (see [`streams::streams_keys`]).
     Streams,
+    /// MIGRATE: the key at 3 unless empty, and every argument after the
+    /// first `KEYS` word from 6 on. A password spelled `keys` makes that a
+    /// few arguments more (locked, never missed); COMMAND GETKEYS reports
+    /// Redis's exact choice from `meta.rs`.
+    Migrate,
 }
 
 impl Keys {
@@ -377,6 +384,14 @@ impl Command {
             Keys::Streams => {
                 if let Some((first, n)) = streams::streams_keys(args) {
                     (first..first + n).for_each(f);
+                }
+            }
+            Keys::Migrate => {
+                if !args.get(3).is_empty() {
+                    f(3);
+                }
+                if let Some(at) = (6..argc).find(|&i| args.get(i).eq_ignore_ascii_case(b"keys")) {
+                    (at + 1..argc).for_each(f);
                 }
             }
             Keys::NumKeys { count_at, dest } => {
@@ -575,6 +590,10 @@ pub enum Outcome {
     /// It needs the script engine, which another client's script holds:
     /// nothing was done; the execution layer retries it after the script.
     WaitScript,
+    /// MIGRATE's payloads are ready and nothing is written yet: the
+    /// execution layer runs the transfer with no shard held, then
+    /// [`migrate::finish`].
+    Migrate(Box<crate::migrate::Transfer>),
 }
 
 pub use Outcome::Done;

@@ -113,6 +113,9 @@ pub enum Dispatched {
     /// CLIENT PAUSE holds the command (true: it may write): nothing was
     /// done; await the pause's end and dispatch it again.
     Paused(bool),
+    /// MIGRATE ran its first step: run the transfer (no shard held), then
+    /// [`finish_migrate`].
+    Migrate(Box<crate::migrate::Transfer>),
 }
 
 /// Runs one request from a client: checks, locking, the handler.
@@ -184,6 +187,7 @@ pub fn dispatch(
         Outcome::Done => Dispatched::Done,
         Outcome::Close => Dispatched::Close,
         Outcome::WaitScript => return Dispatched::WaitScript,
+        Outcome::Migrate(t) => Dispatched::Migrate(t),
         Outcome::Block(block) => {
             // Queue the waiter while the keys' shards are still locked, so
             // no write can land between "nothing to pop" and "waiting".
@@ -832,6 +836,7 @@ pub async fn execute(
                 let job_args = owned.take().unwrap_or_else(|| args.to_owned());
                 run_on_runner(shared, client, out, job_args).await
             }
+            Dispatched::Migrate(t) => migrate(shared, client, out, t).await,
             d => d,
         };
         if !matches!(
@@ -842,7 +847,7 @@ pub async fn execute(
             after_reply(shared, client, out, (!pushes_reply).then_some(mark));
         }
         match dispatched {
-            Dispatched::Done => return Ran::Done,
+            Dispatched::Done | Dispatched::Migrate(_) => return Ran::Done,
             Dispatched::Blocked(w) => return Ran::Blocked(w),
             Dispatched::Close => return Ran::Close,
             Dispatched::Paused(writes) => {
@@ -908,6 +913,70 @@ fn forget_caching(client: &Client, is_client_cmd: bool) {
     {
         h.tracking.fetch_and(!crate::tracking::CACHING, Relaxed);
     }
+}
+
+/// MIGRATE's transfer, on a blocking thread so this connection's task
+/// waits without holding a shard or a runtime worker, then its last step
+/// with the keys' shards locked again.
+async fn migrate(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    transfer: Box<crate::migrate::Transfer>,
+) -> Dispatched {
+    let s = shared.clone();
+    let joined = tokio::task::spawn_blocking(move || {
+        let outcome = crate::migrate::run(&s.migrate, &transfer);
+        (transfer, outcome)
+    })
+    .await;
+    let Ok((transfer, outcome)) = joined else {
+        out.error("ERR internal error while migrating");
+        return Dispatched::Done;
+    };
+    let mut set = crate::keyspace::ShardSet::default();
+    if !transfer.copy {
+        for &i in &outcome.acked {
+            if let Some(item) = transfer.items.get(i) {
+                set.insert(shared.store.shard_of(&item.key));
+            }
+        }
+    }
+    // A script holds every shard while it runs: wait for it without
+    // blocking this task's worker.
+    let guards = loop {
+        if set.is_empty() {
+            break crate::keyspace::Guards::None;
+        }
+        if let Some(g) = shared
+            .store
+            .try_lock_for(set, std::time::Duration::from_millis(1))
+        {
+            break g;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    };
+    let mut ks = Keyspace::new(shared, guards, transfer.source_db, shared.clock.now_ms());
+    let mark = out.len();
+    if let Err(e) = crate::commands::migrate::finish(&mut ks, &transfer, &outcome, out) {
+        out.truncate(mark);
+        shared.count_error(e.bytes());
+        if let Some(cmd) = lookup(b"migrate") {
+            CallStats::of(cmd).failed.fetch_add(1, Relaxed);
+        }
+        out.error_bytes(e.bytes());
+    }
+    if shared.tracking.used() && !ks.invalidated.is_empty() {
+        let mut changed = std::mem::take(&mut ks.invalidated);
+        shared.tracking.invalidate(
+            shared,
+            &mut changed,
+            Some(client.handle.id),
+            &mut ks.tracking_pending,
+        );
+    }
+    client.tracking_held.append(&mut ks.tracking_pending);
+    Dispatched::Done
 }
 
 /// Moves the client to the script runner, dispatches `args` there and

@@ -13,7 +13,6 @@ import sys
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
 bgrewriteaof
-migrate
 """.split()
 MISSING_SUB = [
     ("script", "debug"),
