@@ -140,7 +140,7 @@ enum ConnectError {
 /// Connects to `host:port` within `timeout` (every resolved address tried
 /// within what is left of it).
 fn connect(host: &[u8], port: u16, timeout: Duration) -> Result<TcpStream, ConnectError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     let host = std::str::from_utf8(host).map_err(|_| ConnectError::Resolve)?;
     let addrs: Vec<_> = (host, port)
         .to_socket_addrs()
@@ -211,7 +211,7 @@ enum IoError {
 impl TargetConn {
     fn write_all(&mut self, data: &[u8], timeout: Duration) -> Result<(), IoError> {
         for chunk in data.chunks(CHUNK) {
-            let deadline = Instant::now() + timeout;
+            let deadline = deadline_after(timeout);
             let mut pos = 0;
             while pos < chunk.len() {
                 let left = left_until(deadline)?;
@@ -228,7 +228,7 @@ impl TargetConn {
 
     /// One reply line without its CRLF, within `timeout`.
     fn read_line(&mut self, timeout: Duration) -> Result<Vec<u8>, IoError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         loop {
             if let Some(at) = self.buf.iter().position(|&b| b == b'\n') {
                 let mut line: Vec<u8> = self.buf.drain(..=at).collect();
@@ -251,6 +251,14 @@ impl TargetConn {
             }
         }
     }
+}
+
+/// `timeout` from now; a timeout too large for the clock (a client may
+/// give any `long`) is as good as none: a year.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
 }
 
 fn left_until(deadline: Instant) -> Result<Duration, IoError> {
@@ -462,6 +470,12 @@ fn target_error(line: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_timeouts_do_not_overflow() {
+        let d = deadline_after(Duration::from_millis(i64::MAX as u64));
+        assert!(d > Instant::now());
+    }
 
     #[test]
     fn target_errors_are_quoted_bounded() {

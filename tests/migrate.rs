@@ -317,3 +317,49 @@ fn cached_sockets_close_after_ten_idle_seconds() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+/// A key written by another client while its transfer is in flight keeps
+/// the new value (the target has the one sent); an untouched one moves.
+#[test]
+fn a_key_written_during_the_transfer_stays() {
+    let z = ZwindowServer::start(&[]);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // A slow target: reads the request, waits, then acknowledges SELECT
+    // and both RESTOREs.
+    let target = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut sock, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while got.windows(7).filter(|w| w == b"RESTORE").count() < 2 {
+            let n = sock.read(&mut buf).unwrap();
+            assert!(n > 0, "the source closed early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        sock.write_all(b"+OK\r\n+OK\r\n+OK\r\n").unwrap();
+    });
+    let mut c = z.conn();
+    c.cmd_str("SET moved v1");
+    c.cmd_str("SET changed v1");
+    c.send(&encode_cmd(&[
+        b"MIGRATE",
+        b"127.0.0.1",
+        port.to_string().as_bytes(),
+        b"",
+        b"0",
+        b"5000",
+        b"KEYS",
+        b"moved",
+        b"changed",
+    ]));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut other = z.conn();
+    assert_eq!(other.cmd_str("SET changed v2"), b"+OK\r\n");
+    assert_eq!(c.read_reply(), b"+OK\r\n");
+    assert_eq!(c.cmd_str("EXISTS moved"), b":0\r\n");
+    assert_eq!(c.cmd_str("GET changed"), b"$2\r\nv2\r\n");
+    drop(c);
+    target.join().unwrap();
+}

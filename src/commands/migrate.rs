@@ -144,8 +144,9 @@ pub(crate) fn finish(
             let Some(item) = t.items.get(i) else {
                 continue;
             };
+            // Looked at, not read: no keyspace hit, no access time.
             let unchanged = ks
-                .get_read(&item.key)
+                .peek(&item.key)
                 .is_some_and(|e| crate::rdb::dump(&e.value) == item.payload);
             if unchanged && ks.remove(&item.key).is_some() {
                 ks.signal(&item.key, notify::GENERIC, "del");
