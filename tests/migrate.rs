@@ -363,3 +363,36 @@ fn a_key_written_during_the_transfer_stays() {
     drop(c);
     target.join().unwrap();
 }
+
+/// A windowed sorted set whose old members a lookup hands off to a MOVETO
+/// destination on another shard: both steps plan that shard's lock (a
+/// debug build asserts any shard touched is locked).
+#[test]
+fn windowed_keys_migrate_with_their_hand_off() {
+    let z = ZwindowServer::start(&["--enable-debug-command", "yes", "--shards", "16"]);
+    let target = RedisServer::start();
+    let mut c = z.conn();
+    c.cmd_str("DEBUG CLOCK FREEZE 1700000000000");
+    let rule = "ZWINDOW SET folder:* 5s MS MOVETO folded";
+    assert_eq!(c.cmd_str(rule), b"+OK\r\n");
+    for i in 0..8 {
+        c.cmd_str(&format!(
+            "ZADD folder:{i} 1699999998000 old{i} 1700000000000 new"
+        ));
+    }
+    // The old members fall out of the window, to be handed off at the
+    // next lookup: MIGRATE's.
+    c.cmd_str("DEBUG CLOCK ADVANCE 4000");
+    let keys: Vec<String> = (0..8).map(|i| format!("folder:{i}")).collect();
+    let line = format!(
+        "MIGRATE 127.0.0.1 {} \"\" 0 5000 KEYS {}",
+        target.port(),
+        keys.join(" ")
+    );
+    assert_eq!(c.cmd_str(&line), b"+OK\r\n");
+    assert_eq!(c.cmd_str("EXISTS folder:0 folder:7"), b":0\r\n");
+    // The old members went to the destination, the rest to the target.
+    assert_eq!(c.cmd_str("LLEN folded"), b":8\r\n");
+    let mut t = target.conn();
+    assert_eq!(t.cmd_str("ZRANGE folder:3 0 -1"), b"*1\r\n$3\r\nnew\r\n");
+}

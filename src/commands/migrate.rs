@@ -34,6 +34,12 @@ pub static COMMANDS: &[Command] = &[
         .syntax("host port key | \"\" destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key [key ...]]"),
 ];
 
+/// MIGRATE's table entry (its statistics, and the key plan of its last
+/// step).
+pub(crate) fn command() -> &'static Command {
+    &COMMANDS[0]
+}
+
 /// The first step: checks, then the payloads; the transfer and the
 /// reply follow (see the module's doc).
 fn migrate(ctx: &mut Ctx) -> CmdResult {

@@ -114,7 +114,7 @@ pub enum Dispatched {
     /// done; await the pause's end and dispatch it again.
     Paused(bool),
     /// MIGRATE ran its first step: run the transfer (no shard held), then
-    /// [`finish_migrate`].
+    /// [`crate::commands::migrate::finish`].
     Migrate(Box<crate::migrate::Transfer>),
 }
 
@@ -934,24 +934,29 @@ async fn migrate(
         out.error("ERR internal error while migrating");
         return Dispatched::Done;
     };
-    let mut set = crate::keyspace::ShardSet::default();
+    // The acknowledged keys, as a MIGRATE … KEYS invocation, so their
+    // shards are planned as any command's (window hand-off shards too).
+    let cmd = crate::commands::migrate::command();
+    let mut parts: Vec<&[u8]> = vec![b"migrate", b"", b"", b"", b"", b"", b"KEYS"];
     if !transfer.copy {
-        for &i in &outcome.acked {
-            if let Some(item) = transfer.items.get(i) {
-                set.insert(shared.store.shard_of(&item.key));
-            }
-        }
+        let acked = outcome.acked.iter().filter_map(|&i| transfer.items.get(i));
+        parts.extend(acked.map(|item| &item.key[..]));
     }
+    let keys = OwnedArgs::from_slices(&parts);
+    let set = shards_for(shared, cmd, &keys.args());
     // A script holds every shard while it runs: wait for it without
     // blocking this task's worker.
     let guards = loop {
         if set.is_empty() {
             break crate::keyspace::Guards::None;
         }
-        if let Some(g) = shared
-            .store
-            .try_lock_for(set, std::time::Duration::from_millis(1))
-        {
+        let try_lock = |set| {
+            shared
+                .store
+                .try_lock_for(set, std::time::Duration::from_millis(10))
+                .ok_or(())
+        };
+        if let Ok(g) = lock_planned(shared, transfer.source_db, cmd, &keys.args(), set, try_lock) {
             break g;
         }
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
@@ -961,9 +966,7 @@ async fn migrate(
     if let Err(e) = crate::commands::migrate::finish(&mut ks, &transfer, &outcome, out) {
         out.truncate(mark);
         shared.count_error(e.bytes());
-        if let Some(cmd) = lookup(b"migrate") {
-            CallStats::of(cmd).failed.fetch_add(1, Relaxed);
-        }
+        CallStats::of(cmd).failed.fetch_add(1, Relaxed);
         out.error_bytes(e.bytes());
     }
     if shared.tracking.used() && !ks.invalidated.is_empty() {
