@@ -702,6 +702,11 @@ impl Config {
         self.busy_reply_threshold.load(Relaxed).max(0) as u64
     }
 
+    /// `enable-module-command`: `no`, `yes` or `local` (startup only).
+    pub fn enable_module_command(&self) -> String {
+        self.kept("enable-module-command", "no")
+    }
+
     pub fn protected_mode(&self) -> bool {
         self.protected_mode.load(Relaxed)
     }
@@ -1902,6 +1907,22 @@ const PARAMS: &[Param] = &[
                 }
             }
             Ok(())
+        }),
+    },
+    // The master this server replicates: never one (zwindow does not
+    // replicate), so empty as on a Redis master; a `replicaof` line at
+    // startup is refused rather than ignored.
+    Param {
+        name: "replicaof",
+        alias: Some("slaveof"),
+        get: |_| String::new(),
+        set: Some(|c, _, _| {
+            Err(if c.loaded() {
+                "can't set immutable config"
+            } else {
+                "zwindow does not replicate: replicaof is not supported"
+            }
+            .into())
         }),
     },
     // Redis 7.0 directives kept without effect (see `kept!`); README

@@ -15,7 +15,8 @@
 //! Beside them: [`acl`] (users and permissions over the command table),
 //! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
 //! shared state and startup), [`config`], [`clock`], [`pubsub`],
-//! [`tracking`] (client-side caching), [`util`], and [`stats`],
+//! [`tracking`] (client-side caching), [`migrate`] (MIGRATE's outbound
+//! connections), [`util`], and [`stats`],
 //! [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG, LATENCY and
 //! MEMORY report).
 
@@ -29,6 +30,7 @@ pub mod execution;
 pub mod healthcheck;
 pub mod keyspace;
 pub mod latency;
+pub mod migrate;
 pub mod network;
 pub mod persistence;
 pub mod protocol;

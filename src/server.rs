@@ -86,6 +86,8 @@ pub struct Shared {
     /// Unix seconds of the last successful save (or of startup), for LASTSAVE.
     pub last_save: AtomicU64,
     pub persistence: crate::persistence::State,
+    /// MIGRATE's cached connections to target instances.
+    pub migrate: crate::migrate::SocketCache,
     shutdown_tx: watch::Sender<bool>,
     /// Signalled by the SHUTDOWN command.
     pub stop: Notify,
@@ -138,6 +140,7 @@ impl Shared {
                 .collect(),
             last_save: AtomicU64::new(now),
             persistence: Default::default(),
+            migrate: Default::default(),
             shutdown_tx: watch::channel(false).0,
             stop: Notify::new(),
         }

@@ -635,3 +635,81 @@ fn stock_redis_conf_files_load() {
     }
     assert!(loaded > 0, "no stock config file found to load");
 }
+
+/// `examples/compose/docker-compose.yml`: every service's `command:` runs
+/// through the image's entrypoint as the container would run it (the
+/// mounted redis.conf at its own path; the port, `dir` and password
+/// overridden on the command line so the test runs anywhere), the server
+/// reports the settings the file gives it, and the healthcheck is the
+/// image's. The compose file is read for its `command:` and `test:` lines,
+/// in the flow-sequence form it uses.
+#[test]
+fn compose_example_commands_start() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compose");
+    let yaml = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
+    let flow = |key: &str| -> Vec<Vec<String>> {
+        yaml.lines()
+            .filter_map(|l| l.trim().strip_prefix(key))
+            .map(|v| {
+                let v = v.trim();
+                assert!(v.starts_with('[') && v.ends_with(']'), "{key} {v}");
+                v[1..v.len() - 1]
+                    .split(',')
+                    .map(|w| w.trim().trim_matches('"').to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let commands = flow("command:");
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    for test in flow("test:") {
+        assert_eq!(test, ["CMD", "zwindow", "--healthcheck"]);
+    }
+    assert!(yaml.contains("- cache-data:/data") && yaml.contains("- sessions-data:/data"));
+    let dir = PrivateDir::new("conf-compose");
+    let path = image_path(&dir.0);
+    for command in commands {
+        // The mounted file, at the path the compose file mounts it on.
+        let args: Vec<String> = command
+            .iter()
+            .map(|a| match a.as_str() {
+                "/usr/local/etc/redis/redis.conf" => root.join("redis.conf").display().to_string(),
+                _ => a.clone(),
+            })
+            .collect();
+        let data = dir.0.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let port = free_port().to_string();
+        let mut cmd = Command::new("sh");
+        cmd.arg(entrypoint())
+            .args(&args)
+            .args(["--port", &port, "--dir", data.to_str().unwrap()])
+            .env("PATH", &path)
+            .env("ZWINDOW_DEFAULTS", defaults());
+        let z = ZwindowServer::start_command(cmd);
+        let mut c = z.conn();
+        let get = |c: &mut common::RawConn, name: &str| {
+            let r = parse_reply(&c.cmd(&[b"CONFIG", b"GET", name.as_bytes()]));
+            String::from_utf8_lossy(r.array()[1].bulk()).into_owned()
+        };
+        if args.iter().any(|a| a.ends_with("redis.conf")) {
+            // Its password, then what the file sets.
+            assert_eq!(c.cmd_str("AUTH change-me"), b"+OK\r\n");
+            assert_eq!(get(&mut c, "dbfilename"), "sessions.rdb");
+            assert_eq!(get(&mut c, "maxmemory-policy"), "allkeys-lru");
+            assert_eq!(get(&mut c, "save"), "300 1 60 1000");
+        } else {
+            assert_eq!(get(&mut c, "save"), "60 1");
+        }
+        let check = Command::new(ZWINDOW)
+            .args(["--healthcheck", &z.pid().to_string()])
+            .env("ZWINDOW_DEFAULTS", defaults())
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&check.stdout)
+        );
+    }
+}

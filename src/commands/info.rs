@@ -682,11 +682,12 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
         "pubsubshard_channels",
         shared.pubsub.channels(true, None).len(),
     );
-    // No fork (no persistence), MIGRATE, replicas or defragmentation.
+    // No fork (no persistence), replicas or defragmentation.
+    for name in ["latest_fork_usec", "total_forks"] {
+        t.field(name, 0);
+    }
+    t.field("migrate_cached_sockets", shared.migrate.len());
     for name in [
-        "latest_fork_usec",
-        "total_forks",
-        "migrate_cached_sockets",
         "slave_expires_tracked_keys",
         "active_defrag_hits",
         "active_defrag_misses",

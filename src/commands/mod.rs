@@ -26,6 +26,8 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 pub mod memory;
+pub mod migrate;
+pub mod modules;
 pub mod observability;
 pub mod persistence;
 // Generated data, laid out by its generator (.ci/gen_command_meta.py).
@@ -33,6 +35,7 @@ pub mod persistence;
 pub(crate) mod meta;
 pub(crate) mod meta_later;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -58,10 +61,13 @@ use crate::util::parse_i64;
 pub static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    replication::COMMANDS,
+    modules::COMMANDS,
     acl::COMMANDS,
     observability::COMMANDS,
     keys::COMMANDS,
     persistence::COMMANDS,
+    migrate::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,
     strings::COMMANDS,
@@ -115,6 +121,13 @@ pub mod flags {
     /// Reported only: Redis refuses these while a replica loads its data
     /// asynchronously, which zwindow never does.
     pub const NO_ASYNC_LOADING: u32 = 1 << 20;
+    /// RESTORE-ASKING: a cluster's ASKING state would let it run on an
+    /// importing slot (reported only: zwindow has no cluster mode).
+    pub const ASKING: u32 = 1 << 21;
+    /// Never reported (Redis hides it): refused by the execution layer
+    /// unless its `enable-…-command` setting allows the client (MODULE's
+    /// LOAD, LOADEX and UNLOAD).
+    pub const PROTECTED: u32 = 1 << 22;
 
     /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides
     /// `may_replicate`.
@@ -130,6 +143,7 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
@@ -173,6 +187,11 @@ pub enum Keys {
     /// XREAD/XREADGROUP: the first half of the arguments after the
     /// `STREAMS` option (see [`streams::streams_keys`]).
     Streams,
+    /// MIGRATE: the key at 3 unless empty, and every argument after the
+    /// first `KEYS` word from 6 on. A password spelled `keys` makes that a
+    /// few arguments more (locked, never missed); COMMAND GETKEYS reports
+    /// Redis's exact choice from `meta.rs`.
+    Migrate,
 }
 
 impl Keys {
@@ -365,6 +384,14 @@ impl Command {
             Keys::Streams => {
                 if let Some((first, n)) = streams::streams_keys(args) {
                     (first..first + n).for_each(f);
+                }
+            }
+            Keys::Migrate => {
+                if !args.get(3).is_empty() {
+                    f(3);
+                }
+                if let Some(at) = (6..argc).find(|&i| args.get(i).eq_ignore_ascii_case(b"keys")) {
+                    (at + 1..argc).for_each(f);
                 }
             }
             Keys::NumKeys { count_at, dest } => {
@@ -563,6 +590,10 @@ pub enum Outcome {
     /// It needs the script engine, which another client's script holds:
     /// nothing was done; the execution layer retries it after the script.
     WaitScript,
+    /// MIGRATE's payloads are ready and nothing is written yet: the
+    /// execution layer runs the transfer with no shard held, then
+    /// [`migrate::finish`].
+    Migrate(Box<crate::migrate::Transfer>),
 }
 
 pub use Outcome::Done;

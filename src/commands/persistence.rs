@@ -1,5 +1,5 @@
-//! Persistence commands: SAVE, BGSAVE, and DUMP / RESTORE (a value in Redis's
-//! serialization, see [`crate::rdb`]).
+//! Persistence commands: SAVE, BGSAVE, and DUMP / RESTORE / RESTORE-ASKING
+//! (a value in Redis's serialization, see [`crate::rdb`]).
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -23,6 +23,10 @@ pub static COMMANDS: &[Command] = &[
         .syntax("key"),
     Command::new("restore", -4, WRITE | DENYOOM, Keys::ONE, restore)
         .doc(GK, "2.6.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", "Creates a key from the serialized representation of a value.")
+        .syntax("key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"),
+    // What a cluster's MIGRATE sends; without cluster mode, RESTORE itself.
+    Command::new("restore-asking", -4, WRITE | DENYOOM | ASKING, Keys::ONE, restore)
+        .doc(G, "3.0.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", "An internal command for migrating keys in a cluster")
         .syntax("key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"),
 ];
 

@@ -1028,14 +1028,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         .step_by(2)
         .map(|i| (ctx.args.get(i), ctx.args.get(i + 1)))
         .collect();
-    // Redis's islocalClient: the peer is exactly 127.0.0.1 or ::1.
-    let host = ctx
-        .client
-        .handle
-        .addr
-        .rsplit_once(':')
-        .map_or("", |(h, _)| h);
-    let local = matches!(host, "127.0.0.1" | "::1" | "[::1]");
+    let local = ctx.client.handle.is_local();
     if let Some(refused) = pairs
         .iter()
         .find_map(|(name, _)| ctx.shared.config.protected_refused(name, local))

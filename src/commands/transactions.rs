@@ -168,7 +168,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
                     Outcome::Close => outcome = Outcome::Close,
                     // Nothing blocks inside EXEC (`Client::can_block`), and the
                     // runner that runs an EXEC holding a script owns the engine.
-                    other @ (Outcome::Block(_) | Outcome::WaitScript) => {
+                    other @ (Outcome::Block(_) | Outcome::WaitScript | Outcome::Migrate(_)) => {
                         debug_assert!(false, "EXEC's command answered {other:?}");
                         ctx.out.null();
                     }

@@ -132,6 +132,13 @@ pub const UNBLOCK_TIMEOUT: u8 = 1;
 pub const UNBLOCK_ERROR: u8 = 2;
 
 impl ClientHandle {
+    /// Redis's `islocalClient` for TCP: the peer is exactly 127.0.0.1 or
+    /// ::1 (what `enable-…` settings' `local` value admits).
+    pub fn is_local(&self) -> bool {
+        let host = self.addr.rsplit_once(':').map_or("", |(h, _)| h);
+        matches!(host, "127.0.0.1" | "::1" | "[::1]")
+    }
+
     /// Channels, patterns and shard channels subscribed to (Redis's
     /// CLIENT_PUBSUB flag is this being non-zero).
     pub fn subscriptions(&self) -> u32 {

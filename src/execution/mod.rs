@@ -113,6 +113,9 @@ pub enum Dispatched {
     /// CLIENT PAUSE holds the command (true: it may write): nothing was
     /// done; await the pause's end and dispatch it again.
     Paused(bool),
+    /// MIGRATE ran its first step: run the transfer (no shard held), then
+    /// [`crate::commands::migrate::finish`].
+    Migrate(Box<crate::migrate::Transfer>),
 }
 
 /// Runs one request from a client: checks, locking, the handler.
@@ -184,6 +187,7 @@ pub fn dispatch(
         Outcome::Done => Dispatched::Done,
         Outcome::Close => Dispatched::Close,
         Outcome::WaitScript => return Dispatched::WaitScript,
+        Outcome::Migrate(t) => Dispatched::Migrate(t),
         Outcome::Block(block) => {
             // Queue the waiter while the keys' shards are still locked, so
             // no write can land between "nothing to pop" and "waiting".
@@ -236,7 +240,7 @@ enum Verdict {
 }
 
 /// The checks a client's command passes before it may run, in Redis 7.0's
-/// order (`processCommand`): auth, MULTI's refusals, ACL permissions,
+/// order (`processCommand`): protected commands, auth, MULTI's refusals, ACL permissions,
 /// out of memory (evicting first), the tracking table's bound, RESP2
 /// subscribed mode, a busy script, CLIENT PAUSE, then MULTI queueing.
 fn verify(
@@ -245,6 +249,13 @@ fn verify(
     cmd: &'static Command,
     args: &Args<'_>,
 ) -> Verdict {
+    // Redis checks protected commands first, right after the arity.
+    if cmd.has(flags::PROTECTED)
+        && let Some(msg) =
+            crate::commands::modules::module_command_refused(shared, client.handle.is_local())
+    {
+        return Verdict::Reject(msg.into());
+    }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) && shared.acl.default_needs_auth() {
         return Verdict::Reject("NOAUTH Authentication required.".into());
     }
@@ -825,6 +836,7 @@ pub async fn execute(
                 let job_args = owned.take().unwrap_or_else(|| args.to_owned());
                 run_on_runner(shared, client, out, job_args).await
             }
+            Dispatched::Migrate(t) => migrate(shared, client, out, t).await,
             d => d,
         };
         if !matches!(
@@ -835,7 +847,7 @@ pub async fn execute(
             after_reply(shared, client, out, (!pushes_reply).then_some(mark));
         }
         match dispatched {
-            Dispatched::Done => return Ran::Done,
+            Dispatched::Done | Dispatched::Migrate(_) => return Ran::Done,
             Dispatched::Blocked(w) => return Ran::Blocked(w),
             Dispatched::Close => return Ran::Close,
             Dispatched::Paused(writes) => {
@@ -901,6 +913,73 @@ fn forget_caching(client: &Client, is_client_cmd: bool) {
     {
         h.tracking.fetch_and(!crate::tracking::CACHING, Relaxed);
     }
+}
+
+/// MIGRATE's transfer, on a blocking thread so this connection's task
+/// waits without holding a shard or a runtime worker, then its last step
+/// with the keys' shards locked again.
+async fn migrate(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    transfer: Box<crate::migrate::Transfer>,
+) -> Dispatched {
+    let s = shared.clone();
+    let joined = tokio::task::spawn_blocking(move || {
+        let outcome = crate::migrate::run(&s.migrate, &transfer);
+        (transfer, outcome)
+    })
+    .await;
+    let Ok((transfer, outcome)) = joined else {
+        out.error("ERR internal error while migrating");
+        return Dispatched::Done;
+    };
+    // The acknowledged keys, as a MIGRATE … KEYS invocation, so their
+    // shards are planned as any command's (window hand-off shards too).
+    let cmd = crate::commands::migrate::command();
+    let mut parts: Vec<&[u8]> = vec![b"migrate", b"", b"", b"", b"", b"", b"KEYS"];
+    if !transfer.copy {
+        let acked = outcome.acked.iter().filter_map(|&i| transfer.items.get(i));
+        parts.extend(acked.map(|item| &item.key[..]));
+    }
+    let keys = OwnedArgs::from_slices(&parts);
+    let set = shards_for(shared, cmd, &keys.args());
+    // A script holds every shard while it runs: wait for it without
+    // blocking this task's worker.
+    let guards = loop {
+        if set.is_empty() {
+            break crate::keyspace::Guards::None;
+        }
+        let try_lock = |set| {
+            shared
+                .store
+                .try_lock_for(set, std::time::Duration::from_millis(10))
+                .ok_or(())
+        };
+        if let Ok(g) = lock_planned(shared, transfer.source_db, cmd, &keys.args(), set, try_lock) {
+            break g;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    };
+    let mut ks = Keyspace::new(shared, guards, transfer.source_db, shared.clock.now_ms());
+    let mark = out.len();
+    if let Err(e) = crate::commands::migrate::finish(&mut ks, &transfer, &outcome, out) {
+        out.truncate(mark);
+        shared.count_error(e.bytes());
+        CallStats::of(cmd).failed.fetch_add(1, Relaxed);
+        out.error_bytes(e.bytes());
+    }
+    if shared.tracking.used() && !ks.invalidated.is_empty() {
+        let mut changed = std::mem::take(&mut ks.invalidated);
+        shared.tracking.invalidate(
+            shared,
+            &mut changed,
+            Some(client.handle.id),
+            &mut ks.tracking_pending,
+        );
+    }
+    client.tracking_held.append(&mut ks.tracking_pending);
+    Dispatched::Done
 }
 
 /// Moves the client to the script runner, dispatches `args` there and

@@ -177,6 +177,7 @@ pub async fn cron(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receive
         }
         close_idle(&shared);
         resize_query_buffers(&shared);
+        shared.migrate.close_idle();
         if shared.tracking.clients() > 0 {
             shared.tracking.limit(&shared);
         }

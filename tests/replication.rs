@@ -1,0 +1,168 @@
+//! The replication family (REPLICAOF, SLAVEOF, FAILOVER, PSYNC, REPLCONF)
+//! and MODULE, byte for byte against a standalone redis-server 7.0.15 in
+//! RESP2 and RESP3; and zwindow's refusals where Redis would start
+//! replicating or load a module. SYNC, and PSYNC with valid arguments, are
+//! never sent to redis-server: it would fork to produce its dataset.
+
+mod common;
+
+use common::*;
+
+const CASES: &[&str] = &[
+    "REPLICAOF NO ONE",
+    "REPLICAOF no one",
+    "SLAVEOF NO ONE",
+    "REPLICAOF NO TWO",
+    "REPLICAOF localhost abc",
+    "REPLICAOF localhost 70000",
+    "REPLICAOF localhost -1",
+    "REPLICAOF localhost",
+    "REPLICAOF a b c",
+    "SLAVEOF localhost 1x",
+    "FAILOVER",
+    "FAILOVER ABORT",
+    "FAILOVER abort",
+    "FAILOVER ABORT x",
+    "FAILOVER TIMEOUT 0",
+    "FAILOVER TIMEOUT -5",
+    "FAILOVER TIMEOUT x",
+    "FAILOVER TIMEOUT 10",
+    "FAILOVER TIMEOUT 10 TIMEOUT 5",
+    "FAILOVER TO h x",
+    "FAILOVER TO h 1",
+    "FAILOVER TO h",
+    "FAILOVER TO h 1 TO h 2",
+    "FAILOVER FORCE",
+    "FAILOVER FORCE FORCE",
+    "FAILOVER TO h 1 FORCE TIMEOUT 10",
+    "FAILOVER foo",
+    "PSYNC a",
+    "PSYNC a b FAILOVER",
+    "PSYNC a b failover x",
+    "REPLCONF",
+    "REPLCONF a",
+    "REPLCONF listening-port 1",
+    "REPLCONF listening-port x",
+    "REPLCONF listening-port 1 capa eof capa psync2 capa other",
+    "REPLCONF ip-address 1.2.3.4",
+    "REPLCONF rdb-only 1",
+    "REPLCONF rdb-only 2",
+    "REPLCONF rdb-only x",
+    "REPLCONF rdb-filter-only functions",
+    "REPLCONF rdb-filter-only foo",
+    "REPLCONF rdb-filter-only \"functions\\x20foo\"",
+    "REPLCONF foo bar",
+    "REPLCONF listening-port 1 foo",
+    "MODULE LIST",
+    "MODULE list",
+    "MODULE HELP",
+    "MODULE LOAD /nonexistent.so",
+    "MODULE LOAD /nonexistent.so a b",
+    "MODULE LOADEX /nonexistent.so CONFIG a b",
+    "MODULE UNLOAD m",
+    "MODULE LOAD",
+    "MODULE UNLOAD",
+    "MODULE UNLOAD a b",
+    "MODULE LIST x",
+    "MODULE foo",
+    "MODULE",
+];
+
+#[test]
+fn replication_and_module_replies_match_redis() {
+    let s = Servers::start();
+    for proto in ["2", "3"] {
+        let mut p = s.pair();
+        p.both_str(&format!("HELLO {proto}"));
+        for case in CASES {
+            p.check_str(case);
+        }
+        // ACK and GETACK answer nothing to a client that is not a replica.
+        p.check_raw_session(&encode_cmd(&[b"REPLCONF", b"ACK", b"5"]));
+        p.check_raw_session(&encode_cmd(&[b"REPLCONF", b"GETACK", b"*"]));
+        p.check_raw_session(&encode_cmd(&[b"REPLCONF", b"capa", b"eof", b"ack", b"1"]));
+        p.check_str("CONFIG GET enable-module-command");
+        p.check_str("CONFIG SET enable-module-command yes");
+        // Redis's NET_HOST_STR_LEN bounds an announced address.
+        for len in [255, 256, 300] {
+            let addr = vec![b'a'; len];
+            p.check(&[b"REPLCONF", b"ip-address", &addr]);
+        }
+    }
+}
+
+#[test]
+fn refusals_in_transactions_and_scripts_match_redis() {
+    let s = Servers::start();
+    let mut p = s.pair();
+    // A protected command is rejected before queuing: EXEC then aborts.
+    p.check_str("MULTI");
+    p.check_str("MODULE LOAD /x");
+    p.check_str("MODULE LIST");
+    p.check_str("EXEC");
+    p.check_str("MULTI");
+    p.check_str("PSYNC a b");
+    p.check_str("DISCARD");
+    p.check_str("MULTI");
+    p.check_str("REPLICAOF NO ONE");
+    p.check_str("FAILOVER");
+    p.check_str("EXEC");
+    p.check_str("EVAL \"return redis.call('replicaof','no','one')\" 0");
+    p.check_str("EVAL \"return redis.call('module','list')\" 0");
+}
+
+#[test]
+fn replication_is_refused_clearly() {
+    let z = ZwindowServer::start(&[]);
+    let mut c = z.conn();
+    let r = c.cmd_str("REPLICAOF 127.0.0.1 6379");
+    assert!(
+        r.starts_with(b"-ERR zwindow does not replicate"),
+        "{}",
+        escape(&r)
+    );
+    let r = c.cmd_str("SLAVEOF localhost 0");
+    assert!(
+        r.starts_with(b"-ERR zwindow does not replicate"),
+        "{}",
+        escape(&r)
+    );
+    for line in ["SYNC", "PSYNC ? -1", "PSYNC 0123 5"] {
+        let r = c.cmd_str(line);
+        assert!(
+            r.starts_with(b"-ERR zwindow does not replicate"),
+            "{line}: {}",
+            escape(&r)
+        );
+    }
+    // Still a master, with no replica.
+    assert_eq!(c.cmd_str("ROLE"), b"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n");
+    assert_eq!(c.cmd_str("PING"), b"+PONG\r\n");
+}
+
+#[test]
+fn module_command_when_enabled() {
+    // `yes`: Redis's UNLOAD text for a name never loaded; LOAD says zwindow
+    // loads no modules (redis-server would try the file).
+    let s = Servers::start_with(&["--enable-module-command", "yes"]);
+    let mut p = s.pair();
+    p.check_str("CONFIG GET enable-module-command");
+    p.check_str("MODULE UNLOAD m");
+    p.check_str("MODULE LIST");
+    let r = p.z.cmd_str("MODULE LOAD /nonexistent.so");
+    assert_eq!(
+        r,
+        b"-ERR Error loading the extension: zwindow does not load Redis modules.\r\n"
+    );
+    let r = p.z.cmd_str("MODULE LOADEX /nonexistent.so ARGS a");
+    assert!(
+        r.starts_with(b"-ERR Error loading the extension"),
+        "{}",
+        escape(&r)
+    );
+    // `local`: the tests connect over loopback, which `local` admits.
+    let s = Servers::start_with(&["--enable-module-command", "local"]);
+    let mut p = s.pair();
+    p.check_str("CONFIG GET enable-module-command");
+    p.check_str("MODULE UNLOAD m");
+}
