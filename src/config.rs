@@ -687,6 +687,10 @@ impl Config {
         self.list_max_listpack_size.load(Relaxed)
     }
 
+    pub fn list_compress_depth(&self) -> usize {
+        self.list_compress_depth.load(Relaxed)
+    }
+
     pub fn proto_max_bulk_len(&self) -> i64 {
         self.proto_max_bulk_len.load(Relaxed)
     }
