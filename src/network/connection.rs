@@ -348,8 +348,9 @@ async fn wait_blocked(
     }
     // Served while cancelling: that reply wins, as the data was taken.
     let served = shared.blocking.cancel(shared, waiter, rx);
-    if served.is_none() && unblocked == crate::execution::client::UNBLOCK_ERROR {
-        return Some(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec());
+    if served.is_none() && !handle.killed.load(Relaxed) {
+        let error = unblocked == crate::execution::client::UNBLOCK_ERROR;
+        return crate::execution::blocking::unserved(shared, waiter, error);
     }
     served
 }
