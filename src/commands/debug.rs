@@ -8,6 +8,7 @@
 //! DEBUG DIGEST-VALUE [key ...] | PROTOCOL type | SET-ACTIVE-EXPIRE 0|1
 //! DEBUG QUICKLIST-PACKED-THRESHOLD size | CHANGE-REPL-ID | STRINGMATCH-TEST
 //! DEBUG LISTPACK key | QUICKLIST key [0|1] | RELOAD [MERGE] [NOFLUSH] [NOSAVE]
+//! DEBUG REPLYBUFFER RESIZING 0|1
 //! ```
 //!
 //! DEBUG declares no keys, so the subcommands that read the keyspace lock
@@ -113,6 +114,10 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
         encoding_dump(ctx, &["quicklist"], "quicklist")?;
     } else if eq_ic(sub, "RELOAD") {
         reload(ctx)?;
+    } else if eq_ic(sub, "REPLYBUFFER") && argc == 4 && eq_ic(ctx.arg(2), "RESIZING") {
+        let on = super::server::c_atoi(ctx.arg(3)) != 0;
+        crate::network::connection::REPLY_BUFFER_RESIZING.store(on, Relaxed);
+        ctx.out.ok();
     } else if eq_ic(sub, "CLOCK") && argc >= 3 {
         clock(ctx)?;
     } else if eq_ic(sub, "SHARD") && argc == 3 {
@@ -182,6 +187,8 @@ fn help(ctx: &mut Ctx) {
             "QUICKLIST <key> [<0|1>]",
             "    Show low level info about the quicklist encoding of <key>.",
             "    The optional argument (0 by default) sets the level of detail",
+            "REPLYBUFFER RESIZING <0|1>",
+            "    Enable or disable the reply buffer resize cron job",
             "CLOCK FREEZE <unix-ms>|NOW, CLOCK ADVANCE <ms>, CLOCK RESUME, CLOCK GET",
             "    zwindow's test clock.",
             "SHARD <key>",

@@ -660,8 +660,7 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.field("expire_cycle_cpu_milliseconds", expire.cycle_usec / 1000);
     let ev = &shared.evictor;
     t.field("evicted_keys", ev.evicted_keys.load(Relaxed));
-    // Clients are never evicted (no maxmemory-clients).
-    t.field("evicted_clients", 0);
+    t.field("evicted_clients", shared.clients.evicted.load(Relaxed));
     let over_since = ev.over_since_ms.load(Relaxed);
     let current = if over_since == 0 {
         0

@@ -1052,6 +1052,11 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         let pass = ctx.shared.config.requirepass();
         ctx.shared.acl.set_default_password(pass.as_deref());
     }
+    if pairs.iter().any(|(name, _)| {
+        crate::util::eq_ic(name, "maxmemory-clients") || crate::util::eq_ic(name, "maxmemory")
+    }) {
+        crate::execution::client::evict_clients(ctx.shared, true);
+    }
     ctx.out.ok();
     Ok(Done)
 }
@@ -1070,6 +1075,7 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.reply_buffer_expands,
         &s.reply_buffer_shrinks,
         &ctx.shared.clients.total_connections,
+        &ctx.shared.clients.evicted,
         &ctx.shared.evictor.evicted_keys,
         &ctx.shared.evictor.over_total_ms,
     ] {

@@ -27,10 +27,18 @@ use crate::stats::Gauge;
 
 /// Bytes read per syscall at least; the buffer grows for larger requests.
 const READ_CHUNK: usize = 16 * 1024;
+/// An argument at least this long gets a read buffer of its own size
+/// (Redis's `PROTO_MBULK_BIG_ARG`).
+const BIG_ARG: usize = 32 * 1024;
 /// Output buffers larger than this are released after a flush, and read
 /// buffers that grew past it for a big request once it is consumed: an idle
 /// connection holds what ordinary requests need, not its largest one's.
 const OUT_KEEP: usize = 256 * 1024;
+
+/// Whether reply buffers past [`OUT_KEEP`] are given back after a write
+/// (`DEBUG REPLYBUFFER RESIZING 0|1`; process-wide, as Redis's switch).
+pub static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(true);
 /// Read buffers past this are dropped as soon as their requests ran; smaller
 /// ones that grew are trimmed by the clients' cron within 100 ms.
 const READ_KEEP: usize = 4 * 1024 * 1024;
@@ -75,6 +83,8 @@ pub async fn run(
     // command's data, or close once its reply is written.
     let mut waiting: Option<Waiting> = None;
     let mut close = false;
+    // The read buffer was sized for one big argument (see `read_some`).
+    let mut big_arg = false;
     'conn: loop {
         out.resp3 = client.resp3();
         // To tell INFO's reply_buffer_expands when this batch grew it.
@@ -99,6 +109,10 @@ pub async fn run(
                 None => out.null_array(),
             }
         } else {
+            let wanted = parser.wanted();
+            // Redis hands a big argument's buffer over to the command
+            // (`argv`): once run, it is dropped rather than kept as free room.
+            big_arg |= wanted > rbuf.capacity() && wanted - rbuf.len() >= BIG_ARG;
             tokio::select! {
                 biased;
                 _ = &mut killed => break,
@@ -106,6 +120,9 @@ pub async fn run(
                 Some(msg) = pushes.recv() => {
                     if let Push::ShrinkQuery { idle } = msg {
                         shrink_query_buffer(&handle, &mut rbuf, idle);
+                        if shared.config.client_eviction_limit() != 0 {
+                            shared.clients.note_memory(&handle);
+                        }
                         continue;
                     }
                     encode_push(&mut out, &msg);
@@ -117,7 +134,7 @@ pub async fn run(
                         pushed += msg.size();
                     }
                 }
-                read = read_some(&shared.stats, &mut stream, &mut rbuf) => {
+                read = read_some(&shared.stats, &mut stream, &mut rbuf, wanted) => {
                     match read {
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
@@ -134,6 +151,13 @@ pub async fn run(
                         );
                         break;
                     }
+                    // The request bytes waiting count as this client's
+                    // memory (`maxmemory-clients`).
+                    handle.qbuf.store(rbuf.len(), Relaxed);
+                    handle
+                        .qbuf_free
+                        .store(rbuf.capacity() - rbuf.len(), Relaxed);
+                    crate::execution::client::account_memory(&shared, &handle);
                 }
             }
         }
@@ -193,7 +217,7 @@ pub async fn run(
         // cron (Redis's query buffer resizing); an ordinary one takes its
         // room back.
         if rbuf.is_empty() && consumed > 0 {
-            if consumed > READ_KEEP || rbuf.capacity() > READ_KEEP {
+            if std::mem::take(&mut big_arg) || consumed > READ_KEEP || rbuf.capacity() > READ_KEEP {
                 rbuf = BytesMut::with_capacity(READ_CHUNK);
             } else {
                 // Asking for one byte more than is left moves the (empty)
@@ -219,6 +243,19 @@ pub async fn run(
         {
             break;
         }
+        if shared.config.client_eviction_limit() != 0 {
+            handle
+                .structures_mem
+                .store(client.structures_memory(&shared), Relaxed);
+            // The replies about to be written count too.
+            handle
+                .buffer_bytes
+                .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
+            crate::execution::client::account_memory(&shared, &handle);
+            if handle.killed.load(Relaxed) {
+                break;
+            }
+        }
         if !out.is_empty() {
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);
@@ -241,7 +278,7 @@ pub async fn run(
             handle.push_bytes.fetch_sub(pushed, Relaxed);
             pushed = 0;
             out.buf.clear();
-            if out.buf.capacity() > OUT_KEEP {
+            if out.buf.capacity() > OUT_KEEP && REPLY_BUFFER_RESIZING.load(Relaxed) {
                 out.buf = Vec::new();
                 stats.reply_buffer_shrinks.fetch_add(1, Relaxed);
             }
@@ -250,6 +287,9 @@ pub async fn run(
         handle
             .buffer_bytes
             .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
+        if shared.config.client_eviction_limit() != 0 {
+            shared.clients.note_memory(&handle);
+        }
         if close {
             break;
         }
@@ -265,13 +305,22 @@ pub async fn run(
 }
 
 /// Reads what the socket has into `rbuf`, counting the read and its bytes
-/// for INFO (as Redis, before any command in them runs).
+/// for INFO (as Redis, before any command in them runs). `wanted`: the
+/// buffer length the argument being read needs (see [`Parser::wanted`]);
+/// a big one gets a buffer of exactly that size, as Redis sizes its query
+/// buffer for a big argument, instead of doubling its way there (the
+/// query buffer counts against `maxmemory-clients`).
 async fn read_some(
     stats: &Stats,
     stream: &mut TcpStream,
     rbuf: &mut BytesMut,
+    wanted: usize,
 ) -> std::io::Result<usize> {
-    if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
+    if wanted > rbuf.capacity() && wanted - rbuf.len() >= BIG_ARG {
+        let mut exact = BytesMut::with_capacity(wanted);
+        exact.extend_from_slice(rbuf);
+        *rbuf = exact;
+    } else if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
         rbuf.reserve(READ_CHUNK);
     }
     let read = stream.read_buf(rbuf).await;
@@ -333,7 +382,7 @@ async fn wait_blocked(
                 handle.kill();
                 break;
             }
-            read = read_some(&shared.stats, stream, rbuf) => {
+            read = read_some(&shared.stats, stream, rbuf, 0) => {
                 if !matches!(read, Ok(n) if n > 0) {
                     handle.kill();
                     break;
@@ -379,12 +428,19 @@ fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
     if !rbuf.is_empty() {
         return;
     }
+    let before = rbuf.capacity();
     *rbuf = if idle {
         BytesMut::new()
     } else {
         BytesMut::with_capacity(READ_CHUNK)
     };
     handle.qbuf_free.store(rbuf.capacity(), Relaxed);
+    // The buffers' total shrinks with it (CLIENT LIST's rbs is what is
+    // left of that total beyond the query buffer).
+    let total = handle.buffer_bytes.load(Relaxed);
+    handle
+        .buffer_bytes
+        .store(total.saturating_sub(before) + rbuf.capacity(), Relaxed);
 }
 
 fn encode_push(out: &mut Reply, msg: &Push) {

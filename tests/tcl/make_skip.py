@@ -36,8 +36,6 @@ KNOWN_BUGS = [
 UNTAGGED = [
     ("introspection", "CONFIG SET with multiple args",
      "sets save (zwindow does not persist: CONFIG SET save is refused)"),
-    ("introspection", "CONFIG SET rollback on set error",
-     "sets maxmemory-clients (zwindow has no client eviction)"),
     ("introspection", "CONFIG sanity",
      "sets every CONFIG parameter, some of which zwindow lacks or holds immutable (bind)"),
 ]
