@@ -277,6 +277,7 @@ pub struct Clients {
     memory: AtomicUsize,
     /// Clients disconnected by client eviction (INFO's `evicted_clients`).
     pub evicted: AtomicU64,
+    evicting: Mutex<()>,
 }
 
 impl Clients {
@@ -342,12 +343,24 @@ impl Clients {
     /// connection calls this as its buffers change, while client eviction
     /// is on).
     pub fn note_memory(&self, c: &ClientHandle) {
-        let now = c.memory();
+        // A killed client's memory is on its way out (and evicting one
+        // already took it off the total).
+        let now = if c.killed.load(Relaxed) {
+            0
+        } else {
+            c.memory()
+        };
         let before = c.counted_mem.swap(now, Relaxed);
         if now >= before {
             self.memory.fetch_add(now - before, Relaxed);
         } else {
             self.memory.fetch_sub(before - now, Relaxed);
+        }
+        // Evicted meanwhile (evict took its part off before this added it
+        // back): take it off again.
+        if now != 0 && c.killed.load(Relaxed) {
+            self.memory
+                .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
         }
     }
 
@@ -365,6 +378,11 @@ impl Clients {
             }
         }
         if limit == 0 || self.memory.load(Relaxed) < limit {
+            return 0;
+        }
+        // One eviction pass at a time: two would both pick the largest.
+        let _pass = self.evicting.lock();
+        if self.memory.load(Relaxed) < limit {
             return 0;
         }
         let mut candidates: Vec<(usize, Arc<ClientHandle>)> = Vec::new();
