@@ -27,9 +27,6 @@ use crate::stats::Gauge;
 
 /// Bytes read per syscall at least; the buffer grows for larger requests.
 const READ_CHUNK: usize = 16 * 1024;
-/// An argument at least this long gets a read buffer of its own size
-/// (Redis's `PROTO_MBULK_BIG_ARG`).
-const BIG_ARG: usize = 32 * 1024;
 /// Output buffers larger than this are released after a flush, and read
 /// buffers that grew past it for a big request once it is consumed: an idle
 /// connection holds what ordinary requests need, not its largest one's.
@@ -83,8 +80,6 @@ pub async fn run(
     // command's data, or close once its reply is written.
     let mut waiting: Option<Waiting> = None;
     let mut close = false;
-    // The read buffer was sized for one big argument (see `read_some`).
-    let mut big_arg = false;
     'conn: loop {
         out.resp3 = client.resp3();
         // To tell INFO's reply_buffer_expands when this batch grew it.
@@ -109,10 +104,6 @@ pub async fn run(
                 None => out.null_array(),
             }
         } else {
-            let wanted = parser.wanted();
-            // Redis hands a big argument's buffer over to the command
-            // (`argv`): once run, it is dropped rather than kept as free room.
-            big_arg |= wanted > rbuf.capacity() && wanted - rbuf.len() >= BIG_ARG;
             tokio::select! {
                 biased;
                 _ = &mut killed => break,
@@ -134,7 +125,7 @@ pub async fn run(
                         pushed += msg.size();
                     }
                 }
-                read = read_some(&shared.stats, &mut stream, &mut rbuf, wanted) => {
+                read = read_some(&shared.stats, &mut stream, &mut rbuf) => {
                     match read {
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
@@ -217,7 +208,7 @@ pub async fn run(
         // cron (Redis's query buffer resizing); an ordinary one takes its
         // room back.
         if rbuf.is_empty() && consumed > 0 {
-            if std::mem::take(&mut big_arg) || consumed > READ_KEEP || rbuf.capacity() > READ_KEEP {
+            if consumed > READ_KEEP || rbuf.capacity() > READ_KEEP {
                 rbuf = BytesMut::with_capacity(READ_CHUNK);
             } else {
                 // Asking for one byte more than is left moves the (empty)
@@ -305,22 +296,13 @@ pub async fn run(
 }
 
 /// Reads what the socket has into `rbuf`, counting the read and its bytes
-/// for INFO (as Redis, before any command in them runs). `wanted`: the
-/// buffer length the argument being read needs (see [`Parser::wanted`]);
-/// a big one gets a buffer of exactly that size, as Redis sizes its query
-/// buffer for a big argument, instead of doubling its way there (the
-/// query buffer counts against `maxmemory-clients`).
+/// for INFO (as Redis, before any command in them runs).
 async fn read_some(
     stats: &Stats,
     stream: &mut TcpStream,
     rbuf: &mut BytesMut,
-    wanted: usize,
 ) -> std::io::Result<usize> {
-    if wanted > rbuf.capacity() && wanted - rbuf.len() >= BIG_ARG {
-        let mut exact = BytesMut::with_capacity(wanted);
-        exact.extend_from_slice(rbuf);
-        *rbuf = exact;
-    } else if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
+    if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
         rbuf.reserve(READ_CHUNK);
     }
     let read = stream.read_buf(rbuf).await;
@@ -382,7 +364,7 @@ async fn wait_blocked(
                 handle.kill();
                 break;
             }
-            read = read_some(&shared.stats, stream, rbuf, 0) => {
+            read = read_some(&shared.stats, stream, rbuf) => {
                 if !matches!(read, Ok(n) if n > 0) {
                     handle.kill();
                     break;

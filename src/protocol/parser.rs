@@ -147,15 +147,6 @@ impl Parser {
     }
 
     /// True when the parser is between requests with nothing pending.
-    /// How long the buffer must be to hold the bulk string being read (0
-    /// when none is), so a connection can size its buffer for a big one.
-    pub fn wanted(&self) -> usize {
-        match self.state {
-            State::Bulk { len, .. } => self.pos + len + 2,
-            _ => 0,
-        }
-    }
-
     pub fn is_idle(&self) -> bool {
         self.state == State::Start
     }
