@@ -368,6 +368,8 @@ pub struct Config {
     /// `maxmemory` in bytes (0: no limit) and its policy, samples and
     /// tenacity, and the LFU counter's `lfu-log-factor` / `lfu-decay-time`.
     maxmemory: AtomicU64,
+    /// `maxmemory-clients`: bytes, or minus a percentage of `maxmemory`.
+    maxmemory_clients: AtomicI64,
     maxmemory_policy: AtomicU8,
     maxmemory_samples: AtomicU32,
     maxmemory_eviction_tenacity: AtomicU32,
@@ -458,6 +460,7 @@ impl Config {
             slowlog_max_len: AtomicU64::new(128),
             latency_monitor_threshold: AtomicI64::new(0),
             maxmemory: AtomicU64::new(0),
+            maxmemory_clients: AtomicI64::new(0),
             maxmemory_policy: AtomicU8::new(Policy::NoEviction as u8),
             maxmemory_samples: AtomicU32::new(5),
             maxmemory_eviction_tenacity: AtomicU32::new(10),
@@ -570,6 +573,23 @@ impl Config {
     /// `maxmemory` in bytes; 0 means no limit.
     pub fn maxmemory(&self) -> u64 {
         self.maxmemory.load(Relaxed)
+    }
+
+    /// What the normal and pub/sub clients may use together before the
+    /// largest are evicted (Redis's `getClientEvictionLimit`): 0 for no
+    /// limit, and never under 128 kB, so a bad setting still lets clients
+    /// talk to the server.
+    pub fn client_eviction_limit(&self) -> usize {
+        let setting = self.maxmemory_clients.load(Relaxed);
+        let maxmemory = self.maxmemory();
+        let limit = if setting < 0 && maxmemory > 0 {
+            (maxmemory as f64 * -(setting as f64) / 100.0) as usize
+        } else if setting > 0 {
+            setting as usize
+        } else {
+            return 0;
+        };
+        limit.max(128 * 1024)
     }
 
     pub fn maxmemory_policy(&self) -> Policy {
@@ -685,6 +705,10 @@ impl Config {
 
     pub fn list_max_listpack_size(&self) -> i64 {
         self.list_max_listpack_size.load(Relaxed)
+    }
+
+    pub fn list_compress_depth(&self) -> usize {
+        self.list_compress_depth.load(Relaxed)
     }
 
     pub fn proto_max_bulk_len(&self) -> i64 {
@@ -1774,6 +1798,36 @@ const PARAMS: &[Param] = &[
             let n = parse_memory(v).ok_or("argument must be a memory value")?;
             if apply {
                 c.maxmemory.store(n as u64, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    Param {
+        name: "maxmemory-clients",
+        alias: None,
+        get: |c| match c.maxmemory_clients.load(Relaxed) {
+            n if n < 0 => format!("{}%", -n),
+            n => n.to_string(),
+        },
+        set: Some(|c, v, apply| {
+            let n = match v.strip_suffix(b"%") {
+                Some(p) => {
+                    let p = std::str::from_utf8(p)
+                        .ok()
+                        .and_then(|p| p.parse::<i64>().ok())
+                        .filter(|&p| p >= 0)
+                        .ok_or("argument must be a memory or percent value")?;
+                    if p > 100 {
+                        return Err("percentage argument must be less or equal to 100".into());
+                    }
+                    -p
+                }
+                None => parse_memory(v)
+                    .filter(|&n| n >= 0)
+                    .ok_or("argument must be a memory or percent value")?,
+            };
+            if apply {
+                c.maxmemory_clients.store(n, Relaxed);
             }
             Ok(())
         }),

@@ -254,3 +254,84 @@ fn config_set_timeout_closes_idle_clients() {
     assert!(start.elapsed() >= Duration::from_millis(900));
     assert_eq!(sub.cmd_str("PING"), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n");
 }
+
+/// `maxmemory-clients` as redis-server parses and prints it.
+#[test]
+fn maxmemory_clients_config_matches_redis() {
+    let (_s, mut p) = start_pair();
+    for v in [
+        "10%", "3000000", "1mb", "0", "-5", "101%", "1.5", "abc", "100%",
+    ] {
+        p.check_str(&format!("CONFIG SET maxmemory-clients {v}"));
+        p.check_str("CONFIG GET maxmemory-clients");
+    }
+}
+
+/// Over `maxmemory-clients`, the largest client goes (here one holding a
+/// 600 kB unfinished argument), counted in `evicted_clients`; a client with
+/// `CLIENT NO-EVICT on` stays; a limit lowered under what clients hold
+/// evicts at once.
+#[test]
+fn maxmemory_clients_evicts_the_largest_client() {
+    let z = ZwindowServer::start(&[]);
+    let mut control = z.conn();
+    assert_eq!(control.cmd_str("CLIENT NO-EVICT on"), b"+OK\r\n");
+    assert_eq!(
+        control.cmd_str("CONFIG SET maxmemory-clients 500000"),
+        b"+OK\r\n"
+    );
+    let fill = |c: &mut RawConn| {
+        c.send(b"*2\r\n$3\r\nGET\r\n$600000\r\n");
+        c.send(&vec![b'v'; 600_000]);
+    };
+    let mut small = z.conn();
+    assert_eq!(small.cmd_str("PING"), b"+PONG\r\n");
+    let mut big = z.conn();
+    fill(&mut big);
+    assert!(matches!(
+        big.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    assert_eq!(small.cmd_str("PING"), b"+PONG\r\n");
+    let info = String::from_utf8_lossy(&control.cmd_str("INFO stats")).into_owned();
+    assert!(info.contains("evicted_clients:1\r\n"), "{info}");
+    // Exempt: keeps its buffer, and being over the limit alone, takes
+    // every evictable client with it (`small`), as in Redis.
+    let mut kept = z.conn();
+    assert_eq!(kept.cmd_str("CLIENT NO-EVICT on"), b"+OK\r\n");
+    fill(&mut kept);
+    assert!(matches!(
+        kept.try_read_reply(Duration::from_millis(300)),
+        ReadOutcome::Timeout
+    ));
+    assert!(matches!(
+        small.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    drop(kept);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while String::from_utf8_lossy(&control.cmd_str("CLIENT LIST")).contains("qbuf=6") {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A client under the limit goes when the limit is lowered under it.
+    let mut mid = z.conn();
+    mid.send(b"*2\r\n$3\r\nGET\r\n$300000\r\n");
+    mid.send(&vec![b'v'; 200_000]);
+    let list = |c: &mut RawConn| String::from_utf8_lossy(&c.cmd_str("CLIENT LIST")).into_owned();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !list(&mut control).contains("qbuf=2000") {
+        assert!(Instant::now() < deadline, "{}", list(&mut control));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        control.cmd_str("CONFIG SET maxmemory-clients 200000"),
+        b"+OK\r\n"
+    );
+    assert!(matches!(
+        mid.try_read_reply(Duration::from_secs(5)),
+        ReadOutcome::Closed
+    ));
+    let info = String::from_utf8_lossy(&control.cmd_str("INFO stats")).into_owned();
+    assert!(info.contains("evicted_clients:3\r\n"), "{info}");
+}

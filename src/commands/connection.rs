@@ -613,11 +613,7 @@ fn client_line(
     // arguments, MULTI's queue, the reply buffer and unwritten pushes.
     let qbuf = c.qbuf.load(Relaxed);
     let qbuf_free = c.qbuf_free.load(Relaxed);
-    let rbs = c
-        .buffer_bytes
-        .load(Relaxed)
-        .saturating_sub(qbuf + qbuf_free)
-        .max(1024);
+    let rbs = c.reply_buffer();
     let omem = c.push_bytes.load(Relaxed);
     let oll = usize::from(omem > 0);
     let redir = if tracking & crate::tracking::ON != 0 {
@@ -650,7 +646,7 @@ fn client_line(
         rbs,
         oll,
         omem,
-        qbuf + qbuf_free + rbs + omem + argv_mem + c.multi_mem.load(Relaxed),
+        c.memory() + argv_mem,
         cmd,
         user,
         redir,

@@ -660,8 +660,7 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.field("expire_cycle_cpu_milliseconds", expire.cycle_usec / 1000);
     let ev = &shared.evictor;
     t.field("evicted_keys", ev.evicted_keys.load(Relaxed));
-    // Clients are never evicted (no maxmemory-clients).
-    t.field("evicted_clients", 0);
+    t.field("evicted_clients", shared.clients.evicted.load(Relaxed));
     let over_since = ev.over_since_ms.load(Relaxed);
     let current = if over_since == 0 {
         0
@@ -721,15 +720,28 @@ fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     );
 }
 
+/// Redis's replication ID: random per start, apart from the run ID.
+static REPLID: parking_lot::Mutex<Option<String>> = parking_lot::const_mutex(None);
+
+fn random_replid() -> String {
+    (0..40)
+        .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+        .collect()
+}
+
+fn replid() -> String {
+    REPLID.lock().get_or_insert_with(random_replid).clone()
+}
+
+/// DEBUG CHANGE-REPL-ID: a new replication ID (there is never a second one
+/// to clear: zwindow was never a replica).
+pub fn change_replid() {
+    *REPLID.lock() = Some(random_replid());
+}
+
 /// A master without replicas (zwindow has no replication).
 fn replication(t: &mut Text) {
-    // Redis's replication ID: random per start, apart from the run ID.
-    static REPLID: OnceLock<String> = OnceLock::new();
-    let replid = REPLID.get_or_init(|| {
-        (0..40)
-            .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
-            .collect()
-    });
+    let replid = replid();
     t.section("Replication");
     t.field("role", "master");
     t.field("connected_slaves", 0);

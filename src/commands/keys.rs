@@ -531,19 +531,24 @@ fn object_encoding(ctx: &mut Ctx) -> CmdResult {
 
 fn object_refcount(ctx: &mut Ctx) -> CmdResult {
     match ctx.ks.peek(ctx.args.get(2)) {
-        // Redis shares the integers 0..10000 (OBJ_SHARED_REFCOUNT).
-        Some(Entry {
-            value: Value::Str(s),
-            ..
-        }) if s.encoding() == "int"
-            && crate::util::parse_i64(&s.data).is_some_and(|n| (0..10_000).contains(&n)) =>
-        {
-            ctx.out.int(i32::MAX as i64)
-        }
-        Some(_) => ctx.out.int(1),
+        Some(e) => ctx.out.int(refcount(&e.value)),
         None => ctx.out.null(),
     }
     Ok(Done)
+}
+
+/// The refcount Redis reports for a value: the integers 0..10000 are
+/// shared objects (OBJ_SHARED_REFCOUNT), everything else is owned by its key.
+pub(crate) fn refcount(v: &Value) -> i64 {
+    match v {
+        Value::Str(s)
+            if s.encoding() == "int"
+                && crate::util::parse_i64(&s.data).is_some_and(|n| (0..10_000).contains(&n)) =>
+        {
+            i32::MAX as i64
+        }
+        _ => 1,
+    }
 }
 
 fn object_idletime(ctx: &mut Ctx) -> CmdResult {

@@ -16,6 +16,7 @@ pub mod acl;
 pub mod bitmaps;
 pub mod cluster;
 pub mod connection;
+pub mod debug;
 pub mod docs;
 pub mod functions;
 pub mod geo;

@@ -1,6 +1,6 @@
 //! Server commands: COMMAND, INFO (whose text `info.rs` builds), CONFIG,
-//! DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SWAPDB and DEBUG
-//! (MEMORY's subcommands are in `memory.rs`).
+//! DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SWAPDB (MEMORY's
+//! subcommands are in `memory.rs`, DEBUG's in `debug.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -45,7 +45,7 @@ pub static COMMANDS: &[Command] = &[
     Command::new("memory", -2, 0, Keys::None, container)
         .doc(G, "4.0.0", "Depends on subcommand.", "A container for memory diagnostics commands.")
         .subcommands(super::memory::MEMORY),
-    Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, debug)
+    Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, super::debug::debug)
         .doc(G, "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, CLOCK, SET-ACTIVE-EXPIRE).")
         .syntax("subcommand [argument [argument ...]]"),
     Command::new("wait", 3, NOSCRIPT, Keys::None, wait)
@@ -803,7 +803,7 @@ fn keys_from_specs(specs: &[KeySpec], argv: &[&[u8]], out: &mut Vec<(usize, u16)
 /// C's `atoi` (what Redis's genericGetKeys parses numkeys with): leading
 /// whitespace, a sign, digits up to the first non-digit; out of range
 /// saturates as `strtol` does, then truncates to `int`.
-fn c_atoi(s: &[u8]) -> i32 {
+pub(crate) fn c_atoi(s: &[u8]) -> i32 {
     let mut rest = s;
     while let [b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r', tail @ ..] = rest {
         rest = tail;
@@ -1045,6 +1045,11 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         let pass = ctx.shared.config.requirepass();
         ctx.shared.acl.set_default_password(pass.as_deref());
     }
+    if pairs.iter().any(|(name, _)| {
+        crate::util::eq_ic(name, "maxmemory-clients") || crate::util::eq_ic(name, "maxmemory")
+    }) {
+        crate::execution::client::evict_clients(ctx.shared, true);
+    }
     ctx.out.ok();
     Ok(Done)
 }
@@ -1063,6 +1068,7 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.reply_buffer_expands,
         &s.reply_buffer_shrinks,
         &ctx.shared.clients.total_connections,
+        &ctx.shared.clients.evicted,
         &ctx.shared.evictor.evicted_keys,
         &ctx.shared.evictor.over_total_ms,
         // INFO's expired_subkeys (Redis resets it as it does expired_keys).
@@ -1352,112 +1358,6 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.ks.db = db;
     ctx.out.ok();
-    Ok(Done)
-}
-
-fn debug(ctx: &mut Ctx) -> CmdResult {
-    if !ctx.shared.config.debug_command {
-        return Err(Error::Static(
-            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
-        ));
-    }
-    let sub = ctx.arg(1);
-    if eq_ic(sub, "SLEEP") && ctx.argc() == 3 {
-        let secs = crate::util::parse_f64(ctx.arg(2))
-            .filter(|s| (0.0..3600.0).contains(s))
-            .ok_or(Error::NotFloat)?;
-        std::thread::sleep(Duration::from_secs_f64(secs));
-        ctx.out.ok();
-    } else if eq_ic(sub, "LISTPACK") && ctx.argc() == 3 {
-        // Redis prints the listpack's bytes on its stdout; zwindow logs the
-        // value's encoding and length at debug level instead.
-        // DEBUG declares no keys: lock them all (a debugging command).
-        let key = ctx.args.get(2);
-        let encoding = crate::persistence::with_all_shards(ctx.ks, |ks| {
-            Ok(ks.peek(key).map(|e| e.value.encoding()))
-        })
-        .map_err(Error::Owned)?;
-        match encoding {
-            None => return Err(Error::Static("ERR no such key")),
-            Some(enc) if enc != "listpack" && enc != "listpackex" => {
-                return Err(Error::Static("ERR Not a listpack encoded object."));
-            }
-            Some(enc) => {
-                tracing::debug!(key = %String::from_utf8_lossy(key), encoding = enc, "DEBUG LISTPACK");
-            }
-        }
-        ctx.out.simple("Listpack structure printed on stdout");
-    } else if eq_ic(sub, "RELOAD") {
-        if ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
-            return Err(Error::Static("ERR Background save already in progress"));
-        }
-        let (mut save, mut flush, mut merge) = (true, true, false);
-        for a in ctx.args.iter().skip(2) {
-            if eq_ic(a, "NOSAVE") {
-                save = false;
-            } else if eq_ic(a, "NOFLUSH") {
-                flush = false;
-            } else if eq_ic(a, "MERGE") {
-                merge = true;
-            } else {
-                return Err(Error::Static(
-                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
-                ));
-            }
-        }
-        crate::persistence::with_all_shards(ctx.ks, |ks| {
-            crate::persistence::reload(ks, save, flush, merge)
-        })
-        .map_err(Error::Owned)?;
-        ctx.out.ok();
-    } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && ctx.argc() == 3 {
-        let on = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)? != 0;
-        ctx.shared
-            .store
-            .active_expire
-            .store(on, std::sync::atomic::Ordering::Relaxed);
-        ctx.out.ok();
-    } else if eq_ic(sub, "CLOCK") && ctx.argc() >= 3 {
-        // zwindow's controllable clock for tests:
-        // DEBUG CLOCK FREEZE <unix-ms>|NOW, DEBUG CLOCK ADVANCE <ms>, DEBUG CLOCK RESUME, DEBUG CLOCK GET
-        let op = ctx.arg(2);
-        let clock = &ctx.shared.clock;
-        if eq_ic(op, "FREEZE") && ctx.argc() == 4 {
-            let at = if eq_ic(ctx.arg(3), "NOW") {
-                clock.now_ms()
-            } else {
-                int_arg(ctx.arg(3))?.max(1) as u64
-            };
-            clock.freeze_at(at);
-        } else if eq_ic(op, "ADVANCE") && ctx.argc() == 4 {
-            clock.advance(int_arg(ctx.arg(3))?);
-        } else if eq_ic(op, "RESUME") && ctx.argc() == 3 {
-            clock.freeze_at(0);
-        } else if !(eq_ic(op, "GET") && ctx.argc() == 3) {
-            return Err(Error::Syntax);
-        }
-        ctx.out.int(clock.now_ms() as i64);
-    } else if eq_ic(sub, "SHARD") && ctx.argc() == 3 {
-        // DEBUG SHARD <key>: the shard owning a key (the hash seed is random
-        // per process), so tests can spread keys over shards on purpose.
-        ctx.out.int(ctx.shared.store.shard_of(ctx.arg(2)) as i64);
-    } else if eq_ic(sub, "ACTIVE-EXPIRE-CYCLE") && ctx.argc() == 2 {
-        if ctx.client.in_exec {
-            // The cycle locks shards one by one; EXEC already holds them all.
-            return Err(Error::Static(
-                "ERR DEBUG ACTIVE-EXPIRE-CYCLE is not allowed inside a transaction",
-            ));
-        }
-        // Runs one unbounded active-expiry pass now (tests use it instead of waiting).
-        let shared = ctx.shared.clone();
-        let n = crate::keyspace::expire::cycle(&shared, Duration::from_secs(3600));
-        ctx.out.int(n as i64);
-    } else {
-        return Err(Error::Owned(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'",
-            String::from_utf8_lossy(sub)
-        )));
-    }
     Ok(Done)
 }
 

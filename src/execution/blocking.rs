@@ -87,6 +87,26 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<Duration>, Error>
     Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
 }
 
+/// A waiter released without data (timeout, CLIENT UNBLOCK): its command
+/// counts as called, as Redis counted it when it blocked (zwindow counts a
+/// blocking command when it is served). Released by `CLIENT UNBLOCK …
+/// ERROR` (`error`), the call failed with an `UNBLOCKED` error reply, which
+/// is returned.
+pub fn unserved(shared: &Shared, w: &Waiter, error: bool) -> Option<Vec<u8>> {
+    const MSG: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+    if let Ok(cmd) = commands::resolve(&w.args.args()) {
+        let stats = commands::CallStats::of(cmd);
+        stats.calls.fetch_add(1, Ordering::Relaxed);
+        if error {
+            stats.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    error.then(|| {
+        shared.count_error(MSG.as_bytes());
+        format!("-{MSG}\r\n").into_bytes()
+    })
+}
+
 /// One blocked client.
 pub struct Waiter {
     pub handle: Arc<ClientHandle>,

@@ -124,6 +124,12 @@ pub struct ClientHandle {
     /// When (ms since `created`, plus one) the queue last went over the soft
     /// limit; 0 while under it.
     soft_over_since: AtomicU64,
+    /// This client's part of [`Clients::memory`] (its last [`ClientHandle::memory`]).
+    counted_mem: AtomicUsize,
+    /// What its watched keys, subscriptions and tracking prefixes cost, as
+    /// Redis estimates it (see [`Client::structures_memory`]); kept while
+    /// client eviction is on.
+    pub structures_mem: AtomicUsize,
 }
 
 /// CLIENT UNBLOCK … TIMEOUT: the client gets its command's timeout reply.
@@ -158,6 +164,28 @@ impl ClientHandle {
     pub fn kill(&self) {
         self.killed.store(true, Relaxed);
         self.kill_notify.notify_one();
+    }
+
+    /// The memory the client holds, as Redis's `getClientMemoryUsage` counts
+    /// it (CLIENT LIST's `tot-mem` less the running command's arguments):
+    /// the query buffer with its free room, the reply buffer, unwritten
+    /// pushes and MULTI's queue.
+    pub fn memory(&self) -> usize {
+        let qbuf = self.qbuf.load(Relaxed) + self.qbuf_free.load(Relaxed);
+        qbuf + self.reply_buffer()
+            + self.push_bytes.load(Relaxed)
+            + self.multi_mem.load(Relaxed)
+            + self.structures_mem.load(Relaxed)
+    }
+
+    /// The reply buffer's size (CLIENT LIST's `rbs`): what the
+    /// connection's buffers hold beyond the query buffer, at least Redis's
+    /// initial 1 kB.
+    pub fn reply_buffer(&self) -> usize {
+        self.buffer_bytes
+            .load(Relaxed)
+            .saturating_sub(self.qbuf.load(Relaxed) + self.qbuf_free.load(Relaxed))
+            .max(1024)
     }
 
     /// Queues a pub/sub message without waiting for the client; false if
@@ -251,6 +279,12 @@ pub struct Clients {
     map: Mutex<HashMap<ClientId, Arc<ClientHandle>>>,
     next_id: AtomicU64,
     pub total_connections: AtomicU64,
+    /// The clients' memory as last noted (see [`Clients::note_memory`]):
+    /// what `maxmemory-clients` limits.
+    memory: AtomicUsize,
+    /// Clients disconnected by client eviction (INFO's `evicted_clients`).
+    pub evicted: AtomicU64,
+    evicting: Mutex<()>,
 }
 
 impl Clients {
@@ -297,6 +331,8 @@ impl Clients {
             push_bytes: AtomicUsize::new(0),
             buffer_bytes: AtomicUsize::new(0),
             soft_over_since: AtomicU64::new(0),
+            counted_mem: AtomicUsize::new(0),
+            structures_mem: AtomicUsize::new(0),
         });
         self.map.lock().insert(id, h.clone());
         self.total_connections.fetch_add(1, Relaxed);
@@ -304,7 +340,94 @@ impl Clients {
     }
 
     pub fn unregister(&self, id: ClientId) {
-        self.map.lock().remove(&id);
+        if let Some(c) = self.map.lock().remove(&id) {
+            self.memory
+                .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
+        }
+    }
+
+    /// Brings `c`'s part of the clients' memory total up to date (its
+    /// connection calls this as its buffers change, while client eviction
+    /// is on).
+    pub fn note_memory(&self, c: &ClientHandle) {
+        // A killed client's memory is on its way out (and evicting one
+        // already took it off the total).
+        let now = if c.killed.load(Relaxed) {
+            0
+        } else {
+            c.memory()
+        };
+        let before = c.counted_mem.swap(now, Relaxed);
+        if now >= before {
+            self.memory.fetch_add(now - before, Relaxed);
+        } else {
+            self.memory.fetch_sub(before - now, Relaxed);
+        }
+        // Evicted meanwhile (evict took its part off before this added it
+        // back): take it off again.
+        if now != 0 && c.killed.load(Relaxed) {
+            self.memory
+                .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
+        }
+    }
+
+    /// Redis's `evictClients`: while the normal and pub/sub clients use
+    /// `limit` bytes or more together, disconnects the evictable ones
+    /// (not `CLIENT NO-EVICT`, not monitors), largest first. Every
+    /// client's figure is refreshed first (each connection keeps its own
+    /// up to date only when it runs). Returns how many went.
+    /// `refresh`: recount every client first (the limit was just set, so
+    /// the total may be stale).
+    pub fn evict(&self, limit: usize, refresh: bool, is_monitor: impl Fn(ClientId) -> bool) -> u64 {
+        if refresh {
+            for c in self.all() {
+                self.note_memory(&c);
+            }
+        }
+        if limit == 0 || self.memory.load(Relaxed) < limit {
+            return 0;
+        }
+        // One eviction pass at a time: two would both pick the largest.
+        let _pass = self.evicting.lock();
+        if self.memory.load(Relaxed) < limit {
+            return 0;
+        }
+        let mut candidates: Vec<(usize, Arc<ClientHandle>)> = Vec::new();
+        for c in self.all() {
+            if is_monitor(c.id) {
+                // Redis counts monitors apart from the clients it evicts.
+                self.memory
+                    .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
+                continue;
+            }
+            self.note_memory(&c);
+            if !c.no_evict.load(Relaxed) && !c.killed.load(Relaxed) {
+                candidates.push((c.counted_mem.load(Relaxed), c));
+            }
+        }
+        // Redis walks its buckets from the largest clients down.
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+        let mut evicted = 0;
+        for (_, c) in candidates {
+            if self.memory.load(Relaxed) < limit {
+                break;
+            }
+            tracing::info!(
+                "Evicting client: id={} addr={} tot-mem={} (clients: {} of {limit})",
+                c.id,
+                c.addr,
+                c.counted_mem.load(Relaxed),
+                self.memory.load(Relaxed)
+            );
+            c.kill();
+            self.memory
+                .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
+            evicted += 1;
+        }
+        if self.memory.load(Relaxed) >= limit {
+            tracing::warn!("Over client maxmemory after evicting all evictable clients");
+        }
+        evicted
     }
 
     pub fn count(&self) -> usize {
@@ -327,6 +450,50 @@ impl Clients {
             c.kill();
         }
     }
+}
+
+impl Client {
+    /// Redis's estimate of what a client's own structures cost (64-bit
+    /// sizes from `multiStateMemOverhead`, `pubsubMemOverhead` and the
+    /// tracking prefixes' rax): a list node and a `watchedKey` per watched
+    /// key, a list node per pattern, a dict entry and slot per channel, a
+    /// rax node per prefix.
+    pub fn structures_memory(&self, shared: &crate::server::Shared) -> usize {
+        let h = &self.handle;
+        let channels = |n: u32| {
+            let n = n as usize;
+            n * 24 + if n == 0 { 0 } else { n.next_power_of_two() * 8 }
+        };
+        let mut mem = self.watched.len() * (24 + 32)
+            + h.psubs.load(Relaxed) as usize * 24
+            + channels(h.subs.load(Relaxed))
+            + channels(h.ssubs.load(Relaxed));
+        if h.tracking.load(Relaxed) & crate::tracking::BCAST != 0 {
+            mem += shared.tracking.prefixes_of(h.id).len() * 32;
+        }
+        mem
+    }
+}
+
+/// Client eviction (`maxmemory-clients`) after `c`'s buffers changed:
+/// notes its memory and disconnects the largest clients while all of them
+/// together are over the limit. Costs one load while the limit is off.
+pub fn account_memory(shared: &crate::server::Shared, c: &ClientHandle) {
+    if shared.config.client_eviction_limit() == 0 {
+        return;
+    }
+    shared.clients.note_memory(c);
+    evict_clients(shared, false);
+}
+
+/// Disconnects clients while they hold more than `maxmemory-clients`
+/// together (`refresh`: recount them all first, after a limit change).
+pub fn evict_clients(shared: &crate::server::Shared, refresh: bool) {
+    let limit = shared.config.client_eviction_limit();
+    let evicted = shared
+        .clients
+        .evict(limit, refresh, |id| shared.monitors.is_monitor(id));
+    shared.clients.evicted.fetch_add(evicted, Relaxed);
 }
 
 /// A queued waiter, its reply channel and its timeout.

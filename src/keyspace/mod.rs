@@ -13,6 +13,7 @@
 //! command's notion of "now" so that one command, one EXEC and one script see
 //! a single instant. The background half of expiry lives in [`expire`].
 
+pub mod digest;
 pub mod evict;
 pub mod expire;
 pub mod hash_ttl;

@@ -31,6 +31,11 @@ const READ_CHUNK: usize = 16 * 1024;
 /// buffers that grew past it for a big request once it is consumed: an idle
 /// connection holds what ordinary requests need, not its largest one's.
 const OUT_KEEP: usize = 256 * 1024;
+
+/// Whether reply buffers past [`OUT_KEEP`] are given back after a write
+/// (`DEBUG REPLYBUFFER RESIZING 0|1`; process-wide, as Redis's switch).
+pub static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(true);
 /// Read buffers past this are dropped as soon as their requests ran; smaller
 /// ones that grew are trimmed by the clients' cron within 100 ms.
 const READ_KEEP: usize = 4 * 1024 * 1024;
@@ -106,6 +111,9 @@ pub async fn run(
                 Some(msg) = pushes.recv() => {
                     if let Push::ShrinkQuery { idle } = msg {
                         shrink_query_buffer(&handle, &mut rbuf, idle);
+                        if shared.config.client_eviction_limit() != 0 {
+                            shared.clients.note_memory(&handle);
+                        }
                         continue;
                     }
                     encode_push(&mut out, &msg);
@@ -134,6 +142,13 @@ pub async fn run(
                         );
                         break;
                     }
+                    // The request bytes waiting count as this client's
+                    // memory (`maxmemory-clients`).
+                    handle.qbuf.store(rbuf.len(), Relaxed);
+                    handle
+                        .qbuf_free
+                        .store(rbuf.capacity() - rbuf.len(), Relaxed);
+                    crate::execution::client::account_memory(&shared, &handle);
                 }
             }
         }
@@ -219,6 +234,19 @@ pub async fn run(
         {
             break;
         }
+        if shared.config.client_eviction_limit() != 0 {
+            handle
+                .structures_mem
+                .store(client.structures_memory(&shared), Relaxed);
+            // The replies about to be written count too.
+            handle
+                .buffer_bytes
+                .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
+            crate::execution::client::account_memory(&shared, &handle);
+            if handle.killed.load(Relaxed) {
+                break;
+            }
+        }
         if !out.is_empty() {
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);
@@ -241,7 +269,7 @@ pub async fn run(
             handle.push_bytes.fetch_sub(pushed, Relaxed);
             pushed = 0;
             out.buf.clear();
-            if out.buf.capacity() > OUT_KEEP {
+            if out.buf.capacity() > OUT_KEEP && REPLY_BUFFER_RESIZING.load(Relaxed) {
                 out.buf = Vec::new();
                 stats.reply_buffer_shrinks.fetch_add(1, Relaxed);
             }
@@ -250,6 +278,9 @@ pub async fn run(
         handle
             .buffer_bytes
             .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
+        if shared.config.client_eviction_limit() != 0 {
+            shared.clients.note_memory(&handle);
+        }
         if close {
             break;
         }
@@ -348,8 +379,9 @@ async fn wait_blocked(
     }
     // Served while cancelling: that reply wins, as the data was taken.
     let served = shared.blocking.cancel(shared, waiter, rx);
-    if served.is_none() && unblocked == crate::execution::client::UNBLOCK_ERROR {
-        return Some(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec());
+    if served.is_none() && !handle.killed.load(Relaxed) {
+        let error = unblocked == crate::execution::client::UNBLOCK_ERROR;
+        return crate::execution::blocking::unserved(shared, waiter, error);
     }
     served
 }
@@ -378,12 +410,19 @@ fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
     if !rbuf.is_empty() {
         return;
     }
+    let before = rbuf.capacity();
     *rbuf = if idle {
         BytesMut::new()
     } else {
         BytesMut::with_capacity(READ_CHUNK)
     };
     handle.qbuf_free.store(rbuf.capacity(), Relaxed);
+    // The buffers' total shrinks with it (CLIENT LIST's rbs is what is
+    // left of that total beyond the query buffer).
+    let total = handle.buffer_bytes.load(Relaxed);
+    handle
+        .buffer_bytes
+        .store(total.saturating_sub(before) + rbuf.capacity(), Relaxed);
 }
 
 fn encode_push(out: &mut Reply, msg: &Push) {

@@ -137,15 +137,6 @@ impl ListpackWriter {
         self.count += 1;
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.count
-    }
-
-    /// Bytes so far (without the end byte).
-    pub(crate) fn bytes(&self) -> usize {
-        self.buf.len()
-    }
-
     pub(crate) fn finish_blob(mut self) -> Vec<u8> {
         self.buf.push(0xFF);
         let total = self.buf.len() as u32;

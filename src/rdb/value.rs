@@ -25,10 +25,10 @@ use crate::types::set::{Member, Set};
 use crate::types::stream::{Consumer, Group, Nack, Stream, StreamId};
 use crate::types::zset::{AddFlags, ZSet};
 
-/// Elements per quicklist node written: Redis's default
-/// `list-max-listpack-size -2` caps a node at 8 kB; counting bytes is
-/// enough to cut nodes where any reader accepts them.
-const LIST_NODE_BYTES: usize = 8192;
+/// The quicklist nodes written are cut as Redis's default
+/// `list-max-listpack-size -2` cuts them (8 kB nodes; any reader accepts
+/// other sizes).
+const LIST_FILL: i64 = -2;
 
 /// Appends `value` (without its type byte) as DUMP carries it and returns
 /// its RDB type: a hash with field TTLs in Redis 7.4's form.
@@ -107,21 +107,21 @@ fn score_text(s: f64) -> String {
 }
 
 fn encode_list(l: &List, compress: bool, out: &mut Vec<u8>) {
-    let mut nodes: Vec<Vec<u8>> = Vec::new();
-    let mut lp = ListpackWriter::default();
-    for e in l.iter() {
-        if lp.len() > 0 && lp.bytes() + e.len() > LIST_NODE_BYTES {
-            nodes.push(std::mem::take(&mut lp).finish_blob());
-        }
-        lp.push(e);
-    }
-    if lp.len() > 0 {
-        nodes.push(lp.finish_blob());
-    }
+    let nodes = l.quicklist(LIST_FILL);
     put_len(out, nodes.len() as u64);
     for n in nodes {
+        let mut elems = l.range(n.start, n.start + n.count - 1);
+        if n.plain {
+            put_len(out, QUICKLIST_NODE_PLAIN);
+            put_string(out, elems.next().unwrap_or_default(), compress);
+            continue;
+        }
+        let mut lp = ListpackWriter::default();
+        for e in elems {
+            lp.push(e);
+        }
         put_len(out, QUICKLIST_NODE_PACKED);
-        put_string(out, &n, compress);
+        put_string(out, &lp.finish_blob(), compress);
     }
 }
 

@@ -7,6 +7,49 @@
 //! element byte count is kept alongside for `MEMORY USAGE`-style accounting.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// Redis's quicklist `packed_threshold`: an element at least this long gets
+/// a node of its own ("plain"). Process-wide as in Redis, where only
+/// `DEBUG QUICKLIST-PACKED-THRESHOLD` changes it.
+static PACKED_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_PACKED_THRESHOLD);
+const DEFAULT_PACKED_THRESHOLD: usize = 1 << 30;
+
+/// `DEBUG QUICKLIST-PACKED-THRESHOLD`: 0 restores the default; false (and
+/// nothing changed) above Redis's limit, just under 4 GB.
+pub fn set_packed_threshold(size: u64) -> bool {
+    if size > (1u64 << 32) - (1 << 20) {
+        return false;
+    }
+    let size = if size == 0 {
+        DEFAULT_PACKED_THRESHOLD
+    } else {
+        size as usize
+    };
+    PACKED_THRESHOLD.store(size, Relaxed);
+    true
+}
+
+/// Byte limits of a listpack node for `list-max-listpack-size` -1 … -5.
+const NODE_SIZE_LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+/// The byte cap of a count-limited node (quicklist's `SIZE_SAFETY_LIMIT`).
+const NODE_SAFETY_LIMIT: usize = 8192;
+/// Quicklist's `SIZE_ESTIMATE_OVERHEAD`: what it adds to an element's
+/// length to estimate its listpack entry.
+const ENTRY_OVERHEAD: usize = 8;
+/// A listpack's header and end byte.
+const LISTPACK_EMPTY: usize = 7;
+
+/// One node of the quicklist Redis builds for a list (see [`List::quicklist`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuicklistNode {
+    /// Index of the node's first element.
+    pub start: usize,
+    pub count: usize,
+    /// Redis's `node->sz`: the listpack's bytes, or a plain node's element length.
+    pub bytes: usize,
+    pub plain: bool,
+}
 
 /// Which end of a list (Redis's `LIST_HEAD` / `LIST_TAIL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +190,50 @@ impl List {
         removed
     }
 
+    /// The nodes of the quicklist Redis 7.0 builds by pushing these elements
+    /// at the tail with `list-max-listpack-size` `fill` (Redis's
+    /// `_quicklistNodeAllowInsert`). Lists are kept as one deque here, so
+    /// this is the layout DEBUG OBJECT reports and the RDB encoder cuts;
+    /// a list Redis built by inserts in the middle may have split differently.
+    pub fn quicklist(&self, fill: i64) -> Vec<QuicklistNode> {
+        let threshold = PACKED_THRESHOLD.load(Relaxed);
+        let mut nodes: Vec<QuicklistNode> = Vec::new();
+        for (i, e) in self.items.iter().enumerate() {
+            let large = e.len() >= threshold;
+            let fits = match nodes.last() {
+                Some(n) if !n.plain && !large => {
+                    let new_sz = n.bytes + e.len() + ENTRY_OVERHEAD;
+                    let level = usize::try_from(-fill - 1)
+                        .ok()
+                        .and_then(|l| NODE_SIZE_LEVELS.get(l));
+                    match level {
+                        Some(&limit) => new_sz <= limit,
+                        None => new_sz <= NODE_SAFETY_LIMIT && (n.count as i64) < fill,
+                    }
+                }
+                _ => false,
+            };
+            let entry = crate::types::stream::lp_elem_size(e);
+            match nodes.last_mut() {
+                Some(n) if fits => {
+                    n.count += 1;
+                    n.bytes += entry;
+                }
+                _ => nodes.push(QuicklistNode {
+                    start: i,
+                    count: 1,
+                    bytes: if large {
+                        e.len()
+                    } else {
+                        LISTPACK_EMPTY + entry
+                    },
+                    plain: large,
+                }),
+            }
+        }
+        nodes
+    }
+
     /// Approximate heap bytes held.
     pub fn mem_usage(&self) -> usize {
         self.bytes + self.items.capacity() * std::mem::size_of::<Box<[u8]>>()
@@ -163,6 +250,23 @@ mod tests {
             l.push(End::Right, i.as_bytes());
         }
         l
+    }
+
+    #[test]
+    fn quicklist_nodes_as_redis_cuts_them() {
+        let l = list(&["a"; 5]);
+        // fill 2: two elements a node; -2: one 8 kB node.
+        let counts = |fill| -> Vec<usize> { l.quicklist(fill).iter().map(|n| n.count).collect() };
+        assert_eq!(counts(2), [2, 2, 1]);
+        assert_eq!(counts(-2), [5]);
+        // Each "a" takes 3 bytes (header, byte, back-length) plus the listpack's 7.
+        assert_eq!(l.quicklist(-2)[0].bytes, 22);
+        let mut big = List::new();
+        for _ in 0..3 {
+            big.push(End::Right, &[b'x'; 3000]);
+        }
+        // 3000-byte elements: two fit under 8 kB.
+        assert_eq!(big.quicklist(-2).len(), 2);
     }
 
     fn items(l: &List) -> Vec<String> {

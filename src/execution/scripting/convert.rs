@@ -442,64 +442,7 @@ fn write_table(out: &mut Reply, t: &Table, script_resp3: bool, depth: usize) {
     out.fill_array(at, n);
 }
 
-/// `%.17g`, the way Redis turns a Lua number argument into a string.
-pub fn fmt_g17(x: f64) -> String {
-    fmt_g(x, 17)
-}
-
-/// C's `%.<prec>g` (Lua prints numbers with `%.14g`).
-pub fn fmt_g(x: f64, prec: usize) -> String {
-    let prec = prec.clamp(1, 17);
-    if x.is_nan() {
-        return if x.is_sign_negative() { "-nan" } else { "nan" }.into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    let sci = format!("{x:.*e}", prec - 1);
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (neg, mant) = match mant.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mant),
-    };
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let mut s = String::new();
-    if neg {
-        s.push('-');
-    }
-    if (-4..prec as i32).contains(&exp) {
-        if exp >= 0 {
-            let int_len = exp as usize + 1;
-            s.push_str(&digits[..int_len]);
-            let frac = digits[int_len..].trim_end_matches('0');
-            if !frac.is_empty() {
-                s.push('.');
-                s.push_str(frac);
-            }
-        } else {
-            s.push_str("0.");
-            for _ in 0..(-exp - 1) {
-                s.push('0');
-            }
-            s.push_str(digits.trim_end_matches('0'));
-        }
-    } else {
-        s.push_str(&digits[..1]);
-        let frac = digits[1..].trim_end_matches('0');
-        if !frac.is_empty() {
-            s.push('.');
-            s.push_str(frac);
-        }
-        s.push('e');
-        s.push(if exp < 0 { '-' } else { '+' });
-        s.push_str(&format!("{:02}", exp.unsigned_abs()));
-    }
-    s
-}
+pub use crate::util::{fmt_g, fmt_g17};
 
 /// C's `(long long)` cast of a double as x86-64 does it: NaN and values
 /// out of range become i64::MIN (Rust's `as` would saturate).
@@ -521,21 +464,6 @@ mod tests {
         assert_eq!(error_text(b"-x y\r\n"), b"x y");
         assert_eq!(error_text(b"-foo"), b"ERR foo");
         assert_eq!(error_text(b"boom"), b"ERR boom");
-    }
-
-    #[test]
-    fn g17() {
-        assert_eq!(fmt_g17(1.0), "1");
-        assert_eq!(fmt_g17(1.5), "1.5");
-        assert_eq!(fmt_g17(0.1), "0.10000000000000001");
-        assert_eq!(fmt_g17(-3.0), "-3");
-        assert_eq!(fmt_g17(1e20), "1e+20");
-        assert_eq!(fmt_g17(123456789012.0), "123456789012");
-        assert_eq!(fmt_g17(0.0001), "0.0001");
-        assert_eq!(fmt_g17(0.00001), "1.0000000000000001e-05");
-        assert_eq!(fmt_g(0.1, 14), "0.1");
-        assert_eq!(fmt_g(1e15, 14), "1e+15");
-        assert_eq!(fmt_g(1.234_567_890_123_45, 14), "1.2345678901235");
     }
 
     #[test]
