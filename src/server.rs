@@ -86,6 +86,8 @@ pub struct Shared {
     /// Unix seconds of the last successful save (or of startup), for LASTSAVE.
     pub last_save: AtomicU64,
     pub persistence: crate::persistence::State,
+    /// The append-only file, the sink of the propagated commands.
+    pub aof: crate::aof::Aof,
     shutdown_tx: watch::Sender<bool>,
     /// Signalled by the SHUTDOWN command.
     pub stop: Notify,
@@ -138,6 +140,7 @@ impl Shared {
                 .collect(),
             last_save: AtomicU64::new(now),
             persistence: Default::default(),
+            aof: Default::default(),
             shutdown_tx: watch::channel(false).0,
             stop: Notify::new(),
         }
@@ -248,7 +251,13 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     for rule in window_rules {
         shared.windows.set(rule);
     }
-    crate::persistence::load_at_startup(&shared)?;
+    if shared.config.appendonly() {
+        // As Redis 7.0: the AOF, not dump.rdb, is the dataset.
+        let manifest = crate::aof::load::load_at_startup(&shared)?;
+        crate::aof::open_at_startup(&shared, manifest)?;
+    } else {
+        crate::persistence::load_at_startup(&shared)?;
+    }
     tracing::info!(
         "zwindow {VERSION} listening on {local}, {} shards",
         shared.store.shard_count()
@@ -315,7 +324,11 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // After the connections' last batches, so every acknowledged write is
     // in the file; a script being killed releases its shards in a moment.
     let saver = shared.clone();
-    let _ = tokio::task::spawn_blocking(move || crate::persistence::save_on_exit(&saver)).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        saver.aof.flush_all();
+        crate::persistence::save_on_exit(&saver)
+    })
+    .await;
     // The background tasks return as soon as they see the shutdown signal,
     // unless they wait on a shard lock a dying script still holds: then
     // the exit does not wait for them (threads end with the process).
