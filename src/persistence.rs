@@ -246,7 +246,7 @@ pub fn reload(ks: &mut Keyspace<'_>, save: bool, flush: bool, merge: bool) -> Re
 }
 
 /// Empties every database and the function libraries (Redis's `emptyData`).
-fn flush_all(ks: &mut Keyspace<'_>) {
+pub(crate) fn flush_all(ks: &mut Keyspace<'_>) {
     let shared = ks.shared;
     for shard in ks.shards_mut() {
         for db in shard.dbs.iter_mut() {

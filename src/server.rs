@@ -251,13 +251,6 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     for rule in window_rules {
         shared.windows.set(rule);
     }
-    if shared.config.appendonly() {
-        // As Redis 7.0: the AOF, not dump.rdb, is the dataset.
-        let manifest = crate::aof::load::load_at_startup(&shared)?;
-        crate::aof::open_at_startup(&shared, manifest)?;
-    } else {
-        crate::persistence::load_at_startup(&shared)?;
-    }
     tracing::info!(
         "zwindow {VERSION} listening on {local}, {} shards",
         shared.store.shard_count()
@@ -271,6 +264,15 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         std::process::id()
     );
     tracing::info!("Server initialized");
+    // After the banner, as Redis loads after its logo: tools waiting for
+    // the PID line see a server that fails to load stop.
+    if shared.config.appendonly() {
+        // As Redis 7.0: the AOF, not dump.rdb, is the dataset.
+        let manifest = crate::aof::load::load_at_startup(&shared)?;
+        crate::aof::open_at_startup(&shared, manifest)?;
+    } else {
+        crate::persistence::load_at_startup(&shared)?;
+    }
 
     let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the

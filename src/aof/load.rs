@@ -163,9 +163,29 @@ enum Loaded {
 /// the writer continues from. Without AOF files the dataset stays empty
 /// (`dump.rdb` is not read, as in Redis 7.0) and the writer creates a base.
 pub fn load_at_startup(shared: &Arc<Shared>) -> Result<Manifest, String> {
+    let guards = shared.store.lock(shared.store.all_shards());
+    let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
+    load_files(shared, &mut ks)
+}
+
+/// Loads the files the manifest names into `ks`, which holds every shard
+/// (startup, `DEBUG LOADAOF`).
+pub fn load_files(shared: &Arc<Shared>, ks: &mut Keyspace<'_>) -> Result<Manifest, String> {
     let dir = super::Aof::dir(shared);
     let prefix = shared.config.appendfilename();
-    let manifest = read_manifest(&dir, &prefix)?;
+    let mut manifest = read_manifest(&dir, &prefix)?;
+    // An AOF of Redis before 7.0 (one file in `dir`) moves into the
+    // directory as the base (Redis's `aofUpgradePrepare`), also when an
+    // earlier start was cut short between writing the manifest and the move.
+    if Path::new(&prefix).is_file() {
+        let only_old_base = manifest.incrs.is_empty()
+            && manifest.base.as_ref().is_some_and(|b| b.name == prefix)
+            && !dir.join(&prefix).exists();
+        let empty = manifest.base.is_none() && manifest.incrs.is_empty();
+        if !dir.is_dir() || empty || only_old_base {
+            upgrade(&dir, &prefix, &mut manifest)?;
+        }
+    }
     if manifest.base.is_none() && manifest.incrs.is_empty() {
         return Ok(manifest);
     }
@@ -183,15 +203,21 @@ pub fn load_at_startup(shared: &Arc<Shared>) -> Result<Manifest, String> {
         return Ok(manifest);
     }
     let started = std::time::Instant::now();
-    let guards = shared.store.lock(shared.store.all_shards());
-    let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
     let mut replayer = Replayer::new(shared);
     for (i, f) in files.iter().enumerate() {
         let last = i + 1 == files.len();
         let path = dir.join(&f.name);
         let t = std::time::Instant::now();
-        let loaded = load_file(&mut ks, &mut replayer, &path, &f.name, shared)?;
+        let loaded = load_file(ks, &mut replayer, &path, &f.name, shared);
+        let loaded = match loaded {
+            Ok(l) => l,
+            Err(e) => {
+                replayer.finish(shared);
+                return Err(e);
+            }
+        };
         if loaded == Loaded::Truncated && !last {
+            replayer.finish(shared);
             return Err("Fatal error: the truncated file is not the last file".into());
         }
         let what = if f.kind == BASE { "base" } else { "incr" };
@@ -203,7 +229,7 @@ pub fn load_at_startup(shared: &Arc<Shared>) -> Result<Manifest, String> {
             );
         }
     }
-    drop(ks);
+    ks.db = 0;
     replayer.finish(shared);
     shared
         .aof
@@ -222,6 +248,34 @@ pub fn load_at_startup(shared: &Arc<Shared>) -> Result<Manifest, String> {
         started.elapsed().as_secs_f64()
     );
     Ok(manifest)
+}
+
+/// Moves an old-style `appendonly.aof` into the directory as its base.
+fn upgrade(dir: &Path, prefix: &str, manifest: &mut Manifest) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "Can't open or create append-only dir {}: {e}",
+            dir.display()
+        )
+    })?;
+    manifest.base = Some(FileInfo {
+        name: prefix.to_string(),
+        seq: 1,
+        kind: BASE,
+    });
+    super::persist_manifest(dir, prefix, manifest)
+        .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+    std::fs::rename(prefix, dir.join(prefix)).map_err(|e| {
+        format!(
+            "Error trying to rename the existing AOF to the AOF directory {}: {e}",
+            dir.display()
+        )
+    })?;
+    tracing::info!(
+        "Successfully migrated an old-style AOF into the AOF directory ({}).",
+        dir.display()
+    );
+    Ok(())
 }
 
 /// Loads one file: RDB if it starts with `REDIS`, else RESP commands.
@@ -244,15 +298,24 @@ fn load_file(
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?;
         *shared.persistence.last_load.lock() = stats;
-        return Ok(Loaded::Ok);
+        if stats.bytes >= data.len() {
+            return Ok(Loaded::Ok);
+        }
+        // An RDB preamble (Redis 4 to 6's AOF): commands follow.
+        tracing::info!("Reading the remaining AOF tail...");
     }
+    let start = if data.starts_with(b"REDIS") {
+        shared.persistence.last_load.lock().bytes
+    } else {
+        0
+    };
     let mut cursor = Cursor {
         data: &data,
-        pos: 0,
+        pos: start,
     };
     // Where the last whole command (or, in MULTI, the MULTI) ends.
-    let mut valid_up_to = 0;
-    let mut valid_before_multi = 0;
+    let mut valid_up_to = start;
+    let mut valid_before_multi = start;
     loop {
         if cursor.pos == data.len() {
             break;

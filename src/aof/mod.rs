@@ -672,6 +672,22 @@ pub fn bgrewriteaof(
     Ok(REWRITE_STARTED)
 }
 
+/// `DEBUG LOADAOF`: writes out what is pending, empties the dataset and
+/// loads the files back; the caller holds every shard. The replayed
+/// commands are not logged again.
+pub fn debug_loadaof(
+    shared: &Arc<Shared>,
+    ks: &mut crate::keyspace::Keyspace<'_>,
+) -> Result<(), String> {
+    let aof = &shared.aof;
+    aof.flush_all();
+    crate::persistence::flush_all(ks);
+    let state = aof.state.swap(OFF, Relaxed);
+    let loaded = load::load_files(shared, ks);
+    aof.state.store(state, Relaxed);
+    loaded.map(|_| tracing::warn!("Append Only File loaded by DEBUG LOADAOF"))
+}
+
 /// INFO persistence's `aof_*` lines, as Redis 7.0 prints them.
 pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
     let aof = &shared.aof;

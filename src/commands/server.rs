@@ -1427,6 +1427,11 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         })
         .map_err(Error::Owned)?;
         ctx.out.ok();
+    } else if eq_ic(sub, "LOADAOF") {
+        let shared = ctx.shared;
+        crate::persistence::with_all_shards(ctx.ks, |ks| crate::aof::debug_loadaof(shared, ks))
+            .map_err(|e| Error::Owned(format!("ERR {e}")))?;
+        ctx.out.ok();
     } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && ctx.argc() == 3 {
         let on = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)? != 0;
         ctx.shared

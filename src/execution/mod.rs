@@ -733,6 +733,11 @@ fn propagate(
             || (cmd.name == "function"
                 && ["load", "delete", "flush", "restore"]
                     .iter()
+                    .any(|s| crate::util::eq_ic(args.get(1), s)))
+            // zwindow's window rules are part of the dataset.
+            || (cmd.name == "zwindow"
+                && ["set", "del"]
+                    .iter()
                     .any(|s| crate::util::eq_ic(args.get(1), s))));
     // A read's lazy trims change the dataset too; they are logged on
     // their own (ZREM/HDEL), the read itself never.

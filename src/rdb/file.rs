@@ -258,6 +258,8 @@ pub(crate) fn is_empty_value(v: &Value) -> bool {
 pub struct LoadStats {
     pub keys_loaded: u64,
     pub keys_expired: u64,
+    /// Bytes the image took (what follows is an old-style AOF's tail).
+    pub bytes: usize,
 }
 
 /// Loads an RDB image into the keyspace, whose every shard `ks` holds.
@@ -403,6 +405,7 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
     })();
     ks.db = db0;
     result.map_err(|e| RdbError(format!("{} (at offset {})", e.0, r.pos)))?;
+    stats.bytes = r.pos;
     Ok(stats)
 }
 
