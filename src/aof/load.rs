@@ -13,6 +13,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 use super::{BASE, FileInfo, HISTORY, INCR, Manifest};
 use crate::commands::{Args, OwnedArgs, lookup};
@@ -203,51 +204,53 @@ pub fn load_files(shared: &Arc<Shared>, ks: &mut Keyspace<'_>) -> Result<Manifes
         return Ok(manifest);
     }
     let started = std::time::Instant::now();
-    let mut replayer = Replayer::new(shared);
-    for (i, f) in files.iter().enumerate() {
-        let last = i + 1 == files.len();
-        let path = dir.join(&f.name);
-        let t = std::time::Instant::now();
-        let loaded = load_file(ks, &mut replayer, &path, &f.name, shared);
-        let loaded = match loaded {
-            Ok(l) => l,
-            Err(e) => {
-                replayer.finish(shared);
-                return Err(e);
-            }
-        };
-        if loaded == Loaded::Truncated && !last {
-            replayer.finish(shared);
-            return Err("Fatal error: the truncated file is not the last file".into());
-        }
-        let what = if f.kind == BASE { "base" } else { "incr" };
-        if loaded != Loaded::Empty || f.kind == BASE {
-            tracing::info!(
-                "DB loaded from {what} file {}: {:.3} seconds",
-                f.name,
-                t.elapsed().as_secs_f64()
-            );
-        }
-    }
-    ks.db = 0;
-    replayer.finish(shared);
-    shared
-        .aof
-        .current_size
-        .store(total, std::sync::atomic::Ordering::Relaxed);
+    shared.store.loading.store(true, Relaxed);
+    let loaded = load_listed(shared, ks, &dir, &files);
+    shared.store.loading.store(false, Relaxed);
+    loaded?;
+    shared.aof.current_size.store(total, Relaxed);
     let base = manifest
         .base
         .as_ref()
         .map_or(0, |b| super::file_size(&dir.join(&b.name)));
-    shared
-        .aof
-        .base_size
-        .store(base, std::sync::atomic::Ordering::Relaxed);
+    shared.aof.base_size.store(base, Relaxed);
     tracing::info!(
         "DB loaded from append only file: {:.3} seconds",
         started.elapsed().as_secs_f64()
     );
     Ok(manifest)
+}
+
+/// Loads the base and incremental files in order, by one replaying client.
+fn load_listed(
+    shared: &Arc<Shared>,
+    ks: &mut Keyspace<'_>,
+    dir: &Path,
+    files: &[&FileInfo],
+) -> Result<(), String> {
+    let mut replayer = Replayer::new(shared);
+    let result = (|| {
+        for (i, f) in files.iter().enumerate() {
+            let last = i + 1 == files.len();
+            let t = std::time::Instant::now();
+            let loaded = load_file(ks, &mut replayer, &dir.join(&f.name), &f.name, shared)?;
+            if loaded == Loaded::Truncated && !last {
+                return Err("Fatal error: the truncated file is not the last file".to_string());
+            }
+            let what = if f.kind == BASE { "base" } else { "incr" };
+            if loaded != Loaded::Empty || f.kind == BASE {
+                tracing::info!(
+                    "DB loaded from {what} file {}: {:.3} seconds",
+                    f.name,
+                    t.elapsed().as_secs_f64()
+                );
+            }
+        }
+        Ok(())
+    })();
+    ks.db = 0;
+    replayer.finish(shared);
+    result
 }
 
 /// Moves an old-style `appendonly.aof` into the directory as its base.
@@ -516,8 +519,9 @@ impl Replayer {
         Ok(())
     }
 
-    /// Runs one command; scripts cannot run here (Redis 7.0 writes their
-    /// effects, never EVAL itself), and a command's error reply is logged.
+    /// Runs one command (an `EVAL` of an older Redis's AOF too: this
+    /// thread holds every shard, as the script runner would); a command's
+    /// error reply is logged, as it changes nothing.
     fn call(&mut self, ks: &mut Keyspace<'_>, args: Args<'_>, file: &str) -> Result<(), String> {
         let cmd = crate::commands::resolve(&args).map_err(|e| {
             format!(
@@ -525,15 +529,6 @@ impl Replayer {
                 String::from_utf8_lossy(e.bytes())
             )
         })?;
-        if matches!(
-            cmd.name,
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-        ) {
-            return Err(format!(
-                "The append only file {file} holds a script call ({}), which zwindow does not replay",
-                cmd.name
-            ));
-        }
         let mut out = Reply::default();
         let _ = crate::execution::call(&self.shared, &mut self.client, &mut out, ks, cmd, args);
         if out.buf.first() == Some(&b'-') {
@@ -548,5 +543,83 @@ impl Replayer {
 
     fn finish(self, shared: &Shared) {
         shared.clients.unregister(self.client.handle.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_parse_as_redis_reads_them() {
+        let m = parse_manifest(
+            b"file appendonly.aof.2.base.rdb seq 2 type b\n# note\nfile \"a b.aof\" seq 3 type i\nfile x.incr.aof seq 4 type i\n",
+        )
+        .unwrap();
+        assert_eq!(m.base.as_ref().unwrap().seq, 2);
+        assert_eq!(m.incrs.len(), 2);
+        assert_eq!(m.incrs[0].name, "a b.aof");
+        assert_eq!(
+            parse_manifest(&m.to_text().into_bytes())
+                .unwrap()
+                .incrs
+                .len(),
+            2
+        );
+        for (bad, why) in [
+            (&b""[..], "empty"),
+            (
+                b"file a seq 1 type i\nfile b seq 1 type i\n",
+                "non-monotonic",
+            ),
+            (
+                b"file a seq 1 type b\nfile b seq 2 type b\n",
+                "duplicate base",
+            ),
+            (b"file a seq 1 type z\n", "Unknown AOF file type"),
+            (b"file a seq 1 type\n", "Invalid"),
+            (b"\n", "Invalid"),
+            (b"file a/b seq 1 type i\n", "path"),
+            (b"file a seq 1 type i", "too long"),
+        ] {
+            let e = parse_manifest(bad).unwrap_err();
+            assert!(e.contains(why), "{why}: {e}");
+        }
+        let long = format!("file {} seq 1 type i\n", "x".repeat(2000));
+        assert!(parse_manifest(long.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn the_cursor_reads_commands_and_stops_at_a_cut() {
+        let data = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n#TS:1\r\n*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET";
+        let mut c = Cursor { data, pos: 0 };
+        assert!(
+            matches!(c.command(), Parsed::Command(v) if v == [b"SELECT".to_vec(), b"0".to_vec()])
+        );
+        assert!(matches!(c.command(), Parsed::Annotation));
+        assert!(matches!(c.command(), Parsed::Command(v) if v.len() == 1));
+        let at = c.pos;
+        assert!(matches!(c.command(), Parsed::Truncated));
+        assert_eq!(c.pos, at, "a cut command is not consumed");
+        for bad in [
+            &b"+OK\r\n"[..],
+            b"*0\r\n",
+            b"*1\r\n$-1\r\n",
+            b"*1\r\n$1\r\nab\r\n",
+            b"*x\r\n",
+        ] {
+            let mut c = Cursor { data: bad, pos: 0 };
+            assert!(
+                matches!(c.command(), Parsed::Bad),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // A huge count sizes nothing: the data runs out first.
+        let mut c = Cursor {
+            data: b"*4000000000\r\n$1\r\na\r\n",
+            pos: 0,
+        };
+        assert!(matches!(c.command(), Parsed::Truncated));
     }
 }

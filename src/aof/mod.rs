@@ -74,6 +74,9 @@ pub struct Aof {
     unsynced: AtomicU64,
     last_fsync_ms: AtomicU64,
     pub delayed_fsync: AtomicU64,
+    /// `DEBUG AOF-FLUSH-SLEEP <µs>`: each write waits this long first
+    /// (Redis's `aof_flush_sleep`, for tests of the reply order).
+    pub flush_sleep_us: AtomicU64,
 }
 
 #[derive(Default)]
@@ -109,6 +112,7 @@ impl Default for Aof {
             unsynced: AtomicU64::new(0),
             last_fsync_ms: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
+            flush_sleep_us: AtomicU64::new(0),
         }
     }
 }
@@ -178,6 +182,10 @@ impl Aof {
         let Some(f) = files.as_mut() else {
             return;
         };
+        let sleep = self.flush_sleep_us.load(Relaxed);
+        if sleep > 0 && !bytes.is_empty() {
+            std::thread::sleep(std::time::Duration::from_micros(sleep));
+        }
         if !bytes.is_empty() {
             match f.incr.write_all(&bytes) {
                 Ok(()) => {
@@ -299,7 +307,9 @@ impl Manifest {
         for f in self.base.iter().chain(&self.history).chain(&self.incrs) {
             s.push_str(&format!(
                 "file {} seq {} type {}\n",
-                f.name, f.seq, f.kind as char
+                quoted(&f.name),
+                f.seq,
+                f.kind as char
             ));
         }
         s
@@ -339,6 +349,32 @@ impl Manifest {
         });
         name
     }
+}
+
+/// A file name as a manifest holds it: quoted with escapes when it has
+/// spaces, quotes or control characters (Redis's `sdscatrepr`).
+fn quoted(name: &str) -> String {
+    if !name
+        .chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '\'' || c == '\\' || c.is_control())
+    {
+        return name.to_string();
+    }
+    let mut q = String::from("\"");
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => {
+                q.push('\\');
+                q.push(c);
+            }
+            '\n' => q.push_str("\\n"),
+            '\r' => q.push_str("\\r"),
+            '\t' => q.push_str("\\t"),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
 }
 
 /// Writes `manifest` through a temporary file and a rename, fsyncing both

@@ -477,7 +477,9 @@ fn expire(ctx: &mut Ctx) -> CmdResult {
         ctx.out.int(0);
         return Ok(Done);
     }
-    if when <= ctx.ks.now_ms as i64 {
+    // While the AOF loads, a time already past is stored (Redis's
+    // checkAlreadyExpired): the key expires once the server runs.
+    if when <= ctx.ks.now_ms as i64 && !ctx.ks.loading() {
         ctx.ks.remove(key);
         ctx.ks.signal(key, notify::GENERIC, "del");
         let lazy = ctx.shared.config.lazyfree_lazy_server_del();

@@ -1427,6 +1427,13 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         })
         .map_err(Error::Owned)?;
         ctx.out.ok();
+    } else if eq_ic(sub, "AOF-FLUSH-SLEEP") && ctx.argc() == 3 {
+        let us = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)?;
+        ctx.shared
+            .aof
+            .flush_sleep_us
+            .store(us.max(0) as u64, Relaxed);
+        ctx.out.ok();
     } else if eq_ic(sub, "LOADAOF") {
         let shared = ctx.shared;
         crate::persistence::with_all_shards(ctx.ks, |ks| crate::aof::debug_loadaof(shared, ks))

@@ -391,7 +391,7 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     };
     let absolute = matches!(opts.expire, ExpireOpt::ExAt | ExpireOpt::PxAt);
     match expire_at {
-        Some(at) if absolute && at <= ctx.ks.now_ms as i64 => {
+        Some(at) if absolute && at <= ctx.ks.now_ms as i64 && !ctx.ks.loading() => {
             ctx.ks.remove(key);
             ctx.ks.signal(key, notify::GENERIC, "del");
             let lazy = ctx.shared.config.lazyfree_lazy_expire();

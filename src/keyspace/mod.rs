@@ -245,6 +245,10 @@ pub struct Store {
     /// A BGSAVE snapshot is being written: accesses preserve what they may
     /// change first ([`snapshot`]).
     pub snapshot_active: AtomicBool,
+    /// The AOF is being loaded: nothing expires (Redis's `keyIsExpired`
+    /// while loading), so a replay reproduces the logged dataset and keys
+    /// expire once the server runs.
+    pub loading: AtomicBool,
 }
 
 /// A set of shard indices, locked in ascending order.
@@ -280,6 +284,7 @@ impl Store {
             stats_expired_members: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             snapshot_active: AtomicBool::new(false),
+            loading: AtomicBool::new(false),
         }
     }
 
@@ -439,6 +444,11 @@ impl<'a> Keyspace<'a> {
             tracking_pending: Vec::new(),
             prop: Default::default(),
         }
+    }
+
+    /// Whether the AOF is being loaded (nothing expires meanwhile).
+    pub fn loading(&self) -> bool {
+        self.store().loading.load(Ordering::Relaxed)
     }
 
     /// Whether changes are collected as commands (an AOF is written).
@@ -715,6 +725,9 @@ impl<'a> Keyspace<'a> {
     /// deleted (Redis's `expireIfNeeded`): a pause stops every change.
     pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let (now, dbi) = (self.now_ms, self.db);
+        if self.loading() {
+            return false;
+        }
         let db = self.db_of(key);
         if db.expires.is_empty() {
             return false;

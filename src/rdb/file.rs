@@ -376,7 +376,9 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
                 if is_empty_value(&v) {
                     continue;
                 }
-                if at != 0 && at <= ks.now_ms {
+                // An AOF's base keeps them: the commands after it may
+                // still touch them (Redis loads preambles so too).
+                if at != 0 && at <= ks.now_ms && !ks.loading() {
                     stats.keys_expired += 1;
                     continue;
                 }
