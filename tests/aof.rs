@@ -419,3 +419,42 @@ fn corrupt_files_are_errors_not_panics() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// What the incremental file holds: key expiry as DEL, a script as the
+/// commands it ran inside MULTI/EXEC, SPOP as SREM, a read as nothing.
+#[test]
+fn the_log_holds_the_effects() {
+    let dir = PrivateDir::new("aof-effects");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    ok(&mut c, "SET gone v PX 20");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(cmd(&mut c, &[b"GET", b"gone"]), b"$-1\r\n");
+    ok(
+        &mut c,
+        "EVAL \"redis.call('set','a','1'); redis.call('set','b','2')\" 0",
+    );
+    ok(&mut c, "SADD s only");
+    ok(&mut c, "SPOP s");
+    ok(&mut c, "GET a");
+    let incr = dir
+        .0
+        .join("appendonlydir")
+        .join("appendonly.aof.1.incr.aof");
+    let text = String::from_utf8_lossy(&std::fs::read(incr).unwrap()).replace("\r\n", " ");
+    let want = "*2 $6 SELECT $1 0 *5 $3 SET $4 gone $1 v $4 PXAT";
+    assert!(text.starts_with(want), "{text}");
+    // Past the deadline's `$13 <ms>`.
+    let tail = text
+        .split_once(" PXAT ")
+        .unwrap()
+        .1
+        .splitn(3, ' ')
+        .nth(2)
+        .unwrap();
+    assert_eq!(
+        tail,
+        "*2 $3 DEL $4 gone *1 $5 MULTI *3 $3 set $1 a $1 1 *3 $3 set $1 b $1 2 *1 $4 EXEC \
+         *3 $4 SADD $1 s $4 only *3 $4 SREM $1 s $4 only "
+    );
+}
