@@ -135,11 +135,6 @@ impl Startup {
                 [one] => one.clone(),
                 _ => args.join(&b' '),
             };
-            if PERSISTENCE.contains(&p.name) {
-                yes_no(&value)?;
-                self.note_persistence(p, &value);
-                return Ok(());
-            }
             return match p.set {
                 Some(set) => set(&self.config, &value, true),
                 None => self.config.load_immutable(p.name, &value),
@@ -203,24 +198,6 @@ impl Startup {
             _ => Err("Bad directive or wrong number of arguments".into()),
         }
     }
-
-    /// `appendonly` is accepted and reported as ignored: zwindow persists
-    /// with RDB snapshots only.
-    fn note_persistence(&mut self, p: &Param, value: &[u8]) {
-        let harmless = eq_ic(value, "no");
-        if let Some(set) = p.set
-            && set(&self.config, value, false).is_ok()
-        {
-            let _ = set(&self.config, value, true);
-        }
-        if !harmless {
-            self.warnings.push(format!(
-                "'{} {}' is accepted for compatibility and ignored: zwindow persists with RDB snapshots only",
-                p.name,
-                String::from_utf8_lossy(value)
-            ));
-        }
-    }
 }
 
 /// A `zwindow` directive: `zwindow PATTERN DURATION [s|ms] [moveto DEST]`
@@ -268,10 +245,6 @@ const MULTI_ARG: &[&str] = &[
     "shutdown-on-sigint",
     "shutdown-on-sigterm",
 ];
-
-/// Settings zwindow does not act on (AOF): accepted from the file and the
-/// command line with a warning.
-const PERSISTENCE: &[&str] = &["appendonly"];
 
 /// Names Redis 7.0 accepts with one argument and ignores.
 const DEPRECATED: &[&str] = &[
@@ -547,6 +520,60 @@ impl Config {
             _ => "info",
         }
         .to_string()
+    }
+
+    /// `appendonly`: the AOF is wanted (the writer's own state says
+    /// whether it runs).
+    pub fn appendonly(&self) -> bool {
+        self.kept("appendonly", "no") == "yes"
+    }
+
+    pub fn appendfsync(&self) -> crate::aof::Fsync {
+        match self.kept("appendfsync", "everysec").as_str() {
+            "always" => crate::aof::Fsync::Always,
+            "no" => crate::aof::Fsync::No,
+            _ => crate::aof::Fsync::EverySec,
+        }
+    }
+
+    pub fn appendfilename(&self) -> String {
+        self.kept("appendfilename", "appendonly.aof")
+    }
+
+    pub fn appenddirname(&self) -> String {
+        self.kept("appenddirname", "appendonlydir")
+    }
+
+    pub fn aof_load_truncated(&self) -> bool {
+        self.kept("aof-load-truncated", "yes") == "yes"
+    }
+
+    pub fn auto_aof_rewrite_percentage(&self) -> u64 {
+        self.kept("auto-aof-rewrite-percentage", "100")
+            .parse()
+            .unwrap_or(100)
+    }
+
+    pub fn auto_aof_rewrite_min_size(&self) -> u64 {
+        self.kept("auto-aof-rewrite-min-size", "67108864")
+            .parse()
+            .unwrap_or(64 << 20)
+    }
+
+    pub fn lazyfree_lazy_expire(&self) -> bool {
+        self.kept("lazyfree-lazy-expire", "no") == "yes"
+    }
+
+    pub fn lazyfree_lazy_user_del(&self) -> bool {
+        self.kept("lazyfree-lazy-user-del", "no") == "yes"
+    }
+
+    pub fn lazyfree_lazy_server_del(&self) -> bool {
+        self.kept("lazyfree-lazy-server-del", "no") == "yes"
+    }
+
+    pub fn lazyfree_lazy_eviction(&self) -> bool {
+        self.kept("lazyfree-lazy-eviction", "no") == "yes"
     }
 
     /// `pidfile` and `logfile` (empty: none / stderr).
@@ -1776,20 +1803,9 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    // AOF is not implemented: CONFIG SET accepts only "no" (the file and
-    // the command line accept any yes/no, with a warning).
-    Param {
-        name: "appendonly",
-        alias: None,
-        get: |_| "no".into(),
-        set: Some(|_, v, _| {
-            if eq_ic(v, "no") {
-                Ok(())
-            } else {
-                Err("zwindow has no AOF (it persists with RDB snapshots)".into())
-            }
-        }),
-    },
+    // The AOF (see `crate::aof`): CONFIG SET turns it on or off, which
+    // CONFIG SET's handler does once the value is stored.
+    kept!("appendonly", None, "no", yes_no, runtime),
     Param {
         name: "maxmemory",
         alias: None,
@@ -2167,8 +2183,9 @@ const PARAMS: &[Param] = &[
         |v| int_text(v, 1, i64::from(i32::MAX)),
         runtime
     ),
-    // Persistence tuning RDB does without, and AOF's (not implemented):
-    // read from the file and reported only.
+    // Persistence tuning zwindow does without (RDB's, and the AOF's
+    // fsync and timestamp options), and the AOF's settings, which
+    // `crate::aof` reads.
     kept!("rdb-del-sync-files", None, "no", yes_no, startup),
     kept!("rdb-save-incremental-fsync", None, "yes", yes_no, startup),
     kept!("appendfilename", None, "appendonly.aof", any_text, startup),
@@ -2178,7 +2195,7 @@ const PARAMS: &[Param] = &[
         None,
         "everysec",
         |v| one_of(v, &["always", "everysec", "no"]),
-        startup
+        runtime
     ),
     kept!("no-appendfsync-on-rewrite", None, "no", yes_no, startup),
     kept!(
@@ -2186,18 +2203,18 @@ const PARAMS: &[Param] = &[
         None,
         "100",
         |v| int_text(v, 0, i64::from(i32::MAX)),
-        startup
+        runtime
     ),
     kept!(
         "auto-aof-rewrite-min-size",
         None,
         "67108864",
         memory_text,
-        startup
+        runtime
     ),
-    kept!("aof-load-truncated", None, "yes", yes_no, startup),
-    kept!("aof-use-rdb-preamble", None, "yes", yes_no, startup),
-    kept!("aof-timestamp-enabled", None, "no", yes_no, startup),
+    kept!("aof-load-truncated", None, "yes", yes_no, runtime),
+    kept!("aof-use-rdb-preamble", None, "yes", yes_no, runtime),
+    kept!("aof-timestamp-enabled", None, "no", yes_no, runtime),
     kept!(
         "aof-rewrite-incremental-fsync",
         None,

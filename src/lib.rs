@@ -22,6 +22,7 @@
 
 pub mod acl;
 pub mod alloc;
+pub mod aof;
 pub mod clock;
 pub mod commands;
 pub mod config;

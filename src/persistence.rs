@@ -69,7 +69,7 @@ pub fn writes_denied(shared: &Shared) -> bool {
         && !shared.config.save_points().is_empty()
 }
 
-fn options(shared: &Shared) -> SaveOptions {
+pub(crate) fn options(shared: &Shared) -> SaveOptions {
     SaveOptions {
         compress: shared.config.rdbcompression(),
         checksum: shared.config.rdbchecksum(),
@@ -246,7 +246,7 @@ pub fn reload(ks: &mut Keyspace<'_>, save: bool, flush: bool, merge: bool) -> Re
 }
 
 /// Empties every database and the function libraries (Redis's `emptyData`).
-fn flush_all(ks: &mut Keyspace<'_>) {
+pub(crate) fn flush_all(ks: &mut Keyspace<'_>) {
     let shared = ks.shared;
     for shard in ks.shards_mut() {
         for db in shard.dbs.iter_mut() {
@@ -277,9 +277,9 @@ pub fn save_on_exit(shared: &Shared) {
 }
 
 /// A running snapshot, as the file writer reads it.
-struct SnapshotSource<'a> {
-    store: &'a crate::keyspace::Store,
-    sizes: crate::keyspace::snapshot::Sizes,
+pub(crate) struct SnapshotSource<'a> {
+    pub store: &'a crate::keyspace::Store,
+    pub sizes: crate::keyspace::snapshot::Sizes,
 }
 
 impl Source for SnapshotSource<'_> {
@@ -312,6 +312,11 @@ pub fn start_bgsave<'s>(
     shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
 ) -> Result<(), &'static str> {
     let p = &shared.persistence;
+    if shared.aof.rewrite_in_progress.load(Relaxed) {
+        return Err(
+            "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        );
+    }
     if p.bgsave_in_progress.swap(true, Relaxed) {
         return Err("ERR Background save already in progress");
     }
@@ -381,6 +386,7 @@ const RETRY_DELAY_SECS: u64 = 5;
 /// The save points' check, as Redis's `serverCron`: a BGSAVE when some
 /// point's change count and age are both reached, or one was scheduled.
 pub fn cron(shared: &Arc<Shared>) {
+    shared.aof.cron(shared);
     let p = &shared.persistence;
     if p.bgsave_in_progress.load(Relaxed) {
         return;

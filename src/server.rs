@@ -88,6 +88,8 @@ pub struct Shared {
     pub persistence: crate::persistence::State,
     /// MIGRATE's cached connections to target instances.
     pub migrate: crate::migrate::SocketCache,
+    /// The append-only file, the sink of the propagated commands.
+    pub aof: crate::aof::Aof,
     shutdown_tx: watch::Sender<bool>,
     /// Signalled by the SHUTDOWN command.
     pub stop: Notify,
@@ -141,6 +143,7 @@ impl Shared {
             last_save: AtomicU64::new(now),
             persistence: Default::default(),
             migrate: Default::default(),
+            aof: Default::default(),
             shutdown_tx: watch::channel(false).0,
             stop: Notify::new(),
         }
@@ -251,7 +254,6 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     for rule in window_rules {
         shared.windows.set(rule);
     }
-    crate::persistence::load_at_startup(&shared)?;
     tracing::info!(
         "zwindow {VERSION} listening on {local}, {} shards",
         shared.store.shard_count()
@@ -265,6 +267,15 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         std::process::id()
     );
     tracing::info!("Server initialized");
+    // After the banner, as Redis loads after its logo: tools waiting for
+    // the PID line see a server that fails to load stop.
+    if shared.config.appendonly() {
+        // As Redis 7.0: the AOF, not dump.rdb, is the dataset.
+        let manifest = crate::aof::load::load_at_startup(&shared)?;
+        crate::aof::open_at_startup(&shared, manifest)?;
+    } else {
+        crate::persistence::load_at_startup(&shared)?;
+    }
 
     let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the
@@ -318,7 +329,11 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // After the connections' last batches, so every acknowledged write is
     // in the file; a script being killed releases its shards in a moment.
     let saver = shared.clone();
-    let _ = tokio::task::spawn_blocking(move || crate::persistence::save_on_exit(&saver)).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        saver.aof.flush_all();
+        crate::persistence::save_on_exit(&saver)
+    })
+    .await;
     // The background tasks return as soon as they see the shutdown signal,
     // unless they wait on a shard lock a dying script still holds: then
     // the exit does not wait for them (threads end with the process).

@@ -122,7 +122,7 @@ fn run_harness(
     let log = work.0.join("unit.log");
     let mut cmd = Command::new("tclsh");
     cmd.current_dir(&work.0)
-        .args(["tests/test_helper.tcl", "--single", &format!("unit/{unit}")])
+        .args(["tests/test_helper.tcl", "--single", &unit_path(unit)])
         .args(mode_args)
         .args(["--clients", "1", "--timeout", "120"])
         // The harness listens on a port of its own (32 below --baseport);
@@ -154,6 +154,15 @@ fn run_harness(
     let mut r = parse_output(&text);
     r.timed_out = timed_out;
     (r, text)
+}
+
+/// The harness's name of a unit: `unit/X`, or `integration/X` as given.
+fn unit_path(unit: &str) -> String {
+    if unit.starts_with("integration/") {
+        unit.to_string()
+    } else {
+        format!("unit/{unit}")
+    }
 }
 
 /// A base port for the harness: it uses 32 ports below it, 64 above, and
@@ -211,14 +220,16 @@ fn run_unit_spawned(tests: &Path, unit: &str) -> (UnitResult, String) {
     .expect("write the server script");
     let made_executable = Command::new("chmod").arg("+x").arg(&shim).status();
     assert!(made_executable.is_ok_and(|s| s.success()), "chmod failed");
-    // Some tests run redis-cli from src/ too.
-    if let Ok(out) = Command::new("sh")
-        .args(["-c", "command -v redis-cli"])
-        .output()
-    {
-        let cli = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if !cli.is_empty() {
-            let _ = std::os::unix::fs::symlink(cli, src.join("redis-cli"));
+    // Some tests run redis-cli and the file checkers from src/ too.
+    for tool in ["redis-cli", "redis-check-aof", "redis-check-rdb"] {
+        if let Ok(out) = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+        {
+            let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if !path.is_empty() {
+                let _ = std::os::unix::fs::symlink(path, src.join(tool));
+            }
         }
     }
     run_harness(&work, unit, &["--tags", "-needs:repl"], None)

@@ -8,7 +8,7 @@
 //! DEBUG DIGEST-VALUE [key ...] | PROTOCOL type | SET-ACTIVE-EXPIRE 0|1
 //! DEBUG QUICKLIST-PACKED-THRESHOLD size | CHANGE-REPL-ID | STRINGMATCH-TEST
 //! DEBUG LISTPACK key | QUICKLIST key [0|1] | RELOAD [MERGE] [NOFLUSH] [NOSAVE]
-//! DEBUG REPLYBUFFER RESIZING 0|1
+//! DEBUG REPLYBUFFER RESIZING 0|1 | LOADAOF | AOF-FLUSH-SLEEP microseconds
 //! ```
 //!
 //! DEBUG declares no keys, so the subcommands that read the keyspace lock
@@ -114,6 +114,17 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
         encoding_dump(ctx, &["quicklist"], "quicklist")?;
     } else if eq_ic(sub, "RELOAD") {
         reload(ctx)?;
+    } else if eq_ic(sub, "LOADAOF") && argc == 2 {
+        let shared = ctx.shared;
+        with_all_shards(ctx.ks, |ks| crate::aof::debug_loadaof(shared, ks))
+            .map_err(|e| Error::Owned(format!("ERR {e}")))?;
+        ctx.out.ok();
+    } else if eq_ic(sub, "AOF-FLUSH-SLEEP") && argc == 3 {
+        // Delays the next AOF write by this many microseconds (Redis's test
+        // hook for a slow disk).
+        let us = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)?;
+        ctx.shared.aof.flush_sleep_us.store(us.max(0) as u64, Relaxed);
+        ctx.out.ok();
     } else if eq_ic(sub, "REPLYBUFFER") && argc == 4 && eq_ic(ctx.arg(2), "RESIZING") {
         let on = super::server::c_atoi(ctx.arg(3)) != 0;
         crate::network::connection::REPLY_BUFFER_RESIZING.store(on, Relaxed);
@@ -149,6 +160,8 @@ fn help(ctx: &mut Ctx) {
         ctx,
         &[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "AOF-FLUSH-SLEEP <microsec>",
+            "    Server will sleep before flushing the AOF, this is used for testing.",
             "CHANGE-REPL-ID",
             "    Change the replication IDs of the instance.",
             "    Dangerous: should be used only for testing the replication subsystem.",
@@ -159,6 +172,8 @@ fn help(ctx: &mut Ctx) {
             "ERROR <string>",
             "    Return a Redis protocol error with <string> as message. Useful for clients",
             "    unit tests to simulate Redis errors.",
+            "LOADAOF",
+            "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
             "PROTOCOL <type>",

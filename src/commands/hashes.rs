@@ -324,6 +324,8 @@ fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
     h.set_keep_ttl(field, text.as_bytes(), lim);
     ctx.ks.signal(key, notify::HASH, "hincrbyfloat");
     ctx.out.bulk(text.as_bytes());
+    // The result, not the increment (Redis's `HSET key field value`).
+    ctx.propagate_as(|| crate::argv![b"HSET", key, field, text]);
     Ok(Done)
 }
 
@@ -695,6 +697,13 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
         ctx.ks.signal(key, notify::HASH, event);
     }
     delete_if_empty(ctx, key);
+    // Logged with the absolute deadline, so a replay keeps it.
+    ctx.propagate_as(|| {
+        let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        v[0] = b"HPEXPIREAT".to_vec();
+        v[2] = at.to_string().into_bytes();
+        v
+    });
     Ok(Done)
 }
 

@@ -595,20 +595,7 @@ fn persistence(t: &mut Text, shared: &Shared) {
     let load = *p.last_load.lock();
     t.field("rdb_last_load_keys_expired", load.keys_expired);
     t.field("rdb_last_load_keys_loaded", load.keys_loaded);
-    for (name, value) in [
-        ("aof_enabled", "0"),
-        ("aof_rewrite_in_progress", "0"),
-        ("aof_rewrite_scheduled", "0"),
-        ("aof_last_rewrite_time_sec", "-1"),
-        ("aof_current_rewrite_time_sec", "-1"),
-        ("aof_last_bgrewrite_status", "ok"),
-        ("aof_rewrites", "0"),
-        ("aof_rewrites_consecutive_failures", "0"),
-        ("aof_last_write_status", "ok"),
-        ("aof_last_cow_size", "0"),
-        ("module_fork_in_progress", "0"),
-        ("module_fork_last_cow_size", "0"),
-    ] {
+    for (name, value) in crate::aof::info_fields(shared) {
         t.field(name, value);
     }
 }

@@ -477,12 +477,25 @@ fn expire(ctx: &mut Ctx) -> CmdResult {
         ctx.out.int(0);
         return Ok(Done);
     }
-    if when <= ctx.ks.now_ms as i64 {
+    // While the AOF loads, a time already past is stored (Redis's
+    // checkAlreadyExpired): the key expires once the server runs.
+    if when <= ctx.ks.now_ms as i64 && !ctx.ks.loading() {
         ctx.ks.remove(key);
         ctx.ks.signal(key, notify::GENERIC, "del");
+        let lazy = ctx.shared.config.lazyfree_lazy_server_del();
+        ctx.propagate_as(|| crate::argv![crate::keyspace::propagate::del_name(lazy), key]);
     } else {
         ctx.ks.set_expire(key, when as u64);
         ctx.ks.signal(key, notify::GENERIC, "expire");
+        // As PEXPIREAT with the absolute time, options kept (Redis's
+        // expireGenericCommand rewrites arguments 0 and 2).
+        let args = ctx.args;
+        ctx.propagate_as(|| {
+            let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+            v[0] = b"PEXPIREAT".to_vec();
+            v[2] = when.to_string().into_bytes();
+            v
+        });
     }
     ctx.out.int(1);
     Ok(Done)

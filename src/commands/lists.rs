@@ -604,6 +604,9 @@ fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, Error> {
         }
         let emptied = l.is_empty();
         popped(ctx.ks, key, m.end, emptied);
+        // LMPOP and BLMPOP are logged as [LR]POP key count.
+        let n = n.to_string();
+        ctx.propagate_as(|| crate::argv![pop_name(m.end), key, n]);
         return Ok(true);
     }
     Ok(false)
@@ -662,6 +665,7 @@ fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
         ctx.out.bulk(key);
         ctx.out.bulk(&e);
         popped(ctx.ks, key, end, emptied);
+        ctx.propagate_as(|| crate::argv![pop_name(end), key]);
         return Ok(Done);
     }
     let keys = (1..last).map(|i| args.get(i).into()).collect();
@@ -683,7 +687,25 @@ fn bmove_generic(ctx: &mut Ctx, from: End, to: End, timeout_at: usize) -> CmdRes
     if !move_one(ctx, src, args.get(2), from, to)? {
         return block_on(ctx, vec![src.into()], timeout, true);
     }
+    // Logged as the non-blocking form.
+    ctx.propagate_as(|| {
+        let mut v: Vec<Vec<u8>> = args.iter().take(timeout_at).map(|a| a.to_vec()).collect();
+        v[0] = if timeout_at == 3 {
+            b"RPOPLPUSH".to_vec()
+        } else {
+            b"LMOVE".to_vec()
+        };
+        v
+    });
     Ok(Done)
+}
+
+/// The command popping at `end`.
+fn pop_name(end: End) -> &'static [u8] {
+    match end {
+        End::Left => b"LPOP",
+        End::Right => b"RPOP",
+    }
 }
 
 fn blmove(ctx: &mut Ctx) -> CmdResult {

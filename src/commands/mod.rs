@@ -508,6 +508,27 @@ pub struct ScriptError {
 }
 
 impl Ctx<'_, '_> {
+    /// Logs this command as `argv` instead of verbatim (Redis's
+    /// `rewriteClientCommandVector`): what makes its effect deterministic
+    /// on replay. `argv` is built only when something listens.
+    pub fn propagate_as(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
+        if self.ks.propagating() {
+            self.ks.prop.call.rewrite = Some(argv());
+        }
+    }
+
+    /// Logs nothing for this command itself: what it did went out through
+    /// [`Keyspace::also_propagate`] (Redis's `preventCommandPropagation`).
+    pub fn prevent_propagation(&mut self) {
+        self.ks.prop.call.prevent = true;
+    }
+
+    /// Logs this command even if it changed nothing (Redis's
+    /// `forceCommandPropagation`).
+    pub fn force_propagation(&mut self) {
+        self.ks.prop.call.force = true;
+    }
+
     /// Hides argument `i` from the slow log and MONITOR (Redis's
     /// `redactClientCommandArgument`).
     pub fn redact(&mut self, i: usize) {

@@ -18,6 +18,8 @@ pub static COMMANDS: &[Command] = &[
     Command::new("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, Keys::All, bgsave)
         .doc(G, "1.0.0", "O(1)", "Asynchronously saves the database(s) to disk.")
         .syntax("[SCHEDULE]"),
+    Command::new("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, Keys::All, bgrewriteaof)
+        .doc(G, "1.0.0", "O(1)", "Asynchronously rewrites the append-only file to disk."),
     Command::new("dump", 2, READONLY, Keys::ONE, dump)
         .doc(GK, "2.6.0", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", "Returns a serialized representation of the value stored at a key.")
         .syntax("key"),
@@ -53,13 +55,35 @@ fn bgsave(ctx: &mut Ctx) -> CmdResult {
     if p.bgsave_in_progress.load(Relaxed) {
         return Err(Error::Static("ERR Background save already in progress"));
     }
-    if ctx.client.in_exec {
+    let schedule = ctx.argc() == 2;
+    if ctx.client.in_exec || (schedule && ctx.shared.aof.rewrite_in_progress.load(Relaxed)) {
         p.bgsave_scheduled.store(true, Relaxed);
         ctx.out.simple("Background saving scheduled");
         return Ok(Done);
     }
     crate::persistence::start_bgsave(ctx.shared, ctx.ks.shards_mut()).map_err(Error::Static)?;
     ctx.out.simple("Background saving started");
+    Ok(Done)
+}
+
+/// BGREWRITEAOF: a new base from a point-in-time snapshot (this command
+/// holds every shard) and a new incremental file (see [`crate::aof`]);
+/// scheduled when a BGSAVE runs or inside EXEC, as Redis does.
+fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult {
+    let aof = &ctx.shared.aof;
+    if aof.rewrite_in_progress.load(Relaxed) {
+        return Err(Error::Static(
+            "ERR Background append only file rewriting already in progress",
+        ));
+    }
+    if ctx.client.in_exec || ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
+        aof.rewrite_scheduled.store(true, Relaxed);
+        ctx.out
+            .simple("Background append only file rewriting scheduled");
+        return Ok(Done);
+    }
+    let reply = crate::aof::bgrewriteaof(ctx.shared, ctx.ks).map_err(Error::Owned)?;
+    ctx.out.simple(reply);
     Ok(Done)
 }
 
@@ -135,9 +159,20 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
         // Already expired: the key is gone, as if deleted.
         if deleted {
             ctx.ks.signal(key, notify::GENERIC, "del");
+            ctx.propagate_as(|| crate::argv![b"DEL", key]);
         }
         ctx.out.ok();
         return Ok(Done);
+    }
+    if ttl != 0 && !absttl {
+        // The TTL as an absolute time, so a replay expires it when this did.
+        let args = ctx.args;
+        ctx.propagate_as(|| {
+            let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+            v[2] = at.to_string().into_bytes();
+            v.push(b"ABSTTL".to_vec());
+            v
+        });
     }
     if field_ttls {
         ctx.shared.store.field_ttls.store(true, Relaxed);

@@ -1035,7 +1035,20 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     {
         return Err(Error::Owned(refused));
     }
+    let aof_was = ctx.shared.config.appendonly();
     ctx.shared.config.set_many(&pairs)?;
+    // appendonly's effect (config.c `updateAppendonly`).
+    let aof_now = ctx.shared.config.appendonly();
+    if aof_now && !aof_was {
+        if let Err(why) = crate::aof::start(ctx.shared, ctx.ks) {
+            let _ = ctx.shared.config.set_many(&[(b"appendonly", b"no")]);
+            return Err(Error::Owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {why}"
+            )));
+        }
+    } else if !aof_now && aof_was {
+        crate::aof::stop(ctx.shared);
+    }
     // requirepass is the default ACL user's password (config.c
     // `updateRequirePass`).
     if pairs

@@ -184,11 +184,16 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
                 ctx.out.null();
                 return Ok(Done);
             };
-            match s.pop(&mut rand::rng()) {
-                Some(m) => ctx.out.bulk(&m),
+            let popped = s.pop(&mut rand::rng());
+            match &popped {
+                Some(m) => ctx.out.bulk(m),
                 None => ctx.out.null(),
             }
             ctx.ks.signal(key, notify::SET, "spop");
+            // The member, not the draw, is replayed.
+            if let Some(m) = popped {
+                ctx.propagate_as(|| crate::argv![b"SREM", key, m]);
+            }
             delete_if_empty(ctx.ks, key);
             return Ok(Done);
         }
@@ -224,16 +229,25 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(key, notify::SET, "spop");
         ctx.ks.remove(key);
         ctx.ks.signal(key, notify::GENERIC, "del");
+        let lazy = ctx.shared.config.lazyfree_lazy_server_del();
+        ctx.propagate_as(|| crate::argv![crate::keyspace::propagate::del_name(lazy), key]);
         return Ok(Done);
     }
     ctx.out.set(count as usize);
     let mut rng = rand::rng();
+    let mut popped = Vec::new();
     for _ in 0..count {
         if let Some(m) = s.pop(&mut rng) {
             ctx.out.bulk(&m);
+            popped.push(m);
         }
     }
     ctx.ks.signal(key, notify::SET, "spop");
+    // One SREM per member, as Redis 7.0 logs it.
+    for m in popped {
+        ctx.ks.also_propagate(|| crate::argv![b"SREM", key, m]);
+    }
+    ctx.prevent_propagation();
     Ok(Done)
 }
 

@@ -519,6 +519,15 @@ fn xadd(ctx: &mut Ctx) -> CmdResult {
         .is_some_and(|t| s.trim(t, opts.approx, opts.limit) > 0);
     reply_id(ctx.out, id);
     ctx.ks.signal(key, notify::STREAM, "xadd");
+    // A generated ID is logged as the one it came to (the clock differs
+    // on replay).
+    if !matches!(opts.id, Some((_, true))) {
+        ctx.propagate_as(|| {
+            let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+            v[idpos] = id.to_bytes();
+            v
+        });
+    }
     if trimmed {
         ctx.ks.notify(notify::STREAM, "xtrim", key);
     }

@@ -12,6 +12,7 @@
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use crate::keyspace::propagate::del_name;
 use crate::keyspace::{Entry, Keyspace, Str, Value, notify};
 use crate::types::ldouble::LDouble;
 use crate::util::eq_ic;
@@ -277,8 +278,21 @@ fn set_generic(
     ctx.ks.signal(key, notify::STRING, "set");
     // Redis 7.0 stores even a time already past; the key expires on its
     // next access (or by active expiry), with the `expired` event then.
-    if expire_at.is_some() {
+    if let Some(at) = expire_at {
         ctx.ks.notify(notify::GENERIC, "expire", key);
+        // Logged with the absolute time, so a replay sets the same expiry.
+        let at = at.max(1).to_string();
+        ctx.propagate_as(|| crate::argv![b"SET", key, value, b"PXAT", at.as_bytes()]);
+    } else if opts.get {
+        // GET is for the reply only (Redis's setGenericCommand drops it).
+        let args = ctx.args;
+        ctx.propagate_as(|| {
+            args.iter()
+                .enumerate()
+                .filter(|(i, a)| *i < 3 || !eq_ic(a, "GET"))
+                .map(|(_, a)| a.to_vec())
+                .collect()
+        });
     }
     if !opts.get {
         if ok_int {
@@ -330,8 +344,10 @@ fn getset(ctx: &mut Ctx) -> CmdResult {
         None => ctx.out.null(),
         Some(s) => ctx.out.bulk(&s.data),
     }
-    ctx.ks.set(key, Value::Str(Str::new(ctx.args.get(2))));
+    let value = ctx.args.get(2);
+    ctx.ks.set(key, Value::Str(Str::new(value)));
     ctx.ks.signal(key, notify::STRING, "set");
+    ctx.propagate_as(|| crate::argv![b"SET", key, value]);
     Ok(Done)
 }
 
@@ -343,6 +359,8 @@ fn getdel(ctx: &mut Ctx) -> CmdResult {
             ctx.out.bulk(&s.data);
             ctx.ks.remove(key);
             ctx.ks.signal(key, notify::GENERIC, "del");
+            let lazy = ctx.shared.config.lazyfree_lazy_user_del();
+            ctx.propagate_as(|| crate::argv![del_name(lazy), key]);
         }
     }
     Ok(Done)
@@ -373,19 +391,24 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     };
     let absolute = matches!(opts.expire, ExpireOpt::ExAt | ExpireOpt::PxAt);
     match expire_at {
-        Some(at) if absolute && at <= ctx.ks.now_ms as i64 => {
+        Some(at) if absolute && at <= ctx.ks.now_ms as i64 && !ctx.ks.loading() => {
             ctx.ks.remove(key);
             ctx.ks.signal(key, notify::GENERIC, "del");
+            let lazy = ctx.shared.config.lazyfree_lazy_expire();
+            ctx.propagate_as(|| crate::argv![del_name(lazy), key]);
         }
         Some(at) => {
             ctx.ks.set_expire(key, at as u64);
             ctx.ks.signal(key, notify::GENERIC, "expire");
+            let at = at.to_string();
+            ctx.propagate_as(|| crate::argv![b"PEXPIREAT", key, at.as_bytes()]);
         }
         None if opts.expire == ExpireOpt::Persist
             && ctx.ks.peek(key).is_some_and(|e| e.expire_at != 0) =>
         {
             ctx.ks.set_expire(key, 0);
             ctx.ks.signal(key, notify::GENERIC, "persist");
+            ctx.propagate_as(|| crate::argv![b"PERSIST", key]);
         }
         None => {}
     }
@@ -605,6 +628,10 @@ fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
     }) = ctx.ks.peek(key)
     {
         ctx.out.bulk(&s.data);
+        // The result, not the increment: float arithmetic is replayed
+        // exactly as text (Redis's `SET key value KEEPTTL`).
+        let text = s.data.clone();
+        ctx.propagate_as(|| crate::argv![b"SET", key, &text, b"KEEPTTL"]);
     }
     Ok(Done)
 }

@@ -178,6 +178,13 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
         ctx.ks.remove_raw_entry(key);
         ctx.ks.signal(key, notify::GENERIC, "del");
     }
+    // Logged with the absolute deadline, so a replay keeps it.
+    ctx.propagate_as(|| {
+        let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        v[0] = b"ZPEXPIREAT".to_vec();
+        v[2] = at.to_string().into_bytes();
+        v
+    });
     Ok(Done)
 }
 

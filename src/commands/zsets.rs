@@ -815,6 +815,7 @@ fn generic_zpop(
         ctx.out.array(0);
         return Ok(Done);
     }
+    let explicit = count.is_some();
     let count = count.unwrap_or(1);
     let Some(z) = zset_write(ctx.ks, key)? else {
         return Ok(Done);
@@ -852,6 +853,18 @@ fn generic_zpop(
     ctx.ks.signal(key, notify::ZSET, event);
     if emptied {
         delete_emptied(ctx.ks, key);
+    }
+    // ZMPOP and the blocking pops are logged as ZPOPMIN/ZPOPMAX.
+    if !matches!(ctx.cmd.name, "zpopmin" | "zpopmax") {
+        let name: &[u8] = if shape.max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        let n = n.to_string();
+        ctx.propagate_as(|| {
+            if explicit {
+                crate::argv![name, key, n]
+            } else {
+                crate::argv![name, key]
+            }
+        });
     }
     Ok(Done)
 }

@@ -650,7 +650,21 @@ pub fn call(
             .feed(ctx.client, ctx.client.db, &args, 0, limit);
     }
     let start = std::time::Instant::now();
+    let propagating = ctx.ks.propagating();
+    let outer = if propagating {
+        ctx.ks.prop.depth += 1;
+        Some((
+            std::mem::take(&mut ctx.ks.prop.call),
+            ctx.ks.prop.dirty,
+            ctx.client.db,
+        ))
+    } else {
+        None
+    };
     let result = (cmd.handler)(&mut ctx);
+    if let Some((outer, dirty, db)) = outer {
+        propagate(ctx.ks, cmd, &args, &result, outer, dirty, db);
+    }
     let redacted = ctx.redacted;
     let script_error = ctx.script_error.take();
     if matches!(result, Err(Error::EngineBusy)) {
@@ -702,6 +716,60 @@ pub fn call(
         out.error_bytes(e.bytes());
         Outcome::Done
     })
+}
+
+/// Propagation's part of the after-command step (Redis's `call` and
+/// `afterCommand`): a write that changed the dataset (or forced it) adds
+/// itself — as its handler rewrote it — to what its execution unit
+/// propagates; EXEC adds nothing itself (what it ran is there, wrapped in
+/// MULTI/EXEC). The outermost call sends the unit. `outer`: the enclosing
+/// call's state, `dirty`: the change count before the handler ran, `db`:
+/// the client's database then.
+fn propagate(
+    ks: &mut Keyspace<'_>,
+    cmd: &Command,
+    args: &Args<'_>,
+    result: &Result<Outcome, Error>,
+    outer: crate::keyspace::propagate::CallProp,
+    dirty: u64,
+    db: usize,
+) {
+    let mine = std::mem::replace(&mut ks.prop.call, outer);
+    ks.prop.depth -= 1;
+    let ok = matches!(result, Ok(Outcome::Done | Outcome::Close));
+    // Commands Redis always logs once they succeed (its
+    // `forceCommandPropagation`, or a `dirty` bump without a key change).
+    let forced = ok
+        && (matches!(cmd.name, "flushall" | "flushdb" | "swapdb")
+            || (cmd.name == "function"
+                && ["load", "delete", "flush", "restore"]
+                    .iter()
+                    .any(|s| crate::util::eq_ic(args.get(1), s)))
+            // zwindow's window rules are part of the dataset.
+            || (cmd.name == "zwindow"
+                && ["set", "del"]
+                    .iter()
+                    .any(|s| crate::util::eq_ic(args.get(1), s))));
+    // A read's lazy trims change the dataset too; they are logged on
+    // their own (ZREM/HDEL), the read itself never.
+    let writes = cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE);
+    let changed = (writes && ks.prop.dirty != dirty) || mine.force || forced;
+    let blocked = matches!(result, Ok(Outcome::Block(_)) | Err(Error::EngineBusy));
+    // A script is logged as the commands it ran (effects replication,
+    // Redis 7.0's only mode); EXEC as what it ran, in MULTI/EXEC.
+    let itself = !matches!(
+        cmd.name,
+        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    );
+    if changed && !mine.prevent && !blocked && itself {
+        let argv = mine
+            .rewrite
+            .unwrap_or_else(|| args.iter().map(|a| a.to_vec()).collect());
+        ks.prop.push(db, argv);
+    }
+    if ks.prop.depth == 0 {
+        ks.flush_propagated(true);
+    }
 }
 
 /// Client-side caching's part of the after-command step: invalidations

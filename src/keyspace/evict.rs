@@ -435,6 +435,7 @@ impl Keyspace<'_> {
         }
         let db = self.db;
         self.shard(key).touch_watched(db, key);
+        self.propagate_deletion(key, true);
         self.invalidate_tracking(key);
         self.send_invalidations();
         self.notify(notify::EVICTED, "evicted", key);

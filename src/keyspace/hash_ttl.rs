@@ -23,6 +23,7 @@ use super::{Entry, Keyspace, Value, notify};
 /// deleting the key if none is left. Returns the number of fields removed.
 pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     let (now, db) = (ks.now_ms, ks.db);
+    let logging = ks.propagating();
     ks.cow(key);
     let shard = ks.shard(key);
     let Some(Entry {
@@ -35,13 +36,26 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     if h.min_deadline().is_none_or(|at| at > now) {
         return 0;
     }
-    let removed = h.expire_fields(now, max);
+    // Logged as the HDEL they amount to.
+    let mut gone: Vec<Vec<u8>> = Vec::new();
+    let removed = h.expire_fields_with(now, max, |f| {
+        if logging {
+            gone.push(f.to_vec());
+        }
+    });
     let emptied = h.is_empty();
     if emptied {
         ks.remove_raw_entry(key);
     }
     if removed > 0 {
         ks.modified(key);
+        if !gone.is_empty() {
+            ks.also_propagate(|| {
+                let mut v = vec![b"HDEL".to_vec(), key.to_vec()];
+                v.extend(gone);
+                v
+            });
+        }
     } else {
         // The bound was stale (a field's TTL was dropped or pushed back):
         // it is exact now, and no field changed.

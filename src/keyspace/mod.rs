@@ -17,6 +17,7 @@ pub mod digest;
 pub mod evict;
 pub mod expire;
 pub mod hash_ttl;
+pub mod propagate;
 pub mod snapshot;
 pub mod value;
 pub mod windows;
@@ -245,6 +246,10 @@ pub struct Store {
     /// A BGSAVE snapshot is being written: accesses preserve what they may
     /// change first ([`snapshot`]).
     pub snapshot_active: AtomicBool,
+    /// The AOF is being loaded: nothing expires (Redis's `keyIsExpired`
+    /// while loading), so a replay reproduces the logged dataset and keys
+    /// expire once the server runs.
+    pub loading: AtomicBool,
 }
 
 /// A set of shard indices, locked in ascending order.
@@ -280,6 +285,7 @@ impl Store {
             stats_expired_members: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             snapshot_active: AtomicBool::new(false),
+            loading: AtomicBool::new(false),
         }
     }
 
@@ -393,10 +399,16 @@ pub struct Keyspace<'a> {
     pub invalidated: crate::tracking::Invalidated,
     /// Invalidations for the running client itself, sent after its reply.
     pub tracking_pending: crate::tracking::Pending,
+    /// The commands this view's changes amount to (see [`propagate`]).
+    pub prop: propagate::Pending,
 }
 
 impl Drop for Keyspace<'_> {
     fn drop(&mut self) {
+        // Background work (active expiry, eviction, the sweeper) sends its
+        // deletions here, still under its locks so the stream keeps the
+        // order of the changes; each one stands alone (no MULTI).
+        self.flush_propagated(false);
         self.send_invalidations();
     }
 }
@@ -431,6 +443,52 @@ impl<'a> Keyspace<'a> {
             ready: Vec::new(),
             invalidated: Vec::new(),
             tracking_pending: Vec::new(),
+            prop: Default::default(),
+        }
+    }
+
+    /// Whether the AOF is being loaded (nothing expires meanwhile).
+    pub fn loading(&self) -> bool {
+        self.store().loading.load(Ordering::Relaxed)
+    }
+
+    /// Whether changes are collected as commands (an AOF is written).
+    pub fn propagating(&self) -> bool {
+        propagate::Sink::listening(&self.shared.aof)
+    }
+
+    /// Adds a command to propagate in the current database (Redis's
+    /// `alsoPropagate`), when anything listens.
+    pub fn also_propagate(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
+        if self.propagating() {
+            let db = self.db;
+            self.prop.push(db, argv());
+        }
+    }
+
+    /// A key deleted by expiry (or `eviction`): `DEL`, or `UNLINK` when
+    /// the matching `lazyfree-lazy-*` setting is on (Redis's
+    /// `propagateDeletion`).
+    fn propagate_deletion(&mut self, key: &[u8], eviction: bool) {
+        let config = &self.shared.config;
+        self.also_propagate(|| {
+            let lazy = if eviction {
+                config.lazyfree_lazy_eviction()
+            } else {
+                config.lazyfree_lazy_expire()
+            };
+            crate::argv![propagate::del_name(lazy), key]
+        });
+    }
+
+    /// Sends what was collected to the sinks, as one unit.
+    pub fn flush_propagated(&mut self, transaction: bool) {
+        if self.prop.ops.is_empty() {
+            return;
+        }
+        let ops = std::mem::take(&mut self.prop.ops);
+        if self.propagating() {
+            propagate::Sink::feed(&self.shared.aof, &ops, transaction && ops.len() > 1);
         }
     }
 
@@ -668,6 +726,9 @@ impl<'a> Keyspace<'a> {
     /// deleted (Redis's `expireIfNeeded`): a pause stops every change.
     pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let (now, dbi) = (self.now_ms, self.db);
+        if self.loading() {
+            return false;
+        }
         let db = self.db_of(key);
         if db.expires.is_empty() {
             return false;
@@ -683,6 +744,7 @@ impl<'a> Keyspace<'a> {
         let shard = self.shard(key);
         shard.stats.expired_keys += 1;
         shard.touch_watched(dbi, key);
+        self.propagate_deletion(key, false);
         self.notify(notify::EXPIRED, "expired", key);
         self.invalidate_tracking(key);
         true
@@ -690,6 +752,7 @@ impl<'a> Keyspace<'a> {
 
     /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`).
     pub fn modified(&mut self, key: &[u8]) {
+        self.prop.dirty += 1;
         self.shared
             .stats
             .dirty

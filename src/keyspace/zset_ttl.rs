@@ -57,8 +57,9 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         return 0;
     };
     let mut moved: Vec<(Vec<u8>, f64)> = Vec::new();
+    let logging = super::propagate::Sink::listening(&shared.aof);
     let removed = z.expire_members(now, max, |m, s| {
-        if dest.is_some() {
+        if dest.is_some() || logging {
             moved.push((m.to_vec(), s));
         }
     });
@@ -68,6 +69,7 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     }
     if removed > 0 {
         ks.modified(key);
+        super::windows::propagate_removal(ks, key, &moved);
     } else {
         // The bound was early (its member left by another route) or the
         // batch's node visits ran out: reschedule by the bound as it now

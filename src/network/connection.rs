@@ -247,6 +247,8 @@ pub async fn run(
                 break;
             }
         }
+        // The batch's writes reach the AOF before its replies leave.
+        shared.aof.before_reply(&shared);
         if !out.is_empty() {
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);

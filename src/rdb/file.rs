@@ -258,6 +258,8 @@ pub(crate) fn is_empty_value(v: &Value) -> bool {
 pub struct LoadStats {
     pub keys_loaded: u64,
     pub keys_expired: u64,
+    /// Bytes the image took (what follows is an old-style AOF's tail).
+    pub bytes: usize,
 }
 
 /// Loads an RDB image into the keyspace, whose every shard `ks` holds.
@@ -374,7 +376,9 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
                 if is_empty_value(&v) {
                     continue;
                 }
-                if at != 0 && at <= ks.now_ms {
+                // An AOF's base keeps them: the commands after it may
+                // still touch them (Redis loads preambles so too).
+                if at != 0 && at <= ks.now_ms && !ks.loading() {
                     stats.keys_expired += 1;
                     continue;
                 }
@@ -403,6 +407,7 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
     })();
     ks.db = db0;
     result.map_err(|e| RdbError(format!("{} (at offset {})", e.0, r.pos)))?;
+    stats.bytes = r.pos;
     Ok(stats)
 }
 

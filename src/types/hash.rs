@@ -495,6 +495,17 @@ impl Hash {
     /// hash then looks at about `max` × [`SCAN_PER_REMOVAL`] fields, and
     /// its bound becomes exact once a pass over the whole table completes.
     pub fn expire_fields(&mut self, now: u64, max: usize) -> usize {
+        self.expire_fields_with(now, max, |_| {})
+    }
+
+    /// [`expire_fields`](Self::expire_fields), telling `removed` each
+    /// field it removes (what the AOF logs as HDEL).
+    pub fn expire_fields_with(
+        &mut self,
+        now: u64,
+        max: usize,
+        mut removed: impl FnMut(&[u8]),
+    ) -> usize {
         let Hash::Ex { fields, ttl } = self else {
             return 0;
         };
@@ -502,11 +513,13 @@ impl Hash {
             return 0;
         }
         let due = |at: u64| at != NO_TTL && at <= now;
-        let removed = match fields {
+        let count = match fields {
             Fields::Listpack(v) => {
                 // Fields with TTLs come first, by deadline.
                 let n = v.iter().take_while(|(_, s)| due(s.at)).count().min(max);
-                v.drain(..n);
+                for (f, _) in v.drain(..n) {
+                    removed(&f);
+                }
                 ttl.min = v
                     .first()
                     .map(|(_, s)| s.at)
@@ -543,6 +556,7 @@ impl Hash {
                 }
                 for f in &gone {
                     d.remove(f);
+                    removed(f);
                 }
                 if ttl.cursor == 0 {
                     // A whole pass: every kept deadline was seen.
@@ -552,11 +566,11 @@ impl Hash {
                 gone.len()
             }
         };
-        ttl.volatile -= removed;
+        ttl.volatile -= count;
         if ttl.volatile == 0 {
             *ttl = Deadlines::NONE;
         }
-        removed
+        count
     }
 
     /// True if every field has a deadline at or before `now` (the hash is

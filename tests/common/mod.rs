@@ -3,6 +3,8 @@
 //! both servers and compares the replies (byte-exact, except that floats compare numerically).
 #![allow(dead_code)]
 
+pub mod dataset;
+
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -12,7 +12,6 @@ import sys
 
 # Commands (and `command subcommand`s) zwindow does not have yet.
 MISSING = """
-bgrewriteaof
 """.split()
 MISSING_SUB = [
     ("script", "debug"),

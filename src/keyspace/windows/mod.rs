@@ -353,6 +353,7 @@ pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
     let windows = &ks.shared.windows;
     let now = ks.now_ms;
     let db = ks.db;
+    let logging = ks.propagating();
     ks.cow(key);
     let shard = ks.shard(key);
     let Some(entry) = shard.dbs[db].keys.get_mut(key) else {
@@ -396,7 +397,8 @@ pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
         min: ScoreBound::Inclusive(f64::NEG_INFINITY),
         max: ScoreBound::Exclusive(cutoff),
     };
-    let handing_off = rule.moveto.is_some();
+    // The members are kept for a hand-off, and for the ZREM the AOF logs.
+    let handing_off = rule.moveto.is_some() || logging;
     let mut moved: Vec<(Vec<u8>, f64)> = Vec::new();
     let removed = match mode {
         TrimMode::Lazy => z.remove_range_by_score(&aged, |m, s| {
@@ -426,6 +428,7 @@ pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
         ks.remove_raw_entry(key);
     }
     ks.modified(key);
+    propagate_removal(ks, key, &moved);
     ks.notify(notify::ZSET, "zexpired", key);
     if emptied {
         ks.notify(notify::GENERIC, "del", key);
@@ -434,6 +437,19 @@ pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
         hand_off(ks, &dest, moved);
     }
     removed
+}
+
+/// Members a trim or member expiry removed, logged as the ZREM they
+/// amount to (replayed, a ZREM of the last member deletes the key too).
+pub(crate) fn propagate_removal(ks: &mut Keyspace<'_>, key: &[u8], members: &[(Vec<u8>, f64)]) {
+    if members.is_empty() {
+        return;
+    }
+    ks.also_propagate(|| {
+        let mut v = vec![b"ZREM".to_vec(), key.to_vec()];
+        v.extend(members.iter().map(|(m, _)| m.clone()));
+        v
+    });
 }
 
 /// The shard that trimming `key` would hand members off to, if `key` is a
@@ -497,6 +513,11 @@ pub(crate) fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>
         list.push(End::Right, member);
     }
     ks.signal(dest, notify::LIST, "rpush");
+    ks.also_propagate(|| {
+        let mut v = vec![b"RPUSH".to_vec(), dest.to_vec()];
+        v.extend(members.iter().map(|(m, _)| m.clone()));
+        v
+    });
     ks.signal_ready(dest);
     ks.shared.windows.stats.handed_off.fetch_add(n, Relaxed);
 }

@@ -1,0 +1,786 @@
+//! The append-only file, in Redis 7.0's multi-part layout: a directory
+//! (`appenddirname`) holding a manifest (`<appendfilename>.manifest`), one
+//! base file (an RDB image of the dataset at the last rewrite,
+//! `<appendfilename>.<seq>.base.rdb`) and the incremental files written since
+//! (`<appendfilename>.<seq>.incr.aof`, RESP commands).
+//!
+//! This module is a sink of the propagated command stream
+//! ([`crate::keyspace::propagate`]): commands are encoded into a buffer
+//! while their shard locks are held (so the file keeps the order of the
+//! changes), written before the replies leave (each connection's batch,
+//! and the background tick for background work), and fsynced as
+//! `appendfsync` says — `always` before the reply is sent, `everysec` by
+//! the background tick once a second.
+//!
+//! `BGREWRITEAOF` takes the same copy-on-write snapshot BGSAVE uses, and
+//! at that instant (every shard held) starts a new incremental file, so the
+//! new base plus the new incremental file are exactly the dataset; once
+//! the base is written the manifest is swapped atomically (temporary file,
+//! fsync, rename) and the old files are deleted. [`load`] reads it all back
+//! at startup.
+
+pub mod load;
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
+
+use parking_lot::Mutex;
+
+use crate::keyspace::propagate::{Op, Sink};
+use crate::server::Shared;
+
+/// `aof_state`: off, on, or on and waiting for the first rewrite (turned
+/// on at runtime: commands are already appended to the new incremental
+/// file, the manifest names it once the base is written).
+const OFF: u8 = 0;
+const ON: u8 = 1;
+const WAIT_REWRITE: u8 = 2;
+
+/// `appendfsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fsync {
+    Always,
+    EverySec,
+    No,
+}
+
+/// The writer's state and what INFO persistence reports of it.
+pub struct Aof {
+    state: AtomicU8,
+    /// Encoded commands not yet written, and the database the file's last
+    /// SELECT chose.
+    pending: Mutex<Pending>,
+    /// `pending` holds bytes (a write is due): one load on the reply path.
+    has_pending: AtomicBool,
+    /// The open incremental file and the manifest. Lock order: shards,
+    /// then `file`, then `pending`.
+    file: Mutex<Option<Files>>,
+    pub rewrite_in_progress: AtomicBool,
+    pub rewrite_scheduled: AtomicBool,
+    pub last_bgrewrite_ok: AtomicBool,
+    pub last_write_ok: AtomicBool,
+    pub rewrites: AtomicU64,
+    pub last_rewrite_time_sec: AtomicI64,
+    /// Unix seconds when the running rewrite started.
+    rewrite_started: AtomicU64,
+    /// Bytes of the base and incremental files (`aof_current_size`).
+    pub current_size: AtomicU64,
+    /// `aof_current_size` after the last rewrite (`aof_base_size`).
+    pub base_size: AtomicU64,
+    /// Bytes of the current incremental file written but not fsynced.
+    unsynced: AtomicU64,
+    last_fsync_ms: AtomicU64,
+    pub delayed_fsync: AtomicU64,
+    /// `DEBUG AOF-FLUSH-SLEEP <µs>`: each write waits this long first
+    /// (Redis's `aof_flush_sleep`, for tests of the reply order).
+    pub flush_sleep_us: AtomicU64,
+}
+
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// The database the stream's last SELECT chose (None: none yet in
+    /// this file).
+    selected_db: Option<usize>,
+}
+
+/// The directory, its manifest and the incremental file appended to.
+struct Files {
+    manifest: Manifest,
+    incr: File,
+}
+
+impl Default for Aof {
+    fn default() -> Self {
+        Aof {
+            state: AtomicU8::new(OFF),
+            pending: Mutex::new(Pending::default()),
+            has_pending: AtomicBool::new(false),
+            file: Mutex::new(None),
+            rewrite_in_progress: AtomicBool::new(false),
+            rewrite_scheduled: AtomicBool::new(false),
+            last_bgrewrite_ok: AtomicBool::new(true),
+            last_write_ok: AtomicBool::new(true),
+            rewrites: AtomicU64::new(0),
+            last_rewrite_time_sec: AtomicI64::new(-1),
+            rewrite_started: AtomicU64::new(0),
+            current_size: AtomicU64::new(0),
+            base_size: AtomicU64::new(0),
+            unsynced: AtomicU64::new(0),
+            last_fsync_ms: AtomicU64::new(0),
+            delayed_fsync: AtomicU64::new(0),
+            flush_sleep_us: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Appends one command in RESP (`*<n>`, then `$<len>` bulk strings).
+pub fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
+    out.push(b'*');
+    out.extend_from_slice(argv.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv {
+        let a = a.as_ref();
+        out.push(b'$');
+        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Pending {
+    /// Redis's `feedAppendOnlyFile`: a SELECT when the database changes.
+    fn append(&mut self, db: usize, argv: &[impl AsRef<[u8]>]) {
+        if self.selected_db != Some(db) {
+            let n = db.to_string();
+            encode(&mut self.bytes, &[&b"SELECT"[..], n.as_bytes()]);
+            self.selected_db = Some(db);
+        }
+        encode(&mut self.bytes, argv);
+    }
+}
+
+impl Sink for Aof {
+    fn listening(&self) -> bool {
+        self.state.load(Relaxed) != OFF
+    }
+
+    fn feed(&self, ops: &[Op], transaction: bool) {
+        let mut p = self.pending.lock();
+        if transaction {
+            p.append(ops[0].db, &[b"MULTI"]);
+        }
+        for op in ops {
+            p.append(op.db, &op.argv);
+        }
+        if transaction {
+            let db = ops[ops.len() - 1].db;
+            p.append(db, &[b"EXEC"]);
+        }
+        self.has_pending.store(true, Relaxed);
+    }
+}
+
+impl Aof {
+    pub fn enabled(&self) -> bool {
+        self.state.load(Relaxed) != OFF
+    }
+
+    /// Writes what is pending to the incremental file; with `fsync`, makes
+    /// it durable too (everything written so far, by anyone).
+    fn write_pending(&self, fsync: bool) {
+        let mut files = self.file.lock();
+        let bytes = {
+            let mut p = self.pending.lock();
+            self.has_pending.store(false, Relaxed);
+            std::mem::take(&mut p.bytes)
+        };
+        let Some(f) = files.as_mut() else {
+            return;
+        };
+        let sleep = self.flush_sleep_us.load(Relaxed);
+        if sleep > 0 && !bytes.is_empty() {
+            std::thread::sleep(std::time::Duration::from_micros(sleep));
+        }
+        if !bytes.is_empty() {
+            match f.incr.write_all(&bytes) {
+                Ok(()) => {
+                    self.current_size.fetch_add(bytes.len() as u64, Relaxed);
+                    self.unsynced.fetch_add(bytes.len() as u64, Relaxed);
+                    self.last_write_ok.store(true, Relaxed);
+                }
+                Err(e) => {
+                    // Redis retries the whole buffer later; so do we.
+                    tracing::warn!("Error writing to the AOF file: {e}");
+                    self.last_write_ok.store(false, Relaxed);
+                    let mut p = self.pending.lock();
+                    let mut rest = bytes;
+                    rest.append(&mut p.bytes);
+                    p.bytes = rest;
+                    self.has_pending.store(true, Relaxed);
+                    return;
+                }
+            }
+        }
+        if fsync && self.unsynced.load(Relaxed) > 0 {
+            if let Err(e) = f.incr.sync_data() {
+                tracing::warn!("Can't persist the AOF file: fsync: {e}");
+                self.last_write_ok.store(false, Relaxed);
+                return;
+            }
+            self.unsynced.store(0, Relaxed);
+        }
+    }
+
+    /// Before a batch's replies leave (Redis's `beforeSleep`): the batch's
+    /// commands are written, and with `appendfsync always` fsynced, so an
+    /// acknowledged write survives a crash of the process or the machine.
+    pub fn before_reply(&self, shared: &Shared) {
+        if !self.has_pending.load(Relaxed) {
+            return;
+        }
+        self.write_pending(shared.config.appendfsync() == Fsync::Always);
+    }
+
+    /// The tick (ten times a second): writes what background work
+    /// (expiry, eviction, the sweeper) propagated, fsyncs once a second
+    /// under `everysec`, and starts a scheduled or automatic rewrite.
+    pub fn cron(&self, shared: &Arc<Shared>) {
+        if !self.enabled() {
+            return;
+        }
+        let now = shared.clock.now_ms();
+        let everysec = shared.config.appendfsync() == Fsync::EverySec;
+        let due = everysec && now.saturating_sub(self.last_fsync_ms.load(Relaxed)) >= 1000;
+        if self.has_pending.load(Relaxed) || due {
+            self.write_pending(due);
+            if due {
+                self.last_fsync_ms.store(now, Relaxed);
+            }
+        }
+        if self.rewrite_in_progress.load(Relaxed)
+            || shared.persistence.bgsave_in_progress.load(Relaxed)
+        {
+            return;
+        }
+        let scheduled = self.rewrite_scheduled.load(Relaxed);
+        let pct = shared.config.auto_aof_rewrite_percentage();
+        let min = shared.config.auto_aof_rewrite_min_size();
+        let size = self.current_size.load(Relaxed);
+        let base = self.base_size.load(Relaxed).max(1);
+        let auto = pct > 0 && size > min && (size - base) * 100 / base >= pct;
+        if scheduled || auto {
+            if auto && !scheduled {
+                tracing::info!(
+                    "Starting automatic rewriting of AOF on {}% growth",
+                    (size - base) * 100 / base
+                );
+            }
+            let mut guards = shared.store.lock(shared.store.all_shards());
+            let _ = start_rewrite(shared, guards.iter_mut());
+        }
+    }
+
+    /// Flushes and fsyncs everything (shutdown, turning the AOF off).
+    pub fn flush_all(&self) {
+        if self.file.lock().is_some() {
+            self.write_pending(true);
+        }
+    }
+
+    /// The directory, as configured (relative to the working directory,
+    /// which `dir` sets).
+    fn dir(shared: &Shared) -> PathBuf {
+        PathBuf::from(shared.config.appenddirname())
+    }
+}
+
+/// A manifest's entry: file name, sequence number, type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    pub name: String,
+    pub seq: u64,
+    pub kind: u8,
+}
+
+/// The manifest: the base file, files that a rewrite made history (to be
+/// deleted), and the incremental files in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Manifest {
+    pub base: Option<FileInfo>,
+    pub history: Vec<FileInfo>,
+    pub incrs: Vec<FileInfo>,
+}
+
+pub const BASE: u8 = b'b';
+pub const HISTORY: u8 = b'h';
+pub const INCR: u8 = b'i';
+
+impl Manifest {
+    /// Redis's `getAofManifestAsString`: base, history, incremental.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        for f in self.base.iter().chain(&self.history).chain(&self.incrs) {
+            s.push_str(&format!(
+                "file {} seq {} type {}\n",
+                quoted(&f.name),
+                f.seq,
+                f.kind as char
+            ));
+        }
+        s
+    }
+
+    fn last_base_seq(&self) -> u64 {
+        self.base.as_ref().map_or(0, |b| b.seq)
+    }
+
+    fn last_incr_seq(&self) -> u64 {
+        self.incrs.last().map_or(0, |i| i.seq)
+    }
+
+    /// A new base's name; the current one becomes history.
+    fn new_base(&mut self, prefix: &str) -> String {
+        let seq = self.last_base_seq() + 1;
+        let name = format!("{prefix}.{seq}.base.rdb");
+        if let Some(mut old) = self.base.take() {
+            old.kind = HISTORY;
+            self.history.push(old);
+        }
+        self.base = Some(FileInfo {
+            name: name.clone(),
+            seq,
+            kind: BASE,
+        });
+        name
+    }
+
+    fn new_incr(&mut self, prefix: &str) -> String {
+        let seq = self.last_incr_seq() + 1;
+        let name = format!("{prefix}.{seq}.incr.aof");
+        self.incrs.push(FileInfo {
+            name: name.clone(),
+            seq,
+            kind: INCR,
+        });
+        name
+    }
+}
+
+/// A file name as a manifest holds it: quoted with escapes when it has
+/// spaces, quotes or control characters (Redis's `sdscatrepr`).
+fn quoted(name: &str) -> String {
+    if !name
+        .chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '\'' || c == '\\' || c.is_control())
+    {
+        return name.to_string();
+    }
+    let mut q = String::from("\"");
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => {
+                q.push('\\');
+                q.push(c);
+            }
+            '\n' => q.push_str("\\n"),
+            '\r' => q.push_str("\\r"),
+            '\t' => q.push_str("\\t"),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+/// Writes `manifest` through a temporary file and a rename, fsyncing both
+/// the file and the directory (Redis's `persistAofManifest`).
+fn persist_manifest(dir: &Path, prefix: &str, manifest: &Manifest) -> std::io::Result<()> {
+    let tmp = dir.join(format!("temp-{prefix}.manifest"));
+    let path = dir.join(format!("{prefix}.manifest"));
+    let mut f = File::create(&tmp)?;
+    f.write_all(manifest.to_text().as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
+    sync_dir(dir);
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// Deletes the history files and forgets them (Redis's `aofDelHistoryFiles`).
+fn delete_history(dir: &Path, prefix: &str, manifest: &mut Manifest) {
+    if manifest.history.is_empty() {
+        return;
+    }
+    for h in std::mem::take(&mut manifest.history) {
+        tracing::info!("Removing the history file {} in the background", h.name);
+        let _ = std::fs::remove_file(dir.join(&h.name));
+    }
+    if let Err(e) = persist_manifest(dir, prefix, manifest) {
+        tracing::warn!("Can't persist the AOF manifest: {e}");
+    }
+}
+
+/// Writes an RDB image of `src` to `path` (through a temporary file).
+fn write_base(
+    shared: &Shared,
+    path: &Path,
+    src: &dyn crate::rdb::file::Source,
+    extras: &crate::rdb::file::Extras,
+) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let result = (|| {
+        let f = File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        crate::rdb::file::write(&mut w, src, extras, crate::persistence::options(shared))?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// After loading at startup with `appendonly yes` (Redis's
+/// `aofOpenIfNeededOnServerStart`): creates the directory, a base of the
+/// (empty) dataset when there are no files yet, and opens the last
+/// incremental file (a new one if the manifest has none) for appending.
+pub fn open_at_startup(shared: &Shared, mut manifest: Manifest) -> Result<(), String> {
+    let aof = &shared.aof;
+    let dir = Aof::dir(shared);
+    let prefix = shared.config.appendfilename();
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "Can't open or create append-only dir {}: {e}",
+            dir.display()
+        )
+    })?;
+    if manifest.base.is_none() && manifest.incrs.is_empty() {
+        let name = manifest.new_base(&prefix);
+        let guards = shared.store.lock(shared.store.all_shards());
+        let mut ks = crate::keyspace::Keyspace::new(shared, guards, 0, shared.clock.now_ms());
+        let extras = crate::persistence::extras(shared).ok_or("the function engine is busy")?;
+        let shards = crate::rdb::file::Shards(ks.shards_mut().map(|s| &*s).collect());
+        write_base(shared, &dir.join(&name), &shards, &extras)
+            .map_err(|e| format!("Can't create the AOF base file {name}: {e}"))?;
+        tracing::info!("Creating AOF base file {name} on server start");
+    }
+    if manifest.incrs.is_empty() {
+        let name = manifest.new_incr(&prefix);
+        tracing::info!("Creating AOF incr file {name} on server start");
+    }
+    let last = manifest
+        .incrs
+        .last()
+        .map(|i| i.name.clone())
+        .unwrap_or_default();
+    let incr = open_append(&dir.join(&last))
+        .map_err(|e| format!("Can't open the append-only file {last}: {e}"))?;
+    persist_manifest(&dir, &prefix, &manifest)
+        .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+    let size: u64 = manifest
+        .base
+        .iter()
+        .chain(&manifest.incrs)
+        .map(|f| file_size(&dir.join(&f.name)))
+        .sum();
+    aof.current_size.store(size, Relaxed);
+    if aof.base_size.load(Relaxed) == 0 {
+        let base = manifest
+            .base
+            .as_ref()
+            .map_or(0, |b| file_size(&dir.join(&b.name)));
+        aof.base_size.store(base, Relaxed);
+    }
+    delete_history(&dir, &prefix, &mut manifest);
+    *aof.file.lock() = Some(Files { manifest, incr });
+    aof.pending.lock().selected_db = None;
+    aof.state.store(ON, Relaxed);
+    Ok(())
+}
+
+/// `BGREWRITEAOF`'s reply when it started.
+pub const REWRITE_STARTED: &str = "Background append only file rewriting started";
+
+/// Starts a rewrite; the caller holds every shard (`shards`). Opens the
+/// new incremental file now — everything after this instant goes there —
+/// and writes the new base from the snapshot on a thread of its own.
+pub fn start_rewrite<'s>(
+    shared: &Arc<Shared>,
+    shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
+) -> Result<(), String> {
+    let aof = &shared.aof;
+    if aof.rewrite_in_progress.load(Relaxed) || shared.persistence.bgsave_in_progress.load(Relaxed)
+    {
+        return Err("ERR a background save or rewrite is running".into());
+    }
+    let Some(extras) = crate::persistence::extras(shared) else {
+        return Err("ERR the function engine is busy".into());
+    };
+    let prefix = shared.config.appendfilename();
+    let dir = Aof::dir(shared);
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        tracing::warn!(
+            "Can't open or create append-only dir {}: {e}",
+            dir.display()
+        );
+        "ERR Can't create the append-only dir".to_string()
+    })?;
+    // The switch to a new incremental file, at the snapshot's instant.
+    let manifest = {
+        let mut files = aof.file.lock();
+        let bytes = std::mem::take(&mut aof.pending.lock().bytes);
+        let mut manifest = match files.as_mut() {
+            Some(f) => {
+                if !bytes.is_empty() && f.incr.write_all(&bytes).is_ok() {
+                    aof.current_size.fetch_add(bytes.len() as u64, Relaxed);
+                }
+                let _ = f.incr.sync_data();
+                f.manifest.clone()
+            }
+            // Turning the AOF on: the files found on disk are replaced.
+            None => load::read_manifest(&dir, &prefix).unwrap_or_default(),
+        };
+        let name = manifest.new_incr(&prefix);
+        let incr = open_append(&dir.join(&name)).map_err(|e| {
+            tracing::warn!("Can't open the append-only file {name}: {e}");
+            "ERR Can't open the new incremental AOF file".to_string()
+        })?;
+        if aof.state.load(Relaxed) == ON
+            && let Err(e) = persist_manifest(&dir, &prefix, &manifest)
+        {
+            tracing::warn!("Can't persist the AOF manifest: {e}");
+            let _ = std::fs::remove_file(dir.join(&name));
+            return Err("ERR Can't persist the AOF manifest".into());
+        }
+        aof.pending.lock().selected_db = None;
+        aof.unsynced.store(0, Relaxed);
+        *files = Some(Files {
+            manifest: manifest.clone(),
+            incr,
+        });
+        manifest
+    };
+    let sizes = shared.store.begin_snapshot(shards);
+    aof.rewrite_in_progress.store(true, Relaxed);
+    aof.rewrite_scheduled.store(false, Relaxed);
+    aof.rewrite_started
+        .store(shared.clock.now_ms() / 1000, Relaxed);
+    let writer = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("zwindow-aofrw".into())
+        .spawn(move || run_rewrite(&writer, sizes, extras, dir, prefix, manifest));
+    if let Err(e) = spawned {
+        tracing::warn!("Can't rewrite append only file in background: {e}");
+        shared.store.end_snapshot();
+        aof.rewrite_in_progress.store(false, Relaxed);
+        return Err("ERR Can't rewrite append only file in background".into());
+    }
+    tracing::info!("Background append only file rewriting started");
+    Ok(())
+}
+
+fn run_rewrite(
+    shared: &Shared,
+    sizes: crate::keyspace::snapshot::Sizes,
+    extras: crate::rdb::file::Extras,
+    dir: PathBuf,
+    prefix: String,
+    mut manifest: Manifest,
+) {
+    let aof = &shared.aof;
+    let started = std::time::Instant::now();
+    let src = crate::persistence::SnapshotSource {
+        store: &shared.store,
+        sizes,
+    };
+    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    let written = write_base(shared, &tmp, &src, &extras);
+    shared.store.end_snapshot();
+    aof.last_rewrite_time_sec
+        .store(started.elapsed().as_secs() as i64, Relaxed);
+    let result = written.and_then(|()| {
+        // The manifest as of now (the incremental file opened at the
+        // start is the last one; a later rewrite cannot have run).
+        let mut files = aof.file.lock();
+        if let Some(f) = files.as_ref() {
+            manifest = f.manifest.clone();
+        }
+        let name = manifest.new_base(&prefix);
+        std::fs::rename(&tmp, dir.join(&name))?;
+        // Every incremental file but the one opened at the start is in the
+        // new base.
+        let keep = manifest.incrs.pop();
+        for mut old in std::mem::take(&mut manifest.incrs) {
+            old.kind = HISTORY;
+            manifest.history.push(old);
+        }
+        manifest.incrs.extend(keep);
+        persist_manifest(&dir, &prefix, &manifest)?;
+        let size: u64 = manifest
+            .base
+            .iter()
+            .chain(&manifest.incrs)
+            .map(|f| file_size(&dir.join(&f.name)))
+            .sum();
+        aof.current_size.store(size, Relaxed);
+        aof.base_size.store(size, Relaxed);
+        delete_history(&dir, &prefix, &mut manifest);
+        if let Some(f) = files.as_mut() {
+            f.manifest = manifest.clone();
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => {
+            aof.state
+                .compare_exchange(WAIT_REWRITE, ON, Relaxed, Relaxed)
+                .ok();
+            aof.last_bgrewrite_ok.store(true, Relaxed);
+            aof.rewrites.fetch_add(1, Relaxed);
+            tracing::info!("Background AOF rewrite terminated with success");
+            tracing::info!("Background AOF rewrite finished successfully");
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            aof.last_bgrewrite_ok.store(false, Relaxed);
+            tracing::warn!("Background AOF rewrite failed: {e}");
+        }
+    }
+    aof.rewrite_in_progress.store(false, Relaxed);
+}
+
+/// `CONFIG SET appendonly yes` (Redis's `startAppendOnly`): appending
+/// starts at once, to a new incremental file; the base follows from a
+/// rewrite, and the manifest names them both once it is written.
+pub fn start(shared: &Arc<Shared>, ks: &mut crate::keyspace::Keyspace<'_>) -> Result<(), String> {
+    if shared.aof.enabled() {
+        return Ok(());
+    }
+    if shared.persistence.bgsave_in_progress.load(Relaxed) {
+        // Redis kills the BGSAVE child; ours finishes first.
+        crate::persistence::wait_bgsave(shared, std::time::Duration::from_secs(60));
+    }
+    shared.aof.state.store(WAIT_REWRITE, Relaxed);
+    let started =
+        crate::persistence::with_all_shards(ks, |ks| start_rewrite(shared, ks.shards_mut()));
+    if let Err(e) = started {
+        tracing::warn!(
+            "Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error. ({e})"
+        );
+        shared.aof.state.store(OFF, Relaxed);
+        *shared.aof.file.lock() = None;
+        return Err("Unable to turn on AOF. Check server logs.".into());
+    }
+    Ok(())
+}
+
+/// `CONFIG SET appendonly no` (Redis's `stopAppendOnly`).
+pub fn stop(shared: &Shared) {
+    let aof = &shared.aof;
+    if !aof.enabled() {
+        return;
+    }
+    aof.flush_all();
+    aof.state.store(OFF, Relaxed);
+    *aof.file.lock() = None;
+    aof.pending.lock().bytes.clear();
+    aof.has_pending.store(false, Relaxed);
+}
+
+/// `BGREWRITEAOF`.
+pub fn bgrewriteaof(
+    shared: &Arc<Shared>,
+    ks: &mut crate::keyspace::Keyspace<'_>,
+) -> Result<&'static str, String> {
+    let aof = &shared.aof;
+    if aof.rewrite_in_progress.load(Relaxed) {
+        return Err("ERR Background append only file rewriting already in progress".into());
+    }
+    if shared.persistence.bgsave_in_progress.load(Relaxed) {
+        aof.rewrite_scheduled.store(true, Relaxed);
+        return Ok("Background append only file rewriting scheduled");
+    }
+    crate::persistence::with_all_shards(ks, |ks| start_rewrite(shared, ks.shards_mut()))
+        .map_err(|_| "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.".to_string())?;
+    Ok(REWRITE_STARTED)
+}
+
+/// `DEBUG LOADAOF`: writes out what is pending, empties the dataset and
+/// loads the files back; the caller holds every shard. The replayed
+/// commands are not logged again.
+pub fn debug_loadaof(
+    shared: &Arc<Shared>,
+    ks: &mut crate::keyspace::Keyspace<'_>,
+) -> Result<(), String> {
+    let aof = &shared.aof;
+    aof.flush_all();
+    crate::persistence::flush_all(ks);
+    let state = aof.state.swap(OFF, Relaxed);
+    let loaded = load::load_files(shared, ks);
+    aof.state.store(state, Relaxed);
+    loaded.map(|_| tracing::warn!("Append Only File loaded by DEBUG LOADAOF"))
+}
+
+/// INFO persistence's `aof_*` lines, as Redis 7.0 prints them.
+pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
+    let aof = &shared.aof;
+    let state = aof.state.load(Relaxed);
+    let now = shared.clock.now_ms() / 1000;
+    let rewriting = aof.rewrite_in_progress.load(Relaxed);
+    let ok = |b: bool| if b { "ok" } else { "err" }.to_string();
+    let mut v = vec![
+        ("aof_enabled", u8::from(state != OFF).to_string()),
+        ("aof_rewrite_in_progress", u8::from(rewriting).to_string()),
+        (
+            "aof_rewrite_scheduled",
+            u8::from(aof.rewrite_scheduled.load(Relaxed)).to_string(),
+        ),
+        (
+            "aof_last_rewrite_time_sec",
+            aof.last_rewrite_time_sec.load(Relaxed).to_string(),
+        ),
+        (
+            "aof_current_rewrite_time_sec",
+            if rewriting {
+                now.saturating_sub(aof.rewrite_started.load(Relaxed))
+                    .to_string()
+            } else {
+                "-1".into()
+            },
+        ),
+        (
+            "aof_last_bgrewrite_status",
+            ok(aof.last_bgrewrite_ok.load(Relaxed)),
+        ),
+        ("aof_rewrites", aof.rewrites.load(Relaxed).to_string()),
+        ("aof_rewrites_consecutive_failures", "0".into()),
+        ("aof_last_write_status", ok(aof.last_write_ok.load(Relaxed))),
+        ("aof_last_cow_size", "0".into()),
+        ("module_fork_in_progress", "0".into()),
+        ("module_fork_last_cow_size", "0".into()),
+    ];
+    if state != OFF {
+        let pending = aof.pending.lock().bytes.len();
+        v.extend([
+            (
+                "aof_current_size",
+                aof.current_size.load(Relaxed).to_string(),
+            ),
+            ("aof_base_size", aof.base_size.load(Relaxed).to_string()),
+            (
+                "aof_pending_rewrite",
+                u8::from(aof.rewrite_scheduled.load(Relaxed)).to_string(),
+            ),
+            ("aof_buffer_length", pending.to_string()),
+            ("aof_pending_bio_fsync", "0".into()),
+            (
+                "aof_delayed_fsync",
+                aof.delayed_fsync.load(Relaxed).to_string(),
+            ),
+        ]);
+    }
+    v
+}

@@ -1,0 +1,76 @@
+//! What a change of the dataset amounts to as commands: the stream the
+//! AOF appends (and replication would send), Redis's `alsoPropagate` /
+//! `propagatePendingCommands`.
+//!
+//! A [`Keyspace`](super::Keyspace) collects the commands of one execution
+//! unit (a command, an EXEC, a script, one background expiry) in
+//! [`Pending`]: key expiry and eviction add their `DEL`/`UNLINK` as they
+//! happen, and the execution layer's after-command step adds each write
+//! command that changed something — verbatim, or as the handler rewrote it
+//! (`SET … EX` → `SET … PXAT`, `SPOP` → `SREM`, …) so that replaying the
+//! stream reproduces the dataset whatever the clock or the random numbers
+//! say then. When the outermost call ends, the collected commands go to
+//! the sinks as one unit, wrapped in `MULTI`/`EXEC` when there are several.
+//! Nothing is collected while no sink listens (one relaxed load per write).
+
+/// One command to propagate, in the database it ran in.
+pub struct Op {
+    pub db: usize,
+    pub argv: Vec<Vec<u8>>,
+}
+
+/// The commands collected for the running execution unit.
+#[derive(Default)]
+pub struct Pending {
+    pub ops: Vec<Op>,
+    /// Calls running through `execution::call` (nested: EXEC, scripts).
+    pub depth: u32,
+    /// Changes so far ([`Keyspace::modified`](super::Keyspace::modified)):
+    /// a call that counted none propagates nothing (Redis's `dirty` test).
+    pub dirty: u64,
+    /// The running call's own propagation state.
+    pub call: CallProp,
+}
+
+/// How the running call propagates itself (Redis's client flags
+/// `CLIENT_PREVENT_PROP` / `CLIENT_FORCE_*` and its rewritten `argv`).
+#[derive(Default)]
+pub struct CallProp {
+    /// The command as it must be logged, when not verbatim.
+    pub rewrite: Option<Vec<Vec<u8>>>,
+    /// Log nothing for the command itself (what it did went out as
+    /// separate commands, or is logged by the commands it ran).
+    pub prevent: bool,
+    /// Log it even if it changed nothing (FLUSHALL on an empty server).
+    pub force: bool,
+}
+
+impl Pending {
+    pub fn push(&mut self, db: usize, argv: Vec<Vec<u8>>) {
+        self.ops.push(Op { db, argv });
+    }
+}
+
+/// Builds an argument vector from byte strings of any kind:
+/// `argv![b"SET", key, value]`.
+#[macro_export]
+macro_rules! argv {
+    ($($a:expr),* $(,)?) => {
+        vec![$(<[u8]>::to_vec(AsRef::<[u8]>::as_ref(&$a))),*]
+    };
+}
+
+/// `DEL`, or `UNLINK` when the deletion is lazy (a `lazyfree-lazy-*`
+/// setting): how Redis logs a key it deleted.
+pub fn del_name(lazy: bool) -> &'static [u8] {
+    if lazy { b"UNLINK" } else { b"DEL" }
+}
+
+/// A consumer of the propagated stream (the AOF; replication later).
+pub trait Sink: Send + Sync {
+    /// Whether anything is to be collected at all.
+    fn listening(&self) -> bool;
+    /// One execution unit's commands, in order; `transaction`: wrap them
+    /// in MULTI/EXEC.
+    fn feed(&self, ops: &[Op], transaction: bool);
+}

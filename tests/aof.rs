@@ -1,0 +1,460 @@
+//! The append-only file against redis-server 7.0.15: writes survive a
+//! restart (and `kill -9` with `appendfsync always`), a cut-off last command
+//! follows `aof-load-truncated`, BGREWRITEAOF swaps in a new base, expiry is
+//! logged as absolute times, and appendonly directories move both ways
+//! between zwindow and redis-server (`redis-check-aof` accepts zwindow's).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::dataset::{assert_same, cmd, contents, ok, populate};
+use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, parse_reply};
+
+fn start(dir: &Path, extra: &[&str]) -> ZwindowServer {
+    let mut args = vec!["--dir", dir.to_str().unwrap(), "--appendonly", "yes"];
+    args.extend_from_slice(extra);
+    ZwindowServer::start(&args)
+}
+
+fn info_field(c: &mut RawConn, name: &str) -> String {
+    let text = String::from_utf8_lossy(&cmd(c, &[b"INFO", b"persistence"])).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO persistence"))
+        .trim()
+        .to_string()
+}
+
+/// Waits for the running rewrite to end.
+fn wait_rewrite(c: &mut RawConn) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_field(c, "aof_rewrite_in_progress") != "0"
+        || info_field(c, "aof_rewrite_scheduled") != "0"
+    {
+        assert!(Instant::now() < deadline, "rewrite did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(info_field(c, "aof_last_bgrewrite_status"), "ok");
+}
+
+/// Writes the rewrites cover, after the dataset: relative expiries,
+/// float increments, random pops, blocking pops, a script, a transaction,
+/// several databases.
+fn more_writes(c: &mut RawConn) {
+    for line in [
+        "SET later 1",
+        "EXPIRE later 100000",
+        "SET ex v EX 100000",
+        "SETEX setex 100000 v",
+        "PSETEX psetex 100000000 v",
+        "INCRBYFLOAT float 1.5",
+        "INCRBYFLOAT float 0.25",
+        "HSET fh f 1",
+        "HINCRBYFLOAT fh f 2.5",
+        "SADD popme a b c d e f",
+        "SPOP popme",
+        "SPOP popme 2",
+        "RPUSH bl x y z",
+        "BLPOP bl 0",
+        "BRPOPLPUSH bl bl2 0",
+        "ZADD bz 1 a 2 b 3 c",
+        "BZPOPMIN bz 0",
+        "ZMPOP 1 bz MAX COUNT 1",
+        "EVAL \"redis.call('set', KEYS[1], 'fromlua'); return redis.call('incr', KEYS[2])\" 2 luak luacount",
+        "MULTI",
+        "SET tx1 a",
+        "SELECT 5",
+        "SET tx5 b",
+        "SELECT 0",
+        "EXEC",
+        "SELECT 3",
+        "GETEX db3 PX 90000000",
+        "GETSET gs new",
+        "SELECT 0",
+        "DEL short",
+    ] {
+        ok(c, line);
+    }
+}
+
+fn check_aof(manifest: &Path) {
+    let out = Command::new("redis-check-aof")
+        .arg(manifest)
+        .output()
+        .expect("run redis-check-aof");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("is valid"),
+        "redis-check-aof: {text}"
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn writes_survive_a_restart_and_load_into_redis() {
+    let dir = PrivateDir::new("aof-restart");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+    populate(&mut c);
+    more_writes(&mut c);
+    let expected = contents(&mut c);
+    // kill -9: what was acknowledged is in the file already.
+    drop(z);
+    let aofdir = dir.0.join("appendonlydir");
+    check_aof(&aofdir.join("appendonly.aof.manifest"));
+
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    assert_same(&contents(&mut c), &expected);
+    drop(z);
+
+    // redis-server 7.0.15 loads zwindow's directory and answers the same.
+    let rdir = PrivateDir::new("aof-into-redis");
+    copy_dir(&aofdir, &rdir.0.join("appendonlydir"));
+    let r = RedisServer::start_with(&["--dir", rdir.0.to_str().unwrap(), "--appendonly", "yes"]);
+    let mut rc = r.conn();
+    assert_same(&contents(&mut rc), &expected);
+}
+
+#[test]
+fn bgrewriteaof_makes_a_new_base_and_history_goes() {
+    let dir = PrivateDir::new("aof-rewrite");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    populate(&mut c);
+    assert_eq!(
+        cmd(&mut c, &[b"BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    wait_rewrite(&mut c);
+    assert_eq!(info_field(&mut c, "aof_rewrites"), "1");
+    more_writes(&mut c);
+    let expected = contents(&mut c);
+    let aofdir = dir.0.join("appendonlydir");
+    let manifest = std::fs::read_to_string(aofdir.join("appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&aofdir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "appendonly.aof.2.base.rdb",
+            "appendonly.aof.2.incr.aof",
+            "appendonly.aof.manifest"
+        ]
+    );
+    check_aof(&aofdir.join("appendonly.aof.manifest"));
+    // The base (RDB, compressed) plus what followed it.
+    let size: u64 = info_field(&mut c, "aof_current_size").parse().unwrap();
+    let on_disk: u64 = ["appendonly.aof.2.base.rdb", "appendonly.aof.2.incr.aof"]
+        .iter()
+        .map(|n| std::fs::metadata(aofdir.join(n)).unwrap().len())
+        .sum();
+    assert_eq!(size, on_disk);
+    drop(z);
+
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    assert_same(&contents(&mut c), &expected);
+    drop(z);
+
+    let rdir = PrivateDir::new("aof-rewrite-redis");
+    copy_dir(&aofdir, &rdir.0.join("appendonlydir"));
+    let r = RedisServer::start_with(&["--dir", rdir.0.to_str().unwrap(), "--appendonly", "yes"]);
+    assert_same(&contents(&mut r.conn()), &expected);
+}
+
+#[test]
+fn zwindow_loads_redis_appendonly_dir() {
+    let rdir = PrivateDir::new("redis-aof");
+    let r = RedisServer::start_with(&["--dir", rdir.0.to_str().unwrap(), "--appendonly", "yes"]);
+    let mut rc = r.conn();
+    populate(&mut rc);
+    ok(&mut rc, "BGREWRITEAOF");
+    wait_rewrite(&mut rc);
+    more_writes(&mut rc);
+    let expected = contents(&mut rc);
+    drop(r);
+    let z = start(&rdir.0, &[]);
+    assert_same(&contents(&mut z.conn()), &expected);
+}
+
+#[test]
+fn appendfsync_always_keeps_a_write_acknowledged_before_kill_9() {
+    let dir = PrivateDir::new("aof-always");
+    let z = start(&dir.0, &["--appendfsync", "always"]);
+    let mut c = z.conn();
+    for i in 0..200 {
+        let k = format!("k{i}");
+        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
+    }
+    // Dropping kills with SIGKILL right after the last reply.
+    drop(z);
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    assert_eq!(cmd(&mut c, &[b"DBSIZE"]), b":200\r\n");
+    assert_eq!(cmd(&mut c, &[b"GET", b"k199"]), b"$1\r\nv\r\n");
+}
+
+#[test]
+fn config_set_appendonly_writes_a_base_first() {
+    let dir = PrivateDir::new("aof-config-set");
+    let z = ZwindowServer::start(&["--dir", dir.0.to_str().unwrap()]);
+    let mut c = z.conn();
+    ok(&mut c, "SET before 1");
+    assert_eq!(
+        cmd(&mut c, &[b"CONFIG", b"SET", b"appendonly", b"yes"]),
+        b"+OK\r\n"
+    );
+    wait_rewrite(&mut c);
+    ok(&mut c, "SET after 2");
+    assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+    drop(z);
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    assert_eq!(
+        cmd(&mut c, &[b"MGET", b"before", b"after"]),
+        b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    );
+}
+
+/// A key given 100 s when the server's clock read 60 s earlier than the
+/// real one has 40 s left after a restart, not a fresh 100 s.
+#[test]
+fn expiry_is_logged_as_absolute_time() {
+    let dir = PrivateDir::new("aof-expiry");
+    let z = start(&dir.0, &["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    ok(&mut c, "DEBUG CLOCK ADVANCE -60000");
+    for line in [
+        "SET a v",
+        "EXPIRE a 100",
+        "SET b v EX 100",
+        "SETEX c 100 v",
+        "SET d v",
+        "GETEX d PX 100000",
+        "SET e v",
+        "PEXPIRE e 100000",
+    ] {
+        ok(&mut c, line);
+    }
+    drop(z);
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    for k in ["a", "b", "c", "d", "e"] {
+        let pttl = parse_reply(&cmd(&mut c, &[b"PTTL", k.as_bytes()])).int();
+        assert!((35_000..=40_000).contains(&pttl), "{k}: PTTL {pttl}");
+    }
+}
+
+/// Writes a few commands, kills the server, and cuts the incremental file
+/// in the middle of a last command appended to it.
+fn truncated_dir() -> PrivateDir {
+    let dir = PrivateDir::new("aof-truncated");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    ok(&mut c, "SET kept 1");
+    ok(&mut c, "RPUSH list a b");
+    drop(z);
+    let incr = dir
+        .0
+        .join("appendonlydir")
+        .join("appendonly.aof.1.incr.aof");
+    let mut bytes = std::fs::read(&incr).unwrap();
+    bytes.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$4\r\nlost\r\n$5\r\nva");
+    std::fs::write(&incr, &bytes).unwrap();
+    dir
+}
+
+#[test]
+fn a_truncated_tail_is_dropped_with_aof_load_truncated() {
+    let dir = truncated_dir();
+    let incr = dir
+        .0
+        .join("appendonlydir")
+        .join("appendonly.aof.1.incr.aof");
+    let before = std::fs::metadata(&incr).unwrap().len();
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    assert_eq!(cmd(&mut c, &[b"GET", b"kept"]), b"$1\r\n1\r\n");
+    assert_eq!(cmd(&mut c, &[b"EXISTS", b"lost"]), b":0\r\n");
+    assert!(
+        z.log_tail()
+            .contains("!!! Truncating the AOF appendonly.aof.1.incr.aof at offset"),
+        "{}",
+        z.log_tail()
+    );
+    // The cut part is gone from the file; new writes follow the last whole command.
+    assert!(std::fs::metadata(&incr).unwrap().len() < before);
+    ok(&mut c, "SET next 2");
+    drop(z);
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    assert_eq!(
+        cmd(&mut c, &[b"MGET", b"kept", b"next"]),
+        b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    );
+}
+
+#[test]
+fn a_truncated_tail_stops_startup_without_aof_load_truncated() {
+    let dir = truncated_dir();
+    let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
+        .args([
+            "--port",
+            "0",
+            "--appendonly",
+            "yes",
+            "--aof-load-truncated",
+            "no",
+        ])
+        .args(["--dir", dir.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Unexpected end of file reading the append only file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn corrupt_files_are_errors_not_panics() {
+    let cases: &[(&str, &[u8], &str)] = &[
+        (
+            "bad type",
+            b"file a.aof seq 1 type x\n",
+            "Unknown AOF file type",
+        ),
+        (
+            "a path",
+            b"file ../a.aof seq 1 type i\n",
+            "File can't be a path",
+        ),
+        (
+            "short",
+            b"file a.aof seq 1\n",
+            "Invalid AOF manifest file format",
+        ),
+        (
+            "missing",
+            b"file nothere.aof seq 1 type i\n",
+            "doesn't exist",
+        ),
+    ];
+    for (what, manifest, expect) in cases {
+        let dir = PrivateDir::new("aof-corrupt");
+        let aofdir = dir.0.join("appendonlydir");
+        std::fs::create_dir_all(&aofdir).unwrap();
+        std::fs::write(aofdir.join("appendonly.aof.manifest"), manifest).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
+            .args([
+                "--port",
+                "0",
+                "--appendonly",
+                "yes",
+                "--dir",
+                dir.0.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}");
+        assert!(
+            err.contains(expect) && !err.contains("panicked"),
+            "{what}: {err}"
+        );
+    }
+    // Hostile command bytes: huge counts and lengths, bad framing.
+    let bodies: &[&[u8]] = &[
+        b"*99999999999\r\n$3\r\nSET\r\n",
+        b"*2\r\n$99999999999999\r\nx\r\n",
+        b"*1\r\n$-5\r\n",
+        b"*1\r\n$3\r\nPINGX\r\n",
+        b"garbage\r\n",
+        b"*1\r\n$4\r\nNOPE\r\n",
+    ];
+    for body in bodies {
+        let dir = PrivateDir::new("aof-hostile");
+        let aofdir = dir.0.join("appendonlydir");
+        std::fs::create_dir_all(&aofdir).unwrap();
+        std::fs::write(
+            aofdir.join("appendonly.aof.manifest"),
+            "file appendonly.aof.1.incr.aof seq 1 type i\n",
+        )
+        .unwrap();
+        std::fs::write(aofdir.join("appendonly.aof.1.incr.aof"), body).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
+            .args([
+                "--port",
+                "0",
+                "--appendonly",
+                "yes",
+                "--aof-load-truncated",
+                "no",
+            ])
+            .args(["--dir", dir.0.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{}", common::escape(body));
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+/// What the incremental file holds: key expiry as DEL, a script as the
+/// commands it ran inside MULTI/EXEC, SPOP as SREM, a read as nothing.
+#[test]
+fn the_log_holds_the_effects() {
+    let dir = PrivateDir::new("aof-effects");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    ok(&mut c, "SET gone v PX 20");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(cmd(&mut c, &[b"GET", b"gone"]), b"$-1\r\n");
+    ok(
+        &mut c,
+        "EVAL \"redis.call('set','a','1'); redis.call('set','b','2')\" 0",
+    );
+    ok(&mut c, "SADD s only");
+    ok(&mut c, "SPOP s");
+    ok(&mut c, "GET a");
+    let incr = dir
+        .0
+        .join("appendonlydir")
+        .join("appendonly.aof.1.incr.aof");
+    let text = String::from_utf8_lossy(&std::fs::read(incr).unwrap()).replace("\r\n", " ");
+    let want = "*2 $6 SELECT $1 0 *5 $3 SET $4 gone $1 v $4 PXAT";
+    assert!(text.starts_with(want), "{text}");
+    // Past the deadline's `$13 <ms>`.
+    let tail = text
+        .split_once(" PXAT ")
+        .unwrap()
+        .1
+        .splitn(3, ' ')
+        .nth(2)
+        .unwrap();
+    assert_eq!(
+        tail,
+        "*2 $3 DEL $4 gone *1 $5 MULTI *3 $3 set $1 a $1 1 *3 $3 set $1 b $1 2 *1 $4 EXEC \
+         *3 $4 SADD $1 s $4 only *3 $4 SREM $1 s $4 only "
+    );
+}
