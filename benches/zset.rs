@@ -4,13 +4,25 @@
 //! Mutating benchmarks work on clones taken outside the timed region and
 //! apply at most N/10 operations per clone, so the measured set size stays
 //! close to N.
+//!
+//! The `write` group runs random-score ZADD (new members), ZREM and ZINCRBY
+//! on ours and on a port of Redis 7.0's skiplist + dict
+//! (`baseline/redis_zset.rs`) side by side, same data, same allocator
+//! (the server's mimalloc), so their ratio is the comparison that counts.
+
+#[path = "baseline/redis_zset.rs"]
+mod redis_zset;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use redis_zset::RedisZSet;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zwindow::types::zset::{AddFlags, Limits, NotNan, ScoreBound, ScoreRange, ZSet};
+
+#[global_allocator]
+static ALLOC: zwindow::alloc::CountingMimalloc = zwindow::alloc::CountingMimalloc;
 
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
 
@@ -34,19 +46,38 @@ fn build(n: usize) -> ZSet {
     z
 }
 
+/// This thread's CPU time. The mutating benchmarks report it instead of
+/// wall time: on a shared machine other processes' work would otherwise
+/// land in the figures (the operations never sleep or wait, so for them
+/// the two agree on an idle machine).
+fn cpu_now() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for the call's duration.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// Runs `op(set, k)` for `iters` operations over fresh clones of `base`,
 /// at most `chunk` operations per clone, timing only the operations.
-fn chunked(base: &ZSet, iters: u64, chunk: u64, mut op: impl FnMut(&mut ZSet, u64)) -> Duration {
+fn chunked<Z: Clone>(
+    base: &Z,
+    iters: u64,
+    chunk: u64,
+    mut op: impl FnMut(&mut Z, u64),
+) -> Duration {
     let mut total = Duration::ZERO;
     let mut done = 0;
     while done < iters {
         let mut z = base.clone();
         let k = chunk.min(iters - done);
-        let t = Instant::now();
+        let t = cpu_now();
         for j in 0..k {
             op(&mut z, done + j);
         }
-        total += t.elapsed();
+        total += cpu_now().saturating_sub(t);
         done += k;
         drop(z);
     }
@@ -169,5 +200,138 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(zset, benches);
+fn incr(z: &mut ZSet, m: &[u8], by: f64) {
+    let flags = AddFlags {
+        incr: true,
+        ..AddFlags::default()
+    };
+    z.add(
+        m,
+        NotNan::new(by).unwrap_or_default(),
+        flags,
+        Limits::default(),
+    )
+    .ok();
+}
+
+/// The port must agree with ours on a random mix of operations before its
+/// timings mean anything.
+fn check_port() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut ours = ZSet::new();
+    let mut redis = RedisZSet::default();
+    for _ in 0..50_000 {
+        let m = member(rng.random_range(0..3000));
+        let s = rng.random_range(0..1000) as f64;
+        match rng.random_range(0..3) {
+            0 => {
+                let a = ours.score(&m).is_none();
+                ours.add(
+                    &m,
+                    NotNan::new(s).unwrap_or_default(),
+                    AddFlags::default(),
+                    Limits::default(),
+                )
+                .ok();
+                assert_eq!(a, redis.add(&m, s));
+            }
+            1 => assert_eq!(ours.remove(&m), redis.remove(&m)),
+            _ => {
+                incr(&mut ours, &m, s - 500.0);
+                redis.incr(&m, s - 500.0);
+            }
+        }
+    }
+    let (got, ok) = redis.entries_checked();
+    assert!(ok, "port's links or spans are inconsistent");
+    let want: Vec<(Vec<u8>, f64)> = ours.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+    assert!(got == want, "port disagrees with ZSet");
+    for (m, s) in &want {
+        assert_eq!(redis.score(m), Some(*s));
+    }
+}
+
+/// Ours against the Redis port: the same operations on the same data.
+fn write_paths(c: &mut Criterion) {
+    check_port();
+    let mut g = c.benchmark_group("write");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for n in [100_000usize, 1_000_000] {
+        let ours = build(n);
+        let mut redis = RedisZSet::default();
+        for (m, s) in ours.iter() {
+            redis.add(m, s);
+        }
+        assert_eq!(redis.len(), ours.len());
+        let chunk = (n / 10) as u64;
+        let mut rng = StdRng::seed_from_u64(3);
+        let fresh: Vec<(Vec<u8>, f64)> = (0..chunk)
+            .map(|i| (member(n + i as usize), rng.random_range(0..n * 10) as f64))
+            .collect();
+        // Distinct existing members, so every ZREM finds its member.
+        let mut existing: Vec<Vec<u8>> = (0..n).step_by(10).map(member).collect();
+        for i in (1..existing.len()).rev() {
+            existing.swap(i, rng.random_range(0..=i));
+        }
+        let deltas: Vec<f64> = (0..chunk)
+            .map(|_| rng.random_range(0..n * 10) as f64 - (n * 5) as f64)
+            .collect();
+        let at = |k: u64| (k % chunk) as usize;
+        g.bench_function(BenchmarkId::new("zadd/ours", n), |b| {
+            b.iter_custom(|iters| {
+                chunked(&ours, iters, chunk, |z, k| {
+                    let (m, s) = &fresh[at(k)];
+                    z.add(
+                        m,
+                        NotNan::new(*s).unwrap_or_default(),
+                        AddFlags::default(),
+                        Limits::default(),
+                    )
+                    .ok();
+                })
+            })
+        });
+        g.bench_function(BenchmarkId::new("zadd/redis", n), |b| {
+            b.iter_custom(|iters| {
+                chunked(&redis, iters, chunk, |z, k| {
+                    let (m, s) = &fresh[at(k)];
+                    z.add(m, *s);
+                })
+            })
+        });
+        g.bench_function(BenchmarkId::new("zrem/ours", n), |b| {
+            b.iter_custom(|iters| {
+                chunked(&ours, iters, chunk, |z, k| {
+                    black_box(z.remove(&existing[at(k)]));
+                })
+            })
+        });
+        g.bench_function(BenchmarkId::new("zrem/redis", n), |b| {
+            b.iter_custom(|iters| {
+                chunked(&redis, iters, chunk, |z, k| {
+                    black_box(z.remove(&existing[at(k)]));
+                })
+            })
+        });
+        g.bench_function(BenchmarkId::new("zincrby/ours", n), |b| {
+            b.iter_custom(|iters| {
+                chunked(&ours, iters, chunk, |z, k| {
+                    incr(z, &existing[at(k)], deltas[at(k)]);
+                })
+            })
+        });
+        g.bench_function(BenchmarkId::new("zincrby/redis", n), |b| {
+            b.iter_custom(|iters| {
+                chunked(&redis, iters, chunk, |z, k| {
+                    black_box(z.incr(&existing[at(k)], deltas[at(k)]));
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(zset, benches, write_paths);
 criterion_main!(zset);
