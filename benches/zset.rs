@@ -30,9 +30,17 @@ fn member(i: usize) -> Vec<u8> {
     format!("m:{i:010}").into_bytes()
 }
 
+/// A set of `n` members with random scores. `ZSET_NODE_CAP` sets the
+/// skiplist's node capacity, to compare node sizes with one binary.
 fn build(n: usize) -> ZSet {
     let mut rng = StdRng::seed_from_u64(1);
-    let mut z = ZSet::new();
+    let mut z = match std::env::var("ZSET_NODE_CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(cap) => ZSet::with_node_capacity(cap),
+        None => ZSet::new(),
+    };
     for i in 0..n {
         let s = rng.random_range(0..(n * 10)) as f64;
         z.add(
@@ -251,6 +259,142 @@ fn check_port() {
     }
 }
 
+/// The three write operations, on ours and on the Redis port alike.
+trait WriteOps {
+    fn zadd(&mut self, m: &[u8], s: f64);
+    fn zrem(&mut self, m: &[u8]) -> Option<f64>;
+    fn zincrby(&mut self, m: &[u8], by: f64);
+}
+
+impl WriteOps for ZSet {
+    fn zadd(&mut self, m: &[u8], s: f64) {
+        self.add(
+            m,
+            NotNan::new(s).unwrap_or_default(),
+            AddFlags::default(),
+            Limits::default(),
+        )
+        .ok();
+    }
+    fn zrem(&mut self, m: &[u8]) -> Option<f64> {
+        self.remove(m)
+    }
+    fn zincrby(&mut self, m: &[u8], by: f64) {
+        incr(self, m, by);
+    }
+}
+
+impl WriteOps for RedisZSet {
+    fn zadd(&mut self, m: &[u8], s: f64) {
+        self.add(m, s);
+    }
+    fn zrem(&mut self, m: &[u8]) -> Option<f64> {
+        self.remove(m)
+    }
+    fn zincrby(&mut self, m: &[u8], by: f64) {
+        self.incr(m, by);
+    }
+}
+
+/// The operands: new members with random scores, and distinct present
+/// members (with their scores) with random increments.
+struct Operands {
+    fresh: Vec<(Vec<u8>, f64)>,
+    existing: Vec<(Vec<u8>, f64)>,
+    deltas: Vec<f64>,
+}
+
+/// Times `op` on one long-lived set, `iters` operations in batches of at
+/// most `ops.len()`, each batch followed by `undo` of the same operations
+/// (untimed), so the set stays within 10 % of its size and warm, as a
+/// server's set is. `next` carries the position in the operand lists
+/// across criterion's calls.
+fn batched<Z>(
+    z: &mut Z,
+    iters: u64,
+    len: usize,
+    next: &mut usize,
+    mut op: impl FnMut(&mut Z, usize),
+    mut undo: impl FnMut(&mut Z, usize),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters as usize;
+    while left > 0 {
+        let k = left.min(len - *next);
+        let t = cpu_now();
+        for i in *next..*next + k {
+            op(z, i);
+        }
+        total += cpu_now().saturating_sub(t);
+        for i in *next..*next + k {
+            undo(z, i);
+        }
+        *next = (*next + k) % len;
+        left -= k;
+    }
+    total
+}
+
+/// Benchmarks operation `kind` ("zadd", "zrem" or "zincrby") on `z`.
+fn bench_writes<Z: WriteOps>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    kind: &str,
+    name: &str,
+    n: usize,
+    z: &mut Z,
+    d: &Operands,
+) {
+    let id = BenchmarkId::new(format!("{kind}/{name}"), n);
+    let mut next = 0;
+    if kind == "zadd" {
+        g.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let len = d.fresh.len();
+                batched(
+                    z,
+                    iters,
+                    len,
+                    &mut next,
+                    |z, i| z.zadd(&d.fresh[i].0, d.fresh[i].1),
+                    |z, i| {
+                        z.zrem(&d.fresh[i].0);
+                    },
+                )
+            })
+        });
+    } else if kind == "zrem" {
+        g.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let len = d.existing.len();
+                batched(
+                    z,
+                    iters,
+                    len,
+                    &mut next,
+                    |z, i| {
+                        black_box(z.zrem(&d.existing[i].0));
+                    },
+                    |z, i| z.zadd(&d.existing[i].0, d.existing[i].1),
+                )
+            })
+        });
+    } else {
+        g.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let len = d.existing.len();
+                batched(
+                    z,
+                    iters,
+                    len,
+                    &mut next,
+                    |z, i| z.zincrby(&d.existing[i].0, d.deltas[i]),
+                    |z, i| z.zadd(&d.existing[i].0, d.existing[i].1),
+                )
+            })
+        });
+    }
+}
+
 /// Ours against the Redis port: the same operations on the same data.
 fn write_paths(c: &mut Criterion) {
     check_port();
@@ -259,76 +403,42 @@ fn write_paths(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     for n in [100_000usize, 1_000_000] {
-        let ours = build(n);
+        let mut ours = build(n);
         let mut redis = RedisZSet::default();
         for (m, s) in ours.iter() {
             redis.add(m, s);
         }
         assert_eq!(redis.len(), ours.len());
-        let chunk = (n / 10) as u64;
         let mut rng = StdRng::seed_from_u64(3);
-        let fresh: Vec<(Vec<u8>, f64)> = (0..chunk)
-            .map(|i| (member(n + i as usize), rng.random_range(0..n * 10) as f64))
+        let fresh = (0..n / 10)
+            .map(|i| (member(n + i), rng.random_range(0..n * 10) as f64))
             .collect();
-        // Distinct existing members, so every ZREM finds its member.
-        let mut existing: Vec<Vec<u8>> = (0..n).step_by(10).map(member).collect();
+        // Distinct present members, so every ZREM finds its member.
+        let mut existing: Vec<(Vec<u8>, f64)> = (0..n)
+            .step_by(10)
+            .map(|i| {
+                let m = member(i);
+                let s = ours.score(&m).unwrap_or_default();
+                (m, s)
+            })
+            .collect();
         for i in (1..existing.len()).rev() {
             existing.swap(i, rng.random_range(0..=i));
         }
-        let deltas: Vec<f64> = (0..chunk)
+        let deltas = (0..existing.len())
             .map(|_| rng.random_range(0..n * 10) as f64 - (n * 5) as f64)
             .collect();
-        let at = |k: u64| (k % chunk) as usize;
-        g.bench_function(BenchmarkId::new("zadd/ours", n), |b| {
-            b.iter_custom(|iters| {
-                chunked(&ours, iters, chunk, |z, k| {
-                    let (m, s) = &fresh[at(k)];
-                    z.add(
-                        m,
-                        NotNan::new(*s).unwrap_or_default(),
-                        AddFlags::default(),
-                        Limits::default(),
-                    )
-                    .ok();
-                })
-            })
-        });
-        g.bench_function(BenchmarkId::new("zadd/redis", n), |b| {
-            b.iter_custom(|iters| {
-                chunked(&redis, iters, chunk, |z, k| {
-                    let (m, s) = &fresh[at(k)];
-                    z.add(m, *s);
-                })
-            })
-        });
-        g.bench_function(BenchmarkId::new("zrem/ours", n), |b| {
-            b.iter_custom(|iters| {
-                chunked(&ours, iters, chunk, |z, k| {
-                    black_box(z.remove(&existing[at(k)]));
-                })
-            })
-        });
-        g.bench_function(BenchmarkId::new("zrem/redis", n), |b| {
-            b.iter_custom(|iters| {
-                chunked(&redis, iters, chunk, |z, k| {
-                    black_box(z.remove(&existing[at(k)]));
-                })
-            })
-        });
-        g.bench_function(BenchmarkId::new("zincrby/ours", n), |b| {
-            b.iter_custom(|iters| {
-                chunked(&ours, iters, chunk, |z, k| {
-                    incr(z, &existing[at(k)], deltas[at(k)]);
-                })
-            })
-        });
-        g.bench_function(BenchmarkId::new("zincrby/redis", n), |b| {
-            b.iter_custom(|iters| {
-                chunked(&redis, iters, chunk, |z, k| {
-                    black_box(z.incr(&existing[at(k)], deltas[at(k)]));
-                })
-            })
-        });
+        let d = Operands {
+            fresh,
+            existing,
+            deltas,
+        };
+        // Interleaved, so a change in the machine's load hits both sides.
+        for kind in ["zadd", "zrem", "zincrby"] {
+            bench_writes(&mut g, kind, "ours", n, &mut ours, &d);
+            bench_writes(&mut g, kind, "redis", n, &mut redis, &d);
+        }
+        assert_eq!(redis.len(), ours.len());
     }
     g.finish();
 }

@@ -218,10 +218,11 @@ impl Scores {
 /// almost all have at most two, so those live inline: a descent then reads
 /// one slab entry per hop instead of chasing a separate allocation.
 #[derive(Clone, Default)]
+#[repr(C)]
 struct Links {
     low: [Link; 2],
-    high: Vec<Link>,
     level: u8,
+    high: Vec<Link>,
 }
 
 impl Links {
@@ -278,11 +279,15 @@ impl std::ops::IndexMut<usize> for Links {
     }
 }
 
+/// `repr(C)` and cache-line alignment put what a descent reads of each
+/// node it passes (`last_score`, the two inline links) in one cache line.
 #[derive(Clone, Default)]
+#[repr(C, align(64))]
 struct Node {
     /// Copy of the last score, so a descent can usually decide whether to
     /// skip this node without touching its element arrays.
     last_score: f64,
+    links: Links,
     scores: Scores,
     /// End offset of each member in `bytes`. u16 is enough because a node
     /// holding two or more members never exceeds `NODE_BYTES`; a single
@@ -293,7 +298,6 @@ struct Node {
     /// (one cache line or two) instead of comparing up to `node_cap` keys.
     fps: Vec<u8>,
     bytes: Vec<u8>,
-    links: Links,
     prev: u32,
     /// Deadlines of the members that have one; None (8 bytes, no
     /// allocation) in a node without any.
@@ -363,10 +367,15 @@ impl Node {
     }
 
     fn insert_entry(&mut self, i: usize, member: &[u8], score: f64, fp: u8) {
-        self.fps.insert(i, fp);
         self.reserve_for(member.len());
+        self.fps.insert(i, fp);
         let at = self.start_of(i);
-        self.bytes.splice(at..at, member.iter().copied());
+        // Grow, shift the tail with one memmove, then write the member
+        // (`splice` goes through an iterator).
+        let old_len = self.bytes.len();
+        self.bytes.extend_from_slice(member);
+        self.bytes.copy_within(at..old_len, at + member.len());
+        self.bytes[at..at + member.len()].copy_from_slice(member);
         let n = member.len() as u16;
         for e in &mut self.ends[i..] {
             *e = e.wrapping_add(n);
@@ -397,19 +406,41 @@ impl Node {
     }
 
     /// Index of the first element not below (score, member); member bytes
-    /// are only read on score ties.
+    /// are only read on score ties. The score form is matched once, not
+    /// per probe, and the halving loop has no data-dependent exit, so it
+    /// compiles to conditional moves.
     fn partition_key(&self, score: f64, member: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.count());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let s = self.scores.get(mid);
-            if s < score || (s == score && self.member(mid) < member) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+        match &self.scores {
+            Scores::Delta { base, d } => {
+                let base = *base;
+                self.search(d.len(), |i| {
+                    let s = base + f64::from(d[i]);
+                    s < score || (s == score && self.member(i) < member)
+                })
             }
+            Scores::Full(v) => self.search(v.len(), |i| {
+                let s = v[i];
+                s < score || (s == score && self.member(i) < member)
+            }),
         }
-        lo
+    }
+
+    /// First index in `0..n` for which `before` is false (`before`
+    /// monotonic).
+    #[inline(always)]
+    fn search(&self, n: usize, before: impl Fn(usize) -> bool) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        let (mut lo, mut len) = (0, n);
+        while len > 1 {
+            let half = len / 2;
+            if before(lo + half) {
+                lo += half;
+            }
+            len -= half;
+        }
+        lo + usize::from(before(lo))
     }
 
     /// Index of the first element whose score fails `before`.
@@ -1148,17 +1179,34 @@ impl List {
         total - remaining
     }
 
-    /// Index and score of `member` inside node `node`, by linear scan
-    /// (the member index only knows which node holds an element).
+    /// Index and score of `member` inside node `node`, by a scan of its
+    /// fingerprints (the member index only knows which node holds an
+    /// element), eight at a time.
     pub fn find_in_node(&self, node: u32, member: &[u8], fp: u8) -> Option<(usize, f64)> {
         let n = self.nodes.get(node as usize)?;
-        let i = n
-            .fps
-            .iter()
-            .enumerate()
-            .filter(|&(_, &f)| f == fp)
-            .map(|(i, _)| i)
-            .find(|&i| i < n.count() && n.member(i) == member)?;
+        let count = n.count().min(n.fps.len());
+        let fps = &n.fps[..count];
+        let hit = |i: usize| n.member(i) == member;
+        let pattern = u64::from(fp) * 0x0101_0101_0101_0101;
+        let mut chunks = fps.chunks_exact(8);
+        let mut at = 0;
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            // Bytes of `x` that are zero are where the fingerprint matches
+            // (the classic has-zero-byte test; a borrow can only mark a
+            // byte above a true zero, and candidates are confirmed anyway).
+            let x = w ^ pattern;
+            let mut m = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
+            while m != 0 {
+                let i = at + (m.trailing_zeros() / 8) as usize;
+                if fps[i] == fp && hit(i) {
+                    return Some((i, n.scores.get(i)));
+                }
+                m &= m - 1;
+            }
+            at += 8;
+        }
+        let i = (at..count).find(|&i| fps[i] == fp && hit(i))?;
         Some((i, n.scores.get(i)))
     }
 
@@ -1479,12 +1527,19 @@ pub struct SkipList {
     hasher: FragHasher,
 }
 
-/// Keyed (randomly seeded, flood-resistant) hash reduced to the 32-bit
-/// fragment the index stores. `mask` exists for tests, which shrink the
-/// fragment space to force the collisions the index must tolerate.
+/// Keyed hash reduced to the 32-bit fragment the index stores. `mask`
+/// exists for tests, which shrink the fragment space to force the
+/// collisions the index must tolerate.
+///
+/// foldhash rather than std's SipHash-1-3: every ZADD, ZREM, ZSCORE and
+/// every element a split moves hashes its member, and for short members
+/// foldhash is several times cheaper (SipHash showed in ZADD's profile).
+/// It is already the keyspace's hasher (`types/dict.rs`), and like it this
+/// one is randomly seeded per set, so clients cannot precompute members
+/// that collide (the index is keyed by client bytes).
 #[derive(Clone)]
 struct FragHasher {
-    state: std::hash::RandomState,
+    state: foldhash::fast::RandomState,
     mask: u32,
 }
 
@@ -1506,7 +1561,7 @@ impl SkipList {
             list: List::new(node_cap),
             index: MemberIndex::default(),
             hasher: FragHasher {
-                state: std::hash::RandomState::new(),
+                state: foldhash::fast::RandomState::default(),
                 mask: frag_mask,
             },
         }
@@ -1670,4 +1725,13 @@ impl SkipList {
         }
         Ok(())
     }
+}
+
+#[cfg(test)]
+#[test]
+fn node_layout() {
+    // The descent's fields share the first cache line of every node.
+    assert_eq!(std::mem::align_of::<Node>(), 64);
+    assert!(std::mem::offset_of!(Node, links) + std::mem::size_of::<[Link; 2]>() <= 64);
+    eprintln!("Node is {} bytes", std::mem::size_of::<Node>());
 }
