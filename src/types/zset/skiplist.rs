@@ -1519,6 +1519,23 @@ impl<'a> Iter<'a> {
     }
 }
 
+/// A present member's position: its index slot and fragment, its node
+/// and place there, its score. Valid until the set next changes.
+#[derive(Clone, Copy)]
+pub struct Place {
+    slot: usize,
+    frag: u32,
+    node: u32,
+    idx: usize,
+    score: f64,
+}
+
+impl Place {
+    pub fn score(&self) -> f64 {
+        self.score
+    }
+}
+
 /// The skiplist encoding: ordered list + member index + keyed hasher.
 #[derive(Clone)]
 pub struct SkipList {
@@ -1582,16 +1599,28 @@ impl SkipList {
     /// Slot, node, position in the node and score of `member`: one probe
     /// run plus a scan of the candidate node(s).
     fn find(&self, member: &[u8]) -> Option<(usize, u32, usize, f64)> {
-        let (f, fp) = self.hasher.hash(member);
+        self.place(member).map(|p| (p.slot, p.node, p.idx, p.score))
+    }
+
+    /// Where `member` is, for a change that follows its lookup
+    /// ([`update_at`](Self::update_at)) without hashing and probing again.
+    pub fn place(&self, member: &[u8]) -> Option<Place> {
+        let (frag, fp) = self.hasher.hash(member);
         let mut hit = None;
-        let slot = self.index.find(f, |node| {
+        let slot = self.index.find(frag, |node| {
             hit = self
                 .list
                 .find_in_node(node, member, fp)
                 .map(|(i, s)| (node, i, s));
             hit.is_some()
         })?;
-        hit.map(|(node, i, s)| (slot, node, i, s))
+        hit.map(|(node, idx, score)| Place {
+            slot,
+            frag,
+            node,
+            idx,
+            score,
+        })
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
@@ -1655,15 +1684,21 @@ impl SkipList {
 
     /// Sets a new score for a present element; returns the old one.
     pub fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let (slot, _, _, old) = self.find(member)?;
+        let p = self.place(member)?;
+        self.update_at(p, member, score);
+        Some(p.score)
+    }
+
+    /// Sets a new score for `member`, found at `p` by [`place`](Self::place)
+    /// with no change to the set since (a deadline change moves nothing).
+    pub fn update_at(&mut self, p: Place, member: &[u8], score: f64) {
         // The element's own slot leaves the index while the list moves
         // things around, so relocations can only ever touch other slots.
-        self.index.remove_slot(slot);
-        let node = self.with_sink(|list, sink| list.update(old, member, score, sink));
+        self.index.remove_slot(p.slot);
+        let node = self.with_sink(|list, sink| list.update(p.score, member, score, sink));
         if let Some(node) = node {
-            self.index.insert(self.hasher.frag(member), node);
+            self.index.insert(p.frag, node);
         }
-        Some(old)
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
