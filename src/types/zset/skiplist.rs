@@ -579,6 +579,11 @@ impl Path {
 #[derive(Clone)]
 pub struct List {
     nodes: Vec<Node>,
+    /// Each slab slot's `last_score`, densely: a descent compares against
+    /// the node it might step onto, and a few kilobytes of f64s stay in
+    /// cache where the nodes themselves (cache misses, one per
+    /// comparison) do not. Only the node actually stepped onto is read.
+    last: Vec<f64>,
     free: Vec<u32>,
     level: usize,
     len: usize,
@@ -605,6 +610,7 @@ impl List {
         };
         List {
             nodes: vec![head],
+            last: vec![0.0],
             free: Vec::new(),
             level: 1,
             len: 0,
@@ -634,6 +640,12 @@ impl List {
         &mut self.nodes[i as usize]
     }
 
+    /// Copies node `t`'s last score into the dense array; called after
+    /// every change to a linked node's elements.
+    fn sync_last(&mut self, t: u32) {
+        self.last[t as usize] = self.nodes[t as usize].last_score;
+    }
+
     fn random_level(&mut self) -> usize {
         // xorshift64*: level choice needs no quality beyond "geometric".
         self.rng ^= self.rng >> 12;
@@ -644,10 +656,11 @@ impl List {
         ((r.trailing_zeros() / 2) as usize + 1).min(MAX_LEVEL)
     }
 
-    /// Walks down the levels advancing while `advance(next_node, end_of_next)`
-    /// holds, never stepping onto the tail. Returns the predecessors and
-    /// the target node (the first node not advanced past, NIL if empty).
-    fn descend(&self, advance: impl Fn(&Node, usize) -> bool) -> (Path, u32) {
+    /// Walks down the levels advancing while `advance(next_node_id,
+    /// end_of_next)` holds, never stepping onto the tail. Returns the
+    /// predecessors and the target node (the first node not advanced past,
+    /// NIL if empty).
+    fn descend(&self, advance: impl Fn(u32, usize) -> bool) -> (Path, u32) {
         let mut path = Path::new();
         let mut x = HEAD;
         let mut end = 0;
@@ -657,7 +670,7 @@ impl List {
                 if l.next == NIL || l.next == self.tail {
                     break;
                 }
-                if !advance(self.node(l.next), end + l.span) {
+                if !advance(l.next, end + l.span) {
                     break;
                 }
                 x = l.next;
@@ -672,7 +685,7 @@ impl List {
     /// Position of the first element for which `before` is false.
     fn seek(&self, before: &impl Fn(f64, &[u8]) -> bool) -> (Path, u32, usize) {
         let (path, t) = self.descend(|n, _| {
-            let (m, s) = n.last();
+            let (m, s) = self.node(n).last();
             before(s, m)
         });
         let idx = if t == NIL {
@@ -684,8 +697,10 @@ impl List {
     }
 
     fn seek_key(&self, score: f64, member: &[u8]) -> (Path, u32, usize) {
-        let (path, t) = self
-            .descend(|n, _| n.last_score < score || (n.last_score == score && n.last().0 < member));
+        let (path, t) = self.descend(|n, _| {
+            let last = self.last[n as usize];
+            last < score || (last == score && self.node(n).last().0 < member)
+        });
         let idx = if t == NIL {
             0
         } else {
@@ -696,7 +711,7 @@ impl List {
 
     /// Number of leading elements whose score satisfies `before`.
     pub fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
-        let (path, t) = self.descend(|n, _| before(n.last_score));
+        let (path, t) = self.descend(|n, _| before(self.last[n as usize]));
         let idx = if t == NIL {
             0
         } else {
@@ -788,13 +803,16 @@ impl List {
     }
 
     fn alloc(&mut self, n: Node) -> u32 {
+        let last = n.last_score;
         match self.free.pop() {
             Some(i) => {
                 self.nodes[i as usize] = n;
+                self.last[i as usize] = last;
                 i
             }
             None => {
                 self.nodes.push(n);
+                self.last.push(last);
                 (self.nodes.len() - 1) as u32
             }
         }
@@ -879,6 +897,7 @@ impl List {
         if self.len == 0 {
             // Drop the slab entirely so an emptied set releases memory.
             self.nodes.truncate(1);
+            self.last.truncate(1);
             self.free.clear();
             self.level = 1;
             self.nodes[0].links[0] = Link { next: NIL, span: 0 };
@@ -928,6 +947,7 @@ impl List {
         }
         if !self.is_full(t, member.len()) {
             self.node_mut(t).insert_entry(idx, member, score, fp);
+            self.sync_last(t);
             self.add_spans(&path, 1);
             return (t, idx);
         }
@@ -961,6 +981,7 @@ impl List {
             // Too big to share a node: cut `t` at the insertion point and
             // give the member its own node in between.
             let moved = self.node_mut(t).split_off(idx, cap);
+            self.sync_last(t);
             self.add_spans(&path, -(moved.count() as isize));
             let u = self.alloc(moved);
             self.deadlines_moved(u);
@@ -975,6 +996,7 @@ impl List {
             return (v, 0);
         }
         let moved = self.node_mut(t).split_off(mid, cap);
+        self.sync_last(t);
         let c = moved.count();
         self.add_spans(&path, -(c as isize));
         let u = self.alloc(moved);
@@ -985,10 +1007,12 @@ impl List {
         self.report_moves(sink, t, u, 0);
         if idx <= mid {
             self.node_mut(t).insert_entry(idx, member, score, fp);
+            self.sync_last(t);
             self.add_spans(&path, 1);
             (t, idx)
         } else {
             self.node_mut(u).insert_entry(idx - mid, member, score, fp);
+            self.sync_last(u);
             self.add_spans(&preds, 1);
             (u, idx - mid)
         }
@@ -1044,6 +1068,7 @@ impl List {
             }
             tn.sync_last();
         }
+        self.sync_last(t);
         self.deadlines_moved(t);
         self.report_moves(sink, n, t, old_count);
         // Element totals up to `n` are unchanged; `t` now ends c later.
@@ -1058,6 +1083,7 @@ impl List {
     /// Removes the element at a known position.
     fn remove_at(&mut self, path: &Path, t: u32, idx: usize, sink: Sink<'_>) {
         self.ttl_count -= self.node_mut(t).remove_entries(idx, idx + 1);
+        self.sync_last(t);
         self.add_spans(path, -1);
         if self.node(t).count() == 0 {
             self.unlink(path, t);
@@ -1118,6 +1144,7 @@ impl List {
             let n = self.node_mut(t);
             n.scores.set(idx, new);
             n.sync_last();
+            self.sync_last(t);
             return Some(t);
         }
         let fp = self.node(t).fps[idx];
@@ -1162,6 +1189,7 @@ impl List {
                 idx = 0;
             } else {
                 self.ttl_count -= self.node_mut(t).remove_entries(idx, idx + take);
+                self.sync_last(t);
                 self.add_spans(&path, -(take as isize));
                 if remaining > 0 {
                     first_partial = Some((path, t));
@@ -1350,6 +1378,7 @@ impl List {
     pub fn heap_bytes(&self) -> usize {
         self.nodes.iter().map(Node::heap_bytes).sum::<usize>()
             + self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.last.capacity() * 8
             + self.free.capacity() * 4
     }
 
@@ -1377,6 +1406,9 @@ impl List {
             }
             if n.scores.last().map(|s| s.to_bits()) != Some(n.last_score.to_bits()) {
                 return Err("stale last_score".into());
+            }
+            if self.last.get(x as usize).map(|s| s.to_bits()) != Some(n.last_score.to_bits()) {
+                return Err("stale dense last score".into());
             }
             if let Scores::Delta { base, .. } = &n.scores
                 && !int_score(*base)
