@@ -696,11 +696,16 @@ impl List {
         (path, t, idx)
     }
 
-    fn seek_key(&self, score: f64, member: &[u8]) -> (Path, u32, usize) {
-        let (path, t) = self.descend(|n, _| {
+    /// The descent towards (score, member): predecessors and target node.
+    fn descend_key(&self, score: f64, member: &[u8]) -> (Path, u32) {
+        self.descend(|n, _| {
             let last = self.last[n as usize];
             last < score || (last == score && self.node(n).last().0 < member)
-        });
+        })
+    }
+
+    fn seek_key(&self, score: f64, member: &[u8]) -> (Path, u32, usize) {
+        let (path, t) = self.descend_key(score, member);
         let idx = if t == NIL {
             0
         } else {
@@ -1094,6 +1099,30 @@ impl List {
 
     /// Position of (score, member) if present with exactly these bits.
     fn locate(&self, score: f64, member: &[u8]) -> Option<(Path, u32, usize)> {
+        self.locate_at(score, member, None)
+    }
+
+    /// [`locate`](Self::locate) for an element the member index already
+    /// placed at `hint` (node, position): the descent still gathers the
+    /// path, but the search inside the node is skipped when the descent
+    /// lands on that node.
+    fn locate_at(
+        &self,
+        score: f64,
+        member: &[u8],
+        hint: Option<(u32, usize)>,
+    ) -> Option<(Path, u32, usize)> {
+        if let Some((t, idx)) = hint {
+            let (path, landed) = self.descend_key(score, member);
+            let n = self.node(t);
+            if landed == t
+                && idx < n.count()
+                && n.scores.get(idx).to_bits() == score.to_bits()
+                && n.member(idx) == member
+            {
+                return Some((path, t, idx));
+            }
+        }
         let (path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             return None;
@@ -1109,7 +1138,19 @@ impl List {
     }
 
     pub fn remove(&mut self, score: f64, member: &[u8], sink: Sink<'_>) -> bool {
-        let Some((path, t, idx)) = self.locate(score, member) else {
+        self.remove_placed(score, member, None, sink)
+    }
+
+    /// [`remove`](Self::remove) of an element last seen at `hint`
+    /// (node, position).
+    pub fn remove_placed(
+        &mut self,
+        score: f64,
+        member: &[u8],
+        hint: Option<(u32, usize)>,
+        sink: Sink<'_>,
+    ) -> bool {
+        let Some((path, t, idx)) = self.locate_at(score, member, hint) else {
             return false;
         };
         self.remove_at(&path, t, idx, sink);
@@ -1120,7 +1161,20 @@ impl List {
     /// allows (as Redis's zslUpdateScore does). Returns the node now
     /// holding it.
     pub fn update(&mut self, old: f64, member: &[u8], new: f64, sink: Sink<'_>) -> Option<u32> {
-        let (path, t, idx) = self.locate(old, member)?;
+        self.update_placed(old, member, new, None, sink)
+    }
+
+    /// [`update`](Self::update) of an element last seen at `hint`
+    /// (node, position).
+    pub fn update_placed(
+        &mut self,
+        old: f64,
+        member: &[u8],
+        new: f64,
+        hint: Option<(u32, usize)>,
+        sink: Sink<'_>,
+    ) -> Option<u32> {
+        let (path, t, idx) = self.locate_at(old, member, hint)?;
         let n = self.node(t);
         let prev_ok = if idx > 0 {
             let (pm, ps) = n.entry(idx - 1);
@@ -1727,16 +1781,19 @@ impl SkipList {
         // The element's own slot leaves the index while the list moves
         // things around, so relocations can only ever touch other slots.
         self.index.remove_slot(p.slot);
-        let node = self.with_sink(|list, sink| list.update(p.score, member, score, sink));
+        let hint = Some((p.node, p.idx));
+        let node =
+            self.with_sink(|list, sink| list.update_placed(p.score, member, score, hint, sink));
         if let Some(node) = node {
             self.index.insert(p.frag, node);
         }
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (slot, _, _, old) = self.find(member)?;
+        let (slot, node, idx, old) = self.find(member)?;
         self.index.remove_slot(slot);
-        self.with_sink(|list, sink| list.remove(old, member, sink));
+        let hint = Some((node, idx));
+        self.with_sink(|list, sink| list.remove_placed(old, member, hint, sink));
         Some(old)
     }
 
