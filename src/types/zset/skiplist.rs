@@ -1098,14 +1098,9 @@ impl List {
     }
 
     /// Position of (score, member) if present with exactly these bits.
-    fn locate(&self, score: f64, member: &[u8]) -> Option<(Path, u32, usize)> {
-        self.locate_at(score, member, None)
-    }
-
-    /// [`locate`](Self::locate) for an element the member index already
-    /// placed at `hint` (node, position): the descent still gathers the
-    /// path, but the search inside the node is skipped when the descent
-    /// lands on that node.
+    /// With `hint` (node, position), where the member index placed it, the
+    /// descent still gathers the path, but the search inside the node is
+    /// skipped when the descent lands on that node.
     fn locate_at(
         &self,
         score: f64,
