@@ -4,13 +4,25 @@
 //! Mutating benchmarks work on clones taken outside the timed region and
 //! apply at most N/10 operations per clone, so the measured set size stays
 //! close to N.
+//!
+//! The `write` group runs random-score ZADD (new members), ZREM and ZINCRBY
+//! on ours and on a port of Redis 7.0's skiplist + dict
+//! (`baseline/redis_zset.rs`) side by side, same data, same allocator
+//! (the server's mimalloc), so their ratio is the comparison that counts.
+
+#[path = "baseline/redis_zset.rs"]
+mod redis_zset;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use redis_zset::RedisZSet;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zwindow::types::zset::{AddFlags, Limits, NotNan, ScoreBound, ScoreRange, ZSet};
+
+#[global_allocator]
+static ALLOC: zwindow::alloc::CountingMimalloc = zwindow::alloc::CountingMimalloc;
 
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
 
@@ -18,9 +30,17 @@ fn member(i: usize) -> Vec<u8> {
     format!("m:{i:010}").into_bytes()
 }
 
+/// A set of `n` members with random scores. `ZSET_NODE_CAP` sets the
+/// skiplist's node capacity, to compare node sizes with one binary.
 fn build(n: usize) -> ZSet {
     let mut rng = StdRng::seed_from_u64(1);
-    let mut z = ZSet::new();
+    let mut z = match std::env::var("ZSET_NODE_CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(cap) => ZSet::with_node_capacity(cap),
+        None => ZSet::new(),
+    };
     for i in 0..n {
         let s = rng.random_range(0..(n * 10)) as f64;
         z.add(
@@ -34,19 +54,38 @@ fn build(n: usize) -> ZSet {
     z
 }
 
+/// This thread's CPU time. The mutating benchmarks report it instead of
+/// wall time: on a shared machine other processes' work would otherwise
+/// land in the figures (the operations never sleep or wait, so for them
+/// the two agree on an idle machine).
+fn cpu_now() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for the call's duration.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// Runs `op(set, k)` for `iters` operations over fresh clones of `base`,
 /// at most `chunk` operations per clone, timing only the operations.
-fn chunked(base: &ZSet, iters: u64, chunk: u64, mut op: impl FnMut(&mut ZSet, u64)) -> Duration {
+fn chunked<Z: Clone>(
+    base: &Z,
+    iters: u64,
+    chunk: u64,
+    mut op: impl FnMut(&mut Z, u64),
+) -> Duration {
     let mut total = Duration::ZERO;
     let mut done = 0;
     while done < iters {
         let mut z = base.clone();
         let k = chunk.min(iters - done);
-        let t = Instant::now();
+        let t = cpu_now();
         for j in 0..k {
             op(&mut z, done + j);
         }
-        total += t.elapsed();
+        total += cpu_now().saturating_sub(t);
         done += k;
         drop(z);
     }
@@ -169,5 +208,240 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(zset, benches);
+fn incr(z: &mut ZSet, m: &[u8], by: f64) {
+    let flags = AddFlags {
+        incr: true,
+        ..AddFlags::default()
+    };
+    z.add(
+        m,
+        NotNan::new(by).unwrap_or_default(),
+        flags,
+        Limits::default(),
+    )
+    .ok();
+}
+
+/// The port must agree with ours on a random mix of operations before its
+/// timings mean anything.
+fn check_port() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut ours = ZSet::new();
+    let mut redis = RedisZSet::default();
+    for _ in 0..50_000 {
+        let m = member(rng.random_range(0..3000));
+        let s = rng.random_range(0..1000) as f64;
+        match rng.random_range(0..3) {
+            0 => {
+                let a = ours.score(&m).is_none();
+                ours.add(
+                    &m,
+                    NotNan::new(s).unwrap_or_default(),
+                    AddFlags::default(),
+                    Limits::default(),
+                )
+                .ok();
+                assert_eq!(a, redis.add(&m, s));
+            }
+            1 => assert_eq!(ours.remove(&m), redis.remove(&m)),
+            _ => {
+                incr(&mut ours, &m, s - 500.0);
+                redis.incr(&m, s - 500.0);
+            }
+        }
+    }
+    let (got, ok) = redis.entries_checked();
+    assert!(ok, "port's links or spans are inconsistent");
+    let want: Vec<(Vec<u8>, f64)> = ours.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+    assert!(got == want, "port disagrees with ZSet");
+    for (m, s) in &want {
+        assert_eq!(redis.score(m), Some(*s));
+    }
+}
+
+/// The three write operations, on ours and on the Redis port alike.
+trait WriteOps {
+    fn zadd(&mut self, m: &[u8], s: f64);
+    fn zrem(&mut self, m: &[u8]) -> Option<f64>;
+    fn zincrby(&mut self, m: &[u8], by: f64);
+}
+
+impl WriteOps for ZSet {
+    fn zadd(&mut self, m: &[u8], s: f64) {
+        self.add(
+            m,
+            NotNan::new(s).unwrap_or_default(),
+            AddFlags::default(),
+            Limits::default(),
+        )
+        .ok();
+    }
+    fn zrem(&mut self, m: &[u8]) -> Option<f64> {
+        self.remove(m)
+    }
+    fn zincrby(&mut self, m: &[u8], by: f64) {
+        incr(self, m, by);
+    }
+}
+
+impl WriteOps for RedisZSet {
+    fn zadd(&mut self, m: &[u8], s: f64) {
+        self.add(m, s);
+    }
+    fn zrem(&mut self, m: &[u8]) -> Option<f64> {
+        self.remove(m)
+    }
+    fn zincrby(&mut self, m: &[u8], by: f64) {
+        self.incr(m, by);
+    }
+}
+
+/// The operands: new members with random scores, and distinct present
+/// members (with their scores) with random increments.
+struct Operands {
+    fresh: Vec<(Vec<u8>, f64)>,
+    existing: Vec<(Vec<u8>, f64)>,
+    deltas: Vec<f64>,
+}
+
+/// Times `op` on one long-lived set, `iters` operations in batches of at
+/// most `ops.len()`, each batch followed by `undo` of the same operations
+/// (untimed), so the set stays within 10 % of its size and warm, as a
+/// server's set is. `next` carries the position in the operand lists
+/// across criterion's calls.
+fn batched<Z>(
+    z: &mut Z,
+    iters: u64,
+    len: usize,
+    next: &mut usize,
+    mut op: impl FnMut(&mut Z, usize),
+    mut undo: impl FnMut(&mut Z, usize),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters as usize;
+    while left > 0 {
+        let k = left.min(len - *next);
+        let t = cpu_now();
+        for i in *next..*next + k {
+            op(z, i);
+        }
+        total += cpu_now().saturating_sub(t);
+        for i in *next..*next + k {
+            undo(z, i);
+        }
+        *next = (*next + k) % len;
+        left -= k;
+    }
+    total
+}
+
+/// Benchmarks operation `kind` ("zadd", "zrem" or "zincrby") on `z`.
+fn bench_writes<Z: WriteOps>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    kind: &str,
+    name: &str,
+    n: usize,
+    z: &mut Z,
+    d: &Operands,
+) {
+    let id = BenchmarkId::new(format!("{kind}/{name}"), n);
+    let mut next = 0;
+    if kind == "zadd" {
+        g.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let len = d.fresh.len();
+                batched(
+                    z,
+                    iters,
+                    len,
+                    &mut next,
+                    |z, i| z.zadd(&d.fresh[i].0, d.fresh[i].1),
+                    |z, i| {
+                        z.zrem(&d.fresh[i].0);
+                    },
+                )
+            })
+        });
+    } else if kind == "zrem" {
+        g.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let len = d.existing.len();
+                batched(
+                    z,
+                    iters,
+                    len,
+                    &mut next,
+                    |z, i| {
+                        black_box(z.zrem(&d.existing[i].0));
+                    },
+                    |z, i| z.zadd(&d.existing[i].0, d.existing[i].1),
+                )
+            })
+        });
+    } else {
+        g.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let len = d.existing.len();
+                batched(
+                    z,
+                    iters,
+                    len,
+                    &mut next,
+                    |z, i| z.zincrby(&d.existing[i].0, d.deltas[i]),
+                    |z, i| z.zadd(&d.existing[i].0, d.existing[i].1),
+                )
+            })
+        });
+    }
+}
+
+/// Ours against the Redis port: the same operations on the same data.
+fn write_paths(c: &mut Criterion) {
+    check_port();
+    let mut g = c.benchmark_group("write");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for n in [100_000usize, 1_000_000] {
+        let mut ours = build(n);
+        let mut redis = RedisZSet::default();
+        for (m, s) in ours.iter() {
+            redis.add(m, s);
+        }
+        assert_eq!(redis.len(), ours.len());
+        let mut rng = StdRng::seed_from_u64(3);
+        let fresh = (0..n / 10)
+            .map(|i| (member(n + i), rng.random_range(0..n * 10) as f64))
+            .collect();
+        // Distinct present members, so every ZREM finds its member.
+        let mut existing: Vec<(Vec<u8>, f64)> = (0..n)
+            .step_by(10)
+            .map(|i| {
+                let m = member(i);
+                let s = ours.score(&m).unwrap_or_default();
+                (m, s)
+            })
+            .collect();
+        for i in (1..existing.len()).rev() {
+            existing.swap(i, rng.random_range(0..=i));
+        }
+        let deltas = (0..existing.len())
+            .map(|_| rng.random_range(0..n * 10) as f64 - (n * 5) as f64)
+            .collect();
+        let d = Operands {
+            fresh,
+            existing,
+            deltas,
+        };
+        // Interleaved, so a change in the machine's load hits both sides.
+        for kind in ["zadd", "zrem", "zincrby"] {
+            bench_writes(&mut g, kind, "ours", n, &mut ours, &d);
+            bench_writes(&mut g, kind, "redis", n, &mut redis, &d);
+        }
+        assert_eq!(redis.len(), ours.len());
+    }
+    g.finish();
+}
+
+criterion_group!(zset, benches, write_paths);
 criterion_main!(zset);

@@ -1,46 +1,29 @@
 //! Heap cost of the sorted-set encodings, compared with redis-server.
 //!
-//! A counting global allocator measures exactly the bytes our structures
-//! request. If `redis-server` is on PATH, the same data is loaded into a
+//! The server's counting allocator (`zwindow::alloc`) measures exactly the
+//! bytes our structures request. If `redis-server` is on PATH, the same data is loaded into a
 //! private instance over a pipelined RESP connection and its `used_memory`
 //! delta and `MEMORY USAGE` are reported next to ours.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use zwindow::types::zset::{AddFlags, Limits, NotNan, ZSet};
 
-struct Counting;
+#[path = "baseline/redis_zset.rs"]
+#[allow(dead_code)]
+mod redis_zset;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to the system allocator unchanged and only
-// adjusts a counter, so System's guarantees carry over.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size(), Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size(), Ordering::Relaxed);
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(new, Ordering::Relaxed);
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
+/// The server's own allocator, which counts the bytes requested of it
+/// (`src/alloc.rs`): what a structure holds is the counter's growth while
+/// it is built.
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: zwindow::alloc::CountingMimalloc = zwindow::alloc::CountingMimalloc;
+
+fn live() -> usize {
+    zwindow::alloc::allocated().unwrap_or(0) as usize
+}
 
 const BIG: usize = 1_000_000;
 const SMALL_SETS: usize = 100_000;
@@ -52,7 +35,7 @@ fn member(i: usize) -> String {
 }
 
 fn ours_big() -> (f64, usize, Duration) {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = live();
     let t = Instant::now();
     let mut z = ZSet::new();
     for i in 0..BIG {
@@ -66,7 +49,7 @@ fn ours_big() -> (f64, usize, Duration) {
         .ok();
     }
     let el = t.elapsed();
-    let used = LIVE.load(Ordering::Relaxed) - before;
+    let used = live() - before;
     assert_eq!(z.len(), BIG);
     let est = z.mem_usage();
     drop(z);
@@ -76,7 +59,7 @@ fn ours_big() -> (f64, usize, Duration) {
 fn ours_big_random_order() -> f64 {
     // Same data inserted in a scrambled order: nodes split instead of
     // filling sequentially, the worst realistic fill factor.
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = live();
     let mut z = ZSet::new();
     let mut x: u64 = 12345;
     for _ in 0..BIG {
@@ -93,14 +76,27 @@ fn ours_big_random_order() -> f64 {
         )
         .ok();
     }
-    let used = LIVE.load(Ordering::Relaxed) - before;
+    let used = live() - before;
     used as f64 / z.len() as f64
 }
 
+/// The Redis port (`baseline/redis_zset.rs`) holding the same 1M members:
+/// Redis's own shape, counted by the same allocator.
+fn port_big() -> f64 {
+    let before = live();
+    let mut z = redis_zset::RedisZSet::default();
+    for i in 0..BIG {
+        z.add(member(i).as_bytes(), (T0 + i as u64) as f64);
+    }
+    let used = live() - before;
+    assert_eq!(z.len(), BIG);
+    used as f64 / BIG as f64
+}
+
 fn ours_small() -> (f64, f64) {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = live();
     let mut sets = Vec::with_capacity(SMALL_SETS);
-    let vec_bytes = LIVE.load(Ordering::Relaxed) - before;
+    let vec_bytes = live() - before;
     for s in 0..SMALL_SETS {
         let mut z = ZSet::new();
         for j in 0..SMALL_LEN {
@@ -115,7 +111,7 @@ fn ours_small() -> (f64, f64) {
         }
         sets.push(z);
     }
-    let used = LIVE.load(Ordering::Relaxed) - before;
+    let used = live() - before;
     let per_heap = (used - vec_bytes) as f64 / SMALL_SETS as f64;
     let per_total = used as f64 / SMALL_SETS as f64;
     drop(sets);
@@ -131,7 +127,7 @@ fn deadline(i: usize) -> u64 {
 /// Bytes per member of one set of `n` 12-byte members with ms scores,
 /// with or without a TTL on every member.
 fn ours_big_ttl(n: usize, ttl: bool) -> f64 {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = live();
     let mut z = ZSet::new();
     for i in 0..n {
         let m = member(i);
@@ -146,7 +142,7 @@ fn ours_big_ttl(n: usize, ttl: bool) -> f64 {
             z.set_expire(m.as_bytes(), deadline(i));
         }
     }
-    let used = LIVE.load(Ordering::Relaxed) - before;
+    let used = live() - before;
     assert_eq!(z.len(), n);
     used as f64 / n as f64
 }
@@ -157,7 +153,7 @@ const TTL_LEN: usize = 100;
 /// Bytes per member over `TTL_SETS` sets of `TTL_LEN` members (the compact
 /// encoding at the default limits), with or without a TTL on every member.
 fn ours_small_ttl(ttl: bool) -> f64 {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = live();
     let mut sets = Vec::with_capacity(TTL_SETS);
     for s in 0..TTL_SETS {
         let mut z = ZSet::new();
@@ -176,7 +172,7 @@ fn ours_small_ttl(ttl: bool) -> f64 {
         }
         sets.push(z);
     }
-    let used = LIVE.load(Ordering::Relaxed) - before;
+    let used = live() - before;
     used as f64 / (TTL_SETS * TTL_LEN) as f64
 }
 
@@ -308,6 +304,10 @@ fn main() {
         est as f64 / BIG as f64
     );
     println!("zwindow: 1M-ish members, scrambled insert order: {rnd:.1} B/member");
+    println!(
+        "redis port (skiplist + dict, same allocator): 1M members: {:.1} B/member",
+        port_big()
+    );
     println!(
         "zwindow: {SMALL_SETS} sets x {SMALL_LEN}: {small_heap:.1} B/set heap, {small_total:.1} B/set incl. the Vec<ZSet> slot"
     );

@@ -364,7 +364,16 @@ impl ZSet {
         limits: Limits,
     ) -> Result<AddOutcome, NanError> {
         let score = score.into_inner();
-        match self.score(member) {
+        // A skiplist set remembers where the member is, so an update does
+        // not look it up a second time.
+        let (found, place) = match &self.repr {
+            Repr::Compact(lp) => (lp.score(member), None),
+            Repr::Skip(sl) => {
+                let p = sl.place(member);
+                (p.map(|p| p.score()), p)
+            }
+        };
+        match found {
             Some(cur) => {
                 if flags.nx {
                     return Ok(AddOutcome::NotPerformed);
@@ -388,7 +397,11 @@ impl ZSet {
                 if new == cur {
                     return Ok(AddOutcome::Unchanged { score: cur });
                 }
-                self.set_score(member, new);
+                // Clearing a deadline moves no element, so `place` holds.
+                match (&mut self.repr, place) {
+                    (Repr::Skip(sl), Some(p)) => sl.update_at(p, member, new),
+                    _ => self.set_score(member, new),
+                }
                 Ok(AddOutcome::Updated {
                     old: cur,
                     score: self.stored(new),

@@ -218,10 +218,11 @@ impl Scores {
 /// almost all have at most two, so those live inline: a descent then reads
 /// one slab entry per hop instead of chasing a separate allocation.
 #[derive(Clone, Default)]
+#[repr(C)]
 struct Links {
     low: [Link; 2],
-    high: Vec<Link>,
     level: u8,
+    high: Vec<Link>,
 }
 
 impl Links {
@@ -278,11 +279,15 @@ impl std::ops::IndexMut<usize> for Links {
     }
 }
 
+/// `repr(C)` and cache-line alignment put what a descent reads of each
+/// node it passes (`last_score`, the two inline links) in one cache line.
 #[derive(Clone, Default)]
+#[repr(C, align(64))]
 struct Node {
     /// Copy of the last score, so a descent can usually decide whether to
     /// skip this node without touching its element arrays.
     last_score: f64,
+    links: Links,
     scores: Scores,
     /// End offset of each member in `bytes`. u16 is enough because a node
     /// holding two or more members never exceeds `NODE_BYTES`; a single
@@ -293,7 +298,6 @@ struct Node {
     /// (one cache line or two) instead of comparing up to `node_cap` keys.
     fps: Vec<u8>,
     bytes: Vec<u8>,
-    links: Links,
     prev: u32,
     /// Deadlines of the members that have one; None (8 bytes, no
     /// allocation) in a node without any.
@@ -363,10 +367,15 @@ impl Node {
     }
 
     fn insert_entry(&mut self, i: usize, member: &[u8], score: f64, fp: u8) {
-        self.fps.insert(i, fp);
         self.reserve_for(member.len());
+        self.fps.insert(i, fp);
         let at = self.start_of(i);
-        self.bytes.splice(at..at, member.iter().copied());
+        // Grow, shift the tail with one memmove, then write the member
+        // (`splice` goes through an iterator).
+        let old_len = self.bytes.len();
+        self.bytes.extend_from_slice(member);
+        self.bytes.copy_within(at..old_len, at + member.len());
+        self.bytes[at..at + member.len()].copy_from_slice(member);
         let n = member.len() as u16;
         for e in &mut self.ends[i..] {
             *e = e.wrapping_add(n);
@@ -397,19 +406,41 @@ impl Node {
     }
 
     /// Index of the first element not below (score, member); member bytes
-    /// are only read on score ties.
+    /// are only read on score ties. The score form is matched once, not
+    /// per probe, and the halving loop has no data-dependent exit, so it
+    /// compiles to conditional moves.
     fn partition_key(&self, score: f64, member: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.count());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let s = self.scores.get(mid);
-            if s < score || (s == score && self.member(mid) < member) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+        match &self.scores {
+            Scores::Delta { base, d } => {
+                let base = *base;
+                self.search(d.len(), |i| {
+                    let s = base + f64::from(d[i]);
+                    s < score || (s == score && self.member(i) < member)
+                })
             }
+            Scores::Full(v) => self.search(v.len(), |i| {
+                let s = v[i];
+                s < score || (s == score && self.member(i) < member)
+            }),
         }
-        lo
+    }
+
+    /// First index in `0..n` for which `before` is false (`before`
+    /// monotonic).
+    #[inline(always)]
+    fn search(&self, n: usize, before: impl Fn(usize) -> bool) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        let (mut lo, mut len) = (0, n);
+        while len > 1 {
+            let half = len / 2;
+            if before(lo + half) {
+                lo += half;
+            }
+            len -= half;
+        }
+        lo + usize::from(before(lo))
     }
 
     /// Index of the first element whose score fails `before`.
@@ -548,6 +579,11 @@ impl Path {
 #[derive(Clone)]
 pub struct List {
     nodes: Vec<Node>,
+    /// Each slab slot's `last_score`, densely: a descent compares against
+    /// the node it might step onto, and a few kilobytes of f64s stay in
+    /// cache where the nodes themselves (cache misses, one per
+    /// comparison) do not. Only the node actually stepped onto is read.
+    last: Vec<f64>,
     free: Vec<u32>,
     level: usize,
     len: usize,
@@ -574,6 +610,7 @@ impl List {
         };
         List {
             nodes: vec![head],
+            last: vec![0.0],
             free: Vec::new(),
             level: 1,
             len: 0,
@@ -603,6 +640,12 @@ impl List {
         &mut self.nodes[i as usize]
     }
 
+    /// Copies node `t`'s last score into the dense array; called after
+    /// every change to a linked node's elements.
+    fn sync_last(&mut self, t: u32) {
+        self.last[t as usize] = self.nodes[t as usize].last_score;
+    }
+
     fn random_level(&mut self) -> usize {
         // xorshift64*: level choice needs no quality beyond "geometric".
         self.rng ^= self.rng >> 12;
@@ -613,10 +656,11 @@ impl List {
         ((r.trailing_zeros() / 2) as usize + 1).min(MAX_LEVEL)
     }
 
-    /// Walks down the levels advancing while `advance(next_node, end_of_next)`
-    /// holds, never stepping onto the tail. Returns the predecessors and
-    /// the target node (the first node not advanced past, NIL if empty).
-    fn descend(&self, advance: impl Fn(&Node, usize) -> bool) -> (Path, u32) {
+    /// Walks down the levels advancing while `advance(next_node_id,
+    /// end_of_next)` holds, never stepping onto the tail. Returns the
+    /// predecessors and the target node (the first node not advanced past,
+    /// NIL if empty).
+    fn descend(&self, advance: impl Fn(u32, usize) -> bool) -> (Path, u32) {
         let mut path = Path::new();
         let mut x = HEAD;
         let mut end = 0;
@@ -626,7 +670,7 @@ impl List {
                 if l.next == NIL || l.next == self.tail {
                     break;
                 }
-                if !advance(self.node(l.next), end + l.span) {
+                if !advance(l.next, end + l.span) {
                     break;
                 }
                 x = l.next;
@@ -641,7 +685,7 @@ impl List {
     /// Position of the first element for which `before` is false.
     fn seek(&self, before: &impl Fn(f64, &[u8]) -> bool) -> (Path, u32, usize) {
         let (path, t) = self.descend(|n, _| {
-            let (m, s) = n.last();
+            let (m, s) = self.node(n).last();
             before(s, m)
         });
         let idx = if t == NIL {
@@ -652,9 +696,16 @@ impl List {
         (path, t, idx)
     }
 
+    /// The descent towards (score, member): predecessors and target node.
+    fn descend_key(&self, score: f64, member: &[u8]) -> (Path, u32) {
+        self.descend(|n, _| {
+            let last = self.last[n as usize];
+            last < score || (last == score && self.node(n).last().0 < member)
+        })
+    }
+
     fn seek_key(&self, score: f64, member: &[u8]) -> (Path, u32, usize) {
-        let (path, t) = self
-            .descend(|n, _| n.last_score < score || (n.last_score == score && n.last().0 < member));
+        let (path, t) = self.descend_key(score, member);
         let idx = if t == NIL {
             0
         } else {
@@ -665,7 +716,7 @@ impl List {
 
     /// Number of leading elements whose score satisfies `before`.
     pub fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
-        let (path, t) = self.descend(|n, _| before(n.last_score));
+        let (path, t) = self.descend(|n, _| before(self.last[n as usize]));
         let idx = if t == NIL {
             0
         } else {
@@ -757,13 +808,16 @@ impl List {
     }
 
     fn alloc(&mut self, n: Node) -> u32 {
+        let last = n.last_score;
         match self.free.pop() {
             Some(i) => {
                 self.nodes[i as usize] = n;
+                self.last[i as usize] = last;
                 i
             }
             None => {
                 self.nodes.push(n);
+                self.last.push(last);
                 (self.nodes.len() - 1) as u32
             }
         }
@@ -848,6 +902,7 @@ impl List {
         if self.len == 0 {
             // Drop the slab entirely so an emptied set releases memory.
             self.nodes.truncate(1);
+            self.last.truncate(1);
             self.free.clear();
             self.level = 1;
             self.nodes[0].links[0] = Link { next: NIL, span: 0 };
@@ -897,6 +952,7 @@ impl List {
         }
         if !self.is_full(t, member.len()) {
             self.node_mut(t).insert_entry(idx, member, score, fp);
+            self.sync_last(t);
             self.add_spans(&path, 1);
             return (t, idx);
         }
@@ -930,6 +986,7 @@ impl List {
             // Too big to share a node: cut `t` at the insertion point and
             // give the member its own node in between.
             let moved = self.node_mut(t).split_off(idx, cap);
+            self.sync_last(t);
             self.add_spans(&path, -(moved.count() as isize));
             let u = self.alloc(moved);
             self.deadlines_moved(u);
@@ -944,6 +1001,7 @@ impl List {
             return (v, 0);
         }
         let moved = self.node_mut(t).split_off(mid, cap);
+        self.sync_last(t);
         let c = moved.count();
         self.add_spans(&path, -(c as isize));
         let u = self.alloc(moved);
@@ -954,10 +1012,12 @@ impl List {
         self.report_moves(sink, t, u, 0);
         if idx <= mid {
             self.node_mut(t).insert_entry(idx, member, score, fp);
+            self.sync_last(t);
             self.add_spans(&path, 1);
             (t, idx)
         } else {
             self.node_mut(u).insert_entry(idx - mid, member, score, fp);
+            self.sync_last(u);
             self.add_spans(&preds, 1);
             (u, idx - mid)
         }
@@ -1013,6 +1073,7 @@ impl List {
             }
             tn.sync_last();
         }
+        self.sync_last(t);
         self.deadlines_moved(t);
         self.report_moves(sink, n, t, old_count);
         // Element totals up to `n` are unchanged; `t` now ends c later.
@@ -1027,6 +1088,7 @@ impl List {
     /// Removes the element at a known position.
     fn remove_at(&mut self, path: &Path, t: u32, idx: usize, sink: Sink<'_>) {
         self.ttl_count -= self.node_mut(t).remove_entries(idx, idx + 1);
+        self.sync_last(t);
         self.add_spans(path, -1);
         if self.node(t).count() == 0 {
             self.unlink(path, t);
@@ -1036,7 +1098,26 @@ impl List {
     }
 
     /// Position of (score, member) if present with exactly these bits.
-    fn locate(&self, score: f64, member: &[u8]) -> Option<(Path, u32, usize)> {
+    /// With `hint` (node, position), where the member index placed it, the
+    /// descent still gathers the path, but the search inside the node is
+    /// skipped when the descent lands on that node.
+    fn locate_at(
+        &self,
+        score: f64,
+        member: &[u8],
+        hint: Option<(u32, usize)>,
+    ) -> Option<(Path, u32, usize)> {
+        if let Some((t, idx)) = hint {
+            let (path, landed) = self.descend_key(score, member);
+            let n = self.node(t);
+            if landed == t
+                && idx < n.count()
+                && n.scores.get(idx).to_bits() == score.to_bits()
+                && n.member(idx) == member
+            {
+                return Some((path, t, idx));
+            }
+        }
         let (path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             return None;
@@ -1052,7 +1133,19 @@ impl List {
     }
 
     pub fn remove(&mut self, score: f64, member: &[u8], sink: Sink<'_>) -> bool {
-        let Some((path, t, idx)) = self.locate(score, member) else {
+        self.remove_placed(score, member, None, sink)
+    }
+
+    /// [`remove`](Self::remove) of an element last seen at `hint`
+    /// (node, position).
+    pub fn remove_placed(
+        &mut self,
+        score: f64,
+        member: &[u8],
+        hint: Option<(u32, usize)>,
+        sink: Sink<'_>,
+    ) -> bool {
+        let Some((path, t, idx)) = self.locate_at(score, member, hint) else {
             return false;
         };
         self.remove_at(&path, t, idx, sink);
@@ -1063,7 +1156,20 @@ impl List {
     /// allows (as Redis's zslUpdateScore does). Returns the node now
     /// holding it.
     pub fn update(&mut self, old: f64, member: &[u8], new: f64, sink: Sink<'_>) -> Option<u32> {
-        let (path, t, idx) = self.locate(old, member)?;
+        self.update_placed(old, member, new, None, sink)
+    }
+
+    /// [`update`](Self::update) of an element last seen at `hint`
+    /// (node, position).
+    pub fn update_placed(
+        &mut self,
+        old: f64,
+        member: &[u8],
+        new: f64,
+        hint: Option<(u32, usize)>,
+        sink: Sink<'_>,
+    ) -> Option<u32> {
+        let (path, t, idx) = self.locate_at(old, member, hint)?;
         let n = self.node(t);
         let prev_ok = if idx > 0 {
             let (pm, ps) = n.entry(idx - 1);
@@ -1087,6 +1193,7 @@ impl List {
             let n = self.node_mut(t);
             n.scores.set(idx, new);
             n.sync_last();
+            self.sync_last(t);
             return Some(t);
         }
         let fp = self.node(t).fps[idx];
@@ -1131,6 +1238,7 @@ impl List {
                 idx = 0;
             } else {
                 self.ttl_count -= self.node_mut(t).remove_entries(idx, idx + take);
+                self.sync_last(t);
                 self.add_spans(&path, -(take as isize));
                 if remaining > 0 {
                     first_partial = Some((path, t));
@@ -1148,17 +1256,34 @@ impl List {
         total - remaining
     }
 
-    /// Index and score of `member` inside node `node`, by linear scan
-    /// (the member index only knows which node holds an element).
+    /// Index and score of `member` inside node `node`, by a scan of its
+    /// fingerprints (the member index only knows which node holds an
+    /// element), eight at a time.
     pub fn find_in_node(&self, node: u32, member: &[u8], fp: u8) -> Option<(usize, f64)> {
         let n = self.nodes.get(node as usize)?;
-        let i = n
-            .fps
-            .iter()
-            .enumerate()
-            .filter(|&(_, &f)| f == fp)
-            .map(|(i, _)| i)
-            .find(|&i| i < n.count() && n.member(i) == member)?;
+        let count = n.count().min(n.fps.len());
+        let fps = &n.fps[..count];
+        let hit = |i: usize| n.member(i) == member;
+        let pattern = u64::from(fp) * 0x0101_0101_0101_0101;
+        let mut chunks = fps.chunks_exact(8);
+        let mut at = 0;
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            // Bytes of `x` that are zero are where the fingerprint matches
+            // (the classic has-zero-byte test; a borrow can only mark a
+            // byte above a true zero, and candidates are confirmed anyway).
+            let x = w ^ pattern;
+            let mut m = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
+            while m != 0 {
+                let i = at + (m.trailing_zeros() / 8) as usize;
+                if fps[i] == fp && hit(i) {
+                    return Some((i, n.scores.get(i)));
+                }
+                m &= m - 1;
+            }
+            at += 8;
+        }
+        let i = (at..count).find(|&i| fps[i] == fp && hit(i))?;
         Some((i, n.scores.get(i)))
     }
 
@@ -1302,6 +1427,7 @@ impl List {
     pub fn heap_bytes(&self) -> usize {
         self.nodes.iter().map(Node::heap_bytes).sum::<usize>()
             + self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.last.capacity() * 8
             + self.free.capacity() * 4
     }
 
@@ -1329,6 +1455,9 @@ impl List {
             }
             if n.scores.last().map(|s| s.to_bits()) != Some(n.last_score.to_bits()) {
                 return Err("stale last_score".into());
+            }
+            if self.last.get(x as usize).map(|s| s.to_bits()) != Some(n.last_score.to_bits()) {
+                return Err("stale dense last score".into());
             }
             if let Scores::Delta { base, .. } = &n.scores
                 && !int_score(*base)
@@ -1471,6 +1600,23 @@ impl<'a> Iter<'a> {
     }
 }
 
+/// A present member's position: its index slot and fragment, its node
+/// and place there, its score. Valid until the set next changes.
+#[derive(Clone, Copy)]
+pub struct Place {
+    slot: usize,
+    frag: u32,
+    node: u32,
+    idx: usize,
+    score: f64,
+}
+
+impl Place {
+    pub fn score(&self) -> f64 {
+        self.score
+    }
+}
+
 /// The skiplist encoding: ordered list + member index + keyed hasher.
 #[derive(Clone)]
 pub struct SkipList {
@@ -1479,12 +1625,19 @@ pub struct SkipList {
     hasher: FragHasher,
 }
 
-/// Keyed (randomly seeded, flood-resistant) hash reduced to the 32-bit
-/// fragment the index stores. `mask` exists for tests, which shrink the
-/// fragment space to force the collisions the index must tolerate.
+/// Keyed hash reduced to the 32-bit fragment the index stores. `mask`
+/// exists for tests, which shrink the fragment space to force the
+/// collisions the index must tolerate.
+///
+/// foldhash rather than std's SipHash-1-3: every ZADD, ZREM, ZSCORE and
+/// every element a split moves hashes its member, and for short members
+/// foldhash is several times cheaper (SipHash showed in ZADD's profile).
+/// It is already the keyspace's hasher (`types/dict.rs`), and like it this
+/// one is randomly seeded per set, so clients cannot precompute members
+/// that collide (the index is keyed by client bytes).
 #[derive(Clone)]
 struct FragHasher {
-    state: std::hash::RandomState,
+    state: foldhash::fast::RandomState,
     mask: u32,
 }
 
@@ -1506,7 +1659,7 @@ impl SkipList {
             list: List::new(node_cap),
             index: MemberIndex::default(),
             hasher: FragHasher {
-                state: std::hash::RandomState::new(),
+                state: foldhash::fast::RandomState::default(),
                 mask: frag_mask,
             },
         }
@@ -1527,16 +1680,28 @@ impl SkipList {
     /// Slot, node, position in the node and score of `member`: one probe
     /// run plus a scan of the candidate node(s).
     fn find(&self, member: &[u8]) -> Option<(usize, u32, usize, f64)> {
-        let (f, fp) = self.hasher.hash(member);
+        self.place(member).map(|p| (p.slot, p.node, p.idx, p.score))
+    }
+
+    /// Where `member` is, for a change that follows its lookup
+    /// ([`update_at`](Self::update_at)) without hashing and probing again.
+    pub fn place(&self, member: &[u8]) -> Option<Place> {
+        let (frag, fp) = self.hasher.hash(member);
         let mut hit = None;
-        let slot = self.index.find(f, |node| {
+        let slot = self.index.find(frag, |node| {
             hit = self
                 .list
                 .find_in_node(node, member, fp)
                 .map(|(i, s)| (node, i, s));
             hit.is_some()
         })?;
-        hit.map(|(node, i, s)| (slot, node, i, s))
+        hit.map(|(node, idx, score)| Place {
+            slot,
+            frag,
+            node,
+            idx,
+            score,
+        })
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
@@ -1600,21 +1765,30 @@ impl SkipList {
 
     /// Sets a new score for a present element; returns the old one.
     pub fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let (slot, _, _, old) = self.find(member)?;
+        let p = self.place(member)?;
+        self.update_at(p, member, score);
+        Some(p.score)
+    }
+
+    /// Sets a new score for `member`, found at `p` by [`place`](Self::place)
+    /// with no change to the set since (a deadline change moves nothing).
+    pub fn update_at(&mut self, p: Place, member: &[u8], score: f64) {
         // The element's own slot leaves the index while the list moves
         // things around, so relocations can only ever touch other slots.
-        self.index.remove_slot(slot);
-        let node = self.with_sink(|list, sink| list.update(old, member, score, sink));
+        self.index.remove_slot(p.slot);
+        let hint = Some((p.node, p.idx));
+        let node =
+            self.with_sink(|list, sink| list.update_placed(p.score, member, score, hint, sink));
         if let Some(node) = node {
-            self.index.insert(self.hasher.frag(member), node);
+            self.index.insert(p.frag, node);
         }
-        Some(old)
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (slot, _, _, old) = self.find(member)?;
+        let (slot, node, idx, old) = self.find(member)?;
         self.index.remove_slot(slot);
-        self.with_sink(|list, sink| list.remove(old, member, sink));
+        let hint = Some((node, idx));
+        self.with_sink(|list, sink| list.remove_placed(old, member, hint, sink));
         Some(old)
     }
 
@@ -1670,4 +1844,13 @@ impl SkipList {
         }
         Ok(())
     }
+}
+
+#[cfg(test)]
+#[test]
+fn node_layout() {
+    // The descent's fields share the first cache line of every node.
+    assert_eq!(std::mem::align_of::<Node>(), 64);
+    assert!(std::mem::offset_of!(Node, links) + std::mem::size_of::<[Link; 2]>() <= 64);
+    eprintln!("Node is {} bytes", std::mem::size_of::<Node>());
 }
