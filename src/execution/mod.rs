@@ -179,7 +179,7 @@ pub fn dispatch(
             Err(Some(e)) => return reject(client, out, e.as_bytes()),
         }
     };
-    let mut ks = Keyspace::new(shared, guards, client.db, shared.clock.now_ms());
+    let mut ks = Keyspace::at(shared, guards, client.db);
     let dispatched = match call(shared, client, out, &mut ks, cmd, args) {
         Outcome::Done => Dispatched::Done,
         Outcome::Close => Dispatched::Close,
@@ -323,7 +323,7 @@ fn verify(
     }
     // A paused command waits, after every check that refuses it and
     // before MULTI queues it (Redis's `BLOCKED_POSTPONE`).
-    let pause = shared.pause.mode(shared.clock.now_ms());
+    let pause = shared.pause.mode(&shared.clock);
     if pause != pause::OFF {
         let writes = pause::may_replicate(args, client.multi.as_deref(), &|c, a| {
             shared.scripting.may_write(c, a)
@@ -638,7 +638,9 @@ pub fn call(
             .monitors
             .feed(ctx.client, ctx.client.db, &args, 0, limit);
     }
-    let start = std::time::Instant::now();
+    // Redis's `call` reads the clock once for the command's date and its
+    // duration's start: a fresh view's reading serves as both.
+    let start = ks_fresh_or_now(ctx.ks);
     let result = (cmd.handler)(&mut ctx);
     let redacted = ctx.redacted;
     let script_error = ctx.script_error.take();
@@ -669,7 +671,7 @@ pub fn call(
         out.error(msg);
         return Outcome::Done;
     }
-    let usec = start.elapsed().as_micros() as u64;
+    let usec = crate::clock::system_us().saturating_sub(start);
     after_command(shared, client, cmd, &args, usec, redacted);
     stats.calls.fetch_add(1, Relaxed);
     stats.usec.fetch_add(usec, Relaxed);
@@ -691,6 +693,12 @@ pub fn call(
         out.error_bytes(e.bytes());
         Outcome::Done
     })
+}
+
+/// The start of a command's duration: the reading its keyspace view was
+/// dated by, if no command used it yet, else a new one.
+fn ks_fresh_or_now(ks: &mut Keyspace<'_>) -> u64 {
+    ks.fresh_us.take().unwrap_or_else(crate::clock::system_us)
 }
 
 /// Client-side caching's part of the after-command step: invalidations
