@@ -490,7 +490,7 @@ impl Config {
     }
 
     /// Tokio worker threads serving connections. One by default, chosen by
-    /// measurement (`benches/vs_redis.rs` on 2 cores shared with the load
+    /// measurement (`benches/vs_redis_mixes.rs` on 2 cores shared with the load
     /// generator): with two workers every request pays for cross-thread
     /// wakeups, work stealing and contended shard locks, which cost more
     /// server CPU per request than a second core wins back (geometric mean

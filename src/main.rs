@@ -8,7 +8,7 @@ use zwindow::config::{Launch, Startup};
 
 /// mimalloc instead of glibc malloc: per-request allocations (reply
 /// buffers, members, node splits) cost less, ~3% (pipeline 1) to ~6%
-/// (pipeline 16) of server CPU per request on `benches/vs_redis.rs`, for
+/// (pipeline 16) of server CPU per request on `benches/vs_redis_mixes.rs`, for
 /// ~10 MB more RSS with a 1M-member set (still ~0.37x redis-server's).
 /// The wrapper counts the bytes held, for INFO memory (see `alloc.rs`).
 #[global_allocator]

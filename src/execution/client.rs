@@ -97,7 +97,8 @@ pub struct ClientHandle {
     pub multi: AtomicI32,
     /// Address of the last command's table entry (0 = none yet).
     pub last_cmd_ptr: AtomicUsize,
-    /// Milliseconds since `created` of the last command.
+    /// When the client last sent something, on [`crate::clock::coarse_ms`]'s
+    /// clock.
     pub last_active_ms: AtomicU64,
     pub killed: AtomicBool,
     pub kill_notify: Notify,
@@ -263,14 +264,14 @@ impl ClientHandle {
     }
 
     pub fn idle_secs(&self) -> u64 {
-        (self.created.elapsed().as_millis() as u64)
-            .saturating_sub(self.last_active_ms.load(Relaxed))
-            / 1000
+        crate::clock::coarse_ms().saturating_sub(self.last_active_ms.load(Relaxed)) / 1000
     }
 
+    /// Every read from the socket calls this, so it reads the coarse clock:
+    /// idle time is counted in seconds.
     pub fn touch(&self) {
         self.last_active_ms
-            .store(self.created.elapsed().as_millis() as u64, Relaxed);
+            .store(crate::clock::coarse_ms(), Relaxed);
     }
 }
 
@@ -317,7 +318,7 @@ impl Clients {
             ssubs: AtomicU32::new(0),
             multi: AtomicI32::new(-1),
             last_cmd_ptr: AtomicUsize::new(0),
-            last_active_ms: AtomicU64::new(0),
+            last_active_ms: AtomicU64::new(crate::clock::coarse_ms()),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
             tracking: AtomicU32::new(0),

@@ -182,7 +182,7 @@ pub fn dispatch(
             Err(Some(e)) => return reject(client, out, e.as_bytes()),
         }
     };
-    let mut ks = Keyspace::new(shared, guards, client.db, shared.clock.now_ms());
+    let mut ks = Keyspace::at(shared, guards, client.db);
     let dispatched = match call(shared, client, out, &mut ks, cmd, args) {
         Outcome::Done => Dispatched::Done,
         Outcome::Close => Dispatched::Close,
@@ -334,7 +334,7 @@ fn verify(
     }
     // A paused command waits, after every check that refuses it and
     // before MULTI queues it (Redis's `BLOCKED_POSTPONE`).
-    let pause = shared.pause.mode(shared.clock.now_ms());
+    let pause = shared.pause.mode(&shared.clock);
     if pause != pause::OFF {
         let writes = pause::may_replicate(args, client.multi.as_deref(), &|c, a| {
             shared.scripting.may_write(c, a)
@@ -649,7 +649,9 @@ pub fn call(
             .monitors
             .feed(ctx.client, ctx.client.db, &args, 0, limit);
     }
-    let start = std::time::Instant::now();
+    // Redis's `call` reads the clock once for the command's date and its
+    // duration's start: a fresh view's reading serves as both.
+    let start = ks_fresh_or_now(ctx.ks);
     let propagating = ctx.ks.propagating();
     let outer = if propagating {
         ctx.ks.prop.depth += 1;
@@ -694,7 +696,7 @@ pub fn call(
         out.error(msg);
         return Outcome::Done;
     }
-    let usec = start.elapsed().as_micros() as u64;
+    let usec = crate::clock::system_us().saturating_sub(start);
     after_command(shared, client, cmd, &args, usec, redacted);
     stats.calls.fetch_add(1, Relaxed);
     stats.usec.fetch_add(usec, Relaxed);
@@ -770,6 +772,12 @@ fn propagate(
     if ks.prop.depth == 0 {
         ks.flush_propagated(true);
     }
+}
+
+/// The start of a command's duration: the reading its keyspace view was
+/// dated by, if no command used it yet, else a new one.
+fn ks_fresh_or_now(ks: &mut Keyspace<'_>) -> u64 {
+    ks.fresh_us.take().unwrap_or_else(crate::clock::system_us)
 }
 
 /// Client-side caching's part of the after-command step: invalidations

@@ -47,10 +47,12 @@ impl Pause {
         self.changed.notify_waiters();
     }
 
-    /// The pause in force at `now_ms` (OFF once its end has passed).
-    pub fn mode(&self, now_ms: u64) -> u8 {
+    /// The pause in force now (OFF once its end has passed). The clock is
+    /// read only while a pause is set: every command asks, and a clock
+    /// read costs more than the rest of this check.
+    pub fn mode(&self, clock: &crate::clock::Clock) -> u8 {
         let mode = self.mode.load(Relaxed);
-        if mode != OFF && self.end_ms.load(Relaxed) < now_ms {
+        if mode != OFF && self.end_ms.load(Relaxed) < clock.now_ms() {
             self.unpause();
             return OFF;
         }
@@ -61,12 +63,12 @@ impl Pause {
     /// stops waiting.
     pub async fn wait(&self, clock: &crate::clock::Clock, writes: bool, client: &ClientHandle) {
         let held = |mode: u8| mode == ALL || (mode == WRITE && writes);
-        if !held(self.mode(clock.now_ms())) {
+        if !held(self.mode(clock)) {
             return;
         }
         self.waiting.fetch_add(1, Relaxed);
         client.paused.store(true, Relaxed);
-        while held(self.mode(clock.now_ms())) && !client.killed.load(Relaxed) {
+        while held(self.mode(clock)) && !client.killed.load(Relaxed) {
             let left = self.end_ms.load(Relaxed).saturating_sub(clock.now_ms());
             let nap = Duration::from_millis(left.clamp(1, 100));
             let changed = self.changed.notified();

@@ -389,6 +389,10 @@ pub struct Keyspace<'a> {
     pub guards: Guards<'a>,
     pub db: usize,
     pub now_ms: u64,
+    /// The system clock's reading `now_ms` came from, when it was read just
+    /// for this view ([`Keyspace::at`]); the first command run on the view
+    /// takes it as its start instead of reading the clock again.
+    pub fresh_us: Option<u64>,
     /// Keys that received data this command; blocked clients are served
     /// from them once the command's locks are released.
     pub ready: Vec<(usize, Key)>,
@@ -440,6 +444,7 @@ impl<'a> Keyspace<'a> {
             guards,
             db,
             now_ms,
+            fresh_us: None,
             ready: Vec::new(),
             invalidated: Vec::new(),
             tracking_pending: Vec::new(),
@@ -490,6 +495,15 @@ impl<'a> Keyspace<'a> {
         if self.propagating() {
             propagate::Sink::feed(&self.shared.aof, &ops, transaction && ops.len() > 1);
         }
+    }
+
+    /// A view dated by a clock read taken now, which the command run on it
+    /// reuses as its start (see `execution::call`).
+    pub fn at(shared: &'a Shared, guards: Guards<'a>, db: usize) -> Keyspace<'a> {
+        let sys_us = crate::clock::system_us();
+        let mut ks = Keyspace::new(shared, guards, db, shared.clock.at_us(sys_us) / 1000);
+        ks.fresh_us = Some(sys_us);
+        ks
     }
 
     fn store(&self) -> &'a Store {
@@ -737,7 +751,7 @@ impl<'a> Keyspace<'a> {
             Some(e) if e.is_expired(now) => {}
             _ => return false,
         }
-        if self.shared.pause.mode(self.shared.clock.now_ms()) != crate::execution::pause::OFF {
+        if self.shared.pause.mode(&self.shared.clock) != crate::execution::pause::OFF {
             return true;
         }
         self.remove_raw(key);
