@@ -16,7 +16,7 @@ pub(crate) enum Socket {
 impl Socket {
     /// Wraps an accepted socket for the path this thread serves with.
     pub(crate) fn new(stream: TcpStream) -> std::io::Result<Socket> {
-        stream.set_nodelay(true)?;
+        let _ = stream.set_nodelay(true);
         if super::uring::active() {
             return UringSocket::new(stream).map(Socket::Uring);
         }

@@ -47,6 +47,9 @@ const BUF_GROUP: u16 = 0;
 /// cancelled (re-armed once it reads): a client that sends without reading
 /// replies is held back by TCP, as on the epoll path, not by our memory.
 const INPUT_PAUSE: usize = 256 * 1024;
+/// A pending-input buffer larger than this is released once read: an idle
+/// connection keeps no more than an ordinary request needs.
+const INPUT_KEEP: usize = 32 * 1024;
 
 /// What an entry was for, in the low bits of its user data.
 const RECV: u64 = 0;
@@ -575,9 +578,15 @@ impl UringSocket {
         let rearm = !c.eof && c.error.is_none() && c.recv == Recv::Idle;
         if !c.input.is_empty() {
             let n = c.input.len();
-            rbuf.extend_from_slice(&c.input);
-            c.input.clear();
-            if c.input.capacity() > INPUT_PAUSE {
+            if rbuf.is_empty() {
+                // The usual case: hand the bytes over without copying.
+                std::mem::swap(rbuf, &mut c.input);
+                c.input.clear();
+            } else {
+                rbuf.extend_from_slice(&c.input);
+                c.input.clear();
+            }
+            if c.input.capacity() > INPUT_KEEP {
                 c.input = BytesMut::new();
             }
             if rearm {
