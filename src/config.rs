@@ -309,6 +309,9 @@ pub struct Config {
     /// Keyspace shards (0: 4 per core), worker threads, the tracing filter.
     shards: usize,
     threads: usize,
+    /// `io-uring yes`: serve client sockets through io_uring where the
+    /// kernel allows it (see `network::uring`).
+    io_uring: bool,
     pub log_level: String,
     /// True while the config file is read: settings immutable at runtime
     /// can be set only then.
@@ -422,6 +425,7 @@ impl Config {
             config_file: None,
             shards: 0,
             threads: 0,
+            io_uring: false,
             log_level: String::new(),
             loading: AtomicBool::new(true),
             kept: RwLock::new(HashMap::new()),
@@ -464,6 +468,7 @@ impl Config {
                 self.shards = int_setter(v, 1, crate::keyspace::MAX_SHARDS as i64)? as usize
             }
             "threads" => self.threads = int_setter(v, 1, 256)? as usize,
+            "io-uring" => self.io_uring = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?,
             "log-level" => self.log_level = text(),
             "aclfile" => self.aclfile = text(),
             "rdbchecksum" => {
@@ -499,6 +504,13 @@ impl Config {
     /// raise throughput on many-core machines that are not CPU-starved.
     pub fn worker_threads(&self) -> usize {
         self.threads.clamp(1, 256)
+    }
+
+    /// `io-uring yes` asks for io_uring socket I/O; it is used only with
+    /// one worker thread and where the kernel allows it (the server logs
+    /// when it falls back to epoll).
+    pub fn io_uring(&self) -> bool {
+        self.io_uring
     }
 
     pub fn shard_count(&self) -> usize {
@@ -1930,6 +1942,12 @@ const PARAMS: &[Param] = &[
         name: "threads",
         alias: None,
         get: |c| c.worker_threads().to_string(),
+        set: None,
+    },
+    Param {
+        name: "io-uring",
+        alias: None,
+        get: |c| if c.io_uring { "yes" } else { "no" }.to_string(),
         set: None,
     },
     Param {

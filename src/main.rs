@@ -76,9 +76,13 @@ fn main() -> std::process::ExitCode {
     // scheduler.
     let workers = startup.config.worker_threads();
     let built = if workers == 1 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        if startup.config.io_uring() {
+            // Submits the io_uring entries a loop iteration queued, all in
+            // one syscall, before the thread sleeps (see network::uring).
+            builder.on_thread_park(zwindow::network::uring::on_park);
+        }
+        builder.enable_all().build()
     } else {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)

@@ -254,6 +254,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     for rule in window_rules {
         shared.windows.set(rule);
     }
+    start_io_uring(&shared.config);
     tracing::info!(
         "zwindow {VERSION} listening on {local}, {} shards",
         shared.store.shard_count()
@@ -343,6 +344,22 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     }
     tracing::info!("zwindow is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// `io-uring yes`: client sockets go through io_uring from now on, or stay
+/// on epoll, with a warning saying why, where that cannot be.
+fn start_io_uring(config: &Config) {
+    if !config.io_uring() {
+        return;
+    }
+    if config.worker_threads() > 1 {
+        tracing::warn!("io-uring needs threads 1: serving connections with epoll");
+        return;
+    }
+    match crate::network::uring::start() {
+        Ok(()) => tracing::info!("Serving connections with io_uring"),
+        Err(e) => tracing::warn!("io_uring unavailable ({e}): serving connections with epoll"),
+    }
 }
 
 /// Active key expiry, the window sweeper and the statistics sampler run on

@@ -12,8 +12,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
@@ -21,6 +19,7 @@ use crate::commands::Args;
 use crate::execution::blocking::Waiter;
 use crate::execution::client::{Client, ClientHandle, Push, Waiting};
 use crate::execution::{Ran, execute};
+use crate::network::socket::Socket;
 use crate::protocol::{Parser, Reply};
 use crate::server::{Shared, Stats};
 use crate::stats::Gauge;
@@ -47,13 +46,12 @@ const PUSH_BATCH: usize = 256 * 1024;
 
 /// Serves one connection until it closes. The accept loop registered it
 /// (so `maxclients` counts it from the moment it was accepted).
-pub async fn run(
+pub(crate) async fn run(
     shared: Arc<Shared>,
-    mut stream: TcpStream,
+    mut stream: Socket,
     handle: Arc<ClientHandle>,
     mut pushes: tokio::sync::mpsc::UnboundedReceiver<Push>,
 ) {
-    let _ = stream.set_nodelay(true);
     let mut client = Client::new(handle.clone(), shared.acl.default_needs_auth());
     let generation = shared.acl.generation();
     client.set_user(shared.acl.default_user(), generation);
@@ -259,7 +257,7 @@ pub async fn run(
             tokio::select! {
                 biased;
                 _ = &mut killed => break 'conn,
-                written = stream.write_all(&out.buf) => {
+                written = stream.write_all(&mut out.buf) => {
                     if written.is_err() {
                         break 'conn;
                     }
@@ -287,7 +285,7 @@ pub async fn run(
             break;
         }
     }
-    let _ = stream.shutdown().await;
+    stream.shutdown().await;
     if !client.watched.is_empty() {
         // Unwatching locks the keys' shards: not behind a script.
         while shared.scripting.busy.running_for_other(client.handle.id) {
@@ -301,7 +299,7 @@ pub async fn run(
 /// for INFO (as Redis, before any command in them runs).
 async fn read_some(
     stats: &Stats,
-    stream: &mut TcpStream,
+    stream: &mut Socket,
     rbuf: &mut BytesMut,
 ) -> std::io::Result<usize> {
     if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
@@ -322,7 +320,7 @@ async fn read_some(
 async fn wait_blocked(
     shared: &Arc<Shared>,
     handle: &Arc<ClientHandle>,
-    stream: &mut TcpStream,
+    stream: &mut Socket,
     rbuf: &mut BytesMut,
     waiter: &Arc<Waiter>,
     rx: &mut oneshot::Receiver<Vec<u8>>,

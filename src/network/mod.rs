@@ -6,9 +6,13 @@
 //! hands every complete request to the [`execution`](crate::execution)
 //! layer in order, and writes all their replies with one write. The accept
 //! loop itself is in [`crate::server::run`], beside signal handling; idle
-//! clients are closed by [`close_idle`] from the background cron.
+//! clients are closed by [`close_idle`] from the background cron. A
+//! connection's socket I/O goes through tokio's epoll reactor or, with
+//! `io-uring yes`, through [`uring`]; [`socket`] hides which.
 
 pub mod connection;
+pub(crate) mod socket;
+pub mod uring;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -136,8 +140,15 @@ pub fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, conns: &
         .map(|a| a.to_string())
         .unwrap_or_default();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let socket = match socket::Socket::new(stream) {
+        Ok(socket) => socket,
+        Err(e) => {
+            tracing::debug!("cannot serve an accepted connection: {e}");
+            return;
+        }
+    };
     let (handle, pushes) = shared.clients.register(peer.to_string(), laddr, fd);
-    conns.spawn(connection::run(shared.clone(), stream, handle, pushes));
+    conns.spawn(connection::run(shared.clone(), socket, handle, pushes));
 }
 
 /// Writes `reply` and closes, as Redis answers a client it will not serve.

@@ -41,6 +41,12 @@ pub struct ZwindowServer {
     dir: PrivateDir,
 }
 
+/// True when the tests are to run zwindow with `--io-uring yes`
+/// (`ZWINDOW_TEST_IO_URING=1`).
+pub fn io_uring_requested() -> bool {
+    std::env::var_os("ZWINDOW_TEST_IO_URING").is_some_and(|v| v == "1")
+}
+
 /// Strip ANSI escape sequences (tracing may colour its output).
 fn strip_ansi(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -95,6 +101,13 @@ impl ZwindowServer {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         let exe = cmd.get_program().to_string_lossy().into_owned();
+        // ZWINDOW_TEST_IO_URING=1 runs the suite's servers on the io_uring
+        // path (the binary's own command line only: a wrapper script or a
+        // redis-server does not take the flag).
+        let uring = io_uring_requested() && exe == env!("CARGO_BIN_EXE_zwindow");
+        if uring {
+            cmd.args(["--io-uring", "yes"]);
+        }
         let dir = PrivateDir::new("zwindow");
         if cmd.get_current_dir().is_none() {
             cmd.current_dir(&dir.0);
@@ -152,6 +165,16 @@ impl ZwindowServer {
                 );
             }
         };
+        if uring {
+            let log = log.lock().unwrap();
+            assert!(
+                log.iter()
+                    .any(|l| l.contains("Serving connections with io_uring")
+                        || l.contains("io-uring needs threads 1")),
+                "ZWINDOW_TEST_IO_URING is set but zwindow did not start io_uring:\n{}",
+                log.iter().cloned().collect::<Vec<_>>().join("\n")
+            );
+        }
         ZwindowServer {
             child,
             port,

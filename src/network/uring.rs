@@ -1,0 +1,687 @@
+//! Client sockets served through io_uring (`io-uring yes`), beside tokio.
+//!
+//! With `threads 1` every connection task runs on one thread, and so does
+//! this driver: one ring per process, kept in a thread-local, touched only
+//! between awaits. It exists to cut the syscalls per request:
+//! - each connection keeps one multishot receive armed on its socket; the
+//!   kernel picks a buffer from a ring of provided buffers for each arrival
+//!   and posts a completion, which the driver copies into the connection's
+//!   pending input, handing the buffer straight back. No syscall per read.
+//! - a write hands the reply buffer itself to the ring as one send entry.
+//! - nothing is submitted as it is queued: tokio's park hook ([`on_park`])
+//!   submits every queued entry with one `io_uring_enter` just before the
+//!   thread would sleep, so one syscall carries every connection's sends of
+//!   that loop iteration, then reaps completions, so woken connections run
+//!   at once instead of after an `epoll_wait`.
+//! - the ring's descriptor sits in tokio's epoll set, so a sleeping thread
+//!   wakes for completions as it does for timers and cross-thread wakeups.
+//!
+//! Timers, channels, signals and everything else stay tokio's; connection
+//! logic is shared with the epoll path ([`super::socket::Socket`]).
+//!
+//! Memory the kernel may read or write — the provided buffers, their ring,
+//! a send in flight — is never freed while it might: the driver is leaked
+//! (it lives as long as the process), and a send's buffer stays in its
+//! connection's slot until its completion arrives, even when the
+//! connection is gone.
+
+use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use bytes::BytesMut;
+use io_uring::{IoUring, cqueue, opcode, squeue, types};
+
+/// Submission queue entries; completions get twice as many.
+const ENTRIES: u32 = 1024;
+/// Provided buffers (a power of two) and their size: 2 MB in all, touched
+/// only as data arrives. One completion fills at most one buffer.
+const BUF_COUNT: u16 = 256;
+const BUF_SIZE: usize = 8 * 1024;
+const BUF_GROUP: u16 = 0;
+/// Received bytes a connection may have waiting before its receive is
+/// cancelled (re-armed once it reads): a client that sends without reading
+/// replies is held back by TCP, as on the epoll path, not by our memory.
+const INPUT_PAUSE: usize = 256 * 1024;
+/// A pending-input buffer larger than this is released once read: an idle
+/// connection keeps no more than an ordinary request needs.
+const INPUT_KEEP: usize = 32 * 1024;
+
+/// What an entry was for, in the low bits of its user data.
+const RECV: u64 = 0;
+const SEND: u64 = 1;
+const CANCEL: u64 = 2;
+
+fn user_data(idx: u32, generation: u32, kind: u64) -> u64 {
+    (u64::from(generation) << 32) | (u64::from(idx) << 2) | kind
+}
+
+/// The kernel's `struct io_uring_buf`: one entry of the provided-buffer
+/// ring. The first entry's `resv` is the ring's tail.
+#[repr(C)]
+struct BufEntry {
+    addr: u64,
+    len: u32,
+    bid: u16,
+    resv: u16,
+}
+
+/// The provided buffers and the ring that offers them to the kernel.
+struct Buffers {
+    /// `BUF_COUNT` entries, page-aligned, never freed.
+    entries: *mut BufEntry,
+    /// `BUF_COUNT * BUF_SIZE` bytes, never freed.
+    data: *mut u8,
+    tail: u16,
+}
+
+impl Buffers {
+    fn new() -> io::Result<Buffers> {
+        let layout =
+            std::alloc::Layout::from_size_align(usize::from(BUF_COUNT) * 16, 4096).unwrap();
+        // SAFETY: the layout has a non-zero size.
+        let entries = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<BufEntry>();
+        if entries.is_null() {
+            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+        }
+        let data = vec![0u8; usize::from(BUF_COUNT) * BUF_SIZE]
+            .leak()
+            .as_mut_ptr();
+        let mut bufs = Buffers {
+            entries,
+            data,
+            tail: 0,
+        };
+        for bid in 0..BUF_COUNT {
+            bufs.give(bid);
+        }
+        Ok(bufs)
+    }
+
+    /// Offers buffer `bid` to the kernel again (or for the first time).
+    fn give(&mut self, bid: u16) {
+        let slot = usize::from(self.tail & (BUF_COUNT - 1));
+        // SAFETY: `slot` < BUF_COUNT, inside the allocation. The kernel
+        // reads entries between its head and our tail only, and this one
+        // is at the tail, not yet published; `resv` (the tail itself, in
+        // entry 0) is left alone. `bid` < BUF_COUNT, so the address is
+        // inside `data`.
+        unsafe {
+            let e = self.entries.add(slot);
+            std::ptr::addr_of_mut!((*e).addr)
+                .write(self.data.add(usize::from(bid) * BUF_SIZE) as u64);
+            std::ptr::addr_of_mut!((*e).len).write(BUF_SIZE as u32);
+            std::ptr::addr_of_mut!((*e).bid).write(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+        // SAFETY: entry 0's `resv` is aligned for a u16 and lives forever;
+        // the kernel only reads it, and the release store publishes the
+        // entry written above before the new tail.
+        unsafe {
+            AtomicU16::from_ptr(std::ptr::addr_of_mut!((*self.entries).resv))
+                .store(self.tail, Ordering::Release);
+        }
+    }
+
+    /// The first `len` bytes of buffer `bid`, which a completion has just
+    /// handed to us: the kernel does not touch it until it is given back.
+    fn filled(&self, bid: u16, len: usize) -> &[u8] {
+        let bid = usize::from(bid % BUF_COUNT);
+        // SAFETY: inside `data`; see above for why nothing writes it now.
+        unsafe { std::slice::from_raw_parts(self.data.add(bid * BUF_SIZE), len.min(BUF_SIZE)) }
+    }
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Recv {
+    Idle,
+    Armed,
+    Cancelling,
+}
+
+/// One connection's socket as the driver sees it.
+struct Conn {
+    stream: TcpStream,
+    fd: RawFd,
+    /// Received and not yet read by the connection task.
+    input: BytesMut,
+    eof: bool,
+    error: Option<i32>,
+    recv: Recv,
+    reader: Option<Waker>,
+    /// The send in flight (its buffer and how much of it has gone), or
+    /// finished and not yet collected.
+    send: Option<Vec<u8>>,
+    sent: usize,
+    sending: bool,
+    send_error: Option<i32>,
+    writer: Option<Waker>,
+    /// The connection task let go; the slot is freed once no entry of its
+    /// own is left in the ring.
+    dropped: bool,
+}
+
+struct Slot {
+    generation: u32,
+    conn: Option<Conn>,
+}
+
+struct Driver {
+    ring: IoUring,
+    bufs: Buffers,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Completions copied out of the ring before they are handled (the
+    /// handling queues entries, which needs the ring again).
+    reaped: Vec<(u64, i32, u32)>,
+    wake: Vec<Waker>,
+}
+
+thread_local! {
+    static DRIVER: Cell<Option<&'static RefCell<Driver>>> = const { Cell::new(None) };
+}
+
+fn driver() -> Option<&'static RefCell<Driver>> {
+    DRIVER.with(Cell::get)
+}
+
+/// True when this thread serves connections through io_uring.
+pub(crate) fn active() -> bool {
+    driver().is_some()
+}
+
+/// Sets up the ring on this thread, which must be the current-thread
+/// runtime's: an error (no io_uring in this kernel, disabled by
+/// `kernel.io_uring_disabled`, refused by a seccomp filter) leaves
+/// connections on epoll.
+pub(crate) fn start() -> io::Result<()> {
+    if active() {
+        return Ok(());
+    }
+    let ring = IoUring::builder()
+        .setup_cqsize(ENTRIES * 2)
+        .setup_single_issuer()
+        .build(ENTRIES)?;
+    if !ring.params().is_feature_nodrop() {
+        return Err(io::Error::other("kernel too old (no IORING_FEAT_NODROP)"));
+    }
+    let mut probe = io_uring::Probe::new();
+    ring.submitter().register_probe(&mut probe)?;
+    for code in [opcode::RecvMulti::CODE, opcode::Send::CODE] {
+        if !probe.is_supported(code) {
+            return Err(io::Error::other("kernel too old (no multishot receive)"));
+        }
+    }
+    let bufs = Buffers::new()?;
+    // SAFETY: the ring of entries is page-aligned, BUF_COUNT entries long
+    // and never freed (see `Buffers`).
+    unsafe {
+        ring.submitter().register_buf_ring_with_flags(
+            bufs.entries as u64,
+            BUF_COUNT,
+            BUF_GROUP,
+            0,
+        )?;
+    }
+    let fd = ring.as_raw_fd();
+    // SAFETY: the ring's descriptor stays open for the life of the process
+    // (the driver holding the ring is leaked below, never dropped).
+    let afd = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(RingFd(fd), tokio::io::Interest::READABLE)
+    }?;
+    let driver: &'static RefCell<Driver> = Box::leak(Box::new(RefCell::new(Driver {
+        ring,
+        bufs,
+        slots: Vec::new(),
+        free: Vec::new(),
+        reaped: Vec::new(),
+        wake: Vec::new(),
+    })));
+    DRIVER.with(|d| d.set(Some(driver)));
+    tokio::spawn(async move {
+        loop {
+            let Ok(mut ready) = afd.readable().await else {
+                return;
+            };
+            reap();
+            ready.clear_ready();
+        }
+    });
+    Ok(())
+}
+
+/// The ring's descriptor, for tokio's epoll set (the ring lives forever).
+struct RingFd(RawFd);
+
+impl AsRawFd for RingFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+/// tokio's park hook: submits what this loop iteration queued, then
+/// reaps, so connections whose data or send completed run before the
+/// thread sleeps.
+pub fn on_park() {
+    let Some(d) = driver() else { return };
+    let mut wake = {
+        let mut d = d.borrow_mut();
+        d.submit();
+        d.reap();
+        std::mem::take(&mut d.wake)
+    };
+    for w in wake.drain(..) {
+        w.wake();
+    }
+    d.borrow_mut().wake = wake;
+}
+
+/// Handles the completions the ring holds (the reaper task, on epoll's
+/// word that there are some).
+fn reap() {
+    let Some(d) = driver() else { return };
+    let mut wake = {
+        let mut d = d.borrow_mut();
+        d.reap();
+        std::mem::take(&mut d.wake)
+    };
+    for w in wake.drain(..) {
+        w.wake();
+    }
+    d.borrow_mut().wake = wake;
+}
+
+impl Driver {
+    fn submit(&mut self) {
+        if !self.ring.submission().is_empty()
+            && let Err(e) = self.ring.submit()
+        {
+            tracing::debug!("io_uring submit: {e}");
+        }
+    }
+
+    /// Queues `entry`, submitting first when the queue is full.
+    fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
+        for _ in 0..2 {
+            // SAFETY: every buffer an entry points at outlives it: the
+            // provided buffers are never freed, a send's buffer stays in
+            // its slot until its completion, and a cancel carries none.
+            if unsafe { self.ring.submission().push(entry) }.is_ok() {
+                return Ok(());
+            }
+            self.ring.submit()?;
+        }
+        Err(io::Error::other("io_uring submission queue full"))
+    }
+
+    fn conn(&mut self, idx: u32, generation: u32) -> Option<&mut Conn> {
+        let slot = self.slots.get_mut(idx as usize)?;
+        if slot.generation != generation {
+            return None;
+        }
+        slot.conn.as_mut()
+    }
+
+    fn arm_recv(&mut self, idx: u32, generation: u32) {
+        let Some(c) = self.conn(idx, generation) else {
+            return;
+        };
+        let entry = opcode::RecvMulti::new(types::Fd(c.fd), BUF_GROUP)
+            .build()
+            .user_data(user_data(idx, generation, RECV));
+        match self.push(&entry) {
+            Ok(()) => {
+                if let Some(c) = self.conn(idx, generation) {
+                    c.recv = Recv::Armed;
+                }
+            }
+            Err(e) => {
+                if let Some(c) = self.conn(idx, generation) {
+                    c.error = Some(e.raw_os_error().unwrap_or(libc::EIO));
+                    if let Some(w) = c.reader.take() {
+                        self.wake.push(w);
+                    }
+                }
+            }
+        }
+    }
+
+    fn cancel(&mut self, idx: u32, generation: u32, kind: u64) {
+        let entry = opcode::AsyncCancel::new(user_data(idx, generation, kind))
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(user_data(idx, generation, CANCEL));
+        // A cancel that cannot be queued leaves the operation to end by
+        // itself (the peer closing, keepalive): nothing is freed early.
+        let _ = self.push(&entry);
+    }
+
+    fn push_send(&mut self, idx: u32, generation: u32) -> io::Result<()> {
+        let Some(c) = self.conn(idx, generation) else {
+            return Err(io::ErrorKind::NotConnected.into());
+        };
+        let buf = c.send.as_ref().map_or(&[][..], |b| &b[c.sent..]);
+        let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        let entry = opcode::Send::new(types::Fd(c.fd), buf.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .user_data(user_data(idx, generation, SEND));
+        c.sending = true;
+        let pushed = self.push(&entry);
+        if pushed.is_err()
+            && let Some(c) = self.conn(idx, generation)
+        {
+            c.sending = false;
+        }
+        pushed
+    }
+
+    fn reap(&mut self) {
+        let mut reaped = std::mem::take(&mut self.reaped);
+        loop {
+            reaped.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            if reaped.is_empty() {
+                break;
+            }
+            for &(ud, res, flags) in &reaped {
+                self.complete(ud, res, flags);
+            }
+            reaped.clear();
+        }
+        self.reaped = reaped;
+    }
+
+    fn complete(&mut self, ud: u64, res: i32, flags: u32) {
+        let idx = ((ud & 0xffff_ffff) >> 2) as u32;
+        let generation = (ud >> 32) as u32;
+        match ud & 3 {
+            RECV => self.complete_recv(idx, generation, res, flags),
+            SEND => self.complete_send(idx, generation, res),
+            _ => {}
+        }
+        self.release_if_done(idx, generation);
+    }
+
+    fn complete_recv(&mut self, idx: u32, generation: u32, res: i32, flags: u32) {
+        let more = cqueue::more(flags);
+        let bid = cqueue::buffer_select(flags);
+        let Some(c) = self
+            .slots
+            .get_mut(idx as usize)
+            .filter(|s| s.generation == generation)
+            .and_then(|s| s.conn.as_mut())
+        else {
+            if let Some(bid) = bid {
+                self.bufs.give(bid);
+            }
+            return;
+        };
+        if let Some(bid) = bid {
+            if res > 0 {
+                c.input
+                    .extend_from_slice(self.bufs.filled(bid, res as usize));
+            }
+            self.bufs.give(bid);
+        }
+        let mut rearm = false;
+        if res == 0 {
+            c.eof = true;
+        } else if res < 0 && res != -libc::ENOBUFS && res != -libc::ECANCELED {
+            c.error = Some(-res);
+        }
+        if !more {
+            // A receive that ended by itself (out of buffers, say) starts
+            // again unless the socket is done or we stopped it.
+            let was = c.recv;
+            c.recv = Recv::Idle;
+            rearm = was == Recv::Armed
+                && !c.eof
+                && c.error.is_none()
+                && !c.dropped
+                && c.input.len() <= INPUT_PAUSE;
+        } else if c.recv == Recv::Armed && c.input.len() > INPUT_PAUSE {
+            c.recv = Recv::Cancelling;
+            self.cancel(idx, generation, RECV);
+        }
+        let Some(c) = self.conn(idx, generation) else {
+            return;
+        };
+        if let Some(w) = c.reader.take() {
+            self.wake.push(w);
+        }
+        if rearm {
+            self.arm_recv(idx, generation);
+        }
+    }
+
+    fn complete_send(&mut self, idx: u32, generation: u32, res: i32) {
+        let Some(c) = self.conn(idx, generation) else {
+            return;
+        };
+        c.sending = false;
+        if res < 0 {
+            c.send_error = Some(-res);
+        } else {
+            c.sent += res as usize;
+            let len = c.send.as_ref().map_or(0, Vec::len);
+            if c.sent < len && !c.dropped {
+                if let Err(e) = self.push_send(idx, generation)
+                    && let Some(c) = self.conn(idx, generation)
+                {
+                    c.send_error = Some(e.raw_os_error().unwrap_or(libc::EIO));
+                } else {
+                    return;
+                }
+            }
+        }
+        if let Some(c) = self.conn(idx, generation)
+            && let Some(w) = c.writer.take()
+        {
+            self.wake.push(w);
+        }
+    }
+
+    /// Frees a dropped connection's slot (closing its socket) once the
+    /// ring holds nothing of its.
+    fn release_if_done(&mut self, idx: u32, generation: u32) {
+        let Some(slot) = self.slots.get_mut(idx as usize) else {
+            return;
+        };
+        let done = slot.generation == generation
+            && slot
+                .conn
+                .as_ref()
+                .is_some_and(|c| c.dropped && c.recv == Recv::Idle && !c.sending);
+        if done {
+            slot.conn = None;
+            slot.generation = slot.generation.wrapping_add(1);
+            self.free.push(idx);
+        }
+    }
+}
+
+/// A connection's socket on the ring. Dropping it cancels what it has in
+/// flight; the socket closes once the ring lets go of it.
+pub(crate) struct UringSocket {
+    idx: u32,
+    generation: u32,
+}
+
+fn gone() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "io_uring driver not running")
+}
+
+impl UringSocket {
+    /// Takes over an accepted socket and arms its receive.
+    pub(crate) fn new(stream: tokio::net::TcpStream) -> io::Result<UringSocket> {
+        let d = driver().ok_or_else(gone)?;
+        let stream = stream.into_std()?;
+        // Blocking mode: io_uring then waits for room or data itself
+        // instead of completing with EAGAIN.
+        stream.set_nonblocking(false)?;
+        let fd = stream.as_raw_fd();
+        let mut d = d.borrow_mut();
+        let conn = Conn {
+            stream,
+            fd,
+            input: BytesMut::new(),
+            eof: false,
+            error: None,
+            recv: Recv::Idle,
+            reader: None,
+            send: None,
+            sent: 0,
+            sending: false,
+            send_error: None,
+            writer: None,
+            dropped: false,
+        };
+        let idx = match d.free.pop() {
+            Some(idx) => idx,
+            None => {
+                d.slots.push(Slot {
+                    generation: 0,
+                    conn: None,
+                });
+                (d.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut d.slots[idx as usize];
+        slot.conn = Some(conn);
+        let generation = slot.generation;
+        d.arm_recv(idx, generation);
+        Ok(UringSocket { idx, generation })
+    }
+
+    /// Appends what has arrived to `rbuf`, waiting for something if
+    /// nothing has; 0 at end of stream. Cancel-safe: nothing is lost when
+    /// the future is dropped.
+    pub(crate) async fn read(&mut self, rbuf: &mut BytesMut) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_read(cx, rbuf)).await
+    }
+
+    fn poll_read(&mut self, cx: &mut Context<'_>, rbuf: &mut BytesMut) -> Poll<io::Result<usize>> {
+        let (idx, generation) = (self.idx, self.generation);
+        let d = driver().ok_or_else(gone)?;
+        let mut d = d.borrow_mut();
+        let Some(c) = d.conn(idx, generation) else {
+            return Poll::Ready(Err(gone()));
+        };
+        let rearm = !c.eof && c.error.is_none() && c.recv == Recv::Idle;
+        if !c.input.is_empty() {
+            let n = c.input.len();
+            if rbuf.is_empty() {
+                // The usual case: hand the bytes over without copying.
+                std::mem::swap(rbuf, &mut c.input);
+                c.input.clear();
+            } else {
+                rbuf.extend_from_slice(&c.input);
+                c.input.clear();
+            }
+            if c.input.capacity() > INPUT_KEEP {
+                c.input = BytesMut::new();
+            }
+            if rearm {
+                d.arm_recv(idx, generation);
+            }
+            return Poll::Ready(Ok(n));
+        }
+        if let Some(errno) = c.error {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
+        }
+        if c.eof {
+            return Poll::Ready(Ok(0));
+        }
+        if !c.reader.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            c.reader = Some(cx.waker().clone());
+        }
+        if rearm {
+            d.arm_recv(idx, generation);
+        }
+        Poll::Pending
+    }
+
+    /// Sends all of `buf`, which the ring holds meanwhile and gives back
+    /// (empty if the future is dropped first: the send goes on, and its
+    /// buffer is freed when it completes).
+    pub(crate) async fn write_all(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+        // A send left by a dropped write finishes first.
+        poll_fn(|cx| self.poll_sent(cx).map_ok(drop)).await?;
+        self.start_send(std::mem::take(buf))?;
+        *buf = poll_fn(|cx| self.poll_sent(cx)).await?;
+        Ok(())
+    }
+
+    fn start_send(&mut self, buf: Vec<u8>) -> io::Result<()> {
+        let d = driver().ok_or_else(gone)?;
+        let mut d = d.borrow_mut();
+        let c = d.conn(self.idx, self.generation).ok_or_else(gone)?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        c.send = Some(buf);
+        c.sent = 0;
+        d.push_send(self.idx, self.generation)
+    }
+
+    /// Ready when no send is in flight, with the finished send's buffer
+    /// (cleared of nothing: the caller clears it).
+    fn poll_sent(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Vec<u8>>> {
+        let d = driver().ok_or_else(gone)?;
+        let mut d = d.borrow_mut();
+        let Some(c) = d.conn(self.idx, self.generation) else {
+            return Poll::Ready(Err(gone()));
+        };
+        if c.sending {
+            if !c.writer.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                c.writer = Some(cx.waker().clone());
+            }
+            return Poll::Pending;
+        }
+        if let Some(errno) = c.send_error {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
+        }
+        Poll::Ready(Ok(c.send.take().unwrap_or_default()))
+    }
+
+    /// Ends the write side (the peer reads end of stream), as the epoll
+    /// path's `shutdown`.
+    pub(crate) fn shutdown(&mut self) {
+        let Some(d) = driver() else { return };
+        let mut d = d.borrow_mut();
+        if let Some(c) = d.conn(self.idx, self.generation) {
+            let _ = c.stream.shutdown(std::net::Shutdown::Write);
+        }
+    }
+}
+
+impl Drop for UringSocket {
+    fn drop(&mut self) {
+        let Some(d) = driver() else { return };
+        let mut d = d.borrow_mut();
+        let (idx, generation) = (self.idx, self.generation);
+        let Some(c) = d.conn(idx, generation) else {
+            return;
+        };
+        c.dropped = true;
+        c.reader = None;
+        c.writer = None;
+        let (recv, sending) = (c.recv, c.sending);
+        if recv == Recv::Armed {
+            c.recv = Recv::Cancelling;
+            d.cancel(idx, generation, RECV);
+        }
+        if sending {
+            d.cancel(idx, generation, SEND);
+        }
+        d.release_if_done(idx, generation);
+    }
+}
