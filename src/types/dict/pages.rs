@@ -131,10 +131,11 @@ impl<T> Pages<T> {
         if self.pages.len() > 1 && self.pages.last().is_some_and(Vec::is_empty) {
             self.pages.pop();
         }
-        if let [only] = self.pages.as_mut_slice() {
-            if only.capacity() > 64 && only.len() * 4 < only.capacity() {
-                only.shrink_to(only.len() * 2);
-            }
+        if let [only] = self.pages.as_mut_slice()
+            && only.capacity() > 64
+            && only.len() * 4 < only.capacity()
+        {
+            only.shrink_to(only.len() * 2);
         }
     }
 
