@@ -37,6 +37,10 @@ use std::hash::{BuildHasher, Hasher};
 use foldhash::fast::RandomState;
 use rand::Rng;
 
+use pages::Pages;
+
+mod pages;
+
 /// End of a chain / empty bucket.
 const NIL: u32 = u32::MAX;
 /// Smallest non-empty table, as Redis's `DICT_HT_INITIAL_SIZE`.
@@ -65,7 +69,7 @@ struct Entry<K, V> {
 /// A hash table keyed by byte strings with Redis-style `scan` and `random`.
 #[derive(Clone)]
 pub struct Dict<K, V> {
-    entries: Vec<Entry<K, V>>,
+    entries: Pages<Entry<K, V>>,
     /// Chain heads. Empty (no allocation) until the first insert, otherwise a
     /// power of two >= `MIN_BUCKETS` with `entries.len() <= buckets.len()`.
     buckets: Box<[u32]>,
@@ -95,7 +99,7 @@ fn bucket_count_for(len: usize) -> usize {
 impl<K: AsRef<[u8]>, V> Dict<K, V> {
     pub fn new() -> Self {
         Dict {
-            entries: Vec::new(),
+            entries: Pages::default(),
             buckets: Box::new([]),
             hasher: RandomState::default(),
         }
@@ -271,13 +275,10 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
         if self.buckets.len() > MIN_BUCKETS && len * 8 < self.buckets.len() {
             self.rebuild(bucket_count_for(len));
         }
-        // Vec never gives memory back by itself; after a mass delete (e.g.
-        // expiry of most of a shard) we want it back. Shrinking to 2*len
-        // leaves room to grow again without an immediate reallocation.
-        let cap = self.entries.capacity();
-        if cap > 64 && len * 4 < cap {
-            self.entries.shrink_to(len * 2);
-        }
+        // After a mass delete (e.g. expiry of most of a shard) the memory
+        // should come back: emptied pages already went; a lone page much
+        // larger than its entries shrinks.
+        self.entries.shrink();
     }
 
     /// Re-threads every entry into a fresh table of `n` buckets (a power of
@@ -295,7 +296,7 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
 
     /// Removes everything and frees the table (FLUSHDB should return memory).
     pub fn clear(&mut self) {
-        self.entries = Vec::new();
+        self.entries = Pages::default();
         self.buckets = Box::new([]);
     }
 
@@ -308,10 +309,12 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
     }
 
     /// Removes and yields every entry; the dict is empty afterwards even if
-    /// the iterator is dropped early. Keeps the entry allocation for reuse.
+    /// the iterator is dropped early.
     pub fn drain(&mut self) -> impl ExactSizeIterator<Item = (K, V)> {
         self.buckets = Box::new([]);
-        self.entries.drain(..).map(|e| (e.key, e.value))
+        std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(|e| (e.key, e.value))
     }
 
     /// Keeps only the entries for which `f` returns true.
@@ -408,7 +411,7 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
 }
 
 /// Owning iterator returned by `Dict::into_iter`.
-pub struct IntoIter<K, V>(std::vec::IntoIter<Entry<K, V>>);
+pub struct IntoIter<K, V>(<Pages<Entry<K, V>> as IntoIterator>::IntoIter);
 
 impl<K, V> Iterator for IntoIter<K, V> {
     type Item = (K, V);

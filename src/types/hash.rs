@@ -102,7 +102,9 @@ impl Val for Slot {
 #[derive(Debug, Clone)]
 pub enum Fields<V> {
     Listpack(Vec<(Bytes, V)>),
-    Table(Dict<Bytes, V>),
+    /// Boxed: the table is twice the size of the listpack's `Vec`, and
+    /// every key's entry is as large as its largest inline value.
+    Table(Box<Dict<Bytes, V>>),
 }
 
 impl<V: Val> Fields<V> {
@@ -138,7 +140,7 @@ impl<V: Val> Fields<V> {
             for (f, val) in v.drain(..) {
                 d.insert(f, val);
             }
-            *self = Fields::Table(d);
+            *self = Fields::Table(Box::new(d));
         }
     }
 
@@ -208,7 +210,8 @@ pub enum Hash {
     /// A hash that has (or had) field TTLs.
     Ex {
         fields: Fields<Slot>,
-        ttl: Deadlines,
+        /// Boxed: only hashes that had a field TTL have one.
+        ttl: Box<Deadlines>,
     },
 }
 
@@ -420,15 +423,15 @@ impl Hash {
                 ),
                 Fields::Table(d) => {
                     let mut t = Dict::with_capacity(d.len());
-                    for (k, value) in d {
+                    for (k, value) in *d {
                         t.insert(k, Slot { value, at: NO_TTL });
                     }
-                    Fields::Table(t)
+                    Fields::Table(Box::new(t))
                 }
             };
             *self = Hash::Ex {
                 fields,
-                ttl: Deadlines::NONE,
+                ttl: Box::new(Deadlines::NONE),
             };
         }
     }
@@ -568,7 +571,7 @@ impl Hash {
         };
         ttl.volatile -= count;
         if ttl.volatile == 0 {
-            *ttl = Deadlines::NONE;
+            **ttl = Deadlines::NONE;
         }
         count
     }

@@ -20,7 +20,9 @@ type Bytes = Box<[u8]>;
 #[derive(Debug, Clone)]
 pub enum Set {
     Intset(Vec<i64>),
-    Table(Dict<Bytes, ()>),
+    /// Boxed: the table is twice the size of the intset's `Vec`, and every
+    /// key's entry is as large as its largest inline value.
+    Table(Box<Dict<Bytes, ()>>),
 }
 
 /// A member as stored: intsets hold numbers, tables hold bytes.
@@ -54,7 +56,7 @@ impl Set {
         if parse_i64(member).is_some() {
             Set::Intset(Vec::new())
         } else {
-            Set::Table(Dict::new())
+            Set::Table(Box::default())
         }
     }
 
@@ -102,7 +104,7 @@ impl Set {
             for n in v.drain(..) {
                 d.insert(itoa::Buffer::new().format(n).as_bytes().into(), ());
             }
-            *self = Set::Table(d);
+            *self = Set::Table(Box::new(d));
         }
     }
 
