@@ -123,7 +123,10 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
         // Delays the next AOF write by this many microseconds (Redis's test
         // hook for a slow disk).
         let us = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)?;
-        ctx.shared.aof.flush_sleep_us.store(us.max(0) as u64, Relaxed);
+        ctx.shared
+            .aof
+            .flush_sleep_us
+            .store(us.max(0) as u64, Relaxed);
         ctx.out.ok();
     } else if eq_ic(sub, "REPLYBUFFER") && argc == 4 && eq_ic(ctx.arg(2), "RESIZING") {
         let on = super::server::c_atoi(ctx.arg(3)) != 0;
