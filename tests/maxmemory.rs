@@ -3,7 +3,8 @@
 //! commands, MULTI, scripts) byte for byte; then eviction itself on zwindow
 //! alone: memory held near the limit under a write load, the oldest keys
 //! going first under allkeys-lru, only volatile keys under volatile-*, and
-//! the `evicted` notification.
+//! the `evicted` notification; and the hit ratio of a Zipf read-through
+//! workload beside redis-server's.
 mod common;
 
 use std::time::Duration;
@@ -254,5 +255,71 @@ fn every_policy_keeps_the_limit() {
         let used = info_field(&mut c, "memory", "used_memory");
         assert!(used <= (10 << 20) * 21 / 20, "{policy}: used_memory {used}");
         assert!(info_field(&mut c, "stats", "evicted_keys") > 0, "{policy}");
+    }
+}
+
+/// A read-through cache on a Zipf-distributed key popularity (s = 1): GET a
+/// key, SET it on a miss. Returns the hit ratio. Seeded, so both servers
+/// see the same request stream.
+fn zipf_hit_ratio(conn: &mut RawConn, keys: usize, ops: usize) -> f64 {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    let mut cumulative = Vec::with_capacity(keys);
+    let mut total = 0.0;
+    for rank in 1..=keys {
+        total += 1.0 / rank as f64;
+        cumulative.push(total);
+    }
+    let mut rng = StdRng::seed_from_u64(7);
+    let value = vec![b'v'; 500];
+    let (mut hits, mut done) = (0, 0);
+    while done < ops {
+        let batch: Vec<String> = (0..200)
+            .map(|_| {
+                let x = rng.random::<f64>() * total;
+                format!("key:{}", cumulative.partition_point(|&c| c < x))
+            })
+            .collect();
+        let gets: Vec<u8> = batch
+            .iter()
+            .flat_map(|k| encode_cmd(&[b"GET", k.as_bytes()]))
+            .collect();
+        conn.send(&gets);
+        let mut sets = Vec::new();
+        let mut misses = 0;
+        for k in &batch {
+            if conn.read_reply() == b"$-1\r\n" {
+                sets.extend(encode_cmd(&[b"SET", k.as_bytes(), &value]));
+                misses += 1;
+            } else {
+                hits += 1;
+            }
+        }
+        conn.send(&sets);
+        for _ in 0..misses {
+            assert_eq!(conn.read_reply(), b"+OK\r\n");
+        }
+        done += batch.len();
+    }
+    hits as f64 / done as f64
+}
+
+/// The eviction-quality bar: on the same Zipf read-through stream,
+/// with a limit that holds about a third of the keys, zwindow's sampled
+/// LRU and LFU keep a hit ratio within 5 points of redis-server 7.0's.
+#[test]
+fn zipf_hit_ratio_matches_redis_servers() {
+    for policy in ["allkeys-lru", "allkeys-lfu"] {
+        let args = ["--maxmemory", "8mb", "--maxmemory-policy", policy];
+        let s = Servers::start_with(&args);
+        let z = zipf_hit_ratio(&mut s.z.conn(), 40_000, 60_000);
+        let r = zipf_hit_ratio(&mut s.r.conn(), 40_000, 60_000);
+        let mut c = s.z.conn();
+        assert!(info_field(&mut c, "stats", "evicted_keys") > 0, "{policy}");
+        assert!(
+            z >= r - 0.05,
+            "{policy}: hit ratio {z:.4} on zwindow, {r:.4} on redis-server"
+        );
+        eprintln!("{policy}: hit ratio zwindow {z:.4}, redis-server {r:.4}");
     }
 }
