@@ -176,10 +176,22 @@ pub fn used_memory() -> Option<u64> {
     crate::alloc::allocated()
 }
 
+/// How far memory is over `maxmemory` (0: under it, or no limit). Pushes
+/// on their way to clients that read are not counted (see
+/// `Clients::pushes_in_flight`); the clients list is read only when the
+/// allocator's figure alone is over.
+fn excess(shared: &Shared) -> u64 {
+    let max = shared.config.maxmemory();
+    let Some(used) = used_memory().filter(|&u| max != 0 && u > max) else {
+        return 0;
+    };
+    used.saturating_sub(shared.clients.pushes_in_flight())
+        .saturating_sub(max)
+}
+
 /// Whether memory is over `maxmemory` (and the limit is on).
 pub fn over_limit(shared: &Shared) -> bool {
-    let max = shared.config.maxmemory();
-    max != 0 && used_memory().is_some_and(|u| u > max)
+    excess(shared) > 0
 }
 
 /// Redis's `evictionTimeLimitUs`: how long one pass may evict.
@@ -224,7 +236,7 @@ pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
     // clients' buffers, and counting those would evict key after key to
     // pay for the messages of the last one (a feedback loop that empties
     // the database when many clients track keys).
-    let to_free = used_memory().map_or(0, |u| u.saturating_sub(max)) as i64;
+    let to_free = excess(shared) as i64;
     let mut freed = 0i64;
     let mut evicted = 0u64;
     let result = loop {

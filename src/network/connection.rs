@@ -262,6 +262,7 @@ pub(crate) async fn run(
             stats.recent_max_output.note(out.len() as u64);
             // A client that stops reading must not pin this task: a kill
             // (e.g. by the output buffer limit) ends the write.
+            handle.writing.store(true, Relaxed);
             tokio::select! {
                 biased;
                 _ = &mut killed => break 'conn,
@@ -271,6 +272,7 @@ pub(crate) async fn run(
                     }
                 }
             }
+            handle.writing.store(false, Relaxed);
             stats.writes_processed.fetch_add(1, Relaxed);
             stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
             // Pushes count against the output limit until written.
