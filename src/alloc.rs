@@ -113,6 +113,16 @@ pub fn allocated() -> Option<u64> {
     (sum > 0).then_some(sum as u64)
 }
 
+/// The calling thread's own counter: what it allocated minus what it
+/// freed (shared with other threads only past [`SLOTS`] threads). The
+/// difference of two reads brackets what this thread did in between
+/// without what other threads did meanwhile, as eviction needs to measure
+/// one deletion (Redis's `zmalloc_used_memory` delta, which is exact there
+/// because the main thread is alone).
+pub fn thread_net() -> i64 {
+    counter().load(Relaxed) as i64
+}
+
 /// `mimalloc-<version>` when the counting allocator is in use, else the
 /// system's (`libc`, as Redis names a build without its own allocator).
 pub fn name() -> String {

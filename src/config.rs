@@ -232,6 +232,15 @@ pub static LOG_RELOAD: std::sync::OnceLock<LogReload> = std::sync::OnceLock::new
 
 pub type LogReload = Box<dyn Fn(&str) + Send + Sync>;
 
+/// How `CONFIG SET port` moves the listener (see [`Config::set_listen`]):
+/// binds the new port (0: no TCP listener) or fails with the reason.
+pub type Listen = Box<dyn Fn(u16) -> Result<(), String> + Send + Sync>;
+
+/// Redis's HIDDEN_CONFIG settings: CONFIG GET reports them only when asked
+/// by their exact name, never for a pattern (they are test hooks). Redis
+/// 7.0 has five; zwindow has those it implements.
+const HIDDEN: &[&str] = &["rdb-key-save-delay", "key-load-delay"];
+
 /// Settings only `enable-protected-configs` lets CONFIG SET change.
 const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
@@ -257,6 +266,8 @@ const DEPRECATED: &[&str] = &[
 pub struct Config {
     pub bind: String,
     pub port: AtomicU32,
+    /// Set by the server once it listens: what a new `port` applies.
+    listen: std::sync::OnceLock<Listen>,
     pub databases: usize,
     pub debug_command: bool,
     requirepass: RwLock<Option<Vec<u8>>>,
@@ -449,6 +460,7 @@ impl Config {
             rdbcompression: AtomicBool::new(true),
             rdbchecksum: true,
             stop_writes_on_bgsave_error: AtomicBool::new(true),
+            listen: std::sync::OnceLock::new(),
         }
     }
 
@@ -457,7 +469,6 @@ impl Config {
         let text = || String::from_utf8_lossy(v).into_owned();
         match name {
             "bind" => self.bind = text(),
-            "port" => self.port.store(int_setter(v, 0, 65535)? as u32, Relaxed),
             "databases" => self.databases = int_setter(v, 1, i64::from(i32::MAX))? as usize,
             "enable-debug-command" => {
                 self.debug_command = parse_bool(v)
@@ -486,6 +497,12 @@ impl Config {
             .get(name)
             .cloned()
             .unwrap_or_else(|| default.to_string())
+    }
+
+    /// Registers how a new `port` is applied at runtime (the server's
+    /// accept loop); before that, `port` is only stored (startup).
+    pub fn set_listen(&self, listen: Listen) {
+        let _ = self.listen.set(listen);
     }
 
     /// True once startup has read the config (settings marked immutable
@@ -818,7 +835,13 @@ impl Config {
     pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
         for pat in patterns {
+            // As Redis: a name without glob characters is looked up
+            // (hidden settings too), a pattern matches visible ones only.
+            let is_pattern = pat.iter().any(|b| matches!(b, b'[' | b'*' | b'?'));
             for p in PARAMS {
+                if is_pattern && HIDDEN.contains(&p.name) {
+                    continue;
+                }
                 for name in std::iter::once(p.name).chain(p.alias) {
                     if glob_match(pat, name.as_bytes(), true)
                         && !out.iter().any(|(n, _)| *n == name)
@@ -876,11 +899,29 @@ impl Config {
                 return Err(fail("can't set immutable config"));
             };
             set(self, value, false).map_err(|e| fail(&e))?;
-            found.push((set, *value));
+            found.push((p, set, *name, *value));
         }
-        for (set, value) in found {
-            // Validated above; applying cannot fail.
-            let _ = set(self, value, true);
+        // Applying can still fail where the world says no (a port in use):
+        // then every setting applied so far gets its old value back, as
+        // Redis's `restoreBackupConfig`, and CONFIG SET changed nothing.
+        let mut applied: Vec<(&Param, Setter, String)> = Vec::with_capacity(found.len());
+        for (p, set, name, value) in found {
+            let old = (p.get)(self);
+            if let Err(e) = set(self, value, true) {
+                for (p, set, old) in applied.into_iter().rev() {
+                    if let Err(why) = set(self, old.as_bytes(), true) {
+                        tracing::warn!(
+                            "Failed restoring failed CONFIG SET command. Error setting {} to '{old}': {why}",
+                            p.name
+                        );
+                    }
+                }
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - {e}",
+                    String::from_utf8_lossy(name)
+                ));
+            }
+            applied.push((p, set, old));
         }
         Ok(())
     }
@@ -1331,11 +1372,25 @@ const PARAMS: &[Param] = &[
         get: |c| c.bind.clone(),
         set: None,
     },
+    // Applied by moving the listener (Redis's `updatePort`): the new port
+    // is bound first, so a port that cannot be bound fails CONFIG SET and
+    // the server keeps listening where it was.
     Param {
         name: "port",
         alias: None,
         get: |c| c.port.load(Relaxed).to_string(),
-        set: None,
+        set: Some(|c, v, apply| {
+            let port = int_setter(v, 0, 65535)? as u32;
+            // The same port again keeps its listener (binding it twice
+            // would fail).
+            if apply && c.port.load(Relaxed) != port {
+                if let Some(listen) = c.listen.get() {
+                    listen(port as u16)?;
+                }
+                c.port.store(port, Relaxed);
+            }
+            Ok(())
+        }),
     },
     Param {
         name: "databases",
@@ -2248,6 +2303,50 @@ mod tests {
 
     fn config() -> Config {
         Startup::load(&Sources::default()).unwrap().config
+    }
+
+    #[test]
+    fn apply_failure_restores_every_parameter() {
+        let c = config();
+        c.set_listen(Box::new(|port| match port {
+            7 => Err("Unable to listen on this port. Check server logs.".into()),
+            _ => Ok(()),
+        }));
+        let err = c
+            .set_many(&[
+                (b"maxmemory", b"10000001"),
+                (b"hz", b"50"),
+                (b"port", b"7"),
+                (b"client-query-buffer-limit", b"10m"),
+            ])
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs."
+        );
+        let got = c.get_matching(&[b"maxmemory", b"hz", b"port", b"client-query-buffer-limit"]);
+        let defaults = Config::defaults().get_matching(&[
+            b"maxmemory",
+            b"hz",
+            b"port",
+            b"client-query-buffer-limit",
+        ]);
+        assert_eq!(got, defaults);
+        c.set_many(&[(b"port", b"8"), (b"hz", b"50")]).unwrap();
+        assert_eq!(c.get_matching(&[b"port"]), vec![("port", "8".to_string())]);
+    }
+
+    #[test]
+    fn hidden_settings_need_their_exact_name() {
+        let c = config();
+        let all = c.get_matching(&[b"*"]);
+        for name in HIDDEN {
+            assert!(all.iter().all(|(n, _)| n != name), "{name} in CONFIG GET *");
+            if find_param(name.as_bytes()).is_some() {
+                assert_eq!(c.get_matching(&[name.as_bytes()]).len(), 1, "{name}");
+            }
+        }
+        assert!(all.iter().any(|(n, _)| *n == "port"));
     }
 
     #[test]

@@ -278,6 +278,33 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         crate::persistence::load_at_startup(&shared)?;
     }
 
+    // CONFIG SET port: the new socket is bound in the command (so a port
+    // in use fails it) and handed here; the old one closes when the
+    // accept loop takes the new one.
+    let (relisten_tx, mut relisten) =
+        tokio::sync::mpsc::unbounded_channel::<Option<std::net::TcpListener>>();
+    let (bind_addr, backlog) = (bind.to_string(), shared.config.tcp_backlog);
+    shared.config.set_listen(Box::new(move |port| {
+        let new = if port == 0 {
+            // Redis closes the TCP listener for port 0.
+            None
+        } else {
+            match crate::network::listen_std(&bind_addr, port, backlog) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    tracing::warn!(
+                        "Warning: Could not create server TCP listening socket {bind_addr}:{port}: bind: {e}"
+                    );
+                    return Err("Unable to listen on this port. Check server logs.".into());
+                }
+            }
+        };
+        relisten_tx
+            .send(new)
+            .map_err(|_| "the server is shutting down".to_string())
+    }));
+    let mut listener = Some(listener);
+
     let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
@@ -296,7 +323,17 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let mut last_warning: Option<Instant> = None;
     loop {
         tokio::select! {
-            accepted = listener.accept(), if !paused => match accepted {
+            Some(new) = relisten.recv() => {
+                listener = match new.map(tokio::net::TcpListener::from_std) {
+                    Some(Ok(l)) => Some(l),
+                    Some(Err(e)) => {
+                        tracing::warn!("Could not listen on the new port: {e}");
+                        listener
+                    }
+                    None => None,
+                };
+            }
+            accepted = accept(listener.as_ref()), if !paused => match accepted {
                 Ok((stream, peer)) => crate::network::admit(&shared, stream, peer, &mut conns),
                 Err(e) => {
                     if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
@@ -344,6 +381,16 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     }
     tracing::info!("zwindow is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// The next connection on `listener`; never, without one (`port 0`).
+async fn accept(
+    listener: Option<&tokio::net::TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// `io-uring yes`: client sockets go through io_uring from now on, or stay

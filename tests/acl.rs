@@ -254,6 +254,45 @@ fn noperm_at_top_level_in_multi_and_in_scripts() {
     }
 }
 
+/// SORT's BY and GET patterns read keys no ACL check sees: Redis takes
+/// them only from a user one of whose selectors allows the command and
+/// reads every key (`allkeys`, `~*` or `%R~*`); a constant BY pattern
+/// (no `*`) reads nothing and is always accepted.
+#[test]
+fn sort_patterns_need_read_access_to_every_key() {
+    let s = Servers::start();
+    let mut admin = s.pair();
+    admin.script(&["SET v1 1", "SET w1 x", "LPUSH mylist 1", "SADD myset 1"]);
+    let mut p = s.pair();
+    for (i, rules) in [
+        "(+sort ~mylist)",
+        "(+sort ~mylist ~v*)",
+        "(+sort ~mylist %W~*)",
+        "(+sort ~mylist %R~*)",
+        "+sort ~mylist ~*",
+        "+sort allkeys",
+        "+sort ~mylist (+get ~*)",
+        "+sort +sort_ro +eval ~mylist ~myset ~dst (+sort_ro %R~*)",
+    ]
+    .iter()
+    .enumerate()
+    {
+        admin.check_str(&format!("ACL SETUSER s{i} on nopass {rules}"));
+        p.script(&[
+            &format!("AUTH s{i} x"),
+            "SORT mylist BY v*",
+            "SORT mylist GET v*",
+            "SORT mylist GET # BY nosort",
+            "SORT mylist BY nosort GET w*",
+            "SORT_RO mylist BY v* GET #",
+            "SORT myset BY v*",
+            "SORT mylist LIMIT 0 1 BY v*",
+            "SORT mylist BY v* GET v* STORE dst",
+            "EVAL \"return redis.pcall('sort','mylist','by','v*')\" 0",
+        ]);
+    }
+}
+
 #[test]
 fn log_counts_and_contexts() {
     let s = Servers::start();

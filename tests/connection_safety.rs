@@ -330,3 +330,63 @@ fn out_of_file_descriptors_the_server_stays_responsive_and_idle() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// CONFIG SET port moves the listener as Redis's does: a port in use fails
+/// the whole CONFIG SET with Redis's error (every parameter keeps its
+/// value and the server its port); a free one is listened on at once and
+/// the old one closed, while open connections stay.
+#[test]
+fn config_set_port_rebinds_or_rolls_back() {
+    let server = ZwindowServer::start(&[]);
+    let mut c = server.conn();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port();
+    let reply = c.cmd_str(&format!(
+        "CONFIG SET maxmemory 10000001 port {busy_port} client-query-buffer-limit 10m"
+    ));
+    assert_eq!(
+        reply,
+        b"-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.\r\n"
+    );
+    assert_eq!(
+        c.cmd_str("CONFIG GET maxmemory"),
+        b"*2\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n"
+    );
+    assert_eq!(
+        c.cmd_str("CONFIG GET client-query-buffer-limit"),
+        b"*2\r\n$25\r\nclient-query-buffer-limit\r\n$10\r\n1073741824\r\n"
+    );
+    let old_port = server.port().to_string();
+    let port_reply = |p: &str| format!("*2\r\n$4\r\nport\r\n${}\r\n{p}\r\n", p.len()).into_bytes();
+    assert_eq!(c.cmd_str("CONFIG GET port"), port_reply(&old_port));
+    assert_eq!(server.conn().cmd_str("PING"), b"+PONG\r\n");
+    // The same port keeps its listener.
+    assert_eq!(
+        c.cmd_str(&format!("CONFIG SET port {old_port}")),
+        b"+OK\r\n"
+    );
+    assert_eq!(server.conn().cmd_str("PING"), b"+PONG\r\n");
+
+    // A free port (the busy one, released).
+    drop(busy);
+    assert_eq!(
+        c.cmd_str(&format!("CONFIG SET port {busy_port}")),
+        b"+OK\r\n"
+    );
+    let new_addr = SocketAddr::from(([127, 0, 0, 1], busy_port));
+    assert_eq!(
+        RawConn::connect(new_addr, "moved").cmd_str("PING"),
+        b"+PONG\r\n"
+    );
+    assert_eq!(
+        c.cmd_str("CONFIG GET port"),
+        port_reply(&busy_port.to_string())
+    );
+    // The old listener closes once the accept loop took the new one.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(server.addr()).is_ok() {
+        assert!(Instant::now() < deadline, "the old port still accepts");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.cmd_str("PING"), b"+PONG\r\n");
+}

@@ -425,6 +425,16 @@ impl Selector {
         self.all_commands && self.all_keys && self.all_channels
     }
 
+    /// acl.c `ACLSelectorHasUnrestrictedKeyAccess` for reading: `allkeys`,
+    /// or a `*` pattern that grants reading.
+    fn reads_every_key(&self) -> bool {
+        self.all_keys
+            || self
+                .keys
+                .iter()
+                .any(|p| p.perm & READ == READ && p.pattern == b"*")
+    }
+
     /// acl.c `ACLSelectorCheckCmd`: Err((reason, argument index)).
     fn check(
         &self,
@@ -785,6 +795,23 @@ impl User {
             }
         }
         Err(worst)
+    }
+
+    /// acl.c `ACLUserCheckCmdWithUnrestrictedKeyAccess` for reading:
+    /// whether one selector both allows this command with these arguments
+    /// and may read every key. SORT's BY and GET patterns name keys that
+    /// no key spec reports, so Redis accepts them only from such a user.
+    pub(crate) fn may_read_any_key(&self, cmd: &'static Command, args: &Args<'_>) -> bool {
+        if self.unrestricted {
+            return true;
+        }
+        let Some(id) = Catalog::get().id_of(cmd) else {
+            return true;
+        };
+        let mut keys = None;
+        self.selectors
+            .iter()
+            .any(|s| s.reads_every_key() && s.check(id, cmd, args, &mut keys).is_ok())
     }
 
     /// Whether some selector allows every channel.

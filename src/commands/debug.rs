@@ -245,11 +245,15 @@ fn object(ctx: &mut Ctx) -> CmdResult {
         config.list_compress_depth() != 0,
     );
     let compress = config.rdbcompression();
+    let shared = ctx.shared;
     let line = with_all_shards(ctx.ks, |ks| {
         let Some(e) = ks.peek_raw(&key) else {
             return Ok(None);
         };
-        Ok(Some(object_line(e, now, fill, compressed, compress)))
+        let refcount = super::keys::refcount(shared, &e.value);
+        Ok(Some(object_line(
+            e, refcount, now, fill, compressed, compress,
+        )))
     })
     .map_err(Error::Owned)?;
     match line {
@@ -259,14 +263,21 @@ fn object(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-fn object_line(e: &Entry, now_ms: u64, fill: i64, ql_compressed: bool, compress: bool) -> String {
+fn object_line(
+    e: &Entry,
+    refcount: i64,
+    now_ms: u64,
+    fill: i64,
+    ql_compressed: bool,
+    compress: bool,
+) -> String {
     let mut rdb = Vec::new();
     crate::rdb::value::encode_file(&e.value, compress, &mut rdb);
     let idle = crate::keyspace::evict::idle_ms(e.lru, now_ms) / 1000;
     let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         &e.value,
-        super::keys::refcount(&e.value),
+        refcount,
         e.value.encoding(),
         rdb.len(),
         e.lru,

@@ -544,18 +544,30 @@ fn object_encoding(ctx: &mut Ctx) -> CmdResult {
 
 fn object_refcount(ctx: &mut Ctx) -> CmdResult {
     match ctx.ks.peek(ctx.args.get(2)) {
-        Some(e) => ctx.out.int(refcount(&e.value)),
+        Some(e) => ctx.out.int(refcount(ctx.shared, &e.value)),
         None => ctx.out.null(),
     }
     Ok(Done)
 }
 
 /// The refcount Redis reports for a value: the integers 0..10000 are
-/// shared objects (OBJ_SHARED_REFCOUNT), everything else is owned by its key.
-pub(crate) fn refcount(v: &Value) -> i64 {
+/// shared objects (OBJ_SHARED_REFCOUNT), everything else is owned by its
+/// key. Redis stops sharing them while `maxmemory` is set with an LRU or
+/// LFU policy (each value then carries its own access time); zwindow keeps
+/// access times per key and shares nothing, so the reply follows the
+/// settings in force when asked (Redis: when the value was written).
+pub(crate) fn refcount(shared: &crate::server::Shared, v: &Value) -> i64 {
+    let policy = shared.config.maxmemory_policy();
+    let sharing = shared.config.maxmemory() == 0
+        || !(policy.is_lfu()
+            || matches!(
+                policy,
+                crate::config::Policy::AllkeysLru | crate::config::Policy::VolatileLru
+            ));
     match v {
         Value::Str(s)
-            if s.encoding() == "int"
+            if sharing
+                && s.encoding() == "int"
                 && crate::util::parse_i64(&s.data).is_some_and(|n| (0..10_000).contains(&n)) =>
         {
             i32::MAX as i64

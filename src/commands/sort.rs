@@ -77,6 +77,13 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
         gets: Vec::new(),
         store: None,
     };
+    // Patterns read keys no ACL check saw: only a user who may read every
+    // key may use them (a connection without a user, the AOF's, may).
+    let full_read = ctx
+        .client
+        .user
+        .as_ref()
+        .is_none_or(|u| u.may_read_any_key(ctx.cmd, &args));
     let mut j = 2;
     while j < args.len() {
         let left = args.len() - j - 1;
@@ -97,8 +104,18 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
             let p = args.get(j + 1);
             o.by = Some(p);
             o.dontsort = !c_str(p).contains(&b'*');
+            if !o.dontsort && !full_read {
+                return Err(Error::Static(
+                    "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             j += 1;
         } else if eq_ic(a, "get") && left >= 1 {
+            if !full_read {
+                return Err(Error::Static(
+                    "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             o.gets.push(args.get(j + 1));
             j += 1;
         } else {

@@ -176,10 +176,22 @@ pub fn used_memory() -> Option<u64> {
     crate::alloc::allocated()
 }
 
+/// How far memory is over `maxmemory` (0: under it, or no limit). Pushes
+/// on their way to clients that read are not counted (see
+/// `Clients::pushes_in_flight`); the clients list is read only when the
+/// allocator's figure alone is over.
+fn excess(shared: &Shared) -> u64 {
+    let max = shared.config.maxmemory();
+    let Some(used) = used_memory().filter(|&u| max != 0 && u > max) else {
+        return 0;
+    };
+    used.saturating_sub(shared.clients.pushes_in_flight())
+        .saturating_sub(max)
+}
+
 /// Whether memory is over `maxmemory` (and the limit is on).
 pub fn over_limit(shared: &Shared) -> bool {
-    let max = shared.config.maxmemory();
-    max != 0 && used_memory().is_some_and(|u| u > max)
+    excess(shared) > 0
 }
 
 /// Redis's `evictionTimeLimitUs`: how long one pass may evict.
@@ -218,9 +230,17 @@ pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
     let mut pool = ev.pool.lock();
     let start = Instant::now();
     let limit = time_limit(shared.config.maxmemory_eviction_tenacity());
+    // As Redis, the pass frees a fixed amount, what memory is over the
+    // limit now, counting only what each deletion itself frees: the
+    // invalidation messages and notifications an eviction sends grow other
+    // clients' buffers, and counting those would evict key after key to
+    // pay for the messages of the last one (a feedback loop that empties
+    // the database when many clients track keys).
+    let to_free = excess(shared) as i64;
+    let mut freed = 0i64;
     let mut evicted = 0u64;
     let result = loop {
-        if !over_limit(shared) {
+        if freed >= to_free {
             break Evicted::Ok;
         }
         let victim = match policy {
@@ -231,15 +251,18 @@ pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
             break Evicted::Fail;
         };
         let del_start = Instant::now();
-        evict(shared, db, &key);
+        freed += evict(shared, db, &key);
         latency(shared, "eviction-del", del_start);
         evicted += 1;
-        if evicted.is_multiple_of(16) && start.elapsed() > limit {
-            break if over_limit(shared) {
-                Evicted::Running
-            } else {
-                Evicted::Ok
-            };
+        if evicted.is_multiple_of(16) {
+            // Other threads free memory too (a connection's buffers): stop
+            // once under the limit, as Redis does when it frees lazily.
+            if !over_limit(shared) {
+                break Evicted::Ok;
+            }
+            if start.elapsed() > limit {
+                break Evicted::Running;
+            }
         }
     };
     latency(shared, "eviction-cycle", start);
@@ -276,17 +299,19 @@ fn note_over(shared: &Shared, over: bool) {
 }
 
 /// Deletes `key` of `db` as an eviction: notification, WATCH, statistics.
-fn evict(shared: &Arc<Shared>, db: usize, key: &[u8]) {
+/// Returns the bytes the deletion freed.
+fn evict(shared: &Arc<Shared>, db: usize, key: &[u8]) -> i64 {
     let idx = shared.store.shard_of(key);
     let guard = shared.store.lock_shard(idx);
     let mut ks = Keyspace::new(shared, Guards::One(idx, guard), db, shared.clock.now_ms());
-    ks.evict(key);
+    let freed = ks.evict(key);
     let ready = std::mem::take(&mut ks.ready);
     drop(ks);
     if !ready.is_empty() {
         shared.blocking.serve(shared, ready);
     }
     shared.evictor.evicted_keys.fetch_add(1, Relaxed);
+    freed
 }
 
 /// The allkeys-/volatile-random pick: a random key of the first database
@@ -428,17 +453,22 @@ impl Keyspace<'_> {
     /// client-side caching invalidation (`signalModifiedKey`, sent at once,
     /// as Redis does, before the `evicted` notification).
     ///
-    /// The one place every evicted key passes.
-    pub fn evict(&mut self, key: &[u8]) {
-        if self.remove_raw_entry(key).is_none() {
-            return;
-        }
+    /// The one place every evicted key passes. Returns the bytes freed by
+    /// the deletion alone, not counting the messages sent after it.
+    pub fn evict(&mut self, key: &[u8]) -> i64 {
+        let before = crate::alloc::thread_net();
+        let Some(entry) = self.remove_raw_entry(key) else {
+            return 0;
+        };
+        drop(entry);
+        let freed = before - crate::alloc::thread_net();
         let db = self.db;
         self.shard(key).touch_watched(db, key);
         self.propagate_deletion(key, true);
         self.invalidate_tracking(key);
         self.send_invalidations();
         self.notify(notify::EVICTED, "evicted", key);
+        freed
     }
 }
 

@@ -59,9 +59,15 @@ pub(crate) async fn run(
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     handle.buffer_bytes.store(rbuf.capacity(), Relaxed);
     let mut parser = Parser::new(shared.config.proto_max_bulk_len());
+    // Redis gives each client its 16 KB reply buffer when it connects, so
+    // an ordinary reply changes no memory figure (eviction measures what it
+    // must free against `used_memory` read by an earlier command).
     let mut out = Reply::new();
+    out.buf.reserve(REPLY_CHUNK);
     // Bytes of pub/sub pushes encoded into `out` but not yet written.
     let mut pushed = 0usize;
+    // Whether this turn was woken by pushes alone (no request read).
+    let mut pushes_only;
     // The kill and shutdown futures live as long as the connection instead
     // of being rebuilt by every `select!`: a fresh `Notified` locks the
     // Notify's waiter list to register and again to deregister on drop,
@@ -82,6 +88,7 @@ pub(crate) async fn run(
         out.resp3 = client.resp3();
         // To tell INFO's reply_buffer_expands when this batch grew it.
         let out_capacity = out.buf.capacity();
+        pushes_only = false;
         if let Some((waiter, mut rx, timeout)) = waiting.take() {
             let reply = wait_blocked(
                 &shared,
@@ -116,6 +123,7 @@ pub(crate) async fn run(
                     }
                     encode_push(&mut out, &msg);
                     pushed += msg.size();
+                    pushes_only = true;
                     // Batches stay bounded so a flood is written as it comes.
                     while pushed < PUSH_BATCH {
                         let Ok(msg) = pushes.try_recv() else { break };
@@ -254,6 +262,7 @@ pub(crate) async fn run(
             stats.recent_max_output.note(out.len() as u64);
             // A client that stops reading must not pin this task: a kill
             // (e.g. by the output buffer limit) ends the write.
+            handle.writing.store(true, Relaxed);
             tokio::select! {
                 biased;
                 _ = &mut killed => break 'conn,
@@ -263,14 +272,22 @@ pub(crate) async fn run(
                     }
                 }
             }
+            handle.writing.store(false, Relaxed);
             stats.writes_processed.fetch_add(1, Relaxed);
             stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
             // Pushes count against the output limit until written.
             handle.push_bytes.fetch_sub(pushed, Relaxed);
             pushed = 0;
             out.buf.clear();
-            if out.buf.capacity() > OUT_KEEP && REPLY_BUFFER_RESIZING.load(Relaxed) {
-                out.buf = Vec::new();
+            // A burst of pushes to a listener (invalidations, messages) is
+            // not kept for the next one: Redis frees what went past its
+            // 16 KB reply buffer once written, and many listeners each
+            // holding their largest burst would count against maxmemory
+            // (evicting keys for the memory of the invalidations of the
+            // keys just evicted). Replies keep up to OUT_KEEP for speed.
+            let keep = if pushes_only { REPLY_CHUNK } else { OUT_KEEP };
+            if out.buf.capacity() > keep && REPLY_BUFFER_RESIZING.load(Relaxed) {
+                out.buf = Vec::with_capacity(REPLY_CHUNK);
                 stats.reply_buffer_shrinks.fetch_add(1, Relaxed);
             }
         }

@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 use crate::server::Shared;
@@ -57,16 +57,26 @@ pub fn is_local(peer: &SocketAddr) -> bool {
 
 /// Binds the listening socket with Redis's `tcp-backlog`.
 pub async fn listen(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
+    TcpListener::from_std(listen_std(bind, port, backlog)?)
+}
+
+/// Binds a listening socket without a runtime (CONFIG SET port binds
+/// from a command): the first address of `bind` that takes it, with
+/// `SO_REUSEADDR` as Redis, non-blocking for the accept loop.
+pub fn listen_std(bind: &str, port: u16, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    use std::net::ToSocketAddrs;
     let mut last = None;
-    for addr in tokio::net::lookup_host((bind, port)).await? {
-        let socket = if addr.is_ipv4() {
-            TcpSocket::new_v4()?
-        } else {
-            TcpSocket::new_v6()?
-        };
-        socket.set_reuseaddr(true)?;
-        match socket.bind(addr).and_then(|()| socket.listen(backlog)) {
-            Ok(listener) => return Ok(listener),
+    for addr in (bind, port).to_socket_addrs()? {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(true)?;
+        let backlog = i32::try_from(backlog).unwrap_or(i32::MAX);
+        match socket
+            .bind(&addr.into())
+            .and_then(|()| socket.listen(backlog))
+            .and_then(|()| socket.set_nonblocking(true))
+        {
+            Ok(()) => return Ok(socket.into()),
             Err(e) => last = Some(e),
         }
     }

@@ -35,6 +35,15 @@ UNTAGGED = [
      "sets save (zwindow does not persist: CONFIG SET save is refused)"),
     ("introspection", "CONFIG sanity",
      "sets every CONFIG parameter, some of which zwindow lacks or holds immutable (bind)"),
+    # maxmemory runs in spawned mode (tests/tcl/baseline-spawned.txt).
+    ("maxmemory", "slave buffer are counted correctly",
+     "makes a replica (zwindow does not replicate: SLAVEOF host port is refused)"),
+    ("maxmemory", "replica buffer don't induce eviction",
+     "makes a replica (zwindow does not replicate: SLAVEOF host port is refused)"),
+    ("maxmemory", "propagation with eviction",
+     "reads the replication stream (zwindow does not replicate: SYNC is refused)"),
+    ("maxmemory", "propagation with eviction in MULTI",
+     "reads the replication stream (zwindow does not replicate: SYNC is refused)"),
 ]
 
 
