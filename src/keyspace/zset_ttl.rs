@@ -68,7 +68,10 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         ks.remove_raw_entry(key);
     }
     if removed > 0 {
+        // Not the running command's change (see hash_ttl::expire).
+        let dirty = ks.prop.dirty;
         ks.modified(key);
+        ks.prop.dirty = dirty;
         super::windows::propagate_removal(ks, key, &moved);
     } else {
         // The bound was early (its member left by another route) or the
