@@ -57,7 +57,11 @@ fn read_reply(r: &mut BufReader<TcpStream>) -> Vec<u8> {
         }
         _ => {}
     }
-    assert!(!line.starts_with(b"-"), "{}", String::from_utf8_lossy(&line));
+    assert!(
+        !line.starts_with(b"-"),
+        "{}",
+        String::from_utf8_lossy(&line)
+    );
     line
 }
 
@@ -99,7 +103,10 @@ impl Server {
 
     fn cmd(&mut self, args: &[&str]) -> Vec<u8> {
         let mut buf = Vec::new();
-        encode(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>(), &mut buf);
+        encode(
+            &args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            &mut buf,
+        );
         self.w.write_all(&buf).unwrap();
         read_reply(&mut self.r)
     }
