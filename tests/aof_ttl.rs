@@ -191,6 +191,8 @@ fn relative_ttls_keep_their_absolute_time_after_a_restart() {
         "HSETEX h PX 100000 FIELDS 1 d 4",
         "HGETEX h EX 100 FIELDS 1 e",
         "HPEXPIRE h 30000 FIELDS 1 gone",
+        // Logged as HSETEX … KEEPTTL: the new value keeps its deadline.
+        "HINCRBYFLOAT h e 0.5",
         "ZADD z 1 m1 2 m2 3 m3 4 zgone",
         "ZEXPIRE z 100 MEMBERS 1 m1",
         "ZPEXPIRE z 100000 MEMBERS 1 m2",
@@ -211,6 +213,7 @@ fn relative_ttls_keep_their_absolute_time_after_a_restart() {
         let ttl = parse_reply(&c.cmd_str(&format!("HPTTL h FIELDS 1 {f}"))).array()[0].int();
         assert!((35_000..=40_000).contains(&ttl), "{f}: HPTTL {ttl}");
     }
+    assert_eq!(c.cmd_str("HGET h e"), b"$3\r\n5.5\r\n");
     assert_eq!(c.cmd_str("HEXISTS h gone"), b":0\r\n");
     assert_eq!(c.cmd_str("ZSCORE z zgone"), b"$-1\r\n");
     assert_eq!(int(&mut c, "ZCARD z"), 3);

@@ -322,10 +322,18 @@ fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
         .ok_or(Error::Static("ERR increment would produce NaN or Infinity"))?
         .to_human();
     h.set_keep_ttl(field, text.as_bytes(), lim);
+    let has_ttl = h.expire_at(field).is_some_and(|at| at != NO_TTL);
     ctx.ks.signal(key, notify::HASH, "hincrbyfloat");
     ctx.out.bulk(text.as_bytes());
-    // The result, not the increment (Redis's `HSET key field value`).
-    ctx.propagate_as(|| crate::argv![b"HSET", key, field, text]);
+    // The result, not the increment (Redis's `HSET key field value`); a
+    // field with a TTL as HSETEX … KEEPTTL, which keeps it on replay where
+    // HSET would drop it (Redis 8.0.2 logs HSET and loses it: redis#14218,
+    // fixed by logging HSETEX KEEPTTL).
+    if has_ttl {
+        ctx.propagate_as(|| crate::argv![b"HSETEX", key, b"KEEPTTL", b"FIELDS", b"1", field, text]);
+    } else {
+        ctx.propagate_as(|| crate::argv![b"HSET", key, field, text]);
+    }
     Ok(Done)
 }
 
