@@ -176,7 +176,8 @@ fn deadlines(c: &mut RawConn) -> Vec<i64> {
 
 /// Deadlines given relative to a clock 60 s behind the real one are the
 /// same absolute times after a restart that reads the real clock: 100 s
-/// became 40 s, and 30 s had already passed.
+/// became 40 s (less the time the restart took), and 30 s had already
+/// passed.
 #[test]
 fn relative_ttls_keep_their_absolute_time_after_a_restart() {
     let dir = PrivateDir::new("aof-ttl-restart");
@@ -211,7 +212,7 @@ fn relative_ttls_keep_their_absolute_time_after_a_restart() {
     assert_eq!(deadlines(&mut c), before);
     for f in ["a", "b", "c", "d", "e"] {
         let ttl = parse_reply(&c.cmd_str(&format!("HPTTL h FIELDS 1 {f}"))).array()[0].int();
-        assert!((35_000..=40_000).contains(&ttl), "{f}: HPTTL {ttl}");
+        assert!((25_000..=40_000).contains(&ttl), "{f}: HPTTL {ttl}");
     }
     assert_eq!(c.cmd_str("HGET h e"), b"$3\r\n5.5\r\n");
     assert_eq!(c.cmd_str("HEXISTS h gone"), b":0\r\n");
