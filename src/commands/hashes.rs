@@ -322,10 +322,18 @@ fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
         .ok_or(Error::Static("ERR increment would produce NaN or Infinity"))?
         .to_human();
     h.set_keep_ttl(field, text.as_bytes(), lim);
+    let has_ttl = h.expire_at(field).is_some_and(|at| at != NO_TTL);
     ctx.ks.signal(key, notify::HASH, "hincrbyfloat");
     ctx.out.bulk(text.as_bytes());
-    // The result, not the increment (Redis's `HSET key field value`).
-    ctx.propagate_as(|| crate::argv![b"HSET", key, field, text]);
+    // The result, not the increment (Redis's `HSET key field value`); a
+    // field with a TTL as HSETEX … KEEPTTL, which keeps it on replay where
+    // HSET would drop it (Redis 8.0.2 logs HSET and loses it: redis#14218,
+    // fixed by logging HSETEX KEEPTTL).
+    if has_ttl {
+        ctx.propagate_as(|| crate::argv![b"HSETEX", key, b"KEEPTTL", b"FIELDS", b"1", field, text]);
+    } else {
+        ctx.propagate_as(|| crate::argv![b"HSET", key, field, text]);
+    }
     Ok(Done)
 }
 
@@ -640,6 +648,15 @@ fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
     }
 }
 
+/// Logs fields a command deleted because their new deadline had already
+/// come, one `HDEL` each (Redis's `propagateHashFieldDeletion`); the
+/// command itself is then logged without them, or not at all.
+fn log_deleted_fields(ctx: &mut Ctx, key: &[u8], fields: &[&[u8]]) {
+    for f in fields {
+        ctx.ks.also_propagate(|| crate::argv![b"HDEL", key, f]);
+    }
+}
+
 fn enable_field_ttls(ctx: &Ctx) {
     ctx.shared
         .store
@@ -685,23 +702,43 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     enable_field_ttls(ctx);
     let h = lookup(ctx.ks, key, false)?.ok_or(Error::WrongType)?;
     h.make_ex();
-    let (mut updated, mut deleted) = (0, 0);
+    let (mut set, mut deleted): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
     for i in first..args.len() {
-        let res = set_field_expire(h, args.get(i), Some(at), cond, now);
-        updated += (res == SET_OK) as usize;
-        deleted += (res == DELETED) as usize;
+        let field = args.get(i);
+        let res = set_field_expire(h, field, Some(at), cond, now);
+        match res {
+            SET_OK => set.push(field),
+            DELETED => deleted.push(field),
+            _ => {}
+        }
         ctx.out.int(res);
     }
-    if updated + deleted > 0 {
-        let event = if deleted > 0 { "hdel" } else { "hexpire" };
+    if set.len() + deleted.len() > 0 {
+        let event = if deleted.is_empty() {
+            "hexpire"
+        } else {
+            "hdel"
+        };
         ctx.ks.signal(key, notify::HASH, event);
     }
     delete_if_empty(ctx, key);
-    // Logged with the absolute deadline, so a replay keeps it.
+    log_deleted_fields(ctx, key, &deleted);
+    if set.is_empty() {
+        ctx.prevent_propagation();
+        return Ok(Done);
+    }
+    // Logged as HPEXPIREAT with the absolute deadline, so a replay keeps
+    // it, and with only the fields it set.
     ctx.propagate_as(|| {
-        let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        let mut v: Vec<Vec<u8>> = args
+            .iter()
+            .take(fields_at + 1)
+            .map(|a| a.to_vec())
+            .collect();
         v[0] = b"HPEXPIREAT".to_vec();
         v[2] = at.to_string().into_bytes();
+        v.push(set.len().to_string().into_bytes());
+        v.extend(set.iter().map(|f| f.to_vec()));
         v
     });
     Ok(Done)
@@ -777,6 +814,8 @@ fn hpersist(ctx: &mut Ctx) -> CmdResult {
     }
     if changed {
         ctx.ks.signal(key, notify::HASH, "hpersist");
+    } else {
+        ctx.prevent_propagation();
     }
     Ok(Done)
 }
@@ -806,10 +845,18 @@ fn hgetdel(ctx: &mut Ctx) -> CmdResult {
             None => ctx.out.null(),
         }
     }
-    if deleted > 0 {
-        ctx.ks.signal(key, notify::HASH, "hdel");
-        delete_if_empty(ctx, key);
+    if deleted == 0 {
+        ctx.prevent_propagation();
+        return Ok(Done);
     }
+    ctx.ks.signal(key, notify::HASH, "hdel");
+    delete_if_empty(ctx, key);
+    // Logged as the HDEL it amounts to (the fields as given).
+    ctx.propagate_as(|| {
+        let mut v = crate::argv![b"HDEL", key];
+        v.extend((first..args.len()).map(|i| args.get(i).to_vec()));
+        v
+    });
     Ok(Done)
 }
 
@@ -858,7 +905,7 @@ fn hgetex(ctx: &mut Ctx) -> CmdResult {
     if set.is_some() {
         h.make_ex();
     }
-    let (mut updated, mut deleted) = (0, 0);
+    let (mut updated, mut deleted) = (0, Vec::new());
     for i in first..args.len() {
         let field = args.get(i);
         let Some(v) = h.get(field) else {
@@ -867,18 +914,34 @@ fn hgetex(ctx: &mut Ctx) -> CmdResult {
         };
         ctx.out.bulk(v);
         if let Some(at) = set {
-            let res = set_field_expire(h, field, at, Cond::None, now);
-            updated += (res == SET_OK) as usize;
-            deleted += (res == DELETED) as usize;
+            match set_field_expire(h, field, at, Cond::None, now) {
+                SET_OK => updated += 1,
+                DELETED => deleted.push(field),
+                _ => {}
+            }
         }
     }
     if updated > 0 {
         let event = if persist { "hpersist" } else { "hexpire" };
         ctx.ks.signal(key, notify::HASH, event);
-    } else if deleted > 0 {
+    } else if !deleted.is_empty() {
         ctx.ks.signal(key, notify::HASH, "hdel");
     }
     delete_if_empty(ctx, key);
+    log_deleted_fields(ctx, key, &deleted);
+    // Never logged as itself: a new deadline as HPEXPIREAT (absolute ms),
+    // PERSIST as HPERSIST, fields it deleted as their HDELs.
+    match set {
+        Some(at) if updated > 0 => ctx.propagate_as(|| {
+            let mut v = match at {
+                Some(at) => crate::argv![b"HPEXPIREAT", key, at.to_string()],
+                None => crate::argv![b"HPERSIST", key],
+            };
+            v.extend((fields_at..args.len()).map(|i| args.get(i).to_vec()));
+            v
+        }),
+        _ => ctx.prevent_propagation(),
+    }
     Ok(Done)
 }
 
@@ -895,6 +958,8 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
     };
     let (mut fnx, mut fxx, mut keepttl) = (false, false, false);
     let mut at: Option<u64> = None;
+    // Where the EX/PX/EXAT option is, to log it as PXAT.
+    let mut relative_at: Option<usize> = None;
     let mut first = 0;
     let mut i = 2;
     while i < args.len() {
@@ -931,6 +996,7 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
             }
             let base = if absolute { 0 } else { now };
             at = Some(parse_expire(ctx, args.get(i + 1), seconds, base)?);
+            relative_at = (seconds || !absolute).then_some(i);
             i += 1;
         } else if eq_ic(a, "KEEPTTL") {
             if at.is_some() || keepttl {
@@ -961,6 +1027,7 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
     }
     let exists = lookup(ctx.ks, key, false)?.is_some();
     if !exists && fxx {
+        ctx.prevent_propagation();
         ctx.out.int(0);
         return Ok(Done);
     }
@@ -972,6 +1039,7 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
             .count();
         let all = found == (args.len() - first) / 2;
         if (fnx && found > 0) || (fxx && !all) {
+            ctx.prevent_propagation();
             ctx.out.int(0);
             return Ok(Done);
         }
@@ -983,7 +1051,7 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
     if at.is_some() {
         h.make_ex();
     }
-    let (mut updated, mut deleted) = (0, 0);
+    let (mut updated, mut deleted) = (0, Vec::new());
     for j in (first..args.len()).step_by(2) {
         let (field, value) = (args.get(j), args.get(j + 1));
         if at.is_some() || keepttl {
@@ -992,17 +1060,37 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
             h.set(field, value, lim);
         }
         if at.is_some() {
-            let res = set_field_expire(h, field, at, Cond::None, now);
-            updated += (res == SET_OK) as usize;
-            deleted += (res == DELETED) as usize;
+            match set_field_expire(h, field, at, Cond::None, now) {
+                SET_OK => updated += 1,
+                DELETED => deleted.push(field),
+                _ => {}
+            }
         }
     }
     ctx.ks.signal(key, notify::HASH, "hset");
-    if deleted + updated > 0 {
-        let event = if deleted > 0 { "hdel" } else { "hexpire" };
+    if deleted.len() + updated > 0 {
+        let event = if deleted.is_empty() {
+            "hexpire"
+        } else {
+            "hdel"
+        };
         ctx.ks.notify(notify::HASH, event, key);
     }
     ctx.out.int(1);
     delete_if_empty(ctx, key);
+    if !deleted.is_empty() {
+        // A deadline already past: the fields were set and deleted, which
+        // the HDELs say on their own.
+        log_deleted_fields(ctx, key, &deleted);
+        ctx.prevent_propagation();
+    } else if let (Some(at), Some(opt)) = (at, relative_at) {
+        // EX, PX and EXAT are logged as PXAT, so a replay keeps the deadline.
+        ctx.propagate_as(|| {
+            let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+            v[opt] = b"PXAT".to_vec();
+            v[opt + 1] = at.to_string().into_bytes();
+            v
+        });
+    }
     Ok(Done)
 }

@@ -153,36 +153,58 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     }
     ctx.shared.store.member_ttls.store(true, Relaxed);
     let z = lookup(ctx.ks, key, false)?.ok_or(Error::WrongType)?;
-    let (mut updated, mut deleted) = (0, 0);
+    let (mut set, mut deleted): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
     for i in first..args.len() {
-        let code = match set_member_expire(z, args.get(i), at, cond, now) {
+        let member = args.get(i);
+        let code = match set_member_expire(z, member, at, cond, now) {
             Set::Deleted => {
-                deleted += 1;
+                deleted.push(member);
                 SET_OK
             }
             Set::Code(code) => {
-                updated += (code == SET_OK) as usize;
+                if code == SET_OK {
+                    set.push(member);
+                }
                 code
             }
         };
         ctx.out.int(code);
     }
     let emptied = z.is_empty();
-    if deleted > 0 {
+    if !deleted.is_empty() {
         ctx.ks.signal(key, notify::ZSET, "zrem");
     }
-    if updated > 0 {
+    if !set.is_empty() {
         ctx.ks.signal(key, notify::ZSET, "zexpire");
     }
     if emptied {
         ctx.ks.remove_raw_entry(key);
         ctx.ks.signal(key, notify::GENERIC, "del");
     }
-    // Logged with the absolute deadline, so a replay keeps it.
+    // As HEXPIRE is logged: members whose deadline had come as the ZREM
+    // they amount to, the others as ZPEXPIREAT with the absolute deadline
+    // (a replay keeps it) and only the members it set.
+    if !deleted.is_empty() {
+        ctx.ks.also_propagate(|| {
+            let mut v = crate::argv![b"ZREM", key];
+            v.extend(deleted.iter().map(|m| m.to_vec()));
+            v
+        });
+    }
+    if set.is_empty() {
+        ctx.prevent_propagation();
+        return Ok(Done);
+    }
     ctx.propagate_as(|| {
-        let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        let mut v: Vec<Vec<u8>> = args
+            .iter()
+            .take(members_at + 1)
+            .map(|a| a.to_vec())
+            .collect();
         v[0] = b"ZPEXPIREAT".to_vec();
         v[2] = at.to_string().into_bytes();
+        v.push(set.len().to_string().into_bytes());
+        v.extend(set.iter().map(|m| m.to_vec()));
         v
     });
     Ok(Done)
@@ -256,6 +278,8 @@ fn zpersist(ctx: &mut Ctx) -> CmdResult {
     }
     if changed {
         ctx.ks.signal(key, notify::ZSET, "zpersist");
+    } else {
+        ctx.prevent_propagation();
     }
     Ok(Done)
 }
@@ -288,6 +312,9 @@ fn zcollect(ctx: &mut Ctx) -> CmdResult {
             ctx.ks.prepare(key);
         }
     }
+    // Logged as the ZREMs the removals amount to, never as itself (a
+    // replay at another time would remove other members).
+    ctx.prevent_propagation();
     ctx.out.ok();
     Ok(Done)
 }

@@ -13,7 +13,8 @@
 //!   batch of due fields per visit.
 //!
 //! Removing fields announces `hexpired`, and `del` when the hash empties
-//! (which deletes the key), as Redis 7.4 does.
+//! (which deletes the key), as Redis 7.4 does; the AOF gets an `HDEL` per
+//! field, as Redis 8 writes.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -48,13 +49,16 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         ks.remove_raw_entry(key);
     }
     if removed > 0 {
+        // Expiry is not the running command's change: whether that command
+        // is logged depends on what it did itself (Redis does not count
+        // expired fields in `dirty`).
+        let dirty = ks.prop.dirty;
         ks.modified(key);
-        if !gone.is_empty() {
-            ks.also_propagate(|| {
-                let mut v = vec![b"HDEL".to_vec(), key.to_vec()];
-                v.extend(gone);
-                v
-            });
+        ks.prop.dirty = dirty;
+        // One HDEL per field, as Redis 8 logs them; a replayed HDEL of the
+        // last field deletes the key, so no DEL follows.
+        for f in gone {
+            ks.also_propagate(|| crate::argv![b"HDEL", key, f]);
         }
     } else {
         // The bound was stale (a field's TTL was dropped or pushed back):

@@ -67,6 +67,8 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     if emptied {
         ks.remove_raw_entry(key);
     }
+    // Not the running command's change (see hash_ttl::expire).
+    let dirty = ks.prop.dirty;
     if removed > 0 {
         ks.modified(key);
         super::windows::propagate_removal(ks, key, &moved);
@@ -90,5 +92,6 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         moved.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
         super::windows::hand_off(ks, &dest, moved);
     }
+    ks.prop.dirty = dirty;
     removed
 }

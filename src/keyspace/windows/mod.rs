@@ -427,6 +427,10 @@ pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
     if emptied {
         ks.remove_raw_entry(key);
     }
+    // Not the running command's change: logged as the ZREM (and RPUSH)
+    // below, and the command only for what it did itself (see
+    // hash_ttl::expire).
+    let dirty = ks.prop.dirty;
     ks.modified(key);
     propagate_removal(ks, key, &moved);
     ks.notify(notify::ZSET, "zexpired", key);
@@ -436,6 +440,7 @@ pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
     if let Some(dest) = rule.destination(key) {
         hand_off(ks, &dest, moved);
     }
+    ks.prop.dirty = dirty;
     removed
 }
 
