@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,28 @@ fn start(dir: &Path, extra: &[&str]) -> ZwindowServer {
     let mut args = vec!["--dir", dir.to_str().unwrap(), "--appendonly", "yes"];
     args.extend_from_slice(extra);
     ZwindowServer::start(&args)
+}
+
+/// redis-server with `dir` as its working directory and the AOF on.
+fn start_redis(dir: &Path) -> RedisServer {
+    RedisServer::start_with(&["--dir", dir.to_str().unwrap(), "--appendonly", "yes"])
+}
+
+/// The incremental file a fresh directory's first start opens.
+fn first_incr(dir: &Path) -> PathBuf {
+    dir.join("appendonlydir").join("appendonly.aof.1.incr.aof")
+}
+
+/// Both servers load the appendonly directory in `dir` (redis-server from
+/// a copy, named after `what`) into `expected`.
+fn both_load(dir: &Path, what: &str, expected: &[(Vec<u8>, Vec<u8>)]) {
+    let z = start(dir, &[]);
+    assert_same(&contents(&mut z.conn()), expected);
+    drop(z);
+    let rdir = PrivateDir::new(what);
+    copy_dir(&dir.join("appendonlydir"), &rdir.0.join("appendonlydir"));
+    let r = start_redis(&rdir.0);
+    assert_same(&contents(&mut r.conn()), expected);
 }
 
 fn info_field(c: &mut RawConn, name: &str) -> String {
@@ -111,20 +133,9 @@ fn writes_survive_a_restart_and_load_into_redis() {
     let expected = contents(&mut c);
     // kill -9: what was acknowledged is in the file already.
     drop(z);
-    let aofdir = dir.0.join("appendonlydir");
-    check_aof(&aofdir.join("appendonly.aof.manifest"));
-
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
-    assert_same(&contents(&mut c), &expected);
-    drop(z);
-
+    check_aof(&dir.0.join("appendonlydir/appendonly.aof.manifest"));
     // redis-server 7.0.15 loads zwindow's directory and answers the same.
-    let rdir = PrivateDir::new("aof-into-redis");
-    copy_dir(&aofdir, &rdir.0.join("appendonlydir"));
-    let r = RedisServer::start_with(&["--dir", rdir.0.to_str().unwrap(), "--appendonly", "yes"]);
-    let mut rc = r.conn();
-    assert_same(&contents(&mut rc), &expected);
+    both_load(&dir.0, "aof-into-redis", &expected);
 }
 
 #[test]
@@ -169,22 +180,13 @@ fn bgrewriteaof_makes_a_new_base_and_history_goes() {
         .sum();
     assert_eq!(size, on_disk);
     drop(z);
-
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
-    assert_same(&contents(&mut c), &expected);
-    drop(z);
-
-    let rdir = PrivateDir::new("aof-rewrite-redis");
-    copy_dir(&aofdir, &rdir.0.join("appendonlydir"));
-    let r = RedisServer::start_with(&["--dir", rdir.0.to_str().unwrap(), "--appendonly", "yes"]);
-    assert_same(&contents(&mut r.conn()), &expected);
+    both_load(&dir.0, "aof-rewrite-redis", &expected);
 }
 
 #[test]
 fn zwindow_loads_redis_appendonly_dir() {
     let rdir = PrivateDir::new("redis-aof");
-    let r = RedisServer::start_with(&["--dir", rdir.0.to_str().unwrap(), "--appendonly", "yes"]);
+    let r = start_redis(&rdir.0);
     let mut rc = r.conn();
     populate(&mut rc);
     ok(&mut rc, "BGREWRITEAOF");
@@ -273,10 +275,7 @@ fn truncated_dir() -> PrivateDir {
     ok(&mut c, "SET kept 1");
     ok(&mut c, "RPUSH list a b");
     drop(z);
-    let incr = dir
-        .0
-        .join("appendonlydir")
-        .join("appendonly.aof.1.incr.aof");
+    let incr = first_incr(&dir.0);
     let mut bytes = std::fs::read(&incr).unwrap();
     bytes.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$4\r\nlost\r\n$5\r\nva");
     std::fs::write(&incr, &bytes).unwrap();
@@ -286,10 +285,7 @@ fn truncated_dir() -> PrivateDir {
 #[test]
 fn a_truncated_tail_is_dropped_with_aof_load_truncated() {
     let dir = truncated_dir();
-    let incr = dir
-        .0
-        .join("appendonlydir")
-        .join("appendonly.aof.1.incr.aof");
+    let incr = first_incr(&dir.0);
     let before = std::fs::metadata(&incr).unwrap().len();
     let z = start(&dir.0, &[]);
     let mut c = z.conn();
@@ -437,10 +433,7 @@ fn the_log_holds_the_effects() {
     ok(&mut c, "SADD s only");
     ok(&mut c, "SPOP s");
     ok(&mut c, "GET a");
-    let incr = dir
-        .0
-        .join("appendonlydir")
-        .join("appendonly.aof.1.incr.aof");
+    let incr = first_incr(&dir.0);
     let text = String::from_utf8_lossy(&std::fs::read(incr).unwrap()).replace("\r\n", " ");
     let want = "*2 $6 SELECT $1 0 *5 $3 SET $4 gone $1 v $4 PXAT";
     assert!(text.starts_with(want), "{text}");
