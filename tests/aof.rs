@@ -41,6 +41,14 @@ fn both_load(dir: &Path, what: &str, expected: &[(Vec<u8>, Vec<u8>)]) {
     assert_same(&contents(&mut r.conn()), expected);
 }
 
+/// MGET of `keys` from a zwindow started again on `dir`.
+fn mget_after_restart(dir: &Path, keys: &[&[u8]]) -> Vec<u8> {
+    let z = start(dir, &[]);
+    let mut args: Vec<&[u8]> = vec![b"MGET"];
+    args.extend_from_slice(keys);
+    cmd(&mut z.conn(), &args)
+}
+
 fn info_field(c: &mut RawConn, name: &str) -> String {
     let text = String::from_utf8_lossy(&cmd(c, &[b"INFO", b"persistence"])).into_owned();
     text.lines()
@@ -229,10 +237,8 @@ fn config_set_appendonly_writes_a_base_first() {
     ok(&mut c, "SET after 2");
     assert_eq!(info_field(&mut c, "aof_enabled"), "1");
     drop(z);
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
     assert_eq!(
-        cmd(&mut c, &[b"MGET", b"before", b"after"]),
+        mget_after_restart(&dir.0, &[b"before", b"after"]),
         b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     );
 }
@@ -301,10 +307,8 @@ fn a_truncated_tail_is_dropped_with_aof_load_truncated() {
     assert!(std::fs::metadata(&incr).unwrap().len() < before);
     ok(&mut c, "SET next 2");
     drop(z);
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
     assert_eq!(
-        cmd(&mut c, &[b"MGET", b"kept", b"next"]),
+        mget_after_restart(&dir.0, &[b"kept", b"next"]),
         b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     );
 }
