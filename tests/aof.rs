@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::dataset::{assert_same, cmd, contents, ok, populate};
-use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, parse_reply};
+use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, encode_cmd, parse_reply};
 
 fn start(dir: &Path, extra: &[&str]) -> ZwindowServer {
     let mut args = vec!["--dir", dir.to_str().unwrap(), "--appendonly", "yes"];
@@ -201,6 +201,10 @@ fn zwindow_loads_redis_appendonly_dir() {
     wait_rewrite(&mut rc);
     more_writes(&mut rc);
     let expected = contents(&mut rc);
+    // A clean stop: with `appendfsync everysec` redis-server may hold the
+    // last writes back from the file for up to 2 s, which kill -9 loses.
+    rc.send(&encode_cmd(&[b"SHUTDOWN", b"NOSAVE"]));
+    rc.expect_closed();
     drop(r);
     let z = start(&rdir.0, &[]);
     assert_same(&contents(&mut z.conn()), &expected);
