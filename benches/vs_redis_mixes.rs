@@ -160,10 +160,7 @@ impl Workload {
                 let event = format!("hb:{}", (n / 2).wrapping_mul(2654435761) % 100);
                 if n.is_multiple_of(2) {
                     let viewer = format!("viewer:{}", rng.below(10_000));
-                    encode(
-                        buf,
-                        &[b"ZADD", event.as_bytes(), now.as_bytes(), viewer.as_bytes()],
-                    );
+                    zadd(buf, &event, &now, viewer.as_bytes());
                 } else {
                     let since = (now_ms - 65_000).to_string();
                     encode(
@@ -177,23 +174,9 @@ impl Workload {
                 match n % 4 {
                     0 => {
                         let m = format!("contribution:{}", rng.below(1 << 30));
-                        encode(
-                            buf,
-                            &[b"ZADD", key.as_bytes(), now.as_bytes(), m.as_bytes()],
-                        );
+                        zadd(buf, &key, &now, m.as_bytes());
                     }
-                    1 => {
-                        let cutoff = format!("({}", now_ms - 2_000);
-                        encode(
-                            buf,
-                            &[
-                                b"ZREMRANGEBYSCORE",
-                                key.as_bytes(),
-                                b"-inf",
-                                cutoff.as_bytes(),
-                            ],
-                        );
-                    }
+                    1 => trim_before(buf, &key, now_ms - 2_000),
                     2 => encode(buf, &[b"ZRANGE", key.as_bytes(), b"-10", b"-1"]),
                     _ => encode(buf, &[b"ZCARD", key.as_bytes()]),
                 }
@@ -217,30 +200,15 @@ impl Workload {
                 let key = format!("trim:{}", (n / 2).wrapping_mul(2654435761) % 100);
                 if n.is_multiple_of(2) {
                     let m = num.format(rng.below(1 << 40));
-                    encode(
-                        buf,
-                        &[b"ZADD", key.as_bytes(), now.as_bytes(), m.as_bytes()],
-                    );
+                    zadd(buf, &key, &now, m.as_bytes());
                 } else {
-                    let cutoff = format!("({}", now_ms - 1_000);
-                    encode(
-                        buf,
-                        &[
-                            b"ZREMRANGEBYSCORE",
-                            key.as_bytes(),
-                            b"-inf",
-                            cutoff.as_bytes(),
-                        ],
-                    );
+                    trim_before(buf, &key, now_ms - 1_000);
                 }
             }
             Workload::Zadd => {
                 let key = format!("zadd:{}", rng.below(1000));
                 let m = num.format(rng.below(1_000_000));
-                encode(
-                    buf,
-                    &[b"ZADD", key.as_bytes(), now.as_bytes(), m.as_bytes()],
-                );
+                zadd(buf, &key, &now, m.as_bytes());
             }
             Workload::GetSet => {
                 let key = format!("key:{}", rng.below(10_000));
@@ -319,6 +287,25 @@ impl Workload {
             }
         }
     }
+}
+
+/// `ZADD key score member`.
+fn zadd(buf: &mut Vec<u8>, key: &str, score: &str, member: &[u8]) {
+    encode(buf, &[b"ZADD", key.as_bytes(), score.as_bytes(), member]);
+}
+
+/// The window trim: `ZREMRANGEBYSCORE key -inf (cutoff_ms`.
+fn trim_before(buf: &mut Vec<u8>, key: &str, cutoff_ms: u64) {
+    let cutoff = format!("({cutoff_ms}");
+    encode(
+        buf,
+        &[
+            b"ZREMRANGEBYSCORE",
+            key.as_bytes(),
+            b"-inf",
+            cutoff.as_bytes(),
+        ],
+    );
 }
 
 struct Rng(u64);
