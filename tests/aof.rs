@@ -49,6 +49,17 @@ fn mget_after_restart(dir: &Path, keys: &[&[u8]]) -> Vec<u8> {
     cmd(&mut z.conn(), &args)
 }
 
+/// Runs zwindow on `dir` with `aof-load-truncated no` until it exits (it
+/// should refuse to start): its exit status and output.
+fn load_strictly(dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_zwindow"))
+        .args(["--port", "0", "--appendonly", "yes"])
+        .args(["--aof-load-truncated", "no"])
+        .args(["--dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
+
 fn info_field(c: &mut RawConn, name: &str) -> String {
     let text = String::from_utf8_lossy(&cmd(c, &[b"INFO", b"persistence"])).into_owned();
     text.lines()
@@ -320,18 +331,7 @@ fn a_truncated_tail_is_dropped_with_aof_load_truncated() {
 #[test]
 fn a_truncated_tail_stops_startup_without_aof_load_truncated() {
     let dir = truncated_dir();
-    let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
-        .args([
-            "--port",
-            "0",
-            "--appendonly",
-            "yes",
-            "--aof-load-truncated",
-            "no",
-        ])
-        .args(["--dir", dir.0.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = load_strictly(&dir.0);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -406,18 +406,7 @@ fn corrupt_files_are_errors_not_panics() {
         )
         .unwrap();
         std::fs::write(aofdir.join("appendonly.aof.1.incr.aof"), body).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
-            .args([
-                "--port",
-                "0",
-                "--appendonly",
-                "yes",
-                "--aof-load-truncated",
-                "no",
-            ])
-            .args(["--dir", dir.0.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out = load_strictly(&dir.0);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{}", common::escape(body));
         assert!(!err.contains("panicked"), "{err}");
