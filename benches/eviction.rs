@@ -8,63 +8,15 @@
 //!
 //! A figure, not a timed test: RSS depends on the allocator and the kernel.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-/// `VmRSS` or `VmHWM` (the peak) of a process, in bytes.
-fn proc_status_bytes(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .unwrap_or(0)
-        * 1024
-}
+use std::process::{Command, Stdio};
 
-fn start(exe: &str, port: u16, limit_mb: u64) -> Child {
-    let child = Command::new(exe)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--maxmemory", &format!("{limit_mb}mb")])
-        .args(["--maxmemory-policy", "allkeys-lru"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {exe}: {e}"));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{exe} did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
+use common::{Server, proc_status_kb};
 
-/// One INFO field (inline command, read until the bulk reply ends).
-fn info(port: u16, field: &str) -> u64 {
-    let mut s = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).expect("connect");
-    s.write_all(b"INFO everything\r\n").expect("send");
-    let mut r = BufReader::new(s);
-    let mut header = String::new();
-    r.read_line(&mut header).expect("reply");
-    let len: usize = header.trim()[1..].parse().expect("bulk length");
-    let mut body = vec![0; len + 2];
-    std::io::Read::read_exact(&mut r, &mut body).expect("body");
-    let text = String::from_utf8_lossy(&body);
-    let prefix = format!("{field}:");
-    text.lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
+/// One INFO field as a number; for `db0` the `keys=` count.
+fn info(srv: &Server, field: &str) -> u64 {
+    srv.info("everything", field)
         .and_then(|v| {
             v.split(',')
                 .next()?
@@ -75,12 +27,20 @@ fn info(port: u16, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn run(name: &str, exe: &str, limit_mb: u64) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let mut child = start(exe, port, limit_mb);
+fn run(name: &'static str, exe: &str, limit_mb: u64) {
+    let args = [
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--maxmemory",
+        &format!("{limit_mb}mb"),
+        "--maxmemory-policy",
+        "allkeys-lru",
+    ]
+    .map(String::from);
+    let srv = Server::start(name, exe, &args);
+    let port = srv.port();
     let status = Command::new("redis-benchmark")
         .args(["-p", &port.to_string(), "-t", "set", "-d", "1024"])
         .args([
@@ -100,18 +60,16 @@ fn run(name: &str, exe: &str, limit_mb: u64) {
         .expect("redis-benchmark (apt-get install redis-tools)");
     assert!(status.success(), "redis-benchmark failed");
     let limit = (limit_mb << 20) as f64;
-    let pid = child.id();
+    let pid = srv.pid();
     println!(
         "eviction {name:>12}: RSS {:.3}x the limit (peak {:.3}x), used_memory {:.3}x, \
          {} keys kept, {} evicted",
-        proc_status_bytes(pid, "VmRSS:") as f64 / limit,
-        proc_status_bytes(pid, "VmHWM:") as f64 / limit,
-        info(port, "used_memory") as f64 / limit,
-        info(port, "db0"),
-        info(port, "evicted_keys"),
+        (proc_status_kb(pid, "VmRSS:") * 1024) as f64 / limit,
+        (proc_status_kb(pid, "VmHWM:") * 1024) as f64 / limit,
+        info(&srv, "used_memory") as f64 / limit,
+        info(&srv, "db0"),
+        info(&srv, "evicted_keys"),
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 fn main() {

@@ -9,52 +9,21 @@
 //! kernel, so the bench prints it for people to compare; the goal is at most
 //! 20 MB of growth for the default load (redis-server: about 10 MB).
 
+mod common;
+
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
 
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn start(exe: &str, extra: &[&str]) -> (Child, SocketAddr) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let child = Command::new(exe)
-        .args(extra)
-        .args(["--port", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {exe}: {e}"));
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(addr).is_err() {
-        assert!(Instant::now() < deadline, "{exe} did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, addr)
-}
+use common::{Server, encode, rss_kb};
 
 /// Runs the load against `addr`; returns the RSS growth in kB.
 fn measure(pid: u32, addr: SocketAddr, clients: usize, mb: usize) -> u64 {
     std::thread::sleep(Duration::from_millis(300));
     let before = rss_kb(pid);
     let value = vec![b'x'; mb << 20];
-    let mut request = format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", value.len()).into_bytes();
-    request.extend_from_slice(&value);
-    request.extend_from_slice(b"\r\n");
+    let mut request = Vec::new();
+    encode(&mut request, &[b"SET", b"big", &value]);
     let mut held = Vec::with_capacity(clients);
     for _ in 0..clients {
         let mut s = TcpStream::connect(addr).expect("connect");
@@ -85,17 +54,20 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(8);
     let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-    let (mut z, zaddr) = start(
+    let z = Server::start(
+        "zwindow",
         env!("CARGO_BIN_EXE_zwindow"),
-        &["--bind", "127.0.0.1", "--save", ""],
+        &["--bind", "127.0.0.1", "--save", ""].map(String::from),
     );
-    let zgrowth = measure(z.id(), zaddr, clients, mb);
-    let _ = z.kill();
-    let _ = z.wait();
-    let (mut r, raddr) = start(&redis, &["--save", "", "--appendonly", "no"]);
-    let rgrowth = measure(r.id(), raddr, clients, mb);
-    let _ = r.kill();
-    let _ = r.wait();
+    let zgrowth = measure(z.pid(), z.addr, clients, mb);
+    drop(z);
+    let r = Server::start(
+        "redis-server",
+        &redis,
+        &["--save", "", "--appendonly", "no"].map(String::from),
+    );
+    let rgrowth = measure(r.pid(), r.addr, clients, mb);
+    drop(r);
     println!(
         "idle_memory: {clients} idle clients after one {mb} MB SET each, RSS growth 2 s later: \
          zwindow {} kB, redis-server {} kB, ratio {:.2}",

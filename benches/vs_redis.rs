@@ -39,10 +39,14 @@
 //! flags, e.g. `--threads 2`), `VS_REDIS_ZWINDOW` (another zwindow binary,
 //! for A/B runs).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod common;
+
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use common::{
+    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, zwindow_under_test,
+};
 
 /// Members in the set every workload runs against.
 const MEMBERS: u64 = 100_000;
@@ -129,93 +133,16 @@ impl Workload {
 }
 
 // ---------------------------------------------------------------------------
-// Servers and /proc
+// Server setup
 // ---------------------------------------------------------------------------
 
-struct Server {
-    name: &'static str,
-    child: Child,
-    addr: SocketAddr,
-}
-
+/// The setup and checks this bench adds to the shared `Server`.
 impl Server {
-    fn start(name: &'static str, exe: &str, args: &[String]) -> Server {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let child = Command::new(exe)
-            .args(args)
-            .args(["--port", &port.to_string()])
-            .current_dir(std::env::temp_dir())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {exe}: {e}"));
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let srv = Server { name, child, addr };
-        while srv.command(&[b"PING"]).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "{name} did not answer PING on {addr}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        srv
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// One blocking request, for setup; the raw reply.
-    fn command(&self, args: &[&[u8]]) -> std::io::Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        encode(&mut buf, args);
-        self.raw(&buf, 1)
-    }
-
-    /// Sends pre-encoded requests and reads `count` replies; an error reply
-    /// fails the whole call.
-    fn raw(&self, bytes: &[u8], count: usize) -> std::io::Result<Vec<u8>> {
-        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500))?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))?;
-        s.write_all(bytes)?;
-        let mut inb = Vec::new();
-        let (mut pos, mut frames) = (0, 0);
-        let mut chunk = vec![0u8; 1 << 16];
-        while frames < count {
-            match frame_end(&inb, pos).map_err(std::io::Error::other)? {
-                Some(end) => {
-                    if inb[pos] == b'-' {
-                        return Err(std::io::Error::other(
-                            String::from_utf8_lossy(&inb[pos..end]).into_owned(),
-                        ));
-                    }
-                    pos = end;
-                    frames += 1;
-                }
-                None => {
-                    let n = s.read(&mut chunk)?;
-                    if n == 0 {
-                        return Err(std::io::ErrorKind::UnexpectedEof.into());
-                    }
-                    inb.extend_from_slice(&chunk[..n]);
-                }
-            }
-        }
-        Ok(inb)
-    }
-
     /// `total_error_replies` from INFO stats: redis-benchmark does not
     /// report error replies, so every run checks this did not move.
     fn error_replies(&self) -> u64 {
-        let info = self.command(&[b"INFO", b"stats"]).unwrap_or_default();
-        String::from_utf8_lossy(&info)
-            .lines()
-            .find_map(|l| l.strip_prefix("total_error_replies:")?.trim().parse().ok())
+        self.info("stats", "total_error_replies")
+            .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     }
 
@@ -246,104 +173,6 @@ impl Server {
                 .unwrap_or_else(|e| panic!("{}: loading: {e}", self.name));
         }
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Appends one request in RESP multibulk form.
-fn encode(buf: &mut Vec<u8>, args: &[&[u8]]) {
-    buf.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        buf.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        buf.extend_from_slice(a);
-        buf.extend_from_slice(b"\r\n");
-    }
-}
-
-/// The end of the RESP2 frame starting at `i`, `Ok(None)` if incomplete.
-fn frame_end(b: &[u8], i: usize) -> Result<Option<usize>, String> {
-    if i >= b.len() {
-        return Ok(None);
-    }
-    let Some(cr) = b[i..].windows(2).position(|w| w == b"\r\n") else {
-        return Ok(None);
-    };
-    let line_end = i + cr;
-    let after = line_end + 2;
-    let len = || -> Result<i64, String> {
-        std::str::from_utf8(&b[i + 1..line_end])
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| "bad length".to_string())
-    };
-    match b[i] {
-        b'+' | b'-' | b':' => Ok(Some(after)),
-        b'$' => {
-            let n = len()?;
-            if n < 0 {
-                return Ok(Some(after));
-            }
-            let end = after + n as usize + 2;
-            Ok((end <= b.len()).then_some(end))
-        }
-        b'*' => {
-            let mut p = after;
-            for _ in 0..len()?.max(0) {
-                match frame_end(b, p)? {
-                    Some(e) => p = e,
-                    None => return Ok(None),
-                }
-            }
-            Ok(Some(p))
-        }
-        c => Err(format!("unexpected reply byte {c:#x}")),
-    }
-}
-
-/// utime + stime of every thread of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    let mut total = 0;
-    for t in dir.flatten() {
-        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-            continue;
-        };
-        // Fields after the command name, which is in parentheses and may
-        // hold spaces; that rest starts at field 3, utime is 14, stime 15.
-        let Some((_, rest)) = stat.rsplit_once(") ") else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let get = |i: usize| f.get(i - 3).and_then(|v| v.parse::<u64>().ok());
-        total += get(14).unwrap_or(0) + get(15).unwrap_or(0);
-    }
-    total
-}
-
-fn clk_tck() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-fn find_exe(env: &str, name: &str) -> Option<String> {
-    if let Some(p) = std::env::var_os(env) {
-        return Some(p.to_string_lossy().into_owned());
-    }
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .map(|p| p.to_string_lossy().into_owned())
 }
 
 // ---------------------------------------------------------------------------
@@ -434,39 +263,26 @@ fn main() {
     let quick = std::env::var("VS_REDIS_QUICK").is_ok_and(|v| v == "1");
     let requests = env_num("VS_REDIS_REQUESTS").unwrap_or(if quick { 20_000 } else { 200_000 });
     let rounds = env_num("VS_REDIS_ROUNDS").unwrap_or(if quick { 1 } else { 3 }) as usize;
-    let depths: Vec<usize> = std::env::var("VS_REDIS_DEPTHS")
-        .ok()
-        .map(|v| v.split(',').filter_map(|d| d.trim().parse().ok()).collect())
-        .filter(|d: &Vec<usize>| !d.is_empty())
-        .unwrap_or_else(|| vec![1, 16]);
-    let only = std::env::var("VS_REDIS_ONLY").ok();
+    let depths = env_depths();
     let workloads: Vec<Workload> = WORKLOADS
         .into_iter()
-        .filter(|w| {
-            only.as_deref()
-                .is_none_or(|o| o.split(',').any(|k| k.trim() == w.key()))
-        })
+        .filter(|w| env_selects(w.key()))
         .collect();
     let Some(bench) = find_exe("REDIS_BENCHMARK", "redis-benchmark") else {
         println!("redis-benchmark is not on PATH: nothing to measure");
         return;
     };
 
-    let zwindow_exe =
-        std::env::var("VS_REDIS_ZWINDOW").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zwindow").into());
-    // Persistence off everywhere: a background save mid-run would skew
-    // the figures (and leave a dump.rdb the next run loads).
-    let mut zwindow_args = ["--bind", "127.0.0.1", "--log-level", "warn", "--save", ""]
-        .map(String::from)
-        .to_vec();
-    zwindow_args.extend(
-        std::env::var("VS_REDIS_ZWINDOW_ARGS")
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(String::from),
-    );
+    let (zwindow_exe, zwindow_args) = zwindow_under_test();
+    // Every server runs from the temp dir: none finds a stale dump.rdb.
+    let tmp = std::env::temp_dir();
     let peer_args = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from);
-    let mut servers = vec![Server::start("zwindow", &zwindow_exe, &zwindow_args)];
+    let mut servers = vec![Server::start_in(
+        "zwindow",
+        &zwindow_exe,
+        &zwindow_args,
+        Some(&tmp),
+    )];
     for (name, env, exe) in [
         ("redis", "REDIS_SERVER", "redis-server"),
         ("valkey", "VALKEY_SERVER", "valkey-server"),
@@ -479,7 +295,7 @@ fn main() {
                     .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
                     .unwrap_or_default();
                 println!("{name}: {path} ({version})");
-                servers.push(Server::start(name, &path, &peer_args));
+                servers.push(Server::start_in(name, &path, &peer_args, Some(&tmp)));
             }
             None => println!("{exe} not found (set {env} or PATH): not measured"),
         }

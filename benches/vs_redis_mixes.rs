@@ -28,71 +28,19 @@
 //! `VS_REDIS_ZWINDOW_ARGS` (extra zwindow flags, space-separated, e.g.
 //! `--threads 2`), `VS_REDIS_ZWINDOW` (another zwindow binary, for A/B runs).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-// ---------------------------------------------------------------------------
-// RESP
-// ---------------------------------------------------------------------------
-
-/// Appends one request in RESP multibulk form.
-fn encode(buf: &mut Vec<u8>, args: &[&[u8]]) {
-    buf.push(b'*');
-    buf.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
-    buf.extend_from_slice(b"\r\n");
-    for a in args {
-        buf.push(b'$');
-        buf.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
-        buf.extend_from_slice(b"\r\n");
-        buf.extend_from_slice(a);
-        buf.extend_from_slice(b"\r\n");
-    }
-}
-
-fn parse_len(b: &[u8]) -> Option<i64> {
-    std::str::from_utf8(b).ok()?.parse().ok()
-}
-
-/// The end of the RESP2 frame starting at `i`, `Ok(None)` if incomplete.
-fn frame_end(b: &[u8], i: usize) -> Result<Option<usize>, String> {
-    if i >= b.len() {
-        return Ok(None);
-    }
-    let Some(cr) = b[i..].windows(2).position(|w| w == b"\r\n") else {
-        return Ok(None);
-    };
-    let line_end = i + cr;
-    let after = line_end + 2;
-    match b[i] {
-        b'+' | b'-' | b':' => Ok(Some(after)),
-        b'$' => {
-            let n = parse_len(&b[i + 1..line_end]).ok_or("bad bulk length")?;
-            if n < 0 {
-                return Ok(Some(after));
-            }
-            let end = after + n as usize + 2;
-            Ok((end <= b.len()).then_some(end))
-        }
-        b'*' => {
-            let n = parse_len(&b[i + 1..line_end]).ok_or("bad array length")?;
-            let mut p = after;
-            for _ in 0..n.max(0) {
-                match frame_end(b, p)? {
-                    Some(e) => p = e,
-                    None => return Ok(None),
-                }
-            }
-            Ok(Some(p))
-        }
-        c => Err(format!("unexpected reply byte {c:#x}")),
-    }
-}
+use common::{
+    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, frame_end, rss_kb,
+    zwindow_under_test,
+};
 
 // ---------------------------------------------------------------------------
 // Workloads
@@ -212,10 +160,7 @@ impl Workload {
                 let event = format!("hb:{}", (n / 2).wrapping_mul(2654435761) % 100);
                 if n.is_multiple_of(2) {
                     let viewer = format!("viewer:{}", rng.below(10_000));
-                    encode(
-                        buf,
-                        &[b"ZADD", event.as_bytes(), now.as_bytes(), viewer.as_bytes()],
-                    );
+                    zadd(buf, &event, &now, viewer.as_bytes());
                 } else {
                     let since = (now_ms - 65_000).to_string();
                     encode(
@@ -229,23 +174,9 @@ impl Workload {
                 match n % 4 {
                     0 => {
                         let m = format!("contribution:{}", rng.below(1 << 30));
-                        encode(
-                            buf,
-                            &[b"ZADD", key.as_bytes(), now.as_bytes(), m.as_bytes()],
-                        );
+                        zadd(buf, &key, &now, m.as_bytes());
                     }
-                    1 => {
-                        let cutoff = format!("({}", now_ms - 2_000);
-                        encode(
-                            buf,
-                            &[
-                                b"ZREMRANGEBYSCORE",
-                                key.as_bytes(),
-                                b"-inf",
-                                cutoff.as_bytes(),
-                            ],
-                        );
-                    }
+                    1 => trim_before(buf, &key, now_ms - 2_000),
                     2 => encode(buf, &[b"ZRANGE", key.as_bytes(), b"-10", b"-1"]),
                     _ => encode(buf, &[b"ZCARD", key.as_bytes()]),
                 }
@@ -269,30 +200,15 @@ impl Workload {
                 let key = format!("trim:{}", (n / 2).wrapping_mul(2654435761) % 100);
                 if n.is_multiple_of(2) {
                     let m = num.format(rng.below(1 << 40));
-                    encode(
-                        buf,
-                        &[b"ZADD", key.as_bytes(), now.as_bytes(), m.as_bytes()],
-                    );
+                    zadd(buf, &key, &now, m.as_bytes());
                 } else {
-                    let cutoff = format!("({}", now_ms - 1_000);
-                    encode(
-                        buf,
-                        &[
-                            b"ZREMRANGEBYSCORE",
-                            key.as_bytes(),
-                            b"-inf",
-                            cutoff.as_bytes(),
-                        ],
-                    );
+                    trim_before(buf, &key, now_ms - 1_000);
                 }
             }
             Workload::Zadd => {
                 let key = format!("zadd:{}", rng.below(1000));
                 let m = num.format(rng.below(1_000_000));
-                encode(
-                    buf,
-                    &[b"ZADD", key.as_bytes(), now.as_bytes(), m.as_bytes()],
-                );
+                zadd(buf, &key, &now, m.as_bytes());
             }
             Workload::GetSet => {
                 let key = format!("key:{}", rng.below(10_000));
@@ -371,6 +287,25 @@ impl Workload {
             }
         }
     }
+}
+
+/// `ZADD key score member`.
+fn zadd(buf: &mut Vec<u8>, key: &str, score: &str, member: &[u8]) {
+    encode(buf, &[b"ZADD", key.as_bytes(), score.as_bytes(), member]);
+}
+
+/// The window trim: `ZREMRANGEBYSCORE key -inf (cutoff_ms`.
+fn trim_before(buf: &mut Vec<u8>, key: &str, cutoff_ms: u64) {
+    let cutoff = format!("({cutoff_ms}");
+    encode(
+        buf,
+        &[
+            b"ZREMRANGEBYSCORE",
+            key.as_bytes(),
+            b"-inf",
+            cutoff.as_bytes(),
+        ],
+    );
 }
 
 struct Rng(u64);
@@ -545,151 +480,8 @@ fn measure(
 }
 
 // ---------------------------------------------------------------------------
-// Servers and /proc
+// Setup
 // ---------------------------------------------------------------------------
-
-struct Server {
-    name: &'static str,
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn start(name: &'static str, exe: &str, args: &[String]) -> Server {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let child = Command::new(exe)
-            .args(args)
-            .args(["--port", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {exe}: {e}"));
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let srv = Server { name, child, addr };
-        while srv.command(&[b"PING"]).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "{name} did not answer PING on {addr}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        srv
-    }
-
-    /// One blocking request, for setup; the raw reply.
-    fn command(&self, args: &[&[u8]]) -> std::io::Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        encode(&mut buf, args);
-        self.raw(&buf, 1)
-    }
-
-    /// Sends pre-encoded requests and reads `count` replies.
-    fn raw(&self, bytes: &[u8], count: usize) -> std::io::Result<Vec<u8>> {
-        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500))?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))?;
-        s.write_all(bytes)?;
-        let mut inb = Vec::new();
-        let (mut pos, mut frames) = (0, 0);
-        let mut chunk = vec![0u8; 1 << 16];
-        while frames < count {
-            match frame_end(&inb, pos).map_err(std::io::Error::other)? {
-                Some(end) => {
-                    if inb[pos] == b'-' {
-                        return Err(std::io::Error::other(
-                            String::from_utf8_lossy(&inb[pos..end]).into_owned(),
-                        ));
-                    }
-                    pos = end;
-                    frames += 1;
-                }
-                None => {
-                    let n = s.read(&mut chunk)?;
-                    if n == 0 {
-                        return Err(std::io::ErrorKind::UnexpectedEof.into());
-                    }
-                    inb.extend_from_slice(&chunk[..n]);
-                }
-            }
-        }
-        Ok(inb)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// utime + stime of every thread of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    let mut total = 0;
-    for t in dir.flatten() {
-        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-            continue;
-        };
-        // Fields after the command name, which is in parentheses and may hold spaces.
-        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        // rest starts at field 3 (state); utime is field 14, stime field 15.
-        let get = |i: usize| {
-            f.get(i - 3)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        total += get(14) + get(15);
-    }
-    total
-}
-
-fn clk_tck() -> f64 {
-    static TCK: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *TCK.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-            .unwrap_or(100.0)
-    })
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn find_on_path(name: &str) -> Option<String> {
-    if let Some(p) = std::env::var_os("REDIS_SERVER") {
-        return Some(p.to_string_lossy().into_owned());
-    }
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .map(|p| p.to_string_lossy().into_owned())
-}
 
 /// A point in a 2°×2° square around Paris, where the GEO data lives.
 fn geo_point(rng: &mut Rng) -> (String, String) {
@@ -755,10 +547,8 @@ fn load_families(srv: &Server, members: u64) {
 /// `used_memory` from INFO memory: each server's own count of the bytes
 /// its allocator hands out.
 fn used_memory(srv: &Server) -> u64 {
-    let info = srv.command(&[b"INFO", b"memory"]).unwrap_or_default();
-    String::from_utf8_lossy(&info)
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:")?.trim().parse().ok())
+    srv.info("memory", "used_memory")
+        .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
 }
 
@@ -848,35 +638,15 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick { 8 } else { 50 });
     let big_members: u64 = if quick { 100_000 } else { 1_000_000 };
-    let depths: Vec<usize> = std::env::var("VS_REDIS_DEPTHS")
-        .ok()
-        .map(|v| v.split(',').filter_map(|d| d.trim().parse().ok()).collect())
-        .filter(|d: &Vec<usize>| !d.is_empty())
-        .unwrap_or_else(|| vec![1, 16]);
-    let only = std::env::var("VS_REDIS_ONLY").ok();
+    let depths = env_depths();
     let workloads: Vec<Workload> = WORKLOADS
         .into_iter()
-        .filter(|w| {
-            only.as_deref()
-                .is_none_or(|o| o.split(',').any(|k| k.trim() == w.key()))
-        })
+        .filter(|w| env_selects(w.key()))
         .collect();
 
-    let zwindow_exe =
-        std::env::var("VS_REDIS_ZWINDOW").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zwindow").into());
-    // No save points, as redis-server below: a background save mid-run
-    // would skew the figures (and leave a dump.rdb the next run loads).
-    let mut zwindow_args = ["--bind", "127.0.0.1", "--log-level", "warn", "--save", ""]
-        .map(String::from)
-        .to_vec();
-    zwindow_args.extend(
-        std::env::var("VS_REDIS_ZWINDOW_ARGS")
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(String::from),
-    );
+    let (zwindow_exe, zwindow_args) = zwindow_under_test();
     let mut servers = vec![Server::start("zwindow", &zwindow_exe, &zwindow_args)];
-    match find_on_path("redis-server") {
+    match find_exe("REDIS_SERVER", "redis-server") {
         Some(exe) => servers.push(Server::start(
             "redis",
             &exe,

@@ -5,10 +5,13 @@
 //! private instance over a pipelined RESP connection and its `used_memory`
 //! delta and `MEMORY USAGE` are reported next to ours.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
+
+use common::{Server, encode};
 use zwindow::types::zset::{AddFlags, Limits, NotNan, ZSet};
 
 #[path = "baseline/redis_zset.rs"]
@@ -176,48 +179,27 @@ fn ours_small_ttl(ttl: bool) -> f64 {
     used as f64 / (TTL_SETS * TTL_LEN) as f64
 }
 
+/// A private redis-server and one connection to it, for pipelined loads.
 struct Redis {
-    child: Child,
     conn: BufReader<TcpStream>,
+    // Last, so the connection closes before the server is killed.
+    _srv: Server,
 }
 
 impl Redis {
     fn start() -> Option<Redis> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--bind",
-                "127.0.0.1",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
+        let args = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"].map(String::from);
+        let srv = Server::try_start("redis-server", "redis-server", &args)?;
         let mut r = Redis {
-            child,
-            conn: BufReader::new(connect(port)?),
+            conn: BufReader::new(TcpStream::connect(srv.addr).ok()?),
+            _srv: srv,
         };
         r.cmd(&["FLUSHALL"]);
         Some(r)
     }
 
     fn send(&mut self, args: &[&[u8]], out: &mut Vec<u8>) {
-        out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
+        encode(out, args);
     }
 
     fn read_reply(&mut self) -> String {
@@ -266,23 +248,6 @@ impl Redis {
             i = end;
         }
     }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn connect(port: u16) -> Option<TcpStream> {
-    for _ in 0..100 {
-        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
-            return Some(s);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
 }
 
 fn main() {

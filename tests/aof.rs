@@ -6,17 +6,58 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::dataset::{assert_same, cmd, contents, ok, populate};
-use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, parse_reply};
+use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, encode_cmd, parse_reply};
 
 fn start(dir: &Path, extra: &[&str]) -> ZwindowServer {
     let mut args = vec!["--dir", dir.to_str().unwrap(), "--appendonly", "yes"];
     args.extend_from_slice(extra);
     ZwindowServer::start(&args)
+}
+
+/// redis-server with `dir` as its working directory and the AOF on.
+fn start_redis(dir: &Path) -> RedisServer {
+    RedisServer::start_with(&["--dir", dir.to_str().unwrap(), "--appendonly", "yes"])
+}
+
+/// The incremental file a fresh directory's first start opens.
+fn first_incr(dir: &Path) -> PathBuf {
+    dir.join("appendonlydir").join("appendonly.aof.1.incr.aof")
+}
+
+/// Both servers load the appendonly directory in `dir` (redis-server from
+/// a copy, named after `what`) into `expected`.
+fn both_load(dir: &Path, what: &str, expected: &[(Vec<u8>, Vec<u8>)]) {
+    let z = start(dir, &[]);
+    assert_same(&contents(&mut z.conn()), expected);
+    drop(z);
+    let rdir = PrivateDir::new(what);
+    copy_dir(&dir.join("appendonlydir"), &rdir.0.join("appendonlydir"));
+    let r = start_redis(&rdir.0);
+    assert_same(&contents(&mut r.conn()), expected);
+}
+
+/// MGET of `keys` from a zwindow started again on `dir`.
+fn mget_after_restart(dir: &Path, keys: &[&[u8]]) -> Vec<u8> {
+    let z = start(dir, &[]);
+    let mut args: Vec<&[u8]> = vec![b"MGET"];
+    args.extend_from_slice(keys);
+    cmd(&mut z.conn(), &args)
+}
+
+/// Runs zwindow on `dir` with `aof-load-truncated no` until it exits (it
+/// should refuse to start): its exit status and output.
+fn load_strictly(dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_zwindow"))
+        .args(["--port", "0", "--appendonly", "yes"])
+        .args(["--aof-load-truncated", "no"])
+        .args(["--dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap()
 }
 
 fn info_field(c: &mut RawConn, name: &str) -> String {
@@ -111,20 +152,9 @@ fn writes_survive_a_restart_and_load_into_redis() {
     let expected = contents(&mut c);
     // kill -9: what was acknowledged is in the file already.
     drop(z);
-    let aofdir = dir.0.join("appendonlydir");
-    check_aof(&aofdir.join("appendonly.aof.manifest"));
-
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
-    assert_same(&contents(&mut c), &expected);
-    drop(z);
-
+    check_aof(&dir.0.join("appendonlydir/appendonly.aof.manifest"));
     // redis-server 7.0.15 loads zwindow's directory and answers the same.
-    let rdir = PrivateDir::new("aof-into-redis");
-    copy_dir(&aofdir, &rdir.0.join("appendonlydir"));
-    let r = RedisServer::start_with(&["--dir", rdir.0.to_str().unwrap(), "--appendonly", "yes"]);
-    let mut rc = r.conn();
-    assert_same(&contents(&mut rc), &expected);
+    both_load(&dir.0, "aof-into-redis", &expected);
 }
 
 #[test]
@@ -169,37 +199,23 @@ fn bgrewriteaof_makes_a_new_base_and_history_goes() {
         .sum();
     assert_eq!(size, on_disk);
     drop(z);
-
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
-    assert_same(&contents(&mut c), &expected);
-    drop(z);
-
-    let rdir = PrivateDir::new("aof-rewrite-redis");
-    copy_dir(&aofdir, &rdir.0.join("appendonlydir"));
-    let r = RedisServer::start_with(&["--dir", rdir.0.to_str().unwrap(), "--appendonly", "yes"]);
-    assert_same(&contents(&mut r.conn()), &expected);
+    both_load(&dir.0, "aof-rewrite-redis", &expected);
 }
 
 #[test]
 fn zwindow_loads_redis_appendonly_dir() {
     let rdir = PrivateDir::new("redis-aof");
-    // `always`: under `everysec` redis-server postpones its writes while a
-    // background fsync runs, and the kill below would lose them.
-    let r = RedisServer::start_with(&[
-        "--dir",
-        rdir.0.to_str().unwrap(),
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-    ]);
+    let r = start_redis(&rdir.0);
     let mut rc = r.conn();
     populate(&mut rc);
     ok(&mut rc, "BGREWRITEAOF");
     wait_rewrite(&mut rc);
     more_writes(&mut rc);
     let expected = contents(&mut rc);
+    // A clean stop: with `appendfsync everysec` redis-server may hold the
+    // last writes back from the file for up to 2 s, which kill -9 loses.
+    rc.send(&encode_cmd(&[b"SHUTDOWN", b"NOSAVE"]));
+    rc.expect_closed();
     drop(r);
     let z = start(&rdir.0, &[]);
     assert_same(&contents(&mut z.conn()), &expected);
@@ -236,10 +252,8 @@ fn config_set_appendonly_writes_a_base_first() {
     ok(&mut c, "SET after 2");
     assert_eq!(info_field(&mut c, "aof_enabled"), "1");
     drop(z);
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
     assert_eq!(
-        cmd(&mut c, &[b"MGET", b"before", b"after"]),
+        mget_after_restart(&dir.0, &[b"before", b"after"]),
         b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     );
 }
@@ -282,10 +296,7 @@ fn truncated_dir() -> PrivateDir {
     ok(&mut c, "SET kept 1");
     ok(&mut c, "RPUSH list a b");
     drop(z);
-    let incr = dir
-        .0
-        .join("appendonlydir")
-        .join("appendonly.aof.1.incr.aof");
+    let incr = first_incr(&dir.0);
     let mut bytes = std::fs::read(&incr).unwrap();
     bytes.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$4\r\nlost\r\n$5\r\nva");
     std::fs::write(&incr, &bytes).unwrap();
@@ -295,10 +306,7 @@ fn truncated_dir() -> PrivateDir {
 #[test]
 fn a_truncated_tail_is_dropped_with_aof_load_truncated() {
     let dir = truncated_dir();
-    let incr = dir
-        .0
-        .join("appendonlydir")
-        .join("appendonly.aof.1.incr.aof");
+    let incr = first_incr(&dir.0);
     let before = std::fs::metadata(&incr).unwrap().len();
     let z = start(&dir.0, &[]);
     let mut c = z.conn();
@@ -317,10 +325,8 @@ fn a_truncated_tail_is_dropped_with_aof_load_truncated() {
     assert!(std::fs::metadata(&incr).unwrap().len() < before);
     ok(&mut c, "SET next 2");
     drop(z);
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
     assert_eq!(
-        cmd(&mut c, &[b"MGET", b"kept", b"next"]),
+        mget_after_restart(&dir.0, &[b"kept", b"next"]),
         b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     );
 }
@@ -328,18 +334,7 @@ fn a_truncated_tail_is_dropped_with_aof_load_truncated() {
 #[test]
 fn a_truncated_tail_stops_startup_without_aof_load_truncated() {
     let dir = truncated_dir();
-    let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
-        .args([
-            "--port",
-            "0",
-            "--appendonly",
-            "yes",
-            "--aof-load-truncated",
-            "no",
-        ])
-        .args(["--dir", dir.0.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = load_strictly(&dir.0);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -414,18 +409,7 @@ fn corrupt_files_are_errors_not_panics() {
         )
         .unwrap();
         std::fs::write(aofdir.join("appendonly.aof.1.incr.aof"), body).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
-            .args([
-                "--port",
-                "0",
-                "--appendonly",
-                "yes",
-                "--aof-load-truncated",
-                "no",
-            ])
-            .args(["--dir", dir.0.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out = load_strictly(&dir.0);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{}", common::escape(body));
         assert!(!err.contains("panicked"), "{err}");
@@ -449,10 +433,7 @@ fn the_log_holds_the_effects() {
     ok(&mut c, "SADD s only");
     ok(&mut c, "SPOP s");
     ok(&mut c, "GET a");
-    let incr = dir
-        .0
-        .join("appendonlydir")
-        .join("appendonly.aof.1.incr.aof");
+    let incr = first_incr(&dir.0);
     let text = String::from_utf8_lossy(&std::fs::read(incr).unwrap()).replace("\r\n", " ");
     let want = "*2 $6 SELECT $1 0 *5 $3 SET $4 gone $1 v $4 PXAT";
     assert!(text.starts_with(want), "{text}");

@@ -86,6 +86,16 @@ impl Setup {
     }
 }
 
+/// `MIGRATE` of `keys` (the KEYS form) to `port` on this host, database
+/// `db`, 5 s timeout.
+fn migrate_keys(port: u16, db: u32, keys: &[impl AsRef<str>]) -> String {
+    let keys: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
+    format!(
+        "MIGRATE 127.0.0.1 {port} \"\" {db} 5000 KEYS {}",
+        keys.join(" ")
+    )
+}
+
 fn run_migrations(target_is_zwindow: bool) {
     let z = ZwindowServer::start(&[]);
     let r = RedisServer::start();
@@ -214,12 +224,7 @@ fn redis_server_migrates_into_zwindow() {
         rc.cmd_str(line);
         refc.cmd_str(line);
     }
-    let line = format!(
-        "MIGRATE 127.0.0.1 {} \"\" 3 5000 KEYS {}",
-        z.port(),
-        keys.join(" ")
-    );
-    assert_eq!(rc.cmd_str(&line), b"+OK\r\n");
+    assert_eq!(rc.cmd_str(&migrate_keys(z.port(), 3, &keys)), b"+OK\r\n");
     assert_eq!(rc.cmd_str("DBSIZE"), b":0\r\n");
     let mut zc = z.conn();
     zc.cmd_str("SELECT 3");
@@ -384,12 +389,10 @@ fn windowed_keys_migrate_with_their_hand_off() {
     // next lookup: MIGRATE's.
     c.cmd_str("DEBUG CLOCK ADVANCE 4000");
     let keys: Vec<String> = (0..8).map(|i| format!("folder:{i}")).collect();
-    let line = format!(
-        "MIGRATE 127.0.0.1 {} \"\" 0 5000 KEYS {}",
-        target.port(),
-        keys.join(" ")
+    assert_eq!(
+        c.cmd_str(&migrate_keys(target.port(), 0, &keys)),
+        b"+OK\r\n"
     );
-    assert_eq!(c.cmd_str(&line), b"+OK\r\n");
     assert_eq!(c.cmd_str("EXISTS folder:0 folder:7"), b":0\r\n");
     // The old members went to the destination, the rest to the target.
     assert_eq!(c.cmd_str("LLEN folded"), b":8\r\n");

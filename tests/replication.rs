@@ -72,11 +72,8 @@ const CASES: &[&str] = &[
 fn replication_and_module_replies_match_redis() {
     let s = Servers::start();
     for proto in ["2", "3"] {
-        let mut p = s.pair();
-        p.both_str(&format!("HELLO {proto}"));
-        for case in CASES {
-            p.check_str(case);
-        }
+        let mut p = s.pair_resp(proto);
+        p.script(CASES);
         // ACK and GETACK answer nothing to a client that is not a replica.
         p.check_raw_session(&encode_cmd(&[b"REPLCONF", b"ACK", b"5"]));
         p.check_raw_session(&encode_cmd(&[b"REPLCONF", b"GETACK", b"*"]));

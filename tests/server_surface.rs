@@ -28,10 +28,6 @@ const CASES: &[&str] = &[
 fn wait_role_lolwut_match_redis() {
     let s = Servers::start();
     for proto in ["2", "3"] {
-        let mut p = s.pair();
-        p.both_str(&format!("HELLO {proto}"));
-        for case in CASES {
-            p.check_str(case);
-        }
+        s.pair_resp(proto).script(CASES);
     }
 }

@@ -407,6 +407,17 @@ fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
+/// The bytes of the files the manifest loads (base and incrementals, not
+/// history): what `aof_current_size` reports.
+fn live_size(dir: &Path, manifest: &Manifest) -> u64 {
+    manifest
+        .base
+        .iter()
+        .chain(&manifest.incrs)
+        .map(|f| file_size(&dir.join(&f.name)))
+        .sum()
+}
+
 /// Deletes the history files and forgets them (Redis's `aofDelHistoryFiles`).
 fn delete_history(dir: &Path, prefix: &str, manifest: &mut Manifest) {
     if manifest.history.is_empty() {
@@ -480,12 +491,7 @@ pub fn open_at_startup(shared: &Shared, mut manifest: Manifest) -> Result<(), St
         .map_err(|e| format!("Can't open the append-only file {last}: {e}"))?;
     persist_manifest(&dir, &prefix, &manifest)
         .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
-    let size: u64 = manifest
-        .base
-        .iter()
-        .chain(&manifest.incrs)
-        .map(|f| file_size(&dir.join(&f.name)))
-        .sum();
+    let size = live_size(&dir, &manifest);
     aof.current_size.store(size, Relaxed);
     if aof.base_size.load(Relaxed) == 0 {
         let base = manifest
@@ -619,12 +625,7 @@ fn run_rewrite(
         }
         manifest.incrs.extend(keep);
         persist_manifest(&dir, &prefix, &manifest)?;
-        let size: u64 = manifest
-            .base
-            .iter()
-            .chain(&manifest.incrs)
-            .map(|f| file_size(&dir.join(&f.name)))
-            .sum();
+        let size = live_size(&dir, &manifest);
         aof.current_size.store(size, Relaxed);
         aof.base_size.store(size, Relaxed);
         delete_history(&dir, &prefix, &mut manifest);

@@ -1055,6 +1055,14 @@ impl Servers {
             r: self.r.conn(),
         }
     }
+
+    /// A fresh pair that has switched both connections to RESP `proto`
+    /// ("2" or "3") with HELLO.
+    pub fn pair_resp(&self, proto: &str) -> Pair {
+        let mut p = self.pair();
+        p.both_str(&format!("HELLO {proto}"));
+        p
+    }
 }
 
 /// One connection to zwindow (`z`) and one to redis-server (`r`), driven in lockstep.
