@@ -21,7 +21,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+    AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+    Ordering::Relaxed,
 };
 
 use parking_lot::RwLock;
@@ -351,6 +352,11 @@ pub struct Config {
     maxmemory_eviction_tenacity: AtomicU32,
     lfu_log_factor: AtomicU32,
     lfu_decay_time: AtomicU32,
+    /// Redis's hidden test hooks `rdb-key-save-delay` / `key-load-delay`:
+    /// microseconds of sleep after each key saved / loaded (negative: a
+    /// 1 µs sleep once per that many keys on average).
+    rdb_key_save_delay: AtomicI32,
+    key_load_delay: AtomicI32,
 }
 
 /// Parses `save` parameters as Redis's setConfigSaveOption: pairs of
@@ -443,6 +449,8 @@ impl Config {
             maxmemory_eviction_tenacity: AtomicU32::new(10),
             lfu_log_factor: AtomicU32::new(10),
             lfu_decay_time: AtomicU32::new(1),
+            rdb_key_save_delay: AtomicI32::new(0),
+            key_load_delay: AtomicI32::new(0),
             save_points: RwLock::new(vec![(3600, 1), (300, 100), (60, 10000)]),
             save_loaded: AtomicBool::new(false),
             dbfilename: RwLock::new("dump.rdb".into()),
@@ -641,6 +649,14 @@ impl Config {
 
     pub fn maxmemory_eviction_tenacity(&self) -> u32 {
         self.maxmemory_eviction_tenacity.load(Relaxed)
+    }
+
+    pub fn rdb_key_save_delay(&self) -> i32 {
+        self.rdb_key_save_delay.load(Relaxed)
+    }
+
+    pub fn key_load_delay(&self) -> i32 {
+        self.key_load_delay.load(Relaxed)
     }
 
     pub fn lfu_log_factor(&self) -> u32 {
@@ -1261,6 +1277,24 @@ macro_rules! u32_param {
                 let n = int_setter(v, $min, $max)?;
                 if apply {
                     c.$field.store(n as u32, Relaxed);
+                }
+                Ok(())
+            }),
+        }
+    };
+}
+
+/// A signed integer setting over the whole `int` range.
+macro_rules! i32_param {
+    ($name:expr, $field:ident) => {
+        Param {
+            name: $name,
+            alias: None,
+            get: |c| c.$field.load(Relaxed).to_string(),
+            set: Some(|c, v, apply| {
+                let n = int_setter(v, i64::from(i32::MIN), i64::from(i32::MAX))?;
+                if apply {
+                    c.$field.store(n as i32, Relaxed);
                 }
                 Ok(())
             }),
@@ -1895,6 +1929,8 @@ const PARAMS: &[Param] = &[
     ),
     u32_param!("lfu-log-factor", lfu_log_factor, 0, i64::from(i32::MAX)),
     u32_param!("lfu-decay-time", lfu_decay_time, 0, i64::from(i32::MAX)),
+    i32_param!("rdb-key-save-delay", rdb_key_save_delay),
+    i32_param!("key-load-delay", key_load_delay),
     Param {
         name: "slowlog-log-slower-than",
         alias: None,

@@ -269,16 +269,11 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     );
     tracing::info!("Server initialized");
     // After the banner, as Redis loads after its logo: tools waiting for
-    // the PID line see a server that fails to load stop.
-    if shared.config.appendonly() {
-        // As Redis 7.0: the AOF, not dump.rdb, is the dataset.
-        let manifest = crate::aof::load::load_at_startup(&shared)?;
-        crate::aof::open_at_startup(&shared, manifest)?;
-    } else {
-        crate::persistence::load_at_startup(&shared)?;
-    }
+    // the PID line see a server that fails to load stop. Connections are
+    // accepted meanwhile and answered -LOADING (clients retry on it).
+    let mut loaded = Box::pin(load_dataset(shared.clone()));
+    let mut background = None;
 
-    let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
     tokio::spawn(crate::network::cron(shared.clone(), shared.shutdown_rx()));
@@ -286,7 +281,6 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let mut conns = JoinSet::new();
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
-    tracing::info!("Ready to accept connections tcp");
     // Out of file descriptors, accept fails at once and would fail again at
     // once: accepting pauses instead of spinning, and the clients already
     // connected are served meanwhile.
@@ -308,6 +302,11 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                 }
             },
             _ = &mut resume, if paused => paused = false,
+            done = &mut loaded, if background.is_none() => {
+                done?;
+                background = Some(spawn_background(shared.clone())?);
+                tracing::info!("Ready to accept connections tcp");
+            }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = sigterm.recv() => { tracing::info!("SIGTERM received, shutting down"); break }
             _ = sigint.recv() => { tracing::info!("SIGINT received, shutting down"); break }
@@ -327,6 +326,12 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     if drained.is_err() {
         conns.abort_all();
     }
+    // Stopped while loading: nothing to save (Redis skips the save too),
+    // and the loader ends with the process.
+    let Some(background) = background else {
+        tracing::info!("zwindow is now ready to exit, bye bye...");
+        return Ok(());
+    };
     // After the connections' last batches, so every acknowledged write is
     // in the file; a script being killed releases its shards in a moment.
     let saver = shared.clone();
@@ -344,6 +349,34 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     }
     tracing::info!("zwindow is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// Loads the dataset on a thread of its own (the AOF with `appendonly
+/// yes`, as Redis 7.0, else `dump.rdb`), while connections are served:
+/// the loading state refuses their commands with -LOADING until it is done.
+/// Not tokio's blocking pool: a runtime waits for those at exit, and a
+/// server stopped while loading must not.
+async fn load_dataset(shared: Arc<Shared>) -> Result<(), String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // Marked loading before the first connection is read, so none sees
+    // an empty dataset as the real one.
+    shared.persistence.loading.enter();
+    let loader = shared.clone();
+    std::thread::Builder::new()
+        .name("zwindow-load".into())
+        .spawn(move || {
+            let result = if loader.config.appendonly() {
+                crate::aof::load::load_at_startup(&loader)
+                    .and_then(|manifest| crate::aof::open_at_startup(&loader, manifest))
+            } else {
+                crate::persistence::load_at_startup(&loader)
+            };
+            loader.persistence.loading.leave();
+            let _ = tx.send(result);
+        })
+        .map_err(|e| format!("Can't start loading the dataset: {e}"))?;
+    rx.await
+        .map_err(|_| "the dataset loader stopped unexpectedly".to_string())?
 }
 
 /// `io-uring yes`: client sockets go through io_uring from now on, or stay
