@@ -335,6 +335,9 @@ pub struct Config {
     save_loaded: AtomicBool,
     dbfilename: RwLock<String>,
     rdbcompression: AtomicBool,
+    /// `aof-timestamp-enabled`: `#TS:<unix seconds>` lines in the AOF,
+    /// read on every propagated write.
+    aof_timestamp_enabled: AtomicBool,
     rdbchecksum: bool,
     stop_writes_on_bgsave_error: AtomicBool,
     /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
@@ -455,6 +458,7 @@ impl Config {
             save_loaded: AtomicBool::new(false),
             dbfilename: RwLock::new("dump.rdb".into()),
             rdbcompression: AtomicBool::new(true),
+            aof_timestamp_enabled: AtomicBool::new(false),
             rdbchecksum: true,
             stop_writes_on_bgsave_error: AtomicBool::new(true),
         }
@@ -677,6 +681,10 @@ impl Config {
     pub fn rdb_path(&self) -> PathBuf {
         let name = PathBuf::from(&*self.dbfilename.read());
         std::env::current_dir().map_or_else(|_| name.clone(), |d| d.join(&name))
+    }
+
+    pub fn aof_timestamp_enabled(&self) -> bool {
+        self.aof_timestamp_enabled.load(Relaxed)
     }
 
     pub fn rdbcompression(&self) -> bool {
@@ -2238,7 +2246,7 @@ const PARAMS: &[Param] = &[
         runtime
     ),
     // Persistence tuning zwindow does without (RDB's, and the AOF's
-    // fsync and timestamp options), and the AOF's settings, which
+    // fsync options), and the AOF's settings, which
     // `crate::aof` reads.
     kept!("rdb-del-sync-files", None, "no", yes_no, startup),
     kept!("rdb-save-incremental-fsync", None, "yes", yes_no, startup),
@@ -2268,7 +2276,25 @@ const PARAMS: &[Param] = &[
     ),
     kept!("aof-load-truncated", None, "yes", yes_no, runtime),
     kept!("aof-use-rdb-preamble", None, "yes", yes_no, runtime),
-    kept!("aof-timestamp-enabled", None, "no", yes_no, runtime),
+    Param {
+        name: "aof-timestamp-enabled",
+        alias: None,
+        get: |c| {
+            if c.aof_timestamp_enabled() {
+                "yes"
+            } else {
+                "no"
+            }
+            .into()
+        },
+        set: Some(|c, v, apply| {
+            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+            if apply {
+                c.aof_timestamp_enabled.store(on, Relaxed);
+            }
+            Ok(())
+        }),
+    },
     kept!(
         "aof-rewrite-incremental-fsync",
         None,

@@ -458,3 +458,131 @@ fn the_log_holds_the_effects() {
          *3 $4 SADD $1 s $4 only *3 $4 SREM $1 s $4 only "
     );
 }
+
+/// A RESP command as `redis-cli` would send it.
+fn resp(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+#[test]
+fn other_clients_get_loading_while_the_aof_reloads() {
+    let dir = PrivateDir::new("aof-loading");
+    // 400 commands at 2.5 ms each: a load of about a second.
+    let z = start(
+        &dir.0,
+        &["--enable-debug-command", "yes", "--key-load-delay", "2500"],
+    );
+    let mut c = z.conn();
+    for i in 0..400 {
+        let k = format!("k{i}");
+        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
+    }
+    // A transaction queued before the reload, run during it.
+    let mut tx = z.conn();
+    ok(&mut tx, "MULTI");
+    assert_eq!(cmd(&mut tx, &[b"GET", b"k1"]), b"+QUEUED\r\n");
+    let mut loader = z.conn();
+    loader.send(&resp(&[b"DEBUG", b"LOADAOF"]));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while cmd(&mut c, &[b"PING"]) == b"+PONG\r\n" {
+        assert!(Instant::now() < deadline, "the reload never showed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Refused without the `loading` flag; INFO, CONFIG and SELECT run.
+    assert_eq!(
+        cmd(&mut c, &[b"GET", b"k1"]),
+        b"-LOADING Redis is loading the dataset in memory\r\n"
+    );
+    assert_eq!(info_field(&mut c, "loading"), "1");
+    assert!(
+        info_field(&mut c, "loading_total_bytes")
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(cmd(&mut c, &[b"SELECT", b"0"]), b"+OK\r\n");
+    assert_eq!(
+        cmd(&mut tx, &[b"EXEC"]),
+        b"-EXECABORT Transaction discarded because of: LOADING Redis is loading the dataset in memory\r\n"
+    );
+    assert_eq!(loader.read_reply(), b"+OK\r\n");
+    assert_eq!(info_field(&mut c, "loading"), "0");
+    assert_eq!(cmd(&mut c, &[b"DBSIZE"]), b":400\r\n");
+}
+
+#[test]
+fn connections_are_answered_while_the_dataset_loads_at_startup() {
+    let dir = PrivateDir::new("aof-startup-loading");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    for i in 0..300 {
+        let k = format!("k{i}");
+        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
+    }
+    drop(z);
+    // Started by hand: `start` waits for the end of the load.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zwindow"))
+        .args(["--bind", "127.0.0.1", "--port", "0", "--appendonly", "yes"])
+        .args(["--key-load-delay", "5000"])
+        .current_dir(&dir.0)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let port = loop {
+        let mut line = String::new();
+        assert!(std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0);
+        if let Some(p) = common::parse_listening_line(line.trim_end()) {
+            break p;
+        }
+    };
+    let mut c = RawConn::connect(([127, 0, 0, 1], port).into(), "zwindow");
+    assert_eq!(
+        cmd(&mut c, &[b"PING"]),
+        b"-LOADING Redis is loading the dataset in memory\r\n"
+    );
+    assert_eq!(info_field(&mut c, "loading"), "1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while cmd(&mut c, &[b"PING"]) != b"+PONG\r\n" {
+        assert!(Instant::now() < deadline, "the load never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(cmd(&mut c, &[b"DBSIZE"]), b":300\r\n");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn timestamp_annotations_are_written_and_skipped() {
+    let dir = PrivateDir::new("aof-ts");
+    let z = start(&dir.0, &["--aof-timestamp-enabled", "yes"]);
+    let mut c = z.conn();
+    ok(&mut c, "SET a 1");
+    std::thread::sleep(Duration::from_millis(1100));
+    ok(&mut c, "SET b 2");
+    drop(z);
+    let incr = dir
+        .0
+        .join("appendonlydir")
+        .join("appendonly.aof.1.incr.aof");
+    let text = String::from_utf8(std::fs::read(&incr).unwrap()).unwrap();
+    let stamps: Vec<&str> = text.lines().filter(|l| l.starts_with("#TS:")).collect();
+    assert_eq!(stamps.len(), 2, "{text:?}");
+    assert!(text.starts_with("#TS:"), "{text:?}");
+    check_aof(&dir.0.join("appendonlydir").join("appendonly.aof.manifest"));
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    assert_eq!(
+        cmd(&mut c, &[b"MGET", b"a", b"b"]),
+        b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    );
+}

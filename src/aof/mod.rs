@@ -85,6 +85,14 @@ struct Pending {
     /// The database the stream's last SELECT chose (None: none yet in
     /// this file).
     selected_db: Option<usize>,
+    /// The second of the last `#TS:` annotation (`aof-timestamp-enabled`).
+    timestamp: u64,
+}
+
+/// Appends Redis's timestamp annotation (`#TS:<unix seconds>`), which
+/// loaders skip and `redis-check-aof --truncate-to-timestamp` cuts at.
+pub fn annotation(out: &mut Vec<u8>, secs: u64) {
+    out.extend_from_slice(format!("#TS:{secs}\r\n").as_bytes());
 }
 
 /// The directory, its manifest and the incremental file appended to.
@@ -168,6 +176,19 @@ impl Sink for Aof {
 impl Aof {
     pub fn enabled(&self) -> bool {
         self.state.load(Relaxed) != OFF
+    }
+
+    /// Before the commands of second `now_secs` (Redis's
+    /// `genAofTimestampAnnotationIfNeeded`): an annotation once a second.
+    pub fn annotate_time(&self, now_secs: u64) {
+        if !self.enabled() {
+            return;
+        }
+        let mut p = self.pending.lock();
+        if p.timestamp < now_secs {
+            p.timestamp = now_secs;
+            annotation(&mut p.bytes, now_secs);
+        }
     }
 
     /// Writes what is pending to the incremental file; with `fsync`, makes

@@ -352,10 +352,13 @@ fn verify(
     if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
         return Verdict::Queue;
     }
-    if matches!(cmd.keys, Keys::All | Keys::Script { .. })
-        && runs_script(client, cmd)
-        && !scripting::on_runner()
-    {
+    // Scripts, and reloads of the dataset (which may replay scripts), run
+    // on the runner thread: the connection worker goes on serving the
+    // other clients (with -LOADING, during a reload).
+    let on_runner = (matches!(cmd.keys, Keys::All | Keys::Script { .. })
+        && runs_script(client, cmd))
+        || crate::commands::debug::reloads_dataset(cmd, args);
+    if on_runner && !scripting::on_runner() {
         return Verdict::ScriptRunner;
     }
     Verdict::Run
