@@ -271,6 +271,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // After the banner, as Redis loads after its logo: tools waiting for
     // the PID line see a server that fails to load stop. Connections are
     // accepted meanwhile and answered -LOADING (clients retry on it).
+    crate::aof::spawn_syncer(shared.clone())?;
     let mut loaded = Box::pin(load_dataset(shared.clone()));
     let mut background = None;
 

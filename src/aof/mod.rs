@@ -9,8 +9,9 @@
 //! while their shard locks are held (so the file keeps the order of the
 //! changes), written before the replies leave (each connection's batch,
 //! and the background tick for background work), and fsynced as
-//! `appendfsync` says — `always` before the reply is sent, `everysec` by
-//! the background tick once a second.
+//! `appendfsync` says — `always` before the reply is sent (by a syncer
+//! thread whose one fsync covers every connection waiting, a group
+//! commit), `everysec` by the background tick once a second.
 //!
 //! `BGREWRITEAOF` takes the same copy-on-write snapshot BGSAVE uses, and
 //! at that instant (every shard held) starts a new incremental file, so the
@@ -27,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use crate::keyspace::propagate::{Op, Sink};
 use crate::server::Shared;
@@ -77,6 +78,14 @@ pub struct Aof {
     /// `DEBUG AOF-FLUSH-SLEEP <µs>`: each write waits this long first
     /// (Redis's `aof_flush_sleep`, for tests of the reply order).
     pub flush_sleep_us: AtomicU64,
+    /// Group commit under `appendfsync always`: bytes written since start
+    /// (across files), bytes known durable, the syncer's wake-up, and the
+    /// connections waiting for their bytes to be durable.
+    written_total: AtomicU64,
+    synced_total: AtomicU64,
+    sync_requested: Mutex<bool>,
+    sync_wanted: Condvar,
+    synced: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -121,6 +130,11 @@ impl Default for Aof {
             last_fsync_ms: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
             flush_sleep_us: AtomicU64::new(0),
+            written_total: AtomicU64::new(0),
+            synced_total: AtomicU64::new(0),
+            sync_requested: Mutex::new(false),
+            sync_wanted: Condvar::new(),
+            synced: tokio::sync::Notify::new(),
         }
     }
 }
@@ -212,6 +226,7 @@ impl Aof {
                 Ok(()) => {
                     self.current_size.fetch_add(bytes.len() as u64, Relaxed);
                     self.unsynced.fetch_add(bytes.len() as u64, Relaxed);
+                    self.written_total.fetch_add(bytes.len() as u64, Relaxed);
                     self.last_write_ok.store(true, Relaxed);
                 }
                 Err(e) => {
@@ -238,13 +253,72 @@ impl Aof {
     }
 
     /// Before a batch's replies leave (Redis's `beforeSleep`): the batch's
-    /// commands are written, and with `appendfsync always` fsynced, so an
-    /// acknowledged write survives a crash of the process or the machine.
-    pub fn before_reply(&self, shared: &Shared) {
+    /// commands are written, and with `appendfsync always` made durable,
+    /// so an acknowledged write survives a crash of the process or the
+    /// machine.
+    ///
+    /// The fsync is a group commit: the connection waits (without holding
+    /// the worker) for the syncer thread, which fsyncs everything written
+    /// so far at once — what Redis's one fsync per event-loop pass gives
+    /// it. One fsync per batch would serialize every connection behind
+    /// the disk.
+    pub async fn before_reply(&self, shared: &Shared) {
         if !self.has_pending.load(Relaxed) {
             return;
         }
-        self.write_pending(shared.config.appendfsync() == Fsync::Always);
+        self.write_pending(false);
+        if shared.config.appendfsync() != Fsync::Always {
+            return;
+        }
+        let target = self.written_total.load(Relaxed);
+        loop {
+            let synced = self.synced.notified();
+            tokio::pin!(synced);
+            // Registered before the check: a sync ending in between wakes it.
+            synced.as_mut().enable();
+            if self.synced_total.load(Relaxed) >= target || !self.enabled() {
+                return;
+            }
+            *self.sync_requested.lock() = true;
+            self.sync_wanted.notify_one();
+            synced.await;
+        }
+    }
+
+    /// The syncer thread's loop (see [`Aof::before_reply`]): waits for a
+    /// request, fsyncs what was written until then, releases the waiters.
+    fn run_syncer(&self) {
+        loop {
+            {
+                let mut requested = self.sync_requested.lock();
+                while !*requested {
+                    self.sync_wanted.wait(&mut requested);
+                }
+                *requested = false;
+            }
+            // Read together under the file lock: every byte counted in
+            // `target` is in this file, or in an earlier one, fsynced when
+            // a rewrite switched files.
+            let (target, file) = {
+                let files = self.file.lock();
+                let target = self.written_total.load(Relaxed);
+                (target, files.as_ref().map(|f| f.incr.try_clone()))
+            };
+            if let Some(file) = file {
+                // A failed fsync releases the waiters all the same, as a
+                // failed one did before the group commit, and is reported
+                // in INFO's aof_last_write_status.
+                match file.and_then(|f| f.sync_data()) {
+                    Ok(()) => {}
+                    Err(e) => {
+                        tracing::warn!("Can't persist the AOF file: fsync: {e}");
+                        self.last_write_ok.store(false, Relaxed);
+                    }
+                }
+            }
+            self.synced_total.fetch_max(target, Relaxed);
+            self.synced.notify_waiters();
+        }
     }
 
     /// The tick (ten times a second): writes what background work
@@ -298,6 +372,15 @@ impl Aof {
     fn dir(shared: &Shared) -> PathBuf {
         PathBuf::from(shared.config.appenddirname())
     }
+}
+
+/// Starts the thread that fsyncs for `appendfsync always` (see
+/// [`Aof::before_reply`]); it sleeps until asked and ends with the process.
+pub fn spawn_syncer(shared: Arc<Shared>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("zwindow-aofsync".into())
+        .spawn(move || shared.aof.run_syncer())
+        .map(drop)
 }
 
 /// A manifest's entry: file name, sequence number, type.
