@@ -46,7 +46,6 @@ pub struct State {
 /// LOADAOF), Redis's `server.loading`: while it is, commands without the
 /// `loading` flag are refused with [`LOADING`] (`execution::verify`), and
 /// INFO persistence reports the progress.
-#[derive(Default)]
 pub struct Loading {
     /// Loads under way: the startup load holds one from before the first
     /// connection is read until the AOF is open for appending, around the
@@ -56,7 +55,19 @@ pub struct Loading {
     start_time: AtomicU64,
     total_bytes: AtomicU64,
     loaded_bytes: AtomicU64,
+    /// Clients are answered (-LOADING) during this load. Redis serves
+    /// them only from within its load loop — before each 1024th AOF
+    /// command and after every 2 MB of RDB — so during a short load, or
+    /// while the AOF's first base is written, a client just waits; so do
+    /// zwindow's until this is set ([`Loading::wait_unless_served`]).
+    served: AtomicBool,
+    /// Woken when `served` is set and when the load ends.
+    changed: tokio::sync::Notify,
 }
+
+/// Redis's `loading-process-events-interval-bytes`: an RDB load serves
+/// clients once it has read this much.
+const SERVE_AFTER_BYTES: u64 = 2 * 1024 * 1024;
 
 /// The refusal of a command while the dataset loads.
 pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
@@ -70,18 +81,60 @@ impl Drop for LoadingGuard<'_> {
     }
 }
 
+impl Default for Loading {
+    fn default() -> Self {
+        Loading {
+            depth: AtomicU32::new(0),
+            start_time: AtomicU64::new(0),
+            total_bytes: AtomicU64::new(0),
+            loaded_bytes: AtomicU64::new(0),
+            served: AtomicBool::new(false),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+}
+
 impl Loading {
     pub fn active(&self) -> bool {
         self.depth.load(Relaxed) > 0
     }
 
     /// Marks the dataset loading until [`Loading::leave`].
-    pub fn enter(&self) {
-        self.depth.fetch_add(1, Relaxed);
+    pub fn enter(&self, now_secs: u64) {
+        if self.depth.fetch_add(1, Relaxed) == 0 {
+            self.start_time.store(now_secs, Relaxed);
+            self.total_bytes.store(0, Relaxed);
+            self.loaded_bytes.store(0, Relaxed);
+            self.served.store(false, Relaxed);
+        }
     }
 
     pub fn leave(&self) {
-        self.depth.fetch_sub(1, Relaxed);
+        if self.depth.fetch_sub(1, Relaxed) == 1 {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// From now on this load answers clients (with -LOADING).
+    pub fn serve_clients(&self) {
+        if !self.served.swap(true, Relaxed) {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// A connection's next batch waits while a load that does not serve
+    /// clients (yet) runs.
+    pub async fn wait_unless_served(&self) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the check, so a change in between wakes it.
+            changed.as_mut().enable();
+            if !self.active() || self.served.load(Relaxed) {
+                return;
+            }
+            changed.await;
+        }
     }
 
     /// Starts loading a file of `total_bytes` (Redis's `startLoading`),
@@ -90,13 +143,18 @@ impl Loading {
         self.start_time.store(now_secs, Relaxed);
         self.total_bytes.store(total_bytes, Relaxed);
         self.loaded_bytes.store(0, Relaxed);
-        self.enter();
+        if self.depth.fetch_add(1, Relaxed) == 0 {
+            self.served.store(false, Relaxed);
+        }
         LoadingGuard(self)
     }
 
     /// `bytes` more of the input were read.
     pub fn advance(&self, bytes: u64) {
-        self.loaded_bytes.fetch_add(bytes, Relaxed);
+        let loaded = self.loaded_bytes.fetch_add(bytes, Relaxed) + bytes;
+        if loaded >= SERVE_AFTER_BYTES && !self.served.load(Relaxed) {
+            self.serve_clients();
+        }
     }
 
     /// INFO persistence's `loading_*` lines while loading.

@@ -272,7 +272,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // the PID line see a server that fails to load stop. Connections are
     // accepted meanwhile and answered -LOADING (clients retry on it).
     crate::aof::spawn_syncer(shared.clone())?;
-    let mut loaded = Box::pin(load_dataset(shared.clone()));
+    let mut loaded = load_dataset(&shared)?;
     let mut background = None;
 
     // The clients' cron runs beside the connections, on their threads: the
@@ -304,7 +304,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             },
             _ = &mut resume, if paused => paused = false,
             done = &mut loaded, if background.is_none() => {
-                done?;
+                done.map_err(|_| "the dataset loader stopped unexpectedly".to_string())??;
                 background = Some(spawn_background(shared.clone())?);
                 tracing::info!("Ready to accept connections tcp");
             }
@@ -356,12 +356,15 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
 /// yes`, as Redis 7.0, else `dump.rdb`), while connections are served:
 /// the loading state refuses their commands with -LOADING until it is done.
 /// Not tokio's blocking pool: a runtime waits for those at exit, and a
-/// server stopped while loading must not.
-async fn load_dataset(shared: Arc<Shared>) -> Result<(), String> {
+/// server stopped while loading must not. The receiver gets the outcome.
+fn load_dataset(shared: &Arc<Shared>) -> Result<LoadDone, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    // Marked loading before the first connection is read, so none sees
-    // an empty dataset as the real one.
-    shared.persistence.loading.enter();
+    // Marked loading before any connection is accepted, so none sees an
+    // empty dataset as the real one.
+    shared
+        .persistence
+        .loading
+        .enter(shared.clock.now_ms() / 1000);
     let loader = shared.clone();
     std::thread::Builder::new()
         .name("zwindow-load".into())
@@ -376,9 +379,10 @@ async fn load_dataset(shared: Arc<Shared>) -> Result<(), String> {
             let _ = tx.send(result);
         })
         .map_err(|e| format!("Can't start loading the dataset: {e}"))?;
-    rx.await
-        .map_err(|_| "the dataset loader stopped unexpectedly".to_string())?
+    Ok(rx)
 }
+
+type LoadDone = tokio::sync::oneshot::Receiver<Result<(), String>>;
 
 /// `io-uring yes`: client sockets go through io_uring from now on, or stay
 /// on epoll, with a warning saying why, where that cannot be.

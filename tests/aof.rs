@@ -516,21 +516,20 @@ fn other_clients_get_loading_while_the_aof_reloads() {
     assert_eq!(cmd(&mut c, &[b"DBSIZE"]), b":400\r\n");
 }
 
-#[test]
-fn connections_are_answered_while_the_dataset_loads_at_startup() {
-    let dir = PrivateDir::new("aof-startup-loading");
-    let z = start(&dir.0, &[]);
-    let mut c = z.conn();
-    for i in 0..300 {
-        let k = format!("k{i}");
-        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
-    }
-    drop(z);
-    // Started by hand: `start` waits for the end of the load.
+/// Starts zwindow in `dir` with a slow load (5 ms a key) and connects as
+/// soon as it listens: `start` would wait for the end of the load.
+fn start_loading(dir: &Path, extra: &[&str]) -> (std::process::Child, RawConn) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zwindow"))
-        .args(["--bind", "127.0.0.1", "--port", "0", "--appendonly", "yes"])
-        .args(["--key-load-delay", "5000"])
-        .current_dir(&dir.0)
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--key-load-delay",
+            "5000",
+        ])
+        .args(extra)
+        .current_dir(dir)
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .env("RUST_LOG", "info")
@@ -545,7 +544,50 @@ fn connections_are_answered_while_the_dataset_loads_at_startup() {
             break p;
         }
     };
-    let mut c = RawConn::connect(([127, 0, 0, 1], port).into(), "zwindow");
+    // The rest of the log is drained so the pipe never fills.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    (
+        child,
+        RawConn::connect(([127, 0, 0, 1], port).into(), "zwindow"),
+    )
+}
+
+#[test]
+fn a_shutdown_while_loading_saves_nothing() {
+    let dir = PrivateDir::new("shutdown-loading");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    for i in 0..300 {
+        let k = format!("k{i}");
+        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
+    }
+    drop(z);
+    // Save points are on: a SHUTDOWN after the load would save.
+    let (mut child, mut c) = start_loading(&dir.0, &["--appendonly", "yes", "--save", "3600 1"]);
+    assert_eq!(info_field(&mut c, "loading"), "1");
+    c.send(&resp(&[b"SHUTDOWN"]));
+    assert!(matches!(
+        c.try_read_reply(Duration::from_secs(5)),
+        common::ReadOutcome::Closed
+    ));
+    assert!(child.wait().unwrap().success());
+    assert!(
+        !dir.0.join("dump.rdb").exists(),
+        "a half-loaded dataset was saved"
+    );
+}
+
+#[test]
+fn connections_are_answered_while_the_dataset_loads_at_startup() {
+    let dir = PrivateDir::new("aof-startup-loading");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    for i in 0..300 {
+        let k = format!("k{i}");
+        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
+    }
+    drop(z);
+    let (mut child, mut c) = start_loading(&dir.0, &["--appendonly", "yes"]);
     assert_eq!(
         cmd(&mut c, &[b"PING"]),
         b"-LOADING Redis is loading the dataset in memory\r\n"

@@ -330,6 +330,9 @@ fn load_file(
         match cursor.command() {
             Parsed::Annotation => {}
             Parsed::Command(argv) => {
+                // Redis serves clients before its first command (and each
+                // 1024th): they get -LOADING from here on.
+                shared.persistence.loading.serve_clients();
                 if replayer.in_multi() {
                     if crate::util::eq_ic(&argv[0], "multi") {
                         return Err(bad_format(name));

@@ -155,6 +155,11 @@ pub(crate) async fn run(
         if handle.killed.load(Relaxed) {
             break;
         }
+        // A load that does not answer clients yet holds the batch back (see
+        // `persistence::Loading`): one relaxed load when nothing loads.
+        if shared.persistence.loading.active() {
+            shared.persistence.loading.wait_unless_served().await;
+        }
         // Run every complete request in the buffer, then flush once.
         loop {
             // A killed client (its ACL user deleted, CLIENT KILL) runs
