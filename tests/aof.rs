@@ -631,10 +631,10 @@ fn timestamp_annotations_are_written_and_skipped() {
 
 /// 50 clients write until the server is killed with SIGKILL; returns
 /// (writes acknowledged, acknowledged writes missing after a restart).
-fn acknowledged_but_lost(fsync: &str) -> (usize, usize) {
+fn acknowledged_but_lost(fsync: &str, threads: &str) -> (usize, usize) {
     const CLIENTS: usize = 50;
     let dir = PrivateDir::new("aof-kill9");
-    let z = start(&dir.0, &["--appendfsync", fsync]);
+    let z = start(&dir.0, &["--appendfsync", fsync, "--threads", threads]);
     let addr = z.addr();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = (0..CLIENTS)
@@ -683,10 +683,13 @@ fn acknowledged_but_lost(fsync: &str) -> (usize, usize) {
 /// machine crash loses. The figures are printed for the README.
 #[test]
 fn kill_9_under_load_loses_no_acknowledged_write() {
-    for fsync in ["everysec", "always"] {
-        let (acked, lost) = acknowledged_but_lost(fsync);
-        println!("appendfsync {fsync}: {acked} writes acknowledged by 50 clients, {lost} lost");
+    // Two workers too: connections then write each other's commands.
+    for (fsync, threads) in [("everysec", "1"), ("always", "1"), ("always", "2")] {
+        let (acked, lost) = acknowledged_but_lost(fsync, threads);
+        println!(
+            "appendfsync {fsync}, threads {threads}: {acked} writes acknowledged by 50 clients, {lost} lost"
+        );
         assert!(acked > 0);
-        assert_eq!(lost, 0, "appendfsync {fsync}");
+        assert_eq!(lost, 0, "appendfsync {fsync}, threads {threads}");
     }
 }

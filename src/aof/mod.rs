@@ -78,9 +78,11 @@ pub struct Aof {
     /// `DEBUG AOF-FLUSH-SLEEP <µs>`: each write waits this long first
     /// (Redis's `aof_flush_sleep`, for tests of the reply order).
     pub flush_sleep_us: AtomicU64,
-    /// Group commit under `appendfsync always`: bytes written since start
-    /// (across files), bytes known durable, the syncer's wake-up, and the
-    /// connections waiting for their bytes to be durable.
+    /// Group commit under `appendfsync always`: bytes appended to
+    /// `pending` and bytes written since start (across files), bytes known
+    /// durable, the syncer's wake-up, and the connections waiting for
+    /// their bytes to be durable.
+    fed_total: AtomicU64,
     written_total: AtomicU64,
     synced_total: AtomicU64,
     sync_requested: Mutex<bool>,
@@ -130,6 +132,7 @@ impl Default for Aof {
             last_fsync_ms: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
             flush_sleep_us: AtomicU64::new(0),
+            fed_total: AtomicU64::new(0),
             written_total: AtomicU64::new(0),
             synced_total: AtomicU64::new(0),
             sync_requested: Mutex::new(false),
@@ -173,6 +176,7 @@ impl Sink for Aof {
 
     fn feed(&self, ops: &[Op], transaction: bool) {
         let mut p = self.pending.lock();
+        let before = p.bytes.len();
         if transaction {
             p.append(ops[0].db, &[b"MULTI"]);
         }
@@ -183,6 +187,8 @@ impl Sink for Aof {
             let db = ops[ops.len() - 1].db;
             p.append(db, &[b"EXEC"]);
         }
+        self.fed_total
+            .fetch_add((p.bytes.len() - before) as u64, Relaxed);
         self.has_pending.store(true, Relaxed);
     }
 }
@@ -201,7 +207,10 @@ impl Aof {
         let mut p = self.pending.lock();
         if p.timestamp < now_secs {
             p.timestamp = now_secs;
+            let before = p.bytes.len();
             annotation(&mut p.bytes, now_secs);
+            self.fed_total
+                .fetch_add((p.bytes.len() - before) as u64, Relaxed);
         }
     }
 
@@ -215,6 +224,7 @@ impl Aof {
             std::mem::take(&mut p.bytes)
         };
         let Some(f) = files.as_mut() else {
+            self.discarded(bytes.len());
             return;
         };
         let sleep = self.flush_sleep_us.load(Relaxed);
@@ -263,14 +273,23 @@ impl Aof {
     /// it. One fsync per batch would serialize every connection behind
     /// the disk.
     pub async fn before_reply(&self, shared: &Shared) {
-        if !self.has_pending.load(Relaxed) {
-            return;
-        }
-        self.write_pending(false);
         if shared.config.appendfsync() != Fsync::Always {
+            if self.has_pending.load(Relaxed) {
+                self.write_pending(false);
+            }
             return;
         }
-        let target = self.written_total.load(Relaxed);
+        // Everything fed so far, this batch's commands included (with
+        // several workers another connection may be writing them: its
+        // write ends before the syncer reads `written_total`, both under
+        // the file lock).
+        let target = self.fed_total.load(Relaxed);
+        if self.synced_total.load(Relaxed) >= target {
+            return;
+        }
+        if self.has_pending.load(Relaxed) {
+            self.write_pending(false);
+        }
         loop {
             let synced = self.synced.notified();
             tokio::pin!(synced);
@@ -283,6 +302,18 @@ impl Aof {
             self.sync_wanted.notify_one();
             synced.await;
         }
+    }
+
+    /// Bytes fed that will never be written (the AOF was off or turned
+    /// off): they count as written and durable, so no one waits for them.
+    fn discarded(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        // Both advance by n: bytes written but not yet durable stay so.
+        self.written_total.fetch_add(n as u64, Relaxed);
+        self.synced_total.fetch_add(n as u64, Relaxed);
+        self.synced.notify_waiters();
     }
 
     /// The syncer thread's loop (see [`Aof::before_reply`]): waits for a
@@ -641,11 +672,20 @@ pub fn start_rewrite<'s>(
                 if !bytes.is_empty() && f.incr.write_all(&bytes).is_ok() {
                     aof.current_size.fetch_add(bytes.len() as u64, Relaxed);
                 }
+                // Counted written and durable either way: nobody waits on
+                // them past the switch.
+                let written =
+                    aof.written_total.fetch_add(bytes.len() as u64, Relaxed) + bytes.len() as u64;
                 let _ = f.incr.sync_data();
+                aof.synced_total.fetch_max(written, Relaxed);
+                aof.synced.notify_waiters();
                 f.manifest.clone()
             }
             // Turning the AOF on: the files found on disk are replaced.
-            None => load::read_manifest(&dir, &prefix).unwrap_or_default(),
+            None => {
+                aof.discarded(bytes.len());
+                load::read_manifest(&dir, &prefix).unwrap_or_default()
+            }
         };
         let name = manifest.new_incr(&prefix);
         let incr = open_append(&dir.join(&name)).map_err(|e| {
@@ -790,7 +830,8 @@ pub fn stop(shared: &Shared) {
     aof.flush_all();
     aof.state.store(OFF, Relaxed);
     *aof.file.lock() = None;
-    aof.pending.lock().bytes.clear();
+    let dropped = std::mem::take(&mut aof.pending.lock().bytes);
+    aof.discarded(dropped.len());
     aof.has_pending.store(false, Relaxed);
 }
 
