@@ -473,10 +473,10 @@ fn resp(args: &[&[u8]]) -> Vec<u8> {
 #[test]
 fn other_clients_get_loading_while_the_aof_reloads() {
     let dir = PrivateDir::new("aof-loading");
-    // 400 commands at 2.5 ms each: a load of about a second.
+    // 400 commands at 5 ms each: a load of about two seconds.
     let z = start(
         &dir.0,
-        &["--enable-debug-command", "yes", "--key-load-delay", "2500"],
+        &["--enable-debug-command", "yes", "--key-load-delay", "5000"],
     );
     let mut c = z.conn();
     for i in 0..400 {
@@ -609,7 +609,7 @@ fn timestamp_annotations_are_written_and_skipped() {
     let z = start(&dir.0, &["--aof-timestamp-enabled", "yes"]);
     let mut c = z.conn();
     ok(&mut c, "SET a 1");
-    std::thread::sleep(Duration::from_millis(1100));
+    std::thread::sleep(Duration::from_millis(1300));
     ok(&mut c, "SET b 2");
     drop(z);
     let incr = dir
