@@ -21,7 +21,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+    AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+    Ordering::Relaxed,
 };
 
 use parking_lot::RwLock;
@@ -345,6 +346,9 @@ pub struct Config {
     save_loaded: AtomicBool,
     dbfilename: RwLock<String>,
     rdbcompression: AtomicBool,
+    /// `aof-timestamp-enabled`: `#TS:<unix seconds>` lines in the AOF,
+    /// read on every propagated write.
+    aof_timestamp_enabled: AtomicBool,
     rdbchecksum: bool,
     stop_writes_on_bgsave_error: AtomicBool,
     /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
@@ -362,6 +366,11 @@ pub struct Config {
     maxmemory_eviction_tenacity: AtomicU32,
     lfu_log_factor: AtomicU32,
     lfu_decay_time: AtomicU32,
+    /// Redis's hidden test hooks `rdb-key-save-delay` / `key-load-delay`:
+    /// microseconds of sleep after each key saved / loaded (negative: a
+    /// 1 µs sleep once per that many keys on average).
+    rdb_key_save_delay: AtomicI32,
+    key_load_delay: AtomicI32,
 }
 
 /// Parses `save` parameters as Redis's setConfigSaveOption: pairs of
@@ -454,10 +463,13 @@ impl Config {
             maxmemory_eviction_tenacity: AtomicU32::new(10),
             lfu_log_factor: AtomicU32::new(10),
             lfu_decay_time: AtomicU32::new(1),
+            rdb_key_save_delay: AtomicI32::new(0),
+            key_load_delay: AtomicI32::new(0),
             save_points: RwLock::new(vec![(3600, 1), (300, 100), (60, 10000)]),
             save_loaded: AtomicBool::new(false),
             dbfilename: RwLock::new("dump.rdb".into()),
             rdbcompression: AtomicBool::new(true),
+            aof_timestamp_enabled: AtomicBool::new(false),
             rdbchecksum: true,
             stop_writes_on_bgsave_error: AtomicBool::new(true),
             listen: std::sync::OnceLock::new(),
@@ -660,6 +672,14 @@ impl Config {
         self.maxmemory_eviction_tenacity.load(Relaxed)
     }
 
+    pub fn rdb_key_save_delay(&self) -> i32 {
+        self.rdb_key_save_delay.load(Relaxed)
+    }
+
+    pub fn key_load_delay(&self) -> i32 {
+        self.key_load_delay.load(Relaxed)
+    }
+
     pub fn lfu_log_factor(&self) -> u32 {
         self.lfu_log_factor.load(Relaxed)
     }
@@ -678,6 +698,10 @@ impl Config {
     pub fn rdb_path(&self) -> PathBuf {
         let name = PathBuf::from(&*self.dbfilename.read());
         std::env::current_dir().map_or_else(|_| name.clone(), |d| d.join(&name))
+    }
+
+    pub fn aof_timestamp_enabled(&self) -> bool {
+        self.aof_timestamp_enabled.load(Relaxed)
     }
 
     pub fn rdbcompression(&self) -> bool {
@@ -1302,6 +1326,24 @@ macro_rules! u32_param {
                 let n = int_setter(v, $min, $max)?;
                 if apply {
                     c.$field.store(n as u32, Relaxed);
+                }
+                Ok(())
+            }),
+        }
+    };
+}
+
+/// A signed integer setting over the whole `int` range.
+macro_rules! i32_param {
+    ($name:expr, $field:ident) => {
+        Param {
+            name: $name,
+            alias: None,
+            get: |c| c.$field.load(Relaxed).to_string(),
+            set: Some(|c, v, apply| {
+                let n = int_setter(v, i64::from(i32::MIN), i64::from(i32::MAX))?;
+                if apply {
+                    c.$field.store(n as i32, Relaxed);
                 }
                 Ok(())
             }),
@@ -1950,6 +1992,8 @@ const PARAMS: &[Param] = &[
     ),
     u32_param!("lfu-log-factor", lfu_log_factor, 0, i64::from(i32::MAX)),
     u32_param!("lfu-decay-time", lfu_decay_time, 0, i64::from(i32::MAX)),
+    i32_param!("rdb-key-save-delay", rdb_key_save_delay),
+    i32_param!("key-load-delay", key_load_delay),
     Param {
         name: "slowlog-log-slower-than",
         alias: None,
@@ -2257,7 +2301,7 @@ const PARAMS: &[Param] = &[
         runtime
     ),
     // Persistence tuning zwindow does without (RDB's, and the AOF's
-    // fsync and timestamp options), and the AOF's settings, which
+    // fsync options), and the AOF's settings, which
     // `crate::aof` reads.
     kept!("rdb-del-sync-files", None, "no", yes_no, startup),
     kept!("rdb-save-incremental-fsync", None, "yes", yes_no, startup),
@@ -2287,7 +2331,25 @@ const PARAMS: &[Param] = &[
     ),
     kept!("aof-load-truncated", None, "yes", yes_no, runtime),
     kept!("aof-use-rdb-preamble", None, "yes", yes_no, runtime),
-    kept!("aof-timestamp-enabled", None, "no", yes_no, runtime),
+    Param {
+        name: "aof-timestamp-enabled",
+        alias: None,
+        get: |c| {
+            if c.aof_timestamp_enabled() {
+                "yes"
+            } else {
+                "no"
+            }
+            .into()
+        },
+        set: Some(|c, v, apply| {
+            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+            if apply {
+                c.aof_timestamp_enabled.store(on, Relaxed);
+            }
+            Ok(())
+        }),
+    },
     kept!(
         "aof-rewrite-incremental-fsync",
         None,

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
@@ -39,6 +39,165 @@ pub struct State {
     pub last_load: Mutex<LoadStats>,
     /// SHUTDOWN already saved (or was told not to): the exit path must not.
     pub shutdown_handled: AtomicBool,
+    pub loading: Loading,
+}
+
+/// The dataset being loaded (at startup, by DEBUG RELOAD or DEBUG
+/// LOADAOF), Redis's `server.loading`: while it is, commands without the
+/// `loading` flag are refused with [`LOADING`] (`execution::verify`), and
+/// INFO persistence reports the progress.
+pub struct Loading {
+    /// Loads under way: the startup load holds one from before the first
+    /// connection is read until the AOF is open for appending, around the
+    /// file loads within it.
+    depth: AtomicU32,
+    /// Unix seconds when it started.
+    start_time: AtomicU64,
+    total_bytes: AtomicU64,
+    loaded_bytes: AtomicU64,
+    /// Clients are answered (-LOADING) during this load. Redis serves
+    /// them only from within its load loop — before each 1024th AOF
+    /// command and after every 2 MB of RDB — so during a short load, or
+    /// while the AOF's first base is written, a client just waits; so do
+    /// zwindow's until this is set ([`Loading::wait_unless_served`]).
+    served: AtomicBool,
+    /// Woken when `served` is set and when the load ends.
+    changed: tokio::sync::Notify,
+}
+
+/// Redis's `loading-process-events-interval-bytes`: an RDB load serves
+/// clients once it has read this much.
+const SERVE_AFTER_BYTES: u64 = 2 * 1024 * 1024;
+
+/// The refusal of a command while the dataset loads.
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+
+/// Marks the dataset loaded again when dropped.
+pub struct LoadingGuard<'a>(&'a Loading);
+
+impl Drop for LoadingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+impl Default for Loading {
+    fn default() -> Self {
+        Loading {
+            depth: AtomicU32::new(0),
+            start_time: AtomicU64::new(0),
+            total_bytes: AtomicU64::new(0),
+            loaded_bytes: AtomicU64::new(0),
+            served: AtomicBool::new(false),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+}
+
+impl Loading {
+    pub fn active(&self) -> bool {
+        self.depth.load(Relaxed) > 0
+    }
+
+    /// Marks the dataset loading until [`Loading::leave`].
+    pub fn enter(&self, now_secs: u64) {
+        if self.depth.fetch_add(1, Relaxed) == 0 {
+            self.start_time.store(now_secs, Relaxed);
+            self.total_bytes.store(0, Relaxed);
+            self.loaded_bytes.store(0, Relaxed);
+            self.served.store(false, Relaxed);
+        }
+    }
+
+    pub fn leave(&self) {
+        if self.depth.fetch_sub(1, Relaxed) == 1 {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// From now on this load answers clients (with -LOADING).
+    pub fn serve_clients(&self) {
+        if !self.served.swap(true, Relaxed) {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// A connection's next batch waits while a load that does not serve
+    /// clients (yet) runs.
+    pub async fn wait_unless_served(&self) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the check, so a change in between wakes it.
+            changed.as_mut().enable();
+            if !self.active() || self.served.load(Relaxed) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// Starts loading a file of `total_bytes` (Redis's `startLoading`),
+    /// until the guard is dropped.
+    pub fn begin(&self, now_secs: u64, total_bytes: u64) -> LoadingGuard<'_> {
+        self.start_time.store(now_secs, Relaxed);
+        self.total_bytes.store(total_bytes, Relaxed);
+        self.loaded_bytes.store(0, Relaxed);
+        if self.depth.fetch_add(1, Relaxed) == 0 {
+            self.served.store(false, Relaxed);
+        }
+        LoadingGuard(self)
+    }
+
+    /// `bytes` more of the input were read.
+    pub fn advance(&self, bytes: u64) {
+        let loaded = self.loaded_bytes.fetch_add(bytes, Relaxed) + bytes;
+        if loaded >= SERVE_AFTER_BYTES && !self.served.load(Relaxed) {
+            self.serve_clients();
+        }
+    }
+
+    /// INFO persistence's `loading_*` lines while loading.
+    pub fn info_fields(&self, now_secs: u64) -> Vec<(&'static str, String)> {
+        let total = self.total_bytes.load(Relaxed);
+        let loaded = self.loaded_bytes.load(Relaxed).min(total);
+        let started = self.start_time.load(Relaxed);
+        let perc = if total == 0 {
+            0.0
+        } else {
+            loaded as f64 * 100.0 / total as f64
+        };
+        let elapsed = now_secs.saturating_sub(started);
+        // Redis's estimate: the time so far scaled by what is left.
+        let eta = if elapsed == 0 {
+            1
+        } else {
+            elapsed * total.saturating_sub(loaded).max(u64::from(total == 0)) / (loaded + 1)
+        };
+        vec![
+            ("loading_start_time", started.to_string()),
+            ("loading_total_bytes", total.to_string()),
+            ("loading_rdb_used_mem", "0".into()),
+            ("loading_loaded_bytes", loaded.to_string()),
+            ("loading_loaded_perc", format!("{perc:.2}")),
+            ("loading_eta_seconds", eta.to_string()),
+        ]
+    }
+}
+
+/// Redis's `debugDelay`, behind `rdb-key-save-delay` and `key-load-delay`:
+/// sleeps `usec` microseconds; a negative value sleeps 1 µs once in
+/// `-usec` calls on average (a sleep's system call costs more than a
+/// microsecond, so short delays are made by sleeping less often).
+pub fn debug_delay(usec: i32) {
+    let usec = if usec < 0 {
+        u64::from(rand::random_range(0..usec.unsigned_abs()) == 0)
+    } else {
+        usec as u64
+    };
+    if usec > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(usec));
+    }
 }
 
 impl Default for State {
@@ -54,6 +213,7 @@ impl Default for State {
             dirty_before_bgsave: AtomicU64::new(0),
             last_load: Mutex::new(LoadStats::default()),
             shutdown_handled: AtomicBool::new(false),
+            loading: Loading::default(),
         }
     }
 }
@@ -73,6 +233,7 @@ pub(crate) fn options(shared: &Shared) -> SaveOptions {
     SaveOptions {
         compress: shared.config.rdbcompression(),
         checksum: shared.config.rdbchecksum(),
+        key_save_delay: shared.config.rdb_key_save_delay(),
     }
 }
 
@@ -173,6 +334,10 @@ pub fn load_at_startup(shared: &Shared) -> Result<(), String> {
         }
     };
     let started = std::time::Instant::now();
+    let _loading = shared
+        .persistence
+        .loading
+        .begin(now_secs(shared), data.len() as u64);
     let guards = shared.store.lock(shared.store.all_shards());
     let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
     let stats = file::load(&data, &mut ks, false).map_err(|e| {
@@ -234,6 +399,10 @@ pub fn reload(ks: &mut Keyspace<'_>, save: bool, flush: bool, merge: bool) -> Re
         flush_all(ks);
     }
     let dirty = shared.stats.dirty.load(Relaxed);
+    let _loading = shared
+        .persistence
+        .loading
+        .begin(now_secs(shared), data.len() as u64);
     let stats = file::load(&data, ks, merge).map_err(|e| {
         tracing::warn!("DEBUG RELOAD: {e}");
         load_error.clone()

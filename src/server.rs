@@ -269,14 +269,11 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     );
     tracing::info!("Server initialized");
     // After the banner, as Redis loads after its logo: tools waiting for
-    // the PID line see a server that fails to load stop.
-    if shared.config.appendonly() {
-        // As Redis 7.0: the AOF, not dump.rdb, is the dataset.
-        let manifest = crate::aof::load::load_at_startup(&shared)?;
-        crate::aof::open_at_startup(&shared, manifest)?;
-    } else {
-        crate::persistence::load_at_startup(&shared)?;
-    }
+    // the PID line see a server that fails to load stop. Connections are
+    // accepted meanwhile and answered -LOADING (clients retry on it).
+    crate::aof::spawn_syncer(shared.clone())?;
+    let mut loaded = load_dataset(&shared)?;
+    let mut background = None;
 
     // CONFIG SET port: the new socket is bound in the command (so a port
     // in use fails it) and handed here; the old one closes when the
@@ -305,7 +302,6 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     }));
     let mut listener = Some(listener);
 
-    let background = spawn_background(shared.clone())?;
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
     tokio::spawn(crate::network::cron(shared.clone(), shared.shutdown_rx()));
@@ -313,7 +309,6 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let mut conns = JoinSet::new();
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
-    tracing::info!("Ready to accept connections tcp");
     // Out of file descriptors, accept fails at once and would fail again at
     // once: accepting pauses instead of spinning, and the clients already
     // connected are served meanwhile.
@@ -345,6 +340,11 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                 }
             },
             _ = &mut resume, if paused => paused = false,
+            done = &mut loaded, if background.is_none() => {
+                done.map_err(|_| "the dataset loader stopped unexpectedly".to_string())??;
+                background = Some(spawn_background(shared.clone())?);
+                tracing::info!("Ready to accept connections tcp");
+            }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = sigterm.recv() => { tracing::info!("SIGTERM received, shutting down"); break }
             _ = sigint.recv() => { tracing::info!("SIGINT received, shutting down"); break }
@@ -364,6 +364,12 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     if drained.is_err() {
         conns.abort_all();
     }
+    // Stopped while loading: nothing to save (Redis skips the save too),
+    // and the loader ends with the process.
+    let Some(background) = background else {
+        tracing::info!("zwindow is now ready to exit, bye bye...");
+        return Ok(());
+    };
     // After the connections' last batches, so every acknowledged write is
     // in the file; a script being killed releases its shards in a moment.
     let saver = shared.clone();
@@ -392,6 +398,38 @@ async fn accept(
         None => std::future::pending().await,
     }
 }
+
+/// Loads the dataset on a thread of its own (the AOF with `appendonly
+/// yes`, as Redis 7.0, else `dump.rdb`), while connections are served:
+/// the loading state refuses their commands with -LOADING until it is done.
+/// Not tokio's blocking pool: a runtime waits for those at exit, and a
+/// server stopped while loading must not. The receiver gets the outcome.
+fn load_dataset(shared: &Arc<Shared>) -> Result<LoadDone, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // Marked loading before any connection is accepted, so none sees an
+    // empty dataset as the real one.
+    shared
+        .persistence
+        .loading
+        .enter(shared.clock.now_ms() / 1000);
+    let loader = shared.clone();
+    std::thread::Builder::new()
+        .name("zwindow-load".into())
+        .spawn(move || {
+            let result = if loader.config.appendonly() {
+                crate::aof::load::load_at_startup(&loader)
+                    .and_then(|manifest| crate::aof::open_at_startup(&loader, manifest))
+            } else {
+                crate::persistence::load_at_startup(&loader)
+            };
+            loader.persistence.loading.leave();
+            let _ = tx.send(result);
+        })
+        .map_err(|e| format!("Can't start loading the dataset: {e}"))?;
+    Ok(rx)
+}
+
+type LoadDone = tokio::sync::oneshot::Receiver<Result<(), String>>;
 
 /// `io-uring yes`: client sockets go through io_uring from now on, or stay
 /// on epoll, with a warning saying why, where that cannot be.

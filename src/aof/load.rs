@@ -204,6 +204,10 @@ pub fn load_files(shared: &Arc<Shared>, ks: &mut Keyspace<'_>) -> Result<Manifes
         return Ok(manifest);
     }
     let started = std::time::Instant::now();
+    let _loading = shared
+        .persistence
+        .loading
+        .begin(shared.clock.now_ms() / 1000, total);
     shared.store.loading.store(true, Relaxed);
     let loaded = load_listed(shared, ks, &dir, &files);
     shared.store.loading.store(false, Relaxed);
@@ -326,6 +330,9 @@ fn load_file(
         match cursor.command() {
             Parsed::Annotation => {}
             Parsed::Command(argv) => {
+                // Redis serves clients before its first command (and each
+                // 1024th): they get -LOADING from here on.
+                shared.persistence.loading.serve_clients();
                 if replayer.in_multi() {
                     if crate::util::eq_ic(&argv[0], "multi") {
                         return Err(bad_format(name));
@@ -340,7 +347,15 @@ fn load_file(
             }
             Parsed::Bad => return Err(bad_format(name)),
         }
+        shared
+            .persistence
+            .loading
+            .advance((cursor.pos - valid_up_to) as u64);
         valid_up_to = cursor.pos;
+        let delay = shared.config.key_load_delay();
+        if delay != 0 {
+            crate::persistence::debug_delay(delay);
+        }
     }
     if replayer.in_multi() {
         tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");

@@ -9,8 +9,9 @@
 //! while their shard locks are held (so the file keeps the order of the
 //! changes), written before the replies leave (each connection's batch,
 //! and the background tick for background work), and fsynced as
-//! `appendfsync` says — `always` before the reply is sent, `everysec` by
-//! the background tick once a second.
+//! `appendfsync` says — `always` before the reply is sent (by a syncer
+//! thread whose one fsync covers every connection waiting, a group
+//! commit), `everysec` by the background tick once a second.
 //!
 //! `BGREWRITEAOF` takes the same copy-on-write snapshot BGSAVE uses, and
 //! at that instant (every shard held) starts a new incremental file, so the
@@ -27,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use crate::keyspace::propagate::{Op, Sink};
 use crate::server::Shared;
@@ -77,6 +78,16 @@ pub struct Aof {
     /// `DEBUG AOF-FLUSH-SLEEP <µs>`: each write waits this long first
     /// (Redis's `aof_flush_sleep`, for tests of the reply order).
     pub flush_sleep_us: AtomicU64,
+    /// Group commit under `appendfsync always`: bytes appended to
+    /// `pending` and bytes written since start (across files), bytes known
+    /// durable, the syncer's wake-up, and the connections waiting for
+    /// their bytes to be durable.
+    fed_total: AtomicU64,
+    written_total: AtomicU64,
+    synced_total: AtomicU64,
+    sync_requested: Mutex<bool>,
+    sync_wanted: Condvar,
+    synced: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -85,6 +96,14 @@ struct Pending {
     /// The database the stream's last SELECT chose (None: none yet in
     /// this file).
     selected_db: Option<usize>,
+    /// The second of the last `#TS:` annotation (`aof-timestamp-enabled`).
+    timestamp: u64,
+}
+
+/// Appends Redis's timestamp annotation (`#TS:<unix seconds>`), which
+/// loaders skip and `redis-check-aof --truncate-to-timestamp` cuts at.
+pub fn annotation(out: &mut Vec<u8>, secs: u64) {
+    out.extend_from_slice(format!("#TS:{secs}\r\n").as_bytes());
 }
 
 /// The directory, its manifest and the incremental file appended to.
@@ -113,6 +132,12 @@ impl Default for Aof {
             last_fsync_ms: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
             flush_sleep_us: AtomicU64::new(0),
+            fed_total: AtomicU64::new(0),
+            written_total: AtomicU64::new(0),
+            synced_total: AtomicU64::new(0),
+            sync_requested: Mutex::new(false),
+            sync_wanted: Condvar::new(),
+            synced: tokio::sync::Notify::new(),
         }
     }
 }
@@ -151,6 +176,7 @@ impl Sink for Aof {
 
     fn feed(&self, ops: &[Op], transaction: bool) {
         let mut p = self.pending.lock();
+        let before = p.bytes.len();
         if transaction {
             p.append(ops[0].db, &[b"MULTI"]);
         }
@@ -161,6 +187,8 @@ impl Sink for Aof {
             let db = ops[ops.len() - 1].db;
             p.append(db, &[b"EXEC"]);
         }
+        self.fed_total
+            .fetch_add((p.bytes.len() - before) as u64, Relaxed);
         self.has_pending.store(true, Relaxed);
     }
 }
@@ -168,6 +196,22 @@ impl Sink for Aof {
 impl Aof {
     pub fn enabled(&self) -> bool {
         self.state.load(Relaxed) != OFF
+    }
+
+    /// Before the commands of second `now_secs` (Redis's
+    /// `genAofTimestampAnnotationIfNeeded`): an annotation once a second.
+    pub fn annotate_time(&self, now_secs: u64) {
+        if !self.enabled() {
+            return;
+        }
+        let mut p = self.pending.lock();
+        if p.timestamp < now_secs {
+            p.timestamp = now_secs;
+            let before = p.bytes.len();
+            annotation(&mut p.bytes, now_secs);
+            self.fed_total
+                .fetch_add((p.bytes.len() - before) as u64, Relaxed);
+        }
     }
 
     /// Writes what is pending to the incremental file; with `fsync`, makes
@@ -180,6 +224,7 @@ impl Aof {
             std::mem::take(&mut p.bytes)
         };
         let Some(f) = files.as_mut() else {
+            self.discarded(bytes.len());
             return;
         };
         let sleep = self.flush_sleep_us.load(Relaxed);
@@ -191,6 +236,7 @@ impl Aof {
                 Ok(()) => {
                     self.current_size.fetch_add(bytes.len() as u64, Relaxed);
                     self.unsynced.fetch_add(bytes.len() as u64, Relaxed);
+                    self.written_total.fetch_add(bytes.len() as u64, Relaxed);
                     self.last_write_ok.store(true, Relaxed);
                 }
                 Err(e) => {
@@ -217,13 +263,93 @@ impl Aof {
     }
 
     /// Before a batch's replies leave (Redis's `beforeSleep`): the batch's
-    /// commands are written, and with `appendfsync always` fsynced, so an
-    /// acknowledged write survives a crash of the process or the machine.
-    pub fn before_reply(&self, shared: &Shared) {
-        if !self.has_pending.load(Relaxed) {
+    /// commands are written, and with `appendfsync always` made durable,
+    /// so an acknowledged write survives a crash of the process or the
+    /// machine.
+    ///
+    /// The fsync is a group commit: the connection waits (without holding
+    /// the worker) for the syncer thread, which fsyncs everything written
+    /// so far at once — what Redis's one fsync per event-loop pass gives
+    /// it. One fsync per batch would serialize every connection behind
+    /// the disk.
+    pub async fn before_reply(&self, shared: &Shared) {
+        if shared.config.appendfsync() != Fsync::Always {
+            if self.has_pending.load(Relaxed) {
+                self.write_pending(false);
+            }
             return;
         }
-        self.write_pending(shared.config.appendfsync() == Fsync::Always);
+        // Everything fed so far, this batch's commands included (with
+        // several workers another connection may be writing them: its
+        // write ends before the syncer reads `written_total`, both under
+        // the file lock).
+        let target = self.fed_total.load(Relaxed);
+        if self.synced_total.load(Relaxed) >= target {
+            return;
+        }
+        if self.has_pending.load(Relaxed) {
+            self.write_pending(false);
+        }
+        loop {
+            let synced = self.synced.notified();
+            tokio::pin!(synced);
+            // Registered before the check: a sync ending in between wakes it.
+            synced.as_mut().enable();
+            if self.synced_total.load(Relaxed) >= target || !self.enabled() {
+                return;
+            }
+            *self.sync_requested.lock() = true;
+            self.sync_wanted.notify_one();
+            synced.await;
+        }
+    }
+
+    /// Bytes fed that will never be written (the AOF was off or turned
+    /// off): they count as written and durable, so no one waits for them.
+    fn discarded(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        // Both advance by n: bytes written but not yet durable stay so.
+        self.written_total.fetch_add(n as u64, Relaxed);
+        self.synced_total.fetch_add(n as u64, Relaxed);
+        self.synced.notify_waiters();
+    }
+
+    /// The syncer thread's loop (see [`Aof::before_reply`]): waits for a
+    /// request, fsyncs what was written until then, releases the waiters.
+    fn run_syncer(&self) {
+        loop {
+            {
+                let mut requested = self.sync_requested.lock();
+                while !*requested {
+                    self.sync_wanted.wait(&mut requested);
+                }
+                *requested = false;
+            }
+            // Read together under the file lock: every byte counted in
+            // `target` is in this file, or in an earlier one, fsynced when
+            // a rewrite switched files.
+            let (target, file) = {
+                let files = self.file.lock();
+                let target = self.written_total.load(Relaxed);
+                (target, files.as_ref().map(|f| f.incr.try_clone()))
+            };
+            if let Some(file) = file {
+                // A failed fsync releases the waiters all the same, as a
+                // failed one did before the group commit, and is reported
+                // in INFO's aof_last_write_status.
+                match file.and_then(|f| f.sync_data()) {
+                    Ok(()) => {}
+                    Err(e) => {
+                        tracing::warn!("Can't persist the AOF file: fsync: {e}");
+                        self.last_write_ok.store(false, Relaxed);
+                    }
+                }
+            }
+            self.synced_total.fetch_max(target, Relaxed);
+            self.synced.notify_waiters();
+        }
     }
 
     /// The tick (ten times a second): writes what background work
@@ -277,6 +403,15 @@ impl Aof {
     fn dir(shared: &Shared) -> PathBuf {
         PathBuf::from(shared.config.appenddirname())
     }
+}
+
+/// Starts the thread that fsyncs for `appendfsync always` (see
+/// [`Aof::before_reply`]); it sleeps until asked and ends with the process.
+pub fn spawn_syncer(shared: Arc<Shared>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("zwindow-aofsync".into())
+        .spawn(move || shared.aof.run_syncer())
+        .map(drop)
 }
 
 /// A manifest's entry: file name, sequence number, type.
@@ -543,11 +678,20 @@ pub fn start_rewrite<'s>(
                 if !bytes.is_empty() && f.incr.write_all(&bytes).is_ok() {
                     aof.current_size.fetch_add(bytes.len() as u64, Relaxed);
                 }
+                // Counted written and durable either way: nobody waits on
+                // them past the switch.
+                let written =
+                    aof.written_total.fetch_add(bytes.len() as u64, Relaxed) + bytes.len() as u64;
                 let _ = f.incr.sync_data();
+                aof.synced_total.fetch_max(written, Relaxed);
+                aof.synced.notify_waiters();
                 f.manifest.clone()
             }
             // Turning the AOF on: the files found on disk are replaced.
-            None => load::read_manifest(&dir, &prefix).unwrap_or_default(),
+            None => {
+                aof.discarded(bytes.len());
+                load::read_manifest(&dir, &prefix).unwrap_or_default()
+            }
         };
         let name = manifest.new_incr(&prefix);
         let incr = open_append(&dir.join(&name)).map_err(|e| {
@@ -687,7 +831,8 @@ pub fn stop(shared: &Shared) {
     aof.flush_all();
     aof.state.store(OFF, Relaxed);
     *aof.file.lock() = None;
-    aof.pending.lock().bytes.clear();
+    let dropped = std::mem::take(&mut aof.pending.lock().bytes);
+    aof.discarded(dropped.len());
     aof.has_pending.store(false, Relaxed);
 }
 

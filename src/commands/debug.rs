@@ -158,6 +158,14 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// DEBUG RELOAD and DEBUG LOADAOF, which the execution layer runs off the
+/// connection workers so that other clients are answered meanwhile.
+pub(crate) fn reloads_dataset(cmd: &super::Command, args: &super::Args<'_>) -> bool {
+    cmd.name == "debug"
+        && args.len() >= 2
+        && (eq_ic(args.get(1), "RELOAD") || eq_ic(args.get(1), "LOADAOF"))
+}
+
 fn help(ctx: &mut Ctx) {
     super::scripting::help_lines(
         ctx,

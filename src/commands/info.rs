@@ -172,10 +172,13 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
         s: String::new(),
         sections: 0,
     };
-    // One pass over the shards, only for the sections that read it.
+    // One pass over the shards, only for the sections that read it; none
+    // while the dataset loads (the loader holds every shard: INFO answers
+    // at once, as Redis answers it between two chunks of its load).
     let ks = if ["memory", "stats", "windows", "keyspace"]
         .iter()
         .any(|s| sel.wants(s))
+        && !shared.persistence.loading.active()
     {
         keyspace(ctx)
     } else {
@@ -554,8 +557,9 @@ fn persistence(t: &mut Text, shared: &Shared) {
     let last_save = shared.last_save.load(Relaxed);
     let bgsave = p.bgsave_in_progress.load(Relaxed);
     t.section("Persistence");
+    let loading = p.loading.active();
+    t.field("loading", u8::from(loading));
     for (name, value) in [
-        ("loading", "0"),
         ("async_loading", "0"),
         ("current_cow_peak", "0"),
         ("current_cow_size", "0"),
@@ -597,6 +601,11 @@ fn persistence(t: &mut Text, shared: &Shared) {
     t.field("rdb_last_load_keys_loaded", load.keys_loaded);
     for (name, value) in crate::aof::info_fields(shared) {
         t.field(name, value);
+    }
+    if loading {
+        for (name, value) in p.loading.info_fields(shared.clock.now_ms() / 1000) {
+            t.field(name, value);
+        }
     }
 }
 

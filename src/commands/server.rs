@@ -1297,6 +1297,11 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     }
     let _ = now;
     let shared = ctx.shared.clone();
+    // While the dataset loads nothing is saved: a half-loaded dataset must
+    // not replace the file (Redis's `prepareForShutdown`).
+    if shared.persistence.loading.active() {
+        (save, nosave) = (false, true);
+    }
     if save || (!nosave && !shared.config.save_points().is_empty()) {
         crate::persistence::wait_bgsave(&shared, Duration::from_secs(60));
         tracing::info!("Saving the final RDB snapshot before exiting.");

@@ -242,7 +242,8 @@ enum Verdict {
 /// The checks a client's command passes before it may run, in Redis 7.0's
 /// order (`processCommand`): protected commands, auth, MULTI's refusals, ACL permissions,
 /// out of memory (evicting first), the tracking table's bound, RESP2
-/// subscribed mode, a busy script, CLIENT PAUSE, then MULTI queueing.
+/// subscribed mode, the dataset loading, a busy script, CLIENT PAUSE, then
+/// MULTI queueing.
 fn verify(
     shared: &Arc<Shared>,
     client: &mut Client,
@@ -319,6 +320,11 @@ fn verify(
             full_name(args, cmd)
         ).into());
     }
+    // While the dataset loads only commands flagged `loading` run (Redis's
+    // `is_denyloading_command`); EXEC only if everything it queued is.
+    if shared.persistence.loading.active() && denied_while_loading(client, cmd) {
+        return Verdict::Reject(crate::persistence::LOADING.into());
+    }
     let busy = &shared.scripting.busy;
     if busy.running_for_other(client.handle.id) {
         // Before busy-reply-threshold the client waits, as behind Redis's
@@ -346,13 +352,26 @@ fn verify(
     if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
         return Verdict::Queue;
     }
-    if matches!(cmd.keys, Keys::All | Keys::Script { .. })
-        && runs_script(client, cmd)
-        && !scripting::on_runner()
-    {
+    // Scripts, and reloads of the dataset (which may replay scripts), run
+    // on the runner thread: the connection worker goes on serving the
+    // other clients (with -LOADING, during a reload).
+    let on_runner = (matches!(cmd.keys, Keys::All | Keys::Script { .. })
+        && runs_script(client, cmd))
+        || crate::commands::debug::reloads_dataset(cmd, args);
+    if on_runner && !scripting::on_runner() {
         return Verdict::ScriptRunner;
     }
     Verdict::Run
+}
+
+fn denied_while_loading(client: &Client, cmd: &Command) -> bool {
+    if !cmd.has(flags::LOADING) {
+        return true;
+    }
+    cmd.name == "exec"
+        && client.multi.iter().flatten().any(|queued| {
+            crate::commands::resolve(&queued.args()).is_ok_and(|c| !c.has(flags::LOADING))
+        })
 }
 
 /// Brings the client's ACL user up to date after any ACL change; false if

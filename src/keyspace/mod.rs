@@ -493,6 +493,11 @@ impl<'a> Keyspace<'a> {
         }
         let ops = std::mem::take(&mut self.prop.ops);
         if self.propagating() {
+            if self.shared.config.aof_timestamp_enabled() {
+                self.shared
+                    .aof
+                    .annotate_time(self.shared.clock.now_ms() / 1000);
+            }
             propagate::Sink::feed(&self.shared.aof, &ops, transaction && ops.len() > 1);
         }
     }

@@ -163,6 +163,11 @@ pub(crate) async fn run(
         if handle.killed.load(Relaxed) {
             break;
         }
+        // A load that does not answer clients yet holds the batch back (see
+        // `persistence::Loading`): one relaxed load when nothing loads.
+        if shared.persistence.loading.active() {
+            shared.persistence.loading.wait_unless_served().await;
+        }
         // Run every complete request in the buffer, then flush once.
         loop {
             // A killed client (its ACL user deleted, CLIENT KILL) runs
@@ -254,7 +259,7 @@ pub(crate) async fn run(
             }
         }
         // The batch's writes reach the AOF before its replies leave.
-        shared.aof.before_reply(&shared);
+        shared.aof.before_reply(&shared).await;
         if !out.is_empty() {
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);

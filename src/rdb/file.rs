@@ -32,6 +32,9 @@ const AUX_FIELD_TTLS: &[u8] = b"zwindow-httl";
 pub struct SaveOptions {
     pub compress: bool,
     pub checksum: bool,
+    /// `rdb-key-save-delay` when the save started (see
+    /// [`crate::persistence::debug_delay`]).
+    pub key_save_delay: i32,
 }
 
 /// What a [`Source`] calls with each key: key, value, expiry (0: none).
@@ -166,16 +169,25 @@ pub fn write(
         // Keys are encoded into `pending` (under the source's locks) and
         // written out by `flush` (outside them).
         let pending = std::cell::RefCell::new(Vec::with_capacity(1 << 16));
+        let unslept = std::cell::Cell::new(0u32);
         src.for_each(
             db,
             &mut |key, v, expire_at| {
                 write_key(&mut pending.borrow_mut(), key, v, expire_at, opts.compress);
+                unslept.set(unslept.get() + 1);
                 Ok(())
             },
             &mut || {
                 let mut p = pending.borrow_mut();
                 w.put(&p)?;
                 p.clear();
+                // The per-key delay is slept here, where a background
+                // save holds no shard lock.
+                if opts.key_save_delay != 0 {
+                    for _ in 0..unslept.take() {
+                        crate::persistence::debug_delay(opts.key_save_delay);
+                    }
+                }
                 Ok(())
             },
         )?;
@@ -293,6 +305,9 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
     // The key loaded last, for the AUX records that follow it.
     let mut last: Option<Vec<u8>> = None;
     let db0 = ks.db;
+    // What INFO's `loading_loaded_bytes` counts, advanced per key.
+    let loading = &shared.persistence.loading;
+    let mut progress = 0;
     let result = (|| loop {
         let op = r.byte()?;
         match op {
@@ -371,6 +386,12 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
             ty => {
                 let key = r.string()?;
                 let (v, extra) = value::decode(ty, &mut r, &lim)?;
+                loading.advance((r.pos - progress) as u64);
+                progress = r.pos;
+                let delay = shared.config.key_load_delay();
+                if delay != 0 {
+                    crate::persistence::debug_delay(delay);
+                }
                 let at = std::mem::take(&mut expire_at);
                 last = None;
                 if is_empty_value(&v) {
@@ -406,6 +427,7 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
         expire_at = 0;
     })();
     ks.db = db0;
+    loading.advance((r.pos - progress) as u64);
     result.map_err(|e| RdbError(format!("{} (at offset {})", e.0, r.pos)))?;
     stats.bytes = r.pos;
     Ok(stats)

@@ -69,7 +69,7 @@ fn strip_ansi(s: &str) -> String {
 }
 
 /// Parse the port out of a log line containing `listening on HOST:PORT`.
-fn parse_listening_line(line: &str) -> Option<u16> {
+pub fn parse_listening_line(line: &str) -> Option<u16> {
     let line = strip_ansi(line);
     let idx = line.find("listening on ")?;
     let rest = &line[idx + "listening on ".len()..];
@@ -125,6 +125,10 @@ impl ZwindowServer {
         let stderr = child.stderr.take().expect("piped stderr");
         let log: Arc<Mutex<VecDeque<String>>> = Arc::new(Mutex::new(VecDeque::new()));
         let (tx, rx) = mpsc::channel::<u16>();
+        // The dataset loads after the listening line (connections are
+        // answered -LOADING meanwhile): tests start on a loaded server, or
+        // on one that stopped (the stream's end).
+        let (ready_tx, ready_rx) = mpsc::channel::<()>();
         {
             let log = Arc::clone(&log);
             thread::spawn(move || {
@@ -142,6 +146,9 @@ impl ZwindowServer {
                     if !sent && let Some(port) = parse_listening_line(&text) {
                         let _ = tx.send(port);
                         sent = true;
+                    }
+                    if text.contains("Ready to accept connections") {
+                        let _ = ready_tx.send(());
                     }
                     let mut log = log.lock().unwrap();
                     log.push_back(text);
@@ -165,6 +172,7 @@ impl ZwindowServer {
                 );
             }
         };
+        let _ = ready_rx.recv_timeout(START_TIMEOUT);
         if uring {
             let log = log.lock().unwrap();
             assert!(

@@ -83,6 +83,12 @@ pub struct Busy {
     /// The running function and its FCALL arguments (FUNCTION STATS).
     pub running_function: Mutex<Option<(String, Vec<Vec<u8>>)>>,
     is_function: AtomicBool,
+    /// `busy-reply-threshold` for the running script (0: none) and its
+    /// name (SHA1 or function), for the "Slow script detected" log line,
+    /// written once per script (`slow_logged`).
+    slow_after_ms: AtomicU64,
+    slow_logged: AtomicBool,
+    slow_name: Mutex<String>,
     epoch: std::sync::OnceLock<Instant>,
     /// Woken when a script ends.
     ended: tokio::sync::Notify,
@@ -94,6 +100,7 @@ pub struct BusyGuard<'a>(&'a Busy);
 impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
         self.0.running.store(false, Relaxed);
+        self.0.slow_after_ms.store(0, Relaxed);
         self.0.kill.store(false, Relaxed);
         *self.0.running_function.lock() = None;
         self.0.ended.notify_waiters();
@@ -133,6 +140,33 @@ impl Busy {
                 BUSY_EVAL
             }
         })
+    }
+
+    /// Logs once, as Redis's `scriptInterrupt`, when the running script
+    /// passes `busy-reply-threshold` (from then on other clients get BUSY).
+    pub fn watch_slow(&self, threshold_ms: u64, name: &str) {
+        self.slow_logged.store(false, Relaxed);
+        *self.slow_name.lock() = name.to_string();
+        self.slow_after_ms.store(threshold_ms.max(1), Relaxed);
+    }
+
+    fn note_if_slow(&self) {
+        let after = self.slow_after_ms.load(Relaxed);
+        if after == 0 || self.slow_logged.load(Relaxed) || !self.running.load(Relaxed) {
+            return;
+        }
+        let elapsed = self.elapsed_ms();
+        if elapsed >= after && !self.slow_logged.swap(true, Relaxed) {
+            let kill = if self.is_function.load(Relaxed) {
+                "FUNCTION KILL"
+            } else {
+                "SCRIPT KILL"
+            };
+            tracing::warn!(
+                "Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the {kill} command. Script name is: {}.",
+                self.slow_name.lock()
+            );
+        }
     }
 
     /// Arms (or, with `None`, disarms) FUNCTION LOAD's timeout.
@@ -602,6 +636,10 @@ impl Engine {
     ) -> Option<ScriptError> {
         let lua = &self.lua;
         let mut failed = None;
+        shared
+            .scripting
+            .busy
+            .watch_slow(shared.config.busy_reply_threshold(), spec.name);
         let result = (|| -> mlua::Result<()> {
             let keys = lua.create_table()?;
             for (i, k) in spec.keys.iter().enumerate() {
@@ -792,6 +830,7 @@ fn install_hook(lua: &Lua, busy: Arc<Busy>, every: u32) -> mlua::Result<()> {
             } else if busy.load_timed_out() {
                 Err(mlua::Error::RuntimeError(functions::LOAD_TIMEOUT.into()))
             } else {
+                busy.note_if_slow();
                 Ok(mlua::VmState::Continue)
             }
         },
