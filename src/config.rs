@@ -1299,6 +1299,24 @@ const KEPT_WARNINGS: &[(&str, &str, &str)] = &[
     ("syslog-enabled", "no", "zwindow does not log to syslog"),
 ];
 
+/// A `yes`/`no` setting held in an `AtomicBool`, applied at once.
+macro_rules! bool_param {
+    ($name:expr, $field:ident) => {
+        Param {
+            name: $name,
+            alias: None,
+            get: |c| if c.$field.load(Relaxed) { "yes" } else { "no" }.into(),
+            set: Some(|c, v, apply| {
+                let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
+                if apply {
+                    c.$field.store(on, Relaxed);
+                }
+                Ok(())
+            }),
+        }
+    };
+}
+
 macro_rules! usize_param {
     ($name:expr, $alias:expr, $field:ident, $min:expr, $max:expr) => {
         Param {
@@ -1748,18 +1766,7 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "protected-mode",
-        alias: None,
-        get: |c| if c.protected_mode() { "yes" } else { "no" }.into(),
-        set: Some(|c, v, apply| {
-            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
-            if apply {
-                c.protected_mode.store(on, Relaxed);
-            }
-            Ok(())
-        }),
-    },
+    bool_param!("protected-mode", protected_mode),
     Param {
         name: "tcp-keepalive",
         alias: None,
@@ -1790,18 +1797,7 @@ const PARAMS: &[Param] = &[
         get: |c| c.tcp_backlog.to_string(),
         set: None,
     },
-    Param {
-        name: "latency-tracking",
-        alias: None,
-        get: |c| if c.latency_tracking() { "yes" } else { "no" }.into(),
-        set: Some(|c, v, apply| {
-            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
-            if apply {
-                c.latency_tracking.store(on, Relaxed);
-            }
-            Ok(())
-        }),
-    },
+    bool_param!("latency-tracking", latency_tracking),
     Param {
         name: "latency-tracking-info-percentiles",
         alias: None,
@@ -1875,43 +1871,14 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "rdbcompression",
-        alias: None,
-        get: |c| if c.rdbcompression() { "yes" } else { "no" }.into(),
-        set: Some(|c, v, apply| {
-            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
-            if apply {
-                c.rdbcompression.store(on, Relaxed);
-            }
-            Ok(())
-        }),
-    },
+    bool_param!("rdbcompression", rdbcompression),
     Param {
         name: "rdbchecksum",
         alias: None,
         get: |c| if c.rdbchecksum { "yes" } else { "no" }.into(),
         set: None,
     },
-    Param {
-        name: "stop-writes-on-bgsave-error",
-        alias: None,
-        get: |c| {
-            if c.stop_writes_on_bgsave_error() {
-                "yes"
-            } else {
-                "no"
-            }
-            .into()
-        },
-        set: Some(|c, v, apply| {
-            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
-            if apply {
-                c.stop_writes_on_bgsave_error.store(on, Relaxed);
-            }
-            Ok(())
-        }),
-    },
+    bool_param!("stop-writes-on-bgsave-error", stop_writes_on_bgsave_error),
     // The AOF (see `crate::aof`): CONFIG SET turns it on or off, which
     // CONFIG SET's handler does once the value is stored.
     kept!("appendonly", None, "no", yes_no, runtime),
@@ -2331,25 +2298,7 @@ const PARAMS: &[Param] = &[
     ),
     kept!("aof-load-truncated", None, "yes", yes_no, runtime),
     kept!("aof-use-rdb-preamble", None, "yes", yes_no, runtime),
-    Param {
-        name: "aof-timestamp-enabled",
-        alias: None,
-        get: |c| {
-            if c.aof_timestamp_enabled() {
-                "yes"
-            } else {
-                "no"
-            }
-            .into()
-        },
-        set: Some(|c, v, apply| {
-            let on = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?;
-            if apply {
-                c.aof_timestamp_enabled.store(on, Relaxed);
-            }
-            Ok(())
-        }),
-    },
+    bool_param!("aof-timestamp-enabled", aof_timestamp_enabled),
     kept!(
         "aof-rewrite-incremental-fsync",
         None,

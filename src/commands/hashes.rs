@@ -729,18 +729,7 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     }
     // Logged as HPEXPIREAT with the absolute deadline, so a replay keeps
     // it, and with only the fields it set.
-    ctx.propagate_as(|| {
-        let mut v: Vec<Vec<u8>> = args
-            .iter()
-            .take(fields_at + 1)
-            .map(|a| a.to_vec())
-            .collect();
-        v[0] = b"HPEXPIREAT".to_vec();
-        v[2] = at.to_string().into_bytes();
-        v.push(set.len().to_string().into_bytes());
-        v.extend(set.iter().map(|f| f.to_vec()));
-        v
-    });
+    ctx.propagate_as(|| super::absolute_expire_argv(b"HPEXPIREAT", args, fields_at, at, &set));
     Ok(Done)
 }
 

@@ -672,6 +672,25 @@ impl SubkeyTtl {
     }
 }
 
+/// How the HEXPIRE and ZEXPIRE families are logged: as `name` (HPEXPIREAT,
+/// ZPEXPIREAT) with the absolute deadline `at` in milliseconds, so a replay
+/// keeps it, the condition as given (`args` up to `list_at`, where
+/// FIELDS/MEMBERS stands) and only the subkeys in `set`.
+pub fn absolute_expire_argv(
+    name: &[u8],
+    args: Args<'_>,
+    list_at: usize,
+    at: u64,
+    set: &[&[u8]],
+) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = args.iter().take(list_at + 1).map(|a| a.to_vec()).collect();
+    v[0] = name.to_vec();
+    v[2] = at.to_string().into_bytes();
+    v.push(set.len().to_string().into_bytes());
+    v.extend(set.iter().map(|f| f.to_vec()));
+    v
+}
+
 /// Parses an integer argument with Redis's error text.
 pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
     parse_i64(arg).ok_or(Error::NotInteger)

@@ -195,18 +195,7 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
         ctx.prevent_propagation();
         return Ok(Done);
     }
-    ctx.propagate_as(|| {
-        let mut v: Vec<Vec<u8>> = args
-            .iter()
-            .take(members_at + 1)
-            .map(|a| a.to_vec())
-            .collect();
-        v[0] = b"ZPEXPIREAT".to_vec();
-        v[2] = at.to_string().into_bytes();
-        v.push(set.len().to_string().into_bytes());
-        v.extend(set.iter().map(|m| m.to_vec()));
-        v
-    });
+    ctx.propagate_as(|| super::absolute_expire_argv(b"ZPEXPIREAT", args, members_at, at, &set));
     Ok(Done)
 }
 
