@@ -226,10 +226,7 @@ fn appendfsync_always_keeps_a_write_acknowledged_before_kill_9() {
     let dir = PrivateDir::new("aof-always");
     let z = start(&dir.0, &["--appendfsync", "always"]);
     let mut c = z.conn();
-    for i in 0..200 {
-        let k = format!("k{i}");
-        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
-    }
+    set_keys(&mut c, 200);
     // Dropping kills with SIGKILL right after the last reply.
     drop(z);
     let z = start(&dir.0, &[]);
@@ -452,17 +449,6 @@ fn the_log_holds_the_effects() {
     );
 }
 
-/// A RESP command as `redis-cli` would send it.
-fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
 #[test]
 fn other_clients_get_loading_while_the_aof_reloads() {
     let dir = PrivateDir::new("aof-loading");
@@ -481,7 +467,7 @@ fn other_clients_get_loading_while_the_aof_reloads() {
     ok(&mut tx, "MULTI");
     assert_eq!(cmd(&mut tx, &[b"GET", b"k1"]), b"+QUEUED\r\n");
     let mut loader = z.conn();
-    loader.send(&resp(&[b"DEBUG", b"LOADAOF"]));
+    loader.send(&encode_cmd(&[b"DEBUG", b"LOADAOF"]));
     let deadline = Instant::now() + Duration::from_secs(5);
     while cmd(&mut c, &[b"PING"]) == b"+PONG\r\n" {
         assert!(Instant::now() < deadline, "the reload never showed");
@@ -507,6 +493,14 @@ fn other_clients_get_loading_while_the_aof_reloads() {
     assert_eq!(loader.read_reply(), b"+OK\r\n");
     assert_eq!(info_field(&mut c, "loading"), "0");
     assert_eq!(cmd(&mut c, &[b"DBSIZE"]), b":400\r\n");
+}
+
+/// `n` keys `k0`… written one acknowledged SET at a time.
+fn set_keys(c: &mut RawConn, n: usize) {
+    for i in 0..n {
+        let k = format!("k{i}");
+        assert_eq!(cmd(c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
+    }
 }
 
 /// Starts zwindow in `dir` with a slow load (5 ms a key) and connects as
@@ -550,15 +544,12 @@ fn a_shutdown_while_loading_saves_nothing() {
     let dir = PrivateDir::new("shutdown-loading");
     let z = start(&dir.0, &[]);
     let mut c = z.conn();
-    for i in 0..300 {
-        let k = format!("k{i}");
-        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
-    }
+    set_keys(&mut c, 300);
     drop(z);
     // Save points are on: a SHUTDOWN after the load would save.
     let (mut child, mut c) = start_loading(&dir.0, &["--appendonly", "yes", "--save", "3600 1"]);
     assert_eq!(info_field(&mut c, "loading"), "1");
-    c.send(&resp(&[b"SHUTDOWN"]));
+    c.send(&encode_cmd(&[b"SHUTDOWN"]));
     assert!(matches!(
         c.try_read_reply(Duration::from_secs(5)),
         common::ReadOutcome::Closed
@@ -575,10 +566,7 @@ fn connections_are_answered_while_the_dataset_loads_at_startup() {
     let dir = PrivateDir::new("aof-startup-loading");
     let z = start(&dir.0, &[]);
     let mut c = z.conn();
-    for i in 0..300 {
-        let k = format!("k{i}");
-        assert_eq!(cmd(&mut c, &[b"SET", k.as_bytes(), b"v"]), b"+OK\r\n");
-    }
+    set_keys(&mut c, 300);
     drop(z);
     let (mut child, mut c) = start_loading(&dir.0, &["--appendonly", "yes"]);
     assert_eq!(
@@ -639,7 +627,9 @@ fn acknowledged_but_lost(fsync: &str, threads: &str) -> (usize, usize) {
                 let mut acked = 0usize;
                 while acked < 100_000 && !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let k = format!("{t}:{acked}");
-                    if c.try_send(&resp(&[b"SET", k.as_bytes(), b"v"])).is_err() {
+                    if c.try_send(&encode_cmd(&[b"SET", k.as_bytes(), b"v"]))
+                        .is_err()
+                    {
                         break;
                     }
                     match c.try_read_reply(Duration::from_secs(5)) {
