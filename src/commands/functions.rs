@@ -223,6 +223,8 @@ fn function_load(ctx: &mut Ctx) -> CmdResult {
         .load_library(ctx.arg(pos), replace)
         .map_err(Error::Owned)?;
     shared.scripting.update_stats(&engine);
+    // Libraries are part of the dataset: always logged, as in Redis.
+    ctx.force_propagation();
     ctx.out.bulk(name.as_bytes());
     Ok(Done)
 }
@@ -235,6 +237,7 @@ fn function_delete(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Static("ERR Library not found"));
     }
     shared.scripting.update_stats(&engine);
+    ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
 }
@@ -252,6 +255,7 @@ fn function_flush(ctx: &mut Ctx) -> CmdResult {
     let mut engine = shared.scripting.engine_for(ctx.client)?;
     engine.flush_libraries();
     shared.scripting.update_stats(&engine);
+    ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
 }
@@ -437,6 +441,7 @@ fn function_restore(ctx: &mut Ctx) -> CmdResult {
         }
     }
     shared.scripting.update_stats(&engine);
+    ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
 }

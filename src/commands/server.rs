@@ -1183,6 +1183,8 @@ fn flushdb(ctx: &mut Ctx) -> CmdResult {
     flush_mode(ctx)?;
     flush_db(ctx, ctx.client.db);
     ctx.ks.invalidate_tracking_all();
+    // Logged even when the database was empty, as Redis does.
+    ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
 }
@@ -1193,6 +1195,7 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
         flush_db(ctx, db);
     }
     ctx.ks.invalidate_tracking_all();
+    ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
 }
@@ -1375,6 +1378,7 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.ks.db = db;
+    ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
 }

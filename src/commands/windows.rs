@@ -71,6 +71,8 @@ fn set(ctx: &mut Ctx) -> CmdResult {
         "ERR invalid duration: use a positive integer or a number with ms, s, m, h or d",
     ))?;
     ctx.shared.windows.set(Rule::new(pattern, ms, unit, moveto));
+    // Window rules are part of the dataset: logged like a write.
+    ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
 }
@@ -97,6 +99,7 @@ fn get(ctx: &mut Ctx) -> CmdResult {
 
 fn del(ctx: &mut Ctx) -> CmdResult {
     let removed = ctx.shared.windows.del(ctx.arg(2));
+    ctx.force_propagation();
     ctx.out.int(removed as i64);
     Ok(Done)
 }

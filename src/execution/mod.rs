@@ -757,24 +757,12 @@ fn propagate(
 ) {
     let mine = std::mem::replace(&mut ks.prop.call, outer);
     ks.prop.depth -= 1;
-    let ok = matches!(result, Ok(Outcome::Done | Outcome::Close));
-    // Commands Redis always logs once they succeed (its
-    // `forceCommandPropagation`, or a `dirty` bump without a key change).
-    let forced = ok
-        && (matches!(cmd.name, "flushall" | "flushdb" | "swapdb")
-            || (cmd.name == "function"
-                && ["load", "delete", "flush", "restore"]
-                    .iter()
-                    .any(|s| crate::util::eq_ic(args.get(1), s)))
-            // zwindow's window rules are part of the dataset.
-            || (cmd.name == "zwindow"
-                && ["set", "del"]
-                    .iter()
-                    .any(|s| crate::util::eq_ic(args.get(1), s))));
+    // Commands Redis always logs once they succeed (FLUSHALL, FUNCTION
+    // LOAD, …) say so through `Ctx::force_propagation`.
     // A read's lazy trims change the dataset too; they are logged on
     // their own (ZREM/HDEL), the read itself never.
     let writes = cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE);
-    let changed = (writes && ks.prop.dirty != dirty) || mine.force || forced;
+    let changed = (writes && ks.prop.dirty != dirty) || mine.force;
     let blocked = matches!(result, Ok(Outcome::Block(_)) | Err(Error::EngineBusy));
     // A script is logged as the commands it ran (effects replication,
     // Redis 7.0's only mode); EXEC as what it ran, in MULTI/EXEC.
