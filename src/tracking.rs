@@ -444,18 +444,26 @@ impl Tracking {
         } else {
             (c, false)
         };
-        let mut b = if target.resp.load(Relaxed) == 3 {
-            b">2\r\n$10\r\ninvalidate\r\n".to_vec()
+        // Sized up front: a queued message counts against maxmemory by its
+        // length (`Clients::pushes_in_flight`), so it should not hold twice
+        // that in growth slack.
+        let body = match msg {
+            Message::Key(k) => k.len() + 32,
+            Message::Null => 8,
+            Message::Proto(p) => p.len(),
+        };
+        let mut b = Vec::with_capacity(body + 48);
+        if target.resp.load(Relaxed) == 3 {
+            b.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n");
         } else if redirected && target.subscriptions() > 0 {
-            let mut b = b"*3\r\n$7\r\nmessage\r\n".to_vec();
+            b.extend_from_slice(b"*3\r\n$7\r\nmessage\r\n");
             b.extend_from_slice(format!("${}\r\n", CHANNEL.len()).as_bytes());
             b.extend_from_slice(CHANNEL);
             b.extend_from_slice(b"\r\n");
-            b
         } else {
             // RESP2 without a redirect: nowhere to send it.
             return;
-        };
+        }
         match msg {
             Message::Key(k) => {
                 b.extend_from_slice(format!("*1\r\n${}\r\n", k.len()).as_bytes());

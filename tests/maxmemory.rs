@@ -334,3 +334,61 @@ fn zipf_hit_ratio_matches_redis_servers() {
         eprintln!("{policy}: hit ratio zwindow {z:.4}, redis-server {r:.4}");
     }
 }
+
+/// Keys evicted, and keys left, after the limit is lowered 40 KB below
+/// what 300 keys with 1 KB names use while ten RESP3 clients that never
+/// read their invalidations track every key (the TCL suite's "client
+/// tracking don't cause eviction feedback loop").
+fn tracking_eviction(server_conn: impl Fn() -> RawConn) -> (u64, u64) {
+    let mut c = server_conn();
+    for args in [
+        ["CONFIG", "SET", "maxmemory", "0"],
+        ["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+        ["CONFIG", "SET", "maxmemory-eviction-tenacity", "100"],
+    ] {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        assert_eq!(c.cmd(&args), b"+OK\r\n");
+    }
+    let mut trackers: Vec<RawConn> = (0..10).map(|_| server_conn()).collect();
+    for t in &mut trackers {
+        t.cmd(&[b"HELLO", b"3"]);
+        assert_eq!(t.cmd(&[b"CLIENT", b"TRACKING", b"on"]), b"+OK\r\n");
+    }
+    for j in 0..300 {
+        let key = format!("{j}{}", "x".repeat(1000));
+        c.cmd(&[b"SET", key.as_bytes(), b"x"]);
+        for t in &mut trackers {
+            t.cmd(&[b"GET", key.as_bytes()]);
+        }
+    }
+    // The clients' cron trims the query buffers that grew meanwhile.
+    std::thread::sleep(Duration::from_millis(1100));
+    let limit = info_field(&mut c, "memory", "used_memory") - 40_000;
+    let limit = limit.to_string();
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory", limit.as_bytes()]),
+        b"+OK\r\n"
+    );
+    let evicted = info_field(&mut c, "stats", "evicted_keys");
+    // Every command from here on checks the limit again, as the
+    // invalidations of the evicted keys wait, unread, in ten buffers.
+    let mut left = 0;
+    for _ in 0..20 {
+        left = c.query(&[b"DBSIZE"]).int() as u64;
+    }
+    drop(trackers);
+    (evicted, left)
+}
+
+#[test]
+fn unread_invalidations_do_not_feed_eviction() {
+    let s = Servers::start();
+    let (z_evicted, z_left) = tracking_eviction(|| s.z.conn());
+    let (r_evicted, r_left) = tracking_eviction(|| s.r.conn());
+    eprintln!("evicted/left: zwindow {z_evicted}/{z_left}, redis-server {r_evicted}/{r_left}");
+    assert!(
+        (10..=100).contains(&z_evicted) && (200..=300).contains(&z_left),
+        "zwindow evicted {z_evicted} at once and kept {z_left} of 300 keys \
+         (redis-server: {r_evicted}, {r_left})"
+    );
+}

@@ -119,10 +119,18 @@ pub struct ClientHandle {
     /// Bytes of pushes queued or buffered but not yet written to the
     /// socket: what the pub/sub output buffer limit measures.
     pub push_bytes: AtomicUsize,
-    /// True while the connection writes a batch (a client that does not
-    /// read keeps it true): its queued pushes are then held memory, not
-    /// bytes on their way out (see [`Clients::pushes_in_flight`]).
-    pub writing: AtomicBool,
+    /// Bytes of the reply buffer a write has taken and not yet finished
+    /// with, less the pushes in it (already in `push_bytes`): on the
+    /// io_uring path it is held until the loop's next submit, while other
+    /// connections' commands may run.
+    pub out_pending: AtomicUsize,
+    /// True while a write of the connection waits for room in its socket
+    /// (a client that does not read keeps it true): its queued pushes are
+    /// then held memory, not bytes on their way out (see
+    /// [`Clients::pushes_in_flight`]). Set by the socket layer, which alone
+    /// knows whether a write waited on the peer or only on the next submit
+    /// of the io_uring path; cleared by the connection once it is written.
+    pub writing: Arc<AtomicBool>,
     /// Capacity of the connection's read and reply buffers after its last
     /// batch (INFO memory's `mem_clients_normal`).
     pub buffer_bytes: AtomicUsize,
@@ -334,7 +342,8 @@ impl Clients {
             unblock_notify: Notify::new(),
             push_tx: tx,
             push_bytes: AtomicUsize::new(0),
-            writing: AtomicBool::new(false),
+            out_pending: AtomicUsize::new(0),
+            writing: Arc::new(AtomicBool::new(false)),
             buffer_bytes: AtomicUsize::new(0),
             soft_over_since: AtomicU64::new(0),
             counted_mem: AtomicUsize::new(0),
@@ -444,21 +453,22 @@ impl Clients {
         self.map.lock().get(&id).cloned()
     }
 
-    /// All clients, ordered by id (as CLIENT LIST prints them).
-    /// Bytes of pushes queued to connections that are not stuck writing:
-    /// they leave as soon as those connections' tasks run. Redis writes
-    /// such output before it runs the next command, so eviction does not
-    /// count them (else the invalidations of evicted keys, still queued,
-    /// would make more keys go).
+    /// Bytes of pushes queued to connections that are not stuck writing,
+    /// and of the reply buffers they are writing: they leave as soon as
+    /// those connections' tasks run or the io_uring path submits. Redis
+    /// writes such output before it runs the next command, so eviction does
+    /// not count them (else the invalidations of evicted keys, still
+    /// queued, would make more keys go).
     pub fn pushes_in_flight(&self) -> u64 {
         self.map
             .lock()
             .values()
             .filter(|c| !c.writing.load(Relaxed))
-            .map(|c| c.push_bytes.load(Relaxed) as u64)
+            .map(|c| (c.push_bytes.load(Relaxed) + c.out_pending.load(Relaxed)) as u64)
             .sum()
     }
 
+    /// All clients, ordered by id (as CLIENT LIST prints them).
     pub fn all(&self) -> Vec<Arc<ClientHandle>> {
         let mut v: Vec<_> = self.map.lock().values().cloned().collect();
         v.sort_by_key(|c| c.id);

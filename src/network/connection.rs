@@ -267,17 +267,20 @@ pub(crate) async fn run(
             stats.recent_max_output.note(out.len() as u64);
             // A client that stops reading must not pin this task: a kill
             // (e.g. by the output buffer limit) ends the write.
-            handle.writing.store(true, Relaxed);
+            handle
+                .out_pending
+                .store(out.buf.capacity().saturating_sub(pushed), Relaxed);
             tokio::select! {
                 biased;
                 _ = &mut killed => break 'conn,
-                written = stream.write_all(&mut out.buf) => {
+                written = stream.write_all(&mut out.buf, &handle.writing) => {
                     if written.is_err() {
                         break 'conn;
                     }
                 }
             }
             handle.writing.store(false, Relaxed);
+            handle.out_pending.store(0, Relaxed);
             stats.writes_processed.fetch_add(1, Relaxed);
             stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
             // Pushes count against the output limit until written.

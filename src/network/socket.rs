@@ -2,6 +2,9 @@
 //! stream, or the io_uring driver ([`super::uring`]). The connection logic
 //! sees only these three operations, so it is the same on both paths.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -32,11 +35,32 @@ impl Socket {
         }
     }
 
-    /// Writes all of `buf`; it holds the same bytes afterwards.
-    pub(crate) async fn write_all(&mut self, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    /// Writes all of `buf`; it holds the same bytes afterwards. `stalled`
+    /// is set once the write has to wait for the peer to read (the socket
+    /// is full), not before: eviction tells bytes on their way out from
+    /// bytes a client leaves unread by it (`Clients::pushes_in_flight`).
+    pub(crate) async fn write_all(
+        &mut self,
+        buf: &mut Vec<u8>,
+        stalled: &Arc<AtomicBool>,
+    ) -> std::io::Result<()> {
         match self {
-            Socket::Epoll(s) => s.write_all(buf).await,
-            Socket::Uring(s) => s.write_all(buf).await,
+            Socket::Epoll(s) => {
+                let mut done = 0;
+                while done < buf.len() {
+                    match s.try_write(&buf[done..]) {
+                        Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                        Ok(n) => done += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            stalled.store(true, Relaxed);
+                            s.writable().await?;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
+            Socket::Uring(s) => s.write_all(buf, stalled).await,
         }
     }
 

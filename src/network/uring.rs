@@ -30,7 +30,8 @@ use std::future::poll_fn;
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
@@ -50,6 +51,9 @@ const INPUT_PAUSE: usize = 256 * 1024;
 /// A pending-input buffer larger than this is released once read: an idle
 /// connection keeps no more than an ordinary request needs.
 const INPUT_KEEP: usize = 32 * 1024;
+
+/// Sends remembered between parks for `Driver::mark_stalled_sends`.
+const QUEUED_SENDS_MAX: usize = 4096;
 
 /// What an entry was for, in the low bits of its user data.
 const RECV: u64 = 0;
@@ -160,6 +164,9 @@ struct Conn {
     sending: bool,
     send_error: Option<i32>,
     writer: Option<Waker>,
+    /// Set when a send is still in flight after the submit that carried it
+    /// (the socket is full): see `Socket::write_all`.
+    stalled: Option<Arc<AtomicBool>>,
     /// The connection task let go; the slot is freed once no entry of its
     /// own is left in the ring.
     dropped: bool,
@@ -179,6 +186,9 @@ struct Driver {
     /// handling queues entries, which needs the ring again).
     reaped: Vec<(u64, i32, u32)>,
     wake: Vec<Waker>,
+    /// Sends queued since the last park: any of them still in flight once
+    /// that park's submit and reap are done waits on its peer.
+    queued_sends: Vec<(u32, u32)>,
 }
 
 thread_local! {
@@ -240,6 +250,7 @@ pub(crate) fn start() -> io::Result<()> {
         free: Vec::new(),
         reaped: Vec::new(),
         wake: Vec::new(),
+        queued_sends: Vec::new(),
     })));
     DRIVER.with(|d| d.set(Some(driver)));
     tokio::spawn(async move {
@@ -272,6 +283,7 @@ pub fn on_park() {
         let mut d = d.borrow_mut();
         d.submit();
         d.reap();
+        d.mark_stalled_sends();
         std::mem::take(&mut d.wake)
     };
     for w in wake.drain(..) {
@@ -296,6 +308,21 @@ fn reap() {
 }
 
 impl Driver {
+    /// Flags the connections whose sends this park submitted and that did
+    /// not complete at once: the kernel waits for their peers to read.
+    fn mark_stalled_sends(&mut self) {
+        let mut queued = std::mem::take(&mut self.queued_sends);
+        for (idx, generation) in queued.drain(..) {
+            if let Some(c) = self.conn(idx, generation)
+                && c.sending
+                && let Some(flag) = &c.stalled
+            {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+        self.queued_sends = queued;
+    }
+
     fn submit(&mut self) {
         if !self.ring.submission().is_empty()
             && let Err(e) = self.ring.submit()
@@ -371,6 +398,11 @@ impl Driver {
             .build()
             .user_data(user_data(idx, generation, SEND));
         c.sending = true;
+        // Bounded for a loop that runs long without parking; a send left
+        // out is only flagged late.
+        if self.queued_sends.len() < QUEUED_SENDS_MAX {
+            self.queued_sends.push((idx, generation));
+        }
         let pushed = self.push(&entry);
         if pushed.is_err()
             && let Some(c) = self.conn(idx, generation)
@@ -542,6 +574,7 @@ impl UringSocket {
             sending: false,
             send_error: None,
             writer: None,
+            stalled: None,
             dropped: false,
         };
         let idx = match d.free.pop() {
@@ -612,20 +645,27 @@ impl UringSocket {
     /// Sends all of `buf`, which the ring holds meanwhile and gives back
     /// (empty if the future is dropped first: the send goes on, and its
     /// buffer is freed when it completes).
-    pub(crate) async fn write_all(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+    pub(crate) async fn write_all(
+        &mut self,
+        buf: &mut Vec<u8>,
+        stalled: &Arc<AtomicBool>,
+    ) -> io::Result<()> {
         // A send left by a dropped write finishes first.
         poll_fn(|cx| self.poll_sent(cx).map_ok(drop)).await?;
-        self.start_send(std::mem::take(buf))?;
+        self.start_send(std::mem::take(buf), stalled)?;
         *buf = poll_fn(|cx| self.poll_sent(cx)).await?;
         Ok(())
     }
 
-    fn start_send(&mut self, buf: Vec<u8>) -> io::Result<()> {
+    fn start_send(&mut self, buf: Vec<u8>, stalled: &Arc<AtomicBool>) -> io::Result<()> {
         let d = driver().ok_or_else(gone)?;
         let mut d = d.borrow_mut();
         let c = d.conn(self.idx, self.generation).ok_or_else(gone)?;
         if buf.is_empty() {
             return Ok(());
+        }
+        if !c.stalled.as_ref().is_some_and(|f| Arc::ptr_eq(f, stalled)) {
+            c.stalled = Some(Arc::clone(stalled));
         }
         c.send = Some(buf);
         c.sent = 0;
