@@ -431,19 +431,22 @@ fn load_dataset(shared: &Arc<Shared>) -> Result<LoadDone, String> {
 
 type LoadDone = tokio::sync::oneshot::Receiver<Result<(), String>>;
 
-/// `io-uring yes`: client sockets go through io_uring from now on, or stay
-/// on epoll, with a warning saying why, where that cannot be.
+/// `io-uring yes` (the default): client sockets go through io_uring from
+/// now on, or stay on epoll where that cannot be, with a log line saying
+/// why. Falling back is not an error: Docker's default seccomp profile,
+/// `kernel.io_uring_disabled` and older kernels all refuse io_uring.
 fn start_io_uring(config: &Config) {
     if !config.io_uring() {
+        tracing::info!("io-uring no: serving connections with epoll");
         return;
     }
     if config.worker_threads() > 1 {
-        tracing::warn!("io-uring needs threads 1: serving connections with epoll");
+        tracing::info!("io-uring needs threads 1: serving connections with epoll");
         return;
     }
     match crate::network::uring::start() {
         Ok(()) => tracing::info!("Serving connections with io_uring"),
-        Err(e) => tracing::warn!("io_uring unavailable ({e}): serving connections with epoll"),
+        Err(e) => tracing::info!("io_uring unavailable ({e}): serving connections with epoll"),
     }
 }
 

@@ -214,8 +214,11 @@ fn run_unit_spawned(tests: &Path, unit: &str, skipfile: Option<&Path>) -> (UnitR
     std::fs::write(
         &shim,
         format!(
-            "#!/bin/sh\nsed -i '/^unixsocket/d' \"$1\"\nexec '{}' \"$@\" 2>&1\n",
-            env!("CARGO_BIN_EXE_zwindow")
+            "#!/bin/sh\nsed -i '/^unixsocket/d' \"$1\"\nexec '{}' \"$@\" {} 2>&1\n",
+            env!("CARGO_BIN_EXE_zwindow"),
+            // The suite's socket path (ZWINDOW_TEST_IO_URING), after the
+            // config file, which must come first.
+            common::io_uring_args().join(" ")
         ),
     )
     .expect("write the server script");

@@ -41,10 +41,27 @@ pub struct ZwindowServer {
     dir: PrivateDir,
 }
 
-/// True when the tests are to run zwindow with `--io-uring yes`
-/// (`ZWINDOW_TEST_IO_URING=1`).
-pub fn io_uring_requested() -> bool {
-    std::env::var_os("ZWINDOW_TEST_IO_URING").is_some_and(|v| v == "1")
+/// Which socket path the suite's zwindow servers must take:
+/// `ZWINDOW_TEST_IO_URING=1` io_uring (a server that falls back to epoll
+/// fails its test), `=0` epoll (`--io-uring no`), unset the server's
+/// default (io_uring where the kernel allows it). `.ci/test` runs the
+/// suite once each way.
+pub fn io_uring_requested() -> Option<bool> {
+    match std::env::var("ZWINDOW_TEST_IO_URING").as_deref() {
+        Ok("1") => Some(true),
+        Ok("0") => Some(false),
+        _ => None,
+    }
+}
+
+/// The command-line arguments that put a zwindow on the path
+/// [`io_uring_requested`] asks for.
+pub fn io_uring_args() -> &'static [&'static str] {
+    match io_uring_requested() {
+        Some(true) => &["--io-uring", "yes"],
+        Some(false) => &["--io-uring", "no"],
+        None => &[],
+    }
 }
 
 /// Strip ANSI escape sequences (tracing may colour its output).
@@ -101,12 +118,14 @@ impl ZwindowServer {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         let exe = cmd.get_program().to_string_lossy().into_owned();
-        // ZWINDOW_TEST_IO_URING=1 runs the suite's servers on the io_uring
-        // path (the binary's own command line only: a wrapper script or a
-        // redis-server does not take the flag).
-        let uring = io_uring_requested() && exe == env!("CARGO_BIN_EXE_zwindow");
-        if uring {
-            cmd.args(["--io-uring", "yes"]);
+        // ZWINDOW_TEST_IO_URING picks the suite's socket path (the binary's
+        // own command line only: a wrapper script or a redis-server does not
+        // take the flag), unless the test chose one itself.
+        let own_binary =
+            exe == env!("CARGO_BIN_EXE_zwindow") && !extra_args.iter().any(|a| a == "--io-uring");
+        let uring = own_binary && io_uring_requested() == Some(true);
+        if own_binary {
+            cmd.args(io_uring_args());
         }
         let dir = PrivateDir::new("zwindow");
         if cmd.get_current_dir().is_none() {
