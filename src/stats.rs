@@ -278,6 +278,11 @@ impl LatencyHistogram {
     /// Records one call of `usec` microseconds (as Redis: in nanoseconds,
     /// clamped to the tracked range).
     pub fn record_usec(&self, usec: u64) {
+        self.record_usec_times(usec, 1);
+    }
+
+    /// Records `times` calls that each took `usec`.
+    pub fn record_usec_times(&self, usec: u64, times: u64) {
         let ns = usec
             .saturating_mul(1000)
             .clamp(hdr::MIN_VALUE, hdr::MAX_VALUE);
@@ -285,7 +290,7 @@ impl LatencyHistogram {
             .counts
             .get_or_init(|| (0..hdr::COUNTS_LEN).map(|_| AtomicU64::new(0)).collect());
         if let Some(c) = counts.get(hdr::counts_index(ns)) {
-            c.fetch_add(1, Relaxed);
+            c.fetch_add(times, Relaxed);
         }
     }
 

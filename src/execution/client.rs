@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::blocking::Waiter;
-use crate::commands::{Args, Command, OwnedArgs};
+use crate::commands::{Args, CallStats, Command, OwnedArgs};
 use crate::config::OutputLimit;
 use crate::keyspace::{Key, WatchFlag};
 
@@ -575,6 +575,89 @@ pub struct Client {
     /// client's command was verified (Redis's `pre_command_oom_state`):
     /// scripts it starts refuse deny-OOM commands.
     pub oom: bool,
+    /// The system clock reading (µs) that ended this client's previous
+    /// command, while no await has passed since: the next command of the
+    /// same batch starts and is dated by it instead of reading the clock
+    /// again. Redis reads it twice per `call`; back-to-back pipelined
+    /// commands share one reading between them. Cleared by whoever awaits.
+    pub batch_clock: Option<u64>,
+    /// This connection's calls not yet in their command's shared counters.
+    pub tally: CallTally,
+}
+
+/// A connection's calls of one command not yet added to that command's
+/// shared counters (INFO commandstats and latencystats). A pipeline
+/// usually repeats one command, and three atomic adds per call to
+/// counters every connection shares cost more than parsing the call did:
+/// the connection adds its calls up and hands them over when another
+/// command is about to run (so what that one reads is current, as it is
+/// in Redis) and when its batch ends, before its replies are written.
+/// Clients that do not batch (scripts' and blocked clients' stand-ins)
+/// count each call at once.
+#[derive(Default)]
+pub struct CallTally {
+    /// Set by the connection task, which flushes at the end of each batch.
+    pub batching: bool,
+    cmd: Option<&'static Command>,
+    calls: u64,
+    usec: u64,
+    /// Calls by duration for 0–3 µs (a fast command's); longer ones are
+    /// recorded at once.
+    short: [u64; 4],
+}
+
+impl CallTally {
+    /// Before `cmd` runs: hands over another command's calls.
+    pub fn before(&mut self, cmd: &'static Command) {
+        if self.cmd.is_some_and(|c| !std::ptr::eq(c, cmd)) {
+            self.flush();
+        }
+    }
+
+    /// Counts a call of `cmd` that took `usec` (into its latency histogram
+    /// too with `latency`).
+    pub fn add(&mut self, cmd: &'static Command, usec: u64, latency: bool) {
+        if !self.batching {
+            let stats = CallStats::of(cmd);
+            stats.calls.fetch_add(1, Relaxed);
+            stats.usec.fetch_add(usec, Relaxed);
+            if latency {
+                stats.latency.record_usec(usec);
+            }
+            return;
+        }
+        self.before(cmd);
+        self.cmd = Some(cmd);
+        self.calls += 1;
+        self.usec += usec;
+        if latency {
+            match self.short.get_mut(usec as usize) {
+                Some(n) => *n += 1,
+                None => CallStats::of(cmd).latency.record_usec(usec),
+            }
+        }
+    }
+
+    /// Adds what was counted to the command's shared counters.
+    pub fn flush(&mut self) {
+        let Some(cmd) = self.cmd.take() else {
+            return;
+        };
+        let stats = CallStats::of(cmd);
+        stats
+            .calls
+            .fetch_add(std::mem::take(&mut self.calls), Relaxed);
+        stats
+            .usec
+            .fetch_add(std::mem::take(&mut self.usec), Relaxed);
+        for (usec, n) in self.short.iter_mut().enumerate() {
+            if *n > 0 {
+                stats
+                    .latency
+                    .record_usec_times(usec as u64, std::mem::take(n));
+            }
+        }
+    }
 }
 
 /// CLIENT REPLY: whether this client's replies are sent.
@@ -611,6 +694,8 @@ impl Client {
             reply: ReplyMode::On,
             tracking_held: Vec::new(),
             oom: false,
+            batch_clock: None,
+            tally: CallTally::default(),
         }
     }
 

@@ -182,7 +182,16 @@ pub fn dispatch(
             Err(Some(e)) => return reject(client, out, e.as_bytes()),
         }
     };
-    let mut ks = Keyspace::at(shared, guards, client.db);
+    // The previous command's ending reading, when it ran just before in
+    // this batch, dates this one (see `Client::batch_clock`).
+    // (Built in place and dated after: the view is large to move.)
+    let mut ks = Keyspace::new(shared, guards, client.db, 0);
+    let sys_us = client
+        .batch_clock
+        .take()
+        .unwrap_or_else(crate::clock::system_us);
+    ks.now_ms = shared.clock.at_us(sys_us) / 1000;
+    ks.fresh_us = Some(sys_us);
     let dispatched = match call(shared, client, out, &mut ks, cmd, args) {
         Outcome::Done => Dispatched::Done,
         Outcome::Close => Dispatched::Close,
@@ -682,6 +691,9 @@ pub fn call(
     } else {
         None
     };
+    // What this command may read of the counters includes the calls
+    // before it (see `CallTally`).
+    ctx.client.tally.before(cmd);
     let result = (cmd.handler)(&mut ctx);
     if let Some((outer, dirty, db)) = outer {
         propagate(ctx.ks, cmd, &args, &result, outer, dirty, db);
@@ -707,21 +719,27 @@ pub fn call(
     if matches!(result, Ok(Outcome::Block(_))) {
         return result.unwrap_or(Outcome::Done);
     }
-    let stats = CallStats::of(cmd);
     if let Err(Error::Refused(msg)) = result {
+        let stats = CallStats::of(cmd);
         stats.rejected.fetch_add(1, Relaxed);
         shared.count_error(msg.as_bytes());
         out.truncate(mark);
         out.error(msg);
         return Outcome::Done;
     }
-    let usec = crate::clock::system_us().saturating_sub(start);
+    let end = crate::clock::system_us();
+    let usec = end.saturating_sub(start);
+    client.batch_clock = Some(end);
     after_command(shared, client, cmd, &args, usec, redacted);
-    stats.calls.fetch_add(1, Relaxed);
-    stats.usec.fetch_add(usec, Relaxed);
-    if shared.config.latency_tracking() {
-        stats.latency.record_usec(usec);
+    let latency = shared.config.latency_tracking();
+    client.tally.add(cmd, usec, latency);
+    if script_error.is_none() && result.is_ok() {
+        return result.unwrap_or(Outcome::Done);
     }
+    // A failure is counted at once, and the calls before it with it, so
+    // no reader sees more failed calls than calls.
+    client.tally.flush();
+    let stats = CallStats::of(cmd);
     // A script's error result (Redis's afterErrorReply for the script
     // client's reply): a failed call, counted unless already counted.
     if let Some(e) = script_error {
@@ -890,31 +908,111 @@ pub enum Ran {
     Close,
 }
 
-/// Runs one request: on this task, or on the script runner for scripts,
-/// waiting (asynchronously) for another client's script where needed.
-pub async fn execute(
+/// What the reply-related steps after a request need to know of its name.
+#[derive(Clone, Copy)]
+pub struct Named {
+    /// A CLIENT subcommand (CLIENT CACHING's flag survives it).
+    client_cmd: bool,
+    /// (Un)subscribe confirmations are pushes: CLIENT REPLY keeps them.
+    pushes_reply: bool,
+}
+
+impl Named {
+    fn of(args: &Args<'_>) -> Named {
+        let name = args.get(0);
+        // "subscribe" … "punsubscribe": 9 to 12 bytes; most commands are
+        // told apart by their length alone.
+        let pushes_reply = (9..=12).contains(&name.len())
+            && [
+                "subscribe",
+                "psubscribe",
+                "ssubscribe",
+                "unsubscribe",
+                "punsubscribe",
+                "sunsubscribe",
+            ]
+            .iter()
+            .any(|n| crate::util::eq_ic(name, n));
+        Named {
+            client_cmd: crate::util::eq_ic(name, "client"),
+            pushes_reply,
+        }
+    }
+}
+
+/// A request [`execute_now`] could not finish without waiting: hand it
+/// to [`execute_rest`].
+pub struct Pending {
+    dispatched: Dispatched,
+    mark: usize,
+    named: Named,
+}
+
+/// Runs one request as far as it goes without waiting — all of it, for
+/// everything but scripts, MIGRATE, CLIENT PAUSE and another client's
+/// running script. The connection's loop calls this for every request
+/// and awaits [`execute_rest`] only for the rest, so the common request
+/// builds no future.
+pub fn execute_now(
     shared: &Arc<Shared>,
     client: &mut Client,
     out: &mut Reply,
     args: Args<'_>,
-) -> Ran {
-    let mut owned: Option<OwnedArgs> = None;
+) -> Result<Ran, Pending> {
     let mark = out.len();
+    let named = Named::of(&args);
+    let dispatched = dispatch(shared, client, out, args);
+    settle(shared, client, out, mark, named, dispatched).map_err(|dispatched| Pending {
+        dispatched,
+        mark,
+        named,
+    })
+}
+
+/// The reply steps of a request that ran (or was rejected); a request
+/// still to be waited for comes back as `Err`.
+fn settle(
+    shared: &Shared,
+    client: &mut Client,
+    out: &mut Reply,
+    mark: usize,
+    named: Named,
+    dispatched: Dispatched,
+) -> Result<Ran, Dispatched> {
+    let ran = match dispatched {
+        Dispatched::Done => Ran::Done,
+        Dispatched::Blocked(w) => Ran::Blocked(w),
+        Dispatched::Close => Ran::Close,
+        other => return Err(other),
+    };
+    forget_caching(client, named.client_cmd);
+    after_reply(shared, client, out, (!named.pushes_reply).then_some(mark));
+    Ok(ran)
+}
+
+/// Finishes what [`execute_now`] left: runs a script on the script
+/// runner, MIGRATE's transfer, or waits for a pause or another client's
+/// script to end and dispatches the request again.
+pub async fn execute_rest(
+    shared: &Arc<Shared>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: Args<'_>,
+    pending: Pending,
+) -> Ran {
+    let Pending {
+        dispatched,
+        mark,
+        named,
+    } = pending;
+    let mut owned: Option<OwnedArgs> = None;
+    let mut next = Some(dispatched);
     loop {
         let a = owned.as_ref().map_or(args, |o| o.args());
-        let is_client_cmd = crate::util::eq_ic(a.get(0), "client");
-        // (Un)subscribe confirmations are pushes: CLIENT REPLY keeps them.
-        let pushes_reply = [
-            "subscribe",
-            "psubscribe",
-            "ssubscribe",
-            "unsubscribe",
-            "punsubscribe",
-            "sunsubscribe",
-        ]
-        .iter()
-        .any(|n| crate::util::eq_ic(a.get(0), n));
-        let dispatched = match dispatch(shared, client, out, a) {
+        let dispatched = next
+            .take()
+            .unwrap_or_else(|| dispatch(shared, client, out, a));
+        let dispatched = match dispatched {
             Dispatched::ScriptRunner => {
                 let job_args = owned.take().unwrap_or_else(|| args.to_owned());
                 run_on_runner(shared, client, out, job_args).await
@@ -922,17 +1020,13 @@ pub async fn execute(
             Dispatched::Migrate(t) => migrate(shared, client, out, t).await,
             d => d,
         };
-        if !matches!(
-            dispatched,
-            Dispatched::WaitScript | Dispatched::ScriptRunner | Dispatched::Paused(_)
-        ) {
-            forget_caching(client, is_client_cmd);
-            after_reply(shared, client, out, (!pushes_reply).then_some(mark));
-        }
+        // Time passed: the next command reads the clock afresh.
+        client.batch_clock = None;
+        let dispatched = match settle(shared, client, out, mark, named, dispatched) {
+            Ok(ran) => return ran,
+            Err(d) => d,
+        };
         match dispatched {
-            Dispatched::Done | Dispatched::Migrate(_) => return Ran::Done,
-            Dispatched::Blocked(w) => return Ran::Blocked(w),
-            Dispatched::Close => return Ran::Close,
             Dispatched::Paused(writes) => {
                 let h = client.handle.clone();
                 shared.pause.wait(&shared.clock, writes, &h).await;
@@ -940,7 +1034,7 @@ pub async fn execute(
                     return Ran::Close;
                 }
             }
-            Dispatched::WaitScript | Dispatched::ScriptRunner => {
+            _ => {
                 if owned.is_none() {
                     owned = Some(args.to_owned());
                 }

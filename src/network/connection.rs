@@ -18,7 +18,7 @@ use tokio::sync::watch::error::RecvError;
 use crate::commands::Args;
 use crate::execution::blocking::Waiter;
 use crate::execution::client::{Client, ClientHandle, Push, Waiting};
-use crate::execution::{Ran, execute};
+use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
 use crate::protocol::{Parser, Reply};
 use crate::server::{Shared, Stats};
@@ -55,6 +55,7 @@ pub(crate) async fn run(
     let mut client = Client::new(handle.clone(), shared.acl.default_needs_auth());
     let generation = shared.acl.generation();
     client.set_user(shared.acl.default_user(), generation);
+    client.tally.batching = true;
     let mut shutdown = shared.shutdown_rx();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     handle.buffer_bytes.store(rbuf.capacity(), Relaxed);
@@ -169,6 +170,9 @@ pub(crate) async fn run(
             shared.persistence.loading.wait_unless_served().await;
         }
         // Run every complete request in the buffer, then flush once.
+        // Time passed since the last batch: its first command reads the
+        // clock (see `Client::batch_clock`).
+        client.batch_clock = None;
         loop {
             // A killed client (its ACL user deleted, CLIENT KILL) runs
             // nothing more of what it sent, as Redis's freeClientAsync.
@@ -189,7 +193,14 @@ pub(crate) async fn run(
                         .store(rbuf.capacity() - rbuf.len(), Relaxed);
                     out.resp3 = client.resp3();
                     let mark = out.len();
-                    match execute(&shared, &mut client, &mut out, Args::new(req)).await {
+                    let args = Args::new(req);
+                    let ran = match execute_now(&shared, &mut client, &mut out, args) {
+                        Ok(ran) => ran,
+                        Err(pending) => {
+                            execute_rest(&shared, &mut client, &mut out, args, pending).await
+                        }
+                    };
+                    match ran {
                         Ran::Done => {}
                         Ran::Blocked(w) => waiting = Some(w),
                         Ran::Close => close = true,
@@ -235,6 +246,7 @@ pub(crate) async fn run(
         stats
             .commands_processed
             .fetch_add(std::mem::take(&mut client.commands), Relaxed);
+        client.tally.flush();
         // The normal class's output limit (subscribers are measured by
         // their pushes, as they are queued). As in Redis, it counts what
         // goes past the client's fixed 16 KB reply buffer.
@@ -310,6 +322,8 @@ pub(crate) async fn run(
             break;
         }
     }
+    // A batch left midway (a kill, a protocol error) counts what it ran.
+    client.tally.flush();
     stream.shutdown().await;
     if !client.watched.is_empty() {
         // Unwatching locks the keys' shards: not behind a script.
