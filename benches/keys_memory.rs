@@ -105,6 +105,10 @@ fn main() {
         .unwrap_or(100_000);
     let tmp = std::env::temp_dir();
     let (zwindow_exe, zwindow_args) = zwindow_under_test();
+    // The servers run from the temp dir: a relative VS_REDIS_ZWINDOW would
+    // not be found from there.
+    let zwindow_exe = std::fs::canonicalize(&zwindow_exe)
+        .map_or(zwindow_exe, |p| p.to_string_lossy().into_owned());
     let peer_args = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from);
     let mut servers: Vec<(&'static str, String, Vec<String>)> =
         vec![("zwindow", zwindow_exe, zwindow_args)];
