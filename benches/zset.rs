@@ -38,7 +38,7 @@ fn build(n: usize) -> ZSet {
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        Some(cap) => ZSet::with_node_capacity(cap),
+        Some(cap) => ZSet::skiplist_with_node_capacity(cap),
         None => ZSet::new(),
     };
     for i in 0..n {

@@ -252,7 +252,8 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         .startup_memory
         .store(crate::stats::note_peak_memory(&shared), Relaxed);
     for rule in window_rules {
-        shared.windows.set(rule);
+        // No key exists before the dataset loads below: no cache to reset.
+        let _ = shared.windows.set(rule);
     }
     start_io_uring(&shared.config);
     tracing::info!(

@@ -157,7 +157,7 @@ fn push_generic(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
                 l.push(end, e);
             }
             let len = l.len();
-            ctx.ks.set(key, Value::List(l));
+            ctx.ks.set(key, Value::List(Box::new(l)));
             len
         }
     };
@@ -497,7 +497,7 @@ fn move_one(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result
             None => {
                 let mut d = List::new();
                 d.push(to, &elem);
-                ctx.ks.set(dst, Value::List(d));
+                ctx.ks.set(dst, Value::List(Box::new(d)));
             }
         }
         emptied

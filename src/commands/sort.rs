@@ -356,7 +356,7 @@ fn sort(ctx: &mut Ctx) -> CmdResult {
             }
             if outlen > 0 {
                 let existed = ctx.ks.exists(dest);
-                ctx.ks.set(dest, Value::List(list));
+                ctx.ks.set(dest, Value::List(Box::new(list)));
                 ctx.ks.signal(dest, notify::LIST, "sortstore");
                 // Redis's dbAdd wakes waiters on a new list; an overwrite
                 // (dbOverwrite in 7.0) does not.

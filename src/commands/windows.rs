@@ -70,7 +70,8 @@ fn set(ctx: &mut Ctx) -> CmdResult {
     let ms = parse_duration(ctx.arg(3), unit).ok_or(Error::Static(
         "ERR invalid duration: use a positive integer or a number with ms, s, m, h or d",
     ))?;
-    ctx.shared.windows.set(Rule::new(pattern, ms, unit, moveto));
+    let rule = Rule::new(pattern, ms, unit, moveto);
+    crate::keyspace::windows::set_rule(ctx.ks, rule);
     // Window rules are part of the dataset: logged like a write.
     ctx.force_propagation();
     ctx.out.ok();
@@ -98,7 +99,7 @@ fn get(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn del(ctx: &mut Ctx) -> CmdResult {
-    let removed = ctx.shared.windows.del(ctx.arg(2));
+    let removed = crate::keyspace::windows::del_rule(ctx.ks, ctx.args.get(2));
     ctx.force_propagation();
     ctx.out.int(removed as i64);
     Ok(Done)

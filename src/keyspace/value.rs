@@ -10,13 +10,19 @@ use crate::types::set::Set;
 use crate::types::stream::Stream;
 use crate::util::parse_i64;
 
+/// Inline in every key's entry, so its size is paid per key: 40 bytes, set
+/// by the string and the sorted set (whose compact encoding is the common
+/// small value). Types whose header is larger, and whose values are large
+/// anyway, are boxed (as Redis's robj points at a separate quicklist or
+/// stream header).
 #[derive(Clone)]
 pub enum Value {
     Str(Str),
     Hash(Hash),
     Set(Set),
     ZSet(crate::types::zset::ZSet),
-    List(List),
+    /// Boxed: a list's deque and byte count take 40 bytes.
+    List(Box<List>),
     /// Boxed: a stream's header is much larger than the other variants.
     Stream(Box<Stream>),
 }

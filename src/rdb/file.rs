@@ -441,7 +441,7 @@ fn apply_aux(
 ) -> Result<(), RdbError> {
     use std::sync::atomic::Ordering::Relaxed;
     if k == AUX_RULE {
-        ks.shared.windows.set(decode_rule(v)?);
+        crate::keyspace::windows::set_rule(ks, decode_rule(v)?);
         return Ok(());
     }
     let Some(key) = last else {

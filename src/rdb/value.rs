@@ -333,14 +333,14 @@ pub(crate) fn decode(
             for _ in 0..n {
                 l.push(End::Right, &r.string()?);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_LIST_ZIPLIST => {
             let mut l = List::new();
             for e in blobs::ziplist(&r.string()?)? {
                 l.push(End::Right, &e.to_vec());
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
             let n = r.count(1)?;
@@ -368,7 +368,7 @@ pub(crate) fn decode(
                     _ => return Err(corrupt("unknown quicklist node container")),
                 }
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_SET => {
             let n = r.count(1)?;
@@ -763,7 +763,7 @@ mod tests {
             l.push(End::Right, format!("item{i}").as_bytes());
         }
         l.push(End::Right, &vec![b'x'; 20_000]);
-        v.push(Value::List(l));
+        v.push(Value::List(Box::new(l)));
         let mut ints = Set::new_intset();
         let mut strs = Set::new_intset();
         for i in 0..100 {

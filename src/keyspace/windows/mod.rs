@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use parking_lot::RwLock;
 
 use crate::keyspace::{Entry, Key, Keyspace, Value, notify};
-use crate::types::list::{End, List};
+use crate::types::list::End;
 use crate::types::zset::{ScoreBound, ScoreRange};
 use crate::util::{eq_ic, glob_match, parse_i64};
 
@@ -207,7 +207,8 @@ pub struct Stats {
 pub struct Windows {
     /// Sorted by precedence, best first.
     rules: RwLock<Vec<Arc<Rule>>>,
-    /// Bumped on every change; entries cache (generation, rule).
+    /// Bumped on every change; entries cache (generation, rule). Only its
+    /// low 16 bits stamp a cache (see [`RuleCache`]).
     generation: AtomicU32,
     count: AtomicUsize,
     moveto_count: AtomicUsize,
@@ -215,15 +216,54 @@ pub struct Windows {
     pub stats: Stats,
 }
 
-/// A key's resolved rule, valid while `generation` matches.
+/// A key's resolved rule, valid while `generation` matches: 4 bytes, as it
+/// sits in every key's entry (beside the 4-byte LRU clock, so together
+/// they take the 8 bytes an `Arc` alone took before).
+///
+/// It names the rule by its index in the rules table rather than holding
+/// an `Arc`: the table changes only with the generation, so an index
+/// stamped with the current generation still names the same rule. The
+/// stamp is the generation's low 16 bits; so that a key left untouched
+/// for exactly 65,536 rule changes cannot match a stale stamp, the change
+/// that wraps them resets every key's cache ([`set_rule`], [`del_rule`]).
 #[derive(Debug, Default, Clone)]
 pub struct RuleCache {
-    generation: u32,
-    /// The shard of the rule's MOVETO destination for this key: `None`
-    /// until asked, `Some(None)` when the rule hands nothing off. Fits in
-    /// the padding beside `generation`, so it costs an entry nothing.
-    dest_shard: Option<Option<u8>>,
-    rule: Option<Arc<Rule>>,
+    /// 0 (never a live stamp): not resolved.
+    generation: u16,
+    /// `NO_RULE`, the rule's index + 1, or `UNCACHED` when the index is
+    /// too large to store (past 254 rules: resolved on every use then).
+    rule: u8,
+    /// The shard of the rule's MOVETO destination for this key + 1, or
+    /// `DEST_UNKNOWN` until asked, `DEST_NONE` when the rule hands nothing
+    /// off (shard numbers are below `MAX_SHARDS`, 128).
+    dest_shard: u8,
+}
+
+const NO_RULE: u8 = 0;
+const UNCACHED: u8 = u8::MAX;
+/// Zero, so a default cache has not been asked.
+const DEST_UNKNOWN: u8 = 0;
+const DEST_NONE: u8 = u8::MAX;
+
+/// The stamp a cache carries for generation `g`.
+fn stamp(g: u32) -> u16 {
+    g as u16
+}
+
+impl RuleCache {
+    /// The cached MOVETO destination shard, computing it with `find` the
+    /// first time.
+    fn dest_shard(&mut self, find: impl FnOnce() -> Option<usize>) -> Option<usize> {
+        if self.dest_shard == DEST_UNKNOWN {
+            // Shards are below MAX_SHARDS, so shard + 1 fits in a u8 and
+            // never collides with DEST_NONE.
+            self.dest_shard = find().map_or(DEST_NONE, |d| d as u8 + 1);
+        }
+        match self.dest_shard {
+            DEST_NONE => None,
+            d => Some(usize::from(d) - 1),
+        }
+    }
 }
 
 impl Windows {
@@ -236,32 +276,42 @@ impl Windows {
         self.moveto_count.load(Relaxed) > 0
     }
 
-    /// Adds or replaces the rule for `rule.pattern`.
-    pub fn set(&self, mut rule: Rule) {
+    /// Adds or replaces the rule for `rule.pattern`. True when the keys'
+    /// caches must all be reset ([`set_rule`] does it); only a server
+    /// that has no keys yet calls this directly.
+    #[must_use = "on true, every key's rule cache must be reset (see set_rule)"]
+    pub fn set(&self, mut rule: Rule) -> bool {
         rule.seq = self.next_seq.fetch_add(1, Relaxed) + 1;
         let mut rules = self.rules.write();
         rules.retain(|r| r.pattern != rule.pattern);
         rules.push(Arc::new(rule));
-        self.publish(&mut rules);
+        self.publish(&mut rules)
     }
 
-    pub fn del(&self, pattern: &[u8]) -> bool {
+    /// Deletes the rule with exactly this pattern: (removed, whether the
+    /// keys' caches must all be reset).
+    fn del(&self, pattern: &[u8]) -> (bool, bool) {
         let mut rules = self.rules.write();
         let before = rules.len();
         rules.retain(|r| &*r.pattern != pattern);
         let removed = rules.len() != before;
-        self.publish(&mut rules);
-        removed
+        (removed, self.publish(&mut rules))
     }
 
-    fn publish(&self, rules: &mut [Arc<Rule>]) {
+    /// Installs a changed table; true when the cache stamps wrapped.
+    fn publish(&self, rules: &mut [Arc<Rule>]) -> bool {
         rules.sort_by_key(|r| std::cmp::Reverse(r.precedence()));
         self.count.store(rules.len(), Relaxed);
         self.moveto_count
             .store(rules.iter().filter(|r| r.moveto.is_some()).count(), Relaxed);
-        // Generation 0 means "never resolved" in a cache; skip it.
-        let next = self.generation.load(Relaxed).wrapping_add(1).max(1);
+        // Stamp 0 means "never resolved" in a cache; skip it.
+        let mut next = self.generation.load(Relaxed).wrapping_add(1);
+        let wrapped = stamp(next) == 0;
+        if wrapped {
+            next = next.wrapping_add(1);
+        }
         self.generation.store(next, Relaxed);
+        wrapped
     }
 
     /// All rules, in precedence order.
@@ -283,13 +333,56 @@ impl Windows {
 
     /// The rule for a stored key, from its cache when still valid.
     pub fn rule_for(&self, cache: &mut RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
-        let generation = self.generation.load(Relaxed);
-        if cache.generation != generation {
-            cache.rule = self.resolve(key);
-            cache.generation = generation;
-            cache.dest_shard = None;
+        if cache.generation == stamp(self.generation.load(Relaxed)) && cache.rule == NO_RULE {
+            return None;
         }
-        cache.rule.clone()
+        // Read under the table's lock, so the index and the generation it
+        // is checked against belong to the same table.
+        let rules = self.rules.read();
+        let generation = stamp(self.generation.load(Relaxed));
+        if cache.generation != generation {
+            let found = if self.active() {
+                rules
+                    .iter()
+                    .position(|r| glob_match(&r.pattern, key, false))
+            } else {
+                None
+            };
+            cache.rule = match found {
+                None => NO_RULE,
+                Some(i) => u8::try_from(i + 1).unwrap_or(UNCACHED),
+            };
+            cache.generation = generation;
+            cache.dest_shard = DEST_UNKNOWN;
+        }
+        match cache.rule {
+            NO_RULE => None,
+            UNCACHED => rules
+                .iter()
+                .find(|r| glob_match(&r.pattern, key, false))
+                .cloned(),
+            i => rules.get(usize::from(i) - 1).cloned(),
+        }
+    }
+
+    /// [`rule_for`](Self::rule_for) for a key that cannot be written to:
+    /// the cache when valid, else a fresh resolution left uncached.
+    pub fn rule_peek(&self, cache: &RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
+        let rules = self.rules.read();
+        if cache.generation != stamp(self.generation.load(Relaxed)) || cache.rule == UNCACHED {
+            return if self.active() {
+                rules
+                    .iter()
+                    .find(|r| glob_match(&r.pattern, key, false))
+                    .cloned()
+            } else {
+                None
+            };
+        }
+        match cache.rule {
+            NO_RULE => None,
+            i => rules.get(usize::from(i) - 1).cloned(),
+        }
     }
 
     /// The fields of INFO's `# Windows` section (INFO writes the header).
@@ -457,6 +550,36 @@ pub(crate) fn propagate_removal(ks: &mut Keyspace<'_>, key: &[u8], members: &[(V
     });
 }
 
+/// Adds or replaces a rule (ZWINDOW SET, a loaded dataset's rules). `ks`
+/// holds every shard, as any rule change must.
+pub fn set_rule(ks: &mut Keyspace<'_>, rule: Rule) {
+    if ks.shared.windows.set(rule) {
+        reset_caches(ks);
+    }
+}
+
+/// Deletes the rule with exactly this pattern (ZWINDOW DEL); false if there
+/// was none. `ks` holds every shard.
+pub fn del_rule(ks: &mut Keyspace<'_>, pattern: &[u8]) -> bool {
+    let (removed, wrapped) = ks.shared.windows.del(pattern);
+    if wrapped {
+        reset_caches(ks);
+    }
+    removed
+}
+
+/// Forgets every key's resolved rule, once per 65,535 rule changes (when
+/// the 16-bit stamps wrap; see [`RuleCache`]).
+fn reset_caches(ks: &mut Keyspace<'_>) {
+    ks.for_each_shard(|shard| {
+        for db in shard.dbs.iter_mut() {
+            for (_, entry) in db.keys.iter_mut() {
+                entry.window = RuleCache::default();
+            }
+        }
+    });
+}
+
 /// The shard that trimming `key` would hand members off to, if `key` is a
 /// windowed sorted set whose rule has a MOVETO destination.
 ///
@@ -478,11 +601,10 @@ pub fn handoff_shard(ks: &mut Keyspace<'_>, key: &[u8]) -> Option<usize> {
         return None;
     }
     let rule = windows.rule_for(&mut entry.window, key);
-    let cached = entry.window.dest_shard.get_or_insert_with(|| {
+    entry.window.dest_shard(|| {
         rule.and_then(|r| r.destination(key))
-            .map(|d| store.shard_of(&d) as u8)
-    });
-    cached.map(usize::from)
+            .map(|d| store.shard_of(&d))
+    })
 }
 
 /// RPUSHes aged members to the rule's destination list, oldest first, in
@@ -504,7 +626,7 @@ pub(crate) fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>
             return;
         }
         None => {
-            ks.set(dest, Value::List(List::new()));
+            ks.set(dest, Value::List(Box::default()));
             match ks.get(dest) {
                 Some(Entry {
                     value: Value::List(l),
@@ -640,12 +762,7 @@ pub fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> boo
     else {
         return false;
     };
-    let rule = if window.generation == windows.generation.load(Relaxed) {
-        window.rule.clone()
-    } else {
-        windows.resolve(key)
-    };
-    let Some(rule) = rule else {
+    let Some(rule) = windows.rule_peek(window, key) else {
         return false;
     };
     let cutoff = rule.cutoff(now_ms);
@@ -696,11 +813,11 @@ mod tests {
     #[test]
     fn precedence_exact_then_prefix_then_latest() {
         let w = Windows::default();
-        w.set(Rule::new(b"*", 1000, Unit::Seconds, None));
-        w.set(Rule::new(b"news:*", 2000, Unit::Seconds, None));
-        w.set(Rule::new(b"news:1*", 3000, Unit::Seconds, None));
-        w.set(Rule::new(b"news:123", 4000, Unit::Seconds, None));
-        w.set(Rule::new(b"n?ws:*", 5000, Unit::Seconds, None));
+        let _ = w.set(Rule::new(b"*", 1000, Unit::Seconds, None));
+        let _ = w.set(Rule::new(b"news:*", 2000, Unit::Seconds, None));
+        let _ = w.set(Rule::new(b"news:1*", 3000, Unit::Seconds, None));
+        let _ = w.set(Rule::new(b"news:123", 4000, Unit::Seconds, None));
+        let _ = w.set(Rule::new(b"n?ws:*", 5000, Unit::Seconds, None));
         let d = |k: &[u8]| w.resolve(k).map(|r| r.duration_ms);
         assert_eq!(d(b"news:123"), Some(4000));
         assert_eq!(d(b"news:124"), Some(3000));
@@ -708,9 +825,9 @@ mod tests {
         assert_eq!(d(b"nows:9"), Some(5000));
         assert_eq!(d(b"other"), Some(1000));
         // Same prefix length: the most recently set wins.
-        w.set(Rule::new(b"news:[0-9]*", 6000, Unit::Seconds, None));
+        let _ = w.set(Rule::new(b"news:[0-9]*", 6000, Unit::Seconds, None));
         assert_eq!(d(b"news:9"), Some(6000));
-        assert!(w.del(b"*"));
+        assert!(w.del(b"*").0);
         assert_eq!(d(b"other"), None);
     }
 
@@ -719,13 +836,52 @@ mod tests {
         let w = Windows::default();
         let mut cache = RuleCache::default();
         assert!(w.rule_for(&mut cache, b"a").is_none());
-        w.set(Rule::new(b"a", 1000, Unit::Seconds, None));
+        let _ = w.set(Rule::new(b"a", 1000, Unit::Seconds, None));
         assert_eq!(
             w.rule_for(&mut cache, b"a").map(|r| r.duration_ms),
             Some(1000)
         );
-        w.del(b"a");
+        let _ = w.del(b"a");
         assert!(w.rule_for(&mut cache, b"a").is_none());
+    }
+
+    #[test]
+    fn cache_stamps_wrap_once_per_65535_changes() {
+        let w = Windows::default();
+        let mut cache = RuleCache::default();
+        let _ = w.set(Rule::new(b"a", 1000, Unit::Seconds, None));
+        assert!(w.rule_for(&mut cache, b"a").is_some());
+        let mut wraps = 0;
+        for _ in 0..65_535 {
+            wraps += usize::from(w.set(Rule::new(b"b", 1000, Unit::Seconds, None)));
+        }
+        // The change that would reuse this cache's stamp asked for a reset.
+        assert_eq!(wraps, 1);
+        assert_ne!(cache.generation, 0);
+        assert!(w.rule_for(&mut RuleCache::default(), b"a").is_some());
+    }
+
+    #[test]
+    fn the_cache_names_a_rule_by_index() {
+        let w = Windows::default();
+        for i in 0..300 {
+            let _ = w.set(Rule::new(
+                format!("k{i}").as_bytes(),
+                1000 + i,
+                Unit::Millis,
+                None,
+            ));
+        }
+        // Exact names all rank first, most recent first: k0 is last, past
+        // the indexes a cache stores, and still resolves on every use.
+        for (key, ms) in [(&b"k299"[..], 1299), (b"k0", 1000)] {
+            let mut cache = RuleCache::default();
+            for _ in 0..2 {
+                assert_eq!(w.rule_for(&mut cache, key).map(|r| r.duration_ms), Some(ms));
+                assert_eq!(w.rule_peek(&cache, key).map(|r| r.duration_ms), Some(ms));
+            }
+        }
+        assert_eq!(std::mem::size_of::<RuleCache>(), 4);
     }
 
     #[test]

@@ -159,11 +159,17 @@ enum Repr {
 }
 
 /// A sorted set in whichever encoding its size calls for.
+///
+/// Just the encoding: this struct sits inline in every key's entry, so it
+/// carries no field of its own in the server (the unit tests' hooks for
+/// the skiplist's shape exist only under `cfg(test)`).
 #[derive(Clone)]
 pub struct ZSet {
     repr: Repr,
-    node_cap: u32,
-    frag_mask: u32,
+    /// Test hooks: the node capacity and member-hash fragment mask of the
+    /// skiplist this set converts to.
+    #[cfg(test)]
+    shape: (u32, u32),
 }
 
 impl Default for ZSet {
@@ -211,28 +217,50 @@ impl<'a> Iterator for RangeIter<'a> {
 impl ZSet {
     /// An empty set in the compact encoding.
     pub fn new() -> Self {
+        ZSet::with_repr(Repr::Compact(Listpack::new()))
+    }
+
+    fn with_repr(repr: Repr) -> Self {
         ZSet {
-            repr: Repr::Compact(Listpack::new()),
-            node_cap: DEFAULT_NODE_CAP as u32,
-            frag_mask: u32::MAX,
+            repr,
+            #[cfg(test)]
+            shape: (DEFAULT_NODE_CAP as u32, u32::MAX),
         }
     }
 
     /// Test hook: a set whose skiplist nodes hold at most `node_cap`
     /// elements, to exercise node splits and merges with few elements.
-    pub fn with_node_capacity(node_cap: usize) -> Self {
-        ZSet {
-            node_cap: node_cap.clamp(2, 1 << 16) as u32,
-            ..ZSet::new()
-        }
+    #[cfg(test)]
+    fn with_node_capacity(node_cap: usize) -> Self {
+        let mut z = ZSet::new();
+        z.shape.0 = node_cap.clamp(2, 1 << 16) as u32;
+        z
     }
 
     /// Test hook: keep only `mask` bits of the member hash fragments, so
     /// the index sees many collisions.
     #[cfg(test)]
     fn with_frag_mask(mut self, mask: u32) -> Self {
-        self.frag_mask = mask;
+        self.shape.1 = mask;
         self
+    }
+
+    /// An empty set already in the skiplist encoding, whose nodes hold at
+    /// most `node_cap` elements: for benchmarks comparing node sizes.
+    pub fn skiplist_with_node_capacity(node_cap: usize) -> Self {
+        ZSet::with_repr(Repr::Skip(Box::new(SkipList::new(
+            node_cap.clamp(2, 1 << 16),
+            u32::MAX,
+        ))))
+    }
+
+    /// The node capacity and fragment mask a conversion to the skiplist
+    /// uses: the defaults, or the unit tests' hooks.
+    fn shape(&self) -> (usize, u32) {
+        #[cfg(test)]
+        return (self.shape.0 as usize, self.shape.1);
+        #[cfg(not(test))]
+        (DEFAULT_NODE_CAP, u32::MAX)
     }
 
     /// Picks the encoding for a set about to receive `len` elements whose
@@ -240,17 +268,14 @@ impl ZSet {
     pub fn with_capacity_hint(len: usize, max_member_len: usize, limits: Limits) -> Self {
         if len <= limits.max_entries && max_member_len <= limits.max_value {
             let per = max_member_len.min(limits.max_value) + 10;
-            ZSet {
-                repr: Repr::Compact(Listpack::with_capacity(
-                    len.saturating_mul(per).min(1 << 16),
-                )),
-                ..ZSet::new()
-            }
+            ZSet::with_repr(Repr::Compact(Listpack::with_capacity(
+                len.saturating_mul(per).min(1 << 16),
+            )))
         } else {
-            ZSet {
-                repr: Repr::Skip(Box::new(SkipList::new(DEFAULT_NODE_CAP, u32::MAX))),
-                ..ZSet::new()
-            }
+            ZSet::with_repr(Repr::Skip(Box::new(SkipList::new(
+                DEFAULT_NODE_CAP,
+                u32::MAX,
+            ))))
         }
     }
 
@@ -281,7 +306,8 @@ impl ZSet {
 
     fn convert_to_skiplist(&mut self) {
         if let Repr::Compact(lp) = &self.repr {
-            let mut sl = SkipList::new(self.node_cap as usize, self.frag_mask);
+            let (node_cap, frag_mask) = self.shape();
+            let mut sl = SkipList::new(node_cap, frag_mask);
             let mut deadlines = Vec::with_capacity(lp.ttl_count());
             lp.for_each_deadline(|i, at| deadlines.push((i, at)));
             let mut next = deadlines.iter().peekable();
