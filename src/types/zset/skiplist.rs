@@ -1424,6 +1424,12 @@ impl List {
         }
     }
 
+    /// An upper bound on any node id the next single change can produce:
+    /// one insertion allocates at most two nodes.
+    pub fn max_node_id(&self) -> u64 {
+        self.nodes.len() as u64 + 1
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.nodes.iter().map(Node::heap_bytes).sum::<usize>()
             + self.nodes.capacity() * std::mem::size_of::<Node>()
@@ -1600,12 +1606,12 @@ impl<'a> Iter<'a> {
     }
 }
 
-/// A present member's position: its index slot and fragment, its node
+/// A present member's position: its index slot and member hash, its node
 /// and place there, its score. Valid until the set next changes.
 #[derive(Clone, Copy)]
 pub struct Place {
     slot: usize,
-    frag: u32,
+    hash: u64,
     node: u32,
     idx: usize,
     score: f64,
@@ -1622,12 +1628,12 @@ impl Place {
 pub struct SkipList {
     list: List,
     index: MemberIndex,
-    hasher: FragHasher,
+    hasher: MemberHasher,
 }
 
-/// Keyed hash reduced to the 32-bit fragment the index stores. `mask`
-/// exists for tests, which shrink the fragment space to force the
-/// collisions the index must tolerate.
+/// Keyed 64-bit member hash: the index takes its home slot and tag from
+/// it, the nodes a one-byte fingerprint. `mask` exists for tests, which
+/// shrink both halves to force the collisions the index must tolerate.
 ///
 /// foldhash rather than std's SipHash-1-3: every ZADD, ZREM, ZSCORE and
 /// every element a split moves hashes its member, and for short members
@@ -1636,20 +1642,24 @@ pub struct SkipList {
 /// one is randomly seeded per set, so clients cannot precompute members
 /// that collide (the index is keyed by client bytes).
 #[derive(Clone)]
-struct FragHasher {
+struct MemberHasher {
     state: foldhash::fast::RandomState,
     mask: u32,
 }
 
-impl FragHasher {
-    fn frag(&self, member: &[u8]) -> u32 {
+impl MemberHasher {
+    fn hash_only(&self, member: &[u8]) -> u64 {
         self.hash(member).0
     }
 
-    /// (index fragment, in-node fingerprint) from one hash computation.
-    fn hash(&self, member: &[u8]) -> (u32, u8) {
+    /// (index hash, in-node fingerprint) from one hash computation. The
+    /// fingerprint is the lowest byte of the high half, which the home slot
+    /// (a multiply-shift of the high half) barely depends on, and the tag
+    /// (low half) not at all.
+    fn hash(&self, member: &[u8]) -> (u64, u8) {
         let h = self.state.hash_one(member);
-        (((h >> 32) as u32 ^ h as u32) & self.mask, (h >> 24) as u8)
+        let m = u64::from(self.mask);
+        ((h & (m << 32 | m)), (h >> 32) as u8)
     }
 }
 
@@ -1658,7 +1668,7 @@ impl SkipList {
         SkipList {
             list: List::new(node_cap),
             index: MemberIndex::default(),
-            hasher: FragHasher {
+            hasher: MemberHasher {
                 state: foldhash::fast::RandomState::default(),
                 mask: frag_mask,
             },
@@ -1686,9 +1696,9 @@ impl SkipList {
     /// Where `member` is, for a change that follows its lookup
     /// ([`update_at`](Self::update_at)) without hashing and probing again.
     pub fn place(&self, member: &[u8]) -> Option<Place> {
-        let (frag, fp) = self.hasher.hash(member);
+        let (hash, fp) = self.hasher.hash(member);
         let mut hit = None;
-        let slot = self.index.find(frag, |node| {
+        let slot = self.index.find(hash, |node| {
             hit = self
                 .list
                 .find_in_node(node, member, fp)
@@ -1697,7 +1707,7 @@ impl SkipList {
         })?;
         hit.map(|(node, idx, score)| Place {
             slot,
-            frag,
+            hash,
             node,
             idx,
             score,
@@ -1738,6 +1748,32 @@ impl SkipList {
         self.list.set_deadline(node, i, at);
     }
 
+    /// Re-lays the index from the list for `want` entries. The index
+    /// cannot do it alone: its slots do not keep the bits of the hash that
+    /// chose their home.
+    fn rebuild_index(&mut self, want: usize) {
+        let (list, hasher) = (&self.list, &self.hasher);
+        self.index.rebuild(want, list.max_node_id(), |put| {
+            list.for_each_with_node(|m, node, _| put(hasher.hash_only(m), node));
+        });
+    }
+
+    /// Makes room in the index for `extra` more entries and for any node
+    /// the next list change can allocate, before that change starts (its
+    /// moves are reported while the list is borrowed).
+    fn reserve_index(&mut self, extra: usize) {
+        if self.index.needs_rebuild(extra, self.list.max_node_id()) {
+            self.rebuild_index(self.len() + extra);
+        }
+    }
+
+    /// Shrinks the index once removals have left it sparse.
+    fn settle_index(&mut self) {
+        if self.index.wants_shrink() {
+            self.rebuild_index(self.len());
+        }
+    }
+
     /// Runs a list mutation with a sink that keeps the index in step with
     /// elements moving between (or leaving) nodes.
     fn with_sink<R>(&mut self, op: impl FnOnce(&mut List, Sink<'_>) -> R) -> R {
@@ -1745,10 +1781,10 @@ impl SkipList {
         let hasher = &self.hasher;
         let mut sink = |e: Event<'_>| match e {
             Event::Moved { member, from, to } => {
-                index.relocate(hasher.frag(member), from, to);
+                index.relocate(hasher.hash_only(member), from, to);
             }
             Event::Removed { member, node, .. } => {
-                index.remove_exact(hasher.frag(member), node);
+                index.remove_exact(hasher.hash_only(member), node);
             }
         };
         op(&mut self.list, &mut sink)
@@ -1757,9 +1793,10 @@ impl SkipList {
     /// Inserts an element the caller knows to be absent; returns its
     /// place (valid until the next change).
     pub fn insert_new(&mut self, member: &[u8], score: f64) -> (u32, usize) {
-        let (f, fp) = self.hasher.hash(member);
+        self.reserve_index(1);
+        let (h, fp) = self.hasher.hash(member);
         let at = self.with_sink(|list, sink| list.insert(score, member, fp, sink));
-        self.index.insert(f, at.0);
+        self.index.insert(h, at.0);
         at
     }
 
@@ -1773,6 +1810,16 @@ impl SkipList {
     /// Sets a new score for `member`, found at `p` by [`place`](Self::place)
     /// with no change to the set since (a deadline change moves nothing).
     pub fn update_at(&mut self, p: Place, member: &[u8], score: f64) {
+        // A rebuild would move the slot `p` names, so it comes first.
+        let p = if self.index.needs_rebuild(1, self.list.max_node_id()) {
+            self.rebuild_index(self.len() + 1);
+            match self.place(member) {
+                Some(p) => p,
+                None => return,
+            }
+        } else {
+            p
+        };
         // The element's own slot leaves the index while the list moves
         // things around, so relocations can only ever touch other slots.
         self.index.remove_slot(p.slot);
@@ -1780,7 +1827,7 @@ impl SkipList {
         let node =
             self.with_sink(|list, sink| list.update_placed(p.score, member, score, hint, sink));
         if let Some(node) = node {
-            self.index.insert(p.frag, node);
+            self.index.insert(p.hash, node);
         }
     }
 
@@ -1789,6 +1836,7 @@ impl SkipList {
         self.index.remove_slot(slot);
         let hint = Some((node, idx));
         self.with_sink(|list, sink| list.remove_placed(old, member, hint, sink));
+        self.settle_index();
         Some(old)
     }
 
@@ -1802,18 +1850,20 @@ impl SkipList {
         let hasher = &self.hasher;
         let mut sink = |e: Event<'_>| match e {
             Event::Moved { member, from, to } => {
-                index.relocate(hasher.frag(member), from, to);
+                index.relocate(hasher.hash_only(member), from, to);
             }
             Event::Removed {
                 member,
                 score,
                 node,
             } => {
-                index.remove_exact(hasher.frag(member), node);
+                index.remove_exact(hasher.hash_only(member), node);
                 on_removed(member, score);
             }
         };
-        self.list.remove_rank_range(start, count, &mut sink)
+        let removed = self.list.remove_rank_range(start, count, &mut sink);
+        self.settle_index();
+        removed
     }
 
     pub fn mem_usage(&self) -> usize {
@@ -1828,13 +1878,18 @@ impl SkipList {
         }
         let mut want: Vec<(u32, u32)> = Vec::with_capacity(self.len());
         let mut bad_fp = false;
+        let mut lost = false;
         self.list.for_each_with_node(|m, node, fp| {
-            let (f, want_fp) = self.hasher.hash(m);
+            let (h, want_fp) = self.hasher.hash(m);
             bad_fp |= fp != want_fp;
-            want.push((f, node));
+            want.push(self.index.entry_of(h, node));
+            lost |= self.place(m).is_none_or(|p| p.node != node);
         });
         if bad_fp {
             return Err("stale member fingerprint".into());
+        }
+        if lost {
+            return Err("member not found through the index".into());
         }
         let mut have = self.index.entries();
         want.sort_unstable();
