@@ -289,11 +289,16 @@ struct Node {
     last_score: f64,
     links: Links,
     scores: Scores,
-    /// End offset of each member in `bytes`. u16 is enough because a node
-    /// holding two or more members never exceeds `NODE_BYTES`; a single
-    /// larger member gets a node of its own, whose only end is implicit
-    /// (`bytes.len()`), so its stored (truncated) offset is never read.
+    /// End offset of each member in `bytes`, or empty while every member
+    /// has the same length (`width`): ids, UUIDs and timestamps usually do,
+    /// and then the offsets are arithmetic and cost nothing per member.
+    /// u16 is enough because a node holding two or more members never
+    /// exceeds `NODE_BYTES`; a single larger member gets a node of its own,
+    /// whose only end is implicit (`bytes.len()`), so its stored
+    /// (truncated) offset or width is never read.
     ends: Vec<u16>,
+    /// Length of every member while `ends` is empty.
+    width: u16,
     /// One byte of each member's keyed hash: a member lookup scans these
     /// (one cache line or two) instead of comparing up to `node_cap` keys.
     fps: Vec<u8>,
@@ -312,6 +317,8 @@ impl Node {
     fn end_of(&self, i: usize) -> usize {
         if i + 1 >= self.count() {
             self.bytes.len()
+        } else if self.ends.is_empty() {
+            (i + 1) * usize::from(self.width)
         } else {
             usize::from(self.ends[i])
         }
@@ -354,7 +361,7 @@ impl Node {
         if self.scores.len() == self.scores.capacity() {
             self.scores.reserve_exact(STEP);
         }
-        if self.ends.len() == self.ends.capacity() {
+        if !self.ends.is_empty() && self.ends.len() == self.ends.capacity() {
             self.ends.reserve_exact(STEP);
         }
         if self.fps.len() == self.fps.capacity() {
@@ -366,7 +373,47 @@ impl Node {
         }
     }
 
+    /// The common member length of a node without explicit offsets. A
+    /// lone member's is its length (its stored width may be truncated).
+    fn uniform_width(&self) -> usize {
+        if self.count() == 1 {
+            self.bytes.len()
+        } else {
+            usize::from(self.width)
+        }
+    }
+
+    /// Switches a node to explicit end offsets.
+    fn materialize_ends(&mut self) {
+        let c = self.count();
+        if !self.ends.is_empty() || c == 0 {
+            return;
+        }
+        let w = self.uniform_width();
+        self.ends.reserve_exact(c + 16);
+        self.ends.extend((1..c).map(|k| (k * w) as u16));
+        self.ends.push(self.bytes.len() as u16);
+    }
+
+    /// Keeps the offsets arithmetic if a member of `len` bytes has the
+    /// common width, otherwise switches the node to explicit offsets (for
+    /// good: elements are re-examined only when they move to a new node).
+    fn admit_width(&mut self, len: usize) {
+        if !self.ends.is_empty() {
+            return;
+        }
+        if self.count() == 0 {
+            self.width = len as u16;
+        } else if len == self.uniform_width() {
+            // A node taking a second member holds at most NODE_BYTES.
+            self.width = len as u16;
+        } else {
+            self.materialize_ends();
+        }
+    }
+
     fn insert_entry(&mut self, i: usize, member: &[u8], score: f64, fp: u8) {
+        self.admit_width(member.len());
         self.reserve_for(member.len());
         self.fps.insert(i, fp);
         let at = self.start_of(i);
@@ -376,11 +423,13 @@ impl Node {
         self.bytes.extend_from_slice(member);
         self.bytes.copy_within(at..old_len, at + member.len());
         self.bytes[at..at + member.len()].copy_from_slice(member);
-        let n = member.len() as u16;
-        for e in &mut self.ends[i..] {
-            *e = e.wrapping_add(n);
+        if !self.ends.is_empty() {
+            let n = member.len() as u16;
+            for e in &mut self.ends[i..] {
+                *e = e.wrapping_add(n);
+            }
+            self.ends.insert(i, (at as u16).wrapping_add(n));
         }
-        self.ends.insert(i, (at as u16).wrapping_add(n));
         self.scores.insert(i, score);
         self.sync_last();
         if let Some(t) = &mut self.ttl {
@@ -449,10 +498,13 @@ impl Node {
     }
 
     fn push_entry(&mut self, member: &[u8], score: f64, fp: u8) {
+        self.admit_width(member.len());
         self.fps.push(fp);
         self.reserve_for(member.len());
         self.bytes.extend_from_slice(member);
-        self.ends.push(self.bytes.len() as u16);
+        if !self.ends.is_empty() {
+            self.ends.push(self.bytes.len() as u16);
+        }
         self.scores.push(score);
         self.sync_last();
     }
@@ -469,11 +521,13 @@ impl Node {
         }
         let (a, b) = (self.start_of(from), self.start_of(to));
         self.bytes.drain(a..b);
-        let n = (b - a) as u16;
-        self.ends.drain(from..to);
         self.fps.drain(from..to);
-        for e in &mut self.ends[from..] {
-            *e = e.wrapping_sub(n);
+        if !self.ends.is_empty() {
+            let n = (b - a) as u16;
+            self.ends.drain(from..to);
+            for e in &mut self.ends[from..] {
+                *e = e.wrapping_sub(n);
+            }
         }
         self.scores.remove_range(from, to);
         self.sync_last();
@@ -521,7 +575,8 @@ impl Node {
     fn with_capacity(cap: usize, bytes: usize) -> Node {
         Node {
             scores: Scores::with_capacity(cap),
-            ends: Vec::with_capacity(cap),
+            ends: Vec::new(),
+            width: 0,
             fps: Vec::with_capacity(cap),
             bytes: Vec::with_capacity(bytes),
             links: Links::default(),
@@ -1052,6 +1107,13 @@ impl List {
             return;
         }
         let old_count = tn.count();
+        if tn.ends.is_empty() && nn.ends.is_empty() && tn.uniform_width() == nn.uniform_width() {
+            let w = tn.uniform_width() as u16;
+            self.node_mut(t).width = w;
+        } else {
+            self.node_mut(t).materialize_ends();
+            self.node_mut(n).materialize_ends();
+        }
         let nn = self.node_mut(n);
         let moved = std::mem::take(&mut nn.scores);
         let ends = std::mem::take(&mut nn.ends);
@@ -1473,12 +1535,14 @@ impl List {
             if n.prev != prev {
                 return Err("bad prev link".into());
             }
-            if n.ends.len() != n.count() || n.fps.len() != n.count() {
+            if (!n.ends.is_empty() && n.ends.len() != n.count()) || n.fps.len() != n.count() {
                 return Err("bad member offsets".into());
             }
             if n.count() >= 2
                 && (n.bytes.len() > NODE_BYTES
-                    || n.ends.last().map(|&e| usize::from(e)) != Some(n.bytes.len()))
+                    || (n.ends.is_empty() && n.bytes.len() != n.count() * usize::from(n.width))
+                    || (!n.ends.is_empty()
+                        && n.ends.last().map(|&e| usize::from(e)) != Some(n.bytes.len())))
             {
                 return Err("multi-member node over NODE_BYTES or bad offsets".into());
             }
