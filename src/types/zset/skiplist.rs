@@ -5,10 +5,10 @@
 //! a dict entry) per element, ~100+ bytes. Here each skiplist node holds up
 //! to `node_cap` elements packed contiguously: scores (u32 offsets from a
 //! per-node base when they are exact integers such as millisecond
-//! timestamps, f64 otherwise), a byte arena of members with u16 end
-//! offsets, and a one-byte hash fingerprint per member. Per-element cost is
-//! ~7 bytes plus the member; pointer/level bookkeeping is amortised over a
-//! whole node. Links carry spans counted in *elements*, so rank arithmetic
+//! timestamps, f64 otherwise), a byte arena of members (with u16 end
+//! offsets only when their lengths differ), and a one-byte hash
+//! fingerprint per member. Per-element cost is 5-7 bytes plus the member;
+//! pointer/level bookkeeping is amortised over a whole node. Links carry spans counted in *elements*, so rank arithmetic
 //! works as in Redis, in O(log n) node hops plus a binary search inside one
 //! node.
 //!
@@ -21,8 +21,8 @@
 //! callback.
 //!
 //! Members are stored once, in the nodes. The member index (`index.rs`) maps a keyed hash
-//! fragment to the id of the node holding the member (8 bytes per element);
-//! a lookup scans that node's fingerprints. Because the index points at
+//! to the id of the node holding the member (one 4-byte slot per element,
+//! at 60-85% load); a lookup scans that node's fingerprints. Because the index points at
 //! nodes, every structural change that moves elements between nodes is
 //! reported as an [`Event`] so the index can follow.
 //!
