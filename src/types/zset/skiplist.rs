@@ -5,10 +5,10 @@
 //! a dict entry) per element, ~100+ bytes. Here each skiplist node holds up
 //! to `node_cap` elements packed contiguously: scores (u32 offsets from a
 //! per-node base when they are exact integers such as millisecond
-//! timestamps, f64 otherwise), a byte arena of members with u16 end
-//! offsets, and a one-byte hash fingerprint per member. Per-element cost is
-//! ~7 bytes plus the member; pointer/level bookkeeping is amortised over a
-//! whole node. Links carry spans counted in *elements*, so rank arithmetic
+//! timestamps, f64 otherwise), a byte arena of members (with u16 end
+//! offsets only when their lengths differ), and a one-byte hash
+//! fingerprint per member. Per-element cost is 5-7 bytes plus the member;
+//! pointer/level bookkeeping is amortised over a whole node. Links carry spans counted in *elements*, so rank arithmetic
 //! works as in Redis, in O(log n) node hops plus a binary search inside one
 //! node.
 //!
@@ -21,8 +21,8 @@
 //! callback.
 //!
 //! Members are stored once, in the nodes. The member index (`index.rs`) maps a keyed hash
-//! fragment to the id of the node holding the member (8 bytes per element);
-//! a lookup scans that node's fingerprints. Because the index points at
+//! to the id of the node holding the member (one 4-byte slot per element,
+//! at 60-85% load); a lookup scans that node's fingerprints. Because the index points at
 //! nodes, every structural change that moves elements between nodes is
 //! reported as an [`Event`] so the index can follow.
 //!
@@ -289,11 +289,16 @@ struct Node {
     last_score: f64,
     links: Links,
     scores: Scores,
-    /// End offset of each member in `bytes`. u16 is enough because a node
-    /// holding two or more members never exceeds `NODE_BYTES`; a single
-    /// larger member gets a node of its own, whose only end is implicit
-    /// (`bytes.len()`), so its stored (truncated) offset is never read.
+    /// End offset of each member in `bytes`, or empty while every member
+    /// has the same length (`width`): ids, UUIDs and timestamps usually do,
+    /// and then the offsets are arithmetic and cost nothing per member.
+    /// u16 is enough because a node holding two or more members never
+    /// exceeds `NODE_BYTES`; a single larger member gets a node of its own,
+    /// whose only end is implicit (`bytes.len()`), so its stored
+    /// (truncated) offset or width is never read.
     ends: Vec<u16>,
+    /// Length of every member while `ends` is empty.
+    width: u16,
     /// One byte of each member's keyed hash: a member lookup scans these
     /// (one cache line or two) instead of comparing up to `node_cap` keys.
     fps: Vec<u8>,
@@ -312,6 +317,8 @@ impl Node {
     fn end_of(&self, i: usize) -> usize {
         if i + 1 >= self.count() {
             self.bytes.len()
+        } else if self.ends.is_empty() {
+            (i + 1) * usize::from(self.width)
         } else {
             usize::from(self.ends[i])
         }
@@ -354,7 +361,7 @@ impl Node {
         if self.scores.len() == self.scores.capacity() {
             self.scores.reserve_exact(STEP);
         }
-        if self.ends.len() == self.ends.capacity() {
+        if !self.ends.is_empty() && self.ends.len() == self.ends.capacity() {
             self.ends.reserve_exact(STEP);
         }
         if self.fps.len() == self.fps.capacity() {
@@ -366,7 +373,47 @@ impl Node {
         }
     }
 
+    /// The common member length of a node without explicit offsets. A
+    /// lone member's is its length (its stored width may be truncated).
+    fn uniform_width(&self) -> usize {
+        if self.count() == 1 {
+            self.bytes.len()
+        } else {
+            usize::from(self.width)
+        }
+    }
+
+    /// Switches a node to explicit end offsets.
+    fn materialize_ends(&mut self) {
+        let c = self.count();
+        if !self.ends.is_empty() || c == 0 {
+            return;
+        }
+        let w = self.uniform_width();
+        self.ends.reserve_exact(c + 16);
+        self.ends.extend((1..c).map(|k| (k * w) as u16));
+        self.ends.push(self.bytes.len() as u16);
+    }
+
+    /// Keeps the offsets arithmetic if a member of `len` bytes has the
+    /// common width, otherwise switches the node to explicit offsets (for
+    /// good: elements are re-examined only when they move to a new node).
+    fn admit_width(&mut self, len: usize) {
+        if !self.ends.is_empty() {
+            return;
+        }
+        if self.count() == 0 {
+            self.width = len as u16;
+        } else if len == self.uniform_width() {
+            // A node taking a second member holds at most NODE_BYTES.
+            self.width = len as u16;
+        } else {
+            self.materialize_ends();
+        }
+    }
+
     fn insert_entry(&mut self, i: usize, member: &[u8], score: f64, fp: u8) {
+        self.admit_width(member.len());
         self.reserve_for(member.len());
         self.fps.insert(i, fp);
         let at = self.start_of(i);
@@ -376,11 +423,13 @@ impl Node {
         self.bytes.extend_from_slice(member);
         self.bytes.copy_within(at..old_len, at + member.len());
         self.bytes[at..at + member.len()].copy_from_slice(member);
-        let n = member.len() as u16;
-        for e in &mut self.ends[i..] {
-            *e = e.wrapping_add(n);
+        if !self.ends.is_empty() {
+            let n = member.len() as u16;
+            for e in &mut self.ends[i..] {
+                *e = e.wrapping_add(n);
+            }
+            self.ends.insert(i, (at as u16).wrapping_add(n));
         }
-        self.ends.insert(i, (at as u16).wrapping_add(n));
         self.scores.insert(i, score);
         self.sync_last();
         if let Some(t) = &mut self.ttl {
@@ -449,10 +498,13 @@ impl Node {
     }
 
     fn push_entry(&mut self, member: &[u8], score: f64, fp: u8) {
+        self.admit_width(member.len());
         self.fps.push(fp);
         self.reserve_for(member.len());
         self.bytes.extend_from_slice(member);
-        self.ends.push(self.bytes.len() as u16);
+        if !self.ends.is_empty() {
+            self.ends.push(self.bytes.len() as u16);
+        }
         self.scores.push(score);
         self.sync_last();
     }
@@ -469,11 +521,13 @@ impl Node {
         }
         let (a, b) = (self.start_of(from), self.start_of(to));
         self.bytes.drain(a..b);
-        let n = (b - a) as u16;
-        self.ends.drain(from..to);
         self.fps.drain(from..to);
-        for e in &mut self.ends[from..] {
-            *e = e.wrapping_sub(n);
+        if !self.ends.is_empty() {
+            let n = (b - a) as u16;
+            self.ends.drain(from..to);
+            for e in &mut self.ends[from..] {
+                *e = e.wrapping_sub(n);
+            }
         }
         self.scores.remove_range(from, to);
         self.sync_last();
@@ -521,7 +575,8 @@ impl Node {
     fn with_capacity(cap: usize, bytes: usize) -> Node {
         Node {
             scores: Scores::with_capacity(cap),
-            ends: Vec::with_capacity(cap),
+            ends: Vec::new(),
+            width: 0,
             fps: Vec::with_capacity(cap),
             bytes: Vec::with_capacity(bytes),
             links: Links::default(),
@@ -1052,6 +1107,13 @@ impl List {
             return;
         }
         let old_count = tn.count();
+        if tn.ends.is_empty() && nn.ends.is_empty() && tn.uniform_width() == nn.uniform_width() {
+            let w = tn.uniform_width() as u16;
+            self.node_mut(t).width = w;
+        } else {
+            self.node_mut(t).materialize_ends();
+            self.node_mut(n).materialize_ends();
+        }
         let nn = self.node_mut(n);
         let moved = std::mem::take(&mut nn.scores);
         let ends = std::mem::take(&mut nn.ends);
@@ -1424,6 +1486,12 @@ impl List {
         }
     }
 
+    /// An upper bound on any node id the next single change can produce:
+    /// one insertion allocates at most two nodes.
+    pub fn max_node_id(&self) -> u64 {
+        self.nodes.len() as u64 + 1
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.nodes.iter().map(Node::heap_bytes).sum::<usize>()
             + self.nodes.capacity() * std::mem::size_of::<Node>()
@@ -1467,12 +1535,14 @@ impl List {
             if n.prev != prev {
                 return Err("bad prev link".into());
             }
-            if n.ends.len() != n.count() || n.fps.len() != n.count() {
+            if (!n.ends.is_empty() && n.ends.len() != n.count()) || n.fps.len() != n.count() {
                 return Err("bad member offsets".into());
             }
             if n.count() >= 2
                 && (n.bytes.len() > NODE_BYTES
-                    || n.ends.last().map(|&e| usize::from(e)) != Some(n.bytes.len()))
+                    || (n.ends.is_empty() && n.bytes.len() != n.count() * usize::from(n.width))
+                    || (!n.ends.is_empty()
+                        && n.ends.last().map(|&e| usize::from(e)) != Some(n.bytes.len())))
             {
                 return Err("multi-member node over NODE_BYTES or bad offsets".into());
             }
@@ -1600,12 +1670,12 @@ impl<'a> Iter<'a> {
     }
 }
 
-/// A present member's position: its index slot and fragment, its node
+/// A present member's position: its index slot and member hash, its node
 /// and place there, its score. Valid until the set next changes.
 #[derive(Clone, Copy)]
 pub struct Place {
     slot: usize,
-    frag: u32,
+    hash: u64,
     node: u32,
     idx: usize,
     score: f64,
@@ -1622,12 +1692,12 @@ impl Place {
 pub struct SkipList {
     list: List,
     index: MemberIndex,
-    hasher: FragHasher,
+    hasher: MemberHasher,
 }
 
-/// Keyed hash reduced to the 32-bit fragment the index stores. `mask`
-/// exists for tests, which shrink the fragment space to force the
-/// collisions the index must tolerate.
+/// Keyed 64-bit member hash: the index takes its home slot and tag from
+/// it, the nodes a one-byte fingerprint. `mask` exists for tests, which
+/// shrink both halves to force the collisions the index must tolerate.
 ///
 /// foldhash rather than std's SipHash-1-3: every ZADD, ZREM, ZSCORE and
 /// every element a split moves hashes its member, and for short members
@@ -1636,20 +1706,24 @@ pub struct SkipList {
 /// one is randomly seeded per set, so clients cannot precompute members
 /// that collide (the index is keyed by client bytes).
 #[derive(Clone)]
-struct FragHasher {
+struct MemberHasher {
     state: foldhash::fast::RandomState,
     mask: u32,
 }
 
-impl FragHasher {
-    fn frag(&self, member: &[u8]) -> u32 {
+impl MemberHasher {
+    fn hash_only(&self, member: &[u8]) -> u64 {
         self.hash(member).0
     }
 
-    /// (index fragment, in-node fingerprint) from one hash computation.
-    fn hash(&self, member: &[u8]) -> (u32, u8) {
+    /// (index hash, in-node fingerprint) from one hash computation. The
+    /// fingerprint is the lowest byte of the high half, which the home slot
+    /// (a multiply-shift of the high half) barely depends on, and the tag
+    /// (low half) not at all.
+    fn hash(&self, member: &[u8]) -> (u64, u8) {
         let h = self.state.hash_one(member);
-        (((h >> 32) as u32 ^ h as u32) & self.mask, (h >> 24) as u8)
+        let m = u64::from(self.mask);
+        ((h & (m << 32 | m)), (h >> 32) as u8)
     }
 }
 
@@ -1658,7 +1732,7 @@ impl SkipList {
         SkipList {
             list: List::new(node_cap),
             index: MemberIndex::default(),
-            hasher: FragHasher {
+            hasher: MemberHasher {
                 state: foldhash::fast::RandomState::default(),
                 mask: frag_mask,
             },
@@ -1686,9 +1760,9 @@ impl SkipList {
     /// Where `member` is, for a change that follows its lookup
     /// ([`update_at`](Self::update_at)) without hashing and probing again.
     pub fn place(&self, member: &[u8]) -> Option<Place> {
-        let (frag, fp) = self.hasher.hash(member);
+        let (hash, fp) = self.hasher.hash(member);
         let mut hit = None;
-        let slot = self.index.find(frag, |node| {
+        let slot = self.index.find(hash, |node| {
             hit = self
                 .list
                 .find_in_node(node, member, fp)
@@ -1697,7 +1771,7 @@ impl SkipList {
         })?;
         hit.map(|(node, idx, score)| Place {
             slot,
-            frag,
+            hash,
             node,
             idx,
             score,
@@ -1738,6 +1812,32 @@ impl SkipList {
         self.list.set_deadline(node, i, at);
     }
 
+    /// Re-lays the index from the list for `want` entries. The index
+    /// cannot do it alone: its slots do not keep the bits of the hash that
+    /// chose their home.
+    fn rebuild_index(&mut self, want: usize) {
+        let (list, hasher) = (&self.list, &self.hasher);
+        self.index.rebuild(want, list.max_node_id(), |put| {
+            list.for_each_with_node(|m, node, _| put(hasher.hash_only(m), node));
+        });
+    }
+
+    /// Makes room in the index for `extra` more entries and for any node
+    /// the next list change can allocate, before that change starts (its
+    /// moves are reported while the list is borrowed).
+    fn reserve_index(&mut self, extra: usize) {
+        if self.index.needs_rebuild(extra, self.list.max_node_id()) {
+            self.rebuild_index(self.len() + extra);
+        }
+    }
+
+    /// Shrinks the index once removals have left it sparse.
+    fn settle_index(&mut self) {
+        if self.index.wants_shrink() {
+            self.rebuild_index(self.len());
+        }
+    }
+
     /// Runs a list mutation with a sink that keeps the index in step with
     /// elements moving between (or leaving) nodes.
     fn with_sink<R>(&mut self, op: impl FnOnce(&mut List, Sink<'_>) -> R) -> R {
@@ -1745,10 +1845,10 @@ impl SkipList {
         let hasher = &self.hasher;
         let mut sink = |e: Event<'_>| match e {
             Event::Moved { member, from, to } => {
-                index.relocate(hasher.frag(member), from, to);
+                index.relocate(hasher.hash_only(member), from, to);
             }
             Event::Removed { member, node, .. } => {
-                index.remove_exact(hasher.frag(member), node);
+                index.remove_exact(hasher.hash_only(member), node);
             }
         };
         op(&mut self.list, &mut sink)
@@ -1757,9 +1857,10 @@ impl SkipList {
     /// Inserts an element the caller knows to be absent; returns its
     /// place (valid until the next change).
     pub fn insert_new(&mut self, member: &[u8], score: f64) -> (u32, usize) {
-        let (f, fp) = self.hasher.hash(member);
+        self.reserve_index(1);
+        let (h, fp) = self.hasher.hash(member);
         let at = self.with_sink(|list, sink| list.insert(score, member, fp, sink));
-        self.index.insert(f, at.0);
+        self.index.insert(h, at.0);
         at
     }
 
@@ -1773,6 +1874,16 @@ impl SkipList {
     /// Sets a new score for `member`, found at `p` by [`place`](Self::place)
     /// with no change to the set since (a deadline change moves nothing).
     pub fn update_at(&mut self, p: Place, member: &[u8], score: f64) {
+        // A rebuild would move the slot `p` names, so it comes first.
+        let p = if self.index.needs_rebuild(1, self.list.max_node_id()) {
+            self.rebuild_index(self.len() + 1);
+            match self.place(member) {
+                Some(p) => p,
+                None => return,
+            }
+        } else {
+            p
+        };
         // The element's own slot leaves the index while the list moves
         // things around, so relocations can only ever touch other slots.
         self.index.remove_slot(p.slot);
@@ -1780,7 +1891,7 @@ impl SkipList {
         let node =
             self.with_sink(|list, sink| list.update_placed(p.score, member, score, hint, sink));
         if let Some(node) = node {
-            self.index.insert(p.frag, node);
+            self.index.insert(p.hash, node);
         }
     }
 
@@ -1789,6 +1900,7 @@ impl SkipList {
         self.index.remove_slot(slot);
         let hint = Some((node, idx));
         self.with_sink(|list, sink| list.remove_placed(old, member, hint, sink));
+        self.settle_index();
         Some(old)
     }
 
@@ -1802,18 +1914,20 @@ impl SkipList {
         let hasher = &self.hasher;
         let mut sink = |e: Event<'_>| match e {
             Event::Moved { member, from, to } => {
-                index.relocate(hasher.frag(member), from, to);
+                index.relocate(hasher.hash_only(member), from, to);
             }
             Event::Removed {
                 member,
                 score,
                 node,
             } => {
-                index.remove_exact(hasher.frag(member), node);
+                index.remove_exact(hasher.hash_only(member), node);
                 on_removed(member, score);
             }
         };
-        self.list.remove_rank_range(start, count, &mut sink)
+        let removed = self.list.remove_rank_range(start, count, &mut sink);
+        self.settle_index();
+        removed
     }
 
     pub fn mem_usage(&self) -> usize {
@@ -1828,13 +1942,18 @@ impl SkipList {
         }
         let mut want: Vec<(u32, u32)> = Vec::with_capacity(self.len());
         let mut bad_fp = false;
+        let mut lost = false;
         self.list.for_each_with_node(|m, node, fp| {
-            let (f, want_fp) = self.hasher.hash(m);
+            let (h, want_fp) = self.hasher.hash(m);
             bad_fp |= fp != want_fp;
-            want.push((f, node));
+            want.push(self.index.entry_of(h, node));
+            lost |= self.place(m).is_none_or(|p| p.node != node);
         });
         if bad_fp {
             return Err("stale member fingerprint".into());
+        }
+        if lost {
+            return Err("member not found through the index".into());
         }
         let mut have = self.index.entries();
         want.sort_unstable();
