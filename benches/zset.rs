@@ -9,6 +9,10 @@
 //! on ours and on a port of Redis 7.0's skiplist + dict
 //! (`baseline/redis_zset.rs`) side by side, same data, same allocator
 //! (the server's mimalloc), so their ratio is the comparison that counts.
+//!
+//! The `compact` group times the small-set encoding (10 and 127 members,
+//! millisecond-timestamp scores): building a set by single ZADDs, ZADD +
+//! ZREM of a middle member, ZSCORE, ZRANK, and ranges in both directions.
 
 #[path = "baseline/redis_zset.rs"]
 mod redis_zset;
@@ -443,5 +447,106 @@ fn write_paths(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(zset, benches, write_paths);
+/// A compact set of `n` members with millisecond-timestamp scores about a
+/// second apart, as a heartbeat or window key holds.
+fn small_scores(n: usize) -> Vec<(Vec<u8>, f64)> {
+    let mut rng = StdRng::seed_from_u64(4);
+    (0..n)
+        .map(|i| {
+            let s = 1_764_000_000_000u64 + i as u64 * 1000 + rng.random_range(0..1000);
+            (member(i), s as f64)
+        })
+        .collect()
+}
+
+fn small_set(items: &[(Vec<u8>, f64)]) -> ZSet {
+    let mut z = ZSet::new();
+    for (m, s) in items {
+        z.add(
+            m,
+            NotNan::new(*s).unwrap_or_default(),
+            AddFlags::default(),
+            Limits::default(),
+        )
+        .ok();
+    }
+    z
+}
+
+/// The compact encoding, where every operation is a scan of one buffer.
+fn compact_paths(c: &mut Criterion) {
+    let mut g = c.benchmark_group("compact");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    for n in [10usize, 127] {
+        let items = small_scores(n);
+        let base = small_set(&items);
+        assert_eq!(base.encoding_name(), "listpack");
+        let lim = Limits::default();
+        g.bench_with_input(BenchmarkId::new("build", n), &n, |b, _| {
+            b.iter(|| black_box(small_set(&items)))
+        });
+        let mut z = base.clone();
+        let mid = items[n / 2].1 + 1.0;
+        g.bench_with_input(BenchmarkId::new("add_rem", n), &n, |b, _| {
+            b.iter(|| {
+                z.add(
+                    b"new-member",
+                    NotNan::new(mid).unwrap_or_default(),
+                    AddFlags::default(),
+                    lim,
+                )
+                .ok();
+                black_box(z.remove(b"new-member"))
+            })
+        });
+        let mut k = 0;
+        g.bench_with_input(BenchmarkId::new("score", n), &n, |b, _| {
+            b.iter(|| {
+                k = (k + 7) % n;
+                black_box(base.score(&items[k].0))
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("rank", n), &n, |b, _| {
+            b.iter(|| {
+                k = (k + 7) % n;
+                black_box(base.rank(&items[k].0, false))
+            })
+        });
+        for reverse in [false, true] {
+            let dir = if reverse { "rev" } else { "fwd" };
+            g.bench_with_input(
+                BenchmarkId::new(format!("range_all_{dir}"), n),
+                &n,
+                |b, _| {
+                    b.iter(|| {
+                        base.range_by_rank(0, n - 1, reverse)
+                            .map(|(m, s)| s + m.len() as f64)
+                            .sum::<f64>()
+                    })
+                },
+            );
+            g.bench_with_input(
+                BenchmarkId::new(format!("range_by_score_10_{dir}"), n),
+                &n,
+                |b, _| {
+                    b.iter(|| {
+                        k = (k + 7) % n;
+                        let r = ScoreRange {
+                            min: ScoreBound::Inclusive(items[k].1),
+                            max: ScoreBound::Inclusive(f64::INFINITY),
+                        };
+                        base.range_by_score(&r, reverse, 0, Some(10))
+                            .map(|(_, s)| s)
+                            .sum::<f64>()
+                    })
+                },
+            );
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(zset, benches, write_paths, compact_paths);
 criterion_main!(zset);
