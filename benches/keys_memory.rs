@@ -18,10 +18,9 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
-use common::{Server, encode, find_exe, rss_kb, zwindow_under_test};
+use common::{Server, encode, peer_servers, rss_kb, zwindow_under_test};
 
 /// Requests per pipelined batch (and connection).
 const BATCH: usize = 2_000;
@@ -112,22 +111,8 @@ fn main() {
     let peer_args = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from);
     let mut servers: Vec<(&'static str, String, Vec<String>)> =
         vec![("zwindow", zwindow_exe, zwindow_args)];
-    for (name, env, exe) in [
-        ("redis", "REDIS_SERVER", "redis-server"),
-        ("valkey", "VALKEY_SERVER", "valkey-server"),
-    ] {
-        match find_exe(env, exe) {
-            Some(path) => {
-                let version = Command::new(&path)
-                    .arg("--version")
-                    .output()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-                    .unwrap_or_default();
-                println!("{name}: {path} ({version})");
-                servers.push((name, path, peer_args.to_vec()));
-            }
-            None => println!("{exe} not found (set {env} or PATH): not measured"),
-        }
+    for (name, path) in peer_servers() {
+        servers.push((name, path, peer_args.to_vec()));
     }
     println!("keys_memory: {n} keys per load, growth per key of a fresh server");
     println!(

@@ -45,7 +45,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use common::{
-    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, zwindow_under_test,
+    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, peer_servers,
+    zwindow_under_test,
 };
 
 /// Members in the set every workload runs against.
@@ -283,22 +284,8 @@ fn main() {
         &zwindow_args,
         Some(&tmp),
     )];
-    for (name, env, exe) in [
-        ("redis", "REDIS_SERVER", "redis-server"),
-        ("valkey", "VALKEY_SERVER", "valkey-server"),
-    ] {
-        match find_exe(env, exe) {
-            Some(path) => {
-                let version = Command::new(&path)
-                    .arg("--version")
-                    .output()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-                    .unwrap_or_default();
-                println!("{name}: {path} ({version})");
-                servers.push(Server::start_in(name, &path, &peer_args, Some(&tmp)));
-            }
-            None => println!("{exe} not found (set {env} or PATH): not measured"),
-        }
+    for (name, path) in peer_servers() {
+        servers.push(Server::start_in(name, &path, &peer_args, Some(&tmp)));
     }
     println!(
         "vs_redis: {bench}, 50 clients, {requests} requests per run at pipeline 1 ({} at 16), {rounds} round(s), zwindow {zwindow_exe} {}",

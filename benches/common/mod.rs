@@ -290,6 +290,33 @@ pub fn find_exe(env: &str, name: &str) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
+/// The servers zwindow is compared with that this machine has:
+/// redis-server (`REDIS_SERVER` or PATH) and valkey-server (`VALKEY_SERVER`
+/// or PATH), as (name, path), each announced with its version; a missing
+/// one is announced as not measured.
+#[allow(dead_code)]
+pub fn peer_servers() -> Vec<(&'static str, String)> {
+    let mut found = Vec::new();
+    for (name, env, exe) in [
+        ("redis", "REDIS_SERVER", "redis-server"),
+        ("valkey", "VALKEY_SERVER", "valkey-server"),
+    ] {
+        match find_exe(env, exe) {
+            Some(path) => {
+                let version = std::process::Command::new(&path)
+                    .arg("--version")
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                    .unwrap_or_default();
+                println!("{name}: {path} ({version})");
+                found.push((name, path));
+            }
+            None => println!("{exe} not found (set {env} or PATH): not measured"),
+        }
+    }
+    found
+}
+
 // ---------------------------------------------------------------------------
 // The vs_redis knobs
 // ---------------------------------------------------------------------------
