@@ -215,6 +215,11 @@ pub(crate) fn start() -> io::Result<()> {
     let ring = IoUring::builder()
         .setup_cqsize(ENTRIES * 2)
         .setup_single_issuer()
+        // A completion arriving while this thread runs waits for its next
+        // kernel entry (the park's submit) instead of interrupting it with
+        // an IPI; the TASKRUN flag tells the park that work is waiting.
+        .setup_coop_taskrun()
+        .setup_taskrun_flag()
         .build(ENTRIES)?;
     if !ring.params().is_feature_nodrop() {
         return Err(io::Error::other("kernel too old (no IORING_FEAT_NODROP)"));
@@ -323,10 +328,14 @@ impl Driver {
         self.queued_sends = queued;
     }
 
+    /// Enters the kernel when there is something to submit or completion
+    /// work waiting to run (cooperative task running defers it to here).
     fn submit(&mut self) {
-        if !self.ring.submission().is_empty()
-            && let Err(e) = self.ring.submit()
-        {
+        let pending = {
+            let sq = self.ring.submission();
+            !sq.is_empty() || sq.taskrun()
+        };
+        if pending && let Err(e) = self.ring.submit() {
             tracing::debug!("io_uring submit: {e}");
         }
     }
