@@ -771,6 +771,14 @@ impl List {
 
     /// Number of leading elements whose score satisfies `before`.
     pub fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
+        // A window's range usually runs to the newest score (`+inf`) or
+        // from before the oldest: the ends answer those without a descent.
+        if self.len == 0 || before(self.node(self.tail).last_score) {
+            return self.len;
+        }
+        if self.first().is_some_and(|(_, s)| !before(s)) {
+            return 0;
+        }
         let (path, t) = self.descend(|n, _| before(self.last[n as usize]));
         let idx = if t == NIL {
             0
