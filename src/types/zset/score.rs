@@ -91,6 +91,16 @@ fn scan_decimal(b: &[u8]) -> Option<Scanned> {
         digits += 1;
         i += 1;
     }
+    // A plain integer of up to 15 digits (below 2^53) converts exactly:
+    // timestamps, the common score, skip the general conversion.
+    if i == b.len() && (1..=15).contains(&digits) {
+        let n = b.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+        return Some(Scanned {
+            value: n as f64,
+            overflow: false,
+            underflow: false,
+        });
+    }
     if i < b.len() && b[i] == b'.' {
         i += 1;
         while i < b.len() && b[i].is_ascii_digit() {
@@ -297,6 +307,24 @@ pub fn parse_lex_bound(s: &[u8]) -> Option<LexBound> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_fast_path_matches_the_general_conversion() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for len in 1..=20 {
+            for _ in 0..200 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let digits: String = x.to_string().chars().cycle().take(len).collect();
+                for text in [digits.clone(), format!("-{digits}"), format!("0{digits}")] {
+                    let want: f64 = text.parse().unwrap();
+                    let got = parse_score(text.as_bytes()).unwrap();
+                    assert_eq!(got.to_bits(), want.to_bits(), "{text}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn parse_values_like_redis() {
