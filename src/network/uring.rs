@@ -52,6 +52,11 @@ const INPUT_PAUSE: usize = 256 * 1024;
 /// connection keeps no more than an ordinary request needs.
 const INPUT_KEEP: usize = 32 * 1024;
 
+/// Registered-file slots: a connection whose slot index is below this
+/// names its socket by that index, sparing the kernel a descriptor lookup
+/// and reference count on every receive and send.
+const FIXED_FILES: u32 = 4096;
+
 /// Sends remembered between parks for `Driver::mark_stalled_sends`.
 const QUEUED_SENDS_MAX: usize = 4096;
 
@@ -151,6 +156,8 @@ enum Recv {
 struct Conn {
     stream: TcpStream,
     fd: RawFd,
+    /// The socket sits in the ring's file table at the slot's index.
+    fixed: bool,
     /// Received and not yet read by the connection task.
     input: BytesMut,
     eof: bool,
@@ -189,6 +196,8 @@ struct Driver {
     /// Sends queued since the last park: any of them still in flight once
     /// that park's submit and reap are done waits on its peer.
     queued_sends: Vec<(u32, u32)>,
+    /// Size of the registered file table (0: none, descriptors are used).
+    fixed_files: u32,
 }
 
 thread_local! {
@@ -242,6 +251,27 @@ pub(crate) fn start() -> io::Result<()> {
             0,
         )?;
     }
+    // Without a file table (a kernel or limit refusing one) entries name
+    // descriptors, which works the same, a little slower.
+    // The kernel refuses a table larger than the descriptor limit.
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit; the call only writes it.
+    let nofile = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        u32::try_from(limit.rlim_cur).unwrap_or(u32::MAX)
+    } else {
+        0
+    };
+    let table = FIXED_FILES.min(nofile);
+    let fixed_files = match ring.submitter().register_files_sparse(table) {
+        Ok(()) => table,
+        Err(e) => {
+            tracing::debug!("io_uring: no registered file table: {e}");
+            0
+        }
+    };
     let fd = ring.as_raw_fd();
     // SAFETY: the ring's descriptor stays open for the life of the process
     // (the driver holding the ring is leaked below, never dropped).
@@ -256,6 +286,7 @@ pub(crate) fn start() -> io::Result<()> {
         reaped: Vec::new(),
         wake: Vec::new(),
         queued_sends: Vec::new(),
+        fixed_files,
     })));
     DRIVER.with(|d| d.set(Some(driver)));
     tokio::spawn(async move {
@@ -366,9 +397,12 @@ impl Driver {
         let Some(c) = self.conn(idx, generation) else {
             return;
         };
-        let entry = opcode::RecvMulti::new(types::Fd(c.fd), BUF_GROUP)
-            .build()
-            .user_data(user_data(idx, generation, RECV));
+        let entry = if c.fixed {
+            opcode::RecvMulti::new(types::Fixed(idx), BUF_GROUP).build()
+        } else {
+            opcode::RecvMulti::new(types::Fd(c.fd), BUF_GROUP).build()
+        }
+        .user_data(user_data(idx, generation, RECV));
         match self.push(&entry) {
             Ok(()) => {
                 if let Some(c) = self.conn(idx, generation) {
@@ -402,10 +436,16 @@ impl Driver {
         };
         let buf = c.send.as_ref().map_or(&[][..], |b| &b[c.sent..]);
         let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-        let entry = opcode::Send::new(types::Fd(c.fd), buf.as_ptr(), len)
-            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build()
-            .user_data(user_data(idx, generation, SEND));
+        let entry = if c.fixed {
+            opcode::Send::new(types::Fixed(idx), buf.as_ptr(), len)
+                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .build()
+        } else {
+            opcode::Send::new(types::Fd(c.fd), buf.as_ptr(), len)
+                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .build()
+        }
+        .user_data(user_data(idx, generation, SEND));
         c.sending = true;
         // Bounded for a loop that runs long without parking; a send left
         // out is only flagged late.
@@ -542,6 +582,11 @@ impl Driver {
                 .as_ref()
                 .is_some_and(|c| c.dropped && c.recv == Recv::Idle && !c.sending);
         if done {
+            // Out of the file table before the socket closes (nothing of
+            // its is in flight, so nothing still uses the entry).
+            if slot.conn.as_ref().is_some_and(|c| c.fixed) {
+                let _ = self.ring.submitter().register_files_update(idx, &[-1]);
+            }
             slot.conn = None;
             slot.generation = slot.generation.wrapping_add(1);
             self.free.push(idx);
@@ -573,6 +618,7 @@ impl UringSocket {
         let conn = Conn {
             stream,
             fd,
+            fixed: false,
             input: BytesMut::new(),
             eof: false,
             error: None,
@@ -596,8 +642,10 @@ impl UringSocket {
                 (d.slots.len() - 1) as u32
             }
         };
+        let fixed =
+            idx < d.fixed_files && d.ring.submitter().register_files_update(idx, &[fd]).is_ok();
         let slot = &mut d.slots[idx as usize];
-        slot.conn = Some(conn);
+        slot.conn = Some(Conn { fixed, ..conn });
         let generation = slot.generation;
         d.arm_recv(idx, generation);
         Ok(UringSocket { idx, generation })
