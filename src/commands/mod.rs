@@ -771,12 +771,33 @@ struct Index {
 /// names of the same length of at most eight bytes are equal ignoring
 /// ASCII case exactly when their words are.
 fn name_word(name: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    let n = name.len().min(8);
-    word[..n].copy_from_slice(&name[..n]);
-    // Lowercased as a whole array: a few vector instructions, not a loop.
-    word.make_ascii_lowercase();
-    u64::from_le_bytes(word)
+    // Gathered from loads of fixed sizes (copying a slice of any other
+    // length calls `memcpy`): for 4 to 7 bytes two overlapping 4-byte
+    // loads, for 1 to 3 the first, middle and last byte. Overlapping bytes
+    // are the same bytes, so OR-ing them is harmless.
+    let n = name.len();
+    let word = if let Some(eight) = name.first_chunk::<8>() {
+        u64::from_le_bytes(*eight)
+    } else if let (Some(lo), Some(hi)) = (name.first_chunk::<4>(), name.last_chunk::<4>()) {
+        u64::from(u32::from_le_bytes(*lo)) | (u64::from(u32::from_le_bytes(*hi)) << (8 * (n - 4)))
+    } else {
+        let byte = |i: usize| name.get(i).map_or(0, |&b| u64::from(b) << (8 * i));
+        byte(0) | byte(n / 2) | byte(n.saturating_sub(1))
+    };
+    lowercase_word(word)
+}
+
+/// ASCII-lowercases the eight bytes of `w` at once: a byte in `A..=Z`
+/// gains 0x20. Adding 0x3f (or 0x25) to a byte's low seven bits sets its
+/// top bit exactly when the byte is at least `A` (or above `Z`), and never
+/// carries into the next byte; bytes with the top bit set are not ASCII.
+fn lowercase_word(w: u64) -> u64 {
+    const EACH: u64 = 0x0101_0101_0101_0101;
+    let low7 = w & (0x7f * EACH);
+    let at_least_a = low7 + 0x3f * EACH;
+    let above_z = low7 + 0x25 * EACH;
+    let upper = at_least_a & !above_z & !w & (0x80 * EACH);
+    w | (upper >> 2)
 }
 
 /// Longest command name looked up (Redis's are at most 20 bytes; renamed
@@ -1055,6 +1076,40 @@ mod tests {
         assert!(lookup(b"ZRANGEBYSCORX").is_none());
         assert_eq!(lookup(b"zCaRd").map(|c| c.name), Some("zcard"));
         assert!(lookup(b"zcar\0").is_none());
+    }
+
+    #[test]
+    fn a_name_word_is_its_first_eight_bytes_lowercased() {
+        for name in [
+            &b""[..],
+            b"a",
+            b"Ab",
+            b"aBc",
+            b"GET",
+            b"zcard",
+            b"ZADDxy",
+            b"ZCOUNTx",
+        ] {
+            let mut want = [0u8; 8];
+            want[..name.len()].copy_from_slice(name);
+            want.make_ascii_lowercase();
+            assert_eq!(name_word(name), u64::from_le_bytes(want), "{name:?}");
+        }
+        assert_eq!(
+            name_word(b"ZRANGEBYSCORE"),
+            u64::from_le_bytes(*b"zrangeby")
+        );
+        // Every byte value, in every position.
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = *b"GeT zCaR";
+                bytes[at] = b;
+                let mut want = bytes;
+                want.make_ascii_lowercase();
+                let got = lowercase_word(u64::from_le_bytes(bytes));
+                assert_eq!(got, u64::from_le_bytes(want), "{b:#x} at {at}");
+            }
+        }
     }
 
     #[test]
