@@ -545,7 +545,15 @@ impl Replayer {
             )
         })?;
         let mut out = Reply::default();
-        let _ = crate::execution::call(&self.shared, &mut self.client, &mut out, ks, cmd, args);
+        let _ = crate::execution::call(
+            &self.shared,
+            &mut self.client,
+            &mut out,
+            ks,
+            cmd,
+            args,
+            None,
+        );
         if out.buf.first() == Some(&b'-') {
             tracing::warn!(
                 "AOF {file}: {} replied {}",

@@ -125,8 +125,8 @@ fn setbit(ctx: &mut Ctx) -> CmdResult {
 
 fn getbit(ctx: &mut Ctx) -> CmdResult {
     let offset = bit_offset(ctx, ctx.args.get(2), None)?;
-    let bit = lookup_str(ctx.ks, ctx.args.get(1), true)?
-        .is_some_and(|s| bitmap::get_bit(&s.data, offset));
+    let key = ctx.key(1);
+    let bit = lookup_str(ctx.ks, key, true)?.is_some_and(|s| bitmap::get_bit(&s.data, offset));
     ctx.out.int(i64::from(bit));
     Ok(Done)
 }

@@ -14,7 +14,7 @@
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, OwnedArgs, int_arg};
-use crate::keyspace::{Entry, Keyspace, Value, notify};
+use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::types::geo::{self, Shape, ShapeKind};
 use crate::types::ldouble::LDouble;
 use crate::types::zset::{AddFlags, Limits, NotNan, ScoreBound, ScoreRange, ZSet, parse_score};
@@ -122,7 +122,10 @@ fn box_args(width: &[u8], height: &[u8], unit: &[u8]) -> Result<(f64, f64, f64),
 }
 
 /// The sorted set at `key` for a read; WRONGTYPE for another type.
-fn zset_read<'k>(ks: &'k mut Keyspace<'_>, key: &[u8]) -> Result<Option<&'k mut ZSet>, Error> {
+fn zset_read<'k, 'n>(
+    ks: &'k mut Keyspace<'_>,
+    key: impl Into<HashedKey<'n>>,
+) -> Result<Option<&'k mut ZSet>, Error> {
     match ks.get_read(key) {
         None => Ok(None),
         Some(Entry {
@@ -200,6 +203,7 @@ fn geoadd(ctx: &mut Ctx) -> CmdResult {
         cmd: ctx.cmd,
         redacted: 0,
         script_error: None,
+        first_key: None,
     };
     super::zsets::zadd_generic(&mut zctx, false)
 }
@@ -211,7 +215,8 @@ fn geodist(ctx: &mut Ctx) -> CmdResult {
     } else if ctx.argc() > 5 {
         return Err(Error::Syntax);
     }
-    let Some(z) = zset_read(ctx.ks, ctx.args.get(1))? else {
+    let key = ctx.key(1);
+    let Some(z) = zset_read(ctx.ks, key)? else {
         ctx.out.null();
         return Ok(Done);
     };
@@ -228,7 +233,8 @@ fn geodist(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn geohash(ctx: &mut Ctx) -> CmdResult {
-    let z = zset_read(ctx.ks, ctx.args.get(1))?;
+    let key = ctx.key(1);
+    let z = zset_read(ctx.ks, key)?;
     ctx.out.array(ctx.args.len() - 2);
     for m in ctx.args.iter().skip(2) {
         match z.as_ref().and_then(|z| z.score(m)) {
@@ -240,7 +246,8 @@ fn geohash(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn geopos(ctx: &mut Ctx) -> CmdResult {
-    let z = zset_read(ctx.ks, ctx.args.get(1))?;
+    let key = ctx.key(1);
+    let z = zset_read(ctx.ks, key)?;
     ctx.out.array(ctx.args.len() - 2);
     for m in ctx.args.iter().skip(2) {
         match z.as_ref().and_then(|z| z.score(m)) {

@@ -14,7 +14,7 @@
 
 use super::flags::*;
 use super::{Args, CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
-use crate::keyspace::{Entry, Keyspace, Value, notify};
+use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::types::hash::{Hash, Limits, NO_TTL};
 use crate::types::ldouble::LDouble;
@@ -110,11 +110,12 @@ pub static COMMANDS: &[Command] = &[
 ];
 
 /// The hash at `key`: None if missing, WRONGTYPE for another type.
-fn lookup<'a>(
+fn lookup<'a, 'n>(
     ks: &'a mut Keyspace<'_>,
-    key: &[u8],
+    key: impl Into<HashedKey<'n>>,
     read: bool,
 ) -> Result<Option<&'a mut Hash>, Error> {
+    let key = key.into();
     let e = if read { ks.get_read(key) } else { ks.get(key) };
     match e {
         None => Ok(None),
@@ -186,7 +187,8 @@ fn hsetnx(ctx: &mut Ctx) -> CmdResult {
 
 fn hget(ctx: &mut Ctx) -> CmdResult {
     let field = ctx.args.get(2);
-    match lookup(ctx.ks, ctx.args.get(1), true)?.and_then(|h| h.get(field)) {
+    let key = ctx.key(1);
+    match lookup(ctx.ks, key, true)?.and_then(|h| h.get(field)) {
         Some(v) => ctx.out.bulk(v),
         None => ctx.out.null(),
     }
@@ -234,14 +236,16 @@ fn hdel(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn hlen(ctx: &mut Ctx) -> CmdResult {
-    let n = lookup(ctx.ks, ctx.args.get(1), true)?.map_or(0, |h| h.len());
+    let key = ctx.key(1);
+    let n = lookup(ctx.ks, key, true)?.map_or(0, |h| h.len());
     ctx.out.int(n as i64);
     Ok(Done)
 }
 
 fn hstrlen(ctx: &mut Ctx) -> CmdResult {
     let field = ctx.args.get(2);
-    let n = lookup(ctx.ks, ctx.args.get(1), true)?
+    let key = ctx.key(1);
+    let n = lookup(ctx.ks, key, true)?
         .and_then(|h| h.get(field))
         .map_or(0, |v| v.len());
     ctx.out.int(n as i64);
@@ -250,7 +254,8 @@ fn hstrlen(ctx: &mut Ctx) -> CmdResult {
 
 fn hexists(ctx: &mut Ctx) -> CmdResult {
     let field = ctx.args.get(2);
-    let found = lookup(ctx.ks, ctx.args.get(1), true)?.is_some_and(|h| h.contains(field));
+    let key = ctx.key(1);
+    let found = lookup(ctx.ks, key, true)?.is_some_and(|h| h.contains(field));
     ctx.out.int(found as i64);
     Ok(Done)
 }
@@ -269,7 +274,8 @@ fn hgetall(ctx: &mut Ctx) -> CmdResult {
 
 /// HKEYS, HVALS, HGETALL (a map in RESP3).
 fn getall(ctx: &mut Ctx, fields: bool, values: bool) -> CmdResult {
-    let h = lookup(ctx.ks, ctx.args.get(1), true)?;
+    let key = ctx.key(1);
+    let h = lookup(ctx.ks, key, true)?;
     let n = h.as_ref().map_or(0, |h| h.len());
     if fields && values {
         ctx.out.map(n);
@@ -476,7 +482,8 @@ fn hscan(ctx: &mut Ctx) -> CmdResult {
     // Redis's order: the cursor, then the key, then the options (a missing
     // key answers an empty scan whatever options follow).
     parse_cursor(ctx.args.get(2))?;
-    let Some(h) = lookup(ctx.ks, ctx.args.get(1), true)? else {
+    let key = ctx.key(1);
+    let Some(h) = lookup(ctx.ks, key, true)? else {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{Args, Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
-use crate::keyspace::{Entry, Keyspace, Value, notify};
+use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::types::list::{End, List};
 use crate::util::{eq_ic, parse_i64};
 
@@ -109,7 +109,10 @@ fn list_mut<'a>(ks: &'a mut Keyspace<'_>, key: &[u8]) -> Result<Option<&'a mut L
 }
 
 /// Like [`list_mut`], counting a keyspace hit or miss (read commands).
-fn list_read<'a>(ks: &'a mut Keyspace<'_>, key: &[u8]) -> Result<Option<&'a mut List>, Error> {
+fn list_read<'a, 'n>(
+    ks: &'a mut Keyspace<'_>,
+    key: impl Into<HashedKey<'n>>,
+) -> Result<Option<&'a mut List>, Error> {
     match ks.get_read(key) {
         None => Ok(None),
         Some(Entry {
@@ -239,7 +242,8 @@ fn rpop(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn llen(ctx: &mut Ctx) -> CmdResult {
-    let n = list_read(ctx.ks, ctx.args.get(1))?.map_or(0, |l| l.len());
+    let key = ctx.key(1);
+    let n = list_read(ctx.ks, key)?.map_or(0, |l| l.len());
     ctx.out.int(n as i64);
     Ok(Done)
 }

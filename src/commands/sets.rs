@@ -12,7 +12,7 @@
 use super::flags::*;
 use super::hashes::{count_arg, parse_cursor, scan_args};
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
-use crate::keyspace::{Entry, Keyspace, Value, notify};
+use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::types::set::{Member, Set};
 use crate::util::{eq_ic, glob_match};
@@ -74,11 +74,12 @@ pub static COMMANDS: &[Command] = &[
 ];
 
 /// The set at `key`: None if missing, WRONGTYPE for another type.
-fn lookup<'a>(
+fn lookup<'a, 'n>(
     ks: &'a mut Keyspace<'_>,
-    key: &[u8],
+    key: impl Into<HashedKey<'n>>,
     read: bool,
 ) -> Result<Option<&'a mut Set>, Error> {
+    let key = key.into();
     let e = if read { ks.get_read(key) } else { ks.get(key) };
     match e {
         None => Ok(None),
@@ -153,14 +154,16 @@ fn srem(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn scard(ctx: &mut Ctx) -> CmdResult {
-    let n = lookup(ctx.ks, ctx.args.get(1), true)?.map_or(0, |s| s.len());
+    let key = ctx.key(1);
+    let n = lookup(ctx.ks, key, true)?.map_or(0, |s| s.len());
     ctx.out.int(n as i64);
     Ok(Done)
 }
 
 fn sismember(ctx: &mut Ctx) -> CmdResult {
     let m = ctx.args.get(2);
-    let found = lookup(ctx.ks, ctx.args.get(1), true)?.is_some_and(|s| s.contains(m));
+    let key = ctx.key(1);
+    let found = lookup(ctx.ks, key, true)?.is_some_and(|s| s.contains(m));
     ctx.out.int(found as i64);
     Ok(Done)
 }
@@ -334,7 +337,7 @@ fn smove(ctx: &mut Ctx) -> CmdResult {
 /// WRONGTYPE if any key holds another type, before any work is done.
 fn load_sets(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<Option<Set>>, Error> {
     let mut sets = Vec::new();
-    for k in keys {
+    for &k in keys {
         sets.push(lookup(ctx.ks, k, true)?.map(|s| s.clone()));
     }
     Ok(sets)
@@ -501,7 +504,8 @@ fn sunion(ctx: &mut Ctx) -> CmdResult {
 fn sscan(ctx: &mut Ctx) -> CmdResult {
     // As HSCAN: cursor, key, then options.
     parse_cursor(ctx.args.get(2))?;
-    let Some(s) = lookup(ctx.ks, ctx.args.get(1), true)? else {
+    let key = ctx.key(1);
+    let Some(s) = lookup(ctx.ks, key, true)? else {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);

@@ -13,7 +13,7 @@
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
 use crate::keyspace::propagate::del_name;
-use crate::keyspace::{Entry, Keyspace, Str, Value, notify};
+use crate::keyspace::{Entry, HashedKey, Keyspace, Str, Value, notify};
 use crate::types::ldouble::LDouble;
 use crate::util::eq_ic;
 
@@ -94,11 +94,12 @@ pub static COMMANDS: &[Command] = &[
 
 /// The string at `key`: None if missing, WRONGTYPE for another type.
 /// `read` counts a keyspace hit or miss (Redis's `lookupKeyRead`).
-pub(crate) fn lookup_str<'a>(
+pub(crate) fn lookup_str<'a, 'n>(
     ks: &'a mut Keyspace<'_>,
-    key: &[u8],
+    key: impl Into<HashedKey<'n>>,
     read: bool,
 ) -> Result<Option<&'a mut Str>, Error> {
+    let key = key.into();
     let e = if read { ks.get_read(key) } else { ks.get(key) };
     match e {
         None => Ok(None),
@@ -122,7 +123,8 @@ pub(crate) fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
 }
 
 fn get(ctx: &mut Ctx) -> CmdResult {
-    match lookup_str(ctx.ks, ctx.args.get(1), true)? {
+    let key = ctx.key(1);
+    match lookup_str(ctx.ks, key, true)? {
         None => ctx.out.null(),
         Some(s) => ctx.out.bulk(&s.data),
     }
@@ -486,7 +488,8 @@ fn append(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn strlen(ctx: &mut Ctx) -> CmdResult {
-    let n = lookup_str(ctx.ks, ctx.args.get(1), true)?.map_or(0, |s| s.data.len());
+    let key = ctx.key(1);
+    let n = lookup_str(ctx.ks, key, true)?.map_or(0, |s| s.data.len());
     ctx.out.int(n as i64);
     Ok(Done)
 }
@@ -494,7 +497,8 @@ fn strlen(ctx: &mut Ctx) -> CmdResult {
 fn getrange(ctx: &mut Ctx) -> CmdResult {
     let mut start = int_arg(ctx.args.get(2))?;
     let mut end = int_arg(ctx.args.get(3))?;
-    let Some(s) = lookup_str(ctx.ks, ctx.args.get(1), true)? else {
+    let key = ctx.key(1);
+    let Some(s) = lookup_str(ctx.ks, key, true)? else {
         ctx.out.bulk(b"");
         return Ok(Done);
     };

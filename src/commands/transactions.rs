@@ -161,7 +161,9 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
                     ));
                     continue;
                 }
-                match crate::execution::call(ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args) {
+                match crate::execution::call(
+                    ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args, None,
+                ) {
                     Outcome::Done => {}
                     // QUIT or a CLIENT KILL of itself: the connection closes
                     // once EXEC's reply is written.

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
-use crate::keyspace::{Entry, Keyspace, Value, notify};
+use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::protocol::reply::format_double;
 use crate::types::zset::{
@@ -171,12 +171,18 @@ fn limits(ctx: &Ctx) -> Limits {
 
 /// The sorted set at `key` for a read (counts hits/misses); `Ok(None)` if
 /// the key does not exist.
-fn zset_read<'k>(ks: &'k mut Keyspace<'_>, key: &[u8]) -> Result<Option<&'k mut ZSet>, Error> {
+fn zset_read<'k, 'n>(
+    ks: &'k mut Keyspace<'_>,
+    key: impl Into<HashedKey<'n>>,
+) -> Result<Option<&'k mut ZSet>, Error> {
     as_zset(ks.get_read(key))
 }
 
 /// The sorted set at `key` for a write.
-fn zset_write<'k>(ks: &'k mut Keyspace<'_>, key: &[u8]) -> Result<Option<&'k mut ZSet>, Error> {
+fn zset_write<'k, 'n>(
+    ks: &'k mut Keyspace<'_>,
+    key: impl Into<HashedKey<'n>>,
+) -> Result<Option<&'k mut ZSet>, Error> {
     as_zset(ks.get(key))
 }
 
@@ -452,13 +458,15 @@ fn zrem(ctx: &mut Ctx) -> CmdResult {
 // ---------------------------------------------------------------------------
 
 fn zcard(ctx: &mut Ctx) -> CmdResult {
-    let n = zset_read(ctx.ks, ctx.args.get(1))?.map_or(0, |z| z.len());
+    let key = ctx.key(1);
+    let n = zset_read(ctx.ks, key)?.map_or(0, |z| z.len());
     ctx.out.int(n as i64);
     Ok(Done)
 }
 
 fn zscore(ctx: &mut Ctx) -> CmdResult {
-    match zset_read(ctx.ks, ctx.args.get(1))?.and_then(|z| z.score(ctx.args.get(2))) {
+    let key = ctx.key(1);
+    match zset_read(ctx.ks, key)?.and_then(|z| z.score(ctx.args.get(2))) {
         Some(s) => ctx.out.double(s),
         None => ctx.out.null(),
     }
@@ -466,7 +474,8 @@ fn zscore(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn zmscore(ctx: &mut Ctx) -> CmdResult {
-    let z = zset_read(ctx.ks, ctx.args.get(1))?;
+    let key = ctx.key(1);
+    let z = zset_read(ctx.ks, key)?;
     ctx.out.array(ctx.args.len() - 2);
     for i in 2..ctx.args.len() {
         match z.as_ref().and_then(|z| z.score(ctx.args.get(i))) {
@@ -479,21 +488,24 @@ fn zmscore(ctx: &mut Ctx) -> CmdResult {
 
 fn zcount(ctx: &mut Ctx) -> CmdResult {
     let r = score_range(ctx.args.get(2), ctx.args.get(3))?;
-    let n = zset_read(ctx.ks, ctx.args.get(1))?.map_or(0, |z| z.count_in_range(&r));
+    let key = ctx.key(1);
+    let n = zset_read(ctx.ks, key)?.map_or(0, |z| z.count_in_range(&r));
     ctx.out.int(n as i64);
     Ok(Done)
 }
 
 fn zlexcount(ctx: &mut Ctx) -> CmdResult {
     let r = lex_range(ctx.args.get(2), ctx.args.get(3))?;
-    let n = zset_read(ctx.ks, ctx.args.get(1))?.map_or(0, |z| z.lex_count(&r));
+    let key = ctx.key(1);
+    let n = zset_read(ctx.ks, key)?.map_or(0, |z| z.lex_count(&r));
     ctx.out.int(n as i64);
     Ok(Done)
 }
 
 fn zrank(ctx: &mut Ctx) -> CmdResult {
     let reverse = ctx.cmd.name == "zrevrank";
-    match zset_read(ctx.ks, ctx.args.get(1))?.and_then(|z| z.rank(ctx.args.get(2), reverse)) {
+    let key = ctx.key(1);
+    match zset_read(ctx.ks, key)?.and_then(|z| z.rank(ctx.args.get(2), reverse)) {
         Some((r, _)) => ctx.out.int(r as i64),
         None => ctx.out.null(),
     }
@@ -1397,7 +1409,8 @@ fn parse_cursor(s: &[u8]) -> Option<u64> {
 
 fn zscan(ctx: &mut Ctx) -> CmdResult {
     let cursor = parse_cursor(ctx.args.get(2)).ok_or(Error::Static("ERR invalid cursor"))?;
-    let Some(z) = zset_read(ctx.ks, ctx.args.get(1))? else {
+    let key = ctx.key(1);
+    let Some(z) = zset_read(ctx.ks, key)? else {
         ctx.out.array(2);
         ctx.out.bulk(b"0");
         ctx.out.array(0);

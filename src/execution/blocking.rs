@@ -257,7 +257,8 @@ impl Blocking {
         let Ok(cmd) = commands::resolve(&args) else {
             return Served::Gone;
         };
-        let mut set = super::shards_for(shared, cmd, &args);
+        let plan = super::plan(shared, cmd, &args);
+        let mut set = plan.shards;
         set.insert(shared.store.shard_of(key));
         let Ok(guards) = super::lock_planned(shared, w.db, cmd, &args, set, |s| {
             Ok::<_, std::convert::Infallible>(shared.store.lock(s))
@@ -274,7 +275,15 @@ impl Blocking {
         match (ks.peek(key).map(|e| e.value.type_name()), w.on_gone) {
             (Some(kind), _) if kind == w.kind => {
                 let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
-                let outcome = super::call(shared, &mut client, &mut out, &mut ks, cmd, args);
+                let outcome = super::call(
+                    shared,
+                    &mut client,
+                    &mut out,
+                    &mut ks,
+                    cmd,
+                    args,
+                    plan.first_key,
+                );
                 // The command counted as processed when it blocked, as in Redis.
                 if matches!(outcome, commands::Outcome::Block(_)) {
                     return Served::NoData {

@@ -33,19 +33,44 @@ use crate::commands::{
     Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
     lookup_sub, resolve, transactions,
 };
-use crate::keyspace::{Guards, Keyspace, ShardSet, evict};
+use crate::keyspace::{Guards, HashedKey, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use client::{Client, Waiting};
 
 /// The shards a command's keys live on.
 pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
+    plan(shared, cmd, args).shards
+}
+
+/// What planning a command's locks found out.
+pub struct Plan<'a> {
+    /// The shards its keys live on.
+    pub shards: ShardSet,
+    /// Its first key with its hash, which picked the key's shard: the
+    /// handler reuses it ([`Ctx::key`](crate::commands::Ctx::key)), so a
+    /// single-key command hashes its key once.
+    pub first_key: Option<HashedKey<'a>>,
+}
+
+/// Plans a command's locks: the shards of its keys.
+pub fn plan<'a>(shared: &Shared, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
     if matches!(cmd.keys, Keys::All | Keys::Script { .. }) {
-        return shared.store.all_shards();
+        return Plan {
+            shards: shared.store.all_shards(),
+            first_key: None,
+        };
     }
-    let mut set = ShardSet::default();
-    cmd.key_indices(args, |i| set.insert(shared.store.shard_of(args.get(i))));
-    set
+    let mut plan = Plan {
+        shards: ShardSet::default(),
+        first_key: None,
+    };
+    cmd.key_indices(args, |i| {
+        let key = HashedKey::new(args.get(i));
+        plan.shards.insert(shared.store.shard_of(key));
+        plan.first_key.get_or_insert(key);
+    });
+    plan
 }
 
 /// Locks `set` (a command's key shards) with `lock`, plus the shards its
@@ -170,11 +195,11 @@ pub fn dispatch(
         Verdict::Paused(writes) => return Dispatched::Paused(writes),
     }
     // Lock, run, after-command work.
-    let set = shards_for(shared, cmd, &args);
-    let guards = if set.is_empty() {
+    let plan = plan(shared, cmd, &args);
+    let guards = if plan.shards.is_empty() {
         Guards::None
     } else {
-        match lock_planned(shared, client.db, cmd, &args, set, |set| {
+        match lock_planned(shared, client.db, cmd, &args, plan.shards, |set| {
             lock_or_busy(shared, client, cmd, set)
         }) {
             Ok(g) => g,
@@ -192,7 +217,7 @@ pub fn dispatch(
         .unwrap_or_else(crate::clock::system_us);
     ks.now_ms = shared.clock.at_us(sys_us) / 1000;
     ks.fresh_us = Some(sys_us);
-    let dispatched = match call(shared, client, out, &mut ks, cmd, args) {
+    let dispatched = match call(shared, client, out, &mut ks, cmd, args, plan.first_key) {
         Outcome::Done => Dispatched::Done,
         Outcome::Close => Dispatched::Close,
         Outcome::WaitScript => return Dispatched::WaitScript,
@@ -643,13 +668,16 @@ fn lock_or_busy<'s>(
 /// way of running a command shares (a client's request, EXEC, a script's
 /// `redis.call`, a blocked client being served). An error becomes the
 /// error reply; [`Outcome::WaitScript`] leaves nothing written.
-pub fn call(
+/// `first_key` is the command's first key as its planning hashed it, if it
+/// was planned (see [`plan`]).
+pub fn call<'a>(
     shared: &Arc<Shared>,
     client: &mut Client,
     out: &mut Reply,
     ks: &mut Keyspace<'_>,
     cmd: &'static Command,
-    args: Args<'_>,
+    args: Args<'a>,
+    first_key: Option<HashedKey<'a>>,
 ) -> Outcome {
     ks.db = client.db;
     let mark = out.len();
@@ -662,6 +690,7 @@ pub fn call(
         cmd,
         redacted: 0,
         script_error: None,
+        first_key,
     };
     // Scripts are shown before the commands they run (Redis's evalCommand
     // feeds MONITOR itself); other commands after they ran. A blocked

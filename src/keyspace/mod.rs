@@ -17,6 +17,7 @@ pub mod digest;
 pub mod evict;
 pub mod expire;
 pub mod hash_ttl;
+pub mod key;
 pub mod propagate;
 pub mod snapshot;
 pub mod value;
@@ -24,7 +25,6 @@ pub mod windows;
 pub mod zset_ttl;
 
 use std::collections::HashMap;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -34,6 +34,7 @@ use rand::rngs::SmallRng;
 
 use crate::server::Shared;
 use crate::types::dict::Dict;
+pub use key::{HashedKey, KeyHasher};
 pub use value::{Str, Value};
 
 /// At most this many shards: lock sets are `u128` bit masks.
@@ -81,9 +82,9 @@ impl Entry {
 /// One database's slice of one shard.
 #[derive(Default)]
 pub struct Db {
-    pub keys: Dict<Key, Entry>,
+    pub keys: Dict<Key, Entry, KeyHasher>,
     /// The keys that have a TTL, so active expiry samples only those.
-    pub expires: Dict<Key, ()>,
+    pub expires: Dict<Key, (), KeyHasher>,
 }
 
 /// A flag set when a watched key is modified; EXEC reads it.
@@ -237,7 +238,6 @@ impl Shard {
 
 pub struct Store {
     shards: Box<[Mutex<Shard>]>,
-    hasher: foldhash::fast::FixedState,
     pub databases: usize,
     /// Set once any hash field gets a TTL: from then on every lookup checks
     /// hashes for due fields and the sweeper runs (a server that never uses
@@ -286,7 +286,6 @@ impl Store {
             shards: (0..shards)
                 .map(|_| Mutex::new(Shard::new(databases)))
                 .collect(),
-            hasher: foldhash::fast::FixedState::with_seed(rand::random()),
             databases,
             field_ttls: AtomicBool::new(false),
             member_ttls: AtomicBool::new(false),
@@ -302,8 +301,8 @@ impl Store {
         self.shards.len()
     }
 
-    pub fn shard_of(&self, key: &[u8]) -> usize {
-        (self.hasher.hash_one(key) % self.shards.len() as u64) as usize
+    pub fn shard_of<'k>(&self, key: impl Into<HashedKey<'k>>) -> usize {
+        key.into().shard(self.shards.len())
     }
 
     pub fn all_shards(&self) -> ShardSet {
@@ -528,24 +527,19 @@ impl<'a> Keyspace<'a> {
     /// table's key positions; a command reaching outside its declared keys
     /// is a bug, caught in debug builds and survived in release by locking
     /// the shard late.
-    pub fn shard(&mut self, key: &[u8]) -> &mut Shard {
+    ///
+    /// This and the other methods taking a key take it hashed or not: a
+    /// handler passing the [`HashedKey`] its command's planning made
+    /// (`Ctx::key`) has it hashed once for the locking, the expiry check
+    /// and the lookup.
+    pub fn shard<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> &mut Shard {
         let idx = self.store().shard_of(key);
         self.shard_at(idx)
     }
 
     pub fn shard_at(&mut self, idx: usize) -> &mut Shard {
         if self.guards.get(idx).is_none() {
-            debug_assert!(false, "shard {idx} used without being locked");
-            tracing::error!(shard = idx, "command touched a shard it did not lock");
-            let g = self.store().lock_shard(idx);
-            match std::mem::replace(&mut self.guards, Guards::None) {
-                Guards::None => self.guards = Guards::One(idx, g),
-                Guards::One(i, g0) => self.guards = Guards::Many(vec![(i, g0), (idx, g)]),
-                Guards::Many(mut v) => {
-                    v.push((idx, g));
-                    self.guards = Guards::Many(v);
-                }
-            }
+            self.lock_late(idx);
         }
         match self.guards.get(idx) {
             Some(s) => s,
@@ -553,28 +547,52 @@ impl<'a> Keyspace<'a> {
         }
     }
 
-    fn db_of(&mut self, key: &[u8]) -> &mut Db {
+    /// [`shard_at`](Self::shard_at)'s way out of a bug, kept out of line:
+    /// that runs for every key a command touches.
+    #[cold]
+    #[inline(never)]
+    fn lock_late(&mut self, idx: usize) {
+        debug_assert!(false, "shard {idx} used without being locked");
+        tracing::error!(shard = idx, "command touched a shard it did not lock");
+        let g = self.store().lock_shard(idx);
+        match std::mem::replace(&mut self.guards, Guards::None) {
+            Guards::None => self.guards = Guards::One(idx, g),
+            Guards::One(i, g0) => self.guards = Guards::Many(vec![(i, g0), (idx, g)]),
+            Guards::Many(mut v) => {
+                v.push((idx, g));
+                self.guards = Guards::Many(v);
+            }
+        }
+    }
+
+    fn db_of(&mut self, key: HashedKey<'_>) -> &mut Db {
         let db = self.db;
         &mut self.shard(key).dbs[db]
     }
 
     /// Looks a key up, deleting it first if its TTL has passed.
-    pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
+    pub fn get<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
+        let key = key.into();
         if self.prepare(key) {
             return None;
         }
         let (shared, now) = (self.shared, self.now_ms);
-        let e = self.db_of(key).keys.get_mut(key)?;
+        let e = self
+            .db_of(key)
+            .keys
+            .get_mut_hashed(key.bytes(), key.hash())?;
         e.lru = evict::touched(shared, e.lru, now);
         Some(e)
     }
 
     /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
-    pub fn get_read(&mut self, key: &[u8]) -> Option<&mut Entry> {
+    pub fn get_read<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
+        let key = key.into();
         let hidden = self.prepare(key);
         let (db, shared, now) = (self.db, self.shared, self.now_ms);
         let shard = self.shard(key);
-        match shard.dbs[db].keys.get_mut(key).filter(|_| !hidden) {
+        let entry = shard.dbs[db].keys.get_mut_hashed(key.bytes(), key.hash());
+        match entry.filter(|_| !hidden) {
             Some(e) => {
                 shard.stats.hits += 1;
                 e.lru = evict::touched(shared, e.lru, now);
@@ -587,7 +605,7 @@ impl<'a> Keyspace<'a> {
         }
     }
 
-    pub fn get_value(&mut self, key: &[u8]) -> Option<&mut Value> {
+    pub fn get_value<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Value> {
         self.get(key).map(|e| &mut e.value)
     }
 
@@ -603,33 +621,39 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Looks a key up without touching its access time (OBJECT, TYPE-free paths).
-    pub fn peek(&mut self, key: &[u8]) -> Option<&mut Entry> {
+    pub fn peek<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
+        let key = key.into();
         if self.prepare(key) {
             return None;
         }
-        self.db_of(key).keys.get_mut(key)
+        self.db_of(key).keys.get_mut_hashed(key.bytes(), key.hash())
     }
 
     /// Looks a key up as stored: no expiry, trimming or access time.
-    pub fn peek_raw(&mut self, key: &[u8]) -> Option<&mut Entry> {
+    pub fn peek_raw<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
+        let key = key.into();
         self.cow(key);
-        self.db_of(key).keys.get_mut(key)
+        self.db_of(key).keys.get_mut_hashed(key.bytes(), key.hash())
     }
 
-    pub fn exists(&mut self, key: &[u8]) -> bool {
+    pub fn exists<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
+        let key = key.into();
         if self.prepare(key) {
             return false;
         }
-        self.db_of(key).keys.contains_key(key)
+        self.db_of(key)
+            .keys
+            .contains_key_hashed(key.bytes(), key.hash())
     }
 
     /// Sets a key's value, dropping any TTL (Redis's `setKey`).
-    pub fn set(&mut self, key: &[u8], value: Value) {
+    pub fn set<'k>(&mut self, key: impl Into<HashedKey<'k>>, value: Value) {
         self.set_entry(key, Entry::new(value));
     }
 
     /// Sets a key's value, keeping its TTL if it had one.
-    pub fn set_keep_ttl(&mut self, key: &[u8], value: Value) {
+    pub fn set_keep_ttl<'k>(&mut self, key: impl Into<HashedKey<'k>>, value: Value) {
+        let key = key.into();
         let expire_at = self.get(key).map_or(0, |e| e.expire_at);
         let mut entry = Entry::new(value);
         entry.expire_at = expire_at;
@@ -637,7 +661,8 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Stores a whole entry (value and TTL), replacing any existing one.
-    pub fn set_entry(&mut self, key: &[u8], mut entry: Entry) {
+    pub fn set_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>, mut entry: Entry) {
+        let key = key.into();
         entry.lru = evict::fresh(self.shared, self.now_ms);
         // A renamed or copied value is windowed by its new name's rule.
         entry.window = Default::default();
@@ -646,8 +671,9 @@ impl<'a> Keyspace<'a> {
         let lfu = self.shared.config.maxmemory_policy().is_lfu();
         let (shared, now_ms) = (self.shared, self.now_ms);
         self.signal_replaced(key);
+        let (bytes, hash) = (key.bytes(), key.hash());
         let db = self.db_of(key);
-        if let Some(old) = db.keys.get_mut(key) {
+        if let Some(old) = db.keys.get_mut_hashed(bytes, hash) {
             let had_ttl = old.expire_at != 0;
             if lfu {
                 // An overwritten key keeps its access counter (Redis's
@@ -657,55 +683,59 @@ impl<'a> Keyspace<'a> {
             }
             *old = entry;
             if had_ttl && !has_ttl {
-                db.expires.remove(key);
+                db.expires.remove_hashed(bytes, hash);
             } else if has_ttl && !had_ttl {
-                db.expires.insert(key.into(), ());
+                db.expires.insert_hashed(bytes.into(), hash, ());
             }
         } else {
-            db.keys.insert(key.into(), entry);
+            db.keys.insert_hashed(bytes.into(), hash, entry);
             if has_ttl {
-                db.expires.insert(key.into(), ());
+                db.expires.insert_hashed(bytes.into(), hash, ());
             }
             // Redis's dbAdd: class `n`, which `A` leaves out.
-            self.notify(notify::NEW, "new", key);
+            self.notify(notify::NEW, "new", bytes);
         }
     }
 
     /// Removes a key, returning its entry.
-    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+    pub fn remove<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<Entry> {
+        let key = key.into();
         self.prepare(key);
         self.remove_raw(key)
     }
 
     /// Removes a key with no expiry check and no notification.
-    pub fn remove_raw_entry(&mut self, key: &[u8]) -> Option<Entry> {
-        self.remove_raw(key)
+    pub fn remove_raw_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<Entry> {
+        self.remove_raw(key.into())
     }
 
-    fn remove_raw(&mut self, key: &[u8]) -> Option<Entry> {
+    fn remove_raw(&mut self, key: HashedKey<'_>) -> Option<Entry> {
         self.cow(key);
         self.signal_replaced(key);
+        let (bytes, hash) = (key.bytes(), key.hash());
         let db = self.db_of(key);
-        let (_, e) = db.keys.remove(key)?;
+        let (_, e) = db.keys.remove_hashed(bytes, hash)?;
         if e.expire_at != 0 {
-            db.expires.remove(key);
+            db.expires.remove_hashed(bytes, hash);
         }
         Some(e)
     }
 
     /// Sets or clears (`at_ms == 0`) the TTL of an existing key.
-    pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
+    pub fn set_expire<'k>(&mut self, key: impl Into<HashedKey<'k>>, at_ms: u64) -> bool {
+        let key = key.into();
         self.cow(key);
+        let (bytes, hash) = (key.bytes(), key.hash());
         let db = self.db_of(key);
-        let Some(e) = db.keys.get_mut(key) else {
+        let Some(e) = db.keys.get_mut_hashed(bytes, hash) else {
             return false;
         };
         let had = e.expire_at != 0;
         e.expire_at = at_ms;
         if at_ms != 0 && !had {
-            db.expires.insert(key.into(), ());
+            db.expires.insert_hashed(bytes.into(), hash, ());
         } else if at_ms == 0 && had {
-            db.expires.remove(key);
+            db.expires.remove_hashed(bytes, hash);
         }
         true
     }
@@ -713,29 +743,32 @@ impl<'a> Keyspace<'a> {
     /// Brings a key up to date before a command sees it: TTL expiry, then
     /// window trimming. True if the key's TTL has passed (deleted, or only
     /// hidden while CLIENT PAUSE holds expiry back).
-    pub fn prepare(&mut self, key: &[u8]) -> bool {
+    pub fn prepare<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
+        let key = key.into();
         self.cow(key);
         if self.expire_if_needed(key) {
             return true;
         }
+        let bytes = key.bytes();
         if self.shared.windows.active() {
-            crate::keyspace::windows::trim(self, key, crate::keyspace::windows::TrimMode::Lazy);
+            crate::keyspace::windows::trim(self, bytes, crate::keyspace::windows::TrimMode::Lazy);
         }
         if self.field_ttls() {
-            hash_ttl::expire(self, key, usize::MAX);
+            hash_ttl::expire(self, bytes, usize::MAX);
         }
         if self.member_ttls() {
-            zset_ttl::expire(self, key, usize::MAX);
+            zset_ttl::expire(self, bytes, usize::MAX);
         }
         false
     }
 
     /// Preserves `key` for a running BGSAVE before it may change (see
     /// [`snapshot`]); one relaxed load when none runs.
-    pub fn cow(&mut self, key: &[u8]) {
+    pub fn cow<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
         if self.store().snapshot_active.load(Ordering::Relaxed) {
+            let key = key.into();
             let db = self.db;
-            self.shard(key).cow(db, key);
+            self.shard(key).cow(db, key.bytes());
         }
     }
 
@@ -752,7 +785,8 @@ impl<'a> Keyspace<'a> {
     /// Deletes `key` if its TTL has passed; true if it has passed. While
     /// CLIENT PAUSE is in force the key is only reported expired, not
     /// deleted (Redis's `expireIfNeeded`): a pause stops every change.
-    pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
+    pub fn expire_if_needed<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
+        let key = key.into();
         let (now, dbi) = (self.now_ms, self.db);
         if self.loading() {
             return false;
@@ -761,7 +795,7 @@ impl<'a> Keyspace<'a> {
         if db.expires.is_empty() {
             return false;
         }
-        match db.keys.get(key) {
+        match db.keys.get_hashed(key.bytes(), key.hash()) {
             Some(e) if e.is_expired(now) => {}
             _ => return false,
         }
@@ -769,27 +803,29 @@ impl<'a> Keyspace<'a> {
             return true;
         }
         self.remove_raw(key);
+        let bytes = key.bytes();
         let shard = self.shard(key);
         shard.stats.expired_keys += 1;
-        shard.touch_watched(dbi, key);
-        self.propagate_deletion(key, false);
-        self.notify(notify::EXPIRED, "expired", key);
-        self.invalidate_tracking(key);
+        shard.touch_watched(dbi, bytes);
+        self.propagate_deletion(bytes, false);
+        self.notify(notify::EXPIRED, "expired", bytes);
+        self.invalidate_tracking(bytes);
         true
     }
 
     /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`).
-    pub fn modified(&mut self, key: &[u8]) {
+    pub fn modified<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
+        let key = key.into();
         self.prop.dirty += 1;
         self.shared
             .stats
             .dirty
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let db = self.db;
-        self.shard(key).touch_watched(db, key);
-        self.invalidate_tracking(key);
+        self.shard(key).touch_watched(db, key.bytes());
+        self.invalidate_tracking(key.bytes());
         if self.shared.windows.active() || self.field_ttls() || self.member_ttls() {
-            crate::keyspace::windows::reschedule(self, key);
+            crate::keyspace::windows::reschedule(self, key.bytes());
         }
     }
 
@@ -822,9 +858,10 @@ impl<'a> Keyspace<'a> {
     }
 
     /// The common pair after a write: WATCH invalidation and notification.
-    pub fn signal(&mut self, key: &[u8], class: u32, event: &str) {
+    pub fn signal<'k>(&mut self, key: impl Into<HashedKey<'k>>, class: u32, event: &str) {
+        let key = key.into();
         self.modified(key);
-        self.notify(class, event, key);
+        self.notify(class, event, key.bytes());
     }
 
     /// Records that `key` received elements blocked clients may want.
@@ -837,14 +874,18 @@ impl<'a> Keyspace<'a> {
     /// A key clients wait on is deleted or replaced: its waiters are
     /// looked at again, since some fail when their key goes away (Redis's
     /// `signalDeletedKeyAsReady`, for XREADGROUP).
-    fn signal_replaced(&mut self, key: &[u8]) {
+    fn signal_replaced(&mut self, key: HashedKey<'_>) {
         if !self.shared.blocking.has_waiters() {
             return;
         }
-        let k = (self.db, Key::from(key));
+        let k = (self.db, Key::from(key.bytes()));
         let db = self.db;
         let shard = self.shard(key);
-        if shard.blocked.contains_key(&k) && shard.dbs[db].keys.contains_key(key) {
+        if shard.blocked.contains_key(&k)
+            && shard.dbs[db]
+                .keys
+                .contains_key_hashed(key.bytes(), key.hash())
+        {
             self.ready.push(k);
         }
     }

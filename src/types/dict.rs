@@ -29,7 +29,10 @@
 //! lets a probe skip key comparisons on hash mismatch.
 //!
 //! Keys come from untrusted clients, so the hasher is seeded randomly per
-//! `Dict` (foldhash) to resist hash flooding.
+//! `Dict` (foldhash) to resist hash flooding. A dict may instead take a
+//! hasher shared by many (type parameter `S`): the keyspace's dicts do, so a
+//! key hashed once ([`hash_key`]) picks its shard and is looked up with the
+//! `*_hashed` methods without being hashed again.
 
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
@@ -68,21 +71,30 @@ struct Entry<K, V> {
 
 /// A hash table keyed by byte strings with Redis-style `scan` and `random`.
 #[derive(Clone)]
-pub struct Dict<K, V> {
+pub struct Dict<K, V, S = RandomState> {
     entries: Pages<Entry<K, V>>,
     /// Chain heads. Empty (no allocation) until the first insert, otherwise a
     /// power of two >= `MIN_BUCKETS` with `entries.len() <= buckets.len()`.
     buckets: Box<[u32]>,
-    hasher: RandomState,
+    hasher: S,
 }
 
-impl<K: AsRef<[u8]>, V> Default for Dict<K, V> {
+/// `key`'s hash under `hasher`, as a [`Dict`] using that hasher computes it:
+/// what its `*_hashed` methods take.
+#[inline]
+pub fn hash_key(hasher: &impl BuildHasher, key: &[u8]) -> u64 {
+    let mut h = hasher.build_hasher();
+    h.write(key);
+    h.finish()
+}
+
+impl<K: AsRef<[u8]>, V, S: BuildHasher + Default> Default for Dict<K, V, S> {
     fn default() -> Self {
-        Self::new()
+        Self::with_hasher(S::default())
     }
 }
 
-impl<K: AsRef<[u8]> + fmt::Debug, V: fmt::Debug> fmt::Debug for Dict<K, V> {
+impl<K: AsRef<[u8]> + fmt::Debug, V: fmt::Debug, S: BuildHasher> fmt::Debug for Dict<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
@@ -98,18 +110,30 @@ fn bucket_count_for(len: usize) -> usize {
 
 impl<K: AsRef<[u8]>, V> Dict<K, V> {
     pub fn new() -> Self {
+        Self::with_hasher(RandomState::default())
+    }
+
+    /// Room for `n` entries without resizing (see
+    /// [`with_capacity_and_hasher`](Self::with_capacity_and_hasher)).
+    pub fn with_capacity(n: usize) -> Self {
+        Self::with_capacity_and_hasher(n, RandomState::default())
+    }
+}
+
+impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
+    pub fn with_hasher(hasher: S) -> Self {
         Dict {
             entries: Pages::default(),
             buckets: Box::new([]),
-            hasher: RandomState::default(),
+            hasher,
         }
     }
 
     /// Room for `n` entries without resizing. Like Redis, the table may still
     /// shrink once entries are removed. Allocates up front like
     /// `Vec::with_capacity`, so never pass an unvalidated client-supplied size.
-    pub fn with_capacity(n: usize) -> Self {
-        let mut d = Self::new();
+    pub fn with_capacity_and_hasher(n: usize, hasher: S) -> Self {
+        let mut d = Self::with_hasher(hasher);
         if n > 0 {
             let n = n.min(MAX_LEN);
             d.entries.reserve_exact(n);
@@ -127,10 +151,16 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
     }
 
     fn hash(&self, key: &[u8]) -> u32 {
-        let mut h = self.hasher.build_hasher();
-        h.write(key);
         // foldhash's low bits are well mixed, and those are what `mask` uses.
-        h.finish() as u32
+        hash_key(&self.hasher, key) as u32
+    }
+
+    /// The stored form of a precomputed hash, which must be `key`'s under
+    /// this dict's hasher ([`hash_key`]); a wrong one would make the key
+    /// unfindable, so debug builds check it.
+    fn prehashed(&self, key: &[u8], hash: u64) -> u32 {
+        debug_assert_eq!(hash as u32, self.hash(key), "hash of another hasher");
+        hash as u32
     }
 
     fn bucket_of(&self, hash: u32) -> usize {
@@ -166,6 +196,23 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
         Some(&mut self.entries[i].value)
     }
 
+    /// [`get`](Self::get) with `key`'s hash already computed ([`hash_key`]).
+    pub fn get_hashed(&self, key: &[u8], hash: u64) -> Option<&V> {
+        let (i, _) = self.find(key, self.prehashed(key, hash))?;
+        Some(&self.entries[i].value)
+    }
+
+    /// [`get_mut`](Self::get_mut) with `key`'s hash already computed.
+    pub fn get_mut_hashed(&mut self, key: &[u8], hash: u64) -> Option<&mut V> {
+        let (i, _) = self.find(key, self.prehashed(key, hash))?;
+        Some(&mut self.entries[i].value)
+    }
+
+    /// [`contains_key`](Self::contains_key) with `key`'s hash already computed.
+    pub fn contains_key_hashed(&self, key: &[u8], hash: u64) -> bool {
+        self.find(key, self.prehashed(key, hash)).is_some()
+    }
+
     pub fn get_key_value(&self, key: &[u8]) -> Option<(&K, &V)> {
         let (i, _) = self.find(key, self.hash(key))?;
         let e = &self.entries[i];
@@ -180,6 +227,16 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
     /// (the caller's `key` is dropped) and the old value returned.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         let hash = self.hash(key.as_ref());
+        self.insert_at(hash, key, value)
+    }
+
+    /// [`insert`](Self::insert) with the key's hash already computed.
+    pub fn insert_hashed(&mut self, key: K, hash: u64, value: V) -> Option<V> {
+        let hash = self.prehashed(key.as_ref(), hash);
+        self.insert_at(hash, key, value)
+    }
+
+    fn insert_at(&mut self, hash: u32, key: K, value: V) -> Option<V> {
         match self.find(key.as_ref(), hash) {
             Some((i, _)) => Some(std::mem::replace(&mut self.entries[i].value, value)),
             None => {
@@ -230,7 +287,15 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<(K, V)> {
-        let hash = self.hash(key);
+        self.remove_at(key, self.hash(key))
+    }
+
+    /// [`remove`](Self::remove) with `key`'s hash already computed.
+    pub fn remove_hashed(&mut self, key: &[u8], hash: u64) -> Option<(K, V)> {
+        self.remove_at(key, self.prehashed(key, hash))
+    }
+
+    fn remove_at(&mut self, key: &[u8], hash: u32) -> Option<(K, V)> {
         let (i, prev) = self.find(key, hash)?;
         let next = self.entries[i].next;
         if prev == NIL {
@@ -322,11 +387,11 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
         // Compacting the entries invalidates every index, so the buckets are
         // rebuilt afterwards, in a guard so that a panicking `f` cannot leave
         // links pointing past the end.
-        struct Reindex<'a, K: AsRef<[u8]>, V> {
-            dict: &'a mut Dict<K, V>,
+        struct Reindex<'a, K: AsRef<[u8]>, V, S: BuildHasher> {
+            dict: &'a mut Dict<K, V, S>,
             before: usize,
         }
-        impl<K: AsRef<[u8]>, V> Drop for Reindex<'_, K, V> {
+        impl<K: AsRef<[u8]>, V, S: BuildHasher> Drop for Reindex<'_, K, V, S> {
             fn drop(&mut self) {
                 let d = &mut *self.dict;
                 let len = d.entries.len();
@@ -425,7 +490,7 @@ impl<K, V> Iterator for IntoIter<K, V> {
 
 impl<K, V> ExactSizeIterator for IntoIter<K, V> {}
 
-impl<K, V> IntoIterator for Dict<K, V> {
+impl<K, V, S> IntoIterator for Dict<K, V, S> {
     type Item = (K, V);
     type IntoIter = IntoIter<K, V>;
     fn into_iter(self) -> IntoIter<K, V> {

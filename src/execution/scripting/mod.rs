@@ -1107,7 +1107,15 @@ impl RunState<'_, '_> {
         // The reply as values: no RESP encoding to parse back.
         let mut out = Reply::frames(self.resp3);
         // Nothing blocks in a script (`Client::can_block`), nor closes.
-        let _ = super::call(self.shared, &mut self.client, &mut out, self.ks, cmd, argv);
+        let _ = super::call(
+            self.shared,
+            &mut self.client,
+            &mut out,
+            self.ks,
+            cmd,
+            argv,
+            None,
+        );
         self.shared
             .stats
             .commands_processed
