@@ -201,9 +201,10 @@ fn as_zset(e: Option<&mut Entry>) -> Result<Option<&mut ZSet>, Error> {
 
 /// After a write that left the set at `key` empty: delete the key with
 /// Redis's `del` event (the command's own event was already sent).
-fn delete_emptied(ks: &mut Keyspace<'_>, key: &[u8]) {
+fn delete_emptied<'k>(ks: &mut Keyspace<'_>, key: impl Into<HashedKey<'k>>) {
+    let key = key.into();
     ks.remove(key);
-    ks.notify(notify::GENERIC, "del", key);
+    ks.notify(notify::GENERIC, "del", key.bytes());
 }
 
 /// Writes `n` elements as Redis's range replies do: flat `member` (or
@@ -310,7 +311,7 @@ fn zincrby(ctx: &mut Ctx) -> CmdResult {
 /// Redis `zaddGenericCommand`: flags, validation of every score before any
 /// change, then one `add` per pair.
 pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
-    let key = ctx.args.get(1);
+    let key = ctx.key(1);
     let argc = ctx.argc();
     let mut f = AddFlags::default();
     let mut ch = false;
@@ -413,7 +414,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
         ctx.ks.signal(key, notify::ZSET, event);
     }
     if added > 0 {
-        ctx.ks.signal_ready(key);
+        ctx.ks.signal_ready(key.bytes());
     }
     if f.incr {
         if processed > 0 {
@@ -428,7 +429,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
 }
 
 fn zrem(ctx: &mut Ctx) -> CmdResult {
-    let key = ctx.args.get(1);
+    let key = ctx.key(1);
     let Some(z) = zset_write(ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(Done);
@@ -736,7 +737,7 @@ fn zremrangebyrank(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn zremrange(ctx: &mut Ctx, event: &str, remove: impl FnOnce(&mut ZSet) -> usize) -> CmdResult {
-    let key = ctx.args.get(1);
+    let key = ctx.key(1);
     let Some(z) = zset_write(ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(Done);
@@ -1318,7 +1319,7 @@ fn setop(
 
 fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     let argc = ctx.argc();
-    let key = ctx.args.get(1);
+    let key = ctx.key(1);
     if argc < 3 {
         let z = zset_read(ctx.ks, key)?;
         match z.filter(|z| !z.is_empty()) {
