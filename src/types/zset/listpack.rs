@@ -163,35 +163,44 @@ struct Rec<'a> {
 }
 
 /// Decodes the record at `off`, whose predecessor is scored `prev` (NaN
-/// for the first record).
+/// for the first record) and, if that is an integer, `prev_int`. Returns
+/// the record and its score as an integer when it is one (else 0).
+///
+/// The integer rides along so that a chain of deltas costs one integer
+/// add per record: converting back and forth through f64 would put two
+/// conversions on the loop-carried path of every scan.
 #[inline]
-fn decode_at(buf: &[u8], off: usize, prev: f64) -> Option<Rec<'_>> {
+fn decode_at(buf: &[u8], off: usize, prev: f64, prev_int: i64) -> Option<(Rec<'_>, i64)> {
     let (h, hl) = get_varint(buf, off)?;
     let mstart = off + hl;
     let mend = mstart.checked_add(usize::try_from(h >> 2).ok()?)?;
     let member = buf.get(mstart..mend)?;
-    let (score, sl) = match (h & 3) as u8 {
-        SAME => (prev, 0),
+    let (score, int, sl) = match (h & 3) as u8 {
+        SAME => (prev, prev_int, 0),
         DELTA => {
             let (d, l) = get_varint(buf, mend)?;
-            ((prev as i64).wrapping_add(d as i64) as f64, l)
+            let i = prev_int.wrapping_add(d as i64);
+            (i as f64, i, l)
         }
         INT => {
             let (z, l) = get_varint(buf, mend)?;
-            (unzigzag(z) as f64, l)
+            let i = unzigzag(z);
+            (i as f64, i, l)
         }
         _ => (
             f64::from_le_bytes(buf.get(mend..mend + 8)?.try_into().ok()?),
+            0,
             8,
         ),
     };
-    Some(Rec {
+    let r = Rec {
         member,
         score,
         start: off,
         score_at: mend,
         end: mend + sl,
-    })
+    };
+    Some((r, int))
 }
 
 /// The member of the record at `off`, without its score.
@@ -227,6 +236,8 @@ struct Records<'a> {
     off: usize,
     /// Score of the record before `off` (NaN before the first).
     prev: f64,
+    /// The same as an integer, when it is one.
+    prev_int: i64,
 }
 
 impl<'a> Iterator for Records<'a> {
@@ -236,9 +247,10 @@ impl<'a> Iterator for Records<'a> {
         if self.off >= self.buf.len() {
             return None;
         }
-        let r = decode_at(self.buf, self.off, self.prev)?;
+        let (r, int) = decode_at(self.buf, self.off, self.prev, self.prev_int)?;
         self.off = r.end;
         self.prev = r.score;
+        self.prev_int = int;
         Some(r)
     }
 }
@@ -297,6 +309,7 @@ impl Listpack {
             buf: &self.buf,
             off: 0,
             prev: f64::NAN,
+            prev_int: 0,
         }
     }
 
@@ -652,6 +665,7 @@ impl<'a> Iter<'a> {
                 buf: self.fwd.buf,
                 off: 0,
                 prev: f64::NAN,
+                prev_int: 0,
             };
             let back = self.back;
             self.behind.extend(
