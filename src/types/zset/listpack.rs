@@ -169,7 +169,7 @@ struct Rec<'a> {
 /// The integer rides along so that a chain of deltas costs one integer
 /// add per record: converting back and forth through f64 would put two
 /// conversions on the loop-carried path of every scan.
-#[inline]
+#[inline(always)]
 fn decode_at(buf: &[u8], off: usize, prev: f64, prev_int: i64) -> Option<(Rec<'_>, i64)> {
     let (h, hl) = get_varint(buf, off)?;
     let mstart = off + hl;
@@ -242,7 +242,9 @@ struct Records<'a> {
 
 impl<'a> Iterator for Records<'a> {
     type Item = Rec<'a>;
-    #[inline]
+    // Every scan runs through here once per record; left out of line it
+    // returns each record through memory (measured ~2x slower scans).
+    #[inline(always)]
     fn next(&mut self) -> Option<Rec<'a>> {
         if self.off >= self.buf.len() {
             return None;
