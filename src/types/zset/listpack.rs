@@ -6,22 +6,25 @@
 //! hash index. Every operation is a linear scan, which is cheap at the
 //! configured sizes (default <= 128 entries of <= 64 bytes).
 //!
-//! Record layout: `varint(len << 2 | form) member score`, where `form` says
-//! how the score follows:
+//! Record layout: a header byte `len << 3 | form`, then the member, then
+//! the score in the fixed number of bytes its form names (a member of 31
+//! bytes or more puts 31 in the header and `varint(len - 31)` after it):
 //!
 //! - `SAME`: no bytes, the previous record's score (lex sets, ties);
-//! - `DELTA`: `varint(score - previous)`, both integers (records are sorted,
-//!   so the difference is never negative);
-//! - `INT`: `zigzag varint(score)`, an integer;
+//! - `DELTA1/2/4`: `score - previous` in 1, 2 or 4 little-endian bytes,
+//!   both integers (records are sorted, so it is never negative);
+//! - `INT1/4/6`: the score as a signed 1, 4 or 6-byte integer;
 //! - `F64`: the 8 IEEE bytes, little-endian (fractions, infinities, and
-//!   magnitudes above 2^53, where varints stop paying).
+//!   integers beyond 48 bits).
 //!
-//! "Integer" means an f64 with no fraction and magnitude <= 2^53, which
-//! converts to i64 and back bit-exactly. Each record takes the shortest
-//! form its neighbour allows (DELTA only where it beats INT), so the
-//! encoding of a set is canonical and [`Listpack::check_invariants`] can
-//! check it. Millisecond timestamps a second apart cost 2 bytes of score
-//! instead of 8: 10 such members of 12 bytes take 154 bytes, not 220.
+//! Because the header alone gives the record's size, a scan finds the next
+//! record without decoding the score, and carries scores as integers,
+//! converting to f64 only for what it returns. Each record takes the
+//! shortest form its neighbour allows (DELTA only where strictly shorter
+//! than INT), so the encoding of a set is canonical and
+//! [`Listpack::check_invariants`] can check it. Millisecond timestamps a
+//! second apart cost 2 bytes of score instead of 8: 10 such members of 12
+//! bytes take 154 bytes, not 220.
 //!
 //! There is no trailing length (listpack's `backlen`): scores depend on the
 //! records before them, so a record is only decodable on a forward pass
@@ -40,18 +43,37 @@ use std::ops::Range;
 
 use super::ttl::{CompactDeadlines, NO_TTL};
 
-/// Score forms, in the low two bits of a record's header.
+/// Score forms, in the low three bits of a record's header. Each form
+/// fixes how many score bytes follow the member ([`width`]), so the next
+/// record's offset comes from the header alone and a scan's position chain
+/// never waits on decoding a score.
 const SAME: u8 = 0;
-const DELTA: u8 = 1;
-const INT: u8 = 2;
-const F64: u8 = 3;
+const DELTA1: u8 = 1;
+const DELTA2: u8 = 2;
+const DELTA4: u8 = 3;
+const INT1: u8 = 4;
+const INT4: u8 = 5;
+const INT6: u8 = 6;
+const F64: u8 = 7;
 
-/// Largest magnitude an integer form holds: every integer up to 2^53 is an
-/// f64, and its zigzag varint (8 bytes) is no longer than the raw float.
-const MAX_INT: u64 = 1 << 53;
+/// Score byte width of each form, a nibble per form (form 0 lowest):
+/// SAME 0, DELTA 1/2/4, INT 1/4/6, F64 8.
+const WIDTHS: u32 = 0x8641_4210;
+
+#[inline(always)]
+fn width(form: u8) -> usize {
+    ((WIDTHS >> (u32::from(form) * 4)) & 0xf) as usize
+}
+
+/// Member lengths from this one on take a varint after the header byte.
+const LONG: usize = 31;
+
+/// Integer forms hold the 48-bit signed range: millisecond timestamps fit
+/// in 6 bytes, and anything wider saves too little over the raw f64.
+const INT_BITS: u32 = 48;
 
 /// Writes `v` as LEB128 into `out`, returning the byte count.
-fn put_varint(out: &mut [u8; 10], mut v: u64) -> usize {
+fn put_varint(out: &mut [u8], mut v: u64) -> usize {
     let mut n = 0;
     loop {
         let b = (v & 0x7f) as u8;
@@ -65,20 +87,11 @@ fn put_varint(out: &mut [u8; 10], mut v: u64) -> usize {
     }
 }
 
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
 /// Reads a LEB128 varint at `off`, returning (value, bytes used).
-#[inline]
 fn get_varint(buf: &[u8], off: usize) -> Option<(u64, usize)> {
-    let b = *buf.get(off)?;
-    if b < 0x80 {
-        return Some((u64::from(b), 1));
-    }
-    let mut v = u64::from(b & 0x7f);
-    let mut shift = 7u32;
-    let mut i = off + 1;
+    let mut v = 0u64;
+    let mut shift = 0u32;
+    let mut i = off;
     loop {
         let b = *buf.get(i)?;
         if shift >= u64::BITS {
@@ -93,25 +106,45 @@ fn get_varint(buf: &[u8], off: usize) -> Option<(u64, usize)> {
     }
 }
 
+/// Writes a record header (member length and score form), returning its
+/// byte count.
+fn put_header(out: &mut [u8; 11], len: usize, form: u8) -> usize {
+    if len < LONG {
+        out[0] = ((len as u8) << 3) | form;
+        return 1;
+    }
+    out[0] = ((LONG as u8) << 3) | form;
+    1 + put_varint(&mut out[1..], (len - LONG) as u64)
+}
+
 /// The score as an integer, if an integer form can hold it exactly.
 fn as_int(s: f64) -> Option<i64> {
     let i = s as i64;
-    (i as f64 == s && i.unsigned_abs() <= MAX_INT).then_some(i)
+    let lim = 1i64 << (INT_BITS - 1);
+    (i as f64 == s && (-lim..lim).contains(&i)).then_some(i)
 }
 
-fn zigzag(i: i64) -> u64 {
-    ((i << 1) ^ (i >> 63)) as u64
-}
-
-fn unzigzag(z: u64) -> i64 {
-    ((z >> 1) as i64) ^ -((z & 1) as i64)
+/// Reads `w` (<= 8) little-endian bytes at `at`.
+#[inline(always)]
+fn read_le(buf: &[u8], at: usize, w: usize) -> Option<u64> {
+    if let Some(b) = buf.get(at..at + 8) {
+        let v = u64::from_le_bytes(b.try_into().ok()?);
+        return Some(if w == 8 {
+            v
+        } else {
+            v & ((1u64 << (8 * w)) - 1)
+        });
+    }
+    let mut a = [0u8; 8];
+    a[..w].copy_from_slice(buf.get(at..at + w)?);
+    Some(u64::from_le_bytes(a))
 }
 
 /// A score's form and the bytes that follow the member.
 struct Enc {
     form: u8,
     len: usize,
-    bytes: [u8; 10],
+    bytes: [u8; 8],
 }
 
 impl Enc {
@@ -121,93 +154,149 @@ impl Enc {
 }
 
 /// The shortest form of `score` after a record scored `prev` (None for the
-/// first record).
+/// first record); on a tie DELTA loses to INT.
 fn encode_score(score: f64, prev: Option<f64>) -> Enc {
     let mut e = Enc {
         form: SAME,
         len: 0,
-        bytes: [0; 10],
+        bytes: [0; 8],
     };
     if prev.is_some_and(|p| p.to_bits() == score.to_bits()) {
         return e;
     }
     let Some(i) = as_int(score) else {
         e.form = F64;
-        e.bytes[..8].copy_from_slice(&score.to_le_bytes());
+        e.bytes = score.to_le_bytes();
         e.len = 8;
         return e;
     };
-    let z = zigzag(i);
-    match prev.and_then(as_int) {
-        Some(p) if p <= i && varint_len((i - p) as u64) < varint_len(z) => {
-            e.form = DELTA;
-            e.len = put_varint(&mut e.bytes, (i - p) as u64);
-        }
-        _ => {
-            e.form = INT;
-            e.len = put_varint(&mut e.bytes, z);
+    let (mut form, mut v) = if i8::try_from(i).is_ok() {
+        (INT1, i as u64)
+    } else if i32::try_from(i).is_ok() {
+        (INT4, i as u64)
+    } else {
+        (INT6, i as u64)
+    };
+    if let Some(p) = prev.and_then(as_int)
+        && p <= i
+    {
+        let d = (i - p) as u64;
+        let dform = if d <= 0xff {
+            DELTA1
+        } else if d <= 0xffff {
+            DELTA2
+        } else if d <= 0xffff_ffff {
+            DELTA4
+        } else {
+            F64
+        };
+        if width(dform) < width(form) {
+            (form, v) = (dform, d);
         }
     }
+    e.form = form;
+    e.len = width(form);
+    e.bytes = v.to_le_bytes();
     e
+}
+
+/// A decoded score: an integer, or (`float`) the bits of an f64. Scans
+/// carry this and convert to f64 only for the records they return.
+#[derive(Clone, Copy)]
+struct Score {
+    bits: i64,
+    float: bool,
+}
+
+impl Score {
+    /// Before the first record (never read: the first record is no SAME
+    /// or DELTA).
+    const NONE: Score = Score {
+        bits: 0,
+        float: false,
+    };
+
+    #[inline(always)]
+    fn get(self) -> f64 {
+        if self.float {
+            f64::from_bits(self.bits as u64)
+        } else {
+            self.bits as f64
+        }
+    }
 }
 
 /// A decoded record: where it sits and what it holds.
 #[derive(Clone, Copy)]
 struct Rec<'a> {
     member: &'a [u8],
-    score: f64,
+    sc: Score,
     start: usize,
     /// Where the score bytes start (just past the member).
     score_at: usize,
     end: usize,
 }
 
-/// Decodes the record at `off`, whose predecessor is scored `prev` (NaN
-/// for the first record) and, if that is an integer, `prev_int`. Returns
-/// the record and its score as an integer when it is one (else 0).
-///
-/// The integer rides along so that a chain of deltas costs one integer
-/// add per record: converting back and forth through f64 would put two
-/// conversions on the loop-carried path of every scan.
+impl Rec<'_> {
+    #[inline(always)]
+    fn score(&self) -> f64 {
+        self.sc.get()
+    }
+}
+
+/// The member of the record at `off` and where it ends.
 #[inline(always)]
-fn decode_at(buf: &[u8], off: usize, prev: f64, prev_int: i64) -> Option<(Rec<'_>, i64)> {
-    let (h, hl) = get_varint(buf, off)?;
-    let mstart = off + hl;
-    let mend = mstart.checked_add(usize::try_from(h >> 2).ok()?)?;
+fn member_span(buf: &[u8], off: usize) -> Option<(usize, usize)> {
+    let b = *buf.get(off)?;
+    let mut len = usize::from(b >> 3);
+    let mut mstart = off + 1;
+    if len == LONG {
+        let (x, l) = get_varint(buf, mstart)?;
+        len = len.checked_add(usize::try_from(x).ok()?)?;
+        mstart += l;
+    }
+    Some((mstart, mstart.checked_add(len)?))
+}
+
+/// Decodes the record at `off`, whose predecessor is scored `prev`.
+#[inline(always)]
+fn decode_at(buf: &[u8], off: usize, prev: Score) -> Option<Rec<'_>> {
+    let form = *buf.get(off)? & 7;
+    let (mstart, mend) = member_span(buf, off)?;
     let member = buf.get(mstart..mend)?;
-    let (score, int, sl) = match (h & 3) as u8 {
-        SAME => (prev, prev_int, 0),
-        DELTA => {
-            let (d, l) = get_varint(buf, mend)?;
-            let i = prev_int.wrapping_add(d as i64);
-            (i as f64, i, l)
+    let w = width(form);
+    let raw = read_le(buf, mend, w)?;
+    let sc = match form {
+        SAME => prev,
+        DELTA1..=DELTA4 => Score {
+            bits: prev.bits.wrapping_add(raw as i64),
+            float: false,
+        },
+        F64 => Score {
+            bits: raw as i64,
+            float: true,
+        },
+        _ => {
+            let sh = 64 - 8 * w as u32;
+            Score {
+                bits: ((raw << sh) as i64) >> sh,
+                float: false,
+            }
         }
-        INT => {
-            let (z, l) = get_varint(buf, mend)?;
-            let i = unzigzag(z);
-            (i as f64, i, l)
-        }
-        _ => (
-            f64::from_le_bytes(buf.get(mend..mend + 8)?.try_into().ok()?),
-            0,
-            8,
-        ),
     };
-    let r = Rec {
+    Some(Rec {
         member,
-        score,
+        sc,
         start: off,
         score_at: mend,
-        end: mend + sl,
-    };
-    Some((r, int))
+        end: mend + w,
+    })
 }
 
 /// The member of the record at `off`, without its score.
 fn member_at(buf: &[u8], off: usize) -> Option<&[u8]> {
-    let (h, hl) = get_varint(buf, off)?;
-    let mstart = off + hl;
-    buf.get(mstart..mstart.checked_add(usize::try_from(h >> 2).ok()?)?)
+    let (s, e) = member_span(buf, off)?;
+    buf.get(s..e)
 }
 
 /// Replaces `buf[range]` by the concatenation of `parts`, growing the
@@ -234,10 +323,8 @@ fn splice_exact(buf: &mut Vec<u8>, range: Range<usize>, parts: &[&[u8]]) {
 struct Records<'a> {
     buf: &'a [u8],
     off: usize,
-    /// Score of the record before `off` (NaN before the first).
-    prev: f64,
-    /// The same as an integer, when it is one.
-    prev_int: i64,
+    /// Score of the record before `off`.
+    prev: Score,
 }
 
 impl<'a> Iterator for Records<'a> {
@@ -249,10 +336,9 @@ impl<'a> Iterator for Records<'a> {
         if self.off >= self.buf.len() {
             return None;
         }
-        let (r, int) = decode_at(self.buf, self.off, self.prev, self.prev_int)?;
+        let r = decode_at(self.buf, self.off, self.prev)?;
         self.off = r.end;
-        self.prev = r.score;
-        self.prev_int = int;
+        self.prev = r.sc;
         Some(r)
     }
 }
@@ -310,8 +396,7 @@ impl Listpack {
         Records {
             buf: &self.buf,
             off: 0,
-            prev: f64::NAN,
-            prev_int: 0,
+            prev: Score::NONE,
         }
     }
 
@@ -335,11 +420,11 @@ impl Listpack {
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.find(member).map(|(_, r)| r.score)
+        self.find(member).map(|(_, r)| r.score())
     }
 
     pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
-        self.find(member).map(|(i, r)| (i, r.score))
+        self.find(member).map(|(i, r)| (i, r.score()))
     }
 
     /// Re-encodes the score of `r` for a new predecessor scored `prev`,
@@ -347,7 +432,7 @@ impl Listpack {
     fn relink(&mut self, r: (usize, usize, usize, f64), shift: usize, prev: Option<f64>) {
         let (start, score_at, end, score) = r;
         let e = encode_score(score, prev);
-        self.buf[start - shift] = (self.buf[start - shift] & !3) | e.form;
+        self.buf[start - shift] = (self.buf[start - shift] & !7) | e.form;
         splice_exact(&mut self.buf, score_at - shift..end - shift, &[e.bytes()]);
     }
 
@@ -359,17 +444,17 @@ impl Listpack {
         let mut prev = None;
         let mut next = None;
         for r in self.records() {
-            if key_less(score, member, r.score, r.member) {
-                next = Some((r.start, r.score_at, r.end, r.score));
+            if key_less(score, member, r.score(), r.member) {
+                next = Some((r.start, r.score_at, r.end, r.score()));
                 break;
             }
-            prev = Some(r.score);
+            prev = Some(r.score());
             rank += 1;
         }
         let at = next.map_or(self.buf.len(), |n| n.0);
         let e = encode_score(score, prev);
-        let mut hdr = [0; 10];
-        let hl = put_varint(&mut hdr, ((member.len() as u64) << 2) | u64::from(e.form));
+        let mut hdr = [0; 11];
+        let hl = put_header(&mut hdr, member.len(), e.form);
         // One exact growth for the new record and its successor's new
         // score form: a doubling Vec would waste ~25% on the many small
         // sets this encoding exists for; the realloc is cheap at this size.
@@ -399,11 +484,11 @@ impl Listpack {
             if r.member == member {
                 break r;
             }
-            prev = Some(r.score);
+            prev = Some(r.score());
             i += 1;
         };
-        let (start, end, score) = (r.start, r.end, r.score);
-        let next = recs.next().map(|n| (n.start, n.score_at, n.end, n.score));
+        let (start, end, score) = (r.start, r.end, r.score());
+        let next = recs.next().map(|n| (n.start, n.score_at, n.end, n.score()));
         self.cut(start..end, next, prev);
         self.len -= 1;
         self.drop_deadlines(i, i + 1);
@@ -498,7 +583,7 @@ impl Listpack {
         let t = self.ttl.as_deref();
         self.records()
             .enumerate()
-            .all(|(i, r)| f(r.score, t.map_or(NO_TTL, |t| t.get(i))))
+            .all(|(i, r)| f(r.score(), t.map_or(NO_TTL, |t| t.get(i))))
     }
 
     /// Removes up to `max` members due at `now`, reporting them in rank
@@ -538,7 +623,7 @@ impl Listpack {
     /// be monotonic: true then false along the order).
     pub fn count_while(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
         self.records()
-            .take_while(|r| before(r.score, r.member))
+            .take_while(|r| before(r.score(), r.member))
             .count()
     }
 
@@ -549,7 +634,9 @@ impl Listpack {
     }
 
     pub fn get_by_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
-        self.records_from(rank).next().map(|r| (r.member, r.score))
+        self.records_from(rank)
+            .next()
+            .map(|r| (r.member, r.score()))
     }
 
     /// Removes `count` elements starting at `start`, reporting each.
@@ -560,17 +647,17 @@ impl Listpack {
         mut on_removed: impl FnMut(&[u8], f64),
     ) -> usize {
         let mut recs = self.records_from(start);
-        let (from, prev) = (recs.off, (start > 0).then_some(recs.prev));
+        let (from, prev) = (recs.off, (start > 0).then_some(recs.prev.get()));
         let mut n = 0;
         while n < count {
             let Some(r) = recs.next() else {
                 break;
             };
-            on_removed(r.member, r.score);
+            on_removed(r.member, r.score());
             n += 1;
         }
         let to = recs.off;
-        let next = recs.next().map(|r| (r.start, r.score_at, r.end, r.score));
+        let next = recs.next().map(|r| (r.start, r.score_at, r.end, r.score()));
         self.cut(from..to, next, prev);
         self.len -= n as u32;
         self.drop_deadlines(start, start + n);
@@ -586,22 +673,22 @@ impl Listpack {
         let mut recs = self.records();
         while recs.off < self.buf.len() {
             let r = recs.next().ok_or("undecodable record")?;
-            if r.score.is_nan() {
+            if r.score().is_nan() {
                 return Err("NaN stored".into());
             }
-            if r.score.to_bits() == (-0.0f64).to_bits() {
+            if r.score().to_bits() == (-0.0f64).to_bits() {
                 return Err("-0 stored".into());
             }
             if let Some((ps, pm)) = prev
-                && !key_less(ps, pm, r.score, r.member)
+                && !key_less(ps, pm, r.score(), r.member)
             {
                 return Err("listpack out of order".into());
             }
-            let e = encode_score(r.score, prev.map(|p| p.0));
-            if self.buf[r.start] & 3 != e.form || &self.buf[r.score_at..r.end] != e.bytes() {
+            let e = encode_score(r.score(), prev.map(|p| p.0));
+            if self.buf[r.start] & 7 != e.form || &self.buf[r.score_at..r.end] != e.bytes() {
                 return Err(format!("record {n} not in its shortest score form"));
             }
-            prev = Some((r.score, r.member));
+            prev = Some((r.score(), r.member));
             n += 1;
         }
         if n != self.len() {
@@ -642,7 +729,7 @@ const SPARE_MAX: usize = 1024;
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a [u8], f64);
     fn next(&mut self) -> Option<Self::Item> {
-        self.fwd.next().map(|r| (r.member, r.score))
+        self.fwd.next().map(|r| (r.member, r.score()))
     }
 }
 
@@ -666,13 +753,12 @@ impl<'a> Iter<'a> {
             let recs = Records {
                 buf: self.fwd.buf,
                 off: 0,
-                prev: f64::NAN,
-                prev_int: 0,
+                prev: Score::NONE,
             };
             let back = self.back;
             self.behind.extend(
                 recs.take_while(|r| r.start < back)
-                    .map(|r| (r.start, r.score)),
+                    .map(|r| (r.start, r.score())),
             );
         }
         let (start, score) = self.behind.pop()?;
@@ -703,9 +789,20 @@ mod tests {
         lp.iter().map(|(m, s)| (m.to_vec(), s)).collect()
     }
 
-    /// The score form of each record, in order.
+    /// Form kinds, for tests that care about the kind, not the width.
+    const DELTA: u8 = DELTA1;
+    const INT: u8 = INT4;
+
+    /// The score form kind of each record, in order: SAME, DELTA (any
+    /// width), INT (any width) or F64.
     fn forms(lp: &Listpack) -> Vec<u8> {
-        lp.records().map(|r| lp.buf[r.start] & 3).collect()
+        lp.records()
+            .map(|r| match lp.buf[r.start] & 7 {
+                DELTA1..=DELTA4 => DELTA,
+                INT1..=INT6 => INT,
+                f => f,
+            })
+            .collect()
     }
 
     /// Elements walked backwards from rank `rank` (exclusive).
@@ -760,20 +857,28 @@ mod tests {
     }
 
     #[test]
-    fn integer_forms_stop_at_two_to_the_53() {
+    fn integer_forms_stop_at_two_to_the_47() {
+        let p47 = (1u64 << 47) as f64;
         for (s, form) in [
-            (P53, INT),
-            (-P53, INT),
-            (P53 - 1.0, INT),
-            (P53 + 2.0, F64),
-            (-P53 - 2.0, F64),
+            (p47 - 1.0, INT6),
+            (-p47, INT6),
+            (p47, F64),
+            (-p47 - 1.0, F64),
+            (P53, F64),
+            (-P53, F64),
+            (2147483647.0, INT4),
+            (-2147483648.0, INT4),
+            (2147483648.0, INT6),
+            (127.0, INT1),
+            (-128.0, INT1),
+            (128.0, INT4),
             (0.5, F64),
             (f64::INFINITY, F64),
-            (0.0, INT),
+            (0.0, INT1),
         ] {
             let mut lp = Listpack::new();
             lp.insert_new(b"a", s);
-            assert_eq!(forms(&lp), [form], "{s}");
+            assert_eq!(lp.buf[0] & 7, form, "{s}");
             assert_eq!(lp.score(b"a").map(f64::to_bits), Some(s.to_bits()));
         }
         // The widest delta: from -2^53 to 2^53.
