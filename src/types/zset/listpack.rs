@@ -124,20 +124,34 @@ fn as_int(s: f64) -> Option<i64> {
     (i as f64 == s && (-lim..lim).contains(&i)).then_some(i)
 }
 
-/// Reads `w` (<= 8) little-endian bytes at `at`.
+/// Reads `w` (<= 8) little-endian bytes at `at`, as one unaligned 8-byte
+/// load: from `at` when 8 bytes follow it, else the buffer's last 8 bytes
+/// shifted down (the last records of a set end within 8 bytes of its end,
+/// and a variable-length copy there cost a `memcpy` call per scan).
 #[inline(always)]
 fn read_le(buf: &[u8], at: usize, w: usize) -> Option<u64> {
+    let mask = if w >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * w)) - 1
+    };
     if let Some(b) = buf.get(at..at + 8) {
-        let v = u64::from_le_bytes(b.try_into().ok()?);
-        return Some(if w == 8 {
-            v
-        } else {
-            v & ((1u64 << (8 * w)) - 1)
-        });
+        return Some(u64::from_le_bytes(b.try_into().ok()?) & mask);
     }
-    let mut a = [0u8; 8];
-    a[..w].copy_from_slice(buf.get(at..at + w)?);
-    Some(u64::from_le_bytes(a))
+    if at + w > buf.len() {
+        return None;
+    }
+    if let Some(start) = buf.len().checked_sub(8) {
+        let v = u64::from_le_bytes(buf[start..].try_into().ok()?);
+        // A SAME record ending the buffer shifts by 64, which wraps to 0;
+        // its mask clears everything.
+        return Some(v.wrapping_shr(8 * (at - start) as u32) & mask);
+    }
+    let mut v = 0u64;
+    for (i, &b) in buf[at..at + w].iter().enumerate() {
+        v |= u64::from(b) << (8 * i);
+    }
+    Some(v)
 }
 
 /// A score's form and the bytes that follow the member.
@@ -200,37 +214,11 @@ fn encode_score(score: f64, prev: Option<f64>) -> Enc {
     e
 }
 
-/// A decoded score: an integer, or (`float`) the bits of an f64. Scans
-/// carry this and convert to f64 only for the records they return.
-#[derive(Clone, Copy)]
-struct Score {
-    bits: i64,
-    float: bool,
-}
-
-impl Score {
-    /// Before the first record (never read: the first record is no SAME
-    /// or DELTA).
-    const NONE: Score = Score {
-        bits: 0,
-        float: false,
-    };
-
-    #[inline(always)]
-    fn get(self) -> f64 {
-        if self.float {
-            f64::from_bits(self.bits as u64)
-        } else {
-            self.bits as f64
-        }
-    }
-}
-
 /// A decoded record: where it sits and what it holds.
 #[derive(Clone, Copy)]
 struct Rec<'a> {
     member: &'a [u8],
-    sc: Score,
+    sc: f64,
     start: usize,
     /// Where the score bytes start (just past the member).
     score_at: usize,
@@ -240,7 +228,7 @@ struct Rec<'a> {
 impl Rec<'_> {
     #[inline(always)]
     fn score(&self) -> f64 {
-        self.sc.get()
+        self.sc
     }
 }
 
@@ -258,31 +246,93 @@ fn member_span(buf: &[u8], off: usize) -> Option<(usize, usize)> {
     Some((mstart, mstart.checked_add(len)?))
 }
 
+/// Per form, the mask of its score bytes.
+const MASKS: [u64; 8] = [
+    0,
+    0xff,
+    0xffff,
+    0xffff_ffff,
+    0xff,
+    0xffff_ffff,
+    0xffff_ffff_ffff,
+    u64::MAX,
+];
+
+/// Per form, the shift that sign-extends its bytes (INT forms only).
+const SEXT: [u32; 8] = [0, 0, 0, 0, 56, 32, 16, 0];
+
 /// Decodes the record at `off`, whose predecessor is scored `prev`.
+///
+/// Scores are carried as f64 throughout: a DELTA adds an integer below
+/// 2^32 to one below 2^47, and the sum (an integer form's value) is below
+/// 2^53, so the float addition is exact. Every scan step runs this, so the
+/// common record (short member, buffer of 8 bytes or more) takes one
+/// 8-byte load and table lookups instead of branches on the form.
 #[inline(always)]
-fn decode_at(buf: &[u8], off: usize, prev: Score) -> Option<Rec<'_>> {
+fn decode_at(buf: &[u8], off: usize, prev: f64) -> Option<Rec<'_>> {
+    let h = *buf.get(off)?;
+    let len = usize::from(h >> 3);
+    let mend = off + 1 + len;
+    let n = buf.len();
+    if len == LONG || n < 8 || mend > n {
+        return decode_slow(buf, off, prev);
+    }
+    let form = usize::from(h & 7);
+    let end = mend + width(h & 7);
+    if end > n {
+        return None;
+    }
+    // The score bytes from one load at `mend`, or, for the last records,
+    // at the buffer's last 8 bytes shifted down (a SAME record ending the
+    // buffer shifts by 64, which wraps to 0, and its mask clears it all).
+    let at = mend.min(n - 8);
+    let word = u64::from_le_bytes(buf.get(at..at + 8)?.try_into().ok()?);
+    let raw = word.wrapping_shr(8 * (mend - at) as u32) & MASKS[form];
+    let sh = SEXT[form];
+    let int = ((raw << sh) as i64) >> sh;
+    // SAME adds nothing to its predecessor, DELTA its bytes; INT stands
+    // alone; F64 is the bits themselves.
+    let base = if form < usize::from(INT1) { prev } else { 0.0 };
+    let sum = base + int as f64;
+    let sc = if form == usize::from(F64) {
+        f64::from_bits(raw)
+    } else {
+        sum
+    };
+    Some(Rec {
+        member: buf.get(off + 1..mend)?,
+        sc,
+        start: off,
+        score_at: mend,
+        end,
+    })
+}
+
+/// [`decode_at`] for the uncommon records: long members, and buffers
+/// under 8 bytes.
+#[cold]
+#[inline(never)]
+fn decode_slow(buf: &[u8], off: usize, prev: f64) -> Option<Rec<'_>> {
     let form = *buf.get(off)? & 7;
     let (mstart, mend) = member_span(buf, off)?;
     let member = buf.get(mstart..mend)?;
     let w = width(form);
     let raw = read_le(buf, mend, w)?;
-    let sc = match form {
-        SAME => prev,
-        DELTA1..=DELTA4 => Score {
-            bits: prev.bits.wrapping_add(raw as i64),
-            float: false,
-        },
-        F64 => Score {
-            bits: raw as i64,
-            float: true,
-        },
-        _ => {
-            let sh = 64 - 8 * w as u32;
-            Score {
-                bits: ((raw << sh) as i64) >> sh,
-                float: false,
-            }
-        }
+    // SAME reads no bytes, so it adds 0 to its predecessor like a DELTA;
+    // INT sign-extends its bytes; F64 takes them as the bits.
+    let rel = form < INT1;
+    let sh = (64 - 8 * w as u32) & 63;
+    let int = if rel {
+        raw as i64
+    } else {
+        ((raw << sh) as i64) >> sh
+    };
+    let base = if rel { prev } else { 0.0 };
+    let sum = base + int as f64;
+    let sc = if form == F64 {
+        f64::from_bits(raw)
+    } else {
+        sum
     };
     Some(Rec {
         member,
@@ -324,7 +374,7 @@ struct Records<'a> {
     buf: &'a [u8],
     off: usize,
     /// Score of the record before `off`.
-    prev: Score,
+    prev: f64,
 }
 
 impl<'a> Iterator for Records<'a> {
@@ -396,7 +446,7 @@ impl Listpack {
         Records {
             buf: &self.buf,
             off: 0,
-            prev: Score::NONE,
+            prev: 0.0,
         }
     }
 
@@ -647,7 +697,7 @@ impl Listpack {
         mut on_removed: impl FnMut(&[u8], f64),
     ) -> usize {
         let mut recs = self.records_from(start);
-        let (from, prev) = (recs.off, (start > 0).then_some(recs.prev.get()));
+        let (from, prev) = (recs.off, (start > 0).then_some(recs.prev));
         let mut n = 0;
         while n < count {
             let Some(r) = recs.next() else {
@@ -728,6 +778,7 @@ const SPARE_MAX: usize = 1024;
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a [u8], f64);
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         self.fwd.next().map(|r| (r.member, r.score()))
     }
@@ -753,7 +804,7 @@ impl<'a> Iter<'a> {
             let recs = Records {
                 buf: self.fwd.buf,
                 off: 0,
-                prev: Score::NONE,
+                prev: 0.0,
             };
             let back = self.back;
             self.behind.extend(

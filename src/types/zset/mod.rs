@@ -192,6 +192,7 @@ enum Cursor<'a> {
 
 impl<'a> Iterator for RangeIter<'a> {
     type Item = (&'a [u8], f64);
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.remaining == 0 {
             return None;
