@@ -88,6 +88,8 @@ fn put_varint(out: &mut [u8], mut v: u64) -> usize {
 }
 
 /// Reads a LEB128 varint at `off`, returning (value, bytes used).
+#[cold]
+#[inline(never)]
 fn get_varint(buf: &[u8], off: usize) -> Option<(u64, usize)> {
     let mut v = 0u64;
     let mut shift = 0u32;
@@ -124,34 +126,16 @@ fn as_int(s: f64) -> Option<i64> {
     (i as f64 == s && (-lim..lim).contains(&i)).then_some(i)
 }
 
-/// Reads `w` (<= 8) little-endian bytes at `at`, as one unaligned 8-byte
-/// load: from `at` when 8 bytes follow it, else the buffer's last 8 bytes
-/// shifted down (the last records of a set end within 8 bytes of its end,
-/// and a variable-length copy there cost a `memcpy` call per scan).
-#[inline(always)]
-fn read_le(buf: &[u8], at: usize, w: usize) -> Option<u64> {
-    let mask = if w >= 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * w)) - 1
-    };
-    if let Some(b) = buf.get(at..at + 8) {
-        return Some(u64::from_le_bytes(b.try_into().ok()?) & mask);
-    }
-    if at + w > buf.len() {
-        return None;
-    }
-    if let Some(start) = buf.len().checked_sub(8) {
-        let v = u64::from_le_bytes(buf[start..].try_into().ok()?);
-        // A SAME record ending the buffer shifts by 64, which wraps to 0;
-        // its mask clears everything.
-        return Some(v.wrapping_shr(8 * (at - start) as u32) & mask);
-    }
-    let mut v = 0u64;
-    for (i, &b) in buf[at..at + w].iter().enumerate() {
-        v |= u64::from(b) << (8 * i);
-    }
-    Some(v)
+/// The little-endian bytes `buf[at..end]` (at most 8), for buffers too
+/// short for [`decode_at`]'s 8-byte load.
+#[cold]
+#[inline(never)]
+fn read_short(buf: &[u8], at: usize, end: usize) -> u64 {
+    buf.get(at..end)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .fold(0, |v, &b| (v << 8) | u64::from(b))
 }
 
 /// A score's form and the bytes that follow the member.
@@ -265,29 +249,31 @@ const SEXT: [u32; 8] = [0, 0, 0, 0, 56, 32, 16, 0];
 ///
 /// Scores are carried as f64 throughout: a DELTA adds an integer below
 /// 2^32 to one below 2^47, and the sum (an integer form's value) is below
-/// 2^53, so the float addition is exact. Every scan step runs this, so the
-/// common record (short member, buffer of 8 bytes or more) takes one
-/// 8-byte load and table lookups instead of branches on the form.
+/// 2^53, so the float addition is exact. Every scan step runs this, so a
+/// record costs one 8-byte load and table lookups, no branch on its form.
+/// (The uncommon cases, long members and tiny buffers, are calls that
+/// return scalars: a record merged from two paths went through memory and
+/// stalled its reload on store forwarding.)
 #[inline(always)]
 fn decode_at(buf: &[u8], off: usize, prev: f64) -> Option<Rec<'_>> {
     let h = *buf.get(off)?;
-    let len = usize::from(h >> 3);
-    let mend = off + 1 + len;
-    let n = buf.len();
-    if len == LONG || n < 8 || mend > n {
-        return decode_slow(buf, off, prev);
-    }
+    let (mstart, mend) = member_span(buf, off)?;
     let form = usize::from(h & 7);
-    let end = mend + width(h & 7);
+    let end = mend.checked_add(width(h & 7))?;
+    let n = buf.len();
     if end > n {
         return None;
     }
     // The score bytes from one load at `mend`, or, for the last records,
     // at the buffer's last 8 bytes shifted down (a SAME record ending the
     // buffer shifts by 64, which wraps to 0, and its mask clears it all).
-    let at = mend.min(n - 8);
-    let word = u64::from_le_bytes(buf.get(at..at + 8)?.try_into().ok()?);
-    let raw = word.wrapping_shr(8 * (mend - at) as u32) & MASKS[form];
+    let raw = if n >= 8 {
+        let at = mend.min(n - 8);
+        let word = u64::from_le_bytes(buf.get(at..at + 8)?.try_into().ok()?);
+        word.wrapping_shr(8 * (mend - at) as u32) & MASKS[form]
+    } else {
+        read_short(buf, mend, end)
+    };
     let sh = SEXT[form];
     let int = ((raw << sh) as i64) >> sh;
     // SAME adds nothing to its predecessor, DELTA its bytes; INT stands
@@ -300,53 +286,12 @@ fn decode_at(buf: &[u8], off: usize, prev: f64) -> Option<Rec<'_>> {
         sum
     };
     Some(Rec {
-        member: buf.get(off + 1..mend)?,
+        member: buf.get(mstart..mend)?,
         sc,
         start: off,
         score_at: mend,
         end,
     })
-}
-
-/// [`decode_at`] for the uncommon records: long members, and buffers
-/// under 8 bytes.
-#[cold]
-#[inline(never)]
-fn decode_slow(buf: &[u8], off: usize, prev: f64) -> Option<Rec<'_>> {
-    let form = *buf.get(off)? & 7;
-    let (mstart, mend) = member_span(buf, off)?;
-    let member = buf.get(mstart..mend)?;
-    let w = width(form);
-    let raw = read_le(buf, mend, w)?;
-    // SAME reads no bytes, so it adds 0 to its predecessor like a DELTA;
-    // INT sign-extends its bytes; F64 takes them as the bits.
-    let rel = form < INT1;
-    let sh = (64 - 8 * w as u32) & 63;
-    let int = if rel {
-        raw as i64
-    } else {
-        ((raw << sh) as i64) >> sh
-    };
-    let base = if rel { prev } else { 0.0 };
-    let sum = base + int as f64;
-    let sc = if form == F64 {
-        f64::from_bits(raw)
-    } else {
-        sum
-    };
-    Some(Rec {
-        member,
-        sc,
-        start: off,
-        score_at: mend,
-        end: mend + w,
-    })
-}
-
-/// The member of the record at `off`, without its score.
-fn member_at(buf: &[u8], off: usize) -> Option<&[u8]> {
-    let (s, e) = member_span(buf, off)?;
-    buf.get(s..e)
 }
 
 /// Replaces `buf[range]` by the concatenation of `parts`, growing the
@@ -439,7 +384,7 @@ impl Listpack {
     }
 
     pub fn iter(&self) -> Iter<'_> {
-        Iter::new(self.records())
+        Iter::new(self.records(), 0)
     }
 
     fn records(&self) -> Records<'_> {
@@ -451,6 +396,9 @@ impl Listpack {
     }
 
     /// A decoder positioned at rank `rank` (at the end if past it).
+    // Inlined so the decoder is built in registers: returned through
+    // memory, its reload stalled on store forwarding.
+    #[inline]
     fn records_from(&self, rank: usize) -> Records<'_> {
         let mut it = self.records();
         if rank >= self.len() {
@@ -677,10 +625,42 @@ impl Listpack {
             .count()
     }
 
+    /// [`count_while`](Self::count_while) for two predicates in one scan:
+    /// the ranks where a range starts and ends.
+    pub fn count_while2(
+        &self,
+        lo: impl Fn(f64, &[u8]) -> bool,
+        hi: impl Fn(f64, &[u8]) -> bool,
+    ) -> (usize, usize) {
+        let (mut nlo, mut nhi) = (0, 0);
+        let (mut lo_on, mut hi_on) = (true, true);
+        for r in self.records() {
+            lo_on = lo_on && lo(r.score(), r.member);
+            hi_on = hi_on && hi(r.score(), r.member);
+            if !(lo_on || hi_on) {
+                break;
+            }
+            nlo += usize::from(lo_on);
+            nhi += usize::from(hi_on);
+        }
+        (nlo, nhi)
+    }
+
     /// Iterator positioned at rank `rank`: `next()` walks upward from it and
     /// `next_back()` walks downward from `rank - 1`.
+    #[inline]
     pub fn iter_at(&self, rank: usize) -> Iter<'_> {
-        Iter::new(self.records_from(rank))
+        Iter::new(self.records_from(rank), rank.min(self.len()))
+    }
+
+    /// Iterator for `prev()` only, from rank `rank` down: unlike
+    /// [`iter_at`](Self::iter_at) it does not walk to `rank` first, as the
+    /// first `prev()` decodes those records anyway.
+    #[inline]
+    pub fn iter_back(&self, rank: usize) -> Iter<'_> {
+        let mut fwd = self.records();
+        fwd.off = self.buf.len();
+        Iter::new(fwd, rank.min(self.len()))
     }
 
     pub fn get_by_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
@@ -758,18 +738,29 @@ impl Listpack {
 /// position, `prev()` yields the records before it, last first.
 pub struct Iter<'a> {
     fwd: Records<'a>,
-    /// The reverse cursor: records before this offset are still to come.
+    /// The reverse cursor: how many records `prev()` has yet to collect
+    /// into `behind` (0 once it has).
     back: usize,
-    /// (start, score) of every record before `back`, filled by one forward
-    /// pass on the first `prev()` (a record's score needs its
-    /// predecessors, so none is decodable backwards); popped from the end.
-    behind: Vec<(usize, f64)>,
+    /// Member span and score of the first `back` records, filled by one
+    /// forward pass on the first `prev()` (a record's score needs its
+    /// predecessors, so none is decodable backwards); popped from the end,
+    /// so each step back is a pop and a slice.
+    behind: Vec<Behind>,
+}
+
+/// A record as [`Iter::prev`] keeps it: where its member starts and ends,
+/// and its score.
+#[derive(Clone, Copy)]
+struct Behind {
+    mstart: usize,
+    mend: usize,
+    score: f64,
 }
 
 thread_local! {
     /// The last finished reverse cursor's `behind`, reused by the next one
     /// so a reverse range allocates nothing once the thread is warm.
-    static SPARE: Cell<Vec<(usize, f64)>> = const { Cell::new(Vec::new()) };
+    static SPARE: Cell<Vec<Behind>> = const { Cell::new(Vec::new()) };
 }
 
 /// Largest `behind` (in records) kept for reuse; a bigger one, from a set
@@ -778,43 +769,58 @@ const SPARE_MAX: usize = 1024;
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a [u8], f64);
-    #[inline(always)]
+    // Out of line and small, a leaf like a plain record decoder: inlined,
+    // it made every range cursor's step too big to inline into its caller.
+    #[inline(never)]
     fn next(&mut self) -> Option<Self::Item> {
         self.fwd.next().map(|r| (r.member, r.score()))
     }
 }
 
 impl<'a> Iter<'a> {
-    fn new(fwd: Records<'a>) -> Self {
+    #[inline]
+    fn new(fwd: Records<'a>, back: usize) -> Self {
         Iter {
-            back: fwd.off,
+            back,
             fwd,
             behind: Vec::new(),
         }
     }
 
     /// Steps backwards from the `back` cursor (independent of `next`).
+    #[inline]
     pub fn prev(&mut self) -> Option<(&'a [u8], f64)> {
-        if self.back == 0 {
-            return None;
-        }
         if self.behind.is_empty() {
-            self.behind = SPARE.take();
-            self.behind.clear();
-            let recs = Records {
-                buf: self.fwd.buf,
-                off: 0,
-                prev: 0.0,
-            };
-            let back = self.back;
-            self.behind.extend(
-                recs.take_while(|r| r.start < back)
-                    .map(|r| (r.start, r.score())),
-            );
+            if self.back == 0 {
+                return None;
+            }
+            self.fill_behind();
         }
-        let (start, score) = self.behind.pop()?;
-        self.back = start;
-        Some((member_at(self.fwd.buf, start)?, score))
+        let b = self.behind.pop()?;
+        let member = self.fwd.buf.get(b.mstart..b.mend)?;
+        Some((member, b.score))
+    }
+
+    /// Decodes the first `back` records into `behind`, in one pass.
+    #[inline(never)]
+    fn fill_behind(&mut self) {
+        let mut v = SPARE.take();
+        v.clear();
+        v.reserve(self.back);
+        let recs = Records {
+            buf: self.fwd.buf,
+            off: 0,
+            prev: 0.0,
+        };
+        for r in recs.take(self.back) {
+            v.push(Behind {
+                mstart: r.score_at - r.member.len(),
+                mend: r.score_at,
+                score: r.sc,
+            });
+        }
+        self.behind = v;
+        self.back = 0;
     }
 }
 
