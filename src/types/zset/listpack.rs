@@ -18,8 +18,8 @@
 //!   integers beyond 48 bits).
 //!
 //! Because the header alone gives the record's size, a scan finds the next
-//! record without decoding the score, and carries scores as integers,
-//! converting to f64 only for what it returns. Each record takes the
+//! record without decoding the score, in one 8-byte load and a table
+//! lookup (see [`decode_at`]). Each record takes the
 //! shortest form its neighbour allows (DELTA only where strictly shorter
 //! than INT), so the encoding of a set is canonical and
 //! [`Listpack::check_invariants`] can check it. Millisecond timestamps a
@@ -28,8 +28,8 @@
 //!
 //! There is no trailing length (listpack's `backlen`): scores depend on the
 //! records before them, so a record is only decodable on a forward pass
-//! anyway. Reverse iteration ([`Iter::prev`]) notes where each record
-//! starts in one forward pass and walks that list back.
+//! anyway. Reverse iteration ([`Iter::prev`]) notes each record's member
+//! and score in one forward pass and pops them.
 //!
 //! Like Redis, which stores listpack scores as strings and turns `-0` into
 //! the integer 0, this encoding normalises negative zero to `0`. NaN is
