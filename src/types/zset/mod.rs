@@ -192,6 +192,7 @@ enum Cursor<'a> {
 
 impl<'a> Iterator for RangeIter<'a> {
     type Item = (&'a [u8], f64);
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.remaining == 0 {
             return None;
@@ -477,16 +478,27 @@ impl ZSet {
 
     /// Ranks `[lo, hi)` of the elements inside a score range.
     fn score_span(&self, r: &ScoreRange) -> (usize, usize) {
-        let lo = self.count_while_score(|s| r.below_min(s));
-        let hi = self.count_while_score(|s| r.not_above_max(s));
+        let (lo, hi) = match &self.repr {
+            // One scan for both ends: each is a full decode here.
+            Repr::Compact(lp) => lp.count_while2(|s, _| r.below_min(s), |s, _| r.not_above_max(s)),
+            Repr::Skip(_) => (
+                self.count_while_score(|s| r.below_min(s)),
+                self.count_while_score(|s| r.not_above_max(s)),
+            ),
+        };
         (lo, hi.max(lo))
     }
 
     /// Ranks `[lo, hi)` of the elements inside a lex range (meaningful when
     /// all scores are equal, as in Redis).
     fn lex_span(&self, r: &LexRange) -> (usize, usize) {
-        let lo = self.count_while(|_, m| r.below_min(m));
-        let hi = self.count_while(|_, m| r.not_above_max(m));
+        let (lo, hi) = match &self.repr {
+            Repr::Compact(lp) => lp.count_while2(|_, m| r.below_min(m), |_, m| r.not_above_max(m)),
+            Repr::Skip(_) => (
+                self.count_while(|_, m| r.below_min(m)),
+                self.count_while(|_, m| r.not_above_max(m)),
+            ),
+        };
         (lo, hi.max(lo))
     }
 
@@ -510,6 +522,7 @@ impl ZSet {
             rank
         };
         let inner = match &self.repr {
+            Repr::Compact(lp) if reverse => Cursor::Compact(lp.iter_back(at)),
             Repr::Compact(lp) => Cursor::Compact(lp.iter_at(at)),
             Repr::Skip(sl) => Cursor::Skip(sl.list().iter_at(at)),
         };
