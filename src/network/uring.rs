@@ -615,10 +615,22 @@ impl UringSocket {
         stream.set_nonblocking(false)?;
         let fd = stream.as_raw_fd();
         let mut d = d.borrow_mut();
+        let idx = match d.free.pop() {
+            Some(idx) => idx,
+            None => {
+                d.slots.push(Slot {
+                    generation: 0,
+                    conn: None,
+                });
+                (d.slots.len() - 1) as u32
+            }
+        };
+        let fixed =
+            idx < d.fixed_files && d.ring.submitter().register_files_update(idx, &[fd]).is_ok();
         let conn = Conn {
             stream,
             fd,
-            fixed: false,
+            fixed,
             input: BytesMut::new(),
             eof: false,
             error: None,
@@ -632,20 +644,8 @@ impl UringSocket {
             stalled: None,
             dropped: false,
         };
-        let idx = match d.free.pop() {
-            Some(idx) => idx,
-            None => {
-                d.slots.push(Slot {
-                    generation: 0,
-                    conn: None,
-                });
-                (d.slots.len() - 1) as u32
-            }
-        };
-        let fixed =
-            idx < d.fixed_files && d.ring.submitter().register_files_update(idx, &[fd]).is_ok();
         let slot = &mut d.slots[idx as usize];
-        slot.conn = Some(Conn { fixed, ..conn });
+        slot.conn = Some(conn);
         let generation = slot.generation;
         d.arm_recv(idx, generation);
         Ok(UringSocket { idx, generation })
