@@ -362,6 +362,9 @@ pub struct Config {
     /// `maxmemory-clients`: bytes, or minus a percentage of `maxmemory`.
     maxmemory_clients: AtomicI64,
     maxmemory_policy: AtomicU8,
+    /// `appendfsync`, as an index into `Fsync::ALL`: read before every
+    /// batch's replies leave (`Aof::before_reply`), so not a `kept!` string.
+    appendfsync: AtomicU8,
     maxmemory_samples: AtomicU32,
     maxmemory_eviction_tenacity: AtomicU32,
     lfu_log_factor: AtomicU32,
@@ -459,6 +462,7 @@ impl Config {
             maxmemory: AtomicU64::new(0),
             maxmemory_clients: AtomicI64::new(0),
             maxmemory_policy: AtomicU8::new(Policy::NoEviction as u8),
+            appendfsync: AtomicU8::new(1),
             maxmemory_samples: AtomicU32::new(5),
             maxmemory_eviction_tenacity: AtomicU32::new(10),
             lfu_log_factor: AtomicU32::new(10),
@@ -571,11 +575,11 @@ impl Config {
     }
 
     pub fn appendfsync(&self) -> crate::aof::Fsync {
-        match self.kept("appendfsync", "everysec").as_str() {
-            "always" => crate::aof::Fsync::Always,
-            "no" => crate::aof::Fsync::No,
-            _ => crate::aof::Fsync::EverySec,
-        }
+        let i = usize::from(self.appendfsync.load(Relaxed));
+        crate::aof::Fsync::ALL
+            .get(i)
+            .copied()
+            .unwrap_or(crate::aof::Fsync::EverySec)
     }
 
     pub fn appendfilename(&self) -> String {
@@ -2275,13 +2279,20 @@ const PARAMS: &[Param] = &[
     kept!("rdb-save-incremental-fsync", None, "yes", yes_no, startup),
     kept!("appendfilename", None, "appendonly.aof", any_text, startup),
     kept!("appenddirname", None, "appendonlydir", any_text, startup),
-    kept!(
-        "appendfsync",
-        None,
-        "everysec",
-        |v| one_of(v, &["always", "everysec", "no"]),
-        runtime
-    ),
+    Param {
+        name: "appendfsync",
+        alias: None,
+        get: |c| c.appendfsync().name().into(),
+        set: Some(|c, v, apply| {
+            let names = crate::aof::Fsync::ALL.map(|f| f.name());
+            let name = one_of(v, &names)?;
+            if apply {
+                let i = names.iter().position(|n| *n == name).unwrap_or(1);
+                c.appendfsync.store(i as u8, Relaxed);
+            }
+            Ok(())
+        }),
+    },
     kept!("no-appendfsync-on-rewrite", None, "no", yes_no, startup),
     kept!(
         "auto-aof-rewrite-percentage",

@@ -48,6 +48,19 @@ pub enum Fsync {
     No,
 }
 
+impl Fsync {
+    /// In the order `CONFIG SET appendfsync` lists them.
+    pub const ALL: [Fsync; 3] = [Fsync::Always, Fsync::EverySec, Fsync::No];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::EverySec => "everysec",
+            Fsync::No => "no",
+        }
+    }
+}
+
 /// The writer's state and what INFO persistence reports of it.
 pub struct Aof {
     state: AtomicU8,
