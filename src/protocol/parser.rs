@@ -180,6 +180,9 @@ impl Parser {
             if first != b'*' {
                 return self.parse_inline(buf);
             }
+            if self.parse_whole(buf, auth_required) {
+                return Ok(true);
+            }
             let Some((count, next)) =
                 read_line_number(buf, self.pos + 1).map_err(|_| ProtocolError::TooBigMbulkCount)?
             else {
@@ -249,6 +252,53 @@ impl Parser {
         }
     }
 
+    /// The common case in one pass: a whole multibulk request already in
+    /// `buf`, with plain lengths (digits, no sign or leading zero, CRLF)
+    /// within every limit. Anything else — a request cut short, an error,
+    /// `*0` — returns false having changed nothing, and the state machine
+    /// above parses it from the start, so this path accepts a subset of
+    /// what that one does and answers it identically.
+    #[inline]
+    fn parse_whole(&mut self, buf: &[u8], auth_required: bool) -> bool {
+        let count_limit = if auth_required {
+            UNAUTH_MAX_MULTIBULK
+        } else {
+            MAX_MULTIBULK
+        };
+        let bulk_limit = if auth_required {
+            UNAUTH_MAX_BULK.min(self.max_bulk)
+        } else {
+            self.max_bulk
+        };
+        let Some((count, mut pos)) = plain_number(buf, self.pos + 1) else {
+            return false;
+        };
+        if count == 0 || count > count_limit as u64 {
+            return false;
+        }
+        // Each argument takes at least four bytes or ends the loop, so a
+        // client's count cannot make it run past the bytes it sent.
+        for _ in 0..count {
+            let len = match buf.get(pos) {
+                Some(b'$') => plain_number(buf, pos + 1),
+                _ => None,
+            };
+            let Some((len, start)) = len.filter(|&(len, _)| len <= bulk_limit as u64) else {
+                self.spans.clear();
+                return false;
+            };
+            let end = start + len as usize;
+            if buf.len() < end + 2 {
+                self.spans.clear();
+                return false;
+            }
+            self.spans.push((start, end));
+            pos = end + 2;
+        }
+        self.pos = pos;
+        true
+    }
+
     fn parse_inline(&mut self, buf: &[u8]) -> Result<bool, ProtocolError> {
         let rest = &buf[self.pos..];
         // Redis looks for the newline with strchr(), which stops at a NUL:
@@ -292,6 +342,33 @@ fn read_line_number(buf: &[u8], start: usize) -> Result<Option<(Option<i64>, usi
         return Ok(None);
     }
     Ok(Some((crate::util::parse_i64(&rest[..cr]), start + cr + 2)))
+}
+
+/// A length line of [`Parser::parse_whole`]'s common case at `start`:
+/// 1 to 18 digits without a leading zero (or `0` alone), then CRLF, all in
+/// `buf`. Returns the number and the offset after the line; `None` leaves
+/// the line to [`read_line_number`].
+#[inline(always)]
+fn plain_number(buf: &[u8], start: usize) -> Option<(u64, usize)> {
+    let rest = buf.get(start..)?;
+    let mut v = 0u64;
+    let mut i = 0;
+    loop {
+        let digit = rest.get(i)?.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        v = v * 10 + u64::from(digit);
+        i += 1;
+        if i > 18 {
+            return None;
+        }
+    }
+    let plain = i > 0 && (i == 1 || rest[0] != b'0');
+    if !plain || rest.get(i..i + 2) != Some(&b"\r\n"[..]) {
+        return None;
+    }
+    Some((v, start + i + 2))
 }
 
 fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
@@ -402,6 +479,8 @@ fn hex(c: u8) -> u8 {
 
 #[cfg(test)]
 mod tests {
+    use proptest::strategy::Strategy;
+
     use super::*;
 
     fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
@@ -529,6 +608,80 @@ mod tests {
         }
         assert_eq!(done, 1);
         assert_eq!(p.consumed(), body.len());
+    }
+
+    /// Every request (or error) from `input` arrived whole, then again
+    /// arriving a byte at a time: the second way never takes the one-pass
+    /// path for a request whose count line came alone.
+    fn whole_and_trickled(
+        input: &[u8],
+        auth: bool,
+    ) -> [Vec<Result<Vec<Vec<u8>>, ProtocolError>>; 2] {
+        let collect = |p: &mut Parser, buf: &[u8], out: &mut Vec<_>| loop {
+            match p.next(buf, auth) {
+                Ok(Some(req)) => {
+                    out.push(Ok((0..req.len())
+                        .map(|i| req.get(i).unwrap().to_vec())
+                        .collect()));
+                }
+                Ok(None) => return false,
+                Err(e) => {
+                    out.push(Err(e));
+                    return true;
+                }
+            }
+        };
+        let mut whole = Vec::new();
+        collect(&mut Parser::new(1000), input, &mut whole);
+        let mut trickled = Vec::new();
+        let mut p = Parser::new(1000);
+        for n in 1..=input.len() {
+            if collect(&mut p, &input[..n], &mut trickled) {
+                break;
+            }
+        }
+        [whole, trickled]
+    }
+
+    #[test]
+    fn one_pass_path_agrees_with_the_state_machine() {
+        for input in [
+            &b"*2\r\n$4\r\nECHO\r\n$0\r\n\r\n*1\r\n$4\r\nPING\r\n"[..],
+            b"*1\r\n$04\r\nPING\r\n",
+            b"*01\r\n$4\r\nPING\r\n",
+            b"*1\r\n$4\rxPING\r\n",
+            b"*1\r\n$4\r\nPINGxx*1\r\n$1\r\na\r\n",
+            b"*1\r\n$1001\r\n",
+            b"*2\r\n$1\r\na\r\n+x\r\n",
+            b"*11\r\n",
+        ] {
+            for auth in [false, true] {
+                let [whole, trickled] = whole_and_trickled(input, auth);
+                assert_eq!(whole, trickled, "{:?}", String::from_utf8_lossy(input));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_pass_path_agrees_on_any_bytes(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(vec![
+                        &b"*"[..], b"$", b"\r\n", b"\r", b"\n", b"0", b"1", b"2", b"3",
+                        b"12", b"-", b"x", b" ", b"*1\r\n", b"*2\r\n", b"$1\r\n",
+                        b"$3\r\nabc\r\n", b"$0\r\n\r\n",
+                    ]).prop_map(|b| b.to_vec()),
+                    proptest::collection::vec(proptest::num::u8::ANY, 0..4),
+                ],
+                0..24,
+            ),
+            auth in proptest::bool::ANY,
+        ) {
+            let input = parts.concat();
+            let [whole, trickled] = whole_and_trickled(&input, auth);
+            proptest::prop_assert_eq!(whole, trickled);
+        }
     }
 
     #[test]
