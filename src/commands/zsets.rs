@@ -20,8 +20,8 @@ use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::protocol::reply::format_double;
 use crate::types::zset::{
-    AddFlags, AddOutcome, LexRange, Limits, NotNan, ScoreRange, ZSet, parse_lex_bound, parse_score,
-    parse_score_bound,
+    AddFlags, AddOutcome, LexRange, Limits, NotNan, RangeIter, ScoreRange, ZSet, parse_lex_bound,
+    parse_score, parse_score_bound,
 };
 use crate::util::{eq_ic, glob_match};
 
@@ -215,23 +215,43 @@ fn write_elems<'a>(
     withscores: bool,
     it: impl Iterator<Item = (&'a [u8], f64)>,
 ) {
+    elems_header(out, n, withscores);
+    let mut written = 0usize;
+    for (m, s) in it.take(n) {
+        write_elem(out, withscores, m, s);
+        written += 1;
+    }
+    debug_assert_eq!(written, n, "range iterator shorter than announced");
+}
+
+/// [`write_elems`] for a range of a set, walked by [`RangeIter::each`].
+fn write_range(out: &mut Reply, withscores: bool, it: RangeIter<'_>) {
+    let n = exact_len(&it);
+    elems_header(out, n, withscores);
+    let mut written = 0usize;
+    it.each(|m, s| {
+        write_elem(out, withscores, m, s);
+        written += 1;
+    });
+    debug_assert_eq!(written, n, "range iterator shorter than announced");
+}
+
+fn elems_header(out: &mut Reply, n: usize, withscores: bool) {
     if withscores && !out.resp3 {
         out.array(n.saturating_mul(2));
     } else {
         out.array(n);
     }
-    let mut written = 0usize;
-    for (m, s) in it.take(n) {
-        if withscores && out.resp3 {
-            out.array(2);
-        }
-        out.bulk(m);
-        if withscores {
-            out.double(s);
-        }
-        written += 1;
+}
+
+fn write_elem(out: &mut Reply, withscores: bool, member: &[u8], score: f64) {
+    if withscores && out.resp3 {
+        out.array(2);
     }
-    debug_assert_eq!(written, n, "range iterator shorter than announced");
+    out.bulk(member);
+    if withscores {
+        out.double(score);
+    }
 }
 
 /// The exact length of a range iterator (they are exact by construction).
@@ -632,22 +652,19 @@ fn zrange_generic(
         match span {
             Span::Rank(start, end) => match rank_span(start, end, z.len()) {
                 Some((s, e)) => {
-                    let it = z.range_by_rank(s, e, rev);
-                    write_elems(out, exact_len(&it), withscores, it);
+                    write_range(out, withscores, z.range_by_rank(s, e, rev));
                 }
                 None => out.array(0),
             },
             Span::Score(r) => match offset {
                 Some(off) => {
-                    let it = z.range_by_score(&r, rev, off, limit);
-                    write_elems(out, exact_len(&it), withscores, it);
+                    write_range(out, withscores, z.range_by_score(&r, rev, off, limit));
                 }
                 None => out.array(0),
             },
             Span::Lex(r) => match offset {
                 Some(off) => {
-                    let it = z.range_by_lex(&r, rev, off, limit);
-                    write_elems(out, exact_len(&it), false, it);
+                    write_range(out, false, z.range_by_lex(&r, rev, off, limit));
                 }
                 None => out.array(0),
             },

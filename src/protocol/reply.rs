@@ -190,6 +190,8 @@ impl Reply {
         if self.record(|r| Frame::Bulk(r.payload(data))) {
             return;
         }
+        // One growth check for the whole element (header at most 23 bytes).
+        self.buf.reserve(data.len() + 25);
         self.header(b'$', data.len() as i64);
         self.buf.extend_from_slice(data);
         self.buf.extend_from_slice(b"\r\n");
@@ -451,6 +453,17 @@ impl Reply {
     }
 
     fn header(&mut self, kind: u8, n: i64) {
+        // Most lengths and counts are below 100: fixed-size stores, no
+        // general formatting.
+        if let Ok(d @ 0..100) = u8::try_from(n) {
+            if d < 10 {
+                self.buf.extend_from_slice(&[kind, b'0' + d, b'\r', b'\n']);
+            } else {
+                self.buf
+                    .extend_from_slice(&[kind, b'0' + d / 10, b'0' + d % 10, b'\r', b'\n']);
+            }
+            return;
+        }
         let mut b = itoa::Buffer::new();
         self.buf.push(kind);
         self.buf.extend_from_slice(b.format(n).as_bytes());

@@ -736,6 +736,7 @@ impl Listpack {
 
 /// Double-ended cursor over the records: `next()` decodes forward from its
 /// position, `prev()` yields the records before it, last first.
+#[derive(Clone)]
 pub struct Iter<'a> {
     fwd: Records<'a>,
     /// The reverse cursor: how many records `prev()` has yet to collect

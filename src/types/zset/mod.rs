@@ -179,15 +179,31 @@ impl Default for ZSet {
 }
 
 /// Iterator over a run of consecutive ranks, ascending or descending.
+#[derive(Clone)]
 pub struct RangeIter<'a> {
     inner: Cursor<'a>,
     remaining: usize,
     reverse: bool,
 }
 
+#[derive(Clone)]
 enum Cursor<'a> {
     Compact(listpack::Iter<'a>),
     Skip(skiplist::Iter<'a>),
+}
+
+impl<'a> RangeIter<'a> {
+    /// `f` on every element left: what [`Iterator::for_each`] does, with
+    /// a large set's forward ranges walked node by node.
+    pub fn each(mut self, mut f: impl FnMut(&'a [u8], f64)) {
+        if let (Cursor::Skip(it), false) = (&mut self.inner, self.reverse) {
+            it.each_next(self.remaining, &mut f);
+            return;
+        }
+        for (m, s) in self {
+            f(m, s);
+        }
+    }
 }
 
 impl<'a> Iterator for RangeIter<'a> {
@@ -581,6 +597,26 @@ impl ZSet {
         offset: usize,
         limit: Option<usize>,
     ) -> RangeIter<'_> {
+        // From the start of the range (or, reversed, its end) a large set
+        // needs no second descent by rank.
+        if let Repr::Skip(sl) = &self.repr
+            && offset == 0
+        {
+            let list = sl.list();
+            let (lo, hi, cursor) = if reverse {
+                let (hi, at) = list.seek_score(|s| r.not_above_max(s));
+                (list.count_while_score(|s| r.below_min(s)), hi, at)
+            } else {
+                let (lo, at) = list.seek_score(|s| r.below_min(s));
+                (lo, list.count_while_score(|s| r.not_above_max(s)), at)
+            };
+            let avail = hi.saturating_sub(lo);
+            return RangeIter {
+                inner: Cursor::Skip(cursor),
+                remaining: limit.map_or(avail, |l| l.min(avail)),
+                reverse,
+            };
+        }
         let (lo, hi) = self.score_span(r);
         self.window(lo, hi, reverse, offset, limit)
     }

@@ -86,15 +86,17 @@ fn scan_decimal(b: &[u8]) -> Option<Scanned> {
     let mut i = 0;
     let mut digits = 0usize;
     let mut nonzero = false;
+    // The integer part's value, meaningful while it has at most 15 digits.
+    let mut n = 0u64;
     while i < b.len() && b[i].is_ascii_digit() {
         nonzero |= b[i] != b'0';
+        n = n.wrapping_mul(10).wrapping_add(u64::from(b[i] - b'0'));
         digits += 1;
         i += 1;
     }
     // A plain integer of up to 15 digits (below 2^53) converts exactly:
     // timestamps, the common score, skip the general conversion.
     if i == b.len() && (1..=15).contains(&digits) {
-        let n = b.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
         return Some(Scanned {
             value: n as f64,
             overflow: false,

@@ -340,6 +340,28 @@ impl Node {
         self.entry(self.count() - 1)
     }
 
+    /// `f` on entries `from..to`, each member starting where the one
+    /// before ended.
+    fn each_in<'a>(&'a self, from: usize, to: usize, f: &mut impl FnMut(&'a [u8], f64)) {
+        let mut start = self.start_of(from);
+        match &self.scores {
+            Scores::Delta { base, d } => {
+                for (i, &delta) in d.iter().enumerate().take(to).skip(from) {
+                    let end = self.end_of(i);
+                    f(&self.bytes[start..end], base + f64::from(delta));
+                    start = end;
+                }
+            }
+            Scores::Full(v) => {
+                for (i, &score) in v.iter().enumerate().take(to).skip(from) {
+                    let end = self.end_of(i);
+                    f(&self.bytes[start..end], score);
+                    start = end;
+                }
+            }
+        }
+    }
+
     /// First index for which `before` is false (`before` monotonic).
     fn partition(&self, before: &impl Fn(f64, &[u8]) -> bool) -> usize {
         let (mut lo, mut hi) = (0, self.count());
@@ -786,6 +808,30 @@ impl List {
             self.node(t).partition_score(&before)
         };
         path.end[0] + idx
+    }
+
+    /// [`count_while_score`](Self::count_while_score)'s count, with a
+    /// cursor already there: a score range's first element is found by one
+    /// descent, not a count and then a descent by rank.
+    pub fn seek_score(&self, before: impl Fn(f64) -> bool) -> (usize, Iter<'_>) {
+        if self.len == 0 || before(self.node(self.tail).last_score) {
+            return (self.len, self.iter_at(self.len));
+        }
+        if self.first().is_some_and(|(_, s)| !before(s)) {
+            return (0, self.iter_at(0));
+        }
+        // The descent stops at the first node whose last score fails
+        // `before` (the tail's does), so the position is inside that node.
+        let (path, t) = self.descend(|n, _| before(self.last[n as usize]));
+        let idx = self.node(t).partition_score(&before);
+        let iter = Iter {
+            list: self,
+            node: t,
+            idx,
+            back_node: t,
+            back_idx: idx,
+        };
+        (path.end[0] + idx, iter)
     }
 
     /// Position of the element with rank `rank` (tail end if `rank == len`).
@@ -1660,6 +1706,24 @@ impl<'a> Iterator for Iter<'a> {
 }
 
 impl<'a> Iter<'a> {
+    /// Calls `f` on the next elements, at most `n`, a node at a time: a
+    /// range reply walks each node's arrays in one loop instead of finding
+    /// its place again for every element.
+    pub fn each_next(&mut self, mut n: usize, f: &mut impl FnMut(&'a [u8], f64)) {
+        while n > 0 && self.node != NIL {
+            let node = self.list.node(self.node);
+            let count = node.count();
+            let to = count.min(self.idx.saturating_add(n));
+            node.each_in(self.idx, to, f);
+            n -= to - self.idx;
+            self.idx = to;
+            if self.idx >= count {
+                self.node = node.links[0].next;
+                self.idx = 0;
+            }
+        }
+    }
+
     pub fn prev(&mut self) -> Option<(&'a [u8], f64)> {
         loop {
             if self.back_node == NIL || self.back_node == HEAD {
