@@ -739,6 +739,27 @@ impl List {
     /// NIL if empty).
     fn descend(&self, advance: impl Fn(u32, usize) -> bool) -> (Path, u32) {
         let mut path = Path::new();
+        let (_, t) = self.walk_down(advance, |i, x, end| {
+            path.node[i] = x;
+            path.end[i] = end;
+        });
+        (path, t)
+    }
+
+    /// [`descend`](Self::descend) for a count: the elements before the
+    /// target node and the node, without recording the predecessors.
+    fn descend_end(&self, advance: impl Fn(u32, usize) -> bool) -> (usize, u32) {
+        self.walk_down(advance, |_, _, _| {})
+    }
+
+    /// The descent itself; `at_level(level, node, end)` is told where it
+    /// left each level.
+    #[inline(always)]
+    fn walk_down(
+        &self,
+        advance: impl Fn(u32, usize) -> bool,
+        mut at_level: impl FnMut(usize, u32, usize),
+    ) -> (usize, u32) {
         let mut x = HEAD;
         let mut end = 0;
         for i in (0..self.level).rev() {
@@ -753,10 +774,9 @@ impl List {
                 x = l.next;
                 end += l.span;
             }
-            path.node[i] = x;
-            path.end[i] = end;
+            at_level(i, x, end);
         }
-        (path, self.node(x).links[0].next)
+        (end, self.node(x).links[0].next)
     }
 
     /// Position of the first element for which `before` is false.
@@ -801,13 +821,13 @@ impl List {
         if self.first().is_some_and(|(_, s)| !before(s)) {
             return 0;
         }
-        let (path, t) = self.descend(|n, _| before(self.last[n as usize]));
+        let (end, t) = self.descend_end(|n, _| before(self.last[n as usize]));
         let idx = if t == NIL {
             0
         } else {
             self.node(t).partition_score(&before)
         };
-        path.end[0] + idx
+        end + idx
     }
 
     /// [`count_while_score`](Self::count_while_score)'s count, with a
@@ -822,7 +842,7 @@ impl List {
         }
         // The descent stops at the first node whose last score fails
         // `before` (the tail's does), so the position is inside that node.
-        let (path, t) = self.descend(|n, _| before(self.last[n as usize]));
+        let (end, t) = self.descend_end(|n, _| before(self.last[n as usize]));
         let idx = self.node(t).partition_score(&before);
         let iter = Iter {
             list: self,
@@ -831,7 +851,7 @@ impl List {
             back_node: t,
             back_idx: idx,
         };
-        (path.end[0] + idx, iter)
+        (end + idx, iter)
     }
 
     /// Position of the element with rank `rank` (tail end if `rank == len`).
@@ -880,8 +900,14 @@ impl List {
         if rank >= self.len {
             return None;
         }
-        let (_, t, idx) = self.seek_rank(rank);
+        let (t, idx) = self.find_rank(rank);
         Some(self.node(t).entry(idx))
+    }
+
+    /// [`seek_rank`](Self::seek_rank)'s node and place, for a reader.
+    fn find_rank(&self, rank: usize) -> (u32, usize) {
+        let (end, t) = self.descend_end(|_, end| end <= rank);
+        (t, rank - end)
     }
 
     /// Cursor at `rank`: `next()` yields rank, rank+1, ...; `prev()` yields
@@ -898,7 +924,7 @@ impl List {
                 back_idx: idx,
             };
         }
-        let (_, t, idx) = self.seek_rank(rank);
+        let (t, idx) = self.find_rank(rank);
         Iter {
             list: self,
             node: t,
