@@ -80,6 +80,20 @@ pub(crate) async fn run(
     tokio::pin!(killed);
     let stopping = shutdown.changed();
     tokio::pin!(stopping);
+    // Both are polled once here, which registers this task with them, and
+    // afterwards only where a wait may be long (a blocked command): the
+    // loop's turns test flags instead (`stop_requested`), as re-polling
+    // a registered `Notified` locks its waiter list each time (about a
+    // fifth of a request's instructions at pipeline 1). A kill sets
+    // `killed` before it notifies, and shutdown bumps the version
+    // `stop_probe` compares before it wakes `stopping`.
+    let stop_probe = shared.shutdown_rx();
+    std::future::poll_fn(|cx| {
+        let _ = killed.as_mut().poll(cx);
+        let _ = stopping.as_mut().poll(cx);
+        std::task::Poll::Ready(())
+    })
+    .await;
 
     // What the last command left the connection to do: wait for a blocked
     // command's data, or close once its reply is written.
@@ -112,8 +126,7 @@ pub(crate) async fn run(
         } else {
             tokio::select! {
                 biased;
-                _ = &mut killed => break,
-                _ = &mut stopping => break,
+                _ = stop_requested(&handle, &stop_probe) => break,
                 Some(msg) = pushes.recv() => {
                     if let Push::ShrinkQuery { idle } = msg {
                         shrink_query_buffer(&handle, &mut rbuf, idle);
@@ -284,7 +297,7 @@ pub(crate) async fn run(
                 .store(out.buf.capacity().saturating_sub(pushed), Relaxed);
             tokio::select! {
                 biased;
-                _ = &mut killed => break 'conn,
+                _ = stop_requested(&handle, &stop_probe) => break 'conn,
                 written = stream.write_all(&mut out.buf, &handle.writing) => {
                     if written.is_err() {
                         break 'conn;
@@ -351,6 +364,22 @@ async fn read_some(
         stats.recent_max_input.note(rbuf.len() as u64);
     }
     read
+}
+
+/// Ready once the client is killed or the server shuts down, from flags
+/// alone: the connection's `Notified` and shutdown future, registered when
+/// it started, wake its task (see `run`).
+fn stop_requested<'a>(
+    handle: &'a ClientHandle,
+    stop_probe: &'a tokio::sync::watch::Receiver<bool>,
+) -> impl Future<Output = ()> + 'a {
+    std::future::poll_fn(move |_| {
+        if handle.killed.load(Relaxed) || stop_probe.has_changed().unwrap_or(true) {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
 }
 
 /// Waits for a blocked command's reply, its timeout, a kill, or the client
