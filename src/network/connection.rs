@@ -69,6 +69,8 @@ pub(crate) async fn run(
     let mut pushed = 0usize;
     // Whether this turn was woken by pushes alone (no request read).
     let mut pushes_only;
+    // Whether this task is registered with the push channel (see `next_push`).
+    let mut push_armed = false;
     // The kill and shutdown futures live as long as the connection instead
     // of being rebuilt by every `select!`: a fresh `Notified` locks the
     // Notify's waiter list to register and again to deregister on drop,
@@ -127,7 +129,7 @@ pub(crate) async fn run(
             tokio::select! {
                 biased;
                 _ = stop_requested(&handle, &stop_probe) => break,
-                Some(msg) = pushes.recv() => {
+                Some(msg) = next_push(&mut pushes, &mut push_armed) => {
                     if let Push::ShrinkQuery { idle } = msg {
                         shrink_query_buffer(&handle, &mut rbuf, idle);
                         if shared.config.client_eviction_limit() != 0 {
@@ -225,6 +227,9 @@ pub(crate) async fn run(
                         // before it ran) precedes its reply, as in Redis,
                         // where it lands in the output buffer first.
                         pushed += splice_pushes(&mut out, mark, &mut pushes);
+                        // What woke the push channel's registration may have
+                        // been taken here: the next turn polls it again.
+                        push_armed = false;
                     }
                 }
                 Ok(None) => break,
@@ -364,6 +369,36 @@ async fn read_some(
         stats.recent_max_input.note(rbuf.len() as u64);
     }
     read
+}
+
+/// The next push, as `pushes.recv()`, without touching the channel while
+/// it is empty and this task is registered with it (`armed`): polling it
+/// costs about as much as parsing a request, on every turn of the loop.
+/// A send wakes the registered task and leaves the channel non-empty, so
+/// the registration is only trusted until something is taken: a receive
+/// here or elsewhere (`splice_pushes`) clears `armed`. A `Pending` counts
+/// as registered only if the task had coop budget left (out of budget, the
+/// channel answers `Pending` without registering).
+fn next_push<'a>(
+    pushes: &'a mut tokio::sync::mpsc::UnboundedReceiver<Push>,
+    armed: &'a mut bool,
+) -> impl Future<Output = Option<Push>> + 'a {
+    std::future::poll_fn(move |cx| {
+        if *armed && pushes.is_empty() {
+            return std::task::Poll::Pending;
+        }
+        let budget = tokio::task::coop::has_budget_remaining();
+        match pushes.poll_recv(cx) {
+            std::task::Poll::Ready(msg) => {
+                *armed = false;
+                std::task::Poll::Ready(msg)
+            }
+            std::task::Poll::Pending => {
+                *armed = budget;
+                std::task::Poll::Pending
+            }
+        }
+    })
 }
 
 /// Ready once the client is killed or the server shuts down, from flags
