@@ -813,45 +813,36 @@ impl List {
 
     /// Number of leading elements whose score satisfies `before`.
     pub fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
-        // A window's range usually runs to the newest score (`+inf`) or
-        // from before the oldest: the ends answer those without a descent.
-        if self.len == 0 || before(self.node(self.tail).last_score) {
-            return self.len;
-        }
-        if self.first().is_some_and(|(_, s)| !before(s)) {
-            return 0;
-        }
-        let (end, t) = self.descend_end(|n, _| before(self.last[n as usize]));
-        let idx = if t == NIL {
-            0
-        } else {
-            self.node(t).partition_score(&before)
-        };
-        end + idx
+        self.score_position(before).0
     }
 
     /// [`count_while_score`](Self::count_while_score)'s count, with a
     /// cursor already there: a score range's first element is found by one
     /// descent, not a count and then a descent by rank.
     pub fn seek_score(&self, before: impl Fn(f64) -> bool) -> (usize, Iter<'_>) {
+        let (rank, at) = self.score_position(before);
+        (rank, self.cursor(at))
+    }
+
+    /// The first element whose score fails `before`: its rank, and its node
+    /// and place there (`None`: the end of the list).
+    fn score_position(&self, before: impl Fn(f64) -> bool) -> (usize, Option<(u32, usize)>) {
+        // A window's range usually runs to the newest score (`+inf`) or
+        // from before the oldest: the ends answer those without a descent.
         if self.len == 0 || before(self.node(self.tail).last_score) {
-            return (self.len, self.iter_at(self.len));
+            return (self.len, None);
         }
         if self.first().is_some_and(|(_, s)| !before(s)) {
-            return (0, self.iter_at(0));
+            return (0, Some((self.node(HEAD).links[0].next, 0)));
         }
         // The descent stops at the first node whose last score fails
         // `before` (the tail's does), so the position is inside that node.
         let (end, t) = self.descend_end(|n, _| before(self.last[n as usize]));
+        if t == NIL {
+            return (end, None);
+        }
         let idx = self.node(t).partition_score(&before);
-        let iter = Iter {
-            list: self,
-            node: t,
-            idx,
-            back_node: t,
-            back_idx: idx,
-        };
-        (end + idx, iter)
+        (end + idx, Some((t, idx)))
     }
 
     /// Position of the element with rank `rank` (tail end if `rank == len`).
@@ -914,23 +905,27 @@ impl List {
     /// rank-1, rank-2, ...
     pub fn iter_at(&self, rank: usize) -> Iter<'_> {
         if rank >= self.len {
-            let t = self.tail;
-            let idx = if t == NIL { 0 } else { self.node(t).count() };
-            return Iter {
-                list: self,
-                node: NIL,
-                idx: 0,
-                back_node: t,
-                back_idx: idx,
-            };
+            return self.cursor(None);
         }
-        let (t, idx) = self.find_rank(rank);
+        self.cursor(Some(self.find_rank(rank)))
+    }
+
+    /// A cursor at element `idx` of node `t`, or with `None` at the end.
+    fn cursor(&self, at: Option<(u32, usize)>) -> Iter<'_> {
+        let (node, idx, back_node, back_idx) = match at {
+            Some((t, idx)) => (t, idx, t, idx),
+            None => {
+                let t = self.tail;
+                let idx = if t == NIL { 0 } else { self.node(t).count() };
+                (NIL, 0, t, idx)
+            }
+        };
         Iter {
             list: self,
-            node: t,
+            node,
             idx,
-            back_node: t,
-            back_idx: idx,
+            back_node,
+            back_idx,
         }
     }
 
