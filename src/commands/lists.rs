@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{Args, Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
-use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
+use crate::keyspace::{Entry, HashedKey, Key, Keyspace, Value, notify};
 use crate::types::list::{End, List};
 use crate::util::{eq_ic, parse_i64};
 
@@ -628,7 +628,7 @@ fn lmpop(ctx: &mut Ctx) -> CmdResult {
 /// may block) reply the null Redis replies there.
 fn block_on(
     ctx: &mut Ctx,
-    keys: Vec<Box<[u8]>>,
+    keys: Vec<Key>,
     timeout: Option<Duration>,
     null_bulk: bool,
 ) -> CmdResult {

@@ -34,13 +34,11 @@ use rand::rngs::SmallRng;
 
 use crate::server::Shared;
 use crate::types::dict::Dict;
-pub use key::{HashedKey, KeyHasher};
+pub use key::{HashedKey, Key, KeyHasher};
 pub use value::{Str, Value};
 
 /// At most this many shards: lock sets are `u128` bit masks.
 pub const MAX_SHARDS: usize = 128;
-
-pub type Key = Box<[u8]>;
 
 pub struct Entry {
     pub value: Value,
@@ -55,7 +53,8 @@ pub struct Entry {
 }
 
 // Every key pays for an entry, plus the dict's 8-byte hash and link and
-// the 16-byte key pointer: 80 bytes a key in all. The value is 40 bytes,
+// the 16-byte key (its name inline up to 15 bytes, else a pointer to
+// it): 80 bytes a key in all. The value is 40 bytes,
 // the TTL 8, and the LRU clock and the window cache 4 each.
 // (Not under `cfg(test)`: the unit tests give sorted sets hook fields.)
 #[cfg(not(test))]
@@ -140,7 +139,7 @@ impl Shard {
             return;
         }
         let exists = self.dbs.get(db).is_some_and(|d| d.keys.contains_key(key));
-        if let Some(watchers) = self.watched.get_mut(&(db, Box::<[u8]>::from(key))) {
+        if let Some(watchers) = self.watched.get_mut(&(db, Key::from(key))) {
             for w in watchers {
                 if w.expired && !exists {
                     w.expired = false;
@@ -161,7 +160,7 @@ impl Shard {
             .get(db)
             .and_then(|d| d.keys.get(key))
             .map(|e| e.is_expired(now_ms));
-        let Some(watchers) = self.watched.get_mut(&(db, Box::<[u8]>::from(key))) else {
+        let Some(watchers) = self.watched.get_mut(&(db, Key::from(key))) else {
             return;
         };
         for w in watchers {
@@ -213,7 +212,7 @@ impl Shard {
     ) -> bool {
         let live_when_watched = self
             .watched
-            .get(&(db, Box::<[u8]>::from(key)))
+            .get(&(db, Key::from(key)))
             .and_then(|ws| ws.iter().find(|w| Arc::ptr_eq(&w.flag, flag)))
             .is_some_and(|w| !w.expired);
         live_when_watched
@@ -226,7 +225,7 @@ impl Shard {
 
     /// Drops `flag`'s watch of `key`.
     pub fn unwatch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
-        let k = (db, Box::<[u8]>::from(key));
+        let k = (db, Key::from(key));
         if let Some(watchers) = self.watched.get_mut(&k) {
             watchers.retain(|w| !Arc::ptr_eq(&w.flag, flag));
             if watchers.is_empty() {

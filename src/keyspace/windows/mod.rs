@@ -685,7 +685,7 @@ impl Schedule {
     }
 
     pub fn get(&self, db: usize, key: &[u8]) -> Option<u64> {
-        self.at.get(&(db, Box::<[u8]>::from(key))).copied()
+        self.at.get(&(db, Key::from(key))).copied()
     }
 
     /// Every scheduled key, as (db, key).
