@@ -84,7 +84,7 @@ fn string_for_write<'a>(
             s.plain = false;
             let grown = s.data.len() < len;
             if grown {
-                s.data.resize(len, 0);
+                s.zero_extend(len);
             }
             grown
         }
@@ -258,7 +258,7 @@ fn bitop(ctx: &mut Ctx) -> CmdResult {
     }
     let mut srcs: Vec<Vec<u8>> = Vec::with_capacity(args.len() - 3);
     for i in 3..args.len() {
-        let data = lookup_str(ctx.ks, args.get(i), true)?.map(|s| s.data.clone());
+        let data = lookup_str(ctx.ks, args.get(i), true)?.map(|s| s.data.to_vec());
         srcs.push(data.unwrap_or_default());
     }
     let views: Vec<&[u8]> = srcs.iter().map(Vec::as_slice).collect();

@@ -77,12 +77,12 @@ fn hll_for_write(ks: &mut Keyspace<'_>, key: &[u8]) -> Result<bool, Error> {
 }
 
 /// The HLL just checked or created by [`hll_for_write`].
-fn hll_data<'a>(ks: &'a mut Keyspace<'_>, key: &[u8]) -> Option<&'a mut Vec<u8>> {
+fn hll_data<'a>(ks: &'a mut Keyspace<'_>, key: &[u8]) -> Option<&'a mut Str> {
     match ks.peek(key) {
         Some(Entry {
             value: Value::Str(s),
             ..
-        }) => Some(&mut s.data),
+        }) => Some(s),
         _ => None,
     }
 }
@@ -91,17 +91,20 @@ fn pfadd(ctx: &mut Ctx) -> CmdResult {
     let key = ctx.args.get(1);
     let sparse_max = ctx.shared.config.hll_sparse_max_bytes();
     let mut updated = hll_for_write(ctx.ks, key)?;
-    let Some(data) = hll_data(ctx.ks, key) else {
+    let Some(s) = hll_data(ctx.ks, key) else {
         return Ok(Done);
     };
-    for ele in ctx.args.iter().skip(2) {
-        match hll::add(data, ele, sparse_max) {
-            Ok(changed) => updated |= changed,
-            Err(hll::Corrupt) => return Err(CORRUPT),
+    let args = &ctx.args;
+    s.with_vec(|data| {
+        for ele in args.iter().skip(2) {
+            updated |= hll::add(data, ele, sparse_max).map_err(|_| CORRUPT)?;
         }
-    }
+        if updated {
+            hll::invalidate_cache(data);
+        }
+        Ok::<(), Error>(())
+    })?;
     if updated {
-        hll::invalidate_cache(data);
         ctx.ks.signal(key, notify::STRING, "pfadd");
     }
     ctx.out.int(updated as i64);
@@ -154,20 +157,23 @@ fn pfmerge(ctx: &mut Ctx) -> CmdResult {
         }
     }
     hll_for_write(ctx.ks, dest)?;
-    let Some(data) = hll_data(ctx.ks, dest) else {
+    let Some(s) = hll_data(ctx.ks, dest) else {
         return Ok(Done);
     };
-    if use_dense {
-        hll::sparse_to_dense(data).map_err(|_| CORRUPT)?;
-    }
-    for (i, &m) in max.iter().enumerate() {
-        if m != 0 {
-            // Redis ignores this result: the destination was validated as
-            // a source above.
-            let _ = hll::set_register(data, i, m, sparse_max);
+    s.with_vec(|data| {
+        if use_dense {
+            hll::sparse_to_dense(data).map_err(|_| CORRUPT)?;
         }
-    }
-    hll::invalidate_cache(data);
+        for (i, &m) in max.iter().enumerate() {
+            if m != 0 {
+                // Redis ignores this result: the destination was validated
+                // as a source above.
+                let _ = hll::set_register(data, i, m, sparse_max);
+            }
+        }
+        hll::invalidate_cache(data);
+        Ok::<(), Error>(())
+    })?;
     // PFMERGE announces itself as a mass PFADD, as Redis does.
     ctx.ks.signal(dest, notify::STRING, "pfadd");
     ctx.out.ok();
@@ -181,15 +187,17 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Static("ERR The specified key does not exist"));
     };
     s.raw = true;
-    let data = &mut s.data;
     if sub.eq_ignore_ascii_case(b"getreg") {
-        hll::sparse_to_dense(data).map_err(|_| CORRUPT)?;
-        let regs = &data[hll::HDR..];
+        s.with_vec(hll::sparse_to_dense).map_err(|_| CORRUPT)?;
+        let regs = &s.data[hll::HDR..];
         ctx.out.array(hll::REGISTERS);
         for i in 0..hll::REGISTERS {
             ctx.out.int(hll::dense_get(regs, i) as i64);
         }
-    } else if sub.eq_ignore_ascii_case(b"decode") {
+        return Ok(Done);
+    }
+    let data = &s.data;
+    if sub.eq_ignore_ascii_case(b"decode") {
         if !hll::is_sparse(data) {
             return Err(Error::Static("ERR HLL encoding is not sparse"));
         }
@@ -201,7 +209,7 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
             "dense"
         });
     } else if sub.eq_ignore_ascii_case(b"todense") {
-        let converted = hll::sparse_to_dense(data).map_err(|_| CORRUPT)?;
+        let converted = s.with_vec(hll::sparse_to_dense).map_err(|_| CORRUPT)?;
         ctx.out.int(converted as i64);
     } else {
         // Redis prints the subcommand as a C string.

@@ -153,7 +153,7 @@ fn lookup_by_pattern(ks: &mut Keyspace<'_>, pattern: &[u8], elem: &[u8]) -> Opti
                 ..
             }),
             None,
-        ) => Some(s.data.clone()),
+        ) => Some(s.data.to_vec()),
         (
             Some(Entry {
                 value: Value::Hash(h),

@@ -552,7 +552,7 @@ fn setrange(ctx: &mut Ctx) -> CmdResult {
         return Ok(Done);
     };
     if s.data.len() < end {
-        s.data.resize(end, 0);
+        s.zero_extend(end);
     }
     s.data[offset..end].copy_from_slice(value);
     s.raw = true;
