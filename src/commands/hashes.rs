@@ -154,6 +154,7 @@ fn hset(ctx: &mut Ctx) -> CmdResult {
     let (key, lim) = (ctx.args.get(1), limits(ctx));
     let args = ctx.args;
     let h = lookup_or_create(ctx.ks, key)?;
+    h.reserve_new((args.len() - 2) / 2, lim);
     let mut created = 0;
     for i in (2..args.len()).step_by(2) {
         created += h.set(args.get(i), args.get(i + 1), lim) as i64;

@@ -155,7 +155,7 @@ fn push_generic(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
             return Ok(Done);
         }
         None => {
-            let mut l = List::new();
+            let mut l = List::with_capacity(args.len() - 2);
             for e in elems {
                 l.push(end, e);
             }

@@ -38,7 +38,9 @@ use rand::Rng;
 
 use crate::types::dict::Dict;
 
-type Bytes = Box<[u8]>;
+/// Members, fields and values: inline up to 15 bytes, so a small
+/// value's short strings cost no allocation each.
+type Bytes = crate::types::small_bytes::SmallBytes;
 
 /// No deadline.
 pub const NO_TTL: u64 = 0;
@@ -195,7 +197,10 @@ impl<V: Val> Fields<V> {
     }
 
     fn mem_usage(&self) -> usize {
-        let data: usize = self.iter().map(|(f, v)| f.len() + v.value().len()).sum();
+        let data: usize = self
+            .iter()
+            .map(|(f, v)| Bytes::heap_for(f.len()) + Bytes::heap_for(v.value().len()))
+            .sum();
         data + match self {
             Fields::Listpack(v) => v.capacity() * std::mem::size_of::<(Bytes, V)>(),
             Fields::Table(d) => d.mem_usage(),
@@ -277,6 +282,18 @@ impl Hash {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Room for exactly `pairs` fields in a new, empty small hash, which one
+    /// HSET usually fills whole (a job's or a session's fields): pushed one
+    /// by one, five fields would sit in a `Vec` of eight. Bounded by the
+    /// listpack limit, whatever the client sent.
+    pub fn reserve_new(&mut self, pairs: usize, limits: Limits) {
+        if let Hash::Plain(Fields::Listpack(v)) = self
+            && v.is_empty()
+        {
+            v.reserve_exact(pairs.min(limits.entries));
+        }
     }
 
     /// The name OBJECT ENCODING answers (Redis 8.0's).

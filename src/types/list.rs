@@ -3,11 +3,14 @@
 //! Redis 7.0 stores every list as a quicklist (a linked list of listpacks)
 //! and `OBJECT ENCODING` says `quicklist` whatever the size, so one shape is
 //! enough here: a `VecDeque` gives O(1) pushes and pops at both ends and
-//! O(1) indexing, and boxed slices keep each element at its exact size. The
+//! O(1) indexing, and each element is a [`SmallBytes`]: inline up to 15
+//! bytes (a job id, a short message), else a buffer of its exact size. The
 //! element byte count is kept alongside for `MEMORY USAGE`-style accounting.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use crate::types::small_bytes::SmallBytes;
 
 /// Redis's quicklist `packed_threshold`: an element at least this long gets
 /// a node of its own ("plain"). Process-wide as in Redis, where only
@@ -87,13 +90,23 @@ impl End {
 
 #[derive(Debug, Clone, Default)]
 pub struct List {
-    items: VecDeque<Box<[u8]>>,
+    items: VecDeque<SmallBytes>,
     bytes: usize,
 }
 
 impl List {
     pub fn new() -> List {
         List::default()
+    }
+
+    /// An empty list with room for exactly `n` elements: what a push of
+    /// `n` elements creates (pushed one by one, ten would sit in room for
+    /// sixteen).
+    pub fn with_capacity(n: usize) -> List {
+        List {
+            items: VecDeque::with_capacity(n),
+            bytes: 0,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -106,14 +119,14 @@ impl List {
 
     pub fn push(&mut self, end: End, elem: &[u8]) {
         self.bytes += elem.len();
-        let elem: Box<[u8]> = elem.into();
+        let elem: SmallBytes = elem.into();
         match end {
             End::Left => self.items.push_front(elem),
             End::Right => self.items.push_back(elem),
         }
     }
 
-    pub fn pop(&mut self, end: End) -> Option<Box<[u8]>> {
+    pub fn pop(&mut self, end: End) -> Option<SmallBytes> {
         let e = match end {
             End::Left => self.items.pop_front(),
             End::Right => self.items.pop_back(),
@@ -236,7 +249,7 @@ impl List {
 
     /// Approximate heap bytes held.
     pub fn mem_usage(&self) -> usize {
-        self.bytes + self.items.capacity() * std::mem::size_of::<Box<[u8]>>()
+        self.bytes + self.items.capacity() * std::mem::size_of::<SmallBytes>()
     }
 }
 

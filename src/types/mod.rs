@@ -18,5 +18,6 @@ pub mod hll;
 pub mod ldouble;
 pub mod list;
 pub mod set;
+pub mod small_bytes;
 pub mod stream;
 pub mod zset;

@@ -15,7 +15,9 @@ use rand::Rng;
 use crate::types::dict::Dict;
 use crate::util::parse_i64;
 
-type Bytes = Box<[u8]>;
+/// Members, fields and values: inline up to 15 bytes, so a small
+/// value's short strings cost no allocation each.
+type Bytes = crate::types::small_bytes::SmallBytes;
 
 #[derive(Debug, Clone)]
 pub enum Set {
@@ -200,7 +202,12 @@ impl Set {
     pub fn mem_usage(&self) -> usize {
         match self {
             Set::Intset(v) => v.capacity() * 8,
-            Set::Table(d) => d.mem_usage() + d.iter().map(|(k, _)| k.len()).sum::<usize>(),
+            Set::Table(d) => {
+                d.mem_usage()
+                    + d.iter()
+                        .map(|(k, _)| Bytes::heap_for(k.len()))
+                        .sum::<usize>()
+            }
         }
     }
 }
