@@ -316,12 +316,17 @@ fn zipf_hit_ratio(conn: &mut RawConn, keys: usize, ops: usize) -> f64 {
 }
 
 /// The eviction-quality bar: on the same Zipf read-through stream,
-/// with a limit that holds about a third of the keys, zwindow's sampled
-/// LRU and LFU keep a hit ratio within 5 points of redis-server 7.0's.
+/// with a limit that holds about half of the keys the stream touches,
+/// zwindow's sampled LRU and LFU keep a hit ratio within 5 points of
+/// redis-server 7.0's.
+///
+/// The stream touches about 13,400 of its 40,000 keys, some 8 MB of
+/// 500-byte values: the limit must sit well below that, or a server lean
+/// enough per key never has to evict (8 MB once did, by a few kilobytes).
 #[test]
 fn zipf_hit_ratio_matches_redis_servers() {
     for policy in ["allkeys-lru", "allkeys-lfu"] {
-        let args = ["--maxmemory", "8mb", "--maxmemory-policy", policy];
+        let args = ["--maxmemory", "4mb", "--maxmemory-policy", policy];
         let s = Servers::start_with(&args);
         let z = zipf_hit_ratio(&mut s.z.conn(), 40_000, 60_000);
         let r = zipf_hit_ratio(&mut s.r.conn(), 40_000, 60_000);
