@@ -121,11 +121,6 @@ impl SmallBytes {
             len
         }
     }
-
-    /// The name as an owned vector.
-    pub fn to_vec(&self) -> Vec<u8> {
-        self.0.as_slice().to_vec()
-    }
 }
 
 #[cfg(test)]
@@ -159,7 +154,7 @@ mod tests {
         }
         let mut sorted = names.clone();
         sorted.sort();
-        let walked: Vec<Vec<u8>> = ordered.iter().map(SmallBytes::to_vec).collect();
+        let walked: Vec<Vec<u8>> = ordered.iter().map(|b| b.to_vec()).collect();
         assert_eq!(walked, sorted);
         assert_eq!(std::mem::size_of::<SmallBytes>(), 16);
     }
