@@ -410,7 +410,7 @@ fn write_paths(c: &mut Criterion) {
         let mut ours = build(n);
         let mut redis = RedisZSet::default();
         for (m, s) in ours.iter() {
-            redis.add(m, s);
+            redis.add(&m.to_cow(), s);
         }
         assert_eq!(redis.len(), ours.len());
         let mut rng = StdRng::seed_from_u64(3);

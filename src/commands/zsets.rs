@@ -20,8 +20,8 @@ use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::protocol::reply::format_double;
 use crate::types::zset::{
-    AddFlags, AddOutcome, LexRange, Limits, NotNan, RangeIter, ScoreRange, ZSet, parse_lex_bound,
-    parse_score, parse_score_bound,
+    AddFlags, AddOutcome, LexRange, Limits, Member, NotNan, RangeIter, ScoreRange, ZSet,
+    parse_lex_bound, parse_score, parse_score_bound,
 };
 use crate::util::{eq_ic, glob_match};
 
@@ -218,7 +218,7 @@ fn write_elems<'a>(
     elems_header(out, n, withscores);
     let mut written = 0usize;
     for (m, s) in it.take(n) {
-        write_elem(out, withscores, m, s);
+        write_elem(out, withscores, m.into(), s);
         written += 1;
     }
     debug_assert_eq!(written, n, "range iterator shorter than announced");
@@ -244,14 +244,20 @@ fn elems_header(out: &mut Reply, n: usize, withscores: bool) {
     }
 }
 
-fn write_elem(out: &mut Reply, withscores: bool, member: &[u8], score: f64) {
+fn write_elem(out: &mut Reply, withscores: bool, member: Member<'_>, score: f64) {
     if withscores && out.resp3 {
         out.array(2);
     }
-    out.bulk(member);
+    bulk_member(out, member);
     if withscores {
         out.double(score);
     }
+}
+
+/// A member as a bulk string, its two parts written in place.
+fn bulk_member(out: &mut Reply, m: Member<'_>) {
+    let (head, tail) = m.parts();
+    out.bulk_parts(head, tail);
 }
 
 /// The exact length of a range iterator (they are exact by construction).
@@ -690,12 +696,16 @@ fn zrange_generic(
 
 /// ZRANGESTORE's destination, created as Redis's `zrangeResultBeginStore`
 /// does (compact unless the known length exceeds the entry limit).
-fn build_store<'a>(hint: usize, limits: Limits, it: impl Iterator<Item = (&'a [u8], f64)>) -> ZSet {
+fn build_store<'a>(
+    hint: usize,
+    limits: Limits,
+    it: impl Iterator<Item = (Member<'a>, f64)>,
+) -> ZSet {
     let mut r = ZSet::with_capacity_hint(hint, 0, limits);
     for (m, s) in it {
         // Scores read from a sorted set are never NaN.
         let _ = r.add(
-            m,
+            &m.to_cow(),
             NotNan::new(s).unwrap_or_default(),
             AddFlags::default(),
             limits,
@@ -872,7 +882,7 @@ fn generic_zpop(
         if shape.nested {
             out.array(2);
         }
-        out.bulk(m);
+        bulk_member(out, m);
         out.double(s);
     }
     if n > 0 {
@@ -1030,8 +1040,8 @@ impl Input {
         }
     }
 
-    fn push(&mut self, member: &[u8], score: f64) {
-        self.bytes.extend_from_slice(member);
+    fn push(&mut self, member: Member<'_>, score: f64) {
+        member.append_to(&mut self.bytes);
         self.elems.push((self.bytes.len(), score));
     }
 
@@ -1070,7 +1080,7 @@ fn read_input(value: &Value) -> Option<Input> {
         Value::Set(s) => {
             let mut input = Input::with_capacity(s.len());
             for m in s.iter() {
-                m.with_bytes(|b| input.push(b, 1.0));
+                m.with_bytes(|b| input.push(b.into(), 1.0));
             }
             Some(input)
         }
@@ -1343,7 +1353,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
             Some(z) => {
                 let pick = rand::random_range(0..z.len());
                 match z.get_by_rank(pick) {
-                    Some((m, _)) => ctx.out.bulk(m),
+                    Some((m, _)) => bulk_member(ctx.out, m),
                     None => ctx.out.null(),
                 }
             }
@@ -1380,11 +1390,11 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     } else {
         out.array(n);
     }
-    let mut emit = |m: &[u8], s: f64| {
+    let mut emit = |m: Member<'_>, s: f64| {
         if withscores && out.resp3 {
             out.array(2);
         }
-        out.bulk(m);
+        bulk_member(out, m);
         if withscores {
             out.double(s);
         }
@@ -1459,10 +1469,10 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     let mut body = Reply::with_resp3(ctx.out.resp3);
     let mut n = 0usize;
     let next = z.scan(cursor, count, |m, s| {
-        if pattern.is_some_and(|p| !glob_match(p, m, false)) {
+        if pattern.is_some_and(|p| !glob_match(p, &m.to_cow(), false)) {
             return;
         }
-        body.bulk(m);
+        bulk_member(&mut body, m);
         let mut tmp = [0u8; 40];
         body.bulk(format_double(s, &mut tmp));
         n += 2;
@@ -1544,9 +1554,9 @@ mod tests {
     #[test]
     fn inputs_round_trip() {
         let mut i = Input::default();
-        i.push(b"a", 1.0);
-        i.push(b"", 2.0);
-        i.push(b"ccc", 3.0);
+        i.push(b"a"[..].into(), 1.0);
+        i.push(b""[..].into(), 2.0);
+        i.push(b"ccc"[..].into(), 3.0);
         let v: Vec<_> = i.iter().collect();
         assert_eq!(
             v,

@@ -65,7 +65,7 @@ pub fn value(digest: &mut Digest, entry: &Entry) {
         Value::ZSet(z) => {
             for (member, score) in z.iter() {
                 let mut element = [0u8; 20];
-                mix(&mut element, member);
+                mix(&mut element, &member.to_cow());
                 mix(&mut element, crate::util::fmt_g17(score).as_bytes());
                 xor(digest, &element);
             }

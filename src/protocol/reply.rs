@@ -197,6 +197,27 @@ impl Reply {
         self.buf.extend_from_slice(b"\r\n");
     }
 
+    /// A bulk string given in two parts (a compact sorted set's shared
+    /// member head and a member's own tail), written without joining them
+    /// first.
+    pub fn bulk_parts(&mut self, head: &[u8], tail: &[u8]) {
+        if head.is_empty() {
+            return self.bulk(tail);
+        }
+        if self.record(|r| {
+            let start = r.payload(head).start;
+            Frame::Bulk(start..r.payload(tail).end)
+        }) {
+            return;
+        }
+        let len = head.len() + tail.len();
+        self.buf.reserve(len + 25);
+        self.header(b'$', len as i64);
+        self.buf.extend_from_slice(head);
+        self.buf.extend_from_slice(tail);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
     pub fn bulk_str(&mut self, s: &str) {
         self.bulk(s.as_bytes());
     }

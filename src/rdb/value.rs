@@ -70,8 +70,11 @@ fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u
         Value::ZSet(z) => {
             if z.encoding_name() == "listpack" {
                 let mut lp = ListpackWriter::default();
+                let mut member = Vec::new();
                 for (m, s) in z.iter() {
-                    lp.push(m);
+                    member.clear();
+                    m.append_to(&mut member);
+                    lp.push(&member);
                     lp.push(score_text(s).as_bytes());
                 }
                 put_string(out, &lp.finish_blob(), compress);
@@ -79,9 +82,9 @@ fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u
             } else {
                 put_len(out, z.len() as u64);
                 // Redis writes from the tail so loading inserts at the head.
-                let all: Vec<(&[u8], f64)> = z.iter().collect();
+                let all: Vec<_> = z.iter().collect();
                 for (m, s) in all.into_iter().rev() {
-                    put_string(out, m, compress);
+                    put_string(out, &m.to_cow(), compress);
                     put_double(out, s);
                 }
                 TYPE_ZSET_2
@@ -677,11 +680,12 @@ pub(crate) fn member_ttls(z: &ZSet) -> Option<Vec<u8>> {
     let mut n = 0u64;
     let mut body = Vec::new();
     for (m, _) in z.iter() {
+        let m = m.to_cow();
         if let Some(at) = z
-            .expire_at(m)
+            .expire_at(&m)
             .filter(|&a| a != crate::types::zset::ttl::NO_TTL)
         {
-            put_string(&mut body, m, false);
+            put_string(&mut body, &m, false);
             put_ms(&mut body, at);
             n += 1;
         }

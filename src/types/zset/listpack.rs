@@ -6,9 +6,20 @@
 //! hash index. Every operation is a linear scan, which is cheap at the
 //! configured sizes (default <= 128 entries of <= 64 bytes).
 //!
-//! Record layout: a header byte `len << 3 | form`, then the member, then
-//! the score in the fixed number of bytes its form names (a member of 31
-//! bytes or more puts 31 in the header and `varint(len - 31)` after it):
+//! The buffer starts with the bytes every member shares (the *head*: a
+//! lone member is all head, and each new member that differs cuts it back
+//! to what they have in common), then the records, each holding only its
+//! member's *tail*. Members of one set tend to share a namespace (`user:`,
+//! `job:`, `session:`), and ten `memberNNNNNN` members a second apart take
+//! 101 bytes instead of 154. Every record stays self-contained, so nothing
+//! below changes when the head does but each record's length; the members
+//! go out as a [`Member`] (head and tail, both borrowed), and a lookup
+//! strips the head from its argument once and compares tails.
+//!
+//! Record layout: a header byte `len << 3 | form` (`len` is the tail's
+//! length), then the tail, then the score in the fixed number of bytes its
+//! form names (a tail of 31 bytes or more puts 31 in the header and
+//! `varint(len - 31)` after it):
 //!
 //! - `SAME`: no bytes, the previous record's score (lex sets, ties);
 //! - `DELTA1/2/4`: `score - previous` in 1, 2 or 4 little-endian bytes,
@@ -21,10 +32,10 @@
 //! record without decoding the score, in one 8-byte load and a table
 //! lookup (see [`decode_at`]). Each record takes the
 //! shortest form its neighbour allows (DELTA only where strictly shorter
-//! than INT), so the encoding of a set is canonical and
-//! [`Listpack::check_invariants`] can check it. Millisecond timestamps a
+//! than INT), so the scores of a set are encoded canonically and
+//! [`Listpack::check_invariants`] can check them. Millisecond timestamps a
 //! second apart cost 2 bytes of score instead of 8: 10 such members of 12
-//! bytes take 154 bytes, not 220.
+//! bytes took 220 bytes with 8-byte scores, 154 with these forms.
 //!
 //! There is no trailing length (listpack's `backlen`): scores depend on the
 //! records before them, so a record is only decodable on a forward pass
@@ -41,6 +52,7 @@
 use std::cell::Cell;
 use std::ops::Range;
 
+use super::member::Member;
 use super::ttl::{CompactDeadlines, NO_TTL};
 
 /// Score forms, in the low three bits of a record's header. Each form
@@ -345,10 +357,19 @@ pub fn key_less(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> bool {
 
 #[derive(Clone, Default)]
 pub struct Listpack {
+    /// The shared head (`buf[..shared]`), then the records.
     buf: Vec<u8>,
     len: u32,
+    /// How many leading bytes every member shares, stored once at the
+    /// front of `buf` rather than in each record (0 while empty).
+    shared: u32,
     /// Member deadlines by rank; None while no member has one.
     ttl: Option<Box<CompactDeadlines>>,
+}
+
+/// Length of the longest common prefix of `a` and `b`.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl Listpack {
@@ -360,8 +381,15 @@ impl Listpack {
         Listpack {
             buf: Vec::with_capacity(bytes),
             len: 0,
+            shared: 0,
             ttl: None,
         }
+    }
+
+    /// The bytes every member starts with.
+    #[inline]
+    fn head(&self) -> &[u8] {
+        &self.buf[..self.shared as usize]
     }
 
     pub fn len(&self) -> usize {
@@ -380,17 +408,20 @@ impl Listpack {
     }
 
     pub fn max_member_len(&self) -> usize {
-        self.records().map(|r| r.member.len()).max().unwrap_or(0)
+        let tail = self.records().map(|r| r.member.len()).max();
+        tail.map_or(0, |t| t + self.shared as usize)
     }
 
     pub fn iter(&self) -> Iter<'_> {
-        Iter::new(self.records(), 0)
+        Iter::new(self.head(), self.records(), 0)
     }
 
+    /// A decoder at the first record. Records hold only each member's
+    /// tail, past the shared head.
     fn records(&self) -> Records<'_> {
         Records {
             buf: &self.buf,
-            off: 0,
+            off: self.shared as usize,
             prev: 0.0,
         }
     }
@@ -414,7 +445,47 @@ impl Listpack {
     }
 
     fn find(&self, member: &[u8]) -> Option<(usize, Rec<'_>)> {
-        self.records().enumerate().find(|(_, r)| r.member == member)
+        let tail = member.strip_prefix(self.head())?;
+        self.records().enumerate().find(|(_, r)| r.member == tail)
+    }
+
+    /// Shortens the shared head to its first `keep` bytes: the rest moves
+    /// to the front of every record's tail. Rebuilt in one pass, at most
+    /// once per byte of the head over the set's life.
+    #[cold]
+    fn unshare(&mut self, keep: usize) {
+        let moved = self.buf[keep..self.shared as usize].to_vec();
+        let mut hdr = [0; 11];
+        // Exactly sized, as every other growth here: each record gains the
+        // moved bytes, and its header may gain a length byte.
+        let size = self.records().fold(keep, |n, r| {
+            let hl = put_header(&mut hdr, moved.len() + r.member.len(), 0);
+            n + hl + moved.len() + (r.end - r.score_at) + r.member.len()
+        });
+        let mut out = Vec::with_capacity(size);
+        out.extend_from_slice(&self.buf[..keep]);
+        for r in self.records() {
+            let hl = put_header(
+                &mut hdr,
+                moved.len() + r.member.len(),
+                self.buf[r.start] & 7,
+            );
+            out.extend_from_slice(&hdr[..hl]);
+            out.extend_from_slice(&moved);
+            out.extend_from_slice(r.member);
+            out.extend_from_slice(&self.buf[r.score_at..r.end]);
+        }
+        self.buf = out;
+        self.shared = keep as u32;
+    }
+
+    /// Forgets the shared head once the last member is gone, so the next
+    /// first member sets a new one.
+    fn reset_if_empty(&mut self) {
+        if self.len == 0 {
+            self.buf.clear();
+            self.shared = 0;
+        }
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
@@ -438,6 +509,16 @@ impl Listpack {
     /// its rank.
     pub fn insert_new(&mut self, member: &[u8], score: f64) -> usize {
         let score = if score == 0.0 { 0.0 } else { score };
+        if self.len == 0 {
+            // A lone member is all head; the next one that differs cuts it
+            // back to what they share.
+            self.buf.clear();
+            self.buf.extend_from_slice(member);
+            self.shared = member.len() as u32;
+        } else if !member.starts_with(self.head()) {
+            self.unshare(common_prefix(self.head(), member));
+        }
+        let member = &member[self.shared as usize..];
         let mut rank = 0;
         let mut prev = None;
         let mut next = None;
@@ -474,6 +555,7 @@ impl Listpack {
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let member = member.strip_prefix(self.head())?;
         let mut recs = self.records();
         let mut prev = None;
         let mut i = 0;
@@ -490,6 +572,7 @@ impl Listpack {
         self.cut(start..end, next, prev);
         self.len -= 1;
         self.drop_deadlines(i, i + 1);
+        self.reset_if_empty();
         self.shrink_if_sparse();
         Some(score)
     }
@@ -619,9 +702,10 @@ impl Listpack {
 
     /// Number of leading elements for which `before` holds (`before` must
     /// be monotonic: true then false along the order).
-    pub fn count_while(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+    pub fn count_while(&self, before: impl Fn(f64, Member<'_>) -> bool) -> usize {
+        let head = self.head();
         self.records()
-            .take_while(|r| before(r.score(), r.member))
+            .take_while(|r| before(r.score(), Member::new(head, r.member)))
             .count()
     }
 
@@ -629,14 +713,16 @@ impl Listpack {
     /// the ranks where a range starts and ends.
     pub fn count_while2(
         &self,
-        lo: impl Fn(f64, &[u8]) -> bool,
-        hi: impl Fn(f64, &[u8]) -> bool,
+        lo: impl Fn(f64, Member<'_>) -> bool,
+        hi: impl Fn(f64, Member<'_>) -> bool,
     ) -> (usize, usize) {
         let (mut nlo, mut nhi) = (0, 0);
         let (mut lo_on, mut hi_on) = (true, true);
+        let head = self.head();
         for r in self.records() {
-            lo_on = lo_on && lo(r.score(), r.member);
-            hi_on = hi_on && hi(r.score(), r.member);
+            let m = Member::new(head, r.member);
+            lo_on = lo_on && lo(r.score(), m);
+            hi_on = hi_on && hi(r.score(), m);
             if !(lo_on || hi_on) {
                 break;
             }
@@ -650,7 +736,7 @@ impl Listpack {
     /// `next_back()` walks downward from `rank - 1`.
     #[inline]
     pub fn iter_at(&self, rank: usize) -> Iter<'_> {
-        Iter::new(self.records_from(rank), rank.min(self.len()))
+        Iter::new(self.head(), self.records_from(rank), rank.min(self.len()))
     }
 
     /// Iterator for `prev()` only, from rank `rank` down: unlike
@@ -660,13 +746,14 @@ impl Listpack {
     pub fn iter_back(&self, rank: usize) -> Iter<'_> {
         let mut fwd = self.records();
         fwd.off = self.buf.len();
-        Iter::new(fwd, rank.min(self.len()))
+        Iter::new(self.head(), fwd, rank.min(self.len()))
     }
 
-    pub fn get_by_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
+    pub fn get_by_rank(&self, rank: usize) -> Option<(Member<'_>, f64)> {
+        let head = self.head();
         self.records_from(rank)
             .next()
-            .map(|r| (r.member, r.score()))
+            .map(|r| (Member::new(head, r.member), r.score()))
     }
 
     /// Removes `count` elements starting at `start`, reporting each.
@@ -674,8 +761,9 @@ impl Listpack {
         &mut self,
         start: usize,
         count: usize,
-        mut on_removed: impl FnMut(&[u8], f64),
+        mut on_removed: impl FnMut(Member<'_>, f64),
     ) -> usize {
+        let head = self.head();
         let mut recs = self.records_from(start);
         let (from, prev) = (recs.off, (start > 0).then_some(recs.prev));
         let mut n = 0;
@@ -683,7 +771,7 @@ impl Listpack {
             let Some(r) = recs.next() else {
                 break;
             };
-            on_removed(r.member, r.score());
+            on_removed(Member::new(head, r.member), r.score());
             n += 1;
         }
         let to = recs.off;
@@ -691,6 +779,7 @@ impl Listpack {
         self.cut(from..to, next, prev);
         self.len -= n as u32;
         self.drop_deadlines(start, start + n);
+        self.reset_if_empty();
         self.shrink_if_sparse();
         n
     }
@@ -698,6 +787,13 @@ impl Listpack {
     /// Debug check: records decode back to back, sorted, each score in its
     /// canonical form, count matches.
     pub fn check_invariants(&self) -> Result<(), String> {
+        if self.shared as usize > self.buf.len() || (self.len == 0) != self.buf.is_empty() {
+            return Err(format!(
+                "shared head {} in {} bytes",
+                self.shared,
+                self.buf.len()
+            ));
+        }
         let mut n = 0usize;
         let mut prev: Option<(f64, &[u8])> = None;
         let mut recs = self.records();
@@ -738,6 +834,8 @@ impl Listpack {
 /// position, `prev()` yields the records before it, last first.
 #[derive(Clone)]
 pub struct Iter<'a> {
+    /// The members' shared head.
+    head: &'a [u8],
     fwd: Records<'a>,
     /// The reverse cursor: how many records `prev()` has yet to collect
     /// into `behind` (0 once it has).
@@ -769,19 +867,23 @@ thread_local! {
 const SPARE_MAX: usize = 1024;
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a [u8], f64);
+    type Item = (Member<'a>, f64);
     // Out of line and small, a leaf like a plain record decoder: inlined,
     // it made every range cursor's step too big to inline into its caller.
     #[inline(never)]
     fn next(&mut self) -> Option<Self::Item> {
-        self.fwd.next().map(|r| (r.member, r.score()))
+        let head = self.head;
+        self.fwd
+            .next()
+            .map(|r| (Member::new(head, r.member), r.score()))
     }
 }
 
 impl<'a> Iter<'a> {
     #[inline]
-    fn new(fwd: Records<'a>, back: usize) -> Self {
+    fn new(head: &'a [u8], fwd: Records<'a>, back: usize) -> Self {
         Iter {
+            head,
             back,
             fwd,
             behind: Vec::new(),
@@ -790,7 +892,7 @@ impl<'a> Iter<'a> {
 
     /// Steps backwards from the `back` cursor (independent of `next`).
     #[inline]
-    pub fn prev(&mut self) -> Option<(&'a [u8], f64)> {
+    pub fn prev(&mut self) -> Option<(Member<'a>, f64)> {
         if self.behind.is_empty() {
             if self.back == 0 {
                 return None;
@@ -798,8 +900,8 @@ impl<'a> Iter<'a> {
             self.fill_behind();
         }
         let b = self.behind.pop()?;
-        let member = self.fwd.buf.get(b.mstart..b.mend)?;
-        Some((member, b.score))
+        let tail = self.fwd.buf.get(b.mstart..b.mend)?;
+        Some((Member::new(self.head, tail), b.score))
     }
 
     /// Decodes the first `back` records into `behind`, in one pass.
@@ -810,7 +912,7 @@ impl<'a> Iter<'a> {
         v.reserve(self.back);
         let recs = Records {
             buf: self.fwd.buf,
-            off: 0,
+            off: self.head.len(),
             prev: 0.0,
         };
         for r in recs.take(self.back) {
@@ -936,7 +1038,7 @@ mod tests {
         ] {
             let mut lp = Listpack::new();
             lp.insert_new(b"a", s);
-            assert_eq!(lp.buf[0] & 7, form, "{s}");
+            assert_eq!(lp.buf[lp.shared as usize] & 7, form, "{s}");
             assert_eq!(lp.score(b"a").map(f64::to_bits), Some(s.to_bits()));
         }
         // The widest delta: from -2^53 to 2^53.
@@ -963,7 +1065,8 @@ mod tests {
     #[test]
     fn millisecond_timestamps_take_two_bytes_each() {
         // Ten 12-byte members a second apart, added one by one (the
-        // heartbeat pattern): 154 bytes and no slack.
+        // heartbeat pattern): 55 bytes and no slack, the members' shared
+        // `member00000` stored once.
         let mut lp = Listpack::new();
         for m in 0..10u64 {
             let s = 1_764_000_000_000 + m * 1000 + 7;
@@ -976,7 +1079,8 @@ mod tests {
                 INT, DELTA, DELTA, DELTA, DELTA, DELTA, DELTA, DELTA, DELTA, DELTA
             ]
         );
-        assert_eq!(lp.buf.len(), 13 + 6 + 9 * (13 + 2));
+        assert_eq!(lp.head(), b"member00000");
+        assert_eq!(lp.buf.len(), 11 + (2 + 6) + 9 * (2 + 2));
         assert_eq!(lp.buf.capacity(), lp.buf.len());
     }
 
@@ -1057,6 +1161,61 @@ mod tests {
     }
 
     #[test]
+    fn members_share_one_head() {
+        let mut lp = Listpack::new();
+        // A lone member is all head.
+        lp.insert_new(b"user:1001", 5.0);
+        check(&lp);
+        assert_eq!(lp.head(), b"user:1001");
+        assert_eq!(lp.buf.len(), 9 + 2);
+        // The next one cuts it back to what they share.
+        lp.insert_new(b"user:2002", 6.0);
+        lp.insert_new(b"user:1003", 4.0);
+        check(&lp);
+        assert_eq!(lp.head(), b"user:");
+        assert_eq!(lp.buf.capacity(), lp.buf.len());
+        assert_eq!(
+            all(&lp),
+            [
+                (b"user:1003".to_vec(), 4.0),
+                (b"user:1001".to_vec(), 5.0),
+                (b"user:2002".to_vec(), 6.0)
+            ]
+        );
+        // Lookups of what is not there, a prefix of the head among them.
+        for absent in [&b"user"[..], b"user:", b"user:1", b"x", b""] {
+            assert_eq!(lp.score(absent), None, "{absent:?}");
+            assert_eq!(lp.remove(absent), None);
+        }
+        // A member shorter than the head: an empty tail for it, every
+        // other tail one byte longer.
+        lp.insert_new(b"use", 7.0);
+        check(&lp);
+        assert_eq!(lp.head(), b"use");
+        assert_eq!(lp.rank(b"use"), Some((3, 7.0)));
+        assert_eq!(
+            lp.get_by_rank(3).map(|(m, _)| m.to_vec()),
+            Some(b"use".to_vec())
+        );
+        // Tails that grow past 30 bytes take a two-byte header.
+        let long = [b'u', b'v'].repeat(20);
+        lp.insert_new(&long, 8.0);
+        check(&lp);
+        assert_eq!(lp.head(), b"u");
+        assert_eq!(lp.max_member_len(), 40);
+        let back: Vec<_> = back_from(&lp, lp.len()).into_iter().rev().collect();
+        assert_eq!(back, all(&lp));
+        // Emptied, the head goes too; the next first member sets a new one.
+        assert_eq!(lp.remove_rank_range(0, 4, |_, _| {}), 4);
+        assert_eq!(lp.remove(&long), Some(8.0));
+        check(&lp);
+        assert!(lp.buf.is_empty());
+        lp.insert_new(b"job:1", 1.0);
+        check(&lp);
+        assert_eq!(lp.head(), b"job:1");
+    }
+
+    #[test]
     fn reverse_iteration_from_every_rank() {
         // Mixed forms, up to past the default entry limit.
         for n in [0, 1, 2, 31, 32, 33, 130] {
@@ -1112,10 +1271,16 @@ mod tests {
     }
 
     fn member(i: usize) -> Vec<u8> {
-        // Lengths 0..=64, so headers of one and two bytes both occur.
+        // Lengths 0..=64, so headers of one and two bytes both occur;
+        // a third of the members share a 29-byte namespace, so a set's
+        // shared head forms, is cut back, and moves tails across the
+        // two-byte header length.
         let n = (i * 13) % 65;
         let mut m = format!("{i:02}").into_bytes();
         m.resize(n.max(2), b'.');
+        if i.is_multiple_of(3) {
+            m.splice(0..0, *b"ns:00000000000000000000000000:");
+        }
         if i == 39 {
             m.clear();
         }
@@ -1181,7 +1346,7 @@ mod tests {
                 prop_assert_eq!(back_from(&lp, rank), rev);
                 if let Some((m, s)) = want.get(rank) {
                     prop_assert_eq!(lp.rank(m), Some((rank, *s)));
-                    prop_assert_eq!(lp.get_by_rank(rank), Some((&m[..], *s)));
+                    prop_assert_eq!(lp.get_by_rank(rank), Some((m[..].into(), *s)));
                 }
             }
         }

@@ -17,6 +17,7 @@
 
 mod index;
 pub mod listpack;
+mod member;
 pub mod score;
 pub mod skiplist;
 #[cfg(test)]
@@ -26,6 +27,7 @@ pub mod ttl;
 pub use score::{LexBound, ScoreBound, parse_lex_bound, parse_score, parse_score_bound};
 
 use listpack::Listpack;
+pub use member::Member;
 pub use ordered_float::NotNan;
 use skiplist::{DEFAULT_NODE_CAP, SkipList};
 
@@ -81,21 +83,21 @@ pub struct LexRange {
 }
 
 impl LexRange {
-    fn below_min(&self, m: &[u8]) -> bool {
+    fn below_min(&self, m: Member<'_>) -> bool {
         match &self.min {
             LexBound::NegInf => false,
             LexBound::PosInf => true,
-            LexBound::Inclusive(x) => m < x.as_slice(),
-            LexBound::Exclusive(x) => m <= x.as_slice(),
+            LexBound::Inclusive(x) => m.cmp_bytes(x).is_lt(),
+            LexBound::Exclusive(x) => m.cmp_bytes(x).is_le(),
         }
     }
 
-    fn not_above_max(&self, m: &[u8]) -> bool {
+    fn not_above_max(&self, m: Member<'_>) -> bool {
         match &self.max {
             LexBound::NegInf => false,
             LexBound::PosInf => true,
-            LexBound::Inclusive(x) => m <= x.as_slice(),
-            LexBound::Exclusive(x) => m < x.as_slice(),
+            LexBound::Inclusive(x) => m.cmp_bytes(x).is_le(),
+            LexBound::Exclusive(x) => m.cmp_bytes(x).is_lt(),
         }
     }
 }
@@ -195,9 +197,9 @@ enum Cursor<'a> {
 impl<'a> RangeIter<'a> {
     /// `f` on every element left: what [`Iterator::for_each`] does, with
     /// a large set's forward ranges walked node by node.
-    pub fn each(mut self, mut f: impl FnMut(&'a [u8], f64)) {
+    pub fn each(mut self, mut f: impl FnMut(Member<'a>, f64)) {
         if let (Cursor::Skip(it), false) = (&mut self.inner, self.reverse) {
-            it.each_next(self.remaining, &mut f);
+            it.each_next(self.remaining, &mut |m, s| f(Member::from(m), s));
             return;
         }
         for (m, s) in self {
@@ -207,18 +209,19 @@ impl<'a> RangeIter<'a> {
 }
 
 impl<'a> Iterator for RangeIter<'a> {
-    type Item = (&'a [u8], f64);
+    type Item = (Member<'a>, f64);
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.remaining == 0 {
             return None;
         }
         self.remaining -= 1;
+        let whole = |(m, s): (&'a [u8], f64)| (Member::from(m), s);
         let r = match (&mut self.inner, self.reverse) {
             (Cursor::Compact(it), false) => it.next(),
             (Cursor::Compact(it), true) => it.prev(),
-            (Cursor::Skip(it), false) => it.next(),
-            (Cursor::Skip(it), true) => it.prev(),
+            (Cursor::Skip(it), false) => it.next().map(whole),
+            (Cursor::Skip(it), true) => it.prev().map(whole),
         };
         if r.is_none() {
             self.remaining = 0;
@@ -328,8 +331,11 @@ impl ZSet {
             let mut deadlines = Vec::with_capacity(lp.ttl_count());
             lp.for_each_deadline(|i, at| deadlines.push((i, at)));
             let mut next = deadlines.iter().peekable();
+            let mut member = Vec::new();
             for (i, (m, s)) in lp.iter().enumerate() {
-                let place = sl.insert_new(m, s);
+                member.clear();
+                m.append_to(&mut member);
+                let place = sl.insert_new(&member, s);
                 // Set right away: the place moves with later insertions.
                 if let Some(&(_, at)) = next.next_if(|&&(r, _)| r == i) {
                     sl.set_deadline_at(place, at);
@@ -478,10 +484,10 @@ impl ZSet {
         Some((if reverse { self.len() - 1 - r } else { r }, s))
     }
 
-    fn count_while(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+    fn count_while(&self, before: impl Fn(f64, Member<'_>) -> bool) -> usize {
         match &self.repr {
             Repr::Compact(lp) => lp.count_while(before),
-            Repr::Skip(sl) => sl.list().count_while(before),
+            Repr::Skip(sl) => sl.list().count_while(|s, m| before(s, Member::from(m))),
         }
     }
 
@@ -636,18 +642,20 @@ impl ZSet {
         &mut self,
         start: usize,
         count: usize,
-        on_removed: impl FnMut(&[u8], f64),
+        mut on_removed: impl FnMut(Member<'_>, f64),
     ) -> usize {
         match &mut self.repr {
             Repr::Compact(lp) => lp.remove_rank_range(start, count, on_removed),
-            Repr::Skip(sl) => sl.remove_rank_range(start, count, on_removed),
+            Repr::Skip(sl) => {
+                sl.remove_rank_range(start, count, |m, s| on_removed(Member::from(m), s))
+            }
         }
     }
 
     pub fn remove_range_by_score(
         &mut self,
         r: &ScoreRange,
-        on_removed: impl FnMut(&[u8], f64),
+        on_removed: impl FnMut(Member<'_>, f64),
     ) -> usize {
         let (lo, hi) = self.score_span(r);
         self.remove_ranks(lo, hi - lo, on_removed)
@@ -657,7 +665,7 @@ impl ZSet {
         &mut self,
         start: usize,
         end_inclusive: usize,
-        on_removed: impl FnMut(&[u8], f64),
+        on_removed: impl FnMut(Member<'_>, f64),
     ) -> usize {
         let len = self.len();
         if start >= len || start > end_inclusive {
@@ -670,7 +678,7 @@ impl ZSet {
     pub fn remove_range_by_lex(
         &mut self,
         r: &LexRange,
-        on_removed: impl FnMut(&[u8], f64),
+        on_removed: impl FnMut(Member<'_>, f64),
     ) -> usize {
         let (lo, hi) = self.lex_span(r);
         self.remove_ranks(lo, hi - lo, on_removed)
@@ -697,10 +705,10 @@ impl ZSet {
     }
 
     /// Element at forward rank `rank`.
-    pub fn get_by_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
+    pub fn get_by_rank(&self, rank: usize) -> Option<(Member<'_>, f64)> {
         match &self.repr {
             Repr::Compact(lp) => lp.get_by_rank(rank),
-            Repr::Skip(sl) => sl.list().get_by_rank(rank),
+            Repr::Skip(sl) => sl.list().get_by_rank(rank).map(|(m, s)| (m.into(), s)),
         }
     }
 
@@ -710,7 +718,7 @@ impl ZSet {
         &self,
         rng: &mut impl rand::Rng,
         count: i64,
-        mut emit: impl FnMut(&[u8], f64),
+        mut emit: impl FnMut(Member<'_>, f64),
     ) {
         let len = self.len();
         if len == 0 || count == 0 {
@@ -748,7 +756,7 @@ impl ZSet {
     /// each call finishes its last score group, so every element present
     /// (with an unchanged score) for the whole scan is returned at least
     /// once whatever is added or removed in between.
-    pub fn scan(&self, cursor: u64, count: usize, mut emit: impl FnMut(&[u8], f64)) -> u64 {
+    pub fn scan(&self, cursor: u64, count: usize, mut emit: impl FnMut(Member<'_>, f64)) -> u64 {
         let sl = match &self.repr {
             Repr::Compact(lp) => {
                 for (m, s) in lp.iter() {
@@ -773,7 +781,7 @@ impl ZSet {
             if emitted >= count.max(1) && last.is_some_and(|l| l != s) {
                 return score_to_cursor(s);
             }
-            emit(m, s);
+            emit(Member::from(m), s);
             last = Some(s);
         }
         0

@@ -89,8 +89,16 @@ impl Model {
         (lo, hi.max(lo))
     }
     fn lex_span(&self, r: &LexRange) -> (usize, usize) {
-        let lo = self.v.iter().filter(|e| r.below_min(&e.0)).count();
-        let hi = self.v.iter().filter(|e| r.not_above_max(&e.0)).count();
+        let lo = self
+            .v
+            .iter()
+            .filter(|e| r.below_min(e.0[..].into()))
+            .count();
+        let hi = self
+            .v
+            .iter()
+            .filter(|e| r.not_above_max(e.0[..].into()))
+            .count();
         (lo, hi.max(lo))
     }
     fn window(
@@ -223,7 +231,7 @@ fn queries_strat() -> impl Strategy<Value = Queries> {
         })
 }
 
-fn owned<'a>(it: impl Iterator<Item = (&'a [u8], f64)>) -> Vec<(Vec<u8>, f64)> {
+fn owned<'a>(it: impl Iterator<Item = (Member<'a>, f64)>) -> Vec<(Vec<u8>, f64)> {
     it.map(|(m, s)| (m.to_vec(), s)).collect()
 }
 
@@ -435,8 +443,8 @@ fn add(z: &mut ZSet, m: &str, s: f64) {
         .unwrap();
 }
 
-fn names<'a>(it: impl Iterator<Item = (&'a [u8], f64)>) -> Vec<String> {
-    it.map(|(m, _)| String::from_utf8_lossy(m).into_owned())
+fn names<'a>(it: impl Iterator<Item = (Member<'a>, f64)>) -> Vec<String> {
+    it.map(|(m, _)| String::from_utf8_lossy(&m.to_cow()).into_owned())
         .collect()
 }
 
@@ -666,7 +674,7 @@ fn random_members_semantics() {
         assert_eq!(all, 50);
         let mut rep = 0;
         z.random_members(&mut rng, -200, |m, s| {
-            assert_eq!(z.score(m), Some(s));
+            assert_eq!(z.score(&m.to_cow()), Some(s));
             rep += 1
         });
         assert_eq!(rep, 200);
@@ -696,7 +704,9 @@ fn large_random_against_model() {
                     min: ScoreBound::Inclusive(a),
                     max: ScoreBound::Exclusive(a + 3.0),
                 };
-                let n = z.remove_range_by_score(&r, |m, s| assert_eq!(model.remove(m), Some(s)));
+                let n = z.remove_range_by_score(&r, |m, s| {
+                    assert_eq!(model.remove(&*m.to_cow()), Some(s))
+                });
                 assert!(n < 100);
             }
             _ => {
@@ -1044,7 +1054,7 @@ fn member_ttls_survive_node_churn() {
                     max: ScoreBound::Exclusive(a + 20.0),
                 };
                 z.remove_range_by_score(&r, |m, s| {
-                    assert_eq!(model.remove(m).map(|e| e.0), Some(s))
+                    assert_eq!(model.remove(&*m.to_cow()).map(|e| e.0), Some(s))
                 });
             }
             9 => {
