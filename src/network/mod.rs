@@ -205,6 +205,7 @@ pub async fn cron(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receive
         ticks += 1;
         if ticks.is_multiple_of(10) {
             crate::alloc::release_free_memory();
+            uring::trim_buffers();
         }
     }
 }

@@ -43,6 +43,10 @@ const ENTRIES: u32 = 1024;
 /// only as data arrives. One completion fills at most one buffer.
 const BUF_COUNT: u16 = 256;
 const BUF_SIZE: usize = 8 * 1024;
+/// Buffers offered to the kernel at first; the offer doubles each time
+/// the kernel runs out, up to `BUF_COUNT`, and halves back towards this
+/// each second it did not.
+const BUF_OFFER_MIN: u16 = 16;
 const BUF_GROUP: u16 = 0;
 /// Received bytes a connection may have waiting before its receive is
 /// cancelled (re-armed once it reads): a client that sends without reading
@@ -80,12 +84,31 @@ struct BufEntry {
 }
 
 /// The provided buffers and the ring that offers them to the kernel.
+///
+/// The kernel takes offered buffers in ring order, so offering all of them
+/// would cycle every receive through the whole pool and make all 2 MB
+/// resident under any load. Only `offer` are offered at a time instead,
+/// refilled from `idle` most recently used first: a server's resident pool
+/// is what its receives have actually needed at once. After a burst, the
+/// cron's [`trim_buffers`] lowers the offer again and hands the pages of
+/// buffers left idle back to the kernel.
 struct Buffers {
     /// `BUF_COUNT` entries, page-aligned, never freed.
     entries: *mut BufEntry,
     /// `BUF_COUNT * BUF_SIZE` bytes, never freed.
     data: *mut u8,
     tail: u16,
+    /// Buffers not offered, the last given back on top.
+    idle: Vec<u16>,
+    /// Offered and not yet consumed by a completion.
+    offered: u16,
+    /// How many to keep offered.
+    offer: u16,
+    /// Whether the kernel ran out since the last trim.
+    starved: bool,
+    /// Per buffer, whether its pages may be resident (it was offered since
+    /// they were last handed back).
+    resident: [u64; BUF_COUNT as usize / 64],
 }
 
 /// `len` bytes of zeroed, page-aligned memory mapped for the life of the
@@ -122,15 +145,74 @@ impl Buffers {
             entries,
             data,
             tail: 0,
+            idle: (0..BUF_COUNT).rev().collect(),
+            offered: 0,
+            offer: BUF_OFFER_MIN,
+            starved: false,
+            resident: [0; BUF_COUNT as usize / 64],
         };
-        for bid in 0..BUF_COUNT {
-            bufs.give(bid);
-        }
+        bufs.refill();
         Ok(bufs)
     }
 
-    /// Offers buffer `bid` to the kernel again (or for the first time).
+    /// Takes back buffer `bid`, which a completion consumed.
     fn give(&mut self, bid: u16) {
+        self.offered = self.offered.saturating_sub(1);
+        self.idle.push(bid);
+        self.refill();
+    }
+
+    /// The kernel found no buffer offered (`ENOBUFS`): offer twice as many.
+    fn ran_out(&mut self) {
+        self.starved = true;
+        self.offer = self.offer.saturating_mul(2).min(BUF_COUNT);
+        self.refill();
+    }
+
+    /// Once a second: halves the offer unless the kernel ran out since the
+    /// last call, and drops the pages of the idle buffers that will not be
+    /// offered next (the least recently used). Buffers already offered
+    /// beyond a lowered offer come back as they are used and stay idle.
+    fn trim(&mut self) {
+        if !std::mem::take(&mut self.starved) {
+            self.offer = (self.offer / 2).max(BUF_OFFER_MIN);
+        }
+        let cold = self.idle.len().saturating_sub(usize::from(self.offer));
+        for &bid in &self.idle[..cold] {
+            let (word, bit) = (usize::from(bid) / 64, 1u64 << (bid % 64));
+            if self.resident[word] & bit == 0 {
+                continue;
+            }
+            self.resident[word] &= !bit;
+            // SAFETY: an idle buffer is not in the ring, so neither the
+            // kernel nor any slice from `filled` (whose borrow ended when
+            // the buffer was given back) refers to it; on a private
+            // anonymous mapping, MADV_DONTNEED only makes its pages read
+            // as zeros again when next touched.
+            unsafe {
+                libc::madvise(
+                    self.data.add(usize::from(bid) * BUF_SIZE).cast(),
+                    BUF_SIZE,
+                    libc::MADV_DONTNEED,
+                );
+            }
+        }
+    }
+
+    /// Offers idle buffers until `offer` are.
+    fn refill(&mut self) {
+        while self.offered < self.offer {
+            let Some(bid) = self.idle.pop() else {
+                return;
+            };
+            self.offered += 1;
+            self.publish(bid);
+        }
+    }
+
+    /// Puts buffer `bid` at the ring's tail.
+    fn publish(&mut self, bid: u16) {
+        self.resident[usize::from(bid) / 64] |= 1 << (bid % 64);
         let slot = usize::from(self.tail & (BUF_COUNT - 1));
         // SAFETY: `slot` < BUF_COUNT, inside the allocation. The kernel
         // reads entries between its head and our tail only, and this one
@@ -346,6 +428,15 @@ pub fn on_park() {
     d.borrow_mut().wake = wake;
 }
 
+/// The cron's once-a-second call: gives back the receive buffers' pages
+/// that recent traffic has not needed (see [`Buffers::trim`]). Nothing on
+/// a thread that does not serve through io_uring.
+pub(crate) fn trim_buffers() {
+    if let Some(d) = driver() {
+        d.borrow_mut().bufs.trim();
+    }
+}
+
 /// Handles the completions the ring holds (the reaper task, on epoll's
 /// word that there are some).
 fn reap() {
@@ -533,7 +624,9 @@ impl Driver {
         let mut rearm = false;
         if res == 0 {
             c.eof = true;
-        } else if res < 0 && res != -libc::ENOBUFS && res != -libc::ECANCELED {
+        } else if res == -libc::ENOBUFS {
+            self.bufs.ran_out();
+        } else if res < 0 && res != -libc::ECANCELED {
             c.error = Some(-res);
         }
         if !more {
@@ -798,5 +891,81 @@ impl Drop for UringSocket {
             d.cancel(idx, generation, SEND);
         }
         d.release_if_done(idx, generation);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stands in for the kernel: takes the buffer at the ring's head, as a
+    /// receive would, and hands it back as a completion's processing does.
+    fn consume(b: &mut Buffers, head: &mut u16) -> u16 {
+        let slot = usize::from(*head & (BUF_COUNT - 1));
+        // SAFETY: `slot` < BUF_COUNT, inside the entries mapping.
+        let bid = unsafe { (*b.entries.add(slot)).bid };
+        *head = head.wrapping_add(1);
+        b.give(bid);
+        bid
+    }
+
+    fn resident(b: &Buffers) -> u32 {
+        b.resident.iter().map(|w| w.count_ones()).sum()
+    }
+
+    #[test]
+    fn receives_cycle_through_only_the_buffers_they_need() {
+        let mut b = Buffers::new().expect("mmap");
+        let mut head = 0u16;
+        assert_eq!((b.offered, b.offer), (BUF_OFFER_MIN, BUF_OFFER_MIN));
+        // A steady trickle reuses the same few buffers, however long.
+        let mut used = std::collections::BTreeSet::new();
+        for _ in 0..10_000 {
+            used.insert(consume(&mut b, &mut head));
+        }
+        assert_eq!(used.len(), usize::from(BUF_OFFER_MIN));
+        assert_eq!(b.offered, BUF_OFFER_MIN);
+        // Running out doubles the offer, up to the pool.
+        for _ in 0..10 {
+            b.ran_out();
+        }
+        assert_eq!((b.offered, b.offer), (BUF_COUNT, BUF_COUNT));
+        assert!(b.idle.is_empty());
+        for _ in 0..1000 {
+            consume(&mut b, &mut head);
+        }
+        assert_eq!(resident(&b), u32::from(BUF_COUNT));
+        // What a receive would leave in each buffer.
+        for bid in 0..usize::from(BUF_COUNT) {
+            // SAFETY: inside `data`; no slice of it is alive.
+            unsafe { b.data.add(bid * BUF_SIZE).write_bytes(0xab, BUF_SIZE) };
+        }
+        // Quiet seconds halve the offer; as the offered buffers come back
+        // only the new offer is offered again, and the rest are dropped.
+        let mut quiet_second = |b: &mut Buffers| {
+            b.trim();
+            for _ in 0..BUF_COUNT {
+                consume(b, &mut head);
+            }
+        };
+        for _ in 0..8 {
+            quiet_second(&mut b);
+        }
+        assert_eq!((b.offered, b.offer), (BUF_OFFER_MIN, BUF_OFFER_MIN));
+        b.trim();
+        assert_eq!(resident(&b), 2 * u32::from(BUF_OFFER_MIN));
+        // The dropped buffers' pages are gone (they read as zeros); the
+        // ones still in use kept their bytes.
+        let zeroed = (0..BUF_COUNT)
+            .filter(|&bid| b.filled(bid, BUF_SIZE).iter().all(|&x| x == 0))
+            .count();
+        assert_eq!(
+            zeroed,
+            usize::from(BUF_COUNT) - 2 * usize::from(BUF_OFFER_MIN)
+        );
+        // A second that ran out keeps its offer.
+        b.ran_out();
+        b.trim();
+        assert_eq!(b.offer, 2 * BUF_OFFER_MIN);
     }
 }
