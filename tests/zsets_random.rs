@@ -9,7 +9,9 @@
 //! shape and membership. Lex ranges are only defined when all scores are
 //! equal (Redis's answer on mixed scores depends on its skiplist's random
 //! levels), so a lex command aimed at a key with mixed scores is redirected
-//! to `lx`, a key that only ever holds score 0.
+//! to `lx` or `lu`, keys that only ever hold score 0 (`lu` only members
+//! under `user:`, so its compact encoding keeps a long shared head that
+//! lex bounds cut before, inside and after).
 mod common;
 
 use common::*;
@@ -27,7 +29,23 @@ const BOUNDS: &[&str] = &[
 ];
 const BAD_BOUNDS: &[&str] = &["x", "(x", "nan", "[1"];
 const LEX: &[&str] = &[
-    "-", "+", "[m1", "(m1", "[m15", "(m15", "[m2", "[m29", "(m3", "[", "(",
+    "-",
+    "+",
+    "[m1",
+    "(m1",
+    "[m15",
+    "(m15",
+    "[m2",
+    "[m29",
+    "(m3",
+    "[",
+    "(",
+    "[u",
+    "(user:",
+    "[user:m1",
+    "(user:m2",
+    "[user:m29",
+    "[v",
 ];
 const BAD_LEX: &[&str] = &["m1", "x", "*", ""];
 const INTS: &[&str] = &[
@@ -56,8 +74,12 @@ impl Gen {
         }
     }
 
+    /// `m0`..`m29`, most under a `user:` namespace: a compact set's
+    /// members then share a longer head (stored once), which lex bounds
+    /// cut inside of, before and after.
     fn member(&mut self) -> String {
-        format!("m{}", self.rng.random_range(0..30))
+        let ns = if self.chance(0.8) { "user:" } else { "" };
+        format!("{ns}m{}", self.rng.random_range(0..30))
     }
 
     fn score(&mut self) -> String {
@@ -127,8 +149,9 @@ impl Gen {
         let c = self.rng.random_range(0..36);
         match c {
             34 | 35 => {
+                let lu = self.chance(0.5);
                 v.push("ZADD".into());
-                v.push("lx".into());
+                v.push(if lu { "lu" } else { "lx" }.into());
                 for flag in ["NX", "XX", "CH"] {
                     if self.chance(0.1) {
                         v.push(flag.into());
@@ -136,7 +159,12 @@ impl Gen {
                 }
                 for _ in 0..self.rng.random_range(1..4) {
                     v.push("0".into());
-                    v.push(self.member());
+                    let m = self.member();
+                    v.push(match m.strip_prefix("user:") {
+                        Some(_) => m,
+                        None if lu => format!("user:{m}"),
+                        None => m,
+                    });
                 }
             }
             0..=5 => {
@@ -499,7 +527,7 @@ fn run(seed: u64, resp3: bool, max_entries: usize, commands: usize) {
         if let Some(at) = lex_key_at(&cmd)
             && !uniform_scores(&mut p.r, cmd[at].as_bytes())
         {
-            cmd[at] = "lx".into();
+            cmd[at] = if g.chance(0.5) { "lu" } else { "lx" }.into();
         }
         let args: Vec<&[u8]> = cmd.iter().map(|s| s.as_bytes()).collect();
         let name = cmd[0].to_ascii_uppercase();
@@ -541,7 +569,7 @@ fn run(seed: u64, resp3: bool, max_entries: usize, commands: usize) {
         "degenerate stream: {errors} errors, {big} non-trivial replies of {replies}"
     );
     // The final states agree too.
-    for key in ["k0", "k1", "k2", "k3", "k4", "lx"] {
+    for key in ["k0", "k1", "k2", "k3", "k4", "lx", "lu"] {
         p.check_str(&format!("ZRANGE {key} 0 -1 WITHSCORES"));
         p.check_str(&format!("OBJECT ENCODING {key}"));
     }

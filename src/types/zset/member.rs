@@ -65,10 +65,11 @@ impl<'a> Member<'a> {
     /// Orders this member against a whole byte string.
     pub fn cmp_bytes(&self, other: &[u8]) -> Ordering {
         let h = self.head.len().min(other.len());
+        // The whole head against as much of `other`: equal only when
+        // `other` starts with the whole head; otherwise ordered as the whole
+        // member would be (a head that `other` stops inside is the greater).
         match self.head.cmp(&other[..h]) {
-            Ordering::Equal if h == self.head.len() => self.tail.cmp(&other[h..]),
-            // `other` ran out inside the head: it is a proper prefix.
-            Ordering::Equal => Ordering::Greater,
+            Ordering::Equal => self.tail.cmp(&other[h..]),
             o => o,
         }
     }
