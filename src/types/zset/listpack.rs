@@ -454,26 +454,28 @@ impl Listpack {
     /// once per byte of the head over the set's life.
     #[cold]
     fn unshare(&mut self, keep: usize) {
-        let moved = self.buf[keep..self.shared as usize].to_vec();
+        let old = std::mem::take(&mut self.buf);
+        let moved = &old[keep..self.shared as usize];
+        let records = || Records {
+            buf: &old,
+            off: moved.len() + keep,
+            prev: 0.0,
+        };
         let mut hdr = [0; 11];
         // Exactly sized, as every other growth here: each record gains the
         // moved bytes, and its header may gain a length byte.
-        let size = self.records().fold(keep, |n, r| {
+        let size = records().fold(keep, |n, r| {
             let hl = put_header(&mut hdr, moved.len() + r.member.len(), 0);
-            n + hl + moved.len() + (r.end - r.score_at) + r.member.len()
+            n + hl + moved.len() + r.member.len() + (r.end - r.score_at)
         });
         let mut out = Vec::with_capacity(size);
-        out.extend_from_slice(&self.buf[..keep]);
-        for r in self.records() {
-            let hl = put_header(
-                &mut hdr,
-                moved.len() + r.member.len(),
-                self.buf[r.start] & 7,
-            );
+        out.extend_from_slice(&old[..keep]);
+        for r in records() {
+            let hl = put_header(&mut hdr, moved.len() + r.member.len(), old[r.start] & 7);
             out.extend_from_slice(&hdr[..hl]);
-            out.extend_from_slice(&moved);
+            out.extend_from_slice(moved);
             out.extend_from_slice(r.member);
-            out.extend_from_slice(&self.buf[r.score_at..r.end]);
+            out.extend_from_slice(&old[r.score_at..r.end]);
         }
         self.buf = out;
         self.shared = keep as u32;
