@@ -506,6 +506,12 @@ impl Config {
         Ok(())
     }
 
+    /// `disable-thp`: whether the server turns transparent huge pages off
+    /// for itself at startup (see `alloc::disable_thp`).
+    pub fn disable_thp(&self) -> bool {
+        self.kept("disable-thp", "yes") == "yes"
+    }
+
     /// A `kept!` directive's value.
     fn kept(&self, name: &str, default: &str) -> String {
         self.kept

@@ -68,6 +68,15 @@ fn main() -> std::process::ExitCode {
         }
     };
     init_logging(&startup);
+    if startup.config.disable_thp()
+        && !zwindow::alloc::disable_thp()
+        && std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .is_ok_and(|s| s.contains("[always]"))
+    {
+        tracing::warn!(
+            "WARNING you have Transparent Huge Pages (THP) support enabled in your kernel. This will create latency and memory usage issues with Redis. To fix this issue run the command 'echo madvise > /sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your /etc/rc.local in order to retain the setting after a reboot. Redis must be restarted after THP is disabled (set to 'madvise' or 'never')."
+        );
+    }
     // One worker (the default) runs on the current-thread scheduler: it
     // runs woken connections in the order their sockets became readable,
     // so requests sent in order on two connections run in that order, as

@@ -1,5 +1,5 @@
 //! Server lifecycle contract: startup flags accepted for redis-server compatibility,
-//! ephemeral-port logging, and shutdown on SIGTERM within a second.
+//! ephemeral-port logging, `disable-thp`, and shutdown on SIGTERM within a second.
 mod common;
 
 use std::time::Duration;
@@ -13,6 +13,36 @@ fn accepts_redis_style_persistence_flags() {
     let mut c = z.conn();
     assert_eq!(escape(&c.cmd(&[b"PING"])), escape(b"+PONG\r\n"));
     assert!(z.is_running());
+}
+
+/// A process's `THP_enabled` flag (Linux 5.0+): 0 once THP is disabled for
+/// it, a flag its children inherit.
+fn thp_enabled(pid: &str) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("THP_enabled:"))
+        .expect("the kernel reports THP_enabled");
+    line.split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `disable-thp yes`, Redis's default, turns transparent huge pages off for
+/// the server's process (a huge page makes 2 MB resident for one byte
+/// touched); `no` leaves the process as it was started.
+#[test]
+fn disable_thp_turns_huge_pages_off_for_the_server() {
+    let inherited = thp_enabled("self");
+    for (args, want) in [
+        (&[][..], "0"),
+        (&["--disable-thp", "yes"][..], "0"),
+        (&["--disable-thp", "no"][..], inherited.as_str()),
+    ] {
+        let z = ZwindowServer::start(args);
+        assert_eq!(thp_enabled(&z.pid().to_string()), want, "{args:?}");
+    }
 }
 
 #[test]
