@@ -702,10 +702,11 @@ fn build_store<'a>(
     it: impl Iterator<Item = (Member<'a>, f64)>,
 ) -> ZSet {
     let mut r = ZSet::with_capacity_hint(hint, 0, limits);
+    let mut scratch = Vec::new();
     for (m, s) in it {
         // Scores read from a sorted set are never NaN.
         let _ = r.add(
-            &m.to_cow(),
+            m.joined(&mut scratch),
             NotNan::new(s).unwrap_or_default(),
             AddFlags::default(),
             limits,
@@ -1468,8 +1469,9 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     // elements' encoding aside, then splice.
     let mut body = Reply::with_resp3(ctx.out.resp3);
     let mut n = 0usize;
+    let mut scratch = Vec::new();
     let next = z.scan(cursor, count, |m, s| {
-        if pattern.is_some_and(|p| !glob_match(p, &m.to_cow(), false)) {
+        if pattern.is_some_and(|p| !glob_match(p, m.joined(&mut scratch), false)) {
             return;
         }
         bulk_member(&mut body, m);

@@ -63,9 +63,10 @@ pub fn value(digest: &mut Digest, entry: &Entry) {
             }
         }
         Value::ZSet(z) => {
+            let mut scratch = Vec::new();
             for (member, score) in z.iter() {
                 let mut element = [0u8; 20];
-                mix(&mut element, &member.to_cow());
+                mix(&mut element, member.joined(&mut scratch));
                 mix(&mut element, crate::util::fmt_g17(score).as_bytes());
                 xor(digest, &element);
             }

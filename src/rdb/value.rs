@@ -70,11 +70,9 @@ fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u
         Value::ZSet(z) => {
             if z.encoding_name() == "listpack" {
                 let mut lp = ListpackWriter::default();
-                let mut member = Vec::new();
+                let mut scratch = Vec::new();
                 for (m, s) in z.iter() {
-                    member.clear();
-                    m.append_to(&mut member);
-                    lp.push(&member);
+                    lp.push(m.joined(&mut scratch));
                     lp.push(score_text(s).as_bytes());
                 }
                 put_string(out, &lp.finish_blob(), compress);
@@ -83,8 +81,9 @@ fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u
                 put_len(out, z.len() as u64);
                 // Redis writes from the tail so loading inserts at the head.
                 let all: Vec<_> = z.iter().collect();
+                let mut scratch = Vec::new();
                 for (m, s) in all.into_iter().rev() {
-                    put_string(out, &m.to_cow(), compress);
+                    put_string(out, m.joined(&mut scratch), compress);
                     put_double(out, s);
                 }
                 TYPE_ZSET_2
@@ -679,13 +678,14 @@ pub(crate) fn member_ttls(z: &ZSet) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let mut n = 0u64;
     let mut body = Vec::new();
+    let mut scratch = Vec::new();
     for (m, _) in z.iter() {
-        let m = m.to_cow();
+        let m = m.joined(&mut scratch);
         if let Some(at) = z
-            .expire_at(&m)
+            .expire_at(m)
             .filter(|&a| a != crate::types::zset::ttl::NO_TTL)
         {
-            put_string(&mut body, &m, false);
+            put_string(&mut body, m, false);
             put_ms(&mut body, at);
             n += 1;
         }

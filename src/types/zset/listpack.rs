@@ -334,6 +334,19 @@ struct Records<'a> {
     prev: f64,
 }
 
+impl<'a> Records<'a> {
+    /// A decoder at the first record of `buf`, past its `head`-byte shared
+    /// head.
+    #[inline]
+    fn start(buf: &'a [u8], head: usize) -> Self {
+        Records {
+            buf,
+            off: head,
+            prev: 0.0,
+        }
+    }
+}
+
 impl<'a> Iterator for Records<'a> {
     type Item = Rec<'a>;
     // Every scan runs through here once per record; left out of line it
@@ -419,11 +432,7 @@ impl Listpack {
     /// A decoder at the first record. Records hold only each member's
     /// tail, past the shared head.
     fn records(&self) -> Records<'_> {
-        Records {
-            buf: &self.buf,
-            off: self.shared as usize,
-            prev: 0.0,
-        }
+        Records::start(&self.buf, self.shared as usize)
     }
 
     /// A decoder positioned at rank `rank` (at the end if past it).
@@ -450,17 +459,14 @@ impl Listpack {
     }
 
     /// Shortens the shared head to its first `keep` bytes: the rest moves
-    /// to the front of every record's tail. Rebuilt in one pass, at most
-    /// once per byte of the head over the set's life.
+    /// to the front of every record's tail. Rebuilt in one pass; a head
+    /// only shrinks until the set empties, so this happens at most once per
+    /// byte of it.
     #[cold]
     fn unshare(&mut self, keep: usize) {
         let old = std::mem::take(&mut self.buf);
         let moved = &old[keep..self.shared as usize];
-        let records = || Records {
-            buf: &old,
-            off: moved.len() + keep,
-            prev: 0.0,
-        };
+        let records = || Records::start(&old, self.shared as usize);
         let mut hdr = [0; 11];
         // Exactly sized, as every other growth here: each record gains the
         // moved bytes, and its header may gain a length byte.
@@ -513,8 +519,8 @@ impl Listpack {
         let score = if score == 0.0 { 0.0 } else { score };
         if self.len == 0 {
             // A lone member is all head; the next one that differs cuts it
-            // back to what they share.
-            self.buf.clear();
+            // back to what they share. (An empty set's buffer is empty:
+            // `reset_if_empty`.)
             self.buf.extend_from_slice(member);
             self.shared = member.len() as u32;
         } else if !member.starts_with(self.head()) {
@@ -912,11 +918,7 @@ impl<'a> Iter<'a> {
         let mut v = SPARE.take();
         v.clear();
         v.reserve(self.back);
-        let recs = Records {
-            buf: self.fwd.buf,
-            off: self.head.len(),
-            prev: 0.0,
-        };
+        let recs = Records::start(self.fwd.buf, self.head.len());
         for r in recs.take(self.back) {
             v.push(Behind {
                 mstart: r.score_at - r.member.len(),

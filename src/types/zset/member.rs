@@ -62,6 +62,21 @@ impl<'a> Member<'a> {
         out.extend_from_slice(self.tail);
     }
 
+    /// The bytes in one slice: the member itself when it is in one piece,
+    /// else joined in `scratch` (reused across a loop, so walking a
+    /// compact set allocates once, not per member).
+    pub fn joined<'s>(&self, scratch: &'s mut Vec<u8>) -> &'s [u8]
+    where
+        'a: 's,
+    {
+        if self.head.is_empty() {
+            return self.tail;
+        }
+        scratch.clear();
+        self.append_to(scratch);
+        scratch
+    }
+
     /// Orders this member against a whole byte string.
     pub fn cmp_bytes(&self, other: &[u8]) -> Ordering {
         let h = self.head.len().min(other.len());

@@ -331,11 +331,9 @@ impl ZSet {
             let mut deadlines = Vec::with_capacity(lp.ttl_count());
             lp.for_each_deadline(|i, at| deadlines.push((i, at)));
             let mut next = deadlines.iter().peekable();
-            let mut member = Vec::new();
+            let mut scratch = Vec::new();
             for (i, (m, s)) in lp.iter().enumerate() {
-                member.clear();
-                m.append_to(&mut member);
-                let place = sl.insert_new(&member, s);
+                let place = sl.insert_new(m.joined(&mut scratch), s);
                 // Set right away: the place moves with later insertions.
                 if let Some(&(_, at)) = next.next_if(|&&(r, _)| r == i) {
                     sl.set_deadline_at(place, at);
