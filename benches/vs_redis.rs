@@ -37,10 +37,21 @@
 //! comma-separated: `zadd,zcount,zrangebyscore,trim,zcard,zscore`),
 //! `VS_REDIS_DEPTHS` (default `1,16`), `VS_REDIS_ZWINDOW_ARGS` (extra zwindow
 //! flags, e.g. `--threads 2`), `VS_REDIS_ZWINDOW` (another zwindow binary,
-//! for A/B runs).
+//! for A/B runs), `VS_REDIS_FLOOR=0` (leave out the floor, below).
+//!
+//! The floor: this bench also runs itself as a server that frames each
+//! request and answers `+OK`, with one `read` and one `write` per wakeup
+//! and nothing else ([`serve_floor`]), under the same load. Its CPU per
+//! request is what the machine's kernel and loopback TCP cost a server
+//! that does no work, so floor / redis-server is the lowest ratio any
+//! server can reach here, and the table prints it beside zwindow's.
 
 mod common;
 
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -177,6 +188,95 @@ impl Server {
 }
 
 // ---------------------------------------------------------------------------
+// The floor
+// ---------------------------------------------------------------------------
+
+/// The floor server (`vs_redis --floor-server --port P`): an epoll loop, as
+/// redis-server's, that reads what a readable socket holds, counts the
+/// complete requests in it and writes one `+OK` for each. No command runs,
+/// no state is kept; redis-benchmark does not check what a reply says.
+fn serve_floor(port: u16) -> ! {
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("floor: bind");
+    listener.set_nonblocking(true).expect("floor: listener");
+    // SAFETY: plain system calls on descriptors this function owns; the
+    // event array outlives every epoll_wait that fills it.
+    let ep = unsafe { libc::epoll_create1(0) };
+    assert!(ep >= 0, "floor: epoll_create1");
+    let watch = |fd: RawFd| {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: as above.
+        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+    };
+    watch(listener.as_raw_fd());
+    // Accepted sockets block (accept does not pass on O_NONBLOCK): a read
+    // follows readiness, and a write of a few replies does not wait.
+    let mut conns: HashMap<RawFd, (TcpStream, Vec<u8>)> = HashMap::new();
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let (mut chunk, mut out) = (vec![0u8; 64 * 1024], Vec::new());
+    loop {
+        // SAFETY: as above.
+        let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, -1) };
+        for ev in &events[..usize::try_from(n).unwrap_or(0)] {
+            let fd = { ev.u64 } as RawFd;
+            if fd == listener.as_raw_fd() {
+                while let Ok((s, _)) = listener.accept() {
+                    let _ = s.set_nodelay(true);
+                    watch(s.as_raw_fd());
+                    conns.insert(s.as_raw_fd(), (s, Vec::new()));
+                }
+                continue;
+            }
+            let Some((s, pending)) = conns.get_mut(&fd) else {
+                continue;
+            };
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => {
+                    conns.remove(&fd);
+                    continue;
+                }
+                Ok(k) => pending.extend_from_slice(&chunk[..k]),
+            }
+            let (mut count, mut at) = (0, 0);
+            while let Some(end) = request_end(pending, at) {
+                (count, at) = (count + 1, end);
+            }
+            pending.drain(..at);
+            out.clear();
+            for _ in 0..count {
+                out.extend_from_slice(b"+OK\r\n");
+            }
+            if s.write_all(&out).is_err() {
+                conns.remove(&fd);
+            }
+        }
+    }
+}
+
+/// Where the multibulk request starting at `buf[at]` ends, if all of it
+/// has arrived.
+fn request_end(buf: &[u8], at: usize) -> Option<usize> {
+    let (args, mut at) = length_line(buf, at, b'*')?;
+    for _ in 0..args {
+        let (len, next) = length_line(buf, at, b'$')?;
+        at = next + len + 2;
+    }
+    (at <= buf.len()).then_some(at)
+}
+
+/// The number on a `*N` or `$N` line at `buf[at]`, and where the line ends.
+fn length_line(buf: &[u8], at: usize, prefix: u8) -> Option<(usize, usize)> {
+    if *buf.get(at)? != prefix {
+        return None;
+    }
+    let nl = at + buf[at..].iter().position(|&b| b == b'\n')?;
+    let digits = buf.get(at + 1..nl.checked_sub(1)?)?;
+    Some((std::str::from_utf8(digits).ok()?.parse().ok()?, nl + 1))
+}
+
+// ---------------------------------------------------------------------------
 // One run
 // ---------------------------------------------------------------------------
 
@@ -260,6 +360,15 @@ fn env_num(name: &str) -> Option<u64> {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--floor-server") {
+        let port = args
+            .iter()
+            .position(|a| a == "--port")
+            .and_then(|i| args.get(i + 1)?.parse().ok())
+            .expect("--floor-server needs --port P");
+        serve_floor(port);
+    }
     // `cargo bench` passes `--bench`; a filter argument is not supported.
     let quick = std::env::var("VS_REDIS_QUICK").is_ok_and(|v| v == "1");
     let requests = env_num("VS_REDIS_REQUESTS").unwrap_or(if quick { 20_000 } else { 200_000 });
@@ -286,6 +395,12 @@ fn main() {
     )];
     for (name, path) in peer_servers() {
         servers.push(Server::start_in(name, &path, &peer_args, Some(&tmp)));
+    }
+    let peers = servers.len() - 1;
+    if std::env::var("VS_REDIS_FLOOR").map_or(true, |v| v != "0") {
+        let me = std::env::current_exe().expect("current_exe");
+        let me = me.to_string_lossy();
+        servers.push(Server::start("floor", &me, &["--floor-server".into()]));
     }
     println!(
         "vs_redis: {bench}, 50 clients, {requests} requests per run at pipeline 1 ({} at 16), {rounds} round(s), zwindow {zwindow_exe} {}",
@@ -337,13 +452,14 @@ fn main() {
             s.name, "ops/s", "p99 ms", "cpu us"
         );
     }
-    for s in &servers[1..] {
+    for s in &servers[1..=peers] {
         header += &format!(" | z/{:<6} {:>5} {:>5} {:>5}", s.name, "ops", "p99", "cpu");
     }
     println!("{header}");
     // cpu_ratios[peer][depth] over the workloads; likewise ops and p99.
-    let peers = servers.len() - 1;
+    // The floor's column is its own; it is no peer to zwindow.
     let mut ratios = vec![vec![(Vec::new(), Vec::new(), Vec::new()); depths.len()]; peers];
+    let mut floor = vec![vec![Vec::new(); depths.len()]; peers];
     for (wi, &w) in workloads.iter().enumerate() {
         for (di, &depth) in depths.iter().enumerate() {
             let cell = &results[wi][di];
@@ -360,6 +476,11 @@ fn main() {
                 .collect();
             for &(ops, p99, cpu) in &m {
                 line += &format!(" | {:>8} {ops:>9.0} {p99:>7.3} {cpu:>6.2}", "");
+            }
+            if let Some(f) = m.get(peers + 1) {
+                for p in 0..peers {
+                    floor[p][di].push(f.2 / m[p + 1].2);
+                }
             }
             for p in 0..peers {
                 let (z, r) = (m[0], m[p + 1]);
@@ -396,6 +517,22 @@ fn main() {
             row += &format!(" {:.2} |", geomean(&r.2));
         }
         println!("{row}");
+    }
+    if servers.len() > peers + 1 {
+        println!();
+        println!(
+            "The floor (a server that only frames requests and answers +OK) / peer, same geometric mean: the lowest ratio the kernel's share leaves on this machine:"
+        );
+        println!();
+        println!("{head}");
+        println!("{rule}");
+        for p in 0..peers {
+            let mut row = format!("| floor / {} |", servers[p + 1].name);
+            for f in &floor[p] {
+                row += &format!(" {:.2} |", geomean(f));
+            }
+            println!("{row}");
+        }
     }
     println!();
     for p in 0..peers {
