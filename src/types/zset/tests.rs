@@ -488,6 +488,26 @@ fn infinities_and_exclusive_bounds() {
             z.count_in_range(&r(Exclusive(f64::NEG_INFINITY), Exclusive(f64::INFINITY))),
             2
         );
+        // A window's reads and trim: one end open.
+        let (ninf, inf) = (f64::NEG_INFINITY, f64::INFINITY);
+        assert_eq!(z.count_in_range(&r(Inclusive(2.0), Inclusive(inf))), 2);
+        assert_eq!(z.count_in_range(&r(Inclusive(ninf), Exclusive(2.0))), 2);
+        assert_eq!(z.count_in_range(&r(Inclusive(inf), Inclusive(inf))), 1);
+        assert_eq!(z.count_in_range(&r(Inclusive(ninf), Inclusive(ninf))), 1);
+        assert_eq!(
+            names(z.range_by_score(&r(Exclusive(1.0), Inclusive(inf)), false, 0, Some(1))),
+            ["two"]
+        );
+        assert_eq!(
+            names(z.range_by_score(&r(Inclusive(ninf), Exclusive(2.0)), true, 0, None)),
+            ["one", "lo"]
+        );
+        let mut trimmed = z.clone();
+        assert_eq!(
+            trimmed.remove_range_by_score(&r(Inclusive(ninf), Exclusive(2.0)), |_, _| {}),
+            2
+        );
+        assert_eq!(names(trimmed.range_by_rank(0, 10, false)), ["two", "hi"]);
         assert_eq!(z.count_in_range(&r(Exclusive(1.0), Inclusive(2.0))), 1);
         assert_eq!(z.count_in_range(&r(Exclusive(1.0), Exclusive(2.0))), 0);
         assert_eq!(z.count_in_range(&r(Inclusive(2.0), Inclusive(1.0))), 0);
