@@ -292,8 +292,12 @@ fn out_of_file_descriptors_the_server_stays_responsive_and_idle() {
     }
     let used = cpu_secs(pid) - before;
     let share = used / started.elapsed().as_secs_f64();
+    // A server spinning on accept takes a whole core. An idle one takes a
+    // few percent (a debug build, its cron walking 224 clients): 2-4% here
+    // over these 1.5 s, read in 10 ms ticks, and once 5.3% in CI on a
+    // shared 2-core machine; the bound sits well between the two.
     assert!(
-        share < 0.05,
+        share < 0.2,
         "server used {:.1}% of a core while saturated",
         share * 100.0
     );
