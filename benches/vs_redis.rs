@@ -56,7 +56,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use common::{
-    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, peer_servers,
+    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, frame_end, peer_servers,
     zwindow_under_test,
 };
 
@@ -193,8 +193,9 @@ impl Server {
 
 /// The floor server (`vs_redis --floor-server --port P`): an epoll loop, as
 /// redis-server's, that reads what a readable socket holds, counts the
-/// complete requests in it and writes one `+OK` for each. No command runs,
-/// no state is kept; redis-benchmark does not check what a reply says.
+/// complete requests in it (framed by the bench's own reply parser, since
+/// a request is a RESP array) and writes one `+OK` for each. No command
+/// runs, no state is kept; redis-benchmark does not check what a reply says.
 fn serve_floor(port: u16) -> ! {
     let listener = TcpListener::bind(("127.0.0.1", port)).expect("floor: bind");
     listener.set_nonblocking(true).expect("floor: listener");
@@ -240,7 +241,7 @@ fn serve_floor(port: u16) -> ! {
                 Ok(k) => pending.extend_from_slice(&chunk[..k]),
             }
             let (mut count, mut at) = (0, 0);
-            while let Some(end) = request_end(pending, at) {
+            while let Ok(Some(end)) = frame_end(pending, at) {
                 (count, at) = (count + 1, end);
             }
             pending.drain(..at);
@@ -253,27 +254,6 @@ fn serve_floor(port: u16) -> ! {
             }
         }
     }
-}
-
-/// Where the multibulk request starting at `buf[at]` ends, if all of it
-/// has arrived.
-fn request_end(buf: &[u8], at: usize) -> Option<usize> {
-    let (args, mut at) = length_line(buf, at, b'*')?;
-    for _ in 0..args {
-        let (len, next) = length_line(buf, at, b'$')?;
-        at = next + len + 2;
-    }
-    (at <= buf.len()).then_some(at)
-}
-
-/// The number on a `*N` or `$N` line at `buf[at]`, and where the line ends.
-fn length_line(buf: &[u8], at: usize, prefix: u8) -> Option<(usize, usize)> {
-    if *buf.get(at)? != prefix {
-        return None;
-    }
-    let nl = at + buf[at..].iter().position(|&b| b == b'\n')?;
-    let digits = buf.get(at + 1..nl.checked_sub(1)?)?;
-    Some((std::str::from_utf8(digits).ok()?.parse().ok()?, nl + 1))
 }
 
 // ---------------------------------------------------------------------------

@@ -620,7 +620,6 @@ impl Driver {
     fn complete_recv(&mut self, idx: u32, generation: u32, res: i32, flags: u32) {
         let more = cqueue::more(flags);
         let bid = cqueue::buffer_select(flags);
-        let conns = self.slots.len().saturating_sub(self.free.len());
         let Some(c) = self
             .slots
             .get_mut(idx as usize)
@@ -640,11 +639,10 @@ impl Driver {
             self.bufs.give(bid);
         }
         let mut rearm = false;
+        let starved = res == -libc::ENOBUFS;
         if res == 0 {
             c.eof = true;
-        } else if res == -libc::ENOBUFS {
-            self.bufs.ran_out(conns);
-        } else if res < 0 && res != -libc::ECANCELED {
+        } else if res < 0 && !starved && res != -libc::ECANCELED {
             c.error = Some(-res);
         }
         if !more {
@@ -660,6 +658,10 @@ impl Driver {
         } else if c.recv == Recv::Armed && c.input.len() > INPUT_PAUSE {
             c.recv = Recv::Cancelling;
             self.cancel(idx, generation, RECV);
+        }
+        if starved {
+            let conns = self.slots.len().saturating_sub(self.free.len());
+            self.bufs.ran_out(conns);
         }
         let Some(c) = self.conn(idx, generation) else {
             return;
