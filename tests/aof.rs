@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::dataset::{assert_same, cmd, contents, ok, populate};
-use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, encode_cmd, parse_reply};
+use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, encode_cmd, escape, parse_reply};
 
 fn start(dir: &Path, extra: &[&str]) -> ZwindowServer {
     let mut args = vec!["--dir", dir.to_str().unwrap(), "--appendonly", "yes"];
@@ -675,4 +675,113 @@ fn kill_9_under_load_loses_no_acknowledged_write() {
         assert!(acked > 0);
         assert_eq!(lost, 0, "appendfsync {fsync}, threads {threads}");
     }
+}
+
+/// Consumer groups change without their stream changing: every such
+/// change (XGROUP, XREADGROUP with and without NOACK, history re-reads,
+/// XACK, XCLAIM, XAUTOCLAIM, in MULTI and in a script) is logged, so a
+/// restart, and redis-server loading the files, bring back the groups,
+/// consumers, PELs, delivery counts and times, last IDs and read counters.
+const GROUP_SCRIPT: &[&str] = &[
+    "XADD s 1-1 a 1",
+    "XADD s 2-1 a 2",
+    "XADD s 3-1 a 3",
+    "XADD s 4-1 a 4",
+    "XADD s 5-1 a 5",
+    "XGROUP CREATE s g 0",
+    "XGROUP CREATE s g2 $ ENTRIESREAD 5",
+    "XREADGROUP GROUP g alice COUNT 3 STREAMS s >",
+    "XREADGROUP GROUP g bob NOACK COUNT 1 STREAMS s >",
+    "XREADGROUP GROUP g alice STREAMS s 0",
+    "XREADGROUP GROUP g carol STREAMS s 0",
+    "XACK s g 1-1",
+    "XCLAIM s g dave 0 2-1",
+    "XCLAIM s g dave 0 3-1 JUSTID RETRYCOUNT 7",
+    "XDEL s 3-1",
+    "XAUTOCLAIM s g erin 0 0 COUNT 10",
+    "XCLAIM s g frank 0 5-1 FORCE LASTID 9-9",
+    "XGROUP SETID s g2 2-1 ENTRIESREAD 2",
+    "XGROUP CREATECONSUMER s g2 x",
+    "XGROUP CREATECONSUMER s g2 y",
+    "XGROUP DELCONSUMER s g2 y",
+    "XGROUP CREATE s g3 0",
+    "XGROUP DESTROY s g3",
+    "MULTI",
+    "XREADGROUP GROUP g2 zed STREAMS s >",
+    "XACK s g2 4-1",
+    "EXEC",
+    "EVAL \"return redis.call('XREADGROUP', 'GROUP', 'g2', 'zed', 'STREAMS', KEYS[1], '0')\" 1 s",
+    "XGROUP CREATE t tg $ MKSTREAM",
+    "XADD t 7-1 f v",
+    "XREADGROUP GROUP tg c1 STREAMS t >",
+];
+
+fn groups_of(c: &mut RawConn) -> Vec<String> {
+    ["s", "t"]
+        .iter()
+        .map(|k| {
+            let r = cmd(c, &[b"XINFO", b"STREAM", k.as_bytes(), b"FULL"]);
+            assert!(r.starts_with(b"*"), "XINFO STREAM {k} FULL: {}", escape(&r));
+            common::dataset::masked(&parse_reply(&r))
+        })
+        .collect()
+}
+
+#[test]
+fn consumer_groups_survive_a_restart_both_ways() {
+    let zdir = PrivateDir::new("aof-groups");
+    let z = start(&zdir.0, &[]);
+    let mut c = z.conn();
+    for line in GROUP_SCRIPT {
+        ok(&mut c, line);
+    }
+    let live = groups_of(&mut c);
+    // The state is what the script built, not an empty one.
+    assert!(
+        live[0].contains("\"frank\"") && live[0].contains("\"9-9\""),
+        "{live:?}"
+    );
+    assert!(
+        live[0].contains("\"erin\" \"seen-time\" <time> \"pel-count\" Int(1)"),
+        "{live:?}"
+    );
+    drop(z);
+    let z = start(&zdir.0, &[]);
+    assert_eq!(
+        groups_of(&mut z.conn()),
+        live,
+        "zwindow restarted from its AOF"
+    );
+    drop(z);
+    let rdir = PrivateDir::new("aof-groups-into-redis");
+    copy_dir(&zdir.0.join("appendonlydir"), &rdir.0.join("appendonlydir"));
+    let r = start_redis(&rdir.0);
+    assert_eq!(
+        groups_of(&mut r.conn()),
+        live,
+        "redis-server loading zwindow's AOF"
+    );
+    drop(r);
+
+    // redis-server writes; zwindow loads what a restarted redis-server has.
+    let rdir = PrivateDir::new("aof-groups-redis");
+    let r = start_redis(&rdir.0);
+    let mut rc = r.conn();
+    for line in GROUP_SCRIPT {
+        ok(&mut rc, line);
+    }
+    rc.send(&encode_cmd(&[b"SHUTDOWN"]));
+    rc.expect_closed();
+    drop(r);
+    let r = start_redis(&rdir.0);
+    let reloaded = groups_of(&mut r.conn());
+    drop(r);
+    let zdir = PrivateDir::new("aof-groups-from-redis");
+    copy_dir(&rdir.0.join("appendonlydir"), &zdir.0.join("appendonlydir"));
+    let z = start(&zdir.0, &[]);
+    assert_eq!(
+        groups_of(&mut z.conn()),
+        reloaded,
+        "zwindow loading redis-server's AOF"
+    );
 }

@@ -8,6 +8,14 @@
 //! an XREAD `$` is resolved to a concrete ID at block time and handed back
 //! as the arguments to re-run with, and a re-run serves only the key that
 //! became ready, with Redis's default COUNT of 1000 for blocked reads.
+//!
+//! A consumer group changes without its stream changing, so those changes
+//! are logged (AOF, replicas) as the idempotent commands Redis's stream
+//! code propagates, collected in a [`GroupLog`]: each pending entry a read
+//! or a claim touched as `XCLAIM … FORCE JUSTID LASTID`, the group's last
+//! ID and read counter as `XGROUP SETID … ENTRIESREAD`, a consumer that
+//! nothing else would create as `XGROUP CREATECONSUMER`. The reading or
+//! claiming command itself is never logged.
 
 use std::time::Duration;
 
@@ -19,7 +27,7 @@ use super::{
 use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::types::stream::{
-    Fields, Group, INVALID_ENTRIES_READ, NodeLimits, Stream, StreamId, Trim,
+    Fields, Group, INVALID_ENTRIES_READ, Nack, NodeLimits, Stream, StreamId, Trim,
 };
 use crate::util::{eq_ic, parse_i64};
 
@@ -27,6 +35,101 @@ const G: &str = "stream";
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
 /// Redis's `XREAD_BLOCKED_DEFAULT_COUNT`: a blocked read served without COUNT.
 const BLOCKED_DEFAULT_COUNT: u64 = 1000;
+
+// ---------------------------------------------------------------------------
+// Logging a consumer group's changes.
+
+/// The commands a group change is logged as, collected while a handler
+/// runs, and the changes it counts (Redis's `server.dirty`).
+struct GroupLog {
+    /// None while nothing listens: then no command is built.
+    ops: Option<Vec<Vec<Vec<u8>>>>,
+    changes: u64,
+}
+
+impl GroupLog {
+    fn new(ks: &Keyspace<'_>) -> GroupLog {
+        GroupLog {
+            ops: ks.propagating().then(Vec::new),
+            changes: 0,
+        }
+    }
+
+    /// Logs one command, counted as one change.
+    fn op(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
+        self.changes += 1;
+        if let Some(ops) = &mut self.ops {
+            ops.push(argv());
+        }
+    }
+
+    /// How many commands are logged so far (a mark for [`insert`](Self::insert)).
+    fn len(&self) -> usize {
+        self.ops.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Logs a command ahead of those logged since `mark`.
+    fn insert(&mut self, mark: usize, argv: impl FnOnce() -> Vec<Vec<u8>>) {
+        if let Some(ops) = &mut self.ops {
+            ops.insert(mark.min(ops.len()), argv());
+        }
+    }
+
+    /// Hands the commands to the keyspace in place of the command itself
+    /// (Redis's `alsoPropagate` then `preventCommandPropagation`).
+    fn finish(self, ctx: &mut Ctx) {
+        ctx.prevent_propagation();
+        ctx.ks.dirty(self.changes);
+        for argv in self.ops.into_iter().flatten() {
+            ctx.ks.also_propagate(|| argv);
+        }
+    }
+}
+
+/// Redis's `streamPropagateXCLAIM`: pending entry `id` as it stands now,
+/// in a form that replays to the same state (or, for an entry gone from
+/// the stream, drops its NACK on replay).
+fn xclaim_argv(
+    key: &[u8],
+    group: &[u8],
+    id: StreamId,
+    nack: &Nack,
+    last: StreamId,
+) -> Vec<Vec<u8>> {
+    let mut n = itoa::Buffer::new();
+    let time = n.format(nack.delivery_time).as_bytes().to_vec();
+    let count = n.format(nack.delivery_count).as_bytes().to_vec();
+    crate::argv![
+        b"XCLAIM",
+        key,
+        group,
+        nack.consumer,
+        b"0",
+        id.to_bytes(),
+        b"TIME",
+        time,
+        b"RETRYCOUNT",
+        count,
+        b"FORCE",
+        b"JUSTID",
+        b"LASTID",
+        last.to_bytes()
+    ]
+}
+
+/// Redis's `streamPropagateGroupID`: the group's last ID and read counter.
+fn setid_argv(key: &[u8], group: &[u8], g: &Group) -> Vec<Vec<u8>> {
+    let mut n = itoa::Buffer::new();
+    crate::argv![
+        b"XGROUP",
+        b"SETID",
+        key,
+        group,
+        g.last_id.to_bytes(),
+        b"ENTRIESREAD",
+        n.format(g.entries_read)
+    ]
+}
 
 pub static COMMANDS: &[Command] = &[
     Command::new("xadd", -5, WRITE | DENYOOM | FAST, Keys::ONE, xadd)
@@ -800,12 +903,15 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
     let resp3 = ctx.out.resp3;
     let mut served = 0usize;
     let mut at = None;
+    let mut log = GroupLog::new(ctx.ks);
     for (k, rid) in ids.iter().enumerate() {
         let key = args.get(streams_at + k);
         if !ctx.client.may_take_from(key) {
             continue;
         }
-        let Some(s) = stream_read(ctx.ks, key)? else {
+        // Types and groups were checked by the first pass: nothing here
+        // fails, so what was served so far is always logged.
+        let Ok(Some(s)) = stream_read(ctx.ks, key) else {
             continue;
         };
         let mut created = false;
@@ -857,22 +963,38 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             ctx.out.array(2);
         }
         ctx.out.bulk(key);
-        let Some(start) = start.incr() else {
-            ctx.out.array(0);
-            continue;
-        };
-        match group_arg {
-            None => {
+        let mark = log.len();
+        match (group_arg, start.incr()) {
+            (_, None) => ctx.out.array(0),
+            (None, Some(start)) => {
                 reply_range(ctx.out, s, start, StreamId::MAX, count, false);
             }
-            Some((gname, cname)) => {
+            (Some((gname, cname)), Some(start)) => {
                 let s: &mut Stream = s;
+                let read = GroupRead {
+                    key,
+                    gname,
+                    cname,
+                    start,
+                    count,
+                    now,
+                };
                 if history {
-                    reply_history(ctx.out, s, gname, cname, start, count, now);
+                    reply_history(ctx.out, s, &read, &mut log);
                 } else {
-                    deliver_new(ctx.out, s, gname, cname, start, count, noack, now);
+                    deliver_new(ctx.out, s, &read, noack, &mut log);
                 }
             }
+        }
+        if let Some((gname, cname)) = group_arg {
+            // A claim logged for the consumer creates it on replay; with
+            // none (NOACK, or nothing delivered) it is logged itself.
+            if created && (noack || log.len() == mark) {
+                log.insert(mark, || {
+                    crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
+                });
+            }
+            log.changes += 1;
         }
         if created {
             ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
@@ -882,6 +1004,9 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         if rerun {
             break;
         }
+    }
+    if xreadgroup {
+        log.finish(ctx);
     }
     if let Some(at) = at {
         if resp3 {
@@ -940,20 +1065,38 @@ fn nogroup_key_xread(key: &[u8], group: &[u8]) -> Error {
     Error::Raw(m)
 }
 
-/// Serves entries after `start - 1` the group has not delivered, moving
-/// its last ID and read counter and (without NOACK) adding them to the PELs
-/// (Redis's `streamReplyWithRange` with a group).
-#[allow(clippy::too_many_arguments)]
+/// What one XREADGROUP serves from one stream.
+struct GroupRead<'a> {
+    key: &'a [u8],
+    gname: &'a [u8],
+    cname: &'a [u8],
+    /// The first ID to serve.
+    start: StreamId,
+    /// At most this many entries (0: all).
+    count: u64,
+    now: u64,
+}
+
+/// Serves entries from `start` the group has not delivered, moving its
+/// last ID and read counter and (without NOACK) adding them to the PELs
+/// (Redis's `streamReplyWithRange` with a group). Logged as a claim per
+/// entry, then the group's new position (as Redis 7.2+ logs it: 7.0 left
+/// the read counter out without NOACK, so replay lost it).
 fn deliver_new(
     out: &mut Reply,
     s: &mut Stream,
-    gname: &[u8],
-    cname: &[u8],
-    start: StreamId,
-    count: u64,
+    read: &GroupRead<'_>,
     noack: bool,
-    now: u64,
+    log: &mut GroupLog,
 ) {
+    let GroupRead {
+        key,
+        gname,
+        cname,
+        start,
+        count,
+        now,
+    } = *read;
     let mut ids = Vec::new();
     let at = out.defer();
     s.range(start, StreamId::MAX, false, |id, fields| {
@@ -962,6 +1105,7 @@ fn deliver_new(
         count == 0 || (ids.len() as u64) < count
     });
     out.fill_array(at, ids.len());
+    let mut moved = false;
     for id in ids {
         let tomb = s.range_has_tombstones(Some(id), None);
         let estimate = if s.entries_added > 0 {
@@ -979,10 +1123,17 @@ fn deliver_new(
                 g.entries_read = e;
             }
             g.last_id = id;
+            moved = true;
         }
         if !noack {
             claim_to(g, id, cname, now, 1);
+            if let Some(n) = g.pel.get(&id) {
+                log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
+            }
         }
+    }
+    if moved && let Some(g) = s.groups.get(gname) {
+        log.op(|| setid_argv(key, gname, g));
     }
 }
 
@@ -1010,15 +1161,17 @@ fn claim_to(g: &mut Group, id: StreamId, cname: &[u8], now: u64, count: u64) {
 
 /// The consumer's own pending entries from `start` (Redis's
 /// `streamReplyWithRangeFromConsumerPEL`): deleted entries show as nil.
-fn reply_history(
-    out: &mut Reply,
-    s: &mut Stream,
-    gname: &[u8],
-    cname: &[u8],
-    start: StreamId,
-    count: u64,
-    now: u64,
-) {
+/// Each entry served counts one more delivery, logged as its claim so
+/// that replay keeps the count (Redis logs nothing here and loses it).
+fn reply_history(out: &mut Reply, s: &mut Stream, read: &GroupRead<'_>, log: &mut GroupLog) {
+    let GroupRead {
+        key,
+        gname,
+        cname,
+        start,
+        count,
+        now,
+    } = *read;
     let Some(g) = s.groups.get(gname) else {
         out.array(0);
         return;
@@ -1058,6 +1211,7 @@ fn reply_history(
             if let Some(n) = g.pel.get_mut(&id) {
                 n.delivery_time = now;
                 n.delivery_count += 1;
+                log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
             }
         }
     }
@@ -1150,6 +1304,7 @@ fn xgroup_create(ctx: &mut Ctx) -> CmdResult {
     s.groups
         .insert(group.into(), Group::new(id, opts.entries_read));
     ctx.out.ok();
+    ctx.ks.dirty(1);
     ctx.ks.notify(notify::STREAM, "xgroup-create", key);
     Ok(Done)
 }
@@ -1176,6 +1331,7 @@ fn xgroup_setid(ctx: &mut Ctx) -> CmdResult {
         g.entries_read = opts.entries_read;
     }
     ctx.out.ok();
+    ctx.ks.dirty(1);
     ctx.ks.notify(notify::STREAM, "xgroup-setid", key);
     Ok(Done)
 }
@@ -1189,6 +1345,7 @@ fn xgroup_destroy(ctx: &mut Ctx) -> CmdResult {
         return Ok(Done);
     }
     ctx.out.int(1);
+    ctx.ks.dirty(1);
     ctx.ks.notify(notify::STREAM, "xgroup-destroy", key);
     // Blocked XREADGROUP clients of the group get their NOGROUP error.
     ctx.ks.signal_ready(key);
@@ -1202,6 +1359,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx) -> CmdResult {
     let created = g.create_consumer(args.get(4), now);
     ctx.out.int(created as i64);
     if created {
+        ctx.ks.dirty(1);
         ctx.ks
             .notify(notify::STREAM, "xgroup-createconsumer", args.get(2));
     }
@@ -1214,6 +1372,7 @@ fn xgroup_delconsumer(ctx: &mut Ctx) -> CmdResult {
     let pending = g.delete_consumer(args.get(4));
     ctx.out.int(pending.unwrap_or(0) as i64);
     if pending.is_some() {
+        ctx.ks.dirty(1);
         ctx.ks
             .notify(notify::STREAM, "xgroup-delconsumer", args.get(2));
     }
@@ -1266,6 +1425,7 @@ fn xack(ctx: &mut Ctx) -> CmdResult {
             acked += g.ack(id) as i64;
         }
     }
+    ctx.ks.dirty(acked as u64);
     ctx.out.int(acked);
     Ok(Done)
 }
@@ -1426,6 +1586,7 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
         Some(t) if (0..=now).contains(&t) => t,
         _ => now,
     } as u64;
+    let mut log = GroupLog::new(ctx.ks);
     let Some(s) = stream_mut(ctx.ks, key)? else {
         return Ok(Done);
     };
@@ -1436,11 +1597,15 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
         let Some(g) = s.groups.get_mut(gname) else {
             return Ok(Done);
         };
-        if last_id > g.last_id {
+        let advanced = last_id > g.last_id;
+        if advanced {
             g.last_id = last_id;
         }
         for (id, exists) in ids.iter().copied().zip(exists) {
             if !exists {
+                if let Some(n) = g.pel.get(&id) {
+                    log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
+                }
                 g.ack(id);
                 continue;
             }
@@ -1466,7 +1631,14 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
                 prev
             };
             claim_to(g, id, cname, delivery, count);
+            if let Some(n) = g.pel.get(&id) {
+                log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
+            }
             replies.push((id, justid));
+        }
+        // The claims carry LASTID; with none, the new last ID goes alone.
+        if advanced && log.changes == 0 {
+            log.op(|| setid_argv(key, gname, g));
         }
     }
     ctx.out.array(replies.len());
@@ -1482,6 +1654,7 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
     if created {
         ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
     }
+    log.finish(ctx);
     Ok(Done)
 }
 
@@ -1528,6 +1701,7 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
         ));
     }
     let now = ctx.ks.now_ms;
+    let mut log = GroupLog::new(ctx.ks);
     let Some(s) = stream_mut(ctx.ks, key)? else {
         return Ok(Done);
     };
@@ -1566,6 +1740,9 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
             break;
         };
         if !exists {
+            if let Some(n) = g.pel.get(&id) {
+                log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
+            }
             g.ack(id);
             deleted.push(id);
             count -= 1;
@@ -1576,6 +1753,9 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
         }
         created |= g.create_consumer(cname, now);
         claim_to(g, id, cname, now, if justid { prev } else { prev + 1 });
+        if let Some(n) = g.pel.get(&id) {
+            log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
+        }
         claimed.push(id);
         count -= 1;
         if id == StreamId::MAX {
@@ -1601,6 +1781,7 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
     if created {
         ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
     }
+    log.finish(ctx);
     Ok(Done)
 }
 

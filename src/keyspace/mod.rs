@@ -745,6 +745,12 @@ impl<'a> Keyspace<'a> {
     pub fn prepare<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
         let key = key.into();
         self.cow(key);
+        // While the AOF loads nothing expires or ages out: the file holds
+        // those deletions (and hand-offs) as commands of their own, and
+        // doing them here too would do them twice.
+        if self.loading() {
+            return false;
+        }
         if self.expire_if_needed(key) {
             return true;
         }
@@ -826,6 +832,18 @@ impl<'a> Keyspace<'a> {
         if self.shared.windows.active() || self.field_ttls() || self.member_ttls() {
             crate::keyspace::windows::reschedule(self, key.bytes());
         }
+    }
+
+    /// Counts `n` changes that no WATCH and no client cache sees (Redis's
+    /// bare `server.dirty++`): a stream group's state moving (XACK, XGROUP,
+    /// XREADGROUP, XCLAIM). Enough for the save points, and for the
+    /// command to be propagated (Redis's dirty test in `call`).
+    pub fn dirty(&mut self, n: u64) {
+        self.prop.dirty += n;
+        self.shared
+            .stats
+            .dirty
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Client-side caches of `key` must go (Redis's `trackingInvalidateKey`
