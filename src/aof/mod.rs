@@ -878,7 +878,13 @@ pub fn debug_loadaof(
     aof.flush_all();
     crate::persistence::flush_all(ks);
     let state = aof.state.swap(OFF, Relaxed);
+    // The replayed commands run on this command's keyspace view while
+    // nothing listens, so nothing isolates their propagation state: a
+    // replayed FLUSHALL's "log me anyway" would otherwise stay set and
+    // log this DEBUG LOADAOF itself, which every later load would replay.
+    let own = std::mem::take(&mut ks.prop);
     let loaded = load::load_files(shared, ks);
+    ks.prop = own;
     aof.state.store(state, Relaxed);
     loaded.map(|_| tracing::warn!("Append Only File loaded by DEBUG LOADAOF"))
 }

@@ -622,7 +622,16 @@ pub(super) fn subkeys_arg(
 
 /// Redis's `hashTypeSetEx`: sets (`Some(at)`) or drops (`None`) one field's
 /// deadline under `cond`, deleting the field if `at` has already come.
-fn set_field_expire(h: &mut Hash, field: &[u8], at: Option<u64>, cond: Cond, now: u64) -> i64 {
+/// `now`: None while the AOF loads, when a deadline already past is kept
+/// (the file deletes the field with an HDEL of its own, as Redis's
+/// `checkAlreadyExpired` leaves it to).
+fn set_field_expire(
+    h: &mut Hash,
+    field: &[u8],
+    at: Option<u64>,
+    cond: Cond,
+    now: Option<u64>,
+) -> i64 {
     let Some(prev) = h.expire_at(field) else {
         return NO_FIELD;
     };
@@ -636,7 +645,7 @@ fn set_field_expire(h: &mut Hash, field: &[u8], at: Option<u64>, cond: Cond, now
     if cond.refuses(prev, at, NO_TTL) {
         return NO_CONDITION;
     }
-    if at <= now {
+    if now.is_some_and(|now| at <= now) {
         h.remove(field);
         return DELETED;
     }
@@ -691,6 +700,8 @@ fn hpexpireat(ctx: &mut Ctx) -> CmdResult {
 /// HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT (`hexpireGenericCommand`).
 fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
+    // While the AOF loads a deadline already past is kept (see `set_field_expire`).
+    let past = (!ctx.ks.loading()).then_some(now);
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let at = parse_expire(ctx, args.get(2), seconds, if absolute { 0 } else { now })?;
     let cond = Cond::parse(args.get(3));
@@ -713,7 +724,7 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (mut set, mut deleted): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
     for i in first..args.len() {
         let field = args.get(i);
-        let res = set_field_expire(h, field, Some(at), cond, now);
+        let res = set_field_expire(h, field, Some(at), cond, past);
         match res {
             SET_OK => set.push(field),
             DELETED => deleted.push(field),
@@ -784,6 +795,9 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
 /// HPERSIST: 1 dropped, -1 had no TTL, -2 no such field.
 fn hpersist(ctx: &mut Ctx) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
+    // While the AOF loads no field is expired yet: the file says when one
+    // was (an HDEL of its own), and persisted before that it stays.
+    let now = if ctx.ks.loading() { 0 } else { now };
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let first = fields_arg(ctx, 2, "ERR Number of fields must be a positive integer")?;
     ctx.out.array(args.len() - first);
@@ -860,6 +874,8 @@ fn hgetdel(ctx: &mut Ctx) -> CmdResult {
 /// HGETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST] FIELDS numfields field …
 fn hgetex(ctx: &mut Ctx) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
+    // While the AOF loads a deadline already past is kept (see `set_field_expire`).
+    let past = (!ctx.ks.loading()).then_some(now);
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let opt = args.get(2);
     // (seconds, absolute) for the four time options.
@@ -911,7 +927,7 @@ fn hgetex(ctx: &mut Ctx) -> CmdResult {
         };
         ctx.out.bulk(v);
         if let Some(at) = set {
-            match set_field_expire(h, field, at, Cond::None, now) {
+            match set_field_expire(h, field, at, Cond::None, past) {
                 SET_OK => updated += 1,
                 DELETED => deleted.push(field),
                 _ => {}
@@ -947,6 +963,8 @@ fn hgetex(ctx: &mut Ctx) -> CmdResult {
 /// condition kept them from it.
 fn hsetex(ctx: &mut Ctx) -> CmdResult {
     let (args, key, now, lim) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms, limits(ctx));
+    // While the AOF loads a deadline already past is kept (see `set_field_expire`).
+    let past = (!ctx.ks.loading()).then_some(now);
     let arity = || {
         Error::Owned(format!(
             "ERR wrong number of arguments for '{}' command",
@@ -1057,7 +1075,7 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
             h.set(field, value, lim);
         }
         if at.is_some() {
-            match set_field_expire(h, field, at, Cond::None, now) {
+            match set_field_expire(h, field, at, Cond::None, past) {
                 SET_OK => updated += 1,
                 DELETED => deleted.push(field),
                 _ => {}

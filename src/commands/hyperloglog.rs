@@ -188,7 +188,14 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
     };
     s.raw = true;
     if sub.eq_ignore_ascii_case(b"getreg") {
-        s.with_vec(hll::sparse_to_dense).map_err(|_| CORRUPT)?;
+        let converted = s.with_vec(hll::sparse_to_dense).map_err(|_| CORRUPT)?;
+        if converted {
+            // Logged, so that replay converts it too (Redis's dirty++).
+            ctx.ks.dirty(1);
+        }
+        let Some(s) = lookup_hll(ctx.ks, key, false)? else {
+            return Ok(Done);
+        };
         let regs = &s.data[hll::HDR..];
         ctx.out.array(hll::REGISTERS);
         for i in 0..hll::REGISTERS {
@@ -211,6 +218,9 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
     } else if sub.eq_ignore_ascii_case(b"todense") {
         let converted = s.with_vec(hll::sparse_to_dense).map_err(|_| CORRUPT)?;
         ctx.out.int(converted as i64);
+        if converted {
+            ctx.ks.dirty(1);
+        }
     } else {
         // Redis prints the subcommand as a C string.
         let name = sub.split(|&b| b == 0).next().unwrap_or_default();

@@ -224,13 +224,13 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
     let db = ctx.ks.db;
     let now = ctx.ks.now_ms;
     let windows = &ctx.shared.windows;
+    let mut stale = Vec::new();
     while shard < shards && keys.len() < count {
         let s = ctx.ks.shard_at(shard as usize);
         inner = s.dbs[db].keys.scan(inner, count - keys.len(), |k, e| {
-            if e.expire_at != 0 && e.expire_at <= now {
-                return;
-            }
-            if crate::keyspace::windows::is_dead(windows, e, k, now) {
+            let expired = e.expire_at != 0 && e.expire_at <= now;
+            if expired || crate::keyspace::windows::is_dead(windows, e, k, now) {
+                stale.push(k.to_vec());
                 return;
             }
             if pattern.is_some_and(|p| !glob_match(p, k, false)) {
@@ -245,6 +245,11 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
         if inner == 0 {
             shard += 1;
         }
+    }
+    // What SCAN passes over as gone is deleted (and logged) as a lookup
+    // would, as Redis's SCAN expires the keys it meets.
+    for k in stale {
+        ctx.ks.prepare(&k[..]);
     }
     let next = if shard >= shards {
         0

@@ -124,6 +124,8 @@ fn migrate(ctx: &mut Ctx) -> CmdResult {
     // Inside EXEC or a script nothing may wait: the transfer runs here,
     // holding the shards, as Redis runs it holding its whole server.
     let outcome = crate::migrate::run(&ctx.shared.migrate, &transfer);
+    // Logged as the DEL `finish` adds, never as itself.
+    ctx.prevent_propagation();
     finish(ctx.ks, &transfer, &outcome, ctx.out)
 }
 
@@ -136,8 +138,9 @@ fn port(arg: &[u8]) -> u16 {
 }
 
 /// The last step, with the keys' shards locked: removes the keys the
-/// target acknowledged (unless COPY) that still hold what was sent, then
-/// writes the reply, or returns the error.
+/// target acknowledged (unless COPY) that still hold what was sent —
+/// logged as one `DEL` of them, as Redis rewrites MIGRATE — then writes
+/// the reply, or returns the error.
 pub(crate) fn finish(
     ks: &mut Keyspace<'_>,
     t: &Transfer,
@@ -146,6 +149,7 @@ pub(crate) fn finish(
 ) -> CmdResult {
     if !t.copy {
         let db = std::mem::replace(&mut ks.db, t.source_db);
+        let mut deleted: Vec<&[u8]> = Vec::new();
         for &i in &outcome.acked {
             let Some(item) = t.items.get(i) else {
                 continue;
@@ -156,7 +160,15 @@ pub(crate) fn finish(
                 .is_some_and(|e| crate::rdb::dump(&e.value) == item.payload);
             if unchanged && ks.remove(&item.key).is_some() {
                 ks.signal(&item.key, notify::GENERIC, "del");
+                deleted.push(&item.key);
             }
+        }
+        if !deleted.is_empty() {
+            ks.also_propagate(|| {
+                let mut argv = vec![b"DEL".to_vec()];
+                argv.extend(deleted.iter().map(|k| k.to_vec()));
+                argv
+            });
         }
         ks.db = db;
     }

@@ -573,12 +573,20 @@ impl<'c> Ctx<'c, '_> {
     /// Logs nothing for this command itself: what it did went out through
     /// [`Keyspace::also_propagate`] (Redis's `preventCommandPropagation`).
     pub fn prevent_propagation(&mut self) {
+        // Only while something listens: the call state is this command's
+        // own only then (see `execution::call`).
+        if !self.ks.propagating() {
+            return;
+        }
         self.ks.prop.call.prevent = true;
     }
 
     /// Logs this command even if it changed nothing (Redis's
     /// `forceCommandPropagation`).
     pub fn force_propagation(&mut self) {
+        if !self.ks.propagating() {
+            return;
+        }
         self.ks.prop.call.force = true;
     }
 

@@ -101,14 +101,15 @@ enum Set {
 
 /// ZEXPIRE for one member: the condition first, then the deadline (one
 /// already past deletes the member now).
-fn set_member_expire(z: &mut ZSet, member: &[u8], at: u64, cond: Cond, now: u64) -> Set {
+/// `now`: None while the AOF loads (see `hashes::set_field_expire`).
+fn set_member_expire(z: &mut ZSet, member: &[u8], at: u64, cond: Cond, now: Option<u64>) -> Set {
     let Some(prev) = z.expire_at(member) else {
         return Set::Code(NO_MEMBER);
     };
     if cond.refuses(prev, at, NO_TTL) {
         return Set::Code(NO_CONDITION);
     }
-    if at <= now {
+    if now.is_some_and(|now| at <= now) {
         z.remove(member);
         return Set::Deleted;
     }
@@ -135,6 +136,8 @@ fn zpexpireat(ctx: &mut Ctx) -> CmdResult {
 /// ZEXPIRE, ZPEXPIRE, ZEXPIREAT, ZPEXPIREAT.
 fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
+    // While the AOF loads a deadline already past is kept (see `set_member_expire`).
+    let past = (!ctx.ks.loading()).then_some(now);
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let at = parse_expire(ctx, args.get(2), seconds, if absolute { 0 } else { now })?;
     let cond = Cond::parse(args.get(3));
@@ -156,7 +159,7 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (mut set, mut deleted): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
     for i in first..args.len() {
         let member = args.get(i);
-        let code = match set_member_expire(z, member, at, cond, now) {
+        let code = match set_member_expire(z, member, at, cond, past) {
             Set::Deleted => {
                 deleted.push(member);
                 SET_OK

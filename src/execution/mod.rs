@@ -1175,6 +1175,8 @@ async fn migrate(
         CallStats::of(cmd).failed.fetch_add(1, Relaxed);
         out.error_bytes(e.bytes());
     }
+    // The keys it removed, as their DEL (before the reply leaves).
+    ks.flush_propagated(false);
     if shared.tracking.used() && !ks.invalidated.is_empty() {
         let mut changed = std::mem::take(&mut ks.invalidated);
         shared.tracking.invalidate(

@@ -596,9 +596,20 @@ pub fn handoff_shard(ks: &mut Keyspace<'_>, key: &[u8]) -> Option<usize> {
     }
     let store = &ks.shared.store;
     let db = ks.db;
-    let entry = ks.shard(key).dbs[db].keys.get_mut(key)?;
+    let by_rules = || {
+        windows
+            .resolve(key)
+            .and_then(|r| r.destination(key))
+            .map(|d| store.shard_of(&d))
+    };
+    // No sorted set here (yet): the command may create one, or meet one
+    // in another database (MOVE, COPY … DB looks the key up there), so the
+    // rules say where it would go (uncached).
+    let Some(entry) = ks.shard(key).dbs[db].keys.get_mut(key) else {
+        return by_rules();
+    };
     if !matches!(entry.value, Value::ZSet(_)) {
-        return None;
+        return by_rules();
     }
     let rule = windows.rule_for(&mut entry.window, key);
     entry.window.dest_shard(|| {

@@ -48,6 +48,11 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
 /// One pass over every shard, each getting an equal share of `budget`;
 /// returns the members removed.
 pub fn cycle(shared: &Arc<Shared>, budget: Duration) -> usize {
+    // The AOF being loaded holds its own trims and expiries (see
+    // `Keyspace::prepare`).
+    if shared.store.loading.load(Relaxed) {
+        return 0;
+    }
     let started = Instant::now();
     let mut removed = 0;
     let shards = shared.store.shard_count();
