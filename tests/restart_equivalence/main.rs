@@ -323,7 +323,8 @@ impl Shadow {
         }
         let data = std::fs::read(&self.file).unwrap_or_default();
         if std::env::var("ZWINDOW_EQUIV_SHADOW").as_deref() == Ok("verbose") {
-            let _ = std::fs::write("/tmp/zwindow-equiv-shadow.aof", &data);
+            // The log as it was before the reload that failed, to read.
+            let _ = std::fs::write(std::env::temp_dir().join("zwindow-equiv-shadow.aof"), &data);
         }
         let new = data[self.offset.min(data.len())..].to_vec();
         self.offset = data.len();
