@@ -785,3 +785,44 @@ fn consumer_groups_survive_a_restart_both_ways() {
         "zwindow loading redis-server's AOF"
     );
 }
+
+/// An approximate stream trim is logged as the exact one it came to, as
+/// Redis logs it (so a replay, whatever its node layout and without the
+/// LIMIT cap, trims the same entries), and redis-server replays it so.
+#[test]
+fn approximate_stream_trims_are_logged_exactly() {
+    let dir = PrivateDir::new("aof-xtrim");
+    let z = start(&dir.0, &["--stream-node-max-entries", "4"]);
+    let mut c = z.conn();
+    for i in 1..=20 {
+        let id = format!("{i}-1");
+        cmd(&mut c, &[b"XADD", b"s", id.as_bytes(), b"f", b"v"]);
+    }
+    // Whole nodes of 4 go; LIMIT caps the work at one node.
+    assert_eq!(
+        cmd(
+            &mut c,
+            &[b"XTRIM", b"s", b"MAXLEN", b"~", b"2", b"LIMIT", b"4"]
+        ),
+        b":4\r\n"
+    );
+    ok(&mut c, "XADD s MINID ~ 15 21-1 f v");
+    let len = cmd(&mut c, &[b"XLEN", b"s"]);
+    let text =
+        String::from_utf8_lossy(&std::fs::read(first_incr(&dir.0)).unwrap()).replace("\r\n", " ");
+    assert!(
+        text.contains("*7 $5 XTRIM $1 s $6 MAXLEN $1 = $2 16 $5 LIMIT $1 4 "),
+        "{text}"
+    );
+    assert!(
+        text.contains("*8 $4 XADD $1 s $5 MINID $1 = $4 13-1 $4 21-1 "),
+        "{text}"
+    );
+    drop(z);
+    let rdir = PrivateDir::new("aof-xtrim-redis");
+    copy_dir(&dir.0.join("appendonlydir"), &rdir.0.join("appendonlydir"));
+    let r = start_redis(&rdir.0);
+    assert_eq!(cmd(&mut r.conn(), &[b"XLEN", b"s"]), len);
+    let z = start(&dir.0, &[]);
+    assert_eq!(cmd(&mut z.conn(), &[b"XLEN", b"s"]), len);
+}

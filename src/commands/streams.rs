@@ -464,6 +464,33 @@ struct AddTrim {
     nomkstream: bool,
     /// XADD: the explicit ID and whether its sequence was given.
     id: Option<(StreamId, bool)>,
+    /// Where the trim threshold is (after MAXLEN/MINID and `~` or `=`).
+    trim_at: usize,
+}
+
+impl AddTrim {
+    /// The command as logged: an approximate trim as the exact one it came
+    /// to (Redis's `streamRewriteApproxSpecifier` and
+    /// `streamRewriteTrimArgument`), so a replay, whatever its stream's node
+    /// layout and without LIMIT's cap, trims the same entries; `id`: XADD's
+    /// ID as generated.
+    fn logged(&self, args: &Args<'_>, s: &Stream, id: Option<(usize, StreamId)>) -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        if let Some((at, id)) = id {
+            v[at] = id.to_bytes();
+        }
+        if let Some(trim) = self.trim.filter(|_| self.approx) {
+            v[self.trim_at - 1] = b"=".to_vec();
+            v[self.trim_at] = match trim {
+                Trim::MaxLen(_) => s.len().to_string().into_bytes(),
+                Trim::MinId(_) => s
+                    .first_entry()
+                    .map_or(StreamId::MAX, |(id, _)| id)
+                    .to_bytes(),
+            };
+        }
+        v
+    }
 }
 
 /// Redis's `streamParseAddOrTrimArgsOrReply`: returns the options and the
@@ -494,6 +521,7 @@ fn parse_add_trim(ctx: &Ctx, xadd: bool) -> Result<(AddTrim, usize), Error> {
                 i += 1;
             }
             let v = args.get(i + 1);
+            a.trim_at = i + 1;
             if eq_ic(opt, "MAXLEN") {
                 let n = int_arg(v)?;
                 if n < 0 {
@@ -530,6 +558,14 @@ fn parse_add_trim(ctx: &Ctx, xadd: bool) -> Result<(AddTrim, usize), Error> {
         return Err(Error::Static(
             "ERR syntax error, XTRIM must be called with a trimming strategy",
         ));
+    }
+    // What the AOF holds (Redis: a client it must obey, the AOF's or a
+    // master's) trims without a work limit, and may pair LIMIT with an
+    // exact trim: Redis logs an approximate trim as the exact one it came
+    // to and keeps the LIMIT.
+    if ctx.ks.loading() {
+        a.limit = 0;
+        return Ok((a, i));
     }
     match limit {
         Some(_) if !a.approx => {
@@ -571,6 +607,7 @@ fn xadd(ctx: &mut Ctx) -> CmdResult {
     let key = args.get(1);
     let limits = limits(ctx);
     let now = ctx.ks.now_ms;
+    let logging = ctx.ks.propagating();
     if stream_mut(ctx.ks, key)?.is_none() {
         if opts.nomkstream {
             ctx.out.null();
@@ -620,16 +657,15 @@ fn xadd(ctx: &mut Ctx) -> CmdResult {
     let trimmed = opts
         .trim
         .is_some_and(|t| s.trim(t, opts.approx, opts.limit) > 0);
+    // A generated ID is logged as the one it came to (the clock differs
+    // on replay), an approximate trim as its result.
+    let generated = !matches!(opts.id, Some((_, true)));
+    let logged = (logging && (generated || opts.approx))
+        .then(|| opts.logged(&args, s, generated.then_some((idpos, id))));
     reply_id(ctx.out, id);
     ctx.ks.signal(key, notify::STREAM, "xadd");
-    // A generated ID is logged as the one it came to (the clock differs
-    // on replay).
-    if !matches!(opts.id, Some((_, true))) {
-        ctx.propagate_as(|| {
-            let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
-            v[idpos] = id.to_bytes();
-            v
-        });
+    if let Some(argv) = logged {
+        ctx.propagate_as(|| argv);
     }
     if trimmed {
         ctx.ks.notify(notify::STREAM, "xtrim", key);
@@ -640,7 +676,8 @@ fn xadd(ctx: &mut Ctx) -> CmdResult {
 
 fn xtrim(ctx: &mut Ctx) -> CmdResult {
     let (opts, _) = parse_add_trim(ctx, false)?;
-    let key = ctx.args.get(1);
+    let (args, key) = (ctx.args, ctx.args.get(1));
+    let logging = ctx.ks.propagating();
     let Some(s) = stream_mut(ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(Done);
@@ -649,9 +686,13 @@ fn xtrim(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Syntax);
     };
     let n = s.trim(trim, opts.approx, opts.limit);
+    let logged = (logging && opts.approx && n > 0).then(|| opts.logged(&args, s, None));
     if n > 0 {
         ctx.ks.notify(notify::STREAM, "xtrim", key);
         ctx.ks.modified(key);
+    }
+    if let Some(argv) = logged {
+        ctx.propagate_as(|| argv);
     }
     ctx.out.int(n as i64);
     Ok(Done)
