@@ -1130,20 +1130,12 @@ fn deliver_new(
     noack: bool,
     log: &mut GroupLog,
 ) {
-    let GroupRead {
-        key,
-        gname,
-        cname,
-        start,
-        count,
-        now,
-    } = *read;
     let mut ids = Vec::new();
     let at = out.defer();
-    s.range(start, StreamId::MAX, false, |id, fields| {
+    s.range(read.start, StreamId::MAX, false, |id, fields| {
         reply_entry(out, id, fields);
         ids.push(id);
-        count == 0 || (ids.len() as u64) < count
+        read.count == 0 || (ids.len() as u64) < read.count
     });
     out.fill_array(at, ids.len());
     let mut moved = false;
@@ -1154,7 +1146,7 @@ fn deliver_new(
         } else {
             None
         };
-        let Some(g) = s.groups.get_mut(gname) else {
+        let Some(g) = s.groups.get_mut(read.gname) else {
             return;
         };
         if id > g.last_id {
@@ -1167,14 +1159,14 @@ fn deliver_new(
             moved = true;
         }
         if !noack {
-            claim_to(g, id, cname, now, 1);
+            claim_to(g, id, read.cname, read.now, 1);
             if let Some(n) = g.pel.get(&id) {
-                log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
+                log.op(|| xclaim_argv(read.key, read.gname, id, n, g.last_id));
             }
         }
     }
-    if moved && let Some(g) = s.groups.get(gname) {
-        log.op(|| setid_argv(key, gname, g));
+    if moved && let Some(g) = s.groups.get(read.gname) {
+        log.op(|| setid_argv(read.key, read.gname, g));
     }
 }
 
@@ -1205,28 +1197,20 @@ fn claim_to(g: &mut Group, id: StreamId, cname: &[u8], now: u64, count: u64) {
 /// Each entry served counts one more delivery, logged as its claim so
 /// that replay keeps the count (Redis logs nothing here and loses it).
 fn reply_history(out: &mut Reply, s: &mut Stream, read: &GroupRead<'_>, log: &mut GroupLog) {
-    let GroupRead {
-        key,
-        gname,
-        cname,
-        start,
-        count,
-        now,
-    } = *read;
-    let Some(g) = s.groups.get(gname) else {
+    let Some(g) = s.groups.get(read.gname) else {
         out.array(0);
         return;
     };
     let ids: Vec<StreamId> = g
         .consumers
-        .get(cname)
+        .get(read.cname)
         .map(|c| {
             c.pel
-                .range(start..)
-                .take(if count == 0 {
+                .range(read.start..)
+                .take(if read.count == 0 {
                     usize::MAX
                 } else {
-                    count as usize
+                    read.count as usize
                 })
                 .copied()
                 .collect()
@@ -1247,12 +1231,12 @@ fn reply_history(out: &mut Reply, s: &mut Stream, read: &GroupRead<'_>, log: &mu
             }
         }
     }
-    if let Some(g) = s.groups.get_mut(gname) {
+    if let Some(g) = s.groups.get_mut(read.gname) {
         for id in delivered {
             if let Some(n) = g.pel.get_mut(&id) {
-                n.delivery_time = now;
+                n.delivery_time = read.now;
                 n.delivery_count += 1;
-                log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
+                log.op(|| xclaim_argv(read.key, read.gname, id, n, g.last_id));
             }
         }
     }

@@ -223,6 +223,14 @@ fn state(c: &mut RawConn, zwindow: bool) -> State {
     }
 }
 
+/// What a stream left, once settled; never trivially empty.
+fn settled_state(c: &mut RawConn, zwindow: bool) -> State {
+    settle(c);
+    let st = state(c, zwindow);
+    assert_substantial(&st);
+    st
+}
+
 /// Fails with every difference between two states, named.
 fn assert_same(what: &str, expected: &State, got: &State) {
     let names: BTreeSet<&String> = expected.cmp.keys().chain(got.cmp.keys()).collect();
@@ -525,32 +533,63 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// zwindow on `dir` with the DEBUG command, no save points, and `extra`.
-fn zwindow(dir: &Path, extra: &[&str]) -> ZwindowServer {
+/// The arguments both servers start with: `dir`, the DEBUG command, no
+/// save points, then `extra`.
+fn args<'a>(dir: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "--dir",
         dir.to_str().unwrap(),
         "--enable-debug-command",
         "yes",
-        "--save",
-        "",
     ];
+    args.extend_from_slice(&["--save", ""]);
     args.extend_from_slice(extra);
-    ZwindowServer::start(&args)
+    args
 }
 
-/// redis-server 7.0 on `dir`, likewise.
+fn zwindow(dir: &Path, extra: &[&str]) -> ZwindowServer {
+    ZwindowServer::start(&args(dir, extra))
+}
+
+/// redis-server 7.0.
 fn redis(dir: &Path, extra: &[&str]) -> RedisServer {
-    let mut args = vec![
-        "--dir",
-        dir.to_str().unwrap(),
-        "--enable-debug-command",
-        "yes",
-        "--save",
-        "",
-    ];
-    args.extend_from_slice(extra);
-    RedisServer::start_with(&args)
+    RedisServer::start_with(&args(dir, extra))
+}
+
+/// For a failing seed (`ZWINDOW_EQUIV_KEEP=path`): the AOF directory in
+/// `dir`, copied to `path` + `suffix`, to replay by hand.
+fn keep(dir: &Path, suffix: &str) {
+    if let Ok(path) = std::env::var("ZWINDOW_EQUIV_KEEP") {
+        copy_dir(
+            &dir.join("appendonlydir"),
+            Path::new(&format!("{path}{suffix}")),
+        );
+    }
+}
+
+/// Which server loads another's files.
+#[derive(Clone, Copy)]
+enum Server {
+    Zwindow,
+    Redis,
+}
+
+/// The files in `dir` (its AOF directory, or else its `dump.rdb`) copied
+/// for `reader`, which must load them into `expected` (the commands both
+/// servers have).
+fn assert_loads(what: &str, dir: &Path, reader: Server, aof: bool, expected: &State) {
+    let to = PrivateDir::new("equiv-reads");
+    if aof {
+        copy_dir(&dir.join("appendonlydir"), &to.0.join("appendonlydir"));
+    } else {
+        std::fs::copy(dir.join("dump.rdb"), to.0.join("dump.rdb")).unwrap();
+    }
+    let args: &[&str] = if aof { &["--appendonly", "yes"] } else { &[] };
+    let got = match reader {
+        Server::Zwindow => state(&mut zwindow(&to.0, args).conn(), false),
+        Server::Redis => state(&mut redis(&to.0, args).conn(), false),
+    };
+    assert_same(what, expected, &got);
 }
 
 /// SHUTDOWN, and wait for the connection to close.
@@ -633,9 +672,7 @@ fn aof_restart(fsync: &str, own_seeds: &[u64], kill: bool) {
         if rewrite {
             wait_rewrite(&mut c);
         }
-        settle(&mut c);
-        let before = state(&mut c, true);
-        assert_substantial(&before);
+        let before = settled_state(&mut c, true);
         if kill {
             drop(c);
             drop(z);
@@ -643,12 +680,7 @@ fn aof_restart(fsync: &str, own_seeds: &[u64], kill: bool) {
             shutdown(c);
             drop(z);
         }
-        if let Ok(keep) = std::env::var("ZWINDOW_EQUIV_KEEP") {
-            copy_dir(
-                &dir.0.join("appendonlydir"),
-                Path::new(&format!("{keep}-{fsync}-{seed}")),
-            );
-        }
+        keep(&dir.0, &format!("-{fsync}-{seed}"));
         let z = zwindow(&dir.0, &aof);
         let after = state(&mut z.conn(), true);
         let what = format!(
@@ -662,26 +694,24 @@ fn aof_restart(fsync: &str, own_seeds: &[u64], kill: bool) {
 
 #[test]
 fn aof_appendfsync_always_brings_back_every_write_after_kill_9() {
-    aof_restart("always", &[101, 102], true);
+    aof_restart("always", &[101, 102, 103], true);
 }
 
 #[test]
 fn aof_appendfsync_everysec_brings_back_every_write_after_shutdown() {
-    aof_restart("everysec", &[201, 202], false);
+    aof_restart("everysec", &[201, 202, 203], false);
 }
 
 #[test]
 fn rdb_save_and_debug_reload_bring_back_every_write() {
     let sink = ZwindowServer::start(&["--save", ""]);
-    for seed in seeds(&[301]) {
+    for seed in seeds(&[301, 302]) {
         let dir = PrivateDir::new("equiv-rdb");
         let z = zwindow(&dir.0, &[]);
         let mut c = z.conn();
         let mut g = Gen::new(seed, true, fixtures(sink.port()), now_ms());
         let ran = run_stream(&mut c, &mut g, COMMANDS, |_| {});
-        settle(&mut c);
-        let before = state(&mut c, true);
-        assert_substantial(&before);
+        let before = settled_state(&mut c, true);
         assert_eq!(c.cmd(&[b"DEBUG", b"RELOAD"]), b"+OK\r\n");
         assert_same(
             &format!("DEBUG RELOAD, seed {seed}"),
@@ -711,7 +741,7 @@ fn rdb_save_and_debug_reload_bring_back_every_write() {
 fn redis_and_zwindow_load_each_others_files() {
     let sink = ZwindowServer::start(&["--save", ""]);
     let aof = ["--appendonly", "yes"];
-    for seed in seeds(&[401]) {
+    for seed in seeds(&[401, 402]) {
         let fx = || fixtures(sink.port());
         let start_ms = now_ms();
 
@@ -722,16 +752,11 @@ fn redis_and_zwindow_load_each_others_files() {
         let mut g = Gen::new(seed, false, fx(), start_ms);
         let mut shadow = std::env::var_os("ZWINDOW_EQUIV_SHADOW").map(|_| Shadow::new(&zdir.0));
         let ran = run_stream_shadowed(&mut c, &mut g, COMMANDS, &mut |_| {}, &mut shadow);
-        settle(&mut c);
-        let live = state(&mut c, false);
-        assert_substantial(&live);
+        let live = settled_state(&mut c, false);
         assert_eq!(c.cmd(&[b"SAVE"]), b"+OK\r\n");
         shutdown(c);
         drop(z);
-        if let Ok(keep) = std::env::var("ZWINDOW_EQUIV_KEEP") {
-            // For a failing seed: the files, to replay by hand.
-            copy_dir(&zdir.0.join("appendonlydir"), Path::new(&keep));
-        }
+        keep(&zdir.0, "");
         let z = zwindow(&zdir.0, &aof);
         assert_same(
             "zwindow's AOF into zwindow",
@@ -739,24 +764,20 @@ fn redis_and_zwindow_load_each_others_files() {
             &state(&mut z.conn(), false),
         );
         drop(z);
-        let rdir = PrivateDir::new("equiv-r-reads-z");
-        copy_dir(&zdir.0.join("appendonlydir"), &rdir.0.join("appendonlydir"));
-        let r = redis(&rdir.0, &aof);
-        assert_same(
+        assert_loads(
             "zwindow's AOF into redis-server",
+            &zdir.0,
+            Server::Redis,
+            true,
             &live,
-            &state(&mut r.conn(), false),
         );
-        drop(r);
-        let rdir = PrivateDir::new("equiv-r-reads-z-rdb");
-        std::fs::copy(zdir.0.join("dump.rdb"), rdir.0.join("dump.rdb")).unwrap();
-        let r = redis(&rdir.0, &[]);
-        assert_same(
+        assert_loads(
             "zwindow's RDB into redis-server",
+            &zdir.0,
+            Server::Redis,
+            false,
             &live,
-            &state(&mut r.conn(), false),
         );
-        drop(r);
         report("zwindow's files", seed, &ran, &live);
 
         // redis-server writes; redis-server and zwindow read.
@@ -766,37 +787,27 @@ fn redis_and_zwindow_load_each_others_files() {
         let mut g = Gen::new(seed, false, fx(), start_ms);
         assert_covers_the_table(&mut c, &g, false);
         let ran = run_stream(&mut c, &mut g, COMMANDS, |_| {});
-        settle(&mut c);
-        let redis_live = state(&mut c, false);
-        assert_substantial(&redis_live);
+        let redis_live = settled_state(&mut c, false);
         assert_eq!(c.cmd(&[b"SAVE"]), b"+OK\r\n");
         shutdown(c);
         drop(r);
-        if let Ok(keep) = std::env::var("ZWINDOW_EQUIV_KEEP") {
-            copy_dir(
-                &rdir.0.join("appendonlydir"),
-                Path::new(&format!("{keep}-redis")),
-            );
-        }
+        keep(&rdir.0, "-redis");
         let r = redis(&rdir.0, &aof);
         let redis_reloaded = state(&mut r.conn(), false);
         drop(r);
-        let zdir = PrivateDir::new("equiv-z-reads-r");
-        copy_dir(&rdir.0.join("appendonlydir"), &zdir.0.join("appendonlydir"));
-        let z = zwindow(&zdir.0, &aof);
-        assert_same(
+        assert_loads(
             "redis-server's AOF into zwindow",
+            &rdir.0,
+            Server::Zwindow,
+            true,
             &redis_reloaded,
-            &state(&mut z.conn(), false),
         );
-        drop(z);
-        let zdir = PrivateDir::new("equiv-z-reads-r-rdb");
-        std::fs::copy(rdir.0.join("dump.rdb"), zdir.0.join("dump.rdb")).unwrap();
-        let z = zwindow(&zdir.0, &[]);
-        assert_same(
+        assert_loads(
             "redis-server's RDB into zwindow",
+            &rdir.0,
+            Server::Zwindow,
+            false,
             &redis_live,
-            &state(&mut z.conn(), false),
         );
         report("redis-server's files", seed, &ran, &redis_live);
     }
