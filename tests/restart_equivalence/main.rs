@@ -630,10 +630,10 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn report(what: &str, seed: u64, ran: &Ran, st: &State) {
+fn report(what: &str, ran: &Ran, st: &State) {
     let st = &st.cmp;
     eprintln!(
-        "{what}: seed {seed}: {} commands ({} distinct, {} errors), {} keys compared",
+        "{what}: {} commands ({} distinct, {} errors), {} keys compared",
         ran.sent,
         ran.names.len(),
         ran.errors,
@@ -688,7 +688,7 @@ fn aof_restart(fsync: &str, own_seeds: &[u64], kill: bool) {
             if rewrite { ", BGREWRITEAOF midway" } else { "" }
         );
         assert_same(&what, &before, &after);
-        report(&what, seed, &ran, &before);
+        report(&what, &ran, &before);
     }
 }
 
@@ -727,7 +727,7 @@ fn rdb_save_and_debug_reload_bring_back_every_write() {
             &before,
             &state(&mut z.conn(), true),
         );
-        report("RDB", seed, &ran, &before);
+        report(&format!("RDB, seed {seed}"), &ran, &before);
     }
 }
 
@@ -778,7 +778,7 @@ fn redis_and_zwindow_load_each_others_files() {
             false,
             &live,
         );
-        report("zwindow's files", seed, &ran, &live);
+        report(&format!("zwindow's files, seed {seed}"), &ran, &live);
 
         // redis-server writes; redis-server and zwindow read.
         let rdir = PrivateDir::new("equiv-r");
@@ -809,6 +809,10 @@ fn redis_and_zwindow_load_each_others_files() {
             false,
             &redis_live,
         );
-        report("redis-server's files", seed, &ran, &redis_live);
+        report(
+            &format!("redis-server's files, seed {seed}"),
+            &ran,
+            &redis_live,
+        );
     }
 }
