@@ -45,19 +45,24 @@ struct GroupLog {
     /// None while nothing listens: then no command is built.
     ops: Option<Vec<Vec<Vec<u8>>>>,
     changes: u64,
+    /// Whether each logged command counts as a change (XCLAIM,
+    /// XAUTOCLAIM), or the caller counts them (XREADGROUP: one per stream
+    /// served), as Redis counts them.
+    per_op: bool,
 }
 
 impl GroupLog {
-    fn new(ks: &Keyspace<'_>) -> GroupLog {
+    fn new(ks: &Keyspace<'_>, per_op: bool) -> GroupLog {
         GroupLog {
             ops: ks.propagating().then(Vec::new),
             changes: 0,
+            per_op,
         }
     }
 
-    /// Logs one command, counted as one change.
+    /// Logs one command.
     fn op(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
-        self.changes += 1;
+        self.changes += u64::from(self.per_op);
         if let Some(ops) = &mut self.ops {
             ops.push(argv());
         }
@@ -944,7 +949,7 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
     let resp3 = ctx.out.resp3;
     let mut served = 0usize;
     let mut at = None;
-    let mut log = GroupLog::new(ctx.ks);
+    let mut log = GroupLog::new(ctx.ks, false);
     for (k, rid) in ids.iter().enumerate() {
         let key = args.get(streams_at + k);
         if !ctx.client.may_take_from(key) {
@@ -1611,7 +1616,7 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
         Some(t) if (0..=now).contains(&t) => t,
         _ => now,
     } as u64;
-    let mut log = GroupLog::new(ctx.ks);
+    let mut log = GroupLog::new(ctx.ks, true);
     let Some(s) = stream_mut(ctx.ks, key)? else {
         return Ok(Done);
     };
@@ -1726,7 +1731,7 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
         ));
     }
     let now = ctx.ks.now_ms;
-    let mut log = GroupLog::new(ctx.ks);
+    let mut log = GroupLog::new(ctx.ks, true);
     let Some(s) = stream_mut(ctx.ks, key)? else {
         return Ok(Done);
     };
