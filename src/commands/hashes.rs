@@ -622,9 +622,7 @@ pub(super) fn subkeys_arg(
 
 /// Redis's `hashTypeSetEx`: sets (`Some(at)`) or drops (`None`) one field's
 /// deadline under `cond`, deleting the field if `at` has already come.
-/// `now`: None while the AOF loads, when a deadline already past is kept
-/// (the file deletes the field with an HDEL of its own, as Redis's
-/// `checkAlreadyExpired` leaves it to).
+/// `now`: [`Keyspace::expiry_now`](crate::keyspace::Keyspace::expiry_now).
 fn set_field_expire(
     h: &mut Hash,
     field: &[u8],
@@ -700,8 +698,7 @@ fn hpexpireat(ctx: &mut Ctx) -> CmdResult {
 /// HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT (`hexpireGenericCommand`).
 fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
-    // While the AOF loads a deadline already past is kept (see `set_field_expire`).
-    let past = (!ctx.ks.loading()).then_some(now);
+    let expiry_now = ctx.ks.expiry_now();
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let at = parse_expire(ctx, args.get(2), seconds, if absolute { 0 } else { now })?;
     let cond = Cond::parse(args.get(3));
@@ -724,7 +721,7 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (mut set, mut deleted): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
     for i in first..args.len() {
         let field = args.get(i);
-        let res = set_field_expire(h, field, Some(at), cond, past);
+        let res = set_field_expire(h, field, Some(at), cond, expiry_now);
         match res {
             SET_OK => set.push(field),
             DELETED => deleted.push(field),
@@ -794,10 +791,10 @@ fn ttl_generic(ctx: &mut Ctx, seconds: bool, relative: bool) -> CmdResult {
 
 /// HPERSIST: 1 dropped, -1 had no TTL, -2 no such field.
 fn hpersist(ctx: &mut Ctx) -> CmdResult {
-    let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
+    let (args, key) = (ctx.args, ctx.args.get(1));
     // While the AOF loads no field is expired yet: the file says when one
     // was (an HDEL of its own), and persisted before that it stays.
-    let now = if ctx.ks.loading() { 0 } else { now };
+    let now = ctx.ks.expiry_now();
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let first = fields_arg(ctx, 2, "ERR Number of fields must be a positive integer")?;
     ctx.out.array(args.len() - first);
@@ -814,7 +811,7 @@ fn hpersist(ctx: &mut Ctx) -> CmdResult {
         let n = match h.expire_at(field) {
             None => NO_FIELD,
             Some(NO_TTL) => -1,
-            Some(at) if at < now => NO_FIELD,
+            Some(at) if now.is_some_and(|now| at < now) => NO_FIELD,
             Some(_) => {
                 h.set_expire(field, NO_TTL);
                 changed = true;
@@ -874,8 +871,7 @@ fn hgetdel(ctx: &mut Ctx) -> CmdResult {
 /// HGETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST] FIELDS numfields field …
 fn hgetex(ctx: &mut Ctx) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
-    // While the AOF loads a deadline already past is kept (see `set_field_expire`).
-    let past = (!ctx.ks.loading()).then_some(now);
+    let expiry_now = ctx.ks.expiry_now();
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let opt = args.get(2);
     // (seconds, absolute) for the four time options.
@@ -927,7 +923,7 @@ fn hgetex(ctx: &mut Ctx) -> CmdResult {
         };
         ctx.out.bulk(v);
         if let Some(at) = set {
-            match set_field_expire(h, field, at, Cond::None, past) {
+            match set_field_expire(h, field, at, Cond::None, expiry_now) {
                 SET_OK => updated += 1,
                 DELETED => deleted.push(field),
                 _ => {}
@@ -963,8 +959,7 @@ fn hgetex(ctx: &mut Ctx) -> CmdResult {
 /// condition kept them from it.
 fn hsetex(ctx: &mut Ctx) -> CmdResult {
     let (args, key, now, lim) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms, limits(ctx));
-    // While the AOF loads a deadline already past is kept (see `set_field_expire`).
-    let past = (!ctx.ks.loading()).then_some(now);
+    let expiry_now = ctx.ks.expiry_now();
     let arity = || {
         Error::Owned(format!(
             "ERR wrong number of arguments for '{}' command",
@@ -1075,7 +1070,7 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
             h.set(field, value, lim);
         }
         if at.is_some() {
-            match set_field_expire(h, field, at, Cond::None, past) {
+            match set_field_expire(h, field, at, Cond::None, expiry_now) {
                 SET_OK => updated += 1,
                 DELETED => deleted.push(field),
                 _ => {}

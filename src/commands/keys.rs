@@ -484,7 +484,7 @@ fn expire(ctx: &mut Ctx) -> CmdResult {
     }
     // While the AOF loads, a time already past is stored (Redis's
     // checkAlreadyExpired): the key expires once the server runs.
-    if when <= ctx.ks.now_ms as i64 && !ctx.ks.loading() {
+    if ctx.ks.expiry_now().is_some_and(|now| when <= now as i64) {
         ctx.ks.remove(key);
         ctx.ks.signal(key, notify::GENERIC, "del");
         let lazy = ctx.shared.config.lazyfree_lazy_server_del();

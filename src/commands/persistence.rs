@@ -155,9 +155,7 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
     if ttl != 0 && !absttl {
         at = at.saturating_add(ctx.ks.now_ms);
     }
-    // (While the AOF loads, a deadline already past is kept: the file
-    // deletes the key when it expired, as Redis's checkAlreadyExpired.)
-    if ttl != 0 && at <= ctx.ks.now_ms && !ctx.ks.loading() {
+    if ttl != 0 && ctx.ks.expiry_now().is_some_and(|now| at <= now) {
         // Already expired: the key is gone, as if deleted.
         if deleted {
             ctx.ks.signal(key, notify::GENERIC, "del");

@@ -393,7 +393,7 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     };
     let absolute = matches!(opts.expire, ExpireOpt::ExAt | ExpireOpt::PxAt);
     match expire_at {
-        Some(at) if absolute && at <= ctx.ks.now_ms as i64 && !ctx.ks.loading() => {
+        Some(at) if absolute && ctx.ks.expiry_now().is_some_and(|now| at <= now as i64) => {
             ctx.ks.remove(key);
             ctx.ks.signal(key, notify::GENERIC, "del");
             let lazy = ctx.shared.config.lazyfree_lazy_expire();

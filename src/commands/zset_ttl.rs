@@ -101,7 +101,7 @@ enum Set {
 
 /// ZEXPIRE for one member: the condition first, then the deadline (one
 /// already past deletes the member now).
-/// `now`: None while the AOF loads (see `hashes::set_field_expire`).
+/// `now`: [`Keyspace::expiry_now`](crate::keyspace::Keyspace::expiry_now).
 fn set_member_expire(z: &mut ZSet, member: &[u8], at: u64, cond: Cond, now: Option<u64>) -> Set {
     let Some(prev) = z.expire_at(member) else {
         return Set::Code(NO_MEMBER);
@@ -136,8 +136,7 @@ fn zpexpireat(ctx: &mut Ctx) -> CmdResult {
 /// ZEXPIRE, ZPEXPIRE, ZEXPIREAT, ZPEXPIREAT.
 fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (args, key, now) = (ctx.args, ctx.args.get(1), ctx.ks.now_ms);
-    // While the AOF loads a deadline already past is kept (see `set_member_expire`).
-    let past = (!ctx.ks.loading()).then_some(now);
+    let expiry_now = ctx.ks.expiry_now();
     let exists = lookup(ctx.ks, key, false)?.is_some();
     let at = parse_expire(ctx, args.get(2), seconds, if absolute { 0 } else { now })?;
     let cond = Cond::parse(args.get(3));
@@ -159,7 +158,7 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
     let (mut set, mut deleted): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
     for i in first..args.len() {
         let member = args.get(i);
-        let code = match set_member_expire(z, member, at, cond, past) {
+        let code = match set_member_expire(z, member, at, cond, expiry_now) {
             Set::Deleted => {
                 deleted.push(member);
                 SET_OK

@@ -464,6 +464,14 @@ impl<'a> Keyspace<'a> {
         self.store().loading.load(Ordering::Relaxed)
     }
 
+    /// The instant a deadline given by a command is checked against, to
+    /// apply one already past at once: None while the AOF loads, when a
+    /// deadline is only stored (Redis's `checkAlreadyExpired`), as the file
+    /// holds the deletion that followed it as a command of its own.
+    pub fn expiry_now(&self) -> Option<u64> {
+        (!self.loading()).then_some(self.now_ms)
+    }
+
     /// Whether changes are collected as commands (an AOF is written).
     pub fn propagating(&self) -> bool {
         propagate::Sink::listening(&self.shared.aof)

@@ -521,21 +521,15 @@ impl Gen {
             // Window rules span hours and scores are fresh (minutes old)
             // or weeks old, so no member ages out between the snapshot and
             // the restart.
-            "wscore" => {
+            "wscore" | "wms" => {
+                // Seconds or milliseconds, as the rule's unit.
+                let unit = if name == "wms" { 1000 } else { 1 };
                 let age = if self.chance(0.25) {
                     3_000_000
                 } else {
                     self.rng.random_range(0..600)
                 };
-                (now_s - age).to_string().into_bytes()
-            }
-            "wms" => {
-                let age = if self.chance(0.25) {
-                    3_000_000_000
-                } else {
-                    self.rng.random_range(0..600_000)
-                };
-                (now_ms - age).to_string().into_bytes()
+                (now_ms / 1000 * unit - age * unit).to_string().into_bytes()
             }
             "winpat" => self.one(&["win:*", "win:1"]).into(),
             "winmspat" => self.one(&["winms:*", "winms:2"]).into(),
