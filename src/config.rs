@@ -28,8 +28,8 @@ use std::sync::atomic::{
 use parking_lot::RwLock;
 
 use crate::config_file::{self, Fatal, Invocation, Sources};
-use crate::keyspace::notify;
-use crate::keyspace::windows::Rule;
+use crate::notify;
+use crate::types::window_rule::{self, Rule, Unit};
 use crate::util::{eq_ic, glob_match, parse_i64};
 
 /// What `main` does: print and exit, or run with these settings.
@@ -220,8 +220,12 @@ fn window_rule(args: &[Vec<u8>]) -> Result<Rule, String> {
             return Err("expected `zwindow PATTERN DURATION [s|ms] [moveto DEST]`".into());
         }
     };
-    crate::keyspace::windows::parse_cli_rule(&spec)
+    window_rule::parse_cli_rule(&spec)
 }
+
+/// At most this many shards (`shards`): the keyspace's lock sets are
+/// `u128` bit masks.
+pub const MAX_SHARDS: usize = 128;
 
 /// Names a config file read before the real one whose values replace the
 /// built-in defaults (see `Startup::load`).
@@ -491,9 +495,7 @@ impl Config {
                     .ok_or("argument(s) must be one of the following: no, yes, local")?
             }
             "tcp-backlog" => self.tcp_backlog = int_setter(v, 0, i64::from(i32::MAX))? as u32,
-            "shards" => {
-                self.shards = int_setter(v, 1, crate::keyspace::MAX_SHARDS as i64)? as usize
-            }
+            "shards" => self.shards = int_setter(v, 1, MAX_SHARDS as i64)? as usize,
             "threads" => self.threads = int_setter(v, 1, 256)? as usize,
             "io-uring" => self.io_uring = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?,
             "log-level" => self.log_level = text(),
@@ -558,7 +560,7 @@ impl Config {
             return self.shards;
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (cores * 4).clamp(4, crate::keyspace::MAX_SHARDS)
+        (cores * 4).clamp(4, MAX_SHARDS)
     }
 
     /// The tracing filter: `log-level` if given, else Redis's `loglevel`.
@@ -1002,8 +1004,8 @@ impl Config {
                 _ => format!("{}ms", rule.duration_ms),
             });
             line.push_str(match rule.unit {
-                crate::keyspace::windows::Unit::Seconds => " s",
-                crate::keyspace::windows::Unit::Millis => " ms",
+                Unit::Seconds => " s",
+                Unit::Millis => " ms",
             });
             if let Some(dest) = &rule.moveto {
                 line.push_str(&format!(" moveto {}", word(dest)));

@@ -294,8 +294,7 @@ pub fn saved(shared: &Shared, dirty_at_snapshot: u64) {
 
 /// `SAVE` (and the shutdown save): writes the dataset the caller holds
 /// every shard of, in the foreground.
-pub fn save_locked(ks: &mut Keyspace<'_>) -> Result<(), String> {
-    let shared = ks.shared;
+pub fn save_locked(shared: &Shared, ks: &mut Keyspace<'_>) -> Result<(), String> {
     let extras = extras(shared).ok_or("the function engine is busy")?;
     let dirty = shared.stats.dirty.load(Relaxed);
     let shards = file::Shards(ks.shards_mut().map(|s| &*s).collect());
@@ -315,8 +314,8 @@ pub fn save_locked(ks: &mut Keyspace<'_>) -> Result<(), String> {
 /// Saves with every shard locked here (shutdown, save points' fallback).
 pub fn save_all(shared: &Shared) -> Result<(), String> {
     let guards = shared.store.lock(shared.store.all_shards());
-    let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
-    save_locked(&mut ks)
+    let mut ks = Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
+    save_locked(shared, &mut ks)
 }
 
 /// Loads `dir`/`dbfilename` at startup if it exists. An unreadable or
@@ -339,8 +338,8 @@ pub fn load_at_startup(shared: &Shared) -> Result<(), String> {
         .loading
         .begin(now_secs(shared), data.len() as u64);
     let guards = shared.store.lock(shared.store.all_shards());
-    let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
-    let stats = file::load(&data, &mut ks, false).map_err(|e| {
+    let mut ks = Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
+    let stats = file::load(&data, &mut ks, shared, false).map_err(|e| {
         format!(
             "Fatal error loading the DB {}: {e}. Exiting.",
             path.display()
@@ -367,7 +366,7 @@ pub fn with_all_shards<R>(
     ks: &mut Keyspace<'_>,
     f: impl FnOnce(&mut Keyspace<'_>) -> Result<R, String>,
 ) -> Result<R, String> {
-    let all = ks.shared.store.shard_count();
+    let all = ks.env.store.shard_count();
     let held = (0..all).filter(|&i| ks.holds(i)).count();
     if held == all {
         return f(ks);
@@ -375,7 +374,7 @@ pub fn with_all_shards<R>(
     if held != 0 {
         return Err("ERR this command needs the whole keyspace; run it outside MULTI".into());
     }
-    ks.guards = ks.shared.store.lock(ks.shared.store.all_shards());
+    ks.guards = ks.env.store.lock(ks.env.store.all_shards());
     let r = f(ks);
     ks.guards = crate::keyspace::Guards::None;
     r
@@ -385,25 +384,30 @@ pub fn with_all_shards<R>(
 /// every database and the function libraries (unless NOFLUSH), load the
 /// file back (MERGE: its keys and libraries replace existing ones); the
 /// caller holds every shard.
-pub fn reload(ks: &mut Keyspace<'_>, save: bool, flush: bool, merge: bool) -> Result<(), String> {
+pub fn reload(
+    shared: &Shared,
+    ks: &mut Keyspace<'_>,
+    save: bool,
+    flush: bool,
+    merge: bool,
+) -> Result<(), String> {
     if save {
-        save_locked(ks).map_err(|_| "ERR".to_string())?;
+        save_locked(shared, ks).map_err(|_| "ERR".to_string())?;
     }
-    let shared = ks.shared;
     let load_error = "ERR Error trying to load the RDB dump, check server logs.".to_string();
     let data = std::fs::read(shared.config.rdb_path()).map_err(|e| {
         tracing::warn!("DEBUG RELOAD: {e}");
         load_error.clone()
     })?;
     if flush {
-        flush_all(ks);
+        flush_all(shared, ks);
     }
     let dirty = shared.stats.dirty.load(Relaxed);
     let _loading = shared
         .persistence
         .loading
         .begin(now_secs(shared), data.len() as u64);
-    let stats = file::load(&data, ks, merge).map_err(|e| {
+    let stats = file::load(&data, ks, shared, merge).map_err(|e| {
         tracing::warn!("DEBUG RELOAD: {e}");
         load_error.clone()
     })?;
@@ -415,8 +419,7 @@ pub fn reload(ks: &mut Keyspace<'_>, save: bool, flush: bool, merge: bool) -> Re
 }
 
 /// Empties every database and the function libraries (Redis's `emptyData`).
-pub(crate) fn flush_all(ks: &mut Keyspace<'_>) {
-    let shared = ks.shared;
+pub(crate) fn flush_all(shared: &Shared, ks: &mut Keyspace<'_>) {
     for shard in ks.shards_mut() {
         for db in shard.dbs.iter_mut() {
             db.keys.clear();

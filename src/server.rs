@@ -18,7 +18,10 @@ use crate::clock::Clock;
 use crate::config::{Config, Startup};
 use crate::execution::blocking::Blocking;
 use crate::execution::client::Clients;
-use crate::keyspace::Store;
+use crate::keyspace::events::{Invalidated, OwnInvalidations};
+use crate::keyspace::propagate::{Op, Sink};
+use crate::keyspace::windows::sweeper;
+use crate::keyspace::{Env, Events, Store, evict};
 use crate::pubsub::PubSub;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -151,6 +154,91 @@ impl Shared {
 
     pub fn shutdown_rx(&self) -> watch::Receiver<bool> {
         self.shutdown_tx.subscribe()
+    }
+}
+
+impl Shared {
+    /// What a keyspace view works with (see [`Env`]): the data and the
+    /// services below the keyspace, and this server as its [`Events`].
+    pub fn env(&self) -> Env<'_> {
+        Env {
+            store: &self.store,
+            config: &self.config,
+            clock: &self.clock,
+            windows: &self.windows,
+            evictor: &self.evictor,
+            pause: &self.pause,
+            dirty: &self.stats.dirty,
+            expire_stats: &self.stats.expire,
+            latency: &self.latency,
+            events: self,
+        }
+    }
+
+    /// Serves the clients blocked on keys that became ready outside a
+    /// command (eviction, the sweeper's hand-offs).
+    fn serve_ready(self: &Arc<Self>, ready: Vec<(usize, crate::keyspace::Key)>) {
+        self.blocking.serve(self, ready);
+    }
+}
+
+/// An RDB load's function libraries go to the script engine; its progress
+/// to INFO's loading figures.
+impl crate::rdb::file::Host for Shared {
+    fn load_library(&self, code: &[u8], replace: bool) -> Result<(), crate::rdb::RdbError> {
+        let mut engine = self.scripting.engine().map_err(crate::rdb::RdbError)?;
+        engine
+            .load_library(code, replace)
+            .map_err(|e| crate::rdb::RdbError(format!("Failed loading library: {e}")))?;
+        self.scripting.update_stats(&engine);
+        Ok(())
+    }
+
+    fn progress(&self, bytes: u64) {
+        self.persistence.loading.advance(bytes);
+    }
+}
+
+/// Where the keyspace's reports go: pub/sub, client tracking, the blocking
+/// queues and the AOF all hang off the server.
+impl Events for Shared {
+    fn tracking_used(&self) -> bool {
+        self.tracking.used()
+    }
+
+    fn send_invalidations(&self, invalidated: &mut Invalidated, own: &mut OwnInvalidations) {
+        let tracking = &self.tracking;
+        if !invalidated.is_empty() {
+            tracking.invalidate(self, invalidated, None, own);
+        }
+        if !own.is_empty() {
+            tracking.push_pending(self, own);
+        }
+        tracking.broadcast(self);
+    }
+
+    fn notify_keyspace(&self, flags: u32, db: usize, event: &str, key: &[u8]) {
+        let limit = self.config.pubsub_output_limit();
+        self.pubsub.notify_keyspace(limit, flags, db, event, key);
+    }
+
+    fn has_waiters(&self) -> bool {
+        self.blocking.has_waiters()
+    }
+
+    fn pushes_in_flight(&self) -> u64 {
+        self.clients.pushes_in_flight()
+    }
+
+    fn propagating(&self) -> bool {
+        Sink::listening(&self.aof)
+    }
+
+    fn feed(&self, ops: &[Op], transaction: bool) {
+        if self.config.aof_timestamp_enabled() {
+            self.aof.annotate_time(self.clock.now_ms() / 1000);
+        }
+        Sink::feed(&self.aof, ops, transaction);
     }
 }
 
@@ -463,13 +551,66 @@ fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHan
         .spawn(move || {
             runtime.block_on(async {
                 tokio::join!(
-                    crate::keyspace::expire::run(shared.clone(), shared.shutdown_rx()),
-                    crate::keyspace::windows::sweeper::run(shared.clone(), shared.shutdown_rx()),
-                    crate::stats::run(shared.clone(), shared.shutdown_rx()),
+                    active_expiry(shared.clone(), shared.shutdown_rx()),
+                    sweeper(shared.clone(), shared.shutdown_rx()),
+                    sampler(shared.clone(), shared.shutdown_rx()),
                     crate::persistence::run(shared.clone(), shared.shutdown_rx()),
                 );
             });
         })
+}
+
+/// Runs the expiry cycle `hz` times a second until shutdown, a quarter of
+/// each period at most, as Redis's slow cycle. CLIENT PAUSE holds expiry
+/// back, as in Redis.
+async fn active_expiry(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let hz = shared.config.hz().clamp(1, 500);
+        let period = Duration::from_millis(1000 / hz as u64);
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.changed() => return,
+        }
+        let paused = shared.pause.mode(&shared.clock) != crate::execution::pause::OFF;
+        if !paused && shared.store.active_expire.load(Relaxed) {
+            crate::keyspace::expire::cycle(shared.env(), period / 4);
+        }
+    }
+}
+
+/// The window sweeper, [`sweeper::DEFAULT_HZ`] times a second until
+/// shutdown; it serves the clients its hand-offs feed.
+async fn sweeper(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let period = Duration::from_millis(1000 / sweeper::DEFAULT_HZ);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.changed() => return,
+        }
+        if sweeper::due(shared.env()) {
+            sweeper::cycle(shared.env(), sweeper::BUDGET, &mut |ready| {
+                shared.serve_ready(ready)
+            });
+        }
+    }
+}
+
+/// The 100 ms sampler ([`crate::stats::sample`]) and Redis's eviction
+/// timer: a pass that ran out of time goes on here, even when no command
+/// comes to start the next one.
+async fn sampler(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(crate::stats::SAMPLE_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        crate::stats::sample(&shared);
+        if evict::over_limit(shared.env()) && !shared.scripting.busy.is_running() {
+            evict::perform_evictions(shared.env(), &mut |ready| shared.serve_ready(ready));
+        }
+    }
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signal::unix::Signal> {

@@ -7,7 +7,6 @@
 //! `Relaxed` ordering and no allocation; locks are taken only by the
 //! sampler, the expiry cycle and INFO itself.
 
-use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -35,7 +34,7 @@ impl Drop for Gauge<'_> {
 /// Samples per instantaneous metric (Redis's `STATS_METRIC_SAMPLES`).
 const METRIC_SAMPLES: usize = 16;
 /// How often the sampler runs (Redis's `run_with_period(100)`).
-const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
+pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
 
 /// The rates INFO stats reports as `instantaneous_*`.
 #[derive(Debug, Clone, Copy)]
@@ -393,26 +392,9 @@ impl LatencyHistogram {
     }
 }
 
-/// The 100 ms sampler: instantaneous rates, the peak of used memory, the
-/// client-buffer peak slots. Runs on the background thread until shutdown.
-pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(SAMPLE_PERIOD);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = shutdown.changed() => return,
-        }
-        sample(&shared);
-        // Redis's eviction timer: a pass that ran out of time goes on here,
-        // even when no command comes to start the next one.
-        if crate::keyspace::evict::over_limit(&shared) {
-            crate::keyspace::evict::perform_evictions(&shared);
-        }
-    }
-}
-
-/// One sampler pass.
+/// One pass of the 100 ms sampler (the server's background thread runs
+/// it): instantaneous rates, the peak of used memory, the client-buffer
+/// peak slots.
 pub fn sample(shared: &Shared) {
     let st = &shared.stats;
     st.instantaneous.track(

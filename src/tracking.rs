@@ -75,12 +75,12 @@ struct Bcast {
 }
 
 /// What was invalidated, in order, during a command: a key, or (None)
-/// everything, by a flush.
-pub type Invalidated = Vec<Option<Key>>;
+/// everything, by a flush. The keyspace collects it (see its `Events`).
+pub use crate::keyspace::events::Invalidated;
 
 /// Invalidations held for the client that caused them, until its reply is
 /// written: (that client, the key or None for everything).
-pub type Pending = Vec<(ClientId, Option<Key>)>;
+pub use crate::keyspace::events::OwnInvalidations as Pending;
 
 impl Tracking {
     /// Whether the keyspace must report changed keys.

@@ -165,7 +165,7 @@ enum Loaded {
 /// (`dump.rdb` is not read, as in Redis 7.0) and the writer creates a base.
 pub fn load_at_startup(shared: &Arc<Shared>) -> Result<Manifest, String> {
     let guards = shared.store.lock(shared.store.all_shards());
-    let mut ks = Keyspace::new(shared, guards, 0, shared.clock.now_ms());
+    let mut ks = Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
     load_files(shared, &mut ks)
 }
 
@@ -301,7 +301,7 @@ fn load_file(
     }
     if data.starts_with(b"REDIS") {
         tracing::info!("Reading RDB base file on AOF loading...");
-        let stats = crate::rdb::file::load(&data, ks, false).map_err(|e| {
+        let stats = crate::rdb::file::load(&data, ks, shared, false).map_err(|e| {
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?;
         *shared.persistence.last_load.lock() = stats;

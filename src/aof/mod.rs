@@ -619,7 +619,7 @@ pub fn open_at_startup(shared: &Shared, mut manifest: Manifest) -> Result<(), St
     if manifest.base.is_none() && manifest.incrs.is_empty() {
         let name = manifest.new_base(&prefix);
         let guards = shared.store.lock(shared.store.all_shards());
-        let mut ks = crate::keyspace::Keyspace::new(shared, guards, 0, shared.clock.now_ms());
+        let mut ks = crate::keyspace::Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
         let extras = crate::persistence::extras(shared).ok_or("the function engine is busy")?;
         let shards = crate::rdb::file::Shards(ks.shards_mut().map(|s| &*s).collect());
         write_base(shared, &dir.join(&name), &shards, &extras)
@@ -876,7 +876,7 @@ pub fn debug_loadaof(
 ) -> Result<(), String> {
     let aof = &shared.aof;
     aof.flush_all();
-    crate::persistence::flush_all(ks);
+    crate::persistence::flush_all(shared, ks);
     let state = aof.state.swap(OFF, Relaxed);
     // The replayed commands run on this command's keyspace view while
     // nothing listens, so nothing isolates their propagation state: a

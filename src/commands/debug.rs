@@ -50,7 +50,7 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
         object(ctx)?;
     } else if eq_ic(sub, "DIGEST") && argc == 2 {
         let d = with_all_shards(ctx.ks, |ks| {
-            let dbs = ks.shared.config.databases;
+            let dbs = ks.env.config.databases;
             let shards: Vec<&crate::keyspace::Shard> = ks.shards_mut().map(|s| &*s).collect();
             Ok(digest::dataset((0..dbs).map(|db| {
                 (
@@ -146,8 +146,7 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
             ));
         }
         // Runs one unbounded active-expiry pass now (tests use it instead of waiting).
-        let shared = ctx.shared.clone();
-        let n = crate::keyspace::expire::cycle(&shared, Duration::from_secs(3600));
+        let n = crate::keyspace::expire::cycle(ctx.shared.env(), Duration::from_secs(3600));
         ctx.out.int(n as i64);
     } else {
         return Err(Error::Owned(format!(
@@ -432,8 +431,9 @@ fn reload(ctx: &mut Ctx) -> CmdResult {
             ));
         }
     }
+    let shared = ctx.shared;
     with_all_shards(ctx.ks, |ks| {
-        crate::persistence::reload(ks, save, flush, merge)
+        crate::persistence::reload(shared, ks, save, flush, merge)
     })
     .map_err(Error::Owned)?;
     ctx.out.ok();

@@ -37,7 +37,7 @@ fn save(ctx: &mut Ctx) -> CmdResult {
     if ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
         return Err(Error::Static("ERR Background save already in progress"));
     }
-    match crate::persistence::save_locked(ctx.ks) {
+    match crate::persistence::save_locked(ctx.shared, ctx.ks) {
         Ok(()) => ctx.out.ok(),
         Err(_) => return Err(Error::Static("ERR")),
     }
@@ -181,7 +181,7 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
     entry.expire_at = if ttl == 0 { 0 } else { at };
     ctx.ks.set_entry(key, entry);
     // IDLETIME is kept under an LRU (or no) policy, FREQ under an LFU one.
-    if let Some(lru) = evict::restored(ctx.shared, ctx.ks.now_ms, idle, freq)
+    if let Some(lru) = evict::restored(&ctx.shared.config, ctx.ks.now_ms, idle, freq)
         && let Some(e) = ctx.ks.peek_raw(key)
     {
         e.lru = lru;

@@ -263,7 +263,7 @@ impl Blocking {
         let Ok(guards) = super::lock_planned(shared, w.db, cmd, &args, set, |s| {
             Ok::<_, std::convert::Infallible>(shared.store.lock(s))
         });
-        let mut ks = Keyspace::new(shared, guards, w.db, shared.clock.now_ms());
+        let mut ks = Keyspace::new(shared.env(), guards, w.db, shared.clock.now_ms());
         if !w.is_live() {
             for k in &w.keys {
                 let shard = ks.shard(k);

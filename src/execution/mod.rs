@@ -100,7 +100,7 @@ pub fn lock_planned<'s, E>(
         if set == all {
             return Ok(guards);
         }
-        let mut ks = Keyspace::new(shared, guards, db, 0);
+        let mut ks = Keyspace::new(shared.env(), guards, db, 0);
         let mut missing = ShardSet::default();
         cmd.key_indices(args, |i| {
             if let Some(d) = crate::keyspace::windows::handoff_shard(&mut ks, args.get(i))
@@ -210,7 +210,7 @@ pub fn dispatch(
     // The previous command's ending reading, when it ran just before in
     // this batch, dates this one (see `Client::batch_clock`).
     // (Built in place and dated after: the view is large to move.)
-    let mut ks = Keyspace::new(shared, guards, client.db, 0);
+    let mut ks = Keyspace::new(shared.env(), guards, client.db, 0);
     let sys_us = client
         .batch_clock
         .take()
@@ -322,7 +322,11 @@ fn verify(
         }
     }
     if shared.config.maxmemory() != 0 {
-        let out_of_memory = evict::perform_evictions(shared) == evict::Evicted::Fail;
+        // A running script holds every shard: no eviction meanwhile.
+        let out_of_memory = !shared.scripting.busy.is_running()
+            && evict::perform_evictions(shared.env(), &mut |ready| {
+                shared.blocking.serve(shared, ready)
+            }) == evict::Evicted::Fail;
         // Queuing in MULTI takes memory too: only the commands that end a
         // transaction pass (EXEC only when it holds no deny-OOM command).
         let reject = is_denyoom(client, cmd, args)
@@ -1167,7 +1171,12 @@ async fn migrate(
         }
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     };
-    let mut ks = Keyspace::new(shared, guards, transfer.source_db, shared.clock.now_ms());
+    let mut ks = Keyspace::new(
+        shared.env(),
+        guards,
+        transfer.source_db,
+        shared.clock.now_ms(),
+    );
     let mark = out.len();
     if let Err(e) = crate::commands::migrate::finish(&mut ks, &transfer, &outcome, out) {
         out.truncate(mark);

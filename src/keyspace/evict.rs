@@ -18,16 +18,14 @@
 //! random key. Sampling takes one shard at a time: keys are spread over
 //! shards by hash, so a sample of one shard is a sample of the database.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rand::Rng;
 
-use super::{Guards, Key, Keyspace, notify};
-use crate::config::Policy;
-use crate::server::Shared;
+use super::{Env, Guards, Key, Keyspace, notify};
+use crate::config::{Config, Policy};
 
 /// Candidates kept between evictions (Redis's `EVPOOL_SIZE`).
 const POOL_SIZE: usize = 16;
@@ -88,8 +86,8 @@ fn lfu_log_incr(counter: u32, log_factor: u32) -> u32 {
 }
 
 /// The metadata of a key just created (Redis's `createObject`).
-pub fn fresh(shared: &Shared, now_ms: u64) -> u32 {
-    if shared.config.maxmemory_policy().is_lfu() {
+pub fn fresh(config: &Config, now_ms: u64) -> u32 {
+    if config.maxmemory_policy().is_lfu() {
         (lfu_minutes(now_ms) << 8) | LFU_INIT
     } else {
         lru_clock(now_ms)
@@ -98,8 +96,7 @@ pub fn fresh(shared: &Shared, now_ms: u64) -> u32 {
 
 /// The metadata after an access (Redis's `lookupKey` touch: `updateLFU`
 /// or a fresh LRU clock).
-pub fn touched(shared: &Shared, lru: u32, now_ms: u64) -> u32 {
-    let c = &shared.config;
+pub fn touched(c: &Config, lru: u32, now_ms: u64) -> u32 {
     if c.maxmemory_policy().is_lfu() {
         let counter = lfu_counter(lru, now_ms, c.lfu_decay_time());
         (lfu_minutes(now_ms) << 8) | lfu_log_incr(counter, c.lfu_log_factor())
@@ -112,12 +109,12 @@ pub fn touched(shared: &Shared, lru: u32, now_ms: u64) -> u32 {
 /// if the policy keeps that kind (Redis's `objectSetLRUOrLFU`): a counter
 /// under an LFU policy, else an access time `idle_secs` ago.
 pub fn restored(
-    shared: &Shared,
+    config: &Config,
     now_ms: u64,
     idle_secs: Option<i64>,
     freq: Option<i64>,
 ) -> Option<u32> {
-    if shared.config.maxmemory_policy().is_lfu() {
+    if config.maxmemory_policy().is_lfu() {
         let freq = u32::try_from(freq?.clamp(0, 255)).ok()?;
         return Some((lfu_minutes(now_ms) << 8) | freq);
     }
@@ -180,18 +177,18 @@ pub fn used_memory() -> Option<u64> {
 /// on their way to clients that read are not counted (see
 /// `Clients::pushes_in_flight`); the clients list is read only when the
 /// allocator's figure alone is over.
-fn excess(shared: &Shared) -> u64 {
-    let max = shared.config.maxmemory();
+fn excess(env: Env<'_>) -> u64 {
+    let max = env.config.maxmemory();
     let Some(used) = used_memory().filter(|&u| max != 0 && u > max) else {
         return 0;
     };
-    used.saturating_sub(shared.clients.pushes_in_flight())
+    used.saturating_sub(env.events.pushes_in_flight())
         .saturating_sub(max)
 }
 
 /// Whether memory is over `maxmemory` (and the limit is on).
-pub fn over_limit(shared: &Shared) -> bool {
-    excess(shared) > 0
+pub fn over_limit(env: Env<'_>) -> bool {
+    excess(env) > 0
 }
 
 /// Redis's `evictionTimeLimitUs`: how long one pass may evict.
@@ -210,33 +207,36 @@ fn time_limit(tenacity: u32) -> Duration {
 /// `maxmemory`, the policy finds nothing to evict, or the pass's time
 /// budget (`maxmemory-eviction-tenacity`) runs out.
 ///
-/// Call it holding no shard lock: it takes them one at a time.
-pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
-    let max = shared.config.maxmemory();
-    if max == 0 || shared.scripting.busy.is_running() {
-        // A running script holds every shard; Redis too skips eviction
-        // while a script yields (`isInsideYieldingLongCommand`).
+/// Call it holding no shard lock (it takes them one at a time), and not
+/// while a script runs: a running script holds every shard, and Redis too
+/// skips eviction while a script yields (`isInsideYieldingLongCommand`).
+/// Keys whose blocked clients must be looked at again (an evicted stream
+/// fails its XREADGROUP waiters) go to `serve` after each eviction, with
+/// no lock held.
+pub fn perform_evictions(env: Env<'_>, serve: &mut dyn FnMut(Vec<(usize, Key)>)) -> Evicted {
+    let max = env.config.maxmemory();
+    if max == 0 {
         return Evicted::Ok;
     }
-    if !over_limit(shared) {
-        note_over(shared, false);
+    if !over_limit(env) {
+        note_over(env, false);
         return Evicted::Ok;
     }
-    let policy = shared.config.maxmemory_policy();
+    let policy = env.config.maxmemory_policy();
     if policy == Policy::NoEviction {
         return Evicted::Fail;
     }
-    let ev = &shared.evictor;
+    let ev = &env.evictor;
     let mut pool = ev.pool.lock();
     let start = Instant::now();
-    let limit = time_limit(shared.config.maxmemory_eviction_tenacity());
+    let limit = time_limit(env.config.maxmemory_eviction_tenacity());
     // As Redis, the pass frees a fixed amount, what memory is over the
     // limit now, counting only what each deletion itself frees: the
     // invalidation messages and notifications an eviction sends grow other
     // clients' buffers, and counting those would evict key after key to
     // pay for the messages of the last one (a feedback loop that empties
     // the database when many clients track keys).
-    let to_free = excess(shared) as i64;
+    let to_free = excess(env) as i64;
     let mut freed = 0i64;
     let mut evicted = 0u64;
     let result = loop {
@@ -244,20 +244,20 @@ pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
             break Evicted::Ok;
         }
         let victim = match policy {
-            Policy::AllkeysRandom | Policy::VolatileRandom => random_key(shared, policy),
-            _ => best_from_pool(shared, policy, &mut pool),
+            Policy::AllkeysRandom | Policy::VolatileRandom => random_key(env, policy),
+            _ => best_from_pool(env, policy, &mut pool),
         };
         let Some((db, key)) = victim else {
             break Evicted::Fail;
         };
         let del_start = Instant::now();
-        freed += evict(shared, db, &key);
-        latency(shared, "eviction-del", del_start);
+        freed += evict(env, db, &key, serve);
+        latency(env, "eviction-del", del_start);
         evicted += 1;
         if evicted.is_multiple_of(16) {
             // Other threads free memory too (a connection's buffers): stop
             // once under the limit, as Redis does when it frees lazily.
-            if !over_limit(shared) {
+            if !over_limit(env) {
                 break Evicted::Ok;
             }
             if start.elapsed() > limit {
@@ -265,29 +265,26 @@ pub fn perform_evictions(shared: &Arc<Shared>) -> Evicted {
             }
         }
     };
-    latency(shared, "eviction-cycle", start);
-    note_over(shared, result != Evicted::Ok);
+    latency(env, "eviction-cycle", start);
+    note_over(env, result != Evicted::Ok);
     result
 }
 
 /// Records an eviction latency event (Redis's `eviction-del` for one key,
 /// `eviction-cycle` for a pass) when the monitor is on.
-fn latency(shared: &Shared, event: &str, since: Instant) {
-    let threshold = shared.config.latency_monitor_threshold();
+fn latency(env: Env<'_>, event: &str, since: Instant) {
+    let threshold = env.config.latency_monitor_threshold();
     if threshold > 0 {
         let ms = since.elapsed().as_millis() as u64;
-        let now = shared.clock.now_ms() / 1000;
-        shared
-            .latency
-            .lock()
-            .add_if_needed(threshold, event, ms, now);
+        let now = env.clock.now_ms() / 1000;
+        env.latency.lock().add_if_needed(threshold, event, ms, now);
     }
 }
 
 /// Keeps the time-over-the-limit figures of INFO stats.
-fn note_over(shared: &Shared, over: bool) {
-    let ev = &shared.evictor;
-    let now = shared.clock.now_ms().max(1);
+fn note_over(env: Env<'_>, over: bool) {
+    let ev = &env.evictor;
+    let now = env.clock.now_ms().max(1);
     let since = ev.over_since_ms.load(Relaxed);
     if over && since == 0 {
         ev.over_since_ms.store(now, Relaxed);
@@ -300,31 +297,31 @@ fn note_over(shared: &Shared, over: bool) {
 
 /// Deletes `key` of `db` as an eviction: notification, WATCH, statistics.
 /// Returns the bytes the deletion freed.
-fn evict(shared: &Arc<Shared>, db: usize, key: &[u8]) -> i64 {
-    let idx = shared.store.shard_of(key);
-    let guard = shared.store.lock_shard(idx);
-    let mut ks = Keyspace::new(shared, Guards::One(idx, guard), db, shared.clock.now_ms());
+fn evict(env: Env<'_>, db: usize, key: &[u8], serve: &mut dyn FnMut(Vec<(usize, Key)>)) -> i64 {
+    let idx = env.store.shard_of(key);
+    let guard = env.store.lock_shard(idx);
+    let mut ks = Keyspace::new(env, Guards::One(idx, guard), db, env.clock.now_ms());
     let freed = ks.evict(key);
     let ready = std::mem::take(&mut ks.ready);
     drop(ks);
     if !ready.is_empty() {
-        shared.blocking.serve(shared, ready);
+        serve(ready);
     }
-    shared.evictor.evicted_keys.fetch_add(1, Relaxed);
+    env.evictor.evicted_keys.fetch_add(1, Relaxed);
     freed
 }
 
 /// The allkeys-/volatile-random pick: a random key of the first database
 /// (round-robin) that has one.
-fn random_key(shared: &Shared, policy: Policy) -> Option<(usize, Key)> {
-    let dbs = shared.config.databases;
-    let shards = shared.store.shard_count();
+fn random_key(env: Env<'_>, policy: Policy) -> Option<(usize, Key)> {
+    let dbs = env.config.databases;
+    let shards = env.store.shard_count();
     let first_shard = rand::rng().random_range(0..shards);
     for _ in 0..dbs {
-        let db = shared.evictor.next_db.fetch_add(1, Relaxed) % dbs;
+        let db = env.evictor.next_db.fetch_add(1, Relaxed) % dbs;
         for s in 0..shards {
             let idx = (first_shard + s) % shards;
-            let mut shard = shared.store.lock_shard(idx);
+            let mut shard = env.store.lock_shard(idx);
             let shard = &mut *shard;
             let d = &shard.dbs[db];
             let pick = if policy.volatile() {
@@ -343,25 +340,21 @@ fn random_key(shared: &Shared, policy: Policy) -> Option<(usize, Key)> {
 /// The LRU/LFU/TTL pick: fill the pool from a sample, then take its best
 /// candidate that still exists (Redis's `evictionPoolPopulate` and the
 /// walk back from the pool's end).
-fn best_from_pool(
-    shared: &Shared,
-    policy: Policy,
-    pool: &mut Vec<Candidate>,
-) -> Option<(usize, Key)> {
-    let shards = shared.store.shard_count();
+fn best_from_pool(env: Env<'_>, policy: Policy, pool: &mut Vec<Candidate>) -> Option<(usize, Key)> {
+    let shards = env.store.shard_count();
     // Each round samples one shard; a round over every shard that found
     // no key at all means there is nothing to evict.
     let mut empty_rounds = 0;
     while empty_rounds < shards {
-        let idx = shared.evictor.next_shard.fetch_add(1, Relaxed) % shards;
-        if populate(shared, policy, idx, pool) == 0 {
+        let idx = env.evictor.next_shard.fetch_add(1, Relaxed) % shards;
+        if populate(env, policy, idx, pool) == 0 {
             empty_rounds += 1;
         } else {
             empty_rounds = 0;
         }
         while let Some(c) = pool.pop() {
-            let idx = shared.store.shard_of(&c.key);
-            let shard = shared.store.lock_shard(idx);
+            let idx = env.store.shard_of(&c.key);
+            let shard = env.store.lock_shard(idx);
             let d = &shard.dbs[c.db];
             let exists = if policy.volatile() {
                 d.expires.contains_key(&c.key)
@@ -379,11 +372,11 @@ fn best_from_pool(
 
 /// Samples `maxmemory-samples` keys of each database of shard `idx` into
 /// the pool; returns how many keys the sampled dictionaries hold.
-fn populate(shared: &Shared, policy: Policy, idx: usize, pool: &mut Vec<Candidate>) -> usize {
-    let c = &shared.config;
+fn populate(env: Env<'_>, policy: Policy, idx: usize, pool: &mut Vec<Candidate>) -> usize {
+    let c = &env.config;
     let (samples, decay) = (c.maxmemory_samples(), c.lfu_decay_time());
-    let now = shared.clock.now_ms();
-    let mut shard = shared.store.lock_shard(idx);
+    let now = env.clock.now_ms();
+    let mut shard = env.store.lock_shard(idx);
     let shard = &mut *shard;
     let mut total = 0;
     for (db, d) in shard.dbs.iter().enumerate() {

@@ -5,48 +5,24 @@
 //! forever. As Redis's `activeExpireCycle` does, every tick samples keys that
 //! have a TTL, deletes the expired ones, and repeats while more than a quarter
 //! of a sample was expired — but never for longer than a fixed slice of the
-//! tick, one shard lock at a time, so commands keep flowing.
+//! tick, one shard lock at a time, so commands keep flowing. The server's
+//! background thread runs [`cycle`] `hz` times a second.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Guards, Key, Keyspace};
-use crate::server::Shared;
+use super::{Env, Guards, Key, Keyspace};
 use crate::stats::ExpireCycle;
 
 /// Keys sampled per round (`ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
 const SAMPLE: usize = 20;
 
-/// Runs the expiry cycle `hz` times a second until shutdown.
-pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-    loop {
-        let hz = shared.config.hz().clamp(1, 500);
-        let period = Duration::from_millis(1000 / hz as u64);
-        tokio::select! {
-            _ = tokio::time::sleep(period) => {}
-            _ = shutdown.changed() => return,
-        }
-        // A quarter of each period at most, as Redis's slow cycle.
-        // CLIENT PAUSE holds expiry back, as in Redis.
-        let paused = shared.pause.mode(&shared.clock) != crate::execution::pause::OFF;
-        if !paused
-            && shared
-                .store
-                .active_expire
-                .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            cycle(&shared, period / 4);
-        }
-    }
-}
-
 /// One pass over every shard and database, bounded by `budget`.
 /// Returns the number of keys deleted. What it sampled feeds INFO's
 /// `expired_stale_perc`, `expired_time_cap_reached_count`,
 /// `expire_cycle_cpu_milliseconds` and each database's `avg_ttl`.
-pub fn cycle(shared: &Shared, budget: Duration) -> usize {
+pub fn cycle(env: Env<'_>, budget: Duration) -> usize {
     let start = Instant::now();
-    let now = shared.clock.now_ms();
+    let now = env.clock.now_ms();
     let mut deleted = 0;
     let mut sample: Vec<(Key, u64)> = Vec::with_capacity(SAMPLE);
     let mut seen = ExpireCycle {
@@ -54,12 +30,12 @@ pub fn cycle(shared: &Shared, budget: Duration) -> usize {
         expired: 0,
         timed_out: false,
         elapsed: Duration::ZERO,
-        ttls: vec![None; shared.store.databases],
+        ttls: vec![None; env.store.databases],
     };
-    for idx in 0..shared.store.shard_count() {
-        let guard = shared.store.lock_shard(idx);
-        let mut ks = Keyspace::new(shared, Guards::One(idx, guard), 0, now);
-        for db in 0..shared.store.databases {
+    for idx in 0..env.store.shard_count() {
+        let guard = env.store.lock_shard(idx);
+        let mut ks = Keyspace::new(env, Guards::One(idx, guard), 0, now);
+        for db in 0..env.store.databases {
             ks.db = db;
             loop {
                 sample.clear();
@@ -102,9 +78,9 @@ pub fn cycle(shared: &Shared, budget: Duration) -> usize {
         }
     }
     seen.elapsed = start.elapsed();
-    shared.stats.expire.record(&seen);
-    shared.latency.lock().add_if_needed(
-        shared.config.latency_monitor_threshold(),
+    env.expire_stats.record(&seen);
+    env.latency.lock().add_if_needed(
+        env.config.latency_monitor_threshold(),
         "expire-cycle",
         seen.elapsed.as_millis() as u64,
         now / 1000,

@@ -66,7 +66,7 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         super::windows::reschedule(ks, key);
     }
     if removed > 0 {
-        ks.shared
+        ks.env
             .store
             .stats_expired_fields
             .fetch_add(removed as u64, Relaxed);

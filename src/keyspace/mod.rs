@@ -14,6 +14,7 @@
 //! a single instant. The background half of expiry lives in [`expire`].
 
 pub mod digest;
+pub mod events;
 pub mod evict;
 pub mod expire;
 pub mod hash_ttl;
@@ -32,13 +33,15 @@ use parking_lot::{Mutex, MutexGuard};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
-use crate::server::Shared;
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::types::dict::Dict;
+pub use events::Events;
 pub use key::{HashedKey, Key, KeyHasher};
 pub use value::{Str, Value};
 
-/// At most this many shards: lock sets are `u128` bit masks.
-pub const MAX_SHARDS: usize = 128;
+pub use crate::config::MAX_SHARDS;
+pub use crate::notify;
 
 pub struct Entry {
     pub value: Value,
@@ -389,10 +392,30 @@ impl<'a> Guards<'a> {
     }
 }
 
+/// What a keyspace view works with: the data, the settings and services
+/// below the keyspace that its rules read, and the [`Events`] seam through
+/// which it reports upward. The server builds one per view (a handful of
+/// pointers); nothing here can reach a client, a connection or a command.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub store: &'a Store,
+    pub config: &'a Config,
+    pub clock: &'a Clock,
+    pub windows: &'a windows::Windows,
+    pub evictor: &'a evict::Evictor,
+    /// CLIENT PAUSE's state: a paused server expires and evicts nothing.
+    pub pause: &'a crate::execution::pause::Pause,
+    /// Redis's `server.dirty`: changes since the last save.
+    pub dirty: &'a AtomicU64,
+    pub expire_stats: &'a crate::stats::ExpireStats,
+    pub latency: &'a Mutex<crate::latency::Monitor>,
+    pub events: &'a dyn Events,
+}
+
 /// A command's view of the keyspace: the shards it locked, one database,
 /// one instant.
 pub struct Keyspace<'a> {
-    pub shared: &'a Shared,
+    pub env: Env<'a>,
     pub guards: Guards<'a>,
     pub db: usize,
     pub now_ms: u64,
@@ -407,9 +430,9 @@ pub struct Keyspace<'a> {
     /// must be invalidated, once client tracking was ever used; the
     /// execution layer sends them after each command, and whatever is left
     /// (background expiry, the sweeper) goes out when this view is dropped.
-    pub invalidated: crate::tracking::Invalidated,
+    pub invalidated: events::Invalidated,
     /// Invalidations for the running client itself, sent after its reply.
-    pub tracking_pending: crate::tracking::Pending,
+    pub tracking_pending: events::OwnInvalidations,
     /// The commands this view's changes amount to (see [`propagate`]).
     pub prop: propagate::Pending,
 }
@@ -428,26 +451,17 @@ impl Keyspace<'_> {
     /// Sends the client-side caching invalidations this view collected
     /// that no command's after-command step took.
     fn send_invalidations(&mut self) {
-        let tracking = &self.shared.tracking;
-        if !tracking.used() {
-            return;
+        let events = self.env.events;
+        if events.tracking_used() {
+            events.send_invalidations(&mut self.invalidated, &mut self.tracking_pending);
         }
-        if !self.invalidated.is_empty() {
-            let mut pending = std::mem::take(&mut self.tracking_pending);
-            tracking.invalidate(self.shared, &mut self.invalidated, None, &mut pending);
-            self.tracking_pending = pending;
-        }
-        if !self.tracking_pending.is_empty() {
-            tracking.push_pending(self.shared, &mut self.tracking_pending);
-        }
-        tracking.broadcast(self.shared);
     }
 }
 
 impl<'a> Keyspace<'a> {
-    pub fn new(shared: &'a Shared, guards: Guards<'a>, db: usize, now_ms: u64) -> Keyspace<'a> {
+    pub fn new(env: Env<'a>, guards: Guards<'a>, db: usize, now_ms: u64) -> Keyspace<'a> {
         Keyspace {
-            shared,
+            env,
             guards,
             db,
             now_ms,
@@ -474,7 +488,7 @@ impl<'a> Keyspace<'a> {
 
     /// Whether changes are collected as commands (an AOF is written).
     pub fn propagating(&self) -> bool {
-        propagate::Sink::listening(&self.shared.aof)
+        self.env.events.propagating()
     }
 
     /// Adds a command to propagate in the current database (Redis's
@@ -490,7 +504,7 @@ impl<'a> Keyspace<'a> {
     /// the matching `lazyfree-lazy-*` setting is on (Redis's
     /// `propagateDeletion`).
     fn propagate_deletion(&mut self, key: &[u8], eviction: bool) {
-        let config = &self.shared.config;
+        let config = self.env.config;
         self.also_propagate(|| {
             let lazy = if eviction {
                 config.lazyfree_lazy_eviction()
@@ -508,26 +522,21 @@ impl<'a> Keyspace<'a> {
         }
         let ops = std::mem::take(&mut self.prop.ops);
         if self.propagating() {
-            if self.shared.config.aof_timestamp_enabled() {
-                self.shared
-                    .aof
-                    .annotate_time(self.shared.clock.now_ms() / 1000);
-            }
-            propagate::Sink::feed(&self.shared.aof, &ops, transaction && ops.len() > 1);
+            self.env.events.feed(&ops, transaction && ops.len() > 1);
         }
     }
 
     /// A view dated by a clock read taken now, which the command run on it
     /// reuses as its start (see `execution::call`).
-    pub fn at(shared: &'a Shared, guards: Guards<'a>, db: usize) -> Keyspace<'a> {
+    pub fn at(env: Env<'a>, guards: Guards<'a>, db: usize) -> Keyspace<'a> {
         let sys_us = crate::clock::system_us();
-        let mut ks = Keyspace::new(shared, guards, db, shared.clock.at_us(sys_us) / 1000);
+        let mut ks = Keyspace::new(env, guards, db, env.clock.at_us(sys_us) / 1000);
         ks.fresh_us = Some(sys_us);
         ks
     }
 
     fn store(&self) -> &'a Store {
-        &self.shared.store
+        self.env.store
     }
 
     /// The shard owning `key`. The dispatcher locked it from the command
@@ -583,12 +592,12 @@ impl<'a> Keyspace<'a> {
         if self.prepare(key) {
             return None;
         }
-        let (shared, now) = (self.shared, self.now_ms);
+        let (config, now) = (self.env.config, self.now_ms);
         let e = self
             .db_of(key)
             .keys
             .get_mut_hashed(key.bytes(), key.hash())?;
-        e.lru = evict::touched(shared, e.lru, now);
+        e.lru = evict::touched(config, e.lru, now);
         Some(e)
     }
 
@@ -596,13 +605,13 @@ impl<'a> Keyspace<'a> {
     pub fn get_read<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
         let key = key.into();
         let hidden = self.prepare(key);
-        let (db, shared, now) = (self.db, self.shared, self.now_ms);
+        let (db, config, now) = (self.db, self.env.config, self.now_ms);
         let shard = self.shard(key);
         let entry = shard.dbs[db].keys.get_mut_hashed(key.bytes(), key.hash());
         match entry.filter(|_| !hidden) {
             Some(e) => {
                 shard.stats.hits += 1;
-                e.lru = evict::touched(shared, e.lru, now);
+                e.lru = evict::touched(config, e.lru, now);
                 Some(e)
             }
             None => {
@@ -670,13 +679,13 @@ impl<'a> Keyspace<'a> {
     /// Stores a whole entry (value and TTL), replacing any existing one.
     pub fn set_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>, mut entry: Entry) {
         let key = key.into();
-        entry.lru = evict::fresh(self.shared, self.now_ms);
+        entry.lru = evict::fresh(self.env.config, self.now_ms);
         // A renamed or copied value is windowed by its new name's rule.
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
         self.cow(key);
-        let lfu = self.shared.config.maxmemory_policy().is_lfu();
-        let (shared, now_ms) = (self.shared, self.now_ms);
+        let lfu = self.env.config.maxmemory_policy().is_lfu();
+        let (config, now_ms) = (self.env.config, self.now_ms);
         self.signal_replaced(key);
         let (bytes, hash) = (key.bytes(), key.hash());
         let db = self.db_of(key);
@@ -686,7 +695,7 @@ impl<'a> Keyspace<'a> {
                 // An overwritten key keeps its access counter (Redis's
                 // dbSetValue), so a hot key stays hot, counting the write
                 // lookup Redis makes before overwriting as an access.
-                entry.lru = evict::touched(shared, old.lru, now_ms);
+                entry.lru = evict::touched(config, old.lru, now_ms);
             }
             *old = entry;
             if had_ttl && !has_ttl {
@@ -763,7 +772,7 @@ impl<'a> Keyspace<'a> {
             return true;
         }
         let bytes = key.bytes();
-        if self.shared.windows.active() {
+        if self.env.windows.active() {
             crate::keyspace::windows::trim(self, bytes, crate::keyspace::windows::TrimMode::Lazy);
         }
         if self.field_ttls() {
@@ -812,7 +821,7 @@ impl<'a> Keyspace<'a> {
             Some(e) if e.is_expired(now) => {}
             _ => return false,
         }
-        if self.shared.pause.mode(&self.shared.clock) != crate::execution::pause::OFF {
+        if self.env.pause.mode(self.env.clock) != crate::execution::pause::OFF {
             return true;
         }
         self.remove_raw(key);
@@ -830,14 +839,13 @@ impl<'a> Keyspace<'a> {
     pub fn modified<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
         let key = key.into();
         self.prop.dirty += 1;
-        self.shared
-            .stats
+        self.env
             .dirty
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let db = self.db;
         self.shard(key).touch_watched(db, key.bytes());
         self.invalidate_tracking(key.bytes());
-        if self.shared.windows.active() || self.field_ttls() || self.member_ttls() {
+        if self.env.windows.active() || self.field_ttls() || self.member_ttls() {
             crate::keyspace::windows::reschedule(self, key.bytes());
         }
     }
@@ -848,8 +856,7 @@ impl<'a> Keyspace<'a> {
     /// command to be propagated (Redis's dirty test in `call`).
     pub fn dirty(&mut self, n: u64) {
         self.prop.dirty += n;
-        self.shared
-            .stats
+        self.env
             .dirty
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
@@ -858,28 +865,25 @@ impl<'a> Keyspace<'a> {
     /// from `signalModifiedKey`): every change of a key calls it, through
     /// [`modified`](Self::modified) or key expiry; eviction calls it too.
     pub fn invalidate_tracking(&mut self, key: &[u8]) {
-        if self.shared.tracking.used() {
+        if self.env.events.tracking_used() {
             self.invalidated.push(Some(key.into()));
         }
     }
 
     /// Every client-side cache must go (FLUSHALL, FLUSHDB).
     pub fn invalidate_tracking_all(&mut self) {
-        if self.shared.tracking.used() {
+        if self.env.events.tracking_used() {
             self.invalidated.push(None);
         }
     }
 
     /// Publishes a keyspace notification if the class is enabled.
     pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
-        let flags = self.shared.config.notify_flags();
+        let flags = self.env.config.notify_flags();
         if flags & class == 0 || flags & (notify::KEYSPACE | notify::KEYEVENT) == 0 {
             return;
         }
-        let limit = self.shared.config.pubsub_output_limit();
-        self.shared
-            .pubsub
-            .notify_keyspace(limit, flags, self.db, event, key);
+        self.env.events.notify_keyspace(flags, self.db, event, key);
     }
 
     /// The common pair after a write: WATCH invalidation and notification.
@@ -891,7 +895,7 @@ impl<'a> Keyspace<'a> {
 
     /// Records that `key` received elements blocked clients may want.
     pub fn signal_ready(&mut self, key: &[u8]) {
-        if self.shared.blocking.has_waiters() {
+        if self.env.events.has_waiters() {
             self.ready.push((self.db, key.into()));
         }
     }
@@ -900,7 +904,7 @@ impl<'a> Keyspace<'a> {
     /// looked at again, since some fail when their key goes away (Redis's
     /// `signalDeletedKeyAsReady`, for XREADGROUP).
     fn signal_replaced(&mut self, key: HashedKey<'_>) {
-        if !self.shared.blocking.has_waiters() {
+        if !self.env.events.has_waiters() {
             return;
         }
         let k = (self.db, Key::from(key.bytes()));
@@ -938,89 +942,6 @@ impl<'a> Keyspace<'a> {
                 None => f(&mut self.store().lock_shard(idx)),
             }
         }
-    }
-}
-
-/// Keyspace notification classes (`notify-keyspace-events` letters).
-pub mod notify {
-    pub const KEYSPACE: u32 = 1 << 0; // K
-    pub const KEYEVENT: u32 = 1 << 1; // E
-    pub const GENERIC: u32 = 1 << 2; // g
-    pub const STRING: u32 = 1 << 3; // $
-    pub const LIST: u32 = 1 << 4; // l
-    pub const SET: u32 = 1 << 5; // s
-    pub const HASH: u32 = 1 << 6; // h
-    pub const ZSET: u32 = 1 << 7; // z
-    pub const EXPIRED: u32 = 1 << 8; // x
-    pub const EVICTED: u32 = 1 << 9; // e
-    pub const STREAM: u32 = 1 << 10; // t
-    pub const KEY_MISS: u32 = 1 << 11; // m
-    pub const MODULE: u32 = 1 << 12; // d
-    pub const NEW: u32 = 1 << 13; // n
-    /// `A`: every class except key-miss and new.
-    pub const ALL: u32 =
-        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
-
-    /// Parses Redis's flag letters; None on an unknown letter.
-    pub fn parse(s: &[u8]) -> Option<u32> {
-        let mut flags = 0;
-        for &c in s {
-            flags |= match c {
-                b'A' => ALL,
-                b'g' => GENERIC,
-                b'$' => STRING,
-                b'l' => LIST,
-                b's' => SET,
-                b'h' => HASH,
-                b'z' => ZSET,
-                b'x' => EXPIRED,
-                b'e' => EVICTED,
-                b'K' => KEYSPACE,
-                b'E' => KEYEVENT,
-                b't' => STREAM,
-                b'm' => KEY_MISS,
-                b'd' => MODULE,
-                b'n' => NEW,
-                _ => return None,
-            };
-        }
-        Some(flags)
-    }
-
-    /// Formats flags as Redis's `keyspaceEventsFlagsToString` does.
-    pub fn to_string(flags: u32) -> String {
-        let mut s = String::new();
-        if flags & ALL == ALL {
-            s.push('A');
-        } else {
-            for (bit, c) in [
-                (GENERIC, 'g'),
-                (STRING, '$'),
-                (LIST, 'l'),
-                (SET, 's'),
-                (HASH, 'h'),
-                (ZSET, 'z'),
-                (EXPIRED, 'x'),
-                (EVICTED, 'e'),
-                (STREAM, 't'),
-                (MODULE, 'd'),
-            ] {
-                if flags & bit != 0 {
-                    s.push(c);
-                }
-            }
-        }
-        for (bit, c) in [
-            (KEYSPACE, 'K'),
-            (KEYEVENT, 'E'),
-            (KEY_MISS, 'm'),
-            (NEW, 'n'),
-        ] {
-            if flags & bit != 0 {
-                s.push(c);
-            }
-        }
-        s
     }
 }
 

@@ -23,7 +23,7 @@ use super::{Entry, Keyspace, Value, notify};
 /// Removes up to `max` expired members of the sorted set at `key` (if it
 /// is one), deleting the key if none is left. Returns the number removed.
 pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
-    let (now, db, shared) = (ks.now_ms, ks.db, ks.shared);
+    let (now, db, env) = (ks.now_ms, ks.db, ks.env);
     ks.cow(key);
     let Some(Entry {
         value: Value::ZSet(z),
@@ -36,7 +36,7 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     if z.min_deadline().is_none_or(|at| at > now) {
         return 0;
     }
-    let dest = shared
+    let dest = env
         .windows
         .rule_for(window, key)
         .and_then(|r| r.destination(key));
@@ -57,7 +57,7 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         return 0;
     };
     let mut moved: Vec<(Vec<u8>, f64)> = Vec::new();
-    let logging = super::propagate::Sink::listening(&shared.aof);
+    let logging = env.events.propagating();
     let removed = z.expire_members(now, max, |m, s| {
         if dest.is_some() || logging {
             moved.push((m.to_vec(), s));
@@ -79,7 +79,7 @@ pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         super::windows::reschedule(ks, key);
     }
     if removed > 0 {
-        ks.shared
+        ks.env
             .store
             .stats_expired_members
             .fetch_add(removed as u64, std::sync::atomic::Ordering::Relaxed);

@@ -274,11 +274,26 @@ pub struct LoadStats {
     pub bytes: usize,
 }
 
+/// What a load needs from the layers above the data: a home for the
+/// function libraries (the script engine), and an ear for its progress
+/// (INFO's `loading_*`, and serving clients during a long load).
+pub trait Host {
+    /// Loads one library's code; `replace`: one of that name goes.
+    fn load_library(&self, code: &[u8], replace: bool) -> Result<(), RdbError>;
+    /// `bytes` more of the file were read.
+    fn progress(&self, bytes: u64);
+}
+
 /// Loads an RDB image into the keyspace, whose every shard `ks` holds.
 /// Keys whose TTL has passed are skipped, as a Redis master does. A key or
 /// function library that already exists is an error unless `allow_dup`
 /// (`DEBUG RELOAD MERGE`), which replaces it.
-pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadStats, RdbError> {
+pub fn load(
+    data: &[u8],
+    ks: &mut Keyspace<'_>,
+    host: &dyn Host,
+    allow_dup: bool,
+) -> Result<LoadStats, RdbError> {
     let mut r = Reader::new(data);
     let magic = r
         .bytes(9)
@@ -298,15 +313,14 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
                 String::from_utf8_lossy(&magic[5..])
             ))
         })?;
-    let shared = ks.shared;
-    let lim = Limits::from_config(&shared.config);
+    let config = ks.env.config;
+    let lim = Limits::from_config(config);
     let mut stats = LoadStats::default();
     let mut expire_at = 0u64;
     // The key loaded last, for the AUX records that follow it.
     let mut last: Option<Vec<u8>> = None;
     let db0 = ks.db;
     // What INFO's `loading_loaded_bytes` counts, advanced per key.
-    let loading = &shared.persistence.loading;
     let mut progress = 0;
     let result = (|| loop {
         let op = r.byte()?;
@@ -329,10 +343,10 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
             }
             OP_SELECTDB => {
                 let db = r.len()?;
-                if db >= shared.config.databases as u64 {
+                if db >= config.databases as u64 {
                     return Err(RdbError(format!(
                         "Data file was created with a Redis server configured to handle more than {} databases",
-                        shared.config.databases
+                        config.databases
                     )));
                 }
                 ks.db = db as usize;
@@ -364,11 +378,7 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
             }
             OP_FUNCTION2 => {
                 let code = r.string()?;
-                let mut engine = shared.scripting.engine().map_err(RdbError)?;
-                engine
-                    .load_library(&code, allow_dup)
-                    .map_err(|e| RdbError(format!("Failed loading library: {e}")))?;
-                shared.scripting.update_stats(&engine);
+                host.load_library(&code, allow_dup)?;
             }
             OP_EOF => {
                 if version >= 5 {
@@ -386,9 +396,9 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
             ty => {
                 let key = r.string()?;
                 let (v, extra) = value::decode(ty, &mut r, &lim)?;
-                loading.advance((r.pos - progress) as u64);
+                host.progress((r.pos - progress) as u64);
                 progress = r.pos;
-                let delay = shared.config.key_load_delay();
+                let delay = config.key_load_delay();
                 if delay != 0 {
                     crate::persistence::debug_delay(delay);
                 }
@@ -411,7 +421,7 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
                     )));
                 }
                 if extra.field_ttls {
-                    shared
+                    ks.env
                         .store
                         .field_ttls
                         .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -427,7 +437,7 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
         expire_at = 0;
     })();
     ks.db = db0;
-    loading.advance((r.pos - progress) as u64);
+    host.progress((r.pos - progress) as u64);
     result.map_err(|e| RdbError(format!("{} (at offset {})", e.0, r.pos)))?;
     stats.bytes = r.pos;
     Ok(stats)
@@ -454,7 +464,7 @@ fn apply_aux(
         }) = ks.peek_raw(key)
         {
             value::apply_member_ttls(z, v)?;
-            ks.shared.store.member_ttls.store(true, Relaxed);
+            ks.env.store.member_ttls.store(true, Relaxed);
         }
     } else if k == AUX_FIELD_TTLS {
         if let Some(Entry {
@@ -463,7 +473,7 @@ fn apply_aux(
         }) = ks.peek_raw(key)
         {
             value::apply_field_ttls(h, v)?;
-            ks.shared.store.field_ttls.store(true, Relaxed);
+            ks.env.store.field_ttls.store(true, Relaxed);
         }
     } else {
         return Ok(());

@@ -20,4 +20,5 @@ pub mod list;
 pub mod set;
 pub mod small_bytes;
 pub mod stream;
+pub mod window_rule;
 pub mod zset;

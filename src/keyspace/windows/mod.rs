@@ -28,169 +28,9 @@ use parking_lot::RwLock;
 use crate::keyspace::{Entry, Key, Keyspace, Value, notify};
 use crate::types::list::End;
 use crate::types::zset::{ScoreBound, ScoreRange};
-use crate::util::{eq_ic, glob_match, parse_i64};
+use crate::util::glob_match;
 
-/// The clock unit a rule reads scores in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Seconds,
-    Millis,
-}
-
-impl Unit {
-    pub fn name(self) -> &'static str {
-        match self {
-            Unit::Seconds => "s",
-            Unit::Millis => "ms",
-        }
-    }
-
-    pub fn parse(s: &[u8]) -> Option<Unit> {
-        if eq_ic(s, "s") {
-            Some(Unit::Seconds)
-        } else if eq_ic(s, "ms") {
-            Some(Unit::Millis)
-        } else {
-            None
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct Rule {
-    pub pattern: Box<[u8]>,
-    pub duration_ms: u64,
-    pub unit: Unit,
-    /// A list key (or template with `{key}`) that receives aged-out members.
-    pub moveto: Option<Box<[u8]>>,
-    /// The pattern has no glob characters: it names one key.
-    exact: bool,
-    /// Bytes before the first glob character.
-    prefix_len: usize,
-    /// Order of definition; later rules win ties.
-    seq: u64,
-}
-
-impl Rule {
-    pub fn new(pattern: &[u8], duration_ms: u64, unit: Unit, moveto: Option<&[u8]>) -> Rule {
-        let prefix_len = literal_prefix_len(pattern);
-        Rule {
-            pattern: pattern.into(),
-            duration_ms,
-            unit,
-            moveto: moveto.map(Into::into),
-            exact: prefix_len == pattern.len(),
-            prefix_len,
-            seq: 0,
-        }
-    }
-
-    /// Scores strictly below this have aged out at `now_ms`.
-    pub fn cutoff(&self, now_ms: u64) -> f64 {
-        let live_from_ms = now_ms as f64 - self.duration_ms as f64;
-        match self.unit {
-            Unit::Seconds => live_from_ms / 1000.0,
-            Unit::Millis => live_from_ms,
-        }
-    }
-
-    /// The first millisecond at which a member of score `score` is aged
-    /// out (0: already; `u64::MAX`: never).
-    pub fn deadline_ms(&self, score: f64) -> u64 {
-        let score_ms = match self.unit {
-            Unit::Seconds => score * 1000.0,
-            Unit::Millis => score,
-        };
-        let at = score_ms + self.duration_ms as f64;
-        if at.is_nan() || at < 0.0 {
-            0
-        } else if at >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            // Aged out when cutoff > score, i.e. now_ms > score_ms + D.
-            at.floor() as u64 + 1
-        }
-    }
-
-    /// The destination list for members of `key`, if the rule hands off.
-    pub fn destination(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let t = self.moveto.as_deref()?;
-        let mut out = Vec::with_capacity(t.len() + key.len());
-        let mut i = 0;
-        while i < t.len() {
-            if t[i..].starts_with(b"{key}") {
-                out.extend_from_slice(key);
-                i += 5;
-            } else {
-                out.push(t[i]);
-                i += 1;
-            }
-        }
-        Some(out)
-    }
-
-    /// The duration as written back in the rule's unit (`86400`, `0.5`).
-    pub fn duration_in_unit(&self) -> String {
-        match self.unit {
-            Unit::Millis => self.duration_ms.to_string(),
-            Unit::Seconds if self.duration_ms.is_multiple_of(1000) => {
-                (self.duration_ms / 1000).to_string()
-            }
-            Unit::Seconds => {
-                let mut s = format!("{}.{:03}", self.duration_ms / 1000, self.duration_ms % 1000);
-                while s.ends_with('0') {
-                    s.pop();
-                }
-                s
-            }
-        }
-    }
-
-    /// Precedence: exact names first, then longer literal prefixes, then
-    /// the most recently set.
-    fn precedence(&self) -> (bool, usize, u64) {
-        (self.exact, self.prefix_len, self.seq)
-    }
-}
-
-fn literal_prefix_len(pattern: &[u8]) -> usize {
-    pattern
-        .iter()
-        .position(|c| matches!(c, b'*' | b'?' | b'[' | b'\\'))
-        .unwrap_or(pattern.len())
-}
-
-/// Parses a duration: an integer in `unit`, or a number with a suffix
-/// (`ms`, `s`, `m`, `h`, `d`). Returns milliseconds.
-pub fn parse_duration(s: &[u8], unit: Unit) -> Option<u64> {
-    let text = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
-    let split = text
-        .find(|c: char| c.is_ascii_alphabetic())
-        .unwrap_or(text.len());
-    let (num, suffix) = text.split_at(split);
-    let per_unit_ms = match suffix {
-        "" => match unit {
-            Unit::Seconds => 1000.0,
-            Unit::Millis => 1.0,
-        },
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "m" => 60_000.0,
-        "h" => 3_600_000.0,
-        "d" => 86_400_000.0,
-        _ => return None,
-    };
-    let n: f64 = if suffix.is_empty() {
-        parse_i64(num.as_bytes())? as f64
-    } else {
-        num.parse().ok()?
-    };
-    let ms = n * per_unit_ms;
-    if !ms.is_finite() || ms <= 0.0 || ms > 1e15 {
-        return None;
-    }
-    Some(ms.round() as u64)
-}
+pub use crate::types::window_rule::{Rule, Unit, parse_cli_rule, parse_duration};
 
 /// Counters for INFO's `# Windows` section.
 #[derive(Default)]
@@ -402,35 +242,6 @@ impl Windows {
     }
 }
 
-/// Parses a command-line rule: `PATTERN=DURATION[:s|:ms][:moveto=DEST]`.
-pub fn parse_cli_rule(spec: &str) -> Result<Rule, String> {
-    let bad = || {
-        format!("invalid --zwindow rule '{spec}': expected PATTERN=DURATION[:s|:ms][:moveto=DEST]")
-    };
-    // The first '=' ends the pattern (patterns containing '=' need ZWINDOW SET).
-    let (pattern, rest) = spec
-        .split_once('=')
-        .filter(|(p, _)| !p.is_empty())
-        .ok_or_else(bad)?;
-    let (rest, moveto) = match rest.split_once(":moveto=") {
-        Some((r, dest)) if !dest.is_empty() => (r, Some(dest.as_bytes())),
-        Some(_) => return Err(bad()),
-        None => (rest, None),
-    };
-    let mut parts = rest.splitn(2, ':');
-    let duration = parts.next().ok_or_else(bad)?;
-    let mut unit = Unit::Seconds;
-    for part in parts {
-        if let Some(u) = Unit::parse(part.as_bytes()) {
-            unit = u;
-        } else {
-            return Err(bad());
-        }
-    }
-    let ms = parse_duration(duration.as_bytes(), unit).ok_or_else(bad)?;
-    Ok(Rule::new(pattern.as_bytes(), ms, unit, moveto))
-}
-
 /// How much of a key's aged part to remove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrimMode {
@@ -443,7 +254,7 @@ pub enum TrimMode {
 /// Removes the aged members of `key` if it is a windowed sorted set.
 /// Returns the number removed.
 pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
-    let windows = &ks.shared.windows;
+    let windows = ks.env.windows;
     let now = ks.now_ms;
     let db = ks.db;
     let logging = ks.propagating();
@@ -553,7 +364,7 @@ pub(crate) fn propagate_removal(ks: &mut Keyspace<'_>, key: &[u8], members: &[(V
 /// Adds or replaces a rule (ZWINDOW SET, a loaded dataset's rules). `ks`
 /// holds every shard, as any rule change must.
 pub fn set_rule(ks: &mut Keyspace<'_>, rule: Rule) {
-    if ks.shared.windows.set(rule) {
+    if ks.env.windows.set(rule) {
         reset_caches(ks);
     }
 }
@@ -561,7 +372,7 @@ pub fn set_rule(ks: &mut Keyspace<'_>, rule: Rule) {
 /// Deletes the rule with exactly this pattern (ZWINDOW DEL); false if there
 /// was none. `ks` holds every shard.
 pub fn del_rule(ks: &mut Keyspace<'_>, pattern: &[u8]) -> bool {
-    let (removed, wrapped) = ks.shared.windows.del(pattern);
+    let (removed, wrapped) = ks.env.windows.del(pattern);
     if wrapped {
         reset_caches(ks);
     }
@@ -590,11 +401,11 @@ fn reset_caches(ks: &mut Keyspace<'_>) {
 /// and `DEL` lock them all), so the answer stays true while any lock planned
 /// from it is held.
 pub fn handoff_shard(ks: &mut Keyspace<'_>, key: &[u8]) -> Option<usize> {
-    let windows = &ks.shared.windows;
+    let windows = ks.env.windows;
     if !windows.has_moveto() {
         return None;
     }
-    let store = &ks.shared.store;
+    let store = ks.env.store;
     let db = ks.db;
     let by_rules = || {
         windows
@@ -657,7 +468,7 @@ pub(crate) fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>
         v
     });
     ks.signal_ready(dest);
-    ks.shared.windows.stats.handed_off.fetch_add(n, Relaxed);
+    ks.env.windows.stats.handed_off.fetch_add(n, Relaxed);
 }
 
 /// The sweeper's schedule for one shard: windowed keys by the instant
@@ -720,7 +531,7 @@ impl Schedule {
 /// windowed sorted set by when its oldest member ages out, a hash with
 /// field TTLs by its earliest field deadline.
 pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
-    let windows = &ks.shared.windows;
+    let windows = ks.env.windows;
     let db = ks.db;
     let shard = ks.shard(key);
     let deadline = match shard.dbs[db].keys.get_mut(key) {

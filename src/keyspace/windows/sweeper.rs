@@ -10,58 +10,49 @@
 //! on other shards never wait and commands on the same shard wait at most
 //! one slice.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use super::TrimMode;
-use crate::keyspace::{Guards, Keyspace, ShardSet};
-use crate::server::Shared;
+use crate::keyspace::{Env, Guards, Key, Keyspace, ShardSet};
 
 /// Members removed from one key before it yields to the next: one lock
 /// hold stays in the tens of microseconds.
 const BATCH: usize = 512;
 /// Sweeping time per tick, across all shards: a quarter of the period, as
 /// Redis's active expiry allows itself.
-const BUDGET: Duration = Duration::from_millis(5);
-/// Ticks per second: deadlines are met within one period (20 ms).
+pub const BUDGET: Duration = Duration::from_millis(5);
+/// Ticks per second (the server's background thread runs [`cycle`] at this
+/// rate): deadlines are met within one period (20 ms).
 pub const DEFAULT_HZ: u64 = 50;
 
-/// Sweeps until shutdown.
-pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-    let period = Duration::from_millis(1000 / DEFAULT_HZ);
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(period) => {}
-            _ = shutdown.changed() => return,
-        }
-        if (shared.windows.active()
-            || shared.store.field_ttls.load(Relaxed)
-            || shared.store.member_ttls.load(Relaxed))
-            && shared.store.active_expire.load(Relaxed)
-        {
-            cycle(&shared, BUDGET);
-        }
-    }
+/// Whether a pass has anything to do: a window rule, a field or member TTL,
+/// and active expiry on.
+pub fn due(env: Env<'_>) -> bool {
+    (env.windows.active()
+        || env.store.field_ttls.load(Relaxed)
+        || env.store.member_ttls.load(Relaxed))
+        && env.store.active_expire.load(Relaxed)
 }
 
 /// One pass over every shard, each getting an equal share of `budget`;
-/// returns the members removed.
-pub fn cycle(shared: &Arc<Shared>, budget: Duration) -> usize {
+/// returns the members removed. Keys whose waiters a hand-off may have fed
+/// go to `serve` after each key, with no lock held.
+pub fn cycle(env: Env<'_>, budget: Duration, serve: &mut dyn FnMut(Vec<(usize, Key)>)) -> usize {
     // The AOF being loaded holds its own trims and expiries (see
     // `Keyspace::prepare`).
-    if shared.store.loading.load(Relaxed) {
+    if env.store.loading.load(Relaxed) {
         return 0;
     }
     let started = Instant::now();
     let mut removed = 0;
-    let shards = shared.store.shard_count();
+    let shards = env.store.shard_count();
     let share = budget / shards as u32;
     for idx in 0..shards {
         let shard_started = Instant::now();
         while shard_started.elapsed() < share {
-            let now = shared.clock.now_ms();
-            let mut guards = Guards::One(idx, shared.store.lock_shard(idx));
+            let now = env.clock.now_ms();
+            let mut guards = Guards::One(idx, env.store.lock_shard(idx));
             let Some((db, key)) = guards
                 .iter_mut()
                 .next()
@@ -71,14 +62,14 @@ pub fn cycle(shared: &Arc<Shared>, budget: Duration) -> usize {
             };
             // The key's shard, plus its hand-off list's shard (known from
             // the entry, so looked up under the key's lock first).
-            let mut ks = Keyspace::new(shared, guards, db, now);
+            let mut ks = Keyspace::new(env, guards, db, now);
             if let Some(dest) = super::handoff_shard(&mut ks, &key).filter(|&d| d != idx) {
                 drop(ks);
                 let mut set = ShardSet::default();
                 set.insert(idx);
                 set.insert(dest);
-                guards = shared.store.lock(set);
-                ks = Keyspace::new(shared, guards, db, now);
+                guards = env.store.lock(set);
+                ks = Keyspace::new(env, guards, db, now);
             }
             let mut n = super::trim(&mut ks, &key, TrimMode::Sweep(BATCH));
             if n == 0 {
@@ -104,11 +95,11 @@ pub fn cycle(shared: &Arc<Shared>, budget: Duration) -> usize {
             let ready = std::mem::take(&mut ks.ready);
             drop(ks);
             if !ready.is_empty() {
-                shared.blocking.serve(shared, ready);
+                serve(ready);
             }
         }
     }
-    let w = &shared.windows.stats;
+    let w = &env.windows.stats;
     w.sweeper_cycles.fetch_add(1, Relaxed);
     w.sweeper_us
         .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
