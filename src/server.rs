@@ -20,10 +20,7 @@ use crate::execution::blocking::Blocking;
 use crate::execution::client::Clients;
 use crate::keyspace::Store;
 use crate::pubsub::PubSub;
-
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// The Redis version we answer as; clients gate features on it.
-pub const REDIS_VERSION: &str = "7.0.15";
+use crate::version::{REDIS_VERSION, VERSION};
 
 /// Server-wide counters for INFO.
 #[derive(Default)]

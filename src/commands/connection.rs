@@ -429,7 +429,7 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
     out.bulk(b"server");
     out.bulk(b"redis");
     out.bulk(b"version");
-    out.bulk(crate::server::REDIS_VERSION.as_bytes());
+    out.bulk(crate::version::REDIS_VERSION.as_bytes());
     out.bulk(b"proto");
     out.int(if out.resp3 { 3 } else { 2 });
     out.bulk(b"id");

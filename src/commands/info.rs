@@ -230,7 +230,7 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     }
     if sel.wants("windows") {
         t.section("Windows");
-        t.field("zwindow_version", crate::server::VERSION);
+        t.field("zwindow_version", crate::version::VERSION);
         shared.windows.info(&mut t.s, ks.windowed);
         let per_db = ks.per_db.iter().map(|d| d.2).sum::<usize>();
         t.field("volatile_keys", per_db);
@@ -267,7 +267,7 @@ fn server(t: &mut Text, shared: &Shared) {
     let uptime = shared.started.elapsed().as_secs();
     let now_us = shared.clock.now_us();
     t.section("Server");
-    t.field("redis_version", crate::server::REDIS_VERSION);
+    t.field("redis_version", crate::version::REDIS_VERSION);
     t.field("redis_git_sha1", "00000000");
     t.field("redis_git_dirty", 0);
     t.field("redis_build_id", build_id());
@@ -325,7 +325,7 @@ fn build_id() -> &'static str {
     ID.get_or_init(|| {
         let what = format!(
             "zwindow {} {} {} {}",
-            crate::server::VERSION,
+            crate::version::VERSION,
             std::env::consts::OS,
             std::env::consts::ARCH,
             if cfg!(debug_assertions) {

@@ -1261,7 +1261,7 @@ fn lolwut(ctx: &mut Ctx) -> CmdResult {
         int_arg(&ctx.args[2])?;
     }
     ctx.out
-        .verbatim(format!("Redis ver. {}\n", crate::server::REDIS_VERSION).as_bytes());
+        .verbatim(format!("Redis ver. {}\n", crate::version::REDIS_VERSION).as_bytes());
     Ok(Done)
 }
 

@@ -134,7 +134,7 @@ pub fn write(
     aux(
         &mut b,
         b"redis-ver",
-        crate::server::REDIS_VERSION.as_bytes(),
+        crate::version::REDIS_VERSION.as_bytes(),
     );
     aux(&mut b, b"redis-bits", b"64");
     b.push(OP_AUX);
