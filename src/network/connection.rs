@@ -21,8 +21,8 @@ use crate::execution::client::{Client, ClientHandle, Push, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
 use crate::protocol::{Parser, Reply};
-use crate::server::{Shared, Stats};
-use crate::stats::Gauge;
+use crate::server::Shared;
+use crate::stats::{Gauge, Stats};
 
 /// Bytes read per syscall at least; the buffer grows for larger requests.
 const READ_CHUNK: usize = 16 * 1024;
