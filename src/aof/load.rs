@@ -354,7 +354,7 @@ fn load_file(
         valid_up_to = cursor.pos;
         let delay = shared.config.key_load_delay();
         if delay != 0 {
-            crate::persistence::debug_delay(delay);
+            crate::util::debug_delay(delay);
         }
     }
     if replayer.in_multi() {

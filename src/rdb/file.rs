@@ -33,7 +33,7 @@ pub struct SaveOptions {
     pub compress: bool,
     pub checksum: bool,
     /// `rdb-key-save-delay` when the save started (see
-    /// [`crate::persistence::debug_delay`]).
+    /// [`crate::util::debug_delay`]).
     pub key_save_delay: i32,
 }
 
@@ -185,7 +185,7 @@ pub fn write(
                 // save holds no shard lock.
                 if opts.key_save_delay != 0 {
                     for _ in 0..unslept.take() {
-                        crate::persistence::debug_delay(opts.key_save_delay);
+                        crate::util::debug_delay(opts.key_save_delay);
                     }
                 }
                 Ok(())
@@ -390,7 +390,7 @@ pub fn load(data: &[u8], ks: &mut Keyspace<'_>, allow_dup: bool) -> Result<LoadS
                 progress = r.pos;
                 let delay = shared.config.key_load_delay();
                 if delay != 0 {
-                    crate::persistence::debug_delay(delay);
+                    crate::util::debug_delay(delay);
                 }
                 let at = std::mem::take(&mut expire_at);
                 last = None;
