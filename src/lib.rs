@@ -33,6 +33,7 @@ pub mod keyspace;
 pub mod latency;
 pub mod migrate;
 pub mod network;
+pub mod pause;
 pub mod persistence;
 pub mod protocol;
 pub mod pubsub;

@@ -30,7 +30,7 @@ pub struct Shared {
     pub pubsub: PubSub,
     pub tracking: crate::tracking::Tracking,
     /// CLIENT PAUSE's state.
-    pub pause: crate::execution::pause::Pause,
+    pub pause: crate::pause::Pause,
     /// Clients in MONITOR mode.
     pub monitors: crate::execution::monitor::Monitors,
     pub blocking: Blocking,

@@ -861,7 +861,7 @@ fn client_no_evict(ctx: &mut Ctx) -> CmdResult {
 /// CLIENT PAUSE timeout [WRITE|ALL]: the mode is checked before the
 /// timeout, as in Redis.
 fn client_pause(ctx: &mut Ctx) -> CmdResult {
-    use crate::execution::pause::{ALL, WRITE};
+    use crate::pause::{ALL, WRITE};
     if ctx.argc() > 4 {
         return Err(super::subcommand_syntax(&ctx.args));
     }

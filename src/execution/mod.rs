@@ -375,11 +375,11 @@ fn verify(
     // A paused command waits, after every check that refuses it and
     // before MULTI queues it (Redis's `BLOCKED_POSTPONE`).
     let pause = shared.pause.mode(&shared.clock);
-    if pause != pause::OFF {
+    if pause != crate::pause::OFF {
         let writes = pause::may_replicate(args, client.multi.as_deref(), &|c, a| {
             shared.scripting.may_write(c, a)
         });
-        if pause == pause::ALL || writes {
+        if pause == crate::pause::ALL || writes {
             return Verdict::Paused(writes);
         }
     }
@@ -1058,7 +1058,10 @@ pub async fn execute_rest(
         match dispatched {
             Dispatched::Paused(writes) => {
                 let h = client.handle.clone();
-                shared.pause.wait(&shared.clock, writes, &h).await;
+                shared
+                    .pause
+                    .wait(&shared.clock, writes, &h.paused, &h.killed)
+                    .await;
                 if h.killed.load(Relaxed) {
                     return Ran::Close;
                 }

@@ -28,7 +28,7 @@ pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver
         }
         // A quarter of each period at most, as Redis's slow cycle.
         // CLIENT PAUSE holds expiry back, as in Redis.
-        let paused = shared.pause.mode(&shared.clock) != crate::execution::pause::OFF;
+        let paused = shared.pause.mode(&shared.clock) != crate::pause::OFF;
         if !paused
             && shared
                 .store

@@ -812,7 +812,7 @@ impl<'a> Keyspace<'a> {
             Some(e) if e.is_expired(now) => {}
             _ => return false,
         }
-        if self.shared.pause.mode(&self.shared.clock) != crate::execution::pause::OFF {
+        if self.shared.pause.mode(&self.shared.clock) != crate::pause::OFF {
             return true;
         }
         self.remove_raw(key);
