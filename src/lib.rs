@@ -14,15 +14,17 @@
 //!
 //! Beside them: [`acl`] (users and permissions over the command table),
 //! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
-//! shared state and startup), [`config`], [`clock`], [`pubsub`],
-//! [`tracking`] (client-side caching), [`migrate`] (MIGRATE's outbound
-//! connections), [`util`], and [`stats`],
+//! shared state and startup), [`config`], [`clock`], [`clients`] (the
+//! registry of connected clients), [`pubsub`], [`tracking`] (client-side
+//! caching), [`pause`] (CLIENT PAUSE's state), [`migrate`] (MIGRATE's
+//! outbound connections), [`util`], [`version`], and [`stats`],
 //! [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG, LATENCY and
 //! MEMORY report).
 
 pub mod acl;
 pub mod alloc;
 pub mod aof;
+pub mod clients;
 pub mod clock;
 pub mod commands;
 pub mod config;

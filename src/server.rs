@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
+use crate::clients::Clients;
 use crate::clock::Clock;
 use crate::config::{Config, Startup};
 use crate::execution::blocking::Blocking;
-use crate::execution::client::Clients;
 use crate::keyspace::Store;
 use crate::pubsub::PubSub;
 use crate::version::{REDIS_VERSION, VERSION};

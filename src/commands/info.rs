@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{CallStats, CmdResult, Command, Ctx, Done, all_commands};
-use crate::execution::client::ClientHandle;
+use crate::clients::ClientHandle;
 use crate::keyspace::Value;
 use crate::server::Shared;
 use crate::stats::Metric;
@@ -420,7 +420,7 @@ impl Memory {
         let eval_caches = sc.scripts_bytes.load(Relaxed) as u64;
         let function_caches = sc.functions_bytes.load(Relaxed) as u64;
         // Each client's state, its buffers and its pushes not yet written.
-        let per_client = size_of::<crate::execution::client::Client>() + size_of::<ClientHandle>();
+        let per_client = size_of::<crate::commands::session::Client>() + size_of::<ClientHandle>();
         let clients_normal: u64 = shared
             .clients
             .all()

@@ -39,6 +39,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod scripting;
 pub mod server;
+pub mod session;
 pub mod sets;
 pub mod sort;
 pub mod streams;
@@ -51,11 +52,11 @@ pub mod zsets;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
-use crate::execution::client::Client;
 use crate::keyspace::{HashedKey, Key, Keyspace};
 use crate::protocol::{Reply, Request};
 use crate::server::Shared;
 use crate::util::parse_i64;
+use session::Client;
 
 /// Every family's commands; the single source of truth.
 pub static TABLE: &[&[Command]] = &[

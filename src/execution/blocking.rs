@@ -28,10 +28,10 @@ use tokio::sync::oneshot;
 
 use std::time::Duration;
 
+use crate::clients::ClientHandle;
 use crate::commands::Error;
+use crate::commands::session::Client;
 use crate::commands::{self, OwnedArgs};
-use crate::execution::client::Client;
-use crate::execution::client::ClientHandle;
 use crate::keyspace::{Key, Keyspace, ShardSet};
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -106,6 +106,9 @@ pub fn unserved(shared: &Shared, w: &Waiter, error: bool) -> Option<Vec<u8>> {
         format!("-{MSG}\r\n").into_bytes()
     })
 }
+
+/// A queued waiter, its reply channel and its timeout.
+pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
 
 /// One blocked client.
 pub struct Waiter {

@@ -11,12 +11,12 @@
 //! clients are collected by the keyspace while the command runs and
 //! delivered once its locks are released.
 //!
-//! [`blocking`] is the one blocking mechanism, [`scripting`] runs Lua
-//! (EVAL and FUNCTION), and [`client`] holds a connection's state and the
-//! registry of connected clients.
+//! [`blocking`] is the one blocking mechanism and [`scripting`] runs Lua
+//! (EVAL and FUNCTION). A connection's state is the commands layer's
+//! [`Client`](crate::commands::session::Client); the registry of connected
+//! clients is [`crate::clients`].
 
 pub mod blocking;
-pub mod client;
 pub mod monitor;
 pub mod pause;
 pub mod scripting;
@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 use crate::acl::catalog::Catalog;
 use crate::acl::log::{Context, Reason};
 use crate::acl::user::Denied;
+use crate::commands::session::Client;
 use crate::commands::{
     Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
     lookup_sub, resolve, transactions,
@@ -36,7 +37,7 @@ use crate::commands::{
 use crate::keyspace::{Guards, HashedKey, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
 use crate::server::Shared;
-use client::{Client, Waiting};
+use blocking::Waiting;
 
 /// The shards a command's keys live on.
 pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
@@ -469,7 +470,7 @@ pub(crate) fn acl_check(
 /// Adds an ACL LOG entry for a denial by `handle`'s client.
 pub(crate) fn log_denial(
     shared: &Shared,
-    handle: &client::ClientHandle,
+    handle: &crate::clients::ClientHandle,
     reason: Reason,
     context: Context,
     object: &[u8],
@@ -1086,7 +1087,7 @@ pub async fn execute_rest(
 /// client's own keys follow it (pushes, sent whatever CLIENT REPLY says).
 /// `mark`: where the reply starts, None when it is made of pushes.
 fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: Option<usize>) {
-    use client::ReplyMode;
+    use crate::commands::session::ReplyMode;
     match client.reply {
         ReplyMode::On => {}
         ReplyMode::Off => {

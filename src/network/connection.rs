@@ -15,9 +15,10 @@ use bytes::{Buf, BytesMut};
 use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
+use crate::clients::{ClientHandle, Push};
 use crate::commands::Args;
-use crate::execution::blocking::Waiter;
-use crate::execution::client::{Client, ClientHandle, Push, Waiting};
+use crate::commands::session::Client;
+use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
 use crate::protocol::{Parser, Reply};
@@ -170,7 +171,7 @@ pub(crate) async fn run(
                     handle
                         .qbuf_free
                         .store(rbuf.capacity() - rbuf.len(), Relaxed);
-                    crate::execution::client::account_memory(&shared, &handle);
+                    crate::commands::session::account_memory(&shared, &handle);
                 }
             }
         }
@@ -283,7 +284,7 @@ pub(crate) async fn run(
             handle
                 .buffer_bytes
                 .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
-            crate::execution::client::account_memory(&shared, &handle);
+            crate::commands::session::account_memory(&shared, &handle);
             if handle.killed.load(Relaxed) {
                 break;
             }
@@ -483,7 +484,7 @@ async fn wait_blocked(
     // Served while cancelling: that reply wins, as the data was taken.
     let served = shared.blocking.cancel(shared, waiter, rx);
     if served.is_none() && !handle.killed.load(Relaxed) {
-        let error = unblocked == crate::execution::client::UNBLOCK_ERROR;
+        let error = unblocked == crate::clients::UNBLOCK_ERROR;
         return crate::execution::blocking::unserved(shared, waiter, error);
     }
     served

@@ -49,8 +49,8 @@ use std::time::Instant;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
+use crate::commands::session::Client;
 use crate::commands::{self, OwnedArgs, ScriptError, flags};
-use crate::execution::client::Client;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
 use crate::server::Shared;
