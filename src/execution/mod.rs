@@ -347,7 +347,7 @@ fn verify(
         return Verdict::Reject(crate::persistence::MISCONF.into());
     }
     if shared.config.lacks_good_replicas() && is_write(client, cmd) {
-        return Verdict::Reject(NOREPLICAS.into());
+        return Verdict::Reject(crate::commands::replication::NOREPLICAS.into());
     }
     if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
         return Verdict::Reject(format!(
@@ -463,33 +463,10 @@ pub(crate) fn acl_check(
         Denied::Channel => (Reason::Channel, args.get(pos)),
     };
     let username = user.name().to_vec();
-    log_denial(shared, &client.handle, reason, context, object, &username);
+    crate::commands::acl::log_denial(shared, &client.handle, reason, context, object, &username);
     Err(Some(denied))
 }
 
-/// Adds an ACL LOG entry for a denial by `handle`'s client.
-pub(crate) fn log_denial(
-    shared: &Shared,
-    handle: &crate::clients::ClientHandle,
-    reason: Reason,
-    context: Context,
-    object: &[u8],
-    username: &[u8],
-) {
-    let entry = crate::acl::log::Entry {
-        count: 1,
-        reason,
-        context,
-        object: object.to_vec(),
-        username: username.to_vec(),
-        ctime_ms: crate::util::unix_ms(),
-        client_info: crate::commands::connection::client_info_line(shared, handle),
-    };
-    let max = shared.config.acllog_max_len();
-    shared.acl.log.lock().add(entry, max);
-}
-
-pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Redis's `is_denyoom_command`: a deny-OOM command, or an EXEC whose
@@ -606,7 +583,7 @@ fn script_refusal(
             return Some(crate::persistence::MISCONF);
         }
         if !wrote && shared.config.lacks_good_replicas() {
-            return Some(NOREPLICAS);
+            return Some(crate::commands::replication::NOREPLICAS);
         }
     }
     None

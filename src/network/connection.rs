@@ -32,10 +32,6 @@ const READ_CHUNK: usize = 16 * 1024;
 /// connection holds what ordinary requests need, not its largest one's.
 const OUT_KEEP: usize = 256 * 1024;
 
-/// Whether reply buffers past [`OUT_KEEP`] are given back after a write
-/// (`DEBUG REPLYBUFFER RESIZING 0|1`; process-wide, as Redis's switch).
-pub static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(true);
 /// Read buffers past this are dropped as soon as their requests ran; smaller
 /// ones that grew are trimmed by the clients' cron within 100 ms.
 const READ_KEEP: usize = 4 * 1024 * 1024;
@@ -325,7 +321,9 @@ pub(crate) async fn run(
             // (evicting keys for the memory of the invalidations of the
             // keys just evicted). Replies keep up to OUT_KEEP for speed.
             let keep = if pushes_only { REPLY_CHUNK } else { OUT_KEEP };
-            if out.buf.capacity() > keep && REPLY_BUFFER_RESIZING.load(Relaxed) {
+            if out.buf.capacity() > keep
+                && crate::commands::debug::REPLY_BUFFER_RESIZING.load(Relaxed)
+            {
                 out.buf = Vec::with_capacity(REPLY_CHUNK);
                 stats.reply_buffer_shrinks.fetch_add(1, Relaxed);
             }
