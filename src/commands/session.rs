@@ -18,59 +18,65 @@ use crate::commands::{Args, CallStats, Command, OwnedArgs};
 use crate::keyspace::{Key, WatchFlag};
 
 /// A connection's private state: what only its own commands change.
+///
+/// Its fields are `pub(super)` where only the commands (MULTI/EXEC, WATCH,
+/// the pub/sub family, RESET) change them, through the methods below from
+/// anywhere else; `pub(crate)` where the execution layer or the connection
+/// keeps its own per-client state here (the call tally, the batch clock,
+/// CLIENT REPLY's progress, the held invalidations, a script's stand-in).
 pub struct Client {
-    pub handle: Arc<ClientHandle>,
-    pub db: usize,
+    pub(crate) handle: Arc<ClientHandle>,
+    pub(crate) db: usize,
     /// Authenticated by AUTH/HELLO, or connected while the default user
     /// needed no password (Redis's `c->authenticated`).
-    pub authenticated: bool,
+    pub(crate) authenticated: bool,
     /// The ACL user commands run as; None for the server's own stand-ins,
     /// which run anything (Redis's NULL user).
-    pub user: Option<Arc<crate::acl::User>>,
+    pub(crate) user: Option<Arc<crate::acl::User>>,
     /// [`crate::acl::Acl::generation`] when `user` was read.
-    pub acl_generation: u64,
+    pub(crate) acl_generation: u64,
     /// Commands queued by MULTI; None outside a transaction.
-    pub multi: Option<Vec<OwnedArgs>>,
+    pub(super) multi: Option<Vec<OwnedArgs>>,
     /// A queued command failed to parse: EXEC will abort.
-    pub multi_error: bool,
+    pub(super) multi_error: bool,
     /// True while EXEC runs the queue (blocking commands must not block).
-    pub in_exec: bool,
+    pub(super) in_exec: bool,
     /// True for the client a script's `redis.call` runs as (TIME answers
     /// the script's frozen instant).
-    pub in_script: bool,
-    pub watched: Vec<(usize, Key)>,
-    pub watch_flag: WatchFlag,
-    pub channels: HashSet<Bytes>,
-    pub patterns: HashSet<Bytes>,
-    pub shard_channels: HashSet<Bytes>,
+    pub(crate) in_script: bool,
+    pub(super) watched: Vec<(usize, Key)>,
+    pub(super) watch_flag: WatchFlag,
+    pub(super) channels: HashSet<Bytes>,
+    pub(super) patterns: HashSet<Bytes>,
+    pub(super) shard_channels: HashSet<Bytes>,
     /// Commands run since the last flush into the server's counters (one
     /// shared atomic add per batch, not per command).
-    pub commands: u64,
+    pub(crate) commands: u64,
     /// For the stand-in that re-runs a blocked command when one of its keys
     /// got data: that key. Redis serves a waiter from the key that became
     /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
-    pub serving_key: Option<Key>,
+    pub(crate) serving_key: Option<Key>,
     /// For a script's client: the keys the script declared, which a
     /// tracking caller is remembered to have read when the script reads
     /// (Redis's `trackingRememberKeys` of the script's caller).
-    pub script_keys: Vec<Key>,
+    pub(crate) script_keys: Vec<Key>,
     /// CLIENT REPLY's state.
-    pub reply: ReplyMode,
+    pub(crate) reply: ReplyMode,
     /// Tracking invalidations of this client's own keys, held until its
     /// reply is in the output buffer.
-    pub tracking_held: crate::tracking::Pending,
+    pub(crate) tracking_held: crate::tracking::Pending,
     /// Memory was over `maxmemory` with nothing left to evict when this
     /// client's command was verified (Redis's `pre_command_oom_state`):
     /// scripts it starts refuse deny-OOM commands.
-    pub oom: bool,
+    pub(crate) oom: bool,
     /// The system clock reading (µs) that ended this client's previous
     /// command, while no await has passed since: the next command of the
     /// same batch starts and is dated by it instead of reading the clock
     /// again. Redis reads it twice per `call`; back-to-back pipelined
     /// commands share one reading between them. Cleared by whoever awaits.
-    pub batch_clock: Option<u64>,
+    pub(crate) batch_clock: Option<u64>,
     /// This connection's calls not yet in their command's shared counters.
-    pub tally: CallTally,
+    pub(crate) tally: CallTally,
 }
 
 /// A connection's calls of one command not yet added to that command's
@@ -255,9 +261,37 @@ impl Client {
         self.db = db;
         self.handle.db.store(db, Relaxed);
     }
-}
 
-impl Client {
+    /// Inside MULTI (commands are being queued).
+    pub(crate) fn in_multi(&self) -> bool {
+        self.multi.is_some()
+    }
+
+    /// The commands MULTI queued so far; None outside a transaction.
+    pub(crate) fn queued(&self) -> Option<&[OwnedArgs]> {
+        self.multi.as_deref()
+    }
+
+    /// A command was refused while MULTI queues: EXEC will abort (Redis's
+    /// `flagTransaction`). Nothing outside a transaction.
+    pub(crate) fn flag_transaction(&mut self) {
+        if self.multi.is_some() {
+            self.multi_error = true;
+        }
+    }
+
+    /// Whether the client WATCHes any key.
+    pub(crate) fn watching(&self) -> bool {
+        !self.watched.is_empty()
+    }
+
+    /// On disconnect: takes the client's watches off their keys (which
+    /// locks the keys' shards).
+    pub(crate) fn unwatch_on_close(&mut self, store: &crate::keyspace::Store) {
+        store.unwatch(&self.watched, &self.watch_flag);
+        self.watched.clear();
+    }
+
     /// Redis's estimate of what a client's own structures cost (64-bit
     /// sizes from `multiStateMemOverhead`, `pubsubMemOverhead` and the
     /// tracking prefixes' rax): a list node and a `watchedKey` per watched

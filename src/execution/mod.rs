@@ -169,9 +169,7 @@ pub fn dispatch(
             transactions::abort_exec(shared, client, out, &String::from_utf8_lossy(msg));
             return Dispatched::Done;
         }
-        if client.multi.is_some() {
-            client.multi_error = true;
-        }
+        client.flag_transaction();
         out.error_bytes(msg);
         Dispatched::Done
     };
@@ -295,10 +293,10 @@ fn verify(
     if !client.authenticated && !cmd.has(flags::NO_AUTH) && shared.acl.default_needs_auth() {
         return Verdict::Reject("NOAUTH Authentication required.".into());
     }
-    if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+    if client.in_multi() && cmd.has(flags::NO_MULTI) {
         return Verdict::Reject("ERR Command not allowed inside a transaction".into());
     }
-    let context = if client.multi.is_some() {
+    let context = if client.in_multi() {
         Context::Multi
     } else {
         Context::Toplevel
@@ -327,8 +325,7 @@ fn verify(
         // Queuing in MULTI takes memory too: only the commands that end a
         // transaction pass (EXEC only when it holds no deny-OOM command).
         let reject = is_denyoom(client, cmd, args)
-            || (client.multi.is_some()
-                && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
+            || (client.in_multi() && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
         if out_of_memory && reject {
             return Verdict::Reject(OOM.into());
         }
@@ -369,7 +366,7 @@ fn verify(
         if past && !cmd.has(flags::ALLOW_BUSY) {
             return Verdict::Reject(busy_text(busy).into());
         }
-        if !past || !matches!(cmd.keys, Keys::None) || !client.watched.is_empty() {
+        if !past || !matches!(cmd.keys, Keys::None) || client.watching() {
             return Verdict::WaitScript;
         }
     }
@@ -377,14 +374,14 @@ fn verify(
     // before MULTI queues it (Redis's `BLOCKED_POSTPONE`).
     let pause = shared.pause.mode(&shared.clock);
     if pause != crate::pause::OFF {
-        let writes = pause::may_replicate(args, client.multi.as_deref(), &|c, a| {
+        let writes = pause::may_replicate(args, client.queued(), &|c, a| {
             shared.scripting.may_write(c, a)
         });
         if pause == crate::pause::ALL || writes {
             return Verdict::Paused(writes);
         }
     }
-    if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
+    if client.in_multi() && !cmd.has(flags::TX_CONTROL) {
         return Verdict::Queue;
     }
     // Scripts, and reloads of the dataset (which may replay scripts), run
@@ -404,7 +401,7 @@ fn denied_while_loading(client: &Client, cmd: &Command) -> bool {
         return true;
     }
     cmd.name == "exec"
-        && client.multi.iter().flatten().any(|queued| {
+        && client.queued().into_iter().flatten().any(|queued| {
             crate::commands::resolve(&queued.args()).is_ok_and(|c| !c.has(flags::LOADING))
         })
 }
@@ -482,7 +479,7 @@ fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
     };
     denies(cmd, args)
         || (cmd.name == "exec"
-            && client.multi.as_ref().is_some_and(|q| {
+            && client.queued().is_some_and(|q| {
                 q.iter().any(|a| {
                     let args = a.args();
                     resolve(&args).is_ok_and(|c| denies(c, &args))
@@ -494,7 +491,7 @@ fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
 fn is_write(client: &Client, cmd: &Command) -> bool {
     cmd.has(flags::WRITE)
         || (cmd.name == "exec"
-            && client.multi.as_ref().is_some_and(|q| {
+            && client.queued().is_some_and(|q| {
                 q.iter()
                     .any(|a| resolve(&a.args()).is_ok_and(|c| c.has(flags::WRITE)))
             }))
@@ -610,7 +607,7 @@ fn runs_script(client: &Client, cmd: &Command) -> bool {
         return true;
     }
     cmd.name == "exec"
-        && client.multi.as_ref().is_some_and(|q| {
+        && client.queued().is_some_and(|q| {
             q.iter()
                 .any(|a| lookup(a.args().get(0)).is_some_and(|c| is_script(c.name)))
         })
@@ -1095,7 +1092,7 @@ fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: Opti
 fn forget_caching(client: &Client, is_client_cmd: bool) {
     let h = &client.handle;
     if h.tracking.load(Relaxed) & crate::tracking::CACHING != 0
-        && client.multi.is_none()
+        && !client.in_multi()
         && !is_client_cmd
     {
         h.tracking.fetch_and(!crate::tracking::CACHING, Relaxed);

@@ -342,7 +342,7 @@ pub(crate) async fn run(
     // A batch left midway (a kill, a protocol error) counts what it ran.
     client.tally.flush();
     stream.shutdown().await;
-    if !client.watched.is_empty() {
+    if client.watching() {
         // Unwatching locks the keys' shards: not behind a script.
         while shared.scripting.busy.running_for_other(client.handle.id) {
             shared.scripting.busy.wait_end(client.handle.id, 0).await;
@@ -564,7 +564,6 @@ fn cleanup(shared: &Shared, client: &mut Client) {
     if client.subscribed() {
         shared.pubsub.remove_client(id);
     }
-    shared.store.unwatch(&client.watched, &client.watch_flag);
-    client.watched.clear();
+    client.unwatch_on_close(&shared.store);
     shared.clients.unregister(id);
 }
