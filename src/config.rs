@@ -409,6 +409,27 @@ pub struct OutputLimit {
     pub soft_secs: u64,
 }
 
+/// `appendfsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fsync {
+    Always,
+    EverySec,
+    No,
+}
+
+impl Fsync {
+    /// In the order `CONFIG SET appendfsync` lists them.
+    pub const ALL: [Fsync; 3] = [Fsync::Always, Fsync::EverySec, Fsync::No];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::EverySec => "everysec",
+            Fsync::No => "no",
+        }
+    }
+}
+
 impl Config {
     /// Redis 7.0's defaults (and zwindow's for its own settings).
     pub fn defaults() -> Config {
@@ -582,12 +603,9 @@ impl Config {
         self.kept("appendonly", "no") == "yes"
     }
 
-    pub fn appendfsync(&self) -> crate::aof::Fsync {
+    pub fn appendfsync(&self) -> Fsync {
         let i = usize::from(self.appendfsync.load(Relaxed));
-        crate::aof::Fsync::ALL
-            .get(i)
-            .copied()
-            .unwrap_or(crate::aof::Fsync::EverySec)
+        Fsync::ALL.get(i).copied().unwrap_or(Fsync::EverySec)
     }
 
     pub fn appendfilename(&self) -> String {
@@ -2292,7 +2310,7 @@ const PARAMS: &[Param] = &[
         alias: None,
         get: |c| c.appendfsync().name().into(),
         set: Some(|c, v, apply| {
-            let names = crate::aof::Fsync::ALL.map(|f| f.name());
+            let names = Fsync::ALL.map(|f| f.name());
             let name = one_of(v, &names)?;
             if apply {
                 let i = names.iter().position(|n| *n == name).unwrap_or(1);

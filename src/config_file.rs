@@ -28,7 +28,7 @@ impl std::fmt::Display for Fatal {
 pub(crate) fn fatal_at(line: Option<(usize, &[u8])>, why: &str) -> Fatal {
     let mut out = format!(
         "\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\n",
-        crate::server::REDIS_VERSION
+        crate::version::REDIS_VERSION
     );
     if let Some((n, text)) = line {
         out.push_str(&format!(

@@ -14,15 +14,17 @@
 //!
 //! Beside them: [`acl`] (users and permissions over the command table),
 //! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
-//! shared state and startup), [`config`], [`clock`], [`pubsub`],
-//! [`tracking`] (client-side caching), [`migrate`] (MIGRATE's outbound
-//! connections), [`util`], and [`stats`],
+//! shared state and startup), [`config`], [`clock`], [`clients`] (the
+//! registry of connected clients), [`pubsub`], [`tracking`] (client-side
+//! caching), [`pause`] (CLIENT PAUSE's state), [`migrate`] (MIGRATE's
+//! outbound connections), [`util`], [`version`], and [`stats`],
 //! [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG, LATENCY and
 //! MEMORY report).
 
 pub mod acl;
 pub mod alloc;
 pub mod aof;
+pub mod clients;
 pub mod clock;
 pub mod commands;
 pub mod config;
@@ -34,6 +36,7 @@ pub mod latency;
 pub mod migrate;
 pub mod network;
 pub mod notify;
+pub mod pause;
 pub mod persistence;
 pub mod protocol;
 pub mod pubsub;
@@ -44,3 +47,4 @@ pub mod stats;
 pub mod tracking;
 pub mod types;
 pub mod util;
+pub mod version;

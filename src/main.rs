@@ -41,8 +41,8 @@ fn main() -> std::process::ExitCode {
         Ok(Launch::Version) => {
             println!(
                 "zwindow {} (Redis server v={} compatible) bits=64",
-                zwindow::server::VERSION,
-                zwindow::server::REDIS_VERSION
+                zwindow::version::VERSION,
+                zwindow::version::REDIS_VERSION
             );
             return std::process::ExitCode::SUCCESS;
         }

@@ -185,21 +185,6 @@ impl Loading {
     }
 }
 
-/// Redis's `debugDelay`, behind `rdb-key-save-delay` and `key-load-delay`:
-/// sleeps `usec` microseconds; a negative value sleeps 1 µs once in
-/// `-usec` calls on average (a sleep's system call costs more than a
-/// microsecond, so short delays are made by sleeping less often).
-pub fn debug_delay(usec: i32) {
-    let usec = if usec < 0 {
-        u64::from(rand::random_range(0..usec.unsigned_abs()) == 0)
-    } else {
-        usec as u64
-    };
-    if usec > 0 {
-        std::thread::sleep(std::time::Duration::from_micros(usec));
-    }
-}
-
 impl Default for State {
     fn default() -> Self {
         State {

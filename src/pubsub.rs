@@ -17,8 +17,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::RwLock;
 
+use crate::clients::{ClientHandle, ClientId, Push};
 use crate::config::OutputLimit;
-use crate::execution::client::{ClientHandle, ClientId, Push};
 use crate::keyspace::notify;
 use crate::util::glob_match;
 

@@ -14,50 +14,16 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
+use crate::clients::Clients;
 use crate::clock::Clock;
 use crate::config::{Config, Startup};
 use crate::execution::blocking::Blocking;
-use crate::execution::client::Clients;
 use crate::keyspace::events::{Invalidated, OwnInvalidations};
 use crate::keyspace::propagate::{Op, Sink};
 use crate::keyspace::windows::sweeper;
 use crate::keyspace::{Env, Events, Store, evict};
 use crate::pubsub::PubSub;
-
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// The Redis version we answer as; clients gate features on it.
-pub const REDIS_VERSION: &str = "7.0.15";
-
-/// Server-wide counters for INFO.
-#[derive(Default)]
-pub struct Stats {
-    pub commands_processed: AtomicU64,
-    /// Changes to the dataset (Redis's `server.dirty`): one per modified
-    /// key per command, INFO's `rdb_changes_since_last_save` (nothing is
-    /// ever saved yet, so it only grows).
-    pub dirty: AtomicU64,
-    /// Bytes read from and written to client sockets.
-    pub net_input_bytes: AtomicU64,
-    pub net_output_bytes: AtomicU64,
-    pub rejected_connections: AtomicU64,
-    pub error_replies: AtomicU64,
-    /// Socket reads and writes (one add each, beside the byte counts).
-    pub reads_processed: AtomicU64,
-    pub writes_processed: AtomicU64,
-    /// Output buffers that grew during a batch / were released after one.
-    pub reply_buffer_expands: AtomicU64,
-    pub reply_buffer_shrinks: AtomicU64,
-    /// Clients blocked with a timeout (a gauge).
-    pub clients_in_timeout_table: AtomicU64,
-    /// Bytes allocated once the server was set up, and the highest since.
-    pub startup_memory: AtomicU64,
-    pub peak_memory: AtomicU64,
-    /// Largest pending request bytes / reply bytes of any client lately.
-    pub recent_max_input: crate::stats::RecentMax,
-    pub recent_max_output: crate::stats::RecentMax,
-    pub instantaneous: crate::stats::Instantaneous,
-    pub expire: crate::stats::ExpireStats,
-}
+use crate::version::{REDIS_VERSION, VERSION};
 
 pub struct Shared {
     pub store: Store,
@@ -67,13 +33,13 @@ pub struct Shared {
     pub pubsub: PubSub,
     pub tracking: crate::tracking::Tracking,
     /// CLIENT PAUSE's state.
-    pub pause: crate::execution::pause::Pause,
+    pub pause: crate::pause::Pause,
     /// Clients in MONITOR mode.
     pub monitors: crate::execution::monitor::Monitors,
     pub blocking: Blocking,
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::execution::scripting::Scripting,
-    pub stats: Stats,
+    pub stats: crate::stats::Stats,
     /// ACL users and the ACL log.
     pub acl: crate::acl::Acl,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
@@ -133,7 +99,7 @@ impl Shared {
             blocking: Blocking::default(),
             windows: Default::default(),
             scripting: Default::default(),
-            stats: Stats::default(),
+            stats: Default::default(),
             acl: crate::acl::Acl::new(),
             error_stats: Default::default(),
             slowlog: Default::default(),
@@ -571,7 +537,7 @@ async fn active_expiry(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>)
             _ = tokio::time::sleep(period) => {}
             _ = shutdown.changed() => return,
         }
-        let paused = shared.pause.mode(&shared.clock) != crate::execution::pause::OFF;
+        let paused = shared.pause.mode(&shared.clock) != crate::pause::OFF;
         if !paused && shared.store.active_expire.load(Relaxed) {
             crate::keyspace::expire::cycle(shared.env(), period / 4);
         }

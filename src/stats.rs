@@ -1,7 +1,7 @@
-//! Statistics INFO reports beyond plain counters: the instantaneous rates
-//! sampled every 100 ms, recent peaks of client buffers, per-command
-//! latency histograms, the active-expiry figures, and the 100 ms task that
-//! samples them (Redis's `serverCron` does the same work at `hz`).
+//! The statistics INFO reports: the server-wide counters ([`Stats`]) and,
+//! beyond plain counters, the instantaneous rates sampled every 100 ms,
+//! recent peaks of client buffers, per-command latency histograms, the
+//! active-expiry figures, and the 100 ms task that samples them (Redis's `serverCron` does the same work at `hz`).
 //!
 //! Everything a command or a connection touches is an atomic updated with
 //! `Relaxed` ordering and no allocation; locks are taken only by the
@@ -14,6 +14,37 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::server::Shared;
+
+/// Server-wide counters for INFO.
+#[derive(Default)]
+pub struct Stats {
+    pub commands_processed: AtomicU64,
+    /// Changes to the dataset (Redis's `server.dirty`): one per modified
+    /// key per command, INFO's `rdb_changes_since_last_save` (nothing is
+    /// ever saved yet, so it only grows).
+    pub dirty: AtomicU64,
+    /// Bytes read from and written to client sockets.
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub error_replies: AtomicU64,
+    /// Socket reads and writes (one add each, beside the byte counts).
+    pub reads_processed: AtomicU64,
+    pub writes_processed: AtomicU64,
+    /// Output buffers that grew during a batch / were released after one.
+    pub reply_buffer_expands: AtomicU64,
+    pub reply_buffer_shrinks: AtomicU64,
+    /// Clients blocked with a timeout (a gauge).
+    pub clients_in_timeout_table: AtomicU64,
+    /// Bytes allocated once the server was set up, and the highest since.
+    pub startup_memory: AtomicU64,
+    pub peak_memory: AtomicU64,
+    /// Largest pending request bytes / reply bytes of any client lately.
+    pub recent_max_input: RecentMax,
+    pub recent_max_output: RecentMax,
+    pub instantaneous: Instantaneous,
+    pub expire: ExpireStats,
+}
 
 /// Counts itself in a gauge while it lives.
 pub struct Gauge<'a>(&'a AtomicU64);

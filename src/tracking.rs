@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
-use crate::execution::client::{ClientHandle, ClientId, Push};
+use crate::clients::{ClientHandle, ClientId, Push};
 use crate::keyspace::Key;
 use crate::server::Shared;
 

@@ -1,7 +1,8 @@
 //! Small byte-string helpers shared by every layer: Redis's number parsing
 //! rules (`string2ll`, `strtod` as Redis checks it) and glob matching
 //! (`stringmatchlen`), written without recursion so that a hostile pattern
-//! cannot exhaust the stack.
+//! cannot exhaust the stack; and small process helpers (the wall clock,
+//! the test hook's sleep).
 
 /// Parses a signed 64-bit integer with Redis's `string2ll` rules: no
 /// whitespace, no leading `+`, no leading zeros, no `-0`.
@@ -233,6 +234,21 @@ pub fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Redis's `debugDelay`, behind `rdb-key-save-delay` and `key-load-delay`:
+/// sleeps `usec` microseconds; a negative value sleeps 1 µs once in
+/// `-usec` calls on average (a sleep's system call costs more than a
+/// microsecond, so short delays are made by sleeping less often).
+pub fn debug_delay(usec: i32) {
+    let usec = if usec < 0 {
+        u64::from(rand::random_range(0..usec.unsigned_abs()) == 0)
+    } else {
+        usec as u64
+    };
+    if usec > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(usec));
+    }
 }
 
 /// `%.17g`: how Redis turns a Lua number argument into a string and a

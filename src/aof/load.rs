@@ -354,7 +354,7 @@ fn load_file(
         valid_up_to = cursor.pos;
         let delay = shared.config.key_load_delay();
         if delay != 0 {
-            crate::persistence::debug_delay(delay);
+            crate::util::debug_delay(delay);
         }
     }
     if replayer.in_multi() {
@@ -483,7 +483,7 @@ impl Cursor<'_> {
 /// and EXEC and running them at EXEC, as the transaction did.
 struct Replayer {
     shared: Arc<Shared>,
-    client: crate::execution::client::Client,
+    client: crate::commands::session::Client,
     queue: Option<Vec<OwnedArgs>>,
 }
 
@@ -492,7 +492,7 @@ impl Replayer {
         let (handle, _pushes) = shared.clients.register("".into(), "".into(), -1);
         Replayer {
             shared: shared.clone(),
-            client: crate::execution::client::Client::new(handle, false),
+            client: crate::commands::session::Client::new(handle, false),
             queue: None,
         }
     }

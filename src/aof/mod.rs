@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering::Re
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::config::Fsync;
 use crate::keyspace::propagate::{Op, Sink};
 use crate::server::Shared;
 
@@ -39,27 +40,6 @@ use crate::server::Shared;
 const OFF: u8 = 0;
 const ON: u8 = 1;
 const WAIT_REWRITE: u8 = 2;
-
-/// `appendfsync`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fsync {
-    Always,
-    EverySec,
-    No,
-}
-
-impl Fsync {
-    /// In the order `CONFIG SET appendfsync` lists them.
-    pub const ALL: [Fsync; 3] = [Fsync::Always, Fsync::EverySec, Fsync::No];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Fsync::Always => "always",
-            Fsync::EverySec => "everysec",
-            Fsync::No => "no",
-        }
-    }
-}
 
 /// The writer's state and what INFO persistence reports of it.
 pub struct Aof {

@@ -489,3 +489,25 @@ fn help(ctx: &mut Ctx) -> CmdResult {
     }
     Ok(Done)
 }
+
+/// Adds an ACL LOG entry for a denial by `handle`'s client.
+pub(crate) fn log_denial(
+    shared: &crate::server::Shared,
+    handle: &crate::clients::ClientHandle,
+    reason: crate::acl::log::Reason,
+    context: crate::acl::log::Context,
+    object: &[u8],
+    username: &[u8],
+) {
+    let entry = crate::acl::log::Entry {
+        count: 1,
+        reason,
+        context,
+        object: object.to_vec(),
+        username: username.to_vec(),
+        ctime_ms: crate::util::unix_ms(),
+        client_info: super::connection::client_info_line(shared, handle),
+    };
+    let max = shared.config.acllog_max_len();
+    shared.acl.log.lock().add(entry, max);
+}

@@ -343,7 +343,7 @@ fn authenticate(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> CmdResult {
     } else {
         crate::acl::log::Context::Toplevel
     };
-    crate::execution::log_denial(
+    super::acl::log_denial(
         ctx.shared,
         &ctx.client.handle,
         crate::acl::log::Reason::Auth,
@@ -429,7 +429,7 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
     out.bulk(b"server");
     out.bulk(b"redis");
     out.bulk(b"version");
-    out.bulk(crate::server::REDIS_VERSION.as_bytes());
+    out.bulk(crate::version::REDIS_VERSION.as_bytes());
     out.bulk(b"proto");
     out.int(if out.resp3 { 3 } else { 2 });
     out.bulk(b"id");
@@ -532,7 +532,7 @@ fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
 /// A client's CLIENT LIST line without its newline (networking.c
 /// `catClientInfoString`), as the ACL log records it (without the
 /// denied command's `argv-mem`, which the log does not need).
-pub fn client_info_line(shared: &Shared, c: &crate::execution::client::ClientHandle) -> String {
+pub fn client_info_line(shared: &Shared, c: &crate::clients::ClientHandle) -> String {
     let mut s = String::new();
     client_line(shared, c, 0, &mut s);
     s.pop();
@@ -541,7 +541,7 @@ pub fn client_info_line(shared: &Shared, c: &crate::execution::client::ClientHan
 
 /// The running command's argument bytes when `c` is the caller (CLIENT
 /// LIST's `argv-mem`; other clients are between commands).
-fn argv_mem(ctx: &Ctx, c: &crate::execution::client::ClientHandle) -> usize {
+fn argv_mem(ctx: &Ctx, c: &crate::clients::ClientHandle) -> usize {
     if c.id == ctx.client.handle.id {
         ctx.args.iter().map(|a| a.len()).sum()
     } else {
@@ -552,7 +552,7 @@ fn argv_mem(ctx: &Ctx, c: &crate::execution::client::ClientHandle) -> usize {
 /// One CLIENT LIST / CLIENT INFO line, with the fields Redis 7.0 prints.
 fn client_line(
     shared: &Shared,
-    c: &crate::execution::client::ClientHandle,
+    c: &crate::clients::ClientHandle,
     argv_mem: usize,
     out: &mut String,
 ) {
@@ -695,7 +695,7 @@ fn client_type(name: &[u8]) -> Result<ClientType, Error> {
 
 /// Redis's `getClientType`: a subscribed client is `pubsub` (a MONITOR
 /// client is `normal`).
-fn type_of(c: &crate::execution::client::ClientHandle) -> ClientType {
+fn type_of(c: &crate::clients::ClientHandle) -> ClientType {
     if c.subscriptions() > 0 {
         ClientType::Pubsub
     } else {
@@ -747,9 +747,9 @@ fn client_unblock(ctx: &mut Ctx) -> CmdResult {
     }
     let id = int_arg(ctx.args.get(2))?;
     let how = match ctx.argc() {
-        3 => crate::execution::client::UNBLOCK_TIMEOUT,
-        _ if eq_ic(ctx.args.get(3), "TIMEOUT") => crate::execution::client::UNBLOCK_TIMEOUT,
-        _ if eq_ic(ctx.args.get(3), "ERROR") => crate::execution::client::UNBLOCK_ERROR,
+        3 => crate::clients::UNBLOCK_TIMEOUT,
+        _ if eq_ic(ctx.args.get(3), "TIMEOUT") => crate::clients::UNBLOCK_TIMEOUT,
+        _ if eq_ic(ctx.args.get(3), "ERROR") => crate::clients::UNBLOCK_ERROR,
         _ => {
             return Err(Error::Static(
                 "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
@@ -861,7 +861,7 @@ fn client_no_evict(ctx: &mut Ctx) -> CmdResult {
 /// CLIENT PAUSE timeout [WRITE|ALL]: the mode is checked before the
 /// timeout, as in Redis.
 fn client_pause(ctx: &mut Ctx) -> CmdResult {
-    use crate::execution::pause::{ALL, WRITE};
+    use crate::pause::{ALL, WRITE};
     if ctx.argc() > 4 {
         return Err(super::subcommand_syntax(&ctx.args));
     }
@@ -898,7 +898,7 @@ fn client_unpause(ctx: &mut Ctx) -> CmdResult {
 /// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing themselves; the
 /// execution layer drops the replies they silence (pushes still go out).
 fn client_reply(ctx: &mut Ctx) -> CmdResult {
-    use crate::execution::client::ReplyMode;
+    use crate::commands::session::ReplyMode;
     let v = ctx.args.get(2);
     let c = &mut *ctx.client;
     if eq_ic(v, "on") {

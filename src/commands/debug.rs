@@ -25,6 +25,12 @@ use crate::keyspace::{Entry, Value};
 use crate::persistence::with_all_shards;
 use crate::util::eq_ic;
 
+/// Whether connections give back reply buffers past their keep size after
+/// a write (`DEBUG REPLYBUFFER RESIZING 0|1`; process-wide, as Redis's
+/// switch). DEBUG sets it; the network layer reads it.
+pub static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(true);
+
 pub fn debug(ctx: &mut Ctx) -> CmdResult {
     if !ctx.shared.config.debug_command {
         return Err(Error::Static(
@@ -130,7 +136,7 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
         ctx.out.ok();
     } else if eq_ic(sub, "REPLYBUFFER") && argc == 4 && eq_ic(ctx.arg(2), "RESIZING") {
         let on = super::server::c_atoi(ctx.arg(3)) != 0;
-        crate::network::connection::REPLY_BUFFER_RESIZING.store(on, Relaxed);
+        REPLY_BUFFER_RESIZING.store(on, Relaxed);
         ctx.out.ok();
     } else if eq_ic(sub, "CLOCK") && argc >= 3 {
         clock(ctx)?;

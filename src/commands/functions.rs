@@ -170,7 +170,7 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
     }
     let no_writes = f.flags & FLAG_NO_WRITES != 0;
     if !no_writes && ctx.shared.config.lacks_good_replicas() {
-        return Err(Error::Refused(crate::execution::NOREPLICAS));
+        return Err(Error::Refused(super::replication::NOREPLICAS));
     }
     if ro && !no_writes {
         return Err(Error::Static(

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{CallStats, CmdResult, Command, Ctx, Done, all_commands};
-use crate::execution::client::ClientHandle;
+use crate::clients::ClientHandle;
 use crate::keyspace::Value;
 use crate::server::Shared;
 use crate::stats::Metric;
@@ -230,7 +230,7 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     }
     if sel.wants("windows") {
         t.section("Windows");
-        t.field("zwindow_version", crate::server::VERSION);
+        t.field("zwindow_version", crate::version::VERSION);
         shared.windows.info(&mut t.s, ks.windowed);
         let per_db = ks.per_db.iter().map(|d| d.2).sum::<usize>();
         t.field("volatile_keys", per_db);
@@ -267,7 +267,7 @@ fn server(t: &mut Text, shared: &Shared) {
     let uptime = shared.started.elapsed().as_secs();
     let now_us = shared.clock.now_us();
     t.section("Server");
-    t.field("redis_version", crate::server::REDIS_VERSION);
+    t.field("redis_version", crate::version::REDIS_VERSION);
     t.field("redis_git_sha1", "00000000");
     t.field("redis_git_dirty", 0);
     t.field("redis_build_id", build_id());
@@ -325,7 +325,7 @@ fn build_id() -> &'static str {
     ID.get_or_init(|| {
         let what = format!(
             "zwindow {} {} {} {}",
-            crate::server::VERSION,
+            crate::version::VERSION,
             std::env::consts::OS,
             std::env::consts::ARCH,
             if cfg!(debug_assertions) {
@@ -420,7 +420,7 @@ impl Memory {
         let eval_caches = sc.scripts_bytes.load(Relaxed) as u64;
         let function_caches = sc.functions_bytes.load(Relaxed) as u64;
         // Each client's state, its buffers and its pushes not yet written.
-        let per_client = size_of::<crate::execution::client::Client>() + size_of::<ClientHandle>();
+        let per_client = size_of::<crate::commands::session::Client>() + size_of::<ClientHandle>();
         let clients_normal: u64 = shared
             .clients
             .all()

@@ -10,11 +10,12 @@
 //! blocking machinery re-runs the same handler when data arrives — so each
 //! blocking handler is written to be re-run from scratch.
 
-use crate::execution::blocking::parse_timeout;
 use std::time::Duration;
 
 use super::flags::*;
-use super::{Args, Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
+use super::{
+    Args, Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg, parse_timeout,
+};
 use crate::keyspace::{Entry, HashedKey, Key, Keyspace, Value, notify};
 use crate::types::list::{End, List};
 use crate::util::{eq_ic, parse_i64};

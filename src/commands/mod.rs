@@ -39,6 +39,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod scripting;
 pub mod server;
+pub mod session;
 pub mod sets;
 pub mod sort;
 pub mod streams;
@@ -51,11 +52,11 @@ pub mod zsets;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
-use crate::execution::client::Client;
 use crate::keyspace::{HashedKey, Key, Keyspace};
 use crate::protocol::{Reply, Request};
 use crate::server::Shared;
 use crate::util::parse_i64;
+use session::Client;
 
 /// Every family's commands; the single source of truth.
 pub static TABLE: &[&[Command]] = &[
@@ -750,6 +751,56 @@ pub fn absolute_expire_argv(
     v.push(set.len().to_string().into_bytes());
     v.extend(set.iter().map(|f| f.to_vec()));
     v
+}
+
+/// Parses a blocking timeout in seconds as redis-server 7.0 does: a long
+/// double, rounded *up* to whole milliseconds (measured: `0.0001` times out
+/// at once, `-0.0001` waits forever like `0`); 0 waits forever.
+pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Error> {
+    let not_float = Error::Static("ERR timeout is not a float or out of range");
+    let secs = match crate::util::parse_f64(arg) {
+        Some(v) => v,
+        // Out of a double's range but inside a long double's: huge values
+        // end up "negative" below, tiny ones round to forever.
+        None => std::str::from_utf8(arg)
+            .ok()
+            .filter(|t| {
+                !t.is_empty()
+                    && t.bytes().all(|c| {
+                        c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')
+                    })
+            })
+            .and_then(|t| t.parse::<f64>().ok())
+            // A non-zero value that underflows a double is a positive
+            // sliver to Redis's long double: it rounds up to 1 ms.
+            .map(|v| {
+                let nonzero = arg
+                    .split(|&c| c == b'e' || c == b'E')
+                    .next()
+                    .is_some_and(|m| m.iter().any(|c| (b'1'..=b'9').contains(c)));
+                if v == 0.0 && nonzero && arg.first() != Some(&b'-') {
+                    f64::MIN_POSITIVE
+                } else {
+                    v
+                }
+            })
+            .ok_or(not_float)?,
+    };
+    let ms = (secs * 1000.0).ceil();
+    // C's (long long) cast of an out-of-range value yields LLONG_MIN on
+    // x86-64, which Redis then reports as negative.
+    let two63 = i64::MAX as f64;
+    if !(-two63..two63).contains(&ms) {
+        return Err(Error::Static("ERR timeout is negative"));
+    }
+    let ms = ms as i64;
+    if ms < 0 {
+        return Err(Error::Static("ERR timeout is negative"));
+    }
+    if ms > i64::MAX - now_ms as i64 {
+        return Err(Error::Static("ERR timeout is out of range"));
+    }
+    Ok((ms > 0).then(|| std::time::Duration::from_millis(ms as u64)))
 }
 
 /// Parses an integer argument with Redis's error text.

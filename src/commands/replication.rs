@@ -20,6 +20,10 @@ const G: &str = "server";
 const NO_REPLICATION: &str = "ERR zwindow does not replicate: it cannot become a replica (only REPLICAOF NO ONE is accepted)";
 const NO_SYNC: &str =
     "ERR zwindow does not replicate: SYNC and PSYNC are not served (no replicas can attach)";
+/// Writes refused while `min-replicas-to-write` finds too few good
+/// replicas (never fewer than zero here): by the execution layer for a
+/// command, by EVAL and FCALL for a script that may write.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[

@@ -152,7 +152,7 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     // `scriptPrepareForRun` does.
     if script.shebang && !script.no_writes {
         if shared.config.lacks_good_replicas() {
-            return Err(Error::Refused(crate::execution::NOREPLICAS));
+            return Err(Error::Refused(super::replication::NOREPLICAS));
         }
         if ro {
             return Err(Error::Static(

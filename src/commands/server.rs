@@ -1061,7 +1061,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     if pairs.iter().any(|(name, _)| {
         crate::util::eq_ic(name, "maxmemory-clients") || crate::util::eq_ic(name, "maxmemory")
     }) {
-        crate::execution::client::evict_clients(ctx.shared, true);
+        crate::commands::session::evict_clients(ctx.shared, true);
     }
     ctx.out.ok();
     Ok(Done)
@@ -1261,7 +1261,7 @@ fn lolwut(ctx: &mut Ctx) -> CmdResult {
         int_arg(&ctx.args[2])?;
     }
     ctx.out
-        .verbatim(format!("Redis ver. {}\n", crate::server::REDIS_VERSION).as_bytes());
+        .verbatim(format!("Redis ver. {}\n", crate::version::REDIS_VERSION).as_bytes());
     Ok(Done)
 }
 

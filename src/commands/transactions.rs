@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome};
 use crate::acl::user::Denied;
-use crate::execution::client::Client;
+use crate::commands::session::Client;
 use crate::protocol::Reply;
 use crate::server::Shared;
 

@@ -11,11 +11,10 @@
 //! function over inputs read through [`read_input`], the single place that
 //! knows which value types may feed it.
 
-use crate::execution::blocking::parse_timeout;
 use std::time::Duration;
 
 use super::flags::*;
-use super::{Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
+use super::{Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg, parse_timeout};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::protocol::reply::format_double;

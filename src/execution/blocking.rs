@@ -28,64 +28,12 @@ use tokio::sync::oneshot;
 
 use std::time::Duration;
 
-use crate::commands::Error;
+use crate::clients::ClientHandle;
+use crate::commands::session::Client;
 use crate::commands::{self, OwnedArgs};
-use crate::execution::client::Client;
-use crate::execution::client::ClientHandle;
 use crate::keyspace::{Key, Keyspace, ShardSet};
 use crate::protocol::Reply;
 use crate::server::Shared;
-use crate::util::parse_f64;
-
-/// Parses a blocking timeout in seconds as redis-server 7.0 does: a long
-/// double, rounded *up* to whole milliseconds (measured: `0.0001` times out
-/// at once, `-0.0001` waits forever like `0`); 0 waits forever.
-pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<Duration>, Error> {
-    let not_float = Error::Static("ERR timeout is not a float or out of range");
-    let secs = match parse_f64(arg) {
-        Some(v) => v,
-        // Out of a double's range but inside a long double's: huge values
-        // end up "negative" below, tiny ones round to forever.
-        None => std::str::from_utf8(arg)
-            .ok()
-            .filter(|t| {
-                !t.is_empty()
-                    && t.bytes().all(|c| {
-                        c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')
-                    })
-            })
-            .and_then(|t| t.parse::<f64>().ok())
-            // A non-zero value that underflows a double is a positive
-            // sliver to Redis's long double: it rounds up to 1 ms.
-            .map(|v| {
-                let nonzero = arg
-                    .split(|&c| c == b'e' || c == b'E')
-                    .next()
-                    .is_some_and(|m| m.iter().any(|c| (b'1'..=b'9').contains(c)));
-                if v == 0.0 && nonzero && arg.first() != Some(&b'-') {
-                    f64::MIN_POSITIVE
-                } else {
-                    v
-                }
-            })
-            .ok_or(not_float)?,
-    };
-    let ms = (secs * 1000.0).ceil();
-    // C's (long long) cast of an out-of-range value yields LLONG_MIN on
-    // x86-64, which Redis then reports as negative.
-    let two63 = i64::MAX as f64;
-    if !(-two63..two63).contains(&ms) {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
-    let ms = ms as i64;
-    if ms < 0 {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
-    if ms > i64::MAX - now_ms as i64 {
-        return Err(Error::Static("ERR timeout is out of range"));
-    }
-    Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
-}
 
 /// A waiter released without data (timeout, CLIENT UNBLOCK): its command
 /// counts as called, as Redis counted it when it blocked (zwindow counts a
@@ -106,6 +54,9 @@ pub fn unserved(shared: &Shared, w: &Waiter, error: bool) -> Option<Vec<u8>> {
         format!("-{MSG}\r\n").into_bytes()
     })
 }
+
+/// A queued waiter, its reply channel and its timeout.
+pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
 
 /// One blocked client.
 pub struct Waiter {

@@ -11,12 +11,12 @@
 //! clients are collected by the keyspace while the command runs and
 //! delivered once its locks are released.
 //!
-//! [`blocking`] is the one blocking mechanism, [`scripting`] runs Lua
-//! (EVAL and FUNCTION), and [`client`] holds a connection's state and the
-//! registry of connected clients.
+//! [`blocking`] is the one blocking mechanism and [`scripting`] runs Lua
+//! (EVAL and FUNCTION). A connection's state is the commands layer's
+//! [`Client`](crate::commands::session::Client); the registry of connected
+//! clients is [`crate::clients`].
 
 pub mod blocking;
-pub mod client;
 pub mod monitor;
 pub mod pause;
 pub mod scripting;
@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 use crate::acl::catalog::Catalog;
 use crate::acl::log::{Context, Reason};
 use crate::acl::user::Denied;
+use crate::commands::session::Client;
 use crate::commands::{
     Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
     lookup_sub, resolve, transactions,
@@ -36,7 +37,7 @@ use crate::commands::{
 use crate::keyspace::{Guards, HashedKey, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
 use crate::server::Shared;
-use client::{Client, Waiting};
+use blocking::Waiting;
 
 /// The shards a command's keys live on.
 pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
@@ -168,9 +169,7 @@ pub fn dispatch(
             transactions::abort_exec(shared, client, out, &String::from_utf8_lossy(msg));
             return Dispatched::Done;
         }
-        if client.multi.is_some() {
-            client.multi_error = true;
-        }
+        client.flag_transaction();
         out.error_bytes(msg);
         Dispatched::Done
     };
@@ -294,10 +293,10 @@ fn verify(
     if !client.authenticated && !cmd.has(flags::NO_AUTH) && shared.acl.default_needs_auth() {
         return Verdict::Reject("NOAUTH Authentication required.".into());
     }
-    if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+    if client.in_multi() && cmd.has(flags::NO_MULTI) {
         return Verdict::Reject("ERR Command not allowed inside a transaction".into());
     }
-    let context = if client.multi.is_some() {
+    let context = if client.in_multi() {
         Context::Multi
     } else {
         Context::Toplevel
@@ -330,8 +329,7 @@ fn verify(
         // Queuing in MULTI takes memory too: only the commands that end a
         // transaction pass (EXEC only when it holds no deny-OOM command).
         let reject = is_denyoom(client, cmd, args)
-            || (client.multi.is_some()
-                && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
+            || (client.in_multi() && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
         if out_of_memory && reject {
             return Verdict::Reject(OOM.into());
         }
@@ -350,7 +348,7 @@ fn verify(
         return Verdict::Reject(crate::persistence::MISCONF.into());
     }
     if shared.config.lacks_good_replicas() && is_write(client, cmd) {
-        return Verdict::Reject(NOREPLICAS.into());
+        return Verdict::Reject(crate::commands::replication::NOREPLICAS.into());
     }
     if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
         return Verdict::Reject(format!(
@@ -372,22 +370,22 @@ fn verify(
         if past && !cmd.has(flags::ALLOW_BUSY) {
             return Verdict::Reject(busy_text(busy).into());
         }
-        if !past || !matches!(cmd.keys, Keys::None) || !client.watched.is_empty() {
+        if !past || !matches!(cmd.keys, Keys::None) || client.watching() {
             return Verdict::WaitScript;
         }
     }
     // A paused command waits, after every check that refuses it and
     // before MULTI queues it (Redis's `BLOCKED_POSTPONE`).
     let pause = shared.pause.mode(&shared.clock);
-    if pause != pause::OFF {
-        let writes = pause::may_replicate(args, client.multi.as_deref(), &|c, a| {
+    if pause != crate::pause::OFF {
+        let writes = pause::may_replicate(args, client.queued(), &|c, a| {
             shared.scripting.may_write(c, a)
         });
-        if pause == pause::ALL || writes {
+        if pause == crate::pause::ALL || writes {
             return Verdict::Paused(writes);
         }
     }
-    if client.multi.is_some() && !cmd.has(flags::TX_CONTROL) {
+    if client.in_multi() && !cmd.has(flags::TX_CONTROL) {
         return Verdict::Queue;
     }
     // Scripts, and reloads of the dataset (which may replay scripts), run
@@ -407,7 +405,7 @@ fn denied_while_loading(client: &Client, cmd: &Command) -> bool {
         return true;
     }
     cmd.name == "exec"
-        && client.multi.iter().flatten().any(|queued| {
+        && client.queued().into_iter().flatten().any(|queued| {
             crate::commands::resolve(&queued.args()).is_ok_and(|c| !c.has(flags::LOADING))
         })
 }
@@ -466,33 +464,10 @@ pub(crate) fn acl_check(
         Denied::Channel => (Reason::Channel, args.get(pos)),
     };
     let username = user.name().to_vec();
-    log_denial(shared, &client.handle, reason, context, object, &username);
+    crate::commands::acl::log_denial(shared, &client.handle, reason, context, object, &username);
     Err(Some(denied))
 }
 
-/// Adds an ACL LOG entry for a denial by `handle`'s client.
-pub(crate) fn log_denial(
-    shared: &Shared,
-    handle: &client::ClientHandle,
-    reason: Reason,
-    context: Context,
-    object: &[u8],
-    username: &[u8],
-) {
-    let entry = crate::acl::log::Entry {
-        count: 1,
-        reason,
-        context,
-        object: object.to_vec(),
-        username: username.to_vec(),
-        ctime_ms: crate::util::unix_ms(),
-        client_info: crate::commands::connection::client_info_line(shared, handle),
-    };
-    let max = shared.config.acllog_max_len();
-    shared.acl.log.lock().add(entry, max);
-}
-
-pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Redis's `is_denyoom_command`: a deny-OOM command, or an EXEC whose
@@ -508,7 +483,7 @@ fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
     };
     denies(cmd, args)
         || (cmd.name == "exec"
-            && client.multi.as_ref().is_some_and(|q| {
+            && client.queued().is_some_and(|q| {
                 q.iter().any(|a| {
                     let args = a.args();
                     resolve(&args).is_ok_and(|c| denies(c, &args))
@@ -520,7 +495,7 @@ fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
 fn is_write(client: &Client, cmd: &Command) -> bool {
     cmd.has(flags::WRITE)
         || (cmd.name == "exec"
-            && client.multi.as_ref().is_some_and(|q| {
+            && client.queued().is_some_and(|q| {
                 q.iter()
                     .any(|a| resolve(&a.args()).is_ok_and(|c| c.has(flags::WRITE)))
             }))
@@ -609,7 +584,7 @@ fn script_refusal(
             return Some(crate::persistence::MISCONF);
         }
         if !wrote && shared.config.lacks_good_replicas() {
-            return Some(NOREPLICAS);
+            return Some(crate::commands::replication::NOREPLICAS);
         }
     }
     None
@@ -636,7 +611,7 @@ fn runs_script(client: &Client, cmd: &Command) -> bool {
         return true;
     }
     cmd.name == "exec"
-        && client.multi.as_ref().is_some_and(|q| {
+        && client.queued().is_some_and(|q| {
             q.iter()
                 .any(|a| lookup(a.args().get(0)).is_some_and(|c| is_script(c.name)))
         })
@@ -1062,7 +1037,10 @@ pub async fn execute_rest(
         match dispatched {
             Dispatched::Paused(writes) => {
                 let h = client.handle.clone();
-                shared.pause.wait(&shared.clock, writes, &h).await;
+                shared
+                    .pause
+                    .wait(&shared.clock, writes, &h.paused, &h.killed)
+                    .await;
                 if h.killed.load(Relaxed) {
                     return Ran::Close;
                 }
@@ -1087,7 +1065,7 @@ pub async fn execute_rest(
 /// client's own keys follow it (pushes, sent whatever CLIENT REPLY says).
 /// `mark`: where the reply starts, None when it is made of pushes.
 fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: Option<usize>) {
-    use client::ReplyMode;
+    use crate::commands::session::ReplyMode;
     match client.reply {
         ReplyMode::On => {}
         ReplyMode::Off => {
@@ -1118,7 +1096,7 @@ fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: Opti
 fn forget_caching(client: &Client, is_client_cmd: bool) {
     let h = &client.handle;
     if h.tracking.load(Relaxed) & crate::tracking::CACHING != 0
-        && client.multi.is_none()
+        && !client.in_multi()
         && !is_client_cmd
     {
         h.tracking.fetch_and(!crate::tracking::CACHING, Relaxed);

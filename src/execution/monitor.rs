@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
-use super::client::{Client, ClientHandle, ClientId, Push};
+use crate::clients::{ClientHandle, ClientId, Push};
 use crate::commands::Args;
+use crate::commands::session::Client;
 
 #[derive(Default)]
 pub struct Monitors {

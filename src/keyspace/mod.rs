@@ -404,7 +404,7 @@ pub struct Env<'a> {
     pub windows: &'a windows::Windows,
     pub evictor: &'a evict::Evictor,
     /// CLIENT PAUSE's state: a paused server expires and evicts nothing.
-    pub pause: &'a crate::execution::pause::Pause,
+    pub pause: &'a crate::pause::Pause,
     /// Redis's `server.dirty`: changes since the last save.
     pub dirty: &'a AtomicU64,
     pub expire_stats: &'a crate::stats::ExpireStats,
@@ -821,7 +821,7 @@ impl<'a> Keyspace<'a> {
             Some(e) if e.is_expired(now) => {}
             _ => return false,
         }
-        if self.env.pause.mode(self.env.clock) != crate::execution::pause::OFF {
+        if self.env.pause.mode(self.env.clock) != crate::pause::OFF {
             return true;
         }
         self.remove_raw(key);

@@ -15,14 +15,15 @@ use bytes::{Buf, BytesMut};
 use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
+use crate::clients::{ClientHandle, Push};
 use crate::commands::Args;
-use crate::execution::blocking::Waiter;
-use crate::execution::client::{Client, ClientHandle, Push, Waiting};
+use crate::commands::session::Client;
+use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
 use crate::protocol::{Parser, Reply};
-use crate::server::{Shared, Stats};
-use crate::stats::Gauge;
+use crate::server::Shared;
+use crate::stats::{Gauge, Stats};
 
 /// Bytes read per syscall at least; the buffer grows for larger requests.
 const READ_CHUNK: usize = 16 * 1024;
@@ -31,10 +32,6 @@ const READ_CHUNK: usize = 16 * 1024;
 /// connection holds what ordinary requests need, not its largest one's.
 const OUT_KEEP: usize = 256 * 1024;
 
-/// Whether reply buffers past [`OUT_KEEP`] are given back after a write
-/// (`DEBUG REPLYBUFFER RESIZING 0|1`; process-wide, as Redis's switch).
-pub static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(true);
 /// Read buffers past this are dropped as soon as their requests ran; smaller
 /// ones that grew are trimmed by the clients' cron within 100 ms.
 const READ_KEEP: usize = 4 * 1024 * 1024;
@@ -170,7 +167,7 @@ pub(crate) async fn run(
                     handle
                         .qbuf_free
                         .store(rbuf.capacity() - rbuf.len(), Relaxed);
-                    crate::execution::client::account_memory(&shared, &handle);
+                    crate::commands::session::account_memory(&shared, &handle);
                 }
             }
         }
@@ -283,7 +280,7 @@ pub(crate) async fn run(
             handle
                 .buffer_bytes
                 .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
-            crate::execution::client::account_memory(&shared, &handle);
+            crate::commands::session::account_memory(&shared, &handle);
             if handle.killed.load(Relaxed) {
                 break;
             }
@@ -324,7 +321,9 @@ pub(crate) async fn run(
             // (evicting keys for the memory of the invalidations of the
             // keys just evicted). Replies keep up to OUT_KEEP for speed.
             let keep = if pushes_only { REPLY_CHUNK } else { OUT_KEEP };
-            if out.buf.capacity() > keep && REPLY_BUFFER_RESIZING.load(Relaxed) {
+            if out.buf.capacity() > keep
+                && crate::commands::debug::REPLY_BUFFER_RESIZING.load(Relaxed)
+            {
                 out.buf = Vec::with_capacity(REPLY_CHUNK);
                 stats.reply_buffer_shrinks.fetch_add(1, Relaxed);
             }
@@ -343,7 +342,7 @@ pub(crate) async fn run(
     // A batch left midway (a kill, a protocol error) counts what it ran.
     client.tally.flush();
     stream.shutdown().await;
-    if !client.watched.is_empty() {
+    if client.watching() {
         // Unwatching locks the keys' shards: not behind a script.
         while shared.scripting.busy.running_for_other(client.handle.id) {
             shared.scripting.busy.wait_end(client.handle.id, 0).await;
@@ -483,7 +482,7 @@ async fn wait_blocked(
     // Served while cancelling: that reply wins, as the data was taken.
     let served = shared.blocking.cancel(shared, waiter, rx);
     if served.is_none() && !handle.killed.load(Relaxed) {
-        let error = unblocked == crate::execution::client::UNBLOCK_ERROR;
+        let error = unblocked == crate::clients::UNBLOCK_ERROR;
         return crate::execution::blocking::unserved(shared, waiter, error);
     }
     served
@@ -565,7 +564,6 @@ fn cleanup(shared: &Shared, client: &mut Client) {
     if client.subscribed() {
         shared.pubsub.remove_client(id);
     }
-    shared.store.unwatch(&client.watched, &client.watch_flag);
-    client.watched.clear();
+    client.unwatch_on_close(&shared.store);
     shared.clients.unregister(id);
 }

@@ -227,7 +227,7 @@ fn resize_query_buffers(shared: &Shared) {
                 soft: 0,
                 soft_secs: 0,
             };
-            c.push(crate::execution::client::Push::ShrinkQuery { idle }, none);
+            c.push(crate::clients::Push::ShrinkQuery { idle }, none);
         }
     }
 }

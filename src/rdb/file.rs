@@ -33,7 +33,7 @@ pub struct SaveOptions {
     pub compress: bool,
     pub checksum: bool,
     /// `rdb-key-save-delay` when the save started (see
-    /// [`crate::persistence::debug_delay`]).
+    /// [`crate::util::debug_delay`]).
     pub key_save_delay: i32,
 }
 
@@ -134,7 +134,7 @@ pub fn write(
     aux(
         &mut b,
         b"redis-ver",
-        crate::server::REDIS_VERSION.as_bytes(),
+        crate::version::REDIS_VERSION.as_bytes(),
     );
     aux(&mut b, b"redis-bits", b"64");
     b.push(OP_AUX);
@@ -185,7 +185,7 @@ pub fn write(
                 // save holds no shard lock.
                 if opts.key_save_delay != 0 {
                     for _ in 0..unslept.take() {
-                        crate::persistence::debug_delay(opts.key_save_delay);
+                        crate::util::debug_delay(opts.key_save_delay);
                     }
                 }
                 Ok(())
@@ -400,7 +400,7 @@ pub fn load(
                 progress = r.pos;
                 let delay = config.key_load_delay();
                 if delay != 0 {
-                    crate::persistence::debug_delay(delay);
+                    crate::util::debug_delay(delay);
                 }
                 let at = std::mem::take(&mut expire_at);
                 last = None;

@@ -49,8 +49,8 @@ use std::time::Instant;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
+use crate::commands::session::Client;
 use crate::commands::{self, OwnedArgs, ScriptError, flags};
-use crate::execution::client::Client;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -526,7 +526,7 @@ impl Engine {
                 Ok(commands::lookup(&name.as_bytes()).is_some())
             })?,
         )?;
-        impl_tbl.raw_set("version", crate::server::REDIS_VERSION)?;
+        impl_tbl.raw_set("version", crate::version::REDIS_VERSION)?;
         impl_tbl.raw_set("killed", KILLED)?;
         impl_tbl.raw_set("version_num", redis_version_num())?;
         impl_tbl.raw_set("bit", libs::bit(&lua)?)?;
@@ -958,7 +958,7 @@ pub fn sha1_hex(data: &[u8]) -> String {
 
 /// `REDIS_VERSION_NUM`: 0x00MMmmpp.
 fn redis_version_num() -> i64 {
-    let mut parts = crate::server::REDIS_VERSION
+    let mut parts = crate::version::REDIS_VERSION
         .split('.')
         .map(|p| p.parse::<i64>().unwrap_or(0));
     let (a, b, c) = (

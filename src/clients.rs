@@ -1,26 +1,26 @@
 //! The registry of connected clients, for `CLIENT LIST/KILL/INFO`, INFO's
-//! client counts and pub/sub delivery.
+//! client counts, client eviction and pub/sub delivery.
 //!
-//! Each connection owns its state privately ([`Client`]); what other
-//! connections may need to see or do to it lives in its [`ClientHandle`]:
-//! cheap atomics the owner updates as it goes, a kill switch, and the queue
-//! through which pub/sub messages reach it.
+//! Each connection owns its session state privately (the commands layer's
+//! `Client`); what other connections may need to see or do to it lives in
+//! its [`ClientHandle`]: cheap atomics the owner updates as it goes, a kill
+//! switch, and the queue through which pub/sub messages, tracking
+//! invalidations and MONITOR lines reach it. The registry sits below
+//! pub/sub, tracking and the commands, which all address clients through
+//! it, and depends on nothing above the configuration.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
 };
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc};
 
-use super::blocking::Waiter;
-use crate::commands::{Args, CallStats, Command, OwnedArgs};
 use crate::config::OutputLimit;
-use crate::keyspace::{Key, WatchFlag};
 
 pub type ClientId = u64;
 
@@ -102,7 +102,7 @@ pub struct ClientHandle {
     pub last_active_ms: AtomicU64,
     pub killed: AtomicBool,
     pub kill_notify: Notify,
-    /// Client-side caching flags ([`crate::tracking`]'s `ON`, `BCAST`, …)
+    /// Client-side caching flags (tracking's `ON`, `BCAST`, …)
     /// and the client invalidations are redirected to (0: none).
     pub tracking: AtomicU32,
     pub tracking_redirect: AtomicU64,
@@ -140,8 +140,8 @@ pub struct ClientHandle {
     /// This client's part of [`Clients::memory`] (its last [`ClientHandle::memory`]).
     counted_mem: AtomicUsize,
     /// What its watched keys, subscriptions and tracking prefixes cost, as
-    /// Redis estimates it (see [`Client::structures_memory`]); kept while
-    /// client eviction is on.
+    /// Redis estimates it (the session's `Client::structures_memory`); kept
+    /// while client eviction is on.
     pub structures_mem: AtomicUsize,
 }
 
@@ -479,292 +479,5 @@ impl Clients {
         for c in self.map.lock().values() {
             c.kill();
         }
-    }
-}
-
-impl Client {
-    /// Redis's estimate of what a client's own structures cost (64-bit
-    /// sizes from `multiStateMemOverhead`, `pubsubMemOverhead` and the
-    /// tracking prefixes' rax): a list node and a `watchedKey` per watched
-    /// key, a list node per pattern, a dict entry and slot per channel, a
-    /// rax node per prefix.
-    pub fn structures_memory(&self, shared: &crate::server::Shared) -> usize {
-        let h = &self.handle;
-        let channels = |n: u32| {
-            let n = n as usize;
-            n * 24 + if n == 0 { 0 } else { n.next_power_of_two() * 8 }
-        };
-        let mut mem = self.watched.len() * (24 + 32)
-            + h.psubs.load(Relaxed) as usize * 24
-            + channels(h.subs.load(Relaxed))
-            + channels(h.ssubs.load(Relaxed));
-        if h.tracking.load(Relaxed) & crate::tracking::BCAST != 0 {
-            mem += shared.tracking.prefixes_of(h.id).len() * 32;
-        }
-        mem
-    }
-}
-
-/// Client eviction (`maxmemory-clients`) after `c`'s buffers changed:
-/// notes its memory and disconnects the largest clients while all of them
-/// together are over the limit. Costs one load while the limit is off.
-pub fn account_memory(shared: &crate::server::Shared, c: &ClientHandle) {
-    if shared.config.client_eviction_limit() == 0 {
-        return;
-    }
-    shared.clients.note_memory(c);
-    evict_clients(shared, false);
-}
-
-/// Disconnects clients while they hold more than `maxmemory-clients`
-/// together (`refresh`: recount them all first, after a limit change).
-pub fn evict_clients(shared: &crate::server::Shared, refresh: bool) {
-    let limit = shared.config.client_eviction_limit();
-    let evicted = shared
-        .clients
-        .evict(limit, refresh, |id| shared.monitors.is_monitor(id));
-    shared.clients.evicted.fetch_add(evicted, Relaxed);
-}
-
-/// A queued waiter, its reply channel and its timeout.
-pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
-
-/// A connection's private state: what only its own commands change.
-pub struct Client {
-    pub handle: Arc<ClientHandle>,
-    pub db: usize,
-    /// Authenticated by AUTH/HELLO, or connected while the default user
-    /// needed no password (Redis's `c->authenticated`).
-    pub authenticated: bool,
-    /// The ACL user commands run as; None for the server's own stand-ins,
-    /// which run anything (Redis's NULL user).
-    pub user: Option<Arc<crate::acl::User>>,
-    /// [`crate::acl::Acl::generation`] when `user` was read.
-    pub acl_generation: u64,
-    /// Commands queued by MULTI; None outside a transaction.
-    pub multi: Option<Vec<OwnedArgs>>,
-    /// A queued command failed to parse: EXEC will abort.
-    pub multi_error: bool,
-    /// True while EXEC runs the queue (blocking commands must not block).
-    pub in_exec: bool,
-    /// True for the client a script's `redis.call` runs as (TIME answers
-    /// the script's frozen instant).
-    pub in_script: bool,
-    pub watched: Vec<(usize, Key)>,
-    pub watch_flag: WatchFlag,
-    pub channels: HashSet<Bytes>,
-    pub patterns: HashSet<Bytes>,
-    pub shard_channels: HashSet<Bytes>,
-    /// Commands run since the last flush into the server's counters (one
-    /// shared atomic add per batch, not per command).
-    pub commands: u64,
-    /// For the stand-in that re-runs a blocked command when one of its keys
-    /// got data: that key. Redis serves a waiter from the key that became
-    /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
-    pub serving_key: Option<Key>,
-    /// For a script's client: the keys the script declared, which a
-    /// tracking caller is remembered to have read when the script reads
-    /// (Redis's `trackingRememberKeys` of the script's caller).
-    pub script_keys: Vec<Key>,
-    /// CLIENT REPLY's state.
-    pub reply: ReplyMode,
-    /// Tracking invalidations of this client's own keys, held until its
-    /// reply is in the output buffer.
-    pub tracking_held: crate::tracking::Pending,
-    /// Memory was over `maxmemory` with nothing left to evict when this
-    /// client's command was verified (Redis's `pre_command_oom_state`):
-    /// scripts it starts refuse deny-OOM commands.
-    pub oom: bool,
-    /// The system clock reading (µs) that ended this client's previous
-    /// command, while no await has passed since: the next command of the
-    /// same batch starts and is dated by it instead of reading the clock
-    /// again. Redis reads it twice per `call`; back-to-back pipelined
-    /// commands share one reading between them. Cleared by whoever awaits.
-    pub batch_clock: Option<u64>,
-    /// This connection's calls not yet in their command's shared counters.
-    pub tally: CallTally,
-}
-
-/// A connection's calls of one command not yet added to that command's
-/// shared counters (INFO commandstats and latencystats). A pipeline
-/// usually repeats one command, and three atomic adds per call to
-/// counters every connection shares cost more than parsing the call did:
-/// the connection adds its calls up and hands them over when another
-/// command is about to run (so what that one reads is current, as it is
-/// in Redis) and when its batch ends, before its replies are written.
-/// Clients that do not batch (scripts' and blocked clients' stand-ins)
-/// count each call at once.
-#[derive(Default)]
-pub struct CallTally {
-    /// Set by the connection task, which flushes at the end of each batch.
-    pub batching: bool,
-    cmd: Option<&'static Command>,
-    calls: u64,
-    usec: u64,
-    /// Calls by duration for 0–3 µs (a fast command's); longer ones are
-    /// recorded at once.
-    short: [u64; 4],
-}
-
-impl CallTally {
-    /// Before `cmd` runs: hands over another command's calls.
-    pub fn before(&mut self, cmd: &'static Command) {
-        if self.cmd.is_some_and(|c| !std::ptr::eq(c, cmd)) {
-            self.flush();
-        }
-    }
-
-    /// Counts a call of `cmd` that took `usec` (into its latency histogram
-    /// too with `latency`).
-    pub fn add(&mut self, cmd: &'static Command, usec: u64, latency: bool) {
-        if !self.batching {
-            let stats = CallStats::of(cmd);
-            stats.calls.fetch_add(1, Relaxed);
-            stats.usec.fetch_add(usec, Relaxed);
-            if latency {
-                stats.latency.record_usec(usec);
-            }
-            return;
-        }
-        self.before(cmd);
-        self.cmd = Some(cmd);
-        self.calls += 1;
-        self.usec += usec;
-        if latency {
-            match self.short.get_mut(usec as usize) {
-                Some(n) => *n += 1,
-                None => CallStats::of(cmd).latency.record_usec(usec),
-            }
-        }
-    }
-
-    /// Adds what was counted to the command's shared counters.
-    pub fn flush(&mut self) {
-        let Some(cmd) = self.cmd.take() else {
-            return;
-        };
-        let stats = CallStats::of(cmd);
-        stats
-            .calls
-            .fetch_add(std::mem::take(&mut self.calls), Relaxed);
-        stats
-            .usec
-            .fetch_add(std::mem::take(&mut self.usec), Relaxed);
-        for (usec, n) in self.short.iter_mut().enumerate() {
-            if *n > 0 {
-                stats
-                    .latency
-                    .record_usec_times(usec as u64, std::mem::take(n));
-            }
-        }
-    }
-}
-
-/// CLIENT REPLY: whether this client's replies are sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyMode {
-    On,
-    Off,
-    /// CLIENT REPLY SKIP ran: the next command's reply is dropped.
-    SkipNext,
-    /// This command's reply is dropped.
-    Skip,
-}
-
-impl Client {
-    pub fn new(handle: Arc<ClientHandle>, auth_required: bool) -> Client {
-        Client {
-            handle,
-            db: 0,
-            authenticated: !auth_required,
-            user: None,
-            acl_generation: 0,
-            multi: None,
-            multi_error: false,
-            in_exec: false,
-            in_script: false,
-            watched: Vec::new(),
-            watch_flag: Arc::new(AtomicBool::new(false)),
-            channels: HashSet::new(),
-            patterns: HashSet::new(),
-            shard_channels: HashSet::new(),
-            commands: 0,
-            serving_key: None,
-            script_keys: Vec::new(),
-            reply: ReplyMode::On,
-            tracking_held: Vec::new(),
-            oom: false,
-            batch_clock: None,
-            tally: CallTally::default(),
-        }
-    }
-
-    /// A stand-in for a blocked client while the server serves it.
-    pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool, key: Key) -> Client {
-        let mut c = Client::new(handle, false);
-        c.db = db;
-        c.serving_key = Some(key);
-        c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
-        c
-    }
-
-    /// Runs the client's commands as `user` from now on.
-    pub fn set_user(&mut self, user: Arc<crate::acl::User>, generation: u64) {
-        let mut name = self.handle.user.lock();
-        if *name != user.name() {
-            *name = user.name().to_vec();
-        }
-        drop(name);
-        self.user = Some(user);
-        self.acl_generation = generation;
-    }
-
-    pub fn resp3(&self) -> bool {
-        self.handle.resp.load(Relaxed) == 3
-    }
-
-    pub fn in_subscribed_resp2(&self) -> bool {
-        !self.resp3() && self.subscribed()
-    }
-
-    /// Subscribed to any channel, pattern or shard channel.
-    pub fn subscribed(&self) -> bool {
-        !self.channels.is_empty() || !self.patterns.is_empty() || !self.shard_channels.is_empty()
-    }
-
-    /// True when a blocking command may wait (not inside MULTI/EXEC).
-    /// Whether a blocking command may take data from `key`: any of its keys
-    /// when its client runs it, only the ready key when the server serves
-    /// it as a waiter (whose type [`crate::execution::blocking`] has checked).
-    pub fn may_take_from(&self, key: &[u8]) -> bool {
-        self.serving_key.as_deref().is_none_or(|k| k == key)
-    }
-
-    pub fn can_block(&self) -> bool {
-        !self.in_exec && !self.in_script
-    }
-
-    /// Records the command for CLIENT LIST's `cmd=`. The idle clock is not
-    /// touched here but once per read and per blocked reply in [`run`] (as
-    /// Redis updates `lastinteraction` on socket I/O), which saves a clock
-    /// read per pipelined command.
-    pub fn note_command(&self, cmd: &'static Command) {
-        self.handle
-            .last_cmd_ptr
-            .store(cmd as *const Command as usize, Relaxed);
-    }
-
-    pub fn queue(&mut self, args: Args<'_>) {
-        if let Some(q) = &mut self.multi {
-            q.push(args.to_owned());
-            self.handle.multi.store(q.len() as i32, Relaxed);
-            let bytes: usize = args.iter().map(|a| a.len()).sum();
-            self.handle.multi_mem.fetch_add(bytes, Relaxed);
-        }
-    }
-
-    pub fn select(&mut self, db: usize) {
-        self.db = db;
-        self.handle.db.store(db, Relaxed);
     }
 }
