@@ -27,6 +27,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod config_file;
+pub(crate) mod dispatch;
 pub mod execution;
 pub mod healthcheck;
 pub mod keyspace;

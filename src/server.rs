@@ -418,7 +418,8 @@ fn load_dataset(shared: &Arc<Shared>) -> Result<LoadDone, String> {
         .name("zwindow-load".into())
         .spawn(move || {
             let result = if loader.config.appendonly() {
-                crate::aof::load::load_at_startup(&loader)
+                let dispatch = crate::execution::Dispatcher::new(&loader);
+                crate::aof::load::load_at_startup(&loader, &dispatch)
                     .and_then(|manifest| crate::aof::open_at_startup(&loader, manifest))
             } else {
                 crate::persistence::load_at_startup(&loader)

@@ -51,6 +51,7 @@ pub mod zsets;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
+use crate::dispatch::Dispatch;
 use crate::execution::client::Client;
 use crate::keyspace::{HashedKey, Key, Keyspace};
 use crate::protocol::{Reply, Request};
@@ -535,6 +536,9 @@ pub struct Ctx<'c, 'k> {
     /// The first of `args`' keys, hashed when the command's locks were
     /// planned (see [`Ctx::key`]).
     pub first_key: Option<HashedKey<'c>>,
+    /// The execution layer, for a command that runs commands (EXEC, a
+    /// script's `redis.call`, DEBUG LOADAOF's replay).
+    pub(crate) dispatch: &'c dyn Dispatch<Client>,
 }
 
 /// An error a script's run ended with (its reply is already written).

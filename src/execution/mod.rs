@@ -33,6 +33,7 @@ use crate::commands::{
     Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
     lookup_sub, resolve, transactions,
 };
+use crate::dispatch::{Called, Dispatch};
 use crate::keyspace::{Guards, HashedKey, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -681,6 +682,7 @@ pub fn call<'a>(
 ) -> Outcome {
     ks.db = client.db;
     let mark = out.len();
+    let dispatcher = Dispatcher::new(shared);
     let mut ctx = Ctx {
         shared,
         client,
@@ -691,6 +693,7 @@ pub fn call<'a>(
         redacted: 0,
         script_error: None,
         first_key,
+        dispatch: &dispatcher,
     };
     // Scripts are shown before the commands they run (Redis's evalCommand
     // feeds MONITOR itself); other commands after they ran. A blocked
@@ -784,6 +787,48 @@ pub fn call<'a>(
         out.error_bytes(e.bytes());
         Outcome::Done
     })
+}
+
+/// The execution layer as the [`Dispatch`] seam: what EXEC, a script's
+/// `redis.call`, the AOF's replay and the serving of blocked clients run
+/// their commands through — the same [`call`] as a client's request.
+pub(crate) struct Dispatcher<'s> {
+    shared: &'s Arc<Shared>,
+}
+
+impl<'s> Dispatcher<'s> {
+    pub(crate) fn new(shared: &'s Arc<Shared>) -> Dispatcher<'s> {
+        Dispatcher { shared }
+    }
+}
+
+impl Dispatch<Client> for Dispatcher<'_> {
+    fn call<'a>(
+        &self,
+        client: &mut Client,
+        out: &mut Reply,
+        ks: &mut Keyspace<'_>,
+        cmd: &'static Command,
+        args: Args<'a>,
+        first_key: Option<HashedKey<'a>>,
+    ) -> Called {
+        match call(self.shared, client, out, ks, cmd, args, first_key) {
+            Outcome::Done => Called::Done,
+            Outcome::Close => Called::Close,
+            Outcome::Block(_) => Called::Blocked,
+            Outcome::WaitScript => Called::WaitScript,
+            Outcome::Migrate(_) => Called::Migrate,
+        }
+    }
+
+    fn detached_client(&self) -> Client {
+        let (handle, _pushes) = self.shared.clients.register("".into(), "".into(), -1);
+        Client::new(handle, false)
+    }
+
+    fn release(&self, client: Client) {
+        self.shared.clients.unregister(client.handle.id);
+    }
 }
 
 /// Propagation's part of the after-command step (Redis's `call` and
