@@ -69,7 +69,7 @@ pub struct Shared {
     pub monitors: crate::execution::monitor::Monitors,
     pub blocking: Blocking,
     pub windows: crate::keyspace::windows::Windows,
-    pub scripting: crate::execution::scripting::Scripting,
+    pub scripting: crate::commands::lua::Scripting,
     pub stats: Stats,
     /// ACL users and the ACL log.
     pub acl: crate::acl::Acl,

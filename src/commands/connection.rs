@@ -343,7 +343,7 @@ fn authenticate(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> CmdResult {
     } else {
         crate::acl::log::Context::Toplevel
     };
-    crate::execution::log_denial(
+    super::acl::log_denial(
         ctx.shared,
         &ctx.client.handle,
         crate::acl::log::Reason::Auth,

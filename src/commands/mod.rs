@@ -26,6 +26,7 @@ pub mod info;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+pub(crate) mod lua;
 pub mod memory;
 pub mod migrate;
 pub mod modules;
@@ -540,6 +541,11 @@ pub struct Ctx<'c, 'k> {
     /// script's `redis.call`, DEBUG LOADAOF's replay).
     pub(crate) dispatch: &'c dyn Dispatch<Client>,
 }
+
+/// The refusal of a write while `min-replicas-to-write` is not met.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// The refusal of a deny-OOM command over `maxmemory`.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// An error a script's run ended with (its reply is already written).
 #[derive(Debug)]

@@ -145,7 +145,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
                 // the rules changed since the command was queued.
                 let context = crate::acl::log::Context::Multi;
                 if let Err(denied) =
-                    crate::execution::acl_check(ctx.shared, ctx.client, cmd, &args, context)
+                    super::acl::acl_check(ctx.shared, ctx.client, cmd, &args, context)
                 {
                     let reason = match denied {
                         Some(Denied::Command) => {
