@@ -32,7 +32,7 @@ LAYERS = [
     # settings and server-wide state every layer may read
     "config_file", "config", "pause", "stats", "latency", "slowlog",
     # the data, and the files it is saved to
-    "keyspace", "rdb", "persistence", "aof",
+    "keyspace", "dispatch", "rdb", "persistence", "aof",
     # services over the data that commands use
     "clients", "pubsub", "tracking", "migrate",
     # the command families, the one path they run on, the sockets

@@ -6,9 +6,11 @@
 //!    pipelining, blocked clients' waits, pub/sub delivery, shutdown.
 //! 2. [`execution`]: the one path every command takes, whoever runs it (a
 //!    connection, EXEC, a script's `redis.call`, a blocked client being
-//!    served): resolve, verify, lock, run, after-command work. Blocking,
-//!    scripts and client state live here.
-//! 3. [`commands`]: the command table and one file per command family.
+//!    served): resolve, verify, lock, run, after-command work. Blocking
+//!    and client state live here. Code below it that runs a command of its
+//!    own reaches it through the `dispatch` seam it implements.
+//! 3. [`commands`]: the command table, one file per command family, and
+//!    the Lua engine scripts and functions run in.
 //! 4. [`keyspace`]: shards, key TTLs, window rules and the sweeper.
 //! 5. [`types`]: the value data structures, each testable alone.
 //!
@@ -29,6 +31,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod config_file;
+pub(crate) mod dispatch;
 pub mod execution;
 pub mod healthcheck;
 pub mod keyspace;

@@ -38,7 +38,7 @@ pub struct Shared {
     pub monitors: crate::execution::monitor::Monitors,
     pub blocking: Blocking,
     pub windows: crate::keyspace::windows::Windows,
-    pub scripting: crate::execution::scripting::Scripting,
+    pub scripting: crate::commands::lua::Scripting,
     pub stats: crate::stats::Stats,
     /// ACL users and the ACL log.
     pub acl: crate::acl::Acl,
@@ -175,12 +175,12 @@ impl Events for Shared {
     fn send_invalidations(&self, invalidated: &mut Invalidated, own: &mut OwnInvalidations) {
         let tracking = &self.tracking;
         if !invalidated.is_empty() {
-            tracking.invalidate(self, invalidated, None, own);
+            tracking.invalidate(&self.clients, invalidated, None, own);
         }
         if !own.is_empty() {
-            tracking.push_pending(self, own);
+            tracking.push_pending(&self.clients, own);
         }
-        tracking.broadcast(self);
+        tracking.broadcast(&self.clients);
     }
 
     fn notify_keyspace(&self, flags: u32, db: usize, event: &str, key: &[u8]) {
@@ -304,7 +304,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     shared
         .stats
         .startup_memory
-        .store(crate::stats::note_peak_memory(&shared), Relaxed);
+        .store(crate::stats::note_peak_memory(&shared.stats), Relaxed);
     for rule in window_rules {
         // No key exists before the dataset loads below: no cache to reset.
         let _ = shared.windows.set(rule);
@@ -472,7 +472,8 @@ fn load_dataset(shared: &Arc<Shared>) -> Result<LoadDone, String> {
         .name("zwindow-load".into())
         .spawn(move || {
             let result = if loader.config.appendonly() {
-                crate::aof::load::load_at_startup(&loader)
+                let dispatch = crate::execution::Dispatcher::new(&loader);
+                crate::aof::load::load_at_startup(&loader, &dispatch)
                     .and_then(|manifest| crate::aof::open_at_startup(&loader, manifest))
             } else {
                 crate::persistence::load_at_startup(&loader)
@@ -572,7 +573,7 @@ async fn sampler(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
-        crate::stats::sample(&shared);
+        crate::stats::sample(&shared.stats, shared.clock.now_ms());
         if evict::over_limit(shared.env()) && !shared.scripting.busy.is_running() {
             evict::perform_evictions(shared.env(), &mut |ready| shared.serve_ready(ready));
         }

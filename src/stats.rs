@@ -13,8 +13,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::server::Shared;
-
 /// Server-wide counters for INFO.
 #[derive(Default)]
 pub struct Stats {
@@ -426,8 +424,7 @@ impl LatencyHistogram {
 /// One pass of the 100 ms sampler (the server's background thread runs
 /// it): instantaneous rates, the peak of used memory, the client-buffer
 /// peak slots.
-pub fn sample(shared: &Shared) {
-    let st = &shared.stats;
+pub fn sample(st: &Stats, now_ms: u64) {
     st.instantaneous.track(
         Instant::now(),
         [
@@ -436,16 +433,16 @@ pub fn sample(shared: &Shared) {
             st.net_output_bytes.load(Relaxed),
         ],
     );
-    note_peak_memory(shared);
-    let secs = shared.clock.now_ms() / 1000;
+    note_peak_memory(st);
+    let secs = now_ms / 1000;
     st.recent_max_input.rotate(secs);
     st.recent_max_output.rotate(secs);
 }
 
 /// Raises the recorded peak to the current use; returns the current use.
-pub fn note_peak_memory(shared: &Shared) -> u64 {
+pub fn note_peak_memory(stats: &Stats) -> u64 {
     let used = crate::alloc::allocated().unwrap_or(0);
-    shared.stats.peak_memory.fetch_max(used, Relaxed);
+    stats.peak_memory.fetch_max(used, Relaxed);
     used
 }
 

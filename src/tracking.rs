@@ -25,9 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
-use crate::clients::{ClientHandle, ClientId, Push};
+use crate::clients::{ClientHandle, ClientId, Clients, Push};
 use crate::keyspace::Key;
-use crate::server::Shared;
 
 /// A client's tracking flags ([`ClientHandle::tracking`]).
 pub const ON: u32 = 1;
@@ -219,15 +218,15 @@ impl Tracking {
     /// `current` itself are added to `pending`, to follow its reply.
     pub fn invalidate(
         &self,
-        shared: &Shared,
+        clients: &Clients,
         changed: &mut Invalidated,
         current: Option<ClientId>,
         pending: &mut Pending,
     ) {
         for item in changed.drain(..) {
             match item {
-                Some(key) => self.invalidate_key(shared, &key, current, true, pending),
-                None => self.invalidate_all(shared, current, pending),
+                Some(key) => self.invalidate_key(clients, &key, current, true, pending),
+                None => self.invalidate_all(clients, current, pending),
             }
         }
     }
@@ -235,7 +234,7 @@ impl Tracking {
     /// Redis's `trackingInvalidateKey`.
     fn invalidate_key(
         &self,
-        shared: &Shared,
+        clients: &Clients,
         key: &[u8],
         current: Option<ClientId>,
         bcast: bool,
@@ -259,7 +258,7 @@ impl Tracking {
             ids
         };
         for id in ids {
-            let Some(target) = shared.clients.get(id) else {
+            let Some(target) = clients.get(id) else {
                 continue;
             };
             let flags = target.tracking.load(Relaxed);
@@ -272,22 +271,22 @@ impl Tracking {
                 }
                 continue;
             }
-            self.send(shared, &target, &Message::Key(key), None);
+            self.send(clients, &target, &Message::Key(key), None);
         }
     }
 
     /// Redis's `trackingInvalidateKeysOnFlush`: a null to every tracking
     /// client, and the table emptied.
-    fn invalidate_all(&self, shared: &Shared, current: Option<ClientId>, pending: &mut Pending) {
+    fn invalidate_all(&self, clients: &Clients, current: Option<ClientId>, pending: &mut Pending) {
         if self.clients() > 0 {
-            for c in shared.clients.all() {
+            for c in clients.all() {
                 if c.tracking.load(Relaxed) & ON == 0 {
                     continue;
                 }
                 if Some(c.id) == current {
                     pending.push((c.id, None));
                 } else {
-                    self.send(shared, &c, &Message::Null, None);
+                    self.send(clients, &c, &Message::Null, None);
                 }
             }
         }
@@ -301,33 +300,33 @@ impl Tracking {
     /// `out` when the messages are its own, else to the redirect client.
     pub fn send_pending(
         &self,
-        shared: &Shared,
+        clients: &Clients,
         me: &ClientHandle,
         pending: &mut Pending,
         out: &mut crate::protocol::Reply,
     ) {
         for (id, item) in pending.drain(..) {
             if id == me.id {
-                self.send(shared, me, &Message::of(&item), Some(&mut *out));
-            } else if let Some(c) = shared.clients.get(id) {
-                self.send(shared, &c, &Message::of(&item), None);
+                self.send(clients, me, &Message::of(&item), Some(&mut *out));
+            } else if let Some(c) = clients.get(id) {
+                self.send(clients, &c, &Message::of(&item), None);
             }
         }
     }
 
     /// Sends what was held for clients that were running but whose reply
     /// is not at hand (a blocked client served by another's write).
-    pub fn push_pending(&self, shared: &Shared, pending: &mut Pending) {
+    pub fn push_pending(&self, clients: &Clients, pending: &mut Pending) {
         for (id, item) in pending.drain(..) {
-            if let Some(c) = shared.clients.get(id) {
-                self.send(shared, &c, &Message::of(&item), None);
+            if let Some(c) = clients.get(id) {
+                self.send(clients, &c, &Message::of(&item), None);
             }
         }
     }
 
     /// Redis's `trackingBroadcastInvalidationMessages`: each prefix's
     /// changed keys to its clients, one array per prefix.
-    pub fn broadcast(&self, shared: &Shared) {
+    pub fn broadcast(&self, clients: &Clients) {
         if !self.bcast_pending.load(Relaxed) || !self.bcast_pending.swap(false, Relaxed) {
             return;
         }
@@ -341,9 +340,9 @@ impl Tracking {
                 }
             }
         }
-        for (keys, clients) in batches {
-            for id in clients {
-                let Some(c) = shared.clients.get(id) else {
+        for (keys, ids) in batches {
+            for id in ids {
+                let Some(c) = clients.get(id) else {
                     continue;
                 };
                 let noloop = c.tracking.load(Relaxed) & NOLOOP != 0;
@@ -360,7 +359,7 @@ impl Tracking {
                         proto.extend_from_slice(b"\r\n");
                     }
                 }
-                self.send(shared, &c, &Message::Proto(&proto), None);
+                self.send(clients, &c, &Message::Proto(&proto), None);
             }
         }
     }
@@ -379,9 +378,9 @@ impl Tracking {
     /// Redis's `trackingLimitUsedSlots`: over `tracking-table-max-keys`,
     /// forgets keys (telling their clients, as if the keys had changed)
     /// until under it, with an effort that grows while it stays over.
-    pub fn limit(&self, shared: &Shared) {
+    pub fn limit(&self, clients: &Clients, max_keys: usize) {
         static OVER_RUNS: AtomicUsize = AtomicUsize::new(0);
-        let max = shared.config.tracking_table_max_keys();
+        let max = max_keys;
         if max == 0 || !self.used() {
             return;
         }
@@ -403,7 +402,7 @@ impl Tracking {
                 t.keys.keys().nth(skip).cloned()
             };
             let Some(key) = key else { break };
-            self.invalidate_key(shared, &key, None, false, &mut pending);
+            self.invalidate_key(clients, &key, None, false, &mut pending);
         }
         if self.table.lock().keys.len() <= max {
             OVER_RUNS.store(0, Relaxed);
@@ -416,7 +415,7 @@ impl Tracking {
     /// `own_out`: `c`'s reply buffer, when `c` is the client running.
     fn send(
         &self,
-        shared: &Shared,
+        clients: &Clients,
         c: &ClientHandle,
         msg: &Message<'_>,
         own_out: Option<&mut crate::protocol::Reply>,
@@ -425,7 +424,7 @@ impl Tracking {
         let mut own_out = own_out;
         let redir;
         let (target, redirected): (&ClientHandle, bool) = if redirect != 0 {
-            match shared.clients.get(redirect) {
+            match clients.get(redirect) {
                 Some(r) => {
                     redir = r;
                     own_out = None;

@@ -1,8 +1,9 @@
 //! Loading the append-only files at startup (Redis's `loadAppendOnlyFiles`):
 //! the manifest, then the base (an RDB image, or RESP when written with
 //! `aof-use-rdb-preamble no`), then each incremental file in order, whose
-//! commands are replayed through the execution layer's `call` by a client
-//! of no connection, as Redis's fake AOF client.
+//! commands are replayed through the execution layer's [`Dispatch`] handle,
+//! which the caller passes in, by a client of no connection, as Redis's
+//! fake AOF client.
 //!
 //! The files are untrusted input: every length is checked against what is
 //! left, a count never sizes an allocation beyond the bytes that could
@@ -17,6 +18,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{BASE, FileInfo, HISTORY, INCR, Manifest};
 use crate::commands::{Args, OwnedArgs, lookup};
+use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -163,15 +165,23 @@ enum Loaded {
 /// Loads the AOF at startup when `appendonly yes`; returns the manifest
 /// the writer continues from. Without AOF files the dataset stays empty
 /// (`dump.rdb` is not read, as in Redis 7.0) and the writer creates a base.
-pub fn load_at_startup(shared: &Arc<Shared>) -> Result<Manifest, String> {
+/// `dispatch` runs the replayed commands.
+pub(crate) fn load_at_startup<C>(
+    shared: &Arc<Shared>,
+    dispatch: &dyn Dispatch<C>,
+) -> Result<Manifest, String> {
     let guards = shared.store.lock(shared.store.all_shards());
     let mut ks = Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
-    load_files(shared, &mut ks)
+    load_files(shared, &mut ks, dispatch)
 }
 
 /// Loads the files the manifest names into `ks`, which holds every shard
-/// (startup, `DEBUG LOADAOF`).
-pub fn load_files(shared: &Arc<Shared>, ks: &mut Keyspace<'_>) -> Result<Manifest, String> {
+/// (startup, `DEBUG LOADAOF`), replaying their commands through `dispatch`.
+pub(crate) fn load_files<C>(
+    shared: &Arc<Shared>,
+    ks: &mut Keyspace<'_>,
+    dispatch: &dyn Dispatch<C>,
+) -> Result<Manifest, String> {
     let dir = super::Aof::dir(shared);
     let prefix = shared.config.appendfilename();
     let mut manifest = read_manifest(&dir, &prefix)?;
@@ -209,7 +219,7 @@ pub fn load_files(shared: &Arc<Shared>, ks: &mut Keyspace<'_>) -> Result<Manifes
         .loading
         .begin(shared.clock.now_ms() / 1000, total);
     shared.store.loading.store(true, Relaxed);
-    let loaded = load_listed(shared, ks, &dir, &files);
+    let loaded = load_listed(shared, ks, dispatch, &dir, &files);
     shared.store.loading.store(false, Relaxed);
     loaded?;
     shared.aof.current_size.store(total, Relaxed);
@@ -226,13 +236,14 @@ pub fn load_files(shared: &Arc<Shared>, ks: &mut Keyspace<'_>) -> Result<Manifes
 }
 
 /// Loads the base and incremental files in order, by one replaying client.
-fn load_listed(
-    shared: &Arc<Shared>,
+fn load_listed<C>(
+    shared: &Shared,
     ks: &mut Keyspace<'_>,
+    dispatch: &dyn Dispatch<C>,
     dir: &Path,
     files: &[&FileInfo],
 ) -> Result<(), String> {
-    let mut replayer = Replayer::new(shared);
+    let mut replayer = Replayer::new(dispatch);
     let result = (|| {
         for (i, f) in files.iter().enumerate() {
             let last = i + 1 == files.len();
@@ -253,7 +264,7 @@ fn load_listed(
         Ok(())
     })();
     ks.db = 0;
-    replayer.finish(shared);
+    replayer.finish();
     result
 }
 
@@ -286,9 +297,9 @@ fn upgrade(dir: &Path, prefix: &str, manifest: &mut Manifest) -> Result<(), Stri
 }
 
 /// Loads one file: RDB if it starts with `REDIS`, else RESP commands.
-fn load_file(
+fn load_file<C>(
     ks: &mut Keyspace<'_>,
-    replayer: &mut Replayer,
+    replayer: &mut Replayer<'_, C>,
     path: &Path,
     name: &str,
     shared: &Shared,
@@ -481,18 +492,17 @@ impl Cursor<'_> {
 
 /// Redis's fake AOF client: runs the commands, queuing those between MULTI
 /// and EXEC and running them at EXEC, as the transaction did.
-struct Replayer {
-    shared: Arc<Shared>,
-    client: crate::commands::session::Client,
+struct Replayer<'d, C> {
+    dispatch: &'d dyn Dispatch<C>,
+    client: C,
     queue: Option<Vec<OwnedArgs>>,
 }
 
-impl Replayer {
-    fn new(shared: &Arc<Shared>) -> Replayer {
-        let (handle, _pushes) = shared.clients.register("".into(), "".into(), -1);
+impl<'d, C> Replayer<'d, C> {
+    fn new(dispatch: &'d dyn Dispatch<C>) -> Replayer<'d, C> {
         Replayer {
-            shared: shared.clone(),
-            client: crate::commands::session::Client::new(handle, false),
+            dispatch,
+            client: dispatch.detached_client(),
             queue: None,
         }
     }
@@ -545,15 +555,9 @@ impl Replayer {
             )
         })?;
         let mut out = Reply::default();
-        let _ = crate::execution::call(
-            &self.shared,
-            &mut self.client,
-            &mut out,
-            ks,
-            cmd,
-            args,
-            None,
-        );
+        let _ = self
+            .dispatch
+            .call(&mut self.client, &mut out, ks, cmd, args, None);
         if out.buf.first() == Some(&b'-') {
             tracing::warn!(
                 "AOF {file}: {} replied {}",
@@ -564,8 +568,8 @@ impl Replayer {
         Ok(())
     }
 
-    fn finish(self, shared: &Shared) {
-        shared.clients.unregister(self.client.handle.id);
+    fn finish(self) {
+        self.dispatch.release(self.client);
     }
 }
 

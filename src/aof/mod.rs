@@ -848,11 +848,12 @@ pub fn bgrewriteaof(
 }
 
 /// `DEBUG LOADAOF`: writes out what is pending, empties the dataset and
-/// loads the files back; the caller holds every shard. The replayed
-/// commands are not logged again.
-pub fn debug_loadaof(
+/// loads the files back, replaying their commands through `dispatch`; the
+/// caller holds every shard. The replayed commands are not logged again.
+pub(crate) fn debug_loadaof<C>(
     shared: &Arc<Shared>,
     ks: &mut crate::keyspace::Keyspace<'_>,
+    dispatch: &dyn crate::dispatch::Dispatch<C>,
 ) -> Result<(), String> {
     let aof = &shared.aof;
     aof.flush_all();
@@ -863,7 +864,7 @@ pub fn debug_loadaof(
     // replayed FLUSHALL's "log me anyway" would otherwise stay set and
     // log this DEBUG LOADAOF itself, which every later load would replay.
     let own = std::mem::take(&mut ks.prop);
-    let loaded = load::load_files(shared, ks);
+    let loaded = load::load_files(shared, ks, dispatch);
     ks.prop = own;
     aof.state.store(state, Relaxed);
     loaded.map(|_| tracing::warn!("Append Only File loaded by DEBUG LOADAOF"))

@@ -5,12 +5,20 @@
 //! is the reply shapes and the effect on connected clients: a deleted (or
 //! reloaded) user's clients are disconnected, and a user losing channel
 //! permissions loses the subscribers that no longer fit.
+//!
+//! The check of a client's command against its user ([`acl_check`]) is
+//! here too, with the ACL log entry a denial leaves: the execution layer
+//! runs it before every command, EXEC again for each queued one, a
+//! script for each `redis.call`.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome, resolve};
+use super::{Args, Client, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, resolve};
 use crate::acl::User;
 use crate::acl::catalog::{Catalog, category_bit, category_names};
+use crate::acl::log::{Context, Reason};
 use crate::acl::user::{Denied, has_spaces};
+use crate::clients::ClientHandle;
+use crate::server::Shared;
 use crate::util::eq_ic;
 
 const G: &str = "server";
@@ -490,12 +498,70 @@ fn help(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// Brings the client's ACL user up to date after any ACL change; false if
+/// the user is gone (deleted, or replaced by ACL LOAD): the client is
+/// then disconnected, as Redis frees the clients of a freed user.
+pub(crate) fn refresh_user(shared: &Shared, client: &mut Client) -> bool {
+    let generation = shared.acl.generation();
+    if generation == client.acl_generation {
+        return true;
+    }
+    let Some(name) = client.user.as_ref().map(|u| u.name().to_vec()) else {
+        return true;
+    };
+    match shared.acl.get(&name) {
+        Some(u) => {
+            client.set_user(u, generation);
+            true
+        }
+        None => {
+            client.authenticated = false;
+            client.set_user(shared.acl.default_user(), generation);
+            client.handle.kill();
+            false
+        }
+    }
+}
+
+/// The ACL check of one command (acl.c `ACLCheckAllPerm`), logging a
+/// denial in the ACL log: `Err(None)` when the client's user is gone.
+/// Costs a generation compare and a flag test for an unrestricted user.
+pub(crate) fn acl_check(
+    shared: &Shared,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
+    context: Context,
+) -> Result<(), Option<Denied>> {
+    if !refresh_user(shared, client) {
+        return Err(None);
+    }
+    let Some(user) = &client.user else {
+        return Ok(());
+    };
+    if user.unrestricted() {
+        return Ok(());
+    }
+    let (denied, pos) = match user.check(cmd, args) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    let (reason, object) = match denied {
+        Denied::Command => (Reason::Command, Catalog::get().fullname(cmd).as_bytes()),
+        Denied::Key => (Reason::Key, args.get(pos)),
+        Denied::Channel => (Reason::Channel, args.get(pos)),
+    };
+    let username = user.name().to_vec();
+    log_denial(shared, &client.handle, reason, context, object, &username);
+    Err(Some(denied))
+}
+
 /// Adds an ACL LOG entry for a denial by `handle`'s client.
 pub(crate) fn log_denial(
-    shared: &crate::server::Shared,
-    handle: &crate::clients::ClientHandle,
-    reason: crate::acl::log::Reason,
-    context: crate::acl::log::Context,
+    shared: &Shared,
+    handle: &ClientHandle,
+    reason: Reason,
+    context: Context,
     object: &[u8],
     username: &[u8],
 ) {

@@ -121,8 +121,8 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
     } else if eq_ic(sub, "RELOAD") {
         reload(ctx)?;
     } else if eq_ic(sub, "LOADAOF") && argc == 2 {
-        let shared = ctx.shared;
-        with_all_shards(ctx.ks, |ks| crate::aof::debug_loadaof(shared, ks))
+        let (shared, dispatch) = (ctx.shared, ctx.dispatch);
+        with_all_shards(ctx.ks, |ks| crate::aof::debug_loadaof(shared, ks, dispatch))
             .map_err(|e| Error::Owned(format!("ERR {e}")))?;
         ctx.out.ok();
     } else if eq_ic(sub, "AOF-FLUSH-SLEEP") && argc == 3 {

@@ -1,6 +1,6 @@
 //! Function commands (Redis 7.0): FCALL, FCALL_RO and FUNCTION
 //! LOAD/DELETE/FLUSH/LIST/STATS/KILL/DUMP/RESTORE/HELP. Libraries live in the
-//! scripting engine (`crate::execution::scripting::functions`).
+//! scripting engine (`super::lua::functions`).
 //!
 //! FCALL is wired exactly like EVAL (`Keys::All`, run on the script runner
 //! thread, see `scripting.rs`): a function may touch any key, so it holds
@@ -8,16 +8,16 @@
 //! so they never take the engine: they read the busy state and counters.
 //!
 //! FUNCTION DUMP/RESTORE speak Redis 7.0's payload format
-//! (`crate::execution::scripting::dump`), so libraries move between zwindow and
+//! (`super::lua::dump`), so libraries move between zwindow and
 //! redis-server in both directions.
 
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
+use super::lua::RunSpec;
+use super::lua::dump;
+use super::lua::functions::{FLAG_ALLOW_OOM, FLAG_NAMES, FLAG_NO_WRITES};
 use super::{CmdResult, Command, Ctx, Done, Error, Keys};
-use crate::execution::scripting::RunSpec;
-use crate::execution::scripting::dump;
-use crate::execution::scripting::functions::{FLAG_ALLOW_OOM, FLAG_NAMES, FLAG_NO_WRITES};
 use crate::util::{eq_ic, glob_match, parse_i64};
 
 const G: &str = "scripting";
@@ -198,7 +198,15 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
         deny_oom: false,
     };
     let mut engine = engine;
-    ctx.script_error = engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
+    ctx.script_error = engine.run(
+        &shared,
+        ctx.dispatch,
+        ctx.client,
+        ctx.ks,
+        ctx.out,
+        &func,
+        spec,
+    );
     Ok(Done)
 }
 
@@ -336,7 +344,7 @@ fn function_stats(ctx: &mut Ctx) -> CmdResult {
     let sc = &ctx.shared.scripting;
     // As Redis: an EVAL script running is reported as the BUSY error.
     if sc.busy.is_running() && !sc.busy.is_function() {
-        return Err(Error::Static(crate::execution::scripting::BUSY_EVAL));
+        return Err(Error::Static(super::lua::BUSY_EVAL));
     }
     let out = &mut *ctx.out;
     out.map(2);
@@ -418,8 +426,7 @@ fn function_restore(ctx: &mut Ctx) -> CmdResult {
     let mut engine = shared.scripting.engine_for(ctx.client)?;
     if policy == Policy::Append {
         for code in &codes {
-            let (name, _) = crate::execution::scripting::functions::parse_metadata(code)
-                .map_err(Error::Owned)?;
+            let (name, _) = super::lua::functions::parse_metadata(code).map_err(Error::Owned)?;
             if engine.libraries.contains_key(&name) {
                 return Err(Error::Owned(format!("ERR Library {name} already exists")));
             }

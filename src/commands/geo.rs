@@ -204,6 +204,7 @@ fn geoadd(ctx: &mut Ctx) -> CmdResult {
         redacted: 0,
         script_error: None,
         first_key: None,
+        dispatch: ctx.dispatch,
     };
     super::zsets::zadd_generic(&mut zctx, false)
 }

@@ -411,7 +411,7 @@ pub(crate) struct Memory {
 
 impl Memory {
     pub fn gather(shared: &Shared, tables: usize) -> Memory {
-        let used = crate::stats::note_peak_memory(shared);
+        let used = crate::stats::note_peak_memory(&shared.stats);
         let peak = shared.stats.peak_memory.load(Relaxed).max(used);
         let startup = shared.stats.startup_memory.load(Relaxed);
         let rss = rss_bytes();

@@ -26,6 +26,7 @@ pub mod info;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+pub(crate) mod lua;
 pub mod memory;
 pub mod migrate;
 pub mod modules;
@@ -52,6 +53,7 @@ pub mod zsets;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
+use crate::dispatch::Dispatch;
 use crate::keyspace::{HashedKey, Key, Keyspace};
 use crate::protocol::{Reply, Request};
 use crate::server::Shared;
@@ -536,7 +538,13 @@ pub struct Ctx<'c, 'k> {
     /// The first of `args`' keys, hashed when the command's locks were
     /// planned (see [`Ctx::key`]).
     pub first_key: Option<HashedKey<'c>>,
+    /// The execution layer, for a command that runs commands (EXEC, a
+    /// script's `redis.call`, DEBUG LOADAOF's replay).
+    pub(crate) dispatch: &'c dyn Dispatch<Client>,
 }
+
+/// The refusal of a deny-OOM command over `maxmemory`.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// An error a script's run ended with (its reply is already written).
 #[derive(Debug)]

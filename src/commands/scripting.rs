@@ -1,14 +1,14 @@
 //! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT
 //! LOAD/EXISTS/FLUSH/KILL/HELP. The engine (sandbox, conversions, cache,
-//! busy state) is in `crate::execution::scripting`; functions are in `functions.rs`.
+//! busy state) is in [`super::lua`]; functions are in `functions.rs`.
 //!
 //! EVAL-family commands use `Keys::All`: a script may touch keys it did not
 //! declare (Redis allows it outside cluster mode), so it holds every shard,
 //! which makes it atomic and, locking in the usual order, deadlock-free.
 
 use super::flags::*;
+use super::lua::RunSpec;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
-use crate::execution::scripting::RunSpec;
 use crate::util::eq_ic;
 
 const G: &str = "scripting";
@@ -175,7 +175,15 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
         as_function: false,
         deny_oom,
     };
-    ctx.script_error = engine.run(&shared, ctx.client, ctx.ks, ctx.out, &func, spec);
+    ctx.script_error = engine.run(
+        &shared,
+        ctx.dispatch,
+        ctx.client,
+        ctx.ks,
+        ctx.out,
+        &func,
+        spec,
+    );
     Ok(Done)
 }
 

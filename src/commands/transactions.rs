@@ -5,7 +5,7 @@
 //! transaction (`client.multi_error`) when it rejects one, so EXEC answers
 //! EXECABORT. EXEC is declared `Keys::All`, so by the time it runs the
 //! dispatcher holds every shard: it runs the whole queue through
-//! the execution layer's [`call`](crate::execution::call) on that one [`Keyspace`](crate::keyspace::Keyspace),
+//! the execution layer's [`Dispatch`](crate::dispatch::Dispatch) handle on that one [`Keyspace`](crate::keyspace::Keyspace),
 //! which makes the transaction atomic across shards (no other client sees a
 //! part of it) and gives it a single "now".
 //!
@@ -22,6 +22,7 @@ use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome};
 use crate::acl::user::Denied;
 use crate::commands::session::Client;
+use crate::dispatch::Called;
 use crate::protocol::Reply;
 use crate::server::Shared;
 
@@ -144,7 +145,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
                 // the rules changed since the command was queued.
                 let context = crate::acl::log::Context::Multi;
                 if let Err(denied) =
-                    crate::execution::acl_check(ctx.shared, ctx.client, cmd, &args, context)
+                    super::acl::acl_check(ctx.shared, ctx.client, cmd, &args, context)
                 {
                     let reason = match denied {
                         Some(Denied::Command) => {
@@ -161,16 +162,17 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
                     ));
                     continue;
                 }
-                match crate::execution::call(
-                    ctx.shared, ctx.client, ctx.out, ctx.ks, cmd, args, None,
-                ) {
-                    Outcome::Done => {}
+                match ctx
+                    .dispatch
+                    .call(ctx.client, ctx.out, ctx.ks, cmd, args, None)
+                {
+                    Called::Done => {}
                     // QUIT or a CLIENT KILL of itself: the connection closes
                     // once EXEC's reply is written.
-                    Outcome::Close => outcome = Outcome::Close,
+                    Called::Close => outcome = Outcome::Close,
                     // Nothing blocks inside EXEC (`Client::can_block`), and the
                     // runner that runs an EXEC holding a script owns the engine.
-                    other @ (Outcome::Block(_) | Outcome::WaitScript | Outcome::Migrate(_)) => {
+                    other @ (Called::Blocked | Called::WaitScript | Called::Migrate) => {
                         debug_assert!(false, "EXEC's command answered {other:?}");
                         ctx.out.null();
                     }

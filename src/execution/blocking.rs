@@ -8,7 +8,8 @@
 //!
 //! A command that adds data calls `Keyspace::signal_ready(key)`. Once its
 //! locks are released, [`Blocking::serve`] re-runs the first waiter's own
-//! command on that key, under the locks the command table says it needs: the
+//! command on that key (through the [`Dispatch`] seam, as every command run
+//! from inside), under the locks the command table says it needs: the
 //! command's handler is the one source of truth for what a wakeup does, and
 //! FIFO order among waiters falls out of the queue. Nobody polls.
 //!
@@ -31,6 +32,7 @@ use std::time::Duration;
 use crate::clients::ClientHandle;
 use crate::commands::session::Client;
 use crate::commands::{self, OwnedArgs};
+use crate::dispatch::{Called, Dispatch};
 use crate::keyspace::{Key, Keyspace, ShardSet};
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -226,8 +228,8 @@ impl Blocking {
         match (ks.peek(key).map(|e| e.value.type_name()), w.on_gone) {
             (Some(kind), _) if kind == w.kind => {
                 let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
-                let outcome = super::call(
-                    shared,
+                // Through the seam every command run from inside takes.
+                let called = super::Dispatcher::new(shared).call(
                     &mut client,
                     &mut out,
                     &mut ks,
@@ -236,7 +238,7 @@ impl Blocking {
                     plan.first_key,
                 );
                 // The command counted as processed when it blocked, as in Redis.
-                if matches!(outcome, commands::Outcome::Block(_)) {
+                if called == Called::Blocked {
                     return Served::NoData {
                         key_left: ks.exists(key),
                     };

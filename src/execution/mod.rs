@@ -11,15 +11,16 @@
 //! clients are collected by the keyspace while the command runs and
 //! delivered once its locks are released.
 //!
-//! [`blocking`] is the one blocking mechanism and [`scripting`] runs Lua
-//! (EVAL and FUNCTION). A connection's state is the commands layer's
-//! [`Client`](crate::commands::session::Client); the registry of connected
-//! clients is [`crate::clients`].
+//! [`blocking`] is the one blocking mechanism. A connection's state is the
+//! commands layer's [`Client`](crate::commands::session::Client); the
+//! registry of connected clients is [`crate::clients`]. Commands that run
+//! commands (EXEC, a script's `redis.call`, the AOF's replay) and the
+//! serving of blocked clients reach [`call`] through the [`Dispatch`] seam
+//! this layer implements ([`Dispatcher`]).
 
 pub mod blocking;
 pub mod monitor;
 pub mod pause;
-pub mod scripting;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -27,13 +28,15 @@ use std::sync::atomic::Ordering::Relaxed;
 use tokio::sync::oneshot;
 
 use crate::acl::catalog::Catalog;
-use crate::acl::log::{Context, Reason};
+use crate::acl::log::Context;
 use crate::acl::user::Denied;
+use crate::commands::acl::acl_check;
 use crate::commands::session::Client;
 use crate::commands::{
-    Args, CallStats, Command, Ctx, Error, Keys, Outcome, OwnedArgs, flags, full_name, lookup,
-    lookup_sub, resolve, transactions,
+    Args, CallStats, Command, Ctx, Error, Keys, OOM, Outcome, OwnedArgs, flags, full_name, lookup,
+    lookup_sub, lua, resolve, transactions,
 };
+use crate::dispatch::{Called, Dispatch};
 use crate::keyspace::{Guards, HashedKey, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -131,7 +134,7 @@ pub enum Dispatched {
     /// Ran; the connection closes once the reply is written.
     Close,
     /// Another client's script runs: nothing was done; await
-    /// [`Busy::wait_end`](scripting::Busy::wait_end) and dispatch again.
+    /// [`Busy::wait_end`](lua::Busy::wait_end) and dispatch again.
     WaitScript,
     /// A script (or an EXEC queuing one): nothing was done; dispatch it
     /// again on the script runner thread.
@@ -241,7 +244,7 @@ pub fn dispatch(
     client.tracking_held.append(&mut ks.tracking_pending);
     drop(ks);
     if !ready.is_empty() {
-        if shared.scripting.busy.is_running() && !scripting::on_runner() {
+        if shared.scripting.busy.is_running() && !lua::on_runner() {
             // Serving locks the keys' shards, which a script that just
             // started holds: the runner serves them after it instead.
             let shared2 = shared.clone();
@@ -342,7 +345,9 @@ fn verify(
     // Client-side caching's table stays within `tracking-table-max-keys`
     // (Redis's `trackingLimitUsedSlots`, right after the memory check).
     if shared.tracking.clients() > 0 {
-        shared.tracking.limit(shared);
+        shared
+            .tracking
+            .limit(&shared.clients, shared.config.tracking_table_max_keys());
     }
     if crate::persistence::writes_denied(shared) && (is_write(client, cmd) || cmd.name == "ping") {
         return Verdict::Reject(crate::persistence::MISCONF.into());
@@ -394,7 +399,7 @@ fn verify(
     let on_runner = (matches!(cmd.keys, Keys::All | Keys::Script { .. })
         && runs_script(client, cmd))
         || crate::commands::debug::reloads_dataset(cmd, args);
-    if on_runner && !scripting::on_runner() {
+    if on_runner && !lua::on_runner() {
         return Verdict::ScriptRunner;
     }
     Verdict::Run
@@ -410,66 +415,6 @@ fn denied_while_loading(client: &Client, cmd: &Command) -> bool {
         })
 }
 
-/// Brings the client's ACL user up to date after any ACL change; false if
-/// the user is gone (deleted, or replaced by ACL LOAD): the client is
-/// then disconnected, as Redis frees the clients of a freed user.
-pub fn refresh_user(shared: &Shared, client: &mut Client) -> bool {
-    let generation = shared.acl.generation();
-    if generation == client.acl_generation {
-        return true;
-    }
-    let Some(name) = client.user.as_ref().map(|u| u.name().to_vec()) else {
-        return true;
-    };
-    match shared.acl.get(&name) {
-        Some(u) => {
-            client.set_user(u, generation);
-            true
-        }
-        None => {
-            client.authenticated = false;
-            client.set_user(shared.acl.default_user(), generation);
-            client.handle.kill();
-            false
-        }
-    }
-}
-
-/// The ACL check of one command (acl.c `ACLCheckAllPerm`), logging a
-/// denial in the ACL log: `Err(None)` when the client's user is gone.
-/// Costs a generation compare and a flag test for an unrestricted user.
-pub(crate) fn acl_check(
-    shared: &Shared,
-    client: &mut Client,
-    cmd: &'static Command,
-    args: &Args<'_>,
-    context: Context,
-) -> Result<(), Option<Denied>> {
-    if !refresh_user(shared, client) {
-        return Err(None);
-    }
-    let Some(user) = &client.user else {
-        return Ok(());
-    };
-    if user.unrestricted() {
-        return Ok(());
-    }
-    let (denied, pos) = match user.check(cmd, args) {
-        Ok(()) => return Ok(()),
-        Err(e) => e,
-    };
-    let (reason, object) = match denied {
-        Denied::Command => (Reason::Command, Catalog::get().fullname(cmd).as_bytes()),
-        Denied::Key => (Reason::Key, args.get(pos)),
-        Denied::Channel => (Reason::Channel, args.get(pos)),
-    };
-    let username = user.name().to_vec();
-    crate::commands::acl::log_denial(shared, &client.handle, reason, context, object, &username);
-    Err(Some(denied))
-}
-
-pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-
 /// Redis's `is_denyoom_command`: a deny-OOM command, or an EXEC whose
 /// queue holds one.
 fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
@@ -479,7 +424,7 @@ fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
             // EVALSHA's and FCALL's are checked as the script starts.
             || (matches!(cmd.name, "eval" | "eval_ro")
                 && args.len() > 1
-                && scripting::script_denies_oom(args.get(1)))
+                && lua::script_denies_oom(args.get(1)))
     };
     denies(cmd, args)
         || (cmd.name == "exec"
@@ -501,100 +446,11 @@ fn is_write(client: &Client, cmd: &Command) -> bool {
             }))
 }
 
-/// Resolves and verifies a command a script runs with `redis.call`, with
-/// Redis 7.0's texts (`scriptCall`): the checks differ from a client's (no
-/// auth or MULTI; no scripts or blocking from scripts; no writes from
-/// read-only scripts), the path after them is the same [`call`].
-///
-/// A refusal counts as a rejected call of the command, as Redis counts it.
-/// `wrote`: the script already wrote, so server state (missing replicas)
-/// may no longer fail it.
-pub fn verify_from_script(
-    shared: &Shared,
-    client: &mut Client,
-    args: &Args<'_>,
-    read_only: bool,
-    wrote: bool,
-    deny_oom: bool,
-) -> Result<&'static Command, &'static str> {
-    let mut cmd = lookup(args.get(0)).ok_or("ERR Unknown Redis command called from script")?;
-    if !cmd.subcommands.is_empty() && args.len() >= 2 {
-        cmd = lookup_sub(cmd, args.get(1)).ok_or("ERR Unknown Redis command called from script")?;
-    }
-    let mut refusal = script_refusal(shared, client, cmd, args, read_only, wrote);
-    if refusal.is_none()
-        && deny_oom
-        && !wrote
-        && cmd.has(flags::DENYOOM)
-        && shared.config.maxmemory() != 0
-    {
-        refusal = Some(OOM);
-    }
-    if let Some(msg) = refusal {
-        CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
-        return Err(msg);
-    }
-    Ok(cmd)
-}
-
-fn script_refusal(
-    shared: &Shared,
-    client: &mut Client,
-    cmd: &'static Command,
-    args: &Args<'_>,
-    read_only: bool,
-    wrote: bool,
-) -> Option<&'static str> {
-    let argc = args.len() as i32;
-    if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
-        return Some("ERR Wrong number of args calling Redis command from script");
-    }
-    if cmd.has(flags::NOSCRIPT) {
-        return Some("ERR This Redis command is not allowed from script");
-    }
-    // script.c `scriptVerifyACL`, with acl.c `getAclErrorMessage`'s texts.
-    match acl_check(shared, client, cmd, args, Context::Lua) {
-        Ok(()) => {}
-        Err(Some(Denied::Command)) => {
-            return Some("ERR The user executing the script can't run this command or subcommand");
-        }
-        Err(Some(Denied::Key)) => {
-            return Some(
-                "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments",
-            );
-        }
-        Err(Some(Denied::Channel)) => {
-            return Some(
-                "ERR The user executing the script can't publish to the channel mentioned in the command",
-            );
-        }
-        Err(None) => {
-            return Some(
-                "ERR The user executing the script lacking the permissions for the command",
-            );
-        }
-    }
-    // May-replicate commands (PUBLISH, …) count as writes in scripts, so
-    // that read-only scripts may run during CLIENT PAUSE WRITE.
-    if read_only && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
-        return Some("ERR Write commands are not allowed from read-only scripts.");
-    }
-    if cmd.has(flags::WRITE) {
-        if crate::persistence::writes_denied(shared) {
-            return Some(crate::persistence::MISCONF);
-        }
-        if !wrote && shared.config.lacks_good_replicas() {
-            return Some(crate::commands::replication::NOREPLICAS);
-        }
-    }
-    None
-}
-
-fn busy_text(busy: &scripting::Busy) -> &'static str {
+fn busy_text(busy: &lua::Busy) -> &'static str {
     if busy.is_function() {
-        scripting::BUSY_FUNCTION
+        lua::BUSY_FUNCTION
     } else {
-        scripting::BUSY_EVAL
+        lua::BUSY_EVAL
     }
 }
 
@@ -628,7 +484,7 @@ fn lock_or_busy<'s>(
     set: ShardSet,
 ) -> Result<crate::keyspace::Guards<'s>, Option<&'static str>> {
     const TRY: std::time::Duration = std::time::Duration::from_millis(10);
-    if scripting::on_runner() {
+    if lua::on_runner() {
         return Ok(shared.store.lock(set));
     }
     loop {
@@ -660,6 +516,7 @@ pub fn call<'a>(
 ) -> Outcome {
     ks.db = client.db;
     let mark = out.len();
+    let dispatcher = Dispatcher::new(shared);
     let mut ctx = Ctx {
         shared,
         client,
@@ -670,6 +527,7 @@ pub fn call<'a>(
         redacted: 0,
         script_error: None,
         first_key,
+        dispatch: &dispatcher,
     };
     // Scripts are shown before the commands they run (Redis's evalCommand
     // feeds MONITOR itself); other commands after they ran. A blocked
@@ -765,6 +623,48 @@ pub fn call<'a>(
     })
 }
 
+/// The execution layer as the [`Dispatch`] seam: what EXEC, a script's
+/// `redis.call`, the AOF's replay and the serving of blocked clients run
+/// their commands through — the same [`call`] as a client's request.
+pub(crate) struct Dispatcher<'s> {
+    shared: &'s Arc<Shared>,
+}
+
+impl<'s> Dispatcher<'s> {
+    pub(crate) fn new(shared: &'s Arc<Shared>) -> Dispatcher<'s> {
+        Dispatcher { shared }
+    }
+}
+
+impl Dispatch<Client> for Dispatcher<'_> {
+    fn call<'a>(
+        &self,
+        client: &mut Client,
+        out: &mut Reply,
+        ks: &mut Keyspace<'_>,
+        cmd: &'static Command,
+        args: Args<'a>,
+        first_key: Option<HashedKey<'a>>,
+    ) -> Called {
+        match call(self.shared, client, out, ks, cmd, args, first_key) {
+            Outcome::Done => Called::Done,
+            Outcome::Close => Called::Close,
+            Outcome::Block(_) => Called::Blocked,
+            Outcome::WaitScript => Called::WaitScript,
+            Outcome::Migrate(_) => Called::Migrate,
+        }
+    }
+
+    fn detached_client(&self) -> Client {
+        let (handle, _pushes) = self.shared.clients.register("".into(), "".into(), -1);
+        Client::new(handle, false)
+    }
+
+    fn release(&self, client: Client) {
+        self.shared.clients.unregister(client.handle.id);
+    }
+}
+
 /// Propagation's part of the after-command step (Redis's `call` and
 /// `afterCommand`): a write that changed the dataset (or forced it) adds
 /// itself — as its handler rewrote it — to what its execution unit
@@ -822,9 +722,12 @@ fn track(shared: &Shared, client: &Client, ks: &mut Keyspace<'_>, cmd: &Command,
     let me = client.handle.id;
     if !ks.invalidated.is_empty() {
         let mut changed = std::mem::take(&mut ks.invalidated);
-        shared
-            .tracking
-            .invalidate(shared, &mut changed, Some(me), &mut ks.tracking_pending);
+        shared.tracking.invalidate(
+            &shared.clients,
+            &mut changed,
+            Some(me),
+            &mut ks.tracking_pending,
+        );
         ks.invalidated = changed;
     }
     use crate::tracking::{BCAST, CACHING, ON, OPTIN, OPTOUT};
@@ -1086,7 +989,7 @@ fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: Opti
         let mut held = std::mem::take(&mut client.tracking_held);
         shared
             .tracking
-            .send_pending(shared, &client.handle, &mut held, out);
+            .send_pending(&shared.clients, &client.handle, &mut held, out);
     }
 }
 
@@ -1167,7 +1070,7 @@ async fn migrate(
     if shared.tracking.used() && !ks.invalidated.is_empty() {
         let mut changed = std::mem::take(&mut ks.invalidated);
         shared.tracking.invalidate(
-            shared,
+            &shared.clients,
             &mut changed,
             Some(client.handle.id),
             &mut ks.tracking_pending,

@@ -200,7 +200,9 @@ pub async fn cron(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receive
         resize_query_buffers(&shared);
         shared.migrate.close_idle();
         if shared.tracking.clients() > 0 {
-            shared.tracking.limit(&shared);
+            shared
+                .tracking
+                .limit(&shared.clients, shared.config.tracking_table_max_keys());
         }
         ticks += 1;
         if ticks.is_multiple_of(10) {

@@ -52,14 +52,16 @@ pub fn error_table(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::Result<V
     Ok(Value::Table(t))
 }
 
-/// Converts one reply in `buf` to a Lua value.
+/// Converts one reply in `buf` to a Lua value: the reference the tests hold
+/// [`reply_to_lua`] to (scripts' replies are converted from their frames).
+#[cfg(test)]
 pub fn resp_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<Value> {
     let mut r = RespReader { buf, pos: 0 };
     r.value(lua, 0)
 }
 
 /// Converts the reply a [`Reply::frames`] writer recorded to a Lua value,
-/// as [`resp_to_lua`] converts the same reply's bytes.
+/// as `resp_to_lua` converts the same reply's bytes.
 pub fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
     let mut r = FrameReader {
         frames: reply.recorded(),

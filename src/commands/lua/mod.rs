@@ -15,8 +15,9 @@
 //! turns every failure into an error table with the script position.
 //!
 //! `redis.call` builds [`OwnedArgs`], verifies them as Redis verifies a
-//! script's command ([`super::verify_from_script`]) and runs them through
-//! the execution layer's one [`call`](super::call) on the script's already-locked
+//! script's command (`verify_from_script`) and runs them through the
+//! execution layer's [`Dispatch`] handle, which EVAL and FCALL pass in, on
+//! the script's already-locked
 //! [`Keyspace`], into a scratch [`Reply`] that [`convert`] turns into Lua
 //! values; commands see the one `now_ms` of the keyspace, so time is frozen
 //! for the whole script.
@@ -49,8 +50,10 @@ use std::time::Instant;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
-use crate::commands::session::Client;
-use crate::commands::{self, OwnedArgs, ScriptError, flags};
+use crate::acl::log::Context;
+use crate::acl::user::Denied;
+use crate::commands::{self, Args, Client, Command, OwnedArgs, ScriptError, flags};
+use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -624,10 +627,12 @@ impl Engine {
 
     /// Runs `func` for the client of `caller`, writing its reply into `out`;
     /// returns the error the reply is, if it is one (for the statistics).
+    /// The script's commands run through `dispatch`.
     #[allow(clippy::too_many_arguments)]
-    pub fn run(
+    pub(crate) fn run(
         &mut self,
         shared: &Arc<Shared>,
+        dispatch: &dyn Dispatch<Client>,
         caller: &Client,
         ks: &mut Keyspace<'_>,
         out: &mut Reply,
@@ -664,6 +669,7 @@ impl Engine {
             }
             let state = RefCell::new(RunState {
                 shared,
+                dispatch,
                 client,
                 ks,
                 resp3: false,
@@ -1046,6 +1052,7 @@ pub fn script_denies_oom(body: &[u8]) -> bool {
 /// What `redis.call` needs while one script runs.
 struct RunState<'a, 'k> {
     shared: &'a Arc<Shared>,
+    dispatch: &'a dyn Dispatch<Client>,
     client: Client,
     ks: &'a mut Keyspace<'k>,
     resp3: bool,
@@ -1085,7 +1092,7 @@ impl RunState<'_, '_> {
             Ok((convert::error_table(lua, msg, true)?, raise))
         };
         let wrote = self.busy.wrote.load(Relaxed);
-        let cmd = match super::verify_from_script(
+        let cmd = match verify_from_script(
             self.shared,
             &mut self.client,
             &argv,
@@ -1107,15 +1114,9 @@ impl RunState<'_, '_> {
         // The reply as values: no RESP encoding to parse back.
         let mut out = Reply::frames(self.resp3);
         // Nothing blocks in a script (`Client::can_block`), nor closes.
-        let _ = super::call(
-            self.shared,
-            &mut self.client,
-            &mut out,
-            self.ks,
-            cmd,
-            argv,
-            None,
-        );
+        let _ = self
+            .dispatch
+            .call(&mut self.client, &mut out, self.ks, cmd, argv, None);
         self.shared
             .stats
             .commands_processed
@@ -1124,6 +1125,98 @@ impl RunState<'_, '_> {
         let v = convert::reply_to_lua(lua, &out)?;
         Ok((v, raise && is_err))
     }
+}
+
+/// Resolves and verifies a command a script runs with `redis.call`, with
+/// Redis 7.0's texts (`scriptCall`): the checks differ from a client's (no
+/// auth or MULTI; no scripts or blocking from scripts; no writes from
+/// read-only scripts), the path after them is the same as a client's
+/// command (the [`Dispatch`] handle).
+///
+/// A refusal counts as a rejected call of the command, as Redis counts it.
+/// `wrote`: the script already wrote, so server state (missing replicas)
+/// may no longer fail it.
+fn verify_from_script(
+    shared: &Shared,
+    client: &mut Client,
+    args: &Args<'_>,
+    read_only: bool,
+    wrote: bool,
+    deny_oom: bool,
+) -> Result<&'static Command, &'static str> {
+    let mut cmd =
+        commands::lookup(args.get(0)).ok_or("ERR Unknown Redis command called from script")?;
+    if !cmd.subcommands.is_empty() && args.len() >= 2 {
+        cmd = commands::lookup_sub(cmd, args.get(1))
+            .ok_or("ERR Unknown Redis command called from script")?;
+    }
+    let mut refusal = script_refusal(shared, client, cmd, args, read_only, wrote);
+    if refusal.is_none()
+        && deny_oom
+        && !wrote
+        && cmd.has(flags::DENYOOM)
+        && shared.config.maxmemory() != 0
+    {
+        refusal = Some(commands::OOM);
+    }
+    if let Some(msg) = refusal {
+        commands::CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
+        return Err(msg);
+    }
+    Ok(cmd)
+}
+
+fn script_refusal(
+    shared: &Shared,
+    client: &mut Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
+    read_only: bool,
+    wrote: bool,
+) -> Option<&'static str> {
+    let argc = args.len() as i32;
+    if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
+        return Some("ERR Wrong number of args calling Redis command from script");
+    }
+    if cmd.has(flags::NOSCRIPT) {
+        return Some("ERR This Redis command is not allowed from script");
+    }
+    // script.c `scriptVerifyACL`, with acl.c `getAclErrorMessage`'s texts.
+    match commands::acl::acl_check(shared, client, cmd, args, Context::Lua) {
+        Ok(()) => {}
+        Err(Some(Denied::Command)) => {
+            return Some("ERR The user executing the script can't run this command or subcommand");
+        }
+        Err(Some(Denied::Key)) => {
+            return Some(
+                "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments",
+            );
+        }
+        Err(Some(Denied::Channel)) => {
+            return Some(
+                "ERR The user executing the script can't publish to the channel mentioned in the command",
+            );
+        }
+        Err(None) => {
+            return Some(
+                "ERR The user executing the script lacking the permissions for the command",
+            );
+        }
+    }
+    // May-replicate commands (PUBLISH, …) count as writes in scripts, so
+    // that read-only scripts may run during CLIENT PAUSE WRITE.
+    if read_only && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
+        return Some("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if cmd.has(flags::WRITE) {
+        if crate::persistence::writes_denied(shared) {
+            return Some(crate::persistence::MISCONF);
+        }
+        if !wrote && shared.config.lacks_good_replicas() {
+            return Some(commands::replication::NOREPLICAS);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
