@@ -15,12 +15,11 @@ use bytes::{Buf, BytesMut};
 use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
-use crate::commands::Args;
 use crate::execution::blocking::Waiter;
 use crate::execution::client::{Client, ClientHandle, Push, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
-use crate::protocol::{Parser, Reply};
+use crate::protocol::{Args, Parser, Reply};
 use crate::server::{Shared, Stats};
 use crate::stats::Gauge;
 
