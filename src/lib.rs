@@ -39,6 +39,7 @@ pub mod pubsub;
 pub mod rdb;
 pub mod server;
 pub mod slowlog;
+pub mod spec;
 pub mod stats;
 pub mod tracking;
 pub mod types;

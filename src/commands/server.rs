@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{
-    CmdResult, Command, Ctx, Done, Error, Keys, Outcome, all_commands, docs, int_arg, lookup,
+    CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, all_commands, docs, int_arg,
+    lookup,
 };
 use crate::protocol::Reply;
 use crate::util::{eq_ic, glob_match, parse_i64};
@@ -15,94 +16,120 @@ use crate::util::{eq_ic, glob_match, parse_i64};
 const G: &str = "server";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("command", -1, LOADING | STALE, Keys::None, command_list_all)
+    Command::new("command", -1, LOADING | STALE, Keys::None, &(command_list_all as Handler))
         .doc(G, "2.8.13", "O(N) where N is the total number of Redis commands", "Returns detailed information about all commands.")
         .subcommands(COMMAND),
-    Command::new("info", -1, LOADING | STALE, Keys::None, super::info::info)
+    Command::new("info", -1, LOADING | STALE, Keys::None, &(super::info::info as Handler))
         .doc(G, "1.0.0", "O(1)", "Returns information and statistics about the server.")
         .syntax("[section [section ...]]"),
-    Command::new("config", -2, 0, Keys::None, container)
+    Command::new("config", -2, 0, Keys::None, &(container as Handler))
         .doc(G, "2.0.0", "Depends on subcommand.", "A container for server configuration commands.")
         .subcommands(CONFIG),
-    Command::new("dbsize", 1, READONLY | FAST, Keys::All, dbsize).doc(G, "1.0.0", "O(1)", "Returns the number of keys in the database."),
-    Command::new("flushdb", -1, WRITE, Keys::All, flushdb)
+    Command::new("dbsize", 1, READONLY | FAST, Keys::All, &(dbsize as Handler)).doc(G, "1.0.0", "O(1)", "Returns the number of keys in the database."),
+    Command::new("flushdb", -1, WRITE, Keys::All, &(flushdb as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of keys in the selected database", "Removes all keys from the current database.")
         .syntax("[ASYNC | SYNC]"),
-    Command::new("flushall", -1, WRITE, Keys::All, flushall)
+    Command::new("flushall", -1, WRITE, Keys::All, &(flushall as Handler))
         .doc(G, "1.0.0", "O(N) where N is the total number of keys in all databases", "Removes all keys from all databases.")
         .syntax("[ASYNC | SYNC]"),
-    Command::new("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, monitor)
+    Command::new("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, &(monitor as Handler))
         .doc(G, "1.0.0", "", "Listens for all requests received by the server in real-time."),
-    Command::new("time", 1, LOADING | STALE | FAST, Keys::None, time).doc(G, "2.6.0", "O(1)", "Returns the server time."),
-    Command::new("lastsave", 1, LOADING | STALE | FAST, Keys::None, lastsave)
+    Command::new("time", 1, LOADING | STALE | FAST, Keys::None, &(time as Handler)).doc(G, "2.6.0", "O(1)", "Returns the server time."),
+    Command::new("lastsave", 1, LOADING | STALE | FAST, Keys::None, &(lastsave as Handler))
         .doc(G, "1.0.0", "O(1)", "Returns the Unix timestamp of the last successful save to disk."),
-    Command::new("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, Keys::None, shutdown)
+    Command::new("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, Keys::None, &(shutdown as Handler))
         .doc(G, "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Synchronously saves the database(s) to disk and shuts down the Redis server.")
         .syntax("[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"),
-    Command::new("swapdb", 3, WRITE | FAST, Keys::All, swapdb)
+    Command::new("swapdb", 3, WRITE | FAST, Keys::All, &(swapdb as Handler))
         .doc(G, "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases.", "Swaps two Redis databases.")
         .syntax("index1 index2"),
-    Command::new("memory", -2, 0, Keys::None, container)
+    Command::new("memory", -2, 0, Keys::None, &(container as Handler))
         .doc(G, "4.0.0", "Depends on subcommand.", "A container for memory diagnostics commands.")
         .subcommands(super::memory::MEMORY),
-    Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, super::debug::debug)
+    Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, &(super::debug::debug as Handler))
         .doc(G, "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, CLOCK, SET-ACTIVE-EXPIRE).")
         .syntax("subcommand [argument [argument ...]]"),
-    Command::new("wait", 3, NOSCRIPT, Keys::None, wait)
+    Command::new("wait", 3, NOSCRIPT, Keys::None, &(wait as Handler))
         .doc(G, "3.0.0", "O(1)", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.")
         .syntax("numreplicas timeout"),
-    Command::new("role", 1, NOSCRIPT | LOADING | STALE | FAST, Keys::None, role)
+    Command::new("role", 1, NOSCRIPT | LOADING | STALE | FAST, Keys::None, &(role as Handler))
         .doc(G, "2.8.12", "O(1)", "Returns the replication role."),
-    Command::new("lolwut", -1, READONLY | FAST, Keys::None, lolwut)
+    Command::new("lolwut", -1, READONLY | FAST, Keys::None, &(lolwut as Handler))
         .doc(G, "5.0.0", "", "Displays computer art and the Redis version")
         .syntax("[VERSION version]"),
 ];
 
 static COMMAND: &[Command] = &[
-    Command::new("count", 2, LOADING | STALE, Keys::None, command_count).doc(
+    Command::new(
+        "count",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(command_count as Handler),
+    )
+    .doc(G, "2.8.13", "O(1)", "Returns a count of commands."),
+    Command::new(
+        "list",
+        -2,
+        LOADING | STALE,
+        Keys::None,
+        &(command_list as Handler),
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "O(N) where N is the total number of Redis commands",
+        "Returns a list of command names.",
+    )
+    .syntax("[FILTERBY MODULE module-name | ACLCAT category | PATTERN pattern]"),
+    Command::new(
+        "info",
+        -2,
+        LOADING | STALE,
+        Keys::None,
+        &(command_info as Handler),
+    )
+    .doc(
         G,
         "2.8.13",
-        "O(1)",
-        "Returns a count of commands.",
-    ),
-    Command::new("list", -2, LOADING | STALE, Keys::None, command_list)
-        .doc(
-            G,
-            "7.0.0",
-            "O(N) where N is the total number of Redis commands",
-            "Returns a list of command names.",
-        )
-        .syntax("[FILTERBY MODULE module-name | ACLCAT category | PATTERN pattern]"),
-    Command::new("info", -2, LOADING | STALE, Keys::None, command_info)
-        .doc(
-            G,
-            "2.8.13",
-            "O(N) where N is the number of commands to look up",
-            "Returns information about one, multiple or all commands.",
-        )
-        .syntax("[command-name [command-name ...]]"),
-    Command::new("docs", -2, LOADING | STALE, Keys::None, command_docs)
-        .doc(
-            G,
-            "7.0.0",
-            "O(N) where N is the number of commands to look up",
-            "Returns documentary information about one, multiple or all commands.",
-        )
-        .syntax("[command-name [command-name ...]]"),
-    Command::new("getkeys", -4, LOADING | STALE, Keys::None, command_getkeys)
-        .doc(
-            G,
-            "2.8.13",
-            "O(N) where N is the number of arguments to the command",
-            "Extracts the key names from an arbitrary command.",
-        )
-        .syntax("command [arg [arg ...]]"),
+        "O(N) where N is the number of commands to look up",
+        "Returns information about one, multiple or all commands.",
+    )
+    .syntax("[command-name [command-name ...]]"),
+    Command::new(
+        "docs",
+        -2,
+        LOADING | STALE,
+        Keys::None,
+        &(command_docs as Handler),
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "O(N) where N is the number of commands to look up",
+        "Returns documentary information about one, multiple or all commands.",
+    )
+    .syntax("[command-name [command-name ...]]"),
+    Command::new(
+        "getkeys",
+        -4,
+        LOADING | STALE,
+        Keys::None,
+        &(command_getkeys as Handler),
+    )
+    .doc(
+        G,
+        "2.8.13",
+        "O(N) where N is the number of arguments to the command",
+        "Extracts the key names from an arbitrary command.",
+    )
+    .syntax("command [arg [arg ...]]"),
     Command::new(
         "getkeysandflags",
         -4,
         LOADING | STALE,
         Keys::None,
-        command_getkeysandflags,
+        &(command_getkeysandflags as Handler),
     )
     .doc(
         G,
@@ -111,7 +138,14 @@ static COMMAND: &[Command] = &[
         "Extracts the key names and access flags for an arbitrary command.",
     )
     .syntax("command [arg [arg ...]]"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, command_help).doc(
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(command_help as Handler),
+    )
+    .doc(
         G,
         "5.0.0",
         "O(1)",
@@ -125,7 +159,7 @@ static CONFIG: &[Command] = &[
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        config_get,
+        &(config_get as Handler),
     )
     .doc(
         G,
@@ -139,7 +173,7 @@ static CONFIG: &[Command] = &[
         -4,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        config_set,
+        &(config_set as Handler),
     )
     .doc(
         G,
@@ -153,7 +187,7 @@ static CONFIG: &[Command] = &[
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        config_resetstat,
+        &(config_resetstat as Handler),
     )
     .doc(G, "2.0.0", "O(1)", "Resets the server's statistics."),
     Command::new(
@@ -161,7 +195,7 @@ static CONFIG: &[Command] = &[
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        config_rewrite,
+        &(config_rewrite as Handler),
     )
     .doc(
         G,
@@ -169,7 +203,14 @@ static CONFIG: &[Command] = &[
         "O(1)",
         "Persists the effective configuration to file.",
     ),
-    Command::new("help", 2, LOADING | STALE, Keys::None, config_help).doc(
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(config_help as Handler),
+    )
+    .doc(
         G,
         "5.0.0",
         "O(1)",
