@@ -13,6 +13,9 @@
 //! 5. [`types`]: the value data structures, each testable alone.
 //!
 //! Beside them: [`acl`] (users and permissions over the command table),
+//! [`spec`] (what each command of the table is — arity, flags, keys,
+//! Redis's metadata — and finding it by name: below the handlers, so acl,
+//! config and AOF loading read it too),
 //! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
 //! shared state and startup), [`config`], [`clock`], [`pubsub`],
 //! [`tracking`] (client-side caching), [`migrate`] (MIGRATE's outbound

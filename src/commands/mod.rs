@@ -34,10 +34,6 @@ pub mod migrate;
 pub mod modules;
 pub mod observability;
 pub mod persistence;
-// Generated data, laid out by its generator (.ci/gen_command_meta.py).
-#[rustfmt::skip]
-pub(crate) mod meta;
-pub(crate) mod meta_later;
 pub mod pubsub;
 pub mod replication;
 pub mod scripting;

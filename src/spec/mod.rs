@@ -13,6 +13,11 @@
 //! handler is stored opaquely ([`AnyHandler`]): its type names the
 //! handlers' context, which lives above this leaf.
 
+// Generated data, laid out by its generator (.ci/gen_command_meta.py).
+#[rustfmt::skip]
+pub(crate) mod meta;
+pub(crate) mod meta_later;
+pub(crate) mod metadata;
 pub mod table;
 
 pub use table::{
