@@ -59,9 +59,7 @@ use crate::protocol::Reply;
 pub use crate::protocol::{Args, OwnedArgs};
 use crate::server::Shared;
 use crate::spec::Unresolved;
-pub use crate::spec::{
-    Command, Keys, all_commands, command_by_id, command_id, flags, lookup, lookup_sub,
-};
+pub use crate::spec::{Command, Keys, all_commands, flags, lookup, lookup_sub};
 use crate::util::parse_i64;
 
 /// Every family's commands; the single source of truth.
