@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates src/commands/meta.rs from Redis 7.0.15's command JSON files.
+"""Generates src/spec/meta.rs from Redis 7.0.15's command JSON files.
 
 What `COMMAND INFO` reports beyond a command's name, arity and behaviour
 flags (its ACL categories, command tips, key specs, legacy first/last/step
@@ -24,7 +24,7 @@ Usage (stdlib only):
 
 SOURCE is a directory of Redis's command JSON files or a Redis source
 tarball (default: .cache/download/redis_7.0.15.orig.tar.gz, the one
-.ci/test downloads). Writes src/commands/meta.rs; with --check, only
+.ci/test downloads). Writes src/spec/meta.rs; with --check, only
 compares it and exits 1 if it is stale.
 """
 
@@ -35,7 +35,7 @@ import sys
 import tarfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-OUT = os.path.join(ROOT, "src", "commands", "meta.rs")
+OUT = os.path.join(ROOT, "src", "spec", "meta.rs")
 DEFAULT_SOURCE = os.path.join(ROOT, ".cache", "download", "redis_7.0.15.orig.tar.gz")
 
 # acl.c ACLCommandCategories: the order COMMAND INFO prints categories in.
@@ -268,7 +268,7 @@ def generate(source):
 //! redis_7.0.15.orig.tar.gz]` (the default source is the tarball
 //! `.ci/test` downloads into `.cache/download/`).
 
-use super::server::{{Begin as B, Find as F, GetKeysProc as P, KeySpec, Meta, ks::*}};
+use super::metadata::{{Begin as B, Find as F, GetKeysProc as P, KeySpec, Meta, ks::*}};
 
 pub(crate) static META: &[Meta] = &[
 {body}

@@ -147,11 +147,11 @@ impl Startup {
         }
         match (name.as_str(), args) {
             ("rename-command", [from, to]) => {
-                if crate::commands::lookup(from).is_none() {
+                if crate::spec::lookup(from).is_none() {
                     return Err("No such command in rename-command".into());
                 }
                 if !to.is_empty()
-                    && (crate::commands::lookup(to).is_some()
+                    && (crate::spec::lookup(to).is_some()
                         || self.renames.iter().any(|(_, t)| t.eq_ignore_ascii_case(to)))
                 {
                     return Err("Target command name already exists".into());

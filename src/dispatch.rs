@@ -16,9 +16,10 @@
 //! runs as is the implementer's (`C`), and what became of the command is
 //! told as [`Called`].
 
-use crate::commands::{Args, Command};
 use crate::keyspace::{HashedKey, Keyspace};
+use crate::protocol::Args;
 use crate::protocol::Reply;
+use crate::spec::Command;
 
 /// Runs commands from inside, as clients of type `C`.
 pub(crate) trait Dispatch<C> {

@@ -15,6 +15,9 @@
 //! 5. [`types`]: the value data structures, each testable alone.
 //!
 //! Beside them: [`acl`] (users and permissions over the command table),
+//! [`spec`] (what each command of the table is — arity, flags, keys,
+//! Redis's metadata — and finding it by name: below the handlers, so acl,
+//! config and AOF loading read it too),
 //! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
 //! shared state and startup), [`config`], [`clock`], [`clients`] (the
 //! registry of connected clients), [`pubsub`], [`tracking`] (client-side
@@ -46,6 +49,7 @@ pub mod pubsub;
 pub mod rdb;
 pub mod server;
 pub mod slowlog;
+pub mod spec;
 pub mod stats;
 pub mod tracking;
 pub mod types;

@@ -33,6 +33,9 @@ Examples:
        zwindow /etc/myredis.conf --loglevel verbose -";
 
 fn main() -> std::process::ExitCode {
+    // The command table first: reading the config looks commands up
+    // (`rename-command`).
+    zwindow::commands::install();
     let argv: Vec<Vec<u8>> = std::env::args_os()
         .map(|a| a.into_encoded_bytes())
         .collect();

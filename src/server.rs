@@ -272,7 +272,11 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     for w in &warnings {
         tracing::warn!("{w}");
     }
-    crate::commands::rename_commands(&renames)?;
+    // `main` installed the table before reading the config; a caller that
+    // built its `Startup` otherwise gets it here (a second install is a
+    // no-op).
+    crate::commands::install();
+    crate::spec::rename_commands(&renames)?;
     let bind = config
         .bind
         .split_whitespace()

@@ -3,7 +3,7 @@
 //! of every command and subcommand zwindow's `COMMAND LIST` names (compared
 //! byte for byte), the keys and key flags of a representative invocation
 //! of every command that takes keys, Redis's error texts, and COMMAND LIST's
-//! filters. Also that the generated `src/commands/meta.rs` is current.
+//! filters. Also that the generated `src/spec/meta.rs` is current.
 mod common;
 
 use std::collections::BTreeSet;
@@ -47,7 +47,7 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
     ("zttl", ZSET_TTL),
 ];
 
-const ZSET_TTL: &str = "Garnet's sorted-set member TTLs (no Redis has them): metadata in src/commands/meta_later.rs, replies in tests/zset_ttl.rs";
+const ZSET_TTL: &str = "Garnet's sorted-set member TTLs (no Redis has them): metadata in src/spec/meta_later.rs, replies in tests/zset_ttl.rs";
 
 const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEYSANDFLAGS compared with redis-server 8.0 in tests/hash_ttl.rs";
 
@@ -648,7 +648,7 @@ fn command_list_filters_match_redis() {
     }
 }
 
-/// src/commands/meta.rs is what .ci/gen_command_meta.py makes of Redis's
+/// src/spec/meta.rs is what .ci/gen_command_meta.py makes of Redis's
 /// command JSON files (in the tarball .ci/test downloads).
 #[test]
 fn generated_meta_is_current() {

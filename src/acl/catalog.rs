@@ -3,16 +3,18 @@
 //! (`config|get`), its ACL categories as a bit set, and how to find the
 //! keys and channels of one invocation.
 //!
-//! Built once from [`crate::commands::TABLE`]; the categories are the ones
-//! `COMMAND INFO` reports (Redis 7.0.15's own from `meta.rs`, or those
-//! Redis would derive for zwindow's own commands), so an `ACL SETUSER
-//! +@sortedset` allows exactly what `COMMAND INFO` says is `@sortedset`.
+//! Built once from the command table as [`crate::spec`] holds it; the
+//! categories are the ones `COMMAND INFO` reports (Redis 7.0.15's own from
+//! `spec/meta.rs`, or those Redis would derive for zwindow's own commands),
+//! so an `ACL SETUSER +@sortedset` allows exactly what `COMMAND INFO` says
+//! is `@sortedset`.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::commands::server::{ACL_ORDER, Meta, categories, ks, meta_of};
-use crate::commands::{Args, Command, Keys, all_commands, flags, lookup, lookup_sub};
+use crate::protocol::Args;
+use crate::spec::metadata::{ACL_ORDER, Meta, categories, ks, meta_of};
+use crate::spec::{Command, Keys, all_commands, flags, lookup, lookup_sub};
 
 /// Redis 7.0's ACL categories (acl.c `ACLCommandCategories`), in the order
 /// `ACL CAT` lists them; a category's bit is `1 << index`.

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use super::catalog::{Catalog, category_bit, category_names};
-use crate::commands::server::ks;
-use crate::commands::{Args, Command, flags};
+use crate::protocol::Args;
+use crate::spec::metadata::ks;
+use crate::spec::{Command, flags};
 use crate::util::{eq_ic, glob_match};
 
 /// A key pattern's permissions (acl.c `ACL_READ_PERMISSION` …).
@@ -857,7 +858,8 @@ pub(crate) fn merge_selector_args(ops: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::{OwnedArgs, resolve};
+    use crate::protocol::OwnedArgs;
+    use crate::spec::resolve;
 
     fn user(rules: &str) -> User {
         let mut u = User::new(b"u", false);

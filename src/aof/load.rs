@@ -17,11 +17,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{BASE, FileInfo, HISTORY, INCR, Manifest};
-use crate::commands::{Args, OwnedArgs, lookup};
 use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
+use crate::protocol::{Args, OwnedArgs};
 use crate::server::Shared;
+use crate::spec::lookup;
 
 /// Redis's `MANIFEST_MAX_LINE`.
 const MANIFEST_MAX_LINE: usize = 1024;
@@ -548,7 +549,7 @@ impl<'d, C> Replayer<'d, C> {
     /// thread holds every shard, as the script runner would); a command's
     /// error reply is logged, as it changes nothing.
     fn call(&mut self, ks: &mut Keyspace<'_>, args: Args<'_>, file: &str) -> Result<(), String> {
-        let cmd = crate::commands::resolve(&args).map_err(|e| {
+        let cmd = crate::spec::resolve(&args).map_err(|e| {
             format!(
                 "Bad command in the append only file {file}: {}",
                 String::from_utf8_lossy(e.bytes())

@@ -12,12 +12,13 @@
 //! script for each `redis.call`.
 
 use super::flags::*;
-use super::{Args, Client, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, resolve};
+use super::{Client, CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, resolve};
 use crate::acl::User;
 use crate::acl::catalog::{Catalog, category_bit, category_names};
 use crate::acl::log::{Context, Reason};
 use crate::acl::user::{Denied, has_spaces};
 use crate::clients::ClientHandle;
+use crate::protocol::Args;
 use crate::server::Shared;
 use crate::util::eq_ic;
 
@@ -25,20 +26,23 @@ const G: &str = "server";
 const ADM: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 const PLAIN: u32 = NOSCRIPT | LOADING | STALE;
 
-pub static COMMANDS: &[Command] =
-    &[
-        Command::new("acl", -2, 0, Keys::None, super::server::container)
-            .doc(
-                G,
-                "6.0.0",
-                "Depends on subcommand.",
-                "A container for Access List Control commands ",
-            )
-            .subcommands(ACL),
-    ];
+pub static COMMANDS: &[Command] = &[Command::new(
+    "acl",
+    -2,
+    0,
+    Keys::None,
+    &(super::server::container as Handler),
+)
+.doc(
+    G,
+    "6.0.0",
+    "Depends on subcommand.",
+    "A container for Access List Control commands ",
+)
+.subcommands(ACL)];
 
 static ACL: &[Command] = &[
-    Command::new("cat", -2, PLAIN, Keys::None, cat)
+    Command::new("cat", -2, PLAIN, Keys::None, &(cat as Handler))
         .doc(
             G,
             "6.0.0",
@@ -46,7 +50,7 @@ static ACL: &[Command] = &[
             "List the ACL categories or the commands inside a category",
         )
         .syntax("[categoryname]"),
-    Command::new("deluser", -3, ADM, Keys::None, deluser)
+    Command::new("deluser", -3, ADM, Keys::None, &(deluser as Handler))
         .doc(
             G,
             "6.0.0",
@@ -54,7 +58,7 @@ static ACL: &[Command] = &[
             "Remove the specified ACL users and the associated rules",
         )
         .syntax("username [username ...]"),
-    Command::new("dryrun", -4, ADM, Keys::None, dryrun)
+    Command::new("dryrun", -4, ADM, Keys::None, &(dryrun as Handler))
         .doc(
             G,
             "7.0.0",
@@ -62,7 +66,7 @@ static ACL: &[Command] = &[
             "Returns whether the user can execute the given command without executing the command.",
         )
         .syntax("username command [arg [arg ...]]"),
-    Command::new("genpass", -2, PLAIN, Keys::None, genpass)
+    Command::new("genpass", -2, PLAIN, Keys::None, &(genpass as Handler))
         .doc(
             G,
             "6.0.0",
@@ -70,7 +74,7 @@ static ACL: &[Command] = &[
             "Generate a pseudorandom secure password to use for ACL users",
         )
         .syntax("[bits]"),
-    Command::new("getuser", 3, ADM, Keys::None, getuser)
+    Command::new("getuser", 3, ADM, Keys::None, &(getuser as Handler))
         .doc(
             G,
             "6.0.0",
@@ -78,25 +82,25 @@ static ACL: &[Command] = &[
             "Get the rules for a specific ACL user",
         )
         .syntax("username"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, help).doc(
+    Command::new("help", 2, LOADING | STALE, Keys::None, &(help as Handler)).doc(
         G,
         "6.0.0",
         "O(1)",
         "Show helpful text about the different subcommands",
     ),
-    Command::new("list", 2, ADM, Keys::None, list).doc(
+    Command::new("list", 2, ADM, Keys::None, &(list as Handler)).doc(
         G,
         "6.0.0",
         "O(N). Where N is the number of configured users.",
         "List the current ACL rules in ACL config file format",
     ),
-    Command::new("load", 2, ADM, Keys::None, load).doc(
+    Command::new("load", 2, ADM, Keys::None, &(load as Handler)).doc(
         G,
         "6.0.0",
         "O(N). Where N is the number of configured users.",
         "Reload the ACLs from the configured ACL file",
     ),
-    Command::new("log", -2, ADM, Keys::None, log)
+    Command::new("log", -2, ADM, Keys::None, &(log as Handler))
         .doc(
             G,
             "6.0.0",
@@ -104,13 +108,13 @@ static ACL: &[Command] = &[
             "List latest events denied because of ACLs in place",
         )
         .syntax("[count | RESET]"),
-    Command::new("save", 2, ADM, Keys::None, save).doc(
+    Command::new("save", 2, ADM, Keys::None, &(save as Handler)).doc(
         G,
         "6.0.0",
         "O(N). Where N is the number of configured users.",
         "Save the current ACL rules in the configured ACL file",
     ),
-    Command::new("setuser", -3, ADM, Keys::None, setuser)
+    Command::new("setuser", -3, ADM, Keys::None, &(setuser as Handler))
         .doc(
             G,
             "6.0.0",
@@ -118,13 +122,13 @@ static ACL: &[Command] = &[
             "Modify or create the rules for a specific ACL user",
         )
         .syntax("username [rule [rule ...]]"),
-    Command::new("users", 2, ADM, Keys::None, users).doc(
+    Command::new("users", 2, ADM, Keys::None, &(users as Handler)).doc(
         G,
         "6.0.0",
         "O(N). Where N is the number of configured users.",
         "List the username of all the configured ACL rules",
     ),
-    Command::new("whoami", 2, PLAIN, Keys::None, whoami).doc(
+    Command::new("whoami", 2, PLAIN, Keys::None, &(whoami as Handler)).doc(
         G,
         "6.0.0",
         "O(1)",

@@ -12,7 +12,7 @@
 
 use super::flags::*;
 use super::strings::lookup_str;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, Keyspace, Str, Value, notify};
 use crate::types::bitmap::{self, BitOp, Overflow};
 use crate::util::{eq_ic, parse_i64};
@@ -20,25 +20,25 @@ use crate::util::{eq_ic, parse_i64};
 const G: &str = "bitmap";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("setbit", 4, WRITE | DENYOOM, Keys::ONE, setbit)
+    Command::new("setbit", 4, WRITE | DENYOOM, Keys::ONE, &(setbit as Handler))
         .doc(G, "2.2.0", "O(1)", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.")
         .syntax("key offset value"),
-    Command::new("getbit", 3, READONLY | FAST, Keys::ONE, getbit)
+    Command::new("getbit", 3, READONLY | FAST, Keys::ONE, &(getbit as Handler))
         .doc(G, "2.2.0", "O(1)", "Returns a bit value by offset.")
         .syntax("key offset"),
-    Command::new("bitcount", -2, READONLY, Keys::ONE, bitcount)
+    Command::new("bitcount", -2, READONLY, Keys::ONE, &(bitcount as Handler))
         .doc(G, "2.6.0", "O(N)", "Counts the number of set bits (population counting) in a string.")
         .syntax("key [start end [BYTE | BIT]]"),
-    Command::new("bitpos", -3, READONLY, Keys::ONE, bitpos)
+    Command::new("bitpos", -3, READONLY, Keys::ONE, &(bitpos as Handler))
         .doc(G, "2.8.7", "O(N)", "Finds the first set (1) or clear (0) bit in a string.")
         .syntax("key bit [start [end [BYTE | BIT]]]"),
-    Command::new("bitop", -4, WRITE | DENYOOM, Keys::Range { first: 2, last: -1, step: 1 }, bitop)
+    Command::new("bitop", -4, WRITE | DENYOOM, Keys::Range { first: 2, last: -1, step: 1 }, &(bitop as Handler))
         .doc(G, "2.6.0", "O(N)", "Performs bitwise operations on multiple strings, and stores the result.")
         .syntax("<AND | OR | XOR | NOT> destkey key [key ...]"),
-    Command::new("bitfield", -2, WRITE | DENYOOM, Keys::ONE, bitfield)
+    Command::new("bitfield", -2, WRITE | DENYOOM, Keys::ONE, &(bitfield as Handler))
         .doc(G, "3.2.0", "O(1) for each subcommand specified", "Performs arbitrary bitfield integer operations on strings.")
         .syntax("key [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> ...]]"),
-    Command::new("bitfield_ro", -2, READONLY | FAST, Keys::ONE, bitfield)
+    Command::new("bitfield_ro", -2, READONLY | FAST, Keys::ONE, &(bitfield as Handler))
         .doc(G, "6.0.0", "O(1) for each subcommand specified", "Performs arbitrary read-only bitfield integer operations on strings.")
         .syntax("key [GET encoding offset [GET encoding offset ...]]"),
 ];

@@ -7,30 +7,42 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, int_arg};
 use crate::server::Shared;
 use crate::util::eq_ic;
 
 const G: &str = "connection";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("ping", -1, FAST | SUBSCRIBED_OK, Keys::None, ping)
-        .doc(
-            G,
-            "1.0.0",
-            "O(1)",
-            "Returns the server's liveliness response.",
-        )
-        .syntax("[message]"),
-    Command::new("echo", 2, LOADING | STALE | FAST, Keys::None, echo)
-        .doc(G, "1.0.0", "O(1)", "Returns the given string.")
-        .syntax("message"),
+    Command::new(
+        "ping",
+        -1,
+        FAST | SUBSCRIBED_OK,
+        Keys::None,
+        &(ping as Handler),
+    )
+    .doc(
+        G,
+        "1.0.0",
+        "O(1)",
+        "Returns the server's liveliness response.",
+    )
+    .syntax("[message]"),
+    Command::new(
+        "echo",
+        2,
+        LOADING | STALE | FAST,
+        Keys::None,
+        &(echo as Handler),
+    )
+    .doc(G, "1.0.0", "O(1)", "Returns the given string.")
+    .syntax("message"),
     Command::new(
         "quit",
         -1,
         NOSCRIPT | LOADING | STALE | NO_AUTH | FAST | TX_CONTROL | SUBSCRIBED_OK | ALLOW_BUSY,
         Keys::None,
-        quit,
+        &(quit as Handler),
     )
     .doc(G, "1.0.0", "O(1)", "Closes the connection."),
     Command::new(
@@ -38,7 +50,7 @@ pub static COMMANDS: &[Command] = &[
         -1,
         NO_AUTH | FAST | NOSCRIPT | STALE | LOADING | ALLOW_BUSY,
         Keys::None,
-        hello,
+        &(hello as Handler),
     )
     .doc(G, "6.0.0", "O(1)", "Handshakes with the Redis server.")
     .syntax("[protover [AUTH username password] [SETNAME clientname]]"),
@@ -47,7 +59,7 @@ pub static COMMANDS: &[Command] = &[
         -2,
         NO_AUTH | FAST | NOSCRIPT | STALE | LOADING | ALLOW_BUSY,
         Keys::None,
-        auth,
+        &(auth as Handler),
     )
     .doc(
         G,
@@ -56,29 +68,41 @@ pub static COMMANDS: &[Command] = &[
         "Authenticates the connection.",
     )
     .syntax("[username] password"),
-    Command::new("select", 2, FAST | LOADING | STALE, Keys::None, select)
-        .doc(G, "1.0.0", "O(1)", "Changes the selected database.")
-        .syntax("index"),
+    Command::new(
+        "select",
+        2,
+        FAST | LOADING | STALE,
+        Keys::None,
+        &(select as Handler),
+    )
+    .doc(G, "1.0.0", "O(1)", "Changes the selected database.")
+    .syntax("index"),
     Command::new(
         "reset",
         1,
         NO_AUTH | FAST | NOSCRIPT | STALE | LOADING | TX_CONTROL | SUBSCRIBED_OK | ALLOW_BUSY,
         Keys::None,
-        reset,
+        &(reset as Handler),
     )
     .doc(G, "6.2.0", "O(1)", "Resets the connection."),
-    Command::new("client", -2, 0, Keys::None, super::server::container)
-        .doc(
-            G,
-            "2.4.0",
-            "Depends on subcommand.",
-            "A container for client connection commands.",
-        )
-        .subcommands(CLIENT),
+    Command::new(
+        "client",
+        -2,
+        0,
+        Keys::None,
+        &(super::server::container as Handler),
+    )
+    .doc(
+        G,
+        "2.4.0",
+        "Depends on subcommand.",
+        "A container for client connection commands.",
+    )
+    .subcommands(CLIENT),
 ];
 
 static CLIENT: &[Command] = &[
-    Command::new("id", 2, NOSCRIPT | LOADING | STALE, Keys::None, client_id).doc(
+    Command::new("id", 2, NOSCRIPT | LOADING | STALE, Keys::None, &(client_id as Handler)).doc(
         G,
         "5.0.0",
         "O(1)",
@@ -89,7 +113,7 @@ static CLIENT: &[Command] = &[
         3,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_setname,
+        &(client_setname as Handler),
     )
     .doc(G, "2.6.9", "O(1)", "Sets the connection name.")
     .syntax("connection-name"),
@@ -98,7 +122,7 @@ static CLIENT: &[Command] = &[
         2,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_getname,
+        &(client_getname as Handler),
     )
     .doc(G, "2.6.9", "O(1)", "Returns the name of the connection."),
     Command::new(
@@ -106,7 +130,7 @@ static CLIENT: &[Command] = &[
         4,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_setinfo,
+        &(client_setinfo as Handler),
     )
     .doc(
         G,
@@ -120,7 +144,7 @@ static CLIENT: &[Command] = &[
         2,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_info,
+        &(client_info as Handler),
     )
     .doc(
         G,
@@ -133,7 +157,7 @@ static CLIENT: &[Command] = &[
         -2,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_list,
+        &(client_list as Handler),
     )
     .doc(
         G,
@@ -147,7 +171,7 @@ static CLIENT: &[Command] = &[
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_kill,
+        &(client_kill as Handler),
     )
     .doc(
         G,
@@ -161,7 +185,7 @@ static CLIENT: &[Command] = &[
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_unblock,
+        &(client_unblock as Handler),
     )
     .doc(
         G,
@@ -175,7 +199,7 @@ static CLIENT: &[Command] = &[
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_no_evict,
+        &(client_no_evict as Handler),
     )
     .doc(
         G,
@@ -189,7 +213,7 @@ static CLIENT: &[Command] = &[
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_pause,
+        &(client_pause as Handler),
     )
     .doc(
         G,
@@ -203,7 +227,7 @@ static CLIENT: &[Command] = &[
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_unpause,
+        &(client_unpause as Handler),
     )
     .doc(
         G,
@@ -216,7 +240,7 @@ static CLIENT: &[Command] = &[
         3,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_reply,
+        &(client_reply as Handler),
     )
     .doc(
         G,
@@ -230,7 +254,7 @@ static CLIENT: &[Command] = &[
         -3,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_tracking,
+        &(client_tracking as Handler),
     )
     .doc(
         G,
@@ -244,7 +268,7 @@ static CLIENT: &[Command] = &[
         3,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_caching,
+        &(client_caching as Handler),
     )
     .doc(
         G,
@@ -258,7 +282,7 @@ static CLIENT: &[Command] = &[
         2,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_getredir,
+        &(client_getredir as Handler),
     )
     .doc(
         G,
@@ -271,7 +295,7 @@ static CLIENT: &[Command] = &[
         2,
         NOSCRIPT | LOADING | STALE,
         Keys::None,
-        client_trackinginfo,
+        &(client_trackinginfo as Handler),
     )
     .doc(
         G,
@@ -279,7 +303,7 @@ static CLIENT: &[Command] = &[
         "O(1)",
         "Returns information about server-assisted client-side caching for the connection.",
     ),
-    Command::new("help", 2, LOADING | STALE, Keys::None, client_help).doc(
+    Command::new("help", 2, LOADING | STALE, Keys::None, &(client_help as Handler)).doc(
         G,
         "5.0.0",
         "O(1)",

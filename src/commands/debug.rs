@@ -93,7 +93,7 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
     } else if eq_ic(sub, "PROTOCOL") && argc == 3 {
         protocol(ctx)?;
     } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && argc == 3 {
-        let on = super::server::c_atoi(ctx.arg(2)) != 0;
+        let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
         ctx.shared.store.active_expire.store(on, Relaxed);
         ctx.out.ok();
     } else if eq_ic(sub, "QUICKLIST-PACKED-THRESHOLD") && argc == 3 {
@@ -135,7 +135,7 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
             .store(us.max(0) as u64, Relaxed);
         ctx.out.ok();
     } else if eq_ic(sub, "REPLYBUFFER") && argc == 4 && eq_ic(ctx.arg(2), "RESIZING") {
-        let on = super::server::c_atoi(ctx.arg(3)) != 0;
+        let on = crate::spec::metadata::c_atoi(ctx.arg(3)) != 0;
         REPLY_BUFFER_RESIZING.store(on, Relaxed);
         ctx.out.ok();
     } else if eq_ic(sub, "CLOCK") && argc >= 3 {

@@ -17,7 +17,7 @@ use super::flags::*;
 use super::lua::RunSpec;
 use super::lua::dump;
 use super::lua::functions::{FLAG_ALLOW_OOM, FLAG_NAMES, FLAG_NO_WRITES};
-use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 use crate::util::{eq_ic, glob_match, parse_i64};
 
 const G: &str = "scripting";
@@ -28,7 +28,7 @@ pub static COMMANDS: &[Command] = &[
         -3,
         NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE,
         Keys::Script { count_at: 2 },
-        fcall,
+        &(fcall as Handler),
     )
     .doc(
         G,
@@ -42,7 +42,7 @@ pub static COMMANDS: &[Command] = &[
         -3,
         NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY,
         Keys::Script { count_at: 2 },
-        fcall_ro,
+        &(fcall_ro as Handler),
     )
     .doc(
         G,
@@ -51,14 +51,20 @@ pub static COMMANDS: &[Command] = &[
         "Invoke a read-only function",
     )
     .syntax("function numkeys [key [key ...]] [arg [arg ...]]"),
-    Command::new("function", -2, 0, Keys::None, super::server::container)
-        .doc(
-            G,
-            "7.0.0",
-            "Depends on subcommand.",
-            "A container for function commands",
-        )
-        .subcommands(FUNCTION),
+    Command::new(
+        "function",
+        -2,
+        0,
+        Keys::None,
+        &(super::server::container as Handler),
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "Depends on subcommand.",
+        "A container for function commands",
+    )
+    .subcommands(FUNCTION),
 ];
 
 static FUNCTION: &[Command] = &[
@@ -67,7 +73,7 @@ static FUNCTION: &[Command] = &[
         -3,
         NOSCRIPT | WRITE | DENYOOM,
         Keys::None,
-        function_load,
+        &(function_load as Handler),
     )
     .doc(
         G,
@@ -76,31 +82,49 @@ static FUNCTION: &[Command] = &[
         "Create a function with the given arguments (name, code, description)",
     )
     .syntax("[REPLACE] function-code"),
-    Command::new("delete", 3, NOSCRIPT | WRITE, Keys::None, function_delete)
-        .doc(G, "7.0.0", "O(1)", "Delete a function by name")
-        .syntax("library-name"),
-    Command::new("flush", -2, NOSCRIPT | WRITE, Keys::None, function_flush)
-        .doc(
-            G,
-            "7.0.0",
-            "O(N) where N is the number of functions deleted",
-            "Deleting all functions",
-        )
-        .syntax("[ASYNC | SYNC]"),
-    Command::new("list", -2, NOSCRIPT, Keys::None, function_list)
-        .doc(
-            G,
-            "7.0.0",
-            "O(N) where N is the number of functions",
-            "List information about all the functions",
-        )
-        .syntax("[LIBRARYNAME library-name-pattern] [WITHCODE]"),
+    Command::new(
+        "delete",
+        3,
+        NOSCRIPT | WRITE,
+        Keys::None,
+        &(function_delete as Handler),
+    )
+    .doc(G, "7.0.0", "O(1)", "Delete a function by name")
+    .syntax("library-name"),
+    Command::new(
+        "flush",
+        -2,
+        NOSCRIPT | WRITE,
+        Keys::None,
+        &(function_flush as Handler),
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "O(N) where N is the number of functions deleted",
+        "Deleting all functions",
+    )
+    .syntax("[ASYNC | SYNC]"),
+    Command::new(
+        "list",
+        -2,
+        NOSCRIPT,
+        Keys::None,
+        &(function_list as Handler),
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "O(N) where N is the number of functions",
+        "List information about all the functions",
+    )
+    .syntax("[LIBRARYNAME library-name-pattern] [WITHCODE]"),
     Command::new(
         "stats",
         2,
         NOSCRIPT | ALLOW_BUSY,
         Keys::None,
-        function_stats,
+        &(function_stats as Handler),
     )
     .doc(
         G,
@@ -108,13 +132,20 @@ static FUNCTION: &[Command] = &[
         "O(1)",
         "Return information about the function currently running (name, description, duration)",
     ),
-    Command::new("kill", 2, NOSCRIPT | ALLOW_BUSY, Keys::None, function_kill).doc(
+    Command::new(
+        "kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        Keys::None,
+        &(function_kill as Handler),
+    )
+    .doc(
         G,
         "7.0.0",
         "O(1)",
         "Kill the function currently in execution.",
     ),
-    Command::new("dump", 2, NOSCRIPT, Keys::None, function_dump).doc(
+    Command::new("dump", 2, NOSCRIPT, Keys::None, &(function_dump as Handler)).doc(
         G,
         "7.0.0",
         "O(N) where N is the number of functions",
@@ -125,7 +156,7 @@ static FUNCTION: &[Command] = &[
         -3,
         NOSCRIPT | WRITE | DENYOOM,
         Keys::None,
-        function_restore,
+        &(function_restore as Handler),
     )
     .doc(
         G,
@@ -134,7 +165,14 @@ static FUNCTION: &[Command] = &[
         "Restore all the functions on the given payload",
     )
     .syntax("serialized-value [FLUSH | APPEND | REPLACE]"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, function_help).doc(
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(function_help as Handler),
+    )
+    .doc(
         G,
         "7.0.0",
         "O(1)",

@@ -13,7 +13,7 @@
 //! Redis's order.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, OwnedArgs, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, OwnedArgs, int_arg};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::types::geo::{self, Shape, ShapeKind};
 use crate::types::ldouble::LDouble;
@@ -25,34 +25,34 @@ const RADIUS_COMPLEXITY: &str = "O(N+log(M)) where N is the number of elements i
 const SEARCH_COMPLEXITY: &str = "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("geoadd", -5, WRITE | DENYOOM, Keys::ONE, geoadd)
+    Command::new("geoadd", -5, WRITE | DENYOOM, Keys::ONE, &(geoadd as Handler))
         .doc(G, "3.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.")
         .syntax("key [NX | XX] [CH] longitude latitude member [longitude latitude member ...]"),
-    Command::new("geodist", -4, READONLY, Keys::ONE, geodist)
+    Command::new("geodist", -4, READONLY, Keys::ONE, &(geodist as Handler))
         .doc(G, "3.2.0", "O(log(N))", "Returns the distance between two members of a geospatial index.")
         .syntax("key member1 member2 [M | KM | FT | MI]"),
-    Command::new("geohash", -2, READONLY, Keys::ONE, geohash)
+    Command::new("geohash", -2, READONLY, Keys::ONE, &(geohash as Handler))
         .doc(G, "3.2.0", "O(log(N)) for each member requested, where N is the number of elements in the sorted set.", "Returns members from a geospatial index as geohash strings.")
         .syntax("key [member [member ...]]"),
-    Command::new("geopos", -2, READONLY, Keys::ONE, geopos)
+    Command::new("geopos", -2, READONLY, Keys::ONE, &(geopos as Handler))
         .doc(G, "3.2.0", "O(N) where N is the number of members requested.", "Returns the longitude and latitude of members from a geospatial index.")
         .syntax("key [member [member ...]]"),
-    Command::new("georadius", -6, WRITE | DENYOOM, Keys::WithStore, georadius)
+    Command::new("georadius", -6, WRITE | DENYOOM, Keys::WithStore, &(georadius as Handler))
         .doc(G, "3.2.0", RADIUS_COMPLEXITY, "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.")
         .syntax("key longitude latitude radius M | KM | FT | MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]"),
-    Command::new("georadius_ro", -6, READONLY, Keys::ONE, georadius_ro)
+    Command::new("georadius_ro", -6, READONLY, Keys::ONE, &(georadius_ro as Handler))
         .doc(G, "3.2.10", RADIUS_COMPLEXITY, "Returns members from a geospatial index that are within a distance from a coordinate.")
         .syntax("key longitude latitude radius M | KM | FT | MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]"),
-    Command::new("georadiusbymember", -5, WRITE | DENYOOM, Keys::WithStore, georadiusbymember)
+    Command::new("georadiusbymember", -5, WRITE | DENYOOM, Keys::WithStore, &(georadiusbymember as Handler))
         .doc(G, "3.2.0", RADIUS_COMPLEXITY, "Queries a geospatial index for members within a distance from a member, optionally stores the result.")
         .syntax("key member radius M | KM | FT | MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]"),
-    Command::new("georadiusbymember_ro", -5, READONLY, Keys::ONE, georadiusbymember_ro)
+    Command::new("georadiusbymember_ro", -5, READONLY, Keys::ONE, &(georadiusbymember_ro as Handler))
         .doc(G, "3.2.10", RADIUS_COMPLEXITY, "Returns members from a geospatial index that are within a distance from a member.")
         .syntax("key member radius M | KM | FT | MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]"),
-    Command::new("geosearch", -7, READONLY, Keys::ONE, geosearch)
+    Command::new("geosearch", -7, READONLY, Keys::ONE, &(geosearch as Handler))
         .doc(G, "6.2.0", SEARCH_COMPLEXITY, "Queries a geospatial index for members inside an area of a box or a circle.")
         .syntax("key FROMMEMBER member | FROMLONLAT longitude latitude BYRADIUS radius M | KM | FT | MI | BYBOX width height M | KM | FT | MI [ASC | DESC] [COUNT count [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]"),
-    Command::new("geosearchstore", -8, WRITE | DENYOOM, Keys::TWO, geosearchstore)
+    Command::new("geosearchstore", -8, WRITE | DENYOOM, Keys::TWO, &(geosearchstore as Handler))
         .doc(G, "6.2.0", SEARCH_COMPLEXITY, "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.")
         .syntax("destination source FROMMEMBER member | FROMLONLAT longitude latitude BYRADIUS radius M | KM | FT | MI | BYBOX width height M | KM | FT | MI [ASC | DESC] [COUNT count [ANY]] [STOREDIST]"),
 ];

@@ -13,7 +13,7 @@
 //! too ([`scan_args`]) and shared with `sets.rs`.
 
 use super::flags::*;
-use super::{Args, CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{Args, CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::types::hash::{Hash, Limits, NO_TTL};
@@ -23,88 +23,88 @@ use crate::util::{eq_ic, glob_match, parse_i64};
 const G: &str = "hash";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("hset", -4, WRITE | DENYOOM | FAST, Keys::ONE, hset)
+    Command::new("hset", -4, WRITE | DENYOOM | FAST, Keys::ONE, &(hset as Handler))
         .doc(G, "2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "Creates or modifies the value of a field in a hash.")
         .syntax("key field value [field value ...]"),
-    Command::new("hmset", -4, WRITE | DENYOOM | FAST, Keys::ONE, hset)
+    Command::new("hmset", -4, WRITE | DENYOOM | FAST, Keys::ONE, &(hset as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of fields being set.", "Sets the values of multiple fields.")
         .syntax("key field value [field value ...]"),
-    Command::new("hsetnx", 4, WRITE | DENYOOM | FAST, Keys::ONE, hsetnx)
+    Command::new("hsetnx", 4, WRITE | DENYOOM | FAST, Keys::ONE, &(hsetnx as Handler))
         .doc(G, "2.0.0", "O(1)", "Sets the value of a field in a hash only when the field doesn't exist.")
         .syntax("key field value"),
-    Command::new("hget", 3, READONLY | FAST, Keys::ONE, hget)
+    Command::new("hget", 3, READONLY | FAST, Keys::ONE, &(hget as Handler))
         .doc(G, "2.0.0", "O(1)", "Returns the value of a field in a hash.")
         .syntax("key field"),
-    Command::new("hmget", -3, READONLY | FAST, Keys::ONE, hmget)
+    Command::new("hmget", -3, READONLY | FAST, Keys::ONE, &(hmget as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of fields being requested.", "Returns the values of all fields in a hash.")
         .syntax("key field [field ...]"),
-    Command::new("hdel", -3, WRITE | FAST, Keys::ONE, hdel)
+    Command::new("hdel", -3, WRITE | FAST, Keys::ONE, &(hdel as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of fields to be removed.", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.")
         .syntax("key field [field ...]"),
-    Command::new("hlen", 2, READONLY | FAST, Keys::ONE, hlen)
+    Command::new("hlen", 2, READONLY | FAST, Keys::ONE, &(hlen as Handler))
         .doc(G, "2.0.0", "O(1)", "Returns the number of fields in a hash.")
         .syntax("key"),
-    Command::new("hstrlen", 3, READONLY | FAST, Keys::ONE, hstrlen)
+    Command::new("hstrlen", 3, READONLY | FAST, Keys::ONE, &(hstrlen as Handler))
         .doc(G, "3.2.0", "O(1)", "Returns the length of the value of a field.")
         .syntax("key field"),
-    Command::new("hexists", 3, READONLY | FAST, Keys::ONE, hexists)
+    Command::new("hexists", 3, READONLY | FAST, Keys::ONE, &(hexists as Handler))
         .doc(G, "2.0.0", "O(1)", "Determines whether a field exists in a hash.")
         .syntax("key field"),
-    Command::new("hkeys", 2, READONLY, Keys::ONE, hkeys)
+    Command::new("hkeys", 2, READONLY, Keys::ONE, &(hkeys as Handler))
         .doc(G, "2.0.0", "O(N) where N is the size of the hash.", "Returns all fields in a hash.")
         .syntax("key"),
-    Command::new("hvals", 2, READONLY, Keys::ONE, hvals)
+    Command::new("hvals", 2, READONLY, Keys::ONE, &(hvals as Handler))
         .doc(G, "2.0.0", "O(N) where N is the size of the hash.", "Returns all values in a hash.")
         .syntax("key"),
-    Command::new("hgetall", 2, READONLY, Keys::ONE, hgetall)
+    Command::new("hgetall", 2, READONLY, Keys::ONE, &(hgetall as Handler))
         .doc(G, "2.0.0", "O(N) where N is the size of the hash.", "Returns all fields and values in a hash.")
         .syntax("key"),
-    Command::new("hincrby", 4, WRITE | DENYOOM | FAST, Keys::ONE, hincrby)
+    Command::new("hincrby", 4, WRITE | DENYOOM | FAST, Keys::ONE, &(hincrby as Handler))
         .doc(G, "2.0.0", "O(1)", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.")
         .syntax("key field increment"),
-    Command::new("hincrbyfloat", 4, WRITE | DENYOOM | FAST, Keys::ONE, hincrbyfloat)
+    Command::new("hincrbyfloat", 4, WRITE | DENYOOM | FAST, Keys::ONE, &(hincrbyfloat as Handler))
         .doc(G, "2.6.0", "O(1)", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.")
         .syntax("key field increment"),
-    Command::new("hrandfield", -2, READONLY, Keys::ONE, hrandfield)
+    Command::new("hrandfield", -2, READONLY, Keys::ONE, &(hrandfield as Handler))
         .doc(G, "6.2.0", "O(N) where N is the number of fields returned", "Returns one or more random fields from a hash.")
         .syntax("key [count [WITHVALUES]]"),
-    Command::new("hscan", -3, READONLY, Keys::ONE, hscan)
+    Command::new("hscan", -3, READONLY, Keys::ONE, &(hscan as Handler))
         .doc(G, "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over fields and values of a hash.")
         .syntax("key cursor [MATCH pattern] [COUNT count]"),
-    Command::new("hexpire", -6, WRITE | FAST, Keys::ONE, hexpire)
+    Command::new("hexpire", -6, WRITE | FAST, Keys::ONE, &(hexpire as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Set expiry for hash field using relative time to expire (seconds)")
         .syntax("key seconds [NX | XX | GT | LT] FIELDS numfields field [field ...]"),
-    Command::new("hpexpire", -6, WRITE | FAST, Keys::ONE, hpexpire)
+    Command::new("hpexpire", -6, WRITE | FAST, Keys::ONE, &(hpexpire as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Set expiry for hash field using relative time to expire (milliseconds)")
         .syntax("key milliseconds [NX | XX | GT | LT] FIELDS numfields field [field ...]"),
-    Command::new("hexpireat", -6, WRITE | FAST, Keys::ONE, hexpireat)
+    Command::new("hexpireat", -6, WRITE | FAST, Keys::ONE, &(hexpireat as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Set expiry for hash field using an absolute Unix timestamp (seconds)")
         .syntax("key unix-time-seconds [NX | XX | GT | LT] FIELDS numfields field [field ...]"),
-    Command::new("hpexpireat", -6, WRITE | FAST, Keys::ONE, hpexpireat)
+    Command::new("hpexpireat", -6, WRITE | FAST, Keys::ONE, &(hpexpireat as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Set expiry for hash field using an absolute Unix timestamp (milliseconds)")
         .syntax("key unix-time-milliseconds [NX | XX | GT | LT] FIELDS numfields field [field ...]"),
-    Command::new("httl", -5, READONLY | FAST, Keys::ONE, httl)
+    Command::new("httl", -5, READONLY | FAST, Keys::ONE, &(httl as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Returns the TTL in seconds of a hash field.")
         .syntax("key FIELDS numfields field [field ...]"),
-    Command::new("hpttl", -5, READONLY | FAST, Keys::ONE, hpttl)
+    Command::new("hpttl", -5, READONLY | FAST, Keys::ONE, &(hpttl as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Returns the TTL in milliseconds of a hash field.")
         .syntax("key FIELDS numfields field [field ...]"),
-    Command::new("hexpiretime", -5, READONLY | FAST, Keys::ONE, hexpiretime)
+    Command::new("hexpiretime", -5, READONLY | FAST, Keys::ONE, &(hexpiretime as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Returns the expiration time of a hash field as a Unix timestamp, in seconds.")
         .syntax("key FIELDS numfields field [field ...]"),
-    Command::new("hpexpiretime", -5, READONLY | FAST, Keys::ONE, hpexpiretime)
+    Command::new("hpexpiretime", -5, READONLY | FAST, Keys::ONE, &(hpexpiretime as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Returns the expiration time of a hash field as a Unix timestamp, in msec.")
         .syntax("key FIELDS numfields field [field ...]"),
-    Command::new("hpersist", -5, WRITE | FAST, Keys::ONE, hpersist)
+    Command::new("hpersist", -5, WRITE | FAST, Keys::ONE, &(hpersist as Handler))
         .doc(G, "7.4.0", "O(N) where N is the number of specified fields", "Removes the expiration time for each specified field")
         .syntax("key FIELDS numfields field [field ...]"),
-    Command::new("hgetex", -5, WRITE | FAST, Keys::ONE, hgetex)
+    Command::new("hgetex", -5, WRITE | FAST, Keys::ONE, &(hgetex as Handler))
         .doc(G, "8.0.0", "O(N) where N is the number of specified fields", "Get the value of one or more fields of a given hash key, and optionally set their expiration.")
         .syntax("key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST] FIELDS numfields field [field ...]"),
-    Command::new("hsetex", -6, WRITE | DENYOOM | FAST, Keys::ONE, hsetex)
+    Command::new("hsetex", -6, WRITE | DENYOOM | FAST, Keys::ONE, &(hsetex as Handler))
         .doc(G, "8.0.0", "O(N) where N is the number of fields being set.", "Set the value of one or more fields of a given hash key, and optionally set their expiration.")
         .syntax("key [FNX | FXX] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL] FIELDS numfields field value [field value ...]"),
-    Command::new("hgetdel", -5, WRITE | FAST, Keys::ONE, hgetdel)
+    Command::new("hgetdel", -5, WRITE | FAST, Keys::ONE, &(hgetdel as Handler))
         .doc(G, "8.0.0", "O(N) where N is the number of specified fields", "Returns the value of a field and deletes it from the hash.")
         .syntax("key FIELDS numfields field [field ...]"),
 ];

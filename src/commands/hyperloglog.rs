@@ -11,7 +11,7 @@
 //! `raw`, as Redis's `dbUnshareStringValue` does even for PFCOUNT.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 use crate::keyspace::{Entry, Keyspace, Str, Value, notify};
 use crate::types::hll;
 
@@ -21,19 +21,19 @@ const NOT_HLL: Error = Error::Static("WRONGTYPE Key is not a valid HyperLogLog s
 const CORRUPT: Error = Error::Static("INVALIDOBJ Corrupted HLL object detected");
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("pfadd", -2, WRITE | DENYOOM | FAST, Keys::ONE, pfadd)
+    Command::new("pfadd", -2, WRITE | DENYOOM | FAST, Keys::ONE, &(pfadd as Handler))
         .doc(G, "2.8.9", "O(1) to add every element.", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.")
         .syntax("key [element [element ...]]"),
-    Command::new("pfcount", -2, READONLY | MAY_REPLICATE, Keys::ALL_ARGS, pfcount)
+    Command::new("pfcount", -2, READONLY | MAY_REPLICATE, Keys::ALL_ARGS, &(pfcount as Handler))
         .doc(G, "2.8.9", "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).")
         .syntax("key [key ...]"),
-    Command::new("pfmerge", -2, WRITE | DENYOOM, Keys::ALL_ARGS, pfmerge)
+    Command::new("pfmerge", -2, WRITE | DENYOOM, Keys::ALL_ARGS, &(pfmerge as Handler))
         .doc(G, "2.8.9", "O(N) to merge N HyperLogLogs, but with high constant times.", "Merges one or more HyperLogLog values into a single key.")
         .syntax("destkey [sourcekey [sourcekey ...]]"),
-    Command::new("pfdebug", 3, WRITE | DENYOOM | ADMIN, Keys::Range { first: 2, last: 2, step: 1 }, pfdebug)
+    Command::new("pfdebug", 3, WRITE | DENYOOM | ADMIN, Keys::Range { first: 2, last: 2, step: 1 }, &(pfdebug as Handler))
         .doc(G, "2.8.9", "N/A", "Internal commands for debugging HyperLogLog values.")
         .syntax("subcommand key"),
-    Command::new("pfselftest", 1, ADMIN, Keys::None, pfselftest)
+    Command::new("pfselftest", 1, ADMIN, Keys::None, &(pfselftest as Handler))
         .doc(G, "2.8.9", "N/A", "An internal command for testing HyperLogLog values.")
         .syntax(""),
 ];

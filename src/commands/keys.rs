@@ -3,75 +3,75 @@
 //! PERSIST and OBJECT. They work on every value type.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, Value, notify};
 use crate::util::{eq_ic, glob_match};
 
 const G: &str = "generic";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("del", -2, WRITE, Keys::ALL_ARGS, del)
+    Command::new("del", -2, WRITE, Keys::ALL_ARGS, &(del as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of keys that will be removed.", "Deletes one or more keys.")
         .syntax("key [key ...]"),
-    Command::new("unlink", -2, WRITE | FAST, Keys::ALL_ARGS, del)
+    Command::new("unlink", -2, WRITE | FAST, Keys::ALL_ARGS, &(del as Handler))
         .doc(G, "4.0.0", "O(1) for each key removed regardless of its size.", "Asynchronously deletes one or more keys.")
         .syntax("key [key ...]"),
-    Command::new("exists", -2, READONLY | FAST, Keys::ALL_ARGS, exists)
+    Command::new("exists", -2, READONLY | FAST, Keys::ALL_ARGS, &(exists as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of keys to check.", "Determines whether one or more keys exist.")
         .syntax("key [key ...]"),
-    Command::new("type", 2, READONLY | FAST, Keys::ONE, type_cmd)
+    Command::new("type", 2, READONLY | FAST, Keys::ONE, &(type_cmd as Handler))
         .doc(G, "1.0.0", "O(1)", "Determines the type of value stored at a key.")
         .syntax("key"),
-    Command::new("keys", 2, READONLY, Keys::All, keys)
+    Command::new("keys", 2, READONLY, Keys::All, &(keys as Handler))
         .doc(G, "1.0.0", "O(N) with N being the number of keys in the database", "Returns all key names that match a pattern.")
         .syntax("pattern"),
-    Command::new("scan", -2, READONLY, Keys::All, scan)
+    Command::new("scan", -2, READONLY, Keys::All, &(scan as Handler))
         .doc(G, "2.8.0", "O(1) for every call. O(N) for a complete iteration.", "Iterates over the key names in the database.")
         .syntax("cursor [MATCH pattern] [COUNT count] [TYPE type]"),
-    Command::new("randomkey", 1, READONLY, Keys::All, randomkey).doc(G, "1.0.0", "O(1)", "Returns a random key name from the database."),
-    Command::new("rename", 3, WRITE, Keys::TWO, rename)
+    Command::new("randomkey", 1, READONLY, Keys::All, &(randomkey as Handler)).doc(G, "1.0.0", "O(1)", "Returns a random key name from the database."),
+    Command::new("rename", 3, WRITE, Keys::TWO, &(rename as Handler))
         .doc(G, "1.0.0", "O(1)", "Renames a key and overwrites the destination.")
         .syntax("key newkey"),
-    Command::new("renamenx", 3, WRITE | FAST, Keys::TWO, renamenx)
+    Command::new("renamenx", 3, WRITE | FAST, Keys::TWO, &(renamenx as Handler))
         .doc(G, "1.0.0", "O(1)", "Renames a key only when the target key name doesn't exist.")
         .syntax("key newkey"),
-    Command::new("copy", -3, WRITE | DENYOOM, Keys::TWO, copy)
+    Command::new("copy", -3, WRITE | DENYOOM, Keys::TWO, &(copy as Handler))
         .doc(G, "6.2.0", "O(N) worst case for collections, where N is the number of nested items.", "Copies the value of a key to a new key.")
         .syntax("source destination [DB destination-db] [REPLACE]"),
-    Command::new("move", 3, WRITE | FAST, Keys::ONE, move_cmd)
+    Command::new("move", 3, WRITE | FAST, Keys::ONE, &(move_cmd as Handler))
         .doc(G, "1.0.0", "O(1)", "Moves a key to another database.")
         .syntax("key db"),
-    Command::new("touch", -2, READONLY | FAST, Keys::ALL_ARGS, touch)
+    Command::new("touch", -2, READONLY | FAST, Keys::ALL_ARGS, &(touch as Handler))
         .doc(G, "3.2.1", "O(N) where N is the number of keys that will be touched.", "Returns the number of existing keys out of those specified after updating the time they were last accessed.")
         .syntax("key [key ...]"),
-    Command::new("expire", -3, WRITE | FAST, Keys::ONE, expire)
+    Command::new("expire", -3, WRITE | FAST, Keys::ONE, &(expire as Handler))
         .doc(G, "1.0.0", "O(1)", "Sets the expiration time of a key in seconds.")
         .syntax("key seconds [NX | XX | GT | LT]"),
-    Command::new("pexpire", -3, WRITE | FAST, Keys::ONE, expire)
+    Command::new("pexpire", -3, WRITE | FAST, Keys::ONE, &(expire as Handler))
         .doc(G, "2.6.0", "O(1)", "Sets the expiration time of a key in milliseconds.")
         .syntax("key milliseconds [NX | XX | GT | LT]"),
-    Command::new("expireat", -3, WRITE | FAST, Keys::ONE, expire)
+    Command::new("expireat", -3, WRITE | FAST, Keys::ONE, &(expire as Handler))
         .doc(G, "1.2.0", "O(1)", "Sets the expiration time of a key to a Unix timestamp.")
         .syntax("key unix-time-seconds [NX | XX | GT | LT]"),
-    Command::new("pexpireat", -3, WRITE | FAST, Keys::ONE, expire)
+    Command::new("pexpireat", -3, WRITE | FAST, Keys::ONE, &(expire as Handler))
         .doc(G, "2.6.0", "O(1)", "Sets the expiration time of a key to a Unix milliseconds timestamp.")
         .syntax("key unix-time-milliseconds [NX | XX | GT | LT]"),
-    Command::new("ttl", 2, READONLY | FAST, Keys::ONE, ttl)
+    Command::new("ttl", 2, READONLY | FAST, Keys::ONE, &(ttl as Handler))
         .doc(G, "1.0.0", "O(1)", "Returns the expiration time in seconds of a key.")
         .syntax("key"),
-    Command::new("pttl", 2, READONLY | FAST, Keys::ONE, ttl)
+    Command::new("pttl", 2, READONLY | FAST, Keys::ONE, &(ttl as Handler))
         .doc(G, "2.6.0", "O(1)", "Returns the expiration time in milliseconds of a key.")
         .syntax("key"),
-    Command::new("expiretime", 2, READONLY | FAST, Keys::ONE, ttl)
+    Command::new("expiretime", 2, READONLY | FAST, Keys::ONE, &(ttl as Handler))
         .doc(G, "7.0.0", "O(1)", "Returns the expiration time of a key as a Unix timestamp.")
         .syntax("key"),
-    Command::new("pexpiretime", 2, READONLY | FAST, Keys::ONE, ttl)
+    Command::new("pexpiretime", 2, READONLY | FAST, Keys::ONE, &(ttl as Handler))
         .doc(G, "7.0.0", "O(1)", "Returns the expiration time of a key as a Unix milliseconds timestamp.")
         .syntax("key"),
-    Command::new("persist", 2, WRITE | FAST, Keys::ONE, persist)
+    Command::new("persist", 2, WRITE | FAST, Keys::ONE, &(persist as Handler))
         .doc(G, "2.2.0", "O(1)", "Removes the expiration time of a key.")
         .syntax("key"),
-    Command::new("object", -2, 0, Keys::None, super::server::container)
+    Command::new("object", -2, 0, Keys::None, &(super::server::container as Handler))
         .doc(G, "2.2.3", "Depends on subcommand.", "A container for object introspection commands.")
         .subcommands(OBJECT),
 ];
@@ -83,31 +83,49 @@ const OBJECT_KEY: Keys = Keys::Range {
 };
 
 static OBJECT: &[Command] = &[
-    Command::new("encoding", 3, READONLY, OBJECT_KEY, object_encoding)
-        .doc(
-            G,
-            "2.2.3",
-            "O(1)",
-            "Returns the internal encoding of a Redis object.",
-        )
-        .syntax("key"),
-    Command::new("refcount", 3, READONLY, OBJECT_KEY, object_refcount)
-        .doc(
-            G,
-            "2.2.3",
-            "O(1)",
-            "Returns the reference count of a value of a key.",
-        )
-        .syntax("key"),
-    Command::new("idletime", 3, READONLY, OBJECT_KEY, object_idletime)
-        .doc(
-            G,
-            "2.2.3",
-            "O(1)",
-            "Returns the time since the last access to a Redis object.",
-        )
-        .syntax("key"),
-    Command::new("freq", 3, READONLY, OBJECT_KEY, object_freq)
+    Command::new(
+        "encoding",
+        3,
+        READONLY,
+        OBJECT_KEY,
+        &(object_encoding as Handler),
+    )
+    .doc(
+        G,
+        "2.2.3",
+        "O(1)",
+        "Returns the internal encoding of a Redis object.",
+    )
+    .syntax("key"),
+    Command::new(
+        "refcount",
+        3,
+        READONLY,
+        OBJECT_KEY,
+        &(object_refcount as Handler),
+    )
+    .doc(
+        G,
+        "2.2.3",
+        "O(1)",
+        "Returns the reference count of a value of a key.",
+    )
+    .syntax("key"),
+    Command::new(
+        "idletime",
+        3,
+        READONLY,
+        OBJECT_KEY,
+        &(object_idletime as Handler),
+    )
+    .doc(
+        G,
+        "2.2.3",
+        "O(1)",
+        "Returns the time since the last access to a Redis object.",
+    )
+    .syntax("key"),
+    Command::new("freq", 3, READONLY, OBJECT_KEY, &(object_freq as Handler))
         .doc(
             G,
             "4.0.0",
@@ -115,7 +133,14 @@ static OBJECT: &[Command] = &[
             "Returns the logarithmic access frequency counter of a Redis object.",
         )
         .syntax("key"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, object_help).doc(
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(object_help as Handler),
+    )
+    .doc(
         G,
         "6.2.0",
         "O(1)",

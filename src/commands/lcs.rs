@@ -10,17 +10,20 @@
 
 use super::flags::*;
 use super::strings::lookup_str;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::eq_ic;
 
-pub static COMMANDS: &[Command] = &[Command::new("lcs", -3, READONLY, Keys::TWO, lcs)
-    .doc(
-        "string",
-        "7.0.0",
-        "O(N*M) where N and M are the lengths of s1 and s2, respectively",
-        "Finds the longest common substring.",
-    )
-    .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]")];
+pub static COMMANDS: &[Command] =
+    &[
+        Command::new("lcs", -3, READONLY, Keys::TWO, &(lcs as Handler))
+            .doc(
+                "string",
+                "7.0.0",
+                "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+                "Finds the longest common substring.",
+            )
+            .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"),
+    ];
 
 /// One matching range, emitted from the end of the strings backwards.
 struct Match {

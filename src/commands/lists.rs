@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{
-    Args, Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg, parse_timeout,
+    Args, Block, CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, int_arg,
+    parse_timeout,
 };
 use crate::keyspace::{Entry, HashedKey, Key, Keyspace, Value, notify};
 use crate::types::list::{End, List};
@@ -29,70 +30,70 @@ const ALL_BUT_LAST: Keys = Keys::Range {
 };
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("lpush", -3, WRITE | DENYOOM | FAST, Keys::ONE, lpush)
+    Command::new("lpush", -3, WRITE | DENYOOM | FAST, Keys::ONE, &(lpush as Handler))
         .doc(G, "1.0.0", PUSH_COMPLEXITY, "Prepend one or multiple elements to a list")
         .syntax("key element [element ...]"),
-    Command::new("rpush", -3, WRITE | DENYOOM | FAST, Keys::ONE, rpush)
+    Command::new("rpush", -3, WRITE | DENYOOM | FAST, Keys::ONE, &(rpush as Handler))
         .doc(G, "1.0.0", PUSH_COMPLEXITY, "Append one or multiple elements to a list")
         .syntax("key element [element ...]"),
-    Command::new("lpushx", -3, WRITE | DENYOOM | FAST, Keys::ONE, lpushx)
+    Command::new("lpushx", -3, WRITE | DENYOOM | FAST, Keys::ONE, &(lpushx as Handler))
         .doc(G, "2.2.0", PUSH_COMPLEXITY, "Prepend an element to a list, only if the list exists")
         .syntax("key element [element ...]"),
-    Command::new("rpushx", -3, WRITE | DENYOOM | FAST, Keys::ONE, rpushx)
+    Command::new("rpushx", -3, WRITE | DENYOOM | FAST, Keys::ONE, &(rpushx as Handler))
         .doc(G, "2.2.0", PUSH_COMPLEXITY, "Append an element to a list, only if the list exists")
         .syntax("key element [element ...]"),
-    Command::new("lpop", -2, WRITE | FAST, Keys::ONE, lpop)
+    Command::new("lpop", -2, WRITE | FAST, Keys::ONE, &(lpop as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of elements returned", "Remove and get the first elements in a list")
         .syntax("key [count]"),
-    Command::new("rpop", -2, WRITE | FAST, Keys::ONE, rpop)
+    Command::new("rpop", -2, WRITE | FAST, Keys::ONE, &(rpop as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of elements returned", "Remove and get the last elements in a list")
         .syntax("key [count]"),
-    Command::new("llen", 2, READONLY | FAST, Keys::ONE, llen)
+    Command::new("llen", 2, READONLY | FAST, Keys::ONE, &(llen as Handler))
         .doc(G, "1.0.0", "O(1)", "Get the length of a list")
         .syntax("key"),
-    Command::new("lrange", 4, READONLY, Keys::ONE, lrange)
+    Command::new("lrange", 4, READONLY, Keys::ONE, &(lrange as Handler))
         .doc(G, "1.0.0", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.", "Get a range of elements from a list")
         .syntax("key start stop"),
-    Command::new("lindex", 3, READONLY, Keys::ONE, lindex)
+    Command::new("lindex", 3, READONLY, Keys::ONE, &(lindex as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).", "Get an element from a list by its index")
         .syntax("key index"),
-    Command::new("lset", 4, WRITE | DENYOOM, Keys::ONE, lset)
+    Command::new("lset", 4, WRITE | DENYOOM, Keys::ONE, &(lset as Handler))
         .doc(G, "1.0.0", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).", "Set the value of an element in a list by its index")
         .syntax("key index element"),
-    Command::new("linsert", 5, WRITE | DENYOOM, Keys::ONE, linsert)
+    Command::new("linsert", 5, WRITE | DENYOOM, Keys::ONE, &(linsert as Handler))
         .doc(G, "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).", "Insert an element before or after another element in a list")
         .syntax("key BEFORE | AFTER pivot element"),
-    Command::new("lrem", 4, WRITE, Keys::ONE, lrem)
+    Command::new("lrem", 4, WRITE, Keys::ONE, &(lrem as Handler))
         .doc(G, "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed.", "Remove elements from a list")
         .syntax("key count element"),
-    Command::new("ltrim", 4, WRITE, Keys::ONE, ltrim)
+    Command::new("ltrim", 4, WRITE, Keys::ONE, &(ltrim as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of elements to be removed by the operation.", "Trim a list to the specified range")
         .syntax("key start stop"),
-    Command::new("lpos", -3, READONLY, Keys::ONE, lpos)
+    Command::new("lpos", -3, READONLY, Keys::ONE, &(lpos as Handler))
         .doc(G, "6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.", "Return the index of matching elements on a list")
         .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]"),
-    Command::new("lmove", 5, WRITE | DENYOOM, Keys::TWO, lmove)
+    Command::new("lmove", 5, WRITE | DENYOOM, Keys::TWO, &(lmove as Handler))
         .doc(G, "6.2.0", "O(1)", "Pop an element from a list, push it to another list and return it")
         .syntax("source destination wherefrom whereto"),
-    Command::new("rpoplpush", 3, WRITE | DENYOOM, Keys::TWO, rpoplpush)
+    Command::new("rpoplpush", 3, WRITE | DENYOOM, Keys::TWO, &(rpoplpush as Handler))
         .doc(G, "1.2.0", "O(1)", "Remove the last element in a list, prepend it to another list and return it")
         .syntax("source destination"),
-    Command::new("lmpop", -4, WRITE, Keys::NumKeys { count_at: 1, dest: None }, lmpop)
+    Command::new("lmpop", -4, WRITE, Keys::NumKeys { count_at: 1, dest: None }, &(lmpop as Handler))
         .doc(G, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pop elements from a list")
         .syntax("numkeys key [key ...] where [COUNT count]"),
-    Command::new("blpop", -3, WRITE | NOSCRIPT | BLOCKING, ALL_BUT_LAST, blpop)
+    Command::new("blpop", -3, WRITE | NOSCRIPT | BLOCKING, ALL_BUT_LAST, &(blpop as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of provided keys.", "Remove and get the first element in a list, or block until one is available")
         .syntax("key [key ...] timeout"),
-    Command::new("brpop", -3, WRITE | NOSCRIPT | BLOCKING, ALL_BUT_LAST, brpop)
+    Command::new("brpop", -3, WRITE | NOSCRIPT | BLOCKING, ALL_BUT_LAST, &(brpop as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of provided keys.", "Remove and get the last element in a list, or block until one is available")
         .syntax("key [key ...] timeout"),
-    Command::new("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Keys::TWO, blmove)
+    Command::new("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Keys::TWO, &(blmove as Handler))
         .doc(G, "6.2.0", "O(1)", "Pop an element from a list, push it to another list and return it; or block until one is available")
         .syntax("source destination wherefrom whereto timeout"),
-    Command::new("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Keys::TWO, brpoplpush)
+    Command::new("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Keys::TWO, &(brpoplpush as Handler))
         .doc(G, "2.2.0", "O(1)", "Pop an element from a list, push it to another list and return it; or block until one is available")
         .syntax("source destination timeout"),
-    Command::new("blmpop", -5, WRITE | BLOCKING, Keys::NumKeys { count_at: 2, dest: None }, blmpop)
+    Command::new("blmpop", -5, WRITE | BLOCKING, Keys::NumKeys { count_at: 2, dest: None }, &(blmpop as Handler))
         .doc(G, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pop elements from a list, or block until one is available")
         .syntax("timeout numkeys key [key ...] where [COUNT count]"),
 ];

@@ -6,37 +6,51 @@
 use super::flags::*;
 use super::info::{Memory, ratio};
 use super::observability::reply_help;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::eq_ic;
 
 const G: &str = "server";
 
 pub(crate) static MEMORY: &[Command] = &[
-    Command::new("doctor", 2, 0, Keys::None, memory_doctor).doc(
+    Command::new("doctor", 2, 0, Keys::None, &(memory_doctor as Handler)).doc(
         G,
         "4.0.0",
         "O(1)",
         "Outputs a memory problems report.",
     ),
-    Command::new("help", 2, LOADING | STALE, Keys::None, memory_help).doc(
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(memory_help as Handler),
+    )
+    .doc(
         G,
         "4.0.0",
         "O(1)",
         "Returns helpful text about the different subcommands.",
     ),
-    Command::new("malloc-stats", 2, 0, Keys::None, memory_malloc_stats).doc(
+    Command::new(
+        "malloc-stats",
+        2,
+        0,
+        Keys::None,
+        &(memory_malloc_stats as Handler),
+    )
+    .doc(
         G,
         "4.0.0",
         "Depends on how much memory is allocated, could be slow",
         "Returns the allocator statistics.",
     ),
-    Command::new("purge", 2, 0, Keys::None, memory_purge).doc(
+    Command::new("purge", 2, 0, Keys::None, &(memory_purge as Handler)).doc(
         G,
         "4.0.0",
         "Depends on how much memory is allocated, could be slow",
         "Asks the allocator to release memory.",
     ),
-    Command::new("stats", 2, 0, Keys::None, memory_stats).doc(
+    Command::new("stats", 2, 0, Keys::None, &(memory_stats as Handler)).doc(
         G,
         "4.0.0",
         "O(1)",
@@ -51,7 +65,7 @@ pub(crate) static MEMORY: &[Command] = &[
             last: 2,
             step: 1,
         },
-        memory_usage,
+        &(memory_usage as Handler),
     )
     .doc(
         G,

@@ -1,10 +1,13 @@
 //! The command table and the command families.
 //!
 //! Every command is one [`Command`] entry in its family's file (`keys.rs`,
-//! `strings.rs`, `zsets.rs`, …); [`TABLE`] strings the families together and
-//! is the only list of commands: the execution layer's resolution, arity
-//! errors, key positions (and so shard locking), `COMMAND INFO/DOCS/COUNT/
-//! LIST` and unknown-command errors all read it.
+//! `strings.rs`, `zsets.rs`, …), declared beside its handler; [`TABLE`]
+//! strings the families together and is the only list of commands: the
+//! execution layer's resolution, arity errors, key positions (and so shard
+//! locking), `COMMAND INFO/DOCS/COUNT/LIST`, ACL rules and unknown-command
+//! errors all read it. What an entry says (and finding one by name) is the
+//! [`spec`](crate::spec) leaf's, so the layers below the handlers can read
+//! the table too: [`install`] registers it there.
 //!
 //! The [`execution`](crate::execution) layer calls a handler with a [`Ctx`]
 //! once the command is verified and its shards are locked. Handlers write
@@ -32,10 +35,6 @@ pub mod migrate;
 pub mod modules;
 pub mod observability;
 pub mod persistence;
-// Generated data, laid out by its generator (.ci/gen_command_meta.py).
-#[rustfmt::skip]
-pub(crate) mod meta;
-pub(crate) mod meta_later;
 pub mod pubsub;
 pub mod replication;
 pub mod scripting;
@@ -55,8 +54,14 @@ use std::sync::{Arc, OnceLock};
 
 use crate::dispatch::Dispatch;
 use crate::keyspace::{HashedKey, Key, Keyspace};
-use crate::protocol::{Reply, Request};
+use crate::protocol::Reply;
+// The arguments' types live in the protocol layer and the table's in the
+// spec leaf; the families and the execution layer name them through here,
+// beside the rest of a handler's vocabulary.
+pub use crate::protocol::{Args, OwnedArgs};
 use crate::server::Shared;
+use crate::spec::Unresolved;
+pub use crate::spec::{Command, Keys, all_commands, flags, lookup, lookup_sub};
 use crate::util::parse_i64;
 use session::Client;
 
@@ -91,146 +96,29 @@ pub static TABLE: &[&[Command]] = &[
     cluster::COMMANDS,
 ];
 
+/// Registers [`TABLE`] with the spec leaf, which the layers below the
+/// handlers read it through (ACL rules, `rename-command`, AOF loading).
+/// Every entry point calls this before anything looks a command up
+/// (`main`, before it reads the config; the server's startup); calling it
+/// again changes nothing.
+pub fn install() {
+    crate::spec::install(TABLE);
+}
+
+/// A command's handler. The table stores it opaquely (the spec leaf cannot
+/// name [`Ctx`]): an entry declares it as `&(handler as Handler)`, and
+/// [`run`] takes it back.
 pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
 
-/// Command flags, as `COMMAND INFO` reports them.
-pub mod flags {
-    pub const WRITE: u32 = 1 << 0;
-    pub const READONLY: u32 = 1 << 1;
-    pub const DENYOOM: u32 = 1 << 2;
-    pub const ADMIN: u32 = 1 << 3;
-    pub const PUBSUB: u32 = 1 << 4;
-    pub const NOSCRIPT: u32 = 1 << 5;
-    pub const BLOCKING: u32 = 1 << 6;
-    pub const LOADING: u32 = 1 << 7;
-    pub const STALE: u32 = 1 << 8;
-    pub const FAST: u32 = 1 << 9;
-    pub const NO_AUTH: u32 = 1 << 10;
-    pub const ALLOW_BUSY: u32 = 1 << 11;
-    pub const NO_MULTI: u32 = 1 << 12;
-    pub const SKIP_SLOWLOG: u32 = 1 << 13;
-    pub const MAY_REPLICATE: u32 = 1 << 14;
-    /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
-    pub const TX_CONTROL: u32 = 1 << 15;
-    /// Allowed in RESP2 subscribed mode.
-    pub const SUBSCRIBED_OK: u32 = 1 << 16;
-    /// Reported only: zwindow has no MONITOR to hide the command from.
-    pub const SKIP_MONITOR: u32 = 1 << 17;
-    /// A command that may be given no keys at all (scripts).
-    pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
-    /// Never set in the table: `COMMAND INFO` derives it from the key specs
-    /// (keys the first/last/step range does not cover).
-    pub const MOVABLEKEYS: u32 = 1 << 19;
-    /// Reported only: Redis refuses these while a replica loads its data
-    /// asynchronously, which zwindow never does.
-    pub const NO_ASYNC_LOADING: u32 = 1 << 20;
-    /// RESTORE-ASKING: a cluster's ASKING state would let it run on an
-    /// importing slot (reported only: zwindow has no cluster mode).
-    pub const ASKING: u32 = 1 << 21;
-    /// Never reported (Redis hides it): refused by the execution layer
-    /// unless its `enable-…-command` setting allows the client (MODULE's
-    /// LOAD, LOADEX and UNLOAD).
-    pub const PROTECTED: u32 = 1 << 22;
-
-    /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides
-    /// `may_replicate`.
-    pub const NAMES: &[(u32, &str)] = &[
-        (WRITE, "write"),
-        (READONLY, "readonly"),
-        (DENYOOM, "denyoom"),
-        (ADMIN, "admin"),
-        (PUBSUB, "pubsub"),
-        (NOSCRIPT, "noscript"),
-        (BLOCKING, "blocking"),
-        (LOADING, "loading"),
-        (STALE, "stale"),
-        (SKIP_MONITOR, "skip_monitor"),
-        (SKIP_SLOWLOG, "skip_slowlog"),
-        (ASKING, "asking"),
-        (FAST, "fast"),
-        (NO_AUTH, "no_auth"),
-        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
-        (NO_ASYNC_LOADING, "no_async_loading"),
-        (NO_MULTI, "no_multi"),
-        (MOVABLEKEYS, "movablekeys"),
-        (ALLOW_BUSY, "allow_busy"),
-    ];
-}
-
-/// Which arguments are keys: what the dispatcher locks and `COMMAND` reports.
-#[derive(Debug, Clone, Copy)]
-pub enum Keys {
-    None,
-    /// Redis's (first, last, step); `last` negative counts from the end.
-    Range {
-        first: i32,
-        last: i32,
-        step: i32,
-    },
-    /// `numkeys` at `count_at`, keys right after it; `dest` is an extra key
-    /// before the count (ZUNIONSTORE's destination).
-    NumKeys {
-        count_at: usize,
-        dest: Option<usize>,
-    },
-    /// Every shard (KEYS, FLUSHDB, EXEC, …).
-    All,
-    /// Scripts (EVAL, FCALL, …): every shard is locked, since a script may
-    /// touch keys it did not declare, but the `numkeys` keys at `count_at`
-    /// are what it declares (COMMAND GETKEYS, cluster-aware clients).
-    Script {
-        count_at: usize,
-    },
-    /// The key at 1 and, from argument 2 on, whatever follows a `STORE` or
-    /// `STOREDIST` word (GEORADIUS, GEORADIUSBYMEMBER). Every candidate is
-    /// locked — a member or unit spelled `store` costs one extra lock, never
-    /// a missing one — while COMMAND GETKEYS reports Redis's exact choice
-    /// from `meta.rs`.
-    WithStore,
-    /// XREAD/XREADGROUP: the first half of the arguments after the
-    /// `STREAMS` option (see [`streams::streams_keys`]).
-    Streams,
-    /// MIGRATE: the key at 3 unless empty, and every argument after the
-    /// first `KEYS` word from 6 on. A password spelled `keys` makes that a
-    /// few arguments more (locked, never missed); COMMAND GETKEYS reports
-    /// Redis's exact choice from `meta.rs`.
-    Migrate,
-}
-
-impl Keys {
-    pub const ONE: Keys = Keys::Range {
-        first: 1,
-        last: 1,
-        step: 1,
-    };
-    pub const ALL_ARGS: Keys = Keys::Range {
-        first: 1,
-        last: -1,
-        step: 1,
-    };
-    pub const TWO: Keys = Keys::Range {
-        first: 1,
-        last: 2,
-        step: 1,
-    };
-}
-
-/// One command (or subcommand) of the table.
-pub struct Command {
-    /// Lowercase name; subcommands carry the bare subcommand name.
-    pub name: &'static str,
-    pub arity: i32,
-    pub flags: u32,
-    pub keys: Keys,
-    pub handler: Handler,
-    pub group: &'static str,
-    pub since: &'static str,
-    pub complexity: &'static str,
-    pub summary: &'static str,
-    /// The argument grammar after the name, Redis-doc style
-    /// (`key [NX | XX] seconds`); `COMMAND DOCS` derives its arguments from it.
-    pub syntax: &'static str,
-    pub subcommands: &'static [Command],
+/// Runs `cmd`'s handler. Every entry's handler is a [`Handler`] (a unit
+/// test holds the whole table to that), so the downcast always succeeds;
+/// it costs a type check and the indirect call the handler always took.
+#[inline]
+pub fn run(cmd: &'static Command, ctx: &mut Ctx<'_, '_>) -> CmdResult {
+    match cmd.handler.downcast_ref::<Handler>() {
+        Some(handler) => handler(ctx),
+        None => Err(Error::Static("ERR this command has no handler")),
+    }
 }
 
 /// What INFO commandstats reports for one command.
@@ -292,7 +180,9 @@ struct StatsIndex {
 
 impl StatsIndex {
     fn build() -> StatsIndex {
-        let all: Vec<&'static Command> = all_commands()
+        // The table itself, not the spec's registry: counters never depend
+        // on whether it was installed yet.
+        let all: Vec<&'static Command> = (TABLE.iter().flat_map(|family| family.iter()))
             .flat_map(|c| std::iter::once(c).chain(c.subcommands))
             .collect();
         // At most half full, so probes stay short.
@@ -328,195 +218,6 @@ impl StatsIndex {
                 _ => slot = (slot + 1) & mask,
             }
         }
-    }
-}
-
-impl Command {
-    pub const fn new(
-        name: &'static str,
-        arity: i32,
-        flags: u32,
-        keys: Keys,
-        handler: Handler,
-    ) -> Command {
-        Command {
-            name,
-            arity,
-            flags,
-            keys,
-            handler,
-            group: "generic",
-            since: "1.0.0",
-            complexity: "O(1)",
-            summary: "",
-            syntax: "",
-            subcommands: &[],
-        }
-    }
-
-    pub const fn doc(
-        mut self,
-        group: &'static str,
-        since: &'static str,
-        complexity: &'static str,
-        summary: &'static str,
-    ) -> Command {
-        self.group = group;
-        self.since = since;
-        self.complexity = complexity;
-        self.summary = summary;
-        self
-    }
-
-    pub const fn syntax(mut self, syntax: &'static str) -> Command {
-        self.syntax = syntax;
-        self
-    }
-
-    pub const fn subcommands(mut self, subs: &'static [Command]) -> Command {
-        self.subcommands = subs;
-        self
-    }
-
-    pub fn has(&self, flag: u32) -> bool {
-        self.flags & flag != 0
-    }
-
-    fn arity_ok(&self, argc: usize) -> bool {
-        let a = self.arity;
-        if a >= 0 {
-            argc == a as usize
-        } else {
-            argc >= (-a) as usize
-        }
-    }
-
-    /// Key argument indices for this invocation, in order.
-    pub fn key_indices(&self, args: &Args<'_>, mut f: impl FnMut(usize)) {
-        let argc = args.len();
-        match self.keys {
-            Keys::None | Keys::All => {}
-            Keys::Script { count_at } => {
-                let n = parse_i64(args.get(count_at)).unwrap_or(0).max(0) as usize;
-                for i in (count_at + 1..argc).take(n) {
-                    f(i);
-                }
-            }
-            Keys::Range { first, last, step } => {
-                let last = if last < 0 { argc as i32 + last } else { last };
-                let mut i = first;
-                while i > 0 && i <= last && (i as usize) < argc {
-                    f(i as usize);
-                    i += step.max(1);
-                }
-            }
-            Keys::WithStore => {
-                if argc > 1 {
-                    f(1);
-                }
-                for i in 2..argc.saturating_sub(1) {
-                    let a = args.get(i);
-                    if a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist") {
-                        f(i + 1);
-                    }
-                }
-            }
-            Keys::Streams => {
-                if let Some((first, n)) = streams::streams_keys(args) {
-                    (first..first + n).for_each(f);
-                }
-            }
-            Keys::Migrate => {
-                if !args.get(3).is_empty() {
-                    f(3);
-                }
-                if let Some(at) = (6..argc).find(|&i| args.get(i).eq_ignore_ascii_case(b"keys")) {
-                    (at + 1..argc).for_each(f);
-                }
-            }
-            Keys::NumKeys { count_at, dest } => {
-                if let Some(d) = dest.filter(|&d| d < argc) {
-                    f(d);
-                }
-                let n = parse_i64(args.get(count_at)).unwrap_or(0).max(0) as usize;
-                for i in (count_at + 1..argc).take(n) {
-                    f(i);
-                }
-            }
-        }
-    }
-}
-
-/// A request's arguments; `args[0]` is the command name.
-#[derive(Clone, Copy)]
-pub struct Args<'a> {
-    req: Request<'a>,
-}
-
-impl<'a> Args<'a> {
-    pub fn new(req: Request<'a>) -> Args<'a> {
-        Args { req }
-    }
-
-    pub fn len(&self) -> usize {
-        self.req.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.req.is_empty()
-    }
-
-    /// The `i`th argument; empty if out of range (arity checks make that a
-    /// bug, but never a crash).
-    pub fn get(&self, i: usize) -> &'a [u8] {
-        self.req.get(i).unwrap_or(&[])
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
-        (0..self.len()).map(|i| self.get(i))
-    }
-
-    pub fn to_owned(&self) -> OwnedArgs {
-        let mut data = Vec::new();
-        let mut spans = Vec::with_capacity(self.len());
-        for a in self.iter() {
-            spans.push((data.len(), data.len() + a.len()));
-            data.extend_from_slice(a);
-        }
-        OwnedArgs { data, spans }
-    }
-}
-
-impl std::ops::Index<usize> for Args<'_> {
-    type Output = [u8];
-    fn index(&self, i: usize) -> &[u8] {
-        self.get(i)
-    }
-}
-
-/// Arguments kept beyond the read buffer (MULTI queue, blocked commands).
-#[derive(Debug, Clone, Default)]
-pub struct OwnedArgs {
-    data: Vec<u8>,
-    spans: Vec<(usize, usize)>,
-}
-
-impl OwnedArgs {
-    pub fn from_slices(parts: &[&[u8]]) -> OwnedArgs {
-        let mut data = Vec::new();
-        let mut spans = Vec::new();
-        for a in parts {
-            spans.push((data.len(), data.len() + a.len()));
-            data.extend_from_slice(a);
-        }
-        OwnedArgs { data, spans }
-    }
-
-    pub fn args(&self) -> Args<'_> {
-        Args::new(Request {
-            data: &self.data,
-            spans: &self.spans,
-        })
     }
 }
 
@@ -662,6 +363,15 @@ impl Error {
 impl From<String> for Error {
     fn from(s: String) -> Error {
         Error::Owned(s)
+    }
+}
+
+impl From<Unresolved> for Error {
+    fn from(e: Unresolved) -> Error {
+        match e {
+            Unresolved::UnknownCommand(text) => Error::Raw(text),
+            Unresolved::UnknownSubcommand(text) | Unresolved::Arity(text) => Error::Owned(text),
+        }
     }
 }
 
@@ -816,231 +526,12 @@ pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
     parse_i64(arg).ok_or(Error::NotInteger)
 }
 
-/// Name → command, built once from [`TABLE`]: the commands sorted by
-/// (name length, first letter), with where each such bucket starts.
-/// Every request looks its name up here, so the lookup hashes nothing and
-/// allocates nothing: it picks the bucket from two bytes it already has and
-/// compares the name's first eight bytes, lowercased as one word, with
-/// those of the one to five commands in it (and the rest of a longer name
-/// case-insensitively). (A SipHash map was ~3% of the server's CPU on pipelined ZADD;
-/// a foldhash one still ~2% with its lowercased copy of the name.)
-struct Index {
-    commands: Vec<&'static Command>,
-    /// Each command's [`name_word`], by the same index: a bucket is
-    /// scanned comparing one word per command rather than its name byte by
-    /// byte (that comparison was 5% of a pipelined ZCARD's instructions).
-    words: Vec<u64>,
-    /// `starts[bucket(len, first)]..starts[bucket + 1]` in `commands`.
-    starts: Vec<u16>,
-}
-
-/// A name's first eight bytes, lowercased, zero-padded, as one word. Two
-/// names of the same length of at most eight bytes are equal ignoring
-/// ASCII case exactly when their words are.
-fn name_word(name: &[u8]) -> u64 {
-    // Gathered from loads of fixed sizes (copying a slice of any other
-    // length calls `memcpy`): for 4 to 7 bytes two overlapping 4-byte
-    // loads, for 1 to 3 the first, middle and last byte. Overlapping bytes
-    // are the same bytes, so OR-ing them is harmless.
-    let n = name.len();
-    let word = if let Some(eight) = name.first_chunk::<8>() {
-        u64::from_le_bytes(*eight)
-    } else if let (Some(lo), Some(hi)) = (name.first_chunk::<4>(), name.last_chunk::<4>()) {
-        u64::from(u32::from_le_bytes(*lo)) | (u64::from(u32::from_le_bytes(*hi)) << (8 * (n - 4)))
-    } else {
-        let byte = |i: usize| name.get(i).map_or(0, |&b| u64::from(b) << (8 * i));
-        byte(0) | byte(n / 2) | byte(n.saturating_sub(1))
-    };
-    lowercase_word(word)
-}
-
-/// ASCII-lowercases the eight bytes of `w` at once: a byte in `A..=Z`
-/// gains 0x20. Adding 0x3f (or 0x25) to a byte's low seven bits sets its
-/// top bit exactly when the byte is at least `A` (or above `Z`), and never
-/// carries into the next byte; bytes with the top bit set are not ASCII.
-fn lowercase_word(w: u64) -> u64 {
-    const EACH: u64 = 0x0101_0101_0101_0101;
-    let low7 = w & (0x7f * EACH);
-    let at_least_a = low7 + 0x3f * EACH;
-    let above_z = low7 + 0x25 * EACH;
-    let upper = at_least_a & !above_z & !w & (0x80 * EACH);
-    w | (upper >> 2)
-}
-
-/// Longest command name looked up (Redis's are at most 20 bytes; renamed
-/// ones at most 32).
-const MAX_NAME: usize = 32;
-
-impl Index {
-    /// The bucket of a name: its length and its first byte folded to 32
-    /// values (ASCII letters of either case share one; what else collides
-    /// is told apart by the comparison).
-    fn bucket(name: &[u8]) -> Option<usize> {
-        let first = *name.first()?;
-        (name.len() <= MAX_NAME).then(|| name.len() * 32 + (first & 0x1f) as usize)
-    }
-
-    fn build() -> Index {
-        let mut commands: Vec<&'static Command> =
-            TABLE.iter().flat_map(|family| family.iter()).collect();
-        let key = |c: &Command| Self::bucket(c.name.as_bytes()).expect("command names fit");
-        commands.sort_by_key(|c| key(c));
-        let buckets = (MAX_NAME + 1) * 32;
-        let mut starts = vec![0u16; buckets + 1];
-        for c in &commands {
-            starts[key(c) + 1] += 1;
-        }
-        for b in 0..buckets {
-            starts[b + 1] += starts[b];
-        }
-        let words = commands
-            .iter()
-            .map(|c| name_word(c.name.as_bytes()))
-            .collect();
-        Index {
-            commands,
-            words,
-            starts,
-        }
-    }
-
-    fn get(&self, name: &[u8]) -> Option<&'static Command> {
-        let b = Self::bucket(name)?;
-        let (from, to) = (self.starts[b] as usize, self.starts[b + 1] as usize);
-        // A bucket's names all have `name`'s length: for names of up to
-        // eight bytes the word says it all.
-        let word = name_word(name);
-        let long = name.len() > 8;
-        let (words, commands) = (&self.words[from..to], &self.commands[from..to]);
-        words
-            .iter()
-            .zip(commands)
-            .find(|&(&w, c)| w == word && (!long || c.name.as_bytes().eq_ignore_ascii_case(name)))
-            .map(|(_, &c)| c)
-    }
-}
-
-fn index() -> &'static Index {
-    static INDEX: OnceLock<Index> = OnceLock::new();
-    INDEX.get_or_init(Index::build)
-}
-
-/// Looks a command up by (any-case) name without allocating.
-pub fn lookup(name: &[u8]) -> Option<&'static Command> {
-    if let Some(renamed) = RENAMES.get() {
-        let mut buf = [0u8; MAX_NAME];
-        let lower = buf.get_mut(..name.len())?;
-        for (d, s) in lower.iter_mut().zip(name) {
-            *d = s.to_ascii_lowercase();
-        }
-        if let Some(cmd) = renamed.added.get(&*lower) {
-            return Some(cmd);
-        }
-        if renamed.hidden.iter().any(|h| h.as_slice() == &*lower) {
-            return None;
-        }
-    }
-    index().get(name)
-}
-
-/// The config file's `rename-command`s: new names, and the old names no
-/// longer callable. Set once at startup, before any client connects.
-struct Renames {
-    added: std::collections::HashMap<Vec<u8>, &'static Command>,
-    hidden: Vec<Vec<u8>>,
-}
-
-static RENAMES: OnceLock<Renames> = OnceLock::new();
-
-/// Applies `rename-command old new` pairs (lower-case; `new` empty removes
-/// the command), as Redis edits its command table while loading the config.
-pub fn rename_commands(pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
-    if pairs.is_empty() {
-        return Ok(());
-    }
-    let mut renames = Renames {
-        added: Default::default(),
-        hidden: Vec::new(),
-    };
-    for (from, to) in pairs {
-        let cmd = renames
-            .added
-            .remove(from)
-            .or_else(|| index().get(from))
-            .ok_or("No such command in rename-command")?;
-        renames.hidden.push(from.clone());
-        if !to.is_empty() {
-            if to.len() > 32 {
-                return Err("rename-command: the new name is longer than 32 bytes".into());
-            }
-            renames.hidden.retain(|h| h != to);
-            renames.added.insert(to.clone(), cmd);
-        }
-    }
-    RENAMES
-        .set(renames)
-        .map_err(|_| "rename-command applied twice".to_string())
-}
-
-pub fn lookup_sub(parent: &'static Command, name: &[u8]) -> Option<&'static Command> {
-    parent
-        .subcommands
-        .iter()
-        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
-}
-
-pub fn all_commands() -> impl Iterator<Item = &'static Command> {
-    TABLE.iter().flat_map(|family| family.iter())
-}
-
-/// Index of a command in the table, for compact per-client bookkeeping.
-pub fn command_id(cmd: &'static Command) -> u32 {
-    all_commands()
-        .position(|c| std::ptr::eq(c, cmd))
-        .map_or(u32::MAX, |i| i as u32)
-}
-
-pub fn command_by_id(id: u32) -> Option<&'static Command> {
-    all_commands().nth(id as usize)
-}
-
-/// Resolves `args` to the command (or subcommand) to run, writing the
-/// unknown-command or arity error if there is none.
+/// Resolves `args` to the command (or subcommand) to run, or the
+/// unknown-command or arity error reply if there is none (see
+/// [`spec::resolve`](crate::spec::resolve)).
+#[inline]
 pub fn resolve(args: &Args<'_>) -> Result<&'static Command, Error> {
-    let name = args.get(0);
-    let Some(cmd) = lookup(name) else {
-        return Err(unknown_command(args));
-    };
-    if !cmd.arity_ok(args.len()) {
-        return Err(arity_error(cmd, None));
-    }
-    if cmd.subcommands.is_empty() || args.len() < 2 {
-        return Ok(cmd);
-    }
-    let Some(sub) = lookup_sub(cmd, args.get(1)) else {
-        return Err(Error::Owned(format!(
-            "ERR unknown subcommand '{}'. Try {} HELP.",
-            String::from_utf8_lossy(&args.get(1)[..args.get(1).len().min(128)]),
-            cmd.name.to_ascii_uppercase()
-        )));
-    };
-    if !sub.arity_ok(args.len()) {
-        return Err(arity_error(sub, Some(cmd)));
-    }
-    Ok(sub)
-}
-
-fn arity_error(cmd: &Command, parent: Option<&Command>) -> Error {
-    match parent {
-        Some(p) => Error::Owned(format!(
-            "ERR wrong number of arguments for '{}|{}' command",
-            p.name, cmd.name
-        )),
-        None => Error::Owned(format!(
-            "ERR wrong number of arguments for '{}' command",
-            cmd.name
-        )),
-    }
+    crate::spec::resolve(args).map_err(Error::from)
 }
 
 /// Redis's `addReplySubcommandSyntaxError`: a subcommand given too many
@@ -1052,31 +543,6 @@ pub fn subcommand_syntax(args: &Args<'_>) -> Error {
         String::from_utf8_lossy(&sub[..sub.len().min(128)]),
         String::from_utf8_lossy(args.get(0)).to_ascii_uppercase()
     ))
-}
-
-/// Redis's unknown-command text, quoting at most the first arguments.
-pub fn unknown_command(args: &Args<'_>) -> Error {
-    // Mirrors Redis's `%.*s` formatting: each argument is clipped to what is
-    // left of a 128-byte budget, and C strings end at the first NUL.
-    let cstr = |a: &'_ [u8]| -> Vec<u8> { a.split(|&b| b == 0).next().unwrap_or(&[]).to_vec() };
-    let mut quoted: Vec<u8> = Vec::new();
-    for a in args.iter().skip(1) {
-        if quoted.len() >= 128 {
-            break;
-        }
-        let mut a = cstr(a);
-        a.truncate(128 - quoted.len());
-        quoted.push(b'\'');
-        quoted.extend(a);
-        quoted.extend_from_slice(b"' ");
-    }
-    let mut name = cstr(args.get(0));
-    name.truncate(128);
-    let mut msg = b"ERR unknown command '".to_vec();
-    msg.extend(name);
-    msg.extend_from_slice(b"', with args beginning with: ");
-    msg.extend(quoted);
-    Error::Raw(msg)
 }
 
 /// `parent|sub` for subcommands, the name otherwise (as Redis prints them).
@@ -1126,60 +592,6 @@ mod tests {
     }
 
     #[test]
-    fn lookup_is_case_insensitive() {
-        assert_eq!(lookup(b"GeT").map(|c| c.name), Some("get"));
-        assert!(lookup(b"nosuchcommand").is_none());
-        assert!(lookup(&[b'a'; 100]).is_none());
-        assert!(lookup(b"").is_none());
-        // Names that share a bucket (length and first letter) with others,
-        // and bytes that fold onto a letter's bucket.
-        assert_eq!(
-            lookup(b"ZRANGEBYSCORE").map(|c| c.name),
-            Some("zrangebyscore")
-        );
-        assert!(lookup(b"\x1aadd").is_none());
-        assert!(lookup(b"z@dd").is_none());
-        // Past the first eight bytes (one word) the rest of the name counts.
-        assert!(lookup(b"ZRANGEBYSCORX").is_none());
-        assert_eq!(lookup(b"zCaRd").map(|c| c.name), Some("zcard"));
-        assert!(lookup(b"zcar\0").is_none());
-    }
-
-    #[test]
-    fn a_name_word_is_its_first_eight_bytes_lowercased() {
-        for name in [
-            &b""[..],
-            b"a",
-            b"Ab",
-            b"aBc",
-            b"GET",
-            b"zcard",
-            b"ZADDxy",
-            b"ZCOUNTx",
-        ] {
-            let mut want = [0u8; 8];
-            want[..name.len()].copy_from_slice(name);
-            want.make_ascii_lowercase();
-            assert_eq!(name_word(name), u64::from_le_bytes(want), "{name:?}");
-        }
-        assert_eq!(
-            name_word(b"ZRANGEBYSCORE"),
-            u64::from_le_bytes(*b"zrangeby")
-        );
-        // Every byte value, in every position.
-        for b in 0..=255u8 {
-            for at in 0..8 {
-                let mut bytes = *b"GeT zCaR";
-                bytes[at] = b;
-                let mut want = bytes;
-                want.make_ascii_lowercase();
-                let got = lowercase_word(u64::from_le_bytes(bytes));
-                assert_eq!(got, u64::from_le_bytes(want), "{b:#x} at {at}");
-            }
-        }
-    }
-
-    #[test]
     fn every_command_is_found_with_its_counters() {
         for cmd in all_commands() {
             let found = lookup(cmd.name.to_ascii_uppercase().as_bytes());
@@ -1200,32 +612,24 @@ mod tests {
     }
 
     /// A command outside the table: it has no counters of its own.
-    static UNKNOWN: Command = Command::new("unknown", 1, 0, Keys::None, |_| Ok(Outcome::Done));
+    static UNKNOWN: Command = Command::new(
+        "unknown",
+        1,
+        0,
+        Keys::None,
+        &((|_| Ok(Outcome::Done)) as Handler),
+    );
 
+    /// [`run`] finds every entry's handler: each is declared as a
+    /// [`Handler`] (a bare `&handler` would be a type of its own).
     #[test]
-    fn numkeys_key_positions() {
-        let owned = OwnedArgs::from_slices(&[
-            b"zunionstore",
-            b"d",
-            b"2",
-            b"a",
-            b"b",
-            b"WEIGHTS",
-            b"1",
-            b"2",
-        ]);
-        let cmd = Command::new(
-            "x",
-            -4,
-            0,
-            Keys::NumKeys {
-                count_at: 2,
-                dest: Some(1),
-            },
-            |_| Ok(Done),
-        );
-        let mut keys = Vec::new();
-        cmd.key_indices(&owned.args(), |i| keys.push(i));
-        assert_eq!(keys, vec![1, 3, 4]);
+    fn every_handler_is_a_handler() {
+        for family in TABLE {
+            for c in family.iter() {
+                for cmd in std::iter::once(c).chain(c.subcommands) {
+                    assert!(cmd.handler.is::<Handler>(), "{}", cmd.name);
+                }
+            }
+        }
     }
 }

@@ -9,31 +9,31 @@
 //! module of that name, as Redis does for a name it never loaded.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 use crate::server::Shared;
 
 const G: &str = "server";
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
-    Command::new("module", -2, 0, Keys::None, super::server::container)
+    Command::new("module", -2, 0, Keys::None, &(super::server::container as Handler))
         .doc(G, "4.0.0", "Depends on subcommand.", "A container for module commands")
         .subcommands(MODULE),
 ];
 
 #[rustfmt::skip]
 static MODULE: &[Command] = &[
-    Command::new("help", 2, LOADING | STALE, Keys::None, help)
+    Command::new("help", 2, LOADING | STALE, Keys::None, &(help as Handler))
         .doc(G, "5.0.0", "O(1)", "Show helpful text about the different subcommands"),
-    Command::new("list", 2, ADMIN | NOSCRIPT, Keys::None, list)
+    Command::new("list", 2, ADMIN | NOSCRIPT, Keys::None, &(list as Handler))
         .doc(G, "4.0.0", "O(N) where N is the number of loaded modules.", "List all modules loaded by the server"),
-    Command::new("load", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, Keys::None, load)
+    Command::new("load", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, Keys::None, &(load as Handler))
         .doc(G, "4.0.0", "O(1)", "Load a module")
         .syntax("path [arg [arg ...]]"),
-    Command::new("loadex", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, Keys::None, load)
+    Command::new("loadex", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, Keys::None, &(load as Handler))
         .doc(G, "7.0.0", "O(1)", "Load a module with extended parameters")
         .syntax("path [CONFIG name value [CONFIG name value ...]] [ARGS arg [arg ...]]"),
-    Command::new("unload", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, Keys::None, unload)
+    Command::new("unload", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, Keys::None, &(unload as Handler))
         .doc(G, "4.0.0", "O(1)", "Unload a module")
         .syntax("name"),
 ];

@@ -4,57 +4,82 @@
 //! MEMORY is in `memory.rs`.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 use crate::util::parse_i64;
 
 const G: &str = "server";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("slowlog", -2, 0, Keys::None, super::server::container)
-        .doc(
-            G,
-            "2.2.12",
-            "Depends on subcommand.",
-            "A container for slow log commands.",
-        )
-        .subcommands(SLOWLOG),
-    Command::new("latency", -2, 0, Keys::None, super::server::container)
-        .doc(
-            G,
-            "2.8.13",
-            "Depends on subcommand.",
-            "A container for latency diagnostics commands.",
-        )
-        .subcommands(LATENCY),
+    Command::new(
+        "slowlog",
+        -2,
+        0,
+        Keys::None,
+        &(super::server::container as Handler),
+    )
+    .doc(
+        G,
+        "2.2.12",
+        "Depends on subcommand.",
+        "A container for slow log commands.",
+    )
+    .subcommands(SLOWLOG),
+    Command::new(
+        "latency",
+        -2,
+        0,
+        Keys::None,
+        &(super::server::container as Handler),
+    )
+    .doc(
+        G,
+        "2.8.13",
+        "Depends on subcommand.",
+        "A container for latency diagnostics commands.",
+    )
+    .subcommands(LATENCY),
 ];
 
 const LAT: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 
 static LATENCY: &[Command] = &[
-    Command::new("doctor", 2, LAT, Keys::None, latency_doctor).doc(
+    Command::new("doctor", 2, LAT, Keys::None, &(latency_doctor as Handler)).doc(
         G,
         "2.8.13",
         "O(1)",
         "Returns a human-readable latency analysis report.",
     ),
-    Command::new("graph", 3, LAT, Keys::None, latency_graph)
+    Command::new("graph", 3, LAT, Keys::None, &(latency_graph as Handler))
         .doc(G, "2.8.13", "O(1)", "Returns a latency graph for an event.")
         .syntax("event"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, latency_help).doc(
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(latency_help as Handler),
+    )
+    .doc(
         G,
         "2.8.13",
         "O(1)",
         "Returns helpful text about the different subcommands.",
     ),
-    Command::new("histogram", -2, LAT, Keys::None, latency_histogram)
-        .doc(
-            G,
-            "7.0.0",
-            "O(N) where N is the number of commands with latency information being retrieved.",
-            "Returns the cumulative distribution of latencies of a subset or all commands.",
-        )
-        .syntax("[command [command ...]]"),
-    Command::new("history", 3, LAT, Keys::None, latency_history)
+    Command::new(
+        "histogram",
+        -2,
+        LAT,
+        Keys::None,
+        &(latency_histogram as Handler),
+    )
+    .doc(
+        G,
+        "7.0.0",
+        "O(N) where N is the number of commands with latency information being retrieved.",
+        "Returns the cumulative distribution of latencies of a subset or all commands.",
+    )
+    .syntax("[command [command ...]]"),
+    Command::new("history", 3, LAT, Keys::None, &(latency_history as Handler))
         .doc(
             G,
             "2.8.13",
@@ -62,13 +87,13 @@ static LATENCY: &[Command] = &[
             "Returns timestamp-latency samples for an event.",
         )
         .syntax("event"),
-    Command::new("latest", 2, LAT, Keys::None, latency_latest).doc(
+    Command::new("latest", 2, LAT, Keys::None, &(latency_latest as Handler)).doc(
         G,
         "2.8.13",
         "O(1)",
         "Returns the latest latency samples for all events.",
     ),
-    Command::new("reset", -2, LAT, Keys::None, latency_reset)
+    Command::new("reset", -2, LAT, Keys::None, &(latency_reset as Handler))
         .doc(
             G,
             "2.8.13",
@@ -79,21 +104,41 @@ static LATENCY: &[Command] = &[
 ];
 
 static SLOWLOG: &[Command] = &[
-    Command::new("get", -2, ADMIN | LOADING | STALE, Keys::None, slowlog_get)
-        .doc(
-            G,
-            "2.2.12",
-            "O(N) where N is the number of entries returned",
-            "Returns the slow log's entries.",
-        )
-        .syntax("[count]"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, slowlog_help).doc(
+    Command::new(
+        "get",
+        -2,
+        ADMIN | LOADING | STALE,
+        Keys::None,
+        &(slowlog_get as Handler),
+    )
+    .doc(
+        G,
+        "2.2.12",
+        "O(N) where N is the number of entries returned",
+        "Returns the slow log's entries.",
+    )
+    .syntax("[count]"),
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(slowlog_help as Handler),
+    )
+    .doc(
         G,
         "6.2.0",
         "O(1)",
         "Show helpful text about the different subcommands",
     ),
-    Command::new("len", 2, ADMIN | LOADING | STALE, Keys::None, slowlog_len).doc(
+    Command::new(
+        "len",
+        2,
+        ADMIN | LOADING | STALE,
+        Keys::None,
+        &(slowlog_len as Handler),
+    )
+    .doc(
         G,
         "2.2.12",
         "O(1)",
@@ -104,7 +149,7 @@ static SLOWLOG: &[Command] = &[
         2,
         ADMIN | LOADING | STALE,
         Keys::None,
-        slowlog_reset,
+        &(slowlog_reset as Handler),
     )
     .doc(
         G,

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, evict, notify};
 use crate::rdb::RestoreError;
 use crate::util::eq_ic;
@@ -13,21 +13,21 @@ const G: &str = "server";
 const GK: &str = "generic";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, Keys::All, save)
+    Command::new("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, Keys::All, &(save as Handler))
         .doc(G, "1.0.0", "O(N) where N is the total number of keys in all databases", "Synchronously saves the database(s) to disk."),
-    Command::new("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, Keys::All, bgsave)
+    Command::new("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, Keys::All, &(bgsave as Handler))
         .doc(G, "1.0.0", "O(1)", "Asynchronously saves the database(s) to disk.")
         .syntax("[SCHEDULE]"),
-    Command::new("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, Keys::All, bgrewriteaof)
+    Command::new("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, Keys::All, &(bgrewriteaof as Handler))
         .doc(G, "1.0.0", "O(1)", "Asynchronously rewrites the append-only file to disk."),
-    Command::new("dump", 2, READONLY, Keys::ONE, dump)
+    Command::new("dump", 2, READONLY, Keys::ONE, &(dump as Handler))
         .doc(GK, "2.6.0", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", "Returns a serialized representation of the value stored at a key.")
         .syntax("key"),
-    Command::new("restore", -4, WRITE | DENYOOM, Keys::ONE, restore)
+    Command::new("restore", -4, WRITE | DENYOOM, Keys::ONE, &(restore as Handler))
         .doc(GK, "2.6.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", "Creates a key from the serialized representation of a value.")
         .syntax("key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"),
     // What a cluster's MIGRATE sends; without cluster mode, RESTORE itself.
-    Command::new("restore-asking", -4, WRITE | DENYOOM | ASKING, Keys::ONE, restore)
+    Command::new("restore-asking", -4, WRITE | DENYOOM | ASKING, Keys::ONE, &(restore as Handler))
         .doc(G, "3.0.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", "An internal command for migrating keys in a cluster")
         .syntax("key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"),
 ];

@@ -17,57 +17,57 @@ use std::sync::atomic::Ordering::Relaxed;
 use bytes::Bytes;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 
 const G: &str = "pubsub";
 const SUB_FLAGS: u32 = PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK;
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("subscribe", -2, SUB_FLAGS, Keys::None, subscribe)
+    Command::new("subscribe", -2, SUB_FLAGS, Keys::None, &(subscribe as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of channels to subscribe to.", "Listen for messages published to the given channels")
         .syntax("channel [channel ...]"),
-    Command::new("unsubscribe", -1, SUB_FLAGS, Keys::None, unsubscribe)
+    Command::new("unsubscribe", -1, SUB_FLAGS, Keys::None, &(unsubscribe as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of clients already subscribed to a channel.", "Stop listening for messages posted to the given channels")
         .syntax("[channel [channel ...]]"),
-    Command::new("psubscribe", -2, SUB_FLAGS, Keys::None, psubscribe)
+    Command::new("psubscribe", -2, SUB_FLAGS, Keys::None, &(psubscribe as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of patterns the client is already subscribed to.", "Listen for messages published to channels matching the given patterns")
         .syntax("pattern [pattern ...]"),
-    Command::new("punsubscribe", -1, SUB_FLAGS, Keys::None, punsubscribe)
+    Command::new("punsubscribe", -1, SUB_FLAGS, Keys::None, &(punsubscribe as Handler))
         .doc(G, "2.0.0", "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).", "Stop listening for messages posted to channels matching the given patterns")
         .syntax("[pattern [pattern ...]]"),
-    Command::new("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, Keys::None, publish)
+    Command::new("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, Keys::None, &(publish as Handler))
         .doc(G, "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", "Post a message to a channel")
         .syntax("channel message"),
-    Command::new("ssubscribe", -2, SUB_FLAGS, Keys::None, ssubscribe)
+    Command::new("ssubscribe", -2, SUB_FLAGS, Keys::None, &(ssubscribe as Handler))
         .doc(G, "7.0.0", "O(N) where N is the number of shard channels to subscribe to.", "Listen for messages published to the given shard channels")
         .syntax("shardchannel [shardchannel ...]"),
-    Command::new("sunsubscribe", -1, SUB_FLAGS, Keys::None, sunsubscribe)
+    Command::new("sunsubscribe", -1, SUB_FLAGS, Keys::None, &(sunsubscribe as Handler))
         .doc(G, "7.0.0", "O(N) where N is the number of clients already subscribed to a shard channel.", "Stop listening for messages posted to the given shard channels")
         .syntax("[shardchannel [shardchannel ...]]"),
-    Command::new("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, Keys::None, spublish)
+    Command::new("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, Keys::None, &(spublish as Handler))
         .doc(G, "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.", "Post a message to a shard channel")
         .syntax("shardchannel message"),
-    Command::new("pubsub", -2, 0, Keys::None, super::server::container)
+    Command::new("pubsub", -2, 0, Keys::None, &(super::server::container as Handler))
         .doc(G, "2.8.0", "Depends on subcommand.", "A container for Pub/Sub commands")
         .subcommands(PUBSUB_SUBS),
 ];
 
 static PUBSUB_SUBS: &[Command] = &[
-    Command::new("channels", -2, PUBSUB | LOADING | STALE, Keys::None, pubsub_channels)
+    Command::new("channels", -2, PUBSUB | LOADING | STALE, Keys::None, &(pubsub_channels as Handler))
         .doc(G, "2.8.0", "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)", "List active channels")
         .syntax("[pattern]"),
-    Command::new("numsub", -2, PUBSUB | LOADING | STALE, Keys::None, pubsub_numsub)
+    Command::new("numsub", -2, PUBSUB | LOADING | STALE, Keys::None, &(pubsub_numsub as Handler))
         .doc(G, "2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels", "Get the count of subscribers for channels")
         .syntax("[channel [channel ...]]"),
-    Command::new("numpat", 2, PUBSUB | LOADING | STALE, Keys::None, pubsub_numpat)
+    Command::new("numpat", 2, PUBSUB | LOADING | STALE, Keys::None, &(pubsub_numpat as Handler))
         .doc(G, "2.8.0", "O(1)", "Get the count of unique patterns pattern subscriptions"),
-    Command::new("shardchannels", -2, PUBSUB | LOADING | STALE, Keys::None, pubsub_shardchannels)
+    Command::new("shardchannels", -2, PUBSUB | LOADING | STALE, Keys::None, &(pubsub_shardchannels as Handler))
         .doc(G, "7.0.0", "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).", "List active shard channels")
         .syntax("[pattern]"),
-    Command::new("shardnumsub", -2, PUBSUB | LOADING | STALE, Keys::None, pubsub_shardnumsub)
+    Command::new("shardnumsub", -2, PUBSUB | LOADING | STALE, Keys::None, &(pubsub_shardnumsub as Handler))
         .doc(G, "7.0.0", "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels", "Get the count of subscribers for shard channels")
         .syntax("[shardchannel [shardchannel ...]]"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, pubsub_help)
+    Command::new("help", 2, LOADING | STALE, Keys::None, &(pubsub_help as Handler))
         .doc(G, "6.2.0", "O(1)", "Show helpful text about the different subcommands"),
 ];
 

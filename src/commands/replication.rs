@@ -11,7 +11,7 @@
 //! answered OK: a caller must not believe it has a replica or a master.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "server";
@@ -27,21 +27,21 @@ pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
-    Command::new("replicaof", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | STALE, Keys::None, replicaof)
+    Command::new("replicaof", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | STALE, Keys::None, &(replicaof as Handler))
         .doc(G, "5.0.0", "O(1)", "Make the server a replica of another instance, or promote it as master.")
         .syntax("host port"),
-    Command::new("slaveof", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | STALE, Keys::None, replicaof)
+    Command::new("slaveof", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | STALE, Keys::None, &(replicaof as Handler))
         .doc(G, "1.0.0", "O(1)", "Make the server a replica of another instance, or promote it as master.")
         .syntax("host port"),
-    Command::new("failover", -1, ADMIN | NOSCRIPT | STALE, Keys::None, failover)
+    Command::new("failover", -1, ADMIN | NOSCRIPT | STALE, Keys::None, &(failover as Handler))
         .doc(G, "6.2.0", "O(1)", "Start a coordinated failover between this server and one of its replicas.")
         .syntax("[TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]"),
-    Command::new("sync", 1, NO_ASYNC_LOADING | ADMIN | NO_MULTI | NOSCRIPT, Keys::None, sync)
+    Command::new("sync", 1, NO_ASYNC_LOADING | ADMIN | NO_MULTI | NOSCRIPT, Keys::None, &(sync as Handler))
         .doc(G, "1.0.0", "", "Internal command used for replication"),
-    Command::new("psync", -3, NO_ASYNC_LOADING | ADMIN | NO_MULTI | NOSCRIPT, Keys::None, sync)
+    Command::new("psync", -3, NO_ASYNC_LOADING | ADMIN | NO_MULTI | NOSCRIPT, Keys::None, &(sync as Handler))
         .doc(G, "2.8.0", "", "Internal command used for replication")
         .syntax("replicationid offset"),
-    Command::new("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, Keys::None, replconf)
+    Command::new("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, Keys::None, &(replconf as Handler))
         .doc(G, "3.0.0", "O(1)", "An internal command for configuring the replication stream"),
 ];
 

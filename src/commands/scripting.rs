@@ -8,7 +8,7 @@
 
 use super::flags::*;
 use super::lua::RunSpec;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::eq_ic;
 
 const G: &str = "scripting";
@@ -19,7 +19,7 @@ pub static COMMANDS: &[Command] = &[
         -3,
         NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE,
         Keys::Script { count_at: 2 },
-        eval,
+        &(eval as Handler),
     )
     .doc(
         G,
@@ -33,7 +33,7 @@ pub static COMMANDS: &[Command] = &[
         -3,
         NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE,
         Keys::Script { count_at: 2 },
-        evalsha,
+        &(evalsha as Handler),
     )
     .doc(
         G,
@@ -47,7 +47,7 @@ pub static COMMANDS: &[Command] = &[
         -3,
         NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY,
         Keys::Script { count_at: 2 },
-        eval_ro,
+        &(eval_ro as Handler),
     )
     .doc(
         G,
@@ -61,7 +61,7 @@ pub static COMMANDS: &[Command] = &[
         -3,
         NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY,
         Keys::Script { count_at: 2 },
-        evalsha_ro,
+        &(evalsha_ro as Handler),
     )
     .doc(
         G,
@@ -70,29 +70,35 @@ pub static COMMANDS: &[Command] = &[
         "Executes a read-only server-side Lua script by SHA1 digest.",
     )
     .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]"),
-    Command::new("script", -2, 0, Keys::None, super::server::container)
-        .doc(
-            G,
-            "2.6.0",
-            "Depends on subcommand.",
-            "A container for Lua scripts management commands.",
-        )
-        .subcommands(SCRIPT),
+    Command::new(
+        "script",
+        -2,
+        0,
+        Keys::None,
+        &(super::server::container as Handler),
+    )
+    .doc(
+        G,
+        "2.6.0",
+        "Depends on subcommand.",
+        "A container for Lua scripts management commands.",
+    )
+    .subcommands(SCRIPT),
 ];
 
 static SCRIPT: &[Command] = &[
-    Command::new("load", 3, NOSCRIPT | STALE, Keys::None, script_load)
+    Command::new("load", 3, NOSCRIPT | STALE, Keys::None, &(script_load as Handler))
         .doc(G, "2.6.0", "O(N) with N being the length in bytes of the script body.", "Loads a server-side Lua script to the script cache.")
         .syntax("script"),
-    Command::new("exists", -3, NOSCRIPT, Keys::None, script_exists)
+    Command::new("exists", -3, NOSCRIPT, Keys::None, &(script_exists as Handler))
         .doc(G, "2.6.0", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", "Determines whether server-side Lua scripts exist in the script cache.")
         .syntax("sha1 [sha1 ...]"),
-    Command::new("flush", -2, NOSCRIPT, Keys::None, script_flush)
+    Command::new("flush", -2, NOSCRIPT, Keys::None, &(script_flush as Handler))
         .doc(G, "2.6.0", "O(N) with N being the number of scripts in cache", "Removes all server-side Lua scripts from the script cache.")
         .syntax("[ASYNC | SYNC]"),
-    Command::new("kill", 2, NOSCRIPT | ALLOW_BUSY, Keys::None, script_kill)
+    Command::new("kill", 2, NOSCRIPT | ALLOW_BUSY, Keys::None, &(script_kill as Handler))
         .doc(G, "2.6.0", "O(1)", "Terminates a server-side Lua script during execution."),
-    Command::new("help", 2, LOADING | STALE, Keys::None, script_help)
+    Command::new("help", 2, LOADING | STALE, Keys::None, &(script_help as Handler))
         .doc(G, "5.0.0", "O(1)", "Returns helpful text about the different subcommands."),
 ];
 

@@ -11,7 +11,7 @@
 
 use super::flags::*;
 use super::hashes::{count_arg, parse_cursor, scan_args};
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::types::set::{Member, Set};
@@ -20,55 +20,55 @@ use crate::util::{eq_ic, glob_match};
 const G: &str = "set";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("sadd", -3, WRITE | DENYOOM | FAST, Keys::ONE, sadd)
+    Command::new("sadd", -3, WRITE | DENYOOM | FAST, Keys::ONE, &(sadd as Handler))
         .doc(G, "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Adds one or more members to a set. Creates the key if it doesn't exist.")
         .syntax("key member [member ...]"),
-    Command::new("srem", -3, WRITE | FAST, Keys::ONE, srem)
+    Command::new("srem", -3, WRITE | FAST, Keys::ONE, &(srem as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of members to be removed.", "Removes one or more members from a set. Deletes the set if the last member was removed.")
         .syntax("key member [member ...]"),
-    Command::new("scard", 2, READONLY | FAST, Keys::ONE, scard)
+    Command::new("scard", 2, READONLY | FAST, Keys::ONE, &(scard as Handler))
         .doc(G, "1.0.0", "O(1)", "Returns the number of members in a set.")
         .syntax("key"),
-    Command::new("sismember", 3, READONLY | FAST, Keys::ONE, sismember)
+    Command::new("sismember", 3, READONLY | FAST, Keys::ONE, &(sismember as Handler))
         .doc(G, "1.0.0", "O(1)", "Determines whether a member belongs to a set.")
         .syntax("key member"),
-    Command::new("smismember", -3, READONLY | FAST, Keys::ONE, smismember)
+    Command::new("smismember", -3, READONLY | FAST, Keys::ONE, &(smismember as Handler))
         .doc(G, "6.2.0", "O(N) where N is the number of elements being checked for membership", "Determines whether multiple members belong to a set.")
         .syntax("key member [member ...]"),
-    Command::new("smembers", 2, READONLY, Keys::ONE, sinter)
+    Command::new("smembers", 2, READONLY, Keys::ONE, &(sinter as Handler))
         .doc(G, "1.0.0", "O(N) where N is the set cardinality.", "Returns all members of a set.")
         .syntax("key"),
-    Command::new("spop", -2, WRITE | FAST, Keys::ONE, spop)
+    Command::new("spop", -2, WRITE | FAST, Keys::ONE, &(spop as Handler))
         .doc(G, "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.")
         .syntax("key [count]"),
-    Command::new("srandmember", -2, READONLY, Keys::ONE, srandmember)
+    Command::new("srandmember", -2, READONLY, Keys::ONE, &(srandmember as Handler))
         .doc(G, "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", "Get one or multiple random members from a set")
         .syntax("key [count]"),
-    Command::new("smove", 4, WRITE | FAST, Keys::TWO, smove)
+    Command::new("smove", 4, WRITE | FAST, Keys::TWO, &(smove as Handler))
         .doc(G, "1.0.0", "O(1)", "Moves a member from one set to another.")
         .syntax("source destination member"),
-    Command::new("sinter", -2, READONLY, Keys::ALL_ARGS, sinter)
+    Command::new("sinter", -2, READONLY, Keys::ALL_ARGS, &(sinter as Handler))
         .doc(G, "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Returns the intersect of multiple sets.")
         .syntax("key [key ...]"),
-    Command::new("sintercard", -3, READONLY, Keys::NumKeys { count_at: 1, dest: None }, sintercard)
+    Command::new("sintercard", -3, READONLY, Keys::NumKeys { count_at: 1, dest: None }, &(sintercard as Handler))
         .doc(G, "7.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Returns the number of members of the intersect of multiple sets.")
         .syntax("numkeys key [key ...] [LIMIT limit]"),
-    Command::new("sinterstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, sinterstore)
+    Command::new("sinterstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, &(sinterstore as Handler))
         .doc(G, "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Stores the intersect of multiple sets in a key.")
         .syntax("destination key [key ...]"),
-    Command::new("sunion", -2, READONLY, Keys::ALL_ARGS, sunion)
+    Command::new("sunion", -2, READONLY, Keys::ALL_ARGS, &(sunion as Handler))
         .doc(G, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Returns the union of multiple sets.")
         .syntax("key [key ...]"),
-    Command::new("sunionstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, sunion)
+    Command::new("sunionstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, &(sunion as Handler))
         .doc(G, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the union of multiple sets in a key.")
         .syntax("destination key [key ...]"),
-    Command::new("sdiff", -2, READONLY, Keys::ALL_ARGS, sunion)
+    Command::new("sdiff", -2, READONLY, Keys::ALL_ARGS, &(sunion as Handler))
         .doc(G, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Returns the difference of multiple sets.")
         .syntax("key [key ...]"),
-    Command::new("sdiffstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, sunion)
+    Command::new("sdiffstore", -3, WRITE | DENYOOM, Keys::ALL_ARGS, &(sunion as Handler))
         .doc(G, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the difference of multiple sets in a key.")
         .syntax("destination key [key ...]"),
-    Command::new("sscan", -3, READONLY, Keys::ONE, sscan)
+    Command::new("sscan", -3, READONLY, Keys::ONE, &(sscan as Handler))
         .doc(G, "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over members of a set.")
         .syntax("key cursor [MATCH pattern] [COUNT count]"),
 ];

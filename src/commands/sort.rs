@@ -22,7 +22,7 @@
 use std::cmp::Ordering;
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::types::list::{End, List};
 use crate::types::zset::score::parse_sort_weight;
@@ -32,10 +32,10 @@ const G: &str = "generic";
 const COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("sort", -2, WRITE | DENYOOM, Keys::All, sort)
+    Command::new("sort", -2, WRITE | DENYOOM, Keys::All, &(sort as Handler))
         .doc(G, "1.0.0", COMPLEXITY, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.")
         .syntax("key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA] [STORE destination]"),
-    Command::new("sort_ro", -2, READONLY, Keys::All, sort)
+    Command::new("sort_ro", -2, READONLY, Keys::All, &(sort as Handler))
         .doc(G, "7.0.0", COMPLEXITY, "Returns the sorted elements of a list, a set, or a sorted set.")
         .syntax("key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA]"),
 ];

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{
-    Args, Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, OwnedArgs, int_arg,
+    Args, Block, CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, OwnedArgs, int_arg,
     subcommand_syntax,
 };
 use crate::keyspace::{Entry, Keyspace, Value, notify};
@@ -137,49 +137,49 @@ fn setid_argv(key: &[u8], group: &[u8], g: &Group) -> Vec<Vec<u8>> {
 }
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("xadd", -5, WRITE | DENYOOM | FAST, Keys::ONE, xadd)
+    Command::new("xadd", -5, WRITE | DENYOOM | FAST, Keys::ONE, &(xadd as Handler))
         .doc(G, "5.0.0", "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.", "Appends a new entry to a stream")
         .syntax("key [NOMKSTREAM] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id field value [field value ...]"),
-    Command::new("xlen", 2, READONLY | FAST, Keys::ONE, xlen)
+    Command::new("xlen", 2, READONLY | FAST, Keys::ONE, &(xlen as Handler))
         .doc(G, "5.0.0", "O(1)", "Return the number of entries in a stream")
         .syntax("key"),
-    Command::new("xrange", -4, READONLY, Keys::ONE, xrange)
+    Command::new("xrange", -4, READONLY, Keys::ONE, &(xrange as Handler))
         .doc(G, "5.0.0", "O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).", "Return a range of elements in a stream, with IDs matching the specified IDs interval")
         .syntax("key start end [COUNT count]"),
-    Command::new("xrevrange", -4, READONLY, Keys::ONE, xrevrange)
+    Command::new("xrevrange", -4, READONLY, Keys::ONE, &(xrevrange as Handler))
         .doc(G, "5.0.0", "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).", "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE")
         .syntax("key end start [COUNT count]"),
-    Command::new("xdel", -3, WRITE | FAST, Keys::ONE, xdel)
+    Command::new("xdel", -3, WRITE | FAST, Keys::ONE, &(xdel as Handler))
         .doc(G, "5.0.0", "O(1) for each single item to delete in the stream, regardless of the stream size.", "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.")
         .syntax("key id [id ...]"),
-    Command::new("xtrim", -4, WRITE, Keys::ONE, xtrim)
+    Command::new("xtrim", -4, WRITE, Keys::ONE, &(xtrim as Handler))
         .doc(G, "5.0.0", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.", "Trims the stream to (approximately if '~' is passed) a certain size")
         .syntax("key MAXLEN | MINID [= | ~] threshold [LIMIT count]"),
-    Command::new("xread", -4, READONLY | BLOCKING, Keys::Streams, xread)
+    Command::new("xread", -4, READONLY | BLOCKING, Keys::Streams, &(xread as Handler))
         .doc(G, "5.0.0", "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.", "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.")
         .syntax("[COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]"),
-    Command::new("xreadgroup", -7, WRITE | BLOCKING, Keys::Streams, xreadgroup)
+    Command::new("xreadgroup", -7, WRITE | BLOCKING, Keys::Streams, &(xreadgroup as Handler))
         .doc(G, "5.0.0", "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.", "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.")
         .syntax("GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS key [key ...] id [id ...]"),
-    Command::new("xgroup", -2, 0, Keys::None, super::server::container)
+    Command::new("xgroup", -2, 0, Keys::None, &(super::server::container as Handler))
         .doc(G, "5.0.0", "Depends on subcommand.", "A container for consumer groups commands")
         .subcommands(XGROUP),
-    Command::new("xack", -4, WRITE | FAST, Keys::ONE, xack)
+    Command::new("xack", -4, WRITE | FAST, Keys::ONE, &(xack as Handler))
         .doc(G, "5.0.0", "O(1) for each message ID processed.", "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.")
         .syntax("key group id [id ...]"),
-    Command::new("xpending", -3, READONLY, Keys::ONE, xpending)
+    Command::new("xpending", -3, READONLY, Keys::ONE, &(xpending as Handler))
         .doc(G, "5.0.0", "O(N) with N being the number of elements returned, so asking for a small fixed number of entries per call is O(1). O(M), where M is the total number of entries scanned when used with the IDLE filter. When the command returns just the summary and the list of consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for iterating every consumer.", "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.")
         .syntax("key group [[IDLE min-idle-time] start end count [consumer]]"),
-    Command::new("xclaim", -6, WRITE | FAST, Keys::ONE, xclaim)
+    Command::new("xclaim", -6, WRITE | FAST, Keys::ONE, &(xclaim as Handler))
         .doc(G, "5.0.0", "O(log N) with N being the number of messages in the PEL of the consumer group.", "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.")
         .syntax("key group consumer min-idle-time id [id ...] [IDLE ms] [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]"),
-    Command::new("xautoclaim", -6, WRITE | FAST, Keys::ONE, xautoclaim)
+    Command::new("xautoclaim", -6, WRITE | FAST, Keys::ONE, &(xautoclaim as Handler))
         .doc(G, "6.2.0", "O(1) if COUNT is small.", "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.")
         .syntax("key group consumer min-idle-time start [COUNT count] [JUSTID]"),
-    Command::new("xinfo", -2, 0, Keys::None, super::server::container)
+    Command::new("xinfo", -2, 0, Keys::None, &(super::server::container as Handler))
         .doc(G, "5.0.0", "Depends on subcommand.", "A container for stream introspection commands")
         .subcommands(XINFO),
-    Command::new("xsetid", -3, WRITE | DENYOOM | FAST, Keys::ONE, xsetid)
+    Command::new("xsetid", -3, WRITE | DENYOOM | FAST, Keys::ONE, &(xsetid as Handler))
         .doc(G, "5.0.0", "O(1)", "An internal command for replicating stream values")
         .syntax("key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]"),
 ];
@@ -191,27 +191,39 @@ const SUB_KEY: Keys = Keys::Range {
 };
 
 static XGROUP: &[Command] = &[
-    Command::new("create", -5, WRITE | DENYOOM, SUB_KEY, xgroup_create)
-        .doc(G, "5.0.0", "O(1)", "Create a consumer group.")
-        .syntax("key groupname id | $ [MKSTREAM] [ENTRIESREAD entries-read]"),
+    Command::new(
+        "create",
+        -5,
+        WRITE | DENYOOM,
+        SUB_KEY,
+        &(xgroup_create as Handler),
+    )
+    .doc(G, "5.0.0", "O(1)", "Create a consumer group.")
+    .syntax("key groupname id | $ [MKSTREAM] [ENTRIESREAD entries-read]"),
     Command::new(
         "createconsumer",
         5,
         WRITE | DENYOOM,
         SUB_KEY,
-        xgroup_createconsumer,
+        &(xgroup_createconsumer as Handler),
     )
     .doc(G, "6.2.0", "O(1)", "Create a consumer in a consumer group.")
     .syntax("key groupname consumername"),
-    Command::new("delconsumer", 5, WRITE, SUB_KEY, xgroup_delconsumer)
-        .doc(
-            G,
-            "5.0.0",
-            "O(1)",
-            "Delete a consumer from a consumer group.",
-        )
-        .syntax("key groupname consumername"),
-    Command::new("destroy", 4, WRITE, SUB_KEY, xgroup_destroy)
+    Command::new(
+        "delconsumer",
+        5,
+        WRITE,
+        SUB_KEY,
+        &(xgroup_delconsumer as Handler),
+    )
+    .doc(
+        G,
+        "5.0.0",
+        "O(1)",
+        "Delete a consumer from a consumer group.",
+    )
+    .syntax("key groupname consumername"),
+    Command::new("destroy", 4, WRITE, SUB_KEY, &(xgroup_destroy as Handler))
         .doc(
             G,
             "5.0.0",
@@ -219,15 +231,21 @@ static XGROUP: &[Command] = &[
             "Destroy a consumer group.",
         )
         .syntax("key groupname"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, xgroup_help)
-        .doc(
-            G,
-            "5.0.0",
-            "O(1)",
-            "Show helpful text about the different subcommands",
-        )
-        .syntax(""),
-    Command::new("setid", -5, WRITE, SUB_KEY, xgroup_setid)
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(xgroup_help as Handler),
+    )
+    .doc(
+        G,
+        "5.0.0",
+        "O(1)",
+        "Show helpful text about the different subcommands",
+    )
+    .syntax(""),
+    Command::new("setid", -5, WRITE, SUB_KEY, &(xgroup_setid as Handler))
         .doc(
             G,
             "5.0.0",
@@ -238,21 +256,33 @@ static XGROUP: &[Command] = &[
 ];
 
 static XINFO: &[Command] = &[
-    Command::new("consumers", 4, READONLY, SUB_KEY, xinfo_consumers)
-        .doc(G, "5.0.0", "O(1)", "List the consumers in a consumer group")
-        .syntax("key groupname"),
-    Command::new("groups", 3, READONLY, SUB_KEY, xinfo_groups)
+    Command::new(
+        "consumers",
+        4,
+        READONLY,
+        SUB_KEY,
+        &(xinfo_consumers as Handler),
+    )
+    .doc(G, "5.0.0", "O(1)", "List the consumers in a consumer group")
+    .syntax("key groupname"),
+    Command::new("groups", 3, READONLY, SUB_KEY, &(xinfo_groups as Handler))
         .doc(G, "5.0.0", "O(1)", "List the consumer groups of a stream")
         .syntax("key"),
-    Command::new("help", 2, LOADING | STALE, Keys::None, xinfo_help)
-        .doc(
-            G,
-            "5.0.0",
-            "O(1)",
-            "Show helpful text about the different subcommands",
-        )
-        .syntax(""),
-    Command::new("stream", -3, READONLY, SUB_KEY, xinfo_stream)
+    Command::new(
+        "help",
+        2,
+        LOADING | STALE,
+        Keys::None,
+        &(xinfo_help as Handler),
+    )
+    .doc(
+        G,
+        "5.0.0",
+        "O(1)",
+        "Show helpful text about the different subcommands",
+    )
+    .syntax(""),
+    Command::new("stream", -3, READONLY, SUB_KEY, &(xinfo_stream as Handler))
         .doc(G, "5.0.0", "O(1)", "Get information about a stream")
         .syntax("key [FULL [COUNT count]]"),
 ];
@@ -783,32 +813,6 @@ fn xdel(ctx: &mut Ctx) -> CmdResult {
 
 // ---------------------------------------------------------------------------
 // XREAD, XREADGROUP.
-
-/// Where the keys of XREAD/XREADGROUP start and how many there are, as
-/// Redis's `xreadGetKeys` finds them (for lock planning).
-pub(crate) fn streams_keys(args: &Args<'_>) -> Option<(usize, usize)> {
-    let argc = args.len();
-    let mut i = 1;
-    while i < argc {
-        let a = args.get(i);
-        if eq_ic(a, "BLOCK") || eq_ic(a, "COUNT") {
-            i += 2;
-        } else if eq_ic(a, "GROUP") {
-            i += 3;
-        } else if eq_ic(a, "NOACK") {
-            i += 1;
-        } else if eq_ic(a, "STREAMS") {
-            let num = argc - i - 1;
-            if num == 0 || !num.is_multiple_of(2) {
-                return None;
-            }
-            return Some((i + 1, num / 2));
-        } else {
-            return None;
-        }
-    }
-    None
-}
 
 /// A stream ID argument of XREAD/XREADGROUP.
 #[derive(Clone, Copy)]
@@ -2126,24 +2130,5 @@ mod tests {
         assert_eq!(parse_id(b"+", 0), Ok(StreamId::MAX));
         assert_eq!(parse_id(b"3", u64::MAX), Ok(StreamId::new(3, u64::MAX)));
         assert!(parse_id(b"1-2-3", 0).is_err());
-    }
-
-    #[test]
-    fn xread_keys_follow_streams() {
-        let a =
-            OwnedArgs::from_slices(&[b"xread", b"COUNT", b"2", b"STREAMS", b"a", b"b", b"0", b"0"]);
-        assert_eq!(streams_keys(&a.args()), Some((4, 2)));
-        let a = OwnedArgs::from_slices(&[
-            b"xreadgroup",
-            b"GROUP",
-            b"streams",
-            b"c",
-            b"STREAMS",
-            b"k",
-            b">",
-        ]);
-        assert_eq!(streams_keys(&a.args()), Some((5, 1)));
-        let a = OwnedArgs::from_slices(&[b"xread", b"STREAMS", b"a", b"b", b"0"]);
-        assert_eq!(streams_keys(&a.args()), None);
     }
 }

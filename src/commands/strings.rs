@@ -11,7 +11,7 @@
 //! INCRBYFLOAT's long-double arithmetic lives in [`crate::types::ldouble`].
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, int_arg};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::propagate::del_name;
 use crate::keyspace::{Entry, HashedKey, Keyspace, Str, Value, notify};
 use crate::types::ldouble::LDouble;
@@ -27,67 +27,67 @@ const PAIRS: Keys = Keys::Range {
 };
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("get", 2, READONLY | FAST, Keys::ONE, get)
+    Command::new("get", 2, READONLY | FAST, Keys::ONE, &(get as Handler))
         .doc(G, "1.0.0", "O(1)", "Returns the string value of a key.")
         .syntax("key"),
-    Command::new("set", -3, WRITE | DENYOOM, Keys::ONE, set)
+    Command::new("set", -3, WRITE | DENYOOM, Keys::ONE, &(set as Handler))
         .doc(G, "1.0.0", "O(1)", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.")
         .syntax("key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"),
-    Command::new("setnx", 3, WRITE | DENYOOM | FAST, Keys::ONE, setnx)
+    Command::new("setnx", 3, WRITE | DENYOOM | FAST, Keys::ONE, &(setnx as Handler))
         .doc(G, "1.0.0", "O(1)", "Set the string value of a key only when the key doesn't exist.")
         .syntax("key value"),
-    Command::new("setex", 4, WRITE | DENYOOM, Keys::ONE, setex)
+    Command::new("setex", 4, WRITE | DENYOOM, Keys::ONE, &(setex as Handler))
         .doc(G, "2.0.0", "O(1)", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.")
         .syntax("key seconds value"),
-    Command::new("psetex", 4, WRITE | DENYOOM, Keys::ONE, setex)
+    Command::new("psetex", 4, WRITE | DENYOOM, Keys::ONE, &(setex as Handler))
         .doc(G, "2.6.0", "O(1)", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.")
         .syntax("key milliseconds value"),
-    Command::new("getset", 3, WRITE | DENYOOM | FAST, Keys::ONE, getset)
+    Command::new("getset", 3, WRITE | DENYOOM | FAST, Keys::ONE, &(getset as Handler))
         .doc(G, "1.0.0", "O(1)", "Returns the previous string value of a key after setting it to a new value.")
         .syntax("key value"),
-    Command::new("getdel", 2, WRITE | FAST, Keys::ONE, getdel)
+    Command::new("getdel", 2, WRITE | FAST, Keys::ONE, &(getdel as Handler))
         .doc(G, "6.2.0", "O(1)", "Returns the string value of a key after deleting the key.")
         .syntax("key"),
-    Command::new("getex", -2, WRITE | FAST, Keys::ONE, getex)
+    Command::new("getex", -2, WRITE | FAST, Keys::ONE, &(getex as Handler))
         .doc(G, "6.2.0", "O(1)", "Returns the string value of a key after setting its expiration time.")
         .syntax("key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]"),
-    Command::new("mget", -2, READONLY | FAST, Keys::ALL_ARGS, mget)
+    Command::new("mget", -2, READONLY | FAST, Keys::ALL_ARGS, &(mget as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of keys to retrieve.", "Atomically returns the string values of one or more keys.")
         .syntax("key [key ...]"),
-    Command::new("mset", -3, WRITE | DENYOOM, PAIRS, mset)
+    Command::new("mset", -3, WRITE | DENYOOM, PAIRS, &(mset as Handler))
         .doc(G, "1.0.1", "O(N) where N is the number of keys to set.", "Atomically creates or modifies the string values of one or more keys.")
         .syntax("key value [key value ...]"),
-    Command::new("msetnx", -3, WRITE | DENYOOM, PAIRS, mset)
+    Command::new("msetnx", -3, WRITE | DENYOOM, PAIRS, &(mset as Handler))
         .doc(G, "1.0.1", "O(N) where N is the number of keys to set.", "Atomically modifies the string values of one or more keys only when all keys don't exist.")
         .syntax("key value [key value ...]"),
-    Command::new("append", 3, WRITE | DENYOOM | FAST, Keys::ONE, append)
+    Command::new("append", 3, WRITE | DENYOOM | FAST, Keys::ONE, &(append as Handler))
         .doc(G, "2.0.0", "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.", "Appends a string to the value of a key. Creates the key if it doesn't exist.")
         .syntax("key value"),
-    Command::new("strlen", 2, READONLY | FAST, Keys::ONE, strlen)
+    Command::new("strlen", 2, READONLY | FAST, Keys::ONE, &(strlen as Handler))
         .doc(G, "2.2.0", "O(1)", "Returns the length of a string value.")
         .syntax("key"),
-    Command::new("getrange", 4, READONLY, Keys::ONE, getrange)
+    Command::new("getrange", 4, READONLY, Keys::ONE, &(getrange as Handler))
         .doc(G, "2.4.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "Returns a substring of the string stored at a key.")
         .syntax("key start end"),
-    Command::new("substr", 4, READONLY, Keys::ONE, getrange)
+    Command::new("substr", 4, READONLY, Keys::ONE, &(getrange as Handler))
         .doc(G, "1.0.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "Returns a substring from a string value.")
         .syntax("key start end"),
-    Command::new("setrange", 4, WRITE | DENYOOM, Keys::ONE, setrange)
+    Command::new("setrange", 4, WRITE | DENYOOM, Keys::ONE, &(setrange as Handler))
         .doc(G, "2.2.0", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.")
         .syntax("key offset value"),
-    Command::new("incr", 2, WRITE | DENYOOM | FAST, Keys::ONE, incr)
+    Command::new("incr", 2, WRITE | DENYOOM | FAST, Keys::ONE, &(incr as Handler))
         .doc(G, "1.0.0", "O(1)", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
         .syntax("key"),
-    Command::new("decr", 2, WRITE | DENYOOM | FAST, Keys::ONE, decr)
+    Command::new("decr", 2, WRITE | DENYOOM | FAST, Keys::ONE, &(decr as Handler))
         .doc(G, "1.0.0", "O(1)", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
         .syntax("key"),
-    Command::new("incrby", 3, WRITE | DENYOOM | FAST, Keys::ONE, incrby)
+    Command::new("incrby", 3, WRITE | DENYOOM | FAST, Keys::ONE, &(incrby as Handler))
         .doc(G, "1.0.0", "O(1)", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.")
         .syntax("key increment"),
-    Command::new("decrby", 3, WRITE | DENYOOM | FAST, Keys::ONE, decrby)
+    Command::new("decrby", 3, WRITE | DENYOOM | FAST, Keys::ONE, &(decrby as Handler))
         .doc(G, "1.0.0", "O(1)", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.")
         .syntax("key decrement"),
-    Command::new("incrbyfloat", 3, WRITE | DENYOOM | FAST, Keys::ONE, incrbyfloat)
+    Command::new("incrbyfloat", 3, WRITE | DENYOOM | FAST, Keys::ONE, &(incrbyfloat as Handler))
         .doc(G, "2.6.0", "O(1)", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.")
         .syntax("key increment"),
 ];

@@ -19,7 +19,7 @@
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys, Outcome};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome};
 use crate::acl::user::Denied;
 use crate::commands::session::Client;
 use crate::dispatch::Called;
@@ -34,7 +34,7 @@ pub static COMMANDS: &[Command] = &[
         1,
         NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
         Keys::None,
-        multi,
+        &(multi as Handler),
     )
     .doc(G, "1.2.0", "O(1)", "Mark the start of a transaction block"),
     Command::new(
@@ -42,7 +42,7 @@ pub static COMMANDS: &[Command] = &[
         1,
         NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL,
         Keys::All,
-        exec,
+        &(exec as Handler),
     )
     .doc(
         G,
@@ -55,7 +55,7 @@ pub static COMMANDS: &[Command] = &[
         1,
         NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
         Keys::None,
-        discard,
+        &(discard as Handler),
     )
     .doc(
         G,
@@ -68,7 +68,7 @@ pub static COMMANDS: &[Command] = &[
         -2,
         NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
         Keys::ALL_ARGS,
-        watch,
+        &(watch as Handler),
     )
     .doc(
         G,
@@ -83,7 +83,7 @@ pub static COMMANDS: &[Command] = &[
         1,
         NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
         Keys::None,
-        unwatch,
+        &(unwatch as Handler),
     )
     .doc(G, "2.2.0", "O(1)", "Forget about all watched keys"),
 ];

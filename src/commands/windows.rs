@@ -14,39 +14,42 @@
 //! server state: they outlive the keys they match.
 
 use super::flags::*;
-use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 use crate::keyspace::windows::{Rule, Unit, parse_duration};
 use crate::util::eq_ic;
 
 const G: &str = "windows";
 
-pub static COMMANDS: &[Command] =
-    &[
-        Command::new("zwindow", -2, 0, Keys::None, super::server::container)
-            .doc(
-                G,
-                "0.1.0",
-                "Depends on subcommand.",
-                "A container for time-window rules on sorted sets.",
-            )
-            .subcommands(ZWINDOW),
-    ];
+pub static COMMANDS: &[Command] = &[Command::new(
+    "zwindow",
+    -2,
+    0,
+    Keys::None,
+    &(super::server::container as Handler),
+)
+.doc(
+    G,
+    "0.1.0",
+    "Depends on subcommand.",
+    "A container for time-window rules on sorted sets.",
+)
+.subcommands(ZWINDOW)];
 
 static ZWINDOW: &[Command] = &[
     // A rule change locks every shard, so no command is between planning
     // its locks from the old rules and trimming by the new ones.
-    Command::new("set", -4, WRITE | ADMIN, Keys::All, set)
+    Command::new("set", -4, WRITE | ADMIN, Keys::All, &(set as Handler))
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Binds a key pattern to a time window: sorted-set members scored older than now minus the duration age out.")
         .syntax("pattern duration [S | MS] [MOVETO destination]"),
-    Command::new("get", 3, READONLY | FAST, Keys::None, get)
+    Command::new("get", 3, READONLY | FAST, Keys::None, &(get as Handler))
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Returns the rule that applies to a key: pattern, duration and unit, or nil.")
         .syntax("key"),
-    Command::new("del", 3, WRITE | ADMIN, Keys::All, del)
+    Command::new("del", 3, WRITE | ADMIN, Keys::All, &(del as Handler))
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Deletes the rule with exactly this pattern.")
         .syntax("pattern"),
-    Command::new("list", 2, READONLY, Keys::None, list)
+    Command::new("list", 2, READONLY, Keys::None, &(list as Handler))
         .doc(G, "0.1.0", "O(R) where R is the number of rules", "Lists the rules in precedence order."),
-    Command::new("help", 2, LOADING | STALE, Keys::None, help)
+    Command::new("help", 2, LOADING | STALE, Keys::None, &(help as Handler))
         .doc(G, "0.1.0", "O(1)", "Returns helpful text about the different subcommands."),
 ];
 

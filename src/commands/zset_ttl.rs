@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
 use super::hashes::{Cond, parse_expire, subkeys_arg};
-use super::{CmdResult, Command, Ctx, Done, Error, Keys};
+use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::types::zset::ZSet;
 use crate::types::zset::ttl::NO_TTL;
@@ -37,35 +37,35 @@ const PERSIST_NO_MEMBER: i64 = -1;
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
-    Command::new("zexpire", -6, WRITE | FAST, Keys::ONE, zexpire)
+    Command::new("zexpire", -6, WRITE | FAST, Keys::ONE, &(zexpire as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using relative time to expire (seconds).")
         .syntax("key seconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),
-    Command::new("zpexpire", -6, WRITE | FAST, Keys::ONE, zpexpire)
+    Command::new("zpexpire", -6, WRITE | FAST, Keys::ONE, &(zpexpire as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using relative time to expire (milliseconds).")
         .syntax("key milliseconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),
-    Command::new("zexpireat", -6, WRITE | FAST, Keys::ONE, zexpireat)
+    Command::new("zexpireat", -6, WRITE | FAST, Keys::ONE, &(zexpireat as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using an absolute Unix timestamp (seconds).")
         .syntax("key unix-time-seconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),
-    Command::new("zpexpireat", -6, WRITE | FAST, Keys::ONE, zpexpireat)
+    Command::new("zpexpireat", -6, WRITE | FAST, Keys::ONE, &(zpexpireat as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using an absolute Unix timestamp (milliseconds).")
         .syntax("key unix-time-milliseconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),
-    Command::new("zttl", -5, READONLY | FAST, Keys::ONE, zttl)
+    Command::new("zttl", -5, READONLY | FAST, Keys::ONE, &(zttl as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Returns the TTL in seconds of sorted set members.")
         .syntax("key MEMBERS nummembers member [member ...]"),
-    Command::new("zpttl", -5, READONLY | FAST, Keys::ONE, zpttl)
+    Command::new("zpttl", -5, READONLY | FAST, Keys::ONE, &(zpttl as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Returns the TTL in milliseconds of sorted set members.")
         .syntax("key MEMBERS nummembers member [member ...]"),
-    Command::new("zexpiretime", -5, READONLY | FAST, Keys::ONE, zexpiretime)
+    Command::new("zexpiretime", -5, READONLY | FAST, Keys::ONE, &(zexpiretime as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Returns the expiration time of sorted set members as a Unix timestamp, in seconds.")
         .syntax("key MEMBERS nummembers member [member ...]"),
-    Command::new("zpexpiretime", -5, READONLY | FAST, Keys::ONE, zpexpiretime)
+    Command::new("zpexpiretime", -5, READONLY | FAST, Keys::ONE, &(zpexpiretime as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Returns the expiration time of sorted set members as a Unix timestamp, in msec.")
         .syntax("key MEMBERS nummembers member [member ...]"),
-    Command::new("zpersist", -5, WRITE | FAST, Keys::ONE, zpersist)
+    Command::new("zpersist", -5, WRITE | FAST, Keys::ONE, &(zpersist as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Removes the expiration time of sorted set members.")
         .syntax("key MEMBERS nummembers member [member ...]"),
     // Every shard: `ZCOLLECT *` visits every sorted set of the database.
-    Command::new("zcollect", -2, WRITE, Keys::All, zcollect)
+    Command::new("zcollect", -2, WRITE, Keys::All, &(zcollect as Handler))
         .doc(G, "0.1.0", "O(K + M) where K is the number of keys given (every key of the database with *) and M the number of expired members removed", "Removes the expired members of sorted sets now.")
         .syntax("key [key ...]"),
 ];

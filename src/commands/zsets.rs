@@ -14,7 +14,9 @@
 use std::time::Duration;
 
 use super::flags::*;
-use super::{Block, CmdResult, Command, Ctx, Done, Error, Keys, Outcome, int_arg, parse_timeout};
+use super::{
+    Block, CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, int_arg, parse_timeout,
+};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::protocol::reply::format_double;
@@ -45,109 +47,109 @@ const ALL_BUT_LAST: Keys = Keys::Range {
 };
 
 pub static COMMANDS: &[Command] = &[
-    Command::new("zadd", -4, WRITE | DENYOOM | FAST, Keys::ONE, zadd)
+    Command::new("zadd", -4, WRITE | DENYOOM | FAST, Keys::ONE, &(zadd as Handler))
         .doc(G, "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.")
         .syntax("key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]"),
-    Command::new("zincrby", 4, WRITE | DENYOOM | FAST, Keys::ONE, zincrby)
+    Command::new("zincrby", 4, WRITE | DENYOOM | FAST, Keys::ONE, &(zincrby as Handler))
         .doc(G, "1.2.0", "O(log(N)) where N is the number of elements in the sorted set.", "Increments the score of a member in a sorted set.")
         .syntax("key increment member"),
-    Command::new("zrem", -3, WRITE | FAST, Keys::ONE, zrem)
+    Command::new("zrem", -3, WRITE | FAST, Keys::ONE, &(zrem as Handler))
         .doc(G, "1.2.0", "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.")
         .syntax("key member [member ...]"),
-    Command::new("zcard", 2, READONLY | FAST, Keys::ONE, zcard)
+    Command::new("zcard", 2, READONLY | FAST, Keys::ONE, &(zcard as Handler))
         .doc(G, "1.2.0", "O(1)", "Returns the number of members in a sorted set.")
         .syntax("key"),
-    Command::new("zscore", 3, READONLY | FAST, Keys::ONE, zscore)
+    Command::new("zscore", 3, READONLY | FAST, Keys::ONE, &(zscore as Handler))
         .doc(G, "1.2.0", "O(1)", "Returns the score of a member in a sorted set.")
         .syntax("key member"),
-    Command::new("zmscore", -3, READONLY | FAST, Keys::ONE, zmscore)
+    Command::new("zmscore", -3, READONLY | FAST, Keys::ONE, &(zmscore as Handler))
         .doc(G, "6.2.0", "O(N) where N is the number of members being requested.", "Returns the score of one or more members in a sorted set.")
         .syntax("key member [member ...]"),
-    Command::new("zcount", 4, READONLY | FAST, Keys::ONE, zcount)
+    Command::new("zcount", 4, READONLY | FAST, Keys::ONE, &(zcount as Handler))
         .doc(G, "2.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Returns the count of members in a sorted set that have scores within a range.")
         .syntax("key min max"),
-    Command::new("zlexcount", 4, READONLY | FAST, Keys::ONE, zlexcount)
+    Command::new("zlexcount", 4, READONLY | FAST, Keys::ONE, &(zlexcount as Handler))
         .doc(G, "2.8.9", "O(log(N)) with N being the number of elements in the sorted set.", "Returns the number of members in a sorted set within a lexicographical range.")
         .syntax("key min max"),
-    Command::new("zrank", 3, READONLY | FAST, Keys::ONE, zrank)
+    Command::new("zrank", 3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
         .doc(G, "2.0.0", "O(log(N))", "Returns the index of a member in a sorted set ordered by ascending scores.")
         .syntax("key member"),
-    Command::new("zrevrank", 3, READONLY | FAST, Keys::ONE, zrank)
+    Command::new("zrevrank", 3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
         .doc(G, "2.0.0", "O(log(N))", "Returns the index of a member in a sorted set ordered by descending scores.")
         .syntax("key member"),
-    Command::new("zrange", -4, READONLY, Keys::ONE, zrange)
+    Command::new("zrange", -4, READONLY, Keys::ONE, &(zrange as Handler))
         .doc(G, "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.", "Returns members in a sorted set within a range of indexes.")
         .syntax("key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]"),
-    Command::new("zrangestore", -5, WRITE | DENYOOM, Keys::TWO, zrangestore)
+    Command::new("zrangestore", -5, WRITE | DENYOOM, Keys::TWO, &(zrangestore as Handler))
         .doc(G, "6.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.", "Stores a range of members from sorted set in a key.")
         .syntax("dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]"),
-    Command::new("zrevrange", -4, READONLY, Keys::ONE, zrevrange)
+    Command::new("zrevrange", -4, READONLY, Keys::ONE, &(zrevrange as Handler))
         .doc(G, "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.", "Returns members in a sorted set within a range of indexes in reverse order.")
         .syntax("key start stop [WITHSCORES]"),
-    Command::new("zrangebyscore", -4, READONLY, Keys::ONE, zrangebyscore)
+    Command::new("zrangebyscore", -4, READONLY, Keys::ONE, &(zrangebyscore as Handler))
         .doc(G, "1.0.5", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned.", "Returns members in a sorted set within a range of scores.")
         .syntax("key min max [WITHSCORES] [LIMIT offset count]"),
-    Command::new("zrevrangebyscore", -4, READONLY, Keys::ONE, zrevrangebyscore)
+    Command::new("zrevrangebyscore", -4, READONLY, Keys::ONE, &(zrevrangebyscore as Handler))
         .doc(G, "2.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned.", "Returns members in a sorted set within a range of scores in reverse order.")
         .syntax("key max min [WITHSCORES] [LIMIT offset count]"),
-    Command::new("zrangebylex", -4, READONLY, Keys::ONE, zrangebylex)
+    Command::new("zrangebylex", -4, READONLY, Keys::ONE, &(zrangebylex as Handler))
         .doc(G, "2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned.", "Returns members in a sorted set within a lexicographical range.")
         .syntax("key min max [LIMIT offset count]"),
-    Command::new("zrevrangebylex", -4, READONLY, Keys::ONE, zrevrangebylex)
+    Command::new("zrevrangebylex", -4, READONLY, Keys::ONE, &(zrevrangebylex as Handler))
         .doc(G, "2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned.", "Returns members in a sorted set within a lexicographical range in reverse order.")
         .syntax("key max min [LIMIT offset count]"),
-    Command::new("zremrangebyscore", 4, WRITE, Keys::ONE, zremrangebyscore)
+    Command::new("zremrangebyscore", 4, WRITE, Keys::ONE, &(zremrangebyscore as Handler))
         .doc(G, "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.")
         .syntax("key min max"),
-    Command::new("zremrangebyrank", 4, WRITE, Keys::ONE, zremrangebyrank)
+    Command::new("zremrangebyrank", 4, WRITE, Keys::ONE, &(zremrangebyrank as Handler))
         .doc(G, "2.0.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.")
         .syntax("key start stop"),
-    Command::new("zremrangebylex", 4, WRITE, Keys::ONE, zremrangebylex)
+    Command::new("zremrangebylex", 4, WRITE, Keys::ONE, &(zremrangebylex as Handler))
         .doc(G, "2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.")
         .syntax("key min max"),
-    Command::new("zpopmin", -2, WRITE | FAST, Keys::ONE, zpopmin)
+    Command::new("zpopmin", -2, WRITE | FAST, Keys::ONE, &(zpopmin as Handler))
         .doc(G, "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
         .syntax("key [count]"),
-    Command::new("zpopmax", -2, WRITE | FAST, Keys::ONE, zpopmax)
+    Command::new("zpopmax", -2, WRITE | FAST, Keys::ONE, &(zpopmax as Handler))
         .doc(G, "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
         .syntax("key [count]"),
-    Command::new("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, ALL_BUT_LAST, bzpopmin)
+    Command::new("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmin as Handler))
         .doc(G, "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.")
         .syntax("key [key ...] timeout"),
-    Command::new("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, ALL_BUT_LAST, bzpopmax)
+    Command::new("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmax as Handler))
         .doc(G, "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped.")
         .syntax("key [key ...] timeout"),
-    Command::new("zmpop", -4, WRITE, NUMKEYS_1, zmpop)
+    Command::new("zmpop", -4, WRITE, NUMKEYS_1, &(zmpop as Handler))
         .doc(G, "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.")
         .syntax("numkeys key [key ...] MIN | MAX [COUNT count]"),
-    Command::new("bzmpop", -5, WRITE | BLOCKING, NUMKEYS_2, bzmpop)
+    Command::new("bzmpop", -5, WRITE | BLOCKING, NUMKEYS_2, &(bzmpop as Handler))
         .doc(G, "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.")
         .syntax("timeout numkeys key [key ...] MIN | MAX [COUNT count]"),
-    Command::new("zunion", -3, READONLY, NUMKEYS_1, zunion)
+    Command::new("zunion", -3, READONLY, NUMKEYS_1, &(zunion as Handler))
         .doc(G, "6.2.0", "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.", "Returns the union of multiple sorted sets.")
         .syntax("numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM | MIN | MAX] [WITHSCORES]"),
-    Command::new("zinter", -3, READONLY, NUMKEYS_1, zinter)
+    Command::new("zinter", -3, READONLY, NUMKEYS_1, &(zinter as Handler))
         .doc(G, "6.2.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.", "Returns the intersect of multiple sorted sets.")
         .syntax("numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM | MIN | MAX] [WITHSCORES]"),
-    Command::new("zdiff", -3, READONLY, NUMKEYS_1, zdiff)
+    Command::new("zdiff", -3, READONLY, NUMKEYS_1, &(zdiff as Handler))
         .doc(G, "6.2.0", "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.", "Returns the difference between multiple sorted sets.")
         .syntax("numkeys key [key ...] [WITHSCORES]"),
-    Command::new("zunionstore", -4, WRITE | DENYOOM, NUMKEYS_STORE, zunionstore)
+    Command::new("zunionstore", -4, WRITE | DENYOOM, NUMKEYS_STORE, &(zunionstore as Handler))
         .doc(G, "2.0.0", "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.", "Stores the union of multiple sorted sets in a key.")
         .syntax("destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM | MIN | MAX]"),
-    Command::new("zinterstore", -4, WRITE | DENYOOM, NUMKEYS_STORE, zinterstore)
+    Command::new("zinterstore", -4, WRITE | DENYOOM, NUMKEYS_STORE, &(zinterstore as Handler))
         .doc(G, "2.0.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.", "Stores the intersect of multiple sorted sets in a key.")
         .syntax("destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM | MIN | MAX]"),
-    Command::new("zdiffstore", -4, WRITE | DENYOOM, NUMKEYS_STORE, zdiffstore)
+    Command::new("zdiffstore", -4, WRITE | DENYOOM, NUMKEYS_STORE, &(zdiffstore as Handler))
         .doc(G, "6.2.0", "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.", "Stores the difference of multiple sorted sets in a key.")
         .syntax("destination numkeys key [key ...]"),
-    Command::new("zintercard", -3, READONLY, NUMKEYS_1, zintercard)
+    Command::new("zintercard", -3, READONLY, NUMKEYS_1, &(zintercard as Handler))
         .doc(G, "7.0.0", "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.", "Returns the number of members of the intersect of multiple sorted sets.")
         .syntax("numkeys key [key ...] [LIMIT limit]"),
-    Command::new("zrandmember", -2, READONLY, Keys::ONE, zrandmember)
+    Command::new("zrandmember", -2, READONLY, Keys::ONE, &(zrandmember as Handler))
         .doc(G, "6.2.0", "O(N) where N is the number of members returned", "Returns one or more random members from a sorted set.")
         .syntax("key [count [WITHSCORES]]"),
-    Command::new("zscan", -3, READONLY, Keys::ONE, zscan)
+    Command::new("zscan", -3, READONLY, Keys::ONE, &(zscan as Handler))
         .doc(G, "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over members and scores of a sorted set.")
         .syntax("key cursor [MATCH pattern] [COUNT count]"),
 ];

@@ -560,7 +560,7 @@ pub fn call<'a>(
     // What this command may read of the counters includes the calls
     // before it (see `CallTally`).
     ctx.client.tally.before(cmd);
-    let result = (cmd.handler)(&mut ctx);
+    let result = crate::commands::run(cmd, &mut ctx);
     if let Some((outer, dirty, db)) = outer {
         propagate(ctx.ks, cmd, &args, &result, outer, dirty, db);
     }

@@ -16,12 +16,11 @@ use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
 use crate::clients::{ClientHandle, Push};
-use crate::commands::Args;
 use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
-use crate::protocol::{Parser, Reply};
+use crate::protocol::{Args, Parser, Reply};
 use crate::server::Shared;
 use crate::stats::{Gauge, Stats};
 

@@ -11,7 +11,7 @@
 //! in the `sorted-set` group with ZADD's categories for the writers and
 //! ZSCORE's for the readers, key specs as their HEXPIRE/HTTL twins.
 
-use super::server::{Begin as B, Find as F, KeySpec, Meta, ks::*};
+use super::metadata::{Begin as B, Find as F, KeySpec, Meta, ks::*};
 
 const fn one(flags: u16, notes: Option<&'static str>) -> KeySpec {
     KeySpec {

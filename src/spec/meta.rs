@@ -9,7 +9,7 @@
 //! redis_7.0.15.orig.tar.gz]` (the default source is the tarball
 //! `.ci/test` downloads into `.cache/download/`).
 
-use super::server::{Begin as B, Find as F, GetKeysProc as P, KeySpec, Meta, ks::*};
+use super::metadata::{Begin as B, Find as F, GetKeysProc as P, KeySpec, Meta, ks::*};
 
 pub(crate) static META: &[Meta] = &[
     Meta { name: "acl", arity: -2, flags: &["sentinel"], movablekeys: false, range: [0, 0, 0],
