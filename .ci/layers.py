@@ -31,10 +31,12 @@ LAYERS = [
     "acl",
     # settings and server-wide state every layer may read
     "config_file", "config", "pause", "stats", "latency", "slowlog",
-    # the data, and the files it is saved to
+    # the client registry, and which clients wait on which keys
+    "clients", "blocked",
+    # the data; the seam through which commands run commands; the files
     "keyspace", "dispatch", "rdb", "persistence", "aof",
     # services over the data that commands use
-    "clients", "pubsub", "tracking", "migrate",
+    "pubsub", "tracking", "migrate",
     # the command families, the one path they run on, the sockets
     "commands", "execution", "network",
     # startup

@@ -29,6 +29,7 @@
 pub mod acl;
 pub mod alloc;
 pub mod aof;
+pub mod blocked;
 pub mod clients;
 pub mod clock;
 pub mod commands;

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
+use crate::blocked::Blocking;
 use crate::clients::Clients;
 use crate::clock::Clock;
 use crate::config::{Config, Startup};
-use crate::execution::blocking::Blocking;
 use crate::keyspace::events::{Invalidated, OwnInvalidations};
 use crate::keyspace::propagate::{Op, Sink};
 use crate::keyspace::windows::sweeper;
@@ -35,7 +35,7 @@ pub struct Shared {
     /// CLIENT PAUSE's state.
     pub pause: crate::pause::Pause,
     /// Clients in MONITOR mode.
-    pub monitors: crate::execution::monitor::Monitors,
+    pub monitors: crate::commands::monitor::Monitors,
     pub blocking: Blocking,
     pub windows: crate::keyspace::windows::Windows,
     pub scripting: crate::commands::lua::Scripting,
@@ -144,7 +144,7 @@ impl Shared {
     /// Serves the clients blocked on keys that became ready outside a
     /// command (eviction, the sweeper's hand-offs).
     fn serve_ready(self: &Arc<Self>, ready: Vec<(usize, crate::keyspace::Key)>) {
-        self.blocking.serve(self, ready);
+        crate::execution::blocking::serve(self, ready);
     }
 }
 

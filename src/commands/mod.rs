@@ -33,6 +33,7 @@ pub(crate) mod lua;
 pub mod memory;
 pub mod migrate;
 pub mod modules;
+pub mod monitor;
 pub mod observability;
 pub mod persistence;
 pub mod pubsub;

@@ -7,7 +7,7 @@
 //! locks, so no push can slip between "found nothing" and "waiting".
 //!
 //! A command that adds data calls `Keyspace::signal_ready(key)`. Once its
-//! locks are released, [`Blocking::serve`] re-runs the first waiter's own
+//! locks are released, [`serve`] re-runs the first waiter's own
 //! command on that key (through the [`Dispatch`] seam, as every command run
 //! from inside), under the locks the command table says it needs: the
 //! command's handler is the one source of truth for what a wakeup does, and
@@ -20,18 +20,15 @@
 //! ([`Client::may_take_from`]), so other keys of the command, whatever they
 //! hold, play no part in the wakeup.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use std::time::Duration;
-
-use crate::clients::ClientHandle;
+use crate::blocked::Queues;
+pub use crate::blocked::{Waiter, Waiting};
+use crate::commands;
 use crate::commands::session::Client;
-use crate::commands::{self, OwnedArgs};
 use crate::dispatch::{Called, Dispatch};
 use crate::keyspace::{Key, Keyspace, ShardSet};
 use crate::protocol::Reply;
@@ -57,218 +54,146 @@ pub fn unserved(shared: &Shared, w: &Waiter, error: bool) -> Option<Vec<u8>> {
     })
 }
 
-/// A queued waiter, its reply channel and its timeout.
-pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
-
-/// One blocked client.
-pub struct Waiter {
-    pub handle: Arc<ClientHandle>,
-    pub db: usize,
-    pub keys: Vec<Key>,
-    /// The type the command takes data from, as `TYPE` names it.
-    pub kind: &'static str,
-    pub args: OwnedArgs,
-    pub resp3: bool,
-    /// The error this waiter gets when a key it waits on is deleted or
-    /// changes type (XREADGROUP's), instead of waiting on.
-    pub on_gone: Option<&'static str>,
-    /// Taken by whoever finishes the wait: the server with a reply, or the
-    /// client itself on timeout or disconnect.
-    slot: Mutex<Option<oneshot::Sender<Vec<u8>>>>,
-}
-
-impl Waiter {
-    pub fn new(
-        handle: Arc<ClientHandle>,
-        db: usize,
-        keys: Vec<Key>,
-        kind: &'static str,
-        args: OwnedArgs,
-        resp3: bool,
-        on_gone: Option<&'static str>,
-    ) -> (Arc<Waiter>, oneshot::Receiver<Vec<u8>>) {
-        let (tx, rx) = oneshot::channel();
-        let w = Arc::new(Waiter {
-            handle,
-            db,
-            keys,
-            kind,
-            args,
-            resp3,
-            on_gone,
-            slot: Mutex::new(Some(tx)),
-        });
-        (w, rx)
-    }
-
-    fn is_live(&self) -> bool {
-        self.slot.lock().as_ref().is_some_and(|tx| !tx.is_closed())
+/// Queues `w` on each of its keys; the caller holds their shards.
+pub fn register(shared: &Shared, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
+    shared.blocking.entered();
+    for key in &w.keys {
+        ks.shard(key)
+            .blocked
+            .entry((w.db, key.clone()))
+            .or_default()
+            .push_back(w.clone());
     }
 }
 
-/// Per-shard queues of waiters, by (db, key).
-pub type Queues = std::collections::HashMap<(usize, Key), VecDeque<Arc<Waiter>>>;
-
-#[derive(Default)]
-pub struct Blocking {
-    waiting: AtomicUsize,
-}
-
-impl Blocking {
-    /// Cheap test on every write: is anybody blocked at all?
-    pub fn has_waiters(&self) -> bool {
-        self.waiting.load(Ordering::Acquire) > 0
+/// Ends a wait from the client's side (timeout, disconnect). Returns the
+/// reply if the server served the waiter meanwhile.
+pub fn cancel(
+    shared: &Shared,
+    w: &Arc<Waiter>,
+    rx: &mut oneshot::Receiver<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    let mut set = ShardSet::default();
+    for key in &w.keys {
+        set.insert(shared.store.shard_of(key));
     }
-
-    pub fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::Relaxed)
-    }
-
-    /// Queues `w` on each of its keys; the caller holds their shards.
-    pub fn register(&self, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
-        self.waiting.fetch_add(1, Ordering::AcqRel);
+    let mut guards = shared.store.lock(set);
+    // Served while we were taking the locks?
+    let _ = shared.blocking.finish(w);
+    for shard in guards.iter_mut() {
         for key in &w.keys {
-            ks.shard(key)
-                .blocked
-                .entry((w.db, key.clone()))
-                .or_default()
-                .push_back(w.clone());
+            remove_from(&mut shard.blocked, w.db, key, w);
         }
     }
+    rx.try_recv().ok()
+}
 
-    /// Ends a wait from the client's side (timeout, disconnect). Returns the
-    /// reply if the server served the waiter meanwhile.
-    pub fn cancel(
-        &self,
-        shared: &Shared,
-        w: &Arc<Waiter>,
-        rx: &mut oneshot::Receiver<Vec<u8>>,
-    ) -> Option<Vec<u8>> {
-        let mut set = ShardSet::default();
-        for key in &w.keys {
-            set.insert(shared.store.shard_of(key));
+/// Serves waiters on keys that just received data.
+pub fn serve(shared: &Arc<Shared>, mut ready: Vec<(usize, Key)>) {
+    let mut i = 0;
+    while i < ready.len() {
+        let (db, key) = ready[i].clone();
+        i += 1;
+        if ready[..i - 1].contains(&(db, key.clone())) {
+            continue;
         }
-        let mut guards = shared.store.lock(set);
-        // Served while we were taking the locks?
-        if w.slot.lock().take().is_some() {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-        }
-        for shard in guards.iter_mut() {
-            for key in &w.keys {
-                remove_from(&mut shard.blocked, w.db, key, w);
-            }
-        }
-        rx.try_recv().ok()
-    }
-
-    /// Serves waiters on keys that just received data.
-    pub fn serve(&self, shared: &Arc<Shared>, mut ready: Vec<(usize, Key)>) {
-        let mut i = 0;
-        while i < ready.len() {
-            let (db, key) = ready[i].clone();
-            i += 1;
-            if ready[..i - 1].contains(&(db, key.clone())) {
+        // Each waiter queued now is tried once, in arrival order. One
+        // that finds nothing it can use (a key of another type: a list
+        // waiter on a key that became a zset) does not stop the others;
+        // a key that is gone does.
+        // Once the key is gone, only waiters that fail on a gone key
+        // (XREADGROUP's) have anything to learn.
+        let mut gone = false;
+        for w in queued(shared, db, &key) {
+            if gone && w.on_gone.is_none() {
                 continue;
             }
-            // Each waiter queued now is tried once, in arrival order. One
-            // that finds nothing it can use (a key of another type: a list
-            // waiter on a key that became a zset) does not stop the others;
-            // a key that is gone does.
-            // Once the key is gone, only waiters that fail on a gone key
-            // (XREADGROUP's) have anything to learn.
-            let mut gone = false;
-            for w in self.queued(shared, db, &key) {
-                if gone && w.on_gone.is_none() {
-                    continue;
-                }
-                match self.try_serve(shared, &w, &key) {
-                    Served::Yes(more) => ready.extend(more),
-                    Served::NoData { key_left: false } => gone = true,
-                    Served::NoData { key_left: true } | Served::Gone => {}
-                }
+            match try_serve(shared, &w, &key) {
+                Served::Yes(more) => ready.extend(more),
+                Served::NoData { key_left: false } => gone = true,
+                Served::NoData { key_left: true } | Served::Gone => {}
             }
         }
     }
+}
 
-    /// The live waiters on a key in arrival order, dropping dead ones.
-    fn queued(&self, shared: &Shared, db: usize, key: &Key) -> Vec<Arc<Waiter>> {
-        let mut shard = shared.store.lock_shard(shared.store.shard_of(key));
-        let k = (db, key.clone());
-        let Some(q) = shard.blocked.get_mut(&k) else {
-            return Vec::new();
-        };
-        q.retain(|w| w.is_live());
-        if q.is_empty() {
-            shard.blocked.remove(&k);
-            return Vec::new();
-        }
-        q.iter().cloned().collect()
+/// The live waiters on a key in arrival order, dropping dead ones.
+fn queued(shared: &Shared, db: usize, key: &Key) -> Vec<Arc<Waiter>> {
+    let mut shard = shared.store.lock_shard(shared.store.shard_of(key));
+    let k = (db, key.clone());
+    let Some(q) = shard.blocked.get_mut(&k) else {
+        return Vec::new();
+    };
+    q.retain(|w| w.is_live());
+    if q.is_empty() {
+        shard.blocked.remove(&k);
+        return Vec::new();
     }
+    q.iter().cloned().collect()
+}
 
-    fn try_serve(&self, shared: &Arc<Shared>, w: &Arc<Waiter>, key: &Key) -> Served {
-        let args = w.args.args();
-        let Ok(cmd) = commands::resolve(&args) else {
-            return Served::Gone;
-        };
-        let plan = super::plan(shared, cmd, &args);
-        let mut set = plan.shards;
-        set.insert(shared.store.shard_of(key));
-        let Ok(guards) = super::lock_planned(shared, w.db, cmd, &args, set, |s| {
-            Ok::<_, std::convert::Infallible>(shared.store.lock(s))
-        });
-        let mut ks = Keyspace::new(shared.env(), guards, w.db, shared.clock.now_ms());
-        if !w.is_live() {
-            for k in &w.keys {
-                let shard = ks.shard(k);
-                remove_from(&mut shard.blocked, w.db, k, w);
-            }
-            return Served::Gone;
-        }
-        let mut out = Reply::with_resp3(w.resp3);
-        match (ks.peek(key).map(|e| e.value.type_name()), w.on_gone) {
-            (Some(kind), _) if kind == w.kind => {
-                let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
-                // Through the seam every command run from inside takes.
-                let called = super::Dispatcher::new(shared).call(
-                    &mut client,
-                    &mut out,
-                    &mut ks,
-                    cmd,
-                    args,
-                    plan.first_key,
-                );
-                // The command counted as processed when it blocked, as in Redis.
-                if called == Called::Blocked {
-                    return Served::NoData {
-                        key_left: ks.exists(key),
-                    };
-                }
-            }
-            // The key went away under a waiter that fails then: it gets
-            // its error, counted as a failed call of its command.
-            (_, Some(msg)) => {
-                let stats = commands::CallStats::of(cmd);
-                stats.calls.fetch_add(1, Ordering::Relaxed);
-                stats.failed.fetch_add(1, Ordering::Relaxed);
-                shared.count_error(msg.as_bytes());
-                out.error(msg);
-            }
-            (other, None) => {
-                return Served::NoData {
-                    key_left: other.is_some(),
-                };
-            }
-        }
+fn try_serve(shared: &Arc<Shared>, w: &Arc<Waiter>, key: &Key) -> Served {
+    let args = w.args.args();
+    let Ok(cmd) = commands::resolve(&args) else {
+        return Served::Gone;
+    };
+    let plan = super::plan(shared, cmd, &args);
+    let mut set = plan.shards;
+    set.insert(shared.store.shard_of(key));
+    let Ok(guards) = super::lock_planned(shared, w.db, cmd, &args, set, |s| {
+        Ok::<_, std::convert::Infallible>(shared.store.lock(s))
+    });
+    let mut ks = Keyspace::new(shared.env(), guards, w.db, shared.clock.now_ms());
+    if !w.is_live() {
         for k in &w.keys {
             let shard = ks.shard(k);
             remove_from(&mut shard.blocked, w.db, k, w);
         }
-        if let Some(tx) = w.slot.lock().take() {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            let _ = tx.send(out.buf);
-        }
-        Served::Yes(std::mem::take(&mut ks.ready))
+        return Served::Gone;
     }
+    let mut out = Reply::with_resp3(w.resp3);
+    match (ks.peek(key).map(|e| e.value.type_name()), w.on_gone) {
+        (Some(kind), _) if kind == w.kind => {
+            let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
+            // Through the seam every command run from inside takes.
+            let called = super::Dispatcher::new(shared).call(
+                &mut client,
+                &mut out,
+                &mut ks,
+                cmd,
+                args,
+                plan.first_key,
+            );
+            // The command counted as processed when it blocked, as in Redis.
+            if called == Called::Blocked {
+                return Served::NoData {
+                    key_left: ks.exists(key),
+                };
+            }
+        }
+        // The key went away under a waiter that fails then: it gets
+        // its error, counted as a failed call of its command.
+        (_, Some(msg)) => {
+            let stats = commands::CallStats::of(cmd);
+            stats.calls.fetch_add(1, Ordering::Relaxed);
+            stats.failed.fetch_add(1, Ordering::Relaxed);
+            shared.count_error(msg.as_bytes());
+            out.error(msg);
+        }
+        (other, None) => {
+            return Served::NoData {
+                key_left: other.is_some(),
+            };
+        }
+    }
+    for k in &w.keys {
+        let shard = ks.shard(k);
+        remove_from(&mut shard.blocked, w.db, k, w);
+    }
+    if let Some(tx) = shared.blocking.finish(w) {
+        let _ = tx.send(out.buf);
+    }
+    Served::Yes(std::mem::take(&mut ks.ready))
 }
 
 enum Served {

@@ -19,7 +19,6 @@
 //! this layer implements ([`Dispatcher`]).
 
 pub mod blocking;
-pub mod monitor;
 pub mod pause;
 
 use std::sync::Arc;
@@ -236,7 +235,7 @@ pub fn dispatch(
                 out.resp3,
                 block.on_gone,
             );
-            shared.blocking.register(&mut ks, &waiter);
+            blocking::register(shared, &mut ks, &waiter);
             Dispatched::Blocked((waiter, rx, block.timeout))
         }
     };
@@ -250,9 +249,9 @@ pub fn dispatch(
             let shared2 = shared.clone();
             shared
                 .scripting
-                .submit(Box::new(move || shared2.blocking.serve(&shared2, ready)));
+                .submit(Box::new(move || blocking::serve(&shared2, ready)));
         } else {
-            shared.blocking.serve(shared, ready);
+            blocking::serve(shared, ready);
         }
     }
     dispatched
@@ -326,9 +325,8 @@ fn verify(
     if shared.config.maxmemory() != 0 {
         // A running script holds every shard: no eviction meanwhile.
         let out_of_memory = !shared.scripting.busy.is_running()
-            && evict::perform_evictions(shared.env(), &mut |ready| {
-                shared.blocking.serve(shared, ready)
-            }) == evict::Evicted::Fail;
+            && evict::perform_evictions(shared.env(), &mut |ready| blocking::serve(shared, ready))
+                == evict::Evicted::Fail;
         // Queuing in MULTI takes memory too: only the commands that end a
         // transaction pass (EXEC only when it holds no deny-OOM command).
         let reject = is_denyoom(client, cmd, args)

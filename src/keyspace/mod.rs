@@ -18,7 +18,6 @@ pub mod events;
 pub mod evict;
 pub mod expire;
 pub mod hash_ttl;
-pub mod key;
 pub mod propagate;
 pub mod snapshot;
 pub mod value;
@@ -36,8 +35,8 @@ use rand::rngs::SmallRng;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::types::dict::Dict;
+pub use crate::types::key::{HashedKey, Key, KeyHasher};
 pub use events::Events;
-pub use key::{HashedKey, Key, KeyHasher};
 pub use value::{Str, Value};
 
 pub use crate::config::MAX_SHARDS;
@@ -103,7 +102,7 @@ pub struct Watcher {
 pub struct Shard {
     pub dbs: Box<[Db]>,
     /// Clients blocked on keys of this shard.
-    pub blocked: crate::execution::blocking::Queues,
+    pub blocked: crate::blocked::Queues,
     /// Windowed keys of this shard, by when their oldest member ages out.
     pub schedule: crate::keyspace::windows::Schedule,
     /// Clients watching keys of this shard, by (db, key).
@@ -948,6 +947,116 @@ impl<'a> Keyspace<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a keyspace reported through its [`Events`] seam.
+    #[derive(Default)]
+    struct Recorder {
+        notified: Mutex<Vec<(usize, String, Vec<u8>)>>,
+        fed: Mutex<Vec<Vec<Vec<u8>>>>,
+    }
+
+    impl Events for Recorder {
+        fn tracking_used(&self) -> bool {
+            false
+        }
+        fn send_invalidations(
+            &self,
+            _: &mut events::Invalidated,
+            _: &mut events::OwnInvalidations,
+        ) {
+        }
+        fn notify_keyspace(&self, _flags: u32, db: usize, event: &str, key: &[u8]) {
+            self.notified.lock().push((db, event.into(), key.to_vec()));
+        }
+        fn has_waiters(&self) -> bool {
+            false
+        }
+        fn pushes_in_flight(&self) -> u64 {
+            0
+        }
+        fn propagating(&self) -> bool {
+            true
+        }
+        fn feed(&self, ops: &[propagate::Op], _transaction: bool) {
+            self.fed.lock().extend(ops.iter().map(|op| op.argv.clone()));
+        }
+    }
+
+    /// The services a view reads, owned by the test instead of a server.
+    struct Services {
+        config: Config,
+        clock: Clock,
+        windows: windows::Windows,
+        evictor: evict::Evictor,
+        pause: crate::pause::Pause,
+        dirty: AtomicU64,
+        expire_stats: crate::stats::ExpireStats,
+        latency: Mutex<crate::latency::Monitor>,
+        events: Recorder,
+    }
+
+    impl Services {
+        fn env<'a>(&'a self, store: &'a Store) -> Env<'a> {
+            Env {
+                store,
+                config: &self.config,
+                clock: &self.clock,
+                windows: &self.windows,
+                evictor: &self.evictor,
+                pause: &self.pause,
+                dirty: &self.dirty,
+                expire_stats: &self.expire_stats,
+                latency: &self.latency,
+                events: &self.events,
+            }
+        }
+    }
+
+    #[test]
+    fn a_view_runs_without_a_server_and_reports_through_its_seam() {
+        let services = Services {
+            config: Config::defaults(),
+            clock: Clock::default(),
+            windows: Default::default(),
+            evictor: Default::default(),
+            pause: Default::default(),
+            dirty: AtomicU64::new(0),
+            expire_stats: Default::default(),
+            latency: Default::default(),
+            events: Recorder::default(),
+        };
+        services
+            .config
+            .set_many(&[(b"notify-keyspace-events", b"KEA")])
+            .unwrap();
+        services.clock.freeze_at(1_000_000);
+        let store = Store::new(4, 2);
+        let env = services.env(&store);
+        let mut ks = Keyspace::new(env, store.lock(store.all_shards()), 1, env.clock.now_ms());
+        ks.set(&b"k"[..], Value::Str(Str::new(b"v")));
+        ks.signal(&b"k"[..], notify::STRING, "set");
+        assert!(ks.set_expire(&b"k"[..], 1_000_500));
+        assert!(ks.exists(&b"k"[..]));
+        assert_eq!(services.dirty.load(Ordering::Relaxed), 1);
+
+        // Lazy expiry, seen by a later view: the key goes, with its
+        // notification and the DEL that logs it.
+        drop(ks);
+        services.clock.freeze_at(1_000_500);
+        let mut ks = Keyspace::new(env, store.lock(store.all_shards()), 1, env.clock.now_ms());
+        assert!(!ks.exists(&b"k"[..]));
+        drop(ks);
+        let notified = services.events.notified.lock().clone();
+        assert_eq!(
+            notified,
+            [
+                (1, "set".to_string(), b"k".to_vec()),
+                (1, "expired".to_string(), b"k".to_vec())
+            ]
+        );
+        let fed = services.events.fed.lock().clone();
+        assert_eq!(fed, [vec![b"DEL".to_vec(), b"k".to_vec()]]);
+    }
 
     fn shard_with(key: &[u8], expire_at: u64) -> Shard {
         let mut shard = Shard::new(2);

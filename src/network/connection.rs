@@ -479,7 +479,7 @@ async fn wait_blocked(
         shared.scripting.busy.wait_end(handle.id, 0).await;
     }
     // Served while cancelling: that reply wins, as the data was taken.
-    let served = shared.blocking.cancel(shared, waiter, rx);
+    let served = crate::execution::blocking::cancel(shared, waiter, rx);
     if served.is_none() && !handle.killed.load(Relaxed) {
         let error = unblocked == crate::clients::UNBLOCK_ERROR;
         return crate::execution::blocking::unserved(shared, waiter, error);

@@ -15,6 +15,7 @@ pub mod dict;
 pub mod geo;
 pub mod hash;
 pub mod hll;
+pub mod key;
 pub mod ldouble;
 pub mod list;
 pub mod set;

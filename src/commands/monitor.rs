@@ -5,7 +5,7 @@
 //! +1700000000.123456 [0 127.0.0.1:50012] "set" "k" "v\r\n"
 //! ```
 //!
-//! Lines are fed from the after-command step of [`call`](super::call), so
+//! Lines are fed from the after-command step of [`call`](crate::execution::call), so
 //! commands inside MULTI/EXEC and scripts (`[0 lua]`) appear as they run;
 //! EVAL, EVALSHA and FCALL appear before the commands their script runs.
 //! Administrative commands (and those flagged `skip_monitor`) are never

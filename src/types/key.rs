@@ -66,7 +66,7 @@ impl<'k> HashedKey<'k> {
     }
 
     /// The shard this key lives on, of `shards` (at most
-    /// [`MAX_SHARDS`](super::MAX_SHARDS)): the high half of the hash scaled
+    /// [`MAX_SHARDS`](crate::config::MAX_SHARDS)): the high half of the hash scaled
     /// to the count (a multiply, not a division).
     pub fn shard(&self, shards: usize) -> usize {
         (((self.hash >> 32) * shards as u64) >> 32) as usize
