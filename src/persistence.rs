@@ -6,6 +6,11 @@
 //! written and where: `dir`/`dbfilename`, through a `temp-<pid>.rdb` file
 //! that is fsynced and renamed over the old one, so a crash mid-save never
 //! leaves a half-written `dump.rdb`.
+//!
+//! It works with the keyspace's [`Env`] and its own [`State`], and reaches
+//! what lives above it (the script engine's function libraries, the AOF's
+//! rewrite) through [`Host`], which the server implements; a background
+//! save's thread holds the server as an `Arc<dyn Host>`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,12 +18,37 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering::R
 
 use parking_lot::Mutex;
 
-use crate::keyspace::Keyspace;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::keyspace::{Env, Keyspace};
 use crate::rdb::file::{self, Extras, LoadStats, SaveOptions, Source};
-use crate::server::Shared;
+
+/// What the files layer needs from the server: the data and the settings,
+/// this module's state, and what lives above the files (the script
+/// engine's function libraries, the AOF). It is also an RDB load's
+/// [`file::Host`]. The server implements it; a background save holds it as
+/// an `Arc<dyn Host>`, which outlives the command that started the save.
+pub(crate) trait Host: file::Host + Send + Sync {
+    /// What a keyspace view works with (the store, config, clock, …).
+    fn env(&self) -> Env<'_>;
+    /// This module's state.
+    fn persistence(&self) -> &State;
+    /// The function libraries' code, as a file carries it; None if the
+    /// function engine could not be read.
+    fn library_codes(&self) -> Option<Vec<Vec<u8>>>;
+    /// Empties the function libraries (with the dataset, Redis's
+    /// `emptyData`).
+    fn flush_libraries(&self);
+    /// An AOF rewrite runs in the background: a BGSAVE does not start
+    /// beside it.
+    fn aof_rewriting(&self) -> bool;
+}
 
 /// What INFO persistence reports beside the counters in `Stats`.
 pub struct State {
+    /// Unix seconds of the last successful save (or of startup), for
+    /// LASTSAVE.
+    pub last_save: AtomicU64,
     /// A background save is running.
     pub bgsave_in_progress: AtomicBool,
     /// The last background save (or save-point save) succeeded (Redis's
@@ -185,9 +215,11 @@ impl Loading {
     }
 }
 
-impl Default for State {
-    fn default() -> Self {
+impl State {
+    /// The state at startup, `now_secs` counting as the last save.
+    pub fn new(now_secs: u64) -> Self {
         State {
+            last_save: AtomicU64::new(now_secs),
             bgsave_in_progress: AtomicBool::new(false),
             last_bgsave_ok: AtomicBool::new(true),
             last_bgsave_try: AtomicU64::new(0),
@@ -208,49 +240,50 @@ pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, bu
 
 /// Whether writes are refused because the last background save failed
 /// (Redis's `writeCommandsDeniedByDiskError`).
-pub fn writes_denied(shared: &Shared) -> bool {
-    !shared.persistence.last_bgsave_ok.load(Relaxed)
-        && shared.config.stop_writes_on_bgsave_error()
-        && !shared.config.save_points().is_empty()
+pub fn writes_denied(state: &State, config: &Config) -> bool {
+    !state.last_bgsave_ok.load(Relaxed)
+        && config.stop_writes_on_bgsave_error()
+        && !config.save_points().is_empty()
 }
 
-pub(crate) fn options(shared: &Shared) -> SaveOptions {
+pub(crate) fn options(config: &Config) -> SaveOptions {
     SaveOptions {
-        compress: shared.config.rdbcompression(),
-        checksum: shared.config.rdbchecksum(),
-        key_save_delay: shared.config.rdb_key_save_delay(),
+        compress: config.rdbcompression(),
+        checksum: config.rdbchecksum(),
+        key_save_delay: config.rdb_key_save_delay(),
     }
 }
 
-fn now_secs(shared: &Shared) -> u64 {
-    shared.clock.now_ms() / 1000
+fn now_secs(clock: &Clock) -> u64 {
+    clock.now_ms() / 1000
 }
 
 /// What the file carries beside the keys; None if the function engine
 /// could not be read.
-pub fn extras(shared: &Shared) -> Option<Extras> {
+pub(crate) fn extras(host: &dyn Host) -> Option<Extras> {
+    let env = host.env();
     Some(Extras {
-        functions: shared.scripting.library_codes()?,
-        rules: shared.windows.list(),
+        functions: host.library_codes()?,
+        rules: env.windows.list(),
         used_mem: crate::alloc::allocated().unwrap_or(0),
-        ctime_secs: now_secs(shared),
+        ctime_secs: now_secs(env.clock),
     })
 }
 
 /// Writes `src` to `dir`/`dbfilename` through a temporary file.
 pub fn write_file(
-    shared: &Shared,
+    config: &Config,
     src: &dyn Source,
     extras: &Extras,
     tmp_tag: &str,
 ) -> std::io::Result<()> {
-    let path = shared.config.rdb_path();
+    let path = config.rdb_path();
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!("temp-{tmp_tag}-{}.rdb", std::process::id()));
     let result = (|| {
         let f = std::fs::File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        file::write(&mut w, src, extras, options(shared))?;
+        file::write(&mut w, src, extras, options(config))?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, &path)?;
@@ -268,24 +301,26 @@ pub fn write_file(
 
 /// Notes a successful save of the dataset as of `dirty_at_snapshot`
 /// changes.
-pub fn saved(shared: &Shared, dirty_at_snapshot: u64) {
-    let _ = shared.stats.dirty.fetch_update(Relaxed, Relaxed, |d| {
+pub(crate) fn saved(host: &dyn Host, dirty_at_snapshot: u64) {
+    let (env, p) = (host.env(), host.persistence());
+    let _ = env.dirty.fetch_update(Relaxed, Relaxed, |d| {
         Some(d.saturating_sub(dirty_at_snapshot))
     });
-    shared.last_save.store(now_secs(shared), Relaxed);
-    shared.persistence.saves.fetch_add(1, Relaxed);
-    shared.persistence.last_bgsave_ok.store(true, Relaxed);
+    p.last_save.store(now_secs(env.clock), Relaxed);
+    p.saves.fetch_add(1, Relaxed);
+    p.last_bgsave_ok.store(true, Relaxed);
 }
 
 /// `SAVE` (and the shutdown save): writes the dataset the caller holds
 /// every shard of, in the foreground.
-pub fn save_locked(shared: &Shared, ks: &mut Keyspace<'_>) -> Result<(), String> {
-    let extras = extras(shared).ok_or("the function engine is busy")?;
-    let dirty = shared.stats.dirty.load(Relaxed);
+pub(crate) fn save_locked(host: &dyn Host, ks: &mut Keyspace<'_>) -> Result<(), String> {
+    let env = host.env();
+    let extras = extras(host).ok_or("the function engine is busy")?;
+    let dirty = env.dirty.load(Relaxed);
     let shards = file::Shards(ks.shards_mut().map(|s| &*s).collect());
-    match write_file(shared, &shards, &extras, "save") {
+    match write_file(env.config, &shards, &extras, "save") {
         Ok(()) => {
-            saved(shared, dirty);
+            saved(host, dirty);
             tracing::info!("DB saved on disk");
             Ok(())
         }
@@ -297,16 +332,18 @@ pub fn save_locked(shared: &Shared, ks: &mut Keyspace<'_>) -> Result<(), String>
 }
 
 /// Saves with every shard locked here (shutdown, save points' fallback).
-pub fn save_all(shared: &Shared) -> Result<(), String> {
-    let guards = shared.store.lock(shared.store.all_shards());
-    let mut ks = Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
-    save_locked(shared, &mut ks)
+pub(crate) fn save_all(host: &dyn Host) -> Result<(), String> {
+    let env = host.env();
+    let guards = env.store.lock(env.store.all_shards());
+    let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
+    save_locked(host, &mut ks)
 }
 
 /// Loads `dir`/`dbfilename` at startup if it exists. An unreadable or
 /// corrupt file is an error: the server refuses to start, as Redis does.
-pub fn load_at_startup(shared: &Shared) -> Result<(), String> {
-    let path = shared.config.rdb_path();
+pub(crate) fn load_at_startup(host: &dyn Host) -> Result<(), String> {
+    let (env, p) = (host.env(), host.persistence());
+    let path = env.config.rdb_path();
     let data = match std::fs::read(&path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -318,13 +355,10 @@ pub fn load_at_startup(shared: &Shared) -> Result<(), String> {
         }
     };
     let started = std::time::Instant::now();
-    let _loading = shared
-        .persistence
-        .loading
-        .begin(now_secs(shared), data.len() as u64);
-    let guards = shared.store.lock(shared.store.all_shards());
-    let mut ks = Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
-    let stats = file::load(&data, &mut ks, shared, false).map_err(|e| {
+    let _loading = p.loading.begin(now_secs(env.clock), data.len() as u64);
+    let guards = env.store.lock(env.store.all_shards());
+    let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
+    let stats = file::load(&data, &mut ks, host, false).map_err(|e| {
         format!(
             "Fatal error loading the DB {}: {e}. Exiting.",
             path.display()
@@ -340,7 +374,7 @@ pub fn load_at_startup(shared: &Shared) -> Result<(), String> {
         "DB loaded from disk: {:.3} seconds",
         started.elapsed().as_secs_f64()
     );
-    *shared.persistence.last_load.lock() = stats;
+    *p.last_load.lock() = stats;
     Ok(())
 }
 
@@ -369,42 +403,40 @@ pub fn with_all_shards<R>(
 /// every database and the function libraries (unless NOFLUSH), load the
 /// file back (MERGE: its keys and libraries replace existing ones); the
 /// caller holds every shard.
-pub fn reload(
-    shared: &Shared,
+pub(crate) fn reload(
+    host: &dyn Host,
     ks: &mut Keyspace<'_>,
     save: bool,
     flush: bool,
     merge: bool,
 ) -> Result<(), String> {
+    let (env, p) = (host.env(), host.persistence());
     if save {
-        save_locked(shared, ks).map_err(|_| "ERR".to_string())?;
+        save_locked(host, ks).map_err(|_| "ERR".to_string())?;
     }
     let load_error = "ERR Error trying to load the RDB dump, check server logs.".to_string();
-    let data = std::fs::read(shared.config.rdb_path()).map_err(|e| {
+    let data = std::fs::read(env.config.rdb_path()).map_err(|e| {
         tracing::warn!("DEBUG RELOAD: {e}");
         load_error.clone()
     })?;
     if flush {
-        flush_all(shared, ks);
+        flush_all(host, ks);
     }
-    let dirty = shared.stats.dirty.load(Relaxed);
-    let _loading = shared
-        .persistence
-        .loading
-        .begin(now_secs(shared), data.len() as u64);
-    let stats = file::load(&data, ks, shared, merge).map_err(|e| {
+    let dirty = env.dirty.load(Relaxed);
+    let _loading = p.loading.begin(now_secs(env.clock), data.len() as u64);
+    let stats = file::load(&data, ks, host, merge).map_err(|e| {
         tracing::warn!("DEBUG RELOAD: {e}");
         load_error.clone()
     })?;
     // Loading is no change to the dataset.
-    shared.stats.dirty.store(dirty, Relaxed);
-    *shared.persistence.last_load.lock() = stats;
+    env.dirty.store(dirty, Relaxed);
+    *p.last_load.lock() = stats;
     tracing::warn!("DB reloaded by DEBUG RELOAD");
     Ok(())
 }
 
 /// Empties every database and the function libraries (Redis's `emptyData`).
-pub(crate) fn flush_all(shared: &Shared, ks: &mut Keyspace<'_>) {
+pub(crate) fn flush_all(host: &dyn Host, ks: &mut Keyspace<'_>) {
     for shard in ks.shards_mut() {
         for db in shard.dbs.iter_mut() {
             db.keys.clear();
@@ -412,23 +444,19 @@ pub(crate) fn flush_all(shared: &Shared, ks: &mut Keyspace<'_>) {
         }
         shard.schedule = Default::default();
     }
-    if shared.scripting.libraries_count.load(Relaxed) > 0
-        && let Ok(mut e) = shared.scripting.engine()
-    {
-        e.flush_libraries();
-        shared.scripting.update_stats(&e);
-    }
+    host.flush_libraries();
 }
 
 /// The save on the way out (SIGTERM, SIGINT): when save points exist and
 /// SHUTDOWN did not already decide.
-pub fn save_on_exit(shared: &Shared) {
-    if shared.persistence.shutdown_handled.load(Relaxed) || shared.config.save_points().is_empty() {
+pub(crate) fn save_on_exit(host: &dyn Host) {
+    let p = host.persistence();
+    if p.shutdown_handled.load(Relaxed) || host.env().config.save_points().is_empty() {
         return;
     }
-    wait_bgsave(shared, std::time::Duration::from_secs(60));
+    wait_bgsave(p, std::time::Duration::from_secs(60));
     tracing::info!("Saving the final RDB snapshot before exiting.");
-    if let Err(e) = save_all(shared) {
+    if let Err(e) = save_all(host) {
         tracing::warn!("Error trying to save the DB, can't exit: {e}; exiting anyway");
     }
 }
@@ -463,13 +491,14 @@ impl Source for SnapshotSource<'_> {
 
 /// Starts a BGSAVE: takes the snapshot while the caller holds every shard
 /// (`shards`), then writes it on a thread of its own (see
-/// [`crate::keyspace::snapshot`] for why this is a point-in-time image).
-pub fn start_bgsave<'s>(
-    shared: &Arc<Shared>,
+/// [`crate::keyspace::snapshot`] for why this is a point-in-time image),
+/// which holds `host` until it is done.
+pub(crate) fn start_bgsave<'s>(
+    host: Arc<dyn Host>,
     shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
 ) -> Result<(), &'static str> {
-    let p = &shared.persistence;
-    if shared.aof.rewrite_in_progress.load(Relaxed) {
+    let (env, p) = (host.env(), host.persistence());
+    if host.aof_rewriting() {
         return Err(
             "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
         );
@@ -477,22 +506,22 @@ pub fn start_bgsave<'s>(
     if p.bgsave_in_progress.swap(true, Relaxed) {
         return Err("ERR Background save already in progress");
     }
-    let Some(extras) = extras(shared) else {
+    let Some(extras) = extras(&*host) else {
         p.bgsave_in_progress.store(false, Relaxed);
         return Err("ERR");
     };
-    let sizes = shared.store.begin_snapshot(shards);
+    let sizes = env.store.begin_snapshot(shards);
     p.dirty_before_bgsave
-        .store(shared.stats.dirty.load(Relaxed), Relaxed);
-    p.bgsave_started.store(now_secs(shared), Relaxed);
+        .store(env.dirty.load(Relaxed), Relaxed);
+    p.bgsave_started.store(now_secs(env.clock), Relaxed);
     p.bgsave_scheduled.store(false, Relaxed);
-    let saver = shared.clone();
+    let saver = host.clone();
     let spawned = std::thread::Builder::new()
         .name("zwindow-bgsave".into())
-        .spawn(move || run_bgsave(&saver, sizes, extras));
+        .spawn(move || run_bgsave(&*saver, sizes, extras));
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
-        shared.store.end_snapshot();
+        env.store.end_snapshot();
         p.bgsave_in_progress.store(false, Relaxed);
         return Err("ERR");
     }
@@ -500,25 +529,25 @@ pub fn start_bgsave<'s>(
     Ok(())
 }
 
-fn run_bgsave(shared: &Shared, sizes: crate::keyspace::snapshot::Sizes, extras: Extras) {
+fn run_bgsave(host: &dyn Host, sizes: crate::keyspace::snapshot::Sizes, extras: Extras) {
+    let (env, p) = (host.env(), host.persistence());
     let started = std::time::Instant::now();
     let src = SnapshotSource {
-        store: &shared.store,
+        store: env.store,
         sizes,
     };
-    let result = write_file(shared, &src, &extras, "bg");
-    shared.store.end_snapshot();
-    let p = &shared.persistence;
+    let result = write_file(env.config, &src, &extras, "bg");
+    env.store.end_snapshot();
     p.last_bgsave_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
     match result {
         Ok(()) => {
-            saved(shared, p.dirty_before_bgsave.load(Relaxed));
+            saved(host, p.dirty_before_bgsave.load(Relaxed));
             tracing::info!("Background saving terminated with success");
         }
         Err(e) => {
             p.last_bgsave_ok.store(false, Relaxed);
-            p.last_bgsave_try.store(now_secs(shared), Relaxed);
+            p.last_bgsave_try.store(now_secs(env.clock), Relaxed);
             tracing::warn!("Background saving error: {e}");
         }
     }
@@ -527,11 +556,9 @@ fn run_bgsave(shared: &Shared, sizes: crate::keyspace::snapshot::Sizes, extras: 
 
 /// Waits (a bounded while) for a running BGSAVE to end, so a foreground
 /// save that follows is the newest file.
-pub fn wait_bgsave(shared: &Shared, limit: std::time::Duration) {
+pub fn wait_bgsave(state: &State, limit: std::time::Duration) {
     let deadline = std::time::Instant::now() + limit;
-    while shared.persistence.bgsave_in_progress.load(Relaxed)
-        && std::time::Instant::now() < deadline
-    {
+    while state.bgsave_in_progress.load(Relaxed) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
@@ -542,18 +569,18 @@ const RETRY_DELAY_SECS: u64 = 5;
 
 /// The save points' check, as Redis's `serverCron`: a BGSAVE when some
 /// point's change count and age are both reached, or one was scheduled.
-pub fn cron(shared: &Arc<Shared>) {
-    shared.aof.cron(shared);
-    let p = &shared.persistence;
+/// (The AOF's own tick runs first: see [`crate::aof::run`].)
+pub(crate) fn cron(host: &Arc<dyn Host>) {
+    let (env, p) = (host.env(), host.persistence());
     if p.bgsave_in_progress.load(Relaxed) {
         return;
     }
-    let now = now_secs(shared);
-    let dirty = shared.stats.dirty.load(Relaxed);
-    let since = now.saturating_sub(shared.last_save.load(Relaxed));
+    let now = now_secs(env.clock);
+    let dirty = env.dirty.load(Relaxed);
+    let since = now.saturating_sub(p.last_save.load(Relaxed));
     let retry_ok = p.last_bgsave_ok.load(Relaxed)
         || now.saturating_sub(p.last_bgsave_try.load(Relaxed)) > RETRY_DELAY_SECS;
-    let due = shared
+    let due = env
         .config
         .save_points()
         .into_iter()
@@ -563,17 +590,6 @@ pub fn cron(shared: &Arc<Shared>) {
     } else if !p.bgsave_scheduled.load(Relaxed) {
         return;
     }
-    let mut guards = shared.store.lock(shared.store.all_shards());
-    let _ = start_bgsave(shared, guards.iter_mut());
-}
-
-/// Runs [`cron`] ten times a second until shutdown.
-pub async fn run(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
-    loop {
-        tokio::select! {
-            _ = tick.tick() => cron(&shared),
-            _ = shutdown.changed() => return,
-        }
-    }
+    let mut guards = env.store.lock(env.store.all_shards());
+    let _ = start_bgsave(host.clone(), guards.iter_mut());
 }

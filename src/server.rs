@@ -8,7 +8,7 @@
 //! close, and waits at most a second for them, as `docker stop` expects.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
@@ -52,8 +52,7 @@ pub struct Shared {
     pub evictor: crate::keyspace::evict::Evictor,
     pub started: Instant,
     pub run_id: String,
-    /// Unix seconds of the last successful save (or of startup), for LASTSAVE.
-    pub last_save: AtomicU64,
+    /// SAVE/BGSAVE's state, the last save's time (LASTSAVE) and loading.
     pub persistence: crate::persistence::State,
     /// MIGRATE's cached connections to target instances.
     pub migrate: crate::migrate::SocketCache,
@@ -109,8 +108,7 @@ impl Shared {
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
-            last_save: AtomicU64::new(now),
-            persistence: Default::default(),
+            persistence: crate::persistence::State::new(now),
             migrate: Default::default(),
             aof: Default::default(),
             shutdown_tx: watch::channel(false).0,
@@ -162,6 +160,41 @@ impl crate::rdb::file::Host for Shared {
 
     fn progress(&self, bytes: u64) {
         self.persistence.loading.advance(bytes);
+    }
+}
+
+/// What the files (RDB saves, the AOF) work with: this server's data and
+/// settings, their state, and the script engine's function libraries.
+impl crate::persistence::Host for Shared {
+    fn env(&self) -> Env<'_> {
+        Shared::env(self)
+    }
+
+    fn persistence(&self) -> &crate::persistence::State {
+        &self.persistence
+    }
+
+    fn library_codes(&self) -> Option<Vec<Vec<u8>>> {
+        self.scripting.library_codes()
+    }
+
+    fn flush_libraries(&self) {
+        if self.scripting.libraries_count.load(Relaxed) > 0
+            && let Ok(mut e) = self.scripting.engine()
+        {
+            e.flush_libraries();
+            self.scripting.update_stats(&e);
+        }
+    }
+
+    fn aof_rewriting(&self) -> bool {
+        self.aof.rewrite_in_progress.load(Relaxed)
+    }
+}
+
+impl crate::aof::Host for Shared {
+    fn aof(&self) -> &crate::aof::Aof {
+        &self.aof
     }
 }
 
@@ -434,7 +467,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let saver = shared.clone();
     let _ = tokio::task::spawn_blocking(move || {
         saver.aof.flush_all();
-        crate::persistence::save_on_exit(&saver)
+        crate::persistence::save_on_exit(&*saver)
     })
     .await;
     // The background tasks return as soon as they see the shutdown signal,
@@ -477,10 +510,10 @@ fn load_dataset(shared: &Arc<Shared>) -> Result<LoadDone, String> {
         .spawn(move || {
             let result = if loader.config.appendonly() {
                 let dispatch = crate::execution::Dispatcher::new(&loader);
-                crate::aof::load::load_at_startup(&loader, &dispatch)
-                    .and_then(|manifest| crate::aof::open_at_startup(&loader, manifest))
+                crate::aof::load::load_at_startup(&*loader, &dispatch)
+                    .and_then(|manifest| crate::aof::open_at_startup(&*loader, manifest))
             } else {
-                crate::persistence::load_at_startup(&loader)
+                crate::persistence::load_at_startup(&*loader)
             };
             loader.persistence.loading.leave();
             let _ = tx.send(result);
@@ -525,7 +558,7 @@ fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHan
                     active_expiry(shared.clone(), shared.shutdown_rx()),
                     sweeper(shared.clone(), shared.shutdown_rx()),
                     sampler(shared.clone(), shared.shutdown_rx()),
-                    crate::persistence::run(shared.clone(), shared.shutdown_rx()),
+                    crate::aof::run(shared.clone(), shared.shutdown_rx()),
                 );
             });
         })

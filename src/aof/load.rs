@@ -13,15 +13,13 @@
 //! anywhere else, loading fails and the server does not start.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{BASE, FileInfo, HISTORY, INCR, Manifest};
+use super::{BASE, FileInfo, HISTORY, Host, INCR, Manifest};
 use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
 use crate::protocol::{Args, OwnedArgs};
-use crate::server::Shared;
 use crate::spec::lookup;
 
 /// Redis's `MANIFEST_MAX_LINE`.
@@ -168,23 +166,25 @@ enum Loaded {
 /// (`dump.rdb` is not read, as in Redis 7.0) and the writer creates a base.
 /// `dispatch` runs the replayed commands.
 pub(crate) fn load_at_startup<C>(
-    shared: &Arc<Shared>,
+    host: &dyn Host,
     dispatch: &dyn Dispatch<C>,
 ) -> Result<Manifest, String> {
-    let guards = shared.store.lock(shared.store.all_shards());
-    let mut ks = Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
-    load_files(shared, &mut ks, dispatch)
+    let env = host.env();
+    let guards = env.store.lock(env.store.all_shards());
+    let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
+    load_files(host, &mut ks, dispatch)
 }
 
 /// Loads the files the manifest names into `ks`, which holds every shard
 /// (startup, `DEBUG LOADAOF`), replaying their commands through `dispatch`.
 pub(crate) fn load_files<C>(
-    shared: &Arc<Shared>,
+    host: &dyn Host,
     ks: &mut Keyspace<'_>,
     dispatch: &dyn Dispatch<C>,
 ) -> Result<Manifest, String> {
-    let dir = super::Aof::dir(shared);
-    let prefix = shared.config.appendfilename();
+    let env = host.env();
+    let dir = super::Aof::dir(env.config);
+    let prefix = env.config.appendfilename();
     let mut manifest = read_manifest(&dir, &prefix)?;
     // An AOF of Redis before 7.0 (one file in `dir`) moves into the
     // directory as the base (Redis's `aofUpgradePrepare`), also when an
@@ -215,20 +215,20 @@ pub(crate) fn load_files<C>(
         return Ok(manifest);
     }
     let started = std::time::Instant::now();
-    let _loading = shared
-        .persistence
+    let _loading = host
+        .persistence()
         .loading
-        .begin(shared.clock.now_ms() / 1000, total);
-    shared.store.loading.store(true, Relaxed);
-    let loaded = load_listed(shared, ks, dispatch, &dir, &files);
-    shared.store.loading.store(false, Relaxed);
+        .begin(env.clock.now_ms() / 1000, total);
+    env.store.loading.store(true, Relaxed);
+    let loaded = load_listed(host, ks, dispatch, &dir, &files);
+    env.store.loading.store(false, Relaxed);
     loaded?;
-    shared.aof.current_size.store(total, Relaxed);
+    host.aof().current_size.store(total, Relaxed);
     let base = manifest
         .base
         .as_ref()
         .map_or(0, |b| super::file_size(&dir.join(&b.name)));
-    shared.aof.base_size.store(base, Relaxed);
+    host.aof().base_size.store(base, Relaxed);
     tracing::info!(
         "DB loaded from append only file: {:.3} seconds",
         started.elapsed().as_secs_f64()
@@ -238,7 +238,7 @@ pub(crate) fn load_files<C>(
 
 /// Loads the base and incremental files in order, by one replaying client.
 fn load_listed<C>(
-    shared: &Shared,
+    host: &dyn Host,
     ks: &mut Keyspace<'_>,
     dispatch: &dyn Dispatch<C>,
     dir: &Path,
@@ -249,7 +249,7 @@ fn load_listed<C>(
         for (i, f) in files.iter().enumerate() {
             let last = i + 1 == files.len();
             let t = std::time::Instant::now();
-            let loaded = load_file(ks, &mut replayer, &dir.join(&f.name), &f.name, shared)?;
+            let loaded = load_file(ks, &mut replayer, &dir.join(&f.name), &f.name, host)?;
             if loaded == Loaded::Truncated && !last {
                 return Err("Fatal error: the truncated file is not the last file".to_string());
             }
@@ -303,8 +303,9 @@ fn load_file<C>(
     replayer: &mut Replayer<'_, C>,
     path: &Path,
     name: &str,
-    shared: &Shared,
+    host: &dyn Host,
 ) -> Result<Loaded, String> {
+    let (config, p) = (host.env().config, host.persistence());
     let data = std::fs::read(path).map_err(|e| {
         format!("Fatal error: can't open the append log file {name} for reading: {e}")
     })?;
@@ -313,10 +314,10 @@ fn load_file<C>(
     }
     if data.starts_with(b"REDIS") {
         tracing::info!("Reading RDB base file on AOF loading...");
-        let stats = crate::rdb::file::load(&data, ks, shared, false).map_err(|e| {
+        let stats = crate::rdb::file::load(&data, ks, host, false).map_err(|e| {
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?;
-        *shared.persistence.last_load.lock() = stats;
+        *p.last_load.lock() = stats;
         if stats.bytes >= data.len() {
             return Ok(Loaded::Ok);
         }
@@ -324,7 +325,7 @@ fn load_file<C>(
         tracing::info!("Reading the remaining AOF tail...");
     }
     let start = if data.starts_with(b"REDIS") {
-        shared.persistence.last_load.lock().bytes
+        p.last_load.lock().bytes
     } else {
         0
     };
@@ -344,7 +345,7 @@ fn load_file<C>(
             Parsed::Command(argv) => {
                 // Redis serves clients before its first command (and each
                 // 1024th): they get -LOADING from here on.
-                shared.persistence.loading.serve_clients();
+                p.loading.serve_clients();
                 if replayer.in_multi() {
                     if crate::util::eq_ic(&argv[0], "multi") {
                         return Err(bad_format(name));
@@ -355,16 +356,13 @@ fn load_file<C>(
                 replayer.run(ks, argv, name)?;
             }
             Parsed::Truncated => {
-                return truncated(shared, path, name, valid_up_to);
+                return truncated(config, path, name, valid_up_to);
             }
             Parsed::Bad => return Err(bad_format(name)),
         }
-        shared
-            .persistence
-            .loading
-            .advance((cursor.pos - valid_up_to) as u64);
+        p.loading.advance((cursor.pos - valid_up_to) as u64);
         valid_up_to = cursor.pos;
-        let delay = shared.config.key_load_delay();
+        let delay = config.key_load_delay();
         if delay != 0 {
             crate::util::debug_delay(delay);
         }
@@ -372,7 +370,7 @@ fn load_file<C>(
     if replayer.in_multi() {
         tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
         replayer.discard();
-        return truncated(shared, path, name, valid_before_multi);
+        return truncated(config, path, name, valid_before_multi);
     }
     Ok(Loaded::Ok)
 }
@@ -385,12 +383,12 @@ fn bad_format(name: &str) -> String {
 
 /// The file ends inside a command (Redis's `uxeof`).
 fn truncated(
-    shared: &Shared,
+    config: &crate::config::Config,
     path: &Path,
     name: &str,
     valid_up_to: usize,
 ) -> Result<Loaded, String> {
-    if shared.config.aof_load_truncated() {
+    if config.aof_load_truncated() {
         tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
         tracing::warn!("!!! Truncating the AOF {name} at offset {valid_up_to} !!!");
         let cut = std::fs::OpenOptions::new()

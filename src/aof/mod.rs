@@ -19,6 +19,11 @@
 //! the base is written the manifest is swapped atomically (temporary file,
 //! fsync, rename) and the old files are deleted. [`load`] reads it all back
 //! at startup.
+//!
+//! Like [`crate::persistence`], below which it sits, it works with what the
+//! server hands it as a [`Host`]: the data and settings, the persistence
+//! state, the [`Aof`] itself, and the script engine's function libraries
+//! (for a base file); a rewrite's thread holds it as an `Arc<dyn Host>`.
 
 pub mod load;
 
@@ -30,9 +35,16 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering::Re
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::config::Fsync;
+use crate::clock::Clock;
+use crate::config::{Config, Fsync};
 use crate::keyspace::propagate::{Op, Sink};
-use crate::server::Shared;
+
+/// What the AOF needs from the server: everything the RDB side of the
+/// files needs ([`crate::persistence::Host`]), and the [`Aof`], which the
+/// server owns as the sink of its propagated stream.
+pub(crate) trait Host: crate::persistence::Host {
+    fn aof(&self) -> &Aof;
+}
 
 /// `aof_state`: off, on, or on and waiting for the first rewrite (turned
 /// on at runtime: commands are already appended to the new incremental
@@ -265,8 +277,8 @@ impl Aof {
     /// so far at once — what Redis's one fsync per event-loop pass gives
     /// it. One fsync per batch would serialize every connection behind
     /// the disk.
-    pub async fn before_reply(&self, shared: &Shared) {
-        if shared.config.appendfsync() != Fsync::Always {
+    pub async fn before_reply(&self, config: &Config) {
+        if config.appendfsync() != Fsync::Always {
             if self.has_pending.load(Relaxed) {
                 self.write_pending(false);
             }
@@ -348,12 +360,13 @@ impl Aof {
     /// The tick (ten times a second): writes what background work
     /// (expiry, eviction, the sweeper) propagated, fsyncs once a second
     /// under `everysec`, and starts a scheduled or automatic rewrite.
-    pub fn cron(&self, shared: &Arc<Shared>) {
+    pub(crate) fn cron(&self, host: &Arc<dyn Host>) {
         if !self.enabled() {
             return;
         }
-        let now = shared.clock.now_ms();
-        let everysec = shared.config.appendfsync() == Fsync::EverySec;
+        let env = host.env();
+        let now = env.clock.now_ms();
+        let everysec = env.config.appendfsync() == Fsync::EverySec;
         let due = everysec && now.saturating_sub(self.last_fsync_ms.load(Relaxed)) >= 1000;
         if self.has_pending.load(Relaxed) || due {
             self.write_pending(due);
@@ -362,13 +375,13 @@ impl Aof {
             }
         }
         if self.rewrite_in_progress.load(Relaxed)
-            || shared.persistence.bgsave_in_progress.load(Relaxed)
+            || host.persistence().bgsave_in_progress.load(Relaxed)
         {
             return;
         }
         let scheduled = self.rewrite_scheduled.load(Relaxed);
-        let pct = shared.config.auto_aof_rewrite_percentage();
-        let min = shared.config.auto_aof_rewrite_min_size();
+        let pct = env.config.auto_aof_rewrite_percentage();
+        let min = env.config.auto_aof_rewrite_min_size();
         let size = self.current_size.load(Relaxed);
         let base = self.base_size.load(Relaxed).max(1);
         let auto = pct > 0 && size > min && (size - base) * 100 / base >= pct;
@@ -379,8 +392,8 @@ impl Aof {
                     (size - base) * 100 / base
                 );
             }
-            let mut guards = shared.store.lock(shared.store.all_shards());
-            let _ = start_rewrite(shared, guards.iter_mut());
+            let mut guards = env.store.lock(env.store.all_shards());
+            let _ = start_rewrite(host.clone(), guards.iter_mut());
         }
     }
 
@@ -393,18 +406,35 @@ impl Aof {
 
     /// The directory, as configured (relative to the working directory,
     /// which `dir` sets).
-    fn dir(shared: &Shared) -> PathBuf {
-        PathBuf::from(shared.config.appenddirname())
+    fn dir(config: &Config) -> PathBuf {
+        PathBuf::from(config.appenddirname())
     }
 }
 
 /// Starts the thread that fsyncs for `appendfsync always` (see
 /// [`Aof::before_reply`]); it sleeps until asked and ends with the process.
-pub fn spawn_syncer(shared: Arc<Shared>) -> std::io::Result<()> {
+pub(crate) fn spawn_syncer(host: Arc<dyn Host>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("zwindow-aofsync".into())
-        .spawn(move || shared.aof.run_syncer())
+        .spawn(move || host.aof().run_syncer())
         .map(drop)
+}
+
+/// The files' tick, ten times a second until shutdown: the AOF's
+/// ([`Aof::cron`]), then the save points' ([`crate::persistence::cron`]),
+/// in that order, as Redis's `serverCron`.
+pub(crate) async fn run(host: Arc<dyn Host>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let saves: Arc<dyn crate::persistence::Host> = host.clone();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                host.aof().cron(&host);
+                crate::persistence::cron(&saves);
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
 }
 
 /// A manifest's entry: file name, sequence number, type.
@@ -562,7 +592,7 @@ fn delete_history(dir: &Path, prefix: &str, manifest: &mut Manifest) {
 
 /// Writes an RDB image of `src` to `path` (through a temporary file).
 fn write_base(
-    shared: &Shared,
+    config: &Config,
     path: &Path,
     src: &dyn crate::rdb::file::Source,
     extras: &crate::rdb::file::Extras,
@@ -571,7 +601,7 @@ fn write_base(
     let result = (|| {
         let f = File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        crate::rdb::file::write(&mut w, src, extras, crate::persistence::options(shared))?;
+        crate::rdb::file::write(&mut w, src, extras, crate::persistence::options(config))?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -586,10 +616,10 @@ fn write_base(
 /// `aofOpenIfNeededOnServerStart`): creates the directory, a base of the
 /// (empty) dataset when there are no files yet, and opens the last
 /// incremental file (a new one if the manifest has none) for appending.
-pub fn open_at_startup(shared: &Shared, mut manifest: Manifest) -> Result<(), String> {
-    let aof = &shared.aof;
-    let dir = Aof::dir(shared);
-    let prefix = shared.config.appendfilename();
+pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result<(), String> {
+    let (env, aof) = (host.env(), host.aof());
+    let dir = Aof::dir(env.config);
+    let prefix = env.config.appendfilename();
     std::fs::create_dir_all(&dir).map_err(|e| {
         format!(
             "Can't open or create append-only dir {}: {e}",
@@ -598,11 +628,11 @@ pub fn open_at_startup(shared: &Shared, mut manifest: Manifest) -> Result<(), St
     })?;
     if manifest.base.is_none() && manifest.incrs.is_empty() {
         let name = manifest.new_base(&prefix);
-        let guards = shared.store.lock(shared.store.all_shards());
-        let mut ks = crate::keyspace::Keyspace::new(shared.env(), guards, 0, shared.clock.now_ms());
-        let extras = crate::persistence::extras(shared).ok_or("the function engine is busy")?;
+        let guards = env.store.lock(env.store.all_shards());
+        let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
+        let extras = crate::persistence::extras(host).ok_or("the function engine is busy")?;
         let shards = crate::rdb::file::Shards(ks.shards_mut().map(|s| &*s).collect());
-        write_base(shared, &dir.join(&name), &shards, &extras)
+        write_base(env.config, &dir.join(&name), &shards, &extras)
             .map_err(|e| format!("Can't create the AOF base file {name}: {e}"))?;
         tracing::info!("Creating AOF base file {name} on server start");
     }
@@ -640,21 +670,22 @@ pub const REWRITE_STARTED: &str = "Background append only file rewriting started
 
 /// Starts a rewrite; the caller holds every shard (`shards`). Opens the
 /// new incremental file now — everything after this instant goes there —
-/// and writes the new base from the snapshot on a thread of its own.
-pub fn start_rewrite<'s>(
-    shared: &Arc<Shared>,
+/// and writes the new base from the snapshot on a thread of its own, which
+/// holds `host` until it is done.
+pub(crate) fn start_rewrite<'s>(
+    host: Arc<dyn Host>,
     shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
 ) -> Result<(), String> {
-    let aof = &shared.aof;
-    if aof.rewrite_in_progress.load(Relaxed) || shared.persistence.bgsave_in_progress.load(Relaxed)
+    let (env, aof) = (host.env(), host.aof());
+    if aof.rewrite_in_progress.load(Relaxed) || host.persistence().bgsave_in_progress.load(Relaxed)
     {
         return Err("ERR a background save or rewrite is running".into());
     }
-    let Some(extras) = crate::persistence::extras(shared) else {
+    let Some(extras) = crate::persistence::extras(&*host) else {
         return Err("ERR the function engine is busy".into());
     };
-    let prefix = shared.config.appendfilename();
-    let dir = Aof::dir(shared);
+    let prefix = env.config.appendfilename();
+    let dir = Aof::dir(env.config);
     std::fs::create_dir_all(&dir).map_err(|e| {
         tracing::warn!(
             "Can't open or create append-only dir {}: {e}",
@@ -706,18 +737,18 @@ pub fn start_rewrite<'s>(
         });
         manifest
     };
-    let sizes = shared.store.begin_snapshot(shards);
+    let sizes = env.store.begin_snapshot(shards);
     aof.rewrite_in_progress.store(true, Relaxed);
     aof.rewrite_scheduled.store(false, Relaxed);
     aof.rewrite_started
-        .store(shared.clock.now_ms() / 1000, Relaxed);
-    let writer = shared.clone();
+        .store(env.clock.now_ms() / 1000, Relaxed);
+    let writer = host.clone();
     let spawned = std::thread::Builder::new()
         .name("zwindow-aofrw".into())
-        .spawn(move || run_rewrite(&writer, sizes, extras, dir, prefix, manifest));
+        .spawn(move || run_rewrite(&*writer, sizes, extras, dir, prefix, manifest));
     if let Err(e) = spawned {
         tracing::warn!("Can't rewrite append only file in background: {e}");
-        shared.store.end_snapshot();
+        env.store.end_snapshot();
         aof.rewrite_in_progress.store(false, Relaxed);
         return Err("ERR Can't rewrite append only file in background".into());
     }
@@ -726,22 +757,22 @@ pub fn start_rewrite<'s>(
 }
 
 fn run_rewrite(
-    shared: &Shared,
+    host: &dyn Host,
     sizes: crate::keyspace::snapshot::Sizes,
     extras: crate::rdb::file::Extras,
     dir: PathBuf,
     prefix: String,
     mut manifest: Manifest,
 ) {
-    let aof = &shared.aof;
+    let (env, aof) = (host.env(), host.aof());
     let started = std::time::Instant::now();
     let src = crate::persistence::SnapshotSource {
-        store: &shared.store,
+        store: env.store,
         sizes,
     };
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    let written = write_base(shared, &tmp, &src, &extras);
-    shared.store.end_snapshot();
+    let written = write_base(env.config, &tmp, &src, &extras);
+    env.store.end_snapshot();
     aof.last_rewrite_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
     let result = written.and_then(|()| {
@@ -793,31 +824,35 @@ fn run_rewrite(
 /// `CONFIG SET appendonly yes` (Redis's `startAppendOnly`): appending
 /// starts at once, to a new incremental file; the base follows from a
 /// rewrite, and the manifest names them both once it is written.
-pub fn start(shared: &Arc<Shared>, ks: &mut crate::keyspace::Keyspace<'_>) -> Result<(), String> {
-    if shared.aof.enabled() {
+pub(crate) fn start(
+    host: Arc<dyn Host>,
+    ks: &mut crate::keyspace::Keyspace<'_>,
+) -> Result<(), String> {
+    let aof = host.aof();
+    if aof.enabled() {
         return Ok(());
     }
-    if shared.persistence.bgsave_in_progress.load(Relaxed) {
+    let p = host.persistence();
+    if p.bgsave_in_progress.load(Relaxed) {
         // Redis kills the BGSAVE child; ours finishes first.
-        crate::persistence::wait_bgsave(shared, std::time::Duration::from_secs(60));
+        crate::persistence::wait_bgsave(p, std::time::Duration::from_secs(60));
     }
-    shared.aof.state.store(WAIT_REWRITE, Relaxed);
+    aof.state.store(WAIT_REWRITE, Relaxed);
     let started =
-        crate::persistence::with_all_shards(ks, |ks| start_rewrite(shared, ks.shards_mut()));
+        crate::persistence::with_all_shards(ks, |ks| start_rewrite(host.clone(), ks.shards_mut()));
     if let Err(e) = started {
         tracing::warn!(
             "Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error. ({e})"
         );
-        shared.aof.state.store(OFF, Relaxed);
-        *shared.aof.file.lock() = None;
+        aof.state.store(OFF, Relaxed);
+        *aof.file.lock() = None;
         return Err("Unable to turn on AOF. Check server logs.".into());
     }
     Ok(())
 }
 
 /// `CONFIG SET appendonly no` (Redis's `stopAppendOnly`).
-pub fn stop(shared: &Shared) {
-    let aof = &shared.aof;
+pub fn stop(aof: &Aof) {
     if !aof.enabled() {
         return;
     }
@@ -830,19 +865,19 @@ pub fn stop(shared: &Shared) {
 }
 
 /// `BGREWRITEAOF`.
-pub fn bgrewriteaof(
-    shared: &Arc<Shared>,
+pub(crate) fn bgrewriteaof(
+    host: Arc<dyn Host>,
     ks: &mut crate::keyspace::Keyspace<'_>,
 ) -> Result<&'static str, String> {
-    let aof = &shared.aof;
+    let aof = host.aof();
     if aof.rewrite_in_progress.load(Relaxed) {
         return Err("ERR Background append only file rewriting already in progress".into());
     }
-    if shared.persistence.bgsave_in_progress.load(Relaxed) {
+    if host.persistence().bgsave_in_progress.load(Relaxed) {
         aof.rewrite_scheduled.store(true, Relaxed);
         return Ok("Background append only file rewriting scheduled");
     }
-    crate::persistence::with_all_shards(ks, |ks| start_rewrite(shared, ks.shards_mut()))
+    crate::persistence::with_all_shards(ks, |ks| start_rewrite(host.clone(), ks.shards_mut()))
         .map_err(|_| "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.".to_string())?;
     Ok(REWRITE_STARTED)
 }
@@ -851,30 +886,29 @@ pub fn bgrewriteaof(
 /// loads the files back, replaying their commands through `dispatch`; the
 /// caller holds every shard. The replayed commands are not logged again.
 pub(crate) fn debug_loadaof<C>(
-    shared: &Arc<Shared>,
+    host: &dyn Host,
     ks: &mut crate::keyspace::Keyspace<'_>,
     dispatch: &dyn crate::dispatch::Dispatch<C>,
 ) -> Result<(), String> {
-    let aof = &shared.aof;
+    let aof = host.aof();
     aof.flush_all();
-    crate::persistence::flush_all(shared, ks);
+    crate::persistence::flush_all(host, ks);
     let state = aof.state.swap(OFF, Relaxed);
     // The replayed commands run on this command's keyspace view while
     // nothing listens, so nothing isolates their propagation state: a
     // replayed FLUSHALL's "log me anyway" would otherwise stay set and
     // log this DEBUG LOADAOF itself, which every later load would replay.
     let own = std::mem::take(&mut ks.prop);
-    let loaded = load::load_files(shared, ks, dispatch);
+    let loaded = load::load_files(host, ks, dispatch);
     ks.prop = own;
     aof.state.store(state, Relaxed);
     loaded.map(|_| tracing::warn!("Append Only File loaded by DEBUG LOADAOF"))
 }
 
 /// INFO persistence's `aof_*` lines, as Redis 7.0 prints them.
-pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
-    let aof = &shared.aof;
+pub fn info_fields(aof: &Aof, clock: &Clock) -> Vec<(&'static str, String)> {
     let state = aof.state.load(Relaxed);
-    let now = shared.clock.now_ms() / 1000;
+    let now = clock.now_ms() / 1000;
     let rewriting = aof.rewrite_in_progress.load(Relaxed);
     let ok = |b: bool| if b { "ok" } else { "err" }.to_string();
     let mut v = vec![

@@ -122,8 +122,10 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult {
         reload(ctx)?;
     } else if eq_ic(sub, "LOADAOF") && argc == 2 {
         let (shared, dispatch) = (ctx.shared, ctx.dispatch);
-        with_all_shards(ctx.ks, |ks| crate::aof::debug_loadaof(shared, ks, dispatch))
-            .map_err(|e| Error::Owned(format!("ERR {e}")))?;
+        with_all_shards(ctx.ks, |ks| {
+            crate::aof::debug_loadaof(&**shared, ks, dispatch)
+        })
+        .map_err(|e| Error::Owned(format!("ERR {e}")))?;
         ctx.out.ok();
     } else if eq_ic(sub, "AOF-FLUSH-SLEEP") && argc == 3 {
         // Delays the next AOF write by this many microseconds (Redis's test
@@ -439,7 +441,7 @@ fn reload(ctx: &mut Ctx) -> CmdResult {
     }
     let shared = ctx.shared;
     with_all_shards(ctx.ks, |ks| {
-        crate::persistence::reload(shared, ks, save, flush, merge)
+        crate::persistence::reload(&**shared, ks, save, flush, merge)
     })
     .map_err(Error::Owned)?;
     ctx.out.ok();

@@ -554,7 +554,7 @@ fn memory(t: &mut Text, shared: &Shared, ks: &Keyspace) {
 
 fn persistence(t: &mut Text, shared: &Shared) {
     let p = &shared.persistence;
-    let last_save = shared.last_save.load(Relaxed);
+    let last_save = p.last_save.load(Relaxed);
     let bgsave = p.bgsave_in_progress.load(Relaxed);
     t.section("Persistence");
     let loading = p.loading.active();
@@ -599,7 +599,7 @@ fn persistence(t: &mut Text, shared: &Shared) {
     let load = *p.last_load.lock();
     t.field("rdb_last_load_keys_expired", load.keys_expired);
     t.field("rdb_last_load_keys_loaded", load.keys_loaded);
-    for (name, value) in crate::aof::info_fields(shared) {
+    for (name, value) in crate::aof::info_fields(&shared.aof, &shared.clock) {
         t.field(name, value);
     }
     if loading {

@@ -37,7 +37,7 @@ fn save(ctx: &mut Ctx) -> CmdResult {
     if ctx.shared.persistence.bgsave_in_progress.load(Relaxed) {
         return Err(Error::Static("ERR Background save already in progress"));
     }
-    match crate::persistence::save_locked(ctx.shared, ctx.ks) {
+    match crate::persistence::save_locked(&**ctx.shared, ctx.ks) {
         Ok(()) => ctx.out.ok(),
         Err(_) => return Err(Error::Static("ERR")),
     }
@@ -61,7 +61,8 @@ fn bgsave(ctx: &mut Ctx) -> CmdResult {
         ctx.out.simple("Background saving scheduled");
         return Ok(Done);
     }
-    crate::persistence::start_bgsave(ctx.shared, ctx.ks.shards_mut()).map_err(Error::Static)?;
+    crate::persistence::start_bgsave(ctx.shared.clone(), ctx.ks.shards_mut())
+        .map_err(Error::Static)?;
     ctx.out.simple("Background saving started");
     Ok(Done)
 }
@@ -82,7 +83,7 @@ fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult {
             .simple("Background append only file rewriting scheduled");
         return Ok(Done);
     }
-    let reply = crate::aof::bgrewriteaof(ctx.shared, ctx.ks).map_err(Error::Owned)?;
+    let reply = crate::aof::bgrewriteaof(ctx.shared.clone(), ctx.ks).map_err(Error::Owned)?;
     ctx.out.simple(reply);
     Ok(Done)
 }

@@ -606,14 +606,14 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     // appendonly's effect (config.c `updateAppendonly`).
     let aof_now = ctx.shared.config.appendonly();
     if aof_now && !aof_was {
-        if let Err(why) = crate::aof::start(ctx.shared, ctx.ks) {
+        if let Err(why) = crate::aof::start(ctx.shared.clone(), ctx.ks) {
             let _ = ctx.shared.config.set_many(&[(b"appendonly", b"no")]);
             return Err(Error::Owned(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {why}"
             )));
         }
     } else if !aof_now && aof_was {
-        crate::aof::stop(ctx.shared);
+        crate::aof::stop(&ctx.shared.aof);
     }
     // requirepass is the default ACL user's password (config.c
     // `updateRequirePass`).
@@ -832,7 +832,8 @@ fn lolwut(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn lastsave(ctx: &mut Ctx) -> CmdResult {
-    ctx.out.int(ctx.shared.last_save.load(Relaxed) as i64);
+    ctx.out
+        .int(ctx.shared.persistence.last_save.load(Relaxed) as i64);
     Ok(Done)
 }
 
@@ -872,9 +873,9 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
         (save, nosave) = (false, true);
     }
     if save || (!nosave && !shared.config.save_points().is_empty()) {
-        crate::persistence::wait_bgsave(&shared, Duration::from_secs(60));
+        crate::persistence::wait_bgsave(&shared.persistence, Duration::from_secs(60));
         tracing::info!("Saving the final RDB snapshot before exiting.");
-        if let Err(e) = crate::persistence::save_all(&shared)
+        if let Err(e) = crate::persistence::save_all(&*shared)
             && !force
         {
             tracing::warn!("Error trying to save the DB, can't exit: {e}");

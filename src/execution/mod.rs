@@ -347,7 +347,9 @@ fn verify(
             .tracking
             .limit(&shared.clients, shared.config.tracking_table_max_keys());
     }
-    if crate::persistence::writes_denied(shared) && (is_write(client, cmd) || cmd.name == "ping") {
+    if crate::persistence::writes_denied(&shared.persistence, &shared.config)
+        && (is_write(client, cmd) || cmd.name == "ping")
+    {
         return Verdict::Reject(crate::persistence::MISCONF.into());
     }
     if shared.config.lacks_good_replicas() && is_write(client, cmd) {

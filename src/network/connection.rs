@@ -285,7 +285,7 @@ pub(crate) async fn run(
             }
         }
         // The batch's writes reach the AOF before its replies leave.
-        shared.aof.before_reply(&shared).await;
+        shared.aof.before_reply(&shared.config).await;
         if !out.is_empty() {
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);

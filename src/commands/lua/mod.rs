@@ -1209,7 +1209,7 @@ fn script_refusal(
         return Some("ERR Write commands are not allowed from read-only scripts.");
     }
     if cmd.has(flags::WRITE) {
-        if crate::persistence::writes_denied(shared) {
+        if crate::persistence::writes_denied(&shared.persistence, &shared.config) {
             return Some(crate::persistence::MISCONF);
         }
         if !wrote && shared.config.lacks_good_replicas() {
