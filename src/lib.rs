@@ -1,30 +1,31 @@
 //! zwindow: a Redis-compatible server built around time-windowed sorted sets.
 //!
-//! The layers, each depending only on the ones below it:
+//! The layers, each depending only on the ones below it (`ARCHITECTURE.md`
+//! has the full order, what each module owns and the seams; `.ci/layers.py`
+//! checks every `crate::` path against it):
 //!
-//! 1. [`network`]: the accept loop and connection tasks — sockets,
-//!    pipelining, blocked clients' waits, pub/sub delivery, shutdown.
-//! 2. [`execution`]: the one path every command takes, whoever runs it (a
+//! 1. [`server`]: startup, the accept loop, signals, background tasks.
+//! 2. [`network`]: connection tasks — sockets, pipelining, blocked clients'
+//!    waits, pub/sub delivery, shutdown.
+//! 3. [`execution`]: the one path every command takes, whoever runs it (a
 //!    connection, EXEC, a script's `redis.call`, a blocked client being
-//!    served): resolve, verify, lock, run, after-command work. Blocking
-//!    and client state live here. Code below it that runs a command of its
-//!    own reaches it through the `dispatch` seam it implements.
-//! 3. [`commands`]: the command table, one file per command family, and
-//!    the Lua engine scripts and functions run in.
-//! 4. [`keyspace`]: shards, key TTLs, window rules and the sweeper.
-//! 5. [`types`]: the value data structures, each testable alone.
-//!
-//! Beside them: [`acl`] (users and permissions over the command table),
-//! [`spec`] (what each command of the table is — arity, flags, keys,
-//! Redis's metadata — and finding it by name: below the handlers, so acl,
-//! config and AOF loading read it too),
-//! [`protocol`] (bytes ⇄ requests/replies), [`server`] (the
-//! shared state and startup), [`config`], [`clock`], [`clients`] (the
-//! registry of connected clients), [`pubsub`], [`tracking`] (client-side
-//! caching), [`pause`] (CLIENT PAUSE's state), [`migrate`] (MIGRATE's
-//! outbound connections), [`util`], [`version`], and [`stats`],
-//! [`slowlog`], [`latency`] and [`alloc`] (what INFO, SLOWLOG, LATENCY and
-//! MEMORY report).
+//!    served): resolve, verify, lock, run, after-command work. Code below
+//!    it that runs a command of its own reaches it through the [`dispatch`]
+//!    seam it implements.
+//! 4. [`commands`]: one file per command family, the Lua engine, the
+//!    session state of a client, and [`commands::Services`], the services
+//!    they run with.
+//! 5. Services below the commands: [`pubsub`], [`tracking`], [`migrate`];
+//!    the files: [`rdb`], [`persistence`], [`aof`].
+//! 6. [`keyspace`]: shards, key/field/member TTLs, window rules and the
+//!    sweeper, eviction; it reads a narrow `Env` and reports through the
+//!    `Events` seam.
+//! 7. [`clients`] (the registry) and [`blocked`] (who waits on which key);
+//!    the settings: [`config`], [`pause`], [`stats`], [`latency`],
+//!    [`slowlog`]; [`acl`] (users over the command specs).
+//! 8. Leaves: [`spec`] (the command specs), [`types`] (the value data
+//!    structures, each testable alone), [`protocol`], [`notify`],
+//!    [`clock`], [`alloc`], [`util`], [`version`].
 
 pub mod acl;
 pub mod alloc;

@@ -1,8 +1,9 @@
-//! The server: shared state, the accept loop, background tasks and graceful
-//! shutdown.
+//! The server: startup, the accept loop, background tasks and graceful
+//! shutdown. It builds the [`Services`] every connection shares (one
+//! `Arc`) and runs the background thread: active expiry, the window
+//! sweeper, the sampler and eviction timer, the save points and the AOF's
+//! tick.
 //!
-//! [`Shared`] is everything connections share — the store, settings, clock,
-//! client registry, pub/sub hub and blocking queues — behind one `Arc`.
 //! Shutdown (SIGTERM, SIGINT or SHUTDOWN) stops accepting, tells every
 //! connection through a watch channel to finish the batch it is running and
 //! close, and waits at most a second for them, as `docker stop` expects.
@@ -11,234 +12,19 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::blocked::Blocking;
-use crate::clients::Clients;
-use crate::clock::Clock;
+use crate::commands::Services;
 use crate::config::{Config, Startup};
-use crate::keyspace::events::{Invalidated, OwnInvalidations};
-use crate::keyspace::propagate::{Op, Sink};
+use crate::keyspace::evict;
 use crate::keyspace::windows::sweeper;
-use crate::keyspace::{Env, Events, Store, evict};
-use crate::pubsub::PubSub;
 use crate::version::{REDIS_VERSION, VERSION};
 
-pub struct Shared {
-    pub store: Store,
-    pub config: Config,
-    pub clock: Clock,
-    pub clients: Clients,
-    pub pubsub: PubSub,
-    pub tracking: crate::tracking::Tracking,
-    /// CLIENT PAUSE's state.
-    pub pause: crate::pause::Pause,
-    /// Clients in MONITOR mode.
-    pub monitors: crate::commands::monitor::Monitors,
-    pub blocking: Blocking,
-    pub windows: crate::keyspace::windows::Windows,
-    pub scripting: crate::commands::lua::Scripting,
-    pub stats: crate::stats::Stats,
-    /// ACL users and the ACL log.
-    pub acl: crate::acl::Acl,
-    /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
-    pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
-    /// SLOWLOG's entries.
-    pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
-    /// LATENCY's events.
-    pub latency: parking_lot::Mutex<crate::latency::Monitor>,
-    /// Eviction under `maxmemory`: its candidate pool and counters.
-    pub evictor: crate::keyspace::evict::Evictor,
-    pub started: Instant,
-    pub run_id: String,
-    /// SAVE/BGSAVE's state, the last save's time (LASTSAVE) and loading.
-    pub persistence: crate::persistence::State,
-    /// MIGRATE's cached connections to target instances.
-    pub migrate: crate::migrate::SocketCache,
-    /// The append-only file, the sink of the propagated commands.
-    pub aof: crate::aof::Aof,
-    shutdown_tx: watch::Sender<bool>,
-    /// Signalled by the SHUTDOWN command.
-    pub stop: Notify,
-}
-
-/// Redis stops tracking new error codes past this many (a client could
-/// otherwise grow the table with made-up ones, e.g. from scripts).
-const ERROR_CODES_MAX: usize = 128;
-
-impl Shared {
-    /// Counts one error reply for INFO errorstats (the error path only).
-    pub fn count_error(&self, msg: &[u8]) {
-        let msg = msg.strip_prefix(b"-").unwrap_or(msg);
-        let code = msg.split(|&b| b == b' ').next().unwrap_or(msg);
-        let code = String::from_utf8_lossy(code);
-        self.stats.error_replies.fetch_add(1, Relaxed);
-        let mut map = self.error_stats.lock();
-        if let Some(n) = map.get_mut(code.as_ref()) {
-            *n += 1;
-        } else if map.len() < ERROR_CODES_MAX {
-            map.insert(code.into_owned(), 1);
-        }
-    }
-
-    pub fn new(config: Config, shards: usize) -> Shared {
-        let databases = config.databases;
-        let clock = Clock::default();
-        let now = clock.now_ms() / 1000;
-        Shared {
-            store: Store::new(shards, databases),
-            config,
-            clock,
-            clients: Clients::default(),
-            pubsub: PubSub::default(),
-            tracking: Default::default(),
-            pause: Default::default(),
-            monitors: Default::default(),
-            blocking: Blocking::default(),
-            windows: Default::default(),
-            scripting: Default::default(),
-            stats: Default::default(),
-            acl: crate::acl::Acl::new(),
-            error_stats: Default::default(),
-            slowlog: Default::default(),
-            latency: Default::default(),
-            evictor: Default::default(),
-            started: Instant::now(),
-            run_id: (0..40)
-                .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
-                .collect(),
-            persistence: crate::persistence::State::new(now),
-            migrate: Default::default(),
-            aof: Default::default(),
-            shutdown_tx: watch::channel(false).0,
-            stop: Notify::new(),
-        }
-    }
-
-    pub fn shutdown_rx(&self) -> watch::Receiver<bool> {
-        self.shutdown_tx.subscribe()
-    }
-}
-
-impl Shared {
-    /// What a keyspace view works with (see [`Env`]): the data and the
-    /// services below the keyspace, and this server as its [`Events`].
-    pub fn env(&self) -> Env<'_> {
-        Env {
-            store: &self.store,
-            config: &self.config,
-            clock: &self.clock,
-            windows: &self.windows,
-            evictor: &self.evictor,
-            pause: &self.pause,
-            dirty: &self.stats.dirty,
-            expire_stats: &self.stats.expire,
-            latency: &self.latency,
-            events: self,
-        }
-    }
-
-    /// Serves the clients blocked on keys that became ready outside a
-    /// command (eviction, the sweeper's hand-offs).
-    fn serve_ready(self: &Arc<Self>, ready: Vec<(usize, crate::keyspace::Key)>) {
-        crate::execution::blocking::serve(self, ready);
-    }
-}
-
-/// An RDB load's function libraries go to the script engine; its progress
-/// to INFO's loading figures.
-impl crate::rdb::file::Host for Shared {
-    fn load_library(&self, code: &[u8], replace: bool) -> Result<(), crate::rdb::RdbError> {
-        let mut engine = self.scripting.engine().map_err(crate::rdb::RdbError)?;
-        engine
-            .load_library(code, replace)
-            .map_err(|e| crate::rdb::RdbError(format!("Failed loading library: {e}")))?;
-        self.scripting.update_stats(&engine);
-        Ok(())
-    }
-
-    fn progress(&self, bytes: u64) {
-        self.persistence.loading.advance(bytes);
-    }
-}
-
-/// What the files (RDB saves, the AOF) work with: this server's data and
-/// settings, their state, and the script engine's function libraries.
-impl crate::persistence::Host for Shared {
-    fn env(&self) -> Env<'_> {
-        Shared::env(self)
-    }
-
-    fn persistence(&self) -> &crate::persistence::State {
-        &self.persistence
-    }
-
-    fn library_codes(&self) -> Option<Vec<Vec<u8>>> {
-        self.scripting.library_codes()
-    }
-
-    fn flush_libraries(&self) {
-        if self.scripting.libraries_count.load(Relaxed) > 0
-            && let Ok(mut e) = self.scripting.engine()
-        {
-            e.flush_libraries();
-            self.scripting.update_stats(&e);
-        }
-    }
-
-    fn aof_rewriting(&self) -> bool {
-        self.aof.rewrite_in_progress.load(Relaxed)
-    }
-}
-
-impl crate::aof::Host for Shared {
-    fn aof(&self) -> &crate::aof::Aof {
-        &self.aof
-    }
-}
-
-/// Where the keyspace's reports go: pub/sub, client tracking, the blocking
-/// queues and the AOF all hang off the server.
-impl Events for Shared {
-    fn tracking_used(&self) -> bool {
-        self.tracking.used()
-    }
-
-    fn send_invalidations(&self, invalidated: &mut Invalidated, own: &mut OwnInvalidations) {
-        let tracking = &self.tracking;
-        if !invalidated.is_empty() {
-            tracking.invalidate(&self.clients, invalidated, None, own);
-        }
-        if !own.is_empty() {
-            tracking.push_pending(&self.clients, own);
-        }
-        tracking.broadcast(&self.clients);
-    }
-
-    fn notify_keyspace(&self, flags: u32, db: usize, event: &str, key: &[u8]) {
-        let limit = self.config.pubsub_output_limit();
-        self.pubsub.notify_keyspace(limit, flags, db, event, key);
-    }
-
-    fn has_waiters(&self) -> bool {
-        self.blocking.has_waiters()
-    }
-
-    fn pushes_in_flight(&self) -> u64 {
-        self.clients.pushes_in_flight()
-    }
-
-    fn propagating(&self) -> bool {
-        Sink::listening(&self.aof)
-    }
-
-    fn feed(&self, ops: &[Op], transaction: bool) {
-        if self.config.aof_timestamp_enabled() {
-            self.aof.annotate_time(self.clock.now_ms() / 1000);
-        }
-        Sink::feed(&self.aof, ops, transaction);
-    }
+/// Serves the clients blocked on keys that became ready outside a command
+/// (eviction, the sweeper's hand-offs).
+fn serve_ready(shared: &Arc<Services>, ready: Vec<(usize, crate::keyspace::Key)>) {
+    crate::execution::blocking::serve(shared, ready);
 }
 
 /// The `pidfile`, written at start and removed at exit as Redis does (a
@@ -273,7 +59,7 @@ impl Drop for PidFile {
 /// (not both, as Redis refuses). `users` are the `user` lines of the
 /// config file and the command line (`Startup::users`), each the words
 /// after `user`, duplicates already refused at their line.
-fn load_users(shared: &Shared, users: &[Vec<Vec<u8>>]) -> Result<(), String> {
+fn load_users(shared: &Services, users: &[Vec<Vec<u8>>]) -> Result<(), String> {
     let acl = &shared.acl;
     let all_channels = shared.config.acl_pubsub_all();
     acl.set_default_password(shared.config.requirepass().as_deref());
@@ -336,7 +122,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     config.port.store(local.port() as u32, Relaxed);
     let shards = config.shard_count();
     let _pidfile = PidFile::create(&config.pidfile());
-    let shared = Arc::new(Shared::new(config, shards));
+    let shared = Arc::new(Services::new(config, shards));
     load_users(&shared, &users)?;
     shared
         .stats
@@ -444,7 +230,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     drop(listener);
-    let _ = shared.shutdown_tx.send(true);
+    shared.shut_down();
     shared.scripting.busy.force_kill();
     // Everything below shares one deadline: the process exits within a
     // second of the signal whatever a script or a shard lock is doing.
@@ -496,7 +282,7 @@ async fn accept(
 /// the loading state refuses their commands with -LOADING until it is done.
 /// Not tokio's blocking pool: a runtime waits for those at exit, and a
 /// server stopped while loading must not. The receiver gets the outcome.
-fn load_dataset(shared: &Arc<Shared>) -> Result<LoadDone, String> {
+fn load_dataset(shared: &Arc<Services>) -> Result<LoadDone, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     // Marked loading before any connection is accepted, so none sees an
     // empty dataset as the real one.
@@ -546,7 +332,7 @@ fn start_io_uring(config: &Config) {
 /// Active key expiry, the window sweeper and the statistics sampler run on
 /// a thread of their own, so a long sweep competes with connections only
 /// for CPU, never for a connection worker.
-fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<()>> {
+fn spawn_background(shared: Arc<Services>) -> std::io::Result<std::thread::JoinHandle<()>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
@@ -567,7 +353,7 @@ fn spawn_background(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHan
 /// Runs the expiry cycle `hz` times a second until shutdown, a quarter of
 /// each period at most, as Redis's slow cycle. CLIENT PAUSE holds expiry
 /// back, as in Redis.
-async fn active_expiry(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+async fn active_expiry(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
     loop {
         let hz = shared.config.hz().clamp(1, 500);
         let period = Duration::from_millis(1000 / hz as u64);
@@ -584,7 +370,7 @@ async fn active_expiry(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>)
 
 /// The window sweeper, [`sweeper::DEFAULT_HZ`] times a second until
 /// shutdown; it serves the clients its hand-offs feed.
-async fn sweeper(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+async fn sweeper(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
     let period = Duration::from_millis(1000 / sweeper::DEFAULT_HZ);
     loop {
         tokio::select! {
@@ -593,7 +379,7 @@ async fn sweeper(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
         }
         if sweeper::due(shared.env()) {
             sweeper::cycle(shared.env(), sweeper::BUDGET, &mut |ready| {
-                shared.serve_ready(ready)
+                serve_ready(&shared, ready)
             });
         }
     }
@@ -602,7 +388,7 @@ async fn sweeper(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
 /// The 100 ms sampler ([`crate::stats::sample`]) and Redis's eviction
 /// timer: a pass that ran out of time goes on here, even when no command
 /// comes to start the next one.
-async fn sampler(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+async fn sampler(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(crate::stats::SAMPLE_PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -612,7 +398,7 @@ async fn sampler(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
         }
         crate::stats::sample(&shared.stats, shared.clock.now_ms());
         if evict::over_limit(shared.env()) && !shared.scripting.busy.is_running() {
-            evict::perform_evictions(shared.env(), &mut |ready| shared.serve_ready(ready));
+            evict::perform_evictions(shared.env(), &mut |ready| serve_ready(&shared, ready));
         }
     }
 }

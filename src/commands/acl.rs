@@ -18,8 +18,8 @@ use crate::acl::catalog::{Catalog, category_bit, category_names};
 use crate::acl::log::{Context, Reason};
 use crate::acl::user::{Denied, has_spaces};
 use crate::clients::ClientHandle;
+use crate::commands::Services;
 use crate::protocol::Args;
-use crate::server::Shared;
 use crate::util::eq_ic;
 
 const G: &str = "server";
@@ -505,7 +505,7 @@ fn help(ctx: &mut Ctx) -> CmdResult {
 /// Brings the client's ACL user up to date after any ACL change; false if
 /// the user is gone (deleted, or replaced by ACL LOAD): the client is
 /// then disconnected, as Redis frees the clients of a freed user.
-pub(crate) fn refresh_user(shared: &Shared, client: &mut Client) -> bool {
+pub(crate) fn refresh_user(shared: &Services, client: &mut Client) -> bool {
     let generation = shared.acl.generation();
     if generation == client.acl_generation {
         return true;
@@ -531,7 +531,7 @@ pub(crate) fn refresh_user(shared: &Shared, client: &mut Client) -> bool {
 /// denial in the ACL log: `Err(None)` when the client's user is gone.
 /// Costs a generation compare and a flag test for an unrestricted user.
 pub(crate) fn acl_check(
-    shared: &Shared,
+    shared: &Services,
     client: &mut Client,
     cmd: &'static Command,
     args: &Args<'_>,
@@ -562,7 +562,7 @@ pub(crate) fn acl_check(
 
 /// Adds an ACL LOG entry for a denial by `handle`'s client.
 pub(crate) fn log_denial(
-    shared: &Shared,
+    shared: &Services,
     handle: &ClientHandle,
     reason: Reason,
     context: Context,

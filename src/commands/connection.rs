@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, int_arg};
-use crate::server::Shared;
+use crate::commands::Services;
 use crate::util::eq_ic;
 
 const G: &str = "connection";
@@ -556,7 +556,7 @@ fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
 /// A client's CLIENT LIST line without its newline (networking.c
 /// `catClientInfoString`), as the ACL log records it (without the
 /// denied command's `argv-mem`, which the log does not need).
-pub fn client_info_line(shared: &Shared, c: &crate::clients::ClientHandle) -> String {
+pub fn client_info_line(shared: &Services, c: &crate::clients::ClientHandle) -> String {
     let mut s = String::new();
     client_line(shared, c, 0, &mut s);
     s.pop();
@@ -575,7 +575,7 @@ fn argv_mem(ctx: &Ctx, c: &crate::clients::ClientHandle) -> usize {
 
 /// One CLIENT LIST / CLIENT INFO line, with the fields Redis 7.0 prints.
 fn client_line(
-    shared: &Shared,
+    shared: &Services,
     c: &crate::clients::ClientHandle,
     argv_mem: usize,
     out: &mut String,

@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{CallStats, CmdResult, Command, Ctx, Done, all_commands};
 use crate::clients::ClientHandle;
+use crate::commands::Services;
 use crate::keyspace::Value;
-use crate::server::Shared;
 use crate::stats::Metric;
 
 /// INFO [section ...].
@@ -263,7 +263,7 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     t.s
 }
 
-fn server(t: &mut Text, shared: &Shared) {
+fn server(t: &mut Text, shared: &Services) {
     let uptime = shared.started.elapsed().as_secs();
     let now_us = shared.clock.now_us();
     t.section("Server");
@@ -364,7 +364,7 @@ fn uname() -> &'static str {
     })
 }
 
-fn clients(t: &mut Text, shared: &Shared) {
+fn clients(t: &mut Text, shared: &Services) {
     let st = &shared.stats;
     t.section("Clients");
     t.field("connected_clients", shared.clients.count());
@@ -410,7 +410,7 @@ pub(crate) struct Memory {
 }
 
 impl Memory {
-    pub fn gather(shared: &Shared, tables: usize) -> Memory {
+    pub fn gather(shared: &Services, tables: usize) -> Memory {
         let used = crate::stats::note_peak_memory(&shared.stats);
         let peak = shared.stats.peak_memory.load(Relaxed).max(used);
         let startup = shared.stats.startup_memory.load(Relaxed);
@@ -466,7 +466,7 @@ impl Memory {
     }
 }
 
-fn memory(t: &mut Text, shared: &Shared, ks: &Keyspace) {
+fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
     let Memory {
         used,
         peak,
@@ -552,7 +552,7 @@ fn memory(t: &mut Text, shared: &Shared, ks: &Keyspace) {
     t.field("lazyfreed_objects", 0);
 }
 
-fn persistence(t: &mut Text, shared: &Shared) {
+fn persistence(t: &mut Text, shared: &Services) {
     let p = &shared.persistence;
     let last_save = p.last_save.load(Relaxed);
     let bgsave = p.bgsave_in_progress.load(Relaxed);
@@ -609,7 +609,7 @@ fn persistence(t: &mut Text, shared: &Shared) {
     }
 }
 
-fn stats(t: &mut Text, shared: &Shared, ks: &Keyspace) {
+fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     let st = &shared.stats;
     let expire = st.expire.get();
     let kbps = |m: Metric| format!("{:.2}", st.instantaneous.get(m) as f64 / 1024.0);

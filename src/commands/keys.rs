@@ -586,7 +586,7 @@ fn object_refcount(ctx: &mut Ctx) -> CmdResult {
 /// LFU policy (each value then carries its own access time); zwindow keeps
 /// access times per key and shares nothing, so the reply follows the
 /// settings in force when asked (Redis: when the value was written).
-pub(crate) fn refcount(shared: &crate::server::Shared, v: &Value) -> i64 {
+pub(crate) fn refcount(shared: &crate::commands::Services, v: &Value) -> i64 {
     let policy = shared.config.maxmemory_policy();
     let sharing = shared.config.maxmemory() == 0
         || !(policy.is_lfu()

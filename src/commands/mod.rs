@@ -40,6 +40,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod scripting;
 pub mod server;
+pub mod services;
 pub mod session;
 pub mod sets;
 pub mod sort;
@@ -60,10 +61,10 @@ use crate::protocol::Reply;
 // spec leaf; the families and the execution layer name them through here,
 // beside the rest of a handler's vocabulary.
 pub use crate::protocol::{Args, OwnedArgs};
-use crate::server::Shared;
 use crate::spec::Unresolved;
 pub use crate::spec::{Command, Keys, all_commands, flags, lookup, lookup_sub};
 use crate::util::parse_i64;
+pub use services::Services;
 use session::Client;
 
 /// Every family's commands; the single source of truth.
@@ -224,7 +225,7 @@ impl StatsIndex {
 
 /// What a handler sees.
 pub struct Ctx<'c, 'k> {
-    pub shared: &'c Arc<Shared>,
+    pub shared: &'c Arc<Services>,
     pub client: &'c mut Client,
     pub out: &'c mut Reply,
     pub args: Args<'c>,

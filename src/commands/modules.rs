@@ -10,7 +10,7 @@
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
-use crate::server::Shared;
+use crate::commands::Services;
 
 const G: &str = "server";
 
@@ -41,7 +41,10 @@ static MODULE: &[Command] = &[
 /// Redis's refusal of a protected MODULE subcommand (`processCommand`,
 /// right after the arity check), unless `enable-module-command` is `yes`,
 /// or `local` and the client connects from the loopback address.
-pub(crate) fn module_command_refused(shared: &Shared, local_client: bool) -> Option<&'static str> {
+pub(crate) fn module_command_refused(
+    shared: &Services,
+    local_client: bool,
+) -> Option<&'static str> {
     let allowed = match shared.config.enable_module_command().as_str() {
         "yes" => true,
         "local" => local_client,

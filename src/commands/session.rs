@@ -297,7 +297,7 @@ impl Client {
     /// tracking prefixes' rax): a list node and a `watchedKey` per watched
     /// key, a list node per pattern, a dict entry and slot per channel, a
     /// rax node per prefix.
-    pub fn structures_memory(&self, shared: &crate::server::Shared) -> usize {
+    pub fn structures_memory(&self, shared: &crate::commands::Services) -> usize {
         let h = &self.handle;
         let channels = |n: u32| {
             let n = n as usize;
@@ -317,7 +317,7 @@ impl Client {
 /// Client eviction (`maxmemory-clients`) after `c`'s buffers changed:
 /// notes its memory and disconnects the largest clients while all of them
 /// together are over the limit. Costs one load while the limit is off.
-pub fn account_memory(shared: &crate::server::Shared, c: &ClientHandle) {
+pub fn account_memory(shared: &crate::commands::Services, c: &ClientHandle) {
     if shared.config.client_eviction_limit() == 0 {
         return;
     }
@@ -327,7 +327,7 @@ pub fn account_memory(shared: &crate::server::Shared, c: &ClientHandle) {
 
 /// Disconnects clients while they hold more than `maxmemory-clients`
 /// together (`refresh`: recount them all first, after a limit change).
-pub fn evict_clients(shared: &crate::server::Shared, refresh: bool) {
+pub fn evict_clients(shared: &crate::commands::Services, refresh: bool) {
     let limit = shared.config.client_eviction_limit();
     let evicted = shared
         .clients

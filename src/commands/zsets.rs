@@ -159,7 +159,7 @@ const MINMAX_NOT_FLOAT: &str = "ERR min or max is not a float";
 const LEX_RANGE: &str = "ERR min or max not valid string range item";
 
 // ---------------------------------------------------------------------------
-// Shared helpers
+// Services helpers
 // ---------------------------------------------------------------------------
 
 fn limits(ctx: &Ctx) -> Limits {

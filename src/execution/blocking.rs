@@ -28,18 +28,18 @@ use tokio::sync::oneshot;
 use crate::blocked::Queues;
 pub use crate::blocked::{Waiter, Waiting};
 use crate::commands;
+use crate::commands::Services;
 use crate::commands::session::Client;
 use crate::dispatch::{Called, Dispatch};
 use crate::keyspace::{Key, Keyspace, ShardSet};
 use crate::protocol::Reply;
-use crate::server::Shared;
 
 /// A waiter released without data (timeout, CLIENT UNBLOCK): its command
 /// counts as called, as Redis counted it when it blocked (zwindow counts a
 /// blocking command when it is served). Released by `CLIENT UNBLOCK …
 /// ERROR` (`error`), the call failed with an `UNBLOCKED` error reply, which
 /// is returned.
-pub fn unserved(shared: &Shared, w: &Waiter, error: bool) -> Option<Vec<u8>> {
+pub fn unserved(shared: &Services, w: &Waiter, error: bool) -> Option<Vec<u8>> {
     const MSG: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
     if let Ok(cmd) = commands::resolve(&w.args.args()) {
         let stats = commands::CallStats::of(cmd);
@@ -55,7 +55,7 @@ pub fn unserved(shared: &Shared, w: &Waiter, error: bool) -> Option<Vec<u8>> {
 }
 
 /// Queues `w` on each of its keys; the caller holds their shards.
-pub fn register(shared: &Shared, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
+pub fn register(shared: &Services, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
     shared.blocking.entered();
     for key in &w.keys {
         ks.shard(key)
@@ -69,7 +69,7 @@ pub fn register(shared: &Shared, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
 /// Ends a wait from the client's side (timeout, disconnect). Returns the
 /// reply if the server served the waiter meanwhile.
 pub fn cancel(
-    shared: &Shared,
+    shared: &Services,
     w: &Arc<Waiter>,
     rx: &mut oneshot::Receiver<Vec<u8>>,
 ) -> Option<Vec<u8>> {
@@ -89,7 +89,7 @@ pub fn cancel(
 }
 
 /// Serves waiters on keys that just received data.
-pub fn serve(shared: &Arc<Shared>, mut ready: Vec<(usize, Key)>) {
+pub fn serve(shared: &Arc<Services>, mut ready: Vec<(usize, Key)>) {
     let mut i = 0;
     while i < ready.len() {
         let (db, key) = ready[i].clone();
@@ -118,7 +118,7 @@ pub fn serve(shared: &Arc<Shared>, mut ready: Vec<(usize, Key)>) {
 }
 
 /// The live waiters on a key in arrival order, dropping dead ones.
-fn queued(shared: &Shared, db: usize, key: &Key) -> Vec<Arc<Waiter>> {
+fn queued(shared: &Services, db: usize, key: &Key) -> Vec<Arc<Waiter>> {
     let mut shard = shared.store.lock_shard(shared.store.shard_of(key));
     let k = (db, key.clone());
     let Some(q) = shard.blocked.get_mut(&k) else {
@@ -132,7 +132,7 @@ fn queued(shared: &Shared, db: usize, key: &Key) -> Vec<Arc<Waiter>> {
     q.iter().cloned().collect()
 }
 
-fn try_serve(shared: &Arc<Shared>, w: &Arc<Waiter>, key: &Key) -> Served {
+fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
     let args = w.args.args();
     let Ok(cmd) = commands::resolve(&args) else {
         return Served::Gone;

@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 use crate::acl::catalog::Catalog;
 use crate::acl::log::Context;
 use crate::acl::user::Denied;
+use crate::commands::Services;
 use crate::commands::acl::acl_check;
 use crate::commands::session::Client;
 use crate::commands::{
@@ -38,11 +39,10 @@ use crate::commands::{
 use crate::dispatch::{Called, Dispatch};
 use crate::keyspace::{Guards, HashedKey, Keyspace, ShardSet, evict};
 use crate::protocol::Reply;
-use crate::server::Shared;
 use blocking::Waiting;
 
 /// The shards a command's keys live on.
-pub fn shards_for(shared: &Shared, cmd: &Command, args: &Args<'_>) -> ShardSet {
+pub fn shards_for(shared: &Services, cmd: &Command, args: &Args<'_>) -> ShardSet {
     plan(shared, cmd, args).shards
 }
 
@@ -57,7 +57,7 @@ pub struct Plan<'a> {
 }
 
 /// Plans a command's locks: the shards of its keys.
-pub fn plan<'a>(shared: &Shared, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
+pub fn plan<'a>(shared: &Services, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
     if matches!(cmd.keys, Keys::All | Keys::Script { .. }) {
         return Plan {
             shards: shared.store.all_shards(),
@@ -86,7 +86,7 @@ pub fn plan<'a>(shared: &Shared, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
 /// read stays true while the locks are held. Two rounds cover every case
 /// but a rule change racing the planning; after that, every shard.
 pub fn lock_planned<'s, E>(
-    shared: &'s Shared,
+    shared: &'s Services,
     db: usize,
     cmd: &Command,
     args: &Args<'_>,
@@ -148,7 +148,7 @@ pub enum Dispatched {
 
 /// Runs one request from a client: checks, locking, the handler.
 pub fn dispatch(
-    shared: &Arc<Shared>,
+    shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
     args: Args<'_>,
@@ -280,7 +280,7 @@ enum Verdict {
 /// subscribed mode, the dataset loading, a busy script, CLIENT PAUSE, then
 /// MULTI queueing.
 fn verify(
-    shared: &Arc<Shared>,
+    shared: &Arc<Services>,
     client: &mut Client,
     cmd: &'static Command,
     args: &Args<'_>,
@@ -478,7 +478,7 @@ fn runs_script(client: &Client, cmd: &Command) -> bool {
 /// past busy-reply-threshold. On the script runner (scripts are serialized
 /// there), it simply locks.
 fn lock_or_busy<'s>(
-    shared: &'s Shared,
+    shared: &'s Services,
     client: &Client,
     cmd: &Command,
     set: ShardSet,
@@ -506,7 +506,7 @@ fn lock_or_busy<'s>(
 /// `first_key` is the command's first key as its planning hashed it, if it
 /// was planned (see [`plan`]).
 pub fn call<'a>(
-    shared: &Arc<Shared>,
+    shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
     ks: &mut Keyspace<'_>,
@@ -627,11 +627,11 @@ pub fn call<'a>(
 /// `redis.call`, the AOF's replay and the serving of blocked clients run
 /// their commands through — the same [`call`] as a client's request.
 pub(crate) struct Dispatcher<'s> {
-    shared: &'s Arc<Shared>,
+    shared: &'s Arc<Services>,
 }
 
 impl<'s> Dispatcher<'s> {
-    pub(crate) fn new(shared: &'s Arc<Shared>) -> Dispatcher<'s> {
+    pub(crate) fn new(shared: &'s Arc<Services>) -> Dispatcher<'s> {
         Dispatcher { shared }
     }
 }
@@ -718,7 +718,13 @@ fn ks_fresh_or_now(ks: &mut Keyspace<'_>) -> u64 {
 /// held for after its reply), then, after a read, the keys a tracking
 /// client may now cache (Redis's `trackingRememberKeys` in `call`; a
 /// script's reads remember the keys the script declared).
-fn track(shared: &Shared, client: &Client, ks: &mut Keyspace<'_>, cmd: &Command, args: &Args<'_>) {
+fn track(
+    shared: &Services,
+    client: &Client,
+    ks: &mut Keyspace<'_>,
+    cmd: &Command,
+    args: &Args<'_>,
+) {
     let me = client.handle.id;
     if !ks.invalidated.is_empty() {
         let mut changed = std::mem::take(&mut ks.invalidated);
@@ -757,7 +763,7 @@ fn track(shared: &Shared, client: &Client, ks: &mut Keyspace<'_>, cmd: &Command,
 /// `slowlogPushCurrentCommand`, which skips `skip_slowlog` commands such as
 /// EXEC — whose queued commands are logged one by one as they run).
 fn after_command(
-    shared: &Shared,
+    shared: &Services,
     client: &Client,
     cmd: &Command,
     args: &Args<'_>,
@@ -865,7 +871,7 @@ pub struct Pending {
 /// and awaits [`execute_rest`] only for the rest, so the common request
 /// builds no future.
 pub fn execute_now(
-    shared: &Arc<Shared>,
+    shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
     args: Args<'_>,
@@ -883,7 +889,7 @@ pub fn execute_now(
 /// The reply steps of a request that ran (or was rejected); a request
 /// still to be waited for comes back as `Err`.
 fn settle(
-    shared: &Shared,
+    shared: &Services,
     client: &mut Client,
     out: &mut Reply,
     mark: usize,
@@ -905,7 +911,7 @@ fn settle(
 /// runner, MIGRATE's transfer, or waits for a pause or another client's
 /// script to end and dispatches the request again.
 pub async fn execute_rest(
-    shared: &Arc<Shared>,
+    shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
     args: Args<'_>,
@@ -967,7 +973,7 @@ pub async fn execute_rest(
 /// `prepareClientToWrite`), then the tracking invalidations held for the
 /// client's own keys follow it (pushes, sent whatever CLIENT REPLY says).
 /// `mark`: where the reply starts, None when it is made of pushes.
-fn after_reply(shared: &Shared, client: &mut Client, out: &mut Reply, mark: Option<usize>) {
+fn after_reply(shared: &Services, client: &mut Client, out: &mut Reply, mark: Option<usize>) {
     use crate::commands::session::ReplyMode;
     match client.reply {
         ReplyMode::On => {}
@@ -1010,7 +1016,7 @@ fn forget_caching(client: &Client, is_client_cmd: bool) {
 /// waits without holding a shard or a runtime worker, then its last step
 /// with the keys' shards locked again.
 async fn migrate(
-    shared: &Arc<Shared>,
+    shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
     transfer: Box<crate::migrate::Transfer>,
@@ -1083,7 +1089,7 @@ async fn migrate(
 /// Moves the client to the script runner, dispatches `args` there and
 /// takes it back with what became of the request.
 async fn run_on_runner(
-    shared: &Arc<Shared>,
+    shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
     args: OwnedArgs,

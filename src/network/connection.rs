@@ -16,12 +16,12 @@ use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
 use crate::clients::{ClientHandle, Push};
+use crate::commands::Services;
 use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
 use crate::protocol::{Args, Parser, Reply};
-use crate::server::Shared;
 use crate::stats::{Gauge, Stats};
 
 /// Bytes read per syscall at least; the buffer grows for larger requests.
@@ -43,7 +43,7 @@ const PUSH_BATCH: usize = 256 * 1024;
 /// Serves one connection until it closes. The accept loop registered it
 /// (so `maxclients` counts it from the moment it was accepted).
 pub(crate) async fn run(
-    shared: Arc<Shared>,
+    shared: Arc<Services>,
     mut stream: Socket,
     handle: Arc<ClientHandle>,
     mut pushes: tokio::sync::mpsc::UnboundedReceiver<Push>,
@@ -419,7 +419,7 @@ fn stop_requested<'a>(
 /// going away. Bytes the client sends meanwhile are kept for later.
 #[allow(clippy::too_many_arguments)]
 async fn wait_blocked(
-    shared: &Arc<Shared>,
+    shared: &Arc<Services>,
     handle: &Arc<ClientHandle>,
     stream: &mut Socket,
     rbuf: &mut BytesMut,
@@ -556,7 +556,7 @@ fn encode_push(out: &mut Reply, msg: &Push) {
     }
 }
 
-fn cleanup(shared: &Shared, client: &mut Client) {
+fn cleanup(shared: &Services, client: &mut Client) {
     let id = client.handle.id;
     shared.tracking.disable(&client.handle);
     shared.monitors.remove(id);

@@ -23,7 +23,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use crate::server::Shared;
+use crate::commands::Services;
 
 /// Redis 7.0's text for a client refused by protected mode.
 pub const DENIED: &str = "-DENIED Redis is running in protected mode because protected \
@@ -132,7 +132,7 @@ pub fn adjust_open_files_limit(config: &crate::config::Config) {
 /// What becomes of an accepted socket, decided on the accept loop so that
 /// `maxclients` is exact however many connect at once: a client counts
 /// from the moment it is registered here.
-pub fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, conns: &mut JoinSet<()>) {
+pub fn admit(shared: &Arc<Services>, stream: TcpStream, peer: SocketAddr, conns: &mut JoinSet<()>) {
     let config = &shared.config;
     if shared.clients.count() >= config.maxclients() {
         shared.stats.rejected_connections.fetch_add(1, Relaxed);
@@ -187,7 +187,7 @@ fn set_keepalive(stream: &TcpStream, secs: u64) {
 /// it): idle timeouts, checked ten times a second, and once a second the
 /// memory freed by connections (a big request's buffers) handed back to
 /// the operating system.
-pub async fn cron(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+pub async fn cron(shared: Arc<Services>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut ticks = 0u64;
@@ -215,7 +215,7 @@ pub async fn cron(shared: Arc<Shared>, mut shutdown: tokio::sync::watch::Receive
 /// Redis's `clientsCronResizeQueryBuffer`: a read buffer wasting more than
 /// 4 KB is released after 2 s idle, or trimmed to the usual read size when
 /// a big request grew it past 32 KB. The connection does it on request.
-fn resize_query_buffers(shared: &Shared) {
+fn resize_query_buffers(shared: &Services) {
     const RESIZE_THRESHOLD: usize = 32 * 1024;
     for c in shared.clients.all() {
         let (qbuf, free) = (c.qbuf.load(Relaxed), c.qbuf_free.load(Relaxed));
@@ -237,7 +237,7 @@ fn resize_query_buffers(shared: &Shared) {
 /// Closes clients idle for longer than `timeout` seconds, as Redis's
 /// `clientsCronHandleTimeout`: never subscribers (RESP2 or RESP3 pub/sub)
 /// or blocked clients, whose silence is expected.
-pub fn close_idle(shared: &Shared) {
+pub fn close_idle(shared: &Services) {
     let timeout = shared.config.timeout_secs();
     if timeout == 0 {
         return;

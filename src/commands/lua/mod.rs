@@ -52,11 +52,11 @@ use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
 use crate::acl::log::Context;
 use crate::acl::user::Denied;
+use crate::commands::Services;
 use crate::commands::{self, Args, Client, Command, OwnedArgs, ScriptError, flags};
 use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
-use crate::server::Shared;
 
 pub const BUSY_EVAL: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
@@ -631,7 +631,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn run(
         &mut self,
-        shared: &Arc<Shared>,
+        shared: &Arc<Services>,
         dispatch: &dyn Dispatch<Client>,
         caller: &Client,
         ks: &mut Keyspace<'_>,
@@ -1051,7 +1051,7 @@ pub fn script_denies_oom(body: &[u8]) -> bool {
 
 /// What `redis.call` needs while one script runs.
 struct RunState<'a, 'k> {
-    shared: &'a Arc<Shared>,
+    shared: &'a Arc<Services>,
     dispatch: &'a dyn Dispatch<Client>,
     client: Client,
     ks: &'a mut Keyspace<'k>,
@@ -1137,7 +1137,7 @@ impl RunState<'_, '_> {
 /// `wrote`: the script already wrote, so server state (missing replicas)
 /// may no longer fail it.
 fn verify_from_script(
-    shared: &Shared,
+    shared: &Services,
     client: &mut Client,
     args: &Args<'_>,
     read_only: bool,
@@ -1167,7 +1167,7 @@ fn verify_from_script(
 }
 
 fn script_refusal(
-    shared: &Shared,
+    shared: &Services,
     client: &mut Client,
     cmd: &'static Command,
     args: &Args<'_>,

@@ -1,0 +1,243 @@
+//! The services commands run with, built once at startup and shared by
+//! every connection behind one `Arc`: the data (store, window rules,
+//! evictor), the settings, the clock, the registries (clients, pub/sub,
+//! tracking, ACL users, MONITOR), the script engine, the files (persistence
+//! state, AOF), and the counters INFO reports.
+//!
+//! Only the command layer and the layers above it (execution, network,
+//! startup) hold it. The layers below get a narrow view instead and report
+//! upward through a seam that these services implement here:
+//! [`keyspace::Env`](crate::keyspace::Env) and
+//! [`keyspace::Events`](crate::keyspace::Events) for the keyspace,
+//! [`rdb::file::Host`](crate::rdb::file::Host),
+//! [`persistence::Host`](crate::persistence::Host) and
+//! [`aof::Host`](crate::aof::Host) for the files.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use tokio::sync::{Notify, watch};
+
+use crate::blocked::Blocking;
+use crate::clients::Clients;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::keyspace::events::{Invalidated, OwnInvalidations};
+use crate::keyspace::propagate::{Op, Sink};
+use crate::keyspace::{Env, Events, Store};
+use crate::pubsub::PubSub;
+
+pub struct Services {
+    pub store: Store,
+    pub config: Config,
+    pub clock: Clock,
+    pub clients: Clients,
+    pub pubsub: PubSub,
+    pub tracking: crate::tracking::Tracking,
+    /// CLIENT PAUSE's state.
+    pub pause: crate::pause::Pause,
+    /// Clients in MONITOR mode.
+    pub monitors: crate::commands::monitor::Monitors,
+    pub blocking: Blocking,
+    pub windows: crate::keyspace::windows::Windows,
+    pub scripting: crate::commands::lua::Scripting,
+    pub stats: crate::stats::Stats,
+    /// ACL users and the ACL log.
+    pub acl: crate::acl::Acl,
+    /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
+    pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// SLOWLOG's entries.
+    pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
+    /// LATENCY's events.
+    pub latency: parking_lot::Mutex<crate::latency::Monitor>,
+    /// Eviction under `maxmemory`: its candidate pool and counters.
+    pub evictor: crate::keyspace::evict::Evictor,
+    pub started: Instant,
+    pub run_id: String,
+    /// SAVE/BGSAVE's state, the last save's time (LASTSAVE) and loading.
+    pub persistence: crate::persistence::State,
+    /// MIGRATE's cached connections to target instances.
+    pub migrate: crate::migrate::SocketCache,
+    /// The append-only file, the sink of the propagated commands.
+    pub aof: crate::aof::Aof,
+    shutdown_tx: watch::Sender<bool>,
+    /// Signalled by the SHUTDOWN command.
+    pub stop: Notify,
+}
+
+/// Redis stops tracking new error codes past this many (a client could
+/// otherwise grow the table with made-up ones, e.g. from scripts).
+const ERROR_CODES_MAX: usize = 128;
+
+impl Services {
+    /// Counts one error reply for INFO errorstats (the error path only).
+    pub fn count_error(&self, msg: &[u8]) {
+        let msg = msg.strip_prefix(b"-").unwrap_or(msg);
+        let code = msg.split(|&b| b == b' ').next().unwrap_or(msg);
+        let code = String::from_utf8_lossy(code);
+        self.stats.error_replies.fetch_add(1, Relaxed);
+        let mut map = self.error_stats.lock();
+        if let Some(n) = map.get_mut(code.as_ref()) {
+            *n += 1;
+        } else if map.len() < ERROR_CODES_MAX {
+            map.insert(code.into_owned(), 1);
+        }
+    }
+
+    pub fn new(config: Config, shards: usize) -> Services {
+        let databases = config.databases;
+        let clock = Clock::default();
+        let now = clock.now_ms() / 1000;
+        Services {
+            store: Store::new(shards, databases),
+            config,
+            clock,
+            clients: Clients::default(),
+            pubsub: PubSub::default(),
+            tracking: Default::default(),
+            pause: Default::default(),
+            monitors: Default::default(),
+            blocking: Blocking::default(),
+            windows: Default::default(),
+            scripting: Default::default(),
+            stats: Default::default(),
+            acl: crate::acl::Acl::new(),
+            error_stats: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            evictor: Default::default(),
+            started: Instant::now(),
+            run_id: (0..40)
+                .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+                .collect(),
+            persistence: crate::persistence::State::new(now),
+            migrate: Default::default(),
+            aof: Default::default(),
+            shutdown_tx: watch::channel(false).0,
+            stop: Notify::new(),
+        }
+    }
+
+    pub fn shutdown_rx(&self) -> watch::Receiver<bool> {
+        self.shutdown_tx.subscribe()
+    }
+
+    /// Tells every connection and background task to finish.
+    pub(crate) fn shut_down(&self) {
+        let _ = self.shutdown_tx.send(true);
+    }
+}
+
+impl Services {
+    /// What a keyspace view works with (see [`Env`]): the data and the
+    /// services below the keyspace, and this server as its [`Events`].
+    pub fn env(&self) -> Env<'_> {
+        Env {
+            store: &self.store,
+            config: &self.config,
+            clock: &self.clock,
+            windows: &self.windows,
+            evictor: &self.evictor,
+            pause: &self.pause,
+            dirty: &self.stats.dirty,
+            expire_stats: &self.stats.expire,
+            latency: &self.latency,
+            events: self,
+        }
+    }
+}
+
+/// An RDB load's function libraries go to the script engine; its progress
+/// to INFO's loading figures.
+impl crate::rdb::file::Host for Services {
+    fn load_library(&self, code: &[u8], replace: bool) -> Result<(), crate::rdb::RdbError> {
+        let mut engine = self.scripting.engine().map_err(crate::rdb::RdbError)?;
+        engine
+            .load_library(code, replace)
+            .map_err(|e| crate::rdb::RdbError(format!("Failed loading library: {e}")))?;
+        self.scripting.update_stats(&engine);
+        Ok(())
+    }
+
+    fn progress(&self, bytes: u64) {
+        self.persistence.loading.advance(bytes);
+    }
+}
+
+/// What the files (RDB saves, the AOF) work with: this server's data and
+/// settings, their state, and the script engine's function libraries.
+impl crate::persistence::Host for Services {
+    fn env(&self) -> Env<'_> {
+        Services::env(self)
+    }
+
+    fn persistence(&self) -> &crate::persistence::State {
+        &self.persistence
+    }
+
+    fn library_codes(&self) -> Option<Vec<Vec<u8>>> {
+        self.scripting.library_codes()
+    }
+
+    fn flush_libraries(&self) {
+        if self.scripting.libraries_count.load(Relaxed) > 0
+            && let Ok(mut e) = self.scripting.engine()
+        {
+            e.flush_libraries();
+            self.scripting.update_stats(&e);
+        }
+    }
+
+    fn aof_rewriting(&self) -> bool {
+        self.aof.rewrite_in_progress.load(Relaxed)
+    }
+}
+
+impl crate::aof::Host for Services {
+    fn aof(&self) -> &crate::aof::Aof {
+        &self.aof
+    }
+}
+
+/// Where the keyspace's reports go: pub/sub, client tracking, the blocking
+/// queues and the AOF all hang off the server.
+impl Events for Services {
+    fn tracking_used(&self) -> bool {
+        self.tracking.used()
+    }
+
+    fn send_invalidations(&self, invalidated: &mut Invalidated, own: &mut OwnInvalidations) {
+        let tracking = &self.tracking;
+        if !invalidated.is_empty() {
+            tracking.invalidate(&self.clients, invalidated, None, own);
+        }
+        if !own.is_empty() {
+            tracking.push_pending(&self.clients, own);
+        }
+        tracking.broadcast(&self.clients);
+    }
+
+    fn notify_keyspace(&self, flags: u32, db: usize, event: &str, key: &[u8]) {
+        let limit = self.config.pubsub_output_limit();
+        self.pubsub.notify_keyspace(limit, flags, db, event, key);
+    }
+
+    fn has_waiters(&self) -> bool {
+        self.blocking.has_waiters()
+    }
+
+    fn pushes_in_flight(&self) -> u64 {
+        self.clients.pushes_in_flight()
+    }
+
+    fn propagating(&self) -> bool {
+        Sink::listening(&self.aof)
+    }
+
+    fn feed(&self, ops: &[Op], transaction: bool) {
+        if self.config.aof_timestamp_enabled() {
+            self.aof.annotate_time(self.clock.now_ms() / 1000);
+        }
+        Sink::feed(&self.aof, ops, transaction);
+    }
+}
