@@ -36,8 +36,10 @@
 //! (smoke run: 20,000 requests, one round), `VS_REDIS_ONLY` (workload keys,
 //! comma-separated: `zadd,zcount,zrangebyscore,trim,zcard,zscore`),
 //! `VS_REDIS_DEPTHS` (default `1,16`), `VS_REDIS_ZWINDOW_ARGS` (extra zwindow
-//! flags, e.g. `--threads 2`), `VS_REDIS_ZWINDOW` (another zwindow binary,
-//! for A/B runs), `VS_REDIS_FLOOR=0` (leave out the floor, below).
+//! flags, e.g. `--threads 2`), `VS_REDIS_ZWINDOW` (another zwindow binary in
+//! place of this build's), `VS_REDIS_BASELINE` (an earlier zwindow binary
+//! measured beside this build's as one more peer, `zw-base`: before/after
+//! in one run), `VS_REDIS_FLOOR=0` (leave out the floor, below).
 //!
 //! The floor: this bench also runs itself as a server that frames each
 //! request and answers `+OK`, with one `read` and one `write` per wakeup
@@ -373,6 +375,17 @@ fn main() {
         &zwindow_args,
         Some(&tmp),
     )];
+    // An earlier zwindow build beside this one, in the same run and under
+    // the same load (`VS_REDIS_BASELINE`): a change's before and after.
+    if let Ok(base) = std::env::var("VS_REDIS_BASELINE") {
+        println!("zw-base: {base}");
+        servers.push(Server::start_in(
+            "zw-base",
+            &base,
+            &zwindow_args,
+            Some(&tmp),
+        ));
+    }
     for (name, path) in peer_servers() {
         servers.push(Server::start_in(name, &path, &peer_args, Some(&tmp)));
     }
