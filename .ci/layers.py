@@ -96,16 +96,22 @@ def strip(src):
         while j < len(text) and text[j] not in "{;":
             j += 1
         if j < len(text) and text[j] == "{":
-            depth = 0
-            while j < len(text):
-                if text[j] == "{":
-                    depth += 1
-                elif text[j] == "}":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
+            j = closing(text, j)
         text = text[: m.start()] + text[j + 1:]
+
+
+def closing(text, start):
+    """The index of the `}` that closes the `{` at `start` (or the end)."""
+    depth, j = 0, start
+    while j < len(text):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return j
 
 
 def module_of(rel):
@@ -131,16 +137,7 @@ GROUP = re.compile(r"\buse\s+crate::\{")
 
 def group_paths(text, start):
     """The paths of a `use crate::{…}` group starting at its `{`."""
-    depth, j, body = 0, start, []
-    while j < len(text):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                break
-        j += 1
-    body = text[start + 1: j]
+    body = text[start + 1: closing(text, start)]
 
     def expand(prefix, s):
         items, depth, cur = [], 0, ""
