@@ -288,7 +288,40 @@ def stats(refs):
     print(f"cycles within a module folder: largest {len(comps[0]) if comps else 0} files" + "".join(f"\n  {len(c)}: {' '.join(c)}" for c in comps[:6]))
 
 
+def self_test():
+    """The check must catch what it exists for: an upward path through a
+    `use` group, a bare path in code, and neither in comments or tests."""
+    import tempfile
+
+    global ROOT
+    saved = ROOT
+    with tempfile.TemporaryDirectory() as root:
+        files = {
+            "server.rs": "pub struct Shared;\n",
+            "keyspace/mod.rs": "use crate::{types::Dict, server::Shared};\n",
+            "types/mod.rs": "fn f() { let _ = crate::execution::call; }\n// crate::server::x\n"
+            "#[cfg(test)]\nmod tests { use crate::server::Shared; }\n",
+            "execution/mod.rs": "pub fn call() {}\n",
+        }
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+            with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+        ROOT = root
+        try:
+            bad, _ = upward(references())
+        finally:
+            ROOT = saved
+    want = {"keyspace/mod.rs": {"server"}, "types/mod.rs": {"execution"}}
+    if dict(bad) != want:
+        print(f"layers: self-test failed: found {dict(bad)}, expected {want}")
+        return False
+    return True
+
+
 def main():
+    if not self_test():
+        return 1
     refs = references()
     if "--stats" in sys.argv:
         stats(refs)
