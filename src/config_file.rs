@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// Startup cannot go on: the text goes to stderr, the exit status is 1.
 #[derive(Debug)]
-pub struct Fatal(pub String);
+pub struct Fatal(pub(crate) String);
 
 impl std::fmt::Display for Fatal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

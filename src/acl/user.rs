@@ -540,7 +540,7 @@ fn valid_hash(h: &[u8]) -> bool {
 
 /// One ACL user.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User {
+pub(crate) struct User {
     pub(crate) name: Vec<u8>,
     enabled: bool,
     nopass: bool,

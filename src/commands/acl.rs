@@ -26,7 +26,7 @@ const G: &str = "server";
 const ADM: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 const PLAIN: u32 = NOSCRIPT | LOADING | STALE;
 
-pub static COMMANDS: &[Command] = &[Command::new(
+pub(crate) static COMMANDS: &[Command] = &[Command::new(
     "acl",
     -2,
     0,

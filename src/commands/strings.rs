@@ -26,7 +26,7 @@ const PAIRS: Keys = Keys::Range {
     step: 2,
 };
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("get", 2, READONLY | FAST, Keys::ONE, &(get as Handler))
         .doc(G, "1.0.0", "O(1)", "Returns the string value of a key.")
         .syntax("key"),

@@ -28,8 +28,8 @@ const MERCATOR_MAX: f64 = 20037726.37;
 /// Redis's "zero" hash (an excluded neighbour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct HashBits {
-    pub bits: u64,
-    pub step: u8,
+    pub(crate) bits: u64,
+    pub(crate) step: u8,
 }
 
 impl HashBits {
@@ -40,14 +40,14 @@ impl HashBits {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Range {
-    pub min: f64,
-    pub max: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Area {
-    pub longitude: Range,
-    pub latitude: Range,
+    pub(crate) longitude: Range,
+    pub(crate) latitude: Range,
 }
 
 const WGS84_LONG: Range = Range {
@@ -322,9 +322,9 @@ fn estimate_steps_by_radius(mut range_meters: f64, lat: f64) -> u8 {
 /// the query's unit, `conversion` meters per unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Shape {
-    pub xy: [f64; 2],
-    pub conversion: f64,
-    pub kind: ShapeKind,
+    pub(crate) xy: [f64; 2],
+    pub(crate) conversion: f64,
+    pub(crate) kind: ShapeKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
