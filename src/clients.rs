@@ -479,10 +479,4 @@ impl Clients {
         v.sort_by_key(|c| c.id);
         v
     }
-
-    pub(crate) fn kill_all(&self) {
-        for c in self.map.lock().values() {
-            c.kill();
-        }
-    }
 }

@@ -364,17 +364,6 @@ impl Tracking {
         }
     }
 
-    /// Whether any prefix has keys waiting for [`broadcast`](Self::broadcast).
-    pub(crate) fn has_broadcast(&self) -> bool {
-        self.used()
-            && self
-                .table
-                .lock()
-                .prefixes
-                .values()
-                .any(|b| !b.keys.is_empty())
-    }
-
     /// Redis's `trackingLimitUsedSlots`: over `tracking-table-max-keys`,
     /// forgets keys (telling their clients, as if the keys had changed)
     /// until under it, with an effort that grows while it stays over.

@@ -429,8 +429,9 @@ pub(crate) struct Keyspace<'a> {
     pub(crate) db: usize,
     pub(crate) now_ms: u64,
     /// The system clock's reading `now_ms` came from, when it was read just
-    /// for this view ([`Keyspace::at`]); the first command run on the view
-    /// takes it as its start instead of reading the clock again.
+    /// for this view (as `execution` dates each command's); the first
+    /// command run on the view takes it as its start instead of reading the
+    /// clock again.
     pub(crate) fresh_us: Option<u64>,
     /// Keys that received data this command; blocked clients are served
     /// from them once the command's locks are released.
@@ -535,15 +536,6 @@ impl<'a> Keyspace<'a> {
         }
     }
 
-    /// A view dated by a clock read taken now, which the command run on it
-    /// reuses as its start (see `execution::call`).
-    pub(crate) fn at(env: Env<'a>, guards: Guards<'a>, db: usize) -> Keyspace<'a> {
-        let sys_us = crate::clock::system_us();
-        let mut ks = Keyspace::new(env, guards, db, env.clock.at_us(sys_us) / 1000);
-        ks.fresh_us = Some(sys_us);
-        ks
-    }
-
     fn store(&self) -> &'a Store {
         self.env.store
     }
@@ -628,10 +620,6 @@ impl<'a> Keyspace<'a> {
                 None
             }
         }
-    }
-
-    pub(crate) fn get_value<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Value> {
-        self.get(key).map(|e| &mut e.value)
     }
 
     /// Whether this command holds shard `idx`'s lock.

@@ -20,10 +20,6 @@ impl<'a> Args<'a> {
         self.req.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.req.is_empty()
-    }
-
     /// The `i`th argument; empty if out of range (arity checks make that a
     /// bug, but never a crash).
     pub(crate) fn get(&self, i: usize) -> &'a [u8] {

@@ -6,5 +6,5 @@ pub(crate) mod parser;
 pub(crate) mod reply;
 
 pub(crate) use args::{Args, OwnedArgs};
-pub(crate) use parser::{Parser, ProtocolError, Request};
+pub(crate) use parser::{Parser, Request};
 pub(crate) use reply::Reply;

@@ -146,11 +146,6 @@ impl Parser {
         }
     }
 
-    /// True when the parser is between requests with nothing pending.
-    pub(crate) fn is_idle(&self) -> bool {
-        self.state == State::Start
-    }
-
     /// Parses the next request from `buf`. `Ok(Some(req))` is a complete
     /// request (possibly of zero arguments, which callers skip); `Ok(None)`
     /// means more bytes are needed.

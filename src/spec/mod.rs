@@ -21,8 +21,7 @@ pub(crate) mod metadata;
 pub(crate) mod table;
 
 pub(crate) use table::{
-    Unresolved, all_commands, command_by_id, command_id, install, lookup, lookup_sub,
-    rename_commands, resolve,
+    Unresolved, all_commands, install, lookup, lookup_sub, rename_commands, resolve,
 };
 
 use crate::protocol::Args;

@@ -215,17 +215,6 @@ pub(crate) fn all_commands() -> impl Iterator<Item = &'static Command> {
     table.iter().flat_map(|family| family.iter())
 }
 
-/// Index of a command in the table, for compact per-client bookkeeping.
-pub(crate) fn command_id(cmd: &'static Command) -> u32 {
-    all_commands()
-        .position(|c| std::ptr::eq(c, cmd))
-        .map_or(u32::MAX, |i| i as u32)
-}
-
-pub(crate) fn command_by_id(id: u32) -> Option<&'static Command> {
-    all_commands().nth(id as usize)
-}
-
 /// Why a request names no command to run: Redis's error reply for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Unresolved {

@@ -62,7 +62,6 @@ pub(crate) struct Slot {
 /// What both kinds of stored value give the generic code.
 pub(crate) trait Val: Clone {
     fn value(&self) -> &[u8];
-    fn at(&self) -> u64;
     fn set_value(&mut self, v: &[u8]);
     fn from_value(v: &[u8]) -> Self;
 }
@@ -70,9 +69,6 @@ pub(crate) trait Val: Clone {
 impl Val for Bytes {
     fn value(&self) -> &[u8] {
         self
-    }
-    fn at(&self) -> u64 {
-        NO_TTL
     }
     fn set_value(&mut self, v: &[u8]) {
         *self = v.into();
@@ -85,9 +81,6 @@ impl Val for Bytes {
 impl Val for Slot {
     fn value(&self) -> &[u8] {
         &self.value
-    }
-    fn at(&self) -> u64 {
-        self.at
     }
     fn set_value(&mut self, v: &[u8]) {
         self.value = v.into();

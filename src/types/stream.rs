@@ -395,10 +395,6 @@ impl Fields<'_> {
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Hands each element, field then value, to `f`.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&[u8])) {
         let node = self.node;

@@ -130,21 +130,6 @@ impl Busy {
         self.running.load(Relaxed) && self.runner.load(Relaxed) != client
     }
 
-    /// The BUSY error once the running script passed `threshold_ms`.
-    pub(crate) fn busy_error(&self, threshold_ms: u64) -> Option<&'static str> {
-        if !self.running.load(Relaxed) {
-            return None;
-        }
-        let elapsed = self.now_ms().saturating_sub(self.started_ms.load(Relaxed));
-        (elapsed >= threshold_ms).then(|| {
-            if self.is_function.load(Relaxed) {
-                BUSY_FUNCTION
-            } else {
-                BUSY_EVAL
-            }
-        })
-    }
-
     /// Logs once, as Redis's `scriptInterrupt`, when the running script
     /// passes `busy-reply-threshold` (from then on other clients get BUSY).
     pub(crate) fn watch_slow(&self, threshold_ms: u64, name: &str) {
@@ -426,7 +411,6 @@ pub(crate) struct Engine {
     impl_tbl: Table,
     errhandler: Function,
     xpcall: Function,
-    readonly: Function,
     pub(crate) scripts: HashMap<String, Script>,
     /// The environment of every function library (see bootstrap.lua).
     fenv: Table,
@@ -554,7 +538,7 @@ impl Engine {
             .load(include_str!("bootstrap.lua"))
             .set_name("=[redis]")
             .into_function()?;
-        let (errhandler, readonly, fenv, load_library): (Function, Function, Table, Function) =
+        let (errhandler, fenv, load_library): (Function, Table, Function) =
             boot.call((globals.clone(), env.clone(), impl_tbl.clone()))?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         install_hook(&lua, busy, HOOK_EVERY)?;
@@ -565,7 +549,6 @@ impl Engine {
             impl_tbl,
             errhandler,
             xpcall,
-            readonly,
             scripts: HashMap::new(),
             fenv,
             load_library,
@@ -624,10 +607,6 @@ impl Engine {
 
     fn busy(&self) -> &Busy {
         &self.busy
-    }
-
-    pub(crate) fn make_readonly(&self, t: Table) -> mlua::Result<Table> {
-        self.readonly.call(t)
     }
 
     /// Runs `func` for the client of `caller`, writing its reply into `out`;

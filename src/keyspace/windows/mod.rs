@@ -486,10 +486,6 @@ impl Schedule {
         self.at.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.at.is_empty()
-    }
-
     /// Sets (or clears, with None) the deadline of a key.
     pub(crate) fn set(&mut self, db: usize, key: &[u8], deadline: Option<u64>) {
         let k: (usize, Key) = (db, key.into());

@@ -409,10 +409,6 @@ impl Listpack {
         self.len as usize
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     pub(crate) fn mem_usage(&self) -> usize {
         self.buf.capacity()
             + self.ttl.as_ref().map_or(0, |t| {

@@ -18,14 +18,6 @@ pub enum ScoreBound {
     Exclusive(f64),
 }
 
-impl ScoreBound {
-    pub(crate) fn value(self) -> f64 {
-        match self {
-            ScoreBound::Inclusive(v) | ScoreBound::Exclusive(v) => v,
-        }
-    }
-}
-
 /// A lexicographic bound as accepted by ZRANGEBYLEX (`-`, `+`, `[x`, `(x`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LexBound {

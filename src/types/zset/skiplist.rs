@@ -705,10 +705,6 @@ impl List {
         self.len
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     fn node(&self, i: u32) -> &Node {
         &self.nodes[i as usize]
     }
@@ -872,10 +868,6 @@ impl List {
         } else {
             None
         }
-    }
-
-    pub(crate) fn contains(&self, score: f64, member: &[u8]) -> bool {
-        self.rank_of(score, member).is_some()
     }
 
     pub(crate) fn first(&self) -> Option<(&[u8], f64)> {
@@ -1275,12 +1267,8 @@ impl List {
         Some((path, t, idx))
     }
 
-    pub(crate) fn remove(&mut self, score: f64, member: &[u8], sink: Sink<'_>) -> bool {
-        self.remove_placed(score, member, None, sink)
-    }
-
-    /// [`remove`](Self::remove) of an element last seen at `hint`
-    /// (node, position).
+    /// Removes an element, found from `hint` (the node and position it
+    /// was last seen at) when there is one; false if it is not there.
     pub(crate) fn remove_placed(
         &mut self,
         score: f64,
@@ -1296,20 +1284,9 @@ impl List {
     }
 
     /// Changes the score of a present element, in place when the order
-    /// allows (as Redis's zslUpdateScore does). Returns the node now
-    /// holding it.
-    pub(crate) fn update(
-        &mut self,
-        old: f64,
-        member: &[u8],
-        new: f64,
-        sink: Sink<'_>,
-    ) -> Option<u32> {
-        self.update_placed(old, member, new, None, sink)
-    }
-
-    /// [`update`](Self::update) of an element last seen at `hint`
-    /// (node, position).
+    /// allows (as Redis's zslUpdateScore does), found from `hint` (the node
+    /// and position it was last seen at) when there is one. Returns the
+    /// node now holding it.
     pub(crate) fn update_placed(
         &mut self,
         old: f64,
@@ -1851,10 +1828,6 @@ impl SkipList {
 
     pub(crate) fn len(&self) -> usize {
         self.list.len()
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.list.is_empty()
     }
 
     pub(crate) fn list(&self) -> &List {
