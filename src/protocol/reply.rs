@@ -218,6 +218,7 @@ impl Reply {
         self.buf.extend_from_slice(b"\r\n");
     }
 
+    #[cfg(test)]
     pub(crate) fn bulk_str(&mut self, s: &str) {
         self.bulk(s.as_bytes());
     }

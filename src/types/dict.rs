@@ -109,6 +109,7 @@ fn bucket_count_for(len: usize) -> usize {
 }
 
 impl<K: AsRef<[u8]>, V> Dict<K, V> {
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
         Self::with_hasher(RandomState::default())
     }
@@ -249,6 +250,7 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     /// Returns the value for `key`, inserting `make_value()` under
     /// `make_key()` if missing; the key is only built (and allocated) on a
     /// miss. `make_key()` must return a key equal to `key`.
+    #[cfg(test)]
     pub(crate) fn get_or_insert_with(
         &mut self,
         key: &[u8],
@@ -375,6 +377,7 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
 
     /// Removes and yields every entry; the dict is empty afterwards even if
     /// the iterator is dropped early.
+    #[cfg(test)]
     pub(crate) fn drain(&mut self) -> impl ExactSizeIterator<Item = (K, V)> {
         self.buckets = Box::new([]);
         std::mem::take(&mut self.entries)
@@ -383,6 +386,7 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     }
 
     /// Keeps only the entries for which `f` returns true.
+    #[cfg(test)]
     pub(crate) fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
         // Compacting the entries invalidates every index, so the buckets are
         // rebuilt afterwards, in a guard so that a panicking `f` cannot leave

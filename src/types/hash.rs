@@ -507,6 +507,7 @@ impl Hash {
     /// bound exact; a smaller `max` (the sweeper) bounds the work: a table
     /// hash then looks at about `max` × [`SCAN_PER_REMOVAL`] fields, and
     /// its bound becomes exact once a pass over the whole table completes.
+    #[cfg(test)]
     pub(crate) fn expire_fields(&mut self, now: u64, max: usize) -> usize {
         self.expire_fields_with(now, max, |_| {})
     }

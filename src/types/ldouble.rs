@@ -592,6 +592,7 @@ impl Big {
 }
 
 /// `INCRBYFLOAT` on stored text: the new text, or the Redis error to send.
+#[cfg(test)]
 pub(crate) fn incr_by_float(current: &[u8], incr: LDouble) -> Result<String, IncrError> {
     let value = LDouble::parse(current).ok_or(IncrError::NotFloat)?;
     value
@@ -600,6 +601,7 @@ pub(crate) fn incr_by_float(current: &[u8], incr: LDouble) -> Result<String, Inc
         .ok_or(IncrError::NanOrInfinity)
 }
 
+#[cfg(test)]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum IncrError {
     /// The stored value does not parse.

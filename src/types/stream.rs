@@ -80,6 +80,7 @@ impl StreamId {
     /// Parses `ms-seq` or `ms` (seq = `missing_seq`) strictly as Redis's
     /// `streamGenericParseIDOrReply` does (no signs, no spaces, u64 parts);
     /// `ms-*` is the caller's business.
+    #[cfg(test)]
     pub(crate) fn parse(s: &[u8], missing_seq: u64) -> Option<StreamId> {
         if s.is_empty() || s.len() > 127 {
             return None;

@@ -30,7 +30,7 @@ use crate::types::list::End;
 use crate::types::zset::{ScoreBound, ScoreRange};
 use crate::util::glob_match;
 
-pub(crate) use crate::types::window_rule::{Rule, Unit, parse_cli_rule, parse_duration};
+pub(crate) use crate::types::window_rule::{Rule, Unit, parse_duration};
 
 /// Counters for INFO's `# Windows` section.
 #[derive(Default)]
@@ -482,6 +482,7 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.at.len()
     }
@@ -597,6 +598,7 @@ pub(crate) fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::window_rule::parse_cli_rule;
 
     #[test]
     fn durations() {

@@ -59,6 +59,7 @@ impl Default for MemberIndex {
 }
 
 impl MemberIndex {
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -231,11 +232,13 @@ impl MemberIndex {
 
     /// Multiset of (tag of `hash`, node) the index should hold, for
     /// invariant checks against [`entries`](Self::entries).
+    #[cfg(test)]
     pub(crate) fn entry_of(&self, hash: u64, node: u32) -> (u32, u32) {
         (self.tag(hash), node)
     }
 
     /// Multiset of (tag, node) for invariant checks.
+    #[cfg(test)]
     pub(crate) fn entries(&self) -> Vec<(u32, u32)> {
         let (mask, empty, tomb) = (self.node_mask(), self.empty(), self.tomb());
         self.slots
@@ -245,6 +248,7 @@ impl MemberIndex {
             .collect()
     }
 
+    #[cfg(test)]
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
         let (mask, tomb) = (self.node_mask(), self.tomb());
         let live = self.entries().len();

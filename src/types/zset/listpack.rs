@@ -416,6 +416,7 @@ impl Listpack {
             })
     }
 
+    #[cfg(test)]
     pub(crate) fn max_member_len(&self) -> usize {
         let tail = self.records().map(|r| r.member.len()).max();
         tail.map_or(0, |t| t + self.shared as usize)
@@ -790,6 +791,7 @@ impl Listpack {
 
     /// Debug check: records decode back to back, sorted, each score in its
     /// canonical form, count matches.
+    #[cfg(test)]
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
         if self.shared as usize > self.buf.len() || (self.len == 0) != self.buf.is_empty() {
             return Err(format!(

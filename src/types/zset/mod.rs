@@ -55,6 +55,7 @@ pub struct ScoreRange {
 }
 
 impl ScoreRange {
+    #[cfg(test)]
     pub(crate) fn all() -> Self {
         ScoreRange {
             min: ScoreBound::Inclusive(f64::NEG_INFINITY),
@@ -133,6 +134,7 @@ pub enum AddOutcome {
 
 impl AddOutcome {
     /// The element's score after the operation (the INCR reply).
+    #[cfg(test)]
     pub(crate) fn score(&self) -> Option<f64> {
         match *self {
             AddOutcome::Added { score }
@@ -684,6 +686,7 @@ impl ZSet {
     }
 
     /// ZPOPMIN (ascending) / ZPOPMAX (descending) of up to `count`.
+    #[cfg(test)]
     pub(crate) fn pop(&mut self, max: bool, count: usize) -> Vec<(Vec<u8>, f64)> {
         let len = self.len();
         let n = count.min(len);
@@ -800,6 +803,7 @@ impl ZSet {
     }
 
     /// Debug check of every structural invariant of the current encoding.
+    #[cfg(test)]
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
         match &self.repr {
             Repr::Compact(lp) => lp.check_invariants(),

@@ -1568,6 +1568,7 @@ impl List {
             + self.free.capacity() * 4
     }
 
+    #[cfg(test)]
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
         // Level 0 walk: order, non-empty nodes, prev links, ends, totals.
         let mut ends_at = std::collections::HashMap::new();
@@ -2017,6 +2018,7 @@ impl SkipList {
         self.list.heap_bytes() + self.index.mem_usage()
     }
 
+    #[cfg(test)]
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
         self.list.check_invariants()?;
         self.index.check_invariants()?;

@@ -249,6 +249,7 @@ impl<P: Pos> Deadlines<P> {
 
     /// Positions below `len`, strictly ascending, real deadlines, exact
     /// minimum.
+    #[cfg(test)]
     pub(crate) fn check(&self, len: usize) -> Result<(), String> {
         if self.pos.len() != self.at.len() {
             return Err("deadline vectors differ in length".into());
@@ -328,6 +329,7 @@ impl CompactDeadlines {
     pub(crate) fn for_each(&self, mut f: impl FnMut(usize, u64)) {
         each!(self, d => d.iter().for_each(|(i, at)| f(i, at)))
     }
+    #[cfg(test)]
     pub(crate) fn check(&self, len: usize) -> Result<(), String> {
         each!(self, d => d.check(len))
     }
@@ -434,6 +436,7 @@ impl ZSet {
     }
 
     /// Checks the deadline tables (called by `check_invariants`).
+    #[cfg(test)]
     pub(super) fn check_ttl_invariants(&self) -> Result<(), String> {
         if let Some(at) = self.min_deadline() {
             let mut earliest = u64::MAX;
@@ -448,6 +451,7 @@ impl ZSet {
     }
 
     /// Visits (rank, deadline) for each member with a TTL, in rank order.
+    #[cfg(test)]
     pub(crate) fn for_each_deadline(&self, f: impl FnMut(usize, u64)) {
         match &self.repr {
             Repr::Compact(lp) => lp.for_each_deadline(f),
