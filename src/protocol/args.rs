@@ -30,7 +30,7 @@ impl<'a> Args<'a> {
         (0..self.len()).map(|i| self.get(i))
     }
 
-    pub(crate) fn to_owned(&self) -> OwnedArgs {
+    pub(crate) fn to_owned(self) -> OwnedArgs {
         let mut data = Vec::new();
         let mut spans = Vec::with_capacity(self.len());
         for a in self.iter() {

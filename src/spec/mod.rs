@@ -98,6 +98,8 @@ pub(crate) mod flags {
 }
 
 /// Which arguments are keys: what the dispatcher locks and `COMMAND` reports.
+// `NumKeys` is named for Redis's `numkeys` argument, not after the enum.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Keys {
     None,

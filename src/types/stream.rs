@@ -418,7 +418,7 @@ impl Fields<'_> {
     }
 
     /// The elements, copied (tests, and callers that keep them).
-    pub(crate) fn to_vec(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn to_vec(self) -> Vec<Vec<u8>> {
         let mut v = Vec::with_capacity(self.len());
         self.for_each(|e| v.push(e.to_vec()));
         v
