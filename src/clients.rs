@@ -99,7 +99,7 @@ pub(crate) struct ClientHandle {
     pub(crate) last_cmd_ptr: AtomicUsize,
     /// When the client last sent something, on [`crate::clock::coarse_ms`]'s
     /// clock.
-    pub(crate) last_active_ms: AtomicU64,
+    last_active_ms: AtomicU64,
     pub(crate) killed: AtomicBool,
     pub(crate) kill_notify: Notify,
     /// Client-side caching flags (tracking's `ON`, `BCAST`, …)
@@ -234,7 +234,7 @@ impl ClientHandle {
     }
 
     /// Closes the client for its output buffer, logged as Redis logs it.
-    pub(crate) fn kill_for_output_limit(&self, queued: u64, which: &str) {
+    fn kill_for_output_limit(&self, queued: u64, which: &str) {
         if !self.killed.swap(true, Relaxed) {
             tracing::warn!(
                 client = self.id,

@@ -229,7 +229,7 @@ pub(crate) const MAX_SHARDS: usize = 128;
 
 /// Names a config file read before the real one whose values replace the
 /// built-in defaults (see `Startup::load`).
-pub(crate) const DEFAULTS_ENV: &str = "ZWINDOW_DEFAULTS";
+const DEFAULTS_ENV: &str = "ZWINDOW_DEFAULTS";
 
 /// Changes the log filter of the running process (set by `main`, which
 /// owns the subscriber).
@@ -239,7 +239,7 @@ pub type LogReload = Box<dyn Fn(&str) + Send + Sync>;
 
 /// How `CONFIG SET port` moves the listener (see [`Config::set_listen`]):
 /// binds the new port (0: no TCP listener) or fails with the reason.
-pub(crate) type Listen = Box<dyn Fn(u16) -> Result<(), String> + Send + Sync>;
+type Listen = Box<dyn Fn(u16) -> Result<(), String> + Send + Sync>;
 
 /// Redis's HIDDEN_CONFIG settings: CONFIG GET reports them only when asked
 /// by their exact name, never for a pattern (they are test hooks). Redis
@@ -328,7 +328,7 @@ pub struct Config {
     /// `io-uring yes` (the default): serve client sockets through io_uring
     /// where the kernel allows it (see `network::uring`); `no` keeps epoll.
     io_uring: bool,
-    pub(crate) log_level: String,
+    log_level: String,
     /// True while the config file is read: settings immutable at runtime
     /// can be set only then.
     loading: AtomicBool,

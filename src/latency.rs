@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 /// Samples kept per event (Redis's `LATENCY_TS_LEN`).
-pub(crate) const HISTORY_LEN: usize = 160;
+const HISTORY_LEN: usize = 160;
 
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Sample {
@@ -115,19 +115,19 @@ impl Monitor {
 
 /// Redis's `analyzeLatencyForEvent`: figures over an event's samples.
 #[derive(Default, Debug, PartialEq)]
-pub(crate) struct Analysis {
-    pub(crate) all_time_high: u32,
-    pub(crate) avg: u32,
+struct Analysis {
+    all_time_high: u32,
+    avg: u32,
     pub(crate) min: u32,
     pub(crate) max: u32,
     /// Mean absolute deviation.
-    pub(crate) mad: u32,
-    pub(crate) samples: u32,
+    mad: u32,
+    samples: u32,
     /// Seconds from the oldest sample to now (at least 1).
-    pub(crate) period: u64,
+    period: u64,
 }
 
-pub(crate) fn analyze(ts: &Series, now: u64) -> Analysis {
+fn analyze(ts: &Series, now: u64) -> Analysis {
     let mut a = Analysis {
         all_time_high: ts.max,
         ..Analysis::default()

@@ -14,12 +14,11 @@ pub(crate) const ZSET: u32 = 1 << 7; // z
 pub(crate) const EXPIRED: u32 = 1 << 8; // x
 pub(crate) const EVICTED: u32 = 1 << 9; // e
 pub(crate) const STREAM: u32 = 1 << 10; // t
-pub(crate) const KEY_MISS: u32 = 1 << 11; // m
-pub(crate) const MODULE: u32 = 1 << 12; // d
+const KEY_MISS: u32 = 1 << 11; // m
+const MODULE: u32 = 1 << 12; // d
 pub(crate) const NEW: u32 = 1 << 13; // n
 /// `A`: every class except key-miss and new.
-pub(crate) const ALL: u32 =
-    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
 
 /// Parses Redis's flag letters; None on an unknown letter.
 pub(crate) fn parse(s: &[u8]) -> Option<u32> {

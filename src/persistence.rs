@@ -56,7 +56,7 @@ pub(crate) struct State {
     pub(crate) last_bgsave_ok: AtomicBool,
     /// Unix seconds of the last failed attempt, so a failing save point
     /// retries every 5 seconds rather than at once (`CONFIG_BGSAVE_RETRY_DELAY`).
-    pub(crate) last_bgsave_try: AtomicU64,
+    last_bgsave_try: AtomicU64,
     pub(crate) last_bgsave_time_sec: AtomicI64,
     /// When the running background save started (Unix seconds).
     pub(crate) bgsave_started: AtomicU64,
@@ -65,7 +65,7 @@ pub(crate) struct State {
     /// Successful saves since startup (`rdb_saves`).
     pub(crate) saves: AtomicU64,
     /// `server.dirty` when the running background save took its snapshot.
-    pub(crate) dirty_before_bgsave: AtomicU64,
+    dirty_before_bgsave: AtomicU64,
     pub(crate) last_load: Mutex<LoadStats>,
     /// SHUTDOWN already saved (or was told not to): the exit path must not.
     pub(crate) shutdown_handled: AtomicBool,
@@ -271,7 +271,7 @@ pub(crate) fn extras(host: &dyn Host) -> Option<Extras> {
 }
 
 /// Writes `src` to `dir`/`dbfilename` through a temporary file.
-pub(crate) fn write_file(
+fn write_file(
     config: &Config,
     src: &dyn Source,
     extras: &Extras,
@@ -301,7 +301,7 @@ pub(crate) fn write_file(
 
 /// Notes a successful save of the dataset as of `dirty_at_snapshot`
 /// changes.
-pub(crate) fn saved(host: &dyn Host, dirty_at_snapshot: u64) {
+fn saved(host: &dyn Host, dirty_at_snapshot: u64) {
     let (env, p) = (host.env(), host.persistence());
     let _ = env.dirty.fetch_update(Relaxed, Relaxed, |d| {
         Some(d.saturating_sub(dirty_at_snapshot))

@@ -10,9 +10,9 @@
 use std::collections::VecDeque;
 
 /// Arguments kept per entry (Redis's `SLOWLOG_ENTRY_MAX_ARGC`).
-pub(crate) const MAX_ARGC: usize = 32;
+const MAX_ARGC: usize = 32;
 /// Bytes kept per argument (Redis's `SLOWLOG_ENTRY_MAX_STRING`).
-pub(crate) const MAX_STRING: usize = 128;
+const MAX_STRING: usize = 128;
 
 /// One logged command.
 pub(crate) struct Entry {

@@ -244,14 +244,14 @@ pub(crate) struct LatencyHistogram {
 /// HdrHistogram's configuration for (1, 1e9, 2 significant figures).
 mod hdr {
     /// `ceil(log2(2 * 10^2)) - 1`.
-    pub(crate) const SUB_BUCKET_HALF_COUNT_MAGNITUDE: u32 = 7;
-    pub(crate) const SUB_BUCKET_HALF_COUNT: usize = 1 << SUB_BUCKET_HALF_COUNT_MAGNITUDE;
-    pub(crate) const SUB_BUCKET_COUNT: usize = SUB_BUCKET_HALF_COUNT * 2;
-    pub(crate) const SUB_BUCKET_MASK: u64 = SUB_BUCKET_COUNT as u64 - 1;
+    const SUB_BUCKET_HALF_COUNT_MAGNITUDE: u32 = 7;
+    const SUB_BUCKET_HALF_COUNT: usize = 1 << SUB_BUCKET_HALF_COUNT_MAGNITUDE;
+    const SUB_BUCKET_COUNT: usize = SUB_BUCKET_HALF_COUNT * 2;
+    const SUB_BUCKET_MASK: u64 = SUB_BUCKET_COUNT as u64 - 1;
     pub(crate) const MIN_VALUE: u64 = 1;
     pub(crate) const MAX_VALUE: u64 = 1_000_000_000;
     /// Buckets needed to cover `MAX_VALUE`: 256 << 22 > 1e9.
-    pub(crate) const BUCKET_COUNT: usize = 23;
+    const BUCKET_COUNT: usize = 23;
     pub(crate) const COUNTS_LEN: usize = (BUCKET_COUNT + 1) * SUB_BUCKET_HALF_COUNT;
 
     fn bucket_index(value: u64) -> u32 {

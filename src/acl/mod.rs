@@ -60,7 +60,7 @@ pub(crate) fn check_configured_user(words: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, S
 }
 
 /// A user before (if it existed) and after a change.
-pub(crate) type UserChange = (Option<Arc<User>>, Arc<User>);
+type UserChange = (Option<Arc<User>>, Arc<User>);
 
 /// The users and the log.
 pub(crate) struct Acl {

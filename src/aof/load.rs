@@ -44,7 +44,7 @@ pub(crate) fn read_manifest(dir: &Path, prefix: &str) -> Result<Manifest, String
 
 /// Parses a manifest as Redis's `aofLoadManifestFromFile` does, with its
 /// error texts.
-pub(crate) fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
+fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
     let mut m = Manifest::default();
     if text.is_empty() {
         return Err("Found an empty AOF manifest".into());

@@ -66,20 +66,20 @@ pub(crate) struct Aof {
     file: Mutex<Option<Files>>,
     pub(crate) rewrite_in_progress: AtomicBool,
     pub(crate) rewrite_scheduled: AtomicBool,
-    pub(crate) last_bgrewrite_ok: AtomicBool,
-    pub(crate) last_write_ok: AtomicBool,
-    pub(crate) rewrites: AtomicU64,
-    pub(crate) last_rewrite_time_sec: AtomicI64,
+    last_bgrewrite_ok: AtomicBool,
+    last_write_ok: AtomicBool,
+    rewrites: AtomicU64,
+    last_rewrite_time_sec: AtomicI64,
     /// Unix seconds when the running rewrite started.
     rewrite_started: AtomicU64,
     /// Bytes of the base and incremental files (`aof_current_size`).
-    pub(crate) current_size: AtomicU64,
+    current_size: AtomicU64,
     /// `aof_current_size` after the last rewrite (`aof_base_size`).
-    pub(crate) base_size: AtomicU64,
+    base_size: AtomicU64,
     /// Bytes of the current incremental file written but not fsynced.
     unsynced: AtomicU64,
     last_fsync_ms: AtomicU64,
-    pub(crate) delayed_fsync: AtomicU64,
+    delayed_fsync: AtomicU64,
     /// `DEBUG AOF-FLUSH-SLEEP <µs>`: each write waits this long first
     /// (Redis's `aof_flush_sleep`, for tests of the reply order).
     pub(crate) flush_sleep_us: AtomicU64,
@@ -107,7 +107,7 @@ struct Pending {
 
 /// Appends Redis's timestamp annotation (`#TS:<unix seconds>`), which
 /// loaders skip and `redis-check-aof --truncate-to-timestamp` cuts at.
-pub(crate) fn annotation(out: &mut Vec<u8>, secs: u64) {
+fn annotation(out: &mut Vec<u8>, secs: u64) {
     out.extend_from_slice(format!("#TS:{secs}\r\n").as_bytes());
 }
 
@@ -148,7 +148,7 @@ impl Default for Aof {
 }
 
 /// Appends one command in RESP (`*<n>`, then `$<len>` bulk strings).
-pub(crate) fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
+fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
     out.push(b'*');
     out.extend_from_slice(argv.len().to_string().as_bytes());
     out.extend_from_slice(b"\r\n");
@@ -439,7 +439,7 @@ pub(crate) async fn run(host: Arc<dyn Host>, mut shutdown: tokio::sync::watch::R
 
 /// A manifest's entry: file name, sequence number, type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileInfo {
+struct FileInfo {
     pub(crate) name: String,
     pub(crate) seq: u64,
     pub(crate) kind: u8,
@@ -449,14 +449,14 @@ pub(crate) struct FileInfo {
 /// deleted), and the incremental files in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Manifest {
-    pub(crate) base: Option<FileInfo>,
-    pub(crate) history: Vec<FileInfo>,
-    pub(crate) incrs: Vec<FileInfo>,
+    base: Option<FileInfo>,
+    history: Vec<FileInfo>,
+    incrs: Vec<FileInfo>,
 }
 
-pub(crate) const BASE: u8 = b'b';
-pub(crate) const HISTORY: u8 = b'h';
-pub(crate) const INCR: u8 = b'i';
+const BASE: u8 = b'b';
+const HISTORY: u8 = b'h';
+const INCR: u8 = b'i';
 
 impl Manifest {
     /// Redis's `getAofManifestAsString`: base, history, incremental.
@@ -666,13 +666,13 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
 }
 
 /// `BGREWRITEAOF`'s reply when it started.
-pub(crate) const REWRITE_STARTED: &str = "Background append only file rewriting started";
+const REWRITE_STARTED: &str = "Background append only file rewriting started";
 
 /// Starts a rewrite; the caller holds every shard (`shards`). Opens the
 /// new incremental file now — everything after this instant goes there —
 /// and writes the new base from the snapshot on a thread of its own, which
 /// holds `host` until it is done.
-pub(crate) fn start_rewrite<'s>(
+fn start_rewrite<'s>(
     host: Arc<dyn Host>,
     shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
 ) -> Result<(), String> {

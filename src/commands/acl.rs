@@ -505,7 +505,7 @@ fn help(ctx: &mut Ctx) -> CmdResult {
 /// Brings the client's ACL user up to date after any ACL change; false if
 /// the user is gone (deleted, or replaced by ACL LOAD): the client is
 /// then disconnected, as Redis frees the clients of a freed user.
-pub(crate) fn refresh_user(shared: &Services, client: &mut Client) -> bool {
+fn refresh_user(shared: &Services, client: &mut Client) -> bool {
     let generation = shared.acl.generation();
     if generation == client.acl_generation {
         return true;

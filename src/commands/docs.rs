@@ -14,9 +14,9 @@ use crate::protocol::Reply;
 pub(crate) struct Arg {
     pub(crate) name: String,
     pub(crate) kind: &'static str,
-    pub(crate) token: Option<String>,
-    pub(crate) optional: bool,
-    pub(crate) multiple: bool,
+    token: Option<String>,
+    optional: bool,
+    multiple: bool,
     pub(crate) args: Vec<Arg>,
 }
 

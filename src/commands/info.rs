@@ -873,7 +873,7 @@ fn total_system_memory() -> u64 {
 }
 
 /// Resident set size from /proc/self/statm (0 where unavailable).
-pub(crate) fn rss_bytes() -> u64 {
+fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| {

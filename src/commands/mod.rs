@@ -110,7 +110,7 @@ pub fn install() {
 /// A command's handler. The table stores it opaquely (the spec leaf cannot
 /// name [`Ctx`]): an entry declares it as `&(handler as Handler)`, and
 /// [`run`] takes it back.
-pub(crate) type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
+type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
 
 /// Runs `cmd`'s handler. Every entry's handler is a [`Handler`] (a unit
 /// test holds the whole table to that), so the downcast always succeeds;
@@ -126,7 +126,7 @@ pub(crate) fn run(cmd: &'static Command, ctx: &mut Ctx<'_, '_>) -> CmdResult {
 /// What INFO commandstats reports for one command.
 pub(crate) struct CallStats {
     pub(crate) calls: AtomicU64,
-    pub(crate) usec: AtomicU64,
+    usec: AtomicU64,
     /// Refused before running (arity, auth, MULTI, BUSY, …).
     pub(crate) rejected: AtomicU64,
     /// Ran and answered an error.
@@ -378,7 +378,7 @@ impl From<Unresolved> for Error {
 }
 
 /// What a handler returns: what became of the command, or its error reply.
-pub(crate) type CmdResult = Result<Outcome, Error>;
+type CmdResult = Result<Outcome, Error>;
 
 /// What became of a command that did not fail.
 #[derive(Debug)]
@@ -425,11 +425,11 @@ pub(crate) struct Block {
 /// `no_ttl`, the types' marker: none). -2 when the subkey does not exist
 /// (or its deadline has come), -1 when it has no TTL, else the time left
 /// (`relative`) or the deadline, in seconds rounded up or in milliseconds.
-pub(crate) struct SubkeyTtl {
-    pub(crate) now: u64,
-    pub(crate) no_ttl: u64,
-    pub(crate) seconds: bool,
-    pub(crate) relative: bool,
+struct SubkeyTtl {
+    now: u64,
+    no_ttl: u64,
+    seconds: bool,
+    relative: bool,
 }
 
 impl SubkeyTtl {
@@ -458,7 +458,7 @@ impl SubkeyTtl {
 /// ZPEXPIREAT) with the absolute deadline `at` in milliseconds, so a replay
 /// keeps it, the condition as given (`args` up to `list_at`, where
 /// FIELDS/MEMBERS stands) and only the subkeys in `set`.
-pub(crate) fn absolute_expire_argv(
+fn absolute_expire_argv(
     name: &[u8],
     args: Args<'_>,
     list_at: usize,
@@ -476,7 +476,7 @@ pub(crate) fn absolute_expire_argv(
 /// Parses a blocking timeout in seconds as redis-server 7.0 does: a long
 /// double, rounded *up* to whole milliseconds (measured: `0.0001` times out
 /// at once, `-0.0001` waits forever like `0`); 0 waits forever.
-pub(crate) fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Error> {
+fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Error> {
     let not_float = Error::Static("ERR timeout is not a float or out of range");
     let secs = match crate::util::parse_f64(arg) {
         Some(v) => v,
@@ -524,7 +524,7 @@ pub(crate) fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time:
 }
 
 /// Parses an integer argument with Redis's error text.
-pub(crate) fn int_arg(arg: &[u8]) -> Result<i64, Error> {
+fn int_arg(arg: &[u8]) -> Result<i64, Error> {
     parse_i64(arg).ok_or(Error::NotInteger)
 }
 
@@ -538,7 +538,7 @@ pub(crate) fn resolve(args: &Args<'_>) -> Result<&'static Command, Error> {
 
 /// Redis's `addReplySubcommandSyntaxError`: a subcommand given too many
 /// arguments, quoted as the client typed it (`'RESTORE'`, `'restore'`).
-pub(crate) fn subcommand_syntax(args: &Args<'_>) -> Error {
+fn subcommand_syntax(args: &Args<'_>) -> Error {
     let sub = args.get(1);
     Error::Owned(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",

@@ -98,7 +98,7 @@ impl Monitors {
 
 /// Redis's `sdscatrepr`: a quoted string with `\\`, `\"`, `\n`, `\r`, `\t`,
 /// `\a`, `\b` escaped and other non-printable bytes as `\xHH`.
-pub(crate) fn repr(out: &mut Vec<u8>, s: &[u8]) {
+fn repr(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
     for &b in s {
         match b {

@@ -119,7 +119,7 @@ fn evalsha_ro(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// Checks `numkeys` at index 2 as Redis does; returns it.
-pub(crate) fn numkeys(ctx: &Ctx) -> Result<usize, Error> {
+fn numkeys(ctx: &Ctx) -> Result<usize, Error> {
     let n = int_arg(ctx.arg(2))?;
     if n > (ctx.argc() - 3) as i64 {
         return Err(Error::Static(

@@ -112,7 +112,7 @@ pub(crate) fn lookup_str<'a, 'n>(
 }
 
 /// Redis's `checkStringLength`: the size limit of a string built in place.
-pub(crate) fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
+fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
     let total = len.checked_add(append);
     match total {
         Some(t) if t <= ctx.shared.config.proto_max_bulk_len().max(0) as u64 => Ok(Done),

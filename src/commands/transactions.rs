@@ -258,7 +258,7 @@ fn end_multi(client: &mut Client) {
 /// Drops every WATCH of the client and clears its dirty flag. Locks the
 /// keys' shards itself, so never call it while holding shards: inside EXEC
 /// the watches are already gone (EXEC drops them first) and this is a no-op.
-pub(crate) fn unwatch_all(shared: &Services, client: &mut Client) {
+fn unwatch_all(shared: &Services, client: &mut Client) {
     if !client.watched.is_empty() {
         shared.store.unwatch(&client.watched, &client.watch_flag);
         client.watched.clear();

@@ -1028,7 +1028,7 @@ fn bzmpop(ctx: &mut Ctx) -> CmdResult {
 /// several inputs (on several shards) can be read at once: members laid end
 /// to end in one buffer, so an input costs two allocations whatever its size.
 #[derive(Default)]
-pub(crate) struct Input {
+struct Input {
     bytes: Vec<u8>,
     /// (end of the member in `bytes`, score).
     elems: Vec<(usize, f64)>,

@@ -42,14 +42,14 @@ use crate::protocol::Reply;
 use blocking::Waiting;
 
 /// The shards a command's keys live on.
-pub(crate) fn shards_for(shared: &Services, cmd: &Command, args: &Args<'_>) -> ShardSet {
+fn shards_for(shared: &Services, cmd: &Command, args: &Args<'_>) -> ShardSet {
     plan(shared, cmd, args).shards
 }
 
 /// What planning a command's locks found out.
-pub(crate) struct Plan<'a> {
+struct Plan<'a> {
     /// The shards its keys live on.
-    pub(crate) shards: ShardSet,
+    shards: ShardSet,
     /// Its first key with its hash, which picked the key's shard: the
     /// handler reuses it ([`Ctx::key`](crate::commands::Ctx::key)), so a
     /// single-key command hashes its key once.
@@ -57,7 +57,7 @@ pub(crate) struct Plan<'a> {
 }
 
 /// Plans a command's locks: the shards of its keys.
-pub(crate) fn plan<'a>(shared: &Services, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
+fn plan<'a>(shared: &Services, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
     if matches!(cmd.keys, Keys::All | Keys::Script { .. }) {
         return Plan {
             shards: shared.store.all_shards(),
@@ -85,7 +85,7 @@ pub(crate) fn plan<'a>(shared: &Services, cmd: &Command, args: &Args<'a>) -> Pla
 /// set, in order. Rules change only under every shard's lock, so what was
 /// read stays true while the locks are held. Two rounds cover every case
 /// but a rule change racing the planning; after that, every shard.
-pub(crate) fn lock_planned<'s, E>(
+fn lock_planned<'s, E>(
     shared: &'s Services,
     db: usize,
     cmd: &Command,
@@ -827,7 +827,7 @@ pub(crate) enum Ran {
 
 /// What the reply-related steps after a request need to know of its name.
 #[derive(Clone, Copy)]
-pub(crate) struct Named {
+struct Named {
     /// A CLIENT subcommand (CLIENT CACHING's flag survives it).
     client_cmd: bool,
     /// (Un)subscribe confirmations are pushes: CLIENT REPLY keeps them.

@@ -15,7 +15,7 @@ use super::{Entry, Value};
 use crate::types::stream::StreamId;
 
 /// A 20-byte SHA1-sized digest.
-pub(crate) type Digest = [u8; 20];
+type Digest = [u8; 20];
 
 /// Redis's object type numbers (`OBJ_STRING` …), which the digest mixes in.
 fn type_code(v: &Value) -> u32 {

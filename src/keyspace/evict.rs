@@ -35,7 +35,7 @@ const LFU_INIT: u32 = 5;
 const LRU_CLOCK_MAX: u64 = (1 << 24) - 1;
 
 /// Redis's `LRU_CLOCK()`: seconds, modulo 2^24.
-pub(crate) fn lru_clock(now_ms: u64) -> u32 {
+fn lru_clock(now_ms: u64) -> u32 {
     ((now_ms / 1000) & LRU_CLOCK_MAX) as u32
 }
 
@@ -169,7 +169,7 @@ pub(crate) struct Evictor {
 /// Bytes used as eviction counts them (Redis subtracts replication and AOF
 /// buffers, which zwindow does not have: INFO's `mem_not_counted_for_evict`
 /// is 0). None when the counting allocator is not installed.
-pub(crate) fn used_memory() -> Option<u64> {
+fn used_memory() -> Option<u64> {
     crate::alloc::allocated()
 }
 

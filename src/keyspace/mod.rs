@@ -75,7 +75,7 @@ impl Entry {
     }
 
     /// Whether the TTL has passed at `now_ms` (the test lazy expiry applies).
-    pub(crate) fn is_expired(&self, now_ms: u64) -> bool {
+    fn is_expired(&self, now_ms: u64) -> bool {
         self.expire_at != 0 && self.expire_at <= now_ms
     }
 }
@@ -93,7 +93,7 @@ pub(crate) type WatchFlag = Arc<AtomicBool>;
 
 /// One client's WATCH of one key.
 pub(crate) struct Watcher {
-    pub(crate) flag: WatchFlag,
+    flag: WatchFlag,
     /// The key was already logically expired when watched, so its later
     /// (lazy or flush) deletion is no change (Redis 7.0's `watchedKey.expired`).
     pub(crate) expired: bool,
@@ -261,7 +261,7 @@ pub(crate) struct Store {
     pub(crate) active_expire: AtomicBool,
     /// A BGSAVE snapshot is being written: accesses preserve what they may
     /// change first ([`snapshot`]).
-    pub(crate) snapshot_active: AtomicBool,
+    snapshot_active: AtomicBool,
     /// The AOF is being loaded: nothing expires (Redis's `keyIsExpired`
     /// while loading), so a replay reproduces the logged dataset and keys
     /// expire once the server runs.

@@ -26,7 +26,7 @@ use tokio::task::JoinSet;
 use crate::commands::Services;
 
 /// Redis 7.0's text for a client refused by protected mode.
-pub(crate) const DENIED: &str = "-DENIED Redis is running in protected mode because protected \
+const DENIED: &str = "-DENIED Redis is running in protected mode because protected \
 mode is enabled and no password is set for the default user. \
 In this mode connections are only accepted from the loopback interface. \
 If you want to connect from external computers to Redis you \
@@ -48,7 +48,7 @@ the server to start accepting connections from the outside.\r\n";
 
 /// Redis's `islocalClient` for TCP: the peer's address printed is exactly
 /// `127.0.0.1` or `::1` (an IPv4-mapped `::ffff:127.0.0.1` is not).
-pub(crate) fn is_local(peer: &SocketAddr) -> bool {
+fn is_local(peer: &SocketAddr) -> bool {
     match peer.ip() {
         IpAddr::V4(ip) => ip == Ipv4Addr::LOCALHOST,
         IpAddr::V6(ip) => ip == Ipv6Addr::LOCALHOST,
@@ -246,7 +246,7 @@ fn resize_query_buffers(shared: &Services) {
 /// Closes clients idle for longer than `timeout` seconds, as Redis's
 /// `clientsCronHandleTimeout`: never subscribers (RESP2 or RESP3 pub/sub)
 /// or blocked clients, whose silence is expected.
-pub(crate) fn close_idle(shared: &Services) {
+fn close_idle(shared: &Services) {
     let timeout = shared.config.timeout_secs();
     if timeout == 0 {
         return;

@@ -16,12 +16,12 @@
 use std::fmt;
 
 /// Longest inline request, and longest length line, Redis accepts (`PROTO_INLINE_MAX_SIZE`).
-pub(crate) const INLINE_MAX: usize = 64 * 1024;
+const INLINE_MAX: usize = 64 * 1024;
 /// Largest multibulk count Redis 7.0 accepts (`INT_MAX`).
-pub(crate) const MAX_MULTIBULK: i64 = i32::MAX as i64;
+const MAX_MULTIBULK: i64 = i32::MAX as i64;
 /// Before authentication Redis refuses larger requests (`authRequired`).
-pub(crate) const UNAUTH_MAX_MULTIBULK: i64 = 10;
-pub(crate) const UNAUTH_MAX_BULK: i64 = 16384;
+const UNAUTH_MAX_MULTIBULK: i64 = 10;
+const UNAUTH_MAX_BULK: i64 = 16384;
 /// At most this many argument slots are reserved up front, whatever count a
 /// client declares: memory follows the bytes received, not the claims made.
 const MAX_PREALLOC_ARGS: usize = 1024;

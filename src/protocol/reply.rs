@@ -598,7 +598,7 @@ impl Cursor<'_> {
 }
 
 /// A fixed-capacity string for `write!` without allocating.
-pub(crate) struct StackStr<const N: usize> {
+struct StackStr<const N: usize> {
     buf: [u8; N],
     len: usize,
 }

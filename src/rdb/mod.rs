@@ -24,7 +24,7 @@ use crate::config::Config;
 /// The version zwindow writes (Redis 7.0's).
 pub(crate) const RDB_VERSION: u16 = 10;
 /// The newest version zwindow reads (Redis 7.4's).
-pub(crate) const RDB_VERSION_MAX_READ: u16 = 12;
+const RDB_VERSION_MAX_READ: u16 = 12;
 
 /// Value types and opcodes (`rdb.h`).
 #[allow(dead_code)]
@@ -97,9 +97,9 @@ impl std::error::Error for RdbError {}
 /// The encoding thresholds a loaded value is built under.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
-    pub(crate) zset: crate::types::zset::Limits,
+    zset: crate::types::zset::Limits,
     pub(crate) hash: crate::types::hash::Limits,
-    pub(crate) set_intset: usize,
+    set_intset: usize,
     pub(crate) stream: crate::types::stream::NodeLimits,
 }
 

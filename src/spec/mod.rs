@@ -31,7 +31,7 @@ use crate::util::{eq_ic, parse_i64};
 /// `Handler` (a function of its `Ctx`), which this layer cannot name. The
 /// commands layer registers a `&(handler as Handler)` per entry and
 /// downcasts it back to run it; its unit test holds every entry to that.
-pub(crate) type AnyHandler = &'static (dyn std::any::Any + Send + Sync);
+type AnyHandler = &'static (dyn std::any::Any + Send + Sync);
 
 /// Command flags, as `COMMAND INFO` reports them.
 pub(crate) mod flags {
@@ -296,7 +296,7 @@ impl Command {
 
 /// Where the keys of XREAD/XREADGROUP start and how many there are, as
 /// Redis's `xreadGetKeys` finds them (for lock planning).
-pub(crate) fn streams_keys(args: &Args<'_>) -> Option<(usize, usize)> {
+fn streams_keys(args: &Args<'_>) -> Option<(usize, usize)> {
     let argc = args.len();
     let mut i = 1;
     while i < argc {

@@ -122,7 +122,7 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
 }
 
 impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
-    pub(crate) fn with_hasher(hasher: S) -> Self {
+    fn with_hasher(hasher: S) -> Self {
         Dict {
             entries: Pages::default(),
             buckets: Box::new([]),

@@ -56,7 +56,7 @@ pub(crate) struct Limits {
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
     pub(crate) value: Bytes,
-    pub(crate) at: u64,
+    at: u64,
 }
 
 /// What both kinds of stored value give the generic code.
@@ -508,7 +508,7 @@ impl Hash {
     /// hash then looks at about `max` × [`SCAN_PER_REMOVAL`] fields, and
     /// its bound becomes exact once a pass over the whole table completes.
     #[cfg(test)]
-    pub(crate) fn expire_fields(&mut self, now: u64, max: usize) -> usize {
+    fn expire_fields(&mut self, now: u64, max: usize) -> usize {
         self.expire_fields_with(now, max, |_| {})
     }
 

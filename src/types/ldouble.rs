@@ -593,7 +593,7 @@ impl Big {
 
 /// `INCRBYFLOAT` on stored text: the new text, or the Redis error to send.
 #[cfg(test)]
-pub(crate) fn incr_by_float(current: &[u8], incr: LDouble) -> Result<String, IncrError> {
+fn incr_by_float(current: &[u8], incr: LDouble) -> Result<String, IncrError> {
     let value = LDouble::parse(current).ok_or(IncrError::NotFloat)?;
     value
         .checked_add(incr)
@@ -603,7 +603,7 @@ pub(crate) fn incr_by_float(current: &[u8], incr: LDouble) -> Result<String, Inc
 
 #[cfg(test)]
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum IncrError {
+enum IncrError {
     /// The stored value does not parse.
     NotFloat,
     /// The sum is infinite.

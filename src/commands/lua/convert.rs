@@ -55,7 +55,7 @@ pub(crate) fn error_table(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::R
 /// Converts one reply in `buf` to a Lua value: the reference the tests hold
 /// [`reply_to_lua`] to (scripts' replies are converted from their frames).
 #[cfg(test)]
-pub(crate) fn resp_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<Value> {
+fn resp_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<Value> {
     let mut r = RespReader { buf, pos: 0 };
     r.value(lua, 0)
 }
@@ -448,7 +448,7 @@ pub(crate) use crate::util::{fmt_g, fmt_g17};
 
 /// C's `(long long)` cast of a double as x86-64 does it: NaN and values
 /// out of range become i64::MIN (Rust's `as` would saturate).
-pub(crate) fn c_to_i64(n: f64) -> i64 {
+fn c_to_i64(n: f64) -> i64 {
     if n.is_nan() || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
         i64::MIN
     } else {

@@ -17,8 +17,8 @@ const OPCODE_FUNCTION2: u8 = 0xF5;
 /// LZF expands at most ~100× (a 3-byte back-reference yields 264 bytes).
 const LZF_MAX_RATIO: usize = 100;
 
-pub(crate) const BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
-pub(crate) const NOT_A_FUNCTION: &str = "ERR given type is not a function";
+const BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
+const NOT_A_FUNCTION: &str = "ERR given type is not a function";
 
 /// Serializes library codes.
 pub(crate) fn encode<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {

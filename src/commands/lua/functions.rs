@@ -16,7 +16,7 @@ use crate::protocol::parser::split_args;
 /// The text of the error FUNCTION LOAD's timeout raises.
 pub(crate) const LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
 /// How long a library's top level may run (Redis's `LOAD_TIMEOUT_MS`).
-pub(crate) const LOAD_TIMEOUT_MS: u64 = 500;
+const LOAD_TIMEOUT_MS: u64 = 500;
 
 /// `register_function` flags, in the order Redis lists them.
 pub(crate) const FLAG_NAMES: [&str; 5] = [

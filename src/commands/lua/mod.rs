@@ -65,9 +65,9 @@ pub(crate) const BUSY_FUNCTION: &str =
 const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
 /// Chunk name of EVAL scripts (errors say `user_script:LINE:`).
-pub(crate) const EVAL_CHUNK: &str = "@user_script";
+const EVAL_CHUNK: &str = "@user_script";
 /// Chunk name of function libraries.
-pub(crate) const FUNCTION_CHUNK: &str = "@user_function";
+const FUNCTION_CHUNK: &str = "@user_function";
 
 /// What other clients may see of the running script.
 #[derive(Default)]
@@ -132,7 +132,7 @@ impl Busy {
 
     /// Logs once, as Redis's `scriptInterrupt`, when the running script
     /// passes `busy-reply-threshold` (from then on other clients get BUSY).
-    pub(crate) fn watch_slow(&self, threshold_ms: u64, name: &str) {
+    fn watch_slow(&self, threshold_ms: u64, name: &str) {
         self.slow_logged.store(false, Relaxed);
         *self.slow_name.lock() = name.to_string();
         self.slow_after_ms.store(threshold_ms.max(1), Relaxed);
@@ -233,7 +233,7 @@ impl Busy {
 }
 
 /// Work for the script runner thread.
-pub(crate) type Job = Box<dyn FnOnce() + Send>;
+type Job = Box<dyn FnOnce() + Send>;
 
 thread_local! {
     static ON_RUNNER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -391,7 +391,7 @@ impl Scripting {
 /// A compiled EVAL script.
 pub(crate) struct Script {
     pub(crate) func: Function,
-    pub(crate) body: Vec<u8>,
+    body: Vec<u8>,
     /// `#!lua flags=no-writes`.
     pub(crate) no_writes: bool,
     /// `#!lua flags=allow-oom`: may write while memory is over `maxmemory`.
@@ -423,7 +423,7 @@ pub(crate) struct Engine {
     pub(crate) libraries: std::collections::BTreeMap<String, functions::Library>,
     /// Lower-cased function name → its library (FCALL names are
     /// case-insensitive across libraries, as in Redis).
-    pub(crate) function_index: HashMap<String, String>,
+    function_index: HashMap<String, String>,
 }
 
 /// How one script runs.
@@ -781,7 +781,7 @@ impl Engine {
     }
 
     /// Puts the every-`HOOK_EVERY` hook back after a killed script.
-    pub(crate) fn restore_hook(&self) {
+    fn restore_hook(&self) {
         if self.busy.hook_escalated.swap(false, Relaxed)
             && let Err(e) = install_hook(&self.lua, self.busy.clone(), HOOK_EVERY)
         {
@@ -938,11 +938,11 @@ fn error_message(v: &Value) -> String {
 }
 
 /// Lua's `%.14g` for numbers turned into strings.
-pub(crate) fn lua_number_string(n: f64) -> String {
+fn lua_number_string(n: f64) -> String {
     convert::fmt_g(n, 14)
 }
 
-pub(crate) fn sha1_hex(data: &[u8]) -> String {
+fn sha1_hex(data: &[u8]) -> String {
     sha1_smol::Sha1::from(data).digest().to_string()
 }
 
@@ -961,7 +961,7 @@ fn redis_version_num() -> i64 {
 
 /// Reads a `#!lua` first line: (no-writes, where the code starts). The
 /// newline stays with the code so line numbers match the script.
-pub(crate) fn parse_shebang(body: &[u8]) -> Result<(bool, usize), String> {
+fn parse_shebang(body: &[u8]) -> Result<(bool, usize), String> {
     if !body.starts_with(b"#!") {
         return Ok((false, 0));
     }
@@ -1013,7 +1013,7 @@ fn lookup_command(args: &crate::commands::Args<'_>) -> Option<&'static crate::co
 }
 
 /// Whether a script's `#!lua` line declares `flag`.
-pub(crate) fn shebang_has_flag(body: &[u8], flag: &str) -> bool {
+fn shebang_has_flag(body: &[u8], flag: &str) -> bool {
     if !body.starts_with(b"#!") {
         return false;
     }

@@ -35,11 +35,11 @@ pub(crate) use crate::types::window_rule::{Rule, Unit, parse_duration};
 /// Counters for INFO's `# Windows` section.
 #[derive(Default)]
 pub(crate) struct Stats {
-    pub(crate) expired_lazy: AtomicU64,
-    pub(crate) expired_swept: AtomicU64,
-    pub(crate) handed_off: AtomicU64,
-    pub(crate) sweeper_cycles: AtomicU64,
-    pub(crate) sweeper_us: AtomicU64,
+    expired_lazy: AtomicU64,
+    expired_swept: AtomicU64,
+    handed_off: AtomicU64,
+    sweeper_cycles: AtomicU64,
+    sweeper_us: AtomicU64,
 }
 
 /// The server's window rules.
@@ -207,7 +207,7 @@ impl Windows {
 
     /// [`rule_for`](Self::rule_for) for a key that cannot be written to:
     /// the cache when valid, else a fresh resolution left uncached.
-    pub(crate) fn rule_peek(&self, cache: &RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
+    fn rule_peek(&self, cache: &RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
         let rules = self.rules.read();
         if cache.generation != stamp(self.generation.load(Relaxed)) || cache.rule == UNCACHED {
             return if self.active() {

@@ -83,7 +83,7 @@ impl MemberIndex {
     }
 
     /// The highest node id a slot can hold.
-    pub(crate) fn max_node(&self) -> u32 {
+    fn max_node(&self) -> u32 {
         self.node_mask() - 2
     }
 

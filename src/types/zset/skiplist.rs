@@ -37,7 +37,7 @@ use super::listpack::key_less;
 use super::ttl::{Deadlines, NO_TTL};
 use std::hash::BuildHasher;
 
-pub(crate) const MAX_LEVEL: usize = 24;
+const MAX_LEVEL: usize = 24;
 const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
 pub(crate) const DEFAULT_NODE_CAP: usize = 128;
@@ -634,7 +634,7 @@ pub(crate) enum Event<'a> {
     },
 }
 
-pub(crate) type Sink<'s> = &'s mut dyn FnMut(Event<'_>);
+type Sink<'s> = &'s mut dyn FnMut(Event<'_>);
 
 /// Predecessor of a position at every level, with its end rank.
 #[derive(Clone, Copy)]
@@ -854,7 +854,7 @@ impl List {
     }
 
     /// Rank of (score, member) if present with exactly these score bits.
-    pub(crate) fn rank_of(&self, score: f64, member: &[u8]) -> Option<usize> {
+    fn rank_of(&self, score: f64, member: &[u8]) -> Option<usize> {
         let (path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             return None;
@@ -1269,7 +1269,7 @@ impl List {
 
     /// Removes an element, found from `hint` (the node and position it
     /// was last seen at) when there is one; false if it is not there.
-    pub(crate) fn remove_placed(
+    fn remove_placed(
         &mut self,
         score: f64,
         member: &[u8],
@@ -1287,7 +1287,7 @@ impl List {
     /// allows (as Redis's zslUpdateScore does), found from `hint` (the node
     /// and position it was last seen at) when there is one. Returns the
     /// node now holding it.
-    pub(crate) fn update_placed(
+    fn update_placed(
         &mut self,
         old: f64,
         member: &[u8],
@@ -1390,7 +1390,7 @@ impl List {
     /// Index and score of `member` inside node `node`, by a scan of its
     /// fingerprints (the member index only knows which node holds an
     /// element), eight at a time.
-    pub(crate) fn find_in_node(&self, node: u32, member: &[u8], fp: u8) -> Option<(usize, f64)> {
+    fn find_in_node(&self, node: u32, member: &[u8], fp: u8) -> Option<(usize, f64)> {
         let n = self.nodes.get(node as usize)?;
         let count = n.count().min(n.fps.len());
         let fps = &n.fps[..count];
@@ -1544,7 +1544,7 @@ impl List {
     }
 
     /// Visits every element with the id of the node holding it.
-    pub(crate) fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32, u8)) {
+    fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32, u8)) {
         let mut x = self.node(HEAD).links[0].next;
         while x != NIL {
             let n = self.node(x);
@@ -1557,7 +1557,7 @@ impl List {
 
     /// An upper bound on any node id the next single change can produce:
     /// one insertion allocates at most two nodes.
-    pub(crate) fn max_node_id(&self) -> u64 {
+    fn max_node_id(&self) -> u64 {
         self.nodes.len() as u64 + 1
     }
 
