@@ -31,6 +31,8 @@ impl<'a> Member<'a> {
         self.head.len() + self.tail.len()
     }
 
+    /// Unused in the crate; kept beside the public `len` (clippy's
+    /// `len_without_is_empty`), which the benches call.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
