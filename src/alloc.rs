@@ -119,13 +119,13 @@ pub fn allocated() -> Option<u64> {
 /// without what other threads did meanwhile, as eviction needs to measure
 /// one deletion (Redis's `zmalloc_used_memory` delta, which is exact there
 /// because the main thread is alone).
-pub fn thread_net() -> i64 {
+pub(crate) fn thread_net() -> i64 {
     counter().load(Relaxed) as i64
 }
 
 /// `mimalloc-<version>` when the counting allocator is in use, else the
 /// system's (`libc`, as Redis names a build without its own allocator).
-pub fn name() -> String {
+pub(crate) fn name() -> String {
     if allocated().is_none() {
         return "libc".into();
     }
@@ -137,7 +137,7 @@ pub fn name() -> String {
 /// Memory mimalloc has committed from the OS (its pages, used or free),
 /// when it is the allocator: what INFO reports as the allocator's active
 /// and resident memory.
-pub fn committed() -> Option<u64> {
+pub(crate) fn committed() -> Option<u64> {
     allocated()?;
     let mut commit = 0usize;
     // SAFETY: every out-parameter is nullable; one valid pointer is given.
@@ -163,7 +163,7 @@ pub fn committed() -> Option<u64> {
 /// keep those pages resident until its next request. The background cron
 /// calls this once a second (Redis relies on jemalloc's background purging
 /// for the same effect), so idle connections give their memory back.
-pub fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     // SAFETY: mi_collect has no preconditions; it only walks mimalloc's own
     // structures (the calling thread's heap and the shared arenas).
     unsafe { libmimalloc_sys::mi_collect(true) }
@@ -183,7 +183,7 @@ pub fn disable_thp() -> bool {
 
 /// mimalloc's own statistics report (MEMORY MALLOC-STATS), or None when
 /// it is not the allocator.
-pub fn stats_text() -> Option<String> {
+pub(crate) fn stats_text() -> Option<String> {
     allocated()?;
     unsafe extern "C" fn append(msg: *const std::ffi::c_char, arg: *mut std::ffi::c_void) {
         // SAFETY: `arg` is the `String` passed below, alive for the call;

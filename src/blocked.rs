@@ -17,27 +17,27 @@ use crate::protocol::OwnedArgs;
 use crate::types::key::Key;
 
 /// A queued waiter, its reply channel and its timeout.
-pub type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
+pub(crate) type Waiting = (Arc<Waiter>, oneshot::Receiver<Vec<u8>>, Option<Duration>);
 
 /// One blocked client.
-pub struct Waiter {
-    pub handle: Arc<ClientHandle>,
-    pub db: usize,
-    pub keys: Vec<Key>,
+pub(crate) struct Waiter {
+    pub(crate) handle: Arc<ClientHandle>,
+    pub(crate) db: usize,
+    pub(crate) keys: Vec<Key>,
     /// The type the command takes data from, as `TYPE` names it.
-    pub kind: &'static str,
-    pub args: OwnedArgs,
-    pub resp3: bool,
+    pub(crate) kind: &'static str,
+    pub(crate) args: OwnedArgs,
+    pub(crate) resp3: bool,
     /// The error this waiter gets when a key it waits on is deleted or
     /// changes type (XREADGROUP's), instead of waiting on.
-    pub on_gone: Option<&'static str>,
+    pub(crate) on_gone: Option<&'static str>,
     /// Taken by whoever finishes the wait: the server with a reply, or the
     /// client itself on timeout or disconnect.
     slot: Mutex<Option<oneshot::Sender<Vec<u8>>>>,
 }
 
 impl Waiter {
-    pub fn new(
+    pub(crate) fn new(
         handle: Arc<ClientHandle>,
         db: usize,
         keys: Vec<Key>,
@@ -61,40 +61,40 @@ impl Waiter {
     }
 
     /// Whether the client still waits (not served, timed out or gone).
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         self.slot.lock().as_ref().is_some_and(|tx| !tx.is_closed())
     }
 }
 
 /// Per-shard queues of waiters, by (db, key).
-pub type Queues = std::collections::HashMap<(usize, Key), VecDeque<Arc<Waiter>>>;
+pub(crate) type Queues = std::collections::HashMap<(usize, Key), VecDeque<Arc<Waiter>>>;
 
 /// How many clients wait, so that a write asks the queues only when
 /// somebody does.
 #[derive(Default)]
-pub struct Blocking {
+pub(crate) struct Blocking {
     waiting: AtomicUsize,
 }
 
 impl Blocking {
     /// Cheap test on every write: is anybody blocked at all?
-    pub fn has_waiters(&self) -> bool {
+    pub(crate) fn has_waiters(&self) -> bool {
         self.waiting.load(Ordering::Acquire) > 0
     }
 
-    pub fn waiting(&self) -> usize {
+    pub(crate) fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Relaxed)
     }
 
     /// A waiter was queued.
-    pub fn entered(&self) {
+    pub(crate) fn entered(&self) {
         self.waiting.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Ends `w`'s wait, whoever finishes it first (the server serving it,
     /// or the client on timeout or disconnect): its reply channel, if
     /// nobody took it before.
-    pub fn finish(&self, w: &Waiter) -> Option<oneshot::Sender<Vec<u8>>> {
+    pub(crate) fn finish(&self, w: &Waiter) -> Option<oneshot::Sender<Vec<u8>>> {
         let tx = w.slot.lock().take()?;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
         Some(tx)

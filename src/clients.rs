@@ -22,11 +22,11 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::config::OutputLimit;
 
-pub type ClientId = u64;
+pub(crate) type ClientId = u64;
 
 /// A message pushed to a subscribed client.
 #[derive(Debug, Clone)]
-pub enum Push {
+pub(crate) enum Push {
     Message {
         channel: Bytes,
         payload: Bytes,
@@ -51,7 +51,7 @@ pub enum Push {
 }
 
 impl Push {
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         match self {
             Push::Message { channel, payload } | Push::SMessage { channel, payload } => {
                 channel.len() + payload.len() + 32
@@ -68,72 +68,72 @@ impl Push {
 }
 
 /// What other tasks can see of, and do to, one connection.
-pub struct ClientHandle {
-    pub id: ClientId,
+pub(crate) struct ClientHandle {
+    pub(crate) id: ClientId,
     /// The socket's file descriptor (CLIENT LIST's `fd=`).
-    pub fd: i32,
+    pub(crate) fd: i32,
     /// Request bytes read but not yet run, counted from the running
     /// request (CLIENT LIST's `qbuf=`), and the read buffer's spare room.
-    pub qbuf: AtomicUsize,
-    pub qbuf_free: AtomicUsize,
+    pub(crate) qbuf: AtomicUsize,
+    pub(crate) qbuf_free: AtomicUsize,
     /// Argument bytes queued by MULTI (CLIENT LIST's `multi-mem=`).
-    pub multi_mem: AtomicUsize,
-    pub addr: String,
-    pub laddr: String,
-    pub created: Instant,
-    pub name: Mutex<Option<Vec<u8>>>,
-    pub lib_name: Mutex<Option<Vec<u8>>>,
-    pub lib_ver: Mutex<Option<Vec<u8>>>,
+    pub(crate) multi_mem: AtomicUsize,
+    pub(crate) addr: String,
+    pub(crate) laddr: String,
+    pub(crate) created: Instant,
+    pub(crate) name: Mutex<Option<Vec<u8>>>,
+    pub(crate) lib_name: Mutex<Option<Vec<u8>>>,
+    pub(crate) lib_ver: Mutex<Option<Vec<u8>>>,
     /// The name of the ACL user the client is authenticated as (CLIENT
     /// LIST's `user=`, CLIENT KILL USER, disconnecting a deleted user's
     /// clients).
-    pub user: Mutex<Vec<u8>>,
-    pub db: AtomicUsize,
-    pub resp: AtomicU8,
-    pub subs: AtomicU32,
-    pub psubs: AtomicU32,
-    pub ssubs: AtomicU32,
+    pub(crate) user: Mutex<Vec<u8>>,
+    pub(crate) db: AtomicUsize,
+    pub(crate) resp: AtomicU8,
+    pub(crate) subs: AtomicU32,
+    pub(crate) psubs: AtomicU32,
+    pub(crate) ssubs: AtomicU32,
     /// Commands queued in MULTI, or -1 outside a transaction.
-    pub multi: AtomicI32,
+    pub(crate) multi: AtomicI32,
     /// Address of the last command's table entry (0 = none yet).
-    pub last_cmd_ptr: AtomicUsize,
+    pub(crate) last_cmd_ptr: AtomicUsize,
     /// When the client last sent something, on [`crate::clock::coarse_ms`]'s
     /// clock.
-    pub last_active_ms: AtomicU64,
-    pub killed: AtomicBool,
-    pub kill_notify: Notify,
+    last_active_ms: AtomicU64,
+    pub(crate) killed: AtomicBool,
+    pub(crate) kill_notify: Notify,
     /// Client-side caching flags (tracking's `ON`, `BCAST`, …)
     /// and the client invalidations are redirected to (0: none).
-    pub tracking: AtomicU32,
-    pub tracking_redirect: AtomicU64,
+    pub(crate) tracking: AtomicU32,
+    pub(crate) tracking_redirect: AtomicU64,
     /// CLIENT NO-EVICT (CLIENT LIST's `e`).
-    pub no_evict: AtomicBool,
+    pub(crate) no_evict: AtomicBool,
     /// Held by CLIENT PAUSE (CLIENT LIST's `b`).
-    pub paused: AtomicBool,
+    pub(crate) paused: AtomicBool,
     /// True while the connection waits in a blocking command.
-    pub blocked: AtomicBool,
+    pub(crate) blocked: AtomicBool,
     /// CLIENT UNBLOCK's request: 0 none, [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`].
-    pub unblock: AtomicU8,
-    pub unblock_notify: Notify,
+    pub(crate) unblock: AtomicU8,
+    pub(crate) unblock_notify: Notify,
     push_tx: mpsc::UnboundedSender<Push>,
     /// Bytes of pushes queued or buffered but not yet written to the
     /// socket: what the pub/sub output buffer limit measures.
-    pub push_bytes: AtomicUsize,
+    pub(crate) push_bytes: AtomicUsize,
     /// Bytes of the reply buffer a write has taken and not yet finished
     /// with, less the pushes in it (already in `push_bytes`): on the
     /// io_uring path it is held until the loop's next submit, while other
     /// connections' commands may run.
-    pub out_pending: AtomicUsize,
+    pub(crate) out_pending: AtomicUsize,
     /// True while a write of the connection waits for room in its socket
     /// (a client that does not read keeps it true): its queued pushes are
     /// then held memory, not bytes on their way out (see
     /// [`Clients::pushes_in_flight`]). Set by the socket layer, which alone
     /// knows whether a write waited on the peer or only on the next submit
     /// of the io_uring path; cleared by the connection once it is written.
-    pub writing: Arc<AtomicBool>,
+    pub(crate) writing: Arc<AtomicBool>,
     /// Capacity of the connection's read and reply buffers after its last
     /// batch (INFO memory's `mem_clients_normal`).
-    pub buffer_bytes: AtomicUsize,
+    pub(crate) buffer_bytes: AtomicUsize,
     /// When (ms since `created`, plus one) the queue last went over the soft
     /// limit; 0 while under it.
     soft_over_since: AtomicU64,
@@ -142,30 +142,30 @@ pub struct ClientHandle {
     /// What its watched keys, subscriptions and tracking prefixes cost, as
     /// Redis estimates it (the session's `Client::structures_memory`); kept
     /// while client eviction is on.
-    pub structures_mem: AtomicUsize,
+    pub(crate) structures_mem: AtomicUsize,
 }
 
 /// CLIENT UNBLOCK … TIMEOUT: the client gets its command's timeout reply.
-pub const UNBLOCK_TIMEOUT: u8 = 1;
+pub(crate) const UNBLOCK_TIMEOUT: u8 = 1;
 /// CLIENT UNBLOCK … ERROR: the client gets `-UNBLOCKED …`.
-pub const UNBLOCK_ERROR: u8 = 2;
+pub(crate) const UNBLOCK_ERROR: u8 = 2;
 
 impl ClientHandle {
     /// Redis's `islocalClient` for TCP: the peer is exactly 127.0.0.1 or
     /// ::1 (what `enable-…` settings' `local` value admits).
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         let host = self.addr.rsplit_once(':').map_or("", |(h, _)| h);
         matches!(host, "127.0.0.1" | "::1" | "[::1]")
     }
 
     /// Channels, patterns and shard channels subscribed to (Redis's
     /// CLIENT_PUBSUB flag is this being non-zero).
-    pub fn subscriptions(&self) -> u32 {
+    pub(crate) fn subscriptions(&self) -> u32 {
         self.subs.load(Relaxed) + self.psubs.load(Relaxed) + self.ssubs.load(Relaxed)
     }
 
     /// CLIENT UNBLOCK: ends the client's blocking wait, if it is in one.
-    pub fn request_unblock(&self, how: u8) -> bool {
+    pub(crate) fn request_unblock(&self, how: u8) -> bool {
         if !self.blocked.load(Relaxed) {
             return false;
         }
@@ -174,7 +174,7 @@ impl ClientHandle {
         true
     }
 
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         self.killed.store(true, Relaxed);
         self.kill_notify.notify_one();
     }
@@ -183,7 +183,7 @@ impl ClientHandle {
     /// it (CLIENT LIST's `tot-mem` less the running command's arguments):
     /// the query buffer with its free room, the reply buffer, unwritten
     /// pushes and MULTI's queue.
-    pub fn memory(&self) -> usize {
+    pub(crate) fn memory(&self) -> usize {
         let qbuf = self.qbuf.load(Relaxed) + self.qbuf_free.load(Relaxed);
         qbuf + self.reply_buffer()
             + self.push_bytes.load(Relaxed)
@@ -194,7 +194,7 @@ impl ClientHandle {
     /// The reply buffer's size (CLIENT LIST's `rbs`): what the
     /// connection's buffers hold beyond the query buffer, at least Redis's
     /// initial 1 kB.
-    pub fn reply_buffer(&self) -> usize {
+    pub(crate) fn reply_buffer(&self) -> usize {
         self.buffer_bytes
             .load(Relaxed)
             .saturating_sub(self.qbuf.load(Relaxed) + self.qbuf_free.load(Relaxed))
@@ -205,7 +205,7 @@ impl ClientHandle {
     /// the client is gone. A client whose unwritten pushes pass `limit` is
     /// disconnected (Redis's `client-output-buffer-limit pubsub`), so a
     /// subscriber that stops reading costs bounded memory.
-    pub fn push(&self, msg: Push, limit: OutputLimit) -> bool {
+    pub(crate) fn push(&self, msg: Push, limit: OutputLimit) -> bool {
         if self.killed.load(Relaxed) {
             return false;
         }
@@ -234,7 +234,7 @@ impl ClientHandle {
     }
 
     /// Closes the client for its output buffer, logged as Redis logs it.
-    pub fn kill_for_output_limit(&self, queued: u64, which: &str) {
+    fn kill_for_output_limit(&self, queued: u64, which: &str) {
         if !self.killed.swap(true, Relaxed) {
             tracing::warn!(
                 client = self.id,
@@ -251,7 +251,7 @@ impl ClientHandle {
     /// The normal class's limit applied to a reply batch of `bytes`
     /// (Redis's `checkClientOutputBufferLimits`): true if the client must
     /// be closed instead of being sent it.
-    pub fn over_output_limit(&self, bytes: u64, limit: OutputLimit) -> bool {
+    pub(crate) fn over_output_limit(&self, bytes: u64, limit: OutputLimit) -> bool {
         if limit.hard != 0 && bytes > limit.hard {
             self.kill_for_output_limit(bytes, "hard");
             return true;
@@ -275,34 +275,34 @@ impl ClientHandle {
         false
     }
 
-    pub fn idle_secs(&self) -> u64 {
+    pub(crate) fn idle_secs(&self) -> u64 {
         crate::clock::coarse_ms().saturating_sub(self.last_active_ms.load(Relaxed)) / 1000
     }
 
     /// Every read from the socket calls this, so it reads the coarse clock:
     /// idle time is counted in seconds.
-    pub fn touch(&self) {
+    pub(crate) fn touch(&self) {
         self.last_active_ms
             .store(crate::clock::coarse_ms(), Relaxed);
     }
 }
 
 #[derive(Default)]
-pub struct Clients {
+pub(crate) struct Clients {
     map: Mutex<HashMap<ClientId, Arc<ClientHandle>>>,
     next_id: AtomicU64,
-    pub total_connections: AtomicU64,
+    pub(crate) total_connections: AtomicU64,
     /// The clients' memory as last noted (see [`Clients::note_memory`]):
     /// what `maxmemory-clients` limits.
     memory: AtomicUsize,
     /// Clients disconnected by client eviction (INFO's `evicted_clients`).
-    pub evicted: AtomicU64,
+    pub(crate) evicted: AtomicU64,
     evicting: Mutex<()>,
 }
 
 impl Clients {
     /// Registers a new connection; returns its handle and push queue.
-    pub fn register(
+    pub(crate) fn register(
         &self,
         addr: String,
         laddr: String,
@@ -354,7 +354,7 @@ impl Clients {
         (h, rx)
     }
 
-    pub fn unregister(&self, id: ClientId) {
+    pub(crate) fn unregister(&self, id: ClientId) {
         if let Some(c) = self.map.lock().remove(&id) {
             self.memory
                 .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
@@ -364,7 +364,7 @@ impl Clients {
     /// Brings `c`'s part of the clients' memory total up to date (its
     /// connection calls this as its buffers change, while client eviction
     /// is on).
-    pub fn note_memory(&self, c: &ClientHandle) {
+    pub(crate) fn note_memory(&self, c: &ClientHandle) {
         // A killed client's memory is on its way out (and evicting one
         // already took it off the total).
         let now = if c.killed.load(Relaxed) {
@@ -393,7 +393,12 @@ impl Clients {
     /// up to date only when it runs). Returns how many went.
     /// `refresh`: recount every client first (the limit was just set, so
     /// the total may be stale).
-    pub fn evict(&self, limit: usize, refresh: bool, is_monitor: impl Fn(ClientId) -> bool) -> u64 {
+    pub(crate) fn evict(
+        &self,
+        limit: usize,
+        refresh: bool,
+        is_monitor: impl Fn(ClientId) -> bool,
+    ) -> u64 {
         if refresh {
             for c in self.all() {
                 self.note_memory(&c);
@@ -445,11 +450,11 @@ impl Clients {
         evicted
     }
 
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.map.lock().len()
     }
 
-    pub fn get(&self, id: ClientId) -> Option<Arc<ClientHandle>> {
+    pub(crate) fn get(&self, id: ClientId) -> Option<Arc<ClientHandle>> {
         self.map.lock().get(&id).cloned()
     }
 
@@ -459,7 +464,7 @@ impl Clients {
     /// writes such output before it runs the next command, so eviction does
     /// not count them (else the invalidations of evicted keys, still
     /// queued, would make more keys go).
-    pub fn pushes_in_flight(&self) -> u64 {
+    pub(crate) fn pushes_in_flight(&self) -> u64 {
         self.map
             .lock()
             .values()
@@ -469,15 +474,9 @@ impl Clients {
     }
 
     /// All clients, ordered by id (as CLIENT LIST prints them).
-    pub fn all(&self) -> Vec<Arc<ClientHandle>> {
+    pub(crate) fn all(&self) -> Vec<Arc<ClientHandle>> {
         let mut v: Vec<_> = self.map.lock().values().cloned().collect();
         v.sort_by_key(|c| c.id);
         v
-    }
-
-    pub fn kill_all(&self) {
-        for c in self.map.lock().values() {
-            c.kill();
-        }
     }
 }

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 #[derive(Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     /// Added to the system time.
     offset_ms: AtomicI64,
     /// When non-zero, the clock stands still at this instant.
@@ -16,17 +16,17 @@ pub struct Clock {
 }
 
 impl Clock {
-    pub fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         self.now_us() / 1000
     }
 
-    pub fn now_us(&self) -> u64 {
+    pub(crate) fn now_us(&self) -> u64 {
         self.at_us(system_us())
     }
 
     /// This clock's time when the system clock read `sys_us` (from
     /// [`system_us`]), for a caller that needs that reading too.
-    pub fn at_us(&self, sys_us: u64) -> u64 {
+    pub(crate) fn at_us(&self, sys_us: u64) -> u64 {
         let frozen = self.frozen_ms.load(Relaxed);
         if frozen != 0 {
             return frozen * 1000;
@@ -37,7 +37,7 @@ impl Clock {
     }
 
     /// Moves the clock by `ms` (negative moves it back).
-    pub fn advance(&self, ms: i64) {
+    pub(crate) fn advance(&self, ms: i64) {
         self.offset_ms.fetch_add(ms, Relaxed);
         let frozen = self.frozen_ms.load(Relaxed);
         if frozen != 0 {
@@ -47,7 +47,7 @@ impl Clock {
     }
 
     /// Stops the clock at `ms` (0 lets it run again from the real time plus offset).
-    pub fn freeze_at(&self, ms: u64) {
+    pub(crate) fn freeze_at(&self, ms: u64) {
         self.frozen_ms.store(ms, Relaxed);
     }
 }
@@ -56,7 +56,7 @@ impl Clock {
 /// duration is measured on it, as Redis's `call` does with `ustime()`, so
 /// one reading both starts the measure and dates the command
 /// ([`Clock::at_us`]): clock reads are a visible part of a request's cost.
-pub fn system_us() -> u64 {
+pub(crate) fn system_us() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -74,7 +74,7 @@ pub fn system_us() -> u64 {
 /// interval (a few ms): reading it copies a value the kernel keeps, where
 /// a precise clock reads the CPU's counter, which costs more than a request's
 /// parsing on a virtual machine. For what is counted in seconds (idle time).
-pub fn coarse_ms() -> u64 {
+pub(crate) fn coarse_ms() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -44,13 +44,13 @@ pub enum Launch {
 /// that is not a setting (window rules, users, renamed commands).
 pub struct Startup {
     pub config: Config,
-    pub window_rules: Vec<Rule>,
+    pub(crate) window_rules: Vec<Rule>,
     /// `user …` lines in order (words after `user`), for the ACL layer.
-    pub users: Vec<Vec<Vec<u8>>>,
+    pub(crate) users: Vec<Vec<Vec<u8>>>,
     /// `rename-command old new` in order (`new` empty: removed).
-    pub renames: Vec<(Vec<u8>, Vec<u8>)>,
+    pub(crate) renames: Vec<(Vec<u8>, Vec<u8>)>,
     /// Said once logging is up (directives accepted but not acted on).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Launch {
@@ -225,11 +225,11 @@ fn window_rule(args: &[Vec<u8>]) -> Result<Rule, String> {
 
 /// At most this many shards (`shards`): the keyspace's lock sets are
 /// `u128` bit masks.
-pub const MAX_SHARDS: usize = 128;
+pub(crate) const MAX_SHARDS: usize = 128;
 
 /// Names a config file read before the real one whose values replace the
 /// built-in defaults (see `Startup::load`).
-pub const DEFAULTS_ENV: &str = "ZWINDOW_DEFAULTS";
+const DEFAULTS_ENV: &str = "ZWINDOW_DEFAULTS";
 
 /// Changes the log filter of the running process (set by `main`, which
 /// owns the subscriber).
@@ -239,7 +239,7 @@ pub type LogReload = Box<dyn Fn(&str) + Send + Sync>;
 
 /// How `CONFIG SET port` moves the listener (see [`Config::set_listen`]):
 /// binds the new port (0: no TCP listener) or fails with the reason.
-pub type Listen = Box<dyn Fn(u16) -> Result<(), String> + Send + Sync>;
+type Listen = Box<dyn Fn(u16) -> Result<(), String> + Send + Sync>;
 
 /// Redis's HIDDEN_CONFIG settings: CONFIG GET reports them only when asked
 /// by their exact name, never for a pattern (they are test hooks). Redis
@@ -269,12 +269,12 @@ const DEPRECATED: &[&str] = &[
 
 /// The runtime settings.
 pub struct Config {
-    pub bind: String,
-    pub port: AtomicU32,
+    pub(crate) bind: String,
+    pub(crate) port: AtomicU32,
     /// Set by the server once it listens: what a new `port` applies.
     listen: std::sync::OnceLock<Listen>,
-    pub databases: usize,
-    pub debug_command: bool,
+    pub(crate) databases: usize,
+    pub(crate) debug_command: bool,
     requirepass: RwLock<Option<Vec<u8>>>,
     hz: AtomicU32,
     notify: AtomicU32,
@@ -305,7 +305,7 @@ pub struct Config {
     tcp_keepalive: AtomicU64,
     timeout: AtomicU64,
     /// `tcp-backlog` (read at startup only, as in Redis).
-    pub tcp_backlog: u32,
+    pub(crate) tcp_backlog: u32,
     /// `min-replicas-to-write` / `min-replicas-max-lag`: zwindow has no
     /// replicas, so with both set every write is refused as by a Redis
     /// master that lost its replicas.
@@ -321,14 +321,14 @@ pub struct Config {
     latency_percentiles: RwLock<Vec<f64>>,
     /// The config file, absolute (INFO server's `config_file`, what
     /// CONFIG REWRITE writes).
-    pub config_file: Option<PathBuf>,
+    pub(crate) config_file: Option<PathBuf>,
     /// Keyspace shards (0: 4 per core), worker threads, the tracing filter.
     shards: usize,
     threads: usize,
     /// `io-uring yes` (the default): serve client sockets through io_uring
     /// where the kernel allows it (see `network::uring`); `no` keeps epoll.
     io_uring: bool,
-    pub log_level: String,
+    log_level: String,
     /// True while the config file is read: settings immutable at runtime
     /// can be set only then.
     loading: AtomicBool,
@@ -338,7 +338,7 @@ pub struct Config {
     /// leaves settings at these values out, as at the built-in ones).
     baseline: HashMap<&'static str, String>,
     /// `aclfile` (empty: none), read at startup only, as in Redis.
-    pub aclfile: String,
+    pub(crate) aclfile: String,
     acllog_max_len: AtomicUsize,
     /// `acl-pubsub-default allchannels`: new users may use every channel.
     acl_pubsub_all: AtomicBool,
@@ -403,15 +403,15 @@ const OBUF_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
 /// An output buffer limit: disconnect past `hard` bytes, or after staying
 /// past `soft` bytes for more than `soft_secs` seconds (0 = no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutputLimit {
-    pub hard: u64,
-    pub soft: u64,
-    pub soft_secs: u64,
+pub(crate) struct OutputLimit {
+    pub(crate) hard: u64,
+    pub(crate) soft: u64,
+    pub(crate) soft_secs: u64,
 }
 
 /// `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fsync {
+pub(crate) enum Fsync {
     Always,
     EverySec,
     No,
@@ -419,9 +419,9 @@ pub enum Fsync {
 
 impl Fsync {
     /// In the order `CONFIG SET appendfsync` lists them.
-    pub const ALL: [Fsync; 3] = [Fsync::Always, Fsync::EverySec, Fsync::No];
+    pub(crate) const ALL: [Fsync; 3] = [Fsync::Always, Fsync::EverySec, Fsync::No];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Fsync::Always => "always",
             Fsync::EverySec => "everysec",
@@ -432,7 +432,7 @@ impl Fsync {
 
 impl Config {
     /// Redis 7.0's defaults (and zwindow's for its own settings).
-    pub fn defaults() -> Config {
+    pub(crate) fn defaults() -> Config {
         Config {
             bind: "127.0.0.1".into(),
             port: AtomicU32::new(6379),
@@ -546,7 +546,7 @@ impl Config {
 
     /// Registers how a new `port` is applied at runtime (the server's
     /// accept loop); before that, `port` is only stored (startup).
-    pub fn set_listen(&self, listen: Listen) {
+    pub(crate) fn set_listen(&self, listen: Listen) {
         let _ = self.listen.set(listen);
     }
 
@@ -576,7 +576,7 @@ impl Config {
         self.io_uring
     }
 
-    pub fn shard_count(&self) -> usize {
+    pub(crate) fn shard_count(&self) -> usize {
         if self.shards > 0 {
             return self.shards;
         }
@@ -599,57 +599,57 @@ impl Config {
 
     /// `appendonly`: the AOF is wanted (the writer's own state says
     /// whether it runs).
-    pub fn appendonly(&self) -> bool {
+    pub(crate) fn appendonly(&self) -> bool {
         self.kept("appendonly", "no") == "yes"
     }
 
-    pub fn appendfsync(&self) -> Fsync {
+    pub(crate) fn appendfsync(&self) -> Fsync {
         let i = usize::from(self.appendfsync.load(Relaxed));
         Fsync::ALL.get(i).copied().unwrap_or(Fsync::EverySec)
     }
 
-    pub fn appendfilename(&self) -> String {
+    pub(crate) fn appendfilename(&self) -> String {
         self.kept("appendfilename", "appendonly.aof")
     }
 
-    pub fn appenddirname(&self) -> String {
+    pub(crate) fn appenddirname(&self) -> String {
         self.kept("appenddirname", "appendonlydir")
     }
 
-    pub fn aof_load_truncated(&self) -> bool {
+    pub(crate) fn aof_load_truncated(&self) -> bool {
         self.kept("aof-load-truncated", "yes") == "yes"
     }
 
-    pub fn auto_aof_rewrite_percentage(&self) -> u64 {
+    pub(crate) fn auto_aof_rewrite_percentage(&self) -> u64 {
         self.kept("auto-aof-rewrite-percentage", "100")
             .parse()
             .unwrap_or(100)
     }
 
-    pub fn auto_aof_rewrite_min_size(&self) -> u64 {
+    pub(crate) fn auto_aof_rewrite_min_size(&self) -> u64 {
         self.kept("auto-aof-rewrite-min-size", "67108864")
             .parse()
             .unwrap_or(64 << 20)
     }
 
-    pub fn lazyfree_lazy_expire(&self) -> bool {
+    pub(crate) fn lazyfree_lazy_expire(&self) -> bool {
         self.kept("lazyfree-lazy-expire", "no") == "yes"
     }
 
-    pub fn lazyfree_lazy_user_del(&self) -> bool {
+    pub(crate) fn lazyfree_lazy_user_del(&self) -> bool {
         self.kept("lazyfree-lazy-user-del", "no") == "yes"
     }
 
-    pub fn lazyfree_lazy_server_del(&self) -> bool {
+    pub(crate) fn lazyfree_lazy_server_del(&self) -> bool {
         self.kept("lazyfree-lazy-server-del", "no") == "yes"
     }
 
-    pub fn lazyfree_lazy_eviction(&self) -> bool {
+    pub(crate) fn lazyfree_lazy_eviction(&self) -> bool {
         self.kept("lazyfree-lazy-eviction", "no") == "yes"
     }
 
     /// `pidfile` and `logfile` (empty: none / stderr).
-    pub fn pidfile(&self) -> String {
+    pub(crate) fn pidfile(&self) -> String {
         self.kept("pidfile", "")
     }
 
@@ -657,20 +657,20 @@ impl Config {
         self.kept("logfile", "")
     }
 
-    pub fn slowlog_slower_than(&self) -> i64 {
+    pub(crate) fn slowlog_slower_than(&self) -> i64 {
         self.slowlog_slower_than.load(Relaxed)
     }
 
-    pub fn slowlog_max_len(&self) -> u64 {
+    pub(crate) fn slowlog_max_len(&self) -> u64 {
         self.slowlog_max_len.load(Relaxed)
     }
 
-    pub fn latency_monitor_threshold(&self) -> i64 {
+    pub(crate) fn latency_monitor_threshold(&self) -> i64 {
         self.latency_monitor_threshold.load(Relaxed)
     }
 
     /// `maxmemory` in bytes; 0 means no limit.
-    pub fn maxmemory(&self) -> u64 {
+    pub(crate) fn maxmemory(&self) -> u64 {
         self.maxmemory.load(Relaxed)
     }
 
@@ -678,7 +678,7 @@ impl Config {
     /// largest are evicted (Redis's `getClientEvictionLimit`): 0 for no
     /// limit, and never under 128 kB, so a bad setting still lets clients
     /// talk to the server.
-    pub fn client_eviction_limit(&self) -> usize {
+    pub(crate) fn client_eviction_limit(&self) -> usize {
         let setting = self.maxmemory_clients.load(Relaxed);
         let maxmemory = self.maxmemory();
         let limit = if setting < 0 && maxmemory > 0 {
@@ -691,81 +691,81 @@ impl Config {
         limit.max(128 * 1024)
     }
 
-    pub fn maxmemory_policy(&self) -> Policy {
+    pub(crate) fn maxmemory_policy(&self) -> Policy {
         Policy::ALL[usize::from(self.maxmemory_policy.load(Relaxed)) % Policy::ALL.len()]
     }
 
-    pub fn maxmemory_samples(&self) -> usize {
+    pub(crate) fn maxmemory_samples(&self) -> usize {
         self.maxmemory_samples.load(Relaxed) as usize
     }
 
-    pub fn maxmemory_eviction_tenacity(&self) -> u32 {
+    pub(crate) fn maxmemory_eviction_tenacity(&self) -> u32 {
         self.maxmemory_eviction_tenacity.load(Relaxed)
     }
 
-    pub fn rdb_key_save_delay(&self) -> i32 {
+    pub(crate) fn rdb_key_save_delay(&self) -> i32 {
         self.rdb_key_save_delay.load(Relaxed)
     }
 
-    pub fn key_load_delay(&self) -> i32 {
+    pub(crate) fn key_load_delay(&self) -> i32 {
         self.key_load_delay.load(Relaxed)
     }
 
-    pub fn lfu_log_factor(&self) -> u32 {
+    pub(crate) fn lfu_log_factor(&self) -> u32 {
         self.lfu_log_factor.load(Relaxed)
     }
 
-    pub fn lfu_decay_time(&self) -> u32 {
+    pub(crate) fn lfu_decay_time(&self) -> u32 {
         self.lfu_decay_time.load(Relaxed)
     }
 
     /// The save points, as (seconds, changes).
-    pub fn save_points(&self) -> Vec<(u64, u64)> {
+    pub(crate) fn save_points(&self) -> Vec<(u64, u64)> {
         self.save_points.read().clone()
     }
 
     /// Where the RDB file lives: `dbfilename` in the working directory
     /// (`dir` changes directory, as in Redis).
-    pub fn rdb_path(&self) -> PathBuf {
+    pub(crate) fn rdb_path(&self) -> PathBuf {
         let name = PathBuf::from(&*self.dbfilename.read());
         std::env::current_dir().map_or_else(|_| name.clone(), |d| d.join(&name))
     }
 
-    pub fn aof_timestamp_enabled(&self) -> bool {
+    pub(crate) fn aof_timestamp_enabled(&self) -> bool {
         self.aof_timestamp_enabled.load(Relaxed)
     }
 
-    pub fn rdbcompression(&self) -> bool {
+    pub(crate) fn rdbcompression(&self) -> bool {
         self.rdbcompression.load(Relaxed)
     }
 
-    pub fn rdbchecksum(&self) -> bool {
+    pub(crate) fn rdbchecksum(&self) -> bool {
         self.rdbchecksum
     }
 
-    pub fn stop_writes_on_bgsave_error(&self) -> bool {
+    pub(crate) fn stop_writes_on_bgsave_error(&self) -> bool {
         self.stop_writes_on_bgsave_error.load(Relaxed)
     }
 
-    pub fn latency_tracking(&self) -> bool {
+    pub(crate) fn latency_tracking(&self) -> bool {
         self.latency_tracking.load(Relaxed)
     }
 
-    pub fn latency_percentiles(&self) -> Vec<f64> {
+    pub(crate) fn latency_percentiles(&self) -> Vec<f64> {
         self.latency_percentiles.read().clone()
     }
 
-    pub fn notify_flags(&self) -> u32 {
+    pub(crate) fn notify_flags(&self) -> u32 {
         self.notify.load(Relaxed)
     }
 
     /// The limit for clients in pub/sub mode (the `pubsub` class).
-    pub fn pubsub_output_limit(&self) -> OutputLimit {
+    pub(crate) fn pubsub_output_limit(&self) -> OutputLimit {
         self.output_limit(2)
     }
 
     /// The limit of the `normal` class.
-    pub fn normal_output_limit(&self) -> OutputLimit {
+    pub(crate) fn normal_output_limit(&self) -> OutputLimit {
         self.output_limit(0)
     }
 
@@ -778,116 +778,116 @@ impl Config {
         }
     }
 
-    pub fn hz(&self) -> u32 {
+    pub(crate) fn hz(&self) -> u32 {
         self.hz.load(Relaxed)
     }
 
-    pub fn stream_node_max_bytes(&self) -> usize {
+    pub(crate) fn stream_node_max_bytes(&self) -> usize {
         self.stream_node_max_bytes.load(Relaxed)
     }
 
-    pub fn stream_node_max_entries(&self) -> usize {
+    pub(crate) fn stream_node_max_entries(&self) -> usize {
         self.stream_node_max_entries.load(Relaxed)
     }
 
-    pub fn zset_max_listpack_entries(&self) -> usize {
+    pub(crate) fn zset_max_listpack_entries(&self) -> usize {
         self.zset_max_listpack_entries.load(Relaxed)
     }
 
-    pub fn zset_max_listpack_value(&self) -> usize {
+    pub(crate) fn zset_max_listpack_value(&self) -> usize {
         self.zset_max_listpack_value.load(Relaxed)
     }
 
-    pub fn hll_sparse_max_bytes(&self) -> usize {
+    pub(crate) fn hll_sparse_max_bytes(&self) -> usize {
         self.hll_sparse_max_bytes.load(Relaxed)
     }
 
-    pub fn set_max_intset_entries(&self) -> usize {
+    pub(crate) fn set_max_intset_entries(&self) -> usize {
         self.set_max_intset_entries.load(Relaxed)
     }
 
-    pub fn hash_max_listpack_entries(&self) -> usize {
+    pub(crate) fn hash_max_listpack_entries(&self) -> usize {
         self.hash_max_listpack_entries.load(Relaxed)
     }
 
-    pub fn hash_max_listpack_value(&self) -> usize {
+    pub(crate) fn hash_max_listpack_value(&self) -> usize {
         self.hash_max_listpack_value.load(Relaxed)
     }
 
-    pub fn list_max_listpack_size(&self) -> i64 {
+    pub(crate) fn list_max_listpack_size(&self) -> i64 {
         self.list_max_listpack_size.load(Relaxed)
     }
 
-    pub fn list_compress_depth(&self) -> usize {
+    pub(crate) fn list_compress_depth(&self) -> usize {
         self.list_compress_depth.load(Relaxed)
     }
 
-    pub fn proto_max_bulk_len(&self) -> i64 {
+    pub(crate) fn proto_max_bulk_len(&self) -> i64 {
         self.proto_max_bulk_len.load(Relaxed)
     }
 
     /// Milliseconds a script runs before other clients get BUSY.
     /// Redis's `checkGoodReplicasStatus() == 0`: writes need more good
     /// replicas than there are (zwindow never has any).
-    pub fn lacks_good_replicas(&self) -> bool {
+    pub(crate) fn lacks_good_replicas(&self) -> bool {
         self.min_replicas_to_write.load(Relaxed) > 0 && self.min_replicas_max_lag.load(Relaxed) > 0
     }
 
-    pub fn busy_reply_threshold(&self) -> u64 {
+    pub(crate) fn busy_reply_threshold(&self) -> u64 {
         self.busy_reply_threshold.load(Relaxed).max(0) as u64
     }
 
     /// `enable-module-command`: `no`, `yes` or `local` (startup only).
-    pub fn enable_module_command(&self) -> String {
+    pub(crate) fn enable_module_command(&self) -> String {
         self.kept("enable-module-command", "no")
     }
 
-    pub fn protected_mode(&self) -> bool {
+    pub(crate) fn protected_mode(&self) -> bool {
         self.protected_mode.load(Relaxed)
     }
 
-    pub fn tcp_keepalive_secs(&self) -> u64 {
+    pub(crate) fn tcp_keepalive_secs(&self) -> u64 {
         self.tcp_keepalive.load(Relaxed)
     }
 
-    pub fn timeout_secs(&self) -> u64 {
+    pub(crate) fn timeout_secs(&self) -> u64 {
         self.timeout.load(Relaxed)
     }
 
     /// Lowers `maxclients` to what the open-files limit allows (startup).
-    pub fn set_maxclients(&self, n: usize) {
+    pub(crate) fn set_maxclients(&self, n: usize) {
         self.maxclients.store(n.max(1), Relaxed);
     }
 
-    pub fn client_query_buffer_limit(&self) -> u64 {
+    pub(crate) fn client_query_buffer_limit(&self) -> u64 {
         self.client_query_buffer_limit.load(Relaxed)
     }
 
-    pub fn tracking_table_max_keys(&self) -> usize {
+    pub(crate) fn tracking_table_max_keys(&self) -> usize {
         self.tracking_table_max_keys.load(Relaxed)
     }
 
-    pub fn maxclients(&self) -> usize {
+    pub(crate) fn maxclients(&self) -> usize {
         self.maxclients.load(Relaxed)
     }
 
     /// `requirepass`, which is the default ACL user's password (the
     /// server applies it there at startup and on CONFIG SET).
-    pub fn requirepass(&self) -> Option<Vec<u8>> {
+    pub(crate) fn requirepass(&self) -> Option<Vec<u8>> {
         self.requirepass.read().clone()
     }
 
-    pub fn acllog_max_len(&self) -> usize {
+    pub(crate) fn acllog_max_len(&self) -> usize {
         self.acllog_max_len.load(Relaxed)
     }
 
     /// `acl-pubsub-default`: true for `allchannels`.
-    pub fn acl_pubsub_all(&self) -> bool {
+    pub(crate) fn acl_pubsub_all(&self) -> bool {
         self.acl_pubsub_all.load(Relaxed)
     }
 
     /// `CONFIG GET`: every (name, value) whose name matches one of the patterns.
-    pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
+    pub(crate) fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = Vec::new();
         for pat in patterns {
             // As Redis: a name without glob characters is looked up
@@ -911,7 +911,7 @@ impl Config {
 
     /// Redis's PROTECTED_CONFIG (`dir`): CONFIG SET refuses it unless
     /// `enable-protected-configs` is `yes`, or `local` and the client is.
-    pub fn protected_refused(&self, name: &[u8], local_client: bool) -> Option<String> {
+    pub(crate) fn protected_refused(&self, name: &[u8], local_client: bool) -> Option<String> {
         let p = find_param(name)?;
         if !PROTECTED.contains(&p.name) {
             return None;
@@ -930,7 +930,7 @@ impl Config {
     }
 
     /// `CONFIG SET name value [name value ...]`: all or nothing.
-    pub fn set_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
+    pub(crate) fn set_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
         let mut seen: Vec<&'static str> = Vec::new();
         let mut found = Vec::with_capacity(pairs.len());
         for (name, value) in pairs {
@@ -988,7 +988,11 @@ impl Config {
     /// the window rules are written as `zwindow` lines, and `users` (the
     /// ACL users' `user` lines, empty when an `aclfile` holds them) replace
     /// the file's `user` lines, as Redis's `rewriteConfigUserOption`.
-    pub fn rewrite(&self, rules: &[std::sync::Arc<Rule>], users: &[Vec<u8>]) -> Result<(), String> {
+    pub(crate) fn rewrite(
+        &self,
+        rules: &[std::sync::Arc<Rule>],
+        users: &[Vec<u8>],
+    ) -> Result<(), String> {
         let Some(path) = &self.config_file else {
             return Err("ERR The server is running without a config file".into());
         };
@@ -1146,7 +1150,7 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
 
 /// Parameters whose values are secrets: CONFIG SET hides them from the
 /// slow log (Redis's `SENSITIVE_CONFIG`).
-pub fn is_sensitive(name: &[u8]) -> bool {
+pub(crate) fn is_sensitive(name: &[u8]) -> bool {
     eq_ic(name, "requirepass") || eq_ic(name, "masterauth")
 }
 
@@ -1188,13 +1192,13 @@ fn parse_bool(v: &[u8]) -> Option<bool> {
 
 /// A percentile as Redis prints it: `%f` without trailing zeros (`50`,
 /// `99.9`).
-pub fn fmt_percentile(p: f64) -> String {
+pub(crate) fn fmt_percentile(p: f64) -> String {
     let s = format!("{p:.6}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Parses Redis memory values: `512mb`, `1gb`, `100k`, plain bytes.
-pub fn parse_memory(v: &[u8]) -> Option<i64> {
+pub(crate) fn parse_memory(v: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(v).ok()?.to_ascii_lowercase();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
@@ -1402,7 +1406,7 @@ macro_rules! i32_param {
 
 /// `maxmemory-policy`: what goes when memory is over `maxmemory`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
+pub(crate) enum Policy {
     VolatileLru,
     VolatileLfu,
     VolatileRandom,
@@ -1415,7 +1419,7 @@ pub enum Policy {
 
 impl Policy {
     /// In Redis's order (the order its error message lists them in).
-    pub const ALL: [Policy; 8] = [
+    pub(crate) const ALL: [Policy; 8] = [
         Policy::VolatileLru,
         Policy::VolatileLfu,
         Policy::VolatileRandom,
@@ -1426,7 +1430,7 @@ impl Policy {
         Policy::NoEviction,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Policy::VolatileLru => "volatile-lru",
             Policy::VolatileLfu => "volatile-lfu",
@@ -1440,12 +1444,12 @@ impl Policy {
     }
 
     /// Keys keep an LFU counter rather than an LRU clock.
-    pub fn is_lfu(self) -> bool {
+    pub(crate) fn is_lfu(self) -> bool {
         matches!(self, Policy::VolatileLfu | Policy::AllkeysLfu)
     }
 
     /// Only keys with a TTL may be evicted.
-    pub fn volatile(self) -> bool {
+    pub(crate) fn volatile(self) -> bool {
         matches!(
             self,
             Policy::VolatileLru

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// Startup cannot go on: the text goes to stderr, the exit status is 1.
 #[derive(Debug)]
-pub struct Fatal(pub String);
+pub struct Fatal(pub(crate) String);
 
 impl std::fmt::Display for Fatal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -256,7 +256,7 @@ fn absolute(path: &[u8]) -> PathBuf {
 
 /// A directive as the loader hands it over: its words (the name
 /// lower-cased) and where it was read, for error messages.
-pub(crate) type Apply<'a> = dyn FnMut(&[Vec<u8>]) -> Result<(), String> + 'a;
+type Apply<'a> = dyn FnMut(&[Vec<u8>]) -> Result<(), String> + 'a;
 
 /// How deep `include` may nest (Redis has no limit and recurses until the
 /// stack ends on a file that includes itself).

@@ -10,35 +10,35 @@
 use std::collections::BTreeMap;
 
 /// Samples kept per event (Redis's `LATENCY_TS_LEN`).
-pub const HISTORY_LEN: usize = 160;
+const HISTORY_LEN: usize = 160;
 
 #[derive(Clone, Copy, Default)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Unix seconds; 0 marks an unused slot.
-    pub time: u32,
+    pub(crate) time: u32,
     /// Milliseconds.
-    pub latency: u32,
+    pub(crate) latency: u32,
 }
 
 /// One event's ring of samples.
-pub struct Series {
+pub(crate) struct Series {
     /// The slot the next sample goes to.
     idx: usize,
     /// The highest latency seen since the event was last reset.
-    pub max: u32,
+    pub(crate) max: u32,
     samples: [Sample; HISTORY_LEN],
 }
 
 impl Series {
     /// The used samples, oldest first.
-    pub fn samples(&self) -> impl Iterator<Item = Sample> + '_ {
+    pub(crate) fn samples(&self) -> impl Iterator<Item = Sample> + '_ {
         (0..HISTORY_LEN)
             .map(move |j| self.samples[(self.idx + j) % HISTORY_LEN])
             .filter(|s| s.time != 0)
     }
 
     /// The newest sample.
-    pub fn latest(&self) -> Sample {
+    pub(crate) fn latest(&self) -> Sample {
         self.samples[(self.idx + HISTORY_LEN - 1) % HISTORY_LEN]
     }
 }
@@ -46,21 +46,27 @@ impl Series {
 /// The events, by name (Redis keeps them in a dict: the order LATENCY
 /// LATEST lists them in is its hash order; here it is the name's).
 #[derive(Default)]
-pub struct Monitor {
+pub(crate) struct Monitor {
     events: BTreeMap<String, Series>,
 }
 
 impl Monitor {
     /// Records `latency_ms` for `event` when the monitor is on
     /// (`threshold_ms > 0`) and the latency reaches it.
-    pub fn add_if_needed(&mut self, threshold_ms: i64, event: &str, latency_ms: u64, now: u64) {
+    pub(crate) fn add_if_needed(
+        &mut self,
+        threshold_ms: i64,
+        event: &str,
+        latency_ms: u64,
+        now: u64,
+    ) {
         if threshold_ms > 0 && latency_ms >= threshold_ms as u64 {
             self.add(event, latency_ms, now);
         }
     }
 
     /// Redis's `latencyAddSample`: a second already sampled keeps its worst.
-    pub fn add(&mut self, event: &str, latency_ms: u64, now: u64) {
+    pub(crate) fn add(&mut self, event: &str, latency_ms: u64, now: u64) {
         let latency = u32::try_from(latency_ms).unwrap_or(u32::MAX);
         let now = u32::try_from(now).unwrap_or(u32::MAX);
         let ts = self.events.entry(event.to_owned()).or_insert(Series {
@@ -80,7 +86,7 @@ impl Monitor {
 
     /// Drops `event` (case-insensitively, as Redis), or every event for
     /// `None`; returns how many were dropped.
-    pub fn reset(&mut self, event: Option<&[u8]>) -> usize {
+    pub(crate) fn reset(&mut self, event: Option<&[u8]>) -> usize {
         let before = self.events.len();
         match event {
             None => self.events.clear(),
@@ -91,37 +97,37 @@ impl Monitor {
         before - self.events.len()
     }
 
-    pub fn get(&self, event: &[u8]) -> Option<(&str, &Series)> {
+    pub(crate) fn get(&self, event: &[u8]) -> Option<(&str, &Series)> {
         self.events
             .iter()
             .find(|(name, _)| name.as_bytes() == event)
             .map(|(n, s)| (n.as_str(), s))
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Series)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &Series)> {
         self.events.iter().map(|(n, s)| (n.as_str(), s))
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
 }
 
 /// Redis's `analyzeLatencyForEvent`: figures over an event's samples.
 #[derive(Default, Debug, PartialEq)]
-pub struct Analysis {
-    pub all_time_high: u32,
-    pub avg: u32,
-    pub min: u32,
-    pub max: u32,
+struct Analysis {
+    all_time_high: u32,
+    avg: u32,
+    pub(crate) min: u32,
+    pub(crate) max: u32,
     /// Mean absolute deviation.
-    pub mad: u32,
-    pub samples: u32,
+    mad: u32,
+    samples: u32,
     /// Seconds from the oldest sample to now (at least 1).
-    pub period: u64,
+    period: u64,
 }
 
-pub fn analyze(ts: &Series, now: u64) -> Analysis {
+fn analyze(ts: &Series, now: u64) -> Analysis {
     let mut a = Analysis {
         all_time_high: ts.max,
         ..Analysis::default()
@@ -156,7 +162,7 @@ pub fn analyze(ts: &Series, now: u64) -> Analysis {
 }
 
 /// Redis's `latencyCommandGenSparkeline`: LATENCY GRAPH's text.
-pub fn graph(event: &str, ts: &Series, now: u64) -> String {
+pub(crate) fn graph(event: &str, ts: &Series, now: u64) -> String {
     let samples: Vec<Sample> = ts.samples().collect();
     let min = samples.iter().map(|s| s.latency).min().unwrap_or(0);
     let max = samples.iter().map(|s| s.latency).max().unwrap_or(0);
@@ -250,7 +256,7 @@ fn sparkline(out: &mut String, values: &[f64], labels: &[String], columns: usize
 /// records: `threshold_ms` is `latency-monitor-threshold`, `slower_than`
 /// `slowlog-log-slower-than`, `hz` the background frequency, `thp` whether
 /// the process has transparent huge pages.
-pub fn doctor(
+pub(crate) fn doctor(
     m: &Monitor,
     now: u64,
     threshold_ms: i64,
@@ -356,7 +362,7 @@ pub fn doctor(
 
 /// Redis's `THPGetAnonHugePagesSize` > 0: the process has anonymous huge
 /// pages (Linux; elsewhere, none).
-pub fn has_huge_pages() -> bool {
+pub(crate) fn has_huge_pages() -> bool {
     std::fs::read_to_string("/proc/self/smaps_rollup")
         .ok()
         .and_then(|s| {

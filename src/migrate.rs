@@ -51,7 +51,7 @@ struct Cached {
 
 /// The cached connections, by `host:port` as the client spelled them.
 #[derive(Default)]
-pub struct SocketCache {
+pub(crate) struct SocketCache {
     map: Mutex<HashMap<Vec<u8>, Cached>>,
 }
 
@@ -161,25 +161,25 @@ fn connect(host: &[u8], port: u16, timeout: Duration) -> Result<TcpStream, Conne
 }
 
 /// One key to send: `RESTORE key ttl payload [REPLACE]`.
-pub struct Item {
-    pub key: Vec<u8>,
+pub(crate) struct Item {
+    pub(crate) key: Vec<u8>,
     /// Milliseconds left, 0 for none.
-    pub ttl: u64,
-    pub payload: Vec<u8>,
+    pub(crate) ttl: u64,
+    pub(crate) payload: Vec<u8>,
 }
 
 /// Everything one MIGRATE sends, prepared while the keys were locked.
-pub struct Transfer {
-    pub host: Vec<u8>,
-    pub port: u16,
-    pub db: i64,
-    pub timeout: Duration,
-    pub replace: bool,
-    pub copy: bool,
-    pub auth: Option<(Option<Vec<u8>>, Vec<u8>)>,
-    pub items: Vec<Item>,
+pub(crate) struct Transfer {
+    pub(crate) host: Vec<u8>,
+    pub(crate) port: u16,
+    pub(crate) db: i64,
+    pub(crate) timeout: Duration,
+    pub(crate) replace: bool,
+    pub(crate) copy: bool,
+    pub(crate) auth: Option<(Option<Vec<u8>>, Vec<u8>)>,
+    pub(crate) items: Vec<Item>,
     /// The source database of the keys.
-    pub source_db: usize,
+    pub(crate) source_db: usize,
 }
 
 /// Shows the target and the keys' count, never the password or payloads.
@@ -197,8 +197,8 @@ impl std::fmt::Debug for Transfer {
 /// What a transfer came to: the keys the target acknowledged (removed
 /// locally unless COPY) and the reply, None for `+OK`.
 pub(crate) struct Outcome {
-    pub acked: Vec<usize>,
-    pub error: Option<Vec<u8>>,
+    pub(crate) acked: Vec<usize>,
+    pub(crate) error: Option<Vec<u8>>,
 }
 
 /// How an I/O step failed.

@@ -3,26 +3,25 @@
 //! (`config`) stores them, the keyspace tests them on every change, pub/sub
 //! names the channels they publish to.
 
-pub const KEYSPACE: u32 = 1 << 0; // K
-pub const KEYEVENT: u32 = 1 << 1; // E
-pub const GENERIC: u32 = 1 << 2; // g
-pub const STRING: u32 = 1 << 3; // $
-pub const LIST: u32 = 1 << 4; // l
-pub const SET: u32 = 1 << 5; // s
-pub const HASH: u32 = 1 << 6; // h
-pub const ZSET: u32 = 1 << 7; // z
-pub const EXPIRED: u32 = 1 << 8; // x
-pub const EVICTED: u32 = 1 << 9; // e
-pub const STREAM: u32 = 1 << 10; // t
-pub const KEY_MISS: u32 = 1 << 11; // m
-pub const MODULE: u32 = 1 << 12; // d
-pub const NEW: u32 = 1 << 13; // n
+pub(crate) const KEYSPACE: u32 = 1 << 0; // K
+pub(crate) const KEYEVENT: u32 = 1 << 1; // E
+pub(crate) const GENERIC: u32 = 1 << 2; // g
+pub(crate) const STRING: u32 = 1 << 3; // $
+pub(crate) const LIST: u32 = 1 << 4; // l
+pub(crate) const SET: u32 = 1 << 5; // s
+pub(crate) const HASH: u32 = 1 << 6; // h
+pub(crate) const ZSET: u32 = 1 << 7; // z
+pub(crate) const EXPIRED: u32 = 1 << 8; // x
+pub(crate) const EVICTED: u32 = 1 << 9; // e
+pub(crate) const STREAM: u32 = 1 << 10; // t
+const KEY_MISS: u32 = 1 << 11; // m
+const MODULE: u32 = 1 << 12; // d
+pub(crate) const NEW: u32 = 1 << 13; // n
 /// `A`: every class except key-miss and new.
-pub const ALL: u32 =
-    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
 
 /// Parses Redis's flag letters; None on an unknown letter.
-pub fn parse(s: &[u8]) -> Option<u32> {
+pub(crate) fn parse(s: &[u8]) -> Option<u32> {
     let mut flags = 0;
     for &c in s {
         flags |= match c {
@@ -48,7 +47,7 @@ pub fn parse(s: &[u8]) -> Option<u32> {
 }
 
 /// Formats flags as Redis's `keyspaceEventsFlagsToString` does.
-pub fn to_string(flags: u32) -> String {
+pub(crate) fn to_string(flags: u32) -> String {
     let mut s = String::new();
     if flags & ALL == ALL {
         s.push('A');

@@ -19,30 +19,30 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-pub const OFF: u8 = 0;
-pub const WRITE: u8 = 1;
-pub const ALL: u8 = 2;
+pub(crate) const OFF: u8 = 0;
+pub(crate) const WRITE: u8 = 1;
+pub(crate) const ALL: u8 = 2;
 
 #[derive(Default)]
-pub struct Pause {
+pub(crate) struct Pause {
     mode: AtomicU8,
     /// Unix ms at which the pause ends.
     end_ms: AtomicU64,
     /// Woken on CLIENT UNPAUSE.
     changed: Notify,
     /// Clients waiting for the pause to end (INFO's `blocked_clients`).
-    pub waiting: AtomicU64,
+    pub(crate) waiting: AtomicU64,
 }
 
 impl Pause {
     /// Redis's `pauseClients`: the stronger mode and the later end win.
-    pub fn pause(&self, mode: u8, end_ms: u64) {
+    pub(crate) fn pause(&self, mode: u8, end_ms: u64) {
         self.mode.fetch_max(mode, Relaxed);
         self.end_ms.fetch_max(end_ms, Relaxed);
         self.changed.notify_waiters();
     }
 
-    pub fn unpause(&self) {
+    pub(crate) fn unpause(&self) {
         self.mode.store(OFF, Relaxed);
         self.end_ms.store(0, Relaxed);
         self.changed.notify_waiters();
@@ -51,7 +51,7 @@ impl Pause {
     /// The pause in force now (OFF once its end has passed). The clock is
     /// read only while a pause is set: every command asks, and a clock
     /// read costs more than the rest of this check.
-    pub fn mode(&self, clock: &crate::clock::Clock) -> u8 {
+    pub(crate) fn mode(&self, clock: &crate::clock::Clock) -> u8 {
         let mode = self.mode.load(Relaxed);
         if mode != OFF && self.end_ms.load(Relaxed) < clock.now_ms() {
             self.unpause();
@@ -64,7 +64,7 @@ impl Pause {
     /// stops waiting. `paused` and `killed` are the waiting client's flags
     /// (its registry handle's, which CLIENT LIST shows as `b`): the pause
     /// sets the one while it holds the client and watches the other.
-    pub async fn wait(
+    pub(crate) async fn wait(
         &self,
         clock: &crate::clock::Clock,
         writes: bool,

@@ -45,38 +45,38 @@ pub(crate) trait Host: file::Host + Send + Sync {
 }
 
 /// What INFO persistence reports beside the counters in `Stats`.
-pub struct State {
+pub(crate) struct State {
     /// Unix seconds of the last successful save (or of startup), for
     /// LASTSAVE.
-    pub last_save: AtomicU64,
+    pub(crate) last_save: AtomicU64,
     /// A background save is running.
-    pub bgsave_in_progress: AtomicBool,
+    pub(crate) bgsave_in_progress: AtomicBool,
     /// The last background save (or save-point save) succeeded (Redis's
     /// `lastbgsave_status`), which `stop-writes-on-bgsave-error` reads.
-    pub last_bgsave_ok: AtomicBool,
+    pub(crate) last_bgsave_ok: AtomicBool,
     /// Unix seconds of the last failed attempt, so a failing save point
     /// retries every 5 seconds rather than at once (`CONFIG_BGSAVE_RETRY_DELAY`).
-    pub last_bgsave_try: AtomicU64,
-    pub last_bgsave_time_sec: AtomicI64,
+    last_bgsave_try: AtomicU64,
+    pub(crate) last_bgsave_time_sec: AtomicI64,
     /// When the running background save started (Unix seconds).
-    pub bgsave_started: AtomicU64,
+    pub(crate) bgsave_started: AtomicU64,
     /// `BGSAVE SCHEDULE` asked for one while another ran.
-    pub bgsave_scheduled: AtomicBool,
+    pub(crate) bgsave_scheduled: AtomicBool,
     /// Successful saves since startup (`rdb_saves`).
-    pub saves: AtomicU64,
+    pub(crate) saves: AtomicU64,
     /// `server.dirty` when the running background save took its snapshot.
-    pub dirty_before_bgsave: AtomicU64,
-    pub last_load: Mutex<LoadStats>,
+    dirty_before_bgsave: AtomicU64,
+    pub(crate) last_load: Mutex<LoadStats>,
     /// SHUTDOWN already saved (or was told not to): the exit path must not.
-    pub shutdown_handled: AtomicBool,
-    pub loading: Loading,
+    pub(crate) shutdown_handled: AtomicBool,
+    pub(crate) loading: Loading,
 }
 
 /// The dataset being loaded (at startup, by DEBUG RELOAD or DEBUG
 /// LOADAOF), Redis's `server.loading`: while it is, commands without the
 /// `loading` flag are refused with [`LOADING`] (`execution::verify`), and
 /// INFO persistence reports the progress.
-pub struct Loading {
+pub(crate) struct Loading {
     /// Loads under way: the startup load holds one from before the first
     /// connection is read until the AOF is open for appending, around the
     /// file loads within it.
@@ -100,10 +100,10 @@ pub struct Loading {
 const SERVE_AFTER_BYTES: u64 = 2 * 1024 * 1024;
 
 /// The refusal of a command while the dataset loads.
-pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 
 /// Marks the dataset loaded again when dropped.
-pub struct LoadingGuard<'a>(&'a Loading);
+pub(crate) struct LoadingGuard<'a>(&'a Loading);
 
 impl Drop for LoadingGuard<'_> {
     fn drop(&mut self) {
@@ -125,12 +125,12 @@ impl Default for Loading {
 }
 
 impl Loading {
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         self.depth.load(Relaxed) > 0
     }
 
     /// Marks the dataset loading until [`Loading::leave`].
-    pub fn enter(&self, now_secs: u64) {
+    pub(crate) fn enter(&self, now_secs: u64) {
         if self.depth.fetch_add(1, Relaxed) == 0 {
             self.start_time.store(now_secs, Relaxed);
             self.total_bytes.store(0, Relaxed);
@@ -139,14 +139,14 @@ impl Loading {
         }
     }
 
-    pub fn leave(&self) {
+    pub(crate) fn leave(&self) {
         if self.depth.fetch_sub(1, Relaxed) == 1 {
             self.changed.notify_waiters();
         }
     }
 
     /// From now on this load answers clients (with -LOADING).
-    pub fn serve_clients(&self) {
+    pub(crate) fn serve_clients(&self) {
         if !self.served.swap(true, Relaxed) {
             self.changed.notify_waiters();
         }
@@ -154,7 +154,7 @@ impl Loading {
 
     /// A connection's next batch waits while a load that does not serve
     /// clients (yet) runs.
-    pub async fn wait_unless_served(&self) {
+    pub(crate) async fn wait_unless_served(&self) {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -169,7 +169,7 @@ impl Loading {
 
     /// Starts loading a file of `total_bytes` (Redis's `startLoading`),
     /// until the guard is dropped.
-    pub fn begin(&self, now_secs: u64, total_bytes: u64) -> LoadingGuard<'_> {
+    pub(crate) fn begin(&self, now_secs: u64, total_bytes: u64) -> LoadingGuard<'_> {
         self.start_time.store(now_secs, Relaxed);
         self.total_bytes.store(total_bytes, Relaxed);
         self.loaded_bytes.store(0, Relaxed);
@@ -180,7 +180,7 @@ impl Loading {
     }
 
     /// `bytes` more of the input were read.
-    pub fn advance(&self, bytes: u64) {
+    pub(crate) fn advance(&self, bytes: u64) {
         let loaded = self.loaded_bytes.fetch_add(bytes, Relaxed) + bytes;
         if loaded >= SERVE_AFTER_BYTES && !self.served.load(Relaxed) {
             self.serve_clients();
@@ -188,7 +188,7 @@ impl Loading {
     }
 
     /// INFO persistence's `loading_*` lines while loading.
-    pub fn info_fields(&self, now_secs: u64) -> Vec<(&'static str, String)> {
+    pub(crate) fn info_fields(&self, now_secs: u64) -> Vec<(&'static str, String)> {
         let total = self.total_bytes.load(Relaxed);
         let loaded = self.loaded_bytes.load(Relaxed).min(total);
         let started = self.start_time.load(Relaxed);
@@ -217,7 +217,7 @@ impl Loading {
 
 impl State {
     /// The state at startup, `now_secs` counting as the last save.
-    pub fn new(now_secs: u64) -> Self {
+    pub(crate) fn new(now_secs: u64) -> Self {
         State {
             last_save: AtomicU64::new(now_secs),
             bgsave_in_progress: AtomicBool::new(false),
@@ -236,11 +236,11 @@ impl State {
 }
 
 /// The text of Redis's MISCONF refusal.
-pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// Whether writes are refused because the last background save failed
 /// (Redis's `writeCommandsDeniedByDiskError`).
-pub fn writes_denied(state: &State, config: &Config) -> bool {
+pub(crate) fn writes_denied(state: &State, config: &Config) -> bool {
     !state.last_bgsave_ok.load(Relaxed)
         && config.stop_writes_on_bgsave_error()
         && !config.save_points().is_empty()
@@ -271,7 +271,7 @@ pub(crate) fn extras(host: &dyn Host) -> Option<Extras> {
 }
 
 /// Writes `src` to `dir`/`dbfilename` through a temporary file.
-pub fn write_file(
+fn write_file(
     config: &Config,
     src: &dyn Source,
     extras: &Extras,
@@ -301,7 +301,7 @@ pub fn write_file(
 
 /// Notes a successful save of the dataset as of `dirty_at_snapshot`
 /// changes.
-pub(crate) fn saved(host: &dyn Host, dirty_at_snapshot: u64) {
+fn saved(host: &dyn Host, dirty_at_snapshot: u64) {
     let (env, p) = (host.env(), host.persistence());
     let _ = env.dirty.fetch_update(Relaxed, Relaxed, |d| {
         Some(d.saturating_sub(dirty_at_snapshot))
@@ -381,7 +381,7 @@ pub(crate) fn load_at_startup(host: &dyn Host) -> Result<(), String> {
 /// Runs `f` with every shard held: those of a command that holds none are
 /// taken here (in order); a command holding only some cannot take the rest
 /// without risking a deadlock and fails.
-pub fn with_all_shards<R>(
+pub(crate) fn with_all_shards<R>(
     ks: &mut Keyspace<'_>,
     f: impl FnOnce(&mut Keyspace<'_>) -> Result<R, String>,
 ) -> Result<R, String> {
@@ -463,8 +463,8 @@ pub(crate) fn save_on_exit(host: &dyn Host) {
 
 /// A running snapshot, as the file writer reads it.
 pub(crate) struct SnapshotSource<'a> {
-    pub store: &'a crate::keyspace::Store,
-    pub sizes: crate::keyspace::snapshot::Sizes,
+    pub(crate) store: &'a crate::keyspace::Store,
+    pub(crate) sizes: crate::keyspace::snapshot::Sizes,
 }
 
 impl Source for SnapshotSource<'_> {
@@ -556,7 +556,7 @@ fn run_bgsave(host: &dyn Host, sizes: crate::keyspace::snapshot::Sizes, extras: 
 
 /// Waits (a bounded while) for a running BGSAVE to end, so a foreground
 /// save that follows is the newest file.
-pub fn wait_bgsave(state: &State, limit: std::time::Duration) {
+pub(crate) fn wait_bgsave(state: &State, limit: std::time::Duration) {
     let deadline = std::time::Instant::now() + limit;
     while state.bgsave_in_progress.load(Relaxed) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(10));

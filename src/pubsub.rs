@@ -23,7 +23,7 @@ use crate::keyspace::notify;
 use crate::util::glob_match;
 
 #[derive(Default)]
-pub struct PubSub {
+pub(crate) struct PubSub {
     inner: RwLock<Inner>,
 }
 
@@ -47,7 +47,12 @@ impl Inner {
 impl PubSub {
     /// Subscribes to a channel (a shard channel when `shard`); false if the
     /// client already was.
-    pub fn subscribe(&self, shard: bool, channel: &[u8], client: &Arc<ClientHandle>) -> bool {
+    pub(crate) fn subscribe(
+        &self,
+        shard: bool,
+        channel: &[u8],
+        client: &Arc<ClientHandle>,
+    ) -> bool {
         let mut inner = self.inner.write();
         let subs = inner
             .map(shard)
@@ -61,7 +66,7 @@ impl PubSub {
     }
 
     /// Unsubscribes; false if the client was not subscribed.
-    pub fn unsubscribe(&self, shard: bool, channel: &[u8], id: ClientId) -> bool {
+    pub(crate) fn unsubscribe(&self, shard: bool, channel: &[u8], id: ClientId) -> bool {
         let mut inner = self.inner.write();
         let map = inner.map(shard);
         let Some(subs) = map.get_mut(channel) else {
@@ -78,7 +83,7 @@ impl PubSub {
 
     /// The channels (shard channels included) and patterns a client is
     /// subscribed to (a scan: for ACL changes, not for publishing).
-    pub fn subscriptions_of(&self, id: ClientId) -> (Vec<Bytes>, Vec<Bytes>) {
+    pub(crate) fn subscriptions_of(&self, id: ClientId) -> (Vec<Bytes>, Vec<Bytes>) {
         let inner = self.inner.read();
         let channels = inner
             .channels
@@ -96,7 +101,7 @@ impl PubSub {
         (channels, patterns)
     }
 
-    pub fn psubscribe(&self, pattern: &[u8], client: &Arc<ClientHandle>) -> bool {
+    pub(crate) fn psubscribe(&self, pattern: &[u8], client: &Arc<ClientHandle>) -> bool {
         let mut inner = self.inner.write();
         if inner
             .patterns
@@ -111,7 +116,7 @@ impl PubSub {
         true
     }
 
-    pub fn punsubscribe(&self, pattern: &[u8], id: ClientId) -> bool {
+    pub(crate) fn punsubscribe(&self, pattern: &[u8], id: ClientId) -> bool {
         let mut inner = self.inner.write();
         let before = inner.patterns.len();
         inner
@@ -122,7 +127,7 @@ impl PubSub {
 
     /// Delivers `payload` to every subscriber; returns how many received it.
     /// Subscribers past the pubsub output `limit` are disconnected instead.
-    pub fn publish(&self, limit: OutputLimit, channel: &[u8], payload: &[u8]) -> usize {
+    pub(crate) fn publish(&self, limit: OutputLimit, channel: &[u8], payload: &[u8]) -> usize {
         let inner = self.inner.read();
         if inner.channels.is_empty() && inner.patterns.is_empty() {
             return 0;
@@ -160,7 +165,7 @@ impl PubSub {
 
     /// SPUBLISH: delivers `payload` as an `smessage` to the shard channel's
     /// subscribers (patterns do not see shard channels); returns how many.
-    pub fn spublish(&self, limit: OutputLimit, channel: &[u8], payload: &[u8]) -> usize {
+    pub(crate) fn spublish(&self, limit: OutputLimit, channel: &[u8], payload: &[u8]) -> usize {
         let inner = self.inner.read();
         let Some(subs) = inner.shard_channels.get(channel) else {
             return 0;
@@ -180,7 +185,7 @@ impl PubSub {
     }
 
     /// Publishes a keyspace notification on the channels `flags` enable.
-    pub fn notify_keyspace(
+    pub(crate) fn notify_keyspace(
         &self,
         limit: OutputLimit,
         flags: u32,
@@ -201,7 +206,7 @@ impl PubSub {
 
     /// Channels (shard channels when `shard`) with at least one subscriber,
     /// optionally matching a pattern.
-    pub fn channels(&self, shard: bool, pattern: Option<&[u8]>) -> Vec<Bytes> {
+    pub(crate) fn channels(&self, shard: bool, pattern: Option<&[u8]>) -> Vec<Bytes> {
         let inner = self.inner.read();
         let map = if shard {
             &inner.shard_channels
@@ -214,7 +219,7 @@ impl PubSub {
             .collect()
     }
 
-    pub fn numsub(&self, shard: bool, channel: &[u8]) -> usize {
+    pub(crate) fn numsub(&self, shard: bool, channel: &[u8]) -> usize {
         let inner = self.inner.read();
         let map = if shard {
             &inner.shard_channels
@@ -224,7 +229,7 @@ impl PubSub {
         map.get(channel).map_or(0, Vec::len)
     }
 
-    pub fn numpat(&self) -> usize {
+    pub(crate) fn numpat(&self) -> usize {
         let inner = self.inner.read();
         let mut pats: Vec<&Bytes> = inner.patterns.iter().map(|(p, _)| p).collect();
         pats.sort();
@@ -233,7 +238,7 @@ impl PubSub {
     }
 
     /// Drops every subscription of a disconnecting client.
-    pub fn remove_client(&self, id: ClientId) {
+    pub(crate) fn remove_client(&self, id: ClientId) {
         let mut guard = self.inner.write();
         let inner = &mut *guard;
         for map in [&mut inner.channels, &mut inner.shard_channels] {

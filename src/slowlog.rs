@@ -10,26 +10,26 @@
 use std::collections::VecDeque;
 
 /// Arguments kept per entry (Redis's `SLOWLOG_ENTRY_MAX_ARGC`).
-pub const MAX_ARGC: usize = 32;
+const MAX_ARGC: usize = 32;
 /// Bytes kept per argument (Redis's `SLOWLOG_ENTRY_MAX_STRING`).
-pub const MAX_STRING: usize = 128;
+const MAX_STRING: usize = 128;
 
 /// One logged command.
-pub struct Entry {
-    pub id: u64,
+pub(crate) struct Entry {
+    pub(crate) id: u64,
     /// Unix seconds when it was logged.
-    pub time: u64,
+    pub(crate) time: u64,
     /// How long it ran, in microseconds.
-    pub duration: u64,
-    pub args: Vec<Vec<u8>>,
+    pub(crate) duration: u64,
+    pub(crate) args: Vec<Vec<u8>>,
     /// The client's `ip:port`.
-    pub peer: String,
+    pub(crate) peer: String,
     /// The client's name, empty when it has none.
-    pub name: Vec<u8>,
+    pub(crate) name: Vec<u8>,
 }
 
 #[derive(Default)]
-pub struct SlowLog {
+pub(crate) struct SlowLog {
     /// Newest first.
     entries: VecDeque<Entry>,
     next_id: u64,
@@ -41,7 +41,7 @@ impl SlowLog {
     /// `args(i)` gives argument `i`, already redacted where the command
     /// asked for it.
     #[allow(clippy::too_many_arguments)]
-    pub fn push_if_needed(
+    pub(crate) fn push_if_needed(
         &mut self,
         slower_than: i64,
         max_len: u64,
@@ -85,25 +85,26 @@ impl SlowLog {
     }
 
     /// Drops the oldest entries past `max_len`.
-    pub fn trim(&mut self, max_len: u64) {
+    pub(crate) fn trim(&mut self, max_len: u64) {
         let max = usize::try_from(max_len).unwrap_or(usize::MAX);
         self.entries.truncate(max);
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.entries.clear();
     }
 
     /// Newest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter()
     }
 }

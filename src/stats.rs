@@ -15,40 +15,40 @@ use parking_lot::Mutex;
 
 /// Server-wide counters for INFO.
 #[derive(Default)]
-pub struct Stats {
-    pub commands_processed: AtomicU64,
+pub(crate) struct Stats {
+    pub(crate) commands_processed: AtomicU64,
     /// Changes to the dataset (Redis's `server.dirty`): one per modified
     /// key per command, INFO's `rdb_changes_since_last_save` (nothing is
     /// ever saved yet, so it only grows).
-    pub dirty: AtomicU64,
+    pub(crate) dirty: AtomicU64,
     /// Bytes read from and written to client sockets.
-    pub net_input_bytes: AtomicU64,
-    pub net_output_bytes: AtomicU64,
-    pub rejected_connections: AtomicU64,
-    pub error_replies: AtomicU64,
+    pub(crate) net_input_bytes: AtomicU64,
+    pub(crate) net_output_bytes: AtomicU64,
+    pub(crate) rejected_connections: AtomicU64,
+    pub(crate) error_replies: AtomicU64,
     /// Socket reads and writes (one add each, beside the byte counts).
-    pub reads_processed: AtomicU64,
-    pub writes_processed: AtomicU64,
+    pub(crate) reads_processed: AtomicU64,
+    pub(crate) writes_processed: AtomicU64,
     /// Output buffers that grew during a batch / were released after one.
-    pub reply_buffer_expands: AtomicU64,
-    pub reply_buffer_shrinks: AtomicU64,
+    pub(crate) reply_buffer_expands: AtomicU64,
+    pub(crate) reply_buffer_shrinks: AtomicU64,
     /// Clients blocked with a timeout (a gauge).
-    pub clients_in_timeout_table: AtomicU64,
+    pub(crate) clients_in_timeout_table: AtomicU64,
     /// Bytes allocated once the server was set up, and the highest since.
-    pub startup_memory: AtomicU64,
-    pub peak_memory: AtomicU64,
+    pub(crate) startup_memory: AtomicU64,
+    pub(crate) peak_memory: AtomicU64,
     /// Largest pending request bytes / reply bytes of any client lately.
-    pub recent_max_input: RecentMax,
-    pub recent_max_output: RecentMax,
-    pub instantaneous: Instantaneous,
-    pub expire: ExpireStats,
+    pub(crate) recent_max_input: RecentMax,
+    pub(crate) recent_max_output: RecentMax,
+    pub(crate) instantaneous: Instantaneous,
+    pub(crate) expire: ExpireStats,
 }
 
 /// Counts itself in a gauge while it lives.
-pub struct Gauge<'a>(&'a AtomicU64);
+pub(crate) struct Gauge<'a>(&'a AtomicU64);
 
 impl<'a> Gauge<'a> {
-    pub fn enter(gauge: &'a AtomicU64) -> Gauge<'a> {
+    pub(crate) fn enter(gauge: &'a AtomicU64) -> Gauge<'a> {
         gauge.fetch_add(1, Relaxed);
         Gauge(gauge)
     }
@@ -67,7 +67,7 @@ pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
 
 /// The rates INFO stats reports as `instantaneous_*`.
 #[derive(Debug, Clone, Copy)]
-pub enum Metric {
+pub(crate) enum Metric {
     Commands = 0,
     NetInput = 1,
     NetOutput = 2,
@@ -84,13 +84,13 @@ struct Samples {
 /// Redis's `trackInstantaneousMetric`: every period, the rate since the
 /// previous reading goes into a ring; the metric is the ring's mean.
 #[derive(Default)]
-pub struct Instantaneous {
+pub(crate) struct Instantaneous {
     state: Mutex<(Option<Instant>, [Samples; 3])>,
 }
 
 impl Instantaneous {
     /// Records one reading of every metric (commands, input and output bytes).
-    pub fn track(&self, now: Instant, readings: [u64; 3]) {
+    pub(crate) fn track(&self, now: Instant, readings: [u64; 3]) {
         let mut st = self.state.lock();
         let elapsed_ms = st.0.map_or(0, |t| now.duration_since(t).as_millis() as u64);
         st.0 = Some(now);
@@ -105,13 +105,13 @@ impl Instantaneous {
     }
 
     /// The mean rate per second over the ring (Redis's integer division).
-    pub fn get(&self, metric: Metric) -> u64 {
+    pub(crate) fn get(&self, metric: Metric) -> u64 {
         let st = self.state.lock();
         st.1[metric as usize].rates.iter().sum::<u64>() / METRIC_SAMPLES as u64
     }
 
     /// CONFIG RESETSTAT: the counters restart from zero.
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         let mut st = self.state.lock();
         st.0 = Some(Instant::now());
         st.1 = Default::default();
@@ -125,13 +125,13 @@ const PEAK_SLOTS: usize = 8;
 /// second (Redis's `client_recent_max_input_buffer` bookkeeping). Noting a
 /// value is a load and, only for a new maximum, one atomic max.
 #[derive(Default)]
-pub struct RecentMax {
+pub(crate) struct RecentMax {
     slots: [AtomicU64; PEAK_SLOTS],
     current: AtomicUsize,
 }
 
 impl RecentMax {
-    pub fn note(&self, value: u64) {
+    pub(crate) fn note(&self, value: u64) {
         let slot = &self.slots[self.current.load(Relaxed) % PEAK_SLOTS];
         if value > slot.load(Relaxed) {
             slot.fetch_max(value, Relaxed);
@@ -146,7 +146,7 @@ impl RecentMax {
         self.current.store(i, Relaxed);
     }
 
-    pub fn get(&self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         self.slots
             .iter()
             .map(|s| s.load(Relaxed))
@@ -158,39 +158,39 @@ impl RecentMax {
 /// What the active expiry cycle reports (Redis's `stat_expired_*` and
 /// each database's `avg_ttl`).
 #[derive(Default)]
-pub struct ExpireStats {
+pub(crate) struct ExpireStats {
     inner: Mutex<ExpireFigures>,
 }
 
 #[derive(Default, Clone)]
-pub struct ExpireFigures {
+pub(crate) struct ExpireFigures {
     /// Running estimate of the share of keys with a TTL that are already
     /// expired (0..1).
-    pub stale_perc: f64,
+    pub(crate) stale_perc: f64,
     /// Cycles that stopped at their time budget.
-    pub time_cap_reached: u64,
+    pub(crate) time_cap_reached: u64,
     /// Microseconds spent in expiry cycles.
-    pub cycle_usec: u64,
+    pub(crate) cycle_usec: u64,
     /// Running estimate of the remaining TTL (ms) of each database's keys.
-    pub avg_ttl: Vec<u64>,
+    pub(crate) avg_ttl: Vec<u64>,
 }
 
 /// One cycle's observations, folded into [`ExpireStats`].
-pub struct ExpireCycle {
-    pub sampled: u64,
-    pub expired: u64,
-    pub timed_out: bool,
-    pub elapsed: Duration,
+pub(crate) struct ExpireCycle {
+    pub(crate) sampled: u64,
+    pub(crate) expired: u64,
+    pub(crate) timed_out: bool,
+    pub(crate) elapsed: Duration,
     /// Per database: `Some((sum of remaining TTLs in ms, keys))` of the
     /// sampled keys (`(0, 0)`: nothing to conclude), `None` when it has no
     /// key with a TTL.
-    pub ttls: Vec<Option<(u64, u64)>>,
+    pub(crate) ttls: Vec<Option<(u64, u64)>>,
 }
 
 impl ExpireStats {
     /// Redis's `activeExpireCycle` bookkeeping: exponential averages of the
     /// stale share (5% new) and of each database's TTL (2% new).
-    pub fn record(&self, c: &ExpireCycle) {
+    pub(crate) fn record(&self, c: &ExpireCycle) {
         let mut f = self.inner.lock();
         let current = if c.sampled > 0 {
             c.expired as f64 / c.sampled as f64
@@ -218,12 +218,12 @@ impl ExpireStats {
         }
     }
 
-    pub fn get(&self) -> ExpireFigures {
+    pub(crate) fn get(&self) -> ExpireFigures {
         self.inner.lock().clone()
     }
 
     /// CONFIG RESETSTAT (the TTL estimates are state, not statistics).
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         let mut f = self.inner.lock();
         f.stale_perc = 0.0;
         f.time_cap_reached = 0;
@@ -237,22 +237,22 @@ impl ExpireStats {
 /// the same durations. Recording is one atomic add into a fixed array,
 /// allocated on a command's first call (24 KiB, as Redis's).
 #[derive(Default)]
-pub struct LatencyHistogram {
+pub(crate) struct LatencyHistogram {
     counts: OnceLock<Box<[AtomicU64]>>,
 }
 
 /// HdrHistogram's configuration for (1, 1e9, 2 significant figures).
 mod hdr {
     /// `ceil(log2(2 * 10^2)) - 1`.
-    pub const SUB_BUCKET_HALF_COUNT_MAGNITUDE: u32 = 7;
-    pub const SUB_BUCKET_HALF_COUNT: usize = 1 << SUB_BUCKET_HALF_COUNT_MAGNITUDE;
-    pub const SUB_BUCKET_COUNT: usize = SUB_BUCKET_HALF_COUNT * 2;
-    pub const SUB_BUCKET_MASK: u64 = SUB_BUCKET_COUNT as u64 - 1;
-    pub const MIN_VALUE: u64 = 1;
-    pub const MAX_VALUE: u64 = 1_000_000_000;
+    const SUB_BUCKET_HALF_COUNT_MAGNITUDE: u32 = 7;
+    const SUB_BUCKET_HALF_COUNT: usize = 1 << SUB_BUCKET_HALF_COUNT_MAGNITUDE;
+    const SUB_BUCKET_COUNT: usize = SUB_BUCKET_HALF_COUNT * 2;
+    const SUB_BUCKET_MASK: u64 = SUB_BUCKET_COUNT as u64 - 1;
+    pub(crate) const MIN_VALUE: u64 = 1;
+    pub(crate) const MAX_VALUE: u64 = 1_000_000_000;
     /// Buckets needed to cover `MAX_VALUE`: 256 << 22 > 1e9.
-    pub const BUCKET_COUNT: usize = 23;
-    pub const COUNTS_LEN: usize = (BUCKET_COUNT + 1) * SUB_BUCKET_HALF_COUNT;
+    const BUCKET_COUNT: usize = 23;
+    pub(crate) const COUNTS_LEN: usize = (BUCKET_COUNT + 1) * SUB_BUCKET_HALF_COUNT;
 
     fn bucket_index(value: u64) -> u32 {
         let pow2ceiling = 64 - (value | SUB_BUCKET_MASK).leading_zeros();
@@ -263,13 +263,13 @@ mod hdr {
         value >> bucket
     }
 
-    pub fn counts_index(value: u64) -> usize {
+    pub(crate) fn counts_index(value: u64) -> usize {
         let bucket = bucket_index(value);
         let sub = sub_bucket_index(value, bucket) as usize;
         (((bucket + 1) as usize) << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + sub - SUB_BUCKET_HALF_COUNT
     }
 
-    pub fn value_at_index(index: usize) -> u64 {
+    pub(crate) fn value_at_index(index: usize) -> u64 {
         let mut bucket = (index >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) as i64 - 1;
         let mut sub = (index & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT;
         if bucket < 0 {
@@ -279,12 +279,12 @@ mod hdr {
         (sub as u64) << bucket
     }
 
-    pub fn lowest_equivalent(value: u64) -> u64 {
+    pub(crate) fn lowest_equivalent(value: u64) -> u64 {
         let bucket = bucket_index(value);
         sub_bucket_index(value, bucket) << bucket
     }
 
-    pub fn highest_equivalent(value: u64) -> u64 {
+    pub(crate) fn highest_equivalent(value: u64) -> u64 {
         let bucket = bucket_index(value);
         let sub = sub_bucket_index(value, bucket) as usize;
         let adjusted = if sub >= SUB_BUCKET_COUNT {
@@ -297,7 +297,7 @@ mod hdr {
 }
 
 impl LatencyHistogram {
-    pub const fn new() -> LatencyHistogram {
+    pub(crate) const fn new() -> LatencyHistogram {
         LatencyHistogram {
             counts: OnceLock::new(),
         }
@@ -305,12 +305,12 @@ impl LatencyHistogram {
 
     /// Records one call of `usec` microseconds (as Redis: in nanoseconds,
     /// clamped to the tracked range).
-    pub fn record_usec(&self, usec: u64) {
+    pub(crate) fn record_usec(&self, usec: u64) {
         self.record_usec_times(usec, 1);
     }
 
     /// Records `times` calls that each took `usec`.
-    pub fn record_usec_times(&self, usec: u64, times: u64) {
+    pub(crate) fn record_usec_times(&self, usec: u64, times: u64) {
         let ns = usec
             .saturating_mul(1000)
             .clamp(hdr::MIN_VALUE, hdr::MAX_VALUE);
@@ -323,14 +323,14 @@ impl LatencyHistogram {
     }
 
     /// The counters' heap bytes (0 until the first call).
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.counts
             .get()
             .map_or(0, |c| std::mem::size_of_val::<[AtomicU64]>(c))
     }
 
     /// CONFIG RESETSTAT: as if never called (Redis frees the histogram).
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         if let Some(counts) = self.counts.get() {
             for c in counts.iter() {
                 c.store(0, Relaxed);
@@ -343,7 +343,7 @@ impl LatencyHistogram {
     /// HdrHistogram's logarithmic iterator (first bucket 1024 ns, base 2)
     /// as Redis's `fillCommandCDF` walks it. `None` if nothing was
     /// recorded.
-    pub fn cdf(&self) -> Option<(u64, Vec<(u64, u64)>)> {
+    pub(crate) fn cdf(&self) -> Option<(u64, Vec<(u64, u64)>)> {
         let counts: Vec<u64> = self.counts.get()?.iter().map(|c| c.load(Relaxed)).collect();
         let total: u64 = counts.iter().sum();
         if total == 0 {
@@ -392,7 +392,7 @@ impl LatencyHistogram {
 
     /// The value (ns) at each percentile, as HdrHistogram's
     /// `hdr_value_at_percentile`; `None` if nothing was recorded.
-    pub fn percentiles(&self, percentiles: &[f64]) -> Option<Vec<u64>> {
+    pub(crate) fn percentiles(&self, percentiles: &[f64]) -> Option<Vec<u64>> {
         let counts: Vec<u64> = self.counts.get()?.iter().map(|c| c.load(Relaxed)).collect();
         let total: u64 = counts.iter().sum();
         if total == 0 {
@@ -424,7 +424,7 @@ impl LatencyHistogram {
 /// One pass of the 100 ms sampler (the server's background thread runs
 /// it): instantaneous rates, the peak of used memory, the client-buffer
 /// peak slots.
-pub fn sample(st: &Stats, now_ms: u64) {
+pub(crate) fn sample(st: &Stats, now_ms: u64) {
     st.instantaneous.track(
         Instant::now(),
         [
@@ -440,7 +440,7 @@ pub fn sample(st: &Stats, now_ms: u64) {
 }
 
 /// Raises the recorded peak to the current use; returns the current use.
-pub fn note_peak_memory(stats: &Stats) -> u64 {
+pub(crate) fn note_peak_memory(stats: &Stats) -> u64 {
     let used = crate::alloc::allocated().unwrap_or(0);
     stats.peak_memory.fetch_max(used, Relaxed);
     used

@@ -29,21 +29,21 @@ use crate::clients::{ClientHandle, ClientId, Clients, Push};
 use crate::keyspace::Key;
 
 /// A client's tracking flags ([`ClientHandle::tracking`]).
-pub const ON: u32 = 1;
-pub const BCAST: u32 = 1 << 1;
-pub const OPTIN: u32 = 1 << 2;
-pub const OPTOUT: u32 = 1 << 3;
-pub const NOLOOP: u32 = 1 << 4;
+pub(crate) const ON: u32 = 1;
+pub(crate) const BCAST: u32 = 1 << 1;
+pub(crate) const OPTIN: u32 = 1 << 2;
+pub(crate) const OPTOUT: u32 = 1 << 3;
+pub(crate) const NOLOOP: u32 = 1 << 4;
 /// CLIENT CACHING YES (OPTIN) or NO (OPTOUT) for the next command.
-pub const CACHING: u32 = 1 << 5;
+pub(crate) const CACHING: u32 = 1 << 5;
 /// The redirect client went away (CLIENT LIST's `R`).
-pub const BROKEN_REDIR: u32 = 1 << 6;
+pub(crate) const BROKEN_REDIR: u32 = 1 << 6;
 
 /// Redis's `TrackingChannelName`.
 const CHANNEL: &[u8] = b"__redis__:invalidate";
 
 #[derive(Default)]
-pub struct Tracking {
+pub(crate) struct Tracking {
     /// Set once any client enabled tracking: from then on the keyspace
     /// reports changed keys (Redis's `TrackingTable != NULL`).
     used: AtomicBool,
@@ -75,32 +75,32 @@ struct Bcast {
 
 /// What was invalidated, in order, during a command: a key, or (None)
 /// everything, by a flush. The keyspace collects it (see its `Events`).
-pub use crate::keyspace::events::Invalidated;
+pub(crate) use crate::keyspace::events::Invalidated;
 
 /// Invalidations held for the client that caused them, until its reply is
 /// written: (that client, the key or None for everything).
-pub use crate::keyspace::events::OwnInvalidations as Pending;
+pub(crate) use crate::keyspace::events::OwnInvalidations as Pending;
 
 impl Tracking {
     /// Whether the keyspace must report changed keys.
-    pub fn used(&self) -> bool {
+    pub(crate) fn used(&self) -> bool {
         self.used.load(Relaxed)
     }
 
-    pub fn clients(&self) -> usize {
+    pub(crate) fn clients(&self) -> usize {
         self.clients.load(Relaxed)
     }
 
     /// INFO's `tracking_total_keys`, `tracking_total_items` and
     /// `tracking_total_prefixes`.
-    pub fn totals(&self) -> (usize, u64, usize) {
+    pub(crate) fn totals(&self) -> (usize, u64, usize) {
         let t = self.table.lock();
         (t.keys.len(), t.items, t.prefixes.len())
     }
 
     /// Redis's `checkPrefixCollisionsOrReply`: the error text when a new
     /// prefix overlaps one the client has or another new one.
-    pub fn prefix_collision(&self, id: ClientId, prefixes: &[&[u8]]) -> Option<String> {
+    pub(crate) fn prefix_collision(&self, id: ClientId, prefixes: &[&[u8]]) -> Option<String> {
         let t = self.table.lock();
         let overlap = |a: &[u8], b: &[u8]| {
             let n = a.len().min(b.len());
@@ -130,7 +130,7 @@ impl Tracking {
 
     /// Redis's `enableTracking`: `options` among BCAST, OPTIN, OPTOUT and
     /// NOLOOP; a BCAST client with no prefix gets the empty one (every key).
-    pub fn enable(&self, h: &ClientHandle, redirect: u64, options: u32, prefixes: &[&[u8]]) {
+    pub(crate) fn enable(&self, h: &ClientHandle, redirect: u64, options: u32, prefixes: &[&[u8]]) {
         self.used.store(true, Relaxed);
         let old = h.tracking.load(Relaxed);
         if old & ON == 0 {
@@ -165,7 +165,7 @@ impl Tracking {
 
     /// Redis's `disableTracking`: the client's ids stay in the table and
     /// are dropped lazily, when their keys are invalidated.
-    pub fn disable(&self, h: &ClientHandle) {
+    pub(crate) fn disable(&self, h: &ClientHandle) {
         let flags = h.tracking.load(Relaxed);
         if flags & BCAST != 0 {
             let mut t = self.table.lock();
@@ -187,7 +187,7 @@ impl Tracking {
     }
 
     /// The client's BCAST prefixes, in order (CLIENT TRACKINGINFO).
-    pub fn prefixes_of(&self, id: ClientId) -> Vec<Vec<u8>> {
+    pub(crate) fn prefixes_of(&self, id: ClientId) -> Vec<Vec<u8>> {
         let t = self.table.lock();
         t.client_prefixes
             .get(&id)
@@ -196,7 +196,7 @@ impl Tracking {
     }
 
     /// Redis's `trackingRememberKeys`: `id` read `keys`.
-    pub fn remember<'k>(&self, id: ClientId, keys: impl IntoIterator<Item = &'k [u8]>) {
+    pub(crate) fn remember<'k>(&self, id: ClientId, keys: impl IntoIterator<Item = &'k [u8]>) {
         let mut t = self.table.lock();
         for key in keys {
             let added = match t.keys.get_mut(key) {
@@ -216,7 +216,7 @@ impl Tracking {
     /// Handles what a command (or a background task, `current` None)
     /// invalidated: messages to other clients go out now; those for
     /// `current` itself are added to `pending`, to follow its reply.
-    pub fn invalidate(
+    pub(crate) fn invalidate(
         &self,
         clients: &Clients,
         changed: &mut Invalidated,
@@ -298,7 +298,7 @@ impl Tracking {
 
     /// Sends what was held for `me` until its reply was written: into
     /// `out` when the messages are its own, else to the redirect client.
-    pub fn send_pending(
+    pub(crate) fn send_pending(
         &self,
         clients: &Clients,
         me: &ClientHandle,
@@ -316,7 +316,7 @@ impl Tracking {
 
     /// Sends what was held for clients that were running but whose reply
     /// is not at hand (a blocked client served by another's write).
-    pub fn push_pending(&self, clients: &Clients, pending: &mut Pending) {
+    pub(crate) fn push_pending(&self, clients: &Clients, pending: &mut Pending) {
         for (id, item) in pending.drain(..) {
             if let Some(c) = clients.get(id) {
                 self.send(clients, &c, &Message::of(&item), None);
@@ -326,7 +326,7 @@ impl Tracking {
 
     /// Redis's `trackingBroadcastInvalidationMessages`: each prefix's
     /// changed keys to its clients, one array per prefix.
-    pub fn broadcast(&self, clients: &Clients) {
+    pub(crate) fn broadcast(&self, clients: &Clients) {
         if !self.bcast_pending.load(Relaxed) || !self.bcast_pending.swap(false, Relaxed) {
             return;
         }
@@ -364,21 +364,10 @@ impl Tracking {
         }
     }
 
-    /// Whether any prefix has keys waiting for [`broadcast`](Self::broadcast).
-    pub fn has_broadcast(&self) -> bool {
-        self.used()
-            && self
-                .table
-                .lock()
-                .prefixes
-                .values()
-                .any(|b| !b.keys.is_empty())
-    }
-
     /// Redis's `trackingLimitUsedSlots`: over `tracking-table-max-keys`,
     /// forgets keys (telling their clients, as if the keys had changed)
     /// until under it, with an effort that grows while it stays over.
-    pub fn limit(&self, clients: &Clients, max_keys: usize) {
+    pub(crate) fn limit(&self, clients: &Clients, max_keys: usize) {
         static OVER_RUNS: AtomicUsize = AtomicUsize::new(0);
         let max = max_keys;
         if max == 0 || !self.used() {

@@ -6,7 +6,7 @@
 
 /// Parses a signed 64-bit integer with Redis's `string2ll` rules: no
 /// whitespace, no leading `+`, no leading zeros, no `-0`.
-pub fn parse_i64(s: &[u8]) -> Option<i64> {
+pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
     let (neg, digits) = match s {
         [] => return None,
         [b'0'] => return Some(0),
@@ -38,7 +38,7 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 /// Parses a double the way Redis validates `strtod`: the whole string must
 /// be a number (decimal, hex, `inf`/`infinity`), no surrounding whitespace,
 /// no NaN, no overflow to infinity, no underflow to zero.
-pub fn parse_f64(s: &[u8]) -> Option<f64> {
+pub(crate) fn parse_f64(s: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(s).ok()?;
     let first = *s.first()?;
     if first.is_ascii_whitespace() {
@@ -106,7 +106,7 @@ fn parse_hex_float(s: &str) -> Option<f64> {
 /// Glob-style matching as Redis's `stringmatchlen`: `*`, `?`, `[abc]`,
 /// `[^a-z]`, `\x`. Iterative with single-star backtracking, so it runs in
 /// O(pattern × string) at worst and never recurses.
-pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+pub(crate) fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
     let (mut p, mut s) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     let eq = |a: u8, b: u8| {
@@ -215,13 +215,13 @@ fn match_class(pattern: &[u8], mut p: usize, c: u8, nocase: bool) -> (bool, usiz
 }
 
 /// ASCII case-insensitive comparison of a client argument with a keyword.
-pub fn eq_ic(arg: &[u8], keyword: &str) -> bool {
+pub(crate) fn eq_ic(arg: &[u8], keyword: &str) -> bool {
     arg.eq_ignore_ascii_case(keyword.as_bytes())
 }
 
 /// An I/O error as C's `strerror` words it ("No such file or directory"),
 /// without Rust's " (os error 2)" suffix, for texts Redis prints.
-pub fn strerror(e: &std::io::Error) -> String {
+pub(crate) fn strerror(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(at) => text[..at].to_string(),
@@ -230,7 +230,7 @@ pub fn strerror(e: &std::io::Error) -> String {
 }
 
 /// Wall-clock Unix milliseconds (Redis's `mstime`).
-pub fn unix_ms() -> u64 {
+pub(crate) fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -240,7 +240,7 @@ pub fn unix_ms() -> u64 {
 /// sleeps `usec` microseconds; a negative value sleeps 1 µs once in
 /// `-usec` calls on average (a sleep's system call costs more than a
 /// microsecond, so short delays are made by sleeping less often).
-pub fn debug_delay(usec: i32) {
+pub(crate) fn debug_delay(usec: i32) {
     let usec = if usec < 0 {
         u64::from(rand::random_range(0..usec.unsigned_abs()) == 0)
     } else {
@@ -253,12 +253,12 @@ pub fn debug_delay(usec: i32) {
 
 /// `%.17g`: how Redis turns a Lua number argument into a string and a
 /// score into DEBUG DIGEST's text.
-pub fn fmt_g17(x: f64) -> String {
+pub(crate) fn fmt_g17(x: f64) -> String {
     fmt_g(x, 17)
 }
 
 /// C's `%.<prec>g` (Lua prints numbers with `%.14g`).
-pub fn fmt_g(x: f64, prec: usize) -> String {
+pub(crate) fn fmt_g(x: f64, prec: usize) -> String {
     let prec = prec.clamp(1, 17);
     if x.is_nan() {
         return if x.is_sign_negative() { "-nan" } else { "nan" }.into();

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-pub use user::User;
+pub(crate) use user::User;
 use user::has_spaces;
 
 /// A `user` line as the config loader checks it (acl.c
@@ -60,10 +60,10 @@ pub(crate) fn check_configured_user(words: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, S
 }
 
 /// A user before (if it existed) and after a change.
-pub(crate) type UserChange = (Option<Arc<User>>, Arc<User>);
+type UserChange = (Option<Arc<User>>, Arc<User>);
 
 /// The users and the log.
-pub struct Acl {
+pub(crate) struct Acl {
     /// By name, in byte order (as Redis's radix tree lists them).
     users: RwLock<BTreeMap<Vec<u8>, Arc<User>>>,
     /// Bumped on every change of any user.
@@ -77,7 +77,7 @@ pub struct Acl {
 }
 
 impl Acl {
-    pub fn new() -> Acl {
+    pub(crate) fn new() -> Acl {
         let acl = Acl {
             users: RwLock::new(BTreeMap::new()),
             generation: AtomicU64::new(0),
@@ -90,15 +90,15 @@ impl Acl {
     }
 
     /// Changes whenever a user changes: a client re-reads its user then.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
-    pub fn get(&self, name: &[u8]) -> Option<Arc<User>> {
+    pub(crate) fn get(&self, name: &[u8]) -> Option<Arc<User>> {
         self.users.read().get(name).cloned()
     }
 
-    pub fn default_user(&self) -> Arc<User> {
+    pub(crate) fn default_user(&self) -> Arc<User> {
         // The default user can be changed but never removed.
         self.get(b"default")
             .unwrap_or_else(|| Arc::new(User::default_user(false)))
@@ -106,11 +106,11 @@ impl Acl {
 
     /// Whether a connection that has not authenticated must (networking.c
     /// `authRequired`).
-    pub fn default_needs_auth(&self) -> bool {
+    pub(crate) fn default_needs_auth(&self) -> bool {
         self.default_needs_auth.load(Ordering::Relaxed)
     }
 
-    pub fn default_nopass(&self) -> bool {
+    pub(crate) fn default_nopass(&self) -> bool {
         self.default_nopass.load(Ordering::Relaxed)
     }
 
@@ -176,7 +176,7 @@ impl Acl {
 
     /// `requirepass`: the default user's only password, or `nopass` when
     /// empty (acl.c `ACLUpdateDefaultUserPassword`).
-    pub fn set_default_password(&self, pass: Option<&[u8]>) {
+    pub(crate) fn set_default_password(&self, pass: Option<&[u8]>) {
         let mut map = self.users.write();
         let mut d = map
             .get(&b"default"[..])
@@ -200,7 +200,7 @@ impl Acl {
 
     /// Startup `user` lines (acl.c `ACLLoadConfiguredUsers`): each creates
     /// its user (the default one is reset first). Err is the log line.
-    pub fn load_configured(
+    pub(crate) fn load_configured(
         &self,
         lines: &[Vec<Vec<u8>>],
         all_channels: bool,

@@ -18,7 +18,7 @@ use crate::spec::{Command, flags};
 use crate::util::{eq_ic, glob_match};
 
 /// A key pattern's permissions (acl.c `ACL_READ_PERMISSION` …).
-pub(crate) const READ: u8 = 1;
+const READ: u8 = 1;
 pub(crate) const WRITE: u8 = 2;
 const ALL: u8 = READ | WRITE;
 
@@ -68,9 +68,9 @@ pub(crate) enum Denied {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct KeyPattern {
+struct KeyPattern {
     pub(crate) pattern: Vec<u8>,
-    pub(crate) perm: u8,
+    perm: u8,
 }
 
 impl KeyPattern {
@@ -524,7 +524,7 @@ pub(crate) fn has_spaces(s: &[u8]) -> bool {
 }
 
 /// SHA-256 of a password as 64 lowercase hex digits (`ACLHashPassword`).
-pub(crate) fn hash_password(pass: &[u8]) -> String {
+fn hash_password(pass: &[u8]) -> String {
     let digest = Sha256::digest(pass);
     let mut hex = String::with_capacity(64);
     for b in digest {
@@ -540,7 +540,7 @@ fn valid_hash(h: &[u8]) -> bool {
 
 /// One ACL user.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User {
+pub(crate) struct User {
     pub(crate) name: Vec<u8>,
     enabled: bool,
     nopass: bool,

@@ -27,7 +27,7 @@ const MANIFEST_MAX_LINE: usize = 1024;
 
 /// Reads `<dir>/<prefix>.manifest`; an empty manifest when the directory
 /// or the file does not exist (a server that never wrote an AOF).
-pub fn read_manifest(dir: &Path, prefix: &str) -> Result<Manifest, String> {
+pub(crate) fn read_manifest(dir: &Path, prefix: &str) -> Result<Manifest, String> {
     let path = dir.join(format!("{prefix}.manifest"));
     let text = match std::fs::read(&path) {
         Ok(t) => t,
@@ -44,7 +44,7 @@ pub fn read_manifest(dir: &Path, prefix: &str) -> Result<Manifest, String> {
 
 /// Parses a manifest as Redis's `aofLoadManifestFromFile` does, with its
 /// error texts.
-pub fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
+fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
     let mut m = Manifest::default();
     if text.is_empty() {
         return Err("Found an empty AOF manifest".into());

@@ -25,7 +25,7 @@
 //! state, the [`Aof`] itself, and the script engine's function libraries
 //! (for a base file); a rewrite's thread holds it as an `Arc<dyn Host>`.
 
-pub mod load;
+pub(crate) mod load;
 
 use std::fs::File;
 use std::io::Write;
@@ -54,7 +54,7 @@ const ON: u8 = 1;
 const WAIT_REWRITE: u8 = 2;
 
 /// The writer's state and what INFO persistence reports of it.
-pub struct Aof {
+pub(crate) struct Aof {
     state: AtomicU8,
     /// Encoded commands not yet written, and the database the file's last
     /// SELECT chose.
@@ -64,25 +64,25 @@ pub struct Aof {
     /// The open incremental file and the manifest. Lock order: shards,
     /// then `file`, then `pending`.
     file: Mutex<Option<Files>>,
-    pub rewrite_in_progress: AtomicBool,
-    pub rewrite_scheduled: AtomicBool,
-    pub last_bgrewrite_ok: AtomicBool,
-    pub last_write_ok: AtomicBool,
-    pub rewrites: AtomicU64,
-    pub last_rewrite_time_sec: AtomicI64,
+    pub(crate) rewrite_in_progress: AtomicBool,
+    pub(crate) rewrite_scheduled: AtomicBool,
+    last_bgrewrite_ok: AtomicBool,
+    last_write_ok: AtomicBool,
+    rewrites: AtomicU64,
+    last_rewrite_time_sec: AtomicI64,
     /// Unix seconds when the running rewrite started.
     rewrite_started: AtomicU64,
     /// Bytes of the base and incremental files (`aof_current_size`).
-    pub current_size: AtomicU64,
+    current_size: AtomicU64,
     /// `aof_current_size` after the last rewrite (`aof_base_size`).
-    pub base_size: AtomicU64,
+    base_size: AtomicU64,
     /// Bytes of the current incremental file written but not fsynced.
     unsynced: AtomicU64,
     last_fsync_ms: AtomicU64,
-    pub delayed_fsync: AtomicU64,
+    delayed_fsync: AtomicU64,
     /// `DEBUG AOF-FLUSH-SLEEP <µs>`: each write waits this long first
     /// (Redis's `aof_flush_sleep`, for tests of the reply order).
-    pub flush_sleep_us: AtomicU64,
+    pub(crate) flush_sleep_us: AtomicU64,
     /// Group commit under `appendfsync always`: bytes appended to
     /// `pending` and bytes written since start (across files), bytes known
     /// durable, the syncer's wake-up, and the connections waiting for
@@ -107,7 +107,7 @@ struct Pending {
 
 /// Appends Redis's timestamp annotation (`#TS:<unix seconds>`), which
 /// loaders skip and `redis-check-aof --truncate-to-timestamp` cuts at.
-pub fn annotation(out: &mut Vec<u8>, secs: u64) {
+fn annotation(out: &mut Vec<u8>, secs: u64) {
     out.extend_from_slice(format!("#TS:{secs}\r\n").as_bytes());
 }
 
@@ -148,7 +148,7 @@ impl Default for Aof {
 }
 
 /// Appends one command in RESP (`*<n>`, then `$<len>` bulk strings).
-pub fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
+fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
     out.push(b'*');
     out.extend_from_slice(argv.len().to_string().as_bytes());
     out.extend_from_slice(b"\r\n");
@@ -199,13 +199,13 @@ impl Sink for Aof {
 }
 
 impl Aof {
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.state.load(Relaxed) != OFF
     }
 
     /// Before the commands of second `now_secs` (Redis's
     /// `genAofTimestampAnnotationIfNeeded`): an annotation once a second.
-    pub fn annotate_time(&self, now_secs: u64) {
+    pub(crate) fn annotate_time(&self, now_secs: u64) {
         if !self.enabled() {
             return;
         }
@@ -277,7 +277,7 @@ impl Aof {
     /// so far at once — what Redis's one fsync per event-loop pass gives
     /// it. One fsync per batch would serialize every connection behind
     /// the disk.
-    pub async fn before_reply(&self, config: &Config) {
+    pub(crate) async fn before_reply(&self, config: &Config) {
         if config.appendfsync() != Fsync::Always {
             if self.has_pending.load(Relaxed) {
                 self.write_pending(false);
@@ -398,7 +398,7 @@ impl Aof {
     }
 
     /// Flushes and fsyncs everything (shutdown, turning the AOF off).
-    pub fn flush_all(&self) {
+    pub(crate) fn flush_all(&self) {
         if self.file.lock().is_some() {
             self.write_pending(true);
         }
@@ -439,28 +439,28 @@ pub(crate) async fn run(host: Arc<dyn Host>, mut shutdown: tokio::sync::watch::R
 
 /// A manifest's entry: file name, sequence number, type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileInfo {
-    pub name: String,
-    pub seq: u64,
-    pub kind: u8,
+struct FileInfo {
+    pub(crate) name: String,
+    pub(crate) seq: u64,
+    pub(crate) kind: u8,
 }
 
 /// The manifest: the base file, files that a rewrite made history (to be
 /// deleted), and the incremental files in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Manifest {
-    pub base: Option<FileInfo>,
-    pub history: Vec<FileInfo>,
-    pub incrs: Vec<FileInfo>,
+pub(crate) struct Manifest {
+    base: Option<FileInfo>,
+    history: Vec<FileInfo>,
+    incrs: Vec<FileInfo>,
 }
 
-pub const BASE: u8 = b'b';
-pub const HISTORY: u8 = b'h';
-pub const INCR: u8 = b'i';
+const BASE: u8 = b'b';
+const HISTORY: u8 = b'h';
+const INCR: u8 = b'i';
 
 impl Manifest {
     /// Redis's `getAofManifestAsString`: base, history, incremental.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut s = String::new();
         for f in self.base.iter().chain(&self.history).chain(&self.incrs) {
             s.push_str(&format!(
@@ -666,13 +666,13 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
 }
 
 /// `BGREWRITEAOF`'s reply when it started.
-pub const REWRITE_STARTED: &str = "Background append only file rewriting started";
+const REWRITE_STARTED: &str = "Background append only file rewriting started";
 
 /// Starts a rewrite; the caller holds every shard (`shards`). Opens the
 /// new incremental file now — everything after this instant goes there —
 /// and writes the new base from the snapshot on a thread of its own, which
 /// holds `host` until it is done.
-pub(crate) fn start_rewrite<'s>(
+fn start_rewrite<'s>(
     host: Arc<dyn Host>,
     shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
 ) -> Result<(), String> {
@@ -852,7 +852,7 @@ pub(crate) fn start(
 }
 
 /// `CONFIG SET appendonly no` (Redis's `stopAppendOnly`).
-pub fn stop(aof: &Aof) {
+pub(crate) fn stop(aof: &Aof) {
     if !aof.enabled() {
         return;
     }
@@ -906,7 +906,7 @@ pub(crate) fn debug_loadaof<C>(
 }
 
 /// INFO persistence's `aof_*` lines, as Redis 7.0 prints them.
-pub fn info_fields(aof: &Aof, clock: &Clock) -> Vec<(&'static str, String)> {
+pub(crate) fn info_fields(aof: &Aof, clock: &Clock) -> Vec<(&'static str, String)> {
     let state = aof.state.load(Relaxed);
     let now = clock.now_ms() / 1000;
     let rewriting = aof.rewrite_in_progress.load(Relaxed);

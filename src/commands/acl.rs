@@ -26,7 +26,7 @@ const G: &str = "server";
 const ADM: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 const PLAIN: u32 = NOSCRIPT | LOADING | STALE;
 
-pub static COMMANDS: &[Command] = &[Command::new(
+pub(crate) static COMMANDS: &[Command] = &[Command::new(
     "acl",
     -2,
     0,
@@ -505,7 +505,7 @@ fn help(ctx: &mut Ctx) -> CmdResult {
 /// Brings the client's ACL user up to date after any ACL change; false if
 /// the user is gone (deleted, or replaced by ACL LOAD): the client is
 /// then disconnected, as Redis frees the clients of a freed user.
-pub(crate) fn refresh_user(shared: &Services, client: &mut Client) -> bool {
+fn refresh_user(shared: &Services, client: &mut Client) -> bool {
     let generation = shared.acl.generation();
     if generation == client.acl_generation {
         return true;

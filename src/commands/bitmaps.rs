@@ -19,7 +19,7 @@ use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "bitmap";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("setbit", 4, WRITE | DENYOOM, Keys::ONE, &(setbit as Handler))
         .doc(G, "2.2.0", "O(1)", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.")
         .syntax("key offset value"),

@@ -24,7 +24,7 @@ fn disabled(_ctx: &mut Ctx) -> CmdResult {
 const ADMIN_LOADING: u32 = ADMIN | STALE | NO_ASYNC_LOADING;
 
 #[rustfmt::skip]
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("cluster", -2, 0, Keys::None, &(super::server::container as Handler))
         .doc(G, "3.0.0", "Depends on subcommand.", "A container for cluster commands")
         .subcommands(CLUSTER),

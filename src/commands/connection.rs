@@ -13,7 +13,7 @@ use crate::util::eq_ic;
 
 const G: &str = "connection";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new(
         "ping",
         -1,
@@ -556,7 +556,7 @@ fn client_setinfo(ctx: &mut Ctx) -> CmdResult {
 /// A client's CLIENT LIST line without its newline (networking.c
 /// `catClientInfoString`), as the ACL log records it (without the
 /// denied command's `argv-mem`, which the log does not need).
-pub fn client_info_line(shared: &Services, c: &crate::clients::ClientHandle) -> String {
+pub(crate) fn client_info_line(shared: &Services, c: &crate::clients::ClientHandle) -> String {
     let mut s = String::new();
     client_line(shared, c, 0, &mut s);
     s.pop();

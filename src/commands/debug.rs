@@ -28,10 +28,10 @@ use crate::util::eq_ic;
 /// Whether connections give back reply buffers past their keep size after
 /// a write (`DEBUG REPLYBUFFER RESIZING 0|1`; process-wide, as Redis's
 /// switch). DEBUG sets it; the network layer reads it.
-pub static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
+pub(crate) static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(true);
 
-pub fn debug(ctx: &mut Ctx) -> CmdResult {
+pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
     if !ctx.shared.config.debug_command {
         return Err(Error::Static(
             "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",

@@ -11,13 +11,13 @@ use crate::protocol::Reply;
 
 /// A node of the argument tree, shaped as `COMMAND DOCS` reports it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Arg {
-    pub name: String,
-    pub kind: &'static str,
-    pub token: Option<String>,
-    pub optional: bool,
-    pub multiple: bool,
-    pub args: Vec<Arg>,
+pub(crate) struct Arg {
+    pub(crate) name: String,
+    pub(crate) kind: &'static str,
+    token: Option<String>,
+    optional: bool,
+    multiple: bool,
+    pub(crate) args: Vec<Arg>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +28,7 @@ enum Node {
 }
 
 /// Parses a grammar line into the argument list.
-pub fn parse_syntax(s: &str) -> Result<Vec<Arg>, String> {
+pub(crate) fn parse_syntax(s: &str) -> Result<Vec<Arg>, String> {
     let spaced = s
         .replace('[', " [ ")
         .replace(']', " ] ")
@@ -245,7 +245,7 @@ fn convert_seq(nodes: &[Node]) -> Vec<Arg> {
 }
 
 /// Writes one command's docs map.
-pub fn write_docs(out: &mut Reply, c: &Command, parent: Option<&Command>) {
+pub(crate) fn write_docs(out: &mut Reply, c: &Command, parent: Option<&Command>) {
     let args = parse_syntax(c.syntax).unwrap_or_default();
     let has_args = !args.is_empty();
     let has_subs = !c.subcommands.is_empty();

@@ -22,7 +22,7 @@ use crate::util::{eq_ic, glob_match, parse_i64};
 
 const G: &str = "scripting";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new(
         "fcall",
         -3,

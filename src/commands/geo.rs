@@ -24,7 +24,7 @@ const G: &str = "geo";
 const RADIUS_COMPLEXITY: &str = "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.";
 const SEARCH_COMPLEXITY: &str = "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("geoadd", -5, WRITE | DENYOOM, Keys::ONE, &(geoadd as Handler))
         .doc(G, "3.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.")
         .syntax("key [NX | XX] [CH] longitude latitude member [longitude latitude member ...]"),

@@ -22,7 +22,7 @@ use crate::util::{eq_ic, glob_match, parse_i64};
 
 const G: &str = "hash";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("hset", -4, WRITE | DENYOOM | FAST, Keys::ONE, &(hset as Handler))
         .doc(G, "2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "Creates or modifies the value of a field in a hash.")
         .syntax("key field value [field value ...]"),
@@ -423,9 +423,9 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
 /// i.e. `strtoul`: optional sign, wraps negatives, empty means 0) and the
 /// MATCH/COUNT options.
 pub(super) struct ScanArgs<'a> {
-    pub cursor: u64,
-    pub pattern: Option<&'a [u8]>,
-    pub count: usize,
+    pub(crate) cursor: u64,
+    pub(crate) pattern: Option<&'a [u8]>,
+    pub(crate) count: usize,
 }
 
 pub(super) fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {

@@ -20,7 +20,7 @@ const G: &str = "hyperloglog";
 const NOT_HLL: Error = Error::Static("WRONGTYPE Key is not a valid HyperLogLog string value.");
 const CORRUPT: Error = Error::Static("INVALIDOBJ Corrupted HLL object detected");
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("pfadd", -2, WRITE | DENYOOM | FAST, Keys::ONE, &(pfadd as Handler))
         .doc(G, "2.8.9", "O(1) to add every element.", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.")
         .syntax("key [element [element ...]]"),

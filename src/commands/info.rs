@@ -393,24 +393,24 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
 /// The memory figures INFO memory, MEMORY STATS and MEMORY DOCTOR report
 /// (Redis's `getMemoryOverheadData`).
 pub(crate) struct Memory {
-    pub used: u64,
-    pub peak: u64,
-    pub startup: u64,
-    pub rss: u64,
-    pub lua: u64,
-    pub eval_caches: u64,
-    pub function_caches: u64,
-    pub clients_normal: u64,
-    pub overhead: u64,
-    pub dataset: u64,
+    pub(crate) used: u64,
+    pub(crate) peak: u64,
+    pub(crate) startup: u64,
+    pub(crate) rss: u64,
+    pub(crate) lua: u64,
+    pub(crate) eval_caches: u64,
+    pub(crate) function_caches: u64,
+    pub(crate) clients_normal: u64,
+    pub(crate) overhead: u64,
+    pub(crate) dataset: u64,
     /// Bytes used beyond those at startup (at least 1).
-    pub net: u64,
-    pub active: u64,
-    pub resident: u64,
+    pub(crate) net: u64,
+    pub(crate) active: u64,
+    pub(crate) resident: u64,
 }
 
 impl Memory {
-    pub fn gather(shared: &Services, tables: usize) -> Memory {
+    pub(crate) fn gather(shared: &Services, tables: usize) -> Memory {
         let used = crate::stats::note_peak_memory(&shared.stats);
         let peak = shared.stats.peak_memory.load(Relaxed).max(used);
         let startup = shared.stats.startup_memory.load(Relaxed);
@@ -731,7 +731,7 @@ fn replid() -> String {
 
 /// DEBUG CHANGE-REPL-ID: a new replication ID (there is never a second one
 /// to clear: zwindow was never a replica).
-pub fn change_replid() {
+pub(crate) fn change_replid() {
     *REPLID.lock() = Some(random_replid());
 }
 
@@ -873,7 +873,7 @@ fn total_system_memory() -> u64 {
 }
 
 /// Resident set size from /proc/self/statm (0 where unavailable).
-pub(crate) fn rss_bytes() -> u64 {
+fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| {

@@ -9,7 +9,7 @@ use crate::util::{eq_ic, glob_match};
 
 const G: &str = "generic";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("del", -2, WRITE, Keys::ALL_ARGS, &(del as Handler))
         .doc(G, "1.0.0", "O(N) where N is the number of keys that will be removed.", "Deletes one or more keys.")
         .syntax("key [key ...]"),

@@ -13,7 +13,7 @@ use super::strings::lookup_str;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::eq_ic;
 
-pub static COMMANDS: &[Command] =
+pub(crate) static COMMANDS: &[Command] =
     &[
         Command::new("lcs", -3, READONLY, Keys::TWO, &(lcs as Handler))
             .doc(

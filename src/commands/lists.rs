@@ -29,7 +29,7 @@ const ALL_BUT_LAST: Keys = Keys::Range {
     step: 1,
 };
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("lpush", -3, WRITE | DENYOOM | FAST, Keys::ONE, &(lpush as Handler))
         .doc(G, "1.0.0", PUSH_COMPLEXITY, "Prepend one or multiple elements to a list")
         .syntax("key element [element ...]"),

@@ -28,7 +28,7 @@ use crate::protocol::Reply;
 use crate::util::eq_ic;
 
 #[rustfmt::skip]
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("migrate", -6, WRITE, Keys::Migrate, &(migrate as Handler))
         .doc("generic", "2.6.0", "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.", "Atomically transfer a key from a Redis instance to another one.")
         .syntax("host port key | \"\" destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key [key ...]]"),

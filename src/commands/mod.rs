@@ -15,41 +15,41 @@
 //! keys, close, wait for a script), or an [`Error`], which becomes the
 //! error reply; a handler that returns an error has written nothing.
 
-pub mod acl;
-pub mod bitmaps;
-pub mod cluster;
-pub mod connection;
-pub mod debug;
-pub mod docs;
-pub mod functions;
-pub mod geo;
-pub mod hashes;
-pub mod hyperloglog;
-pub mod info;
-pub mod keys;
-pub mod lcs;
-pub mod lists;
+pub(crate) mod acl;
+pub(crate) mod bitmaps;
+pub(crate) mod cluster;
+pub(crate) mod connection;
+pub(crate) mod debug;
+pub(crate) mod docs;
+pub(crate) mod functions;
+pub(crate) mod geo;
+pub(crate) mod hashes;
+pub(crate) mod hyperloglog;
+pub(crate) mod info;
+pub(crate) mod keys;
+pub(crate) mod lcs;
+pub(crate) mod lists;
 pub(crate) mod lua;
-pub mod memory;
-pub mod migrate;
-pub mod modules;
-pub mod monitor;
-pub mod observability;
-pub mod persistence;
-pub mod pubsub;
-pub mod replication;
-pub mod scripting;
-pub mod server;
-pub mod services;
-pub mod session;
-pub mod sets;
-pub mod sort;
-pub mod streams;
-pub mod strings;
-pub mod transactions;
-pub mod windows;
-pub mod zset_ttl;
-pub mod zsets;
+pub(crate) mod memory;
+pub(crate) mod migrate;
+pub(crate) mod modules;
+pub(crate) mod monitor;
+pub(crate) mod observability;
+pub(crate) mod persistence;
+pub(crate) mod pubsub;
+pub(crate) mod replication;
+pub(crate) mod scripting;
+pub(crate) mod server;
+pub(crate) mod services;
+pub(crate) mod session;
+pub(crate) mod sets;
+pub(crate) mod sort;
+pub(crate) mod streams;
+pub(crate) mod strings;
+pub(crate) mod transactions;
+pub(crate) mod windows;
+pub(crate) mod zset_ttl;
+pub(crate) mod zsets;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
@@ -60,15 +60,15 @@ use crate::protocol::Reply;
 // The arguments' types live in the protocol layer and the table's in the
 // spec leaf; the families and the execution layer name them through here,
 // beside the rest of a handler's vocabulary.
-pub use crate::protocol::{Args, OwnedArgs};
+pub(crate) use crate::protocol::{Args, OwnedArgs};
 use crate::spec::Unresolved;
-pub use crate::spec::{Command, Keys, all_commands, flags, lookup, lookup_sub};
+pub(crate) use crate::spec::{Command, Keys, all_commands, flags, lookup, lookup_sub};
 use crate::util::parse_i64;
-pub use services::Services;
+pub(crate) use services::Services;
 use session::Client;
 
 /// Every family's commands; the single source of truth.
-pub static TABLE: &[&[Command]] = &[
+pub(crate) static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     replication::COMMANDS,
@@ -110,13 +110,13 @@ pub fn install() {
 /// A command's handler. The table stores it opaquely (the spec leaf cannot
 /// name [`Ctx`]): an entry declares it as `&(handler as Handler)`, and
 /// [`run`] takes it back.
-pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
+type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult;
 
 /// Runs `cmd`'s handler. Every entry's handler is a [`Handler`] (a unit
 /// test holds the whole table to that), so the downcast always succeeds;
 /// it costs a type check and the indirect call the handler always took.
 #[inline]
-pub fn run(cmd: &'static Command, ctx: &mut Ctx<'_, '_>) -> CmdResult {
+pub(crate) fn run(cmd: &'static Command, ctx: &mut Ctx<'_, '_>) -> CmdResult {
     match cmd.handler.downcast_ref::<Handler>() {
         Some(handler) => handler(ctx),
         None => Err(Error::Static("ERR this command has no handler")),
@@ -124,15 +124,15 @@ pub fn run(cmd: &'static Command, ctx: &mut Ctx<'_, '_>) -> CmdResult {
 }
 
 /// What INFO commandstats reports for one command.
-pub struct CallStats {
-    pub calls: AtomicU64,
-    pub usec: AtomicU64,
+pub(crate) struct CallStats {
+    pub(crate) calls: AtomicU64,
+    usec: AtomicU64,
     /// Refused before running (arity, auth, MULTI, BUSY, …).
-    pub rejected: AtomicU64,
+    pub(crate) rejected: AtomicU64,
     /// Ran and answered an error.
-    pub failed: AtomicU64,
+    pub(crate) failed: AtomicU64,
     /// INFO latencystats: the calls' durations.
-    pub latency: crate::stats::LatencyHistogram,
+    pub(crate) latency: crate::stats::LatencyHistogram,
 }
 
 impl CallStats {
@@ -142,7 +142,7 @@ impl CallStats {
     /// without interior mutability, so the counters sit in one array beside
     /// the table, found by the entry's address (an identity hash, no
     /// hashing of names on the hot path).
-    pub fn of(cmd: &'static Command) -> &'static CallStats {
+    pub(crate) fn of(cmd: &'static Command) -> &'static CallStats {
         static SLOTS: OnceLock<StatsIndex> = OnceLock::new();
         static NONE: CallStats = CallStats::new();
         let index = SLOTS.get_or_init(StatsIndex::build);
@@ -160,7 +160,7 @@ impl CallStats {
     }
 
     /// CONFIG RESETSTAT.
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         for c in [&self.calls, &self.usec, &self.rejected, &self.failed] {
             c.store(0, Relaxed);
         }
@@ -224,38 +224,38 @@ impl StatsIndex {
 }
 
 /// What a handler sees.
-pub struct Ctx<'c, 'k> {
-    pub shared: &'c Arc<Services>,
-    pub client: &'c mut Client,
-    pub out: &'c mut Reply,
-    pub args: Args<'c>,
-    pub ks: &'c mut Keyspace<'k>,
-    pub cmd: &'static Command,
+pub(crate) struct Ctx<'c, 'k> {
+    pub(crate) shared: &'c Arc<Services>,
+    pub(crate) client: &'c mut Client,
+    pub(crate) out: &'c mut Reply,
+    pub(crate) args: Args<'c>,
+    pub(crate) ks: &'c mut Keyspace<'k>,
+    pub(crate) cmd: &'static Command,
     /// Arguments the slow log and MONITOR must not show (passwords), one
     /// bit each; bit 63 stands for every argument from 63 on.
-    pub redacted: u64,
+    pub(crate) redacted: u64,
     /// The error reply a script wrote as its result, if any: the call
     /// counts as failed, and the error in `errorstats` unless a command
     /// the script ran already counted it (see [`ScriptError`]).
-    pub script_error: Option<ScriptError>,
+    pub(crate) script_error: Option<ScriptError>,
     /// The first of `args`' keys, hashed when the command's locks were
     /// planned (see [`Ctx::key`]).
-    pub first_key: Option<HashedKey<'c>>,
+    pub(crate) first_key: Option<HashedKey<'c>>,
     /// The execution layer, for a command that runs commands (EXEC, a
     /// script's `redis.call`, DEBUG LOADAOF's replay).
     pub(crate) dispatch: &'c dyn Dispatch<Client>,
 }
 
 /// The refusal of a deny-OOM command over `maxmemory`.
-pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// An error a script's run ended with (its reply is already written).
 #[derive(Debug)]
-pub struct ScriptError {
-    pub text: Vec<u8>,
+pub(crate) struct ScriptError {
+    pub(crate) text: Vec<u8>,
     /// False when the error is a command's error the script passed on
     /// (`ignore_error_stats_update`), already in the statistics.
-    pub counted: bool,
+    pub(crate) counted: bool,
 }
 
 impl<'c> Ctx<'c, '_> {
@@ -263,7 +263,7 @@ impl<'c> Ctx<'c, '_> {
     /// command's locks were planned if it is that key, so a single-key
     /// command hashes its key once for the locking, the expiry check and
     /// the lookup. Pass it to the keyspace instead of the bare argument.
-    pub fn key(&self, i: usize) -> HashedKey<'c> {
+    pub(crate) fn key(&self, i: usize) -> HashedKey<'c> {
         let bytes = self.args.get(i);
         match self.first_key {
             // The very same borrowed bytes (not merely equal ones), so the
@@ -276,7 +276,7 @@ impl<'c> Ctx<'c, '_> {
     /// Logs this command as `argv` instead of verbatim (Redis's
     /// `rewriteClientCommandVector`): what makes its effect deterministic
     /// on replay. `argv` is built only when something listens.
-    pub fn propagate_as(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
+    pub(crate) fn propagate_as(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
         if self.ks.propagating() {
             self.ks.prop.call.rewrite = Some(argv());
         }
@@ -284,7 +284,7 @@ impl<'c> Ctx<'c, '_> {
 
     /// Logs nothing for this command itself: what it did went out through
     /// [`Keyspace::also_propagate`] (Redis's `preventCommandPropagation`).
-    pub fn prevent_propagation(&mut self) {
+    pub(crate) fn prevent_propagation(&mut self) {
         // Only while something listens: the call state is this command's
         // own only then (see `execution::call`).
         if !self.ks.propagating() {
@@ -295,7 +295,7 @@ impl<'c> Ctx<'c, '_> {
 
     /// Logs this command even if it changed nothing (Redis's
     /// `forceCommandPropagation`).
-    pub fn force_propagation(&mut self) {
+    pub(crate) fn force_propagation(&mut self) {
         if !self.ks.propagating() {
             return;
         }
@@ -304,15 +304,15 @@ impl<'c> Ctx<'c, '_> {
 
     /// Hides argument `i` from the slow log and MONITOR (Redis's
     /// `redactClientCommandArgument`).
-    pub fn redact(&mut self, i: usize) {
+    pub(crate) fn redact(&mut self, i: usize) {
         self.redacted |= 1 << i.min(63);
     }
 
-    pub fn arg(&self, i: usize) -> &[u8] {
+    pub(crate) fn arg(&self, i: usize) -> &[u8] {
         self.args.get(i)
     }
 
-    pub fn argc(&self) -> usize {
+    pub(crate) fn argc(&self) -> usize {
         self.args.len()
     }
 }
@@ -320,7 +320,7 @@ impl<'c> Ctx<'c, '_> {
 /// An error reply. Static texts cost nothing; formatted ones allocate only
 /// on the error path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
+pub(crate) enum Error {
     Syntax,
     WrongType,
     NotInteger,
@@ -340,14 +340,14 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Error::Raw(b) => b,
             _ => self.text().as_bytes(),
         }
     }
 
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         match self {
             Error::Raw(_) => "ERR",
             Error::Syntax => "ERR syntax error",
@@ -378,11 +378,11 @@ impl From<Unresolved> for Error {
 }
 
 /// What a handler returns: what became of the command, or its error reply.
-pub type CmdResult = Result<Outcome, Error>;
+type CmdResult = Result<Outcome, Error>;
 
 /// What became of a command that did not fail.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// It ran; its reply is written.
     Done,
     /// A blocking command found nothing and may wait: it wrote nothing, and
@@ -400,23 +400,23 @@ pub enum Outcome {
     Migrate(Box<crate::migrate::Transfer>),
 }
 
-pub use Outcome::Done;
+pub(crate) use Outcome::Done;
 
 /// A blocking command's request to wait for data on `keys`.
 #[derive(Debug)]
-pub struct Block {
-    pub keys: Vec<Key>,
+pub(crate) struct Block {
+    pub(crate) keys: Vec<Key>,
     /// The type the command takes data from, as `TYPE` names it: a key that
     /// becomes ready holding another type leaves the waiter blocked.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// None waits forever.
-    pub timeout: Option<std::time::Duration>,
+    pub(crate) timeout: Option<std::time::Duration>,
     /// The arguments to re-run the command with when a key is ready, when
     /// they differ from the original (XREAD's `$` resolved to an ID).
-    pub rerun: Option<OwnedArgs>,
+    pub(crate) rerun: Option<OwnedArgs>,
     /// The error the waiter gets when a key it waits on is deleted or
     /// stops holding `kind` (XREADGROUP); None leaves it waiting.
-    pub on_gone: Option<&'static str>,
+    pub(crate) on_gone: Option<&'static str>,
 }
 
 /// The reply of HTTL/HPTTL/HEXPIRETIME/HPEXPIRETIME and of their
@@ -425,15 +425,15 @@ pub struct Block {
 /// `no_ttl`, the types' marker: none). -2 when the subkey does not exist
 /// (or its deadline has come), -1 when it has no TTL, else the time left
 /// (`relative`) or the deadline, in seconds rounded up or in milliseconds.
-pub struct SubkeyTtl {
-    pub now: u64,
-    pub no_ttl: u64,
-    pub seconds: bool,
-    pub relative: bool,
+struct SubkeyTtl {
+    now: u64,
+    no_ttl: u64,
+    seconds: bool,
+    relative: bool,
 }
 
 impl SubkeyTtl {
-    pub fn reply(
+    pub(crate) fn reply(
         &self,
         out: &mut Reply,
         args: Args<'_>,
@@ -458,7 +458,7 @@ impl SubkeyTtl {
 /// ZPEXPIREAT) with the absolute deadline `at` in milliseconds, so a replay
 /// keeps it, the condition as given (`args` up to `list_at`, where
 /// FIELDS/MEMBERS stands) and only the subkeys in `set`.
-pub fn absolute_expire_argv(
+fn absolute_expire_argv(
     name: &[u8],
     args: Args<'_>,
     list_at: usize,
@@ -476,7 +476,7 @@ pub fn absolute_expire_argv(
 /// Parses a blocking timeout in seconds as redis-server 7.0 does: a long
 /// double, rounded *up* to whole milliseconds (measured: `0.0001` times out
 /// at once, `-0.0001` waits forever like `0`); 0 waits forever.
-pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Error> {
+fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Error> {
     let not_float = Error::Static("ERR timeout is not a float or out of range");
     let secs = match crate::util::parse_f64(arg) {
         Some(v) => v,
@@ -524,7 +524,7 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Durati
 }
 
 /// Parses an integer argument with Redis's error text.
-pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
+fn int_arg(arg: &[u8]) -> Result<i64, Error> {
     parse_i64(arg).ok_or(Error::NotInteger)
 }
 
@@ -532,13 +532,13 @@ pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
 /// unknown-command or arity error reply if there is none (see
 /// [`spec::resolve`](crate::spec::resolve)).
 #[inline]
-pub fn resolve(args: &Args<'_>) -> Result<&'static Command, Error> {
+pub(crate) fn resolve(args: &Args<'_>) -> Result<&'static Command, Error> {
     crate::spec::resolve(args).map_err(Error::from)
 }
 
 /// Redis's `addReplySubcommandSyntaxError`: a subcommand given too many
 /// arguments, quoted as the client typed it (`'RESTORE'`, `'restore'`).
-pub fn subcommand_syntax(args: &Args<'_>) -> Error {
+fn subcommand_syntax(args: &Args<'_>) -> Error {
     let sub = args.get(1);
     Error::Owned(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
@@ -548,7 +548,7 @@ pub fn subcommand_syntax(args: &Args<'_>) -> Error {
 }
 
 /// `parent|sub` for subcommands, the name otherwise (as Redis prints them).
-pub fn full_name(args: &Args<'_>, cmd: &Command) -> String {
+pub(crate) fn full_name(args: &Args<'_>, cmd: &Command) -> String {
     if lookup(args.get(0)).is_some_and(|p| !p.subcommands.is_empty())
         && !std::ptr::eq(lookup(args.get(0)).unwrap_or(cmd), cmd)
     {

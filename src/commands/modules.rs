@@ -15,7 +15,7 @@ use crate::commands::Services;
 const G: &str = "server";
 
 #[rustfmt::skip]
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("module", -2, 0, Keys::None, &(super::server::container as Handler))
         .doc(G, "4.0.0", "Depends on subcommand.", "A container for module commands")
         .subcommands(MODULE),

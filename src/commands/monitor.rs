@@ -24,19 +24,19 @@ use crate::commands::Args;
 use crate::commands::session::Client;
 
 #[derive(Default)]
-pub struct Monitors {
+pub(crate) struct Monitors {
     list: Mutex<Vec<Arc<ClientHandle>>>,
     count: AtomicUsize,
 }
 
 impl Monitors {
     /// Whether any client monitors (one relaxed load per command).
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         self.count.load(Relaxed) > 0
     }
 
     /// Adds a monitor; false if it already was one.
-    pub fn add(&self, h: &Arc<ClientHandle>) -> bool {
+    pub(crate) fn add(&self, h: &Arc<ClientHandle>) -> bool {
         let mut l = self.list.lock();
         if l.iter().any(|m| m.id == h.id) {
             return false;
@@ -46,13 +46,13 @@ impl Monitors {
         true
     }
 
-    pub fn remove(&self, id: ClientId) {
+    pub(crate) fn remove(&self, id: ClientId) {
         let mut l = self.list.lock();
         l.retain(|m| m.id != id);
         self.count.store(l.len(), Relaxed);
     }
 
-    pub fn is_monitor(&self, id: ClientId) -> bool {
+    pub(crate) fn is_monitor(&self, id: ClientId) -> bool {
         self.active() && self.list.lock().iter().any(|m| m.id == id)
     }
 
@@ -61,7 +61,7 @@ impl Monitors {
     /// [`Ctx::redacted`](crate::commands::Ctx::redacted)) are hidden. A
     /// monitor is a normal client in Redis: its unread lines count against
     /// `limit` (`client-output-buffer-limit normal`).
-    pub fn feed(
+    pub(crate) fn feed(
         &self,
         client: &Client,
         db: usize,
@@ -98,7 +98,7 @@ impl Monitors {
 
 /// Redis's `sdscatrepr`: a quoted string with `\\`, `\"`, `\n`, `\r`, `\t`,
 /// `\a`, `\b` escaped and other non-printable bytes as `\xHH`.
-pub fn repr(out: &mut Vec<u8>, s: &[u8]) {
+fn repr(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
     for &b in s {
         match b {

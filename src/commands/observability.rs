@@ -9,7 +9,7 @@ use crate::util::parse_i64;
 
 const G: &str = "server";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new(
         "slowlog",
         -2,

@@ -12,7 +12,7 @@ use crate::util::eq_ic;
 const G: &str = "server";
 const GK: &str = "generic";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, Keys::All, &(save as Handler))
         .doc(G, "1.0.0", "O(N) where N is the total number of keys in all databases", "Synchronously saves the database(s) to disk."),
     Command::new("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, Keys::All, &(bgsave as Handler))

@@ -22,7 +22,7 @@ use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 const G: &str = "pubsub";
 const SUB_FLAGS: u32 = PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK;
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("subscribe", -2, SUB_FLAGS, Keys::None, &(subscribe as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of channels to subscribe to.", "Listen for messages published to the given channels")
         .syntax("channel [channel ...]"),

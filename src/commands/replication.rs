@@ -23,10 +23,10 @@ const NO_SYNC: &str =
 /// Writes refused while `min-replicas-to-write` finds too few good
 /// replicas (never fewer than zero here): by the execution layer for a
 /// command, by EVAL and FCALL for a script that may write.
-pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 #[rustfmt::skip]
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("replicaof", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | STALE, Keys::None, &(replicaof as Handler))
         .doc(G, "5.0.0", "O(1)", "Make the server a replica of another instance, or promote it as master.")
         .syntax("host port"),

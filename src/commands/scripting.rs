@@ -13,7 +13,7 @@ use crate::util::eq_ic;
 
 const G: &str = "scripting";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new(
         "eval",
         -3,
@@ -119,7 +119,7 @@ fn evalsha_ro(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// Checks `numkeys` at index 2 as Redis does; returns it.
-pub fn numkeys(ctx: &Ctx) -> Result<usize, Error> {
+fn numkeys(ctx: &Ctx) -> Result<usize, Error> {
     let n = int_arg(ctx.arg(2))?;
     if n > (ctx.argc() - 3) as i64 {
         return Err(Error::Static(
@@ -248,7 +248,7 @@ fn script_kill(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-pub fn help_lines(ctx: &mut Ctx, lines: &[&str]) {
+pub(crate) fn help_lines(ctx: &mut Ctx, lines: &[&str]) {
     ctx.out.array(lines.len());
     for l in lines {
         ctx.out.simple(l);

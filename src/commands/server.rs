@@ -16,7 +16,7 @@ use crate::util::{eq_ic, glob_match, parse_i64};
 
 const G: &str = "server";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("command", -1, LOADING | STALE, Keys::None, &(command_list_all as Handler))
         .doc(G, "2.8.13", "O(N) where N is the total number of Redis commands", "Returns detailed information about all commands.")
         .subcommands(COMMAND),
@@ -220,7 +220,7 @@ static CONFIG: &[Command] = &[
 ];
 
 /// The handler of a container command called without a known subcommand.
-pub fn container(ctx: &mut Ctx) -> CmdResult {
+pub(crate) fn container(ctx: &mut Ctx) -> CmdResult {
     Err(Error::Owned(format!(
         "ERR unknown subcommand '{}'. Try {} HELP.",
         String::from_utf8_lossy(ctx.arg(1)),
@@ -229,7 +229,7 @@ pub fn container(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// HELP for a container: one line of syntax and one of summary per subcommand.
-pub fn help(ctx: &mut Ctx, parent: &str, subs: &[Command]) {
+pub(crate) fn help(ctx: &mut Ctx, parent: &str, subs: &[Command]) {
     ctx.out.array(1 + subs.len() * 2);
     ctx.out.simple(&format!(
         "{parent} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"

@@ -27,42 +27,42 @@ use crate::keyspace::propagate::{Op, Sink};
 use crate::keyspace::{Env, Events, Store};
 use crate::pubsub::PubSub;
 
-pub struct Services {
-    pub store: Store,
-    pub config: Config,
-    pub clock: Clock,
-    pub clients: Clients,
-    pub pubsub: PubSub,
-    pub tracking: crate::tracking::Tracking,
+pub(crate) struct Services {
+    pub(crate) store: Store,
+    pub(crate) config: Config,
+    pub(crate) clock: Clock,
+    pub(crate) clients: Clients,
+    pub(crate) pubsub: PubSub,
+    pub(crate) tracking: crate::tracking::Tracking,
     /// CLIENT PAUSE's state.
-    pub pause: crate::pause::Pause,
+    pub(crate) pause: crate::pause::Pause,
     /// Clients in MONITOR mode.
-    pub monitors: crate::commands::monitor::Monitors,
-    pub blocking: Blocking,
-    pub windows: crate::keyspace::windows::Windows,
-    pub scripting: crate::commands::lua::Scripting,
-    pub stats: crate::stats::Stats,
+    pub(crate) monitors: crate::commands::monitor::Monitors,
+    pub(crate) blocking: Blocking,
+    pub(crate) windows: crate::keyspace::windows::Windows,
+    pub(crate) scripting: crate::commands::lua::Scripting,
+    pub(crate) stats: crate::stats::Stats,
     /// ACL users and the ACL log.
-    pub acl: crate::acl::Acl,
+    pub(crate) acl: crate::acl::Acl,
     /// INFO errorstats: error replies by their first word (`ERR`, `WRONGTYPE`, …).
-    pub error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    pub(crate) error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     /// SLOWLOG's entries.
-    pub slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
+    pub(crate) slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
     /// LATENCY's events.
-    pub latency: parking_lot::Mutex<crate::latency::Monitor>,
+    pub(crate) latency: parking_lot::Mutex<crate::latency::Monitor>,
     /// Eviction under `maxmemory`: its candidate pool and counters.
-    pub evictor: crate::keyspace::evict::Evictor,
-    pub started: Instant,
-    pub run_id: String,
+    pub(crate) evictor: crate::keyspace::evict::Evictor,
+    pub(crate) started: Instant,
+    pub(crate) run_id: String,
     /// SAVE/BGSAVE's state, the last save's time (LASTSAVE) and loading.
-    pub persistence: crate::persistence::State,
+    pub(crate) persistence: crate::persistence::State,
     /// MIGRATE's cached connections to target instances.
-    pub migrate: crate::migrate::SocketCache,
+    pub(crate) migrate: crate::migrate::SocketCache,
     /// The append-only file, the sink of the propagated commands.
-    pub aof: crate::aof::Aof,
+    pub(crate) aof: crate::aof::Aof,
     shutdown_tx: watch::Sender<bool>,
     /// Signalled by the SHUTDOWN command.
-    pub stop: Notify,
+    pub(crate) stop: Notify,
 }
 
 /// Redis stops tracking new error codes past this many (a client could
@@ -71,7 +71,7 @@ const ERROR_CODES_MAX: usize = 128;
 
 impl Services {
     /// Counts one error reply for INFO errorstats (the error path only).
-    pub fn count_error(&self, msg: &[u8]) {
+    pub(crate) fn count_error(&self, msg: &[u8]) {
         let msg = msg.strip_prefix(b"-").unwrap_or(msg);
         let code = msg.split(|&b| b == b' ').next().unwrap_or(msg);
         let code = String::from_utf8_lossy(code);
@@ -84,7 +84,7 @@ impl Services {
         }
     }
 
-    pub fn new(config: Config, shards: usize) -> Services {
+    pub(crate) fn new(config: Config, shards: usize) -> Services {
         let databases = config.databases;
         let clock = Clock::default();
         let now = clock.now_ms() / 1000;
@@ -118,7 +118,7 @@ impl Services {
         }
     }
 
-    pub fn shutdown_rx(&self) -> watch::Receiver<bool> {
+    pub(crate) fn shutdown_rx(&self) -> watch::Receiver<bool> {
         self.shutdown_tx.subscribe()
     }
 
@@ -131,7 +131,7 @@ impl Services {
 impl Services {
     /// What a keyspace view works with (see [`Env`]): the data and the
     /// services below the keyspace, and this server as its [`Events`].
-    pub fn env(&self) -> Env<'_> {
+    pub(crate) fn env(&self) -> Env<'_> {
         Env {
             store: &self.store,
             config: &self.config,

@@ -24,7 +24,7 @@ use crate::keyspace::{Key, WatchFlag};
 /// anywhere else; `pub(crate)` where the execution layer or the connection
 /// keeps its own per-client state here (the call tally, the batch clock,
 /// CLIENT REPLY's progress, the held invalidations, a script's stand-in).
-pub struct Client {
+pub(crate) struct Client {
     pub(crate) handle: Arc<ClientHandle>,
     pub(crate) db: usize,
     /// Authenticated by AUTH/HELLO, or connected while the default user
@@ -89,9 +89,9 @@ pub struct Client {
 /// Clients that do not batch (scripts' and blocked clients' stand-ins)
 /// count each call at once.
 #[derive(Default)]
-pub struct CallTally {
+pub(crate) struct CallTally {
     /// Set by the connection task, which flushes at the end of each batch.
-    pub batching: bool,
+    pub(crate) batching: bool,
     cmd: Option<&'static Command>,
     calls: u64,
     usec: u64,
@@ -102,7 +102,7 @@ pub struct CallTally {
 
 impl CallTally {
     /// Before `cmd` runs: hands over another command's calls.
-    pub fn before(&mut self, cmd: &'static Command) {
+    pub(crate) fn before(&mut self, cmd: &'static Command) {
         if self.cmd.is_some_and(|c| !std::ptr::eq(c, cmd)) {
             self.flush();
         }
@@ -110,7 +110,7 @@ impl CallTally {
 
     /// Counts a call of `cmd` that took `usec` (into its latency histogram
     /// too with `latency`).
-    pub fn add(&mut self, cmd: &'static Command, usec: u64, latency: bool) {
+    pub(crate) fn add(&mut self, cmd: &'static Command, usec: u64, latency: bool) {
         if !self.batching {
             let stats = CallStats::of(cmd);
             stats.calls.fetch_add(1, Relaxed);
@@ -133,7 +133,7 @@ impl CallTally {
     }
 
     /// Adds what was counted to the command's shared counters.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         let Some(cmd) = self.cmd.take() else {
             return;
         };
@@ -156,7 +156,7 @@ impl CallTally {
 
 /// CLIENT REPLY: whether this client's replies are sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyMode {
+pub(crate) enum ReplyMode {
     On,
     Off,
     /// CLIENT REPLY SKIP ran: the next command's reply is dropped.
@@ -166,7 +166,7 @@ pub enum ReplyMode {
 }
 
 impl Client {
-    pub fn new(handle: Arc<ClientHandle>, auth_required: bool) -> Client {
+    pub(crate) fn new(handle: Arc<ClientHandle>, auth_required: bool) -> Client {
         Client {
             handle,
             db: 0,
@@ -194,7 +194,12 @@ impl Client {
     }
 
     /// A stand-in for a blocked client while the server serves it.
-    pub fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool, key: Key) -> Client {
+    pub(crate) fn for_waiter(
+        handle: Arc<ClientHandle>,
+        db: usize,
+        resp3: bool,
+        key: Key,
+    ) -> Client {
         let mut c = Client::new(handle, false);
         c.db = db;
         c.serving_key = Some(key);
@@ -203,7 +208,7 @@ impl Client {
     }
 
     /// Runs the client's commands as `user` from now on.
-    pub fn set_user(&mut self, user: Arc<crate::acl::User>, generation: u64) {
+    pub(crate) fn set_user(&mut self, user: Arc<crate::acl::User>, generation: u64) {
         let mut name = self.handle.user.lock();
         if *name != user.name() {
             *name = user.name().to_vec();
@@ -213,28 +218,28 @@ impl Client {
         self.acl_generation = generation;
     }
 
-    pub fn resp3(&self) -> bool {
+    pub(crate) fn resp3(&self) -> bool {
         self.handle.resp.load(Relaxed) == 3
     }
 
-    pub fn in_subscribed_resp2(&self) -> bool {
+    pub(crate) fn in_subscribed_resp2(&self) -> bool {
         !self.resp3() && self.subscribed()
     }
 
     /// Subscribed to any channel, pattern or shard channel.
-    pub fn subscribed(&self) -> bool {
+    pub(crate) fn subscribed(&self) -> bool {
         !self.channels.is_empty() || !self.patterns.is_empty() || !self.shard_channels.is_empty()
     }
 
     /// Whether a blocking command may take data from `key`: any of its keys
     /// when its client runs it, only the ready key when the server serves
     /// it as a waiter (whose type `execution::blocking` has checked).
-    pub fn may_take_from(&self, key: &[u8]) -> bool {
+    pub(crate) fn may_take_from(&self, key: &[u8]) -> bool {
         self.serving_key.as_deref().is_none_or(|k| k == key)
     }
 
     /// True when a blocking command may wait (not inside MULTI/EXEC).
-    pub fn can_block(&self) -> bool {
+    pub(crate) fn can_block(&self) -> bool {
         !self.in_exec && !self.in_script
     }
 
@@ -242,13 +247,13 @@ impl Client {
     /// touched here but by the connection, once per read and per blocked
     /// reply (as Redis updates `lastinteraction` on socket I/O), which saves
     /// a clock read per pipelined command.
-    pub fn note_command(&self, cmd: &'static Command) {
+    pub(crate) fn note_command(&self, cmd: &'static Command) {
         self.handle
             .last_cmd_ptr
             .store(cmd as *const Command as usize, Relaxed);
     }
 
-    pub fn queue(&mut self, args: Args<'_>) {
+    pub(crate) fn queue(&mut self, args: Args<'_>) {
         if let Some(q) = &mut self.multi {
             q.push(args.to_owned());
             self.handle.multi.store(q.len() as i32, Relaxed);
@@ -257,7 +262,7 @@ impl Client {
         }
     }
 
-    pub fn select(&mut self, db: usize) {
+    pub(crate) fn select(&mut self, db: usize) {
         self.db = db;
         self.handle.db.store(db, Relaxed);
     }
@@ -297,7 +302,7 @@ impl Client {
     /// tracking prefixes' rax): a list node and a `watchedKey` per watched
     /// key, a list node per pattern, a dict entry and slot per channel, a
     /// rax node per prefix.
-    pub fn structures_memory(&self, shared: &crate::commands::Services) -> usize {
+    pub(crate) fn structures_memory(&self, shared: &crate::commands::Services) -> usize {
         let h = &self.handle;
         let channels = |n: u32| {
             let n = n as usize;
@@ -317,7 +322,7 @@ impl Client {
 /// Client eviction (`maxmemory-clients`) after `c`'s buffers changed:
 /// notes its memory and disconnects the largest clients while all of them
 /// together are over the limit. Costs one load while the limit is off.
-pub fn account_memory(shared: &crate::commands::Services, c: &ClientHandle) {
+pub(crate) fn account_memory(shared: &crate::commands::Services, c: &ClientHandle) {
     if shared.config.client_eviction_limit() == 0 {
         return;
     }
@@ -327,7 +332,7 @@ pub fn account_memory(shared: &crate::commands::Services, c: &ClientHandle) {
 
 /// Disconnects clients while they hold more than `maxmemory-clients`
 /// together (`refresh`: recount them all first, after a limit change).
-pub fn evict_clients(shared: &crate::commands::Services, refresh: bool) {
+pub(crate) fn evict_clients(shared: &crate::commands::Services, refresh: bool) {
     let limit = shared.config.client_eviction_limit();
     let evicted = shared
         .clients

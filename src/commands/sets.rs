@@ -19,7 +19,7 @@ use crate::util::{eq_ic, glob_match};
 
 const G: &str = "set";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("sadd", -3, WRITE | DENYOOM | FAST, Keys::ONE, &(sadd as Handler))
         .doc(G, "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Adds one or more members to a set. Creates the key if it doesn't exist.")
         .syntax("key member [member ...]"),

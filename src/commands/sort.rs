@@ -31,7 +31,7 @@ use crate::util::eq_ic;
 const G: &str = "generic";
 const COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("sort", -2, WRITE | DENYOOM, Keys::All, &(sort as Handler))
         .doc(G, "1.0.0", COMPLEXITY, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.")
         .syntax("key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA] [STORE destination]"),

@@ -136,7 +136,7 @@ fn setid_argv(key: &[u8], group: &[u8], g: &Group) -> Vec<Vec<u8>> {
     ]
 }
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("xadd", -5, WRITE | DENYOOM | FAST, Keys::ONE, &(xadd as Handler))
         .doc(G, "5.0.0", "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.", "Appends a new entry to a stream")
         .syntax("key [NOMKSTREAM] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id field value [field value ...]"),

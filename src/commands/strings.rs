@@ -26,7 +26,7 @@ const PAIRS: Keys = Keys::Range {
     step: 2,
 };
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("get", 2, READONLY | FAST, Keys::ONE, &(get as Handler))
         .doc(G, "1.0.0", "O(1)", "Returns the string value of a key.")
         .syntax("key"),
@@ -112,7 +112,7 @@ pub(crate) fn lookup_str<'a, 'n>(
 }
 
 /// Redis's `checkStringLength`: the size limit of a string built in place.
-pub(crate) fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
+fn check_length(ctx: &Ctx, len: u64, append: u64) -> CmdResult {
     let total = len.checked_add(append);
     match total {
         Some(t) if t <= ctx.shared.config.proto_max_bulk_len().max(0) as u64 => Ok(Done),

@@ -28,7 +28,7 @@ use crate::protocol::Reply;
 
 const G: &str = "transactions";
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new(
         "multi",
         1,
@@ -229,7 +229,7 @@ fn unwatch(ctx: &mut Ctx) -> CmdResult {
 /// NOAUTH, subscribed mode): the transaction is discarded and the reason
 /// wrapped in EXECABORT, as Redis's `execCommandAbort` does (dropping the
 /// generic `ERR ` prefix, keeping specific ones such as `NOAUTH`).
-pub fn abort_exec(shared: &Services, client: &mut Client, out: &mut Reply, reason: &str) {
+pub(crate) fn abort_exec(shared: &Services, client: &mut Client, out: &mut Reply, reason: &str) {
     // MONITOR showed MULTI: it is shown the EXEC that ends it (Redis's
     // `execCommandAbort`).
     if shared.monitors.active() {
@@ -258,7 +258,7 @@ fn end_multi(client: &mut Client) {
 /// Drops every WATCH of the client and clears its dirty flag. Locks the
 /// keys' shards itself, so never call it while holding shards: inside EXEC
 /// the watches are already gone (EXEC drops them first) and this is a no-op.
-pub fn unwatch_all(shared: &Services, client: &mut Client) {
+fn unwatch_all(shared: &Services, client: &mut Client) {
     if !client.watched.is_empty() {
         shared.store.unwatch(&client.watched, &client.watch_flag);
         client.watched.clear();

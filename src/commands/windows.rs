@@ -20,7 +20,7 @@ use crate::util::eq_ic;
 
 const G: &str = "windows";
 
-pub static COMMANDS: &[Command] = &[Command::new(
+pub(crate) static COMMANDS: &[Command] = &[Command::new(
     "zwindow",
     -2,
     0,

@@ -36,7 +36,7 @@ const NO_TTL_TO_DROP: i64 = 0;
 const PERSIST_NO_MEMBER: i64 = -1;
 
 #[rustfmt::skip]
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("zexpire", -6, WRITE | FAST, Keys::ONE, &(zexpire as Handler))
         .doc(G, "0.1.0", "O(N) where N is the number of specified members", "Set expiry for sorted set members using relative time to expire (seconds).")
         .syntax("key seconds [NX | XX | GT | LT] MEMBERS nummembers member [member ...]"),

@@ -46,7 +46,7 @@ const ALL_BUT_LAST: Keys = Keys::Range {
     step: 1,
 };
 
-pub static COMMANDS: &[Command] = &[
+pub(crate) static COMMANDS: &[Command] = &[
     Command::new("zadd", -4, WRITE | DENYOOM | FAST, Keys::ONE, &(zadd as Handler))
         .doc(G, "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.")
         .syntax("key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]"),
@@ -1028,7 +1028,7 @@ fn bzmpop(ctx: &mut Ctx) -> CmdResult {
 /// several inputs (on several shards) can be read at once: members laid end
 /// to end in one buffer, so an input costs two allocations whatever its size.
 #[derive(Default)]
-pub struct Input {
+struct Input {
     bytes: Vec<u8>,
     /// (end of the member in `bytes`, score).
     elems: Vec<(usize, f64)>,

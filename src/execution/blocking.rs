@@ -26,7 +26,7 @@ use std::sync::atomic::Ordering;
 use tokio::sync::oneshot;
 
 use crate::blocked::Queues;
-pub use crate::blocked::{Waiter, Waiting};
+pub(crate) use crate::blocked::{Waiter, Waiting};
 use crate::commands;
 use crate::commands::Services;
 use crate::commands::session::Client;
@@ -39,7 +39,7 @@ use crate::protocol::Reply;
 /// blocking command when it is served). Released by `CLIENT UNBLOCK …
 /// ERROR` (`error`), the call failed with an `UNBLOCKED` error reply, which
 /// is returned.
-pub fn unserved(shared: &Services, w: &Waiter, error: bool) -> Option<Vec<u8>> {
+pub(crate) fn unserved(shared: &Services, w: &Waiter, error: bool) -> Option<Vec<u8>> {
     const MSG: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
     if let Ok(cmd) = commands::resolve(&w.args.args()) {
         let stats = commands::CallStats::of(cmd);
@@ -55,7 +55,7 @@ pub fn unserved(shared: &Services, w: &Waiter, error: bool) -> Option<Vec<u8>> {
 }
 
 /// Queues `w` on each of its keys; the caller holds their shards.
-pub fn register(shared: &Services, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
+pub(crate) fn register(shared: &Services, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
     shared.blocking.entered();
     for key in &w.keys {
         ks.shard(key)
@@ -68,7 +68,7 @@ pub fn register(shared: &Services, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {
 
 /// Ends a wait from the client's side (timeout, disconnect). Returns the
 /// reply if the server served the waiter meanwhile.
-pub fn cancel(
+pub(crate) fn cancel(
     shared: &Services,
     w: &Arc<Waiter>,
     rx: &mut oneshot::Receiver<Vec<u8>>,
@@ -89,7 +89,7 @@ pub fn cancel(
 }
 
 /// Serves waiters on keys that just received data.
-pub fn serve(shared: &Arc<Services>, mut ready: Vec<(usize, Key)>) {
+pub(crate) fn serve(shared: &Arc<Services>, mut ready: Vec<(usize, Key)>) {
     let mut i = 0;
     while i < ready.len() {
         let (db, key) = ready[i].clone();

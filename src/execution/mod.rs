@@ -18,8 +18,8 @@
 //! serving of blocked clients reach [`call`] through the [`Dispatch`] seam
 //! this layer implements ([`Dispatcher`]).
 
-pub mod blocking;
-pub mod pause;
+pub(crate) mod blocking;
+pub(crate) mod pause;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -42,22 +42,22 @@ use crate::protocol::Reply;
 use blocking::Waiting;
 
 /// The shards a command's keys live on.
-pub fn shards_for(shared: &Services, cmd: &Command, args: &Args<'_>) -> ShardSet {
+fn shards_for(shared: &Services, cmd: &Command, args: &Args<'_>) -> ShardSet {
     plan(shared, cmd, args).shards
 }
 
 /// What planning a command's locks found out.
-pub struct Plan<'a> {
+struct Plan<'a> {
     /// The shards its keys live on.
-    pub shards: ShardSet,
+    shards: ShardSet,
     /// Its first key with its hash, which picked the key's shard: the
     /// handler reuses it ([`Ctx::key`](crate::commands::Ctx::key)), so a
     /// single-key command hashes its key once.
-    pub first_key: Option<HashedKey<'a>>,
+    pub(crate) first_key: Option<HashedKey<'a>>,
 }
 
 /// Plans a command's locks: the shards of its keys.
-pub fn plan<'a>(shared: &Services, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
+fn plan<'a>(shared: &Services, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
     if matches!(cmd.keys, Keys::All | Keys::Script { .. }) {
         return Plan {
             shards: shared.store.all_shards(),
@@ -85,7 +85,7 @@ pub fn plan<'a>(shared: &Services, cmd: &Command, args: &Args<'a>) -> Plan<'a> {
 /// set, in order. Rules change only under every shard's lock, so what was
 /// read stays true while the locks are held. Two rounds cover every case
 /// but a rule change racing the planning; after that, every shard.
-pub fn lock_planned<'s, E>(
+fn lock_planned<'s, E>(
     shared: &'s Services,
     db: usize,
     cmd: &Command,
@@ -125,7 +125,7 @@ pub fn lock_planned<'s, E>(
 }
 
 /// What became of a request.
-pub enum Dispatched {
+pub(crate) enum Dispatched {
     /// Ran (or was rejected); the reply is in `out`.
     Done,
     /// A blocking command found nothing: the client waits (already queued).
@@ -147,7 +147,7 @@ pub enum Dispatched {
 }
 
 /// Runs one request from a client: checks, locking, the handler.
-pub fn dispatch(
+pub(crate) fn dispatch(
     shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
@@ -505,7 +505,7 @@ fn lock_or_busy<'s>(
 /// error reply; [`Outcome::WaitScript`] leaves nothing written.
 /// `first_key` is the command's first key as its planning hashed it, if it
 /// was planned (see [`plan`]).
-pub fn call<'a>(
+pub(crate) fn call<'a>(
     shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
@@ -819,7 +819,7 @@ fn after_command(
 }
 
 /// What a request left its connection to do.
-pub enum Ran {
+pub(crate) enum Ran {
     Done,
     Blocked(Waiting),
     Close,
@@ -827,7 +827,7 @@ pub enum Ran {
 
 /// What the reply-related steps after a request need to know of its name.
 #[derive(Clone, Copy)]
-pub struct Named {
+struct Named {
     /// A CLIENT subcommand (CLIENT CACHING's flag survives it).
     client_cmd: bool,
     /// (Un)subscribe confirmations are pushes: CLIENT REPLY keeps them.
@@ -859,7 +859,7 @@ impl Named {
 
 /// A request [`execute_now`] could not finish without waiting: hand it
 /// to [`execute_rest`].
-pub struct Pending {
+pub(crate) struct Pending {
     dispatched: Dispatched,
     mark: usize,
     named: Named,
@@ -870,7 +870,7 @@ pub struct Pending {
 /// running script. The connection's loop calls this for every request
 /// and awaits [`execute_rest`] only for the rest, so the common request
 /// builds no future.
-pub fn execute_now(
+pub(crate) fn execute_now(
     shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,
@@ -910,7 +910,7 @@ fn settle(
 /// Finishes what [`execute_now`] left: runs a script on the script
 /// runner, MIGRATE's transfer, or waits for a pause or another client's
 /// script to end and dispatches the request again.
-pub async fn execute_rest(
+pub(crate) async fn execute_rest(
     shared: &Arc<Services>,
     client: &mut Client,
     out: &mut Reply,

@@ -6,7 +6,7 @@ use crate::commands::{Args, Command, flags, lookup, resolve};
 /// Whether a request is held by `CLIENT PAUSE … WRITE`: it may change the
 /// dataset or replicate. `script_writes` says whether the EVAL/EVALSHA or
 /// FCALL it names may write (not flagged `no-writes`).
-pub fn may_replicate(
+pub(crate) fn may_replicate(
     args: &Args<'_>,
     queue: Option<&[crate::commands::OwnedArgs]>,
     script_writes: &dyn Fn(&Command, &Args<'_>) -> bool,

@@ -15,7 +15,7 @@ use super::{Entry, Value};
 use crate::types::stream::StreamId;
 
 /// A 20-byte SHA1-sized digest.
-pub type Digest = [u8; 20];
+type Digest = [u8; 20];
 
 /// Redis's object type numbers (`OBJ_STRING` …), which the digest mixes in.
 fn type_code(v: &Value) -> u32 {
@@ -48,7 +48,7 @@ fn mix(digest: &mut Digest, data: &[u8]) {
 
 /// Redis's `xorObjectDigest`: folds a value (and whether its key has a
 /// TTL) into `digest`.
-pub fn value(digest: &mut Digest, entry: &Entry) {
+pub(crate) fn value(digest: &mut Digest, entry: &Entry) {
     mix(digest, &type_code(&entry.value).to_be_bytes());
     match &entry.value {
         Value::Str(s) => mix(digest, &s.data),
@@ -95,7 +95,7 @@ pub fn value(digest: &mut Digest, entry: &Entry) {
 /// Redis's `computeDatasetDigest`, fed database by database: each
 /// non-empty database's number, then every key with its value. `dbs`
 /// yields each database's number and its keys.
-pub fn dataset<'a, D, K>(dbs: D) -> Digest
+pub(crate) fn dataset<'a, D, K>(dbs: D) -> Digest
 where
     D: IntoIterator<Item = (usize, K)>,
     K: IntoIterator<Item = (&'a [u8], &'a Entry)>,
@@ -118,7 +118,7 @@ where
 }
 
 /// The digest as DEBUG prints it: 40 lowercase hex digits.
-pub fn hex(digest: &Digest) -> String {
+pub(crate) fn hex(digest: &Digest) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -15,13 +15,13 @@ use super::propagate::Op;
 
 /// Keys whose client-side caches must go (None: every key, a flush),
 /// collected during a command and sent once its locks are released.
-pub type Invalidated = Vec<Option<Key>>;
+pub(crate) type Invalidated = Vec<Option<Key>>;
 
 /// Invalidations held for the client that caused them, until its reply is
 /// written: (that client's id, the key or None for everything).
-pub type OwnInvalidations = Vec<(u64, Option<Key>)>;
+pub(crate) type OwnInvalidations = Vec<(u64, Option<Key>)>;
 
-pub trait Events: Sync {
+pub(crate) trait Events: Sync {
     /// Whether client-side caching was ever enabled: changed keys are
     /// collected only then.
     fn tracking_used(&self) -> bool;

@@ -35,12 +35,12 @@ const LFU_INIT: u32 = 5;
 const LRU_CLOCK_MAX: u64 = (1 << 24) - 1;
 
 /// Redis's `LRU_CLOCK()`: seconds, modulo 2^24.
-pub fn lru_clock(now_ms: u64) -> u32 {
+fn lru_clock(now_ms: u64) -> u32 {
     ((now_ms / 1000) & LRU_CLOCK_MAX) as u32
 }
 
 /// Redis's `estimateObjectIdleTime`, in milliseconds.
-pub fn idle_ms(lru: u32, now_ms: u64) -> u64 {
+pub(crate) fn idle_ms(lru: u32, now_ms: u64) -> u64 {
     let clock = u64::from(lru_clock(now_ms));
     let lru = u64::from(lru) & LRU_CLOCK_MAX;
     let ticks = if clock >= lru {
@@ -57,7 +57,7 @@ fn lfu_minutes(now_ms: u64) -> u32 {
 
 /// Redis's `LFUDecrAndReturn`: the counter, less one per `lfu-decay-time`
 /// minutes since it was last decremented.
-pub fn lfu_counter(lru: u32, now_ms: u64, decay_time: u32) -> u32 {
+pub(crate) fn lfu_counter(lru: u32, now_ms: u64, decay_time: u32) -> u32 {
     let ldt = lru >> 8;
     let counter = lru & 0xFF;
     let now = lfu_minutes(now_ms);
@@ -86,7 +86,7 @@ fn lfu_log_incr(counter: u32, log_factor: u32) -> u32 {
 }
 
 /// The metadata of a key just created (Redis's `createObject`).
-pub fn fresh(config: &Config, now_ms: u64) -> u32 {
+pub(crate) fn fresh(config: &Config, now_ms: u64) -> u32 {
     if config.maxmemory_policy().is_lfu() {
         (lfu_minutes(now_ms) << 8) | LFU_INIT
     } else {
@@ -96,7 +96,7 @@ pub fn fresh(config: &Config, now_ms: u64) -> u32 {
 
 /// The metadata after an access (Redis's `lookupKey` touch: `updateLFU`
 /// or a fresh LRU clock).
-pub fn touched(c: &Config, lru: u32, now_ms: u64) -> u32 {
+pub(crate) fn touched(c: &Config, lru: u32, now_ms: u64) -> u32 {
     if c.maxmemory_policy().is_lfu() {
         let counter = lfu_counter(lru, now_ms, c.lfu_decay_time());
         (lfu_minutes(now_ms) << 8) | lfu_log_incr(counter, c.lfu_log_factor())
@@ -108,7 +108,7 @@ pub fn touched(c: &Config, lru: u32, now_ms: u64) -> u32 {
 /// The metadata RESTORE's `IDLETIME` / `FREQ` (or an RDB file's) ask for,
 /// if the policy keeps that kind (Redis's `objectSetLRUOrLFU`): a counter
 /// under an LFU policy, else an access time `idle_secs` ago.
-pub fn restored(
+pub(crate) fn restored(
     config: &Config,
     now_ms: u64,
     idle_secs: Option<i64>,
@@ -132,7 +132,7 @@ pub fn restored(
 
 /// What [`perform_evictions`] achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Evicted {
+pub(crate) enum Evicted {
     /// Memory is under the limit (or there is none).
     Ok,
     /// Still over, but keys are going: the time budget ran out and the
@@ -150,7 +150,7 @@ struct Candidate {
 }
 
 #[derive(Default)]
-pub struct Evictor {
+pub(crate) struct Evictor {
     /// Best candidates, ascending by `idle`; the lock also makes one
     /// eviction pass run at a time.
     pool: Mutex<Vec<Candidate>>,
@@ -158,18 +158,18 @@ pub struct Evictor {
     next_db: AtomicUsize,
     next_shard: AtomicUsize,
     /// INFO stats `evicted_keys`.
-    pub evicted_keys: AtomicU64,
+    pub(crate) evicted_keys: AtomicU64,
     /// When memory went over the limit with eviction unfinished (ms since
     /// the epoch; 0: not over) and the total time spent over, in ms
     /// (`current_` / `total_eviction_exceeded_time`).
-    pub over_since_ms: AtomicU64,
-    pub over_total_ms: AtomicU64,
+    pub(crate) over_since_ms: AtomicU64,
+    pub(crate) over_total_ms: AtomicU64,
 }
 
 /// Bytes used as eviction counts them (Redis subtracts replication and AOF
 /// buffers, which zwindow does not have: INFO's `mem_not_counted_for_evict`
 /// is 0). None when the counting allocator is not installed.
-pub fn used_memory() -> Option<u64> {
+fn used_memory() -> Option<u64> {
     crate::alloc::allocated()
 }
 
@@ -187,7 +187,7 @@ fn excess(env: Env<'_>) -> u64 {
 }
 
 /// Whether memory is over `maxmemory` (and the limit is on).
-pub fn over_limit(env: Env<'_>) -> bool {
+pub(crate) fn over_limit(env: Env<'_>) -> bool {
     excess(env) > 0
 }
 
@@ -213,7 +213,7 @@ fn time_limit(tenacity: u32) -> Duration {
 /// Keys whose blocked clients must be looked at again (an evicted stream
 /// fails its XREADGROUP waiters) go to `serve` after each eviction, with
 /// no lock held.
-pub fn perform_evictions(env: Env<'_>, serve: &mut dyn FnMut(Vec<(usize, Key)>)) -> Evicted {
+pub(crate) fn perform_evictions(env: Env<'_>, serve: &mut dyn FnMut(Vec<(usize, Key)>)) -> Evicted {
     let max = env.config.maxmemory();
     if max == 0 {
         return Evicted::Ok;
@@ -448,7 +448,7 @@ impl Keyspace<'_> {
     ///
     /// The one place every evicted key passes. Returns the bytes freed by
     /// the deletion alone, not counting the messages sent after it.
-    pub fn evict(&mut self, key: &[u8]) -> i64 {
+    pub(crate) fn evict(&mut self, key: &[u8]) -> i64 {
         let before = crate::alloc::thread_net();
         let Some(entry) = self.remove_raw_entry(key) else {
             return 0;

@@ -20,7 +20,7 @@ const SAMPLE: usize = 20;
 /// Returns the number of keys deleted. What it sampled feeds INFO's
 /// `expired_stale_perc`, `expired_time_cap_reached_count`,
 /// `expire_cycle_cpu_milliseconds` and each database's `avg_ttl`.
-pub fn cycle(env: Env<'_>, budget: Duration) -> usize {
+pub(crate) fn cycle(env: Env<'_>, budget: Duration) -> usize {
     let start = Instant::now();
     let now = env.clock.now_ms();
     let mut deleted = 0;

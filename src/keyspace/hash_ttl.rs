@@ -22,7 +22,7 @@ use super::{Entry, Keyspace, Value, notify};
 
 /// Removes up to `max` expired fields of the hash at `key` (if it is one),
 /// deleting the key if none is left. Returns the number of fields removed.
-pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
+pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     let (now, db) = (ks.now_ms, ks.db);
     let logging = ks.propagating();
     ks.cow(key);

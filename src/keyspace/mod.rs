@@ -13,16 +13,16 @@
 //! command's notion of "now" so that one command, one EXEC and one script see
 //! a single instant. The background half of expiry lives in [`expire`].
 
-pub mod digest;
-pub mod events;
-pub mod evict;
-pub mod expire;
-pub mod hash_ttl;
-pub mod propagate;
-pub mod snapshot;
-pub mod value;
-pub mod windows;
-pub mod zset_ttl;
+pub(crate) mod digest;
+pub(crate) mod events;
+pub(crate) mod evict;
+pub(crate) mod expire;
+pub(crate) mod hash_ttl;
+pub(crate) mod propagate;
+pub(crate) mod snapshot;
+pub(crate) mod value;
+pub(crate) mod windows;
+pub(crate) mod zset_ttl;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,23 +35,23 @@ use rand::rngs::SmallRng;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::types::dict::Dict;
-pub use crate::types::key::{HashedKey, Key, KeyHasher};
-pub use events::Events;
-pub use value::{Str, Value};
+pub(crate) use crate::types::key::{HashedKey, Key, KeyHasher};
+pub(crate) use events::Events;
+pub(crate) use value::{Str, Value};
 
-pub use crate::config::MAX_SHARDS;
-pub use crate::notify;
+pub(crate) use crate::config::MAX_SHARDS;
+pub(crate) use crate::notify;
 
-pub struct Entry {
-    pub value: Value,
+pub(crate) struct Entry {
+    pub(crate) value: Value,
     /// Absolute expiry in Unix milliseconds; 0 = persistent.
-    pub expire_at: u64,
+    pub(crate) expire_at: u64,
     /// Access metadata for eviction and OBJECT IDLETIME/FREQ, 24 bits as
     /// Redis's `robj.lru`: the LRU clock of the last access, or under an
     /// LFU policy the access counter and its decrement time (see [`evict`]).
-    pub lru: u32,
+    pub(crate) lru: u32,
     /// The window rule resolved for this key's name, cached.
-    pub window: crate::keyspace::windows::RuleCache,
+    pub(crate) window: crate::keyspace::windows::RuleCache,
 }
 
 // Every key pays for an entry, plus the dict's 8-byte hash and link and
@@ -65,7 +65,7 @@ const _: () = assert!(std::mem::size_of::<Entry>() <= 56);
 const _: () = assert!(std::mem::size_of::<Value>() <= 40);
 
 impl Entry {
-    pub fn new(value: Value) -> Entry {
+    pub(crate) fn new(value: Value) -> Entry {
         Entry {
             value,
             expire_at: 0,
@@ -75,49 +75,49 @@ impl Entry {
     }
 
     /// Whether the TTL has passed at `now_ms` (the test lazy expiry applies).
-    pub fn is_expired(&self, now_ms: u64) -> bool {
+    fn is_expired(&self, now_ms: u64) -> bool {
         self.expire_at != 0 && self.expire_at <= now_ms
     }
 }
 
 /// One database's slice of one shard.
 #[derive(Default)]
-pub struct Db {
-    pub keys: Dict<Key, Entry, KeyHasher>,
+pub(crate) struct Db {
+    pub(crate) keys: Dict<Key, Entry, KeyHasher>,
     /// The keys that have a TTL, so active expiry samples only those.
-    pub expires: Dict<Key, (), KeyHasher>,
+    pub(crate) expires: Dict<Key, (), KeyHasher>,
 }
 
 /// A flag set when a watched key is modified; EXEC reads it.
-pub type WatchFlag = Arc<AtomicBool>;
+pub(crate) type WatchFlag = Arc<AtomicBool>;
 
 /// One client's WATCH of one key.
-pub struct Watcher {
-    pub flag: WatchFlag,
+pub(crate) struct Watcher {
+    flag: WatchFlag,
     /// The key was already logically expired when watched, so its later
     /// (lazy or flush) deletion is no change (Redis 7.0's `watchedKey.expired`).
-    pub expired: bool,
+    pub(crate) expired: bool,
 }
 
-pub struct Shard {
-    pub dbs: Box<[Db]>,
+pub(crate) struct Shard {
+    pub(crate) dbs: Box<[Db]>,
     /// Clients blocked on keys of this shard.
-    pub blocked: crate::blocked::Queues,
+    pub(crate) blocked: crate::blocked::Queues,
     /// Windowed keys of this shard, by when their oldest member ages out.
-    pub schedule: crate::keyspace::windows::Schedule,
+    pub(crate) schedule: crate::keyspace::windows::Schedule,
     /// Clients watching keys of this shard, by (db, key).
-    pub watched: HashMap<(usize, Key), Vec<Watcher>>,
-    pub rng: SmallRng,
-    pub stats: ShardStats,
+    pub(crate) watched: HashMap<(usize, Key), Vec<Watcher>>,
+    pub(crate) rng: SmallRng,
+    pub(crate) stats: ShardStats,
     /// The running BGSAVE's copy-on-write state (see [`snapshot`]).
-    pub snap: Option<Box<snapshot::Snap>>,
+    pub(crate) snap: Option<Box<snapshot::Snap>>,
 }
 
 #[derive(Default, Clone, Copy)]
-pub struct ShardStats {
-    pub hits: u64,
-    pub misses: u64,
-    pub expired_keys: u64,
+pub(crate) struct ShardStats {
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
+    pub(crate) expired_keys: u64,
 }
 
 impl Shard {
@@ -136,7 +136,7 @@ impl Shard {
     /// Flags every client watching `key` (Redis's `touchWatchedKey`). Call
     /// it after the modification: a watcher that saw the key already
     /// expired is not flagged when the "modification" only deleted it.
-    pub fn touch_watched(&mut self, db: usize, key: &[u8]) {
+    pub(crate) fn touch_watched(&mut self, db: usize, key: &[u8]) {
         if self.watched.is_empty() {
             return;
         }
@@ -156,7 +156,13 @@ impl Shard {
     /// after the swap for a watched key that existed in `db` before it
     /// (`existed_before`) or exists now: Redis 7.0's `touchAllWatchedKeysInDb`,
     /// where an expired key replaced by an expired one is no change.
-    pub fn touch_swapped(&mut self, db: usize, key: &[u8], existed_before: bool, now_ms: u64) {
+    pub(crate) fn touch_swapped(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        existed_before: bool,
+        now_ms: u64,
+    ) {
         let now = self
             .dbs
             .get(db)
@@ -186,7 +192,7 @@ impl Shard {
     /// Registers `flag` as watching `key`; false if it already was. Notes
     /// whether the key is logically expired right now (WATCH does not
     /// delete it, as Redis's `keyIsExpired` does not).
-    pub fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag, now_ms: u64) -> bool {
+    pub(crate) fn watch(&mut self, db: usize, key: &[u8], flag: &WatchFlag, now_ms: u64) -> bool {
         let expired = self
             .dbs
             .get(db)
@@ -205,7 +211,7 @@ impl Shard {
 
     /// True if `key`, watched by `flag` while it was live, has logically
     /// expired since (EXEC's `isWatchedKeyExpired`).
-    pub fn watched_key_expired(
+    pub(crate) fn watched_key_expired(
         &self,
         db: usize,
         key: &[u8],
@@ -226,7 +232,7 @@ impl Shard {
     }
 
     /// Drops `flag`'s watch of `key`.
-    pub fn unwatch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
+    pub(crate) fn unwatch(&mut self, db: usize, key: &[u8], flag: &WatchFlag) {
         let k = (db, Key::from(key));
         if let Some(watchers) = self.watched.get_mut(&k) {
             watchers.retain(|w| !Arc::ptr_eq(&w.flag, flag));
@@ -237,51 +243,51 @@ impl Shard {
     }
 }
 
-pub struct Store {
+pub(crate) struct Store {
     shards: Box<[Mutex<Shard>]>,
-    pub databases: usize,
+    pub(crate) databases: usize,
     /// Set once any hash field gets a TTL: from then on every lookup checks
     /// hashes for due fields and the sweeper runs (a server that never uses
     /// field TTLs pays one relaxed load per lookup).
-    pub field_ttls: AtomicBool,
+    pub(crate) field_ttls: AtomicBool,
     /// Set once any sorted-set member gets a TTL, as `field_ttls` is.
-    pub member_ttls: AtomicBool,
+    pub(crate) member_ttls: AtomicBool,
     /// Hash fields removed because their TTL passed.
-    pub stats_expired_fields: AtomicU64,
+    pub(crate) stats_expired_fields: AtomicU64,
     /// Sorted-set members removed because their TTL passed.
-    pub stats_expired_members: AtomicU64,
+    pub(crate) stats_expired_members: AtomicU64,
     /// Background expiry (keys, hash fields, windows) runs; `DEBUG
     /// SET-ACTIVE-EXPIRE 0` turns it off, as in Redis.
-    pub active_expire: AtomicBool,
+    pub(crate) active_expire: AtomicBool,
     /// A BGSAVE snapshot is being written: accesses preserve what they may
     /// change first ([`snapshot`]).
-    pub snapshot_active: AtomicBool,
+    snapshot_active: AtomicBool,
     /// The AOF is being loaded: nothing expires (Redis's `keyIsExpired`
     /// while loading), so a replay reproduces the logged dataset and keys
     /// expire once the server runs.
-    pub loading: AtomicBool,
+    pub(crate) loading: AtomicBool,
 }
 
 /// A set of shard indices, locked in ascending order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ShardSet(pub u128);
+pub(crate) struct ShardSet(pub(crate) u128);
 
 impl ShardSet {
-    pub fn insert(&mut self, shard: usize) {
+    pub(crate) fn insert(&mut self, shard: usize) {
         self.0 |= 1u128 << shard;
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0 == 0
     }
 
-    pub fn contains(&self, shard: usize) -> bool {
+    pub(crate) fn contains(&self, shard: usize) -> bool {
         shard < 128 && self.0 & (1u128 << shard) != 0
     }
 }
 
 impl Store {
-    pub fn new(shards: usize, databases: usize) -> Store {
+    pub(crate) fn new(shards: usize, databases: usize) -> Store {
         let shards = shards.clamp(1, MAX_SHARDS);
         Store {
             shards: (0..shards)
@@ -298,15 +304,15 @@ impl Store {
         }
     }
 
-    pub fn shard_count(&self) -> usize {
+    pub(crate) fn shard_count(&self) -> usize {
         self.shards.len()
     }
 
-    pub fn shard_of<'k>(&self, key: impl Into<HashedKey<'k>>) -> usize {
+    pub(crate) fn shard_of<'k>(&self, key: impl Into<HashedKey<'k>>) -> usize {
         key.into().shard(self.shards.len())
     }
 
-    pub fn all_shards(&self) -> ShardSet {
+    pub(crate) fn all_shards(&self) -> ShardSet {
         let n = self.shards.len();
         ShardSet(if n == MAX_SHARDS {
             u128::MAX
@@ -315,12 +321,12 @@ impl Store {
         })
     }
 
-    pub fn lock_shard(&self, idx: usize) -> MutexGuard<'_, Shard> {
+    pub(crate) fn lock_shard(&self, idx: usize) -> MutexGuard<'_, Shard> {
         self.shards[idx].lock()
     }
 
     /// Drops a client's WATCHes (UNWATCH, EXEC, disconnect).
-    pub fn unwatch(&self, watched: &[(usize, Key)], flag: &WatchFlag) {
+    pub(crate) fn unwatch(&self, watched: &[(usize, Key)], flag: &WatchFlag) {
         for (db, key) in watched {
             self.lock_shard(self.shard_of(key)).unwatch(*db, key, flag);
         }
@@ -329,7 +335,11 @@ impl Store {
     /// Like [`lock`](Self::lock), giving up (and releasing what it took)
     /// if a shard stays busy for `wait`: dispatch re-checks the busy-script
     /// state between tries instead of sleeping behind a script's locks.
-    pub fn try_lock_for(&self, set: ShardSet, wait: std::time::Duration) -> Option<Guards<'_>> {
+    pub(crate) fn try_lock_for(
+        &self,
+        set: ShardSet,
+        wait: std::time::Duration,
+    ) -> Option<Guards<'_>> {
         if set.0.count_ones() == 1 {
             let idx = set.0.trailing_zeros() as usize;
             return self.shards[idx]
@@ -347,7 +357,7 @@ impl Store {
     }
 
     /// Locks the shards of `set` in ascending order.
-    pub fn lock(&self, set: ShardSet) -> Guards<'_> {
+    pub(crate) fn lock(&self, set: ShardSet) -> Guards<'_> {
         if set.0.count_ones() == 1 {
             let idx = set.0.trailing_zeros() as usize;
             return Guards::One(idx, self.shards[idx].lock());
@@ -364,7 +374,7 @@ impl Store {
 }
 
 /// The shards a command holds.
-pub enum Guards<'a> {
+pub(crate) enum Guards<'a> {
     None,
     One(usize, MutexGuard<'a, Shard>),
     Many(Vec<(usize, MutexGuard<'a, Shard>)>),
@@ -380,7 +390,7 @@ impl<'a> Guards<'a> {
     }
 
     /// Every held shard, in ascending order.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
         let (one, many): (Option<&mut Shard>, &mut [(usize, MutexGuard<'a, Shard>)]) = match self {
             Guards::None => (None, &mut []),
             Guards::One(_, g) => (Some(&mut **g), &mut []),
@@ -396,44 +406,45 @@ impl<'a> Guards<'a> {
 /// which it reports upward. The server builds one per view (a handful of
 /// pointers); nothing here can reach a client, a connection or a command.
 #[derive(Clone, Copy)]
-pub struct Env<'a> {
-    pub store: &'a Store,
-    pub config: &'a Config,
-    pub clock: &'a Clock,
-    pub windows: &'a windows::Windows,
-    pub evictor: &'a evict::Evictor,
+pub(crate) struct Env<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) config: &'a Config,
+    pub(crate) clock: &'a Clock,
+    pub(crate) windows: &'a windows::Windows,
+    pub(crate) evictor: &'a evict::Evictor,
     /// CLIENT PAUSE's state: a paused server expires and evicts nothing.
-    pub pause: &'a crate::pause::Pause,
+    pub(crate) pause: &'a crate::pause::Pause,
     /// Redis's `server.dirty`: changes since the last save.
-    pub dirty: &'a AtomicU64,
-    pub expire_stats: &'a crate::stats::ExpireStats,
-    pub latency: &'a Mutex<crate::latency::Monitor>,
-    pub events: &'a dyn Events,
+    pub(crate) dirty: &'a AtomicU64,
+    pub(crate) expire_stats: &'a crate::stats::ExpireStats,
+    pub(crate) latency: &'a Mutex<crate::latency::Monitor>,
+    pub(crate) events: &'a dyn Events,
 }
 
 /// A command's view of the keyspace: the shards it locked, one database,
 /// one instant.
-pub struct Keyspace<'a> {
-    pub env: Env<'a>,
-    pub guards: Guards<'a>,
-    pub db: usize,
-    pub now_ms: u64,
+pub(crate) struct Keyspace<'a> {
+    pub(crate) env: Env<'a>,
+    pub(crate) guards: Guards<'a>,
+    pub(crate) db: usize,
+    pub(crate) now_ms: u64,
     /// The system clock's reading `now_ms` came from, when it was read just
-    /// for this view ([`Keyspace::at`]); the first command run on the view
-    /// takes it as its start instead of reading the clock again.
-    pub fresh_us: Option<u64>,
+    /// for this view (as `execution` dates each command's); the first
+    /// command run on the view takes it as its start instead of reading the
+    /// clock again.
+    pub(crate) fresh_us: Option<u64>,
     /// Keys that received data this command; blocked clients are served
     /// from them once the command's locks are released.
-    pub ready: Vec<(usize, Key)>,
+    pub(crate) ready: Vec<(usize, Key)>,
     /// Keys changed (None: everything, a flush) whose client-side caches
     /// must be invalidated, once client tracking was ever used; the
     /// execution layer sends them after each command, and whatever is left
     /// (background expiry, the sweeper) goes out when this view is dropped.
-    pub invalidated: events::Invalidated,
+    pub(crate) invalidated: events::Invalidated,
     /// Invalidations for the running client itself, sent after its reply.
-    pub tracking_pending: events::OwnInvalidations,
+    pub(crate) tracking_pending: events::OwnInvalidations,
     /// The commands this view's changes amount to (see [`propagate`]).
-    pub prop: propagate::Pending,
+    pub(crate) prop: propagate::Pending,
 }
 
 impl Drop for Keyspace<'_> {
@@ -458,7 +469,7 @@ impl Keyspace<'_> {
 }
 
 impl<'a> Keyspace<'a> {
-    pub fn new(env: Env<'a>, guards: Guards<'a>, db: usize, now_ms: u64) -> Keyspace<'a> {
+    pub(crate) fn new(env: Env<'a>, guards: Guards<'a>, db: usize, now_ms: u64) -> Keyspace<'a> {
         Keyspace {
             env,
             guards,
@@ -473,7 +484,7 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Whether the AOF is being loaded (nothing expires meanwhile).
-    pub fn loading(&self) -> bool {
+    pub(crate) fn loading(&self) -> bool {
         self.store().loading.load(Ordering::Relaxed)
     }
 
@@ -481,18 +492,18 @@ impl<'a> Keyspace<'a> {
     /// apply one already past at once: None while the AOF loads, when a
     /// deadline is only stored (Redis's `checkAlreadyExpired`), as the file
     /// holds the deletion that followed it as a command of its own.
-    pub fn expiry_now(&self) -> Option<u64> {
+    pub(crate) fn expiry_now(&self) -> Option<u64> {
         (!self.loading()).then_some(self.now_ms)
     }
 
     /// Whether changes are collected as commands (an AOF is written).
-    pub fn propagating(&self) -> bool {
+    pub(crate) fn propagating(&self) -> bool {
         self.env.events.propagating()
     }
 
     /// Adds a command to propagate in the current database (Redis's
     /// `alsoPropagate`), when anything listens.
-    pub fn also_propagate(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
+    pub(crate) fn also_propagate(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
         if self.propagating() {
             let db = self.db;
             self.prop.push(db, argv());
@@ -515,7 +526,7 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Sends what was collected to the sinks, as one unit.
-    pub fn flush_propagated(&mut self, transaction: bool) {
+    pub(crate) fn flush_propagated(&mut self, transaction: bool) {
         if self.prop.ops.is_empty() {
             return;
         }
@@ -523,15 +534,6 @@ impl<'a> Keyspace<'a> {
         if self.propagating() {
             self.env.events.feed(&ops, transaction && ops.len() > 1);
         }
-    }
-
-    /// A view dated by a clock read taken now, which the command run on it
-    /// reuses as its start (see `execution::call`).
-    pub fn at(env: Env<'a>, guards: Guards<'a>, db: usize) -> Keyspace<'a> {
-        let sys_us = crate::clock::system_us();
-        let mut ks = Keyspace::new(env, guards, db, env.clock.at_us(sys_us) / 1000);
-        ks.fresh_us = Some(sys_us);
-        ks
     }
 
     fn store(&self) -> &'a Store {
@@ -547,12 +549,12 @@ impl<'a> Keyspace<'a> {
     /// handler passing the [`HashedKey`] its command's planning made
     /// (`Ctx::key`) has it hashed once for the locking, the expiry check
     /// and the lookup.
-    pub fn shard<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> &mut Shard {
+    pub(crate) fn shard<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> &mut Shard {
         let idx = self.store().shard_of(key);
         self.shard_at(idx)
     }
 
-    pub fn shard_at(&mut self, idx: usize) -> &mut Shard {
+    pub(crate) fn shard_at(&mut self, idx: usize) -> &mut Shard {
         if self.guards.get(idx).is_none() {
             self.lock_late(idx);
         }
@@ -586,7 +588,7 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Looks a key up, deleting it first if its TTL has passed.
-    pub fn get<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
+    pub(crate) fn get<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
         let key = key.into();
         if self.prepare(key) {
             return None;
@@ -601,7 +603,7 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
-    pub fn get_read<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
+    pub(crate) fn get_read<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
         let key = key.into();
         let hidden = self.prepare(key);
         let (db, config, now) = (self.db, self.env.config, self.now_ms);
@@ -620,23 +622,19 @@ impl<'a> Keyspace<'a> {
         }
     }
 
-    pub fn get_value<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Value> {
-        self.get(key).map(|e| &mut e.value)
-    }
-
     /// Whether this command holds shard `idx`'s lock.
-    pub fn holds(&mut self, idx: usize) -> bool {
+    pub(crate) fn holds(&mut self, idx: usize) -> bool {
         self.guards.get(idx).is_some()
     }
 
     /// Gives the locks back without releasing them (lock planning that
     /// looked at entries before deciding the set is complete).
-    pub fn into_guards(mut self) -> Guards<'a> {
+    pub(crate) fn into_guards(mut self) -> Guards<'a> {
         std::mem::replace(&mut self.guards, Guards::None)
     }
 
     /// Looks a key up without touching its access time (OBJECT, TYPE-free paths).
-    pub fn peek<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
+    pub(crate) fn peek<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
         let key = key.into();
         if self.prepare(key) {
             return None;
@@ -645,13 +643,13 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Looks a key up as stored: no expiry, trimming or access time.
-    pub fn peek_raw<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
+    pub(crate) fn peek_raw<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
         let key = key.into();
         self.cow(key);
         self.db_of(key).keys.get_mut_hashed(key.bytes(), key.hash())
     }
 
-    pub fn exists<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
+    pub(crate) fn exists<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
         let key = key.into();
         if self.prepare(key) {
             return false;
@@ -662,12 +660,12 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Sets a key's value, dropping any TTL (Redis's `setKey`).
-    pub fn set<'k>(&mut self, key: impl Into<HashedKey<'k>>, value: Value) {
+    pub(crate) fn set<'k>(&mut self, key: impl Into<HashedKey<'k>>, value: Value) {
         self.set_entry(key, Entry::new(value));
     }
 
     /// Sets a key's value, keeping its TTL if it had one.
-    pub fn set_keep_ttl<'k>(&mut self, key: impl Into<HashedKey<'k>>, value: Value) {
+    pub(crate) fn set_keep_ttl<'k>(&mut self, key: impl Into<HashedKey<'k>>, value: Value) {
         let key = key.into();
         let expire_at = self.get(key).map_or(0, |e| e.expire_at);
         let mut entry = Entry::new(value);
@@ -676,7 +674,7 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Stores a whole entry (value and TTL), replacing any existing one.
-    pub fn set_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>, mut entry: Entry) {
+    pub(crate) fn set_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>, mut entry: Entry) {
         let key = key.into();
         entry.lru = evict::fresh(self.env.config, self.now_ms);
         // A renamed or copied value is windowed by its new name's rule.
@@ -713,14 +711,14 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Removes a key, returning its entry.
-    pub fn remove<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<Entry> {
+    pub(crate) fn remove<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<Entry> {
         let key = key.into();
         self.prepare(key);
         self.remove_raw(key)
     }
 
     /// Removes a key with no expiry check and no notification.
-    pub fn remove_raw_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<Entry> {
+    pub(crate) fn remove_raw_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<Entry> {
         self.remove_raw(key.into())
     }
 
@@ -737,7 +735,7 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Sets or clears (`at_ms == 0`) the TTL of an existing key.
-    pub fn set_expire<'k>(&mut self, key: impl Into<HashedKey<'k>>, at_ms: u64) -> bool {
+    pub(crate) fn set_expire<'k>(&mut self, key: impl Into<HashedKey<'k>>, at_ms: u64) -> bool {
         let key = key.into();
         self.cow(key);
         let (bytes, hash) = (key.bytes(), key.hash());
@@ -758,7 +756,7 @@ impl<'a> Keyspace<'a> {
     /// Brings a key up to date before a command sees it: TTL expiry, then
     /// window trimming. True if the key's TTL has passed (deleted, or only
     /// hidden while CLIENT PAUSE holds expiry back).
-    pub fn prepare<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
+    pub(crate) fn prepare<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
         let key = key.into();
         self.cow(key);
         // While the AOF loads nothing expires or ages out: the file holds
@@ -785,7 +783,7 @@ impl<'a> Keyspace<'a> {
 
     /// Preserves `key` for a running BGSAVE before it may change (see
     /// [`snapshot`]); one relaxed load when none runs.
-    pub fn cow<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
+    pub(crate) fn cow<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
         if self.store().snapshot_active.load(Ordering::Relaxed) {
             let key = key.into();
             let db = self.db;
@@ -794,19 +792,19 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Whether any sorted-set member ever had a TTL (see [`Store::member_ttls`]).
-    pub fn member_ttls(&self) -> bool {
+    pub(crate) fn member_ttls(&self) -> bool {
         self.store().member_ttls.load(Ordering::Relaxed)
     }
 
     /// Whether any hash field ever had a TTL (see [`Store::field_ttls`]).
-    pub fn field_ttls(&self) -> bool {
+    pub(crate) fn field_ttls(&self) -> bool {
         self.store().field_ttls.load(Ordering::Relaxed)
     }
 
     /// Deletes `key` if its TTL has passed; true if it has passed. While
     /// CLIENT PAUSE is in force the key is only reported expired, not
     /// deleted (Redis's `expireIfNeeded`): a pause stops every change.
-    pub fn expire_if_needed<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
+    pub(crate) fn expire_if_needed<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
         let key = key.into();
         let (now, dbi) = (self.now_ms, self.db);
         if self.loading() {
@@ -835,7 +833,7 @@ impl<'a> Keyspace<'a> {
     }
 
     /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`).
-    pub fn modified<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
+    pub(crate) fn modified<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
         let key = key.into();
         self.prop.dirty += 1;
         self.env
@@ -853,7 +851,7 @@ impl<'a> Keyspace<'a> {
     /// bare `server.dirty++`): a stream group's state moving (XACK, XGROUP,
     /// XREADGROUP, XCLAIM). Enough for the save points, and for the
     /// command to be propagated (Redis's dirty test in `call`).
-    pub fn dirty(&mut self, n: u64) {
+    pub(crate) fn dirty(&mut self, n: u64) {
         self.prop.dirty += n;
         self.env
             .dirty
@@ -863,21 +861,21 @@ impl<'a> Keyspace<'a> {
     /// Client-side caches of `key` must go (Redis's `trackingInvalidateKey`
     /// from `signalModifiedKey`): every change of a key calls it, through
     /// [`modified`](Self::modified) or key expiry; eviction calls it too.
-    pub fn invalidate_tracking(&mut self, key: &[u8]) {
+    pub(crate) fn invalidate_tracking(&mut self, key: &[u8]) {
         if self.env.events.tracking_used() {
             self.invalidated.push(Some(key.into()));
         }
     }
 
     /// Every client-side cache must go (FLUSHALL, FLUSHDB).
-    pub fn invalidate_tracking_all(&mut self) {
+    pub(crate) fn invalidate_tracking_all(&mut self) {
         if self.env.events.tracking_used() {
             self.invalidated.push(None);
         }
     }
 
     /// Publishes a keyspace notification if the class is enabled.
-    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+    pub(crate) fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
         let flags = self.env.config.notify_flags();
         if flags & class == 0 || flags & (notify::KEYSPACE | notify::KEYEVENT) == 0 {
             return;
@@ -886,14 +884,14 @@ impl<'a> Keyspace<'a> {
     }
 
     /// The common pair after a write: WATCH invalidation and notification.
-    pub fn signal<'k>(&mut self, key: impl Into<HashedKey<'k>>, class: u32, event: &str) {
+    pub(crate) fn signal<'k>(&mut self, key: impl Into<HashedKey<'k>>, class: u32, event: &str) {
         let key = key.into();
         self.modified(key);
         self.notify(class, event, key.bytes());
     }
 
     /// Records that `key` received elements blocked clients may want.
-    pub fn signal_ready(&mut self, key: &[u8]) {
+    pub(crate) fn signal_ready(&mut self, key: &[u8]) {
         if self.env.events.has_waiters() {
             self.ready.push((self.db, key.into()));
         }
@@ -919,12 +917,12 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Every locked shard's slice of the current database.
-    pub fn dbs_mut(&mut self) -> impl Iterator<Item = &mut Db> {
+    pub(crate) fn dbs_mut(&mut self) -> impl Iterator<Item = &mut Db> {
         let db = self.db;
         self.guards.iter_mut().map(move |s| &mut s.dbs[db])
     }
 
-    pub fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
+    pub(crate) fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
         self.guards.iter_mut()
     }
 
@@ -934,7 +932,7 @@ impl<'a> Keyspace<'a> {
     /// nothing) and inside EXEC (holding everything): locking one shard
     /// while holding only some could deadlock, so use it in those two
     /// situations only.
-    pub fn for_each_shard(&mut self, mut f: impl FnMut(&mut Shard)) {
+    pub(crate) fn for_each_shard(&mut self, mut f: impl FnMut(&mut Shard)) {
         for idx in 0..self.store().shard_count() {
             match self.guards.get(idx) {
                 Some(shard) => f(shard),

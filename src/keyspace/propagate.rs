@@ -14,39 +14,39 @@
 //! Nothing is collected while no sink listens (one relaxed load per write).
 
 /// One command to propagate, in the database it ran in.
-pub struct Op {
-    pub db: usize,
-    pub argv: Vec<Vec<u8>>,
+pub(crate) struct Op {
+    pub(crate) db: usize,
+    pub(crate) argv: Vec<Vec<u8>>,
 }
 
 /// The commands collected for the running execution unit.
 #[derive(Default)]
-pub struct Pending {
-    pub ops: Vec<Op>,
+pub(crate) struct Pending {
+    pub(crate) ops: Vec<Op>,
     /// Calls running through `execution::call` (nested: EXEC, scripts).
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// Changes so far ([`Keyspace::modified`](super::Keyspace::modified)):
     /// a call that counted none propagates nothing (Redis's `dirty` test).
-    pub dirty: u64,
+    pub(crate) dirty: u64,
     /// The running call's own propagation state.
-    pub call: CallProp,
+    pub(crate) call: CallProp,
 }
 
 /// How the running call propagates itself (Redis's client flags
 /// `CLIENT_PREVENT_PROP` / `CLIENT_FORCE_*` and its rewritten `argv`).
 #[derive(Default)]
-pub struct CallProp {
+pub(crate) struct CallProp {
     /// The command as it must be logged, when not verbatim.
-    pub rewrite: Option<Vec<Vec<u8>>>,
+    pub(crate) rewrite: Option<Vec<Vec<u8>>>,
     /// Log nothing for the command itself (what it did went out as
     /// separate commands, or is logged by the commands it ran).
-    pub prevent: bool,
+    pub(crate) prevent: bool,
     /// Log it even if it changed nothing (FLUSHALL on an empty server).
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 impl Pending {
-    pub fn push(&mut self, db: usize, argv: Vec<Vec<u8>>) {
+    pub(crate) fn push(&mut self, db: usize, argv: Vec<Vec<u8>>) {
         self.ops.push(Op { db, argv });
     }
 }
@@ -62,12 +62,12 @@ macro_rules! argv {
 
 /// `DEL`, or `UNLINK` when the deletion is lazy (a `lazyfree-lazy-*`
 /// setting): how Redis logs a key it deleted.
-pub fn del_name(lazy: bool) -> &'static [u8] {
+pub(crate) fn del_name(lazy: bool) -> &'static [u8] {
     if lazy { b"UNLINK" } else { b"DEL" }
 }
 
 /// A consumer of the propagated stream (the AOF; replication later).
-pub trait Sink: Send + Sync {
+pub(crate) trait Sink: Send + Sync {
     /// Whether anything is to be collected at all.
     fn listening(&self) -> bool;
     /// One execution unit's commands, in order; `transaction`: wrap them

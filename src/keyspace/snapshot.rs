@@ -33,7 +33,7 @@ use super::{Entry, Key, Shard, Store, Value};
 const CHUNK: usize = 128;
 
 /// One shard's snapshot state.
-pub struct Snap {
+pub(crate) struct Snap {
     /// Per database: keys already written.
     saved: Vec<foldhash::HashSet<Key>>,
     /// Per database: entries as of the instant of keys changed before the
@@ -62,14 +62,14 @@ impl Snap {
 
 impl Shard {
     /// Keeps `key`'s entry as of the snapshot before it may change.
-    pub fn cow(&mut self, db: usize, key: &[u8]) {
+    pub(crate) fn cow(&mut self, db: usize, key: &[u8]) {
         if let Some(s) = self.snap.as_deref_mut() {
             s.preserve(db, key, self.dbs.get(db).and_then(|d| d.keys.get(key)));
         }
     }
 
     /// Preserves every unsaved key of `db` (before a whole-database change).
-    pub fn cow_db(&mut self, db: usize) {
+    pub(crate) fn cow_db(&mut self, db: usize) {
         if let Some(s) = self.snap.as_deref_mut()
             && let Some(d) = self.dbs.get(db)
         {
@@ -81,16 +81,16 @@ impl Shard {
 }
 
 /// What a snapshot walk calls with each key: key, value, expiry (0: none).
-pub type Visit<'f> = dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()> + 'f;
+pub(crate) type Visit<'f> = dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()> + 'f;
 /// What a snapshot walk calls after each chunk, with no lock held.
-pub type Flush<'f> = dyn FnMut() -> std::io::Result<()> + 'f;
+pub(crate) type Flush<'f> = dyn FnMut() -> std::io::Result<()> + 'f;
 
 /// The number of (keys, keys with a TTL) per database at the instant.
-pub type Sizes = Vec<(usize, usize)>;
+pub(crate) type Sizes = Vec<(usize, usize)>;
 
 impl Store {
     /// Starts a snapshot; the caller holds every shard (`shards`).
-    pub fn begin_snapshot<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>) -> Sizes {
+    pub(crate) fn begin_snapshot<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>) -> Sizes {
         let mut sizes = vec![(0, 0); self.databases];
         for shard in shards {
             for (db, d) in shard.dbs.iter().enumerate() {
@@ -104,7 +104,7 @@ impl Store {
     }
 
     /// Ends the snapshot (done or abandoned), freeing what it kept.
-    pub fn end_snapshot(&self) {
+    pub(crate) fn end_snapshot(&self) {
         self.snapshot_active.store(false, Relaxed);
         for idx in 0..self.shard_count() {
             let snap = self.lock_shard(idx).snap.take();
@@ -114,7 +114,7 @@ impl Store {
 
     /// Hands `f` every key of shard `idx`'s database `db` as of the
     /// snapshot, a chunk per lock hold, then the preserved ones.
-    pub fn snapshot_db(
+    pub(crate) fn snapshot_db(
         &self,
         idx: usize,
         db: usize,

@@ -18,7 +18,7 @@ use crate::util::parse_i64;
 /// anyway, are boxed (as Redis's robj points at a separate quicklist or
 /// stream header).
 #[derive(Clone)]
-pub enum Value {
+pub(crate) enum Value {
     Str(Str),
     Hash(Hash),
     Set(Set),
@@ -31,7 +31,7 @@ pub enum Value {
 
 impl Value {
     /// The name `TYPE` answers.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
             Value::Hash(_) => "hash",
@@ -43,7 +43,7 @@ impl Value {
     }
 
     /// The name `OBJECT ENCODING` answers.
-    pub fn encoding(&self) -> &'static str {
+    pub(crate) fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
             Value::Hash(h) => h.encoding(),
@@ -56,7 +56,7 @@ impl Value {
     }
 
     /// Approximate heap bytes held by the value.
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_bytes(),
             Value::Hash(h) => h.mem_usage(),
@@ -79,10 +79,10 @@ impl Value {
 /// in the key's entry, with no allocation of its own; a longer one is a
 /// heap buffer that grows as a `Vec` does.
 #[derive(Debug, Clone, Default)]
-pub struct Str {
-    pub data: CompactBytes,
-    pub raw: bool,
-    pub plain: bool,
+pub(crate) struct Str {
+    pub(crate) data: CompactBytes,
+    pub(crate) raw: bool,
+    pub(crate) plain: bool,
 }
 
 /// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -99,7 +99,7 @@ fn compact(v: Vec<u8>) -> CompactBytes {
 }
 
 impl Str {
-    pub fn new(data: &[u8]) -> Str {
+    pub(crate) fn new(data: &[u8]) -> Str {
         Str {
             data: CompactBytes::new(data),
             raw: false,
@@ -109,7 +109,7 @@ impl Str {
 
     /// A string Redis creates with `createStringObject` and never tries to
     /// encode as an integer.
-    pub fn plain(data: Vec<u8>) -> Str {
+    pub(crate) fn plain(data: Vec<u8>) -> Str {
         Str {
             data: compact(data),
             raw: false,
@@ -118,7 +118,7 @@ impl Str {
     }
 
     /// A string Redis modified in place (always `raw`).
-    pub fn raw(data: Vec<u8>) -> Str {
+    pub(crate) fn raw(data: Vec<u8>) -> Str {
         Str {
             data: compact(data),
             raw: true,
@@ -126,7 +126,7 @@ impl Str {
         }
     }
 
-    pub fn from_int(n: i64) -> Str {
+    pub(crate) fn from_int(n: i64) -> Str {
         Str::new(itoa::Buffer::new().format(n).as_bytes())
     }
 
@@ -134,7 +134,7 @@ impl Str {
     /// rewrites them in place) and stores the result back whatever `f`
     /// returns, so an error part-way loses nothing. A heap value moves out
     /// and back without a copy.
-    pub fn with_vec<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    pub(crate) fn with_vec<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         let mut v = std::mem::take(&mut self.data).into_vec();
         let r = f(&mut v);
         self.data = compact(v);
@@ -142,7 +142,7 @@ impl Str {
     }
 
     /// Grows the string to `len` bytes with zeros (SETRANGE, SETBIT).
-    pub fn zero_extend(&mut self, len: usize) {
+    pub(crate) fn zero_extend(&mut self, len: usize) {
         const ZEROS: [u8; 4096] = [0; 4096];
         let mut missing = len.saturating_sub(self.data.len());
         self.data.reserve(missing);
@@ -154,7 +154,7 @@ impl Str {
     }
 
     /// Heap bytes held: none while the value is inline.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         if self.data.spilled() {
             self.data.capacity()
         } else {
@@ -162,7 +162,7 @@ impl Str {
         }
     }
 
-    pub fn encoding(&self) -> &'static str {
+    pub(crate) fn encoding(&self) -> &'static str {
         if !self.raw && !self.plain && self.data.len() <= 20 && parse_i64(&self.data).is_some() {
             "int"
         } else if !self.raw && self.data.len() <= EMBSTR_MAX {

@@ -22,7 +22,7 @@ use super::{Entry, Keyspace, Value, notify};
 
 /// Removes up to `max` expired members of the sorted set at `key` (if it
 /// is one), deleting the key if none is left. Returns the number removed.
-pub fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
+pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     let (now, db, env) = (ks.now_ms, ks.db, ks.env);
     ks.cow(key);
     let Some(Entry {

@@ -10,7 +10,7 @@
 //! connection's socket I/O goes through tokio's epoll reactor or, with
 //! `io-uring yes`, through [`uring`]; [`socket`] hides which.
 
-pub mod connection;
+pub(crate) mod connection;
 pub(crate) mod socket;
 pub mod uring;
 
@@ -26,7 +26,7 @@ use tokio::task::JoinSet;
 use crate::commands::Services;
 
 /// Redis 7.0's text for a client refused by protected mode.
-pub const DENIED: &str = "-DENIED Redis is running in protected mode because protected \
+const DENIED: &str = "-DENIED Redis is running in protected mode because protected \
 mode is enabled and no password is set for the default user. \
 In this mode connections are only accepted from the loopback interface. \
 If you want to connect from external computers to Redis you \
@@ -48,7 +48,7 @@ the server to start accepting connections from the outside.\r\n";
 
 /// Redis's `islocalClient` for TCP: the peer's address printed is exactly
 /// `127.0.0.1` or `::1` (an IPv4-mapped `::ffff:127.0.0.1` is not).
-pub fn is_local(peer: &SocketAddr) -> bool {
+fn is_local(peer: &SocketAddr) -> bool {
     match peer.ip() {
         IpAddr::V4(ip) => ip == Ipv4Addr::LOCALHOST,
         IpAddr::V6(ip) => ip == Ipv6Addr::LOCALHOST,
@@ -56,14 +56,18 @@ pub fn is_local(peer: &SocketAddr) -> bool {
 }
 
 /// Binds the listening socket with Redis's `tcp-backlog`.
-pub async fn listen(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
+pub(crate) async fn listen(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
     TcpListener::from_std(listen_std(bind, port, backlog)?)
 }
 
 /// Binds a listening socket without a runtime (CONFIG SET port binds
 /// from a command): the first address of `bind` that takes it, with
 /// `SO_REUSEADDR` as Redis, non-blocking for the accept loop.
-pub fn listen_std(bind: &str, port: u16, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+pub(crate) fn listen_std(
+    bind: &str,
+    port: u16,
+    backlog: u32,
+) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Protocol, Socket, Type};
     use std::net::ToSocketAddrs;
     let mut last = None;
@@ -91,7 +95,7 @@ const RESERVED_FDS: u64 = 32;
 /// `maxclients` + 32, as far as the hard limit allows, and lowers
 /// `maxclients` to fit what it got — so the server refuses clients with an
 /// error at the limit instead of failing to accept them.
-pub fn adjust_open_files_limit(config: &crate::config::Config) {
+pub(crate) fn adjust_open_files_limit(config: &crate::config::Config) {
     let wanted = config.maxclients() as u64 + RESERVED_FDS;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -132,7 +136,12 @@ pub fn adjust_open_files_limit(config: &crate::config::Config) {
 /// What becomes of an accepted socket, decided on the accept loop so that
 /// `maxclients` is exact however many connect at once: a client counts
 /// from the moment it is registered here.
-pub fn admit(shared: &Arc<Services>, stream: TcpStream, peer: SocketAddr, conns: &mut JoinSet<()>) {
+pub(crate) fn admit(
+    shared: &Arc<Services>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    conns: &mut JoinSet<()>,
+) {
     let config = &shared.config;
     if shared.clients.count() >= config.maxclients() {
         shared.stats.rejected_connections.fetch_add(1, Relaxed);
@@ -187,7 +196,7 @@ fn set_keepalive(stream: &TcpStream, secs: u64) {
 /// it): idle timeouts, checked ten times a second, and once a second the
 /// memory freed by connections (a big request's buffers) handed back to
 /// the operating system.
-pub async fn cron(shared: Arc<Services>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+pub(crate) async fn cron(shared: Arc<Services>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut ticks = 0u64;
@@ -237,7 +246,7 @@ fn resize_query_buffers(shared: &Services) {
 /// Closes clients idle for longer than `timeout` seconds, as Redis's
 /// `clientsCronHandleTimeout`: never subscribers (RESP2 or RESP3 pub/sub)
 /// or blocked clients, whose silence is expected.
-pub fn close_idle(shared: &Services) {
+fn close_idle(shared: &Services) {
     let timeout = shared.config.timeout_secs();
     if timeout == 0 {
         return;

@@ -7,34 +7,30 @@ use super::Request;
 
 /// A request's arguments; `args[0]` is the command name.
 #[derive(Clone, Copy)]
-pub struct Args<'a> {
+pub(crate) struct Args<'a> {
     req: Request<'a>,
 }
 
 impl<'a> Args<'a> {
-    pub fn new(req: Request<'a>) -> Args<'a> {
+    pub(crate) fn new(req: Request<'a>) -> Args<'a> {
         Args { req }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.req.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.req.is_empty()
     }
 
     /// The `i`th argument; empty if out of range (arity checks make that a
     /// bug, but never a crash).
-    pub fn get(&self, i: usize) -> &'a [u8] {
+    pub(crate) fn get(&self, i: usize) -> &'a [u8] {
         self.req.get(i).unwrap_or(&[])
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }
 
-    pub fn to_owned(&self) -> OwnedArgs {
+    pub(crate) fn to_owned(self) -> OwnedArgs {
         let mut data = Vec::new();
         let mut spans = Vec::with_capacity(self.len());
         for a in self.iter() {
@@ -54,13 +50,13 @@ impl std::ops::Index<usize> for Args<'_> {
 
 /// Arguments kept beyond the read buffer (MULTI queue, blocked commands).
 #[derive(Debug, Clone, Default)]
-pub struct OwnedArgs {
+pub(crate) struct OwnedArgs {
     data: Vec<u8>,
     spans: Vec<(usize, usize)>,
 }
 
 impl OwnedArgs {
-    pub fn from_slices(parts: &[&[u8]]) -> OwnedArgs {
+    pub(crate) fn from_slices(parts: &[&[u8]]) -> OwnedArgs {
         let mut data = Vec::new();
         let mut spans = Vec::new();
         for a in parts {
@@ -70,7 +66,7 @@ impl OwnedArgs {
         OwnedArgs { data, spans }
     }
 
-    pub fn args(&self) -> Args<'_> {
+    pub(crate) fn args(&self) -> Args<'_> {
         Args::new(Request {
             data: &self.data,
             spans: &self.spans,

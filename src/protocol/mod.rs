@@ -1,10 +1,10 @@
 //! The Redis wire protocol: requests in ([`parser`]), their arguments as
 //! handlers read them ([`args`]), replies out ([`reply`]).
 
-pub mod args;
-pub mod parser;
-pub mod reply;
+pub(crate) mod args;
+pub(crate) mod parser;
+pub(crate) mod reply;
 
-pub use args::{Args, OwnedArgs};
-pub use parser::{Parser, ProtocolError, Request};
-pub use reply::Reply;
+pub(crate) use args::{Args, OwnedArgs};
+pub(crate) use parser::{Parser, Request};
+pub(crate) use reply::Reply;

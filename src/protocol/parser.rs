@@ -16,12 +16,12 @@
 use std::fmt;
 
 /// Longest inline request, and longest length line, Redis accepts (`PROTO_INLINE_MAX_SIZE`).
-pub const INLINE_MAX: usize = 64 * 1024;
+const INLINE_MAX: usize = 64 * 1024;
 /// Largest multibulk count Redis 7.0 accepts (`INT_MAX`).
-pub const MAX_MULTIBULK: i64 = i32::MAX as i64;
+const MAX_MULTIBULK: i64 = i32::MAX as i64;
 /// Before authentication Redis refuses larger requests (`authRequired`).
-pub const UNAUTH_MAX_MULTIBULK: i64 = 10;
-pub const UNAUTH_MAX_BULK: i64 = 16384;
+const UNAUTH_MAX_MULTIBULK: i64 = 10;
+const UNAUTH_MAX_BULK: i64 = 16384;
 /// At most this many argument slots are reserved up front, whatever count a
 /// client declares: memory follows the bytes received, not the claims made.
 const MAX_PREALLOC_ARGS: usize = 1024;
@@ -29,7 +29,7 @@ const MAX_PREALLOC_ARGS: usize = 1024;
 /// A protocol violation. The connection answers with the message and closes,
 /// as Redis does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProtocolError {
+pub(crate) enum ProtocolError {
     TooBigInline,
     TooBigMbulkCount,
     TooBigBulkCount,
@@ -71,7 +71,7 @@ enum State {
 
 /// A resumable request parser bound to one connection's read buffer.
 #[derive(Debug)]
-pub struct Parser {
+pub(crate) struct Parser {
     state: State,
     /// First byte not yet consumed.
     pos: usize,
@@ -85,27 +85,27 @@ pub struct Parser {
 /// One complete request: arguments borrowed from the read buffer or the
 /// parser's scratch space.
 #[derive(Clone, Copy)]
-pub struct Request<'a> {
-    pub data: &'a [u8],
-    pub spans: &'a [(usize, usize)],
+pub(crate) struct Request<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) spans: &'a [(usize, usize)],
 }
 
 impl<'a> Request<'a> {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.spans.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
 
-    pub fn get(&self, i: usize) -> Option<&'a [u8]> {
+    pub(crate) fn get(&self, i: usize) -> Option<&'a [u8]> {
         self.spans.get(i).map(|&(s, e)| &self.data[s..e])
     }
 }
 
 impl Parser {
-    pub fn new(max_bulk: i64) -> Parser {
+    pub(crate) fn new(max_bulk: i64) -> Parser {
         Parser {
             state: State::Start,
             pos: 0,
@@ -116,12 +116,12 @@ impl Parser {
         }
     }
 
-    pub fn set_max_bulk(&mut self, max_bulk: i64) {
+    pub(crate) fn set_max_bulk(&mut self, max_bulk: i64) {
         self.max_bulk = max_bulk;
     }
 
     /// Bytes of the buffer fully consumed by complete requests.
-    pub fn consumed(&self) -> usize {
+    pub(crate) fn consumed(&self) -> usize {
         match self.state {
             State::Start => self.pos,
             // A partial request keeps its bytes in the buffer; `discard` only
@@ -135,7 +135,7 @@ impl Parser {
     }
 
     /// The caller removed the first `n` bytes from the buffer (all consumed).
-    pub fn discard(&mut self, n: usize) {
+    pub(crate) fn discard(&mut self, n: usize) {
         debug_assert!(n <= self.consumed());
         self.pos -= n;
         if self.state != State::Start {
@@ -146,15 +146,10 @@ impl Parser {
         }
     }
 
-    /// True when the parser is between requests with nothing pending.
-    pub fn is_idle(&self) -> bool {
-        self.state == State::Start
-    }
-
     /// Parses the next request from `buf`. `Ok(Some(req))` is a complete
     /// request (possibly of zero arguments, which callers skip); `Ok(None)`
     /// means more bytes are needed.
-    pub fn next<'a>(
+    pub(crate) fn next<'a>(
         &'a mut self,
         buf: &'a [u8],
         auth_required: bool,
@@ -379,7 +374,7 @@ fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
 /// whitespace-separated words, "double quotes" with C escapes (`\n`, `\xHH`,
 /// …) and 'single quotes' with `\'`. A closing quote must be followed by
 /// whitespace or the end of the line.
-pub fn split_args(
+pub(crate) fn split_args(
     line: &[u8],
     out: &mut Vec<u8>,
     spans: &mut Vec<(usize, usize)>,

@@ -24,9 +24,9 @@ use std::fmt::Write as _;
 
 /// The output buffer of one connection, with the protocol it speaks.
 #[derive(Debug, Default)]
-pub struct Reply {
-    pub buf: Vec<u8>,
-    pub resp3: bool,
+pub(crate) struct Reply {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) resp3: bool,
     /// Set for a [`Reply::frames`] writer: the reply as values.
     frames: Option<Vec<Frame>>,
 }
@@ -35,7 +35,7 @@ pub struct Reply {
 /// the writer's `buf`. The kinds are RESP's, after the writer's RESP2/RESP3
 /// choice (a RESP2 map is already an `Array` of twice its pairs).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Frame {
+pub(crate) enum Frame {
     Simple(std::ops::Range<usize>),
     Error(std::ops::Range<usize>),
     Int(i64),
@@ -59,15 +59,15 @@ pub enum Frame {
 /// A placeholder for an aggregate header whose length is known only after
 /// the elements are written.
 #[derive(Debug, Clone, Copy)]
-pub struct Deferred(usize);
+pub(crate) struct Deferred(usize);
 
 impl Reply {
-    pub fn new() -> Reply {
+    pub(crate) fn new() -> Reply {
         Reply::default()
     }
 
     /// A writer of bytes in the given protocol.
-    pub fn with_resp3(resp3: bool) -> Reply {
+    pub(crate) fn with_resp3(resp3: bool) -> Reply {
         Reply {
             buf: Vec::new(),
             resp3,
@@ -76,7 +76,7 @@ impl Reply {
     }
 
     /// A writer that records the reply as [`Frame`]s (a script's call).
-    pub fn frames(resp3: bool) -> Reply {
+    pub(crate) fn frames(resp3: bool) -> Reply {
         Reply {
             buf: Vec::new(),
             resp3,
@@ -85,12 +85,12 @@ impl Reply {
     }
 
     /// The recorded frames (empty for a byte writer).
-    pub fn recorded(&self) -> &[Frame] {
+    pub(crate) fn recorded(&self) -> &[Frame] {
         self.frames.as_deref().unwrap_or(&[])
     }
 
     /// Whether the reply so far is one error.
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         match &self.frames {
             Some(f) => matches!(f.first(), Some(Frame::Error(_))),
             None => self.buf.first() == Some(&b'-'),
@@ -98,19 +98,19 @@ impl Reply {
     }
 
     /// A mark for [`Reply::truncate`]: bytes written, or frames recorded.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match &self.frames {
             Some(f) => f.len(),
             None => self.buf.len(),
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Drops everything written since `mark` (used to undo a partial reply).
-    pub fn truncate(&mut self, mark: usize) {
+    pub(crate) fn truncate(&mut self, mark: usize) {
         match &mut self.frames {
             Some(f) => f.truncate(mark),
             None => self.buf.truncate(mark),
@@ -137,14 +137,14 @@ impl Reply {
         true
     }
 
-    pub fn ok(&mut self) {
+    pub(crate) fn ok(&mut self) {
         if self.record(|r| Frame::Simple(r.payload(b"OK"))) {
             return;
         }
         self.buf.extend_from_slice(b"+OK\r\n");
     }
 
-    pub fn simple(&mut self, s: &str) {
+    pub(crate) fn simple(&mut self, s: &str) {
         if self.record(|r| Frame::Simple(r.payload(s.as_bytes()))) {
             return;
         }
@@ -155,12 +155,12 @@ impl Reply {
 
     /// An error reply; `msg` carries its code (`ERR …`, `WRONGTYPE …`).
     /// Line breaks would split the reply, so they become spaces, as in Redis.
-    pub fn error(&mut self, msg: &str) {
+    pub(crate) fn error(&mut self, msg: &str) {
         self.error_bytes(msg.as_bytes());
     }
 
     /// An error reply whose text may quote client bytes verbatim.
-    pub fn error_bytes(&mut self, msg: &[u8]) {
+    pub(crate) fn error_bytes(&mut self, msg: &[u8]) {
         if self.frames.is_some() {
             let start = self.buf.len();
             self.buf.extend(
@@ -179,14 +179,14 @@ impl Reply {
         self.buf.extend_from_slice(b"\r\n");
     }
 
-    pub fn int(&mut self, n: i64) {
+    pub(crate) fn int(&mut self, n: i64) {
         if self.record(|_| Frame::Int(n)) {
             return;
         }
         self.header(b':', n);
     }
 
-    pub fn bulk(&mut self, data: &[u8]) {
+    pub(crate) fn bulk(&mut self, data: &[u8]) {
         if self.record(|r| Frame::Bulk(r.payload(data))) {
             return;
         }
@@ -200,7 +200,7 @@ impl Reply {
     /// A bulk string given in two parts (a compact sorted set's shared
     /// member head and a member's own tail), written without joining them
     /// first.
-    pub fn bulk_parts(&mut self, head: &[u8], tail: &[u8]) {
+    pub(crate) fn bulk_parts(&mut self, head: &[u8], tail: &[u8]) {
         if head.is_empty() {
             return self.bulk(tail);
         }
@@ -218,17 +218,18 @@ impl Reply {
         self.buf.extend_from_slice(b"\r\n");
     }
 
-    pub fn bulk_str(&mut self, s: &str) {
+    #[cfg(test)]
+    pub(crate) fn bulk_str(&mut self, s: &str) {
         self.bulk(s.as_bytes());
     }
 
-    pub fn bulk_int(&mut self, n: i64) {
+    pub(crate) fn bulk_int(&mut self, n: i64) {
         let mut b = itoa::Buffer::new();
         self.bulk(b.format(n).as_bytes());
     }
 
     /// The null bulk string (`$-1` / `_`).
-    pub fn null(&mut self) {
+    pub(crate) fn null(&mut self) {
         let resp3 = self.resp3;
         if self.record(|_| if resp3 { Frame::Null } else { Frame::NullBulk }) {
             return;
@@ -238,7 +239,7 @@ impl Reply {
     }
 
     /// The null array (`*-1` / `_`).
-    pub fn null_array(&mut self) {
+    pub(crate) fn null_array(&mut self) {
         let resp3 = self.resp3;
         if self.record(|_| if resp3 { Frame::Null } else { Frame::NullArray }) {
             return;
@@ -247,7 +248,7 @@ impl Reply {
             .extend_from_slice(if self.resp3 { b"_\r\n" } else { b"*-1\r\n" });
     }
 
-    pub fn array(&mut self, n: usize) {
+    pub(crate) fn array(&mut self, n: usize) {
         if self.record(|_| Frame::Array(n)) {
             return;
         }
@@ -255,7 +256,7 @@ impl Reply {
     }
 
     /// A map of `n` pairs; in RESP2 a flat array of `2n` elements.
-    pub fn map(&mut self, n: usize) {
+    pub(crate) fn map(&mut self, n: usize) {
         let resp3 = self.resp3;
         if self.record(|_| {
             if resp3 {
@@ -273,7 +274,7 @@ impl Reply {
         }
     }
 
-    pub fn set(&mut self, n: usize) {
+    pub(crate) fn set(&mut self, n: usize) {
         let resp3 = self.resp3;
         if self.record(|_| {
             if resp3 {
@@ -287,7 +288,7 @@ impl Reply {
         self.header(if self.resp3 { b'~' } else { b'*' }, n as i64);
     }
 
-    pub fn push(&mut self, n: usize) {
+    pub(crate) fn push(&mut self, n: usize) {
         let resp3 = self.resp3;
         if self.record(|_| {
             if resp3 {
@@ -301,7 +302,7 @@ impl Reply {
         self.header(if self.resp3 { b'>' } else { b'*' }, n as i64);
     }
 
-    pub fn boolean(&mut self, b: bool) {
+    pub(crate) fn boolean(&mut self, b: bool) {
         let resp3 = self.resp3;
         if self.record(|_| {
             if resp3 {
@@ -321,7 +322,7 @@ impl Reply {
     }
 
     /// A double: RESP3 `,` type, RESP2 bulk string, formatted like Redis 7.2.
-    pub fn double(&mut self, x: f64) {
+    pub(crate) fn double(&mut self, x: f64) {
         let mut tmp = [0u8; 40];
         let s = format_double(x, &mut tmp);
         let resp3 = self.resp3;
@@ -346,7 +347,7 @@ impl Reply {
     /// A double Redis formats itself (GEOPOS's `%.17Lf` coordinates): the
     /// given text as a RESP3 `,` double or a RESP2 bulk string; `x` is its
     /// value, for scripts reading RESP3 replies.
-    pub fn double_text(&mut self, x: f64, text: &[u8]) {
+    pub(crate) fn double_text(&mut self, x: f64, text: &[u8]) {
         let resp3 = self.resp3;
         if self.record(|r| {
             if resp3 {
@@ -367,7 +368,7 @@ impl Reply {
     }
 
     /// Verbatim text (`=len\r\ntxt:…`) in RESP3, a bulk string in RESP2.
-    pub fn verbatim(&mut self, text: &[u8]) {
+    pub(crate) fn verbatim(&mut self, text: &[u8]) {
         let resp3 = self.resp3;
         if self.record(|r| {
             let range = r.payload(text);
@@ -390,7 +391,7 @@ impl Reply {
     }
 
     /// Raw protocol bytes (pre-encoded replies).
-    pub fn raw(&mut self, bytes: &[u8]) {
+    pub(crate) fn raw(&mut self, bytes: &[u8]) {
         // Pieces written back to back (`(`, digits, CRLF) are one run.
         let end = self.buf.len();
         if let Some(Some(Frame::Raw(r))) = self.frames.as_mut().map(|f| f.last_mut())
@@ -406,7 +407,7 @@ impl Reply {
         self.buf.extend_from_slice(bytes);
     }
 
-    pub fn defer(&mut self) -> Deferred {
+    pub(crate) fn defer(&mut self) -> Deferred {
         match &mut self.frames {
             Some(f) => {
                 f.push(Frame::Array(0));
@@ -427,14 +428,14 @@ impl Reply {
         true
     }
 
-    pub fn fill_array(&mut self, at: Deferred, n: usize) {
+    pub(crate) fn fill_array(&mut self, at: Deferred, n: usize) {
         if self.fill_frame(at, Frame::Array(n)) {
             return;
         }
         self.fill(at, b'*', n as i64);
     }
 
-    pub fn fill_map(&mut self, at: Deferred, n: usize) {
+    pub(crate) fn fill_map(&mut self, at: Deferred, n: usize) {
         let f = if self.resp3 {
             Frame::Map(n)
         } else {
@@ -450,7 +451,7 @@ impl Reply {
         }
     }
 
-    pub fn fill_set(&mut self, at: Deferred, n: usize) {
+    pub(crate) fn fill_set(&mut self, at: Deferred, n: usize) {
         let f = if self.resp3 {
             Frame::Set(n)
         } else {
@@ -496,7 +497,7 @@ impl Reply {
 /// integral values up to 2^62 as plain integers, and otherwise the shortest
 /// digits that round-trip, laid out by fpconv's `emit_digits` rules —
 /// `0.1`, `1.5`, `0.00001`, `1e-7`, `1e+20`, `123456789012345690000000`.
-pub fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
+pub(crate) fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
     if x.is_nan() {
         return b"nan";
     }
@@ -597,20 +598,20 @@ impl Cursor<'_> {
 }
 
 /// A fixed-capacity string for `write!` without allocating.
-pub struct StackStr<const N: usize> {
+struct StackStr<const N: usize> {
     buf: [u8; N],
     len: usize,
 }
 
 impl<const N: usize> StackStr<N> {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         StackStr {
             buf: [0; N],
             len: 0,
         }
     }
 
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
 }

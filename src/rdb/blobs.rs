@@ -323,7 +323,7 @@ pub(crate) fn write_intset(v: &[i64]) -> Vec<u8> {
 }
 
 /// A (field, value) pair read from a blob.
-pub(crate) type Pair<'a> = (&'a [u8], &'a [u8]);
+type Pair<'a> = (&'a [u8], &'a [u8]);
 
 /// A zipmap blob's (field, value) pairs (Redis ≤ 2.4 hashes).
 pub(crate) fn zipmap(blob: &[u8]) -> Result<Vec<Pair<'_>>, RdbError> {

@@ -90,7 +90,7 @@ thread_local! {
 /// reads): runs of up to 32 literals, and back-references of 3 to 264
 /// bytes at most 8 kB back, found greedily through a hash of the next 3
 /// bytes. None if the output would exceed `max_out` bytes.
-pub(crate) fn lzf_compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+fn lzf_compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     LZF_TABLE.with(|t| {
         let mut t = t.borrow_mut();
         let (table, generation) = &mut *t;

@@ -29,22 +29,22 @@ const AUX_FIELD_TTLS: &[u8] = b"zwindow-httl";
 
 /// How a file is written (`rdbcompression`, `rdbchecksum`).
 #[derive(Debug, Clone, Copy)]
-pub struct SaveOptions {
-    pub compress: bool,
-    pub checksum: bool,
+pub(crate) struct SaveOptions {
+    pub(crate) compress: bool,
+    pub(crate) checksum: bool,
     /// `rdb-key-save-delay` when the save started (see
     /// [`crate::util::debug_delay`]).
-    pub key_save_delay: i32,
+    pub(crate) key_save_delay: i32,
 }
 
 /// What a [`Source`] calls with each key: key, value, expiry (0: none).
-pub type KeyFn<'f> = crate::keyspace::snapshot::Visit<'f>;
+pub(crate) type KeyFn<'f> = crate::keyspace::snapshot::Visit<'f>;
 /// What a [`Source`] calls between batches of keys.
-pub type FlushFn<'f> = crate::keyspace::snapshot::Flush<'f>;
+pub(crate) type FlushFn<'f> = crate::keyspace::snapshot::Flush<'f>;
 
 /// Where a file's keys come from: the locked shards (SAVE) or a snapshot
 /// of them (BGSAVE).
-pub trait Source {
+pub(crate) trait Source {
     fn databases(&self) -> usize;
     /// (keys, keys with a TTL) of database `db`.
     fn sizes(&self, db: usize) -> (usize, usize);
@@ -60,7 +60,7 @@ pub trait Source {
 }
 
 /// Locked shards, read in place.
-pub struct Shards<'a>(pub Vec<&'a crate::keyspace::Shard>);
+pub(crate) struct Shards<'a>(pub(crate) Vec<&'a crate::keyspace::Shard>);
 
 impl Source for Shards<'_> {
     fn databases(&self) -> usize {
@@ -111,15 +111,15 @@ fn aux(out: &mut Vec<u8>, k: &[u8], v: &[u8]) {
 }
 
 /// What the file carries beside the keys.
-pub struct Extras {
-    pub functions: Vec<Vec<u8>>,
-    pub rules: Vec<Arc<Rule>>,
-    pub used_mem: u64,
-    pub ctime_secs: u64,
+pub(crate) struct Extras {
+    pub(crate) functions: Vec<Vec<u8>>,
+    pub(crate) rules: Vec<Arc<Rule>>,
+    pub(crate) used_mem: u64,
+    pub(crate) ctime_secs: u64,
 }
 
 /// Writes a whole RDB file of `src` to `w`.
-pub fn write(
+pub(crate) fn write(
     w: impl Write,
     src: &dyn Source,
     extras: &Extras,
@@ -267,17 +267,17 @@ pub(crate) fn is_empty_value(v: &Value) -> bool {
 
 /// What loading found.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct LoadStats {
-    pub keys_loaded: u64,
-    pub keys_expired: u64,
+pub(crate) struct LoadStats {
+    pub(crate) keys_loaded: u64,
+    pub(crate) keys_expired: u64,
     /// Bytes the image took (what follows is an old-style AOF's tail).
-    pub bytes: usize,
+    pub(crate) bytes: usize,
 }
 
 /// What a load needs from the layers above the data: a home for the
 /// function libraries (the script engine), and an ear for its progress
 /// (INFO's `loading_*`, and serving clients during a long load).
-pub trait Host {
+pub(crate) trait Host {
     /// Loads one library's code; `replace`: one of that name goes.
     fn load_library(&self, code: &[u8], replace: bool) -> Result<(), RdbError>;
     /// `bytes` more of the file were read.
@@ -288,7 +288,7 @@ pub trait Host {
 /// Keys whose TTL has passed are skipped, as a Redis master does. A key or
 /// function library that already exists is an error unless `allow_dup`
 /// (`DEBUG RELOAD MERGE`), which replaces it.
-pub fn load(
+pub(crate) fn load(
     data: &[u8],
     ks: &mut Keyspace<'_>,
     host: &dyn Host,

@@ -15,16 +15,16 @@
 
 pub(crate) mod blobs;
 pub(crate) mod codec;
-pub mod file;
+pub(crate) mod file;
 
 pub(crate) mod value;
 
 use crate::config::Config;
 
 /// The version zwindow writes (Redis 7.0's).
-pub const RDB_VERSION: u16 = 10;
+pub(crate) const RDB_VERSION: u16 = 10;
 /// The newest version zwindow reads (Redis 7.4's).
-pub const RDB_VERSION_MAX_READ: u16 = 12;
+const RDB_VERSION_MAX_READ: u16 = 12;
 
 /// Value types and opcodes (`rdb.h`).
 #[allow(dead_code)]
@@ -74,7 +74,7 @@ pub(crate) mod types {
 
 /// Why reading RDB bytes failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RdbError(pub String);
+pub(crate) struct RdbError(pub(crate) String);
 
 impl RdbError {
     pub(crate) fn corrupt(what: &str) -> RdbError {
@@ -97,9 +97,9 @@ impl std::error::Error for RdbError {}
 /// The encoding thresholds a loaded value is built under.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
-    pub(crate) zset: crate::types::zset::Limits,
+    zset: crate::types::zset::Limits,
     pub(crate) hash: crate::types::hash::Limits,
-    pub(crate) set_intset: usize,
+    set_intset: usize,
     pub(crate) stream: crate::types::stream::NodeLimits,
 }
 
@@ -124,7 +124,7 @@ impl Limits {
 }
 
 /// `DUMP`'s payload: the value, the RDB version, the CRC-64 of both.
-pub fn dump(value: &crate::keyspace::Value) -> Vec<u8> {
+pub(crate) fn dump(value: &crate::keyspace::Value) -> Vec<u8> {
     let mut out = vec![0];
     out[0] = value::encode(value, true, &mut out);
     // A hash with field TTLs is in Redis 7.4's form, which only RDB 12
@@ -144,7 +144,7 @@ pub fn dump(value: &crate::keyspace::Value) -> Vec<u8> {
 }
 
 /// Why a RESTORE payload was refused.
-pub enum RestoreError {
+pub(crate) enum RestoreError {
     /// Version or checksum wrong (Redis's `verifyDumpPayload`).
     Footer,
     /// The body does not decode.
@@ -153,7 +153,7 @@ pub enum RestoreError {
 
 /// A decoded `RESTORE` payload: the value, and whether it has hash field
 /// TTLs the keyspace must schedule.
-pub fn restore(
+pub(crate) fn restore(
     payload: &[u8],
     config: &Config,
 ) -> Result<(crate::keyspace::Value, bool), RestoreError> {

@@ -18,11 +18,10 @@
 pub(crate) mod meta;
 pub(crate) mod meta_later;
 pub(crate) mod metadata;
-pub mod table;
+pub(crate) mod table;
 
-pub use table::{
-    Unresolved, all_commands, command_by_id, command_id, install, lookup, lookup_sub,
-    rename_commands, resolve,
+pub(crate) use table::{
+    Unresolved, all_commands, install, lookup, lookup_sub, rename_commands, resolve,
 };
 
 use crate::protocol::Args;
@@ -32,50 +31,50 @@ use crate::util::{eq_ic, parse_i64};
 /// `Handler` (a function of its `Ctx`), which this layer cannot name. The
 /// commands layer registers a `&(handler as Handler)` per entry and
 /// downcasts it back to run it; its unit test holds every entry to that.
-pub type AnyHandler = &'static (dyn std::any::Any + Send + Sync);
+type AnyHandler = &'static (dyn std::any::Any + Send + Sync);
 
 /// Command flags, as `COMMAND INFO` reports them.
-pub mod flags {
-    pub const WRITE: u32 = 1 << 0;
-    pub const READONLY: u32 = 1 << 1;
-    pub const DENYOOM: u32 = 1 << 2;
-    pub const ADMIN: u32 = 1 << 3;
-    pub const PUBSUB: u32 = 1 << 4;
-    pub const NOSCRIPT: u32 = 1 << 5;
-    pub const BLOCKING: u32 = 1 << 6;
-    pub const LOADING: u32 = 1 << 7;
-    pub const STALE: u32 = 1 << 8;
-    pub const FAST: u32 = 1 << 9;
-    pub const NO_AUTH: u32 = 1 << 10;
-    pub const ALLOW_BUSY: u32 = 1 << 11;
-    pub const NO_MULTI: u32 = 1 << 12;
-    pub const SKIP_SLOWLOG: u32 = 1 << 13;
-    pub const MAY_REPLICATE: u32 = 1 << 14;
+pub(crate) mod flags {
+    pub(crate) const WRITE: u32 = 1 << 0;
+    pub(crate) const READONLY: u32 = 1 << 1;
+    pub(crate) const DENYOOM: u32 = 1 << 2;
+    pub(crate) const ADMIN: u32 = 1 << 3;
+    pub(crate) const PUBSUB: u32 = 1 << 4;
+    pub(crate) const NOSCRIPT: u32 = 1 << 5;
+    pub(crate) const BLOCKING: u32 = 1 << 6;
+    pub(crate) const LOADING: u32 = 1 << 7;
+    pub(crate) const STALE: u32 = 1 << 8;
+    pub(crate) const FAST: u32 = 1 << 9;
+    pub(crate) const NO_AUTH: u32 = 1 << 10;
+    pub(crate) const ALLOW_BUSY: u32 = 1 << 11;
+    pub(crate) const NO_MULTI: u32 = 1 << 12;
+    pub(crate) const SKIP_SLOWLOG: u32 = 1 << 13;
+    pub(crate) const MAY_REPLICATE: u32 = 1 << 14;
     /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
-    pub const TX_CONTROL: u32 = 1 << 15;
+    pub(crate) const TX_CONTROL: u32 = 1 << 15;
     /// Allowed in RESP2 subscribed mode.
-    pub const SUBSCRIBED_OK: u32 = 1 << 16;
+    pub(crate) const SUBSCRIBED_OK: u32 = 1 << 16;
     /// Reported only: zwindow has no MONITOR to hide the command from.
-    pub const SKIP_MONITOR: u32 = 1 << 17;
+    pub(crate) const SKIP_MONITOR: u32 = 1 << 17;
     /// A command that may be given no keys at all (scripts).
-    pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    pub(crate) const NO_MANDATORY_KEYS: u32 = 1 << 18;
     /// Never set in the table: `COMMAND INFO` derives it from the key specs
     /// (keys the first/last/step range does not cover).
-    pub const MOVABLEKEYS: u32 = 1 << 19;
+    pub(crate) const MOVABLEKEYS: u32 = 1 << 19;
     /// Reported only: Redis refuses these while a replica loads its data
     /// asynchronously, which zwindow never does.
-    pub const NO_ASYNC_LOADING: u32 = 1 << 20;
+    pub(crate) const NO_ASYNC_LOADING: u32 = 1 << 20;
     /// RESTORE-ASKING: a cluster's ASKING state would let it run on an
     /// importing slot (reported only: zwindow has no cluster mode).
-    pub const ASKING: u32 = 1 << 21;
+    pub(crate) const ASKING: u32 = 1 << 21;
     /// Never reported (Redis hides it): refused by the execution layer
     /// unless its `enable-…-command` setting allows the client (MODULE's
     /// LOAD, LOADEX and UNLOAD).
-    pub const PROTECTED: u32 = 1 << 22;
+    pub(crate) const PROTECTED: u32 = 1 << 22;
 
     /// The flags `COMMAND INFO` prints, in redis-server's order; Redis hides
     /// `may_replicate`.
-    pub const NAMES: &[(u32, &str)] = &[
+    pub(crate) const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
@@ -99,8 +98,10 @@ pub mod flags {
 }
 
 /// Which arguments are keys: what the dispatcher locks and `COMMAND` reports.
+// `NumKeys` is named for Redis's `numkeys` argument, not after the enum.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy)]
-pub enum Keys {
+pub(crate) enum Keys {
     None,
     /// Redis's (first, last, step); `last` negative counts from the end.
     Range {
@@ -139,17 +140,17 @@ pub enum Keys {
 }
 
 impl Keys {
-    pub const ONE: Keys = Keys::Range {
+    pub(crate) const ONE: Keys = Keys::Range {
         first: 1,
         last: 1,
         step: 1,
     };
-    pub const ALL_ARGS: Keys = Keys::Range {
+    pub(crate) const ALL_ARGS: Keys = Keys::Range {
         first: 1,
         last: -1,
         step: 1,
     };
-    pub const TWO: Keys = Keys::Range {
+    pub(crate) const TWO: Keys = Keys::Range {
         first: 1,
         last: 2,
         step: 1,
@@ -157,26 +158,26 @@ impl Keys {
 }
 
 /// One command (or subcommand) of the table.
-pub struct Command {
+pub(crate) struct Command {
     /// Lowercase name; subcommands carry the bare subcommand name.
-    pub name: &'static str,
-    pub arity: i32,
-    pub flags: u32,
-    pub keys: Keys,
+    pub(crate) name: &'static str,
+    pub(crate) arity: i32,
+    pub(crate) flags: u32,
+    pub(crate) keys: Keys,
     /// What runs it (see [`AnyHandler`]).
-    pub handler: AnyHandler,
-    pub group: &'static str,
-    pub since: &'static str,
-    pub complexity: &'static str,
-    pub summary: &'static str,
+    pub(crate) handler: AnyHandler,
+    pub(crate) group: &'static str,
+    pub(crate) since: &'static str,
+    pub(crate) complexity: &'static str,
+    pub(crate) summary: &'static str,
     /// The argument grammar after the name, Redis-doc style
     /// (`key [NX | XX] seconds`); `COMMAND DOCS` derives its arguments from it.
-    pub syntax: &'static str,
-    pub subcommands: &'static [Command],
+    pub(crate) syntax: &'static str,
+    pub(crate) subcommands: &'static [Command],
 }
 
 impl Command {
-    pub const fn new(
+    pub(crate) const fn new(
         name: &'static str,
         arity: i32,
         flags: u32,
@@ -198,7 +199,7 @@ impl Command {
         }
     }
 
-    pub const fn doc(
+    pub(crate) const fn doc(
         mut self,
         group: &'static str,
         since: &'static str,
@@ -212,17 +213,17 @@ impl Command {
         self
     }
 
-    pub const fn syntax(mut self, syntax: &'static str) -> Command {
+    pub(crate) const fn syntax(mut self, syntax: &'static str) -> Command {
         self.syntax = syntax;
         self
     }
 
-    pub const fn subcommands(mut self, subs: &'static [Command]) -> Command {
+    pub(crate) const fn subcommands(mut self, subs: &'static [Command]) -> Command {
         self.subcommands = subs;
         self
     }
 
-    pub fn has(&self, flag: u32) -> bool {
+    pub(crate) fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
     }
 
@@ -238,7 +239,7 @@ impl Command {
     }
 
     /// Key argument indices for this invocation, in order.
-    pub fn key_indices(&self, args: &Args<'_>, mut f: impl FnMut(usize)) {
+    pub(crate) fn key_indices(&self, args: &Args<'_>, mut f: impl FnMut(usize)) {
         let argc = args.len();
         match self.keys {
             Keys::None | Keys::All => {}
@@ -295,7 +296,7 @@ impl Command {
 
 /// Where the keys of XREAD/XREADGROUP start and how many there are, as
 /// Redis's `xreadGetKeys` finds them (for lock planning).
-pub(crate) fn streams_keys(args: &Args<'_>) -> Option<(usize, usize)> {
+fn streams_keys(args: &Args<'_>) -> Option<(usize, usize)> {
     let argc = args.len();
     let mut i = 1;
     while i < argc {

@@ -25,7 +25,7 @@ static REGISTRY: OnceLock<Registry> = OnceLock::new();
 /// config file (`rename-command` checks names), the server at startup.
 /// Before that the table reads as empty: a lookup finds nothing, never
 /// panics. The first table installed stays; later calls change nothing.
-pub fn install(table: &'static [&'static [Command]]) {
+pub(crate) fn install(table: &'static [&'static [Command]]) {
     REGISTRY.get_or_init(|| Registry {
         table,
         index: Index::build(table),
@@ -145,7 +145,7 @@ impl Index {
 }
 
 /// Looks a command up by (any-case) name without allocating.
-pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+pub(crate) fn lookup(name: &[u8]) -> Option<&'static Command> {
     if let Some(renamed) = RENAMES.get() {
         let mut buf = [0u8; MAX_NAME];
         let lower = buf.get_mut(..name.len())?;
@@ -173,7 +173,7 @@ static RENAMES: OnceLock<Renames> = OnceLock::new();
 
 /// Applies `rename-command old new` pairs (lower-case; `new` empty removes
 /// the command), as Redis edits its command table while loading the config.
-pub fn rename_commands(pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
+pub(crate) fn rename_commands(pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
     if pairs.is_empty() {
         return Ok(());
     }
@@ -202,7 +202,7 @@ pub fn rename_commands(pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
 }
 
 /// A subcommand of `parent` by (any-case) name.
-pub fn lookup_sub(parent: &'static Command, name: &[u8]) -> Option<&'static Command> {
+pub(crate) fn lookup_sub(parent: &'static Command, name: &[u8]) -> Option<&'static Command> {
     parent
         .subcommands
         .iter()
@@ -210,25 +210,14 @@ pub fn lookup_sub(parent: &'static Command, name: &[u8]) -> Option<&'static Comm
 }
 
 /// Every command (not its subcommands), in table order.
-pub fn all_commands() -> impl Iterator<Item = &'static Command> {
+pub(crate) fn all_commands() -> impl Iterator<Item = &'static Command> {
     let table = registry().map_or(&[][..], |r| r.table);
     table.iter().flat_map(|family| family.iter())
 }
 
-/// Index of a command in the table, for compact per-client bookkeeping.
-pub fn command_id(cmd: &'static Command) -> u32 {
-    all_commands()
-        .position(|c| std::ptr::eq(c, cmd))
-        .map_or(u32::MAX, |i| i as u32)
-}
-
-pub fn command_by_id(id: u32) -> Option<&'static Command> {
-    all_commands().nth(id as usize)
-}
-
 /// Why a request names no command to run: Redis's error reply for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unresolved {
+pub(crate) enum Unresolved {
     /// `ERR unknown command '…', with args beginning with: …`, quoting the
     /// client's bytes, which need not be UTF-8.
     UnknownCommand(Vec<u8>),
@@ -240,7 +229,7 @@ pub enum Unresolved {
 
 impl Unresolved {
     /// The error reply's text.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Unresolved::UnknownCommand(b) => b,
             Unresolved::UnknownSubcommand(s) | Unresolved::Arity(s) => s.as_bytes(),
@@ -250,7 +239,7 @@ impl Unresolved {
 
 /// Resolves `args` to the command (or subcommand) to run, or the
 /// unknown-command or arity error if there is none.
-pub fn resolve(args: &Args<'_>) -> Result<&'static Command, Unresolved> {
+pub(crate) fn resolve(args: &Args<'_>) -> Result<&'static Command, Unresolved> {
     let name = args.get(0);
     let Some(cmd) = lookup(name) else {
         return Err(unknown_command(args));

@@ -71,7 +71,7 @@ struct Entry<K, V> {
 
 /// A hash table keyed by byte strings with Redis-style `scan` and `random`.
 #[derive(Clone)]
-pub struct Dict<K, V, S = RandomState> {
+pub(crate) struct Dict<K, V, S = RandomState> {
     entries: Pages<Entry<K, V>>,
     /// Chain heads. Empty (no allocation) until the first insert, otherwise a
     /// power of two >= `MIN_BUCKETS` with `entries.len() <= buckets.len()`.
@@ -82,7 +82,7 @@ pub struct Dict<K, V, S = RandomState> {
 /// `key`'s hash under `hasher`, as a [`Dict`] using that hasher computes it:
 /// what its `*_hashed` methods take.
 #[inline]
-pub fn hash_key(hasher: &impl BuildHasher, key: &[u8]) -> u64 {
+pub(crate) fn hash_key(hasher: &impl BuildHasher, key: &[u8]) -> u64 {
     let mut h = hasher.build_hasher();
     h.write(key);
     h.finish()
@@ -109,19 +109,20 @@ fn bucket_count_for(len: usize) -> usize {
 }
 
 impl<K: AsRef<[u8]>, V> Dict<K, V> {
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Self::with_hasher(RandomState::default())
     }
 
     /// Room for `n` entries without resizing (see
     /// [`with_capacity_and_hasher`](Self::with_capacity_and_hasher)).
-    pub fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         Self::with_capacity_and_hasher(n, RandomState::default())
     }
 }
 
 impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
-    pub fn with_hasher(hasher: S) -> Self {
+    fn with_hasher(hasher: S) -> Self {
         Dict {
             entries: Pages::default(),
             buckets: Box::new([]),
@@ -132,7 +133,7 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     /// Room for `n` entries without resizing. Like Redis, the table may still
     /// shrink once entries are removed. Allocates up front like
     /// `Vec::with_capacity`, so never pass an unvalidated client-supplied size.
-    pub fn with_capacity_and_hasher(n: usize, hasher: S) -> Self {
+    pub(crate) fn with_capacity_and_hasher(n: usize, hasher: S) -> Self {
         let mut d = Self::with_hasher(hasher);
         if n > 0 {
             let n = n.min(MAX_LEN);
@@ -142,11 +143,11 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
         d
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
@@ -187,51 +188,51 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
         None
     }
 
-    pub fn get(&self, key: &[u8]) -> Option<&V> {
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&V> {
         self.get_key_value(key).map(|(_, v)| v)
     }
 
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+    pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
         let (i, _) = self.find(key, self.hash(key))?;
         Some(&mut self.entries[i].value)
     }
 
     /// [`get`](Self::get) with `key`'s hash already computed ([`hash_key`]).
-    pub fn get_hashed(&self, key: &[u8], hash: u64) -> Option<&V> {
+    pub(crate) fn get_hashed(&self, key: &[u8], hash: u64) -> Option<&V> {
         let (i, _) = self.find(key, self.prehashed(key, hash))?;
         Some(&self.entries[i].value)
     }
 
     /// [`get_mut`](Self::get_mut) with `key`'s hash already computed.
-    pub fn get_mut_hashed(&mut self, key: &[u8], hash: u64) -> Option<&mut V> {
+    pub(crate) fn get_mut_hashed(&mut self, key: &[u8], hash: u64) -> Option<&mut V> {
         let (i, _) = self.find(key, self.prehashed(key, hash))?;
         Some(&mut self.entries[i].value)
     }
 
     /// [`contains_key`](Self::contains_key) with `key`'s hash already computed.
-    pub fn contains_key_hashed(&self, key: &[u8], hash: u64) -> bool {
+    pub(crate) fn contains_key_hashed(&self, key: &[u8], hash: u64) -> bool {
         self.find(key, self.prehashed(key, hash)).is_some()
     }
 
-    pub fn get_key_value(&self, key: &[u8]) -> Option<(&K, &V)> {
+    pub(crate) fn get_key_value(&self, key: &[u8]) -> Option<(&K, &V)> {
         let (i, _) = self.find(key, self.hash(key))?;
         let e = &self.entries[i];
         Some((&e.key, &e.value))
     }
 
-    pub fn contains_key(&self, key: &[u8]) -> bool {
+    pub(crate) fn contains_key(&self, key: &[u8]) -> bool {
         self.find(key, self.hash(key)).is_some()
     }
 
     /// Inserts or replaces the value; on replace the existing key is kept
     /// (the caller's `key` is dropped) and the old value returned.
-    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
         let hash = self.hash(key.as_ref());
         self.insert_at(hash, key, value)
     }
 
     /// [`insert`](Self::insert) with the key's hash already computed.
-    pub fn insert_hashed(&mut self, key: K, hash: u64, value: V) -> Option<V> {
+    pub(crate) fn insert_hashed(&mut self, key: K, hash: u64, value: V) -> Option<V> {
         let hash = self.prehashed(key.as_ref(), hash);
         self.insert_at(hash, key, value)
     }
@@ -249,7 +250,8 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     /// Returns the value for `key`, inserting `make_value()` under
     /// `make_key()` if missing; the key is only built (and allocated) on a
     /// miss. `make_key()` must return a key equal to `key`.
-    pub fn get_or_insert_with(
+    #[cfg(test)]
+    pub(crate) fn get_or_insert_with(
         &mut self,
         key: &[u8],
         make_key: impl FnOnce() -> K,
@@ -286,12 +288,12 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
         i
     }
 
-    pub fn remove(&mut self, key: &[u8]) -> Option<(K, V)> {
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<(K, V)> {
         self.remove_at(key, self.hash(key))
     }
 
     /// [`remove`](Self::remove) with `key`'s hash already computed.
-    pub fn remove_hashed(&mut self, key: &[u8], hash: u64) -> Option<(K, V)> {
+    pub(crate) fn remove_hashed(&mut self, key: &[u8], hash: u64) -> Option<(K, V)> {
         self.remove_at(key, self.prehashed(key, hash))
     }
 
@@ -360,22 +362,23 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     }
 
     /// Removes everything and frees the table (FLUSHDB should return memory).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.entries = Pages::default();
         self.buckets = Box::new([]);
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&K, &V)> {
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = (&K, &V)> {
         self.entries.iter().map(|e| (&e.key, &e.value))
     }
 
-    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&K, &mut V)> {
+    pub(crate) fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&K, &mut V)> {
         self.entries.iter_mut().map(|e| (&e.key, &mut e.value))
     }
 
     /// Removes and yields every entry; the dict is empty afterwards even if
     /// the iterator is dropped early.
-    pub fn drain(&mut self) -> impl ExactSizeIterator<Item = (K, V)> {
+    #[cfg(test)]
+    pub(crate) fn drain(&mut self) -> impl ExactSizeIterator<Item = (K, V)> {
         self.buckets = Box::new([]);
         std::mem::take(&mut self.entries)
             .into_iter()
@@ -383,7 +386,8 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     }
 
     /// Keeps only the entries for which `f` returns true.
-    pub fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
+    #[cfg(test)]
+    pub(crate) fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
         // Compacting the entries invalidates every index, so the buckets are
         // rebuilt afterwards, in a guard so that a panicking `f` cannot leave
         // links pointing past the end.
@@ -416,7 +420,7 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     /// `count` entries were emitted or `10 * count` buckets were looked at
     /// (Redis's SCAN loop bounds). Returns the next cursor; 0 means done.
     /// Any `u64` is accepted as a cursor.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&K, &V)) -> u64 {
+    pub(crate) fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&K, &V)) -> u64 {
         if self.entries.is_empty() {
             return 0;
         }
@@ -445,7 +449,7 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
 
     /// A uniformly random entry in O(1) (exactly fair, unlike Redis's
     /// bucket-then-chain pick, thanks to the dense entry array).
-    pub fn random(&self, rng: &mut impl Rng) -> Option<(&K, &V)> {
+    pub(crate) fn random(&self, rng: &mut impl Rng) -> Option<(&K, &V)> {
         if self.entries.is_empty() {
             return None;
         }
@@ -455,7 +459,7 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
 
     /// Calls `f` on `min(count, len)` distinct entries chosen at random (the
     /// role of Redis's `dictGetSomeKeys`, for active expiry and SRANDMEMBER).
-    pub fn sample(&self, rng: &mut impl Rng, count: usize, mut f: impl FnMut(&K, &V)) {
+    pub(crate) fn sample(&self, rng: &mut impl Rng, count: usize, mut f: impl FnMut(&K, &V)) {
         let n = self.entries.len();
         if count >= n {
             self.entries.iter().for_each(|e| f(&e.key, &e.value));
@@ -469,14 +473,14 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
 
     /// Approximate heap bytes of the table itself: entry slots (including
     /// the inline `K` and `V`) and buckets, not what keys/values point to.
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<Entry<K, V>>()
             + self.buckets.len() * std::mem::size_of::<u32>()
     }
 }
 
 /// Owning iterator returned by `Dict::into_iter`.
-pub struct IntoIter<K, V>(<Pages<Entry<K, V>> as IntoIterator>::IntoIter);
+pub(crate) struct IntoIter<K, V>(<Pages<Entry<K, V>> as IntoIterator>::IntoIter);
 
 impl<K, V> Iterator for IntoIter<K, V> {
     type Item = (K, V);

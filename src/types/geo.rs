@@ -18,7 +18,7 @@ pub(crate) const LAT_MAX: f64 = 85.05112878;
 pub(crate) const LONG_MIN: f64 = -180.0;
 pub(crate) const LONG_MAX: f64 = 180.0;
 /// 26 steps of 2 bits: the 52-bit scores.
-pub(crate) const STEP_MAX: u8 = 26;
+const STEP_MAX: u8 = 26;
 
 const D_R: f64 = std::f64::consts::PI / 180.0;
 const EARTH_RADIUS_IN_METERS: f64 = 6372797.560856;
@@ -27,9 +27,9 @@ const MERCATOR_MAX: f64 = 20037726.37;
 /// A geohash of `step` bits per coordinate; `step == 0 && bits == 0` is
 /// Redis's "zero" hash (an excluded neighbour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct HashBits {
-    pub bits: u64,
-    pub step: u8,
+struct HashBits {
+    bits: u64,
+    step: u8,
 }
 
 impl HashBits {
@@ -39,15 +39,15 @@ impl HashBits {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Range {
-    pub min: f64,
-    pub max: f64,
+struct Range {
+    pub(crate) min: f64,
+    pub(crate) max: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Area {
-    pub longitude: Range,
-    pub latitude: Range,
+struct Area {
+    longitude: Range,
+    latitude: Range,
 }
 
 const WGS84_LONG: Range = Range {
@@ -106,7 +106,7 @@ fn c_u32(x: f64) -> u32 {
 /// signed conversion (negative values wrap, out-of-range gives
 /// 0x8000000000000000), above it the shifted conversion with the top bit
 /// flipped.
-pub(crate) fn c_u64(x: f64) -> u64 {
+fn c_u64(x: f64) -> u64 {
     const TWO63: f64 = 9223372036854775808.0;
     let cvtt = |v: f64| -> u64 {
         if v.is_nan() || !(-TWO63..TWO63).contains(&v) {
@@ -123,7 +123,7 @@ pub(crate) fn c_u64(x: f64) -> u64 {
 }
 
 /// `geohashEncode`: None outside the WGS84 limits or the given ranges.
-pub(crate) fn encode(
+fn encode(
     long_range: Range,
     lat_range: Range,
     longitude: f64,
@@ -156,7 +156,7 @@ pub(crate) fn encode(
     })
 }
 
-pub(crate) fn encode_wgs84(longitude: f64, latitude: f64, step: u8) -> Option<HashBits> {
+fn encode_wgs84(longitude: f64, latitude: f64, step: u8) -> Option<HashBits> {
     encode(WGS84_LONG, WGS84_LAT, longitude, latitude, step)
 }
 
@@ -207,7 +207,7 @@ pub(crate) fn score_to_lonlat(score: f64) -> [f64; 2] {
 }
 
 /// The 52-bit score of a hash (`geohashAlign52Bits`).
-pub(crate) fn align52(hash: HashBits) -> u64 {
+fn align52(hash: HashBits) -> u64 {
     hash.bits << (52 - hash.step as u32 * 2)
 }
 
@@ -322,9 +322,9 @@ fn estimate_steps_by_radius(mut range_meters: f64, lat: f64) -> u8 {
 /// the query's unit, `conversion` meters per unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Shape {
-    pub xy: [f64; 2],
-    pub conversion: f64,
-    pub kind: ShapeKind,
+    pub(crate) xy: [f64; 2],
+    pub(crate) conversion: f64,
+    pub(crate) kind: ShapeKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

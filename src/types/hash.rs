@@ -43,26 +43,25 @@ use crate::types::dict::Dict;
 type Bytes = crate::types::small_bytes::SmallBytes;
 
 /// No deadline.
-pub const NO_TTL: u64 = 0;
+pub(crate) const NO_TTL: u64 = 0;
 
 /// The `hash-max-listpack-*` settings in force for one write.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub entries: usize,
-    pub value: usize,
+pub(crate) struct Limits {
+    pub(crate) entries: usize,
+    pub(crate) value: usize,
 }
 
 /// A value with its deadline (Unix ms; [`NO_TTL`]: none), in `Ex` hashes.
 #[derive(Debug, Clone)]
-pub struct Slot {
-    pub value: Bytes,
-    pub at: u64,
+pub(crate) struct Slot {
+    pub(crate) value: Bytes,
+    at: u64,
 }
 
 /// What both kinds of stored value give the generic code.
-pub trait Val: Clone {
+pub(crate) trait Val: Clone {
     fn value(&self) -> &[u8];
-    fn at(&self) -> u64;
     fn set_value(&mut self, v: &[u8]);
     fn from_value(v: &[u8]) -> Self;
 }
@@ -70,9 +69,6 @@ pub trait Val: Clone {
 impl Val for Bytes {
     fn value(&self) -> &[u8] {
         self
-    }
-    fn at(&self) -> u64 {
-        NO_TTL
     }
     fn set_value(&mut self, v: &[u8]) {
         *self = v.into();
@@ -85,9 +81,6 @@ impl Val for Bytes {
 impl Val for Slot {
     fn value(&self) -> &[u8] {
         &self.value
-    }
-    fn at(&self) -> u64 {
-        self.at
     }
     fn set_value(&mut self, v: &[u8]) {
         self.value = v.into();
@@ -102,7 +95,7 @@ impl Val for Slot {
 
 /// The two layouts, over either kind of value.
 #[derive(Debug, Clone)]
-pub enum Fields<V> {
+pub(crate) enum Fields<V> {
     Listpack(Vec<(Bytes, V)>),
     /// Boxed: the table is twice the size of the listpack's `Vec`, and
     /// every key's entry is as large as its largest inline value.
@@ -209,7 +202,7 @@ impl<V: Val> Fields<V> {
 }
 
 #[derive(Debug, Clone)]
-pub enum Hash {
+pub(crate) enum Hash {
     /// A hash that never had a field TTL.
     Plain(Fields<Bytes>),
     /// A hash that has (or had) field TTLs.
@@ -222,7 +215,7 @@ pub enum Hash {
 
 /// What an `Ex` hash knows about its fields' deadlines.
 #[derive(Debug, Clone)]
-pub struct Deadlines {
+pub(crate) struct Deadlines {
     /// A lower bound on the earliest deadline (`u64::MAX`: none).
     min: u64,
     /// Fields that have a deadline.
@@ -272,15 +265,15 @@ macro_rules! each {
 }
 
 impl Hash {
-    pub fn new() -> Hash {
+    pub(crate) fn new() -> Hash {
         Hash::default()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         each!(self, f => f.len())
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -288,7 +281,7 @@ impl Hash {
     /// HSET usually fills whole (a job's or a session's fields): pushed one
     /// by one, five fields would sit in a `Vec` of eight. Bounded by the
     /// listpack limit, whatever the client sent.
-    pub fn reserve_new(&mut self, pairs: usize, limits: Limits) {
+    pub(crate) fn reserve_new(&mut self, pairs: usize, limits: Limits) {
         if let Hash::Plain(Fields::Listpack(v)) = self
             && v.is_empty()
         {
@@ -297,7 +290,7 @@ impl Hash {
     }
 
     /// The name OBJECT ENCODING answers (Redis 8.0's).
-    pub fn encoding(&self) -> &'static str {
+    pub(crate) fn encoding(&self) -> &'static str {
         match self {
             Hash::Plain(Fields::Listpack(_)) => "listpack",
             Hash::Ex {
@@ -308,11 +301,11 @@ impl Hash {
         }
     }
 
-    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+    pub(crate) fn get(&self, field: &[u8]) -> Option<&[u8]> {
         each!(self, f => f.get(field).map(|v| v.value()))
     }
 
-    pub fn contains(&self, field: &[u8]) -> bool {
+    pub(crate) fn contains(&self, field: &[u8]) -> bool {
         self.get(field).is_some()
     }
 
@@ -327,13 +320,13 @@ impl Hash {
     /// Sets `field` to `value`, dropping any TTL it had; true if the field
     /// is new. Converts first if either is too long for a listpack, and
     /// after if there are now too many fields (Redis's `hashTypeSet`).
-    pub fn set(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
+    pub(crate) fn set(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
         self.set_with(field, value, limits, false)
     }
 
     /// Like [`set`](Self::set), keeping the TTL of an existing field
     /// (`HASH_SET_KEEP_TTL`).
-    pub fn set_keep_ttl(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
+    pub(crate) fn set_keep_ttl(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
         self.set_with(field, value, limits, true)
     }
 
@@ -380,7 +373,7 @@ impl Hash {
 
     /// Removes `field`; true if it was there. The listpack keeps the order
     /// of the remaining fields.
-    pub fn remove(&mut self, field: &[u8]) -> bool {
+    pub(crate) fn remove(&mut self, field: &[u8]) -> bool {
         match self {
             Hash::Plain(f) => f.remove(field).is_some(),
             Hash::Ex { fields, ttl } => match fields.remove(field) {
@@ -394,34 +387,34 @@ impl Hash {
     }
 
     /// Every (field, value), in listpack order or table order.
-    pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
+    pub(crate) fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         each!(self, f => Box::new(f.iter().map(|(k, v)| (k, v.value()))))
     }
 
     /// A uniformly random (field, value).
-    pub fn random(&self, rng: &mut impl Rng) -> Option<(&[u8], &[u8])> {
+    pub(crate) fn random(&self, rng: &mut impl Rng) -> Option<(&[u8], &[u8])> {
         each!(self, f => f.random(rng))
     }
 
     /// Calls `f` on `min(count, len)` distinct random entries.
-    pub fn sample(&self, rng: &mut impl Rng, count: usize, f: impl FnMut(&[u8], &[u8])) {
+    pub(crate) fn sample(&self, rng: &mut impl Rng, count: usize, f: impl FnMut(&[u8], &[u8])) {
         each!(self, fields => fields.sample(rng, count, f))
     }
 
     /// One HSCAN step: a listpack is returned whole with cursor 0, a table
     /// walks from `cursor` (Redis's `scanGenericCommand`).
-    pub fn scan(&self, cursor: u64, count: usize, f: impl FnMut(&[u8], &[u8])) -> u64 {
+    pub(crate) fn scan(&self, cursor: u64, count: usize, f: impl FnMut(&[u8], &[u8])) -> u64 {
         each!(self, fields => fields.scan(cursor, count, f))
     }
 
     /// Approximate heap bytes.
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         each!(self, f => f.mem_usage())
     }
 
     /// `field`'s deadline: None if there is no such field, `Some(NO_TTL)`
     /// if it has none.
-    pub fn expire_at(&self, field: &[u8]) -> Option<u64> {
+    pub(crate) fn expire_at(&self, field: &[u8]) -> Option<u64> {
         match self {
             Hash::Plain(f) => f.get(field).map(|_| NO_TTL),
             Hash::Ex { fields, .. } => fields.get(field).map(|s| s.at),
@@ -430,7 +423,7 @@ impl Hash {
 
     /// Makes the hash able to hold field TTLs (Redis's `hashTypeSetExInit`
     /// converting a `listpack` to a `listpackex`); for good.
-    pub fn make_ex(&mut self) {
+    pub(crate) fn make_ex(&mut self) {
         if let Hash::Plain(f) = self {
             let fields = match std::mem::replace(f, Fields::Listpack(Vec::new())) {
                 Fields::Listpack(v) => Fields::Listpack(
@@ -455,7 +448,7 @@ impl Hash {
 
     /// Sets (or with [`NO_TTL`] clears) an existing field's deadline; false
     /// if there is no such field. Makes the hash an `Ex` hash first.
-    pub fn set_expire(&mut self, field: &[u8], at: u64) -> bool {
+    pub(crate) fn set_expire(&mut self, field: &[u8], at: u64) -> bool {
         self.make_ex();
         let Hash::Ex { fields, ttl } = self else {
             return false;
@@ -492,7 +485,7 @@ impl Hash {
     }
 
     /// How many fields have a deadline.
-    pub fn volatile_fields(&self) -> usize {
+    pub(crate) fn volatile_fields(&self) -> usize {
         match self {
             Hash::Plain(_) => 0,
             Hash::Ex { ttl, .. } => ttl.volatile,
@@ -501,7 +494,7 @@ impl Hash {
 
     /// A lower bound on the earliest field deadline; None if no field has
     /// one (as far as the bound knows).
-    pub fn min_deadline(&self) -> Option<u64> {
+    pub(crate) fn min_deadline(&self) -> Option<u64> {
         match self {
             Hash::Ex { ttl, .. } if ttl.min != u64::MAX => Some(ttl.min),
             _ => None,
@@ -514,13 +507,14 @@ impl Hash {
     /// bound exact; a smaller `max` (the sweeper) bounds the work: a table
     /// hash then looks at about `max` × [`SCAN_PER_REMOVAL`] fields, and
     /// its bound becomes exact once a pass over the whole table completes.
-    pub fn expire_fields(&mut self, now: u64, max: usize) -> usize {
+    #[cfg(test)]
+    fn expire_fields(&mut self, now: u64, max: usize) -> usize {
         self.expire_fields_with(now, max, |_| {})
     }
 
     /// [`expire_fields`](Self::expire_fields), telling `removed` each
     /// field it removes (what the AOF logs as HDEL).
-    pub fn expire_fields_with(
+    pub(crate) fn expire_fields_with(
         &mut self,
         now: u64,
         max: usize,
@@ -595,7 +589,7 @@ impl Hash {
 
     /// True if every field has a deadline at or before `now` (the hash is
     /// logically gone; KEYS, SCAN and DBSIZE skip it).
-    pub fn all_expired(&self, now: u64) -> bool {
+    pub(crate) fn all_expired(&self, now: u64) -> bool {
         match self {
             Hash::Ex { fields, ttl } if ttl.min <= now => {
                 fields.iter().all(|(_, s)| s.at != NO_TTL && s.at <= now)

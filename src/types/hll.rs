@@ -27,7 +27,7 @@ pub(crate) const REGISTERS: usize = 1 << P;
 const BITS: usize = 6;
 const REGISTER_MAX: u8 = (1 << BITS) - 1;
 /// Length of a dense HLL string.
-pub(crate) const DENSE_SIZE: usize = HDR + (REGISTERS * BITS).div_ceil(8);
+const DENSE_SIZE: usize = HDR + (REGISTERS * BITS).div_ceil(8);
 
 const DENSE: u8 = 0;
 const SPARSE: u8 = 1;
@@ -89,7 +89,7 @@ pub(crate) fn invalidate_cache(data: &mut [u8]) {
 }
 
 /// MurmurHash2, 64-bit version, endian-neutral as Redis modified it.
-pub(crate) fn murmur64a(key: &[u8], seed: u64) -> u64 {
+fn murmur64a(key: &[u8], seed: u64) -> u64 {
     const M: u64 = 0xc6a4_a793_5bd1_e995;
     const R: u32 = 47;
     let mut h = seed ^ (key.len() as u64).wrapping_mul(M);
@@ -117,7 +117,7 @@ pub(crate) fn murmur64a(key: &[u8], seed: u64) -> u64 {
 
 /// The register an element maps to and the length of its `000…1` run
 /// (`hllPatLen`).
-pub(crate) fn pat_len(ele: &[u8]) -> (usize, u8) {
+fn pat_len(ele: &[u8]) -> (usize, u8) {
     let hash = murmur64a(ele, 0xadc8_3b19);
     let index = (hash & (REGISTERS as u64 - 1)) as usize;
     // The sentinel bit bounds the count at Q+1.
@@ -137,7 +137,7 @@ pub(crate) fn dense_get(regs: &[u8], i: usize) -> u8 {
     (((b0 >> fb) | (b1 << (8 - fb))) & REGISTER_MAX as u32) as u8
 }
 
-pub(crate) fn dense_put(regs: &mut [u8], i: usize, val: u8) {
+fn dense_put(regs: &mut [u8], i: usize, val: u8) {
     let byte = i * BITS / 8;
     let fb = (i * BITS) & 7;
     let v = val as u32;

@@ -22,14 +22,14 @@ use crate::types::small_bytes::SmallBytes;
 
 /// A key's stored name, as the keyspace's dicts and every per-key index
 /// (watches, blocked clients, tracking, window schedules) own it.
-pub type Key = SmallBytes;
+pub(crate) type Key = SmallBytes;
 
 /// The per-process seed of every key name's hash.
 static SEED: LazyLock<FixedState> = LazyLock::new(|| FixedState::with_seed(rand::random()));
 
 /// The hasher of key names, shared by every shard's dicts.
 #[derive(Clone, Copy, Default)]
-pub struct KeyHasher;
+pub(crate) struct KeyHasher;
 
 impl BuildHasher for KeyHasher {
     type Hasher = FoldHasher<'static>;
@@ -43,32 +43,32 @@ impl BuildHasher for KeyHasher {
 /// one, so the hash always belongs to the name; the name stays borrowed
 /// (unchanged) for as long as the pair lives.
 #[derive(Clone, Copy, Debug)]
-pub struct HashedKey<'k> {
+pub(crate) struct HashedKey<'k> {
     bytes: &'k [u8],
     hash: u64,
 }
 
 impl<'k> HashedKey<'k> {
-    pub fn new(bytes: &'k [u8]) -> HashedKey<'k> {
+    pub(crate) fn new(bytes: &'k [u8]) -> HashedKey<'k> {
         HashedKey {
             bytes,
             hash: hash_key(&KeyHasher, bytes),
         }
     }
 
-    pub fn bytes(&self) -> &'k [u8] {
+    pub(crate) fn bytes(&self) -> &'k [u8] {
         self.bytes
     }
 
     /// The full hash, as the shard's dicts take it (`Dict::get_hashed`).
-    pub fn hash(&self) -> u64 {
+    pub(crate) fn hash(&self) -> u64 {
         self.hash
     }
 
     /// The shard this key lives on, of `shards` (at most
     /// [`MAX_SHARDS`](crate::config::MAX_SHARDS)): the high half of the hash scaled
     /// to the count (a multiply, not a division).
-    pub fn shard(&self, shards: usize) -> usize {
+    pub(crate) fn shard(&self, shards: usize) -> usize {
         (((self.hash >> 32) * shards as u64) >> 32) as usize
     }
 }

@@ -22,13 +22,13 @@ const EMAX_BITS: i64 = 16384;
 
 /// A finite or infinite x87 extended-precision value: `±mant × 2^exp`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum LDouble {
+pub(crate) enum LDouble {
     Finite { neg: bool, mant: u64, exp: i64 },
     Inf { neg: bool },
 }
 
 impl LDouble {
-    pub const ZERO: LDouble = LDouble::Finite {
+    pub(crate) const ZERO: LDouble = LDouble::Finite {
         neg: false,
         mant: 0,
         exp: 0,
@@ -36,7 +36,7 @@ impl LDouble {
 
     /// Parses like Redis's `string2ld`: the whole string must be a `strtold`
     /// number, no leading space, no NaN, no overflow, no underflow to zero.
-    pub fn parse(s: &[u8]) -> Option<LDouble> {
+    pub(crate) fn parse(s: &[u8]) -> Option<LDouble> {
         if s.is_empty() || s.len() >= MAX_CHARS {
             return None;
         }
@@ -66,7 +66,7 @@ impl LDouble {
 
     /// `self + other` rounded to extended precision; None for an infinite
     /// (or NaN) result, Redis's "increment would produce NaN or Infinity".
-    pub fn checked_add(self, other: LDouble) -> Option<LDouble> {
+    pub(crate) fn checked_add(self, other: LDouble) -> Option<LDouble> {
         let (
             LDouble::Finite {
                 neg: na,
@@ -127,7 +127,7 @@ impl LDouble {
     /// The exact extended-precision value of a double (C's implicit
     /// `double` → `long double` conversion). NaN is not representable here
     /// and becomes 0; no caller passes one.
-    pub fn from_f64(x: f64) -> LDouble {
+    pub(crate) fn from_f64(x: f64) -> LDouble {
         if x.is_infinite() {
             return LDouble::Inf { neg: x < 0.0 };
         }
@@ -148,7 +148,7 @@ impl LDouble {
 
     /// Redis's `ld2string(…, LD_STR_HUMAN)`: `%.17Lf`, trailing zeros (and a
     /// bare trailing dot) stripped, `-0` turned into `0`.
-    pub fn to_human(self) -> String {
+    pub(crate) fn to_human(self) -> String {
         let LDouble::Finite { neg, mant, exp } = self else {
             // Never stored: callers reject infinite results first.
             return if matches!(self, LDouble::Inf { neg: true }) {
@@ -592,7 +592,8 @@ impl Big {
 }
 
 /// `INCRBYFLOAT` on stored text: the new text, or the Redis error to send.
-pub fn incr_by_float(current: &[u8], incr: LDouble) -> Result<String, IncrError> {
+#[cfg(test)]
+fn incr_by_float(current: &[u8], incr: LDouble) -> Result<String, IncrError> {
     let value = LDouble::parse(current).ok_or(IncrError::NotFloat)?;
     value
         .checked_add(incr)
@@ -600,8 +601,9 @@ pub fn incr_by_float(current: &[u8], incr: LDouble) -> Result<String, IncrError>
         .ok_or(IncrError::NanOrInfinity)
 }
 
+#[cfg(test)]
 #[derive(Debug, PartialEq, Eq)]
-pub enum IncrError {
+enum IncrError {
     /// The stored value does not parse.
     NotFloat,
     /// The sum is infinite.

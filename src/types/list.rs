@@ -20,7 +20,7 @@ const DEFAULT_PACKED_THRESHOLD: usize = 1 << 30;
 
 /// `DEBUG QUICKLIST-PACKED-THRESHOLD`: 0 restores the default; false (and
 /// nothing changed) above Redis's limit, just under 4 GB.
-pub fn set_packed_threshold(size: u64) -> bool {
+pub(crate) fn set_packed_threshold(size: u64) -> bool {
     if size > (1u64 << 32) - (1 << 20) {
         return false;
     }
@@ -45,25 +45,25 @@ const LISTPACK_EMPTY: usize = 7;
 
 /// One node of the quicklist Redis builds for a list (see [`List::quicklist`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QuicklistNode {
+pub(crate) struct QuicklistNode {
     /// Index of the node's first element.
-    pub start: usize,
-    pub count: usize,
+    pub(crate) start: usize,
+    pub(crate) count: usize,
     /// Redis's `node->sz`: the listpack's bytes, or a plain node's element length.
-    pub bytes: usize,
-    pub plain: bool,
+    pub(crate) bytes: usize,
+    pub(crate) plain: bool,
 }
 
 /// Which end of a list (Redis's `LIST_HEAD` / `LIST_TAIL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     Left,
     Right,
 }
 
 impl End {
     /// `LEFT` / `RIGHT`, any case.
-    pub fn parse(arg: &[u8]) -> Option<End> {
+    pub(crate) fn parse(arg: &[u8]) -> Option<End> {
         if arg.eq_ignore_ascii_case(b"left") {
             Some(End::Left)
         } else if arg.eq_ignore_ascii_case(b"right") {
@@ -73,14 +73,14 @@ impl End {
         }
     }
 
-    pub fn push_event(self) -> &'static str {
+    pub(crate) fn push_event(self) -> &'static str {
         match self {
             End::Left => "lpush",
             End::Right => "rpush",
         }
     }
 
-    pub fn pop_event(self) -> &'static str {
+    pub(crate) fn pop_event(self) -> &'static str {
         match self {
             End::Left => "lpop",
             End::Right => "rpop",
@@ -89,35 +89,35 @@ impl End {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct List {
+pub(crate) struct List {
     items: VecDeque<SmallBytes>,
     bytes: usize,
 }
 
 impl List {
-    pub fn new() -> List {
+    pub(crate) fn new() -> List {
         List::default()
     }
 
     /// An empty list with room for exactly `n` elements: what a push of
     /// `n` elements creates (pushed one by one, ten would sit in room for
     /// sixteen).
-    pub fn with_capacity(n: usize) -> List {
+    pub(crate) fn with_capacity(n: usize) -> List {
         List {
             items: VecDeque::with_capacity(n),
             bytes: 0,
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.items.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
-    pub fn push(&mut self, end: End, elem: &[u8]) {
+    pub(crate) fn push(&mut self, end: End, elem: &[u8]) {
         self.bytes += elem.len();
         let elem: SmallBytes = elem.into();
         match end {
@@ -126,7 +126,7 @@ impl List {
         }
     }
 
-    pub fn pop(&mut self, end: End) -> Option<SmallBytes> {
+    pub(crate) fn pop(&mut self, end: End) -> Option<SmallBytes> {
         let e = match end {
             End::Left => self.items.pop_front(),
             End::Right => self.items.pop_back(),
@@ -135,12 +135,12 @@ impl List {
         Some(e)
     }
 
-    pub fn get(&self, i: usize) -> Option<&[u8]> {
+    pub(crate) fn get(&self, i: usize) -> Option<&[u8]> {
         self.items.get(i).map(|e| &**e)
     }
 
     /// Replaces element `i`; false if out of range.
-    pub fn set(&mut self, i: usize, elem: &[u8]) -> bool {
+    pub(crate) fn set(&mut self, i: usize, elem: &[u8]) -> bool {
         let Some(slot) = self.items.get_mut(i) else {
             return false;
         };
@@ -149,21 +149,21 @@ impl List {
         true
     }
 
-    pub fn insert(&mut self, i: usize, elem: &[u8]) {
+    pub(crate) fn insert(&mut self, i: usize, elem: &[u8]) {
         self.bytes += elem.len();
         self.items.insert(i, elem.into());
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
         self.items.iter().map(|e| &**e)
     }
 
-    pub fn range(&self, start: usize, end_inclusive: usize) -> impl Iterator<Item = &[u8]> {
+    pub(crate) fn range(&self, start: usize, end_inclusive: usize) -> impl Iterator<Item = &[u8]> {
         self.items.range(start..=end_inclusive).map(|e| &**e)
     }
 
     /// Keeps only `[start, start + len)`.
-    pub fn keep(&mut self, start: usize, len: usize) {
+    pub(crate) fn keep(&mut self, start: usize, len: usize) {
         for _ in 0..start.min(self.items.len()) {
             self.pop(End::Left);
         }
@@ -174,7 +174,7 @@ impl List {
 
     /// Removes up to `limit` (0 = all) elements equal to `elem`, scanning
     /// from the head or (`from_tail`) the tail; returns how many went.
-    pub fn remove(&mut self, elem: &[u8], limit: u64, from_tail: bool) -> u64 {
+    pub(crate) fn remove(&mut self, elem: &[u8], limit: u64, from_tail: bool) -> u64 {
         let mut removed = 0u64;
         let n = self.items.len();
         let mut keep = vec![true; n];
@@ -208,7 +208,7 @@ impl List {
     /// `_quicklistNodeAllowInsert`). Lists are kept as one deque here, so
     /// this is the layout DEBUG OBJECT reports and the RDB encoder cuts;
     /// a list Redis built by inserts in the middle may have split differently.
-    pub fn quicklist(&self, fill: i64) -> Vec<QuicklistNode> {
+    pub(crate) fn quicklist(&self, fill: i64) -> Vec<QuicklistNode> {
         let threshold = PACKED_THRESHOLD.load(Relaxed);
         let mut nodes: Vec<QuicklistNode> = Vec::new();
         for (i, e) in self.items.iter().enumerate() {
@@ -248,7 +248,7 @@ impl List {
     }
 
     /// Approximate heap bytes held.
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         self.bytes + self.items.capacity() * std::mem::size_of::<SmallBytes>()
     }
 }

@@ -10,16 +10,16 @@
 //! same thresholds, because the compact forms fix the order of replies
 //! (insertion order, sorted integers) that clients can observe.
 
-pub mod bitmap;
-pub mod dict;
-pub mod geo;
-pub mod hash;
-pub mod hll;
-pub mod key;
-pub mod ldouble;
-pub mod list;
-pub mod set;
-pub mod small_bytes;
-pub mod stream;
-pub mod window_rule;
+pub(crate) mod bitmap;
+pub(crate) mod dict;
+pub(crate) mod geo;
+pub(crate) mod hash;
+pub(crate) mod hll;
+pub(crate) mod key;
+pub(crate) mod ldouble;
+pub(crate) mod list;
+pub(crate) mod set;
+pub(crate) mod small_bytes;
+pub(crate) mod stream;
+pub(crate) mod window_rule;
 pub mod zset;

@@ -20,7 +20,7 @@ use crate::util::parse_i64;
 type Bytes = crate::types::small_bytes::SmallBytes;
 
 #[derive(Debug, Clone)]
-pub enum Set {
+pub(crate) enum Set {
     Intset(Vec<i64>),
     /// Boxed: the table is twice the size of the intset's `Vec`, and every
     /// key's entry is as large as its largest inline value.
@@ -29,13 +29,13 @@ pub enum Set {
 
 /// A member as stored: intsets hold numbers, tables hold bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Member<'a> {
+pub(crate) enum Member<'a> {
     Int(i64),
     Bytes(&'a [u8]),
 }
 
 impl<'a> Member<'a> {
-    pub fn to_bytes(self) -> Cow<'a, [u8]> {
+    pub(crate) fn to_bytes(self) -> Cow<'a, [u8]> {
         match self {
             Member::Int(n) => Cow::Owned(itoa::Buffer::new().format(n).as_bytes().to_vec()),
             Member::Bytes(b) => Cow::Borrowed(b),
@@ -43,7 +43,7 @@ impl<'a> Member<'a> {
     }
 
     /// Calls `f` with the member's bytes without allocating.
-    pub fn with_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R {
+    pub(crate) fn with_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R {
         match self {
             Member::Int(n) => f(itoa::Buffer::new().format(n).as_bytes()),
             Member::Bytes(b) => f(b),
@@ -54,7 +54,7 @@ impl<'a> Member<'a> {
 impl Set {
     /// An empty set of the encoding Redis's `setTypeCreate` picks for a
     /// first member.
-    pub fn for_member(member: &[u8]) -> Set {
+    pub(crate) fn for_member(member: &[u8]) -> Set {
         if parse_i64(member).is_some() {
             Set::Intset(Vec::new())
         } else {
@@ -64,36 +64,36 @@ impl Set {
 
     /// The empty intset Redis starts SINTERSTORE/SUNIONSTORE/SDIFFSTORE
     /// results from.
-    pub fn new_intset() -> Set {
+    pub(crate) fn new_intset() -> Set {
         Set::Intset(Vec::new())
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Set::Intset(v) => v.len(),
             Set::Table(d) => d.len(),
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    pub fn encoding(&self) -> &'static str {
+    pub(crate) fn encoding(&self) -> &'static str {
         match self {
             Set::Intset(_) => "intset",
             Set::Table(_) => "hashtable",
         }
     }
 
-    pub fn contains(&self, member: &[u8]) -> bool {
+    pub(crate) fn contains(&self, member: &[u8]) -> bool {
         match self {
             Set::Intset(v) => parse_i64(member).is_some_and(|n| v.binary_search(&n).is_ok()),
             Set::Table(d) => d.contains_key(member),
         }
     }
 
-    pub fn contains_member(&self, m: Member<'_>) -> bool {
+    pub(crate) fn contains_member(&self, m: Member<'_>) -> bool {
         match (self, m) {
             (Set::Intset(v), Member::Int(n)) => v.binary_search(&n).is_ok(),
             (_, m) => m.with_bytes(|b| self.contains(b)),
@@ -111,7 +111,7 @@ impl Set {
     }
 
     /// Adds `member`; true if it is new (Redis's `setTypeAdd`).
-    pub fn add(&mut self, member: &[u8], max_intset: usize) -> bool {
+    pub(crate) fn add(&mut self, member: &[u8], max_intset: usize) -> bool {
         if let Set::Intset(v) = self {
             match parse_i64(member) {
                 Some(n) => {
@@ -133,12 +133,12 @@ impl Set {
         }
     }
 
-    pub fn add_member(&mut self, m: Member<'_>, max_intset: usize) -> bool {
+    pub(crate) fn add_member(&mut self, m: Member<'_>, max_intset: usize) -> bool {
         m.with_bytes(|b| self.add(b, max_intset))
     }
 
     /// Removes `member`; true if it was there.
-    pub fn remove(&mut self, member: &[u8]) -> bool {
+    pub(crate) fn remove(&mut self, member: &[u8]) -> bool {
         match self {
             Set::Intset(v) => match parse_i64(member).map(|n| v.binary_search(&n)) {
                 Some(Ok(i)) => {
@@ -152,14 +152,14 @@ impl Set {
     }
 
     /// Every member: ascending for an intset, table order otherwise.
-    pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
+    pub(crate) fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match self {
             Set::Intset(v) => Box::new(v.iter().map(|&n| Member::Int(n))),
             Set::Table(d) => Box::new(d.iter().map(|(k, _)| Member::Bytes(k))),
         }
     }
 
-    pub fn random(&self, rng: &mut impl Rng) -> Option<Member<'_>> {
+    pub(crate) fn random(&self, rng: &mut impl Rng) -> Option<Member<'_>> {
         match self {
             Set::Intset(v) if v.is_empty() => None,
             Set::Intset(v) => Some(Member::Int(v[rng.random_range(0..v.len())])),
@@ -168,7 +168,7 @@ impl Set {
     }
 
     /// Calls `f` on `min(count, len)` distinct random members.
-    pub fn sample(&self, rng: &mut impl Rng, count: usize, mut f: impl FnMut(Member<'_>)) {
+    pub(crate) fn sample(&self, rng: &mut impl Rng, count: usize, mut f: impl FnMut(Member<'_>)) {
         match self {
             Set::Intset(v) => {
                 let n = v.len();
@@ -181,7 +181,7 @@ impl Set {
     }
 
     /// Removes and returns a random member.
-    pub fn pop(&mut self, rng: &mut impl Rng) -> Option<Vec<u8>> {
+    pub(crate) fn pop(&mut self, rng: &mut impl Rng) -> Option<Vec<u8>> {
         let m = self.random(rng)?.to_bytes().into_owned();
         self.remove(&m);
         Some(m)
@@ -189,7 +189,7 @@ impl Set {
 
     /// One SSCAN step: an intset is returned whole with cursor 0, a table
     /// walks from `cursor`.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Member<'_>)) -> u64 {
+    pub(crate) fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Member<'_>)) -> u64 {
         match self {
             Set::Intset(v) => {
                 v.iter().for_each(|&n| f(Member::Int(n)));
@@ -199,7 +199,7 @@ impl Set {
         }
     }
 
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         match self {
             Set::Intset(v) => v.capacity() * 8,
             Set::Table(d) => {

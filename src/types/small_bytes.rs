@@ -19,7 +19,7 @@ use compact_bytes::CompactBytesSlice;
 /// equality, order and hash are the slice's, so maps keyed by it are
 /// looked up with a `&[u8]`.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct SmallBytes(CompactBytesSlice);
+pub(crate) struct SmallBytes(CompactBytesSlice);
 
 impl Deref for SmallBytes {
     type Target = [u8];
@@ -114,7 +114,7 @@ impl From<Box<[u8]>> for SmallBytes {
 
 impl SmallBytes {
     /// Heap bytes a `SmallBytes` of `len` bytes holds: none when inline.
-    pub fn heap_for(len: usize) -> usize {
+    pub(crate) fn heap_for(len: usize) -> usize {
         if len <= CompactBytesSlice::MAX_INLINE {
             0
         } else {

@@ -31,28 +31,28 @@ use crate::util::parse_i64;
 
 /// A stream entry ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct StreamId {
-    pub ms: u64,
-    pub seq: u64,
+pub(crate) struct StreamId {
+    pub(crate) ms: u64,
+    pub(crate) seq: u64,
 }
 
 impl StreamId {
-    pub const MIN: StreamId = StreamId { ms: 0, seq: 0 };
-    pub const MAX: StreamId = StreamId {
+    pub(crate) const MIN: StreamId = StreamId { ms: 0, seq: 0 };
+    pub(crate) const MAX: StreamId = StreamId {
         ms: u64::MAX,
         seq: u64::MAX,
     };
 
-    pub const fn new(ms: u64, seq: u64) -> StreamId {
+    pub(crate) const fn new(ms: u64, seq: u64) -> StreamId {
         StreamId { ms, seq }
     }
 
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         self.ms == 0 && self.seq == 0
     }
 
     /// The next ID, or None past the largest.
-    pub fn incr(self) -> Option<StreamId> {
+    pub(crate) fn incr(self) -> Option<StreamId> {
         if self.seq == u64::MAX {
             if self.ms == u64::MAX {
                 None
@@ -65,7 +65,7 @@ impl StreamId {
     }
 
     /// The previous ID, or None before the smallest.
-    pub fn decr(self) -> Option<StreamId> {
+    pub(crate) fn decr(self) -> Option<StreamId> {
         if self.seq == 0 {
             if self.ms == 0 {
                 None
@@ -80,7 +80,8 @@ impl StreamId {
     /// Parses `ms-seq` or `ms` (seq = `missing_seq`) strictly as Redis's
     /// `streamGenericParseIDOrReply` does (no signs, no spaces, u64 parts);
     /// `ms-*` is the caller's business.
-    pub fn parse(s: &[u8], missing_seq: u64) -> Option<StreamId> {
+    #[cfg(test)]
+    pub(crate) fn parse(s: &[u8], missing_seq: u64) -> Option<StreamId> {
         if s.is_empty() || s.len() > 127 {
             return None;
         }
@@ -101,7 +102,7 @@ impl StreamId {
     }
 
     /// `ms-seq`, as replies show IDs.
-    pub fn to_bytes(self) -> Vec<u8> {
+    pub(crate) fn to_bytes(self) -> Vec<u8> {
         let mut b = itoa::Buffer::new();
         let mut out = b.format(self.ms).as_bytes().to_vec();
         out.push(b'-');
@@ -119,7 +120,7 @@ impl std::fmt::Display for StreamId {
 /// Bytes a listpack element takes (encoding plus back-length), as Redis's
 /// listpack stores the string `s`: integers that round-trip as int64 use the
 /// small integer encodings.
-pub fn lp_elem_size(s: &[u8]) -> usize {
+pub(crate) fn lp_elem_size(s: &[u8]) -> usize {
     let enc = match lp_int(s) {
         Some(v) => lp_int_size(v),
         None if s.len() < 64 => 1 + s.len(),
@@ -379,14 +380,14 @@ impl Node {
 
 /// An entry's fields and values, read from its node's buffer.
 #[derive(Clone, Copy)]
-pub struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     node: &'a Node,
     r: Record,
 }
 
 impl Fields<'_> {
     /// The number of elements (fields and values).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         if self.r.flags & SAME_FIELDS != 0 {
             self.node.master_fields.len() * 2
         } else {
@@ -395,12 +396,8 @@ impl Fields<'_> {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Hands each element, field then value, to `f`.
-    pub fn for_each(&self, mut f: impl FnMut(&[u8])) {
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&[u8])) {
         let node = self.node;
         let buf = &node.buf[..self.r.end.min(node.buf.len())];
         let mut at = self.r.body;
@@ -421,7 +418,7 @@ impl Fields<'_> {
     }
 
     /// The elements, copied (tests, and callers that keep them).
-    pub fn to_vec(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn to_vec(self) -> Vec<Vec<u8>> {
         let mut v = Vec::with_capacity(self.len());
         self.for_each(|e| v.push(e.to_vec()));
         v
@@ -430,32 +427,32 @@ impl Fields<'_> {
 
 /// A pending entry of a group.
 #[derive(Clone, Debug)]
-pub struct Nack {
-    pub consumer: Box<[u8]>,
-    pub delivery_time: u64,
-    pub delivery_count: u64,
+pub(crate) struct Nack {
+    pub(crate) consumer: Box<[u8]>,
+    pub(crate) delivery_time: u64,
+    pub(crate) delivery_count: u64,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Consumer {
-    pub seen_time: u64,
-    pub pel: BTreeSet<StreamId>,
+pub(crate) struct Consumer {
+    pub(crate) seen_time: u64,
+    pub(crate) pel: BTreeSet<StreamId>,
 }
 
 /// Redis's `SCG_INVALID_ENTRIES_READ`.
-pub const INVALID_ENTRIES_READ: i64 = -1;
+pub(crate) const INVALID_ENTRIES_READ: i64 = -1;
 
 #[derive(Clone, Debug)]
-pub struct Group {
-    pub last_id: StreamId,
+pub(crate) struct Group {
+    pub(crate) last_id: StreamId,
     /// Logical count of entries read, or [`INVALID_ENTRIES_READ`].
-    pub entries_read: i64,
-    pub pel: BTreeMap<StreamId, Nack>,
-    pub consumers: BTreeMap<Box<[u8]>, Consumer>,
+    pub(crate) entries_read: i64,
+    pub(crate) pel: BTreeMap<StreamId, Nack>,
+    pub(crate) consumers: BTreeMap<Box<[u8]>, Consumer>,
 }
 
 impl Group {
-    pub fn new(last_id: StreamId, entries_read: i64) -> Group {
+    pub(crate) fn new(last_id: StreamId, entries_read: i64) -> Group {
         Group {
             last_id,
             entries_read,
@@ -465,7 +462,7 @@ impl Group {
     }
 
     /// Creates the consumer if missing; true if it did.
-    pub fn create_consumer(&mut self, name: &[u8], now_ms: u64) -> bool {
+    pub(crate) fn create_consumer(&mut self, name: &[u8], now_ms: u64) -> bool {
         if self.consumers.contains_key(name) {
             return false;
         }
@@ -481,7 +478,7 @@ impl Group {
 
     /// Deletes a consumer and its pending entries; its pending count, or
     /// None if there was no such consumer.
-    pub fn delete_consumer(&mut self, name: &[u8]) -> Option<usize> {
+    pub(crate) fn delete_consumer(&mut self, name: &[u8]) -> Option<usize> {
         let c = self.consumers.remove(name)?;
         for id in &c.pel {
             self.pel.remove(id);
@@ -490,7 +487,7 @@ impl Group {
     }
 
     /// Removes `id` from the group PEL and its owner's; true if pending.
-    pub fn ack(&mut self, id: StreamId) -> bool {
+    pub(crate) fn ack(&mut self, id: StreamId) -> bool {
         match self.pel.remove(&id) {
             Some(n) => {
                 if let Some(c) = self.consumers.get_mut(&n.consumer) {
@@ -505,16 +502,16 @@ impl Group {
 
 /// Trimming strategy of XADD/XTRIM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trim {
+pub(crate) enum Trim {
     MaxLen(u64),
     MinId(StreamId),
 }
 
 /// Where new nodes start (the two `stream-node-max-*` settings).
 #[derive(Clone, Copy, Debug)]
-pub struct NodeLimits {
-    pub max_bytes: usize,
-    pub max_entries: usize,
+pub(crate) struct NodeLimits {
+    pub(crate) max_bytes: usize,
+    pub(crate) max_entries: usize,
 }
 
 impl Default for NodeLimits {
@@ -530,42 +527,42 @@ impl Default for NodeLimits {
 const LP_MAX_SIZE: usize = 1 << 30;
 
 #[derive(Clone, Debug, Default)]
-pub struct Stream {
+pub(crate) struct Stream {
     nodes: BTreeMap<StreamId, Node>,
     len: u64,
-    pub last_id: StreamId,
-    pub max_deleted_id: StreamId,
-    pub entries_added: u64,
-    pub groups: BTreeMap<Box<[u8]>, Group>,
+    pub(crate) last_id: StreamId,
+    pub(crate) max_deleted_id: StreamId,
+    pub(crate) entries_added: u64,
+    pub(crate) groups: BTreeMap<Box<[u8]>, Group>,
 }
 
 impl Stream {
-    pub fn new() -> Stream {
+    pub(crate) fn new() -> Stream {
         Stream::default()
     }
 
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Number of nodes (XINFO's `radix-tree-keys`).
-    pub fn node_count(&self) -> usize {
+    pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()
     }
 
     /// The nodes' keys (for XINFO's radix tree node estimate).
-    pub fn node_keys(&self) -> impl Iterator<Item = &StreamId> {
+    pub(crate) fn node_keys(&self) -> impl Iterator<Item = &StreamId> {
         self.nodes.keys()
     }
 
     /// Every node by its key (its master ID), with its entries as (ID,
     /// deleted, fields and values), tombstones included: what an RDB file
     /// stores for a stream.
-    pub fn node_entries(
+    pub(crate) fn node_entries(
         &self,
     ) -> impl Iterator<
         Item = (
@@ -583,11 +580,11 @@ impl Stream {
     }
 
     /// The first live entry's ID, or 0-0 when empty (Redis's `first_id`).
-    pub fn first_id(&self) -> StreamId {
+    pub(crate) fn first_id(&self) -> StreamId {
         self.first_entry().map_or(StreamId::MIN, |(id, _)| id)
     }
 
-    pub fn first_entry(&self) -> Option<(StreamId, Fields<'_>)> {
+    pub(crate) fn first_entry(&self) -> Option<(StreamId, Fields<'_>)> {
         let mut out = None;
         self.range(StreamId::MIN, StreamId::MAX, false, |id, f| {
             out = Some((id, f));
@@ -596,7 +593,7 @@ impl Stream {
         out
     }
 
-    pub fn last_entry(&self) -> Option<(StreamId, Fields<'_>)> {
+    pub(crate) fn last_entry(&self) -> Option<(StreamId, Fields<'_>)> {
         let mut out = None;
         self.range(StreamId::MIN, StreamId::MAX, true, |id, f| {
             out = Some((id, f));
@@ -607,7 +604,7 @@ impl Stream {
 
     /// Appends an entry with ID `id`, which the caller made sure is greater
     /// than `last_id`. `fields` is flat: field, value, field, value, ….
-    pub fn append(&mut self, id: StreamId, fields: &[&[u8]], limits: NodeLimits) {
+    pub(crate) fn append(&mut self, id: StreamId, fields: &[&[u8]], limits: NodeLimits) {
         let max_bytes = match limits.max_bytes {
             0 => LP_MAX_SIZE,
             n => n.min(LP_MAX_SIZE),
@@ -689,7 +686,7 @@ impl Stream {
 
     /// Visits live entries with `start <= id <= end` in order (reverse if
     /// `rev`) until `f` returns false.
-    pub fn range<'a>(
+    pub(crate) fn range<'a>(
         &'a self,
         start: StreamId,
         end: StreamId,
@@ -746,7 +743,7 @@ impl Stream {
     }
 
     /// The live entry `id`'s fields.
-    pub fn get(&self, id: StreamId) -> Option<Fields<'_>> {
+    pub(crate) fn get(&self, id: StreamId) -> Option<Fields<'_>> {
         let (_, node) = self.nodes.range(..=id).next_back()?;
         let r = node.find(id)?;
         (r.flags & DELETED == 0).then(|| node.fields(r))
@@ -754,7 +751,7 @@ impl Stream {
 
     /// Deletes a live entry (a tombstone until its node empties); true if
     /// it existed. Does not touch `max_deleted_id` (XDEL's business).
-    pub fn delete(&mut self, id: StreamId) -> bool {
+    pub(crate) fn delete(&mut self, id: StreamId) -> bool {
         let Some((&key, node)) = self.nodes.range_mut(..=id).next_back() else {
             return false;
         };
@@ -776,7 +773,7 @@ impl Stream {
     /// Trims as Redis's `streamTrim`: whole nodes first; with `approx`, stop
     /// at the first node that cannot go whole; `limit` (0 = none) caps the
     /// entries removed, counted in whole nodes. Returns entries removed.
-    pub fn trim(&mut self, how: Trim, approx: bool, limit: u64) -> u64 {
+    pub(crate) fn trim(&mut self, how: Trim, approx: bool, limit: u64) -> u64 {
         let mut deleted = 0u64;
         loop {
             if let Trim::MaxLen(max) = how
@@ -827,13 +824,17 @@ impl Stream {
     }
 
     /// The last live entry's ID, or 0-0 (Redis's `streamLastValidID`).
-    pub fn last_live_id(&self) -> StreamId {
+    pub(crate) fn last_live_id(&self) -> StreamId {
         self.last_entry().map_or(StreamId::MIN, |(id, _)| id)
     }
 
     /// Whether `start..=end` (None: open) may hold a tombstone (Redis's
     /// `streamRangeHasTombstones`).
-    pub fn range_has_tombstones(&self, start: Option<StreamId>, end: Option<StreamId>) -> bool {
+    pub(crate) fn range_has_tombstones(
+        &self,
+        start: Option<StreamId>,
+        end: Option<StreamId>,
+    ) -> bool {
         if self.len == 0 || self.max_deleted_id.is_zero() {
             return false;
         }
@@ -846,7 +847,7 @@ impl Stream {
     }
 
     /// Redis's `streamEstimateDistanceFromFirstEverEntry`.
-    pub fn estimate_distance(&self, id: StreamId) -> i64 {
+    pub(crate) fn estimate_distance(&self, id: StreamId) -> i64 {
         if self.entries_added == 0 {
             return 0;
         }
@@ -872,7 +873,7 @@ impl Stream {
     }
 
     /// A group's lag, or None when it cannot be known (Redis's `streamCGLag`).
-    pub fn lag(&self, g: &Group) -> Option<i64> {
+    pub(crate) fn lag(&self, g: &Group) -> Option<i64> {
         if self.entries_added == 0 {
             return Some(0);
         }
@@ -886,7 +887,7 @@ impl Stream {
     }
 
     /// Approximate heap bytes.
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         let nodes: usize = self.nodes.values().map(|n| n.bytes + 64).sum();
         let groups: usize = self
             .groups

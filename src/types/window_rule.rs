@@ -8,20 +8,20 @@ use crate::util::{eq_ic, parse_i64};
 
 /// The clock unit a rule reads scores in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     Seconds,
     Millis,
 }
 
 impl Unit {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Unit::Seconds => "s",
             Unit::Millis => "ms",
         }
     }
 
-    pub fn parse(s: &[u8]) -> Option<Unit> {
+    pub(crate) fn parse(s: &[u8]) -> Option<Unit> {
         if eq_ic(s, "s") {
             Some(Unit::Seconds)
         } else if eq_ic(s, "ms") {
@@ -33,12 +33,12 @@ impl Unit {
 }
 
 #[derive(Debug)]
-pub struct Rule {
-    pub pattern: Box<[u8]>,
-    pub duration_ms: u64,
-    pub unit: Unit,
+pub(crate) struct Rule {
+    pub(crate) pattern: Box<[u8]>,
+    pub(crate) duration_ms: u64,
+    pub(crate) unit: Unit,
     /// A list key (or template with `{key}`) that receives aged-out members.
-    pub moveto: Option<Box<[u8]>>,
+    pub(crate) moveto: Option<Box<[u8]>>,
     /// The pattern has no glob characters: it names one key.
     exact: bool,
     /// Bytes before the first glob character.
@@ -48,7 +48,7 @@ pub struct Rule {
 }
 
 impl Rule {
-    pub fn new(pattern: &[u8], duration_ms: u64, unit: Unit, moveto: Option<&[u8]>) -> Rule {
+    pub(crate) fn new(pattern: &[u8], duration_ms: u64, unit: Unit, moveto: Option<&[u8]>) -> Rule {
         let prefix_len = literal_prefix_len(pattern);
         Rule {
             pattern: pattern.into(),
@@ -62,7 +62,7 @@ impl Rule {
     }
 
     /// Scores strictly below this have aged out at `now_ms`.
-    pub fn cutoff(&self, now_ms: u64) -> f64 {
+    pub(crate) fn cutoff(&self, now_ms: u64) -> f64 {
         let live_from_ms = now_ms as f64 - self.duration_ms as f64;
         match self.unit {
             Unit::Seconds => live_from_ms / 1000.0,
@@ -72,7 +72,7 @@ impl Rule {
 
     /// The first millisecond at which a member of score `score` is aged
     /// out (0: already; `u64::MAX`: never).
-    pub fn deadline_ms(&self, score: f64) -> u64 {
+    pub(crate) fn deadline_ms(&self, score: f64) -> u64 {
         let score_ms = match self.unit {
             Unit::Seconds => score * 1000.0,
             Unit::Millis => score,
@@ -89,7 +89,7 @@ impl Rule {
     }
 
     /// The destination list for members of `key`, if the rule hands off.
-    pub fn destination(&self, key: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn destination(&self, key: &[u8]) -> Option<Vec<u8>> {
         let t = self.moveto.as_deref()?;
         let mut out = Vec::with_capacity(t.len() + key.len());
         let mut i = 0;
@@ -106,7 +106,7 @@ impl Rule {
     }
 
     /// The duration as written back in the rule's unit (`86400`, `0.5`).
-    pub fn duration_in_unit(&self) -> String {
+    pub(crate) fn duration_in_unit(&self) -> String {
         match self.unit {
             Unit::Millis => self.duration_ms.to_string(),
             Unit::Seconds if self.duration_ms.is_multiple_of(1000) => {
@@ -138,7 +138,7 @@ fn literal_prefix_len(pattern: &[u8]) -> usize {
 
 /// Parses a duration: an integer in `unit`, or a number with a suffix
 /// (`ms`, `s`, `m`, `h`, `d`). Returns milliseconds.
-pub fn parse_duration(s: &[u8], unit: Unit) -> Option<u64> {
+pub(crate) fn parse_duration(s: &[u8], unit: Unit) -> Option<u64> {
     let text = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
     let split = text
         .find(|c: char| c.is_ascii_alphabetic())
@@ -169,7 +169,7 @@ pub fn parse_duration(s: &[u8], unit: Unit) -> Option<u64> {
 }
 
 /// Parses a command-line rule: `PATTERN=DURATION[:s|:ms][:moveto=DEST]`.
-pub fn parse_cli_rule(spec: &str) -> Result<Rule, String> {
+pub(crate) fn parse_cli_rule(spec: &str) -> Result<Rule, String> {
     let bad = || {
         format!("invalid --zwindow rule '{spec}': expected PATTERN=DURATION[:s|:ms][:moveto=DEST]")
     };

@@ -451,4 +451,4 @@ local function load_library(chunk)
   return 'ERR ' .. tostring_(e)
 end
 
-return errhandler, readonly, fenv, load_library
+return errhandler, fenv, load_library

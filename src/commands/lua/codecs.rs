@@ -208,7 +208,7 @@ fn json_depth_arg(name: &str, args: &Variadic<Value>, slot: &AtomicUsize) -> mlu
 const SPARSE_RATIO: f64 = 2.0;
 const SPARSE_SAFE: f64 = 10.0;
 
-pub fn cjson(lua: &Lua) -> mlua::Result<Table> {
+pub(crate) fn cjson(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let cfg = Arc::new(JsonCfg::default());
     let c = cfg.clone();
@@ -1038,7 +1038,7 @@ fn struct_size(args: Variadic<Value>) -> mlua::Result<f64> {
     Ok(pos as f64)
 }
 
-pub fn struct_lib(lua: &Lua) -> mlua::Result<Table> {
+pub(crate) fn struct_lib(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("pack", lua.create_function(struct_pack)?)?;
     t.raw_set("unpack", lua.create_function(struct_unpack)?)?;
@@ -1301,7 +1301,7 @@ fn opt_int(v: Option<&Value>, pos: usize, fname: &str, df: i64) -> mlua::Result<
     }
 }
 
-pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
+pub(crate) fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set(
         "pack",

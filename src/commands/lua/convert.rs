@@ -25,7 +25,7 @@ const MAX_DEPTH: usize = 200;
 
 /// Redis's `luaPushErrorBuff` text: `-CODE msg` keeps its code, anything
 /// else gets `ERR`; line breaks at either end go.
-pub fn error_text(buf: &[u8]) -> Vec<u8> {
+pub(crate) fn error_text(buf: &[u8]) -> Vec<u8> {
     let (code, msg): (&[u8], &[u8]) = match buf.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&b| b == b' ') {
             Some(i) => (&rest[..i], &rest[i + 1..]),
@@ -43,7 +43,7 @@ pub fn error_text(buf: &[u8]) -> Vec<u8> {
 }
 
 /// `{err = text}`; `ignore_stats` marks errors a command already counted.
-pub fn error_table(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::Result<Value> {
+pub(crate) fn error_table(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::Result<Value> {
     let t = lua.create_table()?;
     t.raw_set("err", lua.create_string(error_text(text))?)?;
     if ignore_stats {
@@ -55,14 +55,14 @@ pub fn error_table(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::Result<V
 /// Converts one reply in `buf` to a Lua value: the reference the tests hold
 /// [`reply_to_lua`] to (scripts' replies are converted from their frames).
 #[cfg(test)]
-pub fn resp_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<Value> {
+fn resp_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<Value> {
     let mut r = RespReader { buf, pos: 0 };
     r.value(lua, 0)
 }
 
 /// Converts the reply a [`Reply::frames`] writer recorded to a Lua value,
 /// as `resp_to_lua` converts the same reply's bytes.
-pub fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
+pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
     let mut r = FrameReader {
         frames: reply.recorded(),
         buf: &reply.buf,
@@ -316,7 +316,7 @@ impl RespReader<'_> {
 
 /// Writes a script's return value as a reply. `script_resp3` is the
 /// protocol the script chose with `redis.setresp`.
-pub fn lua_to_reply(out: &mut Reply, v: &Value, script_resp3: bool) {
+pub(crate) fn lua_to_reply(out: &mut Reply, v: &Value, script_resp3: bool) {
     write_value(out, v, script_resp3, 0);
 }
 
@@ -444,11 +444,11 @@ fn write_table(out: &mut Reply, t: &Table, script_resp3: bool, depth: usize) {
     out.fill_array(at, n);
 }
 
-pub use crate::util::{fmt_g, fmt_g17};
+pub(crate) use crate::util::{fmt_g, fmt_g17};
 
 /// C's `(long long)` cast of a double as x86-64 does it: NaN and values
 /// out of range become i64::MIN (Rust's `as` would saturate).
-pub fn c_to_i64(n: f64) -> i64 {
+fn c_to_i64(n: f64) -> i64 {
     if n.is_nan() || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
         i64::MIN
     } else {

@@ -17,11 +17,11 @@ const OPCODE_FUNCTION2: u8 = 0xF5;
 /// LZF expands at most ~100× (a 3-byte back-reference yields 264 bytes).
 const LZF_MAX_RATIO: usize = 100;
 
-pub const BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
-pub const NOT_A_FUNCTION: &str = "ERR given type is not a function";
+const BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
+const NOT_A_FUNCTION: &str = "ERR given type is not a function";
 
 /// Serializes library codes.
-pub fn encode<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+pub(crate) fn encode<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();
     for code in codes {
         out.push(OPCODE_FUNCTION2);
@@ -35,7 +35,7 @@ pub fn encode<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
 }
 
 /// Parses a payload into library codes, checking version and checksum.
-pub fn decode(payload: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
+pub(crate) fn decode(payload: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
     if payload.len() < 10 {
         return Err(BAD_PAYLOAD);
     }

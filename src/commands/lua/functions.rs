@@ -14,38 +14,38 @@ use super::{Engine, FUNCTION_CHUNK};
 use crate::protocol::parser::split_args;
 
 /// The text of the error FUNCTION LOAD's timeout raises.
-pub const LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
+pub(crate) const LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
 /// How long a library's top level may run (Redis's `LOAD_TIMEOUT_MS`).
-pub const LOAD_TIMEOUT_MS: u64 = 500;
+const LOAD_TIMEOUT_MS: u64 = 500;
 
 /// `register_function` flags, in the order Redis lists them.
-pub const FLAG_NAMES: [&str; 5] = [
+pub(crate) const FLAG_NAMES: [&str; 5] = [
     "no-writes",
     "allow-oom",
     "allow-stale",
     "no-cluster",
     "allow-cross-slot-keys",
 ];
-pub const FLAG_NO_WRITES: u32 = 1;
-pub const FLAG_ALLOW_OOM: u32 = 1 << 1;
+pub(crate) const FLAG_NO_WRITES: u32 = 1;
+pub(crate) const FLAG_ALLOW_OOM: u32 = 1 << 1;
 
-pub struct FunctionDef {
-    pub name: String,
-    pub func: Function,
-    pub description: Option<Vec<u8>>,
-    pub flags: u32,
+pub(crate) struct FunctionDef {
+    pub(crate) name: String,
+    pub(crate) func: Function,
+    pub(crate) description: Option<Vec<u8>>,
+    pub(crate) flags: u32,
 }
 
-pub struct Library {
-    pub name: String,
-    pub code: Vec<u8>,
+pub(crate) struct Library {
+    pub(crate) name: String,
+    pub(crate) code: Vec<u8>,
     /// Sorted by name (FUNCTION LIST's order).
-    pub functions: Vec<FunctionDef>,
+    pub(crate) functions: Vec<FunctionDef>,
 }
 
 /// The shebang of a library: (library name, where the code starts). The
 /// newline stays with the code so error line numbers count the shebang.
-pub fn parse_metadata(code: &[u8]) -> Result<(String, usize), String> {
+pub(crate) fn parse_metadata(code: &[u8]) -> Result<(String, usize), String> {
     if !code.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
     }
@@ -93,7 +93,7 @@ fn valid_name(name: &str) -> bool {
 
 impl Engine {
     /// FUNCTION LOAD: returns the library name.
-    pub fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
+    pub(crate) fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
         self.collect_now_and_then();
         let (name, start) = parse_metadata(code)?;
         if !replace && self.libraries.contains_key(&name) {
@@ -164,7 +164,7 @@ impl Engine {
     }
 
     /// FUNCTION DELETE: false if there is no such library.
-    pub fn delete_library(&mut self, name: &str) -> bool {
+    pub(crate) fn delete_library(&mut self, name: &str) -> bool {
         let Some(lib) = self.libraries.remove(name) else {
             return false;
         };
@@ -177,14 +177,14 @@ impl Engine {
         true
     }
 
-    pub fn flush_libraries(&mut self) {
+    pub(crate) fn flush_libraries(&mut self) {
         self.libraries.clear();
         self.function_index.clear();
         self.lua.gc_collect().ok();
     }
 
     /// FCALL's lookup (case-insensitive, as Redis's functions dict).
-    pub fn find_function(&self, name: &[u8]) -> Option<&FunctionDef> {
+    pub(crate) fn find_function(&self, name: &[u8]) -> Option<&FunctionDef> {
         let key = String::from_utf8_lossy(name).to_ascii_lowercase();
         let lib = self.libraries.get(self.function_index.get(&key)?)?;
         lib.functions
@@ -192,7 +192,7 @@ impl Engine {
             .find(|f| f.name.eq_ignore_ascii_case(&key))
     }
 
-    pub fn function_count(&self) -> usize {
+    pub(crate) fn function_count(&self) -> usize {
         self.libraries.values().map(|l| l.functions.len()).sum()
     }
 }

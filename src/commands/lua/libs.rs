@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use mlua::{Lua, Table, Value, Variadic};
 
-pub fn fail<T>(msg: impl Into<String>) -> mlua::Result<T> {
+pub(crate) fn fail<T>(msg: impl Into<String>) -> mlua::Result<T> {
     Err(mlua::Error::RuntimeError(msg.into()))
 }
 
@@ -55,7 +55,7 @@ fn bitarg(args: &[Value], i: usize, fname: &str) -> mlua::Result<i32> {
     )?))
 }
 
-pub fn bit(lua: &Lua) -> mlua::Result<Table> {
+pub(crate) fn bit(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     type Fold = fn(i32, i32) -> i32;
     let folds: [(&str, Fold); 3] = [
@@ -134,7 +134,7 @@ pub fn bit(lua: &Lua) -> mlua::Result<Table> {
 /// Redis's `redisLrand48` state and its `math.random`/`math.randomseed`.
 /// Redis 7.0 never reseeds it between scripts: it starts from rand48's
 /// default state when the server starts.
-pub struct Rand48(AtomicU64);
+pub(crate) struct Rand48(AtomicU64);
 
 impl Default for Rand48 {
     fn default() -> Self {
@@ -146,7 +146,7 @@ impl Rand48 {
     const A: u64 = 0x5DEECE66D;
     const MASK: u64 = (1 << 48) - 1;
 
-    pub fn seed(&self, seed: i32) {
+    pub(crate) fn seed(&self, seed: i32) {
         self.0.store(
             (((seed as u32 as u64) << 16) | 0x330E) & Self::MASK,
             Relaxed,
@@ -165,7 +165,7 @@ impl Rand48 {
     }
 }
 
-pub fn install_random(lua: &Lua, impl_tbl: &Table, rng: Arc<Rand48>) -> mlua::Result<()> {
+pub(crate) fn install_random(lua: &Lua, impl_tbl: &Table, rng: Arc<Rand48>) -> mlua::Result<()> {
     let r = rng.clone();
     impl_tbl.raw_set(
         "math_random",

@@ -35,11 +35,11 @@
 //! to serve SCRIPT KILL. SCRIPT KILL sets a flag that an instruction-count
 //! hook turns into an error inside the script.
 
-pub mod codecs;
-pub mod convert;
-pub mod dump;
-pub mod functions;
-pub mod libs;
+pub(crate) mod codecs;
+pub(crate) mod convert;
+pub(crate) mod dump;
+pub(crate) mod functions;
+pub(crate) mod libs;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -58,20 +58,20 @@ use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
 use crate::protocol::Reply;
 
-pub const BUSY_EVAL: &str =
+pub(crate) const BUSY_EVAL: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-pub const BUSY_FUNCTION: &str =
+pub(crate) const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
 /// Chunk name of EVAL scripts (errors say `user_script:LINE:`).
-pub const EVAL_CHUNK: &str = "@user_script";
+const EVAL_CHUNK: &str = "@user_script";
 /// Chunk name of function libraries.
-pub const FUNCTION_CHUNK: &str = "@user_function";
+const FUNCTION_CHUNK: &str = "@user_function";
 
 /// What other clients may see of the running script.
 #[derive(Default)]
-pub struct Busy {
+pub(crate) struct Busy {
     running: AtomicBool,
     /// Client id of the script's caller.
     runner: AtomicU64,
@@ -84,7 +84,7 @@ pub struct Busy {
     /// FUNCTION LOAD's deadline (ms since `epoch`; 0 = none).
     load_deadline_ms: AtomicU64,
     /// The running function and its FCALL arguments (FUNCTION STATS).
-    pub running_function: Mutex<Option<(String, Vec<Vec<u8>>)>>,
+    pub(crate) running_function: Mutex<Option<(String, Vec<Vec<u8>>)>>,
     is_function: AtomicBool,
     /// `busy-reply-threshold` for the running script (0: none) and its
     /// name (SHA1 or function), for the "Slow script detected" log line,
@@ -98,7 +98,7 @@ pub struct Busy {
 }
 
 /// Ends the busy state when a script returns (or unwinds).
-pub struct BusyGuard<'a>(&'a Busy);
+pub(crate) struct BusyGuard<'a>(&'a Busy);
 
 impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
@@ -115,7 +115,7 @@ impl Busy {
         self.epoch.get_or_init(Instant::now).elapsed().as_millis() as u64
     }
 
-    pub fn begin(&self, client: u64, is_function: bool) -> BusyGuard<'_> {
+    pub(crate) fn begin(&self, client: u64, is_function: bool) -> BusyGuard<'_> {
         self.runner.store(client, Relaxed);
         self.started_ms.store(self.now_ms(), Relaxed);
         self.kill.store(false, Relaxed);
@@ -126,28 +126,13 @@ impl Busy {
     }
 
     /// True while a script started by someone other than `client` runs.
-    pub fn running_for_other(&self, client: u64) -> bool {
+    pub(crate) fn running_for_other(&self, client: u64) -> bool {
         self.running.load(Relaxed) && self.runner.load(Relaxed) != client
-    }
-
-    /// The BUSY error once the running script passed `threshold_ms`.
-    pub fn busy_error(&self, threshold_ms: u64) -> Option<&'static str> {
-        if !self.running.load(Relaxed) {
-            return None;
-        }
-        let elapsed = self.now_ms().saturating_sub(self.started_ms.load(Relaxed));
-        (elapsed >= threshold_ms).then(|| {
-            if self.is_function.load(Relaxed) {
-                BUSY_FUNCTION
-            } else {
-                BUSY_EVAL
-            }
-        })
     }
 
     /// Logs once, as Redis's `scriptInterrupt`, when the running script
     /// passes `busy-reply-threshold` (from then on other clients get BUSY).
-    pub fn watch_slow(&self, threshold_ms: u64, name: &str) {
+    fn watch_slow(&self, threshold_ms: u64, name: &str) {
         self.slow_logged.store(false, Relaxed);
         *self.slow_name.lock() = name.to_string();
         self.slow_after_ms.store(threshold_ms.max(1), Relaxed);
@@ -173,7 +158,7 @@ impl Busy {
     }
 
     /// Arms (or, with `None`, disarms) FUNCTION LOAD's timeout.
-    pub fn set_load_deadline(&self, after: Option<u64>) {
+    pub(crate) fn set_load_deadline(&self, after: Option<u64>) {
         let at = after.map_or(0, |ms| self.now_ms() + ms.max(1));
         self.load_deadline_ms.store(at, Relaxed);
     }
@@ -183,21 +168,21 @@ impl Busy {
         at != 0 && self.now_ms() >= at
     }
 
-    pub fn elapsed_ms(&self) -> u64 {
+    pub(crate) fn elapsed_ms(&self) -> u64 {
         self.now_ms().saturating_sub(self.started_ms.load(Relaxed))
     }
 
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.running.load(Relaxed)
     }
 
-    pub fn is_function(&self) -> bool {
+    pub(crate) fn is_function(&self) -> bool {
         self.is_function.load(Relaxed)
     }
 
     /// Waits (without blocking the thread) until the script another client
     /// runs ends, or until it passes `threshold_ms` if it has not yet.
-    pub async fn wait_end(&self, client: u64, threshold_ms: u64) {
+    pub(crate) async fn wait_end(&self, client: u64, threshold_ms: u64) {
         let notified = self.ended.notified();
         tokio::pin!(notified);
         // Registered before the check, so an end in between is not missed.
@@ -219,14 +204,14 @@ impl Busy {
 
     /// Shutdown: stops a running script even if it wrote (its shard locks
     /// would keep the background thread, and so the exit, waiting).
-    pub fn force_kill(&self) {
+    pub(crate) fn force_kill(&self) {
         if self.running.load(Relaxed) {
             self.kill.store(true, Relaxed);
         }
     }
 
     /// SCRIPT KILL / FUNCTION KILL.
-    pub fn kill(&self, by_function_kill: bool) -> Result<(), &'static str> {
+    pub(crate) fn kill(&self, by_function_kill: bool) -> Result<(), &'static str> {
         if !self.running.load(Relaxed) {
             return Err("NOTBUSY No scripts in execution right now.");
         }
@@ -248,40 +233,40 @@ impl Busy {
 }
 
 /// Work for the script runner thread.
-pub type Job = Box<dyn FnOnce() + Send>;
+type Job = Box<dyn FnOnce() + Send>;
 
 thread_local! {
     static ON_RUNNER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// True on the script runner thread.
-pub fn on_runner() -> bool {
+pub(crate) fn on_runner() -> bool {
     ON_RUNNER.with(|c| c.get())
 }
 
 /// The shared scripting state (one per server).
 #[derive(Default)]
-pub struct Scripting {
+pub(crate) struct Scripting {
     engine: Mutex<Option<Engine>>,
     /// The script runner's queue, started on first use. A detached thread
     /// rather than tokio's blocking pool: a runaway script must not keep
     /// the runtime (and so SHUTDOWN NOSAVE) from ending.
     runner: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>>,
-    pub busy: Arc<Busy>,
+    pub(crate) busy: Arc<Busy>,
     /// Figures INFO reads without taking the engine (a script may hold it).
-    pub cached_scripts: AtomicUsize,
-    pub scripts_bytes: AtomicUsize,
-    pub lua_memory: AtomicUsize,
-    pub functions_count: AtomicUsize,
-    pub libraries_count: AtomicUsize,
-    pub functions_bytes: AtomicUsize,
+    pub(crate) cached_scripts: AtomicUsize,
+    pub(crate) scripts_bytes: AtomicUsize,
+    pub(crate) lua_memory: AtomicUsize,
+    pub(crate) functions_count: AtomicUsize,
+    pub(crate) libraries_count: AtomicUsize,
+    pub(crate) functions_bytes: AtomicUsize,
 }
 
 impl Scripting {
     /// Whether EVAL/EVALSHA/FCALL `args` may write (its script or function
     /// is not flagged `no-writes`), for CLIENT PAUSE WRITE. Unknown
     /// scripts, and any while the engine is busy, count as writing.
-    pub fn may_write(&self, cmd: &commands::Command, args: &commands::Args<'_>) -> bool {
+    pub(crate) fn may_write(&self, cmd: &commands::Command, args: &commands::Args<'_>) -> bool {
         if cmd.name == "eval" {
             return !matches!(parse_shebang(args.get(1)), Ok((true, _)));
         }
@@ -305,7 +290,7 @@ impl Scripting {
 
     /// The engine, built on first use (blocks while a script runs: for the
     /// script runner and EXEC, which hold every shard anyway).
-    pub fn engine(&self) -> Result<MappedMutexGuard<'_, Engine>, String> {
+    pub(crate) fn engine(&self) -> Result<MappedMutexGuard<'_, Engine>, String> {
         self.build(self.engine.lock())
     }
 
@@ -323,7 +308,7 @@ impl Scripting {
     }
 
     /// Queues `job` on the script runner thread.
-    pub fn submit(&self, job: Job) {
+    pub(crate) fn submit(&self, job: Job) {
         let tx = self.runner.get_or_init(|| {
             let (tx, rx) = std::sync::mpsc::channel::<Job>();
             let spawned = std::thread::Builder::new()
@@ -351,7 +336,7 @@ impl Scripting {
     /// The engine for a command that is not itself a script (SCRIPT LOAD,
     /// FUNCTION LIST, …). If another client's script holds it, this does
     /// not wait: it asks the connection to retry once the script ends.
-    pub fn engine_for(
+    pub(crate) fn engine_for(
         &self,
         client: &mut Client,
     ) -> Result<MappedMutexGuard<'_, Engine>, commands::Error> {
@@ -375,7 +360,7 @@ impl Scripting {
     /// The function libraries' code, for an RDB file (none without taking
     /// the engine when no library exists). None if the engine stays held
     /// for a second (a script running while the caller holds shards).
-    pub fn library_codes(&self) -> Option<Vec<Vec<u8>>> {
+    pub(crate) fn library_codes(&self) -> Option<Vec<Vec<u8>>> {
         if self.libraries_count.load(Relaxed) == 0 {
             return Some(Vec::new());
         }
@@ -389,7 +374,7 @@ impl Scripting {
         )
     }
 
-    pub fn update_stats(&self, e: &Engine) {
+    pub(crate) fn update_stats(&self, e: &Engine) {
         self.cached_scripts.store(e.scripts.len(), Relaxed);
         self.scripts_bytes
             .store(e.scripts.values().map(|s| s.body.len() + 64).sum(), Relaxed);
@@ -404,30 +389,29 @@ impl Scripting {
 }
 
 /// A compiled EVAL script.
-pub struct Script {
-    pub func: Function,
-    pub body: Vec<u8>,
+pub(crate) struct Script {
+    pub(crate) func: Function,
+    body: Vec<u8>,
     /// `#!lua flags=no-writes`.
-    pub no_writes: bool,
+    pub(crate) no_writes: bool,
     /// `#!lua flags=allow-oom`: may write while memory is over `maxmemory`.
-    pub allow_oom: bool,
+    pub(crate) allow_oom: bool,
     /// Has a `#!lua` line: its flags are checked before it runs (Redis
     /// 7.0 checks a legacy script's writes only as they happen).
-    pub shebang: bool,
+    pub(crate) shebang: bool,
 }
 
-pub struct Engine {
-    pub lua: Lua,
+pub(crate) struct Engine {
+    pub(crate) lua: Lua,
     /// What scripts see as their globals (read-only).
-    pub env: Table,
+    pub(crate) env: Table,
     /// The real globals (KEYS and ARGV are set here).
     globals: Table,
     /// Rust entry points the bootstrap calls through (`call`, `setresp`, …).
     impl_tbl: Table,
     errhandler: Function,
     xpcall: Function,
-    readonly: Function,
-    pub scripts: HashMap<String, Script>,
+    pub(crate) scripts: HashMap<String, Script>,
     /// The environment of every function library (see bootstrap.lua).
     fenv: Table,
     /// bootstrap.lua's `load_library(chunk)`.
@@ -436,24 +420,24 @@ pub struct Engine {
     /// Scripts run, for the periodic collection.
     runs: u32,
     /// FUNCTION libraries by name (sorted: FUNCTION LIST is deterministic).
-    pub libraries: std::collections::BTreeMap<String, functions::Library>,
+    pub(crate) libraries: std::collections::BTreeMap<String, functions::Library>,
     /// Lower-cased function name → its library (FCALL names are
     /// case-insensitive across libraries, as in Redis).
-    pub function_index: HashMap<String, String>,
+    function_index: HashMap<String, String>,
 }
 
 /// How one script runs.
-pub struct RunSpec<'a> {
+pub(crate) struct RunSpec<'a> {
     /// Shown in errors: the SHA1 for EVAL, the function name for FCALL.
-    pub name: &'a str,
-    pub read_only: bool,
-    pub keys: Vec<&'a [u8]>,
-    pub argv: Vec<&'a [u8]>,
+    pub(crate) name: &'a str,
+    pub(crate) read_only: bool,
+    pub(crate) keys: Vec<&'a [u8]>,
+    pub(crate) argv: Vec<&'a [u8]>,
     /// FCALL passes KEYS and ARGV as arguments instead of globals.
-    pub as_function: bool,
+    pub(crate) as_function: bool,
     /// A script without flags started over `maxmemory`: its deny-OOM
     /// commands fail until it wrote (Redis's `scriptVerifyOOM`).
-    pub deny_oom: bool,
+    pub(crate) deny_oom: bool,
 }
 
 impl Engine {
@@ -554,7 +538,7 @@ impl Engine {
             .load(include_str!("bootstrap.lua"))
             .set_name("=[redis]")
             .into_function()?;
-        let (errhandler, readonly, fenv, load_library): (Function, Function, Table, Function) =
+        let (errhandler, fenv, load_library): (Function, Table, Function) =
             boot.call((globals.clone(), env.clone(), impl_tbl.clone()))?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         install_hook(&lua, busy, HOOK_EVERY)?;
@@ -565,7 +549,6 @@ impl Engine {
             impl_tbl,
             errhandler,
             xpcall,
-            readonly,
             scripts: HashMap::new(),
             fenv,
             load_library,
@@ -577,7 +560,12 @@ impl Engine {
     }
 
     /// Compiles `body` as a chunk named `chunk` with the sandboxed globals.
-    pub fn compile(&self, code: &[u8], chunk: &str, env: &Table) -> Result<Function, String> {
+    pub(crate) fn compile(
+        &self,
+        code: &[u8],
+        chunk: &str,
+        env: &Table,
+    ) -> Result<Function, String> {
         self.lua
             .load(code)
             .set_name(chunk)
@@ -590,7 +578,7 @@ impl Engine {
     }
 
     /// SCRIPT LOAD / EVAL: compiles and caches a script by its SHA1.
-    pub fn load_script(&mut self, body: &[u8]) -> Result<String, String> {
+    pub(crate) fn load_script(&mut self, body: &[u8]) -> Result<String, String> {
         let sha = sha1_hex(body);
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
@@ -612,17 +600,13 @@ impl Engine {
         Ok(sha)
     }
 
-    pub fn flush_scripts(&mut self) {
+    pub(crate) fn flush_scripts(&mut self) {
         self.scripts.clear();
         self.lua.gc_collect().ok();
     }
 
     fn busy(&self) -> &Busy {
         &self.busy
-    }
-
-    pub fn make_readonly(&self, t: Table) -> mlua::Result<Table> {
-        self.readonly.call(t)
     }
 
     /// Runs `func` for the client of `caller`, writing its reply into `out`;
@@ -789,7 +773,7 @@ impl Engine {
     /// Like Redis, collects now and then between scripts (and library
     /// loads) rather than let Lua's own pacing double the heap (and
     /// used_memory_lua) first.
-    pub fn collect_now_and_then(&mut self) {
+    pub(crate) fn collect_now_and_then(&mut self) {
         self.runs = self.runs.wrapping_add(1);
         if self.runs.is_multiple_of(GC_EVERY) {
             let _ = self.lua.gc_collect();
@@ -797,7 +781,7 @@ impl Engine {
     }
 
     /// Puts the every-`HOOK_EVERY` hook back after a killed script.
-    pub fn restore_hook(&self) {
+    fn restore_hook(&self) {
         if self.busy.hook_escalated.swap(false, Relaxed)
             && let Err(e) = install_hook(&self.lua, self.busy.clone(), HOOK_EVERY)
         {
@@ -954,11 +938,11 @@ fn error_message(v: &Value) -> String {
 }
 
 /// Lua's `%.14g` for numbers turned into strings.
-pub fn lua_number_string(n: f64) -> String {
+fn lua_number_string(n: f64) -> String {
     convert::fmt_g(n, 14)
 }
 
-pub fn sha1_hex(data: &[u8]) -> String {
+fn sha1_hex(data: &[u8]) -> String {
     sha1_smol::Sha1::from(data).digest().to_string()
 }
 
@@ -977,7 +961,7 @@ fn redis_version_num() -> i64 {
 
 /// Reads a `#!lua` first line: (no-writes, where the code starts). The
 /// newline stays with the code so line numbers match the script.
-pub fn parse_shebang(body: &[u8]) -> Result<(bool, usize), String> {
+fn parse_shebang(body: &[u8]) -> Result<(bool, usize), String> {
     if !body.starts_with(b"#!") {
         return Ok((false, 0));
     }
@@ -1029,7 +1013,7 @@ fn lookup_command(args: &crate::commands::Args<'_>) -> Option<&'static crate::co
 }
 
 /// Whether a script's `#!lua` line declares `flag`.
-pub fn shebang_has_flag(body: &[u8], flag: &str) -> bool {
+fn shebang_has_flag(body: &[u8], flag: &str) -> bool {
     if !body.starts_with(b"#!") {
         return false;
     }
@@ -1042,7 +1026,7 @@ pub fn shebang_has_flag(body: &[u8], flag: &str) -> bool {
 
 /// Redis's `evalGetCommandFlags` for deny-OOM: a script with a `#!lua`
 /// line is deny-OOM unless it declares `allow-oom` or `no-writes`.
-pub fn script_denies_oom(body: &[u8]) -> bool {
+pub(crate) fn script_denies_oom(body: &[u8]) -> bool {
     body.starts_with(b"#!")
         && parse_shebang(body).is_ok()
         && !shebang_has_flag(body, "allow-oom")

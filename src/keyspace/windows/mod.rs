@@ -16,7 +16,7 @@
 //! generation), so glob matching happens once per key per rule change, not
 //! once per command.
 
-pub mod sweeper;
+pub(crate) mod sweeper;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -30,21 +30,21 @@ use crate::types::list::End;
 use crate::types::zset::{ScoreBound, ScoreRange};
 use crate::util::glob_match;
 
-pub use crate::types::window_rule::{Rule, Unit, parse_cli_rule, parse_duration};
+pub(crate) use crate::types::window_rule::{Rule, Unit, parse_duration};
 
 /// Counters for INFO's `# Windows` section.
 #[derive(Default)]
-pub struct Stats {
-    pub expired_lazy: AtomicU64,
-    pub expired_swept: AtomicU64,
-    pub handed_off: AtomicU64,
-    pub sweeper_cycles: AtomicU64,
-    pub sweeper_us: AtomicU64,
+pub(crate) struct Stats {
+    expired_lazy: AtomicU64,
+    expired_swept: AtomicU64,
+    handed_off: AtomicU64,
+    sweeper_cycles: AtomicU64,
+    sweeper_us: AtomicU64,
 }
 
 /// The server's window rules.
 #[derive(Default)]
-pub struct Windows {
+pub(crate) struct Windows {
     /// Sorted by precedence, best first.
     rules: RwLock<Vec<Arc<Rule>>>,
     /// Bumped on every change; entries cache (generation, rule). Only its
@@ -53,7 +53,7 @@ pub struct Windows {
     count: AtomicUsize,
     moveto_count: AtomicUsize,
     next_seq: AtomicU64,
-    pub stats: Stats,
+    pub(crate) stats: Stats,
 }
 
 /// A key's resolved rule, valid while `generation` matches: 4 bytes, as it
@@ -67,7 +67,7 @@ pub struct Windows {
 /// for exactly 65,536 rule changes cannot match a stale stamp, the change
 /// that wraps them resets every key's cache ([`set_rule`], [`del_rule`]).
 #[derive(Debug, Default, Clone)]
-pub struct RuleCache {
+pub(crate) struct RuleCache {
     /// 0 (never a live stamp): not resolved.
     generation: u16,
     /// `NO_RULE`, the rule's index + 1, or `UNCACHED` when the index is
@@ -108,11 +108,11 @@ impl RuleCache {
 
 impl Windows {
     /// True when any rule exists: the only check commands pay otherwise.
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         self.count.load(Relaxed) > 0
     }
 
-    pub fn has_moveto(&self) -> bool {
+    pub(crate) fn has_moveto(&self) -> bool {
         self.moveto_count.load(Relaxed) > 0
     }
 
@@ -120,7 +120,7 @@ impl Windows {
     /// caches must all be reset ([`set_rule`] does it); only a server
     /// that has no keys yet calls this directly.
     #[must_use = "on true, every key's rule cache must be reset (see set_rule)"]
-    pub fn set(&self, mut rule: Rule) -> bool {
+    pub(crate) fn set(&self, mut rule: Rule) -> bool {
         rule.seq = self.next_seq.fetch_add(1, Relaxed) + 1;
         let mut rules = self.rules.write();
         rules.retain(|r| r.pattern != rule.pattern);
@@ -155,12 +155,12 @@ impl Windows {
     }
 
     /// All rules, in precedence order.
-    pub fn list(&self) -> Vec<Arc<Rule>> {
+    pub(crate) fn list(&self) -> Vec<Arc<Rule>> {
         self.rules.read().clone()
     }
 
     /// The rule that applies to `key` (uncached).
-    pub fn resolve(&self, key: &[u8]) -> Option<Arc<Rule>> {
+    pub(crate) fn resolve(&self, key: &[u8]) -> Option<Arc<Rule>> {
         if !self.active() {
             return None;
         }
@@ -172,7 +172,7 @@ impl Windows {
     }
 
     /// The rule for a stored key, from its cache when still valid.
-    pub fn rule_for(&self, cache: &mut RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
+    pub(crate) fn rule_for(&self, cache: &mut RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
         if cache.generation == stamp(self.generation.load(Relaxed)) && cache.rule == NO_RULE {
             return None;
         }
@@ -207,7 +207,7 @@ impl Windows {
 
     /// [`rule_for`](Self::rule_for) for a key that cannot be written to:
     /// the cache when valid, else a fresh resolution left uncached.
-    pub fn rule_peek(&self, cache: &RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
+    fn rule_peek(&self, cache: &RuleCache, key: &[u8]) -> Option<Arc<Rule>> {
         let rules = self.rules.read();
         if cache.generation != stamp(self.generation.load(Relaxed)) || cache.rule == UNCACHED {
             return if self.active() {
@@ -226,7 +226,7 @@ impl Windows {
     }
 
     /// The fields of INFO's `# Windows` section (INFO writes the header).
-    pub fn info(&self, out: &mut String, windowed_keys: usize) {
+    pub(crate) fn info(&self, out: &mut String, windowed_keys: usize) {
         let s = &self.stats;
         let _ = write!(
             out,
@@ -244,7 +244,7 @@ impl Windows {
 
 /// How much of a key's aged part to remove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrimMode {
+pub(crate) enum TrimMode {
     /// A command is about to run: remove everything aged.
     Lazy,
     /// The sweeper: remove at most this many members (then reschedule).
@@ -253,7 +253,7 @@ pub enum TrimMode {
 
 /// Removes the aged members of `key` if it is a windowed sorted set.
 /// Returns the number removed.
-pub fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
+pub(crate) fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
     let windows = ks.env.windows;
     let now = ks.now_ms;
     let db = ks.db;
@@ -363,7 +363,7 @@ pub(crate) fn propagate_removal(ks: &mut Keyspace<'_>, key: &[u8], members: &[(V
 
 /// Adds or replaces a rule (ZWINDOW SET, a loaded dataset's rules). `ks`
 /// holds every shard, as any rule change must.
-pub fn set_rule(ks: &mut Keyspace<'_>, rule: Rule) {
+pub(crate) fn set_rule(ks: &mut Keyspace<'_>, rule: Rule) {
     if ks.env.windows.set(rule) {
         reset_caches(ks);
     }
@@ -371,7 +371,7 @@ pub fn set_rule(ks: &mut Keyspace<'_>, rule: Rule) {
 
 /// Deletes the rule with exactly this pattern (ZWINDOW DEL); false if there
 /// was none. `ks` holds every shard.
-pub fn del_rule(ks: &mut Keyspace<'_>, pattern: &[u8]) -> bool {
+pub(crate) fn del_rule(ks: &mut Keyspace<'_>, pattern: &[u8]) -> bool {
     let (removed, wrapped) = ks.env.windows.del(pattern);
     if wrapped {
         reset_caches(ks);
@@ -400,7 +400,7 @@ fn reset_caches(ks: &mut Keyspace<'_>) {
 /// rules exist. Rules change only under every shard's lock (`ZWINDOW SET`
 /// and `DEL` lock them all), so the answer stays true while any lock planned
 /// from it is held.
-pub fn handoff_shard(ks: &mut Keyspace<'_>, key: &[u8]) -> Option<usize> {
+pub(crate) fn handoff_shard(ks: &mut Keyspace<'_>, key: &[u8]) -> Option<usize> {
     let windows = ks.env.windows;
     if !windows.has_moveto() {
         return None;
@@ -476,22 +476,19 @@ pub(crate) fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>
 /// field deadline, and sorted sets with member TTLs by the earlier of that
 /// instant and their earliest member deadline.
 #[derive(Default)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     queue: BTreeSet<(u64, usize, Key)>,
     at: HashMap<(usize, Key), u64>,
 }
 
 impl Schedule {
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.at.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.at.is_empty()
-    }
-
     /// Sets (or clears, with None) the deadline of a key.
-    pub fn set(&mut self, db: usize, key: &[u8], deadline: Option<u64>) {
+    pub(crate) fn set(&mut self, db: usize, key: &[u8], deadline: Option<u64>) {
         let k: (usize, Key) = (db, key.into());
         if let Some(old) = self.at.get(&k).copied() {
             if Some(old) == deadline {
@@ -506,22 +503,22 @@ impl Schedule {
         }
     }
 
-    pub fn get(&self, db: usize, key: &[u8]) -> Option<u64> {
+    pub(crate) fn get(&self, db: usize, key: &[u8]) -> Option<u64> {
         self.at.get(&(db, Key::from(key))).copied()
     }
 
     /// Every scheduled key, as (db, key).
-    pub fn keys(&self) -> impl Iterator<Item = (usize, &[u8])> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = (usize, &[u8])> {
         self.at.keys().map(|(db, k)| (*db, &**k))
     }
 
     /// The most overdue key, if its deadline has passed.
-    pub fn first_due(&self, now_ms: u64) -> Option<(usize, Key)> {
+    pub(crate) fn first_due(&self, now_ms: u64) -> Option<(usize, Key)> {
         let (d, db, key) = self.queue.first()?;
         (*d <= now_ms).then(|| (*db, key.clone()))
     }
 
-    pub fn clear_db(&mut self, db: usize) {
+    pub(crate) fn clear_db(&mut self, db: usize) {
         self.queue.retain(|(_, d, _)| *d != db);
         self.at.retain(|(d, _), _| *d != db);
     }
@@ -530,7 +527,7 @@ impl Schedule {
 /// Recomputes a key's place in its shard's schedule after a write: a
 /// windowed sorted set by when its oldest member ages out, a hash with
 /// field TTLs by its earliest field deadline.
-pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
+pub(crate) fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
     let windows = ks.env.windows;
     let db = ks.db;
     let shard = ks.shard(key);
@@ -564,7 +561,7 @@ pub fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
 /// aged out (KEYS and SCAN skip it as they skip expired keys).
 ///
 /// So is a hash whose fields have all expired.
-pub fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> bool {
+pub(crate) fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> bool {
     if let Value::Hash(h) = &entry.value {
         return h.all_expired(now_ms);
     }
@@ -601,6 +598,7 @@ pub fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::window_rule::parse_cli_rule;
 
     #[test]
     fn durations() {

@@ -21,14 +21,14 @@ use crate::keyspace::{Env, Guards, Key, Keyspace, ShardSet};
 const BATCH: usize = 512;
 /// Sweeping time per tick, across all shards: a quarter of the period, as
 /// Redis's active expiry allows itself.
-pub const BUDGET: Duration = Duration::from_millis(5);
+pub(crate) const BUDGET: Duration = Duration::from_millis(5);
 /// Ticks per second (the server's background thread runs [`cycle`] at this
 /// rate): deadlines are met within one period (20 ms).
-pub const DEFAULT_HZ: u64 = 50;
+pub(crate) const DEFAULT_HZ: u64 = 50;
 
 /// Whether a pass has anything to do: a window rule, a field or member TTL,
 /// and active expiry on.
-pub fn due(env: Env<'_>) -> bool {
+pub(crate) fn due(env: Env<'_>) -> bool {
     (env.windows.active()
         || env.store.field_ttls.load(Relaxed)
         || env.store.member_ttls.load(Relaxed))
@@ -38,7 +38,11 @@ pub fn due(env: Env<'_>) -> bool {
 /// One pass over every shard, each getting an equal share of `budget`;
 /// returns the members removed. Keys whose waiters a hand-off may have fed
 /// go to `serve` after each key, with no lock held.
-pub fn cycle(env: Env<'_>, budget: Duration, serve: &mut dyn FnMut(Vec<(usize, Key)>)) -> usize {
+pub(crate) fn cycle(
+    env: Env<'_>,
+    budget: Duration,
+    serve: &mut dyn FnMut(Vec<(usize, Key)>),
+) -> usize {
     // The AOF being loaded holds its own trims and expiries (see
     // `Keyspace::prepare`).
     if env.store.loading.load(Relaxed) {

@@ -121,6 +121,7 @@ impl<T> Pages<T> {
     }
 
     /// Keeps the entries for which `f` is true, in order.
+    #[cfg(test)]
     pub(super) fn retain_mut(&mut self, mut f: impl FnMut(&mut T) -> bool) {
         let old = std::mem::take(self);
         for mut v in old {

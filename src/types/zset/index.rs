@@ -38,7 +38,7 @@ const MIN_NODE_BITS: u32 = 8;
 const EMPTY_SLOT: u32 = u32::MAX;
 
 #[derive(Clone)]
-pub struct MemberIndex {
+pub(crate) struct MemberIndex {
     slots: Vec<u32>,
     len: usize,
     tombs: usize,
@@ -59,11 +59,12 @@ impl Default for MemberIndex {
 }
 
 impl MemberIndex {
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<u32>()
     }
 
@@ -82,7 +83,7 @@ impl MemberIndex {
     }
 
     /// The highest node id a slot can hold.
-    pub fn max_node(&self) -> u32 {
+    fn max_node(&self) -> u32 {
         self.node_mask() - 2
     }
 
@@ -100,7 +101,7 @@ impl MemberIndex {
 
     /// Finds the first live slot of `hash`'s probe run with its tag whose
     /// node satisfies `verify`.
-    pub fn find(&self, hash: u64, mut verify: impl FnMut(u32) -> bool) -> Option<usize> {
+    pub(crate) fn find(&self, hash: u64, mut verify: impl FnMut(u32) -> bool) -> Option<usize> {
         let cap = self.slots.len();
         if cap == 0 {
             return None;
@@ -126,7 +127,7 @@ impl MemberIndex {
     }
 
     /// Points one (hash tag, from) slot at node `to`.
-    pub fn relocate(&mut self, hash: u64, from: u32, to: u32) {
+    pub(crate) fn relocate(&mut self, hash: u64, from: u32, to: u32) {
         debug_assert!(to <= self.max_node());
         if let Some(i) = self.find(hash, |n| n == from) {
             self.slots[i] = self.tag(hash) | to;
@@ -135,19 +136,19 @@ impl MemberIndex {
 
     /// Whether adding `extra` entries, or a node id up to `max_node`,
     /// needs a [`rebuild`](Self::rebuild) first.
-    pub fn needs_rebuild(&self, extra: usize, max_node: u64) -> bool {
+    pub(crate) fn needs_rebuild(&self, extra: usize, max_node: u64) -> bool {
         (self.len + self.tombs + extra) * 1000 > self.slots.len() * MAX_LOAD_PM
             || max_node > u64::from(self.max_node())
     }
 
     /// Whether the table is so sparse it should be rebuilt smaller.
-    pub fn wants_shrink(&self) -> bool {
+    pub(crate) fn wants_shrink(&self) -> bool {
         self.slots.len() > MIN_CAP * 4 && self.len * 8 < self.slots.len()
     }
 
     /// Adds a slot for an element the caller knows to be unindexed, after
     /// making room with [`needs_rebuild`](Self::needs_rebuild).
-    pub fn insert(&mut self, hash: u64, node: u32) {
+    pub(crate) fn insert(&mut self, hash: u64, node: u32) {
         debug_assert!(node <= self.max_node());
         let cap = self.slots.len();
         if cap == 0 {
@@ -172,7 +173,7 @@ impl MemberIndex {
         }
     }
 
-    pub fn remove_slot(&mut self, slot: usize) {
+    pub(crate) fn remove_slot(&mut self, slot: usize) {
         let cap = self.slots.len();
         let (mask, tomb) = (self.node_mask(), self.tomb());
         self.len -= 1;
@@ -197,7 +198,7 @@ impl MemberIndex {
     }
 
     /// Removes one (hash tag, node) slot.
-    pub fn remove_exact(&mut self, hash: u64, node: u32) -> bool {
+    pub(crate) fn remove_exact(&mut self, hash: u64, node: u32) -> bool {
         match self.find(hash, |n| n == node) {
             Some(slot) => {
                 self.remove_slot(slot);
@@ -212,7 +213,7 @@ impl MemberIndex {
     /// so a growing slab widens it only at doublings). `fill` is given the
     /// insertion function and must call it with (hash, node) of every
     /// element.
-    pub fn rebuild(
+    pub(crate) fn rebuild(
         &mut self,
         want: usize,
         max_node: u64,
@@ -231,12 +232,14 @@ impl MemberIndex {
 
     /// Multiset of (tag of `hash`, node) the index should hold, for
     /// invariant checks against [`entries`](Self::entries).
-    pub fn entry_of(&self, hash: u64, node: u32) -> (u32, u32) {
+    #[cfg(test)]
+    pub(crate) fn entry_of(&self, hash: u64, node: u32) -> (u32, u32) {
         (self.tag(hash), node)
     }
 
     /// Multiset of (tag, node) for invariant checks.
-    pub fn entries(&self) -> Vec<(u32, u32)> {
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> Vec<(u32, u32)> {
         let (mask, empty, tomb) = (self.node_mask(), self.empty(), self.tomb());
         self.slots
             .iter()
@@ -245,7 +248,8 @@ impl MemberIndex {
             .collect()
     }
 
-    pub fn check_invariants(&self) -> Result<(), String> {
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
         let (mask, tomb) = (self.node_mask(), self.tomb());
         let live = self.entries().len();
         let tombs = self.slots.iter().filter(|&&s| s & mask == tomb).count();

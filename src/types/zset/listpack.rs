@@ -364,12 +364,12 @@ impl<'a> Iterator for Records<'a> {
 }
 
 /// (score, member) ordering with numeric score comparison (-0 == 0).
-pub fn key_less(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> bool {
+pub(crate) fn key_less(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> bool {
     s1 < s2 || (s1 == s2 && m1 < m2)
 }
 
 #[derive(Clone, Default)]
-pub struct Listpack {
+pub(crate) struct Listpack {
     /// The shared head (`buf[..shared]`), then the records.
     buf: Vec<u8>,
     len: u32,
@@ -386,11 +386,11 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 impl Listpack {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn with_capacity(bytes: usize) -> Self {
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
         Listpack {
             buf: Vec::with_capacity(bytes),
             len: 0,
@@ -405,27 +405,24 @@ impl Listpack {
         &self.buf[..self.shared as usize]
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len as usize
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         self.buf.capacity()
             + self.ttl.as_ref().map_or(0, |t| {
                 std::mem::size_of::<CompactDeadlines>() + t.heap_bytes()
             })
     }
 
-    pub fn max_member_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn max_member_len(&self) -> usize {
         let tail = self.records().map(|r| r.member.len()).max();
         tail.map_or(0, |t| t + self.shared as usize)
     }
 
-    pub fn iter(&self) -> Iter<'_> {
+    pub(crate) fn iter(&self) -> Iter<'_> {
         Iter::new(self.head(), self.records(), 0)
     }
 
@@ -496,11 +493,11 @@ impl Listpack {
         }
     }
 
-    pub fn score(&self, member: &[u8]) -> Option<f64> {
+    pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
         self.find(member).map(|(_, r)| r.score())
     }
 
-    pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
+    pub(crate) fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
         self.find(member).map(|(i, r)| (i, r.score()))
     }
 
@@ -515,7 +512,7 @@ impl Listpack {
 
     /// Inserts an element known to be absent, keeping the order; returns
     /// its rank.
-    pub fn insert_new(&mut self, member: &[u8], score: f64) -> usize {
+    pub(crate) fn insert_new(&mut self, member: &[u8], score: f64) -> usize {
         let score = if score == 0.0 { 0.0 } else { score };
         if self.len == 0 {
             // A lone member is all head; the next one that differs cuts it
@@ -562,7 +559,7 @@ impl Listpack {
         rank
     }
 
-    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+    pub(crate) fn remove(&mut self, member: &[u8]) -> Option<f64> {
         let member = member.strip_prefix(self.head())?;
         let mut recs = self.records();
         let mut prev = None;
@@ -603,7 +600,7 @@ impl Listpack {
     }
 
     /// Changes a present member's score, keeping its deadline (ZINCRBY).
-    pub fn update(&mut self, member: &[u8], score: f64) {
+    pub(crate) fn update(&mut self, member: &[u8], score: f64) {
         let at = self.expire_at(member).unwrap_or(NO_TTL);
         if self.remove(member).is_some() {
             let rank = self.insert_new(member, score);
@@ -622,7 +619,7 @@ impl Listpack {
     }
 
     /// Sets (or with [`NO_TTL`] clears) the deadline of rank `rank`.
-    pub fn set_deadline(&mut self, rank: usize, at: u64) {
+    pub(crate) fn set_deadline(&mut self, rank: usize, at: u64) {
         if at == NO_TTL {
             if let Some(t) = &mut self.ttl {
                 t.clear(rank);
@@ -637,13 +634,13 @@ impl Listpack {
     }
 
     /// `member`'s deadline ([`NO_TTL`] if none), None if absent.
-    pub fn expire_at(&self, member: &[u8]) -> Option<u64> {
+    pub(crate) fn expire_at(&self, member: &[u8]) -> Option<u64> {
         let (i, _) = self.find(member)?;
         Some(self.ttl.as_ref().map_or(NO_TTL, |t| t.get(i)))
     }
 
     /// Sets or clears a present member's deadline; false if absent.
-    pub fn set_expire(&mut self, member: &[u8], at: u64) -> bool {
+    pub(crate) fn set_expire(&mut self, member: &[u8], at: u64) -> bool {
         let Some((i, _)) = self.find(member) else {
             return false;
         };
@@ -652,23 +649,23 @@ impl Listpack {
     }
 
     /// The earliest member deadline (exact), None if none has one.
-    pub fn min_deadline(&self) -> Option<u64> {
+    pub(crate) fn min_deadline(&self) -> Option<u64> {
         self.ttl.as_ref().map(|t| t.min())
     }
 
-    pub fn ttl_count(&self) -> usize {
+    pub(crate) fn ttl_count(&self) -> usize {
         self.ttl.as_ref().map_or(0, |t| t.len())
     }
 
     /// Visits (rank, deadline) of each member with a TTL, in rank order.
-    pub fn for_each_deadline(&self, f: impl FnMut(usize, u64)) {
+    pub(crate) fn for_each_deadline(&self, f: impl FnMut(usize, u64)) {
         if let Some(t) = &self.ttl {
             t.for_each(f);
         }
     }
 
     /// Whether `f(score, deadline)` holds for every element.
-    pub fn all_with_deadlines(&self, f: impl Fn(f64, u64) -> bool) -> bool {
+    pub(crate) fn all_with_deadlines(&self, f: impl Fn(f64, u64) -> bool) -> bool {
         let t = self.ttl.as_deref();
         self.records()
             .enumerate()
@@ -677,7 +674,7 @@ impl Listpack {
 
     /// Removes up to `max` members due at `now`, reporting them in rank
     /// order; returns how many.
-    pub fn expire_members(
+    pub(crate) fn expire_members(
         &mut self,
         now: u64,
         max: usize,
@@ -710,7 +707,7 @@ impl Listpack {
 
     /// Number of leading elements for which `before` holds (`before` must
     /// be monotonic: true then false along the order).
-    pub fn count_while(&self, before: impl Fn(f64, Member<'_>) -> bool) -> usize {
+    pub(crate) fn count_while(&self, before: impl Fn(f64, Member<'_>) -> bool) -> usize {
         let head = self.head();
         self.records()
             .take_while(|r| before(r.score(), Member::new(head, r.member)))
@@ -719,7 +716,7 @@ impl Listpack {
 
     /// [`count_while`](Self::count_while) for two predicates in one scan:
     /// the ranks where a range starts and ends.
-    pub fn count_while2(
+    pub(crate) fn count_while2(
         &self,
         lo: impl Fn(f64, Member<'_>) -> bool,
         hi: impl Fn(f64, Member<'_>) -> bool,
@@ -743,7 +740,7 @@ impl Listpack {
     /// Iterator positioned at rank `rank`: `next()` walks upward from it and
     /// `next_back()` walks downward from `rank - 1`.
     #[inline]
-    pub fn iter_at(&self, rank: usize) -> Iter<'_> {
+    pub(crate) fn iter_at(&self, rank: usize) -> Iter<'_> {
         Iter::new(self.head(), self.records_from(rank), rank.min(self.len()))
     }
 
@@ -751,13 +748,13 @@ impl Listpack {
     /// [`iter_at`](Self::iter_at) it does not walk to `rank` first, as the
     /// first `prev()` decodes those records anyway.
     #[inline]
-    pub fn iter_back(&self, rank: usize) -> Iter<'_> {
+    pub(crate) fn iter_back(&self, rank: usize) -> Iter<'_> {
         let mut fwd = self.records();
         fwd.off = self.buf.len();
         Iter::new(self.head(), fwd, rank.min(self.len()))
     }
 
-    pub fn get_by_rank(&self, rank: usize) -> Option<(Member<'_>, f64)> {
+    pub(crate) fn get_by_rank(&self, rank: usize) -> Option<(Member<'_>, f64)> {
         let head = self.head();
         self.records_from(rank)
             .next()
@@ -765,7 +762,7 @@ impl Listpack {
     }
 
     /// Removes `count` elements starting at `start`, reporting each.
-    pub fn remove_rank_range(
+    pub(crate) fn remove_rank_range(
         &mut self,
         start: usize,
         count: usize,
@@ -794,7 +791,8 @@ impl Listpack {
 
     /// Debug check: records decode back to back, sorted, each score in its
     /// canonical form, count matches.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
         if self.shared as usize > self.buf.len() || (self.len == 0) != self.buf.is_empty() {
             return Err(format!(
                 "shared head {} in {} bytes",
@@ -841,7 +839,7 @@ impl Listpack {
 /// Double-ended cursor over the records: `next()` decodes forward from its
 /// position, `prev()` yields the records before it, last first.
 #[derive(Clone)]
-pub struct Iter<'a> {
+pub(crate) struct Iter<'a> {
     /// The members' shared head.
     head: &'a [u8],
     fwd: Records<'a>,
@@ -900,7 +898,7 @@ impl<'a> Iter<'a> {
 
     /// Steps backwards from the `back` cursor (independent of `next`).
     #[inline]
-    pub fn prev(&mut self) -> Option<(Member<'a>, f64)> {
+    pub(crate) fn prev(&mut self) -> Option<(Member<'a>, f64)> {
         if self.behind.is_empty() {
             if self.back == 0 {
                 return None;

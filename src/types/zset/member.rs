@@ -31,13 +31,15 @@ impl<'a> Member<'a> {
         self.head.len() + self.tail.len()
     }
 
+    /// Unused in the crate; kept beside the public `len` (clippy's
+    /// `len_without_is_empty`), which the benches call.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The two parts, to be written one after the other.
     #[inline]
-    pub fn parts(&self) -> (&'a [u8], &'a [u8]) {
+    pub(crate) fn parts(&self) -> (&'a [u8], &'a [u8]) {
         (self.head, self.tail)
     }
 
@@ -57,7 +59,7 @@ impl<'a> Member<'a> {
     }
 
     /// Appends the bytes to `out`.
-    pub fn append_to(&self, out: &mut Vec<u8>) {
+    pub(crate) fn append_to(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.head);
         out.extend_from_slice(self.tail);
     }
@@ -65,7 +67,7 @@ impl<'a> Member<'a> {
     /// The bytes in one slice: the member itself when it is in one piece,
     /// else joined in `scratch` (reused across a loop, so walking a
     /// compact set allocates once, not per member).
-    pub fn joined<'s>(&self, scratch: &'s mut Vec<u8>) -> &'s [u8]
+    pub(crate) fn joined<'s>(&self, scratch: &'s mut Vec<u8>) -> &'s [u8]
     where
         'a: 's,
     {
@@ -78,7 +80,7 @@ impl<'a> Member<'a> {
     }
 
     /// Orders this member against a whole byte string.
-    pub fn cmp_bytes(&self, other: &[u8]) -> Ordering {
+    pub(crate) fn cmp_bytes(&self, other: &[u8]) -> Ordering {
         let h = self.head.len().min(other.len());
         // The whole head against as much of `other`: equal only when
         // `other` starts with the whole head; otherwise ordered as the whole

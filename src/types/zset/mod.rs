@@ -16,15 +16,16 @@
 //! lex, offsets, limits, reverse) are implemented once, here.
 
 mod index;
-pub mod listpack;
+pub(crate) mod listpack;
 mod member;
-pub mod score;
-pub mod skiplist;
+pub(crate) mod score;
+pub(crate) mod skiplist;
 #[cfg(test)]
 mod tests;
-pub mod ttl;
+pub(crate) mod ttl;
 
-pub use score::{LexBound, ScoreBound, parse_lex_bound, parse_score, parse_score_bound};
+pub use score::ScoreBound;
+pub(crate) use score::{LexBound, parse_lex_bound, parse_score, parse_score_bound};
 
 use listpack::Listpack;
 pub use member::Member;
@@ -54,7 +55,8 @@ pub struct ScoreRange {
 }
 
 impl ScoreRange {
-    pub fn all() -> Self {
+    #[cfg(test)]
+    pub(crate) fn all() -> Self {
         ScoreRange {
             min: ScoreBound::Inclusive(f64::NEG_INFINITY),
             max: ScoreBound::Inclusive(f64::INFINITY),
@@ -77,9 +79,9 @@ impl ScoreRange {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LexRange {
-    pub min: LexBound,
-    pub max: LexBound,
+pub(crate) struct LexRange {
+    pub(crate) min: LexBound,
+    pub(crate) max: LexBound,
 }
 
 impl LexRange {
@@ -132,7 +134,8 @@ pub enum AddOutcome {
 
 impl AddOutcome {
     /// The element's score after the operation (the INCR reply).
-    pub fn score(&self) -> Option<f64> {
+    #[cfg(test)]
+    pub(crate) fn score(&self) -> Option<f64> {
         match *self {
             AddOutcome::Added { score }
             | AddOutcome::Updated { score, .. }
@@ -197,7 +200,7 @@ enum Cursor<'a> {
 impl<'a> RangeIter<'a> {
     /// `f` on every element left: what [`Iterator::for_each`] does, with
     /// a large set's forward ranges walked node by node.
-    pub fn each(mut self, mut f: impl FnMut(Member<'a>, f64)) {
+    pub(crate) fn each(mut self, mut f: impl FnMut(Member<'a>, f64)) {
         if let (Cursor::Skip(it), false) = (&mut self.inner, self.reverse) {
             it.each_next(self.remaining, &mut |m, s| f(Member::from(m), s));
             return;
@@ -285,7 +288,7 @@ impl ZSet {
 
     /// Picks the encoding for a set about to receive `len` elements whose
     /// longest member is `max_member_len` (Redis `zsetTypeCreate`).
-    pub fn with_capacity_hint(len: usize, max_member_len: usize, limits: Limits) -> Self {
+    pub(crate) fn with_capacity_hint(len: usize, max_member_len: usize, limits: Limits) -> Self {
         if len <= limits.max_entries && max_member_len <= limits.max_value {
             let per = max_member_len.min(limits.max_value) + 10;
             ZSet::with_repr(Repr::Compact(Listpack::with_capacity(
@@ -345,7 +348,7 @@ impl ZSet {
 
     /// Converts a skiplist set back to compact if it fits `limits`
     /// (Redis `zsetConvertToListpackIfNeeded`, used for fresh results).
-    pub fn maybe_convert_to_compact(&mut self, limits: Limits) {
+    pub(crate) fn maybe_convert_to_compact(&mut self, limits: Limits) {
         if let Repr::Skip(sl) = &self.repr {
             if sl.len() > limits.max_entries {
                 return;
@@ -522,12 +525,12 @@ impl ZSet {
         (lo, hi.max(lo))
     }
 
-    pub fn count_in_range(&self, r: &ScoreRange) -> usize {
+    pub(crate) fn count_in_range(&self, r: &ScoreRange) -> usize {
         let (lo, hi) = self.score_span(r);
         hi - lo
     }
 
-    pub fn lex_count(&self, r: &LexRange) -> usize {
+    pub(crate) fn lex_count(&self, r: &LexRange) -> usize {
         let (lo, hi) = self.lex_span(r);
         hi - lo
     }
@@ -625,7 +628,7 @@ impl ZSet {
         self.window(lo, hi, reverse, offset, limit)
     }
 
-    pub fn range_by_lex(
+    pub(crate) fn range_by_lex(
         &self,
         r: &LexRange,
         reverse: bool,
@@ -659,7 +662,7 @@ impl ZSet {
         self.remove_ranks(lo, hi - lo, on_removed)
     }
 
-    pub fn remove_range_by_rank(
+    pub(crate) fn remove_range_by_rank(
         &mut self,
         start: usize,
         end_inclusive: usize,
@@ -673,7 +676,7 @@ impl ZSet {
         self.remove_ranks(start, end - start + 1, on_removed)
     }
 
-    pub fn remove_range_by_lex(
+    pub(crate) fn remove_range_by_lex(
         &mut self,
         r: &LexRange,
         on_removed: impl FnMut(Member<'_>, f64),
@@ -683,7 +686,8 @@ impl ZSet {
     }
 
     /// ZPOPMIN (ascending) / ZPOPMAX (descending) of up to `count`.
-    pub fn pop(&mut self, max: bool, count: usize) -> Vec<(Vec<u8>, f64)> {
+    #[cfg(test)]
+    pub(crate) fn pop(&mut self, max: bool, count: usize) -> Vec<(Vec<u8>, f64)> {
         let len = self.len();
         let n = count.min(len);
         let mut out = Vec::with_capacity(n);
@@ -695,7 +699,7 @@ impl ZSet {
         out
     }
 
-    pub fn min_score(&self) -> Option<f64> {
+    pub(crate) fn min_score(&self) -> Option<f64> {
         match &self.repr {
             Repr::Compact(lp) => lp.iter().next().map(|(_, s)| s),
             Repr::Skip(sl) => sl.list().first().map(|(_, s)| s),
@@ -703,7 +707,7 @@ impl ZSet {
     }
 
     /// Element at forward rank `rank`.
-    pub fn get_by_rank(&self, rank: usize) -> Option<(Member<'_>, f64)> {
+    pub(crate) fn get_by_rank(&self, rank: usize) -> Option<(Member<'_>, f64)> {
         match &self.repr {
             Repr::Compact(lp) => lp.get_by_rank(rank),
             Repr::Skip(sl) => sl.list().get_by_rank(rank).map(|(m, s)| (m.into(), s)),
@@ -712,7 +716,7 @@ impl ZSet {
 
     /// ZRANDMEMBER: `count > 0` gives distinct elements (the whole set if
     /// `count >= len`), `count < 0` gives `|count|` independent picks.
-    pub fn random_members(
+    pub(crate) fn random_members(
         &self,
         rng: &mut impl rand::Rng,
         count: i64,
@@ -754,7 +758,12 @@ impl ZSet {
     /// each call finishes its last score group, so every element present
     /// (with an unchanged score) for the whole scan is returned at least
     /// once whatever is added or removed in between.
-    pub fn scan(&self, cursor: u64, count: usize, mut emit: impl FnMut(Member<'_>, f64)) -> u64 {
+    pub(crate) fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+        mut emit: impl FnMut(Member<'_>, f64),
+    ) -> u64 {
         let sl = match &self.repr {
             Repr::Compact(lp) => {
                 for (m, s) in lp.iter() {
@@ -794,7 +803,8 @@ impl ZSet {
     }
 
     /// Debug check of every structural invariant of the current encoding.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
         match &self.repr {
             Repr::Compact(lp) => lp.check_invariants(),
             Repr::Skip(sl) => sl.check_invariants(),

@@ -18,17 +18,9 @@ pub enum ScoreBound {
     Exclusive(f64),
 }
 
-impl ScoreBound {
-    pub fn value(self) -> f64 {
-        match self {
-            ScoreBound::Inclusive(v) | ScoreBound::Exclusive(v) => v,
-        }
-    }
-}
-
 /// A lexicographic bound as accepted by ZRANGEBYLEX (`-`, `+`, `[x`, `(x`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LexBound {
+pub(crate) enum LexBound {
     NegInf,
     PosInf,
     Inclusive(Vec<u8>),
@@ -243,7 +235,7 @@ fn scan_hex(b: &[u8]) -> Option<Scanned> {
 /// Parses a score value the way ZADD/ZINCRBY do (Redis `getDoubleFromObject`):
 /// the whole string must be a strtod literal, no leading or trailing spaces,
 /// no NaN, and a finite literal that overflows or underflows is an error.
-pub fn parse_score(s: &[u8]) -> Option<f64> {
+pub(crate) fn parse_score(s: &[u8]) -> Option<f64> {
     let r = scan_full(s)?;
     if r.overflow || r.underflow || r.value.is_nan() {
         return None;
@@ -271,7 +263,7 @@ pub(crate) fn parse_sort_weight(s: &[u8]) -> Option<f64> {
 /// Parses one end of a score range (Redis `zslParseRange`): optional `(` for
 /// exclusive, then strtod with leading whitespace allowed, an empty literal
 /// meaning 0, and overflow saturating to infinity.
-pub fn parse_score_bound(s: &[u8]) -> Option<ScoreBound> {
+pub(crate) fn parse_score_bound(s: &[u8]) -> Option<ScoreBound> {
     let (exclusive, rest) = match s.first() {
         Some(b'(') => (true, &s[1..]),
         _ => (false, s),
@@ -296,7 +288,7 @@ pub fn parse_score_bound(s: &[u8]) -> Option<ScoreBound> {
 }
 
 /// Parses a ZRANGEBYLEX bound: `-`, `+`, `[member` or `(member`.
-pub fn parse_lex_bound(s: &[u8]) -> Option<LexBound> {
+pub(crate) fn parse_lex_bound(s: &[u8]) -> Option<LexBound> {
     match s.first()? {
         b'-' if s.len() == 1 => Some(LexBound::NegInf),
         b'+' if s.len() == 1 => Some(LexBound::PosInf),

@@ -37,10 +37,10 @@ use super::listpack::key_less;
 use super::ttl::{Deadlines, NO_TTL};
 use std::hash::BuildHasher;
 
-pub const MAX_LEVEL: usize = 24;
+const MAX_LEVEL: usize = 24;
 const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
-pub const DEFAULT_NODE_CAP: usize = 128;
+pub(crate) const DEFAULT_NODE_CAP: usize = 128;
 /// Member bytes per node before it counts as full, so huge members do not
 /// make every insertion move hundreds of kilobytes.
 const NODE_BYTES: usize = 8 * 1024;
@@ -621,7 +621,7 @@ impl Node {
 
 /// A structural change to one element, reported so the member index can
 /// follow elements between nodes.
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     Moved {
         member: &'a [u8],
         from: u32,
@@ -634,7 +634,7 @@ pub enum Event<'a> {
     },
 }
 
-pub type Sink<'s> = &'s mut dyn FnMut(Event<'_>);
+type Sink<'s> = &'s mut dyn FnMut(Event<'_>);
 
 /// Predecessor of a position at every level, with its end rank.
 #[derive(Clone, Copy)]
@@ -654,7 +654,7 @@ impl Path {
 
 /// The ordered element store (no member index).
 #[derive(Clone)]
-pub struct List {
+pub(crate) struct List {
     nodes: Vec<Node>,
     /// Each slab slot's `last_score`, densely: a descent compares against
     /// the node it might step onto, and a few kilobytes of f64s stay in
@@ -680,7 +680,7 @@ pub struct List {
 }
 
 impl List {
-    pub fn new(node_cap: usize) -> List {
+    pub(crate) fn new(node_cap: usize) -> List {
         let head = Node {
             links: Links::from_vec(vec![Link { next: NIL, span: 0 }; MAX_LEVEL]),
             ..Node::default()
@@ -701,12 +701,8 @@ impl List {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     fn node(&self, i: u32) -> &Node {
@@ -812,14 +808,14 @@ impl List {
     }
 
     /// Number of leading elements whose score satisfies `before`.
-    pub fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
+    pub(crate) fn count_while_score(&self, before: impl Fn(f64) -> bool) -> usize {
         self.score_position(before).0
     }
 
     /// [`count_while_score`](Self::count_while_score)'s count, with a
     /// cursor already there: a score range's first element is found by one
     /// descent, not a count and then a descent by rank.
-    pub fn seek_score(&self, before: impl Fn(f64) -> bool) -> (usize, Iter<'_>) {
+    pub(crate) fn seek_score(&self, before: impl Fn(f64) -> bool) -> (usize, Iter<'_>) {
         let (rank, at) = self.score_position(before);
         (rank, self.cursor(at))
     }
@@ -852,13 +848,13 @@ impl List {
     }
 
     /// Number of leading elements for which `before` holds.
-    pub fn count_while(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+    pub(crate) fn count_while(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
         let (path, _, idx) = self.seek(&before);
         path.end[0] + idx
     }
 
     /// Rank of (score, member) if present with exactly these score bits.
-    pub fn rank_of(&self, score: f64, member: &[u8]) -> Option<usize> {
+    fn rank_of(&self, score: f64, member: &[u8]) -> Option<usize> {
         let (path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             return None;
@@ -874,11 +870,7 @@ impl List {
         }
     }
 
-    pub fn contains(&self, score: f64, member: &[u8]) -> bool {
-        self.rank_of(score, member).is_some()
-    }
-
-    pub fn first(&self) -> Option<(&[u8], f64)> {
+    pub(crate) fn first(&self) -> Option<(&[u8], f64)> {
         let f = self.node(HEAD).links[0].next;
         if f == NIL {
             None
@@ -887,7 +879,7 @@ impl List {
         }
     }
 
-    pub fn get_by_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
+    pub(crate) fn get_by_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
         if rank >= self.len {
             return None;
         }
@@ -903,7 +895,7 @@ impl List {
 
     /// Cursor at `rank`: `next()` yields rank, rank+1, ...; `prev()` yields
     /// rank-1, rank-2, ...
-    pub fn iter_at(&self, rank: usize) -> Iter<'_> {
+    pub(crate) fn iter_at(&self, rank: usize) -> Iter<'_> {
         if rank >= self.len {
             return self.cursor(None);
         }
@@ -1071,7 +1063,13 @@ impl List {
     /// Inserts an element known to be absent (without a deadline); returns
     /// the node holding it and its position there. Elements displaced by a
     /// split are reported to `sink`.
-    pub fn insert(&mut self, score: f64, member: &[u8], fp: u8, sink: Sink<'_>) -> (u32, usize) {
+    pub(crate) fn insert(
+        &mut self,
+        score: f64,
+        member: &[u8],
+        fp: u8,
+        sink: Sink<'_>,
+    ) -> (u32, usize) {
         let (mut path, t, idx) = self.seek_key(score, member);
         if t == NIL {
             let mut n = Node::with_capacity(self.node_cap, member.len());
@@ -1269,13 +1267,9 @@ impl List {
         Some((path, t, idx))
     }
 
-    pub fn remove(&mut self, score: f64, member: &[u8], sink: Sink<'_>) -> bool {
-        self.remove_placed(score, member, None, sink)
-    }
-
-    /// [`remove`](Self::remove) of an element last seen at `hint`
-    /// (node, position).
-    pub fn remove_placed(
+    /// Removes an element, found from `hint` (the node and position it
+    /// was last seen at) when there is one; false if it is not there.
+    fn remove_placed(
         &mut self,
         score: f64,
         member: &[u8],
@@ -1290,15 +1284,10 @@ impl List {
     }
 
     /// Changes the score of a present element, in place when the order
-    /// allows (as Redis's zslUpdateScore does). Returns the node now
-    /// holding it.
-    pub fn update(&mut self, old: f64, member: &[u8], new: f64, sink: Sink<'_>) -> Option<u32> {
-        self.update_placed(old, member, new, None, sink)
-    }
-
-    /// [`update`](Self::update) of an element last seen at `hint`
-    /// (node, position).
-    pub fn update_placed(
+    /// allows (as Redis's zslUpdateScore does), found from `hint` (the node
+    /// and position it was last seen at) when there is one. Returns the
+    /// node now holding it.
+    fn update_placed(
         &mut self,
         old: f64,
         member: &[u8],
@@ -1344,7 +1333,12 @@ impl List {
 
     /// Removes `count` elements starting at rank `start`, reporting each in
     /// ascending order; whole nodes inside the range are unlinked in O(1).
-    pub fn remove_rank_range(&mut self, start: usize, count: usize, sink: Sink<'_>) -> usize {
+    pub(crate) fn remove_rank_range(
+        &mut self,
+        start: usize,
+        count: usize,
+        sink: Sink<'_>,
+    ) -> usize {
         if start >= self.len || count == 0 {
             return 0;
         }
@@ -1396,7 +1390,7 @@ impl List {
     /// Index and score of `member` inside node `node`, by a scan of its
     /// fingerprints (the member index only knows which node holds an
     /// element), eight at a time.
-    pub fn find_in_node(&self, node: u32, member: &[u8], fp: u8) -> Option<(usize, f64)> {
+    fn find_in_node(&self, node: u32, member: &[u8], fp: u8) -> Option<(usize, f64)> {
         let n = self.nodes.get(node as usize)?;
         let count = n.count().min(n.fps.len());
         let fps = &n.fps[..count];
@@ -1425,13 +1419,13 @@ impl List {
     }
 
     /// The deadline of element `i` of node `node` ([`NO_TTL`] if none).
-    pub fn deadline(&self, node: u32, i: usize) -> u64 {
+    pub(crate) fn deadline(&self, node: u32, i: usize) -> u64 {
         self.node(node).deadline(i)
     }
 
     /// Sets (or with [`NO_TTL`] clears) the deadline of element `i` of
     /// node `node`.
-    pub fn set_deadline(&mut self, node: u32, i: usize, at: u64) {
+    pub(crate) fn set_deadline(&mut self, node: u32, i: usize, at: u64) {
         if at == NO_TTL {
             let n = &mut self.nodes[node as usize];
             if let Some(t) = &mut n.ttl {
@@ -1464,12 +1458,12 @@ impl List {
         }
     }
 
-    pub fn ttl_count(&self) -> usize {
+    pub(crate) fn ttl_count(&self) -> usize {
         self.ttl_count
     }
 
     /// A lower bound on every member deadline; None if none has one.
-    pub fn min_deadline(&self) -> Option<u64> {
+    pub(crate) fn min_deadline(&self) -> Option<u64> {
         (self.ttl_count > 0).then_some(self.ttl_bound)
     }
 
@@ -1481,7 +1475,7 @@ impl List {
     /// if that is still due a second pass starts from the first slot
     /// (members that came due behind the cursor since it passed them).
     /// Returns None when nothing is due or the visits ran out.
-    pub fn next_due(&mut self, now: u64, visits: &mut usize) -> Option<&[u8]> {
+    pub(crate) fn next_due(&mut self, now: u64, visits: &mut usize) -> Option<&[u8]> {
         if self.ttl_count == 0 {
             self.ttl_cursor = 1;
             self.ttl_pass_min = u64::MAX;
@@ -1518,7 +1512,7 @@ impl List {
     }
 
     /// Visits (rank, deadline) of each member with a TTL, in rank order.
-    pub fn for_each_deadline(&self, mut f: impl FnMut(usize, u64)) {
+    pub(crate) fn for_each_deadline(&self, mut f: impl FnMut(usize, u64)) {
         let mut base = 0;
         let mut x = self.node(HEAD).links[0].next;
         while x != NIL {
@@ -1534,7 +1528,7 @@ impl List {
     }
 
     /// Whether `f(member, score, deadline)` holds for every element.
-    pub fn all_with_deadlines(&self, f: impl Fn(&[u8], f64, u64) -> bool) -> bool {
+    pub(crate) fn all_with_deadlines(&self, f: impl Fn(&[u8], f64, u64) -> bool) -> bool {
         let mut x = self.node(HEAD).links[0].next;
         while x != NIL {
             let n = self.node(x);
@@ -1550,7 +1544,7 @@ impl List {
     }
 
     /// Visits every element with the id of the node holding it.
-    pub fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32, u8)) {
+    fn for_each_with_node(&self, mut f: impl FnMut(&[u8], u32, u8)) {
         let mut x = self.node(HEAD).links[0].next;
         while x != NIL {
             let n = self.node(x);
@@ -1563,18 +1557,19 @@ impl List {
 
     /// An upper bound on any node id the next single change can produce:
     /// one insertion allocates at most two nodes.
-    pub fn max_node_id(&self) -> u64 {
+    fn max_node_id(&self) -> u64 {
         self.nodes.len() as u64 + 1
     }
 
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.iter().map(Node::heap_bytes).sum::<usize>()
             + self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.last.capacity() * 8
             + self.free.capacity() * 4
     }
 
-    pub fn check_invariants(&self) -> Result<(), String> {
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
         // Level 0 walk: order, non-empty nodes, prev links, ends, totals.
         let mut ends_at = std::collections::HashMap::new();
         ends_at.insert(HEAD, 0usize);
@@ -1701,7 +1696,7 @@ impl List {
 
 /// Bidirectional cursor over the list (see [`List::iter_at`]).
 #[derive(Clone)]
-pub struct Iter<'a> {
+pub(crate) struct Iter<'a> {
     list: &'a List,
     node: u32,
     idx: usize,
@@ -1730,7 +1725,7 @@ impl<'a> Iter<'a> {
     /// Calls `f` on the next elements, at most `n`, a node at a time: a
     /// range reply walks each node's arrays in one loop instead of finding
     /// its place again for every element.
-    pub fn each_next(&mut self, mut n: usize, f: &mut impl FnMut(&'a [u8], f64)) {
+    pub(crate) fn each_next(&mut self, mut n: usize, f: &mut impl FnMut(&'a [u8], f64)) {
         while n > 0 && self.node != NIL {
             let node = self.list.node(self.node);
             let count = node.count();
@@ -1745,7 +1740,7 @@ impl<'a> Iter<'a> {
         }
     }
 
-    pub fn prev(&mut self) -> Option<(&'a [u8], f64)> {
+    pub(crate) fn prev(&mut self) -> Option<(&'a [u8], f64)> {
         loop {
             if self.back_node == NIL || self.back_node == HEAD {
                 return None;
@@ -1766,7 +1761,7 @@ impl<'a> Iter<'a> {
 /// A present member's position: its index slot and member hash, its node
 /// and place there, its score. Valid until the set next changes.
 #[derive(Clone, Copy)]
-pub struct Place {
+pub(crate) struct Place {
     slot: usize,
     hash: u64,
     node: u32,
@@ -1775,14 +1770,14 @@ pub struct Place {
 }
 
 impl Place {
-    pub fn score(&self) -> f64 {
+    pub(crate) fn score(&self) -> f64 {
         self.score
     }
 }
 
 /// The skiplist encoding: ordered list + member index + keyed hasher.
 #[derive(Clone)]
-pub struct SkipList {
+pub(crate) struct SkipList {
     list: List,
     index: MemberIndex,
     hasher: MemberHasher,
@@ -1821,7 +1816,7 @@ impl MemberHasher {
 }
 
 impl SkipList {
-    pub fn new(node_cap: usize, frag_mask: u32) -> SkipList {
+    pub(crate) fn new(node_cap: usize, frag_mask: u32) -> SkipList {
         SkipList {
             list: List::new(node_cap),
             index: MemberIndex::default(),
@@ -1832,15 +1827,11 @@ impl SkipList {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.list.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
-    pub fn list(&self) -> &List {
+    pub(crate) fn list(&self) -> &List {
         &self.list
     }
 
@@ -1852,7 +1843,7 @@ impl SkipList {
 
     /// Where `member` is, for a change that follows its lookup
     /// ([`update_at`](Self::update_at)) without hashing and probing again.
-    pub fn place(&self, member: &[u8]) -> Option<Place> {
+    pub(crate) fn place(&self, member: &[u8]) -> Option<Place> {
         let (hash, fp) = self.hasher.hash(member);
         let mut hit = None;
         let slot = self.index.find(hash, |node| {
@@ -1871,11 +1862,11 @@ impl SkipList {
         })
     }
 
-    pub fn score(&self, member: &[u8]) -> Option<f64> {
+    pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
         self.find(member).map(|(_, _, _, s)| s)
     }
 
-    pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
+    pub(crate) fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
         let (_, _, _, s) = self.find(member)?;
         self.list.rank_of(s, member).map(|r| (r, s))
     }
@@ -1885,13 +1876,13 @@ impl SkipList {
     }
 
     /// `member`'s deadline ([`NO_TTL`] if none), None if absent.
-    pub fn expire_at(&self, member: &[u8]) -> Option<u64> {
+    pub(crate) fn expire_at(&self, member: &[u8]) -> Option<u64> {
         let (_, node, i, _) = self.find(member)?;
         Some(self.list.deadline(node, i))
     }
 
     /// Sets or clears a present member's deadline; false if absent.
-    pub fn set_expire(&mut self, member: &[u8], at: u64) -> bool {
+    pub(crate) fn set_expire(&mut self, member: &[u8], at: u64) -> bool {
         let Some((_, node, i, _)) = self.find(member) else {
             return false;
         };
@@ -1949,7 +1940,7 @@ impl SkipList {
 
     /// Inserts an element the caller knows to be absent; returns its
     /// place (valid until the next change).
-    pub fn insert_new(&mut self, member: &[u8], score: f64) -> (u32, usize) {
+    pub(crate) fn insert_new(&mut self, member: &[u8], score: f64) -> (u32, usize) {
         self.reserve_index(1);
         let (h, fp) = self.hasher.hash(member);
         let at = self.with_sink(|list, sink| list.insert(score, member, fp, sink));
@@ -1958,7 +1949,7 @@ impl SkipList {
     }
 
     /// Sets a new score for a present element; returns the old one.
-    pub fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
+    pub(crate) fn update(&mut self, member: &[u8], score: f64) -> Option<f64> {
         let p = self.place(member)?;
         self.update_at(p, member, score);
         Some(p.score)
@@ -1966,7 +1957,7 @@ impl SkipList {
 
     /// Sets a new score for `member`, found at `p` by [`place`](Self::place)
     /// with no change to the set since (a deadline change moves nothing).
-    pub fn update_at(&mut self, p: Place, member: &[u8], score: f64) {
+    pub(crate) fn update_at(&mut self, p: Place, member: &[u8], score: f64) {
         // A rebuild would move the slot `p` names, so it comes first.
         let p = if self.index.needs_rebuild(1, self.list.max_node_id()) {
             self.rebuild_index(self.len() + 1);
@@ -1988,7 +1979,7 @@ impl SkipList {
         }
     }
 
-    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+    pub(crate) fn remove(&mut self, member: &[u8]) -> Option<f64> {
         let (slot, node, idx, old) = self.find(member)?;
         self.index.remove_slot(slot);
         let hint = Some((node, idx));
@@ -1997,7 +1988,7 @@ impl SkipList {
         Some(old)
     }
 
-    pub fn remove_rank_range(
+    pub(crate) fn remove_rank_range(
         &mut self,
         start: usize,
         count: usize,
@@ -2023,11 +2014,12 @@ impl SkipList {
         removed
     }
 
-    pub fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self) -> usize {
         self.list.heap_bytes() + self.index.mem_usage()
     }
 
-    pub fn check_invariants(&self) -> Result<(), String> {
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
         self.list.check_invariants()?;
         self.index.check_invariants()?;
         if self.index.len() != self.list.len() {

@@ -32,7 +32,7 @@ use super::skiplist::SkipList;
 use super::{Repr, ZSet};
 
 /// No deadline.
-pub const NO_TTL: u64 = 0;
+pub(crate) const NO_TTL: u64 = 0;
 
 /// Position type of a deadline table.
 pub(crate) trait Pos: Copy + Ord {
@@ -249,6 +249,7 @@ impl<P: Pos> Deadlines<P> {
 
     /// Positions below `len`, strictly ascending, real deadlines, exact
     /// minimum.
+    #[cfg(test)]
     pub(crate) fn check(&self, len: usize) -> Result<(), String> {
         if self.pos.len() != self.at.len() {
             return Err("deadline vectors differ in length".into());
@@ -328,6 +329,7 @@ impl CompactDeadlines {
     pub(crate) fn for_each(&self, mut f: impl FnMut(usize, u64)) {
         each!(self, d => d.iter().for_each(|(i, at)| f(i, at)))
     }
+    #[cfg(test)]
     pub(crate) fn check(&self, len: usize) -> Result<(), String> {
         each!(self, d => d.check(len))
     }
@@ -350,7 +352,7 @@ impl CompactDeadlines {
 impl ZSet {
     /// `member`'s deadline: None if there is no such member, `Some(NO_TTL)`
     /// if it has none.
-    pub fn expire_at(&self, member: &[u8]) -> Option<u64> {
+    pub(crate) fn expire_at(&self, member: &[u8]) -> Option<u64> {
         match &self.repr {
             Repr::Compact(lp) => lp.expire_at(member),
             Repr::Skip(sl) => sl.expire_at(member),
@@ -377,7 +379,7 @@ impl ZSet {
     /// sets; for skiplist sets it may be early, never late, until
     /// [`expire_members`](Self::expire_members) completes a pass); None if
     /// no member has a TTL.
-    pub fn min_deadline(&self) -> Option<u64> {
+    pub(crate) fn min_deadline(&self) -> Option<u64> {
         match &self.repr {
             Repr::Compact(lp) => lp.min_deadline(),
             Repr::Skip(sl) => sl.list().min_deadline(),
@@ -385,7 +387,7 @@ impl ZSet {
     }
 
     /// Number of members with a TTL.
-    pub fn ttl_count(&self) -> usize {
+    pub(crate) fn ttl_count(&self) -> usize {
         match &self.repr {
             Repr::Compact(lp) => lp.ttl_count(),
             Repr::Skip(sl) => sl.list().ttl_count(),
@@ -393,7 +395,7 @@ impl ZSet {
     }
 
     /// Whether any member has a TTL (RENAME, COPY and DEBUG paths).
-    pub fn has_ttls(&self) -> bool {
+    pub(crate) fn has_ttls(&self) -> bool {
         self.ttl_count() > 0
     }
 
@@ -404,7 +406,7 @@ impl ZSet {
     /// previous call stopped, so 0 may mean "not done looking yet" (the
     /// lower bound then stays where it was). With `max == usize::MAX` no
     /// due member is left.
-    pub fn expire_members(
+    pub(crate) fn expire_members(
         &mut self,
         now: u64,
         max: usize,
@@ -418,13 +420,13 @@ impl ZSet {
 
     /// True if the set is non-empty and every member's deadline is at or
     /// before `now` (KEYS and SCAN skip such a key).
-    pub fn all_expired(&self, now: u64) -> bool {
+    pub(crate) fn all_expired(&self, now: u64) -> bool {
         self.ttl_count() >= self.len() && self.all_gone(now, |_| false)
     }
 
     /// True if the set is non-empty and every member is either past its
     /// deadline at `now` or `aged` by its score (a window rule's test).
-    pub fn all_gone(&self, now: u64, aged: impl Fn(f64) -> bool) -> bool {
+    pub(crate) fn all_gone(&self, now: u64, aged: impl Fn(f64) -> bool) -> bool {
         let gone = |s: f64, at: u64| aged(s) || (at != NO_TTL && at <= now);
         !self.is_empty()
             && match &self.repr {
@@ -434,6 +436,7 @@ impl ZSet {
     }
 
     /// Checks the deadline tables (called by `check_invariants`).
+    #[cfg(test)]
     pub(super) fn check_ttl_invariants(&self) -> Result<(), String> {
         if let Some(at) = self.min_deadline() {
             let mut earliest = u64::MAX;
@@ -448,6 +451,7 @@ impl ZSet {
     }
 
     /// Visits (rank, deadline) for each member with a TTL, in rank order.
+    #[cfg(test)]
     pub(crate) fn for_each_deadline(&self, f: impl FnMut(usize, u64)) {
         match &self.repr {
             Repr::Compact(lp) => lp.for_each_deadline(f),
