@@ -210,25 +210,8 @@ impl ClientHandle {
             return false;
         }
         let queued = (self.push_bytes.fetch_add(msg.size(), Relaxed) + msg.size()) as u64;
-        if limit.hard != 0 && queued > limit.hard {
-            self.kill_for_output_limit(queued, "hard");
+        if self.over_output_limit(queued, limit) {
             return false;
-        }
-        if limit.soft != 0 && queued > limit.soft {
-            let now = self.created.elapsed().as_millis() as u64 + 1;
-            let since = match self
-                .soft_over_since
-                .compare_exchange(0, now, Relaxed, Relaxed)
-            {
-                Ok(_) => now,
-                Err(t) => t,
-            };
-            if now - since > limit.soft_secs * 1000 {
-                self.kill_for_output_limit(queued, "soft");
-                return false;
-            }
-        } else {
-            self.soft_over_since.store(0, Relaxed);
         }
         self.push_tx.send(msg).is_ok()
     }
@@ -248,9 +231,10 @@ impl ClientHandle {
         self.kill_notify.notify_one();
     }
 
-    /// The normal class's limit applied to a reply batch of `bytes`
-    /// (Redis's `checkClientOutputBufferLimits`): true if the client must
-    /// be closed instead of being sent it.
+    /// An output class's limit (the normal one for a reply batch, pub/sub's
+    /// for pushes) applied to `bytes` queued (Redis's
+    /// `checkClientOutputBufferLimits`): true if the client must be closed
+    /// instead of being sent them.
     pub(crate) fn over_output_limit(&self, bytes: u64, limit: OutputLimit) -> bool {
         if limit.hard != 0 && bytes > limit.hard {
             self.kill_for_output_limit(bytes, "hard");
@@ -269,7 +253,9 @@ impl ClientHandle {
                 self.kill_for_output_limit(bytes, "soft");
                 return true;
             }
-        } else if limit.soft != 0 {
+        } else {
+            // Under the soft limit (or none): the next crossing starts its
+            // own time.
             self.soft_over_since.store(0, Relaxed);
         }
         false
