@@ -12,7 +12,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::clients::ClientHandle;
+use crate::clients::{ClientHandle, Gate};
 use crate::protocol::OwnedArgs;
 use crate::types::key::Key;
 
@@ -34,6 +34,9 @@ pub(crate) struct Waiter {
     /// Taken by whoever finishes the wait: the server with a reply, or the
     /// client itself on timeout or disconnect.
     slot: Mutex<Option<oneshot::Sender<Vec<u8>>>>,
+    /// The gate of the batch that served it (see [`Gate`]): its reply may
+    /// not leave before that batch's.
+    gate: Mutex<Option<Arc<Gate>>>,
 }
 
 impl Waiter {
@@ -56,8 +59,19 @@ impl Waiter {
             resp3,
             on_gone,
             slot: Mutex::new(Some(tx)),
+            gate: Mutex::new(None),
         });
         (w, rx)
+    }
+
+    /// Notes the gate of the batch serving it, before its reply is sent.
+    pub(crate) fn set_gate(&self, gate: Option<Arc<Gate>>) {
+        *self.gate.lock() = gate;
+    }
+
+    /// The gate its reply waits for, once it is served.
+    pub(crate) fn take_gate(&self) -> Option<Arc<Gate>> {
+        self.gate.lock().take()
     }
 
     /// Whether the client still waits (not served, timed out or gone).

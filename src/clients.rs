@@ -9,10 +9,12 @@
 //! pub/sub, tracking and the commands, which all address clients through
 //! it, and depends on nothing above the configuration.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+    Ordering::{AcqRel, Acquire, Relaxed, Release},
 };
 use std::time::Instant;
 
@@ -48,6 +50,9 @@ pub(crate) enum Push {
     ShrinkQuery {
         idle: bool,
     },
+    /// What follows was caused by another client's batch: it may not be
+    /// written before that batch's replies (see [`Gate`]).
+    After(Arc<Gate>),
 }
 
 impl Push {
@@ -62,7 +67,7 @@ impl Push {
                 payload,
             } => pattern.len() + channel.len() + payload.len() + 48,
             Push::Raw(b) => b.len(),
-            Push::ShrinkQuery { .. } => 0,
+            Push::ShrinkQuery { .. } | Push::After(_) => 0,
         }
     }
 }
@@ -143,6 +148,12 @@ pub(crate) struct ClientHandle {
     /// Redis estimates it (the session's `Client::structures_memory`); kept
     /// while client eviction is on.
     pub(crate) structures_mem: AtomicUsize,
+    /// The gate of the batch the connection is running, once that batch
+    /// delivered something to another client (see [`Gate`]); `gated` says
+    /// whether there is one, so a batch that delivers nothing only loads
+    /// a flag.
+    batch_gate: Mutex<Option<Arc<Gate>>>,
+    gated: AtomicBool,
 }
 
 /// CLIENT UNBLOCK … TIMEOUT: the client gets its command's timeout reply.
@@ -209,6 +220,9 @@ impl ClientHandle {
         if self.killed.load(Relaxed) {
             return false;
         }
+        if let Some(gate) = gate_for(self) {
+            let _ = self.push_tx.send(Push::After(gate));
+        }
         let queued = (self.push_bytes.fetch_add(msg.size(), Relaxed) + msg.size()) as u64;
         if self.over_output_limit(queued, limit) {
             return false;
@@ -261,6 +275,28 @@ impl ClientHandle {
         false
     }
 
+    /// The gate of this connection's current batch, made on first use.
+    fn batch_gate(&self) -> Arc<Gate> {
+        let mut slot = self.batch_gate.lock();
+        let gate = slot.get_or_insert_with(Default::default).clone();
+        self.gated.store(true, Release);
+        gate
+    }
+
+    /// The connection's batch has handed its replies to the socket (or is
+    /// over without any, or the connection is gone): what it caused other
+    /// clients to receive may be written now. One flag load when the batch
+    /// delivered nothing.
+    #[inline]
+    pub(crate) fn open_gate(&self) {
+        if self.gated.load(Acquire) {
+            self.gated.store(false, Release);
+            if let Some(gate) = self.batch_gate.lock().take() {
+                gate.open();
+            }
+        }
+    }
+
     pub(crate) fn idle_secs(&self) -> u64 {
         crate::clock::coarse_ms().saturating_sub(self.last_active_ms.load(Relaxed)) / 1000
     }
@@ -270,6 +306,115 @@ impl ClientHandle {
     pub(crate) fn touch(&self) {
         self.last_active_ms
             .store(crate::clock::coarse_ms(), Relaxed);
+    }
+}
+
+/// Redis's order across connections: Redis writes every reply of one turn
+/// of its event loop before it reads more input, so the reply to a command
+/// leaves no later than anything the command caused another client to
+/// receive (a blocked client served, a published message, an
+/// invalidation), and so before anything those clients do in response.
+/// Here a connection writes its batch's replies at the batch's end (after
+/// a script's await, or in parallel with other threads), while the
+/// receivers have tasks of their own: each delivery to another client
+/// carries the gate of the causing connection's batch, which that
+/// connection opens once the batch's replies are handed to its socket, and
+/// the receiver waits for it before writing the delivery. Deliveries of
+/// background work (expiry, the sweeper) have no causer and no gate.
+#[derive(Default, Debug)]
+pub(crate) struct Gate {
+    open: AtomicBool,
+    notify: Notify,
+}
+
+impl Gate {
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.load(Acquire)
+    }
+
+    fn open(&self) {
+        self.open.store(true, Release);
+        self.notify.notify_waiters();
+    }
+
+    /// Ready once the causing batch's replies are on their way.
+    pub(crate) async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the test, so an `open` in between wakes it.
+            notified.as_mut().enable();
+            if self.is_open() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Who causes what this thread delivers now (see [`Gate`]).
+#[derive(Clone, Copy)]
+enum Cause {
+    /// Background work: no gate.
+    Nobody,
+    /// A connection's command: its current batch's gate, made on first use.
+    Client(*const ClientHandle),
+    /// Work deferred from a connection's batch (a client id and that
+    /// batch's gate).
+    Batch(ClientId, *const Arc<Gate>),
+}
+
+thread_local! {
+    static CAUSE: Cell<Cause> = const { Cell::new(Cause::Nobody) };
+}
+
+/// Puts the previous cause back, whatever way the scope ends.
+struct Restore(Cause);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        CAUSE.with(|c| c.set(self.0));
+    }
+}
+
+/// Runs `f` (a command of `client`'s connection), whose deliveries to other
+/// clients wait for the connection's current batch.
+#[inline]
+pub(crate) fn caused_by<R>(client: &ClientHandle, f: impl FnOnce() -> R) -> R {
+    let _restore = Restore(CAUSE.with(|c| c.replace(Cause::Client(client))));
+    f()
+}
+
+/// Runs `f`, work a batch deferred ([`deferred_gate`]), whose deliveries
+/// wait for that batch.
+pub(crate) fn caused_by_batch<R>(batch: &(ClientId, Arc<Gate>), f: impl FnOnce() -> R) -> R {
+    let _restore = Restore(CAUSE.with(|c| c.replace(Cause::Batch(batch.0, &batch.1))));
+    f()
+}
+
+/// The causing batch, for work it defers to another thread (which may run
+/// after the batch's replies left): its gate is made now.
+pub(crate) fn deferred_gate() -> Option<(ClientId, Arc<Gate>)> {
+    match CAUSE.with(Cell::get) {
+        Cause::Nobody => None,
+        // SAFETY: `caused_by` set this from a reference that outlives its
+        // scope, and put the previous cause back when the scope ended.
+        Cause::Client(h) => unsafe { Some(((*h).id, (*h).batch_gate())) },
+        // SAFETY: as above, from `caused_by_batch`.
+        Cause::Batch(id, g) => unsafe { Some((id, (*g).clone())) },
+    }
+}
+
+/// The gate a delivery to `target` carries now: none from background work
+/// or to the causing client itself (its own pushes go with its replies).
+pub(crate) fn gate_for(target: &ClientHandle) -> Option<Arc<Gate>> {
+    match CAUSE.with(Cell::get) {
+        Cause::Nobody => None,
+        // SAFETY: `caused_by` set this from a reference that outlives its
+        // scope, and put the previous cause back when the scope ended.
+        Cause::Client(h) => unsafe { ((*h).id != target.id).then(|| (*h).batch_gate()) },
+        // SAFETY: as above, from `caused_by_batch`.
+        Cause::Batch(id, g) => unsafe { (id != target.id).then(|| (*g).clone()) },
     }
 }
 
@@ -284,6 +429,70 @@ pub(crate) struct Clients {
     /// Clients disconnected by client eviction (INFO's `evicted_clients`).
     pub(crate) evicted: AtomicU64,
     evicting: Mutex<()>,
+    /// The connection whose batch ran a script and has not yet handed its
+    /// replies to its socket (see [`Turn`]).
+    pub(crate) turn: Turn,
+}
+
+/// Redis's order for what a script wrote: a connection's batch awaits its
+/// scripts (they run on the script thread), and other connections run
+/// meanwhile; one that read what a script wrote (a job it pushed) could
+/// answer, and its client act on it, before the script's reply left. So a
+/// batch that runs a script holds the turn from that script until its
+/// replies are handed to the socket, and other connections' commands that
+/// lock keys wait for it, as they would in Redis's one event loop turn.
+/// (Plain commands need no turn: a batch that does not await runs whole
+/// before its thread serves anybody else.)
+#[derive(Default)]
+pub(crate) struct Turn {
+    /// The holder's client id; 0 when nobody holds it.
+    holder: AtomicU64,
+    released: Notify,
+}
+
+impl Turn {
+    /// Whether a connection other than `client` holds it.
+    #[inline]
+    pub(crate) fn held_by_other(&self, client: ClientId) -> bool {
+        let holder = self.holder.load(Acquire);
+        holder != 0 && holder != client
+    }
+
+    /// Takes it for `client`'s batch; false if another batch holds it.
+    pub(crate) fn take(&self, client: ClientId) -> bool {
+        match self.holder.compare_exchange(0, client, AcqRel, Acquire) {
+            Ok(_) => true,
+            Err(holder) => holder == client,
+        }
+    }
+
+    /// `client`'s batch handed its replies to its socket (or ended): one
+    /// load when it does not hold the turn.
+    #[inline]
+    pub(crate) fn release(&self, client: ClientId) {
+        if self.holder.load(Relaxed) == client
+            && self
+                .holder
+                .compare_exchange(client, 0, AcqRel, Relaxed)
+                .is_ok()
+        {
+            self.released.notify_waiters();
+        }
+    }
+
+    /// Waits until no other connection holds it.
+    pub(crate) async fn wait(&self, client: ClientId) {
+        loop {
+            let notified = self.released.notified();
+            tokio::pin!(notified);
+            // Registered before the test, so a release in between wakes it.
+            notified.as_mut().enable();
+            if !self.held_by_other(client) {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl Clients {
@@ -334,6 +543,8 @@ impl Clients {
             soft_over_since: AtomicU64::new(0),
             counted_mem: AtomicUsize::new(0),
             structures_mem: AtomicUsize::new(0),
+            batch_gate: Mutex::new(None),
+            gated: AtomicBool::new(false),
         });
         self.map.lock().insert(id, h.clone());
         self.total_connections.fetch_add(1, Relaxed);

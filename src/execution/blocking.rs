@@ -191,6 +191,7 @@ fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
         remove_from(&mut shard.blocked, w.db, k, w);
     }
     if let Some(tx) = shared.blocking.finish(w) {
+        w.set_gate(crate::clients::gate_for(&w.handle));
         let _ = tx.send(out.buf);
     }
     Served::Yes(std::mem::take(&mut ks.ready))

@@ -153,6 +153,24 @@ pub(crate) fn dispatch(
     out: &mut Reply,
     args: Args<'_>,
 ) -> Dispatched {
+    // What the command delivers to other clients waits for this
+    // connection's batch (see `clients::Gate`).
+    // (By pointer: an `Arc` clone would cost every command two atomic
+    // operations.)
+    let handle = Arc::as_ptr(&client.handle);
+    // SAFETY: `client` holds this `Arc` for the whole call (nothing
+    // replaces a client's handle while one of its commands runs), so the
+    // handle outlives the reference.
+    let handle = unsafe { &*handle };
+    crate::clients::caused_by(handle, || dispatch_caused(shared, client, out, args))
+}
+
+fn dispatch_caused(
+    shared: &Arc<Services>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: Args<'_>,
+) -> Dispatched {
     // Every rejection before the command runs also dooms an open
     // transaction (Redis's `rejectCommand` → `flagTransaction`); a rejected
     // EXEC discards it at once.
@@ -246,10 +264,16 @@ pub(crate) fn dispatch(
         if shared.scripting.busy.is_running() && !lua::on_runner() {
             // Serving locks the keys' shards, which a script that just
             // started holds: the runner serves them after it instead.
+            // It may run after this batch's replies left: the batch's
+            // gate is made now for what it delivers.
             let shared2 = shared.clone();
-            shared
-                .scripting
-                .submit(Box::new(move || blocking::serve(&shared2, ready)));
+            let cause = crate::clients::deferred_gate();
+            shared.scripting.submit(Box::new(move || match &cause {
+                Some(batch) => {
+                    crate::clients::caused_by_batch(batch, || blocking::serve(&shared2, ready))
+                }
+                None => blocking::serve(&shared2, ready),
+            }));
         } else {
             blocking::serve(shared, ready);
         }
@@ -489,6 +513,12 @@ fn lock_or_busy<'s>(
     }
     loop {
         if let Some(g) = shared.store.try_lock_for(set, TRY) {
+            // Another connection's batch ran a script and its replies have
+            // not left: what the script wrote is not seen before them
+            // (see `clients::Turn`).
+            if shared.clients.turn.held_by_other(client.handle.id) {
+                return Err(None);
+            }
             return Ok(g);
         }
         let busy = &shared.scripting.busy;
@@ -958,12 +988,16 @@ pub(crate) async fn execute_rest(
                 if owned.is_none() {
                     owned = Some(args.to_owned());
                 }
-                let threshold = shared.config.busy_reply_threshold();
-                shared
-                    .scripting
-                    .busy
-                    .wait_end(client.handle.id, threshold)
-                    .await;
+                // A running script first (its BUSY replies start at the
+                // threshold), then a batch holding the turn after its
+                // script (see `clients::Turn`).
+                let id = client.handle.id;
+                if shared.scripting.busy.running_for_other(id) {
+                    let threshold = shared.config.busy_reply_threshold();
+                    shared.scripting.busy.wait_end(id, threshold).await;
+                } else {
+                    shared.clients.turn.wait(id).await;
+                }
             }
         }
     }
@@ -1095,6 +1129,11 @@ async fn run_on_runner(
     args: OwnedArgs,
 ) -> Dispatched {
     let handle = client.handle.clone();
+    // The batch holds the turn from its first script until its replies
+    // are handed to the socket (see `clients::Turn`).
+    while !shared.clients.turn.take(handle.id) {
+        shared.clients.turn.wait(handle.id).await;
+    }
     let moved = std::mem::replace(client, Client::new(handle.clone(), false));
     let moved_out = std::mem::take(out);
     let (tx, rx) = oneshot::channel();

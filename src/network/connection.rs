@@ -15,7 +15,7 @@ use bytes::{Buf, BytesMut};
 use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
-use crate::clients::{ClientHandle, Push};
+use crate::clients::{ClientHandle, Gate, Push};
 use crate::commands::Services;
 use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
@@ -97,6 +97,11 @@ pub(crate) async fn run(
     // command's data, or close once its reply is written.
     let mut waiting: Option<Waiting> = None;
     let mut close = false;
+    // Gates of other connections' batches that the pushes this turn
+    // writes wait for (see `clients::Gate`).
+    let mut hold: Vec<Arc<Gate>> = Vec::new();
+    // Whatever way this task ends, what its batch caused is let go.
+    let _open = OpenGate(&handle, &shared.clients.turn);
     'conn: loop {
         out.resp3 = client.resp3();
         // To tell INFO's reply_buffer_expands when this batch grew it.
@@ -116,6 +121,17 @@ pub(crate) async fn run(
             )
             .await;
             handle.touch();
+            // Served by another connection's batch: nothing more runs here
+            // until that batch's replies are on their way (waiting now, not
+            // at the write, since a command run meanwhile could wait for
+            // something of that batch's connection: see `clients::Turn`).
+            if let Some(gate) = waiter.take_gate() {
+                tokio::select! {
+                    biased;
+                    _ = stop_requested(&handle, &stop_probe) => break,
+                    _ = gate.wait() => {}
+                }
+            }
             match reply {
                 Some(bytes) => out.raw(&bytes),
                 None if handle.killed.load(Relaxed) => break,
@@ -133,12 +149,14 @@ pub(crate) async fn run(
                         }
                         continue;
                     }
+                    hold_for(&mut hold, &msg);
                     encode_push(&mut out, &msg);
                     pushed += msg.size();
                     pushes_only = true;
                     // Batches stay bounded so a flood is written as it comes.
                     while pushed < PUSH_BATCH {
                         let Ok(msg) = pushes.try_recv() else { break };
+                        hold_for(&mut hold, &msg);
                         encode_push(&mut out, &msg);
                         pushed += msg.size();
                     }
@@ -168,6 +186,16 @@ pub(crate) async fn run(
                         .store(rbuf.capacity() - rbuf.len(), Relaxed);
                     crate::commands::session::account_memory(&shared, &handle);
                 }
+            }
+        }
+        // What other batches caused leaves after their replies; nothing
+        // runs here meanwhile (a command run first could wait for the
+        // causing connection: see `clients::Turn`).
+        for gate in hold.drain(..) {
+            tokio::select! {
+                biased;
+                _ = stop_requested(&handle, &stop_probe) => break 'conn,
+                _ = gate.wait() => {}
             }
         }
         // proto-max-bulk-len applies to open connections from their next read.
@@ -286,7 +314,10 @@ pub(crate) async fn run(
         }
         // The batch's writes reach the AOF before its replies leave.
         shared.aof.before_reply(&shared.config).await;
-        if !out.is_empty() {
+        if out.is_empty() {
+            handle.open_gate();
+            shared.clients.turn.release(handle.id);
+        } else {
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);
             }
@@ -299,7 +330,12 @@ pub(crate) async fn run(
             tokio::select! {
                 biased;
                 _ = stop_requested(&handle, &stop_probe) => break 'conn,
-                written = stream.write_all(&mut out.buf, &handle.writing) => {
+                // Once the write is handed to the socket, what the batch
+                // caused may follow it.
+                written = stream.write_all(&mut out.buf, &handle.writing, || {
+                    handle.open_gate();
+                    shared.clients.turn.release(handle.id);
+                }) => {
                     if written.is_err() {
                         break 'conn;
                     }
@@ -487,7 +523,32 @@ async fn wait_blocked(
     served
 }
 
+/// Opens the connection's batch gate, and gives back the turn, when it
+/// drops: a connection that ends (or whose task is dropped) holds nobody
+/// back.
+struct OpenGate<'a>(&'a ClientHandle, &'a crate::clients::Turn);
+
+impl Drop for OpenGate<'_> {
+    fn drop(&mut self) {
+        self.0.open_gate();
+        self.1.release(self.0.id);
+    }
+}
+
+/// Notes the gate a push waits for, unless it is open already.
+fn hold_for(hold: &mut Vec<Arc<Gate>>, msg: &Push) {
+    if let Push::After(gate) = msg
+        && !gate.is_open()
+    {
+        hold.push(gate.clone());
+    }
+}
+
 /// Encodes every queued push and inserts them at `mark`; returns their size.
+///
+/// Their gates are not waited for: these pushes go out with this
+/// connection's own replies, and waiting there for a batch that may wait
+/// for this one (two subscribers publishing to each other) would never end.
 fn splice_pushes(
     out: &mut Reply,
     mark: usize,
@@ -528,7 +589,7 @@ fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
 
 fn encode_push(out: &mut Reply, msg: &Push) {
     match msg {
-        Push::ShrinkQuery { .. } => {}
+        Push::ShrinkQuery { .. } | Push::After(_) => {}
         Push::Message { channel, payload } => {
             out.push(3);
             out.bulk(b"message");

@@ -39,16 +39,24 @@ impl Socket {
     /// is set once the write has to wait for the peer to read (the socket
     /// is full), not before: eviction tells bytes on their way out from
     /// bytes a client leaves unread by it (`Clients::pushes_in_flight`).
+    /// `started` runs once the bytes are handed to the socket (the first
+    /// write tried, or the send queued), before waiting for the peer.
     pub(crate) async fn write_all(
         &mut self,
         buf: &mut Vec<u8>,
         stalled: &Arc<AtomicBool>,
+        started: impl FnOnce(),
     ) -> std::io::Result<()> {
         match self {
             Socket::Epoll(s) => {
                 let mut done = 0;
+                let mut started = Some(started);
                 while done < buf.len() {
-                    match s.try_write(&buf[done..]) {
+                    let wrote = s.try_write(&buf[done..]);
+                    if let Some(f) = started.take() {
+                        f();
+                    }
+                    match wrote {
                         Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                         Ok(n) => done += n,
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -60,7 +68,7 @@ impl Socket {
                 }
                 Ok(())
             }
-            Socket::Uring(s) => s.write_all(buf, stalled).await,
+            Socket::Uring(s) => s.write_all(buf, stalled, started).await,
         }
     }
 

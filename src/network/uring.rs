@@ -837,10 +837,15 @@ impl UringSocket {
         &mut self,
         buf: &mut Vec<u8>,
         stalled: &Arc<AtomicBool>,
+        started: impl FnOnce(),
     ) -> io::Result<()> {
         // A send left by a dropped write finishes first.
         poll_fn(|cx| self.poll_sent(cx).map_ok(drop)).await?;
-        self.start_send(std::mem::take(buf), stalled)?;
+        // Queued before anything another task queues after `started`, so
+        // the loop's next submit sends it first.
+        let queued = self.start_send(std::mem::take(buf), stalled);
+        started();
+        queued?;
         *buf = poll_fn(|cx| self.poll_sent(cx)).await?;
         Ok(())
     }
