@@ -207,7 +207,10 @@ fn bee_queue_jobs_see_their_events() {
     require_node_module("bee-queue");
     let r = RedisServer::start();
     let (ok, summary) = bee_queue_run(r.port());
-    assert!(ok, "the bee-queue scenario failed against redis-server: {summary}");
+    assert!(
+        ok,
+        "the bee-queue scenario failed against redis-server: {summary}"
+    );
     let z = ZwindowServer::start(&[]);
     for run in 1..=10 {
         let (ok, summary) = bee_queue_run(z.port());

@@ -263,3 +263,60 @@ fn script_reply_leaves_before_what_it_caused() {
 fn exec_reply_leaves_before_its_published_message() {
     check(Scenario::Exec, false);
 }
+
+/// What a client sees of one pipeline whose last command CLIENT PAUSE
+/// holds: (ms until the replies before it arrived, ms another client's read
+/// of what the pipeline's script wrote took, ms until the held reply came).
+fn paused_pipeline(addr: SocketAddr) -> (u128, u128, u128) {
+    use std::io::Write;
+    let mut a = std::net::TcpStream::connect(addr).unwrap();
+    let mut b = std::net::TcpStream::connect(addr).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut pipeline = cmd(&["EVAL", "redis.call('set', KEYS[1], 'v') return 1", "1", "k"]);
+    pipeline.extend(cmd(&["CLIENT", "PAUSE", "1500", "WRITE"]));
+    pipeline.extend(cmd(&["SET", "x", "1"]));
+    let start = std::time::Instant::now();
+    a.write_all(&pipeline).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 256];
+    let mut replies = |s: &mut std::net::TcpStream, buf: &mut Vec<u8>, want: usize| {
+        while frames(&mut buf.clone()).len() < want {
+            let n = s.read(&mut chunk).expect("a reply in time");
+            assert!(n > 0, "server closed the connection");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    };
+    replies(&mut a, &mut buf, 2);
+    let first = start.elapsed().as_millis();
+    let read = std::time::Instant::now();
+    b.write_all(&cmd(&["GET", "k"])).unwrap();
+    let mut got = Vec::new();
+    replies(&mut b, &mut got, 1);
+    assert_eq!(got, b"$1\r\nv\r\n");
+    let read = read.elapsed().as_millis();
+    replies(&mut a, &mut buf, 3);
+    assert_eq!(buf, b":1\r\n+OK\r\n+OK\r\n");
+    (first, read, start.elapsed().as_millis())
+}
+
+/// A pipeline's replies before a command CLIENT PAUSE holds leave at once,
+/// as Redis writes them before the paused client waits; and what its script
+/// wrote can be read by others during the pause (a write pause lets reads
+/// run). zwindow used to hold both until the pause ended.
+#[test]
+fn replies_before_a_paused_command_leave_at_once() {
+    let r = RedisServer::start();
+    let redis = paused_pipeline(r.addr());
+    drop(r);
+    let z = ZwindowServer::start(&[]);
+    let zwindow = paused_pipeline(z.addr());
+    let report = format!(
+        "(replies before, other's read, held reply) ms: redis-server {redis:?}, zwindow {zwindow:?}"
+    );
+    eprintln!("{report}");
+    for (first, read, held) in [redis, zwindow] {
+        assert!(first < 750 && read < 750, "{report}");
+        assert!(held >= 1000, "the pause held nothing: {report}");
+    }
+}

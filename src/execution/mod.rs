@@ -895,6 +895,21 @@ pub(crate) struct Pending {
     named: Named,
 }
 
+impl Pending {
+    /// Whether what is left waits for something outside this connection's
+    /// batch (a pause's end, MIGRATE's peer, another client's script)
+    /// rather than running a script of its own.
+    pub(crate) fn waits_outside(&self) -> bool {
+        !matches!(self.dispatched, Dispatched::ScriptRunner)
+    }
+
+    /// The replies before this request were written (none of its own had
+    /// been produced): its reply starts at the front of the emptied buffer.
+    pub(crate) fn replies_written(&mut self) {
+        self.mark = 0;
+    }
+}
+
 /// Runs one request as far as it goes without waiting — all of it, for
 /// everything but scripts, MIGRATE, CLIENT PAUSE and another client's
 /// running script. The connection's loop calls this for every request

@@ -231,11 +231,33 @@ pub(crate) async fn run(
                         .qbuf_free
                         .store(rbuf.capacity() - rbuf.len(), Relaxed);
                     out.resp3 = client.resp3();
-                    let mark = out.len();
+                    let mut mark = out.len();
                     let args = Args::new(req);
                     let ran = match execute_now(&shared, &mut client, &mut out, args) {
                         Ok(ran) => ran,
-                        Err(pending) => {
+                        Err(mut pending) => {
+                            // Before a wait for something outside the batch (a
+                            // pause, MIGRATE's peer, another client's script),
+                            // the replies so far are written, as Redis writes
+                            // them before a paused client waits; that also
+                            // lets go of what the batch holds others back
+                            // with (its gate, the turn).
+                            if pending.waits_outside() && out.len() == mark {
+                                if !flush_early(
+                                    &shared,
+                                    &handle,
+                                    &mut stream,
+                                    &mut out,
+                                    &mut pushed,
+                                    &stop_probe,
+                                )
+                                .await
+                                {
+                                    break 'conn;
+                                }
+                                pending.replies_written();
+                                mark = 0;
+                            }
                             execute_rest(&shared, &mut client, &mut out, args, pending).await
                         }
                     };
@@ -521,6 +543,49 @@ async fn wait_blocked(
         return crate::execution::blocking::unserved(shared, waiter, error);
     }
     served
+}
+
+/// Writes the replies a batch has so far, before it waits for something
+/// outside it (see where it is called); false when the connection must end.
+async fn flush_early(
+    shared: &Services,
+    handle: &ClientHandle,
+    stream: &mut Socket,
+    out: &mut Reply,
+    pushed: &mut usize,
+    stop_probe: &tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    // The batch's writes reach the AOF before its replies leave.
+    shared.aof.before_reply(&shared.config).await;
+    if out.is_empty() {
+        handle.open_gate();
+        shared.clients.turn.release(handle.id);
+        return true;
+    }
+    let stats = &shared.stats;
+    stats.recent_max_output.note(out.len() as u64);
+    handle
+        .out_pending
+        .store(out.buf.capacity().saturating_sub(*pushed), Relaxed);
+    tokio::select! {
+        biased;
+        _ = stop_requested(handle, stop_probe) => return false,
+        written = stream.write_all(&mut out.buf, &handle.writing, || {
+            handle.open_gate();
+            shared.clients.turn.release(handle.id);
+        }) => {
+            if written.is_err() {
+                return false;
+            }
+        }
+    }
+    handle.writing.store(false, Relaxed);
+    handle.out_pending.store(0, Relaxed);
+    stats.writes_processed.fetch_add(1, Relaxed);
+    stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
+    handle.push_bytes.fetch_sub(std::mem::take(pushed), Relaxed);
+    out.buf.clear();
+    true
 }
 
 /// Opens the connection's batch gate, and gives back the turn, when it
