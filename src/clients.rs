@@ -154,6 +154,9 @@ pub(crate) struct ClientHandle {
     /// a flag.
     batch_gate: Mutex<Option<Arc<Gate>>>,
     gated: AtomicBool,
+    /// Gates of other batches whose writes this batch read (`--threads N`,
+    /// see [`Gate`]).
+    reads_after: Mutex<Vec<Arc<Gate>>>,
 }
 
 /// CLIENT UNBLOCK … TIMEOUT: the client gets its command's timeout reply.
@@ -278,9 +281,31 @@ impl ClientHandle {
     /// The gate of this connection's current batch, made on first use.
     fn batch_gate(&self) -> Arc<Gate> {
         let mut slot = self.batch_gate.lock();
-        let gate = slot.get_or_insert_with(Default::default).clone();
+        let gate = slot
+            .get_or_insert_with(|| Arc::new(Gate::new(self.id)))
+            .clone();
         self.gated.store(true, Release);
         gate
+    }
+
+    /// The gate of this connection's current batch, for a shard it wrote
+    /// (see [`Gate`]).
+    pub(crate) fn writing_gate(&self) -> Arc<Gate> {
+        self.batch_gate()
+    }
+
+    /// Notes that this connection's batch read what another batch wrote
+    /// and whose replies have not left: its own replies wait for that.
+    pub(crate) fn read_after(&self, gate: &Arc<Gate>) {
+        let mut after = self.reads_after.lock();
+        if !after.iter().any(|g| Arc::ptr_eq(g, gate)) {
+            after.push(gate.clone());
+        }
+    }
+
+    /// The gates noted by [`ClientHandle::read_after`], taken.
+    pub(crate) fn take_reads_after(&self, into: &mut Vec<Arc<Gate>>) {
+        into.append(&mut self.reads_after.lock());
     }
 
     /// The connection's batch has handed its replies to the socket (or is
@@ -321,13 +346,34 @@ impl ClientHandle {
 /// connection opens once the batch's replies are handed to its socket, and
 /// the receiver waits for it before writing the delivery. Deliveries of
 /// background work (expiry, the sweeper) have no causer and no gate.
-#[derive(Default, Debug)]
+///
+/// With `--threads N` batches also run side by side, so a command can read
+/// what another thread's batch wrote before that batch's replies left: a
+/// shard keeps the gate of the batch that last wrote it
+/// (`keyspace::Shard::writer`), and a reader's replies wait for it too
+/// ([`ClientHandle::read_after`]).
+#[derive(Debug)]
 pub(crate) struct Gate {
     open: AtomicBool,
     notify: Notify,
+    /// The connection whose batch it is.
+    owner: ClientId,
 }
 
 impl Gate {
+    fn new(owner: ClientId) -> Gate {
+        Gate {
+            open: AtomicBool::new(false),
+            notify: Notify::new(),
+            owner,
+        }
+    }
+
+    /// The connection whose batch it is.
+    pub(crate) fn owner(&self) -> ClientId {
+        self.owner
+    }
+
     pub(crate) fn is_open(&self) -> bool {
         self.open.load(Acquire)
     }
@@ -432,6 +478,9 @@ pub(crate) struct Clients {
     /// The connection whose batch ran a script and has not yet handed its
     /// replies to its socket (see [`Turn`]).
     pub(crate) turn: Turn,
+    /// Which connection's batch waits for which one's gate, to never close
+    /// a cycle (see [`Clients::wait_gate`]).
+    waits_for: Mutex<HashMap<ClientId, ClientId>>,
 }
 
 /// Redis's order for what a script wrote: a connection's batch awaits its
@@ -496,6 +545,41 @@ impl Turn {
 }
 
 impl Clients {
+    /// Waits until `gate` is open: the causing batch's replies are on their
+    /// way, so `me`'s may follow. Batches running side by side (`--threads
+    /// N`) can each have read what the other wrote; Redis, which runs one
+    /// batch at a time, never does that, and there is no order to keep
+    /// between them: the wait that would close a cycle is not made (one of
+    /// them writes first) instead of both waiting forever.
+    pub(crate) async fn wait_gate(&self, me: ClientId, gate: &Gate) {
+        if gate.is_open() {
+            return;
+        }
+        {
+            let mut waits = self.waits_for.lock();
+            let mut at = gate.owner;
+            // Bounded: the map never holds a cycle, so the chain ends.
+            while at != me {
+                match waits.get(&at) {
+                    Some(&next) => at = next,
+                    None => break,
+                }
+            }
+            if at == me {
+                return;
+            }
+            waits.insert(me, gate.owner);
+        }
+        struct Done<'a>(&'a Mutex<HashMap<ClientId, ClientId>>, ClientId);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.lock().remove(&self.1);
+            }
+        }
+        let _done = Done(&self.waits_for, me);
+        gate.wait().await;
+    }
+
     /// Registers a new connection; returns its handle and push queue.
     pub(crate) fn register(
         &self,
@@ -545,6 +629,7 @@ impl Clients {
             structures_mem: AtomicUsize::new(0),
             batch_gate: Mutex::new(None),
             gated: AtomicBool::new(false),
+            reads_after: Mutex::new(Vec::new()),
         });
         self.map.lock().insert(id, h.clone());
         self.total_connections.fetch_add(1, Relaxed);
@@ -675,5 +760,36 @@ impl Clients {
         let mut v: Vec<_> = self.map.lock().values().cloned().collect();
         v.sort_by_key(|c| c.id);
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two batches that each read what the other wrote: the second wait,
+    /// which would close the cycle, is not made; the first ends when the
+    /// second batch's gate opens.
+    #[tokio::test]
+    async fn a_wait_that_closes_a_cycle_is_not_made() {
+        let clients = Arc::new(Clients::default());
+        let (a, b) = (Arc::new(Gate::new(1)), Arc::new(Gate::new(2)));
+        let first = {
+            let (clients, b) = (clients.clone(), b.clone());
+            tokio::spawn(async move { clients.wait_gate(1, &b).await })
+        };
+        // Client 1 now waits for client 2's batch.
+        while !clients.waits_for.lock().contains_key(&1) {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::timeout(std::time::Duration::from_secs(5), clients.wait_gate(2, &a))
+            .await
+            .expect("client 2 does not wait for client 1, which waits for it");
+        assert!(!first.is_finished());
+        b.open();
+        first.await.unwrap();
+        assert!(clients.waits_for.lock().is_empty());
+        // An open gate is never waited for.
+        clients.wait_gate(2, &b).await;
     }
 }

@@ -45,6 +45,10 @@ enum Scenario {
     /// A pipelines `MULTI; PUBLISH ch i; EXEC`; C is subscribed. C must not
     /// see message i before A has EXEC's reply i.
     Exec,
+    /// A pipelines `LPUSH q i`; B polls `RPOPLPUSH q active` without
+    /// blocking and publishes each id it gets; C is subscribed. C must not
+    /// see id i before A has the reply of its i-th LPUSH.
+    Poll,
 }
 
 fn cmd(args: &[&str]) -> Vec<u8> {
@@ -113,10 +117,16 @@ async fn run(addr: SocketAddr, scenario: Scenario, tag: usize) -> usize {
         let n = c.read_buf(&mut cbuf).await.unwrap();
         assert!(n > 0, "C closed");
     }
-    if matches!(scenario, Scenario::Eval) {
-        b.write_all(&cmd(&["BRPOPLPUSH", &q, &active, "0"]))
+    match scenario {
+        Scenario::Eval => b
+            .write_all(&cmd(&["BRPOPLPUSH", &q, &active, "0"]))
             .await
-            .unwrap();
+            .unwrap(),
+        Scenario::Poll => b
+            .write_all(&cmd(&["RPOPLPUSH", &q, &active]))
+            .await
+            .unwrap(),
+        Scenario::Exec => {}
     }
     // Give B's BRPOPLPUSH time to block (it works either way).
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -132,6 +142,7 @@ async fn run(addr: SocketAddr, scenario: Scenario, tag: usize) -> usize {
                 pipeline.extend(cmd(&["PUBLISH", &ch, &i.to_string()]));
                 pipeline.extend(cmd(&["EXEC"]));
             }
+            Scenario::Poll => pipeline.extend(cmd(&["LPUSH", &q, &i.to_string()])),
         }
     }
     // The pipeline is written from a task of its own (the loop below must
@@ -146,7 +157,7 @@ async fn run(addr: SocketAddr, scenario: Scenario, tag: usize) -> usize {
     let writer = tokio::spawn(async move { aw.write_all(&pipeline).await.map(|_| aw) });
     // A's replies that completed a command (EXEC's, not MULTI's or QUEUED).
     let per_command = match scenario {
-        Scenario::Eval => 1,
+        Scenario::Eval | Scenario::Poll => 1,
         Scenario::Exec => 3,
     };
     let mut a_frames = 0usize;
@@ -174,10 +185,17 @@ async fn run(addr: SocketAddr, scenario: Scenario, tag: usize) -> usize {
                 for f in frames(&mut bbuf) {
                     // A bulk is a popped id (publish it, and pop the next);
                     // an integer is PUBLISH's count.
-                    if f.first() == Some(&b'$') {
+                    let nil = f.as_slice() == b"$-1\r\n" || f.as_slice() == b"_\r\n";
+                    if f.first() == Some(&b'$') && !nil {
                         let id = String::from_utf8_lossy(parse_reply(&f).bulk()).into_owned();
                         out.extend(cmd(&["PUBLISH", &ch, &id]));
-                        out.extend(cmd(&["BRPOPLPUSH", &q, &active, "0"]));
+                        match scenario {
+                            Scenario::Poll => out.extend(cmd(&["RPOPLPUSH", &q, &active])),
+                            _ => out.extend(cmd(&["BRPOPLPUSH", &q, &active, "0"])),
+                        }
+                    } else if nil {
+                        // Nothing yet: poll again.
+                        out.extend(cmd(&["RPOPLPUSH", &q, &active]));
                     }
                 }
                 if !out.is_empty() {
@@ -319,4 +337,9 @@ fn replies_before_a_paused_command_leave_at_once() {
         assert!(first < 750 && read < 750, "{report}");
         assert!(held >= 1000, "the pause held nothing: {report}");
     }
+}
+
+#[test]
+fn polled_write_reply_leaves_before_what_it_caused() {
+    check(Scenario::Poll, true);
 }

@@ -226,6 +226,20 @@ fn dispatch_caused(
             Err(Some(e)) => return reject(client, out, e.as_bytes()),
         }
     };
+    let mut guards = guards;
+    // Batches run side by side: what this one reads may come from one
+    // whose replies have not left (see `clients::Gate`).
+    let side_by_side = shared.config.worker_threads() > 1;
+    if side_by_side {
+        for shard in guards.iter_mut() {
+            if let Some(gate) = &shard.writer
+                && gate.owner() != client.handle.id
+                && !gate.is_open()
+            {
+                client.handle.read_after(gate);
+            }
+        }
+    }
     // The previous command's ending reading, when it ran just before in
     // this batch, dates this one (see `Client::batch_clock`).
     // (Built in place and dated after: the view is large to move.)
@@ -257,6 +271,12 @@ fn dispatch_caused(
             Dispatched::Blocked((waiter, rx, block.timeout))
         }
     };
+    if side_by_side && ks.prop.dirty > 0 {
+        let gate = client.handle.writing_gate();
+        for shard in ks.guards.iter_mut() {
+            shard.writer = Some(gate.clone());
+        }
+    }
     let ready = std::mem::take(&mut ks.ready);
     client.tracking_held.append(&mut ks.tracking_pending);
     drop(ks);

@@ -111,6 +111,10 @@ pub(crate) struct Shard {
     pub(crate) stats: ShardStats,
     /// The running BGSAVE's copy-on-write state (see [`snapshot`]).
     pub(crate) snap: Option<Box<snapshot::Snap>>,
+    /// With `--threads N`: the gate of the batch that last wrote here,
+    /// whose replies a reader's must not overtake (see
+    /// [`crate::clients::Gate`]).
+    pub(crate) writer: Option<std::sync::Arc<crate::clients::Gate>>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -130,6 +134,7 @@ impl Shard {
             rng: SmallRng::from_rng(&mut rand::rng()),
             stats: ShardStats::default(),
             snap: None,
+            writer: None,
         }
     }
 

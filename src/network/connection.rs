@@ -129,7 +129,7 @@ pub(crate) async fn run(
                 tokio::select! {
                     biased;
                     _ = stop_requested(&handle, &stop_probe) => break,
-                    _ = gate.wait() => {}
+                    _ = shared.clients.wait_gate(handle.id, &gate) => {}
                 }
             }
             match reply {
@@ -195,7 +195,7 @@ pub(crate) async fn run(
             tokio::select! {
                 biased;
                 _ = stop_requested(&handle, &stop_probe) => break 'conn,
-                _ = gate.wait() => {}
+                _ = shared.clients.wait_gate(handle.id, &gate) => {}
             }
         }
         // proto-max-bulk-len applies to open connections from their next read.
@@ -333,6 +333,9 @@ pub(crate) async fn run(
             if handle.killed.load(Relaxed) {
                 break;
             }
+        }
+        if !wait_reads(&shared, &handle, &stop_probe).await {
+            break;
         }
         // The batch's writes reach the AOF before its replies leave.
         shared.aof.before_reply(&shared.config).await;
@@ -555,6 +558,9 @@ async fn flush_early(
     pushed: &mut usize,
     stop_probe: &tokio::sync::watch::Receiver<bool>,
 ) -> bool {
+    if !wait_reads(shared, handle, stop_probe).await {
+        return false;
+    }
     // The batch's writes reach the AOF before its replies leave.
     shared.aof.before_reply(&shared.config).await;
     if out.is_empty() {
@@ -585,6 +591,29 @@ async fn flush_early(
     stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
     handle.push_bytes.fetch_sub(std::mem::take(pushed), Relaxed);
     out.buf.clear();
+    true
+}
+
+/// With `--threads N`, waits until the batches whose writes this batch read
+/// have handed their replies to their sockets (see `clients::Gate`); false
+/// when the connection must end.
+async fn wait_reads(
+    shared: &Services,
+    handle: &ClientHandle,
+    stop_probe: &tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    if shared.config.worker_threads() == 1 {
+        return true;
+    }
+    let mut gates = Vec::new();
+    handle.take_reads_after(&mut gates);
+    for gate in gates {
+        tokio::select! {
+            biased;
+            _ = stop_requested(handle, stop_probe) => return false,
+            _ = shared.clients.wait_gate(handle.id, &gate) => {}
+        }
+    }
     true
 }
 
