@@ -51,7 +51,7 @@ fn server_address(pid: u32) -> Result<SocketAddr, String> {
     }
     let (bind, port) = match Launch::from_argv(&argv) {
         Ok(Launch::Run(startup)) => (
-            startup.config.bind.clone(),
+            startup.config.bind(),
             startup
                 .config
                 .port
