@@ -345,7 +345,8 @@ fn spawn_zwindow(args: &[&str], dir: &Path, ready: &str) -> (std::process::Child
 }
 
 /// `port 0` with a unix socket listens on it alone (Redis's meaning of
-/// port 0); a stale file at the path is replaced; the file goes at exit.
+/// port 0); a stale file at the path is replaced; the healthcheck PINGs
+/// it there; the file goes at exit.
 #[test]
 fn unix_socket_alone_with_port_0() {
     let dir = PrivateDir::new("unix-only");
@@ -394,6 +395,12 @@ fn unix_socket_alone_with_port_0() {
         }
     }
     assert!(!inodes.is_empty(), "no socket found in /proc/{pid}/fd");
+    // The Docker image's healthcheck finds it there.
+    let check = Command::new(env!("CARGO_BIN_EXE_zwindow"))
+        .args(["--healthcheck", &pid.to_string()])
+        .output()
+        .expect("run the healthcheck");
+    let said = String::from_utf8_lossy(&check.stdout).into_owned();
     drop(c);
     let killed = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
@@ -405,6 +412,7 @@ fn unix_socket_alone_with_port_0() {
         "zwindow listens on TCP with port 0 and a unix socket: {tcp_listeners:?}"
     );
     assert!(status.success(), "{status}");
+    assert_eq!(said, format!("healthy: {path}: +PONG\n"));
     assert!(!sock.exists(), "the socket file is removed at exit");
 }
 

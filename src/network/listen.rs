@@ -250,8 +250,13 @@ impl Listeners {
     }
 }
 
-/// Registers freshly bound sockets with the runtime's reactor.
+/// Registers freshly bound sockets with the runtime's reactor (CONFIG SET
+/// runs on a connection's task, inside it; anywhere else it fails rather
+/// than panics).
 fn register(listeners: Vec<std::net::TcpListener>) -> std::io::Result<Vec<TcpListener>> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(std::io::Error::other("no runtime to listen on"));
+    }
     listeners.into_iter().map(TcpListener::from_std).collect()
 }
 
