@@ -2437,6 +2437,42 @@ mod tests {
     }
 
     #[test]
+    fn unix_socket_and_bind_settings_as_redis() {
+        // Redis 7.0's texts (redis-server --unixsocketperm …).
+        assert_eq!(octal_setter(b"700", 0o777), Ok(0o700));
+        assert_eq!(octal_setter(b"0777", 0o777), Ok(0o777));
+        assert_eq!(octal_setter(b"", 0o777), Ok(0));
+        let bad = "argument couldn't be parsed as an octal number";
+        assert_eq!(octal_setter(b"999", 0o777).unwrap_err(), bad);
+        assert_eq!(octal_setter(b"abc", 0o777).unwrap_err(), bad);
+        let range = "argument must be between 0 and 777 inclusive";
+        assert_eq!(octal_setter(b"1000", 0o777).unwrap_err(), range);
+        assert_eq!(octal_setter(b"-1", 0o777).unwrap_err(), range);
+        let c = config();
+        let got = c.get_matching(&[b"unixsocket*"]);
+        assert_eq!(
+            got,
+            vec![
+                ("unixsocket", String::new()),
+                ("unixsocketperm", "0".to_string())
+            ]
+        );
+        // Split on single spaces, as Redis's CONFIG SET; "" is none.
+        assert_eq!(bind_addrs("* -::*"), ["*", "-::*"]);
+        assert_eq!(bind_addrs(" a"), ["", "a"]);
+        assert!(bind_addrs("").is_empty());
+        let seventeen = vec!["127.0.0.1"; 17].join(" ");
+        let err = c.set_many(&[(b"bind", seventeen.as_bytes())]).unwrap_err();
+        assert_eq!(
+            err,
+            "ERR CONFIG SET failed (possibly related to argument 'bind') - Too many bind addresses specified."
+        );
+        // Without listeners (startup), a new bind is only stored.
+        c.set_many(&[(b"bind", b"127.0.0.1 -::1")]).unwrap();
+        assert_eq!(c.bind(), "127.0.0.1 -::1");
+    }
+
+    #[test]
     fn apply_failure_restores_every_parameter() {
         let c = config();
         c.set_listen(Box::new(|_, port| match port {
