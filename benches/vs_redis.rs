@@ -47,6 +47,12 @@
 //! request is what the machine's kernel and loopback TCP cost a server
 //! that does no work, so floor / redis-server is the lowest ratio any
 //! server can reach here, and the table prints it beside zwindow's.
+//!
+//! Over a unix socket (`VS_REDIS_UNIX=1`): every server also listens on a
+//! socket of its own (`--unixsocket`) and redis-benchmark connects there
+//! (`-s`) instead of to loopback TCP, so the same table compares the CPU
+//! per request of unix-socket clients, zwindow's against redis-server's in
+//! the same run. The floor speaks TCP only and is left out.
 
 mod common;
 
@@ -277,6 +283,43 @@ fn parse_csv(out: &str) -> Option<(f64, f64)> {
     Some((num(1)?, num(6)?))
 }
 
+/// `VS_REDIS_UNIX=1`: the runs go over each server's unix socket.
+fn unix_mode() -> bool {
+    std::env::var("VS_REDIS_UNIX").is_ok_and(|v| v == "1")
+}
+
+/// The unix socket of server `name` in unix mode.
+fn unix_socket(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("vs_redis-{}-{name}.sock", std::process::id()))
+}
+
+/// Removes the unix sockets at exit (the servers are killed, so they
+/// leave them behind); declared before the servers, so dropped after.
+struct Sockets(Vec<std::path::PathBuf>);
+
+impl Drop for Sockets {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Where redis-benchmark connects to `srv`: its TCP port, or in unix mode
+/// its socket.
+fn target(srv: &Server) -> Vec<String> {
+    if unix_mode() {
+        let path = unix_socket(srv.name);
+        return vec!["-s".into(), path.to_string_lossy().into_owned()];
+    }
+    vec![
+        "-h".into(),
+        "127.0.0.1".into(),
+        "-p".into(),
+        srv.port().to_string(),
+    ]
+}
+
 fn measure(bench: &str, srv: &Server, w: Workload, depth: usize, requests: u64) -> Measured {
     srv.load(w.first_score());
     let gens = w.generators();
@@ -288,7 +331,7 @@ fn measure(bench: &str, srv: &Server, w: Workload, depth: usize, requests: u64) 
         .iter()
         .map(|args| {
             Command::new(bench)
-                .args(["-h", "127.0.0.1", "-p", &srv.addr.port().to_string()])
+                .args(target(srv))
                 .args(["-c", &clients.to_string(), "-n", &per_gen.to_string()])
                 .args(["-P", &depth.to_string(), "-r", &MEMBERS.to_string()])
                 .arg("--csv")
@@ -365,10 +408,22 @@ fn main() {
         return;
     };
 
-    let (zwindow_exe, zwindow_args) = zwindow_under_test();
+    let (zwindow_exe, mut zwindow_args) = zwindow_under_test();
+    // Each server's socket beside its TCP port (which the setup uses).
+    let sockets = std::cell::RefCell::new(Sockets(Vec::new()));
+    let with_socket = |args: &mut Vec<String>, name: &str| {
+        if unix_mode() {
+            let path = unix_socket(name);
+            args.extend(["--unixsocket".into(), path.to_string_lossy().into_owned()]);
+            sockets.borrow_mut().0.push(path);
+        }
+    };
     // Every server runs from the temp dir: none finds a stale dump.rdb.
     let tmp = std::env::temp_dir();
     let peer_args = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from);
+    let mut base_args = zwindow_args.clone();
+    with_socket(&mut zwindow_args, "zwindow");
+    with_socket(&mut base_args, "zw-base");
     let mut servers = vec![Server::start_in(
         "zwindow",
         &zwindow_exe,
@@ -379,18 +434,20 @@ fn main() {
     // the same load (`VS_REDIS_BASELINE`): a change's before and after.
     if let Ok(base) = std::env::var("VS_REDIS_BASELINE") {
         println!("zw-base: {base}");
-        servers.push(Server::start_in(
-            "zw-base",
-            &base,
-            &zwindow_args,
-            Some(&tmp),
-        ));
+        servers.push(Server::start_in("zw-base", &base, &base_args, Some(&tmp)));
     }
     for (name, path) in peer_servers() {
-        servers.push(Server::start_in(name, &path, &peer_args, Some(&tmp)));
+        let mut args = peer_args.to_vec();
+        with_socket(&mut args, name);
+        servers.push(Server::start_in(name, &path, &args, Some(&tmp)));
     }
     let peers = servers.len() - 1;
-    if std::env::var("VS_REDIS_FLOOR").map_or(true, |v| v != "0") {
+    if unix_mode() {
+        println!(
+            "over unix sockets ({}): the floor (TCP only) is left out",
+            unix_socket("NAME").display()
+        );
+    } else if std::env::var("VS_REDIS_FLOOR").map_or(true, |v| v != "0") {
         let me = std::env::current_exe().expect("current_exe");
         let me = me.to_string_lossy();
         servers.push(Server::start("floor", &me, &["--floor-server".into()]));

@@ -85,6 +85,9 @@ pub(crate) struct ClientHandle {
     pub(crate) multi_mem: AtomicUsize,
     pub(crate) addr: String,
     pub(crate) laddr: String,
+    /// Connected through the unix socket (CLIENT LIST's `U` flag; always
+    /// local).
+    pub(crate) unix: bool,
     pub(crate) created: Instant,
     pub(crate) name: Mutex<Option<Vec<u8>>>,
     pub(crate) lib_name: Mutex<Option<Vec<u8>>>,
@@ -165,11 +168,12 @@ pub(crate) const UNBLOCK_TIMEOUT: u8 = 1;
 pub(crate) const UNBLOCK_ERROR: u8 = 2;
 
 impl ClientHandle {
-    /// Redis's `islocalClient` for TCP: the peer is exactly 127.0.0.1 or
-    /// ::1 (what `enable-…` settings' `local` value admits).
+    /// Redis's `islocalClient`: a unix socket's client, or a TCP peer that
+    /// is exactly 127.0.0.1 or ::1 (what `enable-…` settings' `local`
+    /// value admits).
     pub(crate) fn is_local(&self) -> bool {
         let host = self.addr.rsplit_once(':').map_or("", |(h, _)| h);
-        matches!(host, "127.0.0.1" | "::1" | "[::1]")
+        self.unix || matches!(host, "127.0.0.1" | "::1" | "[::1]")
     }
 
     /// Channels, patterns and shard channels subscribed to (Redis's
@@ -586,6 +590,7 @@ impl Clients {
         addr: String,
         laddr: String,
         fd: i32,
+        unix: bool,
     ) -> (Arc<ClientHandle>, mpsc::UnboundedReceiver<Push>) {
         let id = self.next_id.fetch_add(1, Relaxed) + 1;
         let (tx, rx) = mpsc::unbounded_channel();
@@ -597,6 +602,7 @@ impl Clients {
             multi_mem: AtomicUsize::new(0),
             addr,
             laddr,
+            unix,
             created: Instant::now(),
             name: Mutex::new(None),
             lib_name: Mutex::new(None),

@@ -237,9 +237,24 @@ pub static LOG_RELOAD: std::sync::OnceLock<LogReload> = std::sync::OnceLock::new
 
 pub type LogReload = Box<dyn Fn(&str) + Send + Sync>;
 
-/// How `CONFIG SET port` moves the listener (see [`Config::set_listen`]):
-/// binds the new port (0: no TCP listener) or fails with the reason.
-type Listen = Box<dyn Fn(u16) -> Result<(), String> + Send + Sync>;
+/// How `CONFIG SET bind` and `CONFIG SET port` move the TCP listeners
+/// (see [`Config::set_listen`]): binds every address on the port (0: no
+/// TCP listener), all or none, or fails with the reason (logged; each
+/// setting answers with its own text, as Redis does).
+type Listen = Box<dyn Fn(&[String], u16) -> Result<(), String> + Send + Sync>;
+
+/// Redis's `CONFIG_BINDADDR_MAX`.
+const BINDADDR_MAX: usize = 16;
+
+/// `bind`'s addresses as Redis splits them (on single spaces, so CONFIG
+/// SET's `"a  b"` has an empty one, which fails as in Redis); a single
+/// empty argument is none (no TCP listener).
+pub(crate) fn bind_addrs(value: &str) -> Vec<String> {
+    if value.is_empty() {
+        return Vec::new();
+    }
+    value.split(' ').map(str::to_string).collect()
+}
 
 /// Redis's HIDDEN_CONFIG settings: CONFIG GET reports them only when asked
 /// by their exact name, never for a pattern (they are test hooks). Redis
@@ -269,7 +284,10 @@ const DEPRECATED: &[&str] = &[
 
 /// The runtime settings.
 pub struct Config {
-    pub(crate) bind: String,
+    bind: RwLock<String>,
+    /// `unixsocket` (empty: none) and `unixsocketperm`, startup only.
+    pub(crate) unixsocket: String,
+    pub(crate) unixsocketperm: u32,
     pub(crate) port: AtomicU32,
     /// Set by the server once it listens: what a new `port` applies.
     listen: std::sync::OnceLock<Listen>,
@@ -434,7 +452,9 @@ impl Config {
     /// Redis 7.0's defaults (and zwindow's for its own settings).
     pub(crate) fn defaults() -> Config {
         Config {
-            bind: "127.0.0.1".into(),
+            bind: RwLock::new("127.0.0.1".into()),
+            unixsocket: String::new(),
+            unixsocketperm: 0,
             port: AtomicU32::new(6379),
             databases: 16,
             debug_command: false,
@@ -509,7 +529,8 @@ impl Config {
     fn load_immutable(&mut self, name: &str, v: &[u8]) -> Result<(), String> {
         let text = || String::from_utf8_lossy(v).into_owned();
         match name {
-            "bind" => self.bind = text(),
+            "unixsocket" => self.unixsocket = text(),
+            "unixsocketperm" => self.unixsocketperm = octal_setter(v, 0o777)?,
             "databases" => self.databases = int_setter(v, 1, i64::from(i32::MAX))? as usize,
             "enable-debug-command" => {
                 self.debug_command = parse_bool(v)
@@ -544,8 +565,13 @@ impl Config {
             .unwrap_or_else(|| default.to_string())
     }
 
-    /// Registers how a new `port` is applied at runtime (the server's
-    /// accept loop); before that, `port` is only stored (startup).
+    /// `bind`, as CONFIG GET shows it.
+    pub fn bind(&self) -> String {
+        self.bind.read().clone()
+    }
+
+    /// Registers how a new `bind` or `port` is applied at runtime (the
+    /// server's listeners); before that, they are only stored (startup).
     pub(crate) fn set_listen(&self, listen: Listen) {
         let _ = self.listen.set(listen);
     }
@@ -1083,7 +1109,9 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
     let force = value != default;
     match name {
         // Strings: quoted; an unset one (empty with no default) has no line.
-        "requirepass" | "pidfile" | "ignore-warnings" if value.is_empty() => state.mark(name),
+        "requirepass" | "pidfile" | "ignore-warnings" | "unixsocket" if value.is_empty() => {
+            state.mark(name)
+        }
         "requirepass"
         | "pidfile"
         | "logfile"
@@ -1095,6 +1123,7 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
         | "proc-title-template"
         | "ignore-warnings"
         | "aclfile"
+        | "unixsocket"
         | "log-level" => {
             let line = format!("{name} {}", config_file::repr(value.as_bytes()));
             state.line(name, line.into_bytes(), force);
@@ -1132,6 +1161,8 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
             }
         }
         "bind" if !force => state.mark(name),
+        // No address: Redis writes `bind ""`.
+        "bind" if value.is_empty() => state.line(name, b"bind \"\"".to_vec(), true),
         "proto-max-bulk-len"
         | "client-query-buffer-limit"
         | "hll-sparse-max-bytes"
@@ -1168,6 +1199,22 @@ struct Param {
     alias: Option<&'static str>,
     get: fn(&Config) -> String,
     set: Option<Setter>,
+}
+
+/// Redis's OCTAL_CONFIG (`unixsocketperm 700`): base 8, within 0..=`max`
+/// (the message prints the bound in octal, as Redis's does).
+fn octal_setter(v: &[u8], max: u32) -> Result<u32, String> {
+    let text = std::str::from_utf8(v).unwrap_or("x").trim_start();
+    let n = if text.is_empty() {
+        0
+    } else {
+        i64::from_str_radix(text, 8)
+            .map_err(|_| "argument couldn't be parsed as an octal number")?
+    };
+    if n < 0 || n > i64::from(max) {
+        return Err(format!("argument must be between 0 and {max:o} inclusive"));
+    }
+    Ok(n as u32)
 }
 
 fn int_setter(v: &[u8], min: i64, max: i64) -> Result<i64, String> {
@@ -1461,31 +1508,62 @@ impl Policy {
 }
 
 const PARAMS: &[Param] = &[
+    // Applied by rebinding every address (Redis's `changeBindAddr`): all
+    // or none, so an address that cannot be bound fails CONFIG SET and the
+    // server listens where it did.
     Param {
         name: "bind",
         alias: None,
-        get: |c| c.bind.clone(),
-        set: None,
+        get: |c| c.bind(),
+        set: Some(|c, v, apply| {
+            let value = String::from_utf8_lossy(v).into_owned();
+            let addrs = bind_addrs(&value);
+            if addrs.len() > BINDADDR_MAX {
+                return Err("Too many bind addresses specified.".into());
+            }
+            if apply {
+                if let Some(listen) = c.listen.get() {
+                    listen(&addrs, c.port.load(Relaxed) as u16)
+                        .map_err(|_| "Failed to bind to specified addresses.".to_string())?;
+                }
+                *c.bind.write() = value;
+            }
+            Ok(())
+        }),
     },
-    // Applied by moving the listener (Redis's `updatePort`): the new port
-    // is bound first, so a port that cannot be bound fails CONFIG SET and
-    // the server keeps listening where it was.
+    // Applied by moving the listeners (Redis's `updatePort`): every bind
+    // address on the new port, or the CONFIG SET fails and the server
+    // keeps listening where it was.
     Param {
         name: "port",
         alias: None,
         get: |c| c.port.load(Relaxed).to_string(),
         set: Some(|c, v, apply| {
             let port = int_setter(v, 0, 65535)? as u32;
-            // The same port again keeps its listener (binding it twice
+            // The same port again keeps its listeners (binding it twice
             // would fail).
             if apply && c.port.load(Relaxed) != port {
                 if let Some(listen) = c.listen.get() {
-                    listen(port as u16)?;
+                    listen(&bind_addrs(&c.bind()), port as u16)
+                        .map_err(|_| "Unable to listen on this port. Check server logs.")?;
                 }
                 c.port.store(port, Relaxed);
             }
             Ok(())
         }),
+    },
+    Param {
+        name: "unixsocket",
+        alias: None,
+        get: |c| c.unixsocket.clone(),
+        set: None,
+    },
+    // Redis shows it in octal, as it is written.
+    Param {
+        name: "unixsocketperm",
+        alias: None,
+        get: |c| format!("{:o}", c.unixsocketperm),
+        set: None,
     },
     Param {
         name: "databases",
@@ -2359,10 +2437,46 @@ mod tests {
     }
 
     #[test]
+    fn unix_socket_and_bind_settings_as_redis() {
+        // Redis 7.0's texts (redis-server --unixsocketperm …).
+        assert_eq!(octal_setter(b"700", 0o777), Ok(0o700));
+        assert_eq!(octal_setter(b"0777", 0o777), Ok(0o777));
+        assert_eq!(octal_setter(b"", 0o777), Ok(0));
+        let bad = "argument couldn't be parsed as an octal number";
+        assert_eq!(octal_setter(b"999", 0o777).unwrap_err(), bad);
+        assert_eq!(octal_setter(b"abc", 0o777).unwrap_err(), bad);
+        let range = "argument must be between 0 and 777 inclusive";
+        assert_eq!(octal_setter(b"1000", 0o777).unwrap_err(), range);
+        assert_eq!(octal_setter(b"-1", 0o777).unwrap_err(), range);
+        let c = config();
+        let got = c.get_matching(&[b"unixsocket*"]);
+        assert_eq!(
+            got,
+            vec![
+                ("unixsocket", String::new()),
+                ("unixsocketperm", "0".to_string())
+            ]
+        );
+        // Split on single spaces, as Redis's CONFIG SET; "" is none.
+        assert_eq!(bind_addrs("* -::*"), ["*", "-::*"]);
+        assert_eq!(bind_addrs(" a"), ["", "a"]);
+        assert!(bind_addrs("").is_empty());
+        let seventeen = vec!["127.0.0.1"; 17].join(" ");
+        let err = c.set_many(&[(b"bind", seventeen.as_bytes())]).unwrap_err();
+        assert_eq!(
+            err,
+            "ERR CONFIG SET failed (possibly related to argument 'bind') - Too many bind addresses specified."
+        );
+        // Without listeners (startup), a new bind is only stored.
+        c.set_many(&[(b"bind", b"127.0.0.1 -::1")]).unwrap();
+        assert_eq!(c.bind(), "127.0.0.1 -::1");
+    }
+
+    #[test]
     fn apply_failure_restores_every_parameter() {
         let c = config();
-        c.set_listen(Box::new(|port| match port {
-            7 => Err("Unable to listen on this port. Check server logs.".into()),
+        c.set_listen(Box::new(|_, port| match port {
+            7 => Err("bind: Permission denied".into()),
             _ => Ok(()),
         }));
         let err = c

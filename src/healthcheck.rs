@@ -6,7 +6,8 @@
 //! `--port 6380 --requirepass …`). It finds the server process (another
 //! process running this same executable), reads that process's command
 //! line and config file with the server's own loader to learn its port
-//! and bind address, and sends PING. `+PONG` is healthy, and so is
+//! and bind address (or its unix socket, when it listens on no TCP port),
+//! and sends PING. `+PONG` is healthy, and so is
 //! `-NOAUTH`: the server read and answered the command, and the check
 //! needs no password (so none is stored anywhere, and a password changed
 //! by CONFIG SET does not turn the check red).
@@ -27,8 +28,12 @@ pub fn run(pid: Option<u32>) -> Result<String, String> {
     let pid = pid
         .or_else(server_pid)
         .ok_or("no zwindow server process found")?;
-    let addr = server_address(pid)?;
-    let reply = ping(addr).map_err(|e| format!("{addr}: {e}"))?;
+    let target = server_address(pid)?;
+    let addr = match &target {
+        Target::Tcp(a) => a.to_string(),
+        Target::Unix(path) => path.display().to_string(),
+    };
+    let reply = ping(&target).map_err(|e| format!("{addr}: {e}"))?;
     if reply.starts_with("+PONG") || reply.starts_with("-NOAUTH") {
         Ok(format!("{addr}: {reply}"))
     } else {
@@ -36,8 +41,14 @@ pub fn run(pid: Option<u32>) -> Result<String, String> {
     }
 }
 
+/// Where the check connects.
+enum Target {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
 /// Where the server listens: from its own command line and config file.
-fn server_address(pid: u32) -> Result<SocketAddr, String> {
+fn server_address(pid: u32) -> Result<Target, String> {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     let cmdline = std::fs::read(proc_dir.join("cmdline")).map_err(|e| e.to_string())?;
     let argv: Vec<Vec<u8>> = cmdline
@@ -49,17 +60,23 @@ fn server_address(pid: u32) -> Result<SocketAddr, String> {
     if let Ok(cwd) = std::fs::read_link(proc_dir.join("cwd")) {
         let _ = std::env::set_current_dir(cwd);
     }
-    let (bind, port) = match Launch::from_argv(&argv) {
+    let (bind, port, unixsocket) = match Launch::from_argv(&argv) {
         Ok(Launch::Run(startup)) => (
-            startup.config.bind.clone(),
+            startup.config.bind(),
             startup
                 .config
                 .port
                 .load(std::sync::atomic::Ordering::Relaxed) as u16,
+            startup.config.unixsocket.clone(),
         ),
         // A config read from stdin cannot be read again: assume defaults.
-        _ => ("127.0.0.1".to_string(), 6379),
+        _ => ("127.0.0.1".to_string(), 6379, String::new()),
     };
+    // No TCP listener, only the unix socket (a relative path is relative
+    // to the server's directory, where we are now).
+    if !unixsocket.is_empty() && (port == 0 || bind.is_empty()) {
+        return Ok(Target::Unix(unixsocket.into()));
+    }
     // Loopback when the server listens on it (or on every interface),
     // else its first address.
     let host = bind
@@ -88,6 +105,7 @@ fn server_address(pid: u32) -> Result<SocketAddr, String> {
         .to_socket_addrs()
         .map_err(|e| e.to_string())?
         .next()
+        .map(Target::Tcp)
         .ok_or_else(|| format!("cannot resolve {host}"))
 }
 
@@ -109,10 +127,25 @@ fn same_exe(exe: &Path, pid: u32) -> bool {
 }
 
 /// Sends PING and returns the first line of the reply.
-fn ping(addr: SocketAddr) -> std::io::Result<String> {
-    let mut conn = TcpStream::connect_timeout(&addr, TIMEOUT)?;
-    conn.set_read_timeout(Some(TIMEOUT))?;
-    conn.set_write_timeout(Some(TIMEOUT))?;
+fn ping(target: &Target) -> std::io::Result<String> {
+    match target {
+        Target::Tcp(addr) => {
+            let conn = TcpStream::connect_timeout(addr, TIMEOUT)?;
+            conn.set_read_timeout(Some(TIMEOUT))?;
+            conn.set_write_timeout(Some(TIMEOUT))?;
+            exchange(conn)
+        }
+        Target::Unix(path) => {
+            let conn = std::os::unix::net::UnixStream::connect(path)?;
+            conn.set_read_timeout(Some(TIMEOUT))?;
+            conn.set_write_timeout(Some(TIMEOUT))?;
+            exchange(conn)
+        }
+    }
+}
+
+/// Writes PING on `conn` and reads the reply's first line.
+fn exchange(mut conn: impl Read + Write) -> std::io::Result<String> {
     conn.write_all(b"*1\r\n$4\r\nPING\r\n")?;
     let mut reply = Vec::new();
     let mut buf = [0u8; 256];

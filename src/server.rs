@@ -96,30 +96,12 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // no-op).
     crate::commands::install();
     crate::spec::rename_commands(&renames)?;
-    let bind = config
-        .bind
-        .split_whitespace()
-        .next()
-        .unwrap_or("127.0.0.1")
-        .trim_start_matches('-')
-        .to_string();
-    let bind = if bind == "*" { "0.0.0.0" } else { &bind };
-    let port = config.port.load(Relaxed) as u16;
-    let listener = match crate::network::listen(bind, port, config.tcp_backlog).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            // Redis's two lines: tools (Redis's own test harness among them)
-            // look for the second to retry on another port.
-            tracing::warn!(
-                "Warning: Could not create server TCP listening socket {bind}:{port}: bind: {e}"
-            );
-            tracing::warn!("Failed listening on port {port} (tcp), aborting.");
-            return Err(e.into());
-        }
-    };
-    let local = listener.local_addr()?;
+    // Redis's texts when a socket cannot be opened, the last one as the
+    // error: tools (Redis's own test harness among them) look for
+    // "Failed listening on port" to retry on another port.
+    let listeners = Arc::new(crate::network::listen::Listeners::open(&config)?);
     crate::network::adjust_open_files_limit(&config);
-    config.port.store(local.port() as u32, Relaxed);
+    let port = config.port.load(Relaxed);
     let shards = config.shard_count();
     let _pidfile = PidFile::create(&config.pidfile());
     let shared = Arc::new(Services::new(config, shards));
@@ -134,15 +116,15 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     }
     start_io_uring(&shared.config);
     tracing::info!(
-        "zwindow {VERSION} listening on {local}, {} shards",
+        "zwindow {VERSION} listening on {}, {} shards",
+        listeners.describe().join(", "),
         shared.store.shard_count()
     );
     // Redis's own startup lines, which tools wait for in a server's log
     // (test containers' "Ready to accept connections", Redis's TCL harness
     // looking for " PID: <pid>" then "Server initialized").
     tracing::info!(
-        "Redis version={REDIS_VERSION} (zwindow {VERSION}), Running mode=standalone, port={}, PID: {}",
-        local.port(),
+        "Redis version={REDIS_VERSION} (zwindow {VERSION}), Running mode=standalone, port={port}, PID: {}",
         std::process::id()
     );
     tracing::info!("Server initialized");
@@ -153,32 +135,13 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let mut loaded = load_dataset(&shared)?;
     let mut background = None;
 
-    // CONFIG SET port: the new socket is bound in the command (so a port
-    // in use fails it) and handed here; the old one closes when the
-    // accept loop takes the new one.
-    let (relisten_tx, mut relisten) =
-        tokio::sync::mpsc::unbounded_channel::<Option<std::net::TcpListener>>();
-    let (bind_addr, backlog) = (bind.to_string(), shared.config.tcp_backlog);
-    shared.config.set_listen(Box::new(move |port| {
-        let new = if port == 0 {
-            // Redis closes the TCP listener for port 0.
-            None
-        } else {
-            match crate::network::listen_std(&bind_addr, port, backlog) {
-                Ok(l) => Some(l),
-                Err(e) => {
-                    tracing::warn!(
-                        "Warning: Could not create server TCP listening socket {bind_addr}:{port}: bind: {e}"
-                    );
-                    return Err("Unable to listen on this port. Check server logs.".into());
-                }
-            }
-        };
-        relisten_tx
-            .send(new)
-            .map_err(|_| "the server is shutting down".to_string())
-    }));
-    let mut listener = Some(listener);
+    // CONFIG SET bind / port: the sockets are bound in the command (so an
+    // address or port that cannot be bound fails it), and the accept loop
+    // takes connections from the new ones.
+    let rebind = listeners.clone();
+    shared
+        .config
+        .set_listen(Box::new(move |addrs, port| rebind.rebind(addrs, port)));
 
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
@@ -196,18 +159,8 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let mut last_warning: Option<Instant> = None;
     loop {
         tokio::select! {
-            Some(new) = relisten.recv() => {
-                listener = match new.map(tokio::net::TcpListener::from_std) {
-                    Some(Ok(l)) => Some(l),
-                    Some(Err(e)) => {
-                        tracing::warn!("Could not listen on the new port: {e}");
-                        listener
-                    }
-                    None => None,
-                };
-            }
-            accepted = accept(listener.as_ref()), if !paused => match accepted {
-                Ok((stream, peer)) => crate::network::admit(&shared, stream, peer, &mut conns),
+            accepted = listeners.accept(), if !paused => match accepted {
+                Ok(accepted) => crate::network::admit(&shared, accepted, &mut conns),
                 Err(e) => {
                     if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
                         tracing::warn!("Accepting client connection: {e}");
@@ -221,7 +174,12 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             done = &mut loaded, if background.is_none() => {
                 done.map_err(|_| "the dataset loader stopped unexpectedly".to_string())??;
                 background = Some(spawn_background(shared.clone())?);
-                tracing::info!("Ready to accept connections tcp");
+                if listeners.has_tcp() {
+                    tracing::info!("Ready to accept connections tcp");
+                }
+                if let Some(path) = listeners.unix_path() {
+                    tracing::info!("The server is now ready to accept connections at {path}");
+                }
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = sigterm.recv() => { tracing::info!("SIGTERM received, shutting down"); break }
@@ -229,7 +187,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             _ = shared.stop.notified() => { tracing::info!("SHUTDOWN requested, shutting down"); break }
         }
     }
-    drop(listener);
+    listeners.close();
     shared.shut_down();
     shared.scripting.busy.force_kill();
     // Everything below shares one deadline: the process exits within a
@@ -265,16 +223,6 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     }
     tracing::info!("zwindow is now ready to exit, bye bye...");
     Ok(())
-}
-
-/// The next connection on `listener`; never, without one (`port 0`).
-async fn accept(
-    listener: Option<&tokio::net::TcpListener>,
-) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
-    match listener {
-        Some(l) => l.accept().await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Loads the dataset on a thread of its own (the AOF with `appendonly

@@ -203,9 +203,9 @@ fn harness_base_port() -> u16 {
 /// harness's spawned mode: in a private copy of the suite, `src/redis-server`
 /// (what the harness starts, with a config file) is a script that runs
 /// zwindow with that file and its log on stdout, where the harness waits
-/// for Redis's startup lines. The harness adds a `unixsocket` line to every
-/// config; zwindow has no unix socket, so the script drops it. Redis
-/// 7.0.15's units get the skip file of the external ones.
+/// for Redis's startup lines. The harness's `unixsocket` line stays: zwindow
+/// listens there too, as Redis does. Redis 7.0.15's units get the skip file
+/// of the external ones.
 fn run_unit_spawned(tests: &Path, unit: &str, skipfile: Option<&Path>) -> (UnitResult, String) {
     let work = copy_suite(tests);
     let src = work.0.join("src");
@@ -214,7 +214,7 @@ fn run_unit_spawned(tests: &Path, unit: &str, skipfile: Option<&Path>) -> (UnitR
     std::fs::write(
         &shim,
         format!(
-            "#!/bin/sh\nsed -i '/^unixsocket/d' \"$1\"\nexec '{}' \"$@\" {} 2>&1\n",
+            "#!/bin/sh\nexec '{}' \"$@\" {} 2>&1\n",
             env!("CARGO_BIN_EXE_zwindow"),
             // The suite's socket path (ZWINDOW_TEST_IO_URING), after the
             // config file, which must come first.

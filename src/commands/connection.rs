@@ -624,6 +624,9 @@ fn client_line(
     if tracking & crate::tracking::BCAST != 0 {
         flags.push('B');
     }
+    if c.unix {
+        flags.push('U');
+    }
     if c.no_evict.load(Relaxed) {
         flags.push('e');
     }

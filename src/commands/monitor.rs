@@ -75,6 +75,11 @@ impl Monitors {
         let mut line = format!("+{}.{:06} ", now.as_secs(), now.subsec_micros()).into_bytes();
         if client.in_script {
             line.extend_from_slice(format!("[{db} lua] ").as_bytes());
+        } else if client.handle.unix {
+            // Redis names the socket's path, not the client's address.
+            let path = client.handle.addr.strip_suffix(":0");
+            let path = path.unwrap_or(&client.handle.addr);
+            line.extend_from_slice(format!("[{db} unix:{path}] ").as_bytes());
         } else {
             line.extend_from_slice(format!("[{db} {}] ", client.handle.addr).as_bytes());
         }

@@ -706,7 +706,10 @@ impl Dispatch<Client> for Dispatcher<'_> {
     }
 
     fn detached_client(&self) -> Client {
-        let (handle, _pushes) = self.shared.clients.register("".into(), "".into(), -1);
+        let (handle, _pushes) = self
+            .shared
+            .clients
+            .register("".into(), "".into(), -1, false);
         Client::new(handle, false)
     }
 

@@ -6,11 +6,14 @@
 //! hands every complete request to the [`execution`](crate::execution)
 //! layer in order, and writes all their replies with one write. The accept
 //! loop itself is in [`crate::server::run`], beside signal handling; idle
-//! clients are closed by [`close_idle`] from the background cron. A
-//! connection's socket I/O goes through tokio's epoll reactor or, with
-//! `io-uring yes`, through [`uring`]; [`socket`] hides which.
+//! clients are closed by [`close_idle`] from the background cron. The
+//! sockets it accepts on — every `bind` address, the `unixsocket` — are
+//! [`listen`]'s. A connection's socket I/O goes through tokio's epoll
+//! reactor or, with `io-uring yes`, through [`uring`]; [`socket`] hides
+//! which.
 
 pub(crate) mod connection;
+pub(crate) mod listen;
 pub(crate) mod socket;
 pub mod uring;
 
@@ -20,8 +23,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::task::JoinSet;
+
+use listen::{Accepted, Peer, Stream};
 
 use crate::commands::Services;
 
@@ -53,38 +58,6 @@ fn is_local(peer: &SocketAddr) -> bool {
         IpAddr::V4(ip) => ip == Ipv4Addr::LOCALHOST,
         IpAddr::V6(ip) => ip == Ipv6Addr::LOCALHOST,
     }
-}
-
-/// Binds the listening socket with Redis's `tcp-backlog`.
-pub(crate) async fn listen(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
-    TcpListener::from_std(listen_std(bind, port, backlog)?)
-}
-
-/// Binds a listening socket without a runtime (CONFIG SET port binds
-/// from a command): the first address of `bind` that takes it, with
-/// `SO_REUSEADDR` as Redis, non-blocking for the accept loop.
-pub(crate) fn listen_std(
-    bind: &str,
-    port: u16,
-    backlog: u32,
-) -> std::io::Result<std::net::TcpListener> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    use std::net::ToSocketAddrs;
-    let mut last = None;
-    for addr in (bind, port).to_socket_addrs()? {
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-        socket.set_reuse_address(true)?;
-        let backlog = i32::try_from(backlog).unwrap_or(i32::MAX);
-        match socket
-            .bind(&addr.into())
-            .and_then(|()| socket.listen(backlog))
-            .and_then(|()| socket.set_nonblocking(true))
-        {
-            Ok(()) => return Ok(socket.into()),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other(format!("cannot resolve {bind}"))))
 }
 
 /// File descriptors kept beyond `maxclients` (Redis's
@@ -136,29 +109,38 @@ pub(crate) fn adjust_open_files_limit(config: &crate::config::Config) {
 /// What becomes of an accepted socket, decided on the accept loop so that
 /// `maxclients` is exact however many connect at once: a client counts
 /// from the moment it is registered here.
-pub(crate) fn admit(
-    shared: &Arc<Services>,
-    stream: TcpStream,
-    peer: SocketAddr,
-    conns: &mut JoinSet<()>,
-) {
+pub(crate) fn admit(shared: &Arc<Services>, accepted: Accepted, conns: &mut JoinSet<()>) {
     let config = &shared.config;
+    let Accepted { stream, peer } = accepted;
     if shared.clients.count() >= config.maxclients() {
         shared.stats.rejected_connections.fetch_add(1, Relaxed);
         tokio::spawn(refuse(stream, "-ERR max number of clients reached\r\n"));
         return;
     }
-    if config.protected_mode() && shared.acl.default_nopass() && !is_local(&peer) {
+    let local = match &peer {
+        Peer::Tcp(peer) => is_local(peer),
+        Peer::Unix => true,
+    };
+    if config.protected_mode() && shared.acl.default_nopass() && !local {
         shared.stats.rejected_connections.fetch_add(1, Relaxed);
         tokio::spawn(refuse(stream, DENIED));
         return;
     }
-    set_keepalive(&stream, config.tcp_keepalive_secs());
-    let laddr = stream
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    // CLIENT LIST's addr and laddr: a unix client's are the socket's path
+    // and port 0, both ways, as Redis 7.0 prints them.
+    let (addr, laddr) = match (&peer, &stream) {
+        (Peer::Tcp(peer), Stream::Tcp(s)) => {
+            set_keepalive(s, config.tcp_keepalive_secs());
+            let laddr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
+            (peer.to_string(), laddr)
+        }
+        _ => {
+            let path = format!("{}:0", config.unixsocket);
+            (path.clone(), path)
+        }
+    };
+    let unix = matches!(peer, Peer::Unix);
+    let fd = stream.raw_fd();
     let socket = match socket::Socket::new(stream) {
         Ok(socket) => socket,
         Err(e) => {
@@ -166,14 +148,22 @@ pub(crate) fn admit(
             return;
         }
     };
-    let (handle, pushes) = shared.clients.register(peer.to_string(), laddr, fd);
+    let (handle, pushes) = shared.clients.register(addr, laddr, fd, unix);
     conns.spawn(connection::run(shared.clone(), socket, handle, pushes));
 }
 
 /// Writes `reply` and closes, as Redis answers a client it will not serve.
-async fn refuse(mut stream: TcpStream, reply: &'static str) {
-    let _ = stream.write_all(reply.as_bytes()).await;
-    let _ = stream.shutdown().await;
+async fn refuse(stream: Stream, reply: &'static str) {
+    match stream {
+        Stream::Tcp(mut s) => {
+            let _ = s.write_all(reply.as_bytes()).await;
+            let _ = s.shutdown().await;
+        }
+        Stream::Unix(mut s) => {
+            let _ = s.write_all(reply.as_bytes()).await;
+            let _ = s.shutdown().await;
+        }
+    }
 }
 
 /// Redis's `anetKeepAlive`: probes after `secs` idle, then every third of

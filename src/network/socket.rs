@@ -1,29 +1,61 @@
 //! A client's socket, whichever way it is served: tokio's epoll-driven
-//! stream, or the io_uring driver ([`super::uring`]). The connection logic
-//! sees only these three operations, so it is the same on both paths.
+//! stream (TCP or unix), or the io_uring driver ([`super::uring`]), which
+//! serves both kinds alike. The connection logic sees only these three
+//! operations, so it is the same on every path.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
+use super::listen::Stream;
 use super::uring::UringSocket;
 
 pub(crate) enum Socket {
     Epoll(TcpStream),
+    EpollUnix(UnixStream),
     Uring(UringSocket),
+}
+
+/// The epoll path's write loop, the same for both kinds of stream.
+macro_rules! write_epoll {
+    ($s:expr, $buf:expr, $stalled:expr, $started:expr) => {{
+        let mut done = 0;
+        let mut started = Some($started);
+        while done < $buf.len() {
+            let wrote = $s.try_write(&$buf[done..]);
+            if let Some(f) = started.take() {
+                f();
+            }
+            match wrote {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    $stalled.store(true, Relaxed);
+                    $s.writable().await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }};
 }
 
 impl Socket {
     /// Wraps an accepted socket for the path this thread serves with.
-    pub(crate) fn new(stream: TcpStream) -> std::io::Result<Socket> {
-        let _ = stream.set_nodelay(true);
-        if super::uring::active() {
-            return UringSocket::new(stream).map(Socket::Uring);
+    pub(crate) fn new(stream: Stream) -> std::io::Result<Socket> {
+        if let Stream::Tcp(s) = &stream {
+            let _ = s.set_nodelay(true);
         }
-        Ok(Socket::Epoll(stream))
+        if super::uring::active() {
+            return UringSocket::new(stream.into_fd()?).map(Socket::Uring);
+        }
+        Ok(match stream {
+            Stream::Tcp(s) => Socket::Epoll(s),
+            Stream::Unix(s) => Socket::EpollUnix(s),
+        })
     }
 
     /// Reads what has arrived into `rbuf` (waiting for something); 0 at
@@ -31,6 +63,7 @@ impl Socket {
     pub(crate) async fn read_buf(&mut self, rbuf: &mut BytesMut) -> std::io::Result<usize> {
         match self {
             Socket::Epoll(s) => s.read_buf(rbuf).await,
+            Socket::EpollUnix(s) => s.read_buf(rbuf).await,
             Socket::Uring(s) => s.read(rbuf).await,
         }
     }
@@ -48,26 +81,8 @@ impl Socket {
         started: impl FnOnce(),
     ) -> std::io::Result<()> {
         match self {
-            Socket::Epoll(s) => {
-                let mut done = 0;
-                let mut started = Some(started);
-                while done < buf.len() {
-                    let wrote = s.try_write(&buf[done..]);
-                    if let Some(f) = started.take() {
-                        f();
-                    }
-                    match wrote {
-                        Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                        Ok(n) => done += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            stalled.store(true, Relaxed);
-                            s.writable().await?;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(())
-            }
+            Socket::Epoll(s) => write_epoll!(s, buf, stalled, started),
+            Socket::EpollUnix(s) => write_epoll!(s, buf, stalled, started),
             Socket::Uring(s) => s.write_all(buf, stalled, started).await,
         }
     }
@@ -76,6 +91,9 @@ impl Socket {
     pub(crate) async fn shutdown(&mut self) {
         match self {
             Socket::Epoll(s) => {
+                let _ = s.shutdown().await;
+            }
+            Socket::EpollUnix(s) => {
                 let _ = s.shutdown().await;
             }
             Socket::Uring(s) => s.shutdown(),

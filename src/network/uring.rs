@@ -28,8 +28,7 @@
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::io;
-use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::task::{Context, Poll, Waker};
@@ -271,7 +270,7 @@ enum Recv {
 
 /// One connection's socket as the driver sees it.
 struct Conn {
-    stream: TcpStream,
+    socket: OwnedFd,
     fd: RawFd,
     /// The socket sits in the ring's file table at the slot's index.
     fixed: bool,
@@ -738,13 +737,12 @@ fn gone() -> io::Error {
 
 impl UringSocket {
     /// Takes over an accepted socket and arms its receive.
-    pub(crate) fn new(stream: tokio::net::TcpStream) -> io::Result<UringSocket> {
+    pub(crate) fn new(socket: OwnedFd) -> io::Result<UringSocket> {
         let d = driver().ok_or_else(gone)?;
-        let stream = stream.into_std()?;
         // Blocking mode: io_uring then waits for room or data itself
         // instead of completing with EAGAIN.
-        stream.set_nonblocking(false)?;
-        let fd = stream.as_raw_fd();
+        socket2::SockRef::from(&socket).set_nonblocking(false)?;
+        let fd = socket.as_raw_fd();
         let mut d = d.borrow_mut();
         let idx = match d.free.pop() {
             Some(idx) => idx,
@@ -759,7 +757,7 @@ impl UringSocket {
         let fixed =
             idx < d.fixed_files && d.ring.submitter().register_files_update(idx, &[fd]).is_ok();
         let conn = Conn {
-            stream,
+            socket,
             fd,
             fixed,
             input: BytesMut::new(),
@@ -891,7 +889,7 @@ impl UringSocket {
         let Some(d) = driver() else { return };
         let mut d = d.borrow_mut();
         if let Some(c) = d.conn(self.idx, self.generation) {
-            let _ = c.stream.shutdown(std::net::Shutdown::Write);
+            let _ = socket2::SockRef::from(&c.socket).shutdown(std::net::Shutdown::Write);
         }
     }
 }
