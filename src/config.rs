@@ -452,7 +452,7 @@ impl Config {
     /// Redis 7.0's defaults (and zwindow's for its own settings).
     pub(crate) fn defaults() -> Config {
         Config {
-            bind: RwLock::new("127.0.0.1".into()),
+            bind: RwLock::new("* -::*".into()),
             unixsocket: String::new(),
             unixsocketperm: 0,
             port: AtomicU32::new(6379),
