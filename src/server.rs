@@ -118,6 +118,26 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let local = listener.local_addr()?;
+    // TLS: the context is built before the TLS port listens, and a
+    // context that cannot be built stops the server, as in Redis.
+    let tls = Arc::new(crate::network::tls::Tls::new());
+    if config.tls_enabled() && tls.configure(&config, true).is_err() {
+        tracing::warn!("Failed to configure TLS. Check logs for more info.");
+        return Err("Failed to configure TLS. Check logs for more info.".into());
+    }
+    let mut tls_listener = match config.tls_port() {
+        0 => None,
+        port => match crate::network::listen(bind, port, config.tcp_backlog).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                tracing::warn!(
+                    "Warning: Could not create server TLS listening socket {bind}:{port}: bind: {e}"
+                );
+                tracing::warn!("Failed listening on port {port} (tls), aborting.");
+                return Err(e.into());
+            }
+        },
+    };
     crate::network::adjust_open_files_limit(&config);
     config.port.store(local.port() as u32, Relaxed);
     let shards = config.shard_count();
@@ -179,6 +199,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|_| "the server is shutting down".to_string())
     }));
     let mut listener = Some(listener);
+    let mut tls_relisten = set_tls_hooks(&shared, &tls, bind);
 
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
@@ -206,8 +227,21 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                     None => None,
                 };
             }
-            accepted = accept(listener.as_ref()), if !paused => match accepted {
-                Ok((stream, peer)) => crate::network::admit(&shared, stream, peer, &mut conns),
+            Some(new) = tls_relisten.recv() => {
+                tls_listener = match new.map(tokio::net::TcpListener::from_std) {
+                    Some(Ok(l)) => Some(l),
+                    Some(Err(e)) => {
+                        tracing::warn!("Could not listen on the new TLS port: {e}");
+                        tls_listener
+                    }
+                    None => None,
+                };
+            }
+            accepted = accept_any(listener.as_ref(), tls_listener.as_ref()), if !paused => match accepted {
+                Ok((stream, peer, false)) => crate::network::admit(&shared, stream, peer, &mut conns),
+                Ok((stream, peer, true)) => {
+                    crate::network::admit_tls(&shared, &tls, stream, peer, &mut conns)
+                }
                 Err(e) => {
                     if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
                         tracing::warn!("Accepting client connection: {e}");
@@ -230,6 +264,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     drop(listener);
+    drop(tls_listener);
     shared.shut_down();
     shared.scripting.busy.force_kill();
     // Everything below shares one deadline: the process exits within a
@@ -275,6 +310,61 @@ async fn accept(
         Some(l) => l.accept().await,
         None => std::future::pending().await,
     }
+}
+
+/// The next connection on either listener, and whether it came on the
+/// TLS one.
+async fn accept_any(
+    plain: Option<&tokio::net::TcpListener>,
+    tls: Option<&tokio::net::TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr, bool)> {
+    tokio::select! {
+        r = accept(plain) => r.map(|(s, p)| (s, p, false)),
+        r = accept(tls) => r.map(|(s, p)| (s, p, true)),
+    }
+}
+
+/// Registers how CONFIG SET applies the TLS settings: the context is
+/// rebuilt by `tls`, and a new `tls-port` is bound in the command (so a
+/// port in use fails it) and handed to the accept loop through the
+/// returned channel (None: close the TLS listener, for port 0).
+fn set_tls_hooks(
+    shared: &Arc<Services>,
+    tls: &Arc<crate::network::tls::Tls>,
+    bind: &str,
+) -> tokio::sync::mpsc::UnboundedReceiver<Option<std::net::TcpListener>> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Option<std::net::TcpListener>>();
+    let (bind, backlog) = (bind.to_string(), shared.config.tcp_backlog);
+    // The port the TLS listener has: asking for it again keeps it (a
+    // failed CONFIG SET restores the port it did not move from).
+    let bound = std::sync::atomic::AtomicU32::new(u32::from(shared.config.tls_port()));
+    let configure = tls.clone();
+    shared.config.set_tls(crate::config::TlsHooks {
+        configure: Box::new(move |config, reconfigure| configure.configure(config, reconfigure)),
+        listen: Box::new(move |port| {
+            if bound.load(Relaxed) == u32::from(port) {
+                return Ok(());
+            }
+            let new = if port == 0 {
+                None
+            } else {
+                match crate::network::listen_std(&bind, port, backlog) {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        tracing::warn!(
+                            "Warning: Could not create server TLS listening socket {bind}:{port}: bind: {e}"
+                        );
+                        return Err("Unable to listen on this port. Check server logs.".into());
+                    }
+                }
+            };
+            tx.send(new)
+                .map_err(|_| "the server is shutting down".to_string())?;
+            bound.store(u32::from(port), Relaxed);
+            Ok(())
+        }),
+    });
+    rx
 }
 
 /// Loads the dataset on a thread of its own (the AOF with `appendonly

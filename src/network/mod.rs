@@ -8,10 +8,12 @@
 //! loop itself is in [`crate::server::run`], beside signal handling; idle
 //! clients are closed by [`close_idle`] from the background cron. A
 //! connection's socket I/O goes through tokio's epoll reactor or, with
-//! `io-uring yes`, through [`uring`]; [`socket`] hides which.
+//! `io-uring yes`, through [`uring`]; [`socket`] hides which. A client
+//! of `tls-port` goes through [`tls`] (OpenSSL, on the epoll path).
 
 pub(crate) mod connection;
 pub(crate) mod socket;
+pub(crate) mod tls;
 pub mod uring;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -142,15 +144,46 @@ pub(crate) fn admit(
     peer: SocketAddr,
     conns: &mut JoinSet<()>,
 ) {
-    let config = &shared.config;
-    if shared.clients.count() >= config.maxclients() {
-        shared.stats.rejected_connections.fetch_add(1, Relaxed);
-        tokio::spawn(refuse(stream, "-ERR max number of clients reached\r\n"));
-        return;
+    admit_on(shared, stream, peer, conns, None);
+}
+
+/// [`admit`] for a socket accepted on `tls-port`: the same checks, then
+/// the handshake in the connection's own task (never on the accept loop),
+/// with the context current at accept. A client refused before its
+/// handshake is closed without a reply (Redis's reply could not be read
+/// as TLS either).
+pub(crate) fn admit_tls(
+    shared: &Arc<Services>,
+    tls: &tls::Tls,
+    stream: TcpStream,
+    peer: SocketAddr,
+    conns: &mut JoinSet<()>,
+) {
+    match tls.context() {
+        Some(ctx) => admit_on(shared, stream, peer, conns, Some(ctx)),
+        None => tracing::warn!("TLS connection refused: TLS is not configured"),
     }
-    if config.protected_mode() && shared.acl.default_nopass() && !is_local(&peer) {
+}
+
+fn admit_on(
+    shared: &Arc<Services>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    conns: &mut JoinSet<()>,
+    tls: Option<openssl::ssl::SslContext>,
+) {
+    let config = &shared.config;
+    let refused = if shared.clients.count() >= config.maxclients() {
+        Some("-ERR max number of clients reached\r\n")
+    } else if config.protected_mode() && shared.acl.default_nopass() && !is_local(&peer) {
+        Some(DENIED)
+    } else {
+        None
+    };
+    if let Some(reply) = refused {
         shared.stats.rejected_connections.fetch_add(1, Relaxed);
-        tokio::spawn(refuse(stream, DENIED));
+        let reply = if tls.is_some() { "" } else { reply };
+        tokio::spawn(refuse(stream, reply));
         return;
     }
     set_keepalive(&stream, config.tcp_keepalive_secs());
@@ -159,6 +192,24 @@ pub(crate) fn admit(
         .map(|a| a.to_string())
         .unwrap_or_default();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    if let Some(ctx) = tls {
+        let _ = stream.set_nodelay(true);
+        let (handle, pushes) = shared.clients.register(peer.to_string(), laddr, fd);
+        let shared = shared.clone();
+        conns.spawn(async move {
+            match tls::accept(&ctx, &shared.config, stream).await {
+                Ok(stream) => {
+                    let socket = socket::Socket::Tls(Box::new(stream));
+                    connection::run(shared, socket, handle, pushes).await;
+                }
+                Err(e) => {
+                    tracing::debug!("TLS handshake with {peer} failed: {e}");
+                    shared.clients.unregister(handle.id);
+                }
+            }
+        });
+        return;
+    }
     let socket = match socket::Socket::new(stream) {
         Ok(socket) => socket,
         Err(e) => {

@@ -1,19 +1,25 @@
 //! A client's socket, whichever way it is served: tokio's epoll-driven
-//! stream, or the io_uring driver ([`super::uring`]). The connection logic
-//! sees only these three operations, so it is the same on both paths.
+//! stream, the io_uring driver ([`super::uring`]), or TLS over an epoll
+//! stream ([`super::tls`]). The connection logic sees only these three
+//! operations, so it is the same on every path.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::task::Poll;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_openssl::SslStream;
 
 use super::uring::UringSocket;
 
 pub(crate) enum Socket {
     Epoll(TcpStream),
     Uring(UringSocket),
+    /// Boxed: the OpenSSL stream is larger than the other two.
+    Tls(Box<SslStream<TcpStream>>),
 }
 
 impl Socket {
@@ -32,6 +38,7 @@ impl Socket {
         match self {
             Socket::Epoll(s) => s.read_buf(rbuf).await,
             Socket::Uring(s) => s.read(rbuf).await,
+            Socket::Tls(s) => s.read_buf(rbuf).await,
         }
     }
 
@@ -61,6 +68,26 @@ impl Socket {
                 Ok(())
             }
             Socket::Uring(s) => s.write_all(buf, stalled).await,
+            Socket::Tls(s) => {
+                let mut done = 0;
+                while done < buf.len() {
+                    let n = std::future::poll_fn(|cx| {
+                        match Pin::new(&mut **s).poll_write(cx, &buf[done..]) {
+                            Poll::Pending => {
+                                stalled.store(true, Relaxed);
+                                Poll::Pending
+                            }
+                            ready => ready,
+                        }
+                    })
+                    .await?;
+                    if n == 0 {
+                        return Err(std::io::ErrorKind::WriteZero.into());
+                    }
+                    done += n;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -71,6 +98,9 @@ impl Socket {
                 let _ = s.shutdown().await;
             }
             Socket::Uring(s) => s.shutdown(),
+            Socket::Tls(s) => {
+                let _ = s.shutdown().await;
+            }
         }
     }
 }
