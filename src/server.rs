@@ -179,6 +179,10 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let (relisten_tx, mut relisten) =
         tokio::sync::mpsc::unbounded_channel::<Option<std::net::TcpListener>>();
     let (bind_addr, backlog) = (bind.to_string(), shared.config.tcp_backlog);
+    let plain_slot = Arc::new(crate::network::ListenSlot::new(Some(
+        std::os::fd::AsRawFd::as_raw_fd(&listener),
+    )));
+    let slot = plain_slot.clone();
     shared.config.set_listen(Box::new(move |port| {
         let new = if port == 0 {
             // Redis closes the TCP listener for port 0.
@@ -194,12 +198,17 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         };
-        relisten_tx
-            .send(new)
-            .map_err(|_| "the server is shutting down".to_string())
+        slot.replace(new, |new| {
+            relisten_tx
+                .send(new)
+                .map_err(|_| "the server is shutting down".to_string())
+        })
     }));
     let mut listener = Some(listener);
-    let mut tls_relisten = set_tls_hooks(&shared, &tls, bind);
+    let tls_slot = Arc::new(crate::network::ListenSlot::new(
+        tls_listener.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+    ));
+    let mut tls_relisten = set_tls_hooks(&shared, &tls, bind, tls_slot.clone());
 
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
@@ -221,8 +230,9 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                 listener = match new.map(tokio::net::TcpListener::from_std) {
                     Some(Ok(l)) => Some(l),
                     Some(Err(e)) => {
+                        // The old one was shut down already.
                         tracing::warn!("Could not listen on the new port: {e}");
-                        listener
+                        None
                     }
                     None => None,
                 };
@@ -232,7 +242,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                     Some(Ok(l)) => Some(l),
                     Some(Err(e)) => {
                         tracing::warn!("Could not listen on the new TLS port: {e}");
-                        tls_listener
+                        None
                     }
                     None => None,
                 };
@@ -263,6 +273,8 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             _ = shared.stop.notified() => { tracing::info!("SHUTDOWN requested, shutting down"); break }
         }
     }
+    plain_slot.clear();
+    tls_slot.clear();
     drop(listener);
     drop(tls_listener);
     shared.shut_down();
@@ -307,7 +319,11 @@ async fn accept(
     listener: Option<&tokio::net::TcpListener>,
 ) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
     match listener {
-        Some(l) => l.accept().await,
+        Some(l) => match l.accept().await {
+            // Shut down by CONFIG SET: its replacement is on its way.
+            Err(e) if crate::network::not_listening(&e) => std::future::pending().await,
+            r => r,
+        },
         None => std::future::pending().await,
     }
 }
@@ -332,6 +348,7 @@ fn set_tls_hooks(
     shared: &Arc<Services>,
     tls: &Arc<crate::network::tls::Tls>,
     bind: &str,
+    slot: Arc<crate::network::ListenSlot>,
 ) -> tokio::sync::mpsc::UnboundedReceiver<Option<std::net::TcpListener>> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Option<std::net::TcpListener>>();
     let (bind, backlog) = (bind.to_string(), shared.config.tcp_backlog);
@@ -358,8 +375,10 @@ fn set_tls_hooks(
                     }
                 }
             };
-            tx.send(new)
-                .map_err(|_| "the server is shutting down".to_string())?;
+            slot.replace(new, |new| {
+                tx.send(new)
+                    .map_err(|_| "the server is shutting down".to_string())
+            })?;
             bound.store(u32::from(port), Relaxed);
             Ok(())
         }),

@@ -89,6 +89,55 @@ pub(crate) fn listen_std(
     Err(last.unwrap_or_else(|| std::io::Error::other(format!("cannot resolve {bind}"))))
 }
 
+/// The socket a listener the accept loop owns listens on, so that CONFIG
+/// SET (`port`, `tls-port`) can stop it listening at once: the loop drops
+/// the old listener only when it next runs, and a command right after
+/// (`CONFIG SET tls-port 0` then `CONFIG SET port <that port>`, as Redis's
+/// unit/tls does) must find the port free. A shut-down listener's accept
+/// fails with EINVAL, which [`not_listening`] tells from real failures.
+pub(crate) struct ListenSlot(parking_lot::Mutex<Option<std::os::fd::RawFd>>);
+
+impl ListenSlot {
+    pub(crate) fn new(fd: Option<std::os::fd::RawFd>) -> ListenSlot {
+        ListenSlot(parking_lot::Mutex::new(fd))
+    }
+
+    /// Hands `new` (None: no listener) to the accept loop through `send`,
+    /// then stops the old socket listening. Under the slot's lock, so the
+    /// old one is still open (the loop clears the slot before it closes
+    /// its listeners at shutdown, and closes a replaced one only after
+    /// this returns).
+    pub(crate) fn replace(
+        &self,
+        new: Option<std::net::TcpListener>,
+        send: impl FnOnce(Option<std::net::TcpListener>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut slot = self.0.lock();
+        let fd = new.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+        send(new)?;
+        if let Some(old) = slot.take() {
+            // SAFETY: `old` is the listening socket the accept loop still
+            // holds open (see above); shutdown only changes its state.
+            unsafe {
+                libc::shutdown(old, libc::SHUT_RDWR);
+            }
+        }
+        *slot = fd;
+        Ok(())
+    }
+
+    /// Forgets the socket: the accept loop is about to close it.
+    pub(crate) fn clear(&self) {
+        *self.0.lock() = None;
+    }
+}
+
+/// Whether an accept error means the listener was shut down by
+/// [`ListenSlot::replace`] (its replacement is on its way to the loop).
+pub(crate) fn not_listening(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINVAL)
+}
+
 /// File descriptors kept beyond `maxclients` (Redis's
 /// `CONFIG_MIN_RESERVED_FDS`: listeners, logs, scripts' and tasks' own).
 const RESERVED_FDS: u64 = 32;
