@@ -47,6 +47,13 @@
 //! request is what the machine's kernel and loopback TCP cost a server
 //! that does no work, so floor / redis-server is the lowest ratio any
 //! server can reach here, and the table prints it beside zwindow's.
+//!
+//! TLS (`VS_REDIS_TLS=1`): each server also serves TLS on a port of its
+//! own, with Redis's test certificates ([`tls_certs`]), and redis-benchmark
+//! connects there with `--tls` and a client certificate: zwindow's
+//! OpenSSL against redis-server's (Debian's is built with TLS), same run.
+//! Only TLS-capable servers run then (zwindow, `zw-base`, redis-server:
+//! not the floor, nor a Valkey built without TLS).
 
 mod common;
 
@@ -54,6 +61,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -277,7 +285,81 @@ fn parse_csv(out: &str) -> Option<(f64, f64)> {
     Some((num(1)?, num(6)?))
 }
 
-fn measure(bench: &str, srv: &Server, w: Workload, depth: usize, requests: u64) -> Measured {
+// ---------------------------------------------------------------------------
+// TLS
+// ---------------------------------------------------------------------------
+
+/// `VS_REDIS_TLS=1`: the test certificates Redis's `utils/gen-test-certs.sh`
+/// made into the TCL suite's `tests/tls/` (`bash .ci/test` makes them;
+/// `ZWINDOW_REDIS_TESTS` names another suite).
+fn tls_certs() -> Option<PathBuf> {
+    if std::env::var("VS_REDIS_TLS").map_or(true, |v| v != "1") {
+        return None;
+    }
+    let suite = std::env::var_os("ZWINDOW_REDIS_TESTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/redis-7.0.15"));
+    let dir = suite.join("tests/tls");
+    assert!(
+        dir.join("ca.crt").is_file(),
+        "VS_REDIS_TLS=1 needs the test certificates in {} (run `bash .ci/test`)",
+        dir.display()
+    );
+    Some(dir)
+}
+
+/// A server's TLS settings on `port`, as Redis's harness gives them; no
+/// client certificate is required (redis-benchmark presents one anyway).
+fn tls_server_args(certs: &Path, port: u16) -> Vec<String> {
+    let file = |n: &str| certs.join(n).to_string_lossy().into_owned();
+    [
+        ("--tls-port", port.to_string()),
+        ("--tls-cert-file", file("server.crt")),
+        ("--tls-key-file", file("server.key")),
+        ("--tls-ca-cert-file", file("ca.crt")),
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| [k.to_string(), v])
+    .collect()
+}
+
+/// redis-benchmark's TLS flags.
+fn tls_bench_args(certs: &Path) -> Vec<String> {
+    let file = |n: &str| certs.join(n).to_string_lossy().into_owned();
+    vec![
+        "--tls".into(),
+        "--cacert".into(),
+        file("ca.crt"),
+        "--cert".into(),
+        file("client.crt"),
+        "--key".into(),
+        file("client.key"),
+    ]
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// Where redis-benchmark connects to a server: its plain port, or its TLS
+/// port with the TLS flags.
+#[derive(Clone)]
+struct Target {
+    port: u16,
+    flags: Vec<String>,
+}
+
+fn measure(
+    bench: &str,
+    srv: &Server,
+    target: &Target,
+    w: Workload,
+    depth: usize,
+    requests: u64,
+) -> Measured {
     srv.load(w.first_score());
     let gens = w.generators();
     let (clients, per_gen) = (50 / gens.len(), requests / gens.len() as u64);
@@ -288,7 +370,8 @@ fn measure(bench: &str, srv: &Server, w: Workload, depth: usize, requests: u64) 
         .iter()
         .map(|args| {
             Command::new(bench)
-                .args(["-h", "127.0.0.1", "-p", &srv.addr.port().to_string()])
+                .args(["-h", "127.0.0.1", "-p", &target.port.to_string()])
+                .args(&target.flags)
                 .args(["-c", &clients.to_string(), "-n", &per_gen.to_string()])
                 .args(["-P", &depth.to_string(), "-r", &MEMBERS.to_string()])
                 .arg("--csv")
@@ -369,10 +452,34 @@ fn main() {
     // Every server runs from the temp dir: none finds a stale dump.rdb.
     let tmp = std::env::temp_dir();
     let peer_args = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from);
+    // Where redis-benchmark connects to each server, in the order they
+    // start: with TLS, a TLS port its arguments name (the plain port still
+    // loads the set).
+    let certs = tls_certs();
+    let mut targets: Vec<Target> = Vec::new();
+    let mut with_tls = |args: &[String]| -> Vec<String> {
+        let mut args = args.to_vec();
+        match &certs {
+            Some(certs) => {
+                let port = free_port();
+                args.extend(tls_server_args(certs, port));
+                targets.push(Target {
+                    port,
+                    flags: tls_bench_args(certs),
+                });
+            }
+            // The plain port, filled in once the server has one.
+            None => targets.push(Target {
+                port: 0,
+                flags: Vec::new(),
+            }),
+        }
+        args
+    };
     let mut servers = vec![Server::start_in(
         "zwindow",
         &zwindow_exe,
-        &zwindow_args,
+        &with_tls(&zwindow_args),
         Some(&tmp),
     )];
     // An earlier zwindow build beside this one, in the same run and under
@@ -382,23 +489,44 @@ fn main() {
         servers.push(Server::start_in(
             "zw-base",
             &base,
-            &zwindow_args,
+            &with_tls(&zwindow_args),
             Some(&tmp),
         ));
     }
     for (name, path) in peer_servers() {
-        servers.push(Server::start_in(name, &path, &peer_args, Some(&tmp)));
+        if certs.is_some() && name != "redis" {
+            println!("{name}: not measured over TLS (only redis-server's build is known to have it)");
+            continue;
+        }
+        servers.push(Server::start_in(
+            name,
+            &path,
+            &with_tls(&peer_args),
+            Some(&tmp),
+        ));
     }
     let peers = servers.len() - 1;
-    if std::env::var("VS_REDIS_FLOOR").map_or(true, |v| v != "0") {
+    if certs.is_some() {
+        println!("TLS: the floor is not measured (it has no TLS)");
+    } else if std::env::var("VS_REDIS_FLOOR").map_or(true, |v| v != "0") {
         let me = std::env::current_exe().expect("current_exe");
         let me = me.to_string_lossy();
         servers.push(Server::start("floor", &me, &["--floor-server".into()]));
+        targets.push(Target {
+            port: 0,
+            flags: Vec::new(),
+        });
+    }
+    for (t, srv) in targets.iter_mut().zip(&servers) {
+        if t.port == 0 {
+            t.port = srv.port();
+        }
     }
     println!(
-        "vs_redis: {bench}, 50 clients, {requests} requests per run at pipeline 1 ({} at 16), {rounds} round(s), zwindow {zwindow_exe} {}",
+        "vs_redis: {bench}, 50 clients, {requests} requests per run at pipeline 1 ({} at 16), {rounds} round(s), zwindow {zwindow_exe} {}{}",
         requests * 5,
-        zwindow_args.join(" ")
+        zwindow_args.join(" "),
+        if certs.is_some() { ", over TLS (redis-benchmark --tls)" } else { "" }
     );
     for w in &workloads {
         for g in w.generators() {
@@ -419,7 +547,7 @@ fn main() {
                 let n = if depth > 1 { requests * 5 } else { requests };
                 for k in 0..servers.len() {
                     let si = (k + round) % servers.len();
-                    let m = measure(&bench, &servers[si], w, depth, n);
+                    let m = measure(&bench, &servers[si], &targets[si], w, depth, n);
                     println!(
                         "round {} {:36} P{depth:<2} {:8} {:>9.0} ops/s  p99 {:>6.3} ms  cpu {:>6.2} us/req",
                         round + 1,
