@@ -495,7 +495,9 @@ fn main() {
     }
     for (name, path) in peer_servers() {
         if certs.is_some() && name != "redis" {
-            println!("{name}: not measured over TLS (only redis-server's build is known to have it)");
+            println!(
+                "{name}: not measured over TLS (only redis-server's build is known to have it)"
+            );
             continue;
         }
         servers.push(Server::start_in(
@@ -526,7 +528,11 @@ fn main() {
         "vs_redis: {bench}, 50 clients, {requests} requests per run at pipeline 1 ({} at 16), {rounds} round(s), zwindow {zwindow_exe} {}{}",
         requests * 5,
         zwindow_args.join(" "),
-        if certs.is_some() { ", over TLS (redis-benchmark --tls)" } else { "" }
+        if certs.is_some() {
+            ", over TLS (redis-benchmark --tls)"
+        } else {
+            ""
+        }
     );
     for w in &workloads {
         for g in w.generators() {
