@@ -53,6 +53,13 @@
 //! (`-s`) instead of to loopback TCP, so the same table compares the CPU
 //! per request of unix-socket clients, zwindow's against redis-server's in
 //! the same run. The floor speaks TCP only and is left out.
+//!
+//! TLS (`VS_REDIS_TLS=1`): each server also serves TLS on a port of its
+//! own, with Redis's test certificates ([`tls_certs`]), and redis-benchmark
+//! connects there with `--tls` and a client certificate: zwindow's
+//! OpenSSL against redis-server's (Debian's is built with TLS), same run.
+//! Only TLS-capable servers run then (zwindow, `zw-base`, redis-server:
+//! not the floor, nor a Valkey built without TLS).
 
 mod common;
 
@@ -60,6 +67,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -305,22 +313,101 @@ impl Drop for Sockets {
     }
 }
 
-/// Where redis-benchmark connects to `srv`: its TCP port, or in unix mode
-/// its socket.
-fn target(srv: &Server) -> Vec<String> {
-    if unix_mode() {
-        let path = unix_socket(srv.name);
-        return vec!["-s".into(), path.to_string_lossy().into_owned()];
+// ---------------------------------------------------------------------------
+// TLS
+// ---------------------------------------------------------------------------
+
+/// `VS_REDIS_TLS=1`: the test certificates Redis's `utils/gen-test-certs.sh`
+/// made into the TCL suite's `tests/tls/` (`bash .ci/test` makes them;
+/// `ZWINDOW_REDIS_TESTS` names another suite).
+fn tls_certs() -> Option<PathBuf> {
+    if std::env::var("VS_REDIS_TLS").map_or(true, |v| v != "1") {
+        return None;
     }
+    let suite = std::env::var_os("ZWINDOW_REDIS_TESTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/redis-7.0.15"));
+    let dir = suite.join("tests/tls");
+    assert!(
+        dir.join("ca.crt").is_file(),
+        "VS_REDIS_TLS=1 needs the test certificates in {} (run `bash .ci/test`)",
+        dir.display()
+    );
+    Some(dir)
+}
+
+/// A server's TLS settings on `port`, as Redis's harness gives them; no
+/// client certificate is required (redis-benchmark presents one anyway).
+fn tls_server_args(certs: &Path, port: u16) -> Vec<String> {
+    let file = |n: &str| certs.join(n).to_string_lossy().into_owned();
+    [
+        ("--tls-port", port.to_string()),
+        ("--tls-cert-file", file("server.crt")),
+        ("--tls-key-file", file("server.key")),
+        ("--tls-ca-cert-file", file("ca.crt")),
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| [k.to_string(), v])
+    .collect()
+}
+
+/// redis-benchmark's TLS flags.
+fn tls_bench_args(certs: &Path) -> Vec<String> {
+    let file = |n: &str| certs.join(n).to_string_lossy().into_owned();
     vec![
-        "-h".into(),
-        "127.0.0.1".into(),
-        "-p".into(),
-        srv.port().to_string(),
+        "--tls".into(),
+        "--cacert".into(),
+        file("ca.crt"),
+        "--cert".into(),
+        file("client.crt"),
+        "--key".into(),
+        file("client.key"),
     ]
 }
 
-fn measure(bench: &str, srv: &Server, w: Workload, depth: usize, requests: u64) -> Measured {
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// Where redis-benchmark connects to a server: its plain port, its TLS
+/// port with the TLS flags, or its unix socket.
+#[derive(Clone)]
+struct Target {
+    port: u16,
+    flags: Vec<String>,
+    unix: Option<std::path::PathBuf>,
+}
+
+impl Target {
+    /// redis-benchmark's arguments for it.
+    fn args(&self) -> Vec<String> {
+        match &self.unix {
+            Some(path) => vec!["-s".into(), path.to_string_lossy().into_owned()],
+            None => {
+                let mut args = vec![
+                    "-h".into(),
+                    "127.0.0.1".into(),
+                    "-p".into(),
+                    self.port.to_string(),
+                ];
+                args.extend(self.flags.iter().cloned());
+                args
+            }
+        }
+    }
+}
+
+fn measure(
+    bench: &str,
+    srv: &Server,
+    target: &Target,
+    w: Workload,
+    depth: usize,
+    requests: u64,
+) -> Measured {
     srv.load(w.first_score());
     let gens = w.generators();
     let (clients, per_gen) = (50 / gens.len(), requests / gens.len() as u64);
@@ -331,7 +418,7 @@ fn measure(bench: &str, srv: &Server, w: Workload, depth: usize, requests: u64) 
         .iter()
         .map(|args| {
             Command::new(bench)
-                .args(target(srv))
+                .args(target.args())
                 .args(["-c", &clients.to_string(), "-n", &per_gen.to_string()])
                 .args(["-P", &depth.to_string(), "-r", &MEMBERS.to_string()])
                 .arg("--csv")
@@ -408,38 +495,79 @@ fn main() {
         return;
     };
 
-    let (zwindow_exe, mut zwindow_args) = zwindow_under_test();
+    let (zwindow_exe, zwindow_args) = zwindow_under_test();
     // Each server's socket beside its TCP port (which the setup uses).
     let sockets = std::cell::RefCell::new(Sockets(Vec::new()));
-    let with_socket = |args: &mut Vec<String>, name: &str| {
-        if unix_mode() {
-            let path = unix_socket(name);
-            args.extend(["--unixsocket".into(), path.to_string_lossy().into_owned()]);
-            sockets.borrow_mut().0.push(path);
-        }
-    };
     // Every server runs from the temp dir: none finds a stale dump.rdb.
     let tmp = std::env::temp_dir();
     let peer_args = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from);
-    let mut base_args = zwindow_args.clone();
-    with_socket(&mut zwindow_args, "zwindow");
-    with_socket(&mut base_args, "zw-base");
+    // Where redis-benchmark connects to each server, in the order they
+    // start: with TLS, a TLS port its arguments name (the plain port still
+    // loads the set).
+    let certs = tls_certs();
+    let mut targets: Vec<Target> = Vec::new();
+    let mut with_target = |args: &[String], name: &str| -> Vec<String> {
+        let mut args = args.to_vec();
+        if unix_mode() {
+            let path = unix_socket(name);
+            args.extend(["--unixsocket".into(), path.to_string_lossy().into_owned()]);
+            sockets.borrow_mut().0.push(path.clone());
+            targets.push(Target {
+                port: 0,
+                flags: Vec::new(),
+                unix: Some(path),
+            });
+            return args;
+        }
+        match &certs {
+            Some(certs) => {
+                let port = free_port();
+                args.extend(tls_server_args(certs, port));
+                targets.push(Target {
+                    port,
+                    flags: tls_bench_args(certs),
+                    unix: None,
+                });
+            }
+            // The plain port, filled in once the server has one.
+            None => targets.push(Target {
+                port: 0,
+                flags: Vec::new(),
+                unix: None,
+            }),
+        }
+        args
+    };
     let mut servers = vec![Server::start_in(
         "zwindow",
         &zwindow_exe,
-        &zwindow_args,
+        &with_target(&zwindow_args, "zwindow"),
         Some(&tmp),
     )];
     // An earlier zwindow build beside this one, in the same run and under
     // the same load (`VS_REDIS_BASELINE`): a change's before and after.
     if let Ok(base) = std::env::var("VS_REDIS_BASELINE") {
         println!("zw-base: {base}");
-        servers.push(Server::start_in("zw-base", &base, &base_args, Some(&tmp)));
+        servers.push(Server::start_in(
+            "zw-base",
+            &base,
+            &with_target(&zwindow_args, "zw-base"),
+            Some(&tmp),
+        ));
     }
     for (name, path) in peer_servers() {
-        let mut args = peer_args.to_vec();
-        with_socket(&mut args, name);
-        servers.push(Server::start_in(name, &path, &args, Some(&tmp)));
+        if certs.is_some() && name != "redis" {
+            println!(
+                "{name}: not measured over TLS (only redis-server's build is known to have it)"
+            );
+            continue;
+        }
+        servers.push(Server::start_in(
+            name,
+            &path,
+            &with_target(&peer_args, name),
+            Some(&tmp),
+        ));
     }
     let peers = servers.len() - 1;
     if unix_mode() {
@@ -447,15 +575,32 @@ fn main() {
             "over unix sockets ({}): the floor (TCP only) is left out",
             unix_socket("NAME").display()
         );
+    } else if certs.is_some() {
+        println!("TLS: the floor is not measured (it has no TLS)");
     } else if std::env::var("VS_REDIS_FLOOR").map_or(true, |v| v != "0") {
         let me = std::env::current_exe().expect("current_exe");
         let me = me.to_string_lossy();
         servers.push(Server::start("floor", &me, &["--floor-server".into()]));
+        targets.push(Target {
+            port: 0,
+            flags: Vec::new(),
+            unix: None,
+        });
+    }
+    for (t, srv) in targets.iter_mut().zip(&servers) {
+        if t.port == 0 {
+            t.port = srv.port();
+        }
     }
     println!(
-        "vs_redis: {bench}, 50 clients, {requests} requests per run at pipeline 1 ({} at 16), {rounds} round(s), zwindow {zwindow_exe} {}",
+        "vs_redis: {bench}, 50 clients, {requests} requests per run at pipeline 1 ({} at 16), {rounds} round(s), zwindow {zwindow_exe} {}{}",
         requests * 5,
-        zwindow_args.join(" ")
+        zwindow_args.join(" "),
+        if certs.is_some() {
+            ", over TLS (redis-benchmark --tls)"
+        } else {
+            ""
+        }
     );
     for w in &workloads {
         for g in w.generators() {
@@ -476,7 +621,7 @@ fn main() {
                 let n = if depth > 1 { requests * 5 } else { requests };
                 for k in 0..servers.len() {
                     let si = (k + round) % servers.len();
-                    let m = measure(&bench, &servers[si], w, depth, n);
+                    let m = measure(&bench, &servers[si], &targets[si], w, depth, n);
                     println!(
                         "round {} {:36} P{depth:<2} {:8} {:>9.0} ops/s  p99 {:>6.3} ms  cpu {:>6.2} us/req",
                         round + 1,

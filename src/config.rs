@@ -256,6 +256,62 @@ pub(crate) fn bind_addrs(value: &str) -> Vec<String> {
     value.split(' ').map(str::to_string).collect()
 }
 
+/// Builds the TLS context (see [`TlsHooks`]).
+pub(crate) type TlsConfigure = Box<dyn Fn(&Config, bool) -> Result<(), String> + Send + Sync>;
+
+/// What the server registers for TLS (see [`Config::set_tls`]): building
+/// the context from the `tls-*` settings (`reconfigure` false: only if
+/// none is built yet, as Redis's `applyTLSPort`), and moving the TLS
+/// listener as `listen` moves the plain one.
+pub(crate) struct TlsHooks {
+    pub(crate) configure: TlsConfigure,
+    pub(crate) listen: TlsListen,
+}
+
+/// How `CONFIG SET tls-port` moves the TLS listeners: binds every `bind`
+/// address on the port (0: none), or fails with the reason.
+pub(crate) type TlsListen = Box<dyn Fn(u16) -> Result<(), String> + Send + Sync>;
+
+/// Settings whose change rebuilds the TLS context for new connections
+/// (Redis's `applyTlsCfg`). Connections already open keep theirs.
+const TLS_APPLIED: &[&str] = &[
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-key-file-pass",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-client-key-file-pass",
+    "tls-dh-params-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+    "tls-protocols",
+    "tls-ciphers",
+    "tls-ciphersuites",
+    "tls-prefer-server-ciphers",
+    "tls-session-caching",
+    "tls-session-cache-size",
+    "tls-session-cache-timeout",
+    "tls-replication",
+    "tls-cluster",
+];
+
+/// Redis's VOLATILE_CONFIG: file names, whose files may have changed while
+/// the name did not, so setting the same name again still reloads them
+/// (how certificates renewed on disk are taken up). A change of any other
+/// setting applies only when the value differs.
+const TLS_FILES: &[&str] = &[
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-dh-params-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+];
+
+/// Redis's text when the TLS context cannot be (re)built.
+pub(crate) const TLS_UNABLE: &str = "Unable to update TLS configuration. Check server logs.";
+
 /// Redis's HIDDEN_CONFIG settings: CONFIG GET reports them only when asked
 /// by their exact name, never for a pattern (they are test hooks). Redis
 /// 7.0 has five; zwindow has those it implements.
@@ -291,6 +347,11 @@ pub struct Config {
     pub(crate) port: AtomicU32,
     /// Set by the server once it listens: what a new `port` applies.
     listen: std::sync::OnceLock<Listen>,
+    /// `tls-port` (0: no TLS listener); the other `tls-*` settings are
+    /// `kept!` strings the network layer reads when it builds a context.
+    tls_port: AtomicU32,
+    /// Set by the server once it listens: how TLS settings are applied.
+    tls_hooks: std::sync::OnceLock<TlsHooks>,
     pub(crate) databases: usize,
     pub(crate) debug_command: bool,
     requirepass: RwLock<Option<Vec<u8>>>,
@@ -522,6 +583,8 @@ impl Config {
             rdbchecksum: true,
             stop_writes_on_bgsave_error: AtomicBool::new(true),
             listen: std::sync::OnceLock::new(),
+            tls_port: AtomicU32::new(0),
+            tls_hooks: std::sync::OnceLock::new(),
         }
     }
 
@@ -574,6 +637,65 @@ impl Config {
     /// server's listeners); before that, they are only stored (startup).
     pub(crate) fn set_listen(&self, listen: Listen) {
         let _ = self.listen.set(listen);
+    }
+
+    /// Registers how TLS settings are applied at runtime; before that
+    /// (startup) they are only stored, and the server builds the context
+    /// once the file is read.
+    pub(crate) fn set_tls(&self, hooks: TlsHooks) {
+        let _ = self.tls_hooks.set(hooks);
+    }
+
+    /// `tls-port` (0: none).
+    pub(crate) fn tls_port(&self) -> u16 {
+        self.tls_port.load(Relaxed) as u16
+    }
+
+    /// A `tls-*` setting as text (`""`: unset), for the network layer.
+    pub(crate) fn tls_setting(&self, name: &str) -> String {
+        let default = match name {
+            "tls-auth-clients" | "tls-session-caching" => "yes",
+            "tls-session-cache-size" => "20480",
+            "tls-session-cache-timeout" => "300",
+            "tls-replication" | "tls-cluster" | "tls-prefer-server-ciphers" => "no",
+            _ => "",
+        };
+        self.kept(name, default)
+    }
+
+    /// Whether TLS is in use at all: Redis builds (and checks) the context
+    /// only then, so bad file names are stored without complaint until it is.
+    pub(crate) fn tls_enabled(&self) -> bool {
+        self.tls_port() != 0
+            || self.tls_setting("tls-replication") == "yes"
+            || self.tls_setting("tls-cluster") == "yes"
+    }
+
+    /// Runs the TLS hooks CONFIG SET's settings call for, once each, in the
+    /// order their settings came (Redis's apply functions): `tls-port`
+    /// binds or closes the TLS listener, the others rebuild the context.
+    /// `changed` are the settings set, each with whether its value changed.
+    /// Fails with the name of the setting whose hook failed.
+    fn apply_tls(&self, changed: &[(&'static str, bool)]) -> Result<(), (&'static str, String)> {
+        let Some(hooks) = self.tls_hooks.get() else {
+            return Ok(());
+        };
+        let mut ran_cfg = false;
+        for &(name, differs) in changed {
+            if name == "tls-port" && differs {
+                (hooks.configure)(self, false).map_err(|e| (name, e))?;
+                (hooks.listen)(self.tls_port()).map_err(|e| (name, e))?;
+            } else if TLS_APPLIED.contains(&name)
+                && (differs || TLS_FILES.contains(&name))
+                && !ran_cfg
+            {
+                ran_cfg = true;
+                if self.tls_enabled() {
+                    (hooks.configure)(self, true).map_err(|e| (name, e))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// True once startup has read the config (settings marked immutable
@@ -986,23 +1108,52 @@ impl Config {
         // then every setting applied so far gets its old value back, as
         // Redis's `restoreBackupConfig`, and CONFIG SET changed nothing.
         let mut applied: Vec<(&Param, Setter, String)> = Vec::with_capacity(found.len());
+        let restore = |applied: Vec<(&Param, Setter, String)>| {
+            for (p, set, old) in applied.into_iter().rev() {
+                if let Err(why) = set(self, old.as_bytes(), true) {
+                    tracing::warn!(
+                        "Failed restoring failed CONFIG SET command. Error setting {} to '{old}': {why}",
+                        p.name
+                    );
+                }
+            }
+        };
         for (p, set, name, value) in found {
             let old = (p.get)(self);
             if let Err(e) = set(self, value, true) {
-                for (p, set, old) in applied.into_iter().rev() {
-                    if let Err(why) = set(self, old.as_bytes(), true) {
-                        tracing::warn!(
-                            "Failed restoring failed CONFIG SET command. Error setting {} to '{old}': {why}",
-                            p.name
-                        );
-                    }
-                }
+                restore(applied);
                 return Err(format!(
                     "ERR CONFIG SET failed (possibly related to argument '{}') - {e}",
                     String::from_utf8_lossy(name)
                 ));
             }
             applied.push((p, set, old));
+        }
+        // TLS settings apply together once all are set (a new certificate
+        // and its key arrive in one CONFIG SET); if the new context cannot
+        // be built, the old settings come back and the old context stays.
+        let tls: Vec<(&'static str, bool)> = applied
+            .iter()
+            .filter(|(p, ..)| p.name.starts_with("tls-"))
+            .map(|(p, _, old)| (p.name, (p.get)(self) != *old))
+            .collect();
+        if let Err((name, e)) = self.apply_tls(&tls) {
+            tracing::warn!(
+                "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
+            );
+            // The hooks that succeeded ran again with the old values (a
+            // TLS listener moved goes back; the context was never swapped).
+            let port_moved = tls.iter().any(|&(n, d)| n == "tls-port" && d);
+            restore(applied);
+            if port_moved
+                && let Some(hooks) = self.tls_hooks.get()
+                && let Err(why) = (hooks.listen)(self.tls_port())
+            {
+                tracing::warn!("Failed restoring the TLS listener: {why}");
+            }
+            return Err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
+            ));
         }
         Ok(())
     }
@@ -1112,6 +1263,11 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
         "requirepass" | "pidfile" | "ignore-warnings" | "unixsocket" if value.is_empty() => {
             state.mark(name)
         }
+        _ if TLS_STRINGS.contains(&name) && value.is_empty() => state.mark(name),
+        _ if TLS_STRINGS.contains(&name) => {
+            let line = format!("{name} {}", config_file::repr(value.as_bytes()));
+            state.line(name, line.into_bytes(), force);
+        }
         "requirepass"
         | "pidfile"
         | "logfile"
@@ -1179,8 +1335,27 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
     }
 }
 
+/// The `tls-*` string settings (Redis's EMPTY_STRING_IS_NULL strings:
+/// unset is empty, and CONFIG REWRITE writes no line for it).
+const TLS_STRINGS: &[&str] = &[
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-key-file-pass",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-client-key-file-pass",
+    "tls-dh-params-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+    "tls-protocols",
+    "tls-ciphers",
+    "tls-ciphersuites",
+];
+
 /// Parameters whose values are secrets: CONFIG SET hides them from the
 /// slow log (Redis's `SENSITIVE_CONFIG`).
+/// (Redis 7.0.15 does not count `tls-key-file-pass` among them: its
+/// SLOWLOG shows the passphrase, and so does zwindow's; Redis 7.2 hides it.)
 pub(crate) fn is_sensitive(name: &[u8]) -> bool {
     eq_ic(name, "requirepass") || eq_ic(name, "masterauth")
 }
@@ -2192,6 +2367,58 @@ const PARAMS: &[Param] = &[
             .into())
         }),
     },
+    // TLS (network::tls reads them when it builds a context; CONFIG SET
+    // applies them together in `set_many`). `tls-port` is set here and
+    // bound there, after every setting of the command is in.
+    Param {
+        name: "tls-port",
+        alias: None,
+        get: |c| c.tls_port.load(Relaxed).to_string(),
+        set: Some(|c, v, apply| {
+            let port = int_setter(v, 0, 65535)? as u32;
+            if apply {
+                c.tls_port.store(port, Relaxed);
+            }
+            Ok(())
+        }),
+    },
+    kept!("tls-cert-file", None, "", any_text, runtime),
+    kept!("tls-key-file", None, "", any_text, runtime),
+    kept!("tls-key-file-pass", None, "", any_text, runtime),
+    kept!("tls-client-cert-file", None, "", any_text, runtime),
+    kept!("tls-client-key-file", None, "", any_text, runtime),
+    kept!("tls-client-key-file-pass", None, "", any_text, runtime),
+    kept!("tls-dh-params-file", None, "", any_text, runtime),
+    kept!("tls-ca-cert-file", None, "", any_text, runtime),
+    kept!("tls-ca-cert-dir", None, "", any_text, runtime),
+    kept!(
+        "tls-auth-clients",
+        None,
+        "yes",
+        |v| one_of(v, &["no", "yes", "optional"]),
+        runtime
+    ),
+    kept!("tls-protocols", None, "", any_text, runtime),
+    kept!("tls-ciphers", None, "", any_text, runtime),
+    kept!("tls-ciphersuites", None, "", any_text, runtime),
+    kept!("tls-prefer-server-ciphers", None, "no", yes_no, runtime),
+    kept!("tls-session-caching", None, "yes", yes_no, runtime),
+    kept!(
+        "tls-session-cache-size",
+        None,
+        "20480",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!(
+        "tls-session-cache-timeout",
+        None,
+        "300",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!("tls-replication", None, "no", yes_no, runtime),
+    kept!("tls-cluster", None, "no", yes_no, runtime),
     // Redis 7.0 directives kept without effect (see `kept!`); README
     // lists why each is safe to accept.
     kept!("daemonize", None, "no", yes_no, startup),

@@ -96,6 +96,13 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // no-op).
     crate::commands::install();
     crate::spec::rename_commands(&renames)?;
+    // TLS: the context is built before the TLS port listens, and a
+    // context that cannot be built stops the server, as in Redis.
+    let tls = Arc::new(crate::network::tls::Tls::new());
+    if config.tls_enabled() && tls.configure(&config, true).is_err() {
+        tracing::warn!("Failed to configure TLS. Check logs for more info.");
+        return Err("Failed to configure TLS. Check logs for more info.".into());
+    }
     // Redis's texts when a socket cannot be opened, the last one as the
     // error: tools (Redis's own test harness among them) look for
     // "Failed listening on port" to retry on another port.
@@ -142,6 +149,12 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     shared
         .config
         .set_listen(Box::new(move |addrs, port| rebind.rebind(addrs, port)));
+    let configure = tls.clone();
+    let rebind = listeners.clone();
+    shared.config.set_tls(crate::config::TlsHooks {
+        configure: Box::new(move |config, reconfigure| configure.configure(config, reconfigure)),
+        listen: Box::new(move |port| rebind.rebind_tls(port)),
+    });
 
     // The clients' cron runs beside the connections, on their threads: the
     // memory it hands back is what those threads freed.
@@ -160,7 +173,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     loop {
         tokio::select! {
             accepted = listeners.accept(), if !paused => match accepted {
-                Ok(accepted) => crate::network::admit(&shared, accepted, &mut conns),
+                Ok(accepted) => crate::network::admit(&shared, &tls, accepted, &mut conns),
                 Err(e) => {
                     if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
                         tracing::warn!("Accepting client connection: {e}");

@@ -98,6 +98,36 @@ fn run_unit(suite: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
     )
 }
 
+/// Runs `unit` over TLS (`./runtest --tls`): a fresh zwindow with Redis's
+/// harness's TLS settings and the suite's certificates (`tests/tls/`,
+/// made by its `utils/gen-test-certs.sh`), its TLS port given to the
+/// harness as the server's port. The plain port stays on an ephemeral
+/// port (Redis's harness sets `port 0`, which for zwindow means that).
+fn run_unit_tls(suite: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
+    let work = copy_suite(&suite.join("tests"));
+    let certs = work.0.join("tests/tls");
+    let tls_port = free_port();
+    let mut args = vec!["--enable-debug-command".to_string(), "yes".to_string()];
+    args.extend(tls_server_args(&certs, tls_port));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let _server = ZwindowServer::start(&args);
+    let port = tls_port.to_string();
+    run_harness(
+        &work,
+        unit,
+        &[
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--tls",
+            "--tags",
+            TAGS,
+        ],
+        Some(skipfile),
+    )
+}
+
 /// A private copy of a suite's `tests/` directory (the harness writes into it).
 fn copy_suite(tests: &Path) -> PrivateDir {
     let work = PrivateDir::new("tcl");
@@ -327,6 +357,31 @@ fn redis_tcl_units_meet_the_baseline() {
         "Redis 7.0.15 TCL units against zwindow",
         baseline(),
         |unit| run_unit(&suite, unit, &skip),
+    );
+}
+
+/// The TLS pass (`tests/tcl/baseline-tls.txt`): `unit/tls` and the units
+/// chosen there, over TLS. TLS connections take the epoll path whatever
+/// `io-uring` says (see `network::tls`), so the io_uring pass of the
+/// suite (`ZWINDOW_TEST_IO_URING=1`) would only repeat this one: it runs
+/// on the epoll pass (and when the variable is unset), and says so.
+#[test]
+fn redis_tcl_units_over_tls_meet_the_baseline() {
+    if io_uring_requested() == Some(true) {
+        println!(
+            "the TLS pass runs with ZWINDOW_TEST_IO_URING=0 or unset: TLS connections \
+             take the epoll path on either"
+        );
+        return;
+    }
+    let suite = suite_dir();
+    tls_certs();
+    let scratch = PrivateDir::new("tcl-skip");
+    let skip = skipfile(&scratch.0);
+    check_units(
+        "Redis 7.0.15 TCL units over TLS against zwindow",
+        baseline_from("tests/tcl/baseline-tls.txt"),
+        |unit| run_unit_tls(&suite, unit, &skip),
     );
 }
 

@@ -1,10 +1,12 @@
 //! The listening sockets, as Redis 7.0 opens them: a TCP socket for every
 //! `bind` address on `port` (`listenToPort`: a `-` address is optional,
 //! `*` is every IPv4 interface, `::*` every IPv6 one), and the
-//! `unixsocket` (`anetUnixServer`). The accept loop
+//! `unixsocket` (`anetUnixServer`), and a TCP socket for every `bind`
+//! address on `tls-port`, whose clients speak TLS. The accept loop
 //! ([`crate::server::run`]) takes connections from all of them through
 //! one [`Listeners::accept`], whatever their kind; CONFIG SET `bind` and
-//! `port` swap the TCP ones through [`Listeners::rebind`] meanwhile.
+//! `port` swap the TCP ones through [`Listeners::rebind`] meanwhile, and
+//! `tls-port` the TLS ones through [`Listeners::rebind_tls`].
 
 use std::future::poll_fn;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
@@ -53,6 +55,8 @@ pub(crate) enum Peer {
 pub(crate) struct Accepted {
     pub(crate) stream: Stream,
     pub(crate) peer: Peer,
+    /// Accepted on `tls-port`: the client speaks TLS.
+    pub(crate) tls: bool,
 }
 
 /// Every socket the server listens on.
@@ -67,6 +71,9 @@ struct State {
     /// rebind fails.
     addrs: Vec<String>,
     port: u16,
+    /// The `tls-port` listeners, on the same addresses, and their port.
+    tls: Vec<TcpListener>,
+    tls_port: u16,
     /// The unix socket and its path (removed at [`Listeners::close`]).
     unix: Option<(UnixListener, String)>,
     /// Where the next poll starts, so that a busy listener does not
@@ -100,6 +107,12 @@ impl Listeners {
         config
             .port
             .store(u32::from(port), std::sync::atomic::Ordering::Relaxed);
+        let tls_port = config.tls_port();
+        let mut tls = Vec::new();
+        if tls_port != 0 {
+            tls = bind_tcp(&addrs, tls_port, backlog)
+                .map_err(|()| format!("Failed listening on port {tls_port} (TLS), aborting."))?;
+        }
         let unix = if path.is_empty() {
             None
         } else {
@@ -107,10 +120,15 @@ impl Listeners {
                 .map_err(|e| format!("Failed opening Unix socket: {e}"))?;
             Some((listener, path))
         };
-        if tcp.is_empty() && unix.is_none() {
+        if tcp.is_empty() && tls.is_empty() && unix.is_none() {
             return Err("Configured to not listen anywhere, exiting.".into());
         }
         let tcp = tcp
+            .into_iter()
+            .map(TcpListener::from_std)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let tls = tls
             .into_iter()
             .map(TcpListener::from_std)
             .collect::<Result<Vec<_>, _>>()
@@ -124,6 +142,8 @@ impl Listeners {
                 tcp,
                 addrs,
                 port,
+                tls,
+                tls_port,
                 unix,
                 next: 0,
                 waker: None,
@@ -138,7 +158,9 @@ impl Listeners {
     pub(crate) fn describe(&self) -> Vec<String> {
         let st = self.state.lock();
         let tcp = st.tcp.iter().filter_map(|l| l.local_addr().ok());
+        let tls = st.tls.iter().filter_map(|l| l.local_addr().ok());
         tcp.map(|a| a.to_string())
+            .chain(tls.map(|a| format!("{a} (TLS)")))
             .chain(st.unix.as_ref().map(|(_, path)| path.clone()))
             .collect()
     }
@@ -159,21 +181,30 @@ impl Listeners {
 
     fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<Accepted>> {
         let mut st = self.state.lock();
-        let count = st.tcp.len() + usize::from(st.unix.is_some());
+        let (tcp, tls) = (st.tcp.len(), st.tls.len());
+        let count = tcp + tls + usize::from(st.unix.is_some());
         for i in 0..count {
             let at = (st.next + i) % count;
-            let polled = match st.tcp.get(at) {
-                Some(l) => l.poll_accept(cx).map_ok(|(s, peer)| Accepted {
+            let tcp_accept = |l: &TcpListener, tls: bool, cx: &mut Context<'_>| {
+                l.poll_accept(cx).map_ok(|(s, peer)| Accepted {
                     stream: Stream::Tcp(s),
                     peer: Peer::Tcp(peer),
-                }),
-                None => match &st.unix {
+                    tls,
+                })
+            };
+            let polled = if at < tcp {
+                tcp_accept(&st.tcp[at], false, cx)
+            } else if at < tcp + tls {
+                tcp_accept(&st.tls[at - tcp], true, cx)
+            } else {
+                match &st.unix {
                     Some((l, _)) => l.poll_accept(cx).map_ok(|(s, _)| Accepted {
                         stream: Stream::Unix(s),
                         peer: Peer::Unix,
+                        tls: false,
                     }),
                     None => Poll::Pending,
-                },
+                }
             };
             if polled.is_ready() {
                 st.next = at + 1;
@@ -197,14 +228,21 @@ impl Listeners {
             return Err("the server is shutting down".into());
         }
         st.tcp.clear();
-        let bound = if port == 0 {
-            Ok(Vec::new())
-        } else {
-            bind_tcp(addrs, port, self.backlog).and_then(|l| register(l).map_err(drop))
+        st.tls.clear();
+        let tls_port = st.tls_port;
+        let bind = |port: u16| {
+            if port == 0 {
+                Ok(Vec::new())
+            } else {
+                bind_tcp(addrs, port, self.backlog).and_then(|l| register(l).map_err(drop))
+            }
         };
+        // Both or neither (Redis's `changeBindAddr` rebinds `tls-port` too).
+        let bound = bind(port).and_then(|tcp| bind(tls_port).map(|tls| (tcp, tls)));
         match bound {
-            Ok(new) => {
-                st.tcp = new;
+            Ok((tcp, tls)) => {
+                st.tcp = tcp;
+                st.tls = tls;
                 st.addrs = addrs.to_vec();
                 st.port = port;
             }
@@ -214,8 +252,12 @@ impl Listeners {
                     "Failed applying new configuration. Possibly related to new bind setting. Restoring previous settings."
                 );
                 let (old, old_port) = (st.addrs.clone(), st.port);
-                if old_port != 0 {
-                    match bind_tcp(&old, old_port, self.backlog).map(register) {
+                for (port, tls) in [(old_port, false), (tls_port, true)] {
+                    if port == 0 {
+                        continue;
+                    }
+                    match bind_tcp(&old, port, self.backlog).map(register) {
+                        Ok(Ok(listeners)) if tls => st.tls = listeners,
                         Ok(Ok(listeners)) => st.tcp = listeners,
                         _ => tracing::warn!(
                             "Failed restoring failed CONFIG SET command: cannot listen on the previous addresses"
@@ -234,12 +276,58 @@ impl Listeners {
         Ok(())
     }
 
+    /// CONFIG SET `tls-port`: listens on every `bind` address at `port`
+    /// instead (none for 0), as Redis's `changeListenPort`: the old sockets
+    /// close in the command (a command right after may bind that port),
+    /// and if the new port cannot be bound the old one is bound again.
+    /// The port the TLS listeners have already is kept as it is.
+    pub(crate) fn rebind_tls(&self, port: u16) -> Result<(), String> {
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err("the server is shutting down".into());
+        }
+        if port == st.tls_port && (port == 0 || !st.tls.is_empty()) {
+            return Ok(());
+        }
+        st.tls.clear();
+        let addrs = st.addrs.clone();
+        let bound = if port == 0 {
+            Ok(Vec::new())
+        } else {
+            bind_tcp(&addrs, port, self.backlog).and_then(|l| register(l).map_err(drop))
+        };
+        let result = match bound {
+            Ok(new) => {
+                st.tls = new;
+                st.tls_port = port;
+                Ok(())
+            }
+            Err(()) => {
+                let old = st.tls_port;
+                if old != 0 {
+                    match bind_tcp(&addrs, old, self.backlog).map(register) {
+                        Ok(Ok(listeners)) => st.tls = listeners,
+                        _ => tracing::warn!(
+                            "Failed restoring failed CONFIG SET command: cannot listen on the previous TLS port"
+                        ),
+                    }
+                }
+                Err("Unable to listen on this port. Check server logs.".into())
+            }
+        };
+        if let Some(w) = st.waker.take() {
+            w.wake();
+        }
+        result
+    }
+
     /// Stops listening, at shutdown: the sockets close and the unix
     /// socket's file is removed, as Redis's `closeListeningSockets`.
     pub(crate) fn close(&self) {
         let mut st = self.state.lock();
         st.closed = true;
         st.tcp.clear();
+        st.tls.clear();
         if let Some((listener, path)) = st.unix.take() {
             drop(listener);
             tracing::info!("Removing the unix socket file.");

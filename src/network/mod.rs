@@ -7,14 +7,16 @@
 //! layer in order, and writes all their replies with one write. The accept
 //! loop itself is in [`crate::server::run`], beside signal handling; idle
 //! clients are closed by [`close_idle`] from the background cron. The
-//! sockets it accepts on — every `bind` address, the `unixsocket` — are
-//! [`listen`]'s. A connection's socket I/O goes through tokio's epoll
-//! reactor or, with `io-uring yes`, through [`uring`]; [`socket`] hides
-//! which.
+//! sockets it accepts on — every `bind` address on `port` and `tls-port`,
+//! the `unixsocket` — are [`listen`]'s. A connection's socket I/O goes
+//! through tokio's epoll reactor or, with `io-uring yes`, through
+//! [`uring`]; [`socket`] hides which. A client of `tls-port` goes through
+//! [`tls`] (OpenSSL, on the epoll path).
 
 pub(crate) mod connection;
 pub(crate) mod listen;
 pub(crate) mod socket;
+pub(crate) mod tls;
 pub mod uring;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -109,21 +111,45 @@ pub(crate) fn adjust_open_files_limit(config: &crate::config::Config) {
 /// What becomes of an accepted socket, decided on the accept loop so that
 /// `maxclients` is exact however many connect at once: a client counts
 /// from the moment it is registered here.
-pub(crate) fn admit(shared: &Arc<Services>, accepted: Accepted, conns: &mut JoinSet<()>) {
+pub(crate) fn admit(
+    shared: &Arc<Services>,
+    tls: &tls::Tls,
+    accepted: Accepted,
+    conns: &mut JoinSet<()>,
+) {
     let config = &shared.config;
-    let Accepted { stream, peer } = accepted;
-    if shared.clients.count() >= config.maxclients() {
-        shared.stats.rejected_connections.fetch_add(1, Relaxed);
-        tokio::spawn(refuse(stream, "-ERR max number of clients reached\r\n"));
-        return;
-    }
+    let Accepted {
+        stream,
+        peer,
+        tls: secure,
+    } = accepted;
+    // A client of `tls-port` gets the context current when it connected.
+    let ctx = if secure {
+        match tls.context() {
+            Some(ctx) => Some(ctx),
+            None => {
+                tracing::warn!("TLS connection refused: TLS is not configured");
+                return;
+            }
+        }
+    } else {
+        None
+    };
     let local = match &peer {
         Peer::Tcp(peer) => is_local(peer),
         Peer::Unix => true,
     };
-    if config.protected_mode() && shared.acl.default_nopass() && !local {
+    let refused = if shared.clients.count() >= config.maxclients() {
+        Some("-ERR max number of clients reached\r\n")
+    } else if config.protected_mode() && shared.acl.default_nopass() && !local {
+        Some(DENIED)
+    } else {
+        None
+    };
+    if let Some(reply) = refused {
         shared.stats.rejected_connections.fetch_add(1, Relaxed);
-        tokio::spawn(refuse(stream, DENIED));
+        let reply = if ctx.is_some() { "" } else { reply };
+        tokio::spawn(refuse(stream, reply));
         return;
     }
     // CLIENT LIST's addr and laddr: a unix client's are the socket's path
@@ -141,6 +167,26 @@ pub(crate) fn admit(shared: &Arc<Services>, accepted: Accepted, conns: &mut Join
     };
     let unix = matches!(peer, Peer::Unix);
     let fd = stream.raw_fd();
+    if let Some(ctx) = ctx {
+        // TLS listeners are TCP ones.
+        let Stream::Tcp(stream) = stream else { return };
+        let _ = stream.set_nodelay(true);
+        let (handle, pushes) = shared.clients.register(addr.clone(), laddr, fd, unix);
+        let shared = shared.clone();
+        conns.spawn(async move {
+            match tls::accept(&ctx, &shared.config, stream).await {
+                Ok(stream) => {
+                    let socket = socket::Socket::Tls(Box::new(stream));
+                    connection::run(shared, socket, handle, pushes).await;
+                }
+                Err(e) => {
+                    tracing::debug!("TLS handshake with {addr} failed: {e}");
+                    shared.clients.unregister(handle.id);
+                }
+            }
+        });
+        return;
+    }
     let socket = match socket::Socket::new(stream) {
         Ok(socket) => socket,
         Err(e) => {

@@ -1,14 +1,18 @@
 //! A client's socket, whichever way it is served: tokio's epoll-driven
-//! stream (TCP or unix), or the io_uring driver ([`super::uring`]), which
-//! serves both kinds alike. The connection logic sees only these three
+//! stream (TCP or unix), the io_uring driver ([`super::uring`]), which
+//! serves both kinds alike, or TLS over an epoll TCP stream
+//! ([`super::tls`]). The connection logic sees only these three
 //! operations, so it is the same on every path.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::task::Poll;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
+use tokio_openssl::SslStream;
 
 use super::listen::Stream;
 use super::uring::UringSocket;
@@ -17,6 +21,8 @@ pub(crate) enum Socket {
     Epoll(TcpStream),
     EpollUnix(UnixStream),
     Uring(UringSocket),
+    /// Boxed: the OpenSSL stream is larger than the other two.
+    Tls(Box<SslStream<TcpStream>>),
 }
 
 /// The epoll path's write loop, the same for both kinds of stream.
@@ -65,6 +71,7 @@ impl Socket {
             Socket::Epoll(s) => s.read_buf(rbuf).await,
             Socket::EpollUnix(s) => s.read_buf(rbuf).await,
             Socket::Uring(s) => s.read(rbuf).await,
+            Socket::Tls(s) => s.read_buf(rbuf).await,
         }
     }
 
@@ -84,6 +91,31 @@ impl Socket {
             Socket::Epoll(s) => write_epoll!(s, buf, stalled, started),
             Socket::EpollUnix(s) => write_epoll!(s, buf, stalled, started),
             Socket::Uring(s) => s.write_all(buf, stalled, started).await,
+            Socket::Tls(s) => {
+                let mut done = 0;
+                let mut started = Some(started);
+                while done < buf.len() {
+                    let n = std::future::poll_fn(|cx| {
+                        let polled = Pin::new(&mut **s).poll_write(cx, &buf[done..]);
+                        if let Some(f) = started.take() {
+                            f();
+                        }
+                        match polled {
+                            Poll::Pending => {
+                                stalled.store(true, Relaxed);
+                                Poll::Pending
+                            }
+                            ready => ready,
+                        }
+                    })
+                    .await?;
+                    if n == 0 {
+                        return Err(std::io::ErrorKind::WriteZero.into());
+                    }
+                    done += n;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -97,6 +129,9 @@ impl Socket {
                 let _ = s.shutdown().await;
             }
             Socket::Uring(s) => s.shutdown(),
+            Socket::Tls(s) => {
+                let _ = s.shutdown().await;
+            }
         }
     }
 }

@@ -1332,3 +1332,49 @@ pub fn differential(scenario: Scenario) {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// TLS
+// ---------------------------------------------------------------------------
+
+/// The test certificates Redis's own `utils/gen-test-certs.sh` makes
+/// (`ca`, `server`, `client`, `redis` certificates and keys, `redis.dh`),
+/// which `.ci/test` generates into the TCL suite's `tests/tls/`
+/// (`ZWINDOW_REDIS_TESTS`).
+pub fn tls_certs() -> std::path::PathBuf {
+    let suite = std::env::var_os("ZWINDOW_REDIS_TESTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/redis-7.0.15")
+        });
+    let dir = suite.join("tests/tls");
+    assert!(
+        dir.join("ca.crt").is_file() && dir.join("redis.dh").is_file(),
+        "no test certificates in {} (run `bash .ci/test`, which makes them with the suite's \
+         utils/gen-test-certs.sh)",
+        dir.display()
+    );
+    dir
+}
+
+/// The TLS settings Redis's harness gives a server in TLS mode
+/// (`tests/support/server.tcl`), on `tls_port`.
+pub fn tls_server_args(certs: &std::path::Path, tls_port: u16) -> Vec<String> {
+    let file = |name: &str| certs.join(name).to_string_lossy().into_owned();
+    vec![
+        "--tls-port".into(),
+        tls_port.to_string(),
+        "--tls-cert-file".into(),
+        file("server.crt"),
+        "--tls-key-file".into(),
+        file("server.key"),
+        "--tls-client-cert-file".into(),
+        file("client.crt"),
+        "--tls-client-key-file".into(),
+        file("client.key"),
+        "--tls-dh-params-file".into(),
+        file("redis.dh"),
+        "--tls-ca-cert-file".into(),
+        file("ca.crt"),
+    ]
+}

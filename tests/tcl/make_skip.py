@@ -44,6 +44,10 @@ UNTAGGED = [
      "reads the replication stream (zwindow does not replicate: SYNC is refused)"),
     ("maxmemory", "propagation with eviction in MULTI",
      "reads the replication stream (zwindow does not replicate: SYNC is refused)"),
+    # tls runs in the TLS pass (tests/tcl/baseline-tls.txt).
+    ("tls", "TLS: Verify tls-cert-file is also used as a client cert if none specified",
+     "makes a replica; externally its overrides are set one CONFIG SET at a time, "
+     "a certificate before its key, which redis-server 7.0.15 refuses too"),
 ]
 
 
