@@ -21,6 +21,7 @@ use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
+use crate::protocol::parser::ProtocolError;
 use crate::protocol::{Args, Parser, Reply};
 use crate::stats::{Gauge, Stats};
 
@@ -148,30 +149,15 @@ pub(crate) async fn run(
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
                     }
-                    // Redis's client-query-buffer-limit: request bytes
-                    // waiting to be run.
-                    let limit = shared.config.client_query_buffer_limit();
-                    if rbuf.len() as u64 > limit {
-                        tracing::warn!(
-                            "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
-                            handle.id,
-                            handle.addr,
-                            String::from_utf8_lossy(&rbuf[..rbuf.len().min(64)])
-                        );
+                    if !query_within_limit(&shared, &handle, &rbuf) {
                         break;
                     }
-                    // The request bytes waiting count as this client's
-                    // memory (`maxmemory-clients`).
-                    handle.qbuf.store(rbuf.len(), Relaxed);
-                    handle
-                        .qbuf_free
-                        .store(rbuf.capacity() - rbuf.len(), Relaxed);
-                    crate::commands::session::account_memory(&shared, &handle);
                 }
             }
         }
         // proto-max-bulk-len applies to open connections from their next read.
         parser.set_max_bulk(shared.config.proto_max_bulk_len());
+        parser.set_max_request(shared.config.client_query_buffer_limit());
         if handle.killed.load(Relaxed) {
             break;
         }
@@ -229,6 +215,12 @@ pub(crate) async fn run(
                     }
                 }
                 Ok(None) => break,
+                Err(ProtocolError::QueryBufferLimit) => {
+                    // Closed without a reply, as at the limit after a read.
+                    log_query_limit(&handle, &rbuf);
+                    close = true;
+                    break;
+                }
                 Err(e) => {
                     out.error(&e.to_string());
                     close = true;
@@ -466,7 +458,7 @@ async fn wait_blocked(
                 break;
             }
             read = read_some(&shared.stats, stream, rbuf) => {
-                if !matches!(read, Ok(n) if n > 0) {
+                if !matches!(read, Ok(n) if n > 0) || !query_within_limit(shared, handle, rbuf) {
                     handle.kill();
                     break;
                 }
@@ -485,6 +477,35 @@ async fn wait_blocked(
         return crate::execution::blocking::unserved(shared, waiter, error);
     }
     served
+}
+
+/// Redis's `client-query-buffer-limit`, checked as bytes arrive whatever
+/// the client is doing (a blocked client reads too): the request bytes
+/// waiting, with the commands MULTI queued, which are requests not yet run
+/// (as Redis 7.2+ counts them). False when the client must be closed, said
+/// in Redis's log line; otherwise the bytes waiting count as the client's
+/// memory (`maxmemory-clients`).
+fn query_within_limit(shared: &Services, handle: &ClientHandle, rbuf: &BytesMut) -> bool {
+    let held = rbuf.len() as u64 + handle.multi_mem.load(Relaxed) as u64;
+    if held > shared.config.client_query_buffer_limit() {
+        log_query_limit(handle, rbuf);
+        return false;
+    }
+    handle.qbuf.store(rbuf.len(), Relaxed);
+    handle
+        .qbuf_free
+        .store(rbuf.capacity() - rbuf.len(), Relaxed);
+    crate::commands::session::account_memory(shared, handle);
+    true
+}
+
+fn log_query_limit(handle: &ClientHandle, rbuf: &BytesMut) {
+    tracing::warn!(
+        "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
+        handle.id,
+        handle.addr,
+        String::from_utf8_lossy(&rbuf[..rbuf.len().min(64)])
+    );
 }
 
 /// Encodes every queued push and inserts them at `mark`; returns their size.
