@@ -40,6 +40,9 @@ const READ_KEEP: usize = 4 * 1024 * 1024;
 const REPLY_CHUNK: usize = 16 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
+/// Reply bytes a batch produces between two yields to the other clients
+/// (see [`output_turn`]).
+const BATCH_YIELD: usize = 256 * 1024;
 
 /// Serves one connection until it closes. The accept loop registered it
 /// (so `maxclients` counts it from the moment it was accepted).
@@ -170,6 +173,7 @@ pub(crate) async fn run(
         // Time passed since the last batch: its first command reads the
         // clock (see `Client::batch_clock`).
         client.batch_clock = None;
+        let mut yield_at = out.len() + BATCH_YIELD;
         loop {
             // A killed client (its ACL user deleted, CLIENT KILL) runs
             // nothing more of what it sent, as Redis's freeClientAsync.
@@ -213,6 +217,11 @@ pub(crate) async fn run(
                         // been taken here: the next turn polls it again.
                         push_armed = false;
                     }
+                    if out.len() > REPLY_CHUNK
+                        && !output_turn(&shared, &mut client, &mut out, &mut yield_at).await
+                    {
+                        break;
+                    }
                 }
                 Ok(None) => break,
                 Err(ProtocolError::QueryBufferLimit) => {
@@ -253,14 +262,8 @@ pub(crate) async fn run(
             .commands_processed
             .fetch_add(std::mem::take(&mut client.commands), Relaxed);
         client.tally.flush();
-        // The normal class's output limit (subscribers are measured by
-        // their pushes, as they are queued). As in Redis, it counts what
-        // goes past the client's fixed 16 KB reply buffer.
-        let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
-        if beyond > 0
-            && !client.subscribed()
-            && handle.over_output_limit(beyond, shared.config.normal_output_limit())
-        {
+        // Pushes encoded for a tracking client count too.
+        if over_normal_output_limit(&shared, &client, &out) {
             break;
         }
         if shared.config.client_eviction_limit() != 0 {
@@ -477,6 +480,58 @@ async fn wait_blocked(
         return crate::execution::blocking::unserved(shared, waiter, error);
     }
     served
+}
+
+/// The normal class's output limit (subscribers are measured by their
+/// pushes, as they are queued): true if the client was closed for it. As in
+/// Redis, it counts what goes past the client's fixed 16 KB reply buffer.
+fn over_normal_output_limit(shared: &Services, client: &Client, out: &Reply) -> bool {
+    let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
+    beyond > 0
+        && !client.subscribed()
+        && client
+            .handle
+            .over_output_limit(beyond, shared.config.normal_output_limit())
+}
+
+/// After a command that left more than the fixed reply buffer in `out`:
+/// the output limit as Redis applies it, each time a reply is added, not
+/// once the batch ran (false: the client is closed and runs nothing more;
+/// the soft limit's time counts from the first reply over it); and once
+/// the replies grew by [`BATCH_YIELD`] since the last turn, a turn for the
+/// other clients, so a pipeline of big replies does not hold them up. The
+/// batch then goes on where it was: nothing is written or reordered.
+async fn output_turn(
+    shared: &Services,
+    client: &mut Client,
+    out: &mut Reply,
+    yield_at: &mut usize,
+) -> bool {
+    if over_normal_output_limit(shared, client, out) {
+        return false;
+    }
+    let hard = shared.config.normal_output_limit().hard as usize;
+    if hard != 0 && out.len() > hard / 4 && out.buf.capacity() < 2 * hard {
+        // Replies a quarter of the way to the hard limit: room for twice
+        // the limit at once (address space: pages cost memory only once
+        // written), and what the buffer's earlier doublings left given
+        // back. Growing by doubling to the limit would hold each earlier
+        // copy until the allocator purges it, and the last doubling both
+        // full buffers: three times the limit for a client closed at it.
+        let _ = out.buf.try_reserve_exact(2 * hard - out.buf.len());
+        crate::alloc::release_free_memory();
+    }
+    if out.len() >= *yield_at {
+        // On the io_uring path the other connections' sends leave, and
+        // their arrivals are seen, when the thread parks: not while this
+        // task has work. Do it now (nothing on the epoll path).
+        super::uring::on_park();
+        tokio::task::yield_now().await;
+        // Time passed: the next command reads the clock afresh.
+        client.batch_clock = None;
+        *yield_at = out.len() + BATCH_YIELD;
+    }
+    true
 }
 
 /// Redis's `client-query-buffer-limit`, checked as bytes arrive whatever
