@@ -218,7 +218,7 @@ pub(crate) async fn run(
                         push_armed = false;
                     }
                     if out.len() > REPLY_CHUNK
-                        && !output_turn(&shared, &mut client, &mut out, &mut yield_at).await
+                        && !output_turn(&shared, &mut client, &mut out, &rbuf, &mut yield_at).await
                     {
                         break;
                     }
@@ -505,6 +505,7 @@ async fn output_turn(
     shared: &Services,
     client: &mut Client,
     out: &mut Reply,
+    rbuf: &BytesMut,
     yield_at: &mut usize,
 ) -> bool {
     if over_normal_output_limit(shared, client, out) {
@@ -522,6 +523,19 @@ async fn output_turn(
         crate::alloc::release_free_memory();
     }
     if out.len() >= *yield_at {
+        // The replies count as this client's memory before the others run
+        // (their commands may evict keys for it): client eviction sees
+        // them first, as at the batch's end.
+        if shared.config.client_eviction_limit() != 0 {
+            let handle = &client.handle;
+            handle
+                .buffer_bytes
+                .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
+            crate::commands::session::account_memory(shared, handle);
+            if handle.killed.load(Relaxed) {
+                return false;
+            }
+        }
         // On the io_uring path the other connections' sends leave, and
         // their arrivals are seen, when the thread parks: not while this
         // task has work. Do it now (nothing on the epoll path).
