@@ -751,13 +751,22 @@ impl Clients {
     /// those connections' tasks run or the io_uring path submits. Redis
     /// writes such output before it runs the next command, so eviction does
     /// not count them (else the invalidations of evicted keys, still
-    /// queued, would make more keys go).
+    /// queued, would make more keys go). Nor what killed clients hold
+    /// (an evicted client's buffers, its task not run yet since): Redis
+    /// frees a client it evicts at once, so keys are never evicted for it.
     pub(crate) fn pushes_in_flight(&self) -> u64 {
         self.map
             .lock()
             .values()
-            .filter(|c| !c.writing.load(Relaxed))
-            .map(|c| (c.push_bytes.load(Relaxed) + c.out_pending.load(Relaxed)) as u64)
+            .map(|c| {
+                if c.killed.load(Relaxed) {
+                    c.memory() as u64
+                } else if c.writing.load(Relaxed) {
+                    0
+                } else {
+                    (c.push_bytes.load(Relaxed) + c.out_pending.load(Relaxed)) as u64
+                }
+            })
             .sum()
     }
 

@@ -21,6 +21,7 @@ use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
 use crate::network::socket::Socket;
+use crate::protocol::parser::ProtocolError;
 use crate::protocol::{Args, Parser, Reply};
 use crate::stats::{Gauge, Stats};
 
@@ -39,6 +40,9 @@ const READ_KEEP: usize = 4 * 1024 * 1024;
 const REPLY_CHUNK: usize = 16 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
+/// Reply bytes a batch produces between two yields to the other clients
+/// (see [`output_turn`]).
+const BATCH_YIELD: usize = 256 * 1024;
 
 /// Serves one connection until it closes. The accept loop registered it
 /// (so `maxclients` counts it from the moment it was accepted).
@@ -166,25 +170,9 @@ pub(crate) async fn run(
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
                     }
-                    // Redis's client-query-buffer-limit: request bytes
-                    // waiting to be run.
-                    let limit = shared.config.client_query_buffer_limit();
-                    if rbuf.len() as u64 > limit {
-                        tracing::warn!(
-                            "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
-                            handle.id,
-                            handle.addr,
-                            String::from_utf8_lossy(&rbuf[..rbuf.len().min(64)])
-                        );
+                    if !query_within_limit(&shared, &handle, &rbuf) {
                         break;
                     }
-                    // The request bytes waiting count as this client's
-                    // memory (`maxmemory-clients`).
-                    handle.qbuf.store(rbuf.len(), Relaxed);
-                    handle
-                        .qbuf_free
-                        .store(rbuf.capacity() - rbuf.len(), Relaxed);
-                    crate::commands::session::account_memory(&shared, &handle);
                 }
             }
         }
@@ -200,6 +188,7 @@ pub(crate) async fn run(
         }
         // proto-max-bulk-len applies to open connections from their next read.
         parser.set_max_bulk(shared.config.proto_max_bulk_len());
+        parser.set_max_request(shared.config.client_query_buffer_limit());
         if handle.killed.load(Relaxed) {
             break;
         }
@@ -212,6 +201,7 @@ pub(crate) async fn run(
         // Time passed since the last batch: its first command reads the
         // clock (see `Client::batch_clock`).
         client.batch_clock = None;
+        let mut yield_at = out.len() + BATCH_YIELD;
         loop {
             // A killed client (its ACL user deleted, CLIENT KILL) runs
             // nothing more of what it sent, as Redis's freeClientAsync.
@@ -277,8 +267,19 @@ pub(crate) async fn run(
                         // been taken here: the next turn polls it again.
                         push_armed = false;
                     }
+                    if out.len() > REPLY_CHUNK
+                        && !output_turn(&shared, &mut client, &mut out, &rbuf, &mut yield_at).await
+                    {
+                        break;
+                    }
                 }
                 Ok(None) => break,
+                Err(ProtocolError::QueryBufferLimit) => {
+                    // Closed without a reply, as at the limit after a read.
+                    log_query_limit(&handle, &rbuf);
+                    close = true;
+                    break;
+                }
                 Err(e) => {
                     out.error(&e.to_string());
                     close = true;
@@ -311,14 +312,8 @@ pub(crate) async fn run(
             .commands_processed
             .fetch_add(std::mem::take(&mut client.commands), Relaxed);
         client.tally.flush();
-        // The normal class's output limit (subscribers are measured by
-        // their pushes, as they are queued). As in Redis, it counts what
-        // goes past the client's fixed 16 KB reply buffer.
-        let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
-        if beyond > 0
-            && !client.subscribed()
-            && handle.over_output_limit(beyond, shared.config.normal_output_limit())
-        {
+        // Pushes encoded for a tracking client count too.
+        if over_normal_output_limit(&shared, &client, &out) {
             break;
         }
         if shared.config.client_eviction_limit() != 0 {
@@ -527,7 +522,7 @@ async fn wait_blocked(
                 break;
             }
             read = read_some(&shared.stats, stream, rbuf) => {
-                if !matches!(read, Ok(n) if n > 0) {
+                if !matches!(read, Ok(n) if n > 0) || !query_within_limit(shared, handle, rbuf) {
                     handle.kill();
                     break;
                 }
@@ -617,6 +612,72 @@ async fn wait_reads(
     true
 }
 
+/// The normal class's output limit (subscribers are measured by their
+/// pushes, as they are queued): true if the client was closed for it. As in
+/// Redis, it counts what goes past the client's fixed 16 KB reply buffer.
+fn over_normal_output_limit(shared: &Services, client: &Client, out: &Reply) -> bool {
+    let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
+    beyond > 0
+        && !client.subscribed()
+        && client
+            .handle
+            .over_output_limit(beyond, shared.config.normal_output_limit())
+}
+
+/// After a command that left more than the fixed reply buffer in `out`:
+/// the output limit as Redis applies it, each time a reply is added, not
+/// once the batch ran (false: the client is closed and runs nothing more;
+/// the soft limit's time counts from the first reply over it); and once
+/// the replies grew by [`BATCH_YIELD`] since the last turn, a turn for the
+/// other clients, so a pipeline of big replies does not hold them up. The
+/// batch then goes on where it was: nothing is written or reordered.
+async fn output_turn(
+    shared: &Services,
+    client: &mut Client,
+    out: &mut Reply,
+    rbuf: &BytesMut,
+    yield_at: &mut usize,
+) -> bool {
+    if over_normal_output_limit(shared, client, out) {
+        return false;
+    }
+    let hard = shared.config.normal_output_limit().hard as usize;
+    if hard != 0 && out.len() > hard / 4 && out.buf.capacity() < 2 * hard {
+        // Replies a quarter of the way to the hard limit: room for twice
+        // the limit at once (address space: pages cost memory only once
+        // written), and what the buffer's earlier doublings left given
+        // back. Growing by doubling to the limit would hold each earlier
+        // copy until the allocator purges it, and the last doubling both
+        // full buffers: three times the limit for a client closed at it.
+        let _ = out.buf.try_reserve_exact(2 * hard - out.buf.len());
+        crate::alloc::release_free_memory();
+    }
+    if out.len() >= *yield_at {
+        // The replies count as this client's memory before the others run
+        // (their commands may evict keys for it): client eviction sees
+        // them first, as at the batch's end.
+        if shared.config.client_eviction_limit() != 0 {
+            let handle = &client.handle;
+            handle
+                .buffer_bytes
+                .store(rbuf.capacity() + out.buf.capacity(), Relaxed);
+            crate::commands::session::account_memory(shared, handle);
+            if handle.killed.load(Relaxed) {
+                return false;
+            }
+        }
+        // On the io_uring path the other connections' sends leave, and
+        // their arrivals are seen, when the thread parks: not while this
+        // task has work. Do it now (nothing on the epoll path).
+        super::uring::on_park();
+        tokio::task::yield_now().await;
+        // Time passed: the next command reads the clock afresh.
+        client.batch_clock = None;
+        *yield_at = out.len() + BATCH_YIELD;
+    }
+    true
+}
+
 /// Opens the connection's batch gate, and gives back the turn, when it
 /// drops: a connection that ends (or whose task is dropped) holds nobody
 /// back.
@@ -636,6 +697,35 @@ fn hold_for(hold: &mut Vec<Arc<Gate>>, msg: &Push) {
     {
         hold.push(gate.clone());
     }
+}
+
+/// Redis's `client-query-buffer-limit`, checked as bytes arrive whatever
+/// the client is doing (a blocked client reads too): the request bytes
+/// waiting, with the commands MULTI queued, which are requests not yet run
+/// (as Redis 7.2+ counts them). False when the client must be closed, said
+/// in Redis's log line; otherwise the bytes waiting count as the client's
+/// memory (`maxmemory-clients`).
+fn query_within_limit(shared: &Services, handle: &ClientHandle, rbuf: &BytesMut) -> bool {
+    let held = rbuf.len() as u64 + handle.multi_mem.load(Relaxed) as u64;
+    if held > shared.config.client_query_buffer_limit() {
+        log_query_limit(handle, rbuf);
+        return false;
+    }
+    handle.qbuf.store(rbuf.len(), Relaxed);
+    handle
+        .qbuf_free
+        .store(rbuf.capacity() - rbuf.len(), Relaxed);
+    crate::commands::session::account_memory(shared, handle);
+    true
+}
+
+fn log_query_limit(handle: &ClientHandle, rbuf: &BytesMut) {
+    tracing::warn!(
+        "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
+        handle.id,
+        handle.addr,
+        String::from_utf8_lossy(&rbuf[..rbuf.len().min(64)])
+    );
 }
 
 /// Encodes every queued push and inserts them at `mark`; returns their size.

@@ -4,11 +4,18 @@
 //! arrays of bulk strings and inline commands — with the same limits and the
 //! same error texts, because clients and proxies depend on both.
 //!
-//! The parser is *resumable*: it keeps its position inside the read buffer and
-//! the spans of the arguments seen so far, so a 2 MB bulk string that arrives
-//! in 16 KB pieces costs one length check per read, not a re-parse. Arguments
-//! are spans into the read buffer (no copy); inline commands, whose quotes and
-//! escapes must be decoded, are copied into a scratch buffer the parser owns.
+//! The parser is *resumable*: it keeps its position inside the read buffer,
+//! so a 2 MB bulk string that arrives in 16 KB pieces costs one length check
+//! per read, not a re-parse. Arguments are spans into the read buffer (no
+//! copy); inline commands, whose quotes and escapes must be decoded, are
+//! copied into a scratch buffer the parser owns.
+//!
+//! An unfinished request costs nothing beyond its bytes in the read buffer:
+//! the parser keeps only where it stands, and indexes the arguments (a span
+//! each) once the last one has arrived, by walking the length lines again.
+//! A client that announces `*2147483647` and sends empty arguments holds
+//! what it sent, which the query buffer limit bounds; the index of a
+//! complete request counts against that limit too ([`Parser::set_max_request`]).
 //!
 //! Client bytes never reach a general-purpose RESP decoder: nothing here
 //! recurses, nothing allocates more than the bytes that actually arrived.
@@ -22,9 +29,15 @@ const MAX_MULTIBULK: i64 = i32::MAX as i64;
 /// Before authentication Redis refuses larger requests (`authRequired`).
 const UNAUTH_MAX_MULTIBULK: i64 = 10;
 const UNAUTH_MAX_BULK: i64 = 16384;
-/// At most this many argument slots are reserved up front, whatever count a
-/// client declares: memory follows the bytes received, not the claims made.
-const MAX_PREALLOC_ARGS: usize = 1024;
+/// The fewest bytes an argument takes: `$0\r\n` and the two bytes after its
+/// (empty) body. A count the bytes in the buffer cannot back is a request
+/// still arriving (or a lie), never indexed ahead of its arguments.
+const MIN_ARG_BYTES: usize = 6;
+/// What indexing one argument costs.
+const SPAN_BYTES: u64 = std::mem::size_of::<(usize, usize)>() as u64;
+/// An index that grew past this many spans (a request of many arguments) is
+/// released once its batch ran, so an idle connection keeps no more.
+const SPANS_KEEP: usize = 1024;
 
 /// A protocol violation. The connection answers with the message and closes,
 /// as Redis does.
@@ -39,6 +52,10 @@ pub(crate) enum ProtocolError {
     UnauthBulkLength,
     ExpectedDollar(u8),
     UnbalancedQuotes,
+    /// The request's bytes and its argument index would pass the query
+    /// buffer limit: the connection closes, as at that limit, without a
+    /// reply.
+    QueryBufferLimit,
 }
 
 impl fmt::Display for ProtocolError {
@@ -54,6 +71,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::UnauthBulkLength => f.write_str("unauthenticated bulk length"),
             ProtocolError::ExpectedDollar(c) => write!(f, "expected '$', got '{}'", *c as char),
             ProtocolError::UnbalancedQuotes => f.write_str("unbalanced quotes in request"),
+            ProtocolError::QueryBufferLimit => f.write_str("query buffer limit reached"),
         }
     }
 }
@@ -61,9 +79,10 @@ impl fmt::Display for ProtocolError {
 /// Where in a request the parser stands between reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Between requests.
+    /// Between requests (`spans` holds the last complete one's arguments).
     Start,
-    /// Inside a multibulk request with this many bulk strings still to come.
+    /// Inside a multibulk request with this many bulk strings still to come
+    /// (`spans` is empty until it completes).
     Multibulk { remaining: usize },
     /// Waiting for the body of a bulk string of this length.
     Bulk { remaining: usize, len: usize },
@@ -75,11 +94,18 @@ pub(crate) struct Parser {
     state: State,
     /// First byte not yet consumed.
     pos: usize,
-    /// Spans of the current request's arguments, in `buf` or in `scratch`.
+    /// Where the unfinished multibulk request starts (its `*`), and the
+    /// arguments it announced: enough to index it once complete.
+    req_start: usize,
+    count: usize,
+    /// Spans of the complete request's arguments, in `buf` or in `scratch`.
     spans: Vec<(usize, usize)>,
     inline: bool,
     scratch: Vec<u8>,
     max_bulk: i64,
+    /// The read buffer plus a request's index may not pass this
+    /// (`client-query-buffer-limit`).
+    max_request: u64,
 }
 
 /// One complete request: arguments borrowed from the read buffer or the
@@ -109,15 +135,25 @@ impl Parser {
         Parser {
             state: State::Start,
             pos: 0,
+            req_start: 0,
+            count: 0,
             spans: Vec::with_capacity(8),
             inline: false,
             scratch: Vec::new(),
             max_bulk,
+            max_request: u64::MAX,
         }
     }
 
     pub(crate) fn set_max_bulk(&mut self, max_bulk: i64) {
         self.max_bulk = max_bulk;
+    }
+
+    /// `client-query-buffer-limit`: a complete request whose index (a span
+    /// per argument) and the buffer holding it would pass this together is
+    /// refused with [`ProtocolError::QueryBufferLimit`] before it is indexed.
+    pub(crate) fn set_max_request(&mut self, limit: u64) {
+        self.max_request = limit;
     }
 
     /// Bytes of the buffer fully consumed by complete requests.
@@ -126,23 +162,21 @@ impl Parser {
             State::Start => self.pos,
             // A partial request keeps its bytes in the buffer; `discard` only
             // drops what precedes it.
-            _ => self.request_start(),
+            _ => self.req_start,
         }
     }
 
-    fn request_start(&self) -> usize {
-        self.spans.first().map_or(self.pos, |&(s, _)| s)
-    }
-
     /// The caller removed the first `n` bytes from the buffer (all consumed).
+    /// Called once per batch, after its requests ran: the last one's
+    /// index is no longer borrowed, and a large one is given back.
     pub(crate) fn discard(&mut self, n: usize) {
         debug_assert!(n <= self.consumed());
         self.pos -= n;
         if self.state != State::Start {
-            for span in &mut self.spans {
-                span.0 -= n;
-                span.1 -= n;
-            }
+            self.req_start -= n;
+        }
+        if self.spans.capacity() > SPANS_KEEP {
+            self.spans = Vec::with_capacity(8);
         }
     }
 
@@ -190,18 +224,23 @@ impl Parser {
             if count > UNAUTH_MAX_MULTIBULK && auth_required {
                 return Err(ProtocolError::UnauthMultibulkLength);
             }
-            self.pos = next;
             if count <= 0 {
                 // `*0` and `*-1` are accepted and ignored.
+                self.pos = next;
                 return Ok(true);
             }
-            let count = count as usize;
-            self.spans.reserve(count.min(MAX_PREALLOC_ARGS));
-            self.state = State::Multibulk { remaining: count };
+            // Nothing is reserved for the arguments announced: they are
+            // indexed once they all arrived (`index`).
+            self.req_start = self.pos;
+            self.count = count as usize;
+            self.pos = next;
+            self.state = State::Multibulk {
+                remaining: self.count,
+            };
         }
         loop {
             match self.state {
-                State::Start => return Ok(true),
+                State::Start => return self.index(buf).map(|()| true),
                 State::Multibulk { remaining } => {
                     let Some(&first) = buf.get(self.pos) else {
                         return Ok(false);
@@ -233,7 +272,6 @@ impl Parser {
                     if buf.len() < self.pos + len + 2 {
                         return Ok(false);
                     }
-                    self.spans.push((self.pos, self.pos + len));
                     self.pos += len + 2;
                     self.state = if remaining == 1 {
                         State::Start
@@ -271,6 +309,13 @@ impl Parser {
         if count == 0 || count > count_limit as u64 {
             return false;
         }
+        // A count the bytes present cannot back is a request still
+        // arriving, followed by the state machine without an index; an
+        // index that would pass the query buffer limit is its to refuse.
+        let avail = (buf.len() - self.pos) / MIN_ARG_BYTES;
+        if count > avail as u64 || buf.len() as u64 + count * SPAN_BYTES > self.max_request {
+            return false;
+        }
         // Each argument takes at least four bytes or ends the loop, so a
         // client's count cannot make it run past the bytes it sent.
         for _ in 0..count {
@@ -292,6 +337,35 @@ impl Parser {
         }
         self.pos = pos;
         true
+    }
+
+    /// Indexes the multibulk request that just completed (from
+    /// `req_start` to `pos`): a span per argument, from its length lines,
+    /// checked as they arrived. Its arguments are all in `buf` now, so the
+    /// index is at most `SPAN_BYTES / MIN_ARG_BYTES` times what they
+    /// occupy, and it counts with the buffer against the query buffer
+    /// limit before it is built.
+    fn index(&mut self, buf: &[u8]) -> Result<(), ProtocolError> {
+        if buf.len() as u64 + self.count as u64 * SPAN_BYTES > self.max_request {
+            return Err(ProtocolError::QueryBufferLimit);
+        }
+        self.spans.clear();
+        self.spans.reserve_exact(self.count);
+        // Past the count line, then each `$len` line and its body.
+        let mut at = match read_line_number(buf, self.req_start + 1) {
+            Ok(Some((_, next))) => next,
+            _ => return Err(ProtocolError::InvalidMultibulkLength),
+        };
+        for _ in 0..self.count {
+            let (len, start) = match read_line_number(buf, at + 1) {
+                Ok(Some((Some(len), next))) if len >= 0 => (len as usize, next),
+                _ => return Err(ProtocolError::InvalidBulkLength),
+            };
+            self.spans.push((start, start + len));
+            at = start + len + 2;
+        }
+        debug_assert_eq!(at, self.pos);
+        Ok(())
     }
 
     fn parse_inline(&mut self, buf: &[u8]) -> Result<bool, ProtocolError> {
@@ -676,6 +750,62 @@ mod tests {
             let input = parts.concat();
             let [whole, trickled] = whole_and_trickled(&input, auth);
             proptest::prop_assert_eq!(whole, trickled);
+        }
+    }
+
+    #[test]
+    fn announced_arguments_cost_nothing_until_they_arrive() {
+        let mut buf = b"*2147483647\r\n".to_vec();
+        for _ in 0..100_000 {
+            buf.extend_from_slice(b"$0\r\n\r\n");
+        }
+        let mut p = Parser::new(1 << 29);
+        // Arriving whole (the one-pass path's turn) and in pieces.
+        assert!(p.next(&buf, false).unwrap().is_none());
+        assert!(p.spans.capacity() <= 8, "{}", p.spans.capacity());
+        buf.extend_from_slice(b"$0\r\n\r\n");
+        assert!(p.next(&buf, false).unwrap().is_none());
+        assert!(p.spans.capacity() <= 8);
+        assert_eq!(p.consumed(), 0);
+        // A request that completes is indexed then, and its index given
+        // back once its batch ran.
+        let mut buf = b"*3\r\n$3\r\nSET\r\n$1\r\nk".to_vec();
+        let mut p = Parser::new(1 << 29);
+        assert!(p.next(&buf, false).unwrap().is_none());
+        buf.extend_from_slice(b"\r\n$2\r\nvv\r\n");
+        let req = p.next(&buf, false).unwrap().unwrap();
+        assert_eq!(req.get(2), Some(&b"vv"[..]));
+        let mut many = format!("*{}\r\n", 5000).into_bytes();
+        for _ in 0..5000 {
+            many.extend_from_slice(b"$1\r\nx\r\n");
+        }
+        let mut p = Parser::new(1 << 29);
+        assert_eq!(p.next(&many, false).unwrap().unwrap().len(), 5000);
+        p.discard(many.len());
+        assert!(p.spans.capacity() <= SPANS_KEEP);
+    }
+
+    #[test]
+    fn an_index_over_the_query_buffer_limit_is_refused() {
+        let mut many = format!("*{}\r\n", 1000).into_bytes();
+        for _ in 0..1000 {
+            many.extend_from_slice(b"$0\r\n\r\n");
+        }
+        // 6 kB of arguments and 16 kB of index: 30 kB holds both, 20 kB not.
+        for (limit, ok) in [(30_000, true), (20_000, false)] {
+            let mut p = Parser::new(1 << 29);
+            p.set_max_request(limit);
+            let whole = p.next(&many, false).map(|r| r.map(|r| r.len()));
+            let mut p = Parser::new(1 << 29);
+            p.set_max_request(limit);
+            assert!(p.next(&many[..100], false).unwrap().is_none());
+            let pieces = p.next(&many, false).map(|r| r.map(|r| r.len()));
+            let want = if ok {
+                Ok(Some(1000))
+            } else {
+                Err(ProtocolError::QueryBufferLimit)
+            };
+            assert_eq!((whole, pieces), (want.clone(), want), "limit {limit}");
         }
     }
 

@@ -1,0 +1,338 @@
+//! Memory per client stays bounded whatever the client does: each probe runs
+//! against zwindow and redis-server 7.0.15 side by side, over raw sockets,
+//! with the server's resident memory read from `/proc/PID/status`.
+//!
+//! - a client blocked in `BLPOP k 0` that sends one endless argument is
+//!   closed at `client-query-buffer-limit` (its input is read, and counted,
+//!   while it waits);
+//! - a client that pipelines big replies and never reads is closed at
+//!   `client-output-buffer-limit normal`'s hard limit, checked as each
+//!   reply is produced, with the server's memory within twice the limit
+//!   and another client's latency meanwhile comparable to redis-server's;
+//! - `*2147483647` followed by empty arguments costs the bytes received,
+//!   not the arguments announced, and is closed at the query buffer limit
+//!   (redis-server grows several times the bytes and never closes it).
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const MB: u64 = 1024 * 1024;
+
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kb * 1024
+}
+
+/// The server's process id, from INFO (the same way for both servers).
+fn server_pid(c: &mut RawConn) -> u32 {
+    let info = c.cmd_str("INFO server");
+    let text = String::from_utf8_lossy(&info);
+    text.lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("process_id in INFO")
+}
+
+/// A socket that writes and, once the peer is gone, says so.
+fn raw(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_nodelay(true).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// Sends `chunk` repeatedly until `cap` bytes went or the server closed
+/// the connection; returns the bytes the socket accepted and whether it
+/// was closed. A write error other than a close (a timeout: the server
+/// stopped reading) counts as not closed.
+fn send_until_closed(s: &mut TcpStream, chunk: &[u8], cap: u64, sent: &mut u64) -> bool {
+    while *sent < cap {
+        match s.write(chunk) {
+            Ok(0) => return true,
+            Ok(n) => *sent += n as u64,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => {
+                return matches!(
+                    e.kind(),
+                    ErrorKind::BrokenPipe
+                        | ErrorKind::ConnectionReset
+                        | ErrorKind::ConnectionAborted
+                );
+            }
+        }
+    }
+    false
+}
+
+/// Whether the peer closed `s` (end of stream or reset) within `wait`,
+/// reading (and dropping) whatever it sent first.
+fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    let mut buf = vec![0u8; 64 * 1024];
+    while Instant::now() < deadline {
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+fn info_field(c: &mut RawConn, section: &str, field: &str) -> String {
+    let info = c.cmd_str(&format!("INFO {section}"));
+    let text = String::from_utf8_lossy(&info).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("{field} in INFO {section}"))
+}
+
+/// Both servers, each given the same extra arguments.
+fn both(args: &[&str]) -> [(&'static str, SocketAddr, Box<dyn std::any::Any>); 2] {
+    let z = ZwindowServer::start(args);
+    let r = RedisServer::start_with(args);
+    [
+        ("zwindow", z.addr(), Box::new(z)),
+        ("redis", r.addr(), Box::new(r)),
+    ]
+}
+
+const QUERY_LIMIT: u64 = 32 * MB;
+
+#[test]
+fn a_blocked_client_is_closed_at_the_query_buffer_limit() {
+    for (name, addr, _server) in both(&["--client-query-buffer-limit", "32mb"]) {
+        let mut control = RawConn::connect(addr, name);
+        let mut s = raw(addr);
+        s.write_all(&encode_cmd(&[b"BLPOP", b"k", b"0"])).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while info_field(&mut control, "clients", "blocked_clients") != "1" {
+            assert!(Instant::now() < deadline, "{name}: BLPOP did not block");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // One argument that never ends.
+        s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n")
+            .unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        let mut sent = 0;
+        let closed = send_until_closed(&mut s, &chunk, 4 * QUERY_LIMIT, &mut sent)
+            || closed_within(&mut s, Duration::from_secs(5));
+        eprintln!(
+            "{name}: blocked client sent {} MB, closed: {closed}",
+            sent / MB
+        );
+        assert!(
+            closed,
+            "{name}: a blocked client sent {sent} bytes and is still open"
+        );
+        // Closed at the limit: past it, by no more than the sockets' buffers.
+        assert!(
+            sent > QUERY_LIMIT && sent < QUERY_LIMIT + 24 * MB,
+            "{name}: closed after {sent} bytes (limit {QUERY_LIMIT})"
+        );
+        // The waiter went with it: a push finds nobody to serve.
+        assert_eq!(control.cmd_str("RPUSH k v"), b":1\r\n", "{name}");
+        assert_eq!(control.cmd_str("LLEN k"), b":1\r\n", "{name}");
+        assert_eq!(
+            info_field(&mut control, "clients", "blocked_clients"),
+            "0",
+            "{name}"
+        );
+    }
+}
+
+/// What the output probe measured on one server.
+struct OutputProbe {
+    closed: bool,
+    /// The server's largest resident growth over its memory before.
+    growth: u64,
+    /// Another client's PING round trips while the non-reader ran.
+    p99: Duration,
+    max: Duration,
+    samples: usize,
+}
+
+fn output_probe(name: &str, addr: SocketAddr, rounds: usize) -> OutputProbe {
+    let mut control = RawConn::connect(addr, name);
+    let pid = server_pid(&mut control);
+    assert_eq!(
+        control.cmd_str("CONFIG SET client-output-buffer-limit \"normal 64mb 16mb 10\""),
+        b"+OK\r\n"
+    );
+    let value = vec![b'v'; 1 << 20];
+    control.cmd(&[b"SET", b"big", &value]);
+
+    // Another client's round trips, each with when it started.
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let probe = {
+        let (stop, started) = (stop.clone(), started.clone());
+        let mut c = RawConn::connect(addr, name);
+        std::thread::spawn(move || {
+            let mut lat = Vec::new();
+            let ping = encode_cmd(&[b"PING"]);
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                c.send(&ping);
+                let reply = c.read_reply();
+                assert_eq!(reply, b"+PONG\r\n");
+                lat.push((t, t.elapsed()));
+                started.store(true, Ordering::Relaxed);
+            }
+            lat
+        })
+    };
+    while !started.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut growth = 0;
+    let mut closed = true;
+    let mut windows = Vec::new();
+    for _ in 0..rounds {
+        let mut reader = RawConn::connect(addr, name);
+        assert_eq!(reader.cmd_str("CLIENT SETNAME nonreader"), b"+OK\r\n");
+        // Settle, then the memory before.
+        std::thread::sleep(Duration::from_millis(300));
+        let before = rss(pid);
+        // 2000 GETs of 1 MB in one write (2 GB of replies if nothing
+        // stopped them), never read.
+        let pipeline: Vec<u8> = encode_cmd(&[b"GET", b"big"]).repeat(2000);
+        let from = Instant::now();
+        reader.send(&pipeline);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut gone = false;
+        while Instant::now() < deadline {
+            growth = growth.max(rss(pid).saturating_sub(before));
+            let list = control.cmd_str("CLIENT LIST");
+            if !String::from_utf8_lossy(&list).contains("name=nonreader") {
+                gone = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        growth = growth.max(rss(pid).saturating_sub(before));
+        windows.push((from, Instant::now()));
+        closed &= gone;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let lat = probe.join().expect("probe thread");
+    // The round trips that started while a non-reader was being served.
+    let mut lat: Vec<Duration> = lat
+        .into_iter()
+        .filter(|(t, _)| windows.iter().any(|(a, b)| t >= a && t <= b))
+        .map(|(_, d)| d)
+        .collect();
+    assert!(!lat.is_empty(), "{name}: no round trip during the probe");
+    lat.sort();
+    let p99 = lat[(lat.len() * 99 / 100).min(lat.len() - 1)];
+    OutputProbe {
+        closed,
+        growth,
+        p99,
+        max: *lat.last().unwrap(),
+        samples: lat.len(),
+    }
+}
+
+#[test]
+fn a_client_that_never_reads_is_closed_at_the_output_limit() {
+    let mut probes = Vec::new();
+    for (name, addr, _server) in both(&[]) {
+        let p = output_probe(name, addr, 5);
+        eprintln!(
+            "{name}: non-reader closed: {}, RSS growth {} MB, other client's p99 {:?} (max {:?}, {} samples)",
+            p.closed,
+            p.growth / MB,
+            p.p99,
+            p.max,
+            p.samples
+        );
+        probes.push(p);
+    }
+    let (z, r) = (&probes[0], &probes[1]);
+    assert!(r.closed, "redis-server did not close the non-reader");
+    assert!(z.closed, "zwindow did not close the non-reader");
+    // The hard limit is 64 MB; the memory of the replies produced before
+    // the one that crossed it, with the buffer's growth, stays within twice.
+    assert!(
+        z.growth <= 128 * MB,
+        "zwindow grew by {} MB for a client limited to 64 MB",
+        z.growth / MB
+    );
+    // No absolute timing (a loaded two-core machine): the other client's
+    // p99 over the same span is within four times redis-server's, or
+    // 100 ms, whichever is larger.
+    let bound = (r.p99 * 4).max(Duration::from_millis(100));
+    assert!(
+        z.p99 <= bound,
+        "the other client's p99 was {:?} beside zwindow's non-reader, {:?} beside redis-server's",
+        z.p99,
+        r.p99
+    );
+}
+
+/// `*2147483647` then 6-byte empty arguments, in 1 MB writes.
+fn huge_count_chunk() -> Vec<u8> {
+    b"$0\r\n\r\n".repeat((MB / 6) as usize)
+}
+
+#[test]
+fn a_huge_multibulk_count_costs_only_the_bytes_received() {
+    let limit = QUERY_LIMIT;
+    let mut figures = Vec::new();
+    for (name, addr, _server) in both(&["--client-query-buffer-limit", "32mb"]) {
+        let mut control = RawConn::connect(addr, name);
+        let pid = server_pid(&mut control);
+        std::thread::sleep(Duration::from_millis(200));
+        let before = rss(pid);
+        let mut s = raw(addr);
+        s.write_all(b"*2147483647\r\n").unwrap();
+        let chunk = huge_count_chunk();
+        // Below the limit: the memory it costs.
+        let mut sent = 0;
+        let early = send_until_closed(&mut s, &chunk, limit * 3 / 4, &mut sent);
+        assert!(!early, "{name}: closed after {sent} bytes, below the limit");
+        std::thread::sleep(Duration::from_millis(500));
+        let growth = rss(pid).saturating_sub(before);
+        // Then on, until closed or twice the limit.
+        let at_three_quarters = sent;
+        let closed = send_until_closed(&mut s, &chunk, 2 * limit, &mut sent)
+            || closed_within(&mut s, Duration::from_secs(2));
+        eprintln!(
+            "{name}: {} MB sent cost {} MB of RSS; closed: {closed} after {} MB",
+            at_three_quarters / MB,
+            growth / MB,
+            sent / MB
+        );
+        figures.push((name, at_three_quarters, growth, closed, sent));
+        // The other clients are served.
+        assert_eq!(control.cmd_str("PING"), b"+PONG\r\n", "{name}");
+    }
+    let (_, z_sent, z_growth, z_closed, z_total) = figures[0];
+    // What the arguments occupy, with room for the buffer's growth and
+    // the allocator.
+    assert!(
+        z_growth <= z_sent + 8 * MB,
+        "zwindow: {z_sent} bytes received cost {z_growth} bytes"
+    );
+    assert!(
+        z_closed && z_total > limit && z_total < limit + 24 * MB,
+        "zwindow: closed {z_closed} after {z_total} bytes (limit {limit})"
+    );
+}
