@@ -160,6 +160,8 @@ pub(crate) struct ClientHandle {
     /// Gates of other batches whose writes this batch read (`--threads N`,
     /// see [`Gate`]).
     reads_after: Mutex<Vec<Arc<Gate>>>,
+    /// Whether `reads_after` may hold any (one load per batch).
+    reading_after: AtomicBool,
 }
 
 /// CLIENT UNBLOCK … TIMEOUT: the client gets its command's timeout reply.
@@ -301,6 +303,7 @@ impl ClientHandle {
     /// Notes that this connection's batch read what another batch wrote
     /// and whose replies have not left: its own replies wait for that.
     pub(crate) fn read_after(&self, gate: &Arc<Gate>) {
+        self.reading_after.store(true, Relaxed);
         let mut after = self.reads_after.lock();
         if !after.iter().any(|g| Arc::ptr_eq(g, gate)) {
             after.push(gate.clone());
@@ -309,7 +312,9 @@ impl ClientHandle {
 
     /// The gates noted by [`ClientHandle::read_after`], taken.
     pub(crate) fn take_reads_after(&self, into: &mut Vec<Arc<Gate>>) {
-        into.append(&mut self.reads_after.lock());
+        if self.reading_after.swap(false, Relaxed) {
+            into.append(&mut self.reads_after.lock());
+        }
     }
 
     /// The connection's batch has handed its replies to the socket (or is
@@ -636,6 +641,7 @@ impl Clients {
             batch_gate: Mutex::new(None),
             gated: AtomicBool::new(false),
             reads_after: Mutex::new(Vec::new()),
+            reading_after: AtomicBool::new(false),
         });
         self.map.lock().insert(id, h.clone());
         self.total_connections.fetch_add(1, Relaxed);

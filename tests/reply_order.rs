@@ -343,3 +343,81 @@ fn replies_before_a_paused_command_leave_at_once() {
 fn polled_write_reply_leaves_before_what_it_caused() {
     check(Scenario::Poll, true);
 }
+
+/// One run of [`reply_leaves_before_a_midway_reader_sees_its_write`]: true
+/// if B got the job before A had LPUSH's reply.
+fn midway_reader_first(addr: SocketAddr, tag: usize) -> bool {
+    use std::io::Write;
+    let (q, big) = (format!("mq{tag}"), format!("big{tag}"));
+    let mut setup = std::net::TcpStream::connect(addr).unwrap();
+    setup
+        .write_all(&cmd(&["SET", &big, &"x".repeat(300_000)]))
+        .unwrap();
+    let mut ok = [0u8; 5];
+    setup.read_exact(&mut ok).unwrap();
+    let mut a = std::net::TcpStream::connect(addr).unwrap();
+    let mut b = std::net::TcpStream::connect(addr).unwrap();
+    b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut pipeline = cmd(&["LPUSH", &q, "job"]);
+    for _ in 0..40 {
+        pipeline.extend(cmd(&["GET", &big]));
+    }
+    let mut abuf = Vec::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    // B polls (RPOP answers at once), A's pipeline goes out meanwhile.
+    b.write_all(&cmd(&["RPOP", &q])).unwrap();
+    a.write_all(&pipeline).unwrap();
+    a.set_nonblocking(true).unwrap();
+    let mut bbuf = Vec::new();
+    loop {
+        let n = b.read(&mut chunk).expect("B's reply");
+        assert!(n > 0, "server closed B");
+        bbuf.extend_from_slice(&chunk[..n]);
+        for f in frames(&mut bbuf) {
+            if f.as_slice() == b"$3\r\njob\r\n" {
+                // What reached A before B's reply counts first.
+                drain_now(&a, &mut abuf);
+                let mut total = abuf.len();
+                let first = frames(&mut abuf).into_iter().next();
+                // Drain A fully so the server is not left writing.
+                a.set_nonblocking(false).unwrap();
+                a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                while first.is_some() && total < 40 * 300_000 {
+                    let n = a.read(&mut chunk).expect("A's replies");
+                    assert!(n > 0, "server closed A");
+                    total += n;
+                }
+                return first.is_none();
+            }
+            b.write_all(&cmd(&["RPOP", &q])).unwrap();
+        }
+    }
+}
+
+/// A batch whose replies pass 256 KB lets other clients run midway
+/// (a pipeline of big replies must not stall them); what it wrote before
+/// that is still seen by others only after its replies leave, as in
+/// Redis, where the LPUSH's reply is written before the RPOP that took its
+/// job runs. B polls `RPOP q` while A pipelines `LPUSH q job` and 40 GETs
+/// of a 300 KB value: B must never have the job before A has LPUSH's reply.
+#[test]
+fn reply_leaves_before_a_midway_reader_sees_its_write() {
+    let r = RedisServer::start();
+    let redis = (0..RUNS)
+        .filter(|&t| midway_reader_first(r.addr(), t))
+        .count();
+    drop(r);
+    let mut report = format!("redis-server {redis}/{RUNS}");
+    let mut failed = false;
+    for threads in ["1", "2"] {
+        let z = ZwindowServer::start(&["--threads", threads]);
+        let n = (0..RUNS)
+            .filter(|&t| midway_reader_first(z.addr(), t))
+            .count();
+        report += &format!("; zwindow --threads {threads} {n}/{RUNS}");
+        failed |= n > 0;
+    }
+    eprintln!("runs where B had the job before A had LPUSH's reply: {report}");
+    assert_eq!(redis, 0, "redis-server itself misordered: {report}");
+    assert!(!failed, "zwindow misordered: {report}");
+}

@@ -75,6 +75,11 @@ pub(crate) struct Client {
     /// again. Redis reads it twice per `call`; back-to-back pipelined
     /// commands share one reading between them. Cleared by whoever awaits.
     pub(crate) batch_clock: Option<u64>,
+    /// The shards this batch wrote before it first let other clients run
+    /// (see `execution::before_yield`); once it has, `batch_yielded`, and
+    /// its writes mark their shards at once.
+    pub(crate) batch_written: crate::keyspace::ShardSet,
+    pub(crate) batch_yielded: bool,
     /// This connection's calls not yet in their command's shared counters.
     pub(crate) tally: CallTally,
 }
@@ -189,6 +194,8 @@ impl Client {
             tracking_held: Vec::new(),
             oom: false,
             batch_clock: None,
+            batch_written: crate::keyspace::ShardSet(0),
+            batch_yielded: false,
             tally: CallTally::default(),
         }
     }

@@ -227,15 +227,13 @@ fn dispatch_caused(
         }
     };
     let mut guards = guards;
-    // Batches run side by side: what this one reads may come from one
-    // whose replies have not left (see `clients::Gate`).
-    let side_by_side = shared.config.worker_threads() > 1;
-    if side_by_side {
-        for shard in guards.iter_mut() {
-            if let Some(gate) = &shard.writer
-                && gate.owner() != client.handle.id
-                && !gate.is_open()
-            {
+    // What this command reads may come from a batch whose replies have not
+    // left (see `clients::Gate`): its own replies wait for them.
+    for shard in guards.iter_mut() {
+        if let Some(gate) = &shard.writer {
+            if gate.is_open() {
+                shard.writer = None;
+            } else if gate.owner() != client.handle.id {
                 client.handle.read_after(gate);
             }
         }
@@ -271,10 +269,17 @@ fn dispatch_caused(
             Dispatched::Blocked((waiter, rx, block.timeout))
         }
     };
-    if side_by_side && ks.prop.dirty > 0 {
-        let gate = client.handle.writing_gate();
-        for shard in ks.guards.iter_mut() {
-            shard.writer = Some(gate.clone());
+    if ks.prop.dirty > 0 {
+        // Batches run side by side, or this one let others run midway: its
+        // writes are marked for their readers now; otherwise noted for
+        // `before_yield`.
+        if client.batch_yielded || shared.config.worker_threads() > 1 {
+            let gate = client.handle.writing_gate();
+            for shard in ks.guards.iter_mut() {
+                shard.writer = Some(gate.clone());
+            }
+        } else {
+            client.batch_written.0 |= ks.guards.shard_set().0;
         }
     }
     let ready = std::mem::take(&mut ks.ready);
@@ -299,6 +304,29 @@ fn dispatch_caused(
         }
     }
     dispatched
+}
+
+/// Before a connection's batch lets other clients run midway (its replies
+/// not yet written): the shards it wrote are marked with its gate, so that
+/// what others read there waits for its replies, as every command after
+/// this in the batch marks its own. False, and nothing done, when the
+/// shards are held (a script runs): the batch goes on without a pause.
+pub(crate) fn before_yield(shared: &Services, client: &mut Client) -> bool {
+    let set = client.batch_written;
+    if set.is_empty() {
+        client.batch_yielded = true;
+        return true;
+    }
+    let Some(mut guards) = shared.store.try_lock_for(set, std::time::Duration::ZERO) else {
+        return false;
+    };
+    let gate = client.handle.writing_gate();
+    for shard in guards.iter_mut() {
+        shard.writer = Some(gate.clone());
+    }
+    client.batch_written = crate::keyspace::ShardSet(0);
+    client.batch_yielded = true;
+    true
 }
 
 /// What [`verify`] decided about a resolved command.

@@ -111,9 +111,10 @@ pub(crate) struct Shard {
     pub(crate) stats: ShardStats,
     /// The running BGSAVE's copy-on-write state (see [`snapshot`]).
     pub(crate) snap: Option<Box<snapshot::Snap>>,
-    /// With `--threads N`: the gate of the batch that last wrote here,
-    /// whose replies a reader's must not overtake (see
-    /// [`crate::clients::Gate`]).
+    /// The gate of the batch that last wrote here while others could run
+    /// before its replies left (`--threads N`, or a batch that let other
+    /// clients run midway), whose replies a reader's must not overtake
+    /// (see [`crate::clients::Gate`]); None once it is known open.
     pub(crate) writer: Option<std::sync::Arc<crate::clients::Gate>>,
 }
 
@@ -386,6 +387,15 @@ pub(crate) enum Guards<'a> {
 }
 
 impl<'a> Guards<'a> {
+    /// The shards held.
+    pub(crate) fn shard_set(&self) -> ShardSet {
+        match self {
+            Guards::None => ShardSet(0),
+            Guards::One(i, _) => ShardSet(1u128 << i),
+            Guards::Many(v) => ShardSet(v.iter().fold(0, |set, (i, _)| set | 1u128 << i)),
+        }
+    }
+
     fn get(&mut self, idx: usize) -> Option<&mut Shard> {
         match self {
             Guards::None => None,

@@ -201,6 +201,8 @@ pub(crate) async fn run(
         // Time passed since the last batch: its first command reads the
         // clock (see `Client::batch_clock`).
         client.batch_clock = None;
+        client.batch_written = crate::keyspace::ShardSet(0);
+        client.batch_yielded = false;
         let mut yield_at = out.len() + BATCH_YIELD;
         loop {
             // A killed client (its ACL user deleted, CLIENT KILL) runs
@@ -589,7 +591,7 @@ async fn flush_early(
     true
 }
 
-/// With `--threads N`, waits until the batches whose writes this batch read
+/// Waits until the batches whose writes this batch read
 /// have handed their replies to their sockets (see `clients::Gate`); false
 /// when the connection must end.
 async fn wait_reads(
@@ -597,9 +599,6 @@ async fn wait_reads(
     handle: &ClientHandle,
     stop_probe: &tokio::sync::watch::Receiver<bool>,
 ) -> bool {
-    if shared.config.worker_threads() == 1 {
-        return true;
-    }
     let mut gates = Vec::new();
     handle.take_reads_after(&mut gates);
     for gate in gates {
@@ -652,7 +651,9 @@ async fn output_turn(
         let _ = out.buf.try_reserve_exact(2 * hard - out.buf.len());
         crate::alloc::release_free_memory();
     }
-    if out.len() >= *yield_at {
+    // Others may read what the batch wrote only after its replies: its
+    // written shards are marked first (or it goes on without a pause).
+    if out.len() >= *yield_at && crate::execution::before_yield(shared, client) {
         // The replies count as this client's memory before the others run
         // (their commands may evict keys for it): client eviction sees
         // them first, as at the batch's end.
