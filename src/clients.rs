@@ -162,6 +162,8 @@ pub(crate) struct ClientHandle {
     reads_after: Mutex<Vec<Arc<Gate>>>,
     /// Whether `reads_after` may hold any (one load per batch).
     reading_after: AtomicBool,
+    /// The serial of the gate of the last `Push::After` queued here.
+    last_after: AtomicU64,
 }
 
 /// CLIENT UNBLOCK … TIMEOUT: the client gets its command's timeout reply.
@@ -229,7 +231,12 @@ impl ClientHandle {
         if self.killed.load(Relaxed) {
             return false;
         }
-        if let Some(gate) = gate_for(self) {
+        // One `After` per causing batch and receiver: what follows it in
+        // the queue waits for it too (a batch's later pushes come after
+        // it), and a burst of invalidations must not double the queue.
+        if let Some(gate) = gate_for(self)
+            && self.last_after.swap(gate.serial, Relaxed) != gate.serial
+        {
             let _ = self.push_tx.send(Push::After(gate));
         }
         let queued = (self.push_bytes.fetch_add(msg.size(), Relaxed) + msg.size()) as u64;
@@ -367,14 +374,19 @@ pub(crate) struct Gate {
     notify: Notify,
     /// The connection whose batch it is.
     owner: ClientId,
+    /// Unique over the process (never 0): tells one batch's gate from the
+    /// next without comparing pointers that may be reused.
+    serial: u64,
 }
 
 impl Gate {
     fn new(owner: ClientId) -> Gate {
+        static SERIAL: AtomicU64 = AtomicU64::new(1);
         Gate {
             open: AtomicBool::new(false),
             notify: Notify::new(),
             owner,
+            serial: SERIAL.fetch_add(1, Relaxed),
         }
     }
 
@@ -642,6 +654,7 @@ impl Clients {
             gated: AtomicBool::new(false),
             reads_after: Mutex::new(Vec::new()),
             reading_after: AtomicBool::new(false),
+            last_after: AtomicU64::new(0),
         });
         self.map.lock().insert(id, h.clone());
         self.total_connections.fetch_add(1, Relaxed);
