@@ -400,6 +400,9 @@ fn midway_reader_first(addr: SocketAddr, tag: usize) -> bool {
 /// Redis, where the LPUSH's reply is written before the RPOP that took its
 /// job runs. B polls `RPOP q` while A pipelines `LPUSH q job` and 40 GETs
 /// of a 300 KB value: B must never have the job before A has LPUSH's reply.
+/// redis-server is not held to 0 (only reported): when B's RPOP runs in the
+/// same event-loop turn as A's batch, it writes B's reply first (its
+/// pending clients newest first), microseconds before A's.
 #[test]
 fn reply_leaves_before_a_midway_reader_sees_its_write() {
     let r = RedisServer::start();
@@ -418,6 +421,5 @@ fn reply_leaves_before_a_midway_reader_sees_its_write() {
         failed |= n > 0;
     }
     eprintln!("runs where B had the job before A had LPUSH's reply: {report}");
-    assert_eq!(redis, 0, "redis-server itself misordered: {report}");
     assert!(!failed, "zwindow misordered: {report}");
 }
