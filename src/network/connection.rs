@@ -20,7 +20,7 @@ use crate::commands::Services;
 use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
-use crate::network::socket::Socket;
+use crate::network::socket::{Socket, Wrote};
 use crate::protocol::parser::ProtocolError;
 use crate::protocol::{Args, Parser, Reply};
 use crate::stats::{Gauge, Stats};
@@ -101,6 +101,14 @@ pub(crate) async fn run(
     // command's data, or close once its reply is written.
     let mut waiting: Option<Waiting> = None;
     let mut close = false;
+    // Input read while a write waited, not yet run (see
+    // `Socket::write_all_reading`): the next turn runs it without reading.
+    let mut read_ahead = false;
+    // The input ended (end of stream) while a write waited: what came
+    // before it runs, then the connection closes, as if read in turn.
+    let mut input_ended = false;
+    // What `flush_early` read while the batch had the read buffer.
+    let mut ahead = BytesMut::new();
     // Gates of other connections' batches that the pushes this turn
     // writes wait for (see `clients::Gate`).
     let mut hold: Vec<Arc<Gate>> = Vec::new();
@@ -141,6 +149,12 @@ pub(crate) async fn run(
                 None if handle.killed.load(Relaxed) => break,
                 None => out.null_array(),
             }
+        } else if std::mem::take(&mut read_ahead) {
+            if stop_probe.has_changed().unwrap_or(true) {
+                break;
+            }
+        } else if input_ended {
+            break;
         } else {
             tokio::select! {
                 biased;
@@ -170,7 +184,7 @@ pub(crate) async fn run(
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
                     }
-                    if !query_within_limit(&shared, &handle, &rbuf) {
+                    if !query_within_limit(&shared, &handle, &rbuf, 0) {
                         break;
                     }
                 }
@@ -242,6 +256,7 @@ pub(crate) async fn run(
                                     &mut out,
                                     &mut pushed,
                                     &stop_probe,
+                                    (&rbuf, &mut ahead, &mut input_ended),
                                 )
                                 .await
                                 {
@@ -253,6 +268,11 @@ pub(crate) async fn run(
                             execute_rest(&shared, &mut client, &mut out, args, pending).await
                         }
                     };
+                    // What was read while the early flush waited follows.
+                    if !ahead.is_empty() {
+                        rbuf.extend_from_slice(&ahead);
+                        ahead = BytesMut::new();
+                    }
                     match ran {
                         Ran::Done => {}
                         Ran::Blocked(w) => waiting = Some(w),
@@ -354,12 +374,19 @@ pub(crate) async fn run(
                 _ = stop_requested(&handle, &stop_probe) => break 'conn,
                 // Once the write is handed to the socket, what the batch
                 // caused may follow it.
-                written = stream.write_all(&mut out.buf, &handle.writing, || {
+                // While the client does not read, what it sends is read
+                // (not run: see `Socket::write_all_reading`).
+                written = stream.write_all_reading(&mut out.buf, &handle.writing, || {
                     handle.open_gate();
                     shared.clients.turn.release(handle.id);
+                }, &mut rbuf, !input_ended, |rbuf, n| {
+                    read_ahead = true;
+                    read_during_write(&shared, &handle, rbuf, 0, n)
                 }) => {
-                    if written.is_err() {
-                        break 'conn;
+                    match written {
+                        Ok(Wrote::All) => {}
+                        Ok(Wrote::InputEnded) => input_ended = true,
+                        Ok(Wrote::Stopped) | Err(_) => break 'conn,
                     }
                 }
             }
@@ -524,7 +551,7 @@ async fn wait_blocked(
                 break;
             }
             read = read_some(&shared.stats, stream, rbuf) => {
-                if !matches!(read, Ok(n) if n > 0) || !query_within_limit(shared, handle, rbuf) {
+                if !matches!(read, Ok(n) if n > 0) || !query_within_limit(shared, handle, rbuf, 0) {
                     handle.kill();
                     break;
                 }
@@ -547,6 +574,8 @@ async fn wait_blocked(
 
 /// Writes the replies a batch has so far, before it waits for something
 /// outside it (see where it is called); false when the connection must end.
+/// What the client sends meanwhile is read into `ahead` (the batch holds
+/// the read buffer, `rbuf`), to be appended to it once the command ran.
 async fn flush_early(
     shared: &Services,
     handle: &ClientHandle,
@@ -554,6 +583,7 @@ async fn flush_early(
     out: &mut Reply,
     pushed: &mut usize,
     stop_probe: &tokio::sync::watch::Receiver<bool>,
+    (rbuf, ahead, input_ended): (&BytesMut, &mut BytesMut, &mut bool),
 ) -> bool {
     if !wait_reads(shared, handle, stop_probe).await {
         return false;
@@ -573,12 +603,16 @@ async fn flush_early(
     tokio::select! {
         biased;
         _ = stop_requested(handle, stop_probe) => return false,
-        written = stream.write_all(&mut out.buf, &handle.writing, || {
+        written = stream.write_all_reading(&mut out.buf, &handle.writing, || {
             handle.open_gate();
             shared.clients.turn.release(handle.id);
+        }, ahead, !*input_ended, |ahead, n| {
+            read_during_write(shared, handle, rbuf, ahead.len(), n)
         }) => {
-            if written.is_err() {
-                return false;
+            match written {
+                Ok(Wrote::All) => {}
+                Ok(Wrote::InputEnded) => *input_ended = true,
+                Ok(Wrote::Stopped) | Err(_) => return false,
             }
         }
     }
@@ -706,18 +740,43 @@ fn hold_for(hold: &mut Vec<Arc<Gate>>, msg: &Push) {
 /// (as Redis 7.2+ counts them). False when the client must be closed, said
 /// in Redis's log line; otherwise the bytes waiting count as the client's
 /// memory (`maxmemory-clients`).
-fn query_within_limit(shared: &Services, handle: &ClientHandle, rbuf: &BytesMut) -> bool {
-    let held = rbuf.len() as u64 + handle.multi_mem.load(Relaxed) as u64;
+/// `ahead`: bytes read but not yet appended to `rbuf` (see `flush_early`).
+fn query_within_limit(
+    shared: &Services,
+    handle: &ClientHandle,
+    rbuf: &BytesMut,
+    ahead: usize,
+) -> bool {
+    let held = (rbuf.len() + ahead) as u64 + handle.multi_mem.load(Relaxed) as u64;
     if held > shared.config.client_query_buffer_limit() {
         log_query_limit(handle, rbuf);
         return false;
     }
-    handle.qbuf.store(rbuf.len(), Relaxed);
+    handle.qbuf.store(rbuf.len() + ahead, Relaxed);
     handle
         .qbuf_free
         .store(rbuf.capacity() - rbuf.len(), Relaxed);
     crate::commands::session::account_memory(shared, handle);
     true
+}
+
+/// A read made while a write waited (see `Socket::write_all_reading`),
+/// counted as `read_some` counts one, with the query buffer limit applied
+/// as after any read (`ahead`: see `query_within_limit`): false when the
+/// client must be closed.
+fn read_during_write(
+    shared: &Services,
+    handle: &ClientHandle,
+    rbuf: &BytesMut,
+    ahead: usize,
+    n: usize,
+) -> bool {
+    let stats = &shared.stats;
+    stats.reads_processed.fetch_add(1, Relaxed);
+    stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+    stats.recent_max_input.note((rbuf.len() + ahead) as u64);
+    handle.touch();
+    query_within_limit(shared, handle, rbuf, ahead) && !handle.killed.load(Relaxed)
 }
 
 fn log_query_limit(handle: &ClientHandle, rbuf: &BytesMut) {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::task::Poll;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::{TcpStream, UnixStream};
 use tokio_openssl::SslStream;
 
@@ -25,11 +25,37 @@ pub(crate) enum Socket {
     Tls(Box<SslStream<TcpStream>>),
 }
 
-/// The epoll path's write loop, the same for both kinds of stream.
+/// How a write that read meanwhile ([`Socket::write_all_reading`]) ended.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub(crate) enum Wrote {
+    /// Everything was written.
+    All,
+    /// Everything was written, and the input ended (end of stream or a
+    /// read error) meanwhile: nothing more will be read.
+    InputEnded,
+    /// `on_read` refused what was read (the client is to be closed): the
+    /// write was left unfinished.
+    Stopped,
+}
+
+/// What reads into `rbuf` ask of its room, as the connection's reads.
+fn make_room(rbuf: &mut BytesMut) {
+    if rbuf.capacity() - rbuf.len() < READ_ROOM / 4 {
+        rbuf.reserve(READ_ROOM);
+    }
+}
+
+const READ_ROOM: usize = 16 * 1024;
+
+/// The epoll path's write loop, the same for both kinds of stream. While
+/// the socket is full it also waits for input (unless `$reading` is
+/// false) and reads it into `$rbuf` (see `Socket::write_all_reading`).
 macro_rules! write_epoll {
-    ($s:expr, $buf:expr, $stalled:expr, $started:expr) => {{
+    ($s:expr, $buf:expr, $stalled:expr, $started:expr, $rbuf:expr, $reading:expr, $on_read:expr) => {{
         let mut done = 0;
         let mut started = Some($started);
+        let mut reading = $reading;
+        let mut ended = false;
         while done < $buf.len() {
             let wrote = $s.try_write(&$buf[done..]);
             if let Some(f) = started.take() {
@@ -40,13 +66,41 @@ macro_rules! write_epoll {
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     $stalled.store(true, Relaxed);
-                    $s.writable().await?;
+                    if !reading {
+                        $s.writable().await?;
+                        continue;
+                    }
+                    let ready = $s.ready(Interest::WRITABLE | Interest::READABLE).await?;
+                    if !ready.is_readable() {
+                        continue;
+                    }
+                    make_room($rbuf);
+                    match $s.try_read_buf($rbuf) {
+                        Ok(n) if n > 0 => {
+                            if !($on_read)($rbuf, n) {
+                                return Ok(Wrote::Stopped);
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        // End of stream or an error: the write goes on, and
+                        // the caller closes after it.
+                        _ => {
+                            reading = false;
+                            ended = true;
+                        }
+                    }
                 }
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(if ended { Wrote::InputEnded } else { Wrote::All })
     }};
+}
+
+/// What a TLS write's poll came back with.
+enum Step {
+    Wrote(std::io::Result<usize>),
+    Read(std::io::Result<usize>),
 }
 
 impl Socket {
@@ -81,21 +135,44 @@ impl Socket {
     /// bytes a client leaves unread by it (`Clients::pushes_in_flight`).
     /// `started` runs once the bytes are handed to the socket (the first
     /// write tried, or the send queued), before waiting for the peer.
-    pub(crate) async fn write_all(
+    ///
+    /// While the write waits, what the client sends is read into `rbuf`
+    /// (unless `reading` is false), each read told to `on_read` with the
+    /// bytes it added, which returns false to stop (the write is then left
+    /// unfinished). A client that writes a whole pipeline before reading
+    /// any reply waits for its send to finish, and the send for us to read:
+    /// Redis reads (and runs) while its output waits, and so must we, or
+    /// both sides wait forever. Nothing read is lost if the future is
+    /// dropped: it is in `rbuf` already.
+    pub(crate) async fn write_all_reading(
         &mut self,
         buf: &mut Vec<u8>,
         stalled: &Arc<AtomicBool>,
         started: impl FnOnce(),
-    ) -> std::io::Result<()> {
+        rbuf: &mut BytesMut,
+        reading: bool,
+        mut on_read: impl FnMut(&BytesMut, usize) -> bool,
+    ) -> std::io::Result<Wrote> {
         match self {
-            Socket::Epoll(s) => write_epoll!(s, buf, stalled, started),
-            Socket::EpollUnix(s) => write_epoll!(s, buf, stalled, started),
-            Socket::Uring(s) => s.write_all(buf, stalled, started).await,
+            Socket::Epoll(s) => write_epoll!(s, buf, stalled, started, rbuf, reading, on_read),
+            Socket::EpollUnix(s) => {
+                write_epoll!(s, buf, stalled, started, rbuf, reading, on_read)
+            }
+            Socket::Uring(s) => {
+                s.write_all_reading(buf, stalled, started, rbuf, reading, on_read)
+                    .await
+            }
             Socket::Tls(s) => {
                 let mut done = 0;
                 let mut started = Some(started);
+                let mut reading = reading;
+                let mut ended = false;
                 while done < buf.len() {
-                    let n = std::future::poll_fn(|cx| {
+                    // OpenSSL allows reads between a write that wants to
+                    // be retried and its retry, as long as the retry
+                    // passes the same bytes: `buf[done..]` until it is
+                    // taken.
+                    let step = std::future::poll_fn(|cx| {
                         let polled = Pin::new(&mut **s).poll_write(cx, &buf[done..]);
                         if let Some(f) = started.take() {
                             f();
@@ -103,18 +180,38 @@ impl Socket {
                         match polled {
                             Poll::Pending => {
                                 stalled.store(true, Relaxed);
-                                Poll::Pending
+                                if !reading {
+                                    return Poll::Pending;
+                                }
+                                make_room(rbuf);
+                                // Cancel-safe: dropped at once if pending.
+                                let read = std::pin::pin!(s.read_buf(rbuf));
+                                read.poll(cx).map(Step::Read)
                             }
-                            ready => ready,
+                            Poll::Ready(n) => Poll::Ready(Step::Wrote(n)),
                         }
                     })
-                    .await?;
-                    if n == 0 {
-                        return Err(std::io::ErrorKind::WriteZero.into());
+                    .await;
+                    match step {
+                        Step::Wrote(n) => {
+                            let n = n?;
+                            if n == 0 {
+                                return Err(std::io::ErrorKind::WriteZero.into());
+                            }
+                            done += n;
+                        }
+                        Step::Read(Ok(n)) if n > 0 => {
+                            if !on_read(rbuf, n) {
+                                return Ok(Wrote::Stopped);
+                            }
+                        }
+                        Step::Read(_) => {
+                            reading = false;
+                            ended = true;
+                        }
                     }
-                    done += n;
                 }
-                Ok(())
+                Ok(if ended { Wrote::InputEnded } else { Wrote::All })
             }
         }
     }

@@ -288,7 +288,7 @@ struct Conn {
     send_error: Option<i32>,
     writer: Option<Waker>,
     /// Set when a send is still in flight after the submit that carried it
-    /// (the socket is full): see `Socket::write_all`.
+    /// (the socket is full): see `Socket::write_all_reading`.
     stalled: Option<Arc<AtomicBool>>,
     /// The connection task let go; the slot is freed once no entry of its
     /// own is left in the ring.
@@ -830,13 +830,20 @@ impl UringSocket {
 
     /// Sends all of `buf`, which the ring holds meanwhile and gives back
     /// (empty if the future is dropped first: the send goes on, and its
-    /// buffer is freed when it completes).
-    pub(crate) async fn write_all(
+    /// buffer is freed when it completes). Meanwhile what arrives is read
+    /// into `rbuf` (see `Socket::write_all_reading`): the receive stays
+    /// armed beside the send, and its input is taken as `read` takes it,
+    /// so nothing is lost if this future is dropped.
+    pub(crate) async fn write_all_reading(
         &mut self,
         buf: &mut Vec<u8>,
         stalled: &Arc<AtomicBool>,
         started: impl FnOnce(),
-    ) -> io::Result<()> {
+        rbuf: &mut BytesMut,
+        mut reading: bool,
+        mut on_read: impl FnMut(&BytesMut, usize) -> bool,
+    ) -> io::Result<super::socket::Wrote> {
+        use super::socket::Wrote;
         // A send left by a dropped write finishes first.
         poll_fn(|cx| self.poll_sent(cx).map_ok(drop)).await?;
         // Queued before anything another task queues after `started`, so
@@ -844,8 +851,34 @@ impl UringSocket {
         let queued = self.start_send(std::mem::take(buf), stalled);
         started();
         queued?;
-        *buf = poll_fn(|cx| self.poll_sent(cx)).await?;
-        Ok(())
+        let mut ended = false;
+        loop {
+            let step = poll_fn(|cx| {
+                if let Poll::Ready(sent) = self.poll_sent(cx) {
+                    return Poll::Ready(Ok(sent));
+                }
+                if !reading {
+                    return Poll::Pending;
+                }
+                self.poll_read(cx, rbuf).map(Err)
+            })
+            .await;
+            match step {
+                Ok(sent) => {
+                    *buf = sent?;
+                    return Ok(if ended { Wrote::InputEnded } else { Wrote::All });
+                }
+                Err(Ok(n)) if n > 0 => {
+                    if !on_read(rbuf, n) {
+                        return Ok(Wrote::Stopped);
+                    }
+                }
+                Err(_) => {
+                    reading = false;
+                    ended = true;
+                }
+            }
+        }
     }
 
     fn start_send(&mut self, buf: Vec<u8>, stalled: &Arc<AtomicBool>) -> io::Result<()> {
