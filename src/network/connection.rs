@@ -442,9 +442,7 @@ async fn read_some(
     stream: &mut Socket,
     rbuf: &mut BytesMut,
 ) -> std::io::Result<usize> {
-    if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
-        rbuf.reserve(READ_CHUNK);
-    }
+    super::socket::make_room(rbuf);
     let read = stream.read_buf(rbuf).await;
     stats.reads_processed.fetch_add(1, Relaxed);
     if let Ok(n) = read {

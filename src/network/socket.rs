@@ -38,10 +38,18 @@ pub(crate) enum Wrote {
     Stopped,
 }
 
-/// What reads into `rbuf` ask of its room, as the connection's reads.
-fn make_room(rbuf: &mut BytesMut) {
+/// The room a read into `rbuf` asks for. A big request's buffer grows by
+/// doubling, and mimalloc keeps the copy each doubling left resident until
+/// the thread's next purge: past 1 MB it is handed back at once, so a
+/// request's bytes cost their size, not up to twice it (a client that
+/// announces a huge request and sends it slowly holds what it sent).
+pub(crate) fn make_room(rbuf: &mut BytesMut) {
     if rbuf.capacity() - rbuf.len() < READ_ROOM / 4 {
+        let before = rbuf.capacity();
         rbuf.reserve(READ_ROOM);
+        if before >= 1 << 20 && rbuf.capacity() != before {
+            crate::alloc::release_free_memory();
+        }
     }
 }
 
