@@ -273,20 +273,9 @@ pub(crate) struct TlsHooks {
 pub(crate) type TlsListen = Box<dyn Fn(u16) -> Result<(), String> + Send + Sync>;
 
 /// Settings whose change rebuilds the TLS context for new connections
-/// (Redis's `applyTlsCfg`). Connections already open keep theirs.
-const TLS_APPLIED: &[&str] = &[
-    "tls-cert-file",
-    "tls-key-file",
-    "tls-key-file-pass",
-    "tls-client-cert-file",
-    "tls-client-key-file",
-    "tls-client-key-file-pass",
-    "tls-dh-params-file",
-    "tls-ca-cert-file",
-    "tls-ca-cert-dir",
-    "tls-protocols",
-    "tls-ciphers",
-    "tls-ciphersuites",
+/// (Redis's `applyTlsCfg`), beside every string one ([`TLS_STRINGS`]).
+/// Connections already open keep theirs.
+const TLS_APPLIED_OTHERS: &[&str] = &[
     "tls-prefer-server-ciphers",
     "tls-session-caching",
     "tls-session-cache-size",
@@ -685,7 +674,7 @@ impl Config {
             if name == "tls-port" && differs {
                 (hooks.configure)(self, false).map_err(|e| (name, e))?;
                 (hooks.listen)(self.tls_port()).map_err(|e| (name, e))?;
-            } else if TLS_APPLIED.contains(&name)
+            } else if (TLS_STRINGS.contains(&name) || TLS_APPLIED_OTHERS.contains(&name))
                 && (differs || TLS_FILES.contains(&name))
                 && !ran_cfg
             {
