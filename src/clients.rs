@@ -81,6 +81,10 @@ pub(crate) struct ClientHandle {
     /// request (CLIENT LIST's `qbuf=`), and the read buffer's spare room.
     pub(crate) qbuf: AtomicUsize,
     pub(crate) qbuf_free: AtomicUsize,
+    /// The most request bytes the read buffer held since the clients'
+    /// cron last looked (Redis's `querybuf_peak`): a buffer still needed
+    /// at its size is not trimmed.
+    pub(crate) qbuf_peak: AtomicUsize,
     /// Argument bytes queued by MULTI (CLIENT LIST's `multi-mem=`).
     pub(crate) multi_mem: AtomicUsize,
     pub(crate) addr: String,
@@ -616,6 +620,7 @@ impl Clients {
             fd,
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
+            qbuf_peak: AtomicUsize::new(0),
             multi_mem: AtomicUsize::new(0),
             addr,
             laddr,

@@ -360,8 +360,8 @@ fn redis_tcl_units_meet_the_baseline() {
     );
 }
 
-/// The TLS pass (`tests/tcl/baseline-tls.txt`): `unit/tls` and the units
-/// chosen there, over TLS. TLS connections take the epoll path whatever
+/// The TLS pass (`tests/tcl/baseline-tls.txt`): `unit/tls` and every unit
+/// of the external ratchet, over TLS. TLS connections take the epoll path whatever
 /// `io-uring` says (see `network::tls`), so the io_uring pass of the
 /// suite (`ZWINDOW_TEST_IO_URING=1`) would only repeat this one: it runs
 /// on the epoll pass (and when the variable is unset), and says so.

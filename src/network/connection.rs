@@ -751,6 +751,7 @@ fn query_within_limit(
         return false;
     }
     handle.qbuf.store(rbuf.len() + ahead, Relaxed);
+    handle.qbuf_peak.fetch_max(rbuf.len() + ahead, Relaxed);
     handle
         .qbuf_free
         .store(rbuf.capacity() - rbuf.len(), Relaxed);

@@ -264,11 +264,17 @@ fn resize_query_buffers(shared: &Services) {
     const RESIZE_THRESHOLD: usize = 32 * 1024;
     for c in shared.clients.all() {
         let (qbuf, free) = (c.qbuf.load(Relaxed), c.qbuf_free.load(Relaxed));
+        // The peak since the last look; the next one starts from what is
+        // held now (Redis's `querybuf_peak`).
+        let peak = c.qbuf_peak.swap(qbuf, Relaxed);
         if qbuf != 0 || free <= 4 * 1024 {
             continue;
         }
         let idle = c.idle_secs() > 2;
-        if idle || free > RESIZE_THRESHOLD {
+        // As Redis's `clientsCronResizeQueryBuffer`: a big buffer is
+        // trimmed once a whole cron period needed less than half of it, so
+        // a request that just grew it keeps it until the next look.
+        if idle || (free > RESIZE_THRESHOLD && free / (peak + 1) > 2) {
             let none = crate::config::OutputLimit {
                 hard: 0,
                 soft: 0,
