@@ -410,16 +410,7 @@ impl Gate {
 
     /// Ready once the causing batch's replies are on their way.
     pub(crate) async fn wait(&self) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            // Registered before the test, so an `open` in between wakes it.
-            notified.as_mut().enable();
-            if self.is_open() {
-                return;
-            }
-            notified.await;
-        }
+        crate::util::wait_until(&self.notify, || self.is_open()).await;
     }
 }
 
@@ -556,16 +547,7 @@ impl Turn {
 
     /// Waits until no other connection holds it.
     pub(crate) async fn wait(&self, client: ClientId) {
-        loop {
-            let notified = self.released.notified();
-            tokio::pin!(notified);
-            // Registered before the test, so a release in between wakes it.
-            notified.as_mut().enable();
-            if !self.held_by_other(client) {
-                return;
-            }
-            notified.await;
-        }
+        crate::util::wait_until(&self.released, || !self.held_by_other(client)).await;
     }
 }
 

@@ -155,16 +155,10 @@ impl Loading {
     /// A connection's next batch waits while a load that does not serve
     /// clients (yet) runs.
     pub(crate) async fn wait_unless_served(&self) {
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            // Registered before the check, so a change in between wakes it.
-            changed.as_mut().enable();
-            if !self.active() || self.served.load(Relaxed) {
-                return;
-            }
-            changed.await;
-        }
+        crate::util::wait_until(&self.changed, || {
+            !self.active() || self.served.load(Relaxed)
+        })
+        .await;
     }
 
     /// Starts loading a file of `total_bytes` (Redis's `startLoading`),

@@ -311,6 +311,21 @@ pub(crate) fn fmt_g(x: f64, prec: usize) -> String {
     s
 }
 
+/// Waits until `ready()` holds, woken by `notify.notify_waiters()` from
+/// whoever makes it true: the wakeup is registered before each test, so a
+/// change between the test and the wait is not missed.
+pub(crate) async fn wait_until(notify: &tokio::sync::Notify, ready: impl Fn() -> bool) {
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if ready() {
+            return;
+        }
+        notified.await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
