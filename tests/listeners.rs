@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     PrivateDir, RawConn, RedisServer, ZwindowServer, encode_cmd, escape, frame_len, free_port,
-    io_uring_args,
+    io_uring_args, start_on_free_port,
 };
 
 /// A raw RESP connection over a unix socket.
@@ -103,15 +103,18 @@ fn start_unix_pair(extra: &[&str]) -> UnixPair {
     let dir = PrivateDir::new("sockets");
     let zsock = dir.0.join("z.sock");
     let rsock = dir.0.join("r.sock");
-    let zport = free_port().to_string();
     let zpath = zsock.to_str().unwrap();
     let rpath = rsock.to_str().unwrap();
-    let mut zargs = vec!["--port", &zport, "--unixsocket", zpath];
-    zargs.extend_from_slice(extra);
+    let (z, _) = start_on_free_port(|port| {
+        let port = port.to_string();
+        let mut zargs = vec!["--port", &port, "--unixsocket", zpath];
+        zargs.extend_from_slice(extra);
+        ZwindowServer::try_start(&zargs)
+    });
     let mut rargs = vec!["--unixsocket", rpath];
     rargs.extend_from_slice(extra);
     UnixPair {
-        z: ZwindowServer::start(&zargs),
+        z,
         r: RedisServer::start_with(&rargs),
         zsock,
         rsock,

@@ -116,9 +116,11 @@ fn a_pipeline_sent_whole_before_reading_is_answered_over_a_unix_socket() {
     let dir = PrivateDir::new("pipelining");
     let zsock = dir.0.join("z.sock");
     let rsock = dir.0.join("r.sock");
-    let zport = free_port().to_string();
     let _r = RedisServer::start_with(&["--unixsocket", rsock.to_str().unwrap()]);
-    let _z = ZwindowServer::start(&["--port", &zport, "--unixsocket", zsock.to_str().unwrap()]);
+    let (_z, _) = start_on_free_port(|port| {
+        let port = port.to_string();
+        ZwindowServer::try_start(&["--port", &port, "--unixsocket", zsock.to_str().unwrap()])
+    });
     for (what, path) in [("redis-server", &rsock), ("zwindow", &zsock)] {
         let s = UnixStream::connect(path).expect("connect");
         s.set_read_timeout(Some(PATIENCE)).unwrap();
@@ -131,11 +133,14 @@ fn a_pipeline_sent_whole_before_reading_is_answered_over_a_unix_socket() {
 fn a_pipeline_sent_whole_before_reading_is_answered_over_tls() {
     let certs = tls_certs();
     let file = |n: &str| certs.join(n);
-    let (rport, zport) = (free_port(), free_port());
-    let rargs = tls_server_args(&certs, rport);
-    let zargs = tls_server_args(&certs, zport);
-    let _r = RedisServer::start_with(&rargs.iter().map(String::as_str).collect::<Vec<_>>());
-    let _z = ZwindowServer::start(&zargs.iter().map(String::as_str).collect::<Vec<_>>());
+    let (_r, rport) = start_on_free_port(|port| {
+        let args = tls_server_args(&certs, port);
+        RedisServer::try_start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    });
+    let (_z, zport) = start_on_free_port(|port| {
+        let args = tls_server_args(&certs, port);
+        ZwindowServer::try_start(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    });
     let mut b = SslConnector::builder(SslMethod::tls()).unwrap();
     b.set_ca_file(file("ca.crt")).unwrap();
     b.set_certificate_file(file("client.crt"), SslFiletype::PEM)

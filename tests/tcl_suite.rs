@@ -106,11 +106,11 @@ fn run_unit(suite: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
 fn run_unit_tls(suite: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
     let work = copy_suite(&suite.join("tests"));
     let certs = work.0.join("tests/tls");
-    let tls_port = free_port();
-    let mut args = vec!["--enable-debug-command".to_string(), "yes".to_string()];
-    args.extend(tls_server_args(&certs, tls_port));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let _server = ZwindowServer::start(&args);
+    let (_server, tls_port) = start_on_free_port(|port| {
+        let mut args = vec!["--enable-debug-command".to_string(), "yes".to_string()];
+        args.extend(tls_server_args(&certs, port));
+        ZwindowServer::try_start(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    });
     let port = tls_port.to_string();
     run_harness(
         &work,

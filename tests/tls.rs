@@ -23,26 +23,27 @@ struct Tls<S> {
     tls_port: u16,
 }
 
-fn zwindow_tls(certs: &Path, extra: &[&str]) -> Tls<ZwindowServer> {
-    let tls_port = free_port();
+/// The harness's TLS arguments on `tls_port`, then `extra`.
+fn tls_args(certs: &Path, tls_port: u16, extra: &[&str]) -> Vec<String> {
     let mut args = tls_server_args(certs, tls_port);
     args.extend(extra.iter().map(|s| s.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Tls {
-        server: ZwindowServer::start(&args),
-        tls_port,
-    }
+    args
+}
+
+fn zwindow_tls(certs: &Path, extra: &[&str]) -> Tls<ZwindowServer> {
+    let (server, tls_port) = start_on_free_port(|port| {
+        let args = tls_args(certs, port, extra);
+        ZwindowServer::try_start(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    });
+    Tls { server, tls_port }
 }
 
 fn redis_tls(certs: &Path, extra: &[&str]) -> Tls<RedisServer> {
-    let tls_port = free_port();
-    let mut args = tls_server_args(certs, tls_port);
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Tls {
-        server: RedisServer::start_with(&args),
-        tls_port,
-    }
+    let (server, tls_port) = start_on_free_port(|port| {
+        let args = tls_args(certs, port, extra);
+        RedisServer::try_start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    });
+    Tls { server, tls_port }
 }
 
 /// redis-cli `--tls` on `port` running `args`: its output, or its error.

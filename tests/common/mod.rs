@@ -112,7 +112,20 @@ impl ZwindowServer {
     /// config file, a wrapper script…) with port 0 somewhere in its
     /// configuration, and wait for its listening line. Runs in a private
     /// directory unless the command names one.
-    pub fn start_command(mut cmd: Command) -> Self {
+    pub fn start_command(cmd: Command) -> Self {
+        Self::try_start_command(cmd).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::start`], or why the server did not come up (its log).
+    pub fn try_start(extra_args: &[&str]) -> Result<Self, String> {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zwindow"));
+        cmd.args(["--bind", "127.0.0.1", "--port", "0"])
+            .args(extra_args);
+        Self::try_start_command(cmd)
+    }
+
+    /// [`Self::start_command`], or why the server did not come up.
+    pub fn try_start_command(mut cmd: Command) -> Result<Self, String> {
         let extra_args: Vec<String> = cmd
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
@@ -184,11 +197,11 @@ impl ZwindowServer {
                 let _ = child.kill();
                 let _ = child.wait();
                 let log = log.lock().unwrap();
-                panic!(
+                return Err(format!(
                     "zwindow did not log `listening on 127.0.0.1:PORT` within {START_TIMEOUT:?} \
                      ({e}; exit status: {status:?}); args {extra_args:?}; stderr:\n{}",
                     log.iter().cloned().collect::<Vec<_>>().join("\n")
-                );
+                ));
             }
         };
         let _ = ready_rx.recv_timeout(START_TIMEOUT);
@@ -202,12 +215,12 @@ impl ZwindowServer {
                 log.iter().cloned().collect::<Vec<_>>().join("\n")
             );
         }
-        ZwindowServer {
+        Ok(ZwindowServer {
             child,
             port,
             log,
             dir,
-        }
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -366,16 +379,26 @@ impl RedisServer {
 
     /// Start a given redis-server binary (e.g. [`redis8_server`]'s).
     pub fn start_binary(exe: &str, extra_args: &[&str]) -> Self {
+        Self::try_start_binary(exe, extra_args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::start_with`], or why the server did not come up.
+    pub fn try_start_with(extra_args: &[&str]) -> Result<Self, String> {
+        Self::try_start_binary(&find_redis_server(), extra_args)
+    }
+
+    fn try_start_binary(exe: &str, extra_args: &[&str]) -> Result<Self, String> {
         let dir = PrivateDir::new("redis");
-        let (child, port) = spawn_redis(exe, None, extra_args, &dir.0);
-        RedisServer { child, port, dir }
+        let (child, port) = spawn_redis(exe, None, extra_args, &dir.0)?;
+        Ok(RedisServer { child, port, dir })
     }
 
     /// Start redis-server with a config file (its first argument), then
     /// the harness's and the extra command-line directives.
     pub fn start_config(file: &std::path::Path, extra_args: &[&str]) -> Self {
         let dir = PrivateDir::new("redis");
-        let (child, port) = spawn_redis(&find_redis_server(), Some(file), extra_args, &dir.0);
+        let (child, port) = spawn_redis(&find_redis_server(), Some(file), extra_args, &dir.0)
+            .unwrap_or_else(|e| panic!("{e}"));
         RedisServer { child, port, dir }
     }
 
@@ -407,7 +430,7 @@ fn spawn_redis(
     file: Option<&std::path::Path>,
     extra_args: &[&str],
     dir: &std::path::Path,
-) -> (Child, u16) {
+) -> Result<(Child, u16), String> {
     let mut last_err = String::new();
     for _attempt in 0..5 {
         let port = free_port();
@@ -430,7 +453,7 @@ fn spawn_redis(
                 break;
             }
             if ping_ok(port) {
-                return (child, port);
+                return Ok((child, port));
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
@@ -441,7 +464,7 @@ fn spawn_redis(
             thread::sleep(Duration::from_millis(5));
         }
     }
-    panic!("could not start redis-server: {last_err}");
+    Err(format!("could not start redis-server: {last_err}"))
 }
 
 /// One PING attempt; `true` on `+PONG` or `-NOAUTH` (the server is up either way).
@@ -1355,6 +1378,22 @@ pub fn tls_certs() -> std::path::PathBuf {
         dir.display()
     );
     dir
+}
+
+/// Starts a server whose arguments name a port of their own beside the
+/// ephemeral one (`tls-port`, a replica's announced port…): a free port
+/// can be taken by another test before the server binds it, so a start
+/// that fails is tried again on another port.
+pub fn start_on_free_port<S>(mut start: impl FnMut(u16) -> Result<S, String>) -> (S, u16) {
+    let mut last = String::new();
+    for _ in 0..5 {
+        let port = free_port();
+        match start(port) {
+            Ok(server) => return (server, port),
+            Err(e) => last = e,
+        }
+    }
+    panic!("no server started on a free port after 5 tries: {last}");
 }
 
 /// The TLS settings Redis's harness gives a server in TLS mode
