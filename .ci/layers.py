@@ -36,7 +36,7 @@ LAYERS = [
     # the data; the seam through which commands run commands; the files
     "keyspace", "dispatch", "rdb", "persistence", "aof",
     # services over the data that commands use
-    "pubsub", "tracking", "migrate",
+    "pubsub", "tracking", "migrate", "replication",
     # the command families, the one path they run on, the sockets
     "commands", "execution", "network",
     # startup

@@ -602,6 +602,101 @@ impl Config {
         Ok(())
     }
 
+    fn kept_u64(&self, name: &str, default: u64) -> u64 {
+        self.kept
+            .read()
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    /// `repl-timeout`, seconds.
+    pub(crate) fn repl_timeout(&self) -> u64 {
+        self.kept_u64("repl-timeout", 60)
+    }
+
+    /// `repl-ping-replica-period`, seconds.
+    pub(crate) fn repl_ping_period(&self) -> u64 {
+        self.kept_u64("repl-ping-replica-period", 10)
+    }
+
+    /// `repl-backlog-size`, bytes.
+    pub(crate) fn repl_backlog_size(&self) -> u64 {
+        self.kept_u64("repl-backlog-size", 1 << 20)
+    }
+
+    /// `repl-backlog-ttl`, seconds (0: never freed).
+    pub(crate) fn repl_backlog_ttl(&self) -> u64 {
+        self.kept_u64("repl-backlog-ttl", 3600)
+    }
+
+    /// `repl-diskless-sync`.
+    pub(crate) fn repl_diskless_sync(&self) -> bool {
+        self.kept("repl-diskless-sync", "yes") == "yes"
+    }
+
+    /// `repl-diskless-sync-delay`, seconds.
+    pub(crate) fn repl_diskless_sync_delay(&self) -> u64 {
+        self.kept_u64("repl-diskless-sync-delay", 5)
+    }
+
+    /// `repl-diskless-sync-max-replicas` (0: no limit).
+    pub(crate) fn repl_diskless_sync_max_replicas(&self) -> u64 {
+        self.kept_u64("repl-diskless-sync-max-replicas", 0)
+    }
+
+    /// `repl-diskless-load`: `disabled`, `on-empty-db` or `swapdb`.
+    pub(crate) fn repl_diskless_load(&self) -> String {
+        self.kept("repl-diskless-load", "disabled")
+    }
+
+    /// `replica-read-only`.
+    pub(crate) fn replica_read_only(&self) -> bool {
+        self.kept("replica-read-only", "yes") == "yes"
+    }
+
+    /// `replica-serve-stale-data`.
+    pub(crate) fn replica_serve_stale_data(&self) -> bool {
+        self.kept("replica-serve-stale-data", "yes") == "yes"
+    }
+
+    /// `replica-priority`.
+    pub(crate) fn replica_priority(&self) -> u64 {
+        self.kept_u64("replica-priority", 100)
+    }
+
+    /// `replica-announced`.
+    pub(crate) fn replica_announced(&self) -> bool {
+        self.kept("replica-announced", "yes") == "yes"
+    }
+
+    /// `replica-ignore-maxmemory`.
+    pub(crate) fn replica_ignore_maxmemory(&self) -> bool {
+        self.kept("replica-ignore-maxmemory", "yes") == "yes"
+    }
+
+    /// `masterauth` and `masteruser` (empty: none).
+    pub(crate) fn master_auth(&self) -> (String, String) {
+        (self.kept("masteruser", ""), self.kept("masterauth", ""))
+    }
+
+    /// `replica-announce-ip` (empty: none) and `replica-announce-port`
+    /// (0: the port itself).
+    pub(crate) fn replica_announce(&self) -> (String, u16) {
+        (
+            self.kept("replica-announce-ip", ""),
+            self.kept_u64("replica-announce-port", 0) as u16,
+        )
+    }
+
+    /// `min-replicas-to-write` and `min-replicas-max-lag`.
+    pub(crate) fn min_replicas(&self) -> (usize, usize) {
+        (
+            self.min_replicas_to_write.load(Relaxed),
+            self.min_replicas_max_lag.load(Relaxed),
+        )
+    }
+
     /// `disable-thp`: whether the server turns transparent huge pages off
     /// for itself at startup (see `alloc::disable_thp`).
     pub fn disable_thp(&self) -> bool {
@@ -964,12 +1059,6 @@ impl Config {
     }
 
     /// Milliseconds a script runs before other clients get BUSY.
-    /// Redis's `checkGoodReplicasStatus() == 0`: writes need more good
-    /// replicas than there are (zwindow never has any).
-    pub(crate) fn lacks_good_replicas(&self) -> bool {
-        self.min_replicas_to_write.load(Relaxed) > 0 && self.min_replicas_max_lag.load(Relaxed) > 0
-    }
-
     pub(crate) fn busy_reply_threshold(&self) -> u64 {
         self.busy_reply_threshold.load(Relaxed).max(0) as u64
     }
@@ -2522,7 +2611,8 @@ const PARAMS: &[Param] = &[
     kept!("lazyfree-lazy-server-del", None, "no", yes_no, runtime),
     kept!("lazyfree-lazy-user-del", None, "no", yes_no, runtime),
     kept!("lazyfree-lazy-user-flush", None, "no", yes_no, runtime),
-    // Replication settings: zwindow has no replicas and is never one.
+    // Replication settings (read by `replication` and `network::feed` /
+    // `network::link` through the accessors below).
     kept!(
         "replica-serve-stale-data",
         Some("slave-serve-stale-data"),
@@ -2549,6 +2639,37 @@ const PARAMS: &[Param] = &[
         Some("slave-priority"),
         "100",
         |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!("masterauth", None, "", any_text, runtime),
+    kept!("masteruser", None, "", any_text, runtime),
+    kept!(
+        "replica-announce-ip",
+        Some("slave-announce-ip"),
+        "",
+        any_text,
+        runtime
+    ),
+    kept!(
+        "replica-announce-port",
+        Some("slave-announce-port"),
+        "0",
+        |v| int_text(v, 0, 65535),
+        runtime
+    ),
+    kept!("replica-announced", None, "yes", yes_no, runtime),
+    kept!(
+        "replica-ignore-maxmemory",
+        Some("slave-ignore-maxmemory"),
+        "yes",
+        yes_no,
+        runtime
+    ),
+    kept!(
+        "repl-ping-replica-period",
+        Some("repl-ping-slave-period"),
+        "10",
+        |v| int_text(v, 1, i64::from(i32::MAX)),
         runtime
     ),
     kept!("repl-diskless-sync", None, "yes", yes_no, runtime),

@@ -49,6 +49,7 @@ pub(crate) mod persistence;
 pub(crate) mod protocol;
 pub(crate) mod pubsub;
 pub(crate) mod rdb;
+pub(crate) mod replication;
 pub mod server;
 pub(crate) mod slowlog;
 pub(crate) mod spec;

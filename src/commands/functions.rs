@@ -207,7 +207,12 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
         return Err(Error::Static("ERR Number of keys can't be negative"));
     }
     let no_writes = f.flags & FLAG_NO_WRITES != 0;
-    if !no_writes && ctx.shared.config.lacks_good_replicas() {
+    if !no_writes
+        && ctx
+            .shared
+            .replication
+            .lacks_good_replicas(&ctx.shared.config)
+    {
         return Err(Error::Refused(super::replication::NOREPLICAS));
     }
     if ro && !no_writes {

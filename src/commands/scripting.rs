@@ -157,7 +157,7 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     // Scripts that declare flags are checked before they run, as Redis's
     // `scriptPrepareForRun` does.
     if script.shebang && !script.no_writes {
-        if shared.config.lacks_good_replicas() {
+        if shared.replication.lacks_good_replicas(&shared.config) {
             return Err(Error::Refused(super::replication::NOREPLICAS));
         }
         if ro {

@@ -60,6 +60,9 @@ pub(crate) struct Services {
     pub(crate) migrate: crate::migrate::SocketCache,
     /// The append-only file, the sink of the propagated commands.
     pub(crate) aof: crate::aof::Aof,
+    /// Replication's state (IDs, offset, backlog, replicas, the link to
+    /// a primary), the other sink of the propagated commands.
+    pub(crate) replication: crate::replication::Replication,
     shutdown_tx: watch::Sender<bool>,
     /// Signalled by the SHUTDOWN command.
     pub(crate) stop: Notify,
@@ -113,6 +116,7 @@ impl Services {
             persistence: crate::persistence::State::new(now),
             migrate: Default::default(),
             aof: Default::default(),
+            replication: Default::default(),
             shutdown_tx: watch::channel(false).0,
             stop: Notify::new(),
         }
@@ -231,13 +235,18 @@ impl Events for Services {
     }
 
     fn propagating(&self) -> bool {
-        Sink::listening(&self.aof)
+        Sink::listening(&self.aof) || Sink::listening(&self.replication)
     }
 
     fn feed(&self, ops: &[Op], transaction: bool) {
-        if self.config.aof_timestamp_enabled() {
-            self.aof.annotate_time(self.clock.now_ms() / 1000);
+        if Sink::listening(&self.aof) {
+            if self.config.aof_timestamp_enabled() {
+                self.aof.annotate_time(self.clock.now_ms() / 1000);
+            }
+            Sink::feed(&self.aof, ops, transaction);
         }
-        Sink::feed(&self.aof, ops, transaction);
+        if Sink::listening(&self.replication) {
+            Sink::feed(&self.replication, ops, transaction);
+        }
     }
 }

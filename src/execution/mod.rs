@@ -424,7 +424,7 @@ fn verify(
     {
         return Verdict::Reject(crate::persistence::MISCONF.into());
     }
-    if shared.config.lacks_good_replicas() && is_write(client, cmd) {
+    if shared.replication.lacks_good_replicas(&shared.config) && is_write(client, cmd) {
         return Verdict::Reject(crate::commands::replication::NOREPLICAS.into());
     }
     if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {

@@ -1196,7 +1196,7 @@ fn script_refusal(
         if crate::persistence::writes_denied(&shared.persistence, &shared.config) {
             return Some(crate::persistence::MISCONF);
         }
-        if !wrote && shared.config.lacks_good_replicas() {
+        if !wrote && shared.replication.lacks_good_replicas(&shared.config) {
             return Some(commands::replication::NOREPLICAS);
         }
     }

@@ -1,0 +1,226 @@
+//! What a redis-server replica receives in place of zwindow's own commands.
+//!
+//! The replication stream is one byte stream with one offset space: PSYNC
+//! offsets, `REPLCONF ACK`s and WAIT compare positions in it, whoever the
+//! replica is. A redis-server replica must never receive a command it
+//! cannot run, so each command Redis 7.0 does not have is swapped, in the
+//! bytes sent to such a replica, for what it amounts to in Redis 7.0
+//! followed by `PING`s that make up the same byte length:
+//!
+//! - `HSETEX key … FIELDS n f v …` (Redis 8.0) sets values: `HSET key f v …`;
+//! - everything else of the kind only sets TTLs on members or fields, or a
+//!   window rule (`ZWINDOW`, the `ZEXPIRE` family as `ZPEXPIREAT`,
+//!   `ZPERSIST`, `HPEXPIREAT`, `HPERSIST`): nothing, since the effects
+//!   reach the replica anyway as the `ZREM`s / `HDEL`s the primary logs
+//!   when members and fields expire or windows trim.
+//!
+//! A `PING` from the primary is a no-op on a Redis replica (its reply is
+//! never sent), so the padding changes nothing but the bytes.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use crate::util::eq_ic;
+
+/// Whether a command is one redis-server 7.0 does not have: zwindow's own
+/// (their `since` is zwindow's version, below 1.0) or a newer Redis's.
+fn unknown_to_redis_7_0(name: &[u8]) -> bool {
+    let Some(cmd) = crate::spec::table::lookup(name) else {
+        return false;
+    };
+    let version: Vec<u32> = cmd
+        .since
+        .split('.')
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    version.as_slice() < [1].as_slice() || version.as_slice() > [7, 0, 15].as_slice()
+}
+
+/// The bytes a redis-server replica gets instead of a command of `len`
+/// encoded bytes, if it is one it does not have.
+pub(crate) fn replacement(argv: &[Vec<u8>], len: usize) -> Option<Bytes> {
+    let name = argv.first()?;
+    if !unknown_to_redis_7_0(name) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(len);
+    if eq_ic(name, "hsetex")
+        && let Some(hset) = hsetex_as_hset(argv)
+    {
+        super::encode(&mut out, &hset);
+    }
+    if out.len() > len {
+        out.clear();
+    }
+    let rest = len - out.len();
+    pad(&mut out, rest);
+    Some(Bytes::from(out))
+}
+
+/// `HSETEX key [cond] [ttl] FIELDS n f v …` as `HSET key f v …`.
+fn hsetex_as_hset(argv: &[Vec<u8>]) -> Option<Vec<&[u8]>> {
+    let fields = argv.iter().position(|a| eq_ic(a, "fields"))?;
+    let pairs = argv.get(fields + 2..)?;
+    if pairs.is_empty() || pairs.len() % 2 != 0 {
+        return None;
+    }
+    let mut hset: Vec<&[u8]> = vec![b"HSET", argv.get(1)?];
+    hset.extend(pairs.iter().map(|a| a.as_slice()));
+    Some(hset)
+}
+
+/// The length of `PING <arg>` with an argument of `n` bytes.
+fn ping_len(n: usize) -> usize {
+    // *2\r\n $4\r\n PING\r\n $<n>\r\n <n bytes>\r\n
+    4 + 4 + 6 + 1 + n.to_string().len() + 2 + n + 2
+}
+
+/// The argument length that makes `PING <arg>` exactly `len` bytes, if
+/// one does (a bare `PING` is 14 bytes, one with an argument 20 or more,
+/// skipping a length where the argument's length gains a digit).
+fn ping_arg_for(len: usize) -> Option<usize> {
+    if len < 20 {
+        return None;
+    }
+    // The digits of n make the length jump: try the two candidates.
+    (len.saturating_sub(25)..=len - 20)
+        .rev()
+        .find(|&n| ping_len(n) == len)
+}
+
+/// Appends `len` bytes of `PING`s (at most three), or, for the few
+/// lengths none add up to (1–13, 15–19, 29, 30), spaces: inline-protocol
+/// padding that a Redis replica skips as an empty line would be read as
+/// nothing. Those lengths never occur: every replaced command is longer.
+pub(crate) fn pad(out: &mut Vec<u8>, len: usize) {
+    fn ping(out: &mut Vec<u8>, arg: Option<usize>) {
+        match arg {
+            None => super::encode(out, &[b"PING"]),
+            Some(n) => super::encode(out, &[&b"PING"[..], &vec![b'-'; n]]),
+        }
+    }
+    if len == 0 {
+        return;
+    }
+    if len == 14 {
+        return ping(out, None);
+    }
+    if let Some(n) = ping_arg_for(len) {
+        return ping(out, Some(n));
+    }
+    for first in [14usize, 20, 21] {
+        if len > first
+            && let Some(n) = ping_arg_for(len - first)
+        {
+            ping(
+                out,
+                if first == 14 {
+                    None
+                } else {
+                    ping_arg_for(first)
+                },
+            );
+            return ping(out, Some(n));
+        }
+    }
+    for (a, b) in [(14usize, 14usize), (14, 20), (20, 20)] {
+        if len > a + b
+            && let Some(n) = ping_arg_for(len - a - b)
+        {
+            ping(out, if a == 14 { None } else { Some(0) });
+            ping(out, if b == 14 { None } else { Some(0) });
+            return ping(out, Some(n));
+        }
+    }
+    out.resize(out.len() + len, b' ');
+}
+
+/// Overwrites, in `slices` (the stream from offset `from` on), each
+/// command that has a patch.
+pub(crate) fn apply_patches(patches: &VecDeque<(u64, Bytes)>, from: u64, slices: &mut Vec<Bytes>) {
+    let total: usize = slices.iter().map(|s| s.len()).sum();
+    let end = from + total as u64;
+    // Patches are in offset order; the first that may overlap.
+    let first = patches.partition_point(|(at, p)| at + p.len() as u64 <= from);
+    let overlapping: Vec<&(u64, Bytes)> = patches
+        .iter()
+        .skip(first)
+        .take_while(|(at, _)| *at < end)
+        .collect();
+    if overlapping.is_empty() {
+        return;
+    }
+    let mut whole = Vec::with_capacity(total);
+    for s in slices.iter() {
+        whole.extend_from_slice(s);
+    }
+    for (at, p) in overlapping {
+        // The overlap of [at, at+len) with [from, end).
+        let start = (*at).max(from);
+        let stop = (at + p.len() as u64).min(end);
+        let src = &p[(start - at) as usize..(stop - at) as usize];
+        whole[(start - from) as usize..(stop - from) as usize].copy_from_slice(src);
+    }
+    *slices = vec![Bytes::from(whole)];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_is_exact_from_31_bytes_on() {
+        for len in (20..=28).chain(31..=200_000).chain([14]) {
+            let mut out = Vec::new();
+            pad(&mut out, len);
+            assert_eq!(out.len(), len, "{len}");
+            assert!(out.starts_with(b"*"), "{len}: PINGs, not spaces");
+        }
+    }
+
+    #[test]
+    fn zwindow_commands_are_swapped_and_redis_ones_kept() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        let len = |a: &[Vec<u8>]| {
+            let mut v = Vec::new();
+            crate::replication::encode(&mut v, a);
+            v.len()
+        };
+        let set = argv(&["SET", "k", "v"]);
+        assert!(replacement(&set, len(&set)).is_none());
+        let z = argv(&["ZPEXPIREAT", "z", "1700000000000", "MEMBERS", "1", "m"]);
+        let r = replacement(&z, len(&z)).unwrap();
+        assert_eq!(r.len(), len(&z));
+        assert!(r.starts_with(b"*2\r\n$4\r\nPING\r\n"));
+        let h = argv(&[
+            "HSETEX",
+            "h",
+            "PXAT",
+            "1700000000000",
+            "FIELDS",
+            "2",
+            "a",
+            "1",
+            "b",
+            "2",
+        ]);
+        let r = replacement(&h, len(&h)).unwrap();
+        assert_eq!(r.len(), len(&h));
+        let mut hset = Vec::new();
+        crate::replication::encode(&mut hset, &argv(&["HSET", "h", "a", "1", "b", "2"]));
+        assert!(r.starts_with(&hset));
+    }
+
+    #[test]
+    fn patches_overwrite_only_their_range() {
+        let stream = Bytes::from_static(b"0123456789abcdefghij");
+        let mut patches = VecDeque::new();
+        patches.push_back((105u64, Bytes::from_static(b"XXXX")));
+        patches.push_back((118u64, Bytes::from_static(b"YYYY")));
+        // The stream starts at offset 100; read 103..=119 in two slices.
+        let mut slices = vec![stream.slice(3..10), stream.slice(10..20)];
+        apply_patches(&patches, 103, &mut slices);
+        assert_eq!(&slices.concat()[..], b"34XXXX9abcdefghYY");
+    }
+}

@@ -1,0 +1,705 @@
+//! Replication's state, shared by both roles: the replication IDs and
+//! offset, the backlog, the replicas attached to this server, and the
+//! link to this server's primary when it is a replica (Redis 7.0's PSYNC2).
+//!
+//! As a primary, this is a [`Sink`] of the propagated stream, the one the
+//! AOF receives: each execution unit is encoded (with a `SELECT` when its
+//! database differs from the stream's), appended to the backlog, and the
+//! replicas' writers (`network::feed`) are woken to take it from there at
+//! their own pace. One stream, one offset space: a zwindow replica gets
+//! every command; for a redis-server replica the writer swaps zwindow's
+//! own commands for what they amount to in Redis 7.0 plus `PING`s of the
+//! same byte length ([`compat`]), so offsets agree whoever replicates.
+//!
+//! As a replica, the link (`network::link`) applies the primary's stream
+//! and appends the same bytes here ([`Replication::feed_raw`]), so its
+//! own replicas and its backlog carry the primary's stream verbatim, and
+//! a promoted replica keeps the old ID as `replid2` for the others to
+//! continue from.
+
+pub(crate) mod backlog;
+pub(crate) mod compat;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::keyspace::propagate::{Op, Sink};
+use backlog::Backlog;
+
+/// A replication ID: 40 hex digits.
+pub(crate) type ReplId = String;
+
+pub(crate) fn random_replid() -> ReplId {
+    (0..40)
+        .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+        .collect()
+}
+
+/// The ID Redis prints for "none" (`replid2` of a server that never
+/// changed ID).
+pub(crate) fn null_replid() -> ReplId {
+    "0".repeat(40)
+}
+
+/// An attached replica's progress, as INFO names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum ReplicaState {
+    /// Waiting for the snapshot its full sync will send.
+    WaitBgsave = 0,
+    /// Receiving the RDB.
+    SendBulk = 1,
+    /// Receiving the stream.
+    Online = 2,
+}
+
+impl ReplicaState {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ReplicaState::WaitBgsave => "wait_bgsave",
+            ReplicaState::SendBulk => "send_bulk",
+            ReplicaState::Online => "online",
+        }
+    }
+}
+
+/// A replica attached to this server, as the primary sees it.
+pub(crate) struct Replica {
+    /// Its connection's client ID.
+    pub(crate) client_id: u64,
+    /// The address it connected from (ip only).
+    pub(crate) ip: String,
+    /// `REPLCONF listening-port` (0 until told).
+    pub(crate) port: AtomicUsize,
+    /// `REPLCONF ip-address`, when announced.
+    pub(crate) announced_ip: Mutex<Option<String>>,
+    state: AtomicU8,
+    /// The offset its last `REPLCONF ACK` reported.
+    pub(crate) ack_offset: AtomicU64,
+    /// When that ACK arrived (ms, the server's clock).
+    pub(crate) ack_time_ms: AtomicU64,
+    /// The next offset its writer will take from the backlog: everything
+    /// from it on is kept for it.
+    pub(crate) next: AtomicU64,
+    /// `REPLCONF capa eof`: it takes a diskless `$EOF:` transfer.
+    pub(crate) capa_eof: bool,
+    /// `REPLCONF capa psync2`.
+    pub(crate) capa_psync2: bool,
+    /// `REPLCONF capa zwindow`: it runs zwindow's own commands.
+    pub(crate) capa_zwindow: bool,
+    /// Told to go (output limit, REPLICAOF, shutdown): its writer ends.
+    pub(crate) dropped: AtomicBool,
+    pub(crate) wake: Notify,
+}
+
+impl Replica {
+    pub(crate) fn state(&self) -> ReplicaState {
+        match self.state.load(Relaxed) {
+            0 => ReplicaState::WaitBgsave,
+            1 => ReplicaState::SendBulk,
+            _ => ReplicaState::Online,
+        }
+    }
+
+    pub(crate) fn set_state(&self, s: ReplicaState) {
+        self.state.store(s as u8, Relaxed);
+    }
+
+    pub(crate) fn drop_it(&self) {
+        self.dropped.store(true, Relaxed);
+        self.wake.notify_one();
+    }
+}
+
+/// What a replica told with REPLCONF before its SYNC/PSYNC (kept on its
+/// client until then).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ReplicaCapa {
+    pub(crate) port: usize,
+    pub(crate) ip: Option<String>,
+    pub(crate) eof: bool,
+    pub(crate) psync2: bool,
+    pub(crate) zwindow: bool,
+}
+
+/// The link to this server's primary, when it is a replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkState {
+    /// Not connected yet (or reconnecting).
+    Connect,
+    Connecting,
+    /// Handshake in progress.
+    Handshake,
+    /// Receiving the RDB of a full sync.
+    Transfer,
+    /// Streaming.
+    Connected,
+}
+
+/// Where this server's primary is, when it is a replica.
+#[derive(Debug, Clone)]
+pub(crate) struct Primary {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+}
+
+/// The replication state (one per server).
+pub(crate) struct Replication {
+    inner: Mutex<Inner>,
+    /// Whether propagated commands are taken (a primary with a backlog).
+    listening: AtomicBool,
+    /// `master_repl_offset`, readable without the lock.
+    offset: AtomicU64,
+    /// Woken when a replica's ACK arrived (WAIT).
+    pub(crate) acked: Notify,
+    /// Full resyncs, accepted and refused partial ones (INFO stats).
+    pub(crate) sync_full: AtomicU64,
+    pub(crate) sync_partial_ok: AtomicU64,
+    pub(crate) sync_partial_err: AtomicU64,
+    /// Woken when REPLICAOF changes the primary (the network layer's link
+    /// supervisor, `network::link`, restarts the link).
+    pub(crate) primary_changed: Notify,
+    /// As a replica: the link's figures for INFO (`network::link` keeps
+    /// them): the last time anything came from the primary (ms), the
+    /// stream offset read so far (`slave_read_repl_offset`), since when
+    /// the link is down (seconds, 0: up or never), and a full sync's
+    /// transfer (bytes expected, -1 for `$EOF:`; bytes read).
+    pub(crate) link_last_io_ms: AtomicU64,
+    pub(crate) read_offset: AtomicU64,
+    pub(crate) link_down_since: AtomicU64,
+    pub(crate) transfer_size: std::sync::atomic::AtomicI64,
+    pub(crate) transfer_read: AtomicU64,
+    /// Whether a primary is set (mirrors `Inner::primary`).
+    replica_flag: AtomicBool,
+    /// Online replicas whose last ACK is within `min-replicas-max-lag`
+    /// (Redis's `repl_good_slaves_count`), refreshed on every ACK and
+    /// each second.
+    good_replicas: AtomicUsize,
+}
+
+struct Inner {
+    replid: ReplId,
+    replid2: ReplId,
+    /// The offset up to which `replid2` is valid (Redis's
+    /// `second_replid_offset`), -1: none.
+    second_offset: i64,
+    backlog: Option<Backlog>,
+    /// The positions of the stream's zwindow commands and what a
+    /// redis-server replica receives there instead (same length).
+    patches: std::collections::VecDeque<(u64, Bytes)>,
+    /// The database the stream last selected (Redis's `slaveseldb`).
+    seldb: Option<usize>,
+    replicas: Vec<Arc<Replica>>,
+    /// Since when no replica is attached (seconds, for repl-backlog-ttl).
+    alone_since: Option<u64>,
+    primary: Option<Primary>,
+    link: LinkState,
+}
+
+impl Default for Replication {
+    fn default() -> Self {
+        Replication {
+            inner: Mutex::new(Inner {
+                replid: random_replid(),
+                replid2: null_replid(),
+                second_offset: -1,
+                backlog: None,
+                patches: Default::default(),
+                seldb: None,
+                replicas: Vec::new(),
+                alone_since: None,
+                primary: None,
+                link: LinkState::Connect,
+            }),
+            listening: AtomicBool::new(false),
+            offset: AtomicU64::new(0),
+            acked: Notify::new(),
+            sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
+            primary_changed: Notify::new(),
+            link_last_io_ms: AtomicU64::new(0),
+            read_offset: AtomicU64::new(0),
+            link_down_since: AtomicU64::new(0),
+            transfer_size: std::sync::atomic::AtomicI64::new(0),
+            transfer_read: AtomicU64::new(0),
+            good_replicas: AtomicUsize::new(0),
+            replica_flag: AtomicBool::new(false),
+        }
+    }
+}
+
+/// A RESP multibulk of `argv`, appended to `out`.
+pub(crate) fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
+    out.push(b'*');
+    out.extend_from_slice(argv.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv {
+        let a = a.as_ref();
+        out.push(b'$');
+        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// What a PSYNC request gets.
+pub(crate) enum Psync {
+    /// `+CONTINUE`: the stream from this offset on.
+    Continue { from: u64, replid: ReplId },
+    /// A full resync.
+    Full,
+}
+
+/// A snapshot of the figures INFO and ROLE print.
+pub(crate) struct Figures {
+    pub(crate) replid: ReplId,
+    pub(crate) replid2: ReplId,
+    pub(crate) offset: u64,
+    pub(crate) second_offset: i64,
+    /// (first byte offset, histlen), when a backlog exists.
+    pub(crate) backlog: Option<(u64, u64)>,
+    pub(crate) replicas: Vec<Arc<Replica>>,
+    pub(crate) primary: Option<Primary>,
+    pub(crate) link: LinkState,
+}
+
+impl Replication {
+    /// `master_repl_offset`.
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset.load(Relaxed)
+    }
+
+    pub(crate) fn figures(&self) -> Figures {
+        let g = self.inner.lock();
+        Figures {
+            replid: g.replid.clone(),
+            replid2: g.replid2.clone(),
+            offset: self.offset(),
+            second_offset: g.second_offset,
+            backlog: g.backlog.as_ref().map(|b| (b.first(), b.histlen())),
+            replicas: g.replicas.clone(),
+            primary: g.primary.clone(),
+            link: g.link,
+        }
+    }
+
+    pub(crate) fn replid(&self) -> ReplId {
+        self.inner.lock().replid.clone()
+    }
+
+    /// DEBUG CHANGE-REPL-ID: a new ID, and no second one (Redis's
+    /// `changeReplicationId` + `clearReplicationId2`).
+    pub(crate) fn change_replid(&self) {
+        let mut g = self.inner.lock();
+        g.replid = random_replid();
+        g.replid2 = null_replid();
+        g.second_offset = -1;
+    }
+
+    /// Whether this server is a replica (REPLICAOF host port).
+    pub(crate) fn primary(&self) -> Option<Primary> {
+        self.inner.lock().primary.clone()
+    }
+
+    pub(crate) fn link_state(&self) -> LinkState {
+        self.inner.lock().link
+    }
+
+    pub(crate) fn set_link_state(&self, s: LinkState) {
+        self.inner.lock().link = s;
+    }
+
+    /// The replicas attached now.
+    pub(crate) fn replicas(&self) -> Vec<Arc<Replica>> {
+        self.inner.lock().replicas.clone()
+    }
+
+    /// Makes sure a backlog exists (Redis's `createReplicationBacklog`,
+    /// when the first replica attaches or this server becomes a replica).
+    fn ensure_backlog(&self, g: &mut Inner) {
+        if g.backlog.is_none() {
+            g.backlog = Some(Backlog::new(self.offset() + 1));
+            g.patches.clear();
+            // The first command after a backlog is created selects its
+            // database.
+            g.seldb = None;
+        }
+        self.listening
+            .store(g.primary.is_none(), std::sync::atomic::Ordering::Release);
+    }
+
+    /// A replica's PSYNC `replid offset`: continue if the ID is ours (or
+    /// our previous one up to where it was valid) and the backlog still
+    /// holds `offset` (Redis's `masterTryPartialResynchronization`).
+    pub(crate) fn try_partial(&self, replid: &[u8], offset: i64) -> Psync {
+        let g = self.inner.lock();
+        let ours = replid == g.replid.as_bytes();
+        let previous = replid == g.replid2.as_bytes() && offset <= g.second_offset;
+        if !(ours || previous) || offset < 0 {
+            return Psync::Full;
+        }
+        match &g.backlog {
+            Some(b) if b.covers(offset as u64) => Psync::Continue {
+                from: offset as u64,
+                replid: g.replid.clone(),
+            },
+            _ => Psync::Full,
+        }
+    }
+
+    /// Attaches a replica whose stream starts at `from` (a partial
+    /// resync) or, with None, at the offset of the snapshot its full sync
+    /// will take (set then by [`Replication::begin_full_sync`]).
+    pub(crate) fn attach(&self, client_id: u64, ip: String, capa: &ReplicaCapa) -> Arc<Replica> {
+        let r = Arc::new(Replica {
+            client_id,
+            ip,
+            port: AtomicUsize::new(capa.port),
+            announced_ip: Mutex::new(capa.ip.clone()),
+            state: AtomicU8::new(ReplicaState::WaitBgsave as u8),
+            ack_offset: AtomicU64::new(0),
+            ack_time_ms: AtomicU64::new(0),
+            next: AtomicU64::new(u64::MAX),
+            capa_eof: capa.eof,
+            capa_psync2: capa.psync2,
+            capa_zwindow: capa.zwindow,
+            dropped: AtomicBool::new(false),
+            wake: Notify::new(),
+        });
+        let mut g = self.inner.lock();
+        self.ensure_backlog(&mut g);
+        g.alone_since = None;
+        g.replicas.push(r.clone());
+        r
+    }
+
+    /// Starts `replica`'s stream at `from` (partial resync).
+    pub(crate) fn start_stream(&self, replica: &Replica, from: u64) {
+        replica.next.store(from, Relaxed);
+        replica.set_state(ReplicaState::Online);
+    }
+
+    /// The instant of a full sync's snapshot (the caller holds every
+    /// shard): the stream of `replicas` starts after what was fed so far,
+    /// with a `SELECT`. Returns (replid, offset) for `+FULLRESYNC`.
+    pub(crate) fn begin_full_sync(&self, replicas: &[Arc<Replica>]) -> (ReplId, u64) {
+        let mut g = self.inner.lock();
+        self.ensure_backlog(&mut g);
+        g.seldb = None;
+        let offset = self.offset();
+        for r in replicas {
+            r.next.store(offset + 1, Relaxed);
+            r.set_state(ReplicaState::SendBulk);
+        }
+        (g.replid.clone(), offset)
+    }
+
+    /// Detaches a replica (its connection ended).
+    pub(crate) fn detach(&self, replica: &Replica, now_secs: u64) {
+        let mut g = self.inner.lock();
+        g.replicas.retain(|r| !std::ptr::eq(&**r, replica));
+        if g.replicas.is_empty() {
+            g.alone_since = Some(now_secs);
+        }
+        drop(g);
+        self.acked.notify_waiters();
+    }
+
+    /// Up to `max` bytes of the stream from `replica.next`, for a replica
+    /// of kind `zwindow` (else with zwindow's commands swapped: see
+    /// [`compat`]); empty when it has everything. None when the backlog
+    /// no longer holds its offset (it fell too far behind).
+    pub(crate) fn take(&self, replica: &Replica, max: usize) -> Option<Vec<Bytes>> {
+        let g = self.inner.lock();
+        let from = replica.next.load(Relaxed);
+        let b = g.backlog.as_ref()?;
+        if !b.covers(from) {
+            return None;
+        }
+        let mut out = Vec::new();
+        let n = b.read(from, max, &mut out);
+        if !replica.capa_zwindow && n > 0 {
+            compat::apply_patches(&g.patches, from, &mut out);
+        }
+        replica.next.store(from + n as u64, Relaxed);
+        Some(out)
+    }
+
+    /// Bytes `replica` has still to take.
+    pub(crate) fn lag_bytes(&self, replica: &Replica) -> u64 {
+        let next = replica.next.load(Relaxed);
+        if next == u64::MAX {
+            return 0;
+        }
+        (self.offset() + 1).saturating_sub(next)
+    }
+
+    /// Appends encoded stream bytes (the lock held), moving the offset and
+    /// trimming what no replica needs past `repl-backlog-size`.
+    fn append(&self, g: &mut Inner, bytes: &[u8], backlog_size: u64) {
+        let Some(b) = g.backlog.as_mut() else {
+            return;
+        };
+        b.append(bytes);
+        self.offset.fetch_add(bytes.len() as u64, Relaxed);
+        let keep_from = g
+            .replicas
+            .iter()
+            .map(|r| r.next.load(Relaxed))
+            .min()
+            .unwrap_or(u64::MAX);
+        b.trim(backlog_size, keep_from);
+        let first = b.first();
+        while g.patches.front().is_some_and(|(at, _)| *at < first) {
+            g.patches.pop_front();
+        }
+    }
+
+    fn wake_replicas(&self, g: &Inner) {
+        for r in &g.replicas {
+            r.wake.notify_one();
+        }
+    }
+
+    /// The backlog size to keep (`repl-backlog-size`), set by the server.
+    pub(crate) fn set_backlog_size(&self, size: u64) {
+        BACKLOG_SIZE.store(size, Relaxed);
+    }
+
+    /// One command of this server's own (PING, `REPLCONF GETACK *`) into
+    /// the stream, with no `SELECT`.
+    pub(crate) fn feed_command(&self, argv: &[&[u8]]) {
+        let mut g = self.inner.lock();
+        if g.backlog.is_none() || g.primary.is_some() {
+            return;
+        }
+        let mut bytes = Vec::new();
+        encode(&mut bytes, argv);
+        self.append(&mut g, &bytes, BACKLOG_SIZE.load(Relaxed));
+        self.wake_replicas(&g);
+    }
+
+    /// As a replica: bytes of the primary's stream that were applied, into
+    /// the backlog and on to this server's own replicas (Redis's
+    /// `replicationFeedStreamFromMasterStream`).
+    pub(crate) fn feed_raw(&self, bytes: &[u8]) {
+        let mut g = self.inner.lock();
+        if g.backlog.is_none() {
+            let next = self.offset() + 1;
+            g.backlog = Some(Backlog::new(next));
+        }
+        self.append(&mut g, bytes, BACKLOG_SIZE.load(Relaxed));
+        self.wake_replicas(&g);
+    }
+
+    /// As a replica, after a full sync from a primary with ID `replid` at
+    /// `offset`: this server's history is the primary's now (Redis's
+    /// `replicationCreateMasterClient` after `readSyncBulkPayload`): its
+    /// ID and offset, no second ID, a fresh backlog; its own replicas
+    /// resync.
+    pub(crate) fn synced_from(&self, replid: &str, offset: u64) {
+        let replicas = {
+            let mut g = self.inner.lock();
+            g.replid = replid.to_string();
+            g.replid2 = null_replid();
+            g.second_offset = -1;
+            self.offset.store(offset, Relaxed);
+            g.backlog = Some(Backlog::new(offset + 1));
+            g.patches.clear();
+            g.seldb = None;
+            std::mem::take(&mut g.replicas)
+        };
+        for r in replicas {
+            r.drop_it();
+        }
+    }
+
+    /// As a replica, `+CONTINUE newid`: the primary's ID changed (it was
+    /// promoted); ours follows, the old one valid up to here as
+    /// `replid2` (so our replicas continue too).
+    pub(crate) fn continue_with(&self, replid: &str) {
+        let mut g = self.inner.lock();
+        if g.replid != replid {
+            g.replid2 = std::mem::replace(&mut g.replid, replid.to_string());
+            g.second_offset = self.offset() as i64 + 1;
+        }
+    }
+
+    /// REPLICAOF host port: this server becomes (or moves) a replica.
+    /// Its replicas are let go (they reconnect and continue from us
+    /// once we are in sync). Returns false if it already replicates that
+    /// primary.
+    pub(crate) fn set_primary(&self, primary: Primary) -> bool {
+        let replicas = {
+            let mut g = self.inner.lock();
+            if g.primary
+                .as_ref()
+                .is_some_and(|p| p.host == primary.host && p.port == primary.port)
+            {
+                return false;
+            }
+            g.primary = Some(primary);
+            self.replica_flag.store(true, Relaxed);
+            g.link = LinkState::Connect;
+            self.listening.store(false, Relaxed);
+            std::mem::take(&mut g.replicas)
+        };
+        for r in replicas {
+            r.drop_it();
+        }
+        self.acked.notify_waiters();
+        self.primary_changed.notify_waiters();
+        true
+    }
+
+    /// REPLICAOF NO ONE: a primary again; the history so far stays valid
+    /// for replicas of the old primary as `replid2` (Redis's
+    /// `shiftReplicationId`). Returns false if it was not a replica.
+    pub(crate) fn promote(&self) -> bool {
+        let mut g = self.inner.lock();
+        if g.primary.take().is_none() {
+            return false;
+        }
+        self.replica_flag.store(false, Relaxed);
+        g.replid2 = std::mem::replace(&mut g.replid, random_replid());
+        g.second_offset = self.offset() as i64 + 1;
+        g.link = LinkState::Connect;
+        g.seldb = None;
+        let listening = g.backlog.is_some();
+        self.listening.store(listening, Relaxed);
+        drop(g);
+        self.primary_changed.notify_waiters();
+        true
+    }
+
+    /// The replication cron's part (once a second): a backlog nobody used
+    /// for `repl-backlog-ttl` seconds goes (a primary only; 0: never).
+    pub(crate) fn cron(&self, now_secs: u64, ttl_secs: u64) {
+        let mut g = self.inner.lock();
+        if g.primary.is_some() || ttl_secs == 0 || !g.replicas.is_empty() {
+            return;
+        }
+        if let Some(since) = g.alone_since
+            && g.backlog.is_some()
+            && now_secs.saturating_sub(since) >= ttl_secs
+        {
+            // A new ID: nobody can continue the history we no longer hold.
+            g.replid = random_replid();
+            g.replid2 = null_replid();
+            g.second_offset = -1;
+            g.backlog = None;
+            g.patches.clear();
+            self.listening.store(false, Relaxed);
+        }
+    }
+
+    /// Replicas whose last ACK covers `offset`.
+    pub(crate) fn acked_count(&self, offset: u64) -> usize {
+        self.inner
+            .lock()
+            .replicas
+            .iter()
+            .filter(|r| r.state() == ReplicaState::Online && r.ack_offset.load(Relaxed) >= offset)
+            .count()
+    }
+
+    /// Recounts the good replicas (Redis's `refreshGoodSlavesCount`).
+    pub(crate) fn refresh_good(&self, max_lag_secs: usize, now_ms: u64) {
+        let good = self
+            .inner
+            .lock()
+            .replicas
+            .iter()
+            .filter(|r| {
+                r.state() == ReplicaState::Online
+                    && now_ms.saturating_sub(r.ack_time_ms.load(Relaxed)) / 1000
+                        <= max_lag_secs as u64
+            })
+            .count();
+        self.good_replicas.store(good, Relaxed);
+    }
+
+    /// Online replicas with a fresh ACK (INFO's `min_slaves_good_slaves`).
+    pub(crate) fn good_replicas(&self) -> usize {
+        self.good_replicas.load(Relaxed)
+    }
+
+    /// Redis's `checkGoodReplicasStatus() == 0`: a primary with
+    /// `min-replicas-to-write` and `min-replicas-max-lag` set and fewer
+    /// good replicas refuses writes (`-NOREPLICAS`).
+    pub(crate) fn lacks_good_replicas(&self, config: &crate::config::Config) -> bool {
+        let (n, lag) = config.min_replicas();
+        n > 0 && lag > 0 && !self.is_replica() && self.good_replicas() < n
+    }
+
+    /// Whether this server replicates a primary (cheap: no lock).
+    pub(crate) fn is_replica(&self) -> bool {
+        self.replica_flag.load(Relaxed)
+    }
+
+    /// A replica's `REPLCONF ACK offset`.
+    pub(crate) fn ack(&self, replica: &Replica, offset: u64, now_ms: u64) {
+        if offset > replica.ack_offset.load(Relaxed) {
+            replica.ack_offset.store(offset, Relaxed);
+        }
+        replica.ack_time_ms.store(now_ms, Relaxed);
+        self.acked.notify_waiters();
+    }
+}
+
+/// `repl-backlog-size`, as the sink reads it (set by the server when it
+/// starts and on CONFIG SET).
+static BACKLOG_SIZE: AtomicU64 = AtomicU64::new(1 << 20);
+
+impl Sink for Replication {
+    fn listening(&self) -> bool {
+        self.listening.load(Relaxed)
+    }
+
+    fn feed(&self, ops: &[Op], transaction: bool) {
+        let mut g = self.inner.lock();
+        if g.backlog.is_none() || g.primary.is_some() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(64);
+        // (offset of the command within `bytes`, its length, replacement)
+        let mut patches: Vec<(usize, Bytes)> = Vec::new();
+        let mut seldb = g.seldb;
+        let mut select = |bytes: &mut Vec<u8>, db: usize| {
+            if seldb != Some(db) {
+                let n = db.to_string();
+                encode(bytes, &[&b"SELECT"[..], n.as_bytes()]);
+                seldb = Some(db);
+            }
+        };
+        if transaction {
+            select(&mut bytes, ops[0].db);
+            encode(&mut bytes, &[b"MULTI"]);
+        }
+        for op in ops {
+            select(&mut bytes, op.db);
+            let at = bytes.len();
+            encode(&mut bytes, &op.argv);
+            if let Some(replacement) = compat::replacement(&op.argv, bytes.len() - at) {
+                patches.push((at, replacement));
+            }
+        }
+        if transaction {
+            encode(&mut bytes, &[b"EXEC"]);
+        }
+        g.seldb = seldb;
+        let base = self.offset() + 1;
+        for (at, r) in patches {
+            g.patches.push_back((base + at as u64, r));
+        }
+        self.append(&mut g, &bytes, BACKLOG_SIZE.load(Relaxed));
+        self.wake_replicas(&g);
+    }
+}
