@@ -73,6 +73,11 @@ impl Push {
 }
 
 /// What other tasks can see of, and do to, one connection.
+/// [`ClientHandle::role`]'s values.
+pub(crate) const ROLE_NORMAL: u8 = 0;
+pub(crate) const ROLE_REPLICA: u8 = 1;
+pub(crate) const ROLE_MASTER: u8 = 2;
+
 pub(crate) struct ClientHandle {
     pub(crate) id: ClientId,
     /// The socket's file descriptor (CLIENT LIST's `fd=`).
@@ -107,6 +112,10 @@ pub(crate) struct ClientHandle {
     pub(crate) ssubs: AtomicU32,
     /// Commands queued in MULTI, or -1 outside a transaction.
     pub(crate) multi: AtomicI32,
+    /// What replication made of it: [`ROLE_NORMAL`], [`ROLE_REPLICA`] (a
+    /// replica this server feeds) or [`ROLE_MASTER`] (this replica's link
+    /// to its primary): CLIENT LIST's `S` / `M` and CLIENT KILL TYPE.
+    pub(crate) role: AtomicU8,
     /// Address of the last command's table entry (0 = none yet).
     pub(crate) last_cmd_ptr: AtomicUsize,
     /// When the client last sent something, on [`crate::clock::coarse_ms`]'s
@@ -618,6 +627,7 @@ impl Clients {
             psubs: AtomicU32::new(0),
             ssubs: AtomicU32::new(0),
             multi: AtomicI32::new(-1),
+            role: AtomicU8::new(ROLE_NORMAL),
             last_cmd_ptr: AtomicUsize::new(0),
             last_active_ms: AtomicU64::new(crate::clock::coarse_ms()),
             killed: AtomicBool::new(false),

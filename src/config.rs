@@ -1001,6 +1001,11 @@ impl Config {
         self.output_limit(0)
     }
 
+    /// `client-output-buffer-limit replica`.
+    pub(crate) fn replica_output_limit(&self) -> OutputLimit {
+        self.output_limit(1)
+    }
+
     fn output_limit(&self, class: usize) -> OutputLimit {
         let l = &self.obuf_limits[class];
         OutputLimit {

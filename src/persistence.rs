@@ -491,6 +491,30 @@ pub(crate) fn start_bgsave<'s>(
     host: Arc<dyn Host>,
     shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
 ) -> Result<(), &'static str> {
+    start_save(host, shards, SaveTarget::File, Box::new(|_| {}))
+}
+
+/// Where a background save writes: `dir`/`dbfilename` (BGSAVE, and a
+/// full resync's snapshot with `repl-diskless-sync no`), or a stream (a
+/// diskless full resync: the replicas' sockets).
+pub(crate) enum SaveTarget {
+    File,
+    Stream(Box<dyn std::io::Write + Send>),
+}
+
+/// What runs once a background save ended: whether it succeeded.
+pub(crate) type SaveDone = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+/// Starts a background save of the snapshot taken now (the caller holds
+/// every shard) to `target`; `done` runs on the saver thread at the end.
+/// A save to a stream is no save of the dataset: it changes neither
+/// LASTSAVE nor the change count (Redis's socket-type RDB child).
+pub(crate) fn start_save<'s>(
+    host: Arc<dyn Host>,
+    shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
+    target: SaveTarget,
+    done: SaveDone,
+) -> Result<(), &'static str> {
     let (env, p) = (host.env(), host.persistence());
     if host.aof_rewriting() {
         return Err(
@@ -510,42 +534,67 @@ pub(crate) fn start_bgsave<'s>(
     p.bgsave_started.store(now_secs(env.clock), Relaxed);
     p.bgsave_scheduled.store(false, Relaxed);
     let saver = host.clone();
+    let to_file = matches!(target, SaveTarget::File);
     let spawned = std::thread::Builder::new()
         .name("zwindow-bgsave".into())
-        .spawn(move || run_bgsave(&*saver, sizes, extras));
+        .spawn(move || run_bgsave(&*saver, sizes, extras, target, done));
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
         env.store.end_snapshot();
         p.bgsave_in_progress.store(false, Relaxed);
         return Err("ERR");
     }
-    tracing::info!("Background saving started");
+    if to_file {
+        tracing::info!("Background saving started");
+    } else {
+        tracing::info!("Background RDB transfer started");
+    }
     Ok(())
 }
 
-fn run_bgsave(host: &dyn Host, sizes: crate::keyspace::snapshot::Sizes, extras: Extras) {
+fn run_bgsave(
+    host: &dyn Host,
+    sizes: crate::keyspace::snapshot::Sizes,
+    extras: Extras,
+    target: SaveTarget,
+    done: SaveDone,
+) {
     let (env, p) = (host.env(), host.persistence());
     let started = std::time::Instant::now();
     let src = SnapshotSource {
         store: env.store,
         sizes,
     };
-    let result = write_file(env.config, &src, &extras, "bg");
+    let (result, to_file) = match target {
+        SaveTarget::File => (write_file(env.config, &src, &extras, "bg"), true),
+        SaveTarget::Stream(w) => (file::write(w, &src, &extras, options(env.config)), false),
+    };
     env.store.end_snapshot();
     p.last_bgsave_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
-    match result {
-        Ok(()) => {
+    let outcome = match result {
+        Ok(()) if to_file => {
             saved(host, p.dirty_before_bgsave.load(Relaxed));
             tracing::info!("Background saving terminated with success");
+            Ok(())
         }
-        Err(e) => {
+        Ok(()) => {
+            tracing::info!("Background RDB transfer terminated with success");
+            Ok(())
+        }
+        Err(e) if to_file => {
             p.last_bgsave_ok.store(false, Relaxed);
             p.last_bgsave_try.store(now_secs(env.clock), Relaxed);
             tracing::warn!("Background saving error: {e}");
+            Err(e.to_string())
         }
-    }
+        Err(e) => {
+            tracing::warn!("Background transfer error: {e}");
+            Err(e.to_string())
+        }
+    };
     p.bgsave_in_progress.store(false, Relaxed);
+    done(outcome);
 }
 
 /// Waits (a bounded while) for a running BGSAVE to end, so a foreground

@@ -24,6 +24,10 @@ pub(crate) struct Stats {
     /// Bytes read from and written to client sockets.
     pub(crate) net_input_bytes: AtomicU64,
     pub(crate) net_output_bytes: AtomicU64,
+    /// Replication traffic: the primary's stream read (a replica), the
+    /// replicas' RDBs and streams written (a primary).
+    pub(crate) net_repl_input_bytes: AtomicU64,
+    pub(crate) net_repl_output_bytes: AtomicU64,
     pub(crate) rejected_connections: AtomicU64,
     pub(crate) error_replies: AtomicU64,
     /// Socket reads and writes (one add each, beside the byte counts).

@@ -602,8 +602,14 @@ fn client_line(
     let multi = c.multi.load(Relaxed);
     // Redis prints one letter per flag, in this order, or N for none.
     let mut flags = String::new();
+    let role = c.role.load(Relaxed);
     if shared.monitors.is_monitor(c.id) {
         flags.push('O');
+    } else if role == crate::clients::ROLE_REPLICA {
+        flags.push('S');
+    }
+    if role == crate::clients::ROLE_MASTER {
+        flags.push('M');
     }
     if subscribed {
         flags.push('P');
@@ -723,7 +729,12 @@ fn client_type(name: &[u8]) -> Result<ClientType, Error> {
 /// Redis's `getClientType`: a subscribed client is `pubsub` (a MONITOR
 /// client is `normal`).
 fn type_of(c: &crate::clients::ClientHandle) -> ClientType {
-    if c.subscriptions() > 0 {
+    let role = c.role.load(Relaxed);
+    if role == crate::clients::ROLE_REPLICA {
+        ClientType::Replica
+    } else if role == crate::clients::ROLE_MASTER {
+        ClientType::Master
+    } else if c.subscriptions() > 0 {
         ClientType::Pubsub
     } else {
         ClientType::Normal

@@ -108,7 +108,7 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         ctx.out.ok();
     } else if eq_ic(sub, "CHANGE-REPL-ID") && argc == 2 {
         tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
-        super::info::change_replid();
+        ctx.shared.replication.change_replid();
         ctx.out.ok();
     } else if eq_ic(sub, "STRINGMATCH-TEST") && argc == 2 {
         stringmatch_test();

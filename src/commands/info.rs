@@ -200,7 +200,7 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
         stats(&mut t, &shared, &ks);
     }
     if sel.wants("replication") {
-        replication(&mut t);
+        replication(&mut t, &shared);
     }
     if sel.wants("cpu") {
         cpu(&mut t);
@@ -628,8 +628,8 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     );
     t.field("total_net_input_bytes", st.net_input_bytes.load(Relaxed));
     t.field("total_net_output_bytes", st.net_output_bytes.load(Relaxed));
-    t.field("total_net_repl_input_bytes", 0);
-    t.field("total_net_repl_output_bytes", 0);
+    t.field("total_net_repl_input_bytes", st.net_repl_input_bytes.load(Relaxed));
+    t.field("total_net_repl_output_bytes", st.net_repl_output_bytes.load(Relaxed));
     t.field("instantaneous_input_kbps", kbps(Metric::NetInput));
     t.field("instantaneous_output_kbps", kbps(Metric::NetOutput));
     t.field("instantaneous_input_repl_kbps", "0.00");
@@ -638,9 +638,10 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
         "rejected_connections",
         st.rejected_connections.load(Relaxed),
     );
-    t.field("sync_full", 0);
-    t.field("sync_partial_ok", 0);
-    t.field("sync_partial_err", 0);
+    let repl = &shared.replication;
+    t.field("sync_full", repl.sync_full.load(Relaxed));
+    t.field("sync_partial_ok", repl.sync_partial_ok.load(Relaxed));
+    t.field("sync_partial_err", repl.sync_partial_err.load(Relaxed));
     // Redis 7.4+'s count of expired hash fields; members count here too.
     t.field(
         "expired_subkeys",
@@ -716,41 +717,83 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     );
 }
 
-/// Redis's replication ID: random per start, apart from the run ID.
-static REPLID: parking_lot::Mutex<Option<String>> = parking_lot::const_mutex(None);
-
-fn random_replid() -> String {
-    (0..40)
-        .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
-        .collect()
-}
-
-fn replid() -> String {
-    REPLID.lock().get_or_insert_with(random_replid).clone()
-}
-
-/// DEBUG CHANGE-REPL-ID: a new replication ID (there is never a second one
-/// to clear: zwindow was never a replica).
-pub(crate) fn change_replid() {
-    *REPLID.lock() = Some(random_replid());
-}
-
-/// A master without replicas (zwindow has no replication).
-fn replication(t: &mut Text) {
-    let replid = replid();
+/// INFO replication, as Redis 7.0 prints it for either role.
+fn replication(t: &mut Text, shared: &Services) {
+    use crate::replication::LinkState;
+    let r = &shared.replication;
+    let f = r.figures();
+    let config = &shared.config;
+    let now_ms = shared.clock.now_ms();
+    let now = now_ms / 1000;
     t.section("Replication");
-    t.field("role", "master");
-    t.field("connected_slaves", 0);
+    t.field("role", if f.primary.is_some() { "slave" } else { "master" });
+    if let Some(p) = &f.primary {
+        t.field("master_host", &p.host);
+        t.field("master_port", p.port);
+        let up = f.link == LinkState::Connected;
+        t.field("master_link_status", if up { "up" } else { "down" });
+        let last_io = r.link_last_io_ms.load(Relaxed);
+        let ago = if matches!(f.link, LinkState::Connected | LinkState::Transfer) && last_io > 0 {
+            (now_ms.saturating_sub(last_io) / 1000) as i64
+        } else {
+            -1
+        };
+        t.field("master_last_io_seconds_ago", ago);
+        t.field("master_sync_in_progress", u8::from(f.link == LinkState::Transfer));
+        t.field("slave_read_repl_offset", r.read_offset.load(Relaxed).max(f.offset));
+        t.field("slave_repl_offset", f.offset);
+        if f.link == LinkState::Transfer {
+            let size = r.transfer_size.load(Relaxed);
+            let read = r.transfer_read.load(Relaxed) as i64;
+            let perc = if size > 0 { read as f64 / size as f64 * 100.0 } else { 0.0 };
+            t.field("master_sync_total_bytes", size);
+            t.field("master_sync_read_bytes", read);
+            t.field("master_sync_left_bytes", size - read);
+            t.field("master_sync_perc", format!("{perc:.2}"));
+            t.field("master_sync_last_io_seconds_ago", (now_ms.saturating_sub(last_io) / 1000) as i64);
+        }
+        if !up {
+            let since = r.link_down_since.load(Relaxed);
+            let down = if since > 0 { now.saturating_sub(since) as i64 } else { -1 };
+            t.field("master_link_down_since_seconds", down);
+        }
+        t.field("slave_priority", config.replica_priority());
+        t.field("slave_read_only", u8::from(config.replica_read_only()));
+        t.field("replica_announced", u8::from(config.replica_announced()));
+    }
+    t.field("connected_slaves", f.replicas.len());
+    let (min_n, min_lag) = config.min_replicas();
+    if min_n > 0 && min_lag > 0 {
+        t.field("min_slaves_good_slaves", r.good_replicas());
+    }
+    for (i, rep) in f.replicas.iter().enumerate() {
+        let state = rep.state();
+        let lag = if state == crate::replication::ReplicaState::Online {
+            now.saturating_sub(rep.ack_time_ms.load(Relaxed) / 1000)
+        } else {
+            0
+        };
+        let ip = rep.announced_ip.lock().clone().unwrap_or_else(|| rep.ip.clone());
+        t.field(
+            &format!("slave{i}"),
+            format!(
+                "ip={ip},port={},state={},offset={},lag={lag}",
+                rep.port.load(Relaxed),
+                state.name(),
+                rep.ack_offset.load(Relaxed),
+            ),
+        );
+    }
     t.field("master_failover_state", "no-failover");
-    t.field("master_replid", replid);
-    t.field("master_replid2", "0".repeat(40));
-    t.field("master_repl_offset", 0);
-    t.field("second_repl_offset", -1);
-    t.field("repl_backlog_active", 0);
-    // Redis's default repl-backlog-size.
-    t.field("repl_backlog_size", 1048576);
-    t.field("repl_backlog_first_byte_offset", 0);
-    t.field("repl_backlog_histlen", 0);
+    t.field("master_replid", &f.replid);
+    t.field("master_replid2", &f.replid2);
+    t.field("master_repl_offset", f.offset);
+    t.field("second_repl_offset", f.second_offset);
+    t.field("repl_backlog_active", u8::from(f.backlog.is_some()));
+    t.field("repl_backlog_size", config.repl_backlog_size());
+    let (first, histlen) = f.backlog.unwrap_or((0, 0));
+    t.field("repl_backlog_first_byte_offset", first);
+    t.field("repl_backlog_histlen", histlen);
 }
 
 /// CPU time in Redis's `%ld.%06ld` form.

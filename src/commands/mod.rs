@@ -398,9 +398,21 @@ pub(crate) enum Outcome {
     /// execution layer runs the transfer with no shard held, then
     /// [`migrate::finish`].
     Migrate(Box<crate::migrate::Transfer>),
+    /// WAIT found too few replicas acknowledging: nothing is written yet;
+    /// the execution layer waits for their ACKs, then answers the count.
+    WaitAcks(WaitAcks),
 }
 
 pub(crate) use Outcome::Done;
+
+/// WAIT's wait: `replicas` must acknowledge `offset` within `timeout`
+/// (None: forever).
+#[derive(Debug)]
+pub(crate) struct WaitAcks {
+    pub(crate) offset: u64,
+    pub(crate) replicas: usize,
+    pub(crate) timeout: Option<std::time::Duration>,
+}
 
 /// A blocking command's request to wait for data on `keys`.
 #[derive(Debug)]

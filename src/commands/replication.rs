@@ -13,13 +13,12 @@
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::{eq_ic, parse_i64};
+use std::sync::atomic::Ordering::Relaxed;
 
 const G: &str = "server";
 
 /// Why `REPLICAOF host port` and SYNC/PSYNC are refused.
 const NO_REPLICATION: &str = "ERR zwindow does not replicate: it cannot become a replica (only REPLICAOF NO ONE is accepted)";
-const NO_SYNC: &str =
-    "ERR zwindow does not replicate: SYNC and PSYNC are not served (no replicas can attach)";
 /// Writes refused while `min-replicas-to-write` finds too few good
 /// replicas (never fewer than zero here): by the execution layer for a
 /// command, by EVAL and FCALL for a script that may write.
@@ -89,33 +88,97 @@ fn failover(ctx: &mut Ctx) -> CmdResult {
     Err(Error::Static("ERR FAILOVER requires connected replicas."))
 }
 
-/// SYNC / PSYNC: a replica asking for the dataset and the stream of
-/// writes. Redis's own refusal of `PSYNC … FAILOVER` comes first.
+/// SYNC / PSYNC replid offset: a replica asks for the dataset and the
+/// stream of writes (Redis's `syncCommand`). A partial resync is answered
+/// here (`+CONTINUE`); a full one by the connection's feed once its
+/// snapshot starts (`+FULLRESYNC`, then the RDB): either way the
+/// connection becomes the replica's feed once this batch's replies leave.
 fn sync(ctx: &mut Ctx) -> CmdResult {
-    if ctx.argc() > 3 && eq_ic(ctx.arg(0), "psync") && eq_ic(ctx.arg(3), "failover") {
+    let psync = eq_ic(ctx.arg(0), "psync");
+    if psync && ctx.argc() > 3 && eq_ic(ctx.arg(3), "failover") {
         return Err(Error::Static(
             "ERR PSYNC FAILOVER can't be sent to a master.",
         ));
     }
-    Err(Error::Static(NO_SYNC))
+    if ctx.client.attach.is_some() {
+        return Ok(Done);
+    }
+    let repl = &ctx.shared.replication;
+    if repl.is_replica() && repl.link_state() != crate::replication::LinkState::Connected {
+        return Err(Error::Static(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
+    let addr = ctx.client.handle.addr.clone();
+    let ip = addr.rsplit_once(':').map_or(addr.as_str(), |(ip, _)| ip).to_string();
+    repl.set_backlog_size(ctx.shared.config.repl_backlog_size());
+    let capa = ctx.client.replica_capa.clone();
+    let name = format!("{ip}:{}", capa.port);
+    tracing::info!("Replica {name} asks for synchronization");
+    if psync {
+        let offset = parse_i64(ctx.arg(2)).unwrap_or(-1);
+        match repl.try_partial(ctx.arg(1), offset) {
+            crate::replication::Psync::Continue { from, replid } => {
+                let replica = repl.attach(ctx.client.handle.id, ip, &capa);
+                repl.start_stream(&replica, from);
+                if capa.psync2 {
+                    ctx.out.simple(&format!("CONTINUE {replid}"));
+                } else {
+                    ctx.out.simple("CONTINUE");
+                }
+                repl.sync_partial_ok.fetch_add(1, Relaxed);
+                tracing::info!(
+                    "Partial resynchronization request from {name} accepted. Sending {} bytes of backlog starting from offset {from}.",
+                    (repl.offset() + 1).saturating_sub(from)
+                );
+                ctx.client.attach = Some(crate::replication::Attach {
+                    replica,
+                    full: false,
+                    pre_psync: false,
+                });
+                return Ok(Done);
+            }
+            crate::replication::Psync::Full => {
+                if ctx.arg(1) != b"?" {
+                    repl.sync_partial_err.fetch_add(1, Relaxed);
+                    tracing::info!(
+                        "Partial resynchronization not accepted: Replication ID mismatch or offset out of range (replica {name})"
+                    );
+                } else {
+                    tracing::info!("Full resync requested by replica {name}");
+                }
+            }
+        }
+    }
+    repl.sync_full.fetch_add(1, Relaxed);
+    let replica = repl.attach(ctx.client.handle.id, ip, &capa);
+    ctx.client.attach = Some(crate::replication::Attach {
+        replica,
+        full: true,
+        pre_psync: !psync,
+    });
+    Ok(Done)
 }
 
 /// Redis's `NET_HOST_STR_LEN`: the longest `ip-address` a replica may
 /// announce, terminator included.
 const NET_HOST_STR_LEN: usize = 256;
 
-/// REPLCONF option value …: what Redis answers a client that is not a
-/// replica. The options only shape a replication stream that zwindow never
-/// starts, so checking them is all there is to do; `ACK` and `GETACK` are
-/// answered with nothing, as Redis does.
+/// REPLCONF option value …: a replica's handshake before its SYNC/PSYNC
+/// (its listening port, announced address, capabilities), kept on its
+/// client. `ACK` and `GETACK` from a client that is not an attached
+/// replica are answered with nothing, as Redis does (an attached
+/// replica's ACKs are read by its feed).
 fn replconf(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc().is_multiple_of(2) {
         return Err(Error::Syntax);
     }
+    let args = ctx.args;
     for j in (1..ctx.argc()).step_by(2) {
-        let (opt, value) = (ctx.arg(j), ctx.arg(j + 1));
+        let (opt, value) = (args.get(j), args.get(j + 1));
         if eq_ic(opt, "listening-port") {
-            int_arg(value)?;
+            let port = int_arg(value)?;
+            ctx.client.replica_capa.port = port.clamp(0, 65535) as usize;
         } else if eq_ic(opt, "ip-address") {
             if value.len() >= NET_HOST_STR_LEN {
                 return Err(Error::Owned(format!(
@@ -123,8 +186,17 @@ fn replconf(ctx: &mut Ctx) -> CmdResult {
                     value.len()
                 )));
             }
+            ctx.client.replica_capa.ip = Some(String::from_utf8_lossy(value).into_owned());
         } else if eq_ic(opt, "capa") {
-            // Capabilities this master does not know are ignored.
+            // Capabilities this primary does not know are ignored.
+            let capa = &mut ctx.client.replica_capa;
+            if eq_ic(value, "eof") {
+                capa.eof = true;
+            } else if eq_ic(value, "psync2") {
+                capa.psync2 = true;
+            } else if eq_ic(value, "zwindow") {
+                capa.zwindow = true;
+            }
         } else if eq_ic(opt, "ack") || eq_ic(opt, "getack") {
             return Ok(Done);
         } else if eq_ic(opt, "rdb-only") {

@@ -799,23 +799,71 @@ fn time(ctx: &mut Ctx) -> CmdResult {
 /// so no write is ever acknowledged and the answer is 0 at once (Redis also
 /// answers at once when numreplicas is already met, as 0 is).
 fn wait(ctx: &mut Ctx) -> CmdResult {
-    int_arg(&ctx.args[1])?;
+    let repl = &ctx.shared.replication;
+    if repl.is_replica() {
+        return Err(Error::Static(
+            "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+        ));
+    }
+    let replicas = int_arg(&ctx.args[1])?;
     let timeout = parse_i64(&ctx.args[2]).ok_or(Error::Static(
         "ERR timeout is not an integer or out of range",
     ))?;
     if timeout < 0 {
         return Err(Error::Static("ERR timeout is negative"));
     }
-    ctx.out.int(0);
-    Ok(Done)
+    let offset = ctx.client.woff;
+    let acked = repl.acked_count(offset);
+    if acked as i64 >= replicas || !ctx.client.can_block() {
+        ctx.out.int(acked as i64);
+        return Ok(Done);
+    }
+    Ok(super::Outcome::WaitAcks(super::WaitAcks {
+        offset,
+        replicas: replicas as usize,
+        timeout: (timeout > 0).then(|| std::time::Duration::from_millis(timeout as u64)),
+    }))
 }
 
-/// ROLE: a master with replication offset 0 and no replicas.
+/// ROLE: `master`, its offset and its online replicas (ip, port, acked
+/// offset); or `slave`, its primary, the link's state and its offset.
 fn role(ctx: &mut Ctx) -> CmdResult {
-    ctx.out.array(3);
-    ctx.out.bulk(b"master");
-    ctx.out.int(0);
-    ctx.out.array(0);
+    use crate::replication::{LinkState, ReplicaState};
+    let f = ctx.shared.replication.figures();
+    let out = &mut *ctx.out;
+    if let Some(p) = &f.primary {
+        out.array(5);
+        out.bulk(b"slave");
+        out.bulk(p.host.as_bytes());
+        out.int(i64::from(p.port));
+        let state = match f.link {
+            LinkState::Connect => "connect",
+            LinkState::Connecting => "connecting",
+            LinkState::Handshake => "handshake",
+            LinkState::Transfer => "sync",
+            LinkState::Connected => "connected",
+        };
+        out.bulk(state.as_bytes());
+        let offset = if f.link == LinkState::Connected { f.offset as i64 } else { -1 };
+        out.int(offset);
+        return Ok(Done);
+    }
+    let online: Vec<_> = f
+        .replicas
+        .iter()
+        .filter(|r| r.state() == ReplicaState::Online)
+        .collect();
+    out.array(3);
+    out.bulk(b"master");
+    out.int(f.offset as i64);
+    out.array(online.len());
+    for r in online {
+        let ip = r.announced_ip.lock().clone().unwrap_or_else(|| r.ip.clone());
+        out.array(3);
+        out.bulk(ip.as_bytes());
+        out.bulk(r.port.load(Relaxed).to_string().as_bytes());
+        out.bulk(r.ack_offset.load(Relaxed).to_string().as_bytes());
+    }
     Ok(Done)
 }
 

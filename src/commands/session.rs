@@ -82,6 +82,14 @@ pub(crate) struct Client {
     pub(crate) batch_yielded: bool,
     /// This connection's calls not yet in their command's shared counters.
     pub(crate) tally: CallTally,
+    /// What a replica's REPLCONF told before its SYNC/PSYNC.
+    pub(crate) replica_capa: crate::replication::ReplicaCapa,
+    /// Set by SYNC/PSYNC: once its replies are written, this connection
+    /// feeds a replica (`network::feed`).
+    pub(crate) attach: Option<crate::replication::Attach>,
+    /// The replication offset after this client's last write (Redis's
+    /// `c->woff`): what WAIT waits for replicas to acknowledge.
+    pub(crate) woff: u64,
 }
 
 /// A connection's calls of one command not yet added to that command's
@@ -197,6 +205,9 @@ impl Client {
             batch_written: crate::keyspace::ShardSet(0),
             batch_yielded: false,
             tally: CallTally::default(),
+            replica_capa: Default::default(),
+            attach: None,
+            woff: 0,
         }
     }
 

@@ -144,6 +144,8 @@ pub(crate) enum Dispatched {
     /// MIGRATE ran its first step: run the transfer (no shard held), then
     /// [`crate::commands::migrate::finish`].
     Migrate(Box<crate::migrate::Transfer>),
+    /// WAIT: wait for the replicas' ACKs, then answer.
+    WaitAcks(crate::commands::WaitAcks),
 }
 
 /// Runs one request from a client: checks, locking, the handler.
@@ -248,11 +250,20 @@ fn dispatch_caused(
         .unwrap_or_else(crate::clock::system_us);
     ks.now_ms = shared.clock.at_us(sys_us) / 1000;
     ks.fresh_us = Some(sys_us);
-    let dispatched = match call(shared, client, out, &mut ks, cmd, args, plan.first_key) {
+    let woff = shared.replication.offset();
+    let outcome = call(shared, client, out, &mut ks, cmd, args, plan.first_key);
+    // What WAIT waits for: the stream's offset after this client's last
+    // write (Redis's `c->woff`).
+    let now_off = shared.replication.offset();
+    if now_off != woff {
+        client.woff = now_off;
+    }
+    let dispatched = match outcome {
         Outcome::Done => Dispatched::Done,
         Outcome::Close => Dispatched::Close,
         Outcome::WaitScript => return Dispatched::WaitScript,
         Outcome::Migrate(t) => Dispatched::Migrate(t),
+        Outcome::WaitAcks(w) => Dispatched::WaitAcks(w),
         Outcome::Block(block) => {
             // Queue the waiter while the keys' shards are still locked, so
             // no write can land between "nothing to pop" and "waiting".
@@ -730,6 +741,8 @@ impl Dispatch<Client> for Dispatcher<'_> {
             Outcome::Block(_) => Called::Blocked,
             Outcome::WaitScript => Called::WaitScript,
             Outcome::Migrate(_) => Called::Migrate,
+            // WAIT never waits inside EXEC or a script (`Client::can_block`).
+            Outcome::WaitAcks(_) => Called::Blocked,
         }
     }
 
@@ -1031,6 +1044,7 @@ pub(crate) async fn execute_rest(
                 run_on_runner(shared, client, out, job_args).await
             }
             Dispatched::Migrate(t) => migrate(shared, client, out, t).await,
+            Dispatched::WaitAcks(w) => wait_acks(shared, client, out, w).await,
             d => d,
         };
         // Time passed: the next command reads the clock afresh.
@@ -1115,6 +1129,44 @@ fn forget_caching(client: &Client, is_client_cmd: bool) {
 /// MIGRATE's transfer, on a blocking thread so this connection's task
 /// waits without holding a shard or a runtime worker, then its last step
 /// with the keys' shards locked again.
+/// WAIT's wait: asks every replica for an ACK (`REPLCONF GETACK *` into
+/// the stream), then waits until enough acknowledged `w.offset`, the
+/// timeout passed or the client was killed; answers how many did.
+async fn wait_acks(
+    shared: &Arc<Services>,
+    client: &mut Client,
+    out: &mut Reply,
+    w: crate::commands::WaitAcks,
+) -> Dispatched {
+    let repl = &shared.replication;
+    repl.feed_command(&[b"REPLCONF", b"GETACK", b"*"]);
+    let deadline = w.timeout.map(|t| tokio::time::Instant::now() + t);
+    client.handle.blocked.store(true, Relaxed);
+    loop {
+        let acked = repl.acked.notified();
+        tokio::pin!(acked);
+        // Registered before the count: an ACK in between wakes it.
+        acked.as_mut().enable();
+        let n = repl.acked_count(w.offset);
+        let now = tokio::time::Instant::now();
+        if n >= w.replicas
+            || deadline.is_some_and(|d| now >= d)
+            || client.handle.killed.load(Relaxed)
+        {
+            client.handle.blocked.store(false, Relaxed);
+            out.int(n as i64);
+            return Dispatched::Done;
+        }
+        // A kill is seen within this tick.
+        let tick = now + std::time::Duration::from_millis(100);
+        let until = deadline.map_or(tick, |d| d.min(tick));
+        tokio::select! {
+            _ = acked => {}
+            _ = tokio::time::sleep_until(until) => {}
+        }
+    }
+}
+
 async fn migrate(
     shared: &Arc<Services>,
     client: &mut Client,

@@ -221,7 +221,8 @@ pub(crate) async fn run(
         loop {
             // A killed client (its ACL user deleted, CLIENT KILL) runs
             // nothing more of what it sent, as Redis's freeClientAsync.
-            if waiting.is_some() || close || handle.killed.load(Relaxed) {
+            if waiting.is_some() || close || handle.killed.load(Relaxed) || client.attach.is_some()
+            {
                 break;
             }
             let auth_required = !client.authenticated && shared.acl.default_needs_auth();
@@ -420,6 +421,11 @@ pub(crate) async fn run(
             shared.clients.note_memory(&handle);
         }
         if close {
+            break;
+        }
+        // SYNC/PSYNC: what follows on this connection is a replica's feed.
+        if let Some(attach) = client.attach.take() {
+            super::feed::serve(&shared, &mut stream, &handle, &mut rbuf, attach).await;
             break;
         }
     }

@@ -14,6 +14,7 @@
 //! [`tls`] (OpenSSL, on the epoll path).
 
 pub(crate) mod connection;
+pub(crate) mod feed;
 pub(crate) mod listen;
 pub(crate) mod socket;
 pub(crate) mod tls;
@@ -251,6 +252,7 @@ pub(crate) async fn cron(shared: Arc<Services>, mut shutdown: tokio::sync::watch
         }
         ticks += 1;
         if ticks.is_multiple_of(10) {
+            feed::cron(&shared, ticks / 10);
             crate::alloc::release_free_memory();
             uring::trim_buffers();
         }
@@ -295,7 +297,8 @@ fn close_idle(shared: &Services) {
     }
     for c in shared.clients.all() {
         let subscribed = c.subscriptions() > 0;
-        if subscribed || c.blocked.load(Relaxed) {
+        let replication = c.role.load(Relaxed) != crate::clients::ROLE_NORMAL;
+        if subscribed || replication || c.blocked.load(Relaxed) {
             continue;
         }
         if c.idle_secs() > timeout {

@@ -174,6 +174,10 @@ pub(crate) struct Replication {
     pub(crate) link_down_since: AtomicU64,
     pub(crate) transfer_size: std::sync::atomic::AtomicI64,
     pub(crate) transfer_read: AtomicU64,
+    /// Replicas waiting for a full resync's snapshot, and whether a task
+    /// that starts it runs (`network::feed`).
+    pub(crate) sync_queue: Mutex<Vec<SyncRequest>>,
+    pub(crate) sync_starter: AtomicBool,
     /// Whether a primary is set (mirrors `Inner::primary`).
     replica_flag: AtomicBool,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
@@ -230,6 +234,8 @@ impl Default for Replication {
             transfer_read: AtomicU64::new(0),
             good_replicas: AtomicUsize::new(0),
             replica_flag: AtomicBool::new(false),
+            sync_queue: Mutex::new(Vec::new()),
+            sync_starter: AtomicBool::new(false),
         }
     }
 }
@@ -246,6 +252,39 @@ pub(crate) fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// What a replica waiting for a full resync hears from its snapshot job.
+pub(crate) enum SyncEvent {
+    /// The snapshot's instant: `+FULLRESYNC replid offset`.
+    Start { replid: ReplId, offset: u64 },
+    /// RDB bytes of a diskless transfer.
+    Data(Bytes),
+    /// The RDB is complete: streamed (None) or in this file (disk-based);
+    /// or the save failed.
+    End(Result<Option<std::path::PathBuf>, String>),
+}
+
+/// A replica waiting for a full resync's snapshot to start.
+pub(crate) struct SyncRequest {
+    pub(crate) replica: Arc<Replica>,
+    pub(crate) tx: tokio::sync::mpsc::Sender<SyncEvent>,
+    pub(crate) since: std::time::Instant,
+}
+
+/// A connection that SYNC/PSYNC turned into a replica's feed.
+pub(crate) struct Attach {
+    pub(crate) replica: Arc<Replica>,
+    /// A full resync (else the stream continues from `replica.next`).
+    pub(crate) full: bool,
+    /// Plain SYNC: the old protocol, no `+FULLRESYNC` line.
+    pub(crate) pre_psync: bool,
+}
+
+impl std::fmt::Debug for Attach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Attach(client {}, full {})", self.replica.client_id, self.full)
     }
 }
 

@@ -1,0 +1,528 @@
+//! A replica attached to this server: its full resync (the snapshot's RDB,
+//! streamed diskless or written to `dbfilename` first), then the
+//! replication stream taken from the backlog at its own pace, while its
+//! `REPLCONF ACK`s are read (Redis's `syncCommand` onwards, the master
+//! half of replication.c).
+//!
+//! The connection that sent SYNC/PSYNC turns into this feed once the
+//! batch's replies are written ([`serve`]). Full resyncs are grouped as
+//! Redis groups them: the first replica waiting starts a task that waits
+//! `repl-diskless-sync-delay` (diskless) for others, until no other
+//! snapshot runs (BGSAVE, an AOF rewrite: there is one at a time), then
+//! takes one snapshot for every replica then waiting
+//! ([`start_full_syncs`]).
+
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::mpsc;
+
+use crate::clients::ClientHandle;
+use crate::commands::Services;
+use crate::network::socket::{Socket, Wrote};
+use crate::protocol::Parser;
+use crate::replication::{Attach, Replica, ReplicaState, SyncEvent, SyncRequest};
+use crate::util::eq_ic;
+
+/// Stream bytes taken from the backlog per write.
+const TAKE: usize = 1 << 20;
+/// RDB bytes per message of a diskless transfer.
+const RDB_CHUNK: usize = 64 * 1024;
+/// What a replica may send unread (it sends only ACKs).
+const READ_LIMIT: usize = 1 << 20;
+/// The feed's tick: kills, timeouts, keepalives are checked this often.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Feeds the replica `attach` names over `stream` until it goes.
+pub(crate) async fn serve(
+    shared: &Arc<Services>,
+    stream: &mut Socket,
+    handle: &Arc<ClientHandle>,
+    rbuf: &mut BytesMut,
+    attach: Attach,
+) {
+    handle.role.store(crate::clients::ROLE_REPLICA, Relaxed);
+    let replica = attach.replica.clone();
+    let name = format!("{}:{}", replica.ip, replica.port.load(Relaxed));
+    let mut feed = Feed {
+        shared,
+        stream,
+        handle,
+        rbuf,
+        replica: &replica,
+        parser: Parser::new(shared.config.proto_max_bulk_len()),
+        shutdown: shared.shutdown_rx(),
+    };
+    let ended = if attach.full {
+        feed.full_sync(attach.pre_psync).await
+    } else {
+        Ok(())
+    };
+    let why = match ended {
+        Ok(()) => feed.stream().await,
+        Err(e) => e,
+    };
+    tracing::info!("Connection with replica {name} lost ({why}).");
+    shared
+        .replication
+        .detach(&replica, shared.clock.now_ms() / 1000);
+    let (_, lag) = shared.config.min_replicas();
+    shared
+        .replication
+        .refresh_good(lag, shared.clock.now_ms());
+}
+
+struct Feed<'a> {
+    shared: &'a Arc<Services>,
+    stream: &'a mut Socket,
+    handle: &'a Arc<ClientHandle>,
+    rbuf: &'a mut BytesMut,
+    replica: &'a Arc<Replica>,
+    parser: Parser,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Feed<'_> {
+    /// Why the feed must end now, if it must.
+    fn stop(&self) -> Option<&'static str> {
+        if self.handle.killed.load(Relaxed) {
+            Some("killed")
+        } else if self.replica.dropped.load(Relaxed) {
+            Some("dropped")
+        } else if *self.shutdown.borrow() {
+            Some("shutdown")
+        } else {
+            None
+        }
+    }
+
+    /// Writes `bytes` whole, reading what the replica sends meanwhile.
+    async fn write(&mut self, mut bytes: Vec<u8>) -> Result<(), &'static str> {
+        let mut over = false;
+        let wrote = self
+            .stream
+            .write_all_reading(
+                &mut bytes,
+                &self.handle.writing,
+                || {},
+                self.rbuf,
+                true,
+                |rbuf, _| {
+                    over = rbuf.len() > READ_LIMIT;
+                    !over
+                },
+            )
+            .await;
+        self.handle.writing.store(false, Relaxed);
+        let stats = &self.shared.stats;
+        stats
+            .net_repl_output_bytes
+            .fetch_add(bytes.len() as u64, Relaxed);
+        match wrote {
+            Ok(Wrote::All) => self.acks(),
+            Ok(Wrote::InputEnded) => Err("connection closed"),
+            Ok(Wrote::Stopped) | Err(_) => Err("write error"),
+        }
+    }
+
+    /// Handles what the replica sent: `REPLCONF ACK <offset> [FACK n]`
+    /// (anything else a replica sends is ignored, as its replies would go
+    /// nowhere).
+    fn acks(&mut self) -> Result<(), &'static str> {
+        if self.rbuf.len() > READ_LIMIT {
+            return Err("too much input from a replica");
+        }
+        let r = &self.shared.replication;
+        loop {
+            let req = match self.parser.next(self.rbuf, false) {
+                Ok(Some(req)) => req,
+                Ok(None) => break,
+                Err(_) => return Err("protocol error"),
+            };
+            if req.len() >= 3
+                && req.get(0).is_some_and(|a| eq_ic(a, "replconf"))
+                && req.get(1).is_some_and(|a| eq_ic(a, "ack"))
+            {
+                let offset = req
+                    .get(2)
+                    .and_then(crate::util::parse_i64)
+                    .unwrap_or(0)
+                    .max(0) as u64;
+                if self.replica.state() == ReplicaState::SendBulk {
+                    // A diskless replica starts its stream on its first
+                    // ACK, once it has loaded the RDB (Redis's
+                    // `repl_start_cmd_stream_on_ack`).
+                    self.replica.set_state(ReplicaState::Online);
+                }
+                r.ack(self.replica, offset, self.shared.clock.now_ms());
+                let (_, lag) = self.shared.config.min_replicas();
+                r.refresh_good(lag, self.shared.clock.now_ms());
+            }
+        }
+        let consumed = self.parser.consumed();
+        bytes::Buf::advance(self.rbuf, consumed);
+        self.parser.discard(consumed);
+        Ok(())
+    }
+
+    /// Waits for input, a wake-up or the tick; reads what came.
+    async fn idle(&mut self) -> Result<(), &'static str> {
+        let wake = self.replica.wake.notified();
+        tokio::select! {
+            _ = wake => Ok(()),
+            _ = tokio::time::sleep(TICK) => Ok(()),
+            read = self.stream.read_buf(self.rbuf) => match read {
+                Ok(0) | Err(_) => Err("connection closed"),
+                Ok(n) => {
+                    self.shared.stats.net_repl_input_bytes.fetch_add(n as u64, Relaxed);
+                    self.acks()
+                }
+            },
+        }
+    }
+
+    /// The full resync: queued for the next snapshot, `+FULLRESYNC` at its
+    /// instant, then the RDB (`$EOF:` streamed, or `$len` from the file).
+    async fn full_sync(&mut self, pre_psync: bool) -> Result<(), &'static str> {
+        let (tx, mut rx) = mpsc::channel(16);
+        enqueue(self.shared, self.replica.clone(), tx);
+        let mut keepalive = Instant::now();
+        let mark: [u8; 40] = std::array::from_fn(|_| {
+            b"0123456789abcdef"[rand::random_range(0..16)]
+        });
+        let mut streaming = false;
+        loop {
+            if let Some(why) = self.stop() {
+                return Err(why);
+            }
+            let event = tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(ev) => Some(ev),
+                    None => return Err("the snapshot ended"),
+                },
+                r = self.idle() => { r?; None }
+            };
+            let Some(event) = event else {
+                // Newlines keep the replica's connection alive while it
+                // waits for the snapshot (Redis's replicationCron).
+                if !streaming && keepalive.elapsed() >= Duration::from_secs(1) {
+                    keepalive = Instant::now();
+                    self.write(b"\n".to_vec()).await?;
+                }
+                continue;
+            };
+            match event {
+                SyncEvent::Start { replid, offset } => {
+                    if !pre_psync {
+                        let line = format!("+FULLRESYNC {replid} {offset}\r\n");
+                        self.write(line.into_bytes()).await?;
+                    }
+                    if self.diskless() {
+                        streaming = true;
+                        let mut head = b"$EOF:".to_vec();
+                        head.extend_from_slice(&mark);
+                        head.extend_from_slice(b"\r\n");
+                        self.write(head).await?;
+                    }
+                }
+                SyncEvent::Data(bytes) => self.write(bytes.to_vec()).await?,
+                SyncEvent::End(Err(_)) => return Err("the snapshot failed"),
+                SyncEvent::End(Ok(None)) => {
+                    self.write(mark.to_vec()).await?;
+                    tracing::info!(
+                        "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
+                        self.replica.ip,
+                        self.replica.port.load(Relaxed)
+                    );
+                    return Ok(());
+                }
+                SyncEvent::End(Ok(Some(path))) => {
+                    self.send_file(&path).await?;
+                    self.replica.set_state(ReplicaState::Online);
+                    tracing::info!(
+                        "Synchronization with replica {}:{} succeeded",
+                        self.replica.ip,
+                        self.replica.port.load(Relaxed)
+                    );
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn diskless(&self) -> bool {
+        self.replica.capa_eof && self.shared.config.repl_diskless_sync()
+    }
+
+    /// `$<len>\r\n` and the file's bytes.
+    async fn send_file(&mut self, path: &std::path::Path) -> Result<(), &'static str> {
+        let mut file = std::fs::File::open(path).map_err(|_| "can't open the RDB")?;
+        let len = file.metadata().map_err(|_| "can't stat the RDB")?.len();
+        self.write(format!("${len}\r\n").into_bytes()).await?;
+        let mut left = len;
+        while left > 0 {
+            if let Some(why) = self.stop() {
+                return Err(why);
+            }
+            let mut chunk = vec![0u8; (left as usize).min(RDB_CHUNK * 4)];
+            file.read_exact(&mut chunk)
+                .map_err(|_| "can't read the RDB")?;
+            left -= chunk.len() as u64;
+            self.write(chunk).await?;
+        }
+        Ok(())
+    }
+
+    /// The stream, from the replica's offset on, as it grows.
+    async fn stream(&mut self) -> &'static str {
+        let r = &self.shared.replication;
+        let mut soft_since: Option<Instant> = None;
+        loop {
+            if let Some(why) = self.stop() {
+                return why;
+            }
+            if let Some(why) = self.over_limits(&mut soft_since) {
+                return why;
+            }
+            if self.replica.state() != ReplicaState::Online {
+                if let Err(why) = self.idle().await {
+                    return why;
+                }
+                continue;
+            }
+            let Some(chunks) = r.take(self.replica, TAKE) else {
+                return "its offset is no longer in the backlog";
+            };
+            if chunks.is_empty() {
+                if let Err(why) = self.idle().await {
+                    return why;
+                }
+                continue;
+            }
+            let bytes: Vec<u8> = if chunks.len() == 1 {
+                chunks[0].to_vec()
+            } else {
+                chunks.concat()
+            };
+            if let Err(why) = self.write(bytes).await {
+                return why;
+            }
+        }
+    }
+
+    /// `client-output-buffer-limit replica`: what the replica has yet to
+    /// take, against the hard and the soft limit; and `repl-timeout`
+    /// without an ACK.
+    fn over_limits(&self, soft_since: &mut Option<Instant>) -> Option<&'static str> {
+        let limit = self.shared.config.replica_output_limit();
+        let lag = self.shared.replication.lag_bytes(self.replica);
+        let scheduled = || {
+            tracing::warn!(
+                "Client id={} addr={} laddr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                self.handle.id,
+                self.handle.addr,
+                self.handle.laddr
+            );
+        };
+        if limit.hard > 0 && lag >= limit.hard {
+            scheduled();
+            return Some("output buffer limit");
+        }
+        if limit.soft > 0 && lag >= limit.soft {
+            let since = soft_since.get_or_insert_with(Instant::now);
+            if since.elapsed().as_secs() >= limit.soft_secs {
+                scheduled();
+                return Some("output buffer limit");
+            }
+        } else {
+            *soft_since = None;
+        }
+        let acked = self.replica.ack_time_ms.load(Relaxed);
+        let timeout_ms = self.shared.config.repl_timeout() * 1000;
+        if self.replica.state() == ReplicaState::Online
+            && acked > 0
+            && self.shared.clock.now_ms().saturating_sub(acked) > timeout_ms
+        {
+            tracing::warn!(
+                "Disconnecting timedout replica (streaming sync): {}:{}",
+                self.replica.ip,
+                self.replica.port.load(Relaxed)
+            );
+            return Some("timeout");
+        }
+        None
+    }
+}
+
+/// Queues a replica for the next full-resync snapshot and makes sure a
+/// task will start it.
+fn enqueue(shared: &Arc<Services>, replica: Arc<Replica>, tx: mpsc::Sender<SyncEvent>) {
+    let r = &shared.replication;
+    r.sync_queue.lock().push(SyncRequest {
+        replica,
+        tx,
+        since: Instant::now(),
+    });
+    if !r.sync_starter.swap(true, Relaxed) {
+        tokio::spawn(start_full_syncs(shared.clone()));
+    }
+}
+
+/// Starts the snapshots that waiting replicas need, as Redis's
+/// `replicationCron` / `replicationStartPendingFork`: diskless, after
+/// `repl-diskless-sync-delay` seconds from the first one waiting (or once
+/// `repl-diskless-sync-max-replicas` wait); one snapshot serves all that
+/// wait then. Ends when nobody waits.
+async fn start_full_syncs(shared: Arc<Services>) {
+    let r = &shared.replication;
+    loop {
+        tokio::time::sleep(TICK).await;
+        let config = &shared.config;
+        let ready = {
+            let mut q = r.sync_queue.lock();
+            // Replicas that went while waiting need no snapshot.
+            q.retain(|w| !w.tx.is_closed() && !w.replica.dropped.load(Relaxed));
+            if q.is_empty() {
+                r.sync_starter.store(false, Relaxed);
+                // One that arrived after the check finds the flag clear
+                // and starts a task of its own.
+                return;
+            }
+            let diskless = config.repl_diskless_sync() && q.iter().all(|w| w.replica.capa_eof);
+            let delay = Duration::from_secs(config.repl_diskless_sync_delay());
+            let max = config.repl_diskless_sync_max_replicas() as usize;
+            let waited = q.iter().map(|w| w.since.elapsed()).max().unwrap_or_default();
+            let due = !diskless || waited >= delay || (max > 0 && q.len() >= max);
+            let busy = shared.persistence.bgsave_in_progress.load(Relaxed)
+                || shared.aof.rewrite_in_progress.load(Relaxed);
+            (due && !busy).then(|| (std::mem::take(&mut *q), diskless))
+        };
+        let Some((waiting, diskless)) = ready else {
+            continue;
+        };
+        let shared2 = shared.clone();
+        let started = tokio::task::spawn_blocking(move || begin(&shared2, waiting, diskless)).await;
+        if !matches!(started, Ok(true)) {
+            tracing::warn!("Can't start the snapshot for a full resync; retrying");
+        }
+    }
+}
+
+/// The snapshot's instant for `waiting` (every shard held), then its save
+/// on the saver thread: to the replicas' sockets, or to `dbfilename`.
+fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> bool {
+    let r = &shared.replication;
+    let env = shared.env();
+    let mut guards = env.store.lock(env.store.all_shards());
+    let replicas: Vec<Arc<Replica>> = waiting.iter().map(|w| w.replica.clone()).collect();
+    let (replid, offset) = r.begin_full_sync(&replicas);
+    let txs: Vec<mpsc::Sender<SyncEvent>> = waiting.into_iter().map(|w| w.tx).collect();
+    for tx in &txs {
+        let _ = tx.blocking_send(SyncEvent::Start {
+            replid: replid.clone(),
+            offset,
+        });
+    }
+    let host: Arc<dyn crate::persistence::Host> = shared.clone();
+    let (target, done): (crate::persistence::SaveTarget, crate::persistence::SaveDone) =
+        if diskless {
+            let ends = txs.clone();
+            (
+                crate::persistence::SaveTarget::Stream(Box::new(Broadcast {
+                    txs,
+                    buf: Vec::with_capacity(RDB_CHUNK),
+                })),
+                Box::new(move |result| {
+                    for tx in ends {
+                        let _ = tx.blocking_send(SyncEvent::End(result.clone().map(|()| None)));
+                    }
+                }),
+            )
+        } else {
+            let path = shared.config.rdb_path();
+            (
+                crate::persistence::SaveTarget::File,
+                Box::new(move |result| {
+                    for tx in txs {
+                        let _ = tx.blocking_send(SyncEvent::End(
+                            result.clone().map(|()| Some(path.clone())),
+                        ));
+                    }
+                }),
+            )
+        };
+    tracing::info!(
+        "Starting BGSAVE for SYNC with target: {}",
+        if diskless { "replicas sockets" } else { "disk" }
+    );
+    match crate::persistence::start_save(host, guards.iter_mut(), target, done) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!("BGSAVE for replication failed: {e}");
+            false
+        }
+    }
+}
+
+/// The RDB writer of a diskless transfer: chunks to every replica's feed,
+/// each waiting (so a slow replica slows the save, as a full pipe slows
+/// Redis's child). Fails once every replica went.
+struct Broadcast {
+    txs: Vec<mpsc::Sender<SyncEvent>>,
+    buf: Vec<u8>,
+}
+
+impl Broadcast {
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(RDB_CHUNK)));
+        self.txs
+            .retain(|tx| tx.blocking_send(SyncEvent::Data(chunk.clone())).is_ok());
+        if self.txs.is_empty() {
+            return Err(std::io::Error::other("no replica left"));
+        }
+        Ok(())
+    }
+}
+
+impl std::io::Write for Broadcast {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= RDB_CHUNK {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}
+
+impl Drop for Broadcast {
+    fn drop(&mut self) {
+        let _ = self.send();
+    }
+}
+
+/// Replication's part of the server cron, once a second: the PING every
+/// `repl-ping-replica-period` seconds into the stream, the good replicas
+/// recounted, the backlog freed after `repl-backlog-ttl` alone.
+pub(crate) fn cron(shared: &Services, seconds: u64) {
+    let r = &shared.replication;
+    let config = &shared.config;
+    let now_ms = shared.clock.now_ms();
+    let (_, lag) = config.min_replicas();
+    r.refresh_good(lag, now_ms);
+    let period = config.repl_ping_period().max(1);
+    if seconds.is_multiple_of(period) && !r.replicas().is_empty() {
+        r.feed_command(&[b"PING"]);
+    }
+    r.set_backlog_size(config.repl_backlog_size());
+    r.cron(now_ms / 1000, config.repl_backlog_ttl());
+}
