@@ -40,6 +40,10 @@ pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         .windows
         .rule_for(window, key)
         .and_then(|r| r.destination(key));
+    // A replica leaves due members to its primary's ZREM.
+    if ks.replica_holds() {
+        return 0;
+    }
     if dest.is_some()
         && let Some(shard) = super::windows::handoff_shard(ks, key).filter(|&d| !ks.holds(d))
     {

@@ -278,6 +278,10 @@ pub(crate) fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
     if z.min_score().is_none_or(|m| m >= cutoff) {
         return 0;
     }
+    // A replica leaves aged members to its primary's ZREM (and RPUSH).
+    if ks.replica_holds() {
+        return 0;
+    }
     if let Some(dest) = handoff_shard(ks, key).filter(|&d| !ks.holds(d)) {
         // Lock planning adds hand-off shards, so this cannot happen; if it
         // ever did, leaving the members for a later trim keeps each one
