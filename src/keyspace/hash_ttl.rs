@@ -15,6 +15,10 @@
 //! Removing fields announces `hexpired`, and `del` when the hash empties
 //! (which deletes the key), as Redis 7.4 does; the AOF gets an `HDEL` per
 //! field, as Redis 8 writes.
+//!
+//! A replica removes none: its primary's HDELs do, and meanwhile its own
+//! clients read a copy of the hash without the due fields (see
+//! [`replica`](super::replica)).
 
 use std::sync::atomic::Ordering::Relaxed;
 

@@ -17,6 +17,10 @@
 //! members off, in score order, through the same path as aged ones (lock
 //! planning already adds the hand-off shard of every windowed set with a
 //! MOVETO rule, see [`handoff_shard`](super::windows::handoff_shard)).
+//!
+//! A replica removes none: its primary's ZREMs do, and meanwhile its own
+//! clients read a copy of the set without the due members (see
+//! [`replica`](super::replica)).
 
 use super::{Entry, Keyspace, Value, notify};
 

@@ -15,6 +15,10 @@
 //! Rule resolution is cached per key (in the entry, stamped with the rules'
 //! generation), so glob matching happens once per key per rule change, not
 //! once per command.
+//!
+//! A replica trims nothing: its primary's ZREMs (and a MOVETO's RPUSHes)
+//! do, and meanwhile its own clients read a copy of the set without the
+//! aged members (see [`replica`](crate::keyspace::replica)).
 
 pub(crate) mod sweeper;
 
