@@ -880,6 +880,18 @@ impl Config {
         self.kept("lazyfree-lazy-eviction", "no") == "yes"
     }
 
+    /// `replica-read-only`: a replica refuses its own clients' writes
+    /// (the keyspace hides what is due from them instead of deleting it).
+    pub(crate) fn replica_read_only(&self) -> bool {
+        self.kept("replica-read-only", "yes") == "yes"
+    }
+
+    /// `replica-ignore-maxmemory`: a replica evicts nothing (nor refuses
+    /// commands for memory), leaving it to its primary's DELs.
+    pub(crate) fn replica_ignore_maxmemory(&self) -> bool {
+        self.kept("replica-ignore-maxmemory", "yes") == "yes"
+    }
+
     /// `pidfile` and `logfile` (empty: none / stderr).
     pub(crate) fn pidfile(&self) -> String {
         self.kept("pidfile", "")
@@ -2628,6 +2640,16 @@ const PARAMS: &[Param] = &[
     kept!(
         "replica-read-only",
         Some("slave-read-only"),
+        "yes",
+        yes_no,
+        runtime
+    ),
+    // Read by the keyspace once this server is a replica (see
+    // `keyspace::replica`): whether its clients may write, and whether it
+    // leaves eviction to its primary.
+    kept!(
+        "replica-ignore-maxmemory",
+        Some("slave-ignore-maxmemory"),
         "yes",
         yes_no,
         runtime

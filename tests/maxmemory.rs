@@ -53,6 +53,15 @@ fn config_and_object_replies_match_redis() {
             "OBJECT FREQ k",
             "CONFIG SET maxmemory 0",
             "CONFIG SET maxmemory-policy noeviction",
+            // What a replica does with maxmemory (the keyspace's replica
+            // mode reads it), under both names.
+            "CONFIG GET replica-ignore-maxmemory",
+            "CONFIG GET slave-ignore-maxmemory",
+            "CONFIG SET slave-ignore-maxmemory no",
+            "CONFIG GET replica-ignore-maxmemory",
+            "CONFIG SET replica-ignore-maxmemory maybe",
+            "CONFIG SET replica-ignore-maxmemory yes",
+            "CONFIG GET *ignore-maxmemory",
         ]);
     });
 }

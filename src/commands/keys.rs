@@ -292,7 +292,7 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
 
 fn randomkey(ctx: &mut Ctx) -> CmdResult {
     let db = ctx.ks.db;
-    for _ in 0..100 {
+    for tries in 1..=100 {
         let sizes: Vec<usize> = ctx.ks.dbs_mut().map(|d| d.keys.len()).collect();
         let total: usize = sizes.iter().sum();
         if total == 0 {
@@ -312,6 +312,13 @@ fn randomkey(ctx: &mut Ctx) -> CmdResult {
         let key = s.dbs[db].keys.random(&mut s.rng).map(|(k, _)| k.clone());
         if let Some(key) = key {
             if ctx.ks.expire_if_needed(&key) {
+                // A replica keeps expired keys until its primary deletes
+                // them: when every key has a TTL, all may be expired, and
+                // Redis's dbRandomKey returns one after 100 tries.
+                if tries == 100 && ctx.ks.replica_hides() && all_volatile(ctx) {
+                    ctx.out.bulk(&key);
+                    return Ok(Done);
+                }
                 continue;
             }
             ctx.out.bulk(&key);
@@ -320,6 +327,11 @@ fn randomkey(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.out.null();
     Ok(Done)
+}
+
+/// Whether every key of the current database has a TTL.
+fn all_volatile(ctx: &mut Ctx) -> bool {
+    ctx.ks.dbs_mut().all(|d| d.keys.len() == d.expires.len())
 }
 
 /// Moves `src` to `dst` keeping the TTL; the caller checked both.

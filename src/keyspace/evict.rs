@@ -213,9 +213,13 @@ fn time_limit(tenacity: u32) -> Duration {
 /// Keys whose blocked clients must be looked at again (an evicted stream
 /// fails its XREADGROUP waiters) go to `serve` after each eviction, with
 /// no lock held.
+///
+/// A replica with `replica-ignore-maxmemory yes` evicts nothing and is
+/// never out of memory: it holds what its primary holds, and deletes only
+/// when the primary's DELs say so (Redis's `isSafeToPerformEvictions`).
 pub(crate) fn perform_evictions(env: Env<'_>, serve: &mut dyn FnMut(Vec<(usize, Key)>)) -> Evicted {
     let max = env.config.maxmemory();
-    if max == 0 {
+    if max == 0 || env.store.ignores_maxmemory(env.config) {
         return Evicted::Ok;
     }
     if !over_limit(env) {

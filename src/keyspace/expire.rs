@@ -6,7 +6,8 @@
 //! have a TTL, deletes the expired ones, and repeats while more than a quarter
 //! of a sample was expired — but never for longer than a fixed slice of the
 //! tick, one shard lock at a time, so commands keep flowing. The server's
-//! background thread runs [`cycle`] `hz` times a second.
+//! background thread runs [`cycle`] `hz` times a second. A replica runs no
+//! cycle: its primary's DELs expire its keys (see [`replica`](super::replica)).
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,9 @@ const SAMPLE: usize = 20;
 /// `expired_stale_perc`, `expired_time_cap_reached_count`,
 /// `expire_cycle_cpu_milliseconds` and each database's `avg_ttl`.
 pub(crate) fn cycle(env: Env<'_>, budget: Duration) -> usize {
+    if env.store.is_replica() {
+        return 0;
+    }
     let start = Instant::now();
     let now = env.clock.now_ms();
     let mut deleted = 0;

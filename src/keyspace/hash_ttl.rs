@@ -15,6 +15,10 @@
 //! Removing fields announces `hexpired`, and `del` when the hash empties
 //! (which deletes the key), as Redis 7.4 does; the AOF gets an `HDEL` per
 //! field, as Redis 8 writes.
+//!
+//! A replica removes none: its primary's HDELs do, and meanwhile its own
+//! clients read a copy of the hash without the due fields (see
+//! [`replica`](super::replica)).
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -26,17 +30,27 @@ pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     let (now, db) = (ks.now_ms, ks.db);
     let logging = ks.propagating();
     ks.cow(key);
-    let shard = ks.shard(key);
+    let due = |e: Option<&mut Entry>| match e {
+        Some(Entry {
+            value: Value::Hash(h),
+            ..
+        }) => h.min_deadline().is_some_and(|at| at <= now),
+        _ => false,
+    };
+    if !due(ks.shard(key).dbs[db].keys.get_mut(key)) {
+        return 0;
+    }
+    // A replica leaves due fields to its primary's HDEL.
+    if ks.replica_holds() {
+        return 0;
+    }
     let Some(Entry {
         value: Value::Hash(h),
         ..
-    }) = shard.dbs[db].keys.get_mut(key)
+    }) = ks.shard(key).dbs[db].keys.get_mut(key)
     else {
         return 0;
     };
-    if h.min_deadline().is_none_or(|at| at > now) {
-        return 0;
-    }
     // Logged as the HDEL they amount to.
     let mut gone: Vec<Vec<u8>> = Vec::new();
     let removed = h.expire_fields_with(now, max, |f| {

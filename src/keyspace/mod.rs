@@ -19,6 +19,7 @@ pub(crate) mod evict;
 pub(crate) mod expire;
 pub(crate) mod hash_ttl;
 pub(crate) mod propagate;
+pub(crate) mod replica;
 pub(crate) mod snapshot;
 pub(crate) mod value;
 pub(crate) mod windows;
@@ -272,6 +273,15 @@ pub(crate) struct Store {
     /// while loading), so a replay reproduces the logged dataset and keys
     /// expire once the server runs.
     pub(crate) loading: AtomicBool,
+    /// This server is a replica (Redis's `server.masterhost != NULL`): it
+    /// never deletes on its own. Keys past their TTL, members and fields
+    /// past their deadlines and members aged out of their window stay
+    /// stored until the primary's DEL / ZREM / HDEL arrive; its clients'
+    /// reads do not see them, the primary's commands do
+    /// ([`Keyspace::from_master`]); active expiry, the sweeper and (with
+    /// `replica-ignore-maxmemory`) eviction stand still. See [`replica`].
+    /// Replication flips it; read only where something due was found.
+    replica: AtomicBool,
 }
 
 /// A set of shard indices, locked in ascending order.
@@ -307,7 +317,23 @@ impl Store {
             active_expire: AtomicBool::new(true),
             snapshot_active: AtomicBool::new(false),
             loading: AtomicBool::new(false),
+            replica: AtomicBool::new(false),
         }
+    }
+
+    /// Makes this store a replica's (true) or a primary's (see
+    /// [`Store::replica`]). Nothing due is deleted at the switch: once a
+    /// primary again, lookups, active expiry and the sweeper delete (and
+    /// propagate) what came due meanwhile, as Redis does after a failover.
+    // Called by replication (issue 32), which others write meanwhile.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn set_replica(&self, on: bool) {
+        self.replica.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether this store is a replica's (see [`Store::replica`]).
+    pub(crate) fn is_replica(&self) -> bool {
+        self.replica.load(Ordering::Relaxed)
     }
 
     pub(crate) fn shard_count(&self) -> usize {
@@ -460,6 +486,15 @@ pub(crate) struct Keyspace<'a> {
     pub(crate) tracking_pending: events::OwnInvalidations,
     /// The commands this view's changes amount to (see [`propagate`]).
     pub(crate) prop: propagate::Pending,
+    /// The command runs on behalf of the primary (the replication link's
+    /// client, Redis's `CLIENT_MASTER`): on a replica it sees every key,
+    /// member and field as stored, due or not, since the stream carries
+    /// the primary's deletions itself. The execution layer sets it; false
+    /// otherwise (and meaningless on a primary).
+    pub(crate) from_master: bool,
+    /// On a replica, what this view's reads see of keys with due members
+    /// or fields (see [`replica`]).
+    replica: replica::View,
 }
 
 impl Drop for Keyspace<'_> {
@@ -495,6 +530,8 @@ impl<'a> Keyspace<'a> {
             invalidated: Vec::new(),
             tracking_pending: Vec::new(),
             prop: Default::default(),
+            from_master: false,
+            replica: Default::default(),
         }
     }
 
@@ -506,9 +543,11 @@ impl<'a> Keyspace<'a> {
     /// The instant a deadline given by a command is checked against, to
     /// apply one already past at once: None while the AOF loads, when a
     /// deadline is only stored (Redis's `checkAlreadyExpired`), as the file
-    /// holds the deletion that followed it as a command of its own.
+    /// holds the deletion that followed it as a command of its own; None
+    /// on a replica too, which deletes nothing on its own (the key or
+    /// field is stored, and hidden from reads).
     pub(crate) fn expiry_now(&self) -> Option<u64> {
-        (!self.loading()).then_some(self.now_ms)
+        (!self.loading() && !self.store().is_replica()).then_some(self.now_ms)
     }
 
     /// Whether changes are collected as commands (an AOF is written).
@@ -602,11 +641,14 @@ impl<'a> Keyspace<'a> {
         &mut self.shard(key).dbs[db]
     }
 
-    /// Looks a key up, deleting it first if its TTL has passed.
+    /// Looks a key up for a write, deleting it first if its TTL has
+    /// passed (on a replica, see [`replica`]).
     pub(crate) fn get<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
         let key = key.into();
-        if self.prepare(key) {
-            return None;
+        match self.prepare_as(key, true) {
+            replica::Seen::Live => {}
+            replica::Seen::Gone => return None,
+            replica::Seen::Copy(i) => return self.copy_hit(key, i, false),
         }
         let (config, now) = (self.env.config, self.now_ms);
         let e = self
@@ -617,10 +659,15 @@ impl<'a> Keyspace<'a> {
         Some(e)
     }
 
-    /// Like [`get`](Self::get), counting keyspace hits and misses as a read.
+    /// Like [`get`](Self::get) for a read, counting keyspace hits and
+    /// misses.
     pub(crate) fn get_read<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
         let key = key.into();
-        let hidden = self.prepare(key);
+        let hidden = match self.prepare_as(key, false) {
+            replica::Seen::Live => false,
+            replica::Seen::Gone => true,
+            replica::Seen::Copy(i) => return self.copy_hit(key, i, true),
+        };
         let (db, config, now) = (self.db, self.env.config, self.now_ms);
         let shard = self.shard(key);
         let entry = shard.dbs[db].keys.get_mut_hashed(key.bytes(), key.hash());
@@ -637,6 +684,22 @@ impl<'a> Keyspace<'a> {
         }
     }
 
+    /// A lookup on a replica met a key with due members or fields: the
+    /// stored entry counts the access (and the hit, for a read), the
+    /// command gets the view's trimmed copy `i` (see [`replica`]).
+    #[cold]
+    fn copy_hit(&mut self, key: HashedKey<'_>, i: usize, read: bool) -> Option<&mut Entry> {
+        let (db, config, now) = (self.db, self.env.config, self.now_ms);
+        let shard = self.shard(key);
+        if let Some(e) = shard.dbs[db].keys.get_mut_hashed(key.bytes(), key.hash()) {
+            e.lru = evict::touched(config, e.lru, now);
+            if read {
+                shard.stats.hits += 1;
+            }
+        }
+        self.replica.copy(i)
+    }
+
     /// Whether this command holds shard `idx`'s lock.
     pub(crate) fn holds(&mut self, idx: usize) -> bool {
         self.guards.get(idx).is_some()
@@ -651,10 +714,11 @@ impl<'a> Keyspace<'a> {
     /// Looks a key up without touching its access time (OBJECT, TYPE-free paths).
     pub(crate) fn peek<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> Option<&mut Entry> {
         let key = key.into();
-        if self.prepare(key) {
-            return None;
+        match self.prepare_as(key, false) {
+            replica::Seen::Live => self.db_of(key).keys.get_mut_hashed(key.bytes(), key.hash()),
+            replica::Seen::Gone => None,
+            replica::Seen::Copy(i) => self.replica.copy(i),
         }
-        self.db_of(key).keys.get_mut_hashed(key.bytes(), key.hash())
     }
 
     /// Looks a key up as stored: no expiry, trimming or access time.
@@ -666,7 +730,7 @@ impl<'a> Keyspace<'a> {
 
     pub(crate) fn exists<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
         let key = key.into();
-        if self.prepare(key) {
+        if self.prepare_as(key, false) == replica::Seen::Gone {
             return false;
         }
         self.db_of(key)
@@ -696,6 +760,7 @@ impl<'a> Keyspace<'a> {
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
         self.cow(key);
+        self.replica.forget();
         let lfu = self.env.config.maxmemory_policy().is_lfu();
         let (config, now_ms) = (self.env.config, self.now_ms);
         self.signal_replaced(key);
@@ -739,6 +804,7 @@ impl<'a> Keyspace<'a> {
 
     fn remove_raw(&mut self, key: HashedKey<'_>) -> Option<Entry> {
         self.cow(key);
+        self.replica.forget();
         self.signal_replaced(key);
         let (bytes, hash) = (key.bytes(), key.hash());
         let db = self.db_of(key);
@@ -768,32 +834,54 @@ impl<'a> Keyspace<'a> {
         true
     }
 
-    /// Brings a key up to date before a command sees it: TTL expiry, then
-    /// window trimming. True if the key's TTL has passed (deleted, or only
-    /// hidden while CLIENT PAUSE holds expiry back).
+    /// Brings a key up to date before a command reads it: TTL expiry, then
+    /// window trimming, field and member expiry. True if the key is gone
+    /// for the command: its TTL has passed (deleted, or only hidden while
+    /// CLIENT PAUSE holds expiry back or on a replica), or on a replica
+    /// nothing would be left of it (see [`replica`]).
     pub(crate) fn prepare<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
-        let key = key.into();
+        self.prepare_as(key.into(), false) == replica::Seen::Gone
+    }
+
+    /// [`prepare`](Self::prepare) for a read or (`write`) a write lookup,
+    /// which differ on a writable replica only. On a replica, a key with
+    /// due members or fields is left as stored and the view's reads get a
+    /// trimmed copy of it (`Seen::Copy`).
+    fn prepare_as(&mut self, key: HashedKey<'_>, write: bool) -> replica::Seen {
         self.cow(key);
         // While the AOF loads nothing expires or ages out: the file holds
         // those deletions (and hand-offs) as commands of their own, and
         // doing them here too would do them twice.
         if self.loading() {
-            return false;
+            return replica::Seen::Live;
         }
-        if self.expire_if_needed(key) {
-            return true;
+        self.replica.write = write;
+        if self.expire_key(key) {
+            return replica::Seen::Gone;
         }
         let bytes = key.bytes();
-        if self.env.windows.active() {
+        let (windows, fields, members) = (
+            self.env.windows.active(),
+            self.field_ttls(),
+            self.member_ttls(),
+        );
+        if !(windows || fields || members) {
+            return replica::Seen::Live;
+        }
+        self.replica.held = false;
+        if windows {
             crate::keyspace::windows::trim(self, bytes, crate::keyspace::windows::TrimMode::Lazy);
         }
-        if self.field_ttls() {
+        if fields {
             hash_ttl::expire(self, bytes, usize::MAX);
         }
-        if self.member_ttls() {
+        if members {
             zset_ttl::expire(self, bytes, usize::MAX);
         }
-        false
+        if std::mem::take(&mut self.replica.held) {
+            return replica::read_copy(self, key);
+        }
+        replica::Seen::Live
     }
 
     /// Preserves `key` for a running BGSAVE before it may change (see
@@ -818,9 +906,17 @@ impl<'a> Keyspace<'a> {
 
     /// Deletes `key` if its TTL has passed; true if it has passed. While
     /// CLIENT PAUSE is in force the key is only reported expired, not
-    /// deleted (Redis's `expireIfNeeded`): a pause stops every change.
+    /// deleted (Redis's `expireIfNeeded`): a pause stops every change. On
+    /// a replica it is not deleted either, and reported expired only to
+    /// the replica's own clients (see [`replica`]).
     pub(crate) fn expire_if_needed<'k>(&mut self, key: impl Into<HashedKey<'k>>) -> bool {
-        let key = key.into();
+        self.replica.write = false;
+        self.expire_key(key.into())
+    }
+
+    /// [`expire_if_needed`](Self::expire_if_needed), for the lookup kind
+    /// `self.replica.write` says.
+    fn expire_key(&mut self, key: HashedKey<'_>) -> bool {
         let (now, dbi) = (self.now_ms, self.db);
         if self.loading() {
             return false;
@@ -832,6 +928,11 @@ impl<'a> Keyspace<'a> {
         match db.keys.get_hashed(key.bytes(), key.hash()) {
             Some(e) if e.is_expired(now) => {}
             _ => return false,
+        }
+        match self.on_due() {
+            replica::Due::Delete => {}
+            replica::Due::Keep => return false,
+            replica::Due::Hide => return true,
         }
         if self.env.pause.mode(self.env.clock) != crate::pause::OFF {
             return true;
@@ -850,6 +951,7 @@ impl<'a> Keyspace<'a> {
     /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`).
     pub(crate) fn modified<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
         let key = key.into();
+        self.replica.forget();
         self.prop.dirty += 1;
         self.env
             .dirty
@@ -963,9 +1065,9 @@ mod tests {
 
     /// What a keyspace reported through its [`Events`] seam.
     #[derive(Default)]
-    struct Recorder {
-        notified: Mutex<Vec<(usize, String, Vec<u8>)>>,
-        fed: Mutex<Vec<Vec<Vec<u8>>>>,
+    pub(super) struct Recorder {
+        pub(super) notified: Mutex<Vec<(usize, String, Vec<u8>)>>,
+        pub(super) fed: Mutex<Vec<Vec<Vec<u8>>>>,
     }
 
     impl Events for Recorder {
@@ -996,20 +1098,37 @@ mod tests {
     }
 
     /// The services a view reads, owned by the test instead of a server.
-    struct Services {
-        config: Config,
-        clock: Clock,
-        windows: windows::Windows,
+    pub(super) struct Services {
+        pub(super) config: Config,
+        pub(super) clock: Clock,
+        pub(super) windows: windows::Windows,
         evictor: evict::Evictor,
         pause: crate::pause::Pause,
         dirty: AtomicU64,
         expire_stats: crate::stats::ExpireStats,
         latency: Mutex<crate::latency::Monitor>,
-        events: Recorder,
+        pub(super) events: Recorder,
     }
 
     impl Services {
-        fn env<'a>(&'a self, store: &'a Store) -> Env<'a> {
+        /// Default settings, a clock frozen at `now_ms`, nothing reported.
+        pub(super) fn new(now_ms: u64) -> Services {
+            let services = Services {
+                config: Config::defaults(),
+                clock: Clock::default(),
+                windows: Default::default(),
+                evictor: Default::default(),
+                pause: Default::default(),
+                dirty: AtomicU64::new(0),
+                expire_stats: Default::default(),
+                latency: Default::default(),
+                events: Recorder::default(),
+            };
+            services.clock.freeze_at(now_ms);
+            services
+        }
+
+        pub(super) fn env<'a>(&'a self, store: &'a Store) -> Env<'a> {
             Env {
                 store,
                 config: &self.config,

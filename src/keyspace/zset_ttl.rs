@@ -17,6 +17,10 @@
 //! members off, in score order, through the same path as aged ones (lock
 //! planning already adds the hand-off shard of every windowed set with a
 //! MOVETO rule, see [`handoff_shard`](super::windows::handoff_shard)).
+//!
+//! A replica removes none: its primary's ZREMs do, and meanwhile its own
+//! clients read a copy of the set without the due members (see
+//! [`replica`](super::replica)).
 
 use super::{Entry, Keyspace, Value, notify};
 
@@ -40,6 +44,10 @@ pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         .windows
         .rule_for(window, key)
         .and_then(|r| r.destination(key));
+    // A replica leaves due members to its primary's ZREM.
+    if ks.replica_holds() {
+        return 0;
+    }
     if dest.is_some()
         && let Some(shard) = super::windows::handoff_shard(ks, key).filter(|&d| !ks.holds(d))
     {

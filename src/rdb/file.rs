@@ -408,8 +408,10 @@ pub(crate) fn load(
                     continue;
                 }
                 // An AOF's base keeps them: the commands after it may
-                // still touch them (Redis loads preambles so too).
-                if at != 0 && at <= ks.now_ms && !ks.loading() {
+                // still touch them (Redis loads preambles so too). So does
+                // a replica: its primary's DEL deletes them (Redis's
+                // `iAmMaster()` test).
+                if at != 0 && at <= ks.now_ms && !ks.loading() && !ks.env.store.is_replica() {
                     stats.keys_expired += 1;
                     continue;
                 }

@@ -15,6 +15,10 @@
 //! Rule resolution is cached per key (in the entry, stamped with the rules'
 //! generation), so glob matching happens once per key per rule change, not
 //! once per command.
+//!
+//! A replica trims nothing: its primary's ZREMs (and a MOVETO's RPUSHes)
+//! do, and meanwhile its own clients read a copy of the set without the
+//! aged members (see [`replica`](crate::keyspace::replica)).
 
 pub(crate) mod sweeper;
 
@@ -276,6 +280,10 @@ pub(crate) fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
     };
     let cutoff = rule.cutoff(now);
     if z.min_score().is_none_or(|m| m >= cutoff) {
+        return 0;
+    }
+    // A replica leaves aged members to its primary's ZREM (and RPUSH).
+    if ks.replica_holds() {
         return 0;
     }
     if let Some(dest) = handoff_shard(ks, key).filter(|&d| !ks.holds(d)) {

@@ -9,6 +9,9 @@
 //! shard (a time slice), and one shard lock is held at a time, so commands
 //! on other shards never wait and commands on the same shard wait at most
 //! one slice.
+//!
+//! A replica sweeps nothing: its primary's ZREMs and HDELs remove what is
+//! due (see [`replica`](crate::keyspace::replica)).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -27,12 +30,13 @@ pub(crate) const BUDGET: Duration = Duration::from_millis(5);
 pub(crate) const DEFAULT_HZ: u64 = 50;
 
 /// Whether a pass has anything to do: a window rule, a field or member TTL,
-/// and active expiry on.
+/// active expiry on, and not a replica.
 pub(crate) fn due(env: Env<'_>) -> bool {
     (env.windows.active()
         || env.store.field_ttls.load(Relaxed)
         || env.store.member_ttls.load(Relaxed))
         && env.store.active_expire.load(Relaxed)
+        && !env.store.is_replica()
 }
 
 /// One pass over every shard, each getting an equal share of `budget`;
@@ -44,8 +48,8 @@ pub(crate) fn cycle(
     serve: &mut dyn FnMut(Vec<(usize, Key)>),
 ) -> usize {
     // The AOF being loaded holds its own trims and expiries (see
-    // `Keyspace::prepare`).
-    if env.store.loading.load(Relaxed) {
+    // `Keyspace::prepare`); a replica's primary sends them.
+    if env.store.loading.load(Relaxed) || env.store.is_replica() {
         return 0;
     }
     let started = Instant::now();
