@@ -650,11 +650,6 @@ impl Config {
         self.kept("repl-diskless-load", "disabled")
     }
 
-    /// `replica-read-only`.
-    pub(crate) fn replica_read_only(&self) -> bool {
-        self.kept("replica-read-only", "yes") == "yes"
-    }
-
     /// `replica-serve-stale-data`.
     pub(crate) fn replica_serve_stale_data(&self) -> bool {
         self.kept("replica-serve-stale-data", "yes") == "yes"
@@ -668,11 +663,6 @@ impl Config {
     /// `replica-announced`.
     pub(crate) fn replica_announced(&self) -> bool {
         self.kept("replica-announced", "yes") == "yes"
-    }
-
-    /// `replica-ignore-maxmemory`.
-    pub(crate) fn replica_ignore_maxmemory(&self) -> bool {
-        self.kept("replica-ignore-maxmemory", "yes") == "yes"
     }
 
     /// `masterauth` and `masteruser` (empty: none).
@@ -2685,13 +2675,6 @@ const PARAMS: &[Param] = &[
         runtime
     ),
     kept!("replica-announced", None, "yes", yes_no, runtime),
-    kept!(
-        "replica-ignore-maxmemory",
-        Some("slave-ignore-maxmemory"),
-        "yes",
-        yes_no,
-        runtime
-    ),
     kept!(
         "repl-ping-replica-period",
         Some("repl-ping-slave-period"),

@@ -628,8 +628,14 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     );
     t.field("total_net_input_bytes", st.net_input_bytes.load(Relaxed));
     t.field("total_net_output_bytes", st.net_output_bytes.load(Relaxed));
-    t.field("total_net_repl_input_bytes", st.net_repl_input_bytes.load(Relaxed));
-    t.field("total_net_repl_output_bytes", st.net_repl_output_bytes.load(Relaxed));
+    t.field(
+        "total_net_repl_input_bytes",
+        st.net_repl_input_bytes.load(Relaxed),
+    );
+    t.field(
+        "total_net_repl_output_bytes",
+        st.net_repl_output_bytes.load(Relaxed),
+    );
     t.field("instantaneous_input_kbps", kbps(Metric::NetInput));
     t.field("instantaneous_output_kbps", kbps(Metric::NetOutput));
     t.field("instantaneous_input_repl_kbps", "0.00");
@@ -726,7 +732,14 @@ fn replication(t: &mut Text, shared: &Services) {
     let now_ms = shared.clock.now_ms();
     let now = now_ms / 1000;
     t.section("Replication");
-    t.field("role", if f.primary.is_some() { "slave" } else { "master" });
+    t.field(
+        "role",
+        if f.primary.is_some() {
+            "slave"
+        } else {
+            "master"
+        },
+    );
     if let Some(p) = &f.primary {
         t.field("master_host", &p.host);
         t.field("master_port", p.port);
@@ -739,22 +752,39 @@ fn replication(t: &mut Text, shared: &Services) {
             -1
         };
         t.field("master_last_io_seconds_ago", ago);
-        t.field("master_sync_in_progress", u8::from(f.link == LinkState::Transfer));
-        t.field("slave_read_repl_offset", r.read_offset.load(Relaxed).max(f.offset));
+        t.field(
+            "master_sync_in_progress",
+            u8::from(f.link == LinkState::Transfer),
+        );
+        t.field(
+            "slave_read_repl_offset",
+            r.read_offset.load(Relaxed).max(f.offset),
+        );
         t.field("slave_repl_offset", f.offset);
         if f.link == LinkState::Transfer {
             let size = r.transfer_size.load(Relaxed);
             let read = r.transfer_read.load(Relaxed) as i64;
-            let perc = if size > 0 { read as f64 / size as f64 * 100.0 } else { 0.0 };
+            let perc = if size > 0 {
+                read as f64 / size as f64 * 100.0
+            } else {
+                0.0
+            };
             t.field("master_sync_total_bytes", size);
             t.field("master_sync_read_bytes", read);
             t.field("master_sync_left_bytes", size - read);
             t.field("master_sync_perc", format!("{perc:.2}"));
-            t.field("master_sync_last_io_seconds_ago", (now_ms.saturating_sub(last_io) / 1000) as i64);
+            t.field(
+                "master_sync_last_io_seconds_ago",
+                (now_ms.saturating_sub(last_io) / 1000) as i64,
+            );
         }
         if !up {
             let since = r.link_down_since.load(Relaxed);
-            let down = if since > 0 { now.saturating_sub(since) as i64 } else { -1 };
+            let down = if since > 0 {
+                now.saturating_sub(since) as i64
+            } else {
+                -1
+            };
             t.field("master_link_down_since_seconds", down);
         }
         t.field("slave_priority", config.replica_priority());
@@ -773,7 +803,11 @@ fn replication(t: &mut Text, shared: &Services) {
         } else {
             0
         };
-        let ip = rep.announced_ip.lock().clone().unwrap_or_else(|| rep.ip.clone());
+        let ip = rep
+            .announced_ip
+            .lock()
+            .clone()
+            .unwrap_or_else(|| rep.ip.clone());
         t.field(
             &format!("slave{i}"),
             format!(

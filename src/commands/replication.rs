@@ -110,7 +110,10 @@ fn sync(ctx: &mut Ctx) -> CmdResult {
         ));
     }
     let addr = ctx.client.handle.addr.clone();
-    let ip = addr.rsplit_once(':').map_or(addr.as_str(), |(ip, _)| ip).to_string();
+    let ip = addr
+        .rsplit_once(':')
+        .map_or(addr.as_str(), |(ip, _)| ip)
+        .to_string();
     repl.set_backlog_size(ctx.shared.config.repl_backlog_size());
     let capa = ctx.client.replica_capa.clone();
     let name = format!("{ip}:{}", capa.port);

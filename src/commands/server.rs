@@ -844,7 +844,11 @@ fn role(ctx: &mut Ctx) -> CmdResult {
             LinkState::Connected => "connected",
         };
         out.bulk(state.as_bytes());
-        let offset = if f.link == LinkState::Connected { f.offset as i64 } else { -1 };
+        let offset = if f.link == LinkState::Connected {
+            f.offset as i64
+        } else {
+            -1
+        };
         out.int(offset);
         return Ok(Done);
     }
@@ -858,7 +862,11 @@ fn role(ctx: &mut Ctx) -> CmdResult {
     out.int(f.offset as i64);
     out.array(online.len());
     for r in online {
-        let ip = r.announced_ip.lock().clone().unwrap_or_else(|| r.ip.clone());
+        let ip = r
+            .announced_ip
+            .lock()
+            .clone()
+            .unwrap_or_else(|| r.ip.clone());
         out.array(3);
         out.bulk(ip.as_bytes());
         out.bulk(r.port.load(Relaxed).to_string().as_bytes());

@@ -70,9 +70,7 @@ pub(crate) async fn serve(
         .replication
         .detach(&replica, shared.clock.now_ms() / 1000);
     let (_, lag) = shared.config.min_replicas();
-    shared
-        .replication
-        .refresh_good(lag, shared.clock.now_ms());
+    shared.replication.refresh_good(lag, shared.clock.now_ms());
 }
 
 struct Feed<'a> {
@@ -190,9 +188,8 @@ impl Feed<'_> {
         let (tx, mut rx) = mpsc::channel(16);
         enqueue(self.shared, self.replica.clone(), tx);
         let mut keepalive = Instant::now();
-        let mark: [u8; 40] = std::array::from_fn(|_| {
-            b"0123456789abcdef"[rand::random_range(0..16)]
-        });
+        let mark: [u8; 40] =
+            std::array::from_fn(|_| b"0123456789abcdef"[rand::random_range(0..16)]);
         let mut streaming = false;
         loop {
             if let Some(why) = self.stop() {
@@ -394,7 +391,11 @@ async fn start_full_syncs(shared: Arc<Services>) {
             let diskless = config.repl_diskless_sync() && q.iter().all(|w| w.replica.capa_eof);
             let delay = Duration::from_secs(config.repl_diskless_sync_delay());
             let max = config.repl_diskless_sync_max_replicas() as usize;
-            let waited = q.iter().map(|w| w.since.elapsed()).max().unwrap_or_default();
+            let waited = q
+                .iter()
+                .map(|w| w.since.elapsed())
+                .max()
+                .unwrap_or_default();
             let due = !diskless || waited >= delay || (max > 0 && q.len() >= max);
             let busy = shared.persistence.bgsave_in_progress.load(Relaxed)
                 || shared.aof.rewrite_in_progress.load(Relaxed);
@@ -427,33 +428,32 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
         });
     }
     let host: Arc<dyn crate::persistence::Host> = shared.clone();
-    let (target, done): (crate::persistence::SaveTarget, crate::persistence::SaveDone) =
-        if diskless {
-            let ends = txs.clone();
-            (
-                crate::persistence::SaveTarget::Stream(Box::new(Broadcast {
-                    txs,
-                    buf: Vec::with_capacity(RDB_CHUNK),
-                })),
-                Box::new(move |result| {
-                    for tx in ends {
-                        let _ = tx.blocking_send(SyncEvent::End(result.clone().map(|()| None)));
-                    }
-                }),
-            )
-        } else {
-            let path = shared.config.rdb_path();
-            (
-                crate::persistence::SaveTarget::File,
-                Box::new(move |result| {
-                    for tx in txs {
-                        let _ = tx.blocking_send(SyncEvent::End(
-                            result.clone().map(|()| Some(path.clone())),
-                        ));
-                    }
-                }),
-            )
-        };
+    let (target, done): (crate::persistence::SaveTarget, crate::persistence::SaveDone) = if diskless
+    {
+        let ends = txs.clone();
+        (
+            crate::persistence::SaveTarget::Stream(Box::new(Broadcast {
+                txs,
+                buf: Vec::with_capacity(RDB_CHUNK),
+            })),
+            Box::new(move |result| {
+                for tx in ends {
+                    let _ = tx.blocking_send(SyncEvent::End(result.clone().map(|()| None)));
+                }
+            }),
+        )
+    } else {
+        let path = shared.config.rdb_path();
+        (
+            crate::persistence::SaveTarget::File,
+            Box::new(move |result| {
+                for tx in txs {
+                    let _ = tx
+                        .blocking_send(SyncEvent::End(result.clone().map(|()| Some(path.clone()))));
+                }
+            }),
+        )
+    };
     tracing::info!(
         "Starting BGSAVE for SYNC with target: {}",
         if diskless { "replicas sockets" } else { "disk" }
@@ -480,7 +480,10 @@ impl Broadcast {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(RDB_CHUNK)));
+        let chunk = Bytes::from(std::mem::replace(
+            &mut self.buf,
+            Vec::with_capacity(RDB_CHUNK),
+        ));
         self.txs
             .retain(|tx| tx.blocking_send(SyncEvent::Data(chunk.clone())).is_ok());
         if self.txs.is_empty() {

@@ -284,7 +284,11 @@ pub(crate) struct Attach {
 
 impl std::fmt::Debug for Attach {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Attach(client {}, full {})", self.replica.client_id, self.full)
+        write!(
+            f,
+            "Attach(client {}, full {})",
+            self.replica.client_id, self.full
+        )
     }
 }
 
