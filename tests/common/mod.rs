@@ -329,7 +329,7 @@ impl Drop for PrivateDir {
     }
 }
 
-fn find_redis_server() -> String {
+pub fn find_redis_server() -> String {
     if let Some(p) = std::env::var_os("REDIS_SERVER") {
         return p.to_string_lossy().into_owned();
     }

@@ -1,0 +1,277 @@
+//! zwindow as a primary with redis-server replicas (Debian's 7.0.15 and
+//! the 8.0 built by `.ci/test`): full resync (diskless and through the
+//! file), the stream, partial resync after the link drops, WAIT,
+//! min-replicas-to-write, ROLE and INFO replication beside a redis-server
+//! primary with the same replica, and zwindow's own commands reaching a
+//! redis-server replica as what they amount to.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::dataset::{assert_same, contents, ok, populate};
+use common::*;
+
+/// `field` of INFO `section` (empty if absent).
+fn info_field(c: &mut RawConn, section: &str, field: &str) -> String {
+    let r = c.cmd(&[b"INFO", section.as_bytes()]);
+    let text = String::from_utf8_lossy(&r).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Waits until `f` holds (20 s at most).
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A redis-server (`exe`) replica of the server on `port`, in sync.
+fn replica_of(exe: &str, port: u16, extra: &[&str]) -> RedisServer {
+    let p = port.to_string();
+    let mut args = vec!["--replicaof", "127.0.0.1", &p, "--enable-debug-command", "yes"];
+    args.extend_from_slice(extra);
+    let r = RedisServer::start_binary(exe, &args);
+    let mut c = r.conn();
+    eventually("the replica's link", || {
+        info_field(&mut c, "replication", "master_link_status") == "up"
+    });
+    r
+}
+
+/// The primary's offset acknowledged by `n` replicas (WAIT), then each
+/// replica's offset equal to it.
+fn settle(primary: &mut RawConn, replicas: &mut [&mut RawConn]) {
+    let n = replicas.len().to_string();
+    let acked = parse_reply(&primary.cmd(&[b"WAIT", n.as_bytes(), b"10000"])).int();
+    assert_eq!(acked, replicas.len() as i64, "WAIT");
+    let offset = info_field(primary, "replication", "master_repl_offset");
+    for r in replicas.iter_mut() {
+        eventually("the replica's offset", || {
+            info_field(r, "replication", "slave_repl_offset") == offset
+        });
+    }
+}
+
+fn digest(c: &mut RawConn) -> Vec<u8> {
+    c.cmd(&[b"DEBUG", b"DIGEST"])
+}
+
+/// Writes after the full sync: every kind the stream carries.
+fn more_writes(c: &mut RawConn) {
+    for line in [
+        "SET after 1",
+        "INCRBY after 41",
+        "EXPIRE after 100000",
+        "LPUSH biglist new",
+        "SELECT 5",
+        "HSET h5 a 1 b 2",
+        "SELECT 0",
+        "MULTI",
+        "SADD strset d",
+        "ZINCRBY smallz 1 a",
+        "EXEC",
+        "EVAL \"redis.call('set', KEYS[1], 'lua'); return redis.call('incr', KEYS[2])\" 2 luakey luactr",
+        "SPOP bigset 3",
+        "SET px v PX 100000",
+        "DEL noise",
+        "XADD st 4-0 z 1",
+        "XACK st g1 1-1",
+    ] {
+        ok(c, line);
+    }
+}
+
+/// `same_encodings`: Redis 8.0 re-encodes some values as it loads them
+/// (a short quicklist becomes a listpack), so only values are compared.
+fn full_sync_and_stream(exe: &str, diskless: &str, same_encodings: bool) {
+    let z = ZwindowServer::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync",
+        diskless,
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let mut zc = z.conn();
+    populate(&mut zc);
+    let r = replica_of(exe, z.port(), &[]);
+    let mut rc = r.conn();
+    more_writes(&mut zc);
+    settle(&mut zc, &mut [&mut rc]);
+    if same_encodings {
+        assert_same(&contents(&mut zc), &contents(&mut rc));
+    }
+    assert_eq!(digest(&mut zc), digest(&mut rc), "DEBUG DIGEST");
+    assert_eq!(info_field(&mut zc, "stats", "sync_full"), "1");
+    // The replica ran every command of the stream without an error.
+    assert_eq!(info_field(&mut rc, "stats", "total_error_replies"), "0");
+}
+
+#[test]
+fn a_redis_7_replica_gets_the_dataset_and_the_stream_diskless() {
+    full_sync_and_stream(&find_redis_server(), "yes", true);
+}
+
+#[test]
+fn a_redis_7_replica_gets_the_dataset_and_the_stream_through_the_file() {
+    full_sync_and_stream(&find_redis_server(), "no", true);
+}
+
+#[test]
+fn a_redis_8_replica_gets_the_dataset_and_the_stream() {
+    full_sync_and_stream(&redis8_server(), "yes", false);
+}
+
+/// The link cut (CLIENT KILL TYPE replica) twice: the replica continues
+/// from the backlog (`+CONTINUE`), nothing lost.
+#[test]
+fn a_dropped_link_continues_with_a_partial_resync() {
+    let z = ZwindowServer::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
+    let mut zc = z.conn();
+    populate(&mut zc);
+    let r = replica_of(&find_redis_server(), z.port(), &[]);
+    let mut rc = r.conn();
+    for round in 0..2 {
+        settle(&mut zc, &mut [&mut rc]);
+        let killed = parse_reply(&zc.cmd(&[b"CLIENT", b"KILL", b"TYPE", b"replica"])).int();
+        assert_eq!(killed, 1);
+        for i in 0..100 {
+            let k = format!("k{round}-{i}");
+            zc.cmd(&[b"SET", k.as_bytes(), b"v"]);
+        }
+        eventually("the link back up", || {
+            info_field(&mut rc, "replication", "master_link_status") == "up"
+        });
+    }
+    settle(&mut zc, &mut [&mut rc]);
+    assert_eq!(info_field(&mut zc, "stats", "sync_full"), "1");
+    assert_eq!(info_field(&mut zc, "stats", "sync_partial_ok"), "2");
+    assert_eq!(digest(&mut zc), digest(&mut rc));
+}
+
+/// WAIT counts the replicas that acknowledged the caller's last write;
+/// min-replicas-to-write refuses writes without enough fresh replicas.
+#[test]
+fn wait_and_min_replicas_to_write() {
+    let z = ZwindowServer::start(&["--repl-diskless-sync-delay", "0"]);
+    let mut zc = z.conn();
+    // No replica: WAIT 0 answers at once, WAIT 1 after its timeout.
+    assert_eq!(zc.cmd_str("WAIT 0 0"), b":0\r\n");
+    let t = Instant::now();
+    assert_eq!(zc.cmd_str("WAIT 1 200"), b":0\r\n");
+    assert!(t.elapsed() >= Duration::from_millis(190));
+    let r = replica_of(&find_redis_server(), z.port(), &[]);
+    zc.cmd_str("SET a 1");
+    assert_eq!(zc.cmd_str("WAIT 1 5000"), b":1\r\n");
+    let t = Instant::now();
+    assert_eq!(zc.cmd_str("WAIT 2 300"), b":1\r\n");
+    assert!(t.elapsed() >= Duration::from_millis(290));
+    // Inside MULTI it answers at once.
+    zc.cmd_str("MULTI");
+    zc.cmd_str("WAIT 5 0");
+    assert_eq!(zc.cmd_str("EXEC"), b"*1\r\n:1\r\n");
+    ok(&mut zc, "CONFIG SET min-replicas-max-lag 10");
+    ok(&mut zc, "CONFIG SET min-replicas-to-write 1");
+    eventually("a good replica", || {
+        info_field(&mut zc, "replication", "min_slaves_good_slaves") == "1"
+    });
+    assert_eq!(zc.cmd_str("SET b 2"), b"+OK\r\n");
+    ok(&mut zc, "CONFIG SET min-replicas-to-write 2");
+    assert_eq!(
+        zc.cmd_str("SET b 3"),
+        b"-NOREPLICAS Not enough good replicas to write.\r\n"
+    );
+    drop(r);
+}
+
+/// ROLE and INFO replication of a primary with one replica, beside a
+/// redis-server primary with one: the same shape and field names.
+#[test]
+fn role_and_info_replication_as_redis() {
+    let z = ZwindowServer::start(&["--repl-diskless-sync-delay", "0"]);
+    let rp = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
+    let zr = replica_of(&find_redis_server(), z.port(), &[]);
+    let rr = replica_of(&find_redis_server(), rp.port(), &[]);
+    let (mut zc, mut rc) = (z.conn(), rp.conn());
+    zc.cmd_str("SET a 1");
+    rc.cmd_str("SET a 1");
+    settle(&mut zc, &mut [&mut zr.conn()]);
+    settle(&mut rc, &mut [&mut rr.conn()]);
+    let names = |c: &mut RawConn| -> Vec<String> {
+        let r = c.cmd_str("INFO replication");
+        String::from_utf8_lossy(&r)
+            .lines()
+            .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+            .collect()
+    };
+    assert_eq!(names(&mut zc), names(&mut rc));
+    let slave0 = |c: &mut RawConn| {
+        let v = info_field(c, "replication", "slave0");
+        // ip=…,port=…,state=online,offset=…,lag=…: the port differs.
+        v.split(',')
+            .filter(|kv| kv.starts_with("ip=") || kv.starts_with("state="))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert_eq!(slave0(&mut zc), slave0(&mut rc));
+    let role = |c: &mut RawConn, replica_port: u16| {
+        let r = parse_reply(&c.cmd_str("ROLE"));
+        let a = r.array();
+        assert_eq!(a[0].bulk(), b"master");
+        let replicas = a[2].array();
+        assert_eq!(replicas.len(), 1);
+        let one = replicas[0].array();
+        assert_eq!(one[0].bulk(), b"127.0.0.1");
+        assert_eq!(one[1].bulk(), replica_port.to_string().as_bytes());
+        (a[1].int(), String::from_utf8_lossy(one[2].bulk()).parse::<i64>().unwrap())
+    };
+    let (offset, acked) = role(&mut zc, zr.port());
+    assert!(acked > 0 && acked <= offset, "acked {acked} of {offset}");
+    role(&mut rc, rr.port());
+    // A replica's view of its primary.
+    let zrole = parse_reply(&zr.conn().cmd_str("ROLE"));
+    assert_eq!(zrole.array()[0].bulk(), b"slave");
+    assert_eq!(zrole.array()[3].bulk(), b"connected");
+}
+
+/// zwindow's own commands (member and field TTLs, window rules, HSETEX)
+/// reach a redis-server replica as what they amount to: nothing for a
+/// TTL, HSET for HSETEX's values, and the ZREMs of what expires or ages
+/// out. The replica never receives a command it cannot run.
+#[test]
+fn zwindow_commands_reach_a_redis_replica_as_what_they_amount_to() {
+    let z = ZwindowServer::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
+    let r = replica_of(&find_redis_server(), z.port(), &[]);
+    let (mut zc, mut rc) = (z.conn(), r.conn());
+    for line in [
+        "ZADD z 1 a 2 b 3 c",
+        "ZEXPIRE z 1000 MEMBERS 1 a",
+        "ZPEXPIRE z 1 MEMBERS 1 b",
+        "HSETEX h PX 100000 FIELDS 2 f1 v1 f2 v2",
+        "HSET h2 f v",
+        "HPEXPIRE h2 1 FIELDS 1 f",
+        "ZWINDOW SET w:* 1s",
+        "ZADD w:1 0 old 99999999999 new",
+    ] {
+        ok(&mut zc, line);
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    // Lookups find what is due and log its removal.
+    for line in ["ZRANGE z 0 -1", "HGETALL h2", "ZRANGE w:1 0 -1"] {
+        zc.cmd_str(line);
+    }
+    settle(&mut zc, &mut [&mut rc]);
+    for line in ["ZRANGE z 0 -1", "HMGET h f1 f2", "EXISTS h2", "ZRANGE w:1 0 -1"] {
+        assert_eq!(zc.cmd_str(line), rc.cmd_str(line), "{line}");
+    }
+    assert_eq!(rc.cmd_str("ZRANGE z 0 -1"), b"*2\r\n$1\r\na\r\n$1\r\nc\r\n");
+    assert_eq!(info_field(&mut rc, "stats", "total_error_replies"), "0");
+    assert_eq!(digest(&mut zc), digest(&mut rc));
+}
