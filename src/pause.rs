@@ -32,6 +32,10 @@ pub(crate) struct Pause {
     changed: Notify,
     /// Clients waiting for the pause to end (INFO's `blocked_clients`).
     pub(crate) waiting: AtomicU64,
+    /// FAILOVER holds writes while its replica catches up (Redis's
+    /// `PAUSE_DURING_FAILOVER`, apart from CLIENT PAUSE: CLIENT UNPAUSE
+    /// does not lift it).
+    failover: AtomicBool,
 }
 
 impl Pause {
@@ -39,6 +43,13 @@ impl Pause {
     pub(crate) fn pause(&self, mode: u8, end_ms: u64) {
         self.mode.fetch_max(mode, Relaxed);
         self.end_ms.fetch_max(end_ms, Relaxed);
+        self.changed.notify_waiters();
+    }
+
+    /// FAILOVER's own hold on writes, set and lifted apart from CLIENT
+    /// PAUSE.
+    pub(crate) fn hold_writes_for_failover(&self, on: bool) {
+        self.failover.store(on, Relaxed);
         self.changed.notify_waiters();
     }
 
@@ -53,11 +64,16 @@ impl Pause {
     /// read costs more than the rest of this check.
     pub(crate) fn mode(&self, clock: &crate::clock::Clock) -> u8 {
         let mode = self.mode.load(Relaxed);
+        let floor = if self.failover.load(Relaxed) {
+            WRITE
+        } else {
+            OFF
+        };
         if mode != OFF && self.end_ms.load(Relaxed) < clock.now_ms() {
             self.unpause();
-            return OFF;
+            return floor;
         }
-        mode
+        mode.max(floor)
     }
 
     /// Waits while the pause holds a command of this kind; a killed client
@@ -78,7 +94,11 @@ impl Pause {
         self.waiting.fetch_add(1, Relaxed);
         paused.store(true, Relaxed);
         while held(self.mode(clock)) && !killed.load(Relaxed) {
-            let left = self.end_ms.load(Relaxed).saturating_sub(clock.now_ms());
+            let left = if self.failover.load(Relaxed) {
+                100
+            } else {
+                self.end_ms.load(Relaxed).saturating_sub(clock.now_ms())
+            };
             let nap = Duration::from_millis(left.clamp(1, 100));
             let changed = self.changed.notified();
             tokio::select! {

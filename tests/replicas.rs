@@ -35,7 +35,13 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 /// A redis-server (`exe`) replica of the server on `port`, in sync.
 fn replica_of(exe: &str, port: u16, extra: &[&str]) -> RedisServer {
     let p = port.to_string();
-    let mut args = vec!["--replicaof", "127.0.0.1", &p, "--enable-debug-command", "yes"];
+    let mut args = vec![
+        "--replicaof",
+        "127.0.0.1",
+        &p,
+        "--enable-debug-command",
+        "yes",
+    ];
     args.extend_from_slice(extra);
     let r = RedisServer::start_binary(exe, &args);
     let mut c = r.conn();
@@ -133,7 +139,12 @@ fn a_redis_8_replica_gets_the_dataset_and_the_stream() {
 /// from the backlog (`+CONTINUE`), nothing lost.
 #[test]
 fn a_dropped_link_continues_with_a_partial_resync() {
-    let z = ZwindowServer::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
+    let z = ZwindowServer::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
     let mut zc = z.conn();
     populate(&mut zc);
     let r = replica_of(&find_redis_server(), z.port(), &[]);
@@ -230,7 +241,12 @@ fn role_and_info_replication_as_redis() {
         let one = replicas[0].array();
         assert_eq!(one[0].bulk(), b"127.0.0.1");
         assert_eq!(one[1].bulk(), replica_port.to_string().as_bytes());
-        (a[1].int(), String::from_utf8_lossy(one[2].bulk()).parse::<i64>().unwrap())
+        (
+            a[1].int(),
+            String::from_utf8_lossy(one[2].bulk())
+                .parse::<i64>()
+                .unwrap(),
+        )
     };
     let (offset, acked) = role(&mut zc, zr.port());
     assert!(acked > 0 && acked <= offset, "acked {acked} of {offset}");
@@ -247,7 +263,12 @@ fn role_and_info_replication_as_redis() {
 /// out. The replica never receives a command it cannot run.
 #[test]
 fn zwindow_commands_reach_a_redis_replica_as_what_they_amount_to() {
-    let z = ZwindowServer::start(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
+    let z = ZwindowServer::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
     let r = replica_of(&find_redis_server(), z.port(), &[]);
     let (mut zc, mut rc) = (z.conn(), r.conn());
     for line in [
@@ -268,7 +289,12 @@ fn zwindow_commands_reach_a_redis_replica_as_what_they_amount_to() {
         zc.cmd_str(line);
     }
     settle(&mut zc, &mut [&mut rc]);
-    for line in ["ZRANGE z 0 -1", "HMGET h f1 f2", "EXISTS h2", "ZRANGE w:1 0 -1"] {
+    for line in [
+        "ZRANGE z 0 -1",
+        "HMGET h f1 f2",
+        "EXISTS h2",
+        "ZRANGE w:1 0 -1",
+    ] {
         assert_eq!(zc.cmd_str(line), rc.cmd_str(line), "{line}");
     }
     assert_eq!(rc.cmd_str("ZRANGE z 0 -1"), b"*2\r\n$1\r\na\r\n$1\r\nc\r\n");

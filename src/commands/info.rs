@@ -818,7 +818,7 @@ fn replication(t: &mut Text, shared: &Services) {
             ),
         );
     }
-    t.field("master_failover_state", "no-failover");
+    t.field("master_failover_state", r.failover_state());
     t.field("master_replid", &f.replid);
     t.field("master_replid2", &f.replid2);
     t.field("master_repl_offset", f.offset);

@@ -57,14 +57,21 @@ fn replicaof(ctx: &mut Ctx) -> CmdResult {
     Err(Error::Static(NO_REPLICATION))
 }
 
-/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms], with Redis's
-/// argument checks in its order; with no replica there is nothing to fail
-/// over to, and never a failover in progress to abort.
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]: with Redis's
+/// checks in its order, holds writes and lets the replication cron
+/// (`network::feed::failover_cron`) hand over once a replica has caught
+/// up: this server becomes that replica's replica with a `PSYNC …
+/// FAILOVER`, which makes the replica a primary.
 fn failover(ctx: &mut Ctx) -> CmdResult {
+    let repl = &ctx.shared.replication;
     if ctx.argc() == 2 && eq_ic(ctx.arg(1), "abort") {
-        return Err(Error::Static("ERR No failover in progress."));
+        if !repl.abort_failover(&ctx.shared.pause, "Failover manually aborted") {
+            return Err(Error::Static("ERR No failover in progress."));
+        }
+        ctx.out.ok();
+        return Ok(Done);
     }
-    let (mut timeout, mut to, mut force) = (0, false, false);
+    let (mut timeout, mut to, mut force) = (0, None, false);
     let mut j = 1;
     while j < ctx.argc() {
         let a = ctx.arg(j);
@@ -74,9 +81,9 @@ fn failover(ctx: &mut Ctx) -> CmdResult {
                 return Err(Error::Static("ERR FAILOVER timeout must be greater than 0"));
             }
             j += 1;
-        } else if eq_ic(a, "to") && j + 2 < ctx.argc() && !to {
-            int_arg(ctx.arg(j + 2))?;
-            to = true;
+        } else if eq_ic(a, "to") && j + 2 < ctx.argc() && to.is_none() {
+            let port = int_arg(ctx.arg(j + 2))?;
+            to = Some((String::from_utf8_lossy(ctx.arg(j + 1)).into_owned(), port));
             j += 2;
         } else if eq_ic(a, "force") && !force {
             force = true;
@@ -85,7 +92,55 @@ fn failover(ctx: &mut Ctx) -> CmdResult {
         }
         j += 1;
     }
-    Err(Error::Static("ERR FAILOVER requires connected replicas."))
+    if repl.failover.lock().is_some() {
+        return Err(Error::Static("ERR FAILOVER already in progress."));
+    }
+    if repl.is_replica() {
+        return Err(Error::Static(
+            "ERR FAILOVER is not valid when server is a replica.",
+        ));
+    }
+    if repl.replicas().is_empty() {
+        return Err(Error::Static("ERR FAILOVER requires connected replicas."));
+    }
+    if force && (timeout == 0 || to.is_none()) {
+        return Err(Error::Static(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        ));
+    }
+    let target = match to {
+        Some((host, port)) => {
+            let port = u16::try_from(port).unwrap_or(0);
+            let Some(replica) = repl.find_replica(&host, port) else {
+                return Err(Error::Static(
+                    "ERR FAILOVER target HOST and PORT is not a replica.",
+                ));
+            };
+            if replica.state() != crate::replication::ReplicaState::Online {
+                return Err(Error::Static("ERR FAILOVER target replica is not online."));
+            }
+            tracing::info!("FAILOVER requested to {host}:{port}.");
+            Some(crate::replication::Primary { host, port })
+        }
+        None => {
+            tracing::info!("FAILOVER requested to any replica.");
+            None
+        }
+    };
+    let end_ms = if timeout > 0 {
+        ctx.shared.clock.now_ms() + timeout as u64
+    } else {
+        0
+    };
+    *repl.failover.lock() = Some(crate::replication::Failover {
+        target,
+        force,
+        end_ms,
+        in_progress: false,
+    });
+    ctx.shared.pause.hold_writes_for_failover(true);
+    ctx.out.ok();
+    Ok(Done)
 }
 
 /// SYNC / PSYNC replid offset: a replica asks for the dataset and the
@@ -95,15 +150,29 @@ fn failover(ctx: &mut Ctx) -> CmdResult {
 /// connection becomes the replica's feed once this batch's replies leave.
 fn sync(ctx: &mut Ctx) -> CmdResult {
     let psync = eq_ic(ctx.arg(0), "psync");
+    let repl = &ctx.shared.replication;
     if psync && ctx.argc() > 3 && eq_ic(ctx.arg(3), "failover") {
-        return Err(Error::Static(
-            "ERR PSYNC FAILOVER can't be sent to a master.",
-        ));
+        // Our primary hands over (its FAILOVER): we take its place if we
+        // share its history, and serve its PSYNC as a primary.
+        if !repl.is_replica() {
+            return Err(Error::Static(
+                "ERR PSYNC FAILOVER can't be sent to a master.",
+            ));
+        }
+        if ctx.arg(1) != repl.replid().as_bytes() {
+            return Err(Error::Static(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        repl.promote();
+        tracing::info!(
+            "Failover request received for replid {}.",
+            String::from_utf8_lossy(ctx.arg(1))
+        );
     }
     if ctx.client.attach.is_some() {
         return Ok(Done);
     }
-    let repl = &ctx.shared.replication;
     if repl.is_replica() && repl.link_state() != crate::replication::LinkState::Connected {
         return Err(Error::Static(
             "NOMASTERLINK Can't SYNC while not connected with my master",

@@ -529,3 +529,70 @@ pub(crate) fn cron(shared: &Services, seconds: u64) {
     r.set_backlog_size(config.repl_backlog_size());
     r.cron(now_ms / 1000, config.repl_backlog_ttl());
 }
+
+/// FAILOVER's progress (Redis's `updateFailoverStatus`), ten times a
+/// second: once the target (or, without one, any replica) has
+/// acknowledged everything, this server becomes its replica, and its
+/// PSYNC carries `FAILOVER`; past the timeout it gives up, or with FORCE
+/// hands over anyway.
+pub(crate) fn failover_cron(shared: &Services) {
+    let r = &shared.replication;
+    let mut guard = r.failover.lock();
+    let Some(f) = guard.as_mut() else {
+        return;
+    };
+    if f.in_progress {
+        return;
+    }
+    let now = shared.clock.now_ms();
+    let offset = r.offset();
+    if f.end_ms > 0 && now >= f.end_ms {
+        if f.force
+            && let Some(target) = f.target.clone()
+        {
+            tracing::info!(
+                "FAILOVER to {}:{} time out exceeded, failing over.",
+                target.host,
+                target.port
+            );
+            f.in_progress = true;
+            drop(guard);
+            r.set_primary(target);
+        } else {
+            drop(guard);
+            r.abort_failover(&shared.pause, "Replica never caught up before timeout");
+        }
+        return;
+    }
+    let caught_up = |rep: &Replica| {
+        rep.state() == ReplicaState::Online && rep.ack_offset.load(Relaxed) == offset
+    };
+    let target =
+        match &f.target {
+            Some(t) => r
+                .find_replica(&t.host, t.port)
+                .filter(|rep| caught_up(rep))
+                .map(|_| t.clone()),
+            None => r.replicas().iter().find(|rep| caught_up(rep)).map(|rep| {
+                crate::replication::Primary {
+                    host: rep
+                        .announced_ip
+                        .lock()
+                        .clone()
+                        .unwrap_or_else(|| rep.ip.clone()),
+                    port: rep.port.load(Relaxed) as u16,
+                }
+            }),
+        };
+    if let Some(target) = target {
+        tracing::info!(
+            "Failover target {}:{} is synced, failing over.",
+            target.host,
+            target.port
+        );
+        f.target = Some(target.clone());
+        f.in_progress = true;
+        drop(guard);
+        r.set_primary(target);
+    }
+}

@@ -243,6 +243,7 @@ pub(crate) async fn cron(shared: Arc<Services>, mut shutdown: tokio::sync::watch
             _ = shutdown.changed() => return,
         }
         close_idle(&shared);
+        feed::failover_cron(&shared);
         resize_query_buffers(&shared);
         shared.migrate.close_idle();
         if shared.tracking.clients() > 0 {

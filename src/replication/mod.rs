@@ -178,6 +178,8 @@ pub(crate) struct Replication {
     /// that starts it runs (`network::feed`).
     pub(crate) sync_queue: Mutex<Vec<SyncRequest>>,
     pub(crate) sync_starter: AtomicBool,
+    /// FAILOVER's state (None: `no-failover`).
+    pub(crate) failover: Mutex<Option<Failover>>,
     /// Whether a primary is set (mirrors `Inner::primary`).
     replica_flag: AtomicBool,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
@@ -236,6 +238,7 @@ impl Default for Replication {
             replica_flag: AtomicBool::new(false),
             sync_queue: Mutex::new(Vec::new()),
             sync_starter: AtomicBool::new(false),
+            failover: Mutex::new(None),
         }
     }
 }
@@ -271,6 +274,19 @@ pub(crate) struct SyncRequest {
     pub(crate) replica: Arc<Replica>,
     pub(crate) tx: tokio::sync::mpsc::Sender<SyncEvent>,
     pub(crate) since: std::time::Instant,
+}
+
+/// A FAILOVER in progress (Redis's `failover_state` and its target).
+#[derive(Debug, Clone)]
+pub(crate) struct Failover {
+    /// The replica to hand over to (None: the first that catches up).
+    pub(crate) target: Option<Primary>,
+    pub(crate) force: bool,
+    /// When waiting for the sync gives up (ms; 0: never).
+    pub(crate) end_ms: u64,
+    /// The handover started: this server is the target's replica now
+    /// and its PSYNC carries `FAILOVER`.
+    pub(crate) in_progress: bool,
 }
 
 /// A connection that SYNC/PSYNC turned into a replica's feed.
@@ -685,6 +701,76 @@ impl Replication {
     /// Whether this server replicates a primary (cheap: no lock).
     pub(crate) fn is_replica(&self) -> bool {
         self.replica_flag.load(Relaxed)
+    }
+
+    /// The end of a FAILOVER's handover: the target answered this
+    /// server's `PSYNC … FAILOVER` (`accepted`: with `+CONTINUE` or a full
+    /// resync), or refused it, and this server is a primary again
+    /// (Redis's `abortFailover`). Writes are let go either way.
+    pub(crate) fn failover_psync_result(&self, pause: &crate::pause::Pause, accepted: bool) {
+        let mut f = self.failover.lock();
+        if !f.as_ref().is_some_and(|f| f.in_progress) {
+            return;
+        }
+        let target = f.take().and_then(|f| f.target);
+        drop(f);
+        if !accepted {
+            let to = target.map_or("any replica".to_string(), |t| {
+                format!("{}:{}", t.host, t.port)
+            });
+            tracing::info!("FAILOVER to {to} aborted: Failover target rejected psync request");
+            self.promote();
+        }
+        pause.hold_writes_for_failover(false);
+    }
+
+    /// FAILOVER ABORT, or a timeout: back to no failover (a primary
+    /// again if the handover had started).
+    pub(crate) fn abort_failover(&self, pause: &crate::pause::Pause, why: &str) -> bool {
+        let Some(f) = self.failover.lock().take() else {
+            return false;
+        };
+        let to = f.target.as_ref().map_or("any replica".to_string(), |t| {
+            format!("{}:{}", t.host, t.port)
+        });
+        tracing::info!("FAILOVER to {to} aborted: {why}");
+        if f.in_progress {
+            self.promote();
+        }
+        pause.hold_writes_for_failover(false);
+        true
+    }
+
+    /// INFO's `master_failover_state`.
+    pub(crate) fn failover_state(&self) -> &'static str {
+        match &*self.failover.lock() {
+            None => "no-failover",
+            Some(f) if f.in_progress => "failover-in-progress",
+            Some(_) => "waiting-for-sync",
+        }
+    }
+
+    /// Whether this server's PSYNC asks its primary to take over
+    /// (`PSYNC replid offset FAILOVER`).
+    pub(crate) fn failover_in_progress(&self) -> bool {
+        self.failover.lock().as_ref().is_some_and(|f| f.in_progress)
+    }
+
+    /// A replica this server feeds, by its announced address and port.
+    pub(crate) fn find_replica(&self, host: &str, port: u16) -> Option<Arc<Replica>> {
+        self.inner
+            .lock()
+            .replicas
+            .iter()
+            .find(|r| {
+                let ip = r
+                    .announced_ip
+                    .lock()
+                    .clone()
+                    .unwrap_or_else(|| r.ip.clone());
+                ip == host && r.port.load(Relaxed) == usize::from(port)
+            })
+            .cloned()
     }
 
     /// A replica's `REPLCONF ACK offset`.
