@@ -124,6 +124,9 @@ pub(crate) struct ClientHandle {
     pub(crate) paused: AtomicBool,
     /// True while the connection waits in a blocking command.
     pub(crate) blocked: AtomicBool,
+    /// This server's primary, whose stream the replica link applies
+    /// (Redis's CLIENT_MASTER: CLIENT LIST's `M`, CLIENT KILL TYPE master).
+    pub(crate) master: AtomicBool,
     /// CLIENT UNBLOCK's request: 0 none, [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`].
     pub(crate) unblock: AtomicU8,
     pub(crate) unblock_notify: Notify,
@@ -627,6 +630,7 @@ impl Clients {
             no_evict: AtomicBool::new(false),
             paused: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
+            master: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
             unblock_notify: Notify::new(),
             push_tx: tx,

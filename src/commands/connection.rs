@@ -602,6 +602,9 @@ fn client_line(
     let multi = c.multi.load(Relaxed);
     // Redis prints one letter per flag, in this order, or N for none.
     let mut flags = String::new();
+    if c.master.load(Relaxed) {
+        flags.push('M');
+    }
     if shared.monitors.is_monitor(c.id) {
         flags.push('O');
     }
@@ -723,7 +726,9 @@ fn client_type(name: &[u8]) -> Result<ClientType, Error> {
 /// Redis's `getClientType`: a subscribed client is `pubsub` (a MONITOR
 /// client is `normal`).
 fn type_of(c: &crate::clients::ClientHandle) -> ClientType {
-    if c.subscriptions() > 0 {
+    if c.master.load(Relaxed) {
+        ClientType::Master
+    } else if c.subscriptions() > 0 {
         ClientType::Pubsub
     } else {
         ClientType::Normal

@@ -195,6 +195,10 @@ impl crate::persistence::Host for Services {
     fn aof_rewriting(&self) -> bool {
         self.aof.rewrite_in_progress.load(Relaxed)
     }
+
+    fn repl_info(&self) -> Option<(usize, String, u64)> {
+        self.replication.save_info()
+    }
 }
 
 impl crate::aof::Host for Services {

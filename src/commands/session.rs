@@ -82,6 +82,10 @@ pub(crate) struct Client {
     pub(crate) batch_yielded: bool,
     /// This connection's calls not yet in their command's shared counters.
     pub(crate) tally: CallTally,
+    /// The replica link's client, which applies this server's primary's
+    /// stream (Redis's CLIENT_MASTER): obeyed whatever a client would be
+    /// refused (`execution::verify`).
+    pub(crate) master: bool,
 }
 
 /// A connection's calls of one command not yet added to that command's
@@ -197,6 +201,7 @@ impl Client {
             batch_written: crate::keyspace::ShardSet(0),
             batch_yielded: false,
             tally: CallTally::default(),
+            master: false,
         }
     }
 

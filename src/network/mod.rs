@@ -14,6 +14,7 @@
 //! [`tls`] (OpenSSL, on the epoll path).
 
 pub(crate) mod connection;
+pub(crate) mod link;
 pub(crate) mod listen;
 pub(crate) mod socket;
 pub(crate) mod tls;
@@ -295,7 +296,8 @@ fn close_idle(shared: &Services) {
     }
     for c in shared.clients.all() {
         let subscribed = c.subscriptions() > 0;
-        if subscribed || c.blocked.load(Relaxed) {
+        // Nor this server's primary (Redis's `mustObeyClient`).
+        if subscribed || c.blocked.load(Relaxed) || c.master.load(Relaxed) {
             continue;
         }
         if c.idle_secs() > timeout {

@@ -176,6 +176,16 @@ pub(crate) struct Replication {
     pub(crate) transfer_read: AtomicU64,
     /// Whether a primary is set (mirrors `Inner::primary`).
     replica_flag: AtomicBool,
+    /// As a replica: whether this server's ID and offset are a history
+    /// the primary may continue (`PSYNC replid offset+1`), or it must ask
+    /// for a full sync (`PSYNC ? -1`): Redis's `cached_master` being set.
+    /// A server that starts as a replica has none unless its RDB file
+    /// carried one; a master turned replica has its own.
+    history: AtomicBool,
+    /// The database the primary's stream last selected, as the link
+    /// applies it (Redis's `server.master->db`), -1: no link; for the
+    /// `repl-stream-db` a save writes.
+    pub(crate) stream_db: std::sync::atomic::AtomicI64,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
     /// (Redis's `repl_good_slaves_count`), refreshed on every ACK and
     /// each second.
@@ -230,6 +240,8 @@ impl Default for Replication {
             transfer_read: AtomicU64::new(0),
             good_replicas: AtomicUsize::new(0),
             replica_flag: AtomicBool::new(false),
+            history: AtomicBool::new(true),
+            stream_db: std::sync::atomic::AtomicI64::new(-1),
         }
     }
 }
@@ -514,6 +526,7 @@ impl Replication {
             g.backlog = Some(Backlog::new(offset + 1));
             g.patches.clear();
             g.seldb = None;
+            self.history.store(true, Relaxed);
             std::mem::take(&mut g.replicas)
         };
         for r in replicas {
@@ -637,6 +650,48 @@ impl Replication {
     pub(crate) fn lacks_good_replicas(&self, config: &crate::config::Config) -> bool {
         let (n, lag) = config.min_replicas();
         n > 0 && lag > 0 && !self.is_replica() && self.good_replicas() < n
+    }
+
+    /// Whether the next PSYNC may ask to continue this server's history.
+    pub(crate) fn has_history(&self) -> bool {
+        self.history.load(Relaxed)
+    }
+
+    /// The primary answered `+FULLRESYNC`, or this server started as a
+    /// replica with no history of its own (Redis discards its cached
+    /// master): until a full sync completes, PSYNC asks for one.
+    pub(crate) fn forget_history(&self) {
+        self.history.store(false, Relaxed);
+    }
+
+    /// At startup as a replica, the RDB file carried the replication ID
+    /// and offset it was saved at (Redis's `rsi`, then
+    /// `replicationCacheMasterUsingMyself`): the first PSYNC asks to
+    /// continue from there.
+    pub(crate) fn restore_history(&self, replid: &str, offset: u64, stream_db: usize) {
+        let mut g = self.inner.lock();
+        g.replid = replid.to_string();
+        g.replid2 = null_replid();
+        g.second_offset = -1;
+        g.backlog = None;
+        g.patches.clear();
+        self.offset.store(offset, Relaxed);
+        self.history.store(true, Relaxed);
+        self.stream_db.store(stream_db as i64, Relaxed);
+    }
+
+    /// What a save records of replication (Redis's `rdbPopulateSaveInfo`):
+    /// (`repl-stream-db`, `repl-id`, `repl-offset`), for a primary with a
+    /// backlog or a replica that knows its stream's database; None else.
+    pub(crate) fn save_info(&self) -> Option<(usize, ReplId, u64)> {
+        let g = self.inner.lock();
+        let db = if g.primary.is_none() {
+            g.backlog.as_ref()?;
+            g.seldb.unwrap_or(0)
+        } else {
+            usize::try_from(self.stream_db.load(Relaxed)).ok()?
+        };
+        Some((db, g.replid.clone(), self.offset()))
     }
 
     /// Whether this server replicates a primary (cheap: no lock).
