@@ -312,6 +312,7 @@ const PROTECTED: &[&str] = &["dir", "dbfilename"];
 /// Settings Redis reads as several words (MULTI_ARG_CONFIG).
 const MULTI_ARG: &[&str] = &[
     "save",
+    "replicaof",
     "client-output-buffer-limit",
     "bind",
     "latency-tracking-info-percentiles",
@@ -663,6 +664,21 @@ impl Config {
     /// `replica-announced`.
     pub(crate) fn replica_announced(&self) -> bool {
         self.kept("replica-announced", "yes") == "yes"
+    }
+
+    /// The primary this server replicates (`replicaof host port`), None
+    /// on a master.
+    pub(crate) fn replicaof(&self) -> Option<(String, u16)> {
+        let v = self.kept("replicaof", "");
+        let (host, port) = v.rsplit_once(' ')?;
+        Some((host.to_string(), port.parse().ok()?))
+    }
+
+    /// REPLICAOF changed the primary (None: NO ONE), for CONFIG GET and
+    /// CONFIG REWRITE.
+    pub(crate) fn set_replicaof(&self, primary: Option<(&str, u16)>) {
+        let v = primary.map_or(String::new(), |(h, p)| format!("{h} {p}"));
+        self.kept.write().insert("replicaof", v);
     }
 
     /// `masterauth` and `masteruser` (empty: none).
@@ -1345,6 +1361,9 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
     let force = value != default;
     match name {
         // Strings: quoted; an unset one (empty with no default) has no line.
+        // Redis's rewriteConfigReplicaOfOption: a master has no line.
+        "replicaof" if value.is_empty() => state.mark(name),
+        "replicaof" => state.line(name, format!("{name} {value}").into_bytes(), true),
         "requirepass" | "pidfile" | "ignore-warnings" | "unixsocket" if value.is_empty() => {
             state.mark(name)
         }
@@ -2436,20 +2455,37 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    // The master this server replicates: never one (zwindow does not
-    // replicate), so empty as on a Redis master; a `replicaof` line at
-    // startup is refused rather than ignored.
+    // The master this server replicates (Redis's special `replicaof`
+    // config): `host port`, empty on a master. Immutable, as in Redis: at
+    // runtime REPLICAOF changes it (`Config::set_replicaof`).
     Param {
         name: "replicaof",
         alias: Some("slaveof"),
-        get: |_| String::new(),
-        set: Some(|c, _, _| {
-            Err(if c.loaded() {
-                "can't set immutable config"
-            } else {
-                "zwindow does not replicate: replicaof is not supported"
+        get: |c| c.kept("replicaof", ""),
+        set: Some(|c, v, apply| {
+            if c.loaded() {
+                return Err("can't set immutable config".into());
             }
-            .into())
+            let words: Vec<&[u8]> = v
+                .split(|b| b.is_ascii_whitespace())
+                .filter(|w| !w.is_empty())
+                .collect();
+            let [host, port] = words[..] else {
+                return Err("wrong number of arguments".into());
+            };
+            let value = if eq_ic(host, "no") && eq_ic(port, "one") {
+                String::new()
+            } else {
+                let port = std::str::from_utf8(port)
+                    .ok()
+                    .and_then(|p| p.parse::<u16>().ok())
+                    .ok_or("Invalid master port")?;
+                format!("{} {port}", String::from_utf8_lossy(host))
+            };
+            if apply {
+                c.kept.write().insert("replicaof", value);
+            }
+            Ok(())
         }),
     },
     // TLS (network::tls reads them when it builds a context; CONFIG SET

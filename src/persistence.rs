@@ -42,6 +42,11 @@ pub(crate) trait Host: file::Host + Send + Sync {
     /// An AOF rewrite runs in the background: a BGSAVE does not start
     /// beside it.
     fn aof_rewriting(&self) -> bool;
+    /// What a save records of replication (`repl-stream-db`, `repl-id`,
+    /// `repl-offset`), None outside a replication chain.
+    fn repl_info(&self) -> Option<(usize, String, u64)> {
+        None
+    }
 }
 
 /// What INFO persistence reports beside the counters in `Stats`.
@@ -261,6 +266,7 @@ pub(crate) fn extras(host: &dyn Host) -> Option<Extras> {
         rules: env.windows.list(),
         used_mem: crate::alloc::allocated().unwrap_or(0),
         ctime_secs: now_secs(env.clock),
+        repl: host.repl_info(),
     })
 }
 

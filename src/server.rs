@@ -187,6 +187,10 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             done = &mut loaded, if background.is_none() => {
                 done.map_err(|_| "the dataset loader stopped unexpectedly".to_string())??;
                 background = Some(spawn_background(shared.clone())?);
+                // The link to a primary (`replicaof` in the config, later
+                // REPLICAOF) once the dataset, and any replication
+                // history its file carried, is in.
+                tokio::spawn(crate::network::link::supervise(shared.clone()));
                 if listeners.has_tcp() {
                     tracing::info!("Ready to accept connections tcp");
                 }

@@ -199,7 +199,7 @@ fn sentinel_fails_over_a_killed_zwindow_primary_under_redis_py_writes() {
     }
     // The old primary comes back as a master, and the Sentinels make it a
     // replica of the new one.
-    drop(primary.terminate(Duration::from_secs(1)));
+    let _ = primary.terminate(Duration::from_secs(1));
     let old = ZwindowServer::start(&["--port", &p]);
     let mut oc = old.conn();
     eventually("the old primary to be turned into a replica", 40, || {

@@ -537,10 +537,12 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
         format_args!("{:.2}", ratio(rss, used)),
     );
     t.field("mem_fragmentation_bytes", signed(rss, used));
-    // Replica and AOF buffers, which zwindow does not have.
-    t.field("mem_not_counted_for_evict", 0);
-    t.field("mem_replication_backlog", 0);
-    t.field("mem_total_replication_buffers", 0);
+    // The replication backlog, which replicas' output shares (Redis 7.0's
+    // shared replication buffer); no AOF buffer outlives a batch.
+    let backlog = shared.replication.backlog_memory();
+    t.field("mem_not_counted_for_evict", backlog);
+    t.field("mem_replication_backlog", backlog);
+    t.field("mem_total_replication_buffers", backlog);
     t.field("mem_clients_slaves", 0);
     t.field("mem_clients_normal", clients_normal);
     t.field("mem_cluster_links", 0);

@@ -1,14 +1,12 @@
 //! The replication family — REPLICAOF, SLAVEOF, FAILOVER, SYNC, PSYNC and
-//! REPLCONF — answered as a standalone Redis 7.0 master with no replicas
-//! answers them.
+//! REPLCONF.
 //!
-//! zwindow does not replicate (see README, "Differences from Redis so
-//! far"). What a master without replicas does is done exactly: `REPLICAOF
-//! NO ONE` is a no-op answered OK, FAILOVER parses its arguments and finds
-//! no replica, REPLCONF checks its options as for a client that is not a
-//! replica. What would start replication — `REPLICAOF host port` and a
-//! replica's SYNC/PSYNC — is refused with an error that says so, never
-//! answered OK: a caller must not believe it has a replica or a master.
+//! These change the replication state (`crate::replication`) and hand the
+//! connection work to the network layer: REPLICAOF sets the primary, whose
+//! link `network::link` runs; SYNC/PSYNC attach a replica, which
+//! `network::feed` serves once the batch's replies are written; FAILOVER
+//! holds writes and lets the replication cron hand over; REPLCONF keeps a
+//! replica's handshake on its client.
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
@@ -17,8 +15,6 @@ use std::sync::atomic::Ordering::Relaxed;
 
 const G: &str = "server";
 
-/// Why `REPLICAOF host port` and SYNC/PSYNC are refused.
-const NO_REPLICATION: &str = "ERR zwindow does not replicate: it cannot become a replica (only REPLICAOF NO ONE is accepted)";
 /// Writes refused while `min-replicas-to-write` finds too few good
 /// replicas (never fewer than zero here): by the execution layer for a
 /// command, by EVAL and FCALL for a script that may write.
@@ -44,17 +40,47 @@ pub(crate) static COMMANDS: &[Command] = &[
         .doc(G, "3.0.0", "O(1)", "An internal command for configuring the replication stream"),
 ];
 
-/// REPLICAOF (SLAVEOF) host port: `NO ONE` keeps this master a master;
-/// anything else is checked as Redis checks it (the port), then refused.
+/// REPLICAOF (SLAVEOF) host port | NO ONE, as Redis's `replicaofCommand`:
+/// the replication state changes here and the network layer's link
+/// supervisor (`network::link`), woken by it, connects to the new primary
+/// or lets the old one go.
 fn replicaof(ctx: &mut Ctx) -> CmdResult {
+    let repl = &ctx.shared.replication;
+    if repl.failover.lock().is_some() {
+        return Err(Error::Static(
+            "ERR REPLICAOF not allowed while failing over.",
+        ));
+    }
     if eq_ic(ctx.arg(1), "no") && eq_ic(ctx.arg(2), "one") {
+        if repl.promote() {
+            ctx.shared.config.set_replicaof(None);
+            let who = super::connection::client_info_line(ctx.shared, &ctx.client.handle);
+            tracing::info!("MASTER MODE enabled (user request from '{who}')");
+        }
         ctx.out.ok();
         return Ok(Done);
     }
-    if !parse_i64(ctx.arg(2)).is_some_and(|p| (0..=65535).contains(&p)) {
-        return Err(Error::Static("ERR Invalid master port"));
+    let port = match parse_i64(ctx.arg(2)) {
+        Some(p) if (0..=65535).contains(&p) => p as u16,
+        _ => return Err(Error::Static("ERR Invalid master port")),
+    };
+    let host = String::from_utf8_lossy(ctx.arg(1)).into_owned();
+    let primary = crate::replication::Primary {
+        host: host.clone(),
+        port,
+    };
+    if !repl.set_primary(primary) {
+        tracing::info!(
+            "REPLICAOF would result into synchronization with the master we are already connected with. No operation performed."
+        );
+        ctx.out.simple("OK Already connected to specified master");
+        return Ok(Done);
     }
-    Err(Error::Static(NO_REPLICATION))
+    ctx.shared.config.set_replicaof(Some((&host, port)));
+    let who = super::connection::client_info_line(ctx.shared, &ctx.client.handle);
+    tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{who}')");
+    ctx.out.ok();
+    Ok(Done)
 }
 
 /// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]: with Redis's
@@ -65,7 +91,11 @@ fn replicaof(ctx: &mut Ctx) -> CmdResult {
 fn failover(ctx: &mut Ctx) -> CmdResult {
     let repl = &ctx.shared.replication;
     if ctx.argc() == 2 && eq_ic(ctx.arg(1), "abort") {
-        if !repl.abort_failover(&ctx.shared.pause, "Failover manually aborted") {
+        if !repl.abort_failover(
+            &ctx.shared.pause,
+            &ctx.shared.config,
+            "Failover manually aborted",
+        ) {
             return Err(Error::Static("ERR No failover in progress."));
         }
         ctx.out.ok();
@@ -165,6 +195,7 @@ fn sync(ctx: &mut Ctx) -> CmdResult {
             ));
         }
         repl.promote();
+        ctx.shared.config.set_replicaof(None);
         tracing::info!(
             "Failover request received for replid {}.",
             String::from_utf8_lossy(ctx.arg(1))

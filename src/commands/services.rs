@@ -195,6 +195,10 @@ impl crate::persistence::Host for Services {
     fn aof_rewriting(&self) -> bool {
         self.aof.rewrite_in_progress.load(Relaxed)
     }
+
+    fn repl_info(&self) -> Option<(usize, String, u64)> {
+        self.replication.save_info()
+    }
 }
 
 impl crate::aof::Host for Services {
@@ -231,7 +235,8 @@ impl Events for Services {
     }
 
     fn pushes_in_flight(&self) -> u64 {
-        self.clients.pushes_in_flight()
+        // The replication backlog too: Redis's `mem_not_counted_for_evict`.
+        self.clients.pushes_in_flight() + self.replication.backlog_memory() as u64
     }
 
     fn propagating(&self) -> bool {

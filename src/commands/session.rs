@@ -90,6 +90,10 @@ pub(crate) struct Client {
     /// The replication offset after this client's last write (Redis's
     /// `c->woff`): what WAIT waits for replicas to acknowledge.
     pub(crate) woff: u64,
+    /// The replica link's client, which applies this server's primary's
+    /// stream (Redis's CLIENT_MASTER): obeyed whatever a client would be
+    /// refused (`execution::verify`).
+    pub(crate) master: bool,
 }
 
 /// A connection's calls of one command not yet added to that command's
@@ -208,6 +212,7 @@ impl Client {
             replica_capa: Default::default(),
             attach: None,
             woff: 0,
+            master: false,
         }
     }
 

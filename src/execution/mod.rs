@@ -244,6 +244,9 @@ fn dispatch_caused(
     // this batch, dates this one (see `Client::batch_clock`).
     // (Built in place and dated after: the view is large to move.)
     let mut ks = Keyspace::new(shared.env(), guards, client.db, 0);
+    // The primary's commands see keys as stored: it sends the deletions
+    // of what expired (see `keyspace::replica`).
+    ks.from_master = client.master;
     let sys_us = client
         .batch_clock
         .take()
@@ -405,7 +408,16 @@ fn verify(
             });
         }
     }
-    if shared.config.maxmemory() != 0 {
+    // What this server's primary sends is obeyed (Redis's
+    // `mustObeyClient`): no memory, disk-error, read-only or stale-data
+    // refusal; it waits for a running script as Redis leaves the master's
+    // input unread meanwhile, and for a pause as Redis pauses it.
+    if client.master {
+        client.oom = false;
+        if shared.scripting.busy.running_for_other(client.handle.id) {
+            return Verdict::WaitScript;
+        }
+    } else if shared.config.maxmemory() != 0 {
         // A running script holds every shard: no eviction meanwhile.
         let out_of_memory = !shared.scripting.busy.is_running()
             && evict::perform_evictions(shared.env(), &mut |ready| blocking::serve(shared, ready))
@@ -430,7 +442,8 @@ fn verify(
             .tracking
             .limit(&shared.clients, shared.config.tracking_table_max_keys());
     }
-    if crate::persistence::writes_denied(&shared.persistence, &shared.config)
+    if !client.master
+        && crate::persistence::writes_denied(&shared.persistence, &shared.config)
         && (is_write(client, cmd) || cmd.name == "ping")
     {
         return Verdict::Reject(crate::persistence::MISCONF.into());
@@ -438,11 +451,24 @@ fn verify(
     if shared.replication.lacks_good_replicas(&shared.config) && is_write(client, cmd) {
         return Verdict::Reject(crate::commands::replication::NOREPLICAS.into());
     }
+    let replica = shared.replication.is_replica();
+    if replica && !client.master && shared.config.replica_read_only() && is_write(client, cmd) {
+        return Verdict::Reject(READONLY.into());
+    }
     if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
         return Verdict::Reject(format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             full_name(args, cmd)
         ).into());
+    }
+    // A replica whose link is down serves only `stale` commands with
+    // `replica-serve-stale-data no` (EXEC: if everything queued is).
+    if replica
+        && !shared.config.replica_serve_stale_data()
+        && shared.replication.link_state() != crate::replication::LinkState::Connected
+        && denied_stale(client, cmd)
+    {
+        return Verdict::Reject(MASTERDOWN.into());
     }
     // While the dataset loads only commands flagged `loading` run (Redis's
     // `is_denyloading_command`); EXEC only if everything it queued is.
@@ -486,6 +512,24 @@ fn verify(
         return Verdict::ScriptRunner;
     }
     Verdict::Run
+}
+
+/// Redis's refusal of a write on a read-only replica.
+pub(crate) const READONLY: &str = "READONLY You can't write against a read only replica.";
+/// Redis's refusal while the link is down and stale data is not served.
+const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// Redis's `is_denystale_command`: not flagged `stale`, or an EXEC whose
+/// queue holds one that is not.
+fn denied_stale(client: &Client, cmd: &Command) -> bool {
+    if !cmd.has(flags::STALE) {
+        return true;
+    }
+    cmd.name == "exec"
+        && client.queued().into_iter().flatten().any(|queued| {
+            crate::commands::resolve(&queued.args()).is_ok_and(|c| !c.has(flags::STALE))
+        })
 }
 
 fn denied_while_loading(client: &Client, cmd: &Command) -> bool {

@@ -38,8 +38,8 @@ pub(crate) trait Events: Sync {
     /// then.
     fn has_waiters(&self) -> bool;
 
-    /// Bytes queued to clients that the allocator counts but eviction must
-    /// not (they leave on their own).
+    /// Bytes the allocator counts but eviction must not: what is queued
+    /// to clients (it leaves on its own) and the replication backlog.
     fn pushes_in_flight(&self) -> u64;
 
     /// Whether changes are collected as commands (a sink of the propagated

@@ -166,9 +166,9 @@ pub(crate) struct Evictor {
     pub(crate) over_total_ms: AtomicU64,
 }
 
-/// Bytes used as eviction counts them (Redis subtracts replication and AOF
-/// buffers, which zwindow does not have: INFO's `mem_not_counted_for_evict`
-/// is 0). None when the counting allocator is not installed.
+/// Bytes allocated (what eviction does not count, the replication backlog
+/// and pushes in flight, is taken off by [`excess`]). None when the
+/// counting allocator is not installed.
 fn used_memory() -> Option<u64> {
     crate::alloc::allocated()
 }

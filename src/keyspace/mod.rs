@@ -325,8 +325,6 @@ impl Store {
     /// [`Store::replica`]). Nothing due is deleted at the switch: once a
     /// primary again, lookups, active expiry and the sweeper delete (and
     /// propagate) what came due meanwhile, as Redis does after a failover.
-    // Called by replication (issue 32), which others write meanwhile.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn set_replica(&self, on: bool) {
         self.replica.store(on, Ordering::Relaxed);
     }

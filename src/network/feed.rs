@@ -557,10 +557,17 @@ pub(crate) fn failover_cron(shared: &Services) {
             );
             f.in_progress = true;
             drop(guard);
+            shared
+                .config
+                .set_replicaof(Some((&target.host, target.port)));
             r.set_primary(target);
         } else {
             drop(guard);
-            r.abort_failover(&shared.pause, "Replica never caught up before timeout");
+            r.abort_failover(
+                &shared.pause,
+                &shared.config,
+                "Replica never caught up before timeout",
+            );
         }
         return;
     }
@@ -593,6 +600,9 @@ pub(crate) fn failover_cron(shared: &Services) {
         f.target = Some(target.clone());
         f.in_progress = true;
         drop(guard);
+        shared
+            .config
+            .set_replicaof(Some((&target.host, target.port)));
         r.set_primary(target);
     }
 }

@@ -15,6 +15,7 @@
 
 pub(crate) mod connection;
 pub(crate) mod feed;
+pub(crate) mod link;
 pub(crate) mod listen;
 pub(crate) mod socket;
 pub(crate) mod tls;

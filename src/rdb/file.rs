@@ -116,6 +116,9 @@ pub(crate) struct Extras {
     pub(crate) rules: Vec<Arc<Rule>>,
     pub(crate) used_mem: u64,
     pub(crate) ctime_secs: u64,
+    /// Replication's `repl-stream-db`, `repl-id` and `repl-offset`, when
+    /// this server is in a replication chain (Redis's `rsi`).
+    pub(crate) repl: Option<(usize, String, u64)>,
 }
 
 /// Writes a whole RDB file of `src` to `w`.
@@ -146,6 +149,16 @@ pub(crate) fn write(
     b.push(OP_AUX);
     put_string(&mut b, b"aof-base", false);
     super::codec::put_int_string(&mut b, 0);
+    // Redis writes them between `aof-base` and the functions.
+    if let Some((db, replid, offset)) = &extras.repl {
+        b.push(OP_AUX);
+        put_string(&mut b, b"repl-stream-db", false);
+        super::codec::put_int_string(&mut b, *db as i64);
+        aux(&mut b, b"repl-id", replid.as_bytes());
+        b.push(OP_AUX);
+        put_string(&mut b, b"repl-offset", false);
+        super::codec::put_int_string(&mut b, *offset as i64);
+    }
     for r in &extras.rules {
         aux(&mut b, AUX_RULE, &encode_rule(r));
     }
@@ -272,6 +285,46 @@ pub(crate) struct LoadStats {
     pub(crate) keys_expired: u64,
     /// Bytes the image took (what follows is an old-style AOF's tail).
     pub(crate) bytes: usize,
+    /// The replication info the file carried (`repl-stream-db`,
+    /// `repl-id`, `repl-offset`), when all three were there and valid.
+    pub(crate) repl: Option<ReplInfo>,
+}
+
+/// A file's replication info (Redis's `rdbSaveInfo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReplInfo {
+    pub(crate) stream_db: usize,
+    pub(crate) replid: [u8; 40],
+    pub(crate) offset: u64,
+}
+
+/// What the replication AUX fields said so far.
+#[derive(Default)]
+struct ReplAux {
+    stream_db: Option<usize>,
+    replid: Option<[u8; 40]>,
+    offset: Option<u64>,
+}
+
+impl ReplAux {
+    fn take(&mut self, k: &[u8], v: &[u8]) -> bool {
+        let num = || std::str::from_utf8(v).ok()?.parse::<i64>().ok();
+        match k {
+            b"repl-stream-db" => self.stream_db = num().and_then(|n| usize::try_from(n).ok()),
+            b"repl-id" => self.replid = v.try_into().ok(),
+            b"repl-offset" => self.offset = num().and_then(|n| u64::try_from(n).ok()),
+            _ => return false,
+        }
+        true
+    }
+
+    fn info(&self) -> Option<ReplInfo> {
+        Some(ReplInfo {
+            stream_db: self.stream_db?,
+            replid: self.replid?,
+            offset: self.offset?,
+        })
+    }
 }
 
 /// What a load needs from the layers above the data: a home for the
@@ -322,6 +375,7 @@ pub(crate) fn load(
     let db0 = ks.db;
     // What INFO's `loading_loaded_bytes` counts, advanced per key.
     let mut progress = 0;
+    let mut repl = ReplAux::default();
     let result = (|| loop {
         let op = r.byte()?;
         match op {
@@ -364,7 +418,9 @@ pub(crate) fn load(
             OP_AUX => {
                 let k = r.string()?;
                 let v = r.string()?;
-                apply_aux(ks, &k, &v, last.as_deref())?;
+                if !repl.take(&k, &v) {
+                    apply_aux(ks, &k, &v, last.as_deref())?;
+                }
             }
             OP_MODULE_AUX => {
                 return Err(RdbError::corrupt(
@@ -442,6 +498,7 @@ pub(crate) fn load(
     host.progress((r.pos - progress) as u64);
     result.map_err(|e| RdbError(format!("{} (at offset {})", e.0, r.pos)))?;
     stats.bytes = r.pos;
+    stats.repl = repl.info();
     Ok(stats)
 }
 

@@ -88,8 +88,6 @@ pub(crate) struct Replica {
     pub(crate) next: AtomicU64,
     /// `REPLCONF capa eof`: it takes a diskless `$EOF:` transfer.
     pub(crate) capa_eof: bool,
-    /// `REPLCONF capa psync2`.
-    pub(crate) capa_psync2: bool,
     /// `REPLCONF capa zwindow`: it runs zwindow's own commands.
     pub(crate) capa_zwindow: bool,
     /// Told to go (output limit, REPLICAOF, shutdown): its writer ends.
@@ -182,6 +180,16 @@ pub(crate) struct Replication {
     pub(crate) failover: Mutex<Option<Failover>>,
     /// Whether a primary is set (mirrors `Inner::primary`).
     replica_flag: AtomicBool,
+    /// As a replica: whether this server's ID and offset are a history
+    /// the primary may continue (`PSYNC replid offset+1`), or it must ask
+    /// for a full sync (`PSYNC ? -1`): Redis's `cached_master` being set.
+    /// A server that starts as a replica has none unless its RDB file
+    /// carried one; a master turned replica has its own.
+    history: AtomicBool,
+    /// The database the primary's stream last selected, as the link
+    /// applies it (Redis's `server.master->db`), -1: no link; for the
+    /// `repl-stream-db` a save writes.
+    pub(crate) stream_db: std::sync::atomic::AtomicI64,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
     /// (Redis's `repl_good_slaves_count`), refreshed on every ACK and
     /// each second.
@@ -239,6 +247,8 @@ impl Default for Replication {
             sync_queue: Mutex::new(Vec::new()),
             sync_starter: AtomicBool::new(false),
             failover: Mutex::new(None),
+            history: AtomicBool::new(true),
+            stream_db: std::sync::atomic::AtomicI64::new(-1),
         }
     }
 }
@@ -349,6 +359,11 @@ impl Replication {
         }
     }
 
+    /// The backlog's memory (INFO's `mem_replication_backlog`).
+    pub(crate) fn backlog_memory(&self) -> usize {
+        self.inner.lock().backlog.as_ref().map_or(0, |b| b.memory())
+    }
+
     pub(crate) fn replid(&self) -> ReplId {
         self.inner.lock().replid.clone()
     }
@@ -427,7 +442,6 @@ impl Replication {
             ack_time_ms: AtomicU64::new(0),
             next: AtomicU64::new(u64::MAX),
             capa_eof: capa.eof,
-            capa_psync2: capa.psync2,
             capa_zwindow: capa.zwindow,
             dropped: AtomicBool::new(false),
             wake: Notify::new(),
@@ -573,6 +587,7 @@ impl Replication {
             g.backlog = Some(Backlog::new(offset + 1));
             g.patches.clear();
             g.seldb = None;
+            self.history.store(true, Relaxed);
             std::mem::take(&mut g.replicas)
         };
         for r in replicas {
@@ -698,6 +713,48 @@ impl Replication {
         n > 0 && lag > 0 && !self.is_replica() && self.good_replicas() < n
     }
 
+    /// Whether the next PSYNC may ask to continue this server's history.
+    pub(crate) fn has_history(&self) -> bool {
+        self.history.load(Relaxed)
+    }
+
+    /// The primary answered `+FULLRESYNC`, or this server started as a
+    /// replica with no history of its own (Redis discards its cached
+    /// master): until a full sync completes, PSYNC asks for one.
+    pub(crate) fn forget_history(&self) {
+        self.history.store(false, Relaxed);
+    }
+
+    /// At startup as a replica, the RDB file carried the replication ID
+    /// and offset it was saved at (Redis's `rsi`, then
+    /// `replicationCacheMasterUsingMyself`): the first PSYNC asks to
+    /// continue from there.
+    pub(crate) fn restore_history(&self, replid: &str, offset: u64, stream_db: usize) {
+        let mut g = self.inner.lock();
+        g.replid = replid.to_string();
+        g.replid2 = null_replid();
+        g.second_offset = -1;
+        g.backlog = None;
+        g.patches.clear();
+        self.offset.store(offset, Relaxed);
+        self.history.store(true, Relaxed);
+        self.stream_db.store(stream_db as i64, Relaxed);
+    }
+
+    /// What a save records of replication (Redis's `rdbPopulateSaveInfo`):
+    /// (`repl-stream-db`, `repl-id`, `repl-offset`), for a primary with a
+    /// backlog or a replica that knows its stream's database; None else.
+    pub(crate) fn save_info(&self) -> Option<(usize, ReplId, u64)> {
+        let g = self.inner.lock();
+        let db = if g.primary.is_none() {
+            g.backlog.as_ref()?;
+            g.seldb.unwrap_or(0)
+        } else {
+            usize::try_from(self.stream_db.load(Relaxed)).ok()?
+        };
+        Some((db, g.replid.clone(), self.offset()))
+    }
+
     /// Whether this server replicates a primary (cheap: no lock).
     pub(crate) fn is_replica(&self) -> bool {
         self.replica_flag.load(Relaxed)
@@ -707,7 +764,12 @@ impl Replication {
     /// server's `PSYNC … FAILOVER` (`accepted`: with `+CONTINUE` or a full
     /// resync), or refused it, and this server is a primary again
     /// (Redis's `abortFailover`). Writes are let go either way.
-    pub(crate) fn failover_psync_result(&self, pause: &crate::pause::Pause, accepted: bool) {
+    pub(crate) fn failover_psync_result(
+        &self,
+        pause: &crate::pause::Pause,
+        config: &crate::config::Config,
+        accepted: bool,
+    ) {
         let mut f = self.failover.lock();
         if !f.as_ref().is_some_and(|f| f.in_progress) {
             return;
@@ -720,13 +782,19 @@ impl Replication {
             });
             tracing::info!("FAILOVER to {to} aborted: Failover target rejected psync request");
             self.promote();
+            config.set_replicaof(None);
         }
         pause.hold_writes_for_failover(false);
     }
 
     /// FAILOVER ABORT, or a timeout: back to no failover (a primary
     /// again if the handover had started).
-    pub(crate) fn abort_failover(&self, pause: &crate::pause::Pause, why: &str) -> bool {
+    pub(crate) fn abort_failover(
+        &self,
+        pause: &crate::pause::Pause,
+        config: &crate::config::Config,
+        why: &str,
+    ) -> bool {
         let Some(f) = self.failover.lock().take() else {
             return false;
         };
@@ -736,6 +804,7 @@ impl Replication {
         tracing::info!("FAILOVER to {to} aborted: {why}");
         if f.in_progress {
             self.promote();
+            config.set_replicaof(None);
         }
         pause.hold_writes_for_failover(false);
         true

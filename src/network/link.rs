@@ -1,0 +1,932 @@
+//! The link to this server's primary when it is a replica (Redis 7.0's
+//! `connectWithMaster`, `syncWithMaster`, `readSyncBulkPayload` and the
+//! master client), replica side of PSYNC2.
+//!
+//! [`supervise`] runs for the server's life: it waits on
+//! `Replication::primary_changed` and runs one link at a time for the
+//! primary REPLICAOF (or `replicaof` in the config) names, reconnecting
+//! a second after a link ends, as Redis's replication cron does. A link:
+//! connects (plain TCP: `tls-replication` is not supported), performs
+//! Redis 7.0's handshake (PING, AUTH, REPLCONF listening-port / ip-address
+//! / capa, PSYNC), then either receives the primary's RDB (full sync) and
+//! loads it, or continues where this server's history ends (`+CONTINUE`);
+//! then it applies the primary's stream as the master client, a client
+//! registered like any other (CLIENT LIST's `M`) whose commands go
+//! through the execution layer, replies discarded. Each command applied
+//! is appended to this server's own stream ([`Replication::feed_raw`]),
+//! which moves its offset; `REPLCONF ACK <offset>` goes back every second
+//! and on `REPLCONF GETACK`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::commands::Services;
+use crate::commands::session::Client;
+use crate::execution::{Ran, execute_now, execute_rest};
+use crate::protocol::{Args, Parser, Reply};
+use crate::replication::{LinkState, Primary, Replication, encode};
+use crate::util::eq_ic;
+
+/// Redis's replication cron period: a failed link is retried after it.
+const RETRY: Duration = Duration::from_secs(1);
+/// The longest line the handshake accepts from the primary.
+const MAX_LINE: usize = 64 * 1024;
+/// Bytes read per syscall at least.
+const READ_CHUNK: usize = 64 * 1024;
+/// The `$EOF:` mark's length.
+const EOF_MARK: usize = 40;
+
+/// Where the server becomes or stops being a replica: the one place the
+/// keyspace's replica mode is switched (no expiry of its own, the
+/// primary's DELs instead).
+pub(crate) fn set_replica_mode(shared: &Services, on: bool) {
+    tracing::debug!("replica mode {}", if on { "on" } else { "off" });
+    shared.store.set_replica(on);
+}
+
+/// At startup, after the dataset loaded: `replicaof` in the config makes
+/// this server a replica, continuing the history its RDB file recorded
+/// if it carried one (Redis's `rsi`), else asking for a full sync.
+fn start_as_configured(shared: &Services) {
+    let Some((host, port)) = shared.config.replicaof() else {
+        return;
+    };
+    let r = &shared.replication;
+    let restored = shared.persistence.last_load.lock().repl;
+    match restored {
+        Some(info) if !shared.config.appendonly() => {
+            let replid = String::from_utf8_lossy(&info.replid).into_owned();
+            r.restore_history(&replid, info.offset, info.stream_db);
+        }
+        _ => r.forget_history(),
+    }
+    r.set_primary(Primary { host, port });
+}
+
+/// The link supervisor (see the module's doc), until shutdown.
+pub(crate) async fn supervise(shared: Arc<Services>) {
+    start_as_configured(&shared);
+    let mut shutdown = shared.shutdown_rx();
+    let mut replica = false;
+    loop {
+        let changed = shared.replication.primary_changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let primary = shared.replication.primary();
+        if primary.is_some() != replica {
+            replica = primary.is_some();
+            set_replica_mode(&shared, replica);
+        }
+        let links = async {
+            let Some(primary) = primary else {
+                return std::future::pending::<()>().await;
+            };
+            loop {
+                run_link(&shared, &primary).await;
+                link_down(&shared);
+                tokio::time::sleep(RETRY).await;
+            }
+        };
+        tokio::select! {
+            _ = changed => {}
+            _ = shutdown.changed() => return,
+            _ = links => {}
+        }
+        // A link dropped midway (REPLICAOF elsewhere or NO ONE).
+        link_down(&shared);
+    }
+}
+
+/// The link is not up (any more): INFO's `master_link_down_since_seconds`
+/// counts from the first moment it is not.
+fn link_down(shared: &Services) {
+    let r = &shared.replication;
+    if r.link_state() == LinkState::Connected || r.link_down_since.load(Relaxed) == 0 {
+        r.link_down_since
+            .store(shared.clock.now_ms() / 1000, Relaxed);
+    }
+    r.stream_db.store(-1, Relaxed);
+    if r.is_replica() {
+        r.set_link_state(LinkState::Connect);
+    }
+}
+
+/// Why a link ended: logged where it happens; the supervisor retries.
+struct Failed;
+
+type Step<T> = Result<T, Failed>;
+
+/// The socket to the primary and what was read but not yet used.
+struct Conn {
+    rd: OwnedReadHalf,
+    wr: OwnedWriteHalf,
+    buf: BytesMut,
+    timeout: Duration,
+}
+
+impl Conn {
+    /// Reads more into `buf`, within `repl-timeout`; `Ok(false)` on a
+    /// timeout, Err on a closed or failed socket.
+    async fn fill(&mut self, r: &Replication, now_ms: impl Fn() -> u64) -> std::io::Result<bool> {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        match tokio::time::timeout(self.timeout, self.rd.read_buf(&mut self.buf)).await {
+            Err(_) => Ok(false),
+            Ok(Ok(0)) => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "Connection lost",
+            )),
+            Ok(Ok(_)) => {
+                r.link_last_io_ms.store(now_ms(), Relaxed);
+                Ok(true)
+            }
+            Ok(Err(e)) => Err(e),
+        }
+    }
+
+    /// One line (without its `\r\n`), as Redis's `connSyncReadLine`.
+    async fn line(&mut self, r: &Replication, now_ms: impl Fn() -> u64) -> Step<String> {
+        loop {
+            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+                let mut line = self.buf.split_to(i + 1);
+                line.truncate(i);
+                if line.last() == Some(&b'\r') {
+                    line.truncate(i - 1);
+                }
+                return Ok(String::from_utf8_lossy(&line).into_owned());
+            }
+            if self.buf.len() > MAX_LINE {
+                tracing::warn!("Master did not respond to command during SYNC handshake");
+                return Err(Failed);
+            }
+            match self.fill(r, &now_ms).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!("Timeout connecting to the MASTER...");
+                    return Err(Failed);
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "Master did not respond to command during SYNC handshake ({})",
+                        crate::config_file::strerror(&e)
+                    );
+                    return Err(Failed);
+                }
+            }
+        }
+    }
+
+    async fn send(&mut self, argv: &[&[u8]]) -> Step<()> {
+        let mut out = Vec::new();
+        encode(&mut out, argv);
+        self.write(&out).await
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> Step<()> {
+        match tokio::time::timeout(self.timeout, self.wr.write_all(bytes)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                tracing::warn!(
+                    "I/O error writing to MASTER: {}",
+                    crate::config_file::strerror(&e)
+                );
+                Err(Failed)
+            }
+            Err(_) => {
+                tracing::warn!("I/O error writing to MASTER: Connection timed out");
+                Err(Failed)
+            }
+        }
+    }
+}
+
+/// `REPLCONF ACK <offset>`.
+async fn send_ack(conn: &mut Conn, offset: u64) -> Step<()> {
+    let offset = offset.to_string();
+    conn.send(&[b"REPLCONF", b"ACK", offset.as_bytes()]).await
+}
+
+/// How the primary answered PSYNC.
+enum Sync {
+    Full { replid: String, offset: u64 },
+    Continue,
+}
+
+/// One link: connect, handshake, sync, stream, until it fails.
+async fn run_link(shared: &Arc<Services>, primary: &Primary) {
+    let r = &shared.replication;
+    let Ok(mut conn) = connect(shared, primary).await else {
+        return;
+    };
+    r.set_link_state(LinkState::Handshake);
+    let Ok(sync) = handshake(shared, &mut conn).await else {
+        return;
+    };
+    if let Sync::Full { replid, offset } = sync {
+        r.set_link_state(LinkState::Transfer);
+        let result = full_sync(shared, &mut conn, &replid, offset).await;
+        r.transfer_size.store(0, Relaxed);
+        r.transfer_read.store(0, Relaxed);
+        if result.is_err() {
+            return;
+        }
+    }
+    stream(shared, conn).await;
+}
+
+async fn connect(shared: &Services, primary: &Primary) -> Step<Conn> {
+    let r = &shared.replication;
+    r.set_link_state(LinkState::Connecting);
+    tracing::info!("Connecting to MASTER {}:{}", primary.host, primary.port);
+    let timeout = Duration::from_secs(shared.config.repl_timeout().max(1));
+    tracing::info!("MASTER <-> REPLICA sync started");
+    let socket = tokio::time::timeout(
+        timeout,
+        TcpStream::connect((primary.host.as_str(), primary.port)),
+    )
+    .await;
+    let socket = match socket {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::warn!(
+                "Error condition on socket for SYNC: {}",
+                crate::config_file::strerror(&e)
+            );
+            return Err(Failed);
+        }
+        Err(_) => {
+            tracing::warn!("Timeout connecting to the MASTER...");
+            return Err(Failed);
+        }
+    };
+    tracing::info!("Non blocking connect for SYNC fired the event.");
+    let _ = socket.set_nodelay(true);
+    r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
+    let (rd, wr) = socket.into_split();
+    Ok(Conn {
+        rd,
+        wr,
+        buf: BytesMut::with_capacity(READ_CHUNK),
+        timeout,
+    })
+}
+
+/// Redis 7.0's `syncWithMaster` up to the PSYNC reply.
+async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
+    let r = &shared.replication;
+    let now = || shared.clock.now_ms();
+    conn.send(&[b"PING"]).await?;
+    let pong = conn.line(r, now).await?;
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        tracing::warn!("Error reply to PING from master: '{pong}'");
+        return Err(Failed);
+    }
+    tracing::info!("Master replied to PING, replication can continue...");
+    // The rest is sent at once and the replies read in order, as Redis does.
+    let (user, pass) = shared.config.master_auth();
+    let mut out = Vec::new();
+    let auth = !pass.is_empty();
+    if auth {
+        if user.is_empty() {
+            encode(&mut out, &[b"AUTH", pass.as_bytes()]);
+        } else {
+            encode(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()]);
+        }
+    }
+    let (announce_ip, announce_port) = shared.config.replica_announce();
+    let port = match announce_port {
+        0 => shared.config.port.load(Relaxed).to_string(),
+        p => p.to_string(),
+    };
+    encode(
+        &mut out,
+        &[&b"REPLCONF"[..], b"listening-port", port.as_bytes()],
+    );
+    if !announce_ip.is_empty() {
+        encode(
+            &mut out,
+            &[&b"REPLCONF"[..], b"ip-address", announce_ip.as_bytes()],
+        );
+    }
+    encode(
+        &mut out,
+        &[
+            &b"REPLCONF"[..],
+            b"capa",
+            b"eof",
+            b"capa",
+            b"psync2",
+            b"capa",
+            b"zwindow",
+        ],
+    );
+    conn.write(&out).await?;
+    if auth {
+        let reply = conn.line(r, now).await?;
+        if reply.starts_with('-') {
+            tracing::warn!("Unable to AUTH to MASTER: {reply}");
+            return Err(Failed);
+        }
+    }
+    let reply = conn.line(r, now).await?;
+    if reply.starts_with('-') {
+        tracing::info!(
+            "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
+        );
+    }
+    if !announce_ip.is_empty() {
+        let reply = conn.line(r, now).await?;
+        if reply.starts_with('-') {
+            tracing::info!(
+                "(Non critical) Master does not understand REPLCONF ip-address: {reply}"
+            );
+        }
+    }
+    let reply = conn.line(r, now).await?;
+    if reply.starts_with('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
+    }
+    // Redis's `slaveTryPartialResynchronization`; a primary handing over
+    // (FAILOVER) asks its target to take its place.
+    let failover = r.failover_in_progress();
+    let (replid, offset) = if r.has_history() {
+        let (replid, offset) = (r.replid(), (r.offset() + 1).to_string());
+        tracing::info!("Trying a partial resynchronization (request {replid}:{offset}).");
+        (replid, offset)
+    } else {
+        tracing::info!("Partial resynchronization not possible (no cached master)");
+        ("?".to_string(), "-1".to_string())
+    };
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), offset.as_bytes()];
+    if failover {
+        psync.push(b"FAILOVER");
+    }
+    conn.send(&psync).await?;
+    let answer = psync_answer(shared, conn).await;
+    if failover {
+        r.failover_psync_result(&shared.pause, &shared.config, answer.is_ok());
+    }
+    answer
+}
+
+/// The primary's answer to PSYNC (Redis's
+/// `slaveTryPartialResynchronization`, reading half).
+async fn psync_answer(shared: &Services, conn: &mut Conn) -> Step<Sync> {
+    let r = &shared.replication;
+    let now = || shared.clock.now_ms();
+    // The primary may send newlines while it prepares its answer.
+    let reply = loop {
+        let line = conn.line(r, now).await?;
+        if !line.is_empty() {
+            break line;
+        }
+    };
+    if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
+        let mut words = rest.split_whitespace();
+        let replid = words.next().filter(|id| id.len() == 40);
+        let offset = words.next().and_then(|o| o.parse::<u64>().ok());
+        let (Some(replid), Some(offset)) = (replid, offset) else {
+            tracing::warn!("Master replied with wrong +FULLRESYNC syntax.");
+            return Err(Failed);
+        };
+        tracing::info!("Full resync from master: {replid}:{offset}");
+        r.forget_history();
+        return Ok(Sync::Full {
+            replid: replid.to_string(),
+            offset,
+        });
+    }
+    if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        tracing::info!("Successful partial resynchronization with master.");
+        let new = rest.trim();
+        if new.len() == 40 && new != r.replid() {
+            tracing::info!("Master replication ID changed to {new}");
+            r.continue_with(new);
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
+        return Ok(Sync::Continue);
+    }
+    if reply.starts_with("-NOMASTERLINK") || reply.starts_with("-LOADING") {
+        tracing::info!("Master is currently unable to PSYNC but should be in the future: {reply}");
+    } else if reply.starts_with("-ERR") {
+        tracing::info!("Master does not support PSYNC or is in error state (reply: {reply})");
+    } else {
+        tracing::warn!("Unexpected reply to PSYNC from master: {reply}");
+    }
+    Err(Failed)
+}
+
+/// Where a full sync's payload goes: memory (diskless load) or the
+/// temporary file (`repl-diskless-load disabled`, or `on-empty-db` with
+/// data).
+enum Dest {
+    Memory(Vec<u8>),
+    File {
+        file: std::fs::File,
+        path: std::path::PathBuf,
+        /// The last bytes written, where an `$EOF:` mark ends.
+        tail: Vec<u8>,
+    },
+}
+
+impl Dest {
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        match self {
+            Dest::Memory(v) => v.extend_from_slice(bytes),
+            Dest::File { file, tail, .. } => {
+                file.write_all(bytes)?;
+                tail.extend_from_slice(bytes);
+                if tail.len() > EOF_MARK {
+                    tail.drain(..tail.len() - EOF_MARK);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn ends_with(&self, mark: &[u8]) -> bool {
+        match self {
+            Dest::Memory(v) => v.ends_with(mark),
+            Dest::File { tail, .. } => tail.ends_with(mark),
+        }
+    }
+}
+
+/// Redis's `readSyncBulkPayload`: the RDB after `+FULLRESYNC`, then the
+/// dataset replaced by it.
+async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset: u64) -> Step<()> {
+    let r = &shared.replication;
+    let now = || shared.clock.now_ms();
+    // The primary sends newlines while its snapshot is being made.
+    let header = loop {
+        let line = match conn.line(r, now).await {
+            Ok(line) => line,
+            Err(Failed) => {
+                tracing::warn!("I/O error reading bulk count from MASTER: Connection lost");
+                return Err(Failed);
+            }
+        };
+        if !line.is_empty() {
+            break line;
+        }
+    };
+    if let Some(err) = header.strip_prefix('-') {
+        tracing::warn!("MASTER aborted replication with an error: {err}");
+        return Err(Failed);
+    }
+    if !header.starts_with('$') {
+        tracing::warn!(
+            "Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"
+        );
+        return Err(Failed);
+    }
+    let mark = header
+        .strip_prefix("$EOF:")
+        .filter(|m| m.len() == EOF_MARK)
+        .map(|m| m.as_bytes().to_vec());
+    let size = match &mark {
+        Some(_) => None,
+        None => match header[1..].parse::<u64>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                tracing::warn!(
+                    "Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"
+                );
+                return Err(Failed);
+            }
+        },
+    };
+    let mode = shared.config.repl_diskless_load();
+    let diskless = mode == "swapdb" || (mode == "on-empty-db" && dataset_empty(shared));
+    let target = if diskless { "to parser" } else { "to disk" };
+    match size {
+        None => tracing::info!(
+            "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF {target}"
+        ),
+        Some(n) => {
+            tracing::info!("MASTER <-> REPLICA sync: receiving {n} bytes from master {target}")
+        }
+    }
+    r.transfer_size
+        .store(size.map_or(-1, |n| n as i64), Relaxed);
+    r.transfer_read.store(0, Relaxed);
+    let mut dest = if diskless {
+        Dest::Memory(Vec::with_capacity(size.unwrap_or(0).min(1 << 26) as usize))
+    } else {
+        let dir = shared
+            .config
+            .rdb_path()
+            .parent()
+            .map(|d| d.to_path_buf())
+            .unwrap_or_default();
+        let path = dir.join(format!(
+            "temp-{}.{}.rdb",
+            shared.clock.now_ms() / 1000,
+            std::process::id()
+        ));
+        match std::fs::File::create(&path) {
+            Ok(file) => Dest::File {
+                file,
+                path,
+                tail: Vec::new(),
+            },
+            Err(e) => {
+                tracing::warn!(
+                    "Opening the temp file needed for MASTER <-> REPLICA synchronization: {}",
+                    crate::config_file::strerror(&e)
+                );
+                return Err(Failed);
+            }
+        }
+    };
+    let received = receive(shared, conn, &mut dest, size, mark.as_deref()).await;
+    let data = match (received, dest) {
+        (Err(Failed), Dest::File { path, .. }) => {
+            let _ = std::fs::remove_file(path);
+            return Err(Failed);
+        }
+        (Err(Failed), Dest::Memory(_)) => return Err(Failed),
+        (Ok(()), Dest::Memory(mut data)) => {
+            if mark.is_some() {
+                data.truncate(data.len() - EOF_MARK);
+            }
+            data
+        }
+        (Ok(()), Dest::File { file, path, .. }) => {
+            match disk_file(shared, file, &path, mark.is_some()) {
+                Ok(data) => data,
+                Err(()) => {
+                    let _ = std::fs::remove_file(path);
+                    return Err(Failed);
+                }
+            }
+        }
+    };
+    let loader = shared.clone();
+    let swap = mode == "swapdb";
+    let from = if diskless { "socket" } else { "disk" };
+    let loaded = tokio::task::spawn_blocking(move || load(&loader, &data, swap, from)).await;
+    let Ok(Ok(stats)) = loaded else {
+        return Err(Failed);
+    };
+    r.synced_from(replid, offset);
+    r.read_offset.store(offset, Relaxed);
+    r.stream_db
+        .store(stats.repl.map_or(0, |info| info.stream_db) as i64, Relaxed);
+    tracing::info!("MASTER <-> REPLICA sync: Finished with success");
+    Ok(())
+}
+
+/// Every database empty (`repl-diskless-load on-empty-db`).
+fn dataset_empty(shared: &Services) -> bool {
+    let store = &shared.store;
+    (0..store.shard_count()).all(|i| store.lock_shard(i).dbs.iter().all(|db| db.keys.is_empty()))
+}
+
+/// Reads the payload into `dest`: `size` bytes, or up to the `$EOF:`
+/// mark.
+async fn receive(
+    shared: &Services,
+    conn: &mut Conn,
+    dest: &mut Dest,
+    size: Option<u64>,
+    mark: Option<&[u8]>,
+) -> Step<()> {
+    let r = &shared.replication;
+    let mut left = size.unwrap_or(u64::MAX);
+    loop {
+        if !conn.buf.is_empty() {
+            let n = (conn.buf.len() as u64).min(left) as usize;
+            if let Err(e) = dest.put(&conn.buf[..n]) {
+                tracing::warn!(
+                    "Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {}",
+                    crate::config_file::strerror(&e)
+                );
+                return Err(Failed);
+            }
+            conn.buf.advance(n);
+            r.transfer_read.fetch_add(n as u64, Relaxed);
+            if size.is_some() {
+                left -= n as u64;
+            }
+        }
+        let done = match mark {
+            Some(mark) => dest.ends_with(mark),
+            None => left == 0,
+        };
+        if done {
+            return Ok(());
+        }
+        match conn.fill(r, || shared.clock.now_ms()).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(
+                    "Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value."
+                );
+                return Err(Failed);
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "I/O error trying to sync with MASTER: {}",
+                    crate::config_file::strerror(&e)
+                );
+                return Err(Failed);
+            }
+        }
+    }
+}
+
+/// The received file made the dataset's file (`dbfilename`), as Redis
+/// does before loading it; its bytes.
+fn disk_file(
+    shared: &Services,
+    file: std::fs::File,
+    path: &std::path::Path,
+    marked: bool,
+) -> Result<Vec<u8>, ()> {
+    let io = |e: std::io::Error| {
+        tracing::warn!(
+            "Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {}",
+            crate::config_file::strerror(&e)
+        );
+    };
+    if marked {
+        let len = file.metadata().map_err(io)?.len();
+        if let Err(e) = file.set_len(len.saturating_sub(EOF_MARK as u64)) {
+            tracing::warn!(
+                "Error truncating the RDB file received from the master for SYNC: {}",
+                crate::config_file::strerror(&e)
+            );
+            return Err(());
+        }
+    }
+    file.sync_all().map_err(io)?;
+    drop(file);
+    let target = shared.config.rdb_path();
+    if let Err(e) = std::fs::rename(path, &target) {
+        tracing::warn!(
+            "Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {}",
+            target.display(),
+            crate::config_file::strerror(&e)
+        );
+        return Err(());
+    }
+    std::fs::read(&target).map_err(|e| {
+        tracing::warn!(
+            "Failed trying to load the MASTER synchronization DB from disk, check server logs. ({})",
+            crate::config_file::strerror(&e)
+        );
+    })
+}
+
+/// Replaces the dataset with the primary's RDB, every shard held (clients
+/// get -LOADING meanwhile). `swap`: the old data comes back if the new
+/// cannot be loaded (`repl-diskless-load swapdb`).
+fn load(
+    shared: &Arc<Services>,
+    data: &[u8],
+    swap: bool,
+    from: &str,
+) -> Result<crate::rdb::file::LoadStats, ()> {
+    use crate::keyspace::Keyspace;
+    let env = shared.env();
+    let p = &shared.persistence;
+    let aof = shared.config.appendonly();
+    if aof {
+        crate::aof::stop(&shared.aof);
+    }
+    let _loading = p
+        .loading
+        .begin(shared.clock.now_ms() / 1000, data.len() as u64);
+    let guards = env.store.lock(env.store.all_shards());
+    let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
+    let old: Option<Vec<_>> = swap.then(|| {
+        ks.shards_mut()
+            .map(|s| {
+                let empty = (0..s.dbs.len()).map(|_| Default::default()).collect();
+                (
+                    std::mem::replace(&mut s.dbs, empty),
+                    std::mem::take(&mut s.schedule),
+                )
+            })
+            .collect()
+    });
+    if !swap {
+        tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    }
+    crate::persistence::flush_all(&**shared, &mut ks);
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let dirty = env.dirty.load(Relaxed);
+    let loaded = crate::rdb::file::load(data, &mut ks, &**shared, false);
+    env.dirty.store(dirty, Relaxed);
+    let result = match loaded {
+        Ok(stats) => {
+            if old.is_some() {
+                tracing::info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
+                tracing::info!("MASTER <-> REPLICA sync: Discarding old DB in background");
+            }
+            *p.last_load.lock() = stats;
+            Ok(stats)
+        }
+        Err(e) => {
+            tracing::warn!("{e}");
+            tracing::warn!(
+                "Failed trying to load the MASTER synchronization DB from {from}, check server logs."
+            );
+            crate::persistence::flush_all(&**shared, &mut ks);
+            if let Some(old) = old {
+                tracing::info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
+                for (shard, (dbs, schedule)) in ks.shards_mut().zip(old) {
+                    shard.dbs = dbs;
+                    shard.schedule = schedule;
+                }
+            }
+            Err(())
+        }
+    };
+    if aof && result.is_ok() {
+        tracing::info!("MASTER <-> REPLICA sync: Starting AOF after a successful sync");
+        let host: Arc<dyn crate::aof::Host> = shared.clone();
+        let _ = crate::aof::start(host, &mut ks);
+    }
+    result
+}
+
+/// Unregisters the master client however the stream ends.
+struct MasterClient<'a> {
+    shared: &'a Services,
+    client: Client,
+}
+
+impl Drop for MasterClient<'_> {
+    fn drop(&mut self) {
+        self.client.tally.flush();
+        self.shared.clients.unregister(self.client.handle.id);
+    }
+}
+
+/// Whether `req` is `REPLCONF GETACK …`.
+fn is_getack(req: &Args<'_>) -> bool {
+    req.len() >= 2 && eq_ic(req.get(0), "replconf") && eq_ic(req.get(1), "getack")
+}
+
+/// The primary's stream, applied as the master client until the link
+/// fails, times out or the client is killed.
+async fn stream(shared: &Arc<Services>, mut conn: Conn) {
+    let r = &shared.replication;
+    let addr = conn
+        .rd
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let laddr = conn
+        .rd
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let fd = {
+        use std::os::fd::AsRawFd;
+        conn.rd.as_ref().as_raw_fd()
+    };
+    let (handle, _pushes) = shared.clients.register(addr, laddr, fd, false);
+    handle.role.store(crate::clients::ROLE_MASTER, Relaxed);
+    // Redis's master client has no ACL user.
+    *handle.user.lock() = b"(superuser)".to_vec();
+    let mut master = MasterClient {
+        shared,
+        client: Client::new(handle.clone(), false),
+    };
+    master.client.master = true;
+    master.client.db = usize::try_from(r.stream_db.load(Relaxed))
+        .unwrap_or(0)
+        .min(shared.store.databases.saturating_sub(1));
+    handle.db.store(master.client.db, Relaxed);
+    r.set_link_state(LinkState::Connected);
+    r.link_down_since.store(0, Relaxed);
+    r.read_offset.store(r.offset(), Relaxed);
+    r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
+    // The first ACK at once: a diskless primary waits for it to stream.
+    if send_ack(&mut conn, r.offset()).await.is_err() {
+        return;
+    }
+    let mut parser = Parser::new(i64::MAX);
+    let mut out = Reply::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut shutdown = shared.shutdown_rx();
+    let timeout_ms = shared.config.repl_timeout().max(1) * 1000;
+    loop {
+        // Apply every whole command read; a transaction's bytes join the
+        // stream at its EXEC, as Redis moves the master's offset only
+        // outside MULTI.
+        let mut fed = 0usize;
+        let mut ack_at: Option<u64> = None;
+        loop {
+            if handle.killed.load(Relaxed) {
+                break;
+            }
+            let req = match parser.next(&conn.buf, false) {
+                Ok(Some(req)) => req,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!("Protocol error from MASTER: {e}");
+                    return;
+                }
+            };
+            let client = &mut master.client;
+            if !req.is_empty() {
+                let args = Args::new(req);
+                if is_getack(&args) {
+                    ack_at = Some(r.offset());
+                } else {
+                    client.batch_clock = None;
+                    let ran = match execute_now(shared, client, &mut out, args) {
+                        Ok(ran) => ran,
+                        Err(pending) => execute_rest(shared, client, &mut out, args, pending).await,
+                    };
+                    // A primary's stream neither blocks nor closes
+                    // (it carries effects, never BLPOP or QUIT to obey).
+                    let _: Ran = ran;
+                    if out.buf.first() == Some(&b'-') {
+                        let err = String::from_utf8_lossy(&out.buf);
+                        tracing::warn!(
+                            "== CRITICAL == This replica is sending an error to its master: '{}' after processing the command '{}'",
+                            err.trim_end().trim_start_matches('-'),
+                            String::from_utf8_lossy(args.get(0))
+                        );
+                    }
+                    out.buf.clear();
+                }
+            }
+            let after = parser.consumed();
+            if !client.in_multi() {
+                r.feed_raw(&conn.buf[fed..after]);
+                fed = after;
+            }
+            handle.db.store(client.db, Relaxed);
+            r.stream_db.store(client.db as i64, Relaxed);
+            if let Some(offset) = ack_at.take() {
+                // Before more is applied, as Redis answers GETACK at once.
+                parser.discard(fed);
+                conn.buf.advance(fed);
+                fed = 0;
+                if send_ack(&mut conn, offset).await.is_err() {
+                    return;
+                }
+            }
+        }
+        parser.discard(fed);
+        conn.buf.advance(fed);
+        master.client.tally.flush();
+        shared
+            .stats
+            .commands_processed
+            .fetch_add(std::mem::take(&mut master.client.commands), Relaxed);
+        if handle.killed.load(Relaxed) {
+            tracing::info!("Connection with master lost.");
+            tracing::info!("Caching the disconnected master state.");
+            return;
+        }
+        if conn.buf.capacity() - conn.buf.len() < READ_CHUNK / 4 {
+            conn.buf.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            _ = handle.kill_notify.notified() => {}
+            _ = shutdown.changed() => return,
+            _ = tick.tick() => {
+                let idle = shared.clock.now_ms().saturating_sub(r.link_last_io_ms.load(Relaxed));
+                if idle > timeout_ms {
+                    tracing::warn!("MASTER timeout: no data nor PING received...");
+                    return;
+                }
+                if send_ack(&mut conn, r.offset()).await.is_err() {
+                    return;
+                }
+            }
+            read = conn.rd.read_buf(&mut conn.buf) => match read {
+                Ok(0) | Err(_) => {
+                    tracing::info!("Connection with master lost.");
+                    tracing::info!("Caching the disconnected master state.");
+                    return;
+                }
+                Ok(n) => {
+                    r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
+                    r.read_offset.fetch_add(n as u64, Relaxed);
+                    handle.touch();
+                }
+            },
+        }
+    }
+}

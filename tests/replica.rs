@@ -1,0 +1,423 @@
+//! zwindow as a replica of a real redis-server (7.0, and 8.0 for RDB v12):
+//! the full sync (every type, other databases, disk and diskless loads,
+//! `$len` and `$EOF:` transfers), the stream after it (SELECT, MULTI/EXEC,
+//! EXPIRE, a script's effects), the replica's refusals, the master client,
+//! a partial resync after the link was killed or the replica restarted,
+//! and promotion.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::dataset::{assert_same, contents, ok, populate};
+use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, escape, redis8_server};
+
+/// A redis-server primary that starts a full sync at once.
+fn primary(exe: Option<&str>, extra: &[&str]) -> RedisServer {
+    let mut args = vec!["--repl-diskless-sync-delay", "0"];
+    args.extend_from_slice(extra);
+    match exe {
+        Some(exe) => RedisServer::start_binary(exe, &args),
+        None => RedisServer::start_with(&args),
+    }
+}
+
+fn text(r: &[u8]) -> String {
+    String::from_utf8_lossy(r).into_owned()
+}
+
+/// `field:value` of an INFO reply.
+fn info_field(c: &mut RawConn, section: &str, field: &str) -> Option<String> {
+    let reply = text(&c.cmd(&[b"INFO", section.as_bytes()]));
+    reply.lines().find_map(|l| {
+        l.strip_prefix(&format!("{field}:"))
+            .map(|v| v.trim().to_string())
+    })
+}
+
+fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes a marker on the primary and waits until the replica has it:
+/// everything the primary wrote before has been applied.
+fn wait_caught_up(p: &mut RawConn, r: &mut RawConn, server: &ZwindowServer) {
+    let marker = format!("marker-{}", rand_u64());
+    ok(p, "SELECT 9");
+    assert_eq!(p.cmd(&[b"SET", b"marker", marker.as_bytes()]), b"+OK\r\n");
+    ok(p, "SELECT 0");
+    let want = format!("${}\r\n{marker}\r\n", marker.len()).into_bytes();
+    wait_for("the replica to catch up", Duration::from_secs(20), || {
+        ok(r, "SELECT 9");
+        let got = r.cmd(&[b"GET", b"marker"]);
+        ok(r, "SELECT 0");
+        got == want
+    });
+    let _ = server;
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(Instant::now().elapsed().as_nanos() as u64);
+    h.finish()
+}
+
+/// `contents` without OBJECT ENCODING: a loaded value's encoding follows
+/// the loader's thresholds (Redis 8.0 keeps a 300-element list a
+/// listpack that zwindow, like Redis 7.0, loads as a quicklist).
+fn values(c: &mut RawConn) -> Vec<(Vec<u8>, Vec<u8>)> {
+    contents(c)
+        .into_iter()
+        .map(|(k, v)| {
+            let type_end = v.windows(2).position(|w| w == b"\r\n").map_or(0, |i| i + 2);
+            let mut rest = &v[type_end..];
+            if rest.starts_with(b"$") {
+                // Skip the encoding's bulk string.
+                let len_end = rest.windows(2).position(|w| w == b"\r\n").unwrap_or(0);
+                let len: usize = std::str::from_utf8(&rest[1..len_end])
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                rest = &rest[len_end + 2 + len + 2..];
+            }
+            // XINFO STREAM FULL's `active-time` came in Redis 7.2.
+            let text = String::from_utf8_lossy(&[&v[..type_end], rest].concat())
+                .replace("\"active-time\" <time> ", "");
+            (text.into_bytes(), k)
+        })
+        .map(|(v, k)| (k, v))
+        .collect()
+}
+
+fn replicaof(r: &mut RawConn, p: &RedisServer) {
+    let port = p.port().to_string();
+    assert_eq!(
+        r.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]),
+        b"+OK\r\n"
+    );
+}
+
+/// Writes of the stream after the full sync: other databases, a
+/// transaction, TTLs, a script's writes, deletions.
+fn stream_writes(p: &mut RawConn) {
+    for line in [
+        "SET after 1",
+        "SELECT 3",
+        "SET in3 three",
+        "HSET h3 a 1 b 2",
+        "SELECT 0",
+        "MULTI",
+        "INCR counter",
+        "LPUSH list tx",
+        "SADD strset tx",
+        "EXEC",
+        "EXPIRE short 100000",
+        "PEXPIREAT int 99999999999999",
+        "SET gone soon PX 1",
+        "DEL noise",
+        "ZINCRBY smallz 10 a",
+        "XADD st 4-0 d 7",
+        "XACK st g1 1-1",
+    ] {
+        ok(p, line);
+    }
+    // Expired on the primary: its DEL reaches the replica.
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(p.cmd(&[b"EXISTS", b"gone"]), b":0\r\n");
+    let r = p.cmd(&[
+        b"EVAL",
+        b"redis.call('set', KEYS[1], ARGV[1]); redis.call('rpush', KEYS[2], ARGV[1]); return 1",
+        b"2",
+        b"scripted",
+        b"scriptlist",
+        b"v",
+    ]);
+    assert_eq!(r, b":1\r\n", "{}", escape(&r));
+}
+
+/// The whole scenario against one primary: full sync, stream, refusals.
+fn full_sync_then_stream(p: &RedisServer, replica_args: &[&str]) {
+    let mut pc = p.conn();
+    populate(&mut pc);
+    ok(&mut pc, "SELECT 3");
+    ok(&mut pc, "SET before3 x");
+    ok(&mut pc, "SELECT 0");
+    let z = ZwindowServer::start(replica_args);
+    let mut rc = z.conn();
+    replicaof(&mut rc, p);
+    wait_caught_up(&mut pc, &mut rc, &z);
+    assert_same(&values(&mut pc), &values(&mut rc));
+    stream_writes(&mut pc);
+    wait_caught_up(&mut pc, &mut rc, &z);
+    assert_same(&values(&mut pc), &values(&mut rc));
+    // The TTLs arrived with the keys.
+    let ttl = text(&rc.cmd(&[b"TTL", b"short"]));
+    assert!(ttl.starts_with(':') && ttl != ":-1\r\n", "TTL short: {ttl}");
+    assert_eq!(rc.cmd(&[b"EXISTS", b"gone"]), b":0\r\n");
+    // A replica refuses writes from its clients.
+    assert_eq!(
+        rc.cmd(&[b"SET", b"x", b"1"]),
+        &b"-READONLY You can't write against a read only replica.\r\n"[..]
+    );
+    // The primary's offset is acknowledged.
+    let offset = info_field(&mut pc, "replication", "master_repl_offset").unwrap();
+    let offset = offset.trim();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let slave = info_field(&mut pc, "replication", "slave0").unwrap_or_default();
+        if slave.contains(&format!("offset={offset},")) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica's ACK: {slave} (primary at {offset})\n{}",
+            z.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn full_sync_and_stream_from_redis70_disk_load() {
+    let p = primary(None, &[]);
+    full_sync_then_stream(&p, &[]);
+}
+
+#[test]
+fn full_sync_from_redis70_swapdb_with_len_transfer() {
+    // `repl-diskless-sync no`: the RDB comes as `$<len>`.
+    let p = primary(None, &["--repl-diskless-sync", "no"]);
+    full_sync_then_stream(&p, &["--repl-diskless-load", "swapdb"]);
+}
+
+#[test]
+fn full_sync_from_redis70_on_empty_db() {
+    let p = primary(None, &[]);
+    full_sync_then_stream(&p, &["--repl-diskless-load", "on-empty-db"]);
+}
+
+#[test]
+fn full_sync_from_redis80_rdb12() {
+    let p = primary(Some(&redis8_server()), &[]);
+    full_sync_then_stream(&p, &[]);
+}
+
+#[test]
+fn full_sync_from_redis80_diskless_load() {
+    let p = primary(Some(&redis8_server()), &[]);
+    full_sync_then_stream(&p, &["--repl-diskless-load", "swapdb"]);
+}
+
+#[test]
+fn a_full_sync_replaces_what_the_replica_had() {
+    let p = primary(None, &[]);
+    let mut pc = p.conn();
+    ok(&mut pc, "SET theirs 1");
+    for load in ["disabled", "swapdb", "on-empty-db"] {
+        let z = ZwindowServer::start(&["--repl-diskless-load", load]);
+        let mut rc = z.conn();
+        ok(&mut rc, "SET mine 1");
+        ok(&mut rc, "SELECT 4");
+        ok(&mut rc, "SET mine4 1");
+        ok(&mut rc, "SELECT 0");
+        replicaof(&mut rc, &p);
+        wait_caught_up(&mut pc, &mut rc, &z);
+        assert_eq!(
+            rc.cmd(&[b"EXISTS", b"mine", b"theirs"]),
+            b":1\r\n",
+            "{load}"
+        );
+        ok(&mut rc, "SELECT 4");
+        assert_eq!(rc.cmd(&[b"DBSIZE"]), b":0\r\n", "{load}");
+    }
+}
+
+#[test]
+fn the_master_client_killed_then_a_partial_resync() {
+    let p = primary(None, &[]);
+    let mut pc = p.conn();
+    ok(&mut pc, "SET a 1");
+    let z = ZwindowServer::start(&[]);
+    let mut rc = z.conn();
+    replicaof(&mut rc, &p);
+    wait_caught_up(&mut pc, &mut rc, &z);
+    let list = text(&rc.cmd(&[b"CLIENT", b"LIST"]));
+    assert!(
+        list.lines()
+            .any(|l| l.contains("flags=M") && l.contains(&format!(":{} ", p.port()))),
+        "{list}"
+    );
+    let partial = |c: &mut RawConn| -> u64 {
+        info_field(c, "stats", "sync_partial_ok")
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let full = |c: &mut RawConn| -> u64 {
+        info_field(c, "stats", "sync_full")
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (partial0, full0) = (partial(&mut pc), full(&mut pc));
+    assert_eq!(rc.cmd(&[b"CLIENT", b"KILL", b"TYPE", b"master"]), b":1\r\n");
+    ok(&mut pc, "SET b 2");
+    ok(&mut pc, "SELECT 2");
+    ok(&mut pc, "SET c 3");
+    wait_caught_up(&mut pc, &mut rc, &z);
+    assert_eq!(rc.cmd(&[b"GET", b"b"]), b"$1\r\n2\r\n");
+    ok(&mut rc, "SELECT 2");
+    assert_eq!(rc.cmd(&[b"GET", b"c"]), b"$1\r\n3\r\n");
+    assert_eq!(partial(&mut pc), partial0 + 1, "a partial resync");
+    assert_eq!(full(&mut pc), full0, "no second full sync");
+    // Already there: nothing changes.
+    let port = p.port().to_string();
+    assert_eq!(
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]),
+        &b"+OK Already connected to specified master\r\n"[..]
+    );
+}
+
+#[test]
+fn replicaof_no_one_makes_it_writable_again() {
+    let p = primary(None, &[]);
+    let mut pc = p.conn();
+    ok(&mut pc, "SET a 1");
+    let z = ZwindowServer::start(&[]);
+    let mut rc = z.conn();
+    replicaof(&mut rc, &p);
+    wait_caught_up(&mut pc, &mut rc, &z);
+    let port = p.port().to_string();
+    assert_eq!(
+        text(&rc.cmd(&[b"CONFIG", b"GET", b"replicaof"])),
+        format!(
+            "*2\r\n$9\r\nreplicaof\r\n${}\r\n127.0.0.1 {port}\r\n",
+            10 + port.len()
+        )
+    );
+    assert_eq!(rc.cmd(&[b"REPLICAOF", b"NO", b"ONE"]), b"+OK\r\n");
+    assert_eq!(rc.cmd(&[b"SET", b"x", b"1"]), b"+OK\r\n");
+    assert_eq!(rc.cmd(&[b"GET", b"a"]), b"$1\r\n1\r\n");
+    assert_eq!(
+        rc.cmd(&[b"CONFIG", b"GET", b"replicaof"]),
+        &b"*2\r\n$9\r\nreplicaof\r\n$0\r\n\r\n"[..]
+    );
+    // The primary's writes no longer arrive.
+    ok(&mut pc, "SET a 2");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(rc.cmd(&[b"GET", b"a"]), b"$1\r\n1\r\n");
+    assert_eq!(
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", b"65536"]),
+        &b"-ERR Invalid master port\r\n"[..]
+    );
+}
+
+/// INFO replication's replica figures (the lead's INFO reads the link's
+/// state) and the old ID kept as `master_replid2` after promotion.
+#[test]
+fn info_replication_on_a_replica() {
+    let p = primary(None, &[]);
+    let mut pc = p.conn();
+    let z = ZwindowServer::start(&[]);
+    let mut rc = z.conn();
+    replicaof(&mut rc, &p);
+    wait_caught_up(&mut pc, &mut rc, &z);
+    assert_eq!(
+        info_field(&mut rc, "replication", "role").as_deref(),
+        Some("slave")
+    );
+    assert_eq!(
+        info_field(&mut rc, "replication", "master_link_status").as_deref(),
+        Some("up")
+    );
+    let id = info_field(&mut pc, "replication", "master_replid").unwrap();
+    assert_eq!(rc.cmd(&[b"REPLICAOF", b"NO", b"ONE"]), b"+OK\r\n");
+    assert_eq!(
+        info_field(&mut rc, "replication", "master_replid2"),
+        Some(id)
+    );
+}
+
+#[test]
+fn stale_data_refused_while_the_link_is_down() {
+    // Nothing listens there: the link stays down.
+    let port = common::free_port().to_string();
+    let z = ZwindowServer::start(&["--replica-serve-stale-data", "no"]);
+    let mut rc = z.conn();
+    assert_eq!(
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        rc.cmd(&[b"GET", b"a"]),
+        &b"-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n"[..]
+    );
+    // `stale` commands run.
+    assert!(rc.cmd(&[b"INFO", b"server"]).starts_with(b"$"));
+    assert_eq!(rc.cmd(&[b"REPLICAOF", b"NO", b"ONE"]), b"+OK\r\n");
+    assert_eq!(rc.cmd(&[b"GET", b"a"]), b"$-1\r\n");
+}
+
+#[test]
+fn replicaof_in_the_config_and_a_restart_continues_partially() {
+    let p = primary(None, &[]);
+    let mut pc = p.conn();
+    ok(&mut pc, "SET a 1");
+    let dir = PrivateDir::new("replica");
+    let start = || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
+        cmd.args(["--bind", "127.0.0.1", "--port", "0", "--save", ""])
+            .args(["--replicaof", "127.0.0.1", &p.port().to_string()])
+            .current_dir(&dir.0);
+        ZwindowServer::start_command(cmd)
+    };
+    let mut z = start();
+    let mut rc = z.conn();
+    wait_caught_up(&mut pc, &mut rc, &z);
+    assert_eq!(rc.cmd(&[b"GET", b"a"]), b"$1\r\n1\r\n");
+    let got = text(&rc.cmd(&[b"CONFIG", b"GET", b"replicaof"]));
+    assert!(
+        got.ends_with(&format!("127.0.0.1 {}\r\n", p.port())),
+        "{got}"
+    );
+    assert_eq!(
+        rc.cmd(&[b"CONFIG", b"SET", b"replicaof", b"no one"]),
+        &b"-ERR CONFIG SET failed (possibly related to argument 'replicaof') - can't set immutable config\r\n"[..]
+    );
+    // The saved file records the replication ID and offset.
+    assert_eq!(rc.cmd(&[b"SAVE"]), b"+OK\r\n");
+    let rdb = std::fs::read(dir.0.join("dump.rdb")).unwrap();
+    let id = info_field(&mut pc, "replication", "master_replid").unwrap();
+    assert!(rdb.windows(7).any(|w| w == b"repl-id"), "no repl-id aux");
+    assert!(
+        rdb.windows(40).any(|w| w == id.as_bytes()),
+        "not the primary's ID"
+    );
+    drop(rc);
+    z.terminate(Duration::from_secs(5));
+    let partial0: u64 = info_field(&mut pc, "stats", "sync_partial_ok")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Written while the replica was down: the primary's backlog has it.
+    ok(&mut pc, "SET b 2");
+    let z = start();
+    let mut rc = z.conn();
+    wait_caught_up(&mut pc, &mut rc, &z);
+    assert_eq!(
+        rc.cmd(&[b"MGET", b"a", b"b"]),
+        b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    );
+    let partial: u64 = info_field(&mut pc, "stats", "sync_partial_ok")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(partial, partial0 + 1, "the restart continued partially");
+}
