@@ -1,8 +1,7 @@
 //! The replication family (REPLICAOF, SLAVEOF, FAILOVER, PSYNC, REPLCONF)
 //! and MODULE, byte for byte against a standalone redis-server 7.0.15 in
-//! RESP2 and RESP3; and zwindow's refusals where Redis would start
-//! replicating or load a module. SYNC, and PSYNC with valid arguments, are
-//! never sent to redis-server: it would fork to produce its dataset.
+//! RESP2 and RESP3 where no replica is involved; SYNC and PSYNC from a raw
+//! client (tests/replicas.rs and tests/replica.rs run real replicas).
 
 mod common;
 
@@ -108,21 +107,46 @@ fn refusals_in_transactions_and_scripts_match_redis() {
     p.check_str("EVAL \"return redis.call('module','list')\" 0");
 }
 
+/// SYNC (the old protocol: the RDB as `$<len>`, no `+FULLRESYNC`) and
+/// PSYNC from a client that announced no capability (`+FULLRESYNC id
+/// offset`, then `$<len>`: a disk transfer, since it cannot take `$EOF:`),
+/// as redis-cli --rdb and old replicas use them; ROLE then lists no
+/// online replica until one acknowledges.
 #[test]
-fn replication_is_refused_clearly() {
-    let z = ZwindowServer::start(&[]);
+fn sync_and_psync_send_the_dataset() {
+    let z = ZwindowServer::start(&["--repl-diskless-sync-delay", "0"]);
     let mut c = z.conn();
-    // REPLICAOF host port is served: see tests/replica.rs.
-    for line in ["SYNC", "PSYNC ? -1", "PSYNC 0123 5"] {
-        let r = c.cmd_str(line);
+    c.cmd_str("SET k v");
+    for (line, fullresync) in [("SYNC", false), ("PSYNC ? -1", true)] {
+        let mut r = z.conn();
+        r.set_timeout(std::time::Duration::from_secs(10));
+        let cmd = split_args(line);
+        let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_slice()).collect();
+        r.send(&encode_cmd(&args));
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Up to the RDB's header.
+        while !got.windows(9).any(|w| w == b"REDIS0010") {
+            use std::io::Read;
+            let n = r.stream().read(&mut buf).expect("read the transfer");
+            assert!(n > 0, "{line}: closed after {}", escape(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&got).into_owned();
+        let text = text.trim_start_matches('\n');
+        if fullresync {
+            assert!(text.starts_with("+FULLRESYNC "), "{line}: {}", escape(&got));
+            let first = text.lines().next().unwrap().trim_end();
+            let id = first.split(' ').nth(1).unwrap();
+            assert_eq!(id.len(), 40, "{first}");
+        }
+        let dollar = text.find('$').expect("a bulk transfer");
         assert!(
-            r.starts_with(b"-ERR zwindow does not replicate"),
-            "{line}: {}",
-            escape(&r)
+            text[dollar + 1..].starts_with(|ch: char| ch.is_ascii_digit()),
+            "{line}: a `$<len>` transfer: {}",
+            escape(&got)
         );
     }
-    // Still a master, with no replica.
-    assert_eq!(c.cmd_str("ROLE"), b"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n");
     assert_eq!(c.cmd_str("PING"), b"+PONG\r\n");
 }
 

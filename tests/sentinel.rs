@@ -169,6 +169,9 @@ fn sentinel_fails_over_a_killed_zwindow_primary_under_redis_py_writes() {
             .iter()
             .all(|s| primary_by(s.port) == Some(replica.port()))
     });
+    // Sentinel's promotion ends with CLIENT KILL TYPE normal: a fresh
+    // connection.
+    let mut rc = replica.conn();
     let role = parse_reply(&rc.cmd_str("ROLE"));
     assert_eq!(role.array()[0].bulk(), b"master");
     let status = writer.wait().unwrap();
@@ -201,12 +204,13 @@ fn sentinel_fails_over_a_killed_zwindow_primary_under_redis_py_writes() {
     // replica of the new one.
     let _ = primary.terminate(Duration::from_secs(1));
     let old = ZwindowServer::start(&["--port", &p]);
-    let mut oc = old.conn();
+    // (Sentinel kills normal clients when it reconfigures a server: a
+    // fresh connection for each look.)
     eventually("the old primary to be turned into a replica", 40, || {
-        info_field(&mut oc, "replication", "master_link_status").trim() == "up"
+        info_field(&mut old.conn(), "replication", "master_link_status").trim() == "up"
     });
     assert_eq!(
-        info_field(&mut oc, "replication", "master_port").trim(),
+        info_field(&mut old.conn(), "replication", "master_port").trim(),
         replica.port().to_string()
     );
     println!(

@@ -14,7 +14,7 @@ import sys
 import time
 
 import redis
-from redis.sentinel import Sentinel
+from redis.sentinel import MasterNotFoundError, Sentinel
 
 ports = [int(p) for p in sys.argv[1].split(",")]
 seconds = float(sys.argv[2])
@@ -36,7 +36,7 @@ while time.time() < deadline:
             print(f"acked w:{i}", flush=True)
         i += 1
     except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError,
-            redis.exceptions.MasterNotFoundError, redis.ResponseError) as e:
+            MasterNotFoundError, redis.ResponseError) as e:
         print(f"retry {type(e).__name__}", flush=True)
         time.sleep(0.1)
         i += 1
