@@ -329,6 +329,7 @@ async fn active_expiry(shared: Arc<Services>, mut shutdown: watch::Receiver<bool
         let paused = shared.pause.mode(&shared.clock) != crate::pause::OFF;
         if !paused && shared.store.active_expire.load(Relaxed) {
             crate::keyspace::expire::cycle(shared.env(), period / 4);
+            crate::keyspace::expire::local_cycle(shared.env());
         }
     }
 }

@@ -6,7 +6,7 @@
 //! ```text
 //! DEBUG HELP | SLEEP seconds | ERROR message | OBJECT key | DIGEST
 //! DEBUG DIGEST-VALUE [key ...] | PROTOCOL type | SET-ACTIVE-EXPIRE 0|1
-//! DEBUG QUICKLIST-PACKED-THRESHOLD size | CHANGE-REPL-ID | STRINGMATCH-TEST
+//! DEBUG QUICKLIST-PACKED-THRESHOLD size | CHANGE-REPL-ID | REPLICATE cmd … | STRINGMATCH-TEST
 //! DEBUG LISTPACK key | QUICKLIST key [0|1] | RELOAD [MERGE] [NOFLUSH] [NOSAVE]
 //! DEBUG REPLYBUFFER RESIZING 0|1 | LOADAOF | AOF-FLUSH-SLEEP microseconds
 //! ```
@@ -109,6 +109,12 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
     } else if eq_ic(sub, "CHANGE-REPL-ID") && argc == 2 {
         tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
         ctx.shared.replication.change_replid();
+        ctx.out.ok();
+    } else if eq_ic(sub, "REPLICATE") && argc >= 3 {
+        // Into the replicas' stream only, with no SELECT: the test hook
+        // Redis 7.0 has for diverging a replica on purpose.
+        let argv: Vec<&[u8]> = (2..argc).map(|i| ctx.arg(i)).collect();
+        ctx.shared.replication.feed_command(&argv);
         ctx.out.ok();
     } else if eq_ic(sub, "STRINGMATCH-TEST") && argc == 2 {
         stringmatch_test();

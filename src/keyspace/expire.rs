@@ -91,3 +91,43 @@ pub(crate) fn cycle(env: Env<'_>, budget: Duration) -> usize {
     );
     deleted
 }
+
+/// A writable replica's own keys with a TTL (Redis's `expireSlaveKeys`):
+/// the primary never sends their deletion, so the replica deletes those
+/// that came due, as a primary would (notified, logged to its AOF).
+/// Keys gone or made persistent meanwhile are forgotten. Returns the
+/// number deleted.
+pub(crate) fn local_cycle(env: Env<'_>) -> usize {
+    if !env.store.is_replica() {
+        env.store.local_expires.lock().clear();
+        return 0;
+    }
+    let keys = std::mem::take(&mut *env.store.local_expires.lock());
+    if keys.is_empty() {
+        return 0;
+    }
+    let now = env.clock.now_ms();
+    let mut keep = Vec::new();
+    let mut deleted = 0;
+    for (db, key) in keys {
+        let idx = env.store.shard_of(&key[..]);
+        let guard = env.store.lock_shard(idx);
+        let mut ks = Keyspace::new(env, Guards::One(idx, guard), db, now);
+        let at = ks.shard_at(idx).dbs[db]
+            .keys
+            .get(&key[..])
+            .map_or(0, |e| e.expire_at);
+        if at == 0 {
+            continue;
+        }
+        // A write lookup on a writable replica deletes what is due.
+        ks.replica.write = true;
+        if at <= now && ks.expire_key(crate::types::key::HashedKey::from(&key[..])) {
+            deleted += 1;
+        } else {
+            keep.push((db, key));
+        }
+    }
+    env.store.local_expires.lock().extend(keep);
+    deleted
+}

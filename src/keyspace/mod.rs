@@ -282,6 +282,10 @@ pub(crate) struct Store {
     /// `replica-ignore-maxmemory`) eviction stand still. See [`replica`].
     /// Replication flips it; read only where something due was found.
     replica: AtomicBool,
+    /// A writable replica's keys its own clients gave a TTL (Redis's
+    /// `slaveKeysWithExpire`): the primary knows nothing of them, so the
+    /// replica expires them itself ([`expire::local_cycle`]).
+    pub(crate) local_expires: parking_lot::Mutex<foldhash::HashSet<(usize, Key)>>,
 }
 
 /// A set of shard indices, locked in ascending order.
@@ -318,6 +322,7 @@ impl Store {
             snapshot_active: AtomicBool::new(false),
             loading: AtomicBool::new(false),
             replica: AtomicBool::new(false),
+            local_expires: Default::default(),
         }
     }
 
@@ -750,6 +755,19 @@ impl<'a> Keyspace<'a> {
         self.set_entry(key, entry);
     }
 
+    /// A replica's own client gave `key` a TTL: the replica expires it
+    /// itself (see [`Store::local_expires`]).
+    fn note_local_expire(&mut self, key: HashedKey<'_>) {
+        if self.env.store.is_replica() && !self.from_master {
+            let db = self.db;
+            self.env
+                .store
+                .local_expires
+                .lock()
+                .insert((db, key.bytes().into()));
+        }
+    }
+
     /// Stores a whole entry (value and TTL), replacing any existing one.
     pub(crate) fn set_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>, mut entry: Entry) {
         let key = key.into();
@@ -757,6 +775,9 @@ impl<'a> Keyspace<'a> {
         // A renamed or copied value is windowed by its new name's rule.
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
+        if has_ttl {
+            self.note_local_expire(key);
+        }
         self.cow(key);
         self.replica.forget();
         let lfu = self.env.config.maxmemory_policy().is_lfu();
@@ -828,6 +849,9 @@ impl<'a> Keyspace<'a> {
             db.expires.insert_hashed(bytes.into(), hash, ());
         } else if at_ms == 0 && had {
             db.expires.remove_hashed(bytes, hash);
+        }
+        if at_ms != 0 {
+            self.note_local_expire(key);
         }
         true
     }
