@@ -1020,3 +1020,52 @@ fn set_algebra_with_plain_sets() {
         "ZUNION 1 s1 WITHSCORES",
     ]);
 }
+
+/// Lex ranges over members with unequal scores (not in lex order): what
+/// Redis's listpack walk finds, forward (the first member not below the
+/// minimum, on while not above the maximum) and reverse (from the last
+/// member not above the maximum). ZREMRANGEBYLEX and ZRANGESTORE BYLEX
+/// reach a redis-server replica as themselves and must do there what
+/// they did here.
+#[test]
+fn lex_ranges_over_unequal_scores_walk_as_redis() {
+    let (_s, mut p) = start_pair();
+    // A small deterministic generator (xorshift).
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for _ in 0..300 {
+        let mut zadd = String::from("ZADD z");
+        for _ in 0..1 + next(8) {
+            let score = if next(2) == 0 { next(5) } else { next(1000) };
+            zadd += &format!(" {score} m{}", next(9));
+        }
+        let mut bound = || match next(10) {
+            0 => "-".to_string(),
+            1 => "+".to_string(),
+            _ => format!("{}m{}", if next(2) == 0 { '(' } else { '[' }, next(9)),
+        };
+        let (lo, hi) = (bound(), bound());
+        p.check_str("DEL z d");
+        p.check_str(&zadd);
+        for q in [
+            format!("ZLEXCOUNT z {lo} {hi}"),
+            format!("ZRANGEBYLEX z {lo} {hi}"),
+            format!("ZRANGEBYLEX z {lo} {hi} LIMIT 1 2"),
+            format!("ZREVRANGEBYLEX z {hi} {lo}"),
+            format!("ZREVRANGEBYLEX z {hi} {lo} LIMIT 1 2"),
+            format!("ZRANGESTORE d z {hi} {lo} BYLEX REV"),
+            "ZRANGE d 0 -1".to_string(),
+            format!("ZRANGESTORE d z {lo} {hi} BYLEX"),
+            "ZRANGE d 0 -1".to_string(),
+            format!("ZREMRANGEBYLEX z {lo} {hi}"),
+            "ZRANGE z 0 -1".to_string(),
+        ] {
+            p.check_str(&q);
+        }
+    }
+}

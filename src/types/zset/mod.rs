@@ -514,15 +514,72 @@ impl ZSet {
 
     /// Ranks `[lo, hi)` of the elements inside a lex range (meaningful when
     /// all scores are equal, as in Redis).
+    ///
+    /// With unequal scores the members are not in lex order and the answer
+    /// is the walk Redis's listpack takes (`zzlIsInLexRange`, then
+    /// `zzlFirstInLexRange` and on while in range): ZREMRANGEBYLEX and
+    /// ZRANGESTORE BYLEX reach a redis-server replica as themselves, which
+    /// must remove or store what zwindow did.
     fn lex_span(&self, r: &LexRange) -> (usize, usize) {
+        let len = self.len();
+        match self.get_by_rank(len.wrapping_sub(1)) {
+            Some((last, _)) if !r.below_min(last) => {}
+            _ => return (0, 0),
+        }
         let (lo, hi) = match &self.repr {
-            Repr::Compact(lp) => lp.count_while2(|_, m| r.below_min(m), |_, m| r.not_above_max(m)),
+            Repr::Compact(lp) => {
+                // The first member not below the minimum, then on while
+                // not above the maximum.
+                let mut it = lp.iter().enumerate();
+                let (mut lo, mut hi) = (len, len);
+                for (i, (m, _)) in it.by_ref() {
+                    if !r.below_min(m) {
+                        lo = i;
+                        hi = if r.not_above_max(m) { len } else { i };
+                        break;
+                    }
+                }
+                if hi > lo {
+                    for (i, (m, _)) in it {
+                        if !r.not_above_max(m) {
+                            hi = i;
+                            break;
+                        }
+                    }
+                }
+                (lo, hi)
+            }
             Repr::Skip(_) => (
                 self.count_while(|_, m| r.below_min(m)),
                 self.count_while(|_, m| r.not_above_max(m)),
             ),
         };
         (lo, hi.max(lo))
+    }
+
+    /// [`lex_span`](Self::lex_span) for a reverse range: with unequal
+    /// scores, Redis's listpack walk from the tail (`zzlLastInLexRange`:
+    /// the last member not above the maximum, then back while not below
+    /// the minimum).
+    fn lex_span_rev(&self, r: &LexRange) -> (usize, usize) {
+        let Repr::Compact(lp) = &self.repr else {
+            return self.lex_span(r);
+        };
+        let members: Vec<Member<'_>> = lp.iter().map(|(m, _)| m).collect();
+        // zzlIsInLexRange: the last member not below the minimum, the
+        // first not above the maximum.
+        match (members.first(), members.last()) {
+            (Some(first), Some(last)) if r.not_above_max(*first) && !r.below_min(*last) => {}
+            _ => return (0, 0),
+        }
+        let Some(top) = members.iter().rposition(|m| r.not_above_max(*m)) else {
+            return (0, 0);
+        };
+        let below = members[..=top]
+            .iter()
+            .rposition(|m| r.below_min(*m))
+            .map_or(0, |i| i + 1);
+        (below, (top + 1).max(below))
     }
 
     pub(crate) fn count_in_range(&self, r: &ScoreRange) -> usize {
@@ -635,7 +692,11 @@ impl ZSet {
         offset: usize,
         limit: Option<usize>,
     ) -> RangeIter<'_> {
-        let (lo, hi) = self.lex_span(r);
+        let (lo, hi) = if reverse {
+            self.lex_span_rev(r)
+        } else {
+            self.lex_span(r)
+        };
         self.window(lo, hi, reverse, offset, limit)
     }
 
