@@ -816,3 +816,106 @@ fn redis_and_zwindow_load_each_others_files() {
         );
     }
 }
+
+/// `field` of INFO replication.
+fn replication_field(c: &mut RawConn, name: &str) -> String {
+    let t = text(&c.cmd(&[b"INFO", b"replication"]));
+    t.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Waits until `replica`'s link to its primary is up.
+fn wait_link_up(replica: &mut RawConn) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while replication_field(replica, "master_link_status") != "up" {
+        assert!(Instant::now() < deadline, "the replica's link stayed down");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until every replica has applied all the primary had sent.
+fn wait_replicated(primary: &mut RawConn, replicas: &mut [&mut RawConn]) {
+    let offset =
+        |c: &mut RawConn, name: &str| -> u64 { replication_field(c, name).parse().unwrap_or(0) };
+    let want = offset(primary, "master_repl_offset");
+    for r in replicas.iter_mut() {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let got = offset(r, "slave_repl_offset");
+            if got >= want {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "a replica stayed at offset {got} of {want}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The stream through replication: a zwindow replica and a redis-server
+/// 7.0 replica attached to a zwindow primary before the stream runs. The
+/// zwindow replica must end with everything its primary has (the same
+/// comparison as the files': field and member TTLs and window rules
+/// replicate between two zwindows); the redis-server replica with the
+/// same contents (`DEBUG DIGEST`: Redis has no member TTLs or rules, and
+/// gets what zwindow's own commands amount to).
+#[test]
+fn replicas_end_with_what_their_primary_has() {
+    let sink = ZwindowServer::start(&["--save", ""]);
+    for seed in seeds(&[501, 502]) {
+        let pdir = PrivateDir::new("equiv-primary");
+        let z = zwindow(&pdir.0, &["--repl-diskless-sync-delay", "0"]);
+        let port = z.port().to_string();
+        let replicaof = ["--replicaof", "127.0.0.1", port.as_str()];
+        let zdir = PrivateDir::new("equiv-zreplica");
+        let zr = zwindow(&zdir.0, &replicaof);
+        let rdir = PrivateDir::new("equiv-rreplica");
+        let rr = redis(&rdir.0, &replicaof);
+        let (mut zrc, mut rrc) = (zr.conn(), rr.conn());
+        wait_link_up(&mut zrc);
+        wait_link_up(&mut rrc);
+
+        let mut c = z.conn();
+        let mut g = Gen::new(seed, true, fixtures(sink.port()), now_ms());
+        let ran = run_stream(&mut c, &mut g, COMMANDS, |_| {});
+        let before = settled_state(&mut c, true);
+        wait_replicated(&mut c, &mut [&mut zrc, &mut rrc]);
+        // Neither replica refused a command of the stream.
+        for (name, r) in [("zwindow", &mut zrc), ("redis-server", &mut rrc)] {
+            let failed: Vec<String> = text(&r.cmd(&[b"INFO", b"commandstats"]))
+                .lines()
+                .filter(|l| !l.contains("rejected_calls=0,failed_calls=0"))
+                .filter(|l| l.starts_with("cmdstat_"))
+                .map(str::to_string)
+                .collect();
+            assert!(
+                failed.is_empty(),
+                "the {name} replica answered the stream with errors, seed {seed}: {failed:#?}\n{}",
+                text(&r.cmd(&[b"INFO", b"errorstats"]))
+            );
+        }
+        assert_same(
+            &format!("a zwindow replica, seed {seed}"),
+            &before,
+            &state(&mut zrc, true),
+        );
+        // Named differences first (what both servers have: keys, values,
+        // TTLs, groups, functions), then the digest.
+        assert_same(
+            &format!("a redis-server 7.0 replica, seed {seed}"),
+            &state(&mut c, false),
+            &state(&mut rrc, false),
+        );
+        assert_eq!(
+            text(&rrc.cmd(&[b"DEBUG", b"DIGEST"])),
+            before.cmp["dataset digest"],
+            "a redis-server 7.0 replica's DEBUG DIGEST, seed {seed}"
+        );
+        report(&format!("through replicas, seed {seed}"), &ran, &before);
+    }
+}
