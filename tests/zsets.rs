@@ -1068,4 +1068,25 @@ fn lex_ranges_over_unequal_scores_walk_as_redis() {
             p.check_str(&q);
         }
     }
+    // Skiplists (a long member): from `-`, where Redis's descent lands on
+    // the first member whatever its levels, then on while in range.
+    let long = "q".repeat(100);
+    for _ in 0..100 {
+        let mut zadd = format!("ZADD z {} {long}", next(1000));
+        for _ in 0..1 + next(8) {
+            zadd += &format!(" {} m{}", next(1000), next(9));
+        }
+        let hi = format!("{}m{}", if next(2) == 0 { '(' } else { '[' }, next(9));
+        p.check_str("DEL z d");
+        p.check_str(&zadd);
+        for q in [
+            format!("ZRANGEBYLEX z - {hi}"),
+            format!("ZRANGESTORE d z - {hi} BYLEX"),
+            "ZRANGE d 0 -1".to_string(),
+            format!("ZREMRANGEBYLEX z - {hi}"),
+            "ZRANGE z 0 -1".to_string(),
+        ] {
+            p.check_str(&q);
+        }
+    }
 }

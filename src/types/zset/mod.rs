@@ -549,10 +549,17 @@ impl ZSet {
                 }
                 (lo, hi)
             }
-            Repr::Skip(_) => (
-                self.count_while(|_, m| r.below_min(m)),
-                self.count_while(|_, m| r.not_above_max(m)),
-            ),
+            // The first member by a descent (Redis's `zslFirstInLexRange`:
+            // with unequal scores where it lands depends on the levels),
+            // then on while not above the maximum (`zslDeleteRangeByLex`).
+            Repr::Skip(_) => {
+                let lo = self.count_while(|_, m| r.below_min(m));
+                let n = self
+                    .iter_ranks(lo, len - lo, false)
+                    .take_while(|(m, _)| r.not_above_max(*m))
+                    .count();
+                (lo, lo + n)
+            }
         };
         (lo, hi.max(lo))
     }
@@ -588,6 +595,13 @@ impl ZSet {
     }
 
     pub(crate) fn lex_count(&self, r: &LexRange) -> usize {
+        if let Repr::Skip(_) = &self.repr {
+            // Two descents, without walking the range (Redis's ZLEXCOUNT
+            // ranks the first and the last member in range).
+            let lo = self.count_while(|_, m| r.below_min(m));
+            let hi = self.count_while(|_, m| r.not_above_max(m));
+            return hi.saturating_sub(lo);
+        }
         let (lo, hi) = self.lex_span(r);
         hi - lo
     }
