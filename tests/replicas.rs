@@ -301,3 +301,50 @@ fn zwindow_commands_reach_a_redis_replica_as_what_they_amount_to() {
     assert_eq!(info_field(&mut rc, "stats", "total_error_replies"), "0");
     assert_eq!(digest(&mut zc), digest(&mut rc));
 }
+
+/// Members a window ages out at a RENAME's or COPY's destination are
+/// handed off (RPUSHed to the rule's list, here the source) before the
+/// source is taken, the order the stream logs them in: a zwindow replica
+/// and a redis-server replica end with what the primary has.
+#[test]
+fn a_window_hand_off_at_a_rename_destination_replicates_in_order() {
+    let z = ZwindowServer::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let port = z.port().to_string();
+    let zr = ZwindowServer::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+    ]);
+    let r = replica_of(&find_redis_server(), z.port(), &[]);
+    let (mut zc, mut zrc, mut rc) = (z.conn(), zr.conn(), r.conn());
+    eventually("the zwindow replica's link", || {
+        info_field(&mut zrc, "replication", "master_link_status") == "up"
+    });
+    for line in [
+        "ZADD w 1 old",
+        "RPUSH l a b",
+        "ZWINDOW SET w 3600 MOVETO l",
+        "RENAME l w",
+        "ZADD w2 1 old",
+        "RPUSH l2 a b",
+        "ZWINDOW SET w2 3600 MOVETO l2",
+        "COPY l2 w2 REPLACE",
+    ] {
+        ok(&mut zc, line);
+    }
+    let all = b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$3\r\nold\r\n";
+    assert_eq!(zc.cmd_str("LRANGE w 0 -1"), all);
+    assert_eq!(zc.cmd_str("EXISTS l"), b":0\r\n");
+    assert_eq!(zc.cmd_str("LRANGE w2 0 -1"), all);
+    settle(&mut zc, &mut [&mut zrc, &mut rc]);
+    let d = digest(&mut zc);
+    assert_eq!(digest(&mut zrc), d, "the zwindow replica");
+    assert_eq!(digest(&mut rc), d, "the redis-server replica");
+}

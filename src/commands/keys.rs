@@ -336,6 +336,10 @@ fn all_volatile(ctx: &mut Ctx) -> bool {
 
 /// Moves `src` to `dst` keeping the TTL; the caller checked both.
 fn do_rename(ctx: &mut Ctx, src: &[u8], dst: &[u8]) {
+    // The destination is looked up before the source is taken, as Redis
+    // does: what is due there goes first (members aged out of a window
+    // are handed off, perhaps to `src`), in the order the stream logs it.
+    ctx.ks.exists(dst);
     let Some(entry) = ctx.ks.remove(src) else {
         return;
     };
@@ -406,6 +410,16 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
             "ERR source and destination objects are the same",
         ));
     }
+    if !ctx.ks.exists(src) {
+        ctx.out.int(0);
+        return Ok(Done);
+    }
+    // The destination is looked up before the source is read (see
+    // `do_rename`): members its window hands off to `src` are copied, as
+    // a replica running the logged hand-off and then COPY copies them.
+    ctx.ks.db = target_db;
+    let dst_exists = ctx.ks.exists(dst);
+    ctx.ks.db = src_db;
     let Some(e) = ctx.ks.get(src) else {
         ctx.out.int(0);
         return Ok(Done);
@@ -413,7 +427,7 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
     let mut copy = Entry::new(e.value.clone());
     copy.expire_at = e.expire_at;
     ctx.ks.db = target_db;
-    let result = if ctx.ks.exists(dst) && !replace {
+    let result = if dst_exists && !replace {
         0
     } else {
         ctx.ks.remove(dst);
