@@ -924,6 +924,10 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
                 Ok(n) => {
                     r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
                     r.read_offset.fetch_add(n as u64, Relaxed);
+                    shared
+                        .stats
+                        .net_repl_input_bytes
+                        .fetch_add(n as u64, Relaxed);
                     handle.touch();
                 }
             },

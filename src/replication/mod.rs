@@ -176,6 +176,9 @@ pub(crate) struct Replication {
     /// that starts it runs (`network::feed`).
     pub(crate) sync_queue: Mutex<Vec<SyncRequest>>,
     pub(crate) sync_starter: AtomicBool,
+    /// `repl-backlog-size`, as the sink reads it (set when a replica
+    /// attaches, at startup and by the cron after CONFIG SET).
+    backlog_size: AtomicU64,
     /// FAILOVER's state (None: `no-failover`).
     pub(crate) failover: Mutex<Option<Failover>>,
     /// Whether a primary is set (mirrors `Inner::primary`).
@@ -247,6 +250,7 @@ impl Default for Replication {
             sync_queue: Mutex::new(Vec::new()),
             sync_starter: AtomicBool::new(false),
             failover: Mutex::new(None),
+            backlog_size: AtomicU64::new(1 << 20),
             history: AtomicBool::new(true),
             stream_db: std::sync::atomic::AtomicI64::new(-1),
         }
@@ -543,7 +547,7 @@ impl Replication {
 
     /// The backlog size to keep (`repl-backlog-size`), set by the server.
     pub(crate) fn set_backlog_size(&self, size: u64) {
-        BACKLOG_SIZE.store(size, Relaxed);
+        self.backlog_size.store(size, Relaxed);
     }
 
     /// One command of this server's own (PING, `REPLCONF GETACK *`) into
@@ -555,7 +559,7 @@ impl Replication {
         }
         let mut bytes = Vec::new();
         encode(&mut bytes, argv);
-        self.append(&mut g, &bytes, BACKLOG_SIZE.load(Relaxed));
+        self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
         self.wake_replicas(&g);
     }
 
@@ -568,7 +572,7 @@ impl Replication {
             let next = self.offset() + 1;
             g.backlog = Some(Backlog::new(next));
         }
-        self.append(&mut g, bytes, BACKLOG_SIZE.load(Relaxed));
+        self.append(&mut g, bytes, self.backlog_size.load(Relaxed));
         self.wake_replicas(&g);
     }
 
@@ -599,10 +603,19 @@ impl Replication {
     /// promoted); ours follows, the old one valid up to here as
     /// `replid2` (so our replicas continue too).
     pub(crate) fn continue_with(&self, replid: &str) {
-        let mut g = self.inner.lock();
-        if g.replid != replid {
+        let replicas = {
+            let mut g = self.inner.lock();
+            if g.replid == replid {
+                return;
+            }
             g.replid2 = std::mem::replace(&mut g.replid, replid.to_string());
             g.second_offset = self.offset() as i64 + 1;
+            // Our own replicas must hear of the new ID: they reconnect
+            // and continue (Redis's `disconnectSlaves`).
+            std::mem::take(&mut g.replicas)
+        };
+        for r in replicas {
+            r.drop_it();
         }
     }
 
@@ -741,6 +754,47 @@ impl Replication {
         self.stream_db.store(stream_db as i64, Relaxed);
     }
 
+    /// Before a primary loads its RDB at startup: a backlog from offset 0,
+    /// so the deletions of keys the file holds already expired go into
+    /// it (Redis's `createReplicationBacklog` with `RDBFLAGS_FEED_REPL`).
+    pub(crate) fn before_startup_load(&self) {
+        let mut g = self.inner.lock();
+        if g.primary.is_some() {
+            return;
+        }
+        self.ensure_backlog(&mut g);
+    }
+
+    /// After it: the file's replication info (`repl-id`, `repl-offset`)
+    /// makes the restarted primary's history continue the old one's, so
+    /// its replicas resync partially: the old ID becomes `replid2`, valid
+    /// up to the saved offset, and what the load fed (those deletions)
+    /// follows it. Without it, the backlog goes again (Redis's
+    /// `loadDataFromDisk`).
+    pub(crate) fn after_startup_load(&self, saved: Option<(&str, u64)>, now_secs: u64) {
+        let mut g = self.inner.lock();
+        if g.primary.is_some() {
+            return;
+        }
+        let Some((replid, offset)) = saved else {
+            g.backlog = None;
+            g.patches.clear();
+            self.listening.store(false, Relaxed);
+            return;
+        };
+        g.replid2 = replid.to_string();
+        g.second_offset = offset as i64 + 1;
+        g.replid = random_replid();
+        if let Some(b) = g.backlog.as_mut() {
+            b.rebase(offset);
+        }
+        for (at, _) in g.patches.iter_mut() {
+            *at += offset;
+        }
+        self.offset.fetch_add(offset, Relaxed);
+        g.alone_since = Some(now_secs);
+    }
+
     /// What a save records of replication (Redis's `rdbPopulateSaveInfo`):
     /// (`repl-stream-db`, `repl-id`, `repl-offset`), for a primary with a
     /// backlog or a replica that knows its stream's database; None else.
@@ -852,10 +906,6 @@ impl Replication {
     }
 }
 
-/// `repl-backlog-size`, as the sink reads it (set by the server when it
-/// starts and on CONFIG SET).
-static BACKLOG_SIZE: AtomicU64 = AtomicU64::new(1 << 20);
-
 impl Sink for Replication {
     fn listening(&self) -> bool {
         self.listening.load(Relaxed)
@@ -897,7 +947,7 @@ impl Sink for Replication {
         for (at, r) in patches {
             g.patches.push_back((base + at as u64, r));
         }
-        self.append(&mut g, &bytes, BACKLOG_SIZE.load(Relaxed));
+        self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
         self.wake_replicas(&g);
     }
 }
