@@ -419,7 +419,8 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
     let env = shared.env();
     let mut guards = env.store.lock(env.store.all_shards());
     let replicas: Vec<Arc<Replica>> = waiting.iter().map(|w| w.replica.clone()).collect();
-    let (replid, offset) = r.begin_full_sync(&replicas);
+    let sync = r.begin_full_sync(&replicas);
+    let (replid, offset) = (sync.replid.clone(), sync.offset);
     let txs: Vec<mpsc::Sender<SyncEvent>> = waiting.into_iter().map(|w| w.tx).collect();
     for tx in &txs {
         let _ = tx.blocking_send(SyncEvent::Start {
@@ -458,7 +459,7 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
         "Starting BGSAVE for SYNC with target: {}",
         if diskless { "replicas sockets" } else { "disk" }
     );
-    match crate::persistence::start_save(host, guards.iter_mut(), target, done) {
+    match crate::persistence::start_save(host, guards.iter_mut(), target, sync.save_info, done) {
         Ok(()) => true,
         Err(e) => {
             tracing::warn!("BGSAVE for replication failed: {e}");

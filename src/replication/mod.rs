@@ -330,6 +330,14 @@ pub(crate) enum Psync {
     Full,
 }
 
+/// A full resync's instant: `+FULLRESYNC replid offset`, and what the
+/// RDB records of replication at that offset (Redis's `rsi`).
+pub(crate) struct FullSync {
+    pub(crate) replid: ReplId,
+    pub(crate) offset: u64,
+    pub(crate) save_info: Option<(usize, ReplId, u64)>,
+}
+
 /// A snapshot of the figures INFO and ROLE print.
 pub(crate) struct Figures {
     pub(crate) replid: ReplId,
@@ -466,7 +474,7 @@ impl Replication {
     /// The instant of a full sync's snapshot (the caller holds every
     /// shard): the stream of `replicas` starts after what was fed so far,
     /// with a `SELECT`. Returns (replid, offset) for `+FULLRESYNC`.
-    pub(crate) fn begin_full_sync(&self, replicas: &[Arc<Replica>]) -> (ReplId, u64) {
+    pub(crate) fn begin_full_sync(&self, replicas: &[Arc<Replica>]) -> FullSync {
         let mut g = self.inner.lock();
         self.ensure_backlog(&mut g);
         g.seldb = None;
@@ -475,7 +483,13 @@ impl Replication {
             r.next.store(offset + 1, Relaxed);
             r.set_state(ReplicaState::SendBulk);
         }
-        (g.replid.clone(), offset)
+        FullSync {
+            replid: g.replid.clone(),
+            offset,
+            // Read with the offset: the RDB's `repl-stream-db` must be the
+            // database the stream after `offset` is in.
+            save_info: self.save_info_locked(&g),
+        }
     }
 
     /// Detaches a replica (its connection ended).
@@ -565,14 +579,18 @@ impl Replication {
 
     /// As a replica: bytes of the primary's stream that were applied, into
     /// the backlog and on to this server's own replicas (Redis's
-    /// `replicationFeedStreamFromMasterStream`).
-    pub(crate) fn feed_raw(&self, bytes: &[u8]) {
+    /// `replicationFeedStreamFromMasterStream`); `db`: the master client's
+    /// database after them.
+    pub(crate) fn feed_raw(&self, bytes: &[u8], db: usize) {
         let mut g = self.inner.lock();
         if g.backlog.is_none() {
             let next = self.offset() + 1;
             g.backlog = Some(Backlog::new(next));
         }
         self.append(&mut g, bytes, self.backlog_size.load(Relaxed));
+        // The database the stream is in after these bytes, with them (a
+        // full resync of our own replicas reads both at once).
+        self.stream_db.store(db as i64, Relaxed);
         self.wake_replicas(&g);
     }
 
@@ -799,7 +817,10 @@ impl Replication {
     /// (`repl-stream-db`, `repl-id`, `repl-offset`), for a primary with a
     /// backlog or a replica that knows its stream's database; None else.
     pub(crate) fn save_info(&self) -> Option<(usize, ReplId, u64)> {
-        let g = self.inner.lock();
+        self.save_info_locked(&self.inner.lock())
+    }
+
+    fn save_info_locked(&self, g: &Inner) -> Option<(usize, ReplId, u64)> {
         let db = if g.primary.is_none() {
             g.backlog.as_ref()?;
             g.seldb.unwrap_or(0)
