@@ -499,6 +499,8 @@ impl Replication {
         if g.replicas.is_empty() {
             g.alone_since = Some(now_secs);
         }
+        // What only it still needed goes now.
+        self.append(&mut g, &[], self.backlog_size.load(Relaxed));
         drop(g);
         self.acked.notify_waiters();
     }
