@@ -169,21 +169,25 @@ fn run_harness(
         .stderr(Stdio::null())
         .spawn()
         .expect("run tclsh (installed by .ci/test)");
-    let deadline = Instant::now() + UNIT_TIMEOUT;
-    let mut timed_out = false;
-    while child.try_wait().ok().flatten().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            timed_out = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let timed_out = wait_or_kill(&mut child, UNIT_TIMEOUT);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let mut r = parse_output(&text);
     r.timed_out = timed_out;
     (r, text)
+}
+
+/// Waits for `child` up to `limit`; true if it had to be killed.
+fn wait_or_kill(child: &mut std::process::Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
 }
 
 /// The harness's name of a unit: `unit/X`, or `integration/X` as given.
@@ -262,7 +266,12 @@ fn spawned_copy(tests: &Path) -> PrivateDir {
     let made_executable = Command::new("chmod").arg("+x").arg(&shim).status();
     assert!(made_executable.is_ok_and(|s| s.success()), "chmod failed");
     // Some tests run redis-cli and the file checkers from src/ too.
-    for tool in ["redis-cli", "redis-check-aof", "redis-check-rdb", "redis-sentinel"] {
+    for tool in [
+        "redis-cli",
+        "redis-check-aof",
+        "redis-check-rdb",
+        "redis-sentinel",
+    ] {
         if let Ok(out) = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
             .output()
@@ -292,7 +301,10 @@ fn run_sentinel_suite(tests: &Path) -> (UnitResult, String) {
     let instances = work.0.join("tests/instances.tcl");
     let text = std::fs::read_to_string(&instances).expect("read instances.tcl");
     let text = text
-        .replace("set ::sentinel_base_port 20000", "set ::sentinel_base_port 24000")
+        .replace(
+            "set ::sentinel_base_port 20000",
+            "set ::sentinel_base_port 24000",
+        )
         .replace("set ::redis_base_port 30000", "set ::redis_base_port 26000");
     std::fs::write(&instances, text).expect("write instances.tcl");
     let log = work.0.join("sentinel.log");
@@ -304,17 +316,7 @@ fn run_sentinel_suite(tests: &Path) -> (UnitResult, String) {
         .stderr(Stdio::null())
         .spawn()
         .expect("run tclsh");
-    let deadline = Instant::now() + Duration::from_secs(900);
-    let mut timed_out = false;
-    while child.try_wait().ok().flatten().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            timed_out = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let timed_out = wait_or_kill(&mut child, Duration::from_secs(900));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let mut r = UnitResult {
         timed_out,

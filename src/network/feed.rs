@@ -558,10 +558,7 @@ pub(crate) fn failover_cron(shared: &Services) {
             );
             f.in_progress = true;
             drop(guard);
-            shared
-                .config
-                .set_replicaof(Some((&target.host, target.port)));
-            r.set_primary(target);
+            hand_over(shared, target);
         } else {
             drop(guard);
             r.abort_failover(
@@ -601,9 +598,14 @@ pub(crate) fn failover_cron(shared: &Services) {
         f.target = Some(target.clone());
         f.in_progress = true;
         drop(guard);
-        shared
-            .config
-            .set_replicaof(Some((&target.host, target.port)));
-        r.set_primary(target);
+        hand_over(shared, target);
     }
+}
+
+/// FAILOVER's handover: this server replicates its target now.
+fn hand_over(shared: &Services, target: crate::replication::Primary) {
+    shared
+        .config
+        .set_replicaof(Some((&target.host, target.port)));
+    shared.replication.set_primary(target);
 }

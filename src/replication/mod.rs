@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::keyspace::propagate::{Op, Sink};
+pub(crate) use crate::protocol::encode_command as encode;
 use backlog::Backlog;
 
 /// A replication ID: 40 hex digits.
@@ -254,21 +255,6 @@ impl Default for Replication {
             history: AtomicBool::new(true),
             stream_db: std::sync::atomic::AtomicI64::new(-1),
         }
-    }
-}
-
-/// A RESP multibulk of `argv`, appended to `out`.
-pub(crate) fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
-    out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in argv {
-        let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
     }
 }
 
