@@ -191,8 +191,14 @@ impl Feed<'_> {
         let mark: [u8; 40] =
             std::array::from_fn(|_| b"0123456789abcdef"[rand::random_range(0..16)]);
         let mut streaming = false;
+        let mut soft_since = None;
         loop {
             if let Some(why) = self.stop() {
+                return Err(why);
+            }
+            // The stream since the snapshot waits for it meanwhile, and
+            // counts against its output limit as in Redis.
+            if let Some(why) = self.over_limits(&mut soft_since) {
                 return Err(why);
             }
             let event = tokio::select! {
@@ -324,7 +330,14 @@ impl Feed<'_> {
                 self.handle.laddr
             );
         };
-        if limit.hard > 0 && lag >= limit.hard {
+        // A hard limit below `repl-backlog-size` is taken as that size
+        // (Redis's `checkClientOutputBufferLimits`): what a replica may
+        // continue from with +CONTINUE must not get it disconnected.
+        let hard = match limit.hard {
+            0 => 0,
+            h => h.max(self.shared.config.repl_backlog_size()),
+        };
+        if hard > 0 && lag >= hard {
             scheduled();
             return Some("output buffer limit");
         }
