@@ -621,4 +621,5 @@ fn hand_over(shared: &Services, target: crate::replication::Primary) {
         .config
         .set_replicaof(Some((&target.host, target.port)));
     shared.replication.set_primary(target);
+    crate::commands::replication::unblock_for_role_change(&shared.clients);
 }
