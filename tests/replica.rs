@@ -421,3 +421,28 @@ fn replicaof_in_the_config_and_a_restart_continues_partially() {
         .unwrap();
     assert_eq!(partial, partial0 + 1, "the restart continued partially");
 }
+
+/// Redis propagates an approximate trim as the exact one it came to and
+/// keeps its LIMIT (`XTRIM s MAXLEN = 100 LIMIT 100`), which a client may
+/// not send but the primary may: the replica obeys it.
+#[test]
+fn an_exact_trim_with_limit_from_the_primary_is_obeyed() {
+    let p = primary(None, &[]);
+    let mut pc = p.conn();
+    let z = ZwindowServer::start(&[]);
+    let mut rc = z.conn();
+    replicaof(&mut rc, &p);
+    wait_caught_up(&mut pc, &mut rc, &z);
+    for i in 1..=300 {
+        let id = format!("{i}-1");
+        pc.cmd(&[b"XADD", b"s", id.as_bytes(), b"f", b"v"]);
+    }
+    ok(&mut pc, "XTRIM s MAXLEN ~ 10 LIMIT 100");
+    ok(&mut pc, "XADD s MAXLEN ~ 10 LIMIT 100 * f v");
+    wait_caught_up(&mut pc, &mut rc, &z);
+    assert_eq!(rc.cmd(&[b"XLEN", b"s"]), pc.cmd(&[b"XLEN", b"s"]));
+    assert_eq!(
+        info_field(&mut rc, "stats", "total_error_replies").as_deref(),
+        Some("0")
+    );
+}

@@ -594,11 +594,11 @@ fn parse_add_trim(ctx: &Ctx, xadd: bool) -> Result<(AddTrim, usize), Error> {
             "ERR syntax error, XTRIM must be called with a trimming strategy",
         ));
     }
-    // What the AOF holds (Redis: a client it must obey, the AOF's or a
-    // master's) trims without a work limit, and may pair LIMIT with an
-    // exact trim: Redis logs an approximate trim as the exact one it came
+    // What the AOF or the primary's stream holds (Redis: a client it must
+    // obey) trims without a work limit, and may pair LIMIT with an exact
+    // trim: Redis propagates an approximate trim as the exact one it came
     // to and keeps the LIMIT.
-    if ctx.ks.loading() {
+    if ctx.ks.must_obey() {
         a.limit = 0;
         return Ok((a, i));
     }

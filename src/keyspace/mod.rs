@@ -543,6 +543,13 @@ impl<'a> Keyspace<'a> {
         self.store().loading.load(Ordering::Relaxed)
     }
 
+    /// Whether the command comes from a source the server must obey
+    /// rather than check (Redis's `mustObeyClient`): the AOF being loaded,
+    /// or the primary's stream on a replica.
+    pub(crate) fn must_obey(&self) -> bool {
+        self.from_master || self.loading()
+    }
+
     /// The instant a deadline given by a command is checked against, to
     /// apply one already past at once: None while the AOF loads, when a
     /// deadline is only stored (Redis's `checkAlreadyExpired`), as the file
