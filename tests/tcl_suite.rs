@@ -271,6 +271,7 @@ fn spawned_copy(tests: &Path) -> PrivateDir {
         "redis-check-aof",
         "redis-check-rdb",
         "redis-sentinel",
+        "redis-benchmark",
     ] {
         if let Ok(out) = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
