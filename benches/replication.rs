@@ -72,7 +72,8 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use common::{
-    Server, clk_tck, cpu_ticks, encode, find_exe, frame_end, peer_servers, zwindow_under_test,
+    Server, clk_tck, cpu_ticks, encode, find_exe, frame_end, median, peer_servers,
+    zwindow_under_test,
 };
 
 /// redis-benchmark's key space (`-r`): every SET and ZADD a distinct write.
@@ -512,15 +513,6 @@ fn resync(p: &Primary, tmp: &TempDir, keys: u64, round: usize, diskless: bool) -
 // ---------------------------------------------------------------------------
 // Main
 // ---------------------------------------------------------------------------
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
 
 /// Arguments as a shell would need them to reproduce the command (an empty
 /// one, `--save ""`, would otherwise vanish from the printed line).

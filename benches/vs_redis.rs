@@ -72,8 +72,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use common::{
-    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, frame_end, peer_servers,
-    zwindow_under_test,
+    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, frame_end, median,
+    peer_servers, zwindow_under_test,
 };
 
 /// Members in the set every workload runs against.
@@ -451,15 +451,6 @@ fn measure(
         ops: total as f64 / elapsed,
         p99_ms,
         cpu_us: ticks / clk_tck() * 1e6 / total as f64,
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 

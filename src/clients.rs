@@ -183,6 +183,9 @@ pub(crate) struct ClientHandle {
 pub(crate) const UNBLOCK_TIMEOUT: u8 = 1;
 /// CLIENT UNBLOCK … ERROR: the client gets `-UNBLOCKED …`.
 pub(crate) const UNBLOCK_ERROR: u8 = 2;
+/// This server became a replica: its blocked clients get an error and are
+/// closed (Redis's `disconnectAllBlockedClients`).
+pub(crate) const UNBLOCK_ROLE: u8 = 3;
 
 impl ClientHandle {
     /// Redis's `islocalClient`: a unix socket's client, or a TCP peer that

@@ -304,7 +304,11 @@ pub(crate) const TLS_UNABLE: &str = "Unable to update TLS configuration. Check s
 /// Redis's HIDDEN_CONFIG settings: CONFIG GET reports them only when asked
 /// by their exact name, never for a pattern (they are test hooks). Redis
 /// 7.0 has five; zwindow has those it implements.
-const HIDDEN: &[&str] = &["rdb-key-save-delay", "key-load-delay"];
+const HIDDEN: &[&str] = &[
+    "rdb-key-save-delay",
+    "key-load-delay",
+    "loading-process-events-interval-bytes",
+];
 
 /// Settings only `enable-protected-configs` lets CONFIG SET change.
 const PROTECTED: &[&str] = &["dir", "dbfilename"];
@@ -2353,6 +2357,16 @@ const PARAMS: &[Param] = &[
     u32_param!("lfu-decay-time", lfu_decay_time, 0, i64::from(i32::MAX)),
     i32_param!("rdb-key-save-delay", rdb_key_save_delay),
     i32_param!("key-load-delay", key_load_delay),
+    // How often Redis's load loop serves clients (bytes): zwindow's load
+    // runs beside the connections, which a load lets in as Redis's would
+    // (see `persistence::Loading`), so the value is kept only.
+    kept!(
+        "loading-process-events-interval-bytes",
+        None,
+        "2097152",
+        |v| int_text(v, 1024, i64::from(i32::MAX)),
+        runtime
+    ),
     Param {
         name: "slowlog-log-slower-than",
         alias: None,

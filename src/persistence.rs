@@ -497,7 +497,7 @@ pub(crate) fn start_bgsave<'s>(
     host: Arc<dyn Host>,
     shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
 ) -> Result<(), &'static str> {
-    start_save(host, shards, SaveTarget::File, Box::new(|_| {}))
+    start_save(host, shards, SaveTarget::File, None, Box::new(|_| {}))
 }
 
 /// Where a background save writes: `dir`/`dbfilename` (BGSAVE, and a
@@ -513,12 +513,15 @@ pub(crate) type SaveDone = Box<dyn FnOnce(Result<(), String>) + Send>;
 
 /// Starts a background save of the snapshot taken now (the caller holds
 /// every shard) to `target`; `done` runs on the saver thread at the end.
+/// `repl`: the replication info to record, when the caller read it at
+/// the snapshot's instant (a full resync), else the current one.
 /// A save to a stream is no save of the dataset: it changes neither
 /// LASTSAVE nor the change count (Redis's socket-type RDB child).
 pub(crate) fn start_save<'s>(
     host: Arc<dyn Host>,
     shards: impl Iterator<Item = &'s mut crate::keyspace::Shard>,
     target: SaveTarget,
+    repl: Option<(usize, String, u64)>,
     done: SaveDone,
 ) -> Result<(), &'static str> {
     let (env, p) = (host.env(), host.persistence());
@@ -530,10 +533,13 @@ pub(crate) fn start_save<'s>(
     if p.bgsave_in_progress.swap(true, Relaxed) {
         return Err("ERR Background save already in progress");
     }
-    let Some(extras) = extras(&*host) else {
+    let Some(mut extras) = extras(&*host) else {
         p.bgsave_in_progress.store(false, Relaxed);
         return Err("ERR");
     };
+    if repl.is_some() {
+        extras.repl = repl;
+    }
     let sizes = env.store.begin_snapshot(shards);
     p.dirty_before_bgsave
         .store(env.dirty.load(Relaxed), Relaxed);

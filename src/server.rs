@@ -264,7 +264,24 @@ fn load_dataset(shared: &Arc<Services>) -> Result<LoadDone, String> {
                 crate::aof::load::load_at_startup(&*loader, &dispatch)
                     .and_then(|manifest| crate::aof::open_at_startup(&*loader, manifest))
             } else {
-                crate::persistence::load_at_startup(&*loader)
+                // A primary restarting keeps its replicas' history (see
+                // `Replication::after_startup_load`).
+                let primary = loader.config.replicaof().is_none();
+                if primary {
+                    let size = loader.config.repl_backlog_size();
+                    loader.replication.set_backlog_size(size);
+                    loader.replication.before_startup_load();
+                }
+                let loaded = crate::persistence::load_at_startup(&*loader);
+                if primary {
+                    let info = loader.persistence.last_load.lock().repl;
+                    let replid = info.map(|i| String::from_utf8_lossy(&i.replid).into_owned());
+                    loader.replication.after_startup_load(
+                        replid.as_deref().zip(info.map(|i| i.offset)),
+                        loader.clock.now_ms() / 1000,
+                    );
+                }
+                loaded
             };
             loader.persistence.loading.leave();
             let _ = tx.send(result);

@@ -169,21 +169,25 @@ fn run_harness(
         .stderr(Stdio::null())
         .spawn()
         .expect("run tclsh (installed by .ci/test)");
-    let deadline = Instant::now() + UNIT_TIMEOUT;
-    let mut timed_out = false;
-    while child.try_wait().ok().flatten().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            timed_out = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let timed_out = wait_or_kill(&mut child, UNIT_TIMEOUT);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let mut r = parse_output(&text);
     r.timed_out = timed_out;
     (r, text)
+}
+
+/// Waits for `child` up to `limit`; true if it had to be killed.
+fn wait_or_kill(child: &mut std::process::Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
 }
 
 /// The harness's name of a unit: `unit/X`, or `integration/X` as given.
@@ -237,6 +241,13 @@ fn harness_base_port() -> u16 {
 /// listens there too, as Redis does. Redis 7.0.15's units get the skip file
 /// of the external ones.
 fn run_unit_spawned(tests: &Path, unit: &str, skipfile: Option<&Path>) -> (UnitResult, String) {
+    let work = spawned_copy(tests);
+    run_harness(&work, unit, &["--tags", "-needs:repl"], skipfile)
+}
+
+/// A private copy of the suite whose `src/redis-server` runs zwindow (see
+/// [`run_unit_spawned`]), with Redis's tools beside it.
+fn spawned_copy(tests: &Path) -> PrivateDir {
     let work = copy_suite(tests);
     let src = work.0.join("src");
     std::fs::create_dir_all(&src).expect("create src/");
@@ -255,7 +266,13 @@ fn run_unit_spawned(tests: &Path, unit: &str, skipfile: Option<&Path>) -> (UnitR
     let made_executable = Command::new("chmod").arg("+x").arg(&shim).status();
     assert!(made_executable.is_ok_and(|s| s.success()), "chmod failed");
     // Some tests run redis-cli and the file checkers from src/ too.
-    for tool in ["redis-cli", "redis-check-aof", "redis-check-rdb"] {
+    for tool in [
+        "redis-cli",
+        "redis-check-aof",
+        "redis-check-rdb",
+        "redis-sentinel",
+        "redis-benchmark",
+    ] {
         if let Ok(out) = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
             .output()
@@ -266,7 +283,58 @@ fn run_unit_spawned(tests: &Path, unit: &str, skipfile: Option<&Path>) -> (UnitR
             }
         }
     }
-    run_harness(&work, unit, &["--tags", "-needs:repl"], skipfile)
+    work
+}
+
+/// A replication unit in spawned mode, its `needs:repl` tests included
+/// (see `tests/tcl/baseline-repl.txt`).
+fn run_repl_unit(tests: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
+    let work = spawned_copy(tests);
+    run_harness(&work, unit, &[], Some(skipfile))
+}
+
+/// Redis 7.0.15's Sentinel suite (`./runtest-sentinel`): five zwindow
+/// instances as `src/redis-server`, five of Debian's `redis-sentinel`.
+/// Its instances' base ports are moved (24000, 26000) away from the
+/// ranges the other units' harnesses take. Passed: its `OK` lines.
+fn run_sentinel_suite(tests: &Path) -> (UnitResult, String) {
+    let work = spawned_copy(tests);
+    let instances = work.0.join("tests/instances.tcl");
+    let text = std::fs::read_to_string(&instances).expect("read instances.tcl");
+    let text = text
+        .replace(
+            "set ::sentinel_base_port 20000",
+            "set ::sentinel_base_port 24000",
+        )
+        .replace("set ::redis_base_port 30000", "set ::redis_base_port 26000");
+    std::fs::write(&instances, text).expect("write instances.tcl");
+    let log = work.0.join("sentinel.log");
+    let mut child = Command::new("tclsh")
+        .current_dir(&work.0)
+        .arg("tests/sentinel/run.tcl")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).expect("create the log"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run tclsh");
+    let timed_out = wait_or_kill(&mut child, Duration::from_secs(900));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut r = UnitResult {
+        timed_out,
+        ..Default::default()
+    };
+    for line in text.lines().map(strip_ansi) {
+        // `HH:MM:SS> name: OK` or `…: FAILED: why`.
+        let Some((_, rest)) = line.split_once("> ") else {
+            continue;
+        };
+        if rest.ends_with(": OK") || (rest.ends_with(" OK") && rest.contains(": ")) {
+            r.passed += 1;
+        } else if let Some((name, _)) = rest.split_once(": FAILED") {
+            r.failed.push(name.to_string());
+        }
+    }
+    (r, text)
 }
 
 /// `unit passed` lines, `#` comments.
@@ -409,6 +477,33 @@ fn spawned_units_meet_the_baseline() {
             Some(("7.0", unit)) => run_unit_spawned(&redis7, unit, Some(&skip)),
             Some(("8.0", unit)) => run_unit_spawned(&redis8, unit, None),
             _ => panic!("{name}: spawned units are named 7.0/unit or 8.0/unit"),
+        },
+    );
+}
+
+/// Redis 7.0.15's replication units in spawned mode, their `needs:repl`
+/// tests included, and its Sentinel suite (`sentinel` in the file): the
+/// ratchet `tests/tcl/baseline-repl.txt`. Long, so on one socket path:
+/// the io_uring pass (`ZWINDOW_TEST_IO_URING=1`, or unset), the TLS pass
+/// being the epoll one's.
+#[test]
+fn replication_units_meet_the_baseline() {
+    if io_uring_requested() == Some(false) {
+        println!(
+            "the replication units run with ZWINDOW_TEST_IO_URING=1 or unset \
+             (the epoll pass runs the TLS units)"
+        );
+        return;
+    }
+    let tests = suite_dir().join("tests");
+    let scratch = PrivateDir::new("tcl-skip");
+    let skip = skipfile(&scratch.0);
+    check_units(
+        "Redis 7.0.15 replication units and Sentinel suite against zwindow",
+        baseline_from("tests/tcl/baseline-repl.txt"),
+        |unit| match unit {
+            "sentinel" => run_sentinel_suite(&tests),
+            unit => run_repl_unit(&tests, unit, &skip),
         },
     );
 }

@@ -359,3 +359,14 @@ pub fn zwindow_under_test() -> (String, Vec<String>) {
     );
     (exe, args)
 }
+
+/// The median of a run's figures (NaN for none).
+#[allow(dead_code)]
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}

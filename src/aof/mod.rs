@@ -38,6 +38,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::clock::Clock;
 use crate::config::{Config, Fsync};
 use crate::keyspace::propagate::{Op, Sink};
+use crate::protocol::encode_command as encode;
 
 /// What the AOF needs from the server: everything the RDB side of the
 /// files needs ([`crate::persistence::Host`]), and the [`Aof`], which the
@@ -144,21 +145,6 @@ impl Default for Aof {
             sync_wanted: Condvar::new(),
             synced: tokio::sync::Notify::new(),
         }
-    }
-}
-
-/// Appends one command in RESP (`*<n>`, then `$<len>` bulk strings).
-fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
-    out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in argv {
-        let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
     }
 }
 

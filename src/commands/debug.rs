@@ -126,6 +126,8 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         encoding_dump(ctx, &["quicklist"], "quicklist")?;
     } else if eq_ic(sub, "RELOAD") {
         reload(ctx)?;
+    } else if eq_ic(sub, "POPULATE") && (3..=5).contains(&argc) {
+        populate(ctx)?;
     } else if eq_ic(sub, "LOADAOF") && argc == 2 {
         let (shared, dispatch) = (ctx.shared, ctx.dispatch);
         with_all_shards(ctx.ks, |ks| {
@@ -177,6 +179,48 @@ pub(crate) fn reloads_dataset(cmd: &super::Command, args: &super::Args<'_>) -> b
     cmd.name == "debug"
         && args.len() >= 2
         && (eq_ic(args.get(1), "RELOAD") || eq_ic(args.get(1), "LOADAOF"))
+}
+
+/// DEBUG POPULATE count [prefix] [size]: `count` keys `prefix:N` (`key`
+/// by default) holding `value:N`, cut or zero-padded to `size` bytes;
+/// existing keys are left alone. Like Redis's, not propagated (DEBUG is
+/// no write command).
+fn populate(ctx: &mut Ctx) -> Result<(), Error> {
+    let positive = |a: &[u8]| {
+        crate::util::parse_i64(a)
+            .filter(|&n| n >= 0)
+            .ok_or(Error::Static("ERR value is out of range, must be positive"))
+    };
+    let count = positive(ctx.arg(2))?;
+    let size = if ctx.argc() == 5 {
+        positive(ctx.arg(4))? as usize
+    } else {
+        0
+    };
+    let prefix = if ctx.argc() >= 4 {
+        ctx.arg(3).to_vec()
+    } else {
+        b"key".to_vec()
+    };
+    with_all_shards(ctx.ks, |ks| {
+        for j in 0..count {
+            let mut key = prefix.clone();
+            key.push(b':');
+            key.extend_from_slice(j.to_string().as_bytes());
+            if ks.peek(&key[..]).is_some() {
+                continue;
+            }
+            let mut value = format!("value:{j}").into_bytes();
+            if size > 0 {
+                value.resize(size, 0);
+            }
+            ks.set(&key[..], Value::Str(crate::keyspace::Str::new(&value)));
+        }
+        Ok(())
+    })
+    .map_err(Error::Owned)?;
+    ctx.out.ok();
+    Ok(())
 }
 
 fn help(ctx: &mut Ctx) {

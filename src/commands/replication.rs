@@ -77,10 +77,21 @@ fn replicaof(ctx: &mut Ctx) -> CmdResult {
         return Ok(Done);
     }
     ctx.shared.config.set_replicaof(Some((&host, port)));
+    unblock_for_role_change(&ctx.shared.clients);
     let who = super::connection::client_info_line(ctx.shared, &ctx.client.handle);
     tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{who}')");
     ctx.out.ok();
     Ok(Done)
+}
+
+/// This server became a replica: clients blocked on keys get
+/// `-UNBLOCKED … (master -> replica?)` and are closed, since what they
+/// wait for now comes from the primary (Redis's
+/// `disconnectAllBlockedClients`).
+pub(crate) fn unblock_for_role_change(clients: &crate::clients::Clients) {
+    for c in clients.all() {
+        c.request_unblock(crate::clients::UNBLOCK_ROLE);
+    }
 }
 
 /// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]: with Redis's

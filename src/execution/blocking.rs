@@ -39,8 +39,13 @@ use crate::protocol::Reply;
 /// blocking command when it is served). Released by `CLIENT UNBLOCK …
 /// ERROR` (`error`), the call failed with an `UNBLOCKED` error reply, which
 /// is returned.
-pub(crate) fn unserved(shared: &Services, w: &Waiter, error: bool) -> Option<Vec<u8>> {
-    const MSG: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+pub(crate) fn unserved(shared: &Services, w: &Waiter, how: u8) -> Option<Vec<u8>> {
+    let error = how == crate::clients::UNBLOCK_ERROR || how == crate::clients::UNBLOCK_ROLE;
+    let msg = if how == crate::clients::UNBLOCK_ROLE {
+        UNBLOCKED_ROLE
+    } else {
+        "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+    };
     if let Ok(cmd) = commands::resolve(&w.args.args()) {
         let stats = commands::CallStats::of(cmd);
         stats.calls.fetch_add(1, Ordering::Relaxed);
@@ -49,10 +54,15 @@ pub(crate) fn unserved(shared: &Services, w: &Waiter, error: bool) -> Option<Vec
         }
     }
     error.then(|| {
-        shared.count_error(MSG.as_bytes());
-        format!("-{MSG}\r\n").into_bytes()
+        shared.count_error(msg.as_bytes());
+        format!("-{msg}\r\n").into_bytes()
     })
 }
+
+/// The error a blocked client gets when this server becomes a replica;
+/// its connection closes after it (Redis's `disconnectAllBlockedClients`).
+pub(crate) const UNBLOCKED_ROLE: &str =
+    "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
 
 /// Queues `w` on each of its keys; the caller holds their shards.
 pub(crate) fn register(shared: &Services, ks: &mut Keyspace<'_>, w: &Arc<Waiter>) {

@@ -1175,22 +1175,11 @@ mod tests {
 
     #[test]
     fn a_view_runs_without_a_server_and_reports_through_its_seam() {
-        let services = Services {
-            config: Config::defaults(),
-            clock: Clock::default(),
-            windows: Default::default(),
-            evictor: Default::default(),
-            pause: Default::default(),
-            dirty: AtomicU64::new(0),
-            expire_stats: Default::default(),
-            latency: Default::default(),
-            events: Recorder::default(),
-        };
+        let services = Services::new(1_000_000);
         services
             .config
             .set_many(&[(b"notify-keyspace-events", b"KEA")])
             .unwrap();
-        services.clock.freeze_at(1_000_000);
         let store = Store::new(4, 2);
         let env = services.env(&store);
         let mut ks = Keyspace::new(env, store.lock(store.all_shards()), 1, env.clock.now_ms());

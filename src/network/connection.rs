@@ -145,7 +145,13 @@ pub(crate) async fn run(
                 }
             }
             match reply {
-                Some(bytes) => out.raw(&bytes),
+                Some(bytes) => {
+                    // Unblocked because this server became a replica: the
+                    // connection closes after the error, as in Redis.
+                    let role = crate::execution::blocking::UNBLOCKED_ROLE.as_bytes();
+                    close |= bytes.get(1..1 + role.len()) == Some(role);
+                    out.raw(&bytes);
+                }
                 None if handle.killed.load(Relaxed) => break,
                 None => out.null_array(),
             }
@@ -570,8 +576,7 @@ async fn wait_blocked(
     // Served while cancelling: that reply wins, as the data was taken.
     let served = crate::execution::blocking::cancel(shared, waiter, rx);
     if served.is_none() && !handle.killed.load(Relaxed) {
-        let error = unblocked == crate::clients::UNBLOCK_ERROR;
-        return crate::execution::blocking::unserved(shared, waiter, error);
+        return crate::execution::blocking::unserved(shared, waiter, unblocked);
     }
     served
 }

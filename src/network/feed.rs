@@ -191,8 +191,14 @@ impl Feed<'_> {
         let mark: [u8; 40] =
             std::array::from_fn(|_| b"0123456789abcdef"[rand::random_range(0..16)]);
         let mut streaming = false;
+        let mut soft_since = None;
         loop {
             if let Some(why) = self.stop() {
+                return Err(why);
+            }
+            // The stream since the snapshot waits for it meanwhile, and
+            // counts against its output limit as in Redis.
+            if let Some(why) = self.over_limits(&mut soft_since) {
                 return Err(why);
             }
             let event = tokio::select! {
@@ -324,7 +330,14 @@ impl Feed<'_> {
                 self.handle.laddr
             );
         };
-        if limit.hard > 0 && lag >= limit.hard {
+        // A hard limit below `repl-backlog-size` is taken as that size
+        // (Redis's `checkClientOutputBufferLimits`): what a replica may
+        // continue from with +CONTINUE must not get it disconnected.
+        let hard = match limit.hard {
+            0 => 0,
+            h => h.max(self.shared.config.repl_backlog_size()),
+        };
+        if hard > 0 && lag >= hard {
             scheduled();
             return Some("output buffer limit");
         }
@@ -419,7 +432,8 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
     let env = shared.env();
     let mut guards = env.store.lock(env.store.all_shards());
     let replicas: Vec<Arc<Replica>> = waiting.iter().map(|w| w.replica.clone()).collect();
-    let (replid, offset) = r.begin_full_sync(&replicas);
+    let sync = r.begin_full_sync(&replicas);
+    let (replid, offset) = (sync.replid.clone(), sync.offset);
     let txs: Vec<mpsc::Sender<SyncEvent>> = waiting.into_iter().map(|w| w.tx).collect();
     for tx in &txs {
         let _ = tx.blocking_send(SyncEvent::Start {
@@ -458,7 +472,7 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
         "Starting BGSAVE for SYNC with target: {}",
         if diskless { "replicas sockets" } else { "disk" }
     );
-    match crate::persistence::start_save(host, guards.iter_mut(), target, done) {
+    match crate::persistence::start_save(host, guards.iter_mut(), target, sync.save_info, done) {
         Ok(()) => true,
         Err(e) => {
             tracing::warn!("BGSAVE for replication failed: {e}");
@@ -557,10 +571,7 @@ pub(crate) fn failover_cron(shared: &Services) {
             );
             f.in_progress = true;
             drop(guard);
-            shared
-                .config
-                .set_replicaof(Some((&target.host, target.port)));
-            r.set_primary(target);
+            hand_over(shared, target);
         } else {
             drop(guard);
             r.abort_failover(
@@ -600,9 +611,15 @@ pub(crate) fn failover_cron(shared: &Services) {
         f.target = Some(target.clone());
         f.in_progress = true;
         drop(guard);
-        shared
-            .config
-            .set_replicaof(Some((&target.host, target.port)));
-        r.set_primary(target);
+        hand_over(shared, target);
     }
+}
+
+/// FAILOVER's handover: this server replicates its target now.
+fn hand_over(shared: &Services, target: crate::replication::Primary) {
+    shared
+        .config
+        .set_replicaof(Some((&target.host, target.port)));
+    shared.replication.set_primary(target);
+    crate::commands::replication::unblock_for_role_change(&shared.clients);
 }

@@ -111,7 +111,8 @@ fn link_down(shared: &Services) {
         r.link_down_since
             .store(shared.clock.now_ms() / 1000, Relaxed);
     }
-    r.stream_db.store(-1, Relaxed);
+    // The stream's database stays: a partial resync continues in it
+    // (Redis's cached master keeps its `db`).
     if r.is_replica() {
         r.set_link_state(LinkState::Connect);
     }
@@ -872,11 +873,10 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
             }
             let after = parser.consumed();
             if !client.in_multi() {
-                r.feed_raw(&conn.buf[fed..after]);
+                r.feed_raw(&conn.buf[fed..after], client.db);
                 fed = after;
             }
             handle.db.store(client.db, Relaxed);
-            r.stream_db.store(client.db as i64, Relaxed);
             if let Some(offset) = ack_at.take() {
                 // Before more is applied, as Redis answers GETACK at once.
                 parser.discard(fed);
@@ -924,6 +924,10 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
                 Ok(n) => {
                     r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
                     r.read_offset.fetch_add(n as u64, Relaxed);
+                    shared
+                        .stats
+                        .net_repl_input_bytes
+                        .fetch_add(n as u64, Relaxed);
                     handle.touch();
                 }
             },

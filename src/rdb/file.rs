@@ -467,8 +467,25 @@ pub(crate) fn load(
                 // still touch them (Redis loads preambles so too). So does
                 // a replica: its primary's DEL deletes them (Redis's
                 // `iAmMaster()` test).
-                if at != 0 && at <= ks.now_ms && !ks.loading() && !ks.env.store.is_replica() {
+                if at != 0
+                    && at <= ks.now_ms
+                    && !ks.loading()
+                    && !ks.env.store.is_replica()
+                    && ks.env.config.replicaof().is_none()
+                {
                     stats.keys_expired += 1;
+                    // A primary restarting logs the deletion to its
+                    // backlog, for the replicas that continue from it.
+                    if ks.propagating() {
+                        let del = crate::keyspace::propagate::del_name(
+                            ks.env.config.lazyfree_lazy_expire(),
+                        );
+                        let op = crate::keyspace::propagate::Op {
+                            db: ks.db,
+                            argv: vec![del.to_vec(), key.to_vec()],
+                        };
+                        ks.env.events.feed(&[op], false);
+                    }
                     continue;
                 }
                 if !allow_dup && ks.peek_raw(&key).is_some() {

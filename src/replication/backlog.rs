@@ -133,6 +133,16 @@ impl Backlog {
         }
     }
 
+    /// Moves every offset by `delta` (a primary restarting from an RDB
+    /// that recorded its offset: Redis's `rebaseReplicationBuffer`).
+    pub(crate) fn rebase(&mut self, delta: u64) {
+        for (start, _) in self.chunks.iter_mut() {
+            *start += delta;
+        }
+        self.tail_start += delta;
+        self.first += delta;
+    }
+
     /// The bytes held by the chunks (for INFO's memory figures).
     pub(crate) fn memory(&self) -> usize {
         self.chunks.len() * CHUNK + self.tail.capacity()

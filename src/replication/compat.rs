@@ -25,16 +25,23 @@ use crate::util::eq_ic;
 
 /// Whether a command is one redis-server 7.0 does not have: zwindow's own
 /// (their `since` is zwindow's version, below 1.0) or a newer Redis's.
+/// Every propagated command is asked, so the names are listed once.
 fn unknown_to_redis_7_0(name: &[u8]) -> bool {
-    let Some(cmd) = crate::spec::table::lookup(name) else {
-        return false;
-    };
-    let version: Vec<u32> = cmd
-        .since
-        .split('.')
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    version.as_slice() < [1].as_slice() || version.as_slice() > [7, 0, 15].as_slice()
+    static UNKNOWN: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let names = UNKNOWN.get_or_init(|| {
+        crate::spec::table::all_commands()
+            .filter(|cmd| {
+                let v: Vec<u32> = cmd
+                    .since
+                    .split('.')
+                    .filter_map(|p| p.parse().ok())
+                    .collect();
+                v.as_slice() < [1].as_slice() || v.as_slice() > [7, 0, 15].as_slice()
+            })
+            .map(|cmd| cmd.name)
+            .collect()
+    });
+    names.iter().any(|n| eq_ic(name, n))
 }
 
 /// The bytes a redis-server replica gets instead of a command of `len`

@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::keyspace::propagate::{Op, Sink};
+pub(crate) use crate::protocol::encode_command as encode;
 use backlog::Backlog;
 
 /// A replication ID: 40 hex digits.
@@ -176,6 +177,9 @@ pub(crate) struct Replication {
     /// that starts it runs (`network::feed`).
     pub(crate) sync_queue: Mutex<Vec<SyncRequest>>,
     pub(crate) sync_starter: AtomicBool,
+    /// `repl-backlog-size`, as the sink reads it (set when a replica
+    /// attaches, at startup and by the cron after CONFIG SET).
+    backlog_size: AtomicU64,
     /// FAILOVER's state (None: `no-failover`).
     pub(crate) failover: Mutex<Option<Failover>>,
     /// Whether a primary is set (mirrors `Inner::primary`).
@@ -247,24 +251,10 @@ impl Default for Replication {
             sync_queue: Mutex::new(Vec::new()),
             sync_starter: AtomicBool::new(false),
             failover: Mutex::new(None),
+            backlog_size: AtomicU64::new(1 << 20),
             history: AtomicBool::new(true),
             stream_db: std::sync::atomic::AtomicI64::new(-1),
         }
-    }
-}
-
-/// A RESP multibulk of `argv`, appended to `out`.
-pub(crate) fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
-    out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in argv {
-        let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
     }
 }
 
@@ -324,6 +314,14 @@ pub(crate) enum Psync {
     Continue { from: u64, replid: ReplId },
     /// A full resync.
     Full,
+}
+
+/// A full resync's instant: `+FULLRESYNC replid offset`, and what the
+/// RDB records of replication at that offset (Redis's `rsi`).
+pub(crate) struct FullSync {
+    pub(crate) replid: ReplId,
+    pub(crate) offset: u64,
+    pub(crate) save_info: Option<(usize, ReplId, u64)>,
 }
 
 /// A snapshot of the figures INFO and ROLE print.
@@ -462,7 +460,7 @@ impl Replication {
     /// The instant of a full sync's snapshot (the caller holds every
     /// shard): the stream of `replicas` starts after what was fed so far,
     /// with a `SELECT`. Returns (replid, offset) for `+FULLRESYNC`.
-    pub(crate) fn begin_full_sync(&self, replicas: &[Arc<Replica>]) -> (ReplId, u64) {
+    pub(crate) fn begin_full_sync(&self, replicas: &[Arc<Replica>]) -> FullSync {
         let mut g = self.inner.lock();
         self.ensure_backlog(&mut g);
         g.seldb = None;
@@ -471,7 +469,13 @@ impl Replication {
             r.next.store(offset + 1, Relaxed);
             r.set_state(ReplicaState::SendBulk);
         }
-        (g.replid.clone(), offset)
+        FullSync {
+            replid: g.replid.clone(),
+            offset,
+            // Read with the offset: the RDB's `repl-stream-db` must be the
+            // database the stream after `offset` is in.
+            save_info: self.save_info_locked(&g),
+        }
     }
 
     /// Detaches a replica (its connection ended).
@@ -481,6 +485,8 @@ impl Replication {
         if g.replicas.is_empty() {
             g.alone_since = Some(now_secs);
         }
+        // What only it still needed goes now.
+        self.append(&mut g, &[], self.backlog_size.load(Relaxed));
         drop(g);
         self.acked.notify_waiters();
     }
@@ -543,7 +549,7 @@ impl Replication {
 
     /// The backlog size to keep (`repl-backlog-size`), set by the server.
     pub(crate) fn set_backlog_size(&self, size: u64) {
-        BACKLOG_SIZE.store(size, Relaxed);
+        self.backlog_size.store(size, Relaxed);
     }
 
     /// One command of this server's own (PING, `REPLCONF GETACK *`) into
@@ -555,20 +561,24 @@ impl Replication {
         }
         let mut bytes = Vec::new();
         encode(&mut bytes, argv);
-        self.append(&mut g, &bytes, BACKLOG_SIZE.load(Relaxed));
+        self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
         self.wake_replicas(&g);
     }
 
     /// As a replica: bytes of the primary's stream that were applied, into
     /// the backlog and on to this server's own replicas (Redis's
-    /// `replicationFeedStreamFromMasterStream`).
-    pub(crate) fn feed_raw(&self, bytes: &[u8]) {
+    /// `replicationFeedStreamFromMasterStream`); `db`: the master client's
+    /// database after them.
+    pub(crate) fn feed_raw(&self, bytes: &[u8], db: usize) {
         let mut g = self.inner.lock();
         if g.backlog.is_none() {
             let next = self.offset() + 1;
             g.backlog = Some(Backlog::new(next));
         }
-        self.append(&mut g, bytes, BACKLOG_SIZE.load(Relaxed));
+        self.append(&mut g, bytes, self.backlog_size.load(Relaxed));
+        // The database the stream is in after these bytes, with them (a
+        // full resync of our own replicas reads both at once).
+        self.stream_db.store(db as i64, Relaxed);
         self.wake_replicas(&g);
     }
 
@@ -599,10 +609,19 @@ impl Replication {
     /// promoted); ours follows, the old one valid up to here as
     /// `replid2` (so our replicas continue too).
     pub(crate) fn continue_with(&self, replid: &str) {
-        let mut g = self.inner.lock();
-        if g.replid != replid {
+        let replicas = {
+            let mut g = self.inner.lock();
+            if g.replid == replid {
+                return;
+            }
             g.replid2 = std::mem::replace(&mut g.replid, replid.to_string());
             g.second_offset = self.offset() as i64 + 1;
+            // Our own replicas must hear of the new ID: they reconnect
+            // and continue (Redis's `disconnectSlaves`).
+            std::mem::take(&mut g.replicas)
+        };
+        for r in replicas {
+            r.drop_it();
         }
     }
 
@@ -741,11 +760,55 @@ impl Replication {
         self.stream_db.store(stream_db as i64, Relaxed);
     }
 
+    /// Before a primary loads its RDB at startup: a backlog from offset 0,
+    /// so the deletions of keys the file holds already expired go into
+    /// it (Redis's `createReplicationBacklog` with `RDBFLAGS_FEED_REPL`).
+    pub(crate) fn before_startup_load(&self) {
+        let mut g = self.inner.lock();
+        if g.primary.is_some() {
+            return;
+        }
+        self.ensure_backlog(&mut g);
+    }
+
+    /// After it: the file's replication info (`repl-id`, `repl-offset`)
+    /// makes the restarted primary's history continue the old one's, so
+    /// its replicas resync partially: the old ID becomes `replid2`, valid
+    /// up to the saved offset, and what the load fed (those deletions)
+    /// follows it. Without it, the backlog goes again (Redis's
+    /// `loadDataFromDisk`).
+    pub(crate) fn after_startup_load(&self, saved: Option<(&str, u64)>, now_secs: u64) {
+        let mut g = self.inner.lock();
+        if g.primary.is_some() {
+            return;
+        }
+        let Some((replid, offset)) = saved else {
+            g.backlog = None;
+            g.patches.clear();
+            self.listening.store(false, Relaxed);
+            return;
+        };
+        g.replid2 = replid.to_string();
+        g.second_offset = offset as i64 + 1;
+        g.replid = random_replid();
+        if let Some(b) = g.backlog.as_mut() {
+            b.rebase(offset);
+        }
+        for (at, _) in g.patches.iter_mut() {
+            *at += offset;
+        }
+        self.offset.fetch_add(offset, Relaxed);
+        g.alone_since = Some(now_secs);
+    }
+
     /// What a save records of replication (Redis's `rdbPopulateSaveInfo`):
     /// (`repl-stream-db`, `repl-id`, `repl-offset`), for a primary with a
     /// backlog or a replica that knows its stream's database; None else.
     pub(crate) fn save_info(&self) -> Option<(usize, ReplId, u64)> {
-        let g = self.inner.lock();
+        self.save_info_locked(&self.inner.lock())
+    }
+
+    fn save_info_locked(&self, g: &Inner) -> Option<(usize, ReplId, u64)> {
         let db = if g.primary.is_none() {
             g.backlog.as_ref()?;
             g.seldb.unwrap_or(0)
@@ -852,10 +915,6 @@ impl Replication {
     }
 }
 
-/// `repl-backlog-size`, as the sink reads it (set by the server when it
-/// starts and on CONFIG SET).
-static BACKLOG_SIZE: AtomicU64 = AtomicU64::new(1 << 20);
-
 impl Sink for Replication {
     fn listening(&self) -> bool {
         self.listening.load(Relaxed)
@@ -897,7 +956,7 @@ impl Sink for Replication {
         for (at, r) in patches {
             g.patches.push_back((base + at as u64, r));
         }
-        self.append(&mut g, &bytes, BACKLOG_SIZE.load(Relaxed));
+        self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
         self.wake_replicas(&g);
     }
 }
