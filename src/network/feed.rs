@@ -98,12 +98,12 @@ impl Feed<'_> {
     }
 
     /// Writes `bytes` whole, reading what the replica sends meanwhile.
-    async fn write(&mut self, mut bytes: Vec<u8>) -> Result<(), &'static str> {
+    async fn write(&mut self, bytes: &mut Vec<u8>) -> Result<(), &'static str> {
         let mut over = false;
         let wrote = self
             .stream
             .write_all_reading(
-                &mut bytes,
+                bytes,
                 &self.handle.writing,
                 || {},
                 self.rbuf,
@@ -213,7 +213,7 @@ impl Feed<'_> {
                 // waits for the snapshot (Redis's replicationCron).
                 if !streaming && keepalive.elapsed() >= Duration::from_secs(1) {
                     keepalive = Instant::now();
-                    self.write(b"\n".to_vec()).await?;
+                    self.write(&mut b"\n".to_vec()).await?;
                 }
                 continue;
             };
@@ -221,20 +221,20 @@ impl Feed<'_> {
                 SyncEvent::Start { replid, offset } => {
                     if !pre_psync {
                         let line = format!("+FULLRESYNC {replid} {offset}\r\n");
-                        self.write(line.into_bytes()).await?;
+                        self.write(&mut line.into_bytes()).await?;
                     }
                     if self.diskless() {
                         streaming = true;
                         let mut head = b"$EOF:".to_vec();
                         head.extend_from_slice(&mark);
                         head.extend_from_slice(b"\r\n");
-                        self.write(head).await?;
+                        self.write(&mut head).await?;
                     }
                 }
-                SyncEvent::Data(bytes) => self.write(bytes.to_vec()).await?,
+                SyncEvent::Data(bytes) => self.write(&mut bytes.to_vec()).await?,
                 SyncEvent::End(Err(_)) => return Err("the snapshot failed"),
                 SyncEvent::End(Ok(None)) => {
-                    self.write(mark.to_vec()).await?;
+                    self.write(&mut mark.to_vec()).await?;
                     tracing::info!(
                         "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
                         self.replica.ip,
@@ -264,7 +264,7 @@ impl Feed<'_> {
     async fn send_file(&mut self, path: &std::path::Path) -> Result<(), &'static str> {
         let mut file = std::fs::File::open(path).map_err(|_| "can't open the RDB")?;
         let len = file.metadata().map_err(|_| "can't stat the RDB")?.len();
-        self.write(format!("${len}\r\n").into_bytes()).await?;
+        self.write(&mut format!("${len}\r\n").into_bytes()).await?;
         let mut left = len;
         while left > 0 {
             if let Some(why) = self.stop() {
@@ -274,7 +274,7 @@ impl Feed<'_> {
             file.read_exact(&mut chunk)
                 .map_err(|_| "can't read the RDB")?;
             left -= chunk.len() as u64;
-            self.write(chunk).await?;
+            self.write(&mut chunk).await?;
         }
         Ok(())
     }
@@ -283,6 +283,8 @@ impl Feed<'_> {
     async fn stream(&mut self) -> &'static str {
         let r = &self.shared.replication;
         let mut soft_since: Option<Instant> = None;
+        // The bytes of one write, copied once from the backlog.
+        let mut out = Vec::new();
         loop {
             if let Some(why) = self.stop() {
                 return why;
@@ -296,22 +298,28 @@ impl Feed<'_> {
                 }
                 continue;
             }
-            let Some(chunks) = r.take(self.replica, TAKE) else {
+            // Behind the connections that are ready: what their batches
+            // feed goes out in this one write, as Redis writes a replica's
+            // output once per event-loop pass, not once per client (a
+            // task woken by a connection would otherwise run right after
+            // it, tokio's LIFO slot).
+            tokio::task::yield_now().await;
+            out.clear();
+            let Some(n) = r.take(self.replica, TAKE, &mut out) else {
                 return "its offset is no longer in the backlog";
             };
-            if chunks.is_empty() {
+            if n == 0 {
                 if let Err(why) = self.idle().await {
                     return why;
                 }
                 continue;
             }
-            let bytes: Vec<u8> = if chunks.len() == 1 {
-                chunks[0].to_vec()
-            } else {
-                chunks.concat()
-            };
-            if let Err(why) = self.write(bytes).await {
+            if let Err(why) = self.write(&mut out).await {
                 return why;
+            }
+            // A burst's buffer is not kept past it.
+            if out.capacity() > TAKE {
+                out = Vec::new();
             }
         }
     }

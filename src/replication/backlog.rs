@@ -79,15 +79,15 @@ impl Backlog {
         from >= self.first && from <= self.next()
     }
 
-    /// Up to `max` bytes starting at offset `from`, as one or more slices;
-    /// empty when `from` is the next offset or is not held.
-    pub(crate) fn read(&self, from: u64, max: usize, out: &mut Vec<Bytes>) -> usize {
+    /// Up to `max` bytes starting at offset `from`, copied onto the end of
+    /// `out` (one copy, into a buffer its caller keeps); none when `from`
+    /// is the next offset or is not held.
+    pub(crate) fn read_into(&self, from: u64, max: usize, out: &mut Vec<u8>) -> usize {
         if !self.covers(from) {
             return 0;
         }
         let mut taken = 0;
         let mut at = from;
-        // The first chunk holding `at`.
         let idx = self
             .chunks
             .partition_point(|(s, c)| s + c.len() as u64 <= at);
@@ -97,17 +97,15 @@ impl Backlog {
             }
             let skip = (at - start) as usize;
             let n = (chunk.len() - skip).min(max - taken);
-            out.push(chunk.slice(skip..skip + n));
+            out.extend_from_slice(&chunk[skip..skip + n]);
             taken += n;
             at += n as u64;
         }
         if taken < max && at >= self.tail_start {
             let skip = (at - self.tail_start) as usize;
             let n = (self.tail.len() - skip).min(max - taken);
-            if n > 0 {
-                out.push(Bytes::copy_from_slice(&self.tail[skip..skip + n]));
-                taken += n;
-            }
+            out.extend_from_slice(&self.tail[skip..skip + n]);
+            taken += n;
         }
         taken
     }
@@ -154,9 +152,9 @@ mod tests {
     use super::*;
 
     fn collect(b: &Backlog, from: u64, max: usize) -> Vec<u8> {
-        let mut v = Vec::new();
-        b.read(from, max, &mut v);
-        v.concat()
+        let mut flat = Vec::new();
+        b.read_into(from, max, &mut flat);
+        flat
     }
 
     #[test]

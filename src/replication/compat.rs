@@ -143,33 +143,19 @@ pub(crate) fn pad(out: &mut Vec<u8>, len: usize) {
     out.resize(out.len() + len, b' ');
 }
 
-/// Overwrites, in `slices` (the stream from offset `from` on), each
+/// Overwrites, in `bytes` (the stream from offset `from` on), each
 /// command that has a patch.
-pub(crate) fn apply_patches(patches: &VecDeque<(u64, Bytes)>, from: u64, slices: &mut Vec<Bytes>) {
-    let total: usize = slices.iter().map(|s| s.len()).sum();
-    let end = from + total as u64;
+pub(crate) fn apply_patches(patches: &VecDeque<(u64, Bytes)>, from: u64, bytes: &mut [u8]) {
+    let end = from + bytes.len() as u64;
     // Patches are in offset order; the first that may overlap.
     let first = patches.partition_point(|(at, p)| at + p.len() as u64 <= from);
-    let overlapping: Vec<&(u64, Bytes)> = patches
-        .iter()
-        .skip(first)
-        .take_while(|(at, _)| *at < end)
-        .collect();
-    if overlapping.is_empty() {
-        return;
-    }
-    let mut whole = Vec::with_capacity(total);
-    for s in slices.iter() {
-        whole.extend_from_slice(s);
-    }
-    for (at, p) in overlapping {
+    for (at, p) in patches.iter().skip(first).take_while(|(at, _)| *at < end) {
         // The overlap of [at, at+len) with [from, end).
         let start = (*at).max(from);
         let stop = (at + p.len() as u64).min(end);
         let src = &p[(start - at) as usize..(stop - at) as usize];
-        whole[(start - from) as usize..(stop - from) as usize].copy_from_slice(src);
+        bytes[(start - from) as usize..(stop - from) as usize].copy_from_slice(src);
     }
-    *slices = vec![Bytes::from(whole)];
 }
 
 #[cfg(test)]
@@ -225,9 +211,9 @@ mod tests {
         let mut patches = VecDeque::new();
         patches.push_back((105u64, Bytes::from_static(b"XXXX")));
         patches.push_back((118u64, Bytes::from_static(b"YYYY")));
-        // The stream starts at offset 100; read 103..=119 in two slices.
-        let mut slices = vec![stream.slice(3..10), stream.slice(10..20)];
-        apply_patches(&patches, 103, &mut slices);
-        assert_eq!(&slices.concat()[..], b"34XXXX9abcdefghYY");
+        // The stream starts at offset 100; read 103..=119.
+        let mut bytes = stream.slice(3..20).to_vec();
+        apply_patches(&patches, 103, &mut bytes);
+        assert_eq!(&bytes[..], b"34XXXX9abcdefghYY");
     }
 }

@@ -217,6 +217,8 @@ struct Inner {
     alone_since: Option<u64>,
     primary: Option<Primary>,
     link: LinkState,
+    /// The sink's encoding buffer, reused.
+    scratch: Vec<u8>,
 }
 
 impl Default for Replication {
@@ -233,6 +235,7 @@ impl Default for Replication {
                 alone_since: None,
                 primary: None,
                 link: LinkState::Connect,
+                scratch: Vec::new(),
             }),
             listening: AtomicBool::new(false),
             offset: AtomicU64::new(0),
@@ -491,24 +494,24 @@ impl Replication {
         self.acked.notify_waiters();
     }
 
-    /// Up to `max` bytes of the stream from `replica.next`, for a replica
-    /// of kind `zwindow` (else with zwindow's commands swapped: see
-    /// [`compat`]); empty when it has everything. None when the backlog
-    /// no longer holds its offset (it fell too far behind).
-    pub(crate) fn take(&self, replica: &Replica, max: usize) -> Option<Vec<Bytes>> {
+    /// Up to `max` bytes of the stream from `replica.next`, appended to
+    /// `out`, for a replica of kind `zwindow` (else with zwindow's commands
+    /// swapped: see [`compat`]); 0 when it has everything. None when the
+    /// backlog no longer holds its offset (it fell too far behind).
+    pub(crate) fn take(&self, replica: &Replica, max: usize, out: &mut Vec<u8>) -> Option<usize> {
         let g = self.inner.lock();
         let from = replica.next.load(Relaxed);
         let b = g.backlog.as_ref()?;
         if !b.covers(from) {
             return None;
         }
-        let mut out = Vec::new();
-        let n = b.read(from, max, &mut out);
-        if !replica.capa_zwindow && n > 0 {
-            compat::apply_patches(&g.patches, from, &mut out);
+        let start = out.len();
+        let n = b.read_into(from, max, out);
+        if !replica.capa_zwindow && n > 0 && !g.patches.is_empty() {
+            compat::apply_patches(&g.patches, from, &mut out[start..]);
         }
         replica.next.store(from + n as u64, Relaxed);
-        Some(out)
+        Some(n)
     }
 
     /// Bytes `replica` has still to take.
@@ -925,8 +928,10 @@ impl Sink for Replication {
         if g.backlog.is_none() || g.primary.is_some() {
             return;
         }
-        let mut bytes = Vec::with_capacity(64);
-        // (offset of the command within `bytes`, its length, replacement)
+        // A buffer kept between feeds: no allocation per write.
+        let mut bytes = std::mem::take(&mut g.scratch);
+        bytes.clear();
+        // (offset of the command within `bytes`, its replacement)
         let mut patches: Vec<(usize, Bytes)> = Vec::new();
         let mut seldb = g.seldb;
         let mut select = |bytes: &mut Vec<u8>, db: usize| {
@@ -958,5 +963,8 @@ impl Sink for Replication {
         }
         self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
         self.wake_replicas(&g);
+        if bytes.capacity() <= 64 * 1024 {
+            g.scratch = bytes;
+        }
     }
 }
