@@ -37,13 +37,13 @@ UNTAGGED = [
      "sets every CONFIG parameter, some of which zwindow lacks or holds immutable (bind)"),
     # maxmemory runs in spawned mode (tests/tcl/baseline-spawned.txt).
     ("maxmemory", "slave buffer are counted correctly",
-     "makes a replica (zwindow does not replicate: SLAVEOF host port is refused)"),
+     "makes a replica: not measured yet in spawned mode with replication (issue 32's next step)"),
     ("maxmemory", "replica buffer don't induce eviction",
-     "makes a replica (zwindow does not replicate: SLAVEOF host port is refused)"),
+     "makes a replica: not measured yet in spawned mode with replication (issue 32's next step)"),
     ("maxmemory", "propagation with eviction",
-     "reads the replication stream (zwindow does not replicate: SYNC is refused)"),
+     "reads the replication stream: not measured yet in spawned mode with replication (issue 32's next step)"),
     ("maxmemory", "propagation with eviction in MULTI",
-     "reads the replication stream (zwindow does not replicate: SYNC is refused)"),
+     "reads the replication stream: not measured yet in spawned mode with replication (issue 32's next step)"),
     # tls runs in the TLS pass (tests/tcl/baseline-tls.txt).
     ("tls", "TLS: Verify tls-cert-file is also used as a client cert if none specified",
      "makes a replica; externally its overrides are set one CONFIG SET at a time, "
