@@ -237,8 +237,9 @@ fn a_full_sync_replaces_what_the_replica_had() {
     }
 }
 
-#[test]
-fn the_master_client_killed_then_a_partial_resync() {
+/// A redis-server 7.0 primary holding `a`, and a zwindow replica caught up
+/// with it: the primary, a connection to it, the replica, one to it.
+fn synced_replica() -> (RedisServer, RawConn, ZwindowServer, RawConn) {
     let p = primary(None, &[]);
     let mut pc = p.conn();
     ok(&mut pc, "SET a 1");
@@ -246,6 +247,12 @@ fn the_master_client_killed_then_a_partial_resync() {
     let mut rc = z.conn();
     replicaof(&mut rc, &p);
     wait_caught_up(&mut pc, &mut rc, &z);
+    (p, pc, z, rc)
+}
+
+#[test]
+fn the_master_client_killed_then_a_partial_resync() {
+    let (p, mut pc, z, mut rc) = synced_replica();
     let list = text(&rc.cmd(&[b"CLIENT", b"LIST"]));
     assert!(
         list.lines()
@@ -285,13 +292,7 @@ fn the_master_client_killed_then_a_partial_resync() {
 
 #[test]
 fn replicaof_no_one_makes_it_writable_again() {
-    let p = primary(None, &[]);
-    let mut pc = p.conn();
-    ok(&mut pc, "SET a 1");
-    let z = ZwindowServer::start(&[]);
-    let mut rc = z.conn();
-    replicaof(&mut rc, &p);
-    wait_caught_up(&mut pc, &mut rc, &z);
+    let (p, mut pc, _z, mut rc) = synced_replica();
     let port = p.port().to_string();
     assert_eq!(
         text(&rc.cmd(&[b"CONFIG", b"GET", b"replicaof"])),

@@ -61,7 +61,7 @@ pub(crate) fn unserved(shared: &Services, w: &Waiter, how: u8) -> Option<Vec<u8>
 
 /// The error a blocked client gets when this server becomes a replica;
 /// its connection closes after it (Redis's `disconnectAllBlockedClients`).
-pub(crate) const UNBLOCKED_ROLE: &str =
+const UNBLOCKED_ROLE: &str =
     "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
 
 /// Queues `w` on each of its keys; the caller holds their shards.

@@ -120,7 +120,7 @@ pub(crate) async fn run(
         let out_capacity = out.buf.capacity();
         pushes_only = false;
         if let Some((waiter, mut rx, timeout)) = waiting.take() {
-            let reply = wait_blocked(
+            let (reply, close_after) = wait_blocked(
                 &shared,
                 &handle,
                 &mut stream,
@@ -144,14 +144,9 @@ pub(crate) async fn run(
                     _ = shared.clients.wait_gate(handle.id, &gate) => {}
                 }
             }
+            close |= close_after;
             match reply {
-                Some(bytes) => {
-                    // Unblocked because this server became a replica: the
-                    // connection closes after the error, as in Redis.
-                    let role = crate::execution::blocking::UNBLOCKED_ROLE.as_bytes();
-                    close |= bytes.get(1..1 + role.len()) == Some(role);
-                    out.raw(&bytes);
-                }
+                Some(bytes) => out.raw(&bytes),
                 None if handle.killed.load(Relaxed) => break,
                 None => out.null_array(),
             }
@@ -523,7 +518,7 @@ async fn wait_blocked(
     timeout: Option<Duration>,
     mut killed: Pin<&mut tokio::sync::futures::Notified<'_>>,
     mut stopping: Pin<&mut impl Future<Output = Result<(), RecvError>>>,
-) -> Option<Vec<u8>> {
+) -> (Option<Vec<u8>>, bool) {
     let sleep = async {
         match timeout {
             Some(t) => tokio::time::sleep(t).await,
@@ -550,7 +545,7 @@ async fn wait_blocked(
             reply = &mut *rx => {
                 if let Ok(bytes) = reply {
                     handle.blocked.store(false, Relaxed);
-                    return Some(bytes);
+                    return (Some(bytes), false);
                 }
                 break;
             }
@@ -576,9 +571,15 @@ async fn wait_blocked(
     // Served while cancelling: that reply wins, as the data was taken.
     let served = crate::execution::blocking::cancel(shared, waiter, rx);
     if served.is_none() && !handle.killed.load(Relaxed) {
-        return crate::execution::blocking::unserved(shared, waiter, unblocked);
+        // Unblocked because this server became a replica: the connection
+        // closes after the error, as in Redis.
+        let close = unblocked == crate::clients::UNBLOCK_ROLE;
+        return (
+            crate::execution::blocking::unserved(shared, waiter, unblocked),
+            close,
+        );
     }
-    served
+    (served, false)
 }
 
 /// Writes the replies a batch has so far, before it waits for something
