@@ -176,3 +176,51 @@ fn module_command_when_enabled() {
     p.check_str("CONFIG GET enable-module-command");
     p.check_str("MODULE UNLOAD m");
 }
+
+/// A client in WAIT (no replicas: it would wait forever) released by
+/// CLIENT UNBLOCK (the count so far), CLIENT UNBLOCK … ERROR (an UNBLOCKED
+/// error) and this server becoming a replica (an UNBLOCKED error, then
+/// the connection closes): what redis-server 7.0.15 does.
+#[test]
+fn wait_ends_on_client_unblock_and_role_change_as_redis() {
+    fn run(addr: std::net::SocketAddr, name: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        let mut admin = RawConn::connect(addr, name);
+        for how in ["", "ERROR", "role"] {
+            let mut w = RawConn::connect(addr, name);
+            let id = parse_reply(&w.cmd_str("CLIENT ID")).int();
+            w.send(&encode_cmd(&[b"WAIT", b"1", b"0"]));
+            // WAIT is blocked once CLIENT LIST says so.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while !String::from_utf8_lossy(&admin.cmd_str("CLIENT LIST")).contains("cmd=wait") {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{name}: WAIT not seen"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let by = if how == "role" {
+                // A primary that is not there: the link never comes up.
+                let port = free_port().to_string();
+                admin.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()])
+            } else {
+                admin.cmd_str(&format!("CLIENT UNBLOCK {id} {how}"))
+            };
+            seen.push(format!(
+                "{how}: {} -> {}",
+                escape(&by),
+                escape(&w.read_reply())
+            ));
+            if how == "role" {
+                w.expect_closed();
+                admin.cmd_str("REPLICAOF NO ONE");
+            } else {
+                assert_eq!(w.cmd_str("PING"), b"+PONG\r\n", "{name}");
+            }
+        }
+        seen
+    }
+    let z = ZwindowServer::start(&[]);
+    let r = RedisServer::start();
+    assert_eq!(run(z.addr(), "zwindow"), run(r.addr(), "redis-server"));
+}

@@ -41,11 +41,7 @@ use crate::protocol::Reply;
 /// is returned.
 pub(crate) fn unserved(shared: &Services, w: &Waiter, how: u8) -> Option<Vec<u8>> {
     let error = how == crate::clients::UNBLOCK_ERROR || how == crate::clients::UNBLOCK_ROLE;
-    let msg = if how == crate::clients::UNBLOCK_ROLE {
-        UNBLOCKED_ROLE
-    } else {
-        "UNBLOCKED client unblocked via CLIENT UNBLOCK"
-    };
+    let msg = unblocked_error(how);
     if let Ok(cmd) = commands::resolve(&w.args.args()) {
         let stats = commands::CallStats::of(cmd);
         stats.calls.fetch_add(1, Ordering::Relaxed);
@@ -57,6 +53,16 @@ pub(crate) fn unserved(shared: &Services, w: &Waiter, how: u8) -> Option<Vec<u8>
         shared.count_error(msg.as_bytes());
         format!("-{msg}\r\n").into_bytes()
     })
+}
+
+/// The error of a wait ended by `CLIENT UNBLOCK … ERROR` or, for
+/// [`UNBLOCK_ROLE`](crate::clients::UNBLOCK_ROLE), by a role change.
+pub(crate) fn unblocked_error(how: u8) -> &'static str {
+    if how == crate::clients::UNBLOCK_ROLE {
+        UNBLOCKED_ROLE
+    } else {
+        "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+    }
 }
 
 /// The error a blocked client gets when this server becomes a replica;

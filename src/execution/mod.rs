@@ -1185,19 +1185,40 @@ async fn wait_acks(
     let repl = &shared.replication;
     repl.feed_command(&[b"REPLCONF", b"GETACK", b"*"]);
     let deadline = w.timeout.map(|t| tokio::time::Instant::now() + t);
-    client.handle.blocked.store(true, Relaxed);
+    let handle = client.handle.clone();
+    handle.unblock.store(0, Relaxed);
+    handle.blocked.store(true, Relaxed);
     loop {
         let acked = repl.acked.notified();
         tokio::pin!(acked);
         // Registered before the count: an ACK in between wakes it.
         acked.as_mut().enable();
+        let unblocked = handle.unblock_notify.notified();
+        tokio::pin!(unblocked);
+        unblocked.as_mut().enable();
         let n = repl.acked_count(w.offset);
         let now = tokio::time::Instant::now();
+        // CLIENT UNBLOCK ends it as a timeout would, or with an error, and
+        // a role change with an error and the connection's end (Redis's
+        // `replyToBlockedClientTimedOut`, `disconnectAllBlockedClients`).
+        let how = handle.unblock.swap(0, Relaxed);
+        if how == crate::clients::UNBLOCK_ERROR || how == crate::clients::UNBLOCK_ROLE {
+            handle.blocked.store(false, Relaxed);
+            let msg = blocking::unblocked_error(how);
+            shared.count_error(msg.as_bytes());
+            out.error(msg);
+            return if how == crate::clients::UNBLOCK_ROLE {
+                Dispatched::Close
+            } else {
+                Dispatched::Done
+            };
+        }
         if n >= w.replicas
+            || how != 0
             || deadline.is_some_and(|d| now >= d)
-            || client.handle.killed.load(Relaxed)
+            || handle.killed.load(Relaxed)
         {
-            client.handle.blocked.store(false, Relaxed);
+            handle.blocked.store(false, Relaxed);
             out.int(n as i64);
             return Dispatched::Done;
         }
@@ -1206,6 +1227,7 @@ async fn wait_acks(
         let until = deadline.map_or(tick, |d| d.min(tick));
         tokio::select! {
             _ = acked => {}
+            _ = unblocked => {}
             _ = tokio::time::sleep_until(until) => {}
         }
     }
