@@ -348,3 +348,88 @@ fn a_window_hand_off_at_a_rename_destination_replicates_in_order() {
     assert_eq!(digest(&mut zrc), d, "the zwindow replica");
     assert_eq!(digest(&mut rc), d, "the redis-server replica");
 }
+
+/// Redis's order across connections, a replica included: a write reaches
+/// a replica no sooner than its command's reply leaves (on the replica a
+/// reader could otherwise see it before its writer has a reply). A
+/// script writes, then runs on for a while; a pipeline writes, then
+/// sleeps (DEBUG SLEEP) in the same batch; with one thread and with two
+/// (where the replica's feed runs beside the batch). A reader polls the
+/// replica meanwhile.
+#[test]
+fn a_write_reaches_a_replica_after_its_reply() {
+    for threads in ["1", "2"] {
+        let z = ZwindowServer::start(&[
+            "--repl-diskless-sync-delay",
+            "0",
+            "--enable-debug-command",
+            "yes",
+            "--threads",
+            threads,
+        ]);
+        let r = replica_of(&find_redis_server(), z.port(), &[]);
+        let mut zc = z.conn();
+        let mut rc = r.conn();
+        for (round, how) in ["script", "pipeline", "script", "pipeline"]
+            .iter()
+            .enumerate()
+        {
+            let key = format!("k{round}");
+            let poller = {
+                let key = key.clone();
+                let mut rc = r.conn();
+                std::thread::spawn(move || {
+                    let deadline = Instant::now() + Duration::from_secs(20);
+                    while rc.cmd(&[b"GET", key.as_bytes()]) == b"$-1\r\n" {
+                        assert!(
+                            Instant::now() < deadline,
+                            "the write never reached the replica"
+                        );
+                    }
+                    Instant::now()
+                })
+            };
+            let sent = Instant::now();
+            let k = key.as_bytes();
+            if *how == "script" {
+                zc.send(&encode_cmd(&[
+                    b"EVAL",
+                    b"redis.call('set', KEYS[1], 'v'); for i = 1, 40000000 do end; return 1",
+                    b"1",
+                    k,
+                ]));
+            } else {
+                let mut batch = encode_cmd(&[b"SET", k, b"v"]);
+                for _ in 0..30 {
+                    batch.extend(encode_cmd(&[b"DEBUG", b"SLEEP", b"0.01"]));
+                }
+                zc.send(&batch);
+            }
+            let first = zc.read_reply();
+            let replied = Instant::now();
+            if *how == "pipeline" {
+                assert_eq!(first, b"+OK\r\n");
+                for _ in 0..30 {
+                    assert_eq!(zc.read_reply(), b"+OK\r\n");
+                }
+            } else {
+                assert_eq!(first, b":1\r\n");
+            }
+            let seen = poller.join().unwrap();
+            let ran = replied - sent;
+            assert!(
+                ran > Duration::from_millis(200),
+                "{how}: ran {ran:?}, too short to tell"
+            );
+            // A little slack for this process's threads being scheduled
+            // late; out of order, the replica has it for most of the run.
+            assert!(
+                seen + Duration::from_millis(100) >= replied,
+                "threads {threads}, {how} {round}: the replica had the write {:?} before its \
+                 reply arrived (the batch ran {ran:?})",
+                replied - seen
+            );
+        }
+        settle(&mut zc, &mut [&mut rc]);
+    }
+}

@@ -24,7 +24,7 @@ use crate::clients::ClientHandle;
 use crate::commands::Services;
 use crate::network::socket::{Socket, Wrote};
 use crate::protocol::Parser;
-use crate::replication::{Attach, Replica, ReplicaState, SyncEvent, SyncRequest};
+use crate::replication::{Attach, Held, Replica, ReplicaState, SyncEvent, SyncRequest};
 use crate::util::eq_ic;
 
 /// Stream bytes taken from the backlog per write.
@@ -166,11 +166,28 @@ impl Feed<'_> {
         Ok(())
     }
 
-    /// Waits for input, a wake-up or the tick; reads what came.
+    /// Waits for input, a wake-up, the tick or the gate the stream is
+    /// held at (see `Replication::take`); reads what came.
     async fn idle(&mut self) -> Result<(), &'static str> {
         let wake = self.replica.wake.notified();
+        tokio::pin!(wake);
+        // Registered before the check: a write in between wakes it.
+        wake.as_mut().enable();
+        let held = match self.shared.replication.held(self.replica) {
+            // A write, or the gate it was held at opened, since `take`.
+            Held::Ready if self.replica.state() == ReplicaState::Online => return Ok(()),
+            Held::Gate(gate) => Some(gate),
+            _ => None,
+        };
+        let opened = async {
+            match &held {
+                Some(gate) => gate.wait().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = wake => Ok(()),
+            _ = opened => Ok(()),
             _ = tokio::time::sleep(TICK) => Ok(()),
             read = self.stream.read_buf(self.rbuf) => match read {
                 Ok(0) | Err(_) => Err("connection closed"),

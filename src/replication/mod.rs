@@ -28,6 +28,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use crate::clients::Gate;
 use crate::keyspace::propagate::{Op, Sink};
 pub(crate) use crate::protocol::encode_command as encode;
 use backlog::Backlog;
@@ -219,6 +220,31 @@ struct Inner {
     link: LinkState,
     /// The sink's encoding buffer, reused.
     scratch: Vec<u8>,
+    /// Where the writes of batches whose replies have not left yet start
+    /// in the stream, in order (see [`Replication::take`]).
+    gates: std::collections::VecDeque<(u64, Arc<Gate>)>,
+}
+
+/// See [`Replication::held`].
+pub(crate) enum Held {
+    /// There are bytes to take.
+    Ready,
+    /// Nothing new.
+    Idle,
+    /// The next bytes wait for this batch's replies.
+    Gate(Arc<Gate>),
+}
+
+impl Inner {
+    /// Where the first write at or past `from` whose batch's replies have
+    /// not left starts. Entries before `from` are of a stream replaced
+    /// since (a new history), and hold nothing back.
+    fn held_at(&self, from: u64) -> Option<(u64, &Arc<Gate>)> {
+        self.gates
+            .iter()
+            .find(|(at, gate)| *at >= from && !gate.is_open())
+            .map(|(at, gate)| (*at, gate))
+    }
 }
 
 impl Default for Replication {
@@ -236,6 +262,7 @@ impl Default for Replication {
                 primary: None,
                 link: LinkState::Connect,
                 scratch: Vec::new(),
+                gates: Default::default(),
             }),
             listening: AtomicBool::new(false),
             offset: AtomicU64::new(0),
@@ -498,9 +525,24 @@ impl Replication {
     /// `out`, for a replica of kind `zwindow` (else with zwindow's commands
     /// swapped: see [`compat`]); 0 when it has everything. None when the
     /// backlog no longer holds its offset (it fell too far behind).
+    ///
+    /// Redis's order across connections: a command's reply never leaves
+    /// later than what it caused another client to receive, a replica
+    /// included (there a reader could see a write whose writer has no
+    /// reply yet). A batch's writes reach the backlog as they run, while
+    /// its replies leave at its end (after a script, say): so the stream
+    /// stops where a batch's writes start until that batch's gate opens
+    /// ([`Replication::held_by`] tells which).
     pub(crate) fn take(&self, replica: &Replica, max: usize, out: &mut Vec<u8>) -> Option<usize> {
-        let g = self.inner.lock();
+        let mut g = self.inner.lock();
         let from = replica.next.load(Relaxed);
+        while g.gates.front().is_some_and(|(_, gate)| gate.is_open()) {
+            g.gates.pop_front();
+        }
+        let max = match g.held_at(from) {
+            Some((at, _)) => max.min(at.saturating_sub(from) as usize),
+            None => max,
+        };
         let b = g.backlog.as_ref()?;
         if !b.covers(from) {
             return None;
@@ -512,6 +554,18 @@ impl Replication {
         }
         replica.next.store(from + n as u64, Relaxed);
         Some(n)
+    }
+
+    /// What `replica`'s stream waits for now: whether
+    /// [`Replication::take`] would give it bytes, or it is held at a gate.
+    pub(crate) fn held(&self, replica: &Replica) -> Held {
+        let g = self.inner.lock();
+        let from = replica.next.load(Relaxed);
+        match g.held_at(from) {
+            Some((at, gate)) if at == from => Held::Gate(gate.clone()),
+            _ if from <= self.offset() => Held::Ready,
+            _ => Held::Idle,
+        }
     }
 
     /// Bytes `replica` has still to take.
@@ -958,6 +1012,17 @@ impl Sink for Replication {
         }
         g.seldb = seldb;
         let base = self.offset() + 1;
+        // What a connection's batch wrote waits for its replies (see
+        // `take`); background work (expiry, the sweeper) has no gate.
+        if let Some((_, gate)) = crate::clients::deferred_gate()
+            && !gate.is_open()
+            && !g
+                .gates
+                .back()
+                .is_some_and(|(_, last)| Arc::ptr_eq(last, &gate))
+        {
+            g.gates.push_back((base, gate));
+        }
         for (at, r) in patches {
             g.patches.push_back((base + at as u64, r));
         }
