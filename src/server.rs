@@ -190,7 +190,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                 // The link to a primary (`replicaof` in the config, later
                 // REPLICAOF) once the dataset, and any replication
                 // history its file carried, is in.
-                tokio::spawn(crate::network::link::supervise(shared.clone()));
+                tokio::spawn(crate::network::link::supervise(shared.clone(), tls.clone()));
                 if listeners.has_tcp() {
                     tracing::info!("Ready to accept connections tcp");
                 }
