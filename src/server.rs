@@ -194,6 +194,11 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                 if listeners.has_tcp() {
                     tracing::info!("Ready to accept connections tcp");
                 }
+                // `port 0` with a `tls-port` (Redis's harness with
+                // `--tls`): tools wait for this line all the same.
+                if listeners.has_tls() {
+                    tracing::info!("Ready to accept connections tls");
+                }
                 if let Some(path) = listeners.unix_path() {
                     tracing::info!("The server is now ready to accept connections at {path}");
                 }
