@@ -190,9 +190,14 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                 // The link to a primary (`replicaof` in the config, later
                 // REPLICAOF) once the dataset, and any replication
                 // history its file carried, is in.
-                tokio::spawn(crate::network::link::supervise(shared.clone()));
+                tokio::spawn(crate::network::link::supervise(shared.clone(), tls.clone()));
                 if listeners.has_tcp() {
                     tracing::info!("Ready to accept connections tcp");
+                }
+                // `port 0` with a `tls-port` (Redis's harness with
+                // `--tls`): tools wait for this line all the same.
+                if listeners.has_tls() {
+                    tracing::info!("Ready to accept connections tls");
                 }
                 if let Some(path) = listeners.unix_path() {
                     tracing::info!("The server is now ready to accept connections at {path}");

@@ -287,10 +287,16 @@ fn spawned_copy(tests: &Path) -> PrivateDir {
 }
 
 /// A replication unit in spawned mode, its `needs:repl` tests included
-/// (see `tests/tcl/baseline-repl.txt`).
+/// (see `tests/tcl/baseline-repl.txt`); `tls:unit` runs it with `--tls`,
+/// where the harness gives every server it spawns a `tls-port` (and
+/// `port 0`), the suite's certificates and `tls-replication yes`: its
+/// replicas link over TLS.
 fn run_repl_unit(tests: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
     let work = spawned_copy(tests);
-    run_harness(&work, unit, &[], Some(skipfile))
+    match unit.strip_prefix("tls:") {
+        Some(unit) => run_harness(&work, unit, &["--tls"], Some(skipfile)),
+        None => run_harness(&work, unit, &[], Some(skipfile)),
+    }
 }
 
 /// Redis 7.0.15's Sentinel suite (`./runtest-sentinel`): five zwindow
@@ -503,7 +509,12 @@ fn replication_units_meet_the_baseline() {
         baseline_from("tests/tcl/baseline-repl.txt"),
         |unit| match unit {
             "sentinel" => run_sentinel_suite(&tests),
-            unit => run_repl_unit(&tests, unit, &skip),
+            unit => {
+                if unit.starts_with("tls:") {
+                    tls_certs();
+                }
+                run_repl_unit(&tests, unit, &skip)
+            }
         },
     );
 }

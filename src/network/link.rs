@@ -6,7 +6,7 @@
 //! `Replication::primary_changed` and runs one link at a time for the
 //! primary REPLICAOF (or `replicaof` in the config) names, reconnecting
 //! a second after a link ends, as Redis's replication cron does. A link:
-//! connects (plain TCP: `tls-replication` is not supported), performs
+//! connects (over TLS with `tls-replication yes`, see [`super::tls`]), performs
 //! Redis 7.0's handshake (PING, AUTH, REPLCONF listening-port / ip-address
 //! / capa, PSYNC), then either receives the primary's RDB (full sync) and
 //! loads it, or continues where this server's history ends (`+CONTINUE`);
@@ -22,9 +22,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::commands::Services;
 use crate::commands::session::Client;
@@ -32,6 +31,8 @@ use crate::execution::{Ran, execute_now, execute_rest};
 use crate::protocol::{Args, Parser, Reply};
 use crate::replication::{LinkState, Primary, Replication, encode};
 use crate::util::eq_ic;
+
+use super::tls::Tls;
 
 /// Redis's replication cron period: a failed link is retried after it.
 const RETRY: Duration = Duration::from_secs(1);
@@ -69,8 +70,9 @@ fn start_as_configured(shared: &Services) {
     r.set_primary(Primary { host, port });
 }
 
-/// The link supervisor (see the module's doc), until shutdown.
-pub(crate) async fn supervise(shared: Arc<Services>) {
+/// The link supervisor (see the module's doc), until shutdown. `tls`: the
+/// server's contexts, for `tls-replication`.
+pub(crate) async fn supervise(shared: Arc<Services>, tls: Arc<Tls>) {
     start_as_configured(&shared);
     let mut shutdown = shared.shutdown_rx();
     let mut replica = false;
@@ -88,7 +90,7 @@ pub(crate) async fn supervise(shared: Arc<Services>) {
                 return std::future::pending::<()>().await;
             };
             loop {
-                run_link(&shared, &primary).await;
+                run_link(&shared, &tls, &primary).await;
                 link_down(&shared);
                 tokio::time::sleep(RETRY).await;
             }
@@ -123,12 +125,17 @@ struct Failed;
 
 type Step<T> = Result<T, Failed>;
 
-/// The socket to the primary and what was read but not yet used.
+/// The socket to the primary (TCP, or TLS over it: the halves hide
+/// which) and what was read but not yet used.
 struct Conn {
-    rd: OwnedReadHalf,
-    wr: OwnedWriteHalf,
+    rd: Box<dyn AsyncRead + Send + Unpin>,
+    wr: Box<dyn AsyncWrite + Send + Unpin>,
     buf: BytesMut,
     timeout: Duration,
+    /// The TCP socket's addresses and descriptor, for CLIENT LIST.
+    peer: String,
+    local: String,
+    fd: i32,
 }
 
 impl Conn {
@@ -221,9 +228,9 @@ enum Sync {
 }
 
 /// One link: connect, handshake, sync, stream, until it fails.
-async fn run_link(shared: &Arc<Services>, primary: &Primary) {
+async fn run_link(shared: &Arc<Services>, tls: &Tls, primary: &Primary) {
     let r = &shared.replication;
-    let Ok(mut conn) = connect(shared, primary).await else {
+    let Ok(mut conn) = connect(shared, tls, primary).await else {
         return;
     };
     r.set_link_state(LinkState::Handshake);
@@ -242,7 +249,10 @@ async fn run_link(shared: &Arc<Services>, primary: &Primary) {
     stream(shared, conn).await;
 }
 
-async fn connect(shared: &Services, primary: &Primary) -> Step<Conn> {
+/// Connects to the primary, over TLS when `tls-replication` says so as
+/// this link starts (Redis reads it per connection: `CONFIG SET` takes
+/// effect at the next one).
+async fn connect(shared: &Services, tls: &Tls, primary: &Primary) -> Step<Conn> {
     let r = &shared.replication;
     r.set_link_state(LinkState::Connecting);
     tracing::info!("Connecting to MASTER {}:{}", primary.host, primary.port);
@@ -267,15 +277,47 @@ async fn connect(shared: &Services, primary: &Primary) -> Step<Conn> {
             return Err(Failed);
         }
     };
-    tracing::info!("Non blocking connect for SYNC fired the event.");
     let _ = socket.set_nodelay(true);
+    let peer = socket
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let local = socket
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let fd = {
+        use std::os::fd::AsRawFd;
+        socket.as_raw_fd()
+    };
+    let (rd, wr): (
+        Box<dyn AsyncRead + Send + Unpin>,
+        Box<dyn AsyncWrite + Send + Unpin>,
+    ) = if shared.config.tls_setting("tls-replication") == "yes" {
+        match tls.connect(&primary.host, socket, timeout).await {
+            Ok(stream) => {
+                let (rd, wr) = tokio::io::split(stream);
+                (Box::new(rd), Box::new(wr))
+            }
+            Err(e) => {
+                tracing::warn!("Error condition on socket for SYNC: {e}");
+                return Err(Failed);
+            }
+        }
+    } else {
+        let (rd, wr) = socket.into_split();
+        (Box::new(rd), Box::new(wr))
+    };
+    tracing::info!("Non blocking connect for SYNC fired the event.");
     r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
-    let (rd, wr) = socket.into_split();
     Ok(Conn {
         rd,
         wr,
         buf: BytesMut::with_capacity(READ_CHUNK),
         timeout,
+        peer,
+        local,
+        fd,
     })
 }
 
@@ -305,8 +347,14 @@ async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
             encode(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()]);
         }
     }
+    // Redis's `slaveGetPortStr`: over TLS the port announced is
+    // `tls-port`, where this server's own replicas would reach it.
     let (announce_ip, announce_port) = shared.config.replica_announce();
+    let tls_port = shared.config.tls_port();
     let port = match announce_port {
+        0 if shared.config.tls_setting("tls-replication") == "yes" && tls_port != 0 => {
+            tls_port.to_string()
+        }
         0 => shared.config.port.load(Relaxed).to_string(),
         p => p.to_string(),
     };
@@ -787,21 +835,11 @@ fn is_getack(req: &Args<'_>) -> bool {
 /// fails, times out or the client is killed.
 async fn stream(shared: &Arc<Services>, mut conn: Conn) {
     let r = &shared.replication;
-    let addr = conn
-        .rd
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let laddr = conn
-        .rd
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let fd = {
-        use std::os::fd::AsRawFd;
-        conn.rd.as_ref().as_raw_fd()
-    };
-    let (handle, _pushes) = shared.clients.register(addr, laddr, fd, false);
+    let (addr, laddr) = (
+        std::mem::take(&mut conn.peer),
+        std::mem::take(&mut conn.local),
+    );
+    let (handle, _pushes) = shared.clients.register(addr, laddr, conn.fd, false);
     handle.role.store(crate::clients::ROLE_MASTER, Relaxed);
     // Redis's master client has no ACL user.
     *handle.user.lock() = b"(superuser)".to_vec();

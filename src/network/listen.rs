@@ -169,6 +169,10 @@ impl Listeners {
         !self.state.lock().tcp.is_empty()
     }
 
+    pub(crate) fn has_tls(&self) -> bool {
+        !self.state.lock().tls.is_empty()
+    }
+
     pub(crate) fn unix_path(&self) -> Option<String> {
         self.state.lock().unix.as_ref().map(|(_, p)| p.clone())
     }

@@ -1,6 +1,7 @@
-//! TLS (`tls-port`): the server's OpenSSL context, built from the `tls-*`
-//! settings as Redis 7.0's `tls.c` builds it, and the handshake of an
-//! accepted connection.
+//! TLS (`tls-port`, `tls-replication`): the server's OpenSSL contexts,
+//! built from the `tls-*` settings as Redis 7.0's `tls.c` builds them,
+//! the handshake of an accepted connection, and the client side of one
+//! to a primary ([`Tls::connect`]).
 //!
 //! OpenSSL rather than rustls because the settings are OpenSSL's own
 //! language: `tls-ciphers` is an OpenSSL cipher string (Redis's tests set
@@ -43,15 +44,25 @@ use crate::config::{Config, TLS_UNABLE};
 /// holding a connection slot forever when `timeout` is 0).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The server's TLS context, once TLS is configured.
+/// The server's TLS contexts, once TLS is configured.
 pub(crate) struct Tls {
-    server: RwLock<Option<SslContext>>,
+    contexts: RwLock<Option<Contexts>>,
+}
+
+/// What one build of the settings makes (Redis's `redis_tls_ctx` and
+/// `redis_tls_client_ctx`).
+#[derive(Clone)]
+struct Contexts {
+    server: SslContext,
+    /// With `tls-client-cert-file` and `tls-client-key-file`: the context
+    /// outgoing connections use; without, they use `server`'s certificate.
+    client: Option<SslContext>,
 }
 
 impl Tls {
     pub(crate) fn new() -> Tls {
         Tls {
-            server: RwLock::new(None),
+            contexts: RwLock::new(None),
         }
     }
 
@@ -59,12 +70,12 @@ impl Tls {
     /// `tlsConfigure`); with `reconfigure` false, only when there is none
     /// yet. On failure the reasons are logged and the old context stays.
     pub(crate) fn configure(&self, config: &Config, reconfigure: bool) -> Result<(), String> {
-        if !reconfigure && self.server.read().is_some() {
+        if !reconfigure && self.contexts.read().is_some() {
             return Ok(());
         }
         match build(config) {
-            Ok(ctx) => {
-                *self.server.write() = Some(ctx);
+            Ok(contexts) => {
+                *self.contexts.write() = Some(contexts);
                 Ok(())
             }
             Err(why) => {
@@ -76,7 +87,51 @@ impl Tls {
 
     /// The context new connections get (None: TLS was never configured).
     pub(crate) fn context(&self) -> Option<SslContext> {
-        self.server.read().clone()
+        self.contexts.read().as_ref().map(|c| c.server.clone())
+    }
+
+    /// The client side of a handshake on `stream`, connected to `host`
+    /// (Redis's `connTLSConnect`, for `tls-replication`): the client
+    /// certificate if one is configured, else the server's; the peer's
+    /// certificate must be signed by `tls-ca-cert-file`/`-dir` (no host
+    /// name check, as in Redis); a host that is not an IP address is sent
+    /// as SNI. The error is OpenSSL's, for the log.
+    pub(crate) async fn connect(
+        &self,
+        host: &str,
+        stream: TcpStream,
+        timeout: Duration,
+    ) -> Result<SslStream<TcpStream>, String> {
+        let ctx = {
+            let contexts = self.contexts.read();
+            let Some(c) = contexts.as_ref() else {
+                return Err("TLS is not configured".into());
+            };
+            c.client.clone().unwrap_or_else(|| c.server.clone())
+        };
+        let mut ssl = Ssl::new(&ctx).map_err(|e| e.to_string())?;
+        ssl.set_connect_state();
+        if host.parse::<std::net::IpAddr>().is_err() {
+            ssl.set_hostname(host).map_err(|e| e.to_string())?;
+        }
+        let mut stream = SslStream::new(ssl, stream).map_err(|e| e.to_string())?;
+        match tokio::time::timeout(timeout, Pin::new(&mut stream).connect()).await {
+            Ok(Ok(())) => Ok(stream),
+            Ok(Err(e)) => Err(handshake_error(&e)),
+            Err(_) => Err("Connection timed out".into()),
+        }
+    }
+}
+
+/// A failed handshake as Redis's `connGetLastError` prints it: OpenSSL's
+/// first error (`...:certificate verify failed`), else the socket's.
+fn handshake_error(e: &openssl::ssl::Error) -> String {
+    if let Some(stack) = e.ssl_error() {
+        return first(stack);
+    }
+    match e.io_error() {
+        Some(io) => strerror(io),
+        None => e.to_string(),
     }
 }
 
@@ -147,11 +202,9 @@ fn setting(config: &Config, name: &str) -> Result<Option<String>, String> {
     Ok((!v.is_empty()).then_some(v))
 }
 
-/// Redis's `tlsConfigure` for the server context (and the client context,
-/// which Redis builds for replication: checked the same way, then dropped,
-/// as zwindow makes no outgoing TLS connections). The error is what Redis
-/// logs.
-fn build(config: &Config) -> Result<SslContext, String> {
+/// Redis's `tlsConfigure`: the server context, and the client context
+/// when a client certificate is configured. The error is what Redis logs.
+fn build(config: &Config) -> Result<Contexts, String> {
     let cert = setting(config, "tls-cert-file")?.ok_or("No tls-cert-file configured!")?;
     let key = setting(config, "tls-key-file")?.ok_or("No tls-key-file configured!")?;
     let ca_file = setting(config, "tls-ca-cert-file")?;
@@ -203,11 +256,17 @@ fn build(config: &Config) -> Result<SslContext, String> {
     }
     let client_cert = setting(config, "tls-client-cert-file")?;
     let client_key = setting(config, "tls-client-key-file")?;
-    if let (Some(cert), Some(key)) = (client_cert, client_key) {
-        let pass = setting(config, "tls-client-key-file-pass")?;
-        context(config, protocols, &cert, &key, pass.as_deref())?;
-    }
-    Ok(b.build())
+    let client = match (client_cert, client_key) {
+        (Some(cert), Some(key)) => {
+            let pass = setting(config, "tls-client-key-file-pass")?;
+            Some(context(config, protocols, &cert, &key, pass.as_deref())?.build())
+        }
+        _ => None,
+    };
+    Ok(Contexts {
+        server: b.build(),
+        client,
+    })
 }
 
 /// Redis's `createSSLContext`: protocols, modes, the certificate chain and
