@@ -858,7 +858,11 @@ fn propagate(
         let argv = mine
             .rewrite
             .unwrap_or_else(|| args.iter().map(|a| a.to_vec()).collect());
-        ks.prop.push(db, argv);
+        if mine.repl_only {
+            ks.prop.push_repl_only(db, argv);
+        } else {
+            ks.prop.push(db, argv);
+        }
     }
     if ks.prop.depth == 0 {
         // A command that may touch arbitrary keys, run directly, sends

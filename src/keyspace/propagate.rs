@@ -17,6 +17,9 @@
 pub(crate) struct Op {
     pub(crate) db: usize,
     pub(crate) argv: Vec<Vec<u8>>,
+    /// For replicas only, not the AOF (Redis's `PROPAGATE_REPL` target:
+    /// PUBLISH, so that a replica's subscribers hear it too).
+    pub(crate) repl_only: bool,
 }
 
 /// The commands collected for the running execution unit.
@@ -43,11 +46,26 @@ pub(crate) struct CallProp {
     pub(crate) prevent: bool,
     /// Log it even if it changed nothing (FLUSHALL on an empty server).
     pub(crate) force: bool,
+    /// Send it to replicas only (PUBLISH).
+    pub(crate) repl_only: bool,
 }
 
 impl Pending {
     pub(crate) fn push(&mut self, db: usize, argv: Vec<Vec<u8>>) {
-        self.ops.push(Op { db, argv });
+        self.ops.push(Op {
+            db,
+            argv,
+            repl_only: false,
+        });
+    }
+
+    /// A command for replicas only (see [`Op::repl_only`]).
+    pub(crate) fn push_repl_only(&mut self, db: usize, argv: Vec<Vec<u8>>) {
+        self.ops.push(Op {
+            db,
+            argv,
+            repl_only: true,
+        });
     }
 }
 
