@@ -1615,6 +1615,10 @@ fn shutdown_flags(v: &[u8]) -> Result<String, String> {
     let names = ["default", "save", "nosave", "now", "force"];
     let text = String::from_utf8_lossy(v).to_ascii_lowercase();
     let words: Vec<&str> = text.split_whitespace().collect();
+    // No word at all is refused too (`configEnumGetValue` with argc 0).
+    if words.is_empty() {
+        one_of(b"", &names)?;
+    }
     for w in &words {
         one_of(w.as_bytes(), &names)?;
     }

@@ -167,7 +167,7 @@ impl Sink for Aof {
 
     fn feed(&self, ops: &[Op], transaction: bool) {
         // What is for replicas only (PUBLISH) is not logged.
-        let mut logged = ops.iter().filter(|op| !op.repl_only).peekable();
+        let mut logged = ops.iter().filter(|op| op.target.aof()).peekable();
         let Some(first) = logged.peek() else {
             return;
         };

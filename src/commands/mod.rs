@@ -310,7 +310,7 @@ impl<'c> Ctx<'c, '_> {
             return;
         }
         self.ks.prop.call.force = true;
-        self.ks.prop.call.repl_only = true;
+        self.ks.prop.call.target = crate::keyspace::propagate::Target::Replicas;
     }
 
     /// Hides argument `i` from the slow log and MONITOR (Redis's

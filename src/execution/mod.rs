@@ -858,11 +858,8 @@ fn propagate(
         let argv = mine
             .rewrite
             .unwrap_or_else(|| args.iter().map(|a| a.to_vec()).collect());
-        if mine.repl_only {
-            ks.prop.push_repl_only(db, argv);
-        } else {
-            ks.prop.push(db, argv);
-        }
+        let target = mine.target.and(ks.prop.script_target);
+        ks.prop.push_to(db, argv, target);
     }
     if ks.prop.depth == 0 {
         // A command that may touch arbitrary keys, run directly, sends

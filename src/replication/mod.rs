@@ -1006,8 +1006,14 @@ impl Sink for Replication {
                 seldb = Some(db);
             }
         };
+        // What is for the AOF only (a script's `redis.set_repl`) is not sent.
+        let ops: Vec<&Op> = ops.iter().filter(|op| op.target.replicas()).collect();
+        let Some(first) = ops.first() else {
+            g.scratch = bytes;
+            return;
+        };
         if transaction {
-            select(&mut bytes, ops[0].db);
+            select(&mut bytes, first.db);
             encode(&mut bytes, &[b"MULTI"]);
         }
         for op in ops {

@@ -56,6 +56,7 @@ use crate::commands::Services;
 use crate::commands::{self, Args, Client, Command, OwnedArgs, ScriptError, flags};
 use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
+use crate::keyspace::propagate::Target;
 use crate::protocol::Reply;
 
 pub(crate) const BUSY_EVAL: &str =
@@ -253,6 +254,9 @@ pub(crate) struct Scripting {
     /// the runtime (and so SHUTDOWN NOSAVE) from ending.
     runner: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>>,
     pub(crate) busy: Arc<Busy>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript`
+    /// commands (a testing hook of Redis's).
+    pub(crate) allow_noscript: AtomicBool,
     /// Figures INFO reads without taking the engine (a script may hold it).
     pub(crate) cached_scripts: AtomicUsize,
     pub(crate) scripts_bytes: AtomicUsize,
@@ -715,6 +719,7 @@ impl Engine {
                 read_only: spec.read_only,
                 deny_oom: spec.deny_oom,
                 obey: caller.master,
+                repl: Target::All,
                 busy: &shared.scripting.busy,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
@@ -729,6 +734,13 @@ impl Engine {
                 let setresp = scope.create_function(|_, n: i64| {
                     if let Ok(mut st) = state.try_borrow_mut() {
                         st.resp3 = n == 3;
+                    }
+                    Ok(())
+                })?;
+                // redis.set_repl: where the commands called next go.
+                let set_repl = scope.create_function(|_, bits: i64| {
+                    if let Ok(mut st) = state.try_borrow_mut() {
+                        st.repl = Target::from_bits(bits);
                     }
                     Ok(())
                 })?;
@@ -757,6 +769,7 @@ impl Engine {
                 })?;
                 self.impl_tbl.raw_set("call", call)?;
                 self.impl_tbl.raw_set("setresp", setresp)?;
+                self.impl_tbl.raw_set("set_repl", set_repl)?;
                 self.impl_tbl.raw_set("acl_check", acl_check)?;
                 let ret: MultiValue = if spec.as_function {
                     let runner = lua
@@ -769,6 +782,7 @@ impl Engine {
                 };
                 self.impl_tbl.raw_set("call", Value::Nil)?;
                 self.impl_tbl.raw_set("setresp", Value::Nil)?;
+                self.impl_tbl.raw_set("set_repl", Value::Nil)?;
                 self.impl_tbl.raw_set("acl_check", Value::Nil)?;
                 let mut it = ret.into_iter();
                 let ok = matches!(it.next(), Some(Value::Boolean(true)));
@@ -1101,6 +1115,8 @@ struct RunState<'a, 'k> {
     /// The script was started by this server's primary (Redis's
     /// `mustObeyClient`): a read-only replica does not refuse its writes.
     obey: bool,
+    /// `redis.set_repl`'s choice for the commands it calls next.
+    repl: Target,
     busy: &'a Busy,
 }
 
@@ -1158,9 +1174,11 @@ impl RunState<'_, '_> {
         // The reply as values: no RESP encoding to parse back.
         let mut out = Reply::frames(self.resp3);
         // Nothing blocks in a script (`Client::can_block`), nor closes.
+        self.ks.prop.script_target = self.repl;
         let _ = self
             .dispatch
             .call(&mut self.client, &mut out, self.ks, cmd, argv, None);
+        self.ks.prop.script_target = Target::All;
         self.shared
             .stats
             .commands_processed
@@ -1224,7 +1242,7 @@ fn script_refusal(
     if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
         return Some("ERR Wrong number of args calling Redis command from script");
     }
-    if cmd.has(flags::NOSCRIPT) {
+    if cmd.has(flags::NOSCRIPT) && !shared.scripting.allow_noscript.load(Relaxed) {
         return Some("ERR This Redis command is not allowed from script");
     }
     // script.c `scriptVerifyAllowStale`.
