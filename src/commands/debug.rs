@@ -33,7 +33,10 @@ pub(crate) static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(true);
 
 pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
-    if !ctx.shared.config.debug_command {
+    let config = &ctx.shared.config;
+    let allowed =
+        config.debug_command || (config.debug_command_local && ctx.client.handle.is_local());
+    if !allowed {
         return Err(Error::Static(
             "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
         ));
