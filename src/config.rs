@@ -348,6 +348,9 @@ pub struct Config {
     tls_hooks: std::sync::OnceLock<TlsHooks>,
     pub(crate) databases: usize,
     pub(crate) debug_command: bool,
+    /// `enable-debug-command local`: DEBUG from loopback and unix-socket
+    /// connections only.
+    pub(crate) debug_command_local: bool,
     requirepass: RwLock<Option<Vec<u8>>>,
     hz: AtomicU32,
     notify: AtomicU32,
@@ -513,6 +516,7 @@ impl Config {
             port: AtomicU32::new(6379),
             databases: 16,
             debug_command: false,
+            debug_command_local: false,
             requirepass: RwLock::new(None),
             hz: AtomicU32::new(10),
             notify: AtomicU32::new(0),
@@ -590,8 +594,10 @@ impl Config {
             "unixsocketperm" => self.unixsocketperm = octal_setter(v, 0o777)?,
             "databases" => self.databases = int_setter(v, 1, i64::from(i32::MAX))? as usize,
             "enable-debug-command" => {
-                self.debug_command = parse_bool(v)
-                    .ok_or("argument(s) must be one of the following: no, yes, local")?
+                self.debug_command_local = eq_ic(v, "local");
+                self.debug_command = !self.debug_command_local
+                    && parse_bool(v)
+                        .ok_or("argument(s) must be one of the following: no, yes, local")?;
             }
             "tcp-backlog" => self.tcp_backlog = int_setter(v, 0, i64::from(i32::MAX))? as u32,
             "shards" => self.shards = int_setter(v, 1, MAX_SHARDS as i64)? as usize,
@@ -1615,13 +1621,28 @@ fn shutdown_flags(v: &[u8]) -> Result<String, String> {
     let names = ["default", "save", "nosave", "now", "force"];
     let text = String::from_utf8_lossy(v).to_ascii_lowercase();
     let words: Vec<&str> = text.split_whitespace().collect();
+    // No word at all is refused too (`configEnumGetValue` with argc 0).
+    if words.is_empty() {
+        one_of(b"", &names)?;
+    }
     for w in &words {
         one_of(w.as_bytes(), &names)?;
     }
     if words.contains(&"save") && words.contains(&"nosave") {
         return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
     }
-    Ok(words.join(" "))
+    // Kept as Redis shows a flags value: its flags in their declared
+    // order, `default` when none is set.
+    let set: Vec<&str> = names[1..]
+        .iter()
+        .copied()
+        .filter(|n| words.contains(n))
+        .collect();
+    Ok(if set.is_empty() {
+        "default".into()
+    } else {
+        set.join(" ")
+    })
 }
 
 fn one_of(v: &[u8], names: &[&str]) -> Result<String, String> {
@@ -1857,7 +1878,16 @@ const PARAMS: &[Param] = &[
     Param {
         name: "enable-debug-command",
         alias: None,
-        get: |c| if c.debug_command { "yes" } else { "no" }.into(),
+        get: |c| {
+            if c.debug_command_local {
+                "local"
+            } else if c.debug_command {
+                "yes"
+            } else {
+                "no"
+            }
+            .into()
+        },
         set: None,
     },
     Param {

@@ -715,3 +715,52 @@ fn compose_example_commands_start() {
         );
     }
 }
+
+/// Settings given on the command line as redis-server 7.0.15 reads them:
+/// `shutdown-on-sig*` flags shown in their declared order (and no value
+/// refused: the server does not start), `enable-debug-command local`.
+#[test]
+fn flag_settings_and_local_debug_match_redis() {
+    let args = [
+        "--shutdown-on-sigint",
+        "nosave force now",
+        "--shutdown-on-sigterm",
+        "default now",
+        "--enable-debug-command",
+        "local",
+    ];
+    let r = RedisServer::start_with(&args);
+    let z = ZwindowServer::start(&args);
+    let queries: [&[&[u8]]; 7] = [
+        &[b"CONFIG", b"GET", b"shutdown-on-sigint"],
+        &[b"CONFIG", b"GET", b"shutdown-on-sigterm"],
+        &[b"CONFIG", b"SET", b"shutdown-on-sigint", b"force save"],
+        &[b"CONFIG", b"GET", b"shutdown-on-sigint"],
+        &[b"CONFIG", b"SET", b"shutdown-on-sigint", b""],
+        &[b"CONFIG", b"GET", b"enable-debug-command"],
+        &[b"DEBUG", b"SLEEP", b"0"],
+    ];
+    let (mut rc, mut zc) = (r.conn(), z.conn());
+    for q in queries {
+        let (want, got) = (rc.cmd(q), zc.cmd(q));
+        assert_eq!(
+            parse_reply(&got),
+            parse_reply(&want),
+            "{}",
+            common::show_args(q)
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_zwindow"))
+        .args(["--port", &free_port().to_string(), "--shutdown-on-sigint"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run zwindow");
+    assert!(!out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("'shutdown-on-sigint'")
+            && text.contains("argument(s) must be one of the following"),
+        "{text}"
+    );
+}

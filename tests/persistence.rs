@@ -528,3 +528,21 @@ fn a_failed_bgsave_stops_writes() {
     ok(&mut c, "CONFIG SET stop-writes-on-bgsave-error no");
     assert_eq!(cmd(&mut c, &[b"SET", b"b", b"2"]), b"+OK\r\n");
 }
+
+/// FLUSHALL with save points set saves the empty dataset at once, as
+/// redis-server does: the change counter starts again from 0.
+#[test]
+fn flushall_with_save_points_saves_as_redis() {
+    let r = RedisServer::start();
+    let z = ZwindowServer::start(&[]);
+    for c in [&mut r.conn(), &mut z.conn()] {
+        assert_eq!(
+            c.cmd(&[b"CONFIG", b"SET", b"save", b"3600 1 300 100 60 10000"]),
+            b"+OK\r\n"
+        );
+        ok(c, "SET key value");
+        ok(c, "FLUSHALL");
+        let info = String::from_utf8_lossy(&c.cmd(&[b"INFO", b"persistence"])).into_owned();
+        assert!(info.contains("rdb_changes_since_last_save:0\r\n"), "{info}");
+    }
+}

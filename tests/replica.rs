@@ -447,3 +447,112 @@ fn an_exact_trim_with_limit_from_the_primary_is_obeyed() {
         Some("0")
     );
 }
+
+/// The same script calls on a redis-server 7.0 replica and on a zwindow
+/// one, both read-only with their link down: what a script's declared
+/// flags allow before it runs (READONLY, MASTERDOWN) and what `redis.call`
+/// refuses inside it (a write on a read-only replica, a non-`stale`
+/// command on a stale one).
+#[test]
+fn scripts_on_a_read_only_and_stale_replica_match_redis() {
+    let dead = common::free_port().to_string();
+    let lib = "#!lua name=t\n\
+        redis.register_function{function_name='ro', callback=function() return redis.call('get', 'x') end, flags={'no-writes'}}\n\
+        redis.register_function{function_name='st', callback=function() return redis.call('get', 'x') end, flags={'allow-stale', 'no-writes'}}\n\
+        redis.register_function{function_name='stw', callback=function() return redis.call('set', 'x', 1) end, flags={'allow-stale'}}\n\
+        redis.register_function{function_name='w', callback=function() return redis.call('set', 'x', 1) end}\n\
+        redis.register_function{function_name='info', callback=function() return redis.call('ping') end, flags={'allow-stale', 'no-writes'}}";
+    let set = "return redis.call('set','x',1)";
+    let calls: Vec<Vec<&[u8]>> = vec![
+        vec![b"FCALL", b"w", b"0"],
+        vec![b"FCALL", b"ro", b"0"],
+        vec![b"EVAL", set.as_bytes(), b"0"],
+        vec![b"EVAL", b"#!lua\nreturn redis.call('set','x',1)", b"0"],
+        vec![
+            b"EVAL",
+            b"#!lua flags=no-writes\nreturn redis.call('set','x',1)",
+            b"0",
+        ],
+        vec![
+            b"EVALSHA",
+            b"4cb91861d207e5689edc816618ab68f9d6de3b44",
+            b"0",
+        ],
+        vec![b"EVAL", b"return redis.call('publish','c', 1)", b"0"],
+        vec![b"CONFIG", b"SET", b"replica-serve-stale-data", b"no"],
+        vec![b"FCALL", b"ro", b"0"],
+        vec![b"FCALL", b"st", b"0"],
+        vec![b"FCALL", b"stw", b"0"],
+        vec![b"FCALL", b"info", b"0"],
+        vec![b"EVAL", b"return 1", b"0"],
+        vec![
+            b"EVAL",
+            b"#!lua flags=no-writes,allow-stale\nreturn redis.call('get','x')",
+            b"0",
+        ],
+        vec![b"EVAL", b"#!lua flags=allow-stale\nreturn 1", b"0"],
+    ];
+    let run = |c: &mut RawConn| -> Vec<String> {
+        assert!(
+            c.cmd(&[b"FUNCTION", b"LOAD", lib.as_bytes()])
+                .starts_with(b"$")
+        );
+        assert!(
+            c.cmd(&[b"SCRIPT", b"LOAD", set.as_bytes()])
+                .starts_with(b"$40")
+        );
+        ok(c, &format!("REPLICAOF 127.0.0.1 {dead}"));
+        calls.iter().map(|a| text(&c.cmd(a))).collect()
+    };
+    let r = RedisServer::start_with(&[]);
+    let z = ZwindowServer::start(&[]);
+    let want = run(&mut r.conn());
+    let got = run(&mut z.conn());
+    for ((a, w), g) in calls.iter().zip(&want).zip(&got) {
+        assert_eq!(g, w, "{}", common::show_args(a));
+    }
+    // Nothing was written.
+    let mut zc = z.conn();
+    ok(&mut zc, "CONFIG SET replica-serve-stale-data yes");
+    assert_eq!(zc.cmd(&[b"DBSIZE"]), b":0\r\n");
+}
+
+/// zwindow as the primary of a redis-server 7.0 replica: PUBLISH reaches
+/// the replica's subscribers (Redis propagates it outside cluster mode),
+/// and a script's `redis.set_repl` keeps what it wrote with REPL_NONE or
+/// REPL_AOF from the replica.
+#[test]
+fn publish_and_set_repl_reach_a_replica_as_redis() {
+    let z = ZwindowServer::start(&[]);
+    let mut zc = z.conn();
+    let r = RedisServer::start_with(&[]);
+    let mut rc = r.conn();
+    let port = z.port().to_string();
+    assert_eq!(
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]),
+        b"+OK\r\n"
+    );
+    wait_for("the link", Duration::from_secs(20), || {
+        info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    let mut sub = r.conn();
+    assert!(sub.cmd(&[b"SUBSCRIBE", b"news"]).starts_with(b"*3"));
+    assert_eq!(zc.cmd(&[b"PUBLISH", b"news", b"hello"]), b":0\r\n");
+    sub.set_timeout(Duration::from_secs(10));
+    assert_eq!(
+        sub.read_reply(),
+        b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
+    );
+    let script = "redis.call('set','a','1'); redis.set_repl(redis.REPL_NONE); \
+        redis.call('set','b','2'); redis.set_repl(redis.REPL_AOF); \
+        redis.call('set','c','3'); redis.set_repl(redis.REPL_ALL); redis.call('set','d','4')";
+    assert_eq!(zc.cmd(&[b"EVAL", script.as_bytes(), b"0"]), b"$-1\r\n");
+    let want = b"*4\r\n$1\r\n1\r\n$-1\r\n$-1\r\n$1\r\n4\r\n".to_vec();
+    wait_for("a and d on the replica", Duration::from_secs(20), || {
+        rc.cmd(&[b"MGET", b"a", b"b", b"c", b"d"]) == want
+    });
+    assert_eq!(
+        zc.cmd(&[b"MGET", b"a", b"b", b"c", b"d"]),
+        b"*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n4\r\n"
+    );
+}

@@ -488,8 +488,9 @@ fn spawned_units_meet_the_baseline() {
 }
 
 /// Redis 7.0.15's replication units in spawned mode, their `needs:repl`
-/// tests included, and its Sentinel suite (`sentinel` in the file): the
-/// ratchet `tests/tcl/baseline-repl.txt`. Long, so on one socket path:
+/// tests included, its Sentinel suite (`sentinel` in the file), and the
+/// units of the external ratchet that have `needs:repl` tests, run whole
+/// (no tag filter): the ratchet `tests/tcl/baseline-repl.txt`. Long, so on one socket path:
 /// the io_uring pass (`ZWINDOW_TEST_IO_URING=1`, or unset), the TLS pass
 /// being the epoll one's.
 #[test]

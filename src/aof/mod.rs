@@ -166,17 +166,23 @@ impl Sink for Aof {
     }
 
     fn feed(&self, ops: &[Op], transaction: bool) {
+        // What is for replicas only (PUBLISH) is not logged.
+        let mut logged = ops.iter().filter(|op| op.target.aof()).peekable();
+        let Some(first) = logged.peek() else {
+            return;
+        };
         let mut p = self.pending.lock();
         let before = p.bytes.len();
         if transaction {
-            p.append(ops[0].db, &[b"MULTI"]);
+            p.append(first.db, &[b"MULTI"]);
         }
-        for op in ops {
+        let mut last_db = first.db;
+        for op in logged {
             p.append(op.db, &op.argv);
+            last_db = op.db;
         }
         if transaction {
-            let db = ops[ops.len() - 1].db;
-            p.append(db, &[b"EXEC"]);
+            p.append(last_db, &[b"EXEC"]);
         }
         self.fed_total
             .fetch_add((p.bytes.len() - before) as u64, Relaxed);

@@ -866,6 +866,9 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
             outcome = Outcome::Close;
         } else {
             c.kill();
+            ctx.shared
+                .replication
+                .detach_client(c.id, ctx.shared.clock.now_ms() / 1000);
         }
         killed += 1;
     }

@@ -6,6 +6,7 @@
 //! ```text
 //! DEBUG HELP | SLEEP seconds | ERROR message | OBJECT key | DIGEST
 //! DEBUG DIGEST-VALUE [key ...] | PROTOCOL type | SET-ACTIVE-EXPIRE 0|1
+//! DEBUG SET-DISABLE-DENY-SCRIPTS 0|1
 //! DEBUG QUICKLIST-PACKED-THRESHOLD size | CHANGE-REPL-ID | REPLICATE cmd … | STRINGMATCH-TEST
 //! DEBUG LISTPACK key | QUICKLIST key [0|1] | RELOAD [MERGE] [NOFLUSH] [NOSAVE]
 //! DEBUG REPLYBUFFER RESIZING 0|1 | LOADAOF | AOF-FLUSH-SLEEP microseconds
@@ -32,7 +33,10 @@ pub(crate) static REPLY_BUFFER_RESIZING: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(true);
 
 pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
-    if !ctx.shared.config.debug_command {
+    let config = &ctx.shared.config;
+    let allowed =
+        config.debug_command || (config.debug_command_local && ctx.client.handle.is_local());
+    if !allowed {
         return Err(Error::Static(
             "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
         ));
@@ -95,6 +99,10 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
     } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && argc == 3 {
         let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
         ctx.shared.store.active_expire.store(on, Relaxed);
+        ctx.out.ok();
+    } else if eq_ic(sub, "SET-DISABLE-DENY-SCRIPTS") && argc == 3 {
+        let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
+        ctx.shared.scripting.allow_noscript.store(on, Relaxed);
         ctx.out.ok();
     } else if eq_ic(sub, "QUICKLIST-PACKED-THRESHOLD") && argc == 3 {
         let size = crate::config::parse_memory(ctx.arg(2))

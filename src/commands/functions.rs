@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::flags::*;
 use super::lua::RunSpec;
 use super::lua::dump;
-use super::lua::functions::{FLAG_ALLOW_OOM, FLAG_NAMES, FLAG_NO_WRITES};
+use super::lua::functions::{FLAG_ALLOW_OOM, FLAG_ALLOW_STALE, FLAG_NAMES, FLAG_NO_WRITES};
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys};
 use crate::util::{eq_ic, glob_match, parse_i64};
 
@@ -206,7 +206,19 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
     if nkeys < 0 {
         return Err(Error::Static("ERR Number of keys can't be negative"));
     }
+    // Redis's `scriptPrepareForRun`, in its order.
     let no_writes = f.flags & FLAG_NO_WRITES != 0;
+    if f.flags & FLAG_ALLOW_STALE == 0 && super::scripting::running_stale(ctx.shared) {
+        return Err(Error::Static(super::scripting::MASTERDOWN_FLAG));
+    }
+    if !no_writes && super::scripting::read_only_replica(ctx) {
+        return Err(Error::Static(super::scripting::READONLY_FLAG));
+    }
+    if ro && !no_writes {
+        return Err(Error::Static(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
     if !no_writes
         && ctx
             .shared
@@ -214,11 +226,6 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
             .lacks_good_replicas(&ctx.shared.config)
     {
         return Err(Error::Refused(super::replication::NOREPLICAS));
-    }
-    if ro && !no_writes {
-        return Err(Error::Static(
-            "ERR Can not execute a script with write flag using *_ro command.",
-        ));
     }
     if !no_writes && f.flags & FLAG_ALLOW_OOM == 0 && ctx.client.oom {
         return Err(Error::Static(super::scripting::OOM_FLAG));

@@ -438,6 +438,7 @@ impl Memory {
         // them in the dataset).
         let overhead = startup
             + clients_normal
+            + shared.replication.buffer_memory().total as u64
             + eval_caches
             + function_caches
             + lua
@@ -537,13 +538,13 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
         format_args!("{:.2}", ratio(rss, used)),
     );
     t.field("mem_fragmentation_bytes", signed(rss, used));
-    // The replication backlog, which replicas' output shares (Redis 7.0's
-    // shared replication buffer); no AOF buffer outlives a batch.
-    let backlog = shared.replication.backlog_memory();
-    t.field("mem_not_counted_for_evict", backlog);
-    t.field("mem_replication_backlog", backlog);
-    t.field("mem_total_replication_buffers", backlog);
-    t.field("mem_clients_slaves", 0);
+    // The replication buffer that the backlog and replicas' output share
+    // (Redis 7.0's); no AOF buffer outlives a batch.
+    let repl = shared.replication.buffer_memory();
+    t.field("mem_not_counted_for_evict", repl.not_counted);
+    t.field("mem_replication_backlog", repl.backlog);
+    t.field("mem_total_replication_buffers", repl.total);
+    t.field("mem_clients_slaves", repl.replicas);
     t.field("mem_clients_normal", clients_normal);
     t.field("mem_cluster_links", 0);
     t.field("mem_aof_buffer", 0);

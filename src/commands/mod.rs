@@ -302,6 +302,17 @@ impl<'c> Ctx<'c, '_> {
         self.ks.prop.call.force = true;
     }
 
+    /// Sends this command to replicas, not the AOF, even though it changed
+    /// nothing (Redis's `forceCommandPropagation(c, PROPAGATE_REPL)`:
+    /// PUBLISH).
+    pub(crate) fn force_replication(&mut self) {
+        if !self.ks.propagating() {
+            return;
+        }
+        self.ks.prop.call.force = true;
+        self.ks.prop.call.target = crate::keyspace::propagate::Target::Replicas;
+    }
+
     /// Hides argument `i` from the slow log and MONITOR (Redis's
     /// `redactClientCommandArgument`).
     pub(crate) fn redact(&mut self, i: usize) {

@@ -200,6 +200,9 @@ fn spublish(ctx: &mut Ctx) -> CmdResult {
         .shared
         .pubsub
         .spublish(limit, ctx.args.get(1), ctx.args.get(2));
+    // Replicas get it too, for their own subscribers (pubsub.c, outside
+    // cluster mode).
+    ctx.force_replication();
     ctx.out.int(n as i64);
     Ok(Done)
 }
@@ -210,6 +213,9 @@ fn publish(ctx: &mut Ctx) -> CmdResult {
         .shared
         .pubsub
         .publish(limit, ctx.args.get(1), ctx.args.get(2));
+    // Replicas get it too, for their own subscribers (pubsub.c, outside
+    // cluster mode).
+    ctx.force_replication();
     ctx.out.int(n as i64);
     Ok(Done)
 }

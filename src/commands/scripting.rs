@@ -156,18 +156,28 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     };
     // Scripts that declare flags are checked before they run, as Redis's
     // `scriptPrepareForRun` does.
-    if script.shebang && !script.no_writes {
-        if shared.replication.lacks_good_replicas(&shared.config) {
-            return Err(Error::Refused(super::replication::NOREPLICAS));
+    if script.shebang {
+        if running_stale(&shared) && !script.allow_stale {
+            return Err(Error::Static(MASTERDOWN_FLAG));
         }
-        if ro {
-            return Err(Error::Static(
-                "ERR Can not execute a script with write flag using *_ro command.",
-            ));
+        if !script.no_writes {
+            if read_only_replica(ctx) {
+                return Err(Error::Static(READONLY_FLAG));
+            }
+            if ro {
+                return Err(Error::Static(
+                    "ERR Can not execute a script with write flag using *_ro command.",
+                ));
+            }
+            if shared.replication.lacks_good_replicas(&shared.config) {
+                return Err(Error::Refused(super::replication::NOREPLICAS));
+            }
+            if ctx.client.oom && !script.allow_oom {
+                return Err(Error::Static(OOM_FLAG));
+            }
         }
-        if ctx.client.oom && !script.allow_oom {
-            return Err(Error::Static(OOM_FLAG));
-        }
+    } else if running_stale(&shared) {
+        return Err(Error::Static(MASTERDOWN));
     }
     let deny_oom = !script.shebang && ctx.client.oom;
     let func = script.func.clone();
@@ -197,6 +207,32 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
 /// (Redis's `scriptPrepareForRun`).
 pub(crate) const OOM_FLAG: &str =
     "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'";
+
+/// A script with flags but not `allow-stale`, started on a replica whose
+/// link is down with `replica-serve-stale-data no`.
+pub(crate) const MASTERDOWN_FLAG: &str = "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.";
+/// A script without flags started in that state.
+const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+/// A script with flags but not `no-writes`, started on a read-only replica.
+pub(crate) const READONLY_FLAG: &str =
+    "READONLY Can not run script with write flag on readonly replica";
+
+/// Redis's `running_stale` in `scriptPrepareForRun`: a replica whose link
+/// is down, with `replica-serve-stale-data no`.
+pub(crate) fn running_stale(shared: &super::Services) -> bool {
+    shared.replication.is_replica()
+        && !shared.config.replica_serve_stale_data()
+        && shared.replication.link_state() != crate::replication::LinkState::Connected
+}
+
+/// A read-only replica, for a caller that is not its primary (Redis's
+/// `mustObeyClient`).
+pub(crate) fn read_only_replica(ctx: &Ctx) -> bool {
+    ctx.shared.replication.is_replica()
+        && ctx.shared.config.replica_read_only()
+        && !ctx.client.master
+}
 
 fn noscript() -> Error {
     Error::Static("NOSCRIPT No matching script. Please use EVAL.")

@@ -601,6 +601,14 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     {
         return Err(Error::Owned(refused));
     }
+    // Settings a load in progress depends on (Redis's DENY_LOADING_CONFIG).
+    if ctx.shared.persistence.loading.active()
+        && pairs
+            .iter()
+            .any(|(name, _)| eq_ic(name, "dir") || eq_ic(name, "repl-diskless-load"))
+    {
+        return Err(Error::Static(crate::persistence::LOADING));
+    }
     let aof_was = ctx.shared.config.appendonly();
     ctx.shared.config.set_many(&pairs)?;
     // appendonly's effect (config.c `updateAppendonly`).
@@ -766,6 +774,15 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
         flush_db(ctx, db);
     }
     ctx.ks.invalidate_tracking_all();
+    // With save points set, the empty dataset is saved at once, so that a
+    // restart does not bring back what was flushed (Redis's
+    // `flushAllDataAndResetRDB`; the change counter starts again from 0).
+    // A BGSAVE running meanwhile is left to finish (Redis kills its child).
+    if !ctx.shared.config.save_points().is_empty()
+        && !ctx.shared.persistence.bgsave_in_progress.load(Relaxed)
+    {
+        let _ = crate::persistence::save_locked(&**ctx.shared, ctx.ks);
+    }
     ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)

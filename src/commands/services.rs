@@ -235,8 +235,9 @@ impl Events for Services {
     }
 
     fn pushes_in_flight(&self) -> u64 {
-        // The replication backlog too: Redis's `mem_not_counted_for_evict`.
-        self.clients.pushes_in_flight() + self.replication.backlog_memory() as u64
+        // What replicas hold of the replication buffer beyond the backlog
+        // too: Redis's `mem_not_counted_for_evict`.
+        self.clients.pushes_in_flight() + self.replication.buffer_memory().not_counted as u64
     }
 
     fn propagating(&self) -> bool {

@@ -444,15 +444,20 @@ fn verify(
     }
     if !client.master
         && crate::persistence::writes_denied(&shared.persistence, &shared.config)
-        && (is_write(client, cmd) || cmd.name == "ping")
+        && (is_write(shared, client, cmd, args) || cmd.name == "ping")
     {
         return Verdict::Reject(crate::persistence::MISCONF.into());
     }
-    if shared.replication.lacks_good_replicas(&shared.config) && is_write(client, cmd) {
+    if shared.replication.lacks_good_replicas(&shared.config) && is_write(shared, client, cmd, args)
+    {
         return Verdict::Reject(crate::commands::replication::NOREPLICAS.into());
     }
     let replica = shared.replication.is_replica();
-    if replica && !client.master && shared.config.replica_read_only() && is_write(client, cmd) {
+    if replica
+        && !client.master
+        && shared.config.replica_read_only()
+        && is_write(shared, client, cmd, args)
+    {
         return Verdict::Reject(READONLY.into());
     }
     if client.in_subscribed_resp2() && !cmd.has(flags::SUBSCRIBED_OK) {
@@ -466,7 +471,7 @@ fn verify(
     if replica
         && !shared.config.replica_serve_stale_data()
         && shared.replication.link_state() != crate::replication::LinkState::Connected
-        && denied_stale(client, cmd)
+        && denied_stale(shared, client, cmd, args)
     {
         return Verdict::Reject(MASTERDOWN.into());
     }
@@ -522,13 +527,20 @@ const MASTERDOWN: &str =
 
 /// Redis's `is_denystale_command`: not flagged `stale`, or an EXEC whose
 /// queue holds one that is not.
-fn denied_stale(client: &Client, cmd: &Command) -> bool {
-    if !cmd.has(flags::STALE) {
+fn denied_stale(shared: &Services, client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
+    // A script's declared `allow-stale` replaces EVAL's and FCALL's own
+    // `stale` flag (Redis's `scriptFlagsToCmdFlags`).
+    let stale_ok = |cmd: &Command, args: &Args<'_>| match shared.scripting.declared(cmd, args) {
+        Some(d) => d.allow_stale,
+        None => cmd.has(flags::STALE),
+    };
+    if !stale_ok(cmd, args) {
         return true;
     }
     cmd.name == "exec"
         && client.queued().into_iter().flatten().any(|queued| {
-            crate::commands::resolve(&queued.args()).is_ok_and(|c| !c.has(flags::STALE))
+            let args = queued.args();
+            crate::commands::resolve(&args).is_ok_and(|c| !stale_ok(c, &args))
         })
 }
 
@@ -564,12 +576,20 @@ fn is_denyoom(client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
 }
 
 /// Redis's `is_write_command`: a write, or an EXEC whose queue holds one.
-fn is_write(client: &Client, cmd: &Command) -> bool {
-    cmd.has(flags::WRITE)
+/// A script that declared its flags writes unless it declared
+/// `no-writes` (EVAL's and FCALL's own flags do not say `write`).
+fn is_write(shared: &Services, client: &Client, cmd: &Command, args: &Args<'_>) -> bool {
+    let writes = |cmd: &Command, args: &Args<'_>| match shared.scripting.declared(cmd, args) {
+        Some(d) => !d.no_writes,
+        None => cmd.has(flags::WRITE),
+    };
+    writes(cmd, args)
         || (cmd.name == "exec"
             && client.queued().is_some_and(|q| {
-                q.iter()
-                    .any(|a| resolve(&a.args()).is_ok_and(|c| c.has(flags::WRITE)))
+                q.iter().any(|a| {
+                    let args = a.args();
+                    resolve(&args).is_ok_and(|c| writes(c, &args))
+                })
             }))
 }
 
@@ -838,10 +858,16 @@ fn propagate(
         let argv = mine
             .rewrite
             .unwrap_or_else(|| args.iter().map(|a| a.to_vec()).collect());
-        ks.prop.push(db, argv);
+        let target = mine.target.and(ks.prop.script_target);
+        ks.prop.push_to(db, argv, target);
     }
     if ks.prop.depth == 0 {
-        ks.flush_propagated(true);
+        // A command that may touch arbitrary keys, run directly, sends
+        // the deletions of the expired keys it met one by one, as active
+        // expiry does (Redis's `CMD_TOUCHES_ARBITRARY_KEYS`: SCAN and
+        // RANDOMKEY), not as one transaction.
+        let arbitrary = matches!(cmd.name, "scan" | "randomkey");
+        ks.flush_propagated(!arbitrary);
     }
 }
 

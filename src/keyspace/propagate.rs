@@ -17,6 +17,54 @@
 pub(crate) struct Op {
     pub(crate) db: usize,
     pub(crate) argv: Vec<Vec<u8>>,
+    /// Where it goes (Redis's `PROPAGATE_AOF` / `PROPAGATE_REPL`).
+    pub(crate) target: Target,
+}
+
+/// The sinks a command goes to: both, or one only (PUBLISH goes to
+/// replicas only, so that a replica's subscribers hear it too; a script's
+/// `redis.set_repl` may pick either or none for the commands it calls).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Target {
+    #[default]
+    All,
+    Aof,
+    Replicas,
+    Nowhere,
+}
+
+impl Target {
+    pub(crate) fn aof(self) -> bool {
+        matches!(self, Target::All | Target::Aof)
+    }
+
+    pub(crate) fn replicas(self) -> bool {
+        matches!(self, Target::All | Target::Replicas)
+    }
+
+    /// The sinks both `self` and `other` allow.
+    pub(crate) fn and(self, other: Target) -> Target {
+        match (
+            self.aof() && other.aof(),
+            self.replicas() && other.replicas(),
+        ) {
+            (true, true) => Target::All,
+            (true, false) => Target::Aof,
+            (false, true) => Target::Replicas,
+            (false, false) => Target::Nowhere,
+        }
+    }
+
+    /// Redis's `PROPAGATE_AOF` (1) / `PROPAGATE_REPL` (2) bits, as
+    /// `redis.set_repl` takes them.
+    pub(crate) fn from_bits(bits: i64) -> Target {
+        match bits & 3 {
+            3 => Target::All,
+            1 => Target::Aof,
+            2 => Target::Replicas,
+            _ => Target::Nowhere,
+        }
+    }
 }
 
 /// The commands collected for the running execution unit.
@@ -30,6 +78,8 @@ pub(crate) struct Pending {
     pub(crate) dirty: u64,
     /// The running call's own propagation state.
     pub(crate) call: CallProp,
+    /// Where the commands a running script calls go (`redis.set_repl`).
+    pub(crate) script_target: Target,
 }
 
 /// How the running call propagates itself (Redis's client flags
@@ -43,11 +93,20 @@ pub(crate) struct CallProp {
     pub(crate) prevent: bool,
     /// Log it even if it changed nothing (FLUSHALL on an empty server).
     pub(crate) force: bool,
+    /// Where it goes (PUBLISH: replicas only).
+    pub(crate) target: Target,
 }
 
 impl Pending {
     pub(crate) fn push(&mut self, db: usize, argv: Vec<Vec<u8>>) {
-        self.ops.push(Op { db, argv });
+        self.push_to(db, argv, Target::All);
+    }
+
+    /// A command for some sinks only (see [`Target`]).
+    pub(crate) fn push_to(&mut self, db: usize, argv: Vec<Vec<u8>>, target: Target) {
+        if target != Target::Nowhere {
+            self.ops.push(Op { db, argv, target });
+        }
     }
 }
 

@@ -298,10 +298,30 @@ impl Feed<'_> {
 
     /// The stream, from the replica's offset on, as it grows.
     async fn stream(&mut self) -> &'static str {
-        let r = &self.shared.replication;
-        let mut soft_since: Option<Instant> = None;
         // The bytes of one write, copied once from the backlog.
         let mut out = Vec::new();
+        let why = self.stream_into(&mut out).await;
+        drop(out);
+        self.hold(0);
+        why
+    }
+
+    /// Records that the writer holds `bytes` copied out of the backlog:
+    /// replica output memory, which eviction does not count (INFO's
+    /// `mem_clients_slaves` while the replica is attached).
+    fn hold(&self, bytes: usize) {
+        let before = self.replica.copied.swap(bytes, Relaxed);
+        let all = &self.shared.replication.copied;
+        if bytes >= before {
+            all.fetch_add(bytes - before, Relaxed);
+        } else {
+            all.fetch_sub(before - bytes, Relaxed);
+        }
+    }
+
+    async fn stream_into(&mut self, out: &mut Vec<u8>) -> &'static str {
+        let r = &self.shared.replication;
+        let mut soft_since: Option<Instant> = None;
         loop {
             if let Some(why) = self.stop() {
                 return why;
@@ -322,7 +342,7 @@ impl Feed<'_> {
             // it, tokio's LIFO slot).
             tokio::task::yield_now().await;
             out.clear();
-            let Some(n) = r.take(self.replica, TAKE, &mut out) else {
+            let Some(n) = r.take(self.replica, TAKE, out) else {
                 return "its offset is no longer in the backlog";
             };
             if n == 0 {
@@ -331,12 +351,14 @@ impl Feed<'_> {
                 }
                 continue;
             }
-            if let Err(why) = self.write(&mut out).await {
+            self.hold(out.capacity());
+            if let Err(why) = self.write(out).await {
                 return why;
             }
             // A burst's buffer is not kept past it.
             if out.capacity() > TAKE {
-                out = Vec::new();
+                *out = Vec::new();
+                self.hold(0);
             }
         }
     }

@@ -483,6 +483,7 @@ pub(crate) fn load(
                         let op = crate::keyspace::propagate::Op {
                             db: ks.db,
                             argv: vec![del.to_vec(), key.to_vec()],
+                            target: crate::keyspace::propagate::Target::All,
                         };
                         ks.env.events.feed(&[op], false);
                     }

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use bytes::{Bytes, BytesMut};
 
 /// Bytes per frozen chunk.
-const CHUNK: usize = 16 * 1024;
+pub(crate) const CHUNK: usize = 16 * 1024;
 
 pub(crate) struct Backlog {
     /// Frozen chunks, oldest first, each with the offset of its first byte.
@@ -141,9 +141,13 @@ impl Backlog {
         self.first += delta;
     }
 
-    /// The bytes held by the chunks (for INFO's memory figures).
+    /// The bytes held by the chunks and the deque that lists them (for
+    /// INFO's memory figures and eviction, as Redis counts its blocks'
+    /// list nodes in `repl_buffer_mem`).
     pub(crate) fn memory(&self) -> usize {
-        self.chunks.len() * CHUNK + self.tail.capacity()
+        self.chunks.len() * CHUNK
+            + self.tail.capacity()
+            + self.chunks.capacity() * size_of::<(u64, Bytes)>()
     }
 }
 

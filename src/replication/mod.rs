@@ -95,6 +95,11 @@ pub(crate) struct Replica {
     /// Told to go (output limit, REPLICAOF, shutdown): its writer ends.
     pub(crate) dropped: AtomicBool,
     pub(crate) wake: Notify,
+    /// The bytes its writer holds, copied out of the backlog (its write
+    /// buffer's capacity): replica output, like the shared buffer's part
+    /// beyond the backlog (Redis's replicas reference the shared buffer
+    /// instead of copying it).
+    pub(crate) copied: AtomicUsize,
 }
 
 impl Replica {
@@ -178,6 +183,11 @@ pub(crate) struct Replication {
     /// that starts it runs (`network::feed`).
     pub(crate) sync_queue: Mutex<Vec<SyncRequest>>,
     pub(crate) sync_starter: AtomicBool,
+    /// What every replica's writer holds copied out of the backlog
+    /// ([`Replica::copied`]), those of replicas already detached but whose
+    /// writer has not ended yet included: not counted by eviction, as Redis
+    /// does not count the shared buffer it has yet to free.
+    pub(crate) copied: AtomicUsize,
     /// `repl-backlog-size`, as the sink reads it (set when a replica
     /// attaches, at startup and by the cron after CONFIG SET).
     backlog_size: AtomicU64,
@@ -281,6 +291,7 @@ impl Default for Replication {
             sync_queue: Mutex::new(Vec::new()),
             sync_starter: AtomicBool::new(false),
             failover: Mutex::new(None),
+            copied: AtomicUsize::new(0),
             backlog_size: AtomicU64::new(1 << 20),
             history: AtomicBool::new(true),
             stream_db: std::sync::atomic::AtomicI64::new(-1),
@@ -387,9 +398,32 @@ impl Replication {
         }
     }
 
-    /// The backlog's memory (INFO's `mem_replication_backlog`).
-    pub(crate) fn backlog_memory(&self) -> usize {
-        self.inner.lock().backlog.as_ref().map_or(0, |b| b.memory())
+    /// The shared replication buffer's memory, split as Redis 7.0 splits
+    /// it (`getMemoryOverheadData`, `freeMemoryGetNotCountedMemory`).
+    pub(crate) fn buffer_memory(&self) -> BufferMemory {
+        let g = self.inner.lock();
+        let total = g.backlog.as_ref().map_or(0, |b| b.memory());
+        let size = usize::try_from(self.backlog_size.load(Relaxed)).unwrap_or(usize::MAX);
+        // Beyond `repl-backlog-size`, the buffer is held for the replicas
+        // that have not taken it yet: theirs while any is attached.
+        let (replicas, backlog) = if !g.replicas.is_empty() && total > size {
+            (total - size, size)
+        } else {
+            (0, total)
+        };
+        // Eviction counts the backlog up to its size (and its chunks'
+        // bookkeeping), never what replicas hold beyond it, so a slow
+        // replica cannot make the primary evict its data.
+        let bookkeeping = (size / backlog::CHUNK + 1) * size_of::<(u64, bytes::Bytes)>();
+        let attached: usize = g.replicas.iter().map(|r| r.copied.load(Relaxed)).sum();
+        let not_counted =
+            total.saturating_sub(size.saturating_add(bookkeeping)) + self.copied.load(Relaxed);
+        BufferMemory {
+            total,
+            backlog,
+            replicas: replicas + attached,
+            not_counted,
+        }
     }
 
     pub(crate) fn replid(&self) -> ReplId {
@@ -473,6 +507,7 @@ impl Replication {
             capa_zwindow: capa.zwindow,
             dropped: AtomicBool::new(false),
             wake: Notify::new(),
+            copied: AtomicUsize::new(0),
         });
         let mut g = self.inner.lock();
         self.ensure_backlog(&mut g);
@@ -519,6 +554,23 @@ impl Replication {
         self.append(&mut g, &[], self.backlog_size.load(Relaxed));
         drop(g);
         self.acked.notify_waiters();
+    }
+
+    /// Detaches the replica whose connection is client `client_id`, if
+    /// one is (CLIENT KILL: Redis frees a killed replica at once, so INFO
+    /// right after counts neither it nor what only it still needed).
+    pub(crate) fn detach_client(&self, client_id: u64, now_secs: u64) {
+        let found = self
+            .inner
+            .lock()
+            .replicas
+            .iter()
+            .find(|r| r.client_id == client_id)
+            .cloned();
+        if let Some(r) = found {
+            r.drop_it();
+            self.detach(&r, now_secs);
+        }
     }
 
     /// Up to `max` bytes of the stream from `replica.next`, appended to
@@ -972,6 +1024,19 @@ impl Replication {
     }
 }
 
+/// The shared replication buffer's memory ([`Replication::buffer_memory`]).
+pub(crate) struct BufferMemory {
+    /// All of it (`mem_total_replication_buffers`).
+    pub(crate) total: usize,
+    /// The backlog's part (`mem_replication_backlog`).
+    pub(crate) backlog: usize,
+    /// What only replicas still need, and what their writers copied out
+    /// (`mem_clients_slaves`).
+    pub(crate) replicas: usize,
+    /// What eviction does not count (`mem_not_counted_for_evict`).
+    pub(crate) not_counted: usize,
+}
+
 impl Sink for Replication {
     fn listening(&self) -> bool {
         self.listening.load(Relaxed)
@@ -995,8 +1060,14 @@ impl Sink for Replication {
                 seldb = Some(db);
             }
         };
+        // What is for the AOF only (a script's `redis.set_repl`) is not sent.
+        let ops: Vec<&Op> = ops.iter().filter(|op| op.target.replicas()).collect();
+        let Some(first) = ops.first() else {
+            g.scratch = bytes;
+            return;
+        };
         if transaction {
-            select(&mut bytes, ops[0].db);
+            select(&mut bytes, first.db);
             encode(&mut bytes, &[b"MULTI"]);
         }
         for op in ops {

@@ -35,15 +35,12 @@ UNTAGGED = [
      "sets save (zwindow does not persist: CONFIG SET save is refused)"),
     ("introspection", "CONFIG sanity",
      "sets every CONFIG parameter, some of which zwindow lacks or holds immutable (bind)"),
-    # maxmemory runs in spawned mode (tests/tcl/baseline-spawned.txt).
-    ("maxmemory", "slave buffer are counted correctly",
-     "makes a replica: not measured yet in spawned mode with replication (issue 32's next step)"),
-    ("maxmemory", "replica buffer don't induce eviction",
-     "makes a replica: not measured yet in spawned mode with replication (issue 32's next step)"),
-    ("maxmemory", "propagation with eviction",
-     "reads the replication stream: not measured yet in spawned mode with replication (issue 32's next step)"),
-    ("maxmemory", "propagation with eviction in MULTI",
-     "reads the replication stream: not measured yet in spawned mode with replication (issue 32's next step)"),
+    # Run whole in spawned mode by replication_units_meet_the_baseline
+    # (tests/tcl/baseline-repl.txt): tags do not exclude them there.
+    ("introspection", "CONFIG REWRITE sanity",
+     "needs CONFIG REWRITE (DEBUG CONFIG-REWRITE-FORCE-ALL)"),
+    ("other", "Don't rehash if redis has child process",
+     "kills the BGSAVE's child process (zwindow saves on a thread, no fork) and reads DEBUG HTSTATS"),
     # tls runs in the TLS pass (tests/tcl/baseline-tls.txt).
     ("tls", "TLS: Verify tls-cert-file is also used as a client cert if none specified",
      "makes a replica; externally its overrides are set one CONFIG SET at a time, "

@@ -146,6 +146,9 @@ function redis.setresp(...)
   impl.setresp(resp)
 end
 function redis.set_repl(...)
+  if not impl.set_repl then
+    raise('ERR redis.set_repl can only be called inside a script invocation')
+  end
   if select_('#', ...) ~= 1 then
     raise('ERR redis.set_repl() requires two arguments.')
   end
@@ -153,6 +156,7 @@ function redis.set_repl(...)
   if flags < 0 or flags > 3 then
     raise('ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
   end
+  impl.set_repl(flags)
 end
 function redis.replicate_commands()
   return true

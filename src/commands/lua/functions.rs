@@ -28,6 +28,7 @@ pub(crate) const FLAG_NAMES: [&str; 5] = [
 ];
 pub(crate) const FLAG_NO_WRITES: u32 = 1;
 pub(crate) const FLAG_ALLOW_OOM: u32 = 1 << 1;
+pub(crate) const FLAG_ALLOW_STALE: u32 = 1 << 2;
 
 pub(crate) struct FunctionDef {
     pub(crate) name: String,

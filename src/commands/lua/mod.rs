@@ -56,6 +56,7 @@ use crate::commands::Services;
 use crate::commands::{self, Args, Client, Command, OwnedArgs, ScriptError, flags};
 use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
+use crate::keyspace::propagate::Target;
 use crate::protocol::Reply;
 
 pub(crate) const BUSY_EVAL: &str =
@@ -253,6 +254,9 @@ pub(crate) struct Scripting {
     /// the runtime (and so SHUTDOWN NOSAVE) from ending.
     runner: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>>,
     pub(crate) busy: Arc<Busy>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript`
+    /// commands (a testing hook of Redis's).
+    pub(crate) allow_noscript: AtomicBool,
     /// Figures INFO reads without taking the engine (a script may hold it).
     pub(crate) cached_scripts: AtomicUsize,
     pub(crate) scripts_bytes: AtomicUsize,
@@ -262,7 +266,58 @@ pub(crate) struct Scripting {
     pub(crate) functions_bytes: AtomicUsize,
 }
 
+/// The flags a script declared (its `#!lua` line's, or its function's),
+/// which replace its command's own `write`, `stale` and `denyoom` flags
+/// (Redis's `scriptFlagsToCmdFlags`).
+#[derive(Clone, Copy)]
+pub(crate) struct Declared {
+    pub(crate) no_writes: bool,
+    pub(crate) allow_stale: bool,
+}
+
 impl Scripting {
+    /// What EVAL/EVALSHA/FCALL (and their `_ro` forms) `args` declared,
+    /// read before the command runs, as Redis's `evalGetCommandFlags` /
+    /// `fcallGetCommandFlags` do for `processCommand`'s checks (a write on
+    /// a read-only replica, stale data). `None` when nothing was declared:
+    /// a script without a shebang (EVAL's compatibility mode), an unknown
+    /// script or function, or while the engine is busy; the command's own
+    /// flags hold then, and the script's start checks what it declared.
+    pub(crate) fn declared(
+        &self,
+        cmd: &commands::Command,
+        args: &commands::Args<'_>,
+    ) -> Option<Declared> {
+        if args.len() < 2 {
+            return None;
+        }
+        if matches!(cmd.name, "eval" | "eval_ro") {
+            let body = args.get(1);
+            return (body.starts_with(b"#!") && parse_shebang(body).is_ok()).then(|| Declared {
+                no_writes: shebang_has_flag(body, "no-writes"),
+                allow_stale: shebang_has_flag(body, "allow-stale"),
+            });
+        }
+        if !matches!(cmd.name, "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro") {
+            return None;
+        }
+        let g = self.engine.try_lock()?;
+        let engine = g.as_ref()?;
+        if cmd.name.starts_with("fcall") {
+            let f = engine.find_function(args.get(1))?;
+            return Some(Declared {
+                no_writes: f.flags & functions::FLAG_NO_WRITES != 0,
+                allow_stale: f.flags & functions::FLAG_ALLOW_STALE != 0,
+            });
+        }
+        let sha = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+        let s = engine.scripts.get(&sha).filter(|s| s.shebang)?;
+        Some(Declared {
+            no_writes: s.no_writes,
+            allow_stale: s.allow_stale,
+        })
+    }
+
     /// Whether EVAL/EVALSHA/FCALL `args` may write (its script or function
     /// is not flagged `no-writes`), for CLIENT PAUSE WRITE. Unknown
     /// scripts, and any while the engine is busy, count as writing.
@@ -396,6 +451,9 @@ pub(crate) struct Script {
     pub(crate) no_writes: bool,
     /// `#!lua flags=allow-oom`: may write while memory is over `maxmemory`.
     pub(crate) allow_oom: bool,
+    /// `#!lua flags=allow-stale`: may run on a replica whose link is down
+    /// with `replica-serve-stale-data no`.
+    pub(crate) allow_stale: bool,
     /// Has a `#!lua` line: its flags are checked before it runs (Redis
     /// 7.0 checks a legacy script's writes only as they happen).
     pub(crate) shebang: bool,
@@ -594,6 +652,7 @@ impl Engine {
                 body: body.to_vec(),
                 no_writes,
                 allow_oom: shebang_has_flag(body, "allow-oom"),
+                allow_stale: shebang_has_flag(body, "allow-stale"),
                 shebang: body.starts_with(b"#!"),
             },
         );
@@ -659,6 +718,8 @@ impl Engine {
                 resp3: false,
                 read_only: spec.read_only,
                 deny_oom: spec.deny_oom,
+                obey: caller.master,
+                repl: Target::All,
                 busy: &shared.scripting.busy,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
@@ -673,6 +734,13 @@ impl Engine {
                 let setresp = scope.create_function(|_, n: i64| {
                     if let Ok(mut st) = state.try_borrow_mut() {
                         st.resp3 = n == 3;
+                    }
+                    Ok(())
+                })?;
+                // redis.set_repl: where the commands called next go.
+                let set_repl = scope.create_function(|_, bits: i64| {
+                    if let Ok(mut st) = state.try_borrow_mut() {
+                        st.repl = Target::from_bits(bits);
                     }
                     Ok(())
                 })?;
@@ -701,6 +769,7 @@ impl Engine {
                 })?;
                 self.impl_tbl.raw_set("call", call)?;
                 self.impl_tbl.raw_set("setresp", setresp)?;
+                self.impl_tbl.raw_set("set_repl", set_repl)?;
                 self.impl_tbl.raw_set("acl_check", acl_check)?;
                 let ret: MultiValue = if spec.as_function {
                     let runner = lua
@@ -713,6 +782,7 @@ impl Engine {
                 };
                 self.impl_tbl.raw_set("call", Value::Nil)?;
                 self.impl_tbl.raw_set("setresp", Value::Nil)?;
+                self.impl_tbl.raw_set("set_repl", Value::Nil)?;
                 self.impl_tbl.raw_set("acl_check", Value::Nil)?;
                 let mut it = ret.into_iter();
                 let ok = matches!(it.next(), Some(Value::Boolean(true)));
@@ -1042,6 +1112,11 @@ struct RunState<'a, 'k> {
     resp3: bool,
     read_only: bool,
     deny_oom: bool,
+    /// The script was started by this server's primary (Redis's
+    /// `mustObeyClient`): a read-only replica does not refuse its writes.
+    obey: bool,
+    /// `redis.set_repl`'s choice for the commands it calls next.
+    repl: Target,
     busy: &'a Busy,
 }
 
@@ -1083,6 +1158,7 @@ impl RunState<'_, '_> {
             self.read_only,
             wrote,
             self.deny_oom,
+            self.obey,
         ) {
             Ok(cmd) => cmd,
             Err(msg) => {
@@ -1098,9 +1174,11 @@ impl RunState<'_, '_> {
         // The reply as values: no RESP encoding to parse back.
         let mut out = Reply::frames(self.resp3);
         // Nothing blocks in a script (`Client::can_block`), nor closes.
+        self.ks.prop.script_target = self.repl;
         let _ = self
             .dispatch
             .call(&mut self.client, &mut out, self.ks, cmd, argv, None);
+        self.ks.prop.script_target = Target::All;
         self.shared
             .stats
             .commands_processed
@@ -1127,6 +1205,7 @@ fn verify_from_script(
     read_only: bool,
     wrote: bool,
     deny_oom: bool,
+    obey: bool,
 ) -> Result<&'static Command, &'static str> {
     let mut cmd =
         commands::lookup(args.get(0)).ok_or("ERR Unknown Redis command called from script")?;
@@ -1134,7 +1213,7 @@ fn verify_from_script(
         cmd = commands::lookup_sub(cmd, args.get(1))
             .ok_or("ERR Unknown Redis command called from script")?;
     }
-    let mut refusal = script_refusal(shared, client, cmd, args, read_only, wrote);
+    let mut refusal = script_refusal(shared, client, cmd, args, read_only, wrote, obey);
     if refusal.is_none()
         && deny_oom
         && !wrote
@@ -1157,13 +1236,18 @@ fn script_refusal(
     args: &Args<'_>,
     read_only: bool,
     wrote: bool,
+    obey: bool,
 ) -> Option<&'static str> {
     let argc = args.len() as i32;
     if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
         return Some("ERR Wrong number of args calling Redis command from script");
     }
-    if cmd.has(flags::NOSCRIPT) {
+    if cmd.has(flags::NOSCRIPT) && !shared.scripting.allow_noscript.load(Relaxed) {
         return Some("ERR This Redis command is not allowed from script");
+    }
+    // script.c `scriptVerifyAllowStale`.
+    if !cmd.has(flags::STALE) && commands::scripting::running_stale(shared) {
+        return Some("ERR Can not execute the command on a stale replica");
     }
     // script.c `scriptVerifyACL`, with acl.c `getAclErrorMessage`'s texts.
     match commands::acl::acl_check(shared, client, cmd, args, Context::Lua) {
@@ -1192,11 +1276,16 @@ fn script_refusal(
     if read_only && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
         return Some("ERR Write commands are not allowed from read-only scripts.");
     }
-    if cmd.has(flags::WRITE) {
+    // script.c `scriptVerifyWriteCommandAllow`: once the script wrote,
+    // the server's state can no longer fail it halfway.
+    if cmd.has(flags::WRITE) && !wrote {
+        if !obey && shared.replication.is_replica() && shared.config.replica_read_only() {
+            return Some("READONLY You can't write against a read only replica.");
+        }
         if crate::persistence::writes_denied(&shared.persistence, &shared.config) {
             return Some(crate::persistence::MISCONF);
         }
-        if !wrote && shared.replication.lacks_good_replicas(&shared.config) {
+        if shared.replication.lacks_good_replicas(&shared.config) {
             return Some(commands::replication::NOREPLICAS);
         }
     }
