@@ -835,10 +835,10 @@ fn propagate(
         "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
     );
     if changed && !mine.prevent && !blocked && itself {
-        let argv = mine
-            .rewrite
-            .unwrap_or_else(|| args.iter().map(|a| a.to_vec()).collect());
-        ks.prop.push(db, argv);
+        match mine.rewrite {
+            Some(argv) => ks.prop.push(db, argv),
+            None => ks.propagate_verbatim(db, args),
+        }
     }
     if ks.prop.depth == 0 {
         ks.flush_propagated(true);

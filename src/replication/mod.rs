@@ -94,6 +94,11 @@ pub(crate) struct Replica {
     /// Told to go (output limit, REPLICAOF, shutdown): its writer ends.
     pub(crate) dropped: AtomicBool,
     pub(crate) wake: Notify,
+    /// Its writer found nothing to take and waits for bytes: the next
+    /// feed wakes it, and clears this, so a burst of writes wakes it once
+    /// rather than once per write ([`Replication::wake_replicas`]). Read
+    /// and written under the replication lock only.
+    asleep: AtomicBool,
 }
 
 impl Replica {
@@ -219,6 +224,9 @@ struct Inner {
     link: LinkState,
     /// The sink's encoding buffer, reused.
     scratch: Vec<u8>,
+    /// Some replica's writer is `asleep`: the one thing a write checks
+    /// while every writer is busy.
+    asleep: bool,
 }
 
 impl Default for Replication {
@@ -236,6 +244,7 @@ impl Default for Replication {
                 primary: None,
                 link: LinkState::Connect,
                 scratch: Vec::new(),
+                asleep: false,
             }),
             listening: AtomicBool::new(false),
             offset: AtomicU64::new(0),
@@ -446,6 +455,7 @@ impl Replication {
             capa_zwindow: capa.zwindow,
             dropped: AtomicBool::new(false),
             wake: Notify::new(),
+            asleep: AtomicBool::new(false),
         });
         let mut g = self.inner.lock();
         self.ensure_backlog(&mut g);
@@ -498,8 +508,10 @@ impl Replication {
     /// `out`, for a replica of kind `zwindow` (else with zwindow's commands
     /// swapped: see [`compat`]); 0 when it has everything. None when the
     /// backlog no longer holds its offset (it fell too far behind).
+    /// A take that finds nothing leaves the writer asleep: the next feed
+    /// wakes it (`replica.wake`).
     pub(crate) fn take(&self, replica: &Replica, max: usize, out: &mut Vec<u8>) -> Option<usize> {
-        let g = self.inner.lock();
+        let mut g = self.inner.lock();
         let from = replica.next.load(Relaxed);
         let b = g.backlog.as_ref()?;
         if !b.covers(from) {
@@ -511,6 +523,10 @@ impl Replication {
             compat::apply_patches(&g.patches, from, &mut out[start..]);
         }
         replica.next.store(from + n as u64, Relaxed);
+        if n == 0 {
+            replica.asleep.store(true, Relaxed);
+            g.asleep = true;
+        }
         Some(n)
     }
 
@@ -531,6 +547,9 @@ impl Replication {
         };
         b.append(bytes);
         self.offset.fetch_add(bytes.len() as u64, Relaxed);
+        if !b.may_trim(backlog_size) {
+            return;
+        }
         let keep_from = g
             .replicas
             .iter()
@@ -544,9 +563,20 @@ impl Replication {
         }
     }
 
-    fn wake_replicas(&self, g: &Inner) {
+    /// Wakes the writers that wait for bytes (the lock held). A writer
+    /// is `asleep` from a take that found nothing (under this lock, so
+    /// no byte falls between the two), and is woken once: one busy
+    /// writing takes what came meanwhile before it waits again, so a
+    /// burst of writes costs it one wake-up, not one each (Redis writes
+    /// a replica's output once per event-loop pass).
+    fn wake_replicas(&self, g: &mut Inner) {
+        if !std::mem::take(&mut g.asleep) {
+            return;
+        }
         for r in &g.replicas {
-            r.wake.notify_one();
+            if r.asleep.swap(false, Relaxed) {
+                r.wake.notify_one();
+            }
         }
     }
 
@@ -565,7 +595,7 @@ impl Replication {
         let mut bytes = Vec::new();
         encode(&mut bytes, argv);
         self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
-        self.wake_replicas(&g);
+        self.wake_replicas(&mut g);
     }
 
     /// As a replica: bytes of the primary's stream that were applied, into
@@ -582,7 +612,7 @@ impl Replication {
         // The database the stream is in after these bytes, with them (a
         // full resync of our own replicas reads both at once).
         self.stream_db.store(db as i64, Relaxed);
-        self.wake_replicas(&g);
+        self.wake_replicas(&mut g);
     }
 
     /// As a replica, after a full sync from a primary with ID `replid` at
@@ -923,6 +953,34 @@ impl Sink for Replication {
         self.listening.load(Relaxed)
     }
 
+    fn feed_args(&self, db: usize, args: &crate::protocol::Args<'_>) {
+        let mut g = self.inner.lock();
+        if g.backlog.is_none() || g.primary.is_some() {
+            return;
+        }
+        let mut bytes = std::mem::take(&mut g.scratch);
+        bytes.clear();
+        if g.seldb != Some(db) {
+            let mut n = itoa::Buffer::new();
+            encode(&mut bytes, &[&b"SELECT"[..], n.format(db).as_bytes()]);
+            g.seldb = Some(db);
+        }
+        let at = bytes.len();
+        crate::protocol::encode_parts(&mut bytes, args.len(), args.iter());
+        if compat::unknown_to_redis_7_0(args.get(0)) {
+            let argv: Vec<&[u8]> = args.iter().collect();
+            if let Some(replacement) = compat::replacement(&argv, bytes.len() - at) {
+                let base = self.offset() + 1;
+                g.patches.push_back((base + at as u64, replacement));
+            }
+        }
+        self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
+        self.wake_replicas(&mut g);
+        if bytes.capacity() <= 64 * 1024 {
+            g.scratch = bytes;
+        }
+    }
+
     fn feed(&self, ops: &[Op], transaction: bool) {
         let mut g = self.inner.lock();
         if g.backlog.is_none() || g.primary.is_some() {
@@ -962,7 +1020,7 @@ impl Sink for Replication {
             g.patches.push_back((base + at as u64, r));
         }
         self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
-        self.wake_replicas(&g);
+        self.wake_replicas(&mut g);
         if bytes.capacity() <= 64 * 1024 {
             g.scratch = bytes;
         }
