@@ -151,12 +151,16 @@ impl Default for Aof {
 impl Pending {
     /// Redis's `feedAppendOnlyFile`: a SELECT when the database changes.
     fn append(&mut self, db: usize, argv: &[impl AsRef<[u8]>]) {
+        self.select(db);
+        encode(&mut self.bytes, argv);
+    }
+
+    fn select(&mut self, db: usize) {
         if self.selected_db != Some(db) {
             let n = db.to_string();
             encode(&mut self.bytes, &[&b"SELECT"[..], n.as_bytes()]);
             self.selected_db = Some(db);
         }
-        encode(&mut self.bytes, argv);
     }
 }
 
@@ -184,6 +188,16 @@ impl Sink for Aof {
         if transaction {
             p.append(last_db, &[b"EXEC"]);
         }
+        self.fed_total
+            .fetch_add((p.bytes.len() - before) as u64, Relaxed);
+        self.has_pending.store(true, Relaxed);
+    }
+
+    fn feed_args(&self, db: usize, args: &crate::protocol::Args<'_>) {
+        let mut p = self.pending.lock();
+        let before = p.bytes.len();
+        p.select(db);
+        crate::protocol::encode_parts(&mut p.bytes, args.len(), args.iter());
         self.fed_total
             .fetch_add((p.bytes.len() - before) as u64, Relaxed);
         self.has_pending.store(true, Relaxed);

@@ -255,4 +255,16 @@ impl Events for Services {
             Sink::feed(&self.replication, ops, transaction);
         }
     }
+
+    fn feed_args(&self, db: usize, args: &crate::protocol::Args<'_>) {
+        if Sink::listening(&self.aof) {
+            if self.config.aof_timestamp_enabled() {
+                self.aof.annotate_time(self.clock.now_ms() / 1000);
+            }
+            Sink::feed_args(&self.aof, db, args);
+        }
+        if Sink::listening(&self.replication) {
+            Sink::feed_args(&self.replication, db, args);
+        }
+    }
 }

@@ -855,11 +855,17 @@ fn propagate(
         "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
     );
     if changed && !mine.prevent && !blocked && itself {
-        let argv = mine
-            .rewrite
-            .unwrap_or_else(|| args.iter().map(|a| a.to_vec()).collect());
         let target = mine.target.and(ks.prop.script_target);
-        ks.prop.push_to(db, argv, target);
+        match mine.rewrite {
+            // The common write: to every sink, borrowed.
+            None if target == crate::keyspace::propagate::Target::All => {
+                ks.propagate_verbatim(db, args)
+            }
+            rewrite => {
+                let argv = rewrite.unwrap_or_else(|| args.iter().map(|a| a.to_vec()).collect());
+                ks.prop.push_to(db, argv, target);
+            }
+        }
     }
     if ks.prop.depth == 0 {
         // A command that may touch arbitrary keys, run directly, sends

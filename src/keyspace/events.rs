@@ -49,4 +49,8 @@ pub(crate) trait Events: Sync {
     /// One execution unit's commands, in order, to every sink;
     /// `transaction`: wrap them in MULTI/EXEC.
     fn feed(&self, ops: &[Op], transaction: bool);
+
+    /// A unit of one command propagated verbatim, to every sink (see
+    /// [`super::propagate::Sink::feed_args`]).
+    fn feed_args(&self, db: usize, args: &crate::protocol::Args<'_>);
 }

@@ -589,6 +589,22 @@ impl<'a> Keyspace<'a> {
         });
     }
 
+    /// The running command as the client sent it, in database `db`, as
+    /// what its execution unit propagates (Redis's `call` propagating
+    /// `c->argv`). When it is the unit's only command and the outermost
+    /// call, the common write, it goes to the sinks at once, borrowed:
+    /// no copy of its arguments is made for the stream's sake.
+    pub(crate) fn propagate_verbatim(&mut self, db: usize, args: &crate::protocol::Args<'_>) {
+        if self.prop.depth == 0 && self.prop.ops.is_empty() {
+            if self.propagating() {
+                self.env.events.feed_args(db, args);
+            }
+            return;
+        }
+        self.prop
+            .push(db, args.iter().map(<[u8]>::to_vec).collect());
+    }
+
     /// Sends what was collected to the sinks, as one unit.
     pub(crate) fn flush_propagated(&mut self, transaction: bool) {
         if self.prop.ops.is_empty() {
@@ -1123,6 +1139,11 @@ mod tests {
         }
         fn feed(&self, ops: &[propagate::Op], _transaction: bool) {
             self.fed.lock().extend(ops.iter().map(|op| op.argv.clone()));
+        }
+        fn feed_args(&self, _db: usize, args: &crate::protocol::Args<'_>) {
+            self.fed
+                .lock()
+                .push(args.iter().map(<[u8]>::to_vec).collect());
         }
     }
 

@@ -13,6 +13,8 @@
 //! the sinks as one unit, wrapped in `MULTI`/`EXEC` when there are several.
 //! Nothing is collected while no sink listens (one relaxed load per write).
 
+use crate::protocol::Args;
+
 /// One command to propagate, in the database it ran in.
 pub(crate) struct Op {
     pub(crate) db: usize,
@@ -132,4 +134,18 @@ pub(crate) trait Sink: Send + Sync {
     /// One execution unit's commands, in order; `transaction`: wrap them
     /// in MULTI/EXEC.
     fn feed(&self, ops: &[Op], transaction: bool);
+    /// A unit of one command, as the client sent it: the common write,
+    /// handed over borrowed, so no [`Op`] is built of it. A sink that
+    /// encodes it straight from `args` overrides this.
+    fn feed_args(&self, db: usize, args: &Args<'_>) {
+        let argv = args.iter().map(<[u8]>::to_vec).collect();
+        self.feed(
+            &[Op {
+                db,
+                argv,
+                target: Target::All,
+            }],
+            false,
+        );
+    }
 }

@@ -55,6 +55,7 @@ pub(crate) async fn serve(
         replica: &replica,
         parser: Parser::new(shared.config.proto_max_bulk_len()),
         shutdown: shared.shutdown_rx(),
+        tick: Box::pin(tokio::time::sleep(TICK)),
     };
     let ended = if attach.full {
         feed.full_sync(attach.pre_psync).await
@@ -81,6 +82,9 @@ struct Feed<'a> {
     replica: &'a Arc<Replica>,
     parser: Parser,
     shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The next tick, one timer for the feed's life rather than one per
+    /// wait (a busy replica waits once per event-loop pass).
+    tick: std::pin::Pin<Box<tokio::time::Sleep>>,
 }
 
 impl Feed<'_> {
@@ -188,7 +192,11 @@ impl Feed<'_> {
         tokio::select! {
             _ = wake => Ok(()),
             _ = opened => Ok(()),
-            _ = tokio::time::sleep(TICK) => Ok(()),
+            _ = self.tick.as_mut() => {
+                let next = tokio::time::Instant::now() + TICK;
+                self.tick.as_mut().reset(next);
+                Ok(())
+            }
             read = self.stream.read_buf(self.rbuf) => match read {
                 Ok(0) | Err(_) => Err("connection closed"),
                 Ok(n) => {
@@ -346,6 +354,8 @@ impl Feed<'_> {
                 return "its offset is no longer in the backlog";
             };
             if n == 0 {
+                // Asleep: the next bytes fed wake it (once per burst;
+                // while it writes, it is not woken: it takes again first).
                 if let Err(why) = self.idle().await {
                     return why;
                 }

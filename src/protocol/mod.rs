@@ -12,13 +12,25 @@ pub(crate) use reply::Reply;
 /// Appends a command as a client sends it (a RESP multibulk of bulk
 /// strings): what the AOF logs and the replication stream carries.
 pub(crate) fn encode_command(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
+    encode_parts(out, argv.len(), argv.iter().map(AsRef::as_ref));
+}
+
+/// [`encode_command`] of `argc` parts given one by one (a request's
+/// [`Args`] as they are, with no vector built of them). Lengths are
+/// formatted on the stack: every write a replica or the AOF receives
+/// passes here, so it allocates nothing beyond `out`'s growth.
+pub(crate) fn encode_parts<'a>(
+    out: &mut Vec<u8>,
+    argc: usize,
+    parts: impl IntoIterator<Item = &'a [u8]>,
+) {
+    let mut n = itoa::Buffer::new();
     out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
+    out.extend_from_slice(n.format(argc).as_bytes());
     out.extend_from_slice(b"\r\n");
-    for a in argv {
-        let a = a.as_ref();
+    for a in parts {
         out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(n.format(a.len()).as_bytes());
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");

@@ -110,6 +110,16 @@ impl Backlog {
         taken
     }
 
+    /// Whether [`Backlog::trim`] to `size` could drop a chunk (if no
+    /// replica needs it): the front chunk's end is `size` or more behind
+    /// the next byte. Cheap, so a write looks at the replicas' offsets
+    /// only once per chunk it fills past the size.
+    pub(crate) fn may_trim(&self, size: u64) -> bool {
+        self.chunks
+            .front()
+            .is_some_and(|(start, chunk)| self.next() - (start + chunk.len() as u64) >= size)
+    }
+
     /// Drops whole chunks from the front while what stays is at least
     /// `size` bytes and nothing before `keep_from` (the oldest offset an
     /// attached replica still needs) goes.
@@ -187,8 +197,11 @@ mod tests {
         // A replica still needs offset 1001: nothing goes.
         b.trim(CHUNK as u64, 1001);
         assert_eq!(b.first(), 1001);
+        assert!(b.may_trim(CHUNK as u64 + 5));
+        assert!(!b.may_trim(5 * CHUNK as u64 + 11));
         // Nobody needs anything: whole chunks go while the rest is >= size.
         b.trim(CHUNK as u64 + 5, u64::MAX);
+        assert!(!b.may_trim(CHUNK as u64 + 5));
         assert!(b.histlen() >= CHUNK as u64 + 5);
         assert!(b.histlen() < 2 * CHUNK as u64 + 10 + 1);
         let first = b.first();

@@ -23,31 +23,64 @@ use bytes::Bytes;
 
 use crate::util::eq_ic;
 
+/// The commands redis-server 7.0 does not have, and a filter that tells
+/// almost every other name apart without comparing it to them.
+struct Unknown {
+    names: Vec<&'static str>,
+    /// Per name length below 32: the first letters (bit `letter - 'a'`,
+    /// either case) that a listed name of that length starts with.
+    first: [u32; 32],
+    /// A listed name the filter cannot hold (32 bytes or more, or not
+    /// starting with a letter): such names are compared.
+    odd: bool,
+}
+
+/// A name's filter slot: its length and its first letter's bit.
+fn slot(name: &[u8]) -> Option<(usize, u32)> {
+    let letter = (name.first()? | 0x20).wrapping_sub(b'a');
+    (name.len() < 32 && letter < 26).then(|| (name.len(), 1 << letter))
+}
+
 /// Whether a command is one redis-server 7.0 does not have: zwindow's own
 /// (their `since` is zwindow's version, below 1.0) or a newer Redis's.
-/// Every propagated command is asked, so the names are listed once.
-fn unknown_to_redis_7_0(name: &[u8]) -> bool {
-    static UNKNOWN: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    let names = UNKNOWN.get_or_init(|| {
-        crate::spec::table::all_commands()
-            .filter(|cmd| {
-                let v: Vec<u32> = cmd
-                    .since
-                    .split('.')
-                    .filter_map(|p| p.parse().ok())
-                    .collect();
-                v.as_slice() < [1].as_slice() || v.as_slice() > [7, 0, 15].as_slice()
-            })
-            .map(|cmd| cmd.name)
-            .collect()
+/// Every propagated command is asked, so the answer for one Redis 7.0 has
+/// is a load from a table of 32 words (one cache line or two) nearly
+/// always.
+pub(crate) fn unknown_to_redis_7_0(name: &[u8]) -> bool {
+    static UNKNOWN: std::sync::OnceLock<Unknown> = std::sync::OnceLock::new();
+    let u = UNKNOWN.get_or_init(|| {
+        let mut u = Unknown {
+            names: Vec::new(),
+            first: [0; 32],
+            odd: false,
+        };
+        for cmd in crate::spec::table::all_commands() {
+            let v: Vec<u32> = cmd
+                .since
+                .split('.')
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if v.as_slice() < [1].as_slice() || v.as_slice() > [7, 0, 15].as_slice() {
+                u.names.push(cmd.name);
+                match slot(cmd.name.as_bytes()) {
+                    Some((len, bit)) => u.first[len] |= bit,
+                    None => u.odd = true,
+                }
+            }
+        }
+        u
     });
-    names.iter().any(|n| eq_ic(name, n))
+    let maybe = match slot(name) {
+        Some((len, bit)) => u.first[len] & bit != 0,
+        None => u.odd,
+    };
+    maybe && u.names.iter().any(|n| eq_ic(name, n))
 }
 
 /// The bytes a redis-server replica gets instead of a command of `len`
 /// encoded bytes, if it is one it does not have.
-pub(crate) fn replacement(argv: &[Vec<u8>], len: usize) -> Option<Bytes> {
-    let name = argv.first()?;
+pub(crate) fn replacement(argv: &[impl AsRef<[u8]>], len: usize) -> Option<Bytes> {
+    let name = argv.first()?.as_ref();
     if !unknown_to_redis_7_0(name) {
         return None;
     }
@@ -66,14 +99,14 @@ pub(crate) fn replacement(argv: &[Vec<u8>], len: usize) -> Option<Bytes> {
 }
 
 /// `HSETEX key [cond] [ttl] FIELDS n f v …` as `HSET key f v …`.
-fn hsetex_as_hset(argv: &[Vec<u8>]) -> Option<Vec<&[u8]>> {
-    let fields = argv.iter().position(|a| eq_ic(a, "fields"))?;
+fn hsetex_as_hset(argv: &[impl AsRef<[u8]>]) -> Option<Vec<&[u8]>> {
+    let fields = argv.iter().position(|a| eq_ic(a.as_ref(), "fields"))?;
     let pairs = argv.get(fields + 2..)?;
     if pairs.is_empty() || pairs.len() % 2 != 0 {
         return None;
     }
-    let mut hset: Vec<&[u8]> = vec![b"HSET", argv.get(1)?];
-    hset.extend(pairs.iter().map(|a| a.as_slice()));
+    let mut hset: Vec<&[u8]> = vec![b"HSET", argv.get(1)?.as_ref()];
+    hset.extend(pairs.iter().map(|a| a.as_ref()));
     Some(hset)
 }
 
@@ -182,6 +215,12 @@ mod tests {
         };
         let set = argv(&["SET", "k", "v"]);
         assert!(replacement(&set, len(&set)).is_none());
+        for name in ["zadd", "ZADD", "hset", "set", "", "x", "zwindowx"] {
+            assert!(!unknown_to_redis_7_0(name.as_bytes()), "{name}");
+        }
+        for name in ["ZWINDOW", "zwindow", "HSetEx", "zpexpireat", "hpersist"] {
+            assert!(unknown_to_redis_7_0(name.as_bytes()), "{name}");
+        }
         let z = argv(&["ZPEXPIREAT", "z", "1700000000000", "MEMBERS", "1", "m"]);
         let r = replacement(&z, len(&z)).unwrap();
         assert_eq!(r.len(), len(&z));

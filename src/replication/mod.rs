@@ -100,6 +100,11 @@ pub(crate) struct Replica {
     /// beyond the backlog (Redis's replicas reference the shared buffer
     /// instead of copying it).
     pub(crate) copied: AtomicUsize,
+    /// Its writer found nothing to take and waits for bytes: the next
+    /// feed wakes it, and clears this, so a burst of writes wakes it once
+    /// rather than once per write ([`Replication::wake_replicas`]). Read
+    /// and written under the replication lock only.
+    asleep: AtomicBool,
 }
 
 impl Replica {
@@ -233,6 +238,9 @@ struct Inner {
     /// Where the writes of batches whose replies have not left yet start
     /// in the stream, in order (see [`Replication::take`]).
     gates: std::collections::VecDeque<(u64, Arc<Gate>)>,
+    /// Some replica's writer is `asleep`: the one thing a write checks
+    /// while every writer is busy.
+    asleep: bool,
 }
 
 /// See [`Replication::held`].
@@ -273,6 +281,7 @@ impl Default for Replication {
                 link: LinkState::Connect,
                 scratch: Vec::new(),
                 gates: Default::default(),
+                asleep: false,
             }),
             listening: AtomicBool::new(false),
             offset: AtomicU64::new(0),
@@ -508,6 +517,7 @@ impl Replication {
             dropped: AtomicBool::new(false),
             wake: Notify::new(),
             copied: AtomicUsize::new(0),
+            asleep: AtomicBool::new(false),
         });
         let mut g = self.inner.lock();
         self.ensure_backlog(&mut g);
@@ -584,7 +594,10 @@ impl Replication {
     /// reply yet). A batch's writes reach the backlog as they run, while
     /// its replies leave at its end (after a script, say): so the stream
     /// stops where a batch's writes start until that batch's gate opens
-    /// ([`Replication::held_by`] tells which).
+    /// ([`Replication::held`] tells which).
+    ///
+    /// A take that finds nothing leaves the writer asleep: the next feed
+    /// wakes it (`replica.wake`).
     pub(crate) fn take(&self, replica: &Replica, max: usize, out: &mut Vec<u8>) -> Option<usize> {
         let mut g = self.inner.lock();
         let from = replica.next.load(Relaxed);
@@ -605,6 +618,10 @@ impl Replication {
             compat::apply_patches(&g.patches, from, &mut out[start..]);
         }
         replica.next.store(from + n as u64, Relaxed);
+        if n == 0 {
+            replica.asleep.store(true, Relaxed);
+            g.asleep = true;
+        }
         Some(n)
     }
 
@@ -637,6 +654,9 @@ impl Replication {
         };
         b.append(bytes);
         self.offset.fetch_add(bytes.len() as u64, Relaxed);
+        if !b.may_trim(backlog_size) {
+            return;
+        }
         let keep_from = g
             .replicas
             .iter()
@@ -650,9 +670,20 @@ impl Replication {
         }
     }
 
-    fn wake_replicas(&self, g: &Inner) {
+    /// Wakes the writers that wait for bytes (the lock held). A writer
+    /// is `asleep` from a take that found nothing (under this lock, so
+    /// no byte falls between the two), and is woken once: one busy
+    /// writing takes what came meanwhile before it waits again, so a
+    /// burst of writes costs it one wake-up, not one each (Redis writes
+    /// a replica's output once per event-loop pass).
+    fn wake_replicas(&self, g: &mut Inner) {
+        if !std::mem::take(&mut g.asleep) {
+            return;
+        }
         for r in &g.replicas {
-            r.wake.notify_one();
+            if r.asleep.swap(false, Relaxed) {
+                r.wake.notify_one();
+            }
         }
     }
 
@@ -671,7 +702,7 @@ impl Replication {
         let mut bytes = Vec::new();
         encode(&mut bytes, argv);
         self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
-        self.wake_replicas(&g);
+        self.wake_replicas(&mut g);
     }
 
     /// As a replica: bytes of the primary's stream that were applied, into
@@ -688,7 +719,7 @@ impl Replication {
         // The database the stream is in after these bytes, with them (a
         // full resync of our own replicas reads both at once).
         self.stream_db.store(db as i64, Relaxed);
-        self.wake_replicas(&g);
+        self.wake_replicas(&mut g);
     }
 
     /// As a replica, after a full sync from a primary with ID `replid` at
@@ -1037,9 +1068,55 @@ pub(crate) struct BufferMemory {
     pub(crate) not_counted: usize,
 }
 
+impl Replication {
+    /// What a connection's batch writes from stream offset `at` on waits
+    /// for that batch's replies (see [`Replication::take`]); background
+    /// work (expiry, the sweeper) has no gate.
+    fn note_gate(g: &mut Inner, at: u64) {
+        if let Some((_, gate)) = crate::clients::deferred_gate()
+            && !gate.is_open()
+            && !g
+                .gates
+                .back()
+                .is_some_and(|(_, last)| Arc::ptr_eq(last, &gate))
+        {
+            g.gates.push_back((at, gate));
+        }
+    }
+}
+
 impl Sink for Replication {
     fn listening(&self) -> bool {
         self.listening.load(Relaxed)
+    }
+
+    fn feed_args(&self, db: usize, args: &crate::protocol::Args<'_>) {
+        let mut g = self.inner.lock();
+        if g.backlog.is_none() || g.primary.is_some() {
+            return;
+        }
+        let mut bytes = std::mem::take(&mut g.scratch);
+        bytes.clear();
+        if g.seldb != Some(db) {
+            let mut n = itoa::Buffer::new();
+            encode(&mut bytes, &[&b"SELECT"[..], n.format(db).as_bytes()]);
+            g.seldb = Some(db);
+        }
+        Self::note_gate(&mut g, self.offset() + 1);
+        let at = bytes.len();
+        crate::protocol::encode_parts(&mut bytes, args.len(), args.iter());
+        if compat::unknown_to_redis_7_0(args.get(0)) {
+            let argv: Vec<&[u8]> = args.iter().collect();
+            if let Some(replacement) = compat::replacement(&argv, bytes.len() - at) {
+                let base = self.offset() + 1;
+                g.patches.push_back((base + at as u64, replacement));
+            }
+        }
+        self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
+        self.wake_replicas(&mut g);
+        if bytes.capacity() <= 64 * 1024 {
+            g.scratch = bytes;
+        }
     }
 
     fn feed(&self, ops: &[Op], transaction: bool) {
@@ -1083,22 +1160,12 @@ impl Sink for Replication {
         }
         g.seldb = seldb;
         let base = self.offset() + 1;
-        // What a connection's batch wrote waits for its replies (see
-        // `take`); background work (expiry, the sweeper) has no gate.
-        if let Some((_, gate)) = crate::clients::deferred_gate()
-            && !gate.is_open()
-            && !g
-                .gates
-                .back()
-                .is_some_and(|(_, last)| Arc::ptr_eq(last, &gate))
-        {
-            g.gates.push_back((base, gate));
-        }
+        Self::note_gate(&mut g, base);
         for (at, r) in patches {
             g.patches.push_back((base + at as u64, r));
         }
         self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
-        self.wake_replicas(&g);
+        self.wake_replicas(&mut g);
         if bytes.capacity() <= 64 * 1024 {
             g.scratch = bytes;
         }
