@@ -601,6 +601,14 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     {
         return Err(Error::Owned(refused));
     }
+    // Redis's DENY_LOADING_CONFIG (7.0: appendonly only): refused while
+    // the dataset loads, an asynchronous replica load included.
+    let loading = &ctx.shared.persistence.loading;
+    if (loading.active() || loading.asynchronous())
+        && pairs.iter().any(|(name, _)| eq_ic(name, "appendonly"))
+    {
+        return Err(Error::Static(crate::persistence::LOADING));
+    }
     let aof_was = ctx.shared.config.appendonly();
     ctx.shared.config.set_many(&pairs)?;
     // appendonly's effect (config.c `updateAppendonly`).

@@ -55,6 +55,7 @@ pub(crate) async fn serve(
         replica: &replica,
         parser: Parser::new(shared.config.proto_max_bulk_len()),
         shutdown: shared.shutdown_rx(),
+        disk_snapshot: false,
     };
     let ended = if attach.full {
         feed.full_sync(attach.pre_psync).await
@@ -65,7 +66,9 @@ pub(crate) async fn serve(
         Ok(()) => feed.stream().await,
         Err(e) => e,
     };
+    let feed_disk_snapshot = feed.disk_snapshot;
     tracing::info!("Connection with replica {name} lost ({why}).");
+    stop_useless_snapshot(shared, &replica, feed_disk_snapshot);
     shared
         .replication
         .detach(&replica, shared.clock.now_ms() / 1000);
@@ -81,6 +84,8 @@ struct Feed<'a> {
     replica: &'a Arc<Replica>,
     parser: Parser,
     shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Its full sync's snapshot is written to `dbfilename` (not streamed).
+    disk_snapshot: bool,
 }
 
 impl Feed<'_> {
@@ -219,6 +224,7 @@ impl Feed<'_> {
             };
             match event {
                 SyncEvent::Start { replid, offset } => {
+                    self.disk_snapshot = !self.diskless();
                     if !pre_psync {
                         let line = format!("+FULLRESYNC {replid} {offset}\r\n");
                         self.write(&mut line.into_bytes()).await?;
@@ -235,6 +241,8 @@ impl Feed<'_> {
                 SyncEvent::End(Err(_)) => return Err("the snapshot failed"),
                 SyncEvent::End(Ok(None)) => {
                     self.write(&mut mark.to_vec()).await?;
+                    // Its stream starts on its first ACK (see `acks`).
+                    self.replica.set_state(ReplicaState::SendBulk);
                     tracing::info!(
                         "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
                         self.replica.ip,
@@ -243,6 +251,7 @@ impl Feed<'_> {
                     return Ok(());
                 }
                 SyncEvent::End(Ok(Some(path))) => {
+                    self.replica.set_state(ReplicaState::SendBulk);
                     self.send_file(&path).await?;
                     self.replica.set_state(ReplicaState::Online);
                     tracing::info!(
@@ -373,6 +382,32 @@ impl Feed<'_> {
         }
         None
     }
+}
+
+/// Redis's `freeClient` of a replica waiting for a snapshot to a file:
+/// when no other replica waits for it and no save point wants the file,
+/// the snapshot stops (Redis kills its child), so it spends no more time
+/// and the next full sync can start at once.
+fn stop_useless_snapshot(shared: &Services, replica: &Replica, disk_snapshot: bool) {
+    // Waiting for a snapshot that started: `wait_bgsave` with its stream's
+    // start set (Redis's SLAVE_STATE_WAIT_BGSAVE_END).
+    let waits_for_it =
+        |r: &Replica| r.state() == ReplicaState::WaitBgsave && r.next.load(Relaxed) != u64::MAX;
+    if !disk_snapshot
+        || !waits_for_it(replica)
+        || !shared.config.save_points().is_empty()
+        || !shared.persistence.bgsave_in_progress.load(Relaxed)
+    {
+        return;
+    }
+    let others = shared.replication.replicas();
+    if others
+        .iter()
+        .any(|r| !std::ptr::eq(&**r, replica) && waits_for_it(r))
+    {
+        return;
+    }
+    shared.persistence.bgsave_abort.store(true, Relaxed);
 }
 
 /// Queues a replica for the next full-resync snapshot and makes sure a

@@ -468,9 +468,10 @@ impl Replication {
         self.ensure_backlog(&mut g);
         g.seldb = None;
         let offset = self.offset();
+        // They stay `wait_bgsave` while the snapshot is made (streamed
+        // to them, diskless, as Redis's child does), as in Redis.
         for r in replicas {
             r.next.store(offset + 1, Relaxed);
-            r.set_state(ReplicaState::SendBulk);
         }
         FullSync {
             replid: g.replid.clone(),
@@ -531,12 +532,22 @@ impl Replication {
         };
         b.append(bytes);
         self.offset.fetch_add(bytes.len() as u64, Relaxed);
+        Self::trim(g, backlog_size);
+    }
+
+    /// Drops what no replica needs past `backlog_size` (the lock held).
+    fn trim(g: &mut Inner, backlog_size: u64) {
+        // A replica told to go needs nothing more.
         let keep_from = g
             .replicas
             .iter()
+            .filter(|r| !r.dropped.load(Relaxed))
             .map(|r| r.next.load(Relaxed))
             .min()
             .unwrap_or(u64::MAX);
+        let Some(b) = g.backlog.as_mut() else {
+            return;
+        };
         b.trim(backlog_size, keep_from);
         let first = b.first();
         while g.patches.front().is_some_and(|(at, _)| *at < first) {
@@ -551,8 +562,14 @@ impl Replication {
     }
 
     /// The backlog size to keep (`repl-backlog-size`), set by the server.
+    /// A smaller size trims the backlog at once (Redis's
+    /// `resizeReplicationBacklog`): a replica's PSYNC right after must not
+    /// continue from what the new size no longer keeps.
     pub(crate) fn set_backlog_size(&self, size: u64) {
-        self.backlog_size.store(size, Relaxed);
+        if self.backlog_size.swap(size, Relaxed) > size {
+            let mut g = self.inner.lock();
+            Self::trim(&mut g, size);
+        }
     }
 
     /// One command of this server's own (PING, `REPLCONF GETACK *`) into
@@ -966,5 +983,33 @@ impl Sink for Replication {
         if bytes.capacity() <= 64 * 1024 {
             g.scratch = bytes;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CONFIG SET repl-backlog-size to less drops what the new size does
+    /// not keep at once: a replica's PSYNC right after gets a full resync,
+    /// not +CONTINUE from bytes Redis would no longer hold.
+    #[test]
+    fn a_smaller_backlog_size_trims_at_once() {
+        let r = Replication::default();
+        r.set_backlog_size(1 << 20);
+        r.feed_raw(&vec![b'x'; 200_000], 0);
+        let replid = r.replid();
+        assert!(matches!(
+            r.try_partial(replid.as_bytes(), 1),
+            Psync::Continue { from: 1, .. }
+        ));
+        r.set_backlog_size(16_384);
+        assert!(matches!(r.try_partial(replid.as_bytes(), 1), Psync::Full));
+        // What the new size keeps still continues.
+        let recent = r.offset() - 1000;
+        assert!(matches!(
+            r.try_partial(replid.as_bytes(), recent as i64),
+            Psync::Continue { .. }
+        ));
     }
 }
