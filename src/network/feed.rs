@@ -131,9 +131,11 @@ impl Feed<'_> {
         }
     }
 
-    /// Handles what the replica sent: `REPLCONF ACK <offset> [FACK n]`
-    /// (anything else a replica sends is ignored, as its replies would go
-    /// nowhere).
+    /// Handles what the replica sent: `REPLCONF ACK <offset> [FACK n]`.
+    /// Anything else would be answered, and a reply on the replication
+    /// link would corrupt the replica's stream: as Redis, the replica is
+    /// disconnected, its command not run (Redis runs it first; a command
+    /// on the keyspace it refuses, logging the error).
     fn acks(&mut self) -> Result<(), &'static str> {
         if self.rbuf.len() > READ_LIMIT {
             return Err("too much input from a replica");
@@ -145,10 +147,14 @@ impl Feed<'_> {
                 Ok(None) => break,
                 Err(_) => return Err("protocol error"),
             };
-            if req.len() >= 3
+            let is_ack = req.len() >= 3
                 && req.get(0).is_some_and(|a| eq_ic(a, "replconf"))
-                && req.get(1).is_some_and(|a| eq_ic(a, "ack"))
-            {
+                && req.get(1).is_some_and(|a| eq_ic(a, "ack"));
+            if !is_ack && !req.is_empty() {
+                rogue_command(self.shared, self.handle, &crate::protocol::Args::new(req));
+                return Err("it sent a command");
+            }
+            if is_ack {
                 let offset = req
                     .get(2)
                     .and_then(crate::util::parse_i64)
@@ -382,6 +388,26 @@ impl Feed<'_> {
         }
         None
     }
+}
+
+/// Logs a command a replica sent that would have been answered, as
+/// Redis's `logInvalidUseAndFreeClientAsync` does.
+fn rogue_command(shared: &Services, handle: &ClientHandle, args: &crate::protocol::Args<'_>) {
+    let name = match crate::commands::resolve(args) {
+        Ok(cmd) => {
+            use crate::spec::flags::{MAY_REPLICATE, READONLY, WRITE};
+            let name = crate::commands::full_name(args, cmd);
+            if cmd.has(READONLY) || cmd.has(WRITE) || cmd.has(MAY_REPLICATE) {
+                tracing::warn!(
+                    "== CRITICAL == This master is sending an error to its replica: 'Replica can't interact with the keyspace' after processing the command '{name}'"
+                );
+            }
+            name
+        }
+        Err(_) => "<unknown>".to_string(),
+    };
+    let who = crate::commands::connection::client_info_line(shared, handle);
+    tracing::warn!("Replica generated a reply to command '{name}', disconnecting it: {who}");
 }
 
 /// Redis's `freeClient` of a replica waiting for a snapshot to a file:

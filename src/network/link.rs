@@ -409,7 +409,9 @@ async fn psync_answer(shared: &Services, conn: &mut Conn) -> Step<Sync> {
             return Err(Failed);
         };
         tracing::info!("Full resync from master: {replid}:{offset}");
-        r.forget_history();
+        // The history this replica had is kept until the payload loads
+        // (see `Replication::drop_replicas`): a transfer that fails leaves
+        // it to continue from, with its own replicas.
         return Ok(Sync::Full {
             replid: replid.to_string(),
             offset,
@@ -541,6 +543,7 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
         .store(size.map_or(-1, |n| n as i64), Relaxed);
     r.transfer_read.store(0, Relaxed);
     if diskless {
+        r.drop_replicas();
         // The load starts with the first byte, as Redis's parser reads the
         // socket (the payload is parsed once whole; see `load`).
         if mode != "swapdb" {
@@ -618,6 +621,9 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
             }
         }
     };
+    if !diskless {
+        r.drop_replicas();
+    }
     let loader = shared.clone();
     let swap = mode == "swapdb";
     let from = if diskless { "socket" } else { "disk" };

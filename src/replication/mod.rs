@@ -646,11 +646,13 @@ impl Replication {
     }
 
     /// REPLICAOF host port: this server becomes (or moves) a replica.
-    /// Its replicas are let go (they reconnect and continue from us
-    /// once we are in sync). Returns false if it already replicates that
-    /// primary.
+    /// Its replicas stay, as in Redis 7.0 (`replicationSetMaster`): if the
+    /// new primary continues our history they continue too; a new ID
+    /// ([`Replication::continue_with`]) or a full sync's load
+    /// ([`Replication::drop_replicas`]) lets them go. Returns false if it
+    /// already replicates that primary.
     pub(crate) fn set_primary(&self, primary: Primary) -> bool {
-        let replicas = {
+        {
             let mut g = self.inner.lock();
             if g.primary
                 .as_ref()
@@ -662,14 +664,21 @@ impl Replication {
             self.replica_flag.store(true, Relaxed);
             g.link = LinkState::Connect;
             self.listening.store(false, Relaxed);
-            std::mem::take(&mut g.replicas)
-        };
-        for r in replicas {
-            r.drop_it();
         }
         self.acked.notify_waiters();
         self.primary_changed.notify_waiters();
         true
+    }
+
+    /// A full sync is about to load: the history so far ends (Redis's
+    /// `replicationAttachToNewMaster`): no PSYNC continues it, and our
+    /// replicas, whose data is about to be replaced, reconnect and resync.
+    pub(crate) fn drop_replicas(&self) {
+        self.forget_history();
+        let replicas = std::mem::take(&mut self.inner.lock().replicas);
+        for r in replicas {
+            r.drop_it();
+        }
     }
 
     /// REPLICAOF NO ONE: a primary again; the history so far stays valid
@@ -757,8 +766,8 @@ impl Replication {
         self.history.load(Relaxed)
     }
 
-    /// The primary answered `+FULLRESYNC`, or this server started as a
-    /// replica with no history of its own (Redis discards its cached
+    /// A full sync's payload is about to load, or this server started as
+    /// a replica with no history of its own (Redis discards its cached
     /// master): until a full sync completes, PSYNC asks for one.
     pub(crate) fn forget_history(&self) {
         self.history.store(false, Relaxed);
