@@ -683,7 +683,9 @@ impl Replication {
 
     /// REPLICAOF NO ONE: a primary again; the history so far stays valid
     /// for replicas of the old primary as `replid2` (Redis's
-    /// `shiftReplicationId`). Returns false if it was not a replica.
+    /// `shiftReplicationId`). Our own replicas are let go, to hear of the
+    /// new ID: they reconnect and continue (Redis's
+    /// `replicationUnsetMaster`). Returns false if it was not a replica.
     pub(crate) fn promote(&self) -> bool {
         let mut g = self.inner.lock();
         if g.primary.take().is_none() {
@@ -696,7 +698,11 @@ impl Replication {
         g.seldb = None;
         let listening = g.backlog.is_some();
         self.listening.store(listening, Relaxed);
+        let replicas = std::mem::take(&mut g.replicas);
         drop(g);
+        for r in replicas {
+            r.drop_it();
+        }
         self.primary_changed.notify_waiters();
         true
     }
