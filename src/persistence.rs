@@ -67,6 +67,10 @@ pub(crate) struct State {
     pub(crate) bgsave_started: AtomicU64,
     /// `BGSAVE SCHEDULE` asked for one while another ran.
     pub(crate) bgsave_scheduled: AtomicBool,
+    /// The running background save to a file is to stop (Redis's
+    /// `killRDBChild`): the replicas it was for went, and no save point
+    /// wants the file.
+    pub(crate) bgsave_abort: AtomicBool,
     /// Successful saves since startup (`rdb_saves`).
     pub(crate) saves: AtomicU64,
     /// `server.dirty` when the running background save took its snapshot.
@@ -98,6 +102,12 @@ pub(crate) struct Loading {
     served: AtomicBool,
     /// Woken when `served` is set and when the load ends.
     changed: tokio::sync::Notify,
+    /// Redis's `async_loading`: a replica's full sync that keeps serving
+    /// the old dataset until the new one replaces it (`repl-diskless-load
+    /// swapdb` when the primary's history is the one this replica had).
+    /// Clients are served, but commands flagged `no_async_loading` and
+    /// `CONFIG SET appendonly` are refused with -LOADING.
+    asynchronous: AtomicBool,
 }
 
 /// Redis's `loading-process-events-interval-bytes`: an RDB load serves
@@ -109,6 +119,15 @@ pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory
 
 /// Marks the dataset loaded again when dropped.
 pub(crate) struct LoadingGuard<'a>(&'a Loading);
+
+/// Ends an asynchronous load when dropped.
+pub(crate) struct AsyncLoadingGuard<'a>(&'a Loading);
+
+impl Drop for AsyncLoadingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.asynchronous.store(false, Relaxed);
+    }
+}
 
 impl Drop for LoadingGuard<'_> {
     fn drop(&mut self) {
@@ -125,6 +144,7 @@ impl Default for Loading {
             loaded_bytes: AtomicU64::new(0),
             served: AtomicBool::new(false),
             changed: tokio::sync::Notify::new(),
+            asynchronous: AtomicBool::new(false),
         }
     }
 }
@@ -164,6 +184,17 @@ impl Loading {
             !self.active() || self.served.load(Relaxed)
         })
         .await;
+    }
+
+    /// An asynchronous load (see `asynchronous`) is under way.
+    pub(crate) fn asynchronous(&self) -> bool {
+        self.asynchronous.load(Relaxed)
+    }
+
+    /// Marks an asynchronous load under way until the guard is dropped.
+    pub(crate) fn begin_async(&self) -> AsyncLoadingGuard<'_> {
+        self.asynchronous.store(true, Relaxed);
+        AsyncLoadingGuard(self)
     }
 
     /// Starts loading a file of `total_bytes` (Redis's `startLoading`),
@@ -225,6 +256,7 @@ impl State {
             last_bgsave_time_sec: AtomicI64::new(-1),
             bgsave_started: AtomicU64::new(0),
             bgsave_scheduled: AtomicBool::new(false),
+            bgsave_abort: AtomicBool::new(false),
             saves: AtomicU64::new(0),
             dirty_before_bgsave: AtomicU64::new(0),
             last_load: Mutex::new(LoadStats::default()),
@@ -245,11 +277,12 @@ pub(crate) fn writes_denied(state: &State, config: &Config) -> bool {
         && !config.save_points().is_empty()
 }
 
-pub(crate) fn options(config: &Config) -> SaveOptions {
+pub(crate) fn options(config: &Config) -> SaveOptions<'static> {
     SaveOptions {
         compress: config.rdbcompression(),
         checksum: config.rdbchecksum(),
         key_save_delay: config.rdb_key_save_delay(),
+        abort: None,
     }
 }
 
@@ -276,6 +309,7 @@ fn write_file(
     src: &dyn Source,
     extras: &Extras,
     tmp_tag: &str,
+    abort: Option<&AtomicBool>,
 ) -> std::io::Result<()> {
     let path = config.rdb_path();
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -283,7 +317,11 @@ fn write_file(
     let result = (|| {
         let f = std::fs::File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        file::write(&mut w, src, extras, options(config))?;
+        let opts = SaveOptions {
+            abort,
+            ..options(config)
+        };
+        file::write(&mut w, src, extras, opts)?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, &path)?;
@@ -318,7 +356,7 @@ pub(crate) fn save_locked(host: &dyn Host, ks: &mut Keyspace<'_>) -> Result<(), 
     let extras = extras(host).ok_or("the function engine is busy")?;
     let dirty = env.dirty.load(Relaxed);
     let shards = file::Shards(ks.shards_mut().map(|s| &*s).collect());
-    match write_file(env.config, &shards, &extras, "save") {
+    match write_file(env.config, &shards, &extras, "save", None) {
         Ok(()) => {
             saved(host, dirty);
             tracing::info!("DB saved on disk");
@@ -533,6 +571,7 @@ pub(crate) fn start_save<'s>(
     if p.bgsave_in_progress.swap(true, Relaxed) {
         return Err("ERR Background save already in progress");
     }
+    p.bgsave_abort.store(false, Relaxed);
     let Some(mut extras) = extras(&*host) else {
         p.bgsave_in_progress.store(false, Relaxed);
         return Err("ERR");
@@ -578,7 +617,10 @@ fn run_bgsave(
         sizes,
     };
     let (result, to_file) = match target {
-        SaveTarget::File => (write_file(env.config, &src, &extras, "bg"), true),
+        SaveTarget::File => (
+            write_file(env.config, &src, &extras, "bg", Some(&p.bgsave_abort)),
+            true,
+        ),
         SaveTarget::Stream(w) => (file::write(w, &src, &extras, options(env.config)), false),
     };
     env.store.end_snapshot();
@@ -593,6 +635,12 @@ fn run_bgsave(
         Ok(()) => {
             tracing::info!("Background RDB transfer terminated with success");
             Ok(())
+        }
+        // Stopped on purpose: not a failed save (Redis's child killed
+        // with SIGUSR1 leaves `lastbgsave_status` alone).
+        Err(e) if to_file && p.bgsave_abort.load(Relaxed) => {
+            tracing::warn!("Background saving stopped: no replica waits for it");
+            Err(e.to_string())
         }
         Err(e) if to_file => {
             p.last_bgsave_ok.store(false, Relaxed);

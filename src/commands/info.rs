@@ -562,8 +562,8 @@ fn persistence(t: &mut Text, shared: &Services) {
     t.section("Persistence");
     let loading = p.loading.active();
     t.field("loading", u8::from(loading));
+    t.field("async_loading", u8::from(p.loading.asynchronous()));
     for (name, value) in [
-        ("async_loading", "0"),
         ("current_cow_peak", "0"),
         ("current_cow_size", "0"),
         ("current_cow_size_age", "0"),

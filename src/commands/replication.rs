@@ -230,7 +230,10 @@ fn sync(ctx: &mut Ctx) -> CmdResult {
     let name = format!("{ip}:{}", capa.port);
     tracing::info!("Replica {name} asks for synchronization");
     if psync {
-        let offset = parse_i64(ctx.arg(2)).unwrap_or(-1);
+        let Some(offset) = parse_i64(ctx.arg(2)) else {
+            tracing::warn!("Replica {name} asks for synchronization but with a wrong offset");
+            return Err(Error::Static("ERR value is not an integer or out of range"));
+        };
         match repl.try_partial(ctx.arg(1), offset) {
             crate::replication::Psync::Continue { from, replid } => {
                 let replica = repl.attach(ctx.client.handle.id, ip, &capa);

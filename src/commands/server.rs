@@ -601,12 +601,15 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     {
         return Err(Error::Owned(refused));
     }
-    // Settings a load in progress depends on (Redis's DENY_LOADING_CONFIG).
-    if ctx.shared.persistence.loading.active()
-        && pairs
-            .iter()
-            .any(|(name, _)| eq_ic(name, "dir") || eq_ic(name, "repl-diskless-load"))
-    {
+    // Redis's DENY_LOADING_CONFIG: settings a load in progress depends on
+    // are refused while it runs; appendonly during an asynchronous
+    // replica load too.
+    let loading = &ctx.shared.persistence.loading;
+    let refused = |name: &[u8]| {
+        (loading.active() && (eq_ic(name, "dir") || eq_ic(name, "repl-diskless-load")))
+            || ((loading.active() || loading.asynchronous()) && eq_ic(name, "appendonly"))
+    };
+    if pairs.iter().any(|(name, _)| refused(name)) {
         return Err(Error::Static(crate::persistence::LOADING));
     }
     let aof_was = ctx.shared.config.appendonly();

@@ -480,6 +480,11 @@ fn verify(
     if shared.persistence.loading.active() && denied_while_loading(client, cmd) {
         return Verdict::Reject(crate::persistence::LOADING.into());
     }
+    // During an asynchronous replica load, those flagged
+    // `no_async_loading` (Redis's `is_deny_async_loading_command`).
+    if shared.persistence.loading.asynchronous() && denied_while_async_loading(client, cmd) {
+        return Verdict::Reject(crate::persistence::LOADING.into());
+    }
     let busy = &shared.scripting.busy;
     if busy.running_for_other(client.handle.id) {
         // Before busy-reply-threshold the client waits, as behind Redis's
@@ -552,6 +557,15 @@ fn denied_while_loading(client: &Client, cmd: &Command) -> bool {
         && client.queued().into_iter().flatten().any(|queued| {
             crate::commands::resolve(&queued.args()).is_ok_and(|c| !c.has(flags::LOADING))
         })
+}
+
+fn denied_while_async_loading(client: &Client, cmd: &Command) -> bool {
+    cmd.has(flags::NO_ASYNC_LOADING)
+        || (cmd.name == "exec"
+            && client.queued().into_iter().flatten().any(|queued| {
+                crate::commands::resolve(&queued.args())
+                    .is_ok_and(|c| c.has(flags::NO_ASYNC_LOADING))
+            }))
 }
 
 /// Redis's `is_denyoom_command`: a deny-OOM command, or an EXEC whose

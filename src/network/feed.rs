@@ -56,6 +56,7 @@ pub(crate) async fn serve(
         parser: Parser::new(shared.config.proto_max_bulk_len()),
         shutdown: shared.shutdown_rx(),
         tick: Box::pin(tokio::time::sleep(TICK)),
+        disk_snapshot: false,
     };
     let ended = if attach.full {
         feed.full_sync(attach.pre_psync).await
@@ -66,7 +67,9 @@ pub(crate) async fn serve(
         Ok(()) => feed.stream().await,
         Err(e) => e,
     };
+    let feed_disk_snapshot = feed.disk_snapshot;
     tracing::info!("Connection with replica {name} lost ({why}).");
+    stop_useless_snapshot(shared, &replica, feed_disk_snapshot);
     shared
         .replication
         .detach(&replica, shared.clock.now_ms() / 1000);
@@ -85,6 +88,8 @@ struct Feed<'a> {
     /// The next tick, one timer for the feed's life rather than one per
     /// wait (a busy replica waits once per event-loop pass).
     tick: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// Its full sync's snapshot is written to `dbfilename` (not streamed).
+    disk_snapshot: bool,
 }
 
 impl Feed<'_> {
@@ -130,9 +135,11 @@ impl Feed<'_> {
         }
     }
 
-    /// Handles what the replica sent: `REPLCONF ACK <offset> [FACK n]`
-    /// (anything else a replica sends is ignored, as its replies would go
-    /// nowhere).
+    /// Handles what the replica sent: `REPLCONF ACK <offset> [FACK n]`.
+    /// Anything else would be answered, and a reply on the replication
+    /// link would corrupt the replica's stream: as Redis, the replica is
+    /// disconnected, its command not run (Redis runs it first; a command
+    /// on the keyspace it refuses, logging the error).
     fn acks(&mut self) -> Result<(), &'static str> {
         if self.rbuf.len() > READ_LIMIT {
             return Err("too much input from a replica");
@@ -144,10 +151,14 @@ impl Feed<'_> {
                 Ok(None) => break,
                 Err(_) => return Err("protocol error"),
             };
-            if req.len() >= 3
+            let is_ack = req.len() >= 3
                 && req.get(0).is_some_and(|a| eq_ic(a, "replconf"))
-                && req.get(1).is_some_and(|a| eq_ic(a, "ack"))
-            {
+                && req.get(1).is_some_and(|a| eq_ic(a, "ack"));
+            if !is_ack && !req.is_empty() {
+                rogue_command(self.shared, self.handle, &crate::protocol::Args::new(req));
+                return Err("it sent a command");
+            }
+            if is_ack {
                 let offset = req
                     .get(2)
                     .and_then(crate::util::parse_i64)
@@ -244,6 +255,7 @@ impl Feed<'_> {
             };
             match event {
                 SyncEvent::Start { replid, offset } => {
+                    self.disk_snapshot = !self.diskless();
                     if !pre_psync {
                         let line = format!("+FULLRESYNC {replid} {offset}\r\n");
                         self.write(&mut line.into_bytes()).await?;
@@ -260,6 +272,8 @@ impl Feed<'_> {
                 SyncEvent::End(Err(_)) => return Err("the snapshot failed"),
                 SyncEvent::End(Ok(None)) => {
                     self.write(&mut mark.to_vec()).await?;
+                    // Its stream starts on its first ACK (see `acks`).
+                    self.replica.set_state(ReplicaState::SendBulk);
                     tracing::info!(
                         "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
                         self.replica.ip,
@@ -268,6 +282,7 @@ impl Feed<'_> {
                     return Ok(());
                 }
                 SyncEvent::End(Ok(Some(path))) => {
+                    self.replica.set_state(ReplicaState::SendBulk);
                     self.send_file(&path).await?;
                     self.replica.set_state(ReplicaState::Online);
                     tracing::info!(
@@ -422,6 +437,52 @@ impl Feed<'_> {
         }
         None
     }
+}
+
+/// Logs a command a replica sent that would have been answered, as
+/// Redis's `logInvalidUseAndFreeClientAsync` does.
+fn rogue_command(shared: &Services, handle: &ClientHandle, args: &crate::protocol::Args<'_>) {
+    let name = match crate::commands::resolve(args) {
+        Ok(cmd) => {
+            use crate::spec::flags::{MAY_REPLICATE, READONLY, WRITE};
+            let name = crate::commands::full_name(args, cmd);
+            if cmd.has(READONLY) || cmd.has(WRITE) || cmd.has(MAY_REPLICATE) {
+                tracing::warn!(
+                    "== CRITICAL == This master is sending an error to its replica: 'Replica can't interact with the keyspace' after processing the command '{name}'"
+                );
+            }
+            name
+        }
+        Err(_) => "<unknown>".to_string(),
+    };
+    let who = crate::commands::connection::client_info_line(shared, handle);
+    tracing::warn!("Replica generated a reply to command '{name}', disconnecting it: {who}");
+}
+
+/// Redis's `freeClient` of a replica waiting for a snapshot to a file:
+/// when no other replica waits for it and no save point wants the file,
+/// the snapshot stops (Redis kills its child), so it spends no more time
+/// and the next full sync can start at once.
+fn stop_useless_snapshot(shared: &Services, replica: &Replica, disk_snapshot: bool) {
+    // Waiting for a snapshot that started: `wait_bgsave` with its stream's
+    // start set (Redis's SLAVE_STATE_WAIT_BGSAVE_END).
+    let waits_for_it =
+        |r: &Replica| r.state() == ReplicaState::WaitBgsave && r.next.load(Relaxed) != u64::MAX;
+    if !disk_snapshot
+        || !waits_for_it(replica)
+        || !shared.config.save_points().is_empty()
+        || !shared.persistence.bgsave_in_progress.load(Relaxed)
+    {
+        return;
+    }
+    let others = shared.replication.replicas();
+    if others
+        .iter()
+        .any(|r| !std::ptr::eq(&**r, replica) && waits_for_it(r))
+    {
+        return;
+    }
+    shared.persistence.bgsave_abort.store(true, Relaxed);
 }
 
 /// Queues a replica for the next full-resync snapshot and makes sure a

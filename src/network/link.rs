@@ -90,9 +90,11 @@ pub(crate) async fn supervise(shared: Arc<Services>, tls: Arc<Tls>) {
                 return std::future::pending::<()>().await;
             };
             loop {
-                run_link(&shared, &tls, &primary).await;
+                let at_once = run_link(&shared, &tls, &primary).await;
                 link_down(&shared);
-                tokio::time::sleep(RETRY).await;
+                if !at_once {
+                    tokio::time::sleep(RETRY).await;
+                }
             }
         };
         tokio::select! {
@@ -227,15 +229,18 @@ enum Sync {
     Continue,
 }
 
-/// One link: connect, handshake, sync, stream, until it fails.
-async fn run_link(shared: &Arc<Services>, tls: &Tls, primary: &Primary) {
+/// One connection to the primary, until it fails. True: reconnect at
+/// once, without the retry period: a full sync's transfer failed (Redis's
+/// `cancelReplicationHandshake(1)`), so the replica has no stream to
+/// continue and every second waited is a second more out of sync.
+async fn run_link(shared: &Arc<Services>, tls: &Tls, primary: &Primary) -> bool {
     let r = &shared.replication;
     let Ok(mut conn) = connect(shared, tls, primary).await else {
-        return;
+        return false;
     };
     r.set_link_state(LinkState::Handshake);
     let Ok(sync) = handshake(shared, &mut conn).await else {
-        return;
+        return false;
     };
     if let Sync::Full { replid, offset } = sync {
         r.set_link_state(LinkState::Transfer);
@@ -243,10 +248,11 @@ async fn run_link(shared: &Arc<Services>, tls: &Tls, primary: &Primary) {
         r.transfer_size.store(0, Relaxed);
         r.transfer_read.store(0, Relaxed);
         if result.is_err() {
-            return;
+            return true;
         }
     }
     stream(shared, conn).await;
+    false
 }
 
 /// Connects to the primary, over TLS when `tls-replication` says so as
@@ -450,7 +456,9 @@ async fn psync_answer(shared: &Services, conn: &mut Conn) -> Step<Sync> {
             return Err(Failed);
         };
         tracing::info!("Full resync from master: {replid}:{offset}");
-        r.forget_history();
+        // The history this replica had is kept until the payload loads
+        // (see `Replication::drop_replicas`): a transfer that fails leaves
+        // it to continue from, with its own replicas.
         return Ok(Sync::Full {
             replid: replid.to_string(),
             offset,
@@ -559,6 +567,16 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
     };
     let mode = shared.config.repl_diskless_load();
     let diskless = mode == "swapdb" || (mode == "on-empty-db" && dataset_empty(shared));
+    // Redis's async loading: with swapdb, when the primary's history is
+    // the one this replica's data came from (a resync after a
+    // disconnection), clients go on reading the old data until the new
+    // replaces it. Otherwise a diskless load is a load from the first
+    // byte received, and clients get -LOADING meanwhile, as in Redis.
+    let asynchronous = diskless && mode == "swapdb" && r.replid() == replid;
+    let loading = &shared.persistence.loading;
+    let _async_loading = asynchronous.then(|| loading.begin_async());
+    let _loading =
+        (diskless && !asynchronous).then(|| loading.begin(now() / 1000, size.unwrap_or(0)));
     let target = if diskless { "to parser" } else { "to disk" };
     match size {
         None => tracing::info!(
@@ -571,6 +589,15 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
     r.transfer_size
         .store(size.map_or(-1, |n| n as i64), Relaxed);
     r.transfer_read.store(0, Relaxed);
+    if diskless {
+        r.drop_replicas();
+        // The load starts with the first byte, as Redis's parser reads the
+        // socket (the payload is parsed once whole; see `load`).
+        if mode != "swapdb" {
+            tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    }
     let mut dest = if diskless {
         Dest::Memory(Vec::with_capacity(size.unwrap_or(0).min(1 << 26) as usize))
     } else {
@@ -600,13 +627,31 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
             }
         }
     };
-    let received = receive(shared, conn, &mut dest, size, mark.as_deref()).await;
+    let received = receive(
+        shared,
+        conn,
+        &mut dest,
+        size,
+        mark.as_deref(),
+        _loading.is_some(),
+    )
+    .await;
     let data = match (received, dest) {
         (Err(Failed), Dest::File { path, .. }) => {
             let _ = std::fs::remove_file(path);
             return Err(Failed);
         }
-        (Err(Failed), Dest::Memory(_)) => return Err(Failed),
+        (Err(Failed), Dest::Memory(_)) => {
+            // What Redis's parser reports when the socket ends early.
+            tracing::warn!(
+                "Internal error in RDB reading offset {} -> Unexpected EOF reading RDB file",
+                r.transfer_read.load(Relaxed)
+            );
+            tracing::warn!(
+                "Failed trying to load the MASTER synchronization DB from socket, check server logs."
+            );
+            return Err(Failed);
+        }
         (Ok(()), Dest::Memory(mut data)) => {
             if mark.is_some() {
                 data.truncate(data.len() - EOF_MARK);
@@ -623,10 +668,14 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
             }
         }
     };
+    if !diskless {
+        r.drop_replicas();
+    }
     let loader = shared.clone();
     let swap = mode == "swapdb";
     let from = if diskless { "socket" } else { "disk" };
-    let loaded = tokio::task::spawn_blocking(move || load(&loader, &data, swap, from)).await;
+    let loaded =
+        tokio::task::spawn_blocking(move || load(&loader, &data, swap, from, asynchronous)).await;
     let Ok(Ok(stats)) = loaded else {
         return Err(Failed);
     };
@@ -645,13 +694,14 @@ fn dataset_empty(shared: &Services) -> bool {
 }
 
 /// Reads the payload into `dest`: `size` bytes, or up to the `$EOF:`
-/// mark.
+/// mark; `loading`: the bytes count as the load's progress.
 async fn receive(
     shared: &Services,
     conn: &mut Conn,
     dest: &mut Dest,
     size: Option<u64>,
     mark: Option<&[u8]>,
+    loading: bool,
 ) -> Step<()> {
     let r = &shared.replication;
     let mut left = size.unwrap_or(u64::MAX);
@@ -667,6 +717,9 @@ async fn receive(
             }
             conn.buf.advance(n);
             r.transfer_read.fetch_add(n as u64, Relaxed);
+            if loading {
+                shared.persistence.loading.advance(n as u64);
+            }
             if size.is_some() {
                 left -= n as u64;
             }
@@ -741,13 +794,15 @@ fn disk_file(
 }
 
 /// Replaces the dataset with the primary's RDB, every shard held (clients
-/// get -LOADING meanwhile). `swap`: the old data comes back if the new
-/// cannot be loaded (`repl-diskless-load swapdb`).
+/// get -LOADING meanwhile, or, `asynchronous`, wait for it). `swap`: the
+/// old data comes back if the new cannot be loaded (`repl-diskless-load
+/// swapdb`).
 fn load(
     shared: &Arc<Services>,
     data: &[u8],
     swap: bool,
     from: &str,
+    asynchronous: bool,
 ) -> Result<crate::rdb::file::LoadStats, ()> {
     use crate::keyspace::Keyspace;
     let env = shared.env();
@@ -756,9 +811,10 @@ fn load(
     if aof {
         crate::aof::stop(&shared.aof);
     }
-    let _loading = p
-        .loading
-        .begin(shared.clock.now_ms() / 1000, data.len() as u64);
+    let _loading = (!asynchronous).then(|| {
+        p.loading
+            .begin(shared.clock.now_ms() / 1000, data.len() as u64)
+    });
     let guards = env.store.lock(env.store.all_shards());
     let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
     let old: Option<Vec<_>> = swap.then(|| {
@@ -772,11 +828,15 @@ fn load(
             })
             .collect()
     });
-    if !swap {
+    // A diskless load said so as its first byte arrived.
+    let announced = from == "socket";
+    if !swap && !announced {
         tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
     }
     crate::persistence::flush_all(&**shared, &mut ks);
-    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    if !announced {
+        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    }
     let dirty = env.dirty.load(Relaxed);
     let loaded = crate::rdb::file::load(data, &mut ks, &**shared, false);
     env.dirty.store(dirty, Relaxed);

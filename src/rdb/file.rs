@@ -29,12 +29,26 @@ const AUX_FIELD_TTLS: &[u8] = b"zwindow-httl";
 
 /// How a file is written (`rdbcompression`, `rdbchecksum`).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct SaveOptions {
+pub(crate) struct SaveOptions<'a> {
     pub(crate) compress: bool,
     pub(crate) checksum: bool,
     /// `rdb-key-save-delay` when the save started (see
     /// [`crate::util::debug_delay`]).
     pub(crate) key_save_delay: i32,
+    /// Set while the save runs: it stops, failing (a background save that
+    /// became useless, as Redis kills its child).
+    pub(crate) abort: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
+impl SaveOptions<'_> {
+    fn aborted(&self) -> std::io::Result<()> {
+        match self.abort {
+            Some(a) if a.load(std::sync::atomic::Ordering::Relaxed) => {
+                Err(std::io::Error::other("the save was stopped"))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What a [`Source`] calls with each key: key, value, expiry (0: none).
@@ -126,7 +140,7 @@ pub(crate) fn write(
     w: impl Write,
     src: &dyn Source,
     extras: &Extras,
-    opts: SaveOptions,
+    opts: SaveOptions<'_>,
 ) -> std::io::Result<()> {
     let mut w = CrcWriter {
         inner: w,
@@ -191,6 +205,7 @@ pub(crate) fn write(
                 Ok(())
             },
             &mut || {
+                opts.aborted()?;
                 let mut p = pending.borrow_mut();
                 w.put(&p)?;
                 p.clear();
@@ -198,6 +213,7 @@ pub(crate) fn write(
                 // save holds no shard lock.
                 if opts.key_save_delay != 0 {
                     for _ in 0..unslept.take() {
+                        opts.aborted()?;
                         crate::util::debug_delay(opts.key_save_delay);
                     }
                 }

@@ -540,9 +540,10 @@ impl Replication {
         self.ensure_backlog(&mut g);
         g.seldb = None;
         let offset = self.offset();
+        // They stay `wait_bgsave` while the snapshot is made (streamed
+        // to them, diskless, as Redis's child does), as in Redis.
         for r in replicas {
             r.next.store(offset + 1, Relaxed);
-            r.set_state(ReplicaState::SendBulk);
         }
         FullSync {
             replid: g.replid.clone(),
@@ -654,15 +655,24 @@ impl Replication {
         };
         b.append(bytes);
         self.offset.fetch_add(bytes.len() as u64, Relaxed);
-        if !b.may_trim(backlog_size) {
-            return;
+        if b.may_trim(backlog_size) {
+            Self::trim(g, backlog_size);
         }
+    }
+
+    /// Drops what no replica needs past `backlog_size` (the lock held).
+    fn trim(g: &mut Inner, backlog_size: u64) {
+        // A replica told to go needs nothing more.
         let keep_from = g
             .replicas
             .iter()
+            .filter(|r| !r.dropped.load(Relaxed))
             .map(|r| r.next.load(Relaxed))
             .min()
             .unwrap_or(u64::MAX);
+        let Some(b) = g.backlog.as_mut() else {
+            return;
+        };
         b.trim(backlog_size, keep_from);
         let first = b.first();
         while g.patches.front().is_some_and(|(at, _)| *at < first) {
@@ -688,8 +698,14 @@ impl Replication {
     }
 
     /// The backlog size to keep (`repl-backlog-size`), set by the server.
+    /// A smaller size trims the backlog at once (Redis's
+    /// `resizeReplicationBacklog`): a replica's PSYNC right after must not
+    /// continue from what the new size no longer keeps.
     pub(crate) fn set_backlog_size(&self, size: u64) {
-        self.backlog_size.store(size, Relaxed);
+        if self.backlog_size.swap(size, Relaxed) > size {
+            let mut g = self.inner.lock();
+            Self::trim(&mut g, size);
+        }
     }
 
     /// One command of this server's own (PING, `REPLCONF GETACK *`) into
@@ -766,11 +782,13 @@ impl Replication {
     }
 
     /// REPLICAOF host port: this server becomes (or moves) a replica.
-    /// Its replicas are let go (they reconnect and continue from us
-    /// once we are in sync). Returns false if it already replicates that
-    /// primary.
+    /// Its replicas stay, as in Redis 7.0 (`replicationSetMaster`): if the
+    /// new primary continues our history they continue too; a new ID
+    /// ([`Replication::continue_with`]) or a full sync's load
+    /// ([`Replication::drop_replicas`]) lets them go. Returns false if it
+    /// already replicates that primary.
     pub(crate) fn set_primary(&self, primary: Primary) -> bool {
-        let replicas = {
+        {
             let mut g = self.inner.lock();
             if g.primary
                 .as_ref()
@@ -782,19 +800,28 @@ impl Replication {
             self.replica_flag.store(true, Relaxed);
             g.link = LinkState::Connect;
             self.listening.store(false, Relaxed);
-            std::mem::take(&mut g.replicas)
-        };
-        for r in replicas {
-            r.drop_it();
         }
         self.acked.notify_waiters();
         self.primary_changed.notify_waiters();
         true
     }
 
+    /// A full sync is about to load: the history so far ends (Redis's
+    /// `replicationAttachToNewMaster`): no PSYNC continues it, and our
+    /// replicas, whose data is about to be replaced, reconnect and resync.
+    pub(crate) fn drop_replicas(&self) {
+        self.forget_history();
+        let replicas = std::mem::take(&mut self.inner.lock().replicas);
+        for r in replicas {
+            r.drop_it();
+        }
+    }
+
     /// REPLICAOF NO ONE: a primary again; the history so far stays valid
     /// for replicas of the old primary as `replid2` (Redis's
-    /// `shiftReplicationId`). Returns false if it was not a replica.
+    /// `shiftReplicationId`). Our own replicas are let go, to hear of the
+    /// new ID: they reconnect and continue (Redis's
+    /// `replicationUnsetMaster`). Returns false if it was not a replica.
     pub(crate) fn promote(&self) -> bool {
         let mut g = self.inner.lock();
         if g.primary.take().is_none() {
@@ -807,7 +834,11 @@ impl Replication {
         g.seldb = None;
         let listening = g.backlog.is_some();
         self.listening.store(listening, Relaxed);
+        let replicas = std::mem::take(&mut g.replicas);
         drop(g);
+        for r in replicas {
+            r.drop_it();
+        }
         self.primary_changed.notify_waiters();
         true
     }
@@ -877,8 +908,8 @@ impl Replication {
         self.history.load(Relaxed)
     }
 
-    /// The primary answered `+FULLRESYNC`, or this server started as a
-    /// replica with no history of its own (Redis discards its cached
+    /// A full sync's payload is about to load, or this server started as
+    /// a replica with no history of its own (Redis discards its cached
     /// master): until a full sync completes, PSYNC asks for one.
     pub(crate) fn forget_history(&self) {
         self.history.store(false, Relaxed);
@@ -1169,5 +1200,33 @@ impl Sink for Replication {
         if bytes.capacity() <= 64 * 1024 {
             g.scratch = bytes;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CONFIG SET repl-backlog-size to less drops what the new size does
+    /// not keep at once: a replica's PSYNC right after gets a full resync,
+    /// not +CONTINUE from bytes Redis would no longer hold.
+    #[test]
+    fn a_smaller_backlog_size_trims_at_once() {
+        let r = Replication::default();
+        r.set_backlog_size(1 << 20);
+        r.feed_raw(&vec![b'x'; 200_000], 0);
+        let replid = r.replid();
+        assert!(matches!(
+            r.try_partial(replid.as_bytes(), 1),
+            Psync::Continue { from: 1, .. }
+        ));
+        r.set_backlog_size(16_384);
+        assert!(matches!(r.try_partial(replid.as_bytes(), 1), Psync::Full));
+        // What the new size keeps still continues.
+        let recent = r.offset() - 1000;
+        assert!(matches!(
+            r.try_partial(replid.as_bytes(), recent as i64),
+            Psync::Continue { .. }
+        ));
     }
 }
