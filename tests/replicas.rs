@@ -394,7 +394,7 @@ fn a_write_reaches_a_replica_after_its_reply() {
             if *how == "script" {
                 zc.send(&encode_cmd(&[
                     b"EVAL",
-                    b"redis.call('set', KEYS[1], 'v'); for i = 1, 40000000 do end; return 1",
+                    b"redis.call('set', KEYS[1], 'v'); for i = 1, 200000000 do end; return 1",
                     b"1",
                     k,
                 ]));
