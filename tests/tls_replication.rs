@@ -16,27 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::dataset::{assert_same, contents, ok, populate};
+use common::repl::{digest, eventually, info_field, settle};
 use common::*;
-
-/// `field` of INFO `section` (empty if absent).
-fn info_field(c: &mut RawConn, section: &str, field: &str) -> String {
-    let r = c.cmd(&[b"INFO", section.as_bytes()]);
-    String::from_utf8_lossy(&r)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// Waits until `f` holds (20 s at most).
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn link_status(c: &mut RawConn) -> String {
     info_field(c, "replication", "master_link_status")
@@ -74,23 +55,6 @@ fn zwindow(certs: &Path, extra: &[&str]) -> (ZwindowServer, u16) {
 /// The same for redis-server 7.0.15.
 fn redis(certs: &Path, extra: &[&str]) -> (RedisServer, u16) {
     start_on_free_port(|port| RedisServer::try_start_with(&strs(&tls_args(certs, port, extra))))
-}
-
-/// Every replica's offset equal to the primary's, acknowledged (WAIT).
-fn settle(primary: &mut RawConn, replicas: &mut [&mut RawConn]) {
-    let n = replicas.len().to_string();
-    let acked = parse_reply(&primary.cmd(&[b"WAIT", n.as_bytes(), b"10000"])).int();
-    assert_eq!(acked, replicas.len() as i64, "WAIT");
-    let offset = info_field(primary, "replication", "master_repl_offset");
-    for r in replicas.iter_mut() {
-        eventually("the replica's offset", || {
-            info_field(r, "replication", "slave_repl_offset") == offset
-        });
-    }
-}
-
-fn digest(c: &mut RawConn) -> Vec<u8> {
-    c.cmd(&[b"DEBUG", b"DIGEST"])
 }
 
 /// Writes after the full sync: every kind the stream carries.

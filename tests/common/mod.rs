@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod dataset;
+pub mod repl;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
