@@ -255,11 +255,22 @@ fn spawned_copy(tests: &Path) -> PrivateDir {
     std::fs::write(
         &shim,
         format!(
-            "#!/bin/sh\nexec '{}' \"$@\" {} 2>&1\n",
-            env!("CARGO_BIN_EXE_zwindow"),
-            // The suite's socket path (ZWINDOW_TEST_IO_URING), after the
-            // config file, which must come first.
-            common::io_uring_args().join(" ")
+            // The suite's socket path (ZWINDOW_TEST_IO_URING) goes into the
+            // config file the harness wrote, not among the options: tests
+            // pass those in every form Redis parses (a last option without
+            // its value, bare words after the file), where one more
+            // option would change their meaning. Servers started without
+            // a file (those error cases) take the default path.
+            "#!/bin/sh\n\
+             if [ -n '{line}' ] && [ -f \"$1\" ] && ! grep -q '^{line}$' \"$1\"; then\n\
+             printf '\\n%s\\n' '{line}' >> \"$1\"\n\
+             fi\n\
+             exec '{zw}' \"$@\" 2>&1\n",
+            zw = env!("CARGO_BIN_EXE_zwindow"),
+            line = common::io_uring_args()
+                .join(" ")
+                .trim_start_matches("--")
+                .to_string()
         ),
     )
     .expect("write the server script");
