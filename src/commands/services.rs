@@ -245,10 +245,7 @@ impl Events for Services {
     }
 
     fn feed(&self, ops: &[Op], transaction: bool) {
-        if Sink::listening(&self.aof) {
-            if self.config.aof_timestamp_enabled() {
-                self.aof.annotate_time(self.clock.now_ms() / 1000);
-            }
+        if self.aof_before_feed() {
             Sink::feed(&self.aof, ops, transaction);
         }
         if Sink::listening(&self.replication) {
@@ -257,14 +254,23 @@ impl Events for Services {
     }
 
     fn feed_args(&self, db: usize, args: &crate::protocol::Args<'_>) {
-        if Sink::listening(&self.aof) {
-            if self.config.aof_timestamp_enabled() {
-                self.aof.annotate_time(self.clock.now_ms() / 1000);
-            }
+        if self.aof_before_feed() {
             Sink::feed_args(&self.aof, db, args);
         }
         if Sink::listening(&self.replication) {
             Sink::feed_args(&self.replication, db, args);
         }
+    }
+}
+
+impl Services {
+    /// Whether the AOF takes this unit; it is annotated with the time
+    /// first when `aof-timestamp-enabled` says so.
+    fn aof_before_feed(&self) -> bool {
+        let listening = Sink::listening(&self.aof);
+        if listening && self.config.aof_timestamp_enabled() {
+            self.aof.annotate_time(self.clock.now_ms() / 1000);
+        }
+        listening
     }
 }
