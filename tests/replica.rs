@@ -556,3 +556,87 @@ fn publish_and_set_repl_reach_a_replica_as_redis() {
         b"*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n4\r\n"
     );
 }
+
+/// `repl-diskless-load swapdb` when the primary continues this replica's
+/// history (Redis's async loading, as integration/replication's "Diskless
+/// load swapdb (async_loading)" tests): while the new RDB loads, clients
+/// read the old data and call the old functions at once, never -LOADING
+/// and never waiting for the load; then the new data and functions take
+/// their place together. `key-load-delay` stretches the load itself (past
+/// the transfer) to two seconds.
+#[test]
+fn async_loading_serves_the_old_data_until_the_swap() {
+    let p = primary(
+        None,
+        &[
+            "--repl-diskless-sync",
+            "yes",
+            "--save",
+            "",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    let mut pc = p.conn();
+    let z = ZwindowServer::start(&[
+        "--repl-diskless-load",
+        "swapdb",
+        "--replica-read-only",
+        "no",
+    ]);
+    let mut rc = z.conn();
+    replicaof(&mut rc, &p);
+    wait_caught_up(&mut pc, &mut rc, &z);
+    ok(&mut pc, "DEBUG POPULATE 2000 master 100");
+    ok(&mut rc, "SET mykey myvalue");
+    let lib = |v: &str| {
+        format!("#!lua name=test\nredis.register_function('test', function() return '{v}' end)")
+    };
+    assert_eq!(
+        rc.cmd(&[b"FUNCTION", b"LOAD", lib("hello1").as_bytes()]),
+        b"$4\r\ntest\r\n"
+    );
+    assert_eq!(
+        pc.cmd(&[b"FUNCTION", b"LOAD", lib("hello2").as_bytes()]),
+        b"$4\r\ntest\r\n"
+    );
+    ok(&mut rc, "CONFIG SET key-load-delay 1000");
+    // The replica's link dropped, and the backlog too small to continue
+    // it: a full sync from the history the replica already has.
+    ok(&mut pc, "MULTI");
+    let big = vec![b'A'; 16384];
+    pc.cmd(&[b"CLIENT", b"KILL", b"TYPE", b"replica"]);
+    pc.cmd(&[b"CONFIG", b"SET", b"repl-backlog-size", b"16384"]);
+    for i in 0..10 {
+        pc.cmd(&[b"SET", format!("big{i}").as_bytes(), &big]);
+    }
+    assert!(pc.cmd(&[b"EXEC"]).starts_with(b"*12\r\n"));
+    wait_for("async loading", Duration::from_secs(20), || {
+        info_field(&mut rc, "persistence", "async_loading").as_deref() == Some("1")
+    });
+    let started = Instant::now();
+    assert_eq!(rc.cmd(&[b"GET", b"mykey"]), b"$7\r\nmyvalue\r\n");
+    assert_eq!(rc.cmd(&[b"FCALL", b"test", b"0"]), b"$6\r\nhello1\r\n");
+    assert_eq!(rc.cmd(&[b"DBSIZE"]), b":1\r\n");
+    let took = started.elapsed();
+    assert_eq!(
+        info_field(&mut rc, "persistence", "async_loading").as_deref(),
+        Some("1"),
+        "the load ended before the reads: nothing was shown"
+    );
+    assert_eq!(
+        info_field(&mut rc, "persistence", "loading").as_deref(),
+        Some("0")
+    );
+    assert!(
+        took < Duration::from_millis(500),
+        "reads during async loading waited {took:?}"
+    );
+    wait_for("the swap", Duration::from_secs(30), || {
+        info_field(&mut rc, "persistence", "async_loading").as_deref() == Some("0")
+            && info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert_eq!(rc.cmd(&[b"GET", b"mykey"]), b"$-1\r\n");
+    assert_eq!(rc.cmd(&[b"FCALL", b"test", b"0"]), b"$6\r\nhello2\r\n");
+    assert_eq!(rc.cmd(&[b"DBSIZE"]), b":2010\r\n");
+}

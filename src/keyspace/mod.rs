@@ -1088,6 +1088,45 @@ impl<'a> Keyspace<'a> {
         self.guards.iter_mut()
     }
 
+    /// Takes every database's contents from `new`, a store of the same
+    /// shape that an async load filled while clients went on reading this
+    /// one, and leaves the old contents there (Redis's
+    /// `swapMainDbWithTempDb`): dropping `new` afterwards frees them
+    /// outside these locks. The view holds every shard. Watched keys that
+    /// existed before or exist now are touched, every client-side cache
+    /// is invalidated, and a running snapshot keeps the old contents.
+    pub(crate) fn swap_in(&mut self, new: &Store) {
+        debug_assert_eq!(self.guards.shard_set(), self.store().all_shards());
+        let mut fresh = new.lock(new.all_shards());
+        for (shard, other) in self.guards.iter_mut().zip(fresh.iter_mut()) {
+            for db in 0..shard.dbs.len() {
+                shard.cow_db(db);
+            }
+            let touched: Vec<(usize, Key)> = shard
+                .watched
+                .keys()
+                .filter(|(d, k)| {
+                    shard.dbs[*d].keys.contains_key(k) || other.dbs[*d].keys.contains_key(k)
+                })
+                .cloned()
+                .collect();
+            std::mem::swap(&mut shard.dbs, &mut other.dbs);
+            std::mem::swap(&mut shard.schedule, &mut other.schedule);
+            for (d, k) in touched {
+                shard.touch_watched(d, &k);
+            }
+        }
+        let store = self.store();
+        if new.field_ttls.load(Ordering::Relaxed) {
+            store.field_ttls.store(true, Ordering::Relaxed);
+        }
+        if new.member_ttls.load(Ordering::Relaxed) {
+            store.member_ttls.store(true, Ordering::Relaxed);
+        }
+        store.local_expires.lock().clear();
+        self.invalidate_tracking_all();
+    }
+
     /// Visits every shard, through this command's guard where it holds one
     /// and by locking it briefly where it does not. For whole-server
     /// commands (INFO, CONFIG RESETSTAT) that run both on their own (holding

@@ -794,9 +794,10 @@ fn disk_file(
 }
 
 /// Replaces the dataset with the primary's RDB, every shard held (clients
-/// get -LOADING meanwhile, or, `asynchronous`, wait for it). `swap`: the
-/// old data comes back if the new cannot be loaded (`repl-diskless-load
-/// swapdb`).
+/// get -LOADING meanwhile). `swap`: the old data comes back if the new
+/// cannot be loaded (`repl-diskless-load swapdb`). `asynchronous`: clients
+/// go on reading the old data while the new loads beside it
+/// ([`load_beside`]).
 fn load(
     shared: &Arc<Services>,
     data: &[u8],
@@ -811,10 +812,16 @@ fn load(
     if aof {
         crate::aof::stop(&shared.aof);
     }
-    let _loading = (!asynchronous).then(|| {
-        p.loading
-            .begin(shared.clock.now_ms() / 1000, data.len() as u64)
-    });
+    if asynchronous {
+        let result = load_beside(shared, data);
+        if aof && result.is_ok() {
+            restart_aof(shared);
+        }
+        return result;
+    }
+    let _loading = p
+        .loading
+        .begin(shared.clock.now_ms() / 1000, data.len() as u64);
     let guards = env.store.lock(env.store.all_shards());
     let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
     let old: Option<Vec<_>> = swap.then(|| {
@@ -865,12 +872,95 @@ fn load(
             Err(())
         }
     };
+    drop(ks);
     if aof && result.is_ok() {
-        tracing::info!("MASTER <-> REPLICA sync: Starting AOF after a successful sync");
-        let host: Arc<dyn crate::aof::Host> = shared.clone();
-        let _ = crate::aof::start(host, &mut ks);
+        restart_aof(shared);
     }
     result
+}
+
+/// Redis's async loading (`repl-diskless-load swapdb` when the primary
+/// continues this replica's history): the RDB loads into a store of its
+/// own, no shard of the live one held, so clients keep reading the old
+/// data; then, under every shard's lock, the new contents and function
+/// libraries take the old ones' place. A load that fails leaves the old
+/// data as it was.
+fn load_beside(shared: &Arc<Services>, data: &[u8]) -> Result<crate::rdb::file::LoadStats, ()> {
+    use crate::keyspace::{Env, Keyspace, Store};
+    let env = shared.env();
+    let temp = Store::new(env.store.shard_count(), env.store.databases);
+    temp.set_replica(env.store.is_replica());
+    let staged = Staged {
+        shared,
+        libraries: Default::default(),
+    };
+    let dirty = env.dirty.load(Relaxed);
+    let loaded = {
+        let temp_env = Env {
+            store: &temp,
+            ..env
+        };
+        let guards = temp.lock(temp.all_shards());
+        let mut ks = Keyspace::new(temp_env, guards, 0, env.clock.now_ms());
+        crate::rdb::file::load(data, &mut ks, &staged, false)
+    };
+    env.dirty.store(dirty, Relaxed);
+    let stats = match loaded {
+        Ok(stats) => stats,
+        Err(e) => {
+            tracing::warn!("{e}");
+            tracing::warn!(
+                "Failed trying to load the MASTER synchronization DB from socket, check server logs."
+            );
+            tracing::info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
+            return Err(());
+        }
+    };
+    tracing::info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
+    {
+        let guards = env.store.lock(env.store.all_shards());
+        let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
+        ks.swap_in(&temp);
+        crate::persistence::Host::flush_libraries(&**shared);
+        for code in staged.libraries.into_inner() {
+            if let Err(e) = crate::rdb::file::Host::load_library(&**shared, &code, true) {
+                tracing::warn!("{e}");
+            }
+        }
+        *shared.persistence.last_load.lock() = stats;
+    }
+    tracing::info!("MASTER <-> REPLICA sync: Discarding old DB in background");
+    drop(temp);
+    Ok(stats)
+}
+
+/// An async load's function libraries, kept aside until its data takes
+/// the old data's place (the libraries are part of the dataset).
+struct Staged<'a> {
+    shared: &'a Services,
+    libraries: std::cell::RefCell<Vec<Vec<u8>>>,
+}
+
+impl crate::rdb::file::Host for Staged<'_> {
+    fn load_library(&self, code: &[u8], _replace: bool) -> Result<(), crate::rdb::RdbError> {
+        self.libraries.borrow_mut().push(code.to_vec());
+        Ok(())
+    }
+
+    fn progress(&self, bytes: u64) {
+        crate::rdb::file::Host::progress(self.shared, bytes);
+    }
+}
+
+/// The AOF again after a successful sync, rewritten from the new data.
+fn restart_aof(shared: &Arc<Services>) {
+    use crate::keyspace::Keyspace;
+    tracing::info!("MASTER <-> REPLICA sync: Starting AOF after a successful sync");
+    let env = shared.env();
+    let guards = env.store.lock(env.store.all_shards());
+    let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
+    let host: Arc<dyn crate::aof::Host> = shared.clone();
+    let _ = crate::aof::start(host, &mut ks);
 }
 
 /// Unregisters the master client however the stream ends.
