@@ -506,8 +506,13 @@ fn enqueue(shared: &Arc<Services>, replica: Arc<Replica>, tx: mpsc::Sender<SyncE
 /// wait then. Ends when nobody waits.
 async fn start_full_syncs(shared: Arc<Services>) {
     let r = &shared.replication;
+    // The first look is at once: without a delay to wait for, Redis's
+    // SYNC starts the snapshot in the command itself.
+    let mut first = true;
     loop {
-        tokio::time::sleep(TICK).await;
+        if !std::mem::take(&mut first) {
+            tokio::time::sleep(TICK).await;
+        }
         let config = &shared.config;
         let ready = {
             let mut q = r.sync_queue.lock();
