@@ -234,42 +234,72 @@ fn read_msg(stream: &mut TcpStream) -> Msg {
     }
 }
 
+/// The fake node, running: its bus listener and connections on threads
+/// of their own (stopped on drop), what they saw on `rx`.
+struct FakeNode {
+    fake: Fake,
+    rx: Receiver<Seen>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakeNode {
+    /// A bus port of its own, a client port nobody calls.
+    fn start() -> FakeNode {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let fake = Fake {
+            port: free_port(),
+            cport: listener.local_addr().unwrap().port(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        {
+            let (fake, stop) = (fake.clone(), stop.clone());
+            thread::spawn(move || serve_bus(listener, fake, tx, stop));
+        }
+        FakeNode { fake, rx, stop }
+    }
+
+    /// `ip:port@cport,hostname`, as `CLUSTER NODES` shows the fake node.
+    fn addr(&self) -> String {
+        format!(
+            "127.0.0.1:{}@{},{}",
+            self.fake.port,
+            self.fake.cport,
+            String::from_utf8_lossy(FAKE_HOSTNAME)
+        )
+    }
+
+    /// `CLUSTER MEET` the fake node from `server`.
+    fn meet_from(&self, server: &RedisServer) {
+        let reply = server.conn().cmd(&[
+            b"CLUSTER",
+            b"MEET",
+            b"127.0.0.1",
+            self.fake.port.to_string().as_bytes(),
+            self.fake.cport.to_string().as_bytes(),
+        ]);
+        assert_eq!(reply, b"+OK\r\n", "CLUSTER MEET of the fake node");
+    }
+}
+
+impl Drop for FakeNode {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 #[test]
 fn redis_server_takes_our_node_into_its_cluster() {
     let (a, a_cport) = cluster_server();
     let a_id = myid(&a);
 
-    // The fake node: a bus port of its own, a client port nobody calls.
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let fake = Fake {
-        port: free_port(),
-        cport: listener.local_addr().unwrap().port(),
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel();
-    {
-        let (fake, stop) = (fake.clone(), stop.clone());
-        thread::spawn(move || serve_bus(listener, fake, tx, stop));
-    }
-    struct StopOnDrop(Arc<AtomicBool>);
-    impl Drop for StopOnDrop {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-    let _stop = StopOnDrop(stop);
+    let node = FakeNode::start();
+    let (fake, rx) = (node.fake.clone(), &node.rx);
 
-    let reply = a.conn().cmd(&[
-        b"CLUSTER",
-        b"MEET",
-        b"127.0.0.1",
-        fake.port.to_string().as_bytes(),
-        fake.cport.to_string().as_bytes(),
-    ]);
-    assert_eq!(reply, b"+OK\r\n", "CLUSTER MEET");
+    node.meet_from(&a);
 
     // redis-server connects to our bus port and says MEET: we decode it.
-    let (_, meet) = wait_for(&rx, "a MEET from redis-server", |_, m| {
+    let (_, meet) = wait_for(rx, "a MEET from redis-server", |_, m| {
         matches!(m.body, Body::Meet(_))
     });
     let h = &meet.header;
@@ -309,12 +339,7 @@ fn redis_server_takes_our_node_into_its_cluster() {
     // handshake, a connected master at the address we announced, with the
     // hostname of our extension.
     let fake_id = NodeName(*FAKE_ID);
-    let want_addr = format!(
-        "127.0.0.1:{}@{},{}",
-        fake.port,
-        fake.cport,
-        String::from_utf8_lossy(FAKE_HOSTNAME)
-    );
+    let want_addr = node.addr();
     eventually("redis-server listing the fake node", || {
         check_listed(&a, &fake_id, &want_addr)
     });
@@ -355,7 +380,7 @@ fn redis_server_takes_our_node_into_its_cluster() {
     ]);
     assert_eq!(reply, b"+OK\r\n", "CLUSTER MEET of the second node");
     let (_, gossiping) = wait_for(
-        &rx,
+        rx,
         "a PING from redis-server gossiping about the second node",
         |_, m| {
             matches!(m.body, Body::Ping(_))
@@ -420,4 +445,49 @@ fn cport_of(server: &RedisServer) -> u16 {
         },
         other => panic!("CONFIG GET cluster-port: {other:?}"),
     }
+}
+
+/// Redis 8.0 sends ping extensions 7.0 does not know (the shard id, the
+/// internal secret): they decode, kept opaque, as 7.0 skips them; and 8.0
+/// takes our node too.
+#[test]
+fn redis_8_extensions_decode_and_are_kept_opaque() {
+    let cport = free_port().to_string();
+    let server = RedisServer::start_binary(
+        &redis8_server(),
+        &[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-port",
+            &cport,
+        ],
+    );
+    let node = FakeNode::start();
+    node.meet_from(&server);
+    let (_, meet) = wait_for(&node.rx, "a MEET from Redis 8.0", |_, m| {
+        matches!(m.body, Body::Meet(_))
+    });
+    // 8.0 flags every message as able to carry extensions, and sends them
+    // to a node that showed the flag (our PONGs do): its PINGs then carry
+    // its shard id.
+    assert_ne!(meet.header.mflags[0] & wire::MFLAG0_EXT_DATA, 0, "{meet:?}");
+    let shard_id = |m: &Msg| {
+        m.body.ping().is_some_and(|p| {
+            p.extensions.iter().any(|e| {
+                matches!(e, PingExt::Other { ext_type: wire::EXT_SHARDID, data } if data.len() == 40)
+            })
+        })
+    };
+    wait_for(
+        &node.rx,
+        "a PING with Redis 8.0's shard id extension",
+        |_, m| matches!(m.body, Body::Ping(_)) && shard_id(m),
+    );
+    let id = myid(&server);
+    eventually("Redis 8.0 listing the fake node", || {
+        check_listed(&server, &NodeName(*FAKE_ID), &node.addr())
+    });
+    assert_eq!(meet.header.sender, id);
 }
