@@ -841,6 +841,8 @@ fn parse(frame: &[u8]) -> Result<Msg, Invalid> {
         }
     };
     let mut r = Reader(body);
+    // Each body's reads come after its lengths were checked against
+    // `totlen`, so this cannot happen: a safety net instead of a panic.
     let wrong = |_: Short| wrong_length(HEADER_LEN as u64);
     let msg_body = match f.msg_type {
         TYPE_PING | TYPE_PONG | TYPE_MEET => {
