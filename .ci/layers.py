@@ -37,6 +37,8 @@ LAYERS = [
     "keyspace", "dispatch", "rdb", "persistence", "aof",
     # services over the data that commands use
     "pubsub", "tracking", "migrate", "replication",
+    # the cluster: its wire format, later its state and bus
+    "cluster",
     # the command families, the one path they run on, the sockets
     "commands", "execution", "network",
     # startup

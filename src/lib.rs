@@ -33,6 +33,7 @@ pub(crate) mod aof;
 pub(crate) mod blocked;
 pub(crate) mod clients;
 pub(crate) mod clock;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub(crate) mod config_file;
