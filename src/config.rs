@@ -1600,6 +1600,20 @@ fn yes_no(v: &[u8]) -> Result<String, String> {
         .ok_or_else(|| "argument must be 'yes' or 'no'".into())
 }
 
+/// `cluster-announce-hostname`: Redis 7.0's `isValidAnnouncedHostname`.
+fn announced_hostname(v: &[u8]) -> Result<String, String> {
+    if v.len() >= 256 {
+        return Err("Hostnames must be less than 256 characters".into());
+    }
+    if !v
+        .iter()
+        .all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
+    {
+        return Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into());
+    }
+    Ok(String::from_utf8_lossy(v).into_owned())
+}
+
 fn any_text(v: &[u8]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(v).into_owned())
 }
@@ -2584,6 +2598,121 @@ const PARAMS: &[Param] = &[
     ),
     kept!("tls-replication", None, "no", yes_no, runtime),
     kept!("tls-cluster", None, "no", yes_no, runtime),
+    // Redis Cluster's settings, with Redis 7.0's types, ranges, aliases and
+    // mutability. They take effect only in cluster mode, as in Redis, where
+    // a config file may carry them with `cluster-enabled no`; cluster mode
+    // itself is not served yet, so `cluster-enabled yes` stops startup.
+    kept!(
+        "cluster-enabled",
+        None,
+        "no",
+        |v| match yes_no(v)?.as_str() {
+            "yes" => Err("zwindow does not run in cluster mode yet".into()),
+            no => Ok(no.into()),
+        },
+        startup
+    ),
+    kept!("cluster-config-file", None, "nodes.conf", any_text, startup),
+    kept!(
+        "cluster-port",
+        None,
+        "0",
+        |v| int_text(v, 0, 65535),
+        startup
+    ),
+    kept!(
+        "cluster-node-timeout",
+        None,
+        "15000",
+        |v| int_text(v, 0, i64::MAX),
+        runtime
+    ),
+    kept!(
+        "cluster-replica-validity-factor",
+        Some("cluster-slave-validity-factor"),
+        "10",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!(
+        "cluster-migration-barrier",
+        None,
+        "1",
+        |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    kept!(
+        "cluster-allow-replica-migration",
+        None,
+        "yes",
+        yes_no,
+        runtime
+    ),
+    kept!(
+        "cluster-require-full-coverage",
+        None,
+        "yes",
+        yes_no,
+        runtime
+    ),
+    kept!(
+        "cluster-replica-no-failover",
+        Some("cluster-slave-no-failover"),
+        "no",
+        yes_no,
+        runtime
+    ),
+    kept!("cluster-allow-reads-when-down", None, "no", yes_no, runtime),
+    kept!(
+        "cluster-allow-pubsubshard-when-down",
+        None,
+        "yes",
+        yes_no,
+        runtime
+    ),
+    kept!("cluster-announce-ip", None, "", any_text, runtime),
+    kept!(
+        "cluster-announce-hostname",
+        None,
+        "",
+        announced_hostname,
+        runtime
+    ),
+    kept!(
+        "cluster-announce-port",
+        None,
+        "0",
+        |v| int_text(v, 0, 65535),
+        runtime
+    ),
+    kept!(
+        "cluster-announce-bus-port",
+        None,
+        "0",
+        |v| int_text(v, 0, 65535),
+        runtime
+    ),
+    kept!(
+        "cluster-announce-tls-port",
+        None,
+        "0",
+        |v| int_text(v, 0, 65535),
+        runtime
+    ),
+    kept!(
+        "cluster-preferred-endpoint-type",
+        None,
+        "ip",
+        |v| one_of(v, &["ip", "hostname", "unknown-endpoint"]),
+        runtime
+    ),
+    kept!(
+        "cluster-link-sendbuf-limit",
+        None,
+        "0",
+        memory_text,
+        runtime
+    ),
     // Redis 7.0 directives kept without effect (see `kept!`); README
     // lists why each is safe to accept.
     kept!("daemonize", None, "no", yes_no, startup),
