@@ -10,35 +10,19 @@ fn config(conn: &mut RawConn, line: &str) -> String {
     String::from_utf8_lossy(&conn.cmd_str(line)).into_owned()
 }
 
-/// `CONFIG GET cluster-*` as sorted (name, value) pairs.
-fn cluster_settings(c: &mut RawConn) -> Vec<(String, String)> {
-    let reply = c.query(&[b"CONFIG", b"GET", b"cluster-*"]);
-    let items: Vec<String> = reply
-        .array()
-        .iter()
-        .map(|x| String::from_utf8_lossy(x.bulk()).into_owned())
-        .collect();
-    let mut pairs: Vec<(String, String)> = items
-        .chunks(2)
-        .map(|p| (p[0].clone(), p[1].clone()))
-        .collect();
-    pairs.sort();
-    pairs
-}
-
 #[test]
 fn cluster_settings_as_redis() {
     let z = ZwindowServer::start(&[]);
     let r = RedisServer::start();
     let mut zc = z.conn();
     let mut rc = r.conn();
-    let defaults = cluster_settings(&mut rc);
+    let defaults = rc.config_pairs("cluster-*");
     assert_eq!(
         defaults.len(),
         20,
         "redis-server 7.0.15's cluster-* settings"
     );
-    assert_eq!(cluster_settings(&mut zc), defaults);
+    assert_eq!(zc.config_pairs("cluster-*"), defaults);
     for line in [
         "CONFIG SET cluster-node-timeout 5000",
         "CONFIG SET cluster-node-timeout -1",
@@ -66,7 +50,7 @@ fn cluster_settings_as_redis() {
     }
     let long = format!("CONFIG SET cluster-announce-hostname {}", "h".repeat(256));
     assert_eq!(config(&mut zc, &long), config(&mut rc, &long));
-    assert_eq!(cluster_settings(&mut zc), cluster_settings(&mut rc));
+    assert_eq!(zc.config_pairs("cluster-*"), rc.config_pairs("cluster-*"));
 }
 
 /// A config file may carry cluster settings with cluster mode off (Redis

@@ -209,21 +209,7 @@ fn config_get_and_set_of_tls_settings_as_redis() {
     let r = RedisServer::start();
     let mut zc = z.conn();
     let mut rc = r.conn();
-    let sorted = |c: &mut RawConn| {
-        let reply = c.query(&[b"CONFIG", b"GET", b"tls-*"]);
-        let items: Vec<String> = reply
-            .array()
-            .iter()
-            .map(|x| String::from_utf8_lossy(x.bulk()).into_owned())
-            .collect();
-        let mut pairs: Vec<(String, String)> = items
-            .chunks(2)
-            .map(|p| (p[0].clone(), p[1].clone()))
-            .collect();
-        pairs.sort();
-        pairs
-    };
-    assert_eq!(sorted(&mut zc), sorted(&mut rc));
+    assert_eq!(zc.config_pairs("tls-*"), rc.config_pairs("tls-*"));
     for line in [
         "CONFIG SET tls-auth-clients maybe",
         "CONFIG SET tls-auth-clients OPTIONAL",

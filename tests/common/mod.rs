@@ -971,6 +971,23 @@ impl RawConn {
         parse_reply(&self.cmd(args))
     }
 
+    /// `CONFIG GET pattern` as (name, value) pairs, sorted: comparable
+    /// whatever order the server lists its settings in.
+    pub fn config_pairs(&mut self, pattern: &str) -> Vec<(String, String)> {
+        let reply = self.query(&[b"CONFIG", b"GET", pattern.as_bytes()]);
+        let items: Vec<String> = reply
+            .array()
+            .iter()
+            .map(|x| String::from_utf8_lossy(x.bulk()).into_owned())
+            .collect();
+        let mut pairs: Vec<(String, String)> = items
+            .chunks(2)
+            .map(|p| (p[0].clone(), p[1].clone()))
+            .collect();
+        pairs.sort();
+        pairs
+    }
+
     /// Assert the server closes the connection (EOF or reset) without sending anything more.
     pub fn expect_closed(&mut self) {
         assert!(
