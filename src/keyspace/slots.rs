@@ -236,6 +236,41 @@ impl Keyspace<'_> {
     }
 }
 
+/// Checks shared by the tests of the index.
+#[cfg(test)]
+mod tests_support {
+    use std::collections::BTreeMap;
+
+    use super::{Key, Store, key_hash_slot};
+
+    /// Database 0's keys by slot, from a walk of every shard.
+    pub(super) fn scanned(store: &Store) -> BTreeMap<u16, Vec<Key>> {
+        let mut by_slot: BTreeMap<u16, Vec<Key>> = BTreeMap::new();
+        for i in 0..store.shard_count() {
+            for (k, _) in store.lock_shard(i).dbs[0].keys.iter() {
+                by_slot.entry(key_hash_slot(k)).or_default().push(k.clone());
+            }
+        }
+        by_slot
+    }
+
+    /// The index says what a walk of database 0 finds: every slot's count
+    /// and keys, and nothing more.
+    pub(super) fn assert_in_step(store: &Store, step: &str) {
+        let index = store.slot_index().expect("cluster mode");
+        let by_slot = scanned(store);
+        let total: usize = by_slot.values().map(Vec::len).sum();
+        assert_eq!(index.len(), total, "{step}: keys indexed");
+        for (slot, mut keys) in by_slot {
+            assert_eq!(store.count_in_slot(slot), keys.len(), "{step}: slot {slot}");
+            let mut listed = store.keys_in_slot(slot, usize::MAX);
+            listed.sort();
+            keys.sort();
+            assert_eq!(listed, keys, "{step}: slot {slot}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,8 +431,6 @@ mod tests {
 
     // The index kept by the keyspace itself.
 
-    use std::collections::BTreeMap;
-
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -415,32 +448,7 @@ mod tests {
         Value::Str(Str::new(v))
     }
 
-    /// Database 0's keys by slot, from a walk of every shard.
-    fn scanned(store: &Store) -> BTreeMap<u16, Vec<Key>> {
-        let mut by_slot: BTreeMap<u16, Vec<Key>> = BTreeMap::new();
-        for i in 0..store.shard_count() {
-            for (k, _) in store.lock_shard(i).dbs[0].keys.iter() {
-                by_slot.entry(key_hash_slot(k)).or_default().push(k.clone());
-            }
-        }
-        by_slot
-    }
-
-    /// The index says what a walk of database 0 finds: every slot's count
-    /// and keys, and nothing more.
-    fn assert_in_step(store: &Store, step: &str) {
-        let index = store.slot_index().expect("cluster mode");
-        let by_slot = scanned(store);
-        let total: usize = by_slot.values().map(Vec::len).sum();
-        assert_eq!(index.len(), total, "{step}: keys indexed");
-        for (slot, mut keys) in by_slot {
-            assert_eq!(store.count_in_slot(slot), keys.len(), "{step}: slot {slot}");
-            let mut listed = store.keys_in_slot(slot, usize::MAX);
-            listed.sort();
-            keys.sort();
-            assert_eq!(listed, keys, "{step}: slot {slot}");
-        }
-    }
+    use super::tests_support::{assert_in_step, scanned};
 
     #[test]
     fn standalone_indexes_nothing() {
@@ -640,5 +648,130 @@ mod tests {
             assert_in_step(&store, &format!("step {step}: {what}"));
         }
         assert!(!scanned(&store).is_empty(), "the history left keys");
+    }
+}
+
+/// The index kept in step by the commands themselves, run as a client's
+/// are (FLUSHDB, SWAPDB and the like empty or replace databases outside
+/// the keyspace's own insert and remove).
+#[cfg(test)]
+mod through_commands {
+    use std::sync::Arc;
+
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::tests_support::assert_in_step;
+    use crate::commands::services::Services;
+    use crate::commands::session::Client;
+    use crate::config::Config;
+    use crate::protocol::args::OwnedArgs;
+    use crate::protocol::reply::Reply;
+
+    struct Server {
+        shared: Arc<Services>,
+        client: Client,
+    }
+
+    impl Server {
+        fn cluster() -> Server {
+            let mut services = Services::new(Config::defaults(), 4);
+            services.store.enable_slot_index();
+            let shared = Arc::new(services);
+            let (handle, _pushes) =
+                shared
+                    .clients
+                    .register("test:1".into(), "test:2".into(), -1, false);
+            let client = Client::new(handle, false);
+            Server { shared, client }
+        }
+
+        /// Runs one command; its reply, as RESP.
+        fn run(&mut self, argv: &[&[u8]]) -> Vec<u8> {
+            let args = OwnedArgs::from_slices(argv);
+            let mut out = Reply::new();
+            let ran = crate::execution::execute_now(
+                &self.shared,
+                &mut self.client,
+                &mut out,
+                args.args(),
+            );
+            assert!(ran.is_ok(), "{argv:?} ran to the end");
+            out.buf
+        }
+
+        fn flush_as_a_load_does(&self) {
+            let env = self.shared.env();
+            let guards = env.store.lock(env.store.all_shards());
+            let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
+            crate::persistence::flush_all(&*self.shared, &mut ks);
+        }
+    }
+
+    fn name(rng: &mut StdRng) -> Vec<u8> {
+        let i = rng.random_range(0..24);
+        match i % 3 {
+            0 => format!("k{i}").into_bytes(),
+            1 => format!("{{tag{}}}k{i}", i % 2).into_bytes(),
+            _ => format!("{{tag{}}}a-rather-long-key-name-{i}", i % 2).into_bytes(),
+        }
+    }
+
+    #[test]
+    fn commands_keep_the_index_in_step_with_database_0() {
+        let mut server = Server::cluster();
+        let mut rng = StdRng::seed_from_u64(0xc1a5);
+        let mut written = 0;
+        for step in 0..2500 {
+            let (a, b) = (name(&mut rng), name(&mut rng));
+            let db: &[u8] = if rng.random_ratio(1, 4) { b"1" } else { b"0" };
+            let argv: Vec<&[u8]> = match rng.random_range(0..33) {
+                0..=5 => vec![b"SET", &a, b"v"],
+                6 => vec![b"SELECT", db],
+                7 => vec![b"DEL", &a, &b],
+                8 => vec![b"UNLINK", &a],
+                9 => vec![b"GETDEL", &a],
+                10 => vec![b"RENAME", &a, &b],
+                11 => vec![b"RENAMENX", &a, &b],
+                12 => vec![b"MOVE", &a, db],
+                13 => vec![b"COPY", &a, &b, b"DB", db, b"REPLACE"],
+                14 => vec![b"PEXPIREAT", &a, b"1"],
+                15 => vec![b"EXPIRE", &a, b"100"],
+                16 => vec![b"RPUSH", &a, b"x", b"y"],
+                17 => vec![b"LPOP", &a],
+                18 => vec![b"LMOVE", &a, &b, b"LEFT", b"RIGHT"],
+                19 => vec![b"SADD", &a, b"m"],
+                20 => vec![b"SPOP", &a],
+                21 => vec![b"SMOVE", &a, &b, b"m"],
+                22 => vec![b"HSET", &a, b"f", b"v"],
+                23 => vec![b"HDEL", &a, b"f"],
+                24 => vec![b"ZADD", &a, b"1", b"m"],
+                25 => vec![b"ZPOPMIN", &a],
+                26 => vec![b"SUNIONSTORE", &a, &b],
+                27 => vec![b"SET", &a, b"v", b"PX", b"100000"],
+                28 => vec![b"SWAPDB", b"0", b"1"],
+                29 => vec![b"FLUSHDB"],
+                30 => vec![b"FLUSHALL"],
+                31 => vec![b"EXEC"],
+                // No command: the flush before a load (DEBUG RELOAD, a
+                // replica's full sync).
+                _ => vec![],
+            };
+            let reply = if argv.is_empty() {
+                server.flush_as_a_load_does();
+                Vec::new()
+            } else {
+                server.run(&argv)
+            };
+            written += usize::from(reply.starts_with(b"+OK") || reply.starts_with(b":1"));
+            let what = format!(
+                "step {step}: {:?}",
+                argv.iter()
+                    .map(|a| String::from_utf8_lossy(a))
+                    .collect::<Vec<_>>()
+            );
+            assert_in_step(&server.shared.store, &what);
+        }
+        assert!(written > 500, "the commands did something: {written}");
     }
 }
