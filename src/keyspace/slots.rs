@@ -10,7 +10,9 @@
 //! (`Keyspace::set_entry`, `Keyspace::remove_raw`) and by the few places
 //! that empty or replace a database wholesale (`Keyspace::db_emptied`,
 //! `Keyspace::db_replaced`, `Keyspace::swap_in`). A standalone server has
-//! no index and pays one null-pointer test per key inserted or removed.
+//! no index and pays one null-pointer test per key inserted or removed:
+//! in the optimized code of both, a load of the index pointer, a test and
+//! a jump over the rest (the database check and the out-of-line call).
 //!
 //! Why one lock per slot: the keys of one slot live on every shard (a
 //! shard is chosen by the key's own hash), so writers holding different
@@ -22,10 +24,13 @@
 //! Memory: Redis threads a doubly-linked list through its dict entries (16
 //! bytes a key) with a count and a head per slot. Here each slot holds a
 //! [`Dict`] of its key names, taking the hash the keyspace already computed
-//! ([`HashedKey`]), so nothing is hashed twice: about 28 bytes a key (a
-//! 24-byte entry, a 4-byte bucket) plus a copy of names longer than 15
+//! ([`HashedKey`]), so nothing is hashed twice: a 24-byte entry and a
+//! 4-byte bucket a key, with the tables' growing room 38 bytes a key as
+//! measured over 100k and 1M keys, plus a copy of names longer than 15
 //! bytes (shorter ones are inline, see [`Key`]); an empty slot allocates
-//! nothing, and the slot table is 16384 × 48 bytes.
+//! nothing, and the slot table is 16384 × 48 bytes (768 KB). Storing each
+//! key's 64-bit hash instead of its name would take about a third of
+//! that, at the price of looking names up in the shards to list them.
 
 // Wired in by the cluster issue's later steps (CLUSTER KEYSLOT,
 // COUNTKEYSINSLOT, GETKEYSINSLOT, the slot checks); until then only the
