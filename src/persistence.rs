@@ -482,6 +482,7 @@ pub(crate) fn flush_all(host: &dyn Host, ks: &mut Keyspace<'_>) {
         }
         shard.schedule = Default::default();
     }
+    ks.db_emptied(0);
     host.flush_libraries();
 }
 

@@ -758,6 +758,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
             shard.touch_watched(d, &k);
         }
     }
+    ctx.ks.db_emptied(db);
     ctx.ks.ready.extend(gone);
 }
 
@@ -1012,6 +1013,10 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.ks.ready.extend(ready);
+    if a != b {
+        ctx.ks.db_replaced(a);
+        ctx.ks.db_replaced(b);
+    }
     // Swapped keys sit in the other database now: schedule them afresh.
     let db = ctx.ks.db;
     for d in [a, b] {

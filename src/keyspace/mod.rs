@@ -20,6 +20,7 @@ pub(crate) mod expire;
 pub(crate) mod hash_ttl;
 pub(crate) mod propagate;
 pub(crate) mod replica;
+pub(crate) mod slots;
 pub(crate) mod snapshot;
 pub(crate) mod value;
 pub(crate) mod windows;
@@ -286,6 +287,10 @@ pub(crate) struct Store {
     /// `slaveKeysWithExpire`): the primary knows nothing of them, so the
     /// replica expires them itself ([`expire::local_cycle`]).
     pub(crate) local_expires: parking_lot::Mutex<foldhash::HashSet<(usize, Key)>>,
+    /// Cluster mode: database 0's keys by hash slot (see [`slots`]); None
+    /// on a standalone server, which then pays one test of this pointer
+    /// per key inserted or removed.
+    slot_index: Option<Box<slots::SlotIndex>>,
 }
 
 /// A set of shard indices, locked in ascending order.
@@ -323,6 +328,7 @@ impl Store {
             loading: AtomicBool::new(false),
             replica: AtomicBool::new(false),
             local_expires: Default::default(),
+            slot_index: None,
         }
     }
 
@@ -792,6 +798,8 @@ impl<'a> Keyspace<'a> {
     }
 
     /// Stores a whole entry (value and TTL), replacing any existing one.
+    /// The one place a key enters a database (besides a database's
+    /// contents replaced wholesale): the slot index relies on it.
     pub(crate) fn set_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>, mut entry: Entry) {
         let key = key.into();
         entry.lru = evict::fresh(self.env.config, self.now_ms);
@@ -827,6 +835,11 @@ impl<'a> Keyspace<'a> {
             if has_ttl {
                 db.expires.insert_hashed(bytes.into(), hash, ());
             }
+            if let Some(index) = self.env.store.slot_index.as_deref()
+                && self.db == 0
+            {
+                index.insert(key);
+            }
             // Redis's dbAdd: class `n`, which `A` leaves out.
             self.notify(notify::NEW, "new", bytes);
         }
@@ -844,6 +857,8 @@ impl<'a> Keyspace<'a> {
         self.remove_raw(key.into())
     }
 
+    /// The one place a key leaves a database (besides a database emptied
+    /// or replaced wholesale): the slot index relies on it.
     fn remove_raw(&mut self, key: HashedKey<'_>) -> Option<Entry> {
         self.cow(key);
         self.replica.forget();
@@ -853,6 +868,11 @@ impl<'a> Keyspace<'a> {
         let (_, e) = db.keys.remove_hashed(bytes, hash)?;
         if e.expire_at != 0 {
             db.expires.remove_hashed(bytes, hash);
+        }
+        if let Some(index) = self.env.store.slot_index.as_deref()
+            && self.db == 0
+        {
+            index.remove(key);
         }
         Some(e)
     }
@@ -1094,7 +1114,8 @@ impl<'a> Keyspace<'a> {
     /// `swapMainDbWithTempDb`): dropping `new` afterwards frees them
     /// outside these locks. The view holds every shard. Watched keys that
     /// existed before or exist now are touched, every client-side cache
-    /// is invalidated, and a running snapshot keeps the old contents.
+    /// is invalidated, and a running snapshot keeps the old contents. The
+    /// slot index (cluster mode) follows the contents.
     pub(crate) fn swap_in(&mut self, new: &Store) {
         debug_assert_eq!(self.guards.shard_set(), self.store().all_shards());
         let mut fresh = new.lock(new.all_shards());
@@ -1116,7 +1137,13 @@ impl<'a> Keyspace<'a> {
                 shard.touch_watched(d, &k);
             }
         }
+        drop(fresh);
         let store = self.store();
+        match (store.slot_index(), new.slot_index()) {
+            (Some(live), Some(loaded)) => live.swap(loaded),
+            (Some(_), None) => self.db_replaced(0),
+            (None, _) => {}
+        }
         if new.field_ttls.load(Ordering::Relaxed) {
             store.field_ttls.store(true, Ordering::Relaxed);
         }

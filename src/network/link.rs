@@ -868,6 +868,7 @@ fn load(
                     shard.dbs = dbs;
                     shard.schedule = schedule;
                 }
+                ks.db_replaced(0);
             }
             Err(())
         }
@@ -888,8 +889,11 @@ fn load(
 fn load_beside(shared: &Arc<Services>, data: &[u8]) -> Result<crate::rdb::file::LoadStats, ()> {
     use crate::keyspace::{Env, Keyspace, Store};
     let env = shared.env();
-    let temp = Store::new(env.store.shard_count(), env.store.databases);
+    let mut temp = Store::new(env.store.shard_count(), env.store.databases);
     temp.set_replica(env.store.is_replica());
+    if env.store.slot_index().is_some() {
+        temp.enable_slot_index();
+    }
     let staged = Staged {
         shared,
         libraries: Default::default(),
