@@ -508,3 +508,278 @@ fn strerror(e: &io::Error) -> String {
         None => text,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::state::{EndpointType, ReplyContext};
+
+    const A: &str = "e81faae933808478353a8cf8ff4a0a1e8e1fd152";
+    const B: &str = "d742d0ac7dd46b0ebe17270eff3b0f4fb8e8da3d";
+    const C: &str = "a91d3c41d357cfe28872410a2e6e0ade40f8d925";
+
+    fn name(s: &str) -> NodeName {
+        NodeName::from_slice(s.as_bytes()).unwrap()
+    }
+
+    fn conf() -> String {
+        format!(
+            "{A} 127.0.0.1:7000@17000 myself,master - 0 1700000000000 3 connected 0-99 101-5460 [100->-{B}] [200-<-{B}]\n\
+             {B} 10.0.0.2:7001@17001,b.example master - 0 1700000000001 4 connected 100 5461-16383\n\
+             {C} 127.0.0.1:7002@17002 slave {A} 1700000000002 1700000000003 3 disconnected\n\
+             vars currentEpoch 7 lastVoteEpoch 5\n"
+        )
+    }
+
+    #[test]
+    fn loads_every_field() {
+        let loaded = parse(conf().as_bytes(), 42).unwrap();
+        let s = &loaded.state;
+        assert_eq!(s.myself, Some(name(A)));
+        assert_eq!((s.current_epoch, s.last_vote_epoch), (7, 5));
+        let a = s.node(&name(A)).unwrap();
+        assert_eq!(
+            (a.ip.as_slice(), a.port, a.cport),
+            (&b"127.0.0.1"[..], 7000, 17000)
+        );
+        assert_eq!(
+            a.flags & (NODE_MYSELF | NODE_MASTER),
+            NODE_MYSELF | NODE_MASTER
+        );
+        assert_eq!((a.ping_sent, a.pong_received, a.config_epoch), (0, 42, 3));
+        assert_eq!(a.replicas, vec![name(C)]);
+        let b = s.node(&name(B)).unwrap();
+        assert_eq!(b.hostname, b"b.example");
+        assert_eq!(b.cport, 17001);
+        let c = s.node(&name(C)).unwrap();
+        // A replica's epoch is not kept; its primary's is shown.
+        assert_eq!((c.primary, c.config_epoch), (Some(name(A)), 0));
+        assert_eq!((c.ping_sent, c.pong_received), (42, 42));
+        assert_eq!(s.slot_owner(0), Some(&name(A)));
+        assert_eq!(s.slot_owner(100), Some(&name(B)));
+        assert_eq!(s.slot_owner(16383), Some(&name(B)));
+        assert_eq!(s.migrating_to(100), Some(&name(B)));
+        assert_eq!(s.importing_from(200), Some(&name(B)));
+        assert_eq!(
+            loaded.log,
+            vec![format!("Node configuration loaded, I'm {A}")]
+        );
+    }
+
+    #[test]
+    fn writes_back_what_it_read_times_aside() {
+        let mut s = parse(conf().as_bytes(), 42).unwrap().state;
+        for (n, ping, pong, link) in [
+            (A, 0, 1700000000000, true),
+            (B, 0, 1700000000001, true),
+            (C, 1700000000002, 1700000000003, false),
+        ] {
+            let node = s.node_mut(&name(n)).unwrap();
+            (node.ping_sent, node.pong_received, node.link) = (ping, pong, link);
+        }
+        assert_eq!(String::from_utf8(config_text(&s)).unwrap(), conf());
+    }
+
+    #[test]
+    fn older_address_forms() {
+        let text = format!(
+            "{A} 127.0.0.1:7000 myself,master - 0 0 0 connected 5\n{B} ::1:7001@0 noflags - 0 0 0 connected\n"
+        );
+        let s = parse(text.as_bytes(), 1).unwrap().state;
+        let a = s.node(&name(A)).unwrap();
+        assert_eq!((a.port, a.cport), (7000, 17000));
+        assert!(a.hostname.is_empty());
+        let b = s.node(&name(B)).unwrap();
+        assert_eq!(
+            (b.ip.as_slice(), b.port, b.cport, b.flags),
+            (&b"::1"[..], 7001, 0, 0)
+        );
+        let out = String::from_utf8(config_text(&s)).unwrap();
+        assert_eq!(
+            out,
+            format!(
+                "{A} 127.0.0.1:7000@17000 myself,master - 0 0 0 connected 5\n\
+                 {B} ::1:7001@0 noflags - 0 0 0 disconnected\n\
+                 vars currentEpoch 0 lastVoteEpoch 0\n"
+            )
+        );
+    }
+
+    #[test]
+    fn current_epoch_is_at_least_the_highest_config_epoch() {
+        let text =
+            format!("{A} 1.2.3.4:1@2 myself,master - 0 0 9 connected\nvars currentEpoch 3\n");
+        assert_eq!(parse(text.as_bytes(), 0).unwrap().state.current_epoch, 9);
+    }
+
+    #[test]
+    fn blank_lines_and_unknown_vars() {
+        let text = format!(
+            "\n{A} 1.2.3.4:1@2 myself,master - 0 0 0 connected\nvars foo 1 currentEpoch 2\n\n\n"
+        );
+        let loaded = parse(text.as_bytes(), 0).unwrap();
+        assert_eq!(loaded.state.current_epoch, 2);
+        assert_eq!(
+            loaded.log[0],
+            "Skipping unknown cluster config variable 'foo'"
+        );
+    }
+
+    #[test]
+    fn named_only_nodes_come_last() {
+        // C names A as its primary before A's own line.
+        let text = format!(
+            "{C} 1.2.3.4:3@4 slave {A} 0 0 0 connected\n{A} 1.2.3.4:1@2 myself,master - 0 0 0 connected [7-<-{B}]\n"
+        );
+        let s = parse(text.as_bytes(), 0).unwrap().state;
+        let order: Vec<NodeName> = s.nodes().map(|n| n.name).collect();
+        assert_eq!(order, vec![name(C), name(A), name(B)]);
+        let out = String::from_utf8(config_text(&s)).unwrap();
+        assert!(
+            out.contains(&format!("\n{B} :0@0 noflags - 0 0 0 disconnected\n")),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn handshake_nodes_are_not_saved_but_listed() {
+        let text = format!(
+            "{A} 1.2.3.4:1@2 myself,master - 0 0 0 connected\n{B} 1.2.3.4:5@6 handshake - 0 0 0 connected\n"
+        );
+        let s = parse(text.as_bytes(), 0).unwrap().state;
+        assert!(!String::from_utf8(config_text(&s)).unwrap().contains(B));
+        assert!(
+            String::from_utf8(cluster_nodes(&s, false))
+                .unwrap()
+                .contains(B)
+        );
+    }
+
+    #[test]
+    fn plaintext_ports_only_where_asked_and_known() {
+        let text = format!("{A} 1.2.3.4:6380@16380 myself,master - 0 0 0 connected\n");
+        let mut s = parse(text.as_bytes(), 0).unwrap().state;
+        s.node_mut(&name(A)).unwrap().pport = 6379;
+        let line = |pport| String::from_utf8(cluster_nodes(&s, pport)).unwrap();
+        assert!(line(true).contains(":6379@16380 "));
+        assert!(line(false).contains(":6380@16380 "));
+        assert!(
+            String::from_utf8(config_text(&s))
+                .unwrap()
+                .contains(":6380@16380 ")
+        );
+    }
+
+    #[test]
+    fn redis_refuses_what_it_cannot_read() {
+        let ok_line = format!("{A} 1.2.3.4:1@2 myself,master - 0 0 0 connected");
+        let cases = [
+            // No myself.
+            (
+                format!("{B} 1.2.3.4:1@2 master - 0 0 0 connected\n"),
+                LoadError::Corrupted,
+            ),
+            // Fewer than eight fields.
+            (
+                format!("{A} 1.2.3.4:1@2 myself,master - 0 0 0\n"),
+                LoadError::Corrupted,
+            ),
+            // An id that is not 40 of [a-z0-9].
+            (
+                "ABC 1.2.3.4:1@2 myself,master - 0 0 0 connected\n".into(),
+                LoadError::Corrupted,
+            ),
+            (
+                format!("{} 1:2@3 myself - 0 0 0 connected\n", A.to_uppercase()),
+                LoadError::Corrupted,
+            ),
+            // No colon in the address.
+            (
+                format!("{A} 1.2.3.4 myself,master - 0 0 0 connected\n"),
+                LoadError::Corrupted,
+            ),
+            (
+                format!("{A} 1:2@3 myself,boss - 0 0 0 connected\n"),
+                LoadError::UnknownFlag,
+            ),
+            (
+                format!("{ok_line}\n{B} 1:2@3 myself - 0 0 0 connected\n"),
+                LoadError::TwoMyself,
+            ),
+            (format!("{ok_line} 16384\n"), LoadError::Corrupted),
+            (format!("{ok_line} 5-16384\n"), LoadError::Corrupted),
+            (format!("{ok_line} [16384->-{B}]\n"), LoadError::Corrupted),
+            (format!("{ok_line} [5->-{B}\n"), LoadError::Corrupted),
+            (format!("{ok_line} [5->-abc]\n"), LoadError::Corrupted),
+            (format!("{ok_line} [5]\n"), LoadError::BadSlotEntry),
+            (
+                format!("{ok_line}\nvars currentEpoch\n"),
+                LoadError::Corrupted,
+            ),
+            (format!("{ok_line} \"open\n"), LoadError::Corrupted),
+            (
+                format!("{A} 1:2@3 myself {B}x 0 0 0 connected\n"),
+                LoadError::Corrupted,
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text.as_bytes(), 0).unwrap_err(), want, "{text}");
+        }
+        assert_eq!(
+            LoadError::Corrupted.log_line(),
+            "Unrecoverable error: corrupted cluster config file."
+        );
+    }
+
+    #[test]
+    fn load_file_missing_or_empty_is_a_fresh_start() {
+        let dir = std::env::temp_dir().join(format!("zw-nodes-conf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("nodes.conf");
+        assert!(load_file(&path, 0).unwrap().is_none());
+        std::fs::write(&path, "").unwrap();
+        assert!(load_file(&path, 0).unwrap().is_none());
+        // A save over a longer file leaves exactly the new text.
+        std::fs::write(&path, "x".repeat(10_000)).unwrap();
+        let s = parse(conf().as_bytes(), 0).unwrap().state;
+        save(&s, &path, false).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), config_text(&s));
+        assert!(load_file(&path, 0).unwrap().is_some());
+        let err = load_file(&dir, 0).unwrap_err();
+        assert!(
+            err.log_line()
+                .starts_with("Loading the cluster node config from ")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn slots_and_shards_replies() {
+        let mut s = parse(conf().as_bytes(), 0).unwrap().state;
+        s.node_mut(&name(C)).unwrap().repl_offset = 5;
+        let ctx = ReplyContext {
+            endpoint: EndpointType::Hostname,
+            master_repl_offset: 9,
+            ..ReplyContext::default()
+        };
+        let slots =
+            String::from_utf8(crate::cluster::state::slots_reply_bytes(&s, &ctx, false)).unwrap();
+        // 0-99 A (with C), 100 B, 101-5460 A (with C), 5461-16383 B.
+        assert!(
+            slots.starts_with("*4\r\n*4\r\n:0\r\n:99\r\n*4\r\n$1\r\n?\r\n:7000\r\n"),
+            "{slots}"
+        );
+        assert!(slots.contains("$9\r\nb.example\r\n:7001\r\n"), "{slots}");
+        let shards =
+            String::from_utf8(crate::cluster::state::shards_reply_bytes(&s, &ctx, false)).unwrap();
+        assert!(
+            shards.starts_with("*2\r\n*4\r\n$5\r\nslots\r\n*4\r\n:0\r\n:99\r\n:101\r\n:5460\r\n"),
+            "{shards}"
+        );
+        assert!(shards.contains("$4\r\nrole\r\n$7\r\nreplica\r\n$18\r\nreplication-offset\r\n:5\r\n$6\r\nhealth\r\n$6\r\nonline\r\n"), "{shards}");
+        assert!(
+            shards.contains("$8\r\nendpoint\r\n$9\r\nb.example\r\n$8\r\nhostname\r\n"),
+            "{shards}"
+        );
+    }
+}
