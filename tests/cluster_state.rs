@@ -314,3 +314,56 @@ fn nodes_conf_and_cluster_replies_match_redis() {
         }
     }
 }
+
+/// A nodes.conf redis-server cannot read stops it at startup, with the
+/// line our loader's error gives; our loader refuses the same files.
+#[test]
+fn unreadable_nodes_conf_stops_redis_with_our_error_text() {
+    const A: &str = "e81faae933808478353a8cf8ff4a0a1e8e1fd152";
+    let ok_line = format!("{A} 127.0.0.1:1@2 myself,master - 0 0 0 connected");
+    let cases = [
+        format!("{ok_line} 16384\n"),
+        format!("{A} 127.0.0.1:1@2 master - 0 0 0 connected\n"),
+        format!("{A} 127.0.0.1 myself,master - 0 0 0 connected\n"),
+        format!("{ok_line}\nvars currentEpoch\n"),
+        format!("{A} 127.0.0.1:1@2 myself,boss - 0 0 0 connected\n"),
+    ];
+    for text in cases {
+        let err = nodes_conf::parse(text.as_bytes(), 0).expect_err(&text);
+        let dir = PrivateDir::new("bad-nodes-conf");
+        std::fs::write(dir.0.join("nodes.conf"), &text).unwrap();
+        let log = dir.0.join("redis.log");
+        let mut child = std::process::Command::new(find_redis_server())
+            .args(["--port", &free_port().to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--cluster-enabled", "yes"])
+            .args(["--cluster-port", &free_port().to_string()])
+            .arg("--dir")
+            .arg(&dir.0)
+            .arg("--logfile")
+            .arg(&log)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > WAIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("redis-server started with a bad nodes.conf:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(!status.success(), "{text}");
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            logged.contains(&err.log_line()),
+            "{text}: we say {:?}, Redis logged:\n{logged}",
+            err.log_line()
+        );
+    }
+}
