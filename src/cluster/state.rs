@@ -1,0 +1,496 @@
+//! A node's view of the cluster, as Redis 7.0.15's `clusterState` and
+//! `clusterNode` (`cluster.h`) hold it: the nodes it knows, who serves
+//! each of the 16384 slots, the slots this node imports or migrates, and
+//! the epochs. Also the replies built straight from that view: `CLUSTER
+//! SLOTS` and `CLUSTER SHARDS` (the `CLUSTER NODES` text is the nodes.conf
+//! generator's, in [`super::nodes_conf`]).
+//!
+//! Nodes are kept in the order they were added: Redis iterates a dict in
+//! hash order (random per process), so any order is Redis's order; ours is
+//! stable, so a loaded nodes.conf is written back in its own order.
+
+// Wired in by the cluster issue's later steps (config, commands, the bus);
+// until then only the tests use it.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::collections::HashMap;
+
+use super::wire::{NODE_FAIL, NODE_MASTER, NODE_MYSELF, NODE_SLAVE, NodeName, SLOTS, Slots};
+use crate::protocol::reply::Reply;
+
+/// `cluster-port`'s default offset from the client port
+/// (`CLUSTER_PORT_INCR`), also what an old nodes.conf line without
+/// `@cport` means.
+pub const PORT_INCR: i32 = 10000;
+
+/// The longest IP text Redis keeps (`NET_IP_STR_LEN` - 1).
+pub const IP_MAX: usize = 45;
+
+/// One known node (`clusterNode`): what nodes.conf and `CLUSTER NODES`
+/// say of it, and what `CLUSTER SLOTS`/`SHARDS` need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub name: NodeName,
+    /// The IP text (at most [`IP_MAX`] bytes; empty if not known yet).
+    pub ip: Vec<u8>,
+    /// The client port (the TLS one in a TLS cluster). Redis keeps ports as
+    /// `int`, and nodes.conf's are `atoi`ed, so any int may be there.
+    pub port: i32,
+    /// The plaintext client port of a TLS cluster; 0 if unknown (it is not
+    /// in nodes.conf, only on the bus).
+    pub pport: i32,
+    /// The cluster bus port.
+    pub cport: i32,
+    /// `cluster-announce-hostname`; empty if none.
+    pub hostname: Vec<u8>,
+    /// `NODE_*` bits from [`super::wire`].
+    pub flags: u16,
+    /// The primary of a replica.
+    pub primary: Option<NodeName>,
+    /// Replicas in the order they were attached (`slaves[]`).
+    pub replicas: Vec<NodeName>,
+    /// Unix time in ms of the PING awaiting its PONG; 0 if none.
+    pub ping_sent: i64,
+    /// Unix time in ms of the last PONG.
+    pub pong_received: i64,
+    /// When the node was flagged FAIL (ms).
+    pub fail_time: i64,
+    pub config_epoch: u64,
+    /// Whether an outgoing bus link to it is up (`node->link != NULL`).
+    pub link: bool,
+    /// The slots it serves, as it announced them (`node->slots`).
+    pub slots: Slots,
+    /// Its replication offset, as last heard on the bus.
+    pub repl_offset: i64,
+}
+
+impl Node {
+    /// A node known only by name (`createClusterNode(name, 0)`).
+    pub fn new(name: NodeName) -> Node {
+        Node {
+            name,
+            ip: Vec::new(),
+            port: 0,
+            pport: 0,
+            cport: 0,
+            hostname: Vec::new(),
+            flags: 0,
+            primary: None,
+            replicas: Vec::new(),
+            ping_sent: 0,
+            pong_received: 0,
+            fail_time: 0,
+            config_epoch: 0,
+            link: false,
+            slots: Slots::empty(),
+            repl_offset: 0,
+        }
+    }
+
+    pub fn is_myself(&self) -> bool {
+        self.flags & NODE_MYSELF != 0
+    }
+
+    pub fn is_primary(&self) -> bool {
+        self.flags & NODE_MASTER != 0
+    }
+
+    pub fn is_replica(&self) -> bool {
+        self.flags & NODE_SLAVE != 0
+    }
+
+    pub fn is_failed(&self) -> bool {
+        self.flags & NODE_FAIL != 0
+    }
+}
+
+/// `cluster-preferred-endpoint-type`: what `CLUSTER SLOTS` and `SHARDS`
+/// give as a node's endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EndpointType {
+    #[default]
+    Ip,
+    Hostname,
+    UnknownEndpoint,
+}
+
+/// What a reply needs beyond the node table: the server's settings and,
+/// for myself, the replication offset (Redis reads its own from the
+/// replication state, not from its node entry).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplyContext {
+    pub endpoint: EndpointType,
+    /// `tls-cluster yes`: a node's `port` is its TLS port.
+    pub tls_cluster: bool,
+    /// The asking client is on a plaintext connection of a TLS cluster
+    /// (`CLUSTER SLOTS` then gives plaintext ports where known).
+    pub plaintext_client: bool,
+    /// `master_repl_offset`, what a primary myself reports.
+    pub master_repl_offset: i64,
+    /// `replicationGetSlaveOffset()`, what a replica myself reports.
+    pub replica_offset: i64,
+}
+
+/// The cluster as one node sees it (`clusterState`).
+#[derive(Debug, Clone)]
+pub struct ClusterState {
+    /// My own name, once known.
+    pub myself: Option<NodeName>,
+    pub current_epoch: u64,
+    pub last_vote_epoch: u64,
+    nodes: Vec<Node>,
+    index: HashMap<NodeName, usize>,
+    /// Who serves each slot (`slots[]`).
+    slots: Vec<Option<NodeName>>,
+    /// Where myself migrates a slot to (`migrating_slots_to[]`).
+    migrating_to: Vec<Option<NodeName>>,
+    /// Where myself imports a slot from (`importing_slots_from[]`).
+    importing_from: Vec<Option<NodeName>>,
+}
+
+impl Default for ClusterState {
+    fn default() -> Self {
+        ClusterState::new()
+    }
+}
+
+impl ClusterState {
+    /// No nodes, no slots, epochs 0.
+    pub fn new() -> ClusterState {
+        ClusterState {
+            myself: None,
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            slots: vec![None; SLOTS],
+            migrating_to: vec![None; SLOTS],
+            importing_from: vec![None; SLOTS],
+        }
+    }
+
+    /// The nodes in the order they were added.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter()
+    }
+
+    pub fn node(&self, name: &NodeName) -> Option<&Node> {
+        self.index.get(name).and_then(|&i| self.nodes.get(i))
+    }
+
+    pub fn node_mut(&mut self, name: &NodeName) -> Option<&mut Node> {
+        let i = *self.index.get(name)?;
+        self.nodes.get_mut(i)
+    }
+
+    /// The node named `name`, created (at the end of the order) if unknown.
+    pub fn node_or_create(&mut self, name: NodeName) -> &mut Node {
+        let i = match self.index.get(&name) {
+            Some(&i) => i,
+            None => {
+                self.nodes.push(Node::new(name));
+                self.index.insert(name, self.nodes.len() - 1);
+                self.nodes.len() - 1
+            }
+        };
+        &mut self.nodes[i]
+    }
+
+    /// Moves `name` to the end of the node order.
+    pub(crate) fn move_to_end(&mut self, name: &NodeName) {
+        if let Some(i) = self.index.get(name).copied() {
+            let node = self.nodes.remove(i);
+            self.nodes.push(node);
+            self.reindex();
+        }
+    }
+
+    fn reindex(&mut self) {
+        self.index = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name, i))
+            .collect();
+    }
+
+    /// Who serves `slot`.
+    pub fn slot_owner(&self, slot: u16) -> Option<&NodeName> {
+        self.slots.get(usize::from(slot)).and_then(Option::as_ref)
+    }
+
+    /// Gives `slot` to `name` if nobody serves it (`clusterAddSlot`);
+    /// false if it is served already, past the last slot, or `name` is
+    /// unknown.
+    pub fn add_slot(&mut self, name: &NodeName, slot: u16) -> bool {
+        let s = usize::from(slot);
+        if s >= SLOTS || self.slots[s].is_some() {
+            return false;
+        }
+        let Some(node) = self.node_mut(name) else {
+            return false;
+        };
+        node.slots.insert(slot);
+        self.slots[s] = Some(*name);
+        true
+    }
+
+    pub fn migrating_to(&self, slot: u16) -> Option<&NodeName> {
+        self.migrating_to
+            .get(usize::from(slot))
+            .and_then(Option::as_ref)
+    }
+
+    pub fn importing_from(&self, slot: u16) -> Option<&NodeName> {
+        self.importing_from
+            .get(usize::from(slot))
+            .and_then(Option::as_ref)
+    }
+
+    /// Marks `slot` as migrating to `to` (None: not migrating).
+    pub fn set_migrating(&mut self, slot: u16, to: Option<NodeName>) {
+        if let Some(s) = self.migrating_to.get_mut(usize::from(slot)) {
+            *s = to;
+        }
+    }
+
+    /// Marks `slot` as importing from `from` (None: not importing).
+    pub fn set_importing(&mut self, slot: u16, from: Option<NodeName>) {
+        if let Some(s) = self.importing_from.get_mut(usize::from(slot)) {
+            *s = from;
+        }
+    }
+
+    /// Makes `replica` a replica of `primary` in `primary`'s list
+    /// (`clusterNodeAddSlave`, which also flags the primary as a target of
+    /// replica migration). Both must be known.
+    pub fn attach_replica(&mut self, primary: &NodeName, replica: &NodeName) {
+        if self.node(replica).is_none() {
+            return;
+        }
+        if let Some(p) = self.node_mut(primary) {
+            if !p.replicas.contains(replica) {
+                p.replicas.push(*replica);
+                p.flags |= super::wire::NODE_MIGRATE_TO;
+            }
+            if let Some(r) = self.node_mut(replica) {
+                r.primary = Some(*primary);
+            }
+        }
+    }
+
+    /// The highest epoch known (`clusterGetMaxEpoch`).
+    pub fn max_epoch(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| n.config_epoch)
+            .fold(self.current_epoch, u64::max)
+    }
+
+    /// The slot ranges each node serves, from the slot table, as Redis's
+    /// `clusterGenNodesSlotsInfo`: `(start, end)` pairs by node.
+    pub(crate) fn slot_ranges(&self) -> HashMap<NodeName, Vec<(u16, u16)>> {
+        let mut out: HashMap<NodeName, Vec<(u16, u16)>> = HashMap::new();
+        let mut start = 0usize;
+        while start < SLOTS {
+            let owner = self.slots[start];
+            let mut end = start;
+            while end + 1 < SLOTS && self.slots[end + 1] == owner {
+                end += 1;
+            }
+            if let Some(name) = owner {
+                out.entry(name)
+                    .or_default()
+                    .push((start as u16, end as u16));
+            }
+            start = end + 1;
+        }
+        out
+    }
+
+    /// The config epoch Redis shows for a node: a replica shows its
+    /// primary's.
+    pub(crate) fn shown_epoch(&self, node: &Node) -> u64 {
+        match node.primary.as_ref().and_then(|p| self.node(p)) {
+            Some(p) if node.is_replica() => p.config_epoch,
+            _ => node.config_epoch,
+        }
+    }
+
+    /// A node's replication offset as replies report it: myself's comes
+    /// from the replication state.
+    fn offset_of(&self, node: &Node, ctx: &ReplyContext) -> i64 {
+        if node.is_myself() {
+            if node.is_replica() {
+                ctx.replica_offset
+            } else {
+                ctx.master_repl_offset
+            }
+        } else {
+            node.repl_offset
+        }
+    }
+
+    /// `CLUSTER SLOTS` (`clusterReplyMultiBulkSlots`): one entry per run of
+    /// slots with one owner, in slot order, each with the owner and then
+    /// its available replicas (not failed, offset known).
+    pub(crate) fn write_slots_reply(&self, r: &mut Reply, ctx: &ReplyContext) {
+        let mut runs = Vec::new();
+        let mut start = 0usize;
+        while start < SLOTS {
+            let owner = self.slots[start];
+            let mut end = start;
+            while end + 1 < SLOTS && self.slots[end + 1] == owner {
+                end += 1;
+            }
+            if let Some(node) = owner.as_ref().and_then(|n| self.node(n)) {
+                runs.push((start, end, node));
+            }
+            start = end + 1;
+        }
+        r.array(runs.len());
+        for (start, end, node) in runs {
+            let replicas: Vec<&Node> = node
+                .replicas
+                .iter()
+                .filter_map(|n| self.node(n))
+                .filter(|n| !n.is_failed() && self.offset_of(n, ctx) != 0)
+                .collect();
+            r.array(3 + replicas.len());
+            r.int(start as i64);
+            r.int(end as i64);
+            write_slots_node(r, node, ctx);
+            for replica in replicas {
+                write_slots_node(r, replica, ctx);
+            }
+        }
+    }
+
+    /// `CLUSTER SHARDS` (`clusterReplyShards`): one shard per primary, in
+    /// node order, with its slot ranges (flattened start, end pairs) and
+    /// its nodes (the primary, then its replicas).
+    pub(crate) fn write_shards_reply(&self, r: &mut Reply, ctx: &ReplyContext) {
+        let ranges = self.slot_ranges();
+        let primaries: Vec<&Node> = self.nodes.iter().filter(|n| n.is_primary()).collect();
+        r.array(primaries.len());
+        for primary in primaries {
+            r.map(2);
+            r.bulk(b"slots");
+            let mine = ranges.get(&primary.name).map(Vec::as_slice).unwrap_or(&[]);
+            r.array(mine.len() * 2);
+            for &(start, end) in mine {
+                r.int(i64::from(start));
+                r.int(i64::from(end));
+            }
+            r.bulk(b"nodes");
+            let members: Vec<&Node> = std::iter::once(primary)
+                .chain(primary.replicas.iter().filter_map(|n| self.node(n)))
+                .collect();
+            r.array(members.len());
+            for node in members {
+                self.write_shard_node(r, node, ctx);
+            }
+        }
+    }
+
+    /// One node of a shard (`addNodeDetailsToShardReply`).
+    fn write_shard_node(&self, r: &mut Reply, node: &Node, ctx: &ReplyContext) {
+        let plaintext_port = if ctx.tls_cluster {
+            node.pport
+        } else {
+            node.port
+        };
+        let tls_port = if ctx.tls_cluster { node.port } else { 0 };
+        let offset = self.offset_of(node, ctx);
+        let fields = 6
+            + usize::from(plaintext_port != 0)
+            + usize::from(tls_port != 0)
+            + usize::from(!node.hostname.is_empty());
+        r.map(fields);
+        r.bulk(b"id");
+        r.bulk(node.name.as_bytes());
+        if plaintext_port != 0 {
+            r.bulk(b"port");
+            r.int(i64::from(plaintext_port));
+        }
+        if tls_port != 0 {
+            r.bulk(b"tls-port");
+            r.int(i64::from(tls_port));
+        }
+        r.bulk(b"ip");
+        r.bulk(&node.ip);
+        r.bulk(b"endpoint");
+        r.bulk(preferred_endpoint(node, ctx.endpoint));
+        if !node.hostname.is_empty() {
+            r.bulk(b"hostname");
+            r.bulk(&node.hostname);
+        }
+        r.bulk(b"role");
+        r.bulk(if node.is_replica() {
+            b"replica"
+        } else {
+            b"master"
+        });
+        r.bulk(b"replication-offset");
+        r.int(offset);
+        r.bulk(b"health");
+        r.bulk(if node.is_failed() {
+            b"fail".as_slice()
+        } else if node.is_replica() && offset == 0 {
+            b"loading"
+        } else {
+            b"online"
+        });
+    }
+}
+
+/// `getPreferredEndpoint`: SHARDS' `endpoint` field.
+fn preferred_endpoint(node: &Node, endpoint: EndpointType) -> &[u8] {
+    match endpoint {
+        EndpointType::Ip => &node.ip,
+        EndpointType::Hostname if node.hostname.is_empty() => b"?",
+        EndpointType::Hostname => &node.hostname,
+        EndpointType::UnknownEndpoint => b"",
+    }
+}
+
+/// One node of a `CLUSTER SLOTS` entry (`addNodeToNodeReply`): endpoint,
+/// port, id, and a map of the other known endpoints.
+fn write_slots_node(r: &mut Reply, node: &Node, ctx: &ReplyContext) {
+    r.array(4);
+    match ctx.endpoint {
+        EndpointType::Ip => r.bulk(&node.ip),
+        EndpointType::Hostname if node.hostname.is_empty() => r.bulk(b"?"),
+        EndpointType::Hostname => r.bulk(&node.hostname),
+        EndpointType::UnknownEndpoint => r.null(),
+    }
+    let use_pport = ctx.tls_cluster && ctx.plaintext_client && node.pport != 0;
+    r.int(i64::from(if use_pport { node.pport } else { node.port }));
+    r.bulk(node.name.as_bytes());
+    let with_ip = ctx.endpoint != EndpointType::Ip;
+    let with_hostname = ctx.endpoint != EndpointType::Hostname && !node.hostname.is_empty();
+    r.map(usize::from(with_ip) + usize::from(with_hostname));
+    if with_ip {
+        r.bulk(b"ip");
+        r.bulk(&node.ip);
+    }
+    if with_hostname {
+        r.bulk(b"hostname");
+        r.bulk(&node.hostname);
+    }
+}
+
+/// The `CLUSTER SLOTS` reply as RESP bytes (for tests and callers outside
+/// the crate that have no [`Reply`]).
+pub fn slots_reply_bytes(state: &ClusterState, ctx: &ReplyContext, resp3: bool) -> Vec<u8> {
+    let mut r = Reply::with_resp3(resp3);
+    state.write_slots_reply(&mut r, ctx);
+    r.buf
+}
+
+/// The `CLUSTER SHARDS` reply as RESP bytes.
+pub fn shards_reply_bytes(state: &ClusterState, ctx: &ReplyContext, resp3: bool) -> Vec<u8> {
+    let mut r = Reply::with_resp3(resp3);
+    state.write_shards_reply(&mut r, ctx);
+    r.buf
+}
