@@ -291,21 +291,31 @@ impl ClusterState {
     /// `clusterGenNodesSlotsInfo`: `(start, end)` pairs by node.
     pub(crate) fn slot_ranges(&self) -> HashMap<NodeName, Vec<(u16, u16)>> {
         let mut out: HashMap<NodeName, Vec<(u16, u16)>> = HashMap::new();
-        let mut start = 0usize;
-        while start < SLOTS {
-            let owner = self.slots[start];
-            let mut end = start;
-            while end + 1 < SLOTS && self.slots[end + 1] == owner {
-                end += 1;
-            }
-            if let Some(name) = owner {
-                out.entry(name)
-                    .or_default()
-                    .push((start as u16, end as u16));
-            }
-            start = end + 1;
+        for (start, end, name) in self.slot_runs() {
+            out.entry(name).or_default().push((start, end));
         }
         out
+    }
+
+    /// The runs of consecutive slots with one owner, in slot order:
+    /// `(start, end, owner)`; unowned slots are left out.
+    fn slot_runs(&self) -> impl Iterator<Item = (u16, u16, NodeName)> + '_ {
+        let mut start = 0usize;
+        std::iter::from_fn(move || {
+            while start < SLOTS {
+                let owner = self.slots[start];
+                let mut end = start;
+                while end + 1 < SLOTS && self.slots[end + 1] == owner {
+                    end += 1;
+                }
+                let run = (start as u16, end as u16);
+                start = end + 1;
+                if let Some(name) = owner {
+                    return Some((run.0, run.1, name));
+                }
+            }
+            None
+        })
     }
 
     /// The config epoch Redis shows for a node: a replica shows its
@@ -335,19 +345,10 @@ impl ClusterState {
     /// slots with one owner, in slot order, each with the owner and then
     /// its available replicas (not failed, offset known).
     pub(crate) fn write_slots_reply(&self, r: &mut Reply, ctx: &ReplyContext) {
-        let mut runs = Vec::new();
-        let mut start = 0usize;
-        while start < SLOTS {
-            let owner = self.slots[start];
-            let mut end = start;
-            while end + 1 < SLOTS && self.slots[end + 1] == owner {
-                end += 1;
-            }
-            if let Some(node) = owner.as_ref().and_then(|n| self.node(n)) {
-                runs.push((start, end, node));
-            }
-            start = end + 1;
-        }
+        let runs: Vec<(u16, u16, &Node)> = self
+            .slot_runs()
+            .filter_map(|(start, end, name)| Some((start, end, self.node(&name)?)))
+            .collect();
         r.array(runs.len());
         for (start, end, node) in runs {
             let replicas: Vec<&Node> = node
