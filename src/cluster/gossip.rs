@@ -1,0 +1,1785 @@
+//! The cluster bus's protocol logic, as Redis 7.0.15's `cluster.c` runs it,
+//! as a state machine without I/O: what a node does with each message it
+//! receives ([`ClusterState::on_message`], `clusterProcessPacket`), every
+//! 100 ms ([`ClusterState::cron`], `clusterCron`), and on `CLUSTER MEET`
+//! ([`ClusterState::meet`], `clusterStartHandshake`). It mutates the
+//! [`ClusterState`] and returns what else Redis's code does (connect,
+//! send, close, save nodes.conf, switch the replication role, deliver a
+//! PUBLISH) as [`Action`]s for the caller to carry out.
+//!
+//! Owned here: the handshake (MEET, renaming a handshake node from its
+//! PONG), gossip (who is told about whom, learning new nodes, addresses),
+//! failure detection (PFAIL after `cluster-node-timeout` without a PONG,
+//! FAIL on a majority of primaries' reports, clearing it), epochs (the
+//! current epoch, config epochs, collisions), slot ownership by config
+//! epoch and UPDATE messages, the cluster's ok/fail state, and the replica
+//! election (delay by rank, votes, taking the primary's slots).
+//!
+//! Not (yet) here: manual failover (`CLUSTER FAILOVER`, MFSTART), replica
+//! migration, the forgotten-node blacklist, `owner_not_claiming_slot`.
+//!
+//! Links are the caller's connections, named by [`LinkId`]s that this
+//! module hands out: outbound ones in [`Action::Connect`], inbound ones
+//! from [`ClusterState::accept_link`].
+
+// Wired in by the cluster issue's later steps (the bus service); until then
+// only the tests use it.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::collections::{HashMap, HashSet};
+
+use bytes::Bytes;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::state::ClusterState;
+use super::wire::{
+    Body, Gossip, Header, Ip, MFLAG0_FORCEACK, Msg, NAME_LEN, NODE_FAIL, NODE_HANDSHAKE,
+    NODE_MASTER, NODE_MEET, NODE_MIGRATE_TO, NODE_MYSELF, NODE_NOADDR, NODE_NOFAILOVER, NODE_PFAIL,
+    NODE_SLAVE, NodeName, Ping, PingExt, SLOTS, STATE_FAIL, STATE_OK, Slots,
+};
+
+/// A bus connection, as the caller knows it.
+pub type LinkId = u64;
+
+/// `CLUSTER_FAIL_REPORT_VALIDITY_MULT`: a failure report is good for twice
+/// the node timeout.
+const FAIL_REPORT_VALIDITY_MULT: i64 = 2;
+/// `CLUSTER_FAIL_UNDO_TIME_MULT`: a failed primary with slots is cleared
+/// when reachable again after twice the node timeout.
+const FAIL_UNDO_TIME_MULT: i64 = 2;
+/// `CLUSTER_WRITABLE_DELAY`: a primary starting in a failed cluster waits
+/// this long before it may call it ok.
+const WRITABLE_DELAY: i64 = 2000;
+/// `CLUSTER_MIN_REJOIN_DELAY`, `CLUSTER_MAX_REJOIN_DELAY`.
+const MIN_REJOIN_DELAY: i64 = 500;
+const MAX_REJOIN_DELAY: i64 = 5000;
+
+/// The settings the bus logic reads (`server.cluster_*`).
+#[derive(Debug, Clone)]
+pub struct BusConfig {
+    /// `cluster-node-timeout` in ms.
+    pub node_timeout: i64,
+    /// `cluster-announce-ip`, if set.
+    pub announce_ip: Option<Vec<u8>>,
+    /// The ports myself announces (client, plaintext client, bus).
+    pub port: u16,
+    pub pport: u16,
+    pub cport: u16,
+    /// `cluster-announce-hostname`; empty if none.
+    pub hostname: Vec<u8>,
+    /// `cluster-replica-validity-factor`.
+    pub replica_validity_factor: i64,
+    /// `repl-ping-replica-period` in seconds.
+    pub repl_ping_replica_period: i64,
+    /// `cluster-replica-no-failover`.
+    pub replica_no_failover: bool,
+    /// `cluster-require-full-coverage`.
+    pub require_full_coverage: bool,
+    /// `cluster-allow-replica-migration`.
+    pub allow_replica_migration: bool,
+}
+
+impl Default for BusConfig {
+    fn default() -> Self {
+        BusConfig {
+            node_timeout: 15000,
+            announce_ip: None,
+            port: 6379,
+            pport: 0,
+            cport: 16379,
+            hostname: Vec::new(),
+            replica_validity_factor: 10,
+            repl_ping_replica_period: 10,
+            replica_no_failover: false,
+            require_full_coverage: true,
+            allow_replica_migration: true,
+        }
+    }
+}
+
+/// What the bus keeps per node beyond [`super::state::Node`]'s fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeBus {
+    /// Our outbound link to it (`node->link`).
+    pub link: Option<LinkId>,
+    /// Its link to us, once its messages named it (`node->inbound_link`).
+    pub inbound_link: Option<LinkId>,
+    /// When the node was created (`ctime`): times out a handshake.
+    pub ctime: i64,
+    /// When any message from it last arrived (`data_received`).
+    pub data_received: i64,
+    /// Primaries that reported it PFAIL or FAIL, and when (`fail_reports`).
+    pub fail_reports: Vec<(NodeName, i64)>,
+    /// When we last voted for a replica of this primary (`voted_time`).
+    pub voted_time: i64,
+}
+
+/// One link's facts (`clusterLink`).
+#[derive(Debug, Clone)]
+struct LinkInfo {
+    /// The node it belongs to; for an inbound link, once known.
+    node: Option<NodeName>,
+    inbound: bool,
+    ctime: i64,
+    /// The peer's address (`connPeerToString`), for inbound links.
+    peer_ip: Vec<u8>,
+    /// Our own address on it (`connSockName`), for inbound links.
+    local_ip: Vec<u8>,
+}
+
+/// The bus's part of `clusterState`: links, the election, settings, and the
+/// few facts from the replication side the election needs.
+#[derive(Debug, Clone)]
+pub struct BusState {
+    pub config: BusConfig,
+    links: HashMap<LinkId, LinkInfo>,
+    next_link: LinkId,
+    iteration: u64,
+    /// `server.cluster->state == CLUSTER_OK`.
+    pub state_ok: bool,
+    /// Primaries serving slots (`server.cluster->size`).
+    pub size: usize,
+    first_call_time: i64,
+    among_minority_time: i64,
+    pfail_nodes: usize,
+    /// The election (`failover_auth_*`).
+    pub failover_auth_time: i64,
+    pub failover_auth_count: usize,
+    pub failover_auth_sent: bool,
+    pub failover_auth_rank: usize,
+    pub failover_auth_epoch: u64,
+    /// Myself's replication offset (`master_repl_offset` for a primary,
+    /// `replicationGetSlaveOffset()` for a replica), kept by the caller.
+    pub my_repl_offset: i64,
+    /// A replica's data age in ms (since the last interaction with its
+    /// primary, or since the link went down), kept by the caller.
+    pub repl_data_age: i64,
+    rng: StdRng,
+}
+
+impl Default for BusState {
+    fn default() -> Self {
+        BusState {
+            config: BusConfig::default(),
+            links: HashMap::new(),
+            next_link: 1,
+            iteration: 0,
+            state_ok: false,
+            size: 0,
+            first_call_time: 0,
+            among_minority_time: 0,
+            pfail_nodes: 0,
+            failover_auth_time: 0,
+            failover_auth_count: 0,
+            failover_auth_sent: false,
+            failover_auth_rank: 0,
+            failover_auth_epoch: 0,
+            my_repl_offset: 0,
+            repl_data_age: 0,
+            rng: StdRng::seed_from_u64(rand::random()),
+        }
+    }
+}
+
+impl BusState {
+    /// Seeds the random choices (gossip picks, election delay, handshake
+    /// names), for reproducible tests.
+    pub fn seed(&mut self, seed: u64) {
+        self.rng = StdRng::seed_from_u64(seed);
+    }
+}
+
+/// What the caller must do for the state machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Open a bus connection to `ip:cport` as `link`; then report
+    /// [`ClusterState::on_link_connected`] or [`ClusterState::on_link_closed`].
+    Connect {
+        link: LinkId,
+        node: NodeName,
+        ip: Vec<u8>,
+        cport: u16,
+    },
+    /// Write `msg` on `link`.
+    Send { link: LinkId, msg: Msg },
+    /// Close `link` (it is forgotten already).
+    Close { link: LinkId },
+    /// Save nodes.conf (`clusterSaveConfig`), fsyncing it or not.
+    SaveConfig { fsync: bool },
+    /// The cluster's state changed to ok (true) or fail.
+    StateChanged { ok: bool },
+    /// Replicate from this primary (`replicationSetMaster`).
+    ReplicateFrom { ip: Vec<u8>, port: u16 },
+    /// Stop replicating: myself is a primary now (`replicationUnsetMaster`).
+    BecomePrimary,
+    /// Deliver a PUBLISH (or SPUBLISH) from the bus to local subscribers.
+    Publish {
+        channel: Bytes,
+        message: Bytes,
+        shard: bool,
+    },
+    /// Myself lost this slot to a newer config: drop its keys
+    /// (`delKeysInSlot`), if it has any.
+    DeleteKeysInSlot(u16),
+}
+
+/// What one call must do before returning (`clusterDoBeforeSleep`'s todo
+/// bits), and the actions so far.
+#[derive(Default)]
+struct Out {
+    actions: Vec<Action>,
+    save: bool,
+    fsync: bool,
+    update_state: bool,
+    handle_failover: bool,
+}
+
+impl Out {
+    fn save(&mut self, fsync: bool) {
+        self.save = true;
+        self.fsync |= fsync;
+    }
+}
+
+/// Broadcast targets (`CLUSTER_BROADCAST_*`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Targets {
+    All,
+    LocalReplicas,
+}
+
+fn has_flag(flags: u16, f: u16) -> bool {
+    flags & f != 0
+}
+
+impl ClusterState {
+    /// A new cluster node named `name` (`clusterInit` without nodes.conf):
+    /// a primary knowing only itself.
+    pub fn with_myself(name: NodeName, config: BusConfig, now: i64) -> ClusterState {
+        let mut state = ClusterState::new();
+        let node = state.node_or_create(name);
+        node.flags = NODE_MYSELF | NODE_MASTER;
+        node.port = i32::from(config.port);
+        node.pport = i32::from(config.pport);
+        node.cport = i32::from(config.cport);
+        node.hostname = config.hostname.clone();
+        if let Some(ip) = &config.announce_ip {
+            node.ip = ip.clone();
+        }
+        node.bus.ctime = now;
+        state.myself = Some(name);
+        state.bus.config = config;
+        state
+    }
+
+    /// A random node name (`getRandomHexChars`).
+    pub fn random_name(&mut self) -> NodeName {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut name = [0u8; NAME_LEN];
+        for b in &mut name {
+            *b = HEX[self.bus.rng.random_range(0..16)];
+        }
+        NodeName(name)
+    }
+
+    fn myself_name(&self) -> NodeName {
+        self.myself.unwrap_or(NodeName::NULL)
+    }
+
+    fn is_myself(&self, name: &NodeName) -> bool {
+        self.myself.as_ref() == Some(name)
+    }
+
+    fn myself_is_primary(&self) -> bool {
+        self.myself
+            .and_then(|m| self.node(&m))
+            .is_some_and(|n| n.is_primary())
+    }
+
+    fn myself_primary(&self) -> Option<NodeName> {
+        self.myself
+            .and_then(|m| self.node(&m))
+            .filter(|n| n.is_replica())
+            .and_then(|n| n.primary)
+    }
+
+    fn flags_of(&self, name: &NodeName) -> u16 {
+        self.node(name).map_or(0, |n| n.flags)
+    }
+
+    fn numslots(&self, name: &NodeName) -> usize {
+        self.node(name).map_or(0, |n| n.slots.count())
+    }
+
+    /// Whether the cluster is ok as myself sees it.
+    pub fn is_ok(&self) -> bool {
+        self.bus.state_ok
+    }
+
+    // ---------------------------------------------------------------
+    // Links
+    // ---------------------------------------------------------------
+
+    fn new_link_id(&mut self) -> LinkId {
+        let id = self.bus.next_link;
+        self.bus.next_link += 1;
+        id
+    }
+
+    /// An inbound connection was accepted: its id, for the messages that
+    /// come on it. `peer_ip` is the peer's address, `local_ip` ours on it.
+    pub fn accept_link(&mut self, peer_ip: &[u8], local_ip: &[u8], now: i64) -> LinkId {
+        let id = self.new_link_id();
+        self.bus.links.insert(
+            id,
+            LinkInfo {
+                node: None,
+                inbound: true,
+                ctime: now,
+                peer_ip: peer_ip.to_vec(),
+                local_ip: local_ip.to_vec(),
+            },
+        );
+        id
+    }
+
+    /// The outbound links that are open, with their nodes.
+    pub fn outbound_links(&self) -> Vec<(LinkId, NodeName)> {
+        self.nodes()
+            .filter_map(|n| n.bus.link.map(|l| (l, n.name)))
+            .collect()
+    }
+
+    /// `freeClusterLink`: forgets the link (and its node's hold on it).
+    fn free_link(&mut self, link: LinkId, out: &mut Out) {
+        let Some(info) = self.bus.links.remove(&link) else {
+            return;
+        };
+        out.actions.push(Action::Close { link });
+        if let Some(node) = info.node.and_then(|n| self.node_mut(&n)) {
+            if node.bus.link == Some(link) {
+                node.bus.link = None;
+                node.link = false;
+            }
+            if node.bus.inbound_link == Some(link) {
+                node.bus.inbound_link = None;
+            }
+        }
+    }
+
+    /// The connection of `link` failed or closed: forget it. The cron
+    /// reconnects an outbound one.
+    pub fn on_link_closed(&mut self, link: LinkId) {
+        let mut out = Out::default();
+        self.free_link(link, &mut out);
+    }
+
+    /// An outbound connection from [`Action::Connect`] is up
+    /// (`clusterLinkConnectHandler`): it starts with a MEET or a PING.
+    pub fn on_link_connected(&mut self, link: LinkId, now: i64) -> Vec<Action> {
+        let mut out = Out::default();
+        let Some(name) = self.bus.links.get(&link).and_then(|l| l.node) else {
+            return out.actions;
+        };
+        let Some(node) = self.node(&name) else {
+            return out.actions;
+        };
+        let old_ping_sent = node.ping_sent;
+        let meet = has_flag(node.flags, NODE_MEET);
+        self.send_ping(
+            link,
+            if meet { Kind::Meet } else { Kind::Ping },
+            now,
+            &mut out,
+        );
+        if let Some(node) = self.node_mut(&name) {
+            if old_ping_sent != 0 {
+                node.ping_sent = old_ping_sent;
+            }
+            node.flags &= !NODE_MEET;
+        }
+        self.finish(out, now)
+    }
+
+    // ---------------------------------------------------------------
+    // Nodes
+    // ---------------------------------------------------------------
+
+    /// `CLUSTER MEET ip port cport` (`clusterStartHandshake`): false if
+    /// the address is bad or a handshake with it is under way.
+    pub fn meet(&mut self, ip: &[u8], port: i32, cport: i32, now: i64) -> bool {
+        let Some(norm) = std::str::from_utf8(ip)
+            .ok()
+            .and_then(|s| s.parse::<std::net::IpAddr>().ok())
+        else {
+            return false;
+        };
+        if !(1..=65535).contains(&port) || !(1..=65535).contains(&cport) {
+            return false;
+        }
+        let norm = norm.to_string().into_bytes();
+        let busy = self.nodes().any(|n| {
+            has_flag(n.flags, NODE_HANDSHAKE)
+                && n.ip.eq_ignore_ascii_case(&norm)
+                && n.port == port
+                && n.cport == cport
+        });
+        if busy {
+            return false;
+        }
+        self.add_handshake_node(norm, port, 0, cport, NODE_HANDSHAKE | NODE_MEET, now);
+        true
+    }
+
+    fn add_handshake_node(
+        &mut self,
+        ip: Vec<u8>,
+        port: i32,
+        pport: i32,
+        cport: i32,
+        flags: u16,
+        now: i64,
+    ) -> NodeName {
+        let name = self.random_name();
+        let node = self.node_or_create(name);
+        node.flags = flags;
+        node.ip = ip;
+        node.port = port;
+        node.pport = pport;
+        node.cport = cport;
+        node.bus.ctime = now;
+        name
+    }
+
+    /// `clusterDelNode`: forget a node, its links and its reports.
+    fn del_node(&mut self, name: &NodeName, out: &mut Out) {
+        let links: Vec<LinkId> = self
+            .bus
+            .links
+            .iter()
+            .filter(|(_, l)| l.node.as_ref() == Some(name))
+            .map(|(&id, _)| id)
+            .collect();
+        for link in links {
+            self.free_link(link, out);
+        }
+        let names: Vec<NodeName> = self.nodes().map(|n| n.name).collect();
+        for n in names {
+            if let Some(node) = self.node_mut(&n) {
+                node.bus.fail_reports.retain(|(who, _)| who != name);
+            }
+        }
+        self.remove_node(name);
+    }
+
+    /// `clusterRenameNode`, and the links that name it.
+    fn rename(&mut self, old: &NodeName, new: NodeName) {
+        self.rename_node(old, new);
+        for l in self.bus.links.values_mut() {
+            if l.node.as_ref() == Some(old) {
+                l.node = Some(new);
+            }
+        }
+    }
+
+    /// `clusterSetNodeAsMaster`.
+    fn set_node_as_primary(&mut self, name: &NodeName, out: &mut Out) {
+        let Some(node) = self.node(name) else {
+            return;
+        };
+        if node.is_primary() {
+            return;
+        }
+        let old = node.primary;
+        let myself = self.is_myself(name);
+        if let Some(p) = old.and_then(|p| self.node_mut(&p)) {
+            p.replicas.retain(|r| r != name);
+        }
+        if let Some(node) = self.node_mut(name) {
+            if old.is_some() && !myself {
+                node.flags |= NODE_MIGRATE_TO;
+            }
+            node.flags &= !NODE_SLAVE;
+            node.flags |= NODE_MASTER;
+            node.primary = None;
+        }
+        out.save(false);
+        out.update_state = true;
+    }
+
+    /// `CLUSTER REPLICATE` / `clusterSetMaster`: myself becomes a replica
+    /// of `primary` (myself must serve no slots).
+    pub fn replicate(&mut self, primary: &NodeName, now: i64) -> Vec<Action> {
+        let mut out = Out::default();
+        self.set_primary(primary, &mut out);
+        out.save(true);
+        out.update_state = true;
+        self.finish(out, now)
+    }
+
+    fn set_primary(&mut self, primary: &NodeName, out: &mut Out) {
+        let me = self.myself_name();
+        if self.is_myself(primary) || self.node(primary).is_none() {
+            return;
+        }
+        let Some(myself) = self.node(&me) else {
+            return;
+        };
+        let was_primary = myself.is_primary();
+        let old = myself.primary;
+        if was_primary {
+            if let Some(m) = self.node_mut(&me) {
+                m.flags &= !(NODE_MASTER | NODE_MIGRATE_TO);
+                m.flags |= NODE_SLAVE;
+            }
+            // clusterCloseAllSlots
+            for s in 0..SLOTS as u16 {
+                self.set_migrating(s, None);
+                self.set_importing(s, None);
+            }
+        } else if let Some(p) = old.and_then(|p| self.node_mut(&p)) {
+            p.replicas.retain(|r| *r != me);
+        }
+        self.attach_replica(primary, &me);
+        if let Some(m) = self.node_mut(&me) {
+            m.primary = Some(*primary);
+        }
+        if let Some(p) = self.node(primary) {
+            let port = u16::try_from(p.port).unwrap_or(0);
+            out.actions.push(Action::ReplicateFrom {
+                ip: p.ip.clone(),
+                port,
+            });
+        }
+    }
+
+    // ---------------------------------------------------------------
+    // Failure reports
+    // ---------------------------------------------------------------
+
+    /// `clusterNodeAddFailureReport`: true if the report is new.
+    fn add_failure_report(&mut self, failing: &NodeName, sender: &NodeName, now: i64) -> bool {
+        let Some(node) = self.node_mut(failing) else {
+            return false;
+        };
+        if let Some(r) = node.bus.fail_reports.iter_mut().find(|(w, _)| w == sender) {
+            r.1 = now;
+            return false;
+        }
+        node.bus.fail_reports.push((*sender, now));
+        true
+    }
+
+    fn del_failure_report(&mut self, node: &NodeName, sender: &NodeName, now: i64) -> bool {
+        self.cleanup_failure_reports(node, now);
+        let Some(node) = self.node_mut(node) else {
+            return false;
+        };
+        let before = node.bus.fail_reports.len();
+        node.bus.fail_reports.retain(|(w, _)| w != sender);
+        before != node.bus.fail_reports.len()
+    }
+
+    /// `clusterNodeCleanupFailureReports`: drop reports older than twice
+    /// the node timeout.
+    fn cleanup_failure_reports(&mut self, node: &NodeName, now: i64) {
+        let max = self.bus.config.node_timeout * FAIL_REPORT_VALIDITY_MULT;
+        if let Some(node) = self.node_mut(node) {
+            node.bus.fail_reports.retain(|&(_, t)| now - t <= max);
+        }
+    }
+
+    /// `clusterNodeFailureReportsCount`.
+    pub fn failure_reports(&mut self, node: &NodeName, now: i64) -> usize {
+        self.cleanup_failure_reports(node, now);
+        self.node(node).map_or(0, |n| n.bus.fail_reports.len())
+    }
+
+    /// `markNodeAsFailingIfNeeded`: PFAIL becomes FAIL when a majority of
+    /// the primaries (myself included, if a primary) report it.
+    fn mark_failing_if_needed(&mut self, name: &NodeName, now: i64, out: &mut Out) {
+        let quorum = self.bus.size / 2 + 1;
+        let flags = self.flags_of(name);
+        if !has_flag(flags, NODE_PFAIL) || has_flag(flags, NODE_FAIL) {
+            return;
+        }
+        let mut failures = self.failure_reports(name, now);
+        if self.myself_is_primary() {
+            failures += 1;
+        }
+        if failures < quorum {
+            return;
+        }
+        if let Some(node) = self.node_mut(name) {
+            node.flags &= !NODE_PFAIL;
+            node.flags |= NODE_FAIL;
+            node.fail_time = now;
+        }
+        // clusterSendFail
+        let msg = self.msg(Body::Fail { about: *name });
+        self.broadcast(&msg, out);
+        out.update_state = true;
+        out.save(false);
+    }
+
+    /// `clearNodeFailureIfNeeded`: a reachable replica or slotless primary
+    /// is cleared at once; a primary with slots only when nobody took them
+    /// over for a while.
+    fn clear_failure_if_needed(&mut self, name: &NodeName, now: i64, out: &mut Out) {
+        let undo = self.bus.config.node_timeout * FAIL_UNDO_TIME_MULT;
+        let numslots = self.numslots(name);
+        let Some(node) = self.node_mut(name) else {
+            return;
+        };
+        if node.is_replica() || numslots == 0 {
+            node.flags &= !NODE_FAIL;
+            out.update_state = true;
+            out.save(false);
+        }
+        if node.is_primary() && numslots > 0 && now - node.fail_time > undo {
+            node.flags &= !NODE_FAIL;
+            out.update_state = true;
+            out.save(false);
+        }
+    }
+
+    // ---------------------------------------------------------------
+    // Messages out
+    // ---------------------------------------------------------------
+
+    /// `clusterBuildMessageHdr`.
+    fn header(&self) -> Header {
+        let me = self.myself_name();
+        let myself = self.node(&me);
+        let flags = myself.map_or(0, |n| n.flags);
+        let primary = myself
+            .filter(|n| n.is_replica())
+            .and_then(|n| n.primary)
+            .and_then(|p| self.node(&p))
+            .or(myself);
+        let cfg = &self.bus.config;
+        Header {
+            port: cfg.port,
+            current_epoch: self.current_epoch,
+            config_epoch: primary.map_or(0, |p| p.config_epoch),
+            offset: self.bus.my_repl_offset.max(0) as u64,
+            sender: me,
+            myslots: primary.map_or_else(Slots::empty, |p| p.slots.clone()),
+            slaveof: myself.and_then(|n| n.primary).unwrap_or(NodeName::NULL),
+            myip: cfg.announce_ip.as_deref().map_or(Ip::NONE, Ip::new),
+            pport: cfg.pport,
+            cport: cfg.cport,
+            flags,
+            state: if self.bus.state_ok {
+                STATE_OK
+            } else {
+                STATE_FAIL
+            },
+            mflags: [0; 3],
+        }
+    }
+
+    fn msg(&self, body: Body) -> Msg {
+        Msg {
+            header: self.header(),
+            body,
+        }
+    }
+
+    /// `clusterSetGossipEntry`.
+    fn gossip_entry(&self, name: &NodeName) -> Option<Gossip> {
+        let n = self.node(name)?;
+        Some(Gossip {
+            nodename: n.name,
+            ping_sent: (n.ping_sent / 1000) as u32,
+            pong_received: (n.pong_received / 1000) as u32,
+            ip: Ip::new(&n.ip),
+            port: u16::try_from(n.port).unwrap_or(0),
+            cport: u16::try_from(n.cport).unwrap_or(0),
+            flags: n.flags,
+            pport: u16::try_from(n.pport).unwrap_or(0),
+        })
+    }
+
+    /// `clusterSendPing`: a PING, PONG or MEET with gossip about
+    /// max(3, nodes/10) random healthy nodes plus every PFAIL node.
+    fn send_ping(&mut self, link: LinkId, kind: Kind, now: i64, out: &mut Out) {
+        let Some(info) = self.bus.links.get(&link) else {
+            return;
+        };
+        let (inbound, node) = (info.inbound, info.node);
+        let total = self.nodes().count();
+        let mut freshnodes = total.saturating_sub(2);
+        let wanted = (total / 10).max(3).min(freshnodes);
+        if !inbound
+            && kind == Kind::Ping
+            && let Some(n) = node.and_then(|n| self.node_mut(&n))
+        {
+            n.ping_sent = now;
+        }
+        let names: Vec<NodeName> = self.nodes().map(|n| n.name).collect();
+        let mut chosen: Vec<NodeName> = Vec::new();
+        let mut picked: HashSet<NodeName> = HashSet::new();
+        let mut maxiterations = wanted * 3;
+        while freshnodes > 0 && chosen.len() < wanted && maxiterations > 0 {
+            maxiterations -= 1;
+            let i = self.bus.rng.random_range(0..names.len());
+            let this = &names[i];
+            let Some(n) = self.node(this) else { continue };
+            if n.is_myself() || has_flag(n.flags, NODE_PFAIL) {
+                continue;
+            }
+            if has_flag(n.flags, NODE_HANDSHAKE | NODE_NOADDR)
+                || (n.bus.link.is_none() && n.slots.is_empty())
+            {
+                freshnodes -= 1;
+                continue;
+            }
+            if !picked.insert(*this) {
+                continue;
+            }
+            chosen.push(*this);
+            freshnodes -= 1;
+        }
+        let mut pfail_wanted = self.bus.pfail_nodes;
+        for n in self.nodes() {
+            if pfail_wanted == 0 {
+                break;
+            }
+            if has_flag(n.flags, NODE_HANDSHAKE | NODE_NOADDR) || !has_flag(n.flags, NODE_PFAIL) {
+                continue;
+            }
+            chosen.push(n.name);
+            pfail_wanted -= 1;
+        }
+        let gossip = chosen.iter().filter_map(|n| self.gossip_entry(n)).collect();
+        let mut extensions = Vec::new();
+        if !self.bus.config.hostname.is_empty() {
+            extensions.push(PingExt::Hostname(Bytes::from(
+                self.bus.config.hostname.clone(),
+            )));
+        }
+        let ping = Ping { gossip, extensions };
+        let body = match kind {
+            Kind::Ping => Body::Ping(ping),
+            Kind::Pong => Body::Pong(ping),
+            Kind::Meet => Body::Meet(ping),
+        };
+        let msg = self.msg(body);
+        out.actions.push(Action::Send { link, msg });
+    }
+
+    /// `clusterBroadcastMessage`: to every node we have a link to.
+    fn broadcast(&self, msg: &Msg, out: &mut Out) {
+        for n in self.nodes() {
+            if has_flag(n.flags, NODE_MYSELF | NODE_HANDSHAKE) {
+                continue;
+            }
+            if let Some(link) = n.bus.link {
+                out.actions.push(Action::Send {
+                    link,
+                    msg: msg.clone(),
+                });
+            }
+        }
+    }
+
+    /// `clusterBroadcastPong`.
+    fn broadcast_pong(&mut self, targets: Targets, now: i64, out: &mut Out) {
+        let my_primary = self.myself_primary();
+        let links: Vec<LinkId> = self
+            .nodes()
+            .filter(|n| !has_flag(n.flags, NODE_MYSELF | NODE_HANDSHAKE))
+            .filter(|n| {
+                targets == Targets::All
+                    || (n.is_replica() && n.primary.is_some() && n.primary == my_primary)
+            })
+            .filter_map(|n| n.bus.link)
+            .collect();
+        for link in links {
+            self.send_ping(link, Kind::Pong, now, out);
+        }
+    }
+
+    /// `clusterSendUpdate`: tell the node on `link` about `about`'s slots.
+    fn send_update(&self, link: Option<LinkId>, about: &NodeName, out: &mut Out) {
+        let (Some(link), Some(n)) = (link, self.node(about)) else {
+            return;
+        };
+        let msg = self.msg(Body::Update {
+            config_epoch: n.config_epoch,
+            node: n.name,
+            slots: n.slots.clone(),
+        });
+        out.actions.push(Action::Send { link, msg });
+    }
+
+    // ---------------------------------------------------------------
+    // Messages in
+    // ---------------------------------------------------------------
+
+    /// `getNodeFromLinkAndMsg`.
+    fn sender_of(&mut self, link: LinkId, hdr: &Header, out: &mut Out) -> Option<NodeName> {
+        let info = self.bus.links.get(&link)?;
+        if let Some(n) = info.node
+            && self
+                .node(&n)
+                .is_some_and(|n| !has_flag(n.flags, NODE_HANDSHAKE))
+        {
+            return Some(n);
+        }
+        let link_node = info.node;
+        let sender = self.node(&hdr.sender).map(|n| n.name)?;
+        if link_node.is_none() {
+            // setClusterNodeToInboundClusterLink
+            let old = self.node(&sender).and_then(|n| n.bus.inbound_link);
+            if let Some(old) = old
+                && old != link
+            {
+                self.free_link(old, out);
+            }
+            if let Some(n) = self.node_mut(&sender) {
+                n.bus.inbound_link = Some(link);
+            }
+            if let Some(l) = self.bus.links.get_mut(&link) {
+                l.node = Some(sender);
+            }
+        }
+        Some(sender)
+    }
+
+    /// `clusterProcessPacket`: one message that arrived on `link`.
+    pub fn on_message(&mut self, link: LinkId, msg: &Msg, now: i64) -> Vec<Action> {
+        let mut out = Out::default();
+        if self.bus.links.contains_key(&link) {
+            self.process(link, msg, now, &mut out);
+        }
+        self.finish(out, now)
+    }
+
+    fn process(&mut self, link: LinkId, msg: &Msg, now: i64, out: &mut Out) {
+        let hdr = &msg.header;
+        let sender = self.sender_of(link, hdr, out);
+        let mut sender_current_epoch = 0;
+        let mut sender_config_epoch = 0;
+        if let Some(s) = sender.and_then(|s| self.node_mut(&s)) {
+            s.bus.data_received = now;
+            if !has_flag(s.flags, NODE_HANDSHAKE) {
+                sender_current_epoch = hdr.current_epoch;
+                sender_config_epoch = hdr.config_epoch;
+                if sender_config_epoch > s.config_epoch {
+                    s.config_epoch = sender_config_epoch;
+                    out.save(true);
+                }
+                s.repl_offset = i64::try_from(hdr.offset).unwrap_or(i64::MAX);
+                if sender_current_epoch > self.current_epoch {
+                    self.current_epoch = sender_current_epoch;
+                }
+            }
+        }
+        let Some(info) = self.bus.links.get(&link) else {
+            return;
+        };
+        let inbound = info.inbound;
+        match &msg.body {
+            Body::Ping(p) | Body::Pong(p) | Body::Meet(p) => {
+                let kind = match msg.body {
+                    Body::Ping(_) => Kind::Ping,
+                    Body::Pong(_) => Kind::Pong,
+                    _ => Kind::Meet,
+                };
+                self.process_ping(
+                    link,
+                    inbound,
+                    kind,
+                    hdr,
+                    p,
+                    sender,
+                    sender_config_epoch,
+                    now,
+                    out,
+                );
+            }
+            Body::Fail { about } => {
+                if sender.is_none() {
+                    return;
+                }
+                let flags = self.flags_of(about);
+                if self.node(about).is_some() && !has_flag(flags, NODE_FAIL | NODE_MYSELF) {
+                    if let Some(n) = self.node_mut(about) {
+                        n.flags |= NODE_FAIL;
+                        n.flags &= !NODE_PFAIL;
+                        n.fail_time = now;
+                    }
+                    out.update_state = true;
+                    out.save(false);
+                }
+            }
+            Body::Publish { channel, message } | Body::PublishShard { channel, message } => {
+                if sender.is_some() {
+                    out.actions.push(Action::Publish {
+                        channel: channel.clone(),
+                        message: message.clone(),
+                        shard: matches!(msg.body, Body::PublishShard { .. }),
+                    });
+                }
+            }
+            Body::FailoverAuthRequest => {
+                if let Some(s) = sender {
+                    self.send_failover_auth_if_needed(&s, hdr, now, out);
+                }
+            }
+            Body::FailoverAuthAck => {
+                if let Some(s) = sender
+                    && self.node(&s).is_some_and(|n| n.is_primary())
+                    && self.numslots(&s) > 0
+                    && sender_current_epoch >= self.bus.failover_auth_epoch
+                {
+                    self.bus.failover_auth_count += 1;
+                    out.handle_failover = true;
+                }
+            }
+            Body::Update {
+                config_epoch,
+                node,
+                slots,
+            } => {
+                if sender.is_none() {
+                    return;
+                }
+                let Some(n) = self.node(node) else { return };
+                if n.config_epoch >= *config_epoch {
+                    return;
+                }
+                if n.is_replica() {
+                    self.set_node_as_primary(node, out);
+                }
+                if let Some(n) = self.node_mut(node) {
+                    n.config_epoch = *config_epoch;
+                }
+                out.save(true);
+                self.update_slots_config_with(node, *config_epoch, slots, out);
+            }
+            // Manual failover and modules are not handled here.
+            Body::MfStart | Body::Module { .. } | Body::Unknown { .. } => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn process_ping(
+        &mut self,
+        link: LinkId,
+        inbound: bool,
+        kind: Kind,
+        hdr: &Header,
+        ping: &Ping,
+        sender: Option<NodeName>,
+        sender_config_epoch: u64,
+        now: i64,
+        out: &mut Out,
+    ) {
+        let me = self.myself_name();
+        if kind != Kind::Pong {
+            // Learn our own IP from the connection, unless announced.
+            let my_ip_empty = self.node(&me).is_none_or(|n| n.ip.is_empty());
+            if (kind == Kind::Meet || my_ip_empty) && self.bus.config.announce_ip.is_none() {
+                let local = self
+                    .bus
+                    .links
+                    .get(&link)
+                    .map(|l| l.local_ip.clone())
+                    .unwrap_or_default();
+                if let Some(m) = self.node_mut(&me)
+                    && !local.is_empty()
+                    && m.ip != local
+                {
+                    m.ip = local;
+                    out.save(false);
+                }
+            }
+            if sender.is_none() && kind == Kind::Meet {
+                let ip = self.announced_or_peer_ip(link, &hdr.myip);
+                self.add_handshake_node(
+                    ip,
+                    i32::from(hdr.port),
+                    i32::from(hdr.pport),
+                    i32::from(hdr.cport),
+                    NODE_HANDSHAKE,
+                    now,
+                );
+                out.save(false);
+                self.process_gossip(link, ping, now, out);
+            }
+            self.send_ping(link, Kind::Pong, now, out);
+        }
+
+        if !inbound {
+            let Some(link_node) = self.bus.links.get(&link).and_then(|l| l.node) else {
+                return;
+            };
+            let in_handshake = has_flag(self.flags_of(&link_node), NODE_HANDSHAKE);
+            if in_handshake {
+                if let Some(s) = sender {
+                    // We know it already under its real name: update the
+                    // address and drop the handshake node.
+                    if self.update_address_if_needed(&s, link, hdr, out) {
+                        out.save(false);
+                        out.update_state = true;
+                    }
+                    self.del_node(&link_node, out);
+                    return;
+                }
+                if hdr.sender.is_null() {
+                    return;
+                }
+                self.rename(&link_node, hdr.sender);
+                if let Some(n) = self.node_mut(&hdr.sender) {
+                    n.flags &= !NODE_HANDSHAKE;
+                    n.flags |= hdr.flags & (NODE_MASTER | NODE_SLAVE);
+                }
+                out.save(false);
+            } else if link_node != hdr.sender {
+                // The node at this address is another one now.
+                if let Some(n) = self.node_mut(&link_node) {
+                    n.flags |= NODE_NOADDR;
+                    n.ip.clear();
+                    n.port = 0;
+                    n.pport = 0;
+                    n.cport = 0;
+                }
+                self.free_link(link, out);
+                out.save(false);
+                return;
+            }
+        }
+
+        if let Some(n) = sender.and_then(|s| self.node_mut(&s)) {
+            n.flags = (n.flags & !NODE_NOFAILOVER) | (hdr.flags & NODE_NOFAILOVER);
+        }
+
+        if let Some(s) = sender
+            && kind == Kind::Ping
+            && !has_flag(self.flags_of(&s), NODE_HANDSHAKE)
+            && self.update_address_if_needed(&s, link, hdr, out)
+        {
+            out.save(false);
+            out.update_state = true;
+        }
+
+        if !inbound
+            && kind == Kind::Pong
+            && let Some(ln) = self.bus.links.get(&link).and_then(|l| l.node)
+        {
+            let flags = self.flags_of(&ln);
+            if let Some(n) = self.node_mut(&ln) {
+                n.pong_received = now;
+                n.ping_sent = 0;
+            }
+            if has_flag(flags, NODE_PFAIL) {
+                if let Some(n) = self.node_mut(&ln) {
+                    n.flags &= !NODE_PFAIL;
+                }
+                out.save(false);
+                out.update_state = true;
+            } else if has_flag(flags, NODE_FAIL) {
+                self.clear_failure_if_needed(&ln, now, out);
+            }
+        }
+
+        let Some(sender) = sender else {
+            return;
+        };
+
+        // The sender's role.
+        if hdr.slaveof.is_null() {
+            self.set_node_as_primary(&sender, out);
+        } else {
+            let primary = self.node(&hdr.slaveof).map(|n| n.name);
+            if self.node(&sender).is_some_and(|n| n.is_primary()) {
+                self.del_node_slots(&sender);
+                if let Some(n) = self.node_mut(&sender) {
+                    n.flags &= !(NODE_MASTER | NODE_MIGRATE_TO);
+                    n.flags |= NODE_SLAVE;
+                }
+                out.save(false);
+                out.update_state = true;
+            }
+            let current = self.node(&sender).and_then(|n| n.primary);
+            if let Some(p) = primary
+                && current != Some(p)
+                && p != sender
+            {
+                if let Some(old) = current.and_then(|c| self.node_mut(&c)) {
+                    old.replicas.retain(|r| *r != sender);
+                }
+                self.attach_replica(&p, &sender);
+                out.save(false);
+            }
+        }
+
+        // The sender's slots.
+        let sender_primary = match self.node(&sender) {
+            Some(n) if n.is_primary() => Some(sender),
+            Some(n) => n.primary,
+            None => None,
+        };
+        let dirty = sender_primary
+            .and_then(|p| self.node(&p))
+            .is_some_and(|p| p.slots != hdr.myslots);
+        let sender_is_primary = self.node(&sender).is_some_and(|n| n.is_primary());
+        if sender_is_primary && dirty {
+            self.update_slots_config_with(&sender, sender_config_epoch, &hdr.myslots, out);
+        }
+        if dirty {
+            // Does it claim slots someone newer serves? Tell it.
+            for j in 0..SLOTS as u16 {
+                if !hdr.myslots.contains(j) {
+                    continue;
+                }
+                let Some(owner) = self.slot_owner(j).copied() else {
+                    continue;
+                };
+                if owner == sender {
+                    continue;
+                }
+                if self
+                    .node(&owner)
+                    .is_some_and(|o| o.config_epoch > sender_config_epoch)
+                {
+                    let link = self.node(&sender).and_then(|n| n.bus.link);
+                    self.send_update(link, &owner, out);
+                    break;
+                }
+            }
+        }
+
+        if sender_is_primary
+            && self.myself_is_primary()
+            && sender_config_epoch == self.node(&me).map_or(0, |n| n.config_epoch)
+        {
+            self.handle_config_epoch_collision(&sender, out);
+        }
+
+        self.process_gossip(link, ping, now, out);
+        // clusterProcessPingExt: no hostname extension means none.
+        let hostname = ping.extensions.iter().find_map(|e| match e {
+            PingExt::Hostname(h) => Some(h.to_vec()),
+            PingExt::Other { .. } => None,
+        });
+        if let Some(n) = self.node_mut(&sender) {
+            let hostname = hostname.unwrap_or_default();
+            if n.hostname != hostname {
+                n.hostname = hostname;
+                out.save(false);
+            }
+        }
+    }
+
+    /// `nodeIp2String`: the announced IP, else the link's peer address.
+    fn announced_or_peer_ip(&self, link: LinkId, myip: &Ip) -> Vec<u8> {
+        if !myip.text().is_empty() {
+            return myip.text().to_vec();
+        }
+        self.bus
+            .links
+            .get(&link)
+            .map(|l| l.peer_ip.clone())
+            .unwrap_or_default()
+    }
+
+    /// `nodeUpdateAddressIfNeeded`.
+    fn update_address_if_needed(
+        &mut self,
+        name: &NodeName,
+        link: LinkId,
+        hdr: &Header,
+        out: &mut Out,
+    ) -> bool {
+        let Some(node) = self.node(name) else {
+            return false;
+        };
+        if node.bus.link == Some(link) {
+            return false;
+        }
+        let ip = self.announced_or_peer_ip(link, &hdr.myip);
+        if ip.is_empty() {
+            return false;
+        }
+        let (port, pport, cport) = (
+            i32::from(hdr.port),
+            i32::from(hdr.pport),
+            i32::from(hdr.cport),
+        );
+        if node.port == port && node.cport == cport && node.pport == pport && node.ip == ip {
+            return false;
+        }
+        let old_link = node.bus.link;
+        if let Some(n) = self.node_mut(name) {
+            n.ip = ip.clone();
+            n.port = port;
+            n.pport = pport;
+            n.cport = cport;
+            n.flags &= !NODE_NOADDR;
+        }
+        if let Some(l) = old_link {
+            self.free_link(l, out);
+        }
+        if self.myself_primary() == Some(*name) {
+            out.actions
+                .push(Action::ReplicateFrom { ip, port: hdr.port });
+        }
+        true
+    }
+
+    /// `clusterDelNodeSlots`.
+    fn del_node_slots(&mut self, name: &NodeName) {
+        for j in 0..SLOTS as u16 {
+            if self.slot_owner(j) == Some(name) {
+                self.del_slot(j);
+            }
+        }
+    }
+
+    /// `clusterProcessGossipSection`.
+    fn process_gossip(&mut self, link: LinkId, ping: &Ping, now: i64, out: &mut Out) {
+        let link_node = self.bus.links.get(&link).and_then(|l| l.node);
+        let sender = link_node.filter(|n| self.node(n).is_some());
+        let sender_is_primary = sender
+            .and_then(|s| self.node(&s))
+            .is_some_and(|n| n.is_primary());
+        for g in &ping.gossip {
+            let flags = g.flags;
+            if let Some(node) = self.node(&g.nodename) {
+                let name = node.name;
+                if sender_is_primary && !node.is_myself() {
+                    let s = sender.unwrap_or(NodeName::NULL);
+                    if has_flag(flags, NODE_FAIL | NODE_PFAIL) {
+                        self.add_failure_report(&name, &s, now);
+                        self.mark_failing_if_needed(&name, now, out);
+                    } else {
+                        self.del_failure_report(&name, &s, now);
+                    }
+                }
+                // Take a fresher PONG time when nobody suspects the node.
+                let reports = self.failure_reports(&name, now);
+                if let Some(node) = self.node_mut(&name)
+                    && !has_flag(flags, NODE_FAIL | NODE_PFAIL)
+                    && node.ping_sent == 0
+                    && reports == 0
+                {
+                    let pongtime = i64::from(g.pong_received) * 1000;
+                    if pongtime <= now + 500 && pongtime > node.pong_received {
+                        node.pong_received = pongtime;
+                    }
+                }
+                // A failed node that others see fine at a new address.
+                let Some(node) = self.node(&name) else {
+                    continue;
+                };
+                let port = i32::from(g.port);
+                let cport = i32::from(g.cport);
+                if has_flag(node.flags, NODE_FAIL | NODE_PFAIL)
+                    && !has_flag(flags, NODE_NOADDR | NODE_FAIL | NODE_PFAIL)
+                    && (!node.ip.eq_ignore_ascii_case(g.ip.text())
+                        || node.port != port
+                        || node.cport != cport)
+                {
+                    if let Some(l) = node.bus.link {
+                        self.free_link(l, out);
+                    }
+                    if let Some(node) = self.node_mut(&name) {
+                        node.ip = g.ip.text().to_vec();
+                        node.port = port;
+                        node.pport = i32::from(g.pport);
+                        node.cport = cport;
+                        node.flags &= !NODE_NOADDR;
+                    }
+                }
+            } else if sender.is_some() && !has_flag(flags, NODE_NOADDR) && !g.nodename.is_null() {
+                // A node we did not know: add it; the cron connects to it.
+                let node = self.node_or_create(g.nodename);
+                node.flags = flags & !(NODE_MYSELF | NODE_MEET);
+                node.ip = g.ip.text().to_vec();
+                node.port = i32::from(g.port);
+                node.pport = i32::from(g.pport);
+                node.cport = i32::from(g.cport);
+                node.bus.ctime = now;
+            }
+        }
+    }
+
+    /// `clusterHandleConfigEpochCollision`: of two primaries with the same
+    /// config epoch, the one with the smaller name takes a new epoch.
+    fn handle_config_epoch_collision(&mut self, sender: &NodeName, out: &mut Out) {
+        let me = self.myself_name();
+        let (Some(s), Some(m)) = (self.node(sender), self.node(&me)) else {
+            return;
+        };
+        if s.config_epoch != m.config_epoch || !s.is_primary() || !m.is_primary() {
+            return;
+        }
+        if sender.as_bytes() <= me.as_bytes() {
+            return;
+        }
+        self.current_epoch += 1;
+        let epoch = self.current_epoch;
+        if let Some(m) = self.node_mut(&me) {
+            m.config_epoch = epoch;
+        }
+        out.save(true);
+    }
+
+    /// `clusterUpdateSlotsConfigWith`: `sender` claims `slots` at
+    /// `epoch`; take every claim newer than the current owner's, and
+    /// follow our primary's slots if they all moved.
+    fn update_slots_config_with(
+        &mut self,
+        sender: &NodeName,
+        epoch: u64,
+        slots: &Slots,
+        out: &mut Out,
+    ) {
+        let me = self.myself_name();
+        if *sender == me {
+            return;
+        }
+        let curprimary = if self.myself_is_primary() {
+            Some(me)
+        } else {
+            self.myself_primary()
+        };
+        let mut new_primary = None;
+        let mut sender_slots = 0;
+        let mut migrated_our_slots = 0;
+        let mut dirty_slots = Vec::new();
+        for j in 0..SLOTS as u16 {
+            if !slots.contains(j) {
+                continue;
+            }
+            sender_slots += 1;
+            let owner = self.slot_owner(j).copied();
+            if owner == Some(*sender) {
+                continue;
+            }
+            if self.importing_from(j).is_some() {
+                continue;
+            }
+            let older = match owner.and_then(|o| self.node(&o)) {
+                None => true,
+                Some(o) => o.config_epoch < epoch,
+            };
+            if older {
+                if owner == Some(me) {
+                    dirty_slots.push(j);
+                }
+                if owner.is_some() && owner == curprimary {
+                    new_primary = Some(*sender);
+                    migrated_our_slots += 1;
+                }
+                self.del_slot(j);
+                self.add_slot(sender, j);
+                out.save(true);
+                out.update_state = true;
+            }
+        }
+        let cur_numslots = curprimary.map_or(0, |c| self.numslots(&c));
+        let grand = self
+            .myself_primary()
+            .and_then(|p| self.node(&p))
+            .and_then(|p| p.primary)
+            .filter(|g| *g != me);
+        if let Some(np) = new_primary
+            && cur_numslots == 0
+            && (self.bus.config.allow_replica_migration || sender_slots == migrated_our_slots)
+        {
+            self.set_primary(&np, out);
+            out.save(true);
+            out.update_state = true;
+        } else if let Some(g) = grand {
+            self.set_primary(&g, out);
+            out.save(true);
+            out.update_state = true;
+        } else {
+            for j in dirty_slots {
+                out.actions.push(Action::DeleteKeysInSlot(j));
+            }
+        }
+    }
+
+    /// `clusterSendFailoverAuthIfNeeded`: vote for a replica of a failed
+    /// primary, once per epoch and once per primary in twice the node
+    /// timeout, unless its claimed slots have a newer owner.
+    fn send_failover_auth_if_needed(
+        &mut self,
+        requester: &NodeName,
+        hdr: &Header,
+        now: i64,
+        out: &mut Out,
+    ) {
+        let me = self.myself_name();
+        if !self.myself_is_primary() || self.numslots(&me) == 0 {
+            return;
+        }
+        if hdr.current_epoch < self.current_epoch {
+            return;
+        }
+        if self.last_vote_epoch == self.current_epoch {
+            return;
+        }
+        let Some(node) = self.node(requester) else {
+            return;
+        };
+        let force_ack = hdr.mflags[0] & MFLAG0_FORCEACK != 0;
+        let Some(primary) = node.primary.filter(|_| node.is_replica()) else {
+            return;
+        };
+        let Some(p) = self.node(&primary) else {
+            return;
+        };
+        if !p.is_failed() && !force_ack {
+            return;
+        }
+        if now - p.bus.voted_time < self.bus.config.node_timeout * 2 {
+            return;
+        }
+        for j in 0..SLOTS as u16 {
+            if !hdr.myslots.contains(j) {
+                continue;
+            }
+            if let Some(o) = self.slot_owner(j).and_then(|o| self.node(o))
+                && o.config_epoch > hdr.config_epoch
+            {
+                return;
+            }
+        }
+        self.last_vote_epoch = self.current_epoch;
+        if let Some(p) = self.node_mut(&primary) {
+            p.bus.voted_time = now;
+        }
+        out.save(true);
+        // clusterSendFailoverAuth: on our link to the requester.
+        if let Some(link) = self.node(requester).and_then(|n| n.bus.link) {
+            let msg = self.msg(Body::FailoverAuthAck);
+            out.actions.push(Action::Send { link, msg });
+        }
+    }
+
+    /// `clusterGetSlaveRank`: how many replicas of our primary have a
+    /// better offset than ours.
+    fn replica_rank(&self) -> usize {
+        let me = self.myself_name();
+        let Some(p) = self.myself_primary().and_then(|p| self.node(&p)) else {
+            return 0;
+        };
+        p.replicas
+            .iter()
+            .filter(|r| **r != me)
+            .filter_map(|r| self.node(r))
+            .filter(|r| {
+                !has_flag(r.flags, NODE_NOFAILOVER) && r.repl_offset > self.bus.my_repl_offset
+            })
+            .count()
+    }
+
+    /// `clusterHandleSlaveFailover`: a replica of a failed primary waits
+    /// 500 ms + random(500) + rank × 1 s, asks the primaries for votes at
+    /// a new epoch, and takes over on a majority.
+    fn handle_replica_failover(&mut self, now: i64, out: &mut Out) {
+        let me = self.myself_name();
+        let auth_age = now - self.bus.failover_auth_time;
+        let quorum = self.bus.size / 2 + 1;
+        let node_timeout = self.bus.config.node_timeout;
+        let auth_timeout = (node_timeout * 2).max(2000);
+        let auth_retry_time = auth_timeout * 2;
+        let Some(primary) = self.myself_primary() else {
+            return;
+        };
+        if self.myself_is_primary()
+            || !self.node(&primary).is_some_and(|p| p.is_failed())
+            || self.bus.config.replica_no_failover
+            || self.numslots(&primary) == 0
+        {
+            return;
+        }
+        let mut data_age = self.bus.repl_data_age;
+        if data_age > node_timeout {
+            data_age -= node_timeout;
+        }
+        let cfg = &self.bus.config;
+        if cfg.replica_validity_factor != 0
+            && data_age
+                > cfg.repl_ping_replica_period * 1000 + node_timeout * cfg.replica_validity_factor
+        {
+            return;
+        }
+        if auth_age > auth_retry_time {
+            let delay = 500 + self.bus.rng.random_range(0..500);
+            self.bus.failover_auth_count = 0;
+            self.bus.failover_auth_sent = false;
+            self.bus.failover_auth_rank = self.replica_rank();
+            self.bus.failover_auth_time = now + delay + self.bus.failover_auth_rank as i64 * 1000;
+            self.broadcast_pong(Targets::LocalReplicas, now, out);
+            return;
+        }
+        if !self.bus.failover_auth_sent {
+            let newrank = self.replica_rank();
+            if newrank > self.bus.failover_auth_rank {
+                let added = (newrank - self.bus.failover_auth_rank) as i64 * 1000;
+                self.bus.failover_auth_time += added;
+                self.bus.failover_auth_rank = newrank;
+            }
+        }
+        if now < self.bus.failover_auth_time || auth_age > auth_timeout {
+            return;
+        }
+        if !self.bus.failover_auth_sent {
+            self.current_epoch += 1;
+            self.bus.failover_auth_epoch = self.current_epoch;
+            // clusterRequestFailoverAuth
+            let msg = self.msg(Body::FailoverAuthRequest);
+            self.broadcast(&msg, out);
+            self.bus.failover_auth_sent = true;
+            out.save(true);
+            out.update_state = true;
+            return;
+        }
+        if self.bus.failover_auth_count >= quorum {
+            let epoch = self.bus.failover_auth_epoch;
+            if let Some(m) = self.node_mut(&me)
+                && m.config_epoch < epoch
+            {
+                m.config_epoch = epoch;
+            }
+            self.replace_primary(now, out);
+        }
+    }
+
+    /// `clusterFailoverReplaceYourMaster`: myself takes its primary's
+    /// slots and tells everyone.
+    fn replace_primary(&mut self, now: i64, out: &mut Out) {
+        let me = self.myself_name();
+        let Some(old) = self.myself_primary() else {
+            return;
+        };
+        self.set_node_as_primary(&me, out);
+        out.actions.push(Action::BecomePrimary);
+        for j in 0..SLOTS as u16 {
+            if self.node(&old).is_some_and(|o| o.slots.contains(j)) {
+                self.del_slot(j);
+                self.add_slot(&me, j);
+            }
+        }
+        self.update_state(now, out);
+        out.save(true);
+        self.broadcast_pong(Targets::All, now, out);
+    }
+
+    // ---------------------------------------------------------------
+    // Cron and state
+    // ---------------------------------------------------------------
+
+    /// `clusterCron`, every 100 ms: connect, ping, detect failures, run
+    /// the election.
+    pub fn cron(&mut self, now: i64) -> Vec<Action> {
+        let mut out = Out::default();
+        self.bus.iteration += 1;
+        let node_timeout = self.bus.config.node_timeout;
+        let handshake_timeout = node_timeout.max(1000);
+        self.bus.pfail_nodes = 0;
+
+        let names: Vec<NodeName> = self.nodes().map(|n| n.name).collect();
+        for name in &names {
+            let Some(node) = self.node(name) else {
+                continue;
+            };
+            if has_flag(node.flags, NODE_MYSELF | NODE_NOADDR) {
+                continue;
+            }
+            let (flags, ctime, has_link) = (node.flags, node.bus.ctime, node.bus.link.is_some());
+            if has_flag(flags, NODE_PFAIL) {
+                self.bus.pfail_nodes += 1;
+            }
+            if has_flag(flags, NODE_HANDSHAKE) && now - ctime > handshake_timeout {
+                self.del_node(name, &mut out);
+                continue;
+            }
+            if !has_link && let Some(node) = self.node(name) {
+                let (ip, cport) = (node.ip.clone(), node.cport);
+                let link = self.new_link_id();
+                self.bus.links.insert(
+                    link,
+                    LinkInfo {
+                        node: Some(*name),
+                        inbound: false,
+                        ctime: now,
+                        peer_ip: ip.clone(),
+                        local_ip: Vec::new(),
+                    },
+                );
+                if let Some(n) = self.node_mut(name) {
+                    n.bus.link = Some(link);
+                    n.link = true;
+                }
+                out.actions.push(Action::Connect {
+                    link,
+                    node: *name,
+                    ip,
+                    cport: u16::try_from(cport).unwrap_or(0),
+                });
+            }
+        }
+
+        // Every second, ping the node with the oldest PONG of five.
+        if self.bus.iteration.is_multiple_of(10) && !names.is_empty() {
+            let mut min: Option<(i64, LinkId)> = None;
+            for _ in 0..5 {
+                let i = self.bus.rng.random_range(0..names.len());
+                let Some(n) = self.node(&names[i]) else {
+                    continue;
+                };
+                let Some(link) = n.bus.link else { continue };
+                if n.ping_sent != 0 || has_flag(n.flags, NODE_MYSELF | NODE_HANDSHAKE) {
+                    continue;
+                }
+                if min.is_none_or(|(p, _)| p > n.pong_received) {
+                    min = Some((n.pong_received, link));
+                }
+            }
+            if let Some((_, link)) = min {
+                self.send_ping(link, Kind::Ping, now, &mut out);
+            }
+        }
+
+        let mut update_state = false;
+        let names: Vec<NodeName> = self.nodes().map(|n| n.name).collect();
+        for name in &names {
+            let Some(node) = self.node(name) else {
+                continue;
+            };
+            if has_flag(node.flags, NODE_MYSELF | NODE_NOADDR | NODE_HANDSHAKE) {
+                continue;
+            }
+            let ping_delay = now - node.ping_sent;
+            let data_delay = now - node.bus.data_received;
+            let link_ctime = node
+                .bus
+                .link
+                .and_then(|l| self.bus.links.get(&l))
+                .map(|l| l.ctime);
+            // A link that stays silent for half the timeout is replaced.
+            if let (Some(link), Some(ctime)) = (node.bus.link, link_ctime)
+                && now - ctime > node_timeout
+                && node.ping_sent != 0
+                && ping_delay > node_timeout / 2
+                && data_delay > node_timeout / 2
+            {
+                self.free_link(link, &mut out);
+            }
+            let Some(node) = self.node(name) else {
+                continue;
+            };
+            if let Some(link) = node.bus.link
+                && node.ping_sent == 0
+                && now - node.pong_received > node_timeout / 2
+            {
+                self.send_ping(link, Kind::Ping, now, &mut out);
+                continue;
+            }
+            if node.ping_sent == 0 {
+                continue;
+            }
+            let delay = ping_delay.min(data_delay);
+            if delay > node_timeout && !has_flag(node.flags, NODE_PFAIL | NODE_FAIL) {
+                if let Some(n) = self.node_mut(name) {
+                    n.flags |= NODE_PFAIL;
+                }
+                update_state = true;
+            }
+        }
+
+        if !self.myself_is_primary() {
+            self.handle_replica_failover(now, &mut out);
+        }
+        if update_state || !self.bus.state_ok {
+            out.update_state = true;
+        }
+        self.finish(out, now)
+    }
+
+    /// `clusterUpdateState`: ok when every slot is served by a non-failed
+    /// node (with full coverage) and a majority of primaries is reachable.
+    fn update_state(&mut self, now: i64, out: &mut Out) {
+        if self.bus.first_call_time == 0 {
+            self.bus.first_call_time = now;
+        }
+        if self.myself_is_primary()
+            && !self.bus.state_ok
+            && now - self.bus.first_call_time < WRITABLE_DELAY
+        {
+            return;
+        }
+        let mut ok = true;
+        if self.bus.config.require_full_coverage {
+            for j in 0..SLOTS as u16 {
+                match self.slot_owner(j).and_then(|o| self.node(o)) {
+                    Some(o) if !o.is_failed() => {}
+                    _ => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+        }
+        let mut size = 0;
+        let mut reachable = 0;
+        for n in self.nodes() {
+            if n.is_primary() && !n.slots.is_empty() {
+                size += 1;
+                if !has_flag(n.flags, NODE_FAIL | NODE_PFAIL) {
+                    reachable += 1;
+                }
+            }
+        }
+        self.bus.size = size;
+        if reachable < size / 2 + 1 {
+            ok = false;
+            self.bus.among_minority_time = now;
+        }
+        if ok != self.bus.state_ok {
+            let rejoin_delay = self
+                .bus
+                .config
+                .node_timeout
+                .clamp(MIN_REJOIN_DELAY, MAX_REJOIN_DELAY);
+            if ok && self.myself_is_primary() && now - self.bus.among_minority_time < rejoin_delay {
+                return;
+            }
+            self.bus.state_ok = ok;
+            out.actions.push(Action::StateChanged { ok });
+        }
+    }
+
+    /// `clusterBeforeSleep`: the deferred work of one call.
+    fn finish(&mut self, mut out: Out, now: i64) -> Vec<Action> {
+        if out.handle_failover && !self.myself_is_primary() {
+            out.handle_failover = false;
+            self.handle_replica_failover(now, &mut out);
+        }
+        if out.update_state {
+            self.update_state(now, &mut out);
+        }
+        if out.save {
+            out.actions.push(Action::SaveConfig { fsync: out.fsync });
+        }
+        out.actions
+    }
+}
+
+/// Which of the ping family to send.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Ping,
+    Pong,
+    Meet,
+}
