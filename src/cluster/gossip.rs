@@ -126,6 +126,8 @@ struct LinkInfo {
     peer_ip: Vec<u8>,
     /// Our own address on it (`connSockName`), for inbound links.
     local_ip: Vec<u8>,
+    /// Whether the connection is up (an outbound one starts connecting).
+    connected: bool,
 }
 
 /// The bus's part of `clusterState`: links, the election, settings, and the
@@ -339,6 +341,7 @@ impl ClusterState {
                 ctime: now,
                 peer_ip: peer_ip.to_vec(),
                 local_ip: local_ip.to_vec(),
+                connected: true,
             },
         );
         id
@@ -370,7 +373,17 @@ impl ClusterState {
 
     /// The connection of `link` failed or closed: forget it. The cron
     /// reconnects an outbound one.
-    pub fn on_link_closed(&mut self, link: LinkId) {
+    pub fn on_link_closed(&mut self, link: LinkId, now: i64) {
+        // A connection that failed to open counts as a ping sent, so an
+        // unreachable node times out (the `connConnect` error path).
+        if let Some(info) = self.bus.links.get(&link)
+            && !info.inbound
+            && !info.connected
+            && let Some(node) = info.node.and_then(|n| self.node_mut(&n))
+            && node.ping_sent == 0
+        {
+            node.ping_sent = now;
+        }
         let mut out = Out::default();
         self.free_link(link, &mut out);
     }
@@ -379,7 +392,11 @@ impl ClusterState {
     /// (`clusterLinkConnectHandler`): it starts with a MEET or a PING.
     pub fn on_link_connected(&mut self, link: LinkId, now: i64) -> Vec<Action> {
         let mut out = Out::default();
-        let Some(name) = self.bus.links.get(&link).and_then(|l| l.node) else {
+        let Some(info) = self.bus.links.get_mut(&link) else {
+            return out.actions;
+        };
+        info.connected = true;
+        let Some(name) = info.node else {
             return out.actions;
         };
         let Some(node) = self.node(&name) else {
@@ -1615,6 +1632,7 @@ impl ClusterState {
                         ctime: now,
                         peer_ip: ip.clone(),
                         local_ip: Vec::new(),
+                        connected: false,
                     },
                 );
                 if let Some(n) = self.node_mut(name) {
@@ -1782,4 +1800,328 @@ enum Kind {
     Ping,
     Pong,
     Meet,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::cluster::wire;
+
+    const TIMEOUT: i64 = 2000;
+
+    fn name(i: usize) -> NodeName {
+        NodeName::from_slice(format!("{:040x}", i + 1).as_bytes()).unwrap()
+    }
+
+    fn config(i: usize) -> BusConfig {
+        BusConfig {
+            node_timeout: TIMEOUT,
+            port: 7000 + i as u16,
+            cport: 17000 + i as u16,
+            ..BusConfig::default()
+        }
+    }
+
+    /// An in-process cluster: every node's messages go through the wire
+    /// encoder and decoder, over simulated connections, with a fake clock.
+    struct Sim {
+        nodes: Vec<ClusterState>,
+        /// Stopped nodes: no cron, no messages in or out, no connections.
+        down: Vec<bool>,
+        /// Partition groups: only nodes of one group talk.
+        group: Vec<u8>,
+        /// (node, link) -> (peer node, peer's link)
+        conns: HashMap<(usize, LinkId), (usize, LinkId)>,
+        queue: VecDeque<(usize, LinkId, Vec<u8>)>,
+        now: i64,
+        /// Actions other than the network's, by node.
+        log: Vec<Vec<Action>>,
+    }
+
+    impl Sim {
+        fn new(n: usize) -> Sim {
+            let now = 1_700_000_000_000;
+            let nodes = (0..n)
+                .map(|i| {
+                    let mut s = ClusterState::with_myself(name(i), config(i), now);
+                    s.bus.seed(i as u64 + 1);
+                    s
+                })
+                .collect();
+            Sim {
+                nodes,
+                down: vec![false; n],
+                group: vec![0; n],
+                conns: HashMap::new(),
+                queue: VecDeque::new(),
+                now,
+                log: vec![Vec::new(); n],
+            }
+        }
+
+        fn talk(&self, a: usize, b: usize) -> bool {
+            !self.down[a] && !self.down[b] && self.group[a] == self.group[b]
+        }
+
+        fn apply(&mut self, i: usize, actions: Vec<Action>) {
+            for a in actions {
+                match a {
+                    Action::Connect { link, cport, .. } => {
+                        let j = (0..self.nodes.len())
+                            .find(|&j| self.nodes[j].bus.config.cport == cport);
+                        match j {
+                            Some(j) if self.talk(i, j) => {
+                                let peer =
+                                    self.nodes[j].accept_link(b"127.0.0.1", b"127.0.0.1", self.now);
+                                self.conns.insert((i, link), (j, peer));
+                                self.conns.insert((j, peer), (i, link));
+                                let more = self.nodes[i].on_link_connected(link, self.now);
+                                self.apply(i, more);
+                            }
+                            _ => self.nodes[i].on_link_closed(link, self.now),
+                        }
+                    }
+                    Action::Send { link, msg } => {
+                        let bytes = wire::encode(&msg).unwrap();
+                        if let Some(&(j, peer)) = self.conns.get(&(i, link))
+                            && self.talk(i, j)
+                        {
+                            self.queue.push_back((j, peer, bytes));
+                        }
+                    }
+                    Action::Close { link } => {
+                        if let Some((j, peer)) = self.conns.remove(&(i, link)) {
+                            self.conns.remove(&(j, peer));
+                            if self.talk(i, j) {
+                                self.nodes[j].on_link_closed(peer, self.now);
+                            }
+                        }
+                    }
+                    other => self.log[i].push(other),
+                }
+            }
+        }
+
+        fn deliver(&mut self) {
+            let mut budget = 100_000;
+            while let Some((j, link, bytes)) = self.queue.pop_front() {
+                budget -= 1;
+                assert!(budget > 0, "message storm");
+                if self.down[j] {
+                    continue;
+                }
+                let (msg, len) = wire::decode(&bytes).unwrap().unwrap();
+                assert_eq!(len, bytes.len());
+                let actions = self.nodes[j].on_message(link, &msg, self.now);
+                self.apply(j, actions);
+            }
+        }
+
+        /// Runs `ms` of cluster time, a cron round every 100 ms.
+        fn run(&mut self, ms: i64) {
+            let end = self.now + ms;
+            while self.now < end {
+                self.now += 100;
+                for i in 0..self.nodes.len() {
+                    if self.down[i] {
+                        continue;
+                    }
+                    let actions = self.nodes[i].cron(self.now);
+                    self.apply(i, actions);
+                }
+                self.deliver();
+            }
+        }
+
+        /// Runs until `done` (checked every 100 ms), at most `ms`; the time
+        /// it took.
+        fn run_until(&mut self, ms: i64, mut done: impl FnMut(&Sim) -> bool) -> Option<i64> {
+            let start = self.now;
+            while self.now - start < ms {
+                if done(self) {
+                    return Some(self.now - start);
+                }
+                self.run(100);
+            }
+            done(self).then_some(self.now - start)
+        }
+
+        fn alive(&self) -> impl Iterator<Item = usize> + '_ {
+            (0..self.nodes.len()).filter(|&i| !self.down[i])
+        }
+
+        fn knows_all(&self, i: usize, of: &[usize]) -> bool {
+            of.iter().all(|&j| {
+                self.nodes[i]
+                    .node(&name(j))
+                    .is_some_and(|n| !has_flag(n.flags, NODE_HANDSHAKE | NODE_NOADDR))
+            }) && self.nodes[i].nodes().count() == of.len()
+        }
+
+        fn owner(&self, i: usize, slot: u16) -> Option<NodeName> {
+            self.nodes[i].slot_owner(slot).copied()
+        }
+    }
+
+    /// Six nodes that met in a chain; 0, 1, 2 primaries with a third of
+    /// the slots each, 3, 4, 5 their replicas; converged.
+    fn cluster() -> Sim {
+        let mut sim = Sim::new(6);
+        let now = sim.now;
+        for i in 0..5 {
+            assert!(sim.nodes[i].meet(b"127.0.0.1", 7001 + i as i32, 17001 + i as i32, now));
+        }
+        let all: Vec<usize> = (0..6).collect();
+        let took = sim.run_until(20_000, |s| (0..6).all(|i| s.knows_all(i, &all)));
+        assert!(
+            took.is_some(),
+            "no convergence: {:#?}",
+            sim.nodes[0].nodes().collect::<Vec<_>>()
+        );
+        for (p, range) in [(0, 0..5461u16), (1, 5461..10923), (2, 10923..16384)] {
+            for s in range {
+                assert!(sim.nodes[p].add_slot(&name(p), s));
+            }
+        }
+        for r in 3..6 {
+            let actions = sim.nodes[r].replicate(&name(r - 3), sim.now);
+            assert!(
+                actions.iter().any(|a| matches!(a, Action::ReplicateFrom { port, .. } if *port == 7000 + (r - 3) as u16)),
+                "{actions:?}"
+            );
+            sim.apply(r, actions);
+        }
+        let took = sim.run_until(20_000, |s| {
+            (0..6).all(|i| {
+                s.nodes[i].is_ok()
+                    && [0, 5461, 10923]
+                        .iter()
+                        .zip(0..3)
+                        .all(|(&slot, p)| s.owner(i, slot) == Some(name(p)))
+            })
+        });
+        assert!(took.is_some(), "slots did not converge");
+        sim
+    }
+
+    fn epoch(sim: &Sim, viewer: usize, of: usize) -> u64 {
+        sim.nodes[viewer].node(&name(of)).unwrap().config_epoch
+    }
+
+    #[test]
+    fn meet_chain_converges_and_epoch_collisions_resolve() {
+        let mut sim = cluster();
+        // Replicas are known as such everywhere.
+        for i in 0..6 {
+            for r in 3..6 {
+                let n = sim.nodes[i].node(&name(r)).unwrap();
+                assert!(n.is_replica(), "node {i} sees {r} as {:x}", n.flags);
+                assert_eq!(n.primary, Some(name(r - 3)));
+            }
+            // The same full slot table everywhere.
+            for s in 0..SLOTS as u16 {
+                assert_eq!(sim.owner(i, s), sim.owner(0, s));
+            }
+        }
+        // All primaries started at config epoch 0: collisions give them
+        // distinct epochs, and everyone agrees on them.
+        let took = sim.run_until(30_000, |s| {
+            let e: HashSet<u64> = (0..3).map(|p| epoch(s, p, p)).collect();
+            e.len() == 3 && (0..6).all(|i| (0..3).all(|p| epoch(s, i, p) == epoch(s, p, p)))
+        });
+        assert!(
+            took.is_some(),
+            "epochs: {:?}",
+            (0..3).map(|p| epoch(&sim, p, p)).collect::<Vec<_>>()
+        );
+        // The one with the greatest name never had to move.
+        assert!(
+            sim.log[0]
+                .iter()
+                .any(|a| matches!(a, Action::SaveConfig { fsync: true }))
+        );
+    }
+
+    #[test]
+    fn a_stopped_primary_fails_and_its_replica_takes_over() {
+        let mut sim = cluster();
+        sim.run(10_000); // settle the epochs
+        let max_epoch = (0..6).map(|i| sim.nodes[i].current_epoch).max().unwrap();
+        sim.down[0] = true;
+        // PFAIL: after the node timeout without a PONG (pings go out at
+        // half the timeout), so by 1.5 × timeout plus a cron round or two.
+        let pfail = sim.run_until(2 * TIMEOUT, |s| {
+            s.alive()
+                .all(|i| s.nodes[i].node(&name(0)).unwrap().flags & (NODE_PFAIL | NODE_FAIL) != 0)
+        });
+        let pfail = pfail.expect("no PFAIL");
+        assert!(pfail >= TIMEOUT, "PFAIL too early: {pfail} ms");
+        let fail = sim.run_until(2 * TIMEOUT, |s| {
+            s.alive()
+                .all(|i| s.nodes[i].node(&name(0)).unwrap().is_failed())
+        });
+        assert!(fail.is_some(), "no FAIL everywhere");
+        // The replica waits 500-1000 ms, asks for votes, gets two of three.
+        let took = sim.run_until(4 * TIMEOUT, |s| {
+            s.alive().all(|i| {
+                s.owner(i, 0) == Some(name(3))
+                    && s.owner(i, 5460) == Some(name(3))
+                    && s.nodes[i].node(&name(3)).unwrap().is_primary()
+            })
+        });
+        assert!(
+            took.is_some(),
+            "no takeover: {:?}",
+            sim.nodes[1].node(&name(3))
+        );
+        assert!(sim.log[3].contains(&Action::BecomePrimary));
+        let e3 = epoch(&sim, 3, 3);
+        assert!(e3 > max_epoch, "epoch {e3} not bumped past {max_epoch}");
+        for i in sim.alive() {
+            assert_eq!(epoch(&sim, i, 3), e3);
+        }
+        let ok = sim.run_until(5_000, |s| s.alive().all(|i| s.nodes[i].is_ok()));
+        assert!(ok.is_some(), "cluster not ok after the failover");
+        // The old primary comes back: it sees its slots at a newer epoch
+        // and turns into a replica of the new primary.
+        sim.down[0] = false;
+        let back = sim.run_until(20_000, |s| {
+            s.nodes[0].node(&name(0)).unwrap().is_replica()
+                && s.nodes[0].node(&name(0)).unwrap().primary == Some(name(3))
+        });
+        assert!(
+            back.is_some(),
+            "old primary did not follow: {:?}",
+            sim.nodes[0].node(&name(0))
+        );
+        assert!(
+            sim.log[0]
+                .iter()
+                .any(|a| matches!(a, Action::ReplicateFrom { port: 7003, .. }))
+        );
+    }
+
+    #[test]
+    fn a_partitioned_minority_does_not_elect() {
+        let mut sim = cluster();
+        sim.run(10_000);
+        // Replica 3 (of primary 0) and primary 1 on one side.
+        sim.group[3] = 1;
+        sim.group[1] = 1;
+        sim.run(6 * TIMEOUT);
+        // The minority sees primary 0 unreachable but cannot get a FAIL
+        // (one primary's report of three), so replica 3 stays a replica.
+        assert!(sim.nodes[3].node(&name(0)).unwrap().flags & NODE_PFAIL != 0);
+        assert!(!sim.nodes[3].node(&name(0)).unwrap().is_failed());
+        assert!(sim.nodes[3].node(&name(3)).unwrap().is_replica());
+        assert!(!sim.log[3].contains(&Action::BecomePrimary));
+        assert!(!sim.nodes[3].is_ok() && !sim.nodes[1].is_ok());
+        // The majority (0, 2 and replicas 4, 5) fails primary 1 over to 4.
+        for i in [0, 2, 4, 5] {
+            assert_eq!(sim.owner(i, 5461), Some(name(4)), "node {i}");
+        }
+        assert!(sim.nodes[0].is_ok());
+    }
 }
