@@ -1,0 +1,317 @@
+//! The bus's protocol logic (`zwindow::cluster::gossip`) against a real
+//! redis-server 7.0 in cluster mode. A blocking harness here does the I/O
+//! the state machine asks for (accepting and opening bus connections,
+//! writing its messages, running its cron every 100 ms) and feeds it what
+//! redis-server sends: redis-server MEETs us, both sides converge, we learn
+//! the slots redis-server takes, and when we go silent redis-server
+//! suspects us (`fail?`).
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::*;
+use zwindow::cluster::gossip::{Action, BusConfig, LinkId};
+use zwindow::cluster::state::ClusterState;
+use zwindow::cluster::wire::{self, NodeName};
+
+const NODE_TIMEOUT: i64 = 2000;
+const WAIT: Duration = Duration::from_secs(15);
+const OUR_ID: &[u8; 40] = b"5a5a000000000000000000000000000000000042";
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn cluster_server() -> (RedisServer, u16) {
+    start_on_free_port(|cport| {
+        let cport = cport.to_string();
+        let timeout = NODE_TIMEOUT.to_string();
+        RedisServer::try_start_with(&[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-port",
+            &cport,
+            "--cluster-node-timeout",
+            &timeout,
+        ])
+    })
+}
+
+fn bulk_text(reply: &[u8]) -> String {
+    match parse_reply(reply) {
+        Reply::Bulk(b) => String::from_utf8(b).expect("UTF-8 reply"),
+        other => panic!("expected a bulk string, got {other:?}"),
+    }
+}
+
+/// `CLUSTER NODES`' line for `id`, if listed.
+fn nodes_line(server: &RedisServer, id: &NodeName) -> Option<String> {
+    let nodes = bulk_text(&server.conn().cmd(&[b"CLUSTER", b"NODES"]));
+    let id = String::from_utf8_lossy(id.as_bytes()).into_owned();
+    nodes
+        .lines()
+        .find(|l| l.split(' ').next() == Some(id.as_str()))
+        .map(str::to_owned)
+}
+
+/// One bus connection and the bytes read from it so far.
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+/// Our node: the state machine, its listener and connections.
+struct Harness {
+    state: ClusterState,
+    listener: TcpListener,
+    conns: HashMap<LinkId, Conn>,
+    last_cron: Instant,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let config = BusConfig {
+            node_timeout: NODE_TIMEOUT,
+            port: free_port(),
+            cport: listener.local_addr().unwrap().port(),
+            ..BusConfig::default()
+        };
+        Harness {
+            state: ClusterState::with_myself(NodeName(*OUR_ID), config, now_ms()),
+            listener,
+            conns: HashMap::new(),
+            last_cron: Instant::now(),
+        }
+    }
+
+    fn apply(&mut self, actions: Vec<Action>) {
+        for a in actions {
+            match a {
+                Action::Connect {
+                    link, ip, cport, ..
+                } => {
+                    let addr: Option<SocketAddr> = std::str::from_utf8(&ip)
+                        .ok()
+                        .and_then(|ip| format!("{ip}:{cport}").parse().ok());
+                    let stream = addr.and_then(|a| {
+                        TcpStream::connect_timeout(&a, Duration::from_millis(500)).ok()
+                    });
+                    match stream {
+                        Some(stream) => {
+                            stream.set_nodelay(true).unwrap();
+                            stream
+                                .set_read_timeout(Some(Duration::from_millis(1)))
+                                .unwrap();
+                            self.conns.insert(
+                                link,
+                                Conn {
+                                    stream,
+                                    buf: Vec::new(),
+                                },
+                            );
+                            let more = self.state.on_link_connected(link, now_ms());
+                            self.apply(more);
+                        }
+                        None => self.state.on_link_closed(link, now_ms()),
+                    }
+                }
+                Action::Send { link, msg } => {
+                    let bytes = wire::encode(&msg).unwrap();
+                    let failed = match self.conns.get_mut(&link) {
+                        Some(c) => c.stream.write_all(&bytes).is_err(),
+                        None => false,
+                    };
+                    if failed {
+                        self.conns.remove(&link);
+                        self.state.on_link_closed(link, now_ms());
+                    }
+                }
+                Action::Close { link } => {
+                    self.conns.remove(&link);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// One round: accept, read and process, cron when due.
+    fn step(&mut self) {
+        while let Ok((stream, peer)) = self.listener.accept() {
+            stream.set_nonblocking(false).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_millis(1)))
+                .unwrap();
+            stream.set_nodelay(true).unwrap();
+            let local = stream.local_addr().unwrap().ip().to_string();
+            let link = self.state.accept_link(
+                peer.ip().to_string().as_bytes(),
+                local.as_bytes(),
+                now_ms(),
+            );
+            self.conns.insert(
+                link,
+                Conn {
+                    stream,
+                    buf: Vec::new(),
+                },
+            );
+        }
+        let links: Vec<LinkId> = self.conns.keys().copied().collect();
+        for link in links {
+            let mut chunk = [0u8; 16 * 1024];
+            let mut closed = false;
+            let mut msgs = Vec::new();
+            if let Some(c) = self.conns.get_mut(&link) {
+                match c.stream.read(&mut chunk) {
+                    Ok(0) => closed = true,
+                    Ok(n) => c.buf.extend_from_slice(&chunk[..n]),
+                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                    Err(_) => closed = true,
+                }
+                loop {
+                    match wire::decode(&c.buf) {
+                        Ok(Some((msg, len))) => {
+                            c.buf.drain(..len);
+                            msgs.push(msg);
+                        }
+                        Ok(None) => break,
+                        Err(e) => panic!("undecodable bytes from redis-server: {e}"),
+                    }
+                }
+            }
+            for msg in msgs {
+                let actions = self.state.on_message(link, &msg, now_ms());
+                self.apply(actions);
+            }
+            if closed {
+                self.conns.remove(&link);
+                self.state.on_link_closed(link, now_ms());
+            }
+        }
+        if self.last_cron.elapsed() >= Duration::from_millis(100) {
+            self.last_cron = Instant::now();
+            let actions = self.state.cron(now_ms());
+            self.apply(actions);
+        }
+    }
+
+    /// Runs the node until `check` says yes (checked every 50 ms).
+    fn run_until(&mut self, what: &str, mut check: impl FnMut(&Harness) -> Result<(), String>) {
+        let deadline = Instant::now() + WAIT;
+        let mut last_check = Instant::now();
+        loop {
+            self.step();
+            if last_check.elapsed() >= Duration::from_millis(50) {
+                last_check = Instant::now();
+                match check(self) {
+                    Ok(()) => return,
+                    Err(e) if Instant::now() > deadline => {
+                        panic!("{what} not within {WAIT:?}: {e}")
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn redis_server_meets_our_state_machine_and_suspects_it_when_silent() {
+    let (server, server_cport) = cluster_server();
+    let server_id = {
+        let id = bulk_text(&server.conn().cmd(&[b"CLUSTER", b"MYID"]));
+        NodeName::from_slice(id.as_bytes()).unwrap()
+    };
+    let mut node = Harness::new();
+    let our_id = NodeName(*OUR_ID);
+    let (port, cport) = (node.state.bus.config.port, node.state.bus.config.cport);
+    let reply = server.conn().cmd(&[
+        b"CLUSTER",
+        b"MEET",
+        b"127.0.0.1",
+        port.to_string().as_bytes(),
+        cport.to_string().as_bytes(),
+    ]);
+    assert_eq!(reply, b"+OK\r\n");
+
+    // Both sides converge: redis-server lists us as a connected master at
+    // our address, and we know it by its name, out of handshake.
+    let want_addr = format!("127.0.0.1:{port}@{cport}");
+    node.run_until("redis-server listing our node", |h| {
+        let line = nodes_line(&server, &our_id).ok_or("not listed")?;
+        let f: Vec<&str> = line.split(' ').collect();
+        if f.len() < 8 || f[1] != want_addr || f[2] != "master" || f[7] != "connected" {
+            return Err(line);
+        }
+        let n = h.state.node(&server_id).ok_or_else(|| {
+            format!(
+                "we do not know it: {:?}",
+                h.state.nodes().collect::<Vec<_>>()
+            )
+        })?;
+        if !n.is_primary() || n.flags & wire::NODE_HANDSHAKE != 0 {
+            return Err(format!("our view of it: {n:?}"));
+        }
+        if n.cport != i32::from(server_cport) || n.port != i32::from(server.port()) {
+            return Err(format!("its address as we see it: {n:?}"));
+        }
+        Ok(())
+    });
+    assert_eq!(node.state.nodes().count(), 2, "no handshake node left over");
+    // Our own IP, learned from the MEET's connection.
+    assert_eq!(node.state.node(&our_id).unwrap().ip, b"127.0.0.1");
+
+    // redis-server takes every slot: our state follows from its pings.
+    let reply = server
+        .conn()
+        .cmd(&[b"CLUSTER", b"ADDSLOTSRANGE", b"0", b"16383"]);
+    assert_eq!(reply, b"+OK\r\n");
+    node.run_until("our state listing redis-server's slots", |h| {
+        let n = h.state.node(&server_id).unwrap();
+        if n.slots.count() != 16384 {
+            return Err(format!("{:?}", n.slots));
+        }
+        if h.state.slot_owner(0) != Some(&server_id)
+            || h.state.slot_owner(16383) != Some(&server_id)
+        {
+            return Err("slot table".into());
+        }
+        Ok(())
+    });
+    node.run_until("our state calling the cluster ok", |h| {
+        if h.state.is_ok() {
+            Ok(())
+        } else {
+            Err("fail".into())
+        }
+    });
+
+    // We go silent (no reads, no writes, no cron): redis-server suspects us
+    // after its node timeout.
+    let silent = Instant::now();
+    let deadline = silent + WAIT;
+    loop {
+        let line = nodes_line(&server, &our_id).expect("still listed");
+        let flags = line.split(' ').nth(2).unwrap_or("").to_owned();
+        if flags.split(',').any(|f| f == "fail?") {
+            assert!(
+                silent.elapsed() >= Duration::from_millis(NODE_TIMEOUT as u64),
+                "suspected too early: {line}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "never suspected: {line}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
