@@ -2124,4 +2124,549 @@ mod tests {
         }
         assert!(sim.nodes[0].is_ok());
     }
+
+    // ---------------------------------------------------------------
+    // Rule by rule, on one node fed hand-made messages.
+    // ---------------------------------------------------------------
+
+    const T0: i64 = 1_700_000_000_000;
+
+    /// Myself (name 0, a primary) knowing nodes 1..=n (primaries), each
+    /// with an outbound link that is up; and the links.
+    fn fixture(n: usize) -> (ClusterState, HashMap<NodeName, LinkId>) {
+        let mut s = ClusterState::with_myself(name(0), config(0), T0);
+        s.bus.seed(7);
+        for i in 1..=n {
+            let node = s.node_or_create(name(i));
+            node.flags = NODE_MASTER;
+            node.ip = b"127.0.0.1".to_vec();
+            node.port = 7000 + i as i32;
+            node.cport = 17000 + i as i32;
+            node.pong_received = T0;
+        }
+        let mut links = HashMap::new();
+        for a in s.cron(T0) {
+            if let Action::Connect { link, node, .. } = a {
+                s.on_link_connected(link, T0);
+                links.insert(node, link);
+            }
+        }
+        // Every PING answered.
+        for i in 1..=n {
+            s.on_message(links[&name(i)], &pong_msg(hdr(i)), T0);
+        }
+        (s, links)
+    }
+
+    fn hdr(from: usize) -> Header {
+        Header {
+            sender: name(from),
+            flags: NODE_MASTER,
+            port: 7000 + from as u16,
+            cport: 17000 + from as u16,
+            ..Header::default()
+        }
+    }
+
+    fn ping_msg(header: Header, gossip: Vec<Gossip>) -> Msg {
+        Msg {
+            header,
+            body: Body::Ping(Ping {
+                gossip,
+                extensions: vec![],
+            }),
+        }
+    }
+
+    fn pong_msg(header: Header) -> Msg {
+        Msg {
+            header,
+            body: Body::Pong(Ping::default()),
+        }
+    }
+
+    fn gossip_about(i: usize, flags: u16) -> Gossip {
+        Gossip {
+            nodename: name(i),
+            ping_sent: 0,
+            pong_received: 0,
+            ip: Ip::new(b"127.0.0.1"),
+            port: 7000 + i as u16,
+            cport: 17000 + i as u16,
+            flags,
+            pport: 0,
+        }
+    }
+
+    fn sent(actions: &[Action]) -> Vec<(LinkId, &Msg)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send { link, msg } => Some((*link, msg)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn slots_of(range: std::ops::Range<u16>) -> Slots {
+        let mut s = Slots::empty();
+        for j in range {
+            s.insert(j);
+        }
+        s
+    }
+
+    #[test]
+    fn meet_checks_the_address_and_starts_a_handshake() {
+        let mut s = ClusterState::with_myself(name(0), config(0), T0);
+        assert!(!s.meet(b"not-an-ip", 7001, 17001, T0));
+        assert!(!s.meet(b"127.0.0.1", 0, 17001, T0));
+        assert!(!s.meet(b"127.0.0.1", 7001, 65536, T0));
+        assert!(s.meet(b"127.0.0.1", 7001, 17001, T0));
+        assert!(
+            !s.meet(b"127.0.0.1", 7001, 17001, T0),
+            "handshake in progress"
+        );
+        let hs = s.nodes().find(|n| !n.is_myself()).unwrap().clone();
+        assert_eq!(hs.flags, NODE_HANDSHAKE | NODE_MEET);
+        // The cron connects; the connection starts with a MEET.
+        let actions = s.cron(T0 + 100);
+        let Some(Action::Connect {
+            link, ip, cport, ..
+        }) = actions.first().cloned()
+        else {
+            panic!("{actions:?}")
+        };
+        assert_eq!((ip.as_slice(), cport), (b"127.0.0.1".as_slice(), 17001));
+        let actions = s.on_link_connected(link, T0 + 110);
+        assert!(matches!(sent(&actions)[0].1.body, Body::Meet(_)));
+        assert_eq!(s.node(&hs.name).unwrap().flags & NODE_MEET, 0);
+        // The PONG names it: the handshake node is renamed, a master now.
+        let actions = s.on_message(link, &pong_msg(hdr(5)), T0 + 120);
+        let n = s.node(&name(5)).expect("renamed");
+        assert_eq!(n.flags, NODE_MASTER);
+        assert!(s.node(&hs.name).is_none());
+        assert!(actions.contains(&Action::SaveConfig { fsync: false }));
+        assert_eq!(n.pong_received, T0 + 120);
+    }
+
+    #[test]
+    fn a_handshake_times_out() {
+        let mut s = ClusterState::with_myself(name(0), config(0), T0);
+        assert!(s.meet(b"127.0.0.1", 7001, 17001, T0));
+        let actions = s.cron(T0 + 100);
+        let Some(Action::Connect { link, .. }) = actions.first().cloned() else {
+            panic!()
+        };
+        s.cron(T0 + TIMEOUT);
+        assert_eq!(s.nodes().count(), 2);
+        let actions = s.cron(T0 + TIMEOUT + 1);
+        assert_eq!(s.nodes().count(), 1, "handshake node dropped");
+        assert!(actions.contains(&Action::Close { link }));
+    }
+
+    #[test]
+    fn an_unknown_meet_makes_a_handshake_node_and_gets_a_pong() {
+        let mut s = ClusterState::with_myself(name(0), config(0), T0);
+        let link = s.accept_link(b"10.0.0.9", b"10.0.0.1", T0);
+        // A PING from a stranger: a PONG, but no node.
+        let actions = s.on_message(link, &ping_msg(hdr(3), vec![]), T0);
+        assert!(matches!(sent(&actions)[0].1.body, Body::Pong(_)));
+        assert_eq!(s.nodes().count(), 1);
+        let meet = Msg {
+            header: hdr(3),
+            body: Body::Meet(Ping::default()),
+        };
+        let actions = s.on_message(link, &meet, T0);
+        let pong = sent(&actions)[0].1.clone();
+        assert!(matches!(pong.body, Body::Pong(_)));
+        assert_eq!(pong.header.sender, name(0));
+        let hs = s.nodes().find(|n| !n.is_myself()).unwrap();
+        assert_eq!(hs.flags, NODE_HANDSHAKE);
+        assert_eq!(
+            (hs.ip.as_slice(), hs.port, hs.cport),
+            (b"10.0.0.9".as_slice(), 7003, 17003)
+        );
+        // Myself's IP, learned from the connection.
+        assert_eq!(s.node(&name(0)).unwrap().ip, b"10.0.0.1");
+    }
+
+    #[test]
+    fn gossip_from_a_known_node_adds_the_nodes_it_knows() {
+        let (mut s, links) = fixture(1);
+        let g = vec![
+            gossip_about(2, NODE_MASTER),
+            gossip_about(3, NODE_MASTER | NODE_NOADDR),
+        ];
+        s.on_message(links[&name(1)], &ping_msg(hdr(1), g), T0 + 10);
+        let n = s.node(&name(2)).expect("learned");
+        assert_eq!((n.port, n.cport, n.flags), (7002, 17002, NODE_MASTER));
+        assert!(s.node(&name(3)).is_none(), "no address, not added");
+        // An unknown sender's gossip teaches nothing.
+        let stranger = s.accept_link(b"127.0.0.1", b"127.0.0.1", T0);
+        s.on_message(
+            stranger,
+            &ping_msg(hdr(9), vec![gossip_about(4, NODE_MASTER)]),
+            T0,
+        );
+        assert!(s.node(&name(4)).is_none());
+    }
+
+    #[test]
+    fn a_ping_carries_max_3_or_a_tenth_plus_pfail_nodes() {
+        let (mut s, links) = fixture(30);
+        let actions = s.cron(T0 + TIMEOUT / 2 + 1);
+        let pings = sent(&actions);
+        assert_eq!(pings.len(), 30, "everyone pinged at half the timeout");
+        for (_, m) in &pings {
+            let g = &m.body.ping().unwrap().gossip;
+            assert_eq!(g.len(), 3, "31 nodes: max(3, 3)");
+            assert!(g.iter().all(|g| g.nodename != name(0)));
+        }
+        // Two PFAIL nodes join every ping's gossip (the cron counts them).
+        for i in [4, 5] {
+            s.node_mut(&name(i)).unwrap().flags |= NODE_PFAIL;
+        }
+        s.cron(T0 + TIMEOUT / 2 + 2);
+        let mut out = Out::default();
+        s.send_ping(links[&name(1)], Kind::Ping, T0 + TIMEOUT, &mut out);
+        let g = &sent(&out.actions)[0].1.body.ping().unwrap().gossip;
+        assert_eq!(g.len(), 5);
+        assert_eq!(g.iter().filter(|g| g.flags & NODE_PFAIL != 0).count(), 2);
+    }
+
+    #[test]
+    fn pfail_after_the_node_timeout_cleared_by_a_pong() {
+        let (mut s, links) = fixture(1);
+        let l = links[&name(1)];
+        // Half the timeout without a PONG: a PING.
+        let actions = s.cron(T0 + TIMEOUT / 2);
+        assert!(sent(&actions).is_empty());
+        let actions = s.cron(T0 + TIMEOUT / 2 + 1);
+        assert!(
+            matches!(sent(&actions)[..], [(link, m)] if link == l && matches!(m.body, Body::Ping(_)))
+        );
+        let ping_sent = T0 + TIMEOUT / 2 + 1;
+        assert_eq!(s.node(&name(1)).unwrap().ping_sent, ping_sent);
+        s.cron(ping_sent + TIMEOUT);
+        assert_eq!(s.node(&name(1)).unwrap().flags & NODE_PFAIL, 0);
+        s.cron(ping_sent + TIMEOUT + 1);
+        assert_ne!(s.node(&name(1)).unwrap().flags & NODE_PFAIL, 0);
+        // The silent link was replaced by a new one (Redis frees a link
+        // with no data for half the timeout): the PONG comes on that.
+        let l2 = s.node(&name(1)).unwrap().bus.link.unwrap();
+        assert_ne!(l2, l);
+        s.on_link_connected(l2, ping_sent + TIMEOUT + 2);
+        s.on_message(l2, &pong_msg(hdr(1)), ping_sent + TIMEOUT + 2);
+        let n = s.node(&name(1)).unwrap();
+        assert_eq!((n.flags & NODE_PFAIL, n.ping_sent), (0, 0));
+    }
+
+    #[test]
+    fn fail_needs_a_majority_of_primaries_and_is_broadcast() {
+        let (mut s, links) = fixture(3);
+        // Three primaries serve slots (1, 2 and myself): quorum 2.
+        s.add_slot(&name(0), 0);
+        s.add_slot(&name(1), 1);
+        s.add_slot(&name(2), 2);
+        let mut out = Out::default();
+        s.update_state(T0 + 5000, &mut out);
+        assert_eq!(s.bus.size, 3);
+        s.node_mut(&name(1)).unwrap().flags |= NODE_PFAIL;
+        // Node 3 serves no slots but is a primary: its report counts (Redis
+        // counts reports from any primary).
+        let mut h = hdr(2);
+        h.myslots = slots_of(2..3);
+        let actions = s.on_message(
+            links[&name(2)],
+            &ping_msg(h, vec![gossip_about(1, NODE_MASTER | NODE_PFAIL)]),
+            T0 + 10,
+        );
+        assert!(s.node(&name(1)).unwrap().is_failed());
+        let fails: Vec<_> = sent(&actions)
+            .into_iter()
+            .filter(|(_, m)| m.body == Body::Fail { about: name(1) })
+            .collect();
+        assert_eq!(fails.len(), 3, "FAIL to every linked node");
+    }
+
+    #[test]
+    fn a_replica_s_report_does_not_count_and_reports_expire() {
+        let (mut s, links) = fixture(3);
+        for (i, slot) in [(0, 0), (1, 1), (2, 2)] {
+            s.add_slot(&name(i), slot);
+        }
+        let mut out = Out::default();
+        s.update_state(T0 + 5000, &mut out);
+        // Myself a replica of 3: no vote of its own.
+        s.set_primary(&name(3), &mut out);
+        s.node_mut(&name(1)).unwrap().flags |= NODE_PFAIL;
+        let mut h = hdr(2);
+        h.myslots = slots_of(2..3);
+        s.on_message(
+            links[&name(2)],
+            &ping_msg(h.clone(), vec![gossip_about(1, NODE_PFAIL)]),
+            T0,
+        );
+        assert!(!s.node(&name(1)).unwrap().is_failed(), "1 of 2");
+        assert_eq!(s.failure_reports(&name(1), T0 + 2 * TIMEOUT), 1);
+        assert_eq!(
+            s.failure_reports(&name(1), T0 + 2 * TIMEOUT + 1),
+            0,
+            "expired"
+        );
+        // A report from a replica is not taken.
+        s.node_mut(&name(2)).unwrap().flags = NODE_SLAVE;
+        let mut h = hdr(2);
+        h.flags = NODE_SLAVE;
+        h.slaveof = name(3);
+        s.on_message(
+            links[&name(2)],
+            &ping_msg(h, vec![gossip_about(1, NODE_PFAIL)]),
+            T0,
+        );
+        assert_eq!(s.failure_reports(&name(1), T0), 0);
+    }
+
+    #[test]
+    fn fail_messages_and_clearing_fail() {
+        let (mut s, links) = fixture(2);
+        let stranger = s.accept_link(b"127.0.0.1", b"127.0.0.1", T0);
+        let fail = |about| Msg {
+            header: hdr(9),
+            body: Body::Fail { about },
+        };
+        s.on_message(stranger, &fail(name(1)), T0);
+        assert!(
+            !s.node(&name(1)).unwrap().is_failed(),
+            "unknown sender ignored"
+        );
+        let mut m = fail(name(1));
+        m.header = hdr(2);
+        s.on_message(links[&name(2)], &m, T0 + 1);
+        let n = s.node(&name(1)).unwrap();
+        assert!(n.is_failed() && n.fail_time == T0 + 1);
+        // Slotless primary reachable again: cleared on its PONG.
+        s.on_message(links[&name(1)], &pong_msg(hdr(1)), T0 + 2);
+        assert!(!s.node(&name(1)).unwrap().is_failed());
+        // A primary with slots: only after twice the timeout.
+        s.add_slot(&name(1), 5);
+        s.on_message(links[&name(2)], &m, T0 + 3);
+        let mut h = hdr(1);
+        h.myslots = slots_of(5..6);
+        s.on_message(links[&name(1)], &pong_msg(h.clone()), T0 + 3 + 2 * TIMEOUT);
+        assert!(s.node(&name(1)).unwrap().is_failed());
+        s.on_message(links[&name(1)], &pong_msg(h), T0 + 4 + 2 * TIMEOUT);
+        assert!(!s.node(&name(1)).unwrap().is_failed());
+    }
+
+    #[test]
+    fn a_newer_config_epoch_takes_slots_an_older_one_gets_an_update() {
+        let (mut s, links) = fixture(2);
+        s.node_mut(&name(1)).unwrap().config_epoch = 5;
+        for j in 0..10 {
+            s.add_slot(&name(1), j);
+        }
+        // Node 2 claims 0..5 at epoch 4: stale, it gets an UPDATE about 1.
+        let mut h = hdr(2);
+        h.config_epoch = 4;
+        h.myslots = slots_of(0..5);
+        let actions = s.on_message(links[&name(2)], &ping_msg(h.clone(), vec![]), T0);
+        assert_eq!(s.slot_owner(0), Some(&name(1)));
+        let upd = sent(&actions)
+            .into_iter()
+            .find(|(_, m)| matches!(m.body, Body::Update { .. }))
+            .expect("an UPDATE");
+        assert_eq!(upd.0, links[&name(2)]);
+        assert!(
+            matches!(&upd.1.body, Body::Update { config_epoch: 5, node, slots } if *node == name(1) && slots.count() == 10)
+        );
+        // At epoch 6 it wins them.
+        h.config_epoch = 6;
+        let actions = s.on_message(links[&name(2)], &ping_msg(h, vec![]), T0);
+        assert_eq!(s.slot_owner(0), Some(&name(2)));
+        assert_eq!(s.slot_owner(5), Some(&name(1)));
+        assert_eq!(s.node(&name(1)).unwrap().slots.count(), 5);
+        assert!(actions.contains(&Action::SaveConfig { fsync: true }));
+        // An UPDATE message about node 1 at epoch 7 gives it 0..10 back.
+        let upd = Msg {
+            header: hdr(2),
+            body: Body::Update {
+                config_epoch: 7,
+                node: name(1),
+                slots: slots_of(0..10),
+            },
+        };
+        s.on_message(links[&name(2)], &upd, T0);
+        assert_eq!(s.slot_owner(0), Some(&name(1)));
+        assert_eq!(s.node(&name(1)).unwrap().config_epoch, 7);
+    }
+
+    #[test]
+    fn losing_all_our_slots_makes_us_a_replica_of_the_winner() {
+        let (mut s, links) = fixture(1);
+        for j in 0..3 {
+            s.add_slot(&name(0), j);
+        }
+        let mut h = hdr(1);
+        h.config_epoch = 3;
+        h.myslots = slots_of(0..3);
+        let actions = s.on_message(links[&name(1)], &ping_msg(h, vec![]), T0);
+        let me = s.node(&name(0)).unwrap();
+        assert!(me.is_replica() && me.primary == Some(name(1)));
+        assert!(actions.contains(&Action::ReplicateFrom {
+            ip: b"127.0.0.1".to_vec(),
+            port: 7001
+        }));
+    }
+
+    #[test]
+    fn config_epoch_collision_the_smaller_name_moves() {
+        let (mut s, links) = fixture(2);
+        s.current_epoch = 4;
+        s.node_mut(&name(0)).unwrap().config_epoch = 4;
+        // Name 0 < name 1: myself moves to a new epoch.
+        let mut h = hdr(1);
+        h.config_epoch = 4;
+        h.current_epoch = 4;
+        let actions = s.on_message(links[&name(1)], &ping_msg(h, vec![]), T0);
+        assert_eq!(s.current_epoch, 5);
+        assert_eq!(s.node(&name(0)).unwrap().config_epoch, 5);
+        assert!(actions.contains(&Action::SaveConfig { fsync: true }));
+        // Seen from the greater name (3), a smaller-named primary (1) with
+        // the same epoch: the other one moves, not myself.
+        let mut t = ClusterState::with_myself(name(3), config(3), T0);
+        let l = t.accept_link(b"127.0.0.1", b"127.0.0.1", T0);
+        t.node_or_create(name(1)).flags = NODE_MASTER;
+        let mut h = hdr(1);
+        h.config_epoch = 0;
+        t.on_message(l, &ping_msg(h, vec![]), T0);
+        assert_eq!(t.node(&name(3)).unwrap().config_epoch, 0);
+        assert_eq!(t.current_epoch, 0);
+    }
+
+    #[test]
+    fn votes_one_per_epoch_only_for_a_failed_primary() {
+        let (mut s, links) = fixture(3);
+        s.add_slot(&name(0), 0);
+        s.add_slot(&name(1), 1);
+        // Node 2 a replica of node 1.
+        s.node_mut(&name(2)).unwrap().flags = NODE_SLAVE;
+        s.attach_replica(&name(1), &name(2));
+        s.current_epoch = 3;
+        let req = |epoch| {
+            let mut h = hdr(2);
+            h.flags = NODE_SLAVE;
+            h.slaveof = name(1);
+            h.current_epoch = epoch;
+            h.myslots = slots_of(1..2);
+            Msg {
+                header: h,
+                body: Body::FailoverAuthRequest,
+            }
+        };
+        let acks = |a: &[Action]| {
+            sent(a)
+                .iter()
+                .filter(|(_, m)| m.body == Body::FailoverAuthAck)
+                .count()
+        };
+        let l2 = links[&name(2)];
+        assert_eq!(acks(&s.on_message(l2, &req(4), T0)), 0, "its primary is up");
+        s.node_mut(&name(1)).unwrap().flags |= NODE_FAIL;
+        assert_eq!(acks(&s.on_message(l2, &req(3), T0)), 0, "old epoch");
+        let a = s.on_message(l2, &req(4), T0);
+        assert_eq!(acks(&a), 1);
+        assert_eq!(s.last_vote_epoch, 4);
+        assert!(a.contains(&Action::SaveConfig { fsync: true }));
+        assert_eq!(acks(&s.on_message(l2, &req(4), T0)), 0, "voted this epoch");
+        assert_eq!(
+            acks(&s.on_message(l2, &req(5), T0 + 2 * TIMEOUT - 1)),
+            0,
+            "voted for this primary lately"
+        );
+        assert_eq!(acks(&s.on_message(l2, &req(6), T0 + 2 * TIMEOUT)), 1);
+    }
+
+    #[test]
+    fn a_replica_s_messages_carry_its_primary_s_slots_and_epoch() {
+        let (mut s, _) = fixture(1);
+        s.node_mut(&name(1)).unwrap().config_epoch = 9;
+        s.add_slot(&name(1), 42);
+        s.bus.my_repl_offset = 1234;
+        s.replicate(&name(1), T0);
+        let h = s.header();
+        assert_eq!(h.slaveof, name(1));
+        assert_eq!(h.config_epoch, 9);
+        assert!(h.myslots.contains(42) && h.myslots.count() == 1);
+        assert_eq!(h.flags, NODE_MYSELF | NODE_SLAVE);
+        assert_eq!(h.offset, 1234);
+        assert_eq!((h.port, h.cport), (7000, 17000));
+    }
+
+    #[test]
+    fn the_replica_election_waits_by_rank_and_needs_a_majority() {
+        let (mut s, _) = fixture(4);
+        // Primaries 1, 2, 3 with slots; myself and 4 replicas of 1.
+        for (i, j) in [(1, 1), (2, 2), (3, 3)] {
+            s.add_slot(&name(i), j);
+        }
+        s.replicate(&name(1), T0);
+        s.node_mut(&name(4)).unwrap().flags = NODE_SLAVE;
+        s.attach_replica(&name(1), &name(4));
+        s.node_mut(&name(4)).unwrap().repl_offset = 100; // ahead of us
+        let mut out = Out::default();
+        s.update_state(T0 + 5000, &mut out);
+        assert_eq!(s.bus.size, 3);
+        s.node_mut(&name(1)).unwrap().flags |= NODE_FAIL;
+        let now = T0 + 10_000;
+        s.cron(now);
+        let wait = s.bus.failover_auth_time - now;
+        assert_eq!(s.bus.failover_auth_rank, 1);
+        assert!((1500..2000).contains(&wait), "{wait}");
+        let a = s.cron(s.bus.failover_auth_time - 1);
+        assert!(
+            sent(&a)
+                .iter()
+                .all(|(_, m)| m.body != Body::FailoverAuthRequest)
+        );
+        let epoch = s.current_epoch;
+        let a = s.cron(s.bus.failover_auth_time);
+        let reqs = sent(&a)
+            .into_iter()
+            .filter(|(_, m)| m.body == Body::FailoverAuthRequest)
+            .count();
+        assert_eq!(reqs, 4, "to every linked node");
+        assert_eq!(s.current_epoch, epoch + 1);
+        // One ack of a needed two: nothing; the second: myself takes over.
+        let ack = |i: usize, epoch| {
+            let mut h = hdr(i);
+            h.current_epoch = epoch;
+            h.myslots = slots_of(i as u16..i as u16 + 1);
+            Msg {
+                header: h,
+                body: Body::FailoverAuthAck,
+            }
+        };
+        let t = s.bus.failover_auth_time + 10;
+        // Votes come on the voters' own links to us.
+        let links: HashMap<NodeName, LinkId> = [2, 3]
+            .into_iter()
+            .map(|i| (name(i), s.accept_link(b"127.0.0.1", b"127.0.0.1", t)))
+            .collect();
+        s.on_message(links[&name(2)], &ack(2, epoch + 1), t);
+        assert!(s.node(&name(0)).unwrap().is_replica());
+        assert_eq!(s.bus.failover_auth_count, 1);
+        let a = s.on_message(links[&name(3)], &ack(3, epoch + 1), t);
+        assert!(a.contains(&Action::BecomePrimary));
+        let me = s.node(&name(0)).unwrap();
+        assert!(me.is_primary());
+        assert_eq!(me.config_epoch, epoch + 1);
+        assert_eq!(s.slot_owner(1), Some(&name(0)));
+        let pongs = sent(&a)
+            .into_iter()
+            .filter(|(_, m)| matches!(m.body, Body::Pong(_)))
+            .count();
+        assert_eq!(pongs, 4, "PONG to everyone");
+    }
 }
