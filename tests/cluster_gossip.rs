@@ -3,8 +3,9 @@
 //! the state machine asks for (accepting and opening bus connections,
 //! writing its messages, running its cron every 100 ms) and feeds it what
 //! redis-server sends: redis-server MEETs us, both sides converge, we learn
-//! the slots redis-server takes, and when we go silent redis-server
-//! suspects us (`fail?`).
+//! the slots redis-server takes and it learns ours, the config epoch
+//! collision is resolved, and when we go silent redis-server suspects us
+//! (`fail?`).
 
 mod common;
 
@@ -272,28 +273,63 @@ fn redis_server_meets_our_state_machine_and_suspects_it_when_silent() {
     // Our own IP, learned from the MEET's connection.
     assert_eq!(node.state.node(&our_id).unwrap().ip, b"127.0.0.1");
 
-    // redis-server takes every slot: our state follows from its pings.
+    // redis-server takes half the slots, we take the other half: each
+    // side learns the other's from its pings.
     let reply = server
         .conn()
-        .cmd(&[b"CLUSTER", b"ADDSLOTSRANGE", b"0", b"16383"]);
+        .cmd(&[b"CLUSTER", b"ADDSLOTSRANGE", b"0", b"8191"]);
     assert_eq!(reply, b"+OK\r\n");
+    for slot in 8192..16384 {
+        assert!(node.state.add_slot(&our_id, slot));
+    }
     node.run_until("our state listing redis-server's slots", |h| {
         let n = h.state.node(&server_id).unwrap();
-        if n.slots.count() != 16384 {
+        if n.slots.count() != 8192 || !n.slots.contains(0) || !n.slots.contains(8191) {
             return Err(format!("{:?}", n.slots));
         }
-        if h.state.slot_owner(0) != Some(&server_id)
-            || h.state.slot_owner(16383) != Some(&server_id)
-        {
+        if h.state.slot_owner(0) != Some(&server_id) || h.state.slot_owner(16383) != Some(&our_id) {
             return Err("slot table".into());
         }
         Ok(())
     });
-    node.run_until("our state calling the cluster ok", |h| {
-        if h.state.is_ok() {
+    node.run_until("redis-server listing our slots", |_| {
+        let line = nodes_line(&server, &our_id).ok_or("not listed")?;
+        if line.ends_with(" 8192-16383") {
             Ok(())
         } else {
-            Err("fail".into())
+            Err(line)
+        }
+    });
+    // Both started at config epoch 0: the collision is resolved, the
+    // smaller name moving to a new epoch, and both sides agree.
+    node.run_until("distinct config epochs, agreed on both sides", |h| {
+        let ours = h.state.node(&our_id).unwrap().config_epoch;
+        let theirs = h.state.node(&server_id).unwrap().config_epoch;
+        let epoch_in = |id: &NodeName| -> Option<u64> {
+            nodes_line(&server, id)?.split(' ').nth(6)?.parse().ok()
+        };
+        let (r_ours, r_theirs) = (epoch_in(&our_id), epoch_in(&server_id));
+        if ours == theirs || r_ours != Some(ours) || r_theirs != Some(theirs) {
+            return Err(format!(
+                "ours {ours} theirs {theirs}; redis-server: ours {r_ours:?} theirs {r_theirs:?}"
+            ));
+        }
+        let mover = if our_id.as_bytes() < server_id.as_bytes() {
+            ours
+        } else {
+            theirs
+        };
+        if mover == 0 {
+            return Err("the smaller name did not move".into());
+        }
+        Ok(())
+    });
+    node.run_until("both sides calling the cluster ok", |h| {
+        let info = String::from_utf8_lossy(&server.conn().cmd(&[b"CLUSTER", b"INFO"])).into_owned();
+        if h.state.is_ok() && info.contains("cluster_state:ok") {
+            Ok(())
+        } else {
+            Err(format!("ours ok: {}; {info}", h.state.is_ok()))
         }
     });
 
