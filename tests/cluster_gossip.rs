@@ -351,3 +351,123 @@ fn redis_server_meets_our_state_machine_and_suspects_it_when_silent() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+fn server_id(server: &RedisServer) -> NodeName {
+    let id = bulk_text(&server.conn().cmd(&[b"CLUSTER", b"MYID"]));
+    NodeName::from_slice(id.as_bytes()).unwrap()
+}
+
+fn cluster_meet(from: &RedisServer, port: u16, cport: u16) {
+    let reply = from.conn().cmd(&[
+        b"CLUSTER",
+        b"MEET",
+        b"127.0.0.1",
+        port.to_string().as_bytes(),
+        cport.to_string().as_bytes(),
+    ]);
+    assert_eq!(reply, b"+OK\r\n", "CLUSTER MEET");
+}
+
+/// Three redis-server primaries and our node as a replica of the first:
+/// when that primary dies, the other two mark it failed, vote for us, and
+/// we take its slots at a new epoch, which they accept.
+#[test]
+fn redis_servers_elect_our_replica_when_its_primary_dies() {
+    let servers: Vec<(RedisServer, u16)> = (0..3).map(|_| cluster_server()).collect();
+    let ids: Vec<NodeName> = servers.iter().map(|(s, _)| server_id(s)).collect();
+    let mut node = Harness::new();
+    let our_id = NodeName(*OUR_ID);
+    let (port, cport) = (node.state.bus.config.port, node.state.bus.config.cport);
+    let a = &servers[0].0;
+    for (s, c) in &servers[1..] {
+        cluster_meet(a, s.port(), *c);
+    }
+    cluster_meet(a, port, cport);
+    for ((s, _), range) in
+        servers
+            .iter()
+            .zip([("0", "5460"), ("5461", "10922"), ("10923", "16383")])
+    {
+        let reply = s.conn().cmd(&[
+            b"CLUSTER",
+            b"ADDSLOTSRANGE",
+            range.0.as_bytes(),
+            range.1.as_bytes(),
+        ]);
+        assert_eq!(reply, b"+OK\r\n");
+    }
+    node.run_until(
+        "our state knowing the three primaries and their slots",
+        |h| {
+            for (id, slot) in ids.iter().zip([0u16, 5461, 10923]) {
+                let n = h.state.node(id).ok_or("unknown primary")?;
+                if n.flags & wire::NODE_HANDSHAKE != 0 || h.state.slot_owner(slot) != Some(id) {
+                    return Err(format!("{n:?}"));
+                }
+            }
+            if h.state.nodes().count() != 4 || !h.state.is_ok() {
+                return Err(format!(
+                    "{} nodes, ok {}",
+                    h.state.nodes().count(),
+                    h.state.is_ok()
+                ));
+            }
+            Ok(())
+        },
+    );
+
+    // We replicate the first primary (the caller would start PSYNC).
+    let actions = node.state.replicate(&ids[0], now_ms());
+    node.apply(actions);
+    let b = &servers[1].0;
+    node.run_until(
+        "redis-server listing us as the first primary's replica",
+        |_| {
+            let line = nodes_line(b, &our_id).ok_or("not listed")?;
+            let f: Vec<&str> = line.split(' ').collect();
+            if f.get(2) == Some(&"slave") && f.get(3).map(|m| m.as_bytes()) == Some(&ids[0].0[..]) {
+                Ok(())
+            } else {
+                Err(line)
+            }
+        },
+    );
+
+    // The first primary dies.
+    let mut servers = servers.into_iter();
+    drop(servers.next());
+    let rest: Vec<(RedisServer, u16)> = servers.collect();
+    node.run_until("our replica taking over", |h| {
+        let me = h.state.node(&our_id).unwrap();
+        if !me.is_primary() || h.state.slot_owner(0) != Some(&our_id) {
+            return Err(format!("{:?}", h.state.node(&ids[0])));
+        }
+        Ok(())
+    });
+    let our_epoch = node.state.node(&our_id).unwrap().config_epoch;
+    node.run_until(
+        "the surviving redis-servers accepting the new primary",
+        |_| {
+            for (s, _) in &rest {
+                let line = nodes_line(s, &our_id).ok_or("not listed")?;
+                let f: Vec<&str> = line.split(' ').collect();
+                if f.len() < 9
+                    || f[2] != "master"
+                    || f[6] != our_epoch.to_string()
+                    || f[8] != "0-5460"
+                {
+                    return Err(line);
+                }
+                let old = nodes_line(s, &ids[0]).ok_or("old primary not listed")?;
+                if !old.split(' ').nth(2).unwrap_or("").contains("fail") {
+                    return Err(old);
+                }
+            }
+            Ok(())
+        },
+    );
+    // The new epoch is the greatest.
+    for id in &ids[1..] {
+        assert!(node.state.node(id).unwrap().config_epoch < our_epoch);
+    }
+}
