@@ -471,3 +471,98 @@ fn redis_servers_elect_our_replica_when_its_primary_dies() {
         assert!(node.state.node(id).unwrap().config_epoch < our_epoch);
     }
 }
+
+/// Our node as a voting primary: redis-server primaries A and B, A's
+/// redis-server replica R, and our node serving a third of the slots. A
+/// dies: the failure needs our report or B's and ours, and R's election
+/// needs our vote (two of three primaries); R takes A's slots and we
+/// follow.
+#[test]
+fn our_primary_votes_for_a_redis_replica() {
+    let (a, _) = cluster_server();
+    let (b, b_cport) = cluster_server();
+    let (r, r_cport) = cluster_server();
+    let (a_id, r_id) = (server_id(&a), server_id(&r));
+    let mut node = Harness::new();
+    let our_id = NodeName(*OUR_ID);
+    let (port, cport) = (node.state.bus.config.port, node.state.bus.config.cport);
+    cluster_meet(&a, b.port(), b_cport);
+    cluster_meet(&a, r.port(), r_cport);
+    cluster_meet(&a, port, cport);
+    for (s, range) in [(&a, ("0", "5460")), (&b, ("5461", "10922"))] {
+        let reply = s.conn().cmd(&[
+            b"CLUSTER",
+            b"ADDSLOTSRANGE",
+            range.0.as_bytes(),
+            range.1.as_bytes(),
+        ]);
+        assert_eq!(reply, b"+OK\r\n");
+    }
+    for slot in 10923..16384 {
+        assert!(node.state.add_slot(&our_id, slot));
+    }
+    node.run_until("R knowing A", |_| {
+        nodes_line(&r, &a_id)
+            .filter(|l| !l.contains("handshake"))
+            .map(|_| ())
+            .ok_or_else(|| "no".to_string())
+    });
+    let reply = r
+        .conn()
+        .cmd(&[b"CLUSTER", b"REPLICATE", a_id.as_bytes().as_slice()]);
+    assert_eq!(reply, b"+OK\r\n");
+    node.run_until("a converged cluster", |h| {
+        let rn = h.state.node(&r_id).ok_or("R unknown")?;
+        if !rn.is_replica() || rn.primary != Some(a_id) {
+            return Err(format!("R: {rn:?}"));
+        }
+        if !h.state.is_ok() || h.state.bus.size != 3 {
+            return Err(format!("ok {} size {}", h.state.is_ok(), h.state.bus.size));
+        }
+        let info = String::from_utf8_lossy(&b.conn().cmd(&[b"CLUSTER", b"INFO"])).into_owned();
+        if !info.contains("cluster_state:ok") {
+            return Err(info);
+        }
+        Ok(())
+    });
+
+    // R must have synced with A, or its data is too old to fail over.
+    node.run_until("R replicating A", |_| {
+        let info = bulk_text(&r.conn().cmd(&[b"INFO", b"replication"]));
+        if info.contains("master_link_status:up") {
+            Ok(())
+        } else {
+            Err(info)
+        }
+    });
+    let votes_before = node.state.last_vote_epoch;
+    drop(a);
+    node.run_until("R elected, we following", |h| {
+        let rn = h.state.node(&r_id).unwrap();
+        if !rn.is_primary() || h.state.slot_owner(0) != Some(&r_id) {
+            return Err(format!(
+                "R: {:x} owner of 0: {:?}; A {:?}; epochs cur {} vote {}; B: {}; R: {}",
+                rn.flags,
+                h.state.slot_owner(0),
+                h.state.node(&a_id).map(|n| n.flags),
+                h.state.current_epoch,
+                h.state.last_vote_epoch,
+                bulk_text(&b.conn().cmd(&[b"CLUSTER", b"NODES"])),
+                bulk_text(&r.conn().cmd(&[b"CLUSTER", b"NODES"])),
+            ));
+        }
+        if !h.state.node(&a_id).unwrap().is_failed() {
+            return Err("A not failed".into());
+        }
+        Ok(())
+    });
+    assert!(
+        node.state.last_vote_epoch > votes_before,
+        "R could only win with our vote"
+    );
+    let line = nodes_line(&b, &r_id).unwrap();
+    assert!(
+        line.contains("master") && line.ends_with(" 0-5460"),
+        "{line}"
+    );
+}
