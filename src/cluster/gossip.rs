@@ -54,6 +54,32 @@ const WRITABLE_DELAY: i64 = 2000;
 /// `CLUSTER_MIN_REJOIN_DELAY`, `CLUSTER_MAX_REJOIN_DELAY`.
 const MIN_REJOIN_DELAY: i64 = 500;
 const MAX_REJOIN_DELAY: i64 = 5000;
+/// `CLUSTER_BLACKLIST_TTL`: a forgotten node stays forgotten a minute.
+const BLACKLIST_TTL: i64 = 60_000;
+
+/// Why `CLUSTER FORGET` refuses; the texts are Redis's replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForgetError {
+    Unknown(NodeName),
+    Myself,
+    MyPrimary,
+}
+
+impl std::fmt::Display for ForgetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ForgetError::Unknown(n) => {
+                write!(
+                    f,
+                    "ERR Unknown node {}",
+                    String::from_utf8_lossy(n.as_bytes())
+                )
+            }
+            ForgetError::Myself => f.write_str("ERR I tried hard but I can't forget myself..."),
+            ForgetError::MyPrimary => f.write_str("ERR Can't forget my master!"),
+        }
+    }
+}
 
 /// The settings the bus logic reads (`server.cluster_*`).
 #[derive(Debug, Clone)]
@@ -157,6 +183,9 @@ pub struct BusState {
     /// A replica's data age in ms (since the last interaction with its
     /// primary, or since the link went down), kept by the caller.
     pub repl_data_age: i64,
+    /// Forgotten nodes gossip may not add back, until when (ms)
+    /// (`nodes_black_list`).
+    blacklist: HashMap<NodeName, i64>,
     rng: StdRng,
 }
 
@@ -179,6 +208,7 @@ impl Default for BusState {
             failover_auth_epoch: 0,
             my_repl_offset: 0,
             repl_data_age: 0,
+            blacklist: HashMap::new(),
             rng: StdRng::seed_from_u64(rand::random()),
         }
     }
@@ -498,6 +528,53 @@ impl ClusterState {
                 l.node = Some(new);
             }
         }
+    }
+
+    /// `CLUSTER FORGET`: drop a node and keep gossip from adding it back
+    /// for a minute (`clusterBlacklistAddNode`, `clusterDelNode`).
+    pub fn forget(&mut self, name: &NodeName, now: i64) -> Result<Vec<Action>, ForgetError> {
+        if self.node(name).is_none() {
+            return Err(ForgetError::Unknown(*name));
+        }
+        if self.is_myself(name) {
+            return Err(ForgetError::Myself);
+        }
+        if self.myself_primary() == Some(*name) {
+            return Err(ForgetError::MyPrimary);
+        }
+        self.blacklisted(name, now); // cleans up expired entries
+        self.bus.blacklist.insert(*name, now + BLACKLIST_TTL);
+        let mut out = Out::default();
+        self.del_node(name, &mut out);
+        out.update_state = true;
+        out.save(false);
+        Ok(self.finish(out, now))
+    }
+
+    /// `clusterBlacklistExists` (after `clusterBlacklistCleanup`).
+    fn blacklisted(&mut self, name: &NodeName, now: i64) -> bool {
+        self.bus.blacklist.retain(|_, &mut until| until >= now);
+        self.bus.blacklist.contains_key(name)
+    }
+
+    /// `clusterBumpConfigEpochWithoutConsensus` (`CLUSTER SETSLOT ...
+    /// NODE` on an importing node, `CLUSTER FAILOVER TAKEOVER`): myself
+    /// takes a new epoch unless its own is already the greatest and not 0.
+    pub fn bump_epoch_without_consensus(&mut self, now: i64) -> (bool, Vec<Action>) {
+        let me = self.myself_name();
+        let max = self.max_epoch();
+        let mine = self.node(&me).map_or(0, |n| n.config_epoch);
+        let mut out = Out::default();
+        let bumped = mine == 0 || mine != max;
+        if bumped {
+            self.current_epoch += 1;
+            let epoch = self.current_epoch;
+            if let Some(m) = self.node_mut(&me) {
+                m.config_epoch = epoch;
+            }
+            out.save(true);
+        }
+        (bumped, self.finish(out, now))
     }
 
     /// `clusterSetNodeAsMaster`.
@@ -1313,7 +1390,11 @@ impl ClusterState {
                         node.flags &= !NODE_NOADDR;
                     }
                 }
-            } else if sender.is_some() && !has_flag(flags, NODE_NOADDR) && !g.nodename.is_null() {
+            } else if sender.is_some()
+                && !has_flag(flags, NODE_NOADDR)
+                && !g.nodename.is_null()
+                && !self.blacklisted(&g.nodename, now)
+            {
                 // A node we did not know: add it; the cron connects to it.
                 let node = self.node_or_create(g.nodename);
                 node.flags = flags & !(NODE_MYSELF | NODE_MEET);
@@ -2668,5 +2749,95 @@ mod tests {
             .filter(|(_, m)| matches!(m.body, Body::Pong(_)))
             .count();
         assert_eq!(pongs, 4, "PONG to everyone");
+    }
+
+    #[test]
+    fn forget_refuses_myself_and_my_primary_and_blacklists_a_minute() {
+        let (mut s, links) = fixture(2);
+        assert_eq!(s.forget(&name(9), T0), Err(ForgetError::Unknown(name(9))));
+        assert_eq!(
+            s.forget(&name(0), T0).unwrap_err().to_string(),
+            "ERR I tried hard but I can't forget myself..."
+        );
+        s.replicate(&name(1), T0);
+        assert_eq!(
+            s.forget(&name(1), T0).unwrap_err().to_string(),
+            "ERR Can't forget my master!"
+        );
+        let actions = s.forget(&name(2), T0).unwrap();
+        assert!(s.node(&name(2)).is_none());
+        assert!(actions.contains(&Action::Close {
+            link: links[&name(2)]
+        }));
+        assert!(actions.contains(&Action::SaveConfig { fsync: false }));
+        // Gossip does not bring it back within the minute; after, it does.
+        let g = vec![gossip_about(2, NODE_MASTER)];
+        let l1 = links[&name(1)];
+        s.on_message(l1, &ping_msg(hdr(1), g.clone()), T0 + BLACKLIST_TTL);
+        assert!(s.node(&name(2)).is_none());
+        s.on_message(l1, &ping_msg(hdr(1), g), T0 + BLACKLIST_TTL + 1);
+        assert!(s.node(&name(2)).is_some());
+    }
+
+    #[test]
+    fn bumping_the_epoch_without_consensus() {
+        let (mut s, _) = fixture(1);
+        s.node_mut(&name(1)).unwrap().config_epoch = 3;
+        s.current_epoch = 3;
+        let (bumped, actions) = s.bump_epoch_without_consensus(T0);
+        assert!(bumped);
+        assert_eq!(s.current_epoch, 4);
+        assert_eq!(s.node(&name(0)).unwrap().config_epoch, 4);
+        assert!(actions.contains(&Action::SaveConfig { fsync: true }));
+        // Already the greatest: nothing.
+        assert!(!s.bump_epoch_without_consensus(T0).0);
+        assert_eq!(s.current_epoch, 4);
+    }
+
+    #[test]
+    fn publish_from_a_known_node_is_delivered() {
+        let (mut s, links) = fixture(1);
+        let m = |h| Msg {
+            header: h,
+            body: Body::Publish {
+                channel: Bytes::from_static(b"ch"),
+                message: Bytes::from_static(b"hi"),
+            },
+        };
+        let a = s.on_message(links[&name(1)], &m(hdr(1)), T0);
+        assert_eq!(
+            a,
+            vec![Action::Publish {
+                channel: Bytes::from_static(b"ch"),
+                message: Bytes::from_static(b"hi"),
+                shard: false
+            }]
+        );
+        let stranger = s.accept_link(b"127.0.0.1", b"127.0.0.1", T0);
+        assert!(s.on_message(stranger, &m(hdr(9)), T0).is_empty());
+    }
+
+    #[test]
+    fn hostnames_go_out_in_the_extension_and_come_in_from_it() {
+        let mut cfg = config(0);
+        cfg.hostname = b"me.example".to_vec();
+        let mut s = ClusterState::with_myself(name(0), cfg, T0);
+        s.node_or_create(name(1)).flags = NODE_MASTER;
+        let l = s.accept_link(b"127.0.0.1", b"127.0.0.1", T0);
+        let mut p = ping_msg(hdr(1), vec![]);
+        if let Body::Ping(ping) = &mut p.body {
+            ping.extensions
+                .push(PingExt::Hostname(Bytes::from_static(b"them.example")));
+        }
+        let a = s.on_message(l, &p, T0);
+        assert_eq!(s.node(&name(1)).unwrap().hostname, b"them.example");
+        let pong = sent(&a)[0].1;
+        assert_eq!(
+            pong.body.ping().unwrap().extensions,
+            vec![PingExt::Hostname(Bytes::from_static(b"me.example"))]
+        );
+        // A ping without the extension: no hostname any more.
+        s.on_message(l, &ping_msg(hdr(1), vec![]), T0);
+        assert!(s.node(&name(1)).unwrap().hostname.is_empty());
     }
 }
