@@ -34,9 +34,10 @@ use rand::{Rng, SeedableRng};
 
 use super::state::ClusterState;
 use super::wire::{
-    Body, Gossip, Header, Ip, MFLAG0_FORCEACK, Msg, NAME_LEN, NODE_FAIL, NODE_HANDSHAKE,
-    NODE_MASTER, NODE_MEET, NODE_MIGRATE_TO, NODE_MYSELF, NODE_NOADDR, NODE_NOFAILOVER, NODE_PFAIL,
-    NODE_SLAVE, NodeName, Ping, PingExt, SLOTS, STATE_FAIL, STATE_OK, Slots,
+    Body, Gossip, Header, Ip, MFLAG0_FORCEACK, MFLAG0_PAUSED, Msg, NAME_LEN, NODE_FAIL,
+    NODE_HANDSHAKE, NODE_MASTER, NODE_MEET, NODE_MIGRATE_TO, NODE_MYSELF, NODE_NOADDR,
+    NODE_NOFAILOVER, NODE_PFAIL, NODE_SLAVE, NodeName, Ping, PingExt, SLOTS, STATE_FAIL, STATE_OK,
+    Slots,
 };
 
 /// A bus connection, as the caller knows it.
@@ -56,6 +57,41 @@ const MIN_REJOIN_DELAY: i64 = 500;
 const MAX_REJOIN_DELAY: i64 = 5000;
 /// `CLUSTER_BLACKLIST_TTL`: a forgotten node stays forgotten a minute.
 const BLACKLIST_TTL: i64 = 60_000;
+/// `CLUSTER_MF_TIMEOUT`: a manual failover's time limit.
+const MF_TIMEOUT: i64 = 5000;
+/// `CLUSTER_MF_PAUSE_MULT`: the primary pauses writes twice that long.
+const MF_PAUSE_MULT: i64 = 2;
+
+/// `CLUSTER FAILOVER`'s option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailoverMode {
+    /// Wait for the primary to pause and hand over its offset.
+    Default,
+    /// Do not wait for the primary; still ask for votes.
+    Force,
+    /// No votes: take a new epoch and the slots at once.
+    Takeover,
+}
+
+/// Why `CLUSTER FAILOVER` refuses; the texts are Redis's replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailoverError {
+    NotReplica,
+    PrimaryUnknown,
+    PrimaryDown,
+}
+
+impl std::fmt::Display for FailoverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FailoverError::NotReplica => "ERR You should send CLUSTER FAILOVER to a replica",
+            FailoverError::PrimaryUnknown => "ERR I'm a replica but my master is unknown to me",
+            FailoverError::PrimaryDown => {
+                "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE"
+            }
+        })
+    }
+}
 
 /// Why `CLUSTER FORGET` refuses; the texts are Redis's replies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,6 +222,13 @@ pub struct BusState {
     /// Forgotten nodes gossip may not add back, until when (ms)
     /// (`nodes_black_list`).
     blacklist: HashMap<NodeName, i64>,
+    /// Manual failover (`mf_*`): when it times out (0: none), whether the
+    /// replica may start the election, the replica a paused primary
+    /// serves, the primary's paused offset (-1: not heard yet).
+    pub mf_end: i64,
+    pub mf_can_start: bool,
+    pub mf_replica: Option<NodeName>,
+    pub mf_primary_offset: i64,
     rng: StdRng,
 }
 
@@ -209,6 +252,10 @@ impl Default for BusState {
             my_repl_offset: 0,
             repl_data_age: 0,
             blacklist: HashMap::new(),
+            mf_end: 0,
+            mf_can_start: false,
+            mf_replica: None,
+            mf_primary_offset: -1,
             rng: StdRng::seed_from_u64(rand::random()),
         }
     }
@@ -245,6 +292,11 @@ pub enum Action {
     ReplicateFrom { ip: Vec<u8>, port: u16 },
     /// Stop replicating: myself is a primary now (`replicationUnsetMaster`).
     BecomePrimary,
+    /// Pause client writes until this time (ms): a primary in a manual
+    /// failover (`pauseClients(PAUSE_DURING_FAILOVER)`).
+    PauseWrites { until: i64 },
+    /// End that pause.
+    UnpauseWrites,
     /// Deliver a PUBLISH (or SPUBLISH) from the bus to local subscribers.
     Publish {
         channel: Bytes,
@@ -646,6 +698,7 @@ impl ClusterState {
                 port,
             });
         }
+        self.reset_manual_failover(out);
     }
 
     // ---------------------------------------------------------------
@@ -770,7 +823,15 @@ impl ClusterState {
             } else {
                 STATE_FAIL
             },
-            mflags: [0; 3],
+            mflags: [
+                if flags & NODE_MASTER != 0 && self.bus.mf_end != 0 {
+                    MFLAG0_PAUSED
+                } else {
+                    0
+                },
+                0,
+                0,
+            ],
         }
     }
 
@@ -967,8 +1028,19 @@ impl ClusterState {
                     out.save(true);
                 }
                 s.repl_offset = i64::try_from(hdr.offset).unwrap_or(i64::MAX);
+                let offset = s.repl_offset;
                 if sender_current_epoch > self.current_epoch {
                     self.current_epoch = sender_current_epoch;
+                }
+                // A manual failover: our primary paused at this offset.
+                if self.bus.mf_end != 0
+                    && sender.is_some()
+                    && self.myself_primary() == sender
+                    && hdr.mflags[0] & MFLAG0_PAUSED != 0
+                    && self.bus.mf_primary_offset == -1
+                {
+                    self.bus.mf_primary_offset = offset;
+                    self.handle_manual_failover(out);
                 }
             }
         }
@@ -1056,7 +1128,21 @@ impl ClusterState {
                 self.update_slots_config_with(node, *config_epoch, slots, out);
             }
             // Manual failover and modules are not handled here.
-            Body::MfStart | Body::Module { .. } | Body::Unknown { .. } => {}
+            Body::MfStart => {
+                let Some(s) = sender else { return };
+                let me = self.myself_name();
+                if self.node(&s).and_then(|n| n.primary) != Some(me) {
+                    return;
+                }
+                self.reset_manual_failover(out);
+                self.bus.mf_end = now + MF_TIMEOUT;
+                self.bus.mf_replica = Some(s);
+                out.actions.push(Action::PauseWrites {
+                    until: now + MF_TIMEOUT * MF_PAUSE_MULT,
+                });
+                self.send_ping(link, Kind::Ping, now, out);
+            }
+            Body::Module { .. } | Body::Unknown { .. } => {}
         }
     }
 
@@ -1590,12 +1676,13 @@ impl ClusterState {
         let node_timeout = self.bus.config.node_timeout;
         let auth_timeout = (node_timeout * 2).max(2000);
         let auth_retry_time = auth_timeout * 2;
+        let manual = self.bus.mf_end != 0 && self.bus.mf_can_start;
         let Some(primary) = self.myself_primary() else {
             return;
         };
         if self.myself_is_primary()
-            || !self.node(&primary).is_some_and(|p| p.is_failed())
-            || self.bus.config.replica_no_failover
+            || (!self.node(&primary).is_some_and(|p| p.is_failed()) && !manual)
+            || (self.bus.config.replica_no_failover && !manual)
             || self.numslots(&primary) == 0
         {
             return;
@@ -1608,6 +1695,7 @@ impl ClusterState {
         if cfg.replica_validity_factor != 0
             && data_age
                 > cfg.repl_ping_replica_period * 1000 + node_timeout * cfg.replica_validity_factor
+            && !manual
         {
             return;
         }
@@ -1617,10 +1705,16 @@ impl ClusterState {
             self.bus.failover_auth_sent = false;
             self.bus.failover_auth_rank = self.replica_rank();
             self.bus.failover_auth_time = now + delay + self.bus.failover_auth_rank as i64 * 1000;
+            // A manual failover starts at once.
+            if self.bus.mf_end != 0 {
+                self.bus.failover_auth_time = now;
+                self.bus.failover_auth_rank = 0;
+                out.handle_failover = true;
+            }
             self.broadcast_pong(Targets::LocalReplicas, now, out);
             return;
         }
-        if !self.bus.failover_auth_sent {
+        if !self.bus.failover_auth_sent && self.bus.mf_end == 0 {
             let newrank = self.replica_rank();
             if newrank > self.bus.failover_auth_rank {
                 let added = (newrank - self.bus.failover_auth_rank) as i64 * 1000;
@@ -1635,7 +1729,10 @@ impl ClusterState {
             self.current_epoch += 1;
             self.bus.failover_auth_epoch = self.current_epoch;
             // clusterRequestFailoverAuth
-            let msg = self.msg(Body::FailoverAuthRequest);
+            let mut msg = self.msg(Body::FailoverAuthRequest);
+            if self.bus.mf_end != 0 {
+                msg.header.mflags[0] |= MFLAG0_FORCEACK;
+            }
             self.broadcast(&msg, out);
             self.bus.failover_auth_sent = true;
             out.save(true);
@@ -1671,6 +1768,63 @@ impl ClusterState {
         self.update_state(now, out);
         out.save(true);
         self.broadcast_pong(Targets::All, now, out);
+        self.reset_manual_failover(out);
+    }
+
+    /// `CLUSTER FAILOVER [FORCE|TAKEOVER]` on a replica.
+    pub fn failover(&mut self, mode: FailoverMode, now: i64) -> Result<Vec<Action>, FailoverError> {
+        if self.myself_is_primary() {
+            return Err(FailoverError::NotReplica);
+        }
+        let Some(primary) = self.myself_primary().and_then(|p| self.node(&p)) else {
+            return Err(FailoverError::PrimaryUnknown);
+        };
+        if mode == FailoverMode::Default && (primary.is_failed() || primary.bus.link.is_none()) {
+            return Err(FailoverError::PrimaryDown);
+        }
+        let primary_link = primary.bus.link;
+        let mut out = Out::default();
+        self.reset_manual_failover(&mut out);
+        self.bus.mf_end = now + MF_TIMEOUT;
+        match mode {
+            FailoverMode::Takeover => {
+                let (_, actions) = self.bump_epoch_without_consensus(now);
+                out.actions.extend(actions);
+                self.replace_primary(now, &mut out);
+            }
+            FailoverMode::Force => self.bus.mf_can_start = true,
+            FailoverMode::Default => {
+                // clusterSendMFStart
+                if let Some(link) = primary_link {
+                    let msg = self.msg(Body::MfStart);
+                    out.actions.push(Action::Send { link, msg });
+                }
+            }
+        }
+        Ok(self.finish(out, now))
+    }
+
+    /// `resetManualFailover`.
+    fn reset_manual_failover(&mut self, out: &mut Out) {
+        if self.bus.mf_replica.is_some() {
+            out.actions.push(Action::UnpauseWrites);
+        }
+        self.bus.mf_end = 0;
+        self.bus.mf_can_start = false;
+        self.bus.mf_replica = None;
+        self.bus.mf_primary_offset = -1;
+    }
+
+    /// `clusterHandleManualFailover`: once our offset reaches the paused
+    /// primary's, the election may start.
+    fn handle_manual_failover(&mut self, out: &mut Out) {
+        if self.bus.mf_end == 0 || self.bus.mf_can_start || self.bus.mf_primary_offset == -1 {
+            return;
+        }
+        if self.bus.mf_primary_offset == self.bus.my_repl_offset {
+            self.bus.mf_can_start = true;
+            out.handle_failover = true;
+        }
     }
 
     // ---------------------------------------------------------------
@@ -1785,6 +1939,14 @@ impl ClusterState {
                 self.send_ping(link, Kind::Ping, now, &mut out);
                 continue;
             }
+            if let Some(link) = node.bus.link
+                && self.bus.mf_end != 0
+                && self.myself_is_primary()
+                && self.bus.mf_replica == Some(*name)
+            {
+                self.send_ping(link, Kind::Ping, now, &mut out);
+                continue;
+            }
             if node.ping_sent == 0 {
                 continue;
             }
@@ -1797,7 +1959,12 @@ impl ClusterState {
             }
         }
 
+        // manualFailoverCheckTimeout
+        if self.bus.mf_end != 0 && self.bus.mf_end < now {
+            self.reset_manual_failover(&mut out);
+        }
         if !self.myself_is_primary() {
+            self.handle_manual_failover(&mut out);
             self.handle_replica_failover(now, &mut out);
         }
         if update_state || !self.bus.state_ok {
@@ -2839,5 +3006,81 @@ mod tests {
         // A ping without the extension: no hostname any more.
         s.on_message(l, &ping_msg(hdr(1), vec![]), T0);
         assert!(s.node(&name(1)).unwrap().hostname.is_empty());
+    }
+
+    #[test]
+    fn manual_failover_pauses_the_primary_and_swaps_roles() {
+        let mut sim = cluster();
+        sim.run(10_000);
+        assert_eq!(
+            sim.nodes[0].failover(FailoverMode::Default, sim.now),
+            Err(FailoverError::NotReplica)
+        );
+        let now = sim.now;
+        let actions = sim.nodes[3].failover(FailoverMode::Default, now).unwrap();
+        assert!(
+            sent(&actions).iter().any(|(_, m)| m.body == Body::MfStart),
+            "{actions:?}"
+        );
+        sim.apply(3, actions);
+        sim.deliver();
+        // The primary paused writes for twice the manual failover time.
+        assert!(sim.log[0].contains(&Action::PauseWrites {
+            until: now + 2 * MF_TIMEOUT
+        }));
+        assert_eq!(sim.nodes[0].bus.mf_replica, Some(name(3)));
+        // The replica sees the paused offset (ours matches: 0), asks for
+        // votes with FORCEACK though its primary is fine, and wins.
+        let took = sim.run_until(MF_TIMEOUT, |s| {
+            s.alive().all(|i| {
+                s.owner(i, 0) == Some(name(3)) && s.nodes[i].node(&name(0)).unwrap().is_replica()
+            })
+        });
+        assert!(took.is_some(), "no swap: {:?}", sim.nodes[3].bus);
+        assert!(sim.log[3].contains(&Action::BecomePrimary));
+        // The old primary follows the new one and unpauses.
+        assert!(sim.log[0].contains(&Action::UnpauseWrites));
+        assert!(
+            sim.log[0]
+                .iter()
+                .any(|a| matches!(a, Action::ReplicateFrom { port: 7003, .. }))
+        );
+        assert!(!sim.nodes[0].node(&name(0)).unwrap().is_failed());
+    }
+
+    #[test]
+    fn failover_takeover_needs_no_votes() {
+        let mut sim = cluster();
+        sim.run(10_000);
+        // Cut replica 4 off from everyone: no votes to be had.
+        sim.group[4] = 1;
+        let max = (0..6).map(|i| sim.nodes[i].max_epoch()).max().unwrap();
+        let actions = sim.nodes[4]
+            .failover(FailoverMode::Takeover, sim.now)
+            .unwrap();
+        assert!(actions.contains(&Action::BecomePrimary));
+        assert_eq!(sim.owner(4, 5461), Some(name(4)));
+        assert!(epoch(&sim, 4, 4) > max);
+        sim.apply(4, actions);
+        // Healed, the others take its claim at the newer epoch.
+        sim.group[4] = 0;
+        let took = sim.run_until(20_000, |s| {
+            s.alive().all(|i| s.owner(i, 5461) == Some(name(4)))
+        });
+        assert!(took.is_some());
+        // FORCE without a reachable primary is allowed, default is not.
+        let mut lone = Sim::new(2);
+        lone.nodes[1].node_or_create(name(0)).flags = NODE_MASTER;
+        lone.nodes[1].replicate(&name(0), lone.now);
+        assert_eq!(
+            lone.nodes[1].failover(FailoverMode::Default, lone.now),
+            Err(FailoverError::PrimaryDown)
+        );
+        assert!(
+            lone.nodes[1]
+                .failover(FailoverMode::Force, lone.now)
+                .is_ok()
+        );
+        assert!(lone.nodes[1].bus.mf_can_start);
     }
 }
