@@ -43,6 +43,8 @@ fn cluster_server() -> (RedisServer, u16) {
             &cport,
             "--cluster-node-timeout",
             &timeout,
+            "--logfile",
+            "redis.log",
         ])
     })
 }
@@ -371,8 +373,9 @@ fn cluster_meet(from: &RedisServer, port: u16, cport: u16) {
 /// Three redis-server primaries and our node as a replica of the first:
 /// when that primary dies, the other two mark it failed, vote for us, and
 /// we take its slots at a new epoch, which they accept.
-#[test]
-fn redis_servers_elect_our_replica_when_its_primary_dies() {
+/// Three redis-server primaries (a third of the slots each) and our node
+/// as a replica of the first, all converged.
+fn three_primaries_and_our_replica() -> (Vec<(RedisServer, u16)>, Vec<NodeName>, Harness) {
     let servers: Vec<(RedisServer, u16)> = (0..3).map(|_| cluster_server()).collect();
     let ids: Vec<NodeName> = servers.iter().map(|(s, _)| server_id(s)).collect();
     let mut node = Harness::new();
@@ -419,20 +422,29 @@ fn redis_servers_elect_our_replica_when_its_primary_dies() {
     // We replicate the first primary (the caller would start PSYNC).
     let actions = node.state.replicate(&ids[0], now_ms());
     node.apply(actions);
-    let b = &servers[1].0;
     node.run_until(
-        "redis-server listing us as the first primary's replica",
+        "every redis-server listing us as the first primary's replica",
         |_| {
-            let line = nodes_line(b, &our_id).ok_or("not listed")?;
-            let f: Vec<&str> = line.split(' ').collect();
-            if f.get(2) == Some(&"slave") && f.get(3).map(|m| m.as_bytes()) == Some(&ids[0].0[..]) {
-                Ok(())
-            } else {
-                Err(line)
+            for (s, _) in &servers {
+                let line = nodes_line(s, &our_id).ok_or("not listed")?;
+                let f: Vec<&str> = line.split(' ').collect();
+                if f.get(2) != Some(&"slave")
+                    || f.get(3).map(|m| m.as_bytes()) != Some(&ids[0].0[..])
+                {
+                    return Err(line);
+                }
             }
+            Ok(())
         },
     );
 
+    (servers, ids, node)
+}
+
+#[test]
+fn redis_servers_elect_our_replica_when_its_primary_dies() {
+    let (servers, ids, mut node) = three_primaries_and_our_replica();
+    let our_id = NodeName(*OUR_ID);
     // The first primary dies.
     let mut servers = servers.into_iter();
     drop(servers.next());
@@ -565,4 +577,48 @@ fn our_primary_votes_for_a_redis_replica() {
         line.contains("master") && line.ends_with(" 0-5460"),
         "{line}"
     );
+}
+
+/// `CLUSTER FAILOVER` on our replica of a live redis-server primary: it
+/// pauses on our MFSTART, sends its offset in PAUSED pings, the others
+/// vote (FORCEACK), and the primary turns into our replica.
+#[test]
+fn manual_failover_of_a_redis_server_primary() {
+    let (servers, ids, mut node) = three_primaries_and_our_replica();
+    let our_id = NodeName(*OUR_ID);
+    // Our "replication" is at the primary's offset (no writes: 0).
+    let a = &servers[0].0;
+    let info = bulk_text(&a.conn().cmd(&[b"INFO", b"replication"]));
+    assert!(info.contains("master_repl_offset:0"), "{info}");
+    let actions = node
+        .state
+        .failover(zwindow::cluster::gossip::FailoverMode::Default, now_ms())
+        .expect("CLUSTER FAILOVER");
+    eprintln!("failover actions: {actions:?}");
+    eprintln!(
+        "A's nodes: {}",
+        bulk_text(&a.conn().cmd(&[b"CLUSTER", b"NODES"]))
+    );
+    eprintln!("our links: {:?}", node.state.outbound_links());
+    node.apply(actions);
+    node.run_until("the roles swapped", |h| {
+        if !h.state.node(&our_id).unwrap().is_primary() || h.state.slot_owner(0) != Some(&our_id) {
+            let log = std::fs::read_to_string(a.dir().join("redis.log")).unwrap_or_default();
+            return Err(format!("mf_end {}; A's log:\n{log}", h.state.bus.mf_end));
+        }
+        let line = nodes_line(a, &ids[0]).ok_or("A not listed")?;
+        let f: Vec<&str> = line.split(' ').collect();
+        if f.get(2) != Some(&"myself,slave") || f.get(3).map(|m| m.as_bytes()) != Some(&OUR_ID[..])
+        {
+            return Err(line);
+        }
+        Ok(())
+    });
+    for (s, _) in &servers[1..] {
+        let line = nodes_line(s, &our_id).unwrap();
+        assert!(
+            line.contains(" master ") && line.ends_with(" 0-5460"),
+            "{line}"
+        );
+    }
 }
