@@ -11,12 +11,15 @@
 //! PONG), gossip (who is told about whom, learning new nodes, addresses),
 //! failure detection (PFAIL after `cluster-node-timeout` without a PONG,
 //! FAIL on a majority of primaries' reports, clearing it), epochs (the
-//! current epoch, config epochs, collisions), slot ownership by config
-//! epoch and UPDATE messages, the cluster's ok/fail state, and the replica
-//! election (delay by rank, votes, taking the primary's slots).
+//! current epoch, config epochs, collisions, bumps without consensus),
+//! slot ownership by config epoch (`owner_not_claiming_slot` included) and
+//! UPDATE messages, the cluster's ok/fail state, the replica election
+//! (delay by rank, votes, taking the primary's slots), manual failover
+//! (`CLUSTER FAILOVER [FORCE|TAKEOVER]`, MFSTART) and `CLUSTER FORGET`'s
+//! blacklist.
 //!
-//! Not (yet) here: manual failover (`CLUSTER FAILOVER`, MFSTART), replica
-//! migration, the forgotten-node blacklist, `owner_not_claiming_slot`.
+//! Not (yet) here: replica migration (`clusterHandleSlaveMigration`),
+//! module messages, the send-buffer limit of links, per-type statistics.
 //!
 //! Links are the caller's connections, named by [`LinkId`]s that this
 //! module hands out: outbound ones in [`Action::Connect`], inbound ones
@@ -229,6 +232,9 @@ pub struct BusState {
     pub mf_can_start: bool,
     pub mf_replica: Option<NodeName>,
     pub mf_primary_offset: i64,
+    /// Slots whose owner no longer claims them in its messages
+    /// (`owner_not_claiming_slot`): taken as unclaimed.
+    not_claiming: Vec<bool>,
     rng: StdRng,
 }
 
@@ -256,6 +262,7 @@ impl Default for BusState {
             mf_can_start: false,
             mf_replica: None,
             mf_primary_offset: -1,
+            not_claiming: vec![false; SLOTS],
             rng: StdRng::seed_from_u64(rand::random()),
         }
     }
@@ -957,15 +964,22 @@ impl ClusterState {
         }
     }
 
-    /// `clusterSendUpdate`: tell the node on `link` about `about`'s slots.
+    /// `clusterSendUpdate`: tell the node on `link` about `about`'s slots
+    /// (those it still claims).
     fn send_update(&self, link: Option<LinkId>, about: &NodeName, out: &mut Out) {
         let (Some(link), Some(n)) = (link, self.node(about)) else {
             return;
         };
+        let mut slots = Slots::empty();
+        for j in 0..SLOTS as u16 {
+            if n.slots.contains(j) && !self.bus.not_claiming[usize::from(j)] {
+                slots.insert(j);
+            }
+        }
         let msg = self.msg(Body::Update {
             config_epoch: n.config_epoch,
             node: n.name,
-            slots: n.slots.clone(),
+            slots,
         });
         out.actions.push(Action::Send { link, msg });
     }
@@ -1320,7 +1334,7 @@ impl ClusterState {
                 let Some(owner) = self.slot_owner(j).copied() else {
                     continue;
                 };
-                if owner == sender {
+                if owner == sender || self.bus.not_claiming[usize::from(j)] {
                     continue;
                 }
                 if self
@@ -1538,21 +1552,26 @@ impl ClusterState {
         let mut migrated_our_slots = 0;
         let mut dirty_slots = Vec::new();
         for j in 0..SLOTS as u16 {
+            let owner = self.slot_owner(j).copied();
             if !slots.contains(j) {
+                if owner == Some(*sender) {
+                    self.bus.not_claiming[usize::from(j)] = true;
+                }
                 continue;
             }
             sender_slots += 1;
-            let owner = self.slot_owner(j).copied();
             if owner == Some(*sender) {
+                self.bus.not_claiming[usize::from(j)] = false;
                 continue;
             }
             if self.importing_from(j).is_some() {
                 continue;
             }
-            let older = match owner.and_then(|o| self.node(&o)) {
-                None => true,
-                Some(o) => o.config_epoch < epoch,
-            };
+            let older = self.bus.not_claiming[usize::from(j)]
+                || match owner.and_then(|o| self.node(&o)) {
+                    None => true,
+                    Some(o) => o.config_epoch < epoch,
+                };
             if older {
                 if owner == Some(me) {
                     dirty_slots.push(j);
@@ -1563,6 +1582,7 @@ impl ClusterState {
                 }
                 self.del_slot(j);
                 self.add_slot(sender, j);
+                self.bus.not_claiming[usize::from(j)] = false;
                 out.save(true);
                 out.update_state = true;
             }
@@ -1632,6 +1652,7 @@ impl ClusterState {
                 continue;
             }
             if let Some(o) = self.slot_owner(j).and_then(|o| self.node(o))
+                && !self.bus.not_claiming[usize::from(j)]
                 && o.config_epoch > hdr.config_epoch
             {
                 return;
@@ -3082,5 +3103,31 @@ mod tests {
                 .is_ok()
         );
         assert!(lone.nodes[1].bus.mf_can_start);
+    }
+
+    #[test]
+    fn a_slot_its_owner_stopped_claiming_goes_to_any_claimant() {
+        let (mut s, links) = fixture(2);
+        s.node_mut(&name(1)).unwrap().config_epoch = 5;
+        s.add_slot(&name(1), 0);
+        s.add_slot(&name(1), 1);
+        // Node 1 now claims only slot 1 (it dropped 0): the slot stays in
+        // the table but counts as unclaimed.
+        let mut h = hdr(1);
+        h.config_epoch = 5;
+        h.myslots = slots_of(1..2);
+        s.on_message(links[&name(1)], &ping_msg(h, vec![]), T0);
+        assert_eq!(s.slot_owner(0), Some(&name(1)));
+        // Node 2 at an older epoch takes it, and gets no UPDATE for it.
+        let mut h = hdr(2);
+        h.config_epoch = 1;
+        h.myslots = slots_of(0..1);
+        let a = s.on_message(links[&name(2)], &ping_msg(h, vec![]), T0);
+        assert_eq!(s.slot_owner(0), Some(&name(2)));
+        assert!(
+            sent(&a)
+                .iter()
+                .all(|(_, m)| !matches!(m.body, Body::Update { .. }))
+        );
     }
 }
