@@ -626,7 +626,8 @@ impl ClusterState {
         let mut out = Out::default();
         let bumped = mine == 0 || mine != max;
         if bumped {
-            self.current_epoch += 1;
+            // A peer's epoch may be anything: wrap as Redis's u64 does.
+            self.current_epoch = self.current_epoch.wrapping_add(1);
             let epoch = self.current_epoch;
             if let Some(m) = self.node_mut(&me) {
                 m.config_epoch = epoch;
@@ -1520,7 +1521,8 @@ impl ClusterState {
         if sender.as_bytes() <= me.as_bytes() {
             return;
         }
-        self.current_epoch += 1;
+        // A peer's epoch may be anything: wrap as Redis's u64 does.
+        self.current_epoch = self.current_epoch.wrapping_add(1);
         let epoch = self.current_epoch;
         if let Some(m) = self.node_mut(&me) {
             m.config_epoch = epoch;
@@ -1747,7 +1749,8 @@ impl ClusterState {
             return;
         }
         if !self.bus.failover_auth_sent {
-            self.current_epoch += 1;
+            // A peer's epoch may be anything: wrap as Redis's u64 does.
+            self.current_epoch = self.current_epoch.wrapping_add(1);
             self.bus.failover_auth_epoch = self.current_epoch;
             // clusterRequestFailoverAuth
             let mut msg = self.msg(Body::FailoverAuthRequest);
@@ -3129,5 +3132,18 @@ mod tests {
                 .iter()
                 .all(|(_, m)| !matches!(m.body, Body::Update { .. }))
         );
+    }
+
+    #[test]
+    fn a_peer_s_extreme_epochs_and_offsets_do_not_panic() {
+        let (mut s, links) = fixture(1);
+        let mut h = hdr(1);
+        h.current_epoch = u64::MAX;
+        h.offset = u64::MAX;
+        // Same config epoch (0) as myself, greater name: myself bumps.
+        s.on_message(links[&name(1)], &ping_msg(h, vec![]), T0);
+        assert_eq!(s.node(&name(1)).unwrap().repl_offset, i64::MAX);
+        let _ = s.bump_epoch_without_consensus(T0);
+        s.cron(T0 + 100);
     }
 }
