@@ -15,11 +15,11 @@
 //! slot ownership by config epoch (`owner_not_claiming_slot` included) and
 //! UPDATE messages, the cluster's ok/fail state, the replica election
 //! (delay by rank, votes, taking the primary's slots), manual failover
-//! (`CLUSTER FAILOVER [FORCE|TAKEOVER]`, MFSTART) and `CLUSTER FORGET`'s
-//! blacklist.
+//! (`CLUSTER FAILOVER [FORCE|TAKEOVER]`, MFSTART), replica migration to
+//! orphaned primaries, and `CLUSTER FORGET`'s blacklist.
 //!
-//! Not (yet) here: replica migration (`clusterHandleSlaveMigration`),
-//! module messages, the send-buffer limit of links, per-type statistics.
+//! Not (yet) here: module messages, the send-buffer limit of links,
+//! per-type statistics.
 //!
 //! Links are the caller's connections, named by [`LinkId`]s that this
 //! module hands out: outbound ones in [`Action::Connect`], inbound ones
@@ -64,6 +64,9 @@ const BLACKLIST_TTL: i64 = 60_000;
 const MF_TIMEOUT: i64 = 5000;
 /// `CLUSTER_MF_PAUSE_MULT`: the primary pauses writes twice that long.
 const MF_PAUSE_MULT: i64 = 2;
+/// `CLUSTER_SLAVE_MIGRATION_DELAY`: how long a primary stays orphaned
+/// before a replica moves to it.
+const REPLICA_MIGRATION_DELAY: i64 = 5000;
 
 /// `CLUSTER FAILOVER`'s option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +146,8 @@ pub struct BusConfig {
     pub require_full_coverage: bool,
     /// `cluster-allow-replica-migration`.
     pub allow_replica_migration: bool,
+    /// `cluster-migration-barrier`.
+    pub migration_barrier: i64,
 }
 
 impl Default for BusConfig {
@@ -159,6 +164,7 @@ impl Default for BusConfig {
             replica_no_failover: false,
             require_full_coverage: true,
             allow_replica_migration: true,
+            migration_barrier: 1,
         }
     }
 }
@@ -178,6 +184,9 @@ pub struct NodeBus {
     pub fail_reports: Vec<(NodeName, i64)>,
     /// When we last voted for a replica of this primary (`voted_time`).
     pub voted_time: i64,
+    /// Since when this primary has had no working replica
+    /// (`orphaned_time`; 0: not orphaned).
+    pub orphaned_time: i64,
 }
 
 /// One link's facts (`clusterLink`).
@@ -1929,6 +1938,9 @@ impl ClusterState {
         }
 
         let mut update_state = false;
+        let (mut orphaned_primaries, mut max_replicas, mut my_replicas) = (0, 0, 0);
+        let my_primary = self.myself_primary();
+        let myself_replica = !self.myself_is_primary();
         let names: Vec<NodeName> = self.nodes().map(|n| n.name).collect();
         for name in &names {
             let Some(node) = self.node(name) else {
@@ -1936,6 +1948,16 @@ impl ClusterState {
             };
             if has_flag(node.flags, NODE_MYSELF | NODE_NOADDR | NODE_HANDSHAKE) {
                 continue;
+            }
+            if myself_replica && node.is_primary() && !node.is_failed() {
+                let ok = self.ok_replicas(name);
+                if ok == 0 && !node.slots.is_empty() && has_flag(node.flags, NODE_MIGRATE_TO) {
+                    orphaned_primaries += 1;
+                }
+                max_replicas = max_replicas.max(ok);
+                if my_primary == Some(*name) {
+                    my_replicas = ok;
+                }
             }
             let ping_delay = now - node.ping_sent;
             let data_delay = now - node.bus.data_received;
@@ -1990,11 +2012,99 @@ impl ClusterState {
         if !self.myself_is_primary() {
             self.handle_manual_failover(&mut out);
             self.handle_replica_failover(now, &mut out);
+            if orphaned_primaries > 0
+                && max_replicas >= 2
+                && my_replicas == max_replicas
+                && self.bus.config.allow_replica_migration
+            {
+                self.handle_replica_migration(max_replicas, now, &mut out);
+            }
         }
         if update_state || !self.bus.state_ok {
             out.update_state = true;
         }
         self.finish(out, now)
+    }
+
+    /// `clusterCountNonFailingSlaves`.
+    fn ok_replicas(&self, primary: &NodeName) -> usize {
+        self.node(primary).map_or(0, |p| {
+            p.replicas
+                .iter()
+                .filter_map(|r| self.node(r))
+                .filter(|r| !r.is_failed())
+                .count()
+        })
+    }
+
+    /// `clusterHandleSlaveMigration`: a replica of a primary with more
+    /// than `cluster-migration-barrier` working replicas moves to a
+    /// primary orphaned for 5 s, if it has the smallest name among the
+    /// replicas of the best-served primaries.
+    fn handle_replica_migration(&mut self, max_replicas: usize, now: i64, out: &mut Out) {
+        let me = self.myself_name();
+        if !self.bus.state_ok {
+            return;
+        }
+        let Some(my_primary) = self.myself_primary() else {
+            return;
+        };
+        let ok = self.node(&my_primary).map_or(0, |p| {
+            p.replicas
+                .iter()
+                .filter_map(|r| self.node(r))
+                .filter(|r| !has_flag(r.flags, NODE_FAIL | NODE_PFAIL))
+                .count()
+        });
+        if ok as i64 <= self.bus.config.migration_barrier {
+            return;
+        }
+        let mut candidate = me;
+        let mut target = None;
+        let names: Vec<NodeName> = self.nodes().map(|n| n.name).collect();
+        for name in &names {
+            let Some(node) = self.node(name) else {
+                continue;
+            };
+            let okr = if node.is_primary() {
+                self.ok_replicas(name)
+            } else {
+                0
+            };
+            let orphaned = !node.is_replica()
+                && !node.is_failed()
+                && has_flag(node.flags, NODE_MIGRATE_TO)
+                && okr == 0;
+            let has_slots = !node.slots.is_empty();
+            let replicas = node.replicas.clone();
+            if let Some(n) = self.node_mut(name) {
+                if orphaned {
+                    if target.is_none() && has_slots {
+                        target = Some(*name);
+                    }
+                    if n.bus.orphaned_time == 0 {
+                        n.bus.orphaned_time = now;
+                    }
+                } else {
+                    n.bus.orphaned_time = 0;
+                }
+            }
+            if okr == max_replicas {
+                for r in replicas {
+                    if r.as_bytes() < candidate.as_bytes() {
+                        candidate = r;
+                    }
+                }
+            }
+        }
+        if let Some(t) = target
+            && candidate == me
+            && self
+                .node(&t)
+                .is_some_and(|n| now - n.bus.orphaned_time > REPLICA_MIGRATION_DELAY)
+        {
+            self.set_primary(&t, out);
+        }
     }
 
     /// `clusterUpdateState`: ok when every slot is served by a non-failed
@@ -3145,5 +3255,48 @@ mod tests {
         assert_eq!(s.node(&name(1)).unwrap().repl_offset, i64::MAX);
         let _ = s.bump_epoch_without_consensus(T0);
         s.cron(T0 + 100);
+    }
+
+    #[test]
+    fn a_spare_replica_migrates_to_an_orphaned_primary() {
+        let mut sim = Sim::new(7);
+        let now = sim.now;
+        for i in 0..6 {
+            assert!(sim.nodes[i].meet(b"127.0.0.1", 7001 + i as i32, 17001 + i as i32, now));
+        }
+        let all: Vec<usize> = (0..7).collect();
+        assert!(
+            sim.run_until(20_000, |s| (0..7).all(|i| s.knows_all(i, &all)))
+                .is_some()
+        );
+        for (p, range) in [(0, 0..5461u16), (1, 5461..10923), (2, 10923..16384)] {
+            for j in range {
+                sim.nodes[p].add_slot(&name(p), j);
+            }
+        }
+        // 3 and 6 replicate 0; 4 replicates 1; 5 replicates 2.
+        for (r, p) in [(3, 0), (6, 0), (4, 1), (5, 2)] {
+            let a = sim.nodes[r].replicate(&name(p), sim.now);
+            sim.apply(r, a);
+        }
+        assert!(
+            sim.run_until(20_000, |s| (0..7).all(|i| s.nodes[i].is_ok()))
+                .is_some()
+        );
+        sim.run(5_000);
+        // Primary 2 loses its only replica: after 5 s, the replica of 0
+        // with the smallest name (3) moves to it; 6 stays.
+        sim.down[5] = true;
+        let moved = sim.run_until(30_000, |s| {
+            s.nodes[3].node(&name(3)).unwrap().primary == Some(name(2))
+        });
+        assert!(moved.is_some(), "{:?}", sim.nodes[3].node(&name(3)));
+        assert!(moved.unwrap() > REPLICA_MIGRATION_DELAY);
+        assert_eq!(sim.nodes[6].node(&name(6)).unwrap().primary, Some(name(0)));
+        assert!(
+            sim.log[3]
+                .iter()
+                .any(|a| matches!(a, Action::ReplicateFrom { port: 7002, .. }))
+        );
     }
 }
