@@ -8,6 +8,7 @@
 //! Public so that the integration tests can play a cluster node with the
 //! very bytes zwindow writes.
 
+pub mod gossip;
 pub mod nodes_conf;
 pub mod state;
 pub mod wire;

@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use super::gossip::{BusState, NodeBus};
 use super::wire::{NODE_FAIL, NODE_MASTER, NODE_MYSELF, NODE_SLAVE, NodeName, SLOTS, Slots};
 use crate::protocol::reply::Reply;
 
@@ -62,6 +63,9 @@ pub struct Node {
     pub slots: Slots,
     /// Its replication offset, as last heard on the bus.
     pub repl_offset: i64,
+    /// What only the bus's protocol logic keeps of it (links, failure
+    /// reports, times): see [`super::gossip::NodeBus`].
+    pub bus: NodeBus,
 }
 
 impl Node {
@@ -84,6 +88,7 @@ impl Node {
             link: false,
             slots: Slots::empty(),
             repl_offset: 0,
+            bus: NodeBus::default(),
         }
     }
 
@@ -146,6 +151,9 @@ pub struct ClusterState {
     migrating_to: Vec<Option<NodeName>>,
     /// Where myself imports a slot from (`importing_slots_from[]`).
     importing_from: Vec<Option<NodeName>>,
+    /// The bus's own state (links, election, settings): see
+    /// [`super::gossip::BusState`].
+    pub bus: BusState,
 }
 
 impl Default for ClusterState {
@@ -166,6 +174,7 @@ impl ClusterState {
             slots: vec![None; SLOTS],
             migrating_to: vec![None; SLOTS],
             importing_from: vec![None; SLOTS],
+            bus: BusState::default(),
         }
     }
 
@@ -275,6 +284,81 @@ impl ClusterState {
             }
             if let Some(r) = self.node_mut(replica) {
                 r.primary = Some(*primary);
+            }
+        }
+    }
+
+    /// Frees `slot` (`clusterDelSlot`): nobody serves it any more.
+    pub(crate) fn del_slot(&mut self, slot: u16) {
+        let s = usize::from(slot);
+        let Some(Some(owner)) = self.slots.get(s).copied() else {
+            return;
+        };
+        self.slots[s] = None;
+        if let Some(node) = self.node_mut(&owner) {
+            let mut bytes = *node.slots.as_bytes();
+            bytes[s / 8] &= !(1 << (s % 8));
+            node.slots = Slots::from_bytes(&bytes);
+        }
+    }
+
+    /// Forgets `name` (`clusterDelNode`): its slots become unserved, its
+    /// imports and migrations are dropped, and it leaves its primary's
+    /// replica list. Failure reports and links are the bus's business.
+    pub(crate) fn remove_node(&mut self, name: &NodeName) -> Option<Node> {
+        let i = *self.index.get(name)?;
+        for s in 0..SLOTS {
+            if self.slots[s] == Some(*name) {
+                self.slots[s] = None;
+            }
+            if self.migrating_to[s] == Some(*name) {
+                self.migrating_to[s] = None;
+            }
+            if self.importing_from[s] == Some(*name) {
+                self.importing_from[s] = None;
+            }
+        }
+        let node = self.nodes.remove(i);
+        self.reindex();
+        if let Some(p) = node.primary.and_then(|p| self.node_mut(&p)) {
+            p.replicas.retain(|r| r != name);
+        }
+        for n in &mut self.nodes {
+            if n.primary == Some(*name) {
+                n.primary = None;
+            }
+        }
+        Some(node)
+    }
+
+    /// Renames a node (`clusterRenameNode`: a handshake node learning its
+    /// real name), keeping its place in the order.
+    pub(crate) fn rename_node(&mut self, old: &NodeName, new: NodeName) {
+        let Some(&i) = self.index.get(old) else {
+            return;
+        };
+        if self.index.contains_key(&new) {
+            return;
+        }
+        self.nodes[i].name = new;
+        self.index.remove(old);
+        self.index.insert(new, i);
+        let fix = |slot: &mut Option<NodeName>| {
+            if *slot == Some(*old) {
+                *slot = Some(new);
+            }
+        };
+        self.slots.iter_mut().for_each(fix);
+        self.migrating_to.iter_mut().for_each(fix);
+        self.importing_from.iter_mut().for_each(fix);
+        for n in &mut self.nodes {
+            if n.primary == Some(*old) {
+                n.primary = Some(new);
+            }
+            for r in &mut n.replicas {
+                if r == old {
+                    *r = new;
+                }
             }
         }
     }
