@@ -111,7 +111,15 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let port = config.port.load(Relaxed);
     let shards = config.shard_count();
     let _pidfile = PidFile::create(&config.pidfile());
-    let shared = Arc::new(Services::new(config, shards));
+    let mut services = Services::new(config, shards);
+    // Cluster mode (`clusterInit`): nodes.conf locked and loaded (or a new
+    // identity made) before anything is served; database 0's keys indexed
+    // by slot before the store is shared.
+    if services.config.cluster_enabled() {
+        services.cluster = Some(crate::cluster::Cluster::open(&services.config)?);
+        services.store.enable_slot_index();
+    }
+    let shared = Arc::new(services);
     load_users(&shared, &users)?;
     shared
         .stats
@@ -131,13 +139,21 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // (test containers' "Ready to accept connections", Redis's TCL harness
     // looking for " PID: <pid>" then "Server initialized").
     tracing::info!(
-        "Redis version={REDIS_VERSION} (zwindow {VERSION}), Running mode=standalone, port={port}, PID: {}",
+        "Redis version={REDIS_VERSION} (zwindow {VERSION}), Running mode={}, port={port}, PID: {}",
+        if shared.cluster.is_some() {
+            "cluster"
+        } else {
+            "standalone"
+        },
         std::process::id()
     );
     tracing::info!("Server initialized");
     // After the banner, as Redis loads after its logo: tools waiting for
     // the PID line see a server that fails to load stop. Connections are
     // accepted meanwhile and answered -LOADING (clients retry on it).
+    if shared.cluster.is_some() {
+        tokio::spawn(cluster_cron(shared.clone(), shared.shutdown_rx()));
+    }
     crate::aof::spawn_syncer(shared.clone())?;
     let mut loaded = load_dataset(&shared)?;
     let mut background = None;
@@ -393,4 +409,20 @@ async fn sampler(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(kind)
+}
+
+/// Cluster mode's periodic work without a bus (Redis's `clusterCron`, ten
+/// times a second): the cluster's health, so that its startup and rejoin
+/// delays run out.
+async fn cluster_cron(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        if let Some(cluster) = &shared.cluster {
+            cluster.cron(&shared.config, crate::clock::system_us() as i64 / 1000);
+        }
+    }
 }

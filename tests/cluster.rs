@@ -54,8 +54,7 @@ fn cluster_settings_as_redis() {
 }
 
 /// A config file may carry cluster settings with cluster mode off (Redis
-/// reads them and uses none); `cluster-enabled yes` stops startup, with a
-/// reason, while zwindow has no cluster mode.
+/// reads them and uses none).
 #[test]
 fn cluster_settings_in_a_config_file() {
     let dir = PrivateDir::new("cluster-conf");
@@ -78,10 +77,5 @@ fn cluster_settings_in_a_config_file() {
         config(&mut zc, "CONFIG GET cluster-replica-validity-factor"),
         "*2\r\n$31\r\ncluster-replica-validity-factor\r\n$1\r\n0\r\n"
     );
-    let refused = ZwindowServer::try_start(&["--cluster-enabled", "yes"]).err();
-    let log = refused.expect("cluster-enabled yes started a server");
-    assert!(
-        log.contains("zwindow does not run in cluster mode yet"),
-        "{log}"
-    );
+    assert!(config(&mut zc, "INFO cluster").contains("cluster_enabled:0"));
 }

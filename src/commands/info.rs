@@ -226,7 +226,7 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     }
     if sel.wants("cluster") {
         t.section("Cluster");
-        t.field("cluster_enabled", 0);
+        t.field("cluster_enabled", u8::from(shared.cluster.is_some()));
     }
     if sel.wants("windows") {
         t.section("Windows");
