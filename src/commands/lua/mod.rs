@@ -457,6 +457,11 @@ pub(crate) struct Script {
     /// Has a `#!lua` line: its flags are checked before it runs (Redis
     /// 7.0 checks a legacy script's writes only as they happen).
     pub(crate) shebang: bool,
+    /// `#!lua flags=no-cluster`: refused in cluster mode.
+    pub(crate) no_cluster: bool,
+    /// Its commands' keys may be in different slots (in cluster mode):
+    /// `#!lua flags=allow-cross-slot-keys`, or no `#!lua` line at all.
+    pub(crate) cross_slot: bool,
 }
 
 pub(crate) struct Engine {
@@ -496,6 +501,9 @@ pub(crate) struct RunSpec<'a> {
     /// A script without flags started over `maxmemory`: its deny-OOM
     /// commands fail until it wrote (Redis's `scriptVerifyOOM`).
     pub(crate) deny_oom: bool,
+    /// Cluster mode: its commands' keys may be in different slots
+    /// (Redis's `SCRIPT_ALLOW_CROSS_SLOT`).
+    pub(crate) cross_slot: bool,
 }
 
 impl Engine {
@@ -654,6 +662,9 @@ impl Engine {
                 allow_oom: shebang_has_flag(body, "allow-oom"),
                 allow_stale: shebang_has_flag(body, "allow-stale"),
                 shebang: body.starts_with(b"#!"),
+                no_cluster: shebang_has_flag(body, "no-cluster"),
+                cross_slot: !body.starts_with(b"#!")
+                    || shebang_has_flag(body, "allow-cross-slot-keys"),
             },
         );
         Ok(sha)
@@ -728,6 +739,7 @@ impl Engine {
                     .map(|k| crate::keyspace::slots::key_hash_slot(k)),
                 asking: caller.asking,
                 cluster_readonly: caller.cluster_readonly,
+                cross_slot: spec.cross_slot,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
                 let call = scope.create_function(
@@ -1132,6 +1144,7 @@ struct RunState<'a, 'k> {
     /// script's client).
     asking: bool,
     cluster_readonly: bool,
+    cross_slot: bool,
 }
 
 impl RunState<'_, '_> {
@@ -1230,6 +1243,7 @@ impl RunState<'_, '_> {
         };
         match cluster.route(&self.shared.config, &[(cmd, *argv)], asker, &mut exists) {
             Err((redirect, _)) => Some(redirect.script_text()),
+            Ok(Some(_)) if self.cross_slot => None,
             Ok(Some(slot)) => match self.cluster_slot {
                 None => {
                     self.cluster_slot = Some(slot);
