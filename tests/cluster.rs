@@ -380,6 +380,11 @@ fn redirections_to_a_node_named_in_nodes_conf() {
         "CLUSTER SLOTS",
         "CLUSTER COUNTKEYSINSLOT 3300",
         "CLUSTER GETKEYSINSLOT 3300 5",
+        // Shard channels are routed as keys.
+        "SPUBLISH foo hi",
+        "SPUBLISH {b}ch hi",
+        "SSUBSCRIBE foo",
+        "SSUBSCRIBE {b}a {c}a",
         // A transaction with a key elsewhere: MOVED when queued, then
         // EXECABORT.
         "MULTI",

@@ -39,7 +39,14 @@ pub(crate) struct Asker {
 /// Whether the routing looks at this command at all: Redis skips commands
 /// without keys (no key specs and no movable keys), but not EXEC.
 pub(crate) fn has_keys(cmd: &'static Command) -> bool {
-    cmd.name == "exec" || !matches!(cmd.keys, Keys::None | Keys::All)
+    cmd.name == "exec" || is_pubsub_shard(cmd) || !matches!(cmd.keys, Keys::None | Keys::All)
+}
+
+/// SPUBLISH, SSUBSCRIBE, SUNSUBSCRIBE: their shard channels are routed as
+/// keys (Redis's legacy key range covers them; zwindow's table gives them
+/// no keys, since no shard holds a channel).
+fn is_pubsub_shard(cmd: &Command) -> bool {
+    matches!(cmd.name, "ssubscribe" | "sunsubscribe" | "spublish")
 }
 
 /// Calls `f` with each key of `cmd` run with `args`, as Redis's
@@ -52,6 +59,15 @@ pub(crate) fn for_each_key<'a>(
     args: &Args<'a>,
     mut f: impl FnMut(&'a [u8]),
 ) {
+    if is_pubsub_shard(cmd) {
+        let last = if cmd.name == "spublish" {
+            2
+        } else {
+            args.len()
+        };
+        (1..last.min(args.len())).for_each(|i| f(args.get(i)));
+        return;
+    }
     match cmd.keys {
         Keys::Range { .. } if cmd.name != "sort" => cmd.key_indices(args, |i| f(args.get(i))),
         Keys::None | Keys::All => {}
@@ -75,6 +91,7 @@ pub(crate) fn for_each_key<'a>(
 pub(crate) fn route<'a>(
     inner: &Inner,
     config: &Config,
+    top: &'static Command,
     commands: &[(&'static Command, Args<'a>)],
     asker: Asker,
     exists: &mut dyn FnMut(&[u8]) -> bool,
@@ -147,8 +164,7 @@ pub(crate) fn route<'a>(
             return Err(Redirect::DownReadOnly);
         }
     }
-    let cmd = commands.first().map(|(c, _)| *c);
-    if (migrating || importing) && cmd.is_some_and(|c| c.name == "migrate") {
+    if (migrating || importing) && top.name == "migrate" {
         return Ok(Some(slot));
     }
     if migrating && missing > 0 {
@@ -158,8 +174,7 @@ pub(crate) fn route<'a>(
         let to = state.migrating_to(slot).copied().unwrap_or(NodeName::NULL);
         return Err(Redirect::Ask(slot, to));
     }
-    let cmd_asking = cmd.is_some_and(|c| c.has(flags::ASKING));
-    if importing && (asker.asking || cmd_asking) {
+    if importing && (asker.asking || top.has(flags::ASKING)) {
         if multiple && missing > 0 {
             return Err(Redirect::Unstable);
         }
@@ -228,11 +243,12 @@ impl Cluster {
     pub(crate) fn route<'a>(
         &self,
         config: &Config,
+        top: &'static Command,
         commands: &[(&'static Command, Args<'a>)],
         asker: Asker,
         exists: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<Option<u16>, (Redirect, String)> {
         let inner = self.read();
-        route(&inner, config, commands, asker, exists).map_err(|r| (r, r.text(&inner, config)))
+        route(&inner, config, top, commands, asker, exists).map_err(|r| (r, r.text(&inner, config)))
     }
 }

@@ -54,9 +54,9 @@ pub(super) fn route(
                 resolve(&args).ok().map(|c| (c, args))
             })
             .collect();
-        cluster.route(&shared.config, &commands, asker, &mut exists)
+        cluster.route(&shared.config, cmd, &commands, asker, &mut exists)
     } else {
-        cluster.route(&shared.config, &[(cmd, *args)], asker, &mut exists)
+        cluster.route(&shared.config, cmd, &[(cmd, *args)], asker, &mut exists)
     };
     if busy {
         return Routed::WaitScript;

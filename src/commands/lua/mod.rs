@@ -1241,7 +1241,13 @@ impl RunState<'_, '_> {
             ks.peek_raw(key)
                 .is_some_and(|e| e.expire_at == 0 || e.expire_at > now)
         };
-        match cluster.route(&self.shared.config, &[(cmd, *argv)], asker, &mut exists) {
+        match cluster.route(
+            &self.shared.config,
+            cmd,
+            &[(cmd, *argv)],
+            asker,
+            &mut exists,
+        ) {
             Err((redirect, _)) => Some(redirect.script_text()),
             Ok(Some(_)) if self.cross_slot => None,
             Ok(Some(slot)) => match self.cluster_slot {
