@@ -629,3 +629,33 @@ fn redis_cli_cluster_mode_against_a_lone_node() {
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
 }
+
+/// redis-py's `RedisCluster` (from the project's `.venv`, which `bash
+/// .ci/test` creates) against a lone node serving every slot.
+#[test]
+fn redis_py_cluster_client_against_a_lone_node() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `bash .ci/test`, which creates .venv from tests/python/requirements.txt",
+        python.display()
+    );
+    let dir = PrivateDir::new("cluster-py");
+    let z = zwindow_node(&dir, &[]);
+    let mut c = z.conn();
+    config(&mut c, "CLUSTER ADDSLOTSRANGE 0 16383");
+    wait_state(&mut c, "ok");
+    let out = std::process::Command::new(&python)
+        .arg(root.join("tests/python/cluster_smoke.py"))
+        .env("ZWINDOW_PORT", z.port().to_string())
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "{}\n{}\n--- zwindow log ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        z.log_tail()
+    );
+}
