@@ -265,6 +265,19 @@ fn a_lone_node_given_every_slot_as_redis() {
     ] {
         p.same_str(line);
     }
+    // The announced address, hostname and flags follow CONFIG SET.
+    for line in [
+        "CONFIG SET cluster-announce-hostname host-1.example",
+        "CONFIG SET cluster-announce-ip 10.1.2.3",
+        "CONFIG SET cluster-announce-bus-port 20000",
+        "CONFIG SET cluster-replica-no-failover yes",
+    ] {
+        p.same_str(line);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for line in ["CLUSTER NODES", "CLUSTER SHARDS"] {
+        p.same_str(line);
+    }
     // Every slot: the state turns ok (after Redis's delays).
     p.same_str("CLUSTER ADDSLOTSRANGE 0 8000 8001 16383");
     wait_state(&mut p.z, "ok");
@@ -315,6 +328,23 @@ fn a_lone_node_given_every_slot_as_redis() {
     ] {
         p.same_str(line);
     }
+    // CLUSTER in a transaction and in scripts, as Redis allows it.
+    for line in [
+        "MULTI",
+        "CLUSTER KEYSLOT foo",
+        "CLUSTER COUNTKEYSINSLOT 1",
+        "ASKING",
+        "EXEC",
+        "EVAL \"return redis.call('cluster', 'keyslot', 'foo')\" 0",
+        "EVAL \"return redis.call('cluster', 'reset')\" 0",
+        "EVAL \"return redis.call('asking')\" 0",
+        "EVAL \"return redis.call('readonly')\" 0",
+        "EVAL \"return redis.call('select', 1)\" 0",
+    ] {
+        p.same_str(line);
+    }
+    let z_info = config(&mut p.z, "INFO server");
+    assert!(z_info.contains("redis_mode:cluster"), "{z_info}");
     // A script with a #!lua line keeps its keys in one slot.
     let script = b"#!lua\nredis.call('get', '{u}a'); return redis.call('get', '{v}a')";
     p.same_str("CLUSTER ADDSLOTSRANGE 0 16383");

@@ -57,6 +57,8 @@ pub(crate) struct Inner {
     /// `clusterUpdateState`'s statics.
     first_call_ms: i64,
     among_minority_ms: i64,
+    /// `cluster-announce-ip` as last applied to myself.
+    announced_ip: String,
 }
 
 impl Inner {
@@ -189,6 +191,7 @@ impl Cluster {
                 size: 1,
                 first_call_ms: 0,
                 among_minority_ms: 0,
+                announced_ip: String::new(),
             }),
             path,
             _lock: lock,
@@ -232,7 +235,49 @@ impl Cluster {
     /// health, so that the startup and rejoin delays run out.
     pub(crate) fn cron(&self, config: &Config, now_ms: i64) {
         let mut inner = self.write();
-        self.update_state(&mut inner, config, now_ms);
+        // `cluster-announce-*` set at runtime (Redis applies them at once
+        // or in its cron): myself's ports and hostname follow, and a new
+        // hostname is saved.
+        let me = inner.myself();
+        let tls_cluster = config.tls_setting("tls-cluster") == "yes";
+        let base = if tls_cluster {
+            i32::from(config.tls_port())
+        } else {
+            config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
+        };
+        let cluster_port: i32 = config.cluster_setting("cluster-port").parse().unwrap_or(0);
+        let hostname = config
+            .cluster_setting("cluster-announce-hostname")
+            .into_bytes();
+        let ip = config.cluster_setting("cluster-announce-ip");
+        let no_failover = config.cluster_setting("cluster-replica-no-failover") == "yes";
+        let ip_changed = inner.announced_ip != ip;
+        let mut flags_changed = false;
+        if let Some(node) = inner.state.node_mut(&me) {
+            derive_ports(config, tls_cluster, base, cluster_port, node);
+            node.hostname = hostname;
+            // `clusterUpdateMyselfIp`: the announced IP, once set or
+            // cleared (then learnt again from the bus).
+            if ip_changed {
+                node.ip = ip.as_bytes()[..ip.len().min(state::IP_MAX)].to_vec();
+            }
+            // `clusterUpdateMyselfFlags`.
+            let flags = if no_failover {
+                node.flags | wire::NODE_NOFAILOVER
+            } else {
+                node.flags & !wire::NODE_NOFAILOVER
+            };
+            flags_changed = flags != node.flags;
+            node.flags = flags;
+        }
+        if ip_changed {
+            inner.announced_ip = ip;
+        }
+        if flags_changed {
+            self.changed(&mut inner, config, now_ms, false);
+        } else {
+            self.update_state(&mut inner, config, now_ms);
+        }
     }
 }
 
@@ -323,6 +368,7 @@ mod tests {
             size: 0,
             first_call_ms: 0,
             among_minority_ms: 0,
+            announced_ip: String::new(),
         }
     }
 
