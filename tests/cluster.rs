@@ -262,6 +262,9 @@ fn a_lone_node_given_every_slot_as_redis() {
         "ASKING",
         "READONLY",
         "READWRITE",
+        "SWAPDB 0 1",
+        "REPLICAOF 127.0.0.1 1",
+        "SLAVEOF no one",
     ] {
         p.same_str(line);
     }
@@ -301,6 +304,9 @@ fn a_lone_node_given_every_slot_as_redis() {
         "CLUSTER GETKEYSINSLOT 12182 x",
         "CLUSTER GETKEYSINSLOT 16384 1",
         "SELECT 1",
+        "MOVE foo 1",
+        "COPY {u}a {u}x DB 1",
+        "COPY {u}a {u}x DB 0",
         "MULTI",
         "SET {u}a 5",
         "GET {u}b",
