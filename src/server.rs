@@ -116,6 +116,10 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // identity made) before anything is served; database 0's keys indexed
     // by slot before the store is shared.
     if services.config.cluster_enabled() {
+        // Redis refuses this when it reads its config (with the line).
+        if services.config.replicaof().is_some() {
+            return Err("replicaof directive not allowed in cluster mode".into());
+        }
         services.cluster = Some(crate::cluster::Cluster::open(&services.config)?);
         services.store.enable_slot_index();
     }

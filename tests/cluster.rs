@@ -638,6 +638,29 @@ fn a_bad_nodes_conf_stops_startup_as_redis() {
 }
 
 #[test]
+fn replicaof_in_the_config_stops_a_cluster_node() {
+    let dir = PrivateDir::new("cluster-replicaof");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
+    cmd.args([
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--cluster-enabled",
+        "yes",
+    ])
+    .args(["--replicaof", "127.0.0.1", "1"])
+    .current_dir(&dir.0);
+    let refused = ZwindowServer::try_start_command(cmd)
+        .err()
+        .expect("replicaof in cluster mode");
+    assert!(
+        refused.contains("replicaof directive not allowed in cluster mode"),
+        "{refused}"
+    );
+}
+
+#[test]
 fn redis_cli_cluster_mode_against_a_lone_node() {
     let dir = PrivateDir::new("cluster-cli");
     let z = zwindow_node(&dir, &[]);
