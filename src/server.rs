@@ -206,6 +206,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             _ = &mut resume, if paused => paused = false,
             done = &mut loaded, if background.is_none() => {
                 done.map_err(|_| "the dataset loader stopped unexpectedly".to_string())??;
+                verify_cluster_with_data(&shared)?;
                 background = Some(spawn_background(shared.clone())?);
                 // The link to a primary (`replicaof` in the config, later
                 // REPLICAOF) once the dataset, and any replication
@@ -429,4 +430,18 @@ async fn cluster_cron(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>
             cluster.cron(&shared.config, crate::clock::system_us() as i64 / 1000);
         }
     }
+}
+
+/// Cluster mode, once the dataset is in (Redis's
+/// `verifyClusterConfigWithData`): the slots this node has keys for.
+fn verify_cluster_with_data(shared: &Services) -> Result<(), String> {
+    let Some(cluster) = &shared.cluster else {
+        return Ok(());
+    };
+    let mut guards = shared.store.lock(shared.store.all_shards());
+    let other_dbs_used = guards
+        .iter_mut()
+        .any(|shard| shard.dbs.iter().skip(1).any(|db| !db.keys.is_empty()));
+    drop(guards);
+    cluster.verify_with_data(|slot| shared.store.count_in_slot(slot), other_dbs_used)
 }

@@ -718,3 +718,89 @@ fn redis_py_cluster_client_against_a_lone_node() {
         z.log_tail()
     );
 }
+
+/// A dataset saved by a standalone server, with keys in slots 3300
+/// (`{b}x`) and 12182 (`foo`), and in database 1 if `db1`.
+fn saved_dataset(db1: bool) -> Vec<u8> {
+    let z = ZwindowServer::start(&[]);
+    let mut c = z.conn();
+    config(&mut c, "SET foo 1");
+    config(&mut c, "SET {b}x 2");
+    if db1 {
+        config(&mut c, "SELECT 1");
+        config(&mut c, "SET other 3");
+    }
+    assert_eq!(config(&mut c, "SAVE"), "+OK\r\n");
+    std::fs::read(z.dir().join("dump.rdb")).unwrap()
+}
+
+#[test]
+fn keys_loaded_claim_their_slots_as_redis() {
+    let rdb = saved_dataset(false);
+    // A new node takes the slots it has keys for; one whose nodes.conf
+    // gives a slot to another node imports it.
+    for conf in [None, Some(two_node_conf())] {
+        let (zd, rd) = (PrivateDir::new("cluster-z"), PrivateDir::new("cluster-r"));
+        for d in [&zd, &rd] {
+            std::fs::write(d.0.join("dump.rdb"), &rdb).unwrap();
+            if let Some(conf) = &conf {
+                std::fs::write(d.0.join("nodes.conf"), conf).unwrap();
+            }
+        }
+        let z = zwindow_node(&zd, &[]);
+        let r = redis_node(&rd, &["--save", "900 1"]);
+        let mut p = Pair::new(&z, &r);
+        let mine = |c: &mut RawConn, id: &str| {
+            let text =
+                String::from_utf8_lossy(c.query(&[b"CLUSTER", b"NODES"]).bulk()).into_owned();
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(id))
+                .unwrap()
+                .to_string();
+            line.split(' ').skip(8).collect::<Vec<_>>().join(" ")
+        };
+        let (zid, rid) = (p.zid.clone(), p.rid.clone());
+        assert_eq!(mine(&mut p.z, &zid), mine(&mut p.r, &rid));
+        p.same_str("CLUSTER COUNTKEYSINSLOT 12182");
+        if conf.is_none() {
+            assert_eq!(mine(&mut p.z, &zid), "3300 12182");
+        } else {
+            assert!(
+                mine(&mut p.z, &zid)
+                    .ends_with("[12182-<-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb]")
+            );
+        }
+    }
+    // Keys outside database 0 stop a cluster node.
+    let dir = PrivateDir::new("cluster-db1");
+    std::fs::write(dir.0.join("dump.rdb"), saved_dataset(true)).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
+    cmd.args([
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--cluster-enabled",
+        "yes",
+    ])
+    .current_dir(&dir.0);
+    // It listens first (as Redis answers -LOADING), then stops once loaded.
+    let refused = match ZwindowServer::try_start_command(cmd) {
+        Err(log) => log,
+        Ok(mut z) => {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while z.is_running() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert!(!z.is_running(), "a cluster node loaded keys of database 1");
+            z.log_tail()
+        }
+    };
+    assert!(
+        refused.contains(
+            "You can't have keys in a DB different than DB 0 when in Cluster mode. Exiting."
+        ),
+        "{refused}"
+    );
+}

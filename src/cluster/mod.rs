@@ -221,6 +221,57 @@ impl Cluster {
         }
     }
 
+    /// `verifyClusterConfigWithData`, once the dataset is loaded: a
+    /// primary takes the unassigned slots it has keys for, and marks as
+    /// importing those another node serves; keys outside database 0 stop
+    /// startup. `keys_in` counts a slot's keys.
+    pub(crate) fn verify_with_data(
+        &self,
+        keys_in: impl Fn(u16) -> usize,
+        other_dbs_used: bool,
+    ) -> Result<(), String> {
+        let mut inner = self.write();
+        if inner.myself_is_replica() {
+            return Ok(());
+        }
+        if other_dbs_used {
+            return Err(
+                "You can't have keys in a DB different than DB 0 when in Cluster mode. Exiting."
+                    .into(),
+            );
+        }
+        let me = inner.myself();
+        let mut changed = false;
+        for slot in 0..SLOTS as u16 {
+            if keys_in(slot) == 0
+                || inner.state.slot_owner(slot) == Some(&me)
+                || inner.state.importing_from(slot).is_some()
+            {
+                continue;
+            }
+            changed = true;
+            match inner.state.slot_owner(slot).copied() {
+                None => {
+                    tracing::warn!(
+                        "I have keys for unassigned slot {slot}. Taking responsibility for it."
+                    );
+                    inner.state.add_slot(&me, slot);
+                }
+                Some(owner) => {
+                    tracing::warn!(
+                        "I have keys for slot {slot}, but the slot is assigned to another node. Setting it to importing state."
+                    );
+                    inner.state.set_importing(slot, Some(owner));
+                }
+            }
+        }
+        if changed {
+            self.save(&inner, true)
+                .map_err(|_| "Fatal: can't update cluster config file.".to_string())?;
+        }
+        Ok(())
+    }
+
     /// [`Inner::update_state`] with the settings it reads.
     pub(crate) fn update_state(&self, inner: &mut Inner, config: &Config, now_ms: i64) {
         let full = config.cluster_setting("cluster-require-full-coverage") == "yes";
