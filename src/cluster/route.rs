@@ -252,3 +252,127 @@ impl Cluster {
         route(&inner, config, top, commands, asker, exists).map_err(|r| (r, r.text(&inner, config)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::state::ClusterState;
+    use crate::cluster::wire::{NODE_MASTER, NODE_MYSELF};
+    use crate::protocol::OwnedArgs;
+
+    fn name(c: u8) -> NodeName {
+        NodeName([c; 40])
+    }
+
+    /// Myself (`a`) serves 0-8191, `b` (10.0.0.2:7001) the rest; state ok.
+    fn two_nodes() -> Inner {
+        let mut state = ClusterState::new();
+        let (a, b) = (name(b'a'), name(b'b'));
+        state.node_or_create(a).flags = NODE_MYSELF | NODE_MASTER;
+        state.myself = Some(a);
+        let nb = state.node_or_create(b);
+        nb.flags = NODE_MASTER;
+        nb.ip = b"10.0.0.2".to_vec();
+        nb.port = 7001;
+        for s in 0..16384u16 {
+            state.add_slot(if s < 8192 { &a } else { &b }, s);
+        }
+        Inner {
+            state,
+            ok: true,
+            size: 2,
+            first_call_ms: 0,
+            among_minority_ms: 0,
+            announced_ip: String::new(),
+        }
+    }
+
+    fn run(
+        inner: &Inner,
+        argv: &[&str],
+        asker: Asker,
+        present: &[&str],
+    ) -> Result<Option<u16>, String> {
+        crate::commands::install();
+        let config = Config::defaults();
+        let slices: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+        let owned = OwnedArgs::from_slices(&slices);
+        let args = owned.args();
+        let cmd = crate::spec::lookup(args.get(0)).unwrap();
+        let mut exists = |k: &[u8]| present.iter().any(|p| p.as_bytes() == k);
+        route(inner, &config, cmd, &[(cmd, args)], asker, &mut exists)
+            .map_err(|r| r.text(inner, &config))
+    }
+
+    #[test]
+    fn served_moved_crossslot_unbound_down() {
+        let mut inner = two_nodes();
+        let none = Asker::default();
+        // {b} is slot 3300 (mine), foo 12182 (b's).
+        assert_eq!(run(&inner, &["get", "{b}x"], none, &[]), Ok(Some(3300)));
+        assert_eq!(run(&inner, &["ping"], none, &[]), Ok(None));
+        assert_eq!(
+            run(&inner, &["get", "foo"], none, &[]),
+            Err("MOVED 12182 10.0.0.2:7001".into())
+        );
+        assert_eq!(
+            run(&inner, &["mget", "{b}x", "foo"], none, &[]),
+            Err("CROSSSLOT Keys in request don't hash to the same slot".into())
+        );
+        // The same key twice is one key.
+        assert_eq!(
+            run(&inner, &["mget", "{b}x", "{b}x"], none, &[]),
+            Ok(Some(3300))
+        );
+        inner.state.del_slot(3300);
+        assert_eq!(
+            run(&inner, &["get", "{b}x"], none, &[]),
+            Err("CLUSTERDOWN Hash slot not served".into())
+        );
+        inner.ok = false;
+        assert_eq!(
+            run(&inner, &["get", "{c}x"], none, &[]),
+            Err("CLUSTERDOWN The cluster is down".into())
+        );
+    }
+
+    #[test]
+    fn migrating_and_importing() {
+        let mut inner = two_nodes();
+        let none = Asker::default();
+        inner.state.set_migrating(3300, Some(name(b'b')));
+        assert_eq!(
+            run(&inner, &["get", "{b}x"], none, &["{b}x"]),
+            Ok(Some(3300))
+        );
+        assert_eq!(
+            run(&inner, &["get", "{b}x"], none, &[]),
+            Err("ASK 3300 10.0.0.2:7001".into())
+        );
+        assert_eq!(
+            run(&inner, &["mget", "{b}x", "{b}y"], none, &["{b}x"]),
+            Err("TRYAGAIN Multiple keys request during rehashing of slot".into())
+        );
+        // MIGRATE itself is served while the slot moves.
+        assert!(run(&inner, &["migrate", "h", "1", "{b}x", "0", "10"], none, &[]).is_ok());
+        inner.state.set_importing(12182, Some(name(b'b')));
+        assert_eq!(
+            run(&inner, &["get", "foo"], none, &[]),
+            Err("MOVED 12182 10.0.0.2:7001".into())
+        );
+        let asking = Asker {
+            asking: true,
+            ..Asker::default()
+        };
+        assert_eq!(run(&inner, &["get", "foo"], asking, &[]), Ok(Some(12182)));
+        assert_eq!(
+            run(&inner, &["mget", "foo", "{foo}x"], asking, &["foo"]),
+            Err("TRYAGAIN Multiple keys request during rehashing of slot".into())
+        );
+        // RESTORE-ASKING needs no ASKING.
+        assert_eq!(
+            run(&inner, &["restore-asking", "foo", "0", "x"], none, &[]),
+            Ok(Some(12182))
+        );
+    }
+}
