@@ -375,4 +375,38 @@ mod tests {
             Ok(Some(12182))
         );
     }
+
+    #[test]
+    fn a_replica_serves_reads_after_readonly() {
+        let mut inner = two_nodes();
+        let (a, b) = (name(b'a'), name(b'b'));
+        // Myself becomes a replica of b.
+        for s in 0..8192u16 {
+            inner.state.del_slot(s);
+            inner.state.add_slot(&b, s);
+        }
+        if let Some(me) = inner.state.node_mut(&a) {
+            me.flags = NODE_MYSELF | crate::cluster::wire::NODE_SLAVE;
+        }
+        inner.state.attach_replica(&b, &a);
+        let none = Asker::default();
+        assert_eq!(
+            run(&inner, &["get", "foo"], none, &[]),
+            Err("MOVED 12182 10.0.0.2:7001".into())
+        );
+        let readonly = Asker {
+            readonly: true,
+            ..Asker::default()
+        };
+        assert_eq!(run(&inner, &["get", "foo"], readonly, &[]), Ok(Some(12182)));
+        let write = Asker {
+            readonly: true,
+            write: true,
+            ..Asker::default()
+        };
+        assert_eq!(
+            run(&inner, &["set", "foo", "1"], write, &[]),
+            Err("MOVED 12182 10.0.0.2:7001".into())
+        );
+    }
 }
