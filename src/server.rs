@@ -428,6 +428,7 @@ async fn cluster_cron(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>
         }
         if let Some(cluster) = &shared.cluster {
             cluster.cron(&shared.config, crate::clock::system_us() as i64 / 1000);
+            crate::execution::redirect_blocked(&shared);
         }
     }
 }

@@ -810,3 +810,51 @@ fn keys_loaded_claim_their_slots_as_redis() {
         "{refused}"
     );
 }
+
+#[test]
+fn blocked_clients_follow_their_slot_as_redis() {
+    let (zd, rd) = (PrivateDir::new("cluster-z"), PrivateDir::new("cluster-r"));
+    std::fs::write(zd.0.join("nodes.conf"), two_node_conf()).unwrap();
+    std::fs::write(rd.0.join("nodes.conf"), two_node_conf()).unwrap();
+    let z = zwindow_node(&zd, &[]);
+    let r = redis_node(&rd, &[]);
+    let mut p = Pair::new(&z, &r);
+    wait_state(&mut p.z, "ok");
+    wait_state(&mut p.r, "ok");
+    // Blocked on {b}l (slot 3300) and {c}l (slot 7365), both mine.
+    let mut zb = z.conn();
+    let mut rb = r.conn();
+    let mut zc = z.conn();
+    let mut rc = r.conn();
+    for (c, key) in [
+        (&mut zb, "{b}l"),
+        (&mut rb, "{b}l"),
+        (&mut zc, "{c}l"),
+        (&mut rc, "{c}l"),
+    ] {
+        c.send(&common::encode_cmd(&[b"BLPOP", key.as_bytes(), b"0"]));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // 3300 goes to B: its waiter is sent there (Redis's clients' cron
+    // checks each client about once a second).
+    p.same_str("CLUSTER SETSLOT 3300 NODE bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+    zb.set_timeout(std::time::Duration::from_secs(5));
+    rb.set_timeout(std::time::Duration::from_secs(5));
+    let (zr, rr) = (zb.read_reply(), rb.read_reply());
+    assert_eq!(zr, rr);
+    assert_eq!(zr, b"-MOVED 3300 127.0.0.1:7999\r\n");
+    // Slot 100 unbound: the cluster is down, every wait ends.
+    p.same_str("CLUSTER DELSLOTS 100");
+    zc.set_timeout(std::time::Duration::from_secs(5));
+    rc.set_timeout(std::time::Duration::from_secs(5));
+    let (zr, rr) = (zc.read_reply(), rc.read_reply());
+    assert_eq!(zr, rr);
+    assert_eq!(zr, b"-CLUSTERDOWN The cluster is down\r\n");
+    // The connections go on.
+    assert_eq!(zb.cmd(&[b"PING"]), b"+PONG\r\n");
+    assert_eq!(
+        zc.cmd(&[b"BLPOP", b"{c}l", b"0"]),
+        rc.cmd(&[b"BLPOP", b"{c}l", b"0"])
+    );
+    p.same_str("INFO errorstats");
+}

@@ -98,3 +98,71 @@ fn key_exists(shared: &Services, client: &Client, key: &[u8]) -> Option<bool> {
 pub(super) fn routed(cmd: &'static Command) -> bool {
     route::has_keys(cmd)
 }
+
+/// Clients blocked on keys this node no longer serves are answered with
+/// the redirection and unblocked (Redis's
+/// `clusterRedirectBlockedClientIfNeeded`, from its clients' cron): a
+/// cluster down ends every wait (no write may come to serve it), a slot
+/// given to another node (and not being imported) sends `-MOVED`, an
+/// unbound one `-CLUSTERDOWN Hash slot not served`.
+pub(crate) fn redirect_blocked(shared: &Services) {
+    let Some(cluster) = &shared.cluster else {
+        return;
+    };
+    if !shared.blocking.has_waiters() {
+        return;
+    }
+    // Not while a script holds the shards: the next round will do.
+    let Some(mut guards) = shared.store.try_lock_for(
+        shared.store.all_shards(),
+        std::time::Duration::from_millis(1),
+    ) else {
+        return;
+    };
+    let mut waiters: Vec<std::sync::Arc<crate::blocked::Waiter>> = Vec::new();
+    for shard in guards.iter_mut() {
+        for queue in shard.blocked.values() {
+            for w in queue {
+                if !waiters.iter().any(|x| std::sync::Arc::ptr_eq(x, w)) {
+                    waiters.push(w.clone());
+                }
+            }
+        }
+    }
+    let inner = cluster.read();
+    let me = inner.myself();
+    for w in waiters {
+        let text = if !inner.ok {
+            route::Redirect::Down
+        } else {
+            // All its keys are in one slot: the first tells.
+            let Some(key) = w.keys.first() else {
+                continue;
+            };
+            let slot = crate::keyspace::slots::key_hash_slot(key);
+            match inner.state.slot_owner(slot) {
+                Some(n) if *n == me => continue,
+                _ if inner.state.importing_from(slot).is_some() => continue,
+                Some(n) => route::Redirect::Moved(slot, *n),
+                None => route::Redirect::Unbound,
+            }
+        }
+        .text(&inner, &shared.config);
+        for shard in guards.iter_mut() {
+            for key in &w.keys {
+                let k = (w.db, key.clone());
+                if let Some(q) = shard.blocked.get_mut(&k) {
+                    q.retain(|x| !std::sync::Arc::ptr_eq(x, &w));
+                    if q.is_empty() {
+                        shard.blocked.remove(&k);
+                    }
+                }
+            }
+        }
+        if let Some(tx) = shared.blocking.finish(&w) {
+            shared.count_error(text.as_bytes());
+            w.set_gate(crate::clients::gate_for(&w.handle));
+            let _ = tx.send(format!("-{text}\r\n").into_bytes());
+        }
+    }
+}

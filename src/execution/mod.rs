@@ -20,6 +20,7 @@
 
 pub(crate) mod blocking;
 mod cluster;
+pub(crate) use cluster::redirect_blocked;
 pub(crate) mod pause;
 
 use std::sync::Arc;
