@@ -391,7 +391,7 @@ enum Verdict {
 
 /// The checks a client's command passes before it may run, in Redis 7.0's
 /// order (`processCommand`): protected commands, auth, MULTI's refusals, ACL permissions,
-/// out of memory (evicting first), the tracking table's bound, RESP2
+/// cluster redirection (cluster mode), out of memory (evicting first), the tracking table's bound, RESP2
 /// subscribed mode, the dataset loading, a busy script, CLIENT PAUSE, then
 /// MULTI queueing.
 fn verify(
