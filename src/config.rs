@@ -763,6 +763,28 @@ impl Config {
         self.kept(name, default)
     }
 
+    /// `cluster-enabled yes`: the server runs as a cluster node.
+    pub(crate) fn cluster_enabled(&self) -> bool {
+        self.kept("cluster-enabled", "no") == "yes"
+    }
+
+    /// A `cluster-*` setting as text, its default if unset, for the
+    /// cluster service.
+    pub(crate) fn cluster_setting(&self, name: &str) -> String {
+        let default = match name {
+            "cluster-config-file" => "nodes.conf",
+            "cluster-node-timeout" => "15000",
+            "cluster-require-full-coverage"
+            | "cluster-allow-replica-migration"
+            | "cluster-allow-pubsubshard-when-down" => "yes",
+            "cluster-allow-reads-when-down" => "no",
+            "cluster-preferred-endpoint-type" => "ip",
+            "cluster-announce-ip" | "cluster-announce-hostname" => "",
+            _ => "0",
+        };
+        self.kept(name, default)
+    }
+
     /// Whether TLS is in use at all: Redis builds (and checks) the context
     /// only then, so bad file names are stored without complaint until it is.
     pub(crate) fn tls_enabled(&self) -> bool {
@@ -2600,18 +2622,8 @@ const PARAMS: &[Param] = &[
     kept!("tls-cluster", None, "no", yes_no, runtime),
     // Redis Cluster's settings, with Redis 7.0's types, ranges, aliases and
     // mutability. They take effect only in cluster mode, as in Redis, where
-    // a config file may carry them with `cluster-enabled no`; cluster mode
-    // itself is not served yet, so `cluster-enabled yes` stops startup.
-    kept!(
-        "cluster-enabled",
-        None,
-        "no",
-        |v| match yes_no(v)?.as_str() {
-            "yes" => Err("zwindow does not run in cluster mode yet".into()),
-            no => Ok(no.into()),
-        },
-        startup
-    ),
+    // a config file may carry them with `cluster-enabled no`.
+    kept!("cluster-enabled", None, "no", yes_no, startup),
     kept!("cluster-config-file", None, "nodes.conf", any_text, startup),
     kept!(
         "cluster-port",

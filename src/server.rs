@@ -111,7 +111,19 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let port = config.port.load(Relaxed);
     let shards = config.shard_count();
     let _pidfile = PidFile::create(&config.pidfile());
-    let shared = Arc::new(Services::new(config, shards));
+    let mut services = Services::new(config, shards);
+    // Cluster mode (`clusterInit`): nodes.conf locked and loaded (or a new
+    // identity made) before anything is served; database 0's keys indexed
+    // by slot before the store is shared.
+    if services.config.cluster_enabled() {
+        // Redis refuses this when it reads its config (with the line).
+        if services.config.replicaof().is_some() {
+            return Err("replicaof directive not allowed in cluster mode".into());
+        }
+        services.cluster = Some(crate::cluster::Cluster::open(&services.config)?);
+        services.store.enable_slot_index();
+    }
+    let shared = Arc::new(services);
     load_users(&shared, &users)?;
     shared
         .stats
@@ -131,13 +143,21 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // (test containers' "Ready to accept connections", Redis's TCL harness
     // looking for " PID: <pid>" then "Server initialized").
     tracing::info!(
-        "Redis version={REDIS_VERSION} (zwindow {VERSION}), Running mode=standalone, port={port}, PID: {}",
+        "Redis version={REDIS_VERSION} (zwindow {VERSION}), Running mode={}, port={port}, PID: {}",
+        if shared.cluster.is_some() {
+            "cluster"
+        } else {
+            "standalone"
+        },
         std::process::id()
     );
     tracing::info!("Server initialized");
     // After the banner, as Redis loads after its logo: tools waiting for
     // the PID line see a server that fails to load stop. Connections are
     // accepted meanwhile and answered -LOADING (clients retry on it).
+    if shared.cluster.is_some() {
+        tokio::spawn(cluster_cron(shared.clone(), shared.shutdown_rx()));
+    }
     crate::aof::spawn_syncer(shared.clone())?;
     let mut loaded = load_dataset(&shared)?;
     let mut background = None;
@@ -186,6 +206,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             _ = &mut resume, if paused => paused = false,
             done = &mut loaded, if background.is_none() => {
                 done.map_err(|_| "the dataset loader stopped unexpectedly".to_string())??;
+                verify_cluster_with_data(&shared)?;
                 background = Some(spawn_background(shared.clone())?);
                 // The link to a primary (`replicaof` in the config, later
                 // REPLICAOF) once the dataset, and any replication
@@ -393,4 +414,35 @@ async fn sampler(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(kind)
+}
+
+/// Cluster mode's periodic work without a bus (Redis's `clusterCron`, ten
+/// times a second): the cluster's health, so that its startup and rejoin
+/// delays run out.
+async fn cluster_cron(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        if let Some(cluster) = &shared.cluster {
+            cluster.cron(&shared.config, crate::clock::system_us() as i64 / 1000);
+            crate::execution::redirect_blocked(&shared);
+        }
+    }
+}
+
+/// Cluster mode, once the dataset is in (Redis's
+/// `verifyClusterConfigWithData`): the slots this node has keys for.
+fn verify_cluster_with_data(shared: &Services) -> Result<(), String> {
+    let Some(cluster) = &shared.cluster else {
+        return Ok(());
+    };
+    let mut guards = shared.store.lock(shared.store.all_shards());
+    let other_dbs_used = guards
+        .iter_mut()
+        .any(|shard| shard.dbs.iter().skip(1).any(|db| !db.keys.is_empty()));
+    drop(guards);
+    cluster.verify_with_data(|slot| shared.store.count_in_slot(slot), other_dbs_used)
 }

@@ -1,14 +1,461 @@
 //! Cluster mode (issue 33): zwindow as a node of a Redis Cluster, beside
 //! redis-server nodes, speaking the cluster bus as Redis 7.0 does. Its
 //! state (the nodes, the slots, the epochs) and its bus (the links, the
-//! gossip, failure detection) are built in steps; for now it holds the
-//! bus's wire format, the node table ([`state`]) and its texts
-//! ([`nodes_conf`]: nodes.conf and `CLUSTER NODES`).
+//! gossip, failure detection) are built in steps; so far: the bus's wire
+//! format, the node table ([`state`]) and its texts ([`nodes_conf`]:
+//! nodes.conf and `CLUSTER NODES`), and the [`Cluster`] service a server
+//! started with `cluster-enabled yes` holds: its node table behind a lock,
+//! nodes.conf (loaded or created at startup, locked for the server's
+//! lifetime, saved after every change) and the cluster's health
+//! (`clusterUpdateState`). There is no bus yet: the node knows the nodes
+//! its nodes.conf names and nothing more.
 //!
 //! Public so that the integration tests can play a cluster node with the
 //! very bytes zwindow writes.
 
 pub mod gossip;
 pub mod nodes_conf;
+pub(crate) mod route;
 pub mod state;
 pub mod wire;
+
+use std::fs::{File, OpenOptions};
+use std::path::PathBuf;
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::config::Config;
+use state::{ClusterState, PORT_INCR};
+use wire::{NODE_FAIL, NODE_MASTER, NODE_MYSELF, NODE_PFAIL, NodeName, SLOTS};
+
+/// `CLUSTER_WRITABLE_DELAY`: a primary stays `fail` this long after
+/// startup, so that a rebooted node does not rejoin as writable before the
+/// cluster could reconfigure it.
+const WRITABLE_DELAY_MS: i64 = 2000;
+/// `CLUSTER_MIN_REJOIN_DELAY` / `CLUSTER_MAX_REJOIN_DELAY`: how long a
+/// primary that was in a minority waits before it turns `ok`.
+const MIN_REJOIN_DELAY_MS: i64 = 500;
+const MAX_REJOIN_DELAY_MS: i64 = 5000;
+
+/// The cluster service: the node table and what goes with it.
+pub(crate) struct Cluster {
+    inner: RwLock<Inner>,
+    /// `cluster-config-file` as given (relative to `dir`, the working
+    /// directory, as Redis opens it).
+    path: PathBuf,
+    /// Holds the `flock` on nodes.conf while the server runs
+    /// (`clusterLockConfig`); never read.
+    _lock: File,
+}
+
+/// What the lock guards.
+pub(crate) struct Inner {
+    pub(crate) state: ClusterState,
+    /// `server.cluster->state == CLUSTER_OK`.
+    pub(crate) ok: bool,
+    /// `server.cluster->size`: primaries serving at least one slot.
+    pub(crate) size: usize,
+    /// `clusterUpdateState`'s statics.
+    first_call_ms: i64,
+    among_minority_ms: i64,
+    /// `cluster-announce-ip` as last applied to myself.
+    announced_ip: String,
+}
+
+impl Inner {
+    /// Myself's name (a cluster always has one).
+    pub(crate) fn myself(&self) -> NodeName {
+        self.state.myself.unwrap_or(NodeName::NULL)
+    }
+
+    /// Whether myself is a replica.
+    pub(crate) fn myself_is_replica(&self) -> bool {
+        self.state
+            .node(&self.myself())
+            .is_some_and(|n| n.is_replica())
+    }
+
+    /// `clusterUpdateState`: `ok` when every slot is served by a node not
+    /// failed (with `cluster-require-full-coverage`) and a majority of the
+    /// slot-serving primaries is reachable, after the startup and rejoin
+    /// delays a primary observes.
+    pub(crate) fn update_state(&mut self, now_ms: i64, full_coverage: bool, node_timeout: i64) {
+        if self.first_call_ms == 0 {
+            self.first_call_ms = now_ms;
+        }
+        let myself_primary = self
+            .state
+            .node(&self.myself())
+            .is_some_and(|n| n.is_primary());
+        if myself_primary && !self.ok && now_ms - self.first_call_ms < WRITABLE_DELAY_MS {
+            return;
+        }
+        let mut new_ok = true;
+        if full_coverage {
+            new_ok = (0..SLOTS as u16).all(|s| {
+                self.state
+                    .slot_owner(s)
+                    .and_then(|n| self.state.node(n))
+                    .is_some_and(|n| n.flags & NODE_FAIL == 0)
+            });
+        }
+        let (mut size, mut reachable) = (0, 0);
+        for node in self.state.nodes() {
+            if node.flags & NODE_MASTER != 0 && !node.slots.is_empty() {
+                size += 1;
+                if node.flags & (NODE_FAIL | NODE_PFAIL) == 0 {
+                    reachable += 1;
+                }
+            }
+        }
+        self.size = size;
+        if reachable < size / 2 + 1 {
+            new_ok = false;
+            self.among_minority_ms = now_ms;
+        }
+        if new_ok != self.ok {
+            let rejoin = node_timeout.clamp(MIN_REJOIN_DELAY_MS, MAX_REJOIN_DELAY_MS);
+            if new_ok && myself_primary && now_ms - self.among_minority_ms < rejoin {
+                return;
+            }
+            tracing::warn!(
+                "Cluster state changed: {}",
+                if new_ok { "ok" } else { "fail" }
+            );
+            self.ok = new_ok;
+        }
+    }
+}
+
+/// A new node name: 40 random hex digits (`getRandomHexChars`).
+pub(crate) fn random_name() -> NodeName {
+    let mut name = [0u8; wire::NAME_LEN];
+    for b in name.iter_mut() {
+        *b = b"0123456789abcdef"[rand::random_range(0..16)];
+    }
+    NodeName(name)
+}
+
+impl Cluster {
+    /// Starts cluster mode as `clusterInit`: locks nodes.conf (creating
+    /// it), loads it or makes a new identity and saves it, then sets
+    /// myself's ports from the settings. The error is what Redis logs
+    /// before it exits 1.
+    pub(crate) fn open(config: &Config) -> Result<Cluster, String> {
+        let path = PathBuf::from(config.cluster_setting("cluster-config-file"));
+        let lock = lock_config(&path)?;
+        let now_ms = crate::clock::system_us() as i64 / 1000;
+        let mut state = match nodes_conf::load_file(&path, now_ms).map_err(|e| e.log_line())? {
+            Some(loaded) => {
+                for line in &loaded.log {
+                    tracing::info!("{line}");
+                }
+                loaded.state
+            }
+            None => {
+                let mut state = ClusterState::new();
+                let name = random_name();
+                state.node_or_create(name).flags = NODE_MYSELF | NODE_MASTER;
+                state.myself = Some(name);
+                tracing::info!(
+                    "No cluster configuration found, I'm {}",
+                    String::from_utf8_lossy(name.as_bytes())
+                );
+                nodes_conf::save(&state, &path, true)
+                    .map_err(|_| "Fatal: can't update cluster config file.".to_string())?;
+                state
+            }
+        };
+        let tls_cluster = config.tls_setting("tls-cluster") == "yes";
+        let base = if tls_cluster {
+            i32::from(config.tls_port())
+        } else {
+            config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
+        };
+        let cluster_port: i32 = config.cluster_setting("cluster-port").parse().unwrap_or(0);
+        if cluster_port == 0 && base > 65535 - PORT_INCR {
+            return Err("Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.".into());
+        }
+        if let Some(myself) = state.myself
+            && let Some(node) = state.node_mut(&myself)
+        {
+            derive_ports(config, tls_cluster, base, cluster_port, node);
+            node.hostname = config
+                .cluster_setting("cluster-announce-hostname")
+                .into_bytes();
+        }
+        Ok(Cluster {
+            inner: RwLock::new(Inner {
+                state,
+                ok: false,
+                // As `clusterInit` sets it, until the state is computed.
+                size: 1,
+                first_call_ms: 0,
+                among_minority_ms: 0,
+                announced_ip: String::new(),
+            }),
+            path,
+            _lock: lock,
+        })
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read()
+    }
+
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write()
+    }
+
+    /// Writes nodes.conf from `inner` (`clusterSaveConfig`).
+    pub(crate) fn save(&self, inner: &Inner, fsync: bool) -> std::io::Result<()> {
+        nodes_conf::save(&inner.state, &self.path, fsync)
+    }
+
+    /// What a change does before the reply (Redis's `clusterBeforeSleep`
+    /// with `CLUSTER_TODO_UPDATE_STATE|CLUSTER_TODO_SAVE_CONFIG`): the
+    /// health is recomputed and nodes.conf written.
+    pub(crate) fn changed(&self, inner: &mut Inner, config: &Config, now_ms: i64, fsync: bool) {
+        self.update_state(inner, config, now_ms);
+        if let Err(e) = self.save(inner, fsync) {
+            tracing::warn!("Fatal: can't update cluster config file: {e}");
+        }
+    }
+
+    /// `verifyClusterConfigWithData`, once the dataset is loaded: a
+    /// primary takes the unassigned slots it has keys for, and marks as
+    /// importing those another node serves; keys outside database 0 stop
+    /// startup. `keys_in` counts a slot's keys.
+    pub(crate) fn verify_with_data(
+        &self,
+        keys_in: impl Fn(u16) -> usize,
+        other_dbs_used: bool,
+    ) -> Result<(), String> {
+        let mut inner = self.write();
+        if inner.myself_is_replica() {
+            return Ok(());
+        }
+        if other_dbs_used {
+            return Err(
+                "You can't have keys in a DB different than DB 0 when in Cluster mode. Exiting."
+                    .into(),
+            );
+        }
+        let me = inner.myself();
+        let mut changed = false;
+        for slot in 0..SLOTS as u16 {
+            if keys_in(slot) == 0
+                || inner.state.slot_owner(slot) == Some(&me)
+                || inner.state.importing_from(slot).is_some()
+            {
+                continue;
+            }
+            changed = true;
+            match inner.state.slot_owner(slot).copied() {
+                None => {
+                    tracing::warn!(
+                        "I have keys for unassigned slot {slot}. Taking responsibility for it."
+                    );
+                    inner.state.add_slot(&me, slot);
+                }
+                Some(owner) => {
+                    tracing::warn!(
+                        "I have keys for slot {slot}, but the slot is assigned to another node. Setting it to importing state."
+                    );
+                    inner.state.set_importing(slot, Some(owner));
+                }
+            }
+        }
+        if changed {
+            self.save(&inner, true)
+                .map_err(|_| "Fatal: can't update cluster config file.".to_string())?;
+        }
+        Ok(())
+    }
+
+    /// [`Inner::update_state`] with the settings it reads.
+    pub(crate) fn update_state(&self, inner: &mut Inner, config: &Config, now_ms: i64) {
+        let full = config.cluster_setting("cluster-require-full-coverage") == "yes";
+        let timeout = config
+            .cluster_setting("cluster-node-timeout")
+            .parse()
+            .unwrap_or(15000);
+        inner.update_state(now_ms, full, timeout);
+    }
+
+    /// The periodic work that needs no bus (part of `clusterCron`): the
+    /// health, so that the startup and rejoin delays run out.
+    pub(crate) fn cron(&self, config: &Config, now_ms: i64) {
+        let mut inner = self.write();
+        // `cluster-announce-*` set at runtime (Redis applies them at once
+        // or in its cron): myself's ports and hostname follow, and a new
+        // hostname is saved.
+        let me = inner.myself();
+        let tls_cluster = config.tls_setting("tls-cluster") == "yes";
+        let base = if tls_cluster {
+            i32::from(config.tls_port())
+        } else {
+            config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
+        };
+        let cluster_port: i32 = config.cluster_setting("cluster-port").parse().unwrap_or(0);
+        let hostname = config
+            .cluster_setting("cluster-announce-hostname")
+            .into_bytes();
+        let ip = config.cluster_setting("cluster-announce-ip");
+        let no_failover = config.cluster_setting("cluster-replica-no-failover") == "yes";
+        let ip_changed = inner.announced_ip != ip;
+        let mut flags_changed = false;
+        if let Some(node) = inner.state.node_mut(&me) {
+            derive_ports(config, tls_cluster, base, cluster_port, node);
+            node.hostname = hostname;
+            // `clusterUpdateMyselfIp`: the announced IP, once set or
+            // cleared (then learnt again from the bus).
+            if ip_changed {
+                node.ip = ip.as_bytes()[..ip.len().min(state::IP_MAX)].to_vec();
+            }
+            // `clusterUpdateMyselfFlags`.
+            let flags = if no_failover {
+                node.flags | wire::NODE_NOFAILOVER
+            } else {
+                node.flags & !wire::NODE_NOFAILOVER
+            };
+            flags_changed = flags != node.flags;
+            node.flags = flags;
+        }
+        if ip_changed {
+            inner.announced_ip = ip;
+        }
+        if flags_changed {
+            self.changed(&mut inner, config, now_ms, false);
+        } else {
+            self.update_state(&mut inner, config, now_ms);
+        }
+    }
+}
+
+/// `deriveAnnouncedPorts`: myself's client, plaintext and bus ports.
+fn derive_ports(
+    config: &Config,
+    tls_cluster: bool,
+    base: i32,
+    cluster_port: i32,
+    node: &mut state::Node,
+) {
+    let setting = |name: &str| -> i32 { config.cluster_setting(name).parse().unwrap_or(0) };
+    node.port = base;
+    node.pport = if tls_cluster {
+        config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
+    } else {
+        0
+    };
+    node.cport = if cluster_port != 0 {
+        cluster_port
+    } else {
+        base + PORT_INCR
+    };
+    let (announce, announce_tls) = (
+        setting("cluster-announce-port"),
+        setting("cluster-announce-tls-port"),
+    );
+    if tls_cluster && announce_tls != 0 {
+        node.port = announce_tls;
+        node.pport = announce;
+    } else if announce != 0 {
+        node.port = announce;
+    }
+    let bus = setting("cluster-announce-bus-port");
+    if bus != 0 {
+        node.cport = bus;
+    }
+}
+
+/// `clusterLockConfig`: an exclusive `flock` on nodes.conf (created if
+/// missing), so that two servers never share one; Redis's texts when it
+/// cannot be had.
+fn lock_config(path: &std::path::Path) -> Result<File, String> {
+    let shown = path.display();
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| {
+            format!(
+                "Can't open {shown} in order to acquire a lock: {}",
+                strerror(&e)
+            )
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "Sorry, the cluster configuration file {shown} is already used by a different Redis Cluster node. Please make sure that different nodes use different cluster configuration files."
+        )),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(format!("Impossible to lock {shown}: {}", strerror(&e)))
+        }
+    }
+}
+
+/// `strerror(errno)`: the OS text without Rust's ` (os error N)`.
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_node() -> Inner {
+        let mut state = ClusterState::new();
+        let name = random_name();
+        state.node_or_create(name).flags = NODE_MYSELF | NODE_MASTER;
+        state.myself = Some(name);
+        Inner {
+            state,
+            ok: false,
+            size: 0,
+            first_call_ms: 0,
+            among_minority_ms: 0,
+            announced_ip: String::new(),
+        }
+    }
+
+    #[test]
+    fn ok_only_with_every_slot_after_the_delays() {
+        const T: i64 = 1_700_000_000_000;
+        let mut inner = one_node();
+        let me = inner.myself();
+        inner.update_state(T, true, 15000);
+        // Within the writable delay nothing is computed.
+        inner.update_state(T + 1_000, true, 15000);
+        assert_eq!((inner.ok, inner.first_call_ms), (false, T));
+        // Past it, without slots: a minority (no primary serves a slot).
+        inner.update_state(T + 2_500, true, 15000);
+        assert!(!inner.ok);
+        for s in 0..SLOTS as u16 {
+            inner.state.add_slot(&me, s);
+        }
+        // The rejoin delay (node timeout, at most 5 s) since the minority.
+        inner.update_state(T + 7_000, true, 15000);
+        assert!(!inner.ok);
+        inner.update_state(T + 7_500, true, 15000);
+        assert!(inner.ok);
+        assert_eq!(inner.size, 1);
+        inner.state.del_slot(7);
+        inner.update_state(T + 7_600, true, 15000);
+        assert!(!inner.ok, "slot 7 unserved");
+        inner.update_state(T + 7_700, false, 15000);
+        assert!(inner.ok, "full coverage not required");
+    }
+
+    #[test]
+    fn random_names_are_hex() {
+        let n = random_name();
+        assert!(n.as_bytes().iter().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(random_name(), n);
+    }
+}

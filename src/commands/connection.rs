@@ -342,6 +342,10 @@ fn quit(ctx: &mut Ctx) -> CmdResult {
 
 fn select(ctx: &mut Ctx) -> CmdResult {
     let db = int_arg(ctx.arg(1)).map_err(|_| Error::NotInteger)?;
+    // A cluster node has one database (Redis checks before the range).
+    if ctx.shared.cluster.is_some() && db != 0 {
+        return Err(Error::Static("ERR SELECT is not allowed in cluster mode"));
+    }
     if db < 0 || db as usize >= ctx.shared.config.databases {
         return Err(Error::Static("ERR DB index is out of range"));
     }
@@ -471,6 +475,8 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     let c = &mut *ctx.client;
     c.multi = None;
     c.multi_error = false;
+    c.asking = false;
+    c.cluster_readonly = false;
     c.handle.multi.store(-1, Relaxed);
     c.handle.multi_mem.store(0, Relaxed);
     ctx.shared.store.unwatch(&c.watched, &c.watch_flag);

@@ -208,6 +208,11 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
     }
     // Redis's `scriptPrepareForRun`, in its order.
     let no_writes = f.flags & FLAG_NO_WRITES != 0;
+    if f.flags & crate::commands::lua::functions::FLAG_NO_CLUSTER != 0
+        && ctx.shared.cluster.is_some()
+    {
+        return Err(Error::Static(super::scripting::NO_CLUSTER));
+    }
     if f.flags & FLAG_ALLOW_STALE == 0 && super::scripting::running_stale(ctx.shared) {
         return Err(Error::Static(super::scripting::MASTERDOWN_FLAG));
     }
@@ -246,6 +251,7 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
         argv: (3 + nkeys..args.len()).map(|i| args.get(i)).collect(),
         as_function: true,
         deny_oom: false,
+        cross_slot: f.flags & crate::commands::lua::functions::FLAG_ALLOW_CROSS_SLOT != 0,
     };
     let mut engine = engine;
     ctx.script_error = engine.run(

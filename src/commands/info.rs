@@ -226,7 +226,7 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     }
     if sel.wants("cluster") {
         t.section("Cluster");
-        t.field("cluster_enabled", 0);
+        t.field("cluster_enabled", u8::from(shared.cluster.is_some()));
     }
     if sel.wants("windows") {
         t.section("Windows");
@@ -271,7 +271,12 @@ fn server(t: &mut Text, shared: &Services) {
     t.field("redis_git_sha1", "00000000");
     t.field("redis_git_dirty", 0);
     t.field("redis_build_id", build_id());
-    t.field("redis_mode", "standalone");
+    let mode = if shared.cluster.is_some() {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    t.field("redis_mode", mode);
     t.field("os", uname());
     t.field("arch_bits", usize::BITS);
     // std's Instant reads CLOCK_MONOTONIC.

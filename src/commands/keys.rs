@@ -405,6 +405,12 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
         }
     }
     let src_db = ctx.ks.db;
+    // A cluster node has database 0 only.
+    if ctx.shared.cluster.is_some() && (src_db != 0 || target_db != 0) {
+        return Err(Error::Static(
+            "ERR Copying to another database is not allowed in cluster mode",
+        ));
+    }
     if src == dst && src_db == target_db {
         return Err(Error::Static(
             "ERR source and destination objects are the same",
@@ -442,6 +448,9 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn move_cmd(ctx: &mut Ctx) -> CmdResult {
+    if ctx.shared.cluster.is_some() {
+        return Err(Error::Static("ERR MOVE is not allowed in cluster mode"));
+    }
     let key = ctx.args.get(1);
     let target = db_index(ctx, ctx.args.get(2))?;
     let src_db = ctx.ks.db;

@@ -45,6 +45,10 @@ pub(crate) static COMMANDS: &[Command] = &[
 /// supervisor (`network::link`), woken by it, connects to the new primary
 /// or lets the old one go.
 fn replicaof(ctx: &mut Ctx) -> CmdResult {
+    // A cluster node replicates by CLUSTER REPLICATE.
+    if ctx.shared.cluster.is_some() {
+        return Err(Error::Static("ERR REPLICAOF not allowed in cluster mode."));
+    }
     let repl = &ctx.shared.replication;
     if repl.failover.lock().is_some() {
         return Err(Error::Static(

@@ -157,6 +157,9 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     // Scripts that declare flags are checked before they run, as Redis's
     // `scriptPrepareForRun` does.
     if script.shebang {
+        if script.no_cluster && shared.cluster.is_some() {
+            return Err(Error::Static(NO_CLUSTER));
+        }
         if running_stale(&shared) && !script.allow_stale {
             return Err(Error::Static(MASTERDOWN_FLAG));
         }
@@ -190,6 +193,7 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
         argv: (3 + nkeys..args.len()).map(|i| args.get(i)).collect(),
         as_function: false,
         deny_oom,
+        cross_slot: script.cross_slot,
     };
     ctx.script_error = engine.run(
         &shared,
@@ -210,6 +214,9 @@ pub(crate) const OOM_FLAG: &str =
 
 /// A script with flags but not `allow-stale`, started on a replica whose
 /// link is down with `replica-serve-stale-data no`.
+/// A script flagged `no-cluster` on a cluster node (`scriptPrepareForRun`).
+pub(crate) const NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-cluster' flag is set.";
+
 pub(crate) const MASTERDOWN_FLAG: &str = "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.";
 /// A script without flags started in that state.
 const MASTERDOWN: &str =

@@ -971,6 +971,10 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn swapdb(ctx: &mut Ctx) -> CmdResult {
+    // A cluster node has database 0 only.
+    if ctx.shared.cluster.is_some() {
+        return Err(Error::Static("ERR SWAPDB is not allowed in cluster mode"));
+    }
     let parse = |a: &[u8], what: &'static str| int_arg(a).map_err(|_| Error::Static(what));
     let a = parse(ctx.arg(1), "ERR invalid first DB index")?;
     let b = parse(ctx.arg(2), "ERR invalid second DB index")?;

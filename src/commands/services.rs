@@ -63,6 +63,10 @@ pub(crate) struct Services {
     /// Replication's state (IDs, offset, backlog, replicas, the link to
     /// a primary), the other sink of the propagated commands.
     pub(crate) replication: crate::replication::Replication,
+    /// Cluster mode's node table and nodes.conf (`cluster-enabled yes`);
+    /// `None` for a standalone server, which every cluster check tests
+    /// first.
+    pub(crate) cluster: Option<crate::cluster::Cluster>,
     shutdown_tx: watch::Sender<bool>,
     /// Signalled by the SHUTDOWN command.
     pub(crate) stop: Notify,
@@ -117,6 +121,7 @@ impl Services {
             migrate: Default::default(),
             aof: Default::default(),
             replication: Default::default(),
+            cluster: None,
             shutdown_tx: watch::channel(false).0,
             stop: Notify::new(),
         }

@@ -94,6 +94,12 @@ pub(crate) struct Client {
     /// stream (Redis's CLIENT_MASTER): obeyed whatever a client would be
     /// refused (`execution::verify`).
     pub(crate) master: bool,
+    /// ASKING: the next command may use a slot this node imports (Redis's
+    /// CLIENT_ASKING, cleared after that command outside MULTI).
+    pub(crate) asking: bool,
+    /// READONLY: a cluster replica serves this client's reads of its
+    /// primary's slots (Redis's CLIENT_READONLY).
+    pub(crate) cluster_readonly: bool,
 }
 
 /// A connection's calls of one command not yet added to that command's
@@ -192,6 +198,8 @@ impl Client {
             acl_generation: 0,
             multi: None,
             multi_error: false,
+            asking: false,
+            cluster_readonly: false,
             in_exec: false,
             in_script: false,
             watched: Vec::new(),

@@ -79,6 +79,7 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
     };
     // Patterns read keys no ACL check saw: only a user who may read every
     // key may use them (a connection without a user, the AOF's, may).
+    let cluster = ctx.shared.cluster.is_some();
     let full_read = ctx
         .client
         .user
@@ -104,6 +105,12 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
             let p = args.get(j + 1);
             o.by = Some(p);
             o.dontsort = !c_str(p).contains(&b'*');
+            // Its keys could be anywhere in a cluster.
+            if !o.dontsort && cluster {
+                return Err(Error::Static(
+                    "ERR BY option of SORT denied in Cluster mode.",
+                ));
+            }
             if !o.dontsort && !full_read {
                 return Err(Error::Static(
                     "ERR BY option of SORT denied due to insufficient ACL permissions.",
@@ -111,6 +118,11 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
             }
             j += 1;
         } else if eq_ic(a, "get") && left >= 1 {
+            if cluster {
+                return Err(Error::Static(
+                    "ERR GET option of SORT denied in Cluster mode.",
+                ));
+            }
             if !full_read {
                 return Err(Error::Static(
                     "ERR GET option of SORT denied due to insufficient ACL permissions.",

@@ -247,6 +247,13 @@ pub(crate) fn abort_exec(shared: &Services, client: &mut Client, out: &mut Reply
     ));
 }
 
+/// Drops the client's transaction and its WATCHes (Redis's
+/// `discardTransaction`), as a cluster redirection of EXEC does.
+pub(crate) fn discard_transaction(shared: &Services, client: &mut Client) {
+    end_multi(client);
+    unwatch_all(shared, client);
+}
+
 /// Leaves MULTI state (the queue itself is the caller's to drop).
 fn end_multi(client: &mut Client) {
     client.multi = None;

@@ -19,6 +19,8 @@
 //! this layer implements ([`Dispatcher`]).
 
 pub(crate) mod blocking;
+mod cluster;
+pub(crate) use cluster::redirect_blocked;
 pub(crate) mod pause;
 
 use std::sync::Arc;
@@ -164,7 +166,19 @@ pub(crate) fn dispatch(
     // replaces a client's handle while one of its commands runs), so the
     // handle outlives the reference.
     let handle = unsafe { &*handle };
-    crate::clients::caused_by(handle, || dispatch_caused(shared, client, out, args))
+    // ASKING lasts for the next command (outside MULTI), as Redis's
+    // `resetClient` clears it after any command but ASKING.
+    let clear_asking = client.asking && !args.get(0).eq_ignore_ascii_case(b"asking");
+    let dispatched =
+        crate::clients::caused_by(handle, || dispatch_caused(shared, client, out, args));
+    let ran = !matches!(
+        dispatched,
+        Dispatched::WaitScript | Dispatched::ScriptRunner | Dispatched::Paused(_)
+    );
+    if clear_asking && ran && !client.in_multi() {
+        client.asking = false;
+    }
+    dispatched
 }
 
 fn dispatch_caused(
@@ -214,6 +228,19 @@ fn dispatch_caused(
         Verdict::WaitScript => return Dispatched::WaitScript,
         Verdict::ScriptRunner => return Dispatched::ScriptRunner,
         Verdict::Paused(writes) => return Dispatched::Paused(writes),
+        Verdict::Redirect(text) => {
+            // Not `reject`: EXEC's transaction is discarded without
+            // EXECABORT, as Redis's redirection does.
+            if cmd.name == "exec" {
+                transactions::discard_transaction(shared, client);
+            } else {
+                client.flag_transaction();
+            }
+            CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
+            shared.count_error(text.as_bytes());
+            out.error(&text);
+            return Dispatched::Done;
+        }
     }
     // Lock, run, after-command work.
     let plan = plan(shared, cmd, &args);
@@ -358,11 +385,13 @@ enum Verdict {
     ScriptRunner,
     /// CLIENT PAUSE holds it (true: it may write): retry after the pause.
     Paused(bool),
+    /// Cluster mode: another node serves it (`-MOVED`, `-ASK`, …).
+    Redirect(String),
 }
 
 /// The checks a client's command passes before it may run, in Redis 7.0's
 /// order (`processCommand`): protected commands, auth, MULTI's refusals, ACL permissions,
-/// out of memory (evicting first), the tracking table's bound, RESP2
+/// cluster redirection (cluster mode), out of memory (evicting first), the tracking table's bound, RESP2
 /// subscribed mode, the dataset loading, a busy script, CLIENT PAUSE, then
 /// MULTI queueing.
 fn verify(
@@ -406,6 +435,19 @@ fn verify(
                     "NOPERM this user has no permissions to access one of the channels used as arguments".into()
                 }
             });
+        }
+    }
+    // Cluster mode: a keyed command goes to the node serving its slot
+    // (Redis checks right after the ACL; its primary is obeyed).
+    if let Some(cl) = &shared.cluster
+        && !client.master
+        && cluster::routed(cmd)
+    {
+        let write = is_write(shared, client, cmd, args);
+        match cluster::route(shared, cl, client, cmd, args, write) {
+            cluster::Routed::Here => {}
+            cluster::Routed::Redirect(text) => return Verdict::Redirect(text),
+            cluster::Routed::WaitScript => return Verdict::WaitScript,
         }
     }
     // What this server's primary sends is obeyed (Redis's

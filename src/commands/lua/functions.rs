@@ -29,6 +29,8 @@ pub(crate) const FLAG_NAMES: [&str; 5] = [
 pub(crate) const FLAG_NO_WRITES: u32 = 1;
 pub(crate) const FLAG_ALLOW_OOM: u32 = 1 << 1;
 pub(crate) const FLAG_ALLOW_STALE: u32 = 1 << 2;
+pub(crate) const FLAG_NO_CLUSTER: u32 = 1 << 3;
+pub(crate) const FLAG_ALLOW_CROSS_SLOT: u32 = 1 << 4;
 
 pub(crate) struct FunctionDef {
     pub(crate) name: String,

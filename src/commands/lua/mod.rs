@@ -457,6 +457,11 @@ pub(crate) struct Script {
     /// Has a `#!lua` line: its flags are checked before it runs (Redis
     /// 7.0 checks a legacy script's writes only as they happen).
     pub(crate) shebang: bool,
+    /// `#!lua flags=no-cluster`: refused in cluster mode.
+    pub(crate) no_cluster: bool,
+    /// Its commands' keys may be in different slots (in cluster mode):
+    /// `#!lua flags=allow-cross-slot-keys`, or no `#!lua` line at all.
+    pub(crate) cross_slot: bool,
 }
 
 pub(crate) struct Engine {
@@ -496,6 +501,9 @@ pub(crate) struct RunSpec<'a> {
     /// A script without flags started over `maxmemory`: its deny-OOM
     /// commands fail until it wrote (Redis's `scriptVerifyOOM`).
     pub(crate) deny_oom: bool,
+    /// Cluster mode: its commands' keys may be in different slots
+    /// (Redis's `SCRIPT_ALLOW_CROSS_SLOT`).
+    pub(crate) cross_slot: bool,
 }
 
 impl Engine {
@@ -654,6 +662,9 @@ impl Engine {
                 allow_oom: shebang_has_flag(body, "allow-oom"),
                 allow_stale: shebang_has_flag(body, "allow-stale"),
                 shebang: body.starts_with(b"#!"),
+                no_cluster: shebang_has_flag(body, "no-cluster"),
+                cross_slot: !body.starts_with(b"#!")
+                    || shebang_has_flag(body, "allow-cross-slot-keys"),
             },
         );
         Ok(sha)
@@ -721,6 +732,14 @@ impl Engine {
                 obey: caller.master,
                 repl: Target::All,
                 busy: &shared.scripting.busy,
+                cluster_slot: spec
+                    .keys
+                    .first()
+                    .filter(|_| shared.cluster.is_some())
+                    .map(|k| crate::keyspace::slots::key_hash_slot(k)),
+                asking: caller.asking,
+                cluster_readonly: caller.cluster_readonly,
+                cross_slot: spec.cross_slot,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
                 let call = scope.create_function(
@@ -1118,6 +1137,14 @@ struct RunState<'a, 'k> {
     /// `redis.set_repl`'s choice for the commands it calls next.
     repl: Target,
     busy: &'a Busy,
+    /// Cluster mode: the slot the script's keys are in so far (Redis's
+    /// `original_c->slot`: its declared keys', else its first call's).
+    cluster_slot: Option<u16>,
+    /// The caller's ASKING and READONLY (script.c copies them to the
+    /// script's client).
+    asking: bool,
+    cluster_readonly: bool,
+    cross_slot: bool,
 }
 
 impl RunState<'_, '_> {
@@ -1171,6 +1198,11 @@ impl RunState<'_, '_> {
         if cmd.has(flags::WRITE) {
             self.busy.wrote.store(true, Relaxed);
         }
+        if let Some(msg) = self.cluster_refusal(cmd, &argv) {
+            commands::CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
+            self.shared.count_error(msg.as_bytes());
+            return deny(format!("-{msg}").as_bytes());
+        }
         // The reply as values: no RESP encoding to parse back.
         let mut out = Reply::frames(self.resp3);
         // Nothing blocks in a script (`Client::can_block`), nor closes.
@@ -1190,6 +1222,49 @@ impl RunState<'_, '_> {
 }
 
 /// Resolves and verifies a command a script runs with `redis.call`, with
+impl RunState<'_, '_> {
+    /// script.c `scriptVerifyClusterState`: in cluster mode a script's
+    /// command must use keys this node serves, all in one slot.
+    fn cluster_refusal(&mut self, cmd: &'static Command, argv: &Args<'_>) -> Option<&'static str> {
+        let cluster = self.shared.cluster.as_ref()?;
+        if self.obey {
+            return None;
+        }
+        let asker = crate::cluster::route::Asker {
+            asking: self.asking,
+            readonly: self.cluster_readonly,
+            write: cmd.has(flags::WRITE),
+        };
+        let ks = &mut *self.ks;
+        let now = ks.now_ms;
+        let mut exists = |key: &[u8]| {
+            ks.peek_raw(key)
+                .is_some_and(|e| e.expire_at == 0 || e.expire_at > now)
+        };
+        match cluster.route(
+            &self.shared.config,
+            cmd,
+            &[(cmd, *argv)],
+            asker,
+            &mut exists,
+        ) {
+            Err((redirect, _)) => Some(redirect.script_text()),
+            Ok(Some(_)) if self.cross_slot => None,
+            Ok(Some(slot)) => match self.cluster_slot {
+                None => {
+                    self.cluster_slot = Some(slot);
+                    None
+                }
+                Some(s) if s != slot => {
+                    Some("ERR Script attempted to access keys that do not hash to the same slot")
+                }
+                Some(_) => None,
+            },
+            Ok(None) => None,
+        }
+    }
+}
+
 /// Redis 7.0's texts (`scriptCall`): the checks differ from a client's (no
 /// auth or MULTI; no scripts or blocking from scripts; no writes from
 /// read-only scripts), the path after them is the same as a client's
