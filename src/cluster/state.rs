@@ -288,11 +288,12 @@ impl ClusterState {
         }
     }
 
-    /// Frees `slot` (`clusterDelSlot`): nobody serves it any more.
-    pub(crate) fn del_slot(&mut self, slot: u16) {
+    /// Frees `slot` (`clusterDelSlot`): nobody serves it any more; false
+    /// if nobody served it.
+    pub(crate) fn del_slot(&mut self, slot: u16) -> bool {
         let s = usize::from(slot);
         let Some(Some(owner)) = self.slots.get(s).copied() else {
-            return;
+            return false;
         };
         self.slots[s] = None;
         if let Some(node) = self.node_mut(&owner) {
@@ -300,6 +301,7 @@ impl ClusterState {
             bytes[s / 8] &= !(1 << (s % 8));
             node.slots = Slots::from_bytes(&bytes);
         }
+        true
     }
 
     /// Forgets `name` (`clusterDelNode`): its slots become unserved, its
@@ -580,60 +582,12 @@ pub fn shards_reply_bytes(state: &ClusterState, ctx: &ReplyContext, resp3: bool)
     r.buf
 }
 
-/// What the CLUSTER subcommands change beyond adding a slot: a slot
-/// unbound, a node forgotten, myself renamed (`clusterDelSlot`,
-/// `clusterDelNode`, CLUSTER RESET HARD's new name).
+/// What the CLUSTER subcommands read and change beside the bus: a node's
+/// slot count, myself renamed (CLUSTER RESET HARD's new name).
 impl ClusterState {
-    /// Unbinds `slot` from its owner (`clusterDelSlot`); false if nobody
-    /// served it.
-    pub fn del_slot(&mut self, slot: u16) -> bool {
-        let s = usize::from(slot);
-        let Some(owner) = self.slots.get_mut(s).and_then(Option::take) else {
-            return false;
-        };
-        if let Some(node) = self.node_mut(&owner) {
-            let mut bytes = *node.slots.as_bytes();
-            bytes[s / 8] &= !(1 << (s % 8));
-            node.slots = Slots::from_bytes(&bytes);
-        }
-        true
-    }
-
     /// How many slots `name` serves (`node->numslots`).
     pub fn slot_count(&self, name: &NodeName) -> usize {
         self.node(name).map_or(0, |n| n.slots.count())
-    }
-
-    /// Forgets `name` (`clusterDelNode`): its slots become unbound, no
-    /// slot imports from or migrates to it, it leaves its primary's
-    /// replica list and its replicas lose their primary.
-    pub fn del_node(&mut self, name: &NodeName) {
-        let Some(i) = self.index.get(name).copied() else {
-            return;
-        };
-        for s in 0..SLOTS {
-            if self.importing_from[s] == Some(*name) {
-                self.importing_from[s] = None;
-            }
-            if self.migrating_to[s] == Some(*name) {
-                self.migrating_to[s] = None;
-            }
-            if self.slots[s] == Some(*name) {
-                self.slots[s] = None;
-            }
-        }
-        let node = self.nodes.remove(i);
-        self.reindex();
-        if let Some(p) = node.primary.and_then(|p| self.node_mut(&p)) {
-            p.replicas.retain(|r| r != name);
-        }
-        for r in &node.replicas {
-            if let Some(r) = self.node_mut(r)
-                && r.primary == Some(*name)
-            {
-                r.primary = None;
-            }
-        }
     }
 
     /// Gives myself a new name (CLUSTER RESET HARD), keeping its place.
@@ -641,13 +595,9 @@ impl ClusterState {
         let Some(old) = self.myself else {
             return;
         };
-        if let Some(n) = self.node_mut(&old) {
-            n.name = new;
+        self.rename_node(&old, new);
+        if self.node(&new).is_some() {
+            self.myself = Some(new);
         }
-        for s in self.slots.iter_mut().filter(|s| **s == Some(old)) {
-            *s = Some(new);
-        }
-        self.myself = Some(new);
-        self.reindex();
     }
 }

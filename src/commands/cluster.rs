@@ -642,7 +642,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         .filter(|n| *n != me)
         .collect();
     for n in &others {
-        inner.state.del_node(n);
+        inner.state.remove_node(n);
     }
     if hard {
         inner.state.current_epoch = 0;
@@ -722,7 +722,7 @@ fn forget(ctx: &mut Ctx) -> CmdResult {
     if inner.myself_is_replica() && my_primary == Some(n) {
         return Err(Error::Static("ERR Can't forget my master!"));
     }
-    inner.state.del_node(&n);
+    inner.state.remove_node(&n);
     changed(ctx, cl, &mut inner, false);
     ctx.out.ok();
     Ok(Outcome::Done)
