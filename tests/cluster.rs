@@ -103,21 +103,24 @@ fn two_node_conf() -> String {
     )
 }
 
+/// A zwindow command line for a cluster node on `port` (`"0"`: any) in
+/// `dir`, with the defaults for the rest.
+fn cluster_command(dir: &PrivateDir, port: &str, extra: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
+    cmd.args(["--bind", "127.0.0.1", "--port", port])
+        .args(["--cluster-enabled", "yes"])
+        .args(extra)
+        .current_dir(&dir.0);
+    cmd
+}
+
 /// A cluster-enabled zwindow running in `dir` (its nodes.conf there).
 /// The node timeout is long so that redis-server, which has a bus, does not
 /// flag the absent node B as failing while a test runs.
 fn zwindow_node(dir: &PrivateDir, extra: &[&str]) -> ZwindowServer {
     let port = common::free_port().to_string();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
-    cmd.args(["--bind", "127.0.0.1", "--port", &port])
-        .args([
-            "--cluster-enabled",
-            "yes",
-            "--cluster-node-timeout",
-            "60000",
-        ])
-        .args(extra)
-        .current_dir(&dir.0);
+    let mut cmd = cluster_command(dir, &port, &["--cluster-node-timeout", "60000"]);
+    cmd.args(extra);
     ZwindowServer::start_command(cmd)
 }
 
@@ -577,16 +580,7 @@ fn nodes_conf_survives_a_restart_and_is_locked() {
     );
     // A second server cannot use the same file while the first runs.
     let port = common::free_port().to_string();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
-    cmd.args([
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        &port,
-        "--cluster-enabled",
-        "yes",
-    ])
-    .current_dir(&dir.0);
+    let cmd = cluster_command(&dir, &port, &[]);
     let refused = ZwindowServer::try_start_command(cmd)
         .err()
         .expect("two nodes on one nodes.conf");
@@ -597,16 +591,7 @@ fn nodes_conf_survives_a_restart_and_is_locked() {
     z.terminate(std::time::Duration::from_secs(5));
     // Restarted on its port: the same node.
     let port = z.port().to_string();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
-    cmd.args([
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        &port,
-        "--cluster-enabled",
-        "yes",
-    ])
-    .current_dir(&dir.0);
+    let cmd = cluster_command(&dir, &port, &[]);
     let z2 = ZwindowServer::start_command(cmd);
     let mut c2 = z2.conn();
     assert_eq!(
@@ -624,16 +609,7 @@ fn nodes_conf_survives_a_restart_and_is_locked() {
 fn a_bad_nodes_conf_stops_startup_as_redis() {
     let dir = PrivateDir::new("cluster-bad");
     std::fs::write(dir.0.join("nodes.conf"), "garbage line\n").unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
-    cmd.args([
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--cluster-enabled",
-        "yes",
-    ])
-    .current_dir(&dir.0);
+    let cmd = cluster_command(&dir, "0", &[]);
     let refused = ZwindowServer::try_start_command(cmd)
         .err()
         .expect("a corrupted nodes.conf");
@@ -646,17 +622,7 @@ fn a_bad_nodes_conf_stops_startup_as_redis() {
 #[test]
 fn replicaof_in_the_config_stops_a_cluster_node() {
     let dir = PrivateDir::new("cluster-replicaof");
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
-    cmd.args([
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--cluster-enabled",
-        "yes",
-    ])
-    .args(["--replicaof", "127.0.0.1", "1"])
-    .current_dir(&dir.0);
+    let cmd = cluster_command(&dir, "0", &["--replicaof", "127.0.0.1", "1"]);
     let refused = ZwindowServer::try_start_command(cmd)
         .err()
         .expect("replicaof in cluster mode");
@@ -781,16 +747,7 @@ fn keys_loaded_claim_their_slots_as_redis() {
     // Keys outside database 0 stop a cluster node.
     let dir = PrivateDir::new("cluster-db1");
     std::fs::write(dir.0.join("dump.rdb"), saved_dataset(true)).unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
-    cmd.args([
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--cluster-enabled",
-        "yes",
-    ])
-    .current_dir(&dir.0);
+    let cmd = cluster_command(&dir, "0", &[]);
     // It listens first (as Redis answers -LOADING), then stops once loaded.
     let refused = match ZwindowServer::try_start_command(cmd) {
         Err(log) => log,

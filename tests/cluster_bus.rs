@@ -26,25 +26,6 @@ const WAIT: Duration = Duration::from_secs(8);
 const FAKE_ID: &[u8; 40] = b"fa4e000000000000000000000000000000000001";
 const FAKE_HOSTNAME: &[u8] = b"fake-node.test";
 
-/// A redis-server in cluster mode, its bus on a port of its own
-/// (`cluster-port`: the default, port + 10000, overflows for the high
-/// ephemeral ports the harness may pick).
-fn cluster_server() -> (RedisServer, u16) {
-    start_on_free_port(|cport| {
-        let cport = cport.to_string();
-        RedisServer::try_start_with(&[
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf", // in the server's private directory
-            "--cluster-port",
-            &cport,
-            "--cluster-node-timeout",
-            "3000",
-        ])
-    })
-}
-
 /// The text of a bulk-string reply.
 fn bulk_text(reply: &[u8]) -> String {
     match parse_reply(reply) {
@@ -290,7 +271,7 @@ impl Drop for FakeNode {
 
 #[test]
 fn redis_server_takes_our_node_into_its_cluster() {
-    let (a, a_cport) = cluster_server();
+    let (a, a_cport) = redis_cluster_node(3000, &[]);
     let a_id = myid(&a);
 
     let node = FakeNode::start();
@@ -369,7 +350,7 @@ fn redis_server_takes_our_node_into_its_cluster() {
     });
 
     // A second real node: redis-server's PINGs to us now gossip about it.
-    let (b, _) = cluster_server();
+    let (b, _) = redis_cluster_node(3000, &[]);
     let b_id = myid(&b);
     let reply = a.conn().cmd(&[
         b"CLUSTER",

@@ -30,25 +30,6 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-fn cluster_server() -> (RedisServer, u16) {
-    start_on_free_port(|cport| {
-        let cport = cport.to_string();
-        let timeout = NODE_TIMEOUT.to_string();
-        RedisServer::try_start_with(&[
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-            "--cluster-port",
-            &cport,
-            "--cluster-node-timeout",
-            &timeout,
-            "--logfile",
-            "redis.log",
-        ])
-    })
-}
-
 fn bulk_text(reply: &[u8]) -> String {
     match parse_reply(reply) {
         Reply::Bulk(b) => String::from_utf8(b).expect("UTF-8 reply"),
@@ -231,7 +212,8 @@ impl Harness {
 
 #[test]
 fn redis_server_meets_our_state_machine_and_suspects_it_when_silent() {
-    let (server, server_cport) = cluster_server();
+    let (server, server_cport) =
+        redis_cluster_node(NODE_TIMEOUT as u64, &["--logfile", "redis.log"]);
     let server_id = {
         let id = bulk_text(&server.conn().cmd(&[b"CLUSTER", b"MYID"]));
         NodeName::from_slice(id.as_bytes()).unwrap()
@@ -376,7 +358,9 @@ fn cluster_meet(from: &RedisServer, port: u16, cport: u16) {
 /// Three redis-server primaries (a third of the slots each) and our node
 /// as a replica of the first, all converged.
 fn three_primaries_and_our_replica() -> (Vec<(RedisServer, u16)>, Vec<NodeName>, Harness) {
-    let servers: Vec<(RedisServer, u16)> = (0..3).map(|_| cluster_server()).collect();
+    let servers: Vec<(RedisServer, u16)> = (0..3)
+        .map(|_| redis_cluster_node(NODE_TIMEOUT as u64, &["--logfile", "redis.log"]))
+        .collect();
     let ids: Vec<NodeName> = servers.iter().map(|(s, _)| server_id(s)).collect();
     let mut node = Harness::new();
     let our_id = NodeName(*OUR_ID);
@@ -491,9 +475,9 @@ fn redis_servers_elect_our_replica_when_its_primary_dies() {
 /// follow.
 #[test]
 fn our_primary_votes_for_a_redis_replica() {
-    let (a, _) = cluster_server();
-    let (b, b_cport) = cluster_server();
-    let (r, r_cport) = cluster_server();
+    let (a, _) = redis_cluster_node(NODE_TIMEOUT as u64, &["--logfile", "redis.log"]);
+    let (b, b_cport) = redis_cluster_node(NODE_TIMEOUT as u64, &["--logfile", "redis.log"]);
+    let (r, r_cport) = redis_cluster_node(NODE_TIMEOUT as u64, &["--logfile", "redis.log"]);
     let (a_id, r_id) = (server_id(&a), server_id(&r));
     let mut node = Harness::new();
     let our_id = NodeName(*OUR_ID);

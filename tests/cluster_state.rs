@@ -22,25 +22,6 @@ use zwindow::cluster::state::{ClusterState, EndpointType, ReplyContext};
 const WAIT: Duration = Duration::from_secs(20);
 const HOSTNAME: &str = "b.node.test";
 
-fn cluster_server(extra: &[&str]) -> RedisServer {
-    start_on_free_port(|cport| {
-        let cport = cport.to_string();
-        let mut args = vec![
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf", // in the server's private directory
-            "--cluster-port",
-            &cport,
-            "--cluster-node-timeout",
-            "5000",
-        ];
-        args.extend_from_slice(extra);
-        RedisServer::try_start_with(&args)
-    })
-    .0
-}
-
 fn bulk_text(reply: &[u8]) -> String {
     match parse_reply(reply) {
         Reply::Bulk(b) => String::from_utf8(b).expect("UTF-8 reply"),
@@ -160,9 +141,9 @@ fn load_saved(server: &RedisServer) -> (ClusterState, String) {
 
 #[test]
 fn nodes_conf_and_cluster_replies_match_redis() {
-    let a = cluster_server(&[]);
-    let b = cluster_server(&["--cluster-announce-hostname", HOSTNAME]);
-    let c = cluster_server(&[]);
+    let a = redis_cluster_node(5000, &[]).0;
+    let b = redis_cluster_node(5000, &["--cluster-announce-hostname", HOSTNAME]).0;
+    let c = redis_cluster_node(5000, &[]).0;
     let servers = [&a, &b, &c];
     let ids: Vec<String> = servers
         .iter()

@@ -166,13 +166,7 @@ impl Cluster {
                 state
             }
         };
-        let tls_cluster = config.tls_setting("tls-cluster") == "yes";
-        let base = if tls_cluster {
-            i32::from(config.tls_port())
-        } else {
-            config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
-        };
-        let cluster_port: i32 = config.cluster_setting("cluster-port").parse().unwrap_or(0);
+        let (tls_cluster, base, cluster_port) = own_ports(config);
         if cluster_port == 0 && base > 65535 - PORT_INCR {
             return Err("Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.".into());
         }
@@ -291,13 +285,7 @@ impl Cluster {
         // or in its cron): myself's ports and hostname follow, and a new
         // hostname is saved.
         let me = inner.myself();
-        let tls_cluster = config.tls_setting("tls-cluster") == "yes";
-        let base = if tls_cluster {
-            i32::from(config.tls_port())
-        } else {
-            config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
-        };
-        let cluster_port: i32 = config.cluster_setting("cluster-port").parse().unwrap_or(0);
+        let (tls_cluster, base, cluster_port) = own_ports(config);
         let hostname = config
             .cluster_setting("cluster-announce-hostname")
             .into_bytes();
@@ -403,6 +391,20 @@ fn strerror(e: &std::io::Error) -> String {
         Some(i) => text[..i].to_string(),
         None => text,
     }
+}
+
+/// Myself's ports as configured: whether the cluster speaks TLS, the client
+/// port nodes advertise (the TLS one in a TLS cluster) and `cluster-port`
+/// (0: the client port + 10000).
+fn own_ports(config: &Config) -> (bool, i32, i32) {
+    let tls_cluster = config.tls_setting("tls-cluster") == "yes";
+    let base = if tls_cluster {
+        i32::from(config.tls_port())
+    } else {
+        config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
+    };
+    let cluster_port = config.cluster_setting("cluster-port").parse().unwrap_or(0);
+    (tls_cluster, base, cluster_port)
 }
 
 #[cfg(test)]

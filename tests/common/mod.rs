@@ -1398,6 +1398,29 @@ pub fn tls_certs() -> std::path::PathBuf {
     dir
 }
 
+/// A redis-server node in cluster mode (its nodes.conf in its private
+/// directory), its bus on a free port of its own: the default, port +
+/// 10000, overflows for the high ephemeral ports tests may get. Returns the
+/// server and its bus port.
+pub fn redis_cluster_node(node_timeout_ms: u64, extra: &[&str]) -> (RedisServer, u16) {
+    start_on_free_port(|cport| {
+        let cport = cport.to_string();
+        let timeout = node_timeout_ms.to_string();
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-port",
+            &cport,
+            "--cluster-node-timeout",
+            &timeout,
+        ];
+        args.extend_from_slice(extra);
+        RedisServer::try_start_with(&args)
+    })
+}
+
 /// Starts a server whose arguments name a port of their own beside the
 /// ephemeral one (`tls-port`, a replica's announced port…): a free port
 /// can be taken by another test before the server binds it, so a start
