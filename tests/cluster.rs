@@ -815,3 +815,45 @@ fn blocked_clients_follow_their_slot_as_redis() {
     );
     p.same_str("INFO errorstats");
 }
+
+/// `CLUSTER KEYSLOT` of 5000 seeded random keys, binary and brace-laden
+/// (hash tags, empty tags, nested and unclosed braces), pipelined to a
+/// zwindow node and a redis-server node: the same slot for every key.
+#[test]
+fn keyslot_of_random_keys_as_redis() {
+    let zdir = PrivateDir::new("cluster-keyslot-z");
+    let rdir = PrivateDir::new("cluster-keyslot-r");
+    let z = zwindow_node(&zdir, &[]);
+    let r = redis_node(&rdir, &[]);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let keys: Vec<Vec<u8>> = (0..5000)
+        .map(|_| {
+            let len = (next() % 24) as usize;
+            (0..len)
+                .map(|_| match next() % 8 {
+                    0 => b'{',
+                    1 => b'}',
+                    _ => (next() % 256) as u8,
+                })
+                .collect()
+        })
+        .collect();
+    let slots = |conn: &mut RawConn| -> Vec<Vec<u8>> {
+        let mut pipeline = Vec::new();
+        for k in &keys {
+            pipeline.extend(common::encode_cmd(&[b"CLUSTER", b"KEYSLOT", k]));
+        }
+        conn.send(&pipeline);
+        keys.iter().map(|_| conn.read_reply()).collect()
+    };
+    let (zs, rs) = (slots(&mut z.conn()), slots(&mut r.conn()));
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(zs[i], rs[i], "CLUSTER KEYSLOT {}", common::escape(k));
+    }
+}
