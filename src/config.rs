@@ -780,6 +780,8 @@ impl Config {
             "cluster-allow-reads-when-down" => "no",
             "cluster-preferred-endpoint-type" => "ip",
             "cluster-announce-ip" | "cluster-announce-hostname" => "",
+            "cluster-replica-validity-factor" => "10",
+            "cluster-migration-barrier" => "1",
             _ => "0",
         };
         self.kept(name, default)

@@ -957,6 +957,51 @@ impl ClusterState {
         }
     }
 
+    /// `clusterPropagatePublish` / `clusterPropagatePublishShard`: a
+    /// PUBLISH for every node we have a link to, an SPUBLISH for the other
+    /// nodes of myself's shard (its primary and that primary's replicas).
+    pub fn publish(&self, channel: Bytes, message: Bytes, shard: bool) -> Vec<Action> {
+        let mut out = Out::default();
+        if !shard {
+            let msg = self.msg(Body::Publish { channel, message });
+            self.broadcast(&msg, &mut out);
+            return out.actions;
+        }
+        let me = self.myself_name();
+        let primary = self.myself_primary().unwrap_or(me);
+        let msg = self.msg(Body::PublishShard { channel, message });
+        for n in self.nodes() {
+            if n.name == me || (n.name != primary && n.primary != Some(primary)) {
+                continue;
+            }
+            if let Some(link) = n.bus.link {
+                out.actions.push(Action::Send {
+                    link,
+                    msg: msg.clone(),
+                });
+            }
+        }
+        out.actions
+    }
+
+    /// `CLUSTER LINKS`' facts: for every other node, its outbound link
+    /// (`to`) and its inbound one (`from`): the link, the node, whether
+    /// inbound, when it was made.
+    pub fn node_links(&self) -> Vec<(LinkId, NodeName, bool, i64)> {
+        let mut links = Vec::new();
+        for n in self.nodes() {
+            if n.is_myself() {
+                continue;
+            }
+            for (link, inbound) in [(n.bus.link, false), (n.bus.inbound_link, true)] {
+                if let Some(info) = link.and_then(|l| self.bus.links.get(&l).map(|i| (l, i))) {
+                    links.push((info.0, n.name, inbound, info.1.ctime));
+                }
+            }
+        }
+        links
+    }
+
     /// `clusterBroadcastPong`.
     fn broadcast_pong(&mut self, targets: Targets, now: i64, out: &mut Out) {
         let my_primary = self.myself_primary();

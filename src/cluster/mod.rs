@@ -46,6 +46,11 @@ pub(crate) struct Cluster {
     /// Holds the `flock` on nodes.conf while the server runs
     /// (`clusterLockConfig`); never read.
     _lock: File,
+    /// What commands asked the bus to do (CLUSTER FORGET's, REPLICATE's,
+    /// FAILOVER's actions, PUBLISH's messages): the commands cannot reach
+    /// the network layer, so the bus's driver takes them from here.
+    submitted: parking_lot::Mutex<Vec<gossip::Action>>,
+    wake: tokio::sync::Notify,
 }
 
 /// What the lock guards.
@@ -190,6 +195,8 @@ impl Cluster {
             }),
             path,
             _lock: lock,
+            submitted: parking_lot::Mutex::new(Vec::new()),
+            wake: tokio::sync::Notify::new(),
         })
     }
 
@@ -199,6 +206,55 @@ impl Cluster {
 
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Inner> {
         self.inner.write()
+    }
+
+    /// Hands the bus actions to carry out (see `submitted`).
+    pub(crate) fn submit(&self, actions: Vec<gossip::Action>) {
+        if actions.is_empty() {
+            return;
+        }
+        self.submitted.lock().extend(actions);
+        self.wake.notify_one();
+    }
+
+    /// The actions submitted so far, for the bus's driver.
+    pub(crate) fn take_submitted(&self) -> Vec<gossip::Action> {
+        std::mem::take(&mut *self.submitted.lock())
+    }
+
+    /// Resolves once actions were submitted (or had been since the last
+    /// wait).
+    pub(crate) async fn submitted(&self) {
+        self.wake.notified().await
+    }
+
+    /// The settings the bus's logic reads, from the config and myself's
+    /// ports as [`Cluster::cron`] derives them.
+    pub(crate) fn bus_config(&self, inner: &Inner, config: &Config) -> gossip::BusConfig {
+        let setting = |name: &str, default: i64| -> i64 {
+            config.cluster_setting(name).parse().unwrap_or(default)
+        };
+        let yes = |name: &str| config.cluster_setting(name) == "yes";
+        let myself = inner.state.node(&inner.myself());
+        let port =
+            |f: fn(&state::Node) -> i32| myself.map_or(0, |n| u16::try_from(f(n)).unwrap_or(0));
+        let ip = config.cluster_setting("cluster-announce-ip");
+        gossip::BusConfig {
+            node_timeout: setting("cluster-node-timeout", 15000).max(1),
+            announce_ip: (!ip.is_empty()).then(|| ip.into_bytes()),
+            port: port(|n| n.port),
+            pport: port(|n| n.pport),
+            cport: port(|n| n.cport),
+            hostname: config
+                .cluster_setting("cluster-announce-hostname")
+                .into_bytes(),
+            replica_validity_factor: setting("cluster-replica-validity-factor", 10),
+            repl_ping_replica_period: config.repl_ping_period() as i64,
+            replica_no_failover: yes("cluster-replica-no-failover"),
+            require_full_coverage: yes("cluster-require-full-coverage"),
+            allow_replica_migration: yes("cluster-allow-replica-migration"),
+            migration_barrier: setting("cluster-migration-barrier", 1),
+        }
     }
 
     /// Writes nodes.conf from `inner` (`clusterSaveConfig`).

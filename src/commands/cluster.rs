@@ -14,6 +14,7 @@
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Error, Handler, Keys, Outcome};
+use crate::cluster::gossip::FailoverMode;
 use crate::cluster::state::{EndpointType, ReplyContext};
 use crate::cluster::wire::{NODE_MASTER, NODE_SLAVE, NodeName, SLOTS};
 use crate::cluster::{Cluster, Inner, nodes_conf};
@@ -29,9 +30,6 @@ fn cluster<'c>(ctx: &Ctx<'c, '_>) -> Result<&'c Cluster, Error> {
     let shared: &'c std::sync::Arc<crate::commands::Services> = ctx.shared;
     shared.cluster.as_ref().ok_or(Error::Static(DISABLED))
 }
-
-/// What the bus does, which zwindow does not run yet.
-const NO_BUS: &str = "ERR this needs the cluster bus, which zwindow does not run yet";
 
 fn now_ms() -> i64 {
     crate::clock::system_us() as i64 / 1000
@@ -567,10 +565,10 @@ fn saveconfig(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn count_failure_reports(ctx: &mut Ctx) -> CmdResult {
-    let inner = cluster(ctx)?.read();
-    lookup(&inner, ctx.arg(2)).ok_or_else(|| unknown_node(ctx.arg(2)))?;
-    // Failure reports come from the bus's gossip.
-    ctx.out.int(0);
+    let mut inner = cluster(ctx)?.write();
+    let n = lookup(&inner, ctx.arg(2)).ok_or_else(|| unknown_node(ctx.arg(2)))?;
+    let count = inner.state.failure_reports(&n, now_ms());
+    ctx.out.int(count as i64);
     Ok(Outcome::Done)
 }
 
@@ -597,10 +595,27 @@ fn replicas(ctx: &mut Ctx) -> CmdResult {
     Ok(Outcome::Done)
 }
 
+/// CLUSTER LINKS: every other node's outbound (`to`) and inbound (`from`)
+/// link. The write queues are the bus's (network layer), not seen here:
+/// their sizes show as 0.
 fn links(ctx: &mut Ctx) -> CmdResult {
-    cluster(ctx)?;
-    // No bus: no links.
-    ctx.out.array(0);
+    let links = cluster(ctx)?.read().state.node_links();
+    ctx.out.array(links.len());
+    for (_, node, inbound, ctime) in links {
+        ctx.out.map(6);
+        ctx.out.bulk(b"direction");
+        ctx.out.bulk(if inbound { b"from" as &[u8] } else { b"to" });
+        ctx.out.bulk(b"node");
+        ctx.out.bulk(node.as_bytes());
+        ctx.out.bulk(b"create-time");
+        ctx.out.int(ctime);
+        ctx.out.bulk(b"events");
+        ctx.out.bulk(b"r");
+        ctx.out.bulk(b"send-buffer-allocated");
+        ctx.out.int(0);
+        ctx.out.bulk(b"send-buffer-used");
+        ctx.out.int(0);
+    }
     Ok(Outcome::Done)
 }
 
@@ -664,7 +679,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn meet(ctx: &mut Ctx) -> CmdResult {
-    cluster(ctx)?;
+    let cl = cluster(ctx)?;
     if !matches!(ctx.args.len(), 4 | 5) {
         return Err(syntax_error(ctx));
     }
@@ -695,7 +710,7 @@ fn meet(ctx: &mut Ctx) -> CmdResult {
         .ok()
         .and_then(|s| s.parse::<std::net::IpAddr>().ok())
         .is_some();
-    if !ip_ok || !(0..=65535).contains(&port) || !(0..=65535).contains(&cport) {
+    if !ip_ok || !(1..=65535).contains(&port) || !(1..=65535).contains(&cport) {
         return Err(Error::Raw(
             format!(
                 "ERR Invalid node address specified: {}:{}",
@@ -705,7 +720,13 @@ fn meet(ctx: &mut Ctx) -> CmdResult {
             .into_bytes(),
         ));
     }
-    Err(Error::Static(NO_BUS))
+    // The handshake starts in the bus's next cron; one already under way
+    // with this address is no error (Redis answers OK).
+    cl.write()
+        .state
+        .meet(ctx.arg(2), port as i32, cport as i32, now_ms());
+    ctx.out.ok();
+    Ok(Outcome::Done)
 }
 
 fn forget(ctx: &mut Ctx) -> CmdResult {
@@ -722,15 +743,19 @@ fn forget(ctx: &mut Ctx) -> CmdResult {
     if inner.myself_is_replica() && my_primary == Some(n) {
         return Err(Error::Static("ERR Can't forget my master!"));
     }
-    inner.state.remove_node(&n);
+    let actions = inner
+        .state
+        .forget(&n, now_ms())
+        .map_err(|e| Error::Owned(e.to_string()))?;
     changed(ctx, cl, &mut inner, false);
+    cl.submit(actions);
     ctx.out.ok();
     Ok(Outcome::Done)
 }
 
 fn replicate(ctx: &mut Ctx) -> CmdResult {
     let cl = cluster(ctx)?;
-    let inner = cl.read();
+    let mut inner = cl.write();
     let n = lookup(&inner, ctx.arg(2)).ok_or_else(|| unknown_node(ctx.arg(2)))?;
     let me = inner.myself();
     if n == me {
@@ -746,7 +771,12 @@ fn replicate(ctx: &mut Ctx) -> CmdResult {
             "ERR To set a master the node must be empty and without assigned slots.",
         ));
     }
-    Err(Error::Static(NO_BUS))
+    // `clusterSetMaster`: the bus carries out the replication switch.
+    let actions = inner.state.replicate(&n, now_ms());
+    changed(ctx, cl, &mut inner, true);
+    cl.submit(actions);
+    ctx.out.ok();
+    Ok(Outcome::Done)
 }
 
 fn failover(ctx: &mut Ctx) -> CmdResult {
@@ -760,7 +790,7 @@ fn failover(ctx: &mut Ctx) -> CmdResult {
     if ctx.args.len() > 3 {
         return Err(syntax_error(ctx));
     }
-    let inner = cl.read();
+    let mut inner = cl.write();
     if !inner.myself_is_replica() {
         return Err(Error::Static(
             "ERR You should send CLUSTER FAILOVER to a replica",
@@ -772,7 +802,19 @@ fn failover(ctx: &mut Ctx) -> CmdResult {
             "ERR I'm a replica but my master is unknown to me",
         ));
     }
-    Err(Error::Static(NO_BUS))
+    let mode = match ctx.args.len() {
+        3 if ctx.arg(2).eq_ignore_ascii_case(b"force") => FailoverMode::Force,
+        3 => FailoverMode::Takeover,
+        _ => FailoverMode::Default,
+    };
+    let actions = inner
+        .state
+        .failover(mode, now_ms())
+        .map_err(|e| Error::Owned(e.to_string()))?;
+    drop(inner);
+    cl.submit(actions);
+    ctx.out.ok();
+    Ok(Outcome::Done)
 }
 
 fn asking(ctx: &mut Ctx) -> CmdResult {

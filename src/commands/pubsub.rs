@@ -200,9 +200,7 @@ fn spublish(ctx: &mut Ctx) -> CmdResult {
         .shared
         .pubsub
         .spublish(limit, ctx.args.get(1), ctx.args.get(2));
-    // Replicas get it too, for their own subscribers (pubsub.c, outside
-    // cluster mode).
-    ctx.force_replication();
+    propagate(ctx, true);
     ctx.out.int(n as i64);
     Ok(Done)
 }
@@ -213,11 +211,24 @@ fn publish(ctx: &mut Ctx) -> CmdResult {
         .shared
         .pubsub
         .publish(limit, ctx.args.get(1), ctx.args.get(2));
-    // Replicas get it too, for their own subscribers (pubsub.c, outside
-    // cluster mode).
-    ctx.force_replication();
+    propagate(ctx, false);
     ctx.out.int(n as i64);
     Ok(Done)
+}
+
+/// Where a PUBLISH goes beside local subscribers (pubsub.c): in cluster
+/// mode over the bus (every node; an SPUBLISH to myself's shard), else to
+/// the replicas, for their own subscribers.
+fn propagate(ctx: &mut Ctx, shard: bool) {
+    match &ctx.shared.cluster {
+        Some(cluster) => {
+            let channel = bytes::Bytes::copy_from_slice(ctx.args.get(1));
+            let message = bytes::Bytes::copy_from_slice(ctx.args.get(2));
+            let actions = cluster.read().state.publish(channel, message, shard);
+            cluster.submit(actions);
+        }
+        None => ctx.force_replication(),
+    }
 }
 
 fn pubsub_channels(ctx: &mut Ctx) -> CmdResult {

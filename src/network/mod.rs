@@ -13,6 +13,7 @@
 //! [`uring`]; [`socket`] hides which. A client of `tls-port` goes through
 //! [`tls`] (OpenSSL, on the epoll path).
 
+pub(crate) mod bus;
 pub(crate) mod connection;
 pub(crate) mod feed;
 pub(crate) mod link;

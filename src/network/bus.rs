@@ -1,0 +1,428 @@
+//! The cluster bus's network service: the sockets and tasks around the
+//! sans-IO protocol logic of [`crate::cluster::gossip`], as Redis 7.0's
+//! `cluster.c` runs its bus. It owns the bus listeners (`cluster-port`,
+//! else the client port + 10000, on every `bind` address), one task per
+//! link (inbound, or outbound from an [`Action::Connect`]) that frames the
+//! peer's bytes with [`wire::decode`] and hands each message to the state
+//! machine under the cluster lock, each link's write queue, and the driver
+//! that runs the 100 ms cron and the actions commands submit. Every
+//! [`Action`] the state machine returns is carried out here: on the links,
+//! on nodes.conf, on the replication role (as REPLICAOF does), on the
+//! pause (as CLIENT PAUSE WRITE), on pub/sub and on the keyspace.
+//!
+//! Plaintext only: `tls-cluster` is not served yet.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc};
+
+use crate::cluster::gossip::{Action, LinkId};
+use crate::cluster::{Cluster, Inner, wire};
+use crate::commands::Services;
+
+/// How often the driver runs the state machine's cron (`clusterCron`).
+const CRON_PERIOD: Duration = Duration::from_millis(100);
+/// A read's size; the buffer grows only with the bytes that arrive.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// One link's side the rest of the bus sees: its write queue and how to
+/// close it.
+struct LinkHandle {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    /// Bytes queued and not yet written (`send_msg_queue_mem`).
+    queued: Arc<AtomicUsize>,
+    /// Tells the link's task to stop.
+    close: Arc<Notify>,
+}
+
+/// The bus: the server's services and the open links.
+pub(crate) struct Bus {
+    shared: Arc<Services>,
+    links: Mutex<HashMap<LinkId, LinkHandle>>,
+}
+
+fn now_ms() -> i64 {
+    crate::clock::system_us() as i64 / 1000
+}
+
+/// Starts the bus of a cluster node (`clusterInit`'s listeners): binds
+/// its port on the `bind` addresses (failing startup as Redis does when it
+/// cannot) and spawns the accept loops and the driver.
+pub(crate) fn start(shared: &Arc<Services>) -> Result<(), String> {
+    if shared.cluster.is_none() {
+        return Ok(());
+    }
+    let config = &shared.config;
+    let base = if config.tls_setting("tls-cluster") == "yes" {
+        u32::from(config.tls_port())
+    } else {
+        config.port.load(Relaxed)
+    };
+    let cport = match config.cluster_setting("cluster-port").parse::<u32>() {
+        Ok(p) if p != 0 => p,
+        _ => base + crate::cluster::state::PORT_INCR as u32,
+    };
+    let cport = u16::try_from(cport).map_err(|_| format!("Invalid cluster port {cport}"))?;
+    let addrs = crate::config::bind_addrs(&config.bind());
+    let listeners = super::listen::bind_tcp(&addrs, cport, config.tcp_backlog)
+        .map_err(|()| format!("Failed listening on port {cport} (cluster), aborting."))?;
+    let bus = Arc::new(Bus {
+        shared: shared.clone(),
+        links: Mutex::new(HashMap::new()),
+    });
+    for listener in listeners {
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let listener = TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        tokio::spawn(accept_loop(bus.clone(), listener));
+    }
+    tokio::spawn(drive(bus));
+    Ok(())
+}
+
+impl Bus {
+    fn cluster(&self) -> &Cluster {
+        // `start` runs only in cluster mode, and the service stays.
+        self.shared
+            .cluster
+            .as_ref()
+            .expect("the bus runs in cluster mode")
+    }
+
+    /// Runs `f` on the state machine under the cluster lock, with its
+    /// settings and the replication facts it reads brought up to date, and
+    /// carries out the actions it returns once the lock is released.
+    fn with_state(self: &Arc<Self>, f: impl FnOnce(&mut Inner, i64) -> Vec<Action>) {
+        let actions = {
+            let cluster = self.cluster();
+            let mut inner = cluster.write();
+            let now = now_ms();
+            let config = cluster.bus_config(&inner, &self.shared.config);
+            inner.state.bus.config = config;
+            feed_replication(&self.shared, &mut inner, now);
+            f(&mut inner, now)
+        };
+        self.apply(actions);
+    }
+
+    /// Carries out the state machine's actions, in order.
+    fn apply(self: &Arc<Self>, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::Connect {
+                    link, ip, cport, ..
+                } => {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    let handle = LinkHandle {
+                        tx,
+                        queued: Arc::new(AtomicUsize::new(0)),
+                        close: Arc::new(Notify::new()),
+                    };
+                    let (queued, close) = (handle.queued.clone(), handle.close.clone());
+                    self.links.lock().insert(link, handle);
+                    tokio::spawn(connect(self.clone(), link, ip, cport, rx, queued, close));
+                }
+                Action::Send { link, msg } => self.send(link, &msg),
+                Action::Close { link } => {
+                    if let Some(h) = self.links.lock().remove(&link) {
+                        h.close.notify_one();
+                    }
+                }
+                Action::SaveConfig { fsync } => {
+                    let cluster = self.cluster();
+                    let inner = cluster.read();
+                    if let Err(e) = cluster.save(&inner, fsync) {
+                        tracing::warn!("Fatal: can't update cluster config file: {e}");
+                    }
+                }
+                Action::StateChanged { ok } => {
+                    {
+                        let mut inner = self.cluster().write();
+                        inner.ok = ok;
+                        inner.size = inner.state.bus.size;
+                    }
+                    crate::execution::redirect_blocked(&self.shared);
+                }
+                Action::ReplicateFrom { ip, port } => self.replicate_from(ip, port),
+                Action::BecomePrimary => {
+                    if self.shared.replication.promote() {
+                        tracing::info!("MASTER MODE enabled (cluster failover)");
+                    }
+                }
+                Action::PauseWrites { until } => {
+                    let until = u64::try_from(until).unwrap_or(0);
+                    self.shared.pause.pause(crate::pause::WRITE, until);
+                }
+                Action::UnpauseWrites => self.shared.pause.unpause(),
+                Action::Publish {
+                    channel,
+                    message,
+                    shard,
+                } => {
+                    let limit = self.shared.config.pubsub_output_limit();
+                    let pubsub = &self.shared.pubsub;
+                    if shard {
+                        pubsub.spublish(limit, &channel, &message);
+                    } else {
+                        pubsub.publish(limit, &channel, &message);
+                    }
+                }
+                Action::DeleteKeysInSlot(slot) => {
+                    let env = self.shared.env();
+                    let guards = env.store.lock(env.store.all_shards());
+                    let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
+                    ks.delete_keys_in_slot(slot);
+                }
+            }
+        }
+    }
+
+    /// Queues `msg` on `link`; past `cluster-link-sendbuf-limit` the link
+    /// is freed, as Redis's cron does.
+    fn send(self: &Arc<Self>, link: LinkId, msg: &wire::Msg) {
+        let bytes = match wire::encode(msg) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!("cluster bus message not sent: {e:?}");
+                return;
+            }
+        };
+        let limit = crate::config::parse_memory(
+            self.shared
+                .config
+                .cluster_setting("cluster-link-sendbuf-limit")
+                .as_bytes(),
+        )
+        .unwrap_or(0);
+        let over = {
+            let links = self.links.lock();
+            let Some(h) = links.get(&link) else {
+                return;
+            };
+            let len = bytes.len();
+            let queued = h.queued.fetch_add(len, Relaxed) + len;
+            if h.tx.send(bytes).is_err() {
+                h.queued.fetch_sub(len, Relaxed);
+            }
+            limit > 0 && queued as i64 > limit
+        };
+        if over {
+            tracing::warn!("Freeing cluster link: its send buffer is over the limit");
+            self.drop_link(link);
+        }
+    }
+
+    /// Closes `link` from this side (an error, a full queue) and tells the
+    /// state machine, unless it closed it itself.
+    fn drop_link(self: &Arc<Self>, link: LinkId) {
+        let Some(h) = self.links.lock().remove(&link) else {
+            return;
+        };
+        h.close.notify_one();
+        let mut inner = self.cluster().write();
+        inner.state.on_link_closed(link, now_ms());
+    }
+
+    /// `replicationSetMaster` for the cluster: as REPLICAOF host port.
+    fn replicate_from(&self, ip: Vec<u8>, port: u16) {
+        let host = String::from_utf8_lossy(&ip).into_owned();
+        let primary = crate::replication::Primary {
+            host: host.clone(),
+            port,
+        };
+        if self.shared.replication.set_primary(primary) {
+            crate::commands::replication::unblock_for_role_change(&self.shared.clients);
+            tracing::info!("Connecting to MASTER {host}:{port}");
+        }
+    }
+}
+
+/// What the replica election reads of replication (`my_repl_offset`, the
+/// data age), kept up to date before every call into the state machine.
+fn feed_replication(shared: &Services, inner: &mut Inner, now: i64) {
+    let repl = &shared.replication;
+    inner.state.bus.my_repl_offset = i64::try_from(repl.offset()).unwrap_or(i64::MAX);
+    inner.state.bus.repl_data_age = if repl.is_replica() {
+        // Since the last interaction with the primary, or since the link
+        // went down (its last I/O is when that was).
+        let last = i64::try_from(repl.link_last_io_ms.load(Relaxed)).unwrap_or(0);
+        (now - last).max(0)
+    } else {
+        0
+    };
+}
+
+/// Accepts bus connections (`clusterAcceptHandler`).
+async fn accept_loop(bus: Arc<Bus>, listener: TcpListener) {
+    let mut shutdown = bus.shared.shutdown_rx();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.changed() => return,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!("Error accepting cluster node: {e}");
+                // Out of descriptors: do not spin.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let local = stream
+            .local_addr()
+            .map(|a| a.ip().to_canonical().to_string())
+            .unwrap_or_default();
+        let peer_ip = peer.ip().to_canonical().to_string();
+        let link = {
+            let mut inner = bus.cluster().write();
+            inner
+                .state
+                .accept_link(peer_ip.as_bytes(), local.as_bytes(), now_ms())
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handle = LinkHandle {
+            tx,
+            queued: Arc::new(AtomicUsize::new(0)),
+            close: Arc::new(Notify::new()),
+        };
+        let (queued, close) = (handle.queued.clone(), handle.close.clone());
+        bus.links.lock().insert(link, handle);
+        tokio::spawn(run_link(bus.clone(), link, stream, rx, queued, close));
+    }
+}
+
+/// Opens an outbound link (`clusterLinkConnectHandler`): within the node
+/// timeout, then the link runs as any other; on failure the state machine
+/// is told, and its cron tries again.
+async fn connect(
+    bus: Arc<Bus>,
+    link: LinkId,
+    ip: Vec<u8>,
+    cport: u16,
+    rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    close: Arc<Notify>,
+) {
+    let addr = std::str::from_utf8(&ip)
+        .ok()
+        .and_then(|s| s.parse::<IpAddr>().ok())
+        .map(|ip| SocketAddr::new(ip, cport));
+    let timeout = Duration::from_millis(
+        u64::try_from(bus.cluster().read().state.bus.config.node_timeout)
+            .unwrap_or(15000)
+            .max(100),
+    );
+    let mut shutdown = bus.shared.shutdown_rx();
+    let stream = match addr {
+        Some(addr) => tokio::select! {
+            r = tokio::time::timeout(timeout, TcpStream::connect(addr)) => r.ok().and_then(Result::ok),
+            _ = close.notified() => return,
+            _ = shutdown.changed() => return,
+        },
+        None => None,
+    };
+    let Some(stream) = stream else {
+        bus.drop_link(link);
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    bus.with_state(|inner, now| inner.state.on_link_connected(link, now));
+    run_link(bus, link, stream, rx, queued, close).await;
+}
+
+/// A connected link: its writer drains the queue; the reader frames the
+/// peer's messages and feeds them to the state machine, until either side
+/// closes, the state machine frees the link, or the server stops.
+async fn run_link(
+    bus: Arc<Bus>,
+    link: LinkId,
+    stream: TcpStream,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    close: Arc<Notify>,
+) {
+    let (mut rd, mut wr) = stream.into_split();
+    let write_failed = close.clone();
+    let writer = tokio::spawn(async move {
+        while let Some(bytes) = rx.recv().await {
+            queued.fetch_sub(bytes.len(), Relaxed);
+            if wr.write_all(&bytes).await.is_err() {
+                write_failed.notify_one();
+                return;
+            }
+        }
+    });
+    let mut shutdown = bus.shared.shutdown_rx();
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    loop {
+        buf.reserve(READ_CHUNK);
+        let read = tokio::select! {
+            r = rd.read_buf(&mut buf) => r,
+            _ = close.notified() => break,
+            _ = shutdown.changed() => break,
+        };
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if !process(&bus, link, &mut buf) {
+            break;
+        }
+    }
+    writer.abort();
+    bus.drop_link(link);
+}
+
+/// Feeds every whole message in `buf` to the state machine; false when
+/// the stream cannot be framed (the link must go, as in Redis).
+fn process(bus: &Arc<Bus>, link: LinkId, buf: &mut BytesMut) -> bool {
+    loop {
+        match wire::decode(buf) {
+            Ok(Some((msg, len))) => {
+                buf.advance(len);
+                bus.with_state(|inner, now| inner.state.on_message(link, &msg, now));
+            }
+            Ok(None) => return true,
+            Err(e) => match e.skip_len() {
+                // A frame Redis drops, keeping the link.
+                Some(len) if len <= buf.len() => {
+                    tracing::debug!("cluster bus: {e}");
+                    buf.advance(len);
+                }
+                _ => {
+                    tracing::warn!(
+                        "Bad message length or signature received on the Cluster bus: {e}"
+                    );
+                    return false;
+                }
+            },
+        }
+    }
+}
+
+/// The driver: the cron every 100 ms, and what commands submit.
+async fn drive(bus: Arc<Bus>) {
+    let mut shutdown = bus.shared.shutdown_rx();
+    let mut tick = tokio::time::interval(CRON_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                bus.with_state(|inner, now| inner.state.cron(now));
+            }
+            _ = bus.cluster().submitted() => {}
+            _ = shutdown.changed() => return,
+        }
+        let submitted = bus.cluster().take_submitted();
+        bus.apply(submitted);
+    }
+}
