@@ -1,0 +1,276 @@
+//! Cluster nodes talking over the bus (`network::bus`): zwindow nodes MEET
+//! and converge, split the slots and redirect to each other (redis-cli
+//! `-c` hops between them), a zwindow node and a redis-server 7.0.15 node
+//! MEET and see each other as connected primaries, a replica set by
+//! CLUSTER REPLICATE receives its primary's writes and is promoted when
+//! that primary is killed, and PUBLISH reaches subscribers on other nodes.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Short, so that failure detection and the election fit in a test.
+const NODE_TIMEOUT: u64 = 2000;
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A zwindow cluster node on free ports (its bus on `cport`).
+fn zwindow_node() -> (ZwindowServer, u16) {
+    start_on_free_port(|cport| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
+        cmd.args(["--bind", "127.0.0.1", "--port", "0"])
+            .args(["--cluster-enabled", "yes"])
+            .args(["--cluster-port", &cport.to_string()])
+            .args(["--cluster-node-timeout", &NODE_TIMEOUT.to_string()]);
+        ZwindowServer::try_start_command(cmd)
+    })
+}
+
+fn text(reply: &[u8]) -> String {
+    match parse_reply(reply) {
+        Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::from_utf8_lossy(reply).into_owned(),
+    }
+}
+
+fn cmd(conn: &mut RawConn, line: &str) -> String {
+    let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+    text(&conn.cmd(&args))
+}
+
+/// Polls `check` until it holds, or fails with `what` and the last state.
+fn wait_for(what: &str, mut check: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match check() {
+            Ok(()) => return,
+            Err(last) if Instant::now() >= deadline => panic!("never {what}: {last}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// `CLUSTER NODES` on `conn` lists `ids` (and nothing else), every one
+/// connected, none in handshake or failing.
+fn lists_connected(conn: &mut RawConn, ids: &[String]) -> Result<(), String> {
+    let nodes = cmd(conn, "CLUSTER NODES");
+    let lines: Vec<&str> = nodes.lines().collect();
+    let ok = lines.len() == ids.len()
+        && ids.iter().all(|id| {
+            lines.iter().any(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                f.len() >= 8
+                    && f[0] == id
+                    && f[7] == "connected"
+                    && !f[2].contains("handshake")
+                    && !f[2].contains("fail")
+            })
+        });
+    if ok { Ok(()) } else { Err(nodes) }
+}
+
+/// A node's bus port, as its `CLUSTER NODES` line for myself says.
+fn cluster_port(node: &ZwindowServer) -> u16 {
+    let nodes = cmd(&mut node.conn(), "CLUSTER NODES");
+    let line = nodes
+        .lines()
+        .find(|l| l.contains("myself"))
+        .expect("myself");
+    let addr = line.split(' ').nth(1).expect("address");
+    let cport = addr.split('@').nth(1).expect("bus port");
+    cport.split(',').next().unwrap().parse().expect("a port")
+}
+
+fn wait_state_ok(conn: &mut RawConn) {
+    wait_for("cluster_state:ok", || {
+        let info = cmd(conn, "CLUSTER INFO");
+        if info.contains("cluster_state:ok") {
+            Ok(())
+        } else {
+            Err(info)
+        }
+    });
+}
+
+/// Three zwindow primaries met through the first, slots split in three,
+/// `cluster_state:ok` everywhere. Returns the servers and their ids.
+fn three_primaries() -> (Vec<ZwindowServer>, Vec<String>) {
+    let started: Vec<(ZwindowServer, u16)> = (0..3).map(|_| zwindow_node()).collect();
+    let cports: Vec<u16> = started.iter().map(|(_, c)| *c).collect();
+    let nodes: Vec<ZwindowServer> = started.into_iter().map(|(n, _)| n).collect();
+    let ids: Vec<String> = nodes
+        .iter()
+        .map(|n| cmd(&mut n.conn(), "CLUSTER MYID"))
+        .collect();
+    let mut first = nodes[0].conn();
+    for (n, cport) in nodes[1..].iter().zip(&cports[1..]) {
+        let reply = cmd(
+            &mut first,
+            &format!("CLUSTER MEET 127.0.0.1 {} {cport}", n.port()),
+        );
+        assert_eq!(reply, "+OK\r\n");
+    }
+    for n in &nodes {
+        let mut c = n.conn();
+        wait_for("all three connected", || lists_connected(&mut c, &ids));
+    }
+    for (i, range) in ["0 5460", "5461 10922", "10923 16383"].iter().enumerate() {
+        let reply = cmd(
+            &mut nodes[i].conn(),
+            &format!("CLUSTER ADDSLOTSRANGE {range}"),
+        );
+        assert_eq!(reply, "+OK\r\n");
+    }
+    for n in &nodes {
+        wait_state_ok(&mut n.conn());
+    }
+    (nodes, ids)
+}
+
+#[test]
+fn three_zwindow_nodes_meet_split_the_slots_and_redirect() {
+    let (nodes, _ids) = three_primaries();
+    // Every node knows every slot's owner: MOVED to the right one.
+    // "foo" is in slot 12182 (the third node's).
+    let third = nodes[2].port();
+    for n in &nodes[..2] {
+        let reply = cmd(&mut n.conn(), "GET foo");
+        assert_eq!(reply, format!("-MOVED 12182 127.0.0.1:{third}\r\n"));
+    }
+    assert_eq!(cmd(&mut nodes[2].conn(), "SET foo bar"), "+OK\r\n");
+    // redis-cli -c follows the redirection from the first node.
+    let out = std::process::Command::new("redis-cli")
+        .args(["-c", "-p", &nodes[0].port().to_string(), "GET", "foo"])
+        .output()
+        .expect("run redis-cli");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "bar");
+    // CLUSTER LINKS: a link each way with each other node.
+    let links = parse_reply(&nodes[0].conn().cmd(&[b"CLUSTER", b"LINKS"]));
+    assert_eq!(links.array().len(), 4, "{links:?}");
+}
+
+#[test]
+fn zwindow_and_redis_server_meet_as_connected_primaries() {
+    let (z, _) = zwindow_node();
+    let (r, rcport) = redis_cluster_node(NODE_TIMEOUT, &[]);
+    let ids = vec![
+        cmd(&mut z.conn(), "CLUSTER MYID"),
+        cmd(&mut r.conn(), "CLUSTER MYID"),
+    ];
+    assert_eq!(
+        cmd(
+            &mut z.conn(),
+            &format!("CLUSTER MEET 127.0.0.1 {} {rcport}", r.port())
+        ),
+        "+OK\r\n"
+    );
+    let (mut zc, mut rc) = (z.conn(), r.conn());
+    wait_for("zwindow lists both connected", || {
+        lists_connected(&mut zc, &ids)
+    });
+    wait_for("redis-server lists both connected", || {
+        lists_connected(&mut rc, &ids)
+    });
+    for c in [&mut zc, &mut rc] {
+        let nodes = cmd(c, "CLUSTER NODES");
+        assert_eq!(nodes.matches("master").count(), 2, "{nodes}");
+    }
+    // Slots taken on either side are learnt by the other.
+    assert_eq!(cmd(&mut zc, "CLUSTER ADDSLOTSRANGE 0 8191"), "+OK\r\n");
+    assert_eq!(cmd(&mut rc, "CLUSTER ADDSLOTSRANGE 8192 16383"), "+OK\r\n");
+    wait_state_ok(&mut zc);
+    wait_state_ok(&mut rc);
+    // "foo" is in slot 12182, redis-server's.
+    assert_eq!(
+        cmd(&mut zc, "GET foo"),
+        format!("-MOVED 12182 127.0.0.1:{}\r\n", r.port())
+    );
+}
+
+#[test]
+fn a_replica_follows_its_primary_and_takes_over_when_it_dies() {
+    let (mut nodes, ids) = three_primaries();
+    let (replica, _) = zwindow_node();
+    let primary_cport = cluster_port(&nodes[2]);
+    let replica_id = cmd(&mut replica.conn(), "CLUSTER MYID");
+    let mut rc = replica.conn();
+    assert_eq!(
+        cmd(
+            &mut rc,
+            &format!("CLUSTER MEET 127.0.0.1 {} {primary_cport}", nodes[2].port())
+        ),
+        "+OK\r\n"
+    );
+    let mut all = ids.clone();
+    all.push(replica_id.clone());
+    wait_for("the replica knows everybody", || {
+        lists_connected(&mut rc, &all)
+    });
+    assert_eq!(
+        cmd(&mut rc, &format!("CLUSTER REPLICATE {}", ids[2])),
+        "+OK\r\n"
+    );
+    // The primary's writes reach it ("foo" is the third node's).
+    assert_eq!(cmd(&mut nodes[2].conn(), "SET foo bar"), "+OK\r\n");
+    wait_for("the write replicated", || {
+        let mut c = replica.conn();
+        cmd(&mut c, "READONLY");
+        let v = cmd(&mut c, "GET foo");
+        if v == "bar" { Ok(()) } else { Err(v) }
+    });
+    let mut first = nodes[0].conn();
+    wait_for("the primary lists its replica", || {
+        let nodes = cmd(&mut first, "CLUSTER NODES");
+        if nodes.contains(&format!("slave {}", ids[2])) {
+            Ok(())
+        } else {
+            Err(nodes)
+        }
+    });
+    // SIGKILL the primary: the replica is elected within twice the node
+    // timeout and serves its slots.
+    let dead = nodes.remove(2);
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &dead.pid().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    let killed = Instant::now();
+    loop {
+        let role = cmd(&mut rc, "ROLE");
+        if role.contains("master") {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_millis(2 * NODE_TIMEOUT + 500),
+            "not promoted after {:?}: {role}",
+            killed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_for("the first node sends foo to the new primary", || {
+        let reply = cmd(&mut first, "GET foo");
+        if reply == format!("-MOVED 12182 127.0.0.1:{}\r\n", replica.port()) {
+            Ok(())
+        } else {
+            Err(reply)
+        }
+    });
+    assert_eq!(cmd(&mut rc, "GET foo"), "bar");
+    drop(dead);
+}
+
+#[test]
+fn publish_reaches_subscribers_on_other_nodes() {
+    let (nodes, _ids) = three_primaries();
+    let mut sub = nodes[1].conn();
+    sub.cmd(&[b"SUBSCRIBE", b"news"]);
+    assert_eq!(cmd(&mut nodes[0].conn(), "PUBLISH news hello"), ":0\r\n");
+    let msg = parse_reply(&sub.read_reply());
+    let parts: Vec<Vec<u8>> = msg.array().iter().map(|p| p.bulk().to_vec()).collect();
+    assert_eq!(
+        parts,
+        vec![b"message".to_vec(), b"news".to_vec(), b"hello".to_vec()]
+    );
+}
