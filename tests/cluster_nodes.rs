@@ -274,3 +274,47 @@ fn publish_reaches_subscribers_on_other_nodes() {
         vec![b"message".to_vec(), b"news".to_vec(), b"hello".to_vec()]
     );
 }
+
+#[test]
+fn redis_cli_cluster_create_and_check_on_three_zwindow_nodes() {
+    let nodes: Vec<ZwindowServer> = (0..3).map(|_| zwindow_node().0).collect();
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port()))
+        .collect();
+    let out = std::process::Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&addrs)
+        .arg("--cluster-yes")
+        .output()
+        .expect("run redis-cli");
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && shown.contains("[OK] All 16384 slots covered."),
+        "{shown}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for n in &nodes {
+        wait_state_ok(&mut n.conn());
+    }
+    let out = std::process::Command::new("redis-cli")
+        .args(["--cluster", "check", &addrs[0]])
+        .output()
+        .expect("run redis-cli");
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success()
+            && shown.contains("[OK] All nodes agree about slots configuration.")
+            && shown.contains("[OK] All 16384 slots covered.")
+            && !shown.contains("[WARNING]")
+            && !shown.contains("[ERR]"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn sigterm_stops_a_node_with_live_links_at_once() {
+    let (mut nodes, _ids) = three_primaries();
+    let status = nodes[0].terminate(Duration::from_secs(1));
+    assert!(status.is_some(), "still running a second after SIGTERM");
+}
