@@ -7,8 +7,9 @@
 //! started with `cluster-enabled yes` holds: its node table behind a lock,
 //! nodes.conf (loaded or created at startup, locked for the server's
 //! lifetime, saved after every change) and the cluster's health
-//! (`clusterUpdateState`). There is no bus yet: the node knows the nodes
-//! its nodes.conf names and nothing more.
+//! (`clusterUpdateState`). The bus's protocol logic is [`gossip`]; its
+//! sockets and tasks are the network layer's (`network::bus`), which
+//! takes the actions commands submit here ([`Cluster::submit`]).
 //!
 //! Public so that the integration tests can play a cluster node with the
 //! very bytes zwindow writes.
