@@ -148,6 +148,15 @@ fn three_zwindow_nodes_meet_split_the_slots_and_redirect() {
     // CLUSTER LINKS: a link each way with each other node.
     let links = parse_reply(&nodes[0].conn().cmd(&[b"CLUSTER", b"LINKS"]));
     assert_eq!(links.array().len(), 4, "{links:?}");
+    // CLUSTER INFO counts the bus's messages by type, as Redis does.
+    let info = cmd(&mut nodes[0].conn(), "CLUSTER INFO");
+    for field in [
+        "cluster_stats_messages_ping_sent:",
+        "cluster_stats_messages_meet_sent:",
+        "cluster_stats_messages_pong_received:",
+    ] {
+        assert!(info.contains(field), "{field} missing: {info}");
+    }
 }
 
 #[test]

@@ -20,8 +20,11 @@ pub(crate) mod route;
 pub mod state;
 pub mod wire;
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -52,6 +55,40 @@ pub(crate) struct Cluster {
     /// the network layer, so the bus's driver takes them from here.
     submitted: parking_lot::Mutex<Vec<gossip::Action>>,
     wake: tokio::sync::Notify,
+    /// What the bus counts for `CLUSTER INFO` and `CLUSTER LINKS`.
+    pub(crate) stats: BusStats,
+}
+
+/// `clusterMsg` types Redis counts (`CLUSTERMSG_TYPE_COUNT`).
+pub(crate) const MSG_TYPES: usize = 11;
+
+/// The bus's figures, kept by the network layer, shown by the commands.
+#[derive(Default)]
+pub(crate) struct BusStats {
+    /// Messages sent and received by type (`stats_bus_messages_*`).
+    pub(crate) sent: [AtomicU64; MSG_TYPES],
+    pub(crate) received: [AtomicU64; MSG_TYPES],
+    /// Links freed past `cluster-link-sendbuf-limit`.
+    pub(crate) limit_exceeded: AtomicU64,
+    /// Each link's queued bytes (`sndbuf`'s length).
+    pub(crate) queued: parking_lot::Mutex<HashMap<gossip::LinkId, Arc<AtomicUsize>>>,
+}
+
+impl BusStats {
+    /// Counts a message of `msg_type` (types past Redis's are not).
+    pub(crate) fn count(counts: &[AtomicU64; MSG_TYPES], msg_type: u16) {
+        if let Some(c) = counts.get(usize::from(msg_type)) {
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Bytes queued on `link`.
+    pub(crate) fn queued_on(&self, link: gossip::LinkId) -> usize {
+        self.queued
+            .lock()
+            .get(&link)
+            .map_or(0, |q| q.load(std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 /// What the lock guards.
@@ -198,6 +235,7 @@ impl Cluster {
             _lock: lock,
             submitted: parking_lot::Mutex::new(Vec::new()),
             wake: tokio::sync::Notify::new(),
+            stats: BusStats::default(),
         })
     }
 

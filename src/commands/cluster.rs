@@ -162,7 +162,8 @@ fn syntax_error(ctx: &Ctx) -> Error {
 }
 
 fn info(ctx: &mut Ctx) -> CmdResult {
-    let inner = cluster(ctx)?.read();
+    let cl = cluster(ctx)?;
+    let inner = cl.read();
     let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
     for slot in 0..SLOTS as u16 {
         let Some(node) = inner
@@ -186,13 +187,16 @@ fn info(ctx: &mut Ctx) -> CmdResult {
     let text = format!(
         "cluster_state:{}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{ok}\r\n\
          cluster_slots_pfail:{pfail}\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{}\r\n\
-         cluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{my_epoch}\r\n\
-         cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n\
-         total_cluster_links_buffer_limit_exceeded:0\r\n",
+         cluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{my_epoch}\r\n{}\
+         total_cluster_links_buffer_limit_exceeded:{}\r\n",
         if inner.ok { "ok" } else { "fail" },
         inner.state.nodes().count(),
         inner.size,
         inner.state.current_epoch,
+        message_stats(&cl.stats),
+        cl.stats
+            .limit_exceeded
+            .load(std::sync::atomic::Ordering::Relaxed),
     );
     ctx.out.verbatim(text.as_bytes());
     Ok(Outcome::Done)
@@ -595,13 +599,48 @@ fn replicas(ctx: &mut Ctx) -> CmdResult {
     Ok(Outcome::Done)
 }
 
+/// `clusterGetMessageTypeString`, by type.
+const MSG_TYPE_NAMES: [&str; crate::cluster::MSG_TYPES] = [
+    "ping",
+    "pong",
+    "meet",
+    "fail",
+    "publish",
+    "auth-req",
+    "auth-ack",
+    "update",
+    "mfstart",
+    "module",
+    "publishshard",
+];
+
+/// CLUSTER INFO's message counts: each type seen, then the total, sent
+/// then received.
+fn message_stats(stats: &crate::cluster::BusStats) -> String {
+    let mut text = String::new();
+    for (counts, dir) in [(&stats.sent, "sent"), (&stats.received, "received")] {
+        let mut total = 0;
+        for (name, c) in MSG_TYPE_NAMES.iter().zip(counts) {
+            let n = c.load(std::sync::atomic::Ordering::Relaxed);
+            if n != 0 {
+                total += n;
+                text.push_str(&format!("cluster_stats_messages_{name}_{dir}:{n}\r\n"));
+            }
+        }
+        text.push_str(&format!("cluster_stats_messages_{dir}:{total}\r\n"));
+    }
+    text
+}
+
 /// CLUSTER LINKS: every other node's outbound (`to`) and inbound (`from`)
-/// link. The write queues are the bus's (network layer), not seen here:
-/// their sizes show as 0.
+/// link, with the bytes queued on it (Redis's `sndbuf`, whose allocation
+/// is shown as its length).
 fn links(ctx: &mut Ctx) -> CmdResult {
-    let links = cluster(ctx)?.read().state.node_links();
+    let cl = cluster(ctx)?;
+    let links = cl.read().state.node_links();
     ctx.out.array(links.len());
-    for (_, node, inbound, ctime) in links {
+    for (link, node, inbound, ctime) in links {
+        let queued = cl.stats.queued_on(link) as i64;
         ctx.out.map(6);
         ctx.out.bulk(b"direction");
         ctx.out.bulk(if inbound { b"from" as &[u8] } else { b"to" });
@@ -610,11 +649,11 @@ fn links(ctx: &mut Ctx) -> CmdResult {
         ctx.out.bulk(b"create-time");
         ctx.out.int(ctime);
         ctx.out.bulk(b"events");
-        ctx.out.bulk(b"r");
+        ctx.out.bulk(if queued > 0 { b"rw" as &[u8] } else { b"r" });
         ctx.out.bulk(b"send-buffer-allocated");
-        ctx.out.int(0);
+        ctx.out.int(queued);
         ctx.out.bulk(b"send-buffer-used");
-        ctx.out.int(0);
+        ctx.out.int(queued);
     }
     Ok(Outcome::Done)
 }

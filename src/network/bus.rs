@@ -25,7 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 
 use crate::cluster::gossip::{Action, LinkId};
-use crate::cluster::{Cluster, Inner, wire};
+use crate::cluster::{BusStats, Cluster, Inner, wire};
 use crate::commands::Services;
 
 /// How often the driver runs the state machine's cron (`clusterCron`).
@@ -126,12 +126,12 @@ impl Bus {
                         close: Arc::new(Notify::new()),
                     };
                     let (queued, close) = (handle.queued.clone(), handle.close.clone());
-                    self.links.lock().insert(link, handle);
+                    self.register(link, handle);
                     tokio::spawn(connect(self.clone(), link, ip, cport, rx, queued, close));
                 }
                 Action::Send { link, msg } => self.send(link, &msg),
                 Action::Close { link } => {
-                    if let Some(h) = self.links.lock().remove(&link) {
+                    if let Some(h) = self.unregister(link) {
                         h.close.notify_one();
                     }
                 }
@@ -184,6 +184,23 @@ impl Bus {
         }
     }
 
+    /// A new link: its queue, and its size for `CLUSTER LINKS`.
+    fn register(&self, link: LinkId, handle: LinkHandle) {
+        let cluster = self.cluster();
+        cluster
+            .stats
+            .queued
+            .lock()
+            .insert(link, handle.queued.clone());
+        self.links.lock().insert(link, handle);
+    }
+
+    /// Forgets a link (if still known): its handle, to close it.
+    fn unregister(&self, link: LinkId) -> Option<LinkHandle> {
+        self.cluster().stats.queued.lock().remove(&link);
+        self.links.lock().remove(&link)
+    }
+
     /// Queues `msg` on `link`; past `cluster-link-sendbuf-limit` the link
     /// is freed, as Redis's cron does.
     fn send(self: &Arc<Self>, link: LinkId, msg: &wire::Msg) {
@@ -210,10 +227,13 @@ impl Bus {
             let queued = h.queued.fetch_add(len, Relaxed) + len;
             if h.tx.send(bytes).is_err() {
                 h.queued.fetch_sub(len, Relaxed);
+            } else {
+                BusStats::count(&self.cluster().stats.sent, msg.body.msg_type());
             }
             limit > 0 && queued as i64 > limit
         };
         if over {
+            self.cluster().stats.limit_exceeded.fetch_add(1, Relaxed);
             tracing::warn!("Freeing cluster link: its send buffer is over the limit");
             self.drop_link(link);
         }
@@ -222,7 +242,7 @@ impl Bus {
     /// Closes `link` from this side (an error, a full queue) and tells the
     /// state machine, unless it closed it itself.
     fn drop_link(self: &Arc<Self>, link: LinkId) {
-        let Some(h) = self.links.lock().remove(&link) else {
+        let Some(h) = self.unregister(link) else {
             return;
         };
         h.close.notify_one();
@@ -295,7 +315,7 @@ async fn accept_loop(bus: Arc<Bus>, listener: TcpListener) {
             close: Arc::new(Notify::new()),
         };
         let (queued, close) = (handle.queued.clone(), handle.close.clone());
-        bus.links.lock().insert(link, handle);
+        bus.register(link, handle);
         tokio::spawn(run_link(bus.clone(), link, stream, rx, queued, close));
     }
 }
@@ -389,6 +409,7 @@ fn process(bus: &Arc<Bus>, link: LinkId, buf: &mut BytesMut) -> bool {
         match wire::decode(buf) {
             Ok(Some((msg, len))) => {
                 buf.advance(len);
+                BusStats::count(&bus.cluster().stats.received, msg.body.msg_type());
                 bus.with_state(|inner, now| inner.state.on_message(link, &msg, now));
             }
             Ok(None) => return true,
