@@ -327,3 +327,66 @@ fn sigterm_stops_a_node_with_live_links_at_once() {
     let status = nodes[0].terminate(Duration::from_secs(1));
     assert!(status.is_some(), "still running a second after SIGTERM");
 }
+
+#[test]
+fn cluster_reset_forgets_the_others_and_their_links() {
+    let (nodes, _ids) = three_primaries();
+    let mut c = nodes[1].conn();
+    assert_eq!(cmd(&mut c, "CLUSTER RESET"), "+OK\r\n");
+    std::thread::sleep(Duration::from_secs(1));
+    let listed = cmd(&mut c, "CLUSTER NODES");
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    let links = parse_reply(&c.cmd(&[b"CLUSTER", b"LINKS"]));
+    assert_eq!(links.array().len(), 0, "{links:?}");
+}
+
+/// Reads from `s` until the peer closes (true) or `limit` passes.
+fn closed_within(s: &mut std::net::TcpStream, limit: Duration) -> bool {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+#[test]
+fn bytes_that_cannot_be_framed_drop_the_link_not_the_node() {
+    use std::io::Write;
+    let (node, cport) = zwindow_node();
+    let bus = std::net::SocketAddr::from(([127, 0, 0, 1], cport));
+    let mut huge = b"RCmb".to_vec();
+    huge.extend_from_slice(&u32::MAX.to_be_bytes());
+    let mut short = b"RCmb".to_vec();
+    short.extend_from_slice(&3u32.to_be_bytes());
+    for bytes in [b"GET / HTTP/1.1\r\n\r\n".to_vec(), huge, short] {
+        let mut s = std::net::TcpStream::connect(bus).unwrap();
+        s.write_all(&bytes).unwrap();
+        assert!(
+            closed_within(&mut s, Duration::from_secs(2)),
+            "link kept after {}",
+            escape(&bytes)
+        );
+    }
+    // A frame announcing 100 MB that never comes: nothing is held for it
+    // up front, and the node goes on.
+    let mut s = std::net::TcpStream::connect(bus).unwrap();
+    let mut big = b"RCmb".to_vec();
+    big.extend_from_slice(&(100u32 << 20).to_be_bytes());
+    big.extend_from_slice(&[0u8; 64]);
+    s.write_all(&big).unwrap();
+    drop(s);
+    assert_eq!(cmd(&mut node.conn(), "PING"), "+PONG\r\n");
+}

@@ -619,6 +619,18 @@ impl ClusterState {
         Ok(self.finish(out, now))
     }
 
+    /// `CLUSTER RESET`'s `clusterDelNode` of every other node: their
+    /// links are freed (the Close actions) and their reports dropped.
+    pub fn forget_all_others(&mut self) -> Vec<Action> {
+        let me = self.myself_name();
+        let others: Vec<NodeName> = self.nodes().map(|n| n.name).filter(|n| *n != me).collect();
+        let mut out = Out::default();
+        for n in &others {
+            self.del_node(n, &mut out);
+        }
+        out.actions
+    }
+
     /// `clusterBlacklistExists` (after `clusterBlacklistCleanup`).
     fn blacklisted(&mut self, name: &NodeName, now: i64) -> bool {
         self.bus.blacklist.retain(|_, &mut until| until >= now);

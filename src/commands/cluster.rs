@@ -680,24 +680,26 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     if let Some(n) = inner.state.node_mut(&me)
         && n.is_replica()
     {
-        // `clusterSetNodeAsMaster`.
+        // `clusterSetNodeAsMaster`, then `replicationUnsetMaster` and
+        // `emptyData` (the bus carries them out, in this order).
         n.flags = (n.flags & !NODE_SLAVE) | NODE_MASTER;
         n.primary = None;
+        let mut actions = vec![crate::cluster::gossip::Action::BecomePrimary];
+        actions.extend(
+            (0..SLOTS as u16)
+                .filter(|&s| ctx.shared.store.count_in_slot(s) != 0)
+                .map(crate::cluster::gossip::Action::DeleteKeysInSlot),
+        );
+        cl.submit(actions);
     }
     for slot in 0..SLOTS as u16 {
         inner.state.set_importing(slot, None);
         inner.state.set_migrating(slot, None);
         inner.state.del_slot(slot);
     }
-    let others: Vec<NodeName> = inner
-        .state
-        .nodes()
-        .map(|n| n.name)
-        .filter(|n| *n != me)
-        .collect();
-    for n in &others {
-        inner.state.remove_node(n);
-    }
+    // Their links go too (the bus closes them).
+    let closed = inner.state.forget_all_others();
+    cl.submit(closed);
     if hard {
         inner.state.current_epoch = 0;
         inner.state.last_vote_epoch = 0;
