@@ -18,16 +18,13 @@
 //! (`CLUSTER FAILOVER [FORCE|TAKEOVER]`, MFSTART), replica migration to
 //! orphaned primaries, and `CLUSTER FORGET`'s blacklist.
 //!
-//! Not (yet) here: module messages, the send-buffer limit of links,
-//! per-type statistics.
+//! Not here: module messages (not handled yet); the send-buffer limit of
+//! links and the per-type statistics, which the network layer's bus
+//! (`network::bus`) keeps.
 //!
 //! Links are the caller's connections, named by [`LinkId`]s that this
 //! module hands out: outbound ones in [`Action::Connect`], inbound ones
 //! from [`ClusterState::accept_link`].
-
-// Wired in by the cluster issue's later steps (the bus service); until then
-// only the tests use it.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::{HashMap, HashSet};
 

@@ -9,10 +9,6 @@
 //! `[N-<-<id>]` (importing from); nodes.conf adds a last line `vars
 //! currentEpoch N lastVoteEpoch N` and leaves out nodes in handshake.
 
-// Wired in by the cluster issue's later steps (config, commands, the bus);
-// until then only the tests use it.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::fmt::Write as _;
 use std::fs::OpenOptions;
 use std::io::{self, Write as _};

@@ -9,10 +9,6 @@
 //! hash order (random per process), so any order is Redis's order; ours is
 //! stable, so a loaded nodes.conf is written back in its own order.
 
-// Wired in by the cluster issue's later steps (config, commands, the bus);
-// until then only the tests use it.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::HashMap;
 
 use super::gossip::{BusState, NodeBus};

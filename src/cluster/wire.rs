@@ -1,4 +1,3 @@
-#![cfg_attr(not(test), allow(dead_code))] // wired in by the cluster issue's later steps
 //! The cluster bus's wire format: Redis 7.0.15's `clusterMsg` (`cluster.h`),
 //! byte for byte, so zwindow and redis-server nodes read each other.
 //!
