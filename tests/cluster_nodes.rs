@@ -390,3 +390,99 @@ fn bytes_that_cannot_be_framed_drop_the_link_not_the_node() {
     drop(s);
     assert_eq!(cmd(&mut node.conn(), "PING"), "+PONG\r\n");
 }
+
+#[test]
+fn a_zwindow_replica_of_a_redis_server_primary_takes_over_by_manual_failover() {
+    let (r, rcport) = redis_cluster_node(NODE_TIMEOUT, &[]);
+    let (z, _) = zwindow_node();
+    let ids = vec![
+        cmd(&mut r.conn(), "CLUSTER MYID"),
+        cmd(&mut z.conn(), "CLUSTER MYID"),
+    ];
+    let (mut rc, mut zc) = (r.conn(), z.conn());
+    assert_eq!(
+        cmd(
+            &mut zc,
+            &format!("CLUSTER MEET 127.0.0.1 {} {rcport}", r.port())
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(cmd(&mut rc, "CLUSTER ADDSLOTSRANGE 0 16383"), "+OK\r\n");
+    wait_for("both connected", || lists_connected(&mut zc, &ids));
+    wait_state_ok(&mut zc);
+    assert_eq!(
+        cmd(&mut zc, &format!("CLUSTER REPLICATE {}", ids[0])),
+        "+OK\r\n"
+    );
+    assert_eq!(cmd(&mut rc, "SET foo bar"), "+OK\r\n");
+    wait_for("redis-server's write on the zwindow replica", || {
+        cmd(&mut zc, "READONLY");
+        let v = cmd(&mut zc, "GET foo");
+        if v == "bar" { Ok(()) } else { Err(v) }
+    });
+    wait_for("redis-server lists its zwindow replica", || {
+        let nodes = cmd(&mut rc, "CLUSTER NODES");
+        if nodes.contains(&format!("slave {}", ids[0])) {
+            Ok(())
+        } else {
+            Err(nodes)
+        }
+    });
+    // CLUSTER FAILOVER: redis-server pauses, hands over its offset and
+    // votes; the roles swap.
+    assert_eq!(cmd(&mut zc, "CLUSTER FAILOVER"), "+OK\r\n");
+    wait_for("the roles swapped", || {
+        let (zrole, rrole) = (cmd(&mut zc, "ROLE"), cmd(&mut rc, "ROLE"));
+        if zrole.contains("master") && rrole.contains("slave") {
+            Ok(())
+        } else {
+            Err(format!("zwindow {zrole} redis-server {rrole}"))
+        }
+    });
+    assert_eq!(cmd(&mut zc, "SET foo baz"), "+OK\r\n");
+    wait_for("zwindow's write on redis-server", || {
+        cmd(&mut rc, "READONLY");
+        let v = cmd(&mut rc, "GET foo");
+        if v == "baz" { Ok(()) } else { Err(v) }
+    });
+}
+
+#[test]
+fn spublish_reaches_the_shards_replica() {
+    let (nodes, ids) = three_primaries();
+    let (replica, _) = zwindow_node();
+    let mut rc = replica.conn();
+    let cport = cluster_port(&nodes[2]);
+    cmd(
+        &mut rc,
+        &format!("CLUSTER MEET 127.0.0.1 {} {cport}", nodes[2].port()),
+    );
+    let mut all = ids.clone();
+    all.push(cmd(&mut rc, "CLUSTER MYID"));
+    wait_for("the replica knows everybody", || {
+        lists_connected(&mut rc, &all)
+    });
+    assert_eq!(
+        cmd(&mut rc, &format!("CLUSTER REPLICATE {}", ids[2])),
+        "+OK\r\n"
+    );
+    let mut primary = nodes[2].conn();
+    wait_for("the primary lists its replica", || {
+        let listed = cmd(&mut primary, "CLUSTER NODES");
+        if listed.contains(&format!("slave {}", ids[2])) {
+            Ok(())
+        } else {
+            Err(listed)
+        }
+    });
+    // "foo" is in slot 12182, the third node's shard.
+    let mut sub = replica.conn();
+    sub.cmd(&[b"SSUBSCRIBE", b"foo"]);
+    cmd(&mut primary, "SPUBLISH foo hello");
+    let msg = parse_reply(&sub.read_reply());
+    let parts: Vec<Vec<u8>> = msg.array().iter().map(|p| p.bulk().to_vec()).collect();
+    assert_eq!(
+        parts,
+        vec![b"smessage".to_vec(), b"foo".to_vec(), b"hello".to_vec()]
+    );
+}
