@@ -486,3 +486,53 @@ fn spublish_reaches_the_shards_replica() {
         vec![b"smessage".to_vec(), b"foo".to_vec(), b"hello".to_vec()]
     );
 }
+
+#[test]
+fn a_replica_restarted_from_its_nodes_conf_replicates_again() {
+    let (nodes, ids) = three_primaries();
+    let dir = PrivateDir::new("cluster-replica-restart");
+    let start = |port: u16, cport: u16| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
+        cmd.args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--cluster-enabled", "yes"])
+            .args(["--cluster-port", &cport.to_string()])
+            .args(["--cluster-node-timeout", &NODE_TIMEOUT.to_string()])
+            .current_dir(&dir.0);
+        ZwindowServer::try_start_command(cmd)
+    };
+    let (port, cport) = (free_port(), free_port());
+    let mut replica = start(port, cport).expect("start the replica");
+    let mut rc = replica.conn();
+    let primary_cport = cluster_port(&nodes[2]);
+    cmd(
+        &mut rc,
+        &format!("CLUSTER MEET 127.0.0.1 {} {primary_cport}", nodes[2].port()),
+    );
+    let mut all = ids.clone();
+    all.push(cmd(&mut rc, "CLUSTER MYID"));
+    wait_for("the replica knows everybody", || {
+        lists_connected(&mut rc, &all)
+    });
+    assert_eq!(
+        cmd(&mut rc, &format!("CLUSTER REPLICATE {}", ids[2])),
+        "+OK\r\n"
+    );
+    let mut primary = nodes[2].conn();
+    assert_eq!(cmd(&mut primary, "SET foo bar"), "+OK\r\n");
+    let read_foo = |replica: &ZwindowServer, want: &str| {
+        let mut c = replica.conn();
+        cmd(&mut c, "READONLY");
+        let v = cmd(&mut c, "GET foo");
+        if v == want { Ok(()) } else { Err(v) }
+    };
+    wait_for("the write replicated", || read_foo(&replica, "bar"));
+    assert!(replica.terminate(Duration::from_secs(5)).is_some());
+    drop(replica);
+    replica = start(port, cport).expect("restart the replica");
+    assert_eq!(cmd(&mut primary, "SET foo baz"), "+OK\r\n");
+    wait_for("the write after the restart replicated", || {
+        read_foo(&replica, "baz")
+    });
+    let role = cmd(&mut replica.conn(), "ROLE");
+    assert!(role.contains("slave"), "{role}");
+}

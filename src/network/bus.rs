@@ -250,6 +250,30 @@ impl Bus {
         inner.state.on_link_closed(link, now_ms());
     }
 
+    /// `clusterCron`'s last word: a replica (as nodes.conf says at
+    /// startup) that replicates from nobody starts replicating from its
+    /// primary once that primary's address is known.
+    fn follow_known_primary(&self) {
+        if self.shared.replication.primary().is_some() {
+            return;
+        }
+        let target = {
+            let inner = self.cluster().read();
+            let me = inner.myself();
+            inner
+                .state
+                .node(&me)
+                .filter(|m| m.is_replica())
+                .and_then(|m| m.primary)
+                .and_then(|p| inner.state.node(&p))
+                .filter(|p| p.flags & wire::NODE_NOADDR == 0 && !p.ip.is_empty())
+                .map(|p| (p.ip.clone(), u16::try_from(p.port).unwrap_or(0)))
+        };
+        if let Some((ip, port)) = target {
+            self.replicate_from(ip, port);
+        }
+    }
+
     /// `replicationSetMaster` for the cluster: as REPLICAOF host port.
     fn replicate_from(&self, ip: Vec<u8>, port: u16) {
         let host = String::from_utf8_lossy(&ip).into_owned();
@@ -439,6 +463,7 @@ async fn drive(bus: Arc<Bus>) {
         tokio::select! {
             _ = tick.tick() => {
                 bus.with_state(|inner, now| inner.state.cron(now));
+                bus.follow_known_primary();
             }
             _ = bus.cluster().submitted() => {}
             _ = shutdown.changed() => return,
