@@ -157,7 +157,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     // accepted meanwhile and answered -LOADING (clients retry on it).
     if shared.cluster.is_some() {
         tokio::spawn(cluster_cron(shared.clone(), shared.shutdown_rx()));
-        crate::network::bus::start(&shared)?;
+        crate::network::bus::start(&shared, tls.clone())?;
     }
     crate::aof::spawn_syncer(shared.clone())?;
     let mut loaded = load_dataset(&shared)?;

@@ -536,3 +536,65 @@ fn a_replica_restarted_from_its_nodes_conf_replicates_again() {
     let role = cmd(&mut replica.conn(), "ROLE");
     assert!(role.contains("slave"), "{role}");
 }
+
+/// `tls-cluster yes` arguments on `tls_port`, the bus on `cport`.
+fn tls_cluster_args(tls_port: u16, cport: u16) -> Vec<String> {
+    let mut args = tls_server_args(&tls_certs(), tls_port);
+    for a in [
+        "--cluster-enabled",
+        "yes",
+        "--tls-cluster",
+        "yes",
+        "--cluster-port",
+        &cport.to_string(),
+        "--cluster-node-timeout",
+        &NODE_TIMEOUT.to_string(),
+    ] {
+        args.push(a.to_string());
+    }
+    args
+}
+
+#[test]
+fn a_tls_cluster_of_zwindow_and_redis_server() {
+    let cport = free_port();
+    let (z, ztls) = start_on_free_port(|tls_port| {
+        let args = tls_cluster_args(tls_port, cport);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ZwindowServer::try_start(&args)
+    });
+    let rcport = free_port();
+    let (r, rtls) = start_on_free_port(|tls_port| {
+        let mut args = tls_cluster_args(tls_port, rcport);
+        args.extend(["--cluster-config-file".into(), "nodes.conf".into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        RedisServer::try_start_with(&args)
+    });
+    let ids = vec![
+        cmd(&mut z.conn(), "CLUSTER MYID"),
+        cmd(&mut r.conn(), "CLUSTER MYID"),
+    ];
+    let (mut zc, mut rc) = (z.conn(), r.conn());
+    assert_eq!(
+        cmd(&mut zc, &format!("CLUSTER MEET 127.0.0.1 {rtls} {rcport}")),
+        "+OK\r\n"
+    );
+    wait_for("zwindow lists both connected", || {
+        lists_connected(&mut zc, &ids)
+    });
+    wait_for("redis-server lists both connected", || {
+        lists_connected(&mut rc, &ids)
+    });
+    // zwindow announces both its ports: redis-server shows a plaintext
+    // client the plaintext one (and a TLS client the TLS one).
+    let listed = cmd(&mut rc, "CLUSTER NODES");
+    assert!(
+        listed.contains(&format!("127.0.0.1:{}@{cport}", z.port())),
+        "{listed}"
+    );
+    let mine = cmd(&mut zc, "CLUSTER NODES");
+    assert!(
+        mine.contains(&format!("127.0.0.1:{ztls}@{cport} myself")),
+        "{mine}"
+    );
+}

@@ -10,7 +10,9 @@
 //! on nodes.conf, on the replication role (as REPLICAOF does), on the
 //! pause (as CLIENT PAUSE WRITE), on pub/sub and on the keyspace.
 //!
-//! Plaintext only: `tls-cluster` is not served yet.
+//! With `tls-cluster yes` the links speak TLS (as Redis 7.0 does, the
+//! accepting side asks for the peer's certificate whatever
+//! `tls-auth-clients` says).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 
@@ -46,6 +48,8 @@ struct LinkHandle {
 /// The bus: the server's services and the open links.
 pub(crate) struct Bus {
     shared: Arc<Services>,
+    /// The server's TLS contexts, for `tls-cluster`.
+    tls: Arc<super::tls::Tls>,
     links: Mutex<HashMap<LinkId, LinkHandle>>,
 }
 
@@ -56,7 +60,7 @@ fn now_ms() -> i64 {
 /// Starts the bus of a cluster node (`clusterInit`'s listeners): binds
 /// its port on the `bind` addresses (failing startup as Redis does when it
 /// cannot) and spawns the accept loops and the driver.
-pub(crate) fn start(shared: &Arc<Services>) -> Result<(), String> {
+pub(crate) fn start(shared: &Arc<Services>, tls: Arc<super::tls::Tls>) -> Result<(), String> {
     if shared.cluster.is_none() {
         return Ok(());
     }
@@ -76,6 +80,7 @@ pub(crate) fn start(shared: &Arc<Services>) -> Result<(), String> {
         .map_err(|()| format!("Failed listening on port {cport} (cluster), aborting."))?;
     let bus = Arc::new(Bus {
         shared: shared.clone(),
+        tls,
         links: Mutex::new(HashMap::new()),
     });
     for listener in listeners {
@@ -88,6 +93,11 @@ pub(crate) fn start(shared: &Arc<Services>) -> Result<(), String> {
 }
 
 impl Bus {
+    /// Whether links speak TLS (`tls-cluster`, read per connection).
+    fn tls_cluster(&self) -> bool {
+        self.shared.config.tls_setting("tls-cluster") == "yes"
+    }
+
     fn cluster(&self) -> &Cluster {
         // `start` runs only in cluster mode, and the service stays.
         self.shared
@@ -320,28 +330,56 @@ async fn accept_loop(bus: Arc<Bus>, listener: TcpListener) {
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
-        let local = stream
-            .local_addr()
-            .map(|a| a.ip().to_canonical().to_string())
-            .unwrap_or_default();
-        let peer_ip = peer.ip().to_canonical().to_string();
-        let link = {
-            let mut inner = bus.cluster().write();
-            inner
-                .state
-                .accept_link(peer_ip.as_bytes(), local.as_bytes(), now_ms())
-        };
-        let (tx, rx) = mpsc::unbounded_channel();
-        let handle = LinkHandle {
-            tx,
-            queued: Arc::new(AtomicUsize::new(0)),
-            close: Arc::new(Notify::new()),
-        };
-        let (queued, close) = (handle.queued.clone(), handle.close.clone());
-        bus.register(link, handle);
-        tokio::spawn(run_link(bus.clone(), link, stream, rx, queued, close));
+        tokio::spawn(accepted_link(bus.clone(), stream, peer));
     }
+}
+
+/// An accepted connection becomes a link (after the TLS handshake with
+/// `tls-cluster`).
+async fn accepted_link(bus: Arc<Bus>, stream: TcpStream, peer: SocketAddr) {
+    let _ = stream.set_nodelay(true);
+    let local = stream
+        .local_addr()
+        .map(|a| a.ip().to_canonical().to_string())
+        .unwrap_or_default();
+    let peer_ip = peer.ip().to_canonical().to_string();
+    if bus.tls_cluster() {
+        let Some(ctx) = bus.tls.context() else {
+            return;
+        };
+        let mut shutdown = bus.shared.shutdown_rx();
+        let accepted = tokio::select! {
+            a = super::tls::accept_peer(&ctx, stream) => a,
+            _ = shutdown.changed() => return,
+        };
+        match accepted {
+            Ok(stream) => new_inbound(bus, stream, &peer_ip, &local),
+            Err(e) => tracing::warn!("Error accepting cluster node connection: {e}"),
+        }
+    } else {
+        new_inbound(bus, stream, &peer_ip, &local);
+    }
+}
+
+fn new_inbound<S>(bus: Arc<Bus>, stream: S, peer_ip: &str, local: &str)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let link = {
+        let mut inner = bus.cluster().write();
+        inner
+            .state
+            .accept_link(peer_ip.as_bytes(), local.as_bytes(), now_ms())
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let handle = LinkHandle {
+        tx,
+        queued: Arc::new(AtomicUsize::new(0)),
+        close: Arc::new(Notify::new()),
+    };
+    let (queued, close) = (handle.queued.clone(), handle.close.clone());
+    bus.register(link, handle);
+    tokio::spawn(run_link(bus, link, stream, rx, queued, close));
 }
 
 /// Opens an outbound link (`clusterLinkConnectHandler`): within the node
@@ -379,6 +417,25 @@ async fn connect(
         return;
     };
     let _ = stream.set_nodelay(true);
+    if bus.tls_cluster() {
+        let host = String::from_utf8_lossy(&ip).into_owned();
+        let handshake = tokio::select! {
+            r = bus.tls.connect(&host, stream, timeout) => r,
+            _ = close.notified() => return,
+            _ = shutdown.changed() => return,
+        };
+        match handshake {
+            Ok(stream) => {
+                bus.with_state(|inner, now| inner.state.on_link_connected(link, now));
+                run_link(bus, link, stream, rx, queued, close).await;
+            }
+            Err(e) => {
+                tracing::debug!("cluster bus TLS handshake with {host}:{cport}: {e}");
+                bus.drop_link(link);
+            }
+        }
+        return;
+    }
     bus.with_state(|inner, now| inner.state.on_link_connected(link, now));
     run_link(bus, link, stream, rx, queued, close).await;
 }
@@ -386,15 +443,17 @@ async fn connect(
 /// A connected link: its writer drains the queue; the reader frames the
 /// peer's messages and feeds them to the state machine, until either side
 /// closes, the state machine frees the link, or the server stops.
-async fn run_link(
+async fn run_link<S>(
     bus: Arc<Bus>,
     link: LinkId,
-    stream: TcpStream,
+    stream: S,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
     queued: Arc<AtomicUsize>,
     close: Arc<Notify>,
-) {
-    let (mut rd, mut wr) = stream.into_split();
+) where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let write_failed = close.clone();
     let writer = tokio::spawn(async move {
         while let Some(bytes) = rx.recv().await {

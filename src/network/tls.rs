@@ -161,6 +161,23 @@ pub(crate) async fn accept(
     }
 }
 
+/// The server side of a cluster bus handshake: Redis asks every node for
+/// a certificate signed by the CA, whatever `tls-auth-clients` says
+/// (`connCreateAcceptedTLS(cfd, TLS_CLIENT_AUTH_YES)`).
+pub(crate) async fn accept_peer(
+    ctx: &SslContext,
+    stream: TcpStream,
+) -> std::io::Result<SslStream<TcpStream>> {
+    let mut ssl = Ssl::new(ctx).map_err(std::io::Error::other)?;
+    ssl.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+    let mut stream = SslStream::new(ssl, stream).map_err(std::io::Error::other)?;
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, Pin::new(&mut stream).accept()).await {
+        Ok(Ok(())) => Ok(stream),
+        Ok(Err(e)) => Err(std::io::Error::other(e)),
+        Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+    }
+}
+
 /// Redis's `REDIS_TLS_PROTO_*` bits of `tls-protocols`.
 const TLS1: u8 = 1;
 const TLS1_1: u8 = 2;
