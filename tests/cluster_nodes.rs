@@ -598,3 +598,104 @@ fn a_tls_cluster_of_zwindow_and_redis_server() {
         "{mine}"
     );
 }
+
+#[test]
+fn redis_cli_creates_primaries_with_replicas_and_reshards() {
+    let nodes: Vec<ZwindowServer> = (0..6).map(|_| zwindow_node().0).collect();
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port()))
+        .collect();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("redis-cli")
+            .args(args)
+            .output()
+            .expect("run redis-cli");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let mut create = vec!["--cluster", "create"];
+    create.extend(addrs.iter().map(String::as_str));
+    create.extend(["--cluster-replicas", "1", "--cluster-yes"]);
+    let (ok, shown) = run(&create);
+    assert!(
+        ok && shown.contains("[OK] All 16384 slots covered."),
+        "{shown}"
+    );
+    for n in &nodes {
+        wait_state_ok(&mut n.conn());
+    }
+    // Three replicas, each known as one by every node.
+    let mut first = nodes[0].conn();
+    wait_for("three replicas everywhere", || {
+        let listed = cmd(&mut first, "CLUSTER NODES");
+        if listed.matches(" slave ").count() == 3 {
+            Ok(())
+        } else {
+            Err(listed)
+        }
+    });
+    // Keys, then a reshard of 100 slots (with their keys) between two
+    // primaries: MIGRATE, SETSLOT … NODE, the new epoch gossiped.
+    for i in 0..200 {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-c", "-p", &nodes[0].port().to_string()])
+            .args(["SET", &format!("key:{i}"), &i.to_string()])
+            .output()
+            .expect("run redis-cli");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "OK");
+    }
+    let owner_of = |slot: u16| -> String {
+        let slots = parse_reply(&nodes[0].conn().cmd(&[b"CLUSTER", b"SLOTS"]));
+        for range in slots.array() {
+            let r = range.array();
+            if (r[0].int()..=r[1].int()).contains(&i64::from(slot)) {
+                let id = r[2].array()[2].bulk();
+                return String::from_utf8_lossy(id).into_owned();
+            }
+        }
+        panic!("slot {slot} unserved")
+    };
+    let from = owner_of(0);
+    let to = owner_of(16383);
+    let (ok, shown) = run(&[
+        "--cluster",
+        "reshard",
+        &addrs[0],
+        "--cluster-from",
+        &from,
+        "--cluster-to",
+        &to,
+        "--cluster-slots",
+        "100",
+        "--cluster-yes",
+    ]);
+    assert!(ok, "{shown}");
+    wait_for("every node agrees after the reshard", || {
+        let (ok, shown) = run(&["--cluster", "check", &addrs[0]]);
+        if ok
+            && shown.contains("[OK] All nodes agree about slots configuration.")
+            && !shown.contains("[WARNING]")
+            && !shown.contains("[ERR]")
+        {
+            Ok(())
+        } else {
+            Err(shown)
+        }
+    });
+    assert_eq!(owner_of(0), to);
+    for i in 0..200 {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-c", "-p", &nodes[3].port().to_string()])
+            .args(["GET", &format!("key:{i}")])
+            .output()
+            .expect("run redis-cli");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), i.to_string());
+    }
+}
