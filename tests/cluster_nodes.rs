@@ -699,3 +699,63 @@ fn redis_cli_creates_primaries_with_replicas_and_reshards() {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), i.to_string());
     }
 }
+
+#[test]
+fn manual_failover_between_zwindow_nodes() {
+    let (nodes, ids) = three_primaries();
+    assert_eq!(
+        cmd(&mut nodes[0].conn(), "FAILOVER"),
+        "-ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.\r\n"
+    );
+    let (replica, _) = zwindow_node();
+    let mut rc = replica.conn();
+    let cport = cluster_port(&nodes[2]);
+    cmd(
+        &mut rc,
+        &format!("CLUSTER MEET 127.0.0.1 {} {cport}", nodes[2].port()),
+    );
+    let mut all = ids.clone();
+    all.push(cmd(&mut rc, "CLUSTER MYID"));
+    wait_for("the replica knows everybody", || {
+        lists_connected(&mut rc, &all)
+    });
+    assert_eq!(
+        cmd(&mut rc, &format!("CLUSTER REPLICATE {}", ids[2])),
+        "+OK\r\n"
+    );
+    let mut primary = nodes[2].conn();
+    assert_eq!(cmd(&mut primary, "SET foo bar"), "+OK\r\n");
+    wait_for("the write replicated", || {
+        cmd(&mut rc, "READONLY");
+        let v = cmd(&mut rc, "GET foo");
+        if v == "bar" { Ok(()) } else { Err(v) }
+    });
+    wait_for("the primary lists its replica", || {
+        let listed = cmd(&mut primary, "CLUSTER NODES");
+        if listed.contains(&format!("slave {}", ids[2])) {
+            Ok(())
+        } else {
+            Err(listed)
+        }
+    });
+    // The primary pauses writes, hands over its offset, votes; the roles
+    // swap and the old primary follows the new one.
+    assert_eq!(cmd(&mut rc, "CLUSTER FAILOVER"), "+OK\r\n");
+    wait_for("the roles swapped", || {
+        let (new, old) = (cmd(&mut rc, "ROLE"), cmd(&mut primary, "ROLE"));
+        if new.contains("master") && old.contains("slave") {
+            Ok(())
+        } else {
+            Err(format!("replica {new} primary {old}"))
+        }
+    });
+    // Writes are served again (the pause is lifted) by the new primary and
+    // reach the old one.
+    assert_eq!(cmd(&mut rc, "SET foo baz"), "+OK\r\n");
+    wait_for("the old primary follows", || {
+        let mut c = nodes[2].conn();
+        cmd(&mut c, "READONLY");
+        let v = cmd(&mut c, "GET foo");
+        if v == "baz" { Ok(()) } else { Err(v) }
+    });
+}

@@ -104,6 +104,11 @@ pub(crate) fn unblock_for_role_change(clients: &crate::clients::Clients) {
 /// up: this server becomes that replica's replica with a `PSYNC …
 /// FAILOVER`, which makes the replica a primary.
 fn failover(ctx: &mut Ctx) -> CmdResult {
+    if ctx.shared.cluster.is_some() {
+        return Err(Error::Static(
+            "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.",
+        ));
+    }
     let repl = &ctx.shared.replication;
     if ctx.argc() == 2 && eq_ic(ctx.arg(1), "abort") {
         if !repl.abort_failover(

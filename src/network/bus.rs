@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -51,6 +51,9 @@ pub(crate) struct Bus {
     /// The server's TLS contexts, for `tls-cluster`.
     tls: Arc<super::tls::Tls>,
     links: Mutex<HashMap<LinkId, LinkHandle>>,
+    /// Bumped by every failover pause and its end, so that a pause's
+    /// timer lifts only its own.
+    pause_generation: AtomicU64,
 }
 
 fn now_ms() -> i64 {
@@ -82,6 +85,7 @@ pub(crate) fn start(shared: &Arc<Services>, tls: Arc<super::tls::Tls>) -> Result
         shared: shared.clone(),
         tls,
         links: Mutex::new(HashMap::new()),
+        pause_generation: AtomicU64::new(0),
     });
     for listener in listeners {
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
@@ -166,11 +170,11 @@ impl Bus {
                         tracing::info!("MASTER MODE enabled (cluster failover)");
                     }
                 }
-                Action::PauseWrites { until } => {
-                    let until = u64::try_from(until).unwrap_or(0);
-                    self.shared.pause.pause(crate::pause::WRITE, until);
+                Action::PauseWrites { until } => self.pause_writes(until),
+                Action::UnpauseWrites => {
+                    self.pause_generation.fetch_add(1, Relaxed);
+                    self.shared.pause.hold_writes_for_failover(false);
                 }
-                Action::UnpauseWrites => self.shared.pause.unpause(),
                 Action::Publish {
                     channel,
                     message,
@@ -192,6 +196,22 @@ impl Bus {
                 }
             }
         }
+    }
+
+    /// A primary in a manual failover holds writes until `until` (ms) or
+    /// until told to stop (`pauseClients(PAUSE_DURING_FAILOVER, …)`): apart
+    /// from CLIENT PAUSE, which neither sets nor lifts it.
+    fn pause_writes(self: &Arc<Self>, until: i64) {
+        let generation = self.pause_generation.fetch_add(1, Relaxed) + 1;
+        self.shared.pause.hold_writes_for_failover(true);
+        let wait = Duration::from_millis(u64::try_from(until - now_ms()).unwrap_or(0));
+        let bus = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            if bus.pause_generation.load(Relaxed) == generation {
+                bus.shared.pause.hold_writes_for_failover(false);
+            }
+        });
     }
 
     /// A new link: its queue, and its size for `CLUSTER LINKS`.
