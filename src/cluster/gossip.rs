@@ -616,6 +616,22 @@ impl ClusterState {
         Ok(self.finish(out, now))
     }
 
+    /// `DEBUG CLUSTERLINK KILL`: frees `node`'s outbound link (`to`),
+    /// its inbound one (`from`), or both; the cron reconnects.
+    pub fn kill_links(&mut self, node: &NodeName, to: bool, from: bool) -> Vec<Action> {
+        let Some(n) = self.node(node) else {
+            return Vec::new();
+        };
+        let (outbound, inbound) = (n.bus.link, n.bus.inbound_link);
+        let mut out = Out::default();
+        for (link, wanted) in [(outbound, to), (inbound, from)] {
+            if let (Some(link), true) = (link, wanted) {
+                self.free_link(link, &mut out);
+            }
+        }
+        out.actions
+    }
+
     /// `CLUSTER RESET`'s `clusterDelNode` of every other node: their
     /// links are freed (the Close actions) and their reports dropped.
     pub fn forget_all_others(&mut self) -> Vec<Action> {

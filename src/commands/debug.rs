@@ -114,6 +114,8 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
             ));
         }
         ctx.out.ok();
+    } else if eq_ic(sub, "CLUSTERLINK") && argc == 5 && eq_ic(ctx.arg(2), "KILL") {
+        return cluster_link_kill(ctx);
     } else if eq_ic(sub, "CHANGE-REPL-ID") && argc == 2 {
         tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
         ctx.shared.replication.change_replid();
@@ -526,5 +528,43 @@ fn clock(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Syntax);
     }
     ctx.out.int(clock.now_ms() as i64);
+    Ok(Done)
+}
+
+/// DEBUG CLUSTERLINK KILL to|from|all <node-id>: frees a node's bus links
+/// (the bus closes them; the cron reconnects).
+fn cluster_link_kill(ctx: &mut Ctx) -> CmdResult {
+    let Some(cluster) = ctx.shared.cluster.as_ref() else {
+        return Err(Error::Static(
+            "ERR Debug option only available for cluster mode enabled setup!",
+        ));
+    };
+    let id = ctx.arg(4);
+    let mut inner = cluster.write();
+    let Some(node) =
+        crate::cluster::wire::NodeName::from_slice(id).filter(|n| inner.state.node(n).is_some())
+    else {
+        return Err(Error::Owned(format!(
+            "ERR Unknown node {}",
+            String::from_utf8_lossy(id)
+        )));
+    };
+    let dir = ctx.arg(3);
+    let (to, from) = if eq_ic(dir, "from") {
+        (false, true)
+    } else if eq_ic(dir, "to") {
+        (true, false)
+    } else if eq_ic(dir, "all") {
+        (true, true)
+    } else {
+        return Err(Error::Owned(format!(
+            "ERR Unknown direction {}",
+            String::from_utf8_lossy(dir)
+        )));
+    };
+    let actions = inner.state.kill_links(&node, to, from);
+    drop(inner);
+    cluster.submit(actions);
+    ctx.out.ok();
     Ok(Done)
 }

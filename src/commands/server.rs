@@ -640,6 +640,15 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     }) {
         crate::commands::session::evict_clients(ctx.shared, true);
     }
+    // `cluster-announce-*` and the flags myself shows apply at once, as
+    // Redis's apply functions do (`clusterUpdateMyselfAnnouncedPorts`…).
+    if let Some(cluster) = &ctx.shared.cluster
+        && pairs
+            .iter()
+            .any(|(name, _)| name.len() > 8 && name[..8].eq_ignore_ascii_case(b"cluster-"))
+    {
+        cluster.cron(&ctx.shared.config, crate::clock::system_us() as i64 / 1000);
+    }
     ctx.out.ok();
     Ok(Done)
 }
