@@ -759,3 +759,65 @@ fn manual_failover_between_zwindow_nodes() {
         if v == "baz" { Ok(()) } else { Err(v) }
     });
 }
+
+#[test]
+fn a_killed_primary_restarted_brings_the_cluster_back() {
+    let dirs: Vec<PrivateDir> = (0..3).map(|_| PrivateDir::new("cluster-restart")).collect();
+    let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+    let start = |i: usize| {
+        let (port, cport) = ports[i];
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
+        cmd.args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--cluster-enabled", "yes"])
+            .args(["--cluster-port", &cport.to_string()])
+            .args(["--cluster-node-timeout", &NODE_TIMEOUT.to_string()])
+            .current_dir(&dirs[i].0);
+        ZwindowServer::try_start_command(cmd).expect("start a node")
+    };
+    let mut nodes: Vec<ZwindowServer> = (0..3).map(start).collect();
+    let ids: Vec<String> = nodes
+        .iter()
+        .map(|n| cmd(&mut n.conn(), "CLUSTER MYID"))
+        .collect();
+    for &(port, cport) in &ports[1..] {
+        cmd(
+            &mut nodes[0].conn(),
+            &format!("CLUSTER MEET 127.0.0.1 {port} {cport}"),
+        );
+    }
+    for n in &nodes {
+        let mut c = n.conn();
+        wait_for("all three connected", || lists_connected(&mut c, &ids));
+    }
+    for (i, range) in ["0 5460", "5461 10922", "10923 16383"].iter().enumerate() {
+        cmd(
+            &mut nodes[i].conn(),
+            &format!("CLUSTER ADDSLOTSRANGE {range}"),
+        );
+    }
+    for n in &nodes {
+        wait_state_ok(&mut n.conn());
+    }
+    let dead = nodes.remove(0);
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &dead.pid().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    drop(dead);
+    for n in &nodes {
+        let mut c = n.conn();
+        wait_for("cluster_state:fail", || {
+            let info = cmd(&mut c, "CLUSTER INFO");
+            if info.contains("cluster_state:fail") {
+                Ok(())
+            } else {
+                Err(info)
+            }
+        });
+    }
+    nodes.insert(0, start(0));
+    for n in &nodes {
+        wait_state_ok(&mut n.conn());
+    }
+}

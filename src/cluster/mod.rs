@@ -63,15 +63,29 @@ pub(crate) struct Cluster {
 pub(crate) const MSG_TYPES: usize = 11;
 
 /// The bus's figures, kept by the network layer, shown by the commands.
-#[derive(Default)]
 pub(crate) struct BusStats {
     /// Messages sent and received by type (`stats_bus_messages_*`).
     pub(crate) sent: [AtomicU64; MSG_TYPES],
     pub(crate) received: [AtomicU64; MSG_TYPES],
     /// Links freed past `cluster-link-sendbuf-limit`.
     pub(crate) limit_exceeded: AtomicU64,
+    /// `DEBUG DROP-CLUSTER-PACKET-FILTER`: messages of this type are
+    /// dropped on arrival (-1: none).
+    pub(crate) drop_filter: std::sync::atomic::AtomicI64,
     /// Each link's queued bytes (`sndbuf`'s length).
     pub(crate) queued: parking_lot::Mutex<HashMap<gossip::LinkId, Arc<AtomicUsize>>>,
+}
+
+impl Default for BusStats {
+    fn default() -> Self {
+        BusStats {
+            sent: Default::default(),
+            received: Default::default(),
+            limit_exceeded: AtomicU64::new(0),
+            drop_filter: std::sync::atomic::AtomicI64::new(-1),
+            queued: Default::default(),
+        }
+    }
 }
 
 impl BusStats {

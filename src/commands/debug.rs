@@ -114,6 +114,14 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
             ));
         }
         ctx.out.ok();
+    } else if eq_ic(sub, "DROP-CLUSTER-PACKET-FILTER") && argc == 3 {
+        let Some(t) = crate::util::parse_i64(ctx.arg(2)) else {
+            return Err(Error::Static("ERR value is not an integer or out of range"));
+        };
+        if let Some(cluster) = &ctx.shared.cluster {
+            cluster.stats.drop_filter.store(t, Relaxed);
+        }
+        ctx.out.ok();
     } else if eq_ic(sub, "CLUSTERLINK") && argc == 5 && eq_ic(ctx.arg(2), "KILL") {
         return cluster_link_kill(ctx);
     } else if eq_ic(sub, "CHANGE-REPL-ID") && argc == 2 {

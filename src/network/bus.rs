@@ -512,7 +512,12 @@ fn process(bus: &Arc<Bus>, link: LinkId, buf: &mut BytesMut) -> bool {
         match wire::decode(buf) {
             Ok(Some((msg, len))) => {
                 buf.advance(len);
-                BusStats::count(&bus.cluster().stats.received, msg.body.msg_type());
+                let stats = &bus.cluster().stats;
+                BusStats::count(&stats.received, msg.body.msg_type());
+                if i64::from(msg.body.msg_type()) == stats.drop_filter.load(Relaxed) {
+                    tracing::warn!("Dropping packet that matches debug drop filter");
+                    continue;
+                }
                 bus.with_state(|inner, now| inner.state.on_message(link, &msg, now));
             }
             Ok(None) => return true,
