@@ -1,9 +1,12 @@
 //! Cluster nodes talking over the bus (`network::bus`): zwindow nodes MEET
 //! and converge, split the slots and redirect to each other (redis-cli
 //! `-c` hops between them), a zwindow node and a redis-server 7.0.15 node
-//! MEET and see each other as connected primaries, a replica set by
-//! CLUSTER REPLICATE receives its primary's writes and is promoted when
-//! that primary is killed, and PUBLISH reaches subscribers on other nodes.
+//! MEET and see each other as connected primaries (over TLS too), a
+//! replica set by CLUSTER REPLICATE receives its primary's writes and is
+//! promoted when that primary is killed, manual failovers (zwindow and
+//! redis-server primaries), PUBLISH and SPUBLISH across nodes, `redis-cli
+//! --cluster create`/`check`/`reshard`, restarts from nodes.conf, CLUSTER
+//! RESET, unframeable bytes on the bus port, SIGTERM with live links.
 
 mod common;
 
@@ -14,15 +17,25 @@ use common::*;
 /// Short, so that failure detection and the election fit in a test.
 const NODE_TIMEOUT: u64 = 2000;
 const WAIT: Duration = Duration::from_secs(20);
+/// For tests not about failure detection: long enough that a loaded
+/// machine does not fail nodes over under them.
+const CALM_TIMEOUT: u64 = 6000;
 
 /// A zwindow cluster node on free ports (its bus on `cport`).
 fn zwindow_node() -> (ZwindowServer, u16) {
+    zwindow_node_with_timeout(NODE_TIMEOUT)
+}
+
+/// The same with another node timeout: tests whose point is not failure
+/// detection take a longer one, so that a loaded machine does not fail
+/// nodes over under them.
+fn zwindow_node_with_timeout(node_timeout: u64) -> (ZwindowServer, u16) {
     start_on_free_port(|cport| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
         cmd.args(["--bind", "127.0.0.1", "--port", "0"])
             .args(["--cluster-enabled", "yes"])
             .args(["--cluster-port", &cport.to_string()])
-            .args(["--cluster-node-timeout", &NODE_TIMEOUT.to_string()]);
+            .args(["--cluster-node-timeout", &node_timeout.to_string()]);
         ZwindowServer::try_start_command(cmd)
     })
 }
@@ -96,7 +109,14 @@ fn wait_state_ok(conn: &mut RawConn) {
 /// Three zwindow primaries met through the first, slots split in three,
 /// `cluster_state:ok` everywhere. Returns the servers and their ids.
 fn three_primaries() -> (Vec<ZwindowServer>, Vec<String>) {
-    let started: Vec<(ZwindowServer, u16)> = (0..3).map(|_| zwindow_node()).collect();
+    three_primaries_with_timeout(CALM_TIMEOUT)
+}
+
+/// [`three_primaries`] with the node timeout `node_timeout`.
+fn three_primaries_with_timeout(node_timeout: u64) -> (Vec<ZwindowServer>, Vec<String>) {
+    let started: Vec<(ZwindowServer, u16)> = (0..3)
+        .map(|_| zwindow_node_with_timeout(node_timeout))
+        .collect();
     let cports: Vec<u16> = started.iter().map(|(_, c)| *c).collect();
     let nodes: Vec<ZwindowServer> = started.into_iter().map(|(n, _)| n).collect();
     let ids: Vec<String> = nodes
@@ -199,7 +219,7 @@ fn zwindow_and_redis_server_meet_as_connected_primaries() {
 
 #[test]
 fn a_replica_follows_its_primary_and_takes_over_when_it_dies() {
-    let (mut nodes, ids) = three_primaries();
+    let (mut nodes, ids) = three_primaries_with_timeout(NODE_TIMEOUT);
     let (replica, _) = zwindow_node();
     let primary_cport = cluster_port(&nodes[2]);
     let replica_id = cmd(&mut replica.conn(), "CLUSTER MYID");
@@ -450,7 +470,7 @@ fn a_zwindow_replica_of_a_redis_server_primary_takes_over_by_manual_failover() {
 #[test]
 fn spublish_reaches_the_shards_replica() {
     let (nodes, ids) = three_primaries();
-    let (replica, _) = zwindow_node();
+    let (replica, _) = zwindow_node_with_timeout(CALM_TIMEOUT);
     let mut rc = replica.conn();
     let cport = cluster_port(&nodes[2]);
     cmd(
@@ -601,7 +621,9 @@ fn a_tls_cluster_of_zwindow_and_redis_server() {
 
 #[test]
 fn redis_cli_creates_primaries_with_replicas_and_reshards() {
-    let nodes: Vec<ZwindowServer> = (0..6).map(|_| zwindow_node().0).collect();
+    let nodes: Vec<ZwindowServer> = (0..6)
+        .map(|_| zwindow_node_with_timeout(CALM_TIMEOUT).0)
+        .collect();
     let addrs: Vec<String> = nodes
         .iter()
         .map(|n| format!("127.0.0.1:{}", n.port()))
@@ -649,7 +671,12 @@ fn redis_cli_creates_primaries_with_replicas_and_reshards() {
             .args(["SET", &format!("key:{i}"), &i.to_string()])
             .output()
             .expect("run redis-cli");
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "OK");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "OK",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let owner_of = |slot: u16| -> String {
         let slots = parse_reply(&nodes[0].conn().cmd(&[b"CLUSTER", b"SLOTS"]));
@@ -707,7 +734,7 @@ fn manual_failover_between_zwindow_nodes() {
         cmd(&mut nodes[0].conn(), "FAILOVER"),
         "-ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.\r\n"
     );
-    let (replica, _) = zwindow_node();
+    let (replica, _) = zwindow_node_with_timeout(CALM_TIMEOUT);
     let mut rc = replica.conn();
     let cport = cluster_port(&nodes[2]);
     cmd(
