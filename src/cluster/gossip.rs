@@ -252,7 +252,8 @@ impl Default for BusState {
             next_link: 1,
             iteration: 0,
             state_ok: false,
-            size: 0,
+            // As `clusterInit` sets it, until the state is computed.
+            size: 1,
             first_call_time: 0,
             among_minority_time: 0,
             pfail_nodes: 0,
@@ -2228,6 +2229,17 @@ impl ClusterState {
             self.bus.state_ok = ok;
             out.actions.push(Action::StateChanged { ok });
         }
+    }
+
+    /// `clusterUpdateState` at once, for a change made outside the bus (a
+    /// CLUSTER command, a setting): the new health when it changed.
+    pub fn refresh_state(&mut self, now: i64) -> Option<bool> {
+        let mut out = Out::default();
+        self.update_state(now, &mut out);
+        out.actions.iter().find_map(|a| match a {
+            Action::StateChanged { ok } => Some(*ok),
+            _ => None,
+        })
     }
 
     /// `clusterBeforeSleep`: the deferred work of one call.

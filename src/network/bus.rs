@@ -157,11 +157,7 @@ impl Bus {
                     }
                 }
                 Action::StateChanged { ok } => {
-                    {
-                        let mut inner = self.cluster().write();
-                        inner.ok = ok;
-                        inner.size = inner.state.bus.size;
-                    }
+                    crate::cluster::log_state(ok);
                     crate::execution::redirect_blocked(&self.shared);
                 }
                 Action::ReplicateFrom { ip, port } => self.replicate_from(ip, port),
