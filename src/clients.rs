@@ -97,6 +97,9 @@ pub(crate) struct ClientHandle {
     /// Connected through the unix socket (CLIENT LIST's `U` flag; always
     /// local).
     pub(crate) unix: bool,
+    /// Connected over TLS: in a `tls-cluster`, a plaintext client is
+    /// shown the nodes' plaintext ports (Redis's `use_pport`).
+    pub(crate) tls: bool,
     pub(crate) created: Instant,
     pub(crate) name: Mutex<Option<Vec<u8>>>,
     pub(crate) lib_name: Mutex<Option<Vec<u8>>>,
@@ -606,6 +609,7 @@ impl Clients {
         laddr: String,
         fd: i32,
         unix: bool,
+        tls: bool,
     ) -> (Arc<ClientHandle>, mpsc::UnboundedReceiver<Push>) {
         let id = self.next_id.fetch_add(1, Relaxed) + 1;
         let (tx, rx) = mpsc::unbounded_channel();
@@ -619,6 +623,7 @@ impl Clients {
             addr,
             laddr,
             unix,
+            tls,
             created: Instant::now(),
             name: Mutex::new(None),
             lib_name: Mutex::new(None),

@@ -612,10 +612,43 @@ fn a_tls_cluster_of_zwindow_and_redis_server() {
         listed.contains(&format!("127.0.0.1:{}@{cport}", z.port())),
         "{listed}"
     );
+    // So does zwindow (Redis's `use_pport`): CLUSTER NODES and MOVED name
+    // the plaintext ports to a plaintext client, as redis-server does.
     let mine = cmd(&mut zc, "CLUSTER NODES");
     assert!(
-        mine.contains(&format!("127.0.0.1:{ztls}@{cport} myself")),
+        mine.contains(&format!("127.0.0.1:{}@{cport} myself", z.port())),
         "{mine}"
+    );
+    assert!(
+        mine.contains(&format!("127.0.0.1:{}@{rcport} master", r.port())),
+        "{mine}"
+    );
+    assert_eq!(cmd(&mut rc, "CLUSTER ADDSLOTSRANGE 0 16383"), "+OK\r\n");
+    wait_for("zwindow sees redis-server's slots", || {
+        let answer = cmd(&mut zc, "GET foo");
+        if answer.starts_with("-MOVED") {
+            Ok(())
+        } else {
+            Err(answer)
+        }
+    });
+    let moved = format!("-MOVED 12182 127.0.0.1:{}\r\n", r.port());
+    assert_eq!(cmd(&mut zc, "GET foo"), moved);
+    // A TLS client is shown the TLS ports.
+    let certs = tls_certs();
+    let file = |n: &str| certs.join(n).to_string_lossy().into_owned();
+    let out = std::process::Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &ztls.to_string(), "--tls"])
+        .args(["--cacert", &file("ca.crt")])
+        .args(["--cert", &file("client.crt"), "--key", &file("client.key")])
+        .args(["GET", "foo"])
+        .output()
+        .expect("run redis-cli");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("MOVED 12182 127.0.0.1:{rtls}"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 

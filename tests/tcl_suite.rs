@@ -313,28 +313,52 @@ fn run_repl_unit(tests: &Path, unit: &str, skipfile: &Path) -> (UnitResult, Stri
 /// Redis 7.0.15's Sentinel suite (`./runtest-sentinel`): five zwindow
 /// instances as `src/redis-server`, five of Debian's `redis-sentinel`.
 /// Its instances' base ports are moved (24000, 26000) away from the
-/// ranges the other units' harnesses take. Passed: its `OK` lines.
+/// ranges the other units' harnesses take.
 fn run_sentinel_suite(tests: &Path) -> (UnitResult, String) {
+    run_instances_suite(tests, "sentinel", 24000, 26000, Duration::from_secs(900))
+}
+
+/// Redis 7.0.15's cluster suite (`./runtest-cluster`): twenty zwindow
+/// instances as `src/redis-server` (bus ports 10000 above), managed by
+/// the suite and by `redis-cli --cluster`. Base port 28000 (buses from
+/// 38000), away from the other suites' ranges.
+fn run_cluster_suite(tests: &Path) -> (UnitResult, String) {
+    run_instances_suite(tests, "cluster", 23000, 28000, Duration::from_secs(1500))
+}
+
+/// One of the suites built on `tests/instances.tcl` (`tests/SUITE/run.tcl`)
+/// in a private copy, its base ports moved, killed past `limit`. Passed:
+/// its `OK` lines; failed: its `FAILED` lines.
+fn run_instances_suite(
+    tests: &Path,
+    suite: &str,
+    sentinel_port: u16,
+    redis_port: u16,
+    limit: Duration,
+) -> (UnitResult, String) {
     let work = spawned_copy(tests);
     let instances = work.0.join("tests/instances.tcl");
     let text = std::fs::read_to_string(&instances).expect("read instances.tcl");
     let text = text
         .replace(
             "set ::sentinel_base_port 20000",
-            "set ::sentinel_base_port 24000",
+            &format!("set ::sentinel_base_port {sentinel_port}"),
         )
-        .replace("set ::redis_base_port 30000", "set ::redis_base_port 26000");
+        .replace(
+            "set ::redis_base_port 30000",
+            &format!("set ::redis_base_port {redis_port}"),
+        );
     std::fs::write(&instances, text).expect("write instances.tcl");
-    let log = work.0.join("sentinel.log");
+    let log = work.0.join(format!("{suite}.log"));
     let mut child = Command::new("tclsh")
         .current_dir(&work.0)
-        .arg("tests/sentinel/run.tcl")
+        .arg(format!("tests/{suite}/run.tcl"))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&log).expect("create the log"))
         .stderr(Stdio::null())
         .spawn()
         .expect("run tclsh");
-    let timed_out = wait_or_kill(&mut child, Duration::from_secs(900));
+    let timed_out = wait_or_kill(&mut child, limit);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let mut r = UnitResult {
         timed_out,
@@ -527,6 +551,30 @@ fn replication_units_meet_the_baseline() {
                 }
                 run_repl_unit(&tests, unit, &skip)
             }
+        },
+    );
+}
+
+/// Redis 7.0.15's cluster suite (`tests/tcl/baseline-cluster.txt`).
+/// Long (about 12 minutes), so on one socket path: the epoll pass
+/// (`ZWINDOW_TEST_IO_URING=0`, or unset), whose other TCL units are the
+/// shorter set.
+#[test]
+fn cluster_suite_meets_the_baseline() {
+    if io_uring_requested() == Some(true) {
+        println!(
+            "Redis's cluster suite runs with ZWINDOW_TEST_IO_URING=0 or unset \
+             (the io_uring pass runs the replication units)"
+        );
+        return;
+    }
+    let tests = suite_dir().join("tests");
+    check_units(
+        "Redis 7.0.15 cluster suite against zwindow",
+        baseline_from("tests/tcl/baseline-cluster.txt"),
+        |unit| match unit {
+            "cluster" => run_cluster_suite(&tests),
+            unit => panic!("{unit}: baseline-cluster.txt names the suite `cluster`"),
         },
     );
 }

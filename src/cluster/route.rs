@@ -34,6 +34,9 @@ pub(crate) struct Asker {
     pub(crate) readonly: bool,
     /// The command (or EXEC's queue, or the script) may write.
     pub(crate) write: bool,
+    /// A client not on TLS: in a `tls-cluster`, redirections name the
+    /// nodes' plaintext ports (Redis's `use_pport`).
+    pub(crate) plaintext: bool,
 }
 
 /// Whether the routing looks at this command at all: Redis skips commands
@@ -194,7 +197,8 @@ pub(crate) fn route<'a>(
 
 impl Redirect {
     /// The error reply (`clusterRedirectClient`), without the `-`.
-    pub(crate) fn text(&self, inner: &Inner, config: &Config) -> String {
+    pub(crate) fn text(&self, inner: &Inner, config: &Config, plaintext: bool) -> String {
+        let use_pport = plaintext && config.tls_setting("tls-cluster") == "yes";
         let address = |n: &NodeName| {
             let node = inner.state.node(n);
             let endpoint = match config
@@ -210,7 +214,14 @@ impl Redirect {
                     String::from_utf8_lossy(&n.ip).into_owned()
                 }),
             };
-            format!("{endpoint}:{}", node.map_or(0, |n| n.port))
+            let port = node.map_or(0, |n| {
+                if use_pport && n.pport != 0 {
+                    n.pport
+                } else {
+                    n.port
+                }
+            });
+            format!("{endpoint}:{port}")
         };
         match self {
             Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
@@ -249,7 +260,8 @@ impl Cluster {
         exists: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<Option<u16>, (Redirect, String)> {
         let inner = self.read();
-        route(&inner, config, top, commands, asker, exists).map_err(|r| (r, r.text(&inner, config)))
+        route(&inner, config, top, commands, asker, exists)
+            .map_err(|r| (r, r.text(&inner, config, asker.plaintext)))
     }
 }
 
@@ -298,7 +310,7 @@ mod tests {
         let cmd = crate::spec::lookup(args.get(0)).unwrap();
         let mut exists = |k: &[u8]| present.iter().any(|p| p.as_bytes() == k);
         route(inner, &config, cmd, &[(cmd, args)], asker, &mut exists)
-            .map_err(|r| r.text(inner, &config))
+            .map_err(|r| r.text(inner, &config, asker.plaintext))
     }
 
     #[test]

@@ -77,10 +77,15 @@ fn reply_context(ctx: &Ctx) -> ReplyContext {
             _ => EndpointType::Ip,
         },
         tls_cluster: config.tls_setting("tls-cluster") == "yes",
-        plaintext_client: false,
+        plaintext_client: !ctx.client.handle.tls,
         master_repl_offset: offset,
         replica_offset: offset,
     }
+}
+
+/// A plaintext client of a `tls-cluster` is shown the plaintext ports.
+fn use_pport(ctx: &Ctx) -> bool {
+    !ctx.client.handle.tls && ctx.shared.config.tls_setting("tls-cluster") == "yes"
 }
 
 fn help(ctx: &mut Ctx) -> CmdResult {
@@ -209,7 +214,8 @@ fn myid(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn nodes(ctx: &mut Ctx) -> CmdResult {
-    let text = nodes_conf::cluster_nodes(&cluster(ctx)?.read().state, false);
+    let use_pport = use_pport(ctx);
+    let text = nodes_conf::cluster_nodes(&cluster(ctx)?.read().state, use_pport);
     ctx.out.verbatim(&text);
     Ok(Outcome::Done)
 }
@@ -587,7 +593,7 @@ fn replicas(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Static("ERR The specified node is not a master"));
     }
     // Each replica's `CLUSTER NODES` line, without its newline.
-    let all = nodes_conf::cluster_nodes(&inner.state, false);
+    let all = nodes_conf::cluster_nodes(&inner.state, use_pport(ctx));
     ctx.out.array(node.replicas.len());
     for r in &node.replicas {
         let line = all

@@ -33,6 +33,7 @@ pub(super) fn route(
         asking: client.asking,
         readonly: client.cluster_readonly,
         write,
+        plaintext: !client.handle.tls,
     };
     let mut busy = false;
     let mut exists = |key: &[u8]| match key_exists(shared, client, key) {
@@ -147,7 +148,7 @@ pub(crate) fn redirect_blocked(shared: &Services) {
                 None => route::Redirect::Unbound,
             }
         }
-        .text(&inner, &shared.config);
+        .text(&inner, &shared.config, !w.handle.tls);
         for shard in guards.iter_mut() {
             for key in &w.keys {
                 let k = (w.db, key.clone());

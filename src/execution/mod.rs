@@ -867,10 +867,10 @@ impl Dispatch<Client> for Dispatcher<'_> {
     }
 
     fn detached_client(&self) -> Client {
-        let (handle, _pushes) = self
-            .shared
-            .clients
-            .register("".into(), "".into(), -1, false);
+        let (handle, _pushes) =
+            self.shared
+                .clients
+                .register("".into(), "".into(), -1, false, false);
         Client::new(handle, false)
     }
 

@@ -686,7 +686,7 @@ mod through_commands {
             let (handle, _pushes) =
                 shared
                     .clients
-                    .register("test:1".into(), "test:2".into(), -1, false);
+                    .register("test:1".into(), "test:2".into(), -1, false, false);
             let client = Client::new(handle, false);
             Server { shared, client }
         }

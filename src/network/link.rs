@@ -993,7 +993,7 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
         std::mem::take(&mut conn.peer),
         std::mem::take(&mut conn.local),
     );
-    let (handle, _pushes) = shared.clients.register(addr, laddr, conn.fd, false);
+    let (handle, _pushes) = shared.clients.register(addr, laddr, conn.fd, false, false);
     handle.role.store(crate::clients::ROLE_MASTER, Relaxed);
     // Redis's master client has no ACL user.
     *handle.user.lock() = b"(superuser)".to_vec();

@@ -174,7 +174,7 @@ pub(crate) fn admit(
         // TLS listeners are TCP ones.
         let Stream::Tcp(stream) = stream else { return };
         let _ = stream.set_nodelay(true);
-        let (handle, pushes) = shared.clients.register(addr.clone(), laddr, fd, unix);
+        let (handle, pushes) = shared.clients.register(addr.clone(), laddr, fd, unix, true);
         let shared = shared.clone();
         conns.spawn(async move {
             match tls::accept(&ctx, &shared.config, stream).await {
@@ -197,7 +197,7 @@ pub(crate) fn admit(
             return;
         }
     };
-    let (handle, pushes) = shared.clients.register(addr, laddr, fd, unix);
+    let (handle, pushes) = shared.clients.register(addr, laddr, fd, unix, false);
     conns.spawn(connection::run(shared.clone(), socket, handle, pushes));
 }
 

@@ -1234,6 +1234,8 @@ impl RunState<'_, '_> {
             asking: self.asking,
             readonly: self.cluster_readonly,
             write: cmd.has(flags::WRITE),
+            // A script's client has no connection (Redis: `c->conn` NULL).
+            plaintext: false,
         };
         let ks = &mut *self.ks;
         let now = ks.now_ms;
