@@ -177,6 +177,11 @@ impl Loading {
         }
     }
 
+    /// Whether this load answers clients (with -LOADING) by now.
+    pub(crate) fn served(&self) -> bool {
+        self.served.load(Relaxed)
+    }
+
     /// A connection's next batch waits while a load that does not serve
     /// clients (yet) runs.
     pub(crate) async fn wait_unless_served(&self) {

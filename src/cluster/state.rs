@@ -140,7 +140,9 @@ pub struct ClusterState {
     pub current_epoch: u64,
     pub last_vote_epoch: u64,
     nodes: Vec<Node>,
-    index: HashMap<NodeName, usize>,
+    /// Node names (chosen by peers) to their place in `nodes`: foldhash,
+    /// seeded per process, as the keyspace's dicts.
+    index: HashMap<NodeName, usize, foldhash::fast::RandomState>,
     /// Who serves each slot (`slots[]`).
     slots: Vec<Option<NodeName>>,
     /// Where myself migrates a slot to (`migrating_slots_to[]`).
@@ -166,7 +168,7 @@ impl ClusterState {
             current_epoch: 0,
             last_vote_epoch: 0,
             nodes: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
             slots: vec![None; SLOTS],
             migrating_to: vec![None; SLOTS],
             importing_from: vec![None; SLOTS],

@@ -143,6 +143,9 @@ pub(crate) enum Dispatched {
     /// CLIENT PAUSE holds the command (true: it may write): nothing was
     /// done; await the pause's end and dispatch it again.
     Paused(bool),
+    /// A load that does not answer clients yet began after the batch
+    /// started: nothing was done; await it and dispatch again.
+    WaitLoad,
     /// MIGRATE ran its first step: run the transfer (no shard held), then
     /// [`crate::commands::migrate::finish`].
     Migrate(Box<crate::migrate::Transfer>),
@@ -173,7 +176,10 @@ pub(crate) fn dispatch(
         crate::clients::caused_by(handle, || dispatch_caused(shared, client, out, args));
     let ran = !matches!(
         dispatched,
-        Dispatched::WaitScript | Dispatched::ScriptRunner | Dispatched::Paused(_)
+        Dispatched::WaitScript
+            | Dispatched::ScriptRunner
+            | Dispatched::Paused(_)
+            | Dispatched::WaitLoad
     );
     if clear_asking && ran && !client.in_multi() {
         client.asking = false;
@@ -228,6 +234,7 @@ fn dispatch_caused(
         Verdict::WaitScript => return Dispatched::WaitScript,
         Verdict::ScriptRunner => return Dispatched::ScriptRunner,
         Verdict::Paused(writes) => return Dispatched::Paused(writes),
+        Verdict::WaitLoad => return Dispatched::WaitLoad,
         Verdict::Redirect(text) => {
             // Not `reject`: EXEC's transaction is discarded without
             // EXECABORT, as Redis's redirection does.
@@ -385,6 +392,8 @@ enum Verdict {
     ScriptRunner,
     /// CLIENT PAUSE holds it (true: it may write): retry after the pause.
     Paused(bool),
+    /// The dataset loads and does not answer clients yet: retry after.
+    WaitLoad,
     /// Cluster mode: another node serves it (`-MOVED`, `-ASK`, …).
     Redirect(String),
 }
@@ -519,7 +528,15 @@ fn verify(
     }
     // While the dataset loads only commands flagged `loading` run (Redis's
     // `is_denyloading_command`); EXEC only if everything it queued is.
+    // A load that serves no clients yet (a short one: Redis answers
+    // -LOADING only from within its load loop, past 2 MB) holds the
+    // command instead, as Redis's blocked event loop would: the load may
+    // have begun after this batch passed its wait (a replica's full sync
+    // started by the client's previous command).
     if shared.persistence.loading.active() && denied_while_loading(client, cmd) {
+        if !shared.persistence.loading.served() {
+            return Verdict::WaitLoad;
+        }
         return Verdict::Reject(crate::persistence::LOADING.into());
     }
     // During an asynchronous replica load, those flagged
@@ -1186,6 +1203,12 @@ pub(crate) async fn execute_rest(
             Err(d) => d,
         };
         match dispatched {
+            Dispatched::WaitLoad => {
+                if owned.is_none() {
+                    owned = Some(args.to_owned());
+                }
+                shared.persistence.loading.wait_unless_served().await;
+            }
             Dispatched::Paused(writes) => {
                 let h = client.handle.clone();
                 shared
