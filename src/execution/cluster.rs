@@ -113,6 +113,10 @@ pub(crate) fn redirect_blocked(shared: &Services) {
     if !shared.blocking.has_waiters() {
         return;
     }
+    // The cluster's lock before the shards', in the routing's order: held
+    // the other way round, a bus write waiting between would deadlock
+    // (a waiting writer holds back new readers).
+    let inner = cluster.read();
     // Not while a script holds the shards: the next round will do.
     let Some(mut guards) = shared.store.try_lock_for(
         shared.store.all_shards(),
@@ -130,7 +134,6 @@ pub(crate) fn redirect_blocked(shared: &Services) {
             }
         }
     }
-    let inner = cluster.read();
     let me = inner.myself();
     for w in waiters {
         let text = if !inner.ok() {
