@@ -18,6 +18,7 @@ pub mod gossip;
 pub mod nodes_conf;
 pub(crate) mod route;
 pub mod state;
+pub(crate) mod window_sync;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -57,6 +58,9 @@ pub(crate) struct Cluster {
     wake: tokio::sync::Notify,
     /// What the bus counts for `CLUSTER INFO` and `CLUSTER LINKS`.
     pub(crate) stats: BusStats,
+    /// The window rules shared with the other nodes. Lock order: after
+    /// the keyspace's shards and after `inner`, never before either.
+    pub(crate) rules: parking_lot::Mutex<window_sync::RuleSync>,
 }
 
 /// `clusterMsg` types Redis counts (`CLUSTERMSG_TYPE_COUNT`).
@@ -250,6 +254,7 @@ impl Cluster {
             submitted: parking_lot::Mutex::new(Vec::new()),
             wake: tokio::sync::Notify::new(),
             stats: BusStats::default(),
+            rules: Default::default(),
         })
     }
 
@@ -268,6 +273,46 @@ impl Cluster {
         }
         self.submitted.lock().extend(actions);
         self.wake.notify_one();
+    }
+
+    /// A window rule set or deleted on this node (ZWINDOW SET / DEL, not
+    /// its primary's stream nor a load): versioned and sent to every node.
+    /// `live` gives the node's rules, for a table not seeded yet.
+    pub(crate) fn window_rule_changed(
+        &self,
+        change: window_sync::Change,
+        live: impl FnOnce() -> Vec<window_sync::RuleSpec>,
+    ) {
+        let me = self.read().myself().0;
+        let now = crate::util::unix_ms();
+        let out = {
+            let mut sync = self.rules.lock();
+            if !sync.seeded() {
+                sync.seed(live());
+            }
+            match change {
+                window_sync::Change::Set(rule) => sync.local_set(me, rule, now),
+                window_sync::Change::Del(pattern) => sync.local_del(me, &pattern, now),
+            }
+        };
+        let actions = self.rule_messages(&self.read(), out.sends);
+        self.submit(actions);
+    }
+
+    /// The window rules' messages as bus actions.
+    pub(crate) fn rule_messages(
+        &self,
+        inner: &Inner,
+        sends: Vec<window_sync::Send>,
+    ) -> Vec<gossip::Action> {
+        sends
+            .into_iter()
+            .flat_map(|s| {
+                inner
+                    .state
+                    .module_message(s.link, window_sync::MODULE_ID, s.msg_type, s.payload)
+            })
+            .collect()
     }
 
     /// The actions submitted so far, for the bus's driver.

@@ -8,7 +8,10 @@
 //! that runs the 100 ms cron and the actions commands submit. Every
 //! [`Action`] the state machine returns is carried out here: on the links,
 //! on nodes.conf, on the replication role (as REPLICAOF does), on the
-//! pause (as CLIENT PAUSE WRITE), on pub/sub and on the keyspace.
+//! pause (as CLIENT PAUSE WRITE), on pub/sub and on the keyspace. The
+//! window rules the nodes share (`cluster::window_sync`) ride on module
+//! messages: their digests go out with the cron, and the rules received
+//! are applied as ZWINDOW applies them (`commands::windows::apply_shared`).
 //!
 //! With `tls-cluster yes` the links speak TLS (as Redis 7.0 does, the
 //! accepting side asks for the peer's certificate whatever
@@ -27,6 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 
 use crate::cluster::gossip::{Action, LinkId};
+use crate::cluster::window_sync::{self, Change, RuleSpec};
 use crate::cluster::{BusStats, Cluster, Inner, wire};
 use crate::commands::Services;
 
@@ -188,6 +192,12 @@ impl Bus {
                         pubsub.publish(limit, &channel, &message);
                     }
                 }
+                Action::Module {
+                    link,
+                    module_id,
+                    module_type,
+                    payload,
+                } => self.module_message(link, module_id, module_type, &payload),
                 Action::DeleteKeysInSlot(slot) => {
                     let env = self.shared.env();
                     let guards = env.store.lock(env.store.all_shards());
@@ -196,6 +206,64 @@ impl Bus {
                 }
             }
         }
+    }
+
+    /// A module message: the window rules' (another module's is ignored,
+    /// as a Redis without that module ignores it).
+    fn module_message(self: &Arc<Self>, link: LinkId, id: [u8; 8], msg_type: u8, payload: &[u8]) {
+        if id != window_sync::MODULE_ID {
+            return;
+        }
+        let received = self
+            .cluster()
+            .rules
+            .lock()
+            .on_message(link, msg_type, payload);
+        let out = match received {
+            Ok(out) => out,
+            Err(e) => {
+                tracing::warn!("window rules message from the cluster bus dropped: {e}");
+                return;
+            }
+        };
+        let patterns: Vec<Vec<u8>> = out
+            .changes
+            .iter()
+            .map(|c| match c {
+                Change::Set(rule) => rule.pattern.clone(),
+                Change::Del(pattern) => pattern.clone(),
+            })
+            .collect();
+        crate::commands::windows::apply_shared(&self.shared, &patterns);
+        self.send_rules(out.sends);
+    }
+
+    /// The window rules' cron: the node's loaded rules enter the shared
+    /// table once the dataset is loaded, then the digest goes out.
+    fn rules_cron(self: &Arc<Self>) {
+        let out = {
+            let mut sync = self.cluster().rules.lock();
+            if !sync.seeded() {
+                if self.shared.persistence.loading.active() {
+                    return;
+                }
+                sync.seed(self.shared.windows.list().iter().map(|r| RuleSpec::of(r)));
+            }
+            sync.cron(now_ms())
+        };
+        self.send_rules(out.sends);
+    }
+
+    fn send_rules(self: &Arc<Self>, sends: Vec<window_sync::Send>) {
+        if sends.is_empty() {
+            return;
+        }
+        let actions = {
+            let cluster = self.cluster();
+            let inner = cluster.read();
+            cluster.rule_messages(&inner, sends)
+        };
+        self.apply(actions);
     }
 
     /// A primary in a manual failover holds writes until `until` (ms) or
@@ -548,6 +616,7 @@ async fn drive(bus: Arc<Bus>) {
             _ = tick.tick() => {
                 bus.with_state(|inner, now| inner.state.cron(now));
                 bus.follow_known_primary();
+                bus.rules_cron();
             }
             _ = bus.cluster().submitted() => {}
             _ = shutdown.changed() => return,
