@@ -61,6 +61,8 @@ pub(crate) struct Cluster {
     /// The window rules shared with the other nodes. Lock order: after
     /// the keyspace's shards and after `inner`, never before either.
     pub(crate) rules: parking_lot::Mutex<window_sync::RuleSync>,
+    /// Rule changes made on this node, not yet in `rules`.
+    local_rules: parking_lot::Mutex<Vec<window_sync::Change>>,
 }
 
 /// `clusterMsg` types Redis counts (`CLUSTERMSG_TYPE_COUNT`).
@@ -255,6 +257,7 @@ impl Cluster {
             wake: tokio::sync::Notify::new(),
             stats: BusStats::default(),
             rules: Default::default(),
+            local_rules: Default::default(),
         })
     }
 
@@ -276,27 +279,18 @@ impl Cluster {
     }
 
     /// A window rule set or deleted on this node (ZWINDOW SET / DEL, not
-    /// its primary's stream nor a load): versioned and sent to every node.
-    /// `live` gives the node's rules, for a table not seeded yet.
-    pub(crate) fn window_rule_changed(
-        &self,
-        change: window_sync::Change,
-        live: impl FnOnce() -> Vec<window_sync::RuleSpec>,
-    ) {
-        let me = self.read().myself().0;
-        let now = crate::util::unix_ms();
-        let out = {
-            let mut sync = self.rules.lock();
-            if !sync.seeded() {
-                sync.seed(live());
-            }
-            match change {
-                window_sync::Change::Set(rule) => sync.local_set(me, rule, now),
-                window_sync::Change::Del(pattern) => sync.local_del(me, &pattern, now),
-            }
-        };
-        let actions = self.rule_messages(&self.read(), out.sends);
-        self.submit(actions);
+    /// its primary's stream nor a load), for the bus to version and send
+    /// to every node. Queued, not done here: the command holds the
+    /// keyspace's shards, and routing holds `inner` while it locks a shard,
+    /// so taking `inner` here could deadlock.
+    pub(crate) fn window_rule_changed(&self, change: window_sync::Change) {
+        self.local_rules.lock().push(change);
+        self.wake.notify_one();
+    }
+
+    /// The local rule changes queued so far, for the bus's driver.
+    pub(crate) fn take_local_rules(&self) -> Vec<window_sync::Change> {
+        std::mem::take(&mut *self.local_rules.lock())
     }
 
     /// The window rules' messages as bus actions.

@@ -106,7 +106,8 @@ fn set(ctx: &mut Ctx) -> CmdResult {
 
 /// In cluster mode, a change made here (not one replayed from this
 /// replica's primary or from the AOF, which the cluster has already) goes
-/// to the other nodes, and into the config file.
+/// to the other nodes, and into the config file, by way of the bus (which
+/// then calls [`apply_shared`]).
 fn share(ctx: &mut Ctx, change: Change) {
     let Some(cluster) = &ctx.shared.cluster else {
         return;
@@ -114,11 +115,7 @@ fn share(ctx: &mut Ctx, change: Change) {
     if ctx.client.master || ctx.shared.persistence.loading.active() {
         return;
     }
-    let windows = &ctx.shared.windows;
-    cluster.window_rule_changed(change, || {
-        windows.list().iter().map(|r| RuleSpec::of(r)).collect()
-    });
-    persist(ctx.shared);
+    cluster.window_rule_changed(change);
 }
 
 /// Keeps the rules in the config file, if the server has one.
@@ -133,18 +130,22 @@ fn persist(shared: &super::Services) {
 }
 
 /// Applies what the cluster's rule table says for `patterns` (changed by
-/// a message from another node) to this node's rules, through the path
+/// a message from another node, or by this node's ZWINDOW, whose change
+/// may have raced one from the cluster) to this node's rules, through the path
 /// ZWINDOW SET and DEL take: every shard locked, the change propagated
 /// to the AOF and replicas as the command, then kept in the config file.
 /// The table is read under the shards' locks, so two messages applied
 /// in either order leave the rules as the table says.
-pub(crate) fn apply_shared(shared: &super::Services, patterns: &[Vec<u8>]) {
+/// `local`: the changes were this node's own (the file must take them
+/// even when the rules already agree).
+pub(crate) fn apply_shared(shared: &super::Services, patterns: &[Vec<u8>], local: bool) {
     let Some(cluster) = &shared.cluster else {
         return;
     };
     if patterns.is_empty() {
         return;
     }
+    let mut changed = false;
     let env = shared.env();
     let guards = env.store.lock(env.store.all_shards());
     let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
@@ -173,11 +174,13 @@ pub(crate) fn apply_shared(shared: &super::Services, patterns: &[Vec<u8>]) {
                         "window rule set by the cluster"
                     );
                     crate::keyspace::windows::set_rule(&mut ks, rule);
+                    changed = true;
                     let spec = spec.clone();
                     ks.also_propagate(|| set_argv(&spec));
                 }
                 None => {
                     if crate::keyspace::windows::del_rule(&mut ks, pattern) {
+                        changed = true;
                         tracing::info!(
                             pattern = %String::from_utf8_lossy(pattern),
                             "window rule deleted by the cluster"
@@ -192,7 +195,9 @@ pub(crate) fn apply_shared(shared: &super::Services, patterns: &[Vec<u8>]) {
     }
     ks.flush_propagated(false);
     drop(ks);
-    persist(shared);
+    if changed || local {
+        persist(shared);
+    }
 }
 
 /// `ZWINDOW SET` as the AOF and replicas receive a shared rule.

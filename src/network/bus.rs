@@ -234,8 +234,56 @@ impl Bus {
                 Change::Del(pattern) => pattern.clone(),
             })
             .collect();
-        crate::commands::windows::apply_shared(&self.shared, &patterns);
         self.send_rules(out.sends);
+        self.apply_rules(patterns, false);
+    }
+
+    /// Brings the node's rules in line with the shared table for
+    /// `patterns`, on a blocking thread: it locks every shard, which a
+    /// long script may hold, and the bus must keep answering meanwhile.
+    fn apply_rules(&self, patterns: Vec<Vec<u8>>, local: bool) {
+        if patterns.is_empty() {
+            return;
+        }
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::commands::windows::apply_shared(&shared, &patterns, local);
+        });
+    }
+
+    /// Rule changes made by this node's clients: versioned in the shared
+    /// table, sent to every node, kept in the config file.
+    fn local_rules(self: &Arc<Self>) {
+        let changes = self.cluster().take_local_rules();
+        if changes.is_empty() {
+            return;
+        }
+        let me = self.cluster().read().myself().0;
+        let now = crate::util::unix_ms();
+        let mut sends = Vec::new();
+        let mut patterns = Vec::new();
+        {
+            let mut sync = self.cluster().rules.lock();
+            if !sync.seeded() {
+                sync.seed(self.shared.windows.list().iter().map(|r| RuleSpec::of(r)));
+            }
+            for change in changes {
+                let out = match change {
+                    Change::Set(rule) => {
+                        patterns.push(rule.pattern.clone());
+                        sync.local_set(me, rule, now)
+                    }
+                    Change::Del(pattern) => {
+                        let out = sync.local_del(me, &pattern, now);
+                        patterns.push(pattern);
+                        out
+                    }
+                };
+                sends.extend(out.sends);
+            }
+        }
+        self.send_rules(sends);
+        self.apply_rules(patterns, true);
     }
 
     /// The window rules' cron: the node's loaded rules enter the shared
@@ -623,5 +671,6 @@ async fn drive(bus: Arc<Bus>) {
         }
         let submitted = bus.cluster().take_submitted();
         bus.apply(submitted);
+        bus.local_rules();
     }
 }
