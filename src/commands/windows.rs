@@ -131,11 +131,12 @@ fn persist(shared: &super::Services) {
 
 /// Applies what the cluster's rule table says for `patterns` (changed by
 /// a message from another node, or by this node's ZWINDOW, whose change
-/// may have raced one from the cluster) to this node's rules, through the path
-/// ZWINDOW SET and DEL take: every shard locked, the change propagated
+/// may have raced one from the cluster) to this node's rules, through the
+/// path ZWINDOW SET and DEL take: every shard locked, the change propagated
 /// to the AOF and replicas as the command, then kept in the config file.
 /// The table is read under the shards' locks, so two messages applied
 /// in either order leave the rules as the table says.
+///
 /// `local`: the changes were this node's own (the file must take them
 /// even when the rules already agree).
 pub(crate) fn apply_shared(shared: &super::Services, patterns: &[Vec<u8>], local: bool) {
