@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// Long enough that a loaded machine does not fail nodes over: failure
-/// detection is not what these tests are about.
-const NODE_TIMEOUT: u64 = 6000;
+/// Redis's default: long enough that a loaded machine does not see nodes
+/// fail (and the cluster go down) under these tests, which are not about
+/// failure detection.
+const NODE_TIMEOUT: u64 = 15000;
 const WAIT: Duration = Duration::from_secs(60);
 /// A reply's time limit: generous, for a loaded machine.
 const REPLY: Duration = Duration::from_secs(60);
@@ -319,8 +320,8 @@ fn rules_reach_every_zwindow_node_and_a_redis_server_node_stays_healthy() {
     // The redis-server node received the module messages, ignored them,
     // and it and everybody else see a healthy cluster.
     let mut rc = patient(redis.conn());
+    wait_state_ok(&mut rc);
     let info = cmd(&mut rc, "CLUSTER INFO");
-    assert!(info.contains("cluster_state:ok"), "{info}");
     let received = info
         .lines()
         .find_map(|l| l.strip_prefix("cluster_stats_messages_module_received:"))
@@ -330,10 +331,14 @@ fn rules_reach_every_zwindow_node_and_a_redis_server_node_stays_healthy() {
         received > 0,
         "no module message reached redis-server: {info}"
     );
+    // (Waited for, not asserted at once: on a loaded machine a node may
+    // be late with a PONG for a moment; what must not happen is that the
+    // module messages leave a node failed or the cluster down.)
     for c in conns.iter_mut() {
-        lists_connected(c, &ids).expect("every node sees every node healthy");
-        let info = cmd(c, "CLUSTER INFO");
-        assert!(info.contains("cluster_state:ok"), "{info}");
+        wait_for("every node seeing every node healthy", || {
+            lists_connected(c, &ids)
+        });
+        wait_state_ok(c);
     }
     // Redis still serves its own slots.
     let key = key_in(&mut rc, "r:", BOUNDS[3].0, BOUNDS[3].1);
