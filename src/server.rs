@@ -129,6 +129,19 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         .stats
         .startup_memory
         .store(crate::stats::note_peak_memory(&shared.stats), Relaxed);
+    if shared.cluster.is_some()
+        && let Some(rule) = window_rules
+            .iter()
+            .find(|r| !crate::keyspace::windows::moveto_confined(r))
+    {
+        let why = crate::commands::windows::MOVETO_CROSS_SLOT;
+        return Err(format!(
+            "zwindow rule '{}': {}",
+            String::from_utf8_lossy(&rule.pattern),
+            why.strip_prefix("ERR ").unwrap_or(why)
+        )
+        .into());
+    }
     for rule in window_rules {
         // No key exists before the dataset loads below: no cache to reset.
         let _ = shared.windows.set(rule);

@@ -18,7 +18,10 @@
 //! (`CLUSTER FAILOVER [FORCE|TAKEOVER]`, MFSTART), replica migration to
 //! orphaned primaries, and `CLUSTER FORGET`'s blacklist.
 //!
-//! Not here: module messages (not handled yet); the send-buffer limit of
+//! Module messages are passed on as [`Action::Module`] (from known
+//! senders, as Redis does) and sent by [`ClusterState::module_message`];
+//! what they mean is the receiver's (`cluster::window_sync`). Not here:
+//! the send-buffer limit of
 //! links and the per-type statistics, which the network layer's bus
 //! (`network::bus`) keeps.
 //!
@@ -320,6 +323,14 @@ pub enum Action {
     /// Myself lost this slot to a newer config: drop its keys
     /// (`delKeysInSlot`), if it has any.
     DeleteKeysInSlot(u16),
+    /// A module message from a known node arrived on `link`
+    /// (`moduleCallClusterReceivers`).
+    Module {
+        link: LinkId,
+        module_id: [u8; 8],
+        module_type: u8,
+        payload: Bytes,
+    },
 }
 
 /// What one call must do before returning (`clusterDoBeforeSleep`'s todo
@@ -1010,6 +1021,31 @@ impl ClusterState {
         out.actions
     }
 
+    /// `clusterSendModule`: a module message on `link`, or to every node
+    /// we have a link to.
+    pub fn module_message(
+        &self,
+        link: Option<LinkId>,
+        module_id: [u8; 8],
+        module_type: u8,
+        payload: Bytes,
+    ) -> Vec<Action> {
+        let mut out = Out::default();
+        let msg = self.msg(Body::Module {
+            module_id,
+            module_type,
+            payload,
+        });
+        match link {
+            Some(link) if self.bus.links.contains_key(&link) => {
+                out.actions.push(Action::Send { link, msg });
+            }
+            Some(_) => {}
+            None => self.broadcast(&msg, &mut out),
+        }
+        out.actions
+    }
+
     /// `CLUSTER LINKS`' facts: for every other node, its outbound link
     /// (`to`) and its inbound one (`from`): the link, the node, whether
     /// inbound, when it was made.
@@ -1222,7 +1258,7 @@ impl ClusterState {
                 out.save(true);
                 self.update_slots_config_with(node, *config_epoch, slots, out);
             }
-            // Manual failover and modules are not handled here.
+            // A replica asks its primary to start a manual failover.
             Body::MfStart => {
                 let Some(s) = sender else { return };
                 let me = self.myself_name();
@@ -1237,7 +1273,22 @@ impl ClusterState {
                 });
                 self.send_ping(link, Kind::Ping, now, out);
             }
-            Body::Module { .. } | Body::Unknown { .. } => {}
+            Body::Module {
+                module_id,
+                module_type,
+                payload,
+            } => {
+                // "Protect the module from unknown nodes."
+                if sender.is_some() {
+                    out.actions.push(Action::Module {
+                        link,
+                        module_id: *module_id,
+                        module_type: *module_type,
+                        payload: payload.clone(),
+                    });
+                }
+            }
+            Body::Unknown { .. } => {}
         }
     }
 

@@ -18,6 +18,7 @@ pub mod gossip;
 pub mod nodes_conf;
 pub(crate) mod route;
 pub mod state;
+pub(crate) mod window_sync;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -48,6 +49,11 @@ pub(crate) struct Cluster {
     wake: tokio::sync::Notify,
     /// What the bus counts for `CLUSTER INFO` and `CLUSTER LINKS`.
     pub(crate) stats: BusStats,
+    /// The window rules shared with the other nodes. Lock order: after
+    /// the keyspace's shards and after `inner`, never before either.
+    pub(crate) rules: parking_lot::Mutex<window_sync::RuleSync>,
+    /// Rule changes made on this node, not yet in `rules`.
+    local_rules: parking_lot::Mutex<Vec<window_sync::Change>>,
 }
 
 /// `clusterMsg` types Redis counts (`CLUSTERMSG_TYPE_COUNT`).
@@ -189,6 +195,8 @@ impl Cluster {
             submitted: parking_lot::Mutex::new(Vec::new()),
             wake: tokio::sync::Notify::new(),
             stats: BusStats::default(),
+            rules: Default::default(),
+            local_rules: Default::default(),
         })
     }
 
@@ -207,6 +215,37 @@ impl Cluster {
         }
         self.submitted.lock().extend(actions);
         self.wake.notify_one();
+    }
+
+    /// A window rule set or deleted on this node (ZWINDOW SET / DEL, not
+    /// its primary's stream nor a load), for the bus to version and send
+    /// to every node. Queued, not done here: the command holds the
+    /// keyspace's shards, and routing holds `inner` while it locks a shard,
+    /// so taking `inner` here could deadlock.
+    pub(crate) fn window_rule_changed(&self, change: window_sync::Change) {
+        self.local_rules.lock().push(change);
+        self.wake.notify_one();
+    }
+
+    /// The local rule changes queued so far, for the bus's driver.
+    pub(crate) fn take_local_rules(&self) -> Vec<window_sync::Change> {
+        std::mem::take(&mut *self.local_rules.lock())
+    }
+
+    /// The window rules' messages as bus actions.
+    pub(crate) fn rule_messages(
+        &self,
+        inner: &Inner,
+        sends: Vec<window_sync::Send>,
+    ) -> Vec<gossip::Action> {
+        sends
+            .into_iter()
+            .flat_map(|s| {
+                inner
+                    .state
+                    .module_message(s.link, window_sync::MODULE_ID, s.msg_type, s.payload)
+            })
+            .collect()
     }
 
     /// The actions submitted so far, for the bus's driver.

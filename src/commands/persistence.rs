@@ -142,7 +142,7 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
     if ttl < 0 {
         return Err(Error::Static("ERR Invalid TTL value, must be >= 0"));
     }
-    let (value, field_ttls) = match crate::rdb::restore(ctx.args.get(3), &ctx.shared.config) {
+    let restored = match crate::rdb::restore(ctx.args.get(3), &ctx.shared.config) {
         Ok(v) => v,
         Err(RestoreError::Footer) => {
             return Err(Error::Static(
@@ -175,10 +175,13 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
             v
         });
     }
-    if field_ttls {
+    if restored.field_ttls {
         ctx.shared.store.field_ttls.store(true, Relaxed);
     }
-    let mut entry = Entry::new(value);
+    if restored.member_ttls {
+        ctx.shared.store.member_ttls.store(true, Relaxed);
+    }
+    let mut entry = Entry::new(restored.value);
     entry.expire_at = if ttl == 0 { 0 } else { at };
     ctx.ks.set_entry(key, entry);
     // IDLETIME is kept under an LRU (or no) policy, FREQ under an LFU one.

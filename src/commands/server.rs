@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{
-    CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, all_commands, docs, int_arg,
-    lookup,
+    CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, Services, all_commands, docs,
+    int_arg, lookup,
 };
 use crate::protocol::Reply;
 use crate::spec::metadata::{Begin, Find, KeySpec, categories, ks, meta_of};
@@ -697,10 +697,18 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
-    let rules = ctx.shared.windows.list();
+    rewrite_config(ctx.shared).map_err(Error::Owned)?;
+    ctx.out.ok();
+    Ok(Done)
+}
+
+/// `CONFIG REWRITE`'s work: also how a cluster node keeps the window
+/// rules the cluster shares in its config file.
+pub(crate) fn rewrite_config(shared: &Services) -> Result<(), String> {
+    let rules = shared.windows.list();
     // With an ACL file the users live there: the config keeps no `user` line.
-    let users: Vec<Vec<u8>> = if ctx.shared.config.aclfile.is_empty() {
-        ctx.shared
+    let users: Vec<Vec<u8>> = if shared.config.aclfile.is_empty() {
+        shared
             .acl
             .file_text()
             .split(|&b| b == b'\n')
@@ -710,12 +718,7 @@ fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
     } else {
         Vec::new()
     };
-    ctx.shared
-        .config
-        .rewrite(&rules, &users)
-        .map_err(Error::Owned)?;
-    ctx.out.ok();
-    Ok(Done)
+    shared.config.rewrite(&rules, &users)
 }
 
 fn config_help(ctx: &mut Ctx) -> CmdResult {

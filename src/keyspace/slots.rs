@@ -66,7 +66,7 @@ pub(crate) fn key_hash_slot(key: &[u8]) -> u16 {
 }
 
 /// The non-empty bytes between the first `{` and the next `}`.
-fn hash_tag(key: &[u8]) -> Option<&[u8]> {
+pub(crate) fn hash_tag(key: &[u8]) -> Option<&[u8]> {
     let open = key.iter().position(|&b| b == b'{')?;
     let rest = &key[open + 1..];
     let close = rest.iter().position(|&b| b == b'}')?;

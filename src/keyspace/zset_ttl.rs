@@ -98,7 +98,7 @@ pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
     }
     if let Some(dest) = dest {
         moved.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-        super::windows::hand_off(ks, &dest, moved);
+        super::windows::hand_off(ks, key, &dest, moved);
     }
     ks.prop.dirty = dirty;
     removed

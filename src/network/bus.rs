@@ -8,7 +8,10 @@
 //! that runs the 100 ms cron and the actions commands submit. Every
 //! [`Action`] the state machine returns is carried out here: on the links,
 //! on nodes.conf, on the replication role (as REPLICAOF does), on the
-//! pause (as CLIENT PAUSE WRITE), on pub/sub and on the keyspace.
+//! pause (as CLIENT PAUSE WRITE), on pub/sub and on the keyspace. The
+//! window rules the nodes share (`cluster::window_sync`) ride on module
+//! messages: their digests go out with the cron, and the rules received
+//! are applied as ZWINDOW applies them (`commands::windows::apply_shared`).
 //!
 //! With `tls-cluster yes` the links speak TLS (as Redis 7.0 does, the
 //! accepting side asks for the peer's certificate whatever
@@ -27,6 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 
 use crate::cluster::gossip::{Action, LinkId};
+use crate::cluster::window_sync::{self, Change, RuleSpec};
 use crate::cluster::{BusStats, Cluster, Inner, wire};
 use crate::commands::Services;
 
@@ -184,6 +188,12 @@ impl Bus {
                         pubsub.publish(limit, &channel, &message);
                     }
                 }
+                Action::Module {
+                    link,
+                    module_id,
+                    module_type,
+                    payload,
+                } => self.module_message(link, module_id, module_type, &payload),
                 Action::DeleteKeysInSlot(slot) => {
                     let env = self.shared.env();
                     let guards = env.store.lock(env.store.all_shards());
@@ -192,6 +202,112 @@ impl Bus {
                 }
             }
         }
+    }
+
+    /// A module message: the window rules' (another module's is ignored,
+    /// as a Redis without that module ignores it).
+    fn module_message(self: &Arc<Self>, link: LinkId, id: [u8; 8], msg_type: u8, payload: &[u8]) {
+        if id != window_sync::MODULE_ID {
+            return;
+        }
+        let received = self
+            .cluster()
+            .rules
+            .lock()
+            .on_message(link, msg_type, payload);
+        let out = match received {
+            Ok(out) => out,
+            Err(e) => {
+                tracing::warn!("window rules message from the cluster bus dropped: {e}");
+                return;
+            }
+        };
+        let patterns: Vec<Vec<u8>> = out
+            .changes
+            .iter()
+            .map(|c| match c {
+                Change::Set(rule) => rule.pattern.clone(),
+                Change::Del(pattern) => pattern.clone(),
+            })
+            .collect();
+        self.send_rules(out.sends);
+        self.apply_rules(patterns, false);
+    }
+
+    /// Brings the node's rules in line with the shared table for
+    /// `patterns`, on a blocking thread: it locks every shard, which a
+    /// long script may hold, and the bus must keep answering meanwhile.
+    fn apply_rules(&self, patterns: Vec<Vec<u8>>, local: bool) {
+        if patterns.is_empty() {
+            return;
+        }
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::commands::windows::apply_shared(&shared, &patterns, local);
+        });
+    }
+
+    /// Rule changes made by this node's clients: versioned in the shared
+    /// table, sent to every node, kept in the config file.
+    fn local_rules(self: &Arc<Self>) {
+        let changes = self.cluster().take_local_rules();
+        if changes.is_empty() {
+            return;
+        }
+        let me = self.cluster().read().myself().0;
+        let now = crate::util::unix_ms();
+        let mut sends = Vec::new();
+        let mut patterns = Vec::new();
+        {
+            let mut sync = self.cluster().rules.lock();
+            if !sync.seeded() {
+                sync.seed(self.shared.windows.list().iter().map(|r| RuleSpec::of(r)));
+            }
+            for change in changes {
+                let out = match change {
+                    Change::Set(rule) => {
+                        patterns.push(rule.pattern.clone());
+                        sync.local_set(me, rule, now)
+                    }
+                    Change::Del(pattern) => {
+                        let out = sync.local_del(me, &pattern, now);
+                        patterns.push(pattern);
+                        out
+                    }
+                };
+                sends.extend(out.sends);
+            }
+        }
+        self.send_rules(sends);
+        self.apply_rules(patterns, true);
+    }
+
+    /// The window rules' cron: the node's loaded rules enter the shared
+    /// table once the dataset is loaded, then the digest goes out.
+    fn rules_cron(self: &Arc<Self>) {
+        let out = {
+            let mut sync = self.cluster().rules.lock();
+            if !sync.seeded() {
+                if self.shared.persistence.loading.active() {
+                    return;
+                }
+                sync.seed(self.shared.windows.list().iter().map(|r| RuleSpec::of(r)));
+            }
+            sync.cron(now_ms())
+        };
+        self.send_rules(out.sends);
+    }
+
+    fn send_rules(self: &Arc<Self>, sends: Vec<window_sync::Send>) {
+        if sends.is_empty() {
+            return;
+        }
+        let actions = {
+            let cluster = self.cluster();
+            let inner = cluster.read();
+            cluster.rule_messages(&inner, sends)
+        };
+        self.apply(actions);
     }
 
     /// A primary in a manual failover holds writes until `until` (ms) or
@@ -544,11 +660,13 @@ async fn drive(bus: Arc<Bus>) {
             _ = tick.tick() => {
                 bus.with_state(|inner, now| inner.state.cron(now));
                 bus.follow_known_primary();
+                bus.rules_cron();
             }
             _ = bus.cluster().submitted() => {}
             _ = shutdown.changed() => return,
         }
         let submitted = bus.cluster().take_submitted();
         bus.apply(submitted);
+        bus.local_rules();
     }
 }

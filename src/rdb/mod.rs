@@ -124,9 +124,22 @@ impl Limits {
 }
 
 /// `DUMP`'s payload: the value, the RDB version, the CRC-64 of both.
+///
+/// A sorted set's member TTLs, which RDB has no place for, follow the
+/// value: [`MEMBER_TTLS`] and the record an RDB file's `zwindow-zttl` AUX
+/// field holds. redis-server reads the value and ignores what follows it
+/// (`restoreCommand` does not check that the payload is used up), so the
+/// payload stays a valid one for it; zwindow's RESTORE (and MIGRATE's)
+/// gives the members their TTLs back.
 pub(crate) fn dump(value: &crate::keyspace::Value) -> Vec<u8> {
     let mut out = vec![0];
     out[0] = value::encode(value, true, &mut out);
+    if let crate::keyspace::Value::ZSet(z) = value
+        && let Some(record) = value::member_ttls(z)
+    {
+        out.extend_from_slice(MEMBER_TTLS);
+        out.extend_from_slice(&record);
+    }
     // A hash with field TTLs is in Redis 7.4's form, which only RDB 12
     // readers know.
     let version = if matches!(
@@ -151,12 +164,21 @@ pub(crate) enum RestoreError {
     Data,
 }
 
-/// A decoded `RESTORE` payload: the value, and whether it has hash field
-/// TTLs the keyspace must schedule.
-pub(crate) fn restore(
-    payload: &[u8],
-    config: &Config,
-) -> Result<(crate::keyspace::Value, bool), RestoreError> {
+/// What follows a sorted set's value in a DUMP payload when its members
+/// have TTLs (see [`dump`]).
+const MEMBER_TTLS: &[u8] = b"zwindow-zttl";
+
+/// A decoded `RESTORE` payload.
+pub(crate) struct Restored {
+    pub(crate) value: crate::keyspace::Value,
+    /// Hash field TTLs the keyspace must schedule.
+    pub(crate) field_ttls: bool,
+    /// Sorted-set member TTLs the keyspace must schedule.
+    pub(crate) member_ttls: bool,
+}
+
+/// Decodes a `RESTORE` payload (see [`dump`]).
+pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, RestoreError> {
     if payload.len() < 10 {
         return Err(RestoreError::Footer);
     }
@@ -169,10 +191,24 @@ pub(crate) fn restore(
     }
     let mut r = codec::Reader::new(body);
     let ty = r.byte().map_err(|_| RestoreError::Data)?;
-    let (v, extra) =
+    let (mut v, extra) =
         value::decode(ty, &mut r, &Limits::from_config(config)).map_err(|_| RestoreError::Data)?;
-    if !r.is_empty() || file::is_empty_value(&v) {
+    let mut member_ttls = false;
+    if !r.is_empty() {
+        match (&mut v, body[r.pos..].strip_prefix(MEMBER_TTLS)) {
+            (crate::keyspace::Value::ZSet(z), Some(record)) => {
+                value::apply_member_ttls(z, record).map_err(|_| RestoreError::Data)?;
+                member_ttls = z.has_ttls();
+            }
+            _ => return Err(RestoreError::Data),
+        }
+    }
+    if file::is_empty_value(&v) {
         return Err(RestoreError::Data);
     }
-    Ok((v, extra.field_ttls))
+    Ok(Restored {
+        value: v,
+        field_ttls: extra.field_ttls,
+        member_ttls,
+    })
 }

@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use parking_lot::RwLock;
 
+use crate::keyspace::slots::{hash_tag, key_hash_slot};
 use crate::keyspace::{Entry, Key, Keyspace, Value, notify};
 use crate::types::list::End;
 use crate::types::zset::{ScoreBound, ScoreRange};
@@ -42,6 +43,9 @@ pub(crate) struct Stats {
     expired_lazy: AtomicU64,
     expired_swept: AtomicU64,
     handed_off: AtomicU64,
+    /// Members not handed off because their destination hashes to another
+    /// slot than their key (cluster mode; see [`moveto_confined`]).
+    handoff_cross_slot: AtomicU64,
     sweeper_cycles: AtomicU64,
     sweeper_us: AtomicU64,
 }
@@ -234,12 +238,13 @@ impl Windows {
         let s = &self.stats;
         let _ = write!(
             out,
-            "window_rules:{}\r\nwindowed_keys:{}\r\nwindow_expired_lazy:{}\r\nwindow_expired_swept:{}\r\nwindow_handed_off:{}\r\nwindow_sweeper_cycles:{}\r\nwindow_sweeper_time_us:{}\r\n",
+            "window_rules:{}\r\nwindowed_keys:{}\r\nwindow_expired_lazy:{}\r\nwindow_expired_swept:{}\r\nwindow_handed_off:{}\r\nwindow_handoff_cross_slot:{}\r\nwindow_sweeper_cycles:{}\r\nwindow_sweeper_time_us:{}\r\n",
             self.count.load(Relaxed),
             windowed_keys,
             s.expired_lazy.load(Relaxed),
             s.expired_swept.load(Relaxed),
             s.handed_off.load(Relaxed),
+            s.handoff_cross_slot.load(Relaxed),
             s.sweeper_cycles.load(Relaxed),
             s.sweeper_us.load(Relaxed),
         );
@@ -350,7 +355,7 @@ pub(crate) fn trim(ks: &mut Keyspace<'_>, key: &[u8], mode: TrimMode) -> usize {
         ks.notify(notify::GENERIC, "del", key);
     }
     if let Some(dest) = rule.destination(key) {
-        hand_off(ks, &dest, moved);
+        hand_off(ks, key, &dest, moved);
     }
     ks.prop.dirty = dirty;
     removed
@@ -385,6 +390,55 @@ pub(crate) fn del_rule(ks: &mut Keyspace<'_>, pattern: &[u8]) -> bool {
         reset_caches(ks);
     }
     removed
+}
+
+/// Whether every list `rule`'s MOVETO can name lies in the slot of the
+/// sorted set it comes from, which cluster mode requires (a node writes
+/// only keys of its own slots, and a slot moves as a whole).
+///
+/// - No MOVETO: yes.
+/// - An exact pattern (no glob character) names one key: its destination
+///   must hash to that key's slot.
+/// - A glob pattern: the keys it matches have one slot only when its
+///   literal prefix (the bytes before the first `*`, `?`, `[` or `\`)
+///   holds a whole non-empty hash tag (`{tag}`, the first `{` and the next
+///   `}`), as in `{events}:*`: every key starts with that prefix, so its
+///   tag is `tag`. Then the destination template (`{key}` in it stands for
+///   the key) must hash to `tag`'s slot for every key:
+///   - without `{key}`, it is one fixed name: its slot must be `tag`'s
+///     (`{events}:expired`);
+///   - with `{key}`, the part before the first `{key}` decides: without
+///     any `{`, the destination's first `{` is the key's own, so its tag is
+///     the key's (`{key}:expired`, `old:{key}`); with a whole non-empty tag,
+///     that tag's slot must be `tag`'s (`{events}:{key}:expired`); with an
+///     open `{` or an empty `{}`, the tag would depend on the key: no.
+///
+/// Everything else is refused: `{key}:expired` under `events:*` would
+/// put `events:1:expired` (hashed whole) in another slot than `events:1`.
+pub(crate) fn moveto_confined(rule: &Rule) -> bool {
+    let Some(template) = rule.moveto.as_deref() else {
+        return true;
+    };
+    let (exact, prefix_len, _) = rule.precedence();
+    if exact {
+        return rule
+            .destination(&rule.pattern)
+            .is_some_and(|d| key_hash_slot(&d) == key_hash_slot(&rule.pattern));
+    }
+    let Some(tag) = hash_tag(&rule.pattern[..prefix_len]) else {
+        return false;
+    };
+    let slot = key_hash_slot(tag);
+    match template.windows(5).position(|w| w == b"{key}") {
+        None => key_hash_slot(template) == slot,
+        Some(at) => {
+            let head = &template[..at];
+            if !head.contains(&b'{') {
+                return true;
+            }
+            hash_tag(head).is_some_and(|t| key_hash_slot(t) == slot)
+        }
+    }
 }
 
 /// Forgets every key's resolved rule, once per 65,535 rule changes (when
@@ -440,11 +494,37 @@ pub(crate) fn handoff_shard(ks: &mut Keyspace<'_>, key: &[u8]) -> Option<usize> 
 /// RPUSHes aged members to the rule's destination list, oldest first, in
 /// the same critical section that removed them: a consumer sees each member
 /// exactly once, and never both in the set and in the list.
-pub(crate) fn hand_off(ks: &mut Keyspace<'_>, dest: &[u8], members: Vec<(Vec<u8>, f64)>) {
+///
+/// In cluster mode a destination in another slot than `key` is never
+/// written (the node may not own that slot, and a slot migrating away
+/// would leave the list behind): the members are dropped, logged and
+/// counted. Rules that could do this are refused where they are set
+/// ([`moveto_confined`]); this guards rules that came another way (a
+/// replicated or shared rule, a key a pattern rule did not foresee).
+pub(crate) fn hand_off(
+    ks: &mut Keyspace<'_>,
+    key: &[u8],
+    dest: &[u8],
+    members: Vec<(Vec<u8>, f64)>,
+) {
     if members.is_empty() {
         return;
     }
     let n = members.len() as u64;
+    if ks.env.store.slot_index().is_some() && key_hash_slot(dest) != key_hash_slot(key) {
+        tracing::warn!(
+            key = %String::from_utf8_lossy(key),
+            dest = %String::from_utf8_lossy(dest),
+            dropped = n,
+            "window hand-off destination hashes to another slot than the key: not written"
+        );
+        ks.env
+            .windows
+            .stats
+            .handoff_cross_slot
+            .fetch_add(n, Relaxed);
+        return;
+    }
     let list = match ks.get(dest) {
         Some(Entry {
             value: Value::List(l),
@@ -618,6 +698,70 @@ mod tests {
         assert_eq!(parse_duration(b"1.5m", Unit::Seconds), Some(90_000));
         for bad in [&b"0"[..], b"-5", b"abc", b"5y", b"", b"1e300d"] {
             assert_eq!(parse_duration(bad, Unit::Seconds), None);
+        }
+    }
+
+    #[test]
+    fn moveto_confined_to_the_key_s_slot() {
+        let ok = |pattern: &str, dest: Option<&str>| {
+            let r = Rule::new(
+                pattern.as_bytes(),
+                1000,
+                Unit::Seconds,
+                dest.map(str::as_bytes),
+            );
+            moveto_confined(&r)
+        };
+        // No hand-off, or one into the key's own tag.
+        assert!(ok("events:*", None));
+        assert!(ok("{events}:*", Some("{key}:expired")));
+        assert!(ok("{events}:*", Some("old:{key}")));
+        assert!(ok("{events}:*", Some("{events}:expired")));
+        assert!(ok("{events}:*", Some("{events}:{key}:expired")));
+        assert!(ok("x{events}y:*", Some("archive{events}")));
+        // A fixed destination in the tag's slot, whatever its spelling:
+        // `{events}` and `events` hash alike.
+        assert!(ok("{events}:*", Some("events")));
+        // Exact names: the two keys' slots.
+        assert!(ok("{a}b", Some("{a}c")));
+        assert!(ok("ab", Some("{ab}:x")));
+        assert!(ok("ab", Some("{key}")));
+        assert!(!ok("ab", Some("ab:expired")));
+        // The keys' slots vary: no tag in the literal prefix.
+        assert!(!ok("events:*", Some("{key}:expired")));
+        assert!(!ok("*{events}", Some("{key}:expired")));
+        assert!(!ok("{ev*}:x", Some("{key}:expired")));
+        assert!(!ok("{}:*", Some("{key}:expired")));
+        // Another tag, an open brace or an empty tag before `{key}`.
+        assert!(!ok("{events}:*", Some("{other}:expired")));
+        assert!(!ok("{events}:*", Some("{other}:{key}")));
+        assert!(!ok("{events}:*", Some("{{key}}")));
+        assert!(!ok("{events}:*", Some("{}{key}")));
+        // Checked against real keys and destinations: accepted rules
+        // always land in the key's slot.
+        for (pattern, dest) in [
+            ("{events}:*", "{key}:expired"),
+            ("{events}:*", "old:{key}"),
+            ("x{events}y:*", "archive{events}"),
+            ("{events}:*", "{events}:{key}:expired"),
+        ] {
+            let r = Rule::new(
+                pattern.as_bytes(),
+                1000,
+                Unit::Seconds,
+                Some(dest.as_bytes()),
+            );
+            let prefix = &pattern[..pattern.len() - 1];
+            for suffix in ["", "1", "{x}", "}{", "{", "a}b{c}"] {
+                let key = format!("{prefix}{suffix}");
+                let d = r.destination(key.as_bytes()).unwrap();
+                assert_eq!(
+                    key_hash_slot(&d),
+                    key_hash_slot(key.as_bytes()),
+                    "{key} -> {}",
+                    String::from_utf8_lossy(&d)
+                );
+            }
         }
     }
 
