@@ -180,6 +180,11 @@ pub(crate) struct Transfer {
     pub(crate) items: Vec<Item>,
     /// The source database of the keys.
     pub(crate) source_db: usize,
+    /// The source runs in cluster mode: the keys go as RESTORE-ASKING, which
+    /// a target importing their slot accepts without ASKING (it answers a
+    /// plain RESTORE with MOVED back to the source), as Redis's
+    /// `migrateCommand` does.
+    pub(crate) cluster: bool,
 }
 
 /// Shows the target and the keys' count, never the password or payloads.
@@ -358,7 +363,12 @@ fn attempt(cache: &SocketCache, name: &[u8], mut conn: TargetConn, t: &Transfer)
     }
     for item in &t.items {
         let ttl = item.ttl.to_string();
-        let mut args: Vec<&[u8]> = vec![b"RESTORE", &item.key, ttl.as_bytes(), &item.payload];
+        let restore: &[u8] = if t.cluster {
+            b"RESTORE-ASKING"
+        } else {
+            b"RESTORE"
+        };
+        let mut args: Vec<&[u8]> = vec![restore, &item.key, ttl.as_bytes(), &item.payload];
         if t.replace {
             args.push(b"REPLACE");
         }
@@ -512,6 +522,7 @@ mod tests {
                 payload: Vec::new(),
             }],
             source_db: 0,
+            cluster: false,
         };
         // Redis's non-blocking connect "succeeds"; its write fails, and
         // so does the one retry.

@@ -117,6 +117,7 @@ fn migrate(ctx: &mut Ctx) -> CmdResult {
         auth,
         items,
         source_db: ctx.ks.db,
+        cluster: ctx.shared.cluster.is_some(),
     });
     if ctx.client.can_block() {
         return Ok(Outcome::Migrate(transfer));
