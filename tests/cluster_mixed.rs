@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use common::PrivateDir;
 use common::cluster::*;
 
 /// The node timeout of the failover tests: failure detection and the
@@ -23,7 +24,7 @@ use common::cluster::*;
 const FAILOVER_TIMEOUT: u64 = 3000;
 /// For tests not about failure detection: a loaded machine must not fail
 /// nodes over under them.
-const CALM_TIMEOUT: u64 = 6000;
+const CALM_TIMEOUT: u64 = 15000;
 /// How long one command may chase its slot (redirections, a dead owner).
 const CALL_LIMIT: Duration = Duration::from_secs(30);
 
@@ -91,7 +92,8 @@ fn mixed_cluster_fails_over(primaries: Kind, replicas: Kind) {
     let kinds = [
         primaries, primaries, primaries, replicas, replicas, replicas,
     ];
-    let mut cluster = Cluster::create(&kinds, 1, FAILOVER_TIMEOUT);
+    let mut cluster = Cluster::create(&kinds, 1, CALM_TIMEOUT);
+    cluster.set_node_timeout(FAILOVER_TIMEOUT);
     assert_roles(&cluster, primaries, replicas);
     let (clean, shown) = cluster.check(0);
     assert!(clean, "{shown}");
@@ -318,4 +320,142 @@ fn reshard_between_zwindow_and_redis_server_under_load() {
     let cluster = Cluster::create(&[Z, R, Z, R, Z, Z], 1, CALM_TIMEOUT);
     let made = reshard_under_load(&cluster, 1, 0, 1);
     assert_eq!(cluster.count_keys().0, made);
+}
+
+/// What one client library's workload reported (its JSON line).
+#[derive(Debug)]
+struct Report {
+    client: String,
+    ops: i64,
+    errors: i64,
+    error_windows: i64,
+    line: String,
+}
+
+/// The integer after `"field":` in a flat JSON line.
+fn json_int(line: &str, field: &str) -> i64 {
+    let at = line
+        .find(&format!("\"{field}\":"))
+        .unwrap_or_else(|| panic!("no {field} in {line}"));
+    let rest = line[at + field.len() + 3..].trim_start();
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end]
+        .parse()
+        .unwrap_or_else(|_| panic!("{field} in {line}"))
+}
+
+/// The seed workloads through redis-py, ioredis and node-redis on a 3+3
+/// cluster of `kind`, across a reshard (slots moved mid-run) and the
+/// SIGKILL of a primary: what each library surfaced to the application.
+fn client_workloads(kind: Kind) -> Vec<Report> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `bash .ci/test`, which creates .venv from tests/python/requirements.txt",
+        python.display()
+    );
+    for package in ["ioredis", "redis"] {
+        let dir = root.join("tests/node/node_modules").join(package);
+        assert!(
+            dir.exists(),
+            "{} is missing: run `bash .ci/test` (npm ci --prefix tests/node)",
+            dir.display()
+        );
+    }
+    let mut cluster = Cluster::create(&[kind; 6], 1, CALM_TIMEOUT);
+    cluster.set_node_timeout(FAILOVER_TIMEOUT);
+    let dir = PrivateDir::new("cluster-clients");
+    let stop = dir.0.join("stop");
+    let seeds: Vec<String> = cluster.live_ports().iter().map(u16::to_string).collect();
+    let seeds = seeds.join(",");
+    let spawn = |program: &std::path::Path, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .current_dir(root)
+            .env("SEED_PORTS", &seeds)
+            .env("STOP_FILE", &stop)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start a client workload")
+    };
+    let node = std::path::Path::new("node");
+    let children = vec![
+        spawn(&python, &["tests/python/cluster_workload.py"]),
+        spawn(node, &["tests/node/cluster_workload.mjs", "ioredis"]),
+        spawn(node, &["tests/node/cluster_workload.mjs", "node-redis"]),
+    ];
+    std::thread::sleep(Duration::from_secs(3));
+    // Slots moved mid-run: the clients meet MOVED and ASK.
+    let (ok, shown) = cluster.reshard(0, 1, 100);
+    assert!(ok, "reshard: {shown}");
+    // A primary dies mid-run: its replica takes over.
+    let victim = 2;
+    let heir = cluster.replica_of(victim);
+    cluster.kill(victim);
+    wait_until("the replica promoted", Duration::from_secs(30), || {
+        let info = text(&cluster.nodes[heir].conn().cmd(&[b"INFO", b"replication"]));
+        if info.contains("role:master") {
+            cluster.state_ok_everywhere()
+        } else {
+            Err(info)
+        }
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(&stop, b"").expect("write the stop file");
+    children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().expect("a client workload");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with('{'))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "no report ({}):\n{stdout}\n{}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr)
+                    )
+                })
+                .to_string();
+            assert!(out.status.success(), "{line}");
+            let client = line.split('"').nth(3).unwrap_or("?").to_string();
+            Report {
+                client,
+                ops: json_int(&line, "ops"),
+                errors: json_int(&line, "errors"),
+                error_windows: json_int(&line, "error_windows"),
+                line,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn cluster_clients_across_a_reshard_and_a_failover() {
+    let _serial = serial();
+    let zwindow = client_workloads(Z);
+    let redis = client_workloads(R);
+    for (z, r) in zwindow.iter().zip(&redis) {
+        println!("zwindow:      {}", z.line);
+        println!("redis-server: {}", r.line);
+        assert_eq!(z.client, r.client);
+        assert!(z.ops > 100, "{z:?}");
+        println!(
+            "{}: errors surfaced to the application: zwindow {} (in {} 100 ms windows, \
+             {} ops), redis-server {} (in {} windows, {} ops)",
+            z.client, z.errors, z.error_windows, z.ops, r.errors, r.error_windows, r.ops
+        );
+        assert!(
+            z.errors <= r.errors,
+            "{}: zwindow surfaced {} errors, redis-server {}",
+            z.client,
+            z.errors,
+            r.errors
+        );
+    }
 }

@@ -241,9 +241,30 @@ impl Cluster {
             .collect()
     }
 
-    /// Node `i`'s CLUSTER NODES, parsed.
+    /// Node `i`'s CLUSTER NODES, parsed (a generous read timeout: a node
+    /// of a loaded machine may be slow to answer while it loads its
+    /// primary's data).
     pub fn members(&self, i: usize) -> Vec<Member> {
-        parse_nodes(&text(&self.nodes[i].conn().cmd(&[b"CLUSTER", b"NODES"])))
+        let mut c = self.nodes[i].conn();
+        c.set_timeout(Duration::from_secs(30));
+        parse_nodes(&text(&c.cmd(&[b"CLUSTER", b"NODES"])))
+    }
+
+    /// CONFIG SET cluster-node-timeout on every live node: a cluster is
+    /// created with a calm timeout (its first syncs must not look like
+    /// failures on a loaded machine), then failure detection is quickened.
+    pub fn set_node_timeout(&mut self, ms: u64) {
+        let ms_text = ms.to_string();
+        for (n, _) in self.nodes.iter().zip(&self.alive).filter(|(_, a)| **a) {
+            let reply = n.conn().cmd(&[
+                b"CONFIG",
+                b"SET",
+                b"cluster-node-timeout",
+                ms_text.as_bytes(),
+            ]);
+            assert_eq!(reply, b"+OK\r\n", "{}", String::from_utf8_lossy(&reply));
+        }
+        self.node_timeout = ms;
     }
 
     /// The index of the node on `port`.
@@ -574,10 +595,9 @@ impl ClusterClient {
     }
 
     fn link(&mut self, port: u16) -> std::io::Result<&mut Link> {
-        if !self.links.contains_key(&port) {
-            let link = Link::open(port)?;
-            self.links.insert(port, link);
+        match self.links.entry(port) {
+            std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
+            std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(Link::open(port)?)),
         }
-        Ok(self.links.get_mut(&port).expect("just inserted"))
     }
 }
