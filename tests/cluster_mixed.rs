@@ -459,3 +459,38 @@ fn cluster_clients_across_a_reshard_and_a_failover() {
         );
     }
 }
+
+/// The keys of 50 slots moved by `redis-cli --cluster reshard` from a
+/// zwindow primary to a redis-server primary: zwindow's MIGRATE sends
+/// RESTORE-ASKING, which the importing redis-server accepts (a plain
+/// RESTORE it answers with MOVED back to the source).
+#[test]
+fn reshard_with_keys_from_zwindow_to_redis_server() {
+    let _serial = serial();
+    let cluster = Cluster::create(&[Z, R, Z], 0, CALM_TIMEOUT);
+    let mut client = ClusterClient::new(&cluster.live_ports());
+    // Slots 0..49 are the first node's (redis-cli gives it 0-5460).
+    let mut keys = Vec::new();
+    for i in 0..5000 {
+        let key = format!("key:{i}");
+        if key_slot(key.as_bytes()) < 50 {
+            let (_, r) = client
+                .call(&[b"SET", key.as_bytes(), b"v"], CALL_LIMIT)
+                .expect("SET");
+            assert_eq!(r, b"+OK\r\n");
+            keys.push(key);
+        }
+    }
+    assert!(keys.len() > 5, "{keys:?}");
+    let (ok, shown) = cluster.reshard(0, 1, 50);
+    assert!(ok, "{shown}");
+    cluster.wait_check_clean();
+    let mut r = cluster.nodes[1].conn();
+    for k in &keys {
+        assert_eq!(r.cmd(&[b"GET", k.as_bytes()]), b"$1\r\nv\r\n", "{k}");
+    }
+    println!(
+        "{} keys of 50 slots moved zwindow -> redis-server",
+        keys.len()
+    );
+}
