@@ -3,6 +3,7 @@
 //! both servers and compares the replies (byte-exact, except that floats compare numerically).
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod dataset;
 pub mod repl;
 
@@ -263,6 +264,12 @@ impl ZwindowServer {
         None
     }
 
+    /// SIGKILL, and reap the process (a crash: nothing flushed).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -422,6 +429,12 @@ impl RedisServer {
     /// The server's private working directory.
     pub fn dir(&self) -> &std::path::Path {
         &self.dir.0
+    }
+
+    /// SIGKILL, and reap the process (a crash: nothing flushed).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
