@@ -6,8 +6,10 @@
 //! nodes.conf and `CLUSTER NODES`), and the [`Cluster`] service a server
 //! started with `cluster-enabled yes` holds: its node table behind a lock,
 //! nodes.conf (loaded or created at startup, locked for the server's
-//! lifetime, saved after every change) and the cluster's health
-//! (`clusterUpdateState`). The bus's protocol logic is [`gossip`]; its
+//! lifetime, saved after every change); the cluster's health
+//! (`clusterUpdateState`) is [`gossip`]'s, asked for here after a
+//! command's change and every 100 ms. The bus's protocol logic is
+//! [`gossip`]; its
 //! sockets and tasks are the network layer's (`network::bus`), which
 //! takes the actions commands submit here ([`Cluster::submit`]).
 //!
@@ -30,16 +32,7 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::config::Config;
 use state::{ClusterState, PORT_INCR};
-use wire::{NODE_FAIL, NODE_MASTER, NODE_MYSELF, NODE_PFAIL, NodeName, SLOTS};
-
-/// `CLUSTER_WRITABLE_DELAY`: a primary stays `fail` this long after
-/// startup, so that a rebooted node does not rejoin as writable before the
-/// cluster could reconfigure it.
-const WRITABLE_DELAY_MS: i64 = 2000;
-/// `CLUSTER_MIN_REJOIN_DELAY` / `CLUSTER_MAX_REJOIN_DELAY`: how long a
-/// primary that was in a minority waits before it turns `ok`.
-const MIN_REJOIN_DELAY_MS: i64 = 500;
-const MAX_REJOIN_DELAY_MS: i64 = 5000;
+use wire::{NODE_MASTER, NODE_MYSELF, NodeName, SLOTS};
 
 /// The cluster service: the node table and what goes with it.
 pub(crate) struct Cluster {
@@ -107,19 +100,31 @@ impl BusStats {
 
 /// What the lock guards.
 pub(crate) struct Inner {
+    /// The node table and the bus's state, the cluster's health included:
+    /// [`gossip`] owns `clusterUpdateState`, whoever asks for it.
     pub(crate) state: ClusterState,
-    /// `server.cluster->state == CLUSTER_OK`.
-    pub(crate) ok: bool,
-    /// `server.cluster->size`: primaries serving at least one slot.
-    pub(crate) size: usize,
-    /// `clusterUpdateState`'s statics.
-    first_call_ms: i64,
-    among_minority_ms: i64,
     /// `cluster-announce-ip` as last applied to myself.
     announced_ip: String,
 }
 
 impl Inner {
+    fn new(state: ClusterState) -> Inner {
+        Inner {
+            state,
+            announced_ip: String::new(),
+        }
+    }
+
+    /// `server.cluster->state == CLUSTER_OK`.
+    pub(crate) fn ok(&self) -> bool {
+        self.state.is_ok()
+    }
+
+    /// `server.cluster->size`: primaries serving at least one slot.
+    pub(crate) fn size(&self) -> usize {
+        self.state.bus.size
+    }
+
     /// Myself's name (a cluster always has one).
     pub(crate) fn myself(&self) -> NodeName {
         self.state.myself.unwrap_or(NodeName::NULL)
@@ -130,57 +135,6 @@ impl Inner {
         self.state
             .node(&self.myself())
             .is_some_and(|n| n.is_replica())
-    }
-
-    /// `clusterUpdateState`: `ok` when every slot is served by a node not
-    /// failed (with `cluster-require-full-coverage`) and a majority of the
-    /// slot-serving primaries is reachable, after the startup and rejoin
-    /// delays a primary observes.
-    pub(crate) fn update_state(&mut self, now_ms: i64, full_coverage: bool, node_timeout: i64) {
-        if self.first_call_ms == 0 {
-            self.first_call_ms = now_ms;
-        }
-        let myself_primary = self
-            .state
-            .node(&self.myself())
-            .is_some_and(|n| n.is_primary());
-        if myself_primary && !self.ok && now_ms - self.first_call_ms < WRITABLE_DELAY_MS {
-            return;
-        }
-        let mut new_ok = true;
-        if full_coverage {
-            new_ok = (0..SLOTS as u16).all(|s| {
-                self.state
-                    .slot_owner(s)
-                    .and_then(|n| self.state.node(n))
-                    .is_some_and(|n| n.flags & NODE_FAIL == 0)
-            });
-        }
-        let (mut size, mut reachable) = (0, 0);
-        for node in self.state.nodes() {
-            if node.flags & NODE_MASTER != 0 && !node.slots.is_empty() {
-                size += 1;
-                if node.flags & (NODE_FAIL | NODE_PFAIL) == 0 {
-                    reachable += 1;
-                }
-            }
-        }
-        self.size = size;
-        if reachable < size / 2 + 1 {
-            new_ok = false;
-            self.among_minority_ms = now_ms;
-        }
-        if new_ok != self.ok {
-            let rejoin = node_timeout.clamp(MIN_REJOIN_DELAY_MS, MAX_REJOIN_DELAY_MS);
-            if new_ok && myself_primary && now_ms - self.among_minority_ms < rejoin {
-                return;
-            }
-            tracing::warn!(
-                "Cluster state changed: {}",
-                if new_ok { "ok" } else { "fail" }
-            );
-            self.ok = new_ok;
-        }
     }
 }
 
@@ -235,16 +189,10 @@ impl Cluster {
                 .cluster_setting("cluster-announce-hostname")
                 .into_bytes();
         }
+        // As `clusterInit` sets it, until the state is computed.
+        state.bus.size = 1;
         Ok(Cluster {
-            inner: RwLock::new(Inner {
-                state,
-                ok: false,
-                // As `clusterInit` sets it, until the state is computed.
-                size: 1,
-                first_call_ms: 0,
-                among_minority_ms: 0,
-                announced_ip: String::new(),
-            }),
+            inner: RwLock::new(Inner::new(state)),
             path,
             _lock: lock,
             submitted: parking_lot::Mutex::new(Vec::new()),
@@ -376,14 +324,12 @@ impl Cluster {
         Ok(())
     }
 
-    /// [`Inner::update_state`] with the settings it reads.
+    /// The cluster's health recomputed (`clusterUpdateState`, the bus's
+    /// own, with the settings brought up to date as the bus does before
+    /// every call).
     pub(crate) fn update_state(&self, inner: &mut Inner, config: &Config, now_ms: i64) {
-        let full = config.cluster_setting("cluster-require-full-coverage") == "yes";
-        let timeout = config
-            .cluster_setting("cluster-node-timeout")
-            .parse()
-            .unwrap_or(15000);
-        inner.update_state(now_ms, full, timeout);
+        inner.state.bus.config = self.bus_config(inner, config);
+        inner.state.refresh_state(now_ms);
     }
 
     /// The periodic work that needs no bus (part of `clusterCron`): the
@@ -519,49 +465,6 @@ fn own_ports(config: &Config) -> (bool, i32, i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn one_node() -> Inner {
-        let mut state = ClusterState::new();
-        let name = random_name();
-        state.node_or_create(name).flags = NODE_MYSELF | NODE_MASTER;
-        state.myself = Some(name);
-        Inner {
-            state,
-            ok: false,
-            size: 0,
-            first_call_ms: 0,
-            among_minority_ms: 0,
-            announced_ip: String::new(),
-        }
-    }
-
-    #[test]
-    fn ok_only_with_every_slot_after_the_delays() {
-        const T: i64 = 1_700_000_000_000;
-        let mut inner = one_node();
-        let me = inner.myself();
-        inner.update_state(T, true, 15000);
-        // Within the writable delay nothing is computed.
-        inner.update_state(T + 1_000, true, 15000);
-        assert_eq!((inner.ok, inner.first_call_ms), (false, T));
-        // Past it, without slots: a minority (no primary serves a slot).
-        inner.update_state(T + 2_500, true, 15000);
-        assert!(!inner.ok);
-        for s in 0..SLOTS as u16 {
-            inner.state.add_slot(&me, s);
-        }
-        // The rejoin delay (node timeout, at most 5 s) since the minority.
-        inner.update_state(T + 7_000, true, 15000);
-        assert!(!inner.ok);
-        inner.update_state(T + 7_500, true, 15000);
-        assert!(inner.ok);
-        assert_eq!(inner.size, 1);
-        inner.state.del_slot(7);
-        inner.update_state(T + 7_600, true, 15000);
-        assert!(!inner.ok, "slot 7 unserved");
-        inner.update_state(T + 7_700, false, 15000);
-        assert!(inner.ok, "full coverage not required");
-    }
 
     #[test]
     fn random_names_are_hex() {

@@ -153,7 +153,7 @@ pub(crate) fn route<'a>(
     let Some(owner) = owner else {
         return Ok(None);
     };
-    if !inner.ok {
+    if !inner.ok() {
         if pubsub_shard {
             if config.cluster_setting("cluster-allow-pubsubshard-when-down") != "yes" {
                 return Err(Redirect::Down);
@@ -277,14 +277,9 @@ mod tests {
         for s in 0..16384u16 {
             state.add_slot(if s < 8192 { &a } else { &b }, s);
         }
-        Inner {
-            state,
-            ok: true,
-            size: 2,
-            first_call_ms: 0,
-            among_minority_ms: 0,
-            announced_ip: String::new(),
-        }
+        state.bus.state_ok = true;
+        state.bus.size = 2;
+        Inner::new(state)
     }
 
     fn run(
@@ -329,7 +324,7 @@ mod tests {
             run(&inner, &["get", "{b}x"], none, &[]),
             Err("CLUSTERDOWN Hash slot not served".into())
         );
-        inner.ok = false;
+        inner.state.bus.state_ok = false;
         assert_eq!(
             run(&inner, &["get", "{c}x"], none, &[]),
             Err("CLUSTERDOWN The cluster is down".into())

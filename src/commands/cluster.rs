@@ -189,9 +189,9 @@ fn info(ctx: &mut Ctx) -> CmdResult {
          cluster_slots_pfail:{pfail}\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{}\r\n\
          cluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{my_epoch}\r\n{}\
          total_cluster_links_buffer_limit_exceeded:{}\r\n",
-        if inner.ok { "ok" } else { "fail" },
+        if inner.ok() { "ok" } else { "fail" },
         inner.state.nodes().count(),
-        inner.size,
+        inner.size(),
         inner.state.current_epoch,
         message_stats(&cl.stats),
         cl.stats

@@ -132,7 +132,7 @@ pub(crate) fn redirect_blocked(shared: &Services) {
     let inner = cluster.read();
     let me = inner.myself();
     for w in waiters {
-        let text = if !inner.ok {
+        let text = if !inner.ok() {
             route::Redirect::Down
         } else {
             // All its keys are in one slot: the first tells.
