@@ -3,6 +3,7 @@
 //! both servers and compares the replies (byte-exact, except that floats compare numerically).
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod dataset;
 pub mod repl;
 
