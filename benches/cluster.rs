@@ -229,30 +229,38 @@ fn cluster_round(bench: &str, nodes: &[Server], depth: usize, requests: u64) -> 
     cluster_tests()
         .into_iter()
         .map(|(_, test)| {
-            let mut args: Vec<String> = [
-                "--cluster",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &nodes[0].port().to_string(),
-                "-c",
-                "50",
-                "-n",
-                &requests.to_string(),
-                "-P",
-                &depth.to_string(),
-                "-r",
-                &RANDOM_KEYS.to_string(),
-                "--csv",
-            ]
-            .map(String::from)
-            .to_vec();
+            let mut args = vec!["--cluster".to_string()];
             args.extend(test);
-            let t0 = ticks(&all);
-            run_benchmark(bench, &args);
-            us_per(ticks(&all).saturating_sub(t0), requests)
+            measure(bench, &all, depth, requests, &args)
         })
         .collect()
+}
+
+/// One redis-benchmark run against `nodes[0]` (50 clients, `depth`,
+/// `requests`, `-r` [`RANDOM_KEYS`]) with `test`'s arguments last (a
+/// command given must be): the CPU per request of `nodes` together, µs.
+fn measure(bench: &str, nodes: &[&Server], depth: usize, requests: u64, test: &[String]) -> f64 {
+    let mut args: Vec<String> = [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &nodes[0].port().to_string(),
+        "-c",
+        "50",
+        "-n",
+        &requests.to_string(),
+        "-P",
+        &depth.to_string(),
+        "-r",
+        &RANDOM_KEYS.to_string(),
+        "--csv",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend_from_slice(test);
+    let t0 = ticks(nodes);
+    run_benchmark(bench, &args);
+    us_per(ticks(nodes).saturating_sub(t0), requests)
 }
 
 // ---------------------------------------------------------------------------
@@ -372,30 +380,7 @@ fn moved_round(
 /// then `-t get`, µs.
 fn single_round(bench: &str, node: &Server, depth: usize, requests: u64) -> [f64; 2] {
     node.text(&["FLUSHALL"]);
-    ["set", "get"].map(|test| {
-        let args: Vec<String> = [
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &node.port().to_string(),
-            "-c",
-            "50",
-            "-n",
-            &requests.to_string(),
-            "-P",
-            &depth.to_string(),
-            "-r",
-            &RANDOM_KEYS.to_string(),
-            "-t",
-            test,
-            "--csv",
-        ]
-        .map(String::from)
-        .to_vec();
-        let t0 = ticks(&[node]);
-        run_benchmark(bench, &args);
-        us_per(ticks(&[node]).saturating_sub(t0), requests)
-    })
+    ["set", "get"].map(|test| measure(bench, &[node], depth, requests, &["-t".into(), test.into()]))
 }
 
 // ---------------------------------------------------------------------------
