@@ -69,7 +69,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -79,8 +78,8 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use common::{
-    Server, clk_tck, cpu_ticks, encode, find_exe, frame_end, median, peer_servers,
-    zwindow_under_test,
+    Server, TempDir, clk_tck, cpu_ticks, encode, env_num, find_exe, frame_end, median,
+    peer_servers, zwindow_under_test,
 };
 
 /// redis-benchmark's key space (`-r`): every SET and ZADD a distinct write.
@@ -113,25 +112,6 @@ struct Primary {
     exe: Exe,
     replica: Exe,
     srv: Server,
-}
-
-/// The bench's temp dir (a directory per server inside), removed at exit;
-/// declared before the servers, so dropped after them.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    /// A new empty directory `name` inside.
-    fn sub(&self, name: &str) -> PathBuf {
-        let dir = self.0.join(name);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
-        dir
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The setup and checks this bench adds to the shared `Server`.
@@ -553,10 +533,6 @@ fn shell_words(args: &[String]) -> String {
         .join(" ")
 }
 
-fn env_num(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 /// Who replicates `kind` (see the header: `REPL_BENCH_REPLICAS`).
 fn replica_for(primary: &Exe, redis: Option<&Exe>, redis_replicas: bool) -> Exe {
     match (primary.kind, redis) {
@@ -620,7 +596,7 @@ fn main() {
         });
     }
     let redis = exes.iter().find(|e| e.kind == Kind::Redis).cloned();
-    let tmp = TempDir(std::env::temp_dir().join(format!("repl_bench-{}", std::process::id())));
+    let tmp = TempDir::new("repl_bench");
     let primaries: Vec<Primary> = exes
         .iter()
         .map(|exe| Primary {

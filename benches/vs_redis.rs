@@ -72,8 +72,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use common::{
-    Server, clk_tck, cpu_ticks, encode, env_depths, env_selects, find_exe, frame_end, median,
-    peer_servers, zwindow_under_test,
+    Server, clk_tck, cpu_ticks, encode, env_depths, env_num, env_selects, find_exe, frame_end,
+    free_port, median, peer_servers, zwindow_under_test,
 };
 
 /// Members in the set every workload runs against.
@@ -365,13 +365,6 @@ fn tls_bench_args(certs: &Path) -> Vec<String> {
     ]
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
 /// Where redis-benchmark connects to a server: its plain port, its TLS
 /// port with the TLS flags, or its unix socket.
 #[derive(Clone)]
@@ -456,10 +449,6 @@ fn measure(
 
 fn geomean(v: &[f64]) -> f64 {
     (v.iter().map(|r| r.ln()).sum::<f64>() / v.len() as f64).exp()
-}
-
-fn env_num(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 fn main() {

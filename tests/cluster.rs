@@ -103,6 +103,16 @@ fn two_node_conf() -> String {
     )
 }
 
+/// A directory for the zwindow node and one for the redis-server node,
+/// each with [`two_node_conf`].
+fn two_node_dirs() -> (PrivateDir, PrivateDir) {
+    let (zd, rd) = (PrivateDir::new("cluster-z"), PrivateDir::new("cluster-r"));
+    for d in [&zd, &rd] {
+        std::fs::write(d.0.join("nodes.conf"), two_node_conf()).unwrap();
+    }
+    (zd, rd)
+}
+
 /// A zwindow command line for a cluster node on `port` (`"0"`: any) in
 /// `dir`, with the defaults for the rest.
 fn cluster_command(dir: &PrivateDir, port: &str, extra: &[&str]) -> std::process::Command {
@@ -196,6 +206,12 @@ impl Pair {
         z
     }
 
+    /// Waits until both nodes call the cluster ok.
+    fn wait_ok(&mut self) {
+        wait_state(&mut self.z, "ok");
+        wait_state(&mut self.r, "ok");
+    }
+
     fn same_str(&mut self, line: &str) -> String {
         let args = common::split_args(line);
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
@@ -286,8 +302,7 @@ fn a_lone_node_given_every_slot_as_redis() {
     }
     // Every slot: the state turns ok (after Redis's delays).
     p.same_str("CLUSTER ADDSLOTSRANGE 0 8000 8001 16383");
-    wait_state(&mut p.z, "ok");
-    wait_state(&mut p.r, "ok");
+    p.wait_ok();
     for line in [
         "CLUSTER INFO",
         "CLUSTER NODES",
@@ -363,8 +378,7 @@ fn a_lone_node_given_every_slot_as_redis() {
     // A script with a #!lua line keeps its keys in one slot.
     let script = b"#!lua\nredis.call('get', '{u}a'); return redis.call('get', '{v}a')";
     p.same_str("CLUSTER ADDSLOTSRANGE 0 16383");
-    wait_state(&mut p.z, "ok");
-    wait_state(&mut p.r, "ok");
+    p.wait_ok();
     p.same(&[b"EVAL", script, b"0"]);
     p.same(&[b"EVAL", b"#!lua flags=allow-cross-slot-keys\nredis.call('get', '{u}a'); return redis.call('get', '{v}a')", b"0"]);
     p.same(&[b"EVAL", b"#!lua flags=no-cluster\nreturn 1", b"0"]);
@@ -396,8 +410,7 @@ fn cluster_down_as_redis() {
     ] {
         p.same_str(line);
     }
-    wait_state(&mut p.z, "ok");
-    wait_state(&mut p.r, "ok");
+    p.wait_ok();
     for line in ["SET a 1", "GET a", "GET foo", "CLUSTER INFO"] {
         p.same_str(line);
     }
@@ -405,15 +418,12 @@ fn cluster_down_as_redis() {
 
 #[test]
 fn redirections_to_a_node_named_in_nodes_conf() {
-    let (zd, rd) = (PrivateDir::new("cluster-z"), PrivateDir::new("cluster-r"));
-    std::fs::write(zd.0.join("nodes.conf"), two_node_conf()).unwrap();
-    std::fs::write(rd.0.join("nodes.conf"), two_node_conf()).unwrap();
+    let (zd, rd) = two_node_dirs();
     let z = zwindow_node(&zd, &[]);
     let r = redis_node(&rd, &[]);
     let mut p = Pair::new(&z, &r);
     assert_eq!((p.zid.as_str(), p.rid.as_str()), (A, A));
-    wait_state(&mut p.z, "ok");
-    wait_state(&mut p.r, "ok");
+    p.wait_ok();
     assert_eq!(p.same_str("GET foo"), "-MOVED 12182 127.0.0.1:7999\r\n");
     let lines = [
         // foo is slot 12182 (B's), {b} 3300 and {c} 7365 (mine).
@@ -770,14 +780,11 @@ fn keys_loaded_claim_their_slots_as_redis() {
 
 #[test]
 fn blocked_clients_follow_their_slot_as_redis() {
-    let (zd, rd) = (PrivateDir::new("cluster-z"), PrivateDir::new("cluster-r"));
-    std::fs::write(zd.0.join("nodes.conf"), two_node_conf()).unwrap();
-    std::fs::write(rd.0.join("nodes.conf"), two_node_conf()).unwrap();
+    let (zd, rd) = two_node_dirs();
     let z = zwindow_node(&zd, &[]);
     let r = redis_node(&rd, &[]);
     let mut p = Pair::new(&z, &r);
-    wait_state(&mut p.z, "ok");
-    wait_state(&mut p.r, "ok");
+    p.wait_ok();
     // Blocked on {b}l (slot 3300) and {c}l (slot 7365), both mine.
     let mut zb = z.conn();
     let mut rb = r.conn();

@@ -16,6 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::cluster::{bulk_text, nodes_line};
 use common::*;
 use zwindow::cluster::wire::{self, Body, Header, Ip, Msg, NodeName, Ping, PingExt};
 
@@ -26,27 +27,9 @@ const WAIT: Duration = Duration::from_secs(8);
 const FAKE_ID: &[u8; 40] = b"fa4e000000000000000000000000000000000001";
 const FAKE_HOSTNAME: &[u8] = b"fake-node.test";
 
-/// The text of a bulk-string reply.
-fn bulk_text(reply: &[u8]) -> String {
-    match parse_reply(reply) {
-        Reply::Bulk(b) => String::from_utf8(b).expect("UTF-8 reply"),
-        other => panic!("expected a bulk string, got {other:?}"),
-    }
-}
-
 fn myid(server: &RedisServer) -> NodeName {
     let id = bulk_text(&server.conn().cmd(&[b"CLUSTER", b"MYID"]));
     NodeName::from_slice(id.as_bytes()).unwrap_or_else(|| panic!("odd node id {id:?}"))
-}
-
-/// `CLUSTER NODES`' line for `id`, if listed.
-fn nodes_line(server: &RedisServer, id: &NodeName) -> Option<String> {
-    let nodes = bulk_text(&server.conn().cmd(&[b"CLUSTER", b"NODES"]));
-    let id = String::from_utf8_lossy(id.as_bytes()).into_owned();
-    nodes
-        .lines()
-        .find(|l| l.split(' ').next() == Some(id.as_str()))
-        .map(str::to_owned)
 }
 
 /// The fake node: what it announces about itself.

@@ -14,6 +14,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::cluster::{bulk_text, nodes_line};
 use common::*;
 use zwindow::cluster::gossip::{Action, BusConfig, LinkId};
 use zwindow::cluster::state::ClusterState;
@@ -28,23 +29,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
-}
-
-fn bulk_text(reply: &[u8]) -> String {
-    match parse_reply(reply) {
-        Reply::Bulk(b) => String::from_utf8(b).expect("UTF-8 reply"),
-        other => panic!("expected a bulk string, got {other:?}"),
-    }
-}
-
-/// `CLUSTER NODES`' line for `id`, if listed.
-fn nodes_line(server: &RedisServer, id: &NodeName) -> Option<String> {
-    let nodes = bulk_text(&server.conn().cmd(&[b"CLUSTER", b"NODES"]));
-    let id = String::from_utf8_lossy(id.as_bytes()).into_owned();
-    nodes
-        .lines()
-        .find(|l| l.split(' ').next() == Some(id.as_str()))
-        .map(str::to_owned)
 }
 
 /// One bus connection and the bytes read from it so far.
@@ -352,6 +336,17 @@ fn cluster_meet(from: &RedisServer, port: u16, cport: u16) {
     assert_eq!(reply, b"+OK\r\n", "CLUSTER MEET");
 }
 
+/// `CLUSTER ADDSLOTSRANGE first last` on `server`.
+fn add_slots_range(server: &RedisServer, (first, last): (&str, &str)) {
+    let reply = server.conn().cmd(&[
+        b"CLUSTER",
+        b"ADDSLOTSRANGE",
+        first.as_bytes(),
+        last.as_bytes(),
+    ]);
+    assert_eq!(reply, b"+OK\r\n", "CLUSTER ADDSLOTSRANGE {first} {last}");
+}
+
 /// Three redis-server primaries and our node as a replica of the first:
 /// when that primary dies, the other two mark it failed, vote for us, and
 /// we take its slots at a new epoch, which they accept.
@@ -375,13 +370,7 @@ fn three_primaries_and_our_replica() -> (Vec<(RedisServer, u16)>, Vec<NodeName>,
             .iter()
             .zip([("0", "5460"), ("5461", "10922"), ("10923", "16383")])
     {
-        let reply = s.conn().cmd(&[
-            b"CLUSTER",
-            b"ADDSLOTSRANGE",
-            range.0.as_bytes(),
-            range.1.as_bytes(),
-        ]);
-        assert_eq!(reply, b"+OK\r\n");
+        add_slots_range(s, range);
     }
     node.run_until(
         "our state knowing the three primaries and their slots",
@@ -486,13 +475,7 @@ fn our_primary_votes_for_a_redis_replica() {
     cluster_meet(&a, r.port(), r_cport);
     cluster_meet(&a, port, cport);
     for (s, range) in [(&a, ("0", "5460")), (&b, ("5461", "10922"))] {
-        let reply = s.conn().cmd(&[
-            b"CLUSTER",
-            b"ADDSLOTSRANGE",
-            range.0.as_bytes(),
-            range.1.as_bytes(),
-        ]);
-        assert_eq!(reply, b"+OK\r\n");
+        add_slots_range(s, range);
     }
     for slot in 10923..16384 {
         assert!(node.state.add_slot(&our_id, slot));

@@ -15,19 +15,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::cluster::bulk_text;
 use common::*;
 use zwindow::cluster::nodes_conf;
 use zwindow::cluster::state::{ClusterState, EndpointType, ReplyContext};
 
 const WAIT: Duration = Duration::from_secs(20);
 const HOSTNAME: &str = "b.node.test";
-
-fn bulk_text(reply: &[u8]) -> String {
-    match parse_reply(reply) {
-        Reply::Bulk(b) => String::from_utf8(b).expect("UTF-8 reply"),
-        other => panic!("expected a bulk string, got {other:?}"),
-    }
-}
 
 fn ok(server: &RedisServer, args: &[&str]) {
     let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();

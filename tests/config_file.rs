@@ -638,6 +638,23 @@ fn stock_redis_conf_files_load() {
     assert!(loaded > 0, "no stock config file found to load");
 }
 
+/// The values of a compose file's `key:` lines, in the flow-sequence form
+/// the examples use (`command: ["redis-server", "--appendonly", "yes"]`),
+/// one line each.
+fn flow(yaml: &str, key: &str) -> Vec<Vec<String>> {
+    yaml.lines()
+        .filter_map(|l| l.trim().strip_prefix(key))
+        .map(|v| {
+            let v = v.trim();
+            assert!(v.starts_with('[') && v.ends_with(']'), "{key} {v}");
+            v[1..v.len() - 1]
+                .split(',')
+                .map(|w| w.trim().trim_matches('"').to_string())
+                .collect()
+        })
+        .collect()
+}
+
 /// `examples/compose/docker-compose.yml`: every service's `command:` runs
 /// through the image's entrypoint as the container would run it (the
 /// mounted redis.conf at its own path; the port, `dir` and password
@@ -649,22 +666,9 @@ fn stock_redis_conf_files_load() {
 fn compose_example_commands_start() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compose");
     let yaml = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
-    let flow = |key: &str| -> Vec<Vec<String>> {
-        yaml.lines()
-            .filter_map(|l| l.trim().strip_prefix(key))
-            .map(|v| {
-                let v = v.trim();
-                assert!(v.starts_with('[') && v.ends_with(']'), "{key} {v}");
-                v[1..v.len() - 1]
-                    .split(',')
-                    .map(|w| w.trim().trim_matches('"').to_string())
-                    .collect()
-            })
-            .collect()
-    };
-    let commands = flow("command:");
+    let commands = flow(&yaml, "command:");
     assert_eq!(commands.len(), 2, "{commands:?}");
-    for test in flow("test:") {
+    for test in flow(&yaml, "test:") {
         assert_eq!(test, ["CMD", "zwindow", "--healthcheck"]);
     }
     assert!(yaml.contains("- cache-data:/data") && yaml.contains("- sessions-data:/data"));
@@ -714,6 +718,148 @@ fn compose_example_commands_start() {
             String::from_utf8_lossy(&check.stdout)
         );
     }
+}
+
+/// `examples/compose/cluster/docker-compose.yml` without Docker: its six
+/// nodes' `command:` lines run through the image's entrypoint as the
+/// containers would, each on ports of its own of 127.0.0.1 (in the compose
+/// network every container has 6379 and 16379) and with a long node
+/// timeout, then its `cluster-create`
+/// command with the nodes' service names mapped to those ports. The cluster
+/// must form as redis-cli promises: ok on every node, three primaries
+/// serving all the slots, each with one replica in sync, and redirections
+/// naming the hostnames the nodes announce (what clients in the compose
+/// network resolve).
+#[test]
+fn compose_cluster_example_forms_a_cluster() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compose/cluster");
+    let yaml = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
+    let commands = flow(&yaml, "command:");
+    let (nodes, create): (Vec<_>, Vec<_>) =
+        commands.into_iter().partition(|c| c[0] == "redis-server");
+    assert_eq!((nodes.len(), create.len()), (6, 1), "{nodes:?} {create:?}");
+    let dir = PrivateDir::new("conf-compose-cluster");
+    let path = image_path(&dir.0);
+    // hostname -> (server, port)
+    let mut servers: Vec<(String, ZwindowServer, u16)> = Vec::new();
+    for (i, args) in nodes.iter().enumerate() {
+        let hostname = args
+            .iter()
+            .position(|a| a == "--cluster-announce-hostname")
+            .map(|p| args[p + 1].clone())
+            .expect("each node announces its hostname");
+        assert_eq!(hostname, format!("node-{}", i + 1));
+        let data = dir.0.join(&hostname);
+        std::fs::create_dir_all(&data).unwrap();
+        let (z, _) = common::start_on_free_port(|cport| {
+            let mut cmd = Command::new("sh");
+            cmd.arg(entrypoint())
+                .args(args)
+                .args(["--port", &free_port().to_string()])
+                .args(["--cluster-port", &cport.to_string()])
+                .args(["--dir", data.to_str().unwrap()])
+                // Failure detection is not tested here: a loaded machine
+                // must not fail a primary over while the cluster forms.
+                .args(["--cluster-node-timeout", "60000"])
+                .env("PATH", &path)
+                .env("ZWINDOW_DEFAULTS", defaults());
+            ZwindowServer::try_start_command(cmd)
+        });
+        let port = z.port();
+        servers.push((hostname, z, port));
+    }
+    let address = |host_port: &str| -> String {
+        let host = host_port.strip_suffix(":6379").unwrap_or(host_port);
+        match servers.iter().find(|(h, _, _)| h == host) {
+            Some((_, _, port)) => format!("127.0.0.1:{port}"),
+            None => host_port.to_string(),
+        }
+    };
+    let create = &create[0];
+    assert_eq!(&create[..3], ["redis-cli", "--cluster", "create"]);
+    let args: Vec<String> = create[1..].iter().map(|a| address(a)).collect();
+    let out = Command::new("redis-cli")
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run redis-cli");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("[OK] All 16384 slots covered."),
+        "redis-cli {args:?}:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Every node ok, three primaries with slots, three replicas of three
+    // different primaries, their links up.
+    let text_of = |z: &ZwindowServer, args: &[&[u8]]| -> String {
+        // Six debug builds syncing replicas on a shared machine: patience.
+        let mut c = z.conn();
+        c.set_timeout(Duration::from_secs(60));
+        let r = parse_reply(&c.cmd(args));
+        String::from_utf8_lossy(r.bulk()).into_owned()
+    };
+    let settled = || {
+        let all_ok = servers
+            .iter()
+            .all(|(_, z, _)| text_of(z, &[b"CLUSTER", b"INFO"]).contains("cluster_state:ok"));
+        let nodes = text_of(&servers[0].1, &[b"CLUSTER", b"NODES"]);
+        let lines: Vec<Vec<&str>> = nodes
+            .lines()
+            .map(|l| l.split(' ').collect::<Vec<_>>())
+            .collect();
+        let primaries: Vec<&str> = lines
+            .iter()
+            .filter(|f| f.len() > 8 && f[2].contains("master"))
+            .map(|f| f[0])
+            .collect();
+        let mut followed: Vec<&str> = lines
+            .iter()
+            .filter(|f| f.len() >= 8 && f[2].contains("slave"))
+            .map(|f| f[3])
+            .collect();
+        followed.sort_unstable();
+        followed.dedup();
+        let linked = servers.iter().all(|(_, z, _)| {
+            let info = text_of(z, &[b"INFO", b"replication"]);
+            info.contains("role:master") || info.contains("master_link_status:up")
+        });
+        let shape = primaries.len() == 3
+            && followed.len() == 3
+            && followed.iter().all(|p| primaries.contains(p));
+        (all_ok && shape && linked, nodes)
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (done, nodes) = settled();
+        if done {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cluster never settled:\n{nodes}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // A key of another node's: the redirection names it by its hostname
+    // (and here its remapped port).
+    let (_, first, _) = &servers[0];
+    let mut c = first.conn();
+    let moved = (0..100)
+        .map(|i| {
+            String::from_utf8_lossy(&c.cmd(&[b"GET", format!("k{i}").as_bytes()])).into_owned()
+        })
+        .find(|r| r.starts_with("-MOVED "))
+        .expect("some key served by another node");
+    let target = moved.trim_end().rsplit(' ').next().unwrap().to_string();
+    let (host, port) = target.rsplit_once(':').unwrap();
+    assert!(
+        servers
+            .iter()
+            .any(|(h, _, p)| h == host && p.to_string() == port),
+        "{moved}"
+    );
 }
 
 /// Settings given on the command line as redis-server 7.0.15 reads them:

@@ -1,8 +1,9 @@
 //! What the benches that drive a real server share: starting zwindow or
 //! redis-server on a free port (`Server`), RESP requests and frame
 //! boundaries (`encode`, `frame_end`), pipelined raw requests
-//! (`Server::raw`), the `/proc` figures (`cpu_ticks`, `proc_status_kb`)
-//! and finding executables (`find_exe`).
+//! (`Server::raw`), the `/proc` figures (`cpu_ticks`, `proc_status_kb`),
+//! finding executables (`find_exe`), free ports, a temp dir removed at
+//! exit and numeric knobs (`env_num`).
 //!
 //! Each bench includes it with `mod common;`; a bench that uses only part of
 //! it would warn about the rest, hence the per-item `#[allow(dead_code)]`
@@ -217,6 +218,41 @@ impl Drop for Server {
     }
 }
 
+/// A free local TCP port (free when asked).
+#[allow(dead_code)]
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// A bench's temp dir (a directory per server inside), removed at exit;
+/// declared before the servers, so dropped after them.
+#[allow(dead_code)]
+pub struct TempDir(pub std::path::PathBuf);
+
+#[allow(dead_code)]
+impl TempDir {
+    /// `<temp dir>/<name>-<pid>`.
+    pub fn new(name: &str) -> TempDir {
+        TempDir(std::env::temp_dir().join(format!("{name}-{}", std::process::id())))
+    }
+
+    /// A new empty directory `name` inside.
+    pub fn sub(&self, name: &str) -> std::path::PathBuf {
+        let dir = self.0.join(name);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+        dir
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // /proc and PATH
 // ---------------------------------------------------------------------------
@@ -358,6 +394,12 @@ pub fn zwindow_under_test() -> (String, Vec<String>) {
             .map(String::from),
     );
     (exe, args)
+}
+
+/// A numeric knob from the environment, `None` when unset or unreadable.
+#[allow(dead_code)]
+pub fn env_num(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// The median of a run's figures (NaN for none).

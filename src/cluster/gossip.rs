@@ -2278,20 +2278,19 @@ impl ClusterState {
             if ok && self.myself_is_primary() && now - self.bus.among_minority_time < rejoin_delay {
                 return;
             }
+            tracing::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
             self.bus.state_ok = ok;
             out.actions.push(Action::StateChanged { ok });
         }
     }
 
-    /// `clusterUpdateState` at once, for a change made outside the bus (a
-    /// CLUSTER command, a setting): the new health when it changed.
-    pub fn refresh_state(&mut self, now: i64) -> Option<bool> {
+    /// `clusterUpdateState` outside a bus call (a command's change, the
+    /// server's cron, so that the startup and rejoin delays run out):
+    /// whether the state changed.
+    pub fn refresh_state(&mut self, now: i64) -> bool {
         let mut out = Out::default();
         self.update_state(now, &mut out);
-        out.actions.iter().find_map(|a| match a {
-            Action::StateChanged { ok } => Some(*ok),
-            _ => None,
-        })
+        !out.actions.is_empty()
     }
 
     /// `clusterBeforeSleep`: the deferred work of one call.
@@ -2876,6 +2875,33 @@ mod tests {
         s.on_message(l2, &pong_msg(hdr(1)), ping_sent + TIMEOUT + 2);
         let n = s.node(&name(1)).unwrap();
         assert_eq!((n.flags & NODE_PFAIL, n.ping_sent), (0, 0));
+    }
+
+    #[test]
+    fn ok_only_with_every_slot_after_the_delays() {
+        let mut s = ClusterState::with_myself(name(0), config(0), T0);
+        s.bus.config.node_timeout = 15000;
+        s.bus.config.require_full_coverage = true;
+        s.refresh_state(T0);
+        // Within the writable delay nothing is computed.
+        assert!(!s.refresh_state(T0 + 1_000));
+        assert_eq!((s.is_ok(), s.bus.first_call_time), (false, T0));
+        // Past it, without slots: a minority (no primary serves a slot).
+        assert!(!s.refresh_state(T0 + 2_500));
+        for slot in 0..SLOTS as u16 {
+            s.add_slot(&name(0), slot);
+        }
+        // The rejoin delay (node timeout, at most 5 s) since the minority.
+        assert!(!s.refresh_state(T0 + 7_000));
+        assert!(s.refresh_state(T0 + 7_500));
+        assert!(s.is_ok());
+        assert_eq!(s.bus.size, 1);
+        s.del_slot(7);
+        assert!(s.refresh_state(T0 + 7_600));
+        assert!(!s.is_ok(), "slot 7 unserved");
+        s.bus.config.require_full_coverage = false;
+        assert!(s.refresh_state(T0 + 7_700));
+        assert!(s.is_ok(), "full coverage not required");
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! nodes.conf and `CLUSTER NODES`), and the [`Cluster`] service a server
 //! started with `cluster-enabled yes` holds: its node table behind a lock,
 //! nodes.conf (loaded or created at startup, locked for the server's
-//! lifetime, saved after every change) and the cluster's health
-//! (`clusterUpdateState`). The bus's protocol logic is [`gossip`]; its
+//! lifetime, saved after every change); the cluster's health
+//! (`clusterUpdateState`) is [`gossip`]'s, asked for here after a
+//! command's change and every 100 ms. The bus's protocol logic is
+//! [`gossip`]; its
 //! sockets and tasks are the network layer's (`network::bus`), which
 //! takes the actions commands submit here ([`Cluster::submit`]).
 //!
@@ -104,12 +106,31 @@ impl BusStats {
 
 /// What the lock guards.
 pub(crate) struct Inner {
+    /// The node table and the bus's state, the cluster's health included:
+    /// [`gossip`] owns `clusterUpdateState`, whoever asks for it.
     pub(crate) state: ClusterState,
     /// `cluster-announce-ip` as last applied to myself.
     announced_ip: String,
 }
 
 impl Inner {
+    fn new(state: ClusterState) -> Inner {
+        Inner {
+            state,
+            announced_ip: String::new(),
+        }
+    }
+
+    /// `server.cluster->state == CLUSTER_OK`.
+    pub(crate) fn ok(&self) -> bool {
+        self.state.is_ok()
+    }
+
+    /// `server.cluster->size`: primaries serving at least one slot.
+    pub(crate) fn size(&self) -> usize {
+        self.state.bus.size
+    }
+
     /// Myself's name (a cluster always has one).
     pub(crate) fn myself(&self) -> NodeName {
         self.state.myself.unwrap_or(NodeName::NULL)
@@ -121,17 +142,6 @@ impl Inner {
             .node(&self.myself())
             .is_some_and(|n| n.is_replica())
     }
-
-    /// `server.cluster->state == CLUSTER_OK`. The bus's state machine
-    /// owns the health ([`ClusterState::refresh_state`]); this reads it.
-    pub(crate) fn ok(&self) -> bool {
-        self.state.is_ok()
-    }
-}
-
-/// Redis's line when the health changes.
-pub(crate) fn log_state(ok: bool) {
-    tracing::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
 }
 
 /// A new node name: 40 random hex digits (`getRandomHexChars`).
@@ -185,11 +195,10 @@ impl Cluster {
                 .cluster_setting("cluster-announce-hostname")
                 .into_bytes();
         }
+        // As `clusterInit` sets it, until the state is computed.
+        state.bus.size = 1;
         Ok(Cluster {
-            inner: RwLock::new(Inner {
-                state,
-                announced_ip: String::new(),
-            }),
+            inner: RwLock::new(Inner::new(state)),
             path,
             _lock: lock,
             submitted: parking_lot::Mutex::new(Vec::new()),
@@ -354,13 +363,12 @@ impl Cluster {
         Ok(())
     }
 
-    /// `clusterUpdateState` after a command changed the state: the bus's
-    /// state machine recomputes the health with the current settings.
+    /// The cluster's health recomputed (`clusterUpdateState`, the bus's
+    /// own, with the settings brought up to date as the bus does before
+    /// every call).
     pub(crate) fn update_state(&self, inner: &mut Inner, config: &Config, now_ms: i64) {
         inner.state.bus.config = self.bus_config(inner, config);
-        if let Some(ok) = inner.state.refresh_state(now_ms) {
-            log_state(ok);
-        }
+        inner.state.refresh_state(now_ms);
     }
 
     /// The periodic work that needs no bus (part of `clusterCron`): the

@@ -290,10 +290,8 @@ mod tests {
             state.add_slot(if s < 8192 { &a } else { &b }, s);
         }
         state.bus.state_ok = true;
-        Inner {
-            state,
-            announced_ip: String::new(),
-        }
+        state.bus.size = 2;
+        Inner::new(state)
     }
 
     fn run(

@@ -196,7 +196,7 @@ fn info(ctx: &mut Ctx) -> CmdResult {
          total_cluster_links_buffer_limit_exceeded:{}\r\n",
         if inner.ok() { "ok" } else { "fail" },
         inner.state.nodes().count(),
-        inner.state.bus.size,
+        inner.size(),
         inner.state.current_epoch,
         message_stats(&cl.stats),
         cl.stats

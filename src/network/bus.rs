@@ -49,6 +49,14 @@ struct LinkHandle {
     close: Arc<Notify>,
 }
 
+/// The same link as its task holds it: the queue to drain, the count to
+/// lower, the signal to stop.
+struct LinkEnd {
+    rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    close: Arc<Notify>,
+}
+
 /// The bus: the server's services and the open links.
 pub(crate) struct Bus {
     shared: Arc<Services>,
@@ -137,15 +145,8 @@ impl Bus {
                 Action::Connect {
                     link, ip, cport, ..
                 } => {
-                    let (tx, rx) = mpsc::unbounded_channel();
-                    let handle = LinkHandle {
-                        tx,
-                        queued: Arc::new(AtomicUsize::new(0)),
-                        close: Arc::new(Notify::new()),
-                    };
-                    let (queued, close) = (handle.queued.clone(), handle.close.clone());
-                    self.register(link, handle);
-                    tokio::spawn(connect(self.clone(), link, ip, cport, rx, queued, close));
+                    let end = self.register(link);
+                    tokio::spawn(connect(self.clone(), link, ip, cport, end));
                 }
                 Action::Send { link, msg } => self.send(link, &msg),
                 Action::Close { link } => {
@@ -160,10 +161,9 @@ impl Bus {
                         tracing::warn!("Fatal: can't update cluster config file: {e}");
                     }
                 }
-                Action::StateChanged { ok } => {
-                    crate::cluster::log_state(ok);
-                    crate::execution::redirect_blocked(&self.shared);
-                }
+                // The state machine holds the health itself: only the
+                // clients blocked on keys must hear of it.
+                Action::StateChanged { .. } => crate::execution::redirect_blocked(&self.shared),
                 Action::ReplicateFrom { ip, port } => self.replicate_from(ip, port),
                 Action::BecomePrimary => {
                     if self.shared.replication.promote() {
@@ -326,8 +326,20 @@ impl Bus {
         });
     }
 
-    /// A new link: its queue, and its size for `CLUSTER LINKS`.
-    fn register(&self, link: LinkId, handle: LinkHandle) {
+    /// A new link: its queue, and its size for `CLUSTER LINKS`; the
+    /// link task's end of them.
+    fn register(&self, link: LinkId) -> LinkEnd {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handle = LinkHandle {
+            tx,
+            queued: Arc::new(AtomicUsize::new(0)),
+            close: Arc::new(Notify::new()),
+        };
+        let end = LinkEnd {
+            rx,
+            queued: handle.queued.clone(),
+            close: handle.close.clone(),
+        };
         let cluster = self.cluster();
         cluster
             .stats
@@ -335,6 +347,7 @@ impl Bus {
             .lock()
             .insert(link, handle.queued.clone());
         self.links.lock().insert(link, handle);
+        end
     }
 
     /// Forgets a link (if still known): its handle, to close it.
@@ -503,29 +516,15 @@ where
             .state
             .accept_link(peer_ip.as_bytes(), local.as_bytes(), now_ms())
     };
-    let (tx, rx) = mpsc::unbounded_channel();
-    let handle = LinkHandle {
-        tx,
-        queued: Arc::new(AtomicUsize::new(0)),
-        close: Arc::new(Notify::new()),
-    };
-    let (queued, close) = (handle.queued.clone(), handle.close.clone());
-    bus.register(link, handle);
-    tokio::spawn(run_link(bus, link, stream, rx, queued, close));
+    let end = bus.register(link);
+    tokio::spawn(run_link(bus, link, stream, end));
 }
 
 /// Opens an outbound link (`clusterLinkConnectHandler`): within the node
 /// timeout, then the link runs as any other; on failure the state machine
 /// is told, and its cron tries again.
-async fn connect(
-    bus: Arc<Bus>,
-    link: LinkId,
-    ip: Vec<u8>,
-    cport: u16,
-    rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    queued: Arc<AtomicUsize>,
-    close: Arc<Notify>,
-) {
+async fn connect(bus: Arc<Bus>, link: LinkId, ip: Vec<u8>, cport: u16, end: LinkEnd) {
+    let close = end.close.clone();
     let addr = std::str::from_utf8(&ip)
         .ok()
         .and_then(|s| s.parse::<IpAddr>().ok())
@@ -559,7 +558,7 @@ async fn connect(
         match handshake {
             Ok(stream) => {
                 bus.with_state(|inner, now| inner.state.on_link_connected(link, now));
-                run_link(bus, link, stream, rx, queued, close).await;
+                run_link(bus, link, stream, end).await;
             }
             Err(e) => {
                 tracing::debug!("cluster bus TLS handshake with {host}:{cport}: {e}");
@@ -569,22 +568,21 @@ async fn connect(
         return;
     }
     bus.with_state(|inner, now| inner.state.on_link_connected(link, now));
-    run_link(bus, link, stream, rx, queued, close).await;
+    run_link(bus, link, stream, end).await;
 }
 
 /// A connected link: its writer drains the queue; the reader frames the
 /// peer's messages and feeds them to the state machine, until either side
 /// closes, the state machine frees the link, or the server stops.
-async fn run_link<S>(
-    bus: Arc<Bus>,
-    link: LinkId,
-    stream: S,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    queued: Arc<AtomicUsize>,
-    close: Arc<Notify>,
-) where
+async fn run_link<S>(bus: Arc<Bus>, link: LinkId, stream: S, end: LinkEnd)
+where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
+    let LinkEnd {
+        mut rx,
+        queued,
+        close,
+    } = end;
     let (mut rd, mut wr) = tokio::io::split(stream);
     let write_failed = close.clone();
     let writer = tokio::spawn(async move {
