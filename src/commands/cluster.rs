@@ -407,6 +407,7 @@ fn setslot(ctx: &mut Ctx) -> CmdResult {
     let argc = ctx.args.len();
     let me = inner.myself();
     let owner = inner.state.slot_owner(slot).copied();
+    let mut fsync = false;
     let target = |inner: &Inner, unknown: &str| -> Result<NodeName, Error> {
         let arg = ctx.arg(4);
         let n = lookup(inner, arg).ok_or_else(|| {
@@ -455,9 +456,7 @@ fn setslot(ctx: &mut Ctx) -> CmdResult {
             inner.state.del_slot(slot);
             inner.state.add_slot(&n, slot);
             // A primary left without slots follows the new owner as its
-            // replica (`clusterSetMaster`): that needs replication from
-            // it, which the bus's step wires; the table is not changed
-            // here, so this node stays an empty primary.
+            // replica (`clusterSetMaster`, carried out by the bus).
             if was_mine
                 && n != me
                 && inner.state.slot_count(&me) == 0
@@ -468,9 +467,12 @@ fn setslot(ctx: &mut Ctx) -> CmdResult {
                     == "yes"
             {
                 tracing::warn!(
-                    "Configuration change detected. Reconfiguring myself as a replica of {} (not done: no cluster bus yet)",
+                    "Configuration change detected. Reconfiguring myself as a replica of {}",
                     String::from_utf8_lossy(n.as_bytes())
                 );
+                let actions = inner.state.replicate(&n, now_ms());
+                fsync = true;
+                cl.submit(actions);
             }
             if n == me && inner.state.importing_from(slot).is_some() {
                 if bump_epoch(&mut inner) {
@@ -485,7 +487,7 @@ fn setslot(ctx: &mut Ctx) -> CmdResult {
             ));
         }
     }
-    changed(ctx, cl, &mut inner, false);
+    changed(ctx, cl, &mut inner, fsync);
     ctx.out.ok();
     Ok(Outcome::Done)
 }
