@@ -120,7 +120,14 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         if services.config.replicaof().is_some() {
             return Err("replicaof directive not allowed in cluster mode".into());
         }
-        services.cluster = Some(crate::cluster::Cluster::open(&services.config)?);
+        let cluster = crate::cluster::Cluster::open(&services.config)?;
+        // A replica by its nodes.conf loads its dataset as one (Redis's
+        // `iAmMaster()` reads myself's role): keys past their time stay
+        // for its primary's DELs, until the bus links it (or promotes it).
+        if cluster.read().myself_is_replica() {
+            services.store.set_replica(true);
+        }
+        services.cluster = Some(cluster);
         services.store.enable_slot_index();
     }
     let shared = Arc::new(services);
