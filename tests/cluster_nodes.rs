@@ -40,28 +40,11 @@ fn zwindow_node_with_timeout(node_timeout: u64) -> (ZwindowServer, u16) {
     })
 }
 
-fn text(reply: &[u8]) -> String {
-    match parse_reply(reply) {
-        Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        _ => String::from_utf8_lossy(reply).into_owned(),
-    }
-}
-
-fn cmd(conn: &mut RawConn, line: &str) -> String {
-    let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-    text(&conn.cmd(&args))
-}
+use common::cluster::{cmd_line as cmd, redis_cli};
 
 /// Polls `check` until it holds, or fails with `what` and the last state.
-fn wait_for(what: &str, mut check: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match check() {
-            Ok(()) => return,
-            Err(last) if Instant::now() >= deadline => panic!("never {what}: {last}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
+fn wait_for(what: &str, check: impl FnMut() -> Result<(), String>) {
+    common::cluster::wait_until(what, WAIT, check)
 }
 
 /// `CLUSTER NODES` on `conn` lists `ids` (and nothing else), every one
@@ -661,20 +644,7 @@ fn redis_cli_creates_primaries_with_replicas_and_reshards() {
         .iter()
         .map(|n| format!("127.0.0.1:{}", n.port()))
         .collect();
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new("redis-cli")
-            .args(args)
-            .output()
-            .expect("run redis-cli");
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
-    };
+    let run = redis_cli;
     let mut create = vec!["--cluster", "create"];
     create.extend(addrs.iter().map(String::as_str));
     create.extend(["--cluster-replicas", "1", "--cluster-yes"]);

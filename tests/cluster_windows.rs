@@ -11,7 +11,7 @@
 mod common;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
@@ -37,28 +37,11 @@ fn patient(mut c: RawConn) -> RawConn {
     c
 }
 
-fn text(reply: &[u8]) -> String {
-    match parse_reply(reply) {
-        Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        _ => String::from_utf8_lossy(reply).into_owned(),
-    }
-}
-
-fn cmd(conn: &mut RawConn, line: &str) -> String {
-    let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-    text(&conn.cmd(&args))
-}
+use common::cluster::{cmd_line as cmd, raw_text as text};
 
 /// Polls `check` until it holds, or fails with `what` and the last state.
-fn wait_for(what: &str, mut check: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match check() {
-            Ok(()) => return,
-            Err(last) if Instant::now() >= deadline => panic!("never {what}: {last}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
+fn wait_for(what: &str, check: impl FnMut() -> Result<(), String>) {
+    common::cluster::wait_until(what, WAIT, check)
 }
 
 /// A zwindow cluster node started from a config file in its own

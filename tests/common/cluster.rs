@@ -122,6 +122,22 @@ pub fn text(reply: &[u8]) -> String {
     }
 }
 
+/// A reply as the tests compare it: a bulk string's text, any other
+/// reply's raw bytes (`+OK\r\n`, `-MOVED …\r\n`).
+pub fn raw_text(reply: &[u8]) -> String {
+    match parse_reply(reply) {
+        Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::from_utf8_lossy(reply).into_owned(),
+    }
+}
+
+/// `line`, its words split on spaces, sent on `conn`: [`raw_text`] of
+/// the reply.
+pub fn cmd_line(conn: &mut RawConn, line: &str) -> String {
+    let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+    raw_text(&conn.cmd(&args))
+}
+
 /// Runs `redis-cli` with `args`: success and stdout+stderr.
 pub fn redis_cli(args: &[&str]) -> (bool, String) {
     let out = Command::new("redis-cli")
