@@ -312,8 +312,12 @@ fn load_dataset(shared: &Arc<Services>) -> Result<LoadDone, String> {
                     .and_then(|manifest| crate::aof::open_at_startup(&*loader, manifest))
             } else {
                 // A primary restarting keeps its replicas' history (see
-                // `Replication::after_startup_load`).
-                let primary = loader.config.replicaof().is_none();
+                // `Replication::after_startup_load`). A cluster node that
+                // is a replica by its nodes.conf is none (Redis's
+                // `iAmMaster()`): it continues the history its file
+                // recorded once the bus links it to its primary.
+                let cluster_replica = loader.store.is_replica() && loader.cluster.is_some();
+                let primary = loader.config.replicaof().is_none() && !cluster_replica;
                 if primary {
                     let size = loader.config.repl_backlog_size();
                     loader.replication.set_backlog_size(size);
@@ -327,6 +331,13 @@ fn load_dataset(shared: &Arc<Services>) -> Result<LoadDone, String> {
                         replid.as_deref().zip(info.map(|i| i.offset)),
                         loader.clock.now_ms() / 1000,
                     );
+                } else if cluster_replica
+                    && let Some(info) = loader.persistence.last_load.lock().repl
+                {
+                    let replid = String::from_utf8_lossy(&info.replid).into_owned();
+                    loader
+                        .replication
+                        .restore_history(&replid, info.offset, info.stream_db);
                 }
                 loaded
             };
