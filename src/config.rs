@@ -991,6 +991,13 @@ impl Config {
         self.rdb_key_save_delay.load(Relaxed)
     }
 
+    /// `loading-process-events-interval-bytes`.
+    pub(crate) fn loading_serve_after(&self) -> u64 {
+        self.kept("loading-process-events-interval-bytes", "2097152")
+            .parse()
+            .unwrap_or(2 * 1024 * 1024)
+    }
+
     pub(crate) fn key_load_delay(&self) -> i32 {
         self.key_load_delay.load(Relaxed)
     }
@@ -2425,9 +2432,9 @@ const PARAMS: &[Param] = &[
     u32_param!("lfu-decay-time", lfu_decay_time, 0, i64::from(i32::MAX)),
     i32_param!("rdb-key-save-delay", rdb_key_save_delay),
     i32_param!("key-load-delay", key_load_delay),
-    // How often Redis's load loop serves clients (bytes): zwindow's load
-    // runs beside the connections, which a load lets in as Redis's would
-    // (see `persistence::Loading`), so the value is kept only.
+    // How much Redis's load loop reads before it serves clients (bytes):
+    // zwindow's load runs beside the connections, which it lets in past
+    // this many bytes (see `persistence::Loading`).
     kept!(
         "loading-process-events-interval-bytes",
         None,

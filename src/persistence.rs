@@ -102,6 +102,9 @@ pub(crate) struct Loading {
     served: AtomicBool,
     /// Woken when `served` is set and when the load ends.
     changed: tokio::sync::Notify,
+    /// `loading-process-events-interval-bytes`: bytes read before the
+    /// load answers clients.
+    serve_after: AtomicU64,
     /// Redis's `async_loading`: a replica's full sync that keeps serving
     /// the old dataset until the new one replaces it (`repl-diskless-load
     /// swapdb` when the primary's history is the one this replica had).
@@ -110,8 +113,8 @@ pub(crate) struct Loading {
     asynchronous: AtomicBool,
 }
 
-/// Redis's `loading-process-events-interval-bytes`: an RDB load serves
-/// clients once it has read this much.
+/// Redis's `loading-process-events-interval-bytes` by default: an RDB
+/// load serves clients once it has read this much.
 const SERVE_AFTER_BYTES: u64 = 2 * 1024 * 1024;
 
 /// The refusal of a command while the dataset loads.
@@ -144,6 +147,7 @@ impl Default for Loading {
             loaded_bytes: AtomicU64::new(0),
             served: AtomicBool::new(false),
             changed: tokio::sync::Notify::new(),
+            serve_after: AtomicU64::new(SERVE_AFTER_BYTES),
             asynchronous: AtomicBool::new(false),
         }
     }
@@ -175,6 +179,11 @@ impl Loading {
         if !self.served.swap(true, Relaxed) {
             self.changed.notify_waiters();
         }
+    }
+
+    /// `loading-process-events-interval-bytes`, for the loads to come.
+    pub(crate) fn set_serve_after(&self, bytes: u64) {
+        self.serve_after.store(bytes, Relaxed);
     }
 
     /// Whether this load answers clients (with -LOADING) by now.
@@ -217,7 +226,7 @@ impl Loading {
     /// `bytes` more of the input were read.
     pub(crate) fn advance(&self, bytes: u64) {
         let loaded = self.loaded_bytes.fetch_add(bytes, Relaxed) + bytes;
-        if loaded >= SERVE_AFTER_BYTES && !self.served.load(Relaxed) {
+        if loaded >= self.serve_after.load(Relaxed) && !self.served.load(Relaxed) {
             self.serve_clients();
         }
     }

@@ -79,7 +79,7 @@ fn reply_context(ctx: &Ctx) -> ReplyContext {
         tls_cluster: config.tls_setting("tls-cluster") == "yes",
         plaintext_client: !ctx.client.handle.tls,
         master_repl_offset: offset,
-        replica_offset: offset,
+        replica_offset: ctx.shared.replication.replica_offset() as i64,
     }
 }
 

@@ -447,7 +447,7 @@ impl Bus {
 /// data age), kept up to date before every call into the state machine.
 fn feed_replication(shared: &Services, inner: &mut Inner, now: i64) {
     let repl = &shared.replication;
-    inner.state.bus.my_repl_offset = i64::try_from(repl.offset()).unwrap_or(i64::MAX);
+    inner.state.bus.my_repl_offset = i64::try_from(repl.replica_offset()).unwrap_or(i64::MAX);
     inner.state.bus.repl_data_age = if repl.is_replica() {
         // Since the last interaction with the primary, or since the link
         // went down (its last I/O is when that was).

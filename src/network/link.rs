@@ -574,6 +574,7 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
     // byte received, and clients get -LOADING meanwhile, as in Redis.
     let asynchronous = diskless && mode == "swapdb" && r.replid() == replid;
     let loading = &shared.persistence.loading;
+    loading.set_serve_after(shared.config.loading_serve_after());
     let _async_loading = asynchronous.then(|| loading.begin_async());
     let _loading =
         (diskless && !asynchronous).then(|| loading.begin(now() / 1000, size.unwrap_or(0)));

@@ -903,6 +903,18 @@ impl Replication {
         n > 0 && lag > 0 && !self.is_replica() && self.good_replicas() < n
     }
 
+    /// `replicationGetSlaveOffset()`: a replica's offset in its primary's
+    /// stream, 0 while it has none to continue (before its first sync,
+    /// and from a full resync until that sync completes), so that the
+    /// cluster hides a loading replica from `CLUSTER SLOTS`.
+    pub(crate) fn replica_offset(&self) -> u64 {
+        if self.is_replica() && !self.has_history() {
+            0
+        } else {
+            self.offset()
+        }
+    }
+
     /// Whether the next PSYNC may ask to continue this server's history.
     pub(crate) fn has_history(&self) -> bool {
         self.history.load(Relaxed)
