@@ -31,6 +31,10 @@ pub(crate) struct Waiter {
     /// The error this waiter gets when a key it waits on is deleted or
     /// changes type (XREADGROUP's), instead of waiting on.
     pub(crate) on_gone: Option<&'static str>,
+    /// A read by a client that sent READONLY (cluster mode): a replica of
+    /// the key's slot owner keeps it waiting rather than redirecting it
+    /// (see `execution::redirect_blocked`).
+    pub(crate) replica_read: bool,
     /// Taken by whoever finishes the wait: the server with a reply, or the
     /// client itself on timeout or disconnect.
     slot: Mutex<Option<oneshot::Sender<Vec<u8>>>>,
@@ -40,6 +44,7 @@ pub(crate) struct Waiter {
 }
 
 impl Waiter {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         handle: Arc<ClientHandle>,
         db: usize,
@@ -48,6 +53,7 @@ impl Waiter {
         args: OwnedArgs,
         resp3: bool,
         on_gone: Option<&'static str>,
+        replica_read: bool,
     ) -> (Arc<Waiter>, oneshot::Receiver<Vec<u8>>) {
         let (tx, rx) = oneshot::channel();
         let w = Arc::new(Waiter {
@@ -58,6 +64,7 @@ impl Waiter {
             args,
             resp3,
             on_gone,
+            replica_read,
             slot: Mutex::new(Some(tx)),
             gate: Mutex::new(None),
         });

@@ -490,6 +490,75 @@ fn spublish_reaches_the_shards_replica() {
     );
 }
 
+/// A READONLY client blocked in XREAD on a replica of the key's slot
+/// owner stays blocked there (not redirected with -MOVED by the check of
+/// blocked clients, Redis's `clusterRedirectBlockedClientIfNeeded`) and is
+/// served by its primary's XADD (Redis's cluster suite's
+/// 16-transactions-on-replica, "read-only blocking operations from
+/// replica").
+#[test]
+fn a_readonly_blocked_xread_on_a_replica_is_served_by_its_primary() {
+    let (nodes, ids) = three_primaries_with_timeout(CALM_TIMEOUT);
+    let (replica, _) = zwindow_node_with_timeout(CALM_TIMEOUT);
+    let mut rc = replica.conn();
+    let cport = cluster_port(&nodes[2]);
+    cmd(
+        &mut rc,
+        &format!("CLUSTER MEET 127.0.0.1 {} {cport}", nodes[2].port()),
+    );
+    let mut all = ids.clone();
+    all.push(cmd(&mut rc, "CLUSTER MYID"));
+    wait_for("the replica knows everybody", || {
+        lists_connected(&mut rc, &all)
+    });
+    assert_eq!(
+        cmd(&mut rc, &format!("CLUSTER REPLICATE {}", ids[2])),
+        "+OK\r\n"
+    );
+    let mut primary = nodes[2].conn();
+    wait_for("the primary lists its replica", || {
+        let listed = cmd(&mut primary, "CLUSTER NODES");
+        if listed.contains(&format!("slave {}", ids[2])) {
+            Ok(())
+        } else {
+            Err(listed)
+        }
+    });
+    wait_for("the replica's link", || {
+        let info = text(&rc.cmd(&[b"INFO", b"replication"]));
+        if info.contains("master_link_status:up") {
+            Ok(())
+        } else {
+            Err(info)
+        }
+    });
+    // "foo" is in slot 12182, the third node's shard.
+    let mut reader = replica.conn();
+    assert_eq!(cmd(&mut reader, "READONLY"), "+OK\r\n");
+    reader.send(&common::encode_cmd(&[
+        b"XREAD", b"BLOCK", b"0", b"STREAMS", b"foo", b"$",
+    ]));
+    wait_for("the reader blocked", || {
+        let info = text(&rc.cmd(&[b"INFO", b"clients"]));
+        if info.contains("blocked_clients:1") {
+            Ok(())
+        } else {
+            Err(info)
+        }
+    });
+    // Several rounds of the check of blocked clients (ten a second).
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(cmd(&mut primary, "XADD foo 1-1 f v"), "1-1");
+    reader.set_timeout(Duration::from_secs(10));
+    assert_eq!(
+        String::from_utf8_lossy(&reader.read_reply()),
+        "*1\r\n*2\r\n$3\r\nfoo\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    );
+    // Without READONLY the same read is redirected to the primary.
+    let moved = cmd(&mut rc, "XREAD BLOCK 0 STREAMS foo $");
+    assert!(moved.starts_with("-MOVED 12182 "), "{moved}");
+}
+
 #[test]
 fn a_replica_restarted_from_its_nodes_conf_replicates_again() {
     let (nodes, ids) = three_primaries();

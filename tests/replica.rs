@@ -640,3 +640,67 @@ fn async_loading_serves_the_old_data_until_the_swap() {
     assert_eq!(rc.cmd(&[b"FCALL", b"test", b"0"]), b"$6\r\nhello2\r\n");
     assert_eq!(rc.cmd(&[b"DBSIZE"]), b":2010\r\n");
 }
+
+/// Clients of a read-only replica blocked in `XREAD BLOCK` (from an ID
+/// and from `$`) are served by the primary's XADD when it arrives through
+/// the stream, as are its subscribers by a PUBLISH, as redis-server
+/// serves them at once (Redis's cluster suite's "read-only blocking
+/// operations from replica"). What the master client caused waited for
+/// its batch to end, which it never marked.
+fn blocked_xread_served_from_the_stream(primary_port: u16, pc: &mut RawConn) {
+    let z = ZwindowServer::start(&[]);
+    let mut rc = z.conn();
+    let port = primary_port.to_string();
+    assert_eq!(
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]),
+        b"+OK\r\n"
+    );
+    wait_caught_up(pc, &mut rc, &z);
+    let mut from_id = z.conn();
+    from_id.send(&common::encode_cmd(&[
+        b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"0",
+    ]));
+    let mut from_last = z.conn();
+    from_last.send(&common::encode_cmd(&[
+        b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$",
+    ]));
+    let mut sub = z.conn();
+    assert!(sub.cmd(&[b"SUBSCRIBE", b"news"]).starts_with(b"*3"));
+    wait_for("two blocked clients", Duration::from_secs(20), || {
+        info_field(&mut rc, "clients", "blocked_clients").as_deref() == Some("2")
+    });
+    assert_eq!(
+        pc.cmd(&[b"XADD", b"s", b"1-1", b"f", b"v"]),
+        b"$3\r\n1-1\r\n"
+    );
+    assert_eq!(pc.cmd(&[b"PUBLISH", b"news", b"hi"]), b":0\r\n");
+    let want = b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n";
+    for c in [&mut from_id, &mut from_last] {
+        c.set_timeout(Duration::from_secs(10));
+        assert_eq!(text(&c.read_reply()), text(want));
+    }
+    sub.set_timeout(Duration::from_secs(10));
+    assert_eq!(
+        sub.read_reply(),
+        b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
+    );
+    // The blocking writes stay refused, as redis-server refuses them.
+    assert_eq!(
+        text(&rc.cmd(&[b"BLPOP", b"l", b"0"])),
+        "-READONLY You can't write against a read only replica.\r\n"
+    );
+}
+
+#[test]
+fn a_blocked_xread_on_a_replica_of_redis_is_served() {
+    let p = primary(None, &[]);
+    let mut pc = p.conn();
+    blocked_xread_served_from_the_stream(p.port(), &mut pc);
+}
+
+#[test]
+fn a_blocked_xread_on_a_replica_of_zwindow_is_served() {
+    let p = ZwindowServer::start(&["--repl-diskless-sync-delay", "0"]);
+    let mut pc = p.conn();
+    blocked_xread_served_from_the_stream(p.port(), &mut pc);
+}

@@ -144,8 +144,18 @@ pub(crate) fn redirect_blocked(shared: &Services) {
                 continue;
             };
             let slot = crate::keyspace::slots::key_hash_slot(key);
+            // A READONLY client's read stays blocked on a replica of
+            // the slot's owner, where it was served (Redis's
+            // `clusterRedirectBlockedClientIfNeeded`).
+            let replica_of_owner = |owner: &crate::cluster::wire::NodeName| {
+                w.replica_read
+                    && inner
+                        .state
+                        .node(&me)
+                        .is_some_and(|m| m.is_replica() && m.primary == Some(*owner))
+            };
             match inner.state.slot_owner(slot) {
-                Some(n) if *n == me => continue,
+                Some(n) if *n == me || replica_of_owner(n) => continue,
                 _ if inner.state.importing_from(slot).is_some() => continue,
                 Some(n) => route::Redirect::Moved(slot, *n),
                 None => route::Redirect::Unbound,

@@ -312,6 +312,8 @@ fn dispatch_caused(
                 block.rerun.unwrap_or_else(|| args.to_owned()),
                 out.resp3,
                 block.on_gone,
+                // Redis looks at the command's own flag (`lastcmd`).
+                client.cluster_readonly && !cmd.has(flags::WRITE),
             );
             blocking::register(shared, &mut ks, &waiter);
             Dispatched::Blocked((waiter, rx, block.timeout))

@@ -977,8 +977,22 @@ struct MasterClient<'a> {
 impl Drop for MasterClient<'_> {
     fn drop(&mut self) {
         self.client.tally.flush();
+        // A stream that ends mid-batch holds nobody back.
+        batch_over(self.shared, &self.client.handle);
         self.shared.clients.unregister(self.client.handle.id);
     }
+}
+
+/// The master client's batch of the stream is applied: what it caused
+/// other clients to receive (a blocked XREAD served, a published message,
+/// an invalidation) carries its batch's gate, and shards it wrote with
+/// `--threads` keep that gate for their readers (see `clients::Gate`).
+/// Its replies go nowhere, so the batch is over once applied: the gate
+/// opens, and the turn a script of the stream took is given back, as a
+/// client connection does once its replies are handed to its socket.
+fn batch_over(shared: &Services, handle: &crate::clients::ClientHandle) {
+    handle.open_gate();
+    shared.clients.turn.release(handle.id);
 }
 
 /// Whether `req` is `REPLCONF GETACK …`.
@@ -1027,6 +1041,8 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
         // outside MULTI.
         let mut fed = 0usize;
         let mut ack_at: Option<u64> = None;
+        master.client.batch_written = crate::keyspace::ShardSet(0);
+        master.client.batch_yielded = false;
         loop {
             if handle.killed.load(Relaxed) {
                 break;
@@ -1082,6 +1098,20 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
         }
         parser.discard(fed);
         conn.buf.advance(fed);
+        // What the batch read of client batches whose replies have not
+        // left comes first (it may answer nobody, but what it delivers
+        // must not overtake those replies), then its own gate opens.
+        let mut gates = Vec::new();
+        handle.take_reads_after(&mut gates);
+        for gate in gates {
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => return,
+                _ = handle.kill_notify.notified() => break,
+                _ = shared.clients.wait_gate(handle.id, &gate) => {}
+            }
+        }
+        batch_over(shared, &handle);
         master.client.tally.flush();
         shared
             .stats
