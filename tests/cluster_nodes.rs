@@ -40,7 +40,7 @@ fn zwindow_node_with_timeout(node_timeout: u64) -> (ZwindowServer, u16) {
     })
 }
 
-use common::cluster::{cmd_line as cmd, redis_cli};
+use common::cluster::{cmd_line as cmd, raw_text as text, redis_cli};
 
 /// Polls `check` until it holds, or fails with `what` and the last state.
 fn wait_for(what: &str, check: impl FnMut() -> Result<(), String>) {
