@@ -450,9 +450,12 @@ fn a_zwindow_replica_of_a_redis_server_primary_takes_over_by_manual_failover() {
     });
 }
 
-#[test]
-fn spublish_reaches_the_shards_replica() {
-    let (nodes, ids) = three_primaries();
+/// `primaries` and a fourth zwindow node that meets them and replicates
+/// the third, once that primary lists it.
+fn three_primaries_and_a_replica_of_the_third(
+    primaries: (Vec<ZwindowServer>, Vec<String>),
+) -> (Vec<ZwindowServer>, Vec<String>, ZwindowServer) {
+    let (nodes, ids) = primaries;
     let (replica, _) = zwindow_node_with_timeout(CALM_TIMEOUT);
     let mut rc = replica.conn();
     let cport = cluster_port(&nodes[2]);
@@ -478,6 +481,13 @@ fn spublish_reaches_the_shards_replica() {
             Err(listed)
         }
     });
+    (nodes, ids, replica)
+}
+
+#[test]
+fn spublish_reaches_the_shards_replica() {
+    let (nodes, _ids, replica) = three_primaries_and_a_replica_of_the_third(three_primaries());
+    let mut primary = nodes[2].conn();
     // "foo" is in slot 12182, the third node's shard.
     let mut sub = replica.conn();
     sub.cmd(&[b"SSUBSCRIBE", b"foo"]);
@@ -498,32 +508,10 @@ fn spublish_reaches_the_shards_replica() {
 /// replica").
 #[test]
 fn a_readonly_blocked_xread_on_a_replica_is_served_by_its_primary() {
-    let (nodes, ids) = three_primaries_with_timeout(CALM_TIMEOUT);
-    let (replica, _) = zwindow_node_with_timeout(CALM_TIMEOUT);
+    let (nodes, _ids, replica) =
+        three_primaries_and_a_replica_of_the_third(three_primaries_with_timeout(CALM_TIMEOUT));
     let mut rc = replica.conn();
-    let cport = cluster_port(&nodes[2]);
-    cmd(
-        &mut rc,
-        &format!("CLUSTER MEET 127.0.0.1 {} {cport}", nodes[2].port()),
-    );
-    let mut all = ids.clone();
-    all.push(cmd(&mut rc, "CLUSTER MYID"));
-    wait_for("the replica knows everybody", || {
-        lists_connected(&mut rc, &all)
-    });
-    assert_eq!(
-        cmd(&mut rc, &format!("CLUSTER REPLICATE {}", ids[2])),
-        "+OK\r\n"
-    );
     let mut primary = nodes[2].conn();
-    wait_for("the primary lists its replica", || {
-        let listed = cmd(&mut primary, "CLUSTER NODES");
-        if listed.contains(&format!("slave {}", ids[2])) {
-            Ok(())
-        } else {
-            Err(listed)
-        }
-    });
     wait_for("the replica's link", || {
         let info = text(&rc.cmd(&[b"INFO", b"replication"]));
         if info.contains("master_link_status:up") {
