@@ -323,7 +323,7 @@ fn run_sentinel_suite(tests: &Path) -> (UnitResult, String) {
 /// the suite and by `redis-cli --cluster`. Base port 28000 (buses from
 /// 38000), away from the other suites' ranges.
 fn run_cluster_suite(tests: &Path) -> (UnitResult, String) {
-    run_instances_suite(tests, "cluster", 23000, 28000, Duration::from_secs(1500))
+    run_instances_suite(tests, "cluster", 23000, 28000, Duration::from_secs(2400))
 }
 
 /// The cluster suite's files zwindow does not run yet, each with why
