@@ -40,30 +40,11 @@ fn zwindow_node_with_timeout(node_timeout: u64) -> (ZwindowServer, u16) {
     })
 }
 
-use common::cluster::{cmd_line as cmd, raw_text as text, redis_cli};
+use common::cluster::{cmd_line as cmd, lists_connected, raw_text as text, redis_cli};
 
 /// Polls `check` until it holds, or fails with `what` and the last state.
 fn wait_for(what: &str, check: impl FnMut() -> Result<(), String>) {
     common::cluster::wait_until(what, WAIT, check)
-}
-
-/// `CLUSTER NODES` on `conn` lists `ids` (and nothing else), every one
-/// connected, none in handshake or failing.
-fn lists_connected(conn: &mut RawConn, ids: &[String]) -> Result<(), String> {
-    let nodes = cmd(conn, "CLUSTER NODES");
-    let lines: Vec<&str> = nodes.lines().collect();
-    let ok = lines.len() == ids.len()
-        && ids.iter().all(|id| {
-            lines.iter().any(|l| {
-                let f: Vec<&str> = l.split(' ').collect();
-                f.len() >= 8
-                    && f[0] == id
-                    && f[7] == "connected"
-                    && !f[2].contains("handshake")
-                    && !f[2].contains("fail")
-            })
-        });
-    if ok { Ok(()) } else { Err(nodes) }
 }
 
 /// A node's bus port, as its `CLUSTER NODES` line for myself says.

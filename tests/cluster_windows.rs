@@ -37,7 +37,7 @@ fn patient(mut c: RawConn) -> RawConn {
     c
 }
 
-use common::cluster::{cmd_line as cmd, raw_text as text};
+use common::cluster::{cmd_line as cmd, lists_connected, raw_text as text};
 
 /// Polls `check` until it holds, or fails with `what` and the last state.
 fn wait_for(what: &str, check: impl FnMut() -> Result<(), String>) {
@@ -101,25 +101,6 @@ impl Node {
     fn id(&self) -> String {
         cmd(&mut self.conn(), "CLUSTER MYID")
     }
-}
-
-/// `CLUSTER NODES` on `conn` lists `ids` (and nothing else), every one
-/// connected, none in handshake or failing.
-fn lists_connected(conn: &mut RawConn, ids: &[String]) -> Result<(), String> {
-    let nodes = cmd(conn, "CLUSTER NODES");
-    let lines: Vec<&str> = nodes.lines().collect();
-    let ok = lines.len() == ids.len()
-        && ids.iter().all(|id| {
-            lines.iter().any(|l| {
-                let f: Vec<&str> = l.split(' ').collect();
-                f.len() >= 8
-                    && f[0] == id
-                    && f[7] == "connected"
-                    && !f[2].contains("handshake")
-                    && !f[2].contains("fail")
-            })
-        });
-    if ok { Ok(()) } else { Err(nodes) }
 }
 
 fn wait_state_ok(conn: &mut RawConn) {

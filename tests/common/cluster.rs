@@ -636,3 +636,22 @@ pub fn nodes_line(server: &RedisServer, id: &zwindow::cluster::wire::NodeName) -
         .find(|l| l.split(' ').next() == Some(id.as_str()))
         .map(str::to_owned)
 }
+
+/// `CLUSTER NODES` on `conn` lists `ids` (and nothing else), every one
+/// connected, none in handshake or failing.
+pub fn lists_connected(conn: &mut RawConn, ids: &[String]) -> Result<(), String> {
+    let nodes = cmd_line(conn, "CLUSTER NODES");
+    let lines: Vec<&str> = nodes.lines().collect();
+    let ok = lines.len() == ids.len()
+        && ids.iter().all(|id| {
+            lines.iter().any(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                f.len() >= 8
+                    && f[0] == id
+                    && f[7] == "connected"
+                    && !f[2].contains("handshake")
+                    && !f[2].contains("fail")
+            })
+        });
+    if ok { Ok(()) } else { Err(nodes) }
+}
