@@ -60,14 +60,7 @@ fn cluster_port(node: &ZwindowServer) -> u16 {
 }
 
 fn wait_state_ok(conn: &mut RawConn) {
-    wait_for("cluster_state:ok", || {
-        let info = cmd(conn, "CLUSTER INFO");
-        if info.contains("cluster_state:ok") {
-            Ok(())
-        } else {
-            Err(info)
-        }
-    });
+    common::cluster::wait_state_ok(conn, WAIT)
 }
 
 /// Three zwindow primaries met through the first, slots split in three,

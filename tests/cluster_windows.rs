@@ -104,14 +104,7 @@ impl Node {
 }
 
 fn wait_state_ok(conn: &mut RawConn) {
-    wait_for("cluster_state:ok", || {
-        let info = cmd(conn, "CLUSTER INFO");
-        if info.contains("cluster_state:ok") {
-            Ok(())
-        } else {
-            Err(info)
-        }
-    });
+    common::cluster::wait_state_ok(conn, WAIT)
 }
 
 /// MEETs every node (`ports`: client and bus ports) through the first,

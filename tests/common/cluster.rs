@@ -655,3 +655,15 @@ pub fn lists_connected(conn: &mut RawConn, ids: &[String]) -> Result<(), String>
         });
     if ok { Ok(()) } else { Err(nodes) }
 }
+
+/// Waits up to `limit` for `CLUSTER INFO` on `conn` to say `cluster_state:ok`.
+pub fn wait_state_ok(conn: &mut RawConn, limit: Duration) {
+    wait_until("cluster_state:ok", limit, || {
+        let info = cmd_line(conn, "CLUSTER INFO");
+        if info.contains("cluster_state:ok") {
+            Ok(())
+        } else {
+            Err(info)
+        }
+    });
+}
