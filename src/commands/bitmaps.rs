@@ -292,14 +292,15 @@ enum OpKind {
     IncrBy,
 }
 
-/// Redis's `getBitfieldTypeFromArgument`: `i1`…`i64` or `u1`…`u63`.
+/// Redis's `getBitfieldTypeFromArgument`: `i1`…`i64` or `u1`…`u63`, lower case only
+/// (Redis refuses `I8` and `U8`).
 fn field_type(arg: &[u8]) -> Result<(bool, u32), Error> {
     let bad = Error::Static(
         "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.",
     );
     let signed = match arg.first() {
-        Some(b'i' | b'I') => true,
-        Some(b'u' | b'U') => false,
+        Some(b'i') => true,
+        Some(b'u') => false,
         _ => return Err(bad),
     };
     // Redis reads the width as a C string: it ends at a NUL.

@@ -941,7 +941,14 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             }
             ids.push(ReadId::New);
         } else {
-            ids.push(ReadId::After(parse_strict_id(id_arg, 0)?));
+            let id = parse_strict_id(id_arg, 0)?;
+            // Redis stores `>` as the largest ID and tests for that ID, so
+            // spelling it out in XREADGROUP means `>` too.
+            if xreadgroup && id == StreamId::new(u64::MAX, u64::MAX) {
+                ids.push(ReadId::New);
+            } else {
+                ids.push(ReadId::After(id));
+            }
         }
     }
     let count = if rerun && count == 0 {
