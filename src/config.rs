@@ -346,6 +346,9 @@ pub struct Config {
     tls_port: AtomicU32,
     /// Set by the server once it listens: how TLS settings are applied.
     tls_hooks: std::sync::OnceLock<TlsHooks>,
+    /// The process's OOM-killer score, set from `oom-score-adj` and
+    /// `oom-score-adj-values` and by the role (REPLICAOF).
+    oom: crate::oom::OomScore,
     pub(crate) databases: usize,
     pub(crate) debug_command: bool,
     /// `enable-debug-command local`: DEBUG from loopback and unix-socket
@@ -583,6 +586,7 @@ impl Config {
             listen: std::sync::OnceLock::new(),
             tls_port: AtomicU32::new(0),
             tls_hooks: std::sync::OnceLock::new(),
+            oom: Default::default(),
         }
     }
 
@@ -608,7 +612,7 @@ impl Config {
             "rdbchecksum" => {
                 self.rdbchecksum = parse_bool(v).ok_or("argument must be 'yes' or 'no'")?
             }
-            _ => return Err("can't set immutable config".into()),
+            _ => return Err(IMMUTABLE.into()),
         }
         Ok(())
     }
@@ -689,6 +693,23 @@ impl Config {
     pub(crate) fn set_replicaof(&self, primary: Option<(&str, u16)>) {
         let v = primary.map_or(String::new(), |(h, p)| format!("{h} {p}"));
         self.kept.write().insert("replicaof", v);
+        // A replica takes the replica's score, as Redis's replicationSetMaster.
+        let _ = self.apply_oom_score();
+    }
+
+    /// Sets the process's OOM-killer score from `oom-score-adj`,
+    /// `oom-score-adj-values` and the role (Redis's `setOOMScoreAdj`): at
+    /// startup, on CONFIG SET of either, and when the role changes.
+    pub fn apply_oom_score(&self) -> Result<(), String> {
+        let mode = crate::oom::Mode::parse(&self.kept("oom-score-adj", "no"));
+        let mut values = [0i64, 200, 800];
+        let text = self.kept("oom-score-adj-values", "0 200 800");
+        for (v, w) in values.iter_mut().zip(text.split_whitespace()) {
+            *v = w.parse().unwrap_or(0);
+        }
+        self.oom
+            .apply(mode, values, self.replicaof().is_some())
+            .map_err(|()| "Failed to set current oom_score_adj. Check server logs.".to_string())
     }
 
     /// `masterauth` and `masteruser` (empty: none).
@@ -1223,6 +1244,7 @@ impl Config {
     pub(crate) fn set_many(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
         let mut seen: Vec<&'static str> = Vec::new();
         let mut found = Vec::with_capacity(pairs.len());
+        let mut bad_value = None;
         for (name, value) in pairs {
             let Some(p) = find_param(name) else {
                 return Err(format!(
@@ -1241,10 +1263,28 @@ impl Config {
             }
             seen.push(p.name);
             let Some(set) = p.set else {
-                return Err(fail("can't set immutable config"));
+                return Err(fail(IMMUTABLE));
             };
-            set(self, value, false).map_err(|e| fail(&e))?;
-            found.push((p, set, *name, *value));
+            // Redis checks every name (unknown, immutable, duplicate)
+            // before any value, so a bad value is only reported once all
+            // names passed; its error names the setting, not the argument
+            // as typed. (Settings immutable at runtime say so in their
+            // setter, before they look at the value.)
+            if let Err(e) = set(self, value, false) {
+                if e == IMMUTABLE {
+                    return Err(fail(IMMUTABLE));
+                }
+                bad_value.get_or_insert_with(|| {
+                    format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{}') - {e}",
+                        p.name
+                    )
+                });
+            }
+            found.push((p, set, *value));
+        }
+        if let Some(e) = bad_value {
+            return Err(e);
         }
         // Applying can still fail where the world says no (a port in use):
         // then every setting applied so far gets its old value back, as
@@ -1260,13 +1300,13 @@ impl Config {
                 }
             }
         };
-        for (p, set, name, value) in found {
+        for (p, set, value) in found {
             let old = (p.get)(self);
             if let Err(e) = set(self, value, true) {
                 restore(applied);
                 return Err(format!(
                     "ERR CONFIG SET failed (possibly related to argument '{}') - {e}",
-                    String::from_utf8_lossy(name)
+                    p.name
                 ));
             }
             applied.push((p, set, old));
@@ -1296,6 +1336,22 @@ impl Config {
             return Err(format!(
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
             ));
+        }
+        // The OOM score is applied once both of its settings are set, as
+        // Redis's shared apply function; on failure the old settings (and
+        // the score they give) come back.
+        if let Some((p, ..)) = applied
+            .iter()
+            .find(|(p, ..)| p.name.starts_with("oom-score-adj"))
+        {
+            let name = p.name;
+            if let Err(e) = self.apply_oom_score() {
+                restore(applied);
+                let _ = self.apply_oom_score();
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
+                ));
+            }
         }
         Ok(())
     }
@@ -1583,6 +1639,9 @@ pub(crate) fn parse_memory(v: &[u8]) -> Option<i64> {
     n.checked_mul(mul)
 }
 
+/// What CONFIG SET of a setting fixed at startup fails with.
+const IMMUTABLE: &str = "can't set immutable config";
+
 /// A directive Redis 7.0 has whose effect zwindow does not need or does
 /// not have (daemonizing, replication, lazy freeing, fsync tuning…): its
 /// value is checked as Redis checks it, stored, reported by CONFIG GET and
@@ -1596,7 +1655,7 @@ macro_rules! kept {
             get: |c| c.kept($name, $default),
             set: Some(|c, v, apply| {
                 if c.loaded() {
-                    return Err("can't set immutable config".into());
+                    return Err(IMMUTABLE.into());
                 }
                 let check: fn(&[u8]) -> Result<String, String> = $check;
                 let v = check(v)?;
@@ -2553,7 +2612,7 @@ const PARAMS: &[Param] = &[
         get: |c| c.kept("replicaof", ""),
         set: Some(|c, v, apply| {
             if c.loaded() {
-                return Err("can't set immutable config".into());
+                return Err(IMMUTABLE.into());
             }
             let words: Vec<&[u8]> = v
                 .split(|b| b.is_ascii_whitespace())
@@ -2793,7 +2852,12 @@ const PARAMS: &[Param] = &[
         "oom-score-adj",
         None,
         "no",
-        |v| one_of(v, &["no", "yes", "relative", "absolute"]),
+        // `relative` is `yes`'s other name: CONFIG GET says `yes`.
+        |v| one_of(v, &["no", "yes", "relative", "absolute"]).map(|m| if m == "relative" {
+            "yes".into()
+        } else {
+            m
+        }),
         runtime
     ),
     kept!(

@@ -45,6 +45,7 @@ pub(crate) mod latency;
 pub(crate) mod migrate;
 pub mod network;
 pub(crate) mod notify;
+pub(crate) mod oom;
 pub(crate) mod pause;
 pub(crate) mod persistence;
 pub(crate) mod protocol;

@@ -71,6 +71,8 @@ fn main() -> std::process::ExitCode {
         }
     };
     init_logging(&startup);
+    // Redis sets the score once the config is read; a failure is logged.
+    let _ = startup.config.apply_oom_score();
     if startup.config.disable_thp()
         && !zwindow::alloc::disable_thp()
         && std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")

@@ -432,6 +432,11 @@ impl RedisServer {
     }
 
     /// SIGKILL, and reap the process (a crash: nothing flushed).
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

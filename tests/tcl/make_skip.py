@@ -41,6 +41,9 @@ UNTAGGED = [
      "needs CONFIG REWRITE (DEBUG CONFIG-REWRITE-FORCE-ALL)"),
     ("other", "Don't rehash if redis has child process",
      "kills the BGSAVE's child process (zwindow saves on a thread, no fork) and reads DEBUG HTSTATS"),
+    ("oom-score-adj", "CONFIG SET oom-score-adj works as expected",
+     "reads the BGSAVE child process's oom_score_adj (zwindow saves on a thread, no fork); "
+     "its primary and replica steps are in tests/server_surface.rs"),
     # tls runs in the TLS pass (tests/tcl/baseline-tls.txt).
     ("tls", "TLS: Verify tls-cert-file is also used as a client cert if none specified",
      "makes a replica; externally its overrides are set one CONFIG SET at a time, "
