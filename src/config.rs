@@ -712,6 +712,12 @@ impl Config {
             .map_err(|()| "Failed to set current oom_score_adj. Check server logs.".to_string())
     }
 
+    /// `bind-source-addr`: the address connections to other servers
+    /// leave from (empty: any).
+    pub(crate) fn bind_source_addr(&self) -> String {
+        self.kept("bind-source-addr", "")
+    }
+
     /// `masterauth` and `masteruser` (empty: none).
     pub(crate) fn master_auth(&self) -> (String, String) {
         (self.kept("masteruser", ""), self.kept("masterauth", ""))
@@ -2751,6 +2757,7 @@ const PARAMS: &[Param] = &[
         runtime
     ),
     kept!("cluster-announce-ip", None, "", any_text, runtime),
+    kept!("bind-source-addr", None, "", any_text, runtime),
     kept!(
         "cluster-announce-hostname",
         None,

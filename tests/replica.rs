@@ -704,3 +704,41 @@ fn a_blocked_xread_on_a_replica_of_zwindow_is_served() {
     let mut pc = p.conn();
     blocked_xread_served_from_the_stream(p.port(), &mut pc);
 }
+
+/// `bind-source-addr`: the link to the primary leaves from that address
+/// (the primary lists the replica by it), and from any address when it
+/// cannot be bound, as Redis's best-effort bind.
+#[test]
+fn the_link_leaves_from_bind_source_addr() {
+    let p = primary(None, &["--protected-mode", "no"]);
+    let mut pc = p.conn();
+    let z = ZwindowServer::start(&[]);
+    let mut r = z.conn();
+    ok(&mut r, "CONFIG SET bind-source-addr 127.0.0.2");
+    assert_eq!(
+        text(&r.cmd(&[b"CONFIG", b"GET", b"bind-source-addr"])),
+        "*2\r\n$16\r\nbind-source-addr\r\n$9\r\n127.0.0.2\r\n"
+    );
+    replicaof(&mut r, &p);
+    wait_for(
+        "the replica listed from 127.0.0.2",
+        Duration::from_secs(20),
+        || {
+            info_field(&mut pc, "replication", "slave0")
+                .is_some_and(|s| s.contains("ip=127.0.0.2,"))
+        },
+    );
+    // An address this machine does not have: the link is made anyway.
+    ok(&mut r, "REPLICAOF NO ONE");
+    ok(&mut r, "CONFIG SET bind-source-addr 192.0.2.77");
+    replicaof(&mut r, &p);
+    wait_for(
+        "the replica listed from 127.0.0.1",
+        Duration::from_secs(20),
+        || {
+            info_field(&mut pc, "replication", "slave0")
+                .is_some_and(|s| s.contains("ip=127.0.0.1,"))
+                && info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+        },
+    );
+}

@@ -527,8 +527,8 @@ async fn connect(bus: Arc<Bus>, link: LinkId, ip: Vec<u8>, cport: u16, end: Link
     let close = end.close.clone();
     let addr = std::str::from_utf8(&ip)
         .ok()
-        .and_then(|s| s.parse::<IpAddr>().ok())
-        .map(|ip| SocketAddr::new(ip, cport));
+        .filter(|s| s.parse::<IpAddr>().is_ok());
+    let source = bus.shared.config.bind_source_addr();
     let timeout = Duration::from_millis(
         u64::try_from(bus.cluster().read().state.bus.config.node_timeout)
             .unwrap_or(15000)
@@ -537,7 +537,7 @@ async fn connect(bus: Arc<Bus>, link: LinkId, ip: Vec<u8>, cport: u16, end: Link
     let mut shutdown = bus.shared.shutdown_rx();
     let stream = match addr {
         Some(addr) => tokio::select! {
-            r = tokio::time::timeout(timeout, TcpStream::connect(addr)) => r.ok().and_then(Result::ok),
+            r = tokio::time::timeout(timeout, super::outbound::connect(addr, cport, &source)) => r.ok().and_then(Result::ok),
             _ = close.notified() => return,
             _ = shutdown.changed() => return,
         },

@@ -23,7 +23,6 @@ use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::commands::Services;
 use crate::commands::session::Client;
@@ -266,7 +265,11 @@ async fn connect(shared: &Services, tls: &Tls, primary: &Primary) -> Step<Conn> 
     tracing::info!("MASTER <-> REPLICA sync started");
     let socket = tokio::time::timeout(
         timeout,
-        TcpStream::connect((primary.host.as_str(), primary.port)),
+        super::outbound::connect(
+            primary.host.as_str(),
+            primary.port,
+            &shared.config.bind_source_addr(),
+        ),
     )
     .await;
     let socket = match socket {

@@ -18,6 +18,7 @@ pub(crate) mod connection;
 pub(crate) mod feed;
 pub(crate) mod link;
 pub(crate) mod listen;
+pub(crate) mod outbound;
 pub(crate) mod socket;
 pub(crate) mod tls;
 pub mod uring;
