@@ -43,6 +43,13 @@ pub(crate) enum Push {
         channel: Bytes,
         payload: Bytes,
     },
+    /// The node stopped serving this shard channel's slot and dropped the
+    /// channel (`pubsub::PubSub::drop_shard_slots`): the connection takes
+    /// it out of the client's own set and writes the `sunsubscribe` push,
+    /// whose count only it knows.
+    ShardUnsubscribed {
+        channel: Bytes,
+    },
     /// Already encoded: a tracking invalidation or a MONITOR line.
     Raw(Bytes),
     /// From the clients' cron: give back the read buffer's unused room
@@ -66,6 +73,7 @@ impl Push {
                 channel,
                 payload,
             } => pattern.len() + channel.len() + payload.len() + 48,
+            Push::ShardUnsubscribed { channel } => channel.len() + 32,
             Push::Raw(b) => b.len(),
             Push::ShrinkQuery { .. } | Push::After(_) => 0,
         }

@@ -9,7 +9,10 @@
 //!
 //! Shard channels (SSUBSCRIBE/SPUBLISH) are a separate namespace: a
 //! standalone server is one shard, so they behave as plain channels that
-//! patterns never match and whose messages are `smessage`.
+//! patterns never match and whose messages are `smessage`. In cluster
+//! mode a shard channel lives in its hash slot: when the node stops
+//! serving the slot, the channel goes and its subscribers are told
+//! ([`PubSub::drop_shard_slots`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +23,7 @@ use parking_lot::RwLock;
 use crate::clients::{ClientHandle, ClientId, Push};
 use crate::config::OutputLimit;
 use crate::keyspace::notify;
+use crate::keyspace::slots::key_hash_slot;
 use crate::util::glob_match;
 
 #[derive(Default)]
@@ -184,6 +188,49 @@ impl PubSub {
         subs.len()
     }
 
+    /// Drops the shard channels hashing to `slots`, which this node no
+    /// longer serves (Redis's `removeChannelsInSlot`): each subscriber is
+    /// queued a [`Push::ShardUnsubscribed`], which its connection turns
+    /// into the `sunsubscribe` push once it has left its own set. Redis's
+    /// order: slot by slot, a slot's channels by their bytes (its
+    /// `slots_to_channels` radix tree), a channel's subscribers in the
+    /// order they subscribed.
+    pub(crate) fn drop_shard_slots(&self, limit: OutputLimit, slots: &[u16]) {
+        if slots.is_empty() {
+            return;
+        }
+        let mut inner = self.inner.write();
+        if inner.shard_channels.is_empty() {
+            return;
+        }
+        let mut lost = vec![false; crate::keyspace::slots::SLOTS];
+        for &s in slots {
+            if let Some(l) = lost.get_mut(usize::from(s)) {
+                *l = true;
+            }
+        }
+        let mut gone: Vec<(u16, Bytes)> = inner
+            .shard_channels
+            .keys()
+            .map(|ch| (key_hash_slot(ch), ch.clone()))
+            .filter(|(slot, _)| lost[usize::from(*slot)])
+            .collect();
+        gone.sort_unstable();
+        for (_, channel) in gone {
+            let Some(subs) = inner.shard_channels.remove(&channel) else {
+                continue;
+            };
+            for c in subs {
+                c.push(
+                    Push::ShardUnsubscribed {
+                        channel: channel.clone(),
+                    },
+                    limit,
+                );
+            }
+        }
+    }
+
     /// Publishes a keyspace notification on the channels `flags` enable.
     pub(crate) fn notify_keyspace(
         &self,
@@ -248,5 +295,45 @@ impl PubSub {
             });
         }
         inner.patterns.retain(|(_, c)| c.id != id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clients::Clients;
+
+    #[test]
+    fn a_lost_slot_drops_its_shard_channels_in_redis_order() {
+        let clients = Clients::default();
+        let (a, mut rx_a) = clients.register("a".into(), "l".into(), 1, false, false);
+        let (b, mut rx_b) = clients.register("b".into(), "l".into(), 2, false, false);
+        let hub = PubSub::default();
+        // {x}1 and {x}2 share a slot; `other` is elsewhere; a plain channel
+        // of the slot's name is not a shard channel.
+        let slot = key_hash_slot(b"x");
+        assert_ne!(key_hash_slot(b"other"), slot);
+        for ch in [&b"{x}2"[..], b"{x}1", b"other"] {
+            hub.subscribe(true, ch, &a);
+        }
+        hub.subscribe(true, b"{x}1", &b);
+        hub.subscribe(false, b"{x}1", &b);
+        let none = OutputLimit {
+            hard: 0,
+            soft: 0,
+            soft_secs: 0,
+        };
+        hub.drop_shard_slots(none, &[slot]);
+        let dropped = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<Push>| {
+            let mut v = Vec::new();
+            while let Ok(Push::ShardUnsubscribed { channel }) = rx.try_recv() {
+                v.push(channel);
+            }
+            v
+        };
+        assert_eq!(dropped(&mut rx_a), vec![&b"{x}1"[..], b"{x}2"]);
+        assert_eq!(dropped(&mut rx_b), vec![&b"{x}1"[..]]);
+        assert_eq!(hub.channels(true, None), vec![&b"other"[..]]);
+        assert_eq!(hub.numsub(false, b"{x}1"), 1);
     }
 }

@@ -326,16 +326,6 @@ fn run_cluster_suite(tests: &Path) -> (UnitResult, String) {
     run_instances_suite(tests, "cluster", 23000, 28000, Duration::from_secs(2400))
 }
 
-/// The cluster suite's files zwindow does not run yet, each with why
-/// (`tests/tcl/baseline-cluster.txt` says the same): the suite's runner
-/// is given every other file (`--single`).
-const CLUSTER_NOT_YET: &[(&str, &str)] = &[(
-    "25-pubsubshard-slot-migration",
-    "a slot that leaves the node does not yet unsubscribe its shard channels' \
-     subscribers (Redis's removeChannelsInSlot): the test waits for that \
-     sunsubscribe without a timeout",
-)];
-
 /// One of the suites built on `tests/instances.tcl` (`tests/SUITE/run.tcl`)
 /// in a private copy, its base ports moved, killed past `limit`. Passed:
 /// its `OK` lines; failed: its `FAILED` lines.
@@ -360,27 +350,9 @@ fn run_instances_suite(
         );
     std::fs::write(&instances, text).expect("write instances.tcl");
     let log = work.0.join(format!("{suite}.log"));
-    // The cluster suite runs every file but those not run yet.
-    let mut only = Vec::new();
-    if suite == "cluster" {
-        let dir = work.0.join("tests/cluster/tests");
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .expect("list the cluster suite's files")
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter_map(|f| f.strip_suffix(".tcl").map(str::to_string))
-            .filter(|f| !CLUSTER_NOT_YET.iter().any(|(n, _)| n == f))
-            .collect();
-        files.sort();
-        for f in files {
-            // `--single` matches `*name*`: the whole file name.
-            only.push("--single".to_string());
-            only.push(format!("{f}.tcl"));
-        }
-    }
     let mut child = Command::new("tclsh")
         .current_dir(&work.0)
         .arg(format!("tests/{suite}/run.tcl"))
-        .args(&only)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&log).expect("create the log"))
         .stderr(Stdio::null())

@@ -3379,6 +3379,50 @@ mod tests {
     }
 
     #[test]
+    fn slots_taken_from_myself_or_my_primary_lose_their_shard_channels() {
+        let mut sim = cluster();
+        sim.run(10_000);
+        for n in &mut sim.nodes {
+            n.take_lost_slots();
+        }
+        // Replica 4 takes over primary 1's slots: as Redis's
+        // `clusterFailoverReplaceYourMaster`, it is a primary already when
+        // it frees them, so its own subscribers stay.
+        sim.group[4] = 1;
+        let actions = sim.nodes[4]
+            .failover(FailoverMode::Takeover, sim.now)
+            .unwrap();
+        sim.apply(4, actions);
+        assert_eq!(sim.nodes[4].take_lost_slots(), Vec::<u16>::new());
+        sim.group[4] = 0;
+        let took = sim.run_until(20_000, |s| {
+            s.alive().all(|i| s.owner(i, 5461) == Some(name(4)))
+        });
+        assert!(took.is_some());
+        // The old primary loses every slot it served, in order; the other
+        // shards' nodes lose none.
+        let lost: Vec<u16> = (5461..10923).collect();
+        assert_eq!(sim.nodes[1].take_lost_slots(), lost);
+        for i in [0, 2, 3, 4, 5] {
+            assert_eq!(
+                sim.nodes[i].take_lost_slots(),
+                Vec::<u16>::new(),
+                "node {i}"
+            );
+        }
+        // A replica loses its primary's slots with it (DELSLOTS there,
+        // heard through the gossip of the emptied slot table).
+        let (mut s, _) = fixture(2);
+        s.add_slot(&name(1), 7);
+        s.add_slot(&name(2), 8);
+        s.replicate(&name(1), T0);
+        s.del_slot(8);
+        assert_eq!(s.take_lost_slots(), Vec::<u16>::new());
+        s.del_slot(7);
+        assert_eq!(s.take_lost_slots(), vec![7]);
+    }
+
+    #[test]
     fn a_slot_its_owner_stopped_claiming_goes_to_any_claimant() {
         let (mut s, links) = fixture(2);
         s.node_mut(&name(1)).unwrap().config_epoch = 5;

@@ -31,7 +31,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::config::Config;
+use crate::config::{Config, OutputLimit};
+use crate::pubsub::PubSub;
 use state::{ClusterState, PORT_INCR};
 use wire::{NODE_MASTER, NODE_MYSELF, NodeName, SLOTS};
 
@@ -134,6 +135,16 @@ impl Inner {
     /// Myself's name (a cluster always has one).
     pub(crate) fn myself(&self) -> NodeName {
         self.state.myself.unwrap_or(NodeName::NULL)
+    }
+
+    /// Drops the shard channels of the slots myself stopped serving
+    /// since the last call, telling their subscribers (Redis's
+    /// `removeChannelsInSlot`, from `clusterDelSlot`). Whoever changed the
+    /// state calls it before releasing the lock, so that the slots freed
+    /// are never mistaken for later ones.
+    pub(crate) fn drop_lost_channels(&mut self, pubsub: &PubSub, limit: OutputLimit) {
+        let lost = self.state.take_lost_slots();
+        pubsub.drop_shard_slots(limit, &lost);
     }
 
     /// Whether myself is a replica.

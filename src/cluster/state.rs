@@ -152,6 +152,12 @@ pub struct ClusterState {
     /// The bus's own state (links, election, settings): see
     /// [`super::gossip::BusState`].
     pub bus: BusState,
+    /// Slots freed while myself served them, as primary or replica, in
+    /// the order they were freed: their shard channels' subscribers must
+    /// be unsubscribed (`clusterDelSlot` calling `removeChannelsInSlot`).
+    /// Whoever changes the state takes them ([`ClusterState::take_lost_slots`])
+    /// before releasing the lock.
+    lost_slots: Vec<u16>,
 }
 
 impl Default for ClusterState {
@@ -173,6 +179,7 @@ impl ClusterState {
             migrating_to: vec![None; SLOTS],
             importing_from: vec![None; SLOTS],
             bus: BusState::default(),
+            lost_slots: Vec::new(),
         }
     }
 
@@ -293,6 +300,9 @@ impl ClusterState {
         let Some(Some(owner)) = self.slots.get(s).copied() else {
             return false;
         };
+        if self.serves_with_myself(&owner) {
+            self.lost_slots.push(slot);
+        }
         self.slots[s] = None;
         if let Some(node) = self.node_mut(&owner) {
             let mut bytes = *node.slots.as_bytes();
@@ -302,14 +312,45 @@ impl ClusterState {
         true
     }
 
+    /// Whether myself serves `owner`'s slots with it: myself is their
+    /// primary, or a replica of that primary (Redis's
+    /// `clusterGetNodesServingMySlots(owner)` holding myself).
+    fn serves_with_myself(&self, owner: &NodeName) -> bool {
+        let (Some(me), Some(owner)) = (self.myself, self.node(owner)) else {
+            return false;
+        };
+        let primary = if owner.is_primary() {
+            Some(owner.name)
+        } else {
+            owner.primary
+        };
+        let Some(primary) = primary else {
+            return false;
+        };
+        primary == me
+            || self
+                .node(&me)
+                .is_some_and(|m| m.is_replica() && m.primary == Some(primary))
+    }
+
+    /// The slots freed since the last call whose shard channels this node
+    /// must drop (see `lost_slots`), in the order they were freed.
+    pub(crate) fn take_lost_slots(&mut self) -> Vec<u16> {
+        std::mem::take(&mut self.lost_slots)
+    }
+
     /// Forgets `name` (`clusterDelNode`): its slots become unserved, its
     /// imports and migrations are dropped, and it leaves its primary's
     /// replica list. Failure reports and links are the bus's business.
     pub(crate) fn remove_node(&mut self, name: &NodeName) -> Option<Node> {
         let i = *self.index.get(name)?;
+        let with_myself = self.serves_with_myself(name);
         for s in 0..SLOTS {
             if self.slots[s] == Some(*name) {
                 self.slots[s] = None;
+                if with_myself {
+                    self.lost_slots.push(s as u16);
+                }
             }
             if self.migrating_to[s] == Some(*name) {
                 self.migrating_to[s] = None;

@@ -36,8 +36,11 @@ fn now_ms() -> i64 {
 }
 
 /// Saves and re-evaluates after a change (`CLUSTER_TODO_SAVE_CONFIG |
-/// CLUSTER_TODO_UPDATE_STATE`).
+/// CLUSTER_TODO_UPDATE_STATE`), once the shard channels of the slots the
+/// change took from myself are dropped (before the reply, as Redis's
+/// `clusterDelSlot` drops them).
 fn changed(ctx: &Ctx, cluster: &Cluster, inner: &mut Inner, fsync: bool) {
+    inner.drop_lost_channels(&ctx.shared.pubsub, ctx.shared.config.pubsub_output_limit());
     cluster.changed(inner, &ctx.shared.config, now_ms(), fsync);
 }
 

@@ -112,6 +112,27 @@ fn track(ctx: &mut Ctx, kind: Kind, name: &[u8], add: bool) -> bool {
     changed
 }
 
+/// A shard channel this node dropped with its slot (a
+/// `Push::ShardUnsubscribed`, handled by the client's connection, which
+/// owns its sets): the client leaves it, as Redis's
+/// `pubsubShardUnsubscribeAllClients` unsubscribes it, and the count its
+/// `sunsubscribe` push carries is returned; `None` if the client had left
+/// the channel already (its own SUNSUBSCRIBE told it). The hub is told too,
+/// in case the client subscribed again since: the sets must not drift.
+pub(crate) fn shard_channel_dropped(
+    shared: &super::Services,
+    client: &mut super::session::Client,
+    channel: &[u8],
+) -> Option<usize> {
+    if !client.shard_channels.remove(channel) {
+        return None;
+    }
+    shared.pubsub.unsubscribe(true, channel, client.handle.id);
+    let count = client.shard_channels.len();
+    client.handle.ssubs.store(count as u32, Relaxed);
+    Some(count)
+}
+
 /// One `[kind, name, count]` confirmation; `name` None is the null Redis
 /// sends when unsubscribing from nothing.
 fn confirm(ctx: &mut Ctx, kind: Kind, what: &str, name: Option<&[u8]>) {

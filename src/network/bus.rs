@@ -133,7 +133,12 @@ impl Bus {
             let config = cluster.bus_config(&inner, &self.shared.config);
             inner.state.bus.config = config;
             feed_replication(&self.shared, &mut inner, now);
-            f(&mut inner, now)
+            let actions = f(&mut inner, now);
+            inner.drop_lost_channels(
+                &self.shared.pubsub,
+                self.shared.config.pubsub_output_limit(),
+            );
+            actions
         };
         self.apply(actions);
     }
@@ -403,6 +408,10 @@ impl Bus {
         h.close.notify_one();
         let mut inner = self.cluster().write();
         inner.state.on_link_closed(link, now_ms());
+        inner.drop_lost_channels(
+            &self.shared.pubsub,
+            self.shared.config.pubsub_output_limit(),
+        );
     }
 
     /// `clusterCron`'s last word: a replica (as nodes.conf says at

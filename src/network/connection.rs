@@ -169,14 +169,14 @@ pub(crate) async fn run(
                         continue;
                     }
                     hold_for(&mut hold, &msg);
-                    encode_push(&mut out, &msg);
+                    encode_push(&shared, &mut client, &mut out, &msg);
                     pushed += msg.size();
                     pushes_only = true;
                     // Batches stay bounded so a flood is written as it comes.
                     while pushed < PUSH_BATCH {
                         let Ok(msg) = pushes.try_recv() else { break };
                         hold_for(&mut hold, &msg);
-                        encode_push(&mut out, &msg);
+                        encode_push(&shared, &mut client, &mut out, &msg);
                         pushed += msg.size();
                     }
                 }
@@ -286,7 +286,7 @@ pub(crate) async fn run(
                         // keyspace events, invalidations of keys evicted
                         // before it ran) precedes its reply, as in Redis,
                         // where it lands in the output buffer first.
-                        pushed += splice_pushes(&mut out, mark, &mut pushes);
+                        pushed += splice_pushes(&shared, &mut client, &mut out, mark, &mut pushes);
                         // What woke the push channel's registration may have
                         // been taken here: the next turn polls it again.
                         push_armed = false;
@@ -805,6 +805,8 @@ fn log_query_limit(handle: &ClientHandle, rbuf: &BytesMut) {
 /// connection's own replies, and waiting there for a batch that may wait
 /// for this one (two subscribers publishing to each other) would never end.
 fn splice_pushes(
+    shared: &Services,
+    client: &mut Client,
     out: &mut Reply,
     mark: usize,
     pushes: &mut tokio::sync::mpsc::UnboundedReceiver<Push>,
@@ -812,7 +814,7 @@ fn splice_pushes(
     let mut early = Reply::with_resp3(out.resp3);
     let mut size = 0;
     while let Ok(msg) = pushes.try_recv() {
-        encode_push(&mut early, &msg);
+        encode_push(shared, client, &mut early, &msg);
         size += msg.size();
     }
     if !early.is_empty() {
@@ -842,9 +844,21 @@ fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
         .store(total.saturating_sub(before) + rbuf.capacity(), Relaxed);
 }
 
-fn encode_push(out: &mut Reply, msg: &Push) {
+/// Encodes one push; a shard channel dropped with its slot first leaves
+/// the client's own set, which gives its `sunsubscribe`'s count.
+fn encode_push(shared: &Services, client: &mut Client, out: &mut Reply, msg: &Push) {
     match msg {
         Push::ShrinkQuery { .. } | Push::After(_) => {}
+        Push::ShardUnsubscribed { channel } => {
+            if let Some(count) =
+                crate::commands::pubsub::shard_channel_dropped(shared, client, channel)
+            {
+                out.push(3);
+                out.bulk(b"sunsubscribe");
+                out.bulk(channel);
+                out.int(count as i64);
+            }
+        }
         Push::Message { channel, payload } => {
             out.push(3);
             out.bulk(b"message");
