@@ -255,6 +255,56 @@ fn config_set_appendonly_writes_a_base_first() {
     );
 }
 
+/// `CONFIG SET appendonly no` stops a running rewrite at once (Redis kills
+/// its rewrite child, and says so in its log); the last rewrite's status
+/// stays `ok`, and a new BGREWRITEAOF is accepted.
+#[test]
+fn turning_the_aof_off_stops_a_running_rewrite() {
+    let dir = PrivateDir::new("aof-off-stops-rewrite");
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    wait_rewrite(&mut c);
+    ok(&mut c, "SET k v");
+    ok(&mut c, "CONFIG SET rdb-key-save-delay 10000000");
+    assert_eq!(
+        cmd(&mut c, &[b"BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    assert_eq!(info_field(&mut c, "aof_rewrite_in_progress"), "1");
+    let started = Instant::now();
+    ok(&mut c, "CONFIG SET appendonly no");
+    // The key's 10 s delay is not waited out.
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(info_field(&mut c, "aof_rewrite_in_progress"), "0");
+    assert_eq!(info_field(&mut c, "aof_last_bgrewrite_status"), "ok");
+    assert!(z.log_tail().contains("Killing running AOF rewrite child"));
+    ok(&mut c, "CONFIG SET rdb-key-save-delay 0");
+    assert_eq!(
+        cmd(&mut c, &[b"BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    wait_rewrite(&mut c);
+}
+
+/// A BGREWRITEAOF scheduled behind a BGSAVE runs once the save ends, with
+/// the AOF off too (as Redis's serverCron).
+#[test]
+fn a_rewrite_scheduled_behind_bgsave_runs_with_the_aof_off() {
+    let dir = PrivateDir::new("aof-scheduled-off");
+    let z = ZwindowServer::start(&["--dir", dir.0.to_str().unwrap()]);
+    let mut c = z.conn();
+    ok(&mut c, "SET k v");
+    ok(&mut c, "CONFIG SET rdb-key-save-delay 500000");
+    assert_eq!(cmd(&mut c, &[b"BGSAVE"]), b"+Background saving started\r\n");
+    assert_eq!(
+        cmd(&mut c, &[b"BGREWRITEAOF"]),
+        b"+Background append only file rewriting scheduled\r\n"
+    );
+    ok(&mut c, "CONFIG SET rdb-key-save-delay 0");
+    wait_rewrite(&mut c);
+    assert!(dir.0.join("appendonlydir").is_dir());
+}
+
 /// A key given 100 s when the server's clock read 60 s earlier than the
 /// real one has 40 s left after a restart, not a fresh 100 s.
 #[test]

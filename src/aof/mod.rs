@@ -66,6 +66,9 @@ pub(crate) struct Aof {
     /// then `file`, then `pending`.
     file: Mutex<Option<Files>>,
     pub(crate) rewrite_in_progress: AtomicBool,
+    /// Set to stop the running rewrite (`CONFIG SET appendonly no`, as
+    /// Redis kills its rewrite child); cleared when the next one starts.
+    rewrite_abort: AtomicBool,
     pub(crate) rewrite_scheduled: AtomicBool,
     last_bgrewrite_ok: AtomicBool,
     last_write_ok: AtomicBool,
@@ -126,6 +129,7 @@ impl Default for Aof {
             has_pending: AtomicBool::new(false),
             file: Mutex::new(None),
             rewrite_in_progress: AtomicBool::new(false),
+            rewrite_abort: AtomicBool::new(false),
             rewrite_scheduled: AtomicBool::new(false),
             last_bgrewrite_ok: AtomicBool::new(true),
             last_write_ok: AtomicBool::new(true),
@@ -367,17 +371,17 @@ impl Aof {
     /// (expiry, eviction, the sweeper) propagated, fsyncs once a second
     /// under `everysec`, and starts a scheduled or automatic rewrite.
     pub(crate) fn cron(&self, host: &Arc<dyn Host>) {
-        if !self.enabled() {
-            return;
-        }
         let env = host.env();
-        let now = env.clock.now_ms();
-        let everysec = env.config.appendfsync() == Fsync::EverySec;
-        let due = everysec && now.saturating_sub(self.last_fsync_ms.load(Relaxed)) >= 1000;
-        if self.has_pending.load(Relaxed) || due {
-            self.write_pending(due);
-            if due {
-                self.last_fsync_ms.store(now, Relaxed);
+        let enabled = self.enabled();
+        if enabled {
+            let now = env.clock.now_ms();
+            let everysec = env.config.appendfsync() == Fsync::EverySec;
+            let due = everysec && now.saturating_sub(self.last_fsync_ms.load(Relaxed)) >= 1000;
+            if self.has_pending.load(Relaxed) || due {
+                self.write_pending(due);
+                if due {
+                    self.last_fsync_ms.store(now, Relaxed);
+                }
             }
         }
         if self.rewrite_in_progress.load(Relaxed)
@@ -390,7 +394,9 @@ impl Aof {
         let min = env.config.auto_aof_rewrite_min_size();
         let size = self.current_size.load(Relaxed);
         let base = self.base_size.load(Relaxed).max(1);
-        let auto = pct > 0 && size > min && (size - base) * 100 / base >= pct;
+        // A BGREWRITEAOF scheduled behind a BGSAVE runs whether the AOF is
+        // on or not, as Redis's serverCron; growth triggers only when on.
+        let auto = enabled && pct > 0 && size > min && (size - base) * 100 / base >= pct;
         if scheduled || auto {
             if auto && !scheduled {
                 tracing::info!(
@@ -602,12 +608,17 @@ fn write_base(
     path: &Path,
     src: &dyn crate::rdb::file::Source,
     extras: &crate::rdb::file::Extras,
+    abort: Option<&AtomicBool>,
 ) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     let result = (|| {
         let f = File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        crate::rdb::file::write(&mut w, src, extras, crate::persistence::options(config))?;
+        let opts = crate::rdb::file::SaveOptions {
+            abort,
+            ..crate::persistence::options(config)
+        };
+        crate::rdb::file::write(&mut w, src, extras, opts)?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -638,7 +649,7 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
         let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
         let extras = crate::persistence::extras(host).ok_or("the function engine is busy")?;
         let shards = crate::rdb::file::Shards(ks.shards_mut().map(|s| &*s).collect());
-        write_base(env.config, &dir.join(&name), &shards, &extras)
+        write_base(env.config, &dir.join(&name), &shards, &extras, None)
             .map_err(|e| format!("Can't create the AOF base file {name}: {e}"))?;
         tracing::info!("Creating AOF base file {name} on server start");
     }
@@ -744,6 +755,7 @@ fn start_rewrite<'s>(
         manifest
     };
     let sizes = env.store.begin_snapshot(shards);
+    aof.rewrite_abort.store(false, Relaxed);
     aof.rewrite_in_progress.store(true, Relaxed);
     aof.rewrite_scheduled.store(false, Relaxed);
     aof.rewrite_started
@@ -777,7 +789,7 @@ fn run_rewrite(
         sizes,
     };
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    let written = write_base(env.config, &tmp, &src, &extras);
+    let written = write_base(env.config, &tmp, &src, &extras, Some(&aof.rewrite_abort));
     env.store.end_snapshot();
     aof.last_rewrite_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
@@ -818,6 +830,11 @@ fn run_rewrite(
             tracing::info!("Background AOF rewrite terminated with success");
             tracing::info!("Background AOF rewrite finished successfully");
         }
+        // Stopped on purpose: Redis's killed child leaves the last
+        // rewrite's status alone.
+        Err(_) if aof.rewrite_abort.load(Relaxed) => {
+            let _ = std::fs::remove_file(&tmp);
+        }
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             aof.last_bgrewrite_ok.store(false, Relaxed);
@@ -857,10 +874,22 @@ pub(crate) fn start(
     Ok(())
 }
 
-/// `CONFIG SET appendonly no` (Redis's `stopAppendOnly`).
+/// `CONFIG SET appendonly no` (Redis's `stopAppendOnly`): a running
+/// rewrite is stopped and waited for, as Redis's `killAppendOnlyChild`
+/// (its log line is Redis's, which operators and Redis's tests look for).
 pub(crate) fn stop(aof: &Aof) {
     if !aof.enabled() {
         return;
+    }
+    if aof.rewrite_in_progress.load(Relaxed) {
+        tracing::info!("Killing running AOF rewrite child: {}", std::process::id());
+        aof.rewrite_abort.store(true, Relaxed);
+        // The writer checks the flag between batches of keys and while it
+        // sleeps `rdb-key-save-delay`: it ends within milliseconds.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while aof.rewrite_in_progress.load(Relaxed) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
     aof.flush_all();
     aof.state.store(OFF, Relaxed);
