@@ -25,7 +25,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 # comment: the order within the line is still enforced.
 LAYERS = [
     # leaves
-    "util", "version", "clock", "alloc", "oom", "protocol", "types", "notify", "spec",
+    "util", "version", "crash", "clock", "alloc", "oom", "protocol", "types", "notify", "spec",
     # users and permissions over the command specs (the config file's
     # `user` lines are checked as they are read)
     "acl",

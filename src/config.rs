@@ -740,6 +740,11 @@ impl Config {
         )
     }
 
+    /// `crash-log-enabled`: a crash writes Redis's bug report to the log.
+    pub fn crash_log_enabled(&self) -> bool {
+        self.kept("crash-log-enabled", "yes") == "yes"
+    }
+
     /// `disable-thp`: whether the server turns transparent huge pages off
     /// for itself at startup (see `alloc::disable_thp`).
     pub fn disable_thp(&self) -> bool {

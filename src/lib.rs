@@ -37,6 +37,7 @@ pub mod cluster;
 pub mod commands;
 pub mod config;
 pub(crate) mod config_file;
+pub mod crash;
 pub(crate) mod dispatch;
 pub(crate) mod execution;
 pub mod healthcheck;

@@ -149,6 +149,12 @@ fn init_logging(startup: &Startup) {
                 .ok()
         })
         .flatten();
+    // The crash report goes where the log goes (see zwindow::crash).
+    let crash_fd = file
+        .as_ref()
+        .and_then(|f| f.try_clone().ok())
+        .map_or(2, std::os::fd::IntoRawFd::into_raw_fd);
+    zwindow::crash::install(crash_fd, startup.config.crash_log_enabled());
     match file {
         Some(file) => registry
             .with(

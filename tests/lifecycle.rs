@@ -1,5 +1,6 @@
 //! Server lifecycle contract: startup flags accepted for redis-server compatibility,
-//! ephemeral-port logging, `disable-thp`, and shutdown on SIGTERM within a second.
+//! ephemeral-port logging, `disable-thp`, shutdown on SIGTERM within a second, and
+//! Redis's crash report on a fatal signal.
 mod common;
 
 use std::time::Duration;
@@ -90,4 +91,86 @@ fn sigterm_stops_an_endless_script_within_a_second() {
         });
         assert!(status.success(), "{body}: {status:?}");
     }
+}
+
+/// The crash report a fatal signal writes to the log (Redis's
+/// `sigsegvHandler`), and the process dying of that same signal.
+fn crash_report(z: &mut ZwindowServer, sig: i32) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let status = z
+        .exit_status(Duration::from_secs(10))
+        .expect("the server died");
+    assert_eq!(status.signal(), Some(sig), "{status:?}");
+    // The log reader thread may lag the process's death a little.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = z.log_tail();
+        if log.contains("=== REDIS BUG REPORT END") || std::time::Instant::now() > deadline {
+            return log;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn debug_segfault_writes_the_crash_report() {
+    let mut z = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    c.send(&encode_cmd(&[b"DEBUG", b"SEGFAULT"]));
+    let log = crash_report(&mut z, 11);
+    for line in [
+        "=== REDIS BUG REPORT START: Cut & paste starting from here ===",
+        "# Redis 7.0.15 crashed by signal: 11, si_code: 2",
+        "# Accessing address: 0x",
+        "------ STACK TRACE ------",
+        "Backtrace:",
+        "=== REDIS BUG REPORT END. Make sure to include from START to END. ===",
+    ] {
+        assert!(log.contains(line), "no {line:?} in:\n{log}");
+    }
+}
+
+#[test]
+fn sigabrt_writes_the_crash_report_with_the_sender() {
+    let mut z = ZwindowServer::start(&[]);
+    let pid = z.pid().to_string();
+    let me = std::process::id();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-ABRT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let log = crash_report(&mut z, 6);
+    assert!(log.contains("crashed by signal: 6, si_code: 0"), "{log}");
+    // `kill` is a child of this test process.
+    assert!(log.contains("Killed by PID: "), "{log}");
+    assert!(!log.contains(&format!("Killed by PID: {me},")), "{log}");
+    assert!(log.contains("------ STACK TRACE ------"), "{log}");
+}
+
+#[test]
+fn crash_log_enabled_no_leaves_the_default_action() {
+    let mut z = ZwindowServer::start(&[]);
+    let mut c = z.conn();
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"crash-log-enabled", b"no"]),
+        b"+OK\r\n"
+    );
+    let pid = z.pid().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-ABRT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    use std::os::unix::process::ExitStatusExt;
+    let status = z
+        .exit_status(Duration::from_secs(10))
+        .expect("the server died");
+    assert_eq!(status.signal(), Some(6));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!z.log_tail().contains("crashed by signal"));
 }

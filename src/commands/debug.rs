@@ -134,6 +134,8 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         let argv: Vec<&[u8]> = (2..argc).map(|i| ctx.arg(i)).collect();
         ctx.shared.replication.feed_command(&argv);
         ctx.out.ok();
+    } else if eq_ic(sub, "SEGFAULT") && argc == 2 {
+        crate::crash::segfault();
     } else if eq_ic(sub, "STRINGMATCH-TEST") && argc == 2 {
         stringmatch_test();
         ctx.out

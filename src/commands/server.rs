@@ -626,6 +626,13 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     } else if !aof_now && aof_was {
         crate::aof::stop(&ctx.shared.aof);
     }
+    // config.c `updateSighandlerEnabled`.
+    if pairs
+        .iter()
+        .any(|(name, _)| crate::util::eq_ic(name, "crash-log-enabled"))
+    {
+        crate::crash::set_enabled(ctx.shared.config.crash_log_enabled());
+    }
     // requirepass is the default ACL user's password (config.c
     // `updateRequirePass`).
     if pairs

@@ -270,6 +270,18 @@ impl ZwindowServer {
         let _ = self.child.wait();
     }
 
+    /// Waits up to `timeout` for the process to exit by itself; its status.
+    pub fn exit_status(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
