@@ -7,7 +7,7 @@
 //! which makes it atomic and, locking in the usual order, deadlock-free.
 
 use super::flags::*;
-use super::lua::RunSpec;
+use super::lua::{RunSpec, ldb};
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::eq_ic;
 
@@ -98,6 +98,9 @@ static SCRIPT: &[Command] = &[
         .syntax("[ASYNC | SYNC]"),
     Command::new("kill", 2, NOSCRIPT | ALLOW_BUSY, Keys::None, &(script_kill as Handler))
         .doc(G, "2.6.0", "O(1)", "Terminates a server-side Lua script during execution."),
+    Command::new("debug", 3, NOSCRIPT, Keys::None, &(script_debug as Handler))
+        .doc(G, "3.2.0", "O(1)", "Sets the debug mode of server-side Lua scripts.")
+        .syntax("<YES | SYNC | NO>"),
     Command::new("help", 2, LOADING | STALE, Keys::None, &(script_help as Handler))
         .doc(G, "5.0.0", "O(1)", "Returns helpful text about the different subcommands."),
 ];
@@ -133,6 +136,54 @@ fn numkeys(ctx: &Ctx) -> Result<usize, Error> {
 }
 
 fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
+    if ctx.client.ldb == ldb::OFF {
+        return eval_plain(ctx, by_sha, ro);
+    }
+    if by_sha {
+        if ctx.arg(1).len() != 40 {
+            return Err(noscript());
+        }
+        return Err(Error::Static(
+            "ERR Please use EVAL instead of EVALSHA for debugging",
+        ));
+    }
+    eval_debugging(ctx, ro)
+}
+
+/// Redis's `evalGenericCommandWithDebugging`: the script runs with the
+/// debugger attached to this connection, which closes after the reply.
+fn eval_debugging(ctx: &mut Ctx, ro: bool) -> CmdResult {
+    if ctx.client.handle.tls {
+        ctx.client.ldb = ldb::OFF;
+        return Err(Error::Static(
+            "ERR The Lua debugger is not available on TLS connections",
+        ));
+    }
+    let shared = ctx.shared.clone();
+    let session = {
+        let engine = shared.scripting.engine().map_err(Error::Owned)?;
+        engine
+            .debug_session(
+                ctx.client.handle.clone(),
+                ctx.arg(1),
+                shared.config.busy_reply_threshold(),
+            )
+            .map_err(|e| Error::Owned(format!("ERR can't run EVAL in debugging mode: {e}")))?
+    };
+    tracing::warn!("Redis synchronous debugging eval session started");
+    let result = eval_plain(ctx, false, ro);
+    {
+        let engine = shared.scripting.engine().map_err(Error::Owned)?;
+        engine.end_debug_session(&session);
+    }
+    tracing::warn!("Redis synchronous debugging eval session ended");
+    if let Err(e) = result {
+        ctx.out.error_bytes(e.bytes());
+    }
+    Ok(super::Outcome::Close)
+}
+
+fn eval_plain(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     let nkeys = numkeys(ctx)?;
     let shared = ctx.shared.clone();
     // Busy from here (other clients' engine users wait rather than block);
@@ -277,6 +328,29 @@ fn script_flush(ctx: &mut Ctx) -> CmdResult {
     let mut engine = shared.scripting.engine_for(ctx.client)?;
     engine.flush_scripts();
     shared.scripting.update_stats(&engine);
+    ctx.out.ok();
+    Ok(Done)
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO (`scriptCommand`'s DEBUG branch).
+fn script_debug(ctx: &mut Ctx) -> CmdResult {
+    // Replies of this batch (or EXEC's header) not yet written: the
+    // session's own output could not follow them in order.
+    if !ctx.out.is_empty() {
+        return Err(Error::Static(
+            "ERR SCRIPT DEBUG must be called outside a pipeline",
+        ));
+    }
+    let mode = ctx.arg(2);
+    ctx.client.ldb = if eq_ic(mode, "no") {
+        ldb::OFF
+    } else if eq_ic(mode, "yes") {
+        ldb::YES
+    } else if eq_ic(mode, "sync") {
+        ldb::SYNC
+    } else {
+        return Err(Error::Static("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
+    };
     ctx.out.ok();
     Ok(Done)
 }

@@ -39,6 +39,7 @@ pub(crate) mod codecs;
 pub(crate) mod convert;
 pub(crate) mod dump;
 pub(crate) mod functions;
+pub(crate) mod ldb;
 pub(crate) mod libs;
 
 use std::cell::RefCell;
@@ -479,6 +480,8 @@ pub(crate) struct Engine {
     fenv: Table,
     /// bootstrap.lua's `load_library(chunk)`.
     load_library: Function,
+    /// `debug.getlocal`, kept for the debugger (scripts lose `debug`).
+    getlocal: Function,
     busy: Arc<Busy>,
     /// Scripts run, for the periodic collection.
     runs: u32,
@@ -600,6 +603,18 @@ impl Engine {
                 }
             })?,
         )?;
+        impl_tbl.raw_set(
+            "ldb_breakpoint",
+            lua.create_function(|lua, ()| Ok(ldb::breakpoint(lua)))?,
+        )?;
+        impl_tbl.raw_set(
+            "ldb_debug",
+            lua.create_function(|lua, args: MultiValue| {
+                ldb::debug_log(lua, args);
+                Ok(())
+            })?,
+        )?;
+        let getlocal: Function = globals.raw_get::<Table>("debug")?.raw_get("getlocal")?;
         let boot = lua
             .load(include_str!("bootstrap.lua"))
             .set_name("=[redis]")
@@ -618,6 +633,7 @@ impl Engine {
             scripts: HashMap::new(),
             fenv,
             load_library,
+            getlocal,
             busy: engine_busy,
             runs: 0,
             libraries: Default::default(),
@@ -866,6 +882,39 @@ impl Engine {
         self.runs = self.runs.wrapping_add(1);
         if self.runs.is_multiple_of(GC_EVERY) {
             let _ = self.lua.gc_collect();
+        }
+    }
+
+    /// Attaches a debugging session on `client`'s socket for the EVAL of `body`:
+    /// the next script run stops at its first line.
+    pub(crate) fn debug_session(
+        &self,
+        client: Arc<crate::clients::ClientHandle>,
+        body: &[u8],
+        timeout_ms: u64,
+    ) -> Result<ldb::Shared, String> {
+        let session = ldb::Session::start(
+            client,
+            body,
+            timeout_ms,
+            self.env.clone(),
+            self.getlocal.clone(),
+        )
+        .map_err(|e| e.to_string())?;
+        let session: ldb::Shared = Arc::new(Mutex::new(session));
+        ldb::install_hook(&self.lua, self.busy.clone()).map_err(|e| e.to_string())?;
+        self.lua.set_app_data(session.clone());
+        Ok(session)
+    }
+
+    /// Ends a debugging session: its last logs and `<endsession>` go to
+    /// the client; the normal hook is back.
+    pub(crate) fn end_debug_session(&self, session: &ldb::Shared) {
+        self.lua.remove_app_data::<ldb::Shared>();
+        ldb::end(session);
+        self.busy.hook_escalated.store(false, Relaxed);
+        if let Err(e) = install_hook(&self.lua, self.busy.clone(), HOOK_EVERY) {
+            tracing::error!("cannot restore the script hook: {e}");
         }
     }
 
@@ -1171,10 +1220,17 @@ impl RunState<'_, '_> {
                 return Ok((e, raise));
             }
         };
+        let debugging = ldb::logging(lua);
+        if let Some(d) = &debugging {
+            ldb::log_command(d, &parts);
+        }
         let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
         let owned = OwnedArgs::from_slices(&slices);
         let argv = owned.args();
         let deny = |msg: &[u8]| -> mlua::Result<(Value, bool)> {
+            if let Some(d) = &debugging {
+                ldb::log_error(d, msg);
+            }
             Ok((convert::error_table(lua, msg, true)?, raise))
         };
         let wrote = self.busy.wrote.load(Relaxed);
@@ -1216,6 +1272,9 @@ impl RunState<'_, '_> {
             .commands_processed
             .fetch_add(std::mem::take(&mut self.client.commands), Relaxed);
         let is_err = out.is_error();
+        if let Some(d) = &debugging {
+            ldb::log_reply(d, &out);
+        }
         let v = convert::reply_to_lua(lua, &out)?;
         Ok((v, raise && is_err))
     }
