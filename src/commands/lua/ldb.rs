@@ -362,7 +362,7 @@ fn read_more(sess: &Shared, busy: &Busy) -> mlua::Result<bool> {
         s.cbuf.extend_from_slice(&data);
         if s.cbuf.len() > 1 << 20 {
             s.cbuf = Vec::new();
-            return Err(mlua::Error::runtime("ERR max client buffer reached"));
+            return Err(mlua::Error::runtime("max client buffer reached"));
         }
         return Ok(true);
     }
@@ -410,6 +410,15 @@ pub(crate) fn log_error(sess: &Shared, msg: &[u8]) {
 
 /// A command's reply in human form (`ldbLogRedisReply`).
 pub(crate) fn log_reply(sess: &Shared, reply: &Reply) {
+    // Converting an error reply to Lua logs it first (Redis's
+    // `redisProtocolToLuaType_Error` goes through `luaPushErrorBuff`).
+    for f in reply.recorded() {
+        if let Frame::Error(r) = f {
+            let mut l = b"<error> -".to_vec();
+            l.extend_from_slice(reply.buf.get(r.clone()).unwrap_or(&[]));
+            sess.lock().log(l);
+        }
+    }
     let mut l = b"<reply> ".to_vec();
     let mut w = Human {
         frames: reply.recorded(),
@@ -689,12 +698,14 @@ fn line_hook(lua: &Lua, ar: &Debug, busy: &Busy) -> mlua::Result<VmState> {
         .is_some_and(|s| s.contains("user_script"));
     let mut timeout = false;
     {
-        let mut s = sess.lock();
-        s.currentline = line;
-        let bp = s.bp.contains(&line) || s.luabp;
+        // Only the script's own lines count: `redis.debug` and friends
+        // are Lua code here, C in Redis (which has no line events).
         if !in_script {
             return Ok(VmState::Continue);
         }
+        let mut s = sess.lock();
+        s.currentline = line;
+        let bp = s.bp.contains(&line) || s.luabp;
         if ar.event() == DebugEvent::Count && !s.step && !bp {
             if s.since.elapsed() >= Duration::from_millis(s.timeout_ms) {
                 timeout = true;
@@ -725,7 +736,7 @@ fn line_hook(lua: &Lua, ar: &Debug, busy: &Busy) -> mlua::Result<VmState> {
     }
     if !repl(lua, &sess, busy)? && timeout {
         return Err(mlua::Error::runtime(
-            "ERR timeout during Lua debugging with client closing connection",
+            "timeout during Lua debugging with client closing connection",
         ));
     }
     sess.lock().since = Instant::now();
@@ -773,7 +784,7 @@ fn repl(lua: &Lua, sess: &Shared, busy: &Busy) -> mlua::Result<bool> {
             let parsed = sess.lock().parse_command();
             match parsed {
                 Ok(Some(argv)) => break argv,
-                Err(()) => return Err(mlua::Error::runtime("ERR protocol error")),
+                Err(()) => return Err(mlua::Error::runtime("protocol error")),
                 Ok(None) => {
                     if !read_more(sess, busy)? {
                         let mut s = sess.lock();
@@ -806,7 +817,7 @@ fn repl(lua: &Lua, sess: &Shared, busy: &Busy) -> mlua::Result<bool> {
         } else if is(b"e", b"eval") {
             eval(lua, sess, &argv);
         } else if is(b"a", b"abort") {
-            return Err(mlua::Error::runtime("ERR script aborted for user request"));
+            return Err(mlua::Error::runtime("script aborted for user request"));
         } else if argv.len() > 1 && is(b"r", b"redis") {
             redis(lua, sess, &argv);
         } else if is(b"p", b"print") {
