@@ -310,3 +310,40 @@ fn a_session_never_holds_the_server() {
     );
     assert_eq!(other.cmd_str("PING"), b"+PONG\r\n");
 }
+
+#[test]
+fn yes_mode_serves_others_and_drops_the_sessions_writes() {
+    // Redis forks; zwindow copies the data: same contract either way.
+    let s = Servers::start();
+    let mut other = s.pair();
+    same(&mut other, &["SET", "k", "orig"]);
+    let mut p = s.pair();
+    same(&mut p, &["SCRIPT", "DEBUG", "yes"]);
+    same(
+        &mut p,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'new')\nredis.call('set', 'k2', 'x')\nreturn redis.call('get', KEYS[1])",
+            "1",
+            "k",
+        ],
+    );
+    same(&mut p, &["s"]);
+    same(&mut p, &["r", "get", "k"]);
+    // The session is stopped: other clients, and their scripts, run.
+    same(&mut other, &["GET", "k"]);
+    same(
+        &mut other,
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "k"],
+    );
+    same(&mut other, &["SET", "k3", "v"]);
+    same(&mut p, &["c"]);
+    let r = p.r.read_reply();
+    let z = p.z.read_reply();
+    assert_eq!(escape(&r), escape(&z));
+    both_closed(&mut p);
+    // The session's writes are gone; the others' stay.
+    assert_eq!(same(&mut other, &["GET", "k"]), b"$4\r\norig\r\n");
+    same(&mut other, &["EXISTS", "k2"]);
+    same(&mut other, &["GET", "k3"]);
+}

@@ -7,7 +7,7 @@
 //! which makes it atomic and, locking in the usual order, deadlock-free.
 
 use super::flags::*;
-use super::lua::{RunSpec, ldb};
+use super::lua::{Engine, RunSpec, ldb};
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::eq_ic;
 
@@ -152,6 +152,13 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
 
 /// Redis's `evalGenericCommandWithDebugging`: the script runs with the
 /// debugger attached to this connection, which closes after the reply.
+///
+/// SYNC runs it as any script (it holds the server; its changes stay).
+/// YES is Redis's forked session without a fork: the execution layer runs
+/// this on a thread of its own over a private copy of the data
+/// (`Store::private_copy`), and here it gets a Lua state of its own, so
+/// other clients, and their scripts, are served meanwhile and the
+/// session's changes are dropped with the copy.
 fn eval_debugging(ctx: &mut Ctx, ro: bool) -> CmdResult {
     if ctx.client.handle.tls {
         ctx.client.ldb = ldb::OFF;
@@ -160,23 +167,45 @@ fn eval_debugging(ctx: &mut Ctx, ro: bool) -> CmdResult {
         ));
     }
     let shared = ctx.shared.clone();
-    let session = {
-        let engine = shared.scripting.engine().map_err(Error::Owned)?;
-        engine
-            .debug_session(
-                ctx.client.handle.clone(),
-                ctx.arg(1),
-                shared.config.busy_reply_threshold(),
-            )
-            .map_err(|e| Error::Owned(format!("ERR can't run EVAL in debugging mode: {e}")))?
+    let forked = ctx.client.ldb == ldb::YES;
+    let mut private = if forked {
+        Some(Engine::private().map_err(Error::Owned)?)
+    } else {
+        None
     };
-    tracing::warn!("Redis synchronous debugging eval session started");
-    let result = eval_plain(ctx, false, ro);
-    {
-        let engine = shared.scripting.engine().map_err(Error::Owned)?;
-        engine.end_debug_session(&session);
+    let client = ctx.client.handle.clone();
+    let body = ctx.arg(1).to_vec();
+    let start = |engine: &Engine| {
+        engine
+            .debug_session(client.clone(), &body, shared.config.busy_reply_threshold())
+            .map_err(|e| Error::Owned(format!("ERR can't run EVAL in debugging mode: {e}")))
+    };
+    let session = match &private {
+        Some(engine) => start(engine)?,
+        None => start(&*shared.scripting.engine().map_err(Error::Owned)?)?,
+    };
+    if forked {
+        tracing::warn!("Redis forked for debugging eval");
+    } else {
+        tracing::warn!("Redis synchronous debugging eval session started");
     }
-    tracing::warn!("Redis synchronous debugging eval session ended");
+    let result = match &mut private {
+        Some(engine) => numkeys(ctx).and_then(|n| run_script(ctx, engine, n, false, ro)),
+        None => eval_plain(ctx, false, ro),
+    };
+    match &private {
+        Some(engine) => engine.end_debug_session(&session),
+        None => shared
+            .scripting
+            .engine()
+            .map_err(Error::Owned)?
+            .end_debug_session(&session),
+    }
+    if forked {
+        tracing::warn!("Lua debugging session child exiting");
+    } else {
+        tracing::warn!("Redis synchronous debugging eval session ended");
+    }
     if let Err(e) = result {
         ctx.out.error_bytes(e.bytes());
     }
@@ -191,6 +220,19 @@ fn eval_plain(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     let busy = shared.scripting.busy.clone();
     let _running = busy.begin(ctx.client.handle.id, false);
     let mut engine = shared.scripting.engine().map_err(Error::Owned)?;
+    run_script(ctx, &mut engine, nkeys, by_sha, ro)
+}
+
+/// Loads (EVAL) or finds (EVALSHA) the script in `engine`, checks its
+/// flags and runs it.
+fn run_script(
+    ctx: &mut Ctx,
+    engine: &mut Engine,
+    nkeys: usize,
+    by_sha: bool,
+    ro: bool,
+) -> CmdResult {
+    let shared = ctx.shared.clone();
     let sha = if by_sha {
         let given = ctx.arg(1);
         if given.len() != 40 {
@@ -199,7 +241,9 @@ fn eval_plain(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
         String::from_utf8_lossy(given).to_ascii_lowercase()
     } else {
         let sha = engine.load_script(ctx.arg(1)).map_err(Error::Owned)?;
-        shared.scripting.update_stats(&engine);
+        if engine.is_shared(&shared) {
+            shared.scripting.update_stats(engine);
+        }
         sha
     };
     let Some(script) = engine.scripts.get(&sha) else {

@@ -397,6 +397,30 @@ impl Store {
         Some(Guards::Many(v))
     }
 
+    /// A private copy of every database, taken at one instant (every shard
+    /// is held while it is copied): SCRIPT DEBUG YES's dataset, whose
+    /// changes are thrown away, as Redis's forked debugging session's.
+    pub(crate) fn private_copy(&self) -> Store {
+        let copy = Store::new(self.shard_count(), self.databases);
+        let mut from = self.lock(self.all_shards());
+        for idx in 0..self.shard_count() {
+            let Some(src) = from.get(idx) else { continue };
+            let mut dst = copy.lock_shard(idx);
+            for (db, d) in src.dbs.iter().enumerate() {
+                for (k, e) in d.keys.iter() {
+                    let mut entry = Entry::new(e.value.clone());
+                    entry.expire_at = e.expire_at;
+                    entry.lru = e.lru;
+                    if e.expire_at != 0 {
+                        dst.dbs[db].expires.insert(k.clone(), ());
+                    }
+                    dst.dbs[db].keys.insert(k.clone(), entry);
+                }
+            }
+        }
+        copy
+    }
+
     /// Locks the shards of `set` in ascending order.
     pub(crate) fn lock(&self, set: ShardSet) -> Guards<'_> {
         if set.0.count_ones() == 1 {

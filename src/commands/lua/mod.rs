@@ -510,6 +510,18 @@ pub(crate) struct RunSpec<'a> {
 }
 
 impl Engine {
+    /// An engine of its own, with its own busy state, for a debugging
+    /// session of SCRIPT DEBUG YES (a fork's copy of the Lua state in
+    /// Redis): other clients' scripts go on using the shared one.
+    pub(crate) fn private() -> Result<Engine, String> {
+        Engine::new(Arc::new(Busy::default())).map_err(|e| format!("ERR {e}"))
+    }
+
+    /// Whether this is the server's shared engine (whose figures INFO shows).
+    pub(crate) fn is_shared(&self, shared: &Services) -> bool {
+        Arc::ptr_eq(&self.busy, &shared.scripting.busy)
+    }
+
     fn new(busy: Arc<Busy>) -> mlua::Result<Engine> {
         let engine_busy = busy.clone();
         // SAFETY: the debug library is needed to build Redis's error handler;
@@ -711,10 +723,8 @@ impl Engine {
     ) -> Option<ScriptError> {
         let lua = &self.lua;
         let mut failed = None;
-        shared
-            .scripting
-            .busy
-            .watch_slow(shared.config.busy_reply_threshold(), spec.name);
+        let busy = self.busy.clone();
+        busy.watch_slow(shared.config.busy_reply_threshold(), spec.name);
         let result = (|| -> mlua::Result<()> {
             let keys = lua.create_table()?;
             for (i, k) in spec.keys.iter().enumerate() {
@@ -747,7 +757,7 @@ impl Engine {
                 deny_oom: spec.deny_oom,
                 obey: caller.master,
                 repl: Target::All,
-                busy: &shared.scripting.busy,
+                busy: &busy,
                 cluster_slot: spec
                     .keys
                     .first()
@@ -871,7 +881,9 @@ impl Engine {
         }
         self.restore_hook();
         self.collect_now_and_then();
-        shared.scripting.update_stats(self);
+        if self.is_shared(shared) {
+            shared.scripting.update_stats(self);
+        }
         failed
     }
 
