@@ -523,9 +523,9 @@ fn resp_human(o: &mut Vec<u8>, b: &[u8], p: &mut usize, depth: usize) {
         b':' => o.extend_from_slice(line),
         b'$' | b'=' if n < 0 => o.extend_from_slice(b"NULL"),
         b'$' | b'=' => {
-            let s = b.get(*p..*p + n as usize).unwrap_or(&[]);
-            repr(o, s);
-            *p += n as usize + 2;
+            let end = p.saturating_add(n as usize);
+            repr(o, b.get(*p..end).unwrap_or(&[]));
+            *p = end.saturating_add(2);
         }
         b'+' | b'-' => repr(o, &b[end - line.len() - 1..end]),
         b'*' | b'>' if n < 0 => o.extend_from_slice(b"NULL"),
