@@ -238,53 +238,56 @@ impl Session {
         }
     }
 
-    /// Parses one command from the buffer (`ldbReplParseCommand`, whose
-    /// forgiving parser this keeps): `Ok(None)` asks for more input.
     fn parse_command(&self) -> Result<Option<Vec<Vec<u8>>>, ()> {
-        let buf = &self.cbuf;
-        if buf.is_empty() {
-            return Ok(None);
+        parse_command(&self.cbuf)
+    }
+}
+
+/// Parses one command from `buf` (`ldbReplParseCommand`, whose forgiving
+/// parser this keeps): `Ok(None)` asks for more input.
+fn parse_command(buf: &[u8]) -> Result<Option<Vec<Vec<u8>>>, ()> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    let Some(star) = buf.iter().position(|&b| b == b'*') else {
+        return Err(());
+    };
+    let mut p = star + 1;
+    let Some(end) = find_crlf(buf, p) else {
+        return Ok(None);
+    };
+    let argc = atoi(&buf[p..end]);
+    if argc <= 0 || argc > 1024 {
+        return Err(());
+    }
+    p = end + 2;
+    let mut argv = Vec::with_capacity(argc as usize);
+    while argv.len() < argc as usize {
+        match buf.get(p) {
+            None => return Ok(None),
+            Some(b'$') => {}
+            Some(_) => return Err(()),
         }
-        let Some(star) = buf.iter().position(|&b| b == b'*') else {
-            return Err(());
-        };
-        let mut p = star + 1;
-        let Some(end) = find_crlf(buf, p) else {
+        let Some(end) = find_crlf(buf, p + 1) else {
             return Ok(None);
         };
-        let argc = atoi(&buf[p..end]);
-        if argc <= 0 || argc > 1024 {
+        let len = atoi(&buf[p + 1..end]);
+        if len <= 0 || len > 1024 {
             return Err(());
         }
         p = end + 2;
-        let mut argv = Vec::with_capacity(argc as usize);
-        while argv.len() < argc as usize {
-            match buf.get(p) {
-                None => return Ok(None),
-                Some(b'$') => {}
-                Some(_) => return Err(()),
-            }
-            let Some(end) = find_crlf(buf, p + 1) else {
-                return Ok(None);
-            };
-            let len = atoi(&buf[p + 1..end]);
-            if len <= 0 || len > 1024 {
-                return Err(());
-            }
-            p = end + 2;
-            let len = len as usize;
-            if p + len + 2 > buf.len() {
-                return Ok(None);
-            }
-            argv.push(buf[p..p + len].to_vec());
-            p += len;
-            if &buf[p..p + 2] != b"\r\n" {
-                return Err(());
-            }
-            p += 2;
+        let len = len as usize;
+        if p + len + 2 > buf.len() {
+            return Ok(None);
         }
-        Ok(Some(argv))
+        argv.push(buf[p..p + len].to_vec());
+        p += len;
+        if &buf[p..p + 2] != b"\r\n" {
+            return Err(());
+        }
+        p += 2;
     }
+    Ok(Some(argv))
 }
 
 /// C's `atoi`: leading spaces, a sign, digits; 0 if none.
@@ -1007,4 +1010,56 @@ fn redis(lua: &Lua, sess: &Shared, argv: &[Vec<u8>]) {
     sess.lock().step = true;
     let _ = pcall(lua, call, args);
     sess.lock().step = false;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_as_ldb_repl_parse_command() {
+        assert_eq!(parse_command(b""), Ok(None));
+        assert_eq!(parse_command(b"no star"), Err(()));
+        assert_eq!(parse_command(b"*1\r"), Ok(None));
+        assert_eq!(parse_command(b"*0\r\n"), Err(()));
+        assert_eq!(parse_command(b"*1025\r\n"), Err(()));
+        assert_eq!(parse_command(b"*1\r\n"), Ok(None));
+        assert_eq!(parse_command(b"*1\r\n$2\r\nab"), Ok(None));
+        assert_eq!(parse_command(b"*1\r\n$0\r\n\r\n"), Err(()));
+        assert_eq!(parse_command(b"*1\r\n$1025\r\n"), Err(()));
+        assert_eq!(parse_command(b"*1\r\n:1\r\n"), Err(()));
+        assert_eq!(parse_command(b"*1\r\n$2\r\nabXY"), Err(()));
+        assert_eq!(
+            parse_command(b"junk*2\r\n$1\r\nb\r\n$2\r\n10\r\n"),
+            Ok(Some(vec![b"b".to_vec(), b"10".to_vec()]))
+        );
+    }
+
+    #[test]
+    fn atoi_and_g_as_c() {
+        assert_eq!(atoi(b" 12x"), 12);
+        assert_eq!(atoi(b"-3"), -3);
+        assert_eq!(atoi(b"x"), 0);
+        assert_eq!(atoi(b"99999999999999999999999"), i64::MAX);
+        assert_eq!(fmt_g(1.0), "1");
+        assert_eq!(fmt_g(0.1), "0.1");
+        assert_eq!(fmt_g(1e20), "1e+20");
+    }
+
+    #[test]
+    fn resp_as_human() {
+        let mut o = Vec::new();
+        let mut p = 0;
+        resp_human(
+            &mut o,
+            b"*3\r\n:1\r\n$-1\r\n%1\r\n+a\r\n,1.5\r\n",
+            &mut p,
+            0,
+        );
+        assert_eq!(o, b"[1,NULL,{\"+a\" => (double) 1.5}]");
+        let mut o = Vec::new();
+        let mut p = 0;
+        resp_human(&mut o, b"$99999999999\r\nab", &mut p, 0);
+        assert_eq!(o, b"\"\"");
+    }
 }
