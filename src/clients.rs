@@ -147,6 +147,9 @@ pub(crate) struct ClientHandle {
     /// CLIENT UNBLOCK's request: 0 none, [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`].
     pub(crate) unblock: AtomicU8,
     pub(crate) unblock_notify: Notify,
+    /// What the connection read while its Lua debugging session runs (the
+    /// session, on the script runner, takes it: see `commands::lua::ldb`).
+    pub(crate) debug_input: DebugInput,
     push_tx: mpsc::UnboundedSender<Push>,
     /// Bytes of pushes queued or buffered but not yet written to the
     /// socket: what the pub/sub output buffer limit measures.
@@ -655,6 +658,7 @@ impl Clients {
             blocked: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
             unblock_notify: Notify::new(),
+            debug_input: DebugInput::default(),
             push_tx: tx,
             push_bytes: AtomicUsize::new(0),
             out_pending: AtomicUsize::new(0),
@@ -838,5 +842,43 @@ mod tests {
         assert!(clients.waits_for.lock().is_empty());
         // An open gate is never waited for.
         clients.wait_gate(2, &b).await;
+    }
+}
+
+/// Input handed from a connection's task to its Lua debugging session:
+/// bytes read and whether the input ended.
+#[derive(Default)]
+pub(crate) struct DebugInput {
+    state: Mutex<(Vec<u8>, bool)>,
+    ready: parking_lot::Condvar,
+}
+
+/// What the connection buffers for a session at most: beyond the session's
+/// own 1 MB limit, the rest is dropped (the session fails first).
+const DEBUG_INPUT_MAX: usize = 2 << 20;
+
+impl DebugInput {
+    /// The connection read `data` (empty: the input ended).
+    pub(crate) fn feed(&self, data: &[u8]) {
+        let mut s = self.state.lock();
+        if data.is_empty() {
+            s.1 = true;
+        } else if s.0.len() < DEBUG_INPUT_MAX {
+            s.0.extend_from_slice(data);
+        }
+        self.ready.notify_all();
+    }
+
+    /// Waits up to `timeout` for input: `Some(bytes)` (empty if none came),
+    /// or `None` once the input ended.
+    pub(crate) fn take(&self, timeout: std::time::Duration) -> Option<Vec<u8>> {
+        let mut s = self.state.lock();
+        if s.0.is_empty() && !s.1 {
+            self.ready.wait_for(&mut s, timeout);
+        }
+        if !s.0.is_empty() {
+            return Some(std::mem::take(&mut s.0));
+        }
+        if s.1 { None } else { Some(Vec::new()) }
     }
 }

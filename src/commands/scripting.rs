@@ -7,7 +7,7 @@
 //! which makes it atomic and, locking in the usual order, deadlock-free.
 
 use super::flags::*;
-use super::lua::RunSpec;
+use super::lua::{Engine, RunSpec, ldb};
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::util::eq_ic;
 
@@ -98,6 +98,9 @@ static SCRIPT: &[Command] = &[
         .syntax("[ASYNC | SYNC]"),
     Command::new("kill", 2, NOSCRIPT | ALLOW_BUSY, Keys::None, &(script_kill as Handler))
         .doc(G, "2.6.0", "O(1)", "Terminates a server-side Lua script during execution."),
+    Command::new("debug", 3, NOSCRIPT, Keys::None, &(script_debug as Handler))
+        .doc(G, "3.2.0", "O(1)", "Sets the debug mode of server-side Lua scripts.")
+        .syntax("<YES | SYNC | NO>"),
     Command::new("help", 2, LOADING | STALE, Keys::None, &(script_help as Handler))
         .doc(G, "5.0.0", "O(1)", "Returns helpful text about the different subcommands."),
 ];
@@ -133,6 +136,83 @@ fn numkeys(ctx: &Ctx) -> Result<usize, Error> {
 }
 
 fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
+    if ctx.client.ldb == ldb::OFF {
+        return eval_plain(ctx, by_sha, ro);
+    }
+    if by_sha {
+        if ctx.arg(1).len() != 40 {
+            return Err(noscript());
+        }
+        return Err(Error::Static(
+            "ERR Please use EVAL instead of EVALSHA for debugging",
+        ));
+    }
+    eval_debugging(ctx, ro)
+}
+
+/// Redis's `evalGenericCommandWithDebugging`: the script runs with the
+/// debugger attached to this connection, which closes after the reply.
+///
+/// SYNC runs it as any script (it holds the server; its changes stay).
+/// YES is Redis's forked session without a fork: the execution layer runs
+/// this on a thread of its own over a private copy of the data
+/// (`Store::private_copy`), and here it gets a Lua state of its own, so
+/// other clients, and their scripts, are served meanwhile and the
+/// session's changes are dropped with the copy.
+fn eval_debugging(ctx: &mut Ctx, ro: bool) -> CmdResult {
+    if ctx.client.handle.tls {
+        ctx.client.ldb = ldb::OFF;
+        return Err(Error::Static(
+            "ERR The Lua debugger is not available on TLS connections",
+        ));
+    }
+    let shared = ctx.shared.clone();
+    let forked = ctx.client.ldb == ldb::YES;
+    let mut private = if forked {
+        Some(Engine::private().map_err(Error::Owned)?)
+    } else {
+        None
+    };
+    let client = ctx.client.handle.clone();
+    let body = ctx.arg(1).to_vec();
+    let start = |engine: &Engine| {
+        engine
+            .debug_session(client.clone(), &body, shared.config.busy_reply_threshold())
+            .map_err(|e| Error::Owned(format!("ERR can't run EVAL in debugging mode: {e}")))
+    };
+    let session = match &private {
+        Some(engine) => start(engine)?,
+        None => start(&*shared.scripting.engine().map_err(Error::Owned)?)?,
+    };
+    if forked {
+        tracing::warn!("Redis forked for debugging eval");
+    } else {
+        tracing::warn!("Redis synchronous debugging eval session started");
+    }
+    let result = match &mut private {
+        Some(engine) => numkeys(ctx).and_then(|n| run_script(ctx, engine, n, false, ro)),
+        None => eval_plain(ctx, false, ro),
+    };
+    match &private {
+        Some(engine) => engine.end_debug_session(&session),
+        None => shared
+            .scripting
+            .engine()
+            .map_err(Error::Owned)?
+            .end_debug_session(&session),
+    }
+    if forked {
+        tracing::warn!("Lua debugging session child exiting");
+    } else {
+        tracing::warn!("Redis synchronous debugging eval session ended");
+    }
+    if let Err(e) = result {
+        ctx.out.error_bytes(e.bytes());
+    }
+    Ok(super::Outcome::Close)
+}
+
+fn eval_plain(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     let nkeys = numkeys(ctx)?;
     let shared = ctx.shared.clone();
     // Busy from here (other clients' engine users wait rather than block);
@@ -140,6 +220,19 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
     let busy = shared.scripting.busy.clone();
     let _running = busy.begin(ctx.client.handle.id, false);
     let mut engine = shared.scripting.engine().map_err(Error::Owned)?;
+    run_script(ctx, &mut engine, nkeys, by_sha, ro)
+}
+
+/// Loads (EVAL) or finds (EVALSHA) the script in `engine`, checks its
+/// flags and runs it.
+fn run_script(
+    ctx: &mut Ctx,
+    engine: &mut Engine,
+    nkeys: usize,
+    by_sha: bool,
+    ro: bool,
+) -> CmdResult {
+    let shared = ctx.shared.clone();
     let sha = if by_sha {
         let given = ctx.arg(1);
         if given.len() != 40 {
@@ -148,7 +241,9 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro: bool) -> CmdResult {
         String::from_utf8_lossy(given).to_ascii_lowercase()
     } else {
         let sha = engine.load_script(ctx.arg(1)).map_err(Error::Owned)?;
-        shared.scripting.update_stats(&engine);
+        if engine.is_shared(&shared) {
+            shared.scripting.update_stats(engine);
+        }
         sha
     };
     let Some(script) = engine.scripts.get(&sha) else {
@@ -277,6 +372,29 @@ fn script_flush(ctx: &mut Ctx) -> CmdResult {
     let mut engine = shared.scripting.engine_for(ctx.client)?;
     engine.flush_scripts();
     shared.scripting.update_stats(&engine);
+    ctx.out.ok();
+    Ok(Done)
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO (`scriptCommand`'s DEBUG branch).
+fn script_debug(ctx: &mut Ctx) -> CmdResult {
+    // Replies of this batch (or EXEC's header) not yet written: the
+    // session's own output could not follow them in order.
+    if !ctx.out.is_empty() {
+        return Err(Error::Static(
+            "ERR SCRIPT DEBUG must be called outside a pipeline",
+        ));
+    }
+    let mode = ctx.arg(2);
+    ctx.client.ldb = if eq_ic(mode, "no") {
+        ldb::OFF
+    } else if eq_ic(mode, "yes") {
+        ldb::YES
+    } else if eq_ic(mode, "sync") {
+        ldb::SYNC
+    } else {
+        return Err(Error::Static("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
+    };
     ctx.out.ok();
     Ok(Done)
 }

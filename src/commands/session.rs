@@ -44,6 +44,9 @@ pub(crate) struct Client {
     /// True for the client a script's `redis.call` runs as (TIME answers
     /// the script's frozen instant).
     pub(crate) in_script: bool,
+    /// `SCRIPT DEBUG`: the mode (`lua::ldb::OFF|YES|SYNC`) the next EVAL
+    /// is debugged in.
+    pub(crate) ldb: u8,
     pub(super) watched: Vec<(usize, Key)>,
     pub(super) watch_flag: WatchFlag,
     pub(super) channels: HashSet<Bytes>,
@@ -202,6 +205,7 @@ impl Client {
             cluster_readonly: false,
             in_exec: false,
             in_script: false,
+            ldb: 0,
             watched: Vec::new(),
             watch_flag: Arc::new(AtomicBool::new(false)),
             channels: HashSet::new(),

@@ -1192,7 +1192,11 @@ pub(crate) async fn execute_rest(
         let dispatched = match dispatched {
             Dispatched::ScriptRunner => {
                 let job_args = owned.take().unwrap_or_else(|| args.to_owned());
-                run_on_runner(shared, client, out, job_args).await
+                if debugs_forked(client, &job_args) {
+                    run_forked_debug(shared, client, out, job_args).await
+                } else {
+                    run_on_runner(shared, client, out, job_args).await
+                }
             }
             Dispatched::Migrate(t) => migrate(shared, client, out, t).await,
             Dispatched::WaitAcks(w) => wait_acks(shared, client, out, w).await,
@@ -1415,6 +1419,78 @@ async fn migrate(
     }
     client.tracking_held.append(&mut ks.tracking_pending);
     Dispatched::Done
+}
+
+/// An EVAL (not queued) of a client in `SCRIPT DEBUG YES`: Redis forks
+/// for it, zwindow runs it on a thread of its own over a private copy of
+/// the data (see [`run_forked_debug`]).
+fn debugs_forked(client: &Client, args: &OwnedArgs) -> bool {
+    let a = args.args();
+    client.ldb == lua::ldb::YES
+        && !client.in_multi()
+        && (a.get(0).eq_ignore_ascii_case(b"eval") || a.get(0).eq_ignore_ascii_case(b"eval_ro"))
+}
+
+/// Runs a SCRIPT DEBUG YES session as Redis's forked one: on a thread of
+/// its own, over a copy of the data taken at one instant, whose changes
+/// nobody sees (no propagation, notification, tracking or wake-up: see
+/// [`crate::keyspace::events::Silent`]) and which is dropped at the end.
+/// No shard stays held and the script runner stays free, so the other
+/// clients and their scripts are served meanwhile.
+async fn run_forked_debug(
+    shared: &Arc<Services>,
+    client: &mut Client,
+    out: &mut Reply,
+    args: OwnedArgs,
+) -> Dispatched {
+    let handle = client.handle.clone();
+    let moved = std::mem::replace(client, Client::new(handle.clone(), false));
+    let moved_out = std::mem::take(out);
+    let (tx, rx) = oneshot::channel();
+    let s = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("zwindow-ldb".into())
+        .stack_size(32 << 20)
+        .spawn(move || {
+            let (mut c, mut o) = (moved, moved_out);
+            let a = args.args();
+            let mut d = Dispatched::Done;
+            if let Some(cmd) = crate::commands::lookup(a.get(0)) {
+                let store = s.store.private_copy();
+                let dirty = std::sync::atomic::AtomicU64::new(0);
+                let env = crate::keyspace::Env {
+                    store: &store,
+                    dirty: &dirty,
+                    events: &crate::keyspace::events::Silent,
+                    ..s.env()
+                };
+                let guards = store.lock(store.all_shards());
+                let mut ks = Keyspace::new(env, guards, c.db, env.clock.now_ms());
+                if matches!(
+                    call(&s, &mut c, &mut o, &mut ks, cmd, a, None),
+                    Outcome::Close
+                ) {
+                    d = Dispatched::Close;
+                }
+            }
+            let _ = tx.send((c, o, d));
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("Can't start the Lua debugging session: {e}");
+    }
+    match rx.await {
+        Ok((c, o, d)) => {
+            *client = c;
+            *out = o;
+            d
+        }
+        Err(_) => {
+            // The session's thread could not start or failed: its client
+            // state is gone with it.
+            out.error("ERR Fork() failed: can't run EVAL in debugging mode");
+            Dispatched::Close
+        }
+    }
 }
 
 /// Moves the client to the script runner, dispatches `args` there and

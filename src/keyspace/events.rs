@@ -54,3 +54,36 @@ pub(crate) trait Events: Sync {
     /// [`super::propagate::Sink::feed_args`]).
     fn feed_args(&self, db: usize, args: &crate::protocol::Args<'_>);
 }
+
+/// The events of a private dataset (SCRIPT DEBUG YES's copy): nothing is
+/// notified, propagated, tracked or woken, as in Redis's forked session.
+pub(crate) struct Silent;
+
+impl Events for Silent {
+    fn tracking_used(&self) -> bool {
+        false
+    }
+
+    fn send_invalidations(&self, invalidated: &mut Invalidated, own: &mut OwnInvalidations) {
+        invalidated.clear();
+        own.clear();
+    }
+
+    fn notify_keyspace(&self, _flags: u32, _db: usize, _event: &str, _key: &[u8]) {}
+
+    fn has_waiters(&self) -> bool {
+        false
+    }
+
+    fn pushes_in_flight(&self) -> u64 {
+        0
+    }
+
+    fn propagating(&self) -> bool {
+        false
+    }
+
+    fn feed(&self, _ops: &[Op], _transaction: bool) {}
+
+    fn feed_args(&self, _db: usize, _args: &crate::protocol::Args<'_>) {}
+}

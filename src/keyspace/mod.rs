@@ -397,6 +397,42 @@ impl Store {
         Some(Guards::Many(v))
     }
 
+    /// A private copy of every database, taken at one instant (every shard
+    /// is held while it is copied): SCRIPT DEBUG YES's dataset, whose
+    /// changes are thrown away, as Redis's forked debugging session's.
+    pub(crate) fn private_copy(&self) -> Store {
+        let mut copy = Store::new(self.shard_count(), self.databases);
+        let mut from = self.lock(self.all_shards());
+        for idx in 0..self.shard_count() {
+            let Some(src) = from.get(idx) else { continue };
+            let mut dst = copy.lock_shard(idx);
+            for (db, d) in src.dbs.iter().enumerate() {
+                for (k, e) in d.keys.iter() {
+                    let mut entry = Entry::new(e.value.clone());
+                    entry.expire_at = e.expire_at;
+                    entry.lru = e.lru;
+                    if e.expire_at != 0 {
+                        dst.dbs[db].expires.insert(k.clone(), ());
+                    }
+                    dst.dbs[db].keys.insert(k.clone(), entry);
+                }
+            }
+        }
+        // What commands consult about the data goes along with it.
+        for (to, from) in [
+            (&copy.field_ttls, &self.field_ttls),
+            (&copy.member_ttls, &self.member_ttls),
+        ] {
+            to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        copy.set_replica(self.is_replica());
+        drop(from);
+        if self.slot_index().is_some() {
+            copy.enable_slot_index();
+        }
+        copy
+    }
+
     /// Locks the shards of `set` in ascending order.
     pub(crate) fn lock(&self, set: ShardSet) -> Guards<'_> {
         if set.0.count_ones() == 1 {
@@ -1258,6 +1294,32 @@ mod tests {
                 events: &self.events,
             }
         }
+    }
+
+    #[test]
+    fn a_private_copy_is_a_separate_dataset() {
+        let services = Services::new(1_000_000);
+        let store = Store::new(4, 2);
+        let env = services.env(&store);
+        let now = env.clock.now_ms();
+        let mut ks = Keyspace::new(env, store.lock(store.all_shards()), 1, now);
+        ks.set(&b"k"[..], Value::Str(Str::new(b"v")));
+        assert!(ks.set_expire(&b"k"[..], now + 100_000));
+        drop(ks);
+        let copy = store.private_copy();
+        let copy_env = Env {
+            store: &copy,
+            ..env
+        };
+        let mut c = Keyspace::new(copy_env, copy.lock(copy.all_shards()), 1, now);
+        assert!(c.exists(&b"k"[..]));
+        assert_eq!(c.get(&b"k"[..]).map(|e| e.expire_at), Some(now + 100_000));
+        c.remove(&b"k"[..]);
+        c.set(&b"new"[..], Value::Str(Str::new(b"x")));
+        drop(c);
+        let mut ks = Keyspace::new(env, store.lock(store.all_shards()), 1, now);
+        assert!(ks.exists(&b"k"[..]));
+        assert!(!ks.exists(&b"new"[..]));
     }
 
     #[test]

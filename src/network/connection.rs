@@ -267,7 +267,15 @@ pub(crate) async fn run(
                                 pending.replies_written();
                                 mark = 0;
                             }
-                            execute_rest(&shared, &mut client, &mut out, args, pending).await
+                            if client.ldb != 0 {
+                                // A Lua debugging session may start: what the
+                                // client sends meanwhile goes to it.
+                                let rest =
+                                    execute_rest(&shared, &mut client, &mut out, args, pending);
+                                feed_debugger(&shared.stats, &handle, &mut stream, rest).await
+                            } else {
+                                execute_rest(&shared, &mut client, &mut out, args, pending).await
+                            }
                         }
                     };
                     // What was read while the early flush waited follows.
@@ -444,6 +452,34 @@ pub(crate) async fn run(
 
 /// Reads what the socket has into `rbuf`, counting the read and its bytes
 /// for INFO (as Redis, before any command in them runs).
+/// Runs `rest` while handing what the client sends to its Lua debugging
+/// session (the session reads it from the client's handle).
+async fn feed_debugger<F: std::future::Future>(
+    stats: &Stats,
+    handle: &ClientHandle,
+    stream: &mut Socket,
+    rest: F,
+) -> F::Output {
+    tokio::pin!(rest);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut open = true;
+    loop {
+        tokio::select! {
+            r = &mut rest => return r,
+            read = read_some(stats, stream, &mut buf), if open => {
+                match read {
+                    Ok(n) if n > 0 => handle.debug_input.feed(&buf),
+                    _ => {
+                        open = false;
+                        handle.debug_input.feed(&[]);
+                    }
+                }
+                buf.clear();
+            }
+        }
+    }
+}
+
 async fn read_some(
     stats: &Stats,
     stream: &mut Socket,

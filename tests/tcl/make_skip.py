@@ -14,7 +14,6 @@ import sys
 MISSING = """
 """.split()
 MISSING_SUB = [
-    ("script", "debug"),
     # Not Redis 7.0 subcommands either (7.0 has STRINGMATCH-TEST).
     ("debug", "stringmatch-len"), ("debug", "jmap"),
     ("config", "rewrite"),

@@ -162,9 +162,11 @@ function redis.replicate_commands()
   return true
 end
 function redis.breakpoint()
-  return false
+  return impl.ldb_breakpoint()
 end
-function redis.debug() end
+function redis.debug(...)
+  impl.ldb_debug(...)
+end
 function redis.acl_check_cmd(...)
   if select_('#', ...) == 0 then
     raise('ERR Please specify at least one argument for this redis lib call')

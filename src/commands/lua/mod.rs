@@ -39,6 +39,7 @@ pub(crate) mod codecs;
 pub(crate) mod convert;
 pub(crate) mod dump;
 pub(crate) mod functions;
+pub(crate) mod ldb;
 pub(crate) mod libs;
 
 use std::cell::RefCell;
@@ -479,6 +480,8 @@ pub(crate) struct Engine {
     fenv: Table,
     /// bootstrap.lua's `load_library(chunk)`.
     load_library: Function,
+    /// `debug.getlocal`, kept for the debugger (scripts lose `debug`).
+    getlocal: Function,
     busy: Arc<Busy>,
     /// Scripts run, for the periodic collection.
     runs: u32,
@@ -507,6 +510,18 @@ pub(crate) struct RunSpec<'a> {
 }
 
 impl Engine {
+    /// An engine of its own, with its own busy state, for a debugging
+    /// session of SCRIPT DEBUG YES (a fork's copy of the Lua state in
+    /// Redis): other clients' scripts go on using the shared one.
+    pub(crate) fn private() -> Result<Engine, String> {
+        Engine::new(Arc::new(Busy::default())).map_err(|e| format!("ERR {e}"))
+    }
+
+    /// Whether this is the server's shared engine (whose figures INFO shows).
+    pub(crate) fn is_shared(&self, shared: &Services) -> bool {
+        Arc::ptr_eq(&self.busy, &shared.scripting.busy)
+    }
+
     fn new(busy: Arc<Busy>) -> mlua::Result<Engine> {
         let engine_busy = busy.clone();
         // SAFETY: the debug library is needed to build Redis's error handler;
@@ -600,6 +615,18 @@ impl Engine {
                 }
             })?,
         )?;
+        impl_tbl.raw_set(
+            "ldb_breakpoint",
+            lua.create_function(|lua, ()| Ok(ldb::breakpoint(lua)))?,
+        )?;
+        impl_tbl.raw_set(
+            "ldb_debug",
+            lua.create_function(|lua, args: MultiValue| {
+                ldb::debug_log(lua, args);
+                Ok(())
+            })?,
+        )?;
+        let getlocal: Function = globals.raw_get::<Table>("debug")?.raw_get("getlocal")?;
         let boot = lua
             .load(include_str!("bootstrap.lua"))
             .set_name("=[redis]")
@@ -618,6 +645,7 @@ impl Engine {
             scripts: HashMap::new(),
             fenv,
             load_library,
+            getlocal,
             busy: engine_busy,
             runs: 0,
             libraries: Default::default(),
@@ -695,10 +723,8 @@ impl Engine {
     ) -> Option<ScriptError> {
         let lua = &self.lua;
         let mut failed = None;
-        shared
-            .scripting
-            .busy
-            .watch_slow(shared.config.busy_reply_threshold(), spec.name);
+        let busy = self.busy.clone();
+        busy.watch_slow(shared.config.busy_reply_threshold(), spec.name);
         let result = (|| -> mlua::Result<()> {
             let keys = lua.create_table()?;
             for (i, k) in spec.keys.iter().enumerate() {
@@ -731,7 +757,7 @@ impl Engine {
                 deny_oom: spec.deny_oom,
                 obey: caller.master,
                 repl: Target::All,
-                busy: &shared.scripting.busy,
+                busy: &busy,
                 cluster_slot: spec
                     .keys
                     .first()
@@ -855,7 +881,9 @@ impl Engine {
         }
         self.restore_hook();
         self.collect_now_and_then();
-        shared.scripting.update_stats(self);
+        if self.is_shared(shared) {
+            shared.scripting.update_stats(self);
+        }
         failed
     }
 
@@ -866,6 +894,39 @@ impl Engine {
         self.runs = self.runs.wrapping_add(1);
         if self.runs.is_multiple_of(GC_EVERY) {
             let _ = self.lua.gc_collect();
+        }
+    }
+
+    /// Attaches a debugging session on `client`'s socket for the EVAL of `body`:
+    /// the next script run stops at its first line.
+    pub(crate) fn debug_session(
+        &self,
+        client: Arc<crate::clients::ClientHandle>,
+        body: &[u8],
+        timeout_ms: u64,
+    ) -> Result<ldb::Shared, String> {
+        let session = ldb::Session::start(
+            client,
+            body,
+            timeout_ms,
+            self.env.clone(),
+            self.getlocal.clone(),
+        )
+        .map_err(|e| e.to_string())?;
+        let session: ldb::Shared = Arc::new(Mutex::new(session));
+        ldb::install_hook(&self.lua, self.busy.clone()).map_err(|e| e.to_string())?;
+        self.lua.set_app_data(session.clone());
+        Ok(session)
+    }
+
+    /// Ends a debugging session: its last logs and `<endsession>` go to
+    /// the client; the normal hook is back.
+    pub(crate) fn end_debug_session(&self, session: &ldb::Shared) {
+        self.lua.remove_app_data::<ldb::Shared>();
+        ldb::end(session);
+        self.busy.hook_escalated.store(false, Relaxed);
+        if let Err(e) = install_hook(&self.lua, self.busy.clone(), HOOK_EVERY) {
+            tracing::error!("cannot restore the script hook: {e}");
         }
     }
 
@@ -1171,10 +1232,17 @@ impl RunState<'_, '_> {
                 return Ok((e, raise));
             }
         };
+        let debugging = ldb::logging(lua);
+        if let Some(d) = &debugging {
+            ldb::log_command(d, &parts);
+        }
         let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
         let owned = OwnedArgs::from_slices(&slices);
         let argv = owned.args();
         let deny = |msg: &[u8]| -> mlua::Result<(Value, bool)> {
+            if let Some(d) = &debugging {
+                ldb::log_error(d, msg);
+            }
             Ok((convert::error_table(lua, msg, true)?, raise))
         };
         let wrote = self.busy.wrote.load(Relaxed);
@@ -1216,6 +1284,9 @@ impl RunState<'_, '_> {
             .commands_processed
             .fetch_add(std::mem::take(&mut self.client.commands), Relaxed);
         let is_err = out.is_error();
+        if let Some(d) = &debugging {
+            ldb::log_reply(d, &out);
+        }
         let v = convert::reply_to_lua(lua, &out)?;
         Ok((v, raise && is_err))
     }
