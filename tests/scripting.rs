@@ -100,6 +100,28 @@ fn conversions_resp3() {
     }
 }
 
+/// DEBUG PROTOCOL's RESP3 types as a script sees them (DEBUG is allowed
+/// in scripts once `DEBUG SET-DISABLE-DENY-SCRIPTS 1`), the attribute
+/// skipped as Redis's parser skips it.
+#[test]
+fn debug_protocol_types_in_scripts() {
+    let s = Servers::start_with(&["--enable-debug-command", "yes"]);
+    let mut p = s.pair();
+    p.both_str("DEBUG SET-DISABLE-DENY-SCRIPTS 1");
+    for kind in [
+        "string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib", "true",
+        "false", "verbatim",
+    ] {
+        for resp in ["2", "3"] {
+            ev(
+                &mut p,
+                &format!("redis.setresp({resp}) return redis.call('debug', 'protocol', '{kind}')"),
+                &["0"],
+            );
+        }
+    }
+}
+
 #[test]
 fn errors_and_error_tables() {
     let (_s, mut p) = start_pair();

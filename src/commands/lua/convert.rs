@@ -156,6 +156,19 @@ impl FrameReader<'_> {
                     buf: bytes(r),
                     pos: 0,
                 };
+                // An attribute (DEBUG PROTOCOL attrib) is not shown to
+                // scripts; when the run ends with it, the reply it
+                // annotates is the next frame.
+                if raw.buf.first() == Some(&b'|') {
+                    raw.pos = 1;
+                    let n = raw.int().max(0);
+                    for _ in 0..n * 2 {
+                        raw.value(lua, depth + 1)?;
+                    }
+                    if raw.pos >= raw.buf.len() {
+                        return self.value(lua, depth);
+                    }
+                }
                 let v = raw.value(lua, depth)?;
                 self.raw = Some(raw);
                 v
