@@ -234,7 +234,13 @@ impl Loading {
     /// INFO persistence's `loading_*` lines while loading.
     pub(crate) fn info_fields(&self, now_secs: u64) -> Vec<(&'static str, String)> {
         let total = self.total_bytes.load(Relaxed);
-        let loaded = self.loaded_bytes.load(Relaxed).min(total);
+        // A transfer ended by an `$EOF:` mark has no size: what was read
+        // is shown as it is (Redis's `loading_loaded_bytes` over a
+        // `loading_total_bytes` of 0).
+        let loaded = match self.loaded_bytes.load(Relaxed) {
+            loaded if total == 0 => loaded,
+            loaded => loaded.min(total),
+        };
         let started = self.start_time.load(Relaxed);
         let perc = if total == 0 {
             0.0

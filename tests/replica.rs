@@ -3,7 +3,8 @@
 //! `$len` and `$EOF:` transfers), the stream after it (SELECT, MULTI/EXEC,
 //! EXPIRE, a script's effects), the replica's refusals, the master client,
 //! a partial resync after the link was killed or the replica restarted,
-//! and promotion.
+//! promotion, and clients answered (-LOADING) during a long full sync on
+//! every load path.
 
 mod common;
 
@@ -741,4 +742,137 @@ fn the_link_leaves_from_bind_source_addr() {
                 && info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up")
         },
     );
+}
+
+/// redis-server or zwindow, for [`a_long_full_sync_answers_loading`].
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Zwindow,
+    Redis,
+}
+
+/// A server of `kind` started with `args`, kept alive by the box; a
+/// connection to it and its port.
+fn start(kind: Kind, args: &[&str]) -> (Box<dyn std::any::Any>, RawConn, u16) {
+    match kind {
+        Kind::Zwindow => {
+            let z = ZwindowServer::start(args);
+            let (c, port) = (z.conn(), z.port());
+            (Box::new(z), c, port)
+        }
+        Kind::Redis => {
+            let r = RedisServer::start_with(args);
+            let (c, port) = (r.conn(), r.port());
+            (Box::new(r), c, port)
+        }
+    }
+}
+
+/// A full sync whose payload (2.5 MB, sent slowly: `rdb-key-save-delay`
+/// on the primary, `key-load-delay` on the replica) passes
+/// `loading-process-events-interval-bytes` (2 MB) answers the replica's
+/// clients while it loads, as Redis's `rdbLoadProgressCallback` does on
+/// every path: INFO with `loading:1` and the bytes read so far (an
+/// `$EOF:`-marked diskless transfer has no total, and the count is shown
+/// as it is), and -LOADING to a read. The client asks from before the
+/// load starts until it is answered during the load: a replica that held
+/// it until the load ended would answer `loading:0` with the link up.
+/// `repl-diskless-load`: `swapdb` (a first sync: the history differs, so
+/// not asynchronous) and `on-empty-db` (empty) parse the socket's bytes,
+/// `disabled` the file written from them. redis-server 7.0 replicas
+/// show the same.
+fn a_long_full_sync_answers_loading(primary_kind: Kind, replica: Kind, mode: &str) {
+    let what = format!("{replica:?} replica of {primary_kind:?}, repl-diskless-load {mode}");
+    let (_primary, mut pc, port) = start(
+        primary_kind,
+        &[
+            "--repl-diskless-sync",
+            "yes",
+            "--repl-diskless-sync-delay",
+            "0",
+            "--rdbcompression",
+            "no",
+            "--save",
+            "",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    ok(&mut pc, "DEBUG POPULATE 2500 key 1000");
+    ok(&mut pc, "CONFIG SET rdb-key-save-delay 1000");
+    let (_replica, mut rc, _) = start(
+        replica,
+        &["--repl-diskless-load", mode, "--key-load-delay", "200"],
+    );
+    rc.set_timeout(Duration::from_secs(60));
+    let port = port.to_string();
+    assert_eq!(
+        rc.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]),
+        b"+OK\r\n"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (info, get) = loop {
+        // One write: Redis answers both in one pass of its event loop
+        // within the load.
+        let mut pair = common::encode_cmd(&[b"INFO", b"persistence"]);
+        pair.extend(common::encode_cmd(&[b"GET", b"key:1"]));
+        rc.send(&pair);
+        let info = text(&rc.read_reply());
+        let get = text(&rc.read_reply());
+        if info.contains("\r\nloading:1\r\n") {
+            break (info, get);
+        }
+        let link = info_field(&mut rc, "replication", "master_link_status");
+        assert!(
+            link.as_deref() != Some("up"),
+            "{what}: the load ended and no client was answered during it"
+        );
+        assert!(Instant::now() < deadline, "{what}: no load seen");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let loaded = info
+        .lines()
+        .find_map(|l| l.strip_prefix("loading_loaded_bytes:"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{what}: no loading_loaded_bytes in {info}"));
+    assert!(loaded > 1_000_000, "{what}: the load's progress: {info}");
+    assert_eq!(
+        get, "-LOADING Redis is loading the dataset in memory\r\n",
+        "{what}"
+    );
+    wait_for(
+        &format!("{what}: the sync"),
+        Duration::from_secs(60),
+        || info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up"),
+    );
+    assert_eq!(rc.cmd(&[b"DBSIZE"]), b":2500\r\n", "{what}");
+}
+
+#[test]
+fn a_long_diskless_swapdb_load_answers_loading() {
+    for (primary, replica) in [
+        (Kind::Redis, Kind::Zwindow),
+        (Kind::Redis, Kind::Redis),
+        (Kind::Zwindow, Kind::Zwindow),
+    ] {
+        a_long_full_sync_answers_loading(primary, replica, "swapdb");
+    }
+}
+
+#[test]
+fn a_long_diskless_on_empty_db_load_answers_loading() {
+    for (primary, replica) in [
+        (Kind::Redis, Kind::Zwindow),
+        (Kind::Redis, Kind::Redis),
+        (Kind::Zwindow, Kind::Redis),
+    ] {
+        a_long_full_sync_answers_loading(primary, replica, "on-empty-db");
+    }
+}
+
+#[test]
+fn a_long_disk_load_answers_loading() {
+    for replica in [Kind::Zwindow, Kind::Redis] {
+        a_long_full_sync_answers_loading(Kind::Redis, replica, "disabled");
+    }
 }

@@ -144,11 +144,11 @@ pub struct ClusterState {
     /// seeded per process, as the keyspace's dicts.
     index: HashMap<NodeName, usize, foldhash::fast::RandomState>,
     /// Who serves each slot (`slots[]`).
-    slots: Vec<Option<NodeName>>,
+    slots: SlotTable,
     /// Where myself migrates a slot to (`migrating_slots_to[]`).
-    migrating_to: Vec<Option<NodeName>>,
+    migrating_to: SlotTable,
     /// Where myself imports a slot from (`importing_slots_from[]`).
-    importing_from: Vec<Option<NodeName>>,
+    importing_from: SlotTable,
     /// The bus's own state (links, election, settings): see
     /// [`super::gossip::BusState`].
     pub bus: BusState,
@@ -166,6 +166,104 @@ impl Default for ClusterState {
     }
 }
 
+/// A node name per slot, kept as a `u16` index into the short list of the
+/// names in use: the table is 32 KB, where one of `Option<NodeName>` (41
+/// bytes a slot) is 672 KB, so the routing's look-up of a random slot's
+/// owner, for every keyed command, stays in the cache instead of missing
+/// it. A table nobody set (no slot migrating or importing, as nearly
+/// always) answers without reading it.
+#[derive(Debug, Clone)]
+struct SlotTable {
+    /// Per slot, the name's place in `names`, or [`SlotTable::NONE`].
+    ix: Box<[u16]>,
+    /// The names the table has pointed to; a name no slot points to any
+    /// more stays until [`SlotTable::compact`].
+    names: Vec<NodeName>,
+    /// Slots that have a name.
+    used: usize,
+    /// How long `names` was after its last compaction.
+    compacted_len: usize,
+}
+
+impl SlotTable {
+    const NONE: u16 = u16::MAX;
+
+    fn new() -> SlotTable {
+        SlotTable {
+            ix: vec![Self::NONE; SLOTS].into_boxed_slice(),
+            names: Vec::new(),
+            used: 0,
+            compacted_len: 0,
+        }
+    }
+
+    fn get(&self, slot: u16) -> Option<&NodeName> {
+        if self.used == 0 {
+            return None;
+        }
+        let i = *self.ix.get(usize::from(slot))?;
+        self.names.get(usize::from(i))
+    }
+
+    fn set(&mut self, slot: u16, name: Option<NodeName>) {
+        let Some(&old) = self.ix.get(usize::from(slot)) else {
+            return;
+        };
+        let new = match name {
+            Some(name) => self.intern(name),
+            None => Self::NONE,
+        };
+        self.used = self.used + usize::from(new != Self::NONE) - usize::from(old != Self::NONE);
+        self.ix[usize::from(slot)] = new;
+    }
+
+    /// Every slot pointing to `old` points to `new` instead.
+    fn retarget(&mut self, old: &NodeName, new: Option<NodeName>) {
+        let new = match new {
+            Some(name) => self.intern(name),
+            None => Self::NONE,
+        };
+        for i in self.ix.iter_mut() {
+            if self.names.get(usize::from(*i)) == Some(old) {
+                *i = new;
+            }
+        }
+        self.used = self.ix.iter().filter(|&&i| i != Self::NONE).count();
+    }
+
+    /// The place of `name` in `names`, added if absent. The list is
+    /// compacted when it has grown past twice the names in use (nodes
+    /// forgotten, renamed), so it stays about as long as the cluster.
+    fn intern(&mut self, name: NodeName) -> u16 {
+        if let Some(i) = self.names.iter().position(|n| *n == name) {
+            return i as u16;
+        }
+        if self.names.len() >= (2 * self.compacted_len).max(64) {
+            self.compact();
+        }
+        self.names.push(name);
+        (self.names.len() - 1) as u16
+    }
+
+    /// Drops the names no slot points to, renumbering the rest.
+    fn compact(&mut self) {
+        let mut live: Vec<NodeName> = Vec::new();
+        let mut map = vec![Self::NONE; self.names.len()];
+        for i in self.ix.iter_mut() {
+            let Some(slot) = map.get_mut(usize::from(*i)) else {
+                continue;
+            };
+            if *slot == Self::NONE {
+                *slot = live.len() as u16;
+                live.push(self.names[usize::from(*i)]);
+            }
+            *i = *slot;
+        }
+        self.names = live;
+        self.compacted_len = self.names.len();
+    }
+}
+
 impl ClusterState {
     /// No nodes, no slots, epochs 0.
     pub fn new() -> ClusterState {
@@ -175,9 +273,9 @@ impl ClusterState {
             last_vote_epoch: 0,
             nodes: Vec::new(),
             index: HashMap::default(),
-            slots: vec![None; SLOTS],
-            migrating_to: vec![None; SLOTS],
-            importing_from: vec![None; SLOTS],
+            slots: SlotTable::new(),
+            migrating_to: SlotTable::new(),
+            importing_from: SlotTable::new(),
             bus: BusState::default(),
             lost_slots: Vec::new(),
         }
@@ -230,7 +328,7 @@ impl ClusterState {
 
     /// Who serves `slot`.
     pub fn slot_owner(&self, slot: u16) -> Option<&NodeName> {
-        self.slots.get(usize::from(slot)).and_then(Option::as_ref)
+        self.slots.get(slot)
     }
 
     /// Gives `slot` to `name` if nobody serves it (`clusterAddSlot`);
@@ -238,41 +336,33 @@ impl ClusterState {
     /// unknown.
     pub fn add_slot(&mut self, name: &NodeName, slot: u16) -> bool {
         let s = usize::from(slot);
-        if s >= SLOTS || self.slots[s].is_some() {
+        if s >= SLOTS || self.slots.get(slot).is_some() {
             return false;
         }
         let Some(node) = self.node_mut(name) else {
             return false;
         };
         node.slots.insert(slot);
-        self.slots[s] = Some(*name);
+        self.slots.set(slot, Some(*name));
         true
     }
 
     pub fn migrating_to(&self, slot: u16) -> Option<&NodeName> {
-        self.migrating_to
-            .get(usize::from(slot))
-            .and_then(Option::as_ref)
+        self.migrating_to.get(slot)
     }
 
     pub fn importing_from(&self, slot: u16) -> Option<&NodeName> {
-        self.importing_from
-            .get(usize::from(slot))
-            .and_then(Option::as_ref)
+        self.importing_from.get(slot)
     }
 
     /// Marks `slot` as migrating to `to` (None: not migrating).
     pub fn set_migrating(&mut self, slot: u16, to: Option<NodeName>) {
-        if let Some(s) = self.migrating_to.get_mut(usize::from(slot)) {
-            *s = to;
-        }
+        self.migrating_to.set(slot, to);
     }
 
     /// Marks `slot` as importing from `from` (None: not importing).
     pub fn set_importing(&mut self, slot: u16, from: Option<NodeName>) {
-        if let Some(s) = self.importing_from.get_mut(usize::from(slot)) {
-            *s = from;
-        }
+        self.importing_from.set(slot, from);
     }
 
     /// Makes `replica` a replica of `primary` in `primary`'s list
@@ -297,13 +387,13 @@ impl ClusterState {
     /// if nobody served it.
     pub(crate) fn del_slot(&mut self, slot: u16) -> bool {
         let s = usize::from(slot);
-        let Some(Some(owner)) = self.slots.get(s).copied() else {
+        let Some(owner) = self.slots.get(slot).copied() else {
             return false;
         };
         if self.serves_with_myself(&owner) {
             self.lost_slots.push(slot);
         }
-        self.slots[s] = None;
+        self.slots.set(slot, None);
         if let Some(node) = self.node_mut(&owner) {
             let mut bytes = *node.slots.as_bytes();
             bytes[s / 8] &= !(1 << (s % 8));
@@ -344,21 +434,17 @@ impl ClusterState {
     /// replica list. Failure reports and links are the bus's business.
     pub(crate) fn remove_node(&mut self, name: &NodeName) -> Option<Node> {
         let i = *self.index.get(name)?;
-        let with_myself = self.serves_with_myself(name);
-        for s in 0..SLOTS {
-            if self.slots[s] == Some(*name) {
-                self.slots[s] = None;
-                if with_myself {
-                    self.lost_slots.push(s as u16);
+        if self.serves_with_myself(name) {
+            for s in 0..SLOTS {
+                let slot = s as u16;
+                if self.slots.get(slot) == Some(name) {
+                    self.lost_slots.push(slot);
                 }
             }
-            if self.migrating_to[s] == Some(*name) {
-                self.migrating_to[s] = None;
-            }
-            if self.importing_from[s] == Some(*name) {
-                self.importing_from[s] = None;
-            }
         }
+        self.slots.retarget(name, None);
+        self.migrating_to.retarget(name, None);
+        self.importing_from.retarget(name, None);
         let node = self.nodes.remove(i);
         self.reindex();
         if let Some(p) = node.primary.and_then(|p| self.node_mut(&p)) {
@@ -384,14 +470,9 @@ impl ClusterState {
         self.nodes[i].name = new;
         self.index.remove(old);
         self.index.insert(new, i);
-        let fix = |slot: &mut Option<NodeName>| {
-            if *slot == Some(*old) {
-                *slot = Some(new);
-            }
-        };
-        self.slots.iter_mut().for_each(fix);
-        self.migrating_to.iter_mut().for_each(fix);
-        self.importing_from.iter_mut().for_each(fix);
+        self.slots.retarget(old, Some(new));
+        self.migrating_to.retarget(old, Some(new));
+        self.importing_from.retarget(old, Some(new));
         for n in &mut self.nodes {
             if n.primary == Some(*old) {
                 n.primary = Some(new);
@@ -428,9 +509,9 @@ impl ClusterState {
         let mut start = 0usize;
         std::iter::from_fn(move || {
             while start < SLOTS {
-                let owner = self.slots[start];
+                let owner = self.slots.get(start as u16).copied();
                 let mut end = start;
-                while end + 1 < SLOTS && self.slots[end + 1] == owner {
+                while end + 1 < SLOTS && self.slots.get(end as u16 + 1).copied() == owner {
                     end += 1;
                 }
                 let run = (start as u16, end as u16);
@@ -638,5 +719,47 @@ impl ClusterState {
         if self.node(&new).is_some() {
             self.myself = Some(new);
         }
+    }
+}
+
+#[cfg(test)]
+mod slot_table_tests {
+    use super::*;
+
+    fn name(i: u32) -> NodeName {
+        let mut n = [b'0'; 40];
+        n[..8].copy_from_slice(format!("{i:08}").as_bytes());
+        NodeName(n)
+    }
+
+    #[test]
+    fn names_churn_and_the_table_keeps_each_slot_s_name() {
+        let mut t = SlotTable::new();
+        assert_eq!(t.get(5), None);
+        // Slots handed from node to node, many more names than fit
+        // before a compaction, with a model to compare with.
+        let mut model: Vec<Option<NodeName>> = vec![None; SLOTS];
+        for round in 0..2000u32 {
+            let slot = ((round * 7919) % SLOTS as u32) as u16;
+            let n = (round % 5 != 0).then(|| name(round));
+            t.set(slot, n);
+            model[usize::from(slot)] = n;
+            if round % 97 == 0 {
+                let old = name(round - round % 3);
+                let new = (round % 2 == 0).then(|| name(100_000 + round));
+                t.retarget(&old, new);
+                for m in model.iter_mut() {
+                    if *m == Some(old) {
+                        *m = new;
+                    }
+                }
+            }
+        }
+        for (s, m) in model.iter().enumerate() {
+            assert_eq!(t.get(s as u16), m.as_ref(), "slot {s}");
+        }
+        assert_eq!(t.used, model.iter().flatten().count());
+        assert!(t.names.len() < 4 * t.used.max(64), "{}", t.names.len());
+        assert_eq!(t.get(SLOTS as u16), None);
     }
 }

@@ -237,6 +237,15 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
         self.insert_at(hash, key, value)
     }
 
+    /// Adds `key`, which the caller knows is absent (a dict that mirrors
+    /// another's keys, told of each new one), without looking for it
+    /// first: no walk of its bucket's chain.
+    pub(crate) fn insert_new_hashed(&mut self, key: K, hash: u64, value: V) {
+        let hash = self.prehashed(key.as_ref(), hash);
+        debug_assert!(self.find(key.as_ref(), hash).is_none(), "Dict: key present");
+        self.push(hash, key, value);
+    }
+
     fn insert_at(&mut self, hash: u32, key: K, value: V) -> Option<V> {
         match self.find(key.as_ref(), hash) {
             Some((i, _)) => Some(std::mem::replace(&mut self.entries[i].value, value)),
