@@ -802,7 +802,7 @@ fn a_long_full_sync_answers_loading(primary_kind: Kind, replica: Kind, mode: &st
     ok(&mut pc, "CONFIG SET rdb-key-save-delay 1000");
     let (_replica, mut rc, _) = start(
         replica,
-        &["--repl-diskless-load", mode, "--key-load-delay", "200"],
+        &["--repl-diskless-load", mode, "--key-load-delay", "1000"],
     );
     rc.set_timeout(Duration::from_secs(60));
     let port = port.to_string();
