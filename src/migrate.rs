@@ -224,6 +224,7 @@ impl TargetConn {
                 match self.stream.write(&chunk[pos..]) {
                     Ok(0) => return Err(IoError::Other),
                     Ok(n) => pos += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(io_kind(&e)),
                 }
             }
@@ -252,6 +253,8 @@ impl TargetConn {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Err(IoError::Other),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                // A signal to this thread is no failure of the link.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(io_kind(&e)),
             }
         }
