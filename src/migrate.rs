@@ -8,7 +8,9 @@
 //! command's timeout. Redis blocks its whole server for it; zwindow runs it
 //! on a blocking thread of its own, with no shard held, so only the calling
 //! client waits (see `execution::execute`). Inside EXEC or a script, which
-//! cannot pause half-way, it runs in place, as Redis runs it.
+//! cannot pause half-way, and in cluster mode, where a write to a key in
+//! flight would leave it on both nodes, it runs in place, holding the keys'
+//! shards, as Redis runs it.
 //!
 //! The command itself (arguments, the DUMP payloads, removing the keys the
 //! target acknowledged) is `commands/migrate.rs`.
@@ -222,6 +224,7 @@ impl TargetConn {
                 match self.stream.write(&chunk[pos..]) {
                     Ok(0) => return Err(IoError::Other),
                     Ok(n) => pos += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(io_kind(&e)),
                 }
             }
@@ -250,6 +253,8 @@ impl TargetConn {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Err(IoError::Other),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                // A signal to this thread is no failure of the link.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(io_kind(&e)),
             }
         }

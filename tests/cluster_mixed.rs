@@ -4,7 +4,12 @@
 //! `--cluster check` clean; a SIGKILLed primary of either kind replaced by
 //! its replica of the other kind within twice the node timeout, no
 //! WAIT-acknowledged write lost; `--cluster reshard` with keys from a
-//! zwindow primary to a redis-server one.
+//! zwindow primary to a redis-server one; `--cluster reshard` of 4000
+//! slots from a zwindow to a redis-server primary and back under 50
+//! writing connections, every acknowledged write read back (and the same
+//! between redis-servers, the baseline); redis-py, ioredis and node-redis
+//! cluster clients running the seed apps' sorted-set workloads across a
+//! reshard and a failover, on zwindow and on redis-server.
 
 mod common;
 
@@ -12,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use common::PrivateDir;
 use common::cluster::*;
 
 /// The node timeout of the failover tests: failure detection and the
@@ -211,4 +217,298 @@ fn reshard_with_keys_from_zwindow_to_redis_server() {
         "{} keys of 50 slots moved zwindow -> redis-server",
         keys.len()
     );
+}
+
+/// What one load writer did: keys SET and sorted-set members ZADDed, each
+/// acknowledged.
+#[derive(Default)]
+struct Written {
+    keys: Vec<String>,
+    members: Vec<(String, String)>,
+    redirected: u64,
+}
+
+/// A cluster-aware writer: distinct keys and members of its own sorted
+/// sets, until `stop`.
+fn load_writer(seeds: Vec<u16>, w: String, stop: Arc<AtomicBool>) -> Written {
+    let mut client = ClusterClient::new(&seeds);
+    let mut done = Written::default();
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let key = format!("k:{w}:{n}");
+        let zset = format!("z:{w}:{}", n % 37);
+        let member = format!("m{n}");
+        let score = n.to_string();
+        n += 1;
+        if let Ok((_, r)) = client.call(&[b"SET", key.as_bytes(), score.as_bytes()], CALL_LIMIT) {
+            assert_eq!(r, b"+OK\r\n", "SET {key}: {}", String::from_utf8_lossy(&r));
+            done.keys.push(key);
+        }
+        let zadd: [&[u8]; 4] = [
+            b"ZADD",
+            zset.as_bytes(),
+            score.as_bytes(),
+            member.as_bytes(),
+        ];
+        if let Ok((_, r)) = client.call(&zadd, CALL_LIMIT) {
+            // :0 when a retry (after a lost reply) found its own member.
+            assert!(
+                r == b":1\r\n" || r == b":0\r\n",
+                "ZADD {zset}: {}",
+                String::from_utf8_lossy(&r)
+            );
+            done.members.push((zset, member));
+        }
+        // Paced like an application's connection, so that the slots keep
+        // few keys each and the reshard's time goes to moving slots.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done.redirected = client.moved + client.asked;
+    done
+}
+
+/// `--cluster reshard` of 4000 slots from `from` to `to` while 50
+/// connections write (keys named after `pass`); every acknowledged write
+/// read back. Returns how many keys the pass made.
+fn reshard_under_load(cluster: &Cluster, pass: usize, from: usize, to: usize) -> i64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let seeds = cluster.live_ports();
+    let writers: Vec<_> = (0..50)
+        .map(|w| {
+            let (seeds, stop) = (seeds.clone(), stop.clone());
+            std::thread::spawn(move || load_writer(seeds, format!("{pass}.{w}"), stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let started = Instant::now();
+    let (ok, shown) = cluster.reshard(from, to, 4000);
+    let took = started.elapsed();
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    let written: Vec<Written> = writers
+        .into_iter()
+        .map(|w| w.join().expect("writer"))
+        .collect();
+    let tail: String = shown.lines().rev().take(20).collect::<Vec<_>>().join("\n");
+    assert!(ok, "reshard failed:\n{tail}");
+    cluster.wait_check_clean();
+
+    let keys: usize = written.iter().map(|w| w.keys.len()).sum();
+    let members: usize = written.iter().map(|w| w.members.len()).sum();
+    let redirected: u64 = written.iter().map(|w| w.redirected).sum();
+    let mut reader = ClusterClient::new(&cluster.live_ports());
+    let mut missing = Vec::new();
+    for w in &written {
+        for k in &w.keys {
+            let (_, r) = reader
+                .call(&[b"EXISTS", k.as_bytes()], CALL_LIMIT)
+                .unwrap_or_else(|e| panic!("EXISTS {k}: {e}"));
+            if r != b":1\r\n" {
+                missing.push(k.clone());
+            }
+        }
+        for (z, m) in &w.members {
+            let (_, r) = reader
+                .call(&[b"ZSCORE", z.as_bytes(), m.as_bytes()], CALL_LIMIT)
+                .unwrap_or_else(|e| panic!("ZSCORE {z}: {e}"));
+            if r.starts_with(b"$-1") {
+                missing.push(format!("{z} {m}"));
+            }
+        }
+    }
+    let zsets: usize = written
+        .iter()
+        .map(|w| {
+            w.members
+                .iter()
+                .map(|(z, _)| z)
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+        })
+        .sum();
+    let (by_slot, dbsize) = cluster.count_keys();
+    println!(
+        "reshard of 4000 slots {:?} -> {:?} in {} ms under 50 writers: {keys} keys and \
+         {members} members acknowledged ({redirected} MOVED/ASK followed), {} missing; \
+         COUNTKEYSINSLOT total {by_slot}, DBSIZE total {dbsize}",
+        cluster.nodes[from].kind(),
+        cluster.nodes[to].kind(),
+        took.as_millis(),
+        missing.len()
+    );
+    assert!(
+        missing.is_empty(),
+        "acknowledged writes missing: {:?}",
+        &missing[..missing.len().min(20)]
+    );
+    assert!(
+        keys > 500 && members > 500,
+        "too little load: {keys} keys, {members} members"
+    );
+    assert_eq!(by_slot, dbsize);
+    (keys + zsets) as i64
+}
+
+/// 4000 slots moved by `--cluster reshard` from a zwindow primary to a
+/// redis-server primary and then back, 50 connections writing throughout.
+#[test]
+fn reshard_between_zwindow_and_redis_server_under_load() {
+    let _serial = serial();
+    // Primaries: zwindow, redis-server, zwindow; replicas of both kinds.
+    let cluster = Cluster::create(&[Z, R, Z, R, Z, Z], 1, CALM_TIMEOUT);
+    let there = reshard_under_load(&cluster, 1, 0, 1);
+    let back = reshard_under_load(&cluster, 2, 1, 0);
+    assert_eq!(cluster.count_keys().0, there + back);
+}
+
+/// The baseline: the same reshard between two redis-server primaries.
+#[test]
+fn reshard_between_redis_servers_under_load() {
+    let _serial = serial();
+    let cluster = Cluster::create(&[R; 6], 1, CALM_TIMEOUT);
+    let made = reshard_under_load(&cluster, 1, 0, 1);
+    assert_eq!(cluster.count_keys().0, made);
+}
+
+/// What one client library's workload reported (its JSON line).
+#[derive(Debug)]
+struct Report {
+    client: String,
+    ops: i64,
+    errors: i64,
+    error_windows: i64,
+    line: String,
+}
+
+/// The integer after `"field":` in a flat JSON line.
+fn json_int(line: &str, field: &str) -> i64 {
+    let at = line
+        .find(&format!("\"{field}\":"))
+        .unwrap_or_else(|| panic!("no {field} in {line}"));
+    let rest = line[at + field.len() + 3..].trim_start();
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end]
+        .parse()
+        .unwrap_or_else(|_| panic!("{field} in {line}"))
+}
+
+/// The seed workloads through redis-py, ioredis and node-redis on a 3+3
+/// cluster of `kind`, across a reshard (slots moved mid-run) and the
+/// SIGKILL of a primary: what each library surfaced to the application.
+fn client_workloads(kind: Kind) -> Vec<Report> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `bash .ci/test`, which creates .venv from tests/python/requirements.txt",
+        python.display()
+    );
+    for package in ["ioredis", "redis"] {
+        let dir = root.join("tests/node/node_modules").join(package);
+        assert!(
+            dir.exists(),
+            "{} is missing: run `bash .ci/test` (npm ci --prefix tests/node)",
+            dir.display()
+        );
+    }
+    let mut cluster = Cluster::create(&[kind; 6], 1, CALM_TIMEOUT);
+    cluster.set_node_timeout(FAILOVER_TIMEOUT);
+    let dir = PrivateDir::new("cluster-clients");
+    let stop = dir.0.join("stop");
+    let seeds: Vec<String> = cluster.live_ports().iter().map(u16::to_string).collect();
+    let seeds = seeds.join(",");
+    let spawn = |program: &std::path::Path, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .current_dir(root)
+            .env("SEED_PORTS", &seeds)
+            .env("STOP_FILE", &stop)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start a client workload")
+    };
+    let node = std::path::Path::new("node");
+    let children = vec![
+        spawn(&python, &["tests/python/cluster_workload.py"]),
+        spawn(node, &["tests/node/cluster_workload.mjs", "ioredis"]),
+        spawn(node, &["tests/node/cluster_workload.mjs", "node-redis"]),
+    ];
+    std::thread::sleep(Duration::from_secs(3));
+    // Slots moved mid-run: the clients meet MOVED and ASK.
+    let (ok, shown) = cluster.reshard(0, 1, 100);
+    assert!(ok, "reshard: {shown}");
+    // A primary dies mid-run: its replica takes over.
+    let victim = 2;
+    let heir = cluster.replica_of(victim);
+    cluster.kill(victim);
+    wait_until("the replica promoted", Duration::from_secs(30), || {
+        let info = text(&cluster.nodes[heir].conn().cmd(&[b"INFO", b"replication"]));
+        if info.contains("role:master") {
+            cluster.state_ok_everywhere()
+        } else {
+            Err(info)
+        }
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(&stop, b"").expect("write the stop file");
+    children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().expect("a client workload");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with('{'))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "no report ({}):\n{stdout}\n{}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr)
+                    )
+                })
+                .to_string();
+            assert!(out.status.success(), "{line}");
+            let client = line.split('"').nth(3).unwrap_or("?").to_string();
+            Report {
+                client,
+                ops: json_int(&line, "ops"),
+                errors: json_int(&line, "errors"),
+                error_windows: json_int(&line, "error_windows"),
+                line,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn cluster_clients_across_a_reshard_and_a_failover() {
+    let _serial = serial();
+    let zwindow = client_workloads(Z);
+    let redis = client_workloads(R);
+    for (z, r) in zwindow.iter().zip(&redis) {
+        println!("zwindow:      {}", z.line);
+        println!("redis-server: {}", r.line);
+        assert_eq!(z.client, r.client);
+        assert!(z.ops > 100, "{z:?}");
+        println!(
+            "{}: errors surfaced to the application: zwindow {} (in {} 100 ms windows, \
+             {} ops), redis-server {} (in {} windows, {} ops)",
+            z.client, z.errors, z.error_windows, z.ops, r.errors, r.error_windows, r.ops
+        );
+        // Counts follow each run's timing (how fast a debug zwindow
+        // serves, when the election ends): what must hold is that zwindow's
+        // errors last no longer than redis-server's, give or take one node
+        // timeout.
+        let slack = (FAILOVER_TIMEOUT / 100) as i64;
+        assert!(
+            z.error_windows <= r.error_windows + slack,
+            "{}: zwindow surfaced errors in {} 100 ms windows, redis-server in {}",
+            z.client,
+            z.error_windows,
+            r.error_windows
+        );
+    }
 }

@@ -369,6 +369,66 @@ fn a_key_written_during_the_transfer_stays() {
     target.join().unwrap();
 }
 
+/// In cluster mode a write to a key in flight waits for the transfer, as
+/// behind Redis's blocked server: the key leaves whole, and the write then
+/// makes a new one here. (Kept here while the target held the old value,
+/// the key was on both nodes, and `--cluster reshard` stopped on the
+/// target's BUSYKEY when it moved the key again.)
+#[test]
+fn cluster_mode_a_write_waits_for_the_transfer() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let z = common::cluster::zwindow_cluster_node(15000);
+    let mut c = z.conn();
+    assert_eq!(c.cmd_str("CLUSTER ADDSLOTSRANGE 0 16383"), b"+OK\r\n");
+    common::cluster::wait_state_ok(&mut c, Duration::from_secs(30));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let acked = Arc::new(AtomicBool::new(false));
+    let acked_by_target = acked.clone();
+    // A slow target: reads both RESTORE-ASKINGs, waits, then acknowledges
+    // SELECT and them.
+    let target = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut sock, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while got.windows(14).filter(|w| w == b"RESTORE-ASKING").count() < 2 {
+            let n = sock.read(&mut buf).unwrap();
+            assert!(n > 0, "the source closed early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        acked_by_target.store(true, Ordering::SeqCst);
+        sock.write_all(b"+OK\r\n+OK\r\n+OK\r\n").unwrap();
+    });
+    c.cmd_str("SET {t}moved v1");
+    c.cmd_str("SET {t}changed v1");
+    c.send(&encode_cmd(&[
+        b"MIGRATE",
+        b"127.0.0.1",
+        port.to_string().as_bytes(),
+        b"",
+        b"0",
+        b"5000",
+        b"KEYS",
+        b"{t}moved",
+        b"{t}changed",
+    ]));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut other = z.conn();
+    assert_eq!(other.cmd_str("APPEND {t}changed v2"), b":2\r\n");
+    assert!(
+        acked.load(Ordering::SeqCst),
+        "the write ran while its key was in flight"
+    );
+    assert_eq!(c.read_reply(), b"+OK\r\n");
+    assert_eq!(c.cmd_str("EXISTS {t}moved"), b":0\r\n");
+    assert_eq!(c.cmd_str("GET {t}changed"), b"$2\r\nv2\r\n");
+    drop(c);
+    target.join().unwrap();
+}
+
 /// A windowed sorted set whose old members a lookup hands off to a MOVETO
 /// destination on another shard: both steps plan that shard's lock (a
 /// debug build asserts any shard touched is locked).

@@ -11,12 +11,15 @@
 //! - [`migrate`], with the keys' shards locked: the arguments, in Redis's
 //!   order of checks, then each live key's DUMP payload and TTL;
 //! - the transfer, by the execution layer on a blocking thread (only the
-//!   calling client waits), or in place inside EXEC and scripts;
+//!   calling client waits), or in place inside EXEC and scripts and in
+//!   cluster mode, where a write in between would leave its key on both
+//!   nodes;
 //! - [`finish`], with the shards locked again: the keys the target
 //!   acknowledged are removed (unless COPY) and the reply is written. A key
 //!   written meanwhile by another client no longer holds what was sent and
 //!   is kept — the one case where zwindow's answer can differ from a
-//!   single-threaded Redis, which lets nothing run in between.
+//!   single-threaded Redis, which lets nothing run in between (outside
+//!   cluster mode only).
 
 use std::time::Duration;
 
@@ -119,11 +122,17 @@ fn migrate(ctx: &mut Ctx) -> CmdResult {
         source_db: ctx.ks.db,
         asking: ctx.shared.cluster.is_some(),
     });
-    if ctx.client.can_block() {
+    // In cluster mode the keys stay locked through the transfer, as in
+    // Redis, whose whole server waits: a write landing in between would
+    // leave its key on both nodes (the changed one kept here, the old one
+    // restored there), and `--cluster reshard` stops on the target's
+    // BUSYKEY when it moves the key again.
+    if ctx.client.can_block() && ctx.shared.cluster.is_none() {
         return Ok(Outcome::Migrate(transfer));
     }
-    // Inside EXEC or a script nothing may wait: the transfer runs here,
-    // holding the shards, as Redis runs it holding its whole server.
+    // Inside EXEC or a script nothing may wait (and in cluster mode nothing
+    // may come between): the transfer runs here, holding the shards, as
+    // Redis runs it holding its whole server.
     let outcome = crate::migrate::run(&ctx.shared.migrate, &transfer);
     // Logged as the DEL `finish` adds, never as itself.
     ctx.prevent_propagation();
