@@ -310,6 +310,12 @@ const HIDDEN: &[&str] = &[
     "loading-process-events-interval-bytes",
 ];
 
+/// zwindow's own settings (README "Configuration"): like HIDDEN, CONFIG GET
+/// names them only when asked by name, so `CONFIG GET *` lists exactly
+/// Redis's settings (tools and tests that set back every value they read
+/// meet no setting Redis does not have).
+const OWN: &[&str] = &["shards", "threads", "io-uring", "log-level"];
+
 /// Settings only `enable-protected-configs` lets CONFIG SET change.
 const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
@@ -738,6 +744,11 @@ impl Config {
             self.min_replicas_to_write.load(Relaxed),
             self.min_replicas_max_lag.load(Relaxed),
         )
+    }
+
+    /// `aof-disable-auto-gc`: history files stay on disk.
+    pub(crate) fn aof_keep_history(&self) -> bool {
+        self.kept("aof-disable-auto-gc", "no") == "yes"
     }
 
     /// `crash-log-enabled`: a crash writes Redis's bug report to the log.
@@ -1216,7 +1227,7 @@ impl Config {
             // (hidden settings too), a pattern matches visible ones only.
             let is_pattern = pat.iter().any(|b| matches!(b, b'[' | b'*' | b'?'));
             for p in PARAMS {
-                if is_pattern && HIDDEN.contains(&p.name) {
+                if is_pattern && (HIDDEN.contains(&p.name) || OWN.contains(&p.name)) {
                     continue;
                 }
                 for name in std::iter::once(p.name).chain(p.alias) {
@@ -1374,10 +1385,13 @@ impl Config {
     /// the window rules are written as `zwindow` lines, and `users` (the
     /// ACL users' `user` lines, empty when an `aclfile` holds them) replace
     /// the file's `user` lines, as Redis's `rewriteConfigUserOption`.
+    /// `force_all` (DEBUG CONFIG-REWRITE-FORCE-ALL) writes every setting,
+    /// defaults included, as Redis's `rewriteConfig(path, 1)`.
     pub(crate) fn rewrite(
         &self,
         rules: &[std::sync::Arc<Rule>],
         users: &[Vec<u8>],
+        force_all: bool,
     ) -> Result<(), String> {
         let Some(path) = &self.config_file else {
             return Err("ERR The server is running without a config file".into());
@@ -1399,7 +1413,7 @@ impl Config {
                 Some(v) => v.clone(),
                 None => (p.get)(&defaults),
             };
-            rewrite_param(&mut state, p, &(p.get)(self), &default);
+            rewrite_param(&mut state, p, &(p.get)(self), &default, force_all);
         }
         for line in users {
             state.line("user", line.clone(), true);
@@ -1464,9 +1478,15 @@ fn format_memory(n: i64) -> String {
 /// One setting's lines, written as Redis's rewrite function for its type
 /// writes them; `force` (write even when absent from the file) when the
 /// value differs from the default.
-fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, default: &str) {
+fn rewrite_param(
+    state: &mut config_file::Rewrite,
+    p: &Param,
+    value: &str,
+    default: &str,
+    force_all: bool,
+) {
     let name = p.name;
-    let force = value != default;
+    let force = force_all || value != default;
     match name {
         // Strings: quoted; an unset one (empty with no default) has no line.
         // Redis's rewriteConfigReplicaOfOption: a master has no line.
@@ -1543,6 +1563,9 @@ fn rewrite_param(state: &mut config_file::Rewrite, p: &Param, value: &str, defau
             let line = format!("{name} {}", format_memory(value.parse().unwrap_or(0)));
             state.line(name, line.into_bytes(), force);
         }
+        // An empty string here is one Redis holds as NULL (an address, a
+        // CPU list, a user): no line, so the next start reads it unset.
+        _ if value.is_empty() => state.mark(name),
         _ => state.line(name, format!("{name} {value}").into_bytes(), force),
     }
 }
@@ -3036,8 +3059,8 @@ const PARAMS: &[Param] = &[
     // Persistence tuning zwindow does without (RDB's, and the AOF's
     // fsync options), and the AOF's settings, which
     // `crate::aof` reads.
-    kept!("rdb-del-sync-files", None, "no", yes_no, startup),
-    kept!("rdb-save-incremental-fsync", None, "yes", yes_no, startup),
+    kept!("rdb-del-sync-files", None, "no", yes_no, runtime),
+    kept!("rdb-save-incremental-fsync", None, "yes", yes_no, runtime),
     kept!("appendfilename", None, "appendonly.aof", any_text, startup),
     kept!("appenddirname", None, "appendonlydir", any_text, startup),
     Param {
@@ -3054,7 +3077,7 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    kept!("no-appendfsync-on-rewrite", None, "no", yes_no, startup),
+    kept!("no-appendfsync-on-rewrite", None, "no", yes_no, runtime),
     kept!(
         "auto-aof-rewrite-percentage",
         None,
@@ -3077,6 +3100,76 @@ const PARAMS: &[Param] = &[
         None,
         "yes",
         yes_no,
+        runtime
+    ),
+    // `yes`: a rewrite keeps the files it replaced (history), which
+    // `crate::aof` then leaves on disk; back to `no` removes them.
+    kept!("aof-disable-auto-gc", None, "no", yes_no, runtime),
+    kept!(
+        "replica-ignore-disk-write-errors",
+        None,
+        "no",
+        yes_no,
+        runtime
+    ),
+    // Redis's active defragmentation and CPU pinning: see `activedefrag`.
+    kept!(
+        "active-defrag-cycle-min",
+        None,
+        "1",
+        |v| int_text(v, 1, 99),
+        runtime
+    ),
+    kept!(
+        "active-defrag-cycle-max",
+        None,
+        "25",
+        |v| int_text(v, 1, 99),
+        runtime
+    ),
+    kept!(
+        "active-defrag-threshold-lower",
+        None,
+        "10",
+        |v| int_text(v, 0, 1000),
+        runtime
+    ),
+    kept!(
+        "active-defrag-threshold-upper",
+        None,
+        "100",
+        |v| int_text(v, 0, 1000),
+        runtime
+    ),
+    kept!(
+        "active-defrag-max-scan-fields",
+        None,
+        "1000",
+        |v| int_text(v, 1, i64::MAX),
+        runtime
+    ),
+    kept!(
+        "active-defrag-ignore-bytes",
+        None,
+        "104857600",
+        |v| memory_text(v).and_then(|n| {
+            if n == "0" {
+                Err("argument must be between 1 and 9223372036854775807 inclusive".into())
+            } else {
+                Ok(n)
+            }
+        }),
+        runtime
+    ),
+    kept!("server_cpulist", None, "", any_text, startup),
+    kept!("bio_cpulist", None, "", any_text, startup),
+    kept!("aof_rewrite_cpulist", None, "", any_text, startup),
+    kept!("bgsave_cpulist", None, "", any_text, startup),
+    kept!(
+        "socket-mark-id",
+        None,
+        "0",
+        |v| int_text(v, 0, i64::from(u32::MAX)),
         startup
     ),
 ];

@@ -602,6 +602,17 @@ fn delete_history(dir: &Path, prefix: &str, manifest: &mut Manifest) {
     }
 }
 
+/// `CONFIG SET aof-disable-auto-gc no` (Redis's `aofDelHistoryFiles`):
+/// the history files kept meanwhile go now.
+pub(crate) fn delete_history_now(aof: &Aof, config: &Config) {
+    if config.aof_keep_history() {
+        return;
+    }
+    if let Some(f) = aof.file.lock().as_mut() {
+        delete_history(&Aof::dir(config), &config.appendfilename(), &mut f.manifest);
+    }
+}
+
 /// Writes an RDB image of `src` to `path` (through a temporary file).
 fn write_base(
     config: &Config,
@@ -675,7 +686,9 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
             .map_or(0, |b| file_size(&dir.join(&b.name)));
         aof.base_size.store(base, Relaxed);
     }
-    delete_history(&dir, &prefix, &mut manifest);
+    if !host.env().config.aof_keep_history() {
+        delete_history(&dir, &prefix, &mut manifest);
+    }
     *aof.file.lock() = Some(Files { manifest, incr });
     aof.pending.lock().selected_db = None;
     aof.state.store(ON, Relaxed);
@@ -814,7 +827,9 @@ fn run_rewrite(
         let size = live_size(&dir, &manifest);
         aof.current_size.store(size, Relaxed);
         aof.base_size.store(size, Relaxed);
-        delete_history(&dir, &prefix, &mut manifest);
+        if !env.config.aof_keep_history() {
+            delete_history(&dir, &prefix, &mut manifest);
+        }
         if let Some(f) = files.as_mut() {
             f.manifest = manifest.clone();
         }

@@ -134,6 +134,17 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         let argv: Vec<&[u8]> = (2..argc).map(|i| ctx.arg(i)).collect();
         ctx.shared.replication.feed_command(&argv);
         ctx.out.ok();
+    } else if eq_ic(sub, "CONFIG-REWRITE-FORCE-ALL") && argc == 2 {
+        if let Err(e) = super::server::rewrite_config(ctx.shared, true) {
+            let why = e
+                .strip_prefix("ERR Rewriting config file: ")
+                .or_else(|| e.strip_prefix("ERR "))
+                .unwrap_or(&e);
+            return Err(Error::Owned(format!(
+                "ERR CONFIG-REWRITE-FORCE-ALL failed: {why}"
+            )));
+        }
+        ctx.out.ok();
     } else if eq_ic(sub, "SEGFAULT") && argc == 2 {
         crate::crash::segfault();
     } else if eq_ic(sub, "STRINGMATCH-TEST") && argc == 2 {

@@ -626,6 +626,13 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     } else if !aof_now && aof_was {
         crate::aof::stop(&ctx.shared.aof);
     }
+    // config.c `updateAofAutoGCEnabled`.
+    if pairs
+        .iter()
+        .any(|(name, _)| crate::util::eq_ic(name, "aof-disable-auto-gc"))
+    {
+        crate::aof::delete_history_now(&ctx.shared.aof, &ctx.shared.config);
+    }
     // config.c `updateSighandlerEnabled`.
     if pairs
         .iter()
@@ -704,14 +711,14 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
-    rewrite_config(ctx.shared).map_err(Error::Owned)?;
+    rewrite_config(ctx.shared, false).map_err(Error::Owned)?;
     ctx.out.ok();
     Ok(Done)
 }
 
 /// `CONFIG REWRITE`'s work: also how a cluster node keeps the window
 /// rules the cluster shares in its config file.
-pub(crate) fn rewrite_config(shared: &Services) -> Result<(), String> {
+pub(crate) fn rewrite_config(shared: &Services, force_all: bool) -> Result<(), String> {
     let rules = shared.windows.list();
     // With an ACL file the users live there: the config keeps no `user` line.
     let users: Vec<Vec<u8>> = if shared.config.aclfile.is_empty() {
@@ -725,7 +732,7 @@ pub(crate) fn rewrite_config(shared: &Services) -> Result<(), String> {
     } else {
         Vec::new()
     };
-    shared.config.rewrite(&rules, &users)
+    shared.config.rewrite(&rules, &users, force_all)
 }
 
 fn config_help(ctx: &mut Ctx) -> CmdResult {

@@ -124,7 +124,7 @@ fn persist(shared: &super::Services) {
         tracing::debug!("window rules not persisted: no config file");
         return;
     }
-    if let Err(e) = super::server::rewrite_config(shared) {
+    if let Err(e) = super::server::rewrite_config(shared, false) {
         tracing::warn!("Could not save the window rules in the config file: {e}");
     }
 }

@@ -16,7 +16,6 @@ MISSING = """
 MISSING_SUB = [
     # Not Redis 7.0 subcommands either (7.0 has STRINGMATCH-TEST).
     ("debug", "stringmatch-len"), ("debug", "jmap"),
-    ("config", "rewrite"),
 ]
 
 
@@ -30,14 +29,6 @@ KNOWN_BUGS = [
 # Tests that use a feature zwindow leaves out on purpose without the tag
 # that would exclude them (an error there aborts the whole unit).
 UNTAGGED = [
-    ("introspection", "CONFIG SET with multiple args",
-     "sets save (zwindow does not persist: CONFIG SET save is refused)"),
-    ("introspection", "CONFIG sanity",
-     "sets every CONFIG parameter, some of which zwindow lacks or holds immutable (bind)"),
-    # Run whole in spawned mode by replication_units_meet_the_baseline
-    # (tests/tcl/baseline-repl.txt): tags do not exclude them there.
-    ("introspection", "CONFIG REWRITE sanity",
-     "needs CONFIG REWRITE (DEBUG CONFIG-REWRITE-FORCE-ALL)"),
     ("other", "Don't rehash if redis has child process",
      "kills the BGSAVE's child process (zwindow saves on a thread, no fork) and reads DEBUG HTSTATS"),
     ("oom-score-adj", "CONFIG SET oom-score-adj works as expected",
