@@ -135,23 +135,10 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
 /// Quotes `s` as Redis's `sdscatrepr`: `"…"` with `\\ \" \n \r \t \a \b`
 /// and `\xHH` for other unprintable bytes; `split_args` reads it back.
 pub(crate) fn repr(s: &[u8]) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for &b in s {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x07 => out.push_str("\\a"),
-            0x08 => out.push_str("\\b"),
-            0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out.push('"');
-    out
+    let mut out = Vec::with_capacity(s.len() + 2);
+    crate::util::repr_into(&mut out, s);
+    // Only ASCII is written.
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What the command line asks for.
@@ -379,11 +366,7 @@ fn glob(pattern: &[u8]) -> Vec<PathBuf> {
 
 /// An I/O error as C's `strerror` words it (without Rust's "(os error N)").
 pub(crate) fn strerror(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
+    crate::util::strerror(e)
 }
 
 /// The signature line above what CONFIG REWRITE appends.

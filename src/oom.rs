@@ -61,7 +61,10 @@ impl OomScore {
                 Some(b) => b,
                 None => {
                     let read = std::fs::read_to_string(self.path).map_err(|e| {
-                        tracing::warn!("Unable to read oom_score_adj: {}", os_error(&e));
+                        tracing::warn!(
+                            "Unable to read oom_score_adj: {}",
+                            crate::util::strerror(&e)
+                        );
                     })?;
                     // `atoi`: a number, or 0.
                     let b = read.trim().parse().unwrap_or(0);
@@ -78,17 +81,11 @@ impl OomScore {
             return Ok(());
         };
         std::fs::write(self.path, format!("{val}\n")).map_err(|e| {
-            tracing::warn!("Unable to write oom_score_adj: {}", os_error(&e));
+            tracing::warn!(
+                "Unable to write oom_score_adj: {}",
+                crate::util::strerror(&e)
+            );
         })
-    }
-}
-
-/// `strerror` text of an I/O error, without Rust's "(os error N)".
-fn os_error(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
     }
 }
 

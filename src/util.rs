@@ -229,6 +229,26 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
     }
 }
 
+/// Appends `s` quoted as Redis's `sdscatrepr`: `"…"` with `\\ \" \n \r \t
+/// \a \b` and `\xHH` for other unprintable bytes.
+pub(crate) fn repr_into(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &b in s {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(b),
+            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
 /// Wall-clock Unix milliseconds (Redis's `mstime`).
 pub(crate) fn unix_ms() -> u64 {
     std::time::SystemTime::now()

@@ -473,7 +473,7 @@ fn lock_config(path: &std::path::Path) -> Result<File, String> {
         .map_err(|e| {
             format!(
                 "Can't open {shown} in order to acquire a lock: {}",
-                strerror(&e)
+                crate::util::strerror(&e)
             )
         })?;
     match file.try_lock() {
@@ -481,18 +481,10 @@ fn lock_config(path: &std::path::Path) -> Result<File, String> {
         Err(std::fs::TryLockError::WouldBlock) => Err(format!(
             "Sorry, the cluster configuration file {shown} is already used by a different Redis Cluster node. Please make sure that different nodes use different cluster configuration files."
         )),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(format!("Impossible to lock {shown}: {}", strerror(&e)))
-        }
-    }
-}
-
-/// `strerror(errno)`: the OS text without Rust's ` (os error N)`.
-fn strerror(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
+        Err(std::fs::TryLockError::Error(e)) => Err(format!(
+            "Impossible to lock {shown}: {}",
+            crate::util::strerror(&e)
+        )),
     }
 }
 

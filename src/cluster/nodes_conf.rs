@@ -87,7 +87,7 @@ pub fn load_file(path: &Path, now_ms: i64) -> Result<Option<Loaded>, LoadError> 
         Err(e) => {
             return Err(LoadError::Io {
                 path: path.display().to_string(),
-                error: strerror(&e),
+                error: crate::util::strerror(&e),
             });
         }
     };
@@ -493,16 +493,6 @@ pub fn save(state: &ClusterState, path: &Path, fsync: bool) -> io::Result<()> {
         let _ = file.set_len(len as u64);
     }
     Ok(())
-}
-
-/// `strerror(errno)` as Redis logs it: the OS text without Rust's
-/// ` (os error N)` suffix.
-fn strerror(e: &io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
 }
 
 #[cfg(test)]
