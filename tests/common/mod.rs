@@ -254,14 +254,7 @@ impl ZwindowServer {
             .status()
             .expect("run kill");
         assert!(status.success(), "kill -TERM failed");
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return Some(st);
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-        None
+        self.exit_status(timeout)
     }
 
     /// SIGKILL, and reap the process (a crash: nothing flushed).
