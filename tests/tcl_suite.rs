@@ -450,6 +450,7 @@ fn check_units(
         }
     }
     println!("{title}:\n{report}");
+    record_timings(title, &report);
     assert!(
         short.is_empty(),
         "units below their baseline:\n{}\n\nall units:\n{report}",
@@ -457,8 +458,20 @@ fn check_units(
     );
 }
 
+/// The external ratchet over plain TCP. On the io_uring pass (and when
+/// the variable is unset): the epoll pass runs the same units over TLS,
+/// whose connections take the epoll path (see
+/// [`redis_tcl_units_over_tls_meet_the_baseline`]), and runs the rest of the
+/// suite's servers on epoll, so one run of these here keeps CI's time.
 #[test]
 fn redis_tcl_units_meet_the_baseline() {
+    if io_uring_requested() == Some(false) {
+        println!(
+            "the external units over plain TCP run with ZWINDOW_TEST_IO_URING=1 or unset \
+             (the epoll pass runs them over TLS)"
+        );
+        return;
+    }
     let suite = suite_dir();
     let scratch = PrivateDir::new("tcl-skip");
     let skip = skipfile(&scratch.0);
@@ -497,9 +510,18 @@ fn redis_tcl_units_over_tls_meet_the_baseline() {
 /// The units that run only in spawned mode (see [`run_unit_spawned`]),
 /// named `7.0/unit` (Redis 7.0.15's suite, as the external units) or
 /// `8.0/unit` (the suite `.ci/test` builds Redis 8.0 from,
-/// `ZWINDOW_REDIS8_TESTS`: its `tests/` directory).
+/// `ZWINDOW_REDIS8_TESTS`: its `tests/` directory). Long, so on one
+/// socket path: the epoll pass (`ZWINDOW_TEST_IO_URING=0`, or unset),
+/// which balances the io_uring pass's replication units.
 #[test]
 fn spawned_units_meet_the_baseline() {
+    if io_uring_requested() == Some(true) {
+        println!(
+            "the spawned units run with ZWINDOW_TEST_IO_URING=0 or unset \
+             (the io_uring pass runs the replication units)"
+        );
+        return;
+    }
     let redis7 = suite_dir().join("tests");
     let redis8 = std::env::var_os("ZWINDOW_REDIS8_TESTS")
         .map(PathBuf::from)
@@ -577,6 +599,26 @@ fn cluster_suite_meets_the_baseline() {
             unit => panic!("{unit}: baseline-cluster.txt names the suite `cluster`"),
         },
     );
+}
+
+/// Appends a run's per-unit report to `target/tmp/tcl-report.txt`, which
+/// `.ci/test` prints at its end: where CI's time goes, without
+/// `--nocapture`'s flood.
+fn record_timings(title: &str, report: &str) {
+    use std::io::Write;
+    let pass = match io_uring_requested() {
+        Some(true) => "io_uring",
+        Some(false) => "epoll",
+        None => "default",
+    };
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tcl-report.txt");
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = write!(file, "{title} ({pass} pass):\n{report}\n");
+    }
 }
 
 #[test]
