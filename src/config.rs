@@ -305,6 +305,7 @@ pub(crate) const TLS_UNABLE: &str = "Unable to update TLS configuration. Check s
 /// by their exact name, never for a pattern (they are test hooks). Redis
 /// 7.0 has five; zwindow has those it implements.
 const HIDDEN: &[&str] = &[
+    "use-exit-on-panic",
     "rdb-key-save-delay",
     "key-load-delay",
     "loading-process-events-interval-bytes",
@@ -463,6 +464,12 @@ pub struct Config {
     /// 1 µs sleep once per that many keys on average).
     rdb_key_save_delay: AtomicI32,
     key_load_delay: AtomicI32,
+    /// Redis's hidden `use-exit-on-panic`: an internal failure exits with
+    /// status 1 instead of living on (see `crash::set_exit_on_panic`).
+    use_exit_on_panic: AtomicBool,
+    /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION`: RDB files and RESTORE payloads
+    /// load whatever their CRC64 (Redis's tests corrupt payloads by hand).
+    skip_checksum_validation: AtomicBool,
 }
 
 /// Parses `save` parameters as Redis's setConfigSaveOption: pairs of
@@ -582,6 +589,8 @@ impl Config {
             lfu_decay_time: AtomicU32::new(1),
             rdb_key_save_delay: AtomicI32::new(0),
             key_load_delay: AtomicI32::new(0),
+            use_exit_on_panic: AtomicBool::new(false),
+            skip_checksum_validation: AtomicBool::new(false),
             save_points: RwLock::new(vec![(3600, 1), (300, 100), (60, 10000)]),
             save_loaded: AtomicBool::new(false),
             dbfilename: RwLock::new("dump.rdb".into()),
@@ -1043,6 +1052,18 @@ impl Config {
 
     pub(crate) fn key_load_delay(&self) -> i32 {
         self.key_load_delay.load(Relaxed)
+    }
+
+    pub fn use_exit_on_panic(&self) -> bool {
+        self.use_exit_on_panic.load(Relaxed)
+    }
+
+    pub(crate) fn skip_checksum_validation(&self) -> bool {
+        self.skip_checksum_validation.load(Relaxed)
+    }
+
+    pub(crate) fn set_skip_checksum_validation(&self, on: bool) {
+        self.skip_checksum_validation.store(on, Relaxed);
     }
 
     pub(crate) fn lfu_log_factor(&self) -> u32 {
@@ -2525,6 +2546,7 @@ const PARAMS: &[Param] = &[
     u32_param!("lfu-decay-time", lfu_decay_time, 0, i64::from(i32::MAX)),
     i32_param!("rdb-key-save-delay", rdb_key_save_delay),
     i32_param!("key-load-delay", key_load_delay),
+    bool_param!("use-exit-on-panic", use_exit_on_panic),
     // How much Redis's load loop reads before it serves clients (bytes):
     // zwindow's load runs beside the connections, which it lets in past
     // this many bytes (see `persistence::Loading`).

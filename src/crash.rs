@@ -19,6 +19,8 @@ static LOG_FD: AtomicI32 = AtomicI32::new(2);
 static ENABLED: AtomicBool = AtomicBool::new(true);
 /// The report's START line is written once, whichever thread crashes.
 static STARTED: AtomicBool = AtomicBool::new(false);
+/// `use-exit-on-panic` (see [`set_exit_on_panic`]).
+static EXIT_ON_PANIC: AtomicBool = AtomicBool::new(false);
 
 const SIGNALS: [libc::c_int; 5] = [
     libc::SIGSEGV,
@@ -36,6 +38,42 @@ pub fn install(log_fd: RawFd, enabled: bool) {
     let mut warm = [std::ptr::null_mut(); 2];
     unsafe { libc::backtrace(warm.as_mut_ptr(), 2) };
     set_enabled(enabled);
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        if EXIT_ON_PANIC.load(Relaxed) {
+            guru_meditation(info);
+            std::process::exit(1);
+        }
+    }));
+}
+
+/// Redis's hidden `use-exit-on-panic`. By default a panic ends only the
+/// task or thread it happened on (the connection whose command hit a
+/// bug), and the server lives on with everyone else's data. With it set, a
+/// panic is what Redis's `serverPanic` / `serverAssert` are under that
+/// setting: Redis's report in the log, then `exit(1)`, so the tests that
+/// feed corrupt payloads see any internal failure as the process's end.
+pub fn set_exit_on_panic(on: bool) {
+    EXIT_ON_PANIC.store(on, Relaxed);
+}
+
+/// `_serverPanic`'s lines for a panic, as Redis writes them.
+fn guru_meditation(info: &std::panic::PanicHookInfo<'_>) {
+    let fd = LOG_FD.load(Relaxed);
+    let what = info
+        .payload()
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("panic");
+    let (file, line) = info.location().map_or(("?", 0), |l| (l.file(), l.line()));
+    write_raw(fd, b"------------------------------------------------\n");
+    log(
+        fd,
+        format_args!("!!! Software Failure. Press left mouse button to continue"),
+    );
+    log(fd, format_args!("Guru Meditation: {what} #{file}:{line}"));
 }
 
 /// `crash-log-enabled`: the handler on or the signals' default actions.

@@ -155,6 +155,7 @@ fn init_logging(startup: &Startup) {
         .and_then(|f| f.try_clone().ok())
         .map_or(2, std::os::fd::IntoRawFd::into_raw_fd);
     zwindow::crash::install(crash_fd, startup.config.crash_log_enabled());
+    zwindow::crash::set_exit_on_panic(startup.config.use_exit_on_panic());
     match file {
         Some(file) => registry
             .with(

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! DEBUG HELP | SLEEP seconds | ERROR message | OBJECT key | DIGEST
-//! DEBUG DIGEST-VALUE [key ...] | PROTOCOL type | SET-ACTIVE-EXPIRE 0|1
+//! DEBUG DIGEST-VALUE [key ...] | PROTOCOL type | SET-ACTIVE-EXPIRE 0|1 |
+//! SET-SKIP-CHECKSUM-VALIDATION 0|1
 //! DEBUG SET-DISABLE-DENY-SCRIPTS 0|1
 //! DEBUG QUICKLIST-PACKED-THRESHOLD size | CHANGE-REPL-ID | REPLICATE cmd … | STRINGMATCH-TEST
 //! DEBUG LISTPACK key | QUICKLIST key [0|1] | RELOAD [MERGE] [NOFLUSH] [NOSAVE]
@@ -99,6 +100,10 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
     } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && argc == 3 {
         let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
         ctx.shared.store.active_expire.store(on, Relaxed);
+        ctx.out.ok();
+    } else if eq_ic(sub, "SET-SKIP-CHECKSUM-VALIDATION") && argc == 3 {
+        let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
+        ctx.shared.config.set_skip_checksum_validation(on);
         ctx.out.ok();
     } else if eq_ic(sub, "SET-DISABLE-DENY-SCRIPTS") && argc == 3 {
         let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
@@ -292,6 +297,8 @@ fn help(ctx: &mut Ctx) {
             "QUICKLIST-PACKED-THRESHOLD <size>",
             "    Sets the threshold for elements to be inserted as plain vs packed nodes",
             "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+            "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+            "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "STRINGMATCH-TEST",

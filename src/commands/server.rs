@@ -640,6 +640,12 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     {
         crate::crash::set_enabled(ctx.shared.config.crash_log_enabled());
     }
+    if pairs
+        .iter()
+        .any(|(name, _)| crate::util::eq_ic(name, "use-exit-on-panic"))
+    {
+        crate::crash::set_exit_on_panic(ctx.shared.config.use_exit_on_panic());
+    }
     // requirepass is the default ACL user's password (config.c
     // `updateRequirePass`).
     if pairs
