@@ -122,6 +122,34 @@ fn debug_protocol_types_in_scripts() {
     }
 }
 
+/// Lua 5.1 gives a C function 8,000 stack slots: Redis's `redis.call`
+/// takes 7,999 arguments (its TCL "Script check unpack with massive
+/// arguments"), and 8,000 fail in `unpack` on both servers.
+#[test]
+fn a_call_with_7999_arguments() {
+    let (_s, mut p) = start_pair();
+    for (n, call) in [(7999, "call"), (7998, "pcall"), (8000, "call")] {
+        let body = format!(
+            "local a = {{}} for i=1,{n} do a[i] = i end \
+             return redis.{call}('lpush', KEYS[1], unpack(a))"
+        );
+        ev(&mut p, &body, &["1", "l"]);
+    }
+    ev(
+        &mut p,
+        "local a = {} for i=1,7998 do a[i] = 'k'..i end a[500] = {} \
+         return redis.pcall('del', unpack(a))",
+        &["0"],
+    );
+    ev(
+        &mut p,
+        "local a = {} for i=1,7998 do a[i] = 'k'..i end \
+         return redis.acl_check_cmd('del', unpack(a))",
+        &["0"],
+    );
+    p.check_str("LLEN l");
+}
+
 #[test]
 fn errors_and_error_tables() {
     let (_s, mut p) = start_pair();

@@ -21,10 +21,7 @@ MISSING_SUB = [
 
 # Tests skipped for a known zwindow bug, each with its reason (fix, then
 # remove the line and raise the baseline).
-KNOWN_BUGS = [
-    ("scripting", "Script check unpack with massive arguments",
-     "redis.call's 7999 arguments overflow mlua's reference stack (8000 slots)"),
-]
+KNOWN_BUGS = []
 
 # Tests that use a feature zwindow leaves out on purpose without the tag
 # that would exclude them (an error there aborts the whole unit).

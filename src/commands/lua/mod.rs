@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
 use crate::acl::log::Context;
@@ -768,14 +768,14 @@ impl Engine {
                 cross_slot: spec.cross_slot,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
-                let call = scope.create_function(
-                    |lua, (raise, args): (bool, Variadic<Value>)| match state.try_borrow_mut() {
-                        Ok(mut st) => st.redis_call(lua, raise, args),
+                let call = scope.create_function(|lua, args: StackArgs<true>| {
+                    match state.try_borrow_mut() {
+                        Ok(mut st) => st.redis_call(lua, args.raise, args.parts),
                         Err(_) => Err(mlua::Error::runtime(
                             "redis.call/pcall can only be called inside a script invocation",
                         )),
-                    },
-                )?;
+                    }
+                })?;
                 let setresp = scope.create_function(|_, n: i64| {
                     if let Ok(mut st) = state.try_borrow_mut() {
                         st.resp3 = n == 3;
@@ -790,11 +790,11 @@ impl Engine {
                     Ok(())
                 })?;
                 // redis.acl_check_cmd: the caller's user, no logging.
-                let acl_check = scope.create_function(|lua, args: Variadic<Value>| {
+                let acl_check = scope.create_function(|lua, args: StackArgs<false>| {
                     let Ok(st) = state.try_borrow() else {
                         return Ok(Value::Nil);
                     };
-                    Ok(match script_args(&args) {
+                    Ok(match args.parts {
                         Err(msg) => Value::String(lua.create_string(format!("ERR {msg}"))?),
                         Ok(parts) => {
                             let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
@@ -1141,15 +1141,102 @@ fn parse_shebang(body: &[u8]) -> Result<(bool, usize), String> {
 
 /// A script's command arguments as bytes (numbers as Redis prints them),
 /// or Redis's error for any other type.
-fn script_args(args: &Variadic<Value>) -> Result<Vec<Vec<u8>>, &'static str> {
-    args.iter()
+fn script_args<'a>(
+    args: impl IntoIterator<Item = &'a Value>,
+) -> Result<Vec<Vec<u8>>, &'static str> {
+    args.into_iter()
         .map(|a| match a {
             Value::String(s) => Ok(s.as_bytes().to_vec()),
             Value::Integer(i) => Ok(convert::fmt_g17(*i as f64).into_bytes()),
             Value::Number(n) => Ok(convert::fmt_g17(*n).into_bytes()),
-            _ => Err("Lua redis lib command arguments must be strings or integers"),
+            _ => Err(ARGS_NOT_STRINGS),
         })
         .collect()
+}
+
+const ARGS_NOT_STRINGS: &str = "Lua redis lib command arguments must be strings or integers";
+
+/// The arguments of a `redis.*` command call as bytes, read straight off
+/// the Lua stack. mlua's own conversion would hold each one in its
+/// reference stack, which Lua 5.1 limits to 8,000 slots as it limits a C
+/// function's stack, with references of its own already there: Redis
+/// takes up to 7,999 (`redis.call(cmd, unpack(t))`, "Script check unpack
+/// with massive arguments"). With `FLAG`, the first value is the boolean
+/// the `redis.call`/`redis.pcall` wrappers pass (raise on error).
+struct StackArgs<const FLAG: bool> {
+    raise: bool,
+    parts: Result<Vec<Vec<u8>>, &'static str>,
+}
+
+impl<const FLAG: bool> mlua::FromLuaMulti for StackArgs<FLAG> {
+    fn from_lua_multi(values: MultiValue, _: &Lua) -> mlua::Result<Self> {
+        let mut values = values.iter();
+        // Lua's truth, as `lua_toboolean` below.
+        let raise = FLAG
+            && !matches!(
+                values.next(),
+                None | Some(Value::Nil | Value::Boolean(false))
+            );
+        Ok(StackArgs {
+            raise,
+            parts: script_args(values),
+        })
+    }
+
+    // mlua's hidden hook for a callback's arguments, kept to in step with
+    // its pinned version (Cargo.lock): the values stay where Lua put them.
+    unsafe fn from_stack_multi(nvals: i32, lua: &mlua::state::RawLua) -> mlua::Result<Self> {
+        use mlua::ffi;
+        let state = lua.state();
+        let mut from = -nvals;
+        // SAFETY: the callback's `nvals` arguments are the top of `state`'s
+        // stack; only their types and contents are read, nothing is pushed.
+        let raise = unsafe {
+            if FLAG && nvals > 0 {
+                from += 1;
+                ffi::lua_toboolean(state, -nvals) != 0
+            } else {
+                false
+            }
+        };
+        let mut parts = Vec::with_capacity((-from).max(0) as usize);
+        let mut bad = false;
+        for idx in from..0 {
+            // SAFETY: as above; `lua_tolstring` is only called on strings
+            // (it would turn a number into a string in place).
+            let part = unsafe {
+                match ffi::lua_type(state, idx) {
+                    ffi::LUA_TSTRING => {
+                        let mut len = 0;
+                        let p = ffi::lua_tolstring(state, idx, &mut len);
+                        std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec()
+                    }
+                    ffi::LUA_TNUMBER => {
+                        convert::fmt_g17(ffi::lua_tonumber(state, idx)).into_bytes()
+                    }
+                    _ => {
+                        bad = true;
+                        break;
+                    }
+                }
+            };
+            parts.push(part);
+        }
+        // Off the stack once read: the reply is pushed where they were,
+        // and a callback may only push beyond 8,000 slots by asking Lua,
+        // which refuses (Redis's C function replies into the slots Lua
+        // keeps free above its arguments).
+        // SAFETY: the arguments are the top `nvals` values.
+        unsafe { ffi::lua_pop(state, nvals) };
+        Ok(StackArgs {
+            raise,
+            parts: if bad {
+                Err(ARGS_NOT_STRINGS)
+            } else {
+                Ok(parts)
+            },
+        })
+    }
 }
 
 /// server.c `lookupCommand` (not strict): a container's subcommand when
@@ -1215,9 +1302,9 @@ impl RunState<'_, '_> {
         &mut self,
         lua: &Lua,
         raise: bool,
-        args: Variadic<Value>,
+        args: Result<Vec<Vec<u8>>, &'static str>,
     ) -> mlua::Result<(Value, bool)> {
-        if args.is_empty() {
+        if args.as_ref().is_ok_and(Vec::is_empty) {
             let e = convert::error_table(
                 lua,
                 b"Please specify at least one argument for this redis lib call",
@@ -1225,7 +1312,7 @@ impl RunState<'_, '_> {
             )?;
             return Ok((e, raise));
         }
-        let parts = match script_args(&args) {
+        let parts = match args {
             Ok(parts) => parts,
             Err(msg) => {
                 let e = convert::error_table(lua, msg.as_bytes(), false)?;
