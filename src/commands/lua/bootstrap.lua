@@ -87,8 +87,10 @@ local function raise(msg)
 end
 
 local redis = {}
+-- impl.rt(op, raise, ...): the run's Rust entry point (RT_* in mod.rs);
+-- nil outside a script invocation.
 local function call(...)
-  return impl.call(...)
+  return impl.rt(0, ...)
 end
 redis.call = cwrap(call, 2)
 redis.pcall = cwrap(call, 3)
@@ -143,10 +145,10 @@ function redis.setresp(...)
   if resp ~= 2 and resp ~= 3 then
     raise('ERR RESP version must be 2 or 3.')
   end
-  impl.setresp(resp)
+  impl.rt(1, false, resp)
 end
 function redis.set_repl(...)
-  if not impl.set_repl then
+  if not impl.rt then
     raise('ERR redis.set_repl can only be called inside a script invocation')
   end
   if select_('#', ...) ~= 1 then
@@ -156,7 +158,7 @@ function redis.set_repl(...)
   if flags < 0 or flags > 3 then
     raise('ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
   end
-  impl.set_repl(flags)
+  impl.rt(2, false, flags)
 end
 function redis.replicate_commands()
   return true
@@ -171,7 +173,7 @@ function redis.acl_check_cmd(...)
   if select_('#', ...) == 0 then
     raise('ERR Please specify at least one argument for this redis lib call')
   end
-  local allowed = impl.acl_check(...)
+  local allowed = impl.rt(3, false, ...)
   if allowed == nil then
     raise('ERR Invalid command passed to redis.acl_check_cmd()')
   elseif type_(allowed) == 'string' then

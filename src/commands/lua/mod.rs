@@ -475,6 +475,9 @@ pub(crate) struct Engine {
     impl_tbl: Table,
     errhandler: Function,
     xpcall: Function,
+    /// `function(f, k, a) return function() return f(k, a) end end`: an
+    /// FCALL's function with its keys and arguments, for xpcall.
+    runner: Function,
     pub(crate) scripts: HashMap<String, Script>,
     /// The environment of every function library (see bootstrap.lua).
     fenv: Table,
@@ -634,6 +637,10 @@ impl Engine {
         let (errhandler, fenv, load_library): (Function, Table, Function) =
             boot.call((globals.clone(), env.clone(), impl_tbl.clone()))?;
         let xpcall: Function = globals.raw_get("xpcall")?;
+        let runner = lua
+            .load("return function(f, k, a) return function() return f(k, a) end end")
+            .set_name("=[redis]")
+            .call::<Function>(())?;
         install_hook(&lua, busy, HOOK_EVERY)?;
         Ok(Engine {
             lua,
@@ -642,6 +649,7 @@ impl Engine {
             impl_tbl,
             errhandler,
             xpcall,
+            runner,
             scripts: HashMap::new(),
             fenv,
             load_library,
@@ -768,67 +776,66 @@ impl Engine {
                 cross_slot: spec.cross_slot,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
-                let call = scope.create_function(|lua, args: StackArgs<true>| {
-                    match state.try_borrow_mut() {
+                // One Rust entry point per run for everything that needs the
+                // run's state (bootstrap.lua's `impl.rt(op, raise, ...)`):
+                // each scoped function is garbage once the run ends, and
+                // the collector runs only every GC_EVERY scripts.
+                let rt = scope.create_function(|lua, args: StackArgs| match args.op {
+                    RT_CALL => match state.try_borrow_mut() {
                         Ok(mut st) => st.redis_call(lua, args.raise, args.parts),
                         Err(_) => Err(mlua::Error::runtime(
                             "redis.call/pcall can only be called inside a script invocation",
                         )),
-                    }
-                })?;
-                let setresp = scope.create_function(|_, n: i64| {
-                    if let Ok(mut st) = state.try_borrow_mut() {
-                        st.resp3 = n == 3;
-                    }
-                    Ok(())
-                })?;
-                // redis.set_repl: where the commands called next go.
-                let set_repl = scope.create_function(|_, bits: i64| {
-                    if let Ok(mut st) = state.try_borrow_mut() {
-                        st.repl = Target::from_bits(bits);
-                    }
-                    Ok(())
-                })?;
-                // redis.acl_check_cmd: the caller's user, no logging.
-                let acl_check = scope.create_function(|lua, args: StackArgs<false>| {
-                    let Ok(st) = state.try_borrow() else {
-                        return Ok(Value::Nil);
-                    };
-                    Ok(match args.parts {
-                        Err(msg) => Value::String(lua.create_string(format!("ERR {msg}"))?),
-                        Ok(parts) => {
-                            let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-                            let owned = OwnedArgs::from_slices(&slices);
-                            let argv = owned.args();
-                            match lookup_command(&argv) {
-                                None => Value::Nil,
-                                Some(cmd) => Value::Boolean(
-                                    st.client
-                                        .user
-                                        .as_ref()
-                                        .is_none_or(|u| u.check(cmd, &argv).is_ok()),
-                                ),
+                    },
+                    RT_SETRESP | RT_SET_REPL => {
+                        let n = args
+                            .parts
+                            .ok()
+                            .and_then(|p| p.first().and_then(|n| crate::util::parse_i64(n)))
+                            .unwrap_or(0);
+                        if let Ok(mut st) = state.try_borrow_mut() {
+                            if args.op == RT_SETRESP {
+                                st.resp3 = n == 3;
+                            } else {
+                                // redis.set_repl: where the commands called next go.
+                                st.repl = Target::from_bits(n);
                             }
                         }
-                    })
+                        Ok((Value::Nil, false))
+                    }
+                    // redis.acl_check_cmd: the caller's user, no logging.
+                    _ => {
+                        let Ok(st) = state.try_borrow() else {
+                            return Ok((Value::Nil, false));
+                        };
+                        let v = match args.parts {
+                            Err(msg) => Value::String(lua.create_string(format!("ERR {msg}"))?),
+                            Ok(parts) => {
+                                let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+                                let owned = OwnedArgs::from_slices(&slices);
+                                let argv = owned.args();
+                                match lookup_command(&argv) {
+                                    None => Value::Nil,
+                                    Some(cmd) => Value::Boolean(
+                                        st.client
+                                            .user
+                                            .as_ref()
+                                            .is_none_or(|u| u.check(cmd, &argv).is_ok()),
+                                    ),
+                                }
+                            }
+                        };
+                        Ok((v, false))
+                    }
                 })?;
-                self.impl_tbl.raw_set("call", call)?;
-                self.impl_tbl.raw_set("setresp", setresp)?;
-                self.impl_tbl.raw_set("set_repl", set_repl)?;
-                self.impl_tbl.raw_set("acl_check", acl_check)?;
+                self.impl_tbl.raw_set("rt", rt)?;
                 let ret: MultiValue = if spec.as_function {
-                    let runner = lua
-                        .load("local f, k, a = ... return function() return f(k, a) end")
-                        .set_name("=[redis]")
-                        .call::<Function>((func.clone(), keys, argv))?;
+                    let runner = self.runner.call::<Function>((func.clone(), keys, argv))?;
                     self.xpcall.call((runner, self.errhandler.clone()))?
                 } else {
                     self.xpcall.call((func.clone(), self.errhandler.clone()))?
                 };
-                self.impl_tbl.raw_set("call", Value::Nil)?;
-                self.impl_tbl.raw_set("setresp", Value::Nil)?;
-                self.impl_tbl.raw_set("set_repl", Value::Nil)?;
-                self.impl_tbl.raw_set("acl_check", Value::Nil)?;
+                self.impl_tbl.raw_set("rt", Value::Nil)?;
                 let mut it = ret.into_iter();
                 let ok = matches!(it.next(), Some(Value::Boolean(true)));
                 let value = it.next().unwrap_or(Value::Nil);
@@ -1156,28 +1163,41 @@ fn script_args<'a>(
 
 const ARGS_NOT_STRINGS: &str = "Lua redis lib command arguments must be strings or integers";
 
-/// The arguments of a `redis.*` command call as bytes, read straight off
-/// the Lua stack. mlua's own conversion would hold each one in its
-/// reference stack, which Lua 5.1 limits to 8,000 slots as it limits a C
-/// function's stack, with references of its own already there: Redis
-/// takes up to 7,999 (`redis.call(cmd, unpack(t))`, "Script check unpack
-/// with massive arguments"). With `FLAG`, the first value is the boolean
-/// the `redis.call`/`redis.pcall` wrappers pass (raise on error).
-struct StackArgs<const FLAG: bool> {
+/// bootstrap.lua's `impl.rt(op, raise, ...)`: `redis.call`/`redis.pcall`
+/// (`raise` on an error), `redis.setresp`, `redis.set_repl` and
+/// `redis.acl_check_cmd`.
+const RT_CALL: i64 = 0;
+const RT_SETRESP: i64 = 1;
+const RT_SET_REPL: i64 = 2;
+
+/// The arguments of `impl.rt`: the operation, the raise flag, then the
+/// command's arguments as bytes, read straight off the Lua stack. mlua's
+/// own conversion would hold each one in its reference stack, which Lua
+/// 5.1 limits to 8,000 slots as it limits a C function's stack, with
+/// references of its own already there: Redis takes up to 7,999
+/// (`redis.call(cmd, unpack(t))`, "Script check unpack with massive
+/// arguments").
+struct StackArgs {
+    op: i64,
     raise: bool,
     parts: Result<Vec<Vec<u8>>, &'static str>,
 }
 
-impl<const FLAG: bool> mlua::FromLuaMulti for StackArgs<FLAG> {
+impl mlua::FromLuaMulti for StackArgs {
     fn from_lua_multi(values: MultiValue, _: &Lua) -> mlua::Result<Self> {
         let mut values = values.iter();
+        let op = match values.next() {
+            Some(Value::Integer(i)) => *i,
+            Some(Value::Number(n)) => *n as i64,
+            _ => RT_CALL,
+        };
         // Lua's truth, as `lua_toboolean` below.
-        let raise = FLAG
-            && !matches!(
-                values.next(),
-                None | Some(Value::Nil | Value::Boolean(false))
-            );
+        let raise = !matches!(
+            values.next(),
+            None | Some(Value::Nil | Value::Boolean(false))
+        );
         Ok(StackArgs {
+            op,
             raise,
             parts: script_args(values),
         })
@@ -1188,22 +1208,24 @@ impl<const FLAG: bool> mlua::FromLuaMulti for StackArgs<FLAG> {
     unsafe fn from_stack_multi(nvals: i32, lua: &mlua::state::RawLua) -> mlua::Result<Self> {
         use mlua::ffi;
         let state = lua.state();
-        let mut from = -nvals;
-        // SAFETY: the callback's `nvals` arguments are the top of `state`'s
-        // stack; only their types and contents are read, nothing is pushed.
-        let raise = unsafe {
-            if FLAG && nvals > 0 {
-                from += 1;
-                ffi::lua_toboolean(state, -nvals) != 0
-            } else {
-                false
-            }
+        // SAFETY (every block below): the callback's `nvals` arguments are
+        // the top of `state`'s stack; they are read in place, then popped.
+        let (op, raise) = unsafe {
+            (
+                if nvals > 0 {
+                    ffi::lua_tonumber(state, -nvals) as i64
+                } else {
+                    RT_CALL
+                },
+                nvals > 1 && ffi::lua_toboolean(state, 1 - nvals) != 0,
+            )
         };
-        let mut parts = Vec::with_capacity((-from).max(0) as usize);
+        let from = (2 - nvals).min(0);
+        let mut parts = Vec::with_capacity((-from) as usize);
         let mut bad = false;
         for idx in from..0 {
-            // SAFETY: as above; `lua_tolstring` is only called on strings
-            // (it would turn a number into a string in place).
+            // `lua_tolstring` is only called on strings (it would turn a
+            // number into a string in place).
             let part = unsafe {
                 match ffi::lua_type(state, idx) {
                     ffi::LUA_TSTRING => {
@@ -1226,9 +1248,9 @@ impl<const FLAG: bool> mlua::FromLuaMulti for StackArgs<FLAG> {
         // and a callback may only push beyond 8,000 slots by asking Lua,
         // which refuses (Redis's C function replies into the slots Lua
         // keeps free above its arguments).
-        // SAFETY: the arguments are the top `nvals` values.
         unsafe { ffi::lua_pop(state, nvals) };
         Ok(StackArgs {
+            op,
             raise,
             parts: if bad {
                 Err(ARGS_NOT_STRINGS)
