@@ -390,6 +390,50 @@ fn busy_script_and_script_kill() {
     assert_eq!(escape(&r.5), escape(&z.5));
 }
 
+/// A script that wrote holds the server: SHUTDOWN is refused with BUSY,
+/// SHUTDOWN NOSAVE ends the server at once — a client that reconnects the
+/// moment its connection closes is refused. Same on both.
+#[test]
+fn shutdown_nosave_ends_a_script_that_wrote() {
+    let servers = Servers::start_with(&["--save", ""]);
+    let mut seen = Vec::new();
+    for addr in [servers.r.addr(), servers.z.addr()] {
+        let mut admin = RawConn::connect(addr, "admin");
+        assert_eq!(admin.cmd_str("CONFIG SET lua-time-limit 10"), b"+OK\r\n");
+        let mut runner = RawConn::connect(addr, "runner");
+        runner.set_timeout(Duration::from_secs(10));
+        runner.send(&encode_cmd(&[
+            b"EVAL",
+            b"redis.call('set', KEYS[1], 'y') while true do end",
+            b"1",
+            b"x",
+        ]));
+        std::thread::sleep(Duration::from_millis(200));
+        let ping = admin.cmd_str("PING");
+        let kill = admin.cmd_str("SCRIPT KILL");
+        let shutdown = admin.cmd_str("SHUTDOWN");
+        admin.send(&encode_cmd(&[b"SHUTDOWN", b"NOSAVE"]));
+        let closed = admin.try_read_reply(Duration::from_secs(5));
+        let refused = std::net::TcpStream::connect(addr).is_err();
+        seen.push((ping, kill, shutdown, closed, refused));
+    }
+    let (r, z) = (&seen[0], &seen[1]);
+    assert_eq!(escape(&r.0), escape(&z.0));
+    assert!(z.0.starts_with(b"-BUSY Redis is busy running a script."));
+    assert_eq!(escape(&r.1), escape(&z.1));
+    assert!(z.1.starts_with(b"-UNKILLABLE"));
+    assert_eq!(escape(&r.2), escape(&z.2));
+    assert_eq!(z.2, z.0, "SHUTDOWN without NOSAVE: BUSY");
+    assert!(
+        matches!((&r.3, &z.3), (ReadOutcome::Closed, ReadOutcome::Closed)),
+        "SHUTDOWN NOSAVE answers nothing"
+    );
+    assert!(
+        r.4 && z.4,
+        "the server still accepted a connection: {seen:?}"
+    );
+}
+
 /// A script that wrote cannot be killed.
 #[test]
 fn script_that_wrote_is_unkillable() {

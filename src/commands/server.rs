@@ -981,6 +981,19 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     }
     let _ = now;
     let shared = ctx.shared.clone();
+    // Redis's shutdownCommand: a script past busy-reply-threshold holds
+    // the server, and only SHUTDOWN NOSAVE may end it.
+    let busy = &shared.scripting.busy;
+    if !nosave
+        && busy.running_for_other(ctx.client.handle.id)
+        && busy.elapsed_ms() >= shared.config.busy_reply_threshold()
+    {
+        return Err(Error::Static(if busy.is_function() {
+            crate::commands::lua::BUSY_FUNCTION
+        } else {
+            crate::commands::lua::BUSY_EVAL
+        }));
+    }
     // While the dataset loads nothing is saved: a half-loaded dataset must
     // not replace the file (Redis's `prepareForShutdown`).
     if shared.persistence.loading.active() {

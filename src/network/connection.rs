@@ -440,6 +440,14 @@ pub(crate) async fn run(
     }
     // A batch left midway (a kill, a protocol error) counts what it ran.
     client.tally.flush();
+    // After SHUTDOWN its client finds the server gone, as with Redis, which
+    // exits inside the command: the socket closes once the listeners have
+    // (the server signals shutdown right after closing them), so a client
+    // that reconnects at once is refused rather than served.
+    if shared.persistence.shutdown_handled.load(Relaxed) {
+        let mut down = shared.shutdown_rx();
+        let _ = tokio::time::timeout(Duration::from_secs(1), down.wait_for(|stop| *stop)).await;
+    }
     stream.shutdown().await;
     if client.watching() {
         // Unwatching locks the keys' shards: not behind a script.
