@@ -726,6 +726,41 @@ pub(crate) fn apply_field_ttls(h: &mut Hash, record: &[u8]) -> Result<(), RdbErr
     Ok(())
 }
 
+/// The zwindow-only part of a set: its member TTLs, as `member, deadline`
+/// pairs (the record [`member_ttls`] writes for a sorted set).
+pub(crate) fn set_member_ttls(s: &Set) -> Option<Vec<u8>> {
+    if !s.has_ttls() {
+        return None;
+    }
+    let mut body = Vec::new();
+    let mut n = 0u64;
+    for m in s.iter() {
+        m.with_bytes(|m| {
+            if let Some(at) = s.expire_at(m).filter(|&a| a != NO_TTL) {
+                put_string(&mut body, m, false);
+                put_ms(&mut body, at);
+                n += 1;
+            }
+        });
+    }
+    let mut out = Vec::new();
+    put_len(&mut out, n);
+    out.extend_from_slice(&body);
+    Some(out)
+}
+
+/// Applies [`set_member_ttls`]'s record to a loaded set.
+pub(crate) fn apply_set_member_ttls(s: &mut Set, record: &[u8]) -> Result<(), RdbError> {
+    let mut r = Reader::new(record);
+    let n = r.count(9)?;
+    for _ in 0..n {
+        let m = r.string()?;
+        let at = r.ms()?;
+        s.set_expire(&m, at);
+    }
+    Ok(())
+}
+
 /// Applies [`member_ttls`]'s record to a loaded sorted set.
 pub(crate) fn apply_member_ttls(z: &mut ZSet, record: &[u8]) -> Result<(), RdbError> {
     let mut r = Reader::new(record);

@@ -8,6 +8,7 @@
 //! followed by `PING`s that make up the same byte length:
 //!
 //! - `HSETEX key … FIELDS n f v …` (Redis 8.0) sets values: `HSET key f v …`;
+//! - `SADDEX key … MEMBERS n m …` (Redis 8.12) adds members: `SADD key m …`;
 //! - everything else of the kind only sets TTLs on members or fields, or a
 //!   window rule (`ZWINDOW`, the `ZEXPIRE` family as `ZPEXPIREAT`,
 //!   `ZPERSIST`, `HPEXPIREAT`, `HPERSIST`): nothing, since the effects
@@ -90,6 +91,11 @@ pub(crate) fn replacement(argv: &[impl AsRef<[u8]>], len: usize) -> Option<Bytes
     {
         super::encode(&mut out, &hset);
     }
+    if eq_ic(name, "saddex")
+        && let Some(sadd) = saddex_as_sadd(argv)
+    {
+        super::encode(&mut out, &sadd);
+    }
     if out.len() > len {
         out.clear();
     }
@@ -108,6 +114,23 @@ fn hsetex_as_hset(argv: &[impl AsRef<[u8]>]) -> Option<Vec<&[u8]>> {
     let mut hset: Vec<&[u8]> = vec![b"HSET", argv.get(1)?.as_ref()];
     hset.extend(pairs.iter().map(|a| a.as_ref()));
     Some(hset)
+}
+
+/// `SADDEX key [cond] [ttl] MEMBERS n m …` as `SADD key m …` (the options
+/// before MEMBERS are words and numbers: the first `MEMBERS` from the third
+/// argument on is the block's).
+fn saddex_as_sadd(argv: &[impl AsRef<[u8]>]) -> Option<Vec<&[u8]>> {
+    let at = 2 + argv
+        .get(2..)?
+        .iter()
+        .position(|a| eq_ic(a.as_ref(), "members"))?;
+    let members = argv.get(at + 2..)?;
+    if members.is_empty() {
+        return None;
+    }
+    let mut sadd: Vec<&[u8]> = vec![b"SADD", argv.get(1)?.as_ref()];
+    sadd.extend(members.iter().map(|a| a.as_ref()));
+    Some(sadd)
 }
 
 /// The length of `PING <arg>` with an argument of `n` bytes.
