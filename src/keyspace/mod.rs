@@ -18,9 +18,9 @@ pub(crate) mod events;
 pub(crate) mod evict;
 pub(crate) mod expire;
 pub(crate) mod hash_ttl;
-pub(crate) mod set_ttl;
 pub(crate) mod propagate;
 pub(crate) mod replica;
+pub(crate) mod set_ttl;
 pub(crate) mod slots;
 pub(crate) mod snapshot;
 pub(crate) mod value;
@@ -1074,8 +1074,7 @@ impl<'a> Keyspace<'a> {
         let db = self.db;
         self.shard(key).touch_watched(db, key.bytes());
         self.invalidate_tracking(key.bytes());
-        if self.env.windows.active() || self.field_ttls() || self.member_ttls() || self.set_ttls()
-        {
+        if self.env.windows.active() || self.field_ttls() || self.member_ttls() || self.set_ttls() {
             crate::keyspace::windows::reschedule(self, key.bytes());
         }
     }

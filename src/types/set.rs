@@ -356,9 +356,9 @@ impl Set {
     /// logically gone; KEYS, SCAN and DBSIZE skip it).
     pub(crate) fn all_expired(&self, now: u64) -> bool {
         match self {
-            Set::Ex { members, ttl } if ttl.min().is_some_and(|m| m <= now) => members
-                .iter()
-                .all(|(_, &at)| at != NO_TTL && at <= now),
+            Set::Ex { members, ttl } if ttl.min().is_some_and(|m| m <= now) => {
+                members.iter().all(|(_, &at)| at != NO_TTL && at <= now)
+            }
             _ => false,
         }
     }
