@@ -920,6 +920,31 @@ mod tests {
         assert_eq!(b.expire_at(b"f0"), Some(NO_TTL));
     }
 
+    #[test]
+    fn set_member_ttls_round_trip_through_their_record() {
+        let mut s = Set::new_intset();
+        for m in ["1", "2", "a"] {
+            s.add(m.as_bytes(), 512);
+        }
+        assert!(set_member_ttls(&s).is_none(), "no TTL, no record");
+        s.set_expire(b"2", 5_000);
+        s.set_expire(b"a", 7_000);
+        let record = set_member_ttls(&s).unwrap();
+        let v = Value::Set(s);
+        let mut out = Vec::new();
+        let ty = encode(&v, false, &mut out);
+        let (back, _) = decode(ty, &mut Reader::new(&out), &limits()).unwrap();
+        let Value::Set(mut b) = back else { panic!() };
+        assert_eq!(b.expire_at(b"2"), Some(NO_TTL), "the value alone has none");
+        apply_set_member_ttls(&mut b, &record).unwrap();
+        assert_eq!(b.expire_at(b"1"), Some(NO_TTL));
+        assert_eq!(b.expire_at(b"2"), Some(5_000));
+        assert_eq!(b.expire_at(b"a"), Some(7_000));
+        assert_eq!(b.min_deadline(), Some(5_000));
+        // A truncated record is refused, not half applied past its end.
+        assert!(apply_set_member_ttls(&mut b, &record[..record.len() - 3]).is_err());
+    }
+
     /// Mutated payloads never panic, and never allocate past their size
     /// (a failure would show as an abort or a hang here).
     #[test]

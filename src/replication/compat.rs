@@ -219,6 +219,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn saddex_is_sent_as_sadd_of_its_members() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        let sadd = |a: &[&str]| {
+            saddex_as_sadd(&argv(a)).map(|v| v.iter().map(|x| x.to_vec()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            sadd(&[
+                "SADDEX", "members", "MNX", "PXAT", "5", "MEMBERS", "2", "members", "x"
+            ]),
+            Some(argv(&["SADD", "members", "members", "x"]))
+        );
+        assert_eq!(sadd(&["SADDEX", "k", "MEMBERS"]), None);
+        let full = argv(&["SADDEX", "k", "PXAT", "1700000000000", "MEMBERS", "1", "m"]);
+        let mut enc = Vec::new();
+        crate::replication::encode(&mut enc, &full);
+        let out = replacement(&full, enc.len()).expect("Redis 7.0 lacks SADDEX");
+        assert_eq!(out.len(), enc.len());
+        assert!(out.starts_with(b"*3\r\n$4\r\nSADD\r\n$1\r\nk\r\n$1\r\nm\r\n"));
+        // The TTL commands amount to nothing there.
+        let exp = argv(&["SPEXPIREAT", "k", "1700000000000", "MEMBERS", "1", "m"]);
+        let mut enc = Vec::new();
+        crate::replication::encode(&mut enc, &exp);
+        let out = replacement(&exp, enc.len()).unwrap();
+        assert!(!out.windows(4).any(|w| w == b"SADD"));
+    }
+
+    #[test]
     fn padding_is_exact_from_31_bytes_on() {
         for len in (20..=28).chain(31..=200_000).chain([14]) {
             let mut out = Vec::new();
