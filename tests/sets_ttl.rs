@@ -481,6 +481,10 @@ fn the_sweeper_reclaims_idle_sets() {
     for i in (0..n).step_by(2) {
         assert_eq!(s(&mut c, &format!("SMEMBERS k{i}")), "*1\r\n$1\r\nb\r\n");
     }
+    // Keys with member TTLs count in INFO keyspace's `subexpiry`.
+    c.cmd_str("SADDEX sub PX 100000 MEMBERS 1 m");
+    let db0 = info_field(&mut c, "keyspace", "db0");
+    assert!(db0.ends_with("subexpiry=1"), "{db0}");
     let expired: u64 = info_field(&mut c, "stats", "expired_subkeys")
         .parse()
         .unwrap();

@@ -483,7 +483,7 @@ mod tests {
 
     fn name(m: u8) -> Vec<u8> {
         // Half integers (intset first), half strings.
-        if m % 2 == 0 {
+        if m.is_multiple_of(2) {
             m.to_string().into_bytes()
         } else {
             format!("m{m}").into_bytes()
