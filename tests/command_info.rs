@@ -35,6 +35,16 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
     ("hpttl", HASH_TTL),
     ("hsetex", HASH_TTL),
     ("httl", HASH_TTL),
+    ("saddex", SET_TTL),
+    ("sexpire", SET_TTL),
+    ("sexpireat", SET_TTL),
+    ("sexpiretime", SET_TTL),
+    ("spersist", SET_TTL),
+    ("spexpire", SET_TTL),
+    ("spexpireat", SET_TTL),
+    ("spexpiretime", SET_TTL),
+    ("spttl", SET_TTL),
+    ("sttl", SET_TTL),
     ("zcollect", ZSET_TTL),
     ("zexpire", ZSET_TTL),
     ("zexpireat", ZSET_TTL),
@@ -48,6 +58,8 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
 ];
 
 const ZSET_TTL: &str = "Garnet's sorted-set member TTLs (no Redis has them): metadata in src/spec/meta_later.rs, replies in tests/zset_ttl.rs";
+
+const SET_TTL: &str = "Redis 8.12's set member TTLs (no Redis here has them): metadata from redis.io in src/spec/meta_later.rs, replies in tests/sets_ttl.rs";
 
 const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEYSANDFLAGS compared with redis-server 8.0 in tests/hash_ttl.rs";
 

@@ -137,15 +137,18 @@ fn keyspace(ctx: &mut Ctx) -> Keyspace {
         // The schedule holds every windowed key and every key with member
         // or field TTLs: no need to walk the whole keyspace.
         for (db, key) in shard.schedule.keys() {
-            let (windowed, members, fields) = match shard.dbs[db].keys.get(key).map(|e| &e.value) {
-                Some(Value::ZSet(z)) => (windows.resolve(key).is_some(), z.ttl_count(), 0),
-                Some(Value::Hash(h)) => (false, 0, h.volatile_fields()),
-                _ => continue,
-            };
+            let (windowed, members, fields, set_members) =
+                match shard.dbs[db].keys.get(key).map(|e| &e.value) {
+                    Some(Value::ZSet(z)) => (windows.resolve(key).is_some(), z.ttl_count(), 0, 0),
+                    Some(Value::Hash(h)) => (false, 0, h.volatile_fields(), 0),
+                    // Set member TTLs count in `subexpiry` only.
+                    Some(Value::Set(s)) => (false, 0, 0, s.volatile_members()),
+                    _ => continue,
+                };
             k.windowed += usize::from(windowed);
             k.volatile_members += members;
             k.volatile_fields += fields;
-            if members + fields > 0
+            if members + fields + set_members > 0
                 && let Some(slot) = k.per_db.get_mut(db)
             {
                 slot.2 += 1;

@@ -42,6 +42,7 @@ pub(crate) mod scripting;
 pub(crate) mod server;
 pub(crate) mod services;
 pub(crate) mod session;
+pub(crate) mod set_ttl;
 pub(crate) mod sets;
 pub(crate) mod sort;
 pub(crate) mod streams;
@@ -91,6 +92,7 @@ pub(crate) static TABLE: &[&[Command]] = &[
     lists::COMMANDS,
     zsets::COMMANDS,
     zset_ttl::COMMANDS,
+    set_ttl::COMMANDS,
     geo::COMMANDS,
     hyperloglog::COMMANDS,
     streams::COMMANDS,

@@ -181,6 +181,9 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
     if restored.member_ttls {
         ctx.shared.store.member_ttls.store(true, Relaxed);
     }
+    if restored.set_ttls {
+        ctx.shared.store.set_ttls.store(true, Relaxed);
+    }
     let mut entry = Entry::new(restored.value);
     entry.expire_at = if ttl == 0 { 0 } else { at };
     ctx.ks.set_entry(key, entry);

@@ -12,6 +12,7 @@
 use sha1_smol::Sha1;
 
 use super::{Entry, Value};
+use crate::types::hash::NO_TTL;
 use crate::types::stream::StreamId;
 
 /// A 20-byte SHA1-sized digest.
@@ -58,8 +59,21 @@ pub(crate) fn value(digest: &mut Digest, entry: &Entry) {
             }
         }
         Value::Set(s) => {
+            let volatile = s.has_ttls();
             for m in s.iter() {
-                xor(digest, &m.to_bytes());
+                let m = m.to_bytes();
+                match s.expire_at(&m).filter(|&at| volatile && at != NO_TTL) {
+                    None => xor(digest, &m),
+                    // A member with a TTL (Redis marks a hash field's as
+                    // `!!hexpire!!`): its element carries its deadline too.
+                    Some(at) => {
+                        let mut element = [0u8; 20];
+                        mix(&mut element, &m);
+                        mix(&mut element, b"!!sexpire!!");
+                        mix(&mut element, at.to_string().as_bytes());
+                        xor(digest, &element);
+                    }
+                }
             }
         }
         Value::ZSet(z) => {

@@ -20,6 +20,7 @@ pub(crate) mod expire;
 pub(crate) mod hash_ttl;
 pub(crate) mod propagate;
 pub(crate) mod replica;
+pub(crate) mod set_ttl;
 pub(crate) mod slots;
 pub(crate) mod snapshot;
 pub(crate) mod value;
@@ -260,6 +261,8 @@ pub(crate) struct Store {
     pub(crate) field_ttls: AtomicBool,
     /// Set once any sorted-set member gets a TTL, as `field_ttls` is.
     pub(crate) member_ttls: AtomicBool,
+    /// Set once any set member gets a TTL, as `field_ttls` is.
+    pub(crate) set_ttls: AtomicBool,
     /// Hash fields removed because their TTL passed.
     pub(crate) stats_expired_fields: AtomicU64,
     /// Sorted-set members removed because their TTL passed.
@@ -321,6 +324,7 @@ impl Store {
             databases,
             field_ttls: AtomicBool::new(false),
             member_ttls: AtomicBool::new(false),
+            set_ttls: AtomicBool::new(false),
             stats_expired_fields: AtomicU64::new(0),
             stats_expired_members: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
@@ -422,6 +426,7 @@ impl Store {
         for (to, from) in [
             (&copy.field_ttls, &self.field_ttls),
             (&copy.member_ttls, &self.member_ttls),
+            (&copy.set_ttls, &self.set_ttls),
         ] {
             to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
         }
@@ -961,12 +966,13 @@ impl<'a> Keyspace<'a> {
             return replica::Seen::Gone;
         }
         let bytes = key.bytes();
-        let (windows, fields, members) = (
+        let (windows, fields, members, set_members) = (
             self.env.windows.active(),
             self.field_ttls(),
             self.member_ttls(),
+            self.set_ttls(),
         );
-        if !(windows || fields || members) {
+        if !(windows || fields || members || set_members) {
             return replica::Seen::Live;
         }
         self.replica.held = false;
@@ -978,6 +984,9 @@ impl<'a> Keyspace<'a> {
         }
         if members {
             zset_ttl::expire(self, bytes, usize::MAX);
+        }
+        if set_members {
+            set_ttl::expire(self, bytes, usize::MAX);
         }
         if std::mem::take(&mut self.replica.held) {
             return replica::read_copy(self, key);
@@ -998,6 +1007,11 @@ impl<'a> Keyspace<'a> {
     /// Whether any sorted-set member ever had a TTL (see [`Store::member_ttls`]).
     pub(crate) fn member_ttls(&self) -> bool {
         self.store().member_ttls.load(Ordering::Relaxed)
+    }
+
+    /// Whether any set member ever had a TTL (see [`Store::set_ttls`]).
+    pub(crate) fn set_ttls(&self) -> bool {
+        self.store().set_ttls.load(Ordering::Relaxed)
     }
 
     /// Whether any hash field ever had a TTL (see [`Store::field_ttls`]).
@@ -1060,7 +1074,7 @@ impl<'a> Keyspace<'a> {
         let db = self.db;
         self.shard(key).touch_watched(db, key.bytes());
         self.invalidate_tracking(key.bytes());
-        if self.env.windows.active() || self.field_ttls() || self.member_ttls() {
+        if self.env.windows.active() || self.field_ttls() || self.member_ttls() || self.set_ttls() {
             crate::keyspace::windows::reschedule(self, key.bytes());
         }
     }
@@ -1185,6 +1199,9 @@ impl<'a> Keyspace<'a> {
         }
         if new.member_ttls.load(Ordering::Relaxed) {
             store.member_ttls.store(true, Ordering::Relaxed);
+        }
+        if new.set_ttls.load(Ordering::Relaxed) {
+            store.set_ttls.store(true, Ordering::Relaxed);
         }
         store.local_expires.lock().clear();
         self.invalidate_tracking_all();

@@ -192,6 +192,7 @@ pub(super) fn read_copy(ks: &mut Keyspace<'_>, key: HashedKey<'_>) -> Seen {
     let empty = match &value {
         Value::ZSet(z) => z.is_empty(),
         Value::Hash(h) => h.is_empty(),
+        Value::Set(s) => s.is_empty(),
         _ => false,
     };
     if empty {
@@ -244,6 +245,9 @@ fn trim_due(
         }
         Value::Hash(h) if h.min_deadline().is_some_and(|at| at <= now) => {
             h.expire_fields_with(now, usize::MAX, |_| {})
+        }
+        Value::Set(s) if s.min_deadline().is_some_and(|at| at <= now) => {
+            s.expire_members_with(now, usize::MAX, |_| {})
         }
         _ => 0,
     }

@@ -26,6 +26,9 @@ use crate::keyspace::{Entry, Keyspace, Value};
 const AUX_RULE: &[u8] = b"zwindow-rule";
 const AUX_MEMBER_TTLS: &[u8] = b"zwindow-zttl";
 const AUX_FIELD_TTLS: &[u8] = b"zwindow-httl";
+/// A set's member TTLs, after the set: the record `zwindow-zttl` holds for
+/// a sorted set (`member, deadline` pairs), so both kinds read alike.
+const AUX_SET_TTLS: &[u8] = b"zwindow-sttl";
 
 /// How a file is written (`rdbcompression`, `rdbchecksum`).
 #[derive(Debug, Clone, Copy)]
@@ -272,6 +275,11 @@ fn write_key(b: &mut Vec<u8>, key: &[u8], v: &Value, expire_at: u64, compress: b
         Value::Hash(h) => {
             if let Some(rec) = value::field_ttls(h) {
                 aux(b, AUX_FIELD_TTLS, &rec);
+            }
+        }
+        Value::Set(s) => {
+            if let Some(rec) = value::set_member_ttls(s) {
+                aux(b, AUX_SET_TTLS, &rec);
             }
         }
         _ => {}
@@ -586,6 +594,15 @@ fn apply_aux(
         {
             value::apply_field_ttls(h, v)?;
             ks.env.store.field_ttls.store(true, Relaxed);
+        }
+    } else if k == AUX_SET_TTLS {
+        if let Some(Entry {
+            value: Value::Set(s),
+            ..
+        }) = ks.peek_raw(key)
+        {
+            value::apply_set_member_ttls(s, v)?;
+            ks.env.store.set_ttls.store(true, Relaxed);
         }
     } else {
         return Ok(());

@@ -140,6 +140,12 @@ pub(crate) fn dump(value: &crate::keyspace::Value) -> Vec<u8> {
         out.extend_from_slice(MEMBER_TTLS);
         out.extend_from_slice(&record);
     }
+    if let crate::keyspace::Value::Set(s) = value
+        && let Some(record) = value::set_member_ttls(s)
+    {
+        out.extend_from_slice(SET_MEMBER_TTLS);
+        out.extend_from_slice(&record);
+    }
     // A hash with field TTLs is in Redis 7.4's form, which only RDB 12
     // readers know.
     let version = if matches!(
@@ -168,6 +174,9 @@ pub(crate) enum RestoreError {
 /// have TTLs (see [`dump`]).
 const MEMBER_TTLS: &[u8] = b"zwindow-zttl";
 
+/// What follows a set's value in a DUMP payload when its members have TTLs.
+const SET_MEMBER_TTLS: &[u8] = b"zwindow-sttl";
+
 /// A decoded `RESTORE` payload.
 pub(crate) struct Restored {
     pub(crate) value: crate::keyspace::Value,
@@ -175,6 +184,8 @@ pub(crate) struct Restored {
     pub(crate) field_ttls: bool,
     /// Sorted-set member TTLs the keyspace must schedule.
     pub(crate) member_ttls: bool,
+    /// Set member TTLs the keyspace must schedule.
+    pub(crate) set_ttls: bool,
 }
 
 /// Decodes a `RESTORE` payload (see [`dump`]).
@@ -195,12 +206,20 @@ pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, Resto
     let ty = r.byte().map_err(|_| RestoreError::Data)?;
     let (mut v, extra) =
         value::decode(ty, &mut r, &Limits::from_config(config)).map_err(|_| RestoreError::Data)?;
-    let mut member_ttls = false;
+    let (mut member_ttls, mut set_ttls) = (false, false);
     if !r.is_empty() {
-        match (&mut v, body[r.pos..].strip_prefix(MEMBER_TTLS)) {
+        let rest = &body[r.pos..];
+        match (&mut v, rest.strip_prefix(MEMBER_TTLS)) {
             (crate::keyspace::Value::ZSet(z), Some(record)) => {
                 value::apply_member_ttls(z, record).map_err(|_| RestoreError::Data)?;
                 member_ttls = z.has_ttls();
+            }
+            (crate::keyspace::Value::Set(s), _) => {
+                let record = rest
+                    .strip_prefix(SET_MEMBER_TTLS)
+                    .ok_or(RestoreError::Data)?;
+                value::apply_set_member_ttls(s, record).map_err(|_| RestoreError::Data)?;
+                set_ttls = s.has_ttls();
             }
             _ => return Err(RestoreError::Data),
         }
@@ -212,5 +231,6 @@ pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, Resto
         value: v,
         field_ttls: extra.field_ttls,
         member_ttls,
+        set_ttls,
     })
 }

@@ -726,6 +726,41 @@ pub(crate) fn apply_field_ttls(h: &mut Hash, record: &[u8]) -> Result<(), RdbErr
     Ok(())
 }
 
+/// The zwindow-only part of a set: its member TTLs, as `member, deadline`
+/// pairs (the record [`member_ttls`] writes for a sorted set).
+pub(crate) fn set_member_ttls(s: &Set) -> Option<Vec<u8>> {
+    if !s.has_ttls() {
+        return None;
+    }
+    let mut body = Vec::new();
+    let mut n = 0u64;
+    for m in s.iter() {
+        m.with_bytes(|m| {
+            if let Some(at) = s.expire_at(m).filter(|&a| a != NO_TTL) {
+                put_string(&mut body, m, false);
+                put_ms(&mut body, at);
+                n += 1;
+            }
+        });
+    }
+    let mut out = Vec::new();
+    put_len(&mut out, n);
+    out.extend_from_slice(&body);
+    Some(out)
+}
+
+/// Applies [`set_member_ttls`]'s record to a loaded set.
+pub(crate) fn apply_set_member_ttls(s: &mut Set, record: &[u8]) -> Result<(), RdbError> {
+    let mut r = Reader::new(record);
+    let n = r.count(9)?;
+    for _ in 0..n {
+        let m = r.string()?;
+        let at = r.ms()?;
+        s.set_expire(&m, at);
+    }
+    Ok(())
+}
+
 /// Applies [`member_ttls`]'s record to a loaded sorted set.
 pub(crate) fn apply_member_ttls(z: &mut ZSet, record: &[u8]) -> Result<(), RdbError> {
     let mut r = Reader::new(record);
@@ -883,6 +918,31 @@ mod tests {
         let Value::Hash(b) = back else { panic!() };
         assert_eq!(b.expire_at(b"f1"), Some(5_000));
         assert_eq!(b.expire_at(b"f0"), Some(NO_TTL));
+    }
+
+    #[test]
+    fn set_member_ttls_round_trip_through_their_record() {
+        let mut s = Set::new_intset();
+        for m in ["1", "2", "a"] {
+            s.add(m.as_bytes(), 512);
+        }
+        assert!(set_member_ttls(&s).is_none(), "no TTL, no record");
+        s.set_expire(b"2", 5_000);
+        s.set_expire(b"a", 7_000);
+        let record = set_member_ttls(&s).unwrap();
+        let v = Value::Set(s);
+        let mut out = Vec::new();
+        let ty = encode(&v, false, &mut out);
+        let (back, _) = decode(ty, &mut Reader::new(&out), &limits()).unwrap();
+        let Value::Set(mut b) = back else { panic!() };
+        assert_eq!(b.expire_at(b"2"), Some(NO_TTL), "the value alone has none");
+        apply_set_member_ttls(&mut b, &record).unwrap();
+        assert_eq!(b.expire_at(b"1"), Some(NO_TTL));
+        assert_eq!(b.expire_at(b"2"), Some(5_000));
+        assert_eq!(b.expire_at(b"a"), Some(7_000));
+        assert_eq!(b.min_deadline(), Some(5_000));
+        // A truncated record is refused, not half applied past its end.
+        assert!(apply_set_member_ttls(&mut b, &record[..record.len() - 3]).is_err());
     }
 
     /// Mutated payloads never panic, and never allocate past their size

@@ -8,6 +8,7 @@
 //! followed by `PING`s that make up the same byte length:
 //!
 //! - `HSETEX key … FIELDS n f v …` (Redis 8.0) sets values: `HSET key f v …`;
+//! - `SADDEX key … MEMBERS n m …` (Redis 8.12) adds members: `SADD key m …`;
 //! - everything else of the kind only sets TTLs on members or fields, or a
 //!   window rule (`ZWINDOW`, the `ZEXPIRE` family as `ZPEXPIREAT`,
 //!   `ZPERSIST`, `HPEXPIREAT`, `HPERSIST`): nothing, since the effects
@@ -90,6 +91,11 @@ pub(crate) fn replacement(argv: &[impl AsRef<[u8]>], len: usize) -> Option<Bytes
     {
         super::encode(&mut out, &hset);
     }
+    if eq_ic(name, "saddex")
+        && let Some(sadd) = saddex_as_sadd(argv)
+    {
+        super::encode(&mut out, &sadd);
+    }
     if out.len() > len {
         out.clear();
     }
@@ -108,6 +114,23 @@ fn hsetex_as_hset(argv: &[impl AsRef<[u8]>]) -> Option<Vec<&[u8]>> {
     let mut hset: Vec<&[u8]> = vec![b"HSET", argv.get(1)?.as_ref()];
     hset.extend(pairs.iter().map(|a| a.as_ref()));
     Some(hset)
+}
+
+/// `SADDEX key [cond] [ttl] MEMBERS n m …` as `SADD key m …` (the options
+/// before MEMBERS are words and numbers: the first `MEMBERS` from the third
+/// argument on is the block's).
+fn saddex_as_sadd(argv: &[impl AsRef<[u8]>]) -> Option<Vec<&[u8]>> {
+    let at = 2 + argv
+        .get(2..)?
+        .iter()
+        .position(|a| eq_ic(a.as_ref(), "members"))?;
+    let members = argv.get(at + 2..)?;
+    if members.is_empty() {
+        return None;
+    }
+    let mut sadd: Vec<&[u8]> = vec![b"SADD", argv.get(1)?.as_ref()];
+    sadd.extend(members.iter().map(|a| a.as_ref()));
+    Some(sadd)
 }
 
 /// The length of `PING <arg>` with an argument of `n` bytes.
@@ -194,6 +217,33 @@ pub(crate) fn apply_patches(patches: &VecDeque<(u64, Bytes)>, from: u64, bytes: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn saddex_is_sent_as_sadd_of_its_members() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        let sadd = |a: &[&str]| {
+            saddex_as_sadd(&argv(a)).map(|v| v.iter().map(|x| x.to_vec()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            sadd(&[
+                "SADDEX", "members", "MNX", "PXAT", "5", "MEMBERS", "2", "members", "x"
+            ]),
+            Some(argv(&["SADD", "members", "members", "x"]))
+        );
+        assert_eq!(sadd(&["SADDEX", "k", "MEMBERS"]), None);
+        let full = argv(&["SADDEX", "k", "PXAT", "1700000000000", "MEMBERS", "1", "m"]);
+        let mut enc = Vec::new();
+        crate::replication::encode(&mut enc, &full);
+        let out = replacement(&full, enc.len()).expect("Redis 7.0 lacks SADDEX");
+        assert_eq!(out.len(), enc.len());
+        assert!(out.starts_with(b"*3\r\n$4\r\nSADD\r\n$1\r\nk\r\n$1\r\nm\r\n"));
+        // The TTL commands amount to nothing there.
+        let exp = argv(&["SPEXPIREAT", "k", "1700000000000", "MEMBERS", "1", "m"]);
+        let mut enc = Vec::new();
+        crate::replication::encode(&mut enc, &exp);
+        let out = replacement(&exp, enc.len()).unwrap();
+        assert!(!out.windows(4).any(|w| w == b"SADD"));
+    }
 
     #[test]
     fn padding_is_exact_from_31_bytes_on() {

@@ -10,6 +10,10 @@
 //! ZCOLLECT), which no Redis has: described as Redis would describe them,
 //! in the `sorted-set` group with ZADD's categories for the writers and
 //! ZSCORE's for the readers, key specs as their HEXPIRE/HTTL twins.
+//!
+//! And Redis 8.12's set member TTL commands (SADDEX, SEXPIRE … SPERSIST),
+//! as redis.io's pages give them (arity, flags, categories, key specs;
+//! the readers' tips as HTTL's).
 
 use super::metadata::{Begin as B, Find as F, KeySpec, Meta, ks::*};
 
@@ -48,6 +52,8 @@ const WCAT: &[&str] = &["@write", "@hash", "@fast"];
 const RCAT: &[&str] = &["@read", "@hash", "@fast"];
 const ZWCAT: &[&str] = &["@write", "@sortedset", "@fast"];
 const ZRCAT: &[&str] = &["@read", "@sortedset", "@fast"];
+const SWCAT: &[&str] = &["@write", "@set", "@fast"];
+const SRCAT: &[&str] = &["@read", "@set", "@fast"];
 
 pub(crate) static META_LATER: &[Meta] = &[
     meta!("hexpire", -6, W, WCAT, &[], one(RW | UPDATE, None)),
@@ -90,6 +96,37 @@ pub(crate) static META_LATER: &[Meta] = &[
         -5,
         R,
         RCAT,
+        &["nondeterministic_output"],
+        one(RO | ACCESS, None)
+    ),
+    meta!(
+        "saddex",
+        -5,
+        &["write", "denyoom", "fast"],
+        SWCAT,
+        &[],
+        one(RW | INSERT | UPDATE, None)
+    ),
+    meta!("sexpire", -6, W, SWCAT, &[], one(RW | UPDATE, None)),
+    meta!("sexpireat", -6, W, SWCAT, &[], one(RW | UPDATE, None)),
+    meta!("sexpiretime", -5, R, SRCAT, &[], one(RO | ACCESS, None)),
+    meta!("spersist", -5, W, SWCAT, &[], one(RW | UPDATE, None)),
+    meta!("spexpire", -6, W, SWCAT, &[], one(RW | UPDATE, None)),
+    meta!("spexpireat", -6, W, SWCAT, &[], one(RW | UPDATE, None)),
+    meta!("spexpiretime", -5, R, SRCAT, &[], one(RO | ACCESS, None)),
+    meta!(
+        "spttl",
+        -5,
+        R,
+        SRCAT,
+        &["nondeterministic_output"],
+        one(RO | ACCESS, None)
+    ),
+    meta!(
+        "sttl",
+        -5,
+        R,
+        SRCAT,
         &["nondeterministic_output"],
         one(RO | ACCESS, None)
     ),

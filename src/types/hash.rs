@@ -213,7 +213,8 @@ pub(crate) enum Hash {
     },
 }
 
-/// What an `Ex` hash knows about its fields' deadlines.
+/// What an `Ex` hash (or a set with member TTLs, [`crate::types::set`])
+/// knows about its entries' deadlines.
 #[derive(Debug, Clone)]
 pub(crate) struct Deadlines {
     /// A lower bound on the earliest deadline (`u64::MAX`: none).
@@ -227,7 +228,7 @@ pub(crate) struct Deadlines {
 }
 
 impl Deadlines {
-    const NONE: Deadlines = Deadlines {
+    pub(crate) const NONE: Deadlines = Deadlines {
         min: u64::MAX,
         volatile: 0,
         cursor: 0,
@@ -235,13 +236,84 @@ impl Deadlines {
     };
 
     /// A field's deadline went from `old` to `new`.
-    fn changed(&mut self, old: u64, new: u64) {
+    pub(crate) fn changed(&mut self, old: u64, new: u64) {
         self.volatile = self.volatile + usize::from(new != NO_TTL) - usize::from(old != NO_TTL);
         if new != NO_TTL {
             self.min = self.min.min(new);
             self.pass_min = self.pass_min.min(new);
         }
     }
+
+    /// The lower bound on the earliest deadline; None if none is known.
+    pub(crate) fn min(&self) -> Option<u64> {
+        (self.min != u64::MAX).then_some(self.min)
+    }
+
+    /// How many entries have a deadline.
+    pub(crate) fn volatile(&self) -> usize {
+        self.volatile
+    }
+
+    /// `count` entries with a deadline were removed by an expiry pass.
+    pub(crate) fn expired(&mut self, count: usize) {
+        self.volatile -= count;
+        if self.volatile == 0 {
+            *self = Deadlines::NONE;
+        }
+    }
+}
+
+/// The bounded expiry pass over a hash table whose entries carry deadlines
+/// (`at_of`): removes up to `max` entries due at `now`, telling `removed`
+/// each, and keeps `ttl`'s bound (exact once a whole pass completes). Hash
+/// fields and set members share it. Returns the number removed; the caller
+/// then calls [`Deadlines::expired`].
+pub(crate) fn expire_table<V>(
+    d: &mut Dict<Bytes, V>,
+    ttl: &mut Deadlines,
+    now: u64,
+    max: usize,
+    at_of: impl Fn(&V) -> u64,
+    mut removed: impl FnMut(&[u8]),
+) -> usize {
+    let due = |at: u64| at != NO_TTL && at <= now;
+    let whole = max == usize::MAX;
+    if whole || ttl.cursor == 0 {
+        ttl.cursor = 0;
+        ttl.pass_min = u64::MAX;
+    }
+    let step = if whole {
+        usize::MAX
+    } else {
+        max.saturating_mul(SCAN_PER_REMOVAL)
+    };
+    let mut gone: Vec<Bytes> = Vec::new();
+    let mut looked = 0usize;
+    loop {
+        let pass_min = &mut ttl.pass_min;
+        ttl.cursor = d.scan(ttl.cursor, step.min(1024), |f, v| {
+            looked += 1;
+            let at = at_of(v);
+            if due(at) && gone.len() < max {
+                gone.push(f.clone());
+            } else if at != NO_TTL {
+                *pass_min = (*pass_min).min(at);
+            }
+        });
+        if ttl.cursor == 0 || looked >= step || gone.len() >= max {
+            break;
+        }
+    }
+    for f in &gone {
+        d.remove(f);
+        removed(f);
+    }
+    if ttl.cursor == 0 {
+        // A whole pass: every kept deadline was seen.
+        ttl.min = ttl.pass_min;
+        ttl.pass_min = u64::MAX;
+    }
+    gone.len()
 }
 
 /// Fields a table hash's bounded expiry pass looks at per field it may
@@ -541,49 +613,9 @@ impl Hash {
                     .unwrap_or(u64::MAX);
                 n
             }
-            Fields::Table(d) => {
-                let whole = max == usize::MAX;
-                if whole || ttl.cursor == 0 {
-                    ttl.cursor = 0;
-                    ttl.pass_min = u64::MAX;
-                }
-                let step = if whole {
-                    usize::MAX
-                } else {
-                    max.saturating_mul(SCAN_PER_REMOVAL)
-                };
-                let mut gone: Vec<Bytes> = Vec::new();
-                let mut looked = 0usize;
-                loop {
-                    let pass_min = &mut ttl.pass_min;
-                    ttl.cursor = d.scan(ttl.cursor, step.min(1024), |f, s| {
-                        looked += 1;
-                        if due(s.at) && gone.len() < max {
-                            gone.push(f.clone());
-                        } else if s.at != NO_TTL {
-                            *pass_min = (*pass_min).min(s.at);
-                        }
-                    });
-                    if ttl.cursor == 0 || looked >= step || gone.len() >= max {
-                        break;
-                    }
-                }
-                for f in &gone {
-                    d.remove(f);
-                    removed(f);
-                }
-                if ttl.cursor == 0 {
-                    // A whole pass: every kept deadline was seen.
-                    ttl.min = ttl.pass_min;
-                    ttl.pass_min = u64::MAX;
-                }
-                gone.len()
-            }
+            Fields::Table(d) => expire_table(d, ttl, now, max, |s: &Slot| s.at, removed),
         };
-        ttl.volatile -= count;
-        if ttl.volatile == 0 {
-            **ttl = Deadlines::NONE;
-        }
+        ttl.expired(count);
         count
     }
 

@@ -7,12 +7,23 @@
 //! small integer sets in exactly Redis's (ascending) order. The first
 //! non-integer member or one member too many turns it into a [`Dict`]; like
 //! Redis it never converts back.
+//!
+//! Member TTLs (Redis 8.12's SEXPIRE family) are laid out as hash field
+//! TTLs are ([`crate::types::hash`]): a set that never had one pays nothing;
+//! the first TTL turns it into [`Set::Ex`] for good, a table whose members
+//! carry an 8-byte deadline each (0: none) — 8 bytes per member, never a
+//! second copy of the member in a side map — plus, per set, the same
+//! [`Deadlines`] a hash keeps: a lower bound on the earliest deadline (what
+//! the keyspace schedules the set by) and the count of members that have
+//! one. Expired members are removed by the same bounded table pass as
+//! expired hash fields ([`expire_table`]).
 
 use std::borrow::Cow;
 
 use rand::Rng;
 
 use crate::types::dict::Dict;
+use crate::types::hash::{Deadlines, NO_TTL, expire_table};
 use crate::util::parse_i64;
 
 /// Members, fields and values: inline up to 15 bytes, so a small
@@ -25,6 +36,12 @@ pub(crate) enum Set {
     /// Boxed: the table is twice the size of the intset's `Vec`, and every
     /// key's entry is as large as its largest inline value.
     Table(Box<Dict<Bytes, ()>>),
+    /// A set that has (or had) member TTLs: each member with its deadline
+    /// (Unix ms; [`NO_TTL`]: none).
+    Ex {
+        members: Box<Dict<Bytes, u64>>,
+        ttl: Box<Deadlines>,
+    },
 }
 
 /// A member as stored: intsets hold numbers, tables hold bytes.
@@ -72,6 +89,7 @@ impl Set {
         match self {
             Set::Intset(v) => v.len(),
             Set::Table(d) => d.len(),
+            Set::Ex { members, .. } => members.len(),
         }
     }
 
@@ -82,7 +100,7 @@ impl Set {
     pub(crate) fn encoding(&self) -> &'static str {
         match self {
             Set::Intset(_) => "intset",
-            Set::Table(_) => "hashtable",
+            Set::Table(_) | Set::Ex { .. } => "hashtable",
         }
     }
 
@@ -90,6 +108,7 @@ impl Set {
         match self {
             Set::Intset(v) => parse_i64(member).is_some_and(|n| v.binary_search(&n).is_ok()),
             Set::Table(d) => d.contains_key(member),
+            Set::Ex { members, .. } => members.contains_key(member),
         }
     }
 
@@ -129,6 +148,13 @@ impl Set {
         }
         match self {
             Set::Table(d) => d.insert(member.into(), ()).is_none(),
+            Set::Ex { members, .. } => {
+                if members.contains_key(member) {
+                    return false;
+                }
+                members.insert(member.into(), NO_TTL);
+                true
+            }
             Set::Intset(_) => false,
         }
     }
@@ -148,6 +174,13 @@ impl Set {
                 _ => false,
             },
             Set::Table(d) => d.remove(member).is_some(),
+            Set::Ex { members, ttl } => match members.remove(member) {
+                Some((_, at)) => {
+                    ttl.changed(at, NO_TTL);
+                    true
+                }
+                None => false,
+            },
         }
     }
 
@@ -156,6 +189,7 @@ impl Set {
         match self {
             Set::Intset(v) => Box::new(v.iter().map(|&n| Member::Int(n))),
             Set::Table(d) => Box::new(d.iter().map(|(k, _)| Member::Bytes(k))),
+            Set::Ex { members, .. } => Box::new(members.iter().map(|(k, _)| Member::Bytes(k))),
         }
     }
 
@@ -164,6 +198,7 @@ impl Set {
             Set::Intset(v) if v.is_empty() => None,
             Set::Intset(v) => Some(Member::Int(v[rng.random_range(0..v.len())])),
             Set::Table(d) => d.random(rng).map(|(k, _)| Member::Bytes(k)),
+            Set::Ex { members, .. } => members.random(rng).map(|(k, _)| Member::Bytes(k)),
         }
     }
 
@@ -177,6 +212,7 @@ impl Set {
                 }
             }
             Set::Table(d) => d.sample(rng, count, |k, _| f(Member::Bytes(k))),
+            Set::Ex { members, .. } => members.sample(rng, count, |k, _| f(Member::Bytes(k))),
         }
     }
 
@@ -196,6 +232,7 @@ impl Set {
                 0
             }
             Set::Table(d) => d.scan(cursor, count, |k, _| f(Member::Bytes(k))),
+            Set::Ex { members, .. } => members.scan(cursor, count, |k, _| f(Member::Bytes(k))),
         }
     }
 
@@ -208,6 +245,121 @@ impl Set {
                         .map(|(k, _)| Bytes::heap_for(k.len()))
                         .sum::<usize>()
             }
+            Set::Ex { members, .. } => {
+                members.mem_usage()
+                    + std::mem::size_of::<Deadlines>()
+                    + members
+                        .iter()
+                        .map(|(k, _)| Bytes::heap_for(k.len()))
+                        .sum::<usize>()
+            }
+        }
+    }
+
+    /// Makes the set able to hold member TTLs; for good (as a hash becomes
+    /// a `listpackex`).
+    pub(crate) fn make_ex(&mut self) {
+        if matches!(self, Set::Ex { .. }) {
+            return;
+        }
+        self.convert();
+        if let Set::Table(d) = self {
+            let mut members = Dict::with_capacity(d.len());
+            for (k, ()) in *std::mem::take(d) {
+                members.insert(k, NO_TTL);
+            }
+            *self = Set::Ex {
+                members: Box::new(members),
+                ttl: Box::new(Deadlines::NONE),
+            };
+        }
+    }
+
+    /// `member`'s deadline: None if there is no such member, `Some(NO_TTL)`
+    /// if it has none.
+    pub(crate) fn expire_at(&self, member: &[u8]) -> Option<u64> {
+        match self {
+            Set::Ex { members, .. } => members.get(member).copied(),
+            s => s.contains(member).then_some(NO_TTL),
+        }
+    }
+
+    /// Sets (or with [`NO_TTL`] clears) an existing member's deadline;
+    /// false if there is no such member. Makes the set an `Ex` set first
+    /// when a deadline is set.
+    pub(crate) fn set_expire(&mut self, member: &[u8], at: u64) -> bool {
+        if at == NO_TTL && !matches!(self, Set::Ex { .. }) {
+            return self.contains(member);
+        }
+        if !self.contains(member) {
+            return false;
+        }
+        self.make_ex();
+        let Set::Ex { members, ttl } = self else {
+            return false;
+        };
+        match members.get_mut(member) {
+            Some(cur) => {
+                ttl.changed(*cur, at);
+                *cur = at;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the set is of the TTL-holding kind and some member has one.
+    pub(crate) fn has_ttls(&self) -> bool {
+        self.volatile_members() > 0
+    }
+
+    /// How many members have a deadline.
+    pub(crate) fn volatile_members(&self) -> usize {
+        match self {
+            Set::Ex { ttl, .. } => ttl.volatile(),
+            _ => 0,
+        }
+    }
+
+    /// A lower bound on the earliest member deadline; None if no member
+    /// has one (as far as the bound knows).
+    pub(crate) fn min_deadline(&self) -> Option<u64> {
+        match self {
+            Set::Ex { ttl, .. } => ttl.min(),
+            _ => None,
+        }
+    }
+
+    /// Removes up to `max` members whose deadline is at or before `now`,
+    /// telling `removed` each (what the AOF logs as SREM). `usize::MAX` (a
+    /// command is about to see the set) removes every due member and makes
+    /// the bound exact; a smaller `max` (the sweeper) bounds the work as
+    /// for hash fields.
+    pub(crate) fn expire_members_with(
+        &mut self,
+        now: u64,
+        max: usize,
+        removed: impl FnMut(&[u8]),
+    ) -> usize {
+        let Set::Ex { members, ttl } = self else {
+            return 0;
+        };
+        if ttl.min().is_none_or(|m| m > now) {
+            return 0;
+        }
+        let n = expire_table(members, ttl, now, max, |&at| at, removed);
+        ttl.expired(n);
+        n
+    }
+
+    /// True if every member has a deadline at or before `now` (the set is
+    /// logically gone; KEYS, SCAN and DBSIZE skip it).
+    pub(crate) fn all_expired(&self, now: u64) -> bool {
+        match self {
+            Set::Ex { members, ttl } if ttl.min().is_some_and(|m| m <= now) => {
+                members.iter().all(|(_, &at)| at != NO_TTL && at <= now)
+            }
+            _ => false,
         }
     }
 }
@@ -281,5 +433,135 @@ mod tests {
         assert_eq!(s.scan(999, 1, |_| n += 1), 0);
         assert_eq!(n, 9);
         assert!(Set::new_intset().pop(&mut rng).is_none());
+    }
+
+    #[test]
+    fn first_ttl_makes_an_ex_set_and_members_keep_their_order_of_kind() {
+        let mut s = Set::new_intset();
+        for i in 0..3 {
+            s.add(i.to_string().as_bytes(), 512);
+        }
+        assert_eq!(s.expire_at(b"1"), Some(NO_TTL));
+        assert!(s.set_expire(b"1", NO_TTL), "clearing nothing is fine");
+        assert_eq!(s.encoding(), "intset", "no deadline: no conversion");
+        assert!(!s.set_expire(b"9", 100));
+        assert!(s.set_expire(b"1", 100));
+        assert_eq!(s.encoding(), "hashtable");
+        assert_eq!((s.len(), s.volatile_members()), (3, 1));
+        assert_eq!(s.min_deadline(), Some(100));
+        assert!(!s.add(b"1", 512), "SADD of a member keeps its TTL");
+        assert_eq!(s.expire_at(b"1"), Some(100));
+        assert!(s.remove(b"1"));
+        assert_eq!(s.volatile_members(), 0);
+        assert!(s.set_expire(b"2", 50));
+        assert!(!s.all_expired(60));
+        assert_eq!(s.expire_members_with(60, usize::MAX, |_| {}), 1);
+        assert_eq!((s.len(), s.min_deadline()), (1, None));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Add(u8),
+        Remove(u8),
+        Expire(u8, u64),
+        Persist(u8),
+        Tick(u64, usize),
+        Pop,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u8..40).prop_map(Op::Add),
+            (0u8..40).prop_map(Op::Remove),
+            (0u8..40, 1u64..200).prop_map(|(m, d)| Op::Expire(m, d)),
+            (0u8..40).prop_map(Op::Persist),
+            (0u64..30, prop_oneof![Just(usize::MAX), 1usize..4]).prop_map(|(d, n)| Op::Tick(d, n)),
+            Just(Op::Pop),
+        ]
+    }
+
+    fn name(m: u8) -> Vec<u8> {
+        // Half integers (intset first), half strings.
+        if m.is_multiple_of(2) {
+            m.to_string().into_bytes()
+        } else {
+            format!("m{m}").into_bytes()
+        }
+    }
+
+    proptest::proptest! {
+        /// Against a map of member -> deadline: what is visible, the
+        /// deadlines, the volatile count, the bound, and that expiry passes
+        /// remove only due members (all of them when unbounded).
+        #[test]
+        fn member_ttls_model_based(ops in proptest::collection::vec(op(), 1..200)) {
+            use std::collections::BTreeMap;
+            let mut s = Set::new_intset();
+            let mut model: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+            let mut now = 1000u64;
+            let mut rng = rand::rng();
+            for op in ops {
+                match op {
+                    Op::Add(m) => {
+                        let m = name(m);
+                        proptest::prop_assert_eq!(s.add(&m, 8), !model.contains_key(&m));
+                        model.entry(m).or_insert(NO_TTL);
+                    }
+                    Op::Remove(m) => {
+                        let m = name(m);
+                        proptest::prop_assert_eq!(s.remove(&m), model.remove(&m).is_some());
+                    }
+                    Op::Expire(m, d) => {
+                        let m = name(m);
+                        proptest::prop_assert_eq!(s.set_expire(&m, now + d), model.contains_key(&m));
+                        if let Some(at) = model.get_mut(&m) {
+                            *at = now + d;
+                        }
+                    }
+                    Op::Persist(m) => {
+                        let m = name(m);
+                        proptest::prop_assert_eq!(s.set_expire(&m, NO_TTL), model.contains_key(&m));
+                        if let Some(at) = model.get_mut(&m) {
+                            *at = NO_TTL;
+                        }
+                    }
+                    Op::Tick(d, max) => {
+                        now += d;
+                        let mut gone = Vec::new();
+                        s.expire_members_with(now, max, |m| gone.push(m.to_vec()));
+                        proptest::prop_assert!(gone.len() <= max);
+                        for m in gone {
+                            let at = model.remove(&m);
+                            proptest::prop_assert!(at.is_some_and(|at| at != NO_TTL && at <= now));
+                        }
+                        if max == usize::MAX {
+                            proptest::prop_assert!(model.values().all(|&at| at == NO_TTL || at > now));
+                            // The bound is exact after a pass; a stale one is
+                            // still in the future (nothing due is left behind).
+                            proptest::prop_assert!(s.min_deadline().is_none_or(|b| b > now));
+                        }
+                    }
+                    Op::Pop => {
+                        let popped = s.pop(&mut rng);
+                        proptest::prop_assert_eq!(popped.is_some(), !model.is_empty());
+                        if let Some(m) = popped {
+                            proptest::prop_assert!(model.remove(&m).is_some());
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(s.len(), model.len());
+                let volatile = model.values().filter(|&&a| a != NO_TTL).count();
+                proptest::prop_assert_eq!(s.volatile_members(), volatile);
+                if let Some(first) = model.values().copied().filter(|&a| a != NO_TTL).min() {
+                    proptest::prop_assert!(s.min_deadline().is_some_and(|b| b <= first));
+                }
+                for (m, &at) in &model {
+                    proptest::prop_assert_eq!(s.expire_at(m), Some(at));
+                }
+                let all = !model.is_empty() && model.values().all(|&a| a != NO_TTL && a <= now);
+                proptest::prop_assert_eq!(s.all_expired(now), all);
+            }
+        }
     }
 }

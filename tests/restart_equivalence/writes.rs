@@ -109,6 +109,12 @@ pub const TEMPLATES: &[(&str, f64, On, &str)] = &[
     ("rpushx", 1.0, Both, "RPUSHX {list} <{val}>"),
     // Sets.
     ("sadd", 2.0, Both, "SADD {set} <({member} | {n} | {big})>"),
+    ("saddex", 1.0, Zwindow, "SADDEX {set} [(MNX | MXX)] [({ttl} | KEEPTTL | PX {short})] MEMBERS #<({member} | {n})>"),
+    ("sexpire", 1.0, Zwindow, "SEXPIRE {set} ({ex} | 0) [(NX | XX | GT | LT)] MEMBERS #<({member} | {n})>"),
+    ("sexpireat", 1.0, Zwindow, "SEXPIREAT {set} ({exat} | 1) [(NX | XX | GT | LT)] MEMBERS #<({member} | {n})>"),
+    ("spersist", 1.0, Zwindow, "SPERSIST {set} MEMBERS #<({member} | {n})>"),
+    ("spexpire", 1.0, Zwindow, "SPEXPIRE {set} ({px} | {short}) [(NX | XX | GT | LT)] MEMBERS #<({member} | {n})>"),
+    ("spexpireat", 1.0, Zwindow, "SPEXPIREAT {set} {pxat} [(NX | XX | GT | LT)] MEMBERS #<({member} | {n})>"),
     ("sdiffstore", 1.0, Both, "SDIFFSTORE {set} <{set}>"),
     ("sinterstore", 1.0, Both, "SINTERSTORE {set} <{set}>"),
     ("smove", 1.0, Both, "SMOVE {set} {set} ({member} | {n})"),

@@ -640,6 +640,11 @@ pub(crate) fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
             value: Value::Hash(h),
             ..
         }) => h.min_deadline(),
+        // A set with member TTLs: its earliest member deadline.
+        Some(Entry {
+            value: Value::Set(s),
+            ..
+        }) => s.min_deadline(),
         _ => None,
     };
     shard.schedule.set(db, key, deadline);
@@ -652,6 +657,9 @@ pub(crate) fn reschedule(ks: &mut Keyspace<'_>, key: &[u8]) {
 pub(crate) fn is_dead(windows: &Windows, entry: &Entry, key: &[u8], now_ms: u64) -> bool {
     if let Value::Hash(h) = &entry.value {
         return h.all_expired(now_ms);
+    }
+    if let Value::Set(s) = &entry.value {
+        return s.all_expired(now_ms);
     }
     if let Value::ZSet(z) = &entry.value
         && z.all_expired(now_ms)

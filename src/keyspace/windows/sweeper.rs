@@ -34,7 +34,8 @@ pub(crate) const DEFAULT_HZ: u64 = 50;
 pub(crate) fn due(env: Env<'_>) -> bool {
     (env.windows.active()
         || env.store.field_ttls.load(Relaxed)
-        || env.store.member_ttls.load(Relaxed))
+        || env.store.member_ttls.load(Relaxed)
+        || env.store.set_ttls.load(Relaxed))
         && env.store.active_expire.load(Relaxed)
         && !env.store.is_replica()
 }
@@ -87,6 +88,10 @@ pub(crate) fn cycle(
             if n == 0 {
                 // A sorted set with member TTLs.
                 n = crate::keyspace::zset_ttl::expire(&mut ks, &key, BATCH);
+            }
+            if n == 0 {
+                // A set with member TTLs.
+                n = crate::keyspace::set_ttl::expire(&mut ks, &key, BATCH);
             }
             if n == 0 {
                 // Not due after all (the schedule was stale): recompute it,
