@@ -50,7 +50,7 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, &(super::debug::debug as Handler))
         .doc(G, "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, CLOCK, SET-ACTIVE-EXPIRE).")
         .syntax("subcommand [argument [argument ...]]"),
-    Command::new("wait", 3, NOSCRIPT, Keys::None, &(wait as Handler))
+    Command::new("wait", 3, BLOCKING, Keys::None, &(wait as Handler))
         .doc(G, "3.0.0", "O(1)", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.")
         .syntax("numreplicas timeout"),
     Command::new("role", 1, NOSCRIPT | LOADING | STALE | FAST, Keys::None, &(role as Handler))
@@ -113,7 +113,7 @@ static COMMAND: &[Command] = &[
     .syntax("[command-name [command-name ...]]"),
     Command::new(
         "getkeys",
-        -4,
+        -3,
         LOADING | STALE,
         Keys::None,
         &(command_getkeys as Handler),
@@ -127,7 +127,7 @@ static COMMAND: &[Command] = &[
     .syntax("command [arg [arg ...]]"),
     Command::new(
         "getkeysandflags",
-        -4,
+        -3,
         LOADING | STALE,
         Keys::None,
         &(command_getkeysandflags as Handler),
