@@ -42,14 +42,11 @@ const ZSET_TTL: &str = "Garnet's sorted-set member TTLs (no Redis has them): met
 /// lacks, which redis-server's entry for the container lists and zwindow's
 /// cannot. The rest of these entries, and each subcommand zwindow has, is
 /// compared whole.
-const MISSING_SUBCOMMANDS: &[(&str, &[&str], &str)] = &[
-    ("client", &["no-touch"], "Redis 7.2's, not implemented yet"),
-    (
-        "cluster",
-        &["myshardid"],
-        "Redis 7.2's, which needs shard ids in the cluster bus",
-    ),
-];
+const MISSING_SUBCOMMANDS: &[(&str, &[&str], &str)] = &[(
+    "cluster",
+    &["myshardid"],
+    "Redis 7.2's, which needs shard ids in the cluster bus",
+)];
 
 /// A representative valid invocation of every command that takes keys (the
 /// coverage test holds this to zwindow's table), with variants where the

@@ -743,6 +743,10 @@ pub(crate) fn call<'a>(
     first_key: Option<HashedKey<'a>>,
 ) -> Outcome {
     ks.db = client.db;
+    // A CLIENT NO-TOUCH client's commands leave keys' access times alone,
+    // TOUCH excepted (db.c `lookupKey`), inside EXEC and scripts too.
+    let outer_no_touch = ks.no_touch;
+    ks.no_touch = cmd.name != "touch" && client.handle.no_touch.load(Relaxed);
     let mark = out.len();
     let dispatcher = Dispatcher::new(shared);
     let mut ctx = Ctx {
@@ -789,6 +793,7 @@ pub(crate) fn call<'a>(
     // before it (see `CallTally`).
     ctx.client.tally.before(cmd);
     let result = crate::commands::run(cmd, &mut ctx);
+    ctx.ks.no_touch = outer_no_touch;
     if let Some((outer, dirty, db)) = outer {
         propagate(ctx.ks, cmd, &args, &result, outer, dirty, db);
     }
