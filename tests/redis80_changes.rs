@@ -33,6 +33,7 @@ fn zrank_withscore_matches_redis8() {
             "ZRANK nokey a WITHSCORES",
             "ZRANK z a WITHSCORE x",
             "ZREVRANK z a WITHSCORE x",
+            "ZREVRANK z a b",
             "SET s v",
             "ZRANK s a WITHSCORE",
             "ZRANK s a BAD",
