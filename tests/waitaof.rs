@@ -43,6 +43,49 @@ fn errors_and_immediate_answers_match_redis8() {
             "EVAL \"return redis.pcall('waitaof', 1, 0, 0)\" 0",
         ]);
     }
+    // On a replica (of a primary that is not there): arguments first.
+    let mut p = s.pair();
+    let port = free_port().to_string();
+    p.both_str(&format!("REPLICAOF 127.0.0.1 {port}"));
+    p.script(&[
+        "WAITAOF 0 0 0",
+        "WAITAOF 2 0 0",
+        "WAITAOF 1 0 0",
+        "WAIT 0 0",
+    ]);
+    p.both_str("REPLICAOF NO ONE");
+}
+
+/// A blocked WAITAOF released by CLIENT UNBLOCK answers the counts so far
+/// (or Redis's UNBLOCKED error).
+#[test]
+fn client_unblock_releases_waitaof_as_redis8() {
+    let s = Servers::start_redis8(&[]);
+    for how in ["", "TIMEOUT", "ERROR"] {
+        let mut p = s.pair();
+        let mut admin = s.pair();
+        p.check_str("SET k v");
+        let ids: Vec<i64> = [&mut p.r, &mut p.z]
+            .into_iter()
+            .map(|c| parse_reply(&c.cmd_str("CLIENT ID")).int())
+            .collect();
+        let cmd = encode_cmd(&[b"WAITAOF", b"0", b"1", b"0"]);
+        p.r.send(&cmd);
+        p.z.send(&cmd);
+        for (c, id) in [(&mut admin.r, ids[0]), (&mut admin.z, ids[1])] {
+            eventually("WAITAOF blocked", || {
+                info_field(c, "clients", "blocked_clients") == "1"
+            });
+            assert_eq!(c.cmd_str(&format!("CLIENT UNBLOCK {id} {how}")), b":1\r\n");
+        }
+        let (r, z) = (p.r.read_reply(), p.z.read_reply());
+        assert!(
+            replies_equivalent(&r, &z),
+            "{how}: {} vs {}",
+            escape(&r),
+            escape(&z)
+        );
+    }
 }
 
 /// One `line` on both servers at once (each may block for a while);
