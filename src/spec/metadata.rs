@@ -2,8 +2,9 @@
 //! redis-server 8.0.2 reports about a command beyond its name, arity and
 //! flags ([`Meta`]: ACL categories, command tips, key specs, the legacy
 //! first/last/step range), one per command and subcommand in the generated
-//! [`meta`](super::meta) (and [`meta_later`](super::meta_later) for newer
-//! commands); the ACL categories of zwindow's own commands; and finding an
+//! [`meta`](super::meta) (and [`meta_later`](super::meta_later) for what
+//! it lacks: zwindow's sorted-set member TTLs, later Redis commands); the
+//! ACL categories of zwindow's own commands; and finding an
 //! invocation's keys from the key specs, or Redis's getkeys procs where
 //! they cannot (db.c). `COMMAND INFO/GETKEYS/LIST` print it; ACL rules
 //! check keys and categories with it.
