@@ -109,6 +109,9 @@ pub(crate) struct ClientHandle {
     /// shown the nodes' plaintext ports (Redis's `use_pport`).
     pub(crate) tls: bool,
     pub(crate) created: Instant,
+    /// The wall-clock second it connected (Redis's `ctime`): its age is
+    /// counted in whole seconds of the clock, as Redis counts it.
+    pub(crate) ctime_s: u64,
     pub(crate) name: Mutex<Option<Vec<u8>>>,
     pub(crate) lib_name: Mutex<Option<Vec<u8>>>,
     pub(crate) lib_ver: Mutex<Option<Vec<u8>>>,
@@ -140,6 +143,11 @@ pub(crate) struct ClientHandle {
     pub(crate) tracking_redirect: AtomicU64,
     /// CLIENT NO-EVICT (CLIENT LIST's `e`).
     pub(crate) no_evict: AtomicBool,
+    /// CLIENT NO-TOUCH: its commands (TOUCH excepted) leave keys' access
+    /// times alone; CLIENT LIST's `T` flag.
+    pub(crate) no_touch: AtomicBool,
+    /// How many keys the client WATCHes (CLIENT LIST's `watch=`).
+    pub(crate) watching: AtomicUsize,
     /// Held by CLIENT PAUSE (CLIENT LIST's `b`).
     pub(crate) paused: AtomicBool,
     /// True while the connection waits in a blocking command.
@@ -366,6 +374,12 @@ impl ClientHandle {
                 gate.open();
             }
         }
+    }
+
+    /// CLIENT LIST's `age` and CLIENT KILL MAXAGE's: whole seconds of the
+    /// wall clock since the second it connected.
+    pub(crate) fn age_secs(&self) -> u64 {
+        (crate::clock::system_us() / 1_000_000).saturating_sub(self.ctime_s)
     }
 
     pub(crate) fn idle_secs(&self) -> u64 {
@@ -636,6 +650,7 @@ impl Clients {
             unix,
             tls,
             created: Instant::now(),
+            ctime_s: crate::clock::system_us() / 1_000_000,
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
@@ -654,6 +669,8 @@ impl Clients {
             tracking: AtomicU32::new(0),
             tracking_redirect: AtomicU64::new(0),
             no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
+            watching: AtomicUsize::new(0),
             paused: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             unblock: AtomicU8::new(0),

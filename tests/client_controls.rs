@@ -1,6 +1,7 @@
-//! CLIENT PAUSE/UNPAUSE, REPLY, NO-EVICT, KILL filters and LIST/INFO
-//! fields, compared with redis-server 7.0 byte for byte where replies are
-//! deterministic, and by field names and flags where they carry addresses.
+//! CLIENT PAUSE/UNPAUSE, REPLY, NO-EVICT, NO-TOUCH, KILL filters and
+//! LIST/INFO fields, compared with redis-server 7.0 (8.0.2 for what came
+//! after 7.0) byte for byte where replies are deterministic, and by field
+//! names and flags where they carry addresses.
 mod common;
 
 use std::time::{Duration, Instant};
@@ -74,14 +75,19 @@ impl Closed for ReadOutcome {
     }
 }
 
-/// Field names of CLIENT INFO (and flags) as redis-server 7.0.15 prints them.
+/// Field names of CLIENT INFO, in order (and flags), as redis-server 8.0.2
+/// prints them.
 #[test]
 fn client_info_fields_and_flags_match_redis() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     let mut shapes = Vec::new();
     for mut c in [s.r.conn(), s.z.conn()] {
         c.cmd_str("CLIENT TRACKING on BCAST");
         c.cmd_str("CLIENT NO-EVICT on");
+        c.cmd_str("CLIENT NO-TOUCH on");
+        c.cmd_str("CLIENT SETINFO lib-name redis-py");
+        c.cmd_str("CLIENT SETINFO lib-ver 5.0.1");
+        c.cmd_str("WATCH a b c");
         c.cmd_str("MULTI");
         c.cmd_str("SET k v");
         let info = c.cmd_str("CLIENT INFO");
@@ -94,7 +100,8 @@ fn client_info_fields_and_flags_match_redis() {
                 let (k, v) = f.split_once('=').unwrap_or((f, ""));
                 match k {
                     "flags" | "multi" | "multi-mem" | "cmd" | "user" | "redir" | "resp"
-                    | "qbuf" | "db" | "sub" | "psub" | "ssub" | "events" => f.to_string(),
+                    | "qbuf" | "db" | "sub" | "psub" | "ssub" | "events" | "watch" | "lib-name"
+                    | "lib-ver" | "io-thread" => f.to_string(),
                     _ => {
                         let _ = v;
                         k.to_string()
@@ -334,4 +341,155 @@ fn maxmemory_clients_evicts_the_largest_client() {
     ));
     let info = String::from_utf8_lossy(&control.cmd_str("INFO stats")).into_owned();
     assert!(info.contains("evicted_clients:3\r\n"), "{info}");
+}
+
+/// CLIENT NO-TOUCH (Redis 7.2): the client's commands leave keys' idle
+/// time and LFU counter alone, in MULTI and scripts too, except TOUCH;
+/// RESET turns it off. Both servers run side by side against redis-server
+/// 8.0.2, so one wait ages the keys of both.
+#[test]
+fn no_touch_keeps_access_times_as_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let mut conns = [s.r.conn(), s.z.conn()];
+    let keys = [
+        "get",
+        "touch",
+        "multi",
+        "script",
+        "scripttouch",
+        "off",
+        "reset",
+    ];
+    for c in &mut conns {
+        for k in keys {
+            c.cmd_str(&format!("SET {k} v"));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(2100));
+    let mut p = s.pair();
+    p.script(&[
+        "CLIENT NO-TOUCH",
+        "CLIENT NO-TOUCH maybe",
+        "CLIENT NO-TOUCH on extra",
+        "CLIENT NO-TOUCH ON",
+        "GET get",
+        "TOUCH touch",
+        "MULTI",
+        "GET multi",
+        "EXEC",
+        "EVAL \"return redis.call('get', KEYS[1])\" 1 script",
+        "EVAL \"return redis.call('touch', KEYS[1])\" 1 scripttouch",
+        "EVAL \"return redis.call('client', 'no-touch', 'off')\" 0",
+    ]);
+    // Idle times as "touched" (0) or "kept" (2 or more), on each server.
+    let idle = |c: &mut RawConn, k: &str| {
+        let r = parse_reply(&c.cmd_str(&format!("OBJECT IDLETIME {k}")));
+        if r.int() >= 2 { "kept" } else { "touched" }
+    };
+    let flags = |c: &mut RawConn| {
+        let info = String::from_utf8_lossy(&c.cmd_str("CLIENT INFO")).into_owned();
+        let f = info
+            .split(' ')
+            .find(|f| f.starts_with("flags="))
+            .map(str::to_string);
+        f.unwrap_or_default()
+    };
+    let r_flags = flags(&mut p.r);
+    assert_eq!(r_flags, "flags=T");
+    assert_eq!(flags(&mut p.z), r_flags);
+    p.check_str("CLIENT NO-TOUCH off");
+    p.check_str("GET off");
+    p.check_str("CLIENT NO-TOUCH on");
+    p.check_str("RESET");
+    assert_eq!(flags(&mut p.z), "flags=N");
+    p.check_str("GET reset");
+    for k in keys {
+        let (r, z) = (idle(&mut p.r, k), idle(&mut p.z, k));
+        assert_eq!(z, r, "{k}: redis {r}, zwindow {z}");
+    }
+    assert_eq!(idle(&mut p.r, "get"), "kept");
+    assert_eq!(idle(&mut p.r, "touch"), "touched");
+    // LFU: the first access of a new key always counts (5 -> 6).
+    p.check_str("CONFIG SET maxmemory-policy allkeys-lfu");
+    p.script(&[
+        "SET f1 v",
+        "SET f2 v",
+        "OBJECT FREQ f1",
+        "CLIENT NO-TOUCH on",
+        "GET f1",
+        "SET f1 w",
+        "OBJECT FREQ f1",
+        "TOUCH f2",
+        "OBJECT FREQ f2",
+        "CLIENT NO-TOUCH off",
+        "GET f1",
+        "OBJECT FREQ f1",
+    ]);
+}
+
+/// CLIENT KILL MAXAGE (Redis 7.4): kills clients at least that many
+/// seconds old, with the other filters; its errors.
+#[test]
+fn kill_maxage_matches_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let run = |conn: &dyn Fn() -> RawConn| {
+        let mut a = conn();
+        let mut out = Vec::new();
+        for line in [
+            "CLIENT KILL MAXAGE 0",
+            "CLIENT KILL MAXAGE -5",
+            "CLIENT KILL MAXAGE x",
+            "CLIENT KILL MAXAGE 99999999999999999999",
+            "CLIENT KILL MAXAGE",
+            "CLIENT KILL MAXAGE 1 ID",
+            "CLIENT KILL MAXAGE 100000",
+        ] {
+            out.push(a.cmd_str(line));
+        }
+        let mut old = conn();
+        old.cmd_str("CLIENT SETNAME old");
+        let mut old2 = conn();
+        old2.cmd_str("SELECT 1");
+        // Two wall-clock seconds later, whatever the sub-second phase.
+        std::thread::sleep(Duration::from_millis(2100));
+        let mut young = conn();
+        young.cmd_str("PING");
+        let id2 = String::from_utf8_lossy(&old2.cmd_str("CLIENT ID")).into_owned();
+        let id2 = id2.trim_start_matches(':').trim().to_string();
+        // Filters combine: this one matches nobody.
+        out.push(a.cmd_str(&format!("CLIENT KILL MAXAGE 2 ID {id2} TYPE pubsub")));
+        out.push(a.cmd_str(&format!("CLIENT KILL ID {id2} MAXAGE 2")));
+        out.push(
+            old2.try_read_reply(Duration::from_secs(2))
+                .is_closed()
+                .to_string()
+                .into_bytes(),
+        );
+        // The caller (old enough too) is skipped; `young` is too young.
+        out.push(a.cmd_str("CLIENT KILL MAXAGE 2"));
+        out.push(young.cmd_str("PING"));
+        out.push(
+            old.try_read_reply(Duration::from_secs(2))
+                .is_closed()
+                .to_string()
+                .into_bytes(),
+        );
+        out.push(a.cmd_str("CLIENT KILL MAXAGE 2 SKIPME no"));
+        out
+    };
+    // Side by side, so one wait serves both.
+    let (r, z) = std::thread::scope(|sc| {
+        let r = sc.spawn(|| run(&|| s.r.conn()));
+        let z = sc.spawn(|| run(&|| s.z.conn()));
+        (r.join().unwrap(), z.join().unwrap())
+    });
+    assert_eq!(r.len(), z.len());
+    for (i, (a, b)) in r.iter().zip(&z).enumerate() {
+        assert!(
+            replies_equivalent(a, b),
+            "reply {i}\n  redis:   {}\n  zwindow: {}",
+            escape(a),
+            escape(b)
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! The listeners, against redis-server 7.0 side by side: the `unixsocket`
+//! The listeners, against redis-server 8.0 side by side: the `unixsocket`
 //! (raw bytes, redis-cli `-s`, the redis crate, redis-py and ioredis over
 //! it; CLIENT LIST / MONITOR / CLIENT KILL of its clients; protected mode
 //! and maxclients; `unixsocketperm`; the stale file replaced and the file
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     PrivateDir, RawConn, RedisServer, ZwindowServer, encode_cmd, escape, frame_len, free_port,
-    io_uring_args, start_on_free_port,
+    io_uring_args, redis8_server, start_on_free_port,
 };
 
 /// A raw RESP connection over a unix socket.
@@ -115,7 +115,7 @@ fn start_unix_pair(extra: &[&str]) -> UnixPair {
     rargs.extend_from_slice(extra);
     UnixPair {
         z,
-        r: RedisServer::start_with(&rargs),
+        r: RedisServer::start_binary(&redis8_server(), &rargs),
         zsock,
         rsock,
         _dir: dir,

@@ -213,6 +213,12 @@ impl Aof {
         self.state.load(Relaxed) != OFF
     }
 
+    /// On, its first rewrite done (Redis's `fsynced_reploff != -1`): what
+    /// it fsyncs counts for WAITAOF, and a replica's ACKs carry FACK.
+    pub(crate) fn on(&self) -> bool {
+        self.state.load(Relaxed) == ON
+    }
+
     /// Before the commands of second `now_secs` (Redis's
     /// `genAofTimestampAnnotationIfNeeded`): an annotation once a second.
     pub(crate) fn annotate_time(&self, now_secs: u64) {
@@ -275,6 +281,32 @@ impl Aof {
             }
             self.unsynced.store(0, Relaxed);
         }
+        if fsync {
+            // Everything written so far is durable (read under the file
+            // lock, so no write is half counted): WAITAOF's waiters learn.
+            self.synced_total
+                .fetch_max(self.written_total.load(Relaxed), Relaxed);
+            self.synced.notify_waiters();
+        }
+    }
+
+    /// Where the stream fed to the AOF ends now, in bytes fed since start:
+    /// a client's position after its last write, which WAITAOF waits for.
+    pub(crate) fn fed_position(&self) -> u64 {
+        self.fed_total.load(Relaxed)
+    }
+
+    /// Whether everything fed up to `position` is fsynced to the AOF
+    /// (Redis's `fsynced_reploff >= c->woff`): never while the AOF is off
+    /// or waiting for its first rewrite (Redis's `fsynced_reploff` of -1).
+    pub(crate) fn fsynced(&self, position: u64) -> bool {
+        self.on() && self.synced_total.load(Relaxed) >= position
+    }
+
+    /// Waits until some fsync ends (WAITAOF's wake-up). Register with
+    /// `enable` before checking [`fsynced`](Self::fsynced).
+    pub(crate) fn fsync_notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.synced.notified()
     }
 
     /// Before a batch's replies leave (Redis's `beforeSleep`): the batch's

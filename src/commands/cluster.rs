@@ -972,11 +972,11 @@ static CLUSTER: &[Command] = &[
     Command::new("setslot", -4, ADMIN_LOADING, Keys::None, &(setslot as Handler))
         .doc(G, "3.0.0", "O(1)", "Bind a hash slot to a specific node")
         .syntax("slot IMPORTING node-id | MIGRATING node-id | NODE node-id | STABLE"),
-    Command::new("shards", 2, STALE, Keys::None, &(shards as Handler))
+    Command::new("shards", 2, LOADING | STALE, Keys::None, &(shards as Handler))
         .doc(G, "7.0.0", "O(N) where N is the total number of cluster nodes", "Get array of cluster slots to node mappings"),
     Command::new("slaves", 3, ADMIN | STALE, Keys::None, &(replicas as Handler))
         .doc(G, "3.0.0", "O(1)", "List replica nodes of the specified master node")
         .syntax("node-id"),
-    Command::new("slots", 2, STALE, Keys::None, &(slots as Handler))
+    Command::new("slots", 2, LOADING | STALE, Keys::None, &(slots as Handler))
         .doc(G, "3.0.0", "O(N) where N is the total number of Cluster nodes", "Get array of Cluster slot to node mappings"),
 ];

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, int_arg};
 use crate::commands::Services;
-use crate::util::eq_ic;
+use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "connection";
 
@@ -179,7 +179,7 @@ static CLIENT: &[Command] = &[
         "O(N) where N is the number of client connections",
         "Terminates open connections.",
     )
-    .syntax("ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes | no]"),
+    .syntax("ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes | no] [MAXAGE maxage]"),
     Command::new(
         "unblock",
         -3,
@@ -206,6 +206,20 @@ static CLIENT: &[Command] = &[
         "7.0.0",
         "O(1)",
         "Sets the client eviction mode of the connection.",
+    )
+    .syntax("ON | OFF"),
+    Command::new(
+        "no-touch",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        Keys::None,
+        &(client_no_touch as Handler),
+    )
+    .doc(
+        G,
+        "7.2.0",
+        "O(1)",
+        "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
     )
     .syntax("ON | OFF"),
     Command::new(
@@ -481,6 +495,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     c.handle.multi_mem.store(0, Relaxed);
     ctx.shared.store.unwatch(&c.watched, &c.watch_flag);
     c.watched.clear();
+    c.handle.watching.store(0, Relaxed);
     c.watch_flag.store(false, Relaxed);
     if c.subscribed() {
         ctx.shared.pubsub.remove_client(c.handle.id);
@@ -497,6 +512,9 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     c.handle.resp.store(2, Relaxed);
     ctx.out.resp3 = false;
     *c.handle.name.lock() = None;
+    // lib-name and lib-ver stay: they describe the library, not the state.
+    c.handle.no_evict.store(false, Relaxed);
+    c.handle.no_touch.store(false, Relaxed);
     // networking.c `clientSetDefaultAuth`.
     let acl = &ctx.shared.acl;
     let default = acl.default_user();
@@ -642,11 +660,14 @@ fn client_line(
     if c.no_evict.load(Relaxed) {
         flags.push('e');
     }
+    if c.no_touch.load(Relaxed) {
+        flags.push('T');
+    }
     if flags.is_empty() {
         flags.push('N');
     }
-    // The fields Redis 7.0.15 prints, in its order (lib-name and lib-ver
-    // came in 7.2). Memory figures are this connection's buffers: the
+    // The fields Redis 8.0.2 prints, in its order (`io-thread` is 0, the
+    // main thread's, as in a Redis without I/O threads). Memory figures are this connection's buffers: the
     // request bytes not yet run (the running request included, as Redis
     // counts it), the read buffer's spare room, the running command's
     // arguments, MULTI's queue, the reply buffer and unwritten pushes.
@@ -661,15 +682,21 @@ fn client_line(
         -1
     };
     let user = String::from_utf8_lossy(&c.user.lock()).into_owned();
+    let lib = |v: &parking_lot::Mutex<Option<Vec<u8>>>| {
+        v.lock()
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    };
     let _ = writeln!(
         out,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread=0",
         c.id,
         c.addr,
         c.laddr,
         c.fd,
         name,
-        c.created.elapsed().as_secs(),
+        c.age_secs(),
         c.idle_secs(),
         flags,
         c.db.load(Relaxed),
@@ -677,6 +704,7 @@ fn client_line(
         c.psubs.load(Relaxed),
         c.ssubs.load(Relaxed),
         multi,
+        c.watching.load(Relaxed),
         qbuf,
         qbuf_free,
         argv_mem,
@@ -690,6 +718,8 @@ fn client_line(
         user,
         redir,
         c.resp.load(Relaxed),
+        lib(&c.lib_name),
+        lib(&c.lib_ver),
     );
 }
 
@@ -814,6 +844,7 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
     let me = ctx.client.handle.id;
     let argc = ctx.argc();
     let (mut id, mut kind, mut addr, mut laddr, mut user) = (None, None, None, None, None);
+    let mut max_age = None;
     let mut skipme = true;
     if argc == 3 {
         // The old form, which may kill the caller itself.
@@ -830,6 +861,16 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
                 match int_arg(val) {
                     Ok(n) if n > 0 => id = Some(n as u64),
                     _ => return Err(Error::Static("ERR client-id should be greater than 0")),
+                }
+            } else if eq_ic(opt, "maxage") {
+                match parse_i64(val) {
+                    Some(n) if n > 0 => max_age = Some(n as u64),
+                    Some(_) => return Err(Error::Static("ERR maxage should be greater than 0")),
+                    None => {
+                        return Err(Error::Static(
+                            "ERR maxage is not an integer or out of range",
+                        ));
+                    }
                 }
             } else if eq_ic(opt, "type") {
                 kind = Some(client_type(val)?);
@@ -865,6 +906,7 @@ fn client_kill(ctx: &mut Ctx) -> CmdResult {
             || id.is_some_and(|id| id != c.id)
             || user.is_some_and(|u| u != c.user.lock().as_slice())
             || (c.id == me && skipme)
+            || max_age.is_some_and(|a| c.age_secs() < a)
         {
             continue;
         }
@@ -901,6 +943,22 @@ fn client_no_evict(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Syntax);
     };
     ctx.client.handle.no_evict.store(on, Relaxed);
+    ctx.out.ok();
+    Ok(Done)
+}
+
+/// CLIENT NO-TOUCH ON|OFF: the client's commands, TOUCH excepted, leave
+/// the LRU/LFU of the keys they access as it was (`T` in CLIENT LIST).
+fn client_no_touch(ctx: &mut Ctx) -> CmdResult {
+    let v = ctx.args.get(2);
+    let on = if eq_ic(v, "on") {
+        true
+    } else if eq_ic(v, "off") {
+        false
+    } else {
+        return Err(Error::Syntax);
+    };
+    ctx.client.handle.no_touch.store(on, Relaxed);
     ctx.out.ok();
     Ok(Done)
 }

@@ -385,7 +385,11 @@ fn clients(t: &mut Text, shared: &Services) {
     );
     // Clients held by CLIENT PAUSE count as blocked, as in Redis.
     let paused = shared.pause.waiting.load(Relaxed) as usize;
-    t.field("blocked_clients", shared.blocking.waiting() + paused);
+    let waiting_acks = shared.replication.waiting.load(Relaxed);
+    t.field(
+        "blocked_clients",
+        shared.blocking.waiting() + paused + waiting_acks,
+    );
     t.field("tracking_clients", shared.tracking.clients());
     t.field(
         "clients_in_timeout_table",

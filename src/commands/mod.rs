@@ -419,12 +419,23 @@ pub(crate) enum Outcome {
 pub(crate) use Outcome::Done;
 
 /// WAIT's wait: `replicas` must acknowledge `offset` within `timeout`
-/// (None: forever).
+/// (None: forever). WAITAOF's (`aof`) counts replicas' FACKs instead, and
+/// may also wait for the local AOF's fsync.
 #[derive(Debug)]
 pub(crate) struct WaitAcks {
     pub(crate) offset: u64,
     pub(crate) replicas: usize,
     pub(crate) timeout: Option<std::time::Duration>,
+    pub(crate) aof: Option<WaitAof>,
+}
+
+/// What WAITAOF waits for beyond its replicas.
+#[derive(Debug)]
+pub(crate) struct WaitAof {
+    /// numlocal is 1: this server's AOF must have fsynced `position`.
+    pub(crate) local: bool,
+    /// The client's last write's end in the AOF's stream.
+    pub(crate) position: u64,
 }
 
 /// A blocking command's request to wait for data on `keys`.

@@ -50,9 +50,12 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, Keys::None, &(super::debug::debug as Handler))
         .doc(G, "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, CLOCK, SET-ACTIVE-EXPIRE).")
         .syntax("subcommand [argument [argument ...]]"),
-    Command::new("wait", 3, NOSCRIPT, Keys::None, &(wait as Handler))
+    Command::new("wait", 3, BLOCKING, Keys::None, &(wait as Handler))
         .doc(G, "3.0.0", "O(1)", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.")
         .syntax("numreplicas timeout"),
+    Command::new("waitaof", 4, BLOCKING, Keys::None, &(waitaof as Handler))
+        .doc(G, "7.2.0", "O(1)", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.")
+        .syntax("numlocal numreplicas timeout"),
     Command::new("role", 1, NOSCRIPT | LOADING | STALE | FAST, Keys::None, &(role as Handler))
         .doc(G, "2.8.12", "O(1)", "Returns the replication role."),
     Command::new("lolwut", -1, READONLY | FAST, Keys::None, &(lolwut as Handler))
@@ -113,7 +116,7 @@ static COMMAND: &[Command] = &[
     .syntax("[command-name [command-name ...]]"),
     Command::new(
         "getkeys",
-        -4,
+        -3,
         LOADING | STALE,
         Keys::None,
         &(command_getkeys as Handler),
@@ -127,7 +130,7 @@ static COMMAND: &[Command] = &[
     .syntax("command [arg [arg ...]]"),
     Command::new(
         "getkeysandflags",
-        -4,
+        -3,
         LOADING | STALE,
         Keys::None,
         &(command_getkeysandflags as Handler),
@@ -880,6 +883,65 @@ fn wait(ctx: &mut Ctx) -> CmdResult {
         offset,
         replicas: replicas as usize,
         timeout: (timeout > 0).then(|| std::time::Duration::from_millis(timeout as u64)),
+        aof: None,
+    }))
+}
+
+/// WAITAOF numlocal numreplicas timeout (replication.c `waitaofCommand`):
+/// waits until this server's AOF (numlocal 1) and `numreplicas` replicas'
+/// (their ACKs' FACK) have fsynced the client's last write; answers
+/// [local, replicas] acknowledging it. Never waits in EXEC or a script.
+fn waitaof(ctx: &mut Ctx) -> CmdResult {
+    let numlocal = match parse_i64(&ctx.args[1]) {
+        None => return Err(Error::NotInteger),
+        Some(n) if !(0..=1).contains(&n) => {
+            return Err(Error::Static(
+                "ERR value is out of range, value must between 0 and 1",
+            ));
+        }
+        Some(n) => n,
+    };
+    // getPositiveLongFromObjectOrReply: one text for both failures.
+    let replicas = parse_i64(&ctx.args[2])
+        .filter(|&n| n >= 0)
+        .ok_or(Error::Static("ERR value is out of range, must be positive"))?;
+    let timeout = parse_i64(&ctx.args[3]).ok_or(Error::Static(
+        "ERR timeout is not an integer or out of range",
+    ))?;
+    if timeout < 0 {
+        return Err(Error::Static("ERR timeout is negative"));
+    }
+    if timeout > 0 && timeout > i64::MAX - ctx.shared.clock.now_ms() as i64 {
+        return Err(Error::Static("ERR timeout is out of range"));
+    }
+    let repl = &ctx.shared.replication;
+    if repl.is_replica() {
+        return Err(Error::Static(
+            "ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.",
+        ));
+    }
+    if numlocal > 0 && !ctx.shared.config.appendonly() {
+        return Err(Error::Static(
+            "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+        ));
+    }
+    let (offset, position) = (ctx.client.woff, ctx.client.aof_woff);
+    let acked = repl.aof_acked_count(offset);
+    let local = ctx.shared.aof.fsynced(position);
+    if (acked as i64 >= replicas && (local || numlocal == 0)) || !ctx.client.can_block() {
+        ctx.out.array(2);
+        ctx.out.int(i64::from(local));
+        ctx.out.int(acked as i64);
+        return Ok(Done);
+    }
+    Ok(super::Outcome::WaitAcks(super::WaitAcks {
+        offset,
+        replicas: replicas as usize,
+        timeout: (timeout > 0).then(|| std::time::Duration::from_millis(timeout as u64)),
+        aof: Some(super::WaitAof {
+            local: numlocal > 0,
+            position,
+        }),
     }))
 }
 

@@ -93,6 +93,9 @@ pub(crate) struct Client {
     /// The replication offset after this client's last write (Redis's
     /// `c->woff`): what WAIT waits for replicas to acknowledge.
     pub(crate) woff: u64,
+    /// Where the AOF's stream ended after this client's last write:
+    /// what WAITAOF waits for the local fsync to reach.
+    pub(crate) aof_woff: u64,
     /// The replica link's client, which applies this server's primary's
     /// stream (Redis's CLIENT_MASTER): obeyed whatever a client would be
     /// refused (`execution::verify`).
@@ -224,6 +227,7 @@ impl Client {
             replica_capa: Default::default(),
             attach: None,
             woff: 0,
+            aof_woff: 0,
             master: false,
         }
     }

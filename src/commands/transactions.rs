@@ -122,6 +122,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     let dirty = ctx.client.watch_flag.load(Acquire) || watched_key_expired(ctx);
     // Unwatch through the held shards: locking them again would deadlock.
     let watched = std::mem::take(&mut ctx.client.watched);
+    ctx.client.handle.watching.store(0, Relaxed);
     for (db, key) in &watched {
         ctx.ks.shard(key).unwatch(*db, key, &ctx.client.watch_flag);
     }
@@ -215,6 +216,8 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
             ctx.client.watched.push((db, key.into()));
         }
     }
+    let n = ctx.client.watched.len();
+    ctx.client.handle.watching.store(n, Relaxed);
     ctx.out.ok();
     Ok(Done)
 }
@@ -270,5 +273,6 @@ fn unwatch_all(shared: &Services, client: &mut Client) {
         shared.store.unwatch(&client.watched, &client.watch_flag);
         client.watched.clear();
     }
+    client.handle.watching.store(0, Relaxed);
     client.watch_flag.store(false, Relaxed);
 }

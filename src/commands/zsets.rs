@@ -71,12 +71,12 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("zlexcount", 4, READONLY | FAST, Keys::ONE, &(zlexcount as Handler))
         .doc(G, "2.8.9", "O(log(N)) with N being the number of elements in the sorted set.", "Returns the number of members in a sorted set within a lexicographical range.")
         .syntax("key min max"),
-    Command::new("zrank", 3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
+    Command::new("zrank", -3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
         .doc(G, "2.0.0", "O(log(N))", "Returns the index of a member in a sorted set ordered by ascending scores.")
-        .syntax("key member"),
-    Command::new("zrevrank", 3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
+        .syntax("key member [WITHSCORE]"),
+    Command::new("zrevrank", -3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
         .doc(G, "2.0.0", "O(log(N))", "Returns the index of a member in a sorted set ordered by descending scores.")
-        .syntax("key member"),
+        .syntax("key member [WITHSCORE]"),
     Command::new("zrange", -4, READONLY, Keys::ONE, &(zrange as Handler))
         .doc(G, "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.", "Returns members in a sorted set within a range of indexes.")
         .syntax("key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]"),
@@ -113,10 +113,10 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("zpopmax", -2, WRITE | FAST, Keys::ONE, &(zpopmax as Handler))
         .doc(G, "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
         .syntax("key [count]"),
-    Command::new("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmin as Handler))
+    Command::new("bzpopmin", -3, WRITE | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmin as Handler))
         .doc(G, "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.")
         .syntax("key [key ...] timeout"),
-    Command::new("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmax as Handler))
+    Command::new("bzpopmax", -3, WRITE | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmax as Handler))
         .doc(G, "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped.")
         .syntax("key [key ...] timeout"),
     Command::new("zmpop", -4, WRITE, NUMKEYS_1, &(zmpop as Handler))
@@ -530,11 +530,31 @@ fn zlexcount(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// ZRANK / ZREVRANK key member [WITHSCORE] (t_zset.c
+/// `zrankGenericCommand`): WITHSCORE answers [rank, score], or a null
+/// array when the member is missing.
 fn zrank(ctx: &mut Ctx) -> CmdResult {
     let reverse = ctx.cmd.name == "zrevrank";
+    if ctx.argc() > 4 {
+        return Err(Error::Owned(format!(
+            "ERR wrong number of arguments for '{}' command",
+            ctx.cmd.name
+        )));
+    }
+    let withscore = match (ctx.argc() > 3).then(|| ctx.arg(3)) {
+        None => false,
+        Some(a) if eq_ic(a, "withscore") => true,
+        Some(_) => return Err(Error::Syntax),
+    };
     let key = ctx.key(1);
     match zset_read(ctx.ks, key)?.and_then(|z| z.rank(ctx.args.get(2), reverse)) {
+        Some((r, score)) if withscore => {
+            ctx.out.array(2);
+            ctx.out.int(r as i64);
+            ctx.out.double(score);
+        }
         Some((r, _)) => ctx.out.int(r as i64),
+        None if withscore => ctx.out.null_array(),
         None => ctx.out.null(),
     }
     Ok(Done)

@@ -288,12 +288,17 @@ fn dispatch_caused(
     ks.now_ms = shared.clock.at_us(sys_us) / 1000;
     ks.fresh_us = Some(sys_us);
     let woff = shared.replication.offset();
+    let aof_woff = shared.aof.fed_position();
     let outcome = call(shared, client, out, &mut ks, cmd, args, plan.first_key);
     // What WAIT waits for: the stream's offset after this client's last
-    // write (Redis's `c->woff`).
+    // write (Redis's `c->woff`); and WAITAOF, the AOF's too.
     let now_off = shared.replication.offset();
     if now_off != woff {
         client.woff = now_off;
+    }
+    let now_aof = shared.aof.fed_position();
+    if now_aof != aof_woff {
+        client.aof_woff = now_aof;
     }
     let dispatched = match outcome {
         Outcome::Done => Dispatched::Done,
@@ -743,6 +748,10 @@ pub(crate) fn call<'a>(
     first_key: Option<HashedKey<'a>>,
 ) -> Outcome {
     ks.db = client.db;
+    // A CLIENT NO-TOUCH client's commands leave keys' access times alone,
+    // TOUCH excepted (db.c `lookupKey`), inside EXEC and scripts too.
+    let outer_no_touch = ks.no_touch;
+    ks.no_touch = cmd.name != "touch" && client.handle.no_touch.load(Relaxed);
     let mark = out.len();
     let dispatcher = Dispatcher::new(shared);
     let mut ctx = Ctx {
@@ -789,6 +798,7 @@ pub(crate) fn call<'a>(
     // before it (see `CallTally`).
     ctx.client.tally.before(cmd);
     let result = crate::commands::run(cmd, &mut ctx);
+    ctx.ks.no_touch = outer_no_touch;
     if let Some((outer, dirty, db)) = outer {
         propagate(ctx.ks, cmd, &args, &result, outer, dirty, db);
     }
@@ -880,7 +890,8 @@ impl Dispatch<Client> for Dispatcher<'_> {
             Outcome::Block(_) => Called::Blocked,
             Outcome::WaitScript => Called::WaitScript,
             Outcome::Migrate(_) => Called::Migrate,
-            // WAIT never waits inside EXEC or a script (`Client::can_block`).
+            // WAIT and WAITAOF never wait inside EXEC or a script
+            // (`Client::can_block`).
             Outcome::WaitAcks(_) => Called::Blocked,
         }
     }
@@ -1293,6 +1304,8 @@ fn forget_caching(client: &Client, is_client_cmd: bool) {
 /// WAIT's wait: asks every replica for an ACK (`REPLCONF GETACK *` into
 /// the stream), then waits until enough acknowledged `w.offset`, the
 /// timeout passed or the client was killed; answers how many did.
+/// WAITAOF's counts the replicas' FACKs and may wait for the local fsync
+/// too; it answers [local, replicas].
 async fn wait_acks(
     shared: &Arc<Services>,
     client: &mut Client,
@@ -1305,6 +1318,15 @@ async fn wait_acks(
     let handle = client.handle.clone();
     handle.unblock.store(0, Relaxed);
     handle.blocked.store(true, Relaxed);
+    // Counted as blocked until this returns, whichever way.
+    struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+    impl Drop for Waiting<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Relaxed);
+        }
+    }
+    repl.waiting.fetch_add(1, Relaxed);
+    let _waiting = Waiting(&repl.waiting);
     loop {
         let acked = repl.acked.notified();
         tokio::pin!(acked);
@@ -1313,7 +1335,25 @@ async fn wait_acks(
         let unblocked = handle.unblock_notify.notified();
         tokio::pin!(unblocked);
         unblocked.as_mut().enable();
-        let n = repl.acked_count(w.offset);
+        let fsynced = shared.aof.fsync_notified();
+        tokio::pin!(fsynced);
+        fsynced.as_mut().enable();
+        // WAITAOF's local AOF turned off under it: Redis's error.
+        if w.aof.as_ref().is_some_and(|a| a.local) && !shared.config.appendonly() {
+            handle.blocked.store(false, Relaxed);
+            let msg = "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.";
+            shared.count_error(msg.as_bytes());
+            out.error(msg);
+            return Dispatched::Done;
+        }
+        let (n, local) = match &w.aof {
+            None => (repl.acked_count(w.offset), true),
+            Some(a) => (
+                repl.aof_acked_count(w.offset),
+                shared.aof.fsynced(a.position),
+            ),
+        };
+        let local_done = local || !w.aof.as_ref().is_some_and(|a| a.local);
         let now = tokio::time::Instant::now();
         // CLIENT UNBLOCK ends it as a timeout would, or with an error, and
         // a role change with an error and the connection's end (Redis's
@@ -1330,21 +1370,26 @@ async fn wait_acks(
                 Dispatched::Done
             };
         }
-        if n >= w.replicas
+        if (n >= w.replicas && local_done)
             || how != 0
             || deadline.is_some_and(|d| now >= d)
             || handle.killed.load(Relaxed)
         {
             handle.blocked.store(false, Relaxed);
+            if w.aof.is_some() {
+                out.array(2);
+                out.int(i64::from(local));
+            }
             out.int(n as i64);
             return Dispatched::Done;
         }
-        // A kill is seen within this tick.
+        // A kill (or the AOF turned off) is seen within this tick.
         let tick = now + std::time::Duration::from_millis(100);
         let until = deadline.map_or(tick, |d| d.min(tick));
         tokio::select! {
             _ = acked => {}
             _ = unblocked => {}
+            _ = fsynced => {}
             _ = tokio::time::sleep_until(until) => {}
         }
     }

@@ -542,6 +542,10 @@ pub(crate) struct Keyspace<'a> {
     /// the primary's deletions itself. The execution layer sets it; false
     /// otherwise (and meaningless on a primary).
     pub(crate) from_master: bool,
+    /// Lookups leave keys' LRU/LFU as they are (Redis's `LOOKUP_NOTOUCH`
+    /// forced by a `CLIENT NO-TOUCH` client's commands other than TOUCH);
+    /// the execution layer sets it per command.
+    pub(crate) no_touch: bool,
     /// On a replica, what this view's reads see of keys with due members
     /// or fields (see [`replica`]).
     replica: replica::View,
@@ -581,6 +585,7 @@ impl<'a> Keyspace<'a> {
             tracking_pending: Vec::new(),
             prop: Default::default(),
             from_master: false,
+            no_touch: false,
             replica: Default::default(),
         }
     }
@@ -723,12 +728,14 @@ impl<'a> Keyspace<'a> {
             replica::Seen::Gone => return None,
             replica::Seen::Copy(i) => return self.copy_hit(key, i, false),
         }
-        let (config, now) = (self.env.config, self.now_ms);
+        let (config, now, touch) = (self.env.config, self.now_ms, !self.no_touch);
         let e = self
             .db_of(key)
             .keys
             .get_mut_hashed(key.bytes(), key.hash())?;
-        e.lru = evict::touched(config, e.lru, now);
+        if touch {
+            e.lru = evict::touched(config, e.lru, now);
+        }
         Some(e)
     }
 
@@ -741,13 +748,15 @@ impl<'a> Keyspace<'a> {
             replica::Seen::Gone => true,
             replica::Seen::Copy(i) => return self.copy_hit(key, i, true),
         };
-        let (db, config, now) = (self.db, self.env.config, self.now_ms);
+        let (db, config, now, touch) = (self.db, self.env.config, self.now_ms, !self.no_touch);
         let shard = self.shard(key);
         let entry = shard.dbs[db].keys.get_mut_hashed(key.bytes(), key.hash());
         match entry.filter(|_| !hidden) {
             Some(e) => {
                 shard.stats.hits += 1;
-                e.lru = evict::touched(config, e.lru, now);
+                if touch {
+                    e.lru = evict::touched(config, e.lru, now);
+                }
                 Some(e)
             }
             None => {
@@ -762,10 +771,12 @@ impl<'a> Keyspace<'a> {
     /// command gets the view's trimmed copy `i` (see [`replica`]).
     #[cold]
     fn copy_hit(&mut self, key: HashedKey<'_>, i: usize, read: bool) -> Option<&mut Entry> {
-        let (db, config, now) = (self.db, self.env.config, self.now_ms);
+        let (db, config, now, touch) = (self.db, self.env.config, self.now_ms, !self.no_touch);
         let shard = self.shard(key);
         if let Some(e) = shard.dbs[db].keys.get_mut_hashed(key.bytes(), key.hash()) {
-            e.lru = evict::touched(config, e.lru, now);
+            if touch {
+                e.lru = evict::touched(config, e.lru, now);
+            }
             if read {
                 shard.stats.hits += 1;
             }
@@ -853,7 +864,7 @@ impl<'a> Keyspace<'a> {
         self.cow(key);
         self.replica.forget();
         let lfu = self.env.config.maxmemory_policy().is_lfu();
-        let (config, now_ms) = (self.env.config, self.now_ms);
+        let (config, now_ms, touch) = (self.env.config, self.now_ms, !self.no_touch);
         self.signal_replaced(key);
         let (bytes, hash) = (key.bytes(), key.hash());
         let db = self.db_of(key);
@@ -863,7 +874,11 @@ impl<'a> Keyspace<'a> {
                 // An overwritten key keeps its access counter (Redis's
                 // dbSetValue), so a hot key stays hot, counting the write
                 // lookup Redis makes before overwriting as an access.
-                entry.lru = evict::touched(config, old.lru, now_ms);
+                entry.lru = if touch {
+                    evict::touched(config, old.lru, now_ms)
+                } else {
+                    old.lru
+                };
             }
             *old = entry;
             if had_ttl && !has_ttl {

@@ -170,7 +170,12 @@ impl Feed<'_> {
                     // `repl_start_cmd_stream_on_ack`).
                     self.replica.set_state(ReplicaState::Online);
                 }
-                r.ack(self.replica, offset, self.shared.clock.now_ms());
+                // `FACK <offset>` (7.2+): how far its AOF is fsynced.
+                let fack = (req.len() >= 5 && req.get(3).is_some_and(|a| eq_ic(a, "fack")))
+                    .then(|| req.get(4).and_then(crate::util::parse_i64))
+                    .flatten()
+                    .map(|n| n.max(0) as u64);
+                r.ack(self.replica, offset, fack, self.shared.clock.now_ms());
                 let (_, lag) = self.shared.config.min_replicas();
                 r.refresh_good(lag, self.shared.clock.now_ms());
             }

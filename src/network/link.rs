@@ -216,10 +216,68 @@ impl Conn {
     }
 }
 
-/// `REPLCONF ACK <offset>`.
-async fn send_ack(conn: &mut Conn, offset: u64) -> Step<()> {
+/// `REPLCONF ACK <offset> [FACK <aof-offset>]` (FACK while the AOF is on,
+/// as Redis 7.2's `replicationSendAck`).
+async fn send_ack(conn: &mut Conn, offset: u64, fack: Option<u64>) -> Step<()> {
     let offset = offset.to_string();
-    conn.send(&[b"REPLCONF", b"ACK", offset.as_bytes()]).await
+    match fack {
+        Some(f) => {
+            let f = f.to_string();
+            conn.send(&[
+                b"REPLCONF",
+                b"ACK",
+                offset.as_bytes(),
+                b"FACK",
+                f.as_bytes(),
+            ])
+            .await
+        }
+        None => conn.send(&[b"REPLCONF", b"ACK", offset.as_bytes()]).await,
+    }
+}
+
+/// How far this replica's AOF has fsynced the primary's stream (Redis's
+/// `fsynced_reploff`), for its ACKs' FACK: pairs of (AOF bytes fed, stream
+/// offset) taken as the stream is applied; the offset of the last pair
+/// whose bytes are durable is acknowledged.
+#[derive(Default)]
+struct FsyncMarks {
+    marks: std::collections::VecDeque<(u64, u64)>,
+    acked: u64,
+}
+
+impl FsyncMarks {
+    /// Bounds the pairs kept; past it the newest pair moves forward, which
+    /// only acknowledges later, never wrongly.
+    const MAX: usize = 1024;
+
+    /// The stream is applied up to `offset`, its writes fed to the AOF.
+    fn mark(&mut self, aof: &crate::aof::Aof, offset: u64) {
+        let fed = aof.fed_position();
+        let full = self.marks.len() >= Self::MAX;
+        match self.marks.back_mut() {
+            Some(last) if last.1 == offset => {}
+            Some(last) if full => *last = (fed, offset),
+            _ => self.marks.push_back((fed, offset)),
+        }
+    }
+
+    /// The FACK to send with an ACK at `offset`, None while the AOF is off.
+    fn fack(&mut self, aof: &crate::aof::Aof, offset: u64) -> Option<u64> {
+        if !aof.on() {
+            self.marks.clear();
+            return None;
+        }
+        self.mark(aof, offset);
+        while let Some(&(fed, off)) = self.marks.front() {
+            if !aof.fsynced(fed) {
+                break;
+            }
+            self.acked = self.acked.max(off);
+            self.marks.pop_front();
+        }
+        Some(self.acked)
+    }
 }
 
 /// How the primary answered PSYNC.
@@ -1028,8 +1086,10 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
     r.link_down_since.store(0, Relaxed);
     r.read_offset.store(r.offset(), Relaxed);
     r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
+    let mut marks = FsyncMarks::default();
     // The first ACK at once: a diskless primary waits for it to stream.
-    if send_ack(&mut conn, r.offset()).await.is_err() {
+    let fack = marks.fack(&shared.aof, r.offset());
+    if send_ack(&mut conn, r.offset(), fack).await.is_err() {
         return;
     }
     let mut parser = Parser::new(i64::MAX);
@@ -1094,13 +1154,20 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
                 parser.discard(fed);
                 conn.buf.advance(fed);
                 fed = 0;
-                if send_ack(&mut conn, offset).await.is_err() {
+                let fack = marks.fack(&shared.aof, offset);
+                if send_ack(&mut conn, offset, fack).await.is_err() {
                     return;
                 }
             }
         }
         parser.discard(fed);
         conn.buf.advance(fed);
+        // The batch is in the AOF, fsynced under `appendfsync always` (as
+        // Redis's beforeSleep writes what its master client applied).
+        shared.aof.before_reply(&shared.config).await;
+        if shared.aof.on() {
+            marks.mark(&shared.aof, r.offset());
+        }
         // What the batch read of client batches whose replies have not
         // left comes first (it may answer nobody, but what it delivers
         // must not overtake those replies), then its own gate opens.
@@ -1137,7 +1204,8 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
                     tracing::warn!("MASTER timeout: no data nor PING received...");
                     return;
                 }
-                if send_ack(&mut conn, r.offset()).await.is_err() {
+                let fack = marks.fack(&shared.aof, r.offset());
+                if send_ack(&mut conn, r.offset(), fack).await.is_err() {
                     return;
                 }
             }

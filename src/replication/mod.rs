@@ -83,6 +83,9 @@ pub(crate) struct Replica {
     state: AtomicU8,
     /// The offset its last `REPLCONF ACK` reported.
     pub(crate) ack_offset: AtomicU64,
+    /// The offset up to which its last `REPLCONF ACK … FACK` said its AOF
+    /// is fsynced (Redis's `repl_aof_off`): what WAITAOF counts.
+    pub(crate) aof_offset: AtomicU64,
     /// When that ACK arrived (ms, the server's clock).
     pub(crate) ack_time_ms: AtomicU64,
     /// The next offset its writer will take from the backlog: everything
@@ -167,6 +170,9 @@ pub(crate) struct Replication {
     offset: AtomicU64,
     /// Woken when a replica's ACK arrived (WAIT).
     pub(crate) acked: Notify,
+    /// Clients blocked in WAIT or WAITAOF (counted in INFO's
+    /// `blocked_clients`, as Redis counts them).
+    pub(crate) waiting: AtomicUsize,
     /// Full resyncs, accepted and refused partial ones (INFO stats).
     pub(crate) sync_full: AtomicU64,
     pub(crate) sync_partial_ok: AtomicU64,
@@ -286,6 +292,7 @@ impl Default for Replication {
             listening: AtomicBool::new(false),
             offset: AtomicU64::new(0),
             acked: Notify::new(),
+            waiting: AtomicUsize::new(0),
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
@@ -510,6 +517,7 @@ impl Replication {
             announced_ip: Mutex::new(capa.ip.clone()),
             state: AtomicU8::new(ReplicaState::WaitBgsave as u8),
             ack_offset: AtomicU64::new(0),
+            aof_offset: AtomicU64::new(0),
             ack_time_ms: AtomicU64::new(0),
             next: AtomicU64::new(u64::MAX),
             capa_eof: capa.eof,
@@ -874,6 +882,17 @@ impl Replication {
             .count()
     }
 
+    /// Replicas whose last FACK covers `offset` (Redis's
+    /// `replicationCountAOFAcksByOffset`).
+    pub(crate) fn aof_acked_count(&self, offset: u64) -> usize {
+        self.inner
+            .lock()
+            .replicas
+            .iter()
+            .filter(|r| r.state() == ReplicaState::Online && r.aof_offset.load(Relaxed) >= offset)
+            .count()
+    }
+
     /// Recounts the good replicas (Redis's `refreshGoodSlavesCount`).
     pub(crate) fn refresh_good(&self, max_lag_secs: usize, now_ms: u64) {
         let good = self
@@ -1088,10 +1107,13 @@ impl Replication {
             .cloned()
     }
 
-    /// A replica's `REPLCONF ACK offset`.
-    pub(crate) fn ack(&self, replica: &Replica, offset: u64, now_ms: u64) {
+    /// A replica's `REPLCONF ACK offset [FACK aof-offset]`.
+    pub(crate) fn ack(&self, replica: &Replica, offset: u64, fack: Option<u64>, now_ms: u64) {
         if offset > replica.ack_offset.load(Relaxed) {
             replica.ack_offset.store(offset, Relaxed);
+        }
+        if let Some(fack) = fack {
+            replica.aof_offset.fetch_max(fack, Relaxed);
         }
         replica.ack_time_ms.store(now_ms, Relaxed);
         self.acked.notify_waiters();

@@ -1,19 +1,14 @@
-//! COMMAND INFO metadata for the commands zwindow has from Redis releases
-//! after 7.0 (so absent from the generated [`meta`](super::meta), which is
-//! Redis 7.0.15's): Redis 7.4's hash field TTL commands and Redis 8.0's
-//! HGETEX, HSETEX and HGETDEL, transcribed from Redis 8.0.2's
-//! `src/commands/*.json` (ACL categories in the order redis-server 8.0
-//! prints them; tips lowercased). Sorted by name; `tests/hash_ttl.rs`
-//! compares the COMMAND INFO entries with redis-server 8.0's.
-//!
-//! Also Garnet's sorted-set member TTL commands (ZEXPIRE … ZPERSIST,
-//! ZCOLLECT), which no Redis has: described as Redis would describe them,
-//! in the `sorted-set` group with ZADD's categories for the writers and
-//! ZSCORE's for the readers, key specs as their HEXPIRE/HTTL twins.
-//!
-//! And Redis 8.12's set member TTL commands (SADDEX, SEXPIRE … SPERSIST),
-//! as redis.io's pages give them (arity, flags, categories, key specs;
-//! the readers' tips as HTTL's).
+//! COMMAND INFO metadata for the commands zwindow has that the generated
+//! [`meta`](super::meta) (Redis 8.0.2's) lacks: Garnet's sorted-set member
+//! TTL commands (ZEXPIRE … ZPERSIST, ZCOLLECT), which no Redis has,
+//! described as Redis would describe them, in the `sorted-set` group with
+//! ZADD's categories for the writers and ZSCORE's for the readers, key
+//! specs as their HEXPIRE/HTTL twins (ACL categories in Redis's order;
+//! tips lowercased). Commands of Redis releases after 8.0 go here too,
+//! transcribed from their command JSON or, where no binary or JSON is
+//! at hand, from redis.io's pages: Redis 8.12's set member TTL commands
+//! (SADDEX, SEXPIRE … SPERSIST: arity, flags, categories, key specs; the
+//! readers' tips as HTTL's). Sorted by name.
 
 use super::metadata::{Begin as B, Find as F, KeySpec, Meta, ks::*};
 
@@ -48,57 +43,12 @@ macro_rules! meta {
 
 const W: &[&str] = &["write", "fast"];
 const R: &[&str] = &["readonly", "fast"];
-const WCAT: &[&str] = &["@write", "@hash", "@fast"];
-const RCAT: &[&str] = &["@read", "@hash", "@fast"];
 const ZWCAT: &[&str] = &["@write", "@sortedset", "@fast"];
 const ZRCAT: &[&str] = &["@read", "@sortedset", "@fast"];
 const SWCAT: &[&str] = &["@write", "@set", "@fast"];
 const SRCAT: &[&str] = &["@read", "@set", "@fast"];
 
 pub(crate) static META_LATER: &[Meta] = &[
-    meta!("hexpire", -6, W, WCAT, &[], one(RW | UPDATE, None)),
-    meta!("hexpireat", -6, W, WCAT, &[], one(RW | UPDATE, None)),
-    meta!("hexpiretime", -5, R, RCAT, &[], one(RO | ACCESS, None)),
-    meta!("hgetdel", -5, W, WCAT, &[], one(RW | ACCESS | DELETE, None)),
-    meta!(
-        "hgetex",
-        -5,
-        W,
-        WCAT,
-        &[],
-        one(
-            RW | ACCESS | UPDATE,
-            Some("RW and UPDATE because it changes the TTL")
-        )
-    ),
-    meta!("hpersist", -5, W, WCAT, &[], one(RW | UPDATE, None)),
-    meta!("hpexpire", -6, W, WCAT, &[], one(RW | UPDATE, None)),
-    meta!("hpexpireat", -6, W, WCAT, &[], one(RW | UPDATE, None)),
-    meta!("hpexpiretime", -5, R, RCAT, &[], one(RO | ACCESS, None)),
-    meta!(
-        "hpttl",
-        -5,
-        R,
-        RCAT,
-        &["nondeterministic_output"],
-        one(RO | ACCESS, None)
-    ),
-    meta!(
-        "hsetex",
-        -6,
-        &["write", "denyoom", "fast"],
-        &["@write", "@hash", "@fast"],
-        &[],
-        one(RW | UPDATE, None)
-    ),
-    meta!(
-        "httl",
-        -5,
-        R,
-        RCAT,
-        &["nondeterministic_output"],
-        one(RO | ACCESS, None)
-    ),
     meta!(
         "saddex",
         -5,

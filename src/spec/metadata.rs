@@ -1,9 +1,10 @@
 //! Redis's own metadata for the commands it shares with zwindow: what
-//! redis-server 7.0.15 reports about a command beyond its name, arity and
+//! redis-server 8.0.2 reports about a command beyond its name, arity and
 //! flags ([`Meta`]: ACL categories, command tips, key specs, the legacy
 //! first/last/step range), one per command and subcommand in the generated
-//! [`meta`](super::meta) (and [`meta_later`](super::meta_later) for newer
-//! commands); the ACL categories of zwindow's own commands; and finding an
+//! [`meta`](super::meta) (and [`meta_later`](super::meta_later) for what
+//! it lacks: zwindow's sorted-set member TTLs, later Redis commands); the
+//! ACL categories of zwindow's own commands; and finding an
 //! invocation's keys from the key specs, or Redis's getkeys procs where
 //! they cannot (db.c). `COMMAND INFO/GETKEYS/LIST` print it; ACL rules
 //! check keys and categories with it.
@@ -12,7 +13,7 @@ use super::Command;
 use super::flags::*;
 use crate::util::{eq_ic, parse_i64};
 
-/// What redis-server 7.0.15 reports about one of its commands beyond its
+/// What redis-server 8.0.2 reports about one of its commands beyond its
 /// name, arity and flags; [`meta::META`](super::meta::META) holds one per
 /// command and subcommand, generated from Redis's own command JSON files.
 pub(crate) struct Meta {
@@ -160,7 +161,7 @@ pub(crate) fn meta_of(c: &Command, parent: Option<&Command>) -> Option<&'static 
             .ok()
             .map(|i| &meta[i])
     };
-    // Redis 7.0's, else the newer Redis's for commands 7.0 lacks.
+    // Redis 8.0's, else zwindow's own or a newer Redis's (meta_later).
     find(meta).or_else(|| find(super::meta_later::META_LATER))
 }
 
@@ -506,6 +507,19 @@ mod tests {
                 "{} ≥ {}",
                 w[0].name,
                 w[1].name
+            );
+        }
+    }
+
+    /// meta_later only holds what the generated metadata lacks (it would
+    /// never be read otherwise).
+    #[test]
+    fn meta_later_is_not_in_meta() {
+        for m in super::super::meta_later::META_LATER {
+            assert!(
+                META.iter().all(|g| g.name != m.name),
+                "{} is in the generated metadata",
+                m.name
             );
         }
     }
