@@ -71,12 +71,12 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("zlexcount", 4, READONLY | FAST, Keys::ONE, &(zlexcount as Handler))
         .doc(G, "2.8.9", "O(log(N)) with N being the number of elements in the sorted set.", "Returns the number of members in a sorted set within a lexicographical range.")
         .syntax("key min max"),
-    Command::new("zrank", 3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
+    Command::new("zrank", -3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
         .doc(G, "2.0.0", "O(log(N))", "Returns the index of a member in a sorted set ordered by ascending scores.")
-        .syntax("key member"),
-    Command::new("zrevrank", 3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
+        .syntax("key member [WITHSCORE]"),
+    Command::new("zrevrank", -3, READONLY | FAST, Keys::ONE, &(zrank as Handler))
         .doc(G, "2.0.0", "O(log(N))", "Returns the index of a member in a sorted set ordered by descending scores.")
-        .syntax("key member"),
+        .syntax("key member [WITHSCORE]"),
     Command::new("zrange", -4, READONLY, Keys::ONE, &(zrange as Handler))
         .doc(G, "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.", "Returns members in a sorted set within a range of indexes.")
         .syntax("key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]"),
@@ -530,11 +530,32 @@ fn zlexcount(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// ```text
+/// ZRANK key member [WITHSCORE]
+/// ```
+/// With WITHSCORE (Redis 7.2) the reply is `[rank, score]`, and a missing
+/// key or member answers a null array rather than a null bulk.
 fn zrank(ctx: &mut Ctx) -> CmdResult {
     let reverse = ctx.cmd.name == "zrevrank";
+    if ctx.args.len() > 4 {
+        return Err(Error::Owned(format!(
+            "ERR wrong number of arguments for '{}' command",
+            ctx.cmd.name
+        )));
+    }
+    let with_score = ctx.args.len() == 4;
+    if with_score && !ctx.args.get(3).eq_ignore_ascii_case(b"withscore") {
+        return Err(Error::Syntax);
+    }
     let key = ctx.key(1);
     match zset_read(ctx.ks, key)?.and_then(|z| z.rank(ctx.args.get(2), reverse)) {
+        Some((r, s)) if with_score => {
+            ctx.out.array(2);
+            ctx.out.int(r as i64);
+            ctx.out.double(s);
+        }
         Some((r, _)) => ctx.out.int(r as i64),
+        None if with_score => ctx.out.null_array(),
         None => ctx.out.null(),
     }
     Ok(Done)
