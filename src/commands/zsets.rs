@@ -1473,6 +1473,9 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     let mut i = 3;
     while i < argc {
         let a = ctx.args.get(i);
+        if eq_ic(a, "novalues") {
+            return Err(super::hashes::NOVALUES_ONLY_HSCAN);
+        }
         if eq_ic(a, "count") && i + 1 < argc {
             let n = int_arg(ctx.args.get(i + 1))?;
             if n < 1 {
