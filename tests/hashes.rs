@@ -602,7 +602,12 @@ fn hscan_novalues_against_redis8() {
             p.check_str(&format!("HSET big f{i} v{i}"));
         }
         p.check_str("OBJECT ENCODING big");
-        for (count, opts) in [(1, "NOVALUES"), (7, "NOVALUES MATCH f1*"), (10, ""), (3, "")] {
+        for (count, opts) in [
+            (1, "NOVALUES"),
+            (7, "NOVALUES MATCH f1*"),
+            (10, ""),
+            (3, ""),
+        ] {
             let mut cursor = "0".to_string();
             for round in 0.. {
                 assert!(round < 2000, "HSCAN does not terminate");

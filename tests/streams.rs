@@ -1,10 +1,11 @@
-//! Differential tests of the stream commands against redis-server 7.0.15:
+//! Differential tests of the stream commands against redis-server 8.0:
 //! scripted edge cases and errors, a seeded random command stream with
 //! explicit IDs (RESP2 and RESP3, small and default node sizes), consumer
 //! groups and claims, XINFO, and blocking XREAD/XREADGROUP.
 //!
 //! Only time-dependent fields are masked, by name: XPENDING's idle time,
-//! XINFO CONSUMERS' `idle`, and XINFO STREAM FULL's `seen-time` and
+//! XINFO CONSUMERS' `idle` and `inactive`, and XINFO STREAM FULL's
+//! `seen-time`, `active-time` (when set) and
 //! delivery times (any integer that is a millisecond timestamp). Claims use
 //! min-idle times of 0 or an hour, so which entries qualify never depends
 //! on timing.
@@ -15,6 +16,16 @@ use std::time::Duration;
 use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+/// An idle or inactive time: any duration reads 0; `inactive`'s -1 (never
+/// active) stays.
+fn mask_idle(x: &mut Reply) {
+    if let Reply::Int(i) = x
+        && *i >= 0
+    {
+        *i = 0;
+    }
+}
 
 /// Replaces time-dependent integers with 0.
 fn mask(r: &mut Reply, cmd: &str) {
@@ -33,16 +44,16 @@ fn mask(r: &mut Reply, cmd: &str) {
                 let mut idle_next = false;
                 for x in a.iter_mut() {
                     if idle_next {
-                        *x = Reply::Int(0);
+                        mask_idle(x);
                     }
-                    idle_next = matches!(x, Reply::Bulk(b) if b == b"idle");
+                    idle_next = matches!(x, Reply::Bulk(b) if b == b"idle" || b == b"inactive");
                     walk(x, cmd);
                 }
             }
             Reply::Map(m) => {
                 for (k, v) in m.iter_mut() {
-                    if matches!(k, Reply::Bulk(b) if b == b"idle") {
-                        *v = Reply::Int(0);
+                    if matches!(k, Reply::Bulk(b) if b == b"idle" || b == b"inactive") {
+                        mask_idle(v);
                     }
                     walk(v, cmd);
                 }
@@ -83,7 +94,7 @@ fn check_masked_str(p: &mut Pair, line: &str) -> Vec<u8> {
 
 #[test]
 fn scripted_edge_cases() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     for resp3 in [false, true] {
         let mut p = s.pair();
         if resp3 {
@@ -318,7 +329,7 @@ fn scripted_edge_cases() {
 
 #[test]
 fn node_layout_and_approximate_trimming() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     let mut p = s.pair();
     // Small nodes so approximate trims remove whole nodes often.
     for (entries, bytes) in [("100", "4096"), ("7", "4096"), ("0", "200"), ("3", "0")] {
@@ -648,7 +659,8 @@ impl Gen {
 }
 
 fn run(seed: u64, resp3: bool, node_entries: u32, commands: usize) {
-    let (_s, mut p) = start_pair();
+    let _s = Servers::start_redis8(&[]);
+    let mut p = _s.pair();
     if resp3 {
         p.both_str("HELLO 3");
     }
@@ -753,7 +765,7 @@ fn woken(p: &mut Pair, what: &str) -> Vec<u8> {
 
 #[test]
 fn blocking_xread_and_xreadgroup() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     for resp3 in [false, true] {
         let mut c = s.pair();
         let mut w = s.pair();
@@ -795,6 +807,24 @@ fn blocking_xread_and_xreadgroup() {
         c.check_str("XADD s 4-1 d 4");
         woken(&mut w, "XREAD after the key came back");
 
+        // `+` waits on a missing or emptied stream and, when data comes,
+        // means the last entry then (Redis 7.4).
+        block(&mut w, "XREAD BLOCK 0 STREAMS plus +");
+        c.check_str("XADD plus 1-1 a 1");
+        woken(&mut w, "XREAD + served by XADD");
+        c.check_str("XDEL plus 1-1");
+        block(&mut w, "XREAD COUNT 3 BLOCK 0 STREAMS plus s + 999-0");
+        c.check_str("MULTI");
+        c.check_str("XADD plus 2-1 b 2");
+        c.check_str("XADD plus 3-1 c 3");
+        c.check_str("EXEC");
+        woken(&mut w, "XREAD + after two entries: the last one");
+        send_both(&mut w, "XREAD BLOCK 0 STREAMS plus +");
+        woken(
+            &mut w,
+            "XREAD BLOCK + on a non-empty stream answers at once",
+        );
+
         // A timeout answers the null array.
         send_both(&mut w, "XREAD BLOCK 100 STREAMS s $");
         woken(&mut w, "timeout");
@@ -812,15 +842,18 @@ fn blocking_xread_and_xreadgroup() {
         c.check_str("XADD s 6-1 f 6");
         c.check_str("XDEL s 6-1");
         c.check_str("EXEC");
-        // Redis 7.0 serves a blocked reader as soon as the stream's last ID
-        // passes its own, so this answers an empty entry list.
-        woken(&mut w, "XADD + XDEL");
+        // Redis 7.2+ re-runs the blocked command, which finds nothing live
+        // and waits on (7.0 answered an empty entry list).
+        still_blocked(&mut w, "XADD + XDEL must not wake XREADGROUP");
+        c.check_str("XADD s 7-1 g 7");
+        woken(&mut w, "XADD after XADD + XDEL");
         // Group destroyed: NOGROUP.
         block(&mut w, "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >");
         c.check_str("XGROUP DESTROY s g");
         woken(&mut w, "group destroyed");
 
-        // Key deleted, retyped, flushed: UNBLOCKED errors.
+        // Key deleted, retyped, flushed: the re-run command's NOGROUP or
+        // WRONGTYPE error (7.0 answered UNBLOCKED).
         for how in ["DEL s", "SET s x", "FLUSHALL"] {
             c.check_str("DEL s");
             c.check_str("XADD s 1-1 a 1");
@@ -883,5 +916,133 @@ fn many_seeds() {
     for seed in a..b {
         eprintln!("seed {seed}");
         run(seed, seed % 2 == 1, [2, 5, 100][(seed % 3) as usize], 3000);
+    }
+}
+
+/// Redis 7.2-8.0 stream changes: XREAD's `+` (the last entry), the error
+/// texts around it, and the consumers' two clocks: `seen-time` (every
+/// XREADGROUP, XCLAIM, XAUTOCLAIM, served or not, creating the consumer)
+/// and `active-time` / `inactive` (-1 until an entry is delivered to or
+/// claimed by it; NOACK and history reads do not count).
+#[test]
+fn xread_last_entry_and_consumer_clocks() {
+    let s = Servers::start_redis8(&[]);
+    for resp3 in [false, true] {
+        let mut p = s.pair();
+        if resp3 {
+            p.both_str("HELLO 3");
+        }
+        for line in [
+            "FLUSHALL",
+            "XREAD STREAMS s +",
+            "XREAD COUNT 2 STREAMS s +",
+            "XADD s 0-1 a 0",
+            "XREAD STREAMS s +",
+            "XADD s 1-1 a 1",
+            "XADD s 2-1 b 2",
+            "XADD s 3-1 c 3",
+            "XREAD STREAMS s +",
+            "XREAD COUNT 10 STREAMS s +",
+            "XREAD STREAMS s t + +",
+            "XADD t 5-5 x y",
+            "XREAD STREAMS s t + 0",
+            "XREAD STREAMS t s $ +",
+            "XDEL s 3-1",
+            "XREAD STREAMS s +",
+            "XDEL s 0-1 1-1 2-1",
+            "XLEN s",
+            "XREAD STREAMS s +",
+            "XREAD STREAMS s",
+            "XREAD STREAMS s t +",
+            "XREAD COUNT 1 STREAMS",
+            "XREADGROUP GROUP g c STREAMS s",
+            "XREADGROUP GROUP g c STREAMS s t >",
+            "XGROUP CREATE s g 0",
+            "XREADGROUP GROUP g c STREAMS s +",
+            "XREADGROUP GROUP g c STREAMS s $",
+            "SET str x",
+            "XREAD STREAMS str +",
+            "FLUSHALL",
+            "XADD s 1-1 a 1",
+            "XADD s 2-1 b 2",
+            "XGROUP CREATE s g $",
+            "XGROUP CREATECONSUMER s g made",
+            // Nothing to serve: created anyway, never active.
+            "XREADGROUP GROUP g idle STREAMS s >",
+            "XINFO CONSUMERS s g",
+            "XADD s 3-1 c 3",
+            "XREADGROUP GROUP g reader COUNT 1 STREAMS s >",
+            "XREADGROUP GROUP g quiet NOACK STREAMS s >",
+            "XREADGROUP GROUP g history STREAMS s 0",
+            "XINFO CONSUMERS s g",
+            "XINFO STREAM s FULL",
+            // Claims create the consumer up front; only a claim activates.
+            "XCLAIM s g claimer 3600000 3-1",
+            "XCLAIM s g claimer2 0 3-1",
+            "XAUTOCLAIM s g auto 3600000 0",
+            "XAUTOCLAIM s g auto2 0 0",
+            "XCLAIM s g nosuchentry 0 9-9",
+            "XINFO CONSUMERS s g",
+            "XINFO STREAM s FULL",
+            "XINFO GROUPS s",
+            "XPENDING s g - + 10 made",
+            "XINFO CONSUMERS s g",
+            "XINFO CONSUMERS s nogroup",
+            "XINFO CONSUMERS s",
+            "XINFO CONSUMERS s g extra",
+            "XINFO HELP",
+            "XINFO HELP extra",
+            "XINFO STREAM",
+            "XINFO GROUPS s extra",
+        ] {
+            check_masked_str(&mut p, line);
+        }
+    }
+}
+
+/// The group lag and read counter rules of Redis 7.2+ around tombstones:
+/// emptied streams, groups behind the first entry, deletions ahead of the
+/// group and behind it.
+#[test]
+fn group_lag_with_tombstones() {
+    let s = Servers::start_redis8(&[]);
+    let mut p = s.pair();
+    for line in [
+        "XADD x 1-0 data a",
+        "XADD x 2-0 data b",
+        "XADD x 3-0 data c",
+        "XADD x 4-0 data d",
+        "XADD x 5-0 data e",
+        "XGROUP CREATE x g1 0",
+        "XGROUP CREATE x g2 0",
+        "XGROUP CREATE x g3 3-0",
+        "XREADGROUP GROUP g2 c COUNT 2 STREAMS x >",
+        "XINFO GROUPS x",
+        "XDEL x 1-0",
+        "XINFO GROUPS x",
+        "XDEL x 4-0",
+        "XINFO GROUPS x",
+        "XREADGROUP GROUP g2 c COUNT 1 STREAMS x >",
+        "XINFO GROUPS x",
+        "XREADGROUP GROUP g1 c STREAMS x >",
+        "XINFO GROUPS x",
+        "XTRIM x MAXLEN 1",
+        "XINFO GROUPS x",
+        "XADD x 6-0 data f",
+        "XINFO GROUPS x",
+        "XREADGROUP GROUP g3 c STREAMS x >",
+        "XINFO GROUPS x",
+        "XDEL x 5-0 6-0",
+        "XINFO GROUPS x",
+        "XADD x 7-0 data g",
+        "XGROUP SETID x g1 0 ENTRIESREAD 0",
+        "XINFO GROUPS x",
+        "XREADGROUP GROUP g1 c STREAMS x >",
+        "XINFO GROUPS x",
+        "XINFO STREAM x",
+        "XSETID x 7-0 ENTRIESADDED 7 MAXDELETEDID 3-0",
+        "XINFO GROUPS x",
+    ] {
+        check_masked_str(&mut p, line);
     }
 }

@@ -33,8 +33,6 @@ use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "stream";
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
-/// Redis's `XREAD_BLOCKED_DEFAULT_COUNT`: a blocked read served without COUNT.
-const BLOCKED_DEFAULT_COUNT: u64 = 1000;
 
 // ---------------------------------------------------------------------------
 // Logging a consumer group's changes.
@@ -44,6 +42,8 @@ const BLOCKED_DEFAULT_COUNT: u64 = 1000;
 struct GroupLog {
     /// None while nothing listens: then no command is built.
     ops: Option<Vec<Vec<Vec<u8>>>>,
+    /// Commands logged so far, built or not (Redis's `propCount`).
+    logged: usize,
     changes: u64,
     /// Whether each logged command counts as a change (XCLAIM,
     /// XAUTOCLAIM), or the caller counts them (XREADGROUP: one per stream
@@ -55,6 +55,7 @@ impl GroupLog {
     fn new(ks: &Keyspace<'_>, per_op: bool) -> GroupLog {
         GroupLog {
             ops: ks.propagating().then(Vec::new),
+            logged: 0,
             changes: 0,
             per_op,
         }
@@ -63,6 +64,7 @@ impl GroupLog {
     /// Logs one command.
     fn op(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
         self.changes += u64::from(self.per_op);
+        self.logged += 1;
         if let Some(ops) = &mut self.ops {
             ops.push(argv());
         }
@@ -845,13 +847,6 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         let more = argc - i - 1;
         let o = args.get(i);
         if eq_ic(o, "BLOCK") && more > 0 {
-            if ctx.client.in_script {
-                let mut m = args.get(0).to_vec();
-                m.extend_from_slice(b" command is not allowed with BLOCK option from scripts");
-                let mut e = b"ERR ".to_vec();
-                e.extend(m);
-                return Err(Error::Raw(e));
-            }
             i += 1;
             let t = parse_i64(args.get(i)).ok_or(Error::Static(
                 "ERR timeout is not an integer or out of range",
@@ -870,10 +865,10 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             streams_at = i + 1;
             let n = argc - streams_at;
             if !n.is_multiple_of(2) {
-                return Err(Error::Owned(if xreadgroup {
-                    "ERR Unbalanced XREADGROUP list of streams: for each stream key an ID or '>' must be specified.".into()
+                return Err(Error::Static(if xreadgroup {
+                    "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified."
                 } else {
-                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.".into()
+                    "ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be specified."
                 }));
             }
             nstreams = n / 2;
@@ -918,11 +913,6 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         if let Some((group, _)) = group_arg {
             let missing = s.as_ref().is_none_or(|s| !s.groups.contains_key(group));
             if missing {
-                if rerun {
-                    return Err(Error::Static(
-                        "NOGROUP the consumer group this client was blocked on no longer exists",
-                    ));
-                }
                 return Err(nogroup_key_xread(key, group));
             }
         }
@@ -933,6 +923,19 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
                 ));
             }
             ids.push(ReadId::After(s.map_or(StreamId::MIN, |s| s.last_id)));
+        } else if id_arg == b"+" {
+            if xreadgroup {
+                return Err(Error::Static(
+                    "ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.",
+                ));
+            }
+            // Just before the last live entry, so that it is served (Redis
+            // 7.4); 0-0 for a missing or empty stream. Not resolved for a
+            // wait: when data comes, `+` means the last entry then.
+            let last = s.filter(|s| !s.is_empty()).map(|s| s.last_live_id());
+            ids.push(ReadId::After(
+                last.map_or(StreamId::MIN, |id| id.decr().unwrap_or(StreamId::MIN)),
+            ));
         } else if id_arg == b">" {
             if !xreadgroup {
                 return Err(Error::Static(
@@ -951,11 +954,6 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             }
         }
     }
-    let count = if rerun && count == 0 {
-        BLOCKED_DEFAULT_COUNT
-    } else {
-        count
-    };
     let now = ctx.ks.now_ms;
     let resp3 = ctx.out.resp3;
     let mut served = 0usize;
@@ -974,37 +972,36 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         let mut created = false;
         let (start, history) = match (group_arg, *rid) {
             (Some((gname, cname)), rid) => {
-                // A waiter being served compares with the last ID ever
-                // added, as Redis's blocked-client path does (so entries
-                // added then deleted serve it an empty reply).
-                let last_valid = if rerun { s.last_id } else { s.last_live_id() };
-                let nonempty = rerun || !s.is_empty();
+                // A waiter being served re-runs the command, as Redis 7.2+
+                // does: it is served only what is live.
+                let last_valid = s.last_live_id();
+                let nonempty = !s.is_empty();
                 let Some(g) = s.groups.get_mut(gname) else {
                     continue;
                 };
+                // Redis 7.2+ creates the consumer and marks it seen on
+                // every attempt, served or not.
+                created = g.create_consumer(cname, now);
+                if let Some(c) = g.consumers.get_mut(cname) {
+                    c.seen_time = now;
+                }
                 let serve = match rid {
                     ReadId::After(id) => Some((id, true)),
                     ReadId::New => {
                         (nonempty && last_valid > g.last_id).then_some((g.last_id, false))
                     }
                 };
-                // Redis creates (and refreshes) the consumer only when it
-                // serves it something.
-                let Some(serve) = serve else {
-                    continue;
-                };
-                created = g.create_consumer(cname, now);
-                if let Some(c) = g.consumers.get_mut(cname) {
-                    c.seen_time = now;
+                match serve {
+                    Some(serve) => serve,
+                    None => {
+                        let mark = log.len();
+                        note_consumer(ctx.ks, &mut log, key, (gname, cname), created, noack, mark);
+                        continue;
+                    }
                 }
-                serve
             }
             (None, ReadId::After(id)) => {
-                let newer = if rerun {
-                    s.last_id > id
-                } else {
-                    !s.is_empty() && s.last_live_id() > id
-                };
+                let newer = !s.is_empty() && s.last_live_id() > id;
                 if !newer {
                     continue;
                 }
@@ -1021,6 +1018,7 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         }
         ctx.out.bulk(key);
         let mark = log.len();
+        let logged = log.logged;
         match (group_arg, start.incr()) {
             (_, None) => ctx.out.array(0),
             (None, Some(start)) => {
@@ -1044,17 +1042,11 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             }
         }
         if let Some((gname, cname)) = group_arg {
-            // A claim logged for the consumer creates it on replay; with
-            // none (NOACK, or nothing delivered) it is logged itself.
-            if created && (noack || log.len() == mark) {
-                log.insert(mark, || {
-                    crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
-                });
+            // Redis counts a change per stream that logged anything.
+            if log.logged > logged {
+                log.changes += 1;
             }
-            log.changes += 1;
-        }
-        if created {
-            ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
+            note_consumer(ctx.ks, &mut log, key, (gname, cname), created, noack, mark);
         }
         // A waiter is served once per ready key, from its first mention
         // (Redis keeps one wait per key).
@@ -1109,8 +1101,35 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         kind: "stream",
         timeout: (timeout > 0).then(|| Duration::from_millis(timeout as u64)),
         rerun: rerun_args,
-        on_gone: xreadgroup.then_some("UNBLOCKED the stream key no longer exists"),
+        unblock_on_nokey: xreadgroup,
     }))
+}
+
+/// A consumer XREADGROUP created (Redis's `streamCreateConsumer`): the
+/// event and a change. A claim logged for it creates it on replay; with
+/// none (NOACK, a history read, nothing to serve) it is logged itself,
+/// ahead of what was logged since `mark`. Redis 8.0 logs it under NOACK
+/// only, so its replicas and AOF lose a consumer that a history read or an
+/// unserved read created; zwindow keeps it.
+fn note_consumer(
+    ks: &mut Keyspace<'_>,
+    log: &mut GroupLog,
+    key: &[u8],
+    (gname, cname): (&[u8], &[u8]),
+    created: bool,
+    noack: bool,
+    mark: usize,
+) {
+    if !created {
+        return;
+    }
+    ks.notify(notify::STREAM, "xgroup-createconsumer", key);
+    log.changes += 1;
+    if noack || log.len() == mark {
+        log.insert(mark, || {
+            crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
+        });
+    }
 }
 
 fn nogroup_key_xread(key: &[u8], group: &[u8]) -> Error {
@@ -1155,8 +1174,14 @@ fn deliver_new(
     });
     out.fill_array(at, ids.len());
     let mut moved = false;
+    let first = s.first_id();
     for id in ids {
-        let tomb = s.range_has_tombstones(Some(id), None);
+        let Some(last) = s.groups.get(read.gname).map(|g| g.last_id) else {
+            return;
+        };
+        // Redis 7.2+: the counter stays exact only if the group was not
+        // behind the first entry and no tombstone lies after its last ID.
+        let exact = last >= first && !s.range_has_tombstones(Some(last), None);
         let estimate = if s.entries_added > 0 {
             Some(s.estimate_distance(id))
         } else {
@@ -1166,7 +1191,7 @@ fn deliver_new(
             return;
         };
         if id > g.last_id {
-            if g.entries_read != INVALID_ENTRIES_READ && !tomb {
+            if g.entries_read != INVALID_ENTRIES_READ && exact {
                 g.entries_read += 1;
             } else if let Some(e) = estimate {
                 g.entries_read = e;
@@ -1176,6 +1201,9 @@ fn deliver_new(
         }
         if !noack {
             claim_to(g, id, read.cname, read.now, 1);
+            if let Some(c) = g.consumers.get_mut(read.cname) {
+                c.active_time = read.now as i64;
+            }
             if let Some(n) = g.pel.get(&id) {
                 log.op(|| xclaim_argv(read.key, read.gname, id, n, g.last_id));
             }
@@ -1440,7 +1468,7 @@ fn xgroup_help(ctx: &mut Ctx) -> CmdResult {
             "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
             "    Set the current group ID and entries_read counter.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ],
     );
     Ok(Done)
@@ -1631,7 +1659,7 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
     let Some(s) = stream_mut(ctx.ks, key)? else {
         return Ok(Done);
     };
-    let mut created = false;
+    let created: bool;
     let mut replies: Vec<(StreamId, bool)> = Vec::new();
     {
         let exists: Vec<bool> = ids.iter().map(|id| s.get(*id).is_some()).collect();
@@ -1641,6 +1669,12 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
         let advanced = last_id > g.last_id;
         if advanced {
             g.last_id = last_id;
+        }
+        // Redis 7.2+: the consumer is created and marked seen up front,
+        // whether or not anything is claimed.
+        created = g.create_consumer(cname, now as u64);
+        if let Some(c) = g.consumers.get_mut(cname) {
+            c.seen_time = now as u64;
         }
         for (id, exists) in ids.iter().copied().zip(exists) {
             if !exists {
@@ -1660,7 +1694,6 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
             {
                 continue;
             }
-            created |= g.create_consumer(cname, now as u64);
             // A NACK that FORCE creates starts at one delivery, to which the
             // claim then adds one, as Redis's `streamCreateNACK` does.
             let prev = g.pel.get(&id).map_or(1, |n| n.delivery_count);
@@ -1672,6 +1705,9 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
                 prev
             };
             claim_to(g, id, cname, delivery, count);
+            if let Some(c) = g.consumers.get_mut(cname) {
+                c.active_time = now;
+            }
             if let Some(n) = g.pel.get(&id) {
                 log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
             }
@@ -1682,6 +1718,7 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
             log.op(|| setid_argv(key, gname, g));
         }
     }
+    let none_claimed = replies.is_empty();
     ctx.out.array(replies.len());
     for (id, justid) in replies {
         if justid {
@@ -1694,6 +1731,14 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
     }
     if created {
         ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
+        log.changes += 1;
+        // A claim creates it on replay; with none it is logged itself
+        // (Redis 8.0 logs nothing and its replicas lack the consumer).
+        if none_claimed {
+            log.insert(0, || {
+                crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
+            });
+        }
     }
     log.finish(ctx);
     Ok(Done)
@@ -1750,6 +1795,13 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
     let mut claimed = Vec::new();
     let mut deleted = Vec::new();
     let mut created = false;
+    if let Some(g) = s.groups.get_mut(gname) {
+        // As XCLAIM: created and marked seen up front.
+        created = g.create_consumer(cname, now);
+        if let Some(c) = g.consumers.get_mut(cname) {
+            c.seen_time = now;
+        }
+    }
     let mut cursor = start;
     let mut next = None;
     loop {
@@ -1792,8 +1844,10 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
         if minidle != 0 && (now as i64 - delivered as i64) < minidle {
             continue;
         }
-        created |= g.create_consumer(cname, now);
         claim_to(g, id, cname, now, if justid { prev } else { prev + 1 });
+        if let Some(c) = g.consumers.get_mut(cname) {
+            c.active_time = now as i64;
+        }
         if let Some(n) = g.pel.get(&id) {
             log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
         }
@@ -1803,6 +1857,7 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
             break;
         }
     }
+    let none_claimed = claimed.is_empty();
     ctx.out.array(3);
     reply_id(ctx.out, next.unwrap_or(StreamId::MIN));
     ctx.out.array(claimed.len());
@@ -1821,6 +1876,14 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
     }
     if created {
         ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
+        log.changes += 1;
+        // A claim creates it on replay; with none it is logged itself
+        // (Redis 8.0 logs nothing and its replicas lack the consumer).
+        if none_claimed {
+            log.insert(0, || {
+                crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
+            });
+        }
     }
     log.finish(ctx);
     Ok(Done)
@@ -1857,13 +1920,15 @@ fn xinfo_consumers(ctx: &mut Ctx) -> CmdResult {
     };
     ctx.out.array(g.consumers.len());
     for (name, c) in &g.consumers {
-        ctx.out.map(3);
+        ctx.out.map(4);
         ctx.out.bulk(b"name");
         ctx.out.bulk(name);
         ctx.out.bulk(b"pending");
         ctx.out.int(c.pel.len() as i64);
         ctx.out.bulk(b"idle");
         ctx.out.int((now - c.seen_time as i64).max(0));
+        ctx.out.bulk(b"inactive");
+        ctx.out.int(c.inactive(now));
     }
     Ok(Done)
 }
@@ -2014,11 +2079,13 @@ fn xinfo_stream(ctx: &mut Ctx) -> CmdResult {
         out.bulk(b"consumers");
         out.array(g.consumers.len());
         for (cname, c) in &g.consumers {
-            out.map(4);
+            out.map(5);
             out.bulk(b"name");
             out.bulk(cname);
             out.bulk(b"seen-time");
             out.int(c.seen_time as i64);
+            out.bulk(b"active-time");
+            out.int(c.active_time);
             out.bulk(b"pel-count");
             out.int(c.pel.len() as i64);
             out.bulk(b"pending");
@@ -2051,7 +2118,7 @@ fn xinfo_help(ctx: &mut Ctx) -> CmdResult {
             "STREAM <key> [FULL [COUNT <count>]",
             "    Show information about the stream.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ],
     );
     Ok(Done)

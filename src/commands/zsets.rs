@@ -980,7 +980,7 @@ fn blocking_zpop(
         timeout,
         kind: "zset",
         rerun: None,
-        on_gone: None,
+        unblock_on_nokey: false,
     }))
 }
 

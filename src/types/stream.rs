@@ -433,10 +433,36 @@ pub(crate) struct Nack {
     pub(crate) delivery_count: u64,
 }
 
-#[derive(Clone, Debug, Default)]
+/// A consumer of a group. Redis 7.2 splits its clock in two: `seen_time`
+/// is its last attempted interaction (XREADGROUP, XCLAIM, XAUTOCLAIM, even
+/// when they deliver nothing), `active_time` its last successful one (an
+/// entry delivered to or claimed by it), -1 while it has had none.
+#[derive(Clone, Debug)]
 pub(crate) struct Consumer {
     pub(crate) seen_time: u64,
+    pub(crate) active_time: i64,
     pub(crate) pel: BTreeSet<StreamId>,
+}
+
+impl Consumer {
+    /// A consumer just created at `now_ms`: seen, never active.
+    pub(crate) fn new(now_ms: u64) -> Consumer {
+        Consumer {
+            seen_time: now_ms,
+            active_time: -1,
+            pel: BTreeSet::new(),
+        }
+    }
+
+    /// XINFO CONSUMERS' `inactive`: ms since the last successful
+    /// interaction, or -1 if none.
+    pub(crate) fn inactive(&self, now_ms: i64) -> i64 {
+        if self.active_time == -1 {
+            -1
+        } else {
+            now_ms - self.active_time
+        }
+    }
 }
 
 /// Redis's `SCG_INVALID_ENTRIES_READ`.
@@ -466,13 +492,7 @@ impl Group {
         if self.consumers.contains_key(name) {
             return false;
         }
-        self.consumers.insert(
-            name.into(),
-            Consumer {
-                seen_time: now_ms,
-                pel: BTreeSet::new(),
-            },
-        );
+        self.consumers.insert(name.into(), Consumer::new(now_ms));
         true
     }
 
@@ -838,9 +858,6 @@ impl Stream {
         if self.len == 0 || self.max_deleted_id.is_zero() {
             return false;
         }
-        if self.first_id() > self.max_deleted_id {
-            return false;
-        }
         let start = start.unwrap_or(StreamId::MIN);
         let end = end.unwrap_or(StreamId::MAX);
         start <= self.max_deleted_id && self.max_deleted_id <= end
@@ -853,6 +870,10 @@ impl Stream {
         }
         if self.len == 0 && id <= self.last_id {
             return self.entries_added as i64;
+        }
+        // Deleted entries lie between `id` and the last ID (Redis 7.2+).
+        if !id.is_zero() && id < self.max_deleted_id {
+            return INVALID_ENTRIES_READ;
         }
         if id == self.last_id {
             return self.entries_added as i64;
@@ -872,10 +893,16 @@ impl Stream {
         INVALID_ENTRIES_READ
     }
 
-    /// A group's lag, or None when it cannot be known (Redis's `streamCGLag`).
+    /// A group's lag, or None when it cannot be known (Redis 8.0's
+    /// `streamReplyWithCGLag`): 0 for an emptied stream, the length when the
+    /// group and every tombstone are behind the first entry.
     pub(crate) fn lag(&self, g: &Group) -> Option<i64> {
-        if self.entries_added == 0 {
+        if self.entries_added == 0 || self.len == 0 {
             return Some(0);
+        }
+        let first = self.first_id();
+        if g.last_id < first && self.max_deleted_id < first {
+            return Some(self.len as i64);
         }
         if g.entries_read != INVALID_ENTRIES_READ
             && !self.range_has_tombstones(Some(g.last_id), None)
