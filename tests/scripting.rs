@@ -186,7 +186,6 @@ fn errors_and_error_tables() {
 fn sandbox() {
     let (_s, mut p) = start_pair();
     for body in [
-        "return os",
         "return io",
         "return print",
         "return loadfile",
@@ -869,4 +868,47 @@ fn call_counts(info: &[u8]) -> std::collections::BTreeMap<String, (u64, u64, u64
             Some((name.to_string(), counts))
         })
         .collect()
+}
+
+/// Redis 8.0 exposes `os.clock` (alone) to scripts, read-only like the
+/// other libraries; every other `os` field is nil; functions get it too.
+#[test]
+fn os_clock_against_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let mut p = s.pair();
+    for body in [
+        "return os",
+        "return type(os)",
+        "return type(os.clock)",
+        "return type(os.clock())",
+        "return os.clock() >= 0 and os.clock() < 1e9",
+        "local a = os.clock() local x = 0 for i = 1, 100000 do x = x + i end return os.clock() >= a",
+        "local n = 0 for k in pairs(os) do n = n + 1 end return n",
+        "return os.time",
+        "return os.time()",
+        "return os.getenv('HOME')",
+        "return os.execute('true')",
+        "return os.exit(1)",
+        "return os.date()",
+        "os.clock = nil",
+        "os.x = 1",
+        "os = nil",
+        "return rawget(os, 'clock') ~= nil",
+        "return io",
+    ] {
+        ev(&mut p, body, &["0"]);
+    }
+    p.check_str("FUNCTION FLUSH");
+    p.check(&[
+        b"FUNCTION",
+        b"LOAD",
+        b"#!lua name=clk\nredis.register_function('clk', function() return type(os.clock()) end)",
+    ]);
+    p.check_str("FCALL clk 0");
+    p.check(&[
+        b"FUNCTION",
+        b"LOAD",
+        b"#!lua name=clk2\nlocal t = type(os)\nredis.register_function('clk2', function() return t end)",
+    ]);
+    p.check_str("FCALL clk2 0");
 }
