@@ -1046,3 +1046,176 @@ fn group_lag_with_tombstones() {
         check_masked_str(&mut p, line);
     }
 }
+
+/// Sends `line` to zwindow and checks the raw reply.
+fn expect(c: &mut RawConn, line: &str, want: &str) {
+    let got = c.cmd_str(line);
+    assert_eq!(escape(&got), escape(want.as_bytes()), "{line}");
+}
+
+/// Entries 1-0..=5-0 in `key`; group `g` has read up to 3-0 and holds 2-0
+/// and 3-0 pending (1-0 acknowledged); group `all` has read everything
+/// and holds nothing.
+fn referenced_stream(c: &mut RawConn, key: &str) {
+    for i in 1..=5 {
+        expect(
+            c,
+            &format!("XADD {key} {i}-0 f v{i}"),
+            &format!("$3\r\n{i}-0\r\n"),
+        );
+    }
+    expect(c, &format!("XGROUP CREATE {key} g 0"), "+OK\r\n");
+    expect(c, &format!("XGROUP CREATE {key} all $"), "+OK\r\n");
+    let r = parse_reply(&c.cmd_str(&format!("XREADGROUP GROUP g c COUNT 3 STREAMS {key} >")));
+    assert_eq!(r.array()[0].array()[1].array().len(), 3);
+    expect(c, &format!("XACK {key} g 1-0"), ":1\r\n");
+}
+
+/// Redis 8.2's XDELEX and XACKDEL and the KEEPREF | DELREF | ACKED option
+/// of XADD and XTRIM. No Redis 8.2 to compare with: the replies follow
+/// redis.io's pages (per ID -1 / 1 / 2; ACKED keeps what a group still has
+/// pending or has not read yet), the error texts Redis's other numbered
+/// blocks use (HGETDEL's FIELDS), deletions notified as `xdel`.
+#[test]
+fn reference_policies_of_redis_8_2() {
+    let z = ZwindowServer::start(&["--notify-keyspace-events", "KEA"]);
+    let mut c = z.conn();
+    let c = &mut c;
+    let mut sub = z.conn();
+    sub.cmd_str("SUBSCRIBE __keyspace@0__:s");
+
+    // XDELEX: a missing key, each policy, missing and repeated IDs.
+    expect(c, "XDELEX nokey IDS 2 1-0 2-0", "*2\r\n:-1\r\n:-1\r\n");
+    referenced_stream(c, "s");
+    expect(
+        c,
+        "XDELEX s ACKED IDS 5 1-0 2-0 4-0 9-0 1-0",
+        "*5\r\n:1\r\n:2\r\n:2\r\n:-1\r\n:-1\r\n",
+    );
+    expect(c, "XLEN s", ":4\r\n");
+    expect(c, "XDELEX s IDS 1 2-0", "*1\r\n:1\r\n");
+    expect(
+        c,
+        "XPENDING s g",
+        "*4\r\n:2\r\n$3\r\n2-0\r\n$3\r\n3-0\r\n*1\r\n*2\r\n$1\r\nc\r\n$1\r\n2\r\n",
+    );
+    // DELREF drops the dangling reference to 2-0 though the entry is gone.
+    expect(c, "XDELEX s DELREF IDS 2 2-0 3-0", "*2\r\n:-1\r\n:1\r\n");
+    expect(c, "XPENDING s g", "*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n");
+    // The IDS block anywhere; max-deleted-entry-id moves as with XDEL.
+    expect(c, "XDELEX s IDS 1 4-0 keepref", "*1\r\n:1\r\n");
+    let info = parse_reply(&c.cmd_str("XINFO STREAM s"));
+    assert_eq!(
+        info.field("max-deleted-entry-id")
+            .map(|r| r.bulk().to_vec()),
+        Some(b"4-0".to_vec())
+    );
+    assert_eq!(info.field("length").map(Reply::int), Some(1));
+    expect(
+        c,
+        "XDELEX s",
+        "-ERR wrong number of arguments for 'xdelex' command\r\n",
+    );
+    expect(
+        c,
+        "XDELEX s IDS 0 1-0",
+        "-ERR Number of IDs must be a positive integer\r\n",
+    );
+    expect(
+        c,
+        "XDELEX s IDS -1 1-0",
+        "-ERR Number of IDs must be a positive integer\r\n",
+    );
+    expect(
+        c,
+        "XDELEX s IDS x 1-0",
+        "-ERR Number of IDs must be a positive integer\r\n",
+    );
+    expect(
+        c,
+        "XDELEX s IDS 3 1-0 2-0",
+        "-ERR The `numids` parameter must match the number of arguments\r\n",
+    );
+    expect(c, "XDELEX s IDS 1 1-0 2-0", "-ERR syntax error\r\n");
+    expect(
+        c,
+        "XDELEX s KEEPREF ACKED IDS 1 1-0",
+        "-ERR syntax error\r\n",
+    );
+    expect(c, "XDELEX s KEEPREF 1-0 IDS", "-ERR syntax error\r\n");
+    expect(c, "XDELEX s FOO IDS 1 1-0", "-ERR syntax error\r\n");
+    expect(c, "XDELEX s IDS 1 1-0 IDS 1 2-0", "-ERR syntax error\r\n");
+    expect(
+        c,
+        "XDELEX s IDS 1 bad",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    );
+    expect(c, "SET str x", "+OK\r\n");
+    expect(
+        c,
+        "XDELEX str IDS 1 1-0",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+
+    // XACKDEL: acknowledged in its group, then deleted per the policy.
+    expect(c, "DEL s", ":1\r\n");
+    referenced_stream(c, "s");
+    expect(c, "XACKDEL nokey g IDS 1 1-0", "*1\r\n:-1\r\n");
+    expect(c, "XACKDEL s nogroup IDS 1 1-0", "*1\r\n:-1\r\n");
+    expect(c, "XACKDEL s g IDS 2 1-0 9-0", "*2\r\n:-1\r\n:-1\r\n");
+    expect(c, "XACKDEL s g ACKED IDS 1 2-0", "*1\r\n:1\r\n");
+    expect(c, "XLEN s", ":4\r\n");
+    // Once `all` has read nothing, every entry is still needed.
+    expect(c, "XGROUP SETID s all 0", "+OK\r\n");
+    expect(c, "XACKDEL s g ACKED IDS 1 3-0", "*1\r\n:2\r\n");
+    expect(c, "XPENDING s g", "*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n");
+    expect(c, "XLEN s", ":4\r\n");
+    expect(c, "XACKDEL s g IDS 1 3-0", "*1\r\n:-1\r\n");
+    expect(
+        c,
+        "XACKDEL s",
+        "-ERR wrong number of arguments for 'xackdel' command\r\n",
+    );
+    expect(
+        c,
+        "XACKDEL s g IDS 2 1-0",
+        "-ERR The `numids` parameter must match the number of arguments\r\n",
+    );
+    expect(
+        c,
+        "XACKDEL str g IDS 1 1-0",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+
+    // XTRIM and XADD: ACKED trims only what no group needs, DELREF takes
+    // the references along.
+    expect(c, "DEL s", ":1\r\n");
+    referenced_stream(c, "s");
+    expect(c, "XTRIM s MAXLEN 0 ACKED", ":1\r\n");
+    expect(c, "XTRIM s MAXLEN 0 ACKED", ":0\r\n");
+    expect(c, "XTRIM s MAXLEN 0 DELREF", ":4\r\n");
+    expect(c, "XPENDING s g", "*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n");
+    expect(c, "XADD s KEEPREF MAXLEN 1 6-0 f v", "$3\r\n6-0\r\n");
+    expect(c, "XADD s ACKED MAXLEN 0 7-0 f v", "$3\r\n7-0\r\n");
+    expect(c, "XLEN s", ":2\r\n");
+    expect(c, "XADD s DELREF MAXLEN 0 8-0 f v", "$3\r\n8-0\r\n");
+    expect(c, "XLEN s", ":0\r\n");
+    expect(c, "XTRIM s MAXLEN 0 FOO", "-ERR syntax error\r\n");
+
+    // Deletions are `xdel` events; an ACKED refusal or an acknowledgement
+    // alone is none.
+    let mut events = Vec::new();
+    sub.set_timeout(Duration::from_millis(300));
+    while let ReadOutcome::Reply(r) = sub.try_read_reply(Duration::from_millis(300)) {
+        let r = parse_reply(&r);
+        events.push(String::from_utf8_lossy(r.array()[2].bulk()).into_owned());
+    }
+    let xdels = events.iter().filter(|e| *e == "xdel").count();
+    // XDELEX: 1-0, 2-0, 3-0, 4-0; XACKDEL: 2-0.
+    assert_eq!(xdels, 5, "{events:?}");
+    assert_eq!(
+        events.iter().filter(|e| *e == "xtrim").count(),
+        3,
+        "{events:?}"
+    );
+}

@@ -27,7 +27,7 @@ use super::{
 use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::types::stream::{
-    Fields, Group, INVALID_ENTRIES_READ, Nack, NodeLimits, Stream, StreamId, Trim,
+    Fields, Group, INVALID_ENTRIES_READ, Nack, NodeLimits, RefPolicy, Stream, StreamId, Trim,
 };
 use crate::util::{eq_ic, parse_i64};
 
@@ -141,7 +141,7 @@ fn setid_argv(key: &[u8], group: &[u8], g: &Group) -> Vec<Vec<u8>> {
 pub(crate) static COMMANDS: &[Command] = &[
     Command::new("xadd", -5, WRITE | DENYOOM | FAST, Keys::ONE, &(xadd as Handler))
         .doc(G, "5.0.0", "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.", "Appends a new entry to a stream")
-        .syntax("key [NOMKSTREAM] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id field value [field value ...]"),
+        .syntax("key [NOMKSTREAM] [KEEPREF | DELREF | ACKED] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id field value [field value ...]"),
     Command::new("xlen", 2, READONLY | FAST, Keys::ONE, &(xlen as Handler))
         .doc(G, "5.0.0", "O(1)", "Return the number of entries in a stream")
         .syntax("key"),
@@ -154,9 +154,15 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("xdel", -3, WRITE | FAST, Keys::ONE, &(xdel as Handler))
         .doc(G, "5.0.0", "O(1) for each single item to delete in the stream, regardless of the stream size.", "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.")
         .syntax("key id [id ...]"),
+    Command::new("xdelex", -5, WRITE | FAST, Keys::ONE, &(xdelex as Handler))
+        .doc(G, "8.2.0", "O(1) for each single item to delete in the stream, regardless of the stream size.", "Deletes one or multiple entries from the stream.")
+        .syntax("key [KEEPREF | DELREF | ACKED] IDS numids id [id ...]"),
+    Command::new("xackdel", -6, WRITE | FAST, Keys::ONE, &(xackdel as Handler))
+        .doc(G, "8.2.0", "O(1) for each entry ID processed.", "Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.")
+        .syntax("key group [KEEPREF | DELREF | ACKED] IDS numids id [id ...]"),
     Command::new("xtrim", -4, WRITE, Keys::ONE, &(xtrim as Handler))
         .doc(G, "5.0.0", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.", "Trims the stream to (approximately if '~' is passed) a certain size")
-        .syntax("key MAXLEN | MINID [= | ~] threshold [LIMIT count]"),
+        .syntax("key MAXLEN | MINID [= | ~] threshold [LIMIT count] [KEEPREF | DELREF | ACKED]"),
     Command::new("xread", -4, READONLY | BLOCKING, Keys::Streams, &(xread as Handler))
         .doc(G, "5.0.0", "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.", "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.")
         .syntax("[COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]"),
@@ -503,6 +509,8 @@ struct AddTrim {
     id: Option<(StreamId, bool)>,
     /// Where the trim threshold is (after MAXLEN/MINID and `~` or `=`).
     trim_at: usize,
+    /// KEEPREF | DELREF | ACKED (Redis 8.2).
+    policy: RefPolicy,
 }
 
 impl AddTrim {
@@ -578,6 +586,8 @@ fn parse_add_trim(ctx: &Ctx, xadd: bool) -> Result<(AddTrim, usize), Error> {
             i += 1;
         } else if xadd && eq_ic(opt, "NOMKSTREAM") {
             a.nomkstream = true;
+        } else if let Some(p) = ref_policy(opt) {
+            a.policy = p;
         } else if xadd {
             a.id = Some(parse_id_full(opt, 0, true, true)?);
             break;
@@ -693,7 +703,7 @@ fn xadd(ctx: &mut Ctx) -> CmdResult {
     s.append(id, &fields, limits);
     let trimmed = opts
         .trim
-        .is_some_and(|t| s.trim(t, opts.approx, opts.limit) > 0);
+        .is_some_and(|t| s.trim_with(t, opts.approx, opts.limit, opts.policy) > 0);
     // A generated ID is logged as the one it came to (the clock differs
     // on replay), an approximate trim as its result.
     let generated = !matches!(opts.id, Some((_, true)));
@@ -722,7 +732,7 @@ fn xtrim(ctx: &mut Ctx) -> CmdResult {
     let Some(trim) = opts.trim else {
         return Err(Error::Syntax);
     };
-    let n = s.trim(trim, opts.approx, opts.limit);
+    let n = s.trim_with(trim, opts.approx, opts.limit, opts.policy);
     let logged = (logging && opts.approx && n > 0).then(|| opts.logged(&args, s, None));
     if n > 0 {
         ctx.ks.notify(notify::STREAM, "xtrim", key);
@@ -810,6 +820,161 @@ fn xdel(ctx: &mut Ctx) -> CmdResult {
         ctx.ks.signal(key, notify::STREAM, "xdel");
     }
     ctx.out.int(deleted);
+    Ok(Done)
+}
+
+/// KEEPREF | DELREF | ACKED, any case.
+fn ref_policy(arg: &[u8]) -> Option<RefPolicy> {
+    if eq_ic(arg, "KEEPREF") {
+        Some(RefPolicy::KeepRef)
+    } else if eq_ic(arg, "DELREF") {
+        Some(RefPolicy::DelRef)
+    } else if eq_ic(arg, "ACKED") {
+        Some(RefPolicy::Acked)
+    } else {
+        None
+    }
+}
+
+/// The `[KEEPREF | DELREF | ACKED] IDS numids id [id ...]` arguments of
+/// XDELEX and XACKDEL from `at`, in any order (the IDS block "can be at any
+/// position"): the policy (KEEPREF if none) and the parsed IDs.
+fn policy_and_ids(args: Args<'_>, at: usize) -> Result<(RefPolicy, Vec<StreamId>), Error> {
+    let argc = args.len();
+    let mut policy = None;
+    let mut ids: Option<(usize, usize)> = None;
+    let mut i = at;
+    while i < argc {
+        let opt = args.get(i);
+        if eq_ic(opt, "IDS") && i + 1 < argc && ids.is_none() {
+            let n = parse_i64(args.get(i + 1))
+                .filter(|&n| n > 0)
+                .ok_or(Error::Static(
+                    "ERR Number of IDs must be a positive integer",
+                ))?;
+            let first = i + 2;
+            if n as u64 > (argc - first) as u64 {
+                return Err(Error::Static(
+                    "ERR The `numids` parameter must match the number of arguments",
+                ));
+            }
+            ids = Some((first, n as usize));
+            i = first + n as usize;
+        } else if let Some(p) = ref_policy(opt)
+            && policy.is_none()
+        {
+            policy = Some(p);
+            i += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let Some((first, n)) = ids else {
+        return Err(Error::Syntax);
+    };
+    let ids = (first..first + n)
+        .map(|j| parse_strict_id(args.get(j), 0))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((policy.unwrap_or_default(), ids))
+}
+
+/// The per-ID codes of XDELEX and XACKDEL.
+const NOT_FOUND: i64 = -1;
+const DELETED: i64 = 1;
+const STILL_REFERENCED: i64 = 2;
+
+/// ```text
+/// XDELEX key [KEEPREF | DELREF | ACKED] IDS numids id [id ...]
+/// ```
+/// Redis 8.2: XDEL with a reference policy; per ID -1 (no such entry), 1
+/// (deleted) or 2 (kept: ACKED and a group still needs it). A missing key
+/// answers -1 for every ID.
+fn xdelex(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let key = args.get(1);
+    let (policy, ids) = policy_and_ids(args, 2)?;
+    let Some(s) = stream_mut(ctx.ks, key)? else {
+        ctx.out.array(ids.len());
+        for _ in &ids {
+            ctx.out.int(NOT_FOUND);
+        }
+        return Ok(Done);
+    };
+    let mut codes = Vec::with_capacity(ids.len());
+    let (mut deleted, mut refs_dropped) = (0u64, false);
+    for id in ids {
+        let pending =
+            policy == RefPolicy::DelRef && s.groups.values().any(|g| g.pel.contains_key(&id));
+        codes.push(match s.delete_with(id, policy) {
+            Some(true) => {
+                deleted += 1;
+                DELETED
+            }
+            Some(false) => STILL_REFERENCED,
+            None => {
+                refs_dropped |= pending;
+                NOT_FOUND
+            }
+        });
+    }
+    if deleted > 0 {
+        ctx.ks.signal(key, notify::STREAM, "xdel");
+    } else if refs_dropped {
+        ctx.ks.dirty(1);
+    }
+    ctx.out.array(codes.len());
+    for c in codes {
+        ctx.out.int(c);
+    }
+    Ok(Done)
+}
+
+/// ```text
+/// XACKDEL key group [KEEPREF | DELREF | ACKED] IDS numids id [id ...]
+/// ```
+/// Redis 8.2: XACK, then XDELEX of what was acknowledged; per ID -1 (not
+/// pending in the group), 1 (acknowledged and deleted, or acknowledged with
+/// no entry left to delete) or 2 (acknowledged, kept: ACKED and another
+/// group still needs it). A missing key or group answers -1 for every ID.
+fn xackdel(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let (key, gname) = (args.get(1), args.get(2));
+    let (policy, ids) = policy_and_ids(args, 3)?;
+    let s = stream_mut(ctx.ks, key)?;
+    let Some(s) = s.filter(|s| s.groups.contains_key(gname)) else {
+        ctx.out.array(ids.len());
+        for _ in &ids {
+            ctx.out.int(NOT_FOUND);
+        }
+        return Ok(Done);
+    };
+    let mut codes = Vec::with_capacity(ids.len());
+    let (mut acked, mut deleted) = (0u64, 0u64);
+    for id in ids {
+        let was_pending = s.groups.get_mut(gname).is_some_and(|g| g.ack(id));
+        if !was_pending {
+            codes.push(NOT_FOUND);
+            continue;
+        }
+        acked += 1;
+        codes.push(match s.delete_with(id, policy) {
+            Some(true) => {
+                deleted += 1;
+                DELETED
+            }
+            Some(false) => STILL_REFERENCED,
+            None => DELETED,
+        });
+    }
+    if deleted > 0 {
+        ctx.ks.signal(key, notify::STREAM, "xdel");
+    } else if acked > 0 {
+        ctx.ks.dirty(acked);
+    }
+    ctx.out.array(codes.len());
+    for c in codes {
+        ctx.out.int(c);
+    }
     Ok(Done)
 }
 

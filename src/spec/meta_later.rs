@@ -6,6 +6,9 @@
 //! prints them; tips lowercased). Sorted by name; `tests/hash_ttl.rs`
 //! compares the COMMAND INFO entries with redis-server 8.0's.
 //!
+//! Redis 8.2's XACKDEL and XDELEX, from redis.io's command pages (their
+//! `xackdel.json`/`xdelex.json` metadata).
+//!
 //! Also Garnet's sorted-set member TTL commands (ZEXPIRE … ZPERSIST,
 //! ZCOLLECT), which no Redis has: described as Redis would describe them,
 //! in the `sorted-set` group with ZADD's categories for the writers and
@@ -47,6 +50,7 @@ const R: &[&str] = &["readonly", "fast"];
 const WCAT: &[&str] = &["@write", "@hash", "@fast"];
 const RCAT: &[&str] = &["@read", "@hash", "@fast"];
 const ZWCAT: &[&str] = &["@write", "@sortedset", "@fast"];
+const XWCAT: &[&str] = &["@write", "@stream", "@fast"];
 const ZRCAT: &[&str] = &["@read", "@sortedset", "@fast"];
 
 pub(crate) static META_LATER: &[Meta] = &[
@@ -93,6 +97,15 @@ pub(crate) static META_LATER: &[Meta] = &[
         &["nondeterministic_output"],
         one(RO | ACCESS, None)
     ),
+    meta!(
+        "xackdel",
+        -6,
+        W,
+        XWCAT,
+        &[],
+        one(RW | UPDATE | DELETE, None)
+    ),
+    meta!("xdelex", -5, W, XWCAT, &[], one(RW | DELETE, None)),
     Meta {
         name: "zcollect",
         arity: -2,
