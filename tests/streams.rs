@@ -1202,6 +1202,22 @@ fn reference_policies_of_redis_8_2() {
     expect(c, "XLEN s", ":0\r\n");
     expect(c, "XTRIM s MAXLEN 0 FOO", "-ERR syntax error\r\n");
 
+    // The key specs redis.io gives: XDELEX RW+delete, XACKDEL
+    // RW+update+delete.
+    expect(
+        c,
+        "COMMAND GETKEYSANDFLAGS XDELEX s IDS 1 1-0",
+        "*1\r\n*2\r\n$1\r\ns\r\n*2\r\n+RW\r\n+delete\r\n",
+    );
+    expect(
+        c,
+        "COMMAND GETKEYSANDFLAGS XACKDEL s g IDS 1 1-0",
+        "*1\r\n*2\r\n$1\r\ns\r\n*3\r\n+RW\r\n+update\r\n+delete\r\n",
+    );
+    let info = parse_reply(&c.cmd_str("COMMAND INFO xdelex xackdel"));
+    let arities: Vec<i64> = info.array().iter().map(|e| e.array()[1].int()).collect();
+    assert_eq!(arities, [-5, -6]);
+
     // Deletions are `xdel` events; an ACKED refusal or an acknowledgement
     // alone is none.
     let mut events = Vec::new();
