@@ -789,6 +789,22 @@ fn blocking_xread_and_xreadgroup() {
         woken(&mut w, "first waiter");
         woken(&mut w2, "second waiter");
 
+        // Data on several keys at once: the re-run command serves them all
+        // (Redis 7.2+ re-executes it; 7.0 served the ready key alone).
+        c.check_str("XADD m1 1-1 a 1");
+        block(&mut w, "XREAD BLOCK 0 STREAMS m1 m2 $ $");
+        c.check_str("MULTI");
+        c.check_str("XADD m2 1-2 x z");
+        c.check_str("XADD m1 2-5 b 5");
+        c.check_str("EXEC");
+        woken(&mut w, "two keys ready together");
+        // Another key turned into a string: the re-run fails as it would.
+        block(&mut w, "XREAD BLOCK 0 STREAMS m1 other $ 0");
+        c.check_str("SET other str");
+        c.check_str("XADD m1 2-6 b 6");
+        woken(&mut w, "another key retyped");
+        c.check_str("DEL other m1 m2");
+
         // A key named twice is served once, with its first ID.
         block(&mut w, "XREAD BLOCK 0 STREAMS s s $ 99-0");
         c.check_str("XADD s 2-2 b 3");

@@ -1064,16 +1064,13 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
     if xreadgroup && group_arg.is_none() {
         return Err(Error::Static("ERR Missing GROUP option for XREADGROUP"));
     }
-    // A waiter being served looks at the key that became ready only.
-    let rerun = ctx.client.serving_key.is_some();
+    // A waiter being served re-runs the whole command, as Redis 7.2+
+    // re-executes it: every key is read (and checked) again, not only the
+    // one that became ready.
     let mut ids = Vec::with_capacity(nstreams.min(1024));
     for k in 0..nstreams {
         let key = args.get(streams_at + k);
         let id_arg = args.get(streams_at + nstreams + k);
-        if !ctx.client.may_take_from(key) {
-            ids.push(ReadId::After(StreamId::MAX));
-            continue;
-        }
         let s = stream_read(ctx.ks, key)?;
         if let Some((group, _)) = group_arg {
             let missing = s.as_ref().is_none_or(|s| !s.groups.contains_key(group));
@@ -1126,9 +1123,6 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
     let mut log = GroupLog::new(ctx.ks, false);
     for (k, rid) in ids.iter().enumerate() {
         let key = args.get(streams_at + k);
-        if !ctx.client.may_take_from(key) {
-            continue;
-        }
         // Types and groups were checked by the first pass: nothing here
         // fails, so what was served so far is always logged.
         let Ok(Some(s)) = stream_read(ctx.ks, key) else {
@@ -1212,11 +1206,6 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
                 log.changes += 1;
             }
             note_consumer(ctx.ks, &mut log, key, (gname, cname), created, noack, mark);
-        }
-        // A waiter is served once per ready key, from its first mention
-        // (Redis keeps one wait per key).
-        if rerun {
-            break;
         }
     }
     if xreadgroup {
