@@ -1201,8 +1201,11 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             }
         }
         if let Some((gname, cname)) = group_arg {
-            // Redis counts a change per stream that logged anything.
-            if log.logged > logged {
+            // Redis counts a change per stream that logged anything; a
+            // history read logs nothing there (zwindow logs its renewed
+            // claims, but counts no change, as Redis 7.2+'s
+            // "XREADGROUP from PEL does not change dirty").
+            if !history && log.logged > logged {
                 log.changes += 1;
             }
             note_consumer(ctx.ks, &mut log, key, (gname, cname), created, noack, mark);
