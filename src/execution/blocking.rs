@@ -18,7 +18,10 @@
 //! type (a BZPOPMIN key that became a list) leaves its waiters blocked, as
 //! Redis 7.0 does, and the re-run handler is told which key to take from
 //! ([`Client::may_take_from`]), so other keys of the command, whatever they
-//! hold, play no part in the wakeup.
+//! hold, play no part in the wakeup. XREAD and XREADGROUP ignore that hint:
+//! Redis 7.2+ re-executes them whole, every key read and checked again; and
+//! an XREADGROUP waiter (`unblock_on_nokey`) is re-run too when its key is
+//! deleted or retyped, to fail as the command would afresh.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
