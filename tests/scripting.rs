@@ -912,3 +912,33 @@ fn os_clock_against_redis8() {
     ]);
     p.check_str("FCALL clk2 0");
 }
+
+/// Redis 8.0 lets scripts and functions call the blocking list and
+/// sorted-set commands (7.0 refused them as `noscript`); inside a script
+/// they never wait: with nothing to pop they answer as a timeout.
+#[test]
+fn blocking_commands_in_scripts_against_redis8() {
+    let s = Servers::start_redis8(&[]);
+    for proto in ["2", "3"] {
+        let mut p = s.pair_resp(proto);
+        p.check_str("FLUSHALL");
+        for body in [
+            "return redis.pcall('blpop', KEYS[1], 0)",
+            "return redis.pcall('brpop', KEYS[1], 1)",
+            "return redis.pcall('blmove', KEYS[1], KEYS[2], 'LEFT', 'RIGHT', 0)",
+            "return redis.pcall('brpoplpush', KEYS[1], KEYS[2], 0)",
+            "return redis.pcall('bzpopmin', KEYS[3], 0)",
+            "return redis.pcall('bzpopmax', KEYS[3], 0)",
+            "return redis.pcall('blmpop', 0, 1, KEYS[1], 'LEFT')",
+            "return redis.pcall('bzmpop', 0, 1, KEYS[3], 'MIN')",
+            "redis.call('rpush', KEYS[1], 'a', 'b', 'c') return redis.call('blpop', KEYS[1], 0)",
+            "return redis.call('blmove', KEYS[1], KEYS[2], 'LEFT', 'RIGHT', 0)",
+            "return redis.call('brpoplpush', KEYS[1], KEYS[2], 0)",
+            "redis.call('zadd', KEYS[3], 1, 'x', 2, 'y') return redis.call('bzpopmax', KEYS[3], 0)",
+            "return redis.call('bzpopmin', KEYS[3], 0)",
+        ] {
+            ev(&mut p, body, &["3", "{k}l", "{k}d", "{k}z"]);
+        }
+        p.check_str("LRANGE {k}d 0 -1");
+    }
+}

@@ -81,16 +81,16 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("lmpop", -4, WRITE, Keys::NumKeys { count_at: 1, dest: None }, &(lmpop as Handler))
         .doc(G, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pop elements from a list")
         .syntax("numkeys key [key ...] where [COUNT count]"),
-    Command::new("blpop", -3, WRITE | NOSCRIPT | BLOCKING, ALL_BUT_LAST, &(blpop as Handler))
+    Command::new("blpop", -3, WRITE | BLOCKING, ALL_BUT_LAST, &(blpop as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of provided keys.", "Remove and get the first element in a list, or block until one is available")
         .syntax("key [key ...] timeout"),
-    Command::new("brpop", -3, WRITE | NOSCRIPT | BLOCKING, ALL_BUT_LAST, &(brpop as Handler))
+    Command::new("brpop", -3, WRITE | BLOCKING, ALL_BUT_LAST, &(brpop as Handler))
         .doc(G, "2.0.0", "O(N) where N is the number of provided keys.", "Remove and get the last element in a list, or block until one is available")
         .syntax("key [key ...] timeout"),
-    Command::new("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Keys::TWO, &(blmove as Handler))
+    Command::new("blmove", 6, WRITE | DENYOOM | BLOCKING, Keys::TWO, &(blmove as Handler))
         .doc(G, "6.2.0", "O(1)", "Pop an element from a list, push it to another list and return it; or block until one is available")
         .syntax("source destination wherefrom whereto timeout"),
-    Command::new("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Keys::TWO, &(brpoplpush as Handler))
+    Command::new("brpoplpush", 4, WRITE | DENYOOM | BLOCKING, Keys::TWO, &(brpoplpush as Handler))
         .doc(G, "2.2.0", "O(1)", "Pop an element from a list, push it to another list and return it; or block until one is available")
         .syntax("source destination timeout"),
     Command::new("blmpop", -5, WRITE | BLOCKING, Keys::NumKeys { count_at: 2, dest: None }, &(blmpop as Handler))

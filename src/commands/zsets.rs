@@ -113,10 +113,10 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("zpopmax", -2, WRITE | FAST, Keys::ONE, &(zpopmax as Handler))
         .doc(G, "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
         .syntax("key [count]"),
-    Command::new("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmin as Handler))
+    Command::new("bzpopmin", -3, WRITE | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmin as Handler))
         .doc(G, "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.")
         .syntax("key [key ...] timeout"),
-    Command::new("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmax as Handler))
+    Command::new("bzpopmax", -3, WRITE | BLOCKING | FAST, ALL_BUT_LAST, &(bzpopmax as Handler))
         .doc(G, "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped.")
         .syntax("key [key ...] timeout"),
     Command::new("zmpop", -4, WRITE, NUMKEYS_1, &(zmpop as Handler))
