@@ -1251,3 +1251,54 @@ fn reference_policies_of_redis_8_2() {
         "{events:?}"
     );
 }
+
+/// XDELEX, XACKDEL and the trim policies are logged so that a restart from
+/// the AOF (approximate trims logged as the exact ones they came to) brings
+/// back the same entries, PELs, tombstone mark and groups.
+#[test]
+fn reference_policies_replay_from_the_aof() {
+    let dir = PrivateDir::new("streams-refs-aof");
+    let path = dir.0.to_str().unwrap().to_string();
+    let args = [
+        "--dir",
+        path.as_str(),
+        "--appendonly",
+        "yes",
+        "--stream-node-max-entries",
+        "2",
+    ];
+    let state =
+        |c: &mut RawConn| common::dataset::masked(&parse_reply(&c.cmd_str("XINFO STREAM s FULL")));
+    let z = ZwindowServer::start(&args);
+    let mut c = z.conn();
+    let c = &mut c;
+    referenced_stream(c, "s");
+    for i in 6..=12 {
+        let id = format!("{i}-0");
+        expect(
+            c,
+            &format!("XADD s {id} f v{i}"),
+            &format!("${}\r\n{id}\r\n", id.len()),
+        );
+    }
+    let r = parse_reply(&c.cmd_str("XREADGROUP GROUP all c2 COUNT 2 STREAMS s >"));
+    assert_eq!(r.array()[0].array()[1].array().len(), 2);
+    expect(
+        c,
+        "XDELEX s ACKED IDS 3 1-0 2-0 6-0",
+        "*3\r\n:1\r\n:2\r\n:2\r\n",
+    );
+    expect(c, "XACKDEL s all DELREF IDS 1 6-0", "*1\r\n:1\r\n");
+    expect(c, "XACKDEL s g KEEPREF IDS 1 2-0", "*1\r\n:1\r\n");
+    expect(c, "XDELEX s DELREF IDS 1 3-0", "*1\r\n:1\r\n");
+    // `g` has read everything; `all` is at 7-0 with 7-0 pending.
+    expect(c, "XGROUP SETID s g 12-0", "+OK\r\n");
+    expect(c, "XTRIM s MINID 10-0 ACKED", ":2\r\n");
+    expect(c, "XTRIM s MAXLEN 4 DELREF", ":2\r\n");
+    c.cmd_str("XADD s ACKED MAXLEN ~ 1 13-0 f v");
+    let before = state(c);
+    assert!(before.contains("\"c2\""), "{before}");
+    drop(z);
+    let z = ZwindowServer::start(&args);
+    assert_eq!(state(&mut z.conn()), before, "restarted from the AOF");
+}
