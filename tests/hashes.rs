@@ -597,6 +597,12 @@ fn hscan_novalues_against_redis8() {
             "SCAN 0 FOO NOVALUES",
             "SET str x",
             "HSCAN str 0 NOVALUES",
+            // Fields with TTLs (listpackex encoding) scan as the others.
+            "HSET t a 1 b 2 c 3",
+            "HEXPIRE t 1000 FIELDS 2 a c",
+            "HSCAN t 0 NOVALUES",
+            "HSCAN t 0 MATCH a NOVALUES",
+            "HSCAN t 0",
         ]);
         for i in 0..300 {
             p.check_str(&format!("HSET big f{i} v{i}"));
