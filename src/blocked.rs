@@ -28,9 +28,10 @@ pub(crate) struct Waiter {
     pub(crate) kind: &'static str,
     pub(crate) args: OwnedArgs,
     pub(crate) resp3: bool,
-    /// The error this waiter gets when a key it waits on is deleted or
-    /// changes type (XREADGROUP's), instead of waiting on.
-    pub(crate) on_gone: Option<&'static str>,
+    /// Whether this waiter re-runs its command when a key it waits on is
+    /// deleted or changes type (XREADGROUP's, Redis's `unblock_on_nokey`):
+    /// the command then fails as it would if sent afresh.
+    pub(crate) unblock_on_nokey: bool,
     /// A read by a client that sent READONLY (cluster mode): a replica of
     /// the key's slot owner keeps it waiting rather than redirecting it
     /// (see `execution::redirect_blocked`).
@@ -52,7 +53,7 @@ impl Waiter {
         kind: &'static str,
         args: OwnedArgs,
         resp3: bool,
-        on_gone: Option<&'static str>,
+        unblock_on_nokey: bool,
         replica_read: bool,
     ) -> (Arc<Waiter>, oneshot::Receiver<Vec<u8>>) {
         let (tx, rx) = oneshot::channel();
@@ -63,7 +64,7 @@ impl Waiter {
             kind,
             args,
             resp3,
-            on_gone,
+            unblock_on_nokey,
             replica_read,
             slot: Mutex::new(Some(tx)),
             gate: Mutex::new(None),

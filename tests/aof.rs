@@ -24,6 +24,15 @@ fn start_redis(dir: &Path) -> RedisServer {
     RedisServer::start_with(&["--dir", dir.to_str().unwrap(), "--appendonly", "yes"])
 }
 
+/// Redis 8.0 ([`redis8_server`]) with an AOF in `dir`: the oracle for
+/// what consumers look like since 7.2 (their `active-time`).
+fn start_redis8(dir: &Path) -> RedisServer {
+    RedisServer::start_binary(
+        &common::redis8_server(),
+        &["--dir", dir.to_str().unwrap(), "--appendonly", "yes"],
+    )
+}
+
 /// The incremental file a fresh directory's first start opens.
 fn first_incr(dir: &Path) -> PathBuf {
     dir.join("appendonlydir").join("appendonly.aof.1.incr.aof")
@@ -792,7 +801,8 @@ fn consumer_groups_survive_a_restart_both_ways() {
         "{live:?}"
     );
     assert!(
-        live[0].contains("\"erin\" \"seen-time\" <time> \"pel-count\" Int(1)"),
+        live[0]
+            .contains("\"erin\" \"seen-time\" <time> \"active-time\" <time> \"pel-count\" Int(1)"),
         "{live:?}"
     );
     drop(z);
@@ -805,7 +815,7 @@ fn consumer_groups_survive_a_restart_both_ways() {
     drop(z);
     let rdir = PrivateDir::new("aof-groups-into-redis");
     copy_dir(&zdir.0.join("appendonlydir"), &rdir.0.join("appendonlydir"));
-    let r = start_redis(&rdir.0);
+    let r = start_redis8(&rdir.0);
     assert_eq!(
         groups_of(&mut r.conn()),
         live,
@@ -815,7 +825,7 @@ fn consumer_groups_survive_a_restart_both_ways() {
 
     // redis-server writes; zwindow loads what a restarted redis-server has.
     let rdir = PrivateDir::new("aof-groups-redis");
-    let r = start_redis(&rdir.0);
+    let r = start_redis8(&rdir.0);
     let mut rc = r.conn();
     for line in GROUP_SCRIPT {
         ok(&mut rc, line);
@@ -823,7 +833,7 @@ fn consumer_groups_survive_a_restart_both_ways() {
     rc.send(&encode_cmd(&[b"SHUTDOWN"]));
     rc.expect_closed();
     drop(r);
-    let r = start_redis(&rdir.0);
+    let r = start_redis8(&rdir.0);
     let reloaded = groups_of(&mut r.conn());
     drop(r);
     let zdir = PrivateDir::new("aof-groups-from-redis");

@@ -373,7 +373,6 @@ fn hscan() {
             "HSCAN h 0 COUNT 0",
             "HSCAN h 0 COUNT abc",
             "HSCAN h 0 MATCH",
-            "HSCAN h 0 NOVALUES",
             "HSCAN h 0 TYPE hash",
             "HSCAN h abc",
             "HSCAN h -1",
@@ -558,4 +557,72 @@ fn randomized_stream() {
         p.check_str("CONFIG SET hash-max-listpack-entries 512");
         p.check_str("CONFIG SET hash-max-listpack-value 64");
     });
+}
+
+/// HSCAN NOVALUES (Redis 7.4) against Redis 8.0: listpack and hashtable
+/// encodings, with MATCH and COUNT in any order, the cursor walk step by
+/// step (8.0 counts the fields sampled against COUNT), and NOVALUES
+/// refused by SCAN, SSCAN and ZSCAN with 8.0's text, checked in argument
+/// order with the other options.
+#[test]
+fn hscan_novalues_against_redis8() {
+    let s = Servers::start_redis8(&[]);
+    for proto in ["2", "3"] {
+        let mut p = s.pair_resp(proto);
+        p.script(&[
+            "FLUSHALL",
+            "HSET h b 1 a 2 c 3 ab 4",
+            "HSCAN h 0 NOVALUES",
+            "HSCAN h 0 novalues MATCH a*",
+            "HSCAN h 0 MATCH a* NOVALUES",
+            "HSCAN h 0 NOVALUES NOVALUES COUNT 1",
+            "HSCAN h 0 NOVALUES COUNT 0",
+            "HSCAN h 0 COUNT 0 NOVALUES",
+            "HSCAN h 0 NOVALUES MATCH",
+            "HSCAN h 0 NOVALUES FOO",
+            "HSCAN missing 0 NOVALUES",
+            "HSCAN missing 0 FOO",
+            "SADD s a b",
+            "SSCAN s 0 NOVALUES",
+            "SSCAN s 0 COUNT 0 NOVALUES",
+            "SSCAN s 0 NOVALUES COUNT 0",
+            "SSCAN missing 0 NOVALUES",
+            "ZADD z 1 a",
+            "ZSCAN z 0 NOVALUES",
+            "ZSCAN z 0 MATCH * NOVALUES",
+            "ZSCAN z 0 FOO NOVALUES",
+            "SCAN 0 NOVALUES",
+            "SCAN 0 COUNT 1 NOVALUES",
+            "SCAN 0 NOVALUES COUNT",
+            "SCAN 0 FOO NOVALUES",
+            "SET str x",
+            "HSCAN str 0 NOVALUES",
+            // Fields with TTLs (listpackex encoding) scan as the others.
+            "HSET t a 1 b 2 c 3",
+            "HEXPIRE t 1000 FIELDS 2 a c",
+            "HSCAN t 0 NOVALUES",
+            "HSCAN t 0 MATCH a NOVALUES",
+            "HSCAN t 0",
+        ]);
+        for i in 0..300 {
+            p.check_str(&format!("HSET big f{i} v{i}"));
+        }
+        p.check_str("OBJECT ENCODING big");
+        for (count, opts) in [
+            (1, "NOVALUES"),
+            (7, "NOVALUES MATCH f1*"),
+            (10, ""),
+            (3, ""),
+        ] {
+            let mut cursor = "0".to_string();
+            for round in 0.. {
+                assert!(round < 2000, "HSCAN does not terminate");
+                let r = p.check_str(&format!("HSCAN big {cursor} COUNT {count} {opts}"));
+                cursor = String::from_utf8(parse_reply(&r).array()[0].bulk().to_vec()).unwrap();
+                if cursor == "0" {
+                    break;
+                }
+            }
+        }
+    }
 }

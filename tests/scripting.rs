@@ -214,7 +214,6 @@ fn errors_and_error_tables() {
 fn sandbox() {
     let (_s, mut p) = start_pair();
     for body in [
-        "return os",
         "return io",
         "return print",
         "return loadfile",
@@ -941,4 +940,77 @@ fn call_counts(info: &[u8]) -> std::collections::BTreeMap<String, (u64, u64, u64
             Some((name.to_string(), counts))
         })
         .collect()
+}
+
+/// Redis 8.0 exposes `os.clock` (alone) to scripts, read-only like the
+/// other libraries; every other `os` field is nil; functions get it too.
+#[test]
+fn os_clock_against_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let mut p = s.pair();
+    for body in [
+        "return os",
+        "return type(os)",
+        "return type(os.clock)",
+        "return type(os.clock())",
+        "return os.clock() >= 0 and os.clock() < 1e9",
+        "local a = os.clock() local x = 0 for i = 1, 100000 do x = x + i end return os.clock() >= a",
+        "local n = 0 for k in pairs(os) do n = n + 1 end return n",
+        "return os.time",
+        "return os.time()",
+        "return os.getenv('HOME')",
+        "return os.execute('true')",
+        "return os.exit(1)",
+        "return os.date()",
+        "os.clock = nil",
+        "os.x = 1",
+        "os = nil",
+        "return rawget(os, 'clock') ~= nil",
+        "return io",
+    ] {
+        ev(&mut p, body, &["0"]);
+    }
+    p.check_str("FUNCTION FLUSH");
+    p.check(&[
+        b"FUNCTION",
+        b"LOAD",
+        b"#!lua name=clk\nredis.register_function('clk', function() return type(os.clock()) end)",
+    ]);
+    p.check_str("FCALL clk 0");
+    p.check(&[
+        b"FUNCTION",
+        b"LOAD",
+        b"#!lua name=clk2\nlocal t = type(os)\nredis.register_function('clk2', function() return t end)",
+    ]);
+    p.check_str("FCALL clk2 0");
+}
+
+/// Redis 8.0 lets scripts and functions call the blocking list and
+/// sorted-set commands (7.0 refused them as `noscript`); inside a script
+/// they never wait: with nothing to pop they answer as a timeout.
+#[test]
+fn blocking_commands_in_scripts_against_redis8() {
+    let s = Servers::start_redis8(&[]);
+    for proto in ["2", "3"] {
+        let mut p = s.pair_resp(proto);
+        p.check_str("FLUSHALL");
+        for body in [
+            "return redis.pcall('blpop', KEYS[1], 0)",
+            "return redis.pcall('brpop', KEYS[1], 1)",
+            "return redis.pcall('blmove', KEYS[1], KEYS[2], 'LEFT', 'RIGHT', 0)",
+            "return redis.pcall('brpoplpush', KEYS[1], KEYS[2], 0)",
+            "return redis.pcall('bzpopmin', KEYS[3], 0)",
+            "return redis.pcall('bzpopmax', KEYS[3], 0)",
+            "return redis.pcall('blmpop', 0, 1, KEYS[1], 'LEFT')",
+            "return redis.pcall('bzmpop', 0, 1, KEYS[3], 'MIN')",
+            "redis.call('rpush', KEYS[1], 'a', 'b', 'c') return redis.call('blpop', KEYS[1], 0)",
+            "return redis.call('blmove', KEYS[1], KEYS[2], 'LEFT', 'RIGHT', 0)",
+            "return redis.call('brpoplpush', KEYS[1], KEYS[2], 0)",
+            "redis.call('zadd', KEYS[3], 1, 'x', 2, 'y') return redis.call('bzpopmax', KEYS[3], 0)",
+            "return redis.call('bzpopmin', KEYS[3], 0)",
+        ] {
+            ev(&mut p, body, &["3", "{k}l", "{k}d", "{k}z"]);
+        }
+        p.check_str("LRANGE {k}d 0 -1");
+    }
 }

@@ -316,3 +316,66 @@ fn randomized_stream() {
         }
     });
 }
+
+/// Redis 8.0 lets SORT and SORT_RO use BY and GET patterns in cluster mode
+/// when every key they form hashes to the sorted key's slot (a hash tag
+/// closed before any wildcard, or a pattern without wildcards naming a key
+/// of that slot); `GET #` is always allowed. Otherwise its error texts.
+#[test]
+fn sort_patterns_in_cluster_mode_against_redis8() {
+    let (r, _) = start_on_free_port(|cport| {
+        RedisServer::try_start_binary(
+            &redis8_server(),
+            &[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-port",
+                &cport.to_string(),
+            ],
+        )
+    });
+    let z = common::cluster::zwindow_cluster_node(5000);
+    let mut p = Pair {
+        z: z.conn(),
+        r: r.conn(),
+    };
+    p.check_str("CLUSTER ADDSLOTSRANGE 0 16383");
+    common::cluster::wait_state_ok(&mut p.r, Duration::from_secs(10));
+    common::cluster::wait_state_ok(&mut p.z, Duration::from_secs(10));
+    p.script(&[
+        "RPUSH {u}list 3 1 2",
+        "MSET {u}w_1 30 {u}w_2 20 {u}w_3 10 {u}o_1 a {u}o_2 b {u}o_3 c",
+        "HSET {u}h_1 f 3",
+        "HSET {u}h_2 f 1",
+        "HSET {u}h_3 f 2",
+        "SORT {u}list",
+        "SORT {u}list BY {u}w_*",
+        "SORT {u}list BY {u}w_* DESC GET {u}o_* GET #",
+        "SORT {u}list BY {u}h_*->f GET {u}h_*->f",
+        "SORT_RO {u}list BY {u}w_* GET {u}o_*",
+        "SORT {u}list BY {u}w_* GET {u}o_* STORE {u}dst",
+        "LRANGE {u}dst 0 -1",
+        "SORT {u}list GET #",
+        "SORT {u}list BY nosort GET # GET {u}o_*",
+        "SORT {u}list GET {u}o_1",
+        "SORT {u}list BY {}w_*",
+        "SORT {u}list BY w_*",
+        "SORT {u}list BY *{u}",
+        "SORT {u}list BY {u*}",
+        "SORT {u}list BY {v}w_*",
+        "SORT {u}list BY \\{u}w_*",
+        "SORT {u}list GET *",
+        "SORT {u}list GET {v}o_*",
+        "SORT {u}list GET o_1",
+        "SORT {u}list GET # GET w_*",
+        "SORT_RO {u}list BY w_*",
+        "SORT_RO {u}list GET w_*",
+        "SORT {u}list BY w_* GET w_*",
+        "SORT {u}list GET w_* BY w_*",
+        "SORT {u}list BY w_* FOO",
+        "SORT {u}list FOO BY w_*",
+        "SORT {u}list GET w_* STORE {u}dst",
+    ]);
+}

@@ -1,10 +1,11 @@
-//! Differential tests of the stream commands against redis-server 7.0.15:
+//! Differential tests of the stream commands against redis-server 8.0:
 //! scripted edge cases and errors, a seeded random command stream with
 //! explicit IDs (RESP2 and RESP3, small and default node sizes), consumer
 //! groups and claims, XINFO, and blocking XREAD/XREADGROUP.
 //!
 //! Only time-dependent fields are masked, by name: XPENDING's idle time,
-//! XINFO CONSUMERS' `idle`, and XINFO STREAM FULL's `seen-time` and
+//! XINFO CONSUMERS' `idle` and `inactive`, and XINFO STREAM FULL's
+//! `seen-time`, `active-time` (when set) and
 //! delivery times (any integer that is a millisecond timestamp). Claims use
 //! min-idle times of 0 or an hour, so which entries qualify never depends
 //! on timing.
@@ -15,6 +16,16 @@ use std::time::Duration;
 use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+/// An idle or inactive time: any duration reads 0; `inactive`'s -1 (never
+/// active) stays.
+fn mask_idle(x: &mut Reply) {
+    if let Reply::Int(i) = x
+        && *i >= 0
+    {
+        *i = 0;
+    }
+}
 
 /// Replaces time-dependent integers with 0.
 fn mask(r: &mut Reply, cmd: &str) {
@@ -33,16 +44,16 @@ fn mask(r: &mut Reply, cmd: &str) {
                 let mut idle_next = false;
                 for x in a.iter_mut() {
                     if idle_next {
-                        *x = Reply::Int(0);
+                        mask_idle(x);
                     }
-                    idle_next = matches!(x, Reply::Bulk(b) if b == b"idle");
+                    idle_next = matches!(x, Reply::Bulk(b) if b == b"idle" || b == b"inactive");
                     walk(x, cmd);
                 }
             }
             Reply::Map(m) => {
                 for (k, v) in m.iter_mut() {
-                    if matches!(k, Reply::Bulk(b) if b == b"idle") {
-                        *v = Reply::Int(0);
+                    if matches!(k, Reply::Bulk(b) if b == b"idle" || b == b"inactive") {
+                        mask_idle(v);
                     }
                     walk(v, cmd);
                 }
@@ -83,7 +94,7 @@ fn check_masked_str(p: &mut Pair, line: &str) -> Vec<u8> {
 
 #[test]
 fn scripted_edge_cases() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     for resp3 in [false, true] {
         let mut p = s.pair();
         if resp3 {
@@ -318,7 +329,7 @@ fn scripted_edge_cases() {
 
 #[test]
 fn node_layout_and_approximate_trimming() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     let mut p = s.pair();
     // Small nodes so approximate trims remove whole nodes often.
     for (entries, bytes) in [("100", "4096"), ("7", "4096"), ("0", "200"), ("3", "0")] {
@@ -648,7 +659,8 @@ impl Gen {
 }
 
 fn run(seed: u64, resp3: bool, node_entries: u32, commands: usize) {
-    let (_s, mut p) = start_pair();
+    let _s = Servers::start_redis8(&[]);
+    let mut p = _s.pair();
     if resp3 {
         p.both_str("HELLO 3");
     }
@@ -753,7 +765,7 @@ fn woken(p: &mut Pair, what: &str) -> Vec<u8> {
 
 #[test]
 fn blocking_xread_and_xreadgroup() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     for resp3 in [false, true] {
         let mut c = s.pair();
         let mut w = s.pair();
@@ -777,6 +789,22 @@ fn blocking_xread_and_xreadgroup() {
         woken(&mut w, "first waiter");
         woken(&mut w2, "second waiter");
 
+        // Data on several keys at once: the re-run command serves them all
+        // (Redis 7.2+ re-executes it; 7.0 served the ready key alone).
+        c.check_str("XADD m1 1-1 a 1");
+        block(&mut w, "XREAD BLOCK 0 STREAMS m1 m2 $ $");
+        c.check_str("MULTI");
+        c.check_str("XADD m2 1-2 x z");
+        c.check_str("XADD m1 2-5 b 5");
+        c.check_str("EXEC");
+        woken(&mut w, "two keys ready together");
+        // Another key turned into a string: the re-run fails as it would.
+        block(&mut w, "XREAD BLOCK 0 STREAMS m1 other $ 0");
+        c.check_str("SET other str");
+        c.check_str("XADD m1 2-6 b 6");
+        woken(&mut w, "another key retyped");
+        c.check_str("DEL other m1 m2");
+
         // A key named twice is served once, with its first ID.
         block(&mut w, "XREAD BLOCK 0 STREAMS s s $ 99-0");
         c.check_str("XADD s 2-2 b 3");
@@ -795,6 +823,24 @@ fn blocking_xread_and_xreadgroup() {
         c.check_str("XADD s 4-1 d 4");
         woken(&mut w, "XREAD after the key came back");
 
+        // `+` waits on a missing or emptied stream and, when data comes,
+        // means the last entry then (Redis 7.4).
+        block(&mut w, "XREAD BLOCK 0 STREAMS plus +");
+        c.check_str("XADD plus 1-1 a 1");
+        woken(&mut w, "XREAD + served by XADD");
+        c.check_str("XDEL plus 1-1");
+        block(&mut w, "XREAD COUNT 3 BLOCK 0 STREAMS plus s + 999-0");
+        c.check_str("MULTI");
+        c.check_str("XADD plus 2-1 b 2");
+        c.check_str("XADD plus 3-1 c 3");
+        c.check_str("EXEC");
+        woken(&mut w, "XREAD + after two entries: the last one");
+        send_both(&mut w, "XREAD BLOCK 0 STREAMS plus +");
+        woken(
+            &mut w,
+            "XREAD BLOCK + on a non-empty stream answers at once",
+        );
+
         // A timeout answers the null array.
         send_both(&mut w, "XREAD BLOCK 100 STREAMS s $");
         woken(&mut w, "timeout");
@@ -812,15 +858,18 @@ fn blocking_xread_and_xreadgroup() {
         c.check_str("XADD s 6-1 f 6");
         c.check_str("XDEL s 6-1");
         c.check_str("EXEC");
-        // Redis 7.0 serves a blocked reader as soon as the stream's last ID
-        // passes its own, so this answers an empty entry list.
-        woken(&mut w, "XADD + XDEL");
+        // Redis 7.2+ re-runs the blocked command, which finds nothing live
+        // and waits on (7.0 answered an empty entry list).
+        still_blocked(&mut w, "XADD + XDEL must not wake XREADGROUP");
+        c.check_str("XADD s 7-1 g 7");
+        woken(&mut w, "XADD after XADD + XDEL");
         // Group destroyed: NOGROUP.
         block(&mut w, "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >");
         c.check_str("XGROUP DESTROY s g");
         woken(&mut w, "group destroyed");
 
-        // Key deleted, retyped, flushed: UNBLOCKED errors.
+        // Key deleted, retyped, flushed: the re-run command's NOGROUP or
+        // WRONGTYPE error (7.0 answered UNBLOCKED).
         for how in ["DEL s", "SET s x", "FLUSHALL"] {
             c.check_str("DEL s");
             c.check_str("XADD s 1-1 a 1");
@@ -884,4 +933,372 @@ fn many_seeds() {
         eprintln!("seed {seed}");
         run(seed, seed % 2 == 1, [2, 5, 100][(seed % 3) as usize], 3000);
     }
+}
+
+/// Redis 7.2-8.0 stream changes: XREAD's `+` (the last entry), the error
+/// texts around it, and the consumers' two clocks: `seen-time` (every
+/// XREADGROUP, XCLAIM, XAUTOCLAIM, served or not, creating the consumer)
+/// and `active-time` / `inactive` (-1 until an entry is delivered to or
+/// claimed by it; NOACK and history reads do not count).
+#[test]
+fn xread_last_entry_and_consumer_clocks() {
+    let s = Servers::start_redis8(&[]);
+    for resp3 in [false, true] {
+        let mut p = s.pair();
+        if resp3 {
+            p.both_str("HELLO 3");
+        }
+        for line in [
+            "FLUSHALL",
+            "XREAD STREAMS s +",
+            "XREAD COUNT 2 STREAMS s +",
+            "XADD s 0-1 a 0",
+            "XREAD STREAMS s +",
+            "XADD s 1-1 a 1",
+            "XADD s 2-1 b 2",
+            "XADD s 3-1 c 3",
+            "XREAD STREAMS s +",
+            "XREAD COUNT 10 STREAMS s +",
+            "XREAD STREAMS s t + +",
+            "XADD t 5-5 x y",
+            "XREAD STREAMS s t + 0",
+            "XREAD STREAMS t s $ +",
+            "XDEL s 3-1",
+            "XREAD STREAMS s +",
+            "XDEL s 0-1 1-1 2-1",
+            "XLEN s",
+            "XREAD STREAMS s +",
+            "XREAD STREAMS s",
+            "XREAD STREAMS s t +",
+            "XREAD COUNT 1 STREAMS",
+            "XREADGROUP GROUP g c STREAMS s",
+            "XREADGROUP GROUP g c STREAMS s t >",
+            "XGROUP CREATE s g 0",
+            "XREADGROUP GROUP g c STREAMS s +",
+            "XREADGROUP GROUP g c STREAMS s $",
+            "SET str x",
+            "XREAD STREAMS str +",
+            "FLUSHALL",
+            "XADD s 1-1 a 1",
+            "XADD s 2-1 b 2",
+            "XGROUP CREATE s g $",
+            "XGROUP CREATECONSUMER s g made",
+            // Nothing to serve: created anyway, never active.
+            "XREADGROUP GROUP g idle STREAMS s >",
+            "XINFO CONSUMERS s g",
+            "XADD s 3-1 c 3",
+            "XREADGROUP GROUP g reader COUNT 1 STREAMS s >",
+            "XREADGROUP GROUP g quiet NOACK STREAMS s >",
+            "XREADGROUP GROUP g history STREAMS s 0",
+            "XINFO CONSUMERS s g",
+            "XINFO STREAM s FULL",
+            // Claims create the consumer up front; only a claim activates.
+            "XCLAIM s g claimer 3600000 3-1",
+            "XCLAIM s g claimer2 0 3-1",
+            "XAUTOCLAIM s g auto 3600000 0",
+            "XAUTOCLAIM s g auto2 0 0",
+            "XCLAIM s g nosuchentry 0 9-9",
+            "XINFO CONSUMERS s g",
+            "XINFO STREAM s FULL",
+            "XINFO GROUPS s",
+            "XPENDING s g - + 10 made",
+            "XINFO CONSUMERS s g",
+            "XINFO CONSUMERS s nogroup",
+            "XINFO CONSUMERS s",
+            "XINFO CONSUMERS s g extra",
+            "XINFO HELP",
+            "XINFO HELP extra",
+            "XINFO STREAM",
+            "XINFO GROUPS s extra",
+        ] {
+            check_masked_str(&mut p, line);
+        }
+    }
+}
+
+/// The group lag and read counter rules of Redis 7.2+ around tombstones:
+/// emptied streams, groups behind the first entry, deletions ahead of the
+/// group and behind it.
+#[test]
+fn group_lag_with_tombstones() {
+    let s = Servers::start_redis8(&[]);
+    let mut p = s.pair();
+    for line in [
+        "XADD x 1-0 data a",
+        "XADD x 2-0 data b",
+        "XADD x 3-0 data c",
+        "XADD x 4-0 data d",
+        "XADD x 5-0 data e",
+        "XGROUP CREATE x g1 0",
+        "XGROUP CREATE x g2 0",
+        "XGROUP CREATE x g3 3-0",
+        "XREADGROUP GROUP g2 c COUNT 2 STREAMS x >",
+        "XINFO GROUPS x",
+        "XDEL x 1-0",
+        "XINFO GROUPS x",
+        "XDEL x 4-0",
+        "XINFO GROUPS x",
+        "XREADGROUP GROUP g2 c COUNT 1 STREAMS x >",
+        "XINFO GROUPS x",
+        "XREADGROUP GROUP g1 c STREAMS x >",
+        "XINFO GROUPS x",
+        "XTRIM x MAXLEN 1",
+        "XINFO GROUPS x",
+        "XADD x 6-0 data f",
+        "XINFO GROUPS x",
+        "XREADGROUP GROUP g3 c STREAMS x >",
+        "XINFO GROUPS x",
+        "XDEL x 5-0 6-0",
+        "XINFO GROUPS x",
+        "XADD x 7-0 data g",
+        "XGROUP SETID x g1 0 ENTRIESREAD 0",
+        "XINFO GROUPS x",
+        "XREADGROUP GROUP g1 c STREAMS x >",
+        "XINFO GROUPS x",
+        "XINFO STREAM x",
+        "XSETID x 7-0 ENTRIESADDED 7 MAXDELETEDID 3-0",
+        "XINFO GROUPS x",
+    ] {
+        check_masked_str(&mut p, line);
+    }
+}
+
+/// Sends `line` to zwindow and checks the raw reply.
+fn expect(c: &mut RawConn, line: &str, want: &str) {
+    let got = c.cmd_str(line);
+    assert_eq!(escape(&got), escape(want.as_bytes()), "{line}");
+}
+
+/// Entries 1-0..=5-0 in `key`; group `g` has read up to 3-0 and holds 2-0
+/// and 3-0 pending (1-0 acknowledged); group `all` has read everything
+/// and holds nothing.
+fn referenced_stream(c: &mut RawConn, key: &str) {
+    for i in 1..=5 {
+        expect(
+            c,
+            &format!("XADD {key} {i}-0 f v{i}"),
+            &format!("$3\r\n{i}-0\r\n"),
+        );
+    }
+    expect(c, &format!("XGROUP CREATE {key} g 0"), "+OK\r\n");
+    expect(c, &format!("XGROUP CREATE {key} all $"), "+OK\r\n");
+    let r = parse_reply(&c.cmd_str(&format!("XREADGROUP GROUP g c COUNT 3 STREAMS {key} >")));
+    assert_eq!(r.array()[0].array()[1].array().len(), 3);
+    expect(c, &format!("XACK {key} g 1-0"), ":1\r\n");
+}
+
+/// Redis 8.2's XDELEX and XACKDEL and the KEEPREF | DELREF | ACKED option
+/// of XADD and XTRIM. No Redis 8.2 to compare with: the replies follow
+/// redis.io's pages (per ID -1 / 1 / 2; ACKED keeps what a group still has
+/// pending or has not read yet), the error texts Redis's other numbered
+/// blocks use (HGETDEL's FIELDS), deletions notified as `xdel`.
+#[test]
+fn reference_policies_of_redis_8_2() {
+    let z = ZwindowServer::start(&["--notify-keyspace-events", "KEA"]);
+    let mut c = z.conn();
+    let c = &mut c;
+    let mut sub = z.conn();
+    sub.cmd_str("SUBSCRIBE __keyspace@0__:s");
+
+    // XDELEX: a missing key, each policy, missing and repeated IDs.
+    expect(c, "XDELEX nokey IDS 2 1-0 2-0", "*2\r\n:-1\r\n:-1\r\n");
+    referenced_stream(c, "s");
+    expect(
+        c,
+        "XDELEX s ACKED IDS 5 1-0 2-0 4-0 9-0 1-0",
+        "*5\r\n:1\r\n:2\r\n:2\r\n:-1\r\n:-1\r\n",
+    );
+    expect(c, "XLEN s", ":4\r\n");
+    expect(c, "XDELEX s IDS 1 2-0", "*1\r\n:1\r\n");
+    expect(
+        c,
+        "XPENDING s g",
+        "*4\r\n:2\r\n$3\r\n2-0\r\n$3\r\n3-0\r\n*1\r\n*2\r\n$1\r\nc\r\n$1\r\n2\r\n",
+    );
+    // DELREF drops the dangling reference to 2-0 though the entry is gone.
+    expect(c, "XDELEX s DELREF IDS 2 2-0 3-0", "*2\r\n:-1\r\n:1\r\n");
+    expect(c, "XPENDING s g", "*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n");
+    // The IDS block anywhere; max-deleted-entry-id moves as with XDEL.
+    expect(c, "XDELEX s IDS 1 4-0 keepref", "*1\r\n:1\r\n");
+    let info = parse_reply(&c.cmd_str("XINFO STREAM s"));
+    assert_eq!(
+        info.field("max-deleted-entry-id")
+            .map(|r| r.bulk().to_vec()),
+        Some(b"4-0".to_vec())
+    );
+    assert_eq!(info.field("length").map(Reply::int), Some(1));
+    expect(
+        c,
+        "XDELEX s",
+        "-ERR wrong number of arguments for 'xdelex' command\r\n",
+    );
+    expect(
+        c,
+        "XDELEX s IDS 0 1-0",
+        "-ERR Number of IDs must be a positive integer\r\n",
+    );
+    expect(
+        c,
+        "XDELEX s IDS -1 1-0",
+        "-ERR Number of IDs must be a positive integer\r\n",
+    );
+    expect(
+        c,
+        "XDELEX s IDS x 1-0",
+        "-ERR Number of IDs must be a positive integer\r\n",
+    );
+    expect(
+        c,
+        "XDELEX s IDS 3 1-0 2-0",
+        "-ERR The `numids` parameter must match the number of arguments\r\n",
+    );
+    expect(c, "XDELEX s IDS 1 1-0 2-0", "-ERR syntax error\r\n");
+    expect(
+        c,
+        "XDELEX s KEEPREF ACKED IDS 1 1-0",
+        "-ERR syntax error\r\n",
+    );
+    expect(c, "XDELEX s KEEPREF 1-0 IDS", "-ERR syntax error\r\n");
+    expect(c, "XDELEX s FOO IDS 1 1-0", "-ERR syntax error\r\n");
+    expect(c, "XDELEX s IDS 1 1-0 IDS 1 2-0", "-ERR syntax error\r\n");
+    expect(
+        c,
+        "XDELEX s IDS 1 bad",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    );
+    expect(c, "SET str x", "+OK\r\n");
+    expect(
+        c,
+        "XDELEX str IDS 1 1-0",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+
+    // XACKDEL: acknowledged in its group, then deleted per the policy.
+    expect(c, "DEL s", ":1\r\n");
+    referenced_stream(c, "s");
+    expect(c, "XACKDEL nokey g IDS 1 1-0", "*1\r\n:-1\r\n");
+    expect(c, "XACKDEL s nogroup IDS 1 1-0", "*1\r\n:-1\r\n");
+    expect(c, "XACKDEL s g IDS 2 1-0 9-0", "*2\r\n:-1\r\n:-1\r\n");
+    expect(c, "XACKDEL s g ACKED IDS 1 2-0", "*1\r\n:1\r\n");
+    expect(c, "XLEN s", ":4\r\n");
+    // Once `all` has read nothing, every entry is still needed.
+    expect(c, "XGROUP SETID s all 0", "+OK\r\n");
+    expect(c, "XACKDEL s g ACKED IDS 1 3-0", "*1\r\n:2\r\n");
+    expect(c, "XPENDING s g", "*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n");
+    expect(c, "XLEN s", ":4\r\n");
+    expect(c, "XACKDEL s g IDS 1 3-0", "*1\r\n:-1\r\n");
+    expect(
+        c,
+        "XACKDEL s",
+        "-ERR wrong number of arguments for 'xackdel' command\r\n",
+    );
+    expect(
+        c,
+        "XACKDEL s g IDS 2 1-0",
+        "-ERR The `numids` parameter must match the number of arguments\r\n",
+    );
+    expect(
+        c,
+        "XACKDEL str g IDS 1 1-0",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+
+    // XTRIM and XADD: ACKED trims only what no group needs, DELREF takes
+    // the references along.
+    expect(c, "DEL s", ":1\r\n");
+    referenced_stream(c, "s");
+    expect(c, "XTRIM s MAXLEN 0 ACKED", ":1\r\n");
+    expect(c, "XTRIM s MAXLEN 0 ACKED", ":0\r\n");
+    expect(c, "XTRIM s MAXLEN 0 DELREF", ":4\r\n");
+    expect(c, "XPENDING s g", "*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n");
+    expect(c, "XADD s KEEPREF MAXLEN 1 6-0 f v", "$3\r\n6-0\r\n");
+    expect(c, "XADD s ACKED MAXLEN 0 7-0 f v", "$3\r\n7-0\r\n");
+    expect(c, "XLEN s", ":2\r\n");
+    expect(c, "XADD s DELREF MAXLEN 0 8-0 f v", "$3\r\n8-0\r\n");
+    expect(c, "XLEN s", ":0\r\n");
+    expect(c, "XTRIM s MAXLEN 0 FOO", "-ERR syntax error\r\n");
+
+    // The key specs redis.io gives: XDELEX RW+delete, XACKDEL
+    // RW+update+delete.
+    expect(
+        c,
+        "COMMAND GETKEYSANDFLAGS XDELEX s IDS 1 1-0",
+        "*1\r\n*2\r\n$1\r\ns\r\n*2\r\n+RW\r\n+delete\r\n",
+    );
+    expect(
+        c,
+        "COMMAND GETKEYSANDFLAGS XACKDEL s g IDS 1 1-0",
+        "*1\r\n*2\r\n$1\r\ns\r\n*3\r\n+RW\r\n+update\r\n+delete\r\n",
+    );
+    let info = parse_reply(&c.cmd_str("COMMAND INFO xdelex xackdel"));
+    let arities: Vec<i64> = info.array().iter().map(|e| e.array()[1].int()).collect();
+    assert_eq!(arities, [-5, -6]);
+
+    // Deletions are `xdel` events; an ACKED refusal or an acknowledgement
+    // alone is none.
+    let mut events = Vec::new();
+    sub.set_timeout(Duration::from_millis(300));
+    while let ReadOutcome::Reply(r) = sub.try_read_reply(Duration::from_millis(300)) {
+        let r = parse_reply(&r);
+        events.push(String::from_utf8_lossy(r.array()[2].bulk()).into_owned());
+    }
+    let xdels = events.iter().filter(|e| *e == "xdel").count();
+    // XDELEX: 1-0, 2-0, 3-0, 4-0; XACKDEL: 2-0.
+    assert_eq!(xdels, 5, "{events:?}");
+    assert_eq!(
+        events.iter().filter(|e| *e == "xtrim").count(),
+        3,
+        "{events:?}"
+    );
+}
+
+/// XDELEX, XACKDEL and the trim policies are logged so that a restart from
+/// the AOF (approximate trims logged as the exact ones they came to) brings
+/// back the same entries, PELs, tombstone mark and groups.
+#[test]
+fn reference_policies_replay_from_the_aof() {
+    let dir = PrivateDir::new("streams-refs-aof");
+    let path = dir.0.to_str().unwrap().to_string();
+    let args = [
+        "--dir",
+        path.as_str(),
+        "--appendonly",
+        "yes",
+        "--stream-node-max-entries",
+        "2",
+    ];
+    let state =
+        |c: &mut RawConn| common::dataset::masked(&parse_reply(&c.cmd_str("XINFO STREAM s FULL")));
+    let z = ZwindowServer::start(&args);
+    let mut c = z.conn();
+    let c = &mut c;
+    referenced_stream(c, "s");
+    for i in 6..=12 {
+        let id = format!("{i}-0");
+        expect(
+            c,
+            &format!("XADD s {id} f v{i}"),
+            &format!("${}\r\n{id}\r\n", id.len()),
+        );
+    }
+    let r = parse_reply(&c.cmd_str("XREADGROUP GROUP all c2 COUNT 2 STREAMS s >"));
+    assert_eq!(r.array()[0].array()[1].array().len(), 2);
+    expect(
+        c,
+        "XDELEX s ACKED IDS 3 1-0 2-0 6-0",
+        "*3\r\n:1\r\n:2\r\n:2\r\n",
+    );
+    expect(c, "XACKDEL s all DELREF IDS 1 6-0", "*1\r\n:1\r\n");
+    expect(c, "XACKDEL s g KEEPREF IDS 1 2-0", "*1\r\n:1\r\n");
+    expect(c, "XDELEX s DELREF IDS 1 3-0", "*1\r\n:1\r\n");
+    // `g` has read everything; `all` is at 7-0 with 7-0 pending.
+    expect(c, "XGROUP SETID s g 12-0", "+OK\r\n");
+    expect(c, "XTRIM s MINID 10-0 ACKED", ":2\r\n");
+    expect(c, "XTRIM s MAXLEN 4 DELREF", ":2\r\n");
+    c.cmd_str("XADD s ACKED MAXLEN ~ 1 13-0 f v");
+    let before = state(c);
+    assert!(before.contains("\"c2\""), "{before}");
+    drop(z);
+    let z = ZwindowServer::start(&args);
+    assert_eq!(state(&mut z.conn()), before, "restarted from the AOF");
 }

@@ -154,6 +154,7 @@ fn zrem_zcard_zscore_zrank() {
         "ZREVRANK z b",
         "ZREVRANK z d",
         "ZREVRANK z nosuch",
+        // WITHSCORE is Redis 7.2's: zrank_withscore_against_redis8.
         "ZREM z b c d b",
         "EXISTS z",
         "ZREM z a",
@@ -1088,4 +1089,49 @@ fn lex_ranges_over_unequal_scores_walk_as_redis() {
             p.check_str(&q);
         }
     }
+}
+
+/// ZRANK/ZREVRANK WITHSCORE (Redis 7.2) against Redis 8.0: both encodings,
+/// score formatting (integers, fractions, infinities, -0), the null array
+/// for a missing key or member, and the arity and syntax errors.
+#[test]
+fn zrank_withscore_against_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let mut p = s.pair();
+    both_protocols(
+        &mut p,
+        &[
+            "ZADD z 1 a 2.5 b -inf c +inf d 0 e 3.0000000000000004 f 1e300 g",
+            "ZRANK z a WITHSCORE",
+            "ZREVRANK z a withscore",
+            "ZRANK z b WITHSCORE",
+            "ZRANK z c WITHSCORE",
+            "ZREVRANK z d WITHSCORE",
+            "ZRANK z e WITHSCORE",
+            "ZRANK z f WITHSCORE",
+            "ZRANK z g WITHSCORE",
+            "ZRANK z nosuch WITHSCORE",
+            "ZREVRANK z nosuch WITHSCORE",
+            "ZRANK missing a WITHSCORE",
+            "ZREVRANK missing a WITHSCORE",
+            "ZRANK missing a",
+            "ZRANK z a",
+            "ZRANK z a WITHSCORES",
+            "ZRANK missing a FOO",
+            "ZRANK z a WITHSCORE extra",
+            "ZREVRANK z a WITHSCORE WITHSCORE",
+            "ZRANK z",
+            "SET s x",
+            "ZRANK s a WITHSCORE",
+            "ZRANK s a FOO",
+            "CONFIG SET zset-max-listpack-entries 1",
+            "ZADD big 5 x 6 y 7 z -0 w",
+            "OBJECT ENCODING big",
+            "ZRANK big y WITHSCORE",
+            "ZREVRANK big y WITHSCORE",
+            "ZRANK big w WITHSCORE",
+            "ZRANK big nosuch WITHSCORE",
+            "CONFIG SET zset-max-listpack-entries 128",
+        ],
+    );
 }

@@ -421,12 +421,17 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
 
 /// HSCAN/SSCAN arguments: the cursor (Redis's `parseScanCursorOrReply`,
 /// i.e. `strtoul`: optional sign, wraps negatives, empty means 0) and the
-/// MATCH/COUNT options.
+/// MATCH/COUNT options, and HSCAN's NOVALUES (Redis 7.4).
 pub(super) struct ScanArgs<'a> {
     pub(crate) cursor: u64,
     pub(crate) pattern: Option<&'a [u8]>,
     pub(crate) count: usize,
+    pub(crate) no_values: bool,
 }
+
+/// Redis 8.0's reply to NOVALUES anywhere but in HSCAN (SCAN, SSCAN, ZSCAN).
+pub(super) const NOVALUES_ONLY_HSCAN: Error =
+    Error::Static("ERR NOVALUES option can only be used in HSCAN");
 
 pub(super) fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {
     let invalid = Error::Static("ERR invalid cursor");
@@ -451,17 +456,28 @@ pub(super) fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {
     Ok(if neg { v.wrapping_neg() } else { v })
 }
 
-/// Parses `cursor [MATCH pattern] [COUNT count]` starting at `at`.
-pub(super) fn scan_args(args: Args<'_>, at: usize) -> Result<ScanArgs<'_>, Error> {
+/// Parses `cursor [MATCH pattern] [COUNT count] [NOVALUES]` starting at
+/// `at`, options in any order and checked left to right as Redis does;
+/// NOVALUES is refused unless `hash` (the HSCAN of an existing hash).
+pub(super) fn scan_args(args: Args<'_>, at: usize, hash: bool) -> Result<ScanArgs<'_>, Error> {
     let cursor = parse_cursor(args.get(at))?;
     let mut s = ScanArgs {
         cursor,
         pattern: None,
         count: 10,
+        no_values: false,
     };
     let mut i = at + 1;
     while i < args.len() {
         let (opt, has_next) = (args.get(i), i + 1 < args.len());
+        if eq_ic(opt, "NOVALUES") {
+            if !hash {
+                return Err(NOVALUES_ONLY_HSCAN);
+            }
+            s.no_values = true;
+            i += 1;
+            continue;
+        }
         if eq_ic(opt, "COUNT") && has_next {
             let n = int_arg(args.get(i + 1))?;
             if n < 1 {
@@ -490,20 +506,24 @@ fn hscan(ctx: &mut Ctx) -> CmdResult {
         ctx.out.array(0);
         return Ok(Done);
     };
-    let s = scan_args(ctx.args, 2)?;
+    let s = scan_args(ctx.args, 2, true)?;
     let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    // Redis counts fields and values separately against COUNT.
-    let next = h.scan(s.cursor, s.count.div_ceil(2), |f, v| {
+    // Redis 8.0 counts the fields sampled against COUNT (7.0 counted fields
+    // and values both), matching the pattern or not.
+    let next = h.scan(s.cursor, s.count, |f, v| {
         if s.pattern.is_none_or(|p| glob_match(p, f, false)) {
-            items.push((f.to_vec(), v.to_vec()));
+            let v = if s.no_values { Vec::new() } else { v.to_vec() };
+            items.push((f.to_vec(), v));
         }
     });
     ctx.out.array(2);
     ctx.out.bulk(itoa::Buffer::new().format(next).as_bytes());
-    ctx.out.array(items.len() * 2);
+    ctx.out.array(items.len() * if s.no_values { 1 } else { 2 });
     for (f, v) in items {
         ctx.out.bulk(&f);
-        ctx.out.bulk(&v);
+        if !s.no_values {
+            ctx.out.bulk(&v);
+        }
     }
     Ok(Done)
 }

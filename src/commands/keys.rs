@@ -223,6 +223,9 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
     let mut i = 2;
     while i < ctx.argc() {
         let opt = ctx.args.get(i);
+        if eq_ic(opt, "NOVALUES") {
+            return Err(super::hashes::NOVALUES_ONLY_HSCAN);
+        }
         if i + 1 >= ctx.argc() {
             return Err(Error::Syntax);
         }

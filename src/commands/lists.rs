@@ -647,7 +647,7 @@ fn block_on(
         timeout,
         kind: "list",
         rerun: None,
-        on_gone: None,
+        unblock_on_nokey: false,
     }))
 }
 

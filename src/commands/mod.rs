@@ -450,9 +450,11 @@ pub(crate) struct Block {
     /// The arguments to re-run the command with when a key is ready, when
     /// they differ from the original (XREAD's `$` resolved to an ID).
     pub(crate) rerun: Option<OwnedArgs>,
-    /// The error the waiter gets when a key it waits on is deleted or
-    /// stops holding `kind` (XREADGROUP); None leaves it waiting.
-    pub(crate) on_gone: Option<&'static str>,
+    /// Whether the waiter re-runs when a key it waits on is deleted or
+    /// stops holding `kind` (XREADGROUP, which then fails with NOGROUP or
+    /// WRONGTYPE as Redis 7.2+'s re-executed command does); false leaves
+    /// it waiting.
+    pub(crate) unblock_on_nokey: bool,
 }
 
 /// The reply of HTTL/HPTTL/HEXPIRETIME/HPEXPIRETIME and of their

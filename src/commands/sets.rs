@@ -511,7 +511,7 @@ fn sscan(ctx: &mut Ctx) -> CmdResult {
         ctx.out.array(0);
         return Ok(Done);
     };
-    let a = scan_args(ctx.args, 2)?;
+    let a = scan_args(ctx.args, 2, false)?;
     let mut items: Vec<Vec<u8>> = Vec::new();
     let next = s.scan(a.cursor, a.count, |m| {
         m.with_bytes(|b| {

@@ -23,6 +23,7 @@ use std::cmp::Ordering;
 
 use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
+use crate::keyspace::slots::{key_hash_slot, pattern_hash_slot};
 use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::types::list::{End, List};
 use crate::types::zset::score::parse_sort_weight;
@@ -105,10 +106,11 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
             let p = args.get(j + 1);
             o.by = Some(p);
             o.dontsort = !c_str(p).contains(&b'*');
-            // Its keys could be anywhere in a cluster.
-            if !o.dontsort && cluster {
+            // In a cluster its keys must share the sorted key's slot
+            // (Redis 8.0; 7.0 refused any pattern).
+            if !o.dontsort && cluster && !same_slot(p, args.get(1)) {
                 return Err(Error::Static(
-                    "ERR BY option of SORT denied in Cluster mode.",
+                    "ERR BY option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.",
                 ));
             }
             if !o.dontsort && !full_read {
@@ -118,9 +120,11 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
             }
             j += 1;
         } else if eq_ic(a, "get") && left >= 1 {
-            if cluster {
+            // `#` is the element itself.
+            let p = args.get(j + 1);
+            if cluster && c_str(p) != b"#" && !same_slot(p, args.get(1)) {
                 return Err(Error::Static(
-                    "ERR GET option of SORT denied in Cluster mode.",
+                    "ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.",
                 ));
             }
             if !full_read {
@@ -136,6 +140,11 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
         j += 1;
     }
     Ok(o)
+}
+
+/// Whether every key `pattern` forms hashes to `key`'s slot.
+fn same_slot(pattern: &[u8], key: &[u8]) -> bool {
+    pattern_hash_slot(pattern) == Some(key_hash_slot(key))
 }
 
 /// Redis's `lookupKeyByPattern`: `#` is the element itself; otherwise the

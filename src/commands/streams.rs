@@ -27,14 +27,12 @@ use super::{
 use crate::keyspace::{Entry, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::types::stream::{
-    Fields, Group, INVALID_ENTRIES_READ, Nack, NodeLimits, Stream, StreamId, Trim,
+    Fields, Group, INVALID_ENTRIES_READ, Nack, NodeLimits, RefPolicy, Stream, StreamId, Trim,
 };
 use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "stream";
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
-/// Redis's `XREAD_BLOCKED_DEFAULT_COUNT`: a blocked read served without COUNT.
-const BLOCKED_DEFAULT_COUNT: u64 = 1000;
 
 // ---------------------------------------------------------------------------
 // Logging a consumer group's changes.
@@ -44,6 +42,8 @@ const BLOCKED_DEFAULT_COUNT: u64 = 1000;
 struct GroupLog {
     /// None while nothing listens: then no command is built.
     ops: Option<Vec<Vec<Vec<u8>>>>,
+    /// Commands logged so far, built or not (Redis's `propCount`).
+    logged: usize,
     changes: u64,
     /// Whether each logged command counts as a change (XCLAIM,
     /// XAUTOCLAIM), or the caller counts them (XREADGROUP: one per stream
@@ -55,6 +55,7 @@ impl GroupLog {
     fn new(ks: &Keyspace<'_>, per_op: bool) -> GroupLog {
         GroupLog {
             ops: ks.propagating().then(Vec::new),
+            logged: 0,
             changes: 0,
             per_op,
         }
@@ -63,6 +64,7 @@ impl GroupLog {
     /// Logs one command.
     fn op(&mut self, argv: impl FnOnce() -> Vec<Vec<u8>>) {
         self.changes += u64::from(self.per_op);
+        self.logged += 1;
         if let Some(ops) = &mut self.ops {
             ops.push(argv());
         }
@@ -139,7 +141,7 @@ fn setid_argv(key: &[u8], group: &[u8], g: &Group) -> Vec<Vec<u8>> {
 pub(crate) static COMMANDS: &[Command] = &[
     Command::new("xadd", -5, WRITE | DENYOOM | FAST, Keys::ONE, &(xadd as Handler))
         .doc(G, "5.0.0", "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.", "Appends a new entry to a stream")
-        .syntax("key [NOMKSTREAM] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id field value [field value ...]"),
+        .syntax("key [NOMKSTREAM] [KEEPREF | DELREF | ACKED] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id field value [field value ...]"),
     Command::new("xlen", 2, READONLY | FAST, Keys::ONE, &(xlen as Handler))
         .doc(G, "5.0.0", "O(1)", "Return the number of entries in a stream")
         .syntax("key"),
@@ -152,9 +154,15 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("xdel", -3, WRITE | FAST, Keys::ONE, &(xdel as Handler))
         .doc(G, "5.0.0", "O(1) for each single item to delete in the stream, regardless of the stream size.", "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.")
         .syntax("key id [id ...]"),
+    Command::new("xdelex", -5, WRITE | FAST, Keys::ONE, &(xdelex as Handler))
+        .doc(G, "8.2.0", "O(1) for each single item to delete in the stream, regardless of the stream size.", "Deletes one or multiple entries from the stream.")
+        .syntax("key [KEEPREF | DELREF | ACKED] IDS numids id [id ...]"),
+    Command::new("xackdel", -6, WRITE | FAST, Keys::ONE, &(xackdel as Handler))
+        .doc(G, "8.2.0", "O(1) for each entry ID processed.", "Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.")
+        .syntax("key group [KEEPREF | DELREF | ACKED] IDS numids id [id ...]"),
     Command::new("xtrim", -4, WRITE, Keys::ONE, &(xtrim as Handler))
         .doc(G, "5.0.0", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.", "Trims the stream to (approximately if '~' is passed) a certain size")
-        .syntax("key MAXLEN | MINID [= | ~] threshold [LIMIT count]"),
+        .syntax("key MAXLEN | MINID [= | ~] threshold [LIMIT count] [KEEPREF | DELREF | ACKED]"),
     Command::new("xread", -4, READONLY | BLOCKING, Keys::Streams, &(xread as Handler))
         .doc(G, "5.0.0", "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.", "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.")
         .syntax("[COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]"),
@@ -501,6 +509,8 @@ struct AddTrim {
     id: Option<(StreamId, bool)>,
     /// Where the trim threshold is (after MAXLEN/MINID and `~` or `=`).
     trim_at: usize,
+    /// KEEPREF | DELREF | ACKED (Redis 8.2).
+    policy: RefPolicy,
 }
 
 impl AddTrim {
@@ -576,6 +586,8 @@ fn parse_add_trim(ctx: &Ctx, xadd: bool) -> Result<(AddTrim, usize), Error> {
             i += 1;
         } else if xadd && eq_ic(opt, "NOMKSTREAM") {
             a.nomkstream = true;
+        } else if let Some(p) = ref_policy(opt) {
+            a.policy = p;
         } else if xadd {
             a.id = Some(parse_id_full(opt, 0, true, true)?);
             break;
@@ -691,7 +703,7 @@ fn xadd(ctx: &mut Ctx) -> CmdResult {
     s.append(id, &fields, limits);
     let trimmed = opts
         .trim
-        .is_some_and(|t| s.trim(t, opts.approx, opts.limit) > 0);
+        .is_some_and(|t| s.trim_with(t, opts.approx, opts.limit, opts.policy) > 0);
     // A generated ID is logged as the one it came to (the clock differs
     // on replay), an approximate trim as its result.
     let generated = !matches!(opts.id, Some((_, true)));
@@ -720,7 +732,7 @@ fn xtrim(ctx: &mut Ctx) -> CmdResult {
     let Some(trim) = opts.trim else {
         return Err(Error::Syntax);
     };
-    let n = s.trim(trim, opts.approx, opts.limit);
+    let n = s.trim_with(trim, opts.approx, opts.limit, opts.policy);
     let logged = (logging && opts.approx && n > 0).then(|| opts.logged(&args, s, None));
     if n > 0 {
         ctx.ks.notify(notify::STREAM, "xtrim", key);
@@ -811,6 +823,161 @@ fn xdel(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// KEEPREF | DELREF | ACKED, any case.
+fn ref_policy(arg: &[u8]) -> Option<RefPolicy> {
+    if eq_ic(arg, "KEEPREF") {
+        Some(RefPolicy::KeepRef)
+    } else if eq_ic(arg, "DELREF") {
+        Some(RefPolicy::DelRef)
+    } else if eq_ic(arg, "ACKED") {
+        Some(RefPolicy::Acked)
+    } else {
+        None
+    }
+}
+
+/// The `[KEEPREF | DELREF | ACKED] IDS numids id [id ...]` arguments of
+/// XDELEX and XACKDEL from `at`, in any order (the IDS block "can be at any
+/// position"): the policy (KEEPREF if none) and the parsed IDs.
+fn policy_and_ids(args: Args<'_>, at: usize) -> Result<(RefPolicy, Vec<StreamId>), Error> {
+    let argc = args.len();
+    let mut policy = None;
+    let mut ids: Option<(usize, usize)> = None;
+    let mut i = at;
+    while i < argc {
+        let opt = args.get(i);
+        if eq_ic(opt, "IDS") && i + 1 < argc && ids.is_none() {
+            let n = parse_i64(args.get(i + 1))
+                .filter(|&n| n > 0)
+                .ok_or(Error::Static(
+                    "ERR Number of IDs must be a positive integer",
+                ))?;
+            let first = i + 2;
+            if n as u64 > (argc - first) as u64 {
+                return Err(Error::Static(
+                    "ERR The `numids` parameter must match the number of arguments",
+                ));
+            }
+            ids = Some((first, n as usize));
+            i = first + n as usize;
+        } else if let Some(p) = ref_policy(opt)
+            && policy.is_none()
+        {
+            policy = Some(p);
+            i += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let Some((first, n)) = ids else {
+        return Err(Error::Syntax);
+    };
+    let ids = (first..first + n)
+        .map(|j| parse_strict_id(args.get(j), 0))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((policy.unwrap_or_default(), ids))
+}
+
+/// The per-ID codes of XDELEX and XACKDEL.
+const NOT_FOUND: i64 = -1;
+const DELETED: i64 = 1;
+const STILL_REFERENCED: i64 = 2;
+
+/// ```text
+/// XDELEX key [KEEPREF | DELREF | ACKED] IDS numids id [id ...]
+/// ```
+/// Redis 8.2: XDEL with a reference policy; per ID -1 (no such entry), 1
+/// (deleted) or 2 (kept: ACKED and a group still needs it). A missing key
+/// answers -1 for every ID.
+fn xdelex(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let key = args.get(1);
+    let (policy, ids) = policy_and_ids(args, 2)?;
+    let Some(s) = stream_mut(ctx.ks, key)? else {
+        ctx.out.array(ids.len());
+        for _ in &ids {
+            ctx.out.int(NOT_FOUND);
+        }
+        return Ok(Done);
+    };
+    let mut codes = Vec::with_capacity(ids.len());
+    let (mut deleted, mut refs_dropped) = (0u64, false);
+    for id in ids {
+        let pending =
+            policy == RefPolicy::DelRef && s.groups.values().any(|g| g.pel.contains_key(&id));
+        codes.push(match s.delete_with(id, policy) {
+            Some(true) => {
+                deleted += 1;
+                DELETED
+            }
+            Some(false) => STILL_REFERENCED,
+            None => {
+                refs_dropped |= pending;
+                NOT_FOUND
+            }
+        });
+    }
+    if deleted > 0 {
+        ctx.ks.signal(key, notify::STREAM, "xdel");
+    } else if refs_dropped {
+        ctx.ks.dirty(1);
+    }
+    ctx.out.array(codes.len());
+    for c in codes {
+        ctx.out.int(c);
+    }
+    Ok(Done)
+}
+
+/// ```text
+/// XACKDEL key group [KEEPREF | DELREF | ACKED] IDS numids id [id ...]
+/// ```
+/// Redis 8.2: XACK, then XDELEX of what was acknowledged; per ID -1 (not
+/// pending in the group), 1 (acknowledged and deleted, or acknowledged with
+/// no entry left to delete) or 2 (acknowledged, kept: ACKED and another
+/// group still needs it). A missing key or group answers -1 for every ID.
+fn xackdel(ctx: &mut Ctx) -> CmdResult {
+    let args = ctx.args;
+    let (key, gname) = (args.get(1), args.get(2));
+    let (policy, ids) = policy_and_ids(args, 3)?;
+    let s = stream_mut(ctx.ks, key)?;
+    let Some(s) = s.filter(|s| s.groups.contains_key(gname)) else {
+        ctx.out.array(ids.len());
+        for _ in &ids {
+            ctx.out.int(NOT_FOUND);
+        }
+        return Ok(Done);
+    };
+    let mut codes = Vec::with_capacity(ids.len());
+    let (mut acked, mut deleted) = (0u64, 0u64);
+    for id in ids {
+        let was_pending = s.groups.get_mut(gname).is_some_and(|g| g.ack(id));
+        if !was_pending {
+            codes.push(NOT_FOUND);
+            continue;
+        }
+        acked += 1;
+        codes.push(match s.delete_with(id, policy) {
+            Some(true) => {
+                deleted += 1;
+                DELETED
+            }
+            Some(false) => STILL_REFERENCED,
+            None => DELETED,
+        });
+    }
+    if deleted > 0 {
+        ctx.ks.signal(key, notify::STREAM, "xdel");
+    } else if acked > 0 {
+        ctx.ks.dirty(acked);
+    }
+    ctx.out.array(codes.len());
+    for c in codes {
+        ctx.out.int(c);
+    }
+    Ok(Done)
+}
+
 // ---------------------------------------------------------------------------
 // XREAD, XREADGROUP.
 
@@ -845,13 +1012,6 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         let more = argc - i - 1;
         let o = args.get(i);
         if eq_ic(o, "BLOCK") && more > 0 {
-            if ctx.client.in_script {
-                let mut m = args.get(0).to_vec();
-                m.extend_from_slice(b" command is not allowed with BLOCK option from scripts");
-                let mut e = b"ERR ".to_vec();
-                e.extend(m);
-                return Err(Error::Raw(e));
-            }
             i += 1;
             let t = parse_i64(args.get(i)).ok_or(Error::Static(
                 "ERR timeout is not an integer or out of range",
@@ -870,10 +1030,10 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             streams_at = i + 1;
             let n = argc - streams_at;
             if !n.is_multiple_of(2) {
-                return Err(Error::Owned(if xreadgroup {
-                    "ERR Unbalanced XREADGROUP list of streams: for each stream key an ID or '>' must be specified.".into()
+                return Err(Error::Static(if xreadgroup {
+                    "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified."
                 } else {
-                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.".into()
+                    "ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be specified."
                 }));
             }
             nstreams = n / 2;
@@ -904,25 +1064,17 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
     if xreadgroup && group_arg.is_none() {
         return Err(Error::Static("ERR Missing GROUP option for XREADGROUP"));
     }
-    // A waiter being served looks at the key that became ready only.
-    let rerun = ctx.client.serving_key.is_some();
+    // A waiter being served re-runs the whole command, as Redis 7.2+
+    // re-executes it: every key is read (and checked) again, not only the
+    // one that became ready.
     let mut ids = Vec::with_capacity(nstreams.min(1024));
     for k in 0..nstreams {
         let key = args.get(streams_at + k);
         let id_arg = args.get(streams_at + nstreams + k);
-        if !ctx.client.may_take_from(key) {
-            ids.push(ReadId::After(StreamId::MAX));
-            continue;
-        }
         let s = stream_read(ctx.ks, key)?;
         if let Some((group, _)) = group_arg {
             let missing = s.as_ref().is_none_or(|s| !s.groups.contains_key(group));
             if missing {
-                if rerun {
-                    return Err(Error::Static(
-                        "NOGROUP the consumer group this client was blocked on no longer exists",
-                    ));
-                }
                 return Err(nogroup_key_xread(key, group));
             }
         }
@@ -933,6 +1085,19 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
                 ));
             }
             ids.push(ReadId::After(s.map_or(StreamId::MIN, |s| s.last_id)));
+        } else if id_arg == b"+" {
+            if xreadgroup {
+                return Err(Error::Static(
+                    "ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.",
+                ));
+            }
+            // Just before the last live entry, so that it is served (Redis
+            // 7.4); 0-0 for a missing or empty stream. Not resolved for a
+            // wait: when data comes, `+` means the last entry then.
+            let last = s.filter(|s| !s.is_empty()).map(|s| s.last_live_id());
+            ids.push(ReadId::After(
+                last.map_or(StreamId::MIN, |id| id.decr().unwrap_or(StreamId::MIN)),
+            ));
         } else if id_arg == b">" {
             if !xreadgroup {
                 return Err(Error::Static(
@@ -951,11 +1116,6 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             }
         }
     }
-    let count = if rerun && count == 0 {
-        BLOCKED_DEFAULT_COUNT
-    } else {
-        count
-    };
     let now = ctx.ks.now_ms;
     let resp3 = ctx.out.resp3;
     let mut served = 0usize;
@@ -963,9 +1123,6 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
     let mut log = GroupLog::new(ctx.ks, false);
     for (k, rid) in ids.iter().enumerate() {
         let key = args.get(streams_at + k);
-        if !ctx.client.may_take_from(key) {
-            continue;
-        }
         // Types and groups were checked by the first pass: nothing here
         // fails, so what was served so far is always logged.
         let Ok(Some(s)) = stream_read(ctx.ks, key) else {
@@ -974,37 +1131,36 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         let mut created = false;
         let (start, history) = match (group_arg, *rid) {
             (Some((gname, cname)), rid) => {
-                // A waiter being served compares with the last ID ever
-                // added, as Redis's blocked-client path does (so entries
-                // added then deleted serve it an empty reply).
-                let last_valid = if rerun { s.last_id } else { s.last_live_id() };
-                let nonempty = rerun || !s.is_empty();
+                // A waiter being served re-runs the command, as Redis 7.2+
+                // does: it is served only what is live.
+                let last_valid = s.last_live_id();
+                let nonempty = !s.is_empty();
                 let Some(g) = s.groups.get_mut(gname) else {
                     continue;
                 };
+                // Redis 7.2+ creates the consumer and marks it seen on
+                // every attempt, served or not.
+                created = g.create_consumer(cname, now);
+                if let Some(c) = g.consumers.get_mut(cname) {
+                    c.seen_time = now;
+                }
                 let serve = match rid {
                     ReadId::After(id) => Some((id, true)),
                     ReadId::New => {
                         (nonempty && last_valid > g.last_id).then_some((g.last_id, false))
                     }
                 };
-                // Redis creates (and refreshes) the consumer only when it
-                // serves it something.
-                let Some(serve) = serve else {
-                    continue;
-                };
-                created = g.create_consumer(cname, now);
-                if let Some(c) = g.consumers.get_mut(cname) {
-                    c.seen_time = now;
+                match serve {
+                    Some(serve) => serve,
+                    None => {
+                        let mark = log.len();
+                        note_consumer(ctx.ks, &mut log, key, (gname, cname), created, noack, mark);
+                        continue;
+                    }
                 }
-                serve
             }
             (None, ReadId::After(id)) => {
-                let newer = if rerun {
-                    s.last_id > id
-                } else {
-                    !s.is_empty() && s.last_live_id() > id
-                };
+                let newer = !s.is_empty() && s.last_live_id() > id;
                 if !newer {
                     continue;
                 }
@@ -1021,6 +1177,7 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         }
         ctx.out.bulk(key);
         let mark = log.len();
+        let logged = log.logged;
         match (group_arg, start.incr()) {
             (_, None) => ctx.out.array(0),
             (None, Some(start)) => {
@@ -1044,22 +1201,14 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
             }
         }
         if let Some((gname, cname)) = group_arg {
-            // A claim logged for the consumer creates it on replay; with
-            // none (NOACK, or nothing delivered) it is logged itself.
-            if created && (noack || log.len() == mark) {
-                log.insert(mark, || {
-                    crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
-                });
+            // Redis counts a change per stream that logged anything; a
+            // history read logs nothing there (zwindow logs its renewed
+            // claims, but counts no change, as Redis 7.2+'s
+            // "XREADGROUP from PEL does not change dirty").
+            if !history && log.logged > logged {
+                log.changes += 1;
             }
-            log.changes += 1;
-        }
-        if created {
-            ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
-        }
-        // A waiter is served once per ready key, from its first mention
-        // (Redis keeps one wait per key).
-        if rerun {
-            break;
+            note_consumer(ctx.ks, &mut log, key, (gname, cname), created, noack, mark);
         }
     }
     if xreadgroup {
@@ -1109,8 +1258,35 @@ fn read_generic(ctx: &mut Ctx, xreadgroup: bool) -> CmdResult {
         kind: "stream",
         timeout: (timeout > 0).then(|| Duration::from_millis(timeout as u64)),
         rerun: rerun_args,
-        on_gone: xreadgroup.then_some("UNBLOCKED the stream key no longer exists"),
+        unblock_on_nokey: xreadgroup,
     }))
+}
+
+/// A consumer XREADGROUP created (Redis's `streamCreateConsumer`): the
+/// event and a change. A claim logged for it creates it on replay; with
+/// none (NOACK, a history read, nothing to serve) it is logged itself,
+/// ahead of what was logged since `mark`. Redis 8.0 logs it under NOACK
+/// only, so its replicas and AOF lose a consumer that a history read or an
+/// unserved read created; zwindow keeps it.
+fn note_consumer(
+    ks: &mut Keyspace<'_>,
+    log: &mut GroupLog,
+    key: &[u8],
+    (gname, cname): (&[u8], &[u8]),
+    created: bool,
+    noack: bool,
+    mark: usize,
+) {
+    if !created {
+        return;
+    }
+    ks.notify(notify::STREAM, "xgroup-createconsumer", key);
+    log.changes += 1;
+    if noack || log.len() == mark {
+        log.insert(mark, || {
+            crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
+        });
+    }
 }
 
 fn nogroup_key_xread(key: &[u8], group: &[u8]) -> Error {
@@ -1155,8 +1331,14 @@ fn deliver_new(
     });
     out.fill_array(at, ids.len());
     let mut moved = false;
+    let first = s.first_id();
     for id in ids {
-        let tomb = s.range_has_tombstones(Some(id), None);
+        let Some(last) = s.groups.get(read.gname).map(|g| g.last_id) else {
+            return;
+        };
+        // Redis 7.2+: the counter stays exact only if the group was not
+        // behind the first entry and no tombstone lies after its last ID.
+        let exact = last >= first && !s.range_has_tombstones(Some(last), None);
         let estimate = if s.entries_added > 0 {
             Some(s.estimate_distance(id))
         } else {
@@ -1166,7 +1348,7 @@ fn deliver_new(
             return;
         };
         if id > g.last_id {
-            if g.entries_read != INVALID_ENTRIES_READ && !tomb {
+            if g.entries_read != INVALID_ENTRIES_READ && exact {
                 g.entries_read += 1;
             } else if let Some(e) = estimate {
                 g.entries_read = e;
@@ -1176,6 +1358,9 @@ fn deliver_new(
         }
         if !noack {
             claim_to(g, id, read.cname, read.now, 1);
+            if let Some(c) = g.consumers.get_mut(read.cname) {
+                c.active_time = read.now as i64;
+            }
             if let Some(n) = g.pel.get(&id) {
                 log.op(|| xclaim_argv(read.key, read.gname, id, n, g.last_id));
             }
@@ -1440,7 +1625,7 @@ fn xgroup_help(ctx: &mut Ctx) -> CmdResult {
             "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
             "    Set the current group ID and entries_read counter.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ],
     );
     Ok(Done)
@@ -1631,7 +1816,7 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
     let Some(s) = stream_mut(ctx.ks, key)? else {
         return Ok(Done);
     };
-    let mut created = false;
+    let created: bool;
     let mut replies: Vec<(StreamId, bool)> = Vec::new();
     {
         let exists: Vec<bool> = ids.iter().map(|id| s.get(*id).is_some()).collect();
@@ -1641,6 +1826,12 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
         let advanced = last_id > g.last_id;
         if advanced {
             g.last_id = last_id;
+        }
+        // Redis 7.2+: the consumer is created and marked seen up front,
+        // whether or not anything is claimed.
+        created = g.create_consumer(cname, now as u64);
+        if let Some(c) = g.consumers.get_mut(cname) {
+            c.seen_time = now as u64;
         }
         for (id, exists) in ids.iter().copied().zip(exists) {
             if !exists {
@@ -1660,7 +1851,6 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
             {
                 continue;
             }
-            created |= g.create_consumer(cname, now as u64);
             // A NACK that FORCE creates starts at one delivery, to which the
             // claim then adds one, as Redis's `streamCreateNACK` does.
             let prev = g.pel.get(&id).map_or(1, |n| n.delivery_count);
@@ -1672,6 +1862,9 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
                 prev
             };
             claim_to(g, id, cname, delivery, count);
+            if let Some(c) = g.consumers.get_mut(cname) {
+                c.active_time = now;
+            }
             if let Some(n) = g.pel.get(&id) {
                 log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
             }
@@ -1682,6 +1875,7 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
             log.op(|| setid_argv(key, gname, g));
         }
     }
+    let none_claimed = replies.is_empty();
     ctx.out.array(replies.len());
     for (id, justid) in replies {
         if justid {
@@ -1694,6 +1888,14 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
     }
     if created {
         ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
+        log.changes += 1;
+        // A claim creates it on replay; with none it is logged itself
+        // (Redis 8.0 logs nothing and its replicas lack the consumer).
+        if none_claimed {
+            log.insert(0, || {
+                crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
+            });
+        }
     }
     log.finish(ctx);
     Ok(Done)
@@ -1750,6 +1952,13 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
     let mut claimed = Vec::new();
     let mut deleted = Vec::new();
     let mut created = false;
+    if let Some(g) = s.groups.get_mut(gname) {
+        // As XCLAIM: created and marked seen up front.
+        created = g.create_consumer(cname, now);
+        if let Some(c) = g.consumers.get_mut(cname) {
+            c.seen_time = now;
+        }
+    }
     let mut cursor = start;
     let mut next = None;
     loop {
@@ -1792,8 +2001,10 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
         if minidle != 0 && (now as i64 - delivered as i64) < minidle {
             continue;
         }
-        created |= g.create_consumer(cname, now);
         claim_to(g, id, cname, now, if justid { prev } else { prev + 1 });
+        if let Some(c) = g.consumers.get_mut(cname) {
+            c.active_time = now as i64;
+        }
         if let Some(n) = g.pel.get(&id) {
             log.op(|| xclaim_argv(key, gname, id, n, g.last_id));
         }
@@ -1803,6 +2014,7 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
             break;
         }
     }
+    let none_claimed = claimed.is_empty();
     ctx.out.array(3);
     reply_id(ctx.out, next.unwrap_or(StreamId::MIN));
     ctx.out.array(claimed.len());
@@ -1821,6 +2033,14 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
     }
     if created {
         ctx.ks.notify(notify::STREAM, "xgroup-createconsumer", key);
+        log.changes += 1;
+        // A claim creates it on replay; with none it is logged itself
+        // (Redis 8.0 logs nothing and its replicas lack the consumer).
+        if none_claimed {
+            log.insert(0, || {
+                crate::argv![b"XGROUP", b"CREATECONSUMER", key, gname, cname]
+            });
+        }
     }
     log.finish(ctx);
     Ok(Done)
@@ -1857,13 +2077,15 @@ fn xinfo_consumers(ctx: &mut Ctx) -> CmdResult {
     };
     ctx.out.array(g.consumers.len());
     for (name, c) in &g.consumers {
-        ctx.out.map(3);
+        ctx.out.map(4);
         ctx.out.bulk(b"name");
         ctx.out.bulk(name);
         ctx.out.bulk(b"pending");
         ctx.out.int(c.pel.len() as i64);
         ctx.out.bulk(b"idle");
         ctx.out.int((now - c.seen_time as i64).max(0));
+        ctx.out.bulk(b"inactive");
+        ctx.out.int(c.inactive(now));
     }
     Ok(Done)
 }
@@ -2014,11 +2236,13 @@ fn xinfo_stream(ctx: &mut Ctx) -> CmdResult {
         out.bulk(b"consumers");
         out.array(g.consumers.len());
         for (cname, c) in &g.consumers {
-            out.map(4);
+            out.map(5);
             out.bulk(b"name");
             out.bulk(cname);
             out.bulk(b"seen-time");
             out.int(c.seen_time as i64);
+            out.bulk(b"active-time");
+            out.int(c.active_time);
             out.bulk(b"pel-count");
             out.int(c.pel.len() as i64);
             out.bulk(b"pending");
@@ -2051,7 +2275,7 @@ fn xinfo_help(ctx: &mut Ctx) -> CmdResult {
             "STREAM <key> [FULL [COUNT <count>]",
             "    Show information about the stream.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ],
     );
     Ok(Done)

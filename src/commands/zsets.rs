@@ -979,7 +979,7 @@ fn blocking_zpop(
         timeout,
         kind: "zset",
         rerun: None,
-        on_gone: None,
+        unblock_on_nokey: false,
     }))
 }
 
@@ -1472,6 +1472,9 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     let mut i = 3;
     while i < argc {
         let a = ctx.args.get(i);
+        if eq_ic(a, "novalues") {
+            return Err(super::hashes::NOVALUES_ONLY_HSCAN);
+        }
         if eq_ic(a, "count") && i + 1 < argc {
             let n = int_arg(ctx.args.get(i + 1))?;
             if n < 1 {

@@ -18,7 +18,10 @@
 //! type (a BZPOPMIN key that became a list) leaves its waiters blocked, as
 //! Redis 7.0 does, and the re-run handler is told which key to take from
 //! ([`Client::may_take_from`]), so other keys of the command, whatever they
-//! hold, play no part in the wakeup.
+//! hold, play no part in the wakeup. XREAD and XREADGROUP ignore that hint:
+//! Redis 7.2+ re-executes them whole, every key read and checked again; and
+//! an XREADGROUP waiter (`unblock_on_nokey`) is re-run too when its key is
+//! deleted or retyped, to fail as the command would afresh.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -121,7 +124,7 @@ pub(crate) fn serve(shared: &Arc<Services>, mut ready: Vec<(usize, Key)>) {
         // (XREADGROUP's) have anything to learn.
         let mut gone = false;
         for w in queued(shared, db, &key) {
-            if gone && w.on_gone.is_none() {
+            if gone && !w.unblock_on_nokey {
                 continue;
             }
             match try_serve(shared, &w, &key) {
@@ -168,8 +171,11 @@ fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
         return Served::Gone;
     }
     let mut out = Reply::with_resp3(w.resp3);
-    match (ks.peek(key).map(|e| e.value.type_name()), w.on_gone) {
-        (Some(kind), _) if kind == w.kind => {
+    let kind = ks.peek(key).map(|e| e.value.type_name());
+    match kind {
+        // The key holds what the waiter takes, or it re-runs whatever the
+        // key became (XREADGROUP: to fail as a fresh command would).
+        k if w.unblock_on_nokey || k == Some(w.kind) => {
             let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
             // Through the seam every command run from inside takes.
             let called = super::Dispatcher::new(shared).call(
@@ -187,16 +193,7 @@ fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
                 };
             }
         }
-        // The key went away under a waiter that fails then: it gets
-        // its error, counted as a failed call of its command.
-        (_, Some(msg)) => {
-            let stats = commands::CallStats::of(cmd);
-            stats.calls.fetch_add(1, Ordering::Relaxed);
-            stats.failed.fetch_add(1, Ordering::Relaxed);
-            shared.count_error(msg.as_bytes());
-            out.error(msg);
-        }
-        (other, None) => {
+        other => {
             return Served::NoData {
                 key_left: other.is_some(),
             };

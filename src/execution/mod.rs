@@ -316,7 +316,7 @@ fn dispatch_caused(
                 block.kind,
                 block.rerun.unwrap_or_else(|| args.to_owned()),
                 out.resp3,
-                block.on_gone,
+                block.unblock_on_nokey,
                 // Redis looks at the command's own flag (`lastcmd`).
                 client.cluster_readonly && !cmd.has(flags::WRITE),
             );

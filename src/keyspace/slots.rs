@@ -65,6 +65,34 @@ pub(crate) fn key_hash_slot(key: &[u8]) -> u16 {
     crc16(hash_tag(key).unwrap_or(key)) & (SLOTS as u16 - 1)
 }
 
+/// The one slot every key matching glob `pattern` hashes to, or None when
+/// they may lie in several (Redis's `patternHashSlot`): a wildcard or an
+/// escape before a non-empty hash tag closes makes it unknowable; a tag
+/// decides it; a pattern without wildcards is one key.
+pub(crate) fn pattern_hash_slot(pattern: &[u8]) -> Option<u16> {
+    // The index of the first `{`; `Empty` after a `{}`, which stops the
+    // search for a tag.
+    enum Tag {
+        None,
+        Open(usize),
+        Empty,
+    }
+    let mut tag = Tag::None;
+    for (i, &b) in pattern.iter().enumerate() {
+        match b {
+            b'*' | b'?' | b'[' | b'\\' => return None,
+            b'{' if matches!(tag, Tag::None) => tag = Tag::Open(i),
+            b'}' => match tag {
+                Tag::Open(s) if i == s + 1 => tag = Tag::Empty,
+                Tag::Open(s) => return Some(crc16(&pattern[s + 1..i]) & (SLOTS as u16 - 1)),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    Some(crc16(pattern) & (SLOTS as u16 - 1))
+}
+
 /// The non-empty bytes between the first `{` and the next `}`.
 pub(crate) fn hash_tag(key: &[u8]) -> Option<&[u8]> {
     let open = key.iter().position(|&b| b == b'{')?;
@@ -286,6 +314,26 @@ mod tests {
         // crc16.c: "Output for "123456789" : 31C3".
         assert_eq!(crc16(b"123456789"), 0x31C3);
         assert_eq!(crc16(b""), 0);
+    }
+
+    #[test]
+    fn pattern_slots_as_redis_computes_them() {
+        let slot = |k: &[u8]| Some(key_hash_slot(k));
+        // A tag closed before any wildcard decides the slot.
+        assert_eq!(pattern_hash_slot(b"w_{user1}*"), slot(b"{user1}"));
+        assert_eq!(pattern_hash_slot(b"{user1}*->f"), slot(b"user1"));
+        // A wildcard or escape first: any slot.
+        assert_eq!(pattern_hash_slot(b"*_{user1}"), None);
+        assert_eq!(pattern_hash_slot(b"w?{user1}"), None);
+        assert_eq!(pattern_hash_slot(b"w[ab]{user1}"), None);
+        assert_eq!(pattern_hash_slot(b"w\\{user1}"), None);
+        assert_eq!(pattern_hash_slot(b"{user*}"), None);
+        // No wildcard: one key, hashed whole (braces and all when the tag
+        // is empty or unclosed; a later tag after `{}` does not count).
+        assert_eq!(pattern_hash_slot(b"plain"), slot(b"plain"));
+        assert_eq!(pattern_hash_slot(b"a{}{b}"), Some(crc16(b"a{}{b}") & 16383));
+        assert_eq!(pattern_hash_slot(b"a{b"), slot(b"a{b"));
+        assert_eq!(pattern_hash_slot(b"a{}*"), None);
     }
 
     fn same_slot(a: &[u8], b: &[u8]) -> bool {

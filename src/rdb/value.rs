@@ -587,9 +587,13 @@ fn decode_stream(ty: u8, r: &mut Reader<'_>, lim: &Limits) -> Result<Stream, Rdb
         for _ in 0..nconsumers {
             let cname: Box<[u8]> = r.string()?.into();
             let seen_time = r.ms()?;
-            if ty == TYPE_STREAM_LISTPACKS_3 {
-                r.ms()?; // active-time: 7.2's, which 7.0's XINFO does not show.
-            }
+            // Before 7.2's type the active time was not kept: Redis takes
+            // the seen time for it.
+            let active_time = if ty == TYPE_STREAM_LISTPACKS_3 {
+                r.ms()? as i64
+            } else {
+                seen_time as i64
+            };
             let n = r.count(16)?;
             let mut pel = BTreeSet::new();
             for _ in 0..n {
@@ -601,7 +605,14 @@ fn decode_stream(ty: u8, r: &mut Reader<'_>, lim: &Limits) -> Result<Stream, Rdb
                 nack.consumer = cname.clone();
                 pel.insert(id);
             }
-            g.consumers.insert(cname, Consumer { seen_time, pel });
+            g.consumers.insert(
+                cname,
+                Consumer {
+                    seen_time,
+                    active_time,
+                    pel,
+                },
+            );
         }
         if g.pel.values().any(|n| n.consumer.is_empty()) {
             return Err(corrupt("group PEL entry without a consumer"));

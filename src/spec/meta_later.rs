@@ -8,7 +8,9 @@
 //! transcribed from their command JSON or, where no binary or JSON is
 //! at hand, from redis.io's pages: Redis 8.12's set member TTL commands
 //! (SADDEX, SEXPIRE … SPERSIST: arity, flags, categories, key specs; the
-//! readers' tips as HTTL's). Sorted by name.
+//! readers' tips as HTTL's) and Redis 8.2's XACKDEL and XDELEX (their
+//! `xackdel.json`/`xdelex.json` metadata as the pages give it). Sorted by
+//! name.
 
 use super::metadata::{Begin as B, Find as F, KeySpec, Meta, ks::*};
 
@@ -44,6 +46,7 @@ macro_rules! meta {
 const W: &[&str] = &["write", "fast"];
 const R: &[&str] = &["readonly", "fast"];
 const ZWCAT: &[&str] = &["@write", "@sortedset", "@fast"];
+const XWCAT: &[&str] = &["@write", "@stream", "@fast"];
 const ZRCAT: &[&str] = &["@read", "@sortedset", "@fast"];
 const SWCAT: &[&str] = &["@write", "@set", "@fast"];
 const SRCAT: &[&str] = &["@read", "@set", "@fast"];
@@ -80,6 +83,15 @@ pub(crate) static META_LATER: &[Meta] = &[
         &["nondeterministic_output"],
         one(RO | ACCESS, None)
     ),
+    meta!(
+        "xackdel",
+        -6,
+        W,
+        XWCAT,
+        &[],
+        one(RW | UPDATE | DELETE, None)
+    ),
+    meta!("xdelex", -5, W, XWCAT, &[], one(RW | DELETE, None)),
     Meta {
         name: "zcollect",
         arity: -2,

@@ -433,10 +433,36 @@ pub(crate) struct Nack {
     pub(crate) delivery_count: u64,
 }
 
-#[derive(Clone, Debug, Default)]
+/// A consumer of a group. Redis 7.2 splits its clock in two: `seen_time`
+/// is its last attempted interaction (XREADGROUP, XCLAIM, XAUTOCLAIM, even
+/// when they deliver nothing), `active_time` its last successful one (an
+/// entry delivered to or claimed by it), -1 while it has had none.
+#[derive(Clone, Debug)]
 pub(crate) struct Consumer {
     pub(crate) seen_time: u64,
+    pub(crate) active_time: i64,
     pub(crate) pel: BTreeSet<StreamId>,
+}
+
+impl Consumer {
+    /// A consumer just created at `now_ms`: seen, never active.
+    pub(crate) fn new(now_ms: u64) -> Consumer {
+        Consumer {
+            seen_time: now_ms,
+            active_time: -1,
+            pel: BTreeSet::new(),
+        }
+    }
+
+    /// XINFO CONSUMERS' `inactive`: ms since the last successful
+    /// interaction, or -1 if none.
+    pub(crate) fn inactive(&self, now_ms: i64) -> i64 {
+        if self.active_time == -1 {
+            -1
+        } else {
+            now_ms - self.active_time
+        }
+    }
 }
 
 /// Redis's `SCG_INVALID_ENTRIES_READ`.
@@ -466,13 +492,7 @@ impl Group {
         if self.consumers.contains_key(name) {
             return false;
         }
-        self.consumers.insert(
-            name.into(),
-            Consumer {
-                seen_time: now_ms,
-                pel: BTreeSet::new(),
-            },
-        );
+        self.consumers.insert(name.into(), Consumer::new(now_ms));
         true
     }
 
@@ -498,6 +518,20 @@ impl Group {
             None => false,
         }
     }
+}
+
+/// What deleting or trimming entries does to the consumer groups'
+/// references to them (Redis 8.2's KEEPREF | DELREF | ACKED).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum RefPolicy {
+    /// Delete the entries; PEL entries for them stay (XDEL's way).
+    #[default]
+    KeepRef,
+    /// Delete the entries and every group's PEL entries for them.
+    DelRef,
+    /// Delete only entries no group still needs (see
+    /// [`Stream::is_referenced`]).
+    Acked,
 }
 
 /// Trimming strategy of XADD/XTRIM.
@@ -823,6 +857,169 @@ impl Stream {
         deleted
     }
 
+    /// Whether some group still needs entry `id`: it is pending in the
+    /// group's PEL, or lies after the group's last delivered ID (not yet
+    /// read). Entries past the earliest group position are all needed.
+    pub(crate) fn is_referenced(&self, id: StreamId) -> bool {
+        self.groups
+            .values()
+            .any(|g| id > g.last_id || g.pel.contains_key(&id))
+    }
+
+    /// Drops every group's PEL entry for `id` (DELREF's clean-up).
+    pub(crate) fn drop_refs(&mut self, id: StreamId) {
+        for g in self.groups.values_mut() {
+            g.ack(id);
+        }
+    }
+
+    /// Deletes entry `id` under `policy` (XDELEX, XACKDEL): Some(true) if
+    /// deleted, Some(false) if ACKED kept it for a group that needs it,
+    /// None if there is no such entry (DELREF still drops references to
+    /// it). A deletion moves `max_deleted_id` as XDEL's does.
+    pub(crate) fn delete_with(&mut self, id: StreamId, policy: RefPolicy) -> Option<bool> {
+        if self.get(id).is_none() {
+            if policy == RefPolicy::DelRef {
+                self.drop_refs(id);
+            }
+            return None;
+        }
+        if policy == RefPolicy::Acked && self.is_referenced(id) {
+            return Some(false);
+        }
+        self.delete(id);
+        if id > self.max_deleted_id {
+            self.max_deleted_id = id;
+        }
+        if policy == RefPolicy::DelRef {
+            self.drop_refs(id);
+        }
+        Some(true)
+    }
+
+    /// [`trim`](Self::trim) under a reference policy (XADD/XTRIM's
+    /// KEEPREF | DELREF | ACKED, Redis 8.2). DELREF drops the trimmed
+    /// entries' PEL entries. ACKED trims only entries no group needs,
+    /// passing over the others (a node goes whole only if none of its
+    /// entries is needed; an approximate trim stops at the first node that
+    /// cannot); it never looks past the earliest group position, after
+    /// which every entry is needed. Deleting past a kept entry leaves a
+    /// gap, recorded in `max_deleted_id`. Returns entries removed.
+    pub(crate) fn trim_with(
+        &mut self,
+        how: Trim,
+        approx: bool,
+        limit: u64,
+        policy: RefPolicy,
+    ) -> u64 {
+        if policy == RefPolicy::KeepRef || self.groups.is_empty() {
+            return self.trim(how, approx, limit);
+        }
+        let acked = policy == RefPolicy::Acked;
+        let horizon = self.groups.values().map(|g| g.last_id).min();
+        let mut removed: Vec<StreamId> = Vec::new();
+        let mut kept_before = false;
+        let mut max_gap = StreamId::MIN;
+        let mut cursor = StreamId::MIN;
+        let Stream {
+            nodes, groups, len, ..
+        } = self;
+        let needed = |id: StreamId| {
+            acked
+                && groups
+                    .values()
+                    .any(|g| id > g.last_id || g.pel.contains_key(&id))
+        };
+        'nodes: loop {
+            if let Trim::MaxLen(max) = how
+                && *len <= max
+            {
+                break;
+            }
+            let Some((&key, node)) = nodes.range_mut(cursor..).next() else {
+                break;
+            };
+            if acked && horizon.is_some_and(|h| key > h) {
+                break;
+            }
+            let live = node.live as u64;
+            if limit != 0 && (removed.len() as u64) + live > limit {
+                break;
+            }
+            let records: Vec<Record> = node.records().collect();
+            let whole = match how {
+                Trim::MaxLen(max) => *len - live >= max,
+                Trim::MinId(min) => node.last_id() < min,
+            };
+            if whole
+                && !records
+                    .iter()
+                    .any(|r| r.flags & DELETED == 0 && needed(r.id))
+            {
+                for r in &records {
+                    if r.flags & DELETED == 0 {
+                        removed.push(r.id);
+                        if kept_before {
+                            max_gap = max_gap.max(r.id);
+                        }
+                    }
+                }
+                *len -= live;
+                nodes.remove(&key);
+                match key.incr() {
+                    Some(next) => cursor = next,
+                    None => break,
+                }
+                continue;
+            }
+            if approx {
+                break;
+            }
+            for r in records {
+                let stop = match how {
+                    Trim::MaxLen(max) => *len <= max,
+                    Trim::MinId(min) => r.id >= min,
+                };
+                if stop || acked && horizon.is_some_and(|h| r.id > h) {
+                    break 'nodes;
+                }
+                if r.flags & DELETED != 0 {
+                    continue;
+                }
+                if needed(r.id) {
+                    kept_before = true;
+                    continue;
+                }
+                node.buf[r.at] |= DELETED;
+                node.live -= 1;
+                *len -= 1;
+                removed.push(r.id);
+                if kept_before {
+                    max_gap = max_gap.max(r.id);
+                }
+            }
+            if node.live == 0 {
+                nodes.remove(&key);
+            }
+            if !acked {
+                break;
+            }
+            match key.incr() {
+                Some(next) => cursor = next,
+                None => break,
+            }
+        }
+        if max_gap > self.max_deleted_id {
+            self.max_deleted_id = max_gap;
+        }
+        if policy == RefPolicy::DelRef {
+            for &id in &removed {
+                self.drop_refs(id);
+            }
+        }
+        removed.len() as u64
+    }
+
     /// The last live entry's ID, or 0-0 (Redis's `streamLastValidID`).
     pub(crate) fn last_live_id(&self) -> StreamId {
         self.last_entry().map_or(StreamId::MIN, |(id, _)| id)
@@ -838,9 +1035,6 @@ impl Stream {
         if self.len == 0 || self.max_deleted_id.is_zero() {
             return false;
         }
-        if self.first_id() > self.max_deleted_id {
-            return false;
-        }
         let start = start.unwrap_or(StreamId::MIN);
         let end = end.unwrap_or(StreamId::MAX);
         start <= self.max_deleted_id && self.max_deleted_id <= end
@@ -853,6 +1047,10 @@ impl Stream {
         }
         if self.len == 0 && id <= self.last_id {
             return self.entries_added as i64;
+        }
+        // Deleted entries lie between `id` and the last ID (Redis 7.2+).
+        if !id.is_zero() && id < self.max_deleted_id {
+            return INVALID_ENTRIES_READ;
         }
         if id == self.last_id {
             return self.entries_added as i64;
@@ -872,10 +1070,16 @@ impl Stream {
         INVALID_ENTRIES_READ
     }
 
-    /// A group's lag, or None when it cannot be known (Redis's `streamCGLag`).
+    /// A group's lag, or None when it cannot be known (Redis 8.0's
+    /// `streamReplyWithCGLag`): 0 for an emptied stream, the length when the
+    /// group and every tombstone are behind the first entry.
     pub(crate) fn lag(&self, g: &Group) -> Option<i64> {
-        if self.entries_added == 0 {
+        if self.entries_added == 0 || self.len == 0 {
             return Some(0);
+        }
+        let first = self.first_id();
+        if g.last_id < first && self.max_deleted_id < first {
+            return Some(self.len as i64);
         }
         if g.entries_read != INVALID_ENTRIES_READ
             && !self.range_has_tombstones(Some(g.last_id), None)
@@ -913,6 +1117,121 @@ mod tests {
             true
         });
         v
+    }
+
+    /// A stream of entries 1-0..=n-0 in nodes of 3, with group `g` at
+    /// `last` and `pending` in its PEL (owned by consumer `c`).
+    fn grouped(n: u64, last: u64, pending: &[u64]) -> Stream {
+        let mut s = Stream::new();
+        let limits = NodeLimits {
+            max_bytes: 4096,
+            max_entries: 3,
+        };
+        for i in 1..=n {
+            s.append(id(i, 0), &[b"f", b"v"], limits);
+        }
+        let mut g = Group::new(id(last, 0), INVALID_ENTRIES_READ);
+        g.create_consumer(b"c", 0);
+        for &p in pending {
+            g.pel.insert(
+                id(p, 0),
+                Nack {
+                    consumer: b"c".as_slice().into(),
+                    delivery_time: 0,
+                    delivery_count: 1,
+                },
+            );
+            g.consumers
+                .get_mut(b"c".as_slice())
+                .unwrap()
+                .pel
+                .insert(id(p, 0));
+        }
+        s.groups.insert(b"g".as_slice().into(), g);
+        s
+    }
+
+    fn pel(s: &Stream) -> Vec<StreamId> {
+        s.groups[b"g".as_slice()].pel.keys().copied().collect()
+    }
+
+    /// An entry is needed while pending somewhere or not yet delivered.
+    #[test]
+    fn references_are_pending_or_undelivered_entries() {
+        let s = grouped(6, 4, &[2]);
+        let needed: Vec<u64> = (1..=6).filter(|&i| s.is_referenced(id(i, 0))).collect();
+        assert_eq!(needed, [2, 5, 6]);
+        assert!(!Stream::new().is_referenced(id(1, 0)));
+    }
+
+    /// XDELEX's three policies on one entry each, and on a missing one.
+    #[test]
+    fn delete_with_each_policy() {
+        let mut s = grouped(6, 4, &[2, 3]);
+        assert_eq!(s.delete_with(id(2, 0), RefPolicy::Acked), Some(false));
+        assert_eq!(s.delete_with(id(5, 0), RefPolicy::Acked), Some(false));
+        assert_eq!(s.delete_with(id(1, 0), RefPolicy::Acked), Some(true));
+        assert_eq!(s.delete_with(id(2, 0), RefPolicy::KeepRef), Some(true));
+        assert_eq!(pel(&s), [id(2, 0), id(3, 0)]);
+        assert_eq!(s.delete_with(id(3, 0), RefPolicy::DelRef), Some(true));
+        assert_eq!(pel(&s), [id(2, 0)]);
+        // A dangling reference goes with DELREF even without the entry.
+        assert_eq!(s.delete_with(id(2, 0), RefPolicy::KeepRef), None);
+        assert_eq!(pel(&s), [id(2, 0)]);
+        assert_eq!(s.delete_with(id(2, 0), RefPolicy::DelRef), None);
+        assert!(pel(&s).is_empty());
+        assert!(
+            s.groups[b"g".as_slice()].consumers[b"c".as_slice()]
+                .pel
+                .is_empty()
+        );
+        assert_eq!(ids(&s), [id(4, 0), id(5, 0), id(6, 0)]);
+        assert_eq!(s.max_deleted_id, id(3, 0));
+    }
+
+    /// Trimming under each policy: KEEPREF as before, DELREF dropping the
+    /// trimmed entries' PEL entries, ACKED passing over needed entries
+    /// (recording the gap) and never past the group's position.
+    #[test]
+    fn trim_with_each_policy() {
+        let mut s = grouped(9, 6, &[2, 7]);
+        assert_eq!(
+            s.trim_with(Trim::MaxLen(5), false, 0, RefPolicy::KeepRef),
+            4
+        );
+        assert_eq!(pel(&s), [id(2, 0), id(7, 0)]);
+
+        let mut s = grouped(9, 6, &[2, 7]);
+        assert_eq!(s.trim_with(Trim::MaxLen(5), false, 0, RefPolicy::DelRef), 4);
+        assert_eq!(pel(&s), [id(7, 0)]);
+        assert_eq!(ids(&s), (5..=9).map(|i| id(i, 0)).collect::<Vec<_>>());
+
+        // ACKED keeps 2 (pending) and everything after 6 (undelivered).
+        let mut s = grouped(9, 6, &[2, 7]);
+        assert_eq!(s.trim_with(Trim::MaxLen(0), false, 0, RefPolicy::Acked), 5);
+        assert_eq!(ids(&s), [2, 7, 8, 9].map(|i| id(i, 0)));
+        assert_eq!(s.max_deleted_id, id(6, 0));
+        assert_eq!(pel(&s), [id(2, 0), id(7, 0)]);
+
+        // MINID under ACKED stops at the threshold too.
+        let mut s = grouped(9, 9, &[]);
+        assert_eq!(
+            s.trim_with(Trim::MinId(id(5, 0)), false, 0, RefPolicy::Acked),
+            4
+        );
+        assert_eq!(ids(&s).first(), Some(&id(5, 0)));
+        assert_eq!(s.max_deleted_id, StreamId::MIN);
+
+        // Approximate: whole nodes only (of three entries here), and not
+        // one with a needed entry.
+        let mut s = grouped(9, 9, &[5]);
+        assert_eq!(s.trim_with(Trim::MaxLen(0), true, 0, RefPolicy::Acked), 3);
+        assert_eq!(ids(&s).first(), Some(&id(4, 0)));
+
+        // No groups: every policy is KEEPREF.
+        let mut s = grouped(9, 9, &[]);
+        s.groups.clear();
+        assert_eq!(s.trim_with(Trim::MaxLen(2), false, 0, RefPolicy::Acked), 7);
     }
 
     /// Entries come back byte for byte however they were packed: shared or

@@ -400,7 +400,7 @@ impl RedisServer {
         Self::try_start_binary(&find_redis_server(), extra_args)
     }
 
-    fn try_start_binary(exe: &str, extra_args: &[&str]) -> Result<Self, String> {
+    pub fn try_start_binary(exe: &str, extra_args: &[&str]) -> Result<Self, String> {
         let dir = PrivateDir::new("redis");
         let (child, port) = spawn_redis(exe, None, extra_args, &dir.0)?;
         Ok(RedisServer { child, port, dir })

@@ -226,6 +226,10 @@ end
 G.pairs = function(t)
   return pairs_(real[t] or t)
 end
+-- As rawget reads Redis's read-only tables (flagged, not proxied).
+G.rawget = function(t, k)
+  return rawget_(real[t] or t, k)
+end
 G.ipairs = function(t)
   return ipairs_(real[t] or t)
 end
@@ -238,7 +242,9 @@ for _, name in G.ipairs({ 'cjson', 'bit', 'struct', 'cmsgpack' }) do
     G[name] = readonly(wraplib(impl[name]))
   end
 end
-for _, name in ipairs_({ 'string', 'math', 'table', 'coroutine' }) do
+-- Redis 8.0's sandboxed os library holds os.clock alone.
+G.os = { clock = G.os.clock }
+for _, name in ipairs_({ 'string', 'math', 'table', 'coroutine', 'os' }) do
   G[name] = readonly(G[name])
 end
 G.getmetatable('').__index = G.string
@@ -259,7 +265,7 @@ G.loadstring = function(s, name)
   return loadstring_(s, name)
 end
 G.loadfile, G.dofile, G.print, G.debug, G.module, G.require, G.package = nil, nil, nil, nil, nil, nil, nil
-G.os, G.io = nil, nil
+G.io = nil
 
 -- Globals: reads of unknown names fail, writes always fail.
 setmt(G, {

@@ -531,7 +531,7 @@ impl Engine {
         // the bootstrap removes it from the globals right after.
         let lua = unsafe {
             Lua::unsafe_new_with(
-                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG | StdLib::OS,
                 LuaOptions::new(),
             )
         };
