@@ -72,17 +72,39 @@ pub(crate) mod types {
     pub(crate) const OP_EOF: u8 = 255;
 }
 
-/// Why reading RDB bytes failed.
+/// Why reading RDB bytes failed: the reason, and the line of Redis 7.0.15's
+/// `rdb.c` whose `rdbReportCorruptRDB` reports the same check (0 when Redis
+/// reports none: a short read, an empty key, zwindow's own stricter checks).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RdbError(pub(crate) String);
+pub(crate) struct RdbError(pub(crate) String, pub(crate) u32);
 
 impl RdbError {
+    pub(crate) fn new(what: String) -> RdbError {
+        RdbError(what, 0)
+    }
+
     pub(crate) fn corrupt(what: &str) -> RdbError {
-        RdbError(what.to_string())
+        RdbError(what.to_string(), 0)
+    }
+
+    /// A check Redis reports with `rdbReportCorruptRDB` at `rdb.c:line`,
+    /// in its words.
+    pub(crate) fn report(line: u32, what: &str) -> RdbError {
+        RdbError(what.to_string(), line)
     }
 
     pub(crate) fn truncated() -> RdbError {
-        RdbError("Unexpected EOF reading RDB file".into())
+        RdbError::corrupt("Unexpected EOF reading RDB file")
+    }
+
+    /// Redis's `rdbReportError` line for this error, if Redis reports it.
+    pub(crate) fn report_line(&self, offset: u64) -> Option<String> {
+        (self.1 != 0).then(|| {
+            format!(
+                "Internal error in RDB reading offset {offset}, function at rdb.c:{} -> {}",
+                self.1, self.0
+            )
+        })
     }
 }
 
@@ -193,8 +215,13 @@ pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, Resto
     }
     let mut r = codec::Reader::new(body);
     let ty = r.byte().map_err(|_| RestoreError::Data)?;
-    let (mut v, extra) =
-        value::decode(ty, &mut r, &Limits::from_config(config)).map_err(|_| RestoreError::Data)?;
+    let (mut v, extra) = value::decode(ty, &mut r, &Limits::from_config(config)).map_err(|e| {
+        // In a RESTORE Redis logs the report at verbose level and replies.
+        if let Some(line) = e.report_line(0) {
+            tracing::info!("{line}");
+        }
+        RestoreError::Data
+    })?;
     let mut member_ttls = false;
     if !r.is_empty() {
         match (&mut v, body[r.pos..].strip_prefix(MEMBER_TTLS)) {
