@@ -509,6 +509,105 @@ mod tests {
         }
     }
 
+    /// A ziplist of short strings, as Redis ≤ 6.2 writes it.
+    fn ziplist_of(items: &[&[u8]]) -> Vec<u8> {
+        let mut b = vec![0u8; 10];
+        let (mut prev, mut tail) = (0usize, 10usize);
+        for it in items {
+            tail = b.len();
+            b.push(prev as u8);
+            b.push(it.len() as u8);
+            b.extend_from_slice(it);
+            prev = b.len() - tail;
+        }
+        b.push(0xFF);
+        let n = b.len() as u32;
+        b[..4].copy_from_slice(&n.to_le_bytes());
+        b[4..8].copy_from_slice(&(tail as u32).to_le_bytes());
+        b[8..10].copy_from_slice(&(items.len() as u16).to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn ziplists_are_checked_as_redis_checks_them() {
+        let good = ziplist_of(&[b"a", b"bb", b"ccc"]);
+        let back: Vec<Vec<u8>> = ziplist(&good).unwrap().iter().map(Elem::to_vec).collect();
+        assert_eq!(back, [b"a".to_vec(), b"bb".to_vec(), b"ccc".to_vec()]);
+        // A count of 65535 means "count them".
+        let mut b = good.clone();
+        b[8..10].copy_from_slice(&[0xFF, 0xFF]);
+        assert_eq!(ziplist(&b).unwrap().len(), 3);
+        let refused = |what: &str, f: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = good.clone();
+            f(&mut b);
+            assert!(ziplist(&b).is_err(), "{what} accepted");
+        };
+        refused("zlbytes not the size", &|b| b[0] += 1);
+        refused("a wrong count", &|b| b[8] = 2);
+        refused("a tail offset off the last entry", &|b| b[4] -= 1);
+        refused("a tail offset past the end", &|b| b[4] = 200);
+        refused("a prevlen that is not the previous entry's size", &|b| {
+            b[13] = 9
+        });
+        refused("a first entry with a prevlen", &|b| b[10] = 1);
+        refused("an entry past the end", &|b| b[11] = 40);
+        refused("an unknown encoding", &|b| b[11] = 0xF0 | 0x0F);
+        refused("no end byte", &|b| *b.last_mut().unwrap() = 0);
+        refused("data after an end byte", &|b| {
+            // The unit's "tail followed by extra data which start with 0xff".
+            let end = b.len() - 1;
+            b.splice(end..end, [0xFF, 1, 2]);
+            let n = b.len() as u32;
+            b[..4].copy_from_slice(&n.to_le_bytes());
+        });
+        assert!(ziplist(&good[..good.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn listpack_back_lengths_must_match_their_entries() {
+        let mut w = ListpackWriter::default();
+        w.push(b"hello");
+        w.push(b"x");
+        let good = w.finish_blob();
+        assert_eq!(listpack(&good).unwrap().len(), 2);
+        // "hello" is 6 bytes: its back-length byte follows it.
+        let mut b = good.clone();
+        b[6 + 6] = 7;
+        assert!(listpack(&b).is_err());
+        let mut b = good.clone();
+        b[4] = 3;
+        assert!(listpack(&b).is_err(), "a wrong count");
+    }
+
+    #[test]
+    fn zipmaps_are_checked_as_redis_checks_them() {
+        // 1 pair: "a" => "bc", with one byte of free space.
+        let good = [1u8, 1, b'a', 2, 1, b'b', b'c', 0, 0xFF];
+        assert_eq!(zipmap(&good).unwrap(), [(&b"a"[..], &b"bc"[..])]);
+        let mut big = good;
+        big[0] = 254;
+        assert_eq!(zipmap(&big).unwrap().len(), 1, "254: too many to count");
+        assert!(zipmap(&[0, 0xFF]).is_err(), "an empty zipmap");
+        let mut b = good;
+        b[0] = 2;
+        assert!(zipmap(&b).is_err(), "a wrong count");
+        let mut b = good;
+        b[4] = 3;
+        assert!(zipmap(&b).is_err(), "free space past the end");
+        assert!(zipmap(&good[..8]).is_err(), "no end byte");
+    }
+
+    #[test]
+    fn empty_or_unsorted_intsets_are_refused() {
+        assert!(intset(&write_intset(&[])).is_err());
+        let mut b = write_intset(&[1, 2]);
+        b.swap(8, 10);
+        assert!(intset(&b).is_err());
+        let mut b = write_intset(&[1, 2]);
+        b[0] = 3;
+        assert!(intset(&b).is_err(), "width 3");
+    }
+
     #[test]
     fn intsets_round_trip() {
         for v in [

@@ -968,7 +968,14 @@ mod tests {
                     lim.hash,
                 );
                 let s = [f64::NEG_INFINITY, -0.5, 1e300, 3.0, 1.0 / 3.0][i % 5] + i as f64;
-                zadd(&mut z, format!("m{i}").as_bytes(), s, &lim).unwrap();
+                zadd(
+                    &mut z,
+                    format!("m{i}").as_bytes(),
+                    s,
+                    &lim,
+                    report::zset_dup,
+                )
+                .unwrap();
             }
             v.push(Value::Hash(h));
             v.push(Value::ZSet(z));
@@ -1065,6 +1072,130 @@ mod tests {
         let Value::Hash(b) = back else { panic!() };
         assert_eq!(b.expire_at(b"f1"), Some(5_000));
         assert_eq!(b.expire_at(b"f0"), Some(NO_TTL));
+    }
+
+    /// A one-node stream (RDB type 19) whose node is `lp`, claiming `len`
+    /// entries, with `groups` appended as they are.
+    fn stream_payload(lp: &[u8], len: u64, groups: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_len(&mut out, 1);
+        put_string(&mut out, &raw_id(StreamId::new(5, 0)), false);
+        put_string(&mut out, lp, false);
+        put_len(&mut out, len);
+        for v in [5, 0, 5, 0, 0, 0, len] {
+            put_len(&mut out, v);
+        }
+        out.extend_from_slice(groups);
+        out
+    }
+
+    /// A stream node: master entry (1 live, 0 deleted, field "f"), one
+    /// entry with the master's fields and `lp_count`, then `extra`.
+    fn node(lp_count: i64, live: i64, extra: &[i64]) -> Vec<u8> {
+        let mut w = ListpackWriter::default();
+        for v in [live, 0, 1] {
+            w.push_int(v);
+        }
+        w.push(b"f");
+        for v in [0, 2, 0, 0] {
+            w.push_int(v);
+        }
+        w.push(b"v");
+        w.push_int(lp_count);
+        for &v in extra {
+            w.push_int(v);
+        }
+        w.finish_blob()
+    }
+
+    fn decode_err(ty: u8, payload: &[u8]) -> RdbError {
+        match decode(ty, &mut Reader::new(payload), &limits()) {
+            Ok(_) => panic!("type {ty} payload accepted"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn stream_nodes_are_checked_as_redis_deep_check_does() {
+        let groups = [0u8];
+        let ok = stream_payload(&node(4, 1, &[]), 1, &groups);
+        assert!(decode(TYPE_STREAM_LISTPACKS_2, &mut Reader::new(&ok), &limits()).is_ok());
+        let line = report::stream_listpack().1;
+        for (what, lp) in [
+            ("a wrong lp-count", node(5, 1, &[])),
+            ("more entries claimed than held", node(4, 2, &[])),
+            ("elements after the last entry", node(4, 1, &[7])),
+        ] {
+            let e = decode_err(TYPE_STREAM_LISTPACKS_2, &stream_payload(&lp, 1, &groups));
+            assert_eq!(e.1, line, "{what}: {e:?}");
+            assert_eq!(e.0, "Stream listpack integrity check failed.");
+        }
+    }
+
+    #[test]
+    fn duplicate_stream_consumers_are_refused() {
+        // One group "g", an empty PEL, consumer "a" twice.
+        let mut groups = Vec::new();
+        put_len(&mut groups, 1);
+        put_string(&mut groups, b"g", false);
+        put_id(&mut groups, StreamId::new(5, 0));
+        put_len(&mut groups, 1);
+        put_len(&mut groups, 0);
+        put_len(&mut groups, 2);
+        for _ in 0..2 {
+            put_string(&mut groups, b"a", false);
+            put_ms(&mut groups, 1);
+            put_len(&mut groups, 0);
+        }
+        let e = decode_err(
+            TYPE_STREAM_LISTPACKS_2,
+            &stream_payload(&node(4, 1, &[]), 1, &groups),
+        );
+        assert_eq!(e, report::stream_consumer_dup());
+    }
+
+    #[test]
+    fn quicklist_nodes_of_unknown_containers_or_no_bytes_are_refused() {
+        let mut lp = ListpackWriter::default();
+        lp.push(b"x");
+        let mut bad = Vec::new();
+        put_len(&mut bad, 1);
+        put_len(&mut bad, 3);
+        put_string(&mut bad, &lp.finish_blob(), false);
+        assert_eq!(decode_err(TYPE_LIST_QUICKLIST_2, &bad), report::quicklist());
+        // A plain node of 0 bytes (the unit's "encoded_len is 0").
+        let e = decode_err(TYPE_LIST_QUICKLIST_2, &[1, 1, 0]);
+        assert_eq!(e.1, 0, "Redis reports none: {e:?}");
+    }
+
+    #[test]
+    fn duplicates_get_redis_reports() {
+        let mut h = Vec::new();
+        put_len(&mut h, 2);
+        for f in [b"a", b"a"] {
+            put_string(&mut h, f, false);
+            put_string(&mut h, b"v", false);
+        }
+        assert_eq!(decode_err(TYPE_HASH, &h), report::hash_dup_small());
+        let mut lp = ListpackWriter::default();
+        for e in [b"a", b"1", b"a", b"2"] {
+            lp.push(e);
+        }
+        let mut out = Vec::new();
+        put_string(&mut out, &lp.finish_blob(), false);
+        assert_eq!(
+            decode_err(TYPE_HASH_LISTPACK, &out),
+            report::hash_listpack()
+        );
+        assert_eq!(
+            decode_err(TYPE_ZSET_LISTPACK, &out),
+            report::zset_listpack()
+        );
+        let mut z = Vec::new();
+        put_len(&mut z, 1);
+        put_string(&mut z, b"m", false);
+        put_double(&mut z, f64::NAN);
+        assert_eq!(decode_err(TYPE_ZSET_2, &z), report::zset_nan());
     }
 
     /// Mutated payloads never panic, and never allocate past their size
