@@ -193,3 +193,79 @@ fn a_corrupt_file_stops_the_server_as_redis_does() {
     }
     assert_eq!(why.matches("integrity check failed").count(), 2, "{why}");
 }
+
+fn sanitizations(c: &mut RawConn) -> String {
+    let info = String::from_utf8_lossy(&c.cmd(&[b"INFO", b"stats"])).into_owned();
+    info.lines()
+        .find_map(|l| l.strip_prefix("dump_payload_sanitizations:"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// INFO's `dump_payload_sanitizations` counts the listpacks and intsets
+/// Redis checks deeply: under `yes`, and under `clients` unless the user
+/// is `skip-sanitize-payload`.
+#[test]
+fn sanitizations_are_counted_as_redis_counts_them() {
+    let z = ZwindowServer::start(&[]);
+    let r = RedisServer::start();
+    let mut src = r.conn();
+    for line in [
+        "HSET h a 1 b 2",
+        "ZADD z 1 a 2 b",
+        "RPUSH l a b c",
+        "SADD s 1 2 3",
+        "XADD x 1-1 f v",
+    ] {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        src.cmd(&args);
+    }
+    let dumps: Vec<Vec<u8>> = ["h", "z", "l", "s", "x"]
+        .iter()
+        .map(|k| {
+            let reply = src.cmd(&[b"DUMP", k.as_bytes()]);
+            let body = reply.splitn(2, |&b| b == b'\n').nth(1).unwrap();
+            body[..body.len() - 2].to_vec()
+        })
+        .collect();
+    let (mut zc, mut rc) = (z.conn(), r.conn());
+    for c in [&mut zc, &mut rc] {
+        set(
+            c,
+            &[
+                "ACL",
+                "SETUSER",
+                "skipper",
+                "on",
+                "nopass",
+                "+@all",
+                "~*",
+                "skip-sanitize-payload",
+            ],
+        );
+    }
+    for (mode, user) in [
+        ("no", "default"),
+        ("yes", "default"),
+        ("clients", "default"),
+        ("clients", "skipper"),
+    ] {
+        for c in [&mut zc, &mut rc] {
+            set(c, &["AUTH", "default", ""]);
+            set(c, &["CONFIG", "SET", "sanitize-dump-payload", mode]);
+            if user != "default" {
+                set(c, &["AUTH", user, "x"]);
+            }
+            for d in &dumps {
+                assert_eq!(restore(c, "k", d), "+OK\r\n");
+            }
+        }
+        assert_eq!(
+            sanitizations(&mut zc),
+            sanitizations(&mut rc),
+            "{mode}, {user}"
+        );
+    }
+    assert_ne!(sanitizations(&mut rc), "0");
+}

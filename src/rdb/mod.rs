@@ -123,6 +123,9 @@ pub(crate) struct Limits {
     pub(crate) hash: crate::types::hash::Limits,
     set_intset: usize,
     pub(crate) stream: crate::types::stream::NodeLimits,
+    /// Whether Redis would check this value deeply (`sanitize-dump-payload`
+    /// and who sends it): only counted, as zwindow always does.
+    pub(crate) deep: bool,
 }
 
 impl Limits {
@@ -141,6 +144,8 @@ impl Limits {
                 max_bytes: c.stream_node_max_bytes(),
                 max_entries: c.stream_node_max_entries(),
             },
+            // Loading a file: deep only under `yes`.
+            deep: c.sanitize_dump_payload() == "yes",
         }
     }
 }
@@ -197,10 +202,18 @@ pub(crate) struct Restored {
     pub(crate) field_ttls: bool,
     /// Sorted-set member TTLs the keyspace must schedule.
     pub(crate) member_ttls: bool,
+    /// Blobs Redis would have checked deeply (INFO's
+    /// `dump_payload_sanitizations`).
+    pub(crate) sanitizations: u64,
 }
 
-/// Decodes a `RESTORE` payload (see [`dump`]).
-pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, RestoreError> {
+/// Decodes a `RESTORE` payload (see [`dump`]); `deep`: Redis would check it
+/// in full (zwindow always does; this only counts).
+pub(crate) fn restore(
+    payload: &[u8],
+    config: &Config,
+    deep: bool,
+) -> Result<Restored, RestoreError> {
     if payload.len() < 10 {
         return Err(RestoreError::Footer);
     }
@@ -215,7 +228,11 @@ pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, Resto
     }
     let mut r = codec::Reader::new(body);
     let ty = r.byte().map_err(|_| RestoreError::Data)?;
-    let (mut v, extra) = value::decode(ty, &mut r, &Limits::from_config(config)).map_err(|e| {
+    let lim = Limits {
+        deep,
+        ..Limits::from_config(config)
+    };
+    let (mut v, extra) = value::decode(ty, &mut r, &lim).map_err(|e| {
         // In a RESTORE Redis logs the report at verbose level and replies.
         if let Some(line) = e.report_line(0) {
             tracing::info!("{line}");
@@ -239,5 +256,6 @@ pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, Resto
         value: v,
         field_ttls: extra.field_ttls,
         member_ttls,
+        sanitizations: extra.sanitizations,
     })
 }

@@ -287,6 +287,10 @@ fn stream_listpack(
 pub(crate) struct Decoded {
     /// The hash has field TTLs (the keyspace must schedule it).
     pub(crate) field_ttls: bool,
+    /// Listpacks and intsets Redis would have checked deeply (its
+    /// `stat_dump_payload_sanitizations`, counted per blob under
+    /// [`Limits::deep`]; ziplists, always checked, are not counted).
+    pub(crate) sanitizations: u64,
 }
 
 fn corrupt(what: &'static str) -> RdbError {
@@ -483,6 +487,9 @@ pub(crate) fn decode(
                 match container {
                     QUICKLIST_NODE_PLAIN => l.push(End::Right, &blob),
                     QUICKLIST_NODE_PACKED => {
+                        if ty == TYPE_LIST_QUICKLIST_2 {
+                            extra.sanitizations += u64::from(lim.deep);
+                        }
                         let elems = if ty == TYPE_LIST_QUICKLIST_2 {
                             blobs::listpack(&blob).map_err(|_| report::listpack())?
                         } else {
@@ -507,7 +514,9 @@ pub(crate) fn decode(
             Value::Set(s)
         }
         TYPE_SET_INTSET => {
-            let v = blobs::intset(&r.string()?).map_err(|_| report::intset())?;
+            let blob = r.string()?;
+            extra.sanitizations += u64::from(lim.deep);
+            let v = blobs::intset(&blob).map_err(|_| report::intset())?;
             let mut s = Set::new_intset();
             for x in v {
                 s.add_member(Member::Int(x), lim.set_intset);
@@ -539,6 +548,7 @@ pub(crate) fn decode(
         }
         TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
             let blob = r.string()?;
+            extra.sanitizations += u64::from(lim.deep && ty == TYPE_ZSET_LISTPACK);
             let bad = if ty == TYPE_ZSET_LISTPACK {
                 report::zset_listpack
             } else {
@@ -589,6 +599,7 @@ pub(crate) fn decode(
         }
         TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
             let blob = r.string()?;
+            extra.sanitizations += u64::from(lim.deep && ty == TYPE_HASH_LISTPACK);
             let bad = if ty == TYPE_HASH_LISTPACK {
                 report::hash_listpack
             } else {
@@ -644,7 +655,9 @@ pub(crate) fn decode(
             Value::Hash(h)
         }
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
-            Value::Stream(Box::new(decode_stream(ty, r, lim)?))
+            let (s, nodes) = decode_stream(ty, r, lim)?;
+            extra.sanitizations += if lim.deep { nodes } else { 0 };
+            Value::Stream(Box::new(s))
         }
         TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
             return Err(RdbError::corrupt(
@@ -673,7 +686,8 @@ fn read_id(r: &mut Reader<'_>) -> Result<StreamId, RdbError> {
     })
 }
 
-fn decode_stream(ty: u8, r: &mut Reader<'_>, lim: &Limits) -> Result<Stream, RdbError> {
+/// A stream, and how many listpack nodes it had.
+fn decode_stream(ty: u8, r: &mut Reader<'_>, lim: &Limits) -> Result<(Stream, u64), RdbError> {
     let mut s = Stream::new();
     let nodes = r.count(2)?;
     let mut keys = std::collections::HashSet::new();
@@ -770,7 +784,7 @@ fn decode_stream(ty: u8, r: &mut Reader<'_>, lim: &Limits) -> Result<Stream, Rdb
         }
         s.groups.insert(name.into(), g);
     }
-    Ok(s)
+    Ok((s, nodes as u64))
 }
 
 /// Appends the live entries of one stream listpack node, checked as
@@ -933,6 +947,7 @@ mod tests {
             },
             set_intset: 512,
             stream: Default::default(),
+            deep: true,
         }
     }
 
