@@ -11,7 +11,12 @@
 //! zwindow writes RDB version 10, as Redis 7.0 does, so redis-server 7.0
 //! loads its files and payloads; it reads versions 1 to 12. Every byte read
 //! is untrusted: a corrupt file or a hostile RESTORE payload fails with an
-//! error, never a panic or an allocation larger than the input.
+//! error, never a panic or an allocation larger than the input. Every value
+//! is checked as Redis's deep sanitization checks it, whatever
+//! `sanitize-dump-payload` says (Redis checks only headers under `no`, and
+//! may assert later on what it let through); a failed check carries
+//! Redis's report text and `rdb.c` line, which RESTORE logs at verbose
+//! level and a load logs as a warning.
 
 pub(crate) mod blobs;
 pub(crate) mod codec;
