@@ -1058,6 +1058,11 @@ impl Config {
         self.use_exit_on_panic.load(Relaxed)
     }
 
+    /// `sanitize-dump-payload`: `no`, `yes` or `clients`.
+    pub(crate) fn sanitize_dump_payload(&self) -> String {
+        self.kept("sanitize-dump-payload", "no")
+    }
+
     pub(crate) fn skip_checksum_validation(&self) -> bool {
         self.skip_checksum_validation.load(Relaxed)
     }

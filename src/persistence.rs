@@ -417,16 +417,24 @@ pub(crate) fn load_at_startup(host: &dyn Host) -> Result<(), String> {
     let guards = env.store.lock(env.store.all_shards());
     let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
     let stats = file::load(&data, &mut ks, host, false).map_err(|e| {
-        format!(
-            "Fatal error loading the DB {}: {e}. Exiting.",
-            path.display()
-        )
+        if e.1 == 0 {
+            return format!(
+                "Fatal error loading the DB {}: {e}. Exiting.",
+                path.display()
+            );
+        }
+        // A corrupt value: Redis runs its file check (`redis-check-rdb`),
+        // which reports the same error again, then exits.
+        tracing::warn!("--- RDB ERROR DETECTED ---");
+        tracing::warn!("{e}");
+        "Terminating server after rdb file reading failure.".to_string()
     })?;
     drop(ks);
     tracing::info!(
-        "Done loading RDB, keys loaded: {}, keys expired: {}.",
+        "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
         stats.keys_loaded,
-        stats.keys_expired
+        stats.keys_expired,
+        stats.empty_keys_skipped
     );
     tracing::info!(
         "DB loaded from disk: {:.3} seconds",

@@ -30,6 +30,9 @@ pub(crate) struct Stats {
     pub(crate) net_repl_output_bytes: AtomicU64,
     pub(crate) rejected_connections: AtomicU64,
     pub(crate) error_replies: AtomicU64,
+    /// Blobs of RESTORE payloads checked in full under Redis's rules for
+    /// it (INFO's `dump_payload_sanitizations`).
+    pub(crate) dump_payload_sanitizations: AtomicU64,
     /// Socket reads and writes (one add each, beside the byte counts).
     pub(crate) reads_processed: AtomicU64,
     pub(crate) writes_processed: AtomicU64,

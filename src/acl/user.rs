@@ -545,8 +545,9 @@ pub(crate) struct User {
     enabled: bool,
     nopass: bool,
     /// None, or Some(true) for `sanitize-payload`, Some(false) for
-    /// `skip-sanitize-payload` (stored and described; zwindow has no
-    /// RESTORE payloads to sanitize yet).
+    /// `skip-sanitize-payload` (under `sanitize-dump-payload clients`, its
+    /// RESTOREs do not count as sanitized; zwindow checks them in full
+    /// all the same).
     sanitize: Option<bool>,
     passwords: Vec<String>,
     /// The root selector first, then the `(…)` ones.
@@ -557,6 +558,12 @@ pub(crate) struct User {
 }
 
 impl User {
+    /// `skip-sanitize-payload`: Redis skips the deep check of this user's
+    /// RESTORE payloads under `sanitize-dump-payload clients`.
+    pub(crate) fn skips_sanitize(&self) -> bool {
+        self.sanitize == Some(false)
+    }
+
     /// A new user as `ACLCreateUser` makes it: off, no passwords, no
     /// permissions.
     pub(crate) fn new(name: &[u8], all_channels: bool) -> User {

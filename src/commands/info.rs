@@ -722,8 +722,10 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     // Errors in what a master or the AOF sends: neither exists.
     t.field("unexpected_error_replies", 0);
     t.field("total_error_replies", st.error_replies.load(Relaxed));
-    // Deep sanitization of DUMP payloads is off by default in Redis.
-    t.field("dump_payload_sanitizations", 0);
+    t.field(
+        "dump_payload_sanitizations",
+        st.dump_payload_sanitizations.load(Relaxed),
+    );
     t.field("total_reads_processed", st.reads_processed.load(Relaxed));
     t.field("total_writes_processed", st.writes_processed.load(Relaxed));
     t.field("io_threaded_reads_processed", 0);

@@ -142,7 +142,16 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
     if ttl < 0 {
         return Err(Error::Static("ERR Invalid TTL value, must be >= 0"));
     }
-    let restored = match crate::rdb::restore(ctx.args.get(3), &ctx.shared.config) {
+    // Redis checks deeply under `yes`, and under `clients` unless the
+    // payload comes from the primary or a `skip-sanitize-payload` user.
+    let deep = match ctx.shared.config.sanitize_dump_payload().as_str() {
+        "yes" => true,
+        "clients" => {
+            !ctx.client.master && !ctx.client.user.as_ref().is_some_and(|u| u.skips_sanitize())
+        }
+        _ => false,
+    };
+    let restored = match crate::rdb::restore(ctx.args.get(3), &ctx.shared.config, deep) {
         Ok(v) => v,
         Err(RestoreError::Footer) => {
             return Err(Error::Static(
@@ -175,6 +184,10 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
             v
         });
     }
+    ctx.shared
+        .stats
+        .dump_payload_sanitizations
+        .fetch_add(restored.sanitizations, Relaxed);
     if restored.field_ttls {
         ctx.shared.store.field_ttls.store(true, Relaxed);
     }

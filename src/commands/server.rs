@@ -690,6 +690,7 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &ctx.shared.replication.sync_partial_err,
         &s.rejected_connections,
         &s.error_replies,
+        &s.dump_payload_sanitizations,
         &s.reads_processed,
         &s.writes_processed,
         &s.reply_buffer_expands,

@@ -160,10 +160,10 @@ impl Services {
 /// to INFO's loading figures.
 impl crate::rdb::file::Host for Services {
     fn load_library(&self, code: &[u8], replace: bool) -> Result<(), crate::rdb::RdbError> {
-        let mut engine = self.scripting.engine().map_err(crate::rdb::RdbError)?;
+        let mut engine = self.scripting.engine().map_err(crate::rdb::RdbError::new)?;
         engine
             .load_library(code, replace)
-            .map_err(|e| crate::rdb::RdbError(format!("Failed loading library: {e}")))?;
+            .map_err(|e| crate::rdb::RdbError::new(format!("Failed loading library: {e}")))?;
         self.scripting.update_stats(&engine);
         Ok(())
     }

@@ -163,7 +163,23 @@ fn sign_extend(u: u64, bits: u32) -> i64 {
     ((u << shift) as i64) >> shift
 }
 
-/// Reads every element of a listpack blob.
+/// The back-length that ends `before` (`lpDecodeBacklen`: read from the
+/// last byte back, 7 bits a byte, while the high bit says more follow).
+fn decode_backlen(before: &[u8]) -> Option<usize> {
+    let mut v = 0usize;
+    for (i, &b) in before.iter().rev().take(5).enumerate() {
+        v |= ((b & 127) as usize) << (7 * i);
+        if b & 128 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Reads every element of a listpack blob, checked as Redis's deep
+/// `lpValidateIntegrity` checks it: the header's size and count, every
+/// entry inside the blob with a back-length that matches it, and the end
+/// byte exactly last.
 pub(crate) fn listpack(blob: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
     if blob.len() < 7
         || u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize != blob.len()
@@ -218,6 +234,10 @@ pub(crate) fn listpack(blob: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
         if p >= blob.len() {
             return Err(corrupt("listpack entry beyond its end"));
         }
+        // `lpValidateNext`: the back-length must say the entry's length.
+        if decode_backlen(&blob[..p]) != Some(len) {
+            return Err(corrupt("listpack entry with a wrong back-length"));
+        }
         out.push(elem);
     }
     if declared != 65535 && declared != out.len() {
@@ -226,56 +246,102 @@ pub(crate) fn listpack(blob: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
     Ok(out)
 }
 
-/// Reads every element of a ziplist blob (Redis ≤ 6.2's compact lists).
+/// Reads every element of a ziplist blob (Redis ≤ 6.2's compact lists),
+/// checked as `ziplistValidateIntegrity` checks it (Redis always does it in
+/// full for ziplists): the header's size, tail offset and count, every
+/// entry's encoding inside the blob, every entry's `prevlen` equal to the
+/// previous entry's size, the tail offset on the last entry, and the end
+/// byte exactly last.
 pub(crate) fn ziplist(blob: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
-    if blob.len() < 11
-        || u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize != blob.len()
-    {
-        return Err(corrupt("ziplist integrity check failed"));
+    let bad = || corrupt("ziplist integrity check failed");
+    let size = blob.len();
+    let le32 = |at: usize| u32::from_le_bytes([blob[at], blob[at + 1], blob[at + 2], blob[at + 3]]);
+    if size < 11 || le32(0) as usize != size || blob[size - 1] != 0xFF {
+        return Err(bad());
     }
-    let get = |from: usize, n: usize| -> Result<&[u8], RdbError> {
-        blob.get(
-            from..from
-                .checked_add(n)
-                .ok_or_else(|| corrupt("ziplist entry"))?,
-        )
-        .ok_or_else(|| corrupt("ziplist entry beyond its end"))
-    };
+    let tail = le32(4) as usize;
+    if tail > size - 1 {
+        return Err(bad());
+    }
+    let header_count = u16::from_le_bytes([blob[8], blob[9]]);
+    // The end byte: no entry part may lie at or past it.
+    let last = size - 1;
     let le = |s: &[u8]| s.iter().rev().fold(0u64, |a, &x| (a << 8) | x as u64);
     let mut out = Vec::new();
-    let mut p = 10;
-    loop {
-        let b = *blob.get(p).ok_or_else(|| corrupt("ziplist without end"))?;
-        if b == 0xFF {
-            break;
+    let (mut p, mut prev, mut prev_size) = (10, None, 0usize);
+    while blob[p] != 0xFF {
+        let (prevlen, prevlen_size) = if blob[p] < 254 {
+            (blob[p] as usize, 1)
+        } else {
+            if p + 5 > last {
+                return Err(bad());
+            }
+            (le32(p + 1) as usize, 5)
+        };
+        let h = p + prevlen_size;
+        if h > last {
+            return Err(bad());
         }
-        p += if b < 254 { 1 } else { 5 };
-        let enc = get(p, 1)?[0];
-        let (elem, len) = match enc >> 6 {
-            0 => {
-                let n = (enc & 0x3F) as usize;
-                (Elem::Str(get(p + 1, n)?), 1 + n)
+        let enc = blob[h];
+        let lensize = match enc >> 6 {
+            0 => 1,
+            1 => 2,
+            2 => 5,
+            _ if enc == 0xC0
+                || enc == 0xD0
+                || enc == 0xE0
+                || enc == 0xF0
+                || (0xF1..=0xFE).contains(&enc) =>
+            {
+                1
             }
-            1 => {
-                let n = (((enc & 0x3F) as usize) << 8) | get(p + 1, 1)?[0] as usize;
-                (Elem::Str(get(p + 2, n)?), 2 + n)
-            }
-            2 => {
-                let n = u32::from_be_bytes(get(p + 1, 4)?.try_into().unwrap_or_default()) as usize;
-                (Elem::Str(get(p + 5, n)?), 5 + n)
-            }
+            _ => return Err(bad()),
+        };
+        if h + lensize > last {
+            return Err(bad());
+        }
+        let d = h + lensize;
+        let (len, str_len) = match enc >> 6 {
+            0 => ((enc & 0x3F) as usize, true),
+            1 => ((((enc & 0x3F) as usize) << 8) | blob[h + 1] as usize, true),
+            2 => (
+                u32::from_be_bytes([blob[h + 1], blob[h + 2], blob[h + 3], blob[h + 4]]) as usize,
+                true,
+            ),
             _ => match enc {
-                0xC0 => (Elem::Int(sign_extend(le(get(p + 1, 2)?), 16)), 3),
-                0xD0 => (Elem::Int(sign_extend(le(get(p + 1, 4)?), 32)), 5),
-                0xE0 => (Elem::Int(le(get(p + 1, 8)?) as i64), 9),
-                0xF0 => (Elem::Int(sign_extend(le(get(p + 1, 3)?), 24)), 4),
-                0xFE => (Elem::Int(get(p + 1, 1)?[0] as i8 as i64), 2),
-                0xF1..=0xFD => (Elem::Int((enc & 0x0F) as i64 - 1), 1),
-                _ => return Err(corrupt("unknown ziplist encoding")),
+                0xC0 => (2, false),
+                0xD0 => (4, false),
+                0xE0 => (8, false),
+                0xF0 => (3, false),
+                0xFE => (1, false),
+                _ => (0, false),
             },
         };
-        p += len;
-        out.push(elem);
+        if d.checked_add(len).is_none_or(|e| e > last) || prevlen != prev_size {
+            return Err(bad());
+        }
+        let data = &blob[d..d + len];
+        out.push(if str_len {
+            Elem::Str(data)
+        } else {
+            Elem::Int(match enc {
+                0xC0 => sign_extend(le(data), 16),
+                0xD0 => sign_extend(le(data), 32),
+                0xE0 => le(data) as i64,
+                0xF0 => sign_extend(le(data), 24),
+                0xFE => data[0] as i8 as i64,
+                _ => (enc & 0x0F) as i64 - 1,
+            })
+        });
+        prev = Some(p);
+        prev_size = prevlen_size + lensize + len;
+        p += prev_size;
+    }
+    if p != last
+        || prev.is_some_and(|q| q != tail)
+        || (header_count != u16::MAX && out.len() != header_count as usize)
+    {
+        return Err(bad());
     }
     Ok(out)
 }
@@ -287,7 +353,7 @@ pub(crate) fn intset(blob: &[u8]) -> Result<Vec<i64>, RdbError> {
     }
     let width = u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize;
     let n = u32::from_le_bytes([blob[4], blob[5], blob[6], blob[7]]) as usize;
-    if !matches!(width, 2 | 4 | 8) || n.checked_mul(width) != Some(blob.len() - 8) {
+    if !matches!(width, 2 | 4 | 8) || n.checked_mul(width) != Some(blob.len() - 8) || n == 0 {
         return Err(corrupt("intset integrity check failed"));
     }
     let v: Vec<i64> = blob[8..]
@@ -325,31 +391,37 @@ pub(crate) fn write_intset(v: &[i64]) -> Vec<u8> {
 /// A (field, value) pair read from a blob.
 type Pair<'a> = (&'a [u8], &'a [u8]);
 
-/// A zipmap blob's (field, value) pairs (Redis ≤ 2.4 hashes).
+/// A zipmap blob's (field, value) pairs (Redis ≤ 2.4 hashes), checked as
+/// `zipmapValidateIntegrity` checks it: every length and byte inside the
+/// blob, at least one pair, the end byte last, and the count byte (unless
+/// 254, "too many to count") equal to the pairs found.
 pub(crate) fn zipmap(blob: &[u8]) -> Result<Vec<Pair<'_>>, RdbError> {
-    let mut p = 1;
-    let mut out = Vec::new();
+    let bad = || corrupt("zipmap integrity check failed");
+    if blob.len() < 2 || blob[blob.len() - 1] != 0xFF {
+        return Err(bad());
+    }
+    // Every part of an entry lies before the end byte.
+    let last = blob.len() - 1;
     let get = |from: usize, n: usize| -> Result<&[u8], RdbError> {
-        blob.get(from..from.checked_add(n).ok_or_else(|| corrupt("zipmap entry"))?)
-            .ok_or_else(|| corrupt("zipmap entry beyond its end"))
+        match from.checked_add(n) {
+            Some(end) if end <= last => Ok(&blob[from..end]),
+            _ => Err(bad()),
+        }
     };
     let len_at = |p: &mut usize| -> Result<usize, RdbError> {
         let b = get(*p, 1)?[0];
         if b < 254 {
             *p += 1;
             Ok(b as usize)
-        } else if b == 254 {
+        } else {
             let n = u32::from_le_bytes(get(*p + 1, 4)?.try_into().unwrap_or_default());
             *p += 5;
             Ok(n as usize)
-        } else {
-            Err(corrupt("zipmap length"))
         }
     };
-    loop {
-        if get(p, 1)?[0] == 0xFF {
-            break;
-        }
+    let mut p = 1;
+    let mut out = Vec::new();
+    while blob[p] != 0xFF {
         let klen = len_at(&mut p)?;
         let k = get(p, klen)?;
         p += klen;
@@ -357,8 +429,12 @@ pub(crate) fn zipmap(blob: &[u8]) -> Result<Vec<Pair<'_>>, RdbError> {
         let free = get(p, 1)?[0] as usize;
         p += 1;
         let v = get(p, vlen)?;
+        get(p, vlen + free)?;
         p += vlen + free;
         out.push((k, v));
+    }
+    if out.is_empty() || (blob[0] != 254 && blob[0] as usize != out.len()) {
+        return Err(bad());
     }
     Ok(out)
 }
@@ -431,6 +507,105 @@ mod tests {
             let _ = intset(&b);
             let _ = zipmap(&b);
         }
+    }
+
+    /// A ziplist of short strings, as Redis ≤ 6.2 writes it.
+    fn ziplist_of(items: &[&[u8]]) -> Vec<u8> {
+        let mut b = vec![0u8; 10];
+        let (mut prev, mut tail) = (0usize, 10usize);
+        for it in items {
+            tail = b.len();
+            b.push(prev as u8);
+            b.push(it.len() as u8);
+            b.extend_from_slice(it);
+            prev = b.len() - tail;
+        }
+        b.push(0xFF);
+        let n = b.len() as u32;
+        b[..4].copy_from_slice(&n.to_le_bytes());
+        b[4..8].copy_from_slice(&(tail as u32).to_le_bytes());
+        b[8..10].copy_from_slice(&(items.len() as u16).to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn ziplists_are_checked_as_redis_checks_them() {
+        let good = ziplist_of(&[b"a", b"bb", b"ccc"]);
+        let back: Vec<Vec<u8>> = ziplist(&good).unwrap().iter().map(Elem::to_vec).collect();
+        assert_eq!(back, [b"a".to_vec(), b"bb".to_vec(), b"ccc".to_vec()]);
+        // A count of 65535 means "count them".
+        let mut b = good.clone();
+        b[8..10].copy_from_slice(&[0xFF, 0xFF]);
+        assert_eq!(ziplist(&b).unwrap().len(), 3);
+        let refused = |what: &str, f: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = good.clone();
+            f(&mut b);
+            assert!(ziplist(&b).is_err(), "{what} accepted");
+        };
+        refused("zlbytes not the size", &|b| b[0] += 1);
+        refused("a wrong count", &|b| b[8] = 2);
+        refused("a tail offset off the last entry", &|b| b[4] -= 1);
+        refused("a tail offset past the end", &|b| b[4] = 200);
+        refused("a prevlen that is not the previous entry's size", &|b| {
+            b[13] = 9
+        });
+        refused("a first entry with a prevlen", &|b| b[10] = 1);
+        refused("an entry past the end", &|b| b[11] = 40);
+        refused("an unknown encoding", &|b| b[11] = 0xF0 | 0x0F);
+        refused("no end byte", &|b| *b.last_mut().unwrap() = 0);
+        refused("data after an end byte", &|b| {
+            // The unit's "tail followed by extra data which start with 0xff".
+            let end = b.len() - 1;
+            b.splice(end..end, [0xFF, 1, 2]);
+            let n = b.len() as u32;
+            b[..4].copy_from_slice(&n.to_le_bytes());
+        });
+        assert!(ziplist(&good[..good.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn listpack_back_lengths_must_match_their_entries() {
+        let mut w = ListpackWriter::default();
+        w.push(b"hello");
+        w.push(b"x");
+        let good = w.finish_blob();
+        assert_eq!(listpack(&good).unwrap().len(), 2);
+        // "hello" is 6 bytes: its back-length byte follows it.
+        let mut b = good.clone();
+        b[6 + 6] = 7;
+        assert!(listpack(&b).is_err());
+        let mut b = good.clone();
+        b[4] = 3;
+        assert!(listpack(&b).is_err(), "a wrong count");
+    }
+
+    #[test]
+    fn zipmaps_are_checked_as_redis_checks_them() {
+        // 1 pair: "a" => "bc", with one byte of free space.
+        let good = [1u8, 1, b'a', 2, 1, b'b', b'c', 0, 0xFF];
+        assert_eq!(zipmap(&good).unwrap(), [(&b"a"[..], &b"bc"[..])]);
+        let mut big = good;
+        big[0] = 254;
+        assert_eq!(zipmap(&big).unwrap().len(), 1, "254: too many to count");
+        assert!(zipmap(&[0, 0xFF]).is_err(), "an empty zipmap");
+        let mut b = good;
+        b[0] = 2;
+        assert!(zipmap(&b).is_err(), "a wrong count");
+        let mut b = good;
+        b[4] = 3;
+        assert!(zipmap(&b).is_err(), "free space past the end");
+        assert!(zipmap(&good[..8]).is_err(), "no end byte");
+    }
+
+    #[test]
+    fn empty_or_unsorted_intsets_are_refused() {
+        assert!(intset(&write_intset(&[])).is_err());
+        let mut b = write_intset(&[1, 2]);
+        b.swap(8, 10);
+        assert!(intset(&b).is_err());
+        let mut b = write_intset(&[1, 2]);
+        b[0] = 3;
+        assert!(intset(&b).is_err(), "width 3");
     }
 
     #[test]

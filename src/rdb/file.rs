@@ -326,6 +326,7 @@ pub(crate) fn is_empty_value(v: &Value) -> bool {
 pub(crate) struct LoadStats {
     pub(crate) keys_loaded: u64,
     pub(crate) keys_expired: u64,
+    pub(crate) empty_keys_skipped: u64,
     /// Bytes the image took (what follows is an old-style AOF's tail).
     pub(crate) bytes: usize,
     /// The replication info the file carried (`repl-stream-db`,
@@ -404,7 +405,7 @@ pub(crate) fn load(
         .and_then(|s| s.parse().ok())
         .filter(|v| (1..=RDB_VERSION_MAX_READ).contains(v))
         .ok_or_else(|| {
-            RdbError(format!(
+            RdbError::new(format!(
                 "Can't handle RDB format version {}",
                 String::from_utf8_lossy(&magic[5..])
             ))
@@ -441,7 +442,7 @@ pub(crate) fn load(
             OP_SELECTDB => {
                 let db = r.len()?;
                 if db >= config.databases as u64 {
-                    return Err(RdbError(format!(
+                    return Err(RdbError::new(format!(
                         "Data file was created with a Redis server configured to handle more than {} databases",
                         config.databases
                     )));
@@ -485,7 +486,7 @@ pub(crate) fn load(
                     let expected = r.ms()?;
                     let got = CRC64.checksum(body);
                     if expected != 0 && expected != got && !config.skip_checksum_validation() {
-                        return Err(RdbError(format!(
+                        return Err(RdbError::new(format!(
                             "Wrong RDB checksum expected: ({expected:x}) got ({got:x})"
                         )));
                     }
@@ -494,7 +495,12 @@ pub(crate) fn load(
             }
             ty => {
                 let key = r.string()?;
-                let (v, extra) = value::decode(ty, &mut r, &lim)?;
+                let (v, extra) = value::decode(ty, &mut r, &lim).inspect_err(|e| {
+                    // Redis's `rdbReportError`, whatever the load is for.
+                    if let Some(line) = e.report_line(progress as u64) {
+                        tracing::warn!("{line}");
+                    }
+                })?;
                 host.progress((r.pos - progress) as u64);
                 progress = r.pos;
                 let delay = config.key_load_delay();
@@ -504,6 +510,15 @@ pub(crate) fn load(
                 let at = std::mem::take(&mut expire_at);
                 last = None;
                 if is_empty_value(&v) {
+                    // Redis skips them (old versions wrote some), naming
+                    // the first ten.
+                    if stats.empty_keys_skipped < 10 {
+                        tracing::warn!(
+                            "rdbLoadObject skipping empty key: {}",
+                            String::from_utf8_lossy(&key)
+                        );
+                    }
+                    stats.empty_keys_skipped += 1;
                     continue;
                 }
                 // An AOF's base keeps them: the commands after it may
@@ -533,7 +548,7 @@ pub(crate) fn load(
                     continue;
                 }
                 if !allow_dup && ks.peek_raw(&key).is_some() {
-                    return Err(RdbError(format!(
+                    return Err(RdbError::new(format!(
                         "RDB has duplicated key '{}' in DB {}",
                         String::from_utf8_lossy(&key),
                         ks.db
@@ -557,7 +572,11 @@ pub(crate) fn load(
     })();
     ks.db = db0;
     host.progress((r.pos - progress) as u64);
-    result.map_err(|e| RdbError(format!("{} (at offset {})", e.0, r.pos)))?;
+    result.map_err(|e| match e.report_line(progress as u64) {
+        // As `redis-check-rdb` words it.
+        Some(line) => RdbError(format!("[offset {}] {line}", r.pos), e.1),
+        None => RdbError::new(format!("{} (at offset {})", e.0, r.pos)),
+    })?;
     stats.bytes = r.pos;
     stats.repl = repl.info();
     Ok(stats)

@@ -11,7 +11,12 @@
 //! zwindow writes RDB version 10, as Redis 7.0 does, so redis-server 7.0
 //! loads its files and payloads; it reads versions 1 to 12. Every byte read
 //! is untrusted: a corrupt file or a hostile RESTORE payload fails with an
-//! error, never a panic or an allocation larger than the input.
+//! error, never a panic or an allocation larger than the input. Every value
+//! is checked as Redis's deep sanitization checks it, whatever
+//! `sanitize-dump-payload` says (Redis checks only headers under `no`, and
+//! may assert later on what it let through); a failed check carries
+//! Redis's report text and `rdb.c` line, which RESTORE logs at verbose
+//! level and a load logs as a warning.
 
 pub(crate) mod blobs;
 pub(crate) mod codec;
@@ -72,17 +77,39 @@ pub(crate) mod types {
     pub(crate) const OP_EOF: u8 = 255;
 }
 
-/// Why reading RDB bytes failed.
+/// Why reading RDB bytes failed: the reason, and the line of Redis 7.0.15's
+/// `rdb.c` whose `rdbReportCorruptRDB` reports the same check (0 when Redis
+/// reports none: a short read, an empty key, zwindow's own stricter checks).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RdbError(pub(crate) String);
+pub(crate) struct RdbError(pub(crate) String, pub(crate) u32);
 
 impl RdbError {
+    pub(crate) fn new(what: String) -> RdbError {
+        RdbError(what, 0)
+    }
+
     pub(crate) fn corrupt(what: &str) -> RdbError {
-        RdbError(what.to_string())
+        RdbError(what.to_string(), 0)
+    }
+
+    /// A check Redis reports with `rdbReportCorruptRDB` at `rdb.c:line`,
+    /// in its words.
+    pub(crate) fn report(line: u32, what: &str) -> RdbError {
+        RdbError(what.to_string(), line)
     }
 
     pub(crate) fn truncated() -> RdbError {
-        RdbError("Unexpected EOF reading RDB file".into())
+        RdbError::corrupt("Unexpected EOF reading RDB file")
+    }
+
+    /// Redis's `rdbReportError` line for this error, if Redis reports it.
+    pub(crate) fn report_line(&self, offset: u64) -> Option<String> {
+        (self.1 != 0).then(|| {
+            format!(
+                "Internal error in RDB reading offset {offset}, function at rdb.c:{} -> {}",
+                self.1, self.0
+            )
+        })
     }
 }
 
@@ -101,6 +128,9 @@ pub(crate) struct Limits {
     pub(crate) hash: crate::types::hash::Limits,
     set_intset: usize,
     pub(crate) stream: crate::types::stream::NodeLimits,
+    /// Whether Redis would check this value deeply (`sanitize-dump-payload`
+    /// and who sends it): only counted, as zwindow always does.
+    pub(crate) deep: bool,
 }
 
 impl Limits {
@@ -119,6 +149,8 @@ impl Limits {
                 max_bytes: c.stream_node_max_bytes(),
                 max_entries: c.stream_node_max_entries(),
             },
+            // Loading a file: deep only under `yes`.
+            deep: c.sanitize_dump_payload() == "yes",
         }
     }
 }
@@ -186,10 +218,18 @@ pub(crate) struct Restored {
     pub(crate) member_ttls: bool,
     /// Set member TTLs the keyspace must schedule.
     pub(crate) set_ttls: bool,
+    /// Blobs Redis would have checked deeply (INFO's
+    /// `dump_payload_sanitizations`).
+    pub(crate) sanitizations: u64,
 }
 
-/// Decodes a `RESTORE` payload (see [`dump`]).
-pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, RestoreError> {
+/// Decodes a `RESTORE` payload (see [`dump`]); `deep`: Redis would check it
+/// in full (zwindow always does; this only counts).
+pub(crate) fn restore(
+    payload: &[u8],
+    config: &Config,
+    deep: bool,
+) -> Result<Restored, RestoreError> {
     if payload.len() < 10 {
         return Err(RestoreError::Footer);
     }
@@ -204,8 +244,17 @@ pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, Resto
     }
     let mut r = codec::Reader::new(body);
     let ty = r.byte().map_err(|_| RestoreError::Data)?;
-    let (mut v, extra) =
-        value::decode(ty, &mut r, &Limits::from_config(config)).map_err(|_| RestoreError::Data)?;
+    let lim = Limits {
+        deep,
+        ..Limits::from_config(config)
+    };
+    let (mut v, extra) = value::decode(ty, &mut r, &lim).map_err(|e| {
+        // In a RESTORE Redis logs the report at verbose level and replies.
+        if let Some(line) = e.report_line(0) {
+            tracing::info!("{line}");
+        }
+        RestoreError::Data
+    })?;
     let (mut member_ttls, mut set_ttls) = (false, false);
     if !r.is_empty() {
         let rest = &body[r.pos..];
@@ -232,5 +281,6 @@ pub(crate) fn restore(payload: &[u8], config: &Config) -> Result<Restored, Resto
         field_ttls: extra.field_ttls,
         member_ttls,
         set_ttls,
+        sanitizations: extra.sanitizations,
     })
 }
