@@ -127,19 +127,28 @@ pub fn contents(c: &mut RawConn) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
-/// A reply as text, with consumers' seen (and active) times masked.
+/// A reply as text, with consumers' seen times masked and their active
+/// times left out: Redis 7.0 has none (7.2 added it), and the stream type
+/// zwindow writes for 7.0 keeps none either.
 pub fn masked(r: &Reply) -> String {
     match r {
         Reply::Array(items) => {
             let mut parts = Vec::new();
-            let mut mask = false;
+            let (mut mask, mut skip) = (false, false);
             for item in items {
+                if std::mem::take(&mut skip) {
+                    continue;
+                }
+                if matches!(item, Reply::Bulk(b) if b == b"active-time") {
+                    skip = true;
+                    continue;
+                }
                 parts.push(if mask {
                     "<time>".to_string()
                 } else {
                     masked(item)
                 });
-                mask = matches!(item, Reply::Bulk(b) if b == b"seen-time" || b == b"active-time");
+                mask = matches!(item, Reply::Bulk(b) if b == b"seen-time");
             }
             format!("[{}]", parts.join(" "))
         }
