@@ -32,7 +32,16 @@ pub(crate) static COMMANDS: &[Command] = &[
         .syntax("key"),
     Command::new("set", -3, WRITE | DENYOOM, Keys::ONE, &(set as Handler))
         .doc(G, "1.0.0", "O(1)", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.")
-        .syntax("key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"),
+        .syntax("key value [NX | XX | IFEQ ifeq-value | IFNE ifne-value | IFDEQ ifdeq-digest | IFDNE ifdne-digest] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"),
+    Command::new("delex", -2, WRITE | FAST, Keys::ONE, &(delex as Handler))
+        .doc(G, "8.4.0", "O(1) for IFEQ/IFNE, O(N) for IFDEQ/IFDNE where N is the length of the string value.", "Conditionally removes the specified key based on value or digest comparison.")
+        .syntax("key [IFEQ ifeq-value | IFNE ifne-value | IFDEQ ifdeq-digest | IFDNE ifdne-digest]"),
+    Command::new("digest", 2, READONLY | FAST, Keys::ONE, &(digest as Handler))
+        .doc(G, "8.4.0", "O(N) where N is the length of the string value.", "Returns the XXH3 hash of a string value.")
+        .syntax("key"),
+    Command::new("msetex", -4, WRITE | DENYOOM, Keys::NumPairs { count_at: 1 }, &(msetex as Handler))
+        .doc(G, "8.4.0", "O(N) where N is the number of keys to set.", "Atomically sets multiple string keys with a shared expiration in a single operation. Supports flexible argument parsing where condition and expiration flags can appear in any order.")
+        .syntax("numkeys key value [key value ...] [NX | XX] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"),
     Command::new("setnx", 3, WRITE | DENYOOM | FAST, Keys::ONE, &(setnx as Handler))
         .doc(G, "1.0.0", "O(1)", "Set the string value of a key only when the key doesn't exist.")
         .syntax("key value"),
@@ -147,6 +156,8 @@ enum ExpireOpt {
 struct SetOpts<'a> {
     nx: bool,
     xx: bool,
+    /// Redis 8.4's IFEQ/IFNE/IFDEQ/IFDNE and its argument.
+    cond: Option<(Cond, &'a [u8])>,
     get: bool,
     expire: ExpireOpt,
     expire_arg: &'a [u8],
@@ -163,6 +174,7 @@ fn parse_set_opts<'a>(
     let mut o = SetOpts {
         nx: false,
         xx: false,
+        cond: None,
         get: false,
         expire: ExpireOpt::None,
         expire_arg: &[],
@@ -173,10 +185,15 @@ fn parse_set_opts<'a>(
         let opt = args.get(i);
         let has_next = i + 1 < args.len();
         let free_for = |kind: ExpireOpt| o.expire == ExpireOpt::None || o.expire == kind;
-        if for_set && eq_ic(opt, "NX") && !o.xx {
+        if for_set && eq_ic(opt, "NX") && !o.xx && o.cond.is_none() {
             o.nx = true;
-        } else if for_set && eq_ic(opt, "XX") && !o.nx {
+        } else if for_set && eq_ic(opt, "XX") && !o.nx && o.cond.is_none() {
             o.xx = true;
+        } else if let Some(c) =
+            Cond::parse(opt).filter(|_| for_set && has_next && !o.nx && !o.xx && o.cond.is_none())
+        {
+            o.cond = Some((c, args.get(i + 1)));
+            i += 1;
         } else if for_set && eq_ic(opt, "GET") {
             o.get = true;
         } else if for_set && eq_ic(opt, "KEEPTTL") && free_for(ExpireOpt::KeepTtl) {
@@ -258,7 +275,15 @@ fn set_generic(
         }
     }
     let found = ctx.ks.exists(key);
-    if (opts.nx && found) || (opts.xx && !found) {
+    // A condition reads the current value, so it needs a string (or no key).
+    let cond_failed = match opts.cond {
+        Some((c, arg)) => {
+            let cur = lookup_str(ctx.ks, key, false)?.map(|s| s.data.to_vec());
+            !c.holds(cur.as_deref(), arg)
+        }
+        None => false,
+    };
+    if (opts.nx && found) || (opts.xx && !found) || cond_failed {
         if !opts.get {
             match abort {
                 Abort::Null => ctx.out.null(),
@@ -285,6 +310,17 @@ fn set_generic(
         // Logged with the absolute time, so a replay sets the same expiry.
         let at = at.max(1).to_string();
         ctx.propagate_as(|| crate::argv![b"SET", key, value, b"PXAT", at.as_bytes()]);
+    } else if opts.cond.is_some() {
+        // The condition held: a replica sets the value unconditionally,
+        // so a replayed SET cannot diverge on its own comparison.
+        let keep = opts.expire == ExpireOpt::KeepTtl;
+        ctx.propagate_as(|| {
+            let mut argv = crate::argv![b"SET", key, value];
+            if keep {
+                argv.push(b"KEEPTTL".to_vec());
+            }
+            argv
+        });
     } else if opts.get {
         // GET is for the reply only (Redis's setGenericCommand drops it).
         let args = ctx.args;
@@ -316,6 +352,7 @@ fn setnx(ctx: &mut Ctx) -> CmdResult {
     let opts = SetOpts {
         nx: true,
         xx: false,
+        cond: None,
         get: false,
         expire: ExpireOpt::None,
         expire_arg: &[],
@@ -328,6 +365,7 @@ fn setex(ctx: &mut Ctx) -> CmdResult {
     let opts = SetOpts {
         nx: false,
         xx: false,
+        cond: None,
         get: false,
         expire: if ctx.cmd.name == "setex" {
             ExpireOpt::Ex
@@ -638,4 +676,252 @@ fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
         ctx.propagate_as(|| crate::argv![b"SET", key, &text, b"KEEPTTL"]);
     }
     Ok(Done)
+}
+
+/// The compare-and-set conditions of Redis 8.4 (SET and DELEX).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cond {
+    /// The value equals the argument.
+    IfEq,
+    /// The value differs from the argument (or there is no key).
+    IfNe,
+    /// The value's [`digest_hex`] equals the argument.
+    IfDeq,
+    /// The value's digest differs from the argument (or there is no key).
+    IfDne,
+}
+
+impl Cond {
+    fn parse(opt: &[u8]) -> Option<Cond> {
+        [
+            ("IFEQ", Cond::IfEq),
+            ("IFNE", Cond::IfNe),
+            ("IFDEQ", Cond::IfDeq),
+            ("IFDNE", Cond::IfDne),
+        ]
+        .into_iter()
+        .find(|(name, _)| eq_ic(opt, name))
+        .map(|(_, c)| c)
+    }
+
+    /// Whether the condition holds for the current value `cur` (None: no
+    /// key). A missing key satisfies only the "not equal" forms. Digests
+    /// compare as hex text without regard to case.
+    fn holds(self, cur: Option<&[u8]>, arg: &[u8]) -> bool {
+        let Some(cur) = cur else {
+            return matches!(self, Cond::IfNe | Cond::IfDne);
+        };
+        match self {
+            Cond::IfEq => cur == arg,
+            Cond::IfNe => cur != arg,
+            Cond::IfDeq => digest_hex(cur).as_bytes().eq_ignore_ascii_case(arg),
+            Cond::IfDne => !digest_hex(cur).as_bytes().eq_ignore_ascii_case(arg),
+        }
+    }
+}
+
+/// DIGEST's hash of a string value: XXH3 64-bit (seed 0) as 16 lowercase
+/// hex digits, the form SET/DELEX's IFDEQ and IFDNE take back.
+fn digest_hex(data: &[u8]) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(data))
+}
+
+fn digest(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    match lookup_str(ctx.ks, key, true)? {
+        None => ctx.out.null(),
+        Some(s) => {
+            let hex = digest_hex(&s.data);
+            ctx.out.bulk(hex.as_bytes());
+        }
+    }
+    Ok(Done)
+}
+
+/// ```text
+/// DELEX key [IFEQ value | IFNE value | IFDEQ digest | IFDNE digest]
+/// ```
+/// Without a condition it deletes a key of any type, as DEL; with one the
+/// key must hold a string.
+fn delex(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.args.get(1);
+    let cond = match ctx.argc() {
+        2 => None,
+        4 => Some((
+            Cond::parse(ctx.args.get(2)).ok_or(Error::Syntax)?,
+            ctx.args.get(3),
+        )),
+        _ => return Err(Error::Syntax),
+    };
+    let delete = match cond {
+        None => ctx.ks.exists(key),
+        Some((c, arg)) => match lookup_str(ctx.ks, key, false)? {
+            None => false,
+            Some(s) => c.holds(Some(&s.data), arg),
+        },
+    };
+    if !delete {
+        ctx.out.int(0);
+        return Ok(Done);
+    }
+    ctx.ks.remove(key);
+    ctx.ks.signal(key, notify::GENERIC, "del");
+    let name = if cond.is_some() {
+        b"DEL".as_slice()
+    } else {
+        del_name(ctx.shared.config.lazyfree_lazy_user_del())
+    };
+    ctx.propagate_as(|| crate::argv![name, key]);
+    ctx.out.int(1);
+    Ok(Done)
+}
+
+/// MSETEX's options after its pairs.
+struct MsetexOpts<'a> {
+    nx: bool,
+    xx: bool,
+    expire: ExpireOpt,
+    expire_arg: &'a [u8],
+}
+
+/// Parses `numkeys` (at 1): the number of pairs. Redis bounds it to an
+/// `int` and checks the pairs are there before reading any option.
+fn msetex_pairs(args: &super::Args<'_>) -> Result<usize, Error> {
+    let n = crate::util::parse_i64(args.get(1))
+        .filter(|&n| n > 0 && n <= i64::from(i32::MAX))
+        .ok_or(Error::Static("ERR invalid numkeys value"))? as usize;
+    if n.saturating_mul(2) > args.len() - 2 {
+        return Err(Error::Static("ERR wrong number of key-value pairs"));
+    }
+    Ok(n)
+}
+
+fn parse_msetex_opts<'a>(args: &super::Args<'a>, first: usize) -> Result<MsetexOpts<'a>, Error> {
+    let mut o = MsetexOpts {
+        nx: false,
+        xx: false,
+        expire: ExpireOpt::None,
+        expire_arg: &[],
+    };
+    let mut i = first;
+    while i < args.len() {
+        let opt = args.get(i);
+        let has_next = i + 1 < args.len();
+        let free_for = |kind: ExpireOpt| o.expire == ExpireOpt::None || o.expire == kind;
+        if eq_ic(opt, "NX") && !o.xx {
+            o.nx = true;
+        } else if eq_ic(opt, "XX") && !o.nx {
+            o.xx = true;
+        } else if eq_ic(opt, "KEEPTTL") && free_for(ExpireOpt::KeepTtl) {
+            o.expire = ExpireOpt::KeepTtl;
+        } else if let Some(kind) = expire_kind(opt).filter(|&k| has_next && free_for(k)) {
+            o.expire = kind;
+            o.expire_arg = args.get(i + 1);
+            i += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// ```text
+/// MSETEX numkeys key value [key value ...] [NX | XX]
+///        [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]
+/// ```
+/// Replies 1 when every pair was set, 0 when NX/XX refused them all.
+/// Logged as MSETEX of the pairs with the expiry made absolute (PXAT),
+/// without NX/XX (they held).
+fn msetex(ctx: &mut Ctx) -> CmdResult {
+    let n = msetex_pairs(&ctx.args)?;
+    let opts = parse_msetex_opts(&ctx.args, 2 + 2 * n)?;
+    let expire_at = match opts.expire {
+        ExpireOpt::Ex | ExpireOpt::Px | ExpireOpt::ExAt | ExpireOpt::PxAt => {
+            Some(expire_at_ms(ctx, opts.expire, opts.expire_arg)?.max(1) as u64)
+        }
+        _ => None,
+    };
+    let keys = || (0..n).map(|p| 2 + 2 * p);
+    if (opts.nx && keys().any(|i| ctx.ks.exists(ctx.args.get(i))))
+        || (opts.xx && !keys().all(|i| ctx.ks.exists(ctx.args.get(i))))
+    {
+        ctx.out.int(0);
+        return Ok(Done);
+    }
+    for i in keys() {
+        let (key, value) = (ctx.args.get(i), ctx.args.get(i + 1));
+        let v = Value::Str(Str::new(value));
+        match expire_at {
+            Some(at) => {
+                let mut e = Entry::new(v);
+                e.expire_at = at;
+                ctx.ks.set_entry(key, e);
+            }
+            None if opts.expire == ExpireOpt::KeepTtl => ctx.ks.set_keep_ttl(key, v),
+            None => ctx.ks.set(key, v),
+        }
+        ctx.ks.signal(key, notify::STRING, "set");
+        if expire_at.is_some() {
+            ctx.ks.notify(notify::GENERIC, "expire", key);
+        }
+    }
+    let args = ctx.args;
+    let keep = opts.expire == ExpireOpt::KeepTtl;
+    ctx.propagate_as(|| {
+        let mut argv: Vec<Vec<u8>> = (0..2 + 2 * n).map(|i| args.get(i).to_vec()).collect();
+        if let Some(at) = expire_at {
+            argv.push(b"PXAT".to_vec());
+            argv.push(at.to_string().into_bytes());
+        } else if keep {
+            argv.push(b"KEEPTTL".to_vec());
+        }
+        argv
+    });
+    ctx.out.int(1);
+    Ok(Done)
+}
+
+#[cfg(test)]
+mod cas_tests {
+    use super::*;
+
+    #[test]
+    fn digest_is_xxh3_as_redis_io_shows_it() {
+        // redis.io's DIGEST example: SET key1 "Hello world".
+        assert_eq!(digest_hex(b"Hello world"), "b6acb9d84a38ff74");
+        assert_eq!(digest_hex(b"").len(), 16);
+    }
+
+    #[test]
+    fn conditions_on_a_missing_key() {
+        for (c, holds) in [
+            (Cond::IfEq, false),
+            (Cond::IfNe, true),
+            (Cond::IfDeq, false),
+            (Cond::IfDne, true),
+        ] {
+            assert_eq!(c.holds(None, b"x"), holds, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn conditions_on_a_value() {
+        let d = digest_hex(b"v");
+        assert!(Cond::IfEq.holds(Some(b"v"), b"v"));
+        assert!(!Cond::IfEq.holds(Some(b"v"), b"V"));
+        assert!(Cond::IfNe.holds(Some(b"v"), b"w"));
+        assert!(!Cond::IfNe.holds(Some(b"v"), b"v"));
+        assert!(Cond::IfDeq.holds(Some(b"v"), d.as_bytes()));
+        assert!(Cond::IfDeq.holds(Some(b"v"), d.to_uppercase().as_bytes()));
+        assert!(!Cond::IfDne.holds(Some(b"v"), d.as_bytes()));
+        assert!(Cond::IfDne.holds(Some(b"v"), b"0"));
+    }
+
+    #[test]
+    fn cond_names_are_case_insensitive() {
+        assert_eq!(Cond::parse(b"ifeq"), Some(Cond::IfEq));
+        assert_eq!(Cond::parse(b"IfDnE"), Some(Cond::IfDne));
+        assert_eq!(Cond::parse(b"IFD"), None);
+    }
 }

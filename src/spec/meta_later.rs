@@ -14,6 +14,9 @@
 //! And Redis 8.12's set member TTL commands (SADDEX, SEXPIRE … SPERSIST),
 //! as redis.io's pages give them (arity, flags, categories, key specs;
 //! the readers' tips as HTTL's).
+//!
+//! And Redis 8.4's DELEX, DIGEST and MSETEX, as redis.io's pages and
+//! Redis's `src/commands/*.json` give them.
 
 use super::metadata::{Begin as B, Find as F, KeySpec, Meta, ks::*};
 
@@ -55,7 +58,25 @@ const ZRCAT: &[&str] = &["@read", "@sortedset", "@fast"];
 const SWCAT: &[&str] = &["@write", "@set", "@fast"];
 const SRCAT: &[&str] = &["@read", "@set", "@fast"];
 
+const STR_W: &[&str] = &["@write", "@string", "@fast"];
+
 pub(crate) static META_LATER: &[Meta] = &[
+    meta!(
+        "delex",
+        -2,
+        W,
+        STR_W,
+        &[],
+        one(RW | DELETE | VARIABLE_FLAGS, None)
+    ),
+    meta!(
+        "digest",
+        2,
+        R,
+        &["@read", "@string", "@fast"],
+        &[],
+        one(RO | ACCESS, None)
+    ),
     meta!("hexpire", -6, W, WCAT, &[], one(RW | UPDATE, None)),
     meta!("hexpireat", -6, W, WCAT, &[], one(RW | UPDATE, None)),
     meta!("hexpiretime", -5, R, RCAT, &[], one(RO | ACCESS, None)),
@@ -99,6 +120,26 @@ pub(crate) static META_LATER: &[Meta] = &[
         &["nondeterministic_output"],
         one(RO | ACCESS, None)
     ),
+    Meta {
+        name: "msetex",
+        arity: -4,
+        flags: &["write", "denyoom"],
+        movablekeys: true,
+        range: [0, 0, 0],
+        acl: &["@write", "@string", "@slow"],
+        tips: &[],
+        getkeys: None,
+        key_specs: &[KeySpec {
+            notes: None,
+            flags: OW | UPDATE,
+            begin: B::Index(1),
+            find: F::Keynum {
+                keynumidx: 0,
+                firstkey: 1,
+                keystep: 2,
+            },
+        }],
+    },
     meta!(
         "saddex",
         -5,

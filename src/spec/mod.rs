@@ -115,6 +115,11 @@ pub(crate) enum Keys {
         count_at: usize,
         dest: Option<usize>,
     },
+    /// `numkeys` at `count_at`, then that many key/value pairs (MSETEX):
+    /// the keys are every other argument after the count.
+    NumPairs {
+        count_at: usize,
+    },
     /// Every shard (KEYS, FLUSHDB, EXEC, …).
     All,
     /// Scripts (EVAL, FCALL, …): every shard is locked, since a script may
@@ -279,6 +284,12 @@ impl Command {
                 }
                 if let Some(at) = (6..argc).find(|&i| args.get(i).eq_ignore_ascii_case(b"keys")) {
                     (at + 1..argc).for_each(f);
+                }
+            }
+            Keys::NumPairs { count_at } => {
+                let n = parse_i64(args.get(count_at)).unwrap_or(0).max(0) as usize;
+                for i in (count_at + 1..argc).step_by(2).take(n) {
+                    f(i);
                 }
             }
             Keys::NumKeys { count_at, dest } => {
