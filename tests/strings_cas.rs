@@ -412,3 +412,252 @@ fn cas_notifications() {
         ]
     );
 }
+
+#[test]
+fn increx_integers() {
+    let s = ZwindowServer::start(&[]);
+    let mut c = s.conn();
+    script(
+        &mut c,
+        &[
+            ("INCREX n", "*2\r\n:1\r\n:1\r\n"),
+            ("INCREX n BYINT 5", "*2\r\n:6\r\n:5\r\n"),
+            ("INCREX n byint -10", "*2\r\n:-4\r\n:-10\r\n"),
+            ("OBJECT ENCODING n", "$3\r\nint\r\n"),
+            // Out of an explicit bound: [current, 0], key untouched.
+            ("INCREX n BYINT 10 UBOUND 5", "*2\r\n:-4\r\n:0\r\n"),
+            ("INCREX n BYINT -10 LBOUND -5", "*2\r\n:-4\r\n:0\r\n"),
+            ("INCREX n BYINT 10 UBOUND 5 SATURATE", "*2\r\n:5\r\n:9\r\n"),
+            (
+                "INCREX n BYINT -100 LBOUND 0 UBOUND 10 SATURATE",
+                "*2\r\n:0\r\n:-5\r\n",
+            ),
+            ("INCREX n BYINT 3 LBOUND 0 UBOUND 3", "*2\r\n:3\r\n:3\r\n"),
+            // Type limits act as bounds.
+            ("SET m 9223372036854775806", "+OK\r\n"),
+            ("INCREX m BYINT 2", "*2\r\n:9223372036854775806\r\n:0\r\n"),
+            (
+                "INCREX m BYINT 2 SATURATE",
+                "*2\r\n:9223372036854775807\r\n:1\r\n",
+            ),
+            ("SET m -9223372036854775807", "+OK\r\n"),
+            (
+                "INCREX m BYINT -5 SATURATE",
+                "*2\r\n:-9223372036854775808\r\n:-1\r\n",
+            ),
+            // A missing key out of bounds is not created.
+            ("INCREX none BYINT 5 UBOUND 1", "*2\r\n:0\r\n:0\r\n"),
+            ("EXISTS none", ":0\r\n"),
+            (
+                "INCREX none BYINT 5 UBOUND 1 SATURATE",
+                "*2\r\n:1\r\n:1\r\n",
+            ),
+            // Errors.
+            ("SET f 1.5", "+OK\r\n"),
+            (
+                "INCREX f",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            ("RPUSH l a", ":1\r\n"),
+            (
+                "INCREX l",
+                "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+            ),
+            (
+                "INCREX n BYINT x",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (
+                "INCREX n BYINT 1.5",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (
+                "INCREX n LBOUND 1.5",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (
+                "INCREX n LBOUND 5 UBOUND 1",
+                "-ERR LBOUND must be less than or equal to UBOUND\r\n",
+            ),
+            ("INCREX n BYINT 1 BYINT 2", "-ERR syntax error\r\n"),
+            ("INCREX n BYINT 1 BYFLOAT 2", "-ERR syntax error\r\n"),
+            ("INCREX n BYINT", "-ERR syntax error\r\n"),
+            ("INCREX n SATURATE SATURATE", "-ERR syntax error\r\n"),
+            ("INCREX n LBOUND 1 LBOUND 2", "-ERR syntax error\r\n"),
+            ("INCREX n EX 10 PX 10", "-ERR syntax error\r\n"),
+            ("INCREX n EX 10 PERSIST", "-ERR syntax error\r\n"),
+            ("INCREX n ENX", "-ERR syntax error\r\n"),
+            ("INCREX n PERSIST ENX", "-ERR syntax error\r\n"),
+            ("INCREX n BOGUS", "-ERR syntax error\r\n"),
+            (
+                "INCREX n EX 0",
+                "-ERR invalid expire time in 'increx' command\r\n",
+            ),
+            (
+                "INCREX n PX -1",
+                "-ERR invalid expire time in 'increx' command\r\n",
+            ),
+            (
+                "INCREX",
+                "-ERR wrong number of arguments for 'increx' command\r\n",
+            ),
+            ("GET n", "$1\r\n3\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn increx_expiry() {
+    let s = ZwindowServer::start(&[]);
+    let mut c = s.conn();
+    script(
+        &mut c,
+        &[
+            ("INCREX k EX 100", "*2\r\n:1\r\n:1\r\n"),
+            ("TTL k", ":100\r\n"),
+            // No expiry option: the TTL stays, as with INCR.
+            ("INCREX k", "*2\r\n:2\r\n:1\r\n"),
+            ("TTL k", ":100\r\n"),
+            // ENX: only a key without a TTL gets one.
+            ("INCREX k EX 500 ENX", "*2\r\n:3\r\n:1\r\n"),
+            ("TTL k", ":100\r\n"),
+            ("INCREX k PX 200000", "*2\r\n:4\r\n:1\r\n"),
+            ("TTL k", ":200\r\n"),
+            ("INCREX k PERSIST", "*2\r\n:5\r\n:1\r\n"),
+            ("TTL k", ":-1\r\n"),
+            ("INCREX k EXAT 4000000000 ENX", "*2\r\n:6\r\n:1\r\n"),
+            ("EXPIRETIME k", ":4000000000\r\n"),
+            ("INCREX k PXAT 4000000000123", "*2\r\n:7\r\n:1\r\n"),
+            ("PEXPIRETIME k", ":4000000000123\r\n"),
+            // Skipped: TTL untouched.
+            ("INCREX k UBOUND 7 PERSIST", "*2\r\n:7\r\n:0\r\n"),
+            ("PEXPIRETIME k", ":4000000000123\r\n"),
+            ("INCREX k UBOUND 7 PERSIST SATURATE", "*2\r\n:7\r\n:0\r\n"),
+            ("PEXPIRETIME k", ":-1\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn increx_floats() {
+    let s = ZwindowServer::start(&[]);
+    let mut c = s.conn();
+    script(
+        &mut c,
+        &[
+            ("INCREX f BYFLOAT 1.5", "*2\r\n$3\r\n1.5\r\n$3\r\n1.5\r\n"),
+            // INCRBYFLOAT's long-double digits.
+            (
+                "INCREX f BYFLOAT 1000.1",
+                "*2\r\n$22\r\n1001.59999999999999998\r\n$22\r\n1000.09999999999999998\r\n",
+            ),
+            ("SET f 10", "+OK\r\n"),
+            (
+                "INCREX f BYFLOAT 0.5 UBOUND 10.25",
+                "*2\r\n$2\r\n10\r\n$1\r\n0\r\n",
+            ),
+            (
+                "INCREX f BYFLOAT 0.5 UBOUND 10.25 SATURATE",
+                "*2\r\n$5\r\n10.25\r\n$4\r\n0.25\r\n",
+            ),
+            (
+                "INCREX f BYFLOAT -20 LBOUND -1.5 SATURATE",
+                "*2\r\n$4\r\n-1.5\r\n$6\r\n-11.75\r\n",
+            ),
+            ("OBJECT ENCODING f", "$6\r\nembstr\r\n"),
+            (
+                "INCREX f BYFLOAT 1e5000",
+                "-ERR value is not a valid float\r\n",
+            ),
+            (
+                "INCREX f BYFLOAT abc",
+                "-ERR value is not a valid float\r\n",
+            ),
+            (
+                "INCREX f BYFLOAT 1 UBOUND x",
+                "-ERR value is not a valid float\r\n",
+            ),
+            (
+                "INCREX f BYFLOAT 1 LBOUND 2 UBOUND 1.5",
+                "-ERR LBOUND must be less than or equal to UBOUND\r\n",
+            ),
+            ("SET s abc", "+OK\r\n"),
+            ("INCREX s BYFLOAT 1", "-ERR value is not a valid float\r\n"),
+        ],
+    );
+    let mut c3 = conn3(&s);
+    expect(&mut c3, "INCREX g BYFLOAT 2.5", "*2\r\n,2.5\r\n,2.5\r\n");
+    expect(
+        &mut c3,
+        "INCREX g BYFLOAT 1 UBOUND 3",
+        "*2\r\n,2.5\r\n,0\r\n",
+    );
+    expect(
+        &mut c3,
+        "INCREX g BYINT 1",
+        "-ERR value is not an integer or out of range\r\n",
+    );
+}
+
+#[test]
+fn increx_logs_and_notifies() {
+    let dir = PrivateDir::new("strings-increx-aof");
+    let s = ZwindowServer::start(&[
+        "--dir",
+        dir.0.to_str().unwrap(),
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--notify-keyspace-events",
+        "KEA",
+    ]);
+    let mut sub = s.conn();
+    sub.cmd_str("PSUBSCRIBE __keyevent@0__:*");
+    let mut c = s.conn();
+    for line in [
+        "INCREX k",
+        "INCREX k BYINT 5 EX 100",
+        "INCREX k BYINT 5 UBOUND 3",
+        "INCREX k EX 10 ENX",
+        "INCREX k PERSIST",
+        "INCREX k PERSIST",
+        "INCREX f BYFLOAT 1.5 PXAT 4000000000123",
+        "SET end 1",
+    ] {
+        let r = c.cmd_str(line);
+        assert!(!r.starts_with(b"-"), "{line}: {}", escape(&r));
+    }
+    assert_eq!(
+        events_until(&mut sub, "end"),
+        [
+            "incrby k",
+            "incrby k",
+            "expire k",
+            "incrby k",
+            "incrby k",
+            "persist k",
+            "incrby k",
+            "incrbyfloat f",
+            "expire f",
+        ]
+    );
+    let lines = log_lines(&dir.0);
+    let body: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !l.starts_with("SELECT"))
+        .collect();
+    assert_eq!(
+        body,
+        [
+            "SET k 1",
+            "SET k 6 PXAT <ms>",
+            "SET k 7 PXAT <ms>",
+            "SET k 8",
+            "SET k 9",
+            "SET f 1.5 PXAT 4000000000123",
+            "SET end 1",
+        ]
+    );
+}

@@ -1,6 +1,8 @@
 //! String commands: GET/SET and their variants (SETNX, SETEX, PSETEX,
 //! GETSET, GETDEL, GETEX), MGET/MSET/MSETNX, APPEND, STRLEN,
-//! GETRANGE/SUBSTR, SETRANGE and the INCR/DECR family.
+//! GETRANGE/SUBSTR, SETRANGE and the INCR/DECR family; Redis 8.4's
+//! compare-and-set commands (SET IFEQ/IFNE/IFDEQ/IFDNE, DELEX, DIGEST,
+//! MSETEX) and Redis 8.8's bounded INCREX.
 //!
 //! SET, SETNX, SETEX and PSETEX share one implementation, [`set_generic`],
 //! as in Redis's `t_string.c`, because their replies, option parsing and
@@ -87,6 +89,9 @@ pub(crate) static COMMANDS: &[Command] = &[
     Command::new("incr", 2, WRITE | DENYOOM | FAST, Keys::ONE, &(incr as Handler))
         .doc(G, "1.0.0", "O(1)", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
         .syntax("key"),
+    Command::new("increx", -2, WRITE | DENYOOM | FAST, Keys::ONE, &(increx as Handler))
+        .doc(G, "8.8.0", "O(1)", "Increments the numeric value of a key by a number and sets its expiration time. Uses 0 as initial value if the key doesn't exist.")
+        .syntax("key [BYFLOAT float | BYINT integer] [SATURATE] [LBOUND lowerbound] [UBOUND upperbound] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST] [ENX]"),
     Command::new("decr", 2, WRITE | DENYOOM | FAST, Keys::ONE, &(decr as Handler))
         .doc(G, "1.0.0", "O(1)", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
         .syntax("key"),
@@ -880,6 +885,330 @@ fn msetex(ctx: &mut Ctx) -> CmdResult {
     });
     ctx.out.int(1);
     Ok(Done)
+}
+
+/// INCREX's options; bounds stay text until the mode says how to read them.
+struct IncrexOpts<'a> {
+    /// BYFLOAT's text, or None for BYINT (`by`).
+    by_float: Option<&'a [u8]>,
+    by: i64,
+    lbound: Option<&'a [u8]>,
+    ubound: Option<&'a [u8]>,
+    saturate: bool,
+    expire: ExpireOpt,
+    expire_arg: &'a [u8],
+    enx: bool,
+}
+
+/// Parses INCREX's options from 2 on: each at most once, in any order;
+/// ENX only with an expiry to set.
+fn parse_increx_opts<'a>(args: &super::Args<'a>) -> Result<IncrexOpts<'a>, Error> {
+    let mut o = IncrexOpts {
+        by_float: None,
+        by: 1,
+        lbound: None,
+        ubound: None,
+        saturate: false,
+        expire: ExpireOpt::None,
+        expire_arg: &[],
+        enx: false,
+    };
+    let mut by_seen = false;
+    let mut i = 2;
+    while i < args.len() {
+        let opt = args.get(i);
+        let next = (i + 1 < args.len()).then(|| args.get(i + 1));
+        match next {
+            Some(n) if eq_ic(opt, "BYINT") && !by_seen => {
+                o.by = int_arg(n)?;
+                by_seen = true;
+            }
+            Some(n) if eq_ic(opt, "BYFLOAT") && !by_seen => {
+                o.by_float = Some(n);
+                by_seen = true;
+            }
+            Some(n) if eq_ic(opt, "LBOUND") && o.lbound.is_none() => o.lbound = Some(n),
+            Some(n) if eq_ic(opt, "UBOUND") && o.ubound.is_none() => o.ubound = Some(n),
+            Some(n) if o.expire == ExpireOpt::None && expire_kind(opt).is_some() => {
+                o.expire = expire_kind(opt).unwrap_or(ExpireOpt::None);
+                o.expire_arg = n;
+            }
+            _ if eq_ic(opt, "SATURATE") && !o.saturate => {
+                o.saturate = true;
+                i += 1;
+                continue;
+            }
+            _ if eq_ic(opt, "PERSIST") && o.expire == ExpireOpt::None => {
+                o.expire = ExpireOpt::Persist;
+                i += 1;
+                continue;
+            }
+            _ if eq_ic(opt, "ENX") && !o.enx => {
+                o.enx = true;
+                i += 1;
+                continue;
+            }
+            _ => return Err(Error::Syntax),
+        }
+        i += 2;
+    }
+    if o.enx && matches!(o.expire, ExpireOpt::None | ExpireOpt::Persist) {
+        return Err(Error::Syntax);
+    }
+    Ok(o)
+}
+
+/// What an increment comes to against its bounds.
+#[derive(Debug, PartialEq)]
+enum Bounded<T> {
+    /// Write `T`.
+    Apply(T),
+    /// Out of bounds without SATURATE: nothing changes.
+    Skip,
+}
+
+const BOUNDS_ERR: &str = "ERR LBOUND must be less than or equal to UBOUND";
+
+/// BYINT: `cur + by` within `[lo, hi]` (the type's limits where no bound
+/// was given), clamped to them with `saturate`.
+fn bound_int(cur: i64, by: i64, lo: i64, hi: i64, saturate: bool) -> Bounded<i64> {
+    let sum = i128::from(cur) + i128::from(by);
+    let clamped = sum.clamp(i128::from(lo), i128::from(hi));
+    if clamped != sum && !saturate {
+        return Bounded::Skip;
+    }
+    Bounded::Apply(clamped as i64)
+}
+
+/// BYFLOAT: as [`bound_int`] on long doubles; a sum too large for a long
+/// double saturates only to an explicit bound on its side.
+fn bound_float(
+    cur: LDouble,
+    by: LDouble,
+    lo: Option<LDouble>,
+    hi: Option<LDouble>,
+    saturate: bool,
+) -> Bounded<LDouble> {
+    use std::cmp::Ordering::{Greater, Less};
+    let sum = match cur.checked_add(by) {
+        Some(s) => s,
+        None => {
+            let up = by.compare(LDouble::ZERO) == Greater;
+            return match (saturate, if up { hi } else { lo }) {
+                (true, Some(b)) => Bounded::Apply(b),
+                _ => Bounded::Skip,
+            };
+        }
+    };
+    if let Some(l) = lo.filter(|&l| sum.compare(l) == Less) {
+        return if saturate {
+            Bounded::Apply(l)
+        } else {
+            Bounded::Skip
+        };
+    }
+    if let Some(h) = hi.filter(|&h| sum.compare(h) == Greater) {
+        return if saturate {
+            Bounded::Apply(h)
+        } else {
+            Bounded::Skip
+        };
+    }
+    Bounded::Apply(sum)
+}
+
+/// ```text
+/// INCREX key [BYFLOAT increment | BYINT increment] [LBOUND lowerbound]
+///        [UBOUND upperbound] [SATURATE]
+///        [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST] [ENX]
+/// ```
+/// Replies [new value, increment applied]; an out-of-bounds result without
+/// SATURATE replies [current value, 0] and changes nothing. Logged as the
+/// SET of the result with the key's deadline after it as PXAT.
+fn increx(ctx: &mut Ctx) -> CmdResult {
+    let o = parse_increx_opts(&ctx.args)?;
+    let key = ctx.args.get(1);
+    let expire_at = match o.expire {
+        ExpireOpt::Ex | ExpireOpt::Px | ExpireOpt::ExAt | ExpireOpt::PxAt => {
+            Some(expire_at_ms(ctx, o.expire, o.expire_arg)?.max(1) as u64)
+        }
+        _ => None,
+    };
+    let cur = lookup_str(ctx.ks, key, false)?.map(|s| s.data.to_vec());
+    let (value, reply_new, reply_by, event) = match o.by_float {
+        None => {
+            let cur = match &cur {
+                Some(d) => crate::util::parse_i64(d).ok_or(Error::NotInteger)?,
+                None => 0,
+            };
+            let lo = o.lbound.map(int_arg).transpose()?;
+            let hi = o.ubound.map(int_arg).transpose()?;
+            if let (Some(l), Some(h)) = (lo, hi)
+                && l > h
+            {
+                return Err(Error::Static(BOUNDS_ERR));
+            }
+            let (lo, hi) = (lo.unwrap_or(i64::MIN), hi.unwrap_or(i64::MAX));
+            match bound_int(cur, o.by, lo, hi, o.saturate) {
+                Bounded::Skip => {
+                    ctx.out.array(2);
+                    ctx.out.int(cur);
+                    ctx.out.int(0);
+                    return Ok(Done);
+                }
+                Bounded::Apply(new) => {
+                    let by = (i128::from(new) - i128::from(cur))
+                        .clamp(i128::from(i64::MIN), i128::from(i64::MAX))
+                        as i64;
+                    (Str::from_int(new), Num::Int(new), Num::Int(by), "incrby")
+                }
+            }
+        }
+        Some(by) => {
+            let cur = match &cur {
+                Some(d) => LDouble::parse(d).ok_or(Error::NotFloat)?,
+                None => LDouble::ZERO,
+            };
+            let by = LDouble::parse(by).ok_or(Error::NotFloat)?;
+            let parse = |b: &[u8]| LDouble::parse(b).ok_or(Error::NotFloat);
+            let lo = o.lbound.map(parse).transpose()?;
+            let hi = o.ubound.map(parse).transpose()?;
+            if let (Some(l), Some(h)) = (lo, hi)
+                && l.compare(h) == std::cmp::Ordering::Greater
+            {
+                return Err(Error::Static(BOUNDS_ERR));
+            }
+            match bound_float(cur, by, lo, hi, o.saturate) {
+                Bounded::Skip => {
+                    ctx.out.array(2);
+                    reply_float(ctx, &cur.to_human());
+                    reply_float(ctx, "0");
+                    return Ok(Done);
+                }
+                Bounded::Apply(new) => {
+                    let text = new.to_human();
+                    let by = new.checked_add(cur.neg()).map_or_else(
+                        || {
+                            if by.compare(LDouble::ZERO) == std::cmp::Ordering::Less {
+                                "-inf"
+                            } else {
+                                "inf"
+                            }
+                            .to_string()
+                        },
+                        LDouble::to_human,
+                    );
+                    let stored = Str::plain(text.clone().into_bytes());
+                    (stored, Num::Text(text), Num::Text(by), "incrbyfloat")
+                }
+            }
+        }
+    };
+    let had_ttl = ctx.ks.peek(key).is_some_and(|e| e.expire_at != 0);
+    ctx.ks.set_keep_ttl(key, Value::Str(value));
+    ctx.ks.signal(key, notify::STRING, event);
+    match (o.expire, expire_at) {
+        (_, Some(_)) if o.enx && had_ttl => {}
+        (_, Some(at)) => {
+            ctx.ks.set_expire(key, at);
+            ctx.ks.notify(notify::GENERIC, "expire", key);
+        }
+        (ExpireOpt::Persist, None) if had_ttl => {
+            ctx.ks.set_expire(key, 0);
+            ctx.ks.notify(notify::GENERIC, "persist", key);
+        }
+        _ => {}
+    }
+    if let Some(e) = ctx.ks.peek(key) {
+        let at = e.expire_at;
+        let text = match &e.value {
+            Value::Str(s) => s.data.to_vec(),
+            _ => Vec::new(),
+        };
+        ctx.propagate_as(|| {
+            let mut argv = crate::argv![b"SET", key, &text];
+            if at != 0 {
+                argv.push(b"PXAT".to_vec());
+                argv.push(at.to_string().into_bytes());
+            }
+            argv
+        });
+    }
+    ctx.out.array(2);
+    for n in [reply_new, reply_by] {
+        match n {
+            Num::Int(i) => ctx.out.int(i),
+            Num::Text(t) => reply_float(ctx, &t),
+        }
+    }
+    Ok(Done)
+}
+
+/// One number of INCREX's reply.
+enum Num {
+    Int(i64),
+    Text(String),
+}
+
+/// A BYFLOAT number as INCRBYFLOAT prints it: a RESP2 bulk string, a
+/// RESP3 double.
+fn reply_float(ctx: &mut Ctx, text: &str) {
+    let x = text.parse::<f64>().unwrap_or(0.0);
+    ctx.out.double_text(x, text.as_bytes());
+}
+
+#[cfg(test)]
+mod increx_tests {
+    use super::*;
+
+    #[test]
+    fn int_bounds() {
+        use Bounded::*;
+        assert_eq!(bound_int(5, 1, i64::MIN, i64::MAX, false), Apply(6));
+        assert_eq!(bound_int(5, 10, 0, 10, false), Skip);
+        assert_eq!(bound_int(5, 10, 0, 10, true), Apply(10));
+        assert_eq!(bound_int(5, -10, 0, 10, true), Apply(0));
+        assert_eq!(bound_int(5, -5, 0, 10, false), Apply(0));
+        assert_eq!(bound_int(i64::MAX, 1, i64::MIN, i64::MAX, false), Skip);
+        assert_eq!(
+            bound_int(i64::MAX, 1, i64::MIN, i64::MAX, true),
+            Apply(i64::MAX)
+        );
+        assert_eq!(
+            bound_int(i64::MIN, -1, i64::MIN, i64::MAX, true),
+            Apply(i64::MIN)
+        );
+    }
+
+    #[test]
+    fn float_bounds() {
+        use Bounded::*;
+        let p = |t: &str| LDouble::parse(t.as_bytes()).unwrap();
+        let h = |b: Bounded<LDouble>| match b {
+            Apply(x) => x.to_human(),
+            Skip => "skip".into(),
+        };
+        assert_eq!(h(bound_float(p("1.5"), p("1"), None, None, false)), "2.5");
+        assert_eq!(
+            h(bound_float(p("1.5"), p("1"), None, Some(p("2")), false)),
+            "skip"
+        );
+        assert_eq!(
+            h(bound_float(p("1.5"), p("1"), None, Some(p("2")), true)),
+            "2"
+        );
+        assert_eq!(
+            h(bound_float(p("1.5"), p("-2"), Some(p("0")), None, true)),
+            "0"
+        );
+        assert_eq!(
+            h(bound_float(p("1.5"), p("-2"), Some(p("0")), None, false)),
+            "skip"
+        );
+        let big = p("1e4932");
+        assert_eq!(h(bound_float(big, big, None, None, true)), "skip");
+        assert_eq!(h(bound_float(big, big, None, Some(p("7")), true)), "7");
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //! as redis.io's pages give them (arity, flags, categories, key specs;
 //! the readers' tips as HTTL's).
 //!
-//! And Redis 8.4's DELEX, DIGEST and MSETEX, as redis.io's pages and
+//! And Redis 8.4's DELEX, DIGEST and MSETEX, and Redis 8.8's INCREX, as redis.io's pages and
 //! Redis's `src/commands/*.json` give them.
 
 use super::metadata::{Begin as B, Find as F, KeySpec, Meta, ks::*};
@@ -119,6 +119,14 @@ pub(crate) static META_LATER: &[Meta] = &[
         RCAT,
         &["nondeterministic_output"],
         one(RO | ACCESS, None)
+    ),
+    meta!(
+        "increx",
+        -2,
+        &["write", "denyoom", "fast"],
+        STR_W,
+        &[],
+        one(RW | ACCESS | UPDATE, None)
     ),
     Meta {
         name: "msetex",
