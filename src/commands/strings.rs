@@ -687,22 +687,22 @@ fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Cond {
     /// The value equals the argument.
-    IfEq,
+    Eq,
     /// The value differs from the argument (or there is no key).
-    IfNe,
+    Ne,
     /// The value's [`digest_hex`] equals the argument.
-    IfDeq,
+    DigestEq,
     /// The value's digest differs from the argument (or there is no key).
-    IfDne,
+    DigestNe,
 }
 
 impl Cond {
     fn parse(opt: &[u8]) -> Option<Cond> {
         [
-            ("IFEQ", Cond::IfEq),
-            ("IFNE", Cond::IfNe),
-            ("IFDEQ", Cond::IfDeq),
-            ("IFDNE", Cond::IfDne),
+            ("IFEQ", Cond::Eq),
+            ("IFNE", Cond::Ne),
+            ("IFDEQ", Cond::DigestEq),
+            ("IFDNE", Cond::DigestNe),
         ]
         .into_iter()
         .find(|(name, _)| eq_ic(opt, name))
@@ -714,13 +714,13 @@ impl Cond {
     /// compare as hex text without regard to case.
     fn holds(self, cur: Option<&[u8]>, arg: &[u8]) -> bool {
         let Some(cur) = cur else {
-            return matches!(self, Cond::IfNe | Cond::IfDne);
+            return matches!(self, Cond::Ne | Cond::DigestNe);
         };
         match self {
-            Cond::IfEq => cur == arg,
-            Cond::IfNe => cur != arg,
-            Cond::IfDeq => digest_hex(cur).as_bytes().eq_ignore_ascii_case(arg),
-            Cond::IfDne => !digest_hex(cur).as_bytes().eq_ignore_ascii_case(arg),
+            Cond::Eq => cur == arg,
+            Cond::Ne => cur != arg,
+            Cond::DigestEq => digest_hex(cur).as_bytes().eq_ignore_ascii_case(arg),
+            Cond::DigestNe => !digest_hex(cur).as_bytes().eq_ignore_ascii_case(arg),
         }
     }
 }
@@ -1225,10 +1225,10 @@ mod cas_tests {
     #[test]
     fn conditions_on_a_missing_key() {
         for (c, holds) in [
-            (Cond::IfEq, false),
-            (Cond::IfNe, true),
-            (Cond::IfDeq, false),
-            (Cond::IfDne, true),
+            (Cond::Eq, false),
+            (Cond::Ne, true),
+            (Cond::DigestEq, false),
+            (Cond::DigestNe, true),
         ] {
             assert_eq!(c.holds(None, b"x"), holds, "{c:?}");
         }
@@ -1237,20 +1237,20 @@ mod cas_tests {
     #[test]
     fn conditions_on_a_value() {
         let d = digest_hex(b"v");
-        assert!(Cond::IfEq.holds(Some(b"v"), b"v"));
-        assert!(!Cond::IfEq.holds(Some(b"v"), b"V"));
-        assert!(Cond::IfNe.holds(Some(b"v"), b"w"));
-        assert!(!Cond::IfNe.holds(Some(b"v"), b"v"));
-        assert!(Cond::IfDeq.holds(Some(b"v"), d.as_bytes()));
-        assert!(Cond::IfDeq.holds(Some(b"v"), d.to_uppercase().as_bytes()));
-        assert!(!Cond::IfDne.holds(Some(b"v"), d.as_bytes()));
-        assert!(Cond::IfDne.holds(Some(b"v"), b"0"));
+        assert!(Cond::Eq.holds(Some(b"v"), b"v"));
+        assert!(!Cond::Eq.holds(Some(b"v"), b"V"));
+        assert!(Cond::Ne.holds(Some(b"v"), b"w"));
+        assert!(!Cond::Ne.holds(Some(b"v"), b"v"));
+        assert!(Cond::DigestEq.holds(Some(b"v"), d.as_bytes()));
+        assert!(Cond::DigestEq.holds(Some(b"v"), d.to_uppercase().as_bytes()));
+        assert!(!Cond::DigestNe.holds(Some(b"v"), d.as_bytes()));
+        assert!(Cond::DigestNe.holds(Some(b"v"), b"0"));
     }
 
     #[test]
     fn cond_names_are_case_insensitive() {
-        assert_eq!(Cond::parse(b"ifeq"), Some(Cond::IfEq));
-        assert_eq!(Cond::parse(b"IfDnE"), Some(Cond::IfDne));
+        assert_eq!(Cond::parse(b"ifeq"), Some(Cond::Eq));
+        assert_eq!(Cond::parse(b"IfDnE"), Some(Cond::DigestNe));
         assert_eq!(Cond::parse(b"IFD"), None);
     }
 }
