@@ -23,6 +23,8 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
         "client|setinfo",
         "Redis 7.2's, which client libraries send on connecting",
     ),
+    ("delex", STRING_CAS),
+    ("digest", STRING_CAS),
     ("hexpire", HASH_TTL),
     ("hexpireat", HASH_TTL),
     ("hexpiretime", HASH_TTL),
@@ -35,6 +37,8 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
     ("hpttl", HASH_TTL),
     ("hsetex", HASH_TTL),
     ("httl", HASH_TTL),
+    ("increx", STRING_CAS),
+    ("msetex", STRING_CAS),
     ("saddex", SET_TTL),
     ("sexpire", SET_TTL),
     ("sexpireat", SET_TTL),
@@ -60,6 +64,8 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
 const ZSET_TTL: &str = "Garnet's sorted-set member TTLs (no Redis has them): metadata in src/spec/meta_later.rs, replies in tests/zset_ttl.rs";
 
 const SET_TTL: &str = "Redis 8.12's set member TTLs (no Redis here has them): metadata from redis.io in src/spec/meta_later.rs, replies in tests/sets_ttl.rs";
+
+const STRING_CAS: &str = "Redis 8.4's compare-and-set string commands and 8.8's INCREX (no Redis here has them): metadata from redis.io in src/spec/meta_later.rs, replies in tests/strings_cas.rs";
 
 const HASH_TTL: &str = "Redis 7.4/8.0's hash field TTLs: COMMAND INFO and GETKEYSANDFLAGS compared with redis-server 8.0 in tests/hash_ttl.rs";
 

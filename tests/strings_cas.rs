@@ -661,3 +661,87 @@ fn increx_logs_and_notifies() {
         ]
     );
 }
+
+/// COMMAND INFO as Redis's `src/commands/*.json` describe them (arity,
+/// flags, first/last/step, categories, key spec flags and search).
+#[test]
+fn command_info_entries() {
+    let s = ZwindowServer::start(&[]);
+    let mut c = s.conn();
+    let head = |name: &str, arity: i64, flags: &[&str], range: [i64; 3], acl: &[&str]| {
+        let mut out = format!(
+            "*1\r\n*10\r\n${}\r\n{name}\r\n:{arity}\r\n*{}\r\n",
+            name.len(),
+            flags.len()
+        );
+        for f in flags {
+            out += &format!("+{f}\r\n");
+        }
+        for n in range {
+            out += &format!(":{n}\r\n");
+        }
+        out += &format!("*{}\r\n", acl.len());
+        for a in acl {
+            out += &format!("+{a}\r\n");
+        }
+        out
+    };
+    for (name, want) in [
+        (
+            "delex",
+            head(
+                "delex",
+                -2,
+                &["write", "fast"],
+                [1, 1, 1],
+                &["@write", "@string", "@fast"],
+            ),
+        ),
+        (
+            "digest",
+            head(
+                "digest",
+                2,
+                &["readonly", "fast"],
+                [1, 1, 1],
+                &["@read", "@string", "@fast"],
+            ),
+        ),
+        (
+            "increx",
+            head(
+                "increx",
+                -2,
+                &["write", "denyoom", "fast"],
+                [1, 1, 1],
+                &["@write", "@string", "@fast"],
+            ),
+        ),
+        (
+            "msetex",
+            head(
+                "msetex",
+                -4,
+                &["write", "denyoom", "movablekeys"],
+                [0, 0, 0],
+                &["@write", "@string", "@slow"],
+            ),
+        ),
+    ] {
+        let got = c.cmd_str(&format!("COMMAND INFO {name}"));
+        assert!(
+            got.starts_with(want.as_bytes()),
+            "{name}\n  got:  {}\n  want: {}…",
+            escape(&got),
+            escape(want.as_bytes())
+        );
+    }
+    let got = String::from_utf8_lossy(&c.cmd_str("COMMAND INFO msetex")).into_owned();
+    assert!(got.contains("+OW\r\n+update\r\n"), "{got}");
+    assert!(got.contains("$6\r\nkeynum\r\n"), "{got}");
+    let got = String::from_utf8_lossy(&c.cmd_str("COMMAND INFO delex")).into_owned();
+    assert!(
+        got.contains("+RW\r\n+delete\r\n+variable_flags\r\n"),
+        "{got}"
+    );
+}
