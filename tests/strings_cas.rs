@@ -7,7 +7,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{PrivateDir, RawConn, ZwindowServer, escape};
+use common::repl::{digest, eventually, info_field, settle};
+use common::{PrivateDir, RawConn, RedisServer, ZwindowServer, escape, find_redis_server};
 
 /// One command and the exact reply bytes it must get.
 fn expect(c: &mut RawConn, line: &str, want: &str) {
@@ -744,4 +745,78 @@ fn command_info_entries() {
         got.contains("+RW\r\n+delete\r\n+variable_flags\r\n"),
         "{got}"
     );
+}
+
+/// What the commands leave, read back the same way on primary and replica.
+fn state(c: &mut RawConn) -> Vec<String> {
+    ["k", "j", "a", "b", "n", "f", "h"]
+        .iter()
+        .flat_map(|k| [format!("GET {k}"), format!("PEXPIRETIME {k}")])
+        .map(|line| escape(&c.cmd_str(&line)))
+        .collect()
+}
+
+const REPLICATED: &[&str] = &[
+    "SET k v",
+    "SET k w IFEQ nope",
+    "SET k w IFEQ v EX 1000",
+    "SET k x IFNE v KEEPTTL GET",
+    "SET j v",
+    "DELEX j IFEQ v",
+    "SET h \"Hello world\"",
+    "SET h y IFDEQ b6acb9d84a38ff74",
+    "INCREX n BYINT 5 EX 1000",
+    "INCREX n BYINT 5 UBOUND 7 SATURATE",
+    "INCREX n PERSIST",
+    "INCREX f BYFLOAT 1000.1 PX 500000",
+    "INCREX f BYFLOAT 1 UBOUND 3",
+];
+
+/// A zwindow replica ends with the primary's values and deadlines (and
+/// DEBUG DIGEST), MSETEX included; a redis-server 7.0 replica, which knows
+/// none of these commands, applies what they are logged as.
+#[test]
+fn replicas_apply_the_logged_effects() {
+    let p = ZwindowServer::start(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let port = p.port().to_string();
+    let z = ZwindowServer::start(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let r = RedisServer::start_binary(&find_redis_server(), &["--replicaof", "127.0.0.1", &port]);
+    let (mut pc, mut zc, mut rc) = (p.conn(), z.conn(), r.conn());
+    for c in [&mut zc, &mut rc] {
+        eventually("the replica's link", || {
+            info_field(c, "replication", "master_link_status") == "up"
+        });
+    }
+    for line in REPLICATED {
+        let reply = pc.cmd_str(line);
+        assert!(!reply.starts_with(b"-"), "{line}: {}", escape(&reply));
+    }
+    settle(&mut pc, &mut [&mut zc, &mut rc]);
+    let want = state(&mut pc);
+    assert_eq!(state(&mut zc), want, "zwindow replica");
+    assert_eq!(state(&mut rc), want, "redis-server 7.0 replica");
+    assert_eq!(info_field(&mut rc, "stats", "total_error_replies"), "0");
+    // MSETEX reaches the zwindow replica (Redis 7.0 has no MSETEX).
+    for line in ["MSETEX 2 a 1 b 2 EX 1000", "MSETEX 1 a 3 XX KEEPTTL"] {
+        pc.cmd_str(line);
+    }
+    let acked = pc.cmd_str("WAIT 2 10000");
+    assert!(acked.starts_with(b":"), "{}", escape(&acked));
+    eventually("the zwindow replica's offset", || {
+        info_field(&mut zc, "replication", "slave_repl_offset")
+            == info_field(&mut pc, "replication", "master_repl_offset")
+    });
+    assert_eq!(state(&mut zc), state(&mut pc));
+    assert_eq!(digest(&mut zc), digest(&mut pc));
 }
