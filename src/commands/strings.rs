@@ -1161,6 +1161,67 @@ fn reply_float(ctx: &mut Ctx, text: &str) {
 mod increx_tests {
     use super::*;
 
+    fn increx_opts(line: &str) -> Result<(Option<Vec<u8>>, i64, bool, bool), Error> {
+        let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        let owned = super::super::OwnedArgs::from_slices(&words);
+        let args = owned.args();
+        parse_increx_opts(&args).map(|o| (o.by_float.map(<[u8]>::to_vec), o.by, o.saturate, o.enx))
+    }
+
+    #[test]
+    fn increx_grammar() {
+        assert_eq!(increx_opts("increx k"), Ok((None, 1, false, false)));
+        assert_eq!(
+            increx_opts("increx k saturate BYINT -3 ex 5 enx lbound 1"),
+            Ok((None, -3, true, true))
+        );
+        assert_eq!(
+            increx_opts("increx k BYFLOAT 1.5"),
+            Ok((Some(b"1.5".to_vec()), 1, false, false))
+        );
+        for bad in [
+            "increx k BYINT",
+            "increx k BYINT 1 BYINT 1",
+            "increx k BYFLOAT 1 BYINT 1",
+            "increx k EX 1 PXAT 5",
+            "increx k PERSIST PERSIST",
+            "increx k ENX",
+            "increx k ENX PERSIST",
+            "increx k UBOUND",
+            "increx k SATURATE SATURATE",
+            "increx k FOO",
+        ] {
+            assert_eq!(increx_opts(bad), Err(Error::Syntax), "{bad}");
+        }
+        assert_eq!(increx_opts("increx k BYINT 1.5"), Err(Error::NotInteger));
+    }
+
+    #[test]
+    fn msetex_grammar() {
+        let parse = |line: &str| {
+            let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            let owned = super::super::OwnedArgs::from_slices(&words);
+            let args = owned.args();
+            let n = msetex_pairs(&args)?;
+            let o = parse_msetex_opts(&args, 2 + 2 * n)?;
+            Ok::<_, Error>((n, o.nx, o.xx, o.expire == ExpireOpt::KeepTtl))
+        };
+        assert_eq!(parse("msetex 1 a 1"), Ok((1, false, false, false)));
+        assert_eq!(
+            parse("msetex 2 a 1 b 2 KEEPTTL nx"),
+            Ok((2, true, false, true))
+        );
+        assert_eq!(parse("msetex 1 a 1 xx px 5"), Ok((1, false, true, false)));
+        let numkeys = Err(Error::Static("ERR invalid numkeys value"));
+        let pairs = Err(Error::Static("ERR wrong number of key-value pairs"));
+        assert_eq!(parse("msetex 0 a 1"), numkeys);
+        assert_eq!(parse("msetex 2147483648 a 1"), numkeys);
+        assert_eq!(parse("msetex 2147483647 a 1"), pairs);
+        assert_eq!(parse("msetex 2 a 1 b"), pairs);
+        assert_eq!(parse("msetex 1 a 1 NX XX"), Err(Error::Syntax));
+        assert_eq!(parse("msetex 1 a 1 KEEPTTL EX 1"), Err(Error::Syntax));
+    }
+
     #[test]
     fn int_bounds() {
         use Bounded::*;

@@ -356,6 +356,24 @@ mod tests {
     }
 
     #[test]
+    fn numpairs_key_positions() {
+        let cmd = Command::new("x", -4, 0, Keys::NumPairs { count_at: 1 }, &());
+        let keys = |args: &[&[u8]]| {
+            let owned = OwnedArgs::from_slices(args);
+            let mut keys = Vec::new();
+            cmd.key_indices(&owned.args(), |i| keys.push(i));
+            keys
+        };
+        assert_eq!(
+            keys(&[b"msetex", b"2", b"a", b"1", b"b", b"2", b"EX", b"10"]),
+            vec![2, 4]
+        );
+        // A count past the arguments stops at their end; a bad one is none.
+        assert_eq!(keys(&[b"msetex", b"9", b"a", b"1"]), vec![2]);
+        assert_eq!(keys(&[b"msetex", b"x", b"a", b"1"]), Vec::<usize>::new());
+    }
+
+    #[test]
     fn numkeys_key_positions() {
         let owned = OwnedArgs::from_slices(&[
             b"zunionstore",
