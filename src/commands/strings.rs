@@ -1161,7 +1161,10 @@ fn reply_float(ctx: &mut Ctx, text: &str) {
 mod increx_tests {
     use super::*;
 
-    fn increx_opts(line: &str) -> Result<(Option<Vec<u8>>, i64, bool, bool), Error> {
+    /// BYFLOAT's text, BYINT's amount, SATURATE, ENX.
+    type Parsed = (Option<Vec<u8>>, i64, bool, bool);
+
+    fn increx_opts(line: &str) -> Result<Parsed, Error> {
         let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
         let owned = super::super::OwnedArgs::from_slices(&words);
         let args = owned.args();
