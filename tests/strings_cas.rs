@@ -365,6 +365,18 @@ fn cas_commands_log_their_effect() {
             "MSETEX 1 a 4",
         ]
     );
+    // Replayed after a restart, the log rebuilds the same values and deadlines.
+    for line in [
+        "INCREX n BYINT 4 EX 1000",
+        "INCREX f BYFLOAT 0.1 PXAT 4000000000123",
+    ] {
+        c.cmd_str(line);
+    }
+    let before = state(&mut c);
+    let mut s = s;
+    s.terminate(std::time::Duration::from_secs(10));
+    let s = aof_server(&dir.0);
+    assert_eq!(state(&mut s.conn()), before);
 }
 
 /// Reads notifications until one names `end`.
