@@ -24,6 +24,10 @@ const ZWINDOW_ONLY: &[(&str, &str)] = &[
     ("zwindow|help", "zwindow's time-window rules"),
     ("zwindow|list", "zwindow's time-window rules"),
     ("zwindow|set", "zwindow's time-window rules"),
+    ("delex", STRING_CAS),
+    ("digest", STRING_CAS),
+    ("increx", STRING_CAS),
+    ("msetex", STRING_CAS),
     ("saddex", SET_TTL),
     ("sexpire", SET_TTL),
     ("sexpireat", SET_TTL),
@@ -53,6 +57,8 @@ const STREAM_82: &str = "Redis 8.2's stream commands (no Redis 8.2 to compare wi
 const ZSET_TTL: &str = "Garnet's sorted-set member TTLs (no Redis has them): metadata in src/spec/meta_later.rs, replies in tests/zset_ttl.rs";
 
 const SET_TTL: &str = "Redis 8.12's set member TTLs (no Redis here has them): metadata from redis.io in src/spec/meta_later.rs, replies in tests/sets_ttl.rs";
+
+const STRING_CAS: &str = "Redis 8.4's compare-and-set string commands and 8.8's INCREX (no Redis here has them): metadata from redis.io in src/spec/meta_later.rs, replies in tests/strings_cas.rs";
 
 /// Containers of which zwindow has only some subcommands: the ones it
 /// lacks, which redis-server's entry for the container lists and zwindow's

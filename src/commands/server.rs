@@ -359,7 +359,7 @@ fn write_command_info(out: &mut Reply, c: &'static Command, parent: Option<&'sta
         Some(m) => m.movablekeys,
         None => matches!(
             c.keys,
-            Keys::NumKeys { .. } | Keys::Script { .. } | Keys::Streams
+            Keys::NumKeys { .. } | Keys::NumPairs { .. } | Keys::Script { .. } | Keys::Streams
         ),
     };
     let flags = c.flags | if movable { MOVABLEKEYS } else { 0 };

@@ -9,8 +9,8 @@
 //! at hand, from redis.io's pages: Redis 8.12's set member TTL commands
 //! (SADDEX, SEXPIRE … SPERSIST: arity, flags, categories, key specs; the
 //! readers' tips as HTTL's) and Redis 8.2's XACKDEL and XDELEX (their
-//! `xackdel.json`/`xdelex.json` metadata as the pages give it). Sorted by
-//! name.
+//! `xackdel.json`/`xdelex.json` metadata as the pages give it), Redis
+//! 8.4's DELEX, DIGEST and MSETEX and Redis 8.8's INCREX. Sorted by name.
 
 use super::metadata::{Begin as B, Find as F, KeySpec, Meta, ks::*};
 
@@ -51,7 +51,53 @@ const ZRCAT: &[&str] = &["@read", "@sortedset", "@fast"];
 const SWCAT: &[&str] = &["@write", "@set", "@fast"];
 const SRCAT: &[&str] = &["@read", "@set", "@fast"];
 
+const STR_W: &[&str] = &["@write", "@string", "@fast"];
+
 pub(crate) static META_LATER: &[Meta] = &[
+    meta!(
+        "delex",
+        -2,
+        W,
+        STR_W,
+        &[],
+        one(RW | DELETE | VARIABLE_FLAGS, None)
+    ),
+    meta!(
+        "digest",
+        2,
+        R,
+        &["@read", "@string", "@fast"],
+        &[],
+        one(RO | ACCESS, None)
+    ),
+    meta!(
+        "increx",
+        -2,
+        &["write", "denyoom", "fast"],
+        STR_W,
+        &[],
+        one(RW | ACCESS | UPDATE, None)
+    ),
+    Meta {
+        name: "msetex",
+        arity: -4,
+        flags: &["write", "denyoom"],
+        movablekeys: true,
+        range: [0, 0, 0],
+        acl: &["@write", "@string", "@slow"],
+        tips: &[],
+        getkeys: None,
+        key_specs: &[KeySpec {
+            notes: None,
+            flags: OW | UPDATE,
+            begin: B::Index(1),
+            find: F::Keynum {
+                keynumidx: 0,
+                firstkey: 1,
+                keystep: 2,
+            },
+        }],
+    },
     meta!(
         "saddex",
         -5,

@@ -293,8 +293,10 @@ fn keys_from_specs(specs: &[KeySpec], argv: &[&[u8]], out: &mut Vec<(usize, u16)
                     return false;
                 };
                 let first = first + firstkey as i64;
-                // Redis takes `(int)numkeys`.
-                (first, first + (numkeys as i32) as i64 - 1, keystep as i64)
+                // Redis takes `(int)numkeys`; the keys are `keystep` apart
+                // (MSETEX's pairs: Redis 8.4 scales the span by the step).
+                let span = ((numkeys as i32) as i64 - 1) * (keystep as i64).max(1);
+                (first, first + span, keystep as i64)
             }
             Find::Unknown => return false,
         };

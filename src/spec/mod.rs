@@ -115,6 +115,11 @@ pub(crate) enum Keys {
         count_at: usize,
         dest: Option<usize>,
     },
+    /// `numkeys` at `count_at`, then that many key/value pairs (MSETEX):
+    /// the keys are every other argument after the count.
+    NumPairs {
+        count_at: usize,
+    },
     /// Every shard (KEYS, FLUSHDB, EXEC, …).
     All,
     /// Scripts (EVAL, FCALL, …): every shard is locked, since a script may
@@ -281,6 +286,12 @@ impl Command {
                     (at + 1..argc).for_each(f);
                 }
             }
+            Keys::NumPairs { count_at } => {
+                let n = parse_i64(args.get(count_at)).unwrap_or(0).max(0) as usize;
+                for i in (count_at + 1..argc).step_by(2).take(n) {
+                    f(i);
+                }
+            }
             Keys::NumKeys { count_at, dest } => {
                 if let Some(d) = dest.filter(|&d| d < argc) {
                     f(d);
@@ -342,6 +353,24 @@ mod tests {
         assert_eq!(streams_keys(&a.args()), Some((5, 1)));
         let a = OwnedArgs::from_slices(&[b"xread", b"STREAMS", b"a", b"b", b"0"]);
         assert_eq!(streams_keys(&a.args()), None);
+    }
+
+    #[test]
+    fn numpairs_key_positions() {
+        let cmd = Command::new("x", -4, 0, Keys::NumPairs { count_at: 1 }, &());
+        let keys = |args: &[&[u8]]| {
+            let owned = OwnedArgs::from_slices(args);
+            let mut keys = Vec::new();
+            cmd.key_indices(&owned.args(), |i| keys.push(i));
+            keys
+        };
+        assert_eq!(
+            keys(&[b"msetex", b"2", b"a", b"1", b"b", b"2", b"EX", b"10"]),
+            vec![2, 4]
+        );
+        // A count past the arguments stops at their end; a bad one is none.
+        assert_eq!(keys(&[b"msetex", b"9", b"a", b"1"]), vec![2]);
+        assert_eq!(keys(&[b"msetex", b"x", b"a", b"1"]), Vec::<usize>::new());
     }
 
     #[test]

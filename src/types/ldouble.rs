@@ -124,6 +124,52 @@ impl LDouble {
         }
     }
 
+    /// `-self`.
+    pub(crate) fn neg(self) -> LDouble {
+        match self {
+            LDouble::Finite { neg, mant, exp } => LDouble::Finite {
+                neg: !neg && mant != 0,
+                mant,
+                exp,
+            },
+            LDouble::Inf { neg } => LDouble::Inf { neg: !neg },
+        }
+    }
+
+    /// How `self` compares with `other` (finite values; an infinite
+    /// difference orders by its sign). The sign of a correctly rounded
+    /// difference is the sign of the exact one.
+    pub(crate) fn compare(self, other: LDouble) -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        match (self, other) {
+            (LDouble::Inf { neg: a }, LDouble::Inf { neg: b }) => b.cmp(&a),
+            (LDouble::Inf { neg }, _) => {
+                if neg {
+                    Less
+                } else {
+                    Greater
+                }
+            }
+            (_, LDouble::Inf { neg }) => {
+                if neg {
+                    Greater
+                } else {
+                    Less
+                }
+            }
+            _ => match self.checked_add(other.neg()) {
+                Some(LDouble::Finite { mant: 0, .. }) => Equal,
+                Some(LDouble::Finite { neg: true, .. }) => Less,
+                Some(_) => Greater,
+                // Only a difference too large to represent: `self`'s sign.
+                None => match self {
+                    LDouble::Finite { neg: true, .. } => Less,
+                    _ => Greater,
+                },
+            },
+        }
+    }
+
     /// The exact extended-precision value of a double (C's implicit
     /// `double` → `long double` conversion). NaN is not representable here
     /// and becomes 0; no caller passes one.
@@ -710,5 +756,18 @@ mod tests {
         assert_eq!(incr("-5", "2.5"), "-2.5");
         assert_eq!(incr("10.5", "-20"), "-9.5");
         assert_eq!(incr("-0.00000000000000000001", "0"), "0");
+    }
+
+    #[test]
+    fn compare_and_neg() {
+        use std::cmp::Ordering::*;
+        let p = |t: &str| LDouble::parse(t.as_bytes()).unwrap();
+        assert_eq!(p("1.5").compare(p("1.25")), Greater);
+        assert_eq!(p("-1.5").compare(p("1.25")), Less);
+        assert_eq!(p("0.1").compare(p("0.1")), Equal);
+        assert_eq!(p("0").compare(p("-0")), Equal);
+        assert_eq!(p("3").neg().to_human(), "-3");
+        assert_eq!(p("0").neg().to_human(), "0");
+        assert_eq!(LDouble::Inf { neg: false }.compare(p("1e4000")), Greater);
     }
 }
