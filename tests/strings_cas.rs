@@ -336,7 +336,7 @@ fn cas_commands_log_their_effect() {
         "MSETEX 2 a 1 b 2 NX EX 100",
         "MSETEX 2 a 1 b 2 NX",
         "MSETEX 1 a 3 XX KEEPTTL",
-        "MSETEX 1 a 4",
+        "SET a 4",
         "DIGEST a",
     ] {
         let r = c.cmd_str(line);
@@ -360,9 +360,12 @@ fn cas_commands_log_their_effect() {
             "DEL k",
             "SET j v",
             "DEL j",
-            "MSETEX 2 a 1 b 2 PXAT <ms>",
-            "MSETEX 1 a 3 KEEPTTL",
-            "MSETEX 1 a 4",
+            "MULTI",
+            "SET a 1 PXAT <ms>",
+            "SET b 2 PXAT <ms>",
+            "EXEC",
+            "SET a 3 KEEPTTL",
+            "SET a 4",
         ]
     );
     // Replayed after a restart, the log rebuilds the same values and deadlines.

@@ -836,7 +836,7 @@ fn parse_msetex_opts<'a>(args: &super::Args<'a>, first: usize) -> Result<MsetexO
 ///        [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]
 /// ```
 /// Replies 1 when every pair was set, 0 when NX/XX refused them all.
-/// Logged as MSETEX of the pairs with the expiry made absolute (PXAT),
+/// Logged as a SET of each pair with the expiry made absolute (PXAT),
 /// without NX/XX (they held).
 fn msetex(ctx: &mut Ctx) -> CmdResult {
     let n = msetex_pairs(&ctx.args)?;
@@ -871,18 +871,28 @@ fn msetex(ctx: &mut Ctx) -> CmdResult {
             ctx.ks.notify(notify::GENERIC, "expire", key);
         }
     }
+    // Logged as one SET per pair (MULTI/EXEC around them, as several
+    // propagated commands always are): every replica and every AOF reader
+    // runs it, Redis 7.0 and 8.0 included, which have no MSETEX.
     let args = ctx.args;
     let keep = opts.expire == ExpireOpt::KeepTtl;
-    ctx.propagate_as(|| {
-        let mut argv: Vec<Vec<u8>> = (0..2 + 2 * n).map(|i| args.get(i).to_vec()).collect();
-        if let Some(at) = expire_at {
-            argv.push(b"PXAT".to_vec());
-            argv.push(at.to_string().into_bytes());
-        } else if keep {
-            argv.push(b"KEEPTTL".to_vec());
-        }
-        argv
-    });
+    ctx.prevent_propagation();
+    for i in 0..n {
+        ctx.ks.also_propagate(|| {
+            let mut argv = vec![
+                b"SET".to_vec(),
+                args.get(2 + 2 * i).to_vec(),
+                args.get(3 + 2 * i).to_vec(),
+            ];
+            if let Some(at) = expire_at {
+                argv.push(b"PXAT".to_vec());
+                argv.push(at.to_string().into_bytes());
+            } else if keep {
+                argv.push(b"KEEPTTL".to_vec());
+            }
+            argv
+        });
+    }
     ctx.out.int(1);
     Ok(Done)
 }

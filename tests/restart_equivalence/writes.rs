@@ -38,7 +38,9 @@ pub const TEMPLATES: &[(&str, f64, On, &str)] = &[
     ("incr", 1.0, Both, "INCR {int}"),
     ("incrby", 1.0, Both, "INCRBY {int} {incr}"),
     ("incrbyfloat", 1.0, Both, "INCRBYFLOAT {int} {fincr}"),
+    ("increx", 1.0, Zwindow, "INCREX {int} [(BYINT {incr} | BYFLOAT {fincr})] [LBOUND {incr}] [UBOUND {incr}] [SATURATE] [({ttl} | PERSIST)]"),
     ("mset", 1.0, Both, "MSET <{str} {val}>"),
+    ("msetex", 1.0, Zwindow, "MSETEX #<{str} {val}> [(NX | XX)] [({ttl} | KEEPTTL)]"),
     ("msetnx", 1.0, Both, "MSETNX <{str} {val}>"),
     ("psetex", 1.0, Both, "PSETEX {str} ({px} | {short}) {val}"),
     ("set", 2.0, Both, "SET {str} ({val} | {big}) [(NX | XX)] [({ttl} | KEEPTTL | PX {short})] [GET]"),
@@ -55,6 +57,7 @@ pub const TEMPLATES: &[(&str, f64, On, &str)] = &[
     // Keys.
     ("copy", 1.0, Both, "COPY {any} {any} [DB {db}] [REPLACE]"),
     ("del", 1.0, Both, "DEL <{any}>"),
+    ("delex", 1.0, Zwindow, "DELEX {str} [(IFEQ {val} | IFNE {val})]"),
     ("expire", 1.0, Both, "EXPIRE {any} ({ex} | -1) [(NX | XX | GT | LT)]"),
     ("expireat", 1.0, Both, "EXPIREAT {any} ({exat} | 1) [(NX | XX | GT | LT)]"),
     // Weight 0: once per run, at the start (see `run_stream`).
