@@ -13,6 +13,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::repl::{eventually, info_field};
 use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -1301,4 +1302,53 @@ fn reference_policies_replay_from_the_aof() {
     drop(z);
     let z = ZwindowServer::start(&args);
     assert_eq!(state(&mut z.conn()), before, "restarted from the AOF");
+}
+
+/// XDELEX and XACKDEL reach replicas as what they did, in commands Redis
+/// 7.0 has (`XACK` per group whose PEL lost entries, then `XDEL`): a
+/// redis-server 7.0 replica of zwindow ends with the same stream.
+#[test]
+fn xdelex_and_xackdel_reach_a_redis_7_replica_as_xack_and_xdel() {
+    let p = ZwindowServer::start(&["--repl-diskless-sync-delay", "0"]);
+    let port = p.port().to_string();
+    let r = RedisServer::start_binary(&find_redis_server(), &["--replicaof", "127.0.0.1", &port]);
+    let (mut pc, mut rc) = (p.conn(), r.conn());
+    eventually("the replica's link", || {
+        info_field(&mut rc, "replication", "master_link_status") == "up"
+    });
+    let c = &mut pc;
+    referenced_stream(c, "s");
+    for i in 6..=8 {
+        expect(
+            c,
+            &format!("XADD s {i}-0 f v{i}"),
+            &format!("$3\r\n{i}-0\r\n"),
+        );
+    }
+    let r2 = parse_reply(&c.cmd_str("XREADGROUP GROUP all c2 COUNT 2 STREAMS s >"));
+    assert_eq!(r2.array()[0].array()[1].array().len(), 2);
+    // g: 2-0 and 3-0 pending; all: 6-0 and 7-0 pending.
+    expect(
+        c,
+        "XDELEX s ACKED IDS 3 1-0 2-0 6-0",
+        "*3\r\n:1\r\n:2\r\n:2\r\n",
+    );
+    expect(c, "XDELEX s DELREF IDS 2 2-0 9-0", "*2\r\n:1\r\n:-1\r\n");
+    expect(
+        c,
+        "XACKDEL s all DELREF IDS 2 6-0 7-0",
+        "*2\r\n:1\r\n:1\r\n",
+    );
+    expect(
+        c,
+        "XACKDEL s g KEEPREF IDS 2 3-0 4-0",
+        "*2\r\n:1\r\n:-1\r\n",
+    );
+    expect(c, "XDELEX s IDS 1 5-0", "*1\r\n:1\r\n");
+    let acked = c.cmd_str("WAIT 1 10000");
+    assert_eq!(acked, b":1\r\n");
+    let state =
+        |c: &mut RawConn| common::dataset::masked(&parse_reply(&c.cmd_str("XINFO STREAM s FULL")));
+    eventually("the replica's stream", || state(&mut rc) == state(&mut pc));
+    assert_eq!(info_field(&mut rc, "stats", "total_error_replies"), "0");
 }

@@ -902,12 +902,17 @@ fn xdelex(ctx: &mut Ctx) -> CmdResult {
     };
     let mut codes = Vec::with_capacity(ids.len());
     let (mut deleted, mut refs_dropped) = (0u64, false);
+    let mut log = RefLog::default();
     for id in ids {
+        if policy == RefPolicy::DelRef {
+            log.note_refs(s, id);
+        }
         let pending =
             policy == RefPolicy::DelRef && s.groups.values().any(|g| g.pel.contains_key(&id));
         codes.push(match s.delete_with(id, policy) {
             Some(true) => {
                 deleted += 1;
+                log.deleted.push(id);
                 DELETED
             }
             Some(false) => STILL_REFERENCED,
@@ -922,11 +927,59 @@ fn xdelex(ctx: &mut Ctx) -> CmdResult {
     } else if refs_dropped {
         ctx.ks.dirty(1);
     }
+    log.propagate(ctx, key);
     ctx.out.array(codes.len());
     for c in codes {
         ctx.out.int(c);
     }
     Ok(Done)
+}
+
+/// What XDELEX / XACKDEL did, logged as the commands of Redis 7.0 that do
+/// the same: `XACK key group id …` for each group whose PEL lost entries,
+/// then `XDEL key id …` of the entries deleted (MULTI/EXEC around them).
+/// Every replica and AOF reader runs that, Redis 7.0 and 8.0 included,
+/// which have neither command, and no replay depends on the PELs' state.
+#[derive(Default)]
+struct RefLog {
+    acks: Vec<(Vec<u8>, Vec<StreamId>)>,
+    deleted: Vec<StreamId>,
+}
+
+impl RefLog {
+    fn note_ack(&mut self, group: &[u8], id: StreamId) {
+        match self.acks.iter_mut().find(|(g, _)| g.as_slice() == group) {
+            Some((_, ids)) => ids.push(id),
+            None => self.acks.push((group.to_vec(), vec![id])),
+        }
+    }
+
+    /// DELREF: the PEL entries for `id` every group is about to lose.
+    fn note_refs(&mut self, s: &Stream, id: StreamId) {
+        for (name, g) in &s.groups {
+            if g.pel.contains_key(&id) {
+                self.note_ack(name, id);
+            }
+        }
+    }
+
+    fn propagate(self, ctx: &mut Ctx, key: &[u8]) {
+        ctx.prevent_propagation();
+        for (group, ids) in self.acks {
+            ctx.ks.also_propagate(|| {
+                let mut argv = vec![b"XACK".to_vec(), key.to_vec(), group];
+                argv.extend(ids.iter().map(|id| id.to_bytes()));
+                argv
+            });
+        }
+        if !self.deleted.is_empty() {
+            ctx.ks.also_propagate(|| {
+                let mut argv = vec![b"XDEL".to_vec(), key.to_vec()];
+                argv.extend(self.deleted.iter().map(|id| id.to_bytes()));
+                argv
+            });
+        }
+    }
 }
 
 /// ```text
@@ -950,16 +1003,22 @@ fn xackdel(ctx: &mut Ctx) -> CmdResult {
     };
     let mut codes = Vec::with_capacity(ids.len());
     let (mut acked, mut deleted) = (0u64, 0u64);
+    let mut log = RefLog::default();
     for id in ids {
         let was_pending = s.groups.get_mut(gname).is_some_and(|g| g.ack(id));
         if !was_pending {
             codes.push(NOT_FOUND);
             continue;
         }
+        log.note_ack(gname, id);
         acked += 1;
+        if policy == RefPolicy::DelRef {
+            log.note_refs(s, id);
+        }
         codes.push(match s.delete_with(id, policy) {
             Some(true) => {
                 deleted += 1;
+                log.deleted.push(id);
                 DELETED
             }
             Some(false) => STILL_REFERENCED,
@@ -971,6 +1030,7 @@ fn xackdel(ctx: &mut Ctx) -> CmdResult {
     } else if acked > 0 {
         ctx.ks.dirty(acked);
     }
+    log.propagate(ctx, key);
     ctx.out.array(codes.len());
     for c in codes {
         ctx.out.int(c);
