@@ -336,3 +336,69 @@ fn a_huge_multibulk_count_costs_only_the_bytes_received() {
         "zwindow: closed {z_closed} after {z_total} bytes (limit {limit})"
     );
 }
+
+/// A reply the client's arguments make as large as they like (a negative
+/// RANDMEMBER count, KEYS) stops at the output limit: the client is closed
+/// with no reply, and the server never builds the rest (a count of a
+/// billion would be gigabytes). Same on redis-server.
+#[test]
+fn huge_replies_stop_at_the_hard_limit() {
+    let servers = Servers::start();
+    for addr in [servers.r.addr(), servers.z.addr()] {
+        let mut admin = RawConn::connect(addr, "admin");
+        assert_eq!(
+            admin.cmd(&[
+                b"CONFIG",
+                b"SET",
+                b"client-output-buffer-limit",
+                b"normal 1000000 0 0"
+            ]),
+            b"+OK\r\n"
+        );
+        for line in ["HSET h a b", "SADD s a", "ZADD z 1 a"] {
+            assert!(!admin.cmd_str(line).starts_with(b"-"), "{line}");
+        }
+        for i in 0..1000 {
+            admin.cmd_str(&format!("SET {}{i} v", "k".repeat(1000)));
+        }
+        for line in [
+            "HRANDFIELD h -999999999",
+            "SRANDMEMBER s -999999999",
+            "ZRANDMEMBER z -999999999 WITHSCORES",
+            "KEYS *",
+        ] {
+            if line == "KEYS *" {
+                // As Redis's obuf-limits unit: about a megabyte of names
+                // against a 100 kB limit.
+                assert_eq!(
+                    admin.cmd(&[
+                        b"CONFIG",
+                        b"SET",
+                        b"client-output-buffer-limit",
+                        b"normal 100000 0 0"
+                    ]),
+                    b"+OK\r\n"
+                );
+            }
+            let mut c = RawConn::connect(addr, "client");
+            c.send(&encode_cmd(
+                &line.split(' ').map(str::as_bytes).collect::<Vec<_>>(),
+            ));
+            let mut got = Vec::new();
+            let outcome = loop {
+                match c.try_read_reply(Duration::from_secs(20)) {
+                    ReadOutcome::Reply(r) => got.extend(r),
+                    other => break other,
+                }
+            };
+            assert_eq!(
+                outcome,
+                ReadOutcome::Closed,
+                "{addr} {line}: {} bytes",
+                got.len()
+            );
+            assert!(got.is_empty(), "{addr} {line}: a reply came");
+        }
+        assert_eq!(admin.cmd_str("PING"), b"+PONG\r\n");
+    }
+}

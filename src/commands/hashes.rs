@@ -403,6 +403,10 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
         // the client's count, as Redis's does, but nothing is reserved for it.
         header(out, count);
         for _ in 0..count {
+            // Past the output limit the client is closed: stop here.
+            if out.past_cap() {
+                break;
+            }
             if let Some((f, v)) = h.random(&mut rng) {
                 emit(out, f, v);
             }

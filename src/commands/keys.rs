@@ -190,20 +190,25 @@ fn keys(ctx: &mut Ctx) -> CmdResult {
     let pattern = ctx.args.get(1);
     let now = ctx.ks.now_ms;
     let windows = &ctx.shared.windows;
-    let mut found: Vec<Vec<u8>> = Vec::new();
-    for db in ctx.ks.dbs_mut() {
+    // Written as found (no copy of the keys): past the output limit, where
+    // the client is closed, the walk stops, as Redis's KEYS does.
+    let out = &mut *ctx.out;
+    let header = out.defer();
+    let mut n = 0;
+    'dbs: for db in ctx.ks.dbs_mut() {
         for (k, e) in db.keys.iter() {
+            if out.past_cap() {
+                break 'dbs;
+            }
             let live = (e.expire_at == 0 || e.expire_at > now)
                 && !crate::keyspace::windows::is_dead(windows, e, k, now);
             if live && glob_match(pattern, k, false) {
-                found.push(k.to_vec());
+                out.bulk(k);
+                n += 1;
             }
         }
     }
-    ctx.out.array(found.len());
-    for k in found {
-        ctx.out.bulk(&k);
-    }
+    out.fill_array(header, n);
     Ok(Done)
 }
 

@@ -281,6 +281,10 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
         // Independent picks; the reply grows with the count as Redis's does.
         ctx.out.array(count as usize);
         for _ in 0..count {
+            // Past the output limit the client is closed: stop here.
+            if ctx.out.past_cap() {
+                break;
+            }
             if let Some(m) = s.random(&mut rng) {
                 bulk_member(ctx.out, m);
             }

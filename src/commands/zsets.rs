@@ -1412,6 +1412,27 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     } else {
         out.array(n);
     }
+    if l < 0 {
+        // Independent picks: the client's count sets the reply's size, so
+        // past the output limit (where the client is closed) it stops.
+        let mut rng = rand::rng();
+        for _ in 0..n {
+            if out.past_cap() {
+                break;
+            }
+            let Some((m, s)) = z.get_by_rank(rand::Rng::random_range(&mut rng, 0..len)) else {
+                break;
+            };
+            if withscores && out.resp3 {
+                out.array(2);
+            }
+            bulk_member(out, m);
+            if withscores {
+                out.double(s);
+            }
+        }
+        return Ok(Done);
+    }
     let mut emit = |m: Member<'_>, s: f64| {
         if withscores && out.resp3 {
             out.array(2);

@@ -239,6 +239,14 @@ pub(crate) async fn run(
                         .qbuf_free
                         .store(rbuf.capacity() - rbuf.len(), Relaxed);
                     out.resp3 = client.resp3();
+                    // The normal class's hard limit counts what goes past
+                    // the fixed reply buffer (see `over_normal_output_limit`).
+                    let hard = shared.config.normal_output_limit().hard as usize;
+                    out.cap = if hard == 0 || client.subscribed() {
+                        0
+                    } else {
+                        hard + REPLY_CHUNK
+                    };
                     let mut mark = out.len();
                     let args = Args::new(req);
                     let ran = match execute_now(&shared, &mut client, &mut out, args) {

@@ -29,6 +29,13 @@ pub(crate) struct Reply {
     pub(crate) resp3: bool,
     /// Set for a [`Reply::frames`] writer: the reply as values.
     frames: Option<Vec<Frame>>,
+    /// Where the client's output limit closes it (0: no limit), set by
+    /// its connection. A command whose reply the client's arguments can
+    /// make as large as they like (KEYS, a negative RANDMEMBER count) stops
+    /// adding to it once [`past_cap`](Reply::past_cap), as Redis's stop
+    /// when the client is marked to close: the connection then closes the
+    /// client for its limit, and the server never builds the rest.
+    pub(crate) cap: usize,
 }
 
 /// One element of a reply recorded as a value; byte payloads are ranges of
@@ -66,12 +73,18 @@ impl Reply {
         Reply::default()
     }
 
+    /// Whether the reply so far is past [`cap`](Reply::cap).
+    pub(crate) fn past_cap(&self) -> bool {
+        self.cap != 0 && self.buf.len() > self.cap
+    }
+
     /// A writer of bytes in the given protocol.
     pub(crate) fn with_resp3(resp3: bool) -> Reply {
         Reply {
             buf: Vec::new(),
             resp3,
             frames: None,
+            cap: 0,
         }
     }
 
@@ -81,6 +94,7 @@ impl Reply {
             buf: Vec::new(),
             resp3,
             frames: Some(Vec::new()),
+            cap: 0,
         }
     }
 
