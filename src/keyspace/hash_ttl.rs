@@ -22,46 +22,101 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{Entry, Keyspace, Value, notify};
+use super::{Keyspace, Value, notify};
 
 /// Removes up to `max` expired fields of the hash at `key` (if it is one),
 /// deleting the key if none is left. Returns the number of fields removed.
 pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
+    expire_subkeys(ks, key, max, Subkeys::HashFields)
+}
+
+/// The subkeys with TTLs that expire one by one: hash fields, and set
+/// members ([`set_ttl`](super::set_ttl)), which share this path.
+#[derive(Clone, Copy)]
+pub(crate) enum Subkeys {
+    HashFields,
+    SetMembers,
+}
+
+impl Subkeys {
+    /// The earliest deadline among `v`'s subkeys, if `v` is of this kind.
+    fn min_deadline(self, v: &Value) -> Option<u64> {
+        match (self, v) {
+            (Subkeys::HashFields, Value::Hash(h)) => h.min_deadline(),
+            (Subkeys::SetMembers, Value::Set(s)) => s.min_deadline(),
+            _ => None,
+        }
+    }
+
+    /// Removes up to `max` due subkeys, telling `gone` each; the number
+    /// removed and whether `v` is empty now.
+    fn remove_due(
+        self,
+        v: &mut Value,
+        now: u64,
+        max: usize,
+        gone: impl FnMut(&[u8]),
+    ) -> Option<(usize, bool)> {
+        match (self, v) {
+            (Subkeys::HashFields, Value::Hash(h)) => {
+                Some((h.expire_fields_with(now, max, gone), h.is_empty()))
+            }
+            (Subkeys::SetMembers, Value::Set(s)) => {
+                Some((s.expire_members_with(now, max, gone), s.is_empty()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The command an expired subkey is logged as, its event's class and
+    /// name.
+    fn logged(self) -> (&'static [u8], u32, &'static str) {
+        match self {
+            Subkeys::HashFields => (b"HDEL", notify::HASH, "hexpired"),
+            Subkeys::SetMembers => (b"SREM", notify::SET, "sexpired"),
+        }
+    }
+}
+
+/// Removes up to `max` expired subkeys of `kind` of the value at `key` (if
+/// it is of that kind), deleting the key if none is left.
+pub(crate) fn expire_subkeys(
+    ks: &mut Keyspace<'_>,
+    key: &[u8],
+    max: usize,
+    kind: Subkeys,
+) -> usize {
     let (now, db) = (ks.now_ms, ks.db);
     let logging = ks.propagating();
-    ks.cow(key);
-    let due = |e: Option<&mut Entry>| match e {
-        Some(Entry {
-            value: Value::Hash(h),
-            ..
-        }) => h.min_deadline().is_some_and(|at| at <= now),
-        _ => false,
-    };
-    if !due(ks.shard(key).dbs[db].keys.get_mut(key)) {
+    let due = ks.shard(key).dbs[db]
+        .keys
+        .get_mut(key)
+        .and_then(|e| kind.min_deadline(&e.value))
+        .is_some_and(|at| at <= now);
+    if !due {
         return 0;
     }
-    // A replica leaves due fields to its primary's HDEL.
+    ks.cow(key);
+    // A replica leaves due subkeys to its primary's HDEL / SREM.
     if ks.replica_holds() {
         return 0;
     }
-    let Some(Entry {
-        value: Value::Hash(h),
-        ..
-    }) = ks.shard(key).dbs[db].keys.get_mut(key)
-    else {
+    let Some(e) = ks.shard(key).dbs[db].keys.get_mut(key) else {
         return 0;
     };
-    // Logged as the HDEL they amount to.
+    // Logged as the HDEL / SREM they amount to.
     let mut gone: Vec<Vec<u8>> = Vec::new();
-    let removed = h.expire_fields_with(now, max, |f| {
+    let Some((removed, emptied)) = kind.remove_due(&mut e.value, now, max, |f| {
         if logging {
             gone.push(f.to_vec());
         }
-    });
-    let emptied = h.is_empty();
+    }) else {
+        return 0;
+    };
     if emptied {
         ks.remove_raw_entry(key);
     }
+    let (del, class, event) = kind.logged();
     if removed > 0 {
         // Expiry is not the running command's change: whether that command
         // is logged depends on what it did itself (Redis does not count
@@ -69,14 +124,14 @@ pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
         let dirty = ks.prop.dirty;
         ks.modified(key);
         ks.prop.dirty = dirty;
-        // One HDEL per field, as Redis 8 logs them; a replayed HDEL of the
-        // last field deletes the key, so no DEL follows.
+        // One HDEL / SREM per subkey, as Redis 8 logs fields; a replayed
+        // one of the last subkey deletes the key, so no DEL follows.
         for f in gone {
-            ks.also_propagate(|| crate::argv![b"HDEL", key, f]);
+            ks.also_propagate(|| crate::argv![del, key, f]);
         }
     } else {
-        // The bound was stale (a field's TTL was dropped or pushed back):
-        // it is exact now, and no field changed.
+        // The bound was stale (a TTL was dropped or pushed back): it is
+        // exact now, and no subkey changed.
         super::windows::reschedule(ks, key);
     }
     if removed > 0 {
@@ -84,7 +139,7 @@ pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
             .store
             .stats_expired_fields
             .fetch_add(removed as u64, Relaxed);
-        ks.notify(notify::HASH, "hexpired", key);
+        ks.notify(class, event, key);
     }
     if emptied {
         ks.notify(notify::GENERIC, "del", key);

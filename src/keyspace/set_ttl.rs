@@ -20,70 +20,12 @@
 //! clients read a copy of the set without the due members (see
 //! [`replica`](super::replica)).
 
-use std::sync::atomic::Ordering::Relaxed;
-
-use super::{Entry, Keyspace, Value, notify};
+use super::Keyspace;
+use super::hash_ttl::{Subkeys, expire_subkeys};
 
 /// Removes up to `max` expired members of the set at `key` (if it is one),
-/// deleting the key if none is left. Returns the number of members removed.
+/// deleting the key if none is left (the path hash fields take). Returns
+/// the number of members removed.
 pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {
-    let (now, db) = (ks.now_ms, ks.db);
-    let logging = ks.propagating();
-    let due = |e: Option<&mut Entry>| match e {
-        Some(Entry {
-            value: Value::Set(s),
-            ..
-        }) => s.min_deadline().is_some_and(|at| at <= now),
-        _ => false,
-    };
-    if !due(ks.shard(key).dbs[db].keys.get_mut(key)) {
-        return 0;
-    }
-    ks.cow(key);
-    // A replica leaves due members to its primary's SREM.
-    if ks.replica_holds() {
-        return 0;
-    }
-    let Some(Entry {
-        value: Value::Set(s),
-        ..
-    }) = ks.shard(key).dbs[db].keys.get_mut(key)
-    else {
-        return 0;
-    };
-    let mut gone: Vec<Vec<u8>> = Vec::new();
-    let removed = s.expire_members_with(now, max, |m| {
-        if logging {
-            gone.push(m.to_vec());
-        }
-    });
-    let emptied = s.is_empty();
-    if emptied {
-        ks.remove_raw_entry(key);
-    }
-    if removed > 0 {
-        // Not the running command's change (see hash_ttl::expire).
-        let dirty = ks.prop.dirty;
-        ks.modified(key);
-        ks.prop.dirty = dirty;
-        // One SREM per member; a replayed SREM of the last member deletes
-        // the key, so no DEL follows.
-        for m in gone {
-            ks.also_propagate(|| crate::argv![b"SREM", key, m]);
-        }
-    } else {
-        // The bound was stale: it is exact now, and no member changed.
-        super::windows::reschedule(ks, key);
-    }
-    if removed > 0 {
-        ks.env
-            .store
-            .stats_expired_fields
-            .fetch_add(removed as u64, Relaxed);
-        ks.notify(notify::SET, "sexpired", key);
-    }
-    if emptied {
-        ks.notify(notify::GENERIC, "del", key);
-    }
-    removed
+    expire_subkeys(ks, key, max, Subkeys::SetMembers)
 }
