@@ -802,8 +802,15 @@ impl UringSocket {
                 std::mem::swap(rbuf, &mut c.input);
                 c.input.clear();
             } else {
+                // A big request's buffer grows by doubling here too: past
+                // 1 MB the copy each doubling left goes back at once, as
+                // `socket::make_room` hands it back on the epoll path.
+                let before = rbuf.capacity();
                 rbuf.extend_from_slice(&c.input);
                 c.input.clear();
+                if before >= 1 << 20 && rbuf.capacity() != before {
+                    crate::alloc::release_free_memory();
+                }
             }
             if c.input.capacity() > INPUT_KEEP {
                 c.input = BytesMut::new();
