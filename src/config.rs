@@ -2535,12 +2535,7 @@ const PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    u32_param!(
-        "maxmemory-samples",
-        maxmemory_samples,
-        1,
-        i64::from(i32::MAX)
-    ),
+    u32_param!("maxmemory-samples", maxmemory_samples, 1, 64),
     u32_param!(
         "maxmemory-eviction-tenacity",
         maxmemory_eviction_tenacity,

@@ -5,4 +5,4 @@
 /// zwindow's own version (`--version`, INFO's `zwindow_version`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The Redis version we answer as; clients gate features on it.
-pub const REDIS_VERSION: &str = "7.0.15";
+pub const REDIS_VERSION: &str = "8.0.2";

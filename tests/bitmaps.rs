@@ -53,6 +53,15 @@ fn setbit_getbit() {
 fn bitcount_bitpos() {
     in_both_protocols(|p| {
         p.script(&[
+            // Redis 7.2+: the range is checked before the key, so a missing
+            // key with a bad range is an error, not 0 / -1.
+            "BITCOUNT nokey 0",
+            "BITCOUNT nokey a b",
+            "BITCOUNT nokey 0 1 nybble",
+            "BITPOS nokey 0 1 hello hello2",
+            "BITPOS nokey 0 a b",
+            "BITPOS nokey 1 0 1 nybble",
+            "BITPOS nokey 1 0 1 bit",
             "SET s foobar",
             "BITCOUNT s",
             "BITCOUNT s 1 1",

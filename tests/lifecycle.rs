@@ -120,7 +120,7 @@ fn debug_segfault_writes_the_crash_report() {
     let log = crash_report(&mut z, 11);
     for line in [
         "=== REDIS BUG REPORT START: Cut & paste starting from here ===",
-        "# Redis 7.0.15 crashed by signal: 11, si_code: 2",
+        "# Redis 8.0.2 crashed by signal: 11, si_code: 2",
         "# Accessing address: 0x",
         "------ STACK TRACE ------",
         "Backtrace:",

@@ -67,6 +67,38 @@ pub(crate) enum Denied {
     Channel,
 }
 
+impl Denied {
+    /// What a denial says (acl.c `getAclErrorMessage`): `verbose` (ACL
+    /// DRYRUN) names the key or channel, a command's refusal names neither.
+    pub(crate) fn message(
+        self,
+        user: &[u8],
+        command: &str,
+        errored: &[u8],
+        verbose: bool,
+    ) -> Vec<u8> {
+        let user = String::from_utf8_lossy(user);
+        let named = |what: &str| {
+            [
+                format!("User {user} has no permissions to access the '").as_bytes(),
+                errored,
+                format!("' {what}").as_bytes(),
+            ]
+            .concat()
+        };
+        match self {
+            Denied::Command => {
+                format!("User {user} has no permissions to run the '{command}' command")
+                    .into_bytes()
+            }
+            Denied::Key if verbose => named("key"),
+            Denied::Key => b"No permissions to access a key".to_vec(),
+            Denied::Channel if verbose => named("channel"),
+            Denied::Channel => b"No permissions to access a channel".to_vec(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct KeyPattern {
     pub(crate) pattern: Vec<u8>,
@@ -565,13 +597,13 @@ impl User {
     }
 
     /// A new user as `ACLCreateUser` makes it: off, no passwords, no
-    /// permissions.
+    /// permissions, `sanitize-payload` (Redis 7.2+).
     pub(crate) fn new(name: &[u8], all_channels: bool) -> User {
         User {
             name: name.to_vec(),
             enabled: false,
             nopass: false,
-            sanitize: None,
+            sanitize: Some(true),
             passwords: Vec::new(),
             selectors: vec![Selector::new(true, all_channels)],
             unrestricted: false,

@@ -442,29 +442,12 @@ fn dryrun(ctx: &mut Ctx) -> CmdResult {
     };
     match user.check(cmd, &args) {
         Ok(()) => ctx.out.ok(),
-        Err((Denied::Command, _)) => ctx.out.bulk(
-            format!(
-                "This user has no permissions to run the '{}' command",
-                Catalog::get().fullname(cmd)
-            )
-            .as_bytes(),
-        ),
-        Err((Denied::Key, pos)) => ctx.out.bulk(
-            &[
-                b"This user has no permissions to access the '",
-                args.get(pos),
-                b"' key",
-            ]
-            .concat(),
-        ),
-        Err((Denied::Channel, pos)) => ctx.out.bulk(
-            &[
-                b"This user has no permissions to access the '",
-                args.get(pos),
-                b"' channel",
-            ]
-            .concat(),
-        ),
+        Err((denied, pos)) => ctx.out.bulk(&denied.message(
+            user.name(),
+            Catalog::get().fullname(cmd),
+            args.get(pos),
+            true,
+        )),
     }
     Ok(Done)
 }
@@ -499,7 +482,7 @@ fn help(ctx: &mut Ctx) -> CmdResult {
         "WHOAMI",
         "    Return the current connection username.",
         "HELP",
-        "    Prints this help.",
+        "    Print this help.",
     ];
     ctx.out.array(LINES.len());
     for l in LINES {

@@ -158,21 +158,27 @@ fn clamp(mut start: i64, mut end: i64, total: i64) -> Option<(u64, u64)> {
 
 fn bitcount(ctx: &mut Ctx) -> CmdResult {
     let args = ctx.args;
+    // The range is parsed before the key is looked up, as Redis 7.2+
+    // does: a bad range is an error even on a missing key.
+    let range = match args.len() {
+        2 => None,
+        4 | 5 => {
+            let start = int_arg(args.get(2))?;
+            let end = int_arg(args.get(3))?;
+            let bits = args.len() == 5 && unit_arg(args.get(4))?;
+            Some((start, end, bits))
+        }
+        _ => return Err(Error::Syntax),
+    };
     let Some(s) = lookup_str(ctx.ks, args.get(1), true)? else {
         ctx.out.int(0);
         return Ok(Done);
     };
     let data = &s.data;
-    let n = match args.len() {
-        2 => bitmap::popcount(data),
-        4 | 5 => {
-            let start = int_arg(args.get(2))?;
-            let end = int_arg(args.get(3))?;
-            if start < 0 && end < 0 && start > end {
-                ctx.out.int(0);
-                return Ok(Done);
-            }
-            let bits = args.len() == 5 && unit_arg(args.get(4))?;
+    let n = match range {
+        None => bitmap::popcount(data),
+        Some((start, end, _)) if start < 0 && end < 0 && start > end => 0,
+        Some((start, end, bits)) => {
             let total = data.len() as i64 * if bits { 8 } else { 1 };
             match clamp(start, end, total) {
                 None => 0,
@@ -180,7 +186,6 @@ fn bitcount(ctx: &mut Ctx) -> CmdResult {
                 Some((f, l)) => bitmap::popcount(&data[f as usize..=l as usize]),
             }
         }
-        _ => return Err(Error::Syntax),
     };
     ctx.out.int(n as i64);
     Ok(Done)
@@ -193,33 +198,43 @@ fn bitpos(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Static("ERR The bit argument must be 1 or 0."));
     }
     let bit = bit == 1;
+    // The range is parsed before the key is looked up, as Redis 7.2+
+    // does: a bad range is an error even on a missing key.
+    let given = match args.len() {
+        3 => None,
+        4..=6 => {
+            let start = int_arg(args.get(3))?;
+            let bits = args.len() == 6 && unit_arg(args.get(5))?;
+            let end = if args.len() >= 5 {
+                Some(int_arg(args.get(4))?)
+            } else {
+                None
+            };
+            Some((start, end, bits))
+        }
+        _ => return Err(Error::Syntax),
+    };
     let Some(s) = lookup_str(ctx.ks, args.get(1), true)? else {
         ctx.out.int(if bit { -1 } else { 0 });
         return Ok(Done);
     };
     let data = &s.data;
     let len = data.len() as i64;
-    let (range, end_given) = match args.len() {
-        3 => (
+    let (range, end_given) = match given {
+        None => (
             clamp(0, len - 1, len).map(|(f, l)| (f * 8, l * 8 + 7)),
             false,
         ),
-        4..=6 => {
-            let start = int_arg(args.get(3))?;
-            let bits = args.len() == 6 && unit_arg(args.get(5))?;
-            let end = if args.len() >= 5 {
-                int_arg(args.get(4))?
-            } else {
-                len - 1
-            };
+        Some((start, end, bits)) => {
+            let end_given = end.is_some();
+            let end = end.unwrap_or(len - 1);
             let range = if bits {
                 clamp(start, end, len * 8)
             } else {
                 clamp(start, end, len).map(|(f, l)| (f * 8, l * 8 + 7))
             };
-            (range, args.len() >= 5)
+            (range, end_given)
         }
-        _ => return Err(Error::Syntax),
     };
     // An empty range holds neither a 0 nor a 1.
     let Some((first, last)) = range else {

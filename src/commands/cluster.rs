@@ -149,7 +149,7 @@ fn help(ctx: &mut Ctx) -> CmdResult {
         "    Return information about all network links between this node and its peers.",
         "    Output format is an array where each array element is a map containing attributes of a link",
         "HELP",
-        "    Prints this help.",
+        "    Print this help.",
     ];
     ctx.out.array(LINES.len());
     for line in LINES {

@@ -522,7 +522,6 @@ fn function_help(ctx: &mut Ctx) -> CmdResult {
             "    Return general information on all the libraries:",
             "    * Library name",
             "    * The engine used to run the Library",
-            "    * Library description",
             "    * Functions list",
             "    * Library code (if WITHCODE is given)",
             "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
@@ -552,7 +551,7 @@ fn function_help(ctx: &mut Ctx) -> CmdResult {
             "      libraries with the new libraries (notice that even on this option there is a chance of failure",
             "      in case of functions name collision with another library).",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ],
     );
     Ok(Done)

@@ -16,7 +16,6 @@ use super::flags::*;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, OwnedArgs, int_arg};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::types::geo::{self, Shape, ShapeKind};
-use crate::types::ldouble::LDouble;
 use crate::types::zset::{AddFlags, Limits, NotNan, ScoreBound, ScoreRange, ZSet, parse_score};
 use crate::util::eq_ic;
 
@@ -147,11 +146,10 @@ fn zset_peek<'k>(ks: &'k mut Keyspace<'_>, key: &[u8]) -> Option<&'k mut ZSet> {
     }
 }
 
-/// Redis's `addReplyHumanLongDouble`: `%.17Lf` with trailing zeros cut, a
-/// bulk string in RESP2, a double in RESP3.
+/// A coordinate as Redis 7.2+ replies it (`addReplyDouble`: the shortest
+/// text that reads back the same; 7.0 printed `%.17Lf`).
 fn reply_coord(out: &mut crate::protocol::Reply, x: f64) {
-    let text = LDouble::from_f64(x).to_human();
-    out.double_text(x, text.as_bytes());
+    out.double(x);
 }
 
 // ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 //! too ([`scan_args`]) and shared with `sets.rs`.
 
 use super::flags::*;
-use super::{Args, CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
+use super::{Args, CmdResult, Command, Ctx, Done, Error, Handler, Keys, count_arg, int_arg};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
 use crate::types::hash::{Hash, Limits, NO_TTL};
@@ -342,16 +342,6 @@ fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
         ctx.propagate_as(|| crate::argv![b"HSET", key, field, text]);
     }
     Ok(Done)
-}
-
-/// Redis's `getRangeLongFromObjectOrReply(…, -LONG_MAX, LONG_MAX, …)`.
-pub(super) fn count_arg(arg: &[u8]) -> Result<i64, Error> {
-    match int_arg(arg)? {
-        i64::MIN => Err(Error::Static(
-            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        )),
-        n => Ok(n),
-    }
 }
 
 fn hrandfield(ctx: &mut Ctx) -> CmdResult {

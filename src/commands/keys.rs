@@ -683,6 +683,23 @@ fn object_freq(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn object_help(ctx: &mut Ctx) -> CmdResult {
-    super::server::help(ctx, "OBJECT", OBJECT);
+    // Redis 8.0.2's text (`objectCommand`'s help).
+    super::observability::reply_help(
+        ctx,
+        &[
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+        ],
+    );
     Ok(Done)
 }

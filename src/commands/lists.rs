@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{
-    Args, Block, CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, int_arg,
+    Args, Block, CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, count_arg, int_arg,
     parse_timeout,
 };
 use crate::keyspace::{Entry, HashedKey, Key, Keyspace, Value, notify};
@@ -354,7 +354,7 @@ fn linsert(ctx: &mut Ctx) -> CmdResult {
 fn lrem(ctx: &mut Ctx) -> CmdResult {
     let args = ctx.args;
     let key = args.get(1);
-    let count = int_arg(args.get(2))?;
+    let count = count_arg(args.get(2))?;
     let Some(l) = list_mut(ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(Done);
@@ -406,7 +406,7 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
         let more = j + 1 < args.len();
         if eq_ic(opt, "RANK") && more {
             j += 1;
-            rank = int_arg(args.get(j))?;
+            rank = count_arg(args.get(j))?;
             if rank == 0 {
                 return Err(Error::Static(
                     "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
@@ -593,9 +593,6 @@ fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, Error> {
     let args = ctx.args;
     for i in m.first_key..m.first_key + m.numkeys {
         let key = args.get(i);
-        if !ctx.client.may_take_from(key) {
-            continue;
-        }
         let Some(l) = list_mut(ctx.ks, key)? else {
             continue;
         };
@@ -657,9 +654,6 @@ fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
     let timeout = parse_timeout(args.get(last), ctx.ks.now_ms)?;
     for i in 1..last {
         let key = args.get(i);
-        if !ctx.client.may_take_from(key) {
-            continue;
-        }
         let Some(l) = list_mut(ctx.ks, key)? else {
             continue;
         };

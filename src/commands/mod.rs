@@ -511,7 +511,7 @@ fn absolute_expire_argv(
     v
 }
 
-/// Parses a blocking timeout in seconds as redis-server 7.0 does: a long
+/// Parses a blocking timeout in seconds as redis-server 8.0 does: a long
 /// double, rounded *up* to whole milliseconds (measured: `0.0001` times out
 /// at once, `-0.0001` waits forever like `0`); 0 waits forever.
 fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Error> {
@@ -545,10 +545,14 @@ fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>,
             .ok_or(not_float)?,
     };
     let ms = (secs * 1000.0).ceil();
-    // C's (long long) cast of an out-of-range value yields LLONG_MIN on
+    // Redis 7.2+ refuses a value above LLONG_MAX ms before its cast; C's
+    // (long long) cast of a value below LLONG_MIN yields LLONG_MIN on
     // x86-64, which Redis then reports as negative.
     let two63 = i64::MAX as f64;
-    if !(-two63..two63).contains(&ms) {
+    if ms >= two63 {
+        return Err(Error::Static("ERR timeout is out of range"));
+    }
+    if ms < -two63 {
         return Err(Error::Static("ERR timeout is negative"));
     }
     let ms = ms as i64;
@@ -559,6 +563,18 @@ fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>,
         return Err(Error::Static("ERR timeout is out of range"));
     }
     Ok((ms > 0).then(|| std::time::Duration::from_millis(ms as u64)))
+}
+
+/// Redis's `getRangeLongFromObjectOrReply(…, -LONG_MAX, LONG_MAX, …)`:
+/// an integer other than LLONG_MIN (a count or rank whose negation must
+/// exist).
+fn count_arg(arg: &[u8]) -> Result<i64, Error> {
+    match int_arg(arg)? {
+        i64::MIN => Err(Error::Static(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        )),
+        n => Ok(n),
+    }
 }
 
 /// Parses an integer argument with Redis's error text.

@@ -171,7 +171,7 @@ pub(crate) fn reply_help(ctx: &mut Ctx, lines: &[&str]) {
         ctx.out.simple(line);
     }
     ctx.out.simple("HELP");
-    ctx.out.simple("    Prints this help.");
+    ctx.out.simple("    Print this help.");
 }
 
 fn slowlog_help(ctx: &mut Ctx) -> CmdResult {

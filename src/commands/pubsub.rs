@@ -312,7 +312,7 @@ const HELP: &[&str] = &[
     "SHARDNUMSUB [<shardchannel> ...]",
     "    Return the number of subscribers for the specified shard level channel(s)",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 fn pubsub_help(ctx: &mut Ctx) -> CmdResult {

@@ -436,7 +436,7 @@ fn script_help(ctx: &mut Ctx) -> CmdResult {
             "LOAD <script>",
             "    Load a script into the scripts cache without executing it.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ],
     );
     Ok(Done)

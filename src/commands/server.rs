@@ -569,7 +569,30 @@ fn command_docs(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn command_help(ctx: &mut Ctx) -> CmdResult {
-    help(ctx, "COMMAND", COMMAND);
+    // Redis 8.0.2's text (`commandCommand`'s help).
+    super::observability::reply_help(
+        ctx,
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
+        ],
+    );
     Ok(Done)
 }
 
@@ -746,7 +769,20 @@ pub(crate) fn rewrite_config(shared: &Services, force_all: bool) -> Result<(), S
 }
 
 fn config_help(ctx: &mut Ctx) -> CmdResult {
-    help(ctx, "CONFIG", CONFIG);
+    // Redis 8.0.2's text (`configCommand`'s help).
+    super::observability::reply_help(
+        ctx,
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    );
     Ok(Done)
 }
 

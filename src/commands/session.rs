@@ -55,10 +55,9 @@ pub(crate) struct Client {
     /// Commands run since the last flush into the server's counters (one
     /// shared atomic add per batch, not per command).
     pub(crate) commands: u64,
-    /// For the stand-in that re-runs a blocked command when one of its keys
-    /// got data: that key. Redis serves a waiter from the key that became
-    /// ready, whatever its other keys hold (see [`Client::may_take_from`]).
-    pub(crate) serving_key: Option<Key>,
+    /// The stand-in that re-runs a blocked command when one of its keys
+    /// got data (MONITOR showed the command when it first ran).
+    pub(crate) serving_waiter: bool,
     /// For a script's client: the keys the script declared, which a
     /// tracking caller is remembered to have read when the script reads
     /// (Redis's `trackingRememberKeys` of the script's caller).
@@ -215,7 +214,7 @@ impl Client {
             patterns: HashSet::new(),
             shard_channels: HashSet::new(),
             commands: 0,
-            serving_key: None,
+            serving_waiter: false,
             script_keys: Vec::new(),
             reply: ReplyMode::On,
             tracking_held: Vec::new(),
@@ -233,15 +232,10 @@ impl Client {
     }
 
     /// A stand-in for a blocked client while the server serves it.
-    pub(crate) fn for_waiter(
-        handle: Arc<ClientHandle>,
-        db: usize,
-        resp3: bool,
-        key: Key,
-    ) -> Client {
+    pub(crate) fn for_waiter(handle: Arc<ClientHandle>, db: usize, resp3: bool) -> Client {
         let mut c = Client::new(handle, false);
         c.db = db;
-        c.serving_key = Some(key);
+        c.serving_waiter = true;
         c.handle.resp.store(if resp3 { 3 } else { 2 }, Relaxed);
         c
     }
@@ -268,13 +262,6 @@ impl Client {
     /// Subscribed to any channel, pattern or shard channel.
     pub(crate) fn subscribed(&self) -> bool {
         !self.channels.is_empty() || !self.patterns.is_empty() || !self.shard_channels.is_empty()
-    }
-
-    /// Whether a blocking command may take data from `key`: any of its keys
-    /// when its client runs it, only the ready key when the server serves
-    /// it as a waiter (whose type `execution::blocking` has checked).
-    pub(crate) fn may_take_from(&self, key: &[u8]) -> bool {
-        self.serving_key.as_deref().is_none_or(|k| k == key)
     }
 
     /// True when a blocking command may wait (not inside MULTI/EXEC).

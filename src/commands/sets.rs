@@ -9,8 +9,9 @@
 //! intset and reply in that set's order; the *STORE forms store that set,
 //! so an all-integer result is an `intset` even from `hashtable` inputs.
 
+use super::count_arg;
 use super::flags::*;
-use super::hashes::{count_arg, parse_cursor, scan_args};
+use super::hashes::{parse_cursor, scan_args};
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use super::flags::*;
 use super::{
-    Block, CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, int_arg, parse_timeout,
+    Block, CmdResult, Command, Ctx, Done, Error, Handler, Keys, Outcome, count_arg, int_arg,
+    parse_timeout,
 };
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
@@ -962,9 +963,6 @@ fn blocking_zpop(
     shape: PopShape,
 ) -> CmdResult {
     for i in first..first + n {
-        if !ctx.client.may_take_from(ctx.args.get(i)) {
-            continue;
-        }
         if zset_write(ctx.ks, ctx.args.get(i))?.is_some_and(|z| !z.is_empty()) {
             return generic_zpop(ctx, i, 1, count, shape);
         }
@@ -1383,12 +1381,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
         }
         return Ok(Done);
     }
-    let l = int_arg(ctx.args.get(2))?;
-    if l == i64::MIN {
-        return Err(Error::Static(
-            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        ));
-    }
+    let l = count_arg(ctx.args.get(2))?;
     if argc > 4 || (argc == 4 && !eq_ic(ctx.args.get(3), "withscores")) {
         return Err(Error::Syntax);
     }
@@ -1572,11 +1565,19 @@ mod tests {
         assert_eq!(t("-0"), Ok(None));
         assert_eq!(t("0.25"), Ok(Some(Duration::from_millis(250))));
         assert_eq!(t("0x1p-2"), Ok(Some(Duration::from_millis(250))));
-        for neg in ["-1", "inf", "1e30", "1e400"] {
+        for neg in ["-1", "-inf", "-1e30", "-1e400"] {
             assert_eq!(
                 t(neg).unwrap_err().text(),
                 "ERR timeout is negative",
                 "{neg}"
+            );
+        }
+        // Redis 7.2+: above LLONG_MAX ms is out of range (7.0: negative).
+        for big in ["inf", "1e30", "1e400"] {
+            assert_eq!(
+                t(big).unwrap_err().text(),
+                "ERR timeout is out of range",
+                "{big}"
             );
         }
         for bad in ["x", " 1", "", "nan", "1s"] {

@@ -16,12 +16,12 @@
 //! Every waiter declares the type it takes data from (`list`, `zset`, …).
 //! The mechanism, not each family, checks it: a ready key holding another
 //! type (a BZPOPMIN key that became a list) leaves its waiters blocked, as
-//! Redis 7.0 does, and the re-run handler is told which key to take from
-//! ([`Client::may_take_from`]), so other keys of the command, whatever they
-//! hold, play no part in the wakeup. XREAD and XREADGROUP ignore that hint:
-//! Redis 7.2+ re-executes them whole, every key read and checked again; and
-//! an XREADGROUP waiter (`unblock_on_nokey`) is re-run too when its key is
-//! deleted or retyped, to fail as the command would afresh.
+//! Redis does. A waiter whose key is ready re-runs its command whole, as
+//! Redis 7.2+ re-executes it: every key read and checked again in the
+//! command's order, so `BLPOP k1 k2` woken by a push to `k2` pops from `k1`
+//! if that now holds data, and fails with WRONGTYPE if `k1` became a
+//! string. An XREADGROUP waiter (`unblock_on_nokey`) is re-run too when
+//! its key is deleted or retyped, to fail as the command would afresh.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -176,7 +176,7 @@ fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
         // The key holds what the waiter takes, or it re-runs whatever the
         // key became (XREADGROUP: to fail as a fresh command would).
         k if w.unblock_on_nokey || k == Some(w.kind) => {
-            let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3, key.clone());
+            let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3);
             // Through the seam every command run from inside takes.
             let called = super::Dispatcher::new(shared).call(
                 &mut client,

@@ -30,7 +30,6 @@ use tokio::sync::oneshot;
 
 use crate::acl::catalog::Catalog;
 use crate::acl::log::Context;
-use crate::acl::user::Denied;
 use crate::commands::Services;
 use crate::commands::acl::acl_check;
 use crate::commands::session::Client;
@@ -438,19 +437,10 @@ fn verify(
         Ok(()) => {}
         Err(None) => return Verdict::Drop,
         Err(Some(denied)) => {
-            return Verdict::Reject(match denied {
-                Denied::Command => format!(
-                    "NOPERM this user has no permissions to run the '{}' command",
-                    Catalog::get().fullname(cmd)
-                )
-                .into(),
-                Denied::Key => {
-                    "NOPERM this user has no permissions to access one of the keys used as arguments".into()
-                }
-                Denied::Channel => {
-                    "NOPERM this user has no permissions to access one of the channels used as arguments".into()
-                }
-            });
+            // Not verbose: the key or channel is not named (acl.c).
+            let user = client.user.as_ref().map_or(&b"default"[..], |u| u.name());
+            let msg = denied.message(user, Catalog::get().fullname(cmd), b"", false);
+            return Verdict::Reject(format!("NOPERM {}", String::from_utf8_lossy(&msg)).into());
         }
     }
     // Cluster mode: a keyed command goes to the node serving its slot
@@ -480,11 +470,9 @@ fn verify(
         let out_of_memory = !shared.scripting.busy.is_running()
             && evict::perform_evictions(shared.env(), &mut |ready| blocking::serve(shared, ready))
                 == evict::Evicted::Fail;
-        // Queuing in MULTI takes memory too: only the commands that end a
-        // transaction pass (EXEC only when it holds no deny-OOM command).
-        let reject = is_denyoom(client, cmd, args)
-            || (client.in_multi() && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset"));
-        if out_of_memory && reject {
+        // Deny-OOM commands only, queued in MULTI or not (Redis 7.2+; 7.0
+        // refused all queuing), and EXEC when it holds one.
+        if out_of_memory && is_denyoom(client, cmd, args) {
             return Verdict::Reject(OOM.into());
         }
         // What a script started by this command checks (Redis's
@@ -769,7 +757,7 @@ pub(crate) fn call<'a>(
     // Scripts are shown before the commands they run (Redis's evalCommand
     // feeds MONITOR itself); other commands after they ran. A blocked
     // client served later was shown when it first ran.
-    let monitored = shared.monitors.active() && ctx.client.serving_key.is_none();
+    let monitored = shared.monitors.active() && !ctx.client.serving_waiter;
     let script = matches!(
         cmd.name,
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"

@@ -170,28 +170,6 @@ impl LDouble {
         }
     }
 
-    /// The exact extended-precision value of a double (C's implicit
-    /// `double` → `long double` conversion). NaN is not representable here
-    /// and becomes 0; no caller passes one.
-    pub(crate) fn from_f64(x: f64) -> LDouble {
-        if x.is_infinite() {
-            return LDouble::Inf { neg: x < 0.0 };
-        }
-        if x.is_nan() {
-            return LDouble::ZERO;
-        }
-        let bits = x.to_bits();
-        let neg = bits >> 63 == 1;
-        let e = ((bits >> 52) & 0x7ff) as i64;
-        let f = bits & ((1 << 52) - 1);
-        let (mant, exp) = if e == 0 {
-            (f, -1074)
-        } else {
-            (f | (1 << 52), e - 1075)
-        };
-        LDouble::Finite { neg, mant, exp }
-    }
-
     /// Redis's `ld2string(…, LD_STR_HUMAN)`: `%.17Lf`, trailing zeros (and a
     /// bare trailing dot) stripped, `-0` turned into `0`.
     pub(crate) fn to_human(self) -> String {

@@ -1124,7 +1124,14 @@ impl Servers {
     }
 
     /// Start both servers with the same extra arguments (e.g. `--requirepass`).
+    /// The oracle is Redis 8.0 ([`redis8_server`]): zwindow answers as it.
     pub fn start_with(args: &[&str]) -> Self {
+        Self::start_redis8(args)
+    }
+
+    /// zwindow and redis-server 7.0 (on PATH), for what must still
+    /// interoperate with 7.0 (files, the replication stream).
+    pub fn start_redis7(args: &[&str]) -> Self {
         Servers {
             z: ZwindowServer::start(args),
             r: RedisServer::start_with(args),

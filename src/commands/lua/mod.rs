@@ -42,6 +42,9 @@ pub(crate) mod functions;
 pub(crate) mod ldb;
 pub(crate) mod libs;
 
+use std::borrow::Cow;
+
+use crate::acl::catalog::Catalog;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -52,7 +55,6 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
 use crate::acl::log::Context;
-use crate::acl::user::Denied;
 use crate::commands::Services;
 use crate::commands::{self, Args, Client, Command, OwnedArgs, ScriptError, flags};
 use crate::dispatch::Dispatch;
@@ -1463,12 +1465,14 @@ fn verify_from_script(
     wrote: bool,
     deny_oom: bool,
     obey: bool,
-) -> Result<&'static Command, &'static str> {
-    let mut cmd =
-        commands::lookup(args.get(0)).ok_or("ERR Unknown Redis command called from script")?;
+) -> Result<&'static Command, Cow<'static, str>> {
+    let mut cmd = commands::lookup(args.get(0)).ok_or(Cow::Borrowed(
+        "ERR Unknown Redis command called from script",
+    ))?;
     if !cmd.subcommands.is_empty() && args.len() >= 2 {
-        cmd = commands::lookup_sub(cmd, args.get(1))
-            .ok_or("ERR Unknown Redis command called from script")?;
+        cmd = commands::lookup_sub(cmd, args.get(1)).ok_or(Cow::Borrowed(
+            "ERR Unknown Redis command called from script",
+        ))?;
     }
     let mut refusal = script_refusal(shared, client, cmd, args, read_only, wrote, obey);
     if refusal.is_none()
@@ -1477,7 +1481,7 @@ fn verify_from_script(
         && cmd.has(flags::DENYOOM)
         && shared.config.maxmemory() != 0
     {
-        refusal = Some(commands::OOM);
+        refusal = Some(commands::OOM.into());
     }
     if let Some(msg) = refusal {
         commands::CallStats::of(cmd).rejected.fetch_add(1, Relaxed);
@@ -1494,56 +1498,54 @@ fn script_refusal(
     read_only: bool,
     wrote: bool,
     obey: bool,
-) -> Option<&'static str> {
+) -> Option<Cow<'static, str>> {
     let argc = args.len() as i32;
     if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
-        return Some("ERR Wrong number of args calling Redis command from script");
+        return Some("ERR Wrong number of args calling Redis command from script".into());
     }
     if cmd.has(flags::NOSCRIPT) && !shared.scripting.allow_noscript.load(Relaxed) {
-        return Some("ERR This Redis command is not allowed from script");
+        return Some("ERR This Redis command is not allowed from script".into());
     }
     // script.c `scriptVerifyAllowStale`.
     if !cmd.has(flags::STALE) && commands::scripting::running_stale(shared) {
-        return Some("ERR Can not execute the command on a stale replica");
+        return Some("ERR Can not execute the command on a stale replica".into());
     }
     // script.c `scriptVerifyACL`, with acl.c `getAclErrorMessage`'s texts.
     match commands::acl::acl_check(shared, client, cmd, args, Context::Lua) {
         Ok(()) => {}
-        Err(Some(Denied::Command)) => {
-            return Some("ERR The user executing the script can't run this command or subcommand");
-        }
-        Err(Some(Denied::Key)) => {
+        Err(Some(denied)) => {
+            let user = client.user.as_ref().map_or(&b"default"[..], |u| u.name());
+            let msg = denied.message(user, Catalog::get().fullname(cmd), b"", false);
             return Some(
-                "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments",
-            );
-        }
-        Err(Some(Denied::Channel)) => {
-            return Some(
-                "ERR The user executing the script can't publish to the channel mentioned in the command",
+                format!(
+                    "ERR ACL failure in script: {}",
+                    String::from_utf8_lossy(&msg)
+                )
+                .into(),
             );
         }
         Err(None) => {
             return Some(
-                "ERR The user executing the script lacking the permissions for the command",
+                "ERR The user executing the script lacking the permissions for the command".into(),
             );
         }
     }
     // May-replicate commands (PUBLISH, …) count as writes in scripts, so
     // that read-only scripts may run during CLIENT PAUSE WRITE.
     if read_only && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
-        return Some("ERR Write commands are not allowed from read-only scripts.");
+        return Some("ERR Write commands are not allowed from read-only scripts.".into());
     }
     // script.c `scriptVerifyWriteCommandAllow`: once the script wrote,
     // the server's state can no longer fail it halfway.
     if cmd.has(flags::WRITE) && !wrote {
         if !obey && shared.replication.is_replica() && shared.config.replica_read_only() {
-            return Some("READONLY You can't write against a read only replica.");
+            return Some("READONLY You can't write against a read only replica.".into());
         }
         if crate::persistence::writes_denied(&shared.persistence, &shared.config) {
-            return Some(crate::persistence::MISCONF);
+            return Some(crate::persistence::MISCONF.into());
         }
         if shared.replication.lacks_good_replicas(&shared.config) {
-            return Some(commands::replication::NOREPLICAS);
+            return Some(commands::replication::NOREPLICAS.into());
         }
     }
     None
