@@ -643,15 +643,24 @@ pub(crate) fn decode(
                 return Err(corrupt("hash listpack with TTLs not in triplets"));
             }
             let mut h = Hash::new();
+            let mut ttls = Vec::new();
             for t in elems.chunks_exact(3) {
                 let f = t[0].to_vec();
                 hset(&mut h, &f, &t[1].to_vec(), lim, report::hash_listpack)?;
                 let at = t[2].as_int().ok_or_else(|| corrupt("bad field TTL"))?;
                 if at > 0 {
-                    h.set_expire(&f, at as u64);
-                    extra.field_ttls = true;
+                    ttls.push((f, at as u64));
                 }
             }
+            // Redis keeps the fields with a TTL first, by deadline (a later
+            // one of equal deadline before an earlier one), and loads them
+            // in that order. Setting the TTLs from the last one back puts
+            // each before those already set: the file's order again, and a
+            // valid order whatever the file says.
+            for (f, at) in ttls.iter().rev() {
+                h.set_expire(f, *at);
+            }
+            extra.field_ttls |= !ttls.is_empty();
             Value::Hash(h)
         }
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
