@@ -31,18 +31,29 @@ use crate::types::zset::{AddFlags, ZSet};
 const LIST_FILL: i64 = -2;
 
 /// Appends `value` (without its type byte) as DUMP carries it and returns
-/// its RDB type: a hash with field TTLs in Redis 7.4's form.
-pub(crate) fn encode(value: &Value, compress: bool, out: &mut Vec<u8>) -> u8 {
-    encode_with(value, compress, true, out)
+/// its RDB type: a hash with field TTLs in Redis 7.4's form, the rest as
+/// RDB `version` has it.
+pub(crate) fn encode(value: &Value, compress: bool, version: u16, out: &mut Vec<u8>) -> u8 {
+    encode_with(value, compress, true, version >= 11, out)
 }
 
-/// Like [`encode`], for a file redis-server 7.0 must load: a hash's field
-/// TTLs are left out (the file writer adds them as an AUX record).
-pub(crate) fn encode_file(value: &Value, compress: bool, out: &mut Vec<u8>) -> u8 {
-    encode_with(value, compress, false, out)
+/// Appends `value` as an RDB file of `version` holds it and returns its
+/// type. Below 12 a hash's field TTLs are left out (the file writer adds
+/// them as an AUX record only zwindow reads).
+pub(crate) fn encode_as(value: &Value, compress: bool, version: u16, out: &mut Vec<u8>) -> u8 {
+    encode_with(value, compress, version >= 12, version >= 11, out)
 }
 
-fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u8>) -> u8 {
+/// `inline_ttls`: a hash's field TTLs in Redis 7.4's types (RDB 12);
+/// `stream_v3`: streams in Redis 7.2's type, with consumers' active times
+/// (RDB 11).
+fn encode_with(
+    value: &Value,
+    compress: bool,
+    inline_ttls: bool,
+    stream_v3: bool,
+    out: &mut Vec<u8>,
+) -> u8 {
     match value {
         Value::Str(s) => {
             put_string(out, &s.data, compress);
@@ -90,8 +101,12 @@ fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u
             }
         }
         Value::Stream(s) => {
-            encode_stream(s, compress, out);
-            TYPE_STREAM_LISTPACKS_2
+            encode_stream(s, compress, stream_v3, out);
+            if stream_v3 {
+                TYPE_STREAM_LISTPACKS_3
+            } else {
+                TYPE_STREAM_LISTPACKS_2
+            }
         }
     }
 }
@@ -195,7 +210,7 @@ fn raw_id(id: StreamId) -> [u8; 16] {
     b
 }
 
-fn encode_stream(s: &Stream, compress: bool, out: &mut Vec<u8>) {
+fn encode_stream(s: &Stream, compress: bool, v3: bool, out: &mut Vec<u8>) {
     let nodes: Vec<(StreamId, Vec<u8>)> = s
         .node_entries()
         .map(|(key, entries)| (key, stream_listpack(key, entries)))
@@ -225,6 +240,10 @@ fn encode_stream(s: &Stream, compress: bool, out: &mut Vec<u8>) {
         for (cname, c) in &g.consumers {
             put_string(out, cname, compress);
             put_ms(out, c.seen_time);
+            if v3 {
+                // -1 (never active) as Redis writes it: all ones.
+                put_ms(out, c.active_time as u64);
+            }
             put_len(out, c.pel.len() as u64);
             for id in &c.pel {
                 out.extend_from_slice(&raw_id(*id));
@@ -1122,9 +1141,9 @@ mod tests {
     #[test]
     fn every_value_round_trips() {
         for v in samples() {
-            for compress in [false, true] {
+            for (compress, version) in [(false, 10), (true, 10), (false, 12), (true, 12)] {
                 let mut out = Vec::new();
-                let ty = encode(&v, compress, &mut out);
+                let ty = encode_as(&v, compress, version, &mut out);
                 let mut r = Reader::new(&out);
                 let (back, _) = decode(ty, &mut r, &limits()).unwrap();
                 assert!(r.is_empty());
@@ -1142,7 +1161,7 @@ mod tests {
         h.set_expire(b"f1", 5_000);
         let v = Value::Hash(h);
         let mut out = Vec::new();
-        assert_eq!(encode(&v, false, &mut out), TYPE_HASH_LISTPACK_EX);
+        assert_eq!(encode(&v, false, 10, &mut out), TYPE_HASH_LISTPACK_EX);
         let (back, extra) =
             decode(TYPE_HASH_LISTPACK_EX, &mut Reader::new(&out), &limits()).unwrap();
         assert!(extra.field_ttls);
@@ -1163,7 +1182,7 @@ mod tests {
         let record = set_member_ttls(&s).unwrap();
         let v = Value::Set(s);
         let mut out = Vec::new();
-        let ty = encode(&v, false, &mut out);
+        let ty = encode(&v, false, 10, &mut out);
         let (back, _) = decode(ty, &mut Reader::new(&out), &limits()).unwrap();
         let Value::Set(mut b) = back else { panic!() };
         assert_eq!(b.expire_at(b"2"), Some(NO_TTL), "the value alone has none");
@@ -1308,7 +1327,7 @@ mod tests {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         for v in samples() {
             let mut out = Vec::new();
-            let ty = encode(&v, true, &mut out);
+            let ty = encode(&v, true, 12, &mut out);
             for _ in 0..300 {
                 let mut m = out.clone();
                 for _ in 0..rng.random_range(1..4) {
