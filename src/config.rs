@@ -1062,9 +1062,9 @@ impl Config {
     /// default) or 12 (Redis 7.4's and 8.0's).
     pub(crate) fn rdb_version(&self) -> u16 {
         if self.kept("rdb-version", "10") == "12" {
-            crate::rdb::RDB_VERSION_12
+            12
         } else {
-            crate::rdb::RDB_VERSION
+            10
         }
     }
 

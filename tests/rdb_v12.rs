@@ -93,7 +93,7 @@ fn fill(c: &mut RawConn, field_ttls: bool) {
         cmd(c, &[b"PFADD", b"hll:dense", format!("e{i}").as_bytes()]);
     }
     // Big compressible values inside a listpack and a hashtable.
-    cmd(c, &[b"HSET", b"h:lzf", b"f", &vec![b'z'; 40]]);
+    cmd(c, &[b"HSET", b"h:lzf", b"f", &[b'z'; 40]]);
     cmd(c, &[b"HSET", b"h:table", b"big", &vec![b'y'; 10_000]]);
     if field_ttls {
         for line in [
@@ -117,7 +117,14 @@ fn fill(c: &mut RawConn, field_ttls: bool) {
                 let at = (60_000_000_000_000u64 + i).to_string();
                 let r = cmd(
                     c,
-                    &[b"HPEXPIREAT", b"h:meta", at.as_bytes(), b"FIELDS", b"1", f.as_bytes()],
+                    &[
+                        b"HPEXPIREAT",
+                        b"h:meta",
+                        at.as_bytes(),
+                        b"FIELDS",
+                        b"1",
+                        f.as_bytes(),
+                    ],
                 );
                 assert_eq!(r, b"*1\r\n:1\r\n");
             }
@@ -178,7 +185,9 @@ fn read_back(c: &mut RawConn, db: u32, k: &[u8]) -> Vec<Vec<u8>> {
         let mut triples: Vec<Vec<u8>> = pairs
             .iter()
             .zip(times.array())
-            .map(|((f, v), t)| [f, &b"="[..], v, &b"@"[..], t.int().to_string().as_bytes()].concat())
+            .map(|((f, v), t)| {
+                [f, &b"="[..], v, &b"@"[..], t.int().to_string().as_bytes()].concat()
+            })
             .collect();
         if pairs.len() > 100 {
             triples.sort();
@@ -266,7 +275,11 @@ fn assert_encodings(r: &mut RawConn) {
         ("h:meta", "hashtable"), // with field TTLs: Redis 7.4's metadata form
     ] {
         let got = cmd(r, &[b"OBJECT", b"ENCODING", k.as_bytes()]);
-        assert_eq!(got, format!("${}\r\n{enc}\r\n", enc.len()).into_bytes(), "{k}");
+        assert_eq!(
+            got,
+            format!("${}\r\n{enc}\r\n", enc.len()).into_bytes(),
+            "{k}"
+        );
     }
 }
 
@@ -279,7 +292,12 @@ fn zwindow(args: &[&str]) -> ZwindowServer {
 fn redis8(dir: &PrivateDir) -> RedisServer {
     RedisServer::start_binary(
         &redis8_server(),
-        &["--dir", dir.0.to_str().unwrap(), "--enable-debug-command", "yes"],
+        &[
+            "--dir",
+            dir.0.to_str().unwrap(),
+            "--enable-debug-command",
+            "yes",
+        ],
     )
 }
 
@@ -330,8 +348,14 @@ fn zwindow_writes_version_12_that_redis8_loads() {
         );
         let theirs = parse_reply(&cmd(&mut rc, &[b"DUMP", &k])).bulk().to_vec();
         let copy = [&k[..], b":copy"].concat();
-        assert_eq!(cmd(&mut rc, &[b"RESTORE", &copy, b"0", &payload]), b"+OK\r\n");
-        assert_eq!(cmd(&mut zc, &[b"RESTORE", &copy, b"0", &theirs]), b"+OK\r\n");
+        assert_eq!(
+            cmd(&mut rc, &[b"RESTORE", &copy, b"0", &payload]),
+            b"+OK\r\n"
+        );
+        assert_eq!(
+            cmd(&mut zc, &[b"RESTORE", &copy, b"0", &theirs]),
+            b"+OK\r\n"
+        );
         assert_eq!(
             cmd(&mut zc, &[b"DEBUG", b"DIGEST-VALUE", &copy]),
             cmd(&mut rc, &[b"DEBUG", b"DIGEST-VALUE", &copy]),
@@ -361,7 +385,12 @@ fn version_10_by_default_and_12_for_field_ttls() {
     assert!(good, "redis-check-rdb: {text}");
     let rd = PrivateDir::new("v10-into-r7");
     std::fs::copy(&file, rd.0.join("dump.rdb")).unwrap();
-    let r = RedisServer::start_with(&["--dir", rd.0.to_str().unwrap(), "--enable-debug-command", "yes"]);
+    let r = RedisServer::start_with(&[
+        "--dir",
+        rd.0.to_str().unwrap(),
+        "--enable-debug-command",
+        "yes",
+    ]);
     let mut rc = r.conn();
     assert_eq!(digest(&mut zc), digest(&mut rc), "DEBUG DIGEST");
     for (db, k) in keys(&mut rc) {
@@ -376,17 +405,33 @@ fn version_10_by_default_and_12_for_field_ttls() {
     }
     ok(&mut zc, "SELECT 0");
     // DUMP payloads are version 10 too.
-    let payload = parse_reply(&cmd(&mut zc, &[b"DUMP", b"st"])).bulk().to_vec();
-    assert_eq!(&payload[payload.len() - 10..payload.len() - 8], &10u16.to_le_bytes());
+    let payload = parse_reply(&cmd(&mut zc, &[b"DUMP", b"st"]))
+        .bulk()
+        .to_vec();
+    assert_eq!(
+        &payload[payload.len() - 10..payload.len() - 8],
+        &10u16.to_le_bytes()
+    );
 
     // One hash field TTL: the file is version 12; 7.0 refuses it, 8.0
     // loads it with the TTL.
     ok(&mut zc, "HSET fttl a 1 b 2");
     ok(&mut zc, "HEXPIRE fttl 100000 FIELDS 1 a");
-    ok(&mut zc, "SAVE");
+    // Through BGSAVE's snapshot (SAVE's path is taken below).
+    ok(&mut zc, "BGSAVE");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while String::from_utf8_lossy(&cmd(&mut zc, &[b"INFO", b"persistence"]))
+        .contains("rdb_bgsave_in_progress:1")
+    {
+        assert!(std::time::Instant::now() < deadline, "BGSAVE did not end");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert_eq!(version_of(&file), 12);
     let (good, text) = check_rdb(&file);
-    assert!(!good, "redis-check-rdb 7.0 accepted a version 12 file: {text}");
+    assert!(
+        !good,
+        "redis-check-rdb 7.0 accepted a version 12 file: {text}"
+    );
     let r8d = PrivateDir::new("v10-ttl-into-r8");
     std::fs::copy(&file, r8d.0.join("dump.rdb")).unwrap();
     let r8 = redis8(&r8d);
@@ -400,6 +445,20 @@ fn version_10_by_default_and_12_for_field_ttls() {
         RedisServer::try_start_with(&["--dir", r7d.0.to_str().unwrap()]).is_err(),
         "redis-server 7.0 loaded a file it cannot read in full"
     );
+    let payload = parse_reply(&cmd(&mut zc, &[b"DUMP", b"fttl"]))
+        .bulk()
+        .to_vec();
+    assert_eq!(
+        &payload[payload.len() - 10..payload.len() - 8],
+        &12u16.to_le_bytes()
+    );
+
+    // Once no field has a TTL any more, the file is version 10 again.
+    ok(&mut zc, "HPERSIST fttl FIELDS 1 a");
+    ok(&mut zc, "SAVE");
+    assert_eq!(version_of(&file), 10);
+    let (good, text) = check_rdb(&file);
+    assert!(good, "redis-check-rdb: {text}");
 }
 
 /// `rdb-version` is a setting like any other: CONFIG SET checks it, CONFIG
@@ -415,7 +474,11 @@ fn rdb_version_is_configurable() {
     let z = ZwindowServer::start_command(command);
     let mut c = z.conn();
     let bad = cmd(&mut c, &[b"CONFIG", b"SET", b"rdb-version", b"11"]);
-    assert!(bad.starts_with(b"-ERR CONFIG SET failed"), "{}", escape(&bad));
+    assert!(
+        bad.starts_with(b"-ERR CONFIG SET failed"),
+        "{}",
+        escape(&bad)
+    );
     ok(&mut c, "CONFIG SET rdb-version 12");
     assert_eq!(
         cmd(&mut c, &[b"CONFIG", b"GET", b"rdb-version"]),
@@ -427,7 +490,10 @@ fn rdb_version_is_configurable() {
     ok(&mut c, "SAVE");
     assert_eq!(version_of(&dir.0.join("dump.rdb")), 12);
     let payload = parse_reply(&cmd(&mut c, &[b"DUMP", b"k"])).bulk().to_vec();
-    assert_eq!(&payload[payload.len() - 10..payload.len() - 8], &12u16.to_le_bytes());
+    assert_eq!(
+        &payload[payload.len() - 10..payload.len() - 8],
+        &12u16.to_le_bytes()
+    );
     ok(&mut c, "CONFIG REWRITE");
     let text = std::fs::read_to_string(&conf).unwrap();
     assert!(text.lines().any(|l| l == "rdb-version 12"), "{text}");

@@ -165,12 +165,10 @@ pub(crate) fn finish(
                 continue;
             };
             // Looked at, not read: no keyspace hit, no access time.
-            let unchanged = ks
-                .peek(&item.key)
-                .is_some_and(|e| {
-                    let version = crate::rdb::payload_version(&item.payload);
-                    crate::rdb::dump(&e.value, version) == item.payload
-                });
+            let unchanged = ks.peek(&item.key).is_some_and(|e| {
+                let version = crate::rdb::payload_version(&item.payload);
+                crate::rdb::dump(&e.value, version) == item.payload
+            });
             if unchanged && ks.remove(&item.key).is_some() {
                 ks.signal(&item.key, notify::GENERIC, "del");
                 deleted.push(&item.key);

@@ -240,7 +240,14 @@ pub(crate) fn write(
         src.for_each(
             db,
             &mut |key, v, expire_at| {
-                write_key(&mut pending.borrow_mut(), key, v, expire_at, opts.compress, version);
+                write_key(
+                    &mut pending.borrow_mut(),
+                    key,
+                    v,
+                    expire_at,
+                    opts.compress,
+                    version,
+                );
                 unslept.set(unslept.get() + 1);
                 Ok(())
             },
@@ -276,14 +283,7 @@ pub(crate) fn write(
 /// One key: its TTL, type, name and value, then zwindow's AUX records.
 /// Under version 12 a hash's field TTLs are in the value, as Redis 7.4+
 /// writes them.
-fn write_key(
-    b: &mut Vec<u8>,
-    key: &[u8],
-    v: &Value,
-    expire_at: u64,
-    compress: bool,
-    version: u16,
-) {
+fn write_key(b: &mut Vec<u8>, key: &[u8], v: &Value, expire_at: u64, compress: bool, version: u16) {
     if expire_at != 0 {
         b.push(OP_EXPIRETIME_MS);
         put_ms(b, expire_at);

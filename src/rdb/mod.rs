@@ -207,7 +207,11 @@ pub(crate) fn dump(value: &crate::keyspace::Value, version: u16) -> Vec<u8> {
 
 /// The RDB version a [`dump`] payload says it is in.
 pub(crate) fn payload_version(payload: &[u8]) -> u16 {
-    match payload.len().checked_sub(10).and_then(|at| payload.get(at..at + 2)) {
+    match payload
+        .len()
+        .checked_sub(10)
+        .and_then(|at| payload.get(at..at + 2))
+    {
         Some(v) => u16::from_le_bytes([v[0], v[1]]),
         None => RDB_VERSION,
     }

@@ -1170,6 +1170,27 @@ mod tests {
         assert_eq!(b.expire_at(b"f0"), Some(NO_TTL));
     }
 
+    /// Redis loads a `listpackex` in the file's order (TTL fields first by
+    /// deadline, the later-set first on a tie): so does zwindow.
+    #[test]
+    fn listpackex_field_order_survives_a_round_trip() {
+        let mut h = Hash::new();
+        for f in ["f", "g", "k", "m"] {
+            h.set(f.as_bytes(), b"v", limits().hash);
+        }
+        h.set_expire(b"m", 9_000);
+        h.set_expire(b"f", 5_000);
+        h.set_expire(b"k", 5_000);
+        let order = |h: &Hash| h.iter().map(|(f, _)| f.to_vec()).collect::<Vec<_>>();
+        let want = order(&h);
+        assert_eq!(want, [&b"k"[..], b"f", b"m", b"g"]);
+        let mut out = Vec::new();
+        let ty = encode(&Value::Hash(h), false, 12, &mut out);
+        let (back, _) = decode(ty, &mut Reader::new(&out), &limits()).unwrap();
+        let Value::Hash(b) = back else { panic!() };
+        assert_eq!(order(&b), want);
+    }
+
     #[test]
     fn set_member_ttls_round_trip_through_their_record() {
         let mut s = Set::new_intset();

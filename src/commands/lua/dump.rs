@@ -10,10 +10,10 @@
 //! Every length in a payload is untrusted: nothing is allocated beyond what
 //! the payload itself can hold.
 
-use crate::rdb::codec::{CRC64, put_len};
-use crate::rdb::RDB_VERSION_MAX_READ;
 #[cfg(test)]
 use crate::rdb::RDB_VERSION;
+use crate::rdb::RDB_VERSION_MAX_READ;
+use crate::rdb::codec::{CRC64, put_len};
 
 /// The opcode of a function library in a payload.
 const OPCODE_FUNCTION2: u8 = 0xF5;
