@@ -432,6 +432,55 @@ fn a_redis8_replica_full_syncs_from_version_12() {
     }
 }
 
+/// The AOF's base file is version 12 under `rdb-version 12` (and so is
+/// `DEBUG RELOAD`'s file): zwindow restarts from it with every key, field
+/// deadline and consumer as it was.
+#[test]
+fn version_12_bases_and_reloads_keep_everything() {
+    let dir = PrivateDir::new("v12-aof");
+    let d = dir.0.to_str().unwrap();
+    let args = ["--dir", d, "--appendonly", "yes", "--rdb-version", "12"];
+    let z = zwindow(&args);
+    let mut zc = z.conn();
+    fill(&mut zc, true);
+    let before: Vec<_> = keys(&mut zc)
+        .into_iter()
+        .map(|(db, k)| read_back(&mut zc, db, &k))
+        .collect();
+    let digest_before = digest(&mut zc);
+    ok(&mut zc, "DEBUG RELOAD");
+    assert_eq!(version_of(&dir.0.join("dump.rdb")), 12);
+    assert_eq!(digest(&mut zc), digest_before, "after DEBUG RELOAD");
+    ok(&mut zc, "BGREWRITEAOF");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while String::from_utf8_lossy(&cmd(&mut zc, &[b"INFO", b"persistence"]))
+        .contains("aof_rewrite_in_progress:1")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "BGREWRITEAOF did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let base = std::fs::read_dir(dir.0.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".base.rdb"))
+        .expect("an RDB base file");
+    assert_eq!(version_of(&base), 12);
+    drop(zc);
+    drop(z);
+    std::fs::remove_file(dir.0.join("dump.rdb")).unwrap();
+    let z = zwindow(&args);
+    let mut zc = z.conn();
+    let after: Vec<_> = keys(&mut zc)
+        .into_iter()
+        .map(|(db, k)| read_back(&mut zc, db, &k))
+        .collect();
+    assert!(before == after, "the dataset changed across the restart");
+    assert_eq!(digest(&mut zc), digest_before);
+}
+
 /// Under the default 10, zwindow's file loads into redis-server 7.0.15 and
 /// passes its redis-check-rdb; a hash with field TTLs makes the file
 /// version 12, which 7.0 refuses rather than loading without the TTLs.
