@@ -10,9 +10,13 @@
 //! zwindow's own state rides in AUX records, which redis-server skips
 //! (`Unrecognized RDB AUX field`): `zwindow-rule` (a window rule, before
 //! the databases) and, right after a key, `zwindow-zttl` (its sorted-set
-//! member TTLs) or `zwindow-httl` (its hash field TTLs). The key itself is
-//! an ordinary Redis value, so redis-server 7.0 loads the file and simply
-//! sees no TTLs on members and fields.
+//! member TTLs), `zwindow-sttl` (its set member TTLs) or, in a version 10
+//! file only, `zwindow-httl` (its hash field TTLs). The key itself is an
+//! ordinary Redis value, so redis-server loads the file and simply sees no
+//! TTLs on members. Hash field TTLs have Redis 7.4's own types, so a file
+//! holding one is version 12 whatever `rdb-version` says (see [`write`]);
+//! `zwindow-httl` is read for files written before that rule (and written
+//! only should a hash with field TTLs be missed by [`Source::field_ttls`]).
 
 use std::io::Write;
 use std::sync::Arc;

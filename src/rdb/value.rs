@@ -5,11 +5,13 @@
 //! of listpacks (type 18); sets as intsets (11) or plain sets (2); hashes
 //! and sorted sets as listpacks (16, 17) while small, else as plain hashes
 //! (4) and `ZSET_2` (5, binary doubles); streams as `STREAM_LISTPACKS_2`
-//! (19). Read: everything Redis 2.x to 7.4 writes for these types, including
-//! ziplists, zipmaps, 7.2's set listpacks and stream v3, and 7.4's hashes
-//! with field TTLs. A hash's field TTLs are written in 7.4's form (types
-//! 24/25), which only a 7.4 server reads; sets of zwindow's own member TTLs
-//! are written as a separate AUX record by the file writer.
+//! (19), or under RDB 11+ as `STREAM_LISTPACKS_3` (21, with consumers'
+//! active times). Read: everything Redis 2.x to 8.0 writes for these types,
+//! including ziplists, zipmaps, 7.2's set listpacks and stream v3, and
+//! 7.4's hashes with field TTLs. A hash's field TTLs are written in 7.4's
+//! form (types 24/25), which only an RDB 12 reader knows; zwindow's own
+//! member TTLs of sets and sorted sets are written as separate AUX records
+//! by the file writer.
 
 use std::collections::BTreeSet;
 
