@@ -315,7 +315,7 @@ const HIDDEN: &[&str] = &[
 /// names them only when asked by name, so `CONFIG GET *` lists exactly
 /// Redis's settings (tools and tests that set back every value they read
 /// meet no setting Redis does not have).
-const OWN: &[&str] = &["shards", "threads", "io-uring", "log-level"];
+const OWN: &[&str] = &["shards", "threads", "io-uring", "log-level", "rdb-version"];
 
 /// Settings only `enable-protected-configs` lets CONFIG SET change.
 const PROTECTED: &[&str] = &["dir", "dbfilename"];
@@ -1056,6 +1056,16 @@ impl Config {
 
     pub fn use_exit_on_panic(&self) -> bool {
         self.use_exit_on_panic.load(Relaxed)
+    }
+
+    /// `rdb-version`: the RDB version written, 10 (Redis 7.0's, the
+    /// default) or 12 (Redis 7.4's and 8.0's).
+    pub(crate) fn rdb_version(&self) -> u16 {
+        if self.kept("rdb-version", "10") == "12" {
+            12
+        } else {
+            10
+        }
     }
 
     /// `sanitize-dump-payload`: `no`, `yes` or `clients`.
@@ -2930,6 +2940,15 @@ const PARAMS: &[Param] = &[
         None,
         "10",
         |v| int_text(v, 0, i64::from(i32::MAX)),
+        runtime
+    ),
+    // zwindow's own: the RDB version SAVE, BGSAVE, a full resync, the
+    // AOF's preamble, DUMP and MIGRATE write (README "RDB versions").
+    kept!(
+        "rdb-version",
+        None,
+        "10",
+        |v| one_of(v, &["10", "12"]),
         runtime
     ),
     kept!(

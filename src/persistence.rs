@@ -301,6 +301,7 @@ pub(crate) fn options(config: &Config) -> SaveOptions<'static> {
     SaveOptions {
         compress: config.rdbcompression(),
         checksum: config.rdbchecksum(),
+        version: config.rdb_version(),
         key_save_delay: config.rdb_key_save_delay(),
         abort: None,
     }
@@ -536,11 +537,15 @@ pub(crate) struct SnapshotSource<'a> {
 
 impl Source for SnapshotSource<'_> {
     fn databases(&self) -> usize {
-        self.sizes.len()
+        self.sizes.dbs.len()
     }
 
     fn sizes(&self, db: usize) -> (usize, usize) {
-        self.sizes[db]
+        self.sizes.dbs[db]
+    }
+
+    fn field_ttls(&self) -> bool {
+        self.sizes.field_ttls
     }
 
     fn for_each(

@@ -375,7 +375,7 @@ fn object_line(
     compress: bool,
 ) -> String {
     let mut rdb = Vec::new();
-    crate::rdb::value::encode_file(&e.value, compress, &mut rdb);
+    crate::rdb::value::encode_as(&e.value, compress, crate::rdb::RDB_VERSION, &mut rdb);
     let idle = crate::keyspace::evict::idle_ms(e.lru, now_ms) / 1000;
     let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",

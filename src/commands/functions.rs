@@ -446,11 +446,15 @@ fn function_kill(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-/// FUNCTION DUMP: every library in Redis 7.0's payload format.
+/// FUNCTION DUMP: every library in Redis's payload format, saying
+/// `rdb-version`'s version.
 fn function_dump(ctx: &mut Ctx) -> CmdResult {
     let shared = ctx.shared.clone();
     let engine = shared.scripting.engine_for(ctx.client)?;
-    let payload = dump::encode(engine.libraries.values().map(|l| l.code.as_slice()));
+    let payload = dump::encode(
+        engine.libraries.values().map(|l| l.code.as_slice()),
+        shared.config.rdb_version(),
+    );
     ctx.out.bulk(&payload);
     Ok(Done)
 }

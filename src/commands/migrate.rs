@@ -102,7 +102,7 @@ fn migrate(ctx: &mut Ctx) -> CmdResult {
             items.push(Item {
                 key: key.to_vec(),
                 ttl,
-                payload: crate::rdb::dump(&e.value),
+                payload: crate::rdb::dump(&e.value, ctx.shared.config.rdb_version()),
             });
         }
     }
@@ -165,9 +165,10 @@ pub(crate) fn finish(
                 continue;
             };
             // Looked at, not read: no keyspace hit, no access time.
-            let unchanged = ks
-                .peek(&item.key)
-                .is_some_and(|e| crate::rdb::dump(&e.value) == item.payload);
+            let unchanged = ks.peek(&item.key).is_some_and(|e| {
+                let version = crate::rdb::payload_version(&item.payload);
+                crate::rdb::dump(&e.value, version) == item.payload
+            });
             if unchanged && ks.remove(&item.key).is_some() {
                 ks.signal(&item.key, notify::GENERIC, "del");
                 deleted.push(&item.key);

@@ -92,7 +92,7 @@ fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult {
 fn dump(ctx: &mut Ctx) -> CmdResult {
     match ctx.ks.get_read(ctx.args.get(1)) {
         Some(e) => {
-            let payload = crate::rdb::dump(&e.value);
+            let payload = crate::rdb::dump(&e.value, ctx.shared.config.rdb_version());
             ctx.out.bulk(&payload);
         }
         None => ctx.out.null(),

@@ -86,10 +86,15 @@ pub(crate) fn value(digest: &mut Digest, entry: &Entry) {
             }
         }
         Value::Hash(h) => {
+            let volatile = h.volatile_fields() != 0;
             for (field, val) in h.iter() {
                 let mut element = [0u8; 20];
                 mix(&mut element, field);
                 mix(&mut element, val);
+                // Redis 7.4 marks a field with a TTL (not its deadline).
+                if volatile && h.expire_at(field).is_some_and(|at| at != NO_TTL) {
+                    xor(&mut element, b"!!hexpire!!");
+                }
                 xor(digest, &element);
             }
         }

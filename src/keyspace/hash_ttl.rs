@@ -24,6 +24,20 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{Keyspace, Value, notify};
 
+impl super::Shard {
+    /// Whether some hash of the shard has a field with a TTL (due or not):
+    /// such a hash is in the shard's schedule, so this looks at scheduled
+    /// keys only, as INFO's `subexpiry` does.
+    pub(crate) fn has_field_ttls(&self) -> bool {
+        self.schedule.keys().any(|(db, key)| {
+            matches!(
+                self.dbs[db].keys.get(key).map(|e| &e.value),
+                Some(Value::Hash(h)) if h.volatile_fields() != 0
+            )
+        })
+    }
+}
+
 /// Removes up to `max` expired fields of the hash at `key` (if it is one),
 /// deleting the key if none is left. Returns the number of fields removed.
 pub(crate) fn expire(ks: &mut Keyspace<'_>, key: &[u8], max: usize) -> usize {

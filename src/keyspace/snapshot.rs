@@ -85,18 +85,27 @@ pub(crate) type Visit<'f> = dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()>
 /// What a snapshot walk calls after each chunk, with no lock held.
 pub(crate) type Flush<'f> = dyn FnMut() -> std::io::Result<()> + 'f;
 
-/// The number of (keys, keys with a TTL) per database at the instant.
-pub(crate) type Sizes = Vec<(usize, usize)>;
+/// What a snapshot holds, counted at the instant.
+pub(crate) struct Sizes {
+    /// Per database: (keys, keys with a TTL).
+    pub(crate) dbs: Vec<(usize, usize)>,
+    /// Some hash has a field with a TTL (which only RDB 12 can carry).
+    pub(crate) field_ttls: bool,
+}
 
 impl Store {
     /// Starts a snapshot; the caller holds every shard (`shards`).
     pub(crate) fn begin_snapshot<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>) -> Sizes {
-        let mut sizes = vec![(0, 0); self.databases];
+        let mut sizes = Sizes {
+            dbs: vec![(0, 0); self.databases],
+            field_ttls: false,
+        };
         for shard in shards {
             for (db, d) in shard.dbs.iter().enumerate() {
-                sizes[db].0 += d.keys.len();
-                sizes[db].1 += d.expires.len();
+                sizes.dbs[db].0 += d.keys.len();
+                sizes.dbs[db].1 += d.expires.len();
             }
+            sizes.field_ttls |= shard.has_field_ttls();
             shard.snap = Some(Box::new(Snap::new(self.databases)));
         }
         self.snapshot_active.store(true, Relaxed);

@@ -10,16 +10,20 @@
 //! zwindow's own state rides in AUX records, which redis-server skips
 //! (`Unrecognized RDB AUX field`): `zwindow-rule` (a window rule, before
 //! the databases) and, right after a key, `zwindow-zttl` (its sorted-set
-//! member TTLs) or `zwindow-httl` (its hash field TTLs). The key itself is
-//! an ordinary Redis value, so redis-server 7.0 loads the file and simply
-//! sees no TTLs on members and fields.
+//! member TTLs), `zwindow-sttl` (its set member TTLs) or, in a version 10
+//! file only, `zwindow-httl` (its hash field TTLs). The key itself is an
+//! ordinary Redis value, so redis-server loads the file and simply sees no
+//! TTLs on members. Hash field TTLs have Redis 7.4's own types, so a file
+//! holding one is version 12 whatever `rdb-version` says (see [`write`]);
+//! `zwindow-httl` is read for files written before that rule (and written
+//! only should a hash with field TTLs be missed by [`Source::field_ttls`]).
 
 use std::io::Write;
 use std::sync::Arc;
 
 use super::codec::{CRC64, Reader, put_len, put_ms, put_string};
 use super::types::*;
-use super::{Limits, RDB_VERSION, RDB_VERSION_MAX_READ, RdbError, value};
+use super::{Limits, RDB_VERSION_12, RDB_VERSION_MAX_READ, RdbError, value};
 use crate::keyspace::windows::{Rule, Unit};
 use crate::keyspace::{Entry, Keyspace, Value};
 
@@ -35,6 +39,9 @@ const AUX_SET_TTLS: &[u8] = b"zwindow-sttl";
 pub(crate) struct SaveOptions<'a> {
     pub(crate) compress: bool,
     pub(crate) checksum: bool,
+    /// `rdb-version`: the version written, unless a hash field TTL needs
+    /// 12 (see [`write`]).
+    pub(crate) version: u16,
     /// `rdb-key-save-delay` when the save started (see
     /// [`crate::util::debug_delay`]).
     pub(crate) key_save_delay: i32,
@@ -85,6 +92,8 @@ pub(crate) trait Source {
     fn databases(&self) -> usize;
     /// (keys, keys with a TTL) of database `db`.
     fn sizes(&self, db: usize) -> (usize, usize);
+    /// Whether some hash has a field with a TTL.
+    fn field_ttls(&self) -> bool;
     /// Calls `f` with every key of `db`: key, value, expiry (0: none), and
     /// `flush` now and then with no lock held (the file is written there,
     /// so a slow disk never stalls a shard).
@@ -108,6 +117,10 @@ impl Source for Shards<'_> {
         self.0.iter().fold((0, 0), |(k, e), s| {
             (k + s.dbs[db].keys.len(), e + s.dbs[db].expires.len())
         })
+    }
+
+    fn field_ttls(&self) -> bool {
+        self.0.iter().any(|s| s.has_field_ttls())
     }
 
     fn for_each(
@@ -158,19 +171,27 @@ pub(crate) struct Extras {
     pub(crate) repl: Option<(usize, String, u64)>,
 }
 
-/// Writes a whole RDB file of `src` to `w`.
+/// Writes a whole RDB file of `src` to `w`, in `opts.version` — or in 12
+/// if a hash has field TTLs: RDB 10 has no type for them, and a file a
+/// version-10 reader refuses is safer than one it loads with the TTLs
+/// silently gone (the hash's fields would never expire there).
 pub(crate) fn write(
     w: impl Write,
     src: &dyn Source,
     extras: &Extras,
     opts: SaveOptions<'_>,
 ) -> std::io::Result<()> {
+    let version = if src.field_ttls() {
+        opts.version.max(RDB_VERSION_12)
+    } else {
+        opts.version
+    };
     let mut w = CrcWriter {
         inner: w,
         digest: CRC64.digest(),
     };
     let mut b = Vec::with_capacity(1 << 16);
-    b.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
+    b.extend_from_slice(format!("REDIS{version:04}").as_bytes());
     aux(
         &mut b,
         b"redis-ver",
@@ -223,7 +244,14 @@ pub(crate) fn write(
         src.for_each(
             db,
             &mut |key, v, expire_at| {
-                write_key(&mut pending.borrow_mut(), key, v, expire_at, opts.compress);
+                write_key(
+                    &mut pending.borrow_mut(),
+                    key,
+                    v,
+                    expire_at,
+                    opts.compress,
+                    version,
+                );
                 unslept.set(unslept.get() + 1);
                 Ok(())
             },
@@ -257,7 +285,9 @@ pub(crate) fn write(
 }
 
 /// One key: its TTL, type, name and value, then zwindow's AUX records.
-fn write_key(b: &mut Vec<u8>, key: &[u8], v: &Value, expire_at: u64, compress: bool) {
+/// Under version 12 a hash's field TTLs are in the value, as Redis 7.4+
+/// writes them.
+fn write_key(b: &mut Vec<u8>, key: &[u8], v: &Value, expire_at: u64, compress: bool, version: u16) {
     if expire_at != 0 {
         b.push(OP_EXPIRETIME_MS);
         put_ms(b, expire_at);
@@ -265,14 +295,14 @@ fn write_key(b: &mut Vec<u8>, key: &[u8], v: &Value, expire_at: u64, compress: b
     let at = b.len();
     b.push(0);
     put_string(b, key, compress);
-    b[at] = value::encode_file(v, compress, b);
+    b[at] = value::encode_as(v, compress, version, b);
     match v {
         Value::ZSet(z) => {
             if let Some(rec) = value::member_ttls(z) {
                 aux(b, AUX_MEMBER_TTLS, &rec);
             }
         }
-        Value::Hash(h) => {
+        Value::Hash(h) if version < RDB_VERSION_12 => {
             if let Some(rec) = value::field_ttls(h) {
                 aux(b, AUX_FIELD_TTLS, &rec);
             }

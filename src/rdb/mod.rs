@@ -8,8 +8,11 @@
 //!   with TTLs, checksum; and zwindow's own state in AUX records.
 
 //!
-//! zwindow writes RDB version 10, as Redis 7.0 does, so redis-server 7.0
-//! loads its files and payloads; it reads versions 1 to 12. Every byte read
+//! zwindow writes RDB version 10 by default, as Redis 7.0 does, so
+//! redis-server 7.0 (and every later one, and Valkey) loads its files and
+//! payloads; `rdb-version 12` writes Redis 7.4/8.0's version instead, and a
+//! hash with field TTLs, which only 12 can carry, makes a file or payload
+//! 12 whatever the setting. It reads versions 1 to 12. Every byte read
 //! is untrusted: a corrupt file or a hostile RESTORE payload fails with an
 //! error, never a panic or an allocation larger than the input. Every value
 //! is checked as Redis's deep sanitization checks it, whatever
@@ -26,10 +29,13 @@ pub(crate) mod value;
 
 use crate::config::Config;
 
-/// The version zwindow writes (Redis 7.0's).
+/// The version zwindow writes by default (Redis 7.0's): see `rdb-version`.
 pub(crate) const RDB_VERSION: u16 = 10;
-/// The newest version zwindow reads (Redis 7.4's).
-const RDB_VERSION_MAX_READ: u16 = 12;
+/// Redis 7.4's version, the first with hash field TTLs, which Redis 8.0
+/// writes too: the other version zwindow writes.
+pub(crate) const RDB_VERSION_12: u16 = 12;
+/// The newest version zwindow reads.
+pub(crate) const RDB_VERSION_MAX_READ: u16 = 12;
 
 /// Value types and opcodes (`rdb.h`).
 #[allow(dead_code)]
@@ -163,9 +169,14 @@ impl Limits {
 /// (`restoreCommand` does not check that the payload is used up), so the
 /// payload stays a valid one for it; zwindow's RESTORE (and MIGRATE's)
 /// gives the members their TTLs back.
-pub(crate) fn dump(value: &crate::keyspace::Value) -> Vec<u8> {
+///
+/// `version` is `rdb-version`'s: the payload's version and how its value is
+/// encoded, except that a hash with field TTLs is always in RDB 12's form
+/// and its payload says 12 (an older reader refuses it rather than dropping
+/// the TTLs).
+pub(crate) fn dump(value: &crate::keyspace::Value, version: u16) -> Vec<u8> {
     let mut out = vec![0];
-    out[0] = value::encode(value, true, &mut out);
+    out[0] = value::encode(value, true, version, &mut out);
     if let crate::keyspace::Value::ZSet(z) = value
         && let Some(record) = value::member_ttls(z)
     {
@@ -184,14 +195,26 @@ pub(crate) fn dump(value: &crate::keyspace::Value) -> Vec<u8> {
         out[0],
         types::TYPE_HASH_METADATA | types::TYPE_HASH_LISTPACK_EX
     ) {
-        RDB_VERSION_MAX_READ
+        version.max(RDB_VERSION_12)
     } else {
-        RDB_VERSION
+        version
     };
     out.extend_from_slice(&version.to_le_bytes());
     let crc = codec::CRC64.checksum(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// The RDB version a [`dump`] payload says it is in.
+pub(crate) fn payload_version(payload: &[u8]) -> u16 {
+    match payload
+        .len()
+        .checked_sub(10)
+        .and_then(|at| payload.get(at..at + 2))
+    {
+        Some(v) => u16::from_le_bytes([v[0], v[1]]),
+        None => RDB_VERSION,
+    }
 }
 
 /// Why a RESTORE payload was refused.

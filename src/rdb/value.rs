@@ -5,11 +5,13 @@
 //! of listpacks (type 18); sets as intsets (11) or plain sets (2); hashes
 //! and sorted sets as listpacks (16, 17) while small, else as plain hashes
 //! (4) and `ZSET_2` (5, binary doubles); streams as `STREAM_LISTPACKS_2`
-//! (19). Read: everything Redis 2.x to 7.4 writes for these types, including
-//! ziplists, zipmaps, 7.2's set listpacks and stream v3, and 7.4's hashes
-//! with field TTLs. A hash's field TTLs are written in 7.4's form (types
-//! 24/25), which only a 7.4 server reads; sets of zwindow's own member TTLs
-//! are written as a separate AUX record by the file writer.
+//! (19), or under RDB 11+ as `STREAM_LISTPACKS_3` (21, with consumers'
+//! active times). Read: everything Redis 2.x to 8.0 writes for these types,
+//! including ziplists, zipmaps, 7.2's set listpacks and stream v3, and
+//! 7.4's hashes with field TTLs. A hash's field TTLs are written in 7.4's
+//! form (types 24/25), which only an RDB 12 reader knows; zwindow's own
+//! member TTLs of sets and sorted sets are written as separate AUX records
+//! by the file writer.
 
 use std::collections::BTreeSet;
 
@@ -31,18 +33,29 @@ use crate::types::zset::{AddFlags, ZSet};
 const LIST_FILL: i64 = -2;
 
 /// Appends `value` (without its type byte) as DUMP carries it and returns
-/// its RDB type: a hash with field TTLs in Redis 7.4's form.
-pub(crate) fn encode(value: &Value, compress: bool, out: &mut Vec<u8>) -> u8 {
-    encode_with(value, compress, true, out)
+/// its RDB type: a hash with field TTLs in Redis 7.4's form, the rest as
+/// RDB `version` has it.
+pub(crate) fn encode(value: &Value, compress: bool, version: u16, out: &mut Vec<u8>) -> u8 {
+    encode_with(value, compress, true, version >= 11, out)
 }
 
-/// Like [`encode`], for a file redis-server 7.0 must load: a hash's field
-/// TTLs are left out (the file writer adds them as an AUX record).
-pub(crate) fn encode_file(value: &Value, compress: bool, out: &mut Vec<u8>) -> u8 {
-    encode_with(value, compress, false, out)
+/// Appends `value` as an RDB file of `version` holds it and returns its
+/// type. Below 12 a hash's field TTLs are left out (the file writer adds
+/// them as an AUX record only zwindow reads).
+pub(crate) fn encode_as(value: &Value, compress: bool, version: u16, out: &mut Vec<u8>) -> u8 {
+    encode_with(value, compress, version >= 12, version >= 11, out)
 }
 
-fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u8>) -> u8 {
+/// `inline_ttls`: a hash's field TTLs in Redis 7.4's types (RDB 12);
+/// `stream_v3`: streams in Redis 7.2's type, with consumers' active times
+/// (RDB 11).
+fn encode_with(
+    value: &Value,
+    compress: bool,
+    inline_ttls: bool,
+    stream_v3: bool,
+    out: &mut Vec<u8>,
+) -> u8 {
     match value {
         Value::Str(s) => {
             put_string(out, &s.data, compress);
@@ -90,8 +103,12 @@ fn encode_with(value: &Value, compress: bool, inline_ttls: bool, out: &mut Vec<u
             }
         }
         Value::Stream(s) => {
-            encode_stream(s, compress, out);
-            TYPE_STREAM_LISTPACKS_2
+            encode_stream(s, compress, stream_v3, out);
+            if stream_v3 {
+                TYPE_STREAM_LISTPACKS_3
+            } else {
+                TYPE_STREAM_LISTPACKS_2
+            }
         }
     }
 }
@@ -195,7 +212,7 @@ fn raw_id(id: StreamId) -> [u8; 16] {
     b
 }
 
-fn encode_stream(s: &Stream, compress: bool, out: &mut Vec<u8>) {
+fn encode_stream(s: &Stream, compress: bool, v3: bool, out: &mut Vec<u8>) {
     let nodes: Vec<(StreamId, Vec<u8>)> = s
         .node_entries()
         .map(|(key, entries)| (key, stream_listpack(key, entries)))
@@ -225,6 +242,10 @@ fn encode_stream(s: &Stream, compress: bool, out: &mut Vec<u8>) {
         for (cname, c) in &g.consumers {
             put_string(out, cname, compress);
             put_ms(out, c.seen_time);
+            if v3 {
+                // -1 (never active) as Redis writes it: all ones.
+                put_ms(out, c.active_time as u64);
+            }
             put_len(out, c.pel.len() as u64);
             for id in &c.pel {
                 out.extend_from_slice(&raw_id(*id));
@@ -643,15 +664,24 @@ pub(crate) fn decode(
                 return Err(corrupt("hash listpack with TTLs not in triplets"));
             }
             let mut h = Hash::new();
+            let mut ttls = Vec::new();
             for t in elems.chunks_exact(3) {
                 let f = t[0].to_vec();
                 hset(&mut h, &f, &t[1].to_vec(), lim, report::hash_listpack)?;
                 let at = t[2].as_int().ok_or_else(|| corrupt("bad field TTL"))?;
                 if at > 0 {
-                    h.set_expire(&f, at as u64);
-                    extra.field_ttls = true;
+                    ttls.push((f, at as u64));
                 }
             }
+            // Redis keeps the fields with a TTL first, by deadline (a later
+            // one of equal deadline before an earlier one), and loads them
+            // in that order. Setting the TTLs from the last one back puts
+            // each before those already set: the file's order again, and a
+            // valid order whatever the file says.
+            for (f, at) in ttls.iter().rev() {
+                h.set_expire(f, *at);
+            }
+            extra.field_ttls |= !ttls.is_empty();
             Value::Hash(h)
         }
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
@@ -1113,9 +1143,9 @@ mod tests {
     #[test]
     fn every_value_round_trips() {
         for v in samples() {
-            for compress in [false, true] {
+            for (compress, version) in [(false, 10), (true, 10), (false, 12), (true, 12)] {
                 let mut out = Vec::new();
-                let ty = encode(&v, compress, &mut out);
+                let ty = encode_as(&v, compress, version, &mut out);
                 let mut r = Reader::new(&out);
                 let (back, _) = decode(ty, &mut r, &limits()).unwrap();
                 assert!(r.is_empty());
@@ -1133,13 +1163,34 @@ mod tests {
         h.set_expire(b"f1", 5_000);
         let v = Value::Hash(h);
         let mut out = Vec::new();
-        assert_eq!(encode(&v, false, &mut out), TYPE_HASH_LISTPACK_EX);
+        assert_eq!(encode(&v, false, 10, &mut out), TYPE_HASH_LISTPACK_EX);
         let (back, extra) =
             decode(TYPE_HASH_LISTPACK_EX, &mut Reader::new(&out), &limits()).unwrap();
         assert!(extra.field_ttls);
         let Value::Hash(b) = back else { panic!() };
         assert_eq!(b.expire_at(b"f1"), Some(5_000));
         assert_eq!(b.expire_at(b"f0"), Some(NO_TTL));
+    }
+
+    /// Redis loads a `listpackex` in the file's order (TTL fields first by
+    /// deadline, the later-set first on a tie): so does zwindow.
+    #[test]
+    fn listpackex_field_order_survives_a_round_trip() {
+        let mut h = Hash::new();
+        for f in ["f", "g", "k", "m"] {
+            h.set(f.as_bytes(), b"v", limits().hash);
+        }
+        h.set_expire(b"m", 9_000);
+        h.set_expire(b"f", 5_000);
+        h.set_expire(b"k", 5_000);
+        let order = |h: &Hash| h.iter().map(|(f, _)| f.to_vec()).collect::<Vec<_>>();
+        let want = order(&h);
+        assert_eq!(want, [&b"k"[..], b"f", b"m", b"g"]);
+        let mut out = Vec::new();
+        let ty = encode(&Value::Hash(h), false, 12, &mut out);
+        let (back, _) = decode(ty, &mut Reader::new(&out), &limits()).unwrap();
+        let Value::Hash(b) = back else { panic!() };
+        assert_eq!(order(&b), want);
     }
 
     #[test]
@@ -1154,7 +1205,7 @@ mod tests {
         let record = set_member_ttls(&s).unwrap();
         let v = Value::Set(s);
         let mut out = Vec::new();
-        let ty = encode(&v, false, &mut out);
+        let ty = encode(&v, false, 10, &mut out);
         let (back, _) = decode(ty, &mut Reader::new(&out), &limits()).unwrap();
         let Value::Set(mut b) = back else { panic!() };
         assert_eq!(b.expire_at(b"2"), Some(NO_TTL), "the value alone has none");
@@ -1299,7 +1350,7 @@ mod tests {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         for v in samples() {
             let mut out = Vec::new();
-            let ty = encode(&v, true, &mut out);
+            let ty = encode(&v, true, 12, &mut out);
             for _ in 0..300 {
                 let mut m = out.clone();
                 for _ in 0..rng.random_range(1..4) {

@@ -1,4 +1,5 @@
-//! FUNCTION DUMP / RESTORE payloads, in Redis 7.0's own format, so a dump
+//! FUNCTION DUMP / RESTORE payloads, in Redis 7.0's own format (which 7.4
+//! and 8.0 keep, saying RDB version 12), so a dump
 //! taken from redis-server restores into zwindow and the other way round.
 //!
 //! A payload is a sequence of libraries, each `0xF5` (RDB_OPCODE_FUNCTION2)
@@ -9,7 +10,9 @@
 //! Every length in a payload is untrusted: nothing is allocated beyond what
 //! the payload itself can hold.
 
+#[cfg(test)]
 use crate::rdb::RDB_VERSION;
+use crate::rdb::RDB_VERSION_MAX_READ;
 use crate::rdb::codec::{CRC64, put_len};
 
 /// The opcode of a function library in a payload.
@@ -20,15 +23,15 @@ const LZF_MAX_RATIO: usize = 100;
 const BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 const NOT_A_FUNCTION: &str = "ERR given type is not a function";
 
-/// Serializes library codes.
-pub(crate) fn encode<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+/// Serializes library codes, saying RDB `version` (`rdb-version`'s).
+pub(crate) fn encode<'a>(codes: impl Iterator<Item = &'a [u8]>, version: u16) -> Vec<u8> {
     let mut out = Vec::new();
     for code in codes {
         out.push(OPCODE_FUNCTION2);
         put_len(&mut out, code.len() as u64);
         out.extend_from_slice(code);
     }
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     let crc = CRC64.checksum(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -43,7 +46,8 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
     let version = u16::from_le_bytes([footer[0], footer[1]]);
     let mut crc = [0u8; 8];
     crc.copy_from_slice(&footer[2..]);
-    if version > RDB_VERSION
+    // Redis 7.4 and 8.0 say 12: the library opcode is the same.
+    if version > RDB_VERSION_MAX_READ
         || CRC64.checksum(&payload[..payload.len() - 8]) != u64::from_le_bytes(crc)
     {
         return Err(BAD_PAYLOAD);
@@ -154,7 +158,7 @@ mod tests {
     fn empty_dump_matches_redis() {
         // `FUNCTION DUMP` of redis-server 7.0.15 with no libraries.
         assert_eq!(
-            encode(std::iter::empty()),
+            encode(std::iter::empty(), RDB_VERSION),
             b"\n\x00]\x9b\\@\x0f\x7f\xa2\xda"
         );
     }
@@ -166,7 +170,7 @@ mod tests {
         let mut want = vec![0xF5, 0x40, 0x47];
         want.extend_from_slice(code);
         want.extend_from_slice(b"\n\x00\x07P\x04\x04\xcd\x92\xd1\xb3");
-        assert_eq!(encode(std::iter::once(&code[..])), want);
+        assert_eq!(encode(std::iter::once(&code[..]), RDB_VERSION), want);
         assert_eq!(decode(&want).unwrap(), vec![code.to_vec()]);
     }
 
@@ -174,7 +178,7 @@ mod tests {
     fn round_trips_long_libraries_and_rejects_damage() {
         let long = vec![b'x'; 20_000];
         let libs = [&b"short"[..], &long[..]];
-        let dumped = encode(libs.iter().copied());
+        let dumped = encode(libs.iter().copied(), 12);
         assert_eq!(
             decode(&dumped).unwrap(),
             vec![b"short".to_vec(), long.clone()]
