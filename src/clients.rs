@@ -60,6 +60,12 @@ pub(crate) enum Push {
     /// What follows was caused by another client's batch: it may not be
     /// written before that batch's replies (see [`Gate`]).
     After(Arc<Gate>),
+    /// Queued by the client's own command as it starts running (after its
+    /// checks and evictions): what follows it was caused by the command
+    /// and goes after its reply, as Redis 7.2+ defers pushes to the
+    /// executing client (`pending_push_messages`); what precedes it (an
+    /// invalidation of a key evicted for the command) goes before.
+    CommandRuns,
 }
 
 impl Push {
@@ -75,7 +81,7 @@ impl Push {
             } => pattern.len() + channel.len() + payload.len() + 48,
             Push::ShardUnsubscribed { channel } => channel.len() + 32,
             Push::Raw(b) => b.len(),
-            Push::ShrinkQuery { .. } | Push::After(_) => 0,
+            Push::ShrinkQuery { .. } | Push::After(_) | Push::CommandRuns => 0,
         }
     }
 }
@@ -282,6 +288,12 @@ impl ClientHandle {
             return false;
         }
         self.push_tx.send(msg).is_ok()
+    }
+
+    /// Marks where the client's own running command starts pushing (see
+    /// [`Push::CommandRuns`]).
+    pub(crate) fn mark_command_runs(&self) {
+        let _ = self.push_tx.send(Push::CommandRuns);
     }
 
     /// Closes the client for its output buffer, logged as Redis logs it.

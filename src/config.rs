@@ -303,9 +303,10 @@ pub(crate) const TLS_UNABLE: &str = "Unable to update TLS configuration. Check s
 
 /// Redis's HIDDEN_CONFIG settings: CONFIG GET reports them only when asked
 /// by their exact name, never for a pattern (they are test hooks). Redis
-/// 7.0 has five; zwindow has those it implements.
+/// 8.0 has ten; zwindow has those it implements.
 const HIDDEN: &[&str] = &[
     "use-exit-on-panic",
+    "aof-disable-auto-gc",
     "rdb-key-save-delay",
     "key-load-delay",
     "loading-process-events-interval-bytes",
@@ -332,11 +333,12 @@ const MULTI_ARG: &[&str] = &[
     "shutdown-on-sigterm",
 ];
 
-/// Names Redis 7.0 accepts with one argument and ignores.
+/// Names Redis 8.0 accepts with one argument and ignores.
 const DEPRECATED: &[&str] = &[
     "list-max-ziplist-entries",
     "list-max-ziplist-value",
     "lua-replicate-commands",
+    "io-threads-do-reads",
 ];
 
 /// The runtime settings.
@@ -2912,7 +2914,6 @@ const PARAMS: &[Param] = &[
     ),
     kept!("disable-thp", None, "yes", yes_no, startup),
     kept!("io-threads", None, "1", |v| int_text(v, 1, 128), startup),
-    kept!("io-threads-do-reads", None, "no", yes_no, startup),
     kept!("crash-log-enabled", None, "yes", yes_no, runtime),
     kept!("crash-memcheck-enabled", None, "yes", yes_no, runtime),
     kept!(

@@ -103,12 +103,18 @@ fn parse_hex_float(s: &str) -> Option<f64> {
     if v.is_infinite() { None } else { Some(v) }
 }
 
+/// Redis's protection against abusive patterns (`stringmatchlen_impl`
+/// gives up below 1000 nested `*`s): a pattern whose match reaches a
+/// 1001st `*` group that is not its last character matches nothing.
+const MAX_STAR_NESTING: usize = 1000;
+
 /// Glob-style matching as Redis's `stringmatchlen`: `*`, `?`, `[abc]`,
 /// `[^a-z]`, `\x`. Iterative with single-star backtracking, so it runs in
 /// O(pattern × string) at worst and never recurses.
 pub(crate) fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
     let (mut p, mut s) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
+    let mut stars = 0usize;
     let eq = |a: u8, b: u8| {
         if nocase {
             a.eq_ignore_ascii_case(&b)
@@ -125,6 +131,10 @@ pub(crate) fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
                     }
                     if p == pattern.len() {
                         return true;
+                    }
+                    stars += 1;
+                    if stars > MAX_STAR_NESTING {
+                        return false;
                     }
                     star = Some((p, s));
                     continue;
@@ -391,6 +401,18 @@ mod tests {
         ] {
             assert_eq!(parse_f64(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn abusive_star_nesting_matches_nothing() {
+        // Redis 8.0.2's keyspace "Regression for pattern matching very
+        // long nested loops": KEYS of 50,000 `*?` finds nothing.
+        let key = vec![b'a'; 50_000];
+        assert!(!glob_match(&b"*?".repeat(50_000), &key, false));
+        // 1000 nested stars still match, and a trailing one is free.
+        let ok = [b"*a".repeat(1000), b"*".to_vec()].concat();
+        assert!(glob_match(&ok, &key, false));
+        assert!(!glob_match(&b"*a".repeat(1001), &key, false));
     }
 
     #[test]

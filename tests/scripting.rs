@@ -250,6 +250,9 @@ fn bit_library() {
     for body in [
         "return {bit.band(0xff, 0x0f), bit.bor(1, 2, 4), bit.bxor(7, 2), bit.bnot(0), bit.lshift(1, 31), bit.rshift(-1, 28), bit.arshift(-256, 4), bit.rol(1, 33), bit.ror(1, 1), bit.tobit(2^32 + 5), bit.tohex(255), bit.tohex(-1, 3)}",
         "return bit.tohex(65535, -4)",
+        "return bit.tohex(65535, -2147483648)",
+        "return bit.tohex(65535, 0)",
+        "return bit.tohex(65535, 2147483647)",
         "return bit.bswap(0x12345678)",
         "return bit.band()",
         "return bit.band('x')",

@@ -321,9 +321,13 @@ fn randomkey(ctx: &mut Ctx) -> CmdResult {
         if let Some(key) = key {
             if ctx.ks.expire_if_needed(&key) {
                 // A replica keeps expired keys until its primary deletes
-                // them: when every key has a TTL, all may be expired, and
-                // Redis's dbRandomKey returns one after 100 tries.
-                if tries == 100 && ctx.ks.replica_hides() && all_volatile(ctx) {
+                // them, and a paused server (CLIENT PAUSE) deletes none:
+                // when every key has a TTL, all may be expired, and Redis
+                // 7.2+'s dbRandomKey returns one after 100 tries.
+                if tries == 100
+                    && (ctx.ks.replica_hides() || ctx.ks.expiry_paused())
+                    && all_volatile(ctx)
+                {
                     ctx.out.bulk(&key);
                     return Ok(Done);
                 }

@@ -58,10 +58,6 @@ pub(crate) struct Client {
     /// The stand-in that re-runs a blocked command when one of its keys
     /// got data (MONITOR showed the command when it first ran).
     pub(crate) serving_waiter: bool,
-    /// For a script's client: the keys the script declared, which a
-    /// tracking caller is remembered to have read when the script reads
-    /// (Redis's `trackingRememberKeys` of the script's caller).
-    pub(crate) script_keys: Vec<Key>,
     /// CLIENT REPLY's state.
     pub(crate) reply: ReplyMode,
     /// Tracking invalidations of this client's own keys, held until its
@@ -215,7 +211,6 @@ impl Client {
             shard_channels: HashSet::new(),
             commands: 0,
             serving_waiter: false,
-            script_keys: Vec::new(),
             reply: ReplyMode::On,
             tracking_held: Vec::new(),
             oom: false,

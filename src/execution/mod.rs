@@ -248,6 +248,10 @@ fn dispatch_caused(
             return Dispatched::Done;
         }
     }
+    // What this command pushes to its own client follows its reply.
+    if client.subscribed() || client.handle.tracking.load(Relaxed) & crate::tracking::ON != 0 {
+        client.handle.mark_command_runs();
+    }
     // Lock, run, after-command work.
     let plan = plan(shared, cmd, &args);
     let guards = if plan.shards.is_empty() {
@@ -992,14 +996,11 @@ fn track(
     if (f & OPTIN != 0 && !caching) || (f & OPTOUT != 0 && caching) {
         return;
     }
-    if client.in_script {
-        let keys = client.script_keys.iter().map(|k| &k[..]);
-        shared.tracking.remember(me, keys);
-    } else {
-        let mut keys = Vec::new();
-        cmd.key_indices(args, |i| keys.push(args.get(i)));
-        shared.tracking.remember(me, keys);
-    }
+    // In a script, the keys of the read command it runs (Redis 7.2+; 7.0
+    // remembered every key the script declared).
+    let mut keys = Vec::new();
+    cmd.key_indices(args, |i| keys.push(args.get(i)));
+    shared.tracking.remember(me, keys);
 }
 
 /// What a command leaves behind in the latency monitor and the slow log

@@ -1064,7 +1064,7 @@ impl<'a> Keyspace<'a> {
             replica::Due::Keep => return false,
             replica::Due::Hide => return true,
         }
-        if self.env.pause.mode(self.env.clock) != crate::pause::OFF {
+        if self.expiry_paused() {
             return true;
         }
         self.remove_raw(key);

@@ -151,6 +151,11 @@ impl Keyspace<'_> {
     pub(crate) fn replica_hides(&self) -> bool {
         self.env.store.is_replica() && !self.from_master
     }
+
+    /// Whether CLIENT PAUSE holds expiry: due keys are hidden, not deleted.
+    pub(crate) fn expiry_paused(&self) -> bool {
+        self.env.pause.mode(self.env.clock) != crate::pause::OFF
+    }
 }
 
 impl Store {

@@ -299,9 +299,9 @@ pub(crate) async fn run(
                     let tracking = handle.tracking.load(Relaxed) & crate::tracking::ON != 0;
                     if tracking || client.subscribed() {
                         // What a command published to its own client (PUBLISH,
-                        // keyspace events, invalidations of keys evicted
-                        // before it ran) precedes its reply, as in Redis,
-                        // where it lands in the output buffer first.
+                        // keyspace events, invalidations) follows its reply,
+                        // as Redis 7.2+ defers it; invalidations of keys
+                        // evicted before it ran precede it.
                         pushed += splice_pushes(&shared, &mut client, &mut out, mark, &mut pushes);
                         // What woke the push channel's registration may have
                         // been taken here: the next turn polls it again.
@@ -865,8 +865,15 @@ fn splice_pushes(
 ) -> usize {
     let mut early = Reply::with_resp3(out.resp3);
     let mut size = 0;
+    let mut after_reply = false;
     while let Ok(msg) = pushes.try_recv() {
-        encode_push(shared, client, &mut early, &msg);
+        if matches!(msg, Push::CommandRuns) {
+            after_reply = true;
+            continue;
+        }
+        // What the command itself caused follows its reply (Redis 7.2+).
+        let into = if after_reply { &mut *out } else { &mut early };
+        encode_push(shared, client, into, &msg);
         size += msg.size();
     }
     if !early.is_empty() {
@@ -900,7 +907,7 @@ fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
 /// the client's own set, which gives its `sunsubscribe`'s count.
 fn encode_push(shared: &Services, client: &mut Client, out: &mut Reply, msg: &Push) {
     match msg {
-        Push::ShrinkQuery { .. } | Push::After(_) => {}
+        Push::ShrinkQuery { .. } | Push::After(_) | Push::CommandRuns => {}
         Push::ShardUnsubscribed { channel } => {
             if let Some(count) =
                 crate::commands::pubsub::shard_channel_dropped(shared, client, channel)

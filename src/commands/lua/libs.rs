@@ -116,8 +116,11 @@ pub(crate) fn bit(lua: &Lua) -> mlua::Result<Table> {
             } else {
                 8
             };
+            // As Redis's patched lua_bit.c: INT32_MIN has no negation
+            // (CVE-2024-31449), and 0 digits give an empty string.
+            let n = n.max(i32::MIN + 1);
             let (upper, n) = if n < 0 { (true, -n) } else { (false, n) };
-            let n = n.clamp(1, 8) as usize;
+            let n = n.min(8) as usize;
             let s = if upper {
                 format!("{b:08X}")
             } else {

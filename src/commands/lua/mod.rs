@@ -754,9 +754,6 @@ impl Engine {
             // Commands run as the caller's ACL user (script.c).
             client.user = caller.user.clone();
             client.acl_generation = caller.acl_generation;
-            if caller.handle.tracking.load(Relaxed) & crate::tracking::ON != 0 {
-                client.script_keys = spec.keys.iter().map(|&k| k.into()).collect();
-            }
             let state = RefCell::new(RunState {
                 shared,
                 dispatch,
