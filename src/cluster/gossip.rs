@@ -741,10 +741,13 @@ impl ClusterState {
         } else if let Some(p) = old.and_then(|p| self.node_mut(&p)) {
             p.replicas.retain(|r| *r != me);
         }
-        self.attach_replica(primary, &me);
         if let Some(m) = self.node_mut(&me) {
             m.primary = Some(*primary);
         }
+        if let Some(id) = self.node(primary).map(|p| p.shard_id) {
+            self.update_shard_id_saving(&me, id, out);
+        }
+        self.attach_replica(primary, &me);
         if let Some(p) = self.node(primary) {
             let port = u16::try_from(p.port).unwrap_or(0);
             out.actions.push(Action::ReplicateFrom {
@@ -968,6 +971,11 @@ impl ClusterState {
             extensions.push(PingExt::Hostname(Bytes::from(
                 self.bus.config.hostname.clone(),
             )));
+        }
+        // Every message carries myself's shard id, as Redis 7.2 and later
+        // (`writePingExt`); 7.0 skips the type.
+        if let Some(me) = self.myself.and_then(|m| self.node(&m)) {
+            extensions.push(PingExt::ShardId(me.shard_id));
         }
         let ping = Ping { gossip, extensions };
         let body = match kind {
@@ -1423,7 +1431,7 @@ impl ClusterState {
         } else {
             let primary = self.node(&hdr.slaveof).map(|n| n.name);
             if self.node(&sender).is_some_and(|n| n.is_primary()) {
-                self.del_node_slots(&sender);
+                self.primary_turned_replica(&sender, primary, sender_config_epoch);
                 if let Some(n) = self.node_mut(&sender) {
                     n.flags &= !(NODE_MASTER | NODE_MIGRATE_TO);
                     n.flags |= NODE_SLAVE;
@@ -1440,6 +1448,10 @@ impl ClusterState {
                     old.replicas.retain(|r| *r != sender);
                 }
                 self.attach_replica(&p, &sender);
+                // A replica joins its primary's shard when first attached.
+                if let Some(id) = self.node(&p).map(|n| n.shard_id) {
+                    self.update_shard_id_saving(&sender, id, out);
+                }
                 out.save(false);
             }
         }
@@ -1491,7 +1503,7 @@ impl ClusterState {
         // clusterProcessPingExt: no hostname extension means none.
         let hostname = ping.extensions.iter().find_map(|e| match e {
             PingExt::Hostname(h) => Some(h.to_vec()),
-            PingExt::Other { .. } => None,
+            _ => None,
         });
         if let Some(n) = self.node_mut(&sender) {
             let hostname = hostname.unwrap_or_default();
@@ -1499,6 +1511,29 @@ impl ClusterState {
                 n.hostname = hostname;
                 out.save(false);
             }
+        }
+        // No shard id extension (a 7.0 sender): its primary's id, so a
+        // replica stays in its primary's shard and a primary keeps the
+        // (random) one this node gave it.
+        let shard_id = ping
+            .extensions
+            .iter()
+            .find_map(|e| match e {
+                PingExt::ShardId(id) => Some(*id),
+                _ => None,
+            })
+            .or_else(|| self.top_primary(&sender).map(|p| p.shard_id));
+        if let Some(id) = shard_id {
+            self.update_shard_id_saving(&sender, id, out);
+        }
+    }
+
+    /// [`ClusterState::update_shard_id`], with the save Redis asks for:
+    /// fsynced when a primary's change reached its replicas.
+    fn update_shard_id_saving(&mut self, name: &NodeName, id: NodeName, out: &mut Out) {
+        let changed = self.update_shard_id(name, id);
+        if !changed.is_empty() {
+            out.save(changed.iter().any(|n| n != name));
         }
     }
 
@@ -1559,6 +1594,49 @@ impl ClusterState {
     }
 
     /// `clusterDelNodeSlots`.
+    /// A primary now says it replicates `primary` (Redis 7.2 and later).
+    /// In the same shard, that is a failover the observer missed: the
+    /// sender's slots go to `primary`, made a primary with the sender's
+    /// epoch, unless this node knows the sender by a newer epoch (a stale
+    /// message: nothing moves). From another shard, the sender moved and
+    /// loses its slots.
+    fn primary_turned_replica(
+        &mut self,
+        sender: &NodeName,
+        primary: Option<NodeName>,
+        sender_config_epoch: u64,
+    ) {
+        let (Some(s), p) = (self.node(sender), primary.and_then(|p| self.node(&p))) else {
+            return;
+        };
+        let Some(p) = p.filter(|p| p.shard_id == s.shard_id) else {
+            self.del_node_slots(sender);
+            return;
+        };
+        if s.config_epoch > sender_config_epoch {
+            tracing::info!(
+                "Ignore stale message from {} in shard {}; gossip config epoch: {}, current config epoch: {}",
+                String::from_utf8_lossy(sender.as_bytes()),
+                String::from_utf8_lossy(s.shard_id.as_bytes()),
+                sender_config_epoch,
+                s.config_epoch
+            );
+            return;
+        }
+        let new = p.name;
+        for slot in 0..SLOTS as u16 {
+            if self.slot_owner(slot) == Some(sender) {
+                self.del_slot(slot);
+                self.add_slot(&new, slot);
+            }
+        }
+        let mut ignored = Out::default();
+        self.set_node_as_primary(&new, &mut ignored);
+        if let Some(n) = self.node_mut(&new) {
+            n.config_epoch = sender_config_epoch;
+        }
+    }
+
     fn del_node_slots(&mut self, name: &NodeName) {
         for j in 0..SLOTS as u16 {
             if self.slot_owner(j) == Some(name) {
@@ -3293,13 +3371,91 @@ mod tests {
         let a = s.on_message(l, &p, T0);
         assert_eq!(s.node(&name(1)).unwrap().hostname, b"them.example");
         let pong = sent(&a)[0].1;
+        let mine = s.node(&name(0)).unwrap().shard_id;
         assert_eq!(
             pong.body.ping().unwrap().extensions,
-            vec![PingExt::Hostname(Bytes::from_static(b"me.example"))]
+            vec![
+                PingExt::Hostname(Bytes::from_static(b"me.example")),
+                PingExt::ShardId(mine)
+            ]
         );
         // A ping without the extension: no hostname any more.
         s.on_message(l, &ping_msg(hdr(1), vec![]), T0);
         assert!(s.node(&name(1)).unwrap().hostname.is_empty());
+    }
+
+    fn ping_with_shard(from: usize, slaveof: Option<usize>, shard: Option<NodeName>) -> Msg {
+        let mut h = hdr(from);
+        if let Some(p) = slaveof {
+            h.slaveof = name(p);
+            h.flags = NODE_SLAVE;
+        }
+        let mut m = ping_msg(h, vec![]);
+        if let (Body::Ping(ping), Some(id)) = (&mut m.body, shard) {
+            ping.extensions.push(PingExt::ShardId(id));
+        }
+        m
+    }
+
+    #[test]
+    fn shard_ids_come_from_the_extension_and_replicas_take_their_primary_s() {
+        let (mut s, links) = fixture(3);
+        let ids: Vec<NodeName> = (0..4).map(|i| s.node(&name(i)).unwrap().shard_id).collect();
+        // Random and distinct at creation.
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 4);
+        let sa = NodeName(*b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        let sb = NodeName(*b"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+        // A primary's extension is its id.
+        let a = s.on_message(links[&name(1)], &ping_with_shard(1, None, Some(sa)), T0);
+        assert_eq!(s.node(&name(1)).unwrap().shard_id, sa);
+        assert!(
+            a.iter().any(|x| matches!(x, Action::SaveConfig { .. })),
+            "{a:?}"
+        );
+        // A replica attaching takes its primary's id, whatever it says.
+        s.on_message(links[&name(2)], &ping_with_shard(2, Some(1), Some(sb)), T0);
+        assert_eq!(s.node(&name(2)).unwrap().shard_id, sa);
+        // The primary's new id goes to its replicas, fsynced.
+        let a = s.on_message(links[&name(1)], &ping_with_shard(1, None, Some(sb)), T0);
+        assert_eq!(s.node(&name(2)).unwrap().shard_id, sb);
+        assert!(a.contains(&Action::SaveConfig { fsync: true }), "{a:?}");
+        // A 7.0 sender (no extension): a primary keeps the id it has, a
+        // replica its primary's.
+        s.on_message(links[&name(3)], &ping_with_shard(3, None, None), T0);
+        assert_eq!(s.node(&name(3)).unwrap().shard_id, ids[3]);
+        s.on_message(links[&name(3)], &ping_with_shard(3, Some(1), None), T0);
+        assert_eq!(s.node(&name(3)).unwrap().shard_id, sb);
+        // Myself replicating a primary joins its shard.
+        let (mut s, _) = fixture(1);
+        s.node_mut(&name(1)).unwrap().shard_id = sa;
+        s.replicate(&name(1), T0);
+        assert_eq!(s.node(&name(0)).unwrap().shard_id, sa);
+    }
+
+    #[test]
+    fn a_primary_turned_replica_of_its_own_shard_hands_it_its_slots() {
+        let (mut s, links) = fixture(2);
+        for i in 1..3 {
+            let n = s.node_mut(&name(i)).unwrap();
+            n.flags = NODE_MASTER;
+        }
+        let sa = NodeName(*b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        s.assign_shard_id(&name(1), sa);
+        s.assign_shard_id(&name(2), sa);
+        for slot in 0..10 {
+            s.add_slot(&name(1), slot);
+        }
+        s.node_mut(&name(1)).unwrap().config_epoch = 3;
+        // Node 1 now replicates node 2 (same shard), epoch 4: a failover
+        // this node missed. Node 2 takes the slots and the epoch.
+        let mut m = ping_with_shard(1, Some(2), Some(sa));
+        m.header.config_epoch = 4;
+        m.header.myslots = slots_of(0..10);
+        s.on_message(links[&name(1)], &m, T0);
+        assert_eq!(s.slot_owner(5), Some(&name(2)));
+        assert!(s.node(&name(2)).unwrap().is_primary());
+        assert_eq!(s.node(&name(2)).unwrap().config_epoch, 4);
+        assert!(s.node(&name(1)).unwrap().is_replica());
     }
 
     #[test]
