@@ -441,11 +441,18 @@ fn redis_8_extensions_decode_and_are_kept_opaque() {
     assert_eq!(mine.len(), 40, "{mine}");
     let shard_id = |m: &Msg| {
         m.body.ping().is_some_and(|p| {
-            p.extensions.iter().any(|e| {
-                matches!(e, PingExt::ShardId(id) if id.as_bytes() == mine.as_bytes())
-            }) && p.extensions.iter().any(|e| {
-                matches!(e, PingExt::Other { ext_type: wire::EXT_INTERNALSECRET, .. })
-            })
+            p.extensions
+                .iter()
+                .any(|e| matches!(e, PingExt::ShardId(id) if id.as_bytes() == mine.as_bytes()))
+                && p.extensions.iter().any(|e| {
+                    matches!(
+                        e,
+                        PingExt::Other {
+                            ext_type: wire::EXT_INTERNALSECRET,
+                            ..
+                        }
+                    )
+                })
         })
     };
     wait_for(

@@ -122,18 +122,28 @@ fn add_replica(cluster: &Cluster, kind: Kind, primary: &str) -> Node {
     assert_eq!(
         cmd_text(
             &node,
-            &[b"CLUSTER", b"MEET", b"127.0.0.1", port.as_bytes(), cport.as_bytes()]
+            &[
+                b"CLUSTER",
+                b"MEET",
+                b"127.0.0.1",
+                port.as_bytes(),
+                cport.as_bytes()
+            ]
         ),
         "OK"
     );
-    wait_until("the new node learns the primary", Duration::from_secs(30), || {
-        let members = parse_nodes(&cmd_text(&node, &[b"CLUSTER", b"NODES"]));
-        if members.iter().any(|m| m.id == primary) {
-            Ok(())
-        } else {
-            Err(format!("{members:?}"))
-        }
-    });
+    wait_until(
+        "the new node learns the primary",
+        Duration::from_secs(30),
+        || {
+            let members = parse_nodes(&cmd_text(&node, &[b"CLUSTER", b"NODES"]));
+            if members.iter().any(|m| m.id == primary) {
+                Ok(())
+            } else {
+                Err(format!("{members:?}"))
+            }
+        },
+    );
     assert_eq!(
         cmd_text(&node, &[b"CLUSTER", b"REPLICATE", primary.as_bytes()]),
         "OK"
@@ -174,7 +184,9 @@ fn check_agreement(nodes: &[&Node]) -> Result<(), String> {
     for (n, id) in nodes.iter().zip(&ids) {
         let saved = saved_shard_ids(n);
         if saved != shard_of {
-            return Err(format!("node {id} saved {saved:?}, the nodes say {shard_of:?}"));
+            return Err(format!(
+                "node {id} saved {saved:?}, the nodes say {shard_of:?}"
+            ));
         }
     }
     let first = shards_view(nodes[0]);
@@ -203,7 +215,11 @@ fn zwindow_and_redis_8_agree_on_shard_ids() {
     let r_primary = myid(&cluster.nodes[1]);
     let r_replica = add_replica(&cluster, R8, &z_primary);
     let z_replica = add_replica(&cluster, Z, &r_primary);
-    let all: Vec<&Node> = cluster.nodes.iter().chain([&r_replica, &z_replica]).collect();
+    let all: Vec<&Node> = cluster
+        .nodes
+        .iter()
+        .chain([&r_replica, &z_replica])
+        .collect();
     wait_until(
         "every node agrees on the shard ids",
         Duration::from_secs(30),
@@ -230,7 +246,12 @@ fn a_restarted_zwindow_node_keeps_its_shard_id() {
     let start = |d: &PrivateDir, port: u16| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"));
         cmd.args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "15000"])
+            .args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "15000",
+            ])
             .current_dir(&d.0);
         ZwindowServer::start_command(cmd)
     };
@@ -242,7 +263,8 @@ fn a_restarted_zwindow_node_keeps_its_shard_id() {
     assert_ne!(a_shard, b_shard);
     assert_eq!(a_shard.len(), 40);
     let p = ports[0].to_string();
-    b.conn().cmd(&[b"CLUSTER", b"MEET", b"127.0.0.1", p.as_bytes()]);
+    b.conn()
+        .cmd(&[b"CLUSTER", b"MEET", b"127.0.0.1", p.as_bytes()]);
     wait_until("b replicates a", Duration::from_secs(30), || {
         let r = text(&b.conn().cmd(&[b"CLUSTER", b"REPLICATE", a_id.as_bytes()]));
         if r == "OK" { Ok(()) } else { Err(r) }
@@ -293,19 +315,25 @@ fn redis_7_0_nodes_keep_working_with_zwindow_s_shard_ids() {
             Err(format!("{shown}\n{members:?}"))
         }
     });
-    wait_until("zwindow's view of the shards", Duration::from_secs(30), || {
-        let z_saved = saved_shard_ids(&cluster.nodes[0]);
-        let mine = myshardid(&cluster.nodes[0]);
-        if z_saved.get(&r_replica_id) != Some(&mine) {
-            return Err(format!("7.0 replica not in {mine}: {z_saved:?}"));
-        }
-        let replica_saved = saved_shard_ids(&z_replica);
-        let theirs = replica_saved.get(&r_primary).cloned().unwrap_or_default();
-        if myshardid(&z_replica) != theirs {
-            return Err(format!("zwindow replica not in {theirs}: {replica_saved:?}"));
-        }
-        Ok(())
-    });
+    wait_until(
+        "zwindow's view of the shards",
+        Duration::from_secs(30),
+        || {
+            let z_saved = saved_shard_ids(&cluster.nodes[0]);
+            let mine = myshardid(&cluster.nodes[0]);
+            if z_saved.get(&r_replica_id) != Some(&mine) {
+                return Err(format!("7.0 replica not in {mine}: {z_saved:?}"));
+            }
+            let replica_saved = saved_shard_ids(&z_replica);
+            let theirs = replica_saved.get(&r_primary).cloned().unwrap_or_default();
+            if myshardid(&z_replica) != theirs {
+                return Err(format!(
+                    "zwindow replica not in {theirs}: {replica_saved:?}"
+                ));
+            }
+            Ok(())
+        },
+    );
     // The 7.0 nodes serve: a key in each primary's slots.
     let mut client = ClusterClient::new(&cluster.live_ports());
     let limit = Duration::from_secs(30);

@@ -195,6 +195,7 @@ impl Cluster {
             }
         };
         let (tls_cluster, base, cluster_port) = own_ports(config);
+        state.tls_cluster = tls_cluster;
         if cluster_port == 0 && base > 65535 - PORT_INCR {
             return Err("Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.".into());
         }

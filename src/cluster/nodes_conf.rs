@@ -177,6 +177,7 @@ pub fn parse(text: &[u8], now_ms: i64) -> Result<Loaded, LoadError> {
             state.assign_shard_id(&replica, id);
         }
     }
+    state.order_shards_primary_first();
     log.push(format!(
         "Node configuration loaded, I'm {}",
         String::from_utf8_lossy(myself.as_bytes())
@@ -197,7 +198,9 @@ fn parse_node_line(
     let addr = parts.next().unwrap_or_default();
     let hostname = parts.next().unwrap_or_default().to_vec();
     let mut shard_id = None;
-    let mut tcp_port = None;
+    // The port of the other kind (`Node::pport`): `tls-port=` in a file
+    // of a plaintext cluster, `tcp-port=` in a TLS cluster's.
+    let mut other_port = None;
     for field in parts {
         let mut kv = field.split(|&b| b == b'=');
         let (Some(key), Some(value), None) = (kv.next(), kv.next(), kv.next()) else {
@@ -212,9 +215,10 @@ fn parse_node_line(
             // replies, accepted as Redis accepts it.
             b"nodename" => {}
             b"tcp-port" | b"tls-port" => {
+                // Redis writes the one of the kind the client port is not.
                 let port = aux_port(value).ok_or(LoadError::Corrupted)?;
-                if key == b"tcp-port" {
-                    tcp_port = Some(port);
+                if key == b"tcp-port" || other_port.is_none() {
+                    other_port = Some(port);
                 }
             }
             _ => return Err(LoadError::Corrupted),
@@ -270,7 +274,7 @@ fn parse_node_line(
         if let Some(id) = shard_id {
             n.shard_id = id;
         }
-        if let Some(p) = tcp_port {
+        if let Some(p) = other_port {
             n.pport = p;
         }
         if flags & NODE_FAIL != 0 {
@@ -461,10 +465,19 @@ fn node_description(
         out.extend_from_slice(&node.hostname);
     }
     if for_config {
-        // The hostname's place stays (empty), then the auxiliary fields
-        // zwindow keeps: `,shard-id=<40 hex>` (Redis 7.2's format).
+        // Redis 7.2+'s auxiliary fields, in its order: the hostname's place
+        // stays (empty), then the port of the other kind (`tls-port=`, or
+        // `tcp-port=` in a TLS cluster) and the shard id.
         if node.hostname.is_empty() {
             out.push(b',');
+        }
+        if (0..65536).contains(&node.pport) {
+            let field = if state.tls_cluster {
+                "tcp-port"
+            } else {
+                "tls-port"
+            };
+            out.extend_from_slice(format!(",{field}={}", node.pport).as_bytes());
         }
         out.extend_from_slice(b",shard-id=");
         out.extend_from_slice(node.shard_id.as_bytes());
@@ -583,20 +596,23 @@ mod tests {
 
     fn conf() -> String {
         format!(
-            "{A} 127.0.0.1:7000@17000,,shard-id={SA} myself,master - 0 1700000000000 3 connected 0-99 101-5460 [100->-{B}] [200-<-{B}]\n\
-             {B} 10.0.0.2:7001@17001,b.example,shard-id={SB} master - 0 1700000000001 4 connected 100 5461-16383\n\
-             {C} 127.0.0.1:7002@17002,,shard-id={SA} slave {A} 1700000000002 1700000000003 3 disconnected\n\
+            "{A} 127.0.0.1:7000@17000,,tls-port=0,shard-id={SA} myself,master - 0 1700000000000 3 connected 0-99 101-5460 [100->-{B}] [200-<-{B}]\n\
+             {B} 10.0.0.2:7001@17001,b.example,tls-port=0,shard-id={SB} master - 0 1700000000001 4 connected 100 5461-16383\n\
+             {C} 127.0.0.1:7002@17002,,tls-port=0,shard-id={SA} slave {A} 1700000000002 1700000000003 3 disconnected\n\
              vars currentEpoch 7 lastVoteEpoch 5\n"
         )
     }
 
-    /// A nodes.conf text without its (random) shard ids.
+    /// A nodes.conf text without its auxiliary fields (the shard ids are
+    /// random).
     fn without_shard_ids(text: &[u8]) -> String {
         let text = String::from_utf8(text.to_vec()).unwrap();
         let mut out = String::new();
         let mut rest = text.as_str();
         while let Some(i) = rest.find(",shard-id=") {
-            out.push_str(rest[..i].trim_end_matches(','));
+            let head = &rest[..i];
+            let head = head.strip_suffix(",tls-port=0").unwrap_or(head);
+            out.push_str(head.trim_end_matches(','));
             rest = &rest[i + ",shard-id=".len() + 40..];
         }
         out.push_str(rest);
@@ -788,7 +804,16 @@ mod tests {
         let line = |pport| String::from_utf8(cluster_nodes(&s, pport)).unwrap();
         assert!(line(true).contains(":6379@16380 "));
         assert!(line(false).contains(":6380@16380 "));
-        assert!(without_shard_ids(&config_text(&s)).contains(":6380@16380 "));
+        // nodes.conf keeps the client port, the other one in its field:
+        // `tcp-port=` in a TLS cluster, as Redis 8.0 writes it.
+        s.tls_cluster = true;
+        let saved = String::from_utf8(config_text(&s)).unwrap();
+        assert!(
+            saved.contains(":6380@16380,,tcp-port=6379,shard-id="),
+            "{saved}"
+        );
+        let again = parse(saved.as_bytes(), 0).unwrap().state;
+        assert_eq!(again.node(&name(A)).unwrap().pport, 6379);
     }
 
     #[test]

@@ -171,6 +171,10 @@ pub struct ClusterState {
     lost_slots: Vec<u16>,
     /// The last [`Node::shard_seq`] given.
     shard_seq: u64,
+    /// `tls-cluster yes`: a node's `port` is its TLS port and `pport` its
+    /// plaintext one (else the other way round), which nodes.conf's
+    /// auxiliary port field names (`tcp-port=` / `tls-port=`).
+    pub tls_cluster: bool,
 }
 
 impl Default for ClusterState {
@@ -292,6 +296,7 @@ impl ClusterState {
             bus: BusState::default(),
             lost_slots: Vec::new(),
             shard_seq: 0,
+            tls_cluster: false,
         }
     }
 
@@ -462,6 +467,25 @@ impl ClusterState {
         n.shard_seq = seq;
         self.shard_seq = seq;
         true
+    }
+
+    /// Orders every shard's nodes as a running Redis lists them: each
+    /// primary, then its replicas in the order they attached (after a
+    /// nodes.conf load, whose line order is a dict's, so any order).
+    pub(crate) fn order_shards_primary_first(&mut self) {
+        let order: Vec<NodeName> = self
+            .nodes
+            .iter()
+            .filter(|n| n.primary.is_none())
+            .flat_map(|n| std::iter::once(n.name).chain(n.replicas.iter().copied()))
+            .collect();
+        for name in order {
+            self.shard_seq += 1;
+            let seq = self.shard_seq;
+            if let Some(n) = self.node_mut(&name) {
+                n.shard_seq = seq;
+            }
+        }
     }
 
     /// `updateShardId`: a primary takes `id` and gives it to its

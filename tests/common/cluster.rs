@@ -39,7 +39,7 @@ impl Node {
         match kind {
             Kind::Zwindow => Node::Zwindow(zwindow_cluster_node(node_timeout)),
             Kind::Redis => Node::Redis(redis_cluster_node(node_timeout, &[]).0),
-            Kind::Redis8 => Node::Redis8(redis8_cluster_node(node_timeout)),
+            Kind::Redis8 => Node::Redis8(redis8_cluster_node(node_timeout, &[])),
         }
     }
 
@@ -82,24 +82,24 @@ impl Node {
     }
 }
 
-/// A redis-server 8.0 node in cluster mode on free ports.
-pub fn redis8_cluster_node(node_timeout: u64) -> RedisServer {
+/// A redis-server 8.0 node in cluster mode on free ports, with `extra`
+/// arguments.
+pub fn redis8_cluster_node(node_timeout: u64, extra: &[&str]) -> RedisServer {
     start_on_free_port(|cport| {
         let cport = cport.to_string();
         let timeout = node_timeout.to_string();
-        RedisServer::try_start_binary(
-            &super::redis8_server(),
-            &[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-                "--cluster-port",
-                &cport,
-                "--cluster-node-timeout",
-                &timeout,
-            ],
-        )
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-port",
+            &cport,
+            "--cluster-node-timeout",
+            &timeout,
+        ];
+        args.extend_from_slice(extra);
+        RedisServer::try_start_binary(&super::redis8_server(), &args)
     })
     .0
 }
