@@ -37,8 +37,8 @@ use rand::{Rng, SeedableRng};
 
 use super::state::ClusterState;
 use super::wire::{
-    Body, Gossip, Header, Ip, MFLAG0_FORCEACK, MFLAG0_PAUSED, Msg, NAME_LEN, NODE_FAIL,
-    NODE_HANDSHAKE, NODE_MASTER, NODE_MEET, NODE_MIGRATE_TO, NODE_MYSELF, NODE_NOADDR,
+    Body, EXT_INTERNALSECRET, Gossip, Header, Ip, MFLAG0_FORCEACK, MFLAG0_PAUSED, Msg, NAME_LEN,
+    NODE_FAIL, NODE_HANDSHAKE, NODE_MASTER, NODE_MEET, NODE_MIGRATE_TO, NODE_MYSELF, NODE_NOADDR,
     NODE_NOFAILOVER, NODE_PFAIL, NODE_SLAVE, NodeName, Ping, PingExt, SLOTS, STATE_FAIL, STATE_OK,
     Slots,
 };
@@ -128,6 +128,10 @@ impl std::fmt::Display for ForgetError {
 pub struct BusConfig {
     /// `cluster-node-timeout` in ms.
     pub node_timeout: i64,
+    /// `cluster-ping-interval` in ms (Redis 7.2's hidden test hook): how
+    /// long after its last PONG a node is pinged; 0 for half the node
+    /// timeout.
+    pub ping_interval: i64,
     /// `cluster-announce-ip`, if set.
     pub announce_ip: Option<Vec<u8>>,
     /// The ports myself announces (client, plaintext client, bus).
@@ -154,6 +158,7 @@ impl Default for BusConfig {
     fn default() -> Self {
         BusConfig {
             node_timeout: 15000,
+            ping_interval: 0,
             announce_ip: None,
             port: 6379,
             pport: 0,
@@ -209,6 +214,10 @@ struct LinkInfo {
 #[derive(Debug, Clone)]
 pub struct BusState {
     pub config: BusConfig,
+    /// The cluster's internal secret (Redis 8.0): 40 random hex
+    /// characters at start, then the smallest any node sent in its ping
+    /// extension, so every node ends with the same one.
+    pub internal_secret: [u8; NAME_LEN],
     links: HashMap<LinkId, LinkInfo>,
     next_link: LinkId,
     iteration: u64,
@@ -274,6 +283,7 @@ impl Default for BusState {
             mf_primary_offset: -1,
             not_claiming: vec![false; SLOTS],
             rng: StdRng::seed_from_u64(rand::random()),
+            internal_secret: super::random_name().0,
         }
     }
 }
@@ -977,6 +987,10 @@ impl ClusterState {
         if let Some(me) = self.myself.and_then(|m| self.node(&m)) {
             extensions.push(PingExt::ShardId(me.shard_id));
         }
+        extensions.push(PingExt::Other {
+            ext_type: EXT_INTERNALSECRET,
+            data: Bytes::copy_from_slice(&self.bus.internal_secret),
+        });
         let ping = Ping { gossip, extensions };
         let body = match kind {
             Kind::Ping => Body::Ping(ping),
@@ -1526,6 +1540,18 @@ impl ClusterState {
         if let Some(id) = shard_id {
             self.update_shard_id_saving(&sender, id, out);
         }
+        // The internal secret: the smaller one wins.
+        for e in &ping.extensions {
+            if let PingExt::Other {
+                ext_type: EXT_INTERNALSECRET,
+                data,
+            } = e
+                && let Some(theirs) = data.get(..NAME_LEN)
+                && self.bus.internal_secret.as_slice() > theirs
+            {
+                self.bus.internal_secret.copy_from_slice(theirs);
+            }
+        }
     }
 
     /// [`ClusterState::update_shard_id`], with the save Redis asks for:
@@ -2070,6 +2096,10 @@ impl ClusterState {
         let mut out = Out::default();
         self.bus.iteration += 1;
         let node_timeout = self.bus.config.node_timeout;
+        let ping_interval = match self.bus.config.ping_interval {
+            0 => node_timeout / 2,
+            ms => ms,
+        };
         let handshake_timeout = node_timeout.max(1000);
         self.bus.pfail_nodes = 0;
 
@@ -2180,7 +2210,7 @@ impl ClusterState {
             };
             if let Some(link) = node.bus.link
                 && node.ping_sent == 0
-                && now - node.pong_received > node_timeout / 2
+                && now - node.pong_received > ping_interval
             {
                 self.send_ping(link, Kind::Ping, now, &mut out);
                 continue;
@@ -3376,7 +3406,11 @@ mod tests {
             pong.body.ping().unwrap().extensions,
             vec![
                 PingExt::Hostname(Bytes::from_static(b"me.example")),
-                PingExt::ShardId(mine)
+                PingExt::ShardId(mine),
+                PingExt::Other {
+                    ext_type: EXT_INTERNALSECRET,
+                    data: Bytes::copy_from_slice(&s.bus.internal_secret)
+                }
             ]
         );
         // A ping without the extension: no hostname any more.
@@ -3430,6 +3464,54 @@ mod tests {
         s.node_mut(&name(1)).unwrap().shard_id = sa;
         s.replicate(&name(1), T0);
         assert_eq!(s.node(&name(0)).unwrap().shard_id, sa);
+    }
+
+    #[test]
+    fn the_smallest_internal_secret_wins_and_goes_out() {
+        let (mut s, links) = fixture(1);
+        s.bus.internal_secret = [b'5'; NAME_LEN];
+        let with = |secret: u8| {
+            let mut m = ping_with_shard(1, None, None);
+            if let Body::Ping(p) = &mut m.body {
+                p.extensions.push(PingExt::Other {
+                    ext_type: EXT_INTERNALSECRET,
+                    data: Bytes::from(vec![secret; NAME_LEN]),
+                });
+            }
+            m
+        };
+        s.on_message(links[&name(1)], &with(b'7'), T0);
+        assert_eq!(s.bus.internal_secret, [b'5'; NAME_LEN]);
+        s.on_message(links[&name(1)], &with(b'3'), T0);
+        assert_eq!(s.bus.internal_secret, [b'3'; NAME_LEN]);
+        // The PONG to that PING went first, as Redis's; the next has it.
+        let a = s.on_message(links[&name(1)], &with(b'4'), T0);
+        let pong = sent(&a)[0].1;
+        assert!(
+            pong.body
+                .ping()
+                .unwrap()
+                .extensions
+                .contains(&PingExt::Other {
+                    ext_type: EXT_INTERNALSECRET,
+                    data: Bytes::from(vec![b'3'; NAME_LEN])
+                }),
+            "{pong:?}"
+        );
+    }
+
+    #[test]
+    fn cluster_ping_interval_pings_sooner_than_half_the_timeout() {
+        let pinged = |interval: i64| {
+            let (mut s, _) = fixture(1);
+            s.bus.config.ping_interval = interval;
+            // Well under half the 15 s timeout since the last PONG.
+            let later = T0 + 1000;
+            s.cron(later);
+            s.node(&name(1)).unwrap().ping_sent == later
+        };
+        assert!(!pinged(0));
+        assert!(pinged(100));
     }
 
     #[test]

@@ -293,6 +293,7 @@ impl Cluster {
         let ip = config.cluster_setting("cluster-announce-ip");
         gossip::BusConfig {
             node_timeout: setting("cluster-node-timeout", 15000).max(1),
+            ping_interval: setting("cluster-ping-interval", 0).max(0),
             announce_ip: (!ip.is_empty()).then(|| ip.into_bytes()),
             port: port(|n| n.port),
             pport: port(|n| n.pport),
