@@ -574,9 +574,10 @@ fn nodes_conf_survives_a_restart_and_is_locked() {
     config(&mut c, "SET {x}a 1");
     let nodes = config(&mut c, "CLUSTER NODES");
     let conf = std::fs::read_to_string(dir.0.join("nodes.conf")).unwrap();
+    let shard = String::from_utf8_lossy(c.query(&[b"CLUSTER", b"MYSHARDID"]).bulk()).into_owned();
     assert!(
         conf.starts_with(&format!(
-            "{myid} :{}@{} myself,master - 0 0 7 connected 0-5000\n",
+            "{myid} :{}@{},,tls-port=0,shard-id={shard} myself,master - 0 0 7 connected 0-5000\n",
             z.port(),
             u32::from(z.port()) + 10000
         )),
@@ -607,6 +608,10 @@ fn nodes_conf_survives_a_restart_and_is_locked() {
         myid
     );
     assert_eq!(config(&mut c2, "CLUSTER NODES"), nodes);
+    assert_eq!(
+        String::from_utf8_lossy(c2.query(&[b"CLUSTER", b"MYSHARDID"]).bulk()),
+        shard
+    );
     assert!(
         z2.log_tail()
             .contains(&format!("Node configuration loaded, I'm {myid}"))

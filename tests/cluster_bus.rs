@@ -411,9 +411,9 @@ fn cport_of(server: &RedisServer) -> u16 {
     }
 }
 
-/// Redis 8.0 sends ping extensions 7.0 does not know (the shard id, the
-/// internal secret): they decode, kept opaque, as 7.0 skips them; and 8.0
-/// takes our node too.
+/// Redis 8.0 sends ping extensions 7.0 does not know: its shard id
+/// decodes as one (the id CLUSTER MYSHARDID gives), the internal secret
+/// is kept opaque; and 8.0 takes our node too.
 #[test]
 fn redis_8_extensions_decode_and_are_kept_opaque() {
     let cport = free_port().to_string();
@@ -437,11 +437,22 @@ fn redis_8_extensions_decode_and_are_kept_opaque() {
     // to a node that showed the flag (our PONGs do): its PINGs then carry
     // its shard id.
     assert_ne!(meet.header.mflags[0] & wire::MFLAG0_EXT_DATA, 0, "{meet:?}");
+    let mine = bulk_text(&server.conn().cmd(&[b"CLUSTER", b"MYSHARDID"]));
+    assert_eq!(mine.len(), 40, "{mine}");
     let shard_id = |m: &Msg| {
         m.body.ping().is_some_and(|p| {
-            p.extensions.iter().any(|e| {
-                matches!(e, PingExt::Other { ext_type: wire::EXT_SHARDID, data } if data.len() == 40)
-            })
+            p.extensions
+                .iter()
+                .any(|e| matches!(e, PingExt::ShardId(id) if id.as_bytes() == mine.as_bytes()))
+                && p.extensions.iter().any(|e| {
+                    matches!(
+                        e,
+                        PingExt::Other {
+                            ext_type: wire::EXT_INTERNALSECRET,
+                            ..
+                        }
+                    )
+                })
         })
     };
     wait_for(

@@ -1,4 +1,4 @@
-//! Mixed clusters: zwindow and redis-server 7.0.15 nodes joined by
+//! Mixed clusters: zwindow and redis-server 7.0.15 (and 8.0.2) nodes joined by
 //! `redis-cli --cluster create` each way round (redis-server primaries
 //! with zwindow replicas, zwindow primaries with redis-server replicas),
 //! `--cluster check` clean; a SIGKILLed primary of either kind replaced by
@@ -182,6 +182,19 @@ fn redis_server_primaries_zwindow_replicas_fail_over() {
 #[test]
 fn zwindow_primaries_redis_server_replicas_fail_over() {
     mixed_cluster_fails_over(Z, R);
+}
+
+/// The same with Redis 8.0.2, whose failover reads shard ids: a replica
+/// of the other kind is in its primary's shard, so the observers move the
+/// old primary's slots to it (`clusterMoveNodeSlots`).
+#[test]
+fn redis_8_primaries_zwindow_replicas_fail_over() {
+    mixed_cluster_fails_over(Kind::Redis8, Z);
+}
+
+#[test]
+fn zwindow_primaries_redis_8_replicas_fail_over() {
+    mixed_cluster_fails_over(Z, Kind::Redis8);
 }
 
 /// The keys of 50 slots moved by `redis-cli --cluster reshard` from a

@@ -37,8 +37,8 @@ use rand::{Rng, SeedableRng};
 
 use super::state::ClusterState;
 use super::wire::{
-    Body, Gossip, Header, Ip, MFLAG0_FORCEACK, MFLAG0_PAUSED, Msg, NAME_LEN, NODE_FAIL,
-    NODE_HANDSHAKE, NODE_MASTER, NODE_MEET, NODE_MIGRATE_TO, NODE_MYSELF, NODE_NOADDR,
+    Body, EXT_INTERNALSECRET, Gossip, Header, Ip, MFLAG0_FORCEACK, MFLAG0_PAUSED, Msg, NAME_LEN,
+    NODE_FAIL, NODE_HANDSHAKE, NODE_MASTER, NODE_MEET, NODE_MIGRATE_TO, NODE_MYSELF, NODE_NOADDR,
     NODE_NOFAILOVER, NODE_PFAIL, NODE_SLAVE, NodeName, Ping, PingExt, SLOTS, STATE_FAIL, STATE_OK,
     Slots,
 };
@@ -128,6 +128,10 @@ impl std::fmt::Display for ForgetError {
 pub struct BusConfig {
     /// `cluster-node-timeout` in ms.
     pub node_timeout: i64,
+    /// `cluster-ping-interval` in ms (Redis 7.2's hidden test hook): how
+    /// long after its last PONG a node is pinged; 0 for half the node
+    /// timeout.
+    pub ping_interval: i64,
     /// `cluster-announce-ip`, if set.
     pub announce_ip: Option<Vec<u8>>,
     /// The ports myself announces (client, plaintext client, bus).
@@ -154,6 +158,7 @@ impl Default for BusConfig {
     fn default() -> Self {
         BusConfig {
             node_timeout: 15000,
+            ping_interval: 0,
             announce_ip: None,
             port: 6379,
             pport: 0,
@@ -209,6 +214,10 @@ struct LinkInfo {
 #[derive(Debug, Clone)]
 pub struct BusState {
     pub config: BusConfig,
+    /// The cluster's internal secret (Redis 8.0): 40 random hex
+    /// characters at start, then the smallest any node sent in its ping
+    /// extension, so every node ends with the same one.
+    pub internal_secret: [u8; NAME_LEN],
     links: HashMap<LinkId, LinkInfo>,
     next_link: LinkId,
     iteration: u64,
@@ -274,6 +283,7 @@ impl Default for BusState {
             mf_primary_offset: -1,
             not_claiming: vec![false; SLOTS],
             rng: StdRng::seed_from_u64(rand::random()),
+            internal_secret: super::random_name().0,
         }
     }
 }
@@ -741,10 +751,13 @@ impl ClusterState {
         } else if let Some(p) = old.and_then(|p| self.node_mut(&p)) {
             p.replicas.retain(|r| *r != me);
         }
-        self.attach_replica(primary, &me);
         if let Some(m) = self.node_mut(&me) {
             m.primary = Some(*primary);
         }
+        if let Some(id) = self.node(primary).map(|p| p.shard_id) {
+            self.update_shard_id_saving(&me, id, out);
+        }
+        self.attach_replica(primary, &me);
         if let Some(p) = self.node(primary) {
             let port = u16::try_from(p.port).unwrap_or(0);
             out.actions.push(Action::ReplicateFrom {
@@ -969,6 +982,15 @@ impl ClusterState {
                 self.bus.config.hostname.clone(),
             )));
         }
+        // Every message carries myself's shard id, as Redis 7.2 and later
+        // (`writePingExt`); 7.0 skips the type.
+        if let Some(me) = self.myself.and_then(|m| self.node(&m)) {
+            extensions.push(PingExt::ShardId(me.shard_id));
+        }
+        extensions.push(PingExt::Other {
+            ext_type: EXT_INTERNALSECRET,
+            data: Bytes::copy_from_slice(&self.bus.internal_secret),
+        });
         let ping = Ping { gossip, extensions };
         let body = match kind {
             Kind::Ping => Body::Ping(ping),
@@ -1423,7 +1445,7 @@ impl ClusterState {
         } else {
             let primary = self.node(&hdr.slaveof).map(|n| n.name);
             if self.node(&sender).is_some_and(|n| n.is_primary()) {
-                self.del_node_slots(&sender);
+                self.primary_turned_replica(&sender, primary, sender_config_epoch);
                 if let Some(n) = self.node_mut(&sender) {
                     n.flags &= !(NODE_MASTER | NODE_MIGRATE_TO);
                     n.flags |= NODE_SLAVE;
@@ -1440,6 +1462,10 @@ impl ClusterState {
                     old.replicas.retain(|r| *r != sender);
                 }
                 self.attach_replica(&p, &sender);
+                // A replica joins its primary's shard when first attached.
+                if let Some(id) = self.node(&p).map(|n| n.shard_id) {
+                    self.update_shard_id_saving(&sender, id, out);
+                }
                 out.save(false);
             }
         }
@@ -1491,7 +1517,7 @@ impl ClusterState {
         // clusterProcessPingExt: no hostname extension means none.
         let hostname = ping.extensions.iter().find_map(|e| match e {
             PingExt::Hostname(h) => Some(h.to_vec()),
-            PingExt::Other { .. } => None,
+            _ => None,
         });
         if let Some(n) = self.node_mut(&sender) {
             let hostname = hostname.unwrap_or_default();
@@ -1499,6 +1525,41 @@ impl ClusterState {
                 n.hostname = hostname;
                 out.save(false);
             }
+        }
+        // No shard id extension (a 7.0 sender): its primary's id, so a
+        // replica stays in its primary's shard and a primary keeps the
+        // (random) one this node gave it.
+        let shard_id = ping
+            .extensions
+            .iter()
+            .find_map(|e| match e {
+                PingExt::ShardId(id) => Some(*id),
+                _ => None,
+            })
+            .or_else(|| self.top_primary(&sender).map(|p| p.shard_id));
+        if let Some(id) = shard_id {
+            self.update_shard_id_saving(&sender, id, out);
+        }
+        // The internal secret: the smaller one wins.
+        for e in &ping.extensions {
+            if let PingExt::Other {
+                ext_type: EXT_INTERNALSECRET,
+                data,
+            } = e
+                && let Some(theirs) = data.get(..NAME_LEN)
+                && self.bus.internal_secret.as_slice() > theirs
+            {
+                self.bus.internal_secret.copy_from_slice(theirs);
+            }
+        }
+    }
+
+    /// [`ClusterState::update_shard_id`], with the save Redis asks for:
+    /// fsynced when a primary's change reached its replicas.
+    fn update_shard_id_saving(&mut self, name: &NodeName, id: NodeName, out: &mut Out) {
+        let changed = self.update_shard_id(name, id);
+        if !changed.is_empty() {
+            out.save(changed.iter().any(|n| n != name));
         }
     }
 
@@ -1559,6 +1620,49 @@ impl ClusterState {
     }
 
     /// `clusterDelNodeSlots`.
+    /// A primary now says it replicates `primary` (Redis 7.2 and later).
+    /// In the same shard, that is a failover the observer missed: the
+    /// sender's slots go to `primary`, made a primary with the sender's
+    /// epoch, unless this node knows the sender by a newer epoch (a stale
+    /// message: nothing moves). From another shard, the sender moved and
+    /// loses its slots.
+    fn primary_turned_replica(
+        &mut self,
+        sender: &NodeName,
+        primary: Option<NodeName>,
+        sender_config_epoch: u64,
+    ) {
+        let (Some(s), p) = (self.node(sender), primary.and_then(|p| self.node(&p))) else {
+            return;
+        };
+        let Some(p) = p.filter(|p| p.shard_id == s.shard_id) else {
+            self.del_node_slots(sender);
+            return;
+        };
+        if s.config_epoch > sender_config_epoch {
+            tracing::info!(
+                "Ignore stale message from {} in shard {}; gossip config epoch: {}, current config epoch: {}",
+                String::from_utf8_lossy(sender.as_bytes()),
+                String::from_utf8_lossy(s.shard_id.as_bytes()),
+                sender_config_epoch,
+                s.config_epoch
+            );
+            return;
+        }
+        let new = p.name;
+        for slot in 0..SLOTS as u16 {
+            if self.slot_owner(slot) == Some(sender) {
+                self.del_slot(slot);
+                self.add_slot(&new, slot);
+            }
+        }
+        let mut ignored = Out::default();
+        self.set_node_as_primary(&new, &mut ignored);
+        if let Some(n) = self.node_mut(&new) {
+            n.config_epoch = sender_config_epoch;
+        }
+    }
+
     fn del_node_slots(&mut self, name: &NodeName) {
         for j in 0..SLOTS as u16 {
             if self.slot_owner(j) == Some(name) {
@@ -1992,6 +2096,10 @@ impl ClusterState {
         let mut out = Out::default();
         self.bus.iteration += 1;
         let node_timeout = self.bus.config.node_timeout;
+        let ping_interval = match self.bus.config.ping_interval {
+            0 => node_timeout / 2,
+            ms => ms,
+        };
         let handshake_timeout = node_timeout.max(1000);
         self.bus.pfail_nodes = 0;
 
@@ -2102,7 +2210,7 @@ impl ClusterState {
             };
             if let Some(link) = node.bus.link
                 && node.ping_sent == 0
-                && now - node.pong_received > node_timeout / 2
+                && now - node.pong_received > ping_interval
             {
                 self.send_ping(link, Kind::Ping, now, &mut out);
                 continue;
@@ -3293,13 +3401,143 @@ mod tests {
         let a = s.on_message(l, &p, T0);
         assert_eq!(s.node(&name(1)).unwrap().hostname, b"them.example");
         let pong = sent(&a)[0].1;
+        let mine = s.node(&name(0)).unwrap().shard_id;
         assert_eq!(
             pong.body.ping().unwrap().extensions,
-            vec![PingExt::Hostname(Bytes::from_static(b"me.example"))]
+            vec![
+                PingExt::Hostname(Bytes::from_static(b"me.example")),
+                PingExt::ShardId(mine),
+                PingExt::Other {
+                    ext_type: EXT_INTERNALSECRET,
+                    data: Bytes::copy_from_slice(&s.bus.internal_secret)
+                }
+            ]
         );
         // A ping without the extension: no hostname any more.
         s.on_message(l, &ping_msg(hdr(1), vec![]), T0);
         assert!(s.node(&name(1)).unwrap().hostname.is_empty());
+    }
+
+    fn ping_with_shard(from: usize, slaveof: Option<usize>, shard: Option<NodeName>) -> Msg {
+        let mut h = hdr(from);
+        if let Some(p) = slaveof {
+            h.slaveof = name(p);
+            h.flags = NODE_SLAVE;
+        }
+        let mut m = ping_msg(h, vec![]);
+        if let (Body::Ping(ping), Some(id)) = (&mut m.body, shard) {
+            ping.extensions.push(PingExt::ShardId(id));
+        }
+        m
+    }
+
+    #[test]
+    fn shard_ids_come_from_the_extension_and_replicas_take_their_primary_s() {
+        let (mut s, links) = fixture(3);
+        let ids: Vec<NodeName> = (0..4).map(|i| s.node(&name(i)).unwrap().shard_id).collect();
+        // Random and distinct at creation.
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 4);
+        let sa = NodeName(*b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        let sb = NodeName(*b"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+        // A primary's extension is its id.
+        let a = s.on_message(links[&name(1)], &ping_with_shard(1, None, Some(sa)), T0);
+        assert_eq!(s.node(&name(1)).unwrap().shard_id, sa);
+        assert!(
+            a.iter().any(|x| matches!(x, Action::SaveConfig { .. })),
+            "{a:?}"
+        );
+        // A replica attaching takes its primary's id, whatever it says.
+        s.on_message(links[&name(2)], &ping_with_shard(2, Some(1), Some(sb)), T0);
+        assert_eq!(s.node(&name(2)).unwrap().shard_id, sa);
+        // The primary's new id goes to its replicas, fsynced.
+        let a = s.on_message(links[&name(1)], &ping_with_shard(1, None, Some(sb)), T0);
+        assert_eq!(s.node(&name(2)).unwrap().shard_id, sb);
+        assert!(a.contains(&Action::SaveConfig { fsync: true }), "{a:?}");
+        // A 7.0 sender (no extension): a primary keeps the id it has, a
+        // replica its primary's.
+        s.on_message(links[&name(3)], &ping_with_shard(3, None, None), T0);
+        assert_eq!(s.node(&name(3)).unwrap().shard_id, ids[3]);
+        s.on_message(links[&name(3)], &ping_with_shard(3, Some(1), None), T0);
+        assert_eq!(s.node(&name(3)).unwrap().shard_id, sb);
+        // Myself replicating a primary joins its shard.
+        let (mut s, _) = fixture(1);
+        s.node_mut(&name(1)).unwrap().shard_id = sa;
+        s.replicate(&name(1), T0);
+        assert_eq!(s.node(&name(0)).unwrap().shard_id, sa);
+    }
+
+    #[test]
+    fn the_smallest_internal_secret_wins_and_goes_out() {
+        let (mut s, links) = fixture(1);
+        s.bus.internal_secret = [b'5'; NAME_LEN];
+        let with = |secret: u8| {
+            let mut m = ping_with_shard(1, None, None);
+            if let Body::Ping(p) = &mut m.body {
+                p.extensions.push(PingExt::Other {
+                    ext_type: EXT_INTERNALSECRET,
+                    data: Bytes::from(vec![secret; NAME_LEN]),
+                });
+            }
+            m
+        };
+        s.on_message(links[&name(1)], &with(b'7'), T0);
+        assert_eq!(s.bus.internal_secret, [b'5'; NAME_LEN]);
+        s.on_message(links[&name(1)], &with(b'3'), T0);
+        assert_eq!(s.bus.internal_secret, [b'3'; NAME_LEN]);
+        // The PONG to that PING went first, as Redis's; the next has it.
+        let a = s.on_message(links[&name(1)], &with(b'4'), T0);
+        let pong = sent(&a)[0].1;
+        assert!(
+            pong.body
+                .ping()
+                .unwrap()
+                .extensions
+                .contains(&PingExt::Other {
+                    ext_type: EXT_INTERNALSECRET,
+                    data: Bytes::from(vec![b'3'; NAME_LEN])
+                }),
+            "{pong:?}"
+        );
+    }
+
+    #[test]
+    fn cluster_ping_interval_pings_sooner_than_half_the_timeout() {
+        let pinged = |interval: i64| {
+            let (mut s, _) = fixture(1);
+            s.bus.config.ping_interval = interval;
+            // Well under half the 15 s timeout since the last PONG.
+            let later = T0 + 1000;
+            s.cron(later);
+            s.node(&name(1)).unwrap().ping_sent == later
+        };
+        assert!(!pinged(0));
+        assert!(pinged(100));
+    }
+
+    #[test]
+    fn a_primary_turned_replica_of_its_own_shard_hands_it_its_slots() {
+        let (mut s, links) = fixture(2);
+        for i in 1..3 {
+            let n = s.node_mut(&name(i)).unwrap();
+            n.flags = NODE_MASTER;
+        }
+        let sa = NodeName(*b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        s.assign_shard_id(&name(1), sa);
+        s.assign_shard_id(&name(2), sa);
+        for slot in 0..10 {
+            s.add_slot(&name(1), slot);
+        }
+        s.node_mut(&name(1)).unwrap().config_epoch = 3;
+        // Node 1 now replicates node 2 (same shard), epoch 4: a failover
+        // this node missed. Node 2 takes the slots and the epoch.
+        let mut m = ping_with_shard(1, Some(2), Some(sa));
+        m.header.config_epoch = 4;
+        m.header.myslots = slots_of(0..10);
+        s.on_message(links[&name(1)], &m, T0);
+        assert_eq!(s.slot_owner(5), Some(&name(2)));
+        assert!(s.node(&name(2)).unwrap().is_primary());
+        assert_eq!(s.node(&name(2)).unwrap().config_epoch, 4);
+        assert!(s.node(&name(1)).unwrap().is_replica());
     }
 
     #[test]

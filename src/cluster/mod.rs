@@ -195,6 +195,7 @@ impl Cluster {
             }
         };
         let (tls_cluster, base, cluster_port) = own_ports(config);
+        state.tls_cluster = tls_cluster;
         if cluster_port == 0 && base > 65535 - PORT_INCR {
             return Err("Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.".into());
         }
@@ -292,6 +293,7 @@ impl Cluster {
         let ip = config.cluster_setting("cluster-announce-ip");
         gossip::BusConfig {
             node_timeout: setting("cluster-node-timeout", 15000).max(1),
+            ping_interval: setting("cluster-ping-interval", 0).max(0),
             announce_ip: (!ip.is_empty()).then(|| ip.into_bytes()),
             port: port(|n| n.port),
             pport: port(|n| n.pport),

@@ -165,6 +165,19 @@ pub fn parse(text: &[u8], now_ms: i64) -> Result<Loaded, LoadError> {
     for name in &named {
         state.move_to_end(name);
     }
+    // A replica is in its primary's shard, whatever its own line said
+    // (`clusterLoadConfig` copies the primary's id, and a primary's
+    // `shard-id` gives it to the replicas read before it).
+    let replicas: Vec<(NodeName, NodeName)> = state
+        .nodes()
+        .filter_map(|n| Some((n.name, n.primary?)))
+        .collect();
+    for (replica, primary) in replicas {
+        if let Some(id) = state.node(&primary).map(|p| p.shard_id) {
+            state.assign_shard_id(&replica, id);
+        }
+    }
+    state.order_shards_primary_first();
     log.push(format!(
         "Node configuration loaded, I'm {}",
         String::from_utf8_lossy(myself.as_bytes())
@@ -180,12 +193,36 @@ fn parse_node_line(
     argv: &[&[u8]],
     now_ms: i64,
 ) -> Result<(), LoadError> {
-    // ip:port[@cport][,hostname]
-    let mut addr = argv[1];
-    let mut hostname = Vec::new();
-    if let Some(comma) = addr.iter().position(|&b| b == b',') {
-        hostname = addr[comma + 1..].to_vec();
-        addr = &addr[..comma];
+    // ip:port[@cport][,hostname][,aux=value]...
+    let mut parts = argv[1].split(|&b| b == b',');
+    let addr = parts.next().unwrap_or_default();
+    let hostname = parts.next().unwrap_or_default().to_vec();
+    let mut shard_id = None;
+    // The port of the other kind (`Node::pport`): `tls-port=` in a file
+    // of a plaintext cluster, `tcp-port=` in a TLS cluster's.
+    let mut other_port = None;
+    for field in parts {
+        let mut kv = field.split(|&b| b == b'=');
+        let (Some(key), Some(value), None) = (kv.next(), kv.next(), kv.next()) else {
+            return Err(LoadError::Corrupted);
+        };
+        if !key.iter().chain(value).all(|&c| valid_aux_char(c)) {
+            return Err(LoadError::Corrupted);
+        }
+        match key {
+            b"shard-id" => shard_id = Some(node_id(value).ok_or(LoadError::Corrupted)?),
+            // Redis 7.2's human node name: kept by none of zwindow's
+            // replies, accepted as Redis accepts it.
+            b"nodename" => {}
+            b"tcp-port" | b"tls-port" => {
+                // Redis writes the one of the kind the client port is not.
+                let port = aux_port(value).ok_or(LoadError::Corrupted)?;
+                if key == b"tcp-port" || other_port.is_none() {
+                    other_port = Some(port);
+                }
+            }
+            _ => return Err(LoadError::Corrupted),
+        }
     }
     let colon = addr
         .iter()
@@ -234,6 +271,12 @@ fn parse_node_line(
         n.port = port;
         n.cport = cport.unwrap_or(port.wrapping_add(PORT_INCR));
         n.flags |= flags;
+        if let Some(id) = shard_id {
+            n.shard_id = id;
+        }
+        if let Some(p) = other_port {
+            n.pport = p;
+        }
         if flags & NODE_FAIL != 0 {
             n.fail_time = now_ms;
         }
@@ -301,6 +344,21 @@ fn parse_node_line(
     Ok(())
 }
 
+/// `isValidAuxChar`: what an auxiliary field's name and value may hold
+/// (anything but NUL and these punctuation marks).
+fn valid_aux_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || (c != 0 && !b"!#$%&()*+:;<>?@[]^{|}~".contains(&c))
+}
+
+/// A `tcp-port`/`tls-port` value (`auxTcpPortSetter`): 1 to 5 characters,
+/// `atoi`ed, 0 to 65535.
+fn aux_port(value: &[u8]) -> Option<i32> {
+    if !(1..=5).contains(&value.len()) {
+        return None;
+    }
+    Some(c_atoi(value)).filter(|p| (0..65536).contains(p))
+}
+
 /// A node id as Redis accepts one (`verifyClusterNodeId`): 40 characters
 /// of `a-z` and `0-9`.
 fn node_id(s: &[u8]) -> Option<NodeName> {
@@ -364,6 +422,12 @@ fn push_flags(out: &mut Vec<u8>, flags: u16) {
 /// `use_pport` (a plaintext client of a TLS cluster) a node's plaintext
 /// port is shown where known.
 pub fn nodes_description(state: &ClusterState, filter: u16, use_pport: bool) -> Vec<u8> {
+    describe(state, filter, use_pport, false)
+}
+
+/// [`nodes_description`], with nodes.conf's auxiliary fields if
+/// `for_config` (Redis shows them to no client).
+fn describe(state: &ClusterState, filter: u16, use_pport: bool, for_config: bool) -> Vec<u8> {
     let ranges = state.slot_ranges();
     let mut out = Vec::new();
     for node in state.nodes() {
@@ -372,7 +436,7 @@ pub fn nodes_description(state: &ClusterState, filter: u16, use_pport: bool) -> 
         }
         let empty = Vec::new();
         let mine = ranges.get(&node.name).unwrap_or(&empty);
-        node_description(&mut out, state, node, mine, use_pport);
+        node_description(&mut out, state, node, mine, use_pport, for_config);
         out.push(b'\n');
     }
     out
@@ -385,6 +449,7 @@ fn node_description(
     node: &Node,
     ranges: &[(u16, u16)],
     use_pport: bool,
+    for_config: bool,
 ) {
     let port = if use_pport && node.pport != 0 {
         node.pport
@@ -398,6 +463,24 @@ fn node_description(
     if !node.hostname.is_empty() {
         out.push(b',');
         out.extend_from_slice(&node.hostname);
+    }
+    if for_config {
+        // Redis 7.2+'s auxiliary fields, in its order: the hostname's place
+        // stays (empty), then the port of the other kind (`tls-port=`, or
+        // `tcp-port=` in a TLS cluster) and the shard id.
+        if node.hostname.is_empty() {
+            out.push(b',');
+        }
+        if (0..65536).contains(&node.pport) {
+            let field = if state.tls_cluster {
+                "tcp-port"
+            } else {
+                "tls-port"
+            };
+            out.extend_from_slice(format!(",{field}={}", node.pport).as_bytes());
+        }
+        out.extend_from_slice(b",shard-id=");
+        out.extend_from_slice(node.shard_id.as_bytes());
     }
     out.push(b' ');
     push_flags(out, node.flags);
@@ -452,7 +535,7 @@ pub fn cluster_nodes(state: &ClusterState, use_pport: bool) -> Vec<u8> {
 /// handshake, client ports as announced (never the plaintext ones), then
 /// the `vars` line.
 pub fn config_text(state: &ClusterState) -> Vec<u8> {
-    let mut out = nodes_description(state, NODE_HANDSHAKE, false);
+    let mut out = describe(state, NODE_HANDSHAKE, false, true);
     out.extend_from_slice(
         format!(
             "vars currentEpoch {} lastVoteEpoch {}\n",
@@ -508,13 +591,32 @@ mod tests {
         NodeName::from_slice(s.as_bytes()).unwrap()
     }
 
+    const SA: &str = "5a0000000000000000000000000000000000000a";
+    const SB: &str = "5b0000000000000000000000000000000000000b";
+
     fn conf() -> String {
         format!(
-            "{A} 127.0.0.1:7000@17000 myself,master - 0 1700000000000 3 connected 0-99 101-5460 [100->-{B}] [200-<-{B}]\n\
-             {B} 10.0.0.2:7001@17001,b.example master - 0 1700000000001 4 connected 100 5461-16383\n\
-             {C} 127.0.0.1:7002@17002 slave {A} 1700000000002 1700000000003 3 disconnected\n\
+            "{A} 127.0.0.1:7000@17000,,tls-port=0,shard-id={SA} myself,master - 0 1700000000000 3 connected 0-99 101-5460 [100->-{B}] [200-<-{B}]\n\
+             {B} 10.0.0.2:7001@17001,b.example,tls-port=0,shard-id={SB} master - 0 1700000000001 4 connected 100 5461-16383\n\
+             {C} 127.0.0.1:7002@17002,,tls-port=0,shard-id={SA} slave {A} 1700000000002 1700000000003 3 disconnected\n\
              vars currentEpoch 7 lastVoteEpoch 5\n"
         )
+    }
+
+    /// A nodes.conf text without its auxiliary fields (the shard ids are
+    /// random).
+    fn without_shard_ids(text: &[u8]) -> String {
+        let text = String::from_utf8(text.to_vec()).unwrap();
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find(",shard-id=") {
+            let head = &rest[..i];
+            let head = head.strip_suffix(",tls-port=0").unwrap_or(head);
+            out.push_str(head.trim_end_matches(','));
+            rest = &rest[i + ",shard-id=".len() + 40..];
+        }
+        out.push_str(rest);
+        out
     }
 
     #[test]
@@ -567,6 +669,59 @@ mod tests {
     }
 
     #[test]
+    fn shard_ids_are_kept_and_replicas_take_their_primary_s() {
+        let s = parse(conf().as_bytes(), 0).unwrap().state;
+        let id = |n| String::from_utf8(s.node(&name(n)).unwrap().shard_id.0.to_vec()).unwrap();
+        assert_eq!((id(A), id(B), id(C)), (SA.into(), SB.into(), SA.into()));
+        // A replica's own id gives way to its primary's, before or after
+        // the primary's line; a file of Redis 7.0 (no ids) gets random
+        // ones, a replica its primary's, and saves them.
+        for text in [
+            format!(
+                "{C} 1:3@4,,shard-id={SB} slave {A} 0 0 0 connected\n{A} 1:1@2,,shard-id={SA} myself,master - 0 0 0 connected\n"
+            ),
+            format!(
+                "{A} 1:1@2,,shard-id={SA} myself,master - 0 0 0 connected\n{C} 1:3@4,,shard-id={SB} slave {A} 0 0 0 connected\n"
+            ),
+        ] {
+            let s = parse(text.as_bytes(), 0).unwrap().state;
+            assert_eq!(s.node(&name(C)).unwrap().shard_id, name(SA));
+        }
+        let old = format!(
+            "{A} 1:1@2 myself,master - 0 0 0 connected\n{C} 1:3@4 slave {A} 0 0 0 connected\n"
+        );
+        let s = parse(old.as_bytes(), 0).unwrap().state;
+        let a = s.node(&name(A)).unwrap().shard_id;
+        assert_eq!(s.node(&name(C)).unwrap().shard_id, a);
+        let again = parse(&config_text(&s), 0).unwrap().state;
+        assert_eq!(again.node(&name(A)).unwrap().shard_id, a);
+        assert_eq!(again.node(&name(C)).unwrap().shard_id, a);
+        // Redis 8.0's other aux fields are read; a TLS cluster's
+        // `tcp-port` is the plaintext port.
+        let text = format!(
+            "{A} 1:1@2,h.example,tcp-port=6379,nodename=n1,shard-id={SA} myself,master - 0 0 0 connected\n"
+        );
+        let s = parse(text.as_bytes(), 0).unwrap().state;
+        let a = s.node(&name(A)).unwrap();
+        assert_eq!((a.pport, a.hostname.as_slice()), (6379, &b"h.example"[..]));
+        for bad in [
+            ",,shard-id=xyz",
+            ",,shard-id",
+            ",,bogus=1",
+            ",,tls-port=65536",
+            ",,tcp-port=",
+            ",,nodename=a!b",
+        ] {
+            let text = format!("{A} 1:1@2{bad} myself,master - 0 0 0 connected\n");
+            assert_eq!(
+                parse(text.as_bytes(), 0).unwrap_err(),
+                LoadError::Corrupted,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn older_address_forms() {
         let text = format!(
             "{A} 127.0.0.1:7000 myself,master - 0 0 0 connected 5\n{B} ::1:7001@0 noflags - 0 0 0 connected\n"
@@ -580,7 +735,7 @@ mod tests {
             (b.ip.as_slice(), b.port, b.cport, b.flags),
             (&b"::1"[..], 7001, 0, 0)
         );
-        let out = String::from_utf8(config_text(&s)).unwrap();
+        let out = without_shard_ids(&config_text(&s));
         assert_eq!(
             out,
             format!(
@@ -620,7 +775,7 @@ mod tests {
         let s = parse(text.as_bytes(), 0).unwrap().state;
         let order: Vec<NodeName> = s.nodes().map(|n| n.name).collect();
         assert_eq!(order, vec![name(C), name(A), name(B)]);
-        let out = String::from_utf8(config_text(&s)).unwrap();
+        let out = without_shard_ids(&config_text(&s));
         assert!(
             out.contains(&format!("\n{B} :0@0 noflags - 0 0 0 disconnected\n")),
             "{out}"
@@ -649,11 +804,16 @@ mod tests {
         let line = |pport| String::from_utf8(cluster_nodes(&s, pport)).unwrap();
         assert!(line(true).contains(":6379@16380 "));
         assert!(line(false).contains(":6380@16380 "));
+        // nodes.conf keeps the client port, the other one in its field:
+        // `tcp-port=` in a TLS cluster, as Redis 8.0 writes it.
+        s.tls_cluster = true;
+        let saved = String::from_utf8(config_text(&s)).unwrap();
         assert!(
-            String::from_utf8(config_text(&s))
-                .unwrap()
-                .contains(":6380@16380 ")
+            saved.contains(":6380@16380,,tcp-port=6379,shard-id="),
+            "{saved}"
         );
+        let again = parse(saved.as_bytes(), 0).unwrap().state;
+        assert_eq!(again.node(&name(A)).unwrap().pport, 6379);
     }
 
     #[test]

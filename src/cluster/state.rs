@@ -12,7 +12,9 @@
 use std::collections::HashMap;
 
 use super::gossip::{BusState, NodeBus};
-use super::wire::{NODE_FAIL, NODE_MASTER, NODE_MYSELF, NODE_SLAVE, NodeName, SLOTS, Slots};
+use super::wire::{
+    NODE_FAIL, NODE_HANDSHAKE, NODE_MASTER, NODE_MYSELF, NODE_SLAVE, NodeName, SLOTS, Slots,
+};
 use crate::protocol::reply::Reply;
 
 /// `cluster-port`'s default offset from the client port
@@ -62,6 +64,13 @@ pub struct Node {
     /// What only the bus's protocol logic keeps of it (links, failure
     /// reports, times): see [`super::gossip::NodeBus`].
     pub bus: NodeBus,
+    /// Its shard's id (Redis 7.2's `shard_id`): 40 hex characters, random
+    /// for a node just created, its primary's for a replica once known,
+    /// what it says in its PING extension for a primary.
+    pub shard_id: NodeName,
+    /// When it joined its shard (a counter over the state): Redis lists a
+    /// shard's nodes in that order (`clusterAddNodeToShard` appends).
+    pub shard_seq: u64,
 }
 
 impl Node {
@@ -85,6 +94,8 @@ impl Node {
             slots: Slots::empty(),
             repl_offset: 0,
             bus: NodeBus::default(),
+            shard_id: NodeName::NULL,
+            shard_seq: 0,
         }
     }
 
@@ -158,6 +169,12 @@ pub struct ClusterState {
     /// Whoever changes the state takes them ([`ClusterState::take_lost_slots`])
     /// before releasing the lock.
     lost_slots: Vec<u16>,
+    /// The last [`Node::shard_seq`] given.
+    shard_seq: u64,
+    /// `tls-cluster yes`: a node's `port` is its TLS port and `pport` its
+    /// plaintext one (else the other way round), which nodes.conf's
+    /// auxiliary port field names (`tcp-port=` / `tls-port=`).
+    pub tls_cluster: bool,
 }
 
 impl Default for ClusterState {
@@ -278,6 +295,8 @@ impl ClusterState {
             importing_from: SlotTable::new(),
             bus: BusState::default(),
             lost_slots: Vec::new(),
+            shard_seq: 0,
+            tls_cluster: false,
         }
     }
 
@@ -295,12 +314,17 @@ impl ClusterState {
         self.nodes.get_mut(i)
     }
 
-    /// The node named `name`, created (at the end of the order) if unknown.
+    /// The node named `name`, created (at the end of the order) if unknown,
+    /// with a random shard id of its own (`createClusterNode`).
     pub fn node_or_create(&mut self, name: NodeName) -> &mut Node {
         let i = match self.index.get(&name) {
             Some(&i) => i,
             None => {
-                self.nodes.push(Node::new(name));
+                let mut node = Node::new(name);
+                node.shard_id = super::random_name();
+                self.shard_seq += 1;
+                node.shard_seq = self.shard_seq;
+                self.nodes.push(node);
                 self.index.insert(name, self.nodes.len() - 1);
                 self.nodes.len() - 1
             }
@@ -429,6 +453,92 @@ impl ClusterState {
         std::mem::take(&mut self.lost_slots)
     }
 
+    /// Puts `name` in shard `id` (`assignShardIdToNode`): it joins that
+    /// shard's end. False if the node is unknown or already there.
+    pub(crate) fn assign_shard_id(&mut self, name: &NodeName, id: NodeName) -> bool {
+        let seq = self.shard_seq + 1;
+        let Some(n) = self.node_mut(name) else {
+            return false;
+        };
+        if n.shard_id == id {
+            return false;
+        }
+        n.shard_id = id;
+        n.shard_seq = seq;
+        self.shard_seq = seq;
+        true
+    }
+
+    /// Orders every shard's nodes as a running Redis lists them: each
+    /// primary, then its replicas in the order they attached (after a
+    /// nodes.conf load, whose line order is a dict's, so any order).
+    pub(crate) fn order_shards_primary_first(&mut self) {
+        let order: Vec<NodeName> = self
+            .nodes
+            .iter()
+            .filter(|n| n.primary.is_none())
+            .flat_map(|n| std::iter::once(n.name).chain(n.replicas.iter().copied()))
+            .collect();
+        for name in order {
+            self.shard_seq += 1;
+            let seq = self.shard_seq;
+            if let Some(n) = self.node_mut(&name) {
+                n.shard_seq = seq;
+            }
+        }
+    }
+
+    /// `updateShardId`: a primary takes `id` and gives it to its
+    /// replicas; a replica takes it only if it is its primary's (else it
+    /// keeps its primary's). The nodes whose id changed, the primary's
+    /// replicas after it (Redis saves nodes.conf for all, fsyncing it for
+    /// replicas).
+    pub(crate) fn update_shard_id(&mut self, name: &NodeName, id: NodeName) -> Vec<NodeName> {
+        let mut changed = Vec::new();
+        let Some(node) = self.node(name) else {
+            return changed;
+        };
+        if node.shard_id == id {
+            return changed;
+        }
+        match node.primary {
+            None => {
+                let replicas = node.replicas.clone();
+                if self.assign_shard_id(name, id) {
+                    changed.push(*name);
+                }
+                for r in replicas {
+                    if self.assign_shard_id(&r, id) {
+                        changed.push(r);
+                    }
+                }
+            }
+            Some(p) => {
+                if self.node(&p).is_some_and(|p| p.shard_id == id) && self.assign_shard_id(name, id)
+                {
+                    changed.push(*name);
+                }
+            }
+        }
+        changed
+    }
+
+    /// The primary at the top of `node`'s chain of primaries
+    /// (`clusterNodeGetMaster`; a loop stops where it started).
+    pub(crate) fn top_primary(&self, name: &NodeName) -> Option<&Node> {
+        let mut node = self.node(name)?;
+        let mut hops = 0;
+        while let Some(p) = node.primary {
+            let Some(next) = self.node(&p) else { break };
+            node = next;
+            hops += 1;
+            if node.name == *name || hops > self.nodes.len() {
+                break;
+            }
+        }
+        Some(node)
+    }
+
     /// Forgets `name` (`clusterDelNode`): its slots become unserved, its
     /// imports and migrations are dropped, and it leaves its primary's
     /// replica list. Failure reports and links are the bus's business.
@@ -468,6 +578,10 @@ impl ClusterState {
             return;
         }
         self.nodes[i].name = new;
+        // It joins its shard now (`clusterRenameNode`'s
+        // `clusterAddNodeToShard`): a handshake node is in none.
+        self.shard_seq += 1;
+        self.nodes[i].shard_seq = self.shard_seq;
         self.index.remove(old);
         self.index.insert(new, i);
         self.slots.retarget(old, Some(new));
@@ -573,28 +687,48 @@ impl ClusterState {
         }
     }
 
-    /// `CLUSTER SHARDS` (`clusterReplyShards`): one shard per primary, in
-    /// node order, with its slot ranges (flattened start, end pairs) and
-    /// its nodes (the primary, then its replicas).
+    /// `CLUSTER SHARDS` (`clusterCommandShards`, Redis 7.2 and later): the
+    /// known nodes (not those in handshake) grouped by shard id, each
+    /// shard's nodes in the order they joined it, shards in the order
+    /// their first node joined (Redis walks a dict: any order is its
+    /// order). A shard's slots are those of the primary of its first node
+    /// not failed (none if every node failed), as flattened start, end
+    /// pairs.
     pub(crate) fn write_shards_reply(&self, r: &mut Reply, ctx: &ReplyContext) {
         let ranges = self.slot_ranges();
-        let primaries: Vec<&Node> = self.nodes.iter().filter(|n| n.is_primary()).collect();
-        r.array(primaries.len());
-        for primary in primaries {
+        let mut members: Vec<&Node> = self
+            .nodes
+            .iter()
+            .filter(|n| n.flags & NODE_HANDSHAKE == 0)
+            .collect();
+        members.sort_by_key(|n| n.shard_seq);
+        let mut shards: Vec<(NodeName, Vec<&Node>)> = Vec::new();
+        for node in members {
+            match shards.iter_mut().find(|(id, _)| *id == node.shard_id) {
+                Some((_, list)) => list.push(node),
+                None => shards.push((node.shard_id, vec![node])),
+            }
+        }
+        r.array(shards.len());
+        for (_, nodes) in shards {
             r.map(2);
             r.bulk(b"slots");
-            let mine = ranges.get(&primary.name).map(Vec::as_slice).unwrap_or(&[]);
+            let primary = nodes
+                .iter()
+                .find(|n| !n.is_failed())
+                .and_then(|n| self.top_primary(&n.name));
+            let mine = primary
+                .and_then(|p| ranges.get(&p.name))
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
             r.array(mine.len() * 2);
             for &(start, end) in mine {
                 r.int(i64::from(start));
                 r.int(i64::from(end));
             }
             r.bulk(b"nodes");
-            let members: Vec<&Node> = std::iter::once(primary)
-                .chain(primary.replicas.iter().filter_map(|n| self.node(n)))
-                .collect();
-            r.array(members.len());
-            for node in members {
+            r.array(nodes.len());
+            for node in nodes {
                 self.write_shard_node(r, node, ctx);
             }
         }

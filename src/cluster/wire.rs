@@ -107,8 +107,8 @@ pub const MFLAG0_EXT_DATA: u8 = 1 << 2;
 /// `CLUSTERMSG_EXT_TYPE_HOSTNAME`: the one ping extension Redis 7.0 defines.
 pub const EXT_HOSTNAME: u16 = 0;
 // Later versions' extensions (7.2/8.0: human node name, forgotten node,
-// shard id, internal secret). 7.0 logs and skips them; they decode as
-// [`PingExt::Other`], kept opaque, for the same.
+// shard id, internal secret). 7.0 logs and skips them; the shard id decodes
+// as [`PingExt::ShardId`], the others as [`PingExt::Other`], kept opaque.
 pub const EXT_HUMAN_NODENAME: u16 = 1;
 pub const EXT_FORGOTTEN_NODE: u16 = 2;
 pub const EXT_SHARDID: u16 = 3;
@@ -317,9 +317,14 @@ pub enum PingExt {
     /// The sender's announced hostname (`cluster-announce-hostname`),
     /// without its NUL and padding.
     Hostname(Bytes),
-    /// A type 7.0 does not know (a later version's: [`EXT_FORGOTTEN_NODE`],
-    /// [`EXT_SHARDID`]…): kept whole, padding included, for the reader to
-    /// skip as 7.0 does. Encoded as is, zero-padded to eight bytes.
+    /// The sender's shard id ([`EXT_SHARDID`], Redis 7.2 and later: 40
+    /// bytes, no terminator). Redis 7.0 skips it as a type it does not
+    /// know; 7.2 and later send it in every PING, PONG and MEET.
+    ShardId(NodeName),
+    /// A type this node does not act on ([`EXT_FORGOTTEN_NODE`],
+    /// [`EXT_INTERNALSECRET`]…, or a shard id too short to hold one): kept
+    /// whole, padding included, for the reader to skip as Redis skips an
+    /// unknown type. Encoded as is, zero-padded to eight bytes.
     Other { ext_type: u16, data: Bytes },
 }
 
@@ -434,6 +439,7 @@ impl PingExt {
     fn payload_len(&self) -> usize {
         match self {
             PingExt::Hostname(h) => align8(h.len() + 1),
+            PingExt::ShardId(_) => align8(NAME_LEN),
             PingExt::Other { data, .. } => align8(data.len()),
         }
     }
@@ -517,8 +523,9 @@ pub fn encode(msg: &Msg) -> Result<Vec<u8>, TooLarge> {
             }
             for ext in &p.extensions {
                 let payload = ext.payload_len();
-                let (ext_type, content) = match ext {
+                let (ext_type, content): (u16, &[u8]) = match ext {
                     PingExt::Hostname(h) => (EXT_HOSTNAME, h),
+                    PingExt::ShardId(id) => (EXT_SHARDID, id.as_bytes()),
                     PingExt::Other { ext_type, data } => (*ext_type, data),
                 };
                 // Fits: the whole message's length did.
@@ -961,6 +968,9 @@ fn parse_ping(body: &[u8], header: &Header, f: &Framing, totlen: usize) -> Resul
                         .unwrap_or(payload.len());
                     PingExt::Hostname(Bytes::copy_from_slice(&payload[..end]))
                 }
+                EXT_SHARDID if payload.len() >= NAME_LEN => PingExt::ShardId(
+                    NodeName::from_slice(&payload[..NAME_LEN]).unwrap_or(NodeName::NULL),
+                ),
                 ext_type => PingExt::Other {
                     ext_type,
                     data: Bytes::copy_from_slice(payload),
@@ -1149,6 +1159,44 @@ mod tests {
             // And the bytes again: nothing lost or invented.
             assert_eq!(enc(&back), bytes);
         }
+    }
+
+    /// The shard id extension as Redis 7.2+ writes it
+    /// (`clusterMsgPingExtShardId`: 40 bytes, type 3, length 48), read
+    /// back; one too short to hold an id is skipped as an unknown type.
+    #[test]
+    fn shard_id_extension_layout() {
+        let mut h = header();
+        h.mflags = [MFLAG0_EXT_DATA, 0, 0];
+        let id = name(b'5');
+        let m = Msg {
+            header: h.clone(),
+            body: Body::Pong(Ping {
+                gossip: vec![],
+                extensions: vec![PingExt::ShardId(id)],
+            }),
+        };
+        let b = enc(&m);
+        assert_eq!(b.len(), HEADER_LEN + 48);
+        let e = HEADER_LEN;
+        assert_eq!(u32::from_be_bytes(b[e..e + 4].try_into().unwrap()), 48);
+        assert_eq!(u16::from_be_bytes([b[e + 4], b[e + 5]]), EXT_SHARDID);
+        assert_eq!(EXT_SHARDID, 3);
+        assert_eq!(&b[e + 8..e + 48], id.as_bytes());
+        let (back, used) = decode(&b).unwrap().unwrap();
+        assert_eq!((back, used), (m, b.len()));
+        let short = Msg {
+            header: h,
+            body: Body::Pong(Ping {
+                gossip: vec![],
+                extensions: vec![PingExt::Other {
+                    ext_type: EXT_SHARDID,
+                    data: Bytes::from_static(&[b'5'; 8]),
+                }],
+            }),
+        };
+        let (back, _) = decode(&enc(&short)).unwrap().unwrap();
+        assert_eq!(back, short);
     }
 
     #[test]

@@ -216,6 +216,19 @@ fn myid(ctx: &mut Ctx) -> CmdResult {
     Ok(Outcome::Done)
 }
 
+/// `CLUSTER MYSHARDID`: myself's shard id (Redis 7.2).
+fn myshardid(ctx: &mut Ctx) -> CmdResult {
+    let cl = cluster(ctx)?;
+    let inner = cl.read();
+    let id = inner.state.node(&inner.myself()).map(|n| n.shard_id);
+    drop(inner);
+    match id {
+        Some(id) => ctx.out.bulk(id.as_bytes()),
+        None => return Err(Error::Static("ERR No shard ID yet")),
+    }
+    Ok(Outcome::Done)
+}
+
 fn nodes(ctx: &mut Ctx) -> CmdResult {
     let use_pport = use_pport(ctx);
     let text = nodes_conf::cluster_nodes(&cluster(ctx)?.read().state, use_pport);
@@ -720,6 +733,10 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         tracing::warn!("configEpoch set to 0 via CLUSTER RESET HARD");
         let name = crate::cluster::random_name();
         inner.state.rename_myself(name);
+        // A new shard too (`getRandomHexChars(myself->shard_id)`).
+        inner
+            .state
+            .assign_shard_id(&name, crate::cluster::random_name());
         tracing::info!(
             "Node hard reset, now I'm {}",
             String::from_utf8_lossy(name.as_bytes())
@@ -953,6 +970,8 @@ static CLUSTER: &[Command] = &[
         .syntax("ip port [cluster-bus-port]"),
     Command::new("myid", 2, STALE, Keys::None, &(myid as Handler))
         .doc(G, "3.0.0", "O(1)", "Return the node id"),
+    Command::new("myshardid", 2, STALE, Keys::None, &(myshardid as Handler))
+        .doc(G, "7.2.0", "O(1)", "Returns the shard ID of a node."),
     Command::new("nodes", 2, STALE, Keys::None, &(nodes as Handler))
         .doc(G, "3.0.0", "O(N) where N is the total number of Cluster nodes", "Get Cluster config for the node"),
     Command::new("replicas", 3, ADMIN | STALE, Keys::None, &(replicas as Handler))

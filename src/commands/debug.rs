@@ -129,6 +129,14 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         ctx.out.ok();
     } else if eq_ic(sub, "CLUSTERLINK") && argc == 5 && eq_ic(ctx.arg(2), "KILL") {
         return cluster_link_kill(ctx);
+    } else if eq_ic(sub, "INTERNAL_SECRET") && argc == 2 {
+        // Redis 8.0: the cluster's internal secret, hashed with CRC16.
+        let Some(cluster) = ctx.shared.cluster.as_ref() else {
+            return Err(Error::Static("ERR Internal secret is missing"));
+        };
+        let secret = cluster.read().state.bus.internal_secret;
+        ctx.out
+            .int(i64::from(crate::keyspace::slots::crc16(&secret)));
     } else if eq_ic(sub, "CHANGE-REPL-ID") && argc == 2 {
         tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
         ctx.shared.replication.change_replid();

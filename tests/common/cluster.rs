@@ -22,12 +22,15 @@ use super::{
 pub enum Kind {
     Zwindow,
     Redis,
+    /// Redis 8.0 ([`super::redis8_server`]).
+    Redis8,
 }
 
 /// One node of a [`Cluster`], either kind.
 pub enum Node {
     Zwindow(ZwindowServer),
     Redis(RedisServer),
+    Redis8(RedisServer),
 }
 
 impl Node {
@@ -36,6 +39,7 @@ impl Node {
         match kind {
             Kind::Zwindow => Node::Zwindow(zwindow_cluster_node(node_timeout)),
             Kind::Redis => Node::Redis(redis_cluster_node(node_timeout, &[]).0),
+            Kind::Redis8 => Node::Redis8(redis8_cluster_node(node_timeout, &[])),
         }
     }
 
@@ -43,20 +47,29 @@ impl Node {
         match self {
             Node::Zwindow(_) => Kind::Zwindow,
             Node::Redis(_) => Kind::Redis,
+            Node::Redis8(_) => Kind::Redis8,
         }
     }
 
     pub fn port(&self) -> u16 {
         match self {
             Node::Zwindow(z) => z.port(),
-            Node::Redis(r) => r.port(),
+            Node::Redis(r) | Node::Redis8(r) => r.port(),
         }
     }
 
     pub fn conn(&self) -> RawConn {
         match self {
             Node::Zwindow(z) => z.conn(),
-            Node::Redis(r) => r.conn(),
+            Node::Redis(r) | Node::Redis8(r) => r.conn(),
+        }
+    }
+
+    /// Its working directory (where its nodes.conf is).
+    pub fn dir(&self) -> &std::path::Path {
+        match self {
+            Node::Zwindow(z) => z.dir(),
+            Node::Redis(r) | Node::Redis8(r) => r.dir(),
         }
     }
 
@@ -64,9 +77,31 @@ impl Node {
     pub fn kill(&mut self) {
         match self {
             Node::Zwindow(z) => z.kill(),
-            Node::Redis(r) => r.kill(),
+            Node::Redis(r) | Node::Redis8(r) => r.kill(),
         }
     }
+}
+
+/// A redis-server 8.0 node in cluster mode on free ports, with `extra`
+/// arguments.
+pub fn redis8_cluster_node(node_timeout: u64, extra: &[&str]) -> RedisServer {
+    start_on_free_port(|cport| {
+        let cport = cport.to_string();
+        let timeout = node_timeout.to_string();
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-port",
+            &cport,
+            "--cluster-node-timeout",
+            &timeout,
+        ];
+        args.extend_from_slice(extra);
+        RedisServer::try_start_binary(&super::redis8_server(), &args)
+    })
+    .0
 }
 
 /// A zwindow node in cluster mode on free ports (its bus on its own).
