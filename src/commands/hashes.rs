@@ -427,34 +427,11 @@ pub(super) struct ScanArgs<'a> {
 pub(super) const NOVALUES_ONLY_HSCAN: Error =
     Error::Static("ERR NOVALUES option can only be used in HSCAN");
 
-pub(super) fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {
-    let invalid = Error::Static("ERR invalid cursor");
-    let (neg, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() {
-        return if arg.is_empty() { Ok(0) } else { Err(invalid) };
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return Err(invalid);
-        }
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add((c - b'0') as u64))
-            .ok_or(Error::Static("ERR invalid cursor"))?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
-
 /// Parses `cursor [MATCH pattern] [COUNT count] [NOVALUES]` starting at
 /// `at`, options in any order and checked left to right as Redis does;
 /// NOVALUES is refused unless `hash` (the HSCAN of an existing hash).
 pub(super) fn scan_args(args: Args<'_>, at: usize, hash: bool) -> Result<ScanArgs<'_>, Error> {
-    let cursor = parse_cursor(args.get(at))?;
+    let cursor = super::scan_cursor(args.get(at))?;
     let mut s = ScanArgs {
         cursor,
         pattern: None,
@@ -492,7 +469,7 @@ pub(super) fn scan_args(args: Args<'_>, at: usize, hash: bool) -> Result<ScanArg
 fn hscan(ctx: &mut Ctx) -> CmdResult {
     // Redis's order: the cursor, then the key, then the options (a missing
     // key answers an empty scan whatever options follow).
-    parse_cursor(ctx.args.get(2))?;
+    super::scan_cursor(ctx.args.get(2))?;
     let key = ctx.key(1);
     let Some(h) = lookup(ctx.ks, key, true)? else {
         ctx.out.array(2);

@@ -218,10 +218,7 @@ fn keys(ctx: &mut Ctx) -> CmdResult {
 const SHARD_BITS: u32 = 8;
 
 fn scan(ctx: &mut Ctx) -> CmdResult {
-    let cursor = std::str::from_utf8(ctx.arg(1))
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or(Error::Static("ERR invalid cursor"))?;
+    let cursor = super::scan_cursor(ctx.arg(1))?;
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;
     let mut type_filter: Option<&[u8]> = None;

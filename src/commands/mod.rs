@@ -577,6 +577,38 @@ fn count_arg(arg: &[u8]) -> Result<i64, Error> {
     }
 }
 
+/// A SCAN-family cursor as Redis 8.0's `parseScanCursorOrReply`
+/// (`string2ull`): a non-negative `string2ll` integer, or else what
+/// `strtoull` reads in full (leading spaces, a sign — a minus wraps —,
+/// leading zeros; no overflow, not empty).
+fn scan_cursor(arg: &[u8]) -> Result<u64, Error> {
+    let invalid = Error::Static("ERR invalid cursor");
+    if let Some(n) = crate::util::parse_i64(arg) {
+        return u64::try_from(n).map_err(|_| invalid);
+    }
+    let start = arg
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        .unwrap_or(arg.len());
+    let rest = &arg[start..];
+    let (neg, digits) = match rest.first() {
+        Some(b'-') => (true, &rest[1..]),
+        Some(b'+') => (false, &rest[1..]),
+        _ => (false, rest),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid);
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .ok_or(Error::Static("ERR invalid cursor"))?;
+    }
+    Ok(if neg { v.wrapping_neg() } else { v })
+}
+
 /// Parses an integer argument with Redis's error text.
 fn int_arg(arg: &[u8]) -> Result<i64, Error> {
     parse_i64(arg).ok_or(Error::NotInteger)

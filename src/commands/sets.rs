@@ -11,7 +11,7 @@
 
 use super::count_arg;
 use super::flags::*;
-use super::hashes::{parse_cursor, scan_args};
+use super::hashes::scan_args;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
@@ -508,7 +508,7 @@ fn sunion(ctx: &mut Ctx) -> CmdResult {
 
 fn sscan(ctx: &mut Ctx) -> CmdResult {
     // As HSCAN: cursor, key, then options.
-    parse_cursor(ctx.args.get(2))?;
+    super::scan_cursor(ctx.args.get(2))?;
     let key = ctx.key(1);
     let Some(s) = lookup(ctx.ks, key, true)? else {
         ctx.out.array(2);

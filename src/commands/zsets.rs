@@ -663,8 +663,7 @@ fn zrange_generic(
         By::Score => Span::Score(score_range(lo, hi)?),
         By::Lex => Span::Lex(lex_range(lo, hi)?),
     };
-    // A negative offset walks off the end in Redis; a negative limit is none.
-    let offset = usize::try_from(offset).ok();
+    // A negative limit is none.
     let limit = usize::try_from(limit).ok();
     let key = ctx.args.get(src);
     let limits = limits(ctx);
@@ -674,6 +673,23 @@ fn zrange_generic(
             None => ctx.out.array(0),
         }
         return Ok(Done);
+    };
+    // A negative offset walks off the end of a listpack in Redis 8.0, and
+    // counts back from the end of the range in a skiplist
+    // (`zslNthInRange`: -1 is the range's last element in range order).
+    let offset = match usize::try_from(offset) {
+        Ok(off) => Some(off),
+        Err(_) if z.encoding_name() == "skiplist" => {
+            let in_range = match &span {
+                Span::Score(r) => z.count_in_range(r),
+                Span::Lex(r) => z.lex_count(r),
+                Span::Rank(..) => 0,
+            };
+            usize::try_from(offset.unsigned_abs())
+                .ok()
+                .and_then(|k| in_range.checked_sub(k))
+        }
+        Err(_) => None,
     };
     let Some(dst) = dst else {
         let out = &mut *ctx.out;
@@ -1446,33 +1462,8 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-/// `strtoul` as Redis's `parseScanCursorOrReply` checks it: no leading
-/// space, optional sign (a minus wraps), digits to the end, no overflow; the
-/// empty string is cursor 0.
-fn parse_cursor(s: &[u8]) -> Option<u64> {
-    if s.is_empty() {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
-}
-
 fn zscan(ctx: &mut Ctx) -> CmdResult {
-    let cursor = parse_cursor(ctx.args.get(2)).ok_or(Error::Static("ERR invalid cursor"))?;
+    let cursor = super::scan_cursor(ctx.args.get(2))?;
     let key = ctx.key(1);
     let Some(z) = zset_read(ctx.ks, key)? else {
         ctx.out.array(2);
@@ -1530,15 +1521,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cursor_like_strtoul() {
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b"+5"), Some(5));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        for bad in [&b" 1"[..], b"1 ", b"0x10", b"+", b"-", b"a"] {
-            assert_eq!(parse_cursor(bad), None, "{bad:?}");
+    fn cursor_like_string2ull() {
+        let c = |s: &[u8]| super::super::scan_cursor(s).ok();
+        assert_eq!(c(b"0"), Some(0));
+        assert_eq!(c(b"+5"), Some(5));
+        assert_eq!(c(b" 5"), Some(5));
+        assert_eq!(c(b"007"), Some(7));
+        assert_eq!(c(b"-0"), Some(0));
+        assert_eq!(c(b"-18446744073709551615"), Some(1));
+        assert_eq!(c(b"18446744073709551615"), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b"-1",
+            b"18446744073709551616",
+            b"1 ",
+            b"0x10",
+            b"+",
+            b"-",
+            b"a",
+        ] {
+            assert_eq!(c(bad), None, "{bad:?}");
         }
     }
 

@@ -125,7 +125,7 @@ function redis.log(...)
   end
   level = impl.toint(level)
   if level < 0 or level > 3 then
-    raise('ERR Invalid debug level.')
+    raise('ERR Invalid log level.')
   end
   local parts = {}
   for j = 2, n do

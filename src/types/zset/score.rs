@@ -243,43 +243,44 @@ pub(crate) fn parse_score(s: &[u8]) -> Option<f64> {
     Some(r.value)
 }
 
-/// Parses a SORT weight the way Redis's `sortCommandGeneric` checks
-/// `strtod`: the text is a C string (it ends at a NUL), leading whitespace
-/// is skipped, an empty string is 0, nothing may follow the number, and
-/// NaN or a finite literal that overflows or underflows is rejected.
-pub(crate) fn parse_sort_weight(s: &[u8]) -> Option<f64> {
-    let s = s.split(|&b| b == 0).next().unwrap_or_default();
+/// Redis 8.0's `fast_float_strtod`, whose end pointer SORT and the score
+/// ranges check: decimal only (no hex, no leading whitespace), `inf`,
+/// `infinity` and `nan` in any case, a literal past a double's range
+/// saturating to infinity or zero; an empty string converts nothing and
+/// leaves the end pointer on the NUL, which both callers take as 0.
+fn fast_float(s: &[u8]) -> Option<f64> {
     if s.is_empty() {
         return Some(0.0);
     }
-    let start = s.iter().position(|&b| !is_c_space(b))?;
-    let r = scan_full(&s[start..])?;
-    if r.overflow || r.underflow || r.value.is_nan() {
+    let unsigned = match s[0] {
+        b'+' | b'-' => &s[1..],
+        _ => s,
+    };
+    if unsigned.first().is_none_or(|&c| is_c_space(c))
+        || is_c_space(s[0])
+        || (unsigned.len() >= 2 && unsigned[0] == b'0' && unsigned[1] | 0x20 == b'x')
+    {
         return None;
     }
-    Some(r.value)
+    Some(scan_full(s)?.value)
 }
 
-/// Parses one end of a score range (Redis `zslParseRange`): optional `(` for
-/// exclusive, then strtod with leading whitespace allowed, an empty literal
-/// meaning 0, and overflow saturating to infinity.
+/// Parses a SORT weight as Redis 8.0's `sortCommandGeneric` checks
+/// `fast_float_strtod`: the text is a C string (it ends at a NUL), nothing
+/// may follow the number, NaN is rejected.
+pub(crate) fn parse_sort_weight(s: &[u8]) -> Option<f64> {
+    let s = s.split(|&b| b == 0).next().unwrap_or_default();
+    fast_float(s).filter(|v| !v.is_nan())
+}
+
+/// Parses one end of a score range (Redis 8.0's `zslParseRange`): optional
+/// `(` for exclusive, then [`fast_float`], NaN rejected.
 pub(crate) fn parse_score_bound(s: &[u8]) -> Option<ScoreBound> {
     let (exclusive, rest) = match s.first() {
         Some(b'(') => (true, &s[1..]),
         _ => (false, s),
     };
-    // strtod("") converts nothing and leaves the end pointer on the NUL, which
-    // Redis accepts as 0; strtod("  ") leaves it on a space, which it rejects.
-    let v = if rest.is_empty() {
-        0.0
-    } else {
-        let start = rest.iter().position(|&b| !is_c_space(b))?;
-        let r = scan_full(&rest[start..])?;
-        if r.value.is_nan() {
-            return None;
-        }
-        r.value
-    };
+    let v = fast_float(rest).filter(|v| !v.is_nan())?;
     Some(if exclusive {
         ScoreBound::Exclusive(v)
     } else {
@@ -360,8 +361,13 @@ mod tests {
         let cases: &[(&str, Option<ScoreBound>)] = &[
             ("1", Some(Inclusive(1.0))),
             ("(1", Some(Exclusive(1.0))),
-            (" 1", Some(Inclusive(1.0))),
-            ("( 1", Some(Exclusive(1.0))),
+            // Redis 8.0 (fast_float): no leading whitespace, no hex.
+            (" 1", None),
+            ("( 1", None),
+            ("+1", Some(Inclusive(1.0))),
+            ("(+1", Some(Exclusive(1.0))),
+            ("1e", None),
+            (".5", Some(Inclusive(0.5))),
             ("", Some(Inclusive(0.0))),
             ("(", Some(Exclusive(0.0))),
             (" ", None),
@@ -370,7 +376,8 @@ mod tests {
             ("(1e-400", Some(Exclusive(0.0))),
             ("-inf", Some(Inclusive(f64::NEG_INFINITY))),
             ("(+inf", Some(Exclusive(f64::INFINITY))),
-            ("0x1", Some(Inclusive(1.0))),
+            ("0x1", None),
+            ("Infinity", Some(Inclusive(f64::INFINITY))),
             ("1 ", None),
             ("nan", None),
             ("((1", None),
