@@ -697,6 +697,11 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.reply_buffer_shrinks,
         &ctx.shared.clients.total_connections,
         &ctx.shared.clients.evicted,
+        &ctx.shared.clients.output_limit_disconnections,
+        &s.query_limit_disconnections,
+        &s.el_cycles,
+        &s.el_usec,
+        &s.el_cmd_usec,
         &ctx.shared.evictor.evicted_keys,
         &ctx.shared.evictor.over_total_ms,
         // INFO's expired_subkeys (Redis resets it as it does expired_keys).

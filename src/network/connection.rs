@@ -191,6 +191,9 @@ pub(crate) async fn run(
                 }
             }
         }
+        // An event loop cycle for INFO: from here until the replies are
+        // written (a write that waits for a slow reader counts its wait).
+        let turn_began = std::time::Instant::now();
         // What other batches caused leaves after their replies; nothing
         // runs here meanwhile (a command run first could wait for the
         // causing connection: see `clients::Turn`).
@@ -316,7 +319,7 @@ pub(crate) async fn run(
                 Ok(None) => break,
                 Err(ProtocolError::QueryBufferLimit) => {
                     // Closed without a reply, as at the limit after a read.
-                    log_query_limit(&handle, &rbuf);
+                    log_query_limit(&shared.stats, &handle, &rbuf);
                     close = true;
                     break;
                 }
@@ -351,6 +354,11 @@ pub(crate) async fn run(
         stats
             .commands_processed
             .fetch_add(std::mem::take(&mut client.commands), Relaxed);
+        if client.cmd_usec > 0 {
+            stats
+                .el_cmd_usec
+                .fetch_add(std::mem::take(&mut client.cmd_usec), Relaxed);
+        }
         client.tally.flush();
         // Pushes encoded for a tracking client count too.
         if over_normal_output_limit(&shared, &client, &out) {
@@ -437,6 +445,7 @@ pub(crate) async fn run(
         if shared.config.client_eviction_limit() != 0 {
             shared.clients.note_memory(&handle);
         }
+        stats.el_cycle(turn_began);
         if close {
             break;
         }
@@ -811,7 +820,7 @@ fn query_within_limit(
 ) -> bool {
     let held = (rbuf.len() + ahead) as u64 + handle.multi_mem.load(Relaxed) as u64;
     if held > shared.config.client_query_buffer_limit() {
-        log_query_limit(handle, rbuf);
+        log_query_limit(&shared.stats, handle, rbuf);
         return false;
     }
     handle.qbuf.store(rbuf.len() + ahead, Relaxed);
@@ -842,7 +851,8 @@ fn read_during_write(
     query_within_limit(shared, handle, rbuf, ahead) && !handle.killed.load(Relaxed)
 }
 
-fn log_query_limit(handle: &ClientHandle, rbuf: &BytesMut) {
+fn log_query_limit(stats: &Stats, handle: &ClientHandle, rbuf: &BytesMut) {
+    stats.query_limit_disconnections.fetch_add(1, Relaxed);
     tracing::warn!(
         "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
         handle.id,
