@@ -202,7 +202,9 @@ fn line(mut x1: i32, mut y1: i32, x2: i32, y2: i32, plot: &mut impl FnMut(i32, i
 /// A square of side `size` centred on (x, y), turned by `angle` (Redis's
 /// `lwDrawSquare`, its `float` and `double` steps kept).
 fn square(x: i32, y: i32, size: f32, angle: f32, plot: &mut impl FnMut(i32, i32)) {
-    // The side of a square inscribed in a circle of radius 1 is √2.
+    // The side of a square inscribed in a circle of radius 1 is √2, as
+    // Redis writes it (not `SQRT_2`: the same digits, the same roundings).
+    #[allow(clippy::approx_constant)]
     let size = (f64::from(size) / 1.4142135623) as f32;
     let size = f64::from(size).round() as f32;
     let mut k = (std::f64::consts::FRAC_PI_4 + f64::from(angle)) as f32;
