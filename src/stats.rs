@@ -45,11 +45,12 @@ pub(crate) struct Stats {
     pub(crate) query_limit_disconnections: AtomicU64,
     /// zwindow's event loop "cycles" (Redis's `duration_stats`): every
     /// turn of a connection task (woken, its batch run, its replies
-    /// written) and every tick of the 100 ms cron, with their µs; and the
-    /// µs of the commands clients sent (not those run inside EXEC or
+    /// written) and every tick of the 100 ms cron, with their time (in ns,
+    /// so that short cycles do not each lose their fraction of a µs); and
+    /// the µs of the commands clients sent (not those run inside EXEC or
     /// scripts, as Redis's `execution_nesting == 0`).
     pub(crate) el_cycles: AtomicU64,
-    pub(crate) el_usec: AtomicU64,
+    pub(crate) el_ns: AtomicU64,
     pub(crate) el_cmd_usec: AtomicU64,
     /// Clients blocked with a timeout (a gauge).
     pub(crate) clients_in_timeout_table: AtomicU64,
@@ -92,7 +93,7 @@ pub(crate) enum Metric {
     NetOutput = 2,
     /// Event loop cycles per second.
     ElCycles = 3,
-    /// Mean µs per cycle (see [`Instantaneous::track`]).
+    /// Mean µs per cycle (see [`Instantaneous::track`]; sampled in ns).
     ElDuration = 4,
 }
 
@@ -125,9 +126,9 @@ pub(crate) struct Instantaneous {
 impl Instantaneous {
     /// Records one reading of every metric: commands, input and output
     /// bytes and event loop cycles as rates per second; the event loop's
-    /// µs per cycle (`(el_usec, el_cycles)`) as Redis's factor-1 metric,
-    /// the µs added per cycle added since the last reading.
-    pub(crate) fn track(&self, now: Instant, readings: [u64; 4], el_usec: u64) {
+    /// time per cycle as Redis's factor-1 metric: the ns added per cycle
+    /// added since the last reading.
+    pub(crate) fn track(&self, now: Instant, readings: [u64; 4], el_ns: u64) {
         let mut st = self.state.lock();
         let elapsed_ms = st.0.map_or(0, |t| now.duration_since(t).as_millis() as u64);
         st.0 = Some(now);
@@ -140,17 +141,21 @@ impl Instantaneous {
             s.push(rate, reading);
         }
         let s = &mut st.1[Metric::ElDuration as usize];
-        let per_cycle = el_usec
+        let per_cycle = el_ns
             .saturating_sub(s.last_reading)
             .checked_div(cycles_delta)
             .unwrap_or(0);
-        s.push(per_cycle, el_usec);
+        s.push(per_cycle, el_ns);
     }
 
     /// The mean rate per second over the ring (Redis's integer division).
     pub(crate) fn get(&self, metric: Metric) -> u64 {
         let st = self.state.lock();
-        st.1[metric as usize].rates.iter().sum::<u64>() / METRIC_SAMPLES as u64
+        let mean = st.1[metric as usize].rates.iter().sum::<u64>() / METRIC_SAMPLES as u64;
+        match metric {
+            Metric::ElDuration => mean / 1000,
+            _ => mean,
+        }
     }
 
     /// CONFIG RESETSTAT: the counters restart from zero.
@@ -468,32 +473,28 @@ impl LatencyHistogram {
 /// it): instantaneous rates, the peak of used memory, the client-buffer
 /// peak slots.
 pub(crate) fn sample(st: &Stats, now_ms: u64) {
-    let began = Instant::now();
     st.instantaneous.track(
-        began,
+        Instant::now(),
         [
             st.commands_processed.load(Relaxed),
             st.net_input_bytes.load(Relaxed),
             st.net_output_bytes.load(Relaxed),
             st.el_cycles.load(Relaxed),
         ],
-        st.el_usec.load(Relaxed),
+        st.el_ns.load(Relaxed),
     );
     note_peak_memory(st);
     let secs = now_ms / 1000;
     st.recent_max_input.rotate(secs);
     st.recent_max_output.rotate(secs);
-    // This tick is a cycle of the server's cron, as Redis's timer event
-    // is one of its event loop.
-    st.el_cycle(began);
 }
 
 impl Stats {
     /// Counts one event loop cycle that began at `began`.
     pub(crate) fn el_cycle(&self, began: Instant) {
         self.el_cycles.fetch_add(1, Relaxed);
-        self.el_usec
-            .fetch_add(began.elapsed().as_micros() as u64, Relaxed);
+        self.el_ns
+            .fetch_add(began.elapsed().as_nanos() as u64, Relaxed);
     }
 }
 
@@ -567,7 +568,7 @@ mod tests {
         let m = Instantaneous::default();
         let t = Instant::now();
         m.track(t, [0, 0, 0, 0], 0);
-        m.track(t + Duration::from_millis(100), [100, 1000, 0, 20], 800);
+        m.track(t + Duration::from_millis(100), [100, 1000, 0, 20], 800_000);
         // 1000/s for one sample out of 16.
         assert_eq!(m.get(Metric::Commands), 1000 / 16);
         assert_eq!(m.get(Metric::NetInput), 10000 / 16);

@@ -826,7 +826,7 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
         st.reply_buffer_expands.load(Relaxed),
     );
     t.field("eventloop_cycles", st.el_cycles.load(Relaxed));
-    t.field("eventloop_duration_sum", st.el_usec.load(Relaxed));
+    t.field("eventloop_duration_sum", st.el_ns.load(Relaxed) / 1000);
     t.field("eventloop_duration_cmd_sum", st.el_cmd_usec.load(Relaxed));
     t.field(
         "instantaneous_eventloop_cycles_per_sec",

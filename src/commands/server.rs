@@ -697,7 +697,7 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &ctx.shared.clients.output_limit_disconnections,
         &s.query_limit_disconnections,
         &s.el_cycles,
-        &s.el_usec,
+        &s.el_ns,
         &s.el_cmd_usec,
         &ctx.shared.evictor.evicted_keys,
         &ctx.shared.evictor.over_total_ms,
