@@ -444,7 +444,7 @@ async fn sampler(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
         }
         // The tick is a cycle of the server's cron, as Redis's timer event
         // is one of its event loop.
-        shared.stats.el_cycle(began);
+        shared.stats.el_cron_cycle(began);
     }
 }
 

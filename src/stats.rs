@@ -51,6 +51,13 @@ pub(crate) struct Stats {
     /// scripts, as Redis's `execution_nesting == 0`).
     pub(crate) el_cycles: AtomicU64,
     pub(crate) el_ns: AtomicU64,
+    /// `INFO debug`'s: the cron's share of `el_ns`, the AOF writes and
+    /// fsyncs before replies, the longest cycle, the most commands one
+    /// connection turn ran.
+    pub(crate) el_cron_ns: AtomicU64,
+    pub(crate) el_aof_ns: AtomicU64,
+    pub(crate) el_max_ns: AtomicU64,
+    pub(crate) el_cmds_max: AtomicU64,
     pub(crate) el_cmd_usec: AtomicU64,
     /// Clients blocked with a timeout (a gauge).
     pub(crate) clients_in_timeout_table: AtomicU64,
@@ -491,10 +498,25 @@ pub(crate) fn sample(st: &Stats, now_ms: u64) {
 
 impl Stats {
     /// Counts one event loop cycle that began at `began`.
-    pub(crate) fn el_cycle(&self, began: Instant) {
+    pub(crate) fn el_cycle(&self, began: Instant) -> u64 {
+        let ns = began.elapsed().as_nanos() as u64;
         self.el_cycles.fetch_add(1, Relaxed);
-        self.el_ns
-            .fetch_add(began.elapsed().as_nanos() as u64, Relaxed);
+        self.el_ns.fetch_add(ns, Relaxed);
+        note_max(&self.el_max_ns, ns);
+        ns
+    }
+
+    /// Counts the cron's tick that began at `began` as a cycle.
+    pub(crate) fn el_cron_cycle(&self, began: Instant) {
+        let ns = self.el_cycle(began);
+        self.el_cron_ns.fetch_add(ns, Relaxed);
+    }
+}
+
+/// Raises `max` to `value`: a load, and a write only for a new maximum.
+pub(crate) fn note_max(max: &AtomicU64, value: u64) {
+    if value > max.load(Relaxed) {
+        max.fetch_max(value, Relaxed);
     }
 }
 

@@ -121,6 +121,8 @@ fn selectors_print_redis_sections() {
         "SERVER clients",
         "threads",
         "threads stats",
+        "debug",
+        "everything debug",
     ] {
         let rs: Vec<String> = info(&mut r, args)
             .into_keys()
@@ -939,4 +941,51 @@ fn listeners_as_redis8() {
     }
     assert_eq!(lines[0], lines[1]);
     assert_eq!(lines[0].len(), 2, "{:?}", lines[0]);
+}
+
+/// Redis 8's `INFO debug`: its fields, only when named; the most commands
+/// one turn ran follows a pipeline; the cron's time grows; CONFIG
+/// RESETSTAT clears them.
+#[test]
+fn debug_section_as_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let mut figures = Vec::new();
+    for mut c in [s.r.conn(), s.z.conn()] {
+        let names = |i: &Info| -> Vec<String> {
+            i.get("debug")
+                .map(|f| f.iter().map(|(k, _)| k.clone()).collect())
+                .unwrap_or_default()
+        };
+        c.cmd_str("CONFIG RESETSTAT");
+        // Ten PINGs in one write: one turn runs them all.
+        c.send(&b"PING\r\n".repeat(10));
+        for _ in 0..10 {
+            c.read_reply();
+        }
+        let i1 = info(&mut c, "debug");
+        assert!(
+            num(&i1, "debug", "eventloop_cmd_per_cycle_max") >= 10.0,
+            "{i1:?}"
+        );
+        assert!(num(&i1, "debug", "eventloop_duration_max") > 0.0, "{i1:?}");
+        std::thread::sleep(Duration::from_millis(250));
+        let i2 = info(&mut c, "debug");
+        assert!(
+            num(&i2, "debug", "eventloop_duration_cron_sum")
+                > num(&i1, "debug", "eventloop_duration_cron_sum"),
+            "{i1:?} {i2:?}"
+        );
+        assert!(!info(&mut c, "everything").contains_key("debug"));
+        c.cmd_str("CONFIG RESETSTAT");
+        let i3 = info(&mut c, "debug");
+        assert!(
+            num(&i3, "debug", "eventloop_cmd_per_cycle_max") < 10.0,
+            "{i3:?}"
+        );
+        figures.push((
+            names(&i2),
+            field(&i2, "debug", "eventloop_duration_aof_sum"),
+        ));
+    }
+    assert_eq!(figures[0], figures[1]);
 }

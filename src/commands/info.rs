@@ -79,6 +79,11 @@ impl Selection {
     }
 
     fn wants(&self, section: &str) -> bool {
+        // Redis 8's `debug` section only when named, not in `all` or
+        // `everything`.
+        if section == "debug" {
+            return self.names.iter().any(|n| n == "debug");
+        }
         self.all
             || self.names.iter().any(|n| n == section)
             || (section == "modules" && self.names.iter().any(|n| n == "module_list"))
@@ -291,6 +296,31 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
                     format_args!("keys={keys},expires={expires},avg_ttl={ttl},subexpiry={sub}"),
                 );
             }
+        }
+    }
+    if sel.wants("debug") {
+        let st = &shared.stats;
+        t.section("Debug");
+        t.field(
+            "eventloop_duration_aof_sum",
+            st.el_aof_ns.load(Relaxed) / 1000,
+        );
+        t.field(
+            "eventloop_duration_cron_sum",
+            st.el_cron_ns.load(Relaxed) / 1000,
+        );
+        t.field("eventloop_duration_max", st.el_max_ns.load(Relaxed) / 1000);
+        t.field("eventloop_cmd_per_cycle_max", st.el_cmds_max.load(Relaxed));
+        // Redis fills these from jemalloc's own arena for Lua (0 with any
+        // other allocator); zwindow's Lua allocates from the one
+        // allocator, its bytes in `used_memory_lua`.
+        for name in [
+            "allocator_allocated_lua",
+            "allocator_active_lua",
+            "allocator_resident_lua",
+            "allocator_frag_bytes_lua",
+        ] {
+            t.field(name, 0);
         }
     }
     t.s

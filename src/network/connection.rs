@@ -351,9 +351,9 @@ pub(crate) async fn run(
             .qbuf_free
             .store(rbuf.capacity() - rbuf.len(), Relaxed);
         let stats = &shared.stats;
-        stats
-            .commands_processed
-            .fetch_add(std::mem::take(&mut client.commands), Relaxed);
+        let ran = std::mem::take(&mut client.commands);
+        stats.commands_processed.fetch_add(ran, Relaxed);
+        crate::stats::note_max(&stats.el_cmds_max, ran);
         if client.cmd_usec > 0 {
             stats
                 .el_cmd_usec
@@ -381,7 +381,12 @@ pub(crate) async fn run(
             break;
         }
         // The batch's writes reach the AOF before its replies leave.
+        let aof_began = shared.aof.enabled().then(std::time::Instant::now);
         shared.aof.before_reply(&shared.config).await;
+        if let Some(began) = aof_began {
+            let ns = began.elapsed().as_nanos() as u64;
+            stats.el_aof_ns.fetch_add(ns, Relaxed);
+        }
         if out.is_empty() {
             handle.open_gate();
             shared.clients.turn.release(handle.id);
