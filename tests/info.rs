@@ -982,10 +982,12 @@ fn debug_section_as_redis8() {
             num(&i3, "debug", "eventloop_cmd_per_cycle_max") < 10.0,
             "{i3:?}"
         );
-        figures.push((
-            names(&i2),
-            field(&i2, "debug", "eventloop_duration_aof_sum"),
-        ));
+        // No AOF: nothing (Redis times its empty flush call, a µs or so).
+        assert!(
+            num(&i2, "debug", "eventloop_duration_aof_sum") < 1000.0,
+            "{i2:?}"
+        );
+        figures.push(names(&i2));
     }
     assert_eq!(figures[0], figures[1]);
 }
