@@ -142,6 +142,8 @@ pub(crate) struct ClientHandle {
     /// clock.
     last_active_ms: AtomicU64,
     pub(crate) killed: AtomicBool,
+    /// Killed for its output buffer limit (counted when it unregisters).
+    pub(crate) output_limit_closed: AtomicBool,
     pub(crate) kill_notify: Notify,
     /// Client-side caching flags (tracking's `ON`, `BCAST`, …)
     /// and the client invalidations are redirected to (0: none).
@@ -299,6 +301,7 @@ impl ClientHandle {
     /// Closes the client for its output buffer, logged as Redis logs it.
     fn kill_for_output_limit(&self, queued: u64, which: &str) {
         if !self.killed.swap(true, Relaxed) {
+            self.output_limit_closed.store(true, Relaxed);
             tracing::warn!(
                 client = self.id,
                 addr = %self.addr,
@@ -542,6 +545,9 @@ pub(crate) struct Clients {
     memory: AtomicUsize,
     /// Clients disconnected by client eviction (INFO's `evicted_clients`).
     pub(crate) evicted: AtomicU64,
+    /// Clients closed for their output buffer limit, replicas included
+    /// (INFO's `client_output_buffer_limit_disconnections`).
+    pub(crate) output_limit_disconnections: AtomicU64,
     evicting: Mutex<()>,
     /// The connection whose batch ran a script and has not yet handed its
     /// replies to its socket (see [`Turn`]).
@@ -677,6 +683,7 @@ impl Clients {
             last_cmd_ptr: AtomicUsize::new(0),
             last_active_ms: AtomicU64::new(crate::clock::coarse_ms()),
             killed: AtomicBool::new(false),
+            output_limit_closed: AtomicBool::new(false),
             kill_notify: Notify::new(),
             tracking: AtomicU32::new(0),
             tracking_redirect: AtomicU64::new(0),
@@ -709,6 +716,9 @@ impl Clients {
 
     pub(crate) fn unregister(&self, id: ClientId) {
         if let Some(c) = self.map.lock().remove(&id) {
+            if c.output_limit_closed.load(Relaxed) {
+                self.output_limit_disconnections.fetch_add(1, Relaxed);
+            }
             self.memory
                 .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
         }

@@ -284,6 +284,18 @@ impl PubSub {
         pats.len()
     }
 
+    /// Clients subscribed to anything: channels, patterns or shard
+    /// channels (Redis's `pubsub_clients`).
+    pub(crate) fn clients(&self) -> usize {
+        let inner = self.inner.read();
+        let subscribers = inner.channels.values().chain(inner.shard_channels.values());
+        let mut ids: Vec<ClientId> = subscribers.flatten().map(|c| c.id).collect();
+        ids.extend(inner.patterns.iter().map(|(_, c)| c.id));
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    }
+
     /// Drops every subscription of a disconnecting client.
     pub(crate) fn remove_client(&self, id: ClientId) {
         let mut guard = self.inner.write();

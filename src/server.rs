@@ -437,10 +437,14 @@ async fn sampler(shared: Arc<Services>, mut shutdown: watch::Receiver<bool>) {
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
+        let began = std::time::Instant::now();
         crate::stats::sample(&shared.stats, shared.clock.now_ms());
         if evict::over_limit(shared.env()) && !shared.scripting.busy.is_running() {
             evict::perform_evictions(shared.env(), &mut |ready| serve_ready(&shared, ready));
         }
+        // The tick is a cycle of the server's cron, as Redis's timer event
+        // is one of its event loop.
+        shared.stats.el_cron_cycle(began);
     }
 }
 

@@ -39,6 +39,26 @@ pub(crate) struct Stats {
     /// Output buffers that grew during a batch / were released after one.
     pub(crate) reply_buffer_expands: AtomicU64,
     pub(crate) reply_buffer_shrinks: AtomicU64,
+    /// Clients closed for their query buffer limit (Redis 8's
+    /// `client_query_buffer_limit_disconnections`; the output buffer's
+    /// count is `Clients::output_limit_disconnections`).
+    pub(crate) query_limit_disconnections: AtomicU64,
+    /// zwindow's event loop "cycles" (Redis's `duration_stats`): every
+    /// turn of a connection task (woken, its batch run, its replies
+    /// written) and every tick of the 100 ms cron, with their time (in ns,
+    /// so that short cycles do not each lose their fraction of a µs); and
+    /// the µs of the commands clients sent (not those run inside EXEC or
+    /// scripts, as Redis's `execution_nesting == 0`).
+    pub(crate) el_cycles: AtomicU64,
+    pub(crate) el_ns: AtomicU64,
+    /// `INFO debug`'s: the cron's share of `el_ns`, the AOF writes and
+    /// fsyncs before replies, the longest cycle, the most commands one
+    /// connection turn ran.
+    pub(crate) el_cron_ns: AtomicU64,
+    pub(crate) el_aof_ns: AtomicU64,
+    pub(crate) el_max_ns: AtomicU64,
+    pub(crate) el_cmds_max: AtomicU64,
+    pub(crate) el_cmd_usec: AtomicU64,
     /// Clients blocked with a timeout (a gauge).
     pub(crate) clients_in_timeout_table: AtomicU64,
     /// Bytes allocated once the server was set up, and the highest since.
@@ -78,7 +98,14 @@ pub(crate) enum Metric {
     Commands = 0,
     NetInput = 1,
     NetOutput = 2,
+    /// Event loop cycles per second.
+    ElCycles = 3,
+    /// Mean µs per cycle (see [`Instantaneous::track`]; sampled in ns).
+    ElDuration = 4,
 }
+
+/// How many metrics [`Instantaneous`] samples.
+const METRICS: usize = 5;
 
 #[derive(Default, Clone, Copy)]
 struct Samples {
@@ -88,33 +115,54 @@ struct Samples {
     last_reading: u64,
 }
 
+impl Samples {
+    fn push(&mut self, value: u64, reading: u64) {
+        self.rates[self.next] = value;
+        self.next = (self.next + 1) % METRIC_SAMPLES;
+        self.last_reading = reading;
+    }
+}
+
 /// Redis's `trackInstantaneousMetric`: every period, the rate since the
 /// previous reading goes into a ring; the metric is the ring's mean.
 #[derive(Default)]
 pub(crate) struct Instantaneous {
-    state: Mutex<(Option<Instant>, [Samples; 3])>,
+    state: Mutex<(Option<Instant>, [Samples; METRICS])>,
 }
 
 impl Instantaneous {
-    /// Records one reading of every metric (commands, input and output bytes).
-    pub(crate) fn track(&self, now: Instant, readings: [u64; 3]) {
+    /// Records one reading of every metric: commands, input and output
+    /// bytes and event loop cycles as rates per second; the event loop's
+    /// time per cycle as Redis's factor-1 metric: the ns added per cycle
+    /// added since the last reading.
+    pub(crate) fn track(&self, now: Instant, readings: [u64; 4], el_ns: u64) {
         let mut st = self.state.lock();
         let elapsed_ms = st.0.map_or(0, |t| now.duration_since(t).as_millis() as u64);
         st.0 = Some(now);
+        let cycles = readings[3];
+        let cycles_delta = cycles.saturating_sub(st.1[Metric::ElCycles as usize].last_reading);
         for (s, reading) in st.1.iter_mut().zip(readings) {
             // CONFIG RESETSTAT may have zeroed the counter since.
             let delta = reading.saturating_sub(s.last_reading);
             let rate = (delta * 1000).checked_div(elapsed_ms).unwrap_or(0);
-            s.rates[s.next] = rate;
-            s.next = (s.next + 1) % METRIC_SAMPLES;
-            s.last_reading = reading;
+            s.push(rate, reading);
         }
+        let s = &mut st.1[Metric::ElDuration as usize];
+        let per_cycle = el_ns
+            .saturating_sub(s.last_reading)
+            .checked_div(cycles_delta)
+            .unwrap_or(0);
+        s.push(per_cycle, el_ns);
     }
 
     /// The mean rate per second over the ring (Redis's integer division).
     pub(crate) fn get(&self, metric: Metric) -> u64 {
         let st = self.state.lock();
-        st.1[metric as usize].rates.iter().sum::<u64>() / METRIC_SAMPLES as u64
+        let mean = st.1[metric as usize].rates.iter().sum::<u64>() / METRIC_SAMPLES as u64;
+        match metric {
+            Metric::ElDuration => mean / 1000,
+            _ => mean,
+        }
     }
 
     /// CONFIG RESETSTAT: the counters restart from zero.
@@ -438,7 +486,9 @@ pub(crate) fn sample(st: &Stats, now_ms: u64) {
             st.commands_processed.load(Relaxed),
             st.net_input_bytes.load(Relaxed),
             st.net_output_bytes.load(Relaxed),
+            st.el_cycles.load(Relaxed),
         ],
+        st.el_ns.load(Relaxed),
     );
     note_peak_memory(st);
     let secs = now_ms / 1000;
@@ -446,7 +496,30 @@ pub(crate) fn sample(st: &Stats, now_ms: u64) {
     st.recent_max_output.rotate(secs);
 }
 
-/// Raises the recorded peak to the current use; returns the current use.
+impl Stats {
+    /// Counts one event loop cycle that began at `began`.
+    pub(crate) fn el_cycle(&self, began: Instant) -> u64 {
+        let ns = began.elapsed().as_nanos() as u64;
+        self.el_cycles.fetch_add(1, Relaxed);
+        self.el_ns.fetch_add(ns, Relaxed);
+        note_max(&self.el_max_ns, ns);
+        ns
+    }
+
+    /// Counts the cron's tick that began at `began` as a cycle.
+    pub(crate) fn el_cron_cycle(&self, began: Instant) {
+        let ns = self.el_cycle(began);
+        self.el_cron_ns.fetch_add(ns, Relaxed);
+    }
+}
+
+/// Raises `max` to `value`: a load, and a write only for a new maximum.
+pub(crate) fn note_max(max: &AtomicU64, value: u64) {
+    if value > max.load(Relaxed) {
+        max.fetch_max(value, Relaxed);
+    }
+}
+
 pub(crate) fn note_peak_memory(stats: &Stats) -> u64 {
     let used = crate::alloc::allocated().unwrap_or(0);
     stats.peak_memory.fetch_max(used, Relaxed);
@@ -516,11 +589,14 @@ mod tests {
     fn instantaneous_is_the_mean_of_the_ring() {
         let m = Instantaneous::default();
         let t = Instant::now();
-        m.track(t, [0, 0, 0]);
-        m.track(t + Duration::from_millis(100), [100, 1000, 0]);
+        m.track(t, [0, 0, 0, 0], 0);
+        m.track(t + Duration::from_millis(100), [100, 1000, 0, 20], 800_000);
         // 1000/s for one sample out of 16.
         assert_eq!(m.get(Metric::Commands), 1000 / 16);
         assert_eq!(m.get(Metric::NetInput), 10000 / 16);
+        assert_eq!(m.get(Metric::ElCycles), 200 / 16);
+        // 40 µs per cycle, a sample out of 16 (Redis's factor-1 metric).
+        assert_eq!(m.get(Metric::ElDuration), 40 / 16);
         m.reset();
         assert_eq!(m.get(Metric::Commands), 0);
     }

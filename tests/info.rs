@@ -1,5 +1,6 @@
-//! INFO against redis-server 7.0: which sections each selector prints; for
-//! every section, the names and order of its fields; the counters of
+//! INFO against redis-server 8.0.2 (and 7.0 for the figures): which
+//! sections each selector prints; for every section, the names and order of
+//! its fields; the counters of
 //! commandstats, errorstats and latencystats after the same good, rejected
 //! and failed commands on both servers; and values that prove the figures
 //! are real (memory follows the data, byte counts follow the traffic, rates
@@ -69,13 +70,21 @@ fn stat(conn: &mut RawConn, section: &str, name: &str) -> f64 {
 /// zwindow's own section, on top of Redis's.
 const ZWINDOW_ONLY: &[&str] = &["windows"];
 
-/// Fields redis-server 7.0.15 prints that zwindow does not, each with its
-/// reason: `(section, field, why)`. None: Redis 7.0 prints its allocator
+/// Redis 8.0's section zwindow does not print: the key size histograms
+/// (`# Keysizes`), not implemented.
+const REDIS_ONLY_SECTIONS: &[&str] = &["keysizes"];
+
+/// Fields redis-server 8.0.2 prints that zwindow does not, each with its
+/// reason: `(section, field, why)`. Otherwise Redis prints its allocator
 /// figures (`allocator_*`, `mem_fragmentation_*`) with any allocator, not
 /// only jemalloc, and zwindow prints the fields of every feature it lacks
 /// (replication, persistence, defragmentation, tracking, shard channels)
 /// with the value Redis shows when the feature is unused.
-const REDIS_ONLY: &[(&str, &str, &str)] = &[];
+const REDIS_ONLY: &[(&str, &str, &str)] = &[(
+    "modules",
+    "module",
+    "Debian's 8.0.2 lists its built-in vectorset module; zwindow has no modules",
+)];
 
 /// Fields zwindow has from a newer Redis (section, field, which).
 const NEWER_REDIS: &[(&str, &str, &str)] = &[(
@@ -90,7 +99,7 @@ const PER_ITEM: &[&str] = &["commandstats", "errorstats", "latencystats", "keysp
 
 #[test]
 fn selectors_print_redis_sections() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     let (mut r, mut z) = (s.r.conn(), s.z.conn());
     for args in [
         "",
@@ -110,8 +119,15 @@ fn selectors_print_redis_sections() {
         "sentinel",
         "nosuchsection",
         "SERVER clients",
+        "threads",
+        "threads stats",
+        "debug",
+        "everything debug",
     ] {
-        let rs: Vec<String> = info(&mut r, args).into_keys().collect();
+        let rs: Vec<String> = info(&mut r, args)
+            .into_keys()
+            .filter(|k| !REDIS_ONLY_SECTIONS.contains(&k.as_str()))
+            .collect();
         let zs: Vec<String> = info(&mut z, args)
             .into_keys()
             .filter(|k| !ZWINDOW_ONLY.contains(&k.as_str()))
@@ -128,6 +144,7 @@ fn selectors_print_redis_sections() {
             "Clients",
             "Memory",
             "Persistence",
+            "Threads",
             "Stats",
             "Replication",
             "CPU",
@@ -143,8 +160,11 @@ fn selectors_print_redis_sections() {
     // One blank line between sections, none after the last: the reply ends
     // as Redis's.
     let redis = String::from_utf8_lossy(&r.cmd_str("INFO everything")).to_string();
-    assert_eq!(text[text.len() - 16..], redis[redis.len() - 16..]);
-    assert!(!text.contains("\r\n\r\n\r\n"));
+    for t in [&text, &redis] {
+        // (The reply's own CRLF follows the text's.)
+        assert!(t.ends_with("\r\n\r\n"), "{t:?}");
+        assert!(!t.contains("\r\n\r\n\r\n"), "{t:?}");
+    }
 }
 
 /// The field names of `section`, less what is known to be one server's only.
@@ -168,7 +188,7 @@ fn names(info: &Info, section: &str) -> Vec<String> {
 /// per-database sections have the same lines after the same commands.
 #[test]
 fn every_section_has_redis_fields() {
-    let s = Servers::start();
+    let s = Servers::start_redis8(&[]);
     let mut p = s.pair();
     p.both_str("CONFIG RESETSTAT");
     for line in [
@@ -188,13 +208,16 @@ fn every_section_has_redis_fields() {
         p.both_str(line);
     }
     let (ri, zi) = (info(&mut p.r, "everything"), info(&mut p.z, "everything"));
-    let rs: BTreeSet<&String> = ri.keys().collect();
+    let rs: BTreeSet<&String> = ri
+        .keys()
+        .filter(|k| !REDIS_ONLY_SECTIONS.contains(&k.as_str()))
+        .collect();
     let zs: BTreeSet<&String> = zi
         .keys()
         .filter(|k| !ZWINDOW_ONLY.contains(&k.as_str()))
         .collect();
     assert_eq!(rs, zs, "sections");
-    for section in ri.keys() {
+    for section in rs {
         let (rn, zn) = (names(&ri, section), names(&zi, section));
         if PER_ITEM.contains(&section.as_str()) {
             let set = |v: Vec<String>| v.into_iter().collect::<BTreeSet<_>>();
@@ -205,7 +228,6 @@ fn every_section_has_redis_fields() {
     }
     // Fields with the same value on both, whatever the machine.
     for (section, name) in [
-        ("server", "redis_version"),
         ("server", "redis_mode"),
         ("server", "arch_bits"),
         ("server", "process_supervised"),
@@ -223,6 +245,15 @@ fn every_section_has_redis_fields() {
         ("stats", "total_error_replies"),
         ("stats", "total_reads_processed"),
         ("stats", "total_writes_processed"),
+        ("stats", "client_query_buffer_limit_disconnections"),
+        ("stats", "client_output_buffer_limit_disconnections"),
+        ("stats", "acl_access_denied_auth"),
+        ("stats", "acl_access_denied_cmd"),
+        ("clients", "pubsub_clients"),
+        ("clients", "watching_clients"),
+        ("clients", "total_watched_keys"),
+        ("clients", "total_blocking_keys"),
+        ("threads", "io_thread_0"),
         ("replication", "role"),
         ("replication", "connected_slaves"),
         ("replication", "master_repl_offset"),
@@ -700,4 +731,263 @@ fn commandstats_and_errorstats_count_as_redis() {
     // A command refused in subscribed mode is an error, not a command run.
     sub.both_str("GET a");
     assert_eq!(pick(info(&mut p.r, "stats")), pick(info(&mut p.z, "stats")));
+}
+
+/// Waits until `check` holds of a fresh `INFO section` (at most 5 s).
+fn wait_info(conn: &mut RawConn, section: &str, what: &str, check: impl Fn(&Info) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let i = info(conn, section);
+        if check(&i) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: {i:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The same actions on zwindow and redis-server 8.0.2 give the same Redis
+/// 8 counters: WATCH, blocked clients (BLPOP on two keys, XREADGROUP),
+/// subscribers, ACL denials of each kind, clients closed by their query or
+/// output buffer limit, and what CONFIG RESETSTAT clears (not the ACL
+/// denials, as Redis).
+#[test]
+fn redis8_counters_follow_the_same_actions() {
+    let s = Servers::start_redis8(&[]);
+    let mut seen: Vec<Vec<(String, String)>> = Vec::new();
+    for (name, server_conn) in [
+        ("redis", &(|| s.r.conn()) as &dyn Fn() -> RawConn),
+        ("zwindow", &(|| s.z.conn()) as &dyn Fn() -> RawConn),
+    ] {
+        let mut a = server_conn();
+        let mut figures = Vec::new();
+        let mut note = |i: &Info, section: &str, field_name: &str| {
+            figures.push((
+                format!("{section}.{field_name}"),
+                field(i, section, field_name),
+            ));
+        };
+        // WATCH: two clients, two distinct keys.
+        let mut w1 = server_conn();
+        let mut w2 = server_conn();
+        w1.cmd_str("WATCH k1 k2");
+        w2.cmd_str("WATCH k1");
+        let i = info(&mut a, "clients");
+        assert_eq!(field(&i, "clients", "watching_clients"), "2", "{name}");
+        assert_eq!(field(&i, "clients", "total_watched_keys"), "2", "{name}");
+        w1.cmd_str("UNWATCH");
+        let i = info(&mut a, "clients");
+        note(&i, "clients", "watching_clients");
+        note(&i, "clients", "total_watched_keys");
+        // Blocked: BLPOP on two keys, XREADGROUP on a third (woken by its
+        // deletion too).
+        a.cmd_str("XGROUP CREATE s g $ MKSTREAM");
+        let mut b1 = server_conn();
+        b1.send(&encode_cmd(&[b"BLPOP", b"l1", b"l2", b"0"]));
+        let mut b2 = server_conn();
+        b2.send(&encode_cmd(&[
+            b"XREADGROUP",
+            b"GROUP",
+            b"g",
+            b"c",
+            b"BLOCK",
+            b"0",
+            b"STREAMS",
+            b"s",
+            b">",
+        ]));
+        wait_info(&mut a, "clients", name, |i| {
+            field(i, "clients", "blocked_clients") == "2"
+        });
+        let i = info(&mut a, "clients");
+        assert_eq!(field(&i, "clients", "total_blocking_keys"), "3", "{name}");
+        assert_eq!(
+            field(&i, "clients", "total_blocking_keys_on_nokey"),
+            "1",
+            "{name}"
+        );
+        a.cmd_str("LPUSH l2 x");
+        b1.read_reply();
+        wait_info(&mut a, "clients", name, |i| {
+            field(i, "clients", "total_blocking_keys") == "1"
+        });
+        // Subscribers: one to a channel and a pattern, one to a pattern.
+        let mut p1 = server_conn();
+        p1.cmd_str("SUBSCRIBE ch");
+        p1.cmd_str("PSUBSCRIBE p*");
+        let mut p2 = server_conn();
+        p2.cmd_str("PSUBSCRIBE q*");
+        let i = info(&mut a, "clients");
+        assert_eq!(field(&i, "clients", "pubsub_clients"), "2", "{name}");
+        p2.cmd_str("PUNSUBSCRIBE");
+        let i = info(&mut a, "clients");
+        note(&i, "clients", "pubsub_clients");
+        // ACL denials: a bad password, a command, a key, a channel.
+        a.cmd_str("ACL SETUSER u on >pw +get +subscribe ~a* resetchannels &c*");
+        let mut u = server_conn();
+        u.cmd_str("AUTH u wrong");
+        u.cmd_str("AUTH u pw");
+        u.cmd_str("SET a 1");
+        u.cmd_str("SET a 2");
+        u.cmd_str("GET b");
+        u.cmd_str("SUBSCRIBE d");
+        let i = info(&mut a, "stats");
+        for kind in ["auth", "cmd", "key", "channel"] {
+            note(&i, "stats", &format!("acl_access_denied_{kind}"));
+        }
+        // The query buffer limit: a bulk announced as 3 MB, 1 MB allowed.
+        a.cmd_str("CONFIG SET client-query-buffer-limit 1mb");
+        let mut q = server_conn();
+        q.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n");
+        let chunk = vec![b'y'; 64 * 1024];
+        for _ in 0..40 {
+            if q.try_send(&chunk).is_err() {
+                break;
+            }
+        }
+        assert!(q.is_closed(Duration::from_secs(5)), "{name}");
+        // The output buffer limit: a 200 KB reply, 100 KB allowed.
+        a.cmd(&[b"SET", b"big", &vec![b'x'; 200_000]]);
+        a.cmd_str("CONFIG SET client-output-buffer-limit \"normal 100000 0 0\"");
+        let mut o = server_conn();
+        o.send(&encode_cmd(&[b"GET", b"big"]));
+        assert!(o.is_closed(Duration::from_secs(5)), "{name}");
+        a.cmd_str("CONFIG SET client-output-buffer-limit \"normal 0 0 0\"");
+        wait_info(&mut a, "stats", name, |i| {
+            field(i, "stats", "client_output_buffer_limit_disconnections") == "1"
+        });
+        let i = info(&mut a, "stats");
+        note(&i, "stats", "client_query_buffer_limit_disconnections");
+        note(&i, "stats", "client_output_buffer_limit_disconnections");
+        // The event loop: cycles counted, a slow command in the commands' time.
+        let before = stat(&mut a, "stats", "eventloop_duration_cmd_sum");
+        a.cmd_str("EVAL \"local x = 0 for i = 1, 2e6 do x = x + i end\" 0");
+        let i = info(&mut a, "stats commandstats");
+        let eval = field(&i, "commandstats", "cmdstat_eval");
+        let usec: f64 = eval
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("usec="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{eval}"));
+        assert!(usec > 1000.0, "{name}: {eval}");
+        assert!(num(&i, "stats", "eventloop_cycles") > 0.0, "{name}");
+        assert!(
+            num(&i, "stats", "eventloop_duration_cmd_sum") >= before + usec,
+            "{name}: {i:?}"
+        );
+        assert!(
+            num(&i, "stats", "eventloop_duration_sum")
+                >= num(&i, "stats", "eventloop_duration_cmd_sum"),
+            "{name}: {i:?}"
+        );
+        wait_info(&mut a, "stats", name, |i| {
+            num(i, "stats", "instantaneous_eventloop_cycles_per_sec") > 0.0
+                && num(i, "stats", "instantaneous_eventloop_duration_usec") > 0.0
+        });
+        // CONFIG RESETSTAT: the disconnections and the event loop start
+        // over, the ACL denials stay.
+        a.cmd_str("CONFIG RESETSTAT");
+        let i = info(&mut a, "stats");
+        assert!(num(&i, "stats", "eventloop_cycles") < 5.0, "{name}: {i:?}");
+        // (CONFIG RESETSTAT's own time counts after it.)
+        assert!(
+            num(&i, "stats", "eventloop_duration_cmd_sum") < usec,
+            "{name}: {i:?}"
+        );
+        note(&i, "stats", "client_query_buffer_limit_disconnections");
+        note(&i, "stats", "client_output_buffer_limit_disconnections");
+        note(&i, "stats", "acl_access_denied_cmd");
+        // The listener line: the same binds, each server's port.
+        let i = info(&mut a, "server");
+        let port = field(&i, "server", "tcp_port");
+        figures.push((
+            "server.listener0".into(),
+            field(&i, "server", "listener0").replace(&port, "PORT"),
+        ));
+        seen.push(figures);
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+/// A unix socket is Redis's listener1 (its connection type's index), after
+/// the TCP one, with its path as `bind`.
+#[test]
+fn listeners_as_redis8() {
+    let dir = PrivateDir::new("info-listeners");
+    let mut lines = Vec::new();
+    for (name, path) in [("redis", "r.sock"), ("zwindow", "z.sock")] {
+        let sock = dir.0.join(path);
+        let sock = sock.to_str().unwrap();
+        let mut c;
+        let _server: Box<dyn std::any::Any> = if name == "redis" {
+            let r = RedisServer::start_binary(&redis8_server(), &["--unixsocket", sock]);
+            c = r.conn();
+            Box::new(r)
+        } else {
+            // (zwindow's tests start it on port 0: with a unix socket, no TCP.)
+            let port = free_port().to_string();
+            let z = ZwindowServer::start(&["--unixsocket", sock, "--port", &port]);
+            c = z.conn();
+            Box::new(z)
+        };
+        let i = info(&mut c, "server");
+        let port = field(&i, "server", "tcp_port");
+        let listeners: Vec<String> = i["server"]
+            .iter()
+            .filter(|(k, _)| k.starts_with("listener"))
+            .map(|(k, v)| format!("{k}:{}", v.replace(&port, "PORT").replace(sock, "SOCK")))
+            .collect();
+        lines.push(listeners);
+    }
+    assert_eq!(lines[0], lines[1]);
+    assert_eq!(lines[0].len(), 2, "{:?}", lines[0]);
+}
+
+/// Redis 8's `INFO debug`: its fields, only when named; the most commands
+/// one turn ran follows a pipeline; the cron's time grows; CONFIG
+/// RESETSTAT clears them.
+#[test]
+fn debug_section_as_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let mut figures = Vec::new();
+    for mut c in [s.r.conn(), s.z.conn()] {
+        let names = |i: &Info| -> Vec<String> {
+            i.get("debug")
+                .map(|f| f.iter().map(|(k, _)| k.clone()).collect())
+                .unwrap_or_default()
+        };
+        c.cmd_str("CONFIG RESETSTAT");
+        // Ten PINGs in one write: one turn runs them all.
+        c.send(&b"PING\r\n".repeat(10));
+        for _ in 0..10 {
+            c.read_reply();
+        }
+        let i1 = info(&mut c, "debug");
+        assert!(
+            num(&i1, "debug", "eventloop_cmd_per_cycle_max") >= 10.0,
+            "{i1:?}"
+        );
+        assert!(num(&i1, "debug", "eventloop_duration_max") > 0.0, "{i1:?}");
+        std::thread::sleep(Duration::from_millis(250));
+        let i2 = info(&mut c, "debug");
+        assert!(
+            num(&i2, "debug", "eventloop_duration_cron_sum")
+                > num(&i1, "debug", "eventloop_duration_cron_sum"),
+            "{i1:?} {i2:?}"
+        );
+        assert!(!info(&mut c, "everything").contains_key("debug"));
+        c.cmd_str("CONFIG RESETSTAT");
+        let i3 = info(&mut c, "debug");
+        assert!(
+            num(&i3, "debug", "eventloop_cmd_per_cycle_max") < 10.0,
+            "{i3:?}"
+        );
+        // No AOF: nothing (Redis times its empty flush call, a µs or so).
+        assert!(
+            num(&i2, "debug", "eventloop_duration_aof_sum") < 1000.0,
+            "{i2:?}"
+        );
+        figures.push(names(&i2));
+    }
+    assert_eq!(figures[0], figures[1]);
 }

@@ -74,12 +74,23 @@ impl Entry {
 pub(crate) struct AclLog {
     /// Newest first.
     entries: VecDeque<Entry>,
+    /// Denials since the start, by reason (INFO's `acl_access_denied_*`,
+    /// which neither ACL LOG RESET nor CONFIG RESETSTAT clears, as Redis's
+    /// `acl_info`), in [`AclLog::denied`]'s order.
+    denied: [u64; 4],
 }
 
 impl AclLog {
     /// Records a denial: bumps a similar recent entry (moving it to the
     /// front) or adds a new one, dropping the oldest past `max_len`.
     pub(crate) fn add(&mut self, entry: Entry, max_len: usize) {
+        let reason = match entry.reason {
+            Reason::Auth => 0,
+            Reason::Command => 1,
+            Reason::Key => 2,
+            Reason::Channel => 3,
+        };
+        self.denied[reason] += 1;
         let similar = self
             .entries
             .iter()
@@ -100,6 +111,11 @@ impl AclLog {
 
     pub(crate) fn reset(&mut self) {
         self.entries.clear();
+    }
+
+    /// Denials of auth, commands, keys and channels since the start.
+    pub(crate) fn denied(&self) -> [u64; 4] {
+        self.denied
     }
 
     /// The newest `n` entries.
@@ -144,6 +160,9 @@ mod tests {
         log.add(entry("c", 0), 3);
         log.add(entry("d", 0), 3);
         assert_eq!(log.len(), 3);
+        // Every denial counts, folded or dropped, and a reset keeps them.
+        log.reset();
+        assert_eq!(log.denied(), [0, 0, 6, 0]);
         log.reset();
         assert_eq!(log.len(), 0);
     }

@@ -1,5 +1,5 @@
-//! INFO: redis-server 7.0's sections, with its fields in its order, built
-//! from the server's statistics.
+//! INFO: redis-server 8.0's sections, with its fields in its order, built
+//! from the server's statistics (less 8.0's `# Keysizes`).
 //!
 //! A field of a feature zwindow has carries zwindow's own figure; a field
 //! of a feature it lacks (replication, persistence, defragmentation, client
@@ -33,13 +33,14 @@ pub(crate) fn info(ctx: &mut Ctx) -> CmdResult {
 
 /// The default sections: Redis's (it names modules `module_list` there)
 /// and zwindow's `windows`.
-const DEFAULT: [&str; 12] = [
+const DEFAULT: [&str; 13] = [
     "server",
     "clients",
     "memory",
     "persistence",
     "stats",
     "replication",
+    "threads",
     "cpu",
     "module_list",
     "errorstats",
@@ -78,6 +79,11 @@ impl Selection {
     }
 
     fn wants(&self, section: &str) -> bool {
+        // Redis 8's `debug` section only when named, not in `all` or
+        // `everything`.
+        if section == "debug" {
+            return self.names.iter().any(|n| n == "debug");
+        }
         self.all
             || self.names.iter().any(|n| n == section)
             || (section == "modules" && self.names.iter().any(|n| n == "module_list"))
@@ -124,6 +130,11 @@ struct Keyspace {
     volatile_fields: usize,
     /// The hash tables' own bytes (Redis counts them as overhead).
     tables: usize,
+    /// Keys some client WATCHes; keys clients are blocked on, and those of
+    /// them a waiter is woken on when deleted (XREADGROUP's).
+    watched_keys: usize,
+    blocking_keys: usize,
+    blocking_keys_on_nokey: usize,
 }
 
 fn keyspace(ctx: &mut Ctx) -> Keyspace {
@@ -154,6 +165,13 @@ fn keyspace(ctx: &mut Ctx) -> Keyspace {
                 slot.2 += 1;
             }
         }
+        k.watched_keys += shard.watched.len();
+        k.blocking_keys += shard.blocked.len();
+        k.blocking_keys_on_nokey += shard
+            .blocked
+            .values()
+            .filter(|q| q.iter().any(|w| w.unblock_on_nokey))
+            .count();
         k.hits += shard.stats.hits;
         k.misses += shard.stats.misses;
         k.expired_keys += shard.stats.expired_keys;
@@ -178,7 +196,7 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     // One pass over the shards, only for the sections that read it; none
     // while the dataset loads (the loader holds every shard: INFO answers
     // at once, as Redis answers it between two chunks of its load).
-    let ks = if ["memory", "stats", "windows", "keyspace"]
+    let ks = if ["clients", "memory", "stats", "windows", "keyspace"]
         .iter()
         .any(|s| sel.wants(s))
         && !shared.persistence.loading.active()
@@ -191,13 +209,30 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
         server(&mut t, &shared);
     }
     if sel.wants("clients") {
-        clients(&mut t, &shared);
+        clients(&mut t, &shared, &ks);
     }
     if sel.wants("memory") {
         memory(&mut t, &shared, &ks);
     }
     if sel.wants("persistence") {
         persistence(&mut t, &shared);
+    }
+    if sel.wants("threads") {
+        // Redis's I/O threads each serve some clients; zwindow's runtime
+        // threads share them all, the figures are reported as one thread's:
+        // every client, and every socket read and write (the same counts
+        // as `total_reads_processed` and `total_writes_processed`).
+        t.section("Threads");
+        let st = &shared.stats;
+        t.field(
+            "io_thread_0",
+            format_args!(
+                "clients={},reads={},writes={}",
+                shared.clients.count(),
+                st.reads_processed.load(Relaxed),
+                st.writes_processed.load(Relaxed)
+            ),
+        );
     }
     if sel.wants("stats") {
         stats(&mut t, &shared, &ks);
@@ -263,6 +298,31 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
             }
         }
     }
+    if sel.wants("debug") {
+        let st = &shared.stats;
+        t.section("Debug");
+        t.field(
+            "eventloop_duration_aof_sum",
+            st.el_aof_ns.load(Relaxed) / 1000,
+        );
+        t.field(
+            "eventloop_duration_cron_sum",
+            st.el_cron_ns.load(Relaxed) / 1000,
+        );
+        t.field("eventloop_duration_max", st.el_max_ns.load(Relaxed) / 1000);
+        t.field("eventloop_cmd_per_cycle_max", st.el_cmds_max.load(Relaxed));
+        // Redis fills these from jemalloc's own arena for Lua (0 with any
+        // other allocator); zwindow's Lua allocates from the one
+        // allocator, its bytes in `used_memory_lua`.
+        for name in [
+            "allocator_allocated_lua",
+            "allocator_active_lua",
+            "allocator_resident_lua",
+            "allocator_frag_bytes_lua",
+        ] {
+            t.field(name, 0);
+        }
+    }
     t.s
 }
 
@@ -324,6 +384,32 @@ fn server(t: &mut Text, shared: &Services) {
     );
     // Redis's I/O threads only read and write; zwindow has none such.
     t.field("io_threads_active", 0);
+    listeners(t, shared);
+}
+
+/// Redis's `getListensInfoString`: a line per kind of listener, numbered
+/// by Redis's connection types (tcp 0, unix 1, tls 2), with the `bind`
+/// addresses as configured and the port.
+fn listeners(t: &mut Text, shared: &Services) {
+    let config = &shared.config;
+    let binds: String = crate::config::bind_addrs(&config.bind())
+        .iter()
+        .map(|a| format!(",bind={a}"))
+        .collect();
+    let port = config.port.load(Relaxed);
+    if port != 0 {
+        t.field("listener0", format_args!("name=tcp{binds},port={port}"));
+    }
+    if !config.unixsocket.is_empty() {
+        t.field(
+            "listener1",
+            format_args!("name=unix,bind={}", config.unixsocket),
+        );
+    }
+    let tls_port = config.tls_port();
+    if tls_port != 0 {
+        t.field("listener2", format_args!("name=tls{binds},port={tls_port}"));
+    }
 }
 
 /// Identifies the build (Redis hashes its version and build host): here
@@ -372,7 +458,7 @@ fn uname() -> &'static str {
     })
 }
 
-fn clients(t: &mut Text, shared: &Services) {
+fn clients(t: &mut Text, shared: &Services, ks: &Keyspace) {
     let st = &shared.stats;
     t.section("Clients");
     t.field("connected_clients", shared.clients.count());
@@ -391,10 +477,21 @@ fn clients(t: &mut Text, shared: &Services) {
         shared.blocking.waiting() + paused + waiting_acks,
     );
     t.field("tracking_clients", shared.tracking.clients());
+    t.field("pubsub_clients", shared.pubsub.clients());
+    let watching = shared
+        .clients
+        .all()
+        .iter()
+        .filter(|c| c.watching.load(Relaxed) > 0)
+        .count();
+    t.field("watching_clients", watching);
     t.field(
         "clients_in_timeout_table",
         st.clients_in_timeout_table.load(Relaxed),
     );
+    t.field("total_watched_keys", ks.watched_keys);
+    t.field("total_blocking_keys", ks.blocking_keys);
+    t.field("total_blocking_keys_on_nokey", ks.blocking_keys_on_nokey);
 }
 
 /// `a / b`, or 0 when `b` is (Redis would print inf or nan).
@@ -515,6 +612,9 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
     t.field("allocator_allocated", used);
     t.field("allocator_active", active);
     t.field("allocator_resident", resident);
+    // jemalloc's pages purged lazily (MADV_FREE) and not yet reclaimed:
+    // mimalloc reports no such figure, its resets count as not committed.
+    t.field("allocator_muzzy", 0);
     t.bytes("total_system_memory", total_system_memory());
     // One Lua VM serves both EVAL and functions: it is reported as eval's.
     t.field("used_memory_lua", lua);
@@ -556,11 +656,17 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
     t.field("mem_not_counted_for_evict", repl.not_counted);
     t.field("mem_replication_backlog", repl.backlog);
     t.field("mem_total_replication_buffers", repl.total);
+    // Redis 8's buffer of a replica loading over a separate RDB channel:
+    // zwindow's replicas load the RDB from the one connection.
+    t.field("mem_replica_full_sync_buffer", 0);
     t.field("mem_clients_slaves", repl.replicas);
     t.field("mem_clients_normal", clients_normal);
     t.field("mem_cluster_links", 0);
     t.field("mem_aof_buffer", 0);
     t.field("mem_allocator", crate::alloc::name());
+    // Tables being rehashed keep a second table meanwhile: zwindow's
+    // tables never rehash incrementally (see `types::dict`).
+    t.field("mem_overhead_db_hashtable_rehashing", 0);
     t.field("active_defrag_running", 0);
     // zwindow frees synchronously (FLUSHALL ASYNC included).
     t.field("lazyfree_pending_objects", 0);
@@ -679,6 +785,9 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     let ev = &shared.evictor;
     t.field("evicted_keys", ev.evicted_keys.load(Relaxed));
     t.field("evicted_clients", shared.clients.evicted.load(Relaxed));
+    // Redis 8 evicts the oldest of more than 500 EVAL scripts; zwindow
+    // keeps every script until SCRIPT FLUSH.
+    t.field("evicted_scripts", 0);
     let over_since = ev.over_since_ms.load(Relaxed);
     let current = if over_since == 0 {
         0
@@ -731,6 +840,14 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     t.field("io_threaded_reads_processed", 0);
     t.field("io_threaded_writes_processed", 0);
     t.field(
+        "client_query_buffer_limit_disconnections",
+        st.query_limit_disconnections.load(Relaxed),
+    );
+    t.field(
+        "client_output_buffer_limit_disconnections",
+        shared.clients.output_limit_disconnections.load(Relaxed),
+    );
+    t.field(
         "reply_buffer_shrinks",
         st.reply_buffer_shrinks.load(Relaxed),
     );
@@ -738,6 +855,22 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
         "reply_buffer_expands",
         st.reply_buffer_expands.load(Relaxed),
     );
+    t.field("eventloop_cycles", st.el_cycles.load(Relaxed));
+    t.field("eventloop_duration_sum", st.el_ns.load(Relaxed) / 1000);
+    t.field("eventloop_duration_cmd_sum", st.el_cmd_usec.load(Relaxed));
+    t.field(
+        "instantaneous_eventloop_cycles_per_sec",
+        st.instantaneous.get(Metric::ElCycles),
+    );
+    t.field(
+        "instantaneous_eventloop_duration_usec",
+        st.instantaneous.get(Metric::ElDuration),
+    );
+    let [auth, cmd, key, channel] = shared.acl.log.lock().denied();
+    t.field("acl_access_denied_auth", auth);
+    t.field("acl_access_denied_cmd", cmd);
+    t.field("acl_access_denied_key", key);
+    t.field("acl_access_denied_channel", channel);
 }
 
 /// INFO replication, as Redis 7.0 prints it for either role.

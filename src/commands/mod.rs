@@ -29,6 +29,7 @@ pub(crate) mod info;
 pub(crate) mod keys;
 pub(crate) mod lcs;
 pub(crate) mod lists;
+pub(crate) mod lolwut;
 pub(crate) mod lua;
 pub(crate) mod memory;
 pub(crate) mod migrate;
@@ -72,6 +73,7 @@ use session::Client;
 pub(crate) static TABLE: &[&[Command]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    lolwut::COMMANDS,
     replication::COMMANDS,
     modules::COMMANDS,
     acl::COMMANDS,

@@ -58,9 +58,6 @@ pub(crate) static COMMANDS: &[Command] = &[
         .syntax("numlocal numreplicas timeout"),
     Command::new("role", 1, NOSCRIPT | LOADING | STALE | FAST, Keys::None, &(role as Handler))
         .doc(G, "2.8.12", "O(1)", "Returns the replication role."),
-    Command::new("lolwut", -1, READONLY | FAST, Keys::None, &(lolwut as Handler))
-        .doc(G, "5.0.0", "", "Displays computer art and the Redis version")
-        .syntax("[VERSION version]"),
 ];
 
 static COMMAND: &[Command] = &[
@@ -720,6 +717,15 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
         &s.reply_buffer_shrinks,
         &ctx.shared.clients.total_connections,
         &ctx.shared.clients.evicted,
+        &ctx.shared.clients.output_limit_disconnections,
+        &s.query_limit_disconnections,
+        &s.el_cycles,
+        &s.el_ns,
+        &s.el_cron_ns,
+        &s.el_aof_ns,
+        &s.el_max_ns,
+        &s.el_cmds_max,
+        &s.el_cmd_usec,
         &ctx.shared.evictor.evicted_keys,
         &ctx.shared.evictor.over_total_ms,
         // INFO's expired_subkeys (Redis resets it as it does expired_keys).
@@ -1035,15 +1041,6 @@ fn role(ctx: &mut Ctx) -> CmdResult {
 /// LOLWUT [VERSION v]: Redis 7.0 answers versions other than 5 and 6 (its
 /// default is 7) with the bare version line; the art of 5 and 6 is not
 /// drawn here, they get the same line.
-fn lolwut(ctx: &mut Ctx) -> CmdResult {
-    if ctx.args.len() >= 3 && eq_ic(&ctx.args[1], "VERSION") {
-        int_arg(&ctx.args[2])?;
-    }
-    ctx.out
-        .verbatim(format!("Redis ver. {}\n", crate::version::REDIS_VERSION).as_bytes());
-    Ok(Done)
-}
-
 fn lastsave(ctx: &mut Ctx) -> CmdResult {
     ctx.out
         .int(ctx.shared.persistence.last_save.load(Relaxed) as i64);

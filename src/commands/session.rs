@@ -80,6 +80,12 @@ pub(crate) struct Client {
     pub(crate) batch_yielded: bool,
     /// This connection's calls not yet in their command's shared counters.
     pub(crate) tally: CallTally,
+    /// How many commands are running on this client, one inside another
+    /// (EXEC's), while one runs.
+    pub(crate) nesting: u32,
+    /// µs of this batch's top-level commands, not yet in INFO's
+    /// `eventloop_duration_cmd_sum`.
+    pub(crate) cmd_usec: u64,
     /// What a replica's REPLCONF told before its SYNC/PSYNC.
     pub(crate) replica_capa: crate::replication::ReplicaCapa,
     /// Set by SYNC/PSYNC: once its replies are written, this connection
@@ -218,6 +224,8 @@ impl Client {
             batch_written: crate::keyspace::ShardSet(0),
             batch_yielded: false,
             tally: CallTally::default(),
+            nesting: 0,
+            cmd_usec: 0,
             replica_capa: Default::default(),
             attach: None,
             woff: 0,

@@ -789,7 +789,10 @@ pub(crate) fn call<'a>(
     // What this command may read of the counters includes the calls
     // before it (see `CallTally`).
     ctx.client.tally.before(cmd);
+    // Commands run inside this one (EXEC's, a blocked client's) are nested.
+    ctx.client.nesting += 1;
     let result = crate::commands::run(cmd, &mut ctx);
+    ctx.client.nesting -= 1;
     ctx.ks.no_touch = outer_no_touch;
     if let Some((outer, dirty, db)) = outer {
         propagate(ctx.ks, cmd, &args, &result, outer, dirty, db);
@@ -826,6 +829,11 @@ pub(crate) fn call<'a>(
     let end = crate::clock::system_us();
     let usec = end.saturating_sub(start);
     client.batch_clock = Some(end);
+    // INFO's eventloop_duration_cmd_sum: a connection's own commands, not
+    // those run inside them (nor scripts', whose client does not batch).
+    if client.nesting == 0 && client.tally.batching {
+        client.cmd_usec += usec;
+    }
     after_command(shared, client, cmd, &args, usec, redacted);
     let latency = shared.config.latency_tracking();
     client.tally.add(cmd, usec, latency);

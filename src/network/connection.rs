@@ -191,6 +191,9 @@ pub(crate) async fn run(
                 }
             }
         }
+        // An event loop cycle for INFO: from here until the replies are
+        // written (a write that waits for a slow reader counts its wait).
+        let turn_began = std::time::Instant::now();
         // What other batches caused leaves after their replies; nothing
         // runs here meanwhile (a command run first could wait for the
         // causing connection: see `clients::Turn`).
@@ -316,7 +319,7 @@ pub(crate) async fn run(
                 Ok(None) => break,
                 Err(ProtocolError::QueryBufferLimit) => {
                     // Closed without a reply, as at the limit after a read.
-                    log_query_limit(&handle, &rbuf);
+                    log_query_limit(&shared.stats, &handle, &rbuf);
                     close = true;
                     break;
                 }
@@ -348,9 +351,14 @@ pub(crate) async fn run(
             .qbuf_free
             .store(rbuf.capacity() - rbuf.len(), Relaxed);
         let stats = &shared.stats;
-        stats
-            .commands_processed
-            .fetch_add(std::mem::take(&mut client.commands), Relaxed);
+        let ran = std::mem::take(&mut client.commands);
+        stats.commands_processed.fetch_add(ran, Relaxed);
+        crate::stats::note_max(&stats.el_cmds_max, ran);
+        if client.cmd_usec > 0 {
+            stats
+                .el_cmd_usec
+                .fetch_add(std::mem::take(&mut client.cmd_usec), Relaxed);
+        }
         client.tally.flush();
         // Pushes encoded for a tracking client count too.
         if over_normal_output_limit(&shared, &client, &out) {
@@ -373,7 +381,12 @@ pub(crate) async fn run(
             break;
         }
         // The batch's writes reach the AOF before its replies leave.
+        let aof_began = shared.aof.enabled().then(std::time::Instant::now);
         shared.aof.before_reply(&shared.config).await;
+        if let Some(began) = aof_began {
+            let ns = began.elapsed().as_nanos() as u64;
+            stats.el_aof_ns.fetch_add(ns, Relaxed);
+        }
         if out.is_empty() {
             handle.open_gate();
             shared.clients.turn.release(handle.id);
@@ -437,6 +450,7 @@ pub(crate) async fn run(
         if shared.config.client_eviction_limit() != 0 {
             shared.clients.note_memory(&handle);
         }
+        stats.el_cycle(turn_began);
         if close {
             break;
         }
@@ -811,7 +825,7 @@ fn query_within_limit(
 ) -> bool {
     let held = (rbuf.len() + ahead) as u64 + handle.multi_mem.load(Relaxed) as u64;
     if held > shared.config.client_query_buffer_limit() {
-        log_query_limit(handle, rbuf);
+        log_query_limit(&shared.stats, handle, rbuf);
         return false;
     }
     handle.qbuf.store(rbuf.len() + ahead, Relaxed);
@@ -842,7 +856,8 @@ fn read_during_write(
     query_within_limit(shared, handle, rbuf, ahead) && !handle.killed.load(Relaxed)
 }
 
-fn log_query_limit(handle: &ClientHandle, rbuf: &BytesMut) {
+fn log_query_limit(stats: &Stats, handle: &ClientHandle, rbuf: &BytesMut) {
+    stats.query_limit_disconnections.fetch_add(1, Relaxed);
     tracing::warn!(
         "Closing client that reached max query buffer length: id={} addr={} (qbuf initial bytes: {:?})",
         handle.id,

@@ -400,6 +400,7 @@ impl Feed<'_> {
         let limit = self.shared.config.replica_output_limit();
         let lag = self.shared.replication.lag_bytes(self.replica);
         let scheduled = || {
+            self.handle.output_limit_closed.store(true, Relaxed);
             tracing::warn!(
                 "Client id={} addr={} laddr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
                 self.handle.id,
