@@ -349,3 +349,25 @@ fn keyspace_events() {
         z.iter().map(|x| escape(x)).collect::<Vec<_>>()
     );
 }
+
+/// Redis 8.0's `PFDEBUG SIMD ON|OFF`: zwindow answers as a Redis built
+/// without AVX2 (the answer depends on redis-server's build and CPU, so it
+/// is not compared with the oracle), and counts the same either way.
+#[test]
+fn pfdebug_simd_answers_as_a_build_without_avx2() {
+    let z = ZwindowServer::start(&[]);
+    let mut c = z.conn();
+    assert_eq!(c.cmd_str("PFADD h a b c"), b":1\r\n");
+    assert_eq!(c.cmd_str("PFDEBUG SIMD ON"), b"+disabled\r\n");
+    assert_eq!(c.cmd_str("PFCOUNT h"), b":3\r\n");
+    assert_eq!(c.cmd_str("PFDEBUG simd off"), b"+disabled\r\n");
+    assert_eq!(c.cmd_str("PFCOUNT h"), b":3\r\n");
+    assert_eq!(
+        c.cmd_str("PFDEBUG SIMD maybe"),
+        b"-ERR Argument must be ON or OFF\r\n"
+    );
+    assert_eq!(
+        c.cmd_str("PFDEBUG simd on extra"),
+        b"-ERR wrong number of arguments for 'pfdebug' command\r\n"
+    );
+}
