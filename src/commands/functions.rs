@@ -237,7 +237,7 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
     }
 
     let nkeys = nkeys as usize;
-    let func = f.func.clone();
+    let func = engine.registered(&f.func).map_err(Error::Owned)?;
     let name = f.name.clone();
     let args = ctx.args;
     *busy.running_function.lock() = Some((

@@ -278,7 +278,7 @@ fn run_script(
         return Err(Error::Static(MASTERDOWN));
     }
     let deny_oom = !script.shebang && ctx.client.oom;
-    let func = script.func.clone();
+    let func = engine.registered(&script.func).map_err(Error::Owned)?;
     let read_only = ro || script.no_writes;
     let args = ctx.args;
     let spec = RunSpec {

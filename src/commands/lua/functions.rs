@@ -34,7 +34,8 @@ pub(crate) const FLAG_ALLOW_CROSS_SLOT: u32 = 1 << 4;
 
 pub(crate) struct FunctionDef {
     pub(crate) name: String,
-    pub(crate) func: Function,
+    /// In the Lua registry, as a script's chunk (see `Script::func`).
+    pub(crate) func: mlua::RegistryKey,
     pub(crate) description: Option<Vec<u8>>,
     pub(crate) flags: u32,
 }
@@ -150,6 +151,10 @@ impl Engine {
             let entry = entry.map_err(|e| format!("ERR {e}"))?;
             let name: String = entry.raw_get(1).map_err(|e| format!("ERR {e}"))?;
             let func: Function = entry.raw_get(2).map_err(|e| format!("ERR {e}"))?;
+            let func = self
+                .lua
+                .create_registry_value(func)
+                .map_err(|e| format!("ERR {e}"))?;
             let flags: u32 = entry.raw_get(3).unwrap_or(0);
             let description = match entry.raw_get::<Value>(4) {
                 Ok(Value::String(s)) => Some(s.as_bytes().to_vec()),
@@ -183,6 +188,7 @@ impl Engine {
     pub(crate) fn flush_libraries(&mut self) {
         self.libraries.clear();
         self.function_index.clear();
+        self.lua.expire_registry_values();
         self.lua.gc_collect().ok();
     }
 

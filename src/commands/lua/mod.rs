@@ -448,7 +448,11 @@ impl Scripting {
 
 /// A compiled EVAL script.
 pub(crate) struct Script {
-    pub(crate) func: Function,
+    /// The compiled chunk in the Lua registry: a `Function` handle would
+    /// hold a slot of mlua's reference stack, which Lua 5.1 caps near
+    /// 8,000, so a long-lived cache of them runs out (50,000 SCRIPT LOADs
+    /// must work, as in Redis).
+    pub(crate) func: mlua::RegistryKey,
     body: Vec<u8>,
     /// `#!lua flags=no-writes`.
     pub(crate) no_writes: bool,
@@ -691,6 +695,10 @@ impl Engine {
         let func = self
             .compile(&body[code_start..], EVAL_CHUNK, &self.env)
             .map_err(|m| format!("ERR Error compiling script (new function): {m}"))?;
+        let func = self
+            .lua
+            .create_registry_value(func)
+            .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
         self.scripts.insert(
             sha.clone(),
             Script {
@@ -710,7 +718,13 @@ impl Engine {
 
     pub(crate) fn flush_scripts(&mut self) {
         self.scripts.clear();
+        self.lua.expire_registry_values();
         self.lua.gc_collect().ok();
+    }
+
+    /// The function a registry key holds (a script's or a library's).
+    pub(crate) fn registered(&self, key: &mlua::RegistryKey) -> Result<Function, String> {
+        self.lua.registry_value(key).map_err(|e| format!("ERR {e}"))
     }
 
     fn busy(&self) -> &Busy {
@@ -899,6 +913,9 @@ impl Engine {
     pub(crate) fn collect_now_and_then(&mut self) {
         self.runs = self.runs.wrapping_add(1);
         if self.runs.is_multiple_of(GC_EVERY) {
+            // Registry slots of deleted libraries and replaced scripts go
+            // with the collection.
+            self.lua.expire_registry_values();
             let _ = self.lua.gc_collect();
         }
     }
