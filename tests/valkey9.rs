@@ -361,6 +361,69 @@ fn redis80_additions_match_valkey9() {
     });
 }
 
+/// COMMAND INFO (arity, flags, key positions, ACL categories, tips, key
+/// specs) and the keys COMMAND GETKEYSANDFLAGS finds, where Valkey 9
+/// describes a command as Redis does (HTTL's and HPTTL's tips, HGETEX's key
+/// spec notes and HSETEX's key spec flags it describes otherwise: see
+/// `where_valkey_differs_zwindow_answers_as_redis`). In RESP3 Redis sends
+/// a command's subcommands as a set (`~0` for none), Valkey as an array
+/// (`*0`): that one byte aside, the replies are the same.
+#[test]
+fn command_info_matches_valkey9() {
+    let s = Servers::start_valkey9(&[]);
+    for proto in ["2", "3"] {
+        let mut p = s.pair();
+        p.both_str(&format!("HELLO {proto}"));
+        for name in [
+            "msetex",
+            "set",
+            "hexpire",
+            "hpexpire",
+            "hexpireat",
+            "hpexpireat",
+            "hexpiretime",
+            "hpexpiretime",
+            "hpersist",
+            "hgetdel",
+        ] {
+            let line = format!("COMMAND INFO {name}");
+            let (v, mut z) = p.both_str(&line);
+            if proto == "3" {
+                assert!(z.ends_with(b"~0\r\n"), "{line}: {}", escape(&z));
+                let at = z.len() - 4;
+                z[at] = b'*';
+            }
+            assert_eq!(
+                escape(&z),
+                escape(&v),
+                "zwindow differs from Valkey 9 on: {line}"
+            );
+        }
+        for inv in [
+            "MSETEX 2 a 1 b 2 EX 10",
+            "MSETEX 1 a 1",
+            "SET k v IFEQ x",
+            "SET k v IFEQ x GET",
+            "HEXPIRE k 10 FIELDS 1 a",
+            "HTTL k FIELDS 1 a",
+            "HGETEX k EX 10 FIELDS 1 a",
+            "HSETEX k FNX KEEPTTL FIELDS 1 a b",
+            "HGETDEL k FIELDS 1 a",
+        ] {
+            same(&mut p, &format!("COMMAND GETKEYS {inv}"));
+        }
+        for inv in [
+            "MSETEX 2 a 1 b 2 EX 10",
+            "SET k v IFEQ x",
+            "HEXPIRE k 10 FIELDS 1 a",
+            "HGETEX k EX 10 FIELDS 1 a",
+            "HGETDEL k FIELDS 1 a",
+        ] {
+            same(&mut p, &format!("COMMAND GETKEYSANDFLAGS {inv}"));
+        }
+    }
+}
+
 /// The keyspace events a subscriber sees for a stream of commands, as
 /// `event key` lines, ended by a PUBLISH on `end`.
 fn events_of(c: &mut RawConn, sub: &mut RawConn, stream: &[String]) -> Vec<String> {
@@ -531,6 +594,14 @@ fn where_valkey_differs_zwindow_answers_as_redis() {
             "HGETDEL h FIELD 1 z",
             "HGETDEL h FIELDS 0 z",
             "HGETDEL s FOO 1 a",
+            // Metadata: Redis tags HTTL/HPTTL `nondeterministic_output`,
+            // notes HGETEX's key spec, flags HSETEX's `update` (Valkey:
+            // `insert`).
+            "COMMAND INFO httl",
+            "COMMAND INFO hpttl",
+            "COMMAND INFO hgetex",
+            "COMMAND INFO hsetex",
+            "COMMAND GETKEYSANDFLAGS HSETEX k FNX KEEPTTL FIELDS 1 a b",
             // The order of a hash with field TTLs: Redis's listpackex keeps
             // the fields by deadline, Valkey's hashtable by insertion.
             "OBJECT ENCODING hx",
