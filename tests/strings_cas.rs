@@ -755,6 +755,11 @@ fn command_info_entries() {
     let got = String::from_utf8_lossy(&c.cmd_str("COMMAND INFO msetex")).into_owned();
     assert!(got.contains("+OW\r\n+update\r\n"), "{got}");
     assert!(got.contains("$6\r\nkeynum\r\n"), "{got}");
+    // msetex.json's tips: one key per shard, every shard must succeed.
+    assert!(
+        got.contains("request_policy:multi_shard\r\n$29\r\nresponse_policy:all_succeeded\r\n"),
+        "{got}"
+    );
     let got = String::from_utf8_lossy(&c.cmd_str("COMMAND INFO delex")).into_owned();
     assert!(
         got.contains("+RW\r\n+delete\r\n+variable_flags\r\n"),

@@ -353,6 +353,26 @@ pub fn peer_servers() -> Vec<(&'static str, String)> {
     found
 }
 
+/// Valkey 9, the tests' second oracle, when `ZWINDOW_VALKEY9_SERVER` names
+/// it (`.ci/test` builds it from Debian's source package into
+/// `.cache/valkey-9*/src/valkey-server`), as ("valkey9", path), announced
+/// with its version like [`peer_servers`]'.
+#[allow(dead_code)]
+pub fn valkey9_peer() -> Option<(&'static str, String)> {
+    let Some(path) = std::env::var_os("ZWINDOW_VALKEY9_SERVER") else {
+        println!("valkey9: ZWINDOW_VALKEY9_SERVER is not set: not measured");
+        return None;
+    };
+    let path = path.to_string_lossy().into_owned();
+    let version = std::process::Command::new(&path)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    println!("valkey9: {path} ({version})");
+    Some(("valkey9", path))
+}
+
 // ---------------------------------------------------------------------------
 // The vs_redis knobs
 // ---------------------------------------------------------------------------

@@ -85,7 +85,10 @@ pub(crate) static META_LATER: &[Meta] = &[
         movablekeys: true,
         range: [0, 0, 0],
         acl: &["@write", "@string", "@slow"],
-        tips: &[],
+        tips: &[
+            "request_policy:multi_shard",
+            "response_policy:all_succeeded",
+        ],
         getkeys: None,
         key_specs: &[KeySpec {
             notes: None,

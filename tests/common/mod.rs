@@ -372,6 +372,21 @@ pub fn redis8_server() -> String {
     }
 }
 
+/// The Valkey 9 server that `.ci/test` builds from Debian's newest valkey
+/// 9.x source package into `.cache/valkey-9*/` (the second oracle, for the
+/// commands Valkey 9 shares with Redis 8.x: hash field TTLs, SET IFEQ,
+/// MSETEX), named by `ZWINDOW_VALKEY9_SERVER`. Panics if it is missing:
+/// those tests must not pass by skipping.
+pub fn valkey9_server() -> String {
+    match std::env::var_os("ZWINDOW_VALKEY9_SERVER") {
+        Some(p) if std::path::Path::new(&p).is_file() => p.to_string_lossy().into_owned(),
+        other => panic!(
+            "these tests compare with Valkey 9; ZWINDOW_VALKEY9_SERVER is {other:?}: \
+             run `bash .ci/test` (it builds .cache/valkey-9*/src/valkey-server once and exports it)"
+        ),
+    }
+}
+
 /// A currently free TCP port on 127.0.0.1 (racy by nature; callers retry).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -1143,6 +1158,14 @@ impl Servers {
         Servers {
             z: ZwindowServer::start(args),
             r: RedisServer::start_binary(&redis8_server(), args),
+        }
+    }
+
+    /// zwindow and Valkey 9 ([`valkey9_server`]), with the same arguments.
+    pub fn start_valkey9(args: &[&str]) -> Self {
+        Servers {
+            z: ZwindowServer::start(args),
+            r: RedisServer::start_binary(&valkey9_server(), args),
         }
     }
 
