@@ -433,15 +433,15 @@ fn user_lines_and_acl_file() {
             .map(|e| String::from_utf8_lossy(e.bulk()).into_owned())
             .collect::<Vec<_>>(),
         vec![
-            "user alice on #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~a* resetchannels -@all +get",
-            "user default on nopass ~* &* +@all",
+            "user alice on sanitize-payload #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~a* resetchannels -@all +get",
+            "user default on nopass sanitize-payload ~* &* +@all",
         ]
     );
     assert_eq!(c.cmd_str("ACL SETUSER bob on nopass"), b"+OK\r\n");
     assert_eq!(c.cmd_str("ACL SAVE"), b"+OK\r\n");
     let saved = std::fs::read_to_string(&file).unwrap();
     assert!(
-        saved.contains("user bob on nopass resetchannels -@all\n"),
+        saved.contains("user bob on nopass sanitize-payload resetchannels -@all\n"),
         "{saved}"
     );
     std::fs::write(&file, "user carol on nopass\nbad line\n").unwrap();

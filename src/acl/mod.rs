@@ -424,7 +424,7 @@ mod tests {
         assert_eq!(acl.del_users(&[b"alice", b"bob"]), vec![b"alice".to_vec()]);
         assert_eq!(
             String::from_utf8(acl.file_text()).unwrap(),
-            "user default on nopass ~* &* +@all\n"
+            "user default on nopass sanitize-payload ~* &* +@all\n"
         );
     }
 

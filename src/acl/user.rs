@@ -919,7 +919,7 @@ mod tests {
         let u = User::default_user(false);
         assert_eq!(
             String::from_utf8(u.describe()).unwrap(),
-            "on nopass ~* &* +@all"
+            "on nopass sanitize-payload ~* &* +@all"
         );
         assert!(u.unrestricted());
     }
@@ -929,7 +929,7 @@ mod tests {
         let u = User::new(b"x", false);
         assert_eq!(
             String::from_utf8(u.describe()).unwrap(),
-            "off resetchannels -@all"
+            "off sanitize-payload resetchannels -@all"
         );
         assert_eq!(check(&u, "get k"), Err((Denied::Command, 0)));
     }
@@ -1013,7 +1013,7 @@ mod tests {
         assert_eq!(check(&u, "get b1"), Err((Denied::Key, 1)));
         assert_eq!(
             String::from_utf8(u.describe()).unwrap(),
-            "off ~a* resetchannels -@all +get (~b* resetchannels -@all +set)"
+            "off sanitize-payload ~a* resetchannels -@all +get (~b* resetchannels -@all +set)"
         );
         let mut u = User::new(b"x", false);
         assert!(u.apply_all(&[b"(+get", b"~x"], false).is_err());

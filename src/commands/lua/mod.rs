@@ -1583,7 +1583,7 @@ mod tests {
 
     #[test]
     fn version_num() {
-        assert_eq!(redis_version_num(), 458767);
+        assert_eq!(redis_version_num(), 0x08_00_02);
     }
 
     #[test]
