@@ -1,8 +1,8 @@
 //! ACL users as data: flags, password hashes and selectors, the rules
 //! that change them (`ACL SETUSER`'s `on`, `>pass`, `+@read`, `~key*`,
 //! `(…)` …), the text that describes them (`ACL LIST`, `ACL SAVE`) and the
-//! permission check of one command — all as Redis 7.0's acl.c does them,
-//! with its error texts.
+//! permission check of one command — as Redis's acl.c does them (command
+//! rules kept as given, as since 7.2), with its error texts.
 //!
 //! A [`User`] is immutable once built: a change builds a new one and the
 //! registry swaps it in, so a check reads a snapshot without a lock.
