@@ -22,6 +22,7 @@ client-side threads (test_background) and can miss under load.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -184,8 +185,11 @@ def main():
     for test, outcome, why in regressions:
         print(f"REGRESSION ({outcome} on zwindow, passed on redis-server 8.0): {test}")
         print(f"    {why.splitlines()[0] if why else ''}")
-    for _, tag, _, _ in runs:
-        print(f"log of the {tag} run: {work / (tag + '.log')}")
+    if regressions:
+        for _, tag, _, _ in runs:
+            print(f"log of the {tag} run: {work / (tag + '.log')}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     passed = sum(1 for e in r8.values() if e["outcome"] == "passed")
     print(
         f"redis-py suite, zwindow vs redis-server 8.0: "
