@@ -1,8 +1,8 @@
 //! ACL users as data: flags, password hashes and selectors, the rules
 //! that change them (`ACL SETUSER`'s `on`, `>pass`, `+@read`, `~key*`,
 //! `(…)` …), the text that describes them (`ACL LIST`, `ACL SAVE`) and the
-//! permission check of one command — all as Redis 7.0's acl.c does them,
-//! with its error texts.
+//! permission check of one command — as Redis's acl.c does them (command
+//! rules kept as given, as since 7.2), with its error texts.
 //!
 //! A [`User`] is immutable once built: a change builds a new one and the
 //! registry swaps it in, so a check reads a snapshot without a lock.
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
-use super::catalog::{Catalog, category_bit, category_names};
+use super::catalog::{Catalog, category_bit};
 use crate::protocol::Args;
 use crate::spec::metadata::ks;
 use crate::spec::{Command, flags};
@@ -130,6 +130,12 @@ pub(crate) struct Selector {
     bits: Vec<u64>,
     /// `+select|0`: first arguments allowed for a command whose bit is off.
     firstargs: BTreeMap<usize, Vec<Vec<u8>>>,
+    /// acl.c `command_rules` (Redis 7.2+): the command and category rules
+    /// as given since the last `+@all`/`-@all`, in order, lower-cased, each
+    /// (`+get`, `-@geo`, `+config|get`) replacing an earlier rule about the
+    /// same name (or, for a whole command, its `cmd|…` rules). The
+    /// description repeats them after `+@all`/`-@all`.
+    command_rules: Vec<Vec<u8>>,
     keys: Vec<KeyPattern>,
     channels: Vec<Vec<u8>>,
 }
@@ -146,6 +152,7 @@ impl Selector {
             future: false,
             bits: vec![0; Catalog::get().len().div_ceil(64)],
             firstargs: BTreeMap::new(),
+            command_rules: Vec::new(),
             keys: Vec::new(),
             channels: Vec::new(),
         }
@@ -195,6 +202,25 @@ impl Selector {
         self.all_commands = on;
         self.future = on;
         self.firstargs.clear();
+        self.command_rules.clear();
+    }
+
+    /// acl.c `ACLUpdateCommandRules` with `ACLSelectorRemoveCommandRule`:
+    /// `name` (a command's full name, `cmd|arg`, or `@category`) goes last,
+    /// after removing the rules about it and, for a command, its `cmd|…`.
+    fn update_command_rules(&mut self, name: &[u8], allow: bool) {
+        let name = name.to_ascii_lowercase();
+        self.command_rules.retain(|rule| {
+            let existing = &rule[1..];
+            !(existing == name.as_slice()
+                || (existing.len() > name.len()
+                    && existing.starts_with(&name)
+                    && existing[name.len()] == b'|'))
+        });
+        let mut rule = Vec::with_capacity(name.len() + 1);
+        rule.push(if allow { b'+' } else { b'-' });
+        rule.extend_from_slice(&name);
+        self.command_rules.push(rule);
     }
 
     /// acl.c `ACLSetSelector`: one rule about commands, keys or channels.
@@ -272,6 +298,7 @@ impl Selector {
             let Some(bar) = name.iter().rposition(|&b| b == b'|') else {
                 let id = cat.lookup(name).ok_or(RuleError::UnknownCommand)?;
                 self.change_perm(id, true);
+                self.update_command_rules(cat.entries[id].fullname.as_bytes(), true);
                 return Ok(());
             };
             let (base, sub) = (&name[..bar], &name[bar + 1..]);
@@ -298,11 +325,14 @@ impl Selector {
                     list.push(sub.to_vec());
                 }
             }
+            self.update_command_rules(name, true);
         } else if op[0] == b'-' && op.get(1) != Some(&b'@') {
             let id = cat.lookup(&op[1..]).ok_or(RuleError::UnknownCommand)?;
             self.change_perm(id, false);
+            self.update_command_rules(cat.entries[id].fullname.as_bytes(), false);
         } else if (op[0] == b'+' || op[0] == b'-') && op.get(1) == Some(&b'@') {
             let bit = category_bit(&op[2..]).ok_or(RuleError::UnknownCommand)?;
+            self.update_command_rules(&op[1..], op[0] == b'+');
             self.set_category(bit, op[0] == b'+');
         } else {
             return Err(RuleError::Syntax);
@@ -310,86 +340,27 @@ impl Selector {
         Ok(())
     }
 
-    /// acl.c `ACLDescribeSelectorCommandRules`: `+@all`/`-@all`, then the
-    /// categories that fit best, then single commands, so that applying
-    /// the text to an empty selector gives this one's bitmap.
+    /// acl.c `ACLDescribeSelectorCommandRules` (Redis 7.2+): `+@all` or
+    /// `-@all` (whether commands added later would be allowed), then the
+    /// retained rules as given, so that applying the text to an empty
+    /// selector gives this one's bitmap.
     fn describe_commands(&self) -> Vec<u8> {
-        let cat = Catalog::get();
-        let additive = !self.future;
         let mut rules: Vec<u8> = Vec::new();
-        let mut fake = Selector::new(false, false);
-        if additive {
-            rules.extend_from_slice(b"-@all ");
-        } else {
-            rules.extend_from_slice(b"+@all ");
-            fake.set_all(true);
-        }
-        let mut temp = Selector::new(false, false);
-        temp.bits = self.bits.clone();
-        let mut applied = [false; 21];
-        loop {
-            let mut best = None;
-            let (mut mindiff, mut maxsame) = (usize::MAX, 0);
-            for (j, name) in category_names().enumerate() {
-                if applied[j] {
-                    continue;
-                }
-                let bit = 1u32 << j;
-                let (mut on, mut off) = (0, 0);
-                for e in cat.entries.iter().enumerate() {
-                    if e.1.categories & bit != 0 {
-                        if temp.bit(e.0) {
-                            on += 1;
-                        } else {
-                            off += 1;
-                        }
-                    }
-                }
-                let (diff, same) = if additive { (off, on) } else { (on, off) };
-                if same > diff && (diff < mindiff || (diff == mindiff && same > maxsame)) {
-                    best = Some((j, name));
-                    mindiff = diff;
-                    maxsame = same;
-                }
-            }
-            let Some((j, name)) = best else { break };
-            let bit = 1u32 << j;
-            fake.set_category(bit, additive);
-            temp.set_category(bit, !additive);
-            rules.push(if additive { b'+' } else { b'-' });
-            rules.push(b'@');
-            rules.extend_from_slice(name.as_bytes());
+        rules.extend_from_slice(if self.future { b"+@all" } else { b"-@all" });
+        for rule in &self.command_rules {
             rules.push(b' ');
-            applied[j] = true;
+            rules.extend_from_slice(rule);
         }
-        for id in cat.top_level() {
-            self.describe_single(id, &mut fake, &mut rules);
-            for sub in cat.entries[id].subs.clone() {
-                self.describe_single(sub, &mut fake, &mut rules);
-            }
-        }
-        rules.pop();
+        debug_assert!(
+            {
+                let mut fake = Selector::new(false, false);
+                fake.set_all(self.future);
+                self.command_rules.iter().all(|r| fake.apply(r).is_ok()) && fake.bits == self.bits
+            },
+            "ACL rules do not rebuild the selector's bitmap: {}",
+            String::from_utf8_lossy(&rules)
+        );
         rules
-    }
-
-    fn describe_single(&self, id: usize, fake: &mut Selector, rules: &mut Vec<u8>) {
-        let entry = &Catalog::get().entries[id];
-        let userbit = self.bit(id);
-        if userbit != fake.bit(id) {
-            rules.push(if userbit { b'+' } else { b'-' });
-            rules.extend_from_slice(entry.fullname.as_bytes());
-            rules.push(b' ');
-            fake.change_perm(id, userbit);
-        }
-        if !userbit && let Some(args) = self.firstargs.get(&id) {
-            for a in args {
-                rules.push(b'+');
-                rules.extend_from_slice(entry.fullname.as_bytes());
-                rules.push(b'|');
-                rules.extend_from_slice(a);
-                rules.push(b' ');
-            }
-        }
     }
 
     /// acl.c `ACLDescribeSelector`: keys, channels, commands.
