@@ -189,13 +189,26 @@ def test_pubsub_subscribe_publish(r, protocol, key):
 
 
 
-def test_client_side_cache_refused_below_7_4():
+def test_client_side_cache_serves_reads_and_sees_writes():
     """redis-py (>= 5.1) enables its client-side cache only for servers that
-    say 7.4 or later in HELLO; zwindow answers as Redis 7.0.15, so redis-py
-    refuses exactly as it does against redis-server 7.0.15. (node-redis 5's
-    cache has no such gate and runs against zwindow: tests/node.)"""
+    say 7.4 or later in HELLO; zwindow answers as Redis 8.0.2, so the cache
+    runs: a repeated GET is served locally (the server counts one call), and
+    another client's write invalidates it (CLIENT TRACKING's push)."""
     from redis.cache import CacheConfig
 
-    with pytest.raises(redis.exceptions.ConnectionError, match="7.4 or later"):
-        c = connect(3, decode_responses=True, cache_config=CacheConfig())
-        c.ping()
+    c = connect(3, decode_responses=True, cache_config=CacheConfig())
+    w = connect(2, decode_responses=True)
+    k = "csc:" + uuid.uuid4().hex
+    w.set(k, "v1")
+    w.config_resetstat()
+    assert c.get(k) == "v1"
+    assert c.get(k) == "v1"
+    assert c.get(k) == "v1"
+    calls = w.info("commandstats").get("cmdstat_get", {}).get("calls", 0)
+    assert calls == 1, f"the cache served the repeats: {calls} GETs reached the server"
+    w.set(k, "v2")
+    # The invalidation is a push on the cached connection, read before its
+    # next command.
+    assert c.get(k) == "v2"
+    c.close()
+    w.close()
