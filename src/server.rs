@@ -82,7 +82,7 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// Binds, serves until a shutdown signal, then drains connections.
 pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let Startup {
-        config,
+        mut config,
         window_rules,
         users,
         renames,
@@ -90,6 +90,15 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     } = startup;
     for w in &warnings {
         tracing::warn!("{w}");
+    }
+    // Redis 8.0: a cluster node has one database (7.0 kept sixteen, of
+    // which only 0 could be selected).
+    if config.cluster_enabled() && config.databases > 1 {
+        tracing::warn!(
+            "WARNING: Changing databases number from {} to 1 since we are in cluster mode",
+            config.databases
+        );
+        config.databases = 1;
     }
     // `main` installed the table before reading the config; a caller that
     // built its `Startup` otherwise gets it here (a second install is a

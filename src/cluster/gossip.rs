@@ -264,8 +264,9 @@ impl Default for BusState {
             next_link: 1,
             iteration: 0,
             state_ok: false,
-            // As `clusterInit` sets it, until the state is computed.
-            size: 1,
+            // As Redis 8.0's `clusterInit` sets it, until the state is
+            // computed.
+            size: 0,
             first_call_time: 0,
             among_minority_time: 0,
             pfail_nodes: 0,

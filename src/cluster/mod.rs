@@ -207,8 +207,9 @@ impl Cluster {
                 .cluster_setting("cluster-announce-hostname")
                 .into_bytes();
         }
-        // As `clusterInit` sets it, until the state is computed.
-        state.bus.size = 1;
+        // As Redis 8.0's `clusterInit` sets it (7.0 said 1), until the
+        // state is computed.
+        state.bus.size = 0;
         Ok(Cluster {
             inner: RwLock::new(Inner::new(state)),
             path,

@@ -93,8 +93,31 @@ fn use_pport(ctx: &Ctx) -> bool {
 
 fn help(ctx: &mut Ctx) -> CmdResult {
     cluster(ctx)?;
+    // Redis 8.0.2's text (`clusterCommandHelp` and `clusterCommandSpecial`).
     const LINES: &[&str] = &[
         "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "COUNTKEYSINSLOT <slot>",
+        "    Return the number of keys in <slot>.",
+        "GETKEYSINSLOT <slot> <count>",
+        "    Return key names stored by current node in a slot.",
+        "INFO",
+        "    Return information about the cluster.",
+        "KEYSLOT <key>",
+        "    Return the hash slot for <key>.",
+        "MYID",
+        "    Return the node id.",
+        "MYSHARDID",
+        "    Return the node's shard id.",
+        "NODES",
+        "    Return cluster configuration seen by node. Output format:",
+        "    <id> <ip:port@bus-port[,hostname]> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+        "REPLICAS <node-id>",
+        "    Return <node-id> replicas.",
+        "SLOTS",
+        "    Return information about slots range mappings. Each range is made of:",
+        "    start, end, master and replicas IP addresses, ports and ids",
+        "SHARDS",
+        "    Return information about slot range mappings and the nodes associated with them.",
         "ADDSLOTS <slot> [<slot> ...]",
         "    Assign slots to current node.",
         "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
@@ -103,8 +126,6 @@ fn help(ctx: &mut Ctx) -> CmdResult {
         "    Advance the cluster config epoch.",
         "COUNT-FAILURE-REPORTS <node-id>",
         "    Return number of failure reports for <node-id>.",
-        "COUNTKEYSINSLOT <slot>",
-        "    Return the number of keys in <slot>.",
         "DELSLOTS <slot> [<slot> ...]",
         "    Delete slots information from current node.",
         "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
@@ -113,21 +134,10 @@ fn help(ctx: &mut Ctx) -> CmdResult {
         "    Promote current replica node to being a master.",
         "FORGET <node-id>",
         "    Remove a node from the cluster.",
-        "GETKEYSINSLOT <slot> <count>",
-        "    Return key names stored by current node in a slot.",
         "FLUSHSLOTS",
         "    Delete current node own slots information.",
-        "INFO",
-        "    Return information about the cluster.",
-        "KEYSLOT <key>",
-        "    Return the hash slot for <key>.",
         "MEET <ip> <port> [<bus-port>]",
         "    Connect nodes into a working cluster.",
-        "MYID",
-        "    Return the node id.",
-        "NODES",
-        "    Return cluster configuration seen by node. Output format:",
-        "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
         "REPLICATE <node-id>",
         "    Configure current node as replica to <node-id>.",
         "RESET [HARD|SOFT]",
@@ -136,15 +146,8 @@ fn help(ctx: &mut Ctx) -> CmdResult {
         "    Set config epoch of current node.",
         "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
         "    Set slot state.",
-        "REPLICAS <node-id>",
-        "    Return <node-id> replicas.",
         "SAVECONFIG",
         "    Force saving cluster configuration on disk.",
-        "SLOTS",
-        "    Return information about slots range mappings. Each range is made of:",
-        "    start, end, master and replicas IP addresses, ports and ids",
-        "SHARDS",
-        "    Return information about slot range mappings and the nodes associated with them.",
         "LINKS",
         "    Return information about all network links between this node and its peers.",
         "    Output format is an array where each array element is a map containing attributes of a link",
@@ -755,7 +758,7 @@ fn meet(ctx: &mut Ctx) -> CmdResult {
     let port = parse_i64(ctx.arg(3)).ok_or_else(|| {
         Error::Raw(
             format!(
-                "ERR Invalid TCP base port specified: {}",
+                "ERR Invalid base port specified: {}",
                 String::from_utf8_lossy(ctx.arg(3))
             )
             .into_bytes(),
@@ -765,7 +768,7 @@ fn meet(ctx: &mut Ctx) -> CmdResult {
         parse_i64(ctx.arg(4)).ok_or_else(|| {
             Error::Raw(
                 format!(
-                    "ERR Invalid TCP bus port specified: {}",
+                    "ERR Invalid bus port specified: {}",
                     String::from_utf8_lossy(ctx.arg(4))
                 )
                 .into_bytes(),
