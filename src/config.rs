@@ -51,6 +51,11 @@ pub struct Startup {
     pub(crate) renames: Vec<(Vec<u8>, Vec<u8>)>,
     /// Said once logging is up (directives accepted but not acted on).
     pub(crate) warnings: Vec<String>,
+    /// Unknown directives with arguments, in file order (a repeated name
+    /// keeps its place, takes the last value): Redis 8.0 holds them as
+    /// possible module settings and stops once started if no module
+    /// claims them, which none does here (`module_configs_queue`).
+    pub(crate) unresolved: Vec<(String, String)>,
 }
 
 impl Launch {
@@ -74,6 +79,7 @@ impl Startup {
             users: Vec::new(),
             renames: Vec::new(),
             warnings: Vec::new(),
+            unresolved: Vec::new(),
         };
         // An image may change the built-in defaults (the Docker image binds
         // every interface without protected mode, as the official redis
@@ -193,8 +199,17 @@ impl Startup {
             }
             ("loadmodule", [_, ..]) => Err("zwindow cannot load modules".into()),
             ("sentinel", _) => Err("sentinel directive while not in sentinel mode".into()),
-            _ if name.contains('.') && !args.is_empty() => {
-                Err("Module Configuration detected without loadmodule directive".into())
+            (_, [_, ..]) => {
+                let value = args
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                match self.unresolved.iter_mut().find(|(n, _)| *n == name) {
+                    Some(entry) => entry.1 = value,
+                    None => self.unresolved.push((name, value)),
+                }
+                Ok(())
             }
             _ => Err("Bad directive or wrong number of arguments".into()),
         }
@@ -920,6 +935,8 @@ impl Config {
         match self.kept("loglevel", "notice").as_str() {
             "debug" => "debug",
             "warning" => "warn",
+            // Redis 7.2+: no log at all.
+            "nothing" => "off",
             _ => "info",
         }
         .to_string()
@@ -2661,7 +2678,7 @@ const PARAMS: &[Param] = &[
         alias: None,
         get: |c| c.kept("loglevel", "notice"),
         set: Some(|c, v, apply| {
-            let v = one_of(v, &["debug", "verbose", "notice", "warning"])?;
+            let v = one_of(v, &["debug", "verbose", "notice", "warning", "nothing"])?;
             if apply {
                 c.kept.write().insert("loglevel", v);
                 if c.loaded()
@@ -3394,11 +3411,15 @@ mod tests {
         assert!(err.ends_with("can't set immutable config"), "{err}");
         c.set_many(&[(b"lazyfree-lazy-expire", b"yes")]).unwrap();
         assert!(c.set_many(&[(b"lazyfree-lazy-expire", b"maybe")]).is_err());
-        let err = load("hz 5\nnope 1").err().unwrap();
+        let err = load("hz 5\nnope").err().unwrap();
         assert!(
-            err.ends_with("at line 3\n>>> 'nope 1'\nBad directive or wrong number of arguments"),
+            err.ends_with("at line 3\n>>> 'nope'\nBad directive or wrong number of arguments"),
             "{err}"
         );
+        // With arguments, held for a module (Redis 8.0): the server stops
+        // once started.
+        let st = load("hz 5\nnope 1\nnope 2 3").unwrap();
+        assert_eq!(st.unresolved, [("nope".to_string(), "2 3".to_string())]);
         assert!(load("user alice on").unwrap().users.len() == 1);
         // `--user "alice on >pw"`: one word holding the rules.
         let users = load("user \"alice on >pw\"").unwrap().users;

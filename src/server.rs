@@ -87,6 +87,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         users,
         renames,
         warnings,
+        unresolved,
     } = startup;
     for w in &warnings {
         tracing::warn!("{w}");
@@ -180,6 +181,18 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
         },
         std::process::id()
     );
+    // Redis 8.0's `moduleLoadFromQueue`: settings no module claimed stop
+    // the server here, after its banner.
+    if !unresolved.is_empty() {
+        tracing::warn!("Unresolved Configuration(s) Detected:");
+        for (name, value) in &unresolved {
+            tracing::warn!(">>> '{name} {value}'");
+        }
+        return Err(
+            "Module Configuration detected without loadmodule directive or no ApplyConfig call: aborting"
+                .into(),
+        );
+    }
     tracing::info!("Server initialized");
     // After the banner, as Redis loads after its logo: tools waiting for
     // the PID line see a server that fails to load stop. Connections are

@@ -424,9 +424,14 @@ impl RedisServer {
     /// Start redis-server with a config file (its first argument), then
     /// the harness's and the extra command-line directives.
     pub fn start_config(file: &std::path::Path, extra_args: &[&str]) -> Self {
+        Self::start_config_binary(&find_redis_server(), file, extra_args)
+    }
+
+    /// [`Self::start_config`] with a given redis-server binary.
+    pub fn start_config_binary(exe: &str, file: &std::path::Path, extra_args: &[&str]) -> Self {
         let dir = PrivateDir::new("redis");
-        let (child, port) = spawn_redis(&find_redis_server(), Some(file), extra_args, &dir.0)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (child, port) =
+            spawn_redis(exe, Some(file), extra_args, &dir.0).unwrap_or_else(|e| panic!("{e}"));
         RedisServer { child, port, dir }
     }
 
