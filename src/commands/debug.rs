@@ -386,7 +386,10 @@ fn object_line(
         e.lru,
         idle
     );
-    if let Value::List(l) = &e.value {
+    // Redis adds the quicklist's shape for a quicklist only.
+    if let Value::List(l) = &e.value
+        && !l.is_listpack()
+    {
         let nodes = l.quicklist(fill);
         let avg = l.len() as f64 / nodes.len() as f64;
         let bytes: usize = nodes.iter().map(|n| n.bytes).sum();

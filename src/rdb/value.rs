@@ -126,6 +126,18 @@ fn score_text(s: f64) -> String {
 }
 
 fn encode_list(l: &List, compress: bool, out: &mut Vec<u8>) {
+    // A listpack list is written as a quicklist of one node (as Redis 7.2+
+    // does, so 7.0 loads it).
+    if l.is_listpack() {
+        put_len(out, 1);
+        let mut lp = ListpackWriter::default();
+        for e in l.iter() {
+            lp.push(e);
+        }
+        put_len(out, QUICKLIST_NODE_PACKED);
+        put_string(out, &lp.finish_blob(), compress);
+        return;
+    }
     let nodes = l.quicklist(LIST_FILL);
     put_len(out, nodes.len() as u64);
     for n in nodes {
@@ -475,14 +487,16 @@ pub(crate) fn decode(
         TYPE_STRING => Value::Str(Str::new(&r.string()?)),
         TYPE_LIST => {
             let n = r.count(1)?;
-            let mut l = List::new();
+            let mut l = List::new_quicklist();
             for _ in 0..n {
                 l.push(End::Right, &r.string()?);
             }
+            l.settle(lim.list_fill);
             Value::List(Box::new(l))
         }
         TYPE_LIST_ZIPLIST => {
-            let mut l = List::new();
+            // Redis 7.2+ leaves a converted ziplist a quicklist.
+            let mut l = List::new_quicklist();
             for e in blobs::ziplist(&r.string()?).map_err(|_| report::list_ziplist())? {
                 l.push(End::Right, &e.to_vec());
             }
@@ -490,7 +504,7 @@ pub(crate) fn decode(
         }
         TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
             let n = r.count(1)?;
-            let mut l = List::new();
+            let mut l = List::new_quicklist();
             for _ in 0..n {
                 let container = if ty == TYPE_LIST_QUICKLIST_2 {
                     r.len()?
@@ -524,6 +538,7 @@ pub(crate) fn decode(
                     _ => return Err(corrupt("unknown quicklist node container")),
                 }
             }
+            l.settle(lim.list_fill);
             Value::List(Box::new(l))
         }
         TYPE_SET => {
@@ -1022,6 +1037,7 @@ mod tests {
                 value: 64,
             },
             set_intset: 512,
+            list_fill: -2,
             stream: Default::default(),
             deep: true,
         }

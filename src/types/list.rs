@@ -1,22 +1,28 @@
 //! The list value: a double-ended queue of byte strings.
 //!
-//! Redis 7.0 stores every list as a quicklist (a linked list of listpacks)
-//! and `OBJECT ENCODING` says `quicklist` whatever the size, so one shape is
-//! enough here: a `VecDeque` gives O(1) pushes and pops at both ends and
-//! O(1) indexing, and each element is a [`SmallBytes`]: inline up to 15
-//! bytes (a job id, a short message), else a buffer of its exact size. The
-//! element byte count is kept alongside for `MEMORY USAGE`-style accounting.
+//! Redis 7.2+ keeps a small list as one `listpack` and turns it into a
+//! `quicklist` (a linked list of listpacks) when a push would take it past
+//! `list-max-listpack-size`, and back when it shrinks under half of that.
+//! The elements live in one shape here whatever the encoding: a `VecDeque`
+//! gives O(1) pushes and pops at both ends and O(1) indexing, and each
+//! element is a [`SmallBytes`]: inline up to 15 bytes (a job id, a short
+//! message), else a buffer of its exact size. The encoding Redis would have
+//! is a flag, changed where Redis converts ([`List::grow`],
+//! [`List::shrink`], [`List::settle`]); the element bytes and the bytes of
+//! the listpack Redis would hold are kept alongside for those checks and
+//! for `MEMORY USAGE`-style accounting.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use crate::types::small_bytes::SmallBytes;
+use crate::types::stream::lp_elem_size;
 
-/// Redis's quicklist `packed_threshold`: an element at least this long gets
-/// a node of its own ("plain"). Process-wide as in Redis, where only
-/// `DEBUG QUICKLIST-PACKED-THRESHOLD` changes it.
-static PACKED_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_PACKED_THRESHOLD);
-const DEFAULT_PACKED_THRESHOLD: usize = 1 << 30;
+/// Redis's quicklist `packed_threshold` (a test knob): when not 0, an
+/// element at least this long gets a node of its own ("plain"); at 0 (the
+/// default) an element larger than a node's byte limit does. Process-wide
+/// as in Redis, where only `DEBUG QUICKLIST-PACKED-THRESHOLD` changes it.
+static PACKED_THRESHOLD: AtomicUsize = AtomicUsize::new(0);
 
 /// `DEBUG QUICKLIST-PACKED-THRESHOLD`: 0 restores the default; false (and
 /// nothing changed) above Redis's limit, just under 4 GB.
@@ -24,13 +30,43 @@ pub(crate) fn set_packed_threshold(size: u64) -> bool {
     if size > (1u64 << 32) - (1 << 20) {
         return false;
     }
-    let size = if size == 0 {
-        DEFAULT_PACKED_THRESHOLD
-    } else {
-        size as usize
-    };
-    PACKED_THRESHOLD.store(size, Relaxed);
+    PACKED_THRESHOLD.store(size as usize, Relaxed);
     true
+}
+
+/// Redis's `quicklistNodeLimit`: a node's (and a listpack list's) byte and
+/// count limits for `list-max-listpack-size` `fill` (`usize::MAX`: none).
+fn node_limits(fill: i64) -> (usize, usize) {
+    if fill >= 0 {
+        (usize::MAX, fill.clamp(1, i64::from(u32::MAX)) as usize)
+    } else {
+        let level = usize::try_from(-fill - 1)
+            .unwrap_or(usize::MAX)
+            .min(NODE_SIZE_LEVELS.len() - 1);
+        (NODE_SIZE_LEVELS[level], usize::MAX)
+    }
+}
+
+/// Redis's `quicklistNodeExceedsLimit`.
+fn exceeds_limit(fill: i64, bytes: usize, count: usize) -> bool {
+    let (sz, n) = node_limits(fill);
+    if sz != usize::MAX {
+        bytes > sz
+    } else {
+        bytes > NODE_SAFETY_LIMIT || count > n
+    }
+}
+
+/// Redis's `isLargeElement`: whether an element this long gets a plain node.
+fn is_large(len: usize, fill: i64) -> bool {
+    let threshold = PACKED_THRESHOLD.load(Relaxed);
+    if threshold != 0 {
+        return len >= threshold;
+    }
+    match node_limits(fill).0 {
+        usize::MAX => len > NODE_SAFETY_LIMIT,
+        sz => len > sz,
+    }
 }
 
 /// Byte limits of a listpack node for `list-max-listpack-size` -1 … -5.
@@ -88,15 +124,37 @@ impl End {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct List {
     items: VecDeque<SmallBytes>,
+    /// The elements' bytes.
     bytes: usize,
+    /// The bytes of the listpack holding every element (Redis's `lpBytes`
+    /// of a listpack-encoded list).
+    lp_bytes: usize,
+    /// Whether Redis would hold the list as one listpack (else a quicklist).
+    listpack: bool,
+}
+
+impl Default for List {
+    fn default() -> List {
+        List::with_capacity(0)
+    }
 }
 
 impl List {
+    /// An empty list as a listpack (Redis's `createListListpackObject`,
+    /// what a push or a move creates).
     pub(crate) fn new() -> List {
         List::default()
+    }
+
+    /// An empty list as a quicklist (Redis's `createQuicklistObject`, what
+    /// RDB loading and SORT STORE build, then [`List::settle`]).
+    pub(crate) fn new_quicklist() -> List {
+        let mut l = List::new();
+        l.listpack = false;
+        l
     }
 
     /// An empty list with room for exactly `n` elements: what a push of
@@ -106,6 +164,93 @@ impl List {
         List {
             items: VecDeque::with_capacity(n),
             bytes: 0,
+            lp_bytes: LISTPACK_EMPTY,
+            listpack: true,
+        }
+    }
+
+    /// `listpack` or `quicklist`, as `OBJECT ENCODING` says.
+    pub(crate) fn encoding(&self) -> &'static str {
+        if self.listpack {
+            "listpack"
+        } else {
+            "quicklist"
+        }
+    }
+
+    pub(crate) fn is_listpack(&self) -> bool {
+        self.listpack
+    }
+
+    /// Before adding `add_len` elements of `add_bytes` bytes (string
+    /// lengths; integers popped from a list count 0): a listpack that
+    /// would pass `fill`'s limits becomes a quicklist (Redis's
+    /// `listTypeTryConversionAppend`).
+    pub(crate) fn grow(&mut self, fill: i64, add_bytes: usize, add_len: usize) {
+        if self.listpack
+            && exceeds_limit(
+                fill,
+                self.lp_bytes.saturating_add(add_bytes),
+                self.items.len().saturating_add(add_len),
+            )
+        {
+            self.listpack = false;
+        }
+    }
+
+    /// [`List::grow`] for the elements `elems`.
+    pub(crate) fn grow_for<'a>(&mut self, fill: i64, elems: impl Iterator<Item = &'a [u8]>) {
+        if !self.listpack {
+            return;
+        }
+        let (mut bytes, mut n) = (0usize, 0usize);
+        for e in elems {
+            bytes = bytes.saturating_add(e.len());
+            n += 1;
+        }
+        self.grow(fill, bytes, n);
+    }
+
+    /// After removing elements: a quicklist that is one packed node under
+    /// half of `fill`'s limits becomes a listpack again (Redis's
+    /// `LIST_CONV_SHRINKING`).
+    pub(crate) fn shrink(&mut self, fill: i64) {
+        self.to_listpack(fill, true);
+    }
+
+    /// After building a list whole (RDB load, RESTORE, SORT STORE): the
+    /// encoding Redis's `LIST_CONV_AUTO` picks.
+    pub(crate) fn settle(&mut self, fill: i64) {
+        if self.listpack {
+            self.grow(fill, 0, 0);
+        } else {
+            self.to_listpack(fill, false);
+        }
+    }
+
+    /// Redis's `listTypeTryConvertQuicklist`. The quicklist's nodes are
+    /// the ones [`List::quicklist`] cuts.
+    fn to_listpack(&mut self, fill: i64, shrinking: bool) {
+        if self.listpack {
+            return;
+        }
+        let (mut sz, mut n) = node_limits(fill);
+        if shrinking {
+            sz /= 2;
+            n /= 2;
+        }
+        // Cheap checks first: one packed node never holds more than a
+        // node's bytes.
+        let single = match node_limits(fill).0 {
+            usize::MAX => NODE_SAFETY_LIMIT,
+            s => s,
+        };
+        if self.lp_bytes > sz || self.items.len() > n || self.lp_bytes > single {
+            return;
+        }
+        let nodes = self.quicklist(fill);
+        if nodes.len() == 1 && !nodes[0].plain {
+            self.listpack = true;
         }
     }
 
@@ -119,6 +264,7 @@ impl List {
 
     pub(crate) fn push(&mut self, end: End, elem: &[u8]) {
         self.bytes += elem.len();
+        self.lp_bytes += lp_elem_size(elem);
         let elem: SmallBytes = elem.into();
         match end {
             End::Left => self.items.push_front(elem),
@@ -132,6 +278,7 @@ impl List {
             End::Right => self.items.pop_back(),
         }?;
         self.bytes -= e.len();
+        self.lp_bytes -= lp_elem_size(&e);
         Some(e)
     }
 
@@ -145,12 +292,14 @@ impl List {
             return false;
         };
         self.bytes = self.bytes - slot.len() + elem.len();
+        self.lp_bytes = self.lp_bytes - lp_elem_size(slot) + lp_elem_size(elem);
         *slot = elem.into();
         true
     }
 
     pub(crate) fn insert(&mut self, i: usize, elem: &[u8]) {
         self.bytes += elem.len();
+        self.lp_bytes += lp_elem_size(elem);
         self.items.insert(i, elem.into());
     }
 
@@ -199,34 +348,28 @@ impl List {
                 keep[i - 1]
             });
             self.bytes -= elem.len() * removed as usize;
+            self.lp_bytes -= lp_elem_size(elem) * removed as usize;
         }
         removed
     }
 
-    /// The nodes of the quicklist Redis 7.0 builds by pushing these elements
+    /// The nodes of the quicklist Redis builds by pushing these elements
     /// at the tail with `list-max-listpack-size` `fill` (Redis's
     /// `_quicklistNodeAllowInsert`). Lists are kept as one deque here, so
     /// this is the layout DEBUG OBJECT reports and the RDB encoder cuts;
     /// a list Redis built by inserts in the middle may have split differently.
     pub(crate) fn quicklist(&self, fill: i64) -> Vec<QuicklistNode> {
-        let threshold = PACKED_THRESHOLD.load(Relaxed);
         let mut nodes: Vec<QuicklistNode> = Vec::new();
         for (i, e) in self.items.iter().enumerate() {
-            let large = e.len() >= threshold;
+            let large = is_large(e.len(), fill);
             let fits = match nodes.last() {
                 Some(n) if !n.plain && !large => {
                     let new_sz = n.bytes + e.len() + ENTRY_OVERHEAD;
-                    let level = usize::try_from(-fill - 1)
-                        .ok()
-                        .and_then(|l| NODE_SIZE_LEVELS.get(l));
-                    match level {
-                        Some(&limit) => new_sz <= limit,
-                        None => new_sz <= NODE_SAFETY_LIMIT && (n.count as i64) < fill,
-                    }
+                    !exceeds_limit(fill, new_sz, n.count + 1)
                 }
                 _ => false,
             };
-            let entry = crate::types::stream::lp_elem_size(e);
+            let entry = lp_elem_size(e);
             match nodes.last_mut() {
                 Some(n) if fits => {
                     n.count += 1;
@@ -280,6 +423,62 @@ mod tests {
         }
         // 3000-byte elements: two fit under 8 kB.
         assert_eq!(big.quicklist(-2).len(), 2);
+    }
+
+    #[test]
+    fn listpack_until_a_push_passes_the_limit_and_back_under_half() {
+        // Count limit 4: the fifth element makes a quicklist.
+        let mut l = List::new();
+        for i in 0..4 {
+            l.grow(4, 1, 1);
+            l.push(End::Right, format!("{i}").as_bytes());
+        }
+        assert_eq!(l.encoding(), "listpack");
+        l.grow(4, 1, 1);
+        l.push(End::Right, b"x");
+        assert_eq!(l.encoding(), "quicklist");
+        // Shrinking: back only at half the limit (2 elements).
+        l.pop(End::Left);
+        l.pop(End::Left);
+        l.shrink(4);
+        assert_eq!(l.encoding(), "quicklist");
+        l.pop(End::Left);
+        l.shrink(4);
+        assert_eq!(l.encoding(), "listpack");
+        // Size limit -1 (4096 bytes): string lengths plus the listpack's bytes.
+        let mut l = List::new();
+        l.grow(-1, 4000, 1);
+        l.push(End::Right, &[b'a'; 4000]);
+        assert_eq!(l.encoding(), "listpack");
+        l.grow(-1, 100, 1);
+        assert_eq!(l.encoding(), "quicklist");
+        l.push(End::Right, &[b'b'; 100]);
+        l.pop(End::Left);
+        l.shrink(-1);
+        assert_eq!(l.encoding(), "listpack");
+    }
+
+    #[test]
+    fn settle_after_building_whole() {
+        let mut l = List::new_quicklist();
+        for _ in 0..10 {
+            l.push(End::Right, b"abc");
+        }
+        // AUTO uses the whole limit, not half.
+        let mut a = l.clone();
+        a.settle(10);
+        assert_eq!(a.encoding(), "listpack");
+        let mut b = l.clone();
+        b.settle(9);
+        assert_eq!(b.encoding(), "quicklist");
+        let mut c = l;
+        c.shrink(10);
+        assert_eq!(c.encoding(), "quicklist", "shrinking wants half");
+        // A large element sits in a plain node: never a listpack.
+        let mut big = List::new_quicklist();
+        big.push(End::Right, &[b'x'; 9000]);
+        big.settle(128);
+        assert_eq!(big.encoding(), "quicklist");
     }
 
     fn items(l: &List) -> Vec<String> {
