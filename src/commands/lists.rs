@@ -527,7 +527,11 @@ fn move_one(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result
     };
     // Redis pushes the popped object, whose integers are not strings (and
     // so count no bytes in the growth check).
-    let add = if lp_int(&elem).is_some() { 0 } else { elem.len() };
+    let add = if lp_int(&elem).is_some() {
+        0
+    } else {
+        elem.len()
+    };
     let emptied = if src == dst {
         l.grow(fill, add, 1);
         l.push(to, &elem);

@@ -69,6 +69,15 @@ fn encode_with(
             put_string(out, &blobs::write_intset(v), compress);
             TYPE_SET_INTSET
         }
+        Value::Set(Set::Listpack(v)) if stream_v3 => {
+            // Redis 7.2's set listpack (RDB 11+).
+            let mut lp = ListpackWriter::default();
+            for m in v {
+                lp.push(m);
+            }
+            put_string(out, &lp.finish_blob(), compress);
+            TYPE_SET_LISTPACK
+        }
         Value::Set(s) => {
             put_len(out, s.len() as u64);
             for m in s.iter() {
@@ -469,7 +478,7 @@ fn hset(
 }
 
 fn sadd(s: &mut Set, m: &[u8], lim: &Limits, dup: fn() -> RdbError) -> Result<(), RdbError> {
-    if s.add(m, lim.set_intset) {
+    if s.add(m, lim.set) {
         Ok(())
     } else {
         Err(dup())
@@ -543,7 +552,12 @@ pub(crate) fn decode(
         }
         TYPE_SET => {
             let n = r.count(1)?;
-            let mut s = Set::new_intset();
+            // Redis starts a table when the intset could not hold them all.
+            let mut s = if n > lim.set.intset.min(1 << 30) {
+                Set::new_table()
+            } else {
+                Set::new_intset()
+            };
             for _ in 0..n {
                 sadd(&mut s, &r.string()?, lim, report::set_dup)?;
             }
@@ -555,17 +569,20 @@ pub(crate) fn decode(
             let v = blobs::intset(&blob).map_err(|_| report::intset())?;
             let mut s = Set::new_intset();
             for x in v {
-                s.add_member(Member::Int(x), lim.set_intset);
+                s.add_member(Member::Int(x), lim.set);
             }
             Value::Set(s)
         }
         TYPE_SET_LISTPACK => {
-            let mut s = Set::new_intset();
-            // Redis 7.2's: checked as 7.2 does it.
+            // Redis 7.2's: checked as 7.2 does it, kept a listpack (in the
+            // file's order) unless it has too many entries.
             let bad = || RdbError::report(0, "Set listpack integrity check failed.");
-            for e in blobs::listpack(&r.string()?).map_err(|_| bad())? {
-                sadd(&mut s, &e.to_vec(), lim, bad)?;
-            }
+            let members: Vec<Vec<u8>> = blobs::listpack(&r.string()?)
+                .map_err(|_| bad())?
+                .into_iter()
+                .map(|e| e.to_vec())
+                .collect();
+            let s = Set::from_listpack(members, lim.set).ok_or_else(bad)?;
             Value::Set(s)
         }
         TYPE_ZSET | TYPE_ZSET_2 => {
@@ -1036,7 +1053,7 @@ mod tests {
                 entries: 128,
                 value: 64,
             },
-            set_intset: 512,
+            set: crate::types::set::SetLimits::DEFAULT,
             list_fill: -2,
             stream: Default::default(),
             deep: true,
