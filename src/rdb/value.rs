@@ -1073,12 +1073,19 @@ mod tests {
             l.push(End::Right, format!("item{i}").as_bytes());
         }
         l.push(End::Right, &vec![b'x'; 20_000]);
+        l.settle(LIST_FILL);
         v.push(Value::List(Box::new(l)));
         let mut ints = Set::new_intset();
         let mut strs = Set::new_intset();
         for i in 0..100 {
-            ints.add(format!("{}", i * 1000 - 7).as_bytes(), 512);
-            strs.add(format!("m{i}").as_bytes(), 512);
+            ints.add(
+                format!("{}", i * 1000 - 7).as_bytes(),
+                crate::types::set::SetLimits::DEFAULT,
+            );
+            strs.add(
+                format!("m{i}").as_bytes(),
+                crate::types::set::SetLimits::DEFAULT,
+            );
         }
         v.push(Value::Set(ints));
         v.push(Value::Set(strs));
@@ -1230,7 +1237,7 @@ mod tests {
     fn set_member_ttls_round_trip_through_their_record() {
         let mut s = Set::new_intset();
         for m in ["1", "2", "a"] {
-            s.add(m.as_bytes(), 512);
+            s.add(m.as_bytes(), crate::types::set::SetLimits::DEFAULT);
         }
         assert!(set_member_ttls(&s).is_none(), "no TTL, no record");
         s.set_expire(b"2", 5_000);

@@ -215,7 +215,7 @@ impl List {
     /// half of `fill`'s limits becomes a listpack again (Redis's
     /// `LIST_CONV_SHRINKING`).
     pub(crate) fn shrink(&mut self, fill: i64) {
-        self.to_listpack(fill, true);
+        self.try_listpack(fill, true);
     }
 
     /// After building a list whole (RDB load, RESTORE, SORT STORE): the
@@ -224,13 +224,13 @@ impl List {
         if self.listpack {
             self.grow(fill, 0, 0);
         } else {
-            self.to_listpack(fill, false);
+            self.try_listpack(fill, false);
         }
     }
 
     /// Redis's `listTypeTryConvertQuicklist`. The quicklist's nodes are
     /// the ones [`List::quicklist`] cuts.
-    fn to_listpack(&mut self, fill: i64, shrinking: bool) {
+    fn try_listpack(&mut self, fill: i64, shrinking: bool) {
         if self.listpack {
             return;
         }

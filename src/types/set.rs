@@ -543,7 +543,7 @@ mod tests {
 
     #[test]
     fn intset_is_sorted_and_rejects_non_canonical_integers() {
-        let mut s = Set::for_member(b"3");
+        let mut s = Set::for_member(b"3", 1, lim(512));
         assert!(s.add(b"3", lim(512)));
         assert!(s.add(b"-1", lim(512)));
         assert!(s.add(b"10", lim(512)));
