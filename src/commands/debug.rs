@@ -375,7 +375,9 @@ fn object_line(
     compress: bool,
 ) -> String {
     let mut rdb = Vec::new();
-    crate::rdb::value::encode_as(&e.value, compress, crate::rdb::RDB_VERSION, &mut rdb);
+    // Redis 8.0's serialized length: its own RDB version's forms (a set
+    // listpack as type 20, field TTLs inline).
+    crate::rdb::value::encode_as(&e.value, compress, crate::rdb::RDB_VERSION_12, &mut rdb);
     let idle = crate::keyspace::evict::idle_ms(e.lru, now_ms) / 1000;
     let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
