@@ -216,6 +216,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Static("ERR value is out of range, must be positive"));
     }
     let count = count as u64;
+    let lim = max_intset(ctx);
     let Some(s) = lookup(ctx.ks, key, false)? else {
         ctx.out.set(0);
         return Ok(Done);
@@ -234,7 +235,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
             _ => Set::new_table(),
         };
         for m in all.iter() {
-            copy.add_member(m, max_intset(ctx));
+            copy.add_member(m, lim);
         }
         ctx.out.set(copy.len());
         for m in copy.iter() {
@@ -255,6 +256,17 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
             ctx.out.bulk(&m);
             popped.push(m);
         }
+    }
+    // Redis pops most of a set by moving the few that stay into a new set
+    // (SPOP_MOVE_STRATEGY_MUL): a table's survivors start a listpack.
+    if (s.len() as u64).saturating_mul(5) <= count && matches!(s, Set::Table(_)) {
+        let mut rest = Set::new_listpack();
+        let mut members: Vec<Vec<u8>> = s.iter().map(|m| m.to_bytes().into_owned()).collect();
+        rand::seq::SliceRandom::shuffle(&mut members[..], &mut rng);
+        for m in members {
+            rest.add(&m, lim);
+        }
+        *s = rest;
     }
     ctx.ks.signal(key, notify::SET, "spop");
     // One SREM per member, as Redis 7.0 logs it.
