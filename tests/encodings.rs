@@ -31,6 +31,10 @@ fn list_count_limit_grow_and_shrink() {
         // LINSERT and LSET grow the listpack check.
         "DEL l".into(),
         format!("RPUSH l {}", elems("x", 4)),
+        "LINSERT l BEFORE nopivot y".into(),
+        "OBJECT ENCODING l".into(),
+        "DEL l".into(),
+        format!("RPUSH l {}", elems("x", 4)),
         "LINSERT l BEFORE x0 y".into(),
         "OBJECT ENCODING l".into(),
         "LREM l 0 y".into(),
@@ -279,4 +283,48 @@ fn set_listpack_in_rdb_10_and_12() {
         "SMEMBERS s",
     ]);
     p.check_str("DUMP s");
+}
+
+#[test]
+fn quicklist_nodes_decide_the_way_back() {
+    let (_s, mut p) = start_pair();
+    p.script(&[
+        "CONFIG SET list-max-listpack-size 4",
+        // Two nodes of four; popping both ends leaves two nodes of one:
+        // not one node, so still a quicklist.
+        "RPUSH l a b c d e f g h",
+        "OBJECT ENCODING l",
+        "LPOP l 3",
+        "RPOP l 3",
+        "OBJECT ENCODING l",
+        "LLEN l",
+        // One end emptied: one node left.
+        "LPOP l",
+        "OBJECT ENCODING l",
+        // LREM drops emptied nodes.
+        "DEL l",
+        "RPUSH l a b c d x y z w",
+        "LREM l 0 x",
+        "LREM l 0 y",
+        "LREM l 0 z",
+        "LREM l 0 w",
+        "LREM l 0 d",
+        "LREM l 0 c",
+        "OBJECT ENCODING l",
+        // LTRIM is pops at both ends.
+        "DEL l",
+        "RPUSH l a b c d e f g h i j",
+        "LTRIM l 3 4",
+        "OBJECT ENCODING l",
+        "LTRIM l 0 0",
+        "OBJECT ENCODING l",
+        // Pushes at the head cut nodes from the head.
+        "DEL l",
+        "LPUSH l a b c d e f g h i",
+        "RPOP l 6",
+        "OBJECT ENCODING l",
+        "RPOP l",
+        "OBJECT ENCODING l",
+        "CONFIG SET list-max-listpack-size -2",
+    ]);
 }

@@ -343,10 +343,7 @@ fn object(ctx: &mut Ctx) -> CmdResult {
     let key = ctx.arg(2).to_vec();
     let now = ctx.ks.now_ms;
     let config = &ctx.shared.config;
-    let (fill, compressed) = (
-        config.list_max_listpack_size(),
-        config.list_compress_depth() != 0,
-    );
+    let compressed = config.list_compress_depth() != 0;
     let compress = config.rdbcompression();
     let shared = ctx.shared;
     let line = with_all_shards(ctx.ks, |ks| {
@@ -354,9 +351,7 @@ fn object(ctx: &mut Ctx) -> CmdResult {
             return Ok(None);
         };
         let refcount = super::keys::refcount(shared, &e.value);
-        Ok(Some(object_line(
-            e, refcount, now, fill, compressed, compress,
-        )))
+        Ok(Some(object_line(e, refcount, now, compressed, compress)))
     })
     .map_err(Error::Owned)?;
     match line {
@@ -370,7 +365,6 @@ fn object_line(
     e: &Entry,
     refcount: i64,
     now_ms: u64,
-    fill: i64,
     ql_compressed: bool,
     compress: bool,
 ) -> String {
@@ -392,7 +386,8 @@ fn object_line(
     if let Value::List(l) = &e.value
         && !l.is_listpack()
     {
-        let nodes = l.quicklist(fill);
+        let nodes = l.nodes();
+        let fill = l.quicklist_fill();
         let avg = l.len() as f64 / nodes.len() as f64;
         let bytes: usize = nodes.iter().map(|n| n.bytes).sum();
         line.push_str(&format!(

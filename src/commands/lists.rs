@@ -357,12 +357,14 @@ fn linsert(ctx: &mut Ctx) -> CmdResult {
         ctx.out.int(0);
         return Ok(Done);
     };
+    // Redis converts before it looks for the pivot (so even a missing
+    // pivot may leave a quicklist).
+    l.grow(fill, args.get(4).len(), 1);
     let pivot = args.get(3);
     let Some(at) = l.iter().position(|e| e == pivot) else {
         ctx.out.int(-1);
         return Ok(Done);
     };
-    l.grow(fill, args.get(4).len(), 1);
     l.insert(at + after as usize, args.get(4));
     let len = l.len();
     ctx.ks.signal(key, notify::LIST, "linsert");

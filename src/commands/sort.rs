@@ -366,7 +366,7 @@ fn sort(ctx: &mut Ctx) -> CmdResult {
         }
         Some(dest) => {
             // Redis builds a quicklist and settles its encoding at the end.
-            let mut list = List::new_quicklist();
+            let mut list = List::new_quicklist(ctx.shared.config.list_max_listpack_size());
             for it in picked {
                 if o.gets.is_empty() {
                     list.push(End::Right, &it.obj);

@@ -27,11 +27,6 @@ use crate::types::set::{Member, Set};
 use crate::types::stream::{Consumer, Group, Nack, Stream, StreamId};
 use crate::types::zset::{AddFlags, ZSet};
 
-/// The quicklist nodes written are cut as Redis's default
-/// `list-max-listpack-size -2` cuts them (8 kB nodes; any reader accepts
-/// other sizes).
-const LIST_FILL: i64 = -2;
-
 /// Appends `value` (without its type byte) as DUMP carries it and returns
 /// its RDB type: a hash with field TTLs in Redis 7.4's form, the rest as
 /// RDB `version` has it.
@@ -135,19 +130,9 @@ fn score_text(s: f64) -> String {
 }
 
 fn encode_list(l: &List, compress: bool, out: &mut Vec<u8>) {
-    // A listpack list is written as a quicklist of one node (as Redis 7.2+
-    // does, so 7.0 loads it).
-    if l.is_listpack() {
-        put_len(out, 1);
-        let mut lp = ListpackWriter::default();
-        for e in l.iter() {
-            lp.push(e);
-        }
-        put_len(out, QUICKLIST_NODE_PACKED);
-        put_string(out, &lp.finish_blob(), compress);
-        return;
-    }
-    let nodes = l.quicklist(LIST_FILL);
+    // The quicklist's own nodes; a listpack list as a quicklist of one
+    // node (as Redis 7.2+ writes it, so 7.0 loads it).
+    let nodes: Vec<_> = l.nodes().into_iter().filter(|n| n.count > 0).collect();
     put_len(out, nodes.len() as u64);
     for n in nodes {
         let mut elems = l.range(n.start, n.start + n.count - 1);
@@ -496,7 +481,7 @@ pub(crate) fn decode(
         TYPE_STRING => Value::Str(Str::new(&r.string()?)),
         TYPE_LIST => {
             let n = r.count(1)?;
-            let mut l = List::new_quicklist();
+            let mut l = List::new_quicklist(lim.list_fill);
             for _ in 0..n {
                 l.push(End::Right, &r.string()?);
             }
@@ -505,7 +490,7 @@ pub(crate) fn decode(
         }
         TYPE_LIST_ZIPLIST => {
             // Redis 7.2+ leaves a converted ziplist a quicklist.
-            let mut l = List::new_quicklist();
+            let mut l = List::new_quicklist(lim.list_fill);
             for e in blobs::ziplist(&r.string()?).map_err(|_| report::list_ziplist())? {
                 l.push(End::Right, &e.to_vec());
             }
@@ -513,7 +498,7 @@ pub(crate) fn decode(
         }
         TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
             let n = r.count(1)?;
-            let mut l = List::new_quicklist();
+            let mut l = List::new_quicklist(lim.list_fill);
             for _ in 0..n {
                 let container = if ty == TYPE_LIST_QUICKLIST_2 {
                     r.len()?
@@ -529,7 +514,7 @@ pub(crate) fn decode(
                     return Err(corrupt("quicklist node of 0 bytes"));
                 }
                 match container {
-                    QUICKLIST_NODE_PLAIN => l.push(End::Right, &blob),
+                    QUICKLIST_NODE_PLAIN => l.append_node(std::iter::once(&blob[..]), true),
                     QUICKLIST_NODE_PACKED => {
                         if ty == TYPE_LIST_QUICKLIST_2 {
                             extra.sanitizations += u64::from(lim.deep);
@@ -539,10 +524,10 @@ pub(crate) fn decode(
                         } else {
                             blobs::ziplist(&blob).map_err(|_| report::ziplist())?
                         };
-                        // Redis skips empty nodes (and a list left empty).
-                        for e in elems {
-                            l.push(End::Right, &e.to_vec());
-                        }
+                        // Redis keeps the file's nodes, skipping empty ones
+                        // (and a list left empty).
+                        let elems: Vec<Vec<u8>> = elems.iter().map(|e| e.to_vec()).collect();
+                        l.append_node(elems.iter().map(|e| &e[..]), false);
                     }
                     _ => return Err(corrupt("unknown quicklist node container")),
                 }
@@ -1073,7 +1058,7 @@ mod tests {
             l.push(End::Right, format!("item{i}").as_bytes());
         }
         l.push(End::Right, &vec![b'x'; 20_000]);
-        l.settle(LIST_FILL);
+        l.settle(-2);
         v.push(Value::List(Box::new(l)));
         let mut ints = Set::new_intset();
         let mut strs = Set::new_intset();

@@ -134,6 +134,54 @@ pub(crate) struct List {
     lp_bytes: usize,
     /// Whether Redis would hold the list as one listpack (else a quicklist).
     listpack: bool,
+    /// As a quicklist: its nodes as Redis's pushes, pops and removals shape
+    /// them (an insert or replace in the middle re-cuts them as pushes at
+    /// the tail would); empty as a listpack.
+    nodes: VecDeque<Node>,
+    /// As a quicklist: the `list-max-listpack-size` it was made with (a
+    /// quicklist keeps its `fill`).
+    ql_fill: i64,
+}
+
+/// A quicklist node: how many elements, its `sz` (listpack bytes, or a
+/// plain node's element length), and whether it is plain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Node {
+    count: usize,
+    bytes: usize,
+    plain: bool,
+}
+
+impl Node {
+    /// A node holding just `e` (Redis's `__quicklistCreateNode`).
+    fn of(e: &[u8], fill: i64) -> Node {
+        let plain = is_large(e.len(), fill);
+        Node {
+            count: 1,
+            bytes: if plain {
+                e.len()
+            } else {
+                LISTPACK_EMPTY + lp_elem_size(e)
+            },
+            plain,
+        }
+    }
+
+    /// Redis's `_quicklistNodeAllowInsert`.
+    fn allows(&self, e: &[u8], fill: i64) -> bool {
+        !self.plain
+            && !is_large(e.len(), fill)
+            && !exceeds_limit(fill, self.bytes + e.len() + ENTRY_OVERHEAD, self.count + 1)
+    }
+
+    /// Takes one element `e` out; false if the node is left empty.
+    fn take(&mut self, e: &[u8]) -> bool {
+        self.count -= 1;
+        if !self.plain {
+            self.bytes -= lp_elem_size(e);
+        }
+        self.count > 0
+    }
 }
 
 impl Default for List {
@@ -149,12 +197,39 @@ impl List {
         List::default()
     }
 
-    /// An empty list as a quicklist (Redis's `createQuicklistObject`, what
-    /// RDB loading and SORT STORE build, then [`List::settle`]).
-    pub(crate) fn new_quicklist() -> List {
+    /// An empty list as a quicklist of `fill` (Redis's
+    /// `createQuicklistObject`, what RDB loading and SORT STORE build, then
+    /// [`List::settle`]).
+    pub(crate) fn new_quicklist(fill: i64) -> List {
         let mut l = List::new();
         l.listpack = false;
+        l.ql_fill = fill;
         l
+    }
+
+    /// Appends the elements of one quicklist node as an RDB file holds it
+    /// (Redis's `quicklistAppendListpack` / `quicklistAppendPlainNode`);
+    /// an empty node is skipped, as Redis skips it.
+    pub(crate) fn append_node<'a>(&mut self, elems: impl Iterator<Item = &'a [u8]>, plain: bool) {
+        let mut node = Node {
+            count: 0,
+            bytes: LISTPACK_EMPTY,
+            plain,
+        };
+        for e in elems {
+            self.bytes += e.len();
+            self.lp_bytes += lp_elem_size(e);
+            node.count += 1;
+            node.bytes = if plain {
+                e.len()
+            } else {
+                node.bytes + lp_elem_size(e)
+            };
+            self.items.push_back(e.into());
+        }
+        if node.count > 0 && !self.listpack {
+            self.nodes.push_back(node);
+        }
     }
 
     /// An empty list with room for exactly `n` elements: what a push of
@@ -166,7 +241,42 @@ impl List {
             bytes: 0,
             lp_bytes: LISTPACK_EMPTY,
             listpack: true,
+            nodes: VecDeque::new(),
+            ql_fill: -2,
         }
+    }
+
+    /// To a quicklist of `fill` whose one node is the listpack (Redis's
+    /// `quicklistAppendListpack`; an empty listpack gives no node).
+    fn to_quicklist(&mut self, fill: i64) {
+        self.listpack = false;
+        self.ql_fill = fill;
+        self.nodes.clear();
+        if !self.items.is_empty() {
+            self.nodes.push_back(Node {
+                count: self.items.len(),
+                bytes: self.lp_bytes,
+                plain: false,
+            });
+        }
+    }
+
+    /// Re-cuts the nodes as pushes at the tail would (after an insert or
+    /// replace in the middle, whose node splits are not modelled).
+    fn recut(&mut self) {
+        if self.listpack {
+            return;
+        }
+        let fill = self.ql_fill;
+        self.nodes = self
+            .quicklist(fill)
+            .into_iter()
+            .map(|n| Node {
+                count: n.count,
+                bytes: n.bytes,
+                plain: n.plain,
+            })
+            .collect();
     }
 
     /// `listpack` or `quicklist`, as `OBJECT ENCODING` says.
@@ -194,7 +304,7 @@ impl List {
                 self.items.len().saturating_add(add_len),
             )
         {
-            self.listpack = false;
+            self.to_quicklist(fill);
         }
     }
 
@@ -228,10 +338,11 @@ impl List {
         }
     }
 
-    /// Redis's `listTypeTryConvertQuicklist`. The quicklist's nodes are
-    /// the ones [`List::quicklist`] cuts.
+    /// Redis's `listTypeTryConvertQuicklist`: a quicklist of one packed
+    /// node within `fill`'s limits (half of them when shrinking) becomes
+    /// that listpack.
     fn try_listpack(&mut self, fill: i64, shrinking: bool) {
-        if self.listpack {
+        if self.listpack || self.nodes.len() != 1 || self.nodes[0].plain {
             return;
         }
         let (mut sz, mut n) = node_limits(fill);
@@ -239,18 +350,32 @@ impl List {
             sz /= 2;
             n /= 2;
         }
-        // Cheap checks first: one packed node never holds more than a
-        // node's bytes.
-        let single = match node_limits(fill).0 {
-            usize::MAX => NODE_SAFETY_LIMIT,
-            s => s,
-        };
-        if self.lp_bytes > sz || self.items.len() > n || self.lp_bytes > single {
+        if self.nodes[0].bytes > sz || self.items.len() > n {
             return;
         }
-        let nodes = self.quicklist(fill);
-        if nodes.len() == 1 && !nodes[0].plain {
-            self.listpack = true;
+        self.listpack = true;
+        self.nodes.clear();
+    }
+
+    /// The node at `end` as a push there shapes it.
+    fn node_push(&mut self, end: End, elem: &[u8]) {
+        if self.listpack {
+            return;
+        }
+        let fill = self.ql_fill;
+        let node = match end {
+            End::Left => self.nodes.front_mut(),
+            End::Right => self.nodes.back_mut(),
+        };
+        match node {
+            Some(n) if n.allows(elem, fill) => {
+                n.count += 1;
+                n.bytes += lp_elem_size(elem);
+            }
+            _ => match end {
+                End::Left => self.nodes.push_front(Node::of(elem, fill)),
+                End::Right => self.nodes.push_back(Node::of(elem, fill)),
+            },
         }
     }
 
@@ -265,6 +390,7 @@ impl List {
     pub(crate) fn push(&mut self, end: End, elem: &[u8]) {
         self.bytes += elem.len();
         self.lp_bytes += lp_elem_size(elem);
+        self.node_push(end, elem);
         let elem: SmallBytes = elem.into();
         match end {
             End::Left => self.items.push_front(elem),
@@ -279,6 +405,18 @@ impl List {
         }?;
         self.bytes -= e.len();
         self.lp_bytes -= lp_elem_size(&e);
+        if !self.listpack {
+            let kept = match end {
+                End::Left => self.nodes.front_mut().is_some_and(|n| n.take(&e)),
+                End::Right => self.nodes.back_mut().is_some_and(|n| n.take(&e)),
+            };
+            if !kept {
+                match end {
+                    End::Left => self.nodes.pop_front(),
+                    End::Right => self.nodes.pop_back(),
+                };
+            }
+        }
         Some(e)
     }
 
@@ -293,7 +431,18 @@ impl List {
         };
         self.bytes = self.bytes - slot.len() + elem.len();
         self.lp_bytes = self.lp_bytes - lp_elem_size(slot) + lp_elem_size(elem);
-        *slot = elem.into();
+        let old = std::mem::replace(slot, elem.into());
+        if !self.listpack {
+            // Redis replaces in place inside a packed node when the new
+            // element is not large; other cases split nodes.
+            match self.node_at(i) {
+                Some(n) if !self.nodes[n].plain && !is_large(elem.len(), self.ql_fill) => {
+                    let node = &mut self.nodes[n];
+                    node.bytes = node.bytes - lp_elem_size(&old) + lp_elem_size(elem);
+                }
+                _ => self.recut(),
+            }
+        }
         true
     }
 
@@ -301,6 +450,19 @@ impl List {
         self.bytes += elem.len();
         self.lp_bytes += lp_elem_size(elem);
         self.items.insert(i, elem.into());
+        self.recut();
+    }
+
+    /// The index of the node holding element `i`.
+    fn node_at(&self, i: usize) -> Option<usize> {
+        let mut start = 0;
+        for (k, n) in self.nodes.iter().enumerate() {
+            if i < start + n.count {
+                return Some(k);
+            }
+            start += n.count;
+        }
+        None
     }
 
     pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
@@ -341,6 +503,21 @@ impl List {
                 removed += 1;
             }
         }
+        if removed > 0 && !self.listpack {
+            // Redis deletes each in its node and drops emptied nodes (no
+            // merging).
+            let mut at = 0;
+            let elem_sz = lp_elem_size(elem);
+            self.nodes.retain_mut(|n| {
+                let gone = keep[at..at + n.count].iter().filter(|k| !**k).count();
+                at += n.count;
+                n.count -= gone;
+                if !n.plain {
+                    n.bytes -= elem_sz * gone;
+                }
+                n.count > 0
+            });
+        }
         if removed > 0 {
             let mut i = 0;
             self.items.retain(|_| {
@@ -351,6 +528,38 @@ impl List {
             self.lp_bytes -= lp_elem_size(elem) * removed as usize;
         }
         removed
+    }
+
+    /// The quicklist's nodes as DEBUG OBJECT reports them and the RDB
+    /// encoder writes them: a listpack as one node.
+    pub(crate) fn nodes(&self) -> Vec<QuicklistNode> {
+        if self.listpack {
+            return vec![QuicklistNode {
+                start: 0,
+                count: self.items.len(),
+                bytes: self.lp_bytes,
+                plain: false,
+            }];
+        }
+        let mut start = 0;
+        self.nodes
+            .iter()
+            .map(|n| {
+                let node = QuicklistNode {
+                    start,
+                    count: n.count,
+                    bytes: n.bytes,
+                    plain: n.plain,
+                };
+                start += n.count;
+                node
+            })
+            .collect()
+    }
+
+    /// The `list-max-listpack-size` a quicklist was made with.
+    pub(crate) fn quicklist_fill(&self) -> i64 {
+        self.ql_fill
     }
 
     /// The nodes of the quicklist Redis builds by pushing these elements
@@ -444,6 +653,9 @@ mod tests {
         assert_eq!(l.encoding(), "quicklist");
         l.pop(End::Left);
         l.shrink(4);
+        assert_eq!(l.encoding(), "quicklist", "nodes [1, 1]: not one node");
+        l.pop(End::Left);
+        l.shrink(4);
         assert_eq!(l.encoding(), "listpack");
         // Size limit -1 (4096 bytes): string lengths plus the listpack's bytes.
         let mut l = List::new();
@@ -460,7 +672,7 @@ mod tests {
 
     #[test]
     fn settle_after_building_whole() {
-        let mut l = List::new_quicklist();
+        let mut l = List::new_quicklist(10);
         for _ in 0..10 {
             l.push(End::Right, b"abc");
         }
@@ -475,10 +687,53 @@ mod tests {
         c.shrink(10);
         assert_eq!(c.encoding(), "quicklist", "shrinking wants half");
         // A large element sits in a plain node: never a listpack.
-        let mut big = List::new_quicklist();
+        let mut big = List::new_quicklist(128);
         big.push(End::Right, &[b'x'; 9000]);
         big.settle(128);
         assert_eq!(big.encoding(), "quicklist");
+    }
+
+    #[test]
+    fn quicklist_nodes_follow_pushes_pops_and_removals() {
+        let counts = |l: &List| -> Vec<usize> { l.nodes().iter().map(|n| n.count).collect() };
+        let mut l = List::new_quicklist(4);
+        for e in ["a", "b", "c", "d", "e", "f", "g", "h"] {
+            l.push(End::Right, e.as_bytes());
+        }
+        assert_eq!(counts(&l), [4, 4]);
+        for _ in 0..3 {
+            l.pop(End::Left);
+            l.pop(End::Right);
+        }
+        assert_eq!(counts(&l), [1, 1]);
+        l.shrink(4);
+        assert_eq!(
+            l.encoding(),
+            "quicklist",
+            "two nodes never become a listpack"
+        );
+        l.pop(End::Left);
+        l.shrink(4);
+        assert_eq!(l.encoding(), "listpack");
+        // Head pushes fill the head node; LREM empties nodes in place.
+        let mut l = List::new_quicklist(4);
+        for e in ["a", "b", "c", "d", "x", "y"] {
+            l.push(End::Left, e.as_bytes());
+        }
+        assert_eq!(counts(&l), [2, 4]);
+        assert_eq!(l.remove(b"x", 0, false), 1);
+        assert_eq!(l.remove(b"y", 0, false), 1);
+        assert_eq!(counts(&l), [4]);
+        assert_eq!(l.nodes()[0].bytes, 7 + 4 * 3);
+        // A listpack that converts is one node, whatever its size.
+        let mut l = List::new();
+        for e in ["a", "b", "c", "d"] {
+            l.push(End::Right, e.as_bytes());
+        }
+        l.grow(4, 1, 1);
+        assert_eq!(counts(&l), [4]);
+        l.push(End::Right, b"e");
+        assert_eq!(counts(&l), [4, 1]);
     }
 
     fn items(l: &List) -> Vec<String> {
