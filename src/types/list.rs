@@ -248,7 +248,7 @@ impl List {
 
     /// To a quicklist of `fill` whose one node is the listpack (Redis's
     /// `quicklistAppendListpack`; an empty listpack gives no node).
-    fn to_quicklist(&mut self, fill: i64) {
+    fn become_quicklist(&mut self, fill: i64) {
         self.listpack = false;
         self.ql_fill = fill;
         self.nodes.clear();
@@ -304,7 +304,7 @@ impl List {
                 self.items.len().saturating_add(add_len),
             )
         {
-            self.to_quicklist(fill);
+            self.become_quicklist(fill);
         }
     }
 

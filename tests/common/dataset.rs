@@ -160,9 +160,17 @@ fn as_in_7_0(v: &[u8]) -> Vec<u8> {
     let swap = |from: &[u8], to: &[u8]| -> Option<Vec<u8>> {
         v.strip_prefix(from).map(|rest| [to, rest].concat())
     };
-    swap(b"+list\r\n$8\r\nlistpack\r\n", b"+list\r\n$9\r\nquicklist\r\n")
-        .or_else(|| swap(b"+set\r\n$8\r\nlistpack\r\n", b"+set\r\n$9\r\nhashtable\r\n"))
-        .unwrap_or_else(|| v.to_vec())
+    swap(
+        b"+list\r\n$8\r\nlistpack\r\n",
+        b"+list\r\n$9\r\nquicklist\r\n",
+    )
+    .or_else(|| {
+        swap(
+            b"+set\r\n$8\r\nlistpack\r\n",
+            b"+set\r\n$9\r\nhashtable\r\n",
+        )
+    })
+    .unwrap_or_else(|| v.to_vec())
 }
 
 pub fn assert_same(a: &[(Vec<u8>, Vec<u8>)], b: &[(Vec<u8>, Vec<u8>)]) {
