@@ -176,9 +176,9 @@ impl Node {
 
     /// Takes one element `e` out; false if the node is left empty.
     fn take(&mut self, e: &[u8]) -> bool {
-        self.count -= 1;
+        self.count = self.count.saturating_sub(1);
         if !self.plain {
-            self.bytes -= lp_elem_size(e);
+            self.bytes = self.bytes.saturating_sub(lp_elem_size(e));
         }
         self.count > 0
     }
@@ -438,7 +438,7 @@ impl List {
             match self.node_at(i) {
                 Some(n) if !self.nodes[n].plain && !is_large(elem.len(), self.ql_fill) => {
                     let node = &mut self.nodes[n];
-                    node.bytes = node.bytes - lp_elem_size(&old) + lp_elem_size(elem);
+                    node.bytes = node.bytes.saturating_sub(lp_elem_size(&old)) + lp_elem_size(elem);
                 }
                 _ => self.recut(),
             }
@@ -509,11 +509,12 @@ impl List {
             let mut at = 0;
             let elem_sz = lp_elem_size(elem);
             self.nodes.retain_mut(|n| {
-                let gone = keep[at..at + n.count].iter().filter(|k| !**k).count();
-                at += n.count;
-                n.count -= gone;
+                let end = (at + n.count).min(keep.len());
+                let gone = keep[at.min(end)..end].iter().filter(|k| !**k).count();
+                at = end;
+                n.count = n.count.saturating_sub(gone);
                 if !n.plain {
-                    n.bytes -= elem_sz * gone;
+                    n.bytes = n.bytes.saturating_sub(elem_sz * gone);
                 }
                 n.count > 0
             });
@@ -734,6 +735,130 @@ mod tests {
         assert_eq!(counts(&l), [4]);
         l.push(End::Right, b"e");
         assert_eq!(counts(&l), [4, 1]);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(bool, usize),
+        Pop(bool),
+        Set(usize, usize),
+        Insert(usize, usize),
+        Remove(usize, u64),
+        Keep(usize, usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (any::<bool>(), 0usize..6).prop_map(|(l, e)| Op::Push(l, e)),
+            3 => any::<bool>().prop_map(Op::Pop),
+            1 => (0usize..40, 0usize..6).prop_map(|(i, e)| Op::Set(i, e)),
+            1 => (0usize..40, 0usize..6).prop_map(|(i, e)| Op::Insert(i, e)),
+            1 => (0usize..6, 0u64..3).prop_map(|(e, n)| Op::Remove(e, n)),
+            1 => (0usize..5, 0usize..40).prop_map(|(a, n)| Op::Keep(a, n)),
+        ]
+    }
+
+    /// Elements of a few sizes: integers, short strings, one past a
+    /// 4 kB node's limit (a plain node under fill -1).
+    fn elem(e: usize) -> Vec<u8> {
+        match e {
+            0 => b"7".to_vec(),
+            1 => b"12345678".to_vec(),
+            2 => b"ab".to_vec(),
+            3 => vec![b'x'; 100],
+            4 => vec![b'y'; 5000],
+            _ => vec![b'z'; 1000],
+        }
+    }
+
+    proptest::proptest! {
+        /// Against a plain deque, with the encoding checks Redis's commands
+        /// make after each change: the elements, the listpack's bytes and
+        /// the nodes (counts summing to the length, a packed node's bytes
+        /// those of its elements, a plain node one element) stay in step.
+        #[test]
+        fn nodes_stay_consistent(fill in proptest::sample::select(vec![-1i64, -2, 2, 3, 5]),
+                                 ops in proptest::collection::vec(op(), 1..120)) {
+            let mut l = List::new();
+            let mut model: VecDeque<Vec<u8>> = VecDeque::new();
+            for op in ops {
+                match op {
+                    Op::Push(left, e) => {
+                        let e = elem(e);
+                        l.grow(fill, e.len(), 1);
+                        let end = if left { End::Left } else { End::Right };
+                        l.push(end, &e);
+                        if left { model.push_front(e) } else { model.push_back(e) }
+                    }
+                    Op::Pop(left) => {
+                        let end = if left { End::Left } else { End::Right };
+                        let got = l.pop(end).map(|e| e.to_vec());
+                        let want = if left { model.pop_front() } else { model.pop_back() };
+                        proptest::prop_assert_eq!(got, want);
+                        l.shrink(fill);
+                    }
+                    Op::Set(i, e) => {
+                        let e = elem(e);
+                        l.grow(fill, e.len(), 1);
+                        proptest::prop_assert_eq!(l.set(i, &e), i < model.len());
+                        if i < model.len() {
+                            model[i] = e;
+                        }
+                        l.shrink(fill);
+                    }
+                    Op::Insert(i, e) => {
+                        let e = elem(e);
+                        let i = i.min(model.len());
+                        l.grow(fill, e.len(), 1);
+                        l.insert(i, &e);
+                        model.insert(i, e);
+                    }
+                    Op::Remove(e, n) => {
+                        let e = elem(e);
+                        let before = model.len();
+                        let mut left = n;
+                        model.retain(|x| {
+                            if *x == e && (n == 0 || left > 0) {
+                                left = left.saturating_sub(1);
+                                false
+                            } else {
+                                true
+                            }
+                        });
+                        proptest::prop_assert_eq!(l.remove(&e, n, false), (before - model.len()) as u64);
+                        l.shrink(fill);
+                    }
+                    Op::Keep(a, n) => {
+                        l.keep(a, n);
+                        let kept: VecDeque<Vec<u8>> = model.iter().skip(a).take(n).cloned().collect();
+                        model = kept;
+                        l.shrink(fill);
+                    }
+                }
+                let items: Vec<Vec<u8>> = l.iter().map(|e| e.to_vec()).collect();
+                proptest::prop_assert_eq!(&items, &model.iter().cloned().collect::<Vec<_>>());
+                let lp: usize = LISTPACK_EMPTY + model.iter().map(|e| lp_elem_size(e)).sum::<usize>();
+                proptest::prop_assert_eq!(l.lp_bytes, lp);
+                let nodes = l.nodes();
+                if l.is_listpack() {
+                    proptest::prop_assert_eq!(nodes.len(), 1);
+                } else {
+                    proptest::prop_assert_eq!(nodes.iter().map(|n| n.count).sum::<usize>(), model.len());
+                    for n in &nodes {
+                        proptest::prop_assert!(n.count > 0);
+                        let range = model.range(n.start..n.start + n.count);
+                        if n.plain {
+                            proptest::prop_assert_eq!(n.count, 1);
+                            proptest::prop_assert_eq!(n.bytes, model[n.start].len());
+                        } else {
+                            let b = LISTPACK_EMPTY + range.map(|e| lp_elem_size(e)).sum::<usize>();
+                            proptest::prop_assert_eq!(n.bytes, b);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn items(l: &List) -> Vec<String> {
