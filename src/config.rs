@@ -387,6 +387,8 @@ pub struct Config {
     /// Size above which a sparse HyperLogLog turns dense.
     hll_sparse_max_bytes: AtomicUsize,
     set_max_intset_entries: AtomicUsize,
+    set_max_listpack_entries: AtomicUsize,
+    set_max_listpack_value: AtomicUsize,
     /// Stored and reported only: zwindow's lists are not LZF-compressed,
     /// which changes memory, never replies.
     list_compress_depth: AtomicUsize,
@@ -558,6 +560,8 @@ impl Config {
             zset_max_listpack_value: AtomicUsize::new(64),
             hll_sparse_max_bytes: AtomicUsize::new(3000),
             set_max_intset_entries: AtomicUsize::new(512),
+            set_max_listpack_entries: AtomicUsize::new(128),
+            set_max_listpack_value: AtomicUsize::new(64),
             list_compress_depth: AtomicUsize::new(0),
             hash_max_listpack_entries: AtomicUsize::new(512),
             hash_max_listpack_value: AtomicUsize::new(64),
@@ -1200,6 +1204,16 @@ impl Config {
 
     pub(crate) fn set_max_intset_entries(&self) -> usize {
         self.set_max_intset_entries.load(Relaxed)
+    }
+
+    /// `set-max-intset-entries`, `set-max-listpack-entries` and
+    /// `set-max-listpack-value` together.
+    pub(crate) fn set_limits(&self) -> crate::types::set::SetLimits {
+        crate::types::set::SetLimits {
+            intset: self.set_max_intset_entries(),
+            lp_entries: self.set_max_listpack_entries.load(Relaxed),
+            lp_value: self.set_max_listpack_value.load(Relaxed),
+        }
     }
 
     pub(crate) fn hash_max_listpack_entries(&self) -> usize {
@@ -2238,6 +2252,20 @@ const PARAMS: &[Param] = &[
         "set-max-intset-entries",
         None,
         set_max_intset_entries,
+        0,
+        i64::MAX
+    ),
+    usize_param!(
+        "set-max-listpack-entries",
+        None,
+        set_max_listpack_entries,
+        0,
+        i64::MAX
+    ),
+    usize_param!(
+        "set-max-listpack-value",
+        None,
+        set_max_listpack_value,
         0,
         i64::MAX
     ),

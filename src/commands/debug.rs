@@ -351,10 +351,7 @@ fn object(ctx: &mut Ctx) -> CmdResult {
     let key = ctx.arg(2).to_vec();
     let now = ctx.ks.now_ms;
     let config = &ctx.shared.config;
-    let (fill, compressed) = (
-        config.list_max_listpack_size(),
-        config.list_compress_depth() != 0,
-    );
+    let compressed = config.list_compress_depth() != 0;
     let compress = config.rdbcompression();
     let shared = ctx.shared;
     let line = with_all_shards(ctx.ks, |ks| {
@@ -362,9 +359,7 @@ fn object(ctx: &mut Ctx) -> CmdResult {
             return Ok(None);
         };
         let refcount = super::keys::refcount(shared, &e.value);
-        Ok(Some(object_line(
-            e, refcount, now, fill, compressed, compress,
-        )))
+        Ok(Some(object_line(e, refcount, now, compressed, compress)))
     })
     .map_err(Error::Owned)?;
     match line {
@@ -378,12 +373,13 @@ fn object_line(
     e: &Entry,
     refcount: i64,
     now_ms: u64,
-    fill: i64,
     ql_compressed: bool,
     compress: bool,
 ) -> String {
     let mut rdb = Vec::new();
-    crate::rdb::value::encode_as(&e.value, compress, crate::rdb::RDB_VERSION, &mut rdb);
+    // Redis 8.0's serialized length: its own RDB version's forms (a set
+    // listpack as type 20, field TTLs inline).
+    crate::rdb::value::encode_as(&e.value, compress, crate::rdb::RDB_VERSION_12, &mut rdb);
     let idle = crate::keyspace::evict::idle_ms(e.lru, now_ms) / 1000;
     let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
@@ -394,8 +390,12 @@ fn object_line(
         e.lru,
         idle
     );
-    if let Value::List(l) = &e.value {
-        let nodes = l.quicklist(fill);
+    // Redis adds the quicklist's shape for a quicklist only.
+    if let Value::List(l) = &e.value
+        && !l.is_listpack()
+    {
+        let nodes = l.nodes();
+        let fill = l.quicklist_fill();
         let avg = l.len() as f64 / nodes.len() as f64;
         let bytes: usize = nodes.iter().map(|n| n.bytes).sum();
         line.push_str(&format!(

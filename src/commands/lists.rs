@@ -2,7 +2,7 @@
 //! LINDEX, LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE/RPOPLPUSH, LMPOP, and
 //! BLPOP/BRPOP/BLMOVE/BRPOPLPUSH/BLMPOP.
 //!
-//! Argument checks run in the order Redis 7.0's `t_list.c` runs them (some
+//! Argument checks run in the order Redis's `t_list.c` runs them (some
 //! commands look the key up before parsing numbers, others after), because
 //! that order decides which error a client sees. A write that adds elements
 //! calls `signal_ready` so blocked clients get served; a blocking command
@@ -19,6 +19,7 @@ use super::{
 };
 use crate::keyspace::{Entry, HashedKey, Key, Keyspace, Value, notify};
 use crate::types::list::{End, List};
+use crate::types::stream::lp_int;
 use crate::util::{eq_ic, parse_i64};
 
 const G: &str = "list";
@@ -131,13 +132,20 @@ fn non_negative(arg: &[u8], msg: &'static str) -> Result<i64, Error> {
     parse_i64(arg).filter(|&n| n >= 0).ok_or(Error::Static(msg))
 }
 
-/// Notifies a pop and deletes the key if the pop emptied it
-/// (Redis's `listElementsRemoved`).
-fn popped(ks: &mut Keyspace<'_>, key: &[u8], end: End, emptied: bool) {
+/// `list-max-listpack-size`.
+fn fill(ctx: &Ctx) -> i64 {
+    ctx.shared.config.list_max_listpack_size()
+}
+
+/// Notifies a pop and deletes the key if the pop emptied it, else lets a
+/// quicklist that shrank become a listpack (Redis's `listElementsRemoved`).
+fn popped(ks: &mut Keyspace<'_>, key: &[u8], end: End, emptied: bool, fill: i64) {
     ks.signal(key, notify::LIST, end.pop_event());
     if emptied {
         ks.remove(key);
         ks.signal(key, notify::GENERIC, "del");
+    } else if let Ok(Some(l)) = list_mut(ks, key) {
+        l.shrink(fill);
     }
 }
 
@@ -145,8 +153,10 @@ fn push_generic(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
     let args = ctx.args;
     let key = args.get(1);
     let elems = (2..args.len()).map(|i| args.get(i));
+    let fill = fill(ctx);
     let len = match list_mut(ctx.ks, key)? {
         Some(l) => {
+            l.grow_for(fill, elems.clone());
             for e in elems {
                 l.push(end, e);
             }
@@ -158,6 +168,7 @@ fn push_generic(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
         }
         None => {
             let mut l = List::with_capacity(args.len() - 2);
+            l.grow_for(fill, elems.clone());
             for e in elems {
                 l.push(end, e);
             }
@@ -204,6 +215,7 @@ fn pop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
         )?),
         _ => None,
     };
+    let fill = fill(ctx);
     let Some(l) = list_mut(ctx.ks, key)? else {
         match count {
             Some(_) => ctx.out.null_array(),
@@ -231,7 +243,7 @@ fn pop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
         },
     }
     let emptied = l.is_empty();
-    popped(ctx.ks, key, end, emptied);
+    popped(ctx.ks, key, end, emptied, fill);
     Ok(Done)
 }
 
@@ -312,14 +324,19 @@ fn lindex(ctx: &mut Ctx) -> CmdResult {
 fn lset(ctx: &mut Ctx) -> CmdResult {
     let args = ctx.args;
     let key = args.get(1);
+    let fill = fill(ctx);
     let Some(l) = list_mut(ctx.ks, key)? else {
         return Err(Error::Static("ERR no such key"));
     };
     let index = int_arg(args.get(2))?;
+    // Redis checks the growth before the index (a listpack may become a
+    // quicklist even when the index is out of range).
+    l.grow(fill, args.get(3).len(), 1);
     let ok = index_of(index, l.len()).is_some_and(|i| l.set(i, args.get(3)));
     if !ok {
         return Err(Error::Static("ERR index out of range"));
     }
+    l.shrink(fill);
     ctx.ks.signal(key, notify::LIST, "lset");
     ctx.out.ok();
     Ok(Done)
@@ -335,10 +352,14 @@ fn linsert(ctx: &mut Ctx) -> CmdResult {
     } else {
         return Err(Error::Syntax);
     };
+    let fill = fill(ctx);
     let Some(l) = list_mut(ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(Done);
     };
+    // Redis converts before it looks for the pivot (so even a missing
+    // pivot may leave a quicklist).
+    l.grow(fill, args.get(4).len(), 1);
     let pivot = args.get(3);
     let Some(at) = l.iter().position(|e| e == pivot) else {
         ctx.out.int(-1);
@@ -361,6 +382,12 @@ fn lrem(ctx: &mut Ctx) -> CmdResult {
     };
     let removed = l.remove(args.get(3), count.unsigned_abs(), count < 0);
     let emptied = l.is_empty();
+    if removed > 0 && !emptied {
+        let fill = fill(ctx);
+        if let Some(l) = list_mut(ctx.ks, key)? {
+            l.shrink(fill);
+        }
+    }
     if removed > 0 {
         ctx.ks.signal(key, notify::LIST, "lrem");
     }
@@ -386,6 +413,12 @@ fn ltrim(ctx: &mut Ctx) -> CmdResult {
         Some((a, b)) => l.keep(a, b - a + 1),
     }
     let emptied = l.is_empty();
+    if !emptied {
+        let fill = fill(ctx);
+        if let Some(l) = list_mut(ctx.ks, key)? {
+            l.shrink(fill);
+        }
+    }
     // Redis notifies `ltrim` even when nothing was trimmed.
     ctx.ks.signal(key, notify::LIST, "ltrim");
     if emptied {
@@ -483,6 +516,7 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
 /// Moves one element from `src` to `dst` (Redis's `lmoveGenericCommand`).
 /// Returns false, having written nothing, when `src` does not exist.
 fn move_one(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result<bool, Error> {
+    let fill = fill(ctx);
     if list_mut(ctx.ks, src)?.is_none() {
         return Ok(false);
     }
@@ -493,18 +527,34 @@ fn move_one(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result
     let Some(elem) = l.pop(from) else {
         return Ok(false);
     };
+    // Redis pushes the popped object, whose integers are not strings (and
+    // so count no bytes in the growth check).
+    let add = if lp_int(&elem).is_some() {
+        0
+    } else {
+        elem.len()
+    };
     let emptied = if src == dst {
+        l.grow(fill, add, 1);
         l.push(to, &elem);
+        l.shrink(fill);
         false
     } else {
         let emptied = l.is_empty();
         match list_mut(ctx.ks, dst)? {
-            Some(d) => d.push(to, &elem),
+            Some(d) => {
+                d.grow(fill, add, 1);
+                d.push(to, &elem);
+            }
             None => {
                 let mut d = List::new();
+                d.grow(fill, add, 1);
                 d.push(to, &elem);
                 ctx.ks.set(dst, Value::List(Box::new(d)));
             }
+        }
+        if !emptied && let Some(l) = list_mut(ctx.ks, src)? {
+            l.shrink(fill);
         }
         emptied
     };
@@ -591,6 +641,7 @@ fn parse_mpop(args: &Args<'_>, numkeys_at: usize) -> Result<Mpop, Error> {
 /// written) if every list is empty.
 fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, Error> {
     let args = ctx.args;
+    let fill = fill(ctx);
     for i in m.first_key..m.first_key + m.numkeys {
         let key = args.get(i);
         let Some(l) = list_mut(ctx.ks, key)? else {
@@ -606,7 +657,7 @@ fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, Error> {
             }
         }
         let emptied = l.is_empty();
-        popped(ctx.ks, key, m.end, emptied);
+        popped(ctx.ks, key, m.end, emptied, fill);
         // LMPOP and BLMPOP are logged as [LR]POP key count.
         let n = n.to_string();
         ctx.propagate_as(|| crate::argv![pop_name(m.end), key, n]);
@@ -652,6 +703,7 @@ fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
     let args = ctx.args;
     let last = args.len() - 1;
     let timeout = parse_timeout(args.get(last), ctx.ks.now_ms)?;
+    let fill = fill(ctx);
     for i in 1..last {
         let key = args.get(i);
         let Some(l) = list_mut(ctx.ks, key)? else {
@@ -664,7 +716,7 @@ fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
         ctx.out.array(2);
         ctx.out.bulk(key);
         ctx.out.bulk(&e);
-        popped(ctx.ks, key, end, emptied);
+        popped(ctx.ks, key, end, emptied, fill);
         ctx.propagate_as(|| crate::argv![pop_name(end), key]);
         return Ok(Done);
     }

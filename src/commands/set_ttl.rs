@@ -379,7 +379,7 @@ fn parse_saddex(ctx: &Ctx) -> Result<AddEx, Error> {
 /// the set take the command's TTL (none without EX/PX/EXAT/PXAT).
 fn saddex(ctx: &mut Ctx) -> CmdResult {
     let (args, key) = (ctx.args, ctx.args.get(1));
-    let max = ctx.shared.config.set_max_intset_entries();
+    let max = ctx.shared.config.set_limits();
     let expiry_now = ctx.ks.expiry_now();
     let o = parse_saddex(ctx)?;
     let exists = lookup(ctx.ks, key, false)?.is_some();
@@ -403,8 +403,14 @@ fn saddex(ctx: &mut Ctx) -> CmdResult {
         enable_set_ttls(ctx);
     }
     if !exists {
-        ctx.ks
-            .set(key, Value::Set(Set::for_member(args.get(o.first))));
+        ctx.ks.set(
+            key,
+            Value::Set(Set::for_member(
+                args.get(o.first),
+                args.len() - o.first,
+                max,
+            )),
+        );
     }
     let s = lookup(ctx.ks, key, false)?.ok_or(Error::WrongType)?;
     let (mut added, mut ttl_set, mut changed) = (0, 0, false);

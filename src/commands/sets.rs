@@ -15,6 +15,7 @@ use super::hashes::scan_args;
 use super::{CmdResult, Command, Ctx, Done, Error, Handler, Keys, int_arg};
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
+use crate::types::set::SetLimits;
 use crate::types::set::{Member, Set};
 use crate::util::{eq_ic, glob_match};
 
@@ -92,8 +93,8 @@ fn lookup<'a, 'n>(
     }
 }
 
-fn max_intset(ctx: &Ctx) -> usize {
-    ctx.shared.config.set_max_intset_entries()
+fn max_intset(ctx: &Ctx) -> SetLimits {
+    ctx.shared.config.set_limits()
 }
 
 fn bulk_member(out: &mut Reply, m: Member<'_>) {
@@ -114,8 +115,12 @@ fn delete_if_empty(ks: &mut Keyspace<'_>, key: &[u8]) {
 
 fn sadd(ctx: &mut Ctx) -> CmdResult {
     let (args, key, max) = (ctx.args, ctx.args.get(1), max_intset(ctx));
-    if lookup(ctx.ks, key, false)?.is_none() {
-        ctx.ks.set(key, Value::Set(Set::for_member(args.get(2))));
+    match lookup(ctx.ks, key, false)? {
+        None => {
+            let s = Set::for_member(args.get(2), args.len() - 2, max);
+            ctx.ks.set(key, Value::Set(s));
+        }
+        Some(s) => s.maybe_convert(args.len() - 2, max),
     }
     let Some(s) = lookup(ctx.ks, key, false)? else {
         return Err(Error::WrongType);
@@ -211,6 +216,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         return Err(Error::Static("ERR value is out of range, must be positive"));
     }
     let count = count as u64;
+    let lim = max_intset(ctx);
     let Some(s) = lookup(ctx.ks, key, false)? else {
         ctx.out.set(0);
         return Ok(Done);
@@ -222,9 +228,14 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
     if count >= s.len() as u64 {
         // The whole set, replied as SUNION of it would (a fresh set's order).
         let all = std::mem::replace(s, Set::new_intset());
-        let mut copy = Set::new_intset();
+        // Redis replies SUNION of the key: an intset copies to an intset,
+        // anything else to a fresh table.
+        let mut copy = match all {
+            Set::Intset(_) => Set::new_intset(),
+            _ => Set::new_table(),
+        };
         for m in all.iter() {
-            copy.add_member(m, max_intset(ctx));
+            copy.add_member(m, lim);
         }
         ctx.out.set(copy.len());
         for m in copy.iter() {
@@ -245,6 +256,17 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
             ctx.out.bulk(&m);
             popped.push(m);
         }
+    }
+    // Redis pops most of a set by moving the few that stay into a new set
+    // (SPOP_MOVE_STRATEGY_MUL): a table's survivors start a listpack.
+    if (s.len() as u64).saturating_mul(5) <= count && matches!(s, Set::Table(_)) {
+        let mut rest = Set::new_listpack();
+        let mut members: Vec<Vec<u8>> = s.iter().map(|m| m.to_bytes().into_owned()).collect();
+        rand::seq::SliceRandom::shuffle(&mut members[..], &mut rng);
+        for m in members {
+            rest.add(&m, lim);
+        }
+        *s = rest;
     }
     ctx.ks.signal(key, notify::SET, "spop");
     // One SREM per member, as Redis 7.0 logs it.
@@ -326,7 +348,7 @@ fn smove(ctx: &mut Ctx) -> CmdResult {
     ctx.ks.notify(notify::SET, "srem", src);
     delete_if_empty(ctx.ks, src);
     if !dst_exists {
-        ctx.ks.set(dst, Value::Set(Set::for_member(m)));
+        ctx.ks.set(dst, Value::Set(Set::for_member(m, 1, max)));
     }
     ctx.ks.modified(src);
     if let Some(d) = lookup(ctx.ks, dst, false)?
@@ -450,10 +472,16 @@ fn inter_generic(
         }
         (Some(d), _) => {
             let max = max_intset(ctx);
-            let mut result = Set::new_intset();
+            // An intset's result starts an intset, any other a listpack;
+            // an all-integer result ends an intset if it fits.
+            let mut result = match first {
+                Set::Intset(_) => Set::new_intset(),
+                _ => Set::new_listpack(),
+            };
             for m in first.iter().filter(|&m| in_all(m)) {
                 result.add_member(m, max);
             }
+            result.maybe_to_intset(max);
             store(ctx, d, result, "sinterstore");
         }
     }
@@ -470,7 +498,13 @@ fn sunion(ctx: &mut Ctx) -> CmdResult {
     let keys: Vec<&[u8]> = (first_key..ctx.argc()).map(|i| ctx.args.get(i)).collect();
     let sets = load_sets(ctx, &keys)?;
     let max = max_intset(ctx);
-    let mut result = Set::new_intset();
+    // The result starts an intset for a *STORE or when every input is
+    // one, else a table (so SUNION/SDIFF replies come in table order).
+    let mut result = if is_store || sets.iter().flatten().all(|s| matches!(s, Set::Intset(_))) {
+        Set::new_intset()
+    } else {
+        Set::new_table()
+    };
     if !diff {
         for s in sets.iter().flatten() {
             for m in s.iter() {

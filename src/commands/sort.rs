@@ -365,7 +365,8 @@ fn sort(ctx: &mut Ctx) -> CmdResult {
             }
         }
         Some(dest) => {
-            let mut list = List::new();
+            // Redis builds a quicklist and settles its encoding at the end.
+            let mut list = List::new_quicklist(ctx.shared.config.list_max_listpack_size());
             for it in picked {
                 if o.gets.is_empty() {
                     list.push(End::Right, &it.obj);
@@ -376,6 +377,7 @@ fn sort(ctx: &mut Ctx) -> CmdResult {
                 }
             }
             if outlen > 0 {
+                list.settle(ctx.shared.config.list_max_listpack_size());
                 let existed = ctx.ks.exists(dest);
                 ctx.ks.set(dest, Value::List(Box::new(list)));
                 ctx.ks.signal(dest, notify::LIST, "sortstore");

@@ -49,8 +49,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding_name(),
-            // Redis 7.0 makes every list a quicklist (7.2 added listpack lists).
-            Value::List(_) => "quicklist",
+            Value::List(l) => l.encoding(),
             Value::Stream(_) => "stream",
         }
     }

@@ -132,7 +132,9 @@ impl std::error::Error for RdbError {}
 pub(crate) struct Limits {
     zset: crate::types::zset::Limits,
     pub(crate) hash: crate::types::hash::Limits,
-    set_intset: usize,
+    set: crate::types::set::SetLimits,
+    /// `list-max-listpack-size`: the encoding a loaded list settles in.
+    list_fill: i64,
     pub(crate) stream: crate::types::stream::NodeLimits,
     /// Whether Redis would check this value deeply (`sanitize-dump-payload`
     /// and who sends it): only counted, as zwindow always does.
@@ -150,7 +152,8 @@ impl Limits {
                 entries: c.hash_max_listpack_entries(),
                 value: c.hash_max_listpack_value(),
             },
-            set_intset: c.set_max_intset_entries(),
+            set: c.set_limits(),
+            list_fill: c.list_max_listpack_size(),
             stream: crate::types::stream::NodeLimits {
                 max_bytes: c.stream_node_max_bytes(),
                 max_entries: c.stream_node_max_entries(),

@@ -27,11 +27,6 @@ use crate::types::set::{Member, Set};
 use crate::types::stream::{Consumer, Group, Nack, Stream, StreamId};
 use crate::types::zset::{AddFlags, ZSet};
 
-/// The quicklist nodes written are cut as Redis's default
-/// `list-max-listpack-size -2` cuts them (8 kB nodes; any reader accepts
-/// other sizes).
-const LIST_FILL: i64 = -2;
-
 /// Appends `value` (without its type byte) as DUMP carries it and returns
 /// its RDB type: a hash with field TTLs in Redis 7.4's form, the rest as
 /// RDB `version` has it.
@@ -68,6 +63,15 @@ fn encode_with(
         Value::Set(Set::Intset(v)) => {
             put_string(out, &blobs::write_intset(v), compress);
             TYPE_SET_INTSET
+        }
+        Value::Set(Set::Listpack(v)) if stream_v3 => {
+            // Redis 7.2's set listpack (RDB 11+).
+            let mut lp = ListpackWriter::default();
+            for m in v {
+                lp.push(m);
+            }
+            put_string(out, &lp.finish_blob(), compress);
+            TYPE_SET_LISTPACK
         }
         Value::Set(s) => {
             put_len(out, s.len() as u64);
@@ -126,7 +130,9 @@ fn score_text(s: f64) -> String {
 }
 
 fn encode_list(l: &List, compress: bool, out: &mut Vec<u8>) {
-    let nodes = l.quicklist(LIST_FILL);
+    // The quicklist's own nodes; a listpack list as a quicklist of one
+    // node (as Redis 7.2+ writes it, so 7.0 loads it).
+    let nodes: Vec<_> = l.nodes().into_iter().filter(|n| n.count > 0).collect();
     put_len(out, nodes.len() as u64);
     for n in nodes {
         let mut elems = l.range(n.start, n.start + n.count - 1);
@@ -457,7 +463,7 @@ fn hset(
 }
 
 fn sadd(s: &mut Set, m: &[u8], lim: &Limits, dup: fn() -> RdbError) -> Result<(), RdbError> {
-    if s.add(m, lim.set_intset) {
+    if s.add(m, lim.set) {
         Ok(())
     } else {
         Err(dup())
@@ -475,14 +481,16 @@ pub(crate) fn decode(
         TYPE_STRING => Value::Str(Str::new(&r.string()?)),
         TYPE_LIST => {
             let n = r.count(1)?;
-            let mut l = List::new();
+            let mut l = List::new_quicklist(lim.list_fill);
             for _ in 0..n {
                 l.push(End::Right, &r.string()?);
             }
+            l.settle(lim.list_fill);
             Value::List(Box::new(l))
         }
         TYPE_LIST_ZIPLIST => {
-            let mut l = List::new();
+            // Redis 7.2+ leaves a converted ziplist a quicklist.
+            let mut l = List::new_quicklist(lim.list_fill);
             for e in blobs::ziplist(&r.string()?).map_err(|_| report::list_ziplist())? {
                 l.push(End::Right, &e.to_vec());
             }
@@ -490,7 +498,7 @@ pub(crate) fn decode(
         }
         TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
             let n = r.count(1)?;
-            let mut l = List::new();
+            let mut l = List::new_quicklist(lim.list_fill);
             for _ in 0..n {
                 let container = if ty == TYPE_LIST_QUICKLIST_2 {
                     r.len()?
@@ -506,7 +514,7 @@ pub(crate) fn decode(
                     return Err(corrupt("quicklist node of 0 bytes"));
                 }
                 match container {
-                    QUICKLIST_NODE_PLAIN => l.push(End::Right, &blob),
+                    QUICKLIST_NODE_PLAIN => l.append_node(std::iter::once(&blob[..]), true),
                     QUICKLIST_NODE_PACKED => {
                         if ty == TYPE_LIST_QUICKLIST_2 {
                             extra.sanitizations += u64::from(lim.deep);
@@ -516,19 +524,25 @@ pub(crate) fn decode(
                         } else {
                             blobs::ziplist(&blob).map_err(|_| report::ziplist())?
                         };
-                        // Redis skips empty nodes (and a list left empty).
-                        for e in elems {
-                            l.push(End::Right, &e.to_vec());
-                        }
+                        // Redis keeps the file's nodes, skipping empty ones
+                        // (and a list left empty).
+                        let elems: Vec<Vec<u8>> = elems.iter().map(|e| e.to_vec()).collect();
+                        l.append_node(elems.iter().map(|e| &e[..]), false);
                     }
                     _ => return Err(corrupt("unknown quicklist node container")),
                 }
             }
+            l.settle(lim.list_fill);
             Value::List(Box::new(l))
         }
         TYPE_SET => {
             let n = r.count(1)?;
-            let mut s = Set::new_intset();
+            // Redis starts a table when the intset could not hold them all.
+            let mut s = if n > lim.set.intset.min(1 << 30) {
+                Set::new_table()
+            } else {
+                Set::new_intset()
+            };
             for _ in 0..n {
                 sadd(&mut s, &r.string()?, lim, report::set_dup)?;
             }
@@ -540,17 +554,20 @@ pub(crate) fn decode(
             let v = blobs::intset(&blob).map_err(|_| report::intset())?;
             let mut s = Set::new_intset();
             for x in v {
-                s.add_member(Member::Int(x), lim.set_intset);
+                s.add_member(Member::Int(x), lim.set);
             }
             Value::Set(s)
         }
         TYPE_SET_LISTPACK => {
-            let mut s = Set::new_intset();
-            // Redis 7.2's: checked as 7.2 does it.
+            // Redis 7.2's: checked as 7.2 does it, kept a listpack (in the
+            // file's order) unless it has too many entries.
             let bad = || RdbError::report(0, "Set listpack integrity check failed.");
-            for e in blobs::listpack(&r.string()?).map_err(|_| bad())? {
-                sadd(&mut s, &e.to_vec(), lim, bad)?;
-            }
+            let members: Vec<Vec<u8>> = blobs::listpack(&r.string()?)
+                .map_err(|_| bad())?
+                .into_iter()
+                .map(|e| e.to_vec())
+                .collect();
+            let s = Set::from_listpack(members, lim.set).ok_or_else(bad)?;
             Value::Set(s)
         }
         TYPE_ZSET | TYPE_ZSET_2 => {
@@ -1021,7 +1038,8 @@ mod tests {
                 entries: 128,
                 value: 64,
             },
-            set_intset: 512,
+            set: crate::types::set::SetLimits::DEFAULT,
+            list_fill: -2,
             stream: Default::default(),
             deep: true,
         }
@@ -1040,12 +1058,19 @@ mod tests {
             l.push(End::Right, format!("item{i}").as_bytes());
         }
         l.push(End::Right, &vec![b'x'; 20_000]);
+        l.settle(-2);
         v.push(Value::List(Box::new(l)));
         let mut ints = Set::new_intset();
         let mut strs = Set::new_intset();
         for i in 0..100 {
-            ints.add(format!("{}", i * 1000 - 7).as_bytes(), 512);
-            strs.add(format!("m{i}").as_bytes(), 512);
+            ints.add(
+                format!("{}", i * 1000 - 7).as_bytes(),
+                crate::types::set::SetLimits::DEFAULT,
+            );
+            strs.add(
+                format!("m{i}").as_bytes(),
+                crate::types::set::SetLimits::DEFAULT,
+            );
         }
         v.push(Value::Set(ints));
         v.push(Value::Set(strs));
@@ -1197,7 +1222,7 @@ mod tests {
     fn set_member_ttls_round_trip_through_their_record() {
         let mut s = Set::new_intset();
         for m in ["1", "2", "a"] {
-            s.add(m.as_bytes(), 512);
+            s.add(m.as_bytes(), crate::types::set::SetLimits::DEFAULT);
         }
         assert!(set_member_ttls(&s).is_none(), "no TTL, no record");
         s.set_expire(b"2", 5_000);

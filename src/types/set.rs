@@ -1,12 +1,15 @@
-//! The set value: Redis 7.0's `intset` / `hashtable` pair of encodings
-//! (7.0 has no set listpack).
+//! The set value: Redis 7.2+'s `intset` / `listpack` / `hashtable`
+//! encodings.
 //!
 //! While every member is an integer in `string2ll` form and there are at
 //! most `set-max-intset-entries` of them, the set is a sorted `Vec<i64>`, as
 //! Redis's intset is, so SMEMBERS, SSCAN and the set-algebra replies list
-//! small integer sets in exactly Redis's (ascending) order. The first
-//! non-integer member or one member too many turns it into a [`Dict`]; like
-//! Redis it never converts back.
+//! small integer sets in exactly Redis's (ascending) order. A small set
+//! with other members (at most `set-max-listpack-entries`, none longer than
+//! `set-max-listpack-value`) is a `Vec` in insertion order, as Redis's
+//! listpack is, so its replies come in that order. Past those limits it
+//! becomes a [`Dict`]; like Redis it never converts back (but SINTERSTORE
+//! may store an all-integer result as an intset).
 //!
 //! Member TTLs (Redis 8.12's SEXPIRE family) are laid out as hash field
 //! TTLs are ([`crate::types::hash`]): a set that never had one pays nothing;
@@ -30,9 +33,40 @@ use crate::util::parse_i64;
 /// value's short strings cost no allocation each.
 type Bytes = crate::types::small_bytes::SmallBytes;
 
+/// `set-max-intset-entries`, `set-max-listpack-entries` and
+/// `set-max-listpack-value`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SetLimits {
+    pub(crate) intset: usize,
+    pub(crate) lp_entries: usize,
+    pub(crate) lp_value: usize,
+}
+
+impl SetLimits {
+    /// Redis's defaults.
+    #[cfg(test)]
+    pub(crate) const DEFAULT: SetLimits = SetLimits {
+        intset: 512,
+        lp_entries: 128,
+        lp_value: 64,
+    };
+
+    /// Redis's `intsetMaxEntries`: at most 2^30.
+    fn intset_max(&self) -> usize {
+        self.intset.min(1 << 30)
+    }
+}
+
+/// Decimal digits of `n` with its sign (Redis's `sdigits10`).
+fn sdigits10(n: i64) -> usize {
+    itoa::Buffer::new().format(n).len()
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Set {
     Intset(Vec<i64>),
+    /// Redis's listpack: members in insertion order (a removal closes the gap).
+    Listpack(Vec<Bytes>),
     /// Boxed: the table is twice the size of the intset's `Vec`, and every
     /// key's entry is as large as its largest inline value.
     Table(Box<Dict<Bytes, ()>>),
@@ -70,13 +104,74 @@ impl<'a> Member<'a> {
 
 impl Set {
     /// An empty set of the encoding Redis's `setTypeCreate` picks for a
-    /// first member.
-    pub(crate) fn for_member(member: &[u8]) -> Set {
-        if parse_i64(member).is_some() {
+    /// first member and `size_hint` members to come.
+    pub(crate) fn for_member(member: &[u8], size_hint: usize, lim: SetLimits) -> Set {
+        if parse_i64(member).is_some() && size_hint <= lim.intset {
             Set::Intset(Vec::new())
+        } else if size_hint <= lim.lp_entries {
+            Set::Listpack(Vec::new())
         } else {
             Set::Table(Box::default())
         }
+    }
+
+    /// An empty hashtable set (Redis's `createSetObject`).
+    pub(crate) fn new_table() -> Set {
+        Set::Table(Box::default())
+    }
+
+    /// An empty listpack set (Redis's `createSetListpackObject`).
+    pub(crate) fn new_listpack() -> Set {
+        Set::Listpack(Vec::new())
+    }
+
+    /// A set loaded from a set listpack (RDB type 20): in the listpack's
+    /// order, a table if it has more than `set-max-listpack-entries`
+    /// members (Redis keeps long members there). None on a duplicate.
+    pub(crate) fn from_listpack(members: Vec<Vec<u8>>, lim: SetLimits) -> Option<Set> {
+        let mut seen = std::collections::HashSet::with_capacity(members.len());
+        if !members.iter().all(|m| seen.insert(&m[..])) {
+            return None;
+        }
+        drop(seen);
+        let mut s = Set::Listpack(members.iter().map(|m| Bytes::from(&m[..])).collect());
+        if s.len() > lim.lp_entries {
+            s.convert();
+        }
+        Some(s)
+    }
+
+    /// Before adding `size_hint` members: a compact set that could not hold
+    /// them becomes a table (Redis's `setTypeMaybeConvert`).
+    pub(crate) fn maybe_convert(&mut self, size_hint: usize, lim: SetLimits) {
+        let over = match self {
+            Set::Listpack(_) => size_hint > lim.lp_entries,
+            Set::Intset(_) => size_hint > lim.intset,
+            _ => false,
+        };
+        if over {
+            self.convert();
+        }
+    }
+
+    /// A set whose members are all integers, and few enough, becomes an
+    /// intset (Redis's `maybeConvertToIntset`, for SINTERSTORE results).
+    pub(crate) fn maybe_to_intset(&mut self, lim: SetLimits) {
+        if matches!(self, Set::Intset(_) | Set::Ex { .. }) || self.len() > lim.intset_max() {
+            return;
+        }
+        let mut v: Vec<i64> = Vec::with_capacity(self.len());
+        for m in self.iter() {
+            match m {
+                Member::Int(n) => v.push(n),
+                Member::Bytes(b) => match parse_i64(b) {
+                    Some(n) => v.push(n),
+                    None => return,
+                },
+            }
+        }
+        v.sort_unstable();
+        *self = Set::Intset(v);
     }
 
     /// The empty intset Redis starts SINTERSTORE/SUNIONSTORE/SDIFFSTORE
@@ -88,6 +183,7 @@ impl Set {
     pub(crate) fn len(&self) -> usize {
         match self {
             Set::Intset(v) => v.len(),
+            Set::Listpack(v) => v.len(),
             Set::Table(d) => d.len(),
             Set::Ex { members, .. } => members.len(),
         }
@@ -100,6 +196,7 @@ impl Set {
     pub(crate) fn encoding(&self) -> &'static str {
         match self {
             Set::Intset(_) => "intset",
+            Set::Listpack(_) => "listpack",
             Set::Table(_) | Set::Ex { .. } => "hashtable",
         }
     }
@@ -107,6 +204,7 @@ impl Set {
     pub(crate) fn contains(&self, member: &[u8]) -> bool {
         match self {
             Set::Intset(v) => parse_i64(member).is_some_and(|n| v.binary_search(&n).is_ok()),
+            Set::Listpack(v) => v.iter().any(|m| **m == *member),
             Set::Table(d) => d.contains_key(member),
             Set::Ex { members, .. } => members.contains_key(member),
         }
@@ -119,18 +217,29 @@ impl Set {
         }
     }
 
+    /// To a table, members added in the current order.
     fn convert(&mut self) {
-        if let Set::Intset(v) = self {
-            let mut d = Dict::with_capacity(v.len());
-            for n in v.drain(..) {
-                d.insert(itoa::Buffer::new().format(n).as_bytes().into(), ());
+        match self {
+            Set::Intset(v) => {
+                let mut d = Dict::with_capacity(v.len());
+                for n in v.drain(..) {
+                    d.insert(itoa::Buffer::new().format(n).as_bytes().into(), ());
+                }
+                *self = Set::Table(Box::new(d));
             }
-            *self = Set::Table(Box::new(d));
+            Set::Listpack(v) => {
+                let mut d = Dict::with_capacity(v.len());
+                for m in v.drain(..) {
+                    d.insert(m, ());
+                }
+                *self = Set::Table(Box::new(d));
+            }
+            _ => {}
         }
     }
 
     /// Adds `member`; true if it is new (Redis's `setTypeAdd`).
-    pub(crate) fn add(&mut self, member: &[u8], max_intset: usize) -> bool {
+    pub(crate) fn add(&mut self, member: &[u8], lim: SetLimits) -> bool {
         if let Set::Intset(v) = self {
             match parse_i64(member) {
                 Some(n) => {
@@ -138,13 +247,41 @@ impl Set {
                         return false;
                     };
                     v.insert(at, n);
-                    if v.len() > max_intset.min(1 << 30) {
+                    if v.len() > lim.intset_max() {
                         self.convert();
                     }
                     return true;
                 }
-                None => self.convert(),
+                None => {
+                    let widest = match (v.first(), v.last()) {
+                        (Some(&a), Some(&b)) => sdigits10(a).max(sdigits10(b)),
+                        _ => 0,
+                    };
+                    if v.len() < lim.lp_entries
+                        && member.len() <= lim.lp_value
+                        && widest <= lim.lp_value
+                    {
+                        let mut lp: Vec<Bytes> = Vec::with_capacity(v.len() + 1);
+                        for &n in v.iter() {
+                            lp.push(itoa::Buffer::new().format(n).as_bytes().into());
+                        }
+                        lp.push(member.into());
+                        *self = Set::Listpack(lp);
+                        return true;
+                    }
+                    self.convert();
+                }
             }
+        }
+        if let Set::Listpack(v) = self {
+            if v.iter().any(|m| **m == *member) {
+                return false;
+            }
+            if v.len() < lim.lp_entries && member.len() <= lim.lp_value {
+                v.push(member.into());
+                return true;
+            }
+            self.convert();
         }
         match self {
             Set::Table(d) => d.insert(member.into(), ()).is_none(),
@@ -155,12 +292,12 @@ impl Set {
                 members.insert(member.into(), NO_TTL);
                 true
             }
-            Set::Intset(_) => false,
+            Set::Intset(_) | Set::Listpack(_) => false,
         }
     }
 
-    pub(crate) fn add_member(&mut self, m: Member<'_>, max_intset: usize) -> bool {
-        m.with_bytes(|b| self.add(b, max_intset))
+    pub(crate) fn add_member(&mut self, m: Member<'_>, lim: SetLimits) -> bool {
+        m.with_bytes(|b| self.add(b, lim))
     }
 
     /// Removes `member`; true if it was there.
@@ -173,6 +310,13 @@ impl Set {
                 }
                 _ => false,
             },
+            Set::Listpack(v) => match v.iter().position(|m| **m == *member) {
+                Some(i) => {
+                    v.remove(i);
+                    true
+                }
+                None => false,
+            },
             Set::Table(d) => d.remove(member).is_some(),
             Set::Ex { members, ttl } => match members.remove(member) {
                 Some((_, at)) => {
@@ -184,10 +328,12 @@ impl Set {
         }
     }
 
-    /// Every member: ascending for an intset, table order otherwise.
+    /// Every member: ascending for an intset, insertion order for a
+    /// listpack, table order otherwise.
     pub(crate) fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match self {
             Set::Intset(v) => Box::new(v.iter().map(|&n| Member::Int(n))),
+            Set::Listpack(v) => Box::new(v.iter().map(|m| Member::Bytes(m))),
             Set::Table(d) => Box::new(d.iter().map(|(k, _)| Member::Bytes(k))),
             Set::Ex { members, .. } => Box::new(members.iter().map(|(k, _)| Member::Bytes(k))),
         }
@@ -197,6 +343,8 @@ impl Set {
         match self {
             Set::Intset(v) if v.is_empty() => None,
             Set::Intset(v) => Some(Member::Int(v[rng.random_range(0..v.len())])),
+            Set::Listpack(v) if v.is_empty() => None,
+            Set::Listpack(v) => Some(Member::Bytes(&v[rng.random_range(0..v.len())])),
             Set::Table(d) => d.random(rng).map(|(k, _)| Member::Bytes(k)),
             Set::Ex { members, .. } => members.random(rng).map(|(k, _)| Member::Bytes(k)),
         }
@@ -211,6 +359,12 @@ impl Set {
                     f(Member::Int(v[i]));
                 }
             }
+            Set::Listpack(v) => {
+                let n = v.len();
+                for i in rand::seq::index::sample(rng, n, count.min(n)) {
+                    f(Member::Bytes(&v[i]));
+                }
+            }
             Set::Table(d) => d.sample(rng, count, |k, _| f(Member::Bytes(k))),
             Set::Ex { members, .. } => members.sample(rng, count, |k, _| f(Member::Bytes(k))),
         }
@@ -223,12 +377,16 @@ impl Set {
         Some(m)
     }
 
-    /// One SSCAN step: an intset is returned whole with cursor 0, a table
-    /// walks from `cursor`.
+    /// One SSCAN step: an intset or a listpack is returned whole with
+    /// cursor 0, a table walks from `cursor`.
     pub(crate) fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Member<'_>)) -> u64 {
         match self {
             Set::Intset(v) => {
                 v.iter().for_each(|&n| f(Member::Int(n)));
+                0
+            }
+            Set::Listpack(v) => {
+                v.iter().for_each(|m| f(Member::Bytes(m)));
                 0
             }
             Set::Table(d) => d.scan(cursor, count, |k, _| f(Member::Bytes(k))),
@@ -239,6 +397,10 @@ impl Set {
     pub(crate) fn mem_usage(&self) -> usize {
         match self {
             Set::Intset(v) => v.capacity() * 8,
+            Set::Listpack(v) => {
+                v.capacity() * std::mem::size_of::<Bytes>()
+                    + v.iter().map(|m| Bytes::heap_for(m.len())).sum::<usize>()
+            }
             Set::Table(d) => {
                 d.mem_usage()
                     + d.iter()
@@ -368,17 +530,24 @@ impl Set {
 mod tests {
     use super::*;
 
+    fn lim(intset: usize) -> SetLimits {
+        SetLimits {
+            intset,
+            ..SetLimits::DEFAULT
+        }
+    }
+
     fn members(s: &Set) -> Vec<Vec<u8>> {
         s.iter().map(|m| m.to_bytes().into_owned()).collect()
     }
 
     #[test]
     fn intset_is_sorted_and_rejects_non_canonical_integers() {
-        let mut s = Set::for_member(b"3");
-        assert!(s.add(b"3", 512));
-        assert!(s.add(b"-1", 512));
-        assert!(s.add(b"10", 512));
-        assert!(!s.add(b"10", 512));
+        let mut s = Set::for_member(b"3", 1, lim(512));
+        assert!(s.add(b"3", lim(512)));
+        assert!(s.add(b"-1", lim(512)));
+        assert!(s.add(b"10", lim(512)));
+        assert!(!s.add(b"10", lim(512)));
         assert_eq!(
             members(&s),
             vec![b"-1".to_vec(), b"3".to_vec(), b"10".to_vec()]
@@ -386,8 +555,21 @@ mod tests {
         assert!(s.contains(b"3"));
         assert!(!s.contains(b"03"));
         assert_eq!(s.encoding(), "intset");
-        assert!(s.add(b"007", 512), "not string2ll form: a string member");
-        assert_eq!(s.encoding(), "hashtable");
+        assert!(
+            s.add(b"007", lim(512)),
+            "not string2ll form: a string member"
+        );
+        assert_eq!(s.encoding(), "listpack");
+        assert_eq!(
+            members(&s),
+            vec![
+                b"-1".to_vec(),
+                b"3".to_vec(),
+                b"10".to_vec(),
+                b"007".to_vec()
+            ],
+            "the intset's order, then insertion order"
+        );
         assert!(s.contains(b"007") && s.contains(b"3") && !s.contains(b"7"));
     }
 
@@ -395,10 +577,10 @@ mod tests {
     fn converts_above_intset_limit_and_never_back() {
         let mut s = Set::new_intset();
         for i in 0..4 {
-            s.add(i.to_string().as_bytes(), 4);
+            s.add(i.to_string().as_bytes(), lim(4));
         }
         assert_eq!(s.encoding(), "intset", "exactly at the limit stays compact");
-        s.add(b"4", 4);
+        s.add(b"4", lim(4));
         assert_eq!(s.encoding(), "hashtable");
         for i in 0..5 {
             assert!(s.remove(i.to_string().as_bytes()));
@@ -409,16 +591,61 @@ mod tests {
 
     #[test]
     fn first_member_picks_the_encoding() {
-        assert_eq!(Set::for_member(b"12").encoding(), "intset");
-        assert_eq!(Set::for_member(b"a").encoding(), "hashtable");
-        assert_eq!(Set::for_member(b"-0").encoding(), "hashtable");
+        let d = SetLimits::DEFAULT;
+        assert_eq!(Set::for_member(b"12", 1, d).encoding(), "intset");
+        assert_eq!(Set::for_member(b"a", 1, d).encoding(), "listpack");
+        assert_eq!(Set::for_member(b"-0", 1, d).encoding(), "listpack");
+        assert_eq!(Set::for_member(b"12", 513, d).encoding(), "hashtable");
+        assert_eq!(
+            Set::for_member(b"12", 200, lim(100)).encoding(),
+            "hashtable"
+        );
+        assert_eq!(Set::for_member(b"12", 100, lim(50)).encoding(), "listpack");
+    }
+
+    #[test]
+    fn listpack_keeps_insertion_order_until_a_limit() {
+        let l = SetLimits {
+            intset: 512,
+            lp_entries: 3,
+            lp_value: 5,
+        };
+        let mut s = Set::new_listpack();
+        for m in ["c", "a", "b"] {
+            assert!(s.add(m.as_bytes(), l));
+        }
+        assert!(!s.add(b"a", l));
+        assert!(s.remove(b"a"));
+        assert!(s.add(b"z", l));
+        assert_eq!(
+            members(&s),
+            vec![b"c".to_vec(), b"b".to_vec(), b"z".to_vec()]
+        );
+        assert_eq!(s.encoding(), "listpack");
+        assert!(s.add(b"d", l), "a fourth member passes 3 entries");
+        assert_eq!(s.encoding(), "hashtable");
+        let mut s = Set::new_listpack();
+        assert!(s.add(b"123456", l), "longer than 5 bytes");
+        assert_eq!(s.encoding(), "hashtable");
+        // An intset whose widest integer is too long goes straight to a table.
+        let mut s = Set::new_intset();
+        s.add(b"-12345", l);
+        s.add(b"x", l);
+        assert_eq!(s.encoding(), "hashtable");
+        // SINTERSTORE's integer results.
+        let mut s = Set::new_listpack();
+        s.add(b"5", l);
+        s.add(b"1", l);
+        s.maybe_to_intset(l);
+        assert_eq!(s.encoding(), "intset");
+        assert_eq!(members(&s), vec![b"1".to_vec(), b"5".to_vec()]);
     }
 
     #[test]
     fn pop_sample_and_scan() {
         let mut s = Set::new_intset();
         for i in 0..10 {
-            s.add(i.to_string().as_bytes(), 512);
+            s.add(i.to_string().as_bytes(), lim(512));
         }
         let mut rng = rand::rng();
         let mut got = std::collections::HashSet::new();
@@ -439,7 +666,7 @@ mod tests {
     fn first_ttl_makes_an_ex_set_and_members_keep_their_order_of_kind() {
         let mut s = Set::new_intset();
         for i in 0..3 {
-            s.add(i.to_string().as_bytes(), 512);
+            s.add(i.to_string().as_bytes(), lim(512));
         }
         assert_eq!(s.expire_at(b"1"), Some(NO_TTL));
         assert!(s.set_expire(b"1", NO_TTL), "clearing nothing is fine");
@@ -449,7 +676,7 @@ mod tests {
         assert_eq!(s.encoding(), "hashtable");
         assert_eq!((s.len(), s.volatile_members()), (3, 1));
         assert_eq!(s.min_deadline(), Some(100));
-        assert!(!s.add(b"1", 512), "SADD of a member keeps its TTL");
+        assert!(!s.add(b"1", lim(512)), "SADD of a member keeps its TTL");
         assert_eq!(s.expire_at(b"1"), Some(100));
         assert!(s.remove(b"1"));
         assert_eq!(s.volatile_members(), 0);
@@ -505,7 +732,7 @@ mod tests {
                 match op {
                     Op::Add(m) => {
                         let m = name(m);
-                        proptest::prop_assert_eq!(s.add(&m, 8), !model.contains_key(&m));
+                        proptest::prop_assert_eq!(s.add(&m, lim(8)), !model.contains_key(&m));
                         model.entry(m).or_insert(NO_TTL);
                     }
                     Op::Remove(m) => {

@@ -135,7 +135,7 @@ fn lp_int_elem_size(v: i64) -> usize {
     enc + lp_backlen_size(enc)
 }
 
-fn lp_int(s: &[u8]) -> Option<i64> {
+pub(crate) fn lp_int(s: &[u8]) -> Option<i64> {
     // lpStringToInt64: canonical decimal only (no '+', no leading zeros).
     if s.is_empty() || s.len() > 20 || s[0] == b'+' {
         return None;

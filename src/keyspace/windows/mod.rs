@@ -525,6 +525,7 @@ pub(crate) fn hand_off(
             .fetch_add(n, Relaxed);
         return;
     }
+    let fill = ks.env.config.list_max_listpack_size();
     let list = match ks.get(dest) {
         Some(Entry {
             value: Value::List(l),
@@ -546,6 +547,9 @@ pub(crate) fn hand_off(
             }
         }
     };
+    // As the RPUSH it is logged as: a listpack that would pass the limit
+    // becomes a quicklist.
+    list.grow_for(fill, members.iter().map(|(m, _)| &m[..]));
     for (member, _) in &members {
         list.push(End::Right, member);
     }
