@@ -457,11 +457,13 @@ fn protocol(ctx: &mut Ctx) -> CmdResult {
         if !resp3 {
             return Err(Error::Static("ERR RESP2 is not supported by this command"));
         }
+        // A push is not a reply either: the real one is sent too, and
+        // goes first, as Redis 7.2+ defers pushes to the running client
+        // until its reply is written.
+        out.bulk(b"Some real reply following the push reply");
         out.push(2);
         out.bulk(b"server-cpu-usage");
         out.int(42);
-        // A push is not a reply either.
-        out.bulk(b"Some real reply following the push reply");
     } else if eq_ic(name, "true") {
         out.boolean(true);
     } else if eq_ic(name, "false") {
