@@ -265,7 +265,7 @@ pub(crate) fn doctor(
     thp: bool,
 ) -> String {
     if m.is_empty() && threshold_ms == 0 {
-        return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n".into();
+        return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/docs/latest/operate/oss_and_stack/management/optimization/latency-monitor.\n".into();
     }
     let mut r = String::new();
     let (mut slowlog_enabled, mut slowlog_tuning, mut slowlog_inspect) = (false, false, false);

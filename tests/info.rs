@@ -348,6 +348,10 @@ fn used_memory_follows_the_data() {
             "{name}: used_memory {used0} -> {used1} after storing {STORED} bytes"
         );
         let dataset0 = num(&before, "memory", "used_memory_dataset");
+        // redis-server 8.0.2 built with libc malloc (the oracle) counts
+        // more overhead than allocation on an empty server: its unsigned
+        // dataset figure wraps below zero.
+        let dataset0 = if dataset0 > 1e18 { 0.0 } else { dataset0 };
         let dataset1 = num(&full, "memory", "used_memory_dataset");
         assert!(
             dataset1 - dataset0 >= STORED * 0.9,

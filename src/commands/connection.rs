@@ -455,7 +455,7 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
     }
     if !ctx.client.authenticated {
         return Err(Error::Static(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         ));
     }
     if let Some(name) = setname {

@@ -287,7 +287,7 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
         (inner << SHARD_BITS) | shard
     };
     ctx.out.array(2);
-    ctx.out.bulk_int(next as i64);
+    ctx.out.bulk(itoa::Buffer::new().format(next).as_bytes());
     ctx.out.array(keys.len());
     for k in keys {
         ctx.out.bulk(&k);

@@ -158,12 +158,12 @@ fn tables(ctx: &mut Ctx) -> Tables {
     t
 }
 
-/// MEMORY STATS: Redis 7.0's fields, in its order.
+/// MEMORY STATS: Redis 8.0's fields, in its order.
 fn memory_stats(ctx: &mut Ctx) -> CmdResult {
     let t = tables(ctx);
     let m = Memory::gather(ctx.shared, t.total);
     let out = &mut *ctx.out;
-    out.map(27 + t.dbs.len());
+    out.map(33 + t.dbs.len());
     let int = |out: &mut crate::protocol::Reply, name: &str, v: i64| {
         out.bulk(name.as_bytes());
         out.int(v);
@@ -176,20 +176,28 @@ fn memory_stats(ctx: &mut Ctx) -> CmdResult {
     int(out, "total.allocated", m.used as i64);
     int(out, "startup.allocated", m.startup as i64);
     int(out, "replication.backlog", 0);
+    // A replica's full sync is streamed, never buffered here.
+    int(out, "replica.fullsync.buffer", 0);
     int(out, "clients.slaves", 0);
     int(out, "clients.normal", m.clients_normal as i64);
     int(out, "cluster.links", 0);
     int(out, "aof.buffer", 0);
     int(out, "lua.caches", m.eval_caches as i64);
     int(out, "functions.caches", m.function_caches as i64);
+    // One Lua VM runs EVAL scripts and functions alike.
+    int(out, "script.VMs", m.lua as i64);
     for (db, _, main, expires) in &t.dbs {
         out.bulk(format!("db.{db}").as_bytes());
-        out.map(3);
+        out.map(2);
         int(out, "overhead.hashtable.main", *main as i64);
         int(out, "overhead.hashtable.expires", *expires as i64);
-        int(out, "overhead.hashtable.slot-to-keys", 0);
     }
+    // zwindow's tables grow without Redis's incremental rehashing: no
+    // second table, nothing in rehash.
+    int(out, "overhead.db.hashtable.lut", 0);
+    int(out, "overhead.db.hashtable.rehashing", 0);
     int(out, "overhead.total", m.overhead as i64);
+    int(out, "db.dict.rehashing.count", 0);
     int(out, "keys.count", t.keys as i64);
     let per_key = if t.keys > 0 { m.net / t.keys as u64 } else { 0 };
     int(out, "keys.bytes-per-key", per_key as i64);
@@ -199,6 +207,9 @@ fn memory_stats(ctx: &mut Ctx) -> CmdResult {
     int(out, "allocator.allocated", m.used as i64);
     int(out, "allocator.active", m.active as i64);
     int(out, "allocator.resident", m.resident as i64);
+    // Decayed-but-not-purged pages are jemalloc's; zwindow's allocator
+    // (mimalloc) reports none.
+    int(out, "allocator.muzzy", 0);
     dbl(
         out,
         "allocator-fragmentation.ratio",

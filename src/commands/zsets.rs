@@ -1510,7 +1510,7 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     });
     let out = &mut *ctx.out;
     out.array(2);
-    out.bulk_int(next as i64);
+    out.bulk(itoa::Buffer::new().format(next).as_bytes());
     out.array(n);
     out.raw(&body.buf);
     Ok(Done)
