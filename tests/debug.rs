@@ -187,3 +187,34 @@ fn refused_without_enable_debug_command() {
     p.check_str("DEBUG DIGEST");
     p.check_str("DEBUG ERROR x");
 }
+
+/// `DEBUG PAUSE-CRON 1` (Redis 7.2+) stops the clients' cron: an idle
+/// client outlives `timeout` until the cron runs again.
+#[test]
+fn pause_cron_holds_the_clients_cron() {
+    let z = common::ZwindowServer::start(DEBUG_ON);
+    let mut admin = z.conn();
+    assert_eq!(admin.cmd_str("CONFIG SET timeout 1"), b"+OK\r\n");
+    assert_eq!(admin.cmd_str("DEBUG PAUSE-CRON 1"), b"+OK\r\n");
+    let mut idle = z.conn();
+    assert_eq!(idle.cmd_str("CLIENT SETNAME idle"), b"+OK\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let list = String::from_utf8_lossy(&admin.cmd_str("CLIENT LIST")).into_owned();
+    assert!(
+        list.contains("name=idle"),
+        "closed while the cron was paused:\n{list}"
+    );
+    assert_eq!(admin.cmd_str("DEBUG PAUSE-CRON 0"), b"+OK\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let list = String::from_utf8_lossy(&admin.cmd_str("CLIENT LIST")).into_owned();
+        if !list.contains("name=idle") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cron never closed it"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

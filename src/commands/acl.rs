@@ -156,25 +156,27 @@ fn setuser(ctx: &mut Ctx) -> CmdResult {
         .acl
         .set_user(name, &ops, all_channels)
         .map_err(Error::Raw)?;
+    let mut outcome = Done;
     if let Some(before) = before {
-        kill_pubsub_clients_if_needed(ctx, &before, &after);
+        outcome = kill_pubsub_clients_if_needed(ctx, &before, &after);
     }
     ctx.out.ok();
-    Ok(Done)
+    Ok(outcome)
 }
 
 /// acl.c `ACLKillPubsubClientsIfNeeded`: when a user's channel patterns no
 /// longer cover what they did, its subscribers whose subscriptions fall
-/// outside the new patterns are disconnected.
-fn kill_pubsub_clients_if_needed(ctx: &Ctx, before: &User, after: &User) {
+/// outside the new patterns are disconnected; Close when the caller is one
+/// of them (it gets its OK first, as Redis frees it asynchronously).
+fn kill_pubsub_clients_if_needed(ctx: &Ctx, before: &User, after: &User) -> Outcome {
     if after.all_channels() {
-        return;
+        return Done;
     }
     let upcoming: Vec<&[u8]> = after.channel_patterns().collect();
     let superset =
         !before.all_channels() && before.channel_patterns().all(|p| upcoming.contains(&p));
     if superset {
-        return;
+        return Done;
     }
     let fits = |channel: &[u8], is_pattern: bool| {
         upcoming.iter().any(|p| {
@@ -185,6 +187,7 @@ fn kill_pubsub_clients_if_needed(ctx: &Ctx, before: &User, after: &User) {
             }
         })
     };
+    let mut outcome = Done;
     for c in ctx.shared.clients.all() {
         if *c.user.lock() != before.name() || c.subscriptions() == 0 {
             continue;
@@ -193,9 +196,14 @@ fn kill_pubsub_clients_if_needed(ctx: &Ctx, before: &User, after: &User) {
         let kill =
             patterns.iter().any(|p| !fits(p, true)) || channels.iter().any(|ch| !fits(ch, false));
         if kill {
-            c.kill();
+            if c.id == ctx.client.handle.id {
+                outcome = Outcome::Close;
+            } else {
+                c.kill();
+            }
         }
     }
+    outcome
 }
 
 /// Disconnects the clients authenticated as one of `names`; Close when the

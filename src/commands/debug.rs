@@ -101,6 +101,11 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
         ctx.shared.store.active_expire.store(on, Relaxed);
         ctx.out.ok();
+    } else if eq_ic(sub, "PAUSE-CRON") && argc == 3 {
+        // Any integer but 0 pauses (Redis reads it with atoi).
+        let on = crate::util::parse_i64(ctx.arg(2)).unwrap_or(0) != 0;
+        ctx.shared.cron_paused.store(on, Relaxed);
+        ctx.out.ok();
     } else if eq_ic(sub, "SET-SKIP-CHECKSUM-VALIDATION") && argc == 3 {
         let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
         ctx.shared.config.set_skip_checksum_validation(on);

@@ -54,6 +54,10 @@ pub(crate) struct Services {
     pub(crate) evictor: crate::keyspace::evict::Evictor,
     pub(crate) started: Instant,
     pub(crate) run_id: String,
+    /// `DEBUG PAUSE-CRON 1`: the clients' cron stands still (Redis 7.2+'s
+    /// `server.pause_cron`, for tests that must see a buffer before the
+    /// cron trims it).
+    pub(crate) cron_paused: std::sync::atomic::AtomicBool,
     /// SAVE/BGSAVE's state, the last save's time (LASTSAVE) and loading.
     pub(crate) persistence: crate::persistence::State,
     /// MIGRATE's cached connections to target instances.
@@ -117,6 +121,7 @@ impl Services {
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
+            cron_paused: Default::default(),
             persistence: crate::persistence::State::new(now),
             migrate: Default::default(),
             aof: Default::default(),

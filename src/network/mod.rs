@@ -245,6 +245,9 @@ pub(crate) async fn cron(shared: Arc<Services>, mut shutdown: tokio::sync::watch
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
+        if shared.cron_paused.load(Relaxed) {
+            continue;
+        }
         close_idle(&shared);
         feed::failover_cron(&shared);
         resize_query_buffers(&shared);
