@@ -24,6 +24,10 @@ fn setuser_getuser_list_and_errors() {
         "ACL CAT",
         "ACL SETUSER bob on nopass (+get ~b*) (+set ~c*) %R~r* %W~w* %RW~x",
         "ACL GETUSER bob",
+        // Redis 7.2+: a permission that grants nothing is a syntax error.
+        "ACL SETUSER bob %~",
+        "ACL SETUSER bob %",
+        "ACL SETUSER bob %RW",
         "ACL LIST",
         "ACL SETUSER carol on +@all -@dangerous",
         "ACL GETUSER carol",

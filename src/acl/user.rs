@@ -267,6 +267,10 @@ impl Selector {
                     }
                     offset += 1;
                 }
+                // `%~` and `%` grant nothing: a syntax error (Redis 7.2+).
+                if perm == 0 {
+                    return Err(RuleError::Syntax);
+                }
                 (perm, offset)
             } else {
                 (ALL, 1)
