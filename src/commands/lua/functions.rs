@@ -123,6 +123,7 @@ impl Engine {
                 .entry(f.name.to_ascii_lowercase())
                 .or_insert_with(|| name.clone());
         }
+        self.library_bytes += code.len() + 64;
         self.libraries.insert(
             name.clone(),
             Library {
@@ -176,6 +177,7 @@ impl Engine {
         let Some(lib) = self.libraries.remove(name) else {
             return false;
         };
+        self.library_bytes -= lib.code.len() + 64;
         for f in &lib.functions {
             let key = f.name.to_ascii_lowercase();
             if self.function_index.get(&key).is_some_and(|o| o == name) {
@@ -187,6 +189,7 @@ impl Engine {
 
     pub(crate) fn flush_libraries(&mut self) {
         self.libraries.clear();
+        self.library_bytes = 0;
         self.function_index.clear();
         self.lua.expire_registry_values();
         self.lua.gc_collect().ok();
@@ -201,8 +204,10 @@ impl Engine {
             .find(|f| f.name.eq_ignore_ascii_case(&key))
     }
 
+    /// Every function name is indexed once (names are unique across
+    /// libraries).
     pub(crate) fn function_count(&self) -> usize {
-        self.libraries.values().map(|l| l.functions.len()).sum()
+        self.function_index.len()
     }
 }
 

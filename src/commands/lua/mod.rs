@@ -434,15 +434,11 @@ impl Scripting {
 
     pub(crate) fn update_stats(&self, e: &Engine) {
         self.cached_scripts.store(e.scripts.len(), Relaxed);
-        self.scripts_bytes
-            .store(e.scripts.values().map(|s| s.body.len() + 64).sum(), Relaxed);
+        self.scripts_bytes.store(e.script_bytes, Relaxed);
         self.lua_memory.store(e.lua.used_memory(), Relaxed);
         self.libraries_count.store(e.libraries.len(), Relaxed);
         self.functions_count.store(e.function_count(), Relaxed);
-        self.functions_bytes.store(
-            e.libraries.values().map(|l| l.code.len() + 64).sum(),
-            Relaxed,
-        );
+        self.functions_bytes.store(e.library_bytes, Relaxed);
     }
 }
 
@@ -453,7 +449,6 @@ pub(crate) struct Script {
     /// 8,000, so a long-lived cache of them runs out (50,000 SCRIPT LOADs
     /// must work, as in Redis).
     pub(crate) func: mlua::RegistryKey,
-    body: Vec<u8>,
     /// `#!lua flags=no-writes`.
     pub(crate) no_writes: bool,
     /// `#!lua flags=allow-oom`: may write while memory is over `maxmemory`.
@@ -496,6 +491,10 @@ pub(crate) struct Engine {
     runs: u32,
     /// FUNCTION libraries by name (sorted: FUNCTION LIST is deterministic).
     pub(crate) libraries: std::collections::BTreeMap<String, functions::Library>,
+    /// INFO's script and library byte counts, kept as they change: summing
+    /// them on every load made 50,000 loads quadratic.
+    script_bytes: usize,
+    pub(crate) library_bytes: usize,
     /// Lower-cased function name → its library (FCALL names are
     /// case-insensitive across libraries, as in Redis).
     function_index: HashMap<String, String>,
@@ -663,6 +662,8 @@ impl Engine {
             busy: engine_busy,
             runs: 0,
             libraries: Default::default(),
+            script_bytes: 0,
+            library_bytes: 0,
             function_index: HashMap::new(),
         })
     }
@@ -699,11 +700,11 @@ impl Engine {
             .lua
             .create_registry_value(func)
             .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+        self.script_bytes += body.len() + 64;
         self.scripts.insert(
             sha.clone(),
             Script {
                 func,
-                body: body.to_vec(),
                 no_writes,
                 allow_oom: shebang_has_flag(body, "allow-oom"),
                 allow_stale: shebang_has_flag(body, "allow-stale"),
@@ -718,6 +719,7 @@ impl Engine {
 
     pub(crate) fn flush_scripts(&mut self) {
         self.scripts.clear();
+        self.script_bytes = 0;
         self.lua.expire_registry_values();
         self.lua.gc_collect().ok();
     }
