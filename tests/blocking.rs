@@ -314,3 +314,25 @@ fn client_list_flags_mark_blocked_clients() {
     }
     assert_eq!(flags(&mut p), "P");
 }
+
+/// Redis 7.2+ processes a served waiter's command again, ACL included: a
+/// user whose key permission was revoked while it waited gets NOPERM (and
+/// the denial is logged), not the data.
+#[test]
+fn a_waiter_whose_permission_was_revoked_is_refused() {
+    differential(|conn| {
+        let (mut admin, mut w) = (conn(), conn());
+        let mut out = vec![cmd(&mut admin, "ACL SETUSER blk on nopass +@all ~list*")];
+        out.push(cmd(&mut w, "AUTH blk x"));
+        send(&mut w, "BLPOP list1 0");
+        wait_blocked(&mut admin, 1);
+        out.push(cmd(&mut admin, "ACL SETUSER blk resetkeys ~other*"));
+        out.push(cmd(&mut admin, "LPUSH list1 foo"));
+        out.push(w.read_reply());
+        out.push(cmd(&mut admin, "LLEN list1"));
+        out.push(blocked_clients(&mut admin).to_string().into_bytes());
+        let log = String::from_utf8_lossy(&admin.cmd_str("ACL LOG 1")).into_owned();
+        out.push(format!("{}", log.contains("list1")).into_bytes());
+        out
+    });
+}

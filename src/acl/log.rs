@@ -58,6 +58,11 @@ pub(crate) struct Entry {
     pub(crate) ctime_ms: u64,
     /// The client's CLIENT LIST line (of the last occurrence).
     pub(crate) client_info: String,
+    /// Redis 7.2+'s identity of an entry: the number of entries created
+    /// before it, and the time it was created (the time of its first
+    /// occurrence); set by [`AclLog::add`].
+    pub(crate) entry_id: u64,
+    pub(crate) created_ms: u64,
 }
 
 impl Entry {
@@ -78,6 +83,9 @@ pub(crate) struct AclLog {
     /// which neither ACL LOG RESET nor CONFIG RESETSTAT clears, as Redis's
     /// `acl_info`), in [`AclLog::denied`]'s order.
     denied: [u64; 4],
+    /// Entries created since the start (no reset clears it, as Redis's
+    /// `ACLLogEntryCount`).
+    created: u64,
 }
 
 impl AclLog {
@@ -105,6 +113,10 @@ impl AclLog {
             self.entries.push_front(e);
             return;
         }
+        let mut entry = entry;
+        entry.entry_id = self.created;
+        entry.created_ms = entry.ctime_ms;
+        self.created += 1;
         self.entries.push_front(entry);
         self.entries.truncate(max_len);
     }
@@ -141,6 +153,8 @@ mod tests {
             username: b"u".to_vec(),
             ctime_ms: ms,
             client_info: String::new(),
+            entry_id: 0,
+            created_ms: 0,
         }
     }
 

@@ -408,7 +408,7 @@ fn log(ctx: &mut Ctx) -> CmdResult {
     ctx.out.array(n);
     for e in log.newest(n) {
         let out = &mut *ctx.out;
-        out.map(7);
+        out.map(10);
         out.bulk(b"count");
         out.int(e.count as i64);
         out.bulk(b"reason");
@@ -423,6 +423,12 @@ fn log(ctx: &mut Ctx) -> CmdResult {
         out.double(now.saturating_sub(e.ctime_ms) as f64 / 1000.0);
         out.bulk(b"client-info");
         out.bulk(e.client_info.as_bytes());
+        out.bulk(b"entry-id");
+        out.int(e.entry_id as i64);
+        out.bulk(b"timestamp-created");
+        out.int(e.created_ms as i64);
+        out.bulk(b"timestamp-last-updated");
+        out.int(e.ctime_ms as i64);
     }
     Ok(Done)
 }
@@ -574,6 +580,8 @@ pub(crate) fn log_denial(
         username: username.to_vec(),
         ctime_ms: crate::util::unix_ms(),
         client_info: super::connection::client_info_line(shared, handle),
+        entry_id: 0,
+        created_ms: 0,
     };
     let max = shared.config.acllog_max_len();
     shared.acl.log.lock().add(entry, max);

@@ -177,20 +177,27 @@ fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
         // key became (XREADGROUP: to fail as a fresh command would).
         k if w.unblock_on_nokey || k == Some(w.kind) => {
             let mut client = Client::for_waiter(w.handle.clone(), w.db, w.resp3);
-            // Through the seam every command run from inside takes.
-            let called = super::Dispatcher::new(shared).call(
-                &mut client,
-                &mut out,
-                &mut ks,
-                cmd,
-                args,
-                plan.first_key,
-            );
-            // The command counted as processed when it blocked, as in Redis.
-            if called == Called::Blocked {
-                return Served::NoData {
-                    key_left: ks.exists(key),
-                };
+            // Redis 7.2+ processes the command again: its user's rules are
+            // checked again, so permissions revoked meanwhile refuse it.
+            if let Some(msg) = refused_now(shared, &mut client, cmd, &args) {
+                shared.count_error(msg.as_bytes());
+                out.error(&msg);
+            } else {
+                // Through the seam every command run from inside takes.
+                let called = super::Dispatcher::new(shared).call(
+                    &mut client,
+                    &mut out,
+                    &mut ks,
+                    cmd,
+                    args,
+                    plan.first_key,
+                );
+                // The command counted as processed when it blocked, as in Redis.
+                if called == Called::Blocked {
+                    return Served::NoData {
+                        key_left: ks.exists(key),
+                    };
+                }
             }
         }
         other => {
@@ -208,6 +215,32 @@ fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
         let _ = tx.send(out.buf);
     }
     Served::Yes(std::mem::take(&mut ks.ready))
+}
+
+/// The NOPERM error a waiter's command now gets from its user's rules
+/// (acl.c `getAclErrorMessage`, not verbose), logged as any denial.
+fn refused_now(
+    shared: &Services,
+    client: &mut Client,
+    cmd: &'static commands::Command,
+    args: &commands::Args<'_>,
+) -> Option<String> {
+    let name = client.handle.user.lock().clone();
+    let user = shared.acl.get(&name)?;
+    client.set_user(user, shared.acl.generation());
+    let context = crate::acl::log::Context::Toplevel;
+    match commands::acl::acl_check(shared, client, cmd, args, context) {
+        Err(Some(denied)) => {
+            let msg = denied.message(
+                &name,
+                crate::acl::catalog::Catalog::get().fullname(cmd),
+                b"",
+                false,
+            );
+            Some(format!("NOPERM {}", String::from_utf8_lossy(&msg)))
+        }
+        _ => None,
+    }
 }
 
 enum Served {
