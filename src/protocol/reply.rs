@@ -20,8 +20,6 @@
 //! parsing it back. Connections never pay for it beyond one predictable
 //! branch per element.
 
-use std::fmt::Write as _;
-
 /// The output buffer of one connection, with the protocol it speaks.
 #[derive(Debug, Default)]
 pub(crate) struct Reply {
@@ -507,10 +505,12 @@ impl Reply {
     }
 }
 
-/// Formats a double as Redis 7.2+ does (`d2string`): `inf`/`-inf`, `-0`,
-/// integral values up to 2^62 as plain integers, and otherwise the shortest
-/// digits that round-trip, laid out by fpconv's `emit_digits` rules —
-/// `0.1`, `1.5`, `0.00001`, `1e-7`, `1e+20`, `123456789012345690000000`.
+/// Formats a double as Redis 7.2+/8.0 does (`d2string`): `nan`, `inf`/`-inf`,
+/// `-0`, integral values up to 2^62 as plain integers, and otherwise
+/// [`fpconv_dtoa`](super::fpconv::fpconv_dtoa)'s Grisu2 digits and layout —
+/// `0.1`, `0.00001`, `1e-7`, `1.4169626117023414e+4`, `1e+21`,
+/// `99999999999999990000000` (1e23), `38.765491852125876` (not always the
+/// shortest round-trip digits). Allocation-free.
 pub(crate) fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
     if x.is_nan() {
         return b"nan";
@@ -531,122 +531,8 @@ pub(crate) fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
         out[..digits.len()].copy_from_slice(digits);
         return &out[..digits.len()];
     }
-    let mut w = Cursor { out, len: 0 };
-    // `{:e}` prints the shortest round-trip digits: "1.2345e-5".
-    let mut sci = StackStr::<40>::new();
-    let _ = write!(sci, "{:e}", x.abs());
-    let sci = sci.as_bytes();
-    let e_at = sci.iter().position(|&b| b == b'e').unwrap_or(sci.len());
-    let mut digits = [0u8; 20];
-    let mut nd = 0usize;
-    for &b in &sci[..e_at] {
-        if b.is_ascii_digit() && nd < digits.len() {
-            digits[nd] = b;
-            nd += 1;
-        }
-    }
-    let e10: i32 = std::str::from_utf8(sci.get(e_at + 1..).unwrap_or(b"0"))
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let digits = &digits[..nd.max(1)];
-    let nd = digits.len() as i32;
-    // The value is digits × 10^k.
-    let k = e10 - (nd - 1);
-    let exp = e10.abs();
-    if x < 0.0 {
-        w.push(b'-');
-    }
-    if k >= 0 && exp < nd + 7 {
-        w.extend(digits);
-        for _ in 0..k {
-            w.push(b'0');
-        }
-    } else if k < 0 && (k > -7 || exp < 4) {
-        let offset = nd + k;
-        if offset <= 0 {
-            w.extend(b"0.");
-            for _ in 0..-offset {
-                w.push(b'0');
-            }
-            w.extend(digits);
-        } else {
-            let cut = offset as usize;
-            w.extend(&digits[..cut]);
-            w.push(b'.');
-            w.extend(&digits[cut..]);
-        }
-    } else {
-        w.push(digits[0]);
-        if digits.len() > 1 {
-            w.push(b'.');
-            w.extend(&digits[1..]);
-        }
-        w.push(b'e');
-        w.push(if e10 < 0 { b'-' } else { b'+' });
-        let mut b = itoa::Buffer::new();
-        w.extend(b.format(exp).as_bytes());
-    }
-    let len = w.len;
-    &out[..len]
-}
-
-struct Cursor<'a> {
-    out: &'a mut [u8; 40],
-    len: usize,
-}
-
-impl Cursor<'_> {
-    fn push(&mut self, b: u8) {
-        if let Some(slot) = self.out.get_mut(self.len) {
-            *slot = b;
-            self.len += 1;
-        }
-    }
-
-    fn extend(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.push(b);
-        }
-    }
-}
-
-/// A fixed-capacity string for `write!` without allocating.
-struct StackStr<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> StackStr<N> {
-    pub(crate) fn new() -> Self {
-        StackStr {
-            buf: [0; N],
-            len: 0,
-        }
-    }
-
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl<const N: usize> Default for StackStr<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const N: usize> std::fmt::Write for StackStr<N> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let bytes = s.as_bytes();
-        let end = self.len + bytes.len();
-        if end > N {
-            return Err(std::fmt::Error);
-        }
-        self.buf[self.len..end].copy_from_slice(bytes);
-        self.len = end;
-        Ok(())
-    }
+    let n = super::fpconv::fpconv_dtoa(x, out);
+    &out[..n]
 }
 
 #[cfg(test)]
