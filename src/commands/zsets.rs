@@ -393,8 +393,15 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
     }
     let limits = limits(ctx);
     let mut fresh: Option<ZSet> = None;
+    // The encoding is chosen for all the pairs before any is added, as
+    // Redis's zsetTypeCreate / zsetTypeMaybeConvert do: a skiplist keeps a
+    // `-0` score, a listpack stores it as 0.
+    let pairs = elements / 2;
     let z: &mut ZSet = match zset_write(ctx.ks, key)? {
-        Some(z) => z,
+        Some(z) => {
+            z.reserve_hint(pairs, limits);
+            z
+        }
         None if f.xx => {
             if f.incr {
                 ctx.out.null();
@@ -403,7 +410,11 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
             }
             return Ok(Done);
         }
-        None => fresh.insert(ZSet::new()),
+        None => fresh.insert(ZSet::with_capacity_hint(
+            pairs,
+            ctx.args.get(at + 1).len(),
+            limits,
+        )),
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut last = 0.0;

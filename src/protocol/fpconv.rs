@@ -305,7 +305,7 @@ fn grisu2(d: f64, digits: &mut [u8; DIGITS], big_k: &mut i32) -> usize {
 }
 
 /// Writes into `dest` from its start, as the C's `memcpy`/`memset`;
-/// writes past the end are dropped (never reached: 24 bytes suffice).
+/// writes past the end are dropped (never reached: see [`MAX_LEN`]).
 struct Out<'a> {
     dest: &'a mut [u8],
     idx: usize,
@@ -401,15 +401,20 @@ fn filter_special(fp: f64, dest: &mut [u8]) -> usize {
     3
 }
 
+/// The longest text: a sign, 17 digits and 7 zeros (`-591999999999999970000000`).
+/// One more than the C's `char dest[24]` declares: Redis passes its larger
+/// `d2string` buffer.
+pub(crate) const MAX_LEN: usize = 25;
+
 /// `fpconv_dtoa(d, dest)`: writes the representation at the start of
-/// `dest` (24 bytes suffice, as the C's `char dest[24]`) and returns its
-/// length.
+/// `dest` (at least [`MAX_LEN`] bytes, else nothing is written) and returns
+/// its length.
 pub(crate) fn fpconv_dtoa(d: f64, dest: &mut [u8]) -> usize {
     let mut digits = [0u8; DIGITS];
     let mut str_len = 0usize;
     let mut neg = false;
 
-    if dest.len() < 24 {
+    if dest.len() < MAX_LEN {
         return 0;
     }
     if d.to_bits() & SIGNMASK != 0 {
@@ -426,7 +431,7 @@ pub(crate) fn fpconv_dtoa(d: f64, dest: &mut [u8]) -> usize {
     let mut k = 0;
     let ndigits = grisu2(d, &mut digits, &mut k).max(1);
     str_len += emit_digits(&digits[..ndigits], &mut dest[str_len..], k, neg);
-    str_len.min(24)
+    str_len.min(MAX_LEN)
 }
 
 #[cfg(test)]
@@ -434,7 +439,7 @@ mod tests {
     use super::*;
 
     fn dtoa(d: f64) -> String {
-        let mut b = [0u8; 24];
+        let mut b = [0u8; MAX_LEN];
         let n = fpconv_dtoa(d, &mut b);
         String::from_utf8(b[..n].to_vec()).unwrap()
     }
@@ -475,6 +480,8 @@ mod tests {
             (18960.09827864, "1.896009827864e+4"),
             (-6.862210827312862e+22, "-68622108273128620000000"),
             (1657883415.9976318, "1.6578834159976318e+9"),
+            (-5.92e23, "-591999999999999970000000"),
+            (5.92e23, "591999999999999970000000"),
         ];
         for &(x, want) in cases {
             assert_eq!(dtoa(x), want, "formatting {x:e} ({:#x})", x.to_bits());
