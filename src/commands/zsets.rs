@@ -20,7 +20,7 @@ use super::{
 };
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
-use crate::protocol::reply::format_double;
+use crate::protocol::reply::{format_double, format_double_g17};
 use crate::types::zset::{
     AddFlags, AddOutcome, LexRange, Limits, Member, NotNan, RangeIter, ScoreRange, ZSet,
     parse_lex_bound, parse_score, parse_score_bound,
@@ -1510,13 +1510,20 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     let mut body = Reply::with_resp3(ctx.out.resp3);
     let mut n = 0usize;
     let mut scratch = Vec::new();
+    // Redis's scan callback prints a skiplist set's scores with
+    // ld2string(LD_STR_AUTO); a listpack's come back as d2string stored them.
+    let skiplist = z.encoding_name() == "skiplist";
     let next = z.scan(cursor, count, |m, s| {
         if pattern.is_some_and(|p| !glob_match(p, m.joined(&mut scratch), false)) {
             return;
         }
         bulk_member(&mut body, m);
         let mut tmp = [0u8; 40];
-        body.bulk(format_double(s, &mut tmp));
+        body.bulk(if skiplist {
+            format_double_g17(s, &mut tmp)
+        } else {
+            format_double(s, &mut tmp)
+        });
         n += 2;
     });
     let out = &mut *ctx.out;
