@@ -20,7 +20,7 @@ use super::{
 };
 use crate::keyspace::{Entry, HashedKey, Keyspace, Value, notify};
 use crate::protocol::Reply;
-use crate::protocol::reply::format_double;
+use crate::protocol::reply::{format_double, format_double_g17};
 use crate::types::zset::{
     AddFlags, AddOutcome, LexRange, Limits, Member, NotNan, RangeIter, ScoreRange, ZSet,
     parse_lex_bound, parse_score, parse_score_bound,
@@ -393,8 +393,15 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
     }
     let limits = limits(ctx);
     let mut fresh: Option<ZSet> = None;
+    // The encoding is chosen for all the pairs before any is added, as
+    // Redis's zsetTypeCreate / zsetTypeMaybeConvert do: a skiplist keeps a
+    // `-0` score, a listpack stores it as 0.
+    let pairs = elements / 2;
     let z: &mut ZSet = match zset_write(ctx.ks, key)? {
-        Some(z) => z,
+        Some(z) => {
+            z.reserve_hint(pairs, limits);
+            z
+        }
         None if f.xx => {
             if f.incr {
                 ctx.out.null();
@@ -403,7 +410,11 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
             }
             return Ok(Done);
         }
-        None => fresh.insert(ZSet::new()),
+        None => fresh.insert(ZSet::with_capacity_hint(
+            pairs,
+            ctx.args.get(at + 1).len(),
+            limits,
+        )),
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut last = 0.0;
@@ -1499,13 +1510,20 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     let mut body = Reply::with_resp3(ctx.out.resp3);
     let mut n = 0usize;
     let mut scratch = Vec::new();
+    // Redis's scan callback prints a skiplist set's scores with
+    // ld2string(LD_STR_AUTO); a listpack's come back as d2string stored them.
+    let skiplist = z.encoding_name() == "skiplist";
     let next = z.scan(cursor, count, |m, s| {
         if pattern.is_some_and(|p| !glob_match(p, m.joined(&mut scratch), false)) {
             return;
         }
         bulk_member(&mut body, m);
         let mut tmp = [0u8; 40];
-        body.bulk(format_double(s, &mut tmp));
+        body.bulk(if skiplist {
+            format_double_g17(s, &mut tmp)
+        } else {
+            format_double(s, &mut tmp)
+        });
         n += 2;
     });
     let out = &mut *ctx.out;

@@ -2,6 +2,7 @@
 //! handlers read them ([`args`]), replies out ([`reply`]).
 
 pub(crate) mod args;
+pub(crate) mod fpconv;
 pub(crate) mod parser;
 pub(crate) mod reply;
 

@@ -20,8 +20,6 @@
 //! parsing it back. Connections never pay for it beyond one predictable
 //! branch per element.
 
-use std::fmt::Write as _;
-
 /// The output buffer of one connection, with the protocol it speaks.
 #[derive(Debug, Default)]
 pub(crate) struct Reply {
@@ -507,10 +505,12 @@ impl Reply {
     }
 }
 
-/// Formats a double as Redis 7.2+ does (`d2string`): `inf`/`-inf`, `-0`,
-/// integral values up to 2^62 as plain integers, and otherwise the shortest
-/// digits that round-trip, laid out by fpconv's `emit_digits` rules —
-/// `0.1`, `1.5`, `0.00001`, `1e-7`, `1e+20`, `123456789012345690000000`.
+/// Formats a double as Redis 7.2+/8.0 does (`d2string`): `nan`, `inf`/`-inf`,
+/// `-0`, integral values up to 2^62 as plain integers, and otherwise
+/// [`fpconv_dtoa`](super::fpconv::fpconv_dtoa)'s Grisu2 digits and layout —
+/// `0.1`, `0.00001`, `1e-7`, `1.4169626117023414e+4`, `1e+21`,
+/// `99999999999999990000000` (1e23), `38.765491852125876` (not always the
+/// shortest round-trip digits). Allocation-free.
 pub(crate) fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
     if x.is_nan() {
         return b"nan";
@@ -531,122 +531,94 @@ pub(crate) fn format_double(x: f64, out: &mut [u8; 40]) -> &[u8] {
         out[..digits.len()].copy_from_slice(digits);
         return &out[..digits.len()];
     }
-    let mut w = Cursor { out, len: 0 };
-    // `{:e}` prints the shortest round-trip digits: "1.2345e-5".
-    let mut sci = StackStr::<40>::new();
-    let _ = write!(sci, "{:e}", x.abs());
-    let sci = sci.as_bytes();
-    let e_at = sci.iter().position(|&b| b == b'e').unwrap_or(sci.len());
-    let mut digits = [0u8; 20];
-    let mut nd = 0usize;
+    let n = super::fpconv::fpconv_dtoa(x, out);
+    &out[..n]
+}
+
+/// Formats a double as `ld2string(.., LD_STR_AUTO)` does — `%.17Lg` of the
+/// value widened to a long double, which is `%.17g` of the double: 17
+/// significant digits rounded half to even on the exact value, trailing
+/// zeros dropped, an exponent of at least two digits outside
+/// `[1e-4, 1e17)`. Redis's ZSCAN prints a skiplist set's scores this way
+/// (`0.10000000000000001`), a listpack set's as stored by `d2string`.
+pub(crate) fn format_double_g17(x: f64, out: &mut [u8; 40]) -> &[u8] {
+    if x.is_nan() {
+        return if x.is_sign_negative() {
+            b"-nan"
+        } else {
+            b"nan"
+        };
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { b"inf" } else { b"-inf" };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { b"-0" } else { b"0" };
+    }
+    // "d.dddddddddddddddde<X>": the exact value rounded to 17 digits, ties
+    // to even, as glibc's printf.
+    let mut sci = [0u8; 40];
+    let n = {
+        let mut w = &mut sci[..];
+        let _ = std::io::Write::write_fmt(&mut w, format_args!("{:.16e}", x.abs()));
+        40 - w.len()
+    };
+    let sci = &sci[..n];
+    let e_at = sci.iter().position(|&b| b == b'e').unwrap_or(n);
+    let mut digits = [b'0'; 17];
+    let mut nd = 0;
     for &b in &sci[..e_at] {
-        if b.is_ascii_digit() && nd < digits.len() {
+        if b.is_ascii_digit() && nd < 17 {
             digits[nd] = b;
             nd += 1;
         }
     }
-    let e10: i32 = std::str::from_utf8(sci.get(e_at + 1..).unwrap_or(b"0"))
+    let exp: i32 = std::str::from_utf8(sci.get(e_at + 1..).unwrap_or(b"0"))
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let digits = &digits[..nd.max(1)];
-    let nd = digits.len() as i32;
-    // The value is digits × 10^k.
-    let k = e10 - (nd - 1);
-    let exp = e10.abs();
-    if x < 0.0 {
-        w.push(b'-');
-    }
-    if k >= 0 && exp < nd + 7 {
-        w.extend(digits);
-        for _ in 0..k {
-            w.push(b'0');
+    let mut len = 0;
+    let mut push = |b: u8| {
+        if let Some(slot) = out.get_mut(len) {
+            *slot = b;
+            len += 1;
         }
-    } else if k < 0 && (k > -7 || exp < 4) {
-        let offset = nd + k;
-        if offset <= 0 {
-            w.extend(b"0.");
-            for _ in 0..-offset {
-                w.push(b'0');
-            }
-            w.extend(digits);
+    };
+    if x < 0.0 {
+        push(b'-');
+    }
+    if (-4..17).contains(&exp) {
+        // %f with 16 - exp decimals, trailing zeros dropped.
+        let (int_part, frac): (&[u8], &[u8]) = if exp >= 0 {
+            digits.split_at(exp as usize + 1)
         } else {
-            let cut = offset as usize;
-            w.extend(&digits[..cut]);
-            w.push(b'.');
-            w.extend(&digits[cut..]);
+            (b"0", &digits[..])
+        };
+        let lead = if exp < 0 { (-exp - 1) as usize } else { 0 };
+        let keep = frac.len() - frac.iter().rev().take_while(|&&d| d == b'0').count();
+        int_part.iter().for_each(|&d| push(d));
+        if keep > 0 {
+            push(b'.');
+            (0..lead).for_each(|_| push(b'0'));
+            frac[..keep].iter().for_each(|&d| push(d));
         }
     } else {
-        w.push(digits[0]);
-        if digits.len() > 1 {
-            w.push(b'.');
-            w.extend(&digits[1..]);
+        let keep = 17 - digits[1..].iter().rev().take_while(|&&d| d == b'0').count();
+        push(digits[0]);
+        if keep > 1 {
+            push(b'.');
+            digits[1..keep].iter().for_each(|&d| push(d));
         }
-        w.push(b'e');
-        w.push(if e10 < 0 { b'-' } else { b'+' });
+        push(b'e');
+        push(if exp < 0 { b'-' } else { b'+' });
+        let e = exp.unsigned_abs();
+        if e < 10 {
+            push(b'0');
+        }
         let mut b = itoa::Buffer::new();
-        w.extend(b.format(exp).as_bytes());
+        b.format(e).bytes().for_each(push);
     }
-    let len = w.len;
     &out[..len]
-}
-
-struct Cursor<'a> {
-    out: &'a mut [u8; 40],
-    len: usize,
-}
-
-impl Cursor<'_> {
-    fn push(&mut self, b: u8) {
-        if let Some(slot) = self.out.get_mut(self.len) {
-            *slot = b;
-            self.len += 1;
-        }
-    }
-
-    fn extend(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.push(b);
-        }
-    }
-}
-
-/// A fixed-capacity string for `write!` without allocating.
-struct StackStr<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> StackStr<N> {
-    pub(crate) fn new() -> Self {
-        StackStr {
-            buf: [0; N],
-            len: 0,
-        }
-    }
-
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl<const N: usize> Default for StackStr<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const N: usize> std::fmt::Write for StackStr<N> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let bytes = s.as_bytes();
-        let end = self.len + bytes.len();
-        if end > N {
-            return Err(std::fmt::Error);
-        }
-        self.buf[self.len..end].copy_from_slice(bytes);
-        self.len = end;
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -694,6 +666,34 @@ mod tests {
         ];
         for &(x, want) in cases {
             assert_eq!(fmt(x), want, "formatting {x:e}");
+        }
+    }
+
+    /// Printed by redis-server 8.0.2's ZSCAN of a skiplist set.
+    // The first two are exact doubles, ties at 17 digits (half to even).
+    #[allow(clippy::excessive_precision)]
+    #[test]
+    fn doubles_like_printf_g17() {
+        let cases: &[(f64, &str)] = &[
+            (1000000000000000.25, "1000000000000000.2"),
+            (1000000000000000.75, "1000000000000000.8"),
+            (0.1, "0.10000000000000001"),
+            (1e-5, "1.0000000000000001e-05"),
+            (1e-4, "0.0001"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (5e-324, "4.9406564584124654e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (100.0, "100"),
+        ];
+        for &(x, want) in cases {
+            let mut b = [0u8; 40];
+            let got = format_double_g17(x, &mut b);
+            assert_eq!(std::str::from_utf8(got).unwrap(), want, "formatting {x:e}");
         }
     }
 

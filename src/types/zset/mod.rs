@@ -302,6 +302,15 @@ impl ZSet {
         }
     }
 
+    /// Converts a compact set about to receive `len` elements that would
+    /// not fit to the skiplist first (Redis `zsetTypeMaybeConvert`), so a
+    /// `-0` among them keeps its sign as in Redis.
+    pub(crate) fn reserve_hint(&mut self, len: usize, limits: Limits) {
+        if len > limits.max_entries {
+            self.convert_to_skiplist();
+        }
+    }
+
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Compact(lp) => lp.len(),
