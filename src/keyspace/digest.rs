@@ -7,7 +7,7 @@
 //! then replaces the digest by its own SHA1 (order-bound: list elements,
 //! stream entries). Values are digested from their logical contents (an
 //! intset member or a listpack integer as its decimal text, a score as
-//! `%.17g`), so the encoding chosen for a value never changes its digest.
+//! Redis 8.0's `fpconv_dtoa` prints it), so the encoding chosen for a value never changes its digest.
 
 use sha1_smol::Sha1;
 
@@ -81,7 +81,14 @@ pub(crate) fn value(digest: &mut Digest, entry: &Entry) {
             for (member, score) in z.iter() {
                 let mut element = [0u8; 20];
                 mix(&mut element, member.joined(&mut scratch));
-                mix(&mut element, crate::util::fmt_g17(score).as_bytes());
+                // Redis 8.0 digests a score as `fpconv_dtoa` prints it
+                // (7.0: `%.17g`); a listpack's integer entries as their
+                // decimal text, which is the same text.
+                let mut tmp = [0u8; 40];
+                mix(
+                    &mut element,
+                    crate::protocol::reply::format_double(score, &mut tmp),
+                );
                 xor(digest, &element);
             }
         }
