@@ -322,6 +322,10 @@ fn replconf(ctx: &mut Ctx) -> CmdResult {
                 capa.psync2 = true;
             } else if eq_ic(value, "zwindow") {
                 capa.zwindow = true;
+            } else if eq_ic(value, "rdb-channel-repl") {
+                // Only a Redis 8.0+ replica says it (zwindow has no RDB
+                // channel: the replica syncs the usual way).
+                capa.redis8 = true;
             }
         } else if eq_ic(opt, "ack") || eq_ic(opt, "getack") {
             return Ok(Done);

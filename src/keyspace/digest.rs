@@ -81,14 +81,11 @@ pub(crate) fn value(digest: &mut Digest, entry: &Entry) {
             for (member, score) in z.iter() {
                 let mut element = [0u8; 20];
                 mix(&mut element, member.joined(&mut scratch));
-                // Redis 8.0 digests a score as `fpconv_dtoa` prints it
-                // (7.0: `%.17g`); a listpack's integer entries as their
-                // decimal text, which is the same text.
-                let mut tmp = [0u8; 40];
-                mix(
-                    &mut element,
-                    crate::protocol::reply::format_double(score, &mut tmp),
-                );
+                // Redis 8.0 digests a score as `fpconv_dtoa` prints it,
+                // whole numbers included (7.0: `%.17g`).
+                let mut tmp = [0u8; crate::protocol::fpconv::MAX_LEN];
+                let n = crate::protocol::fpconv::fpconv_dtoa(score, &mut tmp);
+                mix(&mut element, &tmp[..n]);
                 xor(digest, &element);
             }
         }

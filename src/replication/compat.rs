@@ -78,13 +78,15 @@ pub(crate) fn unknown_to_redis_7_0(name: &[u8]) -> bool {
     maybe && u.names.iter().any(|n| eq_ic(name, n))
 }
 
-/// The bytes a redis-server replica gets instead of a command of `len`
-/// encoded bytes, if it is one it does not have.
-pub(crate) fn replacement(argv: &[impl AsRef<[u8]>], len: usize) -> Option<Bytes> {
+/// The bytes a redis-server 7.0 replica gets instead of a command of
+/// `len` encoded bytes, if it is one it does not have, and whether a Redis
+/// 8.0 replica lacks it too (then gets the same bytes).
+pub(crate) fn replacement(argv: &[impl AsRef<[u8]>], len: usize) -> Option<(Bytes, bool)> {
     let name = argv.first()?.as_ref();
     if !unknown_to_redis_7_0(name) {
         return None;
     }
+    let to_8 = unknown_to_redis_8_0(name);
     let mut out = Vec::with_capacity(len);
     if eq_ic(name, "hsetex")
         && let Some(hset) = hsetex_as_hset(argv)
@@ -101,7 +103,18 @@ pub(crate) fn replacement(argv: &[impl AsRef<[u8]>], len: usize) -> Option<Bytes
     }
     let rest = len - out.len();
     pad(&mut out, rest);
-    Some(Bytes::from(out))
+    Some((Bytes::from(out), to_8))
+}
+
+/// Whether a command is one redis-server 8.0 does not have: zwindow's own
+/// or a Redis newer than 8.0.2's (asked only of those 7.0 lacks).
+fn unknown_to_redis_8_0(name: &[u8]) -> bool {
+    crate::spec::table::all_commands()
+        .find(|c| eq_ic(name, c.name))
+        .is_none_or(|c| {
+            let v: Vec<u32> = c.since.split('.').filter_map(|p| p.parse().ok()).collect();
+            v.as_slice() < [1].as_slice() || v.as_slice() > [8, 0, 2].as_slice()
+        })
 }
 
 /// `HSETEX key [cond] [ttl] FIELDS n f v …` as `HSET key f v …`.
@@ -201,11 +214,25 @@ pub(crate) fn pad(out: &mut Vec<u8>, len: usize) {
 
 /// Overwrites, in `bytes` (the stream from offset `from` on), each
 /// command that has a patch.
-pub(crate) fn apply_patches(patches: &VecDeque<(u64, Bytes)>, from: u64, bytes: &mut [u8]) {
+/// A Redis 8.0 replica (`redis8`) gets only the patches of commands it
+/// does not have either.
+pub(crate) fn apply_patches(
+    patches: &VecDeque<(u64, Bytes, bool)>,
+    from: u64,
+    bytes: &mut [u8],
+    redis8: bool,
+) {
     let end = from + bytes.len() as u64;
     // Patches are in offset order; the first that may overlap.
-    let first = patches.partition_point(|(at, p)| at + p.len() as u64 <= from);
-    for (at, p) in patches.iter().skip(first).take_while(|(at, _)| *at < end) {
+    let first = patches.partition_point(|(at, p, _)| at + p.len() as u64 <= from);
+    for (at, p, to_8) in patches
+        .iter()
+        .skip(first)
+        .take_while(|(at, _, _)| *at < end)
+    {
+        if redis8 && !to_8 {
+            continue;
+        }
         // The overlap of [at, at+len) with [from, end).
         let start = (*at).max(from);
         let stop = (at + p.len() as u64).min(end);
@@ -234,14 +261,15 @@ mod tests {
         let full = argv(&["SADDEX", "k", "PXAT", "1700000000000", "MEMBERS", "1", "m"]);
         let mut enc = Vec::new();
         crate::replication::encode(&mut enc, &full);
-        let out = replacement(&full, enc.len()).expect("Redis 7.0 lacks SADDEX");
+        let (out, to_8) = replacement(&full, enc.len()).expect("Redis 7.0 lacks SADDEX");
+        assert!(to_8, "Redis 8.0 lacks SADDEX too");
         assert_eq!(out.len(), enc.len());
         assert!(out.starts_with(b"*3\r\n$4\r\nSADD\r\n$1\r\nk\r\n$1\r\nm\r\n"));
         // The TTL commands amount to nothing there.
         let exp = argv(&["SPEXPIREAT", "k", "1700000000000", "MEMBERS", "1", "m"]);
         let mut enc = Vec::new();
         crate::replication::encode(&mut enc, &exp);
-        let out = replacement(&exp, enc.len()).unwrap();
+        let (out, _) = replacement(&exp, enc.len()).unwrap();
         assert!(!out.windows(4).any(|w| w == b"SADD"));
     }
 
@@ -272,7 +300,8 @@ mod tests {
             assert!(unknown_to_redis_7_0(name.as_bytes()), "{name}");
         }
         let z = argv(&["ZPEXPIREAT", "z", "1700000000000", "MEMBERS", "1", "m"]);
-        let r = replacement(&z, len(&z)).unwrap();
+        let (r, to_8) = replacement(&z, len(&z)).unwrap();
+        assert!(to_8, "zwindow's own: a Redis 8.0 replica lacks it too");
         assert_eq!(r.len(), len(&z));
         assert!(r.starts_with(b"*2\r\n$4\r\nPING\r\n"));
         let h = argv(&[
@@ -287,7 +316,8 @@ mod tests {
             "b",
             "2",
         ]);
-        let r = replacement(&h, len(&h)).unwrap();
+        let (r, to_8) = replacement(&h, len(&h)).unwrap();
+        assert!(!to_8, "Redis 8.0 runs it");
         assert_eq!(r.len(), len(&h));
         let mut hset = Vec::new();
         crate::replication::encode(&mut hset, &argv(&["HSET", "h", "a", "1", "b", "2"]));
@@ -298,11 +328,11 @@ mod tests {
     fn patches_overwrite_only_their_range() {
         let stream = Bytes::from_static(b"0123456789abcdefghij");
         let mut patches = VecDeque::new();
-        patches.push_back((105u64, Bytes::from_static(b"XXXX")));
-        patches.push_back((118u64, Bytes::from_static(b"YYYY")));
+        patches.push_back((105u64, Bytes::from_static(b"XXXX"), true));
+        patches.push_back((118u64, Bytes::from_static(b"YYYY"), true));
         // The stream starts at offset 100; read 103..=119.
         let mut bytes = stream.slice(3..20).to_vec();
-        apply_patches(&patches, 103, &mut bytes);
+        apply_patches(&patches, 103, &mut bytes, false);
         assert_eq!(&bytes[..], b"34XXXX9abcdefghYY");
     }
 }

@@ -95,6 +95,9 @@ pub(crate) struct Replica {
     pub(crate) capa_eof: bool,
     /// `REPLCONF capa zwindow`: it runs zwindow's own commands.
     pub(crate) capa_zwindow: bool,
+    /// `REPLCONF capa rdb-channel-repl`, which only Redis 8.0+ replicas
+    /// send: it runs Redis 8.0's commands (hash field TTLs, HSETEX).
+    pub(crate) capa_redis8: bool,
     /// Told to go (output limit, REPLICAOF, shutdown): its writer ends.
     pub(crate) dropped: AtomicBool,
     pub(crate) wake: Notify,
@@ -138,6 +141,8 @@ pub(crate) struct ReplicaCapa {
     pub(crate) eof: bool,
     pub(crate) psync2: bool,
     pub(crate) zwindow: bool,
+    /// `capa rdb-channel-repl`: a Redis 8.0+ replica.
+    pub(crate) redis8: bool,
 }
 
 /// The link to this server's primary, when it is a replica.
@@ -230,8 +235,10 @@ struct Inner {
     second_offset: i64,
     backlog: Option<Backlog>,
     /// The positions of the stream's zwindow commands and what a
-    /// redis-server replica receives there instead (same length).
-    patches: std::collections::VecDeque<(u64, Bytes)>,
+    /// redis-server replica receives there instead (same length), and
+    /// whether a Redis 8.0 replica needs it too (the command is newer than
+    /// 8.0 or zwindow's own) or runs the command itself.
+    patches: std::collections::VecDeque<(u64, Bytes, bool)>,
     /// The database the stream last selected (Redis's `slaveseldb`).
     seldb: Option<usize>,
     replicas: Vec<Arc<Replica>>,
@@ -522,6 +529,7 @@ impl Replication {
             next: AtomicU64::new(u64::MAX),
             capa_eof: capa.eof,
             capa_zwindow: capa.zwindow,
+            capa_redis8: capa.redis8,
             dropped: AtomicBool::new(false),
             wake: Notify::new(),
             copied: AtomicUsize::new(0),
@@ -624,7 +632,7 @@ impl Replication {
         let start = out.len();
         let n = b.read_into(from, max, out);
         if !replica.capa_zwindow && n > 0 && !g.patches.is_empty() {
-            compat::apply_patches(&g.patches, from, &mut out[start..]);
+            compat::apply_patches(&g.patches, from, &mut out[start..], replica.capa_redis8);
         }
         replica.next.store(from + n as u64, Relaxed);
         if n == 0 {
@@ -683,7 +691,7 @@ impl Replication {
         };
         b.trim(backlog_size, keep_from);
         let first = b.first();
-        while g.patches.front().is_some_and(|(at, _)| *at < first) {
+        while g.patches.front().is_some_and(|(at, _, _)| *at < first) {
             g.patches.pop_front();
         }
     }
@@ -996,7 +1004,7 @@ impl Replication {
         if let Some(b) = g.backlog.as_mut() {
             b.rebase(offset);
         }
-        for (at, _) in g.patches.iter_mut() {
+        for (at, _, _) in g.patches.iter_mut() {
             *at += offset;
         }
         self.offset.fetch_add(offset, Relaxed);
@@ -1172,9 +1180,9 @@ impl Sink for Replication {
         crate::protocol::encode_parts(&mut bytes, args.len(), args.iter());
         if compat::unknown_to_redis_7_0(args.get(0)) {
             let argv: Vec<&[u8]> = args.iter().collect();
-            if let Some(replacement) = compat::replacement(&argv, bytes.len() - at) {
+            if let Some((replacement, to_8)) = compat::replacement(&argv, bytes.len() - at) {
                 let base = self.offset() + 1;
-                g.patches.push_back((base + at as u64, replacement));
+                g.patches.push_back((base + at as u64, replacement, to_8));
             }
         }
         self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
@@ -1193,7 +1201,7 @@ impl Sink for Replication {
         let mut bytes = std::mem::take(&mut g.scratch);
         bytes.clear();
         // (offset of the command within `bytes`, its replacement)
-        let mut patches: Vec<(usize, Bytes)> = Vec::new();
+        let mut patches: Vec<(usize, Bytes, bool)> = Vec::new();
         let mut seldb = g.seldb;
         let mut select = |bytes: &mut Vec<u8>, db: usize| {
             if seldb != Some(db) {
@@ -1216,8 +1224,8 @@ impl Sink for Replication {
             select(&mut bytes, op.db);
             let at = bytes.len();
             encode(&mut bytes, &op.argv);
-            if let Some(replacement) = compat::replacement(&op.argv, bytes.len() - at) {
-                patches.push((at, replacement));
+            if let Some((replacement, to_8)) = compat::replacement(&op.argv, bytes.len() - at) {
+                patches.push((at, replacement, to_8));
             }
         }
         if transaction {
@@ -1226,8 +1234,8 @@ impl Sink for Replication {
         g.seldb = seldb;
         let base = self.offset() + 1;
         Self::note_gate(&mut g, base);
-        for (at, r) in patches {
-            g.patches.push_back((base + at as u64, r));
+        for (at, r, to_8) in patches {
+            g.patches.push_back((base + at as u64, r, to_8));
         }
         self.append(&mut g, &bytes, self.backlog_size.load(Relaxed));
         self.wake_replicas(&mut g);

@@ -14,9 +14,9 @@ use rand::{Rng, SeedableRng};
 /// Which servers a template runs on.
 #[derive(Clone, Copy, PartialEq)]
 pub enum On {
-    /// zwindow and Redis 7.0.
+    /// zwindow and Redis 8.0 (the other server compared).
     Both,
-    /// zwindow only (its own commands, and Redis 8.0's hash field TTLs).
+    /// zwindow only (its own commands, and those newer than Redis 8.0).
     Zwindow,
 }
 
@@ -78,18 +78,18 @@ pub const TEMPLATES: &[(&str, f64, On, &str)] = &[
     ("unlink", 1.0, Both, "UNLINK <{any}>"),
     // Hashes, with Redis 8.0's field TTLs.
     ("hdel", 1.0, Both, "HDEL {hash} <{field}>"),
-    ("hexpire", 1.0, Zwindow, "HEXPIRE {hash} ({ex} | 0) [(NX | XX | GT | LT)] FIELDS #<{field}>"),
-    ("hexpireat", 1.0, Zwindow, "HEXPIREAT {hash} ({exat} | 1) [(NX | XX | GT | LT)] FIELDS #<{field}>"),
-    ("hgetdel", 1.0, Zwindow, "HGETDEL {hash} FIELDS #<{field}>"),
-    ("hgetex", 1.0, Zwindow, "HGETEX {hash} [({ttl} | PERSIST)] FIELDS #<{field}>"),
+    ("hexpire", 1.0, Both, "HEXPIRE {hash} ({ex} | 0) [(NX | XX | GT | LT)] FIELDS #<{field}>"),
+    ("hexpireat", 1.0, Both, "HEXPIREAT {hash} ({exat} | 1) [(NX | XX | GT | LT)] FIELDS #<{field}>"),
+    ("hgetdel", 1.0, Both, "HGETDEL {hash} FIELDS #<{field}>"),
+    ("hgetex", 1.0, Both, "HGETEX {hash} [({ttl} | PERSIST)] FIELDS #<{field}>"),
     ("hincrby", 1.0, Both, "HINCRBY {hash} {field} {incr}"),
     ("hincrbyfloat", 1.0, Both, "HINCRBYFLOAT {hash} {field} {fincr}"),
     ("hmset", 1.0, Both, "HMSET {hash} <{field} {val}>"),
-    ("hpersist", 1.0, Zwindow, "HPERSIST {hash} FIELDS #<{field}>"),
-    ("hpexpire", 1.0, Zwindow, "HPEXPIRE {hash} ({px} | {short}) [(NX | XX | GT | LT)] FIELDS #<{field}>"),
-    ("hpexpireat", 1.0, Zwindow, "HPEXPIREAT {hash} {pxat} [(NX | XX | GT | LT)] FIELDS #<{field}>"),
+    ("hpersist", 1.0, Both, "HPERSIST {hash} FIELDS #<{field}>"),
+    ("hpexpire", 1.0, Both, "HPEXPIRE {hash} ({px} | {short}) [(NX | XX | GT | LT)] FIELDS #<{field}>"),
+    ("hpexpireat", 1.0, Both, "HPEXPIREAT {hash} {pxat} [(NX | XX | GT | LT)] FIELDS #<{field}>"),
     ("hset", 2.0, Both, "HSET {hash} <{field} ({val} | {big})>"),
-    ("hsetex", 1.0, Zwindow, "HSETEX {hash} [(FNX | FXX)] [({ttl} | KEEPTTL | PX {short})] FIELDS #<{field} {val}>"),
+    ("hsetex", 1.0, Both, "HSETEX {hash} [(FNX | FXX)] [({ttl} | KEEPTTL | PX {short})] FIELDS #<{field} {val}>"),
     ("hsetnx", 1.0, Both, "HSETNX {hash} {field} {val}"),
     // Lists (blocking ones time out at once when there is nothing).
     ("blmove", 1.0, Both, "BLMOVE {list} {list} (LEFT | RIGHT) (LEFT | RIGHT) 0.01"),
