@@ -143,7 +143,9 @@ fn popped(ks: &mut Keyspace<'_>, key: &[u8], end: End, emptied: bool, fill: i64)
     ks.signal(key, notify::LIST, end.pop_event());
     if emptied {
         ks.remove(key);
-        ks.signal(key, notify::GENERIC, "del");
+        // The pop counted as the change: deleting the emptied key is part
+        // of it (Redis's `server.dirty` moves once).
+        ks.notify(notify::GENERIC, "del", key);
     } else if let Ok(Some(l)) = list_mut(ks, key) {
         l.shrink(fill);
     }
