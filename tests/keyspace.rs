@@ -857,3 +857,39 @@ fn expired_keys_disappear() {
     std::thread::sleep(std::time::Duration::from_millis(60));
     p.script(&["GET k", "EXISTS k2", "TTL k", "DBSIZE", "KEYS *"]);
 }
+
+/// Redis 7.2+ reads all of HELLO's options before acting: the last AUTH
+/// and the last SETNAME count, a bad name anywhere refuses the command, and
+/// a failed AUTH names nobody.
+#[test]
+fn hello_option_chains_as_redis8() {
+    let (_s, mut p) = start_pair();
+    // HELLO's reply names the client's id, which differs: errors are
+    // compared whole, successes by their type.
+    let mut hello = |p: &mut Pair, line: &str| {
+        let (r, z) = p.both_str(line);
+        if r.starts_with(b"-") {
+            assert_eq!(escape(&z), escape(&r), "{line}");
+        } else {
+            assert_eq!(z[0], r[0], "{line}: {} / {}", escape(&r), escape(&z));
+        }
+    };
+    p.script(&[
+        "ACL SETUSER su1 >supass on +@all",
+        "ACL SETUSER su2 >supass on +@all",
+    ]);
+    hello(
+        &mut p,
+        "HELLO 2 AUTH su1 wrong AUTH su2 supass AUTH su1 supass",
+    );
+    p.check_str("ACL WHOAMI");
+    hello(&mut p, "HELLO 2 AUTH su1 supass AUTH su2 wrong");
+    p.check_str("ACL WHOAMI");
+    hello(&mut p, "HELLO 2 SETNAME c1 SETNAME c2 SETNAME c3");
+    p.check_str("CLIENT GETNAME");
+    hello(&mut p, "HELLO 2 SETNAME c5 SETNAME \"c 6\" SETNAME c7");
+    p.check_str("CLIENT GETNAME");
+    p.check_str("CLIENT SETNAME c0");
+    hello(&mut p, "HELLO 2 AUTH nobody pass SETNAME c8");
+    p.check_str("CLIENT GETNAME");
+}

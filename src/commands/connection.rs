@@ -433,17 +433,21 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
         proto = Some(n as u8);
         i = 2;
     }
+    // Redis 7.2+: the options are read first (the last AUTH and the last
+    // SETNAME count, every name is checked as it comes), then the client
+    // authenticates once, then it is named.
     let mut setname = None;
+    let mut auth = None;
     while i < ctx.argc() {
         let opt = ctx.args.get(i);
         let more = ctx.argc() - i - 1;
         if eq_ic(opt, "AUTH") && more >= 2 {
             ctx.redact(i + 1);
             ctx.redact(i + 2);
-            let (user, pass) = (ctx.args.get(i + 1), ctx.args.get(i + 2));
-            authenticate(ctx, user, pass)?;
+            auth = Some((i + 1, i + 2));
             i += 3;
         } else if eq_ic(opt, "SETNAME") && more >= 1 {
+            validate_name(ctx.args.get(i + 1))?;
             setname = Some(ctx.args.get(i + 1));
             i += 2;
         } else {
@@ -453,13 +457,16 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
             )));
         }
     }
+    if let Some((user, pass)) = auth {
+        let (user, pass) = (ctx.args.get(user), ctx.args.get(pass));
+        authenticate(ctx, user, pass)?;
+    }
     if !ctx.client.authenticated {
         return Err(Error::Static(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         ));
     }
     if let Some(name) = setname {
-        validate_name(name)?;
         *ctx.client.handle.name.lock() = (!name.is_empty()).then(|| name.to_vec());
     }
     if let Some(p) = proto {
@@ -476,10 +483,17 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
     out.int(if out.resp3 { 3 } else { 2 });
     out.bulk(b"id");
     out.int(ctx.client.handle.id as i64);
+    let cluster = ctx.shared.cluster.is_some();
+    let replica = ctx.shared.replication.is_replica();
+    let out = &mut *ctx.out;
     out.bulk(b"mode");
-    out.bulk(b"standalone");
+    out.bulk(if cluster {
+        &b"cluster"[..]
+    } else {
+        b"standalone"
+    });
     out.bulk(b"role");
-    out.bulk(b"master");
+    out.bulk(if replica { &b"replica"[..] } else { b"master" });
     out.bulk(b"modules");
     out.array(0);
     Ok(Done)

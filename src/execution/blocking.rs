@@ -180,6 +180,9 @@ fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
             // Redis 7.2+ processes the command again: its user's rules are
             // checked again, so permissions revoked meanwhile refuse it.
             if let Some(msg) = refused_now(shared, &mut client, cmd, &args) {
+                commands::CallStats::of(cmd)
+                    .rejected
+                    .fetch_add(1, Ordering::Relaxed);
                 shared.count_error(msg.as_bytes());
                 out.error(&msg);
             } else {
