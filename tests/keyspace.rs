@@ -866,7 +866,7 @@ fn hello_option_chains_as_redis8() {
     let (_s, mut p) = start_pair();
     // HELLO's reply names the client's id, which differs: errors are
     // compared whole, successes by their type.
-    let mut hello = |p: &mut Pair, line: &str| {
+    let hello = |p: &mut Pair, line: &str| {
         let (r, z) = p.both_str(line);
         if r.starts_with(b"-") {
             assert_eq!(escape(&z), escape(&r), "{line}");
