@@ -263,11 +263,15 @@ impl ExpireStats {
                 None => *avg = 0,
                 Some((_, 0)) => {}
                 Some((sum, n)) => {
+                    // Redis 8.0's running average (one update per cycle):
+                    // the first sample is taken as it is, later ones weigh
+                    // 2% against the estimate's 98%.
                     let sample = sum / n;
-                    if *avg == 0 {
-                        *avg = sample;
-                    }
-                    *avg = (*avg / 50) * 49 + sample / 50;
+                    *avg = if *avg == 0 {
+                        sample
+                    } else {
+                        (sample as f64 + (*avg as f64 - sample as f64) * 0.98) as u64
+                    };
                 }
             }
         }
@@ -631,6 +635,6 @@ mod tests {
         assert!((f.stale_perc - 0.05).abs() < 1e-9);
         assert_eq!(f.time_cap_reached, 1);
         assert_eq!(f.cycle_usec, 1500);
-        assert_eq!(f.avg_ttl, [(5000 / 50) * 49 + 5000 / 50, 0]);
+        assert_eq!(f.avg_ttl, [5000, 0]);
     }
 }
