@@ -85,23 +85,7 @@ impl Node {
 /// A redis-server 8.0 node in cluster mode on free ports, with `extra`
 /// arguments.
 pub fn redis8_cluster_node(node_timeout: u64, extra: &[&str]) -> RedisServer {
-    start_on_free_port(|cport| {
-        let cport = cport.to_string();
-        let timeout = node_timeout.to_string();
-        let mut args = vec![
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-            "--cluster-port",
-            &cport,
-            "--cluster-node-timeout",
-            &timeout,
-        ];
-        args.extend_from_slice(extra);
-        RedisServer::try_start_binary(&super::redis8_server(), &args)
-    })
-    .0
+    super::redis_cluster_node_of(&super::redis8_server(), node_timeout, extra).0
 }
 
 /// A zwindow node in cluster mode on free ports (its bus on its own).

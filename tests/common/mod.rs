@@ -1461,6 +1461,15 @@ pub fn tls_certs() -> std::path::PathBuf {
 /// 10000, overflows for the high ephemeral ports tests may get. Returns the
 /// server and its bus port.
 pub fn redis_cluster_node(node_timeout_ms: u64, extra: &[&str]) -> (RedisServer, u16) {
+    redis_cluster_node_of(&find_redis_server(), node_timeout_ms, extra)
+}
+
+/// [`redis_cluster_node`] of a given redis-server binary.
+pub fn redis_cluster_node_of(
+    exe: &str,
+    node_timeout_ms: u64,
+    extra: &[&str],
+) -> (RedisServer, u16) {
     start_on_free_port(|cport| {
         let cport = cport.to_string();
         let timeout = node_timeout_ms.to_string();
@@ -1475,7 +1484,7 @@ pub fn redis_cluster_node(node_timeout_ms: u64, extra: &[&str]) -> (RedisServer,
             &timeout,
         ];
         args.extend_from_slice(extra);
-        RedisServer::try_start_with(&args)
+        RedisServer::try_start_binary(exe, &args)
     })
 }
 
