@@ -310,7 +310,9 @@ fn spawned_copy(tests: &Path) -> PrivateDir {
     .expect("write the server script");
     let made_executable = Command::new("chmod").arg("+x").arg(&shim).status();
     assert!(made_executable.is_ok_and(|s| s.success()), "chmod failed");
-    // Some tests run redis-cli and the file checkers from src/ too.
+    // Some tests run redis-cli and the file checkers from src/ too: the
+    // suite's own build of them when there is one (Redis 8.0.2's, which
+    // `.ci/test` builds), else Debian's (Redis 7.0.15's suite).
     for tool in [
         "redis-cli",
         "redis-check-aof",
@@ -318,6 +320,11 @@ fn spawned_copy(tests: &Path) -> PrivateDir {
         "redis-sentinel",
         "redis-benchmark",
     ] {
+        let own = tests.parent().map(|root| root.join("src").join(tool));
+        if let Some(own) = own.filter(|p| p.is_file()) {
+            let _ = std::os::unix::fs::symlink(own, src.join(tool));
+            continue;
+        }
         if let Ok(out) = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
             .output()
