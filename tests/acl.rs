@@ -532,3 +532,55 @@ fn command_rules_are_kept_as_given_like_redis8() {
         );
     }
 }
+
+/// Redis 7.2+'s ACL LOAD: a client whose user the file still has stays
+/// connected (and takes the new rules), one whose subscriptions the new
+/// rules no longer allow is disconnected, and one whose user is gone is
+/// too. Before, zwindow disconnected every client of every user but
+/// `default` (Redis 7.0), which stopped Redis 8.0.2's `unit/acl` at "ACL
+/// LOAD only disconnects affected clients".
+#[test]
+fn acl_load_disconnects_only_the_affected_clients() {
+    let dir = PrivateDir::new("acl-load");
+    let file = dir.0.join("users.acl");
+    let rules = |doug: &str| {
+        format!(
+            "user alice on allcommands allkeys &* >alice\n\
+             user doug on resetchannels {doug} +@all ~* >doug\n\
+             user gone on nopass +@all ~*\n\
+             user default on nopass ~* &* +@all\n"
+        )
+    };
+    std::fs::write(&file, rules("&test*")).unwrap();
+    let s = Servers::start_with(&["--aclfile", file.to_str().unwrap()]);
+    let mut alice = s.pair();
+    alice.script(&["AUTH alice alice", "SUBSCRIBE test1"]);
+    let mut doug = s.pair();
+    doug.script(&["AUTH doug doug", "SUBSCRIBE test1"]);
+    let mut idle_doug = s.pair();
+    idle_doug.check_str("AUTH doug doug");
+    let mut gone = s.pair();
+    gone.check_str("AUTH gone x");
+    std::fs::write(
+        &file,
+        rules("&test").replace("user gone on nopass +@all ~*\n", ""),
+    )
+    .unwrap();
+    let mut admin = s.pair();
+    admin.check_str("ACL LOAD");
+    admin.check_str("PUBLISH test1 test-message");
+    // alice's rules did not change: she is still subscribed.
+    let (z, r) = (alice.z.read_reply(), alice.r.read_reply());
+    assert_eq!(z, r);
+    assert_eq!(
+        z,
+        b"*3\r\n$7\r\nmessage\r\n$5\r\ntest1\r\n$12\r\ntest-message\r\n"
+    );
+    alice.check_str("PING");
+    closed(&mut doug);
+    closed(&mut gone);
+    // doug without subscriptions stays, under his new rules.
+    idle_doug.check_str("ACL WHOAMI");
+    idle_doug.check_str("PUBLISH test1 x");
+    idle_doug.check_str("PUBLISH test x");
+}

@@ -62,6 +62,9 @@ pub(crate) fn check_configured_user(words: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, S
 /// A user before (if it existed) and after a change.
 type UserChange = (Option<Arc<User>>, Arc<User>);
 
+/// A user ACL LOAD replaced, and its successor of the same name if any.
+pub(crate) type Replaced = (Arc<User>, Option<Arc<User>>);
+
 /// The users and the log.
 pub(crate) struct Acl {
     /// By name, in byte order (as Redis's radix tree lists them).
@@ -244,10 +247,12 @@ impl Acl {
     }
 
     /// ACL LOAD (acl.c `ACLLoadFromFile`): replaces every user with the
-    /// file's, or changes nothing if any line is wrong. Returns the names
-    /// of the replaced users whose clients Redis disconnects (all but
-    /// `default`, which is updated in place).
-    pub(crate) fn load_file(&self, path: &str, all_channels: bool) -> Result<Vec<Vec<u8>>, String> {
+    /// file's, or changes nothing if any line is wrong. Returns each
+    /// replaced user (all but `default`, which Redis updates in place)
+    /// with its successor of the same name, if the file has one: Redis 7.2+
+    /// moves a client to its user's successor, and disconnects it only when
+    /// there is none or its subscriptions are no longer allowed.
+    pub(crate) fn load_file(&self, path: &str, all_channels: bool) -> Result<Vec<Replaced>, String> {
         let text = std::fs::read(path).map_err(|e| {
             format!(
                 "Error loading ACLs, opening file '{path}': {}",
@@ -256,8 +261,7 @@ impl Acl {
         })?;
         let users = parse_acl_file(&text, path, all_channels)?;
         let mut map = self.users.write();
-        let replaced: Vec<Vec<u8>> = map.keys().filter(|n| *n != b"default").cloned().collect();
-        map.clear();
+        let old = std::mem::take(&mut *map);
         for u in users {
             map.insert(u.name.clone(), Arc::new(u));
         }
@@ -267,6 +271,14 @@ impl Acl {
                 Arc::new(User::default_user(all_channels)),
             );
         }
+        let replaced = old
+            .into_iter()
+            .filter(|(name, _)| name != b"default")
+            .map(|(name, before)| {
+                let after = map.get(&name).cloned();
+                (before, after)
+            })
+            .collect();
         self.publish(&map);
         Ok(replaced)
     }

@@ -314,7 +314,25 @@ fn load(ctx: &mut Ctx) -> CmdResult {
         .load_file(path, all_channels)
         .map_err(|e| Error::Owned(format!("ERR {e}")))?;
     ctx.out.ok();
-    Ok(kill_users_clients(ctx, &replaced))
+    // Clients of a user the file still has keep their connection (they
+    // move to the new user at their next command), unless their
+    // subscriptions are no longer allowed; those of a vanished user go.
+    let mut outcome = Done;
+    let mut gone = Vec::new();
+    for (before, after) in &replaced {
+        match after {
+            Some(after) => {
+                if matches!(kill_pubsub_clients_if_needed(ctx, before, after), Outcome::Close) {
+                    outcome = Outcome::Close;
+                }
+            }
+            None => gone.push(before.name().to_vec()),
+        }
+    }
+    if matches!(kill_users_clients(ctx, &gone), Outcome::Close) {
+        outcome = Outcome::Close;
+    }
+    Ok(outcome)
 }
 
 fn save(ctx: &mut Ctx) -> CmdResult {
