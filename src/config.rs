@@ -316,6 +316,9 @@ const TLS_FILES: &[&str] = &[
 /// Redis's text when the TLS context cannot be (re)built.
 pub(crate) const TLS_UNABLE: &str = "Unable to update TLS configuration. Check server logs.";
 
+/// `loading-process-events-interval-bytes`'s default.
+const SERVE_AFTER_DEFAULT: u64 = 512 * 1024;
+
 /// Redis's HIDDEN_CONFIG settings: CONFIG GET reports them only when asked
 /// by their exact name, never for a pattern (they are test hooks). Redis
 /// 8.0 has ten; zwindow has those it implements.
@@ -1068,11 +1071,12 @@ impl Config {
         self.rdb_key_save_delay.load(Relaxed)
     }
 
-    /// `loading-process-events-interval-bytes`.
+    /// `loading-process-events-interval-bytes` (512 KB by default since
+    /// Redis 7.2; 2 MB before).
     pub(crate) fn loading_serve_after(&self) -> u64 {
-        self.kept("loading-process-events-interval-bytes", "2097152")
+        self.kept("loading-process-events-interval-bytes", "524288")
             .parse()
-            .unwrap_or(2 * 1024 * 1024)
+            .unwrap_or(SERVE_AFTER_DEFAULT)
     }
 
     pub(crate) fn key_load_delay(&self) -> i32 {
@@ -1124,6 +1128,12 @@ impl Config {
     pub(crate) fn rdb_path(&self) -> PathBuf {
         let name = PathBuf::from(&*self.dbfilename.read());
         std::env::current_dir().map_or_else(|_| name.clone(), |d| d.join(&name))
+    }
+
+    /// `aof-use-rdb-preamble`: an AOF base is an RDB image (yes) or
+    /// commands (no). Read once per rewrite.
+    pub(crate) fn aof_use_rdb_preamble(&self) -> bool {
+        self.kept("aof-use-rdb-preamble", "yes") != "no"
     }
 
     pub(crate) fn aof_timestamp_enabled(&self) -> bool {
@@ -2612,7 +2622,7 @@ const PARAMS: &[Param] = &[
     kept!(
         "loading-process-events-interval-bytes",
         None,
-        "2097152",
+        "524288",
         |v| int_text(v, 1024, i64::from(i32::MAX)),
         runtime
     ),

@@ -113,9 +113,9 @@ pub(crate) struct Loading {
     asynchronous: AtomicBool,
 }
 
-/// Redis's `loading-process-events-interval-bytes` by default: an RDB
+/// Redis 8's `loading-process-events-interval-bytes` by default: an RDB
 /// load serves clients once it has read this much.
-const SERVE_AFTER_BYTES: u64 = 2 * 1024 * 1024;
+const SERVE_AFTER_BYTES: u64 = 512 * 1024;
 
 /// The refusal of a command while the dataset loads.
 pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory";

@@ -323,6 +323,10 @@ fn load_dataset(shared: &Arc<Services>) -> Result<LoadDone, String> {
     shared
         .persistence
         .loading
+        .set_serve_after(shared.config.loading_serve_after());
+    shared
+        .persistence
+        .loading
         .enter(shared.clock.now_ms() / 1000);
     let loader = shared.clone();
     std::thread::Builder::new()
@@ -364,6 +368,7 @@ fn load_dataset(shared: &Arc<Services>) -> Result<LoadDone, String> {
                 loaded
             };
             loader.persistence.loading.leave();
+            let result = result.and_then(|()| crate::aof::apply_config(loader.clone()));
             let _ = tx.send(result);
         })
         .map_err(|e| format!("Can't start loading the dataset: {e}"))?;

@@ -211,6 +211,69 @@ fn bgrewriteaof_makes_a_new_base_and_history_goes() {
     both_load(&dir.0, "aof-rewrite-redis", &expected);
 }
 
+/// `aof-use-rdb-preamble no`: the rewrite's base is commands
+/// (`appendonly.aof.2.base.aof`, Redis's `rewriteAppendOnlyFileRio` form:
+/// RPUSH/SADD/ZADD/HMSET batches, a stream's XADDs, XSETID, groups and
+/// their pending entries), which `redis-check-aof` accepts and which
+/// zwindow and redis-server both load into the same dataset. zwindow's
+/// own state rides as its commands: a window rule and member TTLs.
+#[test]
+fn a_base_of_commands_without_the_rdb_preamble() {
+    let dir = PrivateDir::new("aof-no-preamble");
+    let z = start(&dir.0, &["--aof-use-rdb-preamble", "no"]);
+    let mut c = z.conn();
+    populate(&mut c);
+    // A pending entry whose stream entry was deleted does not survive a
+    // base of commands, in Redis either: XCLAIM skips a missing entry.
+    ok(&mut c, "XACK st g1 1-2");
+    ok(&mut c, "BGREWRITEAOF");
+    wait_rewrite(&mut c);
+    more_writes(&mut c);
+    let expected = contents(&mut c);
+    let aofdir = dir.0.join("appendonlydir");
+    let manifest = std::fs::read_to_string(aofdir.join("appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    let base = std::fs::read(aofdir.join("appendonly.aof.2.base.aof")).unwrap();
+    assert!(base.starts_with(b"*"), "{}", escape(&base[..40]));
+    check_aof(&aofdir.join("appendonly.aof.manifest"));
+    drop(z);
+    both_load(&dir.0, "aof-no-preamble-redis", &expected);
+
+    // zwindow's own state: a rule, sorted-set, set and hash member TTLs.
+    let dir = PrivateDir::new("aof-no-preamble-zw");
+    let z = start(&dir.0, &["--aof-use-rdb-preamble", "no"]);
+    let mut c = z.conn();
+    for line in [
+        "ZWINDOW SET w:* 3600000 MS MOVETO old:{key}",
+        "ZADD z 1 a 2 b",
+        "ZPEXPIREAT z 4000000000000 MEMBERS 1 a",
+        "SADD s a b",
+        "SPEXPIREAT s 4000000000000 MEMBERS 1 b",
+        "HSET h f v g w",
+        "HPEXPIREAT h 4000000000000 FIELDS 1 g",
+    ] {
+        ok(&mut c, line);
+    }
+    ok(&mut c, "BGREWRITEAOF");
+    wait_rewrite(&mut c);
+    let probes = [
+        "ZWINDOW GET w:1",
+        "ZPEXPIRETIME z MEMBERS 2 a b",
+        "SPEXPIRETIME s MEMBERS 2 a b",
+        "HPEXPIRETIME h FIELDS 2 f g",
+    ];
+    let before: Vec<Vec<u8>> = probes.iter().map(|p| c.cmd_str(p)).collect();
+    drop(z);
+    let z = start(&dir.0, &[]);
+    let mut c = z.conn();
+    let after: Vec<Vec<u8>> = probes.iter().map(|p| c.cmd_str(p)).collect();
+    assert_eq!(before, after);
+    assert!(before[0].starts_with(b"*5"), "{}", escape(&before[0]));
+}
+
 #[test]
 fn zwindow_loads_redis_appendonly_dir() {
     let rdir = PrivateDir::new("redis-aof");

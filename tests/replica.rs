@@ -770,7 +770,7 @@ fn start(kind: Kind, args: &[&str]) -> (Box<dyn std::any::Any>, RawConn, u16) {
 
 /// A full sync whose payload (2.5 MB, sent slowly: `rdb-key-save-delay`
 /// on the primary, `key-load-delay` on the replica) passes
-/// `loading-process-events-interval-bytes` (2 MB) answers the replica's
+/// `loading-process-events-interval-bytes` (2 MB in Redis 7.0, 512 KB since 7.2) answers the replica's
 /// clients while it loads, as Redis's `rdbLoadProgressCallback` does on
 /// every path: INFO with `loading:1` and the bytes read so far (an
 /// `$EOF:`-marked diskless transfer has no total, and the count is shown
@@ -828,7 +828,8 @@ fn a_long_full_sync_answers_loading(primary_kind: Kind, replica: Kind, mode: &st
         let info = text(&rc.read_reply());
         let get = text(&rc.read_reply());
         // zwindow answers from the first byte of a load, Redis only once
-        // it has read 2 MB; wait for the progress Redis would show.
+        // it has read its interval (2 MB in 7.0); wait for the progress
+        // Redis would show.
         if info.contains("\r\nloading:1\r\n") {
             assert_eq!(
                 get, "-LOADING Redis is loading the dataset in memory\r\n",

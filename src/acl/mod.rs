@@ -252,7 +252,11 @@ impl Acl {
     /// with its successor of the same name, if the file has one: Redis 7.2+
     /// moves a client to its user's successor, and disconnects it only when
     /// there is none or its subscriptions are no longer allowed.
-    pub(crate) fn load_file(&self, path: &str, all_channels: bool) -> Result<Vec<Replaced>, String> {
+    pub(crate) fn load_file(
+        &self,
+        path: &str,
+        all_channels: bool,
+    ) -> Result<Vec<Replaced>, String> {
         let text = std::fs::read(path).map_err(|e| {
             format!(
                 "Error loading ACLs, opening file '{path}': {}",

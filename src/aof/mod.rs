@@ -26,6 +26,7 @@
 //! (for a base file); a rewrite's thread holds it as an `Arc<dyn Host>`.
 
 pub(crate) mod load;
+mod rewrite;
 
 use std::fs::File;
 use std::io::Write;
@@ -525,10 +526,12 @@ impl Manifest {
         self.incrs.last().map_or(0, |i| i.seq)
     }
 
-    /// A new base's name; the current one becomes history.
-    fn new_base(&mut self, prefix: &str) -> String {
+    /// A new base's name (`.rdb`, or `.aof` for a base of commands); the
+    /// current one becomes history.
+    fn new_base(&mut self, prefix: &str, rdb: bool) -> String {
         let seq = self.last_base_seq() + 1;
-        let name = format!("{prefix}.{seq}.base.rdb");
+        let suffix = if rdb { "rdb" } else { "aof" };
+        let name = format!("{prefix}.{seq}.base.{suffix}");
         if let Some(mut old) = self.base.take() {
             old.kind = HISTORY;
             self.history.push(old);
@@ -645,10 +648,12 @@ pub(crate) fn delete_history_now(aof: &Aof, config: &Config) {
     }
 }
 
-/// Writes an RDB image of `src` to `path` (through a temporary file).
+/// Writes a base of `src` to `path` (through a temporary file): an RDB
+/// image, or commands when `rdb` is false (`aof-use-rdb-preamble no`).
 fn write_base(
     config: &Config,
     path: &Path,
+    rdb: bool,
     src: &dyn crate::rdb::file::Source,
     extras: &crate::rdb::file::Extras,
     abort: Option<&AtomicBool>,
@@ -661,7 +666,12 @@ fn write_base(
             abort,
             ..crate::persistence::options(config)
         };
-        crate::rdb::file::write(&mut w, src, extras, opts)?;
+        if rdb {
+            crate::rdb::file::write(&mut w, src, extras, opts)?;
+        } else {
+            let ts = config.aof_timestamp_enabled().then(|| extras.ctime_secs);
+            rewrite::write(&mut w, src, extras, opts, ts)?;
+        }
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -687,12 +697,13 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
         )
     })?;
     if manifest.base.is_none() && manifest.incrs.is_empty() {
-        let name = manifest.new_base(&prefix);
+        let rdb = env.config.aof_use_rdb_preamble();
+        let name = manifest.new_base(&prefix, rdb);
         let guards = env.store.lock(env.store.all_shards());
         let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
         let extras = crate::persistence::extras(host).ok_or("the function engine is busy")?;
         let shards = crate::rdb::file::Shards(ks.shards_mut().map(|s| &*s).collect());
-        write_base(env.config, &dir.join(&name), &shards, &extras, None)
+        write_base(env.config, &dir.join(&name), rdb, &shards, &extras, None)
             .map_err(|e| format!("Can't create the AOF base file {name}: {e}"))?;
         tracing::info!("Creating AOF base file {name} on server start");
     }
@@ -834,7 +845,15 @@ fn run_rewrite(
         sizes,
     };
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    let written = write_base(env.config, &tmp, &src, &extras, Some(&aof.rewrite_abort));
+    let rdb = env.config.aof_use_rdb_preamble();
+    let written = write_base(
+        env.config,
+        &tmp,
+        rdb,
+        &src,
+        &extras,
+        Some(&aof.rewrite_abort),
+    );
     env.store.end_snapshot();
     aof.last_rewrite_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
@@ -845,7 +864,7 @@ fn run_rewrite(
         if let Some(f) = files.as_ref() {
             manifest = f.manifest.clone();
         }
-        let name = manifest.new_base(&prefix);
+        let name = manifest.new_base(&prefix, rdb);
         std::fs::rename(&tmp, dir.join(&name))?;
         // Every incremental file but the one opened at the start is in the
         // new base.
@@ -894,6 +913,23 @@ fn run_rewrite(
 /// `CONFIG SET appendonly yes` (Redis's `startAppendOnly`): appending
 /// starts at once, to a new incremental file; the base follows from a
 /// rewrite, and the manifest names them both once it is written.
+/// After a load at startup (Redis 8's `applyAppendOnlyConfig`): the AOF
+/// follows an `appendonly` that CONFIG SET changed while the load ran,
+/// turned on (rewritten from the loaded data) or off.
+pub(crate) fn apply_config(host: Arc<dyn Host>) -> Result<(), String> {
+    let env = host.env();
+    let guards = env.store.lock(env.store.all_shards());
+    let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
+    match (env.config.appendonly(), host.aof().enabled()) {
+        (true, false) => start(host.clone(), &mut ks),
+        (false, true) => {
+            stop(host.aof());
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn start(
     host: Arc<dyn Host>,
     ks: &mut crate::keyspace::Keyspace<'_>,

@@ -322,7 +322,10 @@ fn load(ctx: &mut Ctx) -> CmdResult {
     for (before, after) in &replaced {
         match after {
             Some(after) => {
-                if matches!(kill_pubsub_clients_if_needed(ctx, before, after), Outcome::Close) {
+                if matches!(
+                    kill_pubsub_clients_if_needed(ctx, before, after),
+                    Outcome::Close
+                ) {
                     outcome = Outcome::Close;
                 }
             }

@@ -630,23 +630,26 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     let loading = &ctx.shared.persistence.loading;
     let refused = |name: &[u8]| {
         (loading.active() && (eq_ic(name, "dir") || eq_ic(name, "repl-diskless-load")))
-            || ((loading.active() || loading.asynchronous()) && eq_ic(name, "appendonly"))
+            || (loading.asynchronous() && eq_ic(name, "appendonly"))
     };
     if pairs.iter().any(|(name, _)| refused(name)) {
         return Err(Error::Static(crate::persistence::LOADING));
     }
     let aof_was = ctx.shared.config.appendonly();
     ctx.shared.config.set_many(&pairs)?;
-    // appendonly's effect (config.c `updateAppendonly`).
+    // appendonly's effect (config.c `updateAppendonly`). During a load
+    // the setting is only recorded: the load applies it when it ends
+    // (Redis 8's `applyAppendOnlyConfig`).
     let aof_now = ctx.shared.config.appendonly();
-    if aof_now && !aof_was {
+    let applies = !loading.active();
+    if applies && aof_now && !aof_was {
         if let Err(why) = crate::aof::start(ctx.shared.clone(), ctx.ks) {
             let _ = ctx.shared.config.set_many(&[(b"appendonly", b"no")]);
             return Err(Error::Owned(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {why}"
             )));
         }
-    } else if !aof_now && aof_was {
+    } else if applies && !aof_now && aof_was {
         crate::aof::stop(&ctx.shared.aof);
     }
     // config.c `updateAofAutoGCEnabled`.

@@ -51,7 +51,7 @@ pub(crate) struct SaveOptions<'a> {
 }
 
 impl SaveOptions<'_> {
-    fn aborted(&self) -> std::io::Result<()> {
+    pub(crate) fn aborted(&self) -> std::io::Result<()> {
         match self.abort {
             Some(a) if a.load(std::sync::atomic::Ordering::Relaxed) => {
                 Err(std::io::Error::other("the save was stopped"))
@@ -63,7 +63,7 @@ impl SaveOptions<'_> {
     /// One key's `rdb-key-save-delay`. A save that can be stopped sleeps
     /// it in slices, so a stop is seen within milliseconds even when a
     /// test asks for seconds per key (Redis kills its child at once).
-    fn key_delay(&self) -> std::io::Result<()> {
+    pub(crate) fn key_delay(&self) -> std::io::Result<()> {
         self.aborted()?;
         if self.key_save_delay <= 0 || self.abort.is_none() {
             crate::util::debug_delay(self.key_save_delay);
