@@ -656,8 +656,7 @@ mod tests {
                 85..=86 => {
                     for shard in ks.shards_mut() {
                         shard.cow_db(db);
-                        shard.dbs[db].keys.clear();
-                        shard.dbs[db].expires.clear();
+                        shard.dbs[db].clear();
                         shard.schedule.clear_db(db);
                     }
                     ks.db_emptied(db);
