@@ -141,6 +141,28 @@ impl Totals {
     }
 }
 
+/// Checks that every entry of `store` is counted in its value's class and
+/// that each shard's histograms count exactly its entries (for the
+/// keyspace's randomized tests).
+#[cfg(test)]
+pub(crate) fn assert_exact(store: &super::Store, step: &str) {
+    for idx in 0..store.shard_count() {
+        let shard = store.lock_shard(idx);
+        for (db, d) in shard.dbs.iter().enumerate() {
+            let mut want = [0u64; TYPES * BINS];
+            for (k, e) in d.keys.iter() {
+                let c = class(&e.value);
+                assert_eq!(e.class(), c, "{step}: db {db} key {k:?} classed");
+                if c != 0 {
+                    want[usize::from(c) - 1] += 1;
+                }
+            }
+            let have = d.sizes.0.as_deref().copied().unwrap_or([0; TYPES * BINS]);
+            assert!(have == want, "{step}: shard {idx} db {db} histogram");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
