@@ -70,7 +70,6 @@ fn stat(conn: &mut RawConn, section: &str, name: &str) -> f64 {
 /// zwindow's own section, on top of Redis's.
 const ZWINDOW_ONLY: &[&str] = &["windows"];
 
-
 /// Fields redis-server 8.0.2 prints that zwindow does not, each with its
 /// reason: `(section, field, why)`. Otherwise Redis prints its allocator
 /// figures (`allocator_*`, `mem_fragmentation_*`) with any allocator, not

@@ -35,7 +35,9 @@ impl Rng {
 }
 
 /// Lengths around powers of two, where bins change.
-const LENGTHS: &[usize] = &[0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 31, 33, 64, 127, 129, 1023, 1025];
+const LENGTHS: &[usize] = &[
+    0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 31, 33, 64, 127, 129, 1023, 1025,
+];
 
 fn items(rng: &mut Rng, prefix: &str, max: u64) -> String {
     let n = 1 + rng.below(max);
@@ -83,13 +85,15 @@ fn step(rng: &mut Rng) -> String {
         21 => format!("ZUNIONSTORE {k} 2 {k} {k2}"),
         22..=23 => {
             let n = 1 + rng.below(8);
-            let pairs: Vec<String> = (0..n)
-                .map(|_| format!("f{} v", rng.below(40)))
-                .collect();
+            let pairs: Vec<String> = (0..n).map(|_| format!("f{} v", rng.below(40))).collect();
             format!("HSET {k} {}", pairs.join(" "))
         }
         24 => format!("HDEL {k} {}", items(rng, "f", 8)),
-        25 => format!("HGETEX {k} PXAT 1 FIELDS 2 f{} f{}", rng.below(40), rng.below(40)),
+        25 => format!(
+            "HGETEX {k} PXAT 1 FIELDS 2 f{} f{}",
+            rng.below(40),
+            rng.below(40)
+        ),
         26 => format!("DEL {k}"),
         27 => format!("PEXPIREAT {k} 1"),
         28 => format!("EXPIRE {k} 100000"),
@@ -207,7 +211,9 @@ fn keysizes_is_a_default_section_as_in_redis8() {
         let (r, z) = p.both_str(&format!("INFO {args}"));
         let pick = |b: &[u8]| {
             let t = String::from_utf8_lossy(b).to_string();
-            let from = t.find("# Keysizes").unwrap_or_else(|| panic!("INFO {args}: {t}"));
+            let from = t
+                .find("# Keysizes")
+                .unwrap_or_else(|| panic!("INFO {args}: {t}"));
             let rest = &t[from..];
             rest[..rest.find("\r\n\r\n").unwrap_or(rest.len())].to_string()
         };
@@ -251,7 +257,11 @@ fn expected(c: &mut RawConn) -> String {
             _ => continue,
         };
         let n = parse_reply(&c.cmd_str(&format!("{len_cmd} {k}"))).int();
-        let bin = if n == 0 { 0 } else { 1i64 << (63 - n.leading_zeros()) };
+        let bin = if n == 0 {
+            0
+        } else {
+            1i64 << (63 - n.leading_zeros())
+        };
         *by_type.entry(order).or_default().entry(bin).or_default() += 1;
     }
     let names = [
@@ -310,9 +320,7 @@ fn zwindow_removals_keep_the_histograms_exact() {
     // A window of 10 s over millisecond scores (6 members: bin 4), aged
     // members handed to the list `done`.
     ok(&mut c, "ZWINDOW SET w:* 10s MS MOVETO done");
-    let scores: Vec<String> = (0..6)
-        .map(|i| format!("{} m{i}", t0 + i * 1000))
-        .collect();
+    let scores: Vec<String> = (0..6).map(|i| format!("{} m{i}", t0 + i * 1000)).collect();
     ok(&mut c, &format!("ZADD w:1 {}", scores.join(" ")));
     // Set member TTLs: 5 members (bin 4), 4 expire (1: bin 1).
     ok(&mut c, "SADD s a b c d e");

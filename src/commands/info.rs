@@ -209,9 +209,11 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     // One pass over the shards, only for the sections that read it; none
     // while the dataset loads (the loader holds every shard: INFO answers
     // at once, as Redis answers it between two chunks of its load).
-    let ks = if ["clients", "memory", "stats", "windows", "keyspace", "keysizes"]
-        .iter()
-        .any(|s| sel.wants(s))
+    let ks = if [
+        "clients", "memory", "stats", "windows", "keyspace", "keysizes",
+    ]
+    .iter()
+    .any(|s| sel.wants(s))
         && !shared.persistence.loading.active()
     {
         keyspace(ctx, sel.wants("keysizes"))
