@@ -506,8 +506,7 @@ pub(crate) fn reload(
 pub(crate) fn flush_all(host: &dyn Host, ks: &mut Keyspace<'_>) {
     for shard in ks.shards_mut() {
         for db in shard.dbs.iter_mut() {
-            db.keys.clear();
-            db.expires.clear();
+            db.clear();
         }
         shard.schedule = Default::default();
     }

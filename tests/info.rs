@@ -70,10 +70,6 @@ fn stat(conn: &mut RawConn, section: &str, name: &str) -> f64 {
 /// zwindow's own section, on top of Redis's.
 const ZWINDOW_ONLY: &[&str] = &["windows"];
 
-/// Redis 8.0's section zwindow does not print: the key size histograms
-/// (`# Keysizes`), not implemented.
-const REDIS_ONLY_SECTIONS: &[&str] = &["keysizes"];
-
 /// Fields redis-server 8.0.2 prints that zwindow does not, each with its
 /// reason: `(section, field, why)`. Otherwise Redis prints its allocator
 /// figures (`allocator_*`, `mem_fragmentation_*`) with any allocator, not
@@ -95,7 +91,13 @@ const NEWER_REDIS: &[(&str, &str, &str)] = &[(
 
 /// Sections whose lines depend on what ran (commands, error codes,
 /// databases): compared as sets after the same commands on both servers.
-const PER_ITEM: &[&str] = &["commandstats", "errorstats", "latencystats", "keyspace"];
+const PER_ITEM: &[&str] = &[
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "keyspace",
+    "keysizes",
+];
 
 #[test]
 fn selectors_print_redis_sections() {
@@ -124,10 +126,7 @@ fn selectors_print_redis_sections() {
         "debug",
         "everything debug",
     ] {
-        let rs: Vec<String> = info(&mut r, args)
-            .into_keys()
-            .filter(|k| !REDIS_ONLY_SECTIONS.contains(&k.as_str()))
-            .collect();
+        let rs: Vec<String> = info(&mut r, args).into_keys().collect();
         let zs: Vec<String> = info(&mut z, args)
             .into_keys()
             .filter(|k| !ZWINDOW_ONLY.contains(&k.as_str()))
@@ -154,7 +153,8 @@ fn selectors_print_redis_sections() {
             "Latencystats",
             "Cluster",
             "Windows",
-            "Keyspace"
+            "Keyspace",
+            "Keysizes"
         ]
     );
     // One blank line between sections, none after the last: the reply ends
@@ -208,10 +208,7 @@ fn every_section_has_redis_fields() {
         p.both_str(line);
     }
     let (ri, zi) = (info(&mut p.r, "everything"), info(&mut p.z, "everything"));
-    let rs: BTreeSet<&String> = ri
-        .keys()
-        .filter(|k| !REDIS_ONLY_SECTIONS.contains(&k.as_str()))
-        .collect();
+    let rs: BTreeSet<&String> = ri.keys().collect();
     let zs: BTreeSet<&String> = zi
         .keys()
         .filter(|k| !ZWINDOW_ONLY.contains(&k.as_str()))

@@ -385,14 +385,14 @@ fn object_line(
     // Redis 8.0's serialized length: its own RDB version's forms (a set
     // listpack as type 20, field TTLs inline).
     crate::rdb::value::encode_as(&e.value, compress, crate::rdb::RDB_VERSION_12, &mut rdb);
-    let idle = crate::keyspace::evict::idle_ms(e.lru, now_ms) / 1000;
+    let idle = crate::keyspace::evict::idle_ms(e.lru(), now_ms) / 1000;
     let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         &e.value,
         refcount,
         e.value.encoding(),
         rdb.len(),
-        e.lru,
+        e.lru(),
         idle
     );
     // Redis adds the quicklist's shape for a quicklist only.

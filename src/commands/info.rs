@@ -1,5 +1,5 @@
 //! INFO: redis-server 8.0's sections, with its fields in its order, built
-//! from the server's statistics (less 8.0's `# Keysizes`).
+//! from the server's statistics.
 //!
 //! A field of a feature zwindow has carries zwindow's own figure; a field
 //! of a feature it lacks (replication, persistence, defragmentation, client
@@ -15,6 +15,7 @@ use super::{CallStats, CmdResult, Command, Ctx, Done, all_commands};
 use crate::clients::ClientHandle;
 use crate::commands::Services;
 use crate::keyspace::Value;
+use crate::keyspace::keysizes::Totals;
 use crate::stats::Metric;
 
 /// INFO [section ...].
@@ -33,7 +34,7 @@ pub(crate) fn info(ctx: &mut Ctx) -> CmdResult {
 
 /// The default sections: Redis's (it names modules `module_list` there)
 /// and zwindow's `windows`.
-const DEFAULT: [&str; 13] = [
+const DEFAULT: [&str; 14] = [
     "server",
     "clients",
     "memory",
@@ -47,6 +48,7 @@ const DEFAULT: [&str; 13] = [
     "cluster",
     "windows",
     "keyspace",
+    "keysizes",
 ];
 
 /// Which sections to print, as Redis's `genInfoSectionDict`: no argument
@@ -135,11 +137,19 @@ struct Keyspace {
     watched_keys: usize,
     blocking_keys: usize,
     blocking_keys_on_nokey: usize,
+    /// Per database, the key size histograms (when `# Keysizes` is wanted).
+    sizes: Vec<Totals>,
 }
 
-fn keyspace(ctx: &mut Ctx) -> Keyspace {
+fn keyspace(ctx: &mut Ctx, keysizes: bool) -> Keyspace {
+    let databases = ctx.shared.store.databases;
     let mut k = Keyspace {
-        per_db: vec![(0, 0, 0); ctx.shared.store.databases],
+        per_db: vec![(0, 0, 0); databases],
+        sizes: if keysizes {
+            (0..databases).map(|_| Totals::default()).collect()
+        } else {
+            Vec::new()
+        },
         ..Keyspace::default()
     };
     let windows = &ctx.shared.windows;
@@ -180,6 +190,9 @@ fn keyspace(ctx: &mut Ctx) -> Keyspace {
                 slot.0 += d.keys.len();
                 slot.1 += d.expires.len();
             }
+            if let Some(total) = k.sizes.get_mut(db) {
+                d.sizes.add_to(total);
+            }
             k.tables += d.keys.mem_usage() + d.expires.mem_usage();
         }
     });
@@ -196,12 +209,14 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     // One pass over the shards, only for the sections that read it; none
     // while the dataset loads (the loader holds every shard: INFO answers
     // at once, as Redis answers it between two chunks of its load).
-    let ks = if ["clients", "memory", "stats", "windows", "keyspace"]
-        .iter()
-        .any(|s| sel.wants(s))
+    let ks = if [
+        "clients", "memory", "stats", "windows", "keyspace", "keysizes",
+    ]
+    .iter()
+    .any(|s| sel.wants(s))
         && !shared.persistence.loading.active()
     {
-        keyspace(ctx)
+        keyspace(ctx, sel.wants("keysizes"))
     } else {
         Keyspace::default()
     };
@@ -295,6 +310,15 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
                     &format!("db{db}"),
                     format_args!("keys={keys},expires={expires},avg_ttl={ttl},subexpiry={sub}"),
                 );
+            }
+        }
+    }
+    if sel.wants("keysizes") {
+        // Redis 8.0's: a line per database with keys and type with keys.
+        t.section("Keysizes");
+        for (db, total) in ks.sizes.iter().enumerate() {
+            if ks.per_db.get(db).is_some_and(|d| d.0 > 0) {
+                total.write_lines(db, &mut t.s);
             }
         }
     }

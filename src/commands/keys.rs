@@ -661,7 +661,7 @@ fn object_idletime(ctx: &mut Ctx) -> CmdResult {
             "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    let idle = crate::keyspace::evict::idle_ms(e.lru, now) / 1000;
+    let idle = crate::keyspace::evict::idle_ms(e.lru(), now) / 1000;
     ctx.out.int(idle as i64);
     Ok(Done)
 }
@@ -678,7 +678,7 @@ fn object_freq(ctx: &mut Ctx) -> CmdResult {
             "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    let freq = crate::keyspace::evict::lfu_counter(e.lru, now, config.lfu_decay_time());
+    let freq = crate::keyspace::evict::lfu_counter(e.lru(), now, config.lfu_decay_time());
     ctx.out.int(i64::from(freq));
     Ok(Done)
 }

@@ -204,7 +204,7 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
     if let Some(lru) = evict::restored(&ctx.shared.config, ctx.ks.now_ms, idle, freq)
         && let Some(e) = ctx.ks.peek_raw(key)
     {
-        e.lru = lru;
+        e.set_lru(lru);
     }
     ctx.ks.signal(key, notify::GENERIC, "restore");
     ctx.ks.signal_ready(key);

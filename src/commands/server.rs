@@ -832,8 +832,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
             .cloned()
             .collect();
         shard.cow_db(db);
-        shard.dbs[db].keys.clear();
-        shard.dbs[db].expires.clear();
+        shard.dbs[db].clear();
         shard.schedule.clear_db(db);
         for (d, k) in existed {
             shard.touch_watched(d, &k);

@@ -388,10 +388,10 @@ fn populate(env: Env<'_>, policy: Policy, idx: usize, pool: &mut Vec<Candidate>)
             let e = d.keys.get(key)?;
             Some(match policy {
                 Policy::AllkeysLfu | Policy::VolatileLfu => {
-                    255 - u64::from(lfu_counter(e.lru, now, decay))
+                    255 - u64::from(lfu_counter(e.lru(), now, decay))
                 }
                 Policy::VolatileTtl => u64::MAX - e.expire_at,
-                _ => idle_ms(e.lru, now),
+                _ => idle_ms(e.lru(), now),
             })
         };
         let mut consider = |key: &Key| {

@@ -18,6 +18,7 @@ pub(crate) mod events;
 pub(crate) mod evict;
 pub(crate) mod expire;
 pub(crate) mod hash_ttl;
+pub(crate) mod keysizes;
 pub(crate) mod propagate;
 pub(crate) mod replica;
 pub(crate) mod set_ttl;
@@ -49,10 +50,10 @@ pub(crate) struct Entry {
     pub(crate) value: Value,
     /// Absolute expiry in Unix milliseconds; 0 = persistent.
     pub(crate) expire_at: u64,
-    /// Access metadata for eviction and OBJECT IDLETIME/FREQ, 24 bits as
-    /// Redis's `robj.lru`: the LRU clock of the last access, or under an
-    /// LFU policy the access counter and its decrement time (see [`evict`]).
-    pub(crate) lru: u32,
+    /// The low 24 bits: access metadata for eviction and OBJECT
+    /// IDLETIME/FREQ, as Redis's `robj.lru` ([`Entry::lru`]); the high 8:
+    /// the [`keysizes::Class`] the entry is counted in.
+    meta: u32,
     /// The window rule resolved for this key's name, cached.
     pub(crate) window: crate::keyspace::windows::RuleCache,
 }
@@ -60,7 +61,8 @@ pub(crate) struct Entry {
 // Every key pays for an entry, plus the dict's 8-byte hash and link and
 // the 16-byte key (its name inline up to 15 bytes, else a pointer to
 // it): 80 bytes a key in all. The value is 40 bytes,
-// the TTL 8, and the LRU clock and the window cache 4 each.
+// the TTL 8, and the LRU clock (with the size class) and the window cache
+// 4 each.
 // (Not under `cfg(test)`: the unit tests give sorted sets hook fields.)
 #[cfg(not(test))]
 const _: () = assert!(std::mem::size_of::<Entry>() <= 56);
@@ -72,9 +74,29 @@ impl Entry {
         Entry {
             value,
             expire_at: 0,
-            lru: 0,
+            meta: 0,
             window: Default::default(),
         }
+    }
+
+    /// Access metadata for eviction and OBJECT IDLETIME/FREQ, 24 bits as
+    /// Redis's `robj.lru`: the LRU clock of the last access, or under an
+    /// LFU policy the access counter and its decrement time (see [`evict`]).
+    pub(crate) fn lru(&self) -> u32 {
+        self.meta & LRU_BITS
+    }
+
+    pub(crate) fn set_lru(&mut self, lru: u32) {
+        self.meta = (self.meta & !LRU_BITS) | (lru & LRU_BITS);
+    }
+
+    /// The histogram class the entry is counted in (see [`keysizes`]).
+    fn class(&self) -> keysizes::Class {
+        (self.meta >> 24) as keysizes::Class
+    }
+
+    fn set_class(&mut self, class: keysizes::Class) {
+        self.meta = (self.meta & LRU_BITS) | (u32::from(class) << 24);
     }
 
     /// Whether the TTL has passed at `now_ms` (the test lazy expiry applies).
@@ -83,12 +105,26 @@ impl Entry {
     }
 }
 
+/// The bits of [`Entry::meta`] that hold the LRU clock.
+const LRU_BITS: u32 = (1 << 24) - 1;
+
 /// One database's slice of one shard.
 #[derive(Default)]
 pub(crate) struct Db {
     pub(crate) keys: Dict<Key, Entry, KeyHasher>,
     /// The keys that have a TTL, so active expiry samples only those.
     pub(crate) expires: Dict<Key, (), KeyHasher>,
+    /// How many of `keys` have each type and size class (`INFO keysizes`).
+    pub(crate) sizes: keysizes::Hist,
+}
+
+impl Db {
+    /// Empties the database (FLUSHDB, FLUSHALL, a load's first step).
+    pub(crate) fn clear(&mut self) {
+        self.keys.clear();
+        self.expires.clear();
+        self.sizes.clear();
+    }
 }
 
 /// A flag set when a watched key is modified; EXEC reads it.
@@ -414,12 +450,13 @@ impl Store {
                 for (k, e) in d.keys.iter() {
                     let mut entry = Entry::new(e.value.clone());
                     entry.expire_at = e.expire_at;
-                    entry.lru = e.lru;
+                    entry.meta = e.meta;
                     if e.expire_at != 0 {
                         dst.dbs[db].expires.insert(k.clone(), ());
                     }
                     dst.dbs[db].keys.insert(k.clone(), entry);
                 }
+                dst.dbs[db].sizes = d.sizes.clone();
             }
         }
         // What commands consult about the data goes along with it.
@@ -549,6 +586,12 @@ pub(crate) struct Keyspace<'a> {
     /// On a replica, what this view's reads see of keys with due members
     /// or fields (see [`replica`]).
     replica: replica::View,
+    /// The key (database, hash) whose value `set_entry` just classed for
+    /// the key size histograms, untouched since: the `modified` that
+    /// follows a plain overwrite (SET) skips classing it again. Any path
+    /// that may change a value passes through [`cow`](Self::cow), which
+    /// clears it.
+    sized: Option<(usize, u64)>,
 }
 
 impl Drop for Keyspace<'_> {
@@ -587,6 +630,7 @@ impl<'a> Keyspace<'a> {
             from_master: false,
             no_touch: false,
             replica: Default::default(),
+            sized: None,
         }
     }
 
@@ -734,7 +778,7 @@ impl<'a> Keyspace<'a> {
             .keys
             .get_mut_hashed(key.bytes(), key.hash())?;
         if touch {
-            e.lru = evict::touched(config, e.lru, now);
+            e.set_lru(evict::touched(config, e.lru(), now));
         }
         Some(e)
     }
@@ -755,7 +799,7 @@ impl<'a> Keyspace<'a> {
             Some(e) => {
                 shard.stats.hits += 1;
                 if touch {
-                    e.lru = evict::touched(config, e.lru, now);
+                    e.set_lru(evict::touched(config, e.lru(), now));
                 }
                 Some(e)
             }
@@ -775,7 +819,7 @@ impl<'a> Keyspace<'a> {
         let shard = self.shard(key);
         if let Some(e) = shard.dbs[db].keys.get_mut_hashed(key.bytes(), key.hash()) {
             if touch {
-                e.lru = evict::touched(config, e.lru, now);
+                e.set_lru(evict::touched(config, e.lru(), now));
             }
             if read {
                 shard.stats.hits += 1;
@@ -854,7 +898,9 @@ impl<'a> Keyspace<'a> {
     /// contents replaced wholesale): the slot index relies on it.
     pub(crate) fn set_entry<'k>(&mut self, key: impl Into<HashedKey<'k>>, mut entry: Entry) {
         let key = key.into();
-        entry.lru = evict::fresh(self.env.config, self.now_ms);
+        entry.set_lru(evict::fresh(self.env.config, self.now_ms));
+        let class = keysizes::class(&entry.value);
+        entry.set_class(class);
         // A renamed or copied value is windowed by its new name's rule.
         entry.window = Default::default();
         let has_ttl = entry.expire_at != 0;
@@ -874,12 +920,13 @@ impl<'a> Keyspace<'a> {
                 // An overwritten key keeps its access counter (Redis's
                 // dbSetValue), so a hot key stays hot, counting the write
                 // lookup Redis makes before overwriting as an access.
-                entry.lru = if touch {
-                    evict::touched(config, old.lru, now_ms)
+                entry.set_lru(if touch {
+                    evict::touched(config, old.lru(), now_ms)
                 } else {
-                    old.lru
-                };
+                    old.lru()
+                });
             }
+            db.sizes.moved(old.class(), class);
             *old = entry;
             if had_ttl && !has_ttl {
                 db.expires.remove_hashed(bytes, hash);
@@ -888,6 +935,7 @@ impl<'a> Keyspace<'a> {
             }
         } else {
             db.keys.insert_hashed(bytes.into(), hash, entry);
+            db.sizes.moved(0, class);
             if has_ttl {
                 db.expires.insert_hashed(bytes.into(), hash, ());
             }
@@ -899,6 +947,8 @@ impl<'a> Keyspace<'a> {
             // Redis's dbAdd: class `n`, which `A` leaves out.
             self.notify(notify::NEW, "new", bytes);
         }
+        // The command's `modified` need not class the value again.
+        self.sized = Some((self.db, hash));
     }
 
     /// Removes a key, returning its entry.
@@ -922,6 +972,7 @@ impl<'a> Keyspace<'a> {
         let (bytes, hash) = (key.bytes(), key.hash());
         let db = self.db_of(key);
         let (_, e) = db.keys.remove_hashed(bytes, hash)?;
+        db.sizes.moved(e.class(), 0);
         if e.expire_at != 0 {
             db.expires.remove_hashed(bytes, hash);
         }
@@ -1011,7 +1062,11 @@ impl<'a> Keyspace<'a> {
 
     /// Preserves `key` for a running BGSAVE before it may change (see
     /// [`snapshot`]); one relaxed load when none runs.
+    ///
+    /// Every path that may change a stored value comes here first, so it
+    /// also forgets that `set_entry` just classed one (see `Keyspace::sized`).
     pub(crate) fn cow<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
+        self.sized = None;
         if self.store().snapshot_active.load(Ordering::Relaxed) {
             let key = key.into();
             let db = self.db;
@@ -1079,8 +1134,12 @@ impl<'a> Keyspace<'a> {
     }
 
     /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`).
+    /// A value changed in place is counted in its new size class here.
     pub(crate) fn modified<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
         let key = key.into();
+        if self.sized != Some((self.db, key.hash())) {
+            self.reclass(key);
+        }
         self.replica.forget();
         self.prop.dirty += 1;
         self.env
@@ -1091,6 +1150,20 @@ impl<'a> Keyspace<'a> {
         self.invalidate_tracking(key.bytes());
         if self.env.windows.active() || self.field_ttls() || self.member_ttls() || self.set_ttls() {
             crate::keyspace::windows::reschedule(self, key.bytes());
+        }
+    }
+
+    /// Moves `key`'s entry to the histogram bin its value's length falls
+    /// in now, if that changed (see [`keysizes`]).
+    fn reclass(&mut self, key: HashedKey<'_>) {
+        let db = self.db_of(key);
+        if let Some(e) = db.keys.get_mut_hashed(key.bytes(), key.hash()) {
+            let class = keysizes::class(&e.value);
+            let old = e.class();
+            if class != old {
+                e.set_class(class);
+                db.sizes.moved(old, class);
+            }
         }
     }
 

@@ -206,7 +206,7 @@ pub(super) fn read_copy(ks: &mut Keyspace<'_>, key: HashedKey<'_>) -> Seen {
     let entry = Entry {
         value,
         expire_at: stored.expire_at,
-        lru: stored.lru,
+        meta: stored.meta,
         window: stored.window.clone(),
     };
     let copies = &mut ks.replica.copies;
