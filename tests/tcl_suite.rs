@@ -128,18 +128,7 @@ fn run_unit(tests: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
 /// port (Redis's harness sets `port 0`, which for zwindow means that).
 fn run_unit_tls(tests: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
     let work = copy_suite(tests);
-    let certs = work.0.join("tests/tls");
-    // The certificates `.ci/test` made in Redis 7.0.15's suite (the 8.0.2
-    // tree has none of its own): the same files the harness would make.
-    if !certs.is_dir() {
-        let status = Command::new("cp")
-            .arg("-a")
-            .arg(tls_certs())
-            .arg(&certs)
-            .status()
-            .expect("run cp");
-        assert!(status.success(), "copying the test certificates failed");
-    }
+    let certs = with_certs(&work);
     let (_server, tls_port) = start_on_free_port(|port| {
         let mut args = vec!["--enable-debug-command".to_string(), "yes".to_string()];
         args.extend(tls_server_args(&certs, port));
@@ -160,6 +149,23 @@ fn run_unit_tls(tests: &Path, unit: &str, skipfile: &Path) -> (UnitResult, Strin
         ],
         Some(skipfile),
     )
+}
+
+/// The suite copy's `tests/tls`: the certificates `.ci/test` made in Redis
+/// 7.0.15's suite (the 8.0.2 tree has none of its own), the same files the
+/// harness would make.
+fn with_certs(work: &PrivateDir) -> PathBuf {
+    let certs = work.0.join("tests/tls");
+    if !certs.is_dir() {
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(tls_certs())
+            .arg(&certs)
+            .status()
+            .expect("run cp");
+        assert!(status.success(), "copying the test certificates failed");
+    }
+    certs
 }
 
 /// A private copy of a suite's `tests/` directory (the harness writes into it).
@@ -346,7 +352,10 @@ fn spawned_copy(tests: &Path) -> PrivateDir {
 fn run_repl_unit(tests: &Path, unit: &str, skipfile: &Path) -> (UnitResult, String) {
     let work = spawned_copy(tests);
     match unit.strip_prefix("tls:") {
-        Some(unit) => run_harness(&work, unit, &["--tls"], Some(skipfile)),
+        Some(unit) => {
+            with_certs(&work);
+            run_harness(&work, unit, &["--tls"], Some(skipfile))
+        }
         None => run_harness(&work, unit, &[], Some(skipfile)),
     }
 }
@@ -594,21 +603,23 @@ fn replication_units_meet_the_baseline() {
         );
         return;
     }
-    let tests = suite_dir().join("tests");
+    let redis7 = suite_dir().join("tests");
+    let redis8 = redis8_tests();
     let scratch = PrivateDir::new("tcl-skip");
     let skip = skipfile(&scratch.0);
     let mut units = baseline_from("tests/tcl/baseline-repl.txt");
     units.remove(SENTINEL);
-    check_units(
-        "Redis 7.0.15 replication units against zwindow",
-        units,
-        |unit| {
-            if unit.starts_with("tls:") {
-                tls_certs();
-            }
-            run_repl_unit(&tests, unit, &skip)
-        },
-    );
+    check_units("Redis replication units against zwindow", units, |name| {
+        // `[tls:]8.0/unit` runs Redis 8.0's suite, `[tls:]unit` 7.0.15's.
+        let (tls, unit) = match name.strip_prefix("tls:") {
+            Some(unit) => ("tls:", unit),
+            None => ("", name),
+        };
+        match unit.strip_prefix("8.0/") {
+            Some(unit) => run_repl_unit(&redis8, &format!("{tls}{unit}"), &skip),
+            None => run_repl_unit(&redis7, name, &skip),
+        }
+    });
 }
 
 /// The name of the Sentinel suite's line in `tests/tcl/baseline-repl.txt`.

@@ -60,35 +60,19 @@ pub(crate) fn write(
         b.clear();
         encode(&mut b, &[&b"SELECT"[..], db.to_string().as_bytes()]);
         w.write_all(&b)?;
-        // Keys are encoded into `pending` (under the source's locks) and
-        // written out by `flush` (outside them), as the RDB writer does.
-        let pending = std::cell::RefCell::new(Vec::with_capacity(1 << 16));
-        let unslept = std::cell::Cell::new(0u32);
-        src.for_each(
+        crate::rdb::file::write_keys(
+            src,
             db,
-            &mut |key, v, expire_at| {
-                let mut p = pending.borrow_mut();
-                write_key(&mut p, key, v);
+            &opts,
+            |b| w.write_all(b),
+            |b, key, v, expire_at| {
+                write_key(b, key, v);
                 if expire_at != 0 {
                     encode(
-                        &mut p,
+                        b,
                         &[&b"PEXPIREAT"[..], key, expire_at.to_string().as_bytes()],
                     );
                 }
-                unslept.set(unslept.get() + 1);
-                Ok(())
-            },
-            &mut || {
-                opts.aborted()?;
-                let mut p = pending.borrow_mut();
-                w.write_all(&p)?;
-                p.clear();
-                if opts.key_save_delay != 0 {
-                    for _ in 0..unslept.take() {
-                        opts.key_delay()?;
-                    }
-                }
-                Ok(())
             },
         )?;
     }

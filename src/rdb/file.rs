@@ -51,7 +51,7 @@ pub(crate) struct SaveOptions<'a> {
 }
 
 impl SaveOptions<'_> {
-    pub(crate) fn aborted(&self) -> std::io::Result<()> {
+    fn aborted(&self) -> std::io::Result<()> {
         match self.abort {
             Some(a) if a.load(std::sync::atomic::Ordering::Relaxed) => {
                 Err(std::io::Error::other("the save was stopped"))
@@ -63,7 +63,7 @@ impl SaveOptions<'_> {
     /// One key's `rdb-key-save-delay`. A save that can be stopped sleeps
     /// it in slices, so a stop is seen within milliseconds even when a
     /// test asks for seconds per key (Redis kills its child at once).
-    pub(crate) fn key_delay(&self) -> std::io::Result<()> {
+    fn key_delay(&self) -> std::io::Result<()> {
         self.aborted()?;
         if self.key_save_delay <= 0 || self.abort.is_none() {
             crate::util::debug_delay(self.key_save_delay);
@@ -237,38 +237,12 @@ pub(crate) fn write(
         put_len(&mut b, keys as u64);
         put_len(&mut b, expires as u64);
         w.put(&b)?;
-        // Keys are encoded into `pending` (under the source's locks) and
-        // written out by `flush` (outside them).
-        let pending = std::cell::RefCell::new(Vec::with_capacity(1 << 16));
-        let unslept = std::cell::Cell::new(0u32);
-        src.for_each(
+        write_keys(
+            src,
             db,
-            &mut |key, v, expire_at| {
-                write_key(
-                    &mut pending.borrow_mut(),
-                    key,
-                    v,
-                    expire_at,
-                    opts.compress,
-                    version,
-                );
-                unslept.set(unslept.get() + 1);
-                Ok(())
-            },
-            &mut || {
-                opts.aborted()?;
-                let mut p = pending.borrow_mut();
-                w.put(&p)?;
-                p.clear();
-                // The per-key delay is slept here, where a background
-                // save holds no shard lock.
-                if opts.key_save_delay != 0 {
-                    for _ in 0..unslept.take() {
-                        opts.key_delay()?;
-                    }
-                }
-                Ok(())
-            },
+            &opts,
+            |b| w.put(b),
+            |b, key, v, expire_at| write_key(b, key, v, expire_at, opts.compress, version),
         )?;
     }
     b.clear();
@@ -282,6 +256,41 @@ pub(crate) fn write(
     b.extend_from_slice(&crc.to_le_bytes());
     w.inner.write_all(&b)?;
     w.inner.flush()
+}
+
+/// Walks database `db` of `src`: `encode` appends each key to a buffer
+/// (under the source's locks), `put` writes the buffer out between
+/// batches (outside them), where `opts`' abort flag is checked and its
+/// per-key delay slept (a background save holds no shard lock there).
+pub(crate) fn write_keys(
+    src: &dyn Source,
+    db: usize,
+    opts: &SaveOptions<'_>,
+    mut put: impl FnMut(&[u8]) -> std::io::Result<()>,
+    mut encode: impl FnMut(&mut Vec<u8>, &[u8], &Value, u64),
+) -> std::io::Result<()> {
+    let pending = std::cell::RefCell::new(Vec::with_capacity(1 << 16));
+    let unslept = std::cell::Cell::new(0u32);
+    src.for_each(
+        db,
+        &mut |key, v, expire_at| {
+            encode(&mut pending.borrow_mut(), key, v, expire_at);
+            unslept.set(unslept.get() + 1);
+            Ok(())
+        },
+        &mut || {
+            opts.aborted()?;
+            let mut p = pending.borrow_mut();
+            put(&p)?;
+            p.clear();
+            if opts.key_save_delay != 0 {
+                for _ in 0..unslept.take() {
+                    opts.key_delay()?;
+                }
+            }
+            Ok(())
+        },
+    )
 }
 
 /// One key: its TTL, type, name and value, then zwindow's AUX records.
