@@ -29,6 +29,15 @@ fn errors_and_immediate_answers_match_redis8() {
             "WAITAOF 0 0 x",
             "WAITAOF 0 0 -1",
             "WAITAOF 0 0 9223372036854775807",
+            // WAIT and CLIENT PAUSE read their timeouts the same way (a
+            // deadline past LLONG_MAX is out of range: it hung WAIT).
+            "WAIT 2 9223372036854775808",
+            "WAIT 2 9223372036854775807",
+            "WAIT 2 -1",
+            "WAIT 2 x",
+            "CLIENT PAUSE 9223372036854775807",
+            "CLIENT PAUSE 9223372036854775808",
+            "CLIENT PAUSE -1",
             "WAITAOF 1 -1 0",
             "WAITAOF 1 0 0",
             "WAITAOF 0 0 0",

@@ -993,13 +993,10 @@ fn client_pause(ctx: &mut Ctx) -> CmdResult {
             return Err(Error::Static("ERR CLIENT PAUSE mode must be WRITE or ALL"));
         }
     }
-    let ms = int_arg(ctx.args.get(2))
-        .map_err(|_| Error::Static("ERR timeout is not an integer or out of range"))?;
-    if ms < 0 {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
+    let now = ctx.shared.clock.now_ms();
+    let ms = super::parse_ms_timeout(ctx.args.get(2), now)?;
     let end = if ms > 0 {
-        (ctx.shared.clock.now_ms() as i64).saturating_add(ms) as u64
+        (now as i64).saturating_add(ms) as u64
     } else {
         0
     };

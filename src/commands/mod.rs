@@ -567,6 +567,22 @@ fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>,
     Ok((ms > 0).then(|| std::time::Duration::from_millis(ms as u64)))
 }
 
+/// A timeout in whole milliseconds as Redis's `getTimeoutFromObjectOrReply`
+/// (`UNIT_MILLISECONDS`) reads it (WAIT, WAITAOF, CLIENT PAUSE): an
+/// integer, not negative, whose deadline fits a `long long`; 0 is forever.
+fn parse_ms_timeout(arg: &[u8], now_ms: u64) -> Result<i64, Error> {
+    let ms = crate::util::parse_i64(arg).ok_or(Error::Static(
+        "ERR timeout is not an integer or out of range",
+    ))?;
+    if ms < 0 {
+        return Err(Error::Static("ERR timeout is negative"));
+    }
+    if ms > i64::MAX - now_ms as i64 {
+        return Err(Error::Static("ERR timeout is out of range"));
+    }
+    Ok(ms)
+}
+
 /// Redis's `getRangeLongFromObjectOrReply(…, -LONG_MAX, LONG_MAX, …)`:
 /// an integer other than LLONG_MIN (a count or rank whose negation must
 /// exist).

@@ -912,12 +912,7 @@ fn wait(ctx: &mut Ctx) -> CmdResult {
         ));
     }
     let replicas = int_arg(&ctx.args[1])?;
-    let timeout = parse_i64(&ctx.args[2]).ok_or(Error::Static(
-        "ERR timeout is not an integer or out of range",
-    ))?;
-    if timeout < 0 {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
+    let timeout = super::parse_ms_timeout(&ctx.args[2], ctx.shared.clock.now_ms())?;
     let offset = ctx.client.woff;
     let acked = repl.acked_count(offset);
     if acked as i64 >= replicas || !ctx.client.can_block() {
@@ -950,15 +945,7 @@ fn waitaof(ctx: &mut Ctx) -> CmdResult {
     let replicas = parse_i64(&ctx.args[2])
         .filter(|&n| n >= 0)
         .ok_or(Error::Static("ERR value is out of range, must be positive"))?;
-    let timeout = parse_i64(&ctx.args[3]).ok_or(Error::Static(
-        "ERR timeout is not an integer or out of range",
-    ))?;
-    if timeout < 0 {
-        return Err(Error::Static("ERR timeout is negative"));
-    }
-    if timeout > 0 && timeout > i64::MAX - ctx.shared.clock.now_ms() as i64 {
-        return Err(Error::Static("ERR timeout is out of range"));
-    }
+    let timeout = super::parse_ms_timeout(&ctx.args[3], ctx.shared.clock.now_ms())?;
     let repl = &ctx.shared.replication;
     if repl.is_replica() {
         return Err(Error::Static(
