@@ -608,7 +608,7 @@ fn replication_units_meet_the_baseline() {
     let scratch = PrivateDir::new("tcl-skip");
     let skip = skipfile(&scratch.0);
     let mut units = baseline_from("tests/tcl/baseline-repl.txt");
-    units.remove(SENTINEL);
+    units.retain(|unit, _| !is_sentinel(unit));
     check_units("Redis replication units against zwindow", units, |name| {
         // `[tls:]8.0/unit` runs Redis 8.0's suite, `[tls:]unit` 7.0.15's.
         let (tls, unit) = match name.strip_prefix("tls:") {
@@ -638,16 +638,24 @@ fn sentinel_suite_meets_the_baseline() {
         );
         return;
     }
-    let tests = suite_dir().join("tests");
     let mut units = baseline_from("tests/tcl/baseline-repl.txt");
-    units.retain(|unit, _| unit == SENTINEL);
+    units.retain(|unit, _| is_sentinel(unit));
     assert!(
         !units.is_empty(),
         "baseline-repl.txt has a `{SENTINEL}` line"
     );
-    check_units("Redis 7.0.15 Sentinel suite against zwindow", units, |_| {
-        run_sentinel_suite(&tests)
+    check_units("Redis's Sentinel suite against zwindow", units, |unit| {
+        // `8.0/sentinel`: Redis 8.0's suite and its redis-sentinel.
+        match unit.strip_prefix("8.0/") {
+            Some(_) => run_sentinel_suite(&redis8_tests()),
+            None => run_sentinel_suite(&suite_dir().join("tests")),
+        }
     });
+}
+
+/// The Sentinel suite's line, of Redis 7.0.15's suite or 8.0's.
+fn is_sentinel(unit: &str) -> bool {
+    unit.trim_start_matches("8.0/") == SENTINEL
 }
 
 /// Redis 7.0.15's cluster suite (`tests/tcl/baseline-cluster.txt`).
