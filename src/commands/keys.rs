@@ -354,8 +354,9 @@ fn do_rename(ctx: &mut Ctx, src: &[u8], dst: &[u8]) {
     };
     let replaced = ctx.ks.remove(dst).is_some();
     ctx.ks.set_entry(dst, entry);
+    // One change for the move (Redis's single `server.dirty++`).
     ctx.ks.modified(src);
-    ctx.ks.modified(dst);
+    ctx.ks.modified_by(dst, 0);
     ctx.ks.notify(notify::GENERIC, "rename_from", src);
     ctx.ks.notify(notify::GENERIC, "rename_to", dst);
     let _ = replaced;

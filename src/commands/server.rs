@@ -809,9 +809,11 @@ fn flush_mode(ctx: &Ctx) -> CmdResult {
 /// Empties one database in every (locked) shard, invalidating WATCHes on
 /// keys that existed, as Redis 7.0's `signalFlushedDb` does. The watchers
 /// are touched after the flush so that one that saw its key already expired
-/// takes the deletion as no change, as Redis does.
-fn flush_db(ctx: &mut Ctx, db: usize) {
+/// takes the deletion as no change, as Redis does. Returns how many keys
+/// went (Redis's `emptyData`, each a change).
+fn flush_db(ctx: &mut Ctx, db: usize) -> u64 {
     let mut gone = Vec::new();
+    let mut removed = 0u64;
     for shard in ctx.ks.shards_mut() {
         // Waiters on flushed keys are looked at again: some fail when their
         // key goes away (XREADGROUP).
@@ -829,6 +831,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
             .cloned()
             .collect();
         shard.cow_db(db);
+        removed += shard.dbs[db].keys.len() as u64;
         shard.dbs[db].keys.clear();
         shard.dbs[db].expires.clear();
         shard.schedule.clear_db(db);
@@ -838,11 +841,13 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
     }
     ctx.ks.db_emptied(db);
     ctx.ks.ready.extend(gone);
+    removed
 }
 
 fn flushdb(ctx: &mut Ctx) -> CmdResult {
     flush_mode(ctx)?;
-    flush_db(ctx, ctx.client.db);
+    let removed = flush_db(ctx, ctx.client.db);
+    ctx.ks.dirty(removed);
     ctx.ks.invalidate_tracking_all();
     // Logged even when the database was empty, as Redis does.
     ctx.force_propagation();
@@ -852,9 +857,11 @@ fn flushdb(ctx: &mut Ctx) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx) -> CmdResult {
     flush_mode(ctx)?;
+    let mut removed = 0;
     for db in 0..ctx.shared.store.databases {
-        flush_db(ctx, db);
+        removed += flush_db(ctx, db);
     }
+    ctx.ks.dirty(removed);
     ctx.ks.invalidate_tracking_all();
     // With save points set, the empty dataset is saved at once, so that a
     // restart does not bring back what was flushed (Redis's
@@ -1176,6 +1183,7 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.ks.db = db;
+    ctx.ks.dirty(1);
     ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)

@@ -380,7 +380,9 @@ fn sort(ctx: &mut Ctx) -> CmdResult {
                 list.settle(ctx.shared.config.list_max_listpack_size());
                 let existed = ctx.ks.exists(dest);
                 ctx.ks.set(dest, Value::List(Box::new(list)));
-                ctx.ks.signal(dest, notify::LIST, "sortstore");
+                // One change per element stored.
+                ctx.ks
+                    .signal_by(dest, notify::LIST, "sortstore", outlen as u64);
                 // Redis's dbAdd wakes waiters on a new list; an overwrite
                 // (dbOverwrite in 7.0) does not.
                 if !existed {
