@@ -230,13 +230,13 @@ fn compare(a: &Item, b: &Item, o: &Opts) -> Ordering {
             .unwrap_or(Ordering::Equal)
             .then_with(|| a.obj.cmp(&b.obj));
     }
-    // strcoll in the C/C.UTF-8 locale compares bytes up to a NUL; a stored
-    // result compares whole strings (`compareStringObjects`).
+    // strcoll in `locale-collate`'s locale, up to a NUL; a stored result
+    // compares whole strings byte by byte (`compareStringObjects`).
     let text = |x: &[u8], y: &[u8]| {
         if o.store.is_some() {
             x.cmp(y)
         } else {
-            c_str(x).cmp(c_str(y))
+            crate::util::strcoll(x, y)
         }
     };
     if o.by.is_some() {
