@@ -17,6 +17,11 @@ use parking_lot::Mutex;
 #[derive(Default)]
 pub(crate) struct Stats {
     pub(crate) commands_processed: AtomicU64,
+    /// What cluster mode would have refused (Redis 8.0's
+    /// `stat_cluster_incompatible_ops`): SELECT, MOVE, COPY or SWAPDB away
+    /// from database 0, and the sampled keyed commands whose keys span
+    /// slots (`cluster-compatibility-sample-ratio`).
+    pub(crate) cluster_incompatible_ops: AtomicU64,
     /// Changes to the dataset (Redis's `server.dirty`): one per modified
     /// key per command, INFO's `rdb_changes_since_last_save` (nothing is
     /// ever saved yet, so it only grows).

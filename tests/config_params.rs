@@ -115,3 +115,42 @@ fn server_cpulist_pins_the_server_as_redis8() {
         assert!(status.contains("Cpus_allowed_list:\t0\n"), "{status}");
     }
 }
+
+fn incompatible_ops(c: &mut RawConn) -> Option<String> {
+    let info = String::from_utf8_lossy(&c.cmd_str("INFO stats")).into_owned();
+    info.lines()
+        .find(|l| l.starts_with("cluster_incompatible_ops:"))
+        .map(str::to_string)
+}
+
+#[test]
+fn cluster_incompatible_ops_counted_as_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let mut p = s.pair();
+    let check = |p: &mut Pair, what: &str| {
+        assert_eq!(incompatible_ops(&mut p.z), incompatible_ops(&mut p.r), "{what}");
+    };
+    check(&mut p, "ratio 0: no field");
+    p.script(&["SELECT 1", "SELECT 0", "CONFIG SET cluster-compatibility-sample-ratio 100"]);
+    check(&mut p, "after SELECT 1");
+    for line in [
+        "CONFIG RESETSTAT",
+        "SELECT 1",
+        "SELECT 0",
+        "MSET a 1 b 2",
+        "MSET {t}a 1 {t}b 2",
+        "GET a",
+        "SET k v",
+        "MOVE k 1",
+        "COPY a a2",
+        "COPY a a DB 1",
+        "SWAPDB 0 1",
+        "SWAPDB 0 1",
+        "SINTERSTORE d x y",
+        "EXISTS a b",
+        "PING",
+    ] {
+        p.check_str(line);
+        check(&mut p, line);
+    }
+}

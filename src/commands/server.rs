@@ -701,6 +701,7 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     let s = &ctx.shared.stats;
     for c in [
         &s.commands_processed,
+        &s.cluster_incompatible_ops,
         &s.net_input_bytes,
         &s.net_output_bytes,
         &s.net_repl_input_bytes,
@@ -1184,6 +1185,10 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.ks.db = db;
     ctx.ks.dirty(1);
+    ctx.shared
+        .stats
+        .cluster_incompatible_ops
+        .fetch_add(1, Relaxed);
     ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
