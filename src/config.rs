@@ -1852,8 +1852,7 @@ fn yes_no(v: &[u8]) -> Result<String, String> {
 /// `cluster-announce-human-nodename`: Redis's `isValidAnnouncedNodename`
 /// (`isValidAuxChar`: no punctuation from its list).
 fn human_nodename(v: &[u8]) -> Result<String, String> {
-    if v
-        .iter()
+    if v.iter()
         .any(|&c| !c.is_ascii_alphanumeric() && b"!#$%&()*+:;<>?@[]^{|}~\0".contains(&c))
     {
         return Err("Announced human node name contained invalid character".into());

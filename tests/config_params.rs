@@ -128,10 +128,18 @@ fn cluster_incompatible_ops_counted_as_redis8() {
     let s = Servers::start_redis8(&[]);
     let mut p = s.pair();
     let check = |p: &mut Pair, what: &str| {
-        assert_eq!(incompatible_ops(&mut p.z), incompatible_ops(&mut p.r), "{what}");
+        assert_eq!(
+            incompatible_ops(&mut p.z),
+            incompatible_ops(&mut p.r),
+            "{what}"
+        );
     };
     check(&mut p, "ratio 0: no field");
-    p.script(&["SELECT 1", "SELECT 0", "CONFIG SET cluster-compatibility-sample-ratio 100"]);
+    p.script(&[
+        "SELECT 1",
+        "SELECT 0",
+        "CONFIG SET cluster-compatibility-sample-ratio 100",
+    ]);
     check(&mut p, "after SELECT 1");
     for line in [
         "CONFIG RESETSTAT",

@@ -77,16 +77,36 @@ const CASES: &[(&[&str], &str)] = &[
     (&["HSET h a 1 b 2 c 3"], "HGETDEL h FIELDS 2 a b"),
     (&["HSET h a 1 b 2 c 3"], "HEXPIRE h 100 FIELDS 3 a b x"),
     (&["HSET h a 1 b 2 c 3"], "HEXPIRE h 0 FIELDS 2 a b"),
-    (&["HSET h a 1 b 2 c 3", "HEXPIRE h 100 FIELDS 2 a b"], "HPERSIST h FIELDS 3 a b c"),
+    (
+        &["HSET h a 1 b 2 c 3", "HEXPIRE h 100 FIELDS 2 a b"],
+        "HPERSIST h FIELDS 3 a b c",
+    ),
     (&["HSET h a 1 b 2 c 3"], "HSETEX h EX 100 FIELDS 2 a 9 d 9"),
     (&["HSET h a 1 b 2 c 3"], "HGETEX h EX 100 FIELDS 2 a b"),
     (&["HSET h a 1 b 2 c 3"], "HGETEX h PERSIST FIELDS 2 a b"),
     (&[], "XADD x * a 1"),
-    (&["XADD x 1-0 a 1", "XADD x 2-0 a 1", "XADD x 3-0 a 1"], "XDEL x 1-0 2-0 9-0"),
-    (&["XADD x 1-0 a 1", "XADD x 2-0 a 1", "XADD x 3-0 a 1"], "XTRIM x MAXLEN 1"),
+    (
+        &["XADD x 1-0 a 1", "XADD x 2-0 a 1", "XADD x 3-0 a 1"],
+        "XDEL x 1-0 2-0 9-0",
+    ),
+    (
+        &["XADD x 1-0 a 1", "XADD x 2-0 a 1", "XADD x 3-0 a 1"],
+        "XTRIM x MAXLEN 1",
+    ),
     (&["XADD x 1-0 a 1", "XADD x 2-0 a 1"], "XGROUP CREATE x g 0"),
-    (&["XADD x 1-0 a 1", "XADD x 2-0 a 1", "XGROUP CREATE x g 0"], "XREADGROUP GROUP g c COUNT 10 STREAMS x >"),
-    (&["XADD x 1-0 a 1", "XADD x 2-0 a 1", "XGROUP CREATE x g 0", "XREADGROUP GROUP g c COUNT 10 STREAMS x >"], "XACK x g 1-0 2-0 3-0"),
+    (
+        &["XADD x 1-0 a 1", "XADD x 2-0 a 1", "XGROUP CREATE x g 0"],
+        "XREADGROUP GROUP g c COUNT 10 STREAMS x >",
+    ),
+    (
+        &[
+            "XADD x 1-0 a 1",
+            "XADD x 2-0 a 1",
+            "XGROUP CREATE x g 0",
+            "XREADGROUP GROUP g c COUNT 10 STREAMS x >",
+        ],
+        "XACK x g 1-0 2-0 3-0",
+    ),
     (&["SET a 1", "SET b 2"], "DEL a b c"),
     (&["RPUSH l a b c d e f"], "LTRIM l 0 -1"),
     (&["RPUSH l a b c"], "LREM l 0 x"),
@@ -109,17 +129,29 @@ const CASES: &[(&[&str], &str)] = &[
     (&["SET a 1"], "COPY a b"),
     (&[], "SETBIT b 7 1"),
     (&["SET a abc", "SET b xyz"], "BITOP AND d a b"),
-    (&[], "BITFIELD b SET u8 0 1 SET u8 8 2 INCRBY u8 0 1 GET u8 0"),
+    (
+        &[],
+        "BITFIELD b SET u8 0 1 SET u8 8 2 INCRBY u8 0 1 GET u8 0",
+    ),
     (&[], "PFADD p a b c"),
     (&["PFADD p a b"], "PFADD p a b"),
     (&["PFADD p a", "PFADD q b"], "PFMERGE d p q"),
     (&[], "GEOADD g 1 1 a 2 2 b"),
-    (&["GEOADD g 1 1 a 2 2 b 3 3 c"], "GEOSEARCHSTORE d g FROMLONLAT 1 1 BYRADIUS 1000 km"),
+    (
+        &["GEOADD g 1 1 a 2 2 b 3 3 c"],
+        "GEOSEARCHSTORE d g FROMLONLAT 1 1 BYRADIUS 1000 km",
+    ),
     (&["RPUSH l 3 1 2"], "SORT l STORE d"),
     (&["SET a 1", "SET b 2"], "FLUSHDB"),
     (&["SET a 1", "SET b 2"], "FLUSHALL"),
-    (&["SET a 1", "SELECT 1", "SET b 1", "SELECT 0"], "SWAPDB 0 1"),
-    (&[], "EVAL \"redis.call('lpush', KEYS[1], 'a', 'b'); redis.call('sadd', 's', 'x', 'y', 'z')\" 1 l"),
+    (
+        &["SET a 1", "SELECT 1", "SET b 1", "SELECT 0"],
+        "SWAPDB 0 1",
+    ),
+    (
+        &[],
+        "EVAL \"redis.call('lpush', KEYS[1], 'a', 'b'); redis.call('sadd', 's', 'x', 'y', 'z')\" 1 l",
+    ),
 ];
 
 #[test]
@@ -132,10 +164,20 @@ fn change_counts_match_redis8() {
         let (dz, rz) = delta(&mut z, setup, cmd);
         let (dr, rr) = delta(&mut r, setup, cmd);
         // Same kind of reply (SPOP and XADD * differ in their contents).
-        assert_eq!(rz.first(), rr.first(), "{cmd}: zwindow {} redis {}", escape(&rz), escape(&rr));
+        assert_eq!(
+            rz.first(),
+            rr.first(),
+            "{cmd}: zwindow {} redis {}",
+            escape(&rz),
+            escape(&rr)
+        );
         if dz != dr {
             wrong.push(format!("{setup:?} {cmd}: zwindow {dz}, redis {dr}"));
         }
     }
-    assert!(wrong.is_empty(), "change counts differ:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "change counts differ:\n{}",
+        wrong.join("\n")
+    );
 }

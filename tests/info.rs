@@ -1015,7 +1015,8 @@ fn errorstats_stop_past_128_codes_as_redis8() {
     p.check_str("GET");
     p.check_str("INFO errorstats");
     // The log is read from the server's stderr as it comes.
-    let said = "Errorstats stopped adding new errors because the number of errors reached the limit";
+    let said =
+        "Errorstats stopped adding new errors because the number of errors reached the limit";
     let deadline = Instant::now() + Duration::from_secs(5);
     while !s.z.log_tail().contains(said) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

@@ -204,7 +204,11 @@ fn crash_report_shows_the_current_command() {
     let mut c = z.conn();
     c.send(&encode_cmd(&[b"DEBUG", b"SEGFAULT"]));
     let log = crash_report(&mut z, 11);
-    for line in ["argv[0]: '\"DEBUG\"'", "argv[1]: '\"SEGFAULT\"'", "addr=127.0.0.1"] {
+    for line in [
+        "argv[0]: '\"DEBUG\"'",
+        "argv[1]: '\"SEGFAULT\"'",
+        "addr=127.0.0.1",
+    ] {
         assert!(log.contains(line), "no {line:?} in:\n{log}");
     }
     assert!(!log.contains("skip logging stack content"), "{log}");

@@ -628,8 +628,7 @@ fn reply_points(ctx: &mut Ctx, p: &Parsed, shape: &Shape, points: &mut [Point], 
             "georadiusstore"
         };
         // One change per member stored.
-        ctx.ks
-            .signal_by(dst, notify::ZSET, event, returned as u64);
+        ctx.ks.signal_by(dst, notify::ZSET, event, returned as u64);
         ctx.ks.signal_ready(dst);
     } else if ctx.ks.remove(dst).is_some() {
         ctx.ks.signal(dst, notify::GENERIC, "del");

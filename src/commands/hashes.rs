@@ -228,8 +228,7 @@ fn hdel(ctx: &mut Ctx) -> CmdResult {
     }
     let emptied = h.is_empty();
     if deleted > 0 {
-        ctx.ks
-            .signal_by(key, notify::HASH, "hdel", deleted as u64);
+        ctx.ks.signal_by(key, notify::HASH, "hdel", deleted as u64);
         if emptied {
             ctx.ks.remove(key);
             ctx.ks.signal_by(key, notify::GENERIC, "del", 0);

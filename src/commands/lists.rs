@@ -403,8 +403,7 @@ fn lrem(ctx: &mut Ctx) -> CmdResult {
     // One change per element removed; deleting the emptied key is part
     // of them.
     if removed > 0 {
-        ctx.ks
-            .signal_by(key, notify::LIST, "lrem", removed as u64);
+        ctx.ks.signal_by(key, notify::LIST, "lrem", removed);
     }
     if emptied {
         ctx.ks.remove(key);

@@ -242,7 +242,8 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         for m in copy.iter() {
             bulk_member(ctx.out, m);
         }
-        ctx.ks.signal_by(key, notify::SET, "spop", copy.len() as u64);
+        ctx.ks
+            .signal_by(key, notify::SET, "spop", copy.len() as u64);
         ctx.ks.remove(key);
         ctx.ks.signal_by(key, notify::GENERIC, "del", 0);
         let lazy = ctx.shared.config.lazyfree_lazy_server_del();

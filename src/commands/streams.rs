@@ -737,7 +737,7 @@ fn xtrim(ctx: &mut Ctx) -> CmdResult {
     if n > 0 {
         ctx.ks.notify(notify::STREAM, "xtrim", key);
         // One change per entry trimmed.
-        ctx.ks.modified_by(key, n as u64);
+        ctx.ks.modified_by(key, n);
     }
     if let Some(argv) = logged {
         ctx.propagate_as(|| argv);
