@@ -181,3 +181,38 @@ fn change_counts_match_redis8() {
         wrong.join("\n")
     );
 }
+
+/// A blocked pop served by a push counts the push and the pop (Redis's
+/// "BLPOP/BLMOVE should increase dirty").
+#[test]
+fn served_blocked_pops_count_as_redis8() {
+    let s = Servers::start_redis8(&["--save", ""]);
+    for (block, push) in [
+        ("BLPOP lst 0", "LPUSH lst a"),
+        ("BLMOVE lst lst1 LEFT LEFT 0", "LPUSH lst a"),
+        ("BLMPOP 0 1 lst LEFT COUNT 5", "RPUSH lst a b c"),
+        ("BZPOPMIN z 0", "ZADD z 1 a 2 b"),
+    ] {
+        let mut deltas = Vec::new();
+        for addr in [s.z.addr(), s.r.addr()] {
+            let mut c = RawConn::connect(addr, "ctl");
+            let mut b = RawConn::connect(addr, "blocked");
+            c.cmd_str("FLUSHALL");
+            let before = changes(&mut c);
+            let args = split_args(block);
+            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+            b.send(&encode_cmd(&refs));
+            for _ in 0..200 {
+                let info = String::from_utf8_lossy(&c.cmd_str("INFO clients")).into_owned();
+                if info.contains("blocked_clients:1\r") {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            c.cmd_str(push);
+            b.read_reply();
+            deltas.push(changes(&mut c) - before);
+        }
+        assert_eq!(deltas[0], deltas[1], "{block} then {push}: zwindow, redis");
+    }
+}
