@@ -1620,6 +1620,26 @@ fn rewrite_param(
         "requirepass" | "pidfile" | "ignore-warnings" | "unixsocket" if value.is_empty() => {
             state.mark(name)
         }
+        // Redis 7.2-8.0's strings: quoted; the EMPTY_STRING_IS_NULL ones
+        // have no line while unset.
+        "server-cpulist"
+        | "bio-cpulist"
+        | "aof-rewrite-cpulist"
+        | "bgsave-cpulist"
+        | "cluster-announce-human-nodename"
+            if value.is_empty() =>
+        {
+            state.mark(name)
+        }
+        "server-cpulist"
+        | "bio-cpulist"
+        | "aof-rewrite-cpulist"
+        | "bgsave-cpulist"
+        | "cluster-announce-human-nodename"
+        | "locale-collate" => {
+            let line = format!("{name} {}", config_file::repr(value.as_bytes()));
+            state.line(name, line.into_bytes(), force);
+        }
         _ if TLS_STRINGS.contains(&name) && value.is_empty() => state.mark(name),
         _ if TLS_STRINGS.contains(&name) => {
             let line = format!("{name} {}", config_file::repr(value.as_bytes()));
@@ -1684,6 +1704,7 @@ fn rewrite_param(
         | "hash-max-listpack-value"
         | "repl-backlog-size"
         | "auto-aof-rewrite-min-size"
+        | "replica-full-sync-buffer-limit"
         | "maxmemory" => {
             let line = format!("{name} {}", format_memory(value.parse().unwrap_or(0)));
             state.line(name, line.into_bytes(), force);
