@@ -204,13 +204,18 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
 /// The client whose command is about to crash the server (DEBUG SEGFAULT):
 /// its CLIENT INFO line and its arguments, as Redis's crash report shows
 /// the current client. With `hide` (`hide-user-data-from-log`) only the
-/// command's name and its subcommand's (`subcommand`: the second argument
-/// names one) are shown, the rest `*redacted*`, and the stack's content
+/// arguments `shown` allows (the command's name, its subcommand's, its
+/// keywords) are written, the rest `*redacted*`, and the stack's content
 /// is said to be skipped, as Redis does.
-pub(crate) fn set_current_client(info: &str, argv: &[&[u8]], subcommand: bool, hide: bool) {
+pub(crate) fn set_current_client(
+    info: &str,
+    argv: &[&[u8]],
+    shown: impl Fn(usize, &[u8]) -> bool,
+    hide: bool,
+) {
     let mut text = format!("{info}\nargc: '{}'\n", argv.len()).into_bytes();
     for (j, a) in argv.iter().enumerate() {
-        if hide && j != 0 && !(j == 1 && subcommand) {
+        if hide && !shown(j, a) {
             text.extend_from_slice(format!("argv[{j}]: '*redacted*'\n").as_bytes());
             continue;
         }
