@@ -22,9 +22,10 @@ pub(crate) struct Stats {
     /// from database 0, and the sampled keyed commands whose keys span
     /// slots (`cluster-compatibility-sample-ratio`).
     pub(crate) cluster_incompatible_ops: AtomicU64,
-    /// Changes to the dataset (Redis's `server.dirty`): one per modified
-    /// key per command, INFO's `rdb_changes_since_last_save` (nothing is
-    /// ever saved yet, so it only grows).
+    /// Changes to the dataset (Redis's `server.dirty`), counted as Redis
+    /// 8.0 counts them per command (one per element pushed, added, removed
+    /// or updated; see `Keyspace::modified_by`): INFO's
+    /// `rdb_changes_since_last_save` and the save points'.
     pub(crate) dirty: AtomicU64,
     /// Bytes read from and written to client sockets.
     pub(crate) net_input_bytes: AtomicU64,
