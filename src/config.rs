@@ -329,6 +329,7 @@ const HIDDEN: &[&str] = &[
     "key-load-delay",
     "loading-process-events-interval-bytes",
     "cluster-ping-interval",
+    "repl-rdb-channel",
 ];
 
 /// zwindow's own settings (README "Configuration"): like HIDDEN, CONFIG GET
@@ -794,6 +795,59 @@ impl Config {
     /// for itself at startup (see `alloc::disable_thp`).
     pub fn disable_thp(&self) -> bool {
         self.kept("disable-thp", "yes") == "yes"
+    }
+
+    /// What the process takes from the settings once they are read and
+    /// before any thread starts: the collation locale (Redis's
+    /// `initServer`) and the CPUs of `server-cpulist`, which every thread
+    /// started later inherits (a background thread with a list of its own
+    /// pins itself again).
+    pub fn apply_to_process(&self) -> Result<(), String> {
+        if !crate::util::set_collate_locale(&self.locale_collate()) {
+            return Err("Failed to configure LOCALE for invalid locale name.".into());
+        }
+        if let Some(list) = self.cpulist("server") {
+            crate::util::set_cpu_affinity(&list);
+        }
+        Ok(())
+    }
+
+    /// Pins the calling thread to `which`'s `*-cpulist`, if set.
+    pub(crate) fn pin_thread(&self, which: &str) {
+        if let Some(list) = self.cpulist(which) {
+            crate::util::set_cpu_affinity(&list);
+        }
+    }
+
+    /// A `*-cpulist` setting (`server`, `bio`, `aof-rewrite`, `bgsave`):
+    /// None when empty (Redis's EMPTY_STRING_IS_NULL: no pinning).
+    pub(crate) fn cpulist(&self, which: &str) -> Option<String> {
+        let v = self.kept(&format!("{which}-cpulist"), "");
+        (!v.is_empty()).then_some(v)
+    }
+
+    /// `hide-user-data-from-log`.
+    pub(crate) fn hide_user_data_from_log(&self) -> bool {
+        self.kept("hide-user-data-from-log", "no") == "yes"
+    }
+
+    /// `locale-collate`.
+    pub(crate) fn locale_collate(&self) -> String {
+        self.kept("locale-collate", "")
+    }
+
+    /// `max-new-connections-per-cycle`, or the TLS one.
+    pub(crate) fn max_new_conns_per_cycle(&self, tls: bool) -> u64 {
+        if tls {
+            self.kept_u64("max-new-tls-connections-per-cycle", 1)
+        } else {
+            self.kept_u64("max-new-connections-per-cycle", 10)
+        }
+    }
+
+    /// `cluster-compatibility-sample-ratio` (percent).
+    pub(crate) fn cluster_compat_sample_ratio(&self) -> u64 {
+        self.kept_u64("cluster-compatibility-sample-ratio", 0)
     }
 
     /// A `kept!` directive's value.
@@ -1576,6 +1630,26 @@ fn rewrite_param(
         "requirepass" | "pidfile" | "ignore-warnings" | "unixsocket" if value.is_empty() => {
             state.mark(name)
         }
+        // Redis 7.2-8.0's strings: quoted; the EMPTY_STRING_IS_NULL ones
+        // have no line while unset.
+        "server-cpulist"
+        | "bio-cpulist"
+        | "aof-rewrite-cpulist"
+        | "bgsave-cpulist"
+        | "cluster-announce-human-nodename"
+            if value.is_empty() =>
+        {
+            state.mark(name)
+        }
+        "server-cpulist"
+        | "bio-cpulist"
+        | "aof-rewrite-cpulist"
+        | "bgsave-cpulist"
+        | "cluster-announce-human-nodename"
+        | "locale-collate" => {
+            let line = format!("{name} {}", config_file::repr(value.as_bytes()));
+            state.line(name, line.into_bytes(), force);
+        }
         _ if TLS_STRINGS.contains(&name) && value.is_empty() => state.mark(name),
         _ if TLS_STRINGS.contains(&name) => {
             let line = format!("{name} {}", config_file::repr(value.as_bytes()));
@@ -1640,6 +1714,7 @@ fn rewrite_param(
         | "hash-max-listpack-value"
         | "repl-backlog-size"
         | "auto-aof-rewrite-min-size"
+        | "replica-full-sync-buffer-limit"
         | "maxmemory" => {
             let line = format!("{name} {}", format_memory(value.parse().unwrap_or(0)));
             state.line(name, line.into_bytes(), force);
@@ -1803,6 +1878,17 @@ fn yes_no(v: &[u8]) -> Result<String, String> {
     parse_bool(v)
         .map(|b| if b { "yes" } else { "no" }.to_string())
         .ok_or_else(|| "argument must be 'yes' or 'no'".into())
+}
+
+/// `cluster-announce-human-nodename`: Redis's `isValidAnnouncedNodename`
+/// (`isValidAuxChar`: no punctuation from its list).
+fn human_nodename(v: &[u8]) -> Result<String, String> {
+    if v.iter()
+        .any(|&c| !c.is_ascii_alphanumeric() && b"!#$%&()*+:;<>?@[]^{|}~\0".contains(&c))
+    {
+        return Err("Announced human node name contained invalid character".into());
+    }
+    Ok(String::from_utf8_lossy(v).into_owned())
 }
 
 /// `cluster-announce-hostname`: Redis 7.0's `isValidAnnouncedHostname`.
@@ -2928,6 +3014,104 @@ const PARAMS: &[Param] = &[
         memory_text,
         runtime
     ),
+    // Redis 7.2's name a node goes by in other nodes' logs: checked and
+    // kept (zwindow's bus does not send it).
+    kept!(
+        "cluster-announce-human-nodename",
+        None,
+        "",
+        human_nodename,
+        runtime
+    ),
+    // Redis 8.0: how often (percent) a command is checked for what cluster
+    // mode would refuse (`cluster_incompatible_ops` in INFO stats).
+    kept!(
+        "cluster-compatibility-sample-ratio",
+        None,
+        "0",
+        |v| int_text(v, 0, 100),
+        runtime
+    ),
+    // Redis 7.2+'s CPU pinning (`taskset`'s list syntax: `0,2-3`, `0-20:2`),
+    // applied at startup to the server's threads and as each background
+    // thread starts ([`crate::util::set_cpu_affinity`]).
+    kept!(
+        "server-cpulist",
+        Some("server_cpulist"),
+        "",
+        any_text,
+        startup
+    ),
+    kept!("bio-cpulist", Some("bio_cpulist"), "", any_text, startup),
+    kept!(
+        "aof-rewrite-cpulist",
+        Some("aof_rewrite_cpulist"),
+        "",
+        any_text,
+        startup
+    ),
+    kept!(
+        "bgsave-cpulist",
+        Some("bgsave_cpulist"),
+        "",
+        any_text,
+        startup
+    ),
+    // Redis 7.4: a crash report shows the command's name and keywords
+    // only, and skips the stack's raw words.
+    kept!("hide-user-data-from-log", None, "no", yes_no, runtime),
+    // Redis 7.4: the collation SORT ALPHA compares with (`setlocale`,
+    // `strcoll`); empty is the environment's.
+    Param {
+        name: "locale-collate",
+        alias: None,
+        get: |c| c.kept("locale-collate", ""),
+        set: Some(|c, v, apply| {
+            let name = String::from_utf8_lossy(v).into_owned();
+            // At startup the locale is set once the file is read, and
+            // only then found missing ([`Config::apply_to_process`], as
+            // Redis's `initServer`).
+            if c.loaded() && !crate::util::collate_locale_exists(&name) {
+                return Err("Invalid locale name".into());
+            }
+            if apply {
+                if c.loaded() && !crate::util::set_collate_locale(&name) {
+                    return Err("Invalid locale name".into());
+                }
+                c.kept.write().insert("locale-collate", name);
+            }
+            Ok(())
+        }),
+    },
+    // Redis 7.4: how many connections one listener's accept takes in a
+    // row before the clients already connected are served.
+    kept!(
+        "max-new-connections-per-cycle",
+        None,
+        "10",
+        |v| int_text(v, 1, 1000),
+        runtime
+    ),
+    kept!(
+        "max-new-tls-connections-per-cycle",
+        None,
+        "1",
+        |v| int_text(v, 1, 1000),
+        runtime
+    ),
+    // Redis 8.0's limit on what a replica buffers while it loads the
+    // snapshot from the rdb channel (0: its `client-output-buffer-limit
+    // replica` hard limit); checked and kept, as `repl-rdb-channel`.
+    kept!(
+        "replica-full-sync-buffer-limit",
+        None,
+        "0",
+        memory_text,
+        runtime
+    ),
+    // Redis 8.0's hidden switch for the separate snapshot connection of
+    // a full sync: zwindow syncs over the one link, so it is kept only.
+    kept!("repl-rdb-channel", None, "yes", yes_no, runtime),
     // Redis 7.0 directives kept without effect (see `kept!`); README
     // lists why each is safe to accept.
     kept!("daemonize", None, "no", yes_no, startup),

@@ -11,7 +11,7 @@
 //! unwinder library is not loaded inside the handler), as Redis's does.
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering::Relaxed};
 
 /// Where the report goes: the log file's descriptor, or stderr.
 static LOG_FD: AtomicI32 = AtomicI32::new(2);
@@ -21,6 +21,11 @@ static ENABLED: AtomicBool = AtomicBool::new(true);
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// `use-exit-on-panic` (see [`set_exit_on_panic`]).
 static EXIT_ON_PANIC: AtomicBool = AtomicBool::new(false);
+/// The report's CURRENT CLIENT INFO section, formatted before the crash by
+/// the command that causes it (see [`set_current_client`]); null if none.
+static CURRENT_CLIENT: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
+/// `hide-user-data-from-log` as it was when the section was formatted.
+static HIDE_USER_DATA: AtomicBool = AtomicBool::new(false);
 
 const SIGNALS: [libc::c_int; 5] = [
     libc::SIGSEGV,
@@ -172,6 +177,20 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
         let n = libc::backtrace(trace.as_mut_ptr(), trace.len() as libc::c_int);
         libc::backtrace_symbols_fd(trace.as_ptr(), n, fd);
     }
+    // SAFETY: the pointer is null or a leaked Vec never freed.
+    if let Some(text) = unsafe { CURRENT_CLIENT.load(Relaxed).as_ref() } {
+        write_raw(fd, b"\n------ CURRENT CLIENT INFO ------\n");
+        write_raw(fd, text);
+    }
+    if HIDE_USER_DATA.load(Relaxed) {
+        write_raw(fd, b"\n------ REGISTERS ------\n");
+        log(
+            fd,
+            format_args!(
+                "hide-user-data-from-log is on, skip logging stack content to avoid spilling PII."
+            ),
+        );
+    }
     write_raw(
         fd,
         b"\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n       \
@@ -180,6 +199,39 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
     // Die of the same signal: SA_RESETHAND put the default action back.
     // SAFETY: raising a signal in a handler is async-signal-safe.
     unsafe { libc::raise(sig) };
+}
+
+/// The client whose command is about to crash the server (DEBUG SEGFAULT):
+/// its CLIENT INFO line and its arguments, as Redis's crash report shows
+/// the current client. With `hide` (`hide-user-data-from-log`) only the
+/// arguments `shown` allows (the command's name, its subcommand's, its
+/// keywords) are written, the rest `*redacted*`, and the stack's content
+/// is said to be skipped, as Redis does.
+pub(crate) fn set_current_client(
+    info: &str,
+    argv: &[&[u8]],
+    shown: impl Fn(usize, &[u8]) -> bool,
+    hide: bool,
+) {
+    let mut text = format!("{info}\nargc: '{}'\n", argv.len()).into_bytes();
+    for (j, a) in argv.iter().enumerate() {
+        if hide && !shown(j, a) {
+            text.extend_from_slice(format!("argv[{j}]: '*redacted*'\n").as_bytes());
+            continue;
+        }
+        text.extend_from_slice(format!("argv[{j}]: '").as_bytes());
+        // sdscatrepr of at most 1024 bytes.
+        crate::util::repr_into(&mut text, &a[..a.len().min(1024)]);
+        text.extend_from_slice(b"'\n");
+    }
+    HIDE_USER_DATA.store(hide, Relaxed);
+    let old = CURRENT_CLIENT.swap(Box::into_raw(Box::new(text)), Relaxed);
+    if !old.is_null() {
+        // SAFETY: made by Box::into_raw above; the handler only reads
+        // the pointer it loads, and a second DEBUG SEGFAULT cannot follow
+        // the first's crash.
+        drop(unsafe { Box::from_raw(old) });
+    }
 }
 
 /// `DEBUG SEGFAULT`: a real invalid write (to a read-only page), as

@@ -71,6 +71,10 @@ fn main() -> std::process::ExitCode {
         }
     };
     init_logging(&startup);
+    if let Err(e) = startup.config.apply_to_process() {
+        tracing::warn!("{e}");
+        return std::process::ExitCode::FAILURE;
+    }
     // Redis sets the score once the config is read; a failure is logged.
     let _ = startup.config.apply_oom_score();
     if startup.config.disable_thp()

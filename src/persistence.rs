@@ -644,6 +644,7 @@ fn run_bgsave(
     done: SaveDone,
 ) {
     let (env, p) = (host.env(), host.persistence());
+    env.config.pin_thread("bgsave");
     let started = std::time::Instant::now();
     let src = SnapshotSource {
         store: env.store,

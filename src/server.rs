@@ -232,11 +232,24 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let resume = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(resume);
     let mut paused = false;
+    let mut streak = 0;
     let mut last_warning: Option<Instant> = None;
     loop {
         tokio::select! {
             accepted = listeners.accept(), if !paused => match accepted {
-                Ok(accepted) => crate::network::admit(&shared, &tls, accepted, &mut conns),
+                Ok(accepted) => {
+                    let from_tls = accepted.tls;
+                    crate::network::admit(&shared, &tls, accepted, &mut conns);
+                    // Redis's accept handler takes at most
+                    // `max-new-connections-per-cycle` (TLS: its own
+                    // setting) per event-loop cycle: then the clients
+                    // already connected have their turn.
+                    streak += 1;
+                    if streak >= shared.config.max_new_conns_per_cycle(from_tls) {
+                        streak = 0;
+                        tokio::task::yield_now().await;
+                    }
+                }
                 Err(e) => {
                     if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
                         tracing::warn!("Accepting client connection: {e}");

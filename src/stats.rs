@@ -17,9 +17,15 @@ use parking_lot::Mutex;
 #[derive(Default)]
 pub(crate) struct Stats {
     pub(crate) commands_processed: AtomicU64,
-    /// Changes to the dataset (Redis's `server.dirty`): one per modified
-    /// key per command, INFO's `rdb_changes_since_last_save` (nothing is
-    /// ever saved yet, so it only grows).
+    /// What cluster mode would have refused (Redis 8.0's
+    /// `stat_cluster_incompatible_ops`): SELECT, MOVE, COPY or SWAPDB away
+    /// from database 0, and the sampled keyed commands whose keys span
+    /// slots (`cluster-compatibility-sample-ratio`).
+    pub(crate) cluster_incompatible_ops: AtomicU64,
+    /// Changes to the dataset (Redis's `server.dirty`), counted as Redis
+    /// 8.0 counts them per command (one per element pushed, added, removed
+    /// or updated; see `Keyspace::modified_by`): INFO's
+    /// `rdb_changes_since_last_save` and the save points'.
     pub(crate) dirty: AtomicU64,
     /// Bytes read from and written to client sockets.
     pub(crate) net_input_bytes: AtomicU64,

@@ -447,3 +447,129 @@ mod tests {
         assert_eq!(fmt_g(1.234_567_890_123_45, 14), "1.2345678901235");
     }
 }
+
+/// `locale-collate`'s check: whether `name` is a collation locale this
+/// system has (`newlocale`, which changes nothing; "" is the
+/// environment's).
+pub(crate) fn collate_locale_exists(name: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(name) else {
+        return false;
+    };
+    // SAFETY: a valid C string; the locale made is freed at once.
+    unsafe {
+        let loc = libc::newlocale(libc::LC_COLLATE_MASK, c.as_ptr(), std::ptr::null_mut());
+        if loc.is_null() {
+            return false;
+        }
+        libc::freelocale(loc);
+    }
+    true
+}
+
+/// Sets the process's collation locale (Redis's
+/// `setlocale(LC_COLLATE, …)`), which [`strcoll`] then follows; false if
+/// there is no such locale.
+pub(crate) fn set_collate_locale(name: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(name) else {
+        return false;
+    };
+    // SAFETY: a valid C string. Only LC_COLLATE changes, which only
+    // `strcoll` reads.
+    !unsafe { libc::setlocale(libc::LC_COLLATE, c.as_ptr()) }.is_null()
+}
+
+/// C's `strcoll` in the collation locale set: what SORT ALPHA compares
+/// with. Like Redis (which hands it the strings' buffers), each side ends
+/// at its first NUL byte.
+pub(crate) fn strcoll(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let cut = |s: &[u8]| {
+        let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+        // No NUL inside after the cut, so this cannot fail.
+        std::ffi::CString::new(&s[..end]).unwrap_or_default()
+    };
+    let (a, b) = (cut(a), cut(b));
+    // SAFETY: two valid C strings.
+    unsafe { libc::strcoll(a.as_ptr(), b.as_ptr()) }.cmp(&0)
+}
+
+/// The CPUs a `*-cpulist` setting names, read as Redis's `setcpuaffinity`
+/// (util-linux's `taskset` syntax: `0,2,3`, `0,2-3`, `0-20:2`): None where
+/// Redis gives up on the list and pins nothing.
+pub(crate) fn parse_cpulist(list: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let (range, stride) = match part.split_once(':') {
+            Some((r, s)) => (r, Some(s)),
+            None => (part, None),
+        };
+        let num = |s: &str| -> Option<usize> {
+            // strtoul after an isdigit check: leading digits only.
+            let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 || digits != s.len() {
+                return None;
+            }
+            s.parse().ok()
+        };
+        let (a, b) = match range.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let a = num(range)?;
+                (a, a)
+            }
+        };
+        // A stride needs a range (`3:2` is not a list).
+        let s = match stride {
+            Some(s) if range.contains('-') => num(s)?,
+            Some(_) => return None,
+            None => 1,
+        };
+        if s == 0 || a > b || b >= libc::CPU_SETSIZE as usize {
+            return None;
+        }
+        cpus.extend((a..=b).step_by(s));
+    }
+    Some(cpus)
+}
+
+/// Pins the calling thread to the CPUs of `list` (Redis's
+/// `redisSetCpuAffinity`); a list Redis would not read pins nothing.
+/// Threads the caller starts afterwards inherit it.
+pub(crate) fn set_cpu_affinity(list: &str) {
+    let Some(cpus) = parse_cpulist(list) else {
+        return;
+    };
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within it (each
+    // CPU below CPU_SETSIZE); pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+#[cfg(test)]
+mod cpulist_tests {
+    use super::*;
+
+    #[test]
+    fn cpulists_read_as_taskset_does() {
+        assert_eq!(parse_cpulist("0"), Some(vec![0]));
+        assert_eq!(parse_cpulist("0,2,3"), Some(vec![0, 2, 3]));
+        assert_eq!(parse_cpulist("0,2-3"), Some(vec![0, 2, 3]));
+        assert_eq!(parse_cpulist("0-6:2"), Some(vec![0, 2, 4, 6]));
+        assert_eq!(parse_cpulist("1-2,5-9:3"), Some(vec![1, 2, 5, 8]));
+        for bad in ["", "a", "3-1", "0-4:0", "1,", "-1", "1-", "0-2:x", "2:1"] {
+            assert_eq!(parse_cpulist(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn strcoll_stops_at_nul_and_orders_in_c_locale() {
+        assert_eq!(strcoll(b"a", b"b"), std::cmp::Ordering::Less);
+        assert_eq!(strcoll(b"a\0z", b"a\0b"), std::cmp::Ordering::Equal);
+        assert!(collate_locale_exists("C"));
+        assert!(!collate_locale_exists("no_such_locale.X"));
+    }
+}

@@ -362,6 +362,7 @@ maxclients 200
   # indented comment
 tcp-keepalive 60
 zset-max-ziplist-entries 64
+bgsave-cpulist 0
 user bob on >bpw ~* +@all
 ";
     // redis-server refuses the unknown directive at startup: it is added
@@ -395,6 +396,13 @@ user bob on >bpw ~* +@all
         "CONFIG SET maxmemory 64mb",
         "CONFIG SET maxmemory-policy allkeys-lru",
         "CONFIG SET slowlog-max-len 7",
+        "CONFIG SET hide-user-data-from-log yes",
+        "CONFIG SET locale-collate C",
+        "CONFIG SET max-new-connections-per-cycle 20",
+        "CONFIG SET cluster-announce-human-nodename n1",
+        "CONFIG SET replica-full-sync-buffer-limit 1mb",
+        "CONFIG SET cluster-compatibility-sample-ratio 5",
+        "CONFIG SET repl-rdb-channel no",
         "ACL SETUSER alice on >apw ~a* +get",
         "ACL DELUSER bob",
         "CONFIG REWRITE",

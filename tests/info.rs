@@ -995,3 +995,31 @@ fn debug_section_as_redis8() {
     }
     assert_eq!(figures[0], figures[1]);
 }
+
+/// Past 128 error codes Redis stops counting errors by code until CONFIG
+/// RESETSTAT, keeping one `ERRORSTATS_DISABLED` entry (and saying so in
+/// its log), as redis-server 8.0.2.
+#[test]
+fn errorstats_stop_past_128_codes_as_redis8() {
+    let s = Servers::start_redis8(&[]);
+    let mut p = s.pair();
+    p.both_str("CONFIG RESETSTAT");
+    for j in 1..=130 {
+        p.check_str(&format!(
+            "EVAL \"return redis.error_reply(string.format('%s my error message', ARGV[1]))\" 0 {j}"
+        ));
+    }
+    p.check_str("GET");
+    p.check_str("INFO errorstats");
+    // The log is read from the server's stderr as it comes.
+    let said =
+        "Errorstats stopped adding new errors because the number of errors reached the limit";
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !s.z.log_tail().contains(said) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(s.z.log_tail().contains(said), "{}", s.z.log_tail());
+    p.both_str("CONFIG RESETSTAT");
+    p.check_str("GET");
+    p.check_str("INFO errorstats");
+}

@@ -174,3 +174,56 @@ fn crash_log_enabled_no_leaves_the_default_action() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(!z.log_tail().contains("crashed by signal"));
 }
+
+#[test]
+fn crash_report_hides_user_data_when_asked() {
+    let mut z = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    assert_eq!(
+        c.cmd_str("CONFIG SET hide-user-data-from-log yes"),
+        b"+OK\r\n"
+    );
+    c.send(&encode_cmd(&[b"DEBUG", b"SEGFAULT"]));
+    let log = crash_report(&mut z, 11);
+    // Redis 8.0.2's lines (logging.tcl's patterns).
+    for line in [
+        "------ CURRENT CLIENT INFO ------",
+        "argc: '2'",
+        "argv[0]: '\"DEBUG\"'",
+        "argv[1]: '*redacted*'",
+        "hide-user-data-from-log is on, skip logging stack content to avoid spilling PII.",
+    ] {
+        assert!(log.contains(line), "no {line:?} in:\n{log}");
+    }
+    assert!(!log.contains("SEGFAULT\"'"), "{log}");
+}
+
+#[test]
+fn crash_report_shows_the_current_command() {
+    let mut z = ZwindowServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = z.conn();
+    c.send(&encode_cmd(&[b"DEBUG", b"SEGFAULT"]));
+    let log = crash_report(&mut z, 11);
+    for line in [
+        "argv[0]: '\"DEBUG\"'",
+        "argv[1]: '\"SEGFAULT\"'",
+        "addr=127.0.0.1",
+    ] {
+        assert!(log.contains(line), "no {line:?} in:\n{log}");
+    }
+    assert!(!log.contains("skip logging stack content"), "{log}");
+}
+
+#[test]
+fn bad_locale_collate_stops_startup_as_redis8() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zwindow"))
+        .args(["--port", "0", "--locale-collate", "no_such_locale.X"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("Failed to configure LOCALE for invalid locale name."),
+        "{text}"
+    );
+}

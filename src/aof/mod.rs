@@ -461,7 +461,11 @@ impl Aof {
 pub(crate) fn spawn_syncer(host: Arc<dyn Host>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("zwindow-aofsync".into())
-        .spawn(move || host.aof().run_syncer())
+        .spawn(move || {
+            // Redis's bio thread for AOF fsyncs: `bio-cpulist`.
+            host.env().config.pin_thread("bio");
+            host.aof().run_syncer()
+        })
         .map(drop)
 }
 
@@ -839,6 +843,7 @@ fn run_rewrite(
     mut manifest: Manifest,
 ) {
     let (env, aof) = (host.env(), host.aof());
+    env.config.pin_thread("aof-rewrite");
     let started = std::time::Instant::now();
     let src = crate::persistence::SnapshotSource {
         store: env.store,

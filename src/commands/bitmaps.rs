@@ -464,7 +464,8 @@ fn bitfield(ctx: &mut Ctx) -> CmdResult {
         }
     }
     if changes > 0 {
-        ctx.ks.signal(key, notify::STRING, "setbit");
+        // One change per write that changed the value (or grew it).
+        ctx.ks.signal_by(key, notify::STRING, "setbit", changes);
     } else if grown {
         // Every write failed (OVERFLOW FAIL), yet the string was made or
         // grown to reach them: Redis leaves that unlogged, so its replay

@@ -363,6 +363,12 @@ fn select(ctx: &mut Ctx) -> CmdResult {
     if db < 0 || db as usize >= ctx.shared.config.databases {
         return Err(Error::Static("ERR DB index is out of range"));
     }
+    if db != 0 {
+        ctx.shared
+            .stats
+            .cluster_incompatible_ops
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     ctx.client.select(db as usize);
     ctx.out.ok();
     Ok(Done)

@@ -164,6 +164,16 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         }
         ctx.out.ok();
     } else if eq_ic(sub, "SEGFAULT") && argc == 2 {
+        // The crash report names this client and its command: its name
+        // and keywords stay visible under `hide-user-data-from-log` (DEBUG
+        // has no subcommands in the table and no keywords in its grammar:
+        // `segfault` is redacted, as in Redis).
+        let info = super::connection::client_info_line(ctx.shared, &ctx.client.handle);
+        let argv: Vec<&[u8]> = ctx.args.iter().collect();
+        let hide = ctx.shared.config.hide_user_data_from_log();
+        let tokens = super::docs::tokens(ctx.cmd);
+        let shown = |j: usize, a: &[u8]| j == 0 || tokens.iter().any(|t| eq_ic(a, t));
+        crate::crash::set_current_client(&info, &argv, shown, hide);
         crate::crash::segfault();
     } else if eq_ic(sub, "STRINGMATCH-TEST") && argc == 2 {
         stringmatch_test();

@@ -245,6 +245,21 @@ fn convert_seq(nodes: &[Node]) -> Vec<Arg> {
 }
 
 /// Writes one command's docs map.
+/// The keyword tokens of `c`'s grammar (`NX`, `COUNT` …): what a crash
+/// report leaves visible with `hide-user-data-from-log` (Redis's
+/// `cmdTokenGetFromCommand`).
+pub(crate) fn tokens(c: &Command) -> Vec<String> {
+    fn collect(args: &[Arg], out: &mut Vec<String>) {
+        for a in args {
+            out.extend(a.token.clone());
+            collect(&a.args, out);
+        }
+    }
+    let mut out = Vec::new();
+    collect(&parse_syntax(c.syntax).unwrap_or_default(), &mut out);
+    out
+}
+
 pub(crate) fn write_docs(out: &mut Reply, c: &Command, parent: Option<&Command>) {
     let args = parse_syntax(c.syntax).unwrap_or_default();
     let has_args = !args.is_empty();
@@ -310,6 +325,18 @@ fn write_args(out: &mut Reply, args: &[Arg]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_are_the_grammar_keywords() {
+        crate::commands::install();
+        let set = crate::spec::lookup(b"set").unwrap();
+        let t = tokens(set);
+        for k in ["NX", "XX", "GET", "EX", "PX", "KEEPTTL"] {
+            assert!(t.iter().any(|x| x == k), "{k} not in {t:?}");
+        }
+        assert!(!t.iter().any(|x| x == "key" || x == "value"), "{t:?}");
+        assert!(tokens(crate::spec::lookup(b"debug").unwrap()).is_empty());
+    }
 
     #[test]
     fn repetition_and_options() {

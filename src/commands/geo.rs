@@ -627,7 +627,8 @@ fn reply_points(ctx: &mut Ctx, p: &Parsed, shape: &Shape, points: &mut [Point], 
         } else {
             "georadiusstore"
         };
-        ctx.ks.signal(dst, notify::ZSET, event);
+        // One change per member stored.
+        ctx.ks.signal_by(dst, notify::ZSET, event, returned as u64);
         ctx.ks.signal_ready(dst);
     } else if ctx.ks.remove(dst).is_some() {
         ctx.ks.signal(dst, notify::GENERIC, "del");

@@ -159,7 +159,9 @@ fn hset(ctx: &mut Ctx) -> CmdResult {
     for i in (2..args.len()).step_by(2) {
         created += h.set(args.get(i), args.get(i + 1), lim) as i64;
     }
-    ctx.ks.signal(key, notify::HASH, "hset");
+    // One change per pair, new or not (Redis's `(argc - 2) / 2`).
+    ctx.ks
+        .signal_by(key, notify::HASH, "hset", ((args.len() - 2) / 2) as u64);
     if ctx.cmd.name == "hmset" {
         ctx.out.ok();
     } else {
@@ -226,10 +228,10 @@ fn hdel(ctx: &mut Ctx) -> CmdResult {
     }
     let emptied = h.is_empty();
     if deleted > 0 {
-        ctx.ks.signal(key, notify::HASH, "hdel");
+        ctx.ks.signal_by(key, notify::HASH, "hdel", deleted as u64);
         if emptied {
             ctx.ks.remove(key);
-            ctx.ks.signal(key, notify::GENERIC, "del");
+            ctx.ks.signal_by(key, notify::GENERIC, "del", 0);
         }
     }
     ctx.out.int(deleted);
@@ -642,7 +644,8 @@ fn set_field_expire(
     SET_OK
 }
 
-/// Deletes `key` if the command left its hash empty, announcing it.
+/// Deletes `key` if the command left its hash empty, announcing it (part
+/// of the command's changes, not one more).
 fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
     let empty = matches!(
         ctx.ks.peek_raw(key),
@@ -650,7 +653,7 @@ fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
     );
     if empty {
         ctx.ks.remove_raw_entry(key);
-        ctx.ks.signal(key, notify::GENERIC, "del");
+        ctx.ks.signal_by(key, notify::GENERIC, "del", 0);
     }
 }
 
@@ -726,7 +729,8 @@ fn expire_generic(ctx: &mut Ctx, seconds: bool, absolute: bool) -> CmdResult {
         } else {
             "hdel"
         };
-        ctx.ks.signal(key, notify::HASH, event);
+        ctx.ks
+            .signal_by(key, notify::HASH, event, (set.len() + deleted.len()) as u64);
     }
     delete_if_empty(ctx, key);
     log_deleted_fields(ctx, key, &deleted);
@@ -848,7 +852,7 @@ fn hgetdel(ctx: &mut Ctx) -> CmdResult {
         ctx.prevent_propagation();
         return Ok(Done);
     }
-    ctx.ks.signal(key, notify::HASH, "hdel");
+    ctx.ks.signal_by(key, notify::HASH, "hdel", deleted);
     delete_if_empty(ctx, key);
     // Logged as the HDEL it amounts to (the fields as given).
     ctx.propagate_as(|| {
@@ -921,11 +925,13 @@ fn hgetex(ctx: &mut Ctx) -> CmdResult {
             }
         }
     }
+    // One change per field whose deadline moved or that went.
+    let changes = (updated + deleted.len()) as u64;
     if updated > 0 {
         let event = if persist { "hpersist" } else { "hexpire" };
-        ctx.ks.signal(key, notify::HASH, event);
+        ctx.ks.signal_by(key, notify::HASH, event, changes);
     } else if !deleted.is_empty() {
-        ctx.ks.signal(key, notify::HASH, "hdel");
+        ctx.ks.signal_by(key, notify::HASH, "hdel", changes);
     }
     delete_if_empty(ctx, key);
     log_deleted_fields(ctx, key, &deleted);
@@ -1068,7 +1074,9 @@ fn hsetex(ctx: &mut Ctx) -> CmdResult {
             }
         }
     }
-    ctx.ks.signal(key, notify::HASH, "hset");
+    // One change per field set (Redis's `field_count`).
+    ctx.ks
+        .signal_by(key, notify::HASH, "hset", ((args.len() - first) / 2) as u64);
     if deleted.len() + updated > 0 {
         let event = if deleted.is_empty() {
             "hexpire"

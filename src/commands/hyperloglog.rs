@@ -90,24 +90,26 @@ fn hll_data<'a>(ks: &'a mut Keyspace<'_>, key: &[u8]) -> Option<&'a mut Str> {
 fn pfadd(ctx: &mut Ctx) -> CmdResult {
     let key = ctx.args.get(1);
     let sparse_max = ctx.shared.config.hll_sparse_max_bytes();
-    let mut updated = hll_for_write(ctx.ks, key)?;
+    // Redis counts the creation and each element that changed a register
+    // as one change each.
+    let mut updated = hll_for_write(ctx.ks, key)? as u64;
     let Some(s) = hll_data(ctx.ks, key) else {
         return Ok(Done);
     };
     let args = &ctx.args;
     s.with_vec(|data| {
         for ele in args.iter().skip(2) {
-            updated |= hll::add(data, ele, sparse_max).map_err(|_| CORRUPT)?;
+            updated += hll::add(data, ele, sparse_max).map_err(|_| CORRUPT)? as u64;
         }
-        if updated {
+        if updated > 0 {
             hll::invalidate_cache(data);
         }
         Ok::<(), Error>(())
     })?;
-    if updated {
-        ctx.ks.signal(key, notify::STRING, "pfadd");
+    if updated > 0 {
+        ctx.ks.signal_by(key, notify::STRING, "pfadd", updated);
     }
-    ctx.out.int(updated as i64);
+    ctx.out.int((updated > 0) as i64);
     Ok(Done)
 }
 

@@ -895,6 +895,12 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     t.field("acl_access_denied_cmd", cmd);
     t.field("acl_access_denied_key", key);
     t.field("acl_access_denied_channel", channel);
+    if shared.cluster.is_none() && shared.config.cluster_compat_sample_ratio() > 0 {
+        t.field(
+            "cluster_incompatible_ops",
+            st.cluster_incompatible_ops.load(Relaxed),
+        );
+    }
 }
 
 /// INFO replication, as Redis 7.0 prints it for either role.

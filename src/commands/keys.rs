@@ -354,8 +354,9 @@ fn do_rename(ctx: &mut Ctx, src: &[u8], dst: &[u8]) {
     };
     let replaced = ctx.ks.remove(dst).is_some();
     ctx.ks.set_entry(dst, entry);
+    // One change for the move (Redis's single `server.dirty++`).
     ctx.ks.modified(src);
-    ctx.ks.modified(dst);
+    ctx.ks.modified_by(dst, 0);
     ctx.ks.notify(notify::GENERIC, "rename_from", src);
     ctx.ks.notify(notify::GENERIC, "rename_to", dst);
     let _ = replaced;
@@ -425,6 +426,9 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
             "ERR source and destination objects are the same",
         ));
     }
+    if src_db != 0 || target_db != 0 {
+        incompatible(ctx);
+    }
     if !ctx.ks.exists(src) {
         ctx.out.int(0);
         return Ok(Done);
@@ -456,6 +460,15 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// Counts an operation cluster mode would refuse (INFO's
+/// `cluster_incompatible_ops`).
+fn incompatible(ctx: &Ctx) {
+    ctx.shared
+        .stats
+        .cluster_incompatible_ops
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn move_cmd(ctx: &mut Ctx) -> CmdResult {
     if ctx.shared.cluster.is_some() {
         return Err(Error::Static("ERR MOVE is not allowed in cluster mode"));
@@ -468,6 +481,7 @@ fn move_cmd(ctx: &mut Ctx) -> CmdResult {
             "ERR source and destination objects are the same",
         ));
     }
+    incompatible(ctx);
     if !ctx.ks.exists(key) {
         ctx.out.int(0);
         return Ok(Done);

@@ -138,13 +138,14 @@ fn fill(ctx: &Ctx) -> i64 {
 }
 
 /// Notifies a pop and deletes the key if the pop emptied it, else lets a
-/// quicklist that shrank become a listpack (Redis's `listElementsRemoved`).
-fn popped(ks: &mut Keyspace<'_>, key: &[u8], end: End, emptied: bool, fill: i64) {
-    ks.signal(key, notify::LIST, end.pop_event());
+/// quicklist that shrank become a listpack (Redis's `listElementsRemoved`,
+/// which counts each element popped as a change).
+fn popped(ks: &mut Keyspace<'_>, key: &[u8], end: End, count: usize, emptied: bool, fill: i64) {
+    ks.signal_by(key, notify::LIST, end.pop_event(), count as u64);
     if emptied {
         ks.remove(key);
-        // The pop counted as the change: deleting the emptied key is part
-        // of it (Redis's `server.dirty` moves once).
+        // The pops counted as the changes: deleting the emptied key is
+        // part of them.
         ks.notify(notify::GENERIC, "del", key);
     } else if let Ok(Some(l)) = list_mut(ks, key) {
         l.shrink(fill);
@@ -179,7 +180,9 @@ fn push_generic(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
             len
         }
     };
-    ctx.ks.signal(key, notify::LIST, end.push_event());
+    // One change per element pushed (Redis's `server.dirty++` in the loop).
+    ctx.ks
+        .signal_by(key, notify::LIST, end.push_event(), (args.len() - 2) as u64);
     ctx.ks.signal_ready(key);
     ctx.out.int(len as i64);
     Ok(Done)
@@ -225,7 +228,7 @@ fn pop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
         }
         return Ok(Done);
     };
-    match count {
+    let popped_n = match count {
         Some(0) => {
             ctx.out.array(0);
             return Ok(Done);
@@ -238,14 +241,21 @@ fn pop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
                     ctx.out.bulk(&e);
                 }
             }
+            n
         }
         None => match l.pop(end) {
-            Some(e) => ctx.out.bulk(&e),
-            None => ctx.out.null(),
+            Some(e) => {
+                ctx.out.bulk(&e);
+                1
+            }
+            None => {
+                ctx.out.null();
+                0
+            }
         },
-    }
+    };
     let emptied = l.is_empty();
-    popped(ctx.ks, key, end, emptied, fill);
+    popped(ctx.ks, key, end, popped_n, emptied, fill);
     Ok(Done)
 }
 
@@ -390,12 +400,14 @@ fn lrem(ctx: &mut Ctx) -> CmdResult {
             l.shrink(fill);
         }
     }
+    // One change per element removed; deleting the emptied key is part
+    // of them.
     if removed > 0 {
-        ctx.ks.signal(key, notify::LIST, "lrem");
+        ctx.ks.signal_by(key, notify::LIST, "lrem", removed);
     }
     if emptied {
         ctx.ks.remove(key);
-        ctx.ks.signal(key, notify::GENERIC, "del");
+        ctx.ks.signal_by(key, notify::GENERIC, "del", 0);
     }
     ctx.out.int(removed as i64);
     Ok(Done)
@@ -410,10 +422,12 @@ fn ltrim(ctx: &mut Ctx) -> CmdResult {
         ctx.out.ok();
         return Ok(Done);
     };
+    let before = l.len();
     match clamp_range(start, stop, l.len()) {
         None => l.keep(l.len(), 0),
         Some((a, b)) => l.keep(a, b - a + 1),
     }
+    let trimmed = (before - l.len()) as u64;
     let emptied = l.is_empty();
     if !emptied {
         let fill = fill(ctx);
@@ -421,11 +435,12 @@ fn ltrim(ctx: &mut Ctx) -> CmdResult {
             l.shrink(fill);
         }
     }
-    // Redis notifies `ltrim` even when nothing was trimmed.
-    ctx.ks.signal(key, notify::LIST, "ltrim");
+    // Redis notifies `ltrim` even when nothing was trimmed, and counts
+    // one change per element trimmed (none: not propagated).
+    ctx.ks.signal_by(key, notify::LIST, "ltrim", trimmed);
     if emptied {
         ctx.ks.remove(key);
-        ctx.ks.signal(key, notify::GENERIC, "del");
+        ctx.ks.signal_by(key, notify::GENERIC, "del", 0);
     }
     ctx.out.ok();
     Ok(Done)
@@ -560,8 +575,9 @@ fn move_one(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result
         }
         emptied
     };
-    // Redis's order: the push on the destination, then the pop on the source.
-    ctx.ks.signal(dst, notify::LIST, to.push_event());
+    // Redis's order: the push on the destination, then the pop on the
+    // source; only the pop counts as a change.
+    ctx.ks.signal_by(dst, notify::LIST, to.push_event(), 0);
     ctx.ks.signal_ready(dst);
     ctx.ks.notify(notify::LIST, from.pop_event(), src);
     if emptied {
@@ -659,7 +675,7 @@ fn mpop(ctx: &mut Ctx, m: &Mpop) -> Result<bool, Error> {
             }
         }
         let emptied = l.is_empty();
-        popped(ctx.ks, key, m.end, emptied, fill);
+        popped(ctx.ks, key, m.end, n, emptied, fill);
         // LMPOP and BLMPOP are logged as [LR]POP key count.
         let n = n.to_string();
         ctx.propagate_as(|| crate::argv![pop_name(m.end), key, n]);
@@ -718,7 +734,7 @@ fn bpop_generic(ctx: &mut Ctx, end: End) -> CmdResult {
         ctx.out.array(2);
         ctx.out.bulk(key);
         ctx.out.bulk(&e);
-        popped(ctx.ks, key, end, emptied, fill);
+        popped(ctx.ks, key, end, 1, emptied, fill);
         ctx.propagate_as(|| crate::argv![pop_name(end), key]);
         return Ok(Done);
     }

@@ -704,6 +704,7 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     let s = &ctx.shared.stats;
     for c in [
         &s.commands_processed,
+        &s.cluster_incompatible_ops,
         &s.net_input_bytes,
         &s.net_output_bytes,
         &s.net_repl_input_bytes,
@@ -812,9 +813,11 @@ fn flush_mode(ctx: &Ctx) -> CmdResult {
 /// Empties one database in every (locked) shard, invalidating WATCHes on
 /// keys that existed, as Redis 7.0's `signalFlushedDb` does. The watchers
 /// are touched after the flush so that one that saw its key already expired
-/// takes the deletion as no change, as Redis does.
-fn flush_db(ctx: &mut Ctx, db: usize) {
+/// takes the deletion as no change, as Redis does. Returns how many keys
+/// went (Redis's `emptyData`, each a change).
+fn flush_db(ctx: &mut Ctx, db: usize) -> u64 {
     let mut gone = Vec::new();
+    let mut removed = 0u64;
     for shard in ctx.ks.shards_mut() {
         // Waiters on flushed keys are looked at again: some fail when their
         // key goes away (XREADGROUP).
@@ -832,6 +835,7 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
             .cloned()
             .collect();
         shard.cow_db(db);
+        removed += shard.dbs[db].keys.len() as u64;
         shard.dbs[db].clear();
         shard.schedule.clear_db(db);
         for (d, k) in existed {
@@ -840,11 +844,13 @@ fn flush_db(ctx: &mut Ctx, db: usize) {
     }
     ctx.ks.db_emptied(db);
     ctx.ks.ready.extend(gone);
+    removed
 }
 
 fn flushdb(ctx: &mut Ctx) -> CmdResult {
     flush_mode(ctx)?;
-    flush_db(ctx, ctx.client.db);
+    let removed = flush_db(ctx, ctx.client.db);
+    ctx.ks.dirty(removed);
     ctx.ks.invalidate_tracking_all();
     // Logged even when the database was empty, as Redis does.
     ctx.force_propagation();
@@ -854,9 +860,11 @@ fn flushdb(ctx: &mut Ctx) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx) -> CmdResult {
     flush_mode(ctx)?;
+    let mut removed = 0;
     for db in 0..ctx.shared.store.databases {
-        flush_db(ctx, db);
+        removed += flush_db(ctx, db);
     }
+    ctx.ks.dirty(removed);
     ctx.ks.invalidate_tracking_all();
     // With save points set, the empty dataset is saved at once, so that a
     // restart does not bring back what was flushed (Redis's
@@ -1165,6 +1173,11 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.ks.db = db;
+    ctx.ks.dirty(1);
+    ctx.shared
+        .stats
+        .cluster_incompatible_ops
+        .fetch_add(1, Relaxed);
     ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)

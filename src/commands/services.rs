@@ -80,6 +80,9 @@ pub(crate) struct Services {
 /// otherwise grow the table with made-up ones, e.g. from scripts).
 const ERROR_CODES_MAX: usize = 128;
 
+/// The one entry errorstats keeps once it stopped counting by code.
+const ERRORSTATS_DISABLED: &str = "ERRORSTATS_DISABLED";
+
 impl Services {
     /// Counts one error reply for INFO errorstats (the error path only).
     pub(crate) fn count_error(&self, msg: &[u8]) {
@@ -88,10 +91,24 @@ impl Services {
         let code = String::from_utf8_lossy(code);
         self.stats.error_replies.fetch_add(1, Relaxed);
         let mut map = self.error_stats.lock();
+        // Past the limit Redis stops counting by code (until CONFIG
+        // RESETSTAT), says so in the log with the codes it had, and keeps
+        // one entry that says it stopped (`incrementErrorCount`).
+        if map.contains_key(ERRORSTATS_DISABLED) {
+            return;
+        }
         if let Some(n) = map.get_mut(code.as_ref()) {
             *n += 1;
         } else if map.len() < ERROR_CODES_MAX {
             map.insert(code.into_owned(), 1);
+        } else {
+            tracing::warn!(
+                "Errorstats stopped adding new errors because the number of errors reached the limit, may be misuse of lua error_reply, please check INFO ERRORSTATS, this can be re-enabled via CONFIG RESETSTAT."
+            );
+            let codes: Vec<&str> = map.keys().map(String::as_str).collect();
+            tracing::warn!("Current errors code list: {}", codes.join(", "));
+            map.clear();
+            map.insert(ERRORSTATS_DISABLED.into(), 1);
         }
     }
 

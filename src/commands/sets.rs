@@ -101,7 +101,8 @@ fn bulk_member(out: &mut Reply, m: Member<'_>) {
     m.with_bytes(|b| out.bulk(b));
 }
 
-/// Deletes a set a write emptied, as Redis does, with its `del` event.
+/// Deletes a set a write emptied, as Redis does, with its `del` event
+/// (part of the write's changes: no more counted).
 fn delete_if_empty(ks: &mut Keyspace<'_>, key: &[u8]) {
     if lookup(ks, key, false)
         .ok()
@@ -109,7 +110,7 @@ fn delete_if_empty(ks: &mut Keyspace<'_>, key: &[u8]) {
         .is_some_and(|s| s.is_empty())
     {
         ks.remove(key);
-        ks.signal(key, notify::GENERIC, "del");
+        ks.signal_by(key, notify::GENERIC, "del", 0);
     }
 }
 
@@ -130,7 +131,7 @@ fn sadd(ctx: &mut Ctx) -> CmdResult {
         added += s.add(args.get(i), max) as i64;
     }
     if added > 0 {
-        ctx.ks.signal(key, notify::SET, "sadd");
+        ctx.ks.signal_by(key, notify::SET, "sadd", added as u64);
     }
     ctx.out.int(added);
     Ok(Done)
@@ -152,7 +153,7 @@ fn srem(ctx: &mut Ctx) -> CmdResult {
         }
     }
     if removed > 0 {
-        ctx.ks.signal(key, notify::SET, "srem");
+        ctx.ks.signal_by(key, notify::SET, "srem", removed as u64);
         delete_if_empty(ctx.ks, key);
     }
     ctx.out.int(removed);
@@ -241,9 +242,10 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         for m in copy.iter() {
             bulk_member(ctx.out, m);
         }
-        ctx.ks.signal(key, notify::SET, "spop");
+        ctx.ks
+            .signal_by(key, notify::SET, "spop", copy.len() as u64);
         ctx.ks.remove(key);
-        ctx.ks.signal(key, notify::GENERIC, "del");
+        ctx.ks.signal_by(key, notify::GENERIC, "del", 0);
         let lazy = ctx.shared.config.lazyfree_lazy_server_del();
         ctx.propagate_as(|| crate::argv![crate::keyspace::propagate::del_name(lazy), key]);
         return Ok(Done);
@@ -268,7 +270,8 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         }
         *s = rest;
     }
-    ctx.ks.signal(key, notify::SET, "spop");
+    ctx.ks
+        .signal_by(key, notify::SET, "spop", popped.len() as u64);
     // One SREM per member, as Redis 7.0 logs it.
     for m in popped {
         ctx.ks.also_propagate(|| crate::argv![b"SREM", key, m]);

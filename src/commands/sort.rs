@@ -230,13 +230,13 @@ fn compare(a: &Item, b: &Item, o: &Opts) -> Ordering {
             .unwrap_or(Ordering::Equal)
             .then_with(|| a.obj.cmp(&b.obj));
     }
-    // strcoll in the C/C.UTF-8 locale compares bytes up to a NUL; a stored
-    // result compares whole strings (`compareStringObjects`).
+    // strcoll in `locale-collate`'s locale, up to a NUL; a stored result
+    // compares whole strings byte by byte (`compareStringObjects`).
     let text = |x: &[u8], y: &[u8]| {
         if o.store.is_some() {
             x.cmp(y)
         } else {
-            c_str(x).cmp(c_str(y))
+            crate::util::strcoll(x, y)
         }
     };
     if o.by.is_some() {
@@ -380,7 +380,9 @@ fn sort(ctx: &mut Ctx) -> CmdResult {
                 list.settle(ctx.shared.config.list_max_listpack_size());
                 let existed = ctx.ks.exists(dest);
                 ctx.ks.set(dest, Value::List(Box::new(list)));
-                ctx.ks.signal(dest, notify::LIST, "sortstore");
+                // One change per element stored.
+                ctx.ks
+                    .signal_by(dest, notify::LIST, "sortstore", outlen as u64);
                 // Redis's dbAdd wakes waiters on a new list; an overwrite
                 // (dbOverwrite in 7.0) does not.
                 if !existed {

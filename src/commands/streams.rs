@@ -736,7 +736,8 @@ fn xtrim(ctx: &mut Ctx) -> CmdResult {
     let logged = (logging && opts.approx && n > 0).then(|| opts.logged(&args, s, None));
     if n > 0 {
         ctx.ks.notify(notify::STREAM, "xtrim", key);
-        ctx.ks.modified(key);
+        // One change per entry trimmed.
+        ctx.ks.modified_by(key, n);
     }
     if let Some(argv) = logged {
         ctx.propagate_as(|| argv);
@@ -817,7 +818,8 @@ fn xdel(ctx: &mut Ctx) -> CmdResult {
         }
     }
     if deleted > 0 {
-        ctx.ks.signal(key, notify::STREAM, "xdel");
+        ctx.ks
+            .signal_by(key, notify::STREAM, "xdel", deleted as u64);
     }
     ctx.out.int(deleted);
     Ok(Done)
@@ -923,7 +925,7 @@ fn xdelex(ctx: &mut Ctx) -> CmdResult {
         });
     }
     if deleted > 0 {
-        ctx.ks.signal(key, notify::STREAM, "xdel");
+        ctx.ks.signal_by(key, notify::STREAM, "xdel", deleted);
     } else if refs_dropped {
         ctx.ks.dirty(1);
     }

@@ -450,7 +450,8 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx, zincrby: bool) -> CmdResult {
     }
     if added + updated > 0 {
         let event = if f.incr { "zincr" } else { "zadd" };
-        ctx.ks.signal(key, notify::ZSET, event);
+        ctx.ks
+            .signal_by(key, notify::ZSET, event, (added + updated) as u64);
     }
     if added > 0 {
         ctx.ks.signal_ready(key.bytes());
@@ -484,7 +485,7 @@ fn zrem(ctx: &mut Ctx) -> CmdResult {
     }
     let emptied = z.is_empty();
     if deleted > 0 {
-        ctx.ks.signal(key, notify::ZSET, "zrem");
+        ctx.ks.signal_by(key, notify::ZSET, "zrem", deleted as u64);
         if emptied {
             delete_emptied(ctx.ks, key);
         }
@@ -822,7 +823,7 @@ fn zremrange(ctx: &mut Ctx, event: &str, remove: impl FnOnce(&mut ZSet) -> usize
     let deleted = remove(z);
     let emptied = z.is_empty();
     if deleted > 0 {
-        ctx.ks.signal(key, notify::ZSET, event);
+        ctx.ks.signal_by(key, notify::ZSET, event, deleted as u64);
         if emptied {
             delete_emptied(ctx.ks, key);
         }
@@ -940,7 +941,8 @@ fn generic_zpop(
     }
     let emptied = z.is_empty();
     let event = if shape.max { "zpopmax" } else { "zpopmin" };
-    ctx.ks.signal(key, notify::ZSET, event);
+    // One change per member popped.
+    ctx.ks.signal_by(key, notify::ZSET, event, n as u64);
     if emptied {
         delete_emptied(ctx.ks, key);
     }

@@ -68,6 +68,30 @@ pub(super) fn route(
     }
 }
 
+/// A standalone server with `cluster-compatibility-sample-ratio` set
+/// checks that share of keyed commands for keys in several slots, which
+/// cluster mode would refuse (Redis 8.0's `processCommand`), counting them
+/// in INFO's `cluster_incompatible_ops`.
+pub(super) fn sample_compatibility(shared: &Services, cmd: &'static Command, args: &Args<'_>) {
+    let ratio = shared.config.cluster_compat_sample_ratio();
+    if ratio == 0 || (ratio < 100 && rand::random_range(0..100u64) >= ratio) {
+        return;
+    }
+    let mut slot = None;
+    let mut cross = false;
+    route::for_each_key(cmd, args, |key| {
+        let s = crate::keyspace::slots::key_hash_slot(key);
+        cross |= slot.is_some_and(|first| first != s);
+        slot.get_or_insert(s);
+    });
+    if cross {
+        shared
+            .stats
+            .cluster_incompatible_ops
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Whether `key` is in database 0 and not expired, as Redis's lookup with
 /// `LOOKUP_NOEXPIRE` sees it (nothing is deleted or touched); `None` when
 /// another client's script holds its shard.

@@ -459,6 +459,8 @@ fn verify(
             cluster::Routed::Redirect(text) => return Verdict::Redirect(text),
             cluster::Routed::WaitScript => return Verdict::WaitScript,
         }
+    } else if shared.cluster.is_none() && cmd.name != "exec" && cluster::routed(cmd) {
+        cluster::sample_compatibility(shared, cmd, args);
     }
     // What this server's primary sends is obeyed (Redis's
     // `mustObeyClient`): no memory, disk-error, read-only or stale-data

@@ -1133,18 +1133,26 @@ impl<'a> Keyspace<'a> {
         true
     }
 
-    /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`).
-    /// A value changed in place is counted in its new size class here.
+    /// A key was modified: invalidate WATCHes (Redis's `signalModifiedKey`),
+    /// counting one change. A value changed in place is counted in its new
+    /// size class here.
     pub(crate) fn modified<'k>(&mut self, key: impl Into<HashedKey<'k>>) {
+        self.modified_by(key, 1);
+    }
+
+    /// A key was modified by `changes` changes as Redis counts them in
+    /// `server.dirty` (`LPUSH k a b c` adds 3, `SADD` the members added):
+    /// what `rdb_changes_since_last_save` and the save points see.
+    pub(crate) fn modified_by<'k>(&mut self, key: impl Into<HashedKey<'k>>, changes: u64) {
         let key = key.into();
         if self.sized != Some((self.db, key.hash())) {
             self.reclass(key);
         }
         self.replica.forget();
-        self.prop.dirty += 1;
+        self.prop.dirty += changes;
         self.env
             .dirty
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            .fetch_add(changes, std::sync::atomic::Ordering::Relaxed);
         let db = self.db;
         self.shard(key).touch_watched(db, key.bytes());
         self.invalidate_tracking(key.bytes());
@@ -1205,8 +1213,20 @@ impl<'a> Keyspace<'a> {
 
     /// The common pair after a write: WATCH invalidation and notification.
     pub(crate) fn signal<'k>(&mut self, key: impl Into<HashedKey<'k>>, class: u32, event: &str) {
+        self.signal_by(key, class, event, 1);
+    }
+
+    /// [`signal`](Self::signal) for a write that Redis counts as
+    /// `changes` changes (see [`modified_by`](Self::modified_by)).
+    pub(crate) fn signal_by<'k>(
+        &mut self,
+        key: impl Into<HashedKey<'k>>,
+        class: u32,
+        event: &str,
+        changes: u64,
+    ) {
         let key = key.into();
-        self.modified(key);
+        self.modified_by(key, changes);
         self.notify(class, event, key.bytes());
     }
 
