@@ -993,6 +993,14 @@ impl Config {
         self.kept("lazyfree-lazy-server-del", "no") == "yes"
     }
 
+    pub(crate) fn lazyfree_lazy_user_flush(&self) -> bool {
+        self.kept("lazyfree-lazy-user-flush", "no") == "yes"
+    }
+
+    pub(crate) fn replica_lazy_flush(&self) -> bool {
+        self.kept("replica-lazy-flush", "no") == "yes"
+    }
+
     pub(crate) fn lazyfree_lazy_eviction(&self) -> bool {
         self.kept("lazyfree-lazy-eviction", "no") == "yes"
     }

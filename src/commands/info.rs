@@ -668,9 +668,8 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
     // tables never rehash incrementally (see `types::dict`).
     t.field("mem_overhead_db_hashtable_rehashing", 0);
     t.field("active_defrag_running", 0);
-    // zwindow frees synchronously (FLUSHALL ASYNC included).
-    t.field("lazyfree_pending_objects", 0);
-    t.field("lazyfreed_objects", 0);
+    t.field("lazyfree_pending_objects", shared.lazyfree.pending());
+    t.field("lazyfreed_objects", shared.lazyfree.freed());
 }
 
 fn persistence(t: &mut Text, shared: &Services) {

@@ -50,6 +50,8 @@ pub(crate) struct Services {
     pub(crate) slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
     /// LATENCY's events.
     pub(crate) latency: parking_lot::Mutex<crate::latency::Monitor>,
+    /// The lazyfree thread and INFO's counts of it.
+    pub(crate) lazyfree: crate::keyspace::lazyfree::LazyFree,
     /// Eviction under `maxmemory`: its candidate pool and counters.
     pub(crate) evictor: crate::keyspace::evict::Evictor,
     pub(crate) started: Instant,
@@ -116,6 +118,7 @@ impl Services {
             error_stats: Default::default(),
             slowlog: Default::default(),
             latency: Default::default(),
+            lazyfree: Default::default(),
             evictor: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
@@ -156,6 +159,7 @@ impl Services {
             dirty: &self.stats.dirty,
             expire_stats: &self.stats.expire,
             latency: &self.latency,
+            lazyfree: &self.lazyfree,
             events: self,
         }
     }

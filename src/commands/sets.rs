@@ -242,9 +242,9 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
             bulk_member(ctx.out, m);
         }
         ctx.ks.signal(key, notify::SET, "spop");
-        ctx.ks.remove(key);
-        ctx.ks.signal(key, notify::GENERIC, "del");
         let lazy = ctx.shared.config.lazyfree_lazy_server_del();
+        ctx.ks.delete(key, lazy);
+        ctx.ks.signal(key, notify::GENERIC, "del");
         ctx.propagate_as(|| crate::argv![crate::keyspace::propagate::del_name(lazy), key]);
         return Ok(Done);
     }
