@@ -173,7 +173,7 @@ impl crate::rdb::file::Host for Services {
         engine
             .load_library(code, replace)
             .map_err(|e| crate::rdb::RdbError::new(format!("Failed loading library: {e}")))?;
-        self.scripting.update_stats(&engine);
+        self.scripting.update_stats(&mut engine);
         Ok(())
     }
 
@@ -202,7 +202,7 @@ impl crate::persistence::Host for Services {
             && let Ok(mut e) = self.scripting.engine()
         {
             e.flush_libraries();
-            self.scripting.update_stats(&e);
+            self.scripting.update_stats(&mut e);
         }
     }
 
