@@ -54,7 +54,11 @@ fn unlink_and_lazy_deletions_count_as_redis() {
     // A value of more than 64 allocations goes to the thread, a small one not.
     big_set(&mut p, "big", 1000);
     big_set(&mut p, "small", 10);
-    p.script(&["RPUSH list a b c", "SET s v", "UNLINK big small list s nosuch"]);
+    p.script(&[
+        "RPUSH list a b c",
+        "SET s v",
+        "UNLINK big small list s nosuch",
+    ]);
     assert_lazyfreed(&mut p, 1, "UNLINK of one big and three small values");
     // A hash table of exactly 64 is freed in place; 65 goes.
     p.check_str("CONFIG SET set-max-listpack-entries 0");
@@ -74,7 +78,11 @@ fn unlink_and_lazy_deletions_count_as_redis() {
     p.check_str("CONFIG SET lazyfree-lazy-server-del yes");
     big_set(&mut p, "big", 1000);
     p.check_str("SET big v");
-    assert_lazyfreed(&mut p, 4, "SET over a big set under lazyfree-lazy-server-del");
+    assert_lazyfreed(
+        &mut p,
+        4,
+        "SET over a big set under lazyfree-lazy-server-del",
+    );
     // CONFIG RESETSTAT zeroes the count.
     p.check_str("CONFIG RESETSTAT");
     assert_lazyfreed(&mut p, 0, "CONFIG RESETSTAT");
@@ -129,7 +137,10 @@ fn function_flush_async_frees_lazily_as_redis() {
     }
     for c in [&mut p.r, &mut p.z] {
         let vm = field(c, "memory", "used_memory_vm_functions");
-        assert!(vm > 100_000, "used_memory_vm_functions {vm} after 300 libraries");
+        assert!(
+            vm > 100_000,
+            "used_memory_vm_functions {vm} after 300 libraries"
+        );
     }
     p.check_str("FUNCTION FLUSH ASYNC");
     // The functions and the one engine.
@@ -164,7 +175,13 @@ fn eval_scripts_past_500_are_evicted_as_redis() {
     let (_s, mut p) = redis8_pair();
     p.check_str("CONFIG RESETSTAT");
     let loaded: Vec<Vec<u8>> = (0..10)
-        .map(|i| p.check(&[b"SCRIPT", b"LOAD", format!("return 'loaded {i}'").as_bytes()]))
+        .map(|i| {
+            p.check(&[
+                b"SCRIPT",
+                b"LOAD",
+                format!("return 'loaded {i}'").as_bytes(),
+            ])
+        })
         .collect();
     let sha = |i: usize| {
         let body = format!("return {i}");

@@ -344,7 +344,9 @@ fn noscript() -> Error {
 fn script_load(ctx: &mut Ctx) -> CmdResult {
     let shared = ctx.shared.clone();
     let mut engine = shared.scripting.engine_for(ctx.client)?;
-    let sha = engine.load_script(ctx.arg(2), false).map_err(Error::Owned)?;
+    let sha = engine
+        .load_script(ctx.arg(2), false)
+        .map_err(Error::Owned)?;
     shared.scripting.update_stats(&mut engine);
     ctx.out.bulk(sha.as_bytes());
     Ok(Done)
