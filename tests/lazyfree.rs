@@ -221,3 +221,36 @@ fn eval_scripts_past_500_are_evicted_as_redis() {
 fn p_sha(body: &str) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
 }
+
+/// A replica's old data, flushed for a full sync, is freed lazily under
+/// `replica-lazy-flush` (counting its keys), in place without it.
+#[test]
+fn replica_lazy_flush_counts_the_old_keys_as_redis() {
+    fn old_keys_lazyfreed(primary: u16, mut replica: RawConn, lazy: &str) -> i64 {
+        replica.cmd_str(&format!("CONFIG SET replica-lazy-flush {lazy}"));
+        replica.cmd_str("CONFIG RESETSTAT");
+        for i in 0..40 {
+            replica.cmd_str(&format!("SET old{i} v"));
+        }
+        let port = primary.to_string();
+        replica.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]);
+        eventually("the full sync", || {
+            info_field(&mut replica, "replication", "master_link_status") == "up"
+        });
+        eventually("lazyfree_pending_objects to reach 0", || {
+            field(&mut replica, "memory", "lazyfree_pending_objects") == 0
+        });
+        let n = field(&mut replica, "memory", "lazyfreed_objects");
+        replica.cmd_str("REPLICAOF NO ONE");
+        n
+    }
+    let primaries = Servers::start_redis8(&[]);
+    let replicas = Servers::start_redis8(&[]);
+    primaries.pair().script(&["SET fresh 1"]);
+    for lazy in ["yes", "no"] {
+        let r = old_keys_lazyfreed(primaries.r.port(), replicas.r.conn(), lazy);
+        let z = old_keys_lazyfreed(primaries.z.port(), replicas.z.conn(), lazy);
+        assert_eq!(r, if lazy == "yes" { 40 } else { 0 });
+        assert_eq!(z, r, "replica-lazy-flush {lazy}");
+    }
+}
