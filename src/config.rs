@@ -3048,6 +3048,7 @@ const PARAMS: &[Param] = &[
     ),
     kept!("activedefrag", None, "no", yes_no, runtime),
     kept!("jemalloc-bg-thread", None, "yes", yes_no, runtime),
+    // Read where values are freed (see `keyspace::lazyfree`).
     kept!("lazyfree-lazy-eviction", None, "no", yes_no, runtime),
     kept!("lazyfree-lazy-expire", None, "no", yes_no, runtime),
     kept!("lazyfree-lazy-server-del", None, "no", yes_no, runtime),
