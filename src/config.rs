@@ -1050,6 +1050,14 @@ impl Config {
         self.kept("lazyfree-lazy-server-del", "no") == "yes"
     }
 
+    pub(crate) fn lazyfree_lazy_user_flush(&self) -> bool {
+        self.kept("lazyfree-lazy-user-flush", "no") == "yes"
+    }
+
+    pub(crate) fn replica_lazy_flush(&self) -> bool {
+        self.kept("replica-lazy-flush", "no") == "yes"
+    }
+
     pub(crate) fn lazyfree_lazy_eviction(&self) -> bool {
         self.kept("lazyfree-lazy-eviction", "no") == "yes"
     }
@@ -3234,6 +3242,7 @@ const PARAMS: &[Param] = &[
     ),
     kept!("activedefrag", None, "no", yes_no, runtime),
     kept!("jemalloc-bg-thread", None, "yes", yes_no, runtime),
+    // Read where values are freed (see `keyspace::lazyfree`).
     kept!("lazyfree-lazy-eviction", None, "no", yes_no, runtime),
     kept!("lazyfree-lazy-expire", None, "no", yes_no, runtime),
     kept!("lazyfree-lazy-server-del", None, "no", yes_no, runtime),

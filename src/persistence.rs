@@ -504,9 +504,21 @@ pub(crate) fn reload(
 
 /// Empties every database and the function libraries (Redis's `emptyData`).
 pub(crate) fn flush_all(host: &dyn Host, ks: &mut Keyspace<'_>) {
+    flush_all_freeing(host, ks, false);
+}
+
+/// [`flush_all`], the databases' contents handed to the lazyfree thread
+/// when `lazy` (a replica's `replica-lazy-flush`, Redis's `EMPTYDB_ASYNC`).
+pub(crate) fn flush_all_freeing(host: &dyn Host, ks: &mut Keyspace<'_>, lazy: bool) {
+    let lazyfree = ks.env.lazyfree;
     for shard in ks.shards_mut() {
         for db in shard.dbs.iter_mut() {
-            db.clear();
+            if lazy {
+                let n = db.keys.len();
+                lazyfree.free(Box::new(std::mem::take(db)), n);
+            } else {
+                db.clear();
+            }
         }
         shard.schedule = Default::default();
     }

@@ -286,7 +286,7 @@ fn function_load(ctx: &mut Ctx) -> CmdResult {
     let name = engine
         .load_library(ctx.arg(pos), replace)
         .map_err(Error::Owned)?;
-    shared.scripting.update_stats(&engine);
+    shared.scripting.update_stats(&mut engine);
     // Libraries are part of the dataset: always logged, as in Redis.
     ctx.force_propagation();
     ctx.out.bulk(name.as_bytes());
@@ -300,7 +300,7 @@ fn function_delete(ctx: &mut Ctx) -> CmdResult {
     if !engine.delete_library(&name) {
         return Err(Error::Static("ERR Library not found"));
     }
-    shared.scripting.update_stats(&engine);
+    shared.scripting.update_stats(&mut engine);
     ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
@@ -310,15 +310,28 @@ fn function_flush(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() > 3 {
         return Err(super::subcommand_syntax(&ctx.args));
     }
-    if ctx.argc() == 3 && !eq_ic(ctx.arg(2), "SYNC") && !eq_ic(ctx.arg(2), "ASYNC") {
-        return Err(Error::Static(
-            "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
-        ));
-    }
+    let is_async = match ctx.argc() {
+        2 => ctx.shared.config.lazyfree_lazy_user_flush(),
+        _ if eq_ic(ctx.arg(2), "SYNC") => false,
+        _ if eq_ic(ctx.arg(2), "ASYNC") => true,
+        _ => {
+            return Err(Error::Static(
+                "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+            ));
+        }
+    };
     let shared = ctx.shared.clone();
     let mut engine = shared.scripting.engine_for(ctx.client)?;
-    engine.flush_libraries();
-    shared.scripting.update_stats(&engine);
+    // Redis's freeFunctionsAsync: many functions go to the lazyfree
+    // thread, counted with the one engine.
+    let functions = engine.function_count();
+    if is_async && functions > crate::keyspace::lazyfree::THRESHOLD {
+        let libraries = engine.take_libraries();
+        shared.lazyfree.free(Box::new(libraries), functions + 1);
+    } else {
+        engine.flush_libraries();
+    }
+    shared.scripting.update_stats(&mut engine);
     ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)
@@ -503,11 +516,11 @@ fn function_restore(ctx: &mut Ctx) -> CmdResult {
             for old in &saved {
                 let _ = engine.load_library(old, true);
             }
-            shared.scripting.update_stats(&engine);
+            shared.scripting.update_stats(&mut engine);
             return Err(Error::Owned(e));
         }
     }
-    shared.scripting.update_stats(&engine);
+    shared.scripting.update_stats(&mut engine);
     ctx.force_propagation();
     ctx.out.ok();
     Ok(Done)

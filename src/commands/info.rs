@@ -640,15 +640,18 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
     // mimalloc reports no such figure, its resets count as not committed.
     t.field("allocator_muzzy", 0);
     t.bytes("total_system_memory", total_system_memory());
-    // One Lua VM serves both EVAL and functions: it is reported as eval's.
-    t.field("used_memory_lua", lua);
-    t.field("used_memory_vm_eval", lua);
-    t.field("used_memory_lua_human", human(lua));
+    // One Lua VM serves both EVAL and functions: the libraries' part of
+    // it is reported as the functions' VM, the rest as eval's.
+    let vm_functions = (sc.functions_vm.load(Relaxed) as u64).min(lua);
+    let vm_eval = lua - vm_functions;
+    t.field("used_memory_lua", vm_eval);
+    t.field("used_memory_vm_eval", vm_eval);
+    t.field("used_memory_lua_human", human(vm_eval));
     t.field("used_memory_scripts_eval", eval_caches);
     t.field("number_of_cached_scripts", sc.cached_scripts.load(Relaxed));
     t.field("number_of_functions", sc.functions_count.load(Relaxed));
     t.field("number_of_libraries", sc.libraries_count.load(Relaxed));
-    t.field("used_memory_vm_functions", 0);
+    t.field("used_memory_vm_functions", vm_functions);
     t.bytes("used_memory_vm_total", lua);
     t.field("used_memory_functions", function_caches);
     t.bytes("used_memory_scripts", eval_caches + function_caches);
@@ -692,9 +695,8 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
     // tables never rehash incrementally (see `types::dict`).
     t.field("mem_overhead_db_hashtable_rehashing", 0);
     t.field("active_defrag_running", 0);
-    // zwindow frees synchronously (FLUSHALL ASYNC included).
-    t.field("lazyfree_pending_objects", 0);
-    t.field("lazyfreed_objects", 0);
+    t.field("lazyfree_pending_objects", shared.lazyfree.pending());
+    t.field("lazyfreed_objects", shared.lazyfree.freed());
 }
 
 fn persistence(t: &mut Text, shared: &Services) {
@@ -809,9 +811,10 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
     let ev = &shared.evictor;
     t.field("evicted_keys", ev.evicted_keys.load(Relaxed));
     t.field("evicted_clients", shared.clients.evicted.load(Relaxed));
-    // Redis 8 evicts the oldest of more than 500 EVAL scripts; zwindow
-    // keeps every script until SCRIPT FLUSH.
-    t.field("evicted_scripts", 0);
+    t.field(
+        "evicted_scripts",
+        shared.scripting.evicted_scripts.load(Relaxed),
+    );
     let over_since = ev.over_since_ms.load(Relaxed);
     let current = if over_since == 0 {
         0

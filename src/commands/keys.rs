@@ -148,11 +148,14 @@ static OBJECT: &[Command] = &[
     ),
 ];
 
+/// DEL and UNLINK: UNLINK, and DEL under `lazyfree-lazy-user-del`, free
+/// large values on the lazyfree thread.
 fn del(ctx: &mut Ctx) -> CmdResult {
+    let lazy = eq_ic(ctx.arg(0), "unlink") || ctx.shared.config.lazyfree_lazy_user_del();
     let mut n = 0;
     for i in 1..ctx.argc() {
         let key = ctx.args.get(i);
-        if ctx.ks.remove(key).is_some() {
+        if ctx.ks.delete(key, lazy) {
             ctx.ks.signal(key, notify::GENERIC, "del");
             n += 1;
         }
@@ -568,9 +571,9 @@ fn expire(ctx: &mut Ctx) -> CmdResult {
     // While the AOF loads, a time already past is stored (Redis's
     // checkAlreadyExpired): the key expires once the server runs.
     if ctx.ks.expiry_now().is_some_and(|now| when <= now as i64) {
-        ctx.ks.remove(key);
-        ctx.ks.signal(key, notify::GENERIC, "del");
         let lazy = ctx.shared.config.lazyfree_lazy_server_del();
+        ctx.ks.delete(key, lazy);
+        ctx.ks.signal(key, notify::GENERIC, "del");
         ctx.propagate_as(|| crate::argv![crate::keyspace::propagate::del_name(lazy), key]);
     } else {
         ctx.ks.set_expire(key, when as u64);

@@ -416,6 +416,11 @@ pub(crate) enum Outcome {
     /// WAIT found too few replicas acknowledging: nothing is written yet;
     /// the execution layer waits for their ACKs, then answers the count.
     WaitAcks(WaitAcks),
+    /// A FLUSHALL or FLUSHDB SYNC handed the databases to the lazyfree
+    /// thread and wrote its reply: the client waits (the server does not)
+    /// until the thread signals they are freed (Redis 7.4+'s blocking
+    /// async flush).
+    AwaitFree(tokio::sync::oneshot::Receiver<()>),
 }
 
 pub(crate) use Outcome::Done;

@@ -240,7 +240,7 @@ fn run_script(
         }
         String::from_utf8_lossy(given).to_ascii_lowercase()
     } else {
-        let sha = engine.load_script(ctx.arg(1)).map_err(Error::Owned)?;
+        let sha = engine.load_script(ctx.arg(1), true).map_err(Error::Owned)?;
         if engine.is_shared(&shared) {
             shared.scripting.update_stats(engine);
         }
@@ -299,6 +299,7 @@ fn run_script(
         &func,
         spec,
     );
+    engine.touch_script(&sha);
     Ok(Done)
 }
 
@@ -343,8 +344,10 @@ fn noscript() -> Error {
 fn script_load(ctx: &mut Ctx) -> CmdResult {
     let shared = ctx.shared.clone();
     let mut engine = shared.scripting.engine_for(ctx.client)?;
-    let sha = engine.load_script(ctx.arg(2)).map_err(Error::Owned)?;
-    shared.scripting.update_stats(&engine);
+    let sha = engine
+        .load_script(ctx.arg(2), false)
+        .map_err(Error::Owned)?;
+    shared.scripting.update_stats(&mut engine);
     ctx.out.bulk(sha.as_bytes());
     Ok(Done)
 }
@@ -361,17 +364,27 @@ fn script_exists(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn script_flush(ctx: &mut Ctx) -> CmdResult {
-    let ok = ctx.argc() == 2
-        || (ctx.argc() == 3 && (eq_ic(ctx.arg(2), "SYNC") || eq_ic(ctx.arg(2), "ASYNC")));
-    if !ok {
-        return Err(Error::Static(
-            "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
-        ));
-    }
+    let is_async = match ctx.argc() {
+        2 => ctx.shared.config.lazyfree_lazy_user_flush(),
+        3 if eq_ic(ctx.arg(2), "SYNC") => false,
+        3 if eq_ic(ctx.arg(2), "ASYNC") => true,
+        _ => {
+            return Err(Error::Static(
+                "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+            ));
+        }
+    };
     let shared = ctx.shared.clone();
     let mut engine = shared.scripting.engine_for(ctx.client)?;
+    // Redis's freeLuaScriptsAsync: a large cache goes to the lazyfree
+    // thread, counting its scripts.
+    let scripts = engine.scripts.len();
+    if is_async && scripts > crate::keyspace::lazyfree::THRESHOLD {
+        let taken = engine.take_scripts();
+        shared.lazyfree.free(Box::new(taken), scripts);
+    }
     engine.flush_scripts();
-    shared.scripting.update_stats(&engine);
+    shared.scripting.update_stats(&mut engine);
     ctx.out.ok();
     Ok(Done)
 }

@@ -701,6 +701,8 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
 
 fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     // What Redis's resetServerStats clears (not gauges, not the memory peak).
+    ctx.shared.lazyfree.reset_stats();
+    ctx.shared.scripting.evicted_scripts.store(0, Relaxed);
     let s = &ctx.shared.stats;
     for c in [
         &s.commands_processed,
@@ -802,21 +804,48 @@ fn dbsize(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
-fn flush_mode(ctx: &Ctx) -> CmdResult {
+/// Whether the flush asked for is ASYNC: the argument, else
+/// `lazyfree-lazy-user-flush` (Redis's `getFlushCommandFlags`).
+fn flush_mode(ctx: &Ctx) -> Result<bool, Error> {
     match ctx.argc() {
-        1 => Ok(Done),
-        2 if eq_ic(ctx.arg(1), "ASYNC") || eq_ic(ctx.arg(1), "SYNC") => Ok(Done),
+        1 => Ok(ctx.shared.config.lazyfree_lazy_user_flush()),
+        2 if eq_ic(ctx.arg(1), "ASYNC") => Ok(true),
+        2 if eq_ic(ctx.arg(1), "SYNC") => Ok(false),
         _ => Err(Error::Syntax),
+    }
+}
+
+/// How a flush frees what it removes (Redis's `flushCommandCommon`): a
+/// SYNC flush from a client that may block runs as an ASYNC one whose
+/// client waits for the lazyfree thread (Redis 7.4+), so the server goes
+/// on serving meanwhile; inside MULTI or a script it frees in place.
+#[derive(Clone, Copy, PartialEq)]
+enum Freeing {
+    InPlace,
+    Async,
+    Blocking,
+}
+
+fn freeing(ctx: &Ctx, is_async: bool) -> Freeing {
+    if is_async {
+        Freeing::Async
+    } else if ctx.client.can_block() && !ctx.client.master {
+        Freeing::Blocking
+    } else {
+        Freeing::InPlace
     }
 }
 
 /// Empties one database in every (locked) shard, invalidating WATCHes on
 /// keys that existed, as Redis 7.0's `signalFlushedDb` does. The watchers
 /// are touched after the flush so that one that saw its key already expired
-/// takes the deletion as no change, as Redis does. Returns how many keys
-/// went (Redis's `emptyData`, each a change).
-fn flush_db(ctx: &mut Ctx, db: usize) -> u64 {
+/// takes the deletion as no change, as Redis does. Lazily, the database's
+/// tables go to the lazyfree thread, counting its keys (Redis's
+/// `emptyDbAsync`). Returns how many keys went (Redis's `emptyData`, each
+/// a change).
+fn flush_db(ctx: &mut Ctx, db: usize, lazy: bool) -> u64 {
     let mut gone = Vec::new();
+    let mut taken = Vec::new();
     let mut removed = 0u64;
     for shard in ctx.ks.shards_mut() {
         // Waiters on flushed keys are looked at again: some fail when their
@@ -836,33 +865,53 @@ fn flush_db(ctx: &mut Ctx, db: usize) -> u64 {
             .collect();
         shard.cow_db(db);
         removed += shard.dbs[db].keys.len() as u64;
-        shard.dbs[db].clear();
+        if lazy {
+            taken.push(std::mem::take(&mut shard.dbs[db]));
+        } else {
+            shard.dbs[db].clear();
+        }
         shard.schedule.clear_db(db);
         for (d, k) in existed {
             shard.touch_watched(d, &k);
         }
+    }
+    if lazy {
+        ctx.shared.lazyfree.free(Box::new(taken), removed as usize);
     }
     ctx.ks.db_emptied(db);
     ctx.ks.ready.extend(gone);
     removed
 }
 
+/// The flush's answer: OK now, or OK once the lazyfree thread is done with
+/// everything handed to it so far (Redis's `flushallSyncBgDone`).
+fn flush_reply(ctx: &mut Ctx, freeing: Freeing) -> CmdResult {
+    ctx.out.ok();
+    if freeing != Freeing::Blocking {
+        return Ok(Done);
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    ctx.shared.lazyfree.when_done(move || {
+        let _ = tx.send(());
+    });
+    Ok(super::Outcome::AwaitFree(rx))
+}
+
 fn flushdb(ctx: &mut Ctx) -> CmdResult {
-    flush_mode(ctx)?;
-    let removed = flush_db(ctx, ctx.client.db);
+    let freeing = freeing(ctx, flush_mode(ctx)?);
+    let removed = flush_db(ctx, ctx.client.db, freeing != Freeing::InPlace);
     ctx.ks.dirty(removed);
     ctx.ks.invalidate_tracking_all();
     // Logged even when the database was empty, as Redis does.
     ctx.force_propagation();
-    ctx.out.ok();
-    Ok(Done)
+    flush_reply(ctx, freeing)
 }
 
 fn flushall(ctx: &mut Ctx) -> CmdResult {
-    flush_mode(ctx)?;
+    let freeing = freeing(ctx, flush_mode(ctx)?);
     let mut removed = 0;
     for db in 0..ctx.shared.store.databases {
-        removed += flush_db(ctx, db);
+        removed += flush_db(ctx, db, freeing != Freeing::InPlace);
     }
     ctx.ks.dirty(removed);
     ctx.ks.invalidate_tracking_all();
@@ -876,8 +925,7 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
         let _ = crate::persistence::save_locked(&**ctx.shared, ctx.ks);
     }
     ctx.force_propagation();
-    ctx.out.ok();
-    Ok(Done)
+    flush_reply(ctx, freeing)
 }
 
 /// MONITOR: from now on the client receives a line per command run

@@ -50,6 +50,8 @@ pub(crate) struct Services {
     pub(crate) slowlog: parking_lot::Mutex<crate::slowlog::SlowLog>,
     /// LATENCY's events.
     pub(crate) latency: parking_lot::Mutex<crate::latency::Monitor>,
+    /// The lazyfree thread and INFO's counts of it.
+    pub(crate) lazyfree: crate::keyspace::lazyfree::LazyFree,
     /// Eviction under `maxmemory`: its candidate pool and counters.
     pub(crate) evictor: crate::keyspace::evict::Evictor,
     pub(crate) started: Instant,
@@ -133,6 +135,7 @@ impl Services {
             error_stats: Default::default(),
             slowlog: Default::default(),
             latency: Default::default(),
+            lazyfree: Default::default(),
             evictor: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
@@ -173,6 +176,7 @@ impl Services {
             dirty: &self.stats.dirty,
             expire_stats: &self.stats.expire,
             latency: &self.latency,
+            lazyfree: &self.lazyfree,
             events: self,
         }
     }
@@ -186,7 +190,7 @@ impl crate::rdb::file::Host for Services {
         engine
             .load_library(code, replace)
             .map_err(|e| crate::rdb::RdbError::new(format!("Failed loading library: {e}")))?;
-        self.scripting.update_stats(&engine);
+        self.scripting.update_stats(&mut engine);
         Ok(())
     }
 
@@ -215,7 +219,7 @@ impl crate::persistence::Host for Services {
             && let Ok(mut e) = self.scripting.engine()
         {
             e.flush_libraries();
-            self.scripting.update_stats(&e);
+            self.scripting.update_stats(&mut e);
         }
     }
 

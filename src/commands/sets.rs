@@ -244,9 +244,9 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         }
         ctx.ks
             .signal_by(key, notify::SET, "spop", copy.len() as u64);
-        ctx.ks.remove(key);
-        ctx.ks.signal_by(key, notify::GENERIC, "del", 0);
         let lazy = ctx.shared.config.lazyfree_lazy_server_del();
+        ctx.ks.delete(key, lazy);
+        ctx.ks.signal_by(key, notify::GENERIC, "del", 0);
         ctx.propagate_as(|| crate::argv![crate::keyspace::propagate::del_name(lazy), key]);
         return Ok(Done);
     }

@@ -402,9 +402,9 @@ fn getdel(ctx: &mut Ctx) -> CmdResult {
         None => ctx.out.null(),
         Some(s) => {
             ctx.out.bulk(&s.data);
-            ctx.ks.remove(key);
-            ctx.ks.signal(key, notify::GENERIC, "del");
             let lazy = ctx.shared.config.lazyfree_lazy_user_del();
+            ctx.ks.delete(key, lazy);
+            ctx.ks.signal(key, notify::GENERIC, "del");
             ctx.propagate_as(|| crate::argv![del_name(lazy), key]);
         }
     }
@@ -437,9 +437,9 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     let absolute = matches!(opts.expire, ExpireOpt::ExAt | ExpireOpt::PxAt);
     match expire_at {
         Some(at) if absolute && ctx.ks.expiry_now().is_some_and(|now| at <= now as i64) => {
-            ctx.ks.remove(key);
-            ctx.ks.signal(key, notify::GENERIC, "del");
             let lazy = ctx.shared.config.lazyfree_lazy_expire();
+            ctx.ks.delete(key, lazy);
+            ctx.ks.signal(key, notify::GENERIC, "del");
             ctx.propagate_as(|| crate::argv![del_name(lazy), key]);
         }
         Some(at) => {

@@ -150,6 +150,8 @@ pub(crate) enum Dispatched {
     Migrate(Box<crate::migrate::Transfer>),
     /// WAIT: wait for the replicas' ACKs, then answer.
     WaitAcks(crate::commands::WaitAcks),
+    /// A blocking flush: the reply is written; await the lazyfree thread.
+    AwaitFree(tokio::sync::oneshot::Receiver<()>),
 }
 
 /// Runs one request from a client: checks, locking, the handler.
@@ -309,6 +311,7 @@ fn dispatch_caused(
         Outcome::WaitScript => return Dispatched::WaitScript,
         Outcome::Migrate(t) => Dispatched::Migrate(t),
         Outcome::WaitAcks(w) => Dispatched::WaitAcks(w),
+        Outcome::AwaitFree(rx) => Dispatched::AwaitFree(rx),
         Outcome::Block(block) => {
             // Queue the waiter while the keys' shards are still locked, so
             // no write can land between "nothing to pop" and "waiting".
@@ -895,6 +898,9 @@ impl Dispatch<Client> for Dispatcher<'_> {
             // WAIT and WAITAOF never wait inside EXEC or a script
             // (`Client::can_block`).
             Outcome::WaitAcks(_) => Called::Blocked,
+            // A flush blocks only a client that may block: its data is
+            // gone, the thread frees it.
+            Outcome::AwaitFree(_) => Called::Done,
         }
     }
 
@@ -1210,6 +1216,10 @@ pub(crate) async fn execute_rest(
             }
             Dispatched::Migrate(t) => migrate(shared, client, out, t).await,
             Dispatched::WaitAcks(w) => wait_acks(shared, client, out, w).await,
+            Dispatched::AwaitFree(rx) => {
+                let _ = rx.await;
+                Dispatched::Done
+            }
             d => d,
         };
         // Time passed: the next command reads the clock afresh.

@@ -457,8 +457,17 @@ impl Keyspace<'_> {
         let Some(entry) = self.remove_raw_entry(key) else {
             return 0;
         };
-        drop(entry);
-        let freed = before - crate::alloc::thread_net();
+        // Lazily: the thread frees it later; Redis's eviction loop then
+        // counts what the value held as freed.
+        let estimate = entry.value.mem_usage() as i64;
+        let lazy = self.env.config.lazyfree_lazy_eviction();
+        let freed = if lazy && super::lazyfree::effort(&entry.value) > super::lazyfree::THRESHOLD {
+            super::free_entry(self.env, entry, true);
+            estimate
+        } else {
+            drop(entry);
+            before - crate::alloc::thread_net()
+        };
         let db = self.db;
         self.shard(key).touch_watched(db, key);
         self.propagate_deletion(key, true);

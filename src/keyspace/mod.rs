@@ -19,6 +19,7 @@ pub(crate) mod evict;
 pub(crate) mod expire;
 pub(crate) mod hash_ttl;
 pub(crate) mod keysizes;
+pub(crate) mod lazyfree;
 pub(crate) mod propagate;
 pub(crate) mod replica;
 pub(crate) mod set_ttl;
@@ -389,6 +390,14 @@ impl Store {
         self.shards.len()
     }
 
+    /// Keys in every database (what freeing the store frees).
+    pub(crate) fn key_count(&self) -> usize {
+        let shards = self.shards.iter().map(|s| s.lock());
+        shards
+            .map(|s| s.dbs.iter().map(|d| d.keys.len()).sum::<usize>())
+            .sum()
+    }
+
     pub(crate) fn shard_of<'k>(&self, key: impl Into<HashedKey<'k>>) -> usize {
         key.into().shard(self.shards.len())
     }
@@ -546,7 +555,17 @@ pub(crate) struct Env<'a> {
     pub(crate) dirty: &'a AtomicU64,
     pub(crate) expire_stats: &'a crate::stats::ExpireStats,
     pub(crate) latency: &'a Mutex<crate::latency::Monitor>,
+    /// Where lazily deleted values are freed (see [`lazyfree`]).
+    pub(crate) lazyfree: &'a lazyfree::LazyFree,
     pub(crate) events: &'a dyn Events,
+}
+
+/// Frees a removed entry's value: on the lazyfree thread when `lazy` and
+/// it is worth it, else at once.
+pub(crate) fn free_entry(env: Env<'_>, entry: Entry, lazy: bool) {
+    if lazy {
+        env.lazyfree.free_value(entry.value);
+    }
 }
 
 /// A command's view of the keyspace: the shards it locked, one database,
@@ -927,12 +946,14 @@ impl<'a> Keyspace<'a> {
                 });
             }
             db.sizes.moved(old.class(), class);
-            *old = entry;
+            let prev = std::mem::replace(old, entry);
             if had_ttl && !has_ttl {
                 db.expires.remove_hashed(bytes, hash);
             } else if has_ttl && !had_ttl {
                 db.expires.insert_hashed(bytes.into(), hash, ());
             }
+            // Redis's dbSetValue: the old value is a server deletion.
+            free_entry(self.env, prev, config.lazyfree_lazy_server_del());
         } else {
             db.keys.insert_hashed(bytes.into(), hash, entry);
             db.sizes.moved(0, class);
@@ -956,6 +977,19 @@ impl<'a> Keyspace<'a> {
         let key = key.into();
         self.prepare(key);
         self.remove_raw(key)
+    }
+
+    /// Removes a key as [`remove`](Self::remove) does and frees its value,
+    /// on the lazyfree thread when `lazy` and the value is large (Redis's
+    /// `dbAsyncDelete`; else `dbSyncDelete`). True if it existed.
+    pub(crate) fn delete<'k>(&mut self, key: impl Into<HashedKey<'k>>, lazy: bool) -> bool {
+        match self.remove(key) {
+            Some(e) => {
+                free_entry(self.env, e, lazy);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Removes a key with no expiry check and no notification.
@@ -1122,7 +1156,9 @@ impl<'a> Keyspace<'a> {
         if self.expiry_paused() {
             return true;
         }
-        self.remove_raw(key);
+        if let Some(e) = self.remove_raw(key) {
+            free_entry(self.env, e, self.env.config.lazyfree_lazy_expire());
+        }
         let bytes = key.bytes();
         let shard = self.shard(key);
         shard.stats.expired_keys += 1;
@@ -1384,6 +1420,7 @@ mod tests {
         dirty: AtomicU64,
         expire_stats: crate::stats::ExpireStats,
         latency: Mutex<crate::latency::Monitor>,
+        lazyfree: lazyfree::LazyFree,
         pub(super) events: Recorder,
     }
 
@@ -1399,6 +1436,7 @@ mod tests {
                 dirty: AtomicU64::new(0),
                 expire_stats: Default::default(),
                 latency: Default::default(),
+                lazyfree: Default::default(),
                 events: Recorder::default(),
             };
             services.clock.freeze_at(now_ms);
@@ -1416,6 +1454,7 @@ mod tests {
                 dirty: &self.dirty,
                 expire_stats: &self.expire_stats,
                 latency: &self.latency,
+                lazyfree: &self.lazyfree,
                 events: &self.events,
             }
         }

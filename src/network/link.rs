@@ -902,7 +902,8 @@ fn load(
     if !swap && !announced {
         tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
     }
-    crate::persistence::flush_all(&**shared, &mut ks);
+    let lazy = shared.config.replica_lazy_flush();
+    crate::persistence::flush_all_freeing(&**shared, &mut ks, lazy);
     if !announced {
         tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
     }
@@ -996,7 +997,9 @@ fn load_beside(shared: &Arc<Services>, data: &[u8]) -> Result<crate::rdb::file::
         *shared.persistence.last_load.lock() = stats;
     }
     tracing::info!("MASTER <-> REPLICA sync: Discarding old DB in background");
-    drop(temp);
+    // Redis's discardTempDb: always on the lazyfree thread.
+    let old_keys = temp.key_count();
+    shared.lazyfree.free(Box::new(temp), old_keys);
     Ok(stats)
 }
 

@@ -292,6 +292,12 @@ impl List {
         self.listpack
     }
 
+    /// As a quicklist, its node count (Redis's `quicklist->len`); 0 as a
+    /// listpack.
+    pub(crate) fn quicklist_len(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// Before adding `add_len` elements of `add_bytes` bytes (string
     /// lengths; integers popped from a list count 0): a listpack that
     /// would pass `fill`'s limits becomes a quicklist (Redis's

@@ -45,6 +45,9 @@ pub(crate) struct Library {
     pub(crate) code: Vec<u8>,
     /// Sorted by name (FUNCTION LIST's order).
     pub(crate) functions: Vec<FunctionDef>,
+    /// What loading it added to the Lua heap, its share of INFO's
+    /// `used_memory_vm_functions` (see [`Engine::functions_vm_bytes`]).
+    vm_bytes: usize,
 }
 
 /// The shebang of a library: (library name, where the code starts). The
@@ -99,6 +102,7 @@ impl Engine {
     /// FUNCTION LOAD: returns the library name.
     pub(crate) fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
         self.collect_now_and_then();
+        let heap_before = self.lua.used_memory();
         let (name, start) = parse_metadata(code)?;
         if !replace && self.libraries.contains_key(&name) {
             return Err(format!("ERR Library '{name}' already exists"));
@@ -124,12 +128,15 @@ impl Engine {
                 .or_insert_with(|| name.clone());
         }
         self.library_bytes += code.len() + 64;
+        let vm_bytes = self.lua.used_memory().saturating_sub(heap_before);
+        self.library_vm_bytes += vm_bytes;
         self.libraries.insert(
             name.clone(),
             Library {
                 name: name.clone(),
                 code: code.to_vec(),
                 functions,
+                vm_bytes,
             },
         );
         Ok(name)
@@ -178,6 +185,7 @@ impl Engine {
             return false;
         };
         self.library_bytes -= lib.code.len() + 64;
+        self.library_vm_bytes = self.library_vm_bytes.saturating_sub(lib.vm_bytes);
         for f in &lib.functions {
             let key = f.name.to_ascii_lowercase();
             if self.function_index.get(&key).is_some_and(|o| o == name) {
@@ -188,11 +196,27 @@ impl Engine {
     }
 
     pub(crate) fn flush_libraries(&mut self) {
-        self.libraries.clear();
-        self.library_bytes = 0;
-        self.function_index.clear();
+        drop(self.take_libraries());
         self.lua.expire_registry_values();
         self.lua.gc_collect().ok();
+    }
+
+    /// Empties the library table, handing its libraries to the caller (to
+    /// free elsewhere: FUNCTION FLUSH ASYNC). The Lua side of their
+    /// functions is released as the registry slots they held are reused.
+    pub(crate) fn take_libraries(&mut self) -> std::collections::BTreeMap<String, Library> {
+        self.library_bytes = 0;
+        self.library_vm_bytes = 0;
+        self.function_index.clear();
+        std::mem::take(&mut self.libraries)
+    }
+
+    /// The Lua heap the loaded libraries hold, as each load measured it:
+    /// INFO's `used_memory_vm_functions`. Redis gives functions a Lua VM
+    /// of their own; zwindow's libraries share the one VM with EVAL's
+    /// scripts, and this is their part of it.
+    pub(crate) fn functions_vm_bytes(&self) -> usize {
+        self.library_vm_bytes
     }
 
     /// FCALL's lookup (case-insensitive, as Redis's functions dict).

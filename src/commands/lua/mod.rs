@@ -68,6 +68,9 @@ pub(crate) const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
+/// How many scripts loaded by EVAL are kept (Redis's `LRU_LIST_LENGTH`).
+pub(crate) const EVAL_SCRIPTS_KEPT: usize = 500;
+
 /// Chunk name of EVAL scripts (errors say `user_script:LINE:`).
 const EVAL_CHUNK: &str = "@user_script";
 /// Chunk name of function libraries.
@@ -267,6 +270,11 @@ pub(crate) struct Scripting {
     pub(crate) functions_count: AtomicUsize,
     pub(crate) libraries_count: AtomicUsize,
     pub(crate) functions_bytes: AtomicUsize,
+    /// The Lua heap the function libraries hold (see
+    /// [`Engine::functions_vm_bytes`]).
+    pub(crate) functions_vm: AtomicUsize,
+    /// INFO's `evicted_scripts` (CONFIG RESETSTAT zeroes it).
+    pub(crate) evicted_scripts: std::sync::atomic::AtomicU64,
 }
 
 /// The flags a script declared (its `#!lua` line's, or its function's),
@@ -432,13 +440,15 @@ impl Scripting {
         )
     }
 
-    pub(crate) fn update_stats(&self, e: &Engine) {
+    pub(crate) fn update_stats(&self, e: &mut Engine) {
+        self.evicted_scripts.fetch_add(e.take_evicted(), Relaxed);
         self.cached_scripts.store(e.scripts.len(), Relaxed);
         self.scripts_bytes.store(e.script_bytes, Relaxed);
         self.lua_memory.store(e.lua.used_memory(), Relaxed);
         self.libraries_count.store(e.libraries.len(), Relaxed);
         self.functions_count.store(e.function_count(), Relaxed);
         self.functions_bytes.store(e.library_bytes, Relaxed);
+        self.functions_vm.store(e.functions_vm_bytes(), Relaxed);
     }
 }
 
@@ -461,6 +471,12 @@ pub(crate) struct Script {
     pub(crate) shebang: bool,
     /// `#!lua flags=no-cluster`: refused in cluster mode.
     pub(crate) no_cluster: bool,
+    /// Loaded by EVAL: its place in the eviction order (see
+    /// [`Engine::touch_script`]); None when SCRIPT LOAD brought it, which
+    /// is never evicted.
+    lru: Option<u64>,
+    /// What it adds to INFO's `used_memory_scripts_eval`.
+    bytes: usize,
     /// Its commands' keys may be in different slots (in cluster mode):
     /// `#!lua flags=allow-cross-slot-keys`, or no `#!lua` line at all.
     pub(crate) cross_slot: bool,
@@ -480,6 +496,13 @@ pub(crate) struct Engine {
     /// FCALL's function with its keys and arguments, for xpcall.
     runner: Function,
     pub(crate) scripts: HashMap<String, Script>,
+    /// EVAL-loaded scripts, least recently used first (Redis 7.4+'s
+    /// `lua_scripts_lru_list`), by a stamp that grows with every use.
+    eval_lru: std::collections::BTreeMap<u64, String>,
+    lru_clock: u64,
+    /// Scripts evicted and not yet counted into INFO's `evicted_scripts`
+    /// (see [`Engine::take_evicted`]).
+    evicted: u64,
     /// The environment of every function library (see bootstrap.lua).
     fenv: Table,
     /// bootstrap.lua's `load_library(chunk)`.
@@ -495,6 +518,7 @@ pub(crate) struct Engine {
     /// them on every load made 50,000 loads quadratic.
     script_bytes: usize,
     pub(crate) library_bytes: usize,
+    library_vm_bytes: usize,
     /// Lower-cased function name → its library (FCALL names are
     /// case-insensitive across libraries, as in Redis).
     function_index: HashMap<String, String>,
@@ -656,6 +680,9 @@ impl Engine {
             xpcall,
             runner,
             scripts: HashMap::new(),
+            eval_lru: Default::default(),
+            lru_clock: 0,
+            evicted: 0,
             fenv,
             load_library,
             getlocal,
@@ -664,6 +691,7 @@ impl Engine {
             libraries: Default::default(),
             script_bytes: 0,
             library_bytes: 0,
+            library_vm_bytes: 0,
             function_index: HashMap::new(),
         })
     }
@@ -686,8 +714,12 @@ impl Engine {
             })
     }
 
-    /// SCRIPT LOAD / EVAL: compiles and caches a script by its SHA1.
-    pub(crate) fn load_script(&mut self, body: &[u8]) -> Result<String, String> {
+    /// SCRIPT LOAD / EVAL (`by_eval`): compiles and caches a script by
+    /// its SHA1. A script EVAL brings is evictable: past
+    /// [`EVAL_SCRIPTS_KEPT`] of them, the least recently used goes (Redis's
+    /// `luaScriptsLRUAdd`), so clients sending ever new scripts do not fill
+    /// the memory.
+    pub(crate) fn load_script(&mut self, body: &[u8], by_eval: bool) -> Result<String, String> {
         let sha = sha1_hex(body);
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
@@ -700,11 +732,30 @@ impl Engine {
             .lua
             .create_registry_value(func)
             .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
-        self.script_bytes += body.len() + 64;
+        let bytes = body.len() + 64;
+        self.script_bytes += bytes;
+        let lru = if by_eval {
+            while self.eval_lru.len() >= EVAL_SCRIPTS_KEPT {
+                let Some((_, oldest)) = self.eval_lru.pop_first() else {
+                    break;
+                };
+                if let Some(gone) = self.scripts.remove(&oldest) {
+                    self.script_bytes -= gone.bytes;
+                    self.evicted += 1;
+                }
+            }
+            self.lru_clock += 1;
+            self.eval_lru.insert(self.lru_clock, sha.clone());
+            Some(self.lru_clock)
+        } else {
+            None
+        };
         self.scripts.insert(
             sha.clone(),
             Script {
                 func,
+                lru,
+                bytes,
                 no_writes,
                 allow_oom: shebang_has_flag(body, "allow-oom"),
                 allow_stale: shebang_has_flag(body, "allow-stale"),
@@ -717,8 +768,36 @@ impl Engine {
         Ok(sha)
     }
 
+    /// A script ran: an evictable one becomes the most recently used
+    /// (Redis's `evalGenericCommand` relinking its LRU node).
+    pub(crate) fn touch_script(&mut self, sha: &str) {
+        let Some(script) = self.scripts.get_mut(sha) else {
+            return;
+        };
+        if let Some(stamp) = script.lru {
+            self.eval_lru.remove(&stamp);
+            self.lru_clock += 1;
+            script.lru = Some(self.lru_clock);
+            self.eval_lru.insert(self.lru_clock, sha.to_owned());
+        }
+    }
+
+    /// Scripts evicted since the last call.
+    pub(crate) fn take_evicted(&mut self) -> u64 {
+        std::mem::take(&mut self.evicted)
+    }
+
+    /// Empties the script cache, handing its scripts to the caller (to
+    /// free elsewhere: SCRIPT FLUSH ASYNC).
+    pub(crate) fn take_scripts(&mut self) -> HashMap<String, Script> {
+        self.eval_lru.clear();
+        self.script_bytes = 0;
+        std::mem::take(&mut self.scripts)
+    }
+
     pub(crate) fn flush_scripts(&mut self) {
         self.scripts.clear();
+        self.eval_lru.clear();
         self.script_bytes = 0;
         self.lua.expire_registry_values();
         self.lua.gc_collect().ok();
