@@ -331,9 +331,11 @@ pub enum Action {
         message: Bytes,
         shard: bool,
     },
-    /// Myself lost this slot to a newer config: drop its keys
-    /// (`delKeysInSlot`), if it has any.
-    DeleteKeysInSlot(u16),
+    /// Drop the keys of `slot`, if it has any: myself lost it to a newer
+    /// config (`delKeysInSlot`, `propagate`: the replicas and the AOF
+    /// hear of each deletion), or a replica's CLUSTER RESET empties its
+    /// data (`emptyData`: they do not).
+    DeleteKeysInSlot { slot: u16, propagate: bool },
     /// A module message from a known node arrived on `link`
     /// (`moduleCallClusterReceivers`).
     Module {
@@ -1844,7 +1846,10 @@ impl ClusterState {
             out.update_state = true;
         } else {
             for j in dirty_slots {
-                out.actions.push(Action::DeleteKeysInSlot(j));
+                out.actions.push(Action::DeleteKeysInSlot {
+                    slot: j,
+                    propagate: true,
+                });
             }
         }
     }

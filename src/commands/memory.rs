@@ -180,7 +180,7 @@ fn memory_stats(ctx: &mut Ctx) -> CmdResult {
     int(out, "replica.fullsync.buffer", 0);
     int(out, "clients.slaves", 0);
     int(out, "clients.normal", m.clients_normal as i64);
-    int(out, "cluster.links", 0);
+    int(out, "cluster.links", m.cluster_links as i64);
     int(out, "aof.buffer", 0);
     int(out, "lua.caches", m.eval_caches as i64);
     int(out, "functions.caches", m.function_caches as i64);
