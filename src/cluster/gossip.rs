@@ -140,6 +140,8 @@ pub struct BusConfig {
     pub cport: u16,
     /// `cluster-announce-hostname`; empty if none.
     pub hostname: Vec<u8>,
+    /// `cluster-announce-human-nodename`; empty if none.
+    pub human_nodename: Vec<u8>,
     /// `cluster-replica-validity-factor`.
     pub replica_validity_factor: i64,
     /// `repl-ping-replica-period` in seconds.
@@ -164,6 +166,7 @@ impl Default for BusConfig {
             pport: 0,
             cport: 16379,
             hostname: Vec::new(),
+            human_nodename: Vec::new(),
             replica_validity_factor: 10,
             repl_ping_replica_period: 10,
             replica_no_failover: false,
@@ -386,6 +389,7 @@ impl ClusterState {
         node.pport = i32::from(config.pport);
         node.cport = i32::from(config.cport);
         node.hostname = config.hostname.clone();
+        node.human_nodename = config.human_nodename.clone();
         if let Some(ip) = &config.announce_ip {
             node.ip = ip.clone();
         }
@@ -417,6 +421,16 @@ impl ClusterState {
         self.myself
             .and_then(|m| self.node(&m))
             .is_some_and(|n| n.is_primary())
+    }
+
+    /// A node as Redis's log lines name it: `<id> (<human node name>)`.
+    fn described(&self, name: &NodeName) -> String {
+        let human = self.node(name).map_or(&[][..], |n| &n.human_nodename[..]);
+        format!(
+            "{} ({})",
+            String::from_utf8_lossy(name.as_bytes()),
+            String::from_utf8_lossy(human)
+        )
     }
 
     fn myself_primary(&self) -> Option<NodeName> {
@@ -828,6 +842,10 @@ impl ClusterState {
         if failures < quorum {
             return;
         }
+        tracing::info!(
+            "Marking node {} as failing (quorum reached).",
+            self.described(name)
+        );
         if let Some(node) = self.node_mut(name) {
             node.flags &= !NODE_PFAIL;
             node.flags |= NODE_FAIL;
@@ -980,10 +998,30 @@ impl ClusterState {
         }
         let gossip = chosen.iter().filter_map(|n| self.gossip_entry(n)).collect();
         let mut extensions = Vec::new();
+        // `writePingExt`'s order: hostname, human node name, forgotten
+        // nodes, shard id, internal secret.
         if !self.bus.config.hostname.is_empty() {
             extensions.push(PingExt::Hostname(Bytes::from(
                 self.bus.config.hostname.clone(),
             )));
+        }
+        if !self.bus.config.human_nodename.is_empty() {
+            extensions.push(PingExt::HumanNodename(Bytes::from(
+                self.bus.config.human_nodename.clone(),
+            )));
+        }
+        // Each node myself forgot, for the TTL left in whole seconds
+        // (Redis keeps the expiry in seconds of `server.unixtime`).
+        let unixtime = now.div_euclid(1000);
+        for (name, until) in &self.bus.blacklist {
+            let expire = until.div_euclid(1000);
+            if expire < unixtime {
+                continue;
+            }
+            extensions.push(PingExt::ForgottenNode {
+                name: *name,
+                ttl: u64::try_from(expire - unixtime).unwrap_or(0),
+            });
         }
         // Every message carries myself's shard id, as Redis 7.2 and later
         // (`writePingExt`); 7.0 skips the type.
@@ -1174,8 +1212,17 @@ impl ClusterState {
         let sender = self.sender_of(link, hdr, out);
         let mut sender_current_epoch = 0;
         let mut sender_config_epoch = 0;
+        // The window rules' own traffic (zwindow's, which a Redis node
+        // never sends) is no proof of liveness: failure detection sees
+        // what it would see between Redis nodes.
+        let rules_traffic = matches!(
+            &msg.body,
+            Body::Module { module_id, .. } if *module_id == super::window_sync::MODULE_ID
+        );
         if let Some(s) = sender.and_then(|s| self.node_mut(&s)) {
-            s.bus.data_received = now;
+            if !rules_traffic {
+                s.bus.data_received = now;
+            }
             if !has_flag(s.flags, NODE_HANDSHAKE) {
                 sender_current_epoch = hdr.current_epoch;
                 sender_config_epoch = hdr.config_epoch;
@@ -1522,11 +1569,38 @@ impl ClusterState {
             PingExt::Hostname(h) => Some(h.to_vec()),
             _ => None,
         });
+        let human_nodename = ping.extensions.iter().find_map(|e| match e {
+            PingExt::HumanNodename(h) => Some(h.to_vec()),
+            _ => None,
+        });
         if let Some(n) = self.node_mut(&sender) {
             let hostname = hostname.unwrap_or_default();
             if n.hostname != hostname {
                 n.hostname = hostname;
                 out.save(false);
+            }
+            let human_nodename = human_nodename.unwrap_or_default();
+            if n.human_nodename != human_nodename {
+                n.human_nodename = human_nodename;
+                out.save(false);
+            }
+        }
+        // Nodes the sender forgot: forgotten here too, for as long, but
+        // never myself nor my own primary.
+        let me = self.myself_name();
+        let my_primary = self.myself_primary();
+        for e in &ping.extensions {
+            if let PingExt::ForgottenNode { name, ttl } = e
+                && *name != me
+                && Some(*name) != my_primary
+                && self.node(name).is_some()
+            {
+                let ttl_ms = i64::try_from(ttl.saturating_mul(1000)).unwrap_or(i64::MAX);
+                let until = (now.div_euclid(1000) * 1000).saturating_add(ttl_ms);
+                self.bus.blacklist.insert(*name, until);
+                self.del_node(name, out);
+                out.save(false);
+                out.update_state = true;
             }
         }
         // No shard id extension (a 7.0 sender): its primary's id, so a
@@ -1688,10 +1762,22 @@ impl ClusterState {
                 if sender_is_primary && !node.is_myself() {
                     let s = sender.unwrap_or(NodeName::NULL);
                     if has_flag(flags, NODE_FAIL | NODE_PFAIL) {
-                        self.add_failure_report(&name, &s, now);
+                        if self.add_failure_report(&name, &s, now) {
+                            tracing::info!(
+                                target: "verbose",
+                                "Node {} reported node {} as not reachable.",
+                                self.described(&s),
+                                self.described(&name),
+                            );
+                        }
                         self.mark_failing_if_needed(&name, now, out);
-                    } else {
-                        self.del_failure_report(&name, &s, now);
+                    } else if self.del_failure_report(&name, &s, now) {
+                        tracing::info!(
+                            target: "verbose",
+                            "Node {} reported node {} is back online.",
+                            self.described(&s),
+                            self.described(&name),
+                        );
                     }
                 }
                 // Take a fresher PONG time when nobody suspects the node.
@@ -2238,6 +2324,11 @@ impl ClusterState {
                     n.flags |= NODE_PFAIL;
                 }
                 update_state = true;
+                // Redis 8.0: the one primary of a single-shard cluster is
+                // a quorum of its own.
+                if self.myself_is_primary() && self.bus.size == 1 {
+                    self.mark_failing_if_needed(name, now, &mut out);
+                }
             }
         }
 

@@ -355,6 +355,9 @@ impl Cluster {
             node.hostname = config
                 .cluster_setting("cluster-announce-hostname")
                 .into_bytes();
+            node.human_nodename = config
+                .cluster_setting("cluster-announce-human-nodename")
+                .into_bytes();
         }
         // As Redis 8.0's `clusterInit` sets it (7.0 said 1), until the
         // state is computed.
@@ -481,6 +484,9 @@ impl Cluster {
             hostname: config
                 .cluster_setting("cluster-announce-hostname")
                 .into_bytes(),
+            human_nodename: config
+                .cluster_setting("cluster-announce-human-nodename")
+                .into_bytes(),
             replica_validity_factor: setting("cluster-replica-validity-factor", 10),
             repl_ping_replica_period: config.repl_ping_period() as i64,
             replica_no_failover: yes("cluster-replica-no-failover"),
@@ -569,12 +575,16 @@ impl Cluster {
     pub(crate) fn cron(&self, config: &Config, now_ms: i64) {
         let mut inner = self.write();
         // `cluster-announce-*` set at runtime (Redis applies them at once
-        // or in its cron): myself's ports and hostname follow, and a new
-        // hostname is saved.
+        // or in its cron): myself's ports, hostname and human node name
+        // follow, and a new name is saved (`updateAnnouncedHostname`,
+        // `updateAnnouncedHumanNodename`).
         let me = inner.myself();
         let (tls_cluster, base, cluster_port) = own_ports(config);
         let hostname = config
             .cluster_setting("cluster-announce-hostname")
+            .into_bytes();
+        let human_nodename = config
+            .cluster_setting("cluster-announce-human-nodename")
             .into_bytes();
         let ip = config.cluster_setting("cluster-announce-ip");
         let no_failover = config.cluster_setting("cluster-replica-no-failover") == "yes";
@@ -582,7 +592,9 @@ impl Cluster {
         let mut flags_changed = false;
         if let Some(node) = inner.state.node_mut(&me) {
             derive_ports(config, tls_cluster, base, cluster_port, node);
+            flags_changed = node.hostname != hostname || node.human_nodename != human_nodename;
             node.hostname = hostname;
+            node.human_nodename = human_nodename;
             // `clusterUpdateMyselfIp`: the announced IP, once set or
             // cleared (then learnt again from the bus).
             if ip_changed {
@@ -594,7 +606,7 @@ impl Cluster {
             } else {
                 node.flags & !wire::NODE_NOFAILOVER
             };
-            flags_changed = flags != node.flags;
+            flags_changed |= flags != node.flags;
             node.flags = flags;
         }
         if ip_changed {

@@ -42,6 +42,9 @@ pub struct Node {
     pub cport: i32,
     /// `cluster-announce-hostname`; empty if none.
     pub hostname: Vec<u8>,
+    /// `cluster-announce-human-nodename` (Redis 7.2's `human_nodename`,
+    /// shown in log lines about the node); empty if none.
+    pub human_nodename: Vec<u8>,
     /// `NODE_*` bits from [`super::wire`].
     pub flags: u16,
     /// The primary of a replica.
@@ -83,6 +86,7 @@ impl Node {
             pport: 0,
             cport: 0,
             hostname: Vec::new(),
+            human_nodename: Vec::new(),
             flags: 0,
             primary: None,
             replicas: Vec::new(),
