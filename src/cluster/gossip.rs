@@ -3515,6 +3515,92 @@ mod tests {
         assert!(s.node(&name(1)).unwrap().hostname.is_empty());
     }
 
+    #[test]
+    fn human_nodenames_go_out_after_the_hostname_and_come_in() {
+        let mut cfg = config(0);
+        cfg.human_nodename = b"node-0".to_vec();
+        let mut s = ClusterState::with_myself(name(0), cfg, T0);
+        s.node_or_create(name(1)).flags = NODE_MASTER;
+        let l = s.accept_link(b"127.0.0.1", b"127.0.0.1", T0);
+        let mut p = ping_msg(hdr(1), vec![]);
+        if let Body::Ping(ping) = &mut p.body {
+            ping.extensions
+                .push(PingExt::HumanNodename(Bytes::from_static(b"node-1")));
+        }
+        let a = s.on_message(l, &p, T0);
+        assert_eq!(s.node(&name(1)).unwrap().human_nodename, b"node-1");
+        assert_eq!(
+            s.described(&name(1)),
+            format!("{} (node-1)", String::from_utf8_lossy(name(1).as_bytes()))
+        );
+        let exts = &sent(&a)[0].1.body.ping().unwrap().extensions;
+        assert_eq!(
+            exts[0],
+            PingExt::HumanNodename(Bytes::from_static(b"node-0"))
+        );
+        assert!(matches!(exts[1], PingExt::ShardId(_)));
+        // A ping without it: none any more.
+        s.on_message(l, &ping_msg(hdr(1), vec![]), T0);
+        assert!(s.node(&name(1)).unwrap().human_nodename.is_empty());
+    }
+
+    #[test]
+    fn forgotten_nodes_spread_with_their_ttl_but_never_myself_or_my_primary() {
+        let (mut s, links) = fixture(4);
+        s.forget(&name(2), T0).unwrap();
+        // Myself's pings name it with the seconds left.
+        let mut out = Out::default();
+        s.send_ping(links[&name(1)], Kind::Ping, T0 + 20_000, &mut out);
+        let exts = &sent(&out.actions)[0].1.body.ping().unwrap().extensions;
+        let ttl = exts.iter().find_map(|e| match e {
+            PingExt::ForgottenNode { name: n, ttl } if *n == name(2) => Some(*ttl),
+            _ => None,
+        });
+        let left = (T0 + BLACKLIST_TTL) / 1000 - (T0 + 20_000) / 1000;
+        assert_eq!(ttl, Some(left as u64));
+        // A peer's: forgotten here for as long; myself and my primary stay.
+        s.replicate(&name(1), T0);
+        let mut p = ping_msg(hdr(3), vec![]);
+        if let Body::Ping(ping) = &mut p.body {
+            for i in [0, 1, 4] {
+                ping.extensions.push(PingExt::ForgottenNode {
+                    name: name(i),
+                    ttl: 30,
+                });
+            }
+        }
+        let a = s.on_message(links[&name(3)], &p, T0);
+        assert!(s.node(&name(0)).is_some() && s.node(&name(1)).is_some());
+        assert!(s.node(&name(4)).is_none());
+        assert!(a.contains(&Action::SaveConfig { fsync: false }));
+        let g = vec![gossip_about(4, NODE_MASTER)];
+        s.on_message(links[&name(3)], &ping_msg(hdr(3), g.clone()), T0 + 30_000);
+        assert!(s.node(&name(4)).is_none());
+        s.on_message(links[&name(3)], &ping_msg(hdr(3), g), T0 + 30_001);
+        assert!(s.node(&name(4)).is_some());
+    }
+
+    #[test]
+    fn a_single_shard_primary_marks_a_silent_node_failed_alone() {
+        // Myself the one primary with slots; 2 answers, 1 falls silent.
+        let (mut s, links) = fixture(2);
+        s.add_slot(&name(0), 0);
+        let mut out = Out::default();
+        s.update_state(T0 + 5000, &mut out);
+        assert_eq!(s.bus.size, 1);
+        s.cron(T0 + TIMEOUT / 2 + 1);
+        let ping_sent = T0 + TIMEOUT / 2 + 1;
+        s.on_message(links[&name(2)], &pong_msg(hdr(2)), ping_sent + 1);
+        let actions = s.cron(ping_sent + TIMEOUT + 1);
+        let n = s.node(&name(1)).unwrap();
+        assert!(n.is_failed(), "{:x}", n.flags);
+        assert!(
+            sent(&actions)
+                .iter()
+                .any(|(_, m)| matches!(m.body, Body::Fail { about } if about == name(1)))
+        );
+    }
+
     fn ping_with_shard(from: usize, slaveof: Option<usize>, shard: Option<NodeName>) -> Msg {
         let mut h = hdr(from);
         if let Some(p) = slaveof {

@@ -110,7 +110,8 @@ pub const MFLAG0_EXT_DATA: u8 = 1 << 2;
 pub const EXT_HOSTNAME: u16 = 0;
 // Later versions' extensions (7.2/8.0: human node name, forgotten node,
 // shard id, internal secret). 7.0 logs and skips them; the shard id decodes
-// as [`PingExt::ShardId`], the others as [`PingExt::Other`], kept opaque.
+// as [`PingExt::ShardId`], the human node name and forgotten nodes as theirs,
+// the others as [`PingExt::Other`], kept opaque.
 pub const EXT_HUMAN_NODENAME: u16 = 1;
 pub const EXT_FORGOTTEN_NODE: u16 = 2;
 pub const EXT_SHARDID: u16 = 3;
@@ -1106,15 +1107,10 @@ mod tests {
                     gossip: vec![gossip(b'b')],
                     extensions: vec![
                         PingExt::Hostname(Bytes::from_static(b"host-1.example")),
-                        PingExt::Hostname(Bytes::from_static(b"1234567")),
-                        PingExt::HumanNodename(Bytes::from_static(b"node-1")),
+                        PingExt::HumanNodename(Bytes::from_static(b"1234567")),
                         PingExt::ForgottenNode {
                             name: name(b'z'),
                             ttl: 59,
-                        },
-                        PingExt::Other {
-                            ext_type: EXT_INTERNALSECRET,
-                            data: Bytes::from(vec![b'z'; 40]),
                         },
                     ],
                 }),

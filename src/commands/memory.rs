@@ -325,6 +325,7 @@ mod tests {
             eval_caches: 0,
             function_caches: 0,
             clients_normal: 0,
+            cluster_links: 0,
             overhead: 1 << 20,
             dataset: used - (1 << 20),
             net: used - (1 << 20),
