@@ -7,7 +7,9 @@
 //! (`total_cluster_links_buffer_limit_exceeded`), and a primary that
 //! loses a slot to a newer claim through gossip deleting its keys there
 //! and propagating the deletions to its replica (8.0's `delKeysInSlot`),
-//! a redis-server replica of a zwindow primary included.
+//! a redis-server replica of a zwindow primary included; the human
+//! node name and CLUSTER FORGET's forgotten-node extension travelling
+//! between zwindow and redis-server 8.0.2 nodes.
 
 mod common;
 
@@ -302,4 +304,100 @@ fn a_zwindow_primary_losing_a_slot_deletes_its_keys_on_a_redis_8_replica() {
 fn a_redis_8_primary_losing_a_slot_deletes_its_keys_on_its_replica() {
     let _serial = serial();
     slot_lost_through_gossip(R8, R8);
+}
+
+/// nodes.conf of node `i`, read from its working directory.
+fn nodes_conf(cluster: &Cluster, i: usize) -> String {
+    std::fs::read_to_string(cluster.nodes[i].dir().join("nodes.conf")).unwrap_or_default()
+}
+
+/// Whether node `i`'s nodes.conf gives node `id` the human node name
+/// `human` (Redis's `nodename=` auxiliary field).
+fn conf_names(cluster: &Cluster, i: usize, id: &str, human: &str) -> Result<(), String> {
+    let conf = nodes_conf(cluster, i);
+    let line = conf.lines().find(|l| l.starts_with(id)).unwrap_or_default();
+    if line.contains(&format!(",nodename={human},"))
+        || line.contains(&format!(",nodename={human} "))
+    {
+        Ok(())
+    } else {
+        Err(conf)
+    }
+}
+
+/// `cluster-announce-human-nodename` travels in the ping extension
+/// both ways between zwindow and redis-server 8.0.2 nodes, each saving
+/// the other's in nodes.conf; both refuse the same bad value.
+#[test]
+fn human_nodenames_travel_between_zwindow_and_redis_8() {
+    let _serial = serial();
+    let cluster = Cluster::create(&[Z, R8, Z], 0, CALM_TIMEOUT);
+    for (i, name) in [(0, "zw-0"), (1, "r8-1")] {
+        let set = |v: &str| {
+            text(&cluster.nodes[i].conn().cmd(&[
+                b"CONFIG",
+                b"SET",
+                b"cluster-announce-human-nodename",
+                v.as_bytes(),
+            ]))
+        };
+        // Both kinds refuse it alike (redis-server's text is the model).
+        assert_eq!(
+            set("bad!name"),
+            "-ERR CONFIG SET failed (possibly related to argument 'cluster-announce-human-nodename') - Announced human node name contained invalid character\r\n",
+            "node {i}"
+        );
+        assert_eq!(set(name), "OK", "node {i}");
+    }
+    let (id0, id1) = (cluster.id(0), cluster.id(1));
+    wait_until("the names in every nodes.conf", WAIT, || {
+        conf_names(&cluster, 1, &id0, "zw-0")?;
+        conf_names(&cluster, 2, &id0, "zw-0")?;
+        conf_names(&cluster, 0, &id1, "r8-1")?;
+        conf_names(&cluster, 2, &id1, "r8-1")?;
+        conf_names(&cluster, 0, &id0, "zw-0")
+    });
+}
+
+/// CLUSTER FORGET spreads in the forgotten-node extension, between
+/// zwindow and redis-server 8.0.2 either way: a reset node forgotten by
+/// one node is forgotten by all.
+#[test]
+fn cluster_forget_spreads_between_zwindow_and_redis_8() {
+    let _serial = serial();
+    let cluster = Cluster::create(&[Z, R8, Z, R8], 0, CALM_TIMEOUT);
+    let ids: Vec<String> = (0..4).map(|i| cluster.id(i)).collect();
+    let forgotten_by = |who: &[usize], id: &str| -> Result<(), String> {
+        for &i in who {
+            let nodes = text(&cluster.nodes[i].conn().cmd(&[b"CLUSTER", b"NODES"]));
+            if nodes.contains(id) {
+                return Err(format!("node {i}: {nodes}"));
+            }
+        }
+        Ok(())
+    };
+    // A redis-server node reset, forgotten by zwindow.
+    let reset = cluster.nodes[3]
+        .conn()
+        .cmd(&[b"CLUSTER", b"RESET", b"HARD"]);
+    assert_eq!(reset, b"+OK\r\n");
+    let forget = cluster.nodes[0]
+        .conn()
+        .cmd(&[b"CLUSTER", b"FORGET", ids[3].as_bytes()]);
+    assert_eq!(forget, b"+OK\r\n");
+    wait_until("node 3 forgotten everywhere", WAIT, || {
+        forgotten_by(&[0, 1, 2], &ids[3])
+    });
+    // A zwindow node reset, forgotten by redis-server.
+    let reset = cluster.nodes[2]
+        .conn()
+        .cmd(&[b"CLUSTER", b"RESET", b"HARD"]);
+    assert_eq!(reset, b"+OK\r\n");
+    let forget = cluster.nodes[1]
+        .conn()
+        .cmd(&[b"CLUSTER", b"FORGET", ids[2].as_bytes()]);
+    assert_eq!(forget, b"+OK\r\n");
+    wait_until("node 2 forgotten everywhere", WAIT, || {
+        forgotten_by(&[0, 1], &ids[2])
+    });
 }
