@@ -61,7 +61,8 @@ pub(crate) struct Cluster {
 
 /// What a command handed the bus ([`Cluster::submit`]).
 pub(crate) enum Submitted {
-    Action(gossip::Action),
+    /// (Boxed: a message in flight is the common item, and small.)
+    Action(Box<gossip::Action>),
     /// An [`gossip::Action::Send`], encoded and queued.
     Send(Outgoing),
 }
@@ -414,7 +415,7 @@ impl Cluster {
                         }
                     }
                 }
-                action => Some(Submitted::Action(action)),
+                action => Some(Submitted::Action(Box::new(action))),
             })
             .collect();
         self.submitted.lock().extend(items);

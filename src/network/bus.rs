@@ -721,7 +721,7 @@ async fn drive(bus: Arc<Bus>) {
         }
         for item in bus.cluster().take_submitted() {
             match item {
-                Submitted::Action(action) => bus.apply(vec![action]),
+                Submitted::Action(action) => bus.apply(vec![*action]),
                 Submitted::Send(out) => bus.queue(out),
             }
         }
