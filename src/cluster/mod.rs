@@ -628,27 +628,23 @@ fn derive_ports(
     node: &mut state::Node,
 ) {
     let setting = |name: &str| -> i32 { config.cluster_setting(name).parse().unwrap_or(0) };
-    node.port = base;
-    node.pport = if tls_cluster {
-        config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
-    } else {
-        0
-    };
     node.cport = if cluster_port != 0 {
         cluster_port
     } else {
         base + PORT_INCR
     };
-    let (announce, announce_tls) = (
+    // Redis 7.2+: the plaintext and TLS ports (announced, else the
+    // server's), the cluster's kind in `port`, the other in `pport`.
+    let or = |announced: i32, own: i32| if announced != 0 { announced } else { own };
+    let tcp = or(
         setting("cluster-announce-port"),
-        setting("cluster-announce-tls-port"),
+        config.port.load(std::sync::atomic::Ordering::Relaxed) as i32,
     );
-    if tls_cluster && announce_tls != 0 {
-        node.port = announce_tls;
-        node.pport = announce;
-    } else if announce != 0 {
-        node.port = announce;
-    }
+    let tls = or(
+        setting("cluster-announce-tls-port"),
+        i32::from(config.tls_port()),
+    );
+    (node.port, node.pport) = if tls_cluster { (tls, tcp) } else { (tcp, tls) };
     let bus = setting("cluster-announce-bus-port");
     if bus != 0 {
         node.cport = bus;

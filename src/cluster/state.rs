@@ -745,7 +745,11 @@ impl ClusterState {
         } else {
             node.port
         };
-        let tls_port = if ctx.tls_cluster { node.port } else { 0 };
+        let tls_port = if ctx.tls_cluster {
+            node.port
+        } else {
+            node.pport
+        };
         let offset = self.offset_of(node, ctx);
         let fields = 6
             + usize::from(plaintext_port != 0)
@@ -809,7 +813,8 @@ fn write_slots_node(r: &mut Reply, node: &Node, ctx: &ReplyContext) {
         EndpointType::Hostname => r.bulk(&node.hostname),
         EndpointType::UnknownEndpoint => r.null(),
     }
-    let use_pport = ctx.tls_cluster && ctx.plaintext_client && node.pport != 0;
+    // The port of the client's kind (`clusterNodeClientPort`).
+    let use_pport = ctx.tls_cluster == ctx.plaintext_client && node.pport != 0;
     r.int(i64::from(if use_pport { node.pport } else { node.port }));
     r.bulk(node.name.as_bytes());
     let with_ip = ctx.endpoint != EndpointType::Ip;

@@ -86,9 +86,10 @@ fn reply_context(ctx: &Ctx) -> ReplyContext {
     }
 }
 
-/// A plaintext client of a `tls-cluster` is shown the plaintext ports.
+/// A client is shown the ports of its connection's kind (Redis 7.2+'s
+/// `shouldReturnTlsInfo`): `pport` when that is not the cluster's kind.
 fn use_pport(ctx: &Ctx) -> bool {
-    !ctx.client.handle.tls && ctx.shared.config.tls_setting("tls-cluster") == "yes"
+    ctx.client.handle.tls != (ctx.shared.config.tls_setting("tls-cluster") == "yes")
 }
 
 fn help(ctx: &mut Ctx) -> CmdResult {
