@@ -332,6 +332,12 @@ fn conf_names(cluster: &Cluster, i: usize, id: &str, human: &str) -> Result<(), 
 fn human_nodenames_travel_between_zwindow_and_redis_8() {
     let _serial = serial();
     let cluster = Cluster::create(&[Z, R8, Z], 0, CALM_TIMEOUT);
+    let get = |i: usize| {
+        cluster.nodes[i]
+            .conn()
+            .cmd(&[b"CONFIG", b"GET", b"cluster-announce-human-nodename"])
+    };
+    assert_eq!(get(0), get(1), "the default");
     for (i, name) in [(0, "zw-0"), (1, "r8-1")] {
         let set = |v: &str| {
             text(&cluster.nodes[i].conn().cmd(&[
