@@ -911,7 +911,9 @@ impl Config {
             | "cluster-allow-pubsubshard-when-down" => "yes",
             "cluster-allow-reads-when-down" => "no",
             "cluster-preferred-endpoint-type" => "ip",
-            "cluster-announce-ip" | "cluster-announce-hostname" => "",
+            "cluster-announce-ip"
+            | "cluster-announce-hostname"
+            | "cluster-announce-human-nodename" => "",
             "cluster-replica-validity-factor" => "10",
             "cluster-migration-barrier" => "1",
             _ => "0",
@@ -995,10 +997,12 @@ impl Config {
         }
         match self.kept("loglevel", "notice").as_str() {
             "debug" => "debug",
+            "verbose" => "info",
             "warning" => "warn",
             // Redis 7.2+: no log at all.
             "nothing" => "off",
-            _ => "info",
+            // Lines Redis logs at LL_VERBOSE go to the `verbose` target.
+            _ => "info,verbose=off",
         }
         .to_string()
     }
@@ -1909,6 +1913,16 @@ fn announced_hostname(v: &[u8]) -> Result<String, String> {
         .all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
     {
         return Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into());
+    }
+    Ok(String::from_utf8_lossy(v).into_owned())
+}
+
+/// `cluster-announce-human-nodename`: Redis 7.2's
+/// `isValidAnnouncedNodename` (what an auxiliary field of nodes.conf may
+/// hold).
+fn announced_nodename(v: &[u8]) -> Result<String, String> {
+    if !v.iter().all(|&c| crate::util::valid_aux_char(c)) {
+        return Err("Announced human node name contained invalid character".into());
     }
     Ok(String::from_utf8_lossy(v).into_owned())
 }
@@ -2976,6 +2990,13 @@ const PARAMS: &[Param] = &[
         None,
         "",
         announced_hostname,
+        runtime
+    ),
+    kept!(
+        "cluster-announce-human-nodename",
+        None,
+        "",
+        announced_nodename,
         runtime
     ),
     kept!(

@@ -356,6 +356,13 @@ pub(crate) async fn wait_until(notify: &tokio::sync::Notify, ready: impl Fn() ->
     }
 }
 
+/// Redis's `isValidAuxChar`: what an auxiliary field of nodes.conf (its
+/// name, its value: a human node name) may hold: anything but NUL and
+/// these punctuation marks.
+pub(crate) fn valid_aux_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || (c != 0 && !b"!#$%&()*+:;<>?@[]^{|}~".contains(&c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

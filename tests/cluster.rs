@@ -27,7 +27,13 @@ fn cluster_settings_as_redis() {
         20,
         "redis-server 7.0.15's cluster-* settings"
     );
-    assert_eq!(zc.config_pairs("cluster-*"), defaults);
+    // Less Redis 7.2+'s human node name (held to 8.0.2's in
+    // tests/cluster_links.rs).
+    let without_later = |mut pairs: Vec<(String, String)>| {
+        pairs.retain(|(k, _)| k != "cluster-announce-human-nodename");
+        pairs
+    };
+    assert_eq!(without_later(zc.config_pairs("cluster-*")), defaults);
     for line in [
         "CONFIG SET cluster-node-timeout 5000",
         "CONFIG SET cluster-node-timeout -1",
@@ -55,7 +61,10 @@ fn cluster_settings_as_redis() {
     }
     let long = format!("CONFIG SET cluster-announce-hostname {}", "h".repeat(256));
     assert_eq!(config(&mut zc, &long), config(&mut rc, &long));
-    assert_eq!(zc.config_pairs("cluster-*"), rc.config_pairs("cluster-*"));
+    assert_eq!(
+        without_later(zc.config_pairs("cluster-*")),
+        rc.config_pairs("cluster-*")
+    );
 }
 
 /// A config file may carry cluster settings with cluster mode off (Redis

@@ -282,7 +282,26 @@ fn harness_base_port() -> u16 {
 /// external ones.
 fn run_unit_spawned(tests: &Path, unit: &str, skipfile: Option<&Path>) -> (UnitResult, String) {
     let work = spawned_copy(tests);
-    run_harness(&work, unit, &["--tags", "-needs:repl"], skipfile)
+    match unit.strip_prefix("tls:") {
+        // `tls:unit`: with the harness's --tls (every server it spawns
+        // gets a tls-port, `port 0` unless the unit says otherwise, and
+        // the suite's certificates: Redis 7.0.15's, as for the external
+        // TLS units, when the suite has none).
+        Some(unit) => {
+            let certs = work.0.join("tests/tls");
+            if !certs.is_dir() {
+                let status = Command::new("cp")
+                    .arg("-a")
+                    .arg(tls_certs())
+                    .arg(&certs)
+                    .status()
+                    .expect("run cp");
+                assert!(status.success(), "copying the test certificates failed");
+            }
+            run_harness(&work, unit, &["--tls", "--tags", "-needs:repl"], skipfile)
+        }
+        None => run_harness(&work, unit, &["--tags", "-needs:repl"], skipfile),
+    }
 }
 
 /// A private copy of the suite whose `src/redis-server` runs zwindow (see

@@ -140,6 +140,8 @@ pub struct BusConfig {
     pub cport: u16,
     /// `cluster-announce-hostname`; empty if none.
     pub hostname: Vec<u8>,
+    /// `cluster-announce-human-nodename`; empty if none.
+    pub human_nodename: Vec<u8>,
     /// `cluster-replica-validity-factor`.
     pub replica_validity_factor: i64,
     /// `repl-ping-replica-period` in seconds.
@@ -164,6 +166,7 @@ impl Default for BusConfig {
             pport: 0,
             cport: 16379,
             hostname: Vec::new(),
+            human_nodename: Vec::new(),
             replica_validity_factor: 10,
             repl_ping_replica_period: 10,
             replica_no_failover: false,
@@ -331,9 +334,11 @@ pub enum Action {
         message: Bytes,
         shard: bool,
     },
-    /// Myself lost this slot to a newer config: drop its keys
-    /// (`delKeysInSlot`), if it has any.
-    DeleteKeysInSlot(u16),
+    /// Drop the keys of `slot`, if it has any: myself lost it to a newer
+    /// config (`delKeysInSlot`, `propagate`: the replicas and the AOF
+    /// hear of each deletion), or a replica's CLUSTER RESET empties its
+    /// data (`emptyData`: they do not).
+    DeleteKeysInSlot { slot: u16, propagate: bool },
     /// A module message from a known node arrived on `link`
     /// (`moduleCallClusterReceivers`).
     Module {
@@ -384,6 +389,7 @@ impl ClusterState {
         node.pport = i32::from(config.pport);
         node.cport = i32::from(config.cport);
         node.hostname = config.hostname.clone();
+        node.human_nodename = config.human_nodename.clone();
         if let Some(ip) = &config.announce_ip {
             node.ip = ip.clone();
         }
@@ -415,6 +421,16 @@ impl ClusterState {
         self.myself
             .and_then(|m| self.node(&m))
             .is_some_and(|n| n.is_primary())
+    }
+
+    /// A node as Redis's log lines name it: `<id> (<human node name>)`.
+    fn described(&self, name: &NodeName) -> String {
+        let human = self.node(name).map_or(&[][..], |n| &n.human_nodename[..]);
+        format!(
+            "{} ({})",
+            String::from_utf8_lossy(name.as_bytes()),
+            String::from_utf8_lossy(human)
+        )
     }
 
     fn myself_primary(&self) -> Option<NodeName> {
@@ -826,6 +842,10 @@ impl ClusterState {
         if failures < quorum {
             return;
         }
+        tracing::info!(
+            "Marking node {} as failing (quorum reached).",
+            self.described(name)
+        );
         if let Some(node) = self.node_mut(name) {
             node.flags &= !NODE_PFAIL;
             node.flags |= NODE_FAIL;
@@ -978,10 +998,30 @@ impl ClusterState {
         }
         let gossip = chosen.iter().filter_map(|n| self.gossip_entry(n)).collect();
         let mut extensions = Vec::new();
+        // `writePingExt`'s order: hostname, human node name, forgotten
+        // nodes, shard id, internal secret.
         if !self.bus.config.hostname.is_empty() {
             extensions.push(PingExt::Hostname(Bytes::from(
                 self.bus.config.hostname.clone(),
             )));
+        }
+        if !self.bus.config.human_nodename.is_empty() {
+            extensions.push(PingExt::HumanNodename(Bytes::from(
+                self.bus.config.human_nodename.clone(),
+            )));
+        }
+        // Each node myself forgot, for the TTL left in whole seconds
+        // (Redis keeps the expiry in seconds of `server.unixtime`).
+        let unixtime = now.div_euclid(1000);
+        for (name, until) in &self.bus.blacklist {
+            let expire = until.div_euclid(1000);
+            if expire < unixtime {
+                continue;
+            }
+            extensions.push(PingExt::ForgottenNode {
+                name: *name,
+                ttl: u64::try_from(expire - unixtime).unwrap_or(0),
+            });
         }
         // Every message carries myself's shard id, as Redis 7.2 and later
         // (`writePingExt`); 7.0 skips the type.
@@ -1172,8 +1212,17 @@ impl ClusterState {
         let sender = self.sender_of(link, hdr, out);
         let mut sender_current_epoch = 0;
         let mut sender_config_epoch = 0;
+        // The window rules' own traffic (zwindow's, which a Redis node
+        // never sends) is no proof of liveness: failure detection sees
+        // what it would see between Redis nodes.
+        let rules_traffic = matches!(
+            &msg.body,
+            Body::Module { module_id, .. } if *module_id == super::window_sync::MODULE_ID
+        );
         if let Some(s) = sender.and_then(|s| self.node_mut(&s)) {
-            s.bus.data_received = now;
+            if !rules_traffic {
+                s.bus.data_received = now;
+            }
             if !has_flag(s.flags, NODE_HANDSHAKE) {
                 sender_current_epoch = hdr.current_epoch;
                 sender_config_epoch = hdr.config_epoch;
@@ -1520,11 +1569,38 @@ impl ClusterState {
             PingExt::Hostname(h) => Some(h.to_vec()),
             _ => None,
         });
+        let human_nodename = ping.extensions.iter().find_map(|e| match e {
+            PingExt::HumanNodename(h) => Some(h.to_vec()),
+            _ => None,
+        });
         if let Some(n) = self.node_mut(&sender) {
             let hostname = hostname.unwrap_or_default();
             if n.hostname != hostname {
                 n.hostname = hostname;
                 out.save(false);
+            }
+            let human_nodename = human_nodename.unwrap_or_default();
+            if n.human_nodename != human_nodename {
+                n.human_nodename = human_nodename;
+                out.save(false);
+            }
+        }
+        // Nodes the sender forgot: forgotten here too, for as long, but
+        // never myself nor my own primary.
+        let me = self.myself_name();
+        let my_primary = self.myself_primary();
+        for e in &ping.extensions {
+            if let PingExt::ForgottenNode { name, ttl } = e
+                && *name != me
+                && Some(*name) != my_primary
+                && self.node(name).is_some()
+            {
+                let ttl_ms = i64::try_from(ttl.saturating_mul(1000)).unwrap_or(i64::MAX);
+                let until = (now.div_euclid(1000) * 1000).saturating_add(ttl_ms);
+                self.bus.blacklist.insert(*name, until);
+                self.del_node(name, out);
+                out.save(false);
+                out.update_state = true;
             }
         }
         // No shard id extension (a 7.0 sender): its primary's id, so a
@@ -1686,10 +1762,22 @@ impl ClusterState {
                 if sender_is_primary && !node.is_myself() {
                     let s = sender.unwrap_or(NodeName::NULL);
                     if has_flag(flags, NODE_FAIL | NODE_PFAIL) {
-                        self.add_failure_report(&name, &s, now);
+                        if self.add_failure_report(&name, &s, now) {
+                            tracing::info!(
+                                target: "verbose",
+                                "Node {} reported node {} as not reachable.",
+                                self.described(&s),
+                                self.described(&name),
+                            );
+                        }
                         self.mark_failing_if_needed(&name, now, out);
-                    } else {
-                        self.del_failure_report(&name, &s, now);
+                    } else if self.del_failure_report(&name, &s, now) {
+                        tracing::info!(
+                            target: "verbose",
+                            "Node {} reported node {} is back online.",
+                            self.described(&s),
+                            self.described(&name),
+                        );
                     }
                 }
                 // Take a fresher PONG time when nobody suspects the node.
@@ -1844,7 +1932,10 @@ impl ClusterState {
             out.update_state = true;
         } else {
             for j in dirty_slots {
-                out.actions.push(Action::DeleteKeysInSlot(j));
+                out.actions.push(Action::DeleteKeysInSlot {
+                    slot: j,
+                    propagate: true,
+                });
             }
         }
     }
@@ -2233,6 +2324,11 @@ impl ClusterState {
                     n.flags |= NODE_PFAIL;
                 }
                 update_state = true;
+                // Redis 8.0: the one primary of a single-shard cluster is
+                // a quorum of its own.
+                if self.myself_is_primary() && self.bus.size == 1 {
+                    self.mark_failing_if_needed(name, now, &mut out);
+                }
             }
         }
 
@@ -3417,6 +3513,92 @@ mod tests {
         // A ping without the extension: no hostname any more.
         s.on_message(l, &ping_msg(hdr(1), vec![]), T0);
         assert!(s.node(&name(1)).unwrap().hostname.is_empty());
+    }
+
+    #[test]
+    fn human_nodenames_go_out_after_the_hostname_and_come_in() {
+        let mut cfg = config(0);
+        cfg.human_nodename = b"node-0".to_vec();
+        let mut s = ClusterState::with_myself(name(0), cfg, T0);
+        s.node_or_create(name(1)).flags = NODE_MASTER;
+        let l = s.accept_link(b"127.0.0.1", b"127.0.0.1", T0);
+        let mut p = ping_msg(hdr(1), vec![]);
+        if let Body::Ping(ping) = &mut p.body {
+            ping.extensions
+                .push(PingExt::HumanNodename(Bytes::from_static(b"node-1")));
+        }
+        let a = s.on_message(l, &p, T0);
+        assert_eq!(s.node(&name(1)).unwrap().human_nodename, b"node-1");
+        assert_eq!(
+            s.described(&name(1)),
+            format!("{} (node-1)", String::from_utf8_lossy(name(1).as_bytes()))
+        );
+        let exts = &sent(&a)[0].1.body.ping().unwrap().extensions;
+        assert_eq!(
+            exts[0],
+            PingExt::HumanNodename(Bytes::from_static(b"node-0"))
+        );
+        assert!(matches!(exts[1], PingExt::ShardId(_)));
+        // A ping without it: none any more.
+        s.on_message(l, &ping_msg(hdr(1), vec![]), T0);
+        assert!(s.node(&name(1)).unwrap().human_nodename.is_empty());
+    }
+
+    #[test]
+    fn forgotten_nodes_spread_with_their_ttl_but_never_myself_or_my_primary() {
+        let (mut s, links) = fixture(4);
+        s.forget(&name(2), T0).unwrap();
+        // Myself's pings name it with the seconds left.
+        let mut out = Out::default();
+        s.send_ping(links[&name(1)], Kind::Ping, T0 + 20_000, &mut out);
+        let exts = &sent(&out.actions)[0].1.body.ping().unwrap().extensions;
+        let ttl = exts.iter().find_map(|e| match e {
+            PingExt::ForgottenNode { name: n, ttl } if *n == name(2) => Some(*ttl),
+            _ => None,
+        });
+        let left = (T0 + BLACKLIST_TTL) / 1000 - (T0 + 20_000) / 1000;
+        assert_eq!(ttl, Some(left as u64));
+        // A peer's: forgotten here for as long; myself and my primary stay.
+        s.replicate(&name(1), T0);
+        let mut p = ping_msg(hdr(3), vec![]);
+        if let Body::Ping(ping) = &mut p.body {
+            for i in [0, 1, 4] {
+                ping.extensions.push(PingExt::ForgottenNode {
+                    name: name(i),
+                    ttl: 30,
+                });
+            }
+        }
+        let a = s.on_message(links[&name(3)], &p, T0);
+        assert!(s.node(&name(0)).is_some() && s.node(&name(1)).is_some());
+        assert!(s.node(&name(4)).is_none());
+        assert!(a.contains(&Action::SaveConfig { fsync: false }));
+        let g = vec![gossip_about(4, NODE_MASTER)];
+        s.on_message(links[&name(3)], &ping_msg(hdr(3), g.clone()), T0 + 30_000);
+        assert!(s.node(&name(4)).is_none());
+        s.on_message(links[&name(3)], &ping_msg(hdr(3), g), T0 + 30_001);
+        assert!(s.node(&name(4)).is_some());
+    }
+
+    #[test]
+    fn a_single_shard_primary_marks_a_silent_node_failed_alone() {
+        // Myself the one primary with slots; 2 answers, 1 falls silent.
+        let (mut s, links) = fixture(2);
+        s.add_slot(&name(0), 0);
+        let mut out = Out::default();
+        s.update_state(T0 + 5000, &mut out);
+        assert_eq!(s.bus.size, 1);
+        s.cron(T0 + TIMEOUT / 2 + 1);
+        let ping_sent = T0 + TIMEOUT / 2 + 1;
+        s.on_message(links[&name(2)], &pong_msg(hdr(2)), ping_sent + 1);
+        let actions = s.cron(ping_sent + TIMEOUT + 1);
+        let n = s.node(&name(1)).unwrap();
+        assert!(n.is_failed(), "{:x}", n.flags);
+        assert!(
+            sent(&actions)
+                .iter()
+                .any(|(_, m)| matches!(m.body, Body::Fail { about } if about == name(1)))
+        );
     }
 
     fn ping_with_shard(from: usize, slaveof: Option<usize>, shard: Option<NodeName>) -> Msg {

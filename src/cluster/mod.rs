@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -48,7 +48,7 @@ pub(crate) struct Cluster {
     /// What commands asked the bus to do (CLUSTER FORGET's, REPLICATE's,
     /// FAILOVER's actions, PUBLISH's messages): the commands cannot reach
     /// the network layer, so the bus's driver takes them from here.
-    submitted: parking_lot::Mutex<Vec<gossip::Action>>,
+    submitted: parking_lot::Mutex<Vec<Submitted>>,
     wake: tokio::sync::Notify,
     /// What the bus counts for `CLUSTER INFO` and `CLUSTER LINKS`.
     pub(crate) stats: BusStats,
@@ -57,6 +57,28 @@ pub(crate) struct Cluster {
     pub(crate) rules: parking_lot::Mutex<window_sync::RuleSync>,
     /// Rule changes made on this node, not yet in `rules`.
     local_rules: parking_lot::Mutex<Vec<window_sync::Change>>,
+}
+
+/// What a command handed the bus ([`Cluster::submit`]).
+pub(crate) enum Submitted {
+    /// (Boxed: a message in flight is the common item, and small.)
+    Action(Box<gossip::Action>),
+    /// An [`gossip::Action::Send`], encoded and queued.
+    Send(Outgoing),
+}
+
+/// A message on its way to a link's writer.
+pub(crate) struct Outgoing {
+    pub(crate) link: gossip::LinkId,
+    pub(crate) msg_type: u16,
+    pub(crate) block: Arc<Block>,
+    /// What it counts for in the link's send queue ([`LinkMem::queue`]),
+    /// once counted: a message for a link not yet open is counted when
+    /// the bus queues it.
+    pub(crate) charge: Option<usize>,
+    /// Written only after the replies of the client batch that sent it
+    /// (see [`crate::clients::Gate`]); None from the bus itself.
+    pub(crate) after: Option<Arc<crate::clients::Gate>>,
 }
 
 /// `clusterMsg` types Redis counts (`CLUSTERMSG_TYPE_COUNT`).
@@ -72,8 +94,131 @@ pub(crate) struct BusStats {
     /// `DEBUG DROP-CLUSTER-PACKET-FILTER`: messages of this type are
     /// dropped on arrival (-1: none).
     pub(crate) drop_filter: std::sync::atomic::AtomicI64,
-    /// Each link's queued bytes (`sndbuf`'s length).
-    pub(crate) queued: parking_lot::Mutex<HashMap<gossip::LinkId, Arc<AtomicUsize>>>,
+    /// Each open link's memory, as CLUSTER LINKS and INFO show it.
+    pub(crate) links: parking_lot::Mutex<HashMap<gossip::LinkId, Arc<LinkMem>>>,
+    /// The bytes of the messages alive (see [`Block`]).
+    blocks: Arc<AtomicUsize>,
+}
+
+/// A message as written, shared by every link it is queued on (Redis's
+/// `clusterMsgSendBlock`): counted in `mem_cluster_links` once, from its
+/// encoding until the last link wrote it.
+pub(crate) struct Block {
+    bytes: Vec<u8>,
+    alive: Arc<AtomicUsize>,
+}
+
+/// `clusterMsgSendBlock`'s fields before the message (`totlen` and
+/// `refcount`, padded).
+const BLOCK_HEADER: usize = 16;
+
+impl Block {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Its size as Redis counts it (`msgblock->totlen`).
+    fn size(&self) -> usize {
+        self.bytes.len() + BLOCK_HEADER
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        self.alive.fetch_sub(self.size(), Relaxed);
+    }
+}
+
+/// Encodes messages into [`Block`]s, one for a run of equal messages (a
+/// broadcast: Redis builds it once for every link).
+pub(crate) struct Encoder<'a> {
+    stats: &'a BusStats,
+    last: Option<(wire::Msg, Arc<Block>)>,
+}
+
+impl<'a> Encoder<'a> {
+    pub(crate) fn new(stats: &'a BusStats) -> Encoder<'a> {
+        Encoder { stats, last: None }
+    }
+
+    pub(crate) fn encode(&mut self, msg: wire::Msg) -> Result<Arc<Block>, wire::TooLarge> {
+        if let Some((last, block)) = &self.last
+            && *last == msg
+        {
+            return Ok(block.clone());
+        }
+        let block = Block {
+            bytes: wire::encode(&msg)?,
+            alive: self.stats.blocks.clone(),
+        };
+        self.stats.blocks.fetch_add(block.size(), Relaxed);
+        let block = Arc::new(block);
+        self.last = Some((msg, block.clone()));
+        Ok(block)
+    }
+}
+
+/// A link's memory as Redis 8.0 counts it: its send queue
+/// (`send_msg_queue_mem`: the list itself, then each message queued and
+/// not yet written whole, its [`Block`] and its list node) and its read
+/// buffer (`rcvbuf_alloc`).
+pub(crate) struct LinkMem {
+    queue: AtomicUsize,
+    /// Messages queued and not yet written whole: while any, Redis's
+    /// write handler is set (`events` shows `w`).
+    pending: AtomicUsize,
+    /// The read buffer's capacity.
+    pub(crate) rcvbuf: AtomicUsize,
+}
+
+/// `sizeof(list)`: an empty send queue's size.
+const SEND_QUEUE_LIST: usize = 48;
+/// `sizeof(listNode)`: a queued message's entry.
+const LIST_NODE: usize = 24;
+
+impl Default for LinkMem {
+    fn default() -> Self {
+        LinkMem {
+            queue: AtomicUsize::new(SEND_QUEUE_LIST),
+            pending: AtomicUsize::new(0),
+            rcvbuf: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl LinkMem {
+    /// `block` joins the send queue; returns what it counts for, to give
+    /// back with [`LinkMem::written`].
+    pub(crate) fn queue(&self, block: &Block) -> usize {
+        let charge = LIST_NODE + block.size();
+        self.queue.fetch_add(charge, Relaxed);
+        self.pending.fetch_add(1, Relaxed);
+        charge
+    }
+
+    /// A message queued for `charge` left the queue (written whole, or
+    /// never queued after all).
+    pub(crate) fn written(&self, charge: usize) {
+        self.queue.fetch_sub(charge, Relaxed);
+        self.pending.fetch_sub(1, Relaxed);
+    }
+
+    /// `send_msg_queue_mem`: CLUSTER LINKS' `send-buffer-allocated` and
+    /// `send-buffer-used`, what `cluster-link-sendbuf-limit` limits.
+    pub(crate) fn send_queue(&self) -> usize {
+        self.queue.load(Relaxed)
+    }
+
+    /// Whether messages wait to be written.
+    pub(crate) fn writing(&self) -> bool {
+        self.pending.load(Relaxed) > 0
+    }
+
+    /// What the link itself holds: its read buffer, its queue and the
+    /// queue's entries (the blocks are counted apart).
+    fn own(&self) -> usize {
+        self.rcvbuf.load(Relaxed) + SEND_QUEUE_LIST + LIST_NODE * self.pending.load(Relaxed)
+    }
 }
 
 impl Default for BusStats {
@@ -83,7 +228,8 @@ impl Default for BusStats {
             received: Default::default(),
             limit_exceeded: AtomicU64::new(0),
             drop_filter: std::sync::atomic::AtomicI64::new(-1),
-            queued: Default::default(),
+            links: Default::default(),
+            blocks: Default::default(),
         }
     }
 }
@@ -96,12 +242,16 @@ impl BusStats {
         }
     }
 
-    /// Bytes queued on `link`.
-    pub(crate) fn queued_on(&self, link: gossip::LinkId) -> usize {
-        self.queued
-            .lock()
-            .get(&link)
-            .map_or(0, |q| q.load(std::sync::atomic::Ordering::Relaxed))
+    /// `link`'s memory, while it is open.
+    pub(crate) fn link(&self, link: gossip::LinkId) -> Option<Arc<LinkMem>> {
+        self.links.lock().get(&link).cloned()
+    }
+
+    /// INFO's `mem_cluster_links` (`stat_cluster_links_memory`): every
+    /// link's read buffer and queue, and the messages alive, each once.
+    pub(crate) fn links_memory(&self) -> usize {
+        let links: usize = self.links.lock().values().map(|m| m.own()).sum();
+        links + self.blocks.load(Relaxed)
     }
 }
 
@@ -206,6 +356,9 @@ impl Cluster {
             node.hostname = config
                 .cluster_setting("cluster-announce-hostname")
                 .into_bytes();
+            node.human_nodename = config
+                .cluster_setting("cluster-announce-human-nodename")
+                .into_bytes();
         }
         // As Redis 8.0's `clusterInit` sets it (7.0 said 1), until the
         // state is computed.
@@ -230,12 +383,42 @@ impl Cluster {
         self.inner.write()
     }
 
-    /// Hands the bus actions to carry out (see `submitted`).
+    /// Hands the bus actions to carry out (see `submitted`). Their
+    /// messages join their links' send queues now, as Redis's
+    /// `clusterSendMessage` queues them during the command: a command
+    /// after this one in the same transaction sees them in CLUSTER LINKS
+    /// and INFO. They are written once the client batch whose command
+    /// sent them handed its replies to its socket (its gate), as Redis
+    /// writes the bus after its clients' replies.
     pub(crate) fn submit(&self, actions: Vec<gossip::Action>) {
         if actions.is_empty() {
             return;
         }
-        self.submitted.lock().extend(actions);
+        let after = crate::clients::deferred_gate().map(|(_, gate)| gate);
+        let mut encoder = Encoder::new(&self.stats);
+        let items: Vec<Submitted> = actions
+            .into_iter()
+            .filter_map(|action| match action {
+                gossip::Action::Send { link, msg } => {
+                    let msg_type = msg.body.msg_type();
+                    match encoder.encode(msg) {
+                        Ok(block) => Some(Submitted::Send(Outgoing {
+                            link,
+                            msg_type,
+                            charge: self.stats.link(link).map(|m| m.queue(&block)),
+                            block,
+                            after: after.clone(),
+                        })),
+                        Err(e) => {
+                            tracing::warn!("cluster bus message not sent: {e}");
+                            None
+                        }
+                    }
+                }
+                action => Some(Submitted::Action(Box::new(action))),
+            })
+            .collect();
+        self.submitted.lock().extend(items);
         self.wake.notify_one();
     }
 
@@ -271,7 +454,7 @@ impl Cluster {
     }
 
     /// The actions submitted so far, for the bus's driver.
-    pub(crate) fn take_submitted(&self) -> Vec<gossip::Action> {
+    pub(crate) fn take_submitted(&self) -> Vec<Submitted> {
         std::mem::take(&mut *self.submitted.lock())
     }
 
@@ -301,6 +484,9 @@ impl Cluster {
             cport: port(|n| n.cport),
             hostname: config
                 .cluster_setting("cluster-announce-hostname")
+                .into_bytes(),
+            human_nodename: config
+                .cluster_setting("cluster-announce-human-nodename")
                 .into_bytes(),
             replica_validity_factor: setting("cluster-replica-validity-factor", 10),
             repl_ping_replica_period: config.repl_ping_period() as i64,
@@ -390,12 +576,16 @@ impl Cluster {
     pub(crate) fn cron(&self, config: &Config, now_ms: i64) {
         let mut inner = self.write();
         // `cluster-announce-*` set at runtime (Redis applies them at once
-        // or in its cron): myself's ports and hostname follow, and a new
-        // hostname is saved.
+        // or in its cron): myself's ports, hostname and human node name
+        // follow, and a new name is saved (`updateAnnouncedHostname`,
+        // `updateAnnouncedHumanNodename`).
         let me = inner.myself();
         let (tls_cluster, base, cluster_port) = own_ports(config);
         let hostname = config
             .cluster_setting("cluster-announce-hostname")
+            .into_bytes();
+        let human_nodename = config
+            .cluster_setting("cluster-announce-human-nodename")
             .into_bytes();
         let ip = config.cluster_setting("cluster-announce-ip");
         let no_failover = config.cluster_setting("cluster-replica-no-failover") == "yes";
@@ -403,7 +593,9 @@ impl Cluster {
         let mut flags_changed = false;
         if let Some(node) = inner.state.node_mut(&me) {
             derive_ports(config, tls_cluster, base, cluster_port, node);
+            flags_changed = node.hostname != hostname || node.human_nodename != human_nodename;
             node.hostname = hostname;
+            node.human_nodename = human_nodename;
             // `clusterUpdateMyselfIp`: the announced IP, once set or
             // cleared (then learnt again from the bus).
             if ip_changed {
@@ -415,7 +607,7 @@ impl Cluster {
             } else {
                 node.flags & !wire::NODE_NOFAILOVER
             };
-            flags_changed = flags != node.flags;
+            flags_changed |= flags != node.flags;
             node.flags = flags;
         }
         if ip_changed {
@@ -436,27 +628,23 @@ fn derive_ports(
     node: &mut state::Node,
 ) {
     let setting = |name: &str| -> i32 { config.cluster_setting(name).parse().unwrap_or(0) };
-    node.port = base;
-    node.pport = if tls_cluster {
-        config.port.load(std::sync::atomic::Ordering::Relaxed) as i32
-    } else {
-        0
-    };
     node.cport = if cluster_port != 0 {
         cluster_port
     } else {
         base + PORT_INCR
     };
-    let (announce, announce_tls) = (
+    // Redis 7.2+: the plaintext and TLS ports (announced, else the
+    // server's), the cluster's kind in `port`, the other in `pport`.
+    let or = |announced: i32, own: i32| if announced != 0 { announced } else { own };
+    let tcp = or(
         setting("cluster-announce-port"),
-        setting("cluster-announce-tls-port"),
+        config.port.load(std::sync::atomic::Ordering::Relaxed) as i32,
     );
-    if tls_cluster && announce_tls != 0 {
-        node.port = announce_tls;
-        node.pport = announce;
-    } else if announce != 0 {
-        node.port = announce;
-    }
+    let tls = or(
+        setting("cluster-announce-tls-port"),
+        i32::from(config.tls_port()),
+    );
+    (node.port, node.pport) = if tls_cluster { (tls, tcp) } else { (tcp, tls) };
     let bus = setting("cluster-announce-bus-port");
     if bus != 0 {
         node.cport = bus;

@@ -198,6 +198,7 @@ fn parse_node_line(
     let addr = parts.next().unwrap_or_default();
     let hostname = parts.next().unwrap_or_default().to_vec();
     let mut shard_id = None;
+    let mut human_nodename = Vec::new();
     // The port of the other kind (`Node::pport`): `tls-port=` in a file
     // of a plaintext cluster, `tcp-port=` in a TLS cluster's.
     let mut other_port = None;
@@ -206,14 +207,17 @@ fn parse_node_line(
         let (Some(key), Some(value), None) = (kv.next(), kv.next(), kv.next()) else {
             return Err(LoadError::Corrupted);
         };
-        if !key.iter().chain(value).all(|&c| valid_aux_char(c)) {
+        if !key
+            .iter()
+            .chain(value)
+            .all(|&c| crate::util::valid_aux_char(c))
+        {
             return Err(LoadError::Corrupted);
         }
         match key {
             b"shard-id" => shard_id = Some(node_id(value).ok_or(LoadError::Corrupted)?),
-            // Redis 7.2's human node name: kept by none of zwindow's
-            // replies, accepted as Redis accepts it.
-            b"nodename" => {}
+            // Redis 7.2's human node name.
+            b"nodename" => human_nodename = value.to_vec(),
             b"tcp-port" | b"tls-port" => {
                 // Redis writes the one of the kind the client port is not.
                 let port = aux_port(value).ok_or(LoadError::Corrupted)?;
@@ -267,6 +271,7 @@ fn parse_node_line(
     {
         let n = state.node_or_create(name);
         n.hostname = hostname;
+        n.human_nodename = human_nodename;
         n.ip = ip[..ip.len().min(IP_MAX)].to_vec();
         n.port = port;
         n.cport = cport.unwrap_or(port.wrapping_add(PORT_INCR));
@@ -342,12 +347,6 @@ fn parse_node_line(
         }
     }
     Ok(())
-}
-
-/// `isValidAuxChar`: what an auxiliary field's name and value may hold
-/// (anything but NUL and these punctuation marks).
-fn valid_aux_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || (c != 0 && !b"!#$%&()*+:;<>?@[]^{|}~".contains(&c))
 }
 
 /// A `tcp-port`/`tls-port` value (`auxTcpPortSetter`): 1 to 5 characters,
@@ -467,7 +466,8 @@ fn node_description(
     if for_config {
         // Redis 7.2+'s auxiliary fields, in its order: the hostname's place
         // stays (empty), then the port of the other kind (`tls-port=`, or
-        // `tcp-port=` in a TLS cluster) and the shard id.
+        // `tcp-port=` in a TLS cluster), the human node name if any, and
+        // the shard id.
         if node.hostname.is_empty() {
             out.push(b',');
         }
@@ -478,6 +478,10 @@ fn node_description(
                 "tls-port"
             };
             out.extend_from_slice(format!(",{field}={}", node.pport).as_bytes());
+        }
+        if !node.human_nodename.is_empty() {
+            out.extend_from_slice(b",nodename=");
+            out.extend_from_slice(&node.human_nodename);
         }
         out.extend_from_slice(b",shard-id=");
         out.extend_from_slice(node.shard_id.as_bytes());

@@ -34,8 +34,9 @@ pub(crate) struct Asker {
     pub(crate) readonly: bool,
     /// The command (or EXEC's queue, or the script) may write.
     pub(crate) write: bool,
-    /// A client not on TLS: in a `tls-cluster`, redirections name the
-    /// nodes' plaintext ports (Redis's `use_pport`).
+    /// A client not on TLS: redirections name the nodes' ports of the
+    /// client's kind (plaintext ones in a `tls-cluster`, TLS ones to a
+    /// TLS client of a plaintext cluster).
     pub(crate) plaintext: bool,
 }
 
@@ -198,7 +199,8 @@ pub(crate) fn route<'a>(
 impl Redirect {
     /// The error reply (`clusterRedirectClient`), without the `-`.
     pub(crate) fn text(&self, inner: &Inner, config: &Config, plaintext: bool) -> String {
-        let use_pport = plaintext && config.tls_setting("tls-cluster") == "yes";
+        // The port of the client's kind (`clusterNodeClientPort`).
+        let use_pport = plaintext == (config.tls_setting("tls-cluster") == "yes");
         let address = |n: &NodeName| {
             let node = inner.state.node(n);
             let endpoint = match config

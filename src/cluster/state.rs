@@ -42,6 +42,9 @@ pub struct Node {
     pub cport: i32,
     /// `cluster-announce-hostname`; empty if none.
     pub hostname: Vec<u8>,
+    /// `cluster-announce-human-nodename` (Redis 7.2's `human_nodename`,
+    /// shown in log lines about the node); empty if none.
+    pub human_nodename: Vec<u8>,
     /// `NODE_*` bits from [`super::wire`].
     pub flags: u16,
     /// The primary of a replica.
@@ -83,6 +86,7 @@ impl Node {
             pport: 0,
             cport: 0,
             hostname: Vec::new(),
+            human_nodename: Vec::new(),
             flags: 0,
             primary: None,
             replicas: Vec::new(),
@@ -741,7 +745,11 @@ impl ClusterState {
         } else {
             node.port
         };
-        let tls_port = if ctx.tls_cluster { node.port } else { 0 };
+        let tls_port = if ctx.tls_cluster {
+            node.port
+        } else {
+            node.pport
+        };
         let offset = self.offset_of(node, ctx);
         let fields = 6
             + usize::from(plaintext_port != 0)
@@ -805,7 +813,8 @@ fn write_slots_node(r: &mut Reply, node: &Node, ctx: &ReplyContext) {
         EndpointType::Hostname => r.bulk(&node.hostname),
         EndpointType::UnknownEndpoint => r.null(),
     }
-    let use_pport = ctx.tls_cluster && ctx.plaintext_client && node.pport != 0;
+    // The port of the client's kind (`clusterNodeClientPort`).
+    let use_pport = ctx.tls_cluster == ctx.plaintext_client && node.pport != 0;
     r.int(i64::from(if use_pport { node.pport } else { node.port }));
     r.bulk(node.name.as_bytes());
     let with_ip = ctx.endpoint != EndpointType::Ip;

@@ -54,6 +54,8 @@ const PUBLISH_FIXED: usize = 8;
 const MODULE_FIXED: usize = 13;
 /// A ping extension's header: `length` (u32) `type` (u16), two unused bytes.
 const EXT_HEADER_LEN: usize = 8;
+/// `clusterMsgPingExtForgottenNode`: a name and a 64-bit TTL.
+const FORGOTTEN_NODE_LEN: usize = NAME_LEN + 8;
 
 /// The longest message [`decode`] accepts. Redis 7.0 has no such bound (it
 /// reallocates its receive buffer to whatever `totlen` says, as the bytes
@@ -108,7 +110,8 @@ pub const MFLAG0_EXT_DATA: u8 = 1 << 2;
 pub const EXT_HOSTNAME: u16 = 0;
 // Later versions' extensions (7.2/8.0: human node name, forgotten node,
 // shard id, internal secret). 7.0 logs and skips them; the shard id decodes
-// as [`PingExt::ShardId`], the others as [`PingExt::Other`], kept opaque.
+// as [`PingExt::ShardId`], the human node name and forgotten nodes as theirs,
+// the others as [`PingExt::Other`], kept opaque.
 pub const EXT_HUMAN_NODENAME: u16 = 1;
 pub const EXT_FORGOTTEN_NODE: u16 = 2;
 pub const EXT_SHARDID: u16 = 3;
@@ -317,12 +320,19 @@ pub enum PingExt {
     /// The sender's announced hostname (`cluster-announce-hostname`),
     /// without its NUL and padding.
     Hostname(Bytes),
+    /// The sender's human node name ([`EXT_HUMAN_NODENAME`], Redis 7.2
+    /// and later: `cluster-announce-human-nodename`), as the hostname.
+    HumanNodename(Bytes),
+    /// A node the sender forgot (CLUSTER FORGET) and keeps out for `ttl`
+    /// more seconds ([`EXT_FORGOTTEN_NODE`], Redis 7.2 and later: the
+    /// name's 40 bytes, then the TTL).
+    ForgottenNode { name: NodeName, ttl: u64 },
     /// The sender's shard id ([`EXT_SHARDID`], Redis 7.2 and later: 40
     /// bytes, no terminator). Redis 7.0 skips it as a type it does not
     /// know; 7.2 and later send it in every PING, PONG and MEET.
     ShardId(NodeName),
-    /// A type this node does not act on ([`EXT_FORGOTTEN_NODE`],
-    /// [`EXT_INTERNALSECRET`]…, or a shard id too short to hold one): kept
+    /// A type this node does not act on ([`EXT_INTERNALSECRET`]…, or a
+    /// forgotten node or shard id too short to hold one): kept
     /// whole, padding included, for the reader to skip as Redis skips an
     /// unknown type. Encoded as is, zero-padded to eight bytes.
     Other { ext_type: u16, data: Bytes },
@@ -438,7 +448,8 @@ impl PingExt {
     /// and zero padding to eight bytes.
     fn payload_len(&self) -> usize {
         match self {
-            PingExt::Hostname(h) => align8(h.len() + 1),
+            PingExt::Hostname(h) | PingExt::HumanNodename(h) => align8(h.len() + 1),
+            PingExt::ForgottenNode { .. } => FORGOTTEN_NODE_LEN,
             PingExt::ShardId(_) => align8(NAME_LEN),
             PingExt::Other { data, .. } => align8(data.len()),
         }
@@ -523,8 +534,17 @@ pub fn encode(msg: &Msg) -> Result<Vec<u8>, TooLarge> {
             }
             for ext in &p.extensions {
                 let payload = ext.payload_len();
+                let forgotten;
                 let (ext_type, content): (u16, &[u8]) = match ext {
                     PingExt::Hostname(h) => (EXT_HOSTNAME, h),
+                    PingExt::HumanNodename(h) => (EXT_HUMAN_NODENAME, h),
+                    PingExt::ForgottenNode { name, ttl } => {
+                        let mut b = [0; FORGOTTEN_NODE_LEN];
+                        b[..NAME_LEN].copy_from_slice(name.as_bytes());
+                        b[NAME_LEN..].copy_from_slice(&ttl.to_be_bytes());
+                        forgotten = b;
+                        (EXT_FORGOTTEN_NODE, &forgotten[..])
+                    }
                     PingExt::ShardId(id) => (EXT_SHARDID, id.as_bytes()),
                     PingExt::Other { ext_type, data } => (*ext_type, data),
                 };
@@ -959,14 +979,24 @@ fn parse_ping(body: &[u8], header: &Header, f: &Framing, totlen: usize) -> Resul
                 return Err(Invalid::ExtOverrun(len));
             };
             let payload = ext.get(EXT_HEADER_LEN..).unwrap_or_default();
+            // A C string: up to its NUL (or the end, unterminated).
+            let c_string = || {
+                let end = payload
+                    .iter()
+                    .position(|&b| b == 0)
+                    .unwrap_or(payload.len());
+                Bytes::copy_from_slice(&payload[..end])
+            };
             extensions.push(match ext_type {
-                EXT_HOSTNAME => {
-                    // A C string: up to its NUL (or the end, unterminated).
-                    let end = payload
-                        .iter()
-                        .position(|&b| b == 0)
-                        .unwrap_or(payload.len());
-                    PingExt::Hostname(Bytes::copy_from_slice(&payload[..end]))
+                EXT_HOSTNAME => PingExt::Hostname(c_string()),
+                EXT_HUMAN_NODENAME => PingExt::HumanNodename(c_string()),
+                EXT_FORGOTTEN_NODE if payload.len() >= FORGOTTEN_NODE_LEN => {
+                    let mut ttl = [0; 8];
+                    ttl.copy_from_slice(&payload[NAME_LEN..FORGOTTEN_NODE_LEN]);
+                    PingExt::ForgottenNode {
+                        name: NodeName::from_slice(&payload[..NAME_LEN]).unwrap_or(NodeName::NULL),
+                        ttl: u64::from_be_bytes(ttl),
+                    }
                 }
                 EXT_SHARDID if payload.len() >= NAME_LEN => PingExt::ShardId(
                     NodeName::from_slice(&payload[..NAME_LEN]).unwrap_or(NodeName::NULL),
@@ -1077,10 +1107,10 @@ mod tests {
                     gossip: vec![gossip(b'b')],
                     extensions: vec![
                         PingExt::Hostname(Bytes::from_static(b"host-1.example")),
-                        PingExt::Hostname(Bytes::from_static(b"1234567")),
-                        PingExt::Other {
-                            ext_type: EXT_FORGOTTEN_NODE,
-                            data: Bytes::from(vec![b'z'; 48]),
+                        PingExt::HumanNodename(Bytes::from_static(b"1234567")),
+                        PingExt::ForgottenNode {
+                            name: name(b'z'),
+                            ttl: 59,
                         },
                     ],
                 }),

@@ -86,9 +86,10 @@ fn reply_context(ctx: &Ctx) -> ReplyContext {
     }
 }
 
-/// A plaintext client of a `tls-cluster` is shown the plaintext ports.
+/// A client is shown the ports of its connection's kind (Redis 7.2+'s
+/// `shouldReturnTlsInfo`): `pport` when that is not the cluster's kind.
 fn use_pport(ctx: &Ctx) -> bool {
-    !ctx.client.handle.tls && ctx.shared.config.tls_setting("tls-cluster") == "yes"
+    ctx.client.handle.tls != (ctx.shared.config.tls_setting("tls-cluster") == "yes")
 }
 
 fn help(ctx: &mut Ctx) -> CmdResult {
@@ -660,14 +661,17 @@ fn message_stats(stats: &crate::cluster::BusStats) -> String {
 }
 
 /// CLUSTER LINKS: every other node's outbound (`to`) and inbound (`from`)
-/// link, with the bytes queued on it (Redis's `sndbuf`, whose allocation
-/// is shown as its length).
+/// link, with its send queue's memory (Redis 8.0's `send_msg_queue_mem`,
+/// shown as both the allocated and the used size); `w` among its events
+/// while messages wait to be written.
 fn links(ctx: &mut Ctx) -> CmdResult {
     let cl = cluster(ctx)?;
     let links = cl.read().state.node_links();
     ctx.out.array(links.len());
     for (link, node, inbound, ctime) in links {
-        let queued = cl.stats.queued_on(link) as i64;
+        let mem = cl.stats.link(link);
+        let queued = mem.as_ref().map_or(0, |m| m.send_queue()) as i64;
+        let writing = mem.as_ref().is_some_and(|m| m.writing());
         ctx.out.map(6);
         ctx.out.bulk(b"direction");
         ctx.out.bulk(if inbound { b"from" as &[u8] } else { b"to" });
@@ -676,7 +680,7 @@ fn links(ctx: &mut Ctx) -> CmdResult {
         ctx.out.bulk(b"create-time");
         ctx.out.int(ctime);
         ctx.out.bulk(b"events");
-        ctx.out.bulk(if queued > 0 { b"rw" as &[u8] } else { b"r" });
+        ctx.out.bulk(if writing { b"rw" as &[u8] } else { b"r" });
         ctx.out.bulk(b"send-buffer-allocated");
         ctx.out.int(queued);
         ctx.out.bulk(b"send-buffer-used");
@@ -715,7 +719,10 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         actions.extend(
             (0..SLOTS as u16)
                 .filter(|&s| ctx.shared.store.count_in_slot(s) != 0)
-                .map(crate::cluster::gossip::Action::DeleteKeysInSlot),
+                .map(|slot| crate::cluster::gossip::Action::DeleteKeysInSlot {
+                    slot,
+                    propagate: false,
+                }),
         );
         cl.submit(actions);
     }

@@ -534,6 +534,8 @@ pub(crate) struct Memory {
     pub(crate) eval_caches: u64,
     pub(crate) function_caches: u64,
     pub(crate) clients_normal: u64,
+    /// The cluster bus's links (`mem_cluster_links`).
+    pub(crate) cluster_links: u64,
     pub(crate) overhead: u64,
     pub(crate) dataset: u64,
     /// Bytes used beyond those at startup (at least 1).
@@ -562,6 +564,10 @@ impl Memory {
                 (per_client + c.buffer_bytes.load(Relaxed) + c.push_bytes.load(Relaxed)) as u64
             })
             .sum();
+        let cluster_links = shared
+            .cluster
+            .as_ref()
+            .map_or(0, |c| c.stats.links_memory() as u64);
         let histograms: usize = every_command()
             .map(|(_, c)| CallStats::of(c).latency.heap_bytes())
             .sum();
@@ -571,6 +577,7 @@ impl Memory {
         // them in the dataset).
         let overhead = startup
             + clients_normal
+            + cluster_links
             + shared.replication.buffer_memory().total as u64
             + eval_caches
             + function_caches
@@ -591,6 +598,7 @@ impl Memory {
             eval_caches,
             function_caches,
             clients_normal,
+            cluster_links,
             overhead,
             dataset,
             net,
@@ -610,6 +618,7 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
         eval_caches,
         function_caches,
         clients_normal,
+        cluster_links,
         overhead,
         dataset,
         net,
@@ -688,7 +697,7 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
     t.field("mem_replica_full_sync_buffer", 0);
     t.field("mem_clients_slaves", repl.replicas);
     t.field("mem_clients_normal", clients_normal);
-    t.field("mem_cluster_links", 0);
+    t.field("mem_cluster_links", cluster_links);
     t.field("mem_aof_buffer", 0);
     t.field("mem_allocator", crate::alloc::name());
     // Tables being rehashed keep a second table meanwhile: zwindow's

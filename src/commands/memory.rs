@@ -180,7 +180,7 @@ fn memory_stats(ctx: &mut Ctx) -> CmdResult {
     int(out, "replica.fullsync.buffer", 0);
     int(out, "clients.slaves", 0);
     int(out, "clients.normal", m.clients_normal as i64);
-    int(out, "cluster.links", 0);
+    int(out, "cluster.links", m.cluster_links as i64);
     int(out, "aof.buffer", 0);
     int(out, "lua.caches", m.eval_caches as i64);
     int(out, "functions.caches", m.function_caches as i64);
@@ -325,6 +325,7 @@ mod tests {
             eval_caches: 0,
             function_caches: 0,
             clients_normal: 0,
+            cluster_links: 0,
             overhead: 1 << 20,
             dataset: used - (1 << 20),
             net: used - (1 << 20),

@@ -249,21 +249,34 @@ impl Keyspace<'_> {
     }
 
     /// Deletes every key of hash slot `slot` from database 0, returning
-    /// how many (Redis 7.0's `delKeysInSlot`, for CLUSTER FLUSHSLOTS and a
-    /// node losing a slot): each as `dbDelete` does it, so nothing is
-    /// propagated, notified or touched for WATCH, and waiters on a
-    /// deleted stream are looked at again. The view holds every shard
-    /// (the keys of a slot live on any of them). Nothing outside cluster
-    /// mode.
-    pub(crate) fn delete_keys_in_slot(&mut self, slot: u16) -> usize {
+    /// how many. `propagate`: as Redis 8.0's `delKeysInSlot` (a primary
+    /// losing a slot to a newer claim): each key is its own execution
+    /// unit, sent to the replicas and the AOF as DEL (UNLINK with
+    /// `lazyfree-lazy-server-del`) and signalled as modified (WATCH,
+    /// client-side caches), with no keyspace notification. Otherwise as
+    /// `emptyData` (CLUSTER RESET of a replica): nothing propagated,
+    /// notified or touched. Waiters on a deleted stream are looked at
+    /// again either way. The view holds every shard (the keys of a slot
+    /// live on any of them). Nothing outside cluster mode.
+    pub(crate) fn delete_keys_in_slot(&mut self, slot: u16, propagate: bool) -> usize {
         let Some(index) = self.store().slot_index() else {
             return 0;
         };
         let keys = index.keys(slot, usize::MAX);
         let db = std::mem::replace(&mut self.db, 0);
+        let lazy = self.env.config.lazyfree_lazy_server_del();
         let mut deleted = 0;
         for key in &keys {
-            deleted += usize::from(self.remove_raw(HashedKey::new(key)).is_some());
+            let key = HashedKey::new(key);
+            if self.remove_raw(key).is_none() {
+                continue;
+            }
+            deleted += 1;
+            if propagate {
+                self.modified(key);
+                self.also_propagate(|| crate::argv![super::propagate::del_name(lazy), key.bytes()]);
+                self.flush_propagated(false);
+            }
         }
         self.db = db;
         deleted
@@ -512,7 +525,7 @@ mod tests {
         ks.set(b"{t}a", string(b"v"));
         ks.set(b"{t}b", string(b"v"));
         ks.remove(b"{t}b");
-        assert_eq!(ks.delete_keys_in_slot(key_hash_slot(b"t")), 0);
+        assert_eq!(ks.delete_keys_in_slot(key_hash_slot(b"t"), false), 0);
         drop(ks);
         assert!(store.slot_index().is_none());
         assert_eq!(store.count_in_slot(key_hash_slot(b"t")), 0);
@@ -557,7 +570,7 @@ mod tests {
         ks.set(b"other", string(b"v"));
         s.events.notified.lock().clear();
         let t = key_hash_slot(b"t");
-        assert_eq!(ks.delete_keys_in_slot(t), 100);
+        assert_eq!(ks.delete_keys_in_slot(t, false), 100);
         assert_eq!(ks.db, 0);
         ks.db = 1;
         assert!(ks.exists(b"{t}3"), "database 1 untouched");
@@ -650,7 +663,7 @@ mod tests {
                     "evicted"
                 }
                 80..=84 => {
-                    let n = ks.delete_keys_in_slot(key_hash_slot(&a));
+                    let n = ks.delete_keys_in_slot(key_hash_slot(&a), true);
                     assert_eq!(store.count_in_slot(key_hash_slot(&a)), 0);
                     let _ = n;
                     "slot deleted"

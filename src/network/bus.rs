@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -31,7 +31,9 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::cluster::gossip::{Action, LinkId};
 use crate::cluster::window_sync::{self, Change, RuleSpec};
-use crate::cluster::{BusStats, Cluster, Inner, wire};
+use crate::cluster::{
+    Block, BusStats, Cluster, Encoder, Inner, LinkMem, Outgoing, Submitted, wire,
+};
 use crate::commands::Services;
 
 /// How often the driver runs the state machine's cron (`clusterCron`).
@@ -39,21 +41,29 @@ const CRON_PERIOD: Duration = Duration::from_millis(100);
 /// A read's size; the buffer grows only with the bytes that arrive.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// A message in a link's write queue: its bytes, what it counts for in
+/// the link's send queue, and the client batch it waits for.
+struct Queued {
+    block: Arc<Block>,
+    charge: usize,
+    after: Option<Arc<crate::clients::Gate>>,
+}
+
 /// One link's side the rest of the bus sees: its write queue and how to
 /// close it.
 struct LinkHandle {
-    tx: mpsc::UnboundedSender<Vec<u8>>,
-    /// Bytes queued and not yet written (`send_msg_queue_mem`).
-    queued: Arc<AtomicUsize>,
+    tx: mpsc::UnboundedSender<Queued>,
+    /// Its send queue and read buffer, as Redis counts them.
+    mem: Arc<LinkMem>,
     /// Tells the link's task to stop.
     close: Arc<Notify>,
 }
 
-/// The same link as its task holds it: the queue to drain, the count to
-/// lower, the signal to stop.
+/// The same link as its task holds it: the queue to drain, the memory
+/// to account, the signal to stop.
 struct LinkEnd {
-    rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    queued: Arc<AtomicUsize>,
+    rx: mpsc::UnboundedReceiver<Queued>,
+    mem: Arc<LinkMem>,
     close: Arc<Notify>,
 }
 
@@ -145,6 +155,8 @@ impl Bus {
 
     /// Carries out the state machine's actions, in order.
     fn apply(self: &Arc<Self>, actions: Vec<Action>) {
+        let stats = &self.cluster().stats;
+        let mut encoder = Encoder::new(stats);
         for action in actions {
             match action {
                 Action::Connect {
@@ -153,7 +165,7 @@ impl Bus {
                     let end = self.register(link);
                     tokio::spawn(connect(self.clone(), link, ip, cport, end));
                 }
-                Action::Send { link, msg } => self.send(link, &msg),
+                Action::Send { link, msg } => self.send(&mut encoder, link, msg),
                 Action::Close { link } => {
                     if let Some(h) = self.unregister(link) {
                         h.close.notify_one();
@@ -199,11 +211,11 @@ impl Bus {
                     module_type,
                     payload,
                 } => self.module_message(link, module_id, module_type, &payload),
-                Action::DeleteKeysInSlot(slot) => {
+                Action::DeleteKeysInSlot { slot, propagate } => {
                     let env = self.shared.env();
                     let guards = env.store.lock(env.store.all_shards());
                     let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
-                    ks.delete_keys_in_slot(slot);
+                    ks.delete_keys_in_slot(slot, propagate);
                 }
             }
         }
@@ -331,46 +343,71 @@ impl Bus {
         });
     }
 
-    /// A new link: its queue, and its size for `CLUSTER LINKS`; the
-    /// link task's end of them.
+    /// A new link: its queue, and its memory for `CLUSTER LINKS` and
+    /// INFO; the link task's end of them.
     fn register(&self, link: LinkId) -> LinkEnd {
         let (tx, rx) = mpsc::unbounded_channel();
         let handle = LinkHandle {
             tx,
-            queued: Arc::new(AtomicUsize::new(0)),
+            mem: Arc::new(LinkMem::default()),
             close: Arc::new(Notify::new()),
         };
         let end = LinkEnd {
             rx,
-            queued: handle.queued.clone(),
+            mem: handle.mem.clone(),
             close: handle.close.clone(),
         };
         let cluster = self.cluster();
-        cluster
-            .stats
-            .queued
-            .lock()
-            .insert(link, handle.queued.clone());
+        cluster.stats.links.lock().insert(link, handle.mem.clone());
         self.links.lock().insert(link, handle);
         end
     }
 
     /// Forgets a link (if still known): its handle, to close it.
     fn unregister(&self, link: LinkId) -> Option<LinkHandle> {
-        self.cluster().stats.queued.lock().remove(&link);
+        self.cluster().stats.links.lock().remove(&link);
         self.links.lock().remove(&link)
     }
 
-    /// Queues `msg` on `link`; past `cluster-link-sendbuf-limit` the link
-    /// is freed, as Redis's cron does.
-    fn send(self: &Arc<Self>, link: LinkId, msg: &wire::Msg) {
-        let bytes = match wire::encode(msg) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!("cluster bus message not sent: {e:?}");
-                return;
-            }
+    /// Queues `msg` on `link` (`clusterSendMessage`).
+    fn send(&self, encoder: &mut Encoder<'_>, link: LinkId, msg: wire::Msg) {
+        let msg_type = msg.body.msg_type();
+        match encoder.encode(msg) {
+            Ok(block) => self.queue(Outgoing {
+                link,
+                msg_type,
+                block,
+                charge: None,
+                after: None,
+            }),
+            Err(e) => tracing::warn!("cluster bus message not sent: {e}"),
+        }
+    }
+
+    /// Hands an encoded message to its link's writer, counted in the
+    /// link's send queue until written whole.
+    fn queue(&self, out: Outgoing) {
+        let links = self.links.lock();
+        let Some(h) = links.get(&out.link) else {
+            return;
         };
+        let charge = out.charge.unwrap_or_else(|| h.mem.queue(&out.block));
+        let queued = Queued {
+            block: out.block,
+            charge,
+            after: out.after,
+        };
+        if h.tx.send(queued).is_err() {
+            h.mem.written(charge);
+        } else {
+            BusStats::count(&self.cluster().stats.sent, out.msg_type);
+        }
+    }
+
+    /// `clusterNodeCronFreeLinkOnBufferLimitReached`, for every node's
+    /// links: one whose send queue is over `cluster-link-sendbuf-limit`
+    /// is freed (the cron connects again).
+    fn free_links_over_limit(self: &Arc<Self>) {
         let limit = crate::config::parse_memory(
             self.shared
                 .config
@@ -378,24 +415,27 @@ impl Bus {
                 .as_bytes(),
         )
         .unwrap_or(0);
-        let over = {
-            let links = self.links.lock();
-            let Some(h) = links.get(&link) else {
-                return;
-            };
-            let len = bytes.len();
-            let queued = h.queued.fetch_add(len, Relaxed) + len;
-            if h.tx.send(bytes).is_err() {
-                h.queued.fetch_sub(len, Relaxed);
-            } else {
-                BusStats::count(&self.cluster().stats.sent, msg.body.msg_type());
-            }
-            limit > 0 && queued as i64 > limit
+        let Ok(limit) = usize::try_from(limit) else {
+            return;
         };
-        if over {
-            self.cluster().stats.limit_exceeded.fetch_add(1, Relaxed);
-            tracing::warn!("Freeing cluster link: its send buffer is over the limit");
-            self.drop_link(link);
+        if limit == 0 {
+            return;
+        }
+        let node_links = self.cluster().read().state.node_links();
+        for (link, node, inbound, _) in node_links {
+            let Some(mem) = self.cluster().stats.link(link) else {
+                continue;
+            };
+            let used = mem.send_queue();
+            if used > limit {
+                tracing::warn!(
+                    "Freeing cluster link({} node {}, used memory: {used}) due to exceeding send buffer memory limit.",
+                    if inbound { "from" } else { "to" },
+                    String::from_utf8_lossy(node.as_bytes()),
+                );
+                self.drop_link(link);
+                self.cluster().stats.limit_exceeded.fetch_add(1, Relaxed);
+            }
         }
     }
 
@@ -587,26 +627,27 @@ async fn run_link<S>(bus: Arc<Bus>, link: LinkId, stream: S, end: LinkEnd)
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
-    let LinkEnd {
-        mut rx,
-        queued,
-        close,
-    } = end;
+    let LinkEnd { mut rx, mem, close } = end;
     let (mut rd, mut wr) = tokio::io::split(stream);
     let write_failed = close.clone();
+    let written = mem.clone();
     let writer = tokio::spawn(async move {
-        while let Some(bytes) = rx.recv().await {
-            queued.fetch_sub(bytes.len(), Relaxed);
-            if wr.write_all(&bytes).await.is_err() {
+        while let Some(queued) = rx.recv().await {
+            if let Some(gate) = &queued.after {
+                gate.wait().await;
+            }
+            if wr.write_all(queued.block.bytes()).await.is_err() {
                 write_failed.notify_one();
                 return;
             }
+            written.written(queued.charge);
         }
     });
     let mut shutdown = bus.shared.shutdown_rx();
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         buf.reserve(READ_CHUNK);
+        mem.rcvbuf.store(buf.capacity(), Relaxed);
         let read = tokio::select! {
             r = rd.read_buf(&mut buf) => r,
             _ = close.notified() => break,
@@ -618,6 +659,11 @@ where
         }
         if !process(&bus, link, &mut buf) {
             break;
+        }
+        // As Redis goes back to its initial read buffer after a message
+        // that grew it.
+        if buf.is_empty() && buf.capacity() > READ_CHUNK {
+            buf = BytesMut::with_capacity(READ_CHUNK);
         }
     }
     writer.abort();
@@ -665,6 +711,7 @@ async fn drive(bus: Arc<Bus>) {
     loop {
         tokio::select! {
             _ = tick.tick() => {
+                bus.free_links_over_limit();
                 bus.with_state(|inner, now| inner.state.cron(now));
                 bus.follow_known_primary();
                 bus.rules_cron();
@@ -672,8 +719,12 @@ async fn drive(bus: Arc<Bus>) {
             _ = bus.cluster().submitted() => {}
             _ = shutdown.changed() => return,
         }
-        let submitted = bus.cluster().take_submitted();
-        bus.apply(submitted);
+        for item in bus.cluster().take_submitted() {
+            match item {
+                Submitted::Action(action) => bus.apply(vec![*action]),
+                Submitted::Send(out) => bus.queue(out),
+            }
+        }
         bus.local_rules();
     }
 }

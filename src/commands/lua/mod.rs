@@ -1511,8 +1511,9 @@ impl RunState<'_, '_> {
             asking: self.asking,
             readonly: self.cluster_readonly,
             write: cmd.has(flags::WRITE),
-            // A script's client has no connection (Redis: `c->conn` NULL).
-            plaintext: false,
+            // A script's client has no connection (Redis: `c->conn` NULL):
+            // the cluster's own kind (`shouldReturnTlsInfo`'s default).
+            plaintext: self.shared.config.tls_setting("tls-cluster") != "yes",
         };
         let ks = &mut *self.ks;
         let now = ks.now_ms;
