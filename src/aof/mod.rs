@@ -673,7 +673,7 @@ fn write_base(
         if rdb {
             crate::rdb::file::write(&mut w, src, extras, opts)?;
         } else {
-            let ts = config.aof_timestamp_enabled().then(|| extras.ctime_secs);
+            let ts = config.aof_timestamp_enabled().then_some(extras.ctime_secs);
             rewrite::write(&mut w, src, extras, opts, ts)?;
         }
         let f = w.into_inner().map_err(|e| e.into_error())?;

@@ -192,7 +192,7 @@ fn score(s: f64) -> Vec<u8> {
 /// Redis's `rewriteStreamObject`.
 fn write_stream(b: &mut Vec<u8>, key: &[u8], s: &Stream) {
     let id = |i: StreamId| i.to_string().into_bytes();
-    if s.len() > 0 {
+    if !s.is_empty() {
         s.range(StreamId::MIN, StreamId::MAX, false, |entry, fields| {
             let mut argv: Vec<Vec<u8>> = Vec::with_capacity(3 + fields.len());
             argv.extend([b"XADD".to_vec(), key.to_vec(), id(entry)]);
