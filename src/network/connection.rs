@@ -15,7 +15,7 @@ use bytes::{Buf, BytesMut};
 use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
-use crate::clients::{ClientHandle, Gate, Push};
+use crate::clients::{ClientHandle, Gate, Push, REPLY_CHUNK};
 use crate::commands::Services;
 use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
@@ -35,9 +35,6 @@ const OUT_KEEP: usize = 256 * 1024;
 /// Read buffers past this are dropped as soon as their requests ran; smaller
 /// ones that grew are trimmed by the clients' cron within 100 ms.
 const READ_KEEP: usize = 4 * 1024 * 1024;
-/// Redis's per-client static reply buffer (`PROTO_REPLY_CHUNK_BYTES`),
-/// which output buffer limits do not count.
-const REPLY_CHUNK: usize = 16 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
 /// Reply bytes a batch produces between two yields to the other clients
@@ -311,7 +308,14 @@ pub(crate) async fn run(
                         push_armed = false;
                     }
                     if out.len() > REPLY_CHUNK
-                        && !output_turn(&shared, &mut client, &mut out, &rbuf, &mut yield_at).await
+                        && !output_turn(
+                            &shared,
+                            &mut client,
+                            (&mut out, pushed),
+                            &rbuf,
+                            &mut yield_at,
+                        )
+                        .await
                     {
                         break;
                     }
@@ -400,6 +404,7 @@ pub(crate) async fn run(
             handle
                 .out_pending
                 .store(out.buf.capacity().saturating_sub(pushed), Relaxed);
+            handle.write.hold(out.len(), pushed);
             tokio::select! {
                 biased;
                 _ = stop_requested(&handle, &stop_probe) => break 'conn,
@@ -407,7 +412,7 @@ pub(crate) async fn run(
                 // caused may follow it.
                 // While the client does not read, what it sends is read
                 // (not run: see `Socket::write_all_reading`).
-                written = stream.write_all_reading(&mut out.buf, &handle.writing, || {
+                written = stream.write_all_reading(&mut out.buf, &handle.write, || {
                     handle.open_gate();
                     shared.clients.turn.release(handle.id);
                 }, &mut rbuf, !input_ended, |rbuf, n| {
@@ -421,13 +426,13 @@ pub(crate) async fn run(
                     }
                 }
             }
-            handle.writing.store(false, Relaxed);
+            // Pushes count against the output limit until written.
+            handle
+                .write
+                .finish_with(&handle.push_bytes, std::mem::take(&mut pushed));
             handle.out_pending.store(0, Relaxed);
             stats.writes_processed.fetch_add(1, Relaxed);
             stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
-            // Pushes count against the output limit until written.
-            handle.push_bytes.fetch_sub(pushed, Relaxed);
-            pushed = 0;
             out.buf.clear();
             // A burst of pushes to a listener (invalidations, messages) is
             // not kept for the next one: Redis frees what went past its
@@ -676,10 +681,11 @@ async fn flush_early(
     handle
         .out_pending
         .store(out.buf.capacity().saturating_sub(*pushed), Relaxed);
+    handle.write.hold(out.len(), *pushed);
     tokio::select! {
         biased;
         _ = stop_requested(handle, stop_probe) => return false,
-        written = stream.write_all_reading(&mut out.buf, &handle.writing, || {
+        written = stream.write_all_reading(&mut out.buf, &handle.write, || {
             handle.open_gate();
             shared.clients.turn.release(handle.id);
         }, ahead, !*input_ended, |ahead, n| {
@@ -692,11 +698,12 @@ async fn flush_early(
             }
         }
     }
-    handle.writing.store(false, Relaxed);
+    handle
+        .write
+        .finish_with(&handle.push_bytes, std::mem::take(pushed));
     handle.out_pending.store(0, Relaxed);
     stats.writes_processed.fetch_add(1, Relaxed);
     stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
-    handle.push_bytes.fetch_sub(std::mem::take(pushed), Relaxed);
     out.buf.clear();
     true
 }
@@ -743,7 +750,7 @@ fn over_normal_output_limit(shared: &Services, client: &Client, out: &Reply) -> 
 async fn output_turn(
     shared: &Services,
     client: &mut Client,
-    out: &mut Reply,
+    (out, pushed): (&mut Reply, usize),
     rbuf: &BytesMut,
     yield_at: &mut usize,
 ) -> bool {
@@ -777,6 +784,9 @@ async fn output_turn(
                 return false;
             }
         }
+        // The replies so far are this client's output while others run
+        // (CLIENT LIST's omem, the clients' cron's output limit check).
+        client.handle.write.hold(out.len(), pushed);
         // On the io_uring path the other connections' sends leave, and
         // their arrivals are seen, when the thread parks: not while this
         // task has work. Do it now (nothing on the epoll path).

@@ -113,7 +113,7 @@ impl Feed<'_> {
             .stream
             .write_all_reading(
                 bytes,
-                &self.handle.writing,
+                &self.handle.write,
                 || {},
                 self.rbuf,
                 true,
@@ -123,7 +123,7 @@ impl Feed<'_> {
                 },
             )
             .await;
-        self.handle.writing.store(false, Relaxed);
+        self.handle.write.finish();
         let stats = &self.shared.stats;
         stats
             .net_repl_output_bytes

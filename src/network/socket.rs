@@ -6,7 +6,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
 
 use bytes::BytesMut;
@@ -16,6 +16,7 @@ use tokio_openssl::SslStream;
 
 use super::listen::Stream;
 use super::uring::UringSocket;
+use crate::clients::WriteProgress;
 
 pub(crate) enum Socket {
     Epoll(TcpStream),
@@ -59,7 +60,7 @@ const READ_ROOM: usize = 16 * 1024;
 /// the socket is full it also waits for input (unless `$reading` is
 /// false) and reads it into `$rbuf` (see `Socket::write_all_reading`).
 macro_rules! write_epoll {
-    ($s:expr, $buf:expr, $stalled:expr, $started:expr, $rbuf:expr, $reading:expr, $on_read:expr) => {{
+    ($s:expr, $buf:expr, $progress:expr, $started:expr, $rbuf:expr, $reading:expr, $on_read:expr) => {{
         let mut done = 0;
         let mut started = Some($started);
         let mut reading = $reading;
@@ -71,9 +72,12 @@ macro_rules! write_epoll {
             }
             match wrote {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Ok(n) => done += n,
+                Ok(n) => {
+                    done += n;
+                    $progress.sent.store(done, Relaxed);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    $stalled.store(true, Relaxed);
+                    $progress.stalled.store(true, Relaxed);
                     if !reading {
                         $s.writable().await?;
                         continue;
@@ -137,10 +141,12 @@ impl Socket {
         }
     }
 
-    /// Writes all of `buf`; it holds the same bytes afterwards. `stalled`
-    /// is set once the write has to wait for the peer to read (the socket
-    /// is full), not before: eviction tells bytes on their way out from
-    /// bytes a client leaves unread by it (`Clients::pushes_in_flight`).
+    /// Writes all of `buf`; it holds the same bytes afterwards. `progress`
+    /// counts the bytes the kernel took as it takes them (an unread client's
+    /// output is what is left: CLIENT LIST's `omem`, the output limits),
+    /// and says once the write has to wait for the peer to read (the
+    /// socket is full), not before: eviction tells bytes on their way out
+    /// from bytes a client leaves unread by it (`Clients::pushes_in_flight`).
     /// `started` runs once the bytes are handed to the socket (the first
     /// write tried, or the send queued), before waiting for the peer.
     ///
@@ -155,19 +161,19 @@ impl Socket {
     pub(crate) async fn write_all_reading(
         &mut self,
         buf: &mut Vec<u8>,
-        stalled: &Arc<AtomicBool>,
+        progress: &Arc<WriteProgress>,
         started: impl FnOnce(),
         rbuf: &mut BytesMut,
         reading: bool,
         mut on_read: impl FnMut(&BytesMut, usize) -> bool,
     ) -> std::io::Result<Wrote> {
         match self {
-            Socket::Epoll(s) => write_epoll!(s, buf, stalled, started, rbuf, reading, on_read),
+            Socket::Epoll(s) => write_epoll!(s, buf, progress, started, rbuf, reading, on_read),
             Socket::EpollUnix(s) => {
-                write_epoll!(s, buf, stalled, started, rbuf, reading, on_read)
+                write_epoll!(s, buf, progress, started, rbuf, reading, on_read)
             }
             Socket::Uring(s) => {
-                s.write_all_reading(buf, stalled, started, rbuf, reading, on_read)
+                s.write_all_reading(buf, progress, started, rbuf, reading, on_read)
                     .await
             }
             Socket::Tls(s) => {
@@ -187,7 +193,7 @@ impl Socket {
                         }
                         match polled {
                             Poll::Pending => {
-                                stalled.store(true, Relaxed);
+                                progress.stalled.store(true, Relaxed);
                                 if !reading {
                                     return Poll::Pending;
                                 }
@@ -207,6 +213,7 @@ impl Socket {
                                 return Err(std::io::ErrorKind::WriteZero.into());
                             }
                             done += n;
+                            progress.sent.store(done, Relaxed);
                         }
                         Step::Read(Ok(n)) if n > 0 => {
                             if !on_read(rbuf, n) {

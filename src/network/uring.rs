@@ -30,11 +30,13 @@ use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
+
+use crate::clients::WriteProgress;
 
 /// Submission queue entries; completions get twice as many.
 const ENTRIES: u32 = 1024;
@@ -287,9 +289,10 @@ struct Conn {
     sending: bool,
     send_error: Option<i32>,
     writer: Option<Waker>,
-    /// Set when a send is still in flight after the submit that carried it
+    /// The connection's [`WriteProgress`]: how much of the send has gone,
+    /// and whether it is still in flight after the submit that carried it
     /// (the socket is full): see `Socket::write_all_reading`.
-    stalled: Option<Arc<AtomicBool>>,
+    progress: Option<Arc<WriteProgress>>,
     /// The connection task let go; the slot is freed once no entry of its
     /// own is left in the ring.
     dropped: bool,
@@ -476,9 +479,9 @@ impl Driver {
         for (idx, generation) in queued.drain(..) {
             if let Some(c) = self.conn(idx, generation)
                 && c.sending
-                && let Some(flag) = &c.stalled
+                && let Some(progress) = &c.progress
             {
-                flag.store(true, Ordering::Relaxed);
+                progress.stalled.store(true, Ordering::Relaxed);
             }
         }
         self.queued_sends = queued;
@@ -682,6 +685,9 @@ impl Driver {
             c.send_error = Some(-res);
         } else {
             c.sent += res as usize;
+            if let Some(progress) = &c.progress {
+                progress.sent.store(c.sent, Ordering::Relaxed);
+            }
             let len = c.send.as_ref().map_or(0, Vec::len);
             if c.sent < len && !c.dropped {
                 if let Err(e) = self.push_send(idx, generation)
@@ -770,7 +776,7 @@ impl UringSocket {
             sending: false,
             send_error: None,
             writer: None,
-            stalled: None,
+            progress: None,
             dropped: false,
         };
         let slot = &mut d.slots[idx as usize];
@@ -844,7 +850,7 @@ impl UringSocket {
     pub(crate) async fn write_all_reading(
         &mut self,
         buf: &mut Vec<u8>,
-        stalled: &Arc<AtomicBool>,
+        progress: &Arc<WriteProgress>,
         started: impl FnOnce(),
         rbuf: &mut BytesMut,
         mut reading: bool,
@@ -855,7 +861,7 @@ impl UringSocket {
         poll_fn(|cx| self.poll_sent(cx).map_ok(drop)).await?;
         // Queued before anything another task queues after `started`, so
         // the loop's next submit sends it first.
-        let queued = self.start_send(std::mem::take(buf), stalled);
+        let queued = self.start_send(std::mem::take(buf), progress);
         started();
         queued?;
         let mut ended = false;
@@ -888,15 +894,19 @@ impl UringSocket {
         }
     }
 
-    fn start_send(&mut self, buf: Vec<u8>, stalled: &Arc<AtomicBool>) -> io::Result<()> {
+    fn start_send(&mut self, buf: Vec<u8>, progress: &Arc<WriteProgress>) -> io::Result<()> {
         let d = driver().ok_or_else(gone)?;
         let mut d = d.borrow_mut();
         let c = d.conn(self.idx, self.generation).ok_or_else(gone)?;
         if buf.is_empty() {
             return Ok(());
         }
-        if !c.stalled.as_ref().is_some_and(|f| Arc::ptr_eq(f, stalled)) {
-            c.stalled = Some(Arc::clone(stalled));
+        if !c
+            .progress
+            .as_ref()
+            .is_some_and(|p| Arc::ptr_eq(p, progress))
+        {
+            c.progress = Some(Arc::clone(progress));
         }
         c.send = Some(buf);
         c.sent = 0;
