@@ -54,14 +54,18 @@ pub(crate) async fn run(
     client.set_user(shared.acl.default_user(), generation);
     client.tally.batching = true;
     let mut shutdown = shared.shutdown_rx();
-    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
-    handle.buffer_bytes.store(rbuf.capacity(), Relaxed);
+    // No read buffer until input comes: the thread's reusable one serves
+    // each read (see `Socket::read_query`).
+    let mut rbuf = BytesMut::new();
+    // Whether `rbuf` is the reusable buffer this turn's read took.
+    let mut reusing = false;
     let mut parser = Parser::new(shared.config.proto_max_bulk_len());
     // Redis gives each client its 16 KB reply buffer when it connects, so
     // an ordinary reply changes no memory figure (eviction measures what it
     // must free against `used_memory` read by an earlier command).
     let mut out = Reply::new();
     out.buf.reserve(REPLY_CHUNK);
+    handle.buffer_bytes.store(out.buf.capacity(), Relaxed);
     // Bytes of pub/sub pushes encoded into `out` but not yet written.
     let mut pushed = 0usize;
     // Whether this turn was woken by pushes alone (no request read).
@@ -154,6 +158,7 @@ pub(crate) async fn run(
         } else if input_ended {
             break;
         } else {
+            let had_buffer = rbuf.capacity() != 0;
             tokio::select! {
                 biased;
                 _ = stop_requested(&handle, &stop_probe) => break,
@@ -182,6 +187,7 @@ pub(crate) async fn run(
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
                     }
+                    reusing = !had_buffer;
                     if !query_within_limit(&shared, &handle, &rbuf, 0) {
                         break;
                     }
@@ -349,6 +355,13 @@ pub(crate) async fn run(
                 // view back to the start of its allocation: no copy.
                 rbuf.reserve(rbuf.capacity() + 1);
             }
+        }
+        if std::mem::take(&mut reusing) && rbuf.is_empty() && rbuf.capacity() == READ_CHUNK {
+            // Redis's resetReusableQueryBuf: the reusable buffer, all
+            // consumed, goes back to the thread; one that grew for a big
+            // request, or holds an unfinished one, stays the client's own
+            // until the clients' cron trims it.
+            super::socket::give_query_buffer(std::mem::take(&mut rbuf));
         }
         handle.qbuf.store(rbuf.len(), Relaxed);
         handle
@@ -520,8 +533,7 @@ async fn read_some(
     stream: &mut Socket,
     rbuf: &mut BytesMut,
 ) -> std::io::Result<usize> {
-    super::socket::make_room(rbuf);
-    let read = stream.read_buf(rbuf).await;
+    let read = stream.read_query(rbuf).await;
     stats.reads_processed.fetch_add(1, Relaxed);
     if let Ok(n) = read {
         stats.net_input_bytes.fetch_add(n as u64, Relaxed);

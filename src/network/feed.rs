@@ -45,6 +45,11 @@ pub(crate) async fn serve(
     attach: Attach,
 ) {
     handle.role.store(crate::clients::ROLE_REPLICA, Relaxed);
+    // The link reads the replica's acknowledgements into a buffer of its
+    // own (a client's may be the thread's reusable one, given back).
+    if rbuf.capacity() == 0 {
+        rbuf.reserve(super::socket::QUERY_CHUNK);
+    }
     let replica = attach.replica.clone();
     let name = format!("{}:{}", replica.ip, replica.port.load(Relaxed));
     let mut feed = Feed {

@@ -4,6 +4,7 @@
 //! ([`super::tls`]). The connection logic sees only these three
 //! operations, so it is the same on every path.
 
+use std::cell::Cell;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -55,6 +56,44 @@ pub(crate) fn make_room(rbuf: &mut BytesMut) {
 }
 
 const READ_ROOM: usize = 16 * 1024;
+
+/// The size of a read into the reusable query buffer (Redis's
+/// `PROTO_IOBUF_LEN`).
+pub(crate) const QUERY_CHUNK: usize = 16 * 1024;
+
+thread_local! {
+    /// Redis 7.4+'s reusable query buffer (`thread_reusable_qb`): a
+    /// connection with no request pending holds no read buffer; it reads
+    /// into its thread's, and gives it back once its requests have run (a
+    /// request left unfinished keeps it, as its own). Many idle
+    /// connections thus hold no query buffer memory.
+    static REUSABLE: Cell<Option<BytesMut>> = const { Cell::new(None) };
+}
+
+/// The thread's reusable query buffer, or a new one of the same size if a
+/// connection of this thread holds it.
+pub(crate) fn take_query_buffer() -> BytesMut {
+    REUSABLE
+        .take()
+        .unwrap_or_else(|| BytesMut::with_capacity(QUERY_CHUNK))
+}
+
+/// Gives back a query buffer whose bytes were all consumed: it becomes the
+/// thread's reusable one unless the thread has one, or it grew past the
+/// usual size (a big request's buffer is not kept for everybody).
+pub(crate) fn give_query_buffer(mut buf: BytesMut) {
+    buf.clear();
+    // An empty view that was advanced reclaims its allocation's start (no
+    // copy); a buffer shared with something else gets a fresh allocation.
+    buf.reserve(QUERY_CHUNK);
+    if buf.capacity() != QUERY_CHUNK {
+        return;
+    }
+    REUSABLE.with(|slot| {
+        let held = slot.take();
+        slot.set(Some(held.unwrap_or(buf)));
+    });
+}
 
 /// The epoll path's write loop, the same for both kinds of stream. While
 /// the socket is full it also waits for input (unless `$reading` is
@@ -138,6 +177,45 @@ impl Socket {
             Socket::EpollUnix(s) => s.read_buf(rbuf).await,
             Socket::Uring(s) => s.read(rbuf).await,
             Socket::Tls(s) => s.read_buf(rbuf).await,
+        }
+    }
+
+    /// Reads a client's input into `rbuf`, as `read_buf`, except that a
+    /// connection with no read buffer (capacity 0: no request pending)
+    /// waits for input without one, then reads into the thread's reusable
+    /// buffer ([`take_query_buffer`]), which the connection gives back once
+    /// its requests ran. Cancel-safe: a wait dropped before input came took
+    /// no buffer; TLS connections take it before they wait (OpenSSL may
+    /// hold decrypted input the socket no longer shows).
+    pub(crate) async fn read_query(&mut self, rbuf: &mut BytesMut) -> std::io::Result<usize> {
+        if rbuf.capacity() != 0 {
+            make_room(rbuf);
+            return self.read_buf(rbuf).await;
+        }
+        macro_rules! read_when_ready {
+            ($s:expr) => {{
+                $s.readable().await?;
+                *rbuf = take_query_buffer();
+                loop {
+                    match $s.try_read_buf(rbuf) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            $s.readable().await?
+                        }
+                        read => return read,
+                    }
+                }
+            }};
+        }
+        match self {
+            Socket::Epoll(s) => read_when_ready!(s),
+            Socket::EpollUnix(s) => read_when_ready!(s),
+            // The driver receives into buffers of its own and hands the
+            // pending input's over (see `UringSocket::read`).
+            Socket::Uring(s) => s.read(rbuf).await,
+            Socket::Tls(s) => {
+                *rbuf = take_query_buffer();
+                s.read_buf(rbuf).await
+            }
         }
     }
 

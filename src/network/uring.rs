@@ -53,9 +53,6 @@ const BUF_GROUP: u16 = 0;
 /// cancelled (re-armed once it reads): a client that sends without reading
 /// replies is held back by TCP, as on the epoll path, not by our memory.
 const INPUT_PAUSE: usize = 256 * 1024;
-/// A pending-input buffer larger than this is released once read: an idle
-/// connection keeps no more than an ordinary request needs.
-const INPUT_KEEP: usize = 32 * 1024;
 
 /// Registered-file slots: a connection whose slot index is below this
 /// names its socket by that index, sparing the kernel a descriptor lookup
@@ -635,6 +632,12 @@ impl Driver {
         };
         if let Some(bid) = bid {
             if res > 0 {
+                // Pending input waits in the thread's reusable query buffer
+                // (see `socket::take_query_buffer`), which the connection
+                // takes over when it reads.
+                if c.input.capacity() == 0 {
+                    c.input = super::socket::take_query_buffer();
+                }
                 c.input
                     .extend_from_slice(self.bufs.filled(bid, res as usize));
             }
@@ -806,7 +809,6 @@ impl UringSocket {
             if rbuf.is_empty() {
                 // The usual case: hand the bytes over without copying.
                 std::mem::swap(rbuf, &mut c.input);
-                c.input.clear();
             } else {
                 // A big request's buffer grows by doubling here too: past
                 // 1 MB the copy each doubling left goes back at once, as
@@ -818,8 +820,11 @@ impl UringSocket {
                     crate::alloc::release_free_memory();
                 }
             }
-            if c.input.capacity() > INPUT_KEEP {
-                c.input = BytesMut::new();
+            // What is left of the input's buffer (the connection's empty
+            // one after a swap) is the thread's to reuse: an idle
+            // connection holds none.
+            if c.input.capacity() != 0 {
+                super::socket::give_query_buffer(std::mem::take(&mut c.input));
             }
             if rearm {
                 d.arm_recv(idx, generation);
