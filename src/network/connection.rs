@@ -356,6 +356,16 @@ pub(crate) async fn run(
                 rbuf.reserve(rbuf.capacity() + 1);
             }
         }
+        // A big argument on its way: the buffer takes it whole, sized once
+        // (Redis's sdsMakeRoomForNonGreedy for `PROTO_MBULK_BIG_ARG`).
+        if let Some(end) = parser.big_arg_end()
+            && end > rbuf.capacity()
+        {
+            // Exactly (`reserve` may round up to twice the size).
+            let mut sized = BytesMut::with_capacity(end);
+            sized.extend_from_slice(&rbuf);
+            rbuf = sized;
+        }
         if std::mem::take(&mut reusing) && rbuf.is_empty() && rbuf.capacity() == READ_CHUNK {
             // Redis's resetReusableQueryBuf: the reusable buffer, all
             // consumed, goes back to the thread; one that grew for a big
@@ -922,10 +932,21 @@ fn splice_pushes(
 /// Gives back the read buffer's room once its requests are consumed: all of
 /// it for an idle client, what passes the usual read size otherwise.
 fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
+    let before = rbuf.capacity();
     if !rbuf.is_empty() {
+        // An unfinished request idle for long keeps its bytes, not the
+        // room it was given (Redis's sdsRemoveFreeSpace): the parser's
+        // offsets stay valid, the bytes keep their places.
+        if idle {
+            *rbuf = BytesMut::from(&rbuf[..]);
+            handle.qbuf_free.store(0, Relaxed);
+            let total = handle.buffer_bytes.load(Relaxed);
+            handle
+                .buffer_bytes
+                .store(total.saturating_sub(before) + rbuf.capacity(), Relaxed);
+        }
         return;
     }
-    let before = rbuf.capacity();
     *rbuf = if idle {
         BytesMut::new()
     } else {

@@ -277,10 +277,18 @@ fn resize_query_buffers(shared: &Services) {
         // The peak since the last look; the next one starts from what is
         // held now (Redis's `querybuf_peak`).
         let peak = c.qbuf_peak.swap(qbuf, Relaxed);
-        if qbuf != 0 || free <= 4 * 1024 {
+        // A connection that waits (blocked, or writing to a client that
+        // does not read) takes no message: it is asked when it can act.
+        if free <= 4 * 1024 || c.blocked.load(Relaxed) || c.write.stalled.load(Relaxed) {
             continue;
         }
         let idle = c.idle_secs() > 2;
+        // A buffer holding an unfinished request is trimmed to it once the
+        // client idles (Redis's sdsRemoveFreeSpace); while it sends, it
+        // keeps the room its request needs.
+        if qbuf != 0 && !idle {
+            continue;
+        }
         // As Redis's `clientsCronResizeQueryBuffer`: a big buffer is
         // trimmed once a whole cron period needed less than half of it, so
         // a request that just grew it keeps it until the next look.
