@@ -185,8 +185,7 @@ impl Socket {
     /// waits for input without one, then reads into the thread's reusable
     /// buffer ([`take_query_buffer`]), which the connection gives back once
     /// its requests ran. Cancel-safe: a wait dropped before input came took
-    /// no buffer; TLS connections take it before they wait (OpenSSL may
-    /// hold decrypted input the socket no longer shows).
+    /// no buffer.
     pub(crate) async fn read_query(&mut self, rbuf: &mut BytesMut) -> std::io::Result<usize> {
         if rbuf.capacity() != 0 {
             make_room(rbuf);
@@ -213,6 +212,12 @@ impl Socket {
             // pending input's over (see `UringSocket::read`).
             Socket::Uring(s) => s.read(rbuf).await,
             Socket::Tls(s) => {
+                // OpenSSL reads whole records (no read-ahead): input it
+                // decrypted and still holds is `pending`; otherwise what
+                // comes next shows on the socket.
+                if s.ssl().pending() == 0 {
+                    s.get_ref().readable().await?;
+                }
                 *rbuf = take_query_buffer();
                 s.read_buf(rbuf).await
             }
