@@ -175,13 +175,9 @@ pub(crate) struct ClientHandle {
     /// io_uring path it is held until the loop's next submit, while other
     /// connections' commands may run.
     pub(crate) out_pending: AtomicUsize,
-    /// True while a write of the connection waits for room in its socket
-    /// (a client that does not read keeps it true): its queued pushes are
-    /// then held memory, not bytes on their way out (see
-    /// [`Clients::pushes_in_flight`]). Set by the socket layer, which alone
-    /// knows whether a write waited on the peer or only on the next submit
-    /// of the io_uring path; cleared by the connection once it is written.
-    pub(crate) writing: Arc<AtomicBool>,
+    /// The output the connection holds and how much of it the socket took
+    /// (see [`WriteProgress`]).
+    pub(crate) write: Arc<WriteProgress>,
     /// Capacity of the connection's read and reply buffers after its last
     /// batch (INFO memory's `mem_clients_normal`).
     pub(crate) buffer_bytes: AtomicUsize,
@@ -207,6 +203,59 @@ pub(crate) struct ClientHandle {
     reading_after: AtomicBool,
     /// The serial of the gate of the last `Push::After` queued here.
     last_after: AtomicU64,
+}
+
+/// Redis's per-client fixed reply buffer (`PROTO_REPLY_CHUNK_BYTES`):
+/// what a client's output holds within it is not counted by the output
+/// buffer limits.
+pub(crate) const REPLY_CHUNK: usize = 16 * 1024;
+
+/// The output a connection holds in user space, as other tasks (CLIENT
+/// LIST's `omem`, the output limits, eviction) need to see it: set by the
+/// connection when it hands its replies to the socket (or yields midway
+/// through a batch), advanced by the socket layer as the kernel takes
+/// bytes, so a write the kernel took only in part counts only its rest.
+#[derive(Default)]
+pub(crate) struct WriteProgress {
+    /// True while a write waits for room in its socket (a client that does
+    /// not read keeps it true): its queued pushes are then held memory, not
+    /// bytes on their way out (see [`Clients::pushes_in_flight`]). Set by
+    /// the socket layer, which alone knows whether a write waited on the
+    /// peer or only on the next submit of the io_uring path.
+    pub(crate) stalled: AtomicBool,
+    /// Bytes of output held (0 when none).
+    pub(crate) len: AtomicUsize,
+    /// How many of them the socket has taken.
+    pub(crate) sent: AtomicUsize,
+    /// Bytes of pushes among them (also in [`ClientHandle::push_bytes`]
+    /// until the write ends).
+    pub(crate) pushes: AtomicUsize,
+}
+
+impl WriteProgress {
+    /// The connection holds `len` bytes of output, `pushes` of them pushes,
+    /// none taken by the socket yet.
+    pub(crate) fn hold(&self, len: usize, pushes: usize) {
+        self.sent.store(0, Relaxed);
+        self.len.store(len, Release);
+        self.pushes.store(pushes, Release);
+    }
+
+    /// The write ended (or the held output was dropped). The caller then
+    /// lowers `push_bytes` by the pushes it held (with `Release`), so a
+    /// reader in between counts them twice, never not at all.
+    pub(crate) fn finish(&self) {
+        self.stalled.store(false, Relaxed);
+        self.pushes.store(0, Release);
+        self.len.store(0, Release);
+        self.sent.store(0, Relaxed);
+    }
+
+    /// Ends the write and lowers `push_bytes` by the `pushes` it carried.
+    pub(crate) fn finish_with(&self, push_bytes: &AtomicUsize, pushes: usize) {
+        self.finish();
+        push_bytes.fetch_sub(pushes, Release);
+    }
 }
 
 /// CLIENT UNBLOCK … TIMEOUT: the client gets its command's timeout reply.
@@ -285,11 +334,59 @@ impl ClientHandle {
         {
             let _ = self.push_tx.send(Push::After(gate));
         }
-        let queued = (self.push_bytes.fetch_add(msg.size(), Relaxed) + msg.size()) as u64;
-        if self.over_output_limit(queued, limit) {
+        self.push_bytes.fetch_add(msg.size(), Relaxed);
+        if self.over_output_limit(self.output_buffer_usage() as u64, limit) {
             return false;
         }
         self.push_tx.send(msg).is_ok()
+    }
+
+    /// Queues `msg` with no output limit applied now: a message to the
+    /// connection itself (the clients' cron's), or a tracking invalidation,
+    /// whose receiver's limit the clients' cron applies (see
+    /// [`ClientHandle::check_output_limit`]).
+    pub(crate) fn push_unchecked(&self, msg: Push) -> bool {
+        if self.killed.load(Relaxed) {
+            return false;
+        }
+        if let Some(gate) = gate_for(self)
+            && self.last_after.swap(gate.serial, Relaxed) != gate.serial
+        {
+            let _ = self.push_tx.send(Push::After(gate));
+        }
+        self.push_bytes.fetch_add(msg.size(), Relaxed);
+        self.push_tx.send(msg).is_ok()
+    }
+
+    /// Output bytes the connection holds and the socket has not taken: what
+    /// is left of the write in flight (or of the replies of a batch that
+    /// yielded midway), and the pushes queued besides it.
+    pub(crate) fn output_unwritten(&self) -> usize {
+        let w = &self.write;
+        // Read in the order opposite to the writer's stores (see
+        // `WriteProgress`): a look racing a write's start or end counts
+        // its pushes twice, never not at all.
+        let pushes = self.push_bytes.load(Acquire);
+        let in_write = w.pushes.load(Acquire);
+        let len = w.len.load(Acquire);
+        let sent = w.sent.load(Relaxed).min(len);
+        (len - sent) + pushes.saturating_sub(in_write)
+    }
+
+    /// Redis's `getClientOutputBufferMemoryUsage` (CLIENT LIST's `omem`,
+    /// and what the output buffer limits measure): the unwritten output
+    /// past the client's fixed 16 KB reply buffer.
+    pub(crate) fn output_buffer_usage(&self) -> usize {
+        self.output_unwritten().saturating_sub(REPLY_CHUNK)
+    }
+
+    /// The clients' cron's look at the output limit of the client's class
+    /// (`limit`), as Redis's `clientsCron` makes it: a client over its soft
+    /// limit is closed once the limit's seconds passed, even when no more
+    /// output comes; one back under it starts afresh. True if it was closed.
+    pub(crate) fn check_output_limit(&self, limit: OutputLimit) -> bool {
+        !self.killed.load(Relaxed)
+            && self.over_output_limit(self.output_buffer_usage() as u64, limit)
     }
 
     /// Marks where the client's own running command starts pushing (see
@@ -319,11 +416,11 @@ impl ClientHandle {
     /// `checkClientOutputBufferLimits`): true if the client must be closed
     /// instead of being sent them.
     pub(crate) fn over_output_limit(&self, bytes: u64, limit: OutputLimit) -> bool {
-        if limit.hard != 0 && bytes > limit.hard {
+        if limit.hard != 0 && bytes >= limit.hard {
             self.kill_for_output_limit(bytes, "hard");
             return true;
         }
-        if limit.soft != 0 && bytes > limit.soft {
+        if limit.soft != 0 && bytes >= limit.soft {
             let now = self.created.elapsed().as_millis() as u64 + 1;
             let since = match self
                 .soft_over_since
@@ -698,7 +795,7 @@ impl Clients {
             push_tx: tx,
             push_bytes: AtomicUsize::new(0),
             out_pending: AtomicUsize::new(0),
-            writing: Arc::new(AtomicBool::new(false)),
+            write: Arc::new(WriteProgress::default()),
             buffer_bytes: AtomicUsize::new(0),
             soft_over_since: AtomicU64::new(0),
             counted_mem: AtomicUsize::new(0),
@@ -836,7 +933,7 @@ impl Clients {
             .map(|c| {
                 if c.killed.load(Relaxed) {
                     c.memory() as u64
-                } else if c.writing.load(Relaxed) {
+                } else if c.write.stalled.load(Relaxed) {
                     0
                 } else {
                     (c.push_bytes.load(Relaxed) + c.out_pending.load(Relaxed)) as u64

@@ -488,14 +488,9 @@ fn deliver(target: &ClientHandle, bytes: Vec<u8>, own_out: Option<&mut crate::pr
     match own_out {
         Some(out) => out.raw(&bytes),
         None => {
-            // Output limits apply when the connection writes (Redis checks
-            // them as replies are added; see the connection's writer).
-            let none = crate::config::OutputLimit {
-                hard: 0,
-                soft: 0,
-                soft_secs: 0,
-            };
-            target.push(Push::Raw(bytes.into()), none);
+            // The receiver's output limit applies when its connection
+            // writes and in the clients' cron (`push_unchecked`).
+            target.push_unchecked(Push::Raw(bytes.into()));
         }
     }
 }

@@ -402,3 +402,115 @@ fn huge_replies_stop_at_the_hard_limit() {
         assert_eq!(admin.cmd_str("PING"), b"+PONG\r\n");
     }
 }
+
+/// zwindow and Redis 8.0.2, each given the same extra arguments.
+fn both8(args: &[&str]) -> [(&'static str, SocketAddr, Box<dyn std::any::Any>); 2] {
+    let z = ZwindowServer::start(args);
+    let r = RedisServer::start_binary(&redis8_server(), args);
+    [
+        ("zwindow", z.addr(), Box::new(z)),
+        ("redis", r.addr(), Box::new(r)),
+    ]
+}
+
+/// The CLIENT LIST line of the client named `name`, if connected.
+fn client_line(control: &mut RawConn, name: &str) -> Option<String> {
+    let list = String::from_utf8_lossy(&control.cmd_str("CLIENT LIST")).into_owned();
+    list.lines()
+        .find(|l| l.contains(&format!(" name={name} ")))
+        .map(str::to_string)
+}
+
+fn list_field(line: &str, field: &str) -> u64 {
+    line.split(' ')
+        .find_map(|f| f.strip_prefix(&format!("{field}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{field} in {line}"))
+}
+
+/// A subscriber that never reads, pushed over `client-output-buffer-limit
+/// pubsub`'s soft limit and then sent nothing more, is closed once the
+/// soft seconds passed (Redis checks the limits in its clients' cron too),
+/// not before; and only what the socket has not taken counts (omem).
+#[test]
+fn a_subscriber_over_the_soft_limit_is_closed_with_no_more_traffic() {
+    const SOFT: u64 = 100_000;
+    const SECS: u64 = 2;
+    for (name, addr, _server) in both8(&[]) {
+        let mut control = RawConn::connect(addr, name);
+        let limit = format!("CONFIG SET client-output-buffer-limit \"pubsub 0 {SOFT} {SECS}\"");
+        assert_eq!(control.cmd_str(&limit), b"+OK\r\n", "{name}");
+        let mut sub = raw(addr);
+        sub.write_all(&encode_cmd(&[b"CLIENT", b"SETNAME", b"sub"]))
+            .unwrap();
+        sub.write_all(&encode_cmd(&[b"SUBSCRIBE", b"ch"])).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while client_line(&mut control, "sub").is_none_or(|l| !l.contains(" sub=1 ")) {
+            assert!(Instant::now() < deadline, "{name}: SUBSCRIBE not run");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let payload = vec![b'x'; 1000];
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // Published to until the server counts it over the soft limit:
+        // from the last look that saw it under, the limit's time runs.
+        let mut under_at = Instant::now();
+        loop {
+            control.cmd(&[b"PUBLISH", b"ch", &payload]);
+            let line = client_line(&mut control, "sub")
+                .unwrap_or_else(|| panic!("{name}: closed before its soft limit's time"));
+            if list_field(&line, "omem") >= SOFT {
+                break;
+            }
+            under_at = Instant::now();
+            assert!(Instant::now() < deadline, "{name}: never over {SOFT}");
+        }
+        // No more traffic: it stays until the soft seconds passed, then goes.
+        let gone_at = loop {
+            if client_line(&mut control, "sub").is_none() {
+                break Instant::now();
+            }
+            let waited = under_at.elapsed();
+            assert!(
+                waited < Duration::from_millis(SECS * 1000 + 1500),
+                "{name}: still connected {waited:?} after going over the soft limit"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let after = gone_at - under_at;
+        eprintln!("{name}: closed {after:?} after going over the soft limit");
+        assert!(
+            after >= Duration::from_secs(SECS),
+            "{name}: closed {after:?} after going over, before its {SECS} s"
+        );
+        assert!(closed_within(&mut sub, Duration::from_secs(5)), "{name}");
+    }
+}
+
+/// Redis 7.4+'s reusable query buffer: an idle client holds no query
+/// buffer (CLIENT LIST's qbuf=0 qbuf-free=0), after a small request at
+/// once, and after a big one once the clients' cron trimmed the buffer
+/// the request grew.
+#[test]
+fn an_idle_client_holds_no_query_buffer() {
+    for (name, addr, _server) in both8(&[]) {
+        let mut control = RawConn::connect(addr, name);
+        let mut c = RawConn::connect(addr, name);
+        assert_eq!(c.cmd_str("CLIENT SETNAME idle"), b"+OK\r\n", "{name}");
+        let line = client_line(&mut control, "idle").expect("connected");
+        assert!(line.contains(" qbuf=0 qbuf-free=0 "), "{name}: {line}");
+        // The running client's request is in the buffer it reads from.
+        let own = String::from_utf8_lossy(&control.cmd_str("CLIENT INFO")).into_owned();
+        assert!(own.contains(" qbuf=26 "), "{name}: {own}");
+        let big = vec![b'v'; 400_000];
+        assert_eq!(c.cmd(&[b"SET", b"big", &big]), b"+OK\r\n", "{name}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let line = client_line(&mut control, "idle").expect("connected");
+            if line.contains(" qbuf=0 qbuf-free=0 ") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{name}: {line}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

@@ -694,7 +694,7 @@ fn client_line(
     let qbuf = c.qbuf.load(Relaxed);
     let qbuf_free = c.qbuf_free.load(Relaxed);
     let rbs = c.reply_buffer();
-    let omem = c.push_bytes.load(Relaxed);
+    let omem = c.output_buffer_usage();
     let oll = usize::from(omem > 0);
     let redir = if tracking & crate::tracking::ON != 0 {
         c.tracking_redirect.load(Relaxed) as i64

@@ -15,7 +15,7 @@ use bytes::{Buf, BytesMut};
 use tokio::sync::oneshot;
 use tokio::sync::watch::error::RecvError;
 
-use crate::clients::{ClientHandle, Gate, Push};
+use crate::clients::{ClientHandle, Gate, Push, REPLY_CHUNK};
 use crate::commands::Services;
 use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
@@ -35,9 +35,6 @@ const OUT_KEEP: usize = 256 * 1024;
 /// Read buffers past this are dropped as soon as their requests ran; smaller
 /// ones that grew are trimmed by the clients' cron within 100 ms.
 const READ_KEEP: usize = 4 * 1024 * 1024;
-/// Redis's per-client static reply buffer (`PROTO_REPLY_CHUNK_BYTES`),
-/// which output buffer limits do not count.
-const REPLY_CHUNK: usize = 16 * 1024;
 /// Pub/sub bytes taken from the push queue per write.
 const PUSH_BATCH: usize = 256 * 1024;
 /// Reply bytes a batch produces between two yields to the other clients
@@ -57,14 +54,18 @@ pub(crate) async fn run(
     client.set_user(shared.acl.default_user(), generation);
     client.tally.batching = true;
     let mut shutdown = shared.shutdown_rx();
-    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
-    handle.buffer_bytes.store(rbuf.capacity(), Relaxed);
+    // No read buffer until input comes: the thread's reusable one serves
+    // each read (see `Socket::read_query`).
+    let mut rbuf = BytesMut::new();
+    // Whether `rbuf` is the reusable buffer this turn's read took.
+    let mut reusing = false;
     let mut parser = Parser::new(shared.config.proto_max_bulk_len());
     // Redis gives each client its 16 KB reply buffer when it connects, so
     // an ordinary reply changes no memory figure (eviction measures what it
     // must free against `used_memory` read by an earlier command).
     let mut out = Reply::new();
     out.buf.reserve(REPLY_CHUNK);
+    handle.buffer_bytes.store(out.buf.capacity(), Relaxed);
     // Bytes of pub/sub pushes encoded into `out` but not yet written.
     let mut pushed = 0usize;
     // Whether this turn was woken by pushes alone (no request read).
@@ -157,6 +158,7 @@ pub(crate) async fn run(
         } else if input_ended {
             break;
         } else {
+            let had_buffer = rbuf.capacity() != 0;
             tokio::select! {
                 biased;
                 _ = stop_requested(&handle, &stop_probe) => break,
@@ -185,6 +187,7 @@ pub(crate) async fn run(
                         Ok(0) | Err(_) => break,
                         Ok(_) => handle.touch(),
                     }
+                    reusing = !had_buffer;
                     if !query_within_limit(&shared, &handle, &rbuf, 0) {
                         break;
                     }
@@ -311,7 +314,14 @@ pub(crate) async fn run(
                         push_armed = false;
                     }
                     if out.len() > REPLY_CHUNK
-                        && !output_turn(&shared, &mut client, &mut out, &rbuf, &mut yield_at).await
+                        && !output_turn(
+                            &shared,
+                            &mut client,
+                            (&mut out, pushed),
+                            &rbuf,
+                            &mut yield_at,
+                        )
+                        .await
                     {
                         break;
                     }
@@ -345,6 +355,23 @@ pub(crate) async fn run(
                 // view back to the start of its allocation: no copy.
                 rbuf.reserve(rbuf.capacity() + 1);
             }
+        }
+        // A big argument on its way: the buffer takes it whole, sized once
+        // (Redis's sdsMakeRoomForNonGreedy for `PROTO_MBULK_BIG_ARG`).
+        if let Some(end) = parser.big_arg_end()
+            && end > rbuf.capacity()
+        {
+            // Exactly (`reserve` may round up to twice the size).
+            let mut sized = BytesMut::with_capacity(end);
+            sized.extend_from_slice(&rbuf);
+            rbuf = sized;
+        }
+        if std::mem::take(&mut reusing) && rbuf.is_empty() && rbuf.capacity() == READ_CHUNK {
+            // Redis's resetReusableQueryBuf: the reusable buffer, all
+            // consumed, goes back to the thread; one that grew for a big
+            // request, or holds an unfinished one, stays the client's own
+            // until the clients' cron trims it.
+            super::socket::give_query_buffer(std::mem::take(&mut rbuf));
         }
         handle.qbuf.store(rbuf.len(), Relaxed);
         handle
@@ -400,6 +427,7 @@ pub(crate) async fn run(
             handle
                 .out_pending
                 .store(out.buf.capacity().saturating_sub(pushed), Relaxed);
+            handle.write.hold(out.len(), pushed);
             tokio::select! {
                 biased;
                 _ = stop_requested(&handle, &stop_probe) => break 'conn,
@@ -407,7 +435,7 @@ pub(crate) async fn run(
                 // caused may follow it.
                 // While the client does not read, what it sends is read
                 // (not run: see `Socket::write_all_reading`).
-                written = stream.write_all_reading(&mut out.buf, &handle.writing, || {
+                written = stream.write_all_reading(&mut out.buf, &handle.write, || {
                     handle.open_gate();
                     shared.clients.turn.release(handle.id);
                 }, &mut rbuf, !input_ended, |rbuf, n| {
@@ -421,13 +449,13 @@ pub(crate) async fn run(
                     }
                 }
             }
-            handle.writing.store(false, Relaxed);
+            // Pushes count against the output limit until written.
+            handle
+                .write
+                .finish_with(&handle.push_bytes, std::mem::take(&mut pushed));
             handle.out_pending.store(0, Relaxed);
             stats.writes_processed.fetch_add(1, Relaxed);
             stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
-            // Pushes count against the output limit until written.
-            handle.push_bytes.fetch_sub(pushed, Relaxed);
-            pushed = 0;
             out.buf.clear();
             // A burst of pushes to a listener (invalidations, messages) is
             // not kept for the next one: Redis frees what went past its
@@ -515,8 +543,7 @@ async fn read_some(
     stream: &mut Socket,
     rbuf: &mut BytesMut,
 ) -> std::io::Result<usize> {
-    super::socket::make_room(rbuf);
-    let read = stream.read_buf(rbuf).await;
+    let read = stream.read_query(rbuf).await;
     stats.reads_processed.fetch_add(1, Relaxed);
     if let Ok(n) = read {
         stats.net_input_bytes.fetch_add(n as u64, Relaxed);
@@ -676,10 +703,11 @@ async fn flush_early(
     handle
         .out_pending
         .store(out.buf.capacity().saturating_sub(*pushed), Relaxed);
+    handle.write.hold(out.len(), *pushed);
     tokio::select! {
         biased;
         _ = stop_requested(handle, stop_probe) => return false,
-        written = stream.write_all_reading(&mut out.buf, &handle.writing, || {
+        written = stream.write_all_reading(&mut out.buf, &handle.write, || {
             handle.open_gate();
             shared.clients.turn.release(handle.id);
         }, ahead, !*input_ended, |ahead, n| {
@@ -692,11 +720,12 @@ async fn flush_early(
             }
         }
     }
-    handle.writing.store(false, Relaxed);
+    handle
+        .write
+        .finish_with(&handle.push_bytes, std::mem::take(pushed));
     handle.out_pending.store(0, Relaxed);
     stats.writes_processed.fetch_add(1, Relaxed);
     stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
-    handle.push_bytes.fetch_sub(std::mem::take(pushed), Relaxed);
     out.buf.clear();
     true
 }
@@ -743,7 +772,7 @@ fn over_normal_output_limit(shared: &Services, client: &Client, out: &Reply) -> 
 async fn output_turn(
     shared: &Services,
     client: &mut Client,
-    out: &mut Reply,
+    (out, pushed): (&mut Reply, usize),
     rbuf: &BytesMut,
     yield_at: &mut usize,
 ) -> bool {
@@ -777,6 +806,9 @@ async fn output_turn(
                 return false;
             }
         }
+        // The replies so far are this client's output while others run
+        // (CLIENT LIST's omem, the clients' cron's output limit check).
+        client.handle.write.hold(out.len(), pushed);
         // On the io_uring path the other connections' sends leave, and
         // their arrivals are seen, when the thread parks: not while this
         // task has work. Do it now (nothing on the epoll path).
@@ -900,10 +932,21 @@ fn splice_pushes(
 /// Gives back the read buffer's room once its requests are consumed: all of
 /// it for an idle client, what passes the usual read size otherwise.
 fn shrink_query_buffer(handle: &ClientHandle, rbuf: &mut BytesMut, idle: bool) {
+    let before = rbuf.capacity();
     if !rbuf.is_empty() {
+        // An unfinished request idle for long keeps its bytes, not the
+        // room it was given (Redis's sdsRemoveFreeSpace): the parser's
+        // offsets stay valid, the bytes keep their places.
+        if idle {
+            *rbuf = BytesMut::from(&rbuf[..]);
+            handle.qbuf_free.store(0, Relaxed);
+            let total = handle.buffer_bytes.load(Relaxed);
+            handle
+                .buffer_bytes
+                .store(total.saturating_sub(before) + rbuf.capacity(), Relaxed);
+        }
         return;
     }
-    let before = rbuf.capacity();
     *rbuf = if idle {
         BytesMut::new()
     } else {

@@ -45,6 +45,11 @@ pub(crate) async fn serve(
     attach: Attach,
 ) {
     handle.role.store(crate::clients::ROLE_REPLICA, Relaxed);
+    // The link reads the replica's acknowledgements into a buffer of its
+    // own (a client's may be the thread's reusable one, given back).
+    if rbuf.capacity() == 0 {
+        rbuf.reserve(super::socket::QUERY_CHUNK);
+    }
     let replica = attach.replica.clone();
     let name = format!("{}:{}", replica.ip, replica.port.load(Relaxed));
     let mut feed = Feed {
@@ -113,7 +118,7 @@ impl Feed<'_> {
             .stream
             .write_all_reading(
                 bytes,
-                &self.handle.writing,
+                &self.handle.write,
                 || {},
                 self.rbuf,
                 true,
@@ -123,7 +128,7 @@ impl Feed<'_> {
                 },
             )
             .await;
-        self.handle.writing.store(false, Relaxed);
+        self.handle.write.finish();
         let stats = &self.shared.stats;
         stats
             .net_repl_output_bytes

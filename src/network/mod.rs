@@ -249,6 +249,7 @@ pub(crate) async fn cron(shared: Arc<Services>, mut shutdown: tokio::sync::watch
             continue;
         }
         close_idle(&shared);
+        check_output_limits(&shared);
         feed::failover_cron(&shared);
         resize_query_buffers(&shared);
         shared.migrate.close_idle();
@@ -276,21 +277,47 @@ fn resize_query_buffers(shared: &Services) {
         // The peak since the last look; the next one starts from what is
         // held now (Redis's `querybuf_peak`).
         let peak = c.qbuf_peak.swap(qbuf, Relaxed);
-        if qbuf != 0 || free <= 4 * 1024 {
+        // A connection that waits (blocked, or writing to a client that
+        // does not read) takes no message: it is asked when it can act.
+        if free <= 4 * 1024 || c.blocked.load(Relaxed) || c.write.stalled.load(Relaxed) {
             continue;
         }
         let idle = c.idle_secs() > 2;
+        // A buffer holding an unfinished request is trimmed to it once the
+        // client idles (Redis's sdsRemoveFreeSpace); while it sends, it
+        // keeps the room its request needs.
+        if qbuf != 0 && !idle {
+            continue;
+        }
         // As Redis's `clientsCronResizeQueryBuffer`: a big buffer is
         // trimmed once a whole cron period needed less than half of it, so
         // a request that just grew it keeps it until the next look.
         if idle || (free > RESIZE_THRESHOLD && free / (peak + 1) > 2) {
-            let none = crate::config::OutputLimit {
-                hard: 0,
-                soft: 0,
-                soft_secs: 0,
-            };
-            c.push(crate::clients::Push::ShrinkQuery { idle }, none);
+            c.push_unchecked(crate::clients::Push::ShrinkQuery { idle });
         }
+    }
+}
+
+/// The output buffer limits, as Redis's `clientsCron` applies them to every
+/// client besides checking them as output is added: a client that stays
+/// over its class's soft limit is closed once the limit's seconds passed,
+/// though nothing more is sent to it. Replicas' links apply theirs (see
+/// `feed`); this server's link to its primary has none.
+fn check_output_limits(shared: &Services) {
+    let config = &shared.config;
+    let (normal, pubsub) = (config.normal_output_limit(), config.pubsub_output_limit());
+    for c in shared.clients.all() {
+        if c.role.load(Relaxed) != crate::clients::ROLE_NORMAL {
+            continue;
+        }
+        // Redis's getClientType: a client with subscriptions is of the
+        // pubsub class whatever its protocol; a MONITOR is a normal one.
+        let limit = if c.subscriptions() > 0 {
+            pubsub
+        } else {
+            normal
+        };
+        c.check_output_limit(limit);
     }
 }
 

@@ -4,9 +4,10 @@
 //! ([`super::tls`]). The connection logic sees only these three
 //! operations, so it is the same on every path.
 
+use std::cell::Cell;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
 
 use bytes::BytesMut;
@@ -16,6 +17,7 @@ use tokio_openssl::SslStream;
 
 use super::listen::Stream;
 use super::uring::UringSocket;
+use crate::clients::WriteProgress;
 
 pub(crate) enum Socket {
     Epoll(TcpStream),
@@ -55,11 +57,49 @@ pub(crate) fn make_room(rbuf: &mut BytesMut) {
 
 const READ_ROOM: usize = 16 * 1024;
 
+/// The size of a read into the reusable query buffer (Redis's
+/// `PROTO_IOBUF_LEN`).
+pub(crate) const QUERY_CHUNK: usize = 16 * 1024;
+
+thread_local! {
+    /// Redis 7.4+'s reusable query buffer (`thread_reusable_qb`): a
+    /// connection with no request pending holds no read buffer; it reads
+    /// into its thread's, and gives it back once its requests have run (a
+    /// request left unfinished keeps it, as its own). Many idle
+    /// connections thus hold no query buffer memory.
+    static REUSABLE: Cell<Option<BytesMut>> = const { Cell::new(None) };
+}
+
+/// The thread's reusable query buffer, or a new one of the same size if a
+/// connection of this thread holds it.
+pub(crate) fn take_query_buffer() -> BytesMut {
+    REUSABLE
+        .take()
+        .unwrap_or_else(|| BytesMut::with_capacity(QUERY_CHUNK))
+}
+
+/// Gives back a query buffer whose bytes were all consumed: it becomes the
+/// thread's reusable one unless the thread has one, or it grew past the
+/// usual size (a big request's buffer is not kept for everybody).
+pub(crate) fn give_query_buffer(mut buf: BytesMut) {
+    buf.clear();
+    // An empty view that was advanced reclaims its allocation's start (no
+    // copy); a buffer shared with something else gets a fresh allocation.
+    buf.reserve(QUERY_CHUNK);
+    if buf.capacity() != QUERY_CHUNK {
+        return;
+    }
+    REUSABLE.with(|slot| {
+        let held = slot.take();
+        slot.set(Some(held.unwrap_or(buf)));
+    });
+}
+
 /// The epoll path's write loop, the same for both kinds of stream. While
 /// the socket is full it also waits for input (unless `$reading` is
 /// false) and reads it into `$rbuf` (see `Socket::write_all_reading`).
 macro_rules! write_epoll {
-    ($s:expr, $buf:expr, $stalled:expr, $started:expr, $rbuf:expr, $reading:expr, $on_read:expr) => {{
+    ($s:expr, $buf:expr, $progress:expr, $started:expr, $rbuf:expr, $reading:expr, $on_read:expr) => {{
         let mut done = 0;
         let mut started = Some($started);
         let mut reading = $reading;
@@ -71,9 +111,12 @@ macro_rules! write_epoll {
             }
             match wrote {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Ok(n) => done += n,
+                Ok(n) => {
+                    done += n;
+                    $progress.sent.store(done, Relaxed);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    $stalled.store(true, Relaxed);
+                    $progress.stalled.store(true, Relaxed);
                     if !reading {
                         $s.writable().await?;
                         continue;
@@ -137,10 +180,56 @@ impl Socket {
         }
     }
 
-    /// Writes all of `buf`; it holds the same bytes afterwards. `stalled`
-    /// is set once the write has to wait for the peer to read (the socket
-    /// is full), not before: eviction tells bytes on their way out from
-    /// bytes a client leaves unread by it (`Clients::pushes_in_flight`).
+    /// Reads a client's input into `rbuf`, as `read_buf`, except that a
+    /// connection with no read buffer (capacity 0: no request pending)
+    /// waits for input without one, then reads into the thread's reusable
+    /// buffer ([`take_query_buffer`]), which the connection gives back once
+    /// its requests ran. Cancel-safe: a wait dropped before input came took
+    /// no buffer.
+    pub(crate) async fn read_query(&mut self, rbuf: &mut BytesMut) -> std::io::Result<usize> {
+        if rbuf.capacity() != 0 {
+            make_room(rbuf);
+            return self.read_buf(rbuf).await;
+        }
+        macro_rules! read_when_ready {
+            ($s:expr) => {{
+                $s.readable().await?;
+                *rbuf = take_query_buffer();
+                loop {
+                    match $s.try_read_buf(rbuf) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            $s.readable().await?
+                        }
+                        read => return read,
+                    }
+                }
+            }};
+        }
+        match self {
+            Socket::Epoll(s) => read_when_ready!(s),
+            Socket::EpollUnix(s) => read_when_ready!(s),
+            // The driver receives into buffers of its own and hands the
+            // pending input's over (see `UringSocket::read`).
+            Socket::Uring(s) => s.read(rbuf).await,
+            Socket::Tls(s) => {
+                // OpenSSL reads whole records (no read-ahead): input it
+                // decrypted and still holds is `pending`; otherwise what
+                // comes next shows on the socket.
+                if s.ssl().pending() == 0 {
+                    s.get_ref().readable().await?;
+                }
+                *rbuf = take_query_buffer();
+                s.read_buf(rbuf).await
+            }
+        }
+    }
+
+    /// Writes all of `buf`; it holds the same bytes afterwards. `progress`
+    /// counts the bytes the kernel took as it takes them (an unread client's
+    /// output is what is left: CLIENT LIST's `omem`, the output limits),
+    /// and says once the write has to wait for the peer to read (the
+    /// socket is full), not before: eviction tells bytes on their way out
+    /// from bytes a client leaves unread by it (`Clients::pushes_in_flight`).
     /// `started` runs once the bytes are handed to the socket (the first
     /// write tried, or the send queued), before waiting for the peer.
     ///
@@ -155,19 +244,19 @@ impl Socket {
     pub(crate) async fn write_all_reading(
         &mut self,
         buf: &mut Vec<u8>,
-        stalled: &Arc<AtomicBool>,
+        progress: &Arc<WriteProgress>,
         started: impl FnOnce(),
         rbuf: &mut BytesMut,
         reading: bool,
         mut on_read: impl FnMut(&BytesMut, usize) -> bool,
     ) -> std::io::Result<Wrote> {
         match self {
-            Socket::Epoll(s) => write_epoll!(s, buf, stalled, started, rbuf, reading, on_read),
+            Socket::Epoll(s) => write_epoll!(s, buf, progress, started, rbuf, reading, on_read),
             Socket::EpollUnix(s) => {
-                write_epoll!(s, buf, stalled, started, rbuf, reading, on_read)
+                write_epoll!(s, buf, progress, started, rbuf, reading, on_read)
             }
             Socket::Uring(s) => {
-                s.write_all_reading(buf, stalled, started, rbuf, reading, on_read)
+                s.write_all_reading(buf, progress, started, rbuf, reading, on_read)
                     .await
             }
             Socket::Tls(s) => {
@@ -187,7 +276,7 @@ impl Socket {
                         }
                         match polled {
                             Poll::Pending => {
-                                stalled.store(true, Relaxed);
+                                progress.stalled.store(true, Relaxed);
                                 if !reading {
                                     return Poll::Pending;
                                 }
@@ -207,6 +296,7 @@ impl Socket {
                                 return Err(std::io::ErrorKind::WriteZero.into());
                             }
                             done += n;
+                            progress.sent.store(done, Relaxed);
                         }
                         Step::Read(Ok(n)) if n > 0 => {
                             if !on_read(rbuf, n) {

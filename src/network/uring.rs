@@ -30,11 +30,13 @@ use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
+
+use crate::clients::WriteProgress;
 
 /// Submission queue entries; completions get twice as many.
 const ENTRIES: u32 = 1024;
@@ -51,9 +53,6 @@ const BUF_GROUP: u16 = 0;
 /// cancelled (re-armed once it reads): a client that sends without reading
 /// replies is held back by TCP, as on the epoll path, not by our memory.
 const INPUT_PAUSE: usize = 256 * 1024;
-/// A pending-input buffer larger than this is released once read: an idle
-/// connection keeps no more than an ordinary request needs.
-const INPUT_KEEP: usize = 32 * 1024;
 
 /// Registered-file slots: a connection whose slot index is below this
 /// names its socket by that index, sparing the kernel a descriptor lookup
@@ -287,9 +286,10 @@ struct Conn {
     sending: bool,
     send_error: Option<i32>,
     writer: Option<Waker>,
-    /// Set when a send is still in flight after the submit that carried it
+    /// The connection's [`WriteProgress`]: how much of the send has gone,
+    /// and whether it is still in flight after the submit that carried it
     /// (the socket is full): see `Socket::write_all_reading`.
-    stalled: Option<Arc<AtomicBool>>,
+    progress: Option<Arc<WriteProgress>>,
     /// The connection task let go; the slot is freed once no entry of its
     /// own is left in the ring.
     dropped: bool,
@@ -476,9 +476,9 @@ impl Driver {
         for (idx, generation) in queued.drain(..) {
             if let Some(c) = self.conn(idx, generation)
                 && c.sending
-                && let Some(flag) = &c.stalled
+                && let Some(progress) = &c.progress
             {
-                flag.store(true, Ordering::Relaxed);
+                progress.stalled.store(true, Ordering::Relaxed);
             }
         }
         self.queued_sends = queued;
@@ -632,6 +632,12 @@ impl Driver {
         };
         if let Some(bid) = bid {
             if res > 0 {
+                // Pending input waits in the thread's reusable query buffer
+                // (see `socket::take_query_buffer`), which the connection
+                // takes over when it reads.
+                if c.input.capacity() == 0 {
+                    c.input = super::socket::take_query_buffer();
+                }
                 c.input
                     .extend_from_slice(self.bufs.filled(bid, res as usize));
             }
@@ -682,6 +688,9 @@ impl Driver {
             c.send_error = Some(-res);
         } else {
             c.sent += res as usize;
+            if let Some(progress) = &c.progress {
+                progress.sent.store(c.sent, Ordering::Relaxed);
+            }
             let len = c.send.as_ref().map_or(0, Vec::len);
             if c.sent < len && !c.dropped {
                 if let Err(e) = self.push_send(idx, generation)
@@ -770,7 +779,7 @@ impl UringSocket {
             sending: false,
             send_error: None,
             writer: None,
-            stalled: None,
+            progress: None,
             dropped: false,
         };
         let slot = &mut d.slots[idx as usize];
@@ -800,7 +809,6 @@ impl UringSocket {
             if rbuf.is_empty() {
                 // The usual case: hand the bytes over without copying.
                 std::mem::swap(rbuf, &mut c.input);
-                c.input.clear();
             } else {
                 // A big request's buffer grows by doubling here too: past
                 // 1 MB the copy each doubling left goes back at once, as
@@ -812,8 +820,11 @@ impl UringSocket {
                     crate::alloc::release_free_memory();
                 }
             }
-            if c.input.capacity() > INPUT_KEEP {
-                c.input = BytesMut::new();
+            // What is left of the input's buffer (the connection's empty
+            // one after a swap) is the thread's to reuse: an idle
+            // connection holds none.
+            if c.input.capacity() != 0 {
+                super::socket::give_query_buffer(std::mem::take(&mut c.input));
             }
             if rearm {
                 d.arm_recv(idx, generation);
@@ -844,7 +855,7 @@ impl UringSocket {
     pub(crate) async fn write_all_reading(
         &mut self,
         buf: &mut Vec<u8>,
-        stalled: &Arc<AtomicBool>,
+        progress: &Arc<WriteProgress>,
         started: impl FnOnce(),
         rbuf: &mut BytesMut,
         mut reading: bool,
@@ -855,7 +866,7 @@ impl UringSocket {
         poll_fn(|cx| self.poll_sent(cx).map_ok(drop)).await?;
         // Queued before anything another task queues after `started`, so
         // the loop's next submit sends it first.
-        let queued = self.start_send(std::mem::take(buf), stalled);
+        let queued = self.start_send(std::mem::take(buf), progress);
         started();
         queued?;
         let mut ended = false;
@@ -888,15 +899,19 @@ impl UringSocket {
         }
     }
 
-    fn start_send(&mut self, buf: Vec<u8>, stalled: &Arc<AtomicBool>) -> io::Result<()> {
+    fn start_send(&mut self, buf: Vec<u8>, progress: &Arc<WriteProgress>) -> io::Result<()> {
         let d = driver().ok_or_else(gone)?;
         let mut d = d.borrow_mut();
         let c = d.conn(self.idx, self.generation).ok_or_else(gone)?;
         if buf.is_empty() {
             return Ok(());
         }
-        if !c.stalled.as_ref().is_some_and(|f| Arc::ptr_eq(f, stalled)) {
-            c.stalled = Some(Arc::clone(stalled));
+        if !c
+            .progress
+            .as_ref()
+            .is_some_and(|p| Arc::ptr_eq(p, progress))
+        {
+            c.progress = Some(Arc::clone(progress));
         }
         c.send = Some(buf);
         c.sent = 0;

@@ -130,6 +130,10 @@ impl<'a> Request<'a> {
     }
 }
 
+/// Redis's `PROTO_MBULK_BIG_ARG`: a bulk argument this long or longer gets
+/// a read buffer sized for it (see [`Parser::big_arg_end`]).
+const BIG_ARG: usize = 32 * 1024;
+
 impl Parser {
     pub(crate) fn new(max_bulk: i64) -> Parser {
         Parser {
@@ -163,6 +167,17 @@ impl Parser {
             // A partial request keeps its bytes in the buffer; `discard` only
             // drops what precedes it.
             _ => self.req_start,
+        }
+    }
+
+    /// While the parser waits for the body of a big bulk argument (Redis's
+    /// `PROTO_MBULK_BIG_ARG`, 32 KB, or more): the buffer length that holds
+    /// the whole argument, so the caller can size its buffer once, as Redis
+    /// does, instead of growing it by doubling as the body arrives.
+    pub(crate) fn big_arg_end(&self) -> Option<usize> {
+        match self.state {
+            State::Bulk { len, .. } if len >= BIG_ARG => Some(self.pos + len + 2),
+            _ => None,
         }
     }
 
