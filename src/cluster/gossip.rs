@@ -775,6 +775,7 @@ impl ClusterState {
             self.update_shard_id_saving(&me, id, out);
         }
         self.attach_replica(primary, &me);
+        self.lose_slots_not_served(primary);
         if let Some(p) = self.node(primary) {
             let port = u16::try_from(p.port).unwrap_or(0);
             out.actions.push(Action::ReplicateFrom {
@@ -3820,10 +3821,17 @@ mod tests {
             s.alive().all(|i| s.owner(i, 5461) == Some(name(4)))
         });
         assert!(took.is_some());
-        // The old primary loses every slot it served, in order; the other
-        // shards' nodes lose none.
+        // The old primary loses every slot it served, in order, then, as
+        // it becomes the new primary's replica (Redis 8's
+        // `removeAllNotOwnedShardChannelSubscriptions`), every slot that
+        // shard does not serve; the other shards' nodes lose none.
         let lost: Vec<u16> = (5461..10923).collect();
-        assert_eq!(sim.nodes[1].take_lost_slots(), lost);
+        let lost_by_1 = sim.nodes[1].take_lost_slots();
+        assert_eq!(lost_by_1[..lost.len()], lost[..]);
+        let mut rest = lost_by_1[lost.len()..].to_vec();
+        rest.sort_unstable();
+        let not_served: Vec<u16> = (0..5461).chain(10923..16384).collect();
+        assert_eq!(rest, not_served);
         for i in [0, 2, 3, 4, 5] {
             assert_eq!(
                 sim.nodes[i].take_lost_slots(),
@@ -3837,6 +3845,9 @@ mod tests {
         s.add_slot(&name(1), 7);
         s.add_slot(&name(2), 8);
         s.replicate(&name(1), T0);
+        // Becoming node 1's replica: every slot node 1 does not serve.
+        let not_served: Vec<u16> = (0..SLOTS as u16).filter(|&x| x != 7).collect();
+        assert_eq!(s.take_lost_slots(), not_served);
         s.del_slot(8);
         assert_eq!(s.take_lost_slots(), Vec::<u16>::new());
         s.del_slot(7);

@@ -430,6 +430,17 @@ impl ClusterState {
         true
     }
 
+    /// Myself changed primary (`clusterSetMaster` calling
+    /// `removeAllNotOwnedShardChannelSubscriptions`): every slot its new
+    /// shard does not own loses its shard channels here.
+    pub(crate) fn lose_slots_not_served(&mut self, primary: &NodeName) {
+        for slot in 0..SLOTS as u16 {
+            if self.slots.get(slot) != Some(primary) {
+                self.lost_slots.push(slot);
+            }
+        }
+    }
+
     /// Whether myself serves `owner`'s slots with it: myself is their
     /// primary, or a replica of that primary (Redis's
     /// `clusterGetNodesServingMySlots(owner)` holding myself).
