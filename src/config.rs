@@ -1622,6 +1622,16 @@ fn format_memory(n: i64) -> String {
     n.to_string()
 }
 
+/// Redis 7.2-8.0's `EMPTY_STRING_IS_NULL` strings: no CONFIG REWRITE line
+/// while unset, a quoted one when set.
+const NULL_WHEN_EMPTY: &[&str] = &[
+    "server-cpulist",
+    "bio-cpulist",
+    "aof-rewrite-cpulist",
+    "bgsave-cpulist",
+    "cluster-announce-human-nodename",
+];
+
 /// One setting's lines, written as Redis's rewrite function for its type
 /// writes them; `force` (write even when absent from the file) when the
 /// value differs from the default.
@@ -1644,21 +1654,8 @@ fn rewrite_param(
         }
         // Redis 7.2-8.0's strings: quoted; the EMPTY_STRING_IS_NULL ones
         // have no line while unset.
-        "server-cpulist"
-        | "bio-cpulist"
-        | "aof-rewrite-cpulist"
-        | "bgsave-cpulist"
-        | "cluster-announce-human-nodename"
-            if value.is_empty() =>
-        {
-            state.mark(name)
-        }
-        "server-cpulist"
-        | "bio-cpulist"
-        | "aof-rewrite-cpulist"
-        | "bgsave-cpulist"
-        | "cluster-announce-human-nodename"
-        | "locale-collate" => {
+        n if NULL_WHEN_EMPTY.contains(&n) && value.is_empty() => state.mark(name),
+        n if NULL_WHEN_EMPTY.contains(&n) || n == "locale-collate" => {
             let line = format!("{name} {}", config_file::repr(value.as_bytes()));
             state.line(name, line.into_bytes(), force);
         }
@@ -1890,17 +1887,6 @@ fn yes_no(v: &[u8]) -> Result<String, String> {
     parse_bool(v)
         .map(|b| if b { "yes" } else { "no" }.to_string())
         .ok_or_else(|| "argument must be 'yes' or 'no'".into())
-}
-
-/// `cluster-announce-human-nodename`: Redis's `isValidAnnouncedNodename`
-/// (`isValidAuxChar`: no punctuation from its list).
-fn human_nodename(v: &[u8]) -> Result<String, String> {
-    if v.iter()
-        .any(|&c| !c.is_ascii_alphanumeric() && b"!#$%&()*+:;<>?@[]^{|}~\0".contains(&c))
-    {
-        return Err("Announced human node name contained invalid character".into());
-    }
-    Ok(String::from_utf8_lossy(v).into_owned())
 }
 
 /// `cluster-announce-hostname`: Redis 7.0's `isValidAnnouncedHostname`.
@@ -3043,15 +3029,6 @@ const PARAMS: &[Param] = &[
         memory_text,
         runtime
     ),
-    // Redis 7.2's name a node goes by in other nodes' logs: checked and
-    // kept (zwindow's bus does not send it).
-    kept!(
-        "cluster-announce-human-nodename",
-        None,
-        "",
-        human_nodename,
-        runtime
-    ),
     // Redis 8.0: how often (percent) a command is checked for what cluster
     // mode would refuse (`cluster_incompatible_ops` in INFO stats).
     kept!(
@@ -3502,6 +3479,16 @@ mod tests {
 
     fn config() -> Config {
         Startup::load(&Sources::default()).unwrap().config
+    }
+
+    /// One table entry per name: a second one would be unreachable by
+    /// CONFIG SET yet written twice by CONFIG REWRITE.
+    #[test]
+    fn every_parameter_is_defined_once() {
+        let mut seen = std::collections::HashSet::new();
+        for p in PARAMS {
+            assert!(seen.insert(p.name), "{} is defined twice", p.name);
+        }
     }
 
     #[test]

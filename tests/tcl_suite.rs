@@ -288,16 +288,7 @@ fn run_unit_spawned(tests: &Path, unit: &str, skipfile: Option<&Path>) -> (UnitR
         // the suite's certificates: Redis 7.0.15's, as for the external
         // TLS units, when the suite has none).
         Some(unit) => {
-            let certs = work.0.join("tests/tls");
-            if !certs.is_dir() {
-                let status = Command::new("cp")
-                    .arg("-a")
-                    .arg(tls_certs())
-                    .arg(&certs)
-                    .status()
-                    .expect("run cp");
-                assert!(status.success(), "copying the test certificates failed");
-            }
+            with_certs(&work);
             run_harness(&work, unit, &["--tls", "--tags", "-needs:repl"], skipfile)
         }
         None => run_harness(&work, unit, &["--tags", "-needs:repl"], skipfile),
