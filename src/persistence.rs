@@ -515,7 +515,11 @@ pub(crate) fn flush_all_freeing(host: &dyn Host, ks: &mut Keyspace<'_>, lazy: bo
         for db in shard.dbs.iter_mut() {
             if lazy {
                 let n = db.keys.len();
-                lazyfree.free(Box::new(std::mem::take(db)), n);
+                let mut old = std::mem::take(db);
+                // The histograms' allocation stays with the database.
+                db.sizes = std::mem::take(&mut old.sizes);
+                db.sizes.clear();
+                lazyfree.free(Box::new(old), n);
             } else {
                 db.clear();
             }

@@ -866,7 +866,11 @@ fn flush_db(ctx: &mut Ctx, db: usize, lazy: bool) -> u64 {
         shard.cow_db(db);
         removed += shard.dbs[db].keys.len() as u64;
         if lazy {
-            taken.push(std::mem::take(&mut shard.dbs[db]));
+            let mut old = std::mem::take(&mut shard.dbs[db]);
+            // The histograms' allocation stays with the database.
+            shard.dbs[db].sizes = std::mem::take(&mut old.sizes);
+            shard.dbs[db].sizes.clear();
+            taken.push(old);
         } else {
             shard.dbs[db].clear();
         }

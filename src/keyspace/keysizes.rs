@@ -93,9 +93,14 @@ impl Hist {
         }
     }
 
-    /// Forgets every count (the database was emptied).
+    /// Forgets every count (the database was emptied). The allocation
+    /// stays: a flush then refill must not allocate it again, which
+    /// `used_memory` would show past a limit set after the flush (Redis's
+    /// histograms are part of its database from the start).
     pub(crate) fn clear(&mut self) {
-        self.0 = None;
+        if let Some(counts) = &mut self.0 {
+            counts.fill(0);
+        }
     }
 
     /// Adds these counts to `total`.
