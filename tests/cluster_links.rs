@@ -145,14 +145,30 @@ fn publish_growth(cluster: &Cluster) -> (Vec<i64>, i64) {
 fn publishes_fill_the_send_queues_as_redis_8_counts_them() {
     let _serial = serial();
     let redis = Cluster::create(&[R8, R8, R8], 0, CALM_TIMEOUT);
-    let (want, want_mem) = publish_growth(&redis);
+    // 10 blocks on each of the 2 outbound links, none inbound (links
+    // sort inbound first); the blocks counted once in the memory, the
+    // list nodes per link. redis-server too has moments that are not
+    // quiet on a loaded machine (a link reconnecting), so it is asked
+    // until it shows one.
+    let quiet = |(g, mem): &(Vec<i64>, i64)| {
+        g.len() == 4
+            && g[0] == 0
+            && g[1] == 0
+            && g[2] > 100_000
+            && g[2] == g[3]
+            && *mem == g[2] + 10 * 24
+    };
+    let mut oracle = Vec::new();
+    let (want, want_mem) = loop {
+        let got = publish_growth(&redis);
+        if quiet(&got) {
+            break got;
+        }
+        oracle.push(got);
+        assert!(oracle.len() < 10, "redis-server 8.0.2: {oracle:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
     drop(redis);
-    // 10 blocks on each of the 2 outbound links, none inbound; the
-    // blocks counted once in the memory, the list nodes per link.
-    assert_eq!(want[0], 0);
-    assert_eq!(want[1], 0);
-    assert!(want[2] > 100_000 && want[2] == want[3], "{want:?}");
-    assert_eq!(want_mem, want[2] + 10 * 24, "{want:?} {want_mem}");
     let ours = Cluster::create(&[Z, Z, Z], 0, CALM_TIMEOUT);
     let mut seen = Vec::new();
     for _ in 0..10 {
