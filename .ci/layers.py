@@ -30,7 +30,7 @@ LAYERS = [
     # `user` lines are checked as they are read)
     "acl",
     # settings and server-wide state every layer may read
-    "config_file", "config", "pause", "stats", "latency", "slowlog",
+    "shutdown", "config_file", "config", "pause", "stats", "latency", "slowlog",
     # the client registry, and which clients wait on which keys
     "clients", "blocked",
     # the data; the seam through which commands run commands; the files

@@ -1317,6 +1317,23 @@ impl Config {
         self.busy_reply_threshold.load(Relaxed).max(0) as u64
     }
 
+    /// `shutdown-timeout`: seconds a stopping primary waits for lagging
+    /// replicas (0: it does not wait).
+    pub(crate) fn shutdown_timeout(&self) -> u64 {
+        self.kept("shutdown-timeout", "10").parse().unwrap_or(10)
+    }
+
+    /// `shutdown-on-sigterm` / `shutdown-on-sigint`: the shutdown flags a
+    /// signal stops the server with.
+    pub(crate) fn shutdown_on_signal(&self, sigint: bool) -> crate::shutdown::Flags {
+        let name = if sigint {
+            "shutdown-on-sigint"
+        } else {
+            "shutdown-on-sigterm"
+        };
+        crate::shutdown::Flags::from_words(&self.kept(name, "default"))
+    }
+
     /// `enable-module-command`: `no`, `yes` or `local` (startup only).
     pub(crate) fn enable_module_command(&self) -> String {
         self.kept("enable-module-command", "no")

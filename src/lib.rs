@@ -54,6 +54,7 @@ pub(crate) mod pubsub;
 pub(crate) mod rdb;
 pub(crate) mod replication;
 pub mod server;
+pub(crate) mod shutdown;
 pub(crate) mod slowlog;
 pub(crate) mod spec;
 pub(crate) mod stats;

@@ -36,6 +36,9 @@ pub(crate) struct Pause {
     /// `PAUSE_DURING_FAILOVER`, apart from CLIENT PAUSE: CLIENT UNPAUSE
     /// does not lift it).
     failover: AtomicBool,
+    /// A shutdown waiting for its replicas holds writes the same way
+    /// (Redis's `PAUSE_DURING_SHUTDOWN`).
+    shutdown: AtomicBool,
 }
 
 impl Pause {
@@ -53,6 +56,17 @@ impl Pause {
         self.changed.notify_waiters();
     }
 
+    /// The shutdown's hold on writes while replicas catch up.
+    pub(crate) fn hold_writes_for_shutdown(&self, on: bool) {
+        self.shutdown.store(on, Relaxed);
+        self.changed.notify_waiters();
+    }
+
+    /// FAILOVER or a shutdown holds writes, whatever CLIENT PAUSE does.
+    fn held_for_handover(&self) -> bool {
+        self.failover.load(Relaxed) || self.shutdown.load(Relaxed)
+    }
+
     pub(crate) fn unpause(&self) {
         self.mode.store(OFF, Relaxed);
         self.end_ms.store(0, Relaxed);
@@ -64,11 +78,7 @@ impl Pause {
     /// read costs more than the rest of this check.
     pub(crate) fn mode(&self, clock: &crate::clock::Clock) -> u8 {
         let mode = self.mode.load(Relaxed);
-        let floor = if self.failover.load(Relaxed) {
-            WRITE
-        } else {
-            OFF
-        };
+        let floor = if self.held_for_handover() { WRITE } else { OFF };
         if mode != OFF && self.end_ms.load(Relaxed) < clock.now_ms() {
             self.unpause();
             return floor;
@@ -94,7 +104,7 @@ impl Pause {
         self.waiting.fetch_add(1, Relaxed);
         paused.store(true, Relaxed);
         while held(self.mode(clock)) && !killed.load(Relaxed) {
-            let left = if self.failover.load(Relaxed) {
+            let left = if self.held_for_handover() {
                 100
             } else {
                 self.end_ms.load(Relaxed).saturating_sub(clock.now_ms())

@@ -530,20 +530,6 @@ pub(crate) fn flush_all_freeing(host: &dyn Host, ks: &mut Keyspace<'_>, lazy: bo
     host.flush_libraries();
 }
 
-/// The save on the way out (SIGTERM, SIGINT): when save points exist and
-/// SHUTDOWN did not already decide.
-pub(crate) fn save_on_exit(host: &dyn Host) {
-    let p = host.persistence();
-    if p.shutdown_handled.load(Relaxed) || host.env().config.save_points().is_empty() {
-        return;
-    }
-    wait_bgsave(p, std::time::Duration::from_secs(60));
-    tracing::info!("Saving the final RDB snapshot before exiting.");
-    if let Err(e) = save_all(host) {
-        tracing::warn!("Error trying to save the DB, can't exit: {e}; exiting anyway");
-    }
-}
-
 /// A running snapshot, as the file writer reads it.
 pub(crate) struct SnapshotSource<'a> {
     pub(crate) store: &'a crate::keyspace::Store,

@@ -234,7 +234,14 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let mut paused = false;
     let mut streak = 0;
     let mut last_warning: Option<Instant> = None;
+    // A shutdown waiting for lagging replicas is looked at every 10 ms
+    // (Redis looks in its cron); the flags a signal stops with; the
+    // SHUTDOWN clients of a wait that ends in the exit, kept waiting.
+    let mut shutdown_tick = tokio::time::interval(Duration::from_millis(10));
+    let mut exit_flags = crate::shutdown::Flags::default();
+    let mut _exit_waiters = Vec::new();
     loop {
+        let waiting = shared.shutdown.initiated();
         tokio::select! {
             accepted = listeners.accept(), if !paused => match accepted {
                 Ok(accepted) => {
@@ -281,9 +288,32 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            _ = sigterm.recv() => { tracing::info!("SIGTERM received, shutting down"); break }
-            _ = sigint.recv() => { tracing::info!("SIGINT received, shutting down"); break }
+            _ = sigterm.recv() => {
+                tracing::info!("SIGTERM received, shutting down");
+                if stop_on_signal(&shared, false, background.is_some(), &mut exit_flags) {
+                    break;
+                }
+            }
+            _ = sigint.recv() => {
+                // Redis's second SIGINT: the user insists, nothing is
+                // waited for or saved.
+                if waiting {
+                    tracing::warn!("You insist... exiting now.");
+                    std::process::exit(1);
+                }
+                tracing::info!("SIGINT received, shutting down");
+                if stop_on_signal(&shared, true, background.is_some(), &mut exit_flags) {
+                    break;
+                }
+            }
             _ = shared.stop.notified() => { tracing::info!("SHUTDOWN requested, shutting down"); break }
+            _ = shared.shutdown.changed.notified() => {}
+            _ = shutdown_tick.tick(), if waiting => {
+                if let Some(waiters) = finish_shutdown_wait(&shared).await {
+                    _exit_waiters = waiters;
+                    break;
+                }
+            }
         }
     }
     listeners.close();
@@ -310,7 +340,10 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let saver = shared.clone();
     let _ = tokio::task::spawn_blocking(move || {
         saver.aof.flush_all();
-        crate::persistence::save_on_exit(&*saver)
+        // A signal stops the server even if its save fails.
+        if let Err(e) = crate::commands::server::save_for_shutdown(&saver, exit_flags) {
+            tracing::warn!("{e}; exiting anyway");
+        }
     })
     .await;
     // The background tasks return as soon as they see the shutdown signal,
@@ -322,6 +355,63 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     }
     tracing::info!("zwindow is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// SIGTERM or SIGINT: true when the server stops now, with the flags
+/// `shutdown-on-sigterm` / `-sigint` give (a signal's save that fails
+/// does not keep the server running: FORCE); false while a wait for
+/// lagging replicas runs (begun now or before). While the dataset loads
+/// there is nothing to wait for or save.
+fn stop_on_signal(
+    shared: &Services,
+    sigint: bool,
+    loaded: bool,
+    exit_flags: &mut crate::shutdown::Flags,
+) -> bool {
+    if shared.shutdown.initiated() {
+        return false;
+    }
+    if !loaded {
+        return true;
+    }
+    let mut flags = shared.config.shutdown_on_signal(sigint);
+    flags.force = true;
+    if crate::commands::server::begin_shutdown_wait(shared, flags, None) {
+        return false;
+    }
+    *exit_flags = flags;
+    true
+}
+
+/// A wait for lagging replicas, every 10 ms: once they caught up or its
+/// time is up, the rest of Redis's `finishShutdown` (a line per lagging
+/// replica, the save). `Some`: the server exits, holding the SHUTDOWN
+/// clients given; a save that fails without FORCE ends the wait instead,
+/// and the server runs on.
+async fn finish_shutdown_wait(
+    shared: &Arc<Services>,
+) -> Option<Vec<tokio::sync::oneshot::Sender<()>>> {
+    use crate::commands::server as srv;
+    let (deadline, flags) = shared.shutdown.pending()?;
+    if shared.clock.now_ms() < deadline && !srv::replicas_in_sync(shared) {
+        return None;
+    }
+    srv::log_replicas_at_shutdown(shared);
+    let saver = shared.clone();
+    let saved = tokio::task::spawn_blocking(move || srv::save_for_shutdown(&saver, flags))
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+    match saved {
+        Ok(()) => Some(shared.shutdown.finish()),
+        Err(e) => {
+            tracing::warn!("{e}");
+            tracing::warn!(
+                "Errors trying to shut down the server. Check the logs for more information."
+            );
+            srv::cancel_shutdown(shared);
+            None
+        }
+    }
 }
 
 /// Loads the dataset on a thread of its own (the AOF with `appendonly

@@ -216,6 +216,12 @@ impl Aof {
 
     /// On, its first rewrite done (Redis's `fsynced_reploff != -1`): what
     /// it fsyncs counts for WAITAOF, and a replica's ACKs carry FACK.
+    /// Turned on at runtime and its first rewrite not written yet: the
+    /// files do not hold the dataset (Redis's `AOF_WAIT_REWRITE`).
+    pub(crate) fn waiting_first_rewrite(&self) -> bool {
+        self.state.load(Relaxed) == WAIT_REWRITE
+    }
+
     pub(crate) fn on(&self) -> bool {
         self.state.load(Relaxed) == ON
     }

@@ -408,6 +408,9 @@ fn server(t: &mut Text, shared: &Services) {
     );
     // Redis's I/O threads only read and write; zwindow has none such.
     t.field("io_threads_active", 0);
+    if let Some(ms) = shared.shutdown.remaining_ms(shared.clock.now_ms()) {
+        t.field("shutdown_in_milliseconds", ms);
+    }
     listeners(t, shared);
 }
 
@@ -485,7 +488,12 @@ fn uname() -> &'static str {
 fn clients(t: &mut Text, shared: &Services, ks: &Keyspace) {
     let st = &shared.stats;
     t.section("Clients");
-    t.field("connected_clients", shared.clients.count());
+    // Redis counts its replicas' connections apart (`connected_slaves`).
+    let replicas = shared.replication.replicas().len();
+    t.field(
+        "connected_clients",
+        shared.clients.count().saturating_sub(replicas),
+    );
     t.field("cluster_connections", 0);
     t.field("maxclients", shared.config.maxclients());
     t.field("client_recent_max_input_buffer", st.recent_max_input.get());
@@ -498,7 +506,7 @@ fn clients(t: &mut Text, shared: &Services, ks: &Keyspace) {
     let waiting_acks = shared.replication.waiting.load(Relaxed);
     t.field(
         "blocked_clients",
-        shared.blocking.waiting() + paused + waiting_acks,
+        shared.blocking.waiting() + paused + waiting_acks + shared.shutdown.waiters(),
     );
     t.field("tracking_clients", shared.tracking.clients());
     t.field("pubsub_clients", shared.pubsub.clients());

@@ -421,6 +421,10 @@ pub(crate) enum Outcome {
     /// until the thread signals they are freed (Redis 7.4+'s blocking
     /// async flush).
     AwaitFree(tokio::sync::oneshot::Receiver<()>),
+    /// SHUTDOWN began (or joined) a wait for lagging replicas: the client
+    /// waits, answered only if the wait ends without the exit (the sender
+    /// dropped).
+    AwaitShutdown(tokio::sync::oneshot::Receiver<()>),
 }
 
 pub(crate) use Outcome::Done;

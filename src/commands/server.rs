@@ -11,6 +11,7 @@ use super::{
     int_arg, lookup,
 };
 use crate::protocol::Reply;
+use crate::shutdown::Flags;
 use crate::spec::metadata::{Begin, Find, KeySpec, categories, ks, meta_of};
 use crate::util::{eq_ic, glob_match, parse_i64};
 
@@ -1098,19 +1099,22 @@ fn lastsave(ctx: &mut Ctx) -> CmdResult {
 
 /// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: saves first when asked
 /// to or when save points exist (unless NOSAVE); a failed save keeps the
-/// server running unless FORCE. zwindow has no replicas to wait for, so
-/// NOW changes nothing, and no shutdown is ever in progress to ABORT.
+/// server running unless FORCE. A primary whose replicas have not
+/// acknowledged every write waits for them first, up to
+/// `shutdown-timeout`, unless NOW: the client waits with it, and is told
+/// the shutdown failed if SHUTDOWN ABORT ends the wait.
 fn shutdown(ctx: &mut Ctx) -> CmdResult {
-    let (mut save, mut nosave, mut now, mut force, mut abort) = (false, false, false, false, false);
+    let mut flags = Flags::default();
+    let mut abort = false;
     for a in ctx.args.iter().skip(1) {
         let flag = if eq_ic(a, "SAVE") {
-            &mut save
+            &mut flags.save
         } else if eq_ic(a, "NOSAVE") {
-            &mut nosave
+            &mut flags.nosave
         } else if eq_ic(a, "NOW") {
-            &mut now
+            &mut flags.now
         } else if eq_ic(a, "FORCE") {
-            &mut force
+            &mut flags.force
         } else if eq_ic(a, "ABORT") {
             &mut abort
         } else {
@@ -1118,18 +1122,27 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
         };
         *flag = true;
     }
-    if (save && nosave) || (abort && (save || nosave || now || force)) {
+    if (flags.save && flags.nosave) || (abort && flags != Flags::default()) {
         return Err(Error::Syntax);
     }
-    if abort {
-        return Err(Error::Static("ERR No shutdown in progress."));
-    }
-    let _ = now;
     let shared = ctx.shared.clone();
+    if abort {
+        if !cancel_shutdown(&shared) {
+            return Err(Error::Static("ERR No shutdown in progress."));
+        }
+        tracing::info!("Shutdown manually aborted.");
+        ctx.out.ok();
+        return Ok(Done);
+    }
+    if !flags.now && ctx.client.in_exec {
+        return Err(Error::Static(
+            "ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client",
+        ));
+    }
     // Redis's shutdownCommand: a script past busy-reply-threshold holds
     // the server, and only SHUTDOWN NOSAVE may end it.
     let busy = &shared.scripting.busy;
-    if !nosave
+    if !flags.nosave
         && busy.running_for_other(ctx.client.handle.id)
         && busy.elapsed_ms() >= shared.config.busy_reply_threshold()
     {
@@ -1142,22 +1155,142 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     // While the dataset loads nothing is saved: a half-loaded dataset must
     // not replace the file (Redis's `prepareForShutdown`).
     if shared.persistence.loading.active() {
-        (save, nosave) = (false, true);
+        (flags.save, flags.nosave) = (false, true);
     }
-    if save || (!nosave && !shared.config.save_points().is_empty()) {
-        crate::persistence::wait_bgsave(&shared.persistence, Duration::from_secs(60));
-        tracing::info!("Saving the final RDB snapshot before exiting.");
-        if let Err(e) = crate::persistence::save_all(&*shared)
-            && !force
-        {
-            tracing::warn!("Error trying to save the DB, can't exit: {e}");
-            return Err(Error::Static("ERR Errors trying to SHUTDOWN. Check logs."));
-        }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // One waiting already (a signal's, another SHUTDOWN's): this client
+    // waits with it, its flags unchanged, as Redis blocks it.
+    let tx = match shared.shutdown.join(tx) {
+        Ok(()) => return Ok(super::Outcome::AwaitShutdown(rx)),
+        Err(tx) => tx,
+    };
+    if begin_shutdown_wait(&shared, flags, Some(tx)) {
+        return Ok(super::Outcome::AwaitShutdown(rx));
     }
-    shared.persistence.shutdown_handled.store(true, Relaxed);
+    if let Err(e) = save_for_shutdown(&shared, flags) {
+        tracing::warn!("{e}");
+        return Err(Error::Static("ERR Errors trying to SHUTDOWN. Check logs."));
+    }
     // Like Redis, a successful SHUTDOWN answers nothing: the connection closes.
     shared.stop.notify_one();
     Ok(Outcome::Close)
+}
+
+/// Redis's `prepareForShutdown` up to the wait: a primary with a replica
+/// that has not acknowledged every write (`isReadyToShutdown`) holds
+/// writes, asks its replicas for their offsets and waits, unless NOW or
+/// `shutdown-timeout 0`. True when the wait has begun (the server ends
+/// it: `server.rs`), false when the shutdown may finish at once.
+pub(crate) fn begin_shutdown_wait(
+    shared: &Services,
+    flags: Flags,
+    waiter: Option<tokio::sync::oneshot::Sender<()>>,
+) -> bool {
+    let timeout = shared.config.shutdown_timeout();
+    if flags.now || timeout == 0 || replicas_in_sync(shared) {
+        return false;
+    }
+    let deadline = shared.clock.now_ms() + timeout.saturating_mul(1000);
+    if !shared.shutdown.begin(flags, deadline, waiter) {
+        return false;
+    }
+    shared
+        .replication
+        .feed_command(&[b"REPLCONF", b"GETACK", b"*"]);
+    shared.pause.hold_writes_for_shutdown(true);
+    tracing::info!("Waiting for replicas before shutting down.");
+    true
+}
+
+/// Every replica acknowledged the whole stream (Redis's
+/// `isReadyToShutdown`); true without replicas.
+pub(crate) fn replicas_in_sync(shared: &Services) -> bool {
+    let repl = &shared.replication;
+    let offset = repl.offset();
+    repl.replicas()
+        .iter()
+        .all(|r| r.ack_offset.load(Relaxed) == offset)
+}
+
+/// The end of a wait that does not exit (SHUTDOWN ABORT, a failed save):
+/// writes flow again, its SHUTDOWN clients are told it failed.
+pub(crate) fn cancel_shutdown(shared: &Services) -> bool {
+    if !shared.shutdown.cancel() {
+        return false;
+    }
+    shared.pause.hold_writes_for_shutdown(false);
+    true
+}
+
+/// The first part of Redis's `finishShutdown`: a line per replica that is
+/// still behind, and how many are in sync.
+pub(crate) fn log_replicas_at_shutdown(shared: &Services) {
+    let repl = &shared.replication;
+    let offset = repl.offset();
+    let now_ms = shared.clock.now_ms();
+    let replicas = repl.replicas();
+    let mut lagging = 0;
+    for r in &replicas {
+        let acked = r.ack_offset.load(Relaxed);
+        if acked == offset {
+            continue;
+        }
+        lagging += 1;
+        let state = r.state();
+        let lag = if state == crate::replication::ReplicaState::Online {
+            now_ms.saturating_sub(r.ack_time_ms.load(Relaxed)) / 1000
+        } else {
+            0
+        };
+        let name = r
+            .announced_ip
+            .lock()
+            .clone()
+            .unwrap_or_else(|| r.ip.clone());
+        tracing::info!(
+            "Lagging replica {name}:{} reported offset {} behind master, lag={lag}, state={}.",
+            r.port.load(Relaxed),
+            offset.saturating_sub(acked),
+            state.name()
+        );
+    }
+    if !replicas.is_empty() {
+        tracing::info!(
+            "{} of {} replicas are in sync when shutting down.",
+            replicas.len() - lagging,
+            replicas.len()
+        );
+    }
+}
+
+/// The save a shutdown makes (`finishShutdown`): with SAVE, or when save
+/// points exist and not NOSAVE. An error unless it was written or FORCE
+/// lets the server exit anyway; either way later saves on the way out
+/// are skipped.
+pub(crate) fn save_for_shutdown(shared: &Services, flags: Flags) -> Result<(), String> {
+    if shared.persistence.shutdown_handled.load(Relaxed) {
+        return Ok(());
+    }
+    // An AOF turned on whose first rewrite is still running holds no
+    // dataset yet: exiting now would lose it.
+    if shared.aof.waiting_first_rewrite() {
+        if !flags.force {
+            return Err("Writing initial AOF, can't exit.".into());
+        }
+        tracing::warn!("Writing initial AOF. Exit anyway.");
+    }
+    if flags.save || (!flags.nosave && !shared.config.save_points().is_empty()) {
+        crate::persistence::wait_bgsave(&shared.persistence, Duration::from_secs(60));
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        if let Err(e) = crate::persistence::save_all(shared) {
+            if !flags.force {
+                return Err(format!("Error trying to save the DB, can't exit: {e}"));
+            }
+            tracing::warn!("Error trying to save the DB. Exit anyway.");
+        }
+    }
+    shared.persistence.shutdown_handled.store(true, Relaxed);
+    Ok(())
 }
 
 fn swapdb(ctx: &mut Ctx) -> CmdResult {

@@ -36,6 +36,8 @@ pub(crate) struct Services {
     pub(crate) tracking: crate::tracking::Tracking,
     /// CLIENT PAUSE's state.
     pub(crate) pause: crate::pause::Pause,
+    /// A shutdown waiting for lagging replicas.
+    pub(crate) shutdown: crate::shutdown::Shutdown,
     /// Clients in MONITOR mode.
     pub(crate) monitors: crate::commands::monitor::Monitors,
     pub(crate) blocking: Blocking,
@@ -126,6 +128,7 @@ impl Services {
             pubsub: PubSub::default(),
             tracking: Default::default(),
             pause: Default::default(),
+            shutdown: Default::default(),
             monitors: Default::default(),
             blocking: Blocking::default(),
             windows: Default::default(),

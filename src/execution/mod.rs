@@ -152,6 +152,8 @@ pub(crate) enum Dispatched {
     WaitAcks(crate::commands::WaitAcks),
     /// A blocking flush: the reply is written; await the lazyfree thread.
     AwaitFree(tokio::sync::oneshot::Receiver<()>),
+    /// SHUTDOWN waits with the server for lagging replicas.
+    AwaitShutdown(tokio::sync::oneshot::Receiver<()>),
 }
 
 /// Runs one request from a client: checks, locking, the handler.
@@ -312,6 +314,7 @@ fn dispatch_caused(
         Outcome::Migrate(t) => Dispatched::Migrate(t),
         Outcome::WaitAcks(w) => Dispatched::WaitAcks(w),
         Outcome::AwaitFree(rx) => Dispatched::AwaitFree(rx),
+        Outcome::AwaitShutdown(rx) => Dispatched::AwaitShutdown(rx),
         Outcome::Block(block) => {
             // Queue the waiter while the keys' shards are still locked, so
             // no write can land between "nothing to pop" and "waiting".
@@ -901,6 +904,9 @@ impl Dispatch<Client> for Dispatcher<'_> {
             // A flush blocks only a client that may block: its data is
             // gone, the thread frees it.
             Outcome::AwaitFree(_) => Called::Done,
+            // SHUTDOWN waits only outside MULTI and scripts (it is
+            // refused there without NOW).
+            Outcome::AwaitShutdown(_) => Called::Done,
         }
     }
 
@@ -1218,6 +1224,17 @@ pub(crate) async fn execute_rest(
             Dispatched::WaitAcks(w) => wait_acks(shared, client, out, w).await,
             Dispatched::AwaitFree(rx) => {
                 let _ = rx.await;
+                Dispatched::Done
+            }
+            Dispatched::AwaitShutdown(rx) => {
+                // Blocked as Redis's `blockClientShutdown` (CLIENT LIST `b`).
+                let handle = client.handle.clone();
+                handle.blocked.store(true, Relaxed);
+                let ended = rx.await;
+                handle.blocked.store(false, Relaxed);
+                if ended.is_err() {
+                    out.error("ERR Errors trying to SHUTDOWN. Check logs.");
+                }
                 Dispatched::Done
             }
             d => d,
