@@ -39,15 +39,22 @@ fn in_sync(primary: &mut RawConn) {
     assert_eq!(primary.cmd(&[b"WAIT", b"1", b"10000"]), b":1\r\n");
 }
 
-#[test]
-fn sigterm_waits_for_a_paused_replica_then_exits() {
-    let mut primary = ZwindowServer::start(&["--save", ""]);
+/// A zwindow primary (`args`) and its replica, in sync on `k` = 1; then
+/// the replica paused and `k` = 2 written on the primary alone.
+fn lagging(args: &[&str]) -> (ZwindowServer, ZwindowServer, RawConn) {
+    let primary = ZwindowServer::start(args);
     let replica = zwindow_replica(primary.port());
     let mut c = primary.conn();
     assert_eq!(c.cmd(&[b"SET", b"k", b"1"]), b"+OK\r\n");
     in_sync(&mut c);
     signal(replica.pid(), "-STOP");
     assert_eq!(c.cmd(&[b"INCR", b"k"]), b":2\r\n");
+    (primary, replica, c)
+}
+
+#[test]
+fn sigterm_waits_for_a_paused_replica_then_exits() {
+    let (mut primary, replica, mut c) = lagging(&["--save", ""]);
     signal(primary.pid(), "-TERM");
     eventually("the wait", || {
         info_field(&mut c, "server", "shutdown_in_milliseconds")
@@ -83,13 +90,7 @@ fn sigterm_waits_for_a_paused_replica_then_exits() {
 
 #[test]
 fn the_timeout_ends_the_wait_and_names_the_lagging_replica() {
-    let mut primary = ZwindowServer::start(&["--save", "", "--shutdown-timeout", "1"]);
-    let replica = zwindow_replica(primary.port());
-    let mut c = primary.conn();
-    assert_eq!(c.cmd(&[b"SET", b"k", b"1"]), b"+OK\r\n");
-    in_sync(&mut c);
-    signal(replica.pid(), "-STOP");
-    assert_eq!(c.cmd(&[b"INCR", b"k"]), b":2\r\n");
+    let (mut primary, replica, _c) = lagging(&["--save", "", "--shutdown-timeout", "1"]);
     let asked = Instant::now();
     signal(primary.pid(), "-TERM");
     assert!(primary.exit_status(Duration::from_secs(10)).is_some());

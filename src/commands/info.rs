@@ -998,16 +998,8 @@ fn replication(t: &mut Text, shared: &Services) {
     }
     for (i, rep) in f.replicas.iter().enumerate() {
         let state = rep.state();
-        let lag = if state == crate::replication::ReplicaState::Online {
-            now.saturating_sub(rep.ack_time_ms.load(Relaxed) / 1000)
-        } else {
-            0
-        };
-        let ip = rep
-            .announced_ip
-            .lock()
-            .clone()
-            .unwrap_or_else(|| rep.ip.clone());
+        let lag = rep.lag_secs(now);
+        let ip = rep.shown_ip();
         t.field(
             &format!("slave{i}"),
             format!(

@@ -1075,11 +1075,7 @@ fn role(ctx: &mut Ctx) -> CmdResult {
     out.int(f.offset as i64);
     out.array(online.len());
     for r in online {
-        let ip = r
-            .announced_ip
-            .lock()
-            .clone()
-            .unwrap_or_else(|| r.ip.clone());
+        let ip = r.shown_ip();
         out.array(3);
         out.bulk(ip.as_bytes());
         out.bulk(r.port.load(Relaxed).to_string().as_bytes());
@@ -1236,22 +1232,13 @@ pub(crate) fn log_replicas_at_shutdown(shared: &Services) {
             continue;
         }
         lagging += 1;
-        let state = r.state();
-        let lag = if state == crate::replication::ReplicaState::Online {
-            now_ms.saturating_sub(r.ack_time_ms.load(Relaxed)) / 1000
-        } else {
-            0
-        };
-        let name = r
-            .announced_ip
-            .lock()
-            .clone()
-            .unwrap_or_else(|| r.ip.clone());
         tracing::info!(
-            "Lagging replica {name}:{} reported offset {} behind master, lag={lag}, state={}.",
+            "Lagging replica {}:{} reported offset {} behind master, lag={}, state={}.",
+            r.shown_ip(),
             r.port.load(Relaxed),
             offset.saturating_sub(acked),
-            state.name()
+            r.lag_secs(now_ms / 1000),
+            r.state().name()
         );
     }
     if !replicas.is_empty() {

@@ -727,11 +727,7 @@ pub(crate) fn failover_cron(shared: &Services) {
                 .map(|_| t.clone()),
             None => r.replicas().iter().find(|rep| caught_up(rep)).map(|rep| {
                 crate::replication::Primary {
-                    host: rep
-                        .announced_ip
-                        .lock()
-                        .clone()
-                        .unwrap_or_else(|| rep.ip.clone()),
+                    host: rep.shown_ip(),
                     port: rep.port.load(Relaxed) as u16,
                 }
             }),

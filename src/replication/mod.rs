@@ -130,6 +130,24 @@ impl Replica {
         self.dropped.store(true, Relaxed);
         self.wake.notify_one();
     }
+
+    /// The address it is shown under: its announced IP, else the one it
+    /// connected from.
+    pub(crate) fn shown_ip(&self) -> String {
+        self.announced_ip
+            .lock()
+            .clone()
+            .unwrap_or_else(|| self.ip.clone())
+    }
+
+    /// Seconds since its last ACK once online (Redis's `lag`), else 0.
+    pub(crate) fn lag_secs(&self, now_secs: u64) -> u64 {
+        if self.state() == ReplicaState::Online {
+            now_secs.saturating_sub(self.ack_time_ms.load(Relaxed) / 1000)
+        } else {
+            0
+        }
+    }
 }
 
 /// What a replica told with REPLCONF before its SYNC/PSYNC (kept on its
@@ -1104,14 +1122,7 @@ impl Replication {
             .lock()
             .replicas
             .iter()
-            .find(|r| {
-                let ip = r
-                    .announced_ip
-                    .lock()
-                    .clone()
-                    .unwrap_or_else(|| r.ip.clone());
-                ip == host && r.port.load(Relaxed) == usize::from(port)
-            })
+            .find(|r| r.shown_ip() == host && r.port.load(Relaxed) == usize::from(port))
             .cloned()
     }
 
