@@ -1770,11 +1770,18 @@ const TLS_STRINGS: &[&str] = &[
 ];
 
 /// Parameters whose values are secrets: CONFIG SET hides them from the
-/// slow log (Redis's `SENSITIVE_CONFIG`).
-/// (Redis 7.0.15 does not count `tls-key-file-pass` among them: its
-/// SLOWLOG shows the passphrase, and so does zwindow's; Redis 7.2 hides it.)
+/// slow log and MONITOR (Redis 8.0's `SENSITIVE_CONFIG`: 7.2 added the
+/// user name and the TLS key passphrases to 7.0's two passwords).
 pub(crate) fn is_sensitive(name: &[u8]) -> bool {
-    eq_ic(name, "requirepass") || eq_ic(name, "masterauth")
+    [
+        "requirepass",
+        "masterauth",
+        "masteruser",
+        "tls-key-file-pass",
+        "tls-client-key-file-pass",
+    ]
+    .iter()
+    .any(|n| eq_ic(name, n))
 }
 
 type Setter = fn(&Config, &[u8], bool) -> Result<(), String>;

@@ -52,7 +52,10 @@ impl SlowLog {
         name: impl FnOnce() -> Vec<u8>,
         now_secs: u64,
     ) {
-        if slower_than < 0 {
+        // A log of length 0 takes nothing, not even an id (Redis's
+        // `slowlogPushEntryIfNeeded`).
+        if slower_than < 0 || max_len == 0 {
+            self.trim(max_len);
             return;
         }
         if duration >= slower_than as u64 {

@@ -177,21 +177,21 @@ impl Sink for Aof {
     fn feed(&self, ops: &[Op], transaction: bool) {
         // What is for replicas only (PUBLISH) is not logged.
         let mut logged = ops.iter().filter(|op| op.target.aof()).peekable();
-        let Some(first) = logged.peek() else {
+        if logged.peek().is_none() {
             return;
-        };
+        }
         let mut p = self.pending.lock();
         let before = p.bytes.len();
+        // MULTI and EXEC for no database, the SELECT inside, as Redis 7.2+
+        // logs a transaction.
         if transaction {
-            p.append(first.db, &[b"MULTI"]);
+            encode(&mut p.bytes, &[b"MULTI"]);
         }
-        let mut last_db = first.db;
         for op in logged {
             p.append(op.db, &op.argv);
-            last_db = op.db;
         }
         if transaction {
-            p.append(last_db, &[b"EXEC"]);
+            encode(&mut p.bytes, &[b"EXEC"]);
         }
         self.fed_total
             .fetch_add((p.bytes.len() - before) as u64, Relaxed);

@@ -137,9 +137,9 @@ static ACL: &[Command] = &[
 ];
 
 fn setuser(ctx: &mut Ctx) -> CmdResult {
-    // Redis 7.0 hides the user's name and rules from the slow log and
+    // Redis hides the user's name and rules from the slow log and
     // MONITOR before it parses them, so a refused SETUSER leaks nothing
-    // either (DELUSER and GETUSER are not redacted in 7.0).
+    // either.
     for i in 2..ctx.argc() {
         ctx.redact(i);
     }
@@ -224,6 +224,10 @@ fn kill_users_clients(ctx: &Ctx, names: &[Vec<u8>]) -> Outcome {
 }
 
 fn deluser(ctx: &mut Ctx) -> CmdResult {
+    // Redis 7.2+ hides the user names too (SLOWLOG, MONITOR).
+    for i in 2..ctx.argc() {
+        ctx.redact(i);
+    }
     let names: Vec<&[u8]> = ctx.args.iter().skip(2).collect();
     if names.iter().any(|n| *n == b"default") {
         return Err(Error::Static("ERR The 'default' user cannot be removed"));
@@ -244,6 +248,7 @@ fn write_selector(ctx: &mut Ctx, s: &crate::acl::user::Selector) {
 }
 
 fn getuser(ctx: &mut Ctx) -> CmdResult {
+    ctx.redact(2);
     let Some(u) = ctx.shared.acl.get(ctx.args.get(2)) else {
         ctx.out.null();
         return Ok(Done);

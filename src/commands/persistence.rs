@@ -169,7 +169,13 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
         // Already expired: the key is gone, as if deleted.
         if deleted {
             ctx.ks.signal(key, notify::GENERIC, "del");
-            ctx.propagate_as(|| crate::argv![b"DEL", key]);
+            // Logged as the server would free it (Redis 7.2+).
+            let del: &[u8] = if ctx.shared.config.lazyfree_lazy_server_del() {
+                b"UNLINK"
+            } else {
+                b"DEL"
+            };
+            ctx.propagate_as(|| crate::argv![del, key]);
         }
         ctx.out.ok();
         return Ok(Done);

@@ -312,9 +312,13 @@ fn set_generic(
     // next access (or by active expiry), with the `expired` event then.
     if let Some(at) = expire_at {
         ctx.ks.notify(notify::GENERIC, "expire", key);
-        // Logged with the absolute time, so a replay sets the same expiry.
-        let at = at.max(1).to_string();
-        ctx.propagate_as(|| crate::argv![b"SET", key, value, b"PXAT", at.as_bytes()]);
+        // Logged with the absolute time, so a replay sets the same expiry;
+        // a SET that gave PXAT itself is logged as it came, as Redis 7.2+
+        // does (its GET included).
+        if opts.expire != ExpireOpt::PxAt || opts.cond.is_some() {
+            let at = at.max(1).to_string();
+            ctx.propagate_as(|| crate::argv![b"SET", key, value, b"PXAT", at.as_bytes()]);
+        }
     } else if opts.cond.is_some() {
         // The condition held: a replica sets the value unconditionally,
         // so a replayed SET cannot diverge on its own comparison.

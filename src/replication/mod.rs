@@ -1223,12 +1223,13 @@ impl Sink for Replication {
         };
         // What is for the AOF only (a script's `redis.set_repl`) is not sent.
         let ops: Vec<&Op> = ops.iter().filter(|op| op.target.replicas()).collect();
-        let Some(first) = ops.first() else {
+        if ops.is_empty() {
             g.scratch = bytes;
             return;
-        };
+        }
+        // MULTI first, the SELECT inside it, as Redis 7.2+ sends a
+        // transaction (`propagatePendingCommands`: MULTI for no database).
         if transaction {
-            select(&mut bytes, first.db);
             encode(&mut bytes, &[b"MULTI"]);
         }
         for op in ops {
