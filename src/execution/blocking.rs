@@ -171,7 +171,14 @@ fn try_serve(shared: &Arc<Services>, w: &Arc<Waiter>, key: &Key) -> Served {
         return Served::Gone;
     }
     let mut out = Reply::with_resp3(w.resp3);
-    let kind = ks.peek(key).map(|e| e.value.type_name());
+    // Looked at without effects (Redis 7.2+'s `LOOKUP_NOEFFECTS`): a key
+    // past its TTL is no data for the waiter, but it is not deleted here;
+    // its DEL is logged by whoever touches it next.
+    let now = ks.expiry_now();
+    let kind = ks
+        .peek_raw(key)
+        .filter(|e| !(e.expire_at != 0 && now.is_some_and(|now| e.expire_at <= now)))
+        .map(|e| e.value.type_name());
     match kind {
         // The key holds what the waiter takes, or it re-runs whatever the
         // key became (XREADGROUP: to fail as a fresh command would).
