@@ -137,19 +137,14 @@ struct Keyspace {
     watched_keys: usize,
     blocking_keys: usize,
     blocking_keys_on_nokey: usize,
-    /// Per database, the key size histograms (when `# Keysizes` is wanted).
-    sizes: Vec<Totals>,
+    /// The key size histograms (when `# Keysizes` is wanted).
+    sizes: Option<Totals>,
 }
 
 fn keyspace(ctx: &mut Ctx, keysizes: bool) -> Keyspace {
-    let databases = ctx.shared.store.databases;
     let mut k = Keyspace {
-        per_db: vec![(0, 0, 0); databases],
-        sizes: if keysizes {
-            (0..databases).map(|_| Totals::default()).collect()
-        } else {
-            Vec::new()
-        },
+        per_db: vec![(0, 0, 0); ctx.shared.store.databases],
+        sizes: keysizes.then(Totals::default),
         ..Keyspace::default()
     };
     let windows = &ctx.shared.windows;
@@ -190,8 +185,8 @@ fn keyspace(ctx: &mut Ctx, keysizes: bool) -> Keyspace {
                 slot.0 += d.keys.len();
                 slot.1 += d.expires.len();
             }
-            if let Some(total) = k.sizes.get_mut(db) {
-                d.sizes.add_to(total);
+            if let Some(total) = &mut k.sizes {
+                total.add(db, &d.sizes);
             }
             k.tables += d.keys.mem_usage() + d.expires.mem_usage();
         }
@@ -316,9 +311,11 @@ fn info_text(ctx: &mut Ctx, sel: &Selection) -> String {
     if sel.wants("keysizes") {
         // Redis 8.0's: a line per database with keys and type with keys.
         t.section("Keysizes");
-        for (db, total) in ks.sizes.iter().enumerate() {
-            if ks.per_db.get(db).is_some_and(|d| d.0 > 0) {
-                total.write_lines(db, &mut t.s);
+        if let Some(total) = &ks.sizes {
+            for (db, d) in ks.per_db.iter().enumerate() {
+                if d.0 > 0 {
+                    total.write_lines(db, &mut t.s);
+                }
             }
         }
     }
