@@ -56,6 +56,8 @@ pub(crate) struct State {
     pub(crate) last_save: AtomicU64,
     /// A background save is running.
     pub(crate) bgsave_in_progress: AtomicBool,
+    /// The running one writes the file (not a replica's diskless stream).
+    pub(crate) bgsave_to_file: AtomicBool,
     /// The last background save (or save-point save) succeeded (Redis's
     /// `lastbgsave_status`), which `stop-writes-on-bgsave-error` reads.
     pub(crate) last_bgsave_ok: AtomicBool,
@@ -68,8 +70,8 @@ pub(crate) struct State {
     /// `BGSAVE SCHEDULE` asked for one while another ran.
     pub(crate) bgsave_scheduled: AtomicBool,
     /// The running background save to a file is to stop (Redis's
-    /// `killRDBChild`): the replicas it was for went, and no save point
-    /// wants the file.
+    /// `killRDBChild`): the replicas it was for went and no save point
+    /// wants the file, or FLUSHALL emptied what it saves.
     pub(crate) bgsave_abort: AtomicBool,
     /// Successful saves since startup (`rdb_saves`).
     pub(crate) saves: AtomicU64,
@@ -277,6 +279,7 @@ impl State {
             bgsave_started: AtomicU64::new(0),
             bgsave_scheduled: AtomicBool::new(false),
             bgsave_abort: AtomicBool::new(false),
+            bgsave_to_file: AtomicBool::new(false),
             saves: AtomicU64::new(0),
             dirty_before_bgsave: AtomicU64::new(0),
             last_load: Mutex::new(LoadStats::default()),
@@ -325,6 +328,10 @@ pub(crate) fn extras(host: &dyn Host) -> Option<Extras> {
 }
 
 /// Writes `src` to `dir`/`dbfilename` through a temporary file.
+/// Held while a save checks whether it was stopped and renames its file
+/// into place.
+static RENAME: Mutex<()> = Mutex::new(());
+
 fn write_file(
     config: &Config,
     src: &dyn Source,
@@ -345,6 +352,17 @@ fn write_file(
         file::write(&mut w, src, extras, opts)?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
+        // A save stopped on purpose never replaces the file, even when it
+        // was stopped after its last key: the check and the rename are one
+        // step against any other save's rename (FLUSHALL stops a BGSAVE of
+        // the data it flushed, then writes the empty dataset).
+        let _renaming = RENAME.lock();
+        if abort.is_some_and(|a| a.load(Relaxed)) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "stopped",
+            ));
+        }
         std::fs::rename(&tmp, &path)?;
         // The rename is durable once the directory is.
         if let Ok(d) = std::fs::File::open(dir) {
@@ -621,6 +639,7 @@ pub(crate) fn start_save<'s>(
     p.bgsave_scheduled.store(false, Relaxed);
     let saver = host.clone();
     let to_file = matches!(target, SaveTarget::File);
+    p.bgsave_to_file.store(to_file, Relaxed);
     let spawned = std::thread::Builder::new()
         .name("zwindow-bgsave".into())
         .spawn(move || run_bgsave(&*saver, sizes, extras, target, done));
@@ -675,7 +694,7 @@ fn run_bgsave(
         // Stopped on purpose: not a failed save (Redis's child killed
         // with SIGUSR1 leaves `lastbgsave_status` alone).
         Err(e) if to_file && p.bgsave_abort.load(Relaxed) => {
-            tracing::warn!("Background saving stopped: no replica waits for it");
+            tracing::warn!("Background saving stopped before it finished");
             Err(e.to_string())
         }
         Err(e) if to_file => {

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::dataset::{assert_same, cmd, contents, ok, populate};
-use common::{RawConn, RedisServer, ZwindowServer, parse_reply};
+use common::{RawConn, RedisServer, ZwindowServer, parse_reply, redis8_server};
 
 fn check_rdb(path: &std::path::Path) {
     let out = Command::new("redis-check-rdb")
@@ -556,4 +556,40 @@ fn flushall_with_save_points_saves_as_redis() {
         let info = String::from_utf8_lossy(&c.cmd(&[b"INFO", b"persistence"])).into_owned();
         assert!(info.contains("rdb_changes_since_last_save:0\r\n"), "{info}");
     }
+}
+
+/// A BGSAVE running when FLUSHALL empties the data is of the data
+/// flushed: it is stopped and never replaces the file, so a restart
+/// finds the empty dataset, as redis-server 8.0.2 (which kills its
+/// child) leaves it; the change counter is 0 after the flush on both.
+#[test]
+fn flushall_stops_a_running_bgsave_as_redis_8() {
+    let mut counts = Vec::new();
+    let debug = ["--enable-debug-command", "yes"];
+    let r = RedisServer::start_binary(&redis8_server(), &debug);
+    let z = ZwindowServer::start(&debug);
+    for c in [&mut r.conn(), &mut z.conn()] {
+        ok(c, "CONFIG SET save \"3600 1 300 100 60 10000\"");
+        for i in 0..20 {
+            ok(c, &format!("SET k{i} v"));
+        }
+        // Each key takes 100 ms to save: the BGSAVE runs for 2 s.
+        ok(c, "CONFIG SET rdb-key-save-delay 100000");
+        ok(c, "BGSAVE");
+        ok(c, "FLUSHALL");
+        let info = String::from_utf8_lossy(&c.cmd(&[b"INFO", b"persistence"])).into_owned();
+        counts.push(info.contains("rdb_changes_since_last_save:0\r\n"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while String::from_utf8_lossy(&c.cmd(&[b"INFO", b"persistence"]))
+            .contains("rdb_bgsave_in_progress:1")
+        {
+            assert!(Instant::now() < deadline, "the BGSAVE never ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        ok(c, "CONFIG SET rdb-key-save-delay 0");
+        // What a restart would load: the file left behind.
+        ok(c, "DEBUG RELOAD NOSAVE");
+        assert_eq!(c.cmd(&[b"DBSIZE"]), b":0\r\n");
+    }
+    assert_eq!(counts, [true, true]);
 }

@@ -920,13 +920,16 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.ks.dirty(removed);
     ctx.ks.invalidate_tracking_all();
+    // A BGSAVE to the file running meanwhile is of the data just flushed:
+    // it is stopped, and never replaces the file (Redis kills its child).
     // With save points set, the empty dataset is saved at once, so that a
     // restart does not bring back what was flushed (Redis's
     // `flushAllDataAndResetRDB`; the change counter starts again from 0).
-    // A BGSAVE running meanwhile is left to finish (Redis kills its child).
-    if !ctx.shared.config.save_points().is_empty()
-        && !ctx.shared.persistence.bgsave_in_progress.load(Relaxed)
-    {
+    let p = &ctx.shared.persistence;
+    if p.bgsave_in_progress.load(Relaxed) && p.bgsave_to_file.load(Relaxed) {
+        p.bgsave_abort.store(true, Relaxed);
+    }
+    if !ctx.shared.config.save_points().is_empty() {
         let _ = crate::persistence::save_locked(&**ctx.shared, ctx.ks);
     }
     ctx.force_propagation();
