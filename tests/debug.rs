@@ -218,3 +218,65 @@ fn pause_cron_holds_the_clients_cron() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// DEBUG HTSTATS and HTSTATS-KEY in redis-server 8.0.2's words: the same
+/// text for an empty database, a set's table and the errors; for a
+/// database's keys the same lines (zwindow's table size is its shards'
+/// tables summed, as Redis 8 sums its per-slot tables in a cluster).
+#[test]
+fn htstats_as_redis_8() {
+    use common::{RedisServer, ZwindowServer, redis8_server};
+    let r = RedisServer::start_binary(&redis8_server(), DEBUG_ON);
+    let z = ZwindowServer::start(DEBUG_ON);
+    let mut answers = Vec::new();
+    for mut c in [r.conn(), z.conn()] {
+        let mut got = Vec::new();
+        got.push(c.cmd(&[b"DEBUG", b"HTSTATS", b"0"]));
+        let members: Vec<Vec<u8>> = (0..200).map(|i| format!("m:{i}").into_bytes()).collect();
+        let mut sadd: Vec<&[u8]> = vec![b"SADD", b"s"];
+        sadd.extend(members.iter().map(|m| m.as_slice()));
+        c.cmd(&sadd);
+        c.cmd(&[b"SET", b"str", b"v"]);
+        c.cmd(&[b"SADD", b"small", b"a"]);
+        for args in [
+            &[b"DEBUG" as &[u8], b"HTSTATS-KEY", b"s"][..],
+            &[b"DEBUG", b"HTSTATS-KEY", b"str"],
+            &[b"DEBUG", b"HTSTATS-KEY", b"small"],
+            &[b"DEBUG", b"HTSTATS-KEY", b"nokey"],
+            &[b"DEBUG", b"HTSTATS", b"99"],
+            &[b"DEBUG", b"HTSTATS", b"-1"],
+            &[b"DEBUG", b"HTSTATS", b"x"],
+        ] {
+            got.push(c.cmd(args));
+        }
+        let full = String::from_utf8_lossy(&c.cmd(&[b"DEBUG", b"HTSTATS-KEY", b"s", b"full"]))
+            .into_owned();
+        for line in [
+            " table size: 256\n number of elements: 200\n different slots: ",
+            " max chain length: ",
+            " avg chain length (counted): ",
+            " avg chain length (computed): ",
+            " Chain length distribution:\n   0: ",
+        ] {
+            assert!(full.contains(line), "{line:?} in {full}");
+        }
+        for i in 0..100 {
+            c.cmd(&[b"SET", format!("k{i}").as_bytes(), b"v"]);
+        }
+        c.cmd(&[b"EXPIRE", b"k1", b"100"]);
+        let db = String::from_utf8_lossy(&c.cmd(&[b"DEBUG", b"HTSTATS", b"0"])).into_owned();
+        let shape: Vec<String> = db
+            .lines()
+            .map(|l| {
+                l.trim_end_matches(|ch: char| ch.is_ascii_digit())
+                    .to_string()
+            })
+            .collect();
+        got.push(shape.join("|").into_bytes());
+        assert!(db.contains(" number of elements: 103\n"), "{db}");
+        assert!(db.contains("[Expires HT]\nHash table 0 stats (main hash table):\n table size: "));
+        answers.push(got);
+    }
+    let show = |v: &[Vec<u8>]| v.iter().map(|b| escape(b)).collect::<Vec<_>>();
+    assert_eq!(show(&answers[1]), show(&answers[0]));
+}

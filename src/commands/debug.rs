@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! DEBUG HELP | SLEEP seconds | ERROR message | OBJECT key | DIGEST
+//! DEBUG HTSTATS dbid [FULL] | HTSTATS-KEY key [FULL]
 //! DEBUG DIGEST-VALUE [key ...] | PROTOCOL type | SET-ACTIVE-EXPIRE 0|1 |
 //! SET-SKIP-CHECKSUM-VALIDATION 0|1
 //! DEBUG SET-DISABLE-DENY-SCRIPTS 0|1
@@ -59,6 +60,10 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         error(ctx);
     } else if eq_ic(sub, "OBJECT") && argc == 3 {
         object(ctx)?;
+    } else if eq_ic(sub, "HTSTATS") && argc >= 3 {
+        htstats(ctx)?;
+    } else if eq_ic(sub, "HTSTATS-KEY") && argc >= 3 {
+        htstats_key(ctx)?;
     } else if eq_ic(sub, "DIGEST") && argc == 2 {
         let d = with_all_shards(ctx.ks, |ks| {
             let dbs = ks.env.config.databases;
@@ -299,6 +304,10 @@ fn help(ctx: &mut Ctx) {
             "ERROR <string>",
             "    Return a Redis protocol error with <string> as message. Useful for clients",
             "    unit tests to simulate Redis errors.",
+            "HTSTATS <dbid> [full]",
+            "    Return hash table statistics of the specified Redis database.",
+            "HTSTATS-KEY <key> [full]",
+            "    Like HTSTATS but for the hash table stored at <key>'s value.",
             "LOADAOF",
             "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "OBJECT <key>",
@@ -362,6 +371,74 @@ fn error(ctx: &mut Ctx) {
 /// DEBUG OBJECT: Redis's one-line summary of a value as stored (expired or
 /// not): its address, refcount, encoding, RDB length and LRU clock, and for
 /// lists the quicklist's shape.
+/// DEBUG HTSTATS dbid [FULL]: the database's key and expiry tables, each
+/// shard's summed (as Redis sums its per-slot tables), in Redis's words.
+fn htstats(ctx: &mut Ctx) -> CmdResult {
+    let db = crate::util::parse_i64(ctx.arg(2)).ok_or(Error::NotInteger)?;
+    if db < 0 || db >= ctx.shared.config.databases as i64 {
+        return Err(Error::Static("ERR Out of range database"));
+    }
+    let db = db as usize;
+    let full = ctx.argc() >= 4 && eq_ic(ctx.arg(3), "full");
+    let text = with_all_shards(ctx.ks, |ks| {
+        let mut keys: Option<crate::types::dict::DictStats> = None;
+        let mut expires: Option<crate::types::dict::DictStats> = None;
+        for shard in ks.shards_mut() {
+            let d = &shard.dbs[db];
+            for (sum, st) in [
+                (&mut keys, d.keys.stats(full)),
+                (&mut expires, d.expires.stats(full)),
+            ] {
+                // A table never used has no buckets: Redis has no dict
+                // for it yet.
+                if st.size == 0 {
+                    continue;
+                }
+                match sum {
+                    Some(s) => s.combine(&st),
+                    None => *sum = Some(st),
+                }
+            }
+        }
+        let msg = |s: Option<crate::types::dict::DictStats>| {
+            s.map(|s| s.message(full)).unwrap_or_default()
+        };
+        Ok(format!(
+            "[Dictionary HT]\n{}[Expires HT]\n{}",
+            msg(keys),
+            msg(expires)
+        ))
+    })
+    .map_err(Error::Owned)?;
+    ctx.out.verbatim(text.as_bytes());
+    Ok(Done)
+}
+
+/// DEBUG HTSTATS-KEY key [FULL]: the hash table of a set or hash stored
+/// as one.
+fn htstats_key(ctx: &mut Ctx) -> CmdResult {
+    let key = ctx.arg(2).to_vec();
+    let full = ctx.argc() >= 4 && eq_ic(ctx.arg(3), "full");
+    let found = with_all_shards(ctx.ks, |ks| {
+        Ok(ks.peek(&key).map(|e| match &e.value {
+            Value::Set(s) => s.dict_stats(full),
+            Value::Hash(h) => h.dict_stats(full),
+            _ => None,
+        }))
+    })
+    .map_err(Error::Owned)?;
+    match found {
+        None => Err(Error::Static("ERR no such key")),
+        Some(None) => Err(Error::Static(
+            "ERR The value stored at the specified key is not represented using an hash table",
+        )),
+        Some(Some(st)) => {
+            ctx.out.verbatim(st.message(full).as_bytes());
+            Ok(Done)
+        }
+    }
+}
+
 fn object(ctx: &mut Ctx) -> CmdResult {
     let key = ctx.arg(2).to_vec();
     let now = ctx.ks.now_ms;

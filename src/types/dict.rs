@@ -100,6 +100,86 @@ impl<K: AsRef<[u8]> + fmt::Debug, V: fmt::Debug, S: BuildHasher> fmt::Debug for 
     }
 }
 
+/// Chain lengths counted one by one in [`DictStats`], the last counting
+/// every longer one (Redis's `DICT_STATS_VECTLEN`).
+const STATS_VECTLEN: usize = 50;
+
+/// One table's figures, or several tables' summed (Redis's `dictStats`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DictStats {
+    /// Buckets.
+    pub(crate) size: u64,
+    /// Entries.
+    pub(crate) used: u64,
+    /// Buckets holding a chain.
+    pub(crate) slots: u64,
+    pub(crate) max_chain: u64,
+    pub(crate) total_chain: u64,
+    /// Buckets by chain length.
+    pub(crate) chains: [u64; STATS_VECTLEN],
+}
+
+impl Default for DictStats {
+    fn default() -> Self {
+        DictStats {
+            size: 0,
+            used: 0,
+            slots: 0,
+            max_chain: 0,
+            total_chain: 0,
+            chains: [0; STATS_VECTLEN],
+        }
+    }
+}
+
+impl DictStats {
+    /// Adds another table's figures (`dictCombineStats`).
+    pub(crate) fn combine(&mut self, other: &DictStats) {
+        self.size += other.size;
+        self.used += other.used;
+        self.slots += other.slots;
+        self.max_chain = self.max_chain.max(other.max_chain);
+        self.total_chain += other.total_chain;
+        for (a, b) in self.chains.iter_mut().zip(other.chains.iter()) {
+            *a += b;
+        }
+    }
+
+    /// Redis's `dictGetStatsMsg` text for the main table (zwindow's tables
+    /// resize at once: there is never a rehashing target).
+    pub(crate) fn message(&self, full: bool) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("Hash table 0 stats (main hash table):\n");
+        if self.used == 0 {
+            out.push_str("No stats available for empty dictionaries\n");
+            return out;
+        }
+        let _ = write!(
+            out,
+            " table size: {}\n number of elements: {}\n",
+            self.size, self.used
+        );
+        if full {
+            let slots = self.slots.max(1) as f32;
+            let _ = write!(
+                out,
+                " different slots: {}\n max chain length: {}\n avg chain length (counted): {:.2}\n avg chain length (computed): {:.2}\n Chain length distribution:\n",
+                self.slots,
+                self.max_chain,
+                self.total_chain as f32 / slots,
+                self.used as f32 / slots,
+            );
+            for (len, &n) in self.chains[..STATS_VECTLEN - 1].iter().enumerate() {
+                if n != 0 {
+                    let pct = n as f32 / self.size as f32 * 100.0;
+                    let _ = writeln!(out, "   {len}: {n} ({pct:.2}%)");
+                }
+            }
+        }
+        out
+    }
+}
+
 fn bucket_count_for(len: usize) -> usize {
     // On overflow `len` cannot be allocated anyway; saturating keeps this
     // function itself panic-free.
@@ -145,6 +225,34 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
 
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The table's figures as Redis's `dictGetStatsHt` gathers them (DEBUG
+    /// HTSTATS); the chain figures only when `full` (a walk of the table).
+    pub(crate) fn stats(&self, full: bool) -> DictStats {
+        let mut st = DictStats {
+            size: self.buckets.len() as u64,
+            used: self.len() as u64,
+            ..Default::default()
+        };
+        if !full {
+            return st;
+        }
+        for &head in self.buckets.iter() {
+            let mut len = 0u64;
+            let mut i = head;
+            while i != NIL {
+                len += 1;
+                i = self.entries[i as usize].next;
+            }
+            st.chains[(len as usize).min(STATS_VECTLEN - 1)] += 1;
+            if len > 0 {
+                st.slots += 1;
+                st.max_chain = st.max_chain.max(len);
+                st.total_chain += len;
+            }
+        }
+        st
     }
 
     pub(crate) fn is_empty(&self) -> bool {

@@ -337,6 +337,18 @@ macro_rules! each {
 }
 
 impl Hash {
+    /// The hash table's figures (DEBUG HTSTATS-KEY), when the hash is one.
+    pub(crate) fn dict_stats(&self, full: bool) -> Option<crate::types::dict::DictStats> {
+        match self {
+            Hash::Plain(Fields::Table(d)) => Some(d.stats(full)),
+            Hash::Ex {
+                fields: Fields::Table(d),
+                ..
+            } => Some(d.stats(full)),
+            _ => None,
+        }
+    }
+
     pub(crate) fn new() -> Hash {
         Hash::default()
     }

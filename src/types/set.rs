@@ -103,6 +103,15 @@ impl<'a> Member<'a> {
 }
 
 impl Set {
+    /// The hash table's figures (DEBUG HTSTATS-KEY), when the set is one.
+    pub(crate) fn dict_stats(&self, full: bool) -> Option<crate::types::dict::DictStats> {
+        match self {
+            Set::Table(d) => Some(d.stats(full)),
+            Set::Ex { members, .. } => Some(members.stats(full)),
+            Set::Intset(_) | Set::Listpack(_) => None,
+        }
+    }
+
     /// An empty set of the encoding Redis's `setTypeCreate` picks for a
     /// first member and `size_hint` members to come.
     pub(crate) fn for_member(member: &[u8], size_hint: usize, lim: SetLimits) -> Set {
