@@ -743,7 +743,8 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     }
     s.instantaneous.reset();
     s.expire.reset();
-    ctx.shared.error_stats.lock().clear();
+    let errors = std::mem::take(&mut *ctx.shared.error_stats.lock());
+    ctx.shared.free_error_table(errors);
     for c in all_commands() {
         for cmd in std::iter::once(c).chain(c.subcommands) {
             super::CallStats::of(cmd).reset();

@@ -111,8 +111,21 @@ impl Services {
             );
             let codes: Vec<&str> = map.keys().map(String::as_str).collect();
             tracing::warn!("Current errors code list: {}", codes.join(", "));
-            map.clear();
+            let old = std::mem::take(&mut *map);
             map.insert(ERRORSTATS_DISABLED.into(), 1);
+            drop(map);
+            self.free_error_table(old);
+        }
+    }
+
+    /// Lets go of an error table (Redis's `freeErrorsRadixTreeAsync`): a
+    /// large one is the lazyfree thread's, counted in `lazyfreed_objects`.
+    pub(crate) fn free_error_table(&self, table: std::collections::BTreeMap<String, u64>) {
+        /// Redis's `LAZYFREE_THRESHOLD`.
+        const LAZY_OVER: usize = 64;
+        let n = table.len();
+        if n > LAZY_OVER {
+            self.lazyfree.free(Box::new(table), n);
         }
     }
 
