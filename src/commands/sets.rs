@@ -272,9 +272,14 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.ks
         .signal_by(key, notify::SET, "spop", popped.len() as u64);
-    // One SREM per member, as Redis 7.0 logs it.
-    for m in popped {
-        ctx.ks.also_propagate(|| crate::argv![b"SREM", key, m]);
+    // SREMs of up to 1024 members each, as Redis 7.2+ logs them (7.0
+    // logged one per member).
+    for batch in popped.chunks(1024) {
+        ctx.ks.also_propagate(|| {
+            let mut argv = crate::argv![b"SREM", key];
+            argv.extend(batch.iter().map(|m| m.to_vec()));
+            argv
+        });
     }
     ctx.prevent_propagation();
     Ok(Done)
