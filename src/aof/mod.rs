@@ -170,8 +170,15 @@ impl Pending {
 }
 
 impl Sink for Aof {
+    /// On, or turned on and its first rewrite running (which takes what
+    /// comes after its snapshot); not while that rewrite is only
+    /// scheduled (Redis's `feedAppendOnlyFile`).
     fn listening(&self) -> bool {
-        self.state.load(Relaxed) != OFF
+        match self.state.load(Relaxed) {
+            OFF => false,
+            WAIT_REWRITE => self.rewrite_in_progress.load(Relaxed),
+            _ => true,
+        }
     }
 
     fn feed(&self, ops: &[Op], transaction: bool) {
@@ -932,7 +939,7 @@ pub(crate) fn apply_config(host: Arc<dyn Host>) -> Result<(), String> {
     let guards = env.store.lock(env.store.all_shards());
     let mut ks = crate::keyspace::Keyspace::new(env, guards, 0, env.clock.now_ms());
     match (env.config.appendonly(), host.aof().enabled()) {
-        (true, false) => start(host.clone(), &mut ks),
+        (true, false) => start(host.clone(), &mut ks, false),
         (false, true) => {
             stop(host.aof());
             Ok(())
@@ -941,18 +948,32 @@ pub(crate) fn apply_config(host: Arc<dyn Host>) -> Result<(), String> {
     }
 }
 
+/// Behind a BGSAVE, or inside EXEC, the rewrite is scheduled instead: the
+/// cron starts it once nothing runs (until then nothing is appended: the
+/// rewrite's snapshot will hold it all).
 pub(crate) fn start(
     host: Arc<dyn Host>,
     ks: &mut crate::keyspace::Keyspace<'_>,
+    in_exec: bool,
 ) -> Result<(), String> {
     let aof = host.aof();
     if aof.enabled() {
         return Ok(());
     }
     let p = host.persistence();
-    if p.bgsave_in_progress.load(Relaxed) {
-        // Redis kills the BGSAVE child; ours finishes first.
-        crate::persistence::wait_bgsave(p, std::time::Duration::from_secs(60));
+    if p.bgsave_in_progress.load(Relaxed) || in_exec {
+        aof.state.store(WAIT_REWRITE, Relaxed);
+        aof.rewrite_scheduled.store(true, Relaxed);
+        if in_exec {
+            tracing::info!(
+                "AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
+            );
+        } else {
+            tracing::info!(
+                "AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible."
+            );
+        }
+        return Ok(());
     }
     aof.state.store(WAIT_REWRITE, Relaxed);
     let started =

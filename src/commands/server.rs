@@ -644,7 +644,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     let aof_now = ctx.shared.config.appendonly();
     let applies = !loading.active();
     if applies && aof_now && !aof_was {
-        if let Err(why) = crate::aof::start(ctx.shared.clone(), ctx.ks) {
+        if let Err(why) = crate::aof::start(ctx.shared.clone(), ctx.ks, ctx.client.in_exec) {
             let _ = ctx.shared.config.set_many(&[(b"appendonly", b"no")]);
             return Err(Error::Owned(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {why}"

@@ -1029,7 +1029,7 @@ fn restart_aof(shared: &Arc<Services>) {
     let guards = env.store.lock(env.store.all_shards());
     let mut ks = Keyspace::new(env, guards, 0, env.clock.now_ms());
     let host: Arc<dyn crate::aof::Host> = shared.clone();
-    let _ = crate::aof::start(host, &mut ks);
+    let _ = crate::aof::start(host, &mut ks, false);
 }
 
 /// Unregisters the master client however the stream ends.
