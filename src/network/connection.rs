@@ -364,8 +364,12 @@ pub(crate) async fn run(
         }
         // A big argument on its way: the buffer takes it whole, sized once
         // (Redis's sdsMakeRoomForNonGreedy for `PROTO_MBULK_BIG_ARG`).
+        // One that grew past it before the argument was seen (the io_uring
+        // path hands over all the input that arrived at once) is brought
+        // down to it too, as Redis's buffer would be.
         if let Some(end) = parser.big_arg_end()
-            && end + GROW_BELOW > rbuf.capacity()
+            && (end + GROW_BELOW > rbuf.capacity()
+                || rbuf.capacity() - (end + GROW_BELOW) > READ_CHUNK)
         {
             // Exactly (`reserve` may round up to twice the size), plus the
             // room below which a read grows the buffer (see `make_room`):
