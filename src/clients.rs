@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
-    Ordering::{AcqRel, Acquire, Relaxed, Release},
+    Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst},
 };
 use std::time::Instant;
 
@@ -100,6 +100,10 @@ pub(crate) struct ClientHandle {
     /// request (CLIENT LIST's `qbuf=`), and the read buffer's spare room.
     pub(crate) qbuf: AtomicUsize,
     pub(crate) qbuf_free: AtomicUsize,
+    /// Bytes at the read buffer's start that `qbuf` leaves out: the parsed
+    /// part of a request whose big argument's body is on its way, which
+    /// Redis drops from its query buffer (see `Parser::big_arg_start`).
+    pub(crate) qbuf_parsed: AtomicUsize,
     /// The most request bytes the read buffer held since the clients'
     /// cron last looked (Redis's `querybuf_peak`): a buffer still needed
     /// at its size is not trimmed.
@@ -186,6 +190,10 @@ pub(crate) struct ClientHandle {
     soft_over_since: AtomicU64,
     /// This client's part of [`Clients::memory`] (its last [`ClientHandle::memory`]).
     counted_mem: AtomicUsize,
+    /// Unregistered: a [`Clients::note_memory`] racing its unregistering
+    /// (another connection's eviction pass, a tracking message) must not
+    /// count it again after its part was taken off for good.
+    unregistered: AtomicBool,
     /// What its watched keys, subscriptions and tracking prefixes cost, as
     /// Redis estimates it (the session's `Client::structures_memory`); kept
     /// while client eviction is on.
@@ -312,9 +320,11 @@ impl ClientHandle {
     /// connection's buffers hold beyond the query buffer, at least Redis's
     /// initial 1 kB.
     pub(crate) fn reply_buffer(&self) -> usize {
+        let query =
+            self.qbuf.load(Relaxed) + self.qbuf_parsed.load(Relaxed) + self.qbuf_free.load(Relaxed);
         self.buffer_bytes
             .load(Relaxed)
-            .saturating_sub(self.qbuf.load(Relaxed) + self.qbuf_free.load(Relaxed))
+            .saturating_sub(query)
             .max(1024)
     }
 
@@ -758,6 +768,7 @@ impl Clients {
             fd,
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
+            qbuf_parsed: AtomicUsize::new(0),
             qbuf_peak: AtomicUsize::new(0),
             multi_mem: AtomicUsize::new(0),
             addr,
@@ -799,6 +810,7 @@ impl Clients {
             buffer_bytes: AtomicUsize::new(0),
             soft_over_since: AtomicU64::new(0),
             counted_mem: AtomicUsize::new(0),
+            unregistered: AtomicBool::new(false),
             structures_mem: AtomicUsize::new(0),
             batch_gate: Mutex::new(None),
             gated: AtomicBool::new(false),
@@ -812,12 +824,15 @@ impl Clients {
     }
 
     pub(crate) fn unregister(&self, id: ClientId) {
-        if let Some(c) = self.map.lock().remove(&id) {
+        let removed = self.map.lock().remove(&id);
+        if let Some(c) = removed {
             if c.output_limit_closed.load(Relaxed) {
                 self.output_limit_disconnections.fetch_add(1, Relaxed);
             }
+            // Flagged before its part is taken off (see `note_memory`).
+            c.unregistered.store(true, SeqCst);
             self.memory
-                .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
+                .fetch_sub(c.counted_mem.swap(0, SeqCst), Relaxed);
         }
     }
 
@@ -827,22 +842,33 @@ impl Clients {
     pub(crate) fn note_memory(&self, c: &ClientHandle) {
         // A killed client's memory is on its way out (and evicting one
         // already took it off the total).
-        let now = if c.killed.load(Relaxed) {
+        let now = if c.killed.load(Relaxed) || c.unregistered.load(Relaxed) {
             0
         } else {
             c.memory()
         };
-        let before = c.counted_mem.swap(now, Relaxed);
+        let before = c.counted_mem.swap(now, SeqCst);
         if now >= before {
             self.memory.fetch_add(now - before, Relaxed);
         } else {
             self.memory.fetch_sub(before - now, Relaxed);
         }
-        // Evicted meanwhile (evict took its part off before this added it
-        // back): take it off again.
-        if now != 0 && c.killed.load(Relaxed) {
+        // Evicted or unregistered meanwhile (its part was taken off before
+        // this added it back): take it off again. A client unregistered
+        // after this swap had its part taken off by `unregister`.
+        if now != 0 && (c.killed.load(Relaxed) || c.unregistered.load(SeqCst)) {
             self.memory
-                .fetch_sub(c.counted_mem.swap(0, Relaxed), Relaxed);
+                .fetch_sub(c.counted_mem.swap(0, SeqCst), Relaxed);
+        }
+    }
+
+    /// [`Clients::note_memory`] for a client whose output another
+    /// connection grew, while client eviction is on: its memory was
+    /// counted (its connection notes it after every batch while eviction
+    /// is on, and not otherwise), so nothing is done otherwise.
+    pub(crate) fn note_memory_if_counted(&self, c: &ClientHandle) {
+        if c.counted_mem.load(Relaxed) != 0 {
+            self.note_memory(c);
         }
     }
 
@@ -860,7 +886,7 @@ impl Clients {
         is_monitor: impl Fn(ClientId) -> bool,
     ) -> u64 {
         if refresh {
-            for c in self.all() {
+            for c in self.registered() {
                 self.note_memory(&c);
             }
         }
@@ -873,7 +899,7 @@ impl Clients {
             return 0;
         }
         let mut candidates: Vec<(usize, Arc<ClientHandle>)> = Vec::new();
-        for c in self.all() {
+        for c in self.registered() {
             if is_monitor(c.id) {
                 // Redis counts monitors apart from the clients it evicts.
                 self.memory
@@ -910,12 +936,25 @@ impl Clients {
         evicted
     }
 
+    /// Connected clients (INFO's `connected_clients`, `maxclients`): a
+    /// killed one is no longer counted, though its task may not have run
+    /// yet (see [`Clients::all`]).
     pub(crate) fn count(&self) -> usize {
-        self.map.lock().len()
+        self.map
+            .lock()
+            .values()
+            .filter(|c| !c.killed.load(Relaxed))
+            .count()
     }
 
+    /// The connected client `id`; none once it was killed (see
+    /// [`Clients::all`]).
     pub(crate) fn get(&self, id: ClientId) -> Option<Arc<ClientHandle>> {
-        self.map.lock().get(&id).cloned()
+        self.map
+            .lock()
+            .get(&id)
+            .filter(|c| !c.killed.load(Relaxed))
+            .cloned()
     }
 
     /// Bytes of pushes queued to connections that are not stuck writing,
@@ -942,8 +981,29 @@ impl Clients {
             .sum()
     }
 
-    /// All clients, ordered by id (as CLIENT LIST prints them).
+    /// All connected clients, ordered by id (as CLIENT LIST prints them).
+    /// A killed client is gone from the moment it is killed, whether or not
+    /// its connection's task has run since to unregister it: Redis frees a
+    /// client CLIENT KILL names at once, and one freed asynchronously (a
+    /// subscriber whose ACL permission was revoked, an evicted client)
+    /// before its event loop serves the next command. On a loaded machine
+    /// the killer's next command can run before the killed connection's
+    /// task is scheduled, so the registry, not the task, decides.
     pub(crate) fn all(&self) -> Vec<Arc<ClientHandle>> {
+        let mut v: Vec<_> = self
+            .map
+            .lock()
+            .values()
+            .filter(|c| !c.killed.load(Relaxed))
+            .cloned()
+            .collect();
+        v.sort_by_key(|c| c.id);
+        v
+    }
+
+    /// Every registered client, killed ones whose tasks have not ended
+    /// yet included (their memory is still counted until they are seen).
+    fn registered(&self) -> Vec<Arc<ClientHandle>> {
         let mut v: Vec<_> = self.map.lock().values().cloned().collect();
         v.sort_by_key(|c| c.id);
         v

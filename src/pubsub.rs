@@ -26,6 +26,14 @@ use crate::keyspace::notify;
 use crate::keyspace::slots::key_hash_slot;
 use crate::util::glob_match;
 
+/// Whether a subscriber still counts: a killed client's subscriptions go
+/// when its task ends, but Redis frees it (and them) before its next
+/// command, so PUBLISH and PUBSUB NUMSUB no longer count it meanwhile (see
+/// `Clients::all`).
+fn connected(c: &ClientHandle) -> bool {
+    !c.killed.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[derive(Default)]
 pub(crate) struct PubSub {
     inner: RwLock<Inner>,
@@ -140,7 +148,7 @@ impl PubSub {
         let payload = Bytes::copy_from_slice(payload);
         let mut n = 0;
         if let Some(subs) = inner.channels.get(&channel) {
-            for c in subs {
+            for c in subs.iter().filter(|c| connected(c)) {
                 c.push(
                     Push::Message {
                         channel: channel.clone(),
@@ -152,7 +160,7 @@ impl PubSub {
             }
         }
         for (pattern, c) in &inner.patterns {
-            if glob_match(pattern, &channel, false) {
+            if connected(c) && glob_match(pattern, &channel, false) {
                 c.push(
                     Push::PMessage {
                         pattern: pattern.clone(),
@@ -176,7 +184,8 @@ impl PubSub {
         };
         let channel = Bytes::copy_from_slice(channel);
         let payload = Bytes::copy_from_slice(payload);
-        for c in subs {
+        let mut n = 0;
+        for c in subs.iter().filter(|c| connected(c)) {
             c.push(
                 Push::SMessage {
                     channel: channel.clone(),
@@ -184,8 +193,9 @@ impl PubSub {
                 },
                 limit,
             );
+            n += 1;
         }
-        subs.len()
+        n
     }
 
     /// Drops the shard channels hashing to `slots`, which this node no
@@ -273,7 +283,8 @@ impl PubSub {
         } else {
             &inner.channels
         };
-        map.get(channel).map_or(0, Vec::len)
+        map.get(channel)
+            .map_or(0, |subs| subs.iter().filter(|c| connected(c)).count())
     }
 
     pub(crate) fn numpat(&self) -> usize {

@@ -463,7 +463,15 @@ impl Tracking {
             Message::Null => b.extend_from_slice(b"$-1\r\n"),
             Message::Proto(p) => b.extend_from_slice(p),
         }
+        let queued = own_out.is_none();
         deliver(target, b, own_out);
+        // Redis's `updateClientMemUsageAndBucket` after each message: the
+        // receiver's grown output counts toward `maxmemory-clients` now,
+        // not once its own connection runs (which, for a client that does
+        // not read, may be never); the causing batch's eviction pass sees it.
+        if queued {
+            clients.note_memory_if_counted(target);
+        }
     }
 }
 

@@ -514,3 +514,44 @@ fn an_idle_client_holds_no_query_buffer() {
         }
     }
 }
+
+/// Redis's `updateClientMemUsageAndBucket` for a tracking redirection's
+/// receiver as each invalidation is queued: a receiver that never reads is
+/// evicted once its output passes `maxmemory-clients`, never listed over
+/// it, even while the clients' cron (which rechecks everybody) is paused.
+#[test]
+fn a_tracking_redirect_receiver_that_never_reads_is_evicted_in_time() {
+    const LIMIT: i64 = 3_000_000;
+    for (name, addr, _server) in both8(&[]) {
+        let mut control = RawConn::connect(addr, name);
+        assert_eq!(control.cmd_str("CLIENT NO-EVICT on"), b"+OK\r\n", "{name}");
+        let mut receiver = RawConn::connect(addr, name);
+        receiver.cmd_str("CLIENT SETNAME redirected");
+        let id = parse_reply(&receiver.cmd_str("CLIENT ID")).int();
+        receiver.cmd_str("SUBSCRIBE __redis__:invalidate");
+        let mut writer = RawConn::connect(addr, name);
+        writer.cmd_str("CLIENT NO-EVICT on");
+        let on = format!("CLIENT TRACKING on REDIRECT {id} BCAST");
+        assert_eq!(writer.cmd_str(&on), b"+OK\r\n", "{name}");
+        control.cmd_str(&format!("CONFIG SET maxmemory-clients {LIMIT}"));
+        control.cmd_str("DEBUG PAUSE-CRON 1");
+        // Each write sends the receiver a 200 KB invalidation.
+        let key = vec![b'k'; 200 * 1024];
+        let mut evicted = false;
+        for _ in 0..200 {
+            let Some(line) = client_line(&mut control, "redirected") else {
+                evicted = true;
+                break;
+            };
+            let mem: i64 = line
+                .split(' ')
+                .find_map(|f| f.strip_prefix("tot-mem="))
+                .and_then(|v| v.parse().ok())
+                .expect("tot-mem");
+            assert!(mem < LIMIT, "{name}: listed over the limit: {line}");
+            writer.cmd(&[b"INCR", &key]);
+        }
+        control.cmd_str("DEBUG PAUSE-CRON 0");
+        assert!(evicted, "{name}: the receiver was never evicted");
+    }
+}

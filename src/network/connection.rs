@@ -20,7 +20,7 @@ use crate::commands::Services;
 use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
-use crate::network::socket::{Socket, Wrote};
+use crate::network::socket::{GROW_BELOW, Socket, Wrote};
 use crate::protocol::parser::ProtocolError;
 use crate::protocol::{Args, Parser, Reply};
 use crate::stats::{Gauge, Stats};
@@ -350,19 +350,31 @@ pub(crate) async fn run(
         if rbuf.is_empty() && consumed > 0 {
             if consumed > READ_KEEP || rbuf.capacity() > READ_KEEP {
                 rbuf = BytesMut::with_capacity(READ_CHUNK);
-            } else {
-                // Asking for one byte more than is left moves the (empty)
-                // view back to the start of its allocation: no copy.
-                rbuf.reserve(rbuf.capacity() + 1);
+            } else if !rbuf.try_reclaim(rbuf.capacity() + 1) {
+                // The allocation is shared with what the requests kept of
+                // it (a big argument stored without a copy, or queued by
+                // MULTI): `reserve` would allocate twice its size, held
+                // empty (counted by client eviction). Redis hands such a
+                // buffer to the argument and reads into its reusable one:
+                // so does this connection (see `Socket::read_query`).
+                rbuf = BytesMut::new();
             }
+            // Otherwise asking for one byte more than is left moved the
+            // (empty) view back to the start of its allocation: no copy.
         }
         // A big argument on its way: the buffer takes it whole, sized once
         // (Redis's sdsMakeRoomForNonGreedy for `PROTO_MBULK_BIG_ARG`).
+        // One that grew past it before the argument was seen (the io_uring
+        // path hands over all the input that arrived at once) is brought
+        // down to it too, as Redis's buffer would be.
         if let Some(end) = parser.big_arg_end()
-            && end > rbuf.capacity()
+            && (end + GROW_BELOW > rbuf.capacity()
+                || rbuf.capacity() - (end + GROW_BELOW) > READ_CHUNK)
         {
-            // Exactly (`reserve` may round up to twice the size).
-            let mut sized = BytesMut::with_capacity(end);
+            // Exactly (`reserve` may round up to twice the size), plus the
+            // room below which a read grows the buffer (see `make_room`):
+            // the argument's last bytes must not double it.
+            let mut sized = BytesMut::with_capacity(end + GROW_BELOW);
             sized.extend_from_slice(&rbuf);
             rbuf = sized;
         }
@@ -373,7 +385,9 @@ pub(crate) async fn run(
             // until the clients' cron trims it.
             super::socket::give_query_buffer(std::mem::take(&mut rbuf));
         }
-        handle.qbuf.store(rbuf.len(), Relaxed);
+        let parsed = parser.big_arg_start().unwrap_or(0);
+        handle.qbuf_parsed.store(parsed, Relaxed);
+        handle.qbuf.store(rbuf.len() - parsed, Relaxed);
         handle
             .qbuf_free
             .store(rbuf.capacity() - rbuf.len(), Relaxed);
@@ -860,7 +874,8 @@ fn query_within_limit(
         log_query_limit(&shared.stats, handle, rbuf);
         return false;
     }
-    handle.qbuf.store(rbuf.len() + ahead, Relaxed);
+    let waiting = (rbuf.len() + ahead).saturating_sub(handle.qbuf_parsed.load(Relaxed));
+    handle.qbuf.store(waiting, Relaxed);
     handle.qbuf_peak.fetch_max(rbuf.len() + ahead, Relaxed);
     handle
         .qbuf_free

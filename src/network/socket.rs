@@ -46,7 +46,7 @@ pub(crate) enum Wrote {
 /// request's bytes cost their size, not up to twice it (a client that
 /// announces a huge request and sends it slowly holds what it sent).
 pub(crate) fn make_room(rbuf: &mut BytesMut) {
-    if rbuf.capacity() - rbuf.len() < READ_ROOM / 4 {
+    if rbuf.capacity() - rbuf.len() < GROW_BELOW {
         let before = rbuf.capacity();
         rbuf.reserve(READ_ROOM);
         if before >= 1 << 20 && rbuf.capacity() != before {
@@ -56,6 +56,9 @@ pub(crate) fn make_room(rbuf: &mut BytesMut) {
 }
 
 const READ_ROOM: usize = 16 * 1024;
+
+/// A read grows the buffer when less than this is free in it.
+pub(crate) const GROW_BELOW: usize = READ_ROOM / 4;
 
 /// The size of a read into the reusable query buffer (Redis's
 /// `PROTO_IOBUF_LEN`).

@@ -181,6 +181,14 @@ impl Parser {
         }
     }
 
+    /// While the parser waits for the body of a big bulk argument: where
+    /// that body starts in the buffer. Redis drops what precedes it (the
+    /// request's header and its earlier arguments, parsed already) from
+    /// its query buffer, so CLIENT LIST's `qbuf` counts the body alone.
+    pub(crate) fn big_arg_start(&self) -> Option<usize> {
+        self.big_arg_end().map(|_| self.pos)
+    }
+
     /// The caller removed the first `n` bytes from the buffer (all consumed).
     /// Called once per batch, after its requests ran: the last one's
     /// index is no longer borrowed, and a large one is given back.
@@ -837,5 +845,28 @@ mod tests {
         buf.extend_from_slice(b"lo\r\n");
         let req = p.next(&buf, false).unwrap().unwrap();
         assert_eq!(req.get(1).unwrap(), b"hello");
+    }
+
+    /// While a big argument's body arrives, its start is where Redis's
+    /// query buffer begins (CLIENT LIST's `qbuf` counts the body alone);
+    /// a small argument, or none pending, has none.
+    #[test]
+    fn a_big_arguments_body_starts_after_what_was_parsed() {
+        let mut p = Parser::new(1 << 29);
+        let small = b"*2\r\n$3\r\nSET\r\n$5\r\nab".to_vec();
+        assert!(p.next(&small, false).unwrap().is_none());
+        assert_eq!(p.big_arg_start(), None);
+
+        let mut p = Parser::new(1 << 29);
+        let head = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n", BIG_ARG);
+        let mut buf = head.clone().into_bytes();
+        buf.extend_from_slice(b"vvvv");
+        assert!(p.next(&buf, false).unwrap().is_none());
+        assert_eq!(p.big_arg_start(), Some(head.len()));
+        assert_eq!(p.big_arg_end(), Some(head.len() + BIG_ARG + 2));
+        buf.resize(head.len() + BIG_ARG, b'v');
+        buf.extend_from_slice(b"\r\n");
+        assert!(p.next(&buf, false).unwrap().is_some());
+        assert_eq!(p.big_arg_start(), None);
     }
 }
