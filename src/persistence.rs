@@ -637,7 +637,7 @@ pub(crate) fn start_save<'s>(
     let to_file = matches!(target, SaveTarget::File);
     let spawned = std::thread::Builder::new()
         .name("zwindow-bgsave".into())
-        .spawn(move || run_bgsave(&*saver, sizes, extras, target, done));
+        .spawn(move || run_bgsave(saver, sizes, extras, target, done));
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
         env.store.end_snapshot();
@@ -652,8 +652,57 @@ pub(crate) fn start_save<'s>(
     Ok(())
 }
 
+/// Writes `src` to `dir`/`dbfilename` through a child process (see
+/// [`crate::util::child`]), which writes `temp-<its pid>.rdb` as Redis's
+/// child does; the parent renames it once the child exited cleanly.
+/// Returns the encoding's outcome and the child's exit.
+fn write_file_child(
+    host: &Arc<dyn Host>,
+    src: &dyn Source,
+    extras: &Extras,
+) -> (std::io::Result<()>, Option<crate::util::child::Exit>) {
+    use crate::util::child::{Child, Exit};
+    let (config, p) = (host.env().config, host.persistence());
+    let path = config.rdb_path();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let opening = dir.join(format!("temp-{}-0.rdb", std::process::id()));
+    let spawned = std::fs::File::create(&opening).and_then(|f| {
+        let h = host.clone();
+        Child::spawn(f, move || h.persistence().bgsave_abort.store(true, Relaxed))
+    });
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&opening);
+            return (Err(e), None);
+        }
+    };
+    let tmp = dir.join(format!("temp-{}.rdb", child.pid()));
+    let encoded = std::fs::rename(&opening, &tmp).and_then(|()| {
+        let opts = SaveOptions {
+            abort: Some(&p.bgsave_abort),
+            ..options(config)
+        };
+        file::write(&mut child, src, extras, opts)
+    });
+    let exit = child.finish(encoded.is_ok());
+    if encoded.is_ok() && exit == Exit::Code(0) {
+        if let Err(e) = std::fs::rename(&tmp, &path) {
+            let _ = std::fs::remove_file(&tmp);
+            return (Err(e), Some(exit));
+        }
+        // The rename is durable once the directory is.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    } else {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    (encoded, Some(exit))
+}
+
 fn run_bgsave(
-    host: &dyn Host,
+    host: Arc<dyn Host>,
     sizes: crate::keyspace::snapshot::Sizes,
     extras: Extras,
     target: SaveTarget,
@@ -661,24 +710,47 @@ fn run_bgsave(
 ) {
     let (env, p) = (host.env(), host.persistence());
     env.config.pin_thread("bgsave");
+    let host = &host;
     let started = std::time::Instant::now();
     let src = SnapshotSource {
         store: env.store,
         sizes,
     };
-    let (result, to_file) = match target {
-        SaveTarget::File => (
-            write_file(env.config, &src, &extras, "bg", Some(&p.bgsave_abort)),
-            true,
+    let (result, exit, to_file) = match target {
+        SaveTarget::File => {
+            let (result, exit) = write_file_child(&host, &src, &extras);
+            (result, exit, true)
+        }
+        SaveTarget::Stream(w) => (
+            file::write(w, &src, &extras, options(env.config)),
+            None,
+            false,
         ),
-        SaveTarget::Stream(w) => (file::write(w, &src, &extras, options(env.config)), false),
     };
     env.store.end_snapshot();
     p.last_bgsave_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
+    use crate::util::child::Exit;
+    let stopped = p.bgsave_abort.load(Relaxed);
+    // Redis's `backgroundSaveDoneHandlerDisk`: the outcome is the child's.
+    let result = match (result, exit) {
+        (Ok(()), Some(Exit::Code(0)) | None) => Ok(()),
+        (_, Some(Exit::Signal(sig))) if sig != libc::SIGUSR1 => {
+            tracing::warn!("Background saving terminated by signal {sig}");
+            p.last_bgsave_ok.store(false, Relaxed);
+            p.last_bgsave_try.store(now_secs(env.clock), Relaxed);
+            Err(None)
+        }
+        (Ok(()), Some(_)) if !stopped => Err(Some(std::io::Error::other(
+            "the child process exited with an error",
+        ))),
+        (Ok(()), Some(_)) => Err(Some(std::io::Error::other("the save was stopped"))),
+        (Err(e), _) => Err(Some(e)),
+    };
     let outcome = match result {
+        Err(None) => Err("terminated by signal".to_string()),
         Ok(()) if to_file => {
-            saved(host, p.dirty_before_bgsave.load(Relaxed));
+            saved(&**host, p.dirty_before_bgsave.load(Relaxed));
             tracing::info!("Background saving terminated with success");
             Ok(())
         }
@@ -688,17 +760,17 @@ fn run_bgsave(
         }
         // Stopped on purpose: not a failed save (Redis's child killed
         // with SIGUSR1 leaves `lastbgsave_status` alone).
-        Err(e) if to_file && p.bgsave_abort.load(Relaxed) => {
+        Err(Some(e)) if to_file && stopped => {
             tracing::warn!("Background saving stopped: no replica waits for it");
             Err(e.to_string())
         }
-        Err(e) if to_file => {
+        Err(Some(e)) if to_file => {
             p.last_bgsave_ok.store(false, Relaxed);
             p.last_bgsave_try.store(now_secs(env.clock), Relaxed);
             tracing::warn!("Background saving error: {e}");
             Err(e.to_string())
         }
-        Err(e) => {
+        Err(Some(e)) => {
             tracing::warn!("Background transfer error: {e}");
             Err(e.to_string())
         }

@@ -32,7 +32,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -70,7 +70,16 @@ pub(crate) struct Aof {
     /// Set to stop the running rewrite (`CONFIG SET appendonly no`, as
     /// Redis kills its rewrite child); cleared when the next one starts.
     rewrite_abort: AtomicBool,
+    /// The running rewrite's child process (0: none); see
+    /// [`crate::util::child`].
+    rewrite_child: AtomicI32,
     pub(crate) rewrite_scheduled: AtomicBool,
+    /// `aof_rewrites_consecutive_failures` (Redis's
+    /// `stat_aofrw_consecutive_failures`).
+    consecutive_failures: AtomicU64,
+    /// Redis's `aofRewriteLimited` state: minutes of the last delay, and
+    /// the unix second before which no automatic rewrite starts (0: none).
+    limit: Mutex<(u64, u64)>,
     last_bgrewrite_ok: AtomicBool,
     last_write_ok: AtomicBool,
     rewrites: AtomicU64,
@@ -131,6 +140,9 @@ impl Default for Aof {
             file: Mutex::new(None),
             rewrite_in_progress: AtomicBool::new(false),
             rewrite_abort: AtomicBool::new(false),
+            rewrite_child: AtomicI32::new(0),
+            consecutive_failures: AtomicU64::new(0),
+            limit: Mutex::new((0, 0)),
             rewrite_scheduled: AtomicBool::new(false),
             last_bgrewrite_ok: AtomicBool::new(true),
             last_write_ok: AtomicBool::new(true),
@@ -429,8 +441,11 @@ impl Aof {
         let base = self.base_size.load(Relaxed).max(1);
         // A BGREWRITEAOF scheduled behind a BGSAVE runs whether the AOF is
         // on or not, as Redis's serverCron; growth triggers only when on.
-        let auto = enabled && pct > 0 && size > min && (size - base) * 100 / base >= pct;
-        if scheduled || auto {
+        let auto = self.state.load(Relaxed) == ON
+            && pct > 0
+            && size > min
+            && (size - base) * 100 / base >= pct;
+        if (scheduled || auto) && !self.limited(env.clock.now_ms() / 1000) {
             if auto && !scheduled {
                 tracing::info!(
                     "Starting automatic rewriting of AOF on {}% growth",
@@ -440,6 +455,33 @@ impl Aof {
             let mut guards = env.store.lock(env.store.all_shards());
             let _ = start_rewrite(host.clone(), guards.iter_mut());
         }
+    }
+
+    /// Redis's `aofRewriteLimited`: after three failed rewrites in a row,
+    /// the automatic and scheduled ones wait a minute, then two, four...
+    /// up to an hour between tries (BGREWRITEAOF itself is never held).
+    fn limited(&self, now_secs: u64) -> bool {
+        const THRESHOLD: u64 = 3;
+        const MAX_MINUTES: u64 = 60;
+        let mut l = self.limit.lock();
+        if self.consecutive_failures.load(Relaxed) < THRESHOLD {
+            *l = (0, 0);
+            return false;
+        }
+        if l.1 != 0 {
+            if now_secs < l.1 {
+                return true;
+            }
+            l.1 = 0;
+            return false;
+        }
+        l.0 = if l.0 == 0 { 1 } else { (l.0 * 2).min(MAX_MINUTES) };
+        l.1 = now_secs + l.0 * 60;
+        tracing::warn!(
+            "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes",
+            l.0
+        );
+        true
     }
 
     /// Flushes and fsyncs everything (shutdown, turning the AOF off).
@@ -536,9 +578,10 @@ impl Manifest {
         let seq = self.last_base_seq() + 1;
         let suffix = if rdb { "rdb" } else { "aof" };
         let name = format!("{prefix}.{seq}.base.{suffix}");
+        // History lists the newest first (Redis adds at the list's head).
         if let Some(mut old) = self.base.take() {
             old.kind = HISTORY;
-            self.history.push(old);
+            self.history.insert(0, old);
         }
         self.base = Some(FileInfo {
             name: name.clone(),
@@ -666,16 +709,7 @@ fn write_base(
     let result = (|| {
         let f = File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        let opts = crate::rdb::file::SaveOptions {
-            abort,
-            ..crate::persistence::options(config)
-        };
-        if rdb {
-            crate::rdb::file::write(&mut w, src, extras, opts)?;
-        } else {
-            let ts = config.aof_timestamp_enabled().then_some(extras.ctime_secs);
-            rewrite::write(&mut w, src, extras, opts, ts)?;
-        }
+        encode_base(&mut w, config, rdb, src, extras, abort)?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -684,6 +718,34 @@ fn write_base(
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A base of `src` into `w`: an RDB image, or commands.
+fn encode_base(
+    w: &mut dyn Write,
+    config: &Config,
+    rdb: bool,
+    src: &dyn crate::rdb::file::Source,
+    extras: &crate::rdb::file::Extras,
+    abort: Option<&AtomicBool>,
+) -> std::io::Result<()> {
+    let opts = crate::rdb::file::SaveOptions {
+        abort,
+        ..crate::persistence::options(config)
+    };
+    if rdb {
+        crate::rdb::file::write(w, src, extras, opts)
+    } else {
+        let ts = config.aof_timestamp_enabled().then_some(extras.ctime_secs);
+        rewrite::write(w, src, extras, opts, ts)
+    }
+}
+
+/// The incremental file a rewrite started while the AOF is being turned
+/// on appends to until the base exists (Redis's `getTempIncrAofName`); it
+/// is renamed to its manifest name when the rewrite succeeds.
+fn temp_incr_name(prefix: &str) -> String {
+    format!("temp-{prefix}.incr")
 }
 
 /// After loading at startup with `appendonly yes` (Redis's
@@ -794,8 +856,21 @@ fn start_rewrite<'s>(
                 load::read_manifest(&dir, &prefix).unwrap_or_default()
             }
         };
+        // With the AOF off, the rewrite only writes a new base (Redis's
+        // `rewriteAppendOnlyFileBackground` opens no incremental file).
+        if aof.state.load(Relaxed) == OFF {
+            *files = None;
+            manifest
+        } else {
         let name = manifest.new_incr(&prefix);
-        let incr = open_append(&dir.join(&name)).map_err(|e| {
+        let waiting = aof.state.load(Relaxed) == WAIT_REWRITE;
+        let opened = if waiting {
+            // Truncated: a failed try's leftovers are no part of the new one.
+            File::create(dir.join(temp_incr_name(&prefix)))
+        } else {
+            open_append(&dir.join(&name))
+        };
+        let incr = opened.map_err(|e| {
             tracing::warn!("Can't open the append-only file {name}: {e}");
             "ERR Can't open the new incremental AOF file".to_string()
         })?;
@@ -813,6 +888,7 @@ fn start_rewrite<'s>(
             incr,
         });
         manifest
+        }
     };
     let sizes = env.store.begin_snapshot(shards);
     aof.rewrite_abort.store(false, Relaxed);
@@ -823,7 +899,7 @@ fn start_rewrite<'s>(
     let writer = host.clone();
     let spawned = std::thread::Builder::new()
         .name("zwindow-aofrw".into())
-        .spawn(move || run_rewrite(&*writer, sizes, extras, dir, prefix, manifest));
+        .spawn(move || run_rewrite(writer, sizes, extras, dir, prefix, manifest));
     if let Err(e) = spawned {
         tracing::warn!("Can't rewrite append only file in background: {e}");
         env.store.end_snapshot();
@@ -835,13 +911,14 @@ fn start_rewrite<'s>(
 }
 
 fn run_rewrite(
-    host: &dyn Host,
+    host: Arc<dyn Host>,
     sizes: crate::keyspace::snapshot::Sizes,
     extras: crate::rdb::file::Extras,
     dir: PathBuf,
     prefix: String,
     mut manifest: Manifest,
 ) {
+    use crate::util::child::{Child, Exit};
     let (env, aof) = (host.env(), host.aof());
     env.config.pin_thread("aof-rewrite");
     let started = std::time::Instant::now();
@@ -849,20 +926,51 @@ fn run_rewrite(
         store: env.store,
         sizes,
     };
-    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let rdb = env.config.aof_use_rdb_preamble();
-    let written = write_base(
-        env.config,
-        &tmp,
-        rdb,
-        &src,
-        &extras,
-        Some(&aof.rewrite_abort),
-    );
+    // The child writes `temp-rewriteaof-bg-<its pid>.aof` in the working
+    // directory, as Redis's does; the file is opened before the fork.
+    let opening = PathBuf::from(format!("temp-rewriteaof-bg-{}-0.aof", std::process::id()));
+    let spawned = File::create(&opening).and_then(|f| {
+        let h = host.clone();
+        Child::spawn(f, move || h.aof().rewrite_abort.store(true, Relaxed))
+    });
+    let (encoded, exit, tmp) = match spawned {
+        Ok(mut child) => {
+            let tmp = PathBuf::from(format!("temp-rewriteaof-bg-{}.aof", child.pid()));
+            aof.rewrite_child.store(child.pid(), Relaxed);
+            let encoded = std::fs::rename(&opening, &tmp).and_then(|()| {
+                encode_base(
+                    &mut child,
+                    env.config,
+                    rdb,
+                    &src,
+                    &extras,
+                    Some(&aof.rewrite_abort),
+                )
+            });
+            let exit = child.finish(encoded.is_ok());
+            (encoded, Some(exit), tmp)
+        }
+        Err(e) => (Err(e), None, opening),
+    };
     env.store.end_snapshot();
+    aof.rewrite_child.store(0, Relaxed);
     aof.last_rewrite_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
-    let result = written.and_then(|()| {
+    let stopped = aof.rewrite_abort.load(Relaxed);
+    // Redis's `backgroundRewriteDoneHandler`: the outcome is the child's.
+    let outcome: Result<(), Option<String>> = match (encoded, exit) {
+        (Ok(()), Some(Exit::Code(0))) => Ok(()),
+        (_, Some(Exit::Signal(sig))) if sig != libc::SIGUSR1 || stopped => {
+            tracing::warn!("Background AOF rewrite terminated by signal {sig}");
+            Err((sig != libc::SIGUSR1).then(String::new))
+        }
+        (Err(e), _) => Err(Some(format!("Background AOF rewrite failed: {e}"))),
+        (Ok(()), _) => Err(Some("Background AOF rewrite terminated with error".into())),
+    };
+    let waiting = aof.state.load(Relaxed) == WAIT_REWRITE;
+    let result = outcome.and_then(|()| {
+        tracing::info!("Background AOF rewrite terminated with success");
         // The manifest as of now (the incremental file opened at the
         // start is the last one; a later rewrite cannot have run).
         let mut files = aof.file.lock();
@@ -870,19 +978,52 @@ fn run_rewrite(
             manifest = f.manifest.clone();
         }
         let name = manifest.new_base(&prefix, rdb);
-        std::fs::rename(&tmp, dir.join(&name))?;
-        // Every incremental file but the one opened at the start is in the
-        // new base.
-        let keep = manifest.incrs.pop();
-        for mut old in std::mem::take(&mut manifest.incrs) {
-            old.kind = HISTORY;
-            manifest.history.push(old);
+        let fail = |what: String| Some(what);
+        std::fs::rename(&tmp, dir.join(&name)).map_err(|e| {
+            fail(format!(
+                "Error trying to rename the temporary AOF base file {} into {name}: {e}",
+                tmp.display()
+            ))
+        })?;
+        tracing::info!(
+            "Successfully renamed the temporary AOF base file {} into {name}",
+            tmp.display()
+        );
+        if waiting && let Some(incr) = manifest.incrs.last() {
+            let temp = temp_incr_name(&prefix);
+            std::fs::rename(dir.join(&temp), dir.join(&incr.name)).map_err(|e| {
+                let _ = std::fs::remove_file(dir.join(&name));
+                fail(format!(
+                    "Error trying to rename the temporary AOF incr file {temp} into {}: {e}",
+                    incr.name
+                ))
+            })?;
+            tracing::info!(
+                "Successfully renamed the temporary AOF incr file {temp} into {}",
+                incr.name
+            );
         }
+        // Every incremental file but the one opened at the start (when
+        // the AOF is on) is in the new base (Redis's
+        // `markRewrittenIncrAofAsHistory`: newest first, at the head).
+        let keep = if files.is_some() {
+            manifest.incrs.pop()
+        } else {
+            None
+        };
+        let mut olds = std::mem::take(&mut manifest.incrs);
+        for old in &mut olds {
+            old.kind = HISTORY;
+        }
+        manifest.history.splice(0..0, olds);
         manifest.incrs.extend(keep);
-        persist_manifest(&dir, &prefix, &manifest)?;
-        let size = live_size(&dir, &manifest);
-        aof.current_size.store(size, Relaxed);
-        aof.base_size.store(size, Relaxed);
+        persist_manifest(&dir, &prefix, &manifest)
+            .map_err(|e| fail(format!("Can't persist the AOF manifest: {e}")))?;
+        if files.is_some() {
+            let size = live_size(&dir, &manifest);
+            aof.current_size.store(size, Relaxed);
+            aof.base_size.store(size, Relaxed);
+        }
         if !env.config.aof_keep_history() {
             delete_history(&dir, &prefix, &mut manifest);
         }
@@ -897,19 +1038,40 @@ fn run_rewrite(
                 .compare_exchange(WAIT_REWRITE, ON, Relaxed, Relaxed)
                 .ok();
             aof.last_bgrewrite_ok.store(true, Relaxed);
+            aof.consecutive_failures.store(0, Relaxed);
             aof.rewrites.fetch_add(1, Relaxed);
-            tracing::info!("Background AOF rewrite terminated with success");
             tracing::info!("Background AOF rewrite finished successfully");
         }
-        // Stopped on purpose: Redis's killed child leaves the last
-        // rewrite's status alone.
-        Err(_) if aof.rewrite_abort.load(Relaxed) => {
+        Err(failed) => {
+            if let Some(msg) = failed {
+                if !msg.is_empty() {
+                    tracing::warn!("{msg}");
+                }
+                aof.last_bgrewrite_ok.store(false, Relaxed);
+                aof.consecutive_failures.fetch_add(1, Relaxed);
+            }
+            // Redis's `aofRemoveTempFile`.
             let _ = std::fs::remove_file(&tmp);
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            aof.last_bgrewrite_ok.store(false, Relaxed);
-            tracing::warn!("Background AOF rewrite failed: {e}");
+            // Turning the AOF on failed this time: what the temporary
+            // incremental file holds is dropped, and a new try scheduled
+            // (Redis's `aofDelTempIncrAofFile`).
+            let by_server = stopped && exit == Some(Exit::Signal(libc::SIGUSR1));
+            if by_server {
+                // `CONFIG SET appendonly no` (Redis's `killAppendOnlyChild`
+                // cleans up without the done handler).
+                let _ = std::fs::remove_file(dir.join(temp_incr_name(&prefix)));
+            } else if aof.state.load(Relaxed) == WAIT_REWRITE {
+                let mut files = aof.file.lock();
+                if let Some(f) = files.as_mut() {
+                    f.manifest.incrs.pop();
+                }
+                let dropped = std::mem::take(&mut aof.pending.lock().bytes);
+                aof.discarded(dropped.len());
+                let temp = temp_incr_name(&prefix);
+                tracing::info!("Removing the temp incr aof file {temp} in the background");
+                let _ = std::fs::remove_file(dir.join(&temp));
+                aof.rewrite_scheduled.store(true, Relaxed);
+            }
         }
     }
     aof.rewrite_in_progress.store(false, Relaxed);
@@ -943,12 +1105,15 @@ pub(crate) fn start(
     if aof.enabled() {
         return Ok(());
     }
-    let p = host.persistence();
-    if p.bgsave_in_progress.load(Relaxed) {
-        // Redis kills the BGSAVE child; ours finishes first.
-        crate::persistence::wait_bgsave(p, std::time::Duration::from_secs(60));
-    }
     aof.state.store(WAIT_REWRITE, Relaxed);
+    if host.persistence().bgsave_in_progress.load(Relaxed) {
+        // Redis 7+'s `startAppendOnly`: the rewrite waits for the save.
+        aof.rewrite_scheduled.store(true, Relaxed);
+        tracing::info!(
+            "AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible."
+        );
+        return Ok(());
+    }
     let started =
         crate::persistence::with_all_shards(ks, |ks| start_rewrite(host.clone(), ks.shards_mut()));
     if let Err(e) = started {
@@ -970,7 +1135,10 @@ pub(crate) fn stop(aof: &Aof) {
         return;
     }
     if aof.rewrite_in_progress.load(Relaxed) {
-        tracing::info!("Killing running AOF rewrite child: {}", std::process::id());
+        tracing::info!(
+            "Killing running AOF rewrite child: {}",
+            aof.rewrite_child.load(Relaxed)
+        );
         aof.rewrite_abort.store(true, Relaxed);
         // The writer checks the flag between batches of keys and while it
         // sleeps `rdb-key-save-delay`: it ends within milliseconds.
@@ -981,6 +1149,7 @@ pub(crate) fn stop(aof: &Aof) {
     }
     aof.flush_all();
     aof.state.store(OFF, Relaxed);
+    aof.rewrite_scheduled.store(false, Relaxed);
     *aof.file.lock() = None;
     let dropped = std::mem::take(&mut aof.pending.lock().bytes);
     aof.discarded(dropped.len());
@@ -1025,7 +1194,11 @@ pub(crate) fn debug_loadaof<C>(
     let loaded = load::load_files(host, ks, dispatch);
     ks.prop = own;
     aof.state.store(state, Relaxed);
-    loaded.map(|_| tracing::warn!("Append Only File loaded by DEBUG LOADAOF"))
+    loaded.map(|_| {
+        // Redis's `server.dirty = 0`: what was loaded is no change to save.
+        host.env().dirty.store(0, Relaxed);
+        tracing::warn!("Append Only File loaded by DEBUG LOADAOF")
+    })
 }
 
 /// INFO persistence's `aof_*` lines, as Redis 7.0 prints them.
@@ -1059,7 +1232,10 @@ pub(crate) fn info_fields(aof: &Aof, clock: &Clock) -> Vec<(&'static str, String
             ok(aof.last_bgrewrite_ok.load(Relaxed)),
         ),
         ("aof_rewrites", aof.rewrites.load(Relaxed).to_string()),
-        ("aof_rewrites_consecutive_failures", "0".into()),
+        (
+            "aof_rewrites_consecutive_failures",
+            aof.consecutive_failures.load(Relaxed).to_string(),
+        ),
         ("aof_last_write_status", ok(aof.last_write_ok.load(Relaxed))),
         ("aof_last_cow_size", "0".into()),
         ("module_fork_in_progress", "0".into()),

@@ -702,6 +702,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
 fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     // What Redis's resetServerStats clears (not gauges, not the memory peak).
     ctx.shared.lazyfree.reset_stats();
+    crate::util::child::reset_fork_stats();
     ctx.shared.scripting.evicted_scripts.store(0, Relaxed);
     let s = &ctx.shared.stats;
     for c in [
