@@ -633,11 +633,20 @@ pub(crate) fn start_save<'s>(
         .store(env.dirty.load(Relaxed), Relaxed);
     p.bgsave_started.store(now_secs(env.clock), Relaxed);
     p.bgsave_scheduled.store(false, Relaxed);
-    let saver = host.clone();
     let to_file = matches!(target, SaveTarget::File);
+    // The child exists when BGSAVE replies, as Redis's forked one.
+    let child = to_file.then(|| {
+        let path = env.config.rdb_path();
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let h = host.clone();
+        crate::util::child::spawn_writing(&dir.join("temp").to_string_lossy(), "rdb", move || {
+            h.persistence().bgsave_abort.store(true, Relaxed)
+        })
+    });
+    let saver = host.clone();
     let spawned = std::thread::Builder::new()
         .name("zwindow-bgsave".into())
-        .spawn(move || run_bgsave(saver, sizes, extras, target, done));
+        .spawn(move || run_bgsave(saver, child, sizes, extras, target, done));
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
         env.store.end_snapshot();
@@ -652,39 +661,29 @@ pub(crate) fn start_save<'s>(
     Ok(())
 }
 
-/// Writes `src` to `dir`/`dbfilename` through a child process (see
+/// Writes `src` to `dir`/`dbfilename` through `child` (see
 /// [`crate::util::child`]), which writes `temp-<its pid>.rdb` as Redis's
 /// child does; the parent renames it once the child exited cleanly.
 /// Returns the encoding's outcome and the child's exit.
 fn write_file_child(
     host: &Arc<dyn Host>,
+    child: std::io::Result<(crate::util::child::Child, std::path::PathBuf)>,
     src: &dyn Source,
     extras: &Extras,
 ) -> (std::io::Result<()>, Option<crate::util::child::Exit>) {
-    use crate::util::child::{Child, Exit};
+    use crate::util::child::Exit;
     let (config, p) = (host.env().config, host.persistence());
     let path = config.rdb_path();
     let dir = path.parent().unwrap_or(Path::new("."));
-    let opening = dir.join(format!("temp-{}-0.rdb", std::process::id()));
-    let spawned = std::fs::File::create(&opening).and_then(|f| {
-        let h = host.clone();
-        Child::spawn(f, move || h.persistence().bgsave_abort.store(true, Relaxed))
-    });
-    let mut child = match spawned {
+    let (mut child, tmp) = match child {
         Ok(c) => c,
-        Err(e) => {
-            let _ = std::fs::remove_file(&opening);
-            return (Err(e), None);
-        }
+        Err(e) => return (Err(e), None),
     };
-    let tmp = dir.join(format!("temp-{}.rdb", child.pid()));
-    let encoded = std::fs::rename(&opening, &tmp).and_then(|()| {
-        let opts = SaveOptions {
-            abort: Some(&p.bgsave_abort),
-            ..options(config)
-        };
-        file::write(&mut child, src, extras, opts)
-    });
+    let opts = SaveOptions {
+        abort: Some(&p.bgsave_abort),
+        ..options(config)
+    };
+    let encoded = file::write(&mut child, src, extras, opts);
     let exit = child.finish(encoded.is_ok());
     if encoded.is_ok() && exit == Exit::Code(0) {
         if let Err(e) = std::fs::rename(&tmp, &path) {
@@ -703,6 +702,7 @@ fn write_file_child(
 
 fn run_bgsave(
     host: Arc<dyn Host>,
+    child: Option<std::io::Result<(crate::util::child::Child, std::path::PathBuf)>>,
     sizes: crate::keyspace::snapshot::Sizes,
     extras: Extras,
     target: SaveTarget,
@@ -718,7 +718,8 @@ fn run_bgsave(
     };
     let (result, exit, to_file) = match target {
         SaveTarget::File => {
-            let (result, exit) = write_file_child(&host, &src, &extras);
+            let child = child.unwrap_or_else(|| Err(std::io::Error::other("no child")));
+            let (result, exit) = write_file_child(&host, child, &src, &extras);
             (result, exit, true)
         }
         SaveTarget::Stream(w) => (

@@ -892,6 +892,15 @@ fn start_rewrite<'s>(
     };
     let sizes = env.store.begin_snapshot(shards);
     aof.rewrite_abort.store(false, Relaxed);
+    // The child exists when BGREWRITEAOF replies (and before INFO says a
+    // rewrite runs), as Redis's forked one.
+    let h = host.clone();
+    let child = crate::util::child::spawn_writing("temp-rewriteaof-bg", "aof", move || {
+        h.aof().rewrite_abort.store(true, Relaxed)
+    });
+    if let Ok((c, _)) = &child {
+        aof.rewrite_child.store(c.pid(), Relaxed);
+    }
     aof.rewrite_in_progress.store(true, Relaxed);
     aof.rewrite_scheduled.store(false, Relaxed);
     aof.rewrite_started
@@ -899,7 +908,7 @@ fn start_rewrite<'s>(
     let writer = host.clone();
     let spawned = std::thread::Builder::new()
         .name("zwindow-aofrw".into())
-        .spawn(move || run_rewrite(writer, sizes, extras, dir, prefix, manifest));
+        .spawn(move || run_rewrite(writer, child, sizes, extras, dir, prefix, manifest));
     if let Err(e) = spawned {
         tracing::warn!("Can't rewrite append only file in background: {e}");
         env.store.end_snapshot();
@@ -912,13 +921,14 @@ fn start_rewrite<'s>(
 
 fn run_rewrite(
     host: Arc<dyn Host>,
+    child: std::io::Result<(crate::util::child::Child, PathBuf)>,
     sizes: crate::keyspace::snapshot::Sizes,
     extras: crate::rdb::file::Extras,
     dir: PathBuf,
     prefix: String,
     mut manifest: Manifest,
 ) {
-    use crate::util::child::{Child, Exit};
+    use crate::util::child::Exit;
     let (env, aof) = (host.env(), host.aof());
     env.config.pin_thread("aof-rewrite");
     let started = std::time::Instant::now();
@@ -927,31 +937,20 @@ fn run_rewrite(
         sizes,
     };
     let rdb = env.config.aof_use_rdb_preamble();
-    // The child writes `temp-rewriteaof-bg-<its pid>.aof` in the working
-    // directory, as Redis's does; the file is opened before the fork.
-    let opening = PathBuf::from(format!("temp-rewriteaof-bg-{}-0.aof", std::process::id()));
-    let spawned = File::create(&opening).and_then(|f| {
-        let h = host.clone();
-        Child::spawn(f, move || h.aof().rewrite_abort.store(true, Relaxed))
-    });
-    let (encoded, exit, tmp) = match spawned {
-        Ok(mut child) => {
-            let tmp = PathBuf::from(format!("temp-rewriteaof-bg-{}.aof", child.pid()));
-            aof.rewrite_child.store(child.pid(), Relaxed);
-            let encoded = std::fs::rename(&opening, &tmp).and_then(|()| {
-                encode_base(
-                    &mut child,
-                    env.config,
-                    rdb,
-                    &src,
-                    &extras,
-                    Some(&aof.rewrite_abort),
-                )
-            });
+    let (encoded, exit, tmp) = match child {
+        Ok((mut child, tmp)) => {
+            let encoded = encode_base(
+                &mut child,
+                env.config,
+                rdb,
+                &src,
+                &extras,
+                Some(&aof.rewrite_abort),
+            );
             let exit = child.finish(encoded.is_ok());
             (encoded, Some(exit), tmp)
         }
-        Err(e) => (Err(e), None, opening),
+        Err(e) => (Err(e), None, PathBuf::new()),
     };
     env.store.end_snapshot();
     aof.rewrite_child.store(0, Relaxed);

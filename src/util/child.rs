@@ -172,6 +172,29 @@ impl Drop for Child {
     }
 }
 
+/// Forks the child of a background job: it writes `<stem>-<its pid>.<ext>`
+/// (Redis's `temp-<pid>.rdb`, `temp-rewriteaof-bg-<pid>.aof`), which is
+/// opened before the fork and renamed after; `died` runs should the child
+/// be killed. Returns the child and the file's name.
+pub(crate) fn spawn_writing(
+    stem: &str,
+    ext: &str,
+    died: impl FnOnce() + Send + 'static,
+) -> std::io::Result<(Child, std::path::PathBuf)> {
+    let opening = std::path::PathBuf::from(format!("{stem}-{}-0.{ext}", std::process::id()));
+    let child = File::create(&opening).and_then(|f| Child::spawn(f, died));
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&opening);
+            return Err(e);
+        }
+    };
+    let tmp = std::path::PathBuf::from(format!("{stem}-{}.{ext}", child.pid()));
+    std::fs::rename(&opening, &tmp)?;
+    Ok((child, tmp))
+}
+
 /// Waits for child `pid` to end.
 fn wait(pid: libc::pid_t) -> Exit {
     loop {
