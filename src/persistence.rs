@@ -639,7 +639,8 @@ pub(crate) fn start_save<'s>(
         let path = env.config.rdb_path();
         let dir = path.parent().unwrap_or(Path::new("."));
         let h = host.clone();
-        crate::util::child::spawn_writing(&dir.join("temp").to_string_lossy(), "rdb", move || {
+        let oom = env.config.bgchild_oom_score();
+        crate::util::child::spawn_writing(&dir.join("temp").to_string_lossy(), "rdb", oom, move || {
             h.persistence().bgsave_abort.store(true, Relaxed)
         })
     });

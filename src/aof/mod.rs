@@ -895,7 +895,8 @@ fn start_rewrite<'s>(
     // The child exists when BGREWRITEAOF replies (and before INFO says a
     // rewrite runs), as Redis's forked one.
     let h = host.clone();
-    let child = crate::util::child::spawn_writing("temp-rewriteaof-bg", "aof", move || {
+    let oom = env.config.bgchild_oom_score();
+    let child = crate::util::child::spawn_writing("temp-rewriteaof-bg", "aof", oom, move || {
         h.aof().rewrite_abort.store(true, Relaxed)
     });
     if let Ok((c, _)) = &child {

@@ -62,8 +62,11 @@ impl Child {
     /// reaper thread waits for it and calls `died` should it end otherwise
     /// than by a clean exit (killed): the writer is told to stop as when
     /// the server stops it.
+    /// `oom`: the OOM-killer score the child sets for itself (Redis's
+    /// `CONFIG_OOM_BGCHILD` class).
     pub(crate) fn spawn(
         file: File,
+        oom: Option<i64>,
         died: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<Child> {
         let mut fds = [0; 2];
@@ -74,6 +77,8 @@ impl Child {
         // SAFETY: both descriptors were just opened and are owned here.
         let (rd, wr) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
         let mut buf = vec![0u8; 1 << 16];
+        // The score's text, made before the fork (no formatting after).
+        let score = oom.map(|v| format!("{v}\n").into_bytes());
         let started = std::time::Instant::now();
         // SAFETY: the child runs only `copy_and_exit`, which makes
         // async-signal-safe system calls on memory allocated before the
@@ -81,14 +86,14 @@ impl Child {
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             // SAFETY: as above; never returns.
-            unsafe { copy_and_exit(rd.as_raw_fd(), file.as_raw_fd(), &mut buf) }
+            unsafe { copy_and_exit(rd.as_raw_fd(), file.as_raw_fd(), score.as_deref(), &mut buf) }
         }
         if pid < 0 {
             return Err(std::io::Error::last_os_error());
         }
         TOTAL_FORKS.fetch_add(1, Relaxed);
         LATEST_FORK_USEC.store(started.elapsed().as_micros() as u64, Relaxed);
-        drop((rd, file, buf));
+        drop((rd, file, buf, score));
         let reaper = std::thread::Builder::new()
             .name("zwindow-child".into())
             .spawn(move || {
@@ -179,10 +184,11 @@ impl Drop for Child {
 pub(crate) fn spawn_writing(
     stem: &str,
     ext: &str,
+    oom: Option<i64>,
     died: impl FnOnce() + Send + 'static,
 ) -> std::io::Result<(Child, std::path::PathBuf)> {
     let opening = std::path::PathBuf::from(format!("{stem}-{}-0.{ext}", std::process::id()));
-    let child = File::create(&opening).and_then(|f| Child::spawn(f, died));
+    let child = File::create(&opening).and_then(|f| Child::spawn(f, oom, died));
     let child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -220,8 +226,15 @@ fn wait(pid: libc::pid_t) -> Exit {
 ///
 /// # Safety
 /// Only in a freshly forked child; `rd` and `out` are open descriptors.
-unsafe fn copy_and_exit(rd: i32, out: i32, buf: &mut [u8]) -> ! {
+unsafe fn copy_and_exit(rd: i32, out: i32, score: Option<&[u8]>, buf: &mut [u8]) -> ! {
     unsafe {
+        if let Some(score) = score {
+            let fd = libc::open(c"/proc/self/oom_score_adj".as_ptr(), libc::O_WRONLY);
+            if fd >= 0 {
+                libc::write(fd, score.as_ptr().cast(), score.len());
+                libc::close(fd);
+            }
+        }
         for sig in [
             libc::SIGUSR1,
             libc::SIGTERM,
@@ -296,7 +309,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("zw-child-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("out");
-        let mut c = Child::spawn(File::create(&path).unwrap(), died).unwrap();
+        let mut c = Child::spawn(File::create(&path).unwrap(), None, died).unwrap();
         c.write_all(b"hello ").unwrap();
         c.write_all(&vec![b'x'; 300_000]).unwrap();
         assert_eq!(c.finish(true), Exit::Code(0));
@@ -304,7 +317,7 @@ mod tests {
         assert_eq!(data.len(), 6 + 300_000);
         assert!(data.starts_with(b"hello "));
         // Killed from outside: the writer learns it, the exit says so.
-        let c = Child::spawn(File::create(&path).unwrap(), died).unwrap();
+        let c = Child::spawn(File::create(&path).unwrap(), None, died).unwrap();
         // SAFETY: our child.
         unsafe { libc::kill(c.pid(), libc::SIGKILL) };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -315,7 +328,7 @@ mod tests {
         let exit = c.finish(false);
         assert_eq!(exit, Exit::Signal(libc::SIGKILL));
         // Given up by the server: SIGUSR1, no error.
-        let c = Child::spawn(File::create(&path).unwrap(), died).unwrap();
+        let c = Child::spawn(File::create(&path).unwrap(), None, died).unwrap();
         let exit = c.finish(false);
         assert_eq!(exit, Exit::Signal(libc::SIGUSR1));
         std::fs::remove_dir_all(&dir).unwrap();
