@@ -310,6 +310,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let saver = shared.clone();
     let _ = tokio::task::spawn_blocking(move || {
         saver.aof.flush_all();
+        crate::aof::close_incr(&*saver);
         crate::persistence::save_on_exit(&*saver)
     })
     .await;

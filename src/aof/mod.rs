@@ -46,6 +46,11 @@ use crate::protocol::encode_command as encode;
 /// server owns as the sink of its propagated stream.
 pub(crate) trait Host: crate::persistence::Host {
     fn aof(&self) -> &Aof;
+    /// `master_repl_offset`, where a new incremental file starts.
+    fn repl_offset(&self) -> u64;
+    /// After loading the AOF at startup: `master_repl_offset` continues
+    /// from where the last incremental file ended.
+    fn set_repl_offset(&self, offset: u64);
 }
 
 /// `aof_state`: off, on, or on and waiting for the first rewrite (turned
@@ -528,12 +533,28 @@ pub(crate) async fn run(host: Arc<dyn Host>, mut shutdown: tokio::sync::watch::R
     }
 }
 
-/// A manifest's entry: file name, sequence number, type.
+/// A manifest's entry: file name, sequence number, type, and for an
+/// incremental file of Redis 7.4+ the replication offsets it starts at
+/// and (once closed gracefully) ends at (-1: not known).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FileInfo {
     pub(crate) name: String,
     pub(crate) seq: u64,
     pub(crate) kind: u8,
+    pub(crate) start_offset: i64,
+    pub(crate) end_offset: i64,
+}
+
+impl FileInfo {
+    pub(crate) fn new(name: String, seq: u64, kind: u8) -> FileInfo {
+        FileInfo {
+            name,
+            seq,
+            kind,
+            start_offset: -1,
+            end_offset: -1,
+        }
+    }
 }
 
 /// The manifest: the base file, files that a rewrite made history (to be
@@ -554,12 +575,20 @@ impl Manifest {
     pub(crate) fn to_text(&self) -> String {
         let mut s = String::new();
         for f in self.base.iter().chain(&self.history).chain(&self.incrs) {
+            // Redis's `aofInfoFormat`: the end offset only beside a start.
             s.push_str(&format!(
-                "file {} seq {} type {}\n",
+                "file {} seq {} type {}",
                 quoted(&f.name),
                 f.seq,
                 f.kind as char
             ));
+            if f.start_offset != -1 {
+                s.push_str(&format!(" startoffset {}", f.start_offset));
+                if f.end_offset != -1 {
+                    s.push_str(&format!(" endoffset {}", f.end_offset));
+                }
+            }
+            s.push('\n');
         }
         s
     }
@@ -583,21 +612,18 @@ impl Manifest {
             old.kind = HISTORY;
             self.history.insert(0, old);
         }
-        self.base = Some(FileInfo {
-            name: name.clone(),
-            seq,
-            kind: BASE,
-        });
+        self.base = Some(FileInfo::new(name.clone(), seq, BASE));
         name
     }
 
-    fn new_incr(&mut self, prefix: &str) -> String {
+    /// A new incremental file's name; it starts at replication offset
+    /// `start_offset` (Redis's `getNewIncrAofName`).
+    fn new_incr(&mut self, prefix: &str, start_offset: u64) -> String {
         let seq = self.last_incr_seq() + 1;
         let name = format!("{prefix}.{seq}.incr.aof");
         self.incrs.push(FileInfo {
-            name: name.clone(),
-            seq,
-            kind: INCR,
+            start_offset: start_offset as i64,
+            ..FileInfo::new(name.clone(), seq, INCR)
         });
         name
     }
@@ -756,6 +782,17 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
     let (env, aof) = (host.env(), host.aof());
     let dir = Aof::dir(env.config);
     let prefix = env.config.appendfilename();
+    // Redis's `updateReplOffsetAndResetEndOffset`: the offset continues
+    // from the last incremental file's end (then forgotten: appending
+    // moves it), or its start plus its size.
+    if let Some(last) = manifest.incrs.last_mut() {
+        let offset = if last.end_offset != -1 {
+            std::mem::replace(&mut last.end_offset, -1)
+        } else {
+            last.start_offset.max(0) + file_size(&dir.join(&last.name)) as i64
+        };
+        host.set_repl_offset(offset.max(0) as u64);
+    }
     std::fs::create_dir_all(&dir).map_err(|e| {
         format!(
             "Can't open or create append-only dir {}: {e}",
@@ -774,7 +811,7 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
         tracing::info!("Creating AOF base file {name} on server start");
     }
     if manifest.incrs.is_empty() {
-        let name = manifest.new_incr(&prefix);
+        let name = manifest.new_incr(&prefix, host.repl_offset());
         tracing::info!("Creating AOF incr file {name} on server start");
     }
     let last = manifest
@@ -862,7 +899,7 @@ fn start_rewrite<'s>(
             *files = None;
             manifest
         } else {
-        let name = manifest.new_incr(&prefix);
+        let name = manifest.new_incr(&prefix, host.repl_offset());
         let waiting = aof.state.load(Relaxed) == WAIT_REWRITE;
         let opened = if waiting {
             // Truncated: a failed try's leftovers are no part of the new one.
@@ -1090,7 +1127,7 @@ pub(crate) fn apply_config(host: Arc<dyn Host>) -> Result<(), String> {
     match (env.config.appendonly(), host.aof().enabled()) {
         (true, false) => start(host.clone(), &mut ks),
         (false, true) => {
-            stop(host.aof());
+            stop(&*host);
             Ok(())
         }
         _ => Ok(()),
@@ -1130,7 +1167,8 @@ pub(crate) fn start(
 /// `CONFIG SET appendonly no` (Redis's `stopAppendOnly`): a running
 /// rewrite is stopped and waited for, as Redis's `killAppendOnlyChild`
 /// (its log line is Redis's, which operators and Redis's tests look for).
-pub(crate) fn stop(aof: &Aof) {
+pub(crate) fn stop(host: &dyn Host) {
+    let aof = host.aof();
     if !aof.enabled() {
         return;
     }
@@ -1148,12 +1186,31 @@ pub(crate) fn stop(aof: &Aof) {
         }
     }
     aof.flush_all();
+    close_incr(host);
     aof.state.store(OFF, Relaxed);
     aof.rewrite_scheduled.store(false, Relaxed);
     *aof.file.lock() = None;
     let dropped = std::mem::take(&mut aof.pending.lock().bytes);
     aof.discarded(dropped.len());
     aof.has_pending.store(false, Relaxed);
+}
+
+/// Closing the AOF gracefully (turned off, shutdown): the manifest notes
+/// where the incremental file ends in the replication stream (Redis's
+/// `updateCurIncrAofEndOffset`; not critical, so a failure is ignored).
+pub(crate) fn close_incr(host: &dyn Host) {
+    let aof = host.aof();
+    if aof.state.load(Relaxed) != ON {
+        return;
+    }
+    let config = host.env().config;
+    let mut files = aof.file.lock();
+    if let Some(f) = files.as_mut()
+        && let Some(last) = f.manifest.incrs.last_mut()
+    {
+        last.end_offset = host.repl_offset() as i64;
+        let _ = persist_manifest(&Aof::dir(config), &config.appendfilename(), &f.manifest);
+    }
 }
 
 /// `BGREWRITEAOF`.

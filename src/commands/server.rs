@@ -650,7 +650,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
             )));
         }
     } else if applies && !aof_now && aof_was {
-        crate::aof::stop(&ctx.shared.aof);
+        crate::aof::stop(&**ctx.shared);
     }
     // config.c `updateAofAutoGCEnabled`.
     if pairs

@@ -236,6 +236,14 @@ impl crate::aof::Host for Services {
     fn aof(&self) -> &crate::aof::Aof {
         &self.aof
     }
+
+    fn repl_offset(&self) -> u64 {
+        self.replication.offset()
+    }
+
+    fn set_repl_offset(&self, offset: u64) {
+        self.replication.set_offset_after_aof_load(offset);
+    }
 }
 
 /// Where the keyspace's reports go: pub/sub, client tracking, the blocking

@@ -407,6 +407,16 @@ impl Replication {
         self.offset.load(Relaxed)
     }
 
+    /// After the AOF was loaded at startup (Redis's
+    /// `updateReplOffsetAndResetEndOffset`): the offset its manifest says
+    /// the last incremental file reached. No replica or backlog exists yet.
+    pub(crate) fn set_offset_after_aof_load(&self, offset: u64) {
+        let g = self.inner.lock();
+        if g.backlog.is_none() && g.replicas.is_empty() {
+            self.offset.store(offset, Relaxed);
+        }
+    }
+
     pub(crate) fn figures(&self) -> Figures {
         let g = self.inner.lock();
         Figures {
