@@ -1155,6 +1155,10 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
             return Err(Error::Static("ERR Errors trying to SHUTDOWN. Check logs."));
         }
     }
+    // The AOF is written and its manifest notes where it ends before the
+    // connection closes, as Redis's `prepareForShutdown` does before exit.
+    shared.aof.flush_all();
+    crate::aof::close_incr(&*shared);
     shared.persistence.shutdown_handled.store(true, Relaxed);
     // Like Redis, a successful SHUTDOWN answers nothing: the connection closes.
     shared.stop.notify_one();
