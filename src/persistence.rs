@@ -329,12 +329,12 @@ fn write_file(
     config: &Config,
     src: &dyn Source,
     extras: &Extras,
-    tmp_tag: &str,
     abort: Option<&AtomicBool>,
 ) -> std::io::Result<()> {
     let path = config.rdb_path();
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!("temp-{tmp_tag}-{}.rdb", std::process::id()));
+    // Redis's foreground `rdbSave`: `temp-<pid>.rdb`.
+    let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
     let result = (|| {
         let f = std::fs::File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
@@ -377,7 +377,7 @@ pub(crate) fn save_locked(host: &dyn Host, ks: &mut Keyspace<'_>) -> Result<(), 
     let extras = extras(host).ok_or("the function engine is busy")?;
     let dirty = env.dirty.load(Relaxed);
     let shards = file::Shards(ks.shards_mut().map(|s| &*s).collect());
-    match write_file(env.config, &shards, &extras, "save", None) {
+    match write_file(env.config, &shards, &extras, None) {
         Ok(()) => {
             saved(host, dirty);
             tracing::info!("DB saved on disk");
@@ -537,7 +537,7 @@ pub(crate) fn save_on_exit(host: &dyn Host) {
     if p.shutdown_handled.load(Relaxed) || host.env().config.save_points().is_empty() {
         return;
     }
-    wait_bgsave(p, std::time::Duration::from_secs(60));
+    kill_bgsave_for_shutdown(p);
     tracing::info!("Saving the final RDB snapshot before exiting.");
     if let Err(e) = save_all(host) {
         tracing::warn!("Error trying to save the DB, can't exit: {e}; exiting anyway");
@@ -779,6 +779,16 @@ fn run_bgsave(
     };
     p.bgsave_in_progress.store(false, Relaxed);
     done(outcome);
+}
+
+/// Shutting down (Redis's `prepareForShutdown`): a running BGSAVE's child
+/// is stopped and its temporary file removed, not waited for.
+pub(crate) fn kill_bgsave_for_shutdown(state: &State) {
+    if state.bgsave_in_progress.load(Relaxed) {
+        tracing::warn!("There is a child saving an .rdb. Killing it!");
+        state.bgsave_abort.store(true, Relaxed);
+        wait_bgsave(state, std::time::Duration::from_secs(5));
+    }
 }
 
 /// Waits (a bounded while) for a running BGSAVE to end, so a foreground

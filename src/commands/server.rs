@@ -3,7 +3,6 @@
 //! subcommands are in `memory.rs`, DEBUG's in `debug.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
 use super::flags::*;
 use super::{
@@ -1145,8 +1144,8 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     if shared.persistence.loading.active() {
         (save, nosave) = (false, true);
     }
+    crate::persistence::kill_bgsave_for_shutdown(&shared.persistence);
     if save || (!nosave && !shared.config.save_points().is_empty()) {
-        crate::persistence::wait_bgsave(&shared.persistence, Duration::from_secs(60));
         tracing::info!("Saving the final RDB snapshot before exiting.");
         if let Err(e) = crate::persistence::save_all(&*shared)
             && !force
