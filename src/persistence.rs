@@ -640,9 +640,12 @@ pub(crate) fn start_save<'s>(
         let dir = path.parent().unwrap_or(Path::new("."));
         let h = host.clone();
         let oom = env.config.bgchild_oom_score();
-        crate::util::child::spawn_writing(&dir.join("temp").to_string_lossy(), "rdb", oom, move || {
-            h.persistence().bgsave_abort.store(true, Relaxed)
-        })
+        crate::util::child::spawn_writing(
+            &dir.join("temp").to_string_lossy(),
+            "rdb",
+            oom,
+            move || h.persistence().bgsave_abort.store(true, Relaxed),
+        )
     });
     let saver = host.clone();
     let spawned = std::thread::Builder::new()
@@ -720,7 +723,7 @@ fn run_bgsave(
     let (result, exit, to_file) = match target {
         SaveTarget::File => {
             let child = child.unwrap_or_else(|| Err(std::io::Error::other("no child")));
-            let (result, exit) = write_file_child(&host, child, &src, &extras);
+            let (result, exit) = write_file_child(host, child, &src, &extras);
             (result, exit, true)
         }
         SaveTarget::Stream(w) => (

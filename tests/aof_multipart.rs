@@ -36,9 +36,15 @@ fn wait_for(c: &mut RawConn, section: &str, name: &str, value: &str) {
 /// The server's children (`pgrep -P`), from /proc.
 fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
         if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(text.split_whitespace().filter_map(|w| w.parse::<u32>().ok()));
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|w| w.parse::<u32>().ok()),
+            );
         }
     }
     out
@@ -71,7 +77,10 @@ fn writes(c: &mut RawConn) {
 /// What one server does: start empty, write, turn the AOF off (the end
 /// offset is noted), on again (a rewrite), write, SHUTDOWN. The manifest
 /// after each step, and `master_repl_offset` along the way.
-fn offsets_run(start: &dyn Fn(&Path) -> (RawConn, Box<dyn std::any::Any>)) -> Vec<String> {
+/// A started server: a connection, and the server kept alive until dropped.
+type Started = (RawConn, Box<dyn std::any::Any>);
+
+fn offsets_run(start: &dyn Fn(&Path) -> Started) -> Vec<String> {
     let dir = PrivateDir::new("aof-offsets");
     let (mut c, server) = start(&dir.0);
     wait_for(&mut c, "persistence", "aof_rewrite_in_progress", "0");
@@ -179,7 +188,8 @@ fn killed_rewrite(pid: u32, c: &mut RawConn, dir: &Path) -> Vec<String> {
         manifest(dir),
     ];
     assert!(
-        !dir.join(format!("temp-rewriteaof-bg-{}.aof", kids[0])).exists(),
+        !dir.join(format!("temp-rewriteaof-bg-{}.aof", kids[0]))
+            .exists(),
         "the child's file is removed"
     );
     ok(c, "CONFIG SET rdb-key-save-delay 0");
@@ -226,7 +236,10 @@ fn a_killed_bgsave_child_fails_the_save() {
     let zdir = PrivateDir::new("bgsave-killed-z");
     let z = ZwindowServer::start(&["--dir", zdir.0.to_str().unwrap()]);
     let rdir = PrivateDir::new("bgsave-killed-r");
-    let r = RedisServer::start_binary(&common::redis8_server(), &["--dir", rdir.0.to_str().unwrap()]);
+    let r = RedisServer::start_binary(
+        &common::redis8_server(),
+        &["--dir", rdir.0.to_str().unwrap()],
+    );
     assert_eq!(run(z.pid(), &mut z.conn()), "err");
     assert_eq!(run(r.pid(), &mut r.conn()), "err");
 }

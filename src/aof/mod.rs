@@ -480,7 +480,11 @@ impl Aof {
             l.1 = 0;
             return false;
         }
-        l.0 = if l.0 == 0 { 1 } else { (l.0 * 2).min(MAX_MINUTES) };
+        l.0 = if l.0 == 0 {
+            1
+        } else {
+            (l.0 * 2).min(MAX_MINUTES)
+        };
         l.1 = now_secs + l.0 * 60;
         tracing::warn!(
             "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes",
@@ -899,32 +903,32 @@ fn start_rewrite<'s>(
             *files = None;
             manifest
         } else {
-        let name = manifest.new_incr(&prefix, host.repl_offset());
-        let waiting = aof.state.load(Relaxed) == WAIT_REWRITE;
-        let opened = if waiting {
-            // Truncated: a failed try's leftovers are no part of the new one.
-            File::create(dir.join(temp_incr_name(&prefix)))
-        } else {
-            open_append(&dir.join(&name))
-        };
-        let incr = opened.map_err(|e| {
-            tracing::warn!("Can't open the append-only file {name}: {e}");
-            "ERR Can't open the new incremental AOF file".to_string()
-        })?;
-        if aof.state.load(Relaxed) == ON
-            && let Err(e) = persist_manifest(&dir, &prefix, &manifest)
-        {
-            tracing::warn!("Can't persist the AOF manifest: {e}");
-            let _ = std::fs::remove_file(dir.join(&name));
-            return Err("ERR Can't persist the AOF manifest".into());
-        }
-        aof.pending.lock().selected_db = None;
-        aof.unsynced.store(0, Relaxed);
-        *files = Some(Files {
-            manifest: manifest.clone(),
-            incr,
-        });
-        manifest
+            let name = manifest.new_incr(&prefix, host.repl_offset());
+            let waiting = aof.state.load(Relaxed) == WAIT_REWRITE;
+            let opened = if waiting {
+                // Truncated: a failed try's leftovers are no part of the new one.
+                File::create(dir.join(temp_incr_name(&prefix)))
+            } else {
+                open_append(&dir.join(&name))
+            };
+            let incr = opened.map_err(|e| {
+                tracing::warn!("Can't open the append-only file {name}: {e}");
+                "ERR Can't open the new incremental AOF file".to_string()
+            })?;
+            if aof.state.load(Relaxed) == ON
+                && let Err(e) = persist_manifest(&dir, &prefix, &manifest)
+            {
+                tracing::warn!("Can't persist the AOF manifest: {e}");
+                let _ = std::fs::remove_file(dir.join(&name));
+                return Err("ERR Can't persist the AOF manifest".into());
+            }
+            aof.pending.lock().selected_db = None;
+            aof.unsynced.store(0, Relaxed);
+            *files = Some(Files {
+                manifest: manifest.clone(),
+                incr,
+            });
+            manifest
         }
     };
     let sizes = env.store.begin_snapshot(shards);

@@ -248,7 +248,10 @@ unsafe fn copy_and_exit(rd: i32, out: i32, score: Option<&[u8]>, buf: &mut [u8])
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         // `out` may be 0 (stdin closed): move both out of the way first.
-        let (rd2, out2) = (libc::fcntl(rd, libc::F_DUPFD, 3), libc::fcntl(out, libc::F_DUPFD, 3));
+        let (rd2, out2) = (
+            libc::fcntl(rd, libc::F_DUPFD, 3),
+            libc::fcntl(out, libc::F_DUPFD, 3),
+        );
         if rd2 < 0 || out2 < 0 || libc::dup2(rd2, 0) < 0 || libc::dup2(out2, 1) < 0 {
             libc::_exit(1);
         }
