@@ -243,3 +243,62 @@ fn a_killed_bgsave_child_fails_the_save() {
     assert_eq!(run(z.pid(), &mut z.conn()), "err");
     assert_eq!(run(r.pid(), &mut r.conn()), "err");
 }
+
+/// The commands of an AOF file (RESP arrays of bulk strings).
+fn aof_commands(bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
+    fn line(b: &[u8], at: &mut usize) -> Vec<u8> {
+        let end = *at + b[*at..].windows(2).position(|w| w == b"\r\n").unwrap();
+        let l = b[*at..end].to_vec();
+        *at = end + 2;
+        l
+    }
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let head = line(bytes, &mut at);
+        assert_eq!(head[0], b'*', "{}", String::from_utf8_lossy(&head));
+        let n: usize = std::str::from_utf8(&head[1..]).unwrap().parse().unwrap();
+        let mut argv = Vec::new();
+        for _ in 0..n {
+            let len: usize = std::str::from_utf8(&line(bytes, &mut at)[1..])
+                .unwrap()
+                .parse()
+                .unwrap();
+            argv.push(bytes[at..at + len].to_vec());
+            at += len + 2;
+        }
+        out.push(argv);
+    }
+    out
+}
+
+/// SPOP with a count is logged (and replicated) as SREMs of up to 1024
+/// members each, as Redis 8.0 does: the counts of its arguments match.
+#[test]
+fn spop_with_count_is_logged_as_srem_batches() {
+    let run = |c: &mut RawConn, dir: &Path| {
+        wait_for(c, "persistence", "aof_rewrite_in_progress", "0");
+        let mut sadd: Vec<Vec<u8>> = vec![b"SADD".to_vec(), b"myset".to_vec()];
+        sadd.extend((1..=4000).map(|i: u32| i.to_string().into_bytes()));
+        let args: Vec<&[u8]> = sadd.iter().map(Vec::as_slice).collect();
+        assert_eq!(cmd(c, &args), b":4000\r\n");
+        for n in ["1023", "1024", "1025", "5"] {
+            cmd(c, &[b"SPOP", b"myset", n.as_bytes()]);
+        }
+        assert_eq!(cmd(c, &[b"SCARD", b"myset"]), b":923\r\n");
+        let bytes = std::fs::read(dir.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
+        aof_commands(&bytes)
+            .into_iter()
+            .filter(|argv| argv[0].eq_ignore_ascii_case(b"SREM"))
+            .map(|argv| argv.len())
+            .collect::<Vec<_>>()
+    };
+    let zdir = PrivateDir::new("spop-batches-z");
+    let z = zwindow(&zdir.0);
+    let got = run(&mut z.conn(), &zdir.0);
+    let rdir = PrivateDir::new("spop-batches-r");
+    let r = redis8(&rdir.0);
+    let want = run(&mut r.conn(), &rdir.0);
+    assert_eq!(got, want);
+    assert_eq!(got, [1025, 1026, 1026, 3, 7]);
+}
