@@ -742,15 +742,28 @@ impl Config {
     /// `oom-score-adj-values` and the role (Redis's `setOOMScoreAdj`): at
     /// startup, on CONFIG SET of either, and when the role changes.
     pub fn apply_oom_score(&self) -> Result<(), String> {
+        let (mode, values) = self.oom_settings();
+        self.oom
+            .apply(mode, values, self.replicaof().is_some())
+            .map_err(|()| "Failed to set current oom_score_adj. Check server logs.".to_string())
+    }
+
+    /// `oom-score-adj` and `oom-score-adj-values`.
+    fn oom_settings(&self) -> (crate::oom::Mode, [i64; 3]) {
         let mode = crate::oom::Mode::parse(&self.kept("oom-score-adj", "no"));
         let mut values = [0i64, 200, 800];
         let text = self.kept("oom-score-adj-values", "0 200 800");
         for (v, w) in values.iter_mut().zip(text.split_whitespace()) {
             *v = w.parse().unwrap_or(0);
         }
-        self.oom
-            .apply(mode, values, self.replicaof().is_some())
-            .map_err(|()| "Failed to set current oom_score_adj. Check server logs.".to_string())
+        (mode, values)
+    }
+
+    /// The OOM-killer score a background job's child sets for itself
+    /// (None: leave the inherited one).
+    pub(crate) fn bgchild_oom_score(&self) -> Option<i64> {
+        let (mode, values) = self.oom_settings();
+        self.oom.child_value(mode, values)
     }
 
     /// `bind-source-addr`: the address connections to other servers

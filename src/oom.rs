@@ -4,8 +4,8 @@
 //!
 //! Redis remembers the score the process had before it first adjusted it
 //! (the base), so that `relative` adds to it and turning the setting off
-//! puts it back. zwindow never forks, so the third value (a background
-//! child's) is stored and never applied.
+//! puts it back. The third value is a background job's child's (see
+//! [`OomScore::child_value`]), which the child sets itself.
 
 use std::sync::Mutex;
 
@@ -86,6 +86,32 @@ impl OomScore {
                 crate::util::strerror(&e)
             );
         })
+    }
+}
+
+impl OomScore {
+    /// The score a background job's child sets for itself (Redis's
+    /// `setOOMScoreAdj(CONFIG_OOM_BGCHILD)` in the child): None when
+    /// `oom-score-adj` is off or the base cannot be read.
+    pub(crate) fn child_value(&self, mode: Mode, values: [i64; 3]) -> Option<i64> {
+        if mode == Mode::Off {
+            return None;
+        }
+        let base = *self.base.lock().unwrap_or_else(|e| e.into_inner());
+        let b = match base {
+            Some(b) => b,
+            None => std::fs::read_to_string(self.path)
+                .ok()?
+                .trim()
+                .parse()
+                .unwrap_or(0),
+        };
+        let val = if mode == Mode::Relative {
+            values[2] + b
+        } else {
+            values[2]
+        };
+        Some(val.clamp(-1000, 1000))
     }
 }
 

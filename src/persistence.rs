@@ -336,12 +336,12 @@ fn write_file(
     config: &Config,
     src: &dyn Source,
     extras: &Extras,
-    tmp_tag: &str,
     abort: Option<&AtomicBool>,
 ) -> std::io::Result<()> {
     let path = config.rdb_path();
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!("temp-{tmp_tag}-{}.rdb", std::process::id()));
+    // Redis's foreground `rdbSave`: `temp-<pid>.rdb`.
+    let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
     let result = (|| {
         let f = std::fs::File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
@@ -395,7 +395,7 @@ pub(crate) fn save_locked(host: &dyn Host, ks: &mut Keyspace<'_>) -> Result<(), 
     let extras = extras(host).ok_or("the function engine is busy")?;
     let dirty = env.dirty.load(Relaxed);
     let shards = file::Shards(ks.shards_mut().map(|s| &*s).collect());
-    match write_file(env.config, &shards, &extras, "save", None) {
+    match write_file(env.config, &shards, &extras, None) {
         Ok(()) => {
             saved(host, dirty);
             tracing::info!("DB saved on disk");
@@ -637,12 +637,25 @@ pub(crate) fn start_save<'s>(
         .store(env.dirty.load(Relaxed), Relaxed);
     p.bgsave_started.store(now_secs(env.clock), Relaxed);
     p.bgsave_scheduled.store(false, Relaxed);
-    let saver = host.clone();
     let to_file = matches!(target, SaveTarget::File);
     p.bgsave_to_file.store(to_file, Relaxed);
+    // The child exists when BGSAVE replies, as Redis's forked one.
+    let child = to_file.then(|| {
+        let path = env.config.rdb_path();
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let h = host.clone();
+        let oom = env.config.bgchild_oom_score();
+        crate::util::child::spawn_writing(
+            &dir.join("temp").to_string_lossy(),
+            "rdb",
+            oom,
+            move || h.persistence().bgsave_abort.store(true, Relaxed),
+        )
+    });
+    let saver = host.clone();
     let spawned = std::thread::Builder::new()
         .name("zwindow-bgsave".into())
-        .spawn(move || run_bgsave(&*saver, sizes, extras, target, done));
+        .spawn(move || run_bgsave(saver, child, sizes, extras, target, done));
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
         env.store.end_snapshot();
@@ -657,8 +670,62 @@ pub(crate) fn start_save<'s>(
     Ok(())
 }
 
+/// Writes `src` to `dir`/`dbfilename` through `child` (see
+/// [`crate::util::child`]), which writes `temp-<its pid>.rdb` as Redis's
+/// child does; the parent renames it once the child exited cleanly.
+/// Returns the encoding's outcome and the child's exit.
+fn write_file_child(
+    host: &Arc<dyn Host>,
+    child: std::io::Result<(crate::util::child::Child, std::path::PathBuf)>,
+    src: &dyn Source,
+    extras: &Extras,
+) -> (std::io::Result<()>, Option<crate::util::child::Exit>) {
+    use crate::util::child::Exit;
+    let (config, p) = (host.env().config, host.persistence());
+    let path = config.rdb_path();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let (mut child, tmp) = match child {
+        Ok(c) => c,
+        Err(e) => return (Err(e), None),
+    };
+    let opts = SaveOptions {
+        abort: Some(&p.bgsave_abort),
+        ..options(config)
+    };
+    let encoded = file::write(&mut child, src, extras, opts);
+    let exit = child.finish(encoded.is_ok());
+    if encoded.is_ok() && exit == Exit::Code(0) {
+        // Stopped after its last key (FLUSHALL, SHUTDOWN): never renamed
+        // into place; the check and the rename are one step against other
+        // saves (see `write_file`).
+        let _renaming = RENAME.lock();
+        if p.bgsave_abort.load(Relaxed) {
+            let _ = std::fs::remove_file(&tmp);
+            return (
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "stopped",
+                )),
+                Some(exit),
+            );
+        }
+        if let Err(e) = std::fs::rename(&tmp, &path) {
+            let _ = std::fs::remove_file(&tmp);
+            return (Err(e), Some(exit));
+        }
+        // The rename is durable once the directory is.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    } else {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    (encoded, Some(exit))
+}
+
 fn run_bgsave(
-    host: &dyn Host,
+    host: Arc<dyn Host>,
+    child: Option<std::io::Result<(crate::util::child::Child, std::path::PathBuf)>>,
     sizes: crate::keyspace::snapshot::Sizes,
     extras: Extras,
     target: SaveTarget,
@@ -666,24 +733,48 @@ fn run_bgsave(
 ) {
     let (env, p) = (host.env(), host.persistence());
     env.config.pin_thread("bgsave");
+    let host = &host;
     let started = std::time::Instant::now();
     let src = SnapshotSource {
         store: env.store,
         sizes,
     };
-    let (result, to_file) = match target {
-        SaveTarget::File => (
-            write_file(env.config, &src, &extras, "bg", Some(&p.bgsave_abort)),
-            true,
+    let (result, exit, to_file) = match target {
+        SaveTarget::File => {
+            let child = child.unwrap_or_else(|| Err(std::io::Error::other("no child")));
+            let (result, exit) = write_file_child(host, child, &src, &extras);
+            (result, exit, true)
+        }
+        SaveTarget::Stream(w) => (
+            file::write(w, &src, &extras, options(env.config)),
+            None,
+            false,
         ),
-        SaveTarget::Stream(w) => (file::write(w, &src, &extras, options(env.config)), false),
     };
     env.store.end_snapshot();
     p.last_bgsave_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
+    use crate::util::child::Exit;
+    let stopped = p.bgsave_abort.load(Relaxed);
+    // Redis's `backgroundSaveDoneHandlerDisk`: the outcome is the child's.
+    let result = match (result, exit) {
+        (Ok(()), Some(Exit::Code(0)) | None) => Ok(()),
+        (_, Some(Exit::Signal(sig))) if sig != libc::SIGUSR1 => {
+            tracing::warn!("Background saving terminated by signal {sig}");
+            p.last_bgsave_ok.store(false, Relaxed);
+            p.last_bgsave_try.store(now_secs(env.clock), Relaxed);
+            Err(None)
+        }
+        (Ok(()), Some(_)) if !stopped => Err(Some(std::io::Error::other(
+            "the child process exited with an error",
+        ))),
+        (Ok(()), Some(_)) => Err(Some(std::io::Error::other("the save was stopped"))),
+        (Err(e), _) => Err(Some(e)),
+    };
     let outcome = match result {
+        Err(None) => Err("terminated by signal".to_string()),
         Ok(()) if to_file => {
-            saved(host, p.dirty_before_bgsave.load(Relaxed));
+            saved(&**host, p.dirty_before_bgsave.load(Relaxed));
             tracing::info!("Background saving terminated with success");
             Ok(())
         }
@@ -693,23 +784,33 @@ fn run_bgsave(
         }
         // Stopped on purpose: not a failed save (Redis's child killed
         // with SIGUSR1 leaves `lastbgsave_status` alone).
-        Err(e) if to_file && p.bgsave_abort.load(Relaxed) => {
+        Err(Some(e)) if to_file && stopped => {
             tracing::warn!("Background saving stopped before it finished");
             Err(e.to_string())
         }
-        Err(e) if to_file => {
+        Err(Some(e)) if to_file => {
             p.last_bgsave_ok.store(false, Relaxed);
             p.last_bgsave_try.store(now_secs(env.clock), Relaxed);
             tracing::warn!("Background saving error: {e}");
             Err(e.to_string())
         }
-        Err(e) => {
+        Err(Some(e)) => {
             tracing::warn!("Background transfer error: {e}");
             Err(e.to_string())
         }
     };
     p.bgsave_in_progress.store(false, Relaxed);
     done(outcome);
+}
+
+/// Shutting down (Redis's `prepareForShutdown`): a running BGSAVE's child
+/// is stopped and its temporary file removed, not waited for.
+pub(crate) fn kill_bgsave_for_shutdown(state: &State) {
+    if state.bgsave_in_progress.load(Relaxed) {
+        tracing::warn!("There is a child saving an .rdb. Killing it!");
+        state.bgsave_abort.store(true, Relaxed);
+        wait_bgsave(state, std::time::Duration::from_secs(5));
+    }
 }
 
 /// Waits (a bounded while) for a running BGSAVE to end, so a foreground

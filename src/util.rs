@@ -4,6 +4,8 @@
 //! cannot exhaust the stack; and small process helpers (the wall clock,
 //! the test hook's sleep).
 
+pub(crate) mod child;
+
 /// Parses a signed 64-bit integer with Redis's `string2ll` rules: no
 /// whitespace, no leading `+`, no leading zeros, no `-0`.
 pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {

@@ -67,6 +67,7 @@ fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
             return Err(invalid());
         }
         let (mut name, mut seq, mut kind) = (None, None, None);
+        let (mut start_offset, mut end_offset) = (-1, -1);
         for pair in words.chunks(2) {
             let value = &pair[1];
             match pair[0].to_ascii_lowercase().as_str() {
@@ -78,6 +79,8 @@ fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
                 }
                 "seq" => seq = value.parse::<u64>().ok(),
                 "type" => kind = value.bytes().next(),
+                "startoffset" => start_offset = atoll(value),
+                "endoffset" => end_offset = atoll(value),
                 _ => {}
             }
         }
@@ -87,7 +90,11 @@ fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
         if seq == 0 {
             return Err("Invalid AOF manifest file format".into());
         }
-        let info = FileInfo { name, seq, kind };
+        let info = FileInfo {
+            start_offset,
+            end_offset,
+            ..FileInfo::new(name, seq, kind)
+        };
         match kind {
             BASE => {
                 if m.base.is_some() {
@@ -107,6 +114,22 @@ fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
         }
     }
     Ok(m)
+}
+
+/// C's `atoll`, as Redis reads the offsets: leading digits (after an
+/// optional sign), 0 without any.
+fn atoll(s: &str) -> i64 {
+    let b = s.trim_start().as_bytes();
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let mut v: i64 = 0;
+    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
+        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+    }
+    if neg { -v } else { v }
 }
 
 /// Splits a manifest line into words, double-quoted words with Redis's
@@ -277,11 +300,7 @@ fn upgrade(dir: &Path, prefix: &str, manifest: &mut Manifest) -> Result<(), Stri
             dir.display()
         )
     })?;
-    manifest.base = Some(FileInfo {
-        name: prefix.to_string(),
-        seq: 1,
-        kind: BASE,
-    });
+    manifest.base = Some(FileInfo::new(prefix.to_string(), 1, BASE));
     super::persist_manifest(dir, prefix, manifest)
         .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
     std::fs::rename(prefix, dir.join(prefix)).map_err(|e| {

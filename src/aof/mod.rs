@@ -32,7 +32,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -46,6 +46,11 @@ use crate::protocol::encode_command as encode;
 /// server owns as the sink of its propagated stream.
 pub(crate) trait Host: crate::persistence::Host {
     fn aof(&self) -> &Aof;
+    /// `master_repl_offset`, where a new incremental file starts.
+    fn repl_offset(&self) -> u64;
+    /// After loading the AOF at startup: `master_repl_offset` continues
+    /// from where the last incremental file ended.
+    fn set_repl_offset(&self, offset: u64);
 }
 
 /// `aof_state`: off, on, or on and waiting for the first rewrite (turned
@@ -70,7 +75,16 @@ pub(crate) struct Aof {
     /// Set to stop the running rewrite (`CONFIG SET appendonly no`, as
     /// Redis kills its rewrite child); cleared when the next one starts.
     rewrite_abort: AtomicBool,
+    /// The running rewrite's child process (0: none); see
+    /// [`crate::util::child`].
+    rewrite_child: AtomicI32,
     pub(crate) rewrite_scheduled: AtomicBool,
+    /// `aof_rewrites_consecutive_failures` (Redis's
+    /// `stat_aofrw_consecutive_failures`).
+    consecutive_failures: AtomicU64,
+    /// Redis's `aofRewriteLimited` state: minutes of the last delay, and
+    /// the unix second before which no automatic rewrite starts (0: none).
+    limit: Mutex<(u64, u64)>,
     last_bgrewrite_ok: AtomicBool,
     last_write_ok: AtomicBool,
     rewrites: AtomicU64,
@@ -131,6 +145,9 @@ impl Default for Aof {
             file: Mutex::new(None),
             rewrite_in_progress: AtomicBool::new(false),
             rewrite_abort: AtomicBool::new(false),
+            rewrite_child: AtomicI32::new(0),
+            consecutive_failures: AtomicU64::new(0),
+            limit: Mutex::new((0, 0)),
             rewrite_scheduled: AtomicBool::new(false),
             last_bgrewrite_ok: AtomicBool::new(true),
             last_write_ok: AtomicBool::new(true),
@@ -442,8 +459,11 @@ impl Aof {
         let base = self.base_size.load(Relaxed).max(1);
         // A BGREWRITEAOF scheduled behind a BGSAVE runs whether the AOF is
         // on or not, as Redis's serverCron; growth triggers only when on.
-        let auto = enabled && pct > 0 && size > min && (size - base) * 100 / base >= pct;
-        if scheduled || auto {
+        let auto = self.state.load(Relaxed) == ON
+            && pct > 0
+            && size > min
+            && (size - base) * 100 / base >= pct;
+        if (scheduled || auto) && !self.limited(env.clock.now_ms() / 1000) {
             if auto && !scheduled {
                 tracing::info!(
                     "Starting automatic rewriting of AOF on {}% growth",
@@ -453,6 +473,37 @@ impl Aof {
             let mut guards = env.store.lock(env.store.all_shards());
             let _ = start_rewrite(host.clone(), guards.iter_mut());
         }
+    }
+
+    /// Redis's `aofRewriteLimited`: after three failed rewrites in a row,
+    /// the automatic and scheduled ones wait a minute, then two, four...
+    /// up to an hour between tries (BGREWRITEAOF itself is never held).
+    fn limited(&self, now_secs: u64) -> bool {
+        const THRESHOLD: u64 = 3;
+        const MAX_MINUTES: u64 = 60;
+        let mut l = self.limit.lock();
+        if self.consecutive_failures.load(Relaxed) < THRESHOLD {
+            *l = (0, 0);
+            return false;
+        }
+        if l.1 != 0 {
+            if now_secs < l.1 {
+                return true;
+            }
+            l.1 = 0;
+            return false;
+        }
+        l.0 = if l.0 == 0 {
+            1
+        } else {
+            (l.0 * 2).min(MAX_MINUTES)
+        };
+        l.1 = now_secs + l.0 * 60;
+        tracing::warn!(
+            "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes",
+            l.0
+        );
+        true
     }
 
     /// Flushes and fsyncs everything (shutdown, turning the AOF off).
@@ -499,12 +550,28 @@ pub(crate) async fn run(host: Arc<dyn Host>, mut shutdown: tokio::sync::watch::R
     }
 }
 
-/// A manifest's entry: file name, sequence number, type.
+/// A manifest's entry: file name, sequence number, type, and for an
+/// incremental file of Redis 7.4+ the replication offsets it starts at
+/// and (once closed gracefully) ends at (-1: not known).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FileInfo {
     pub(crate) name: String,
     pub(crate) seq: u64,
     pub(crate) kind: u8,
+    pub(crate) start_offset: i64,
+    pub(crate) end_offset: i64,
+}
+
+impl FileInfo {
+    pub(crate) fn new(name: String, seq: u64, kind: u8) -> FileInfo {
+        FileInfo {
+            name,
+            seq,
+            kind,
+            start_offset: -1,
+            end_offset: -1,
+        }
+    }
 }
 
 /// The manifest: the base file, files that a rewrite made history (to be
@@ -525,12 +592,20 @@ impl Manifest {
     pub(crate) fn to_text(&self) -> String {
         let mut s = String::new();
         for f in self.base.iter().chain(&self.history).chain(&self.incrs) {
+            // Redis's `aofInfoFormat`: the end offset only beside a start.
             s.push_str(&format!(
-                "file {} seq {} type {}\n",
+                "file {} seq {} type {}",
                 quoted(&f.name),
                 f.seq,
                 f.kind as char
             ));
+            if f.start_offset != -1 {
+                s.push_str(&format!(" startoffset {}", f.start_offset));
+                if f.end_offset != -1 {
+                    s.push_str(&format!(" endoffset {}", f.end_offset));
+                }
+            }
+            s.push('\n');
         }
         s
     }
@@ -549,25 +624,23 @@ impl Manifest {
         let seq = self.last_base_seq() + 1;
         let suffix = if rdb { "rdb" } else { "aof" };
         let name = format!("{prefix}.{seq}.base.{suffix}");
+        // History lists the newest first (Redis adds at the list's head).
         if let Some(mut old) = self.base.take() {
             old.kind = HISTORY;
-            self.history.push(old);
+            self.history.insert(0, old);
         }
-        self.base = Some(FileInfo {
-            name: name.clone(),
-            seq,
-            kind: BASE,
-        });
+        self.base = Some(FileInfo::new(name.clone(), seq, BASE));
         name
     }
 
-    fn new_incr(&mut self, prefix: &str) -> String {
+    /// A new incremental file's name; it starts at replication offset
+    /// `start_offset` (Redis's `getNewIncrAofName`).
+    fn new_incr(&mut self, prefix: &str, start_offset: u64) -> String {
         let seq = self.last_incr_seq() + 1;
         let name = format!("{prefix}.{seq}.incr.aof");
         self.incrs.push(FileInfo {
-            name: name.clone(),
-            seq,
-            kind: INCR,
+            start_offset: start_offset as i64,
+            ..FileInfo::new(name.clone(), seq, INCR)
         });
         name
     }
@@ -679,16 +752,7 @@ fn write_base(
     let result = (|| {
         let f = File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        let opts = crate::rdb::file::SaveOptions {
-            abort,
-            ..crate::persistence::options(config)
-        };
-        if rdb {
-            crate::rdb::file::write(&mut w, src, extras, opts)?;
-        } else {
-            let ts = config.aof_timestamp_enabled().then_some(extras.ctime_secs);
-            rewrite::write(&mut w, src, extras, opts, ts)?;
-        }
+        encode_base(&mut w, config, rdb, src, extras, abort)?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -699,6 +763,34 @@ fn write_base(
     result
 }
 
+/// A base of `src` into `w`: an RDB image, or commands.
+fn encode_base(
+    w: &mut dyn Write,
+    config: &Config,
+    rdb: bool,
+    src: &dyn crate::rdb::file::Source,
+    extras: &crate::rdb::file::Extras,
+    abort: Option<&AtomicBool>,
+) -> std::io::Result<()> {
+    let opts = crate::rdb::file::SaveOptions {
+        abort,
+        ..crate::persistence::options(config)
+    };
+    if rdb {
+        crate::rdb::file::write(w, src, extras, opts)
+    } else {
+        let ts = config.aof_timestamp_enabled().then_some(extras.ctime_secs);
+        rewrite::write(w, src, extras, opts, ts)
+    }
+}
+
+/// The incremental file a rewrite started while the AOF is being turned
+/// on appends to until the base exists (Redis's `getTempIncrAofName`); it
+/// is renamed to its manifest name when the rewrite succeeds.
+fn temp_incr_name(prefix: &str) -> String {
+    format!("temp-{prefix}.incr")
+}
+
 /// After loading at startup with `appendonly yes` (Redis's
 /// `aofOpenIfNeededOnServerStart`): creates the directory, a base of the
 /// (empty) dataset when there are no files yet, and opens the last
@@ -707,6 +799,17 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
     let (env, aof) = (host.env(), host.aof());
     let dir = Aof::dir(env.config);
     let prefix = env.config.appendfilename();
+    // Redis's `updateReplOffsetAndResetEndOffset`: the offset continues
+    // from the last incremental file's end (then forgotten: appending
+    // moves it), or its start plus its size.
+    if let Some(last) = manifest.incrs.last_mut() {
+        let offset = if last.end_offset != -1 {
+            std::mem::replace(&mut last.end_offset, -1)
+        } else {
+            last.start_offset.max(0) + file_size(&dir.join(&last.name)) as i64
+        };
+        host.set_repl_offset(offset.max(0) as u64);
+    }
     std::fs::create_dir_all(&dir).map_err(|e| {
         format!(
             "Can't open or create append-only dir {}: {e}",
@@ -725,7 +828,7 @@ pub(crate) fn open_at_startup(host: &dyn Host, mut manifest: Manifest) -> Result
         tracing::info!("Creating AOF base file {name} on server start");
     }
     if manifest.incrs.is_empty() {
-        let name = manifest.new_incr(&prefix);
+        let name = manifest.new_incr(&prefix, host.repl_offset());
         tracing::info!("Creating AOF incr file {name} on server start");
     }
     let last = manifest
@@ -807,28 +910,52 @@ fn start_rewrite<'s>(
                 load::read_manifest(&dir, &prefix).unwrap_or_default()
             }
         };
-        let name = manifest.new_incr(&prefix);
-        let incr = open_append(&dir.join(&name)).map_err(|e| {
-            tracing::warn!("Can't open the append-only file {name}: {e}");
-            "ERR Can't open the new incremental AOF file".to_string()
-        })?;
-        if aof.state.load(Relaxed) == ON
-            && let Err(e) = persist_manifest(&dir, &prefix, &manifest)
-        {
-            tracing::warn!("Can't persist the AOF manifest: {e}");
-            let _ = std::fs::remove_file(dir.join(&name));
-            return Err("ERR Can't persist the AOF manifest".into());
+        // With the AOF off, the rewrite only writes a new base (Redis's
+        // `rewriteAppendOnlyFileBackground` opens no incremental file).
+        if aof.state.load(Relaxed) == OFF {
+            *files = None;
+            manifest
+        } else {
+            let name = manifest.new_incr(&prefix, host.repl_offset());
+            let waiting = aof.state.load(Relaxed) == WAIT_REWRITE;
+            let opened = if waiting {
+                // Truncated: a failed try's leftovers are no part of the new one.
+                File::create(dir.join(temp_incr_name(&prefix)))
+            } else {
+                open_append(&dir.join(&name))
+            };
+            let incr = opened.map_err(|e| {
+                tracing::warn!("Can't open the append-only file {name}: {e}");
+                "ERR Can't open the new incremental AOF file".to_string()
+            })?;
+            if aof.state.load(Relaxed) == ON
+                && let Err(e) = persist_manifest(&dir, &prefix, &manifest)
+            {
+                tracing::warn!("Can't persist the AOF manifest: {e}");
+                let _ = std::fs::remove_file(dir.join(&name));
+                return Err("ERR Can't persist the AOF manifest".into());
+            }
+            aof.pending.lock().selected_db = None;
+            aof.unsynced.store(0, Relaxed);
+            *files = Some(Files {
+                manifest: manifest.clone(),
+                incr,
+            });
+            manifest
         }
-        aof.pending.lock().selected_db = None;
-        aof.unsynced.store(0, Relaxed);
-        *files = Some(Files {
-            manifest: manifest.clone(),
-            incr,
-        });
-        manifest
     };
     let sizes = env.store.begin_snapshot(shards);
     aof.rewrite_abort.store(false, Relaxed);
+    // The child exists when BGREWRITEAOF replies (and before INFO says a
+    // rewrite runs), as Redis's forked one.
+    let h = host.clone();
+    let oom = env.config.bgchild_oom_score();
+    let child = crate::util::child::spawn_writing("temp-rewriteaof-bg", "aof", oom, move || {
+        h.aof().rewrite_abort.store(true, Relaxed)
+    });
+    if let Ok((c, _)) = &child {
+        aof.rewrite_child.store(c.pid(), Relaxed);
+    }
     aof.rewrite_in_progress.store(true, Relaxed);
     aof.rewrite_scheduled.store(false, Relaxed);
     aof.rewrite_started
@@ -836,7 +963,7 @@ fn start_rewrite<'s>(
     let writer = host.clone();
     let spawned = std::thread::Builder::new()
         .name("zwindow-aofrw".into())
-        .spawn(move || run_rewrite(&*writer, sizes, extras, dir, prefix, manifest));
+        .spawn(move || run_rewrite(writer, child, sizes, extras, dir, prefix, manifest));
     if let Err(e) = spawned {
         tracing::warn!("Can't rewrite append only file in background: {e}");
         env.store.end_snapshot();
@@ -848,13 +975,15 @@ fn start_rewrite<'s>(
 }
 
 fn run_rewrite(
-    host: &dyn Host,
+    host: Arc<dyn Host>,
+    child: std::io::Result<(crate::util::child::Child, PathBuf)>,
     sizes: crate::keyspace::snapshot::Sizes,
     extras: crate::rdb::file::Extras,
     dir: PathBuf,
     prefix: String,
     mut manifest: Manifest,
 ) {
+    use crate::util::child::Exit;
     let (env, aof) = (host.env(), host.aof());
     env.config.pin_thread("aof-rewrite");
     let started = std::time::Instant::now();
@@ -862,20 +991,40 @@ fn run_rewrite(
         store: env.store,
         sizes,
     };
-    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let rdb = env.config.aof_use_rdb_preamble();
-    let written = write_base(
-        env.config,
-        &tmp,
-        rdb,
-        &src,
-        &extras,
-        Some(&aof.rewrite_abort),
-    );
+    let (encoded, exit, tmp) = match child {
+        Ok((mut child, tmp)) => {
+            let encoded = encode_base(
+                &mut child,
+                env.config,
+                rdb,
+                &src,
+                &extras,
+                Some(&aof.rewrite_abort),
+            );
+            let exit = child.finish(encoded.is_ok());
+            (encoded, Some(exit), tmp)
+        }
+        Err(e) => (Err(e), None, PathBuf::new()),
+    };
     env.store.end_snapshot();
+    aof.rewrite_child.store(0, Relaxed);
     aof.last_rewrite_time_sec
         .store(started.elapsed().as_secs() as i64, Relaxed);
-    let result = written.and_then(|()| {
+    let stopped = aof.rewrite_abort.load(Relaxed);
+    // Redis's `backgroundRewriteDoneHandler`: the outcome is the child's.
+    let outcome: Result<(), Option<String>> = match (encoded, exit) {
+        (Ok(()), Some(Exit::Code(0))) => Ok(()),
+        (_, Some(Exit::Signal(sig))) if sig != libc::SIGUSR1 || stopped => {
+            tracing::warn!("Background AOF rewrite terminated by signal {sig}");
+            Err((sig != libc::SIGUSR1).then(String::new))
+        }
+        (Err(e), _) => Err(Some(format!("Background AOF rewrite failed: {e}"))),
+        (Ok(()), _) => Err(Some("Background AOF rewrite terminated with error".into())),
+    };
+    let waiting = aof.state.load(Relaxed) == WAIT_REWRITE;
+    let result = outcome.and_then(|()| {
+        tracing::info!("Background AOF rewrite terminated with success");
         // The manifest as of now (the incremental file opened at the
         // start is the last one; a later rewrite cannot have run).
         let mut files = aof.file.lock();
@@ -883,19 +1032,52 @@ fn run_rewrite(
             manifest = f.manifest.clone();
         }
         let name = manifest.new_base(&prefix, rdb);
-        std::fs::rename(&tmp, dir.join(&name))?;
-        // Every incremental file but the one opened at the start is in the
-        // new base.
-        let keep = manifest.incrs.pop();
-        for mut old in std::mem::take(&mut manifest.incrs) {
-            old.kind = HISTORY;
-            manifest.history.push(old);
+        let fail = |what: String| Some(what);
+        std::fs::rename(&tmp, dir.join(&name)).map_err(|e| {
+            fail(format!(
+                "Error trying to rename the temporary AOF base file {} into {name}: {e}",
+                tmp.display()
+            ))
+        })?;
+        tracing::info!(
+            "Successfully renamed the temporary AOF base file {} into {name}",
+            tmp.display()
+        );
+        if waiting && let Some(incr) = manifest.incrs.last() {
+            let temp = temp_incr_name(&prefix);
+            std::fs::rename(dir.join(&temp), dir.join(&incr.name)).map_err(|e| {
+                let _ = std::fs::remove_file(dir.join(&name));
+                fail(format!(
+                    "Error trying to rename the temporary AOF incr file {temp} into {}: {e}",
+                    incr.name
+                ))
+            })?;
+            tracing::info!(
+                "Successfully renamed the temporary AOF incr file {temp} into {}",
+                incr.name
+            );
         }
+        // Every incremental file but the one opened at the start (when
+        // the AOF is on) is in the new base (Redis's
+        // `markRewrittenIncrAofAsHistory`: newest first, at the head).
+        let keep = if files.is_some() {
+            manifest.incrs.pop()
+        } else {
+            None
+        };
+        let mut olds = std::mem::take(&mut manifest.incrs);
+        for old in &mut olds {
+            old.kind = HISTORY;
+        }
+        manifest.history.splice(0..0, olds);
         manifest.incrs.extend(keep);
-        persist_manifest(&dir, &prefix, &manifest)?;
-        let size = live_size(&dir, &manifest);
-        aof.current_size.store(size, Relaxed);
-        aof.base_size.store(size, Relaxed);
+        persist_manifest(&dir, &prefix, &manifest)
+            .map_err(|e| fail(format!("Can't persist the AOF manifest: {e}")))?;
+        if files.is_some() {
+            let size = live_size(&dir, &manifest);
+            aof.current_size.store(size, Relaxed);
+            aof.base_size.store(size, Relaxed);
+        }
         if !env.config.aof_keep_history() {
             delete_history(&dir, &prefix, &mut manifest);
         }
@@ -910,19 +1092,40 @@ fn run_rewrite(
                 .compare_exchange(WAIT_REWRITE, ON, Relaxed, Relaxed)
                 .ok();
             aof.last_bgrewrite_ok.store(true, Relaxed);
+            aof.consecutive_failures.store(0, Relaxed);
             aof.rewrites.fetch_add(1, Relaxed);
-            tracing::info!("Background AOF rewrite terminated with success");
             tracing::info!("Background AOF rewrite finished successfully");
         }
-        // Stopped on purpose: Redis's killed child leaves the last
-        // rewrite's status alone.
-        Err(_) if aof.rewrite_abort.load(Relaxed) => {
+        Err(failed) => {
+            if let Some(msg) = failed {
+                if !msg.is_empty() {
+                    tracing::warn!("{msg}");
+                }
+                aof.last_bgrewrite_ok.store(false, Relaxed);
+                aof.consecutive_failures.fetch_add(1, Relaxed);
+            }
+            // Redis's `aofRemoveTempFile`.
             let _ = std::fs::remove_file(&tmp);
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            aof.last_bgrewrite_ok.store(false, Relaxed);
-            tracing::warn!("Background AOF rewrite failed: {e}");
+            // Turning the AOF on failed this time: what the temporary
+            // incremental file holds is dropped, and a new try scheduled
+            // (Redis's `aofDelTempIncrAofFile`).
+            let by_server = stopped && exit == Some(Exit::Signal(libc::SIGUSR1));
+            if by_server {
+                // `CONFIG SET appendonly no` (Redis's `killAppendOnlyChild`
+                // cleans up without the done handler).
+                let _ = std::fs::remove_file(dir.join(temp_incr_name(&prefix)));
+            } else if aof.state.load(Relaxed) == WAIT_REWRITE {
+                let mut files = aof.file.lock();
+                if let Some(f) = files.as_mut() {
+                    f.manifest.incrs.pop();
+                }
+                let dropped = std::mem::take(&mut aof.pending.lock().bytes);
+                aof.discarded(dropped.len());
+                let temp = temp_incr_name(&prefix);
+                tracing::info!("Removing the temp incr aof file {temp} in the background");
+                let _ = std::fs::remove_file(dir.join(&temp));
+                aof.rewrite_scheduled.store(true, Relaxed);
+            }
         }
     }
     aof.rewrite_in_progress.store(false, Relaxed);
@@ -941,7 +1144,7 @@ pub(crate) fn apply_config(host: Arc<dyn Host>) -> Result<(), String> {
     match (env.config.appendonly(), host.aof().enabled()) {
         (true, false) => start(host.clone(), &mut ks, false),
         (false, true) => {
-            stop(host.aof());
+            stop(&*host);
             Ok(())
         }
         _ => Ok(()),
@@ -992,12 +1195,16 @@ pub(crate) fn start(
 /// `CONFIG SET appendonly no` (Redis's `stopAppendOnly`): a running
 /// rewrite is stopped and waited for, as Redis's `killAppendOnlyChild`
 /// (its log line is Redis's, which operators and Redis's tests look for).
-pub(crate) fn stop(aof: &Aof) {
+pub(crate) fn stop(host: &dyn Host) {
+    let aof = host.aof();
     if !aof.enabled() {
         return;
     }
     if aof.rewrite_in_progress.load(Relaxed) {
-        tracing::info!("Killing running AOF rewrite child: {}", std::process::id());
+        tracing::info!(
+            "Killing running AOF rewrite child: {}",
+            aof.rewrite_child.load(Relaxed)
+        );
         aof.rewrite_abort.store(true, Relaxed);
         // The writer checks the flag between batches of keys and while it
         // sleeps `rdb-key-save-delay`: it ends within milliseconds.
@@ -1007,11 +1214,31 @@ pub(crate) fn stop(aof: &Aof) {
         }
     }
     aof.flush_all();
+    close_incr(host);
     aof.state.store(OFF, Relaxed);
+    aof.rewrite_scheduled.store(false, Relaxed);
     *aof.file.lock() = None;
     let dropped = std::mem::take(&mut aof.pending.lock().bytes);
     aof.discarded(dropped.len());
     aof.has_pending.store(false, Relaxed);
+}
+
+/// Closing the AOF gracefully (turned off, shutdown): the manifest notes
+/// where the incremental file ends in the replication stream (Redis's
+/// `updateCurIncrAofEndOffset`; not critical, so a failure is ignored).
+pub(crate) fn close_incr(host: &dyn Host) {
+    let aof = host.aof();
+    if aof.state.load(Relaxed) != ON {
+        return;
+    }
+    let config = host.env().config;
+    let mut files = aof.file.lock();
+    if let Some(f) = files.as_mut()
+        && let Some(last) = f.manifest.incrs.last_mut()
+    {
+        last.end_offset = host.repl_offset() as i64;
+        let _ = persist_manifest(&Aof::dir(config), &config.appendfilename(), &f.manifest);
+    }
 }
 
 /// `BGREWRITEAOF`.
@@ -1052,7 +1279,11 @@ pub(crate) fn debug_loadaof<C>(
     let loaded = load::load_files(host, ks, dispatch);
     ks.prop = own;
     aof.state.store(state, Relaxed);
-    loaded.map(|_| tracing::warn!("Append Only File loaded by DEBUG LOADAOF"))
+    loaded.map(|_| {
+        // Redis's `server.dirty = 0`: what was loaded is no change to save.
+        host.env().dirty.store(0, Relaxed);
+        tracing::warn!("Append Only File loaded by DEBUG LOADAOF")
+    })
 }
 
 /// INFO persistence's `aof_*` lines, as Redis 7.0 prints them.
@@ -1086,7 +1317,10 @@ pub(crate) fn info_fields(aof: &Aof, clock: &Clock) -> Vec<(&'static str, String
             ok(aof.last_bgrewrite_ok.load(Relaxed)),
         ),
         ("aof_rewrites", aof.rewrites.load(Relaxed).to_string()),
-        ("aof_rewrites_consecutive_failures", "0".into()),
+        (
+            "aof_rewrites_consecutive_failures",
+            aof.consecutive_failures.load(Relaxed).to_string(),
+        ),
         ("aof_last_write_status", ok(aof.last_write_ok.load(Relaxed))),
         ("aof_last_cow_size", "0".into()),
         ("module_fork_in_progress", "0".into()),

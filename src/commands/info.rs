@@ -849,10 +849,11 @@ fn stats(t: &mut Text, shared: &Services, ks: &Keyspace) {
         "pubsubshard_channels",
         shared.pubsub.channels(true, None).len(),
     );
-    // No fork (no persistence), replicas or defragmentation.
-    for name in ["latest_fork_usec", "total_forks"] {
-        t.field(name, 0);
-    }
+    // The child processes of background saves and rewrites (see
+    // `util::child`).
+    let (forks, fork_usec) = crate::util::child::fork_stats();
+    t.field("latest_fork_usec", fork_usec);
+    t.field("total_forks", forks);
     t.field("migrate_cached_sockets", shared.migrate.len());
     for name in [
         "slave_expires_tracked_keys",

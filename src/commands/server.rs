@@ -3,7 +3,6 @@
 //! subcommands are in `memory.rs`, DEBUG's in `debug.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
 use super::flags::*;
 use super::{
@@ -651,7 +650,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
             )));
         }
     } else if applies && !aof_now && aof_was {
-        crate::aof::stop(&ctx.shared.aof);
+        crate::aof::stop(&**ctx.shared);
     }
     // config.c `updateAofAutoGCEnabled`.
     if pairs
@@ -703,6 +702,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
 fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
     // What Redis's resetServerStats clears (not gauges, not the memory peak).
     ctx.shared.lazyfree.reset_stats();
+    crate::util::child::reset_fork_stats();
     ctx.shared.scripting.evicted_scripts.store(0, Relaxed);
     let s = &ctx.shared.stats;
     for c in [
@@ -1270,8 +1270,11 @@ pub(crate) fn save_for_shutdown(shared: &Services, flags: Flags) -> Result<(), S
         }
         tracing::warn!("Writing initial AOF. Exit anyway.");
     }
+    // A BGSAVE's child is stopped, its temp file removed (the save below,
+    // if any, is the newer one); the AOF is written out before the RDB.
+    crate::persistence::kill_bgsave_for_shutdown(&shared.persistence);
+    shared.aof.flush_all();
     if flags.save || (!flags.nosave && !shared.config.save_points().is_empty()) {
-        crate::persistence::wait_bgsave(&shared.persistence, Duration::from_secs(60));
         tracing::info!("Saving the final RDB snapshot before exiting.");
         if let Err(e) = crate::persistence::save_all(shared) {
             if !flags.force {
@@ -1280,6 +1283,9 @@ pub(crate) fn save_for_shutdown(shared: &Services, flags: Flags) -> Result<(), S
             tracing::warn!("Error trying to save the DB. Exit anyway.");
         }
     }
+    // The manifest notes where the incremental file ends (Redis's
+    // `updateCurIncrAofEndOffset`), before the connection closes.
+    crate::aof::close_incr(shared);
     shared.persistence.shutdown_handled.store(true, Relaxed);
     Ok(())
 }

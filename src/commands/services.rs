@@ -252,6 +252,14 @@ impl crate::aof::Host for Services {
     fn aof(&self) -> &crate::aof::Aof {
         &self.aof
     }
+
+    fn repl_offset(&self) -> u64 {
+        self.replication.offset()
+    }
+
+    fn set_repl_offset(&self, offset: u64) {
+        self.replication.set_offset_after_aof_load(offset);
+    }
 }
 
 /// Where the keyspace's reports go: pub/sub, client tracking, the blocking
@@ -294,6 +302,16 @@ impl Events for Services {
     fn feed(&self, ops: &[Op], transaction: bool) {
         if self.aof_before_feed() {
             Sink::feed(&self.aof, ops, transaction);
+            if !Sink::listening(&self.replication) {
+                // Redis's `propagateNow`: the commands for both the AOF
+                // and replicas, and the MULTI and EXEC around them.
+                let n = ops
+                    .iter()
+                    .filter(|op| matches!(op.target, crate::keyspace::propagate::Target::All))
+                    .count() as u64;
+                let wrap = if transaction { 2 } else { 0 };
+                self.replication.advance_without_backlog(n + wrap);
+            }
         }
         if Sink::listening(&self.replication) {
             Sink::feed(&self.replication, ops, transaction);
@@ -303,6 +321,9 @@ impl Events for Services {
     fn feed_args(&self, db: usize, args: &crate::protocol::Args<'_>) {
         if self.aof_before_feed() {
             Sink::feed_args(&self.aof, db, args);
+            if !Sink::listening(&self.replication) {
+                self.replication.advance_without_backlog(1);
+            }
         }
         if Sink::listening(&self.replication) {
             Sink::feed_args(&self.replication, db, args);

@@ -186,6 +186,9 @@ fn smismember(ctx: &mut Ctx) -> CmdResult {
     Ok(Done)
 }
 
+/// Members per SREM that SPOP with a count is logged as.
+const SPOP_BATCH: usize = 1024;
+
 fn spop(ctx: &mut Ctx) -> CmdResult {
     let key = ctx.args.get(1);
     match ctx.argc() {
@@ -272,11 +275,13 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.ks
         .signal_by(key, notify::SET, "spop", popped.len() as u64);
-    // SREMs of up to 1024 members each, as Redis 7.2+ logs them (7.0
-    // logged one per member).
-    for batch in popped.chunks(1024) {
+    // SREMs of up to 1024 members each, as Redis 7.2+ logs them
+    // (`spopWithCountCommand`'s batches).
+    for batch in popped.chunks(SPOP_BATCH) {
         ctx.ks.also_propagate(|| {
-            let mut argv = crate::argv![b"SREM", key];
+            let mut argv = Vec::with_capacity(2 + batch.len());
+            argv.push(b"SREM".to_vec());
+            argv.push(key.to_vec());
             argv.extend(batch.iter().map(|m| m.to_vec()));
             argv
         });

@@ -1,7 +1,9 @@
 //! Copy-on-write snapshots: what BGSAVE writes instead of forking.
 //!
-//! Design. A multi-threaded process cannot `fork()` safely, so BGSAVE
-//! gets its point-in-time view another way:
+//! Design. A multi-threaded process cannot `fork()` safely and go on
+//! running its own code in the child, so BGSAVE gets its point-in-time
+//! view another way (the child it does fork only writes the bytes to the
+//! file: see `util::child`):
 //!
 //! 1. The instant: BGSAVE holds every shard (as EXEC does) and gives each
 //!    shard an empty [`Snap`]; that costs O(shards), not O(keys). Every

@@ -872,7 +872,7 @@ fn load(
     let p = &shared.persistence;
     let aof = shared.config.appendonly();
     if aof {
-        crate::aof::stop(&shared.aof);
+        crate::aof::stop(&**shared);
     }
     if asynchronous {
         let result = load_beside(shared, data);

@@ -425,6 +425,31 @@ impl Replication {
         self.offset.load(Relaxed)
     }
 
+    /// A unit the AOF took while no backlog or replica takes the stream
+    /// (Redis's `replicationFeedSlaves` moves `master_repl_offset` by one
+    /// per propagated command then, which WAITAOF and the AOF manifest's
+    /// offsets follow): `commands` commands, MULTI and EXEC included. A
+    /// replica's offset is its primary's.
+    pub(crate) fn advance_without_backlog(&self, commands: u64) {
+        if self.listening.load(Relaxed) {
+            return;
+        }
+        let g = self.inner.lock();
+        if g.backlog.is_none() && g.replicas.is_empty() && g.primary.is_none() {
+            self.offset.fetch_add(commands, Relaxed);
+        }
+    }
+
+    /// After the AOF was loaded at startup (Redis's
+    /// `updateReplOffsetAndResetEndOffset`): the offset its manifest says
+    /// the last incremental file reached. No replica or backlog exists yet.
+    pub(crate) fn set_offset_after_aof_load(&self, offset: u64) {
+        let g = self.inner.lock();
+        if g.backlog.is_none() && g.replicas.is_empty() {
+            self.offset.store(offset, Relaxed);
+        }
+    }
+
     pub(crate) fn figures(&self) -> Figures {
         let g = self.inner.lock();
         Figures {
