@@ -631,7 +631,9 @@ async fn start_full_syncs(shared: Arc<Services>) {
         };
         let shared2 = shared.clone();
         let started = tokio::task::spawn_blocking(move || begin(&shared2, waiting, diskless)).await;
-        if !matches!(started, Ok(true)) {
+        if matches!(started, Ok(true)) {
+            r.debug_pause_at(crate::replication::PAUSE_AFTER_FORK);
+        } else {
             tracing::warn!("Can't start the snapshot for a full resync; retrying");
         }
     }

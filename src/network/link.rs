@@ -302,6 +302,8 @@ async fn run_link(shared: &Arc<Services>, tls: &Tls, primary: &Primary) -> bool 
     let Ok(sync) = handshake(shared, &mut conn).await else {
         return false;
     };
+    // What an rdb channel's main channel buffered, applied first.
+    let mut buffered = 0;
     match sync {
         Sync::Full { replid, offset } => {
             r.set_link_state(LinkState::Transfer);
@@ -316,18 +318,23 @@ async fn run_link(shared: &Arc<Services>, tls: &Tls, primary: &Primary) -> bool 
             let result = rdb_channel_sync(shared, tls, primary, &mut conn, main_id).await;
             r.transfer_size.store(0, Relaxed);
             r.transfer_read.store(0, Relaxed);
-            r.full_sync_buffer.store(0, Relaxed);
             match result {
-                Ok(()) => tracing::info!(
-                    "MASTER <-> REPLICA sync: Starting to stream replication buffer into the db ({} bytes).",
-                    conn.buf.len()
-                ),
-                Err(started) => return started,
+                Ok(()) => {
+                    buffered = conn.buf.len();
+                    tracing::info!(
+                        "MASTER <-> REPLICA sync: Starting to stream replication buffer into the db ({buffered} bytes)."
+                    );
+                }
+                Err(started) => {
+                    r.full_sync_buffer.store(0, Relaxed);
+                    return started;
+                }
             }
         }
         Sync::Continue => {}
     }
-    stream(shared, conn).await;
+    stream(shared, conn, buffered).await;
+    r.full_sync_buffer.store(0, Relaxed);
     false
 }
 
@@ -832,6 +839,7 @@ async fn rdb_channel_sync(
         tracing::warn!("Master replied error to replconf: {reply}");
         return Err(false);
     }
+    r.debug_pause_at(crate::replication::PAUSE_BEFORE_RDB_CHANNEL);
     rdb.send(&[b"PSYNC", b"?", b"-1"]).await.map_err(|_| false)?;
     let reply = loop {
         let line = rdb.line(r, now).await.map_err(|_| false)?;
@@ -1224,7 +1232,14 @@ fn is_getack(req: &Args<'_>) -> bool {
 
 /// The primary's stream, applied as the master client until the link
 /// fails, times out or the client is killed.
-async fn stream(shared: &Arc<Services>, mut conn: Conn) {
+///
+/// `buffered`: the first bytes of `conn.buf` are what the main channel of
+/// an rdb-channel sync buffered during the RDB (Redis's
+/// `rdbChannelStreamReplDataToDb`): INFO shows them as the replica's
+/// full-sync buffer until they are applied.
+async fn stream(shared: &Arc<Services>, mut conn: Conn, buffered: usize) {
+    // Bytes of `conn.buf` applied and dropped so far, and of the buffer.
+    let (mut base, mut buf_done) = (0usize, 0usize);
     let r = &shared.replication;
     let (addr, laddr) = (
         std::mem::take(&mut conn.peer),
@@ -1307,6 +1322,20 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
                 }
             }
             let after = parser.consumed();
+            if buf_done < buffered {
+                // Redis applies the buffer 16 KB at a time.
+                let done = (base + after).min(buffered);
+                if done / (16 << 10) > buf_done / (16 << 10) {
+                    r.debug_pause_at(crate::replication::PAUSE_ON_STREAMING_REPL_BUF);
+                }
+                buf_done = done;
+                if buf_done == buffered {
+                    tracing::info!(
+                        "MASTER <-> REPLICA sync: Successfully streamed replication buffer into the db ({buffered} bytes in total)"
+                    );
+                    r.full_sync_buffer.store(0, Relaxed);
+                }
+            }
             if !client.in_multi() {
                 r.feed_raw(&conn.buf[fed..after], client.db);
                 fed = after;
@@ -1316,6 +1345,7 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
                 // Before more is applied, as Redis answers GETACK at once.
                 parser.discard(fed);
                 conn.buf.advance(fed);
+                base += fed;
                 fed = 0;
                 let fack = marks.fack(&shared.aof, offset);
                 if send_ack(&mut conn, offset, fack).await.is_err() {
@@ -1325,6 +1355,7 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
         }
         parser.discard(fed);
         conn.buf.advance(fed);
+        base += fed;
         // The batch is in the AOF, fsynced under `appendfsync always` (as
         // Redis's beforeSleep writes what its master client applied).
         shared.aof.before_reply(&shared.config).await;
@@ -1351,6 +1382,11 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
             .commands_processed
             .fetch_add(std::mem::take(&mut master.client.commands), Relaxed);
         if handle.killed.load(Relaxed) {
+            if buf_done < buffered {
+                tracing::warn!(
+                    "Master client was freed while streaming accumulated replication data to db."
+                );
+            }
             tracing::info!("Connection with master lost.");
             tracing::info!("Caching the disconnected master state.");
             return;

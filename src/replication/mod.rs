@@ -250,6 +250,9 @@ pub(crate) struct Replication {
     /// in its 1 MB blocks), and the most it ever held (`_peak`).
     pub(crate) full_sync_buffer: AtomicU64,
     pub(crate) full_sync_buffer_peak: AtomicU64,
+    /// DEBUG REPL-PAUSE's points (`PAUSE_*` bits) where the process
+    /// stops itself (SIGSTOP) until a test continues it.
+    pub(crate) debug_pause: AtomicU8,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
     /// (Redis's `repl_good_slaves_count`), refreshed on every ACK and
     /// each second.
@@ -349,6 +352,28 @@ impl Default for Replication {
             stream_db: std::sync::atomic::AtomicI64::new(-1),
             full_sync_buffer: AtomicU64::new(0),
             full_sync_buffer_peak: AtomicU64::new(0),
+            debug_pause: AtomicU8::new(0),
+        }
+    }
+}
+
+/// DEBUG REPL-PAUSE after-fork: once a replication snapshot has started.
+pub(crate) const PAUSE_AFTER_FORK: u8 = 1 << 1;
+/// DEBUG REPL-PAUSE before-rdb-channel: before the rdb channel's PSYNC.
+pub(crate) const PAUSE_BEFORE_RDB_CHANNEL: u8 = 1 << 2;
+/// DEBUG REPL-PAUSE on-streaming-repl-buf: while the stream buffered
+/// during an rdb-channel sync is applied.
+pub(crate) const PAUSE_ON_STREAMING_REPL_BUF: u8 = 1 << 3;
+
+impl Replication {
+    /// Stops the process here if DEBUG REPL-PAUSE asked for `point`
+    /// (Redis's `debugPauseProcess`: SIGSTOP, continued by SIGCONT).
+    pub(crate) fn debug_pause_at(&self, point: u8) {
+        if self.debug_pause.load(Relaxed) & point != 0 {
+            tracing::info!("Process is about to stop.");
+            // SAFETY: raise has no memory-safety preconditions.
+            unsafe { libc::raise(libc::SIGSTOP) };
+            tracing::info!("Process has been continued.");
         }
     }
 }
