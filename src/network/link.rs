@@ -428,6 +428,36 @@ fn listening_port(shared: &Services) -> String {
     }
 }
 
+/// The buffer of an rdb channel's main channel being applied: its end
+/// logged, or, when the link ends first (a CLIENT KILL, REPLICAOF
+/// elsewhere), Redis's warning.
+struct Applying<'a> {
+    r: &'a Replication,
+    left: bool,
+}
+
+impl Applying<'_> {
+    fn done(&mut self, bytes: usize) {
+        if std::mem::take(&mut self.left) {
+            tracing::info!(
+                "MASTER <-> REPLICA sync: Successfully streamed replication buffer into the db ({bytes} bytes in total)"
+            );
+            self.r.full_sync_buffer.store(0, Relaxed);
+        }
+    }
+}
+
+impl Drop for Applying<'_> {
+    fn drop(&mut self) {
+        if std::mem::take(&mut self.left) {
+            tracing::warn!(
+                "Master client was freed while streaming accumulated replication data to db."
+            );
+            self.r.full_sync_buffer.store(0, Relaxed);
+        }
+    }
+}
+
 /// Redis 7.0's `syncWithMaster` up to the PSYNC reply.
 async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
     let r = &shared.replication;
@@ -856,6 +886,10 @@ async fn rdb_channel_sync(
         return Err(false);
     };
     let replid = replid.to_string();
+    // Whether `full_sync` will load from the socket (as it decides).
+    let mode = shared.config.repl_diskless_load();
+    let diskless = mode == "swapdb" || (mode == "on-empty-db" && dataset_empty(shared));
+    r.load_abort.store(false, Relaxed);
     r.set_link_state(LinkState::Transfer);
     tracing::info!("Starting to receive RDB and replication stream in parallel.");
     let sync = full_sync(shared, &mut rdb, &replid, offset);
@@ -865,9 +899,22 @@ async fn rdb_channel_sync(
     let result = tokio::select! {
         res = &mut sync => res,
         () = &mut buffering => {
-            // Redis aborts the load; here it ends first (a blocking load
-            // is not cancelled midway), and the link starts over.
+            // The main channel failed (Redis's `rdbChannelAbort`): before
+            // the load, the sync stops; a load from the socket is aborted;
+            // a load from disk ends first, and the replica then continues
+            // from what it loaded with a partial resync.
+            if !shared.persistence.loading.active() {
+                tracing::info!("Aborting rdb channel sync");
+                return Err(true);
+            }
+            tracing::info!("Aborting rdb channel sync while loading the RDB.");
+            if diskless {
+                r.load_abort.store(true, Relaxed);
+            } else {
+                tracing::info!("After loading RDB, replica will try psync with master.");
+            }
             let _ = (&mut sync).await;
+            r.load_abort.store(false, Relaxed);
             Err(Failed)
         }
     };
@@ -1185,6 +1232,10 @@ impl crate::rdb::file::Host for Staged<'_> {
     fn progress(&self, bytes: u64) {
         crate::rdb::file::Host::progress(self.shared, bytes);
     }
+
+    fn aborted(&self) -> bool {
+        crate::rdb::file::Host::aborted(self.shared)
+    }
 }
 
 /// The AOF again after a successful sync, rewritten from the new data.
@@ -1240,6 +1291,10 @@ fn is_getack(req: &Args<'_>) -> bool {
 async fn stream(shared: &Arc<Services>, mut conn: Conn, buffered: usize) {
     // Bytes of `conn.buf` applied and dropped so far, and of the buffer.
     let (mut base, mut buf_done) = (0usize, 0usize);
+    let mut applying = Applying {
+        r: &shared.replication,
+        left: buffered > 0,
+    };
     let r = &shared.replication;
     let (addr, laddr) = (
         std::mem::take(&mut conn.peer),
@@ -1323,17 +1378,18 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn, buffered: usize) {
             }
             let after = parser.consumed();
             if buf_done < buffered {
-                // Redis applies the buffer 16 KB at a time.
+                // Redis applies the buffer 16 KB at a time, and runs other
+                // clients' commands (a CLIENT KILL, a REPLICAOF) between.
                 let done = (base + after).min(buffered);
-                if done / (16 << 10) > buf_done / (16 << 10) {
-                    r.debug_pause_at(crate::replication::PAUSE_ON_STREAMING_REPL_BUF);
+                let chunk_end = done / (16 << 10) > buf_done / (16 << 10) || done == buffered;
+                let pause = crate::replication::PAUSE_ON_STREAMING_REPL_BUF;
+                if chunk_end && r.debug_pause.load(Relaxed) & pause != 0 {
+                    r.debug_pause_at(pause);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 buf_done = done;
-                if buf_done == buffered {
-                    tracing::info!(
-                        "MASTER <-> REPLICA sync: Successfully streamed replication buffer into the db ({buffered} bytes in total)"
-                    );
-                    r.full_sync_buffer.store(0, Relaxed);
+                if buf_done == buffered && !handle.killed.load(Relaxed) {
+                    applying.done(buffered);
                 }
             }
             if !client.in_multi() {
@@ -1382,11 +1438,7 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn, buffered: usize) {
             .commands_processed
             .fetch_add(std::mem::take(&mut master.client.commands), Relaxed);
         if handle.killed.load(Relaxed) {
-            if buf_done < buffered {
-                tracing::warn!(
-                    "Master client was freed while streaming accumulated replication data to db."
-                );
-            }
+            drop(applying);
             tracing::info!("Connection with master lost.");
             tracing::info!("Caching the disconnected master state.");
             return;

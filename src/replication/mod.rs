@@ -253,6 +253,8 @@ pub(crate) struct Replication {
     /// DEBUG REPL-PAUSE's points (`PAUSE_*` bits) where the process
     /// stops itself (SIGSTOP) until a test continues it.
     pub(crate) debug_pause: AtomicU8,
+    /// The rdb channel's load must stop (its main channel failed).
+    pub(crate) load_abort: AtomicBool,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
     /// (Redis's `repl_good_slaves_count`), refreshed on every ACK and
     /// each second.
@@ -353,6 +355,7 @@ impl Default for Replication {
             full_sync_buffer: AtomicU64::new(0),
             full_sync_buffer_peak: AtomicU64::new(0),
             debug_pause: AtomicU8::new(0),
+            load_abort: AtomicBool::new(false),
         }
     }
 }
