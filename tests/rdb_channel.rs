@@ -49,8 +49,7 @@ fn syncs_over_the_rdb_channel(mut p: Side, mut r: Side) {
     slow_snapshot(&mut p.conn);
     ok(&mut r.conn, "CONFIG SET repl-rdb-channel yes");
     let port = p.port.to_string();
-    r.conn
-        .cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]);
+    r.conn.cmd(&[b"REPLICAOF", b"127.0.0.1", port.as_bytes()]);
     eventually("the main channel streaming during the RDB", || {
         info_field(&mut p.conn, "replication", "slave0").contains("state=send_bulk_and_stream")
     });

@@ -271,7 +271,11 @@ fn sync(ctx: &mut Ctx) -> CmdResult {
                         "Partial resynchronization not accepted: Replication ID mismatch or offset out of range (replica {name})"
                     );
                 } else {
-                    let rdb = if capa.rdb_channel { "(rdb-channel)" } else { "" };
+                    let rdb = if capa.rdb_channel {
+                        "(rdb-channel)"
+                    } else {
+                        ""
+                    };
                     tracing::info!("Full resync requested by replica {name} {rdb}");
                 }
                 if capa.rdb_channel_repl {

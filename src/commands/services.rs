@@ -199,7 +199,9 @@ impl crate::rdb::file::Host for Services {
     }
 
     fn aborted(&self) -> bool {
-        self.replication.load_abort.load(std::sync::atomic::Ordering::Relaxed)
+        self.replication
+            .load_abort
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -279,7 +279,9 @@ impl Feed<'_> {
     /// The full resync: queued for the next snapshot, `+FULLRESYNC` at its
     /// instant, then the RDB (`$EOF:` streamed, or `$len` from the file).
     async fn full_sync(&mut self, pre_psync: bool) -> Result<(), &'static str> {
-        let (tx, mut rx) = mpsc::channel(16);
+        // Few RDB chunks wait per replica (256 KB): Redis's child writes
+        // to the socket, and the primary's memory holds none of the RDB.
+        let (tx, mut rx) = mpsc::channel(4);
         enqueue(self.shared, self.replica.clone(), tx);
         let mut keepalive = Instant::now();
         let mark: [u8; 40] =
@@ -340,10 +342,10 @@ impl Feed<'_> {
                             self.replica.ip,
                             self.replica.port.load(Relaxed)
                         );
-                        if let Some(main) = self.main_channel() {
-                            if main.state() == ReplicaState::SendBulkAndStream {
-                                put_online(&main);
-                            }
+                        if let Some(main) = self.main_channel()
+                            && main.state() == ReplicaState::SendBulkAndStream
+                        {
+                            put_online(&main);
                         }
                         return Ok(());
                     }
@@ -359,6 +361,15 @@ impl Feed<'_> {
                 SyncEvent::End(Ok(Some(path))) => {
                     self.replica.set_state(ReplicaState::SendBulk);
                     self.send_file(&path).await?;
+                    if self.replica.rdb_only {
+                        // REPLCONF rdb-only (redis-cli --rdb): no stream.
+                        tracing::info!(
+                            "RDB transfer completed, rdb only replica ({}:{}) should be disconnected asap",
+                            self.replica.ip,
+                            self.replica.port.load(Relaxed)
+                        );
+                        return Ok(());
+                    }
                     self.replica.set_state(ReplicaState::Online);
                     tracing::info!(
                         "Synchronization with replica {}:{} succeeded",
@@ -617,11 +628,12 @@ async fn start_full_syncs(shared: Arc<Services>) {
                 .unwrap_or_default();
             let due = !diskless
                 || waited >= delay
-                || (max > 0 && q.iter().filter(|w| group(w)).count() >= max as usize);
+                || (max > 0 && q.iter().filter(|w| group(w)).count() >= max);
             let busy = shared.persistence.bgsave_in_progress.load(Relaxed)
                 || shared.aof.rewrite_in_progress.load(Relaxed);
             (due && !busy).then(|| {
-                let (these, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut *q).into_iter().partition(group);
+                let (these, rest): (Vec<_>, Vec<_>) =
+                    std::mem::take(&mut *q).into_iter().partition(group);
                 *q = rest;
                 (these, diskless)
             })

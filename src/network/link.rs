@@ -282,7 +282,10 @@ impl FsyncMarks {
 
 /// How the primary answered PSYNC.
 enum Sync {
-    Full { replid: String, offset: u64 },
+    Full {
+        replid: String,
+        offset: u64,
+    },
     Continue,
     /// `+RDBCHANNELSYNC <client-id>` (Redis 8.0): the RDB comes over an
     /// rdb channel, this connection (that client) buffers the stream.
@@ -497,7 +500,13 @@ async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
         );
     }
     let mut capa: Vec<&[u8]> = vec![
-        b"REPLCONF", b"capa", b"eof", b"capa", b"psync2", b"capa", b"zwindow",
+        b"REPLCONF",
+        b"capa",
+        b"eof",
+        b"capa",
+        b"psync2",
+        b"capa",
+        b"zwindow",
     ];
     if shared.config.repl_rdb_channel() {
         capa.extend_from_slice(&[b"capa", b"rdb-channel-repl"]);
@@ -870,14 +879,19 @@ async fn rdb_channel_sync(
         return Err(false);
     }
     r.debug_pause_at(crate::replication::PAUSE_BEFORE_RDB_CHANNEL);
-    rdb.send(&[b"PSYNC", b"?", b"-1"]).await.map_err(|_| false)?;
+    rdb.send(&[b"PSYNC", b"?", b"-1"])
+        .await
+        .map_err(|_| false)?;
     let reply = loop {
         let line = rdb.line(r, now).await.map_err(|_| false)?;
         if !line.is_empty() {
             break line;
         }
     };
-    let mut words = reply.strip_prefix("+FULLRESYNC").unwrap_or("").split_whitespace();
+    let mut words = reply
+        .strip_prefix("+FULLRESYNC")
+        .unwrap_or("")
+        .split_whitespace();
     let replid = words.next().filter(|id| id.len() == 40);
     let offset = words.next().and_then(|o| o.parse::<u64>().ok());
     let (Some(replid), Some(offset)) = (replid, offset) else {

@@ -640,9 +640,11 @@ impl Replication {
             // while the RDB goes over the rdb channel (Redis's
             // `replicationSetupSlaveForFullResync`).
             if let Some(id) = r.main_channel {
-                match g.replicas.iter().find(|m| {
-                    m.client_id == id && m.state() == ReplicaState::WaitRdbChannel
-                }) {
+                match g
+                    .replicas
+                    .iter()
+                    .find(|m| m.client_id == id && m.state() == ReplicaState::WaitRdbChannel)
+                {
                     Some(main) => {
                         main.next.store(offset + 1, Relaxed);
                         main.set_state(ReplicaState::SendBulkAndStream);
