@@ -11,6 +11,14 @@
 //! snapshot runs (BGSAVE, an AOF rewrite: there is one at a time), then
 //! takes one snapshot for every replica then waiting
 //! ([`start_full_syncs`]).
+//!
+//! Redis 8.0's rdb channel: a capable replica's PSYNC that needs a full
+//! resync is answered `+RDBCHANNELSYNC <client-id>` and waits
+//! (`wait_bgsave`); the replica's second connection names that ID and asks
+//! for the RDB only, and at its snapshot's instant the first connection
+//! starts streaming from the snapshot's offset (`send_bulk_and_stream`),
+//! online once the RDB is through. Rdb channels get snapshots of their
+//! own, apart from other replicas' (Redis's `slave_req`).
 
 use std::io::Read;
 use std::sync::Arc;

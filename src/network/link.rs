@@ -10,6 +10,9 @@
 //! Redis 7.0's handshake (PING, AUTH, REPLCONF listening-port / ip-address
 //! / capa, PSYNC), then either receives the primary's RDB (full sync) and
 //! loads it, or continues where this server's history ends (`+CONTINUE`);
+//! with `repl-rdb-channel` and a Redis 8.0 primary that offers it
+//! (`+RDBCHANNELSYNC`), the RDB comes over a second connection while this
+//! one buffers the stream that follows the snapshot ([`rdb_channel_sync`]);
 //! then it applies the primary's stream as the master client, a client
 //! registered like any other (CLIENT LIST's `M`) whose commands go
 //! through the execution layer, replies discarded. Each command applied
