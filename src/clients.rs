@@ -146,6 +146,9 @@ pub(crate) struct ClientHandle {
     /// clock.
     last_active_ms: AtomicU64,
     pub(crate) killed: AtomicBool,
+    /// `REPLCONF rdb-channel 1`: a replica's rdb channel (CLIENT LIST's
+    /// `C`).
+    pub(crate) rdb_channel: AtomicBool,
     /// Killed for its output buffer limit (counted when it unregisters).
     pub(crate) output_limit_closed: AtomicBool,
     pub(crate) kill_notify: Notify,
@@ -791,6 +794,7 @@ impl Clients {
             last_cmd_ptr: AtomicUsize::new(0),
             last_active_ms: AtomicU64::new(crate::clock::coarse_ms()),
             killed: AtomicBool::new(false),
+            rdb_channel: AtomicBool::new(false),
             output_limit_closed: AtomicBool::new(false),
             kill_notify: Notify::new(),
             tracking: AtomicU32::new(0),

@@ -691,6 +691,22 @@ impl Config {
         self.kept("repl-diskless-sync", "yes") == "yes"
     }
 
+    /// `repl-rdb-channel` (Redis 8.0's hidden switch): a full sync's RDB
+    /// over a connection of its own.
+    pub(crate) fn repl_rdb_channel(&self) -> bool {
+        self.kept("repl-rdb-channel", "yes") == "yes"
+    }
+
+    /// What a replica buffers of the stream while its rdb channel's RDB
+    /// loads: `replica-full-sync-buffer-limit`, or when 0 the
+    /// `client-output-buffer-limit replica` hard limit (0: no limit).
+    pub(crate) fn replica_full_sync_buffer_limit(&self) -> u64 {
+        match self.kept_u64("replica-full-sync-buffer-limit", 0) {
+            0 => self.replica_output_limit().hard,
+            n => n,
+        }
+    }
+
     /// `repl-diskless-sync-delay`, seconds.
     pub(crate) fn repl_diskless_sync_delay(&self) -> u64 {
         self.kept_u64("repl-diskless-sync-delay", 5)
@@ -3144,7 +3160,7 @@ const PARAMS: &[Param] = &[
     ),
     // Redis 8.0's limit on what a replica buffers while it loads the
     // snapshot from the rdb channel (0: its `client-output-buffer-limit
-    // replica` hard limit); checked and kept, as `repl-rdb-channel`.
+    // replica` hard limit): `network::link` reads it.
     kept!(
         "replica-full-sync-buffer-limit",
         None,
@@ -3153,7 +3169,7 @@ const PARAMS: &[Param] = &[
         runtime
     ),
     // Redis 8.0's hidden switch for the separate snapshot connection of
-    // a full sync: zwindow syncs over the one link, so it is kept only.
+    // a full sync (`network::feed`, `network::link`).
     kept!("repl-rdb-channel", None, "yes", yes_no, runtime),
     // Redis 7.0 directives kept without effect (see `kept!`); README
     // lists why each is safe to accept.

@@ -683,6 +683,9 @@ fn client_line(
     if c.no_touch.load(Relaxed) {
         flags.push('T');
     }
+    if c.rdb_channel.load(Relaxed) {
+        flags.push('C');
+    }
     if flags.is_empty() {
         flags.push('N');
     }

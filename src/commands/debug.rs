@@ -157,6 +157,27 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         let argv: Vec<&[u8]> = (2..argc).map(|i| ctx.arg(i)).collect();
         ctx.shared.replication.feed_command(&argv);
         ctx.out.ok();
+    } else if eq_ic(sub, "REPL-PAUSE") && argc == 3 {
+        use crate::replication as r;
+        let point = ctx.arg(2);
+        let pause = &ctx.shared.replication.debug_pause;
+        let bit = if eq_ic(point, "clear") {
+            pause.store(0, Relaxed);
+            0
+        } else if eq_ic(point, "after-fork") {
+            r::PAUSE_AFTER_FORK
+        } else if eq_ic(point, "before-rdb-channel") {
+            r::PAUSE_BEFORE_RDB_CHANNEL
+        } else if eq_ic(point, "on-streaming-repl-buf") {
+            r::PAUSE_ON_STREAMING_REPL_BUF
+        } else {
+            return Err(Error::Owned(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+                String::from_utf8_lossy(sub)
+            )));
+        };
+        pause.fetch_or(bit, Relaxed);
+        ctx.out.ok();
     } else if eq_ic(sub, "CONFIG-REWRITE-FORCE-ALL") && argc == 2 {
         if let Err(e) = super::server::rewrite_config(ctx.shared, true) {
             let why = e

@@ -696,10 +696,13 @@ fn memory(t: &mut Text, shared: &Services, ks: &Keyspace) {
     let repl = shared.replication.buffer_memory();
     t.field("mem_not_counted_for_evict", repl.not_counted);
     t.field("mem_replication_backlog", repl.backlog);
-    t.field("mem_total_replication_buffers", repl.total);
-    // Redis 8's buffer of a replica loading over a separate RDB channel:
-    // zwindow's replicas load the RDB from the one connection.
-    t.field("mem_replica_full_sync_buffer", 0);
+    // With Redis 8's buffer of a replica loading over an rdb channel.
+    let full_sync_buffer = shared.replication.full_sync_buffer.load(Relaxed) as usize;
+    t.field(
+        "mem_total_replication_buffers",
+        repl.total + full_sync_buffer,
+    );
+    t.field("mem_replica_full_sync_buffer", full_sync_buffer);
     t.field("mem_clients_slaves", repl.replicas);
     t.field("mem_clients_normal", clients_normal);
     t.field("mem_cluster_links", cluster_links);
@@ -959,6 +962,14 @@ fn replication(t: &mut Text, shared: &Services) {
             r.read_offset.load(Relaxed).max(f.offset),
         );
         t.field("slave_repl_offset", f.offset);
+        t.field(
+            "replica_full_sync_buffer_size",
+            r.full_sync_buffer.load(Relaxed),
+        );
+        t.field(
+            "replica_full_sync_buffer_peak",
+            r.full_sync_buffer_peak.load(Relaxed),
+        );
         if f.link == LinkState::Transfer {
             let size = r.transfer_size.load(Relaxed);
             let read = r.transfer_read.load(Relaxed) as i64;

@@ -271,7 +271,30 @@ fn sync(ctx: &mut Ctx) -> CmdResult {
                         "Partial resynchronization not accepted: Replication ID mismatch or offset out of range (replica {name})"
                     );
                 } else {
-                    tracing::info!("Full resync requested by replica {name}");
+                    let rdb = if capa.rdb_channel {
+                        "(rdb-channel)"
+                    } else {
+                        ""
+                    };
+                    tracing::info!("Full resync requested by replica {name} {rdb}");
+                }
+                if capa.rdb_channel_repl {
+                    // The main channel of an rdb-channel replica: it opens
+                    // an rdb channel for the RDB and gets the stream here
+                    // meanwhile (Redis 8.0's `syncCommand`).
+                    let replica = repl.attach(ctx.client.handle.id, ip, &capa);
+                    replica.set_state(crate::replication::ReplicaState::WaitRdbChannel);
+                    tracing::info!(
+                        "Replica {name} is capable of rdb channel synchronization, and partial sync isn't possible. Full sync will continue with dedicated rdb channel."
+                    );
+                    ctx.out
+                        .simple(&format!("RDBCHANNELSYNC {}", ctx.client.handle.id));
+                    ctx.client.attach = Some(crate::replication::Attach {
+                        replica,
+                        full: false,
+                        pre_psync: false,
+                    });
+                    return Ok(Done);
                 }
             }
         }
@@ -323,18 +346,37 @@ fn replconf(ctx: &mut Ctx) -> CmdResult {
             } else if eq_ic(value, "zwindow") {
                 capa.zwindow = true;
             } else if eq_ic(value, "rdb-channel-repl") {
-                // Only a Redis 8.0+ replica says it (zwindow has no RDB
-                // channel: the replica syncs the usual way).
+                // Redis 8.0+ (or zwindow) replicas say it; its full syncs
+                // go over an rdb channel while this server's
+                // `repl-rdb-channel` and `repl-diskless-sync` are on.
                 capa.redis8 = true;
+                capa.rdb_channel_repl =
+                    ctx.shared.config.repl_rdb_channel() && ctx.shared.config.repl_diskless_sync();
             }
         } else if eq_ic(opt, "ack") || eq_ic(opt, "getack") {
             return Ok(Done);
         } else if eq_ic(opt, "rdb-only") {
-            if !(0..=1).contains(&int_arg(value)?) {
-                return Err(Error::Static(
-                    "ERR value is out of range, value must between 0 and 1",
-                ));
+            ctx.client.replica_capa.rdb_only = zero_or_one(value)?;
+        } else if eq_ic(opt, "rdb-channel") {
+            let on = zero_or_one(value)?;
+            ctx.client.replica_capa.rdb_channel = on;
+            ctx.client.handle.rdb_channel.store(on, Relaxed);
+        } else if eq_ic(opt, "main-ch-client-id") {
+            // The rdb channel names its main channel, which must be
+            // waiting for it (`+RDBCHANNELSYNC` told it its ID).
+            let id = int_arg(value)?;
+            let waits = u64::try_from(id).ok().and_then(|id| {
+                ctx.shared.replication.replicas().into_iter().find(|r| {
+                    r.client_id == id
+                        && r.state() == crate::replication::ReplicaState::WaitRdbChannel
+                })
+            });
+            if waits.is_none() {
+                return Err(Error::Owned(format!(
+                    "ERR Unrecognized RDB client id: {id}"
+                )));
             }
+            ctx.client.replica_capa.main_ch = Some(id as u64);
         } else if eq_ic(opt, "rdb-filter-only") {
             rdb_filter(value)?;
         } else {
@@ -345,6 +387,17 @@ fn replconf(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.out.ok();
     Ok(Done)
+}
+
+/// REPLCONF RDB-ONLY / RDB-CHANNEL's value: 0 or 1.
+fn zero_or_one(value: &[u8]) -> Result<bool, Error> {
+    match int_arg(value)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(Error::Static(
+            "ERR value is out of range, value must between 0 and 1",
+        )),
+    }
 }
 
 /// REPLCONF RDB-FILTER-ONLY's value: words split as Redis's `sdssplitargs`

@@ -213,6 +213,12 @@ impl crate::rdb::file::Host for Services {
     fn progress(&self, bytes: u64) {
         self.persistence.loading.advance(bytes);
     }
+
+    fn aborted(&self) -> bool {
+        self.replication
+            .load_abort
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// What the files (RDB saves, the AOF) work with: this server's data and

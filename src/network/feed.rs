@@ -11,6 +11,14 @@
 //! snapshot runs (BGSAVE, an AOF rewrite: there is one at a time), then
 //! takes one snapshot for every replica then waiting
 //! ([`start_full_syncs`]).
+//!
+//! Redis 8.0's rdb channel: a capable replica's PSYNC that needs a full
+//! resync is answered `+RDBCHANNELSYNC <client-id>` and waits
+//! (`wait_bgsave`); the replica's second connection names that ID and asks
+//! for the RDB only, and at its snapshot's instant the first connection
+//! starts streaming from the snapshot's offset (`send_bulk_and_stream`),
+//! online once the RDB is through. Rdb channels get snapshots of their
+//! own, apart from other replicas' (Redis's `slave_req`).
 
 use std::io::Read;
 use std::sync::Arc;
@@ -62,6 +70,7 @@ pub(crate) async fn serve(
         shutdown: shared.shutdown_rx(),
         tick: Box::pin(tokio::time::sleep(TICK)),
         disk_snapshot: false,
+        delivered: false,
     };
     let ended = if attach.full {
         feed.full_sync(attach.pre_psync).await
@@ -73,6 +82,17 @@ pub(crate) async fn serve(
         Err(e) => e,
     };
     let feed_disk_snapshot = feed.disk_snapshot;
+    if !feed.delivered
+        && let Some(main) = feed.main_channel()
+        && matches!(
+            main.state(),
+            ReplicaState::SendBulkAndStream | ReplicaState::WaitRdbChannel
+        )
+    {
+        // The rdb channel failed: its main channel's stream is of no use
+        // (Redis frees it when the snapshot fails).
+        main.drop_it();
+    }
     tracing::info!("Connection with replica {name} lost ({why}).");
     stop_useless_snapshot(shared, &replica, feed_disk_snapshot);
     shared
@@ -95,9 +115,40 @@ struct Feed<'a> {
     tick: std::pin::Pin<Box<tokio::time::Sleep>>,
     /// Its full sync's snapshot is written to `dbfilename` (not streamed).
     disk_snapshot: bool,
+    /// An rdb channel's RDB went whole.
+    delivered: bool,
+}
+
+/// Whether `replica` takes the stream now: online, or the main channel of
+/// an rdb-channel replica whose RDB is on its way.
+fn streams(replica: &Replica) -> bool {
+    matches!(
+        replica.state(),
+        ReplicaState::Online | ReplicaState::SendBulkAndStream
+    )
+}
+
+/// Redis's `replicaPutOnline` for an rdb channel's main channel.
+fn put_online(replica: &Replica) {
+    replica.set_state(ReplicaState::Online);
+    tracing::info!(
+        "Synchronization with replica {}:{} succeeded",
+        replica.ip,
+        replica.port.load(Relaxed)
+    );
 }
 
 impl Feed<'_> {
+    /// An rdb channel's main channel, while attached.
+    fn main_channel(&self) -> Option<Arc<Replica>> {
+        let id = self.replica.main_channel?;
+        self.shared
+            .replication
+            .replicas()
+            .into_iter()
+            .find(|r| r.client_id == id)
+    }
+
     /// Why the feed must end now, if it must.
     fn stop(&self) -> Option<&'static str> {
         if self.handle.killed.load(Relaxed) {
@@ -169,11 +220,16 @@ impl Feed<'_> {
                     .and_then(crate::util::parse_i64)
                     .unwrap_or(0)
                     .max(0) as u64;
-                if self.replica.state() == ReplicaState::SendBulk {
+                if self.replica.state() == ReplicaState::SendBulk && !self.replica.rdb_only {
                     // A diskless replica starts its stream on its first
                     // ACK, once it has loaded the RDB (Redis's
                     // `repl_start_cmd_stream_on_ack`).
                     self.replica.set_state(ReplicaState::Online);
+                }
+                if self.replica.state() == ReplicaState::SendBulkAndStream {
+                    // An rdb channel's main channel: the replica loaded
+                    // the RDB before this side saw its transfer end.
+                    put_online(self.replica);
                 }
                 // `FACK <offset>` (7.2+): how far its AOF is fsynced.
                 let fack = (req.len() >= 5 && req.get(3).is_some_and(|a| eq_ic(a, "fack")))
@@ -200,7 +256,7 @@ impl Feed<'_> {
         wake.as_mut().enable();
         let held = match self.shared.replication.held(self.replica) {
             // A write, or the gate it was held at opened, since `take`.
-            Held::Ready if self.replica.state() == ReplicaState::Online => return Ok(()),
+            Held::Ready if streams(self.replica) => return Ok(()),
             Held::Gate(gate) => Some(gate),
             _ => None,
         };
@@ -231,7 +287,9 @@ impl Feed<'_> {
     /// The full resync: queued for the next snapshot, `+FULLRESYNC` at its
     /// instant, then the RDB (`$EOF:` streamed, or `$len` from the file).
     async fn full_sync(&mut self, pre_psync: bool) -> Result<(), &'static str> {
-        let (tx, mut rx) = mpsc::channel(16);
+        // Few RDB chunks wait per replica (256 KB): Redis's child writes
+        // to the socket, and the primary's memory holds none of the RDB.
+        let (tx, mut rx) = mpsc::channel(4);
         enqueue(self.shared, self.replica.clone(), tx);
         let mut keepalive = Instant::now();
         let mark: [u8; 40] =
@@ -282,6 +340,23 @@ impl Feed<'_> {
                 SyncEvent::End(Err(_)) => return Err("the snapshot failed"),
                 SyncEvent::End(Ok(None)) => {
                     self.write(&mut mark.to_vec()).await?;
+                    if self.replica.rdb_only {
+                        // It closes the connection once it has loaded the
+                        // RDB; its main channel has the stream now.
+                        self.replica.set_state(ReplicaState::SendBulk);
+                        self.delivered = true;
+                        tracing::info!(
+                            "RDB transfer completed, rdb only replica ({}:{}) should be disconnected asap",
+                            self.replica.ip,
+                            self.replica.port.load(Relaxed)
+                        );
+                        if let Some(main) = self.main_channel()
+                            && main.state() == ReplicaState::SendBulkAndStream
+                        {
+                            put_online(&main);
+                        }
+                        return Ok(());
+                    }
                     // Its stream starts on its first ACK (see `acks`).
                     self.replica.set_state(ReplicaState::SendBulk);
                     tracing::info!(
@@ -294,6 +369,15 @@ impl Feed<'_> {
                 SyncEvent::End(Ok(Some(path))) => {
                     self.replica.set_state(ReplicaState::SendBulk);
                     self.send_file(&path).await?;
+                    if self.replica.rdb_only {
+                        // REPLCONF rdb-only (redis-cli --rdb): no stream.
+                        tracing::info!(
+                            "RDB transfer completed, rdb only replica ({}:{}) should be disconnected asap",
+                            self.replica.ip,
+                            self.replica.port.load(Relaxed)
+                        );
+                        return Ok(());
+                    }
                     self.replica.set_state(ReplicaState::Online);
                     tracing::info!(
                         "Synchronization with replica {}:{} succeeded",
@@ -307,7 +391,8 @@ impl Feed<'_> {
     }
 
     fn diskless(&self) -> bool {
-        self.replica.capa_eof && self.shared.config.repl_diskless_sync()
+        self.replica.capa_eof
+            && (self.shared.config.repl_diskless_sync() || self.replica.main_channel.is_some())
     }
 
     /// `$<len>\r\n` and the file's bytes.
@@ -362,7 +447,7 @@ impl Feed<'_> {
             if let Some(why) = self.over_limits(&mut soft_since) {
                 return why;
             }
-            if self.replica.state() != ReplicaState::Online {
+            if !streams(self.replica) {
                 if let Err(why) = self.idle().await {
                     return why;
                 }
@@ -535,7 +620,13 @@ async fn start_full_syncs(shared: Arc<Services>) {
                 // and starts a task of its own.
                 return;
             }
-            let diskless = config.repl_diskless_sync() && q.iter().all(|w| w.replica.capa_eof);
+            // Rdb channels and the others are served by snapshots of their
+            // own (Redis's `slave_req` must match): the first waiting
+            // decides which this one is.
+            let rdb_channel = q[0].replica.main_channel.is_some();
+            let group = |w: &SyncRequest| w.replica.main_channel.is_some() == rdb_channel;
+            let diskless = (config.repl_diskless_sync() || rdb_channel)
+                && q.iter().filter(|w| group(w)).all(|w| w.replica.capa_eof);
             let delay = Duration::from_secs(config.repl_diskless_sync_delay());
             let max = config.repl_diskless_sync_max_replicas() as usize;
             let waited = q
@@ -543,17 +634,26 @@ async fn start_full_syncs(shared: Arc<Services>) {
                 .map(|w| w.since.elapsed())
                 .max()
                 .unwrap_or_default();
-            let due = !diskless || waited >= delay || (max > 0 && q.len() >= max);
+            let due = !diskless
+                || waited >= delay
+                || (max > 0 && q.iter().filter(|w| group(w)).count() >= max);
             let busy = shared.persistence.bgsave_in_progress.load(Relaxed)
                 || shared.aof.rewrite_in_progress.load(Relaxed);
-            (due && !busy).then(|| (std::mem::take(&mut *q), diskless))
+            (due && !busy).then(|| {
+                let (these, rest): (Vec<_>, Vec<_>) =
+                    std::mem::take(&mut *q).into_iter().partition(group);
+                *q = rest;
+                (these, diskless)
+            })
         };
         let Some((waiting, diskless)) = ready else {
             continue;
         };
         let shared2 = shared.clone();
         let started = tokio::task::spawn_blocking(move || begin(&shared2, waiting, diskless)).await;
-        if !matches!(started, Ok(true)) {
+        if matches!(started, Ok(true)) {
+            r.debug_pause_at(crate::replication::PAUSE_AFTER_FORK);
+        } else {
             tracing::warn!("Can't start the snapshot for a full resync; retrying");
         }
     }
@@ -602,9 +702,11 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
             }),
         )
     };
+    let rdb_channel = replicas.iter().any(|r| r.main_channel.is_some());
     tracing::info!(
-        "Starting BGSAVE for SYNC with target: {}",
-        if diskless { "replicas sockets" } else { "disk" }
+        "Starting BGSAVE for SYNC with target: {}{}",
+        if diskless { "replicas sockets" } else { "disk" },
+        if rdb_channel { " (rdb-channel)" } else { "" }
     );
     match crate::persistence::start_save(host, guards.iter_mut(), target, sync.save_info, done) {
         Ok(()) => true,

@@ -10,6 +10,9 @@
 //! Redis 7.0's handshake (PING, AUTH, REPLCONF listening-port / ip-address
 //! / capa, PSYNC), then either receives the primary's RDB (full sync) and
 //! loads it, or continues where this server's history ends (`+CONTINUE`);
+//! with `repl-rdb-channel` and a Redis 8.0 primary that offers it
+//! (`+RDBCHANNELSYNC`), the RDB comes over a second connection while this
+//! one buffers the stream that follows the snapshot ([`rdb_channel_sync`]);
 //! then it applies the primary's stream as the master client, a client
 //! registered like any other (CLIENT LIST's `M`) whose commands go
 //! through the execution layer, replies discarded. Each command applied
@@ -282,8 +285,14 @@ impl FsyncMarks {
 
 /// How the primary answered PSYNC.
 enum Sync {
-    Full { replid: String, offset: u64 },
+    Full {
+        replid: String,
+        offset: u64,
+    },
     Continue,
+    /// `+RDBCHANNELSYNC <client-id>` (Redis 8.0): the RDB comes over an
+    /// rdb channel, this connection (that client) buffers the stream.
+    RdbChannel(u64),
 }
 
 /// One connection to the primary, until it fails. True: reconnect at
@@ -299,16 +308,39 @@ async fn run_link(shared: &Arc<Services>, tls: &Tls, primary: &Primary) -> bool 
     let Ok(sync) = handshake(shared, &mut conn).await else {
         return false;
     };
-    if let Sync::Full { replid, offset } = sync {
-        r.set_link_state(LinkState::Transfer);
-        let result = full_sync(shared, &mut conn, &replid, offset).await;
-        r.transfer_size.store(0, Relaxed);
-        r.transfer_read.store(0, Relaxed);
-        if result.is_err() {
-            return true;
+    // What an rdb channel's main channel buffered, applied first.
+    let mut buffered = 0;
+    match sync {
+        Sync::Full { replid, offset } => {
+            r.set_link_state(LinkState::Transfer);
+            let result = full_sync(shared, &mut conn, &replid, offset).await;
+            r.transfer_size.store(0, Relaxed);
+            r.transfer_read.store(0, Relaxed);
+            if result.is_err() {
+                return true;
+            }
         }
+        Sync::RdbChannel(main_id) => {
+            let result = rdb_channel_sync(shared, tls, primary, &mut conn, main_id).await;
+            r.transfer_size.store(0, Relaxed);
+            r.transfer_read.store(0, Relaxed);
+            match result {
+                Ok(()) => {
+                    buffered = conn.buf.len();
+                    tracing::info!(
+                        "MASTER <-> REPLICA sync: Starting to stream replication buffer into the db ({buffered} bytes)."
+                    );
+                }
+                Err(started) => {
+                    r.full_sync_buffer.store(0, Relaxed);
+                    return started;
+                }
+            }
+        }
+        Sync::Continue => {}
     }
-    stream(shared, conn).await;
+    stream(shared, conn, buffered).await;
+    r.full_sync_buffer.store(0, Relaxed);
     false
 }
 
@@ -388,6 +420,50 @@ async fn connect(shared: &Services, tls: &Tls, primary: &Primary) -> Step<Conn> 
     })
 }
 
+/// Redis's `slaveGetPortStr`: the port this replica announces; over TLS
+/// `tls-port`, where this server's own replicas would reach it.
+fn listening_port(shared: &Services) -> String {
+    let (_, announce_port) = shared.config.replica_announce();
+    let tls_port = shared.config.tls_port();
+    match announce_port {
+        0 if shared.config.tls_setting("tls-replication") == "yes" && tls_port != 0 => {
+            tls_port.to_string()
+        }
+        0 => shared.config.port.load(Relaxed).to_string(),
+        p => p.to_string(),
+    }
+}
+
+/// The buffer of an rdb channel's main channel being applied: its end
+/// logged, or, when the link ends first (a CLIENT KILL, REPLICAOF
+/// elsewhere), Redis's warning.
+struct Applying<'a> {
+    r: &'a Replication,
+    left: bool,
+}
+
+impl Applying<'_> {
+    fn done(&mut self, bytes: usize) {
+        if std::mem::take(&mut self.left) {
+            tracing::info!(
+                "MASTER <-> REPLICA sync: Successfully streamed replication buffer into the db ({bytes} bytes in total)"
+            );
+            self.r.full_sync_buffer.store(0, Relaxed);
+        }
+    }
+}
+
+impl Drop for Applying<'_> {
+    fn drop(&mut self) {
+        if std::mem::take(&mut self.left) {
+            tracing::warn!(
+                "Master client was freed while streaming accumulated replication data to db."
+            );
+            self.r.full_sync_buffer.store(0, Relaxed);
+        }
+    }
+}
+
 /// Redis 7.0's `syncWithMaster` up to the PSYNC reply.
 async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
     let r = &shared.replication;
@@ -414,17 +490,8 @@ async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
             encode(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()]);
         }
     }
-    // Redis's `slaveGetPortStr`: over TLS the port announced is
-    // `tls-port`, where this server's own replicas would reach it.
-    let (announce_ip, announce_port) = shared.config.replica_announce();
-    let tls_port = shared.config.tls_port();
-    let port = match announce_port {
-        0 if shared.config.tls_setting("tls-replication") == "yes" && tls_port != 0 => {
-            tls_port.to_string()
-        }
-        0 => shared.config.port.load(Relaxed).to_string(),
-        p => p.to_string(),
-    };
+    let (announce_ip, _) = shared.config.replica_announce();
+    let port = listening_port(shared);
     encode(
         &mut out,
         &[&b"REPLCONF"[..], b"listening-port", port.as_bytes()],
@@ -435,18 +502,19 @@ async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
             &[&b"REPLCONF"[..], b"ip-address", announce_ip.as_bytes()],
         );
     }
-    encode(
-        &mut out,
-        &[
-            &b"REPLCONF"[..],
-            b"capa",
-            b"eof",
-            b"capa",
-            b"psync2",
-            b"capa",
-            b"zwindow",
-        ],
-    );
+    let mut capa: Vec<&[u8]> = vec![
+        b"REPLCONF",
+        b"capa",
+        b"eof",
+        b"capa",
+        b"psync2",
+        b"capa",
+        b"zwindow",
+    ];
+    if shared.config.repl_rdb_channel() {
+        capa.extend_from_slice(&[b"capa", b"rdb-channel-repl"]);
+    }
+    encode(&mut out, &capa);
     conn.write(&out).await?;
     if auth {
         let reply = conn.line(r, now).await?;
@@ -524,6 +592,14 @@ async fn psync_answer(shared: &Services, conn: &mut Conn) -> Step<Sync> {
             replid: replid.to_string(),
             offset,
         });
+    }
+    if let Some(rest) = reply.strip_prefix("+RDBCHANNELSYNC") {
+        let Some(id) = rest.trim().parse::<u64>().ok() else {
+            tracing::warn!("Master replied with wrong +RDBCHANNELSYNC syntax: {reply}");
+            return Err(Failed);
+        };
+        tracing::info!("PSYNC is not possible, initialize RDB channel.");
+        return Ok(Sync::RdbChannel(id));
     }
     if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         tracing::info!("Successful partial resynchronization with master.");
@@ -747,6 +823,160 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
         .store(stats.repl.map_or(0, |info| info.stream_db) as i64, Relaxed);
     tracing::info!("MASTER <-> REPLICA sync: Finished with success");
     Ok(())
+}
+
+/// Redis 8.0's rdb-channel full sync, after `+RDBCHANNELSYNC <main_id>`
+/// on `main`: a second connection (the rdb channel) asks for the RDB
+/// naming `main_id`, and while it is received and loaded `main` buffers
+/// the stream that follows the snapshot, up to
+/// `replica-full-sync-buffer-limit` (left in `main.buf` for [`stream`]).
+/// Err(true): the transfer had started (reconnect at once).
+async fn rdb_channel_sync(
+    shared: &Arc<Services>,
+    tls: &Tls,
+    primary: &Primary,
+    main: &mut Conn,
+    main_id: u64,
+) -> Result<(), bool> {
+    let r = &shared.replication;
+    let now = || shared.clock.now_ms();
+    let mut rdb = connect(shared, tls, primary).await.map_err(|_| false)?;
+    r.set_link_state(LinkState::Handshake);
+    let (user, pass) = shared.config.master_auth();
+    let mut out = Vec::new();
+    if !pass.is_empty() {
+        if user.is_empty() {
+            encode(&mut out, &[b"AUTH", pass.as_bytes()]);
+        } else {
+            encode(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()]);
+        }
+    }
+    let (cid, port) = (main_id.to_string(), listening_port(shared));
+    encode(
+        &mut out,
+        &[
+            &b"REPLCONF"[..],
+            b"capa",
+            b"eof",
+            b"rdb-only",
+            b"1",
+            b"rdb-channel",
+            b"1",
+            b"main-ch-client-id",
+            cid.as_bytes(),
+            b"listening-port",
+            port.as_bytes(),
+        ],
+    );
+    rdb.write(&out).await.map_err(|_| false)?;
+    if !pass.is_empty() {
+        let reply = rdb.line(r, now).await.map_err(|_| false)?;
+        if reply.starts_with('-') {
+            tracing::warn!("Unable to AUTH to master: {reply}");
+            return Err(false);
+        }
+    }
+    let reply = rdb.line(r, now).await.map_err(|_| false)?;
+    if reply.starts_with('-') {
+        tracing::warn!("Master replied error to replconf: {reply}");
+        return Err(false);
+    }
+    r.debug_pause_at(crate::replication::PAUSE_BEFORE_RDB_CHANNEL);
+    rdb.send(&[b"PSYNC", b"?", b"-1"])
+        .await
+        .map_err(|_| false)?;
+    let reply = loop {
+        let line = rdb.line(r, now).await.map_err(|_| false)?;
+        if !line.is_empty() {
+            break line;
+        }
+    };
+    let mut words = reply
+        .strip_prefix("+FULLRESYNC")
+        .unwrap_or("")
+        .split_whitespace();
+    let replid = words.next().filter(|id| id.len() == 40);
+    let offset = words.next().and_then(|o| o.parse::<u64>().ok());
+    let (Some(replid), Some(offset)) = (replid, offset) else {
+        tracing::warn!("Received unexpected psync reply: {reply}");
+        tracing::warn!("rdb channel sync failed with error: {reply}");
+        return Err(false);
+    };
+    let replid = replid.to_string();
+    // Whether `full_sync` will load from the socket (as it decides).
+    let mode = shared.config.repl_diskless_load();
+    let diskless = mode == "swapdb" || (mode == "on-empty-db" && dataset_empty(shared));
+    r.load_abort.store(false, Relaxed);
+    r.set_link_state(LinkState::Transfer);
+    tracing::info!("Starting to receive RDB and replication stream in parallel.");
+    let sync = full_sync(shared, &mut rdb, &replid, offset);
+    tokio::pin!(sync);
+    let buffering = buffer_stream(shared, main);
+    tokio::pin!(buffering);
+    let result = tokio::select! {
+        res = &mut sync => res,
+        () = &mut buffering => {
+            // The main channel failed (Redis's `rdbChannelAbort`): before
+            // the load, the sync stops; a load from the socket is aborted;
+            // a load from disk ends first, and the replica then continues
+            // from what it loaded with a partial resync.
+            if !shared.persistence.loading.active() {
+                tracing::info!("Aborting rdb channel sync");
+                return Err(true);
+            }
+            tracing::info!("Aborting rdb channel sync while loading the RDB.");
+            if diskless {
+                r.load_abort.store(true, Relaxed);
+            } else {
+                tracing::info!("After loading RDB, replica will try psync with master.");
+            }
+            let _ = (&mut sync).await;
+            r.load_abort.store(false, Relaxed);
+            Err(Failed)
+        }
+    };
+    result.map_err(|_| true)
+}
+
+/// A main channel's stream while its rdb channel's RDB loads, read into
+/// `conn.buf` in Redis's 1 MB blocks until the limit is passed (then the
+/// primary keeps the rest). Returns when the connection fails.
+async fn buffer_stream(shared: &Services, conn: &mut Conn) {
+    const BLOCK: u64 = 1 << 20;
+    let r = &shared.replication;
+    let limit = shared.config.replica_full_sync_buffer_limit();
+    let mut blocks = 0u64;
+    r.full_sync_buffer.store(0, Relaxed);
+    loop {
+        let len = conn.buf.len() as u64;
+        if len >= blocks * BLOCK {
+            if limit != 0 && blocks * BLOCK > limit {
+                tracing::info!(
+                    "Replication buffer limit has been reached ({limit} bytes), stopped buffering replication stream. Further accumulation may occur on master side. "
+                );
+                return std::future::pending().await;
+            }
+            blocks = len / BLOCK + 1;
+            let size = blocks * BLOCK;
+            r.full_sync_buffer.store(size, Relaxed);
+            r.full_sync_buffer_peak.fetch_max(size, Relaxed);
+        }
+        let room = (blocks * BLOCK - len) as usize;
+        conn.buf.reserve(room.min(READ_CHUNK));
+        match conn.rd.read_buf(&mut conn.buf).await {
+            Ok(0) | Err(_) => {
+                tracing::warn!("Main channel error while reading from master: Connection lost");
+                return;
+            }
+            Ok(n) => {
+                r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
+                shared
+                    .stats
+                    .net_repl_input_bytes
+                    .fetch_add(n as u64, Relaxed);
+            }
+        }
+    }
 }
 
 /// Every database empty (`repl-diskless-load on-empty-db`).
@@ -1019,6 +1249,10 @@ impl crate::rdb::file::Host for Staged<'_> {
     fn progress(&self, bytes: u64) {
         crate::rdb::file::Host::progress(self.shared, bytes);
     }
+
+    fn aborted(&self) -> bool {
+        crate::rdb::file::Host::aborted(self.shared)
+    }
 }
 
 /// The AOF again after a successful sync, rewritten from the new data.
@@ -1066,7 +1300,18 @@ fn is_getack(req: &Args<'_>) -> bool {
 
 /// The primary's stream, applied as the master client until the link
 /// fails, times out or the client is killed.
-async fn stream(shared: &Arc<Services>, mut conn: Conn) {
+///
+/// `buffered`: the first bytes of `conn.buf` are what the main channel of
+/// an rdb-channel sync buffered during the RDB (Redis's
+/// `rdbChannelStreamReplDataToDb`): INFO shows them as the replica's
+/// full-sync buffer until they are applied.
+async fn stream(shared: &Arc<Services>, mut conn: Conn, buffered: usize) {
+    // Bytes of `conn.buf` applied and dropped so far, and of the buffer.
+    let (mut base, mut buf_done) = (0usize, 0usize);
+    let mut applying = Applying {
+        r: &shared.replication,
+        left: buffered > 0,
+    };
     let r = &shared.replication;
     let (addr, laddr) = (
         std::mem::take(&mut conn.peer),
@@ -1087,7 +1332,9 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
     handle.db.store(master.client.db, Relaxed);
     r.set_link_state(LinkState::Connected);
     r.link_down_since.store(0, Relaxed);
-    r.read_offset.store(r.offset(), Relaxed);
+    // Bytes an rdb channel's main channel buffered are read, not applied.
+    r.read_offset
+        .store(r.offset() + conn.buf.len() as u64, Relaxed);
     r.link_last_io_ms.store(shared.clock.now_ms(), Relaxed);
     let mut marks = FsyncMarks::default();
     // The first ACK at once: a diskless primary waits for it to stream.
@@ -1147,6 +1394,21 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
                 }
             }
             let after = parser.consumed();
+            if buf_done < buffered {
+                // Redis applies the buffer 16 KB at a time, and runs other
+                // clients' commands (a CLIENT KILL, a REPLICAOF) between.
+                let done = (base + after).min(buffered);
+                let chunk_end = done / (16 << 10) > buf_done / (16 << 10) || done == buffered;
+                let pause = crate::replication::PAUSE_ON_STREAMING_REPL_BUF;
+                if chunk_end && r.debug_pause.load(Relaxed) & pause != 0 {
+                    r.debug_pause_at(pause);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                buf_done = done;
+                if buf_done == buffered && !handle.killed.load(Relaxed) {
+                    applying.done(buffered);
+                }
+            }
             if !client.in_multi() {
                 r.feed_raw(&conn.buf[fed..after], client.db);
                 fed = after;
@@ -1156,6 +1418,7 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
                 // Before more is applied, as Redis answers GETACK at once.
                 parser.discard(fed);
                 conn.buf.advance(fed);
+                base += fed;
                 fed = 0;
                 let fack = marks.fack(&shared.aof, offset);
                 if send_ack(&mut conn, offset, fack).await.is_err() {
@@ -1165,6 +1428,7 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
         }
         parser.discard(fed);
         conn.buf.advance(fed);
+        base += fed;
         // The batch is in the AOF, fsynced under `appendfsync always` (as
         // Redis's beforeSleep writes what its master client applied).
         shared.aof.before_reply(&shared.config).await;
@@ -1191,6 +1455,7 @@ async fn stream(shared: &Arc<Services>, mut conn: Conn) {
             .commands_processed
             .fetch_add(std::mem::take(&mut master.client.commands), Relaxed);
         if handle.killed.load(Relaxed) {
+            drop(applying);
             tracing::info!("Connection with master lost.");
             tracing::info!("Caching the disconnected master state.");
             return;

@@ -418,6 +418,11 @@ pub(crate) trait Host {
     fn load_library(&self, code: &[u8], replace: bool) -> Result<(), RdbError>;
     /// `bytes` more of the file were read.
     fn progress(&self, bytes: u64);
+    /// The load must stop (a replica's rdb-channel sync failed midway):
+    /// checked after each key, as Redis's aborted rio fails its next read.
+    fn aborted(&self) -> bool {
+        false
+    }
 }
 
 /// Loads an RDB image into the keyspace, whose every shard `ks` holds.
@@ -542,6 +547,9 @@ pub(crate) fn load(
                 })?;
                 host.progress((r.pos - progress) as u64);
                 progress = r.pos;
+                if host.aborted() {
+                    return Err(RdbError::truncated());
+                }
                 let delay = config.key_load_delay();
                 if delay != 0 {
                     crate::util::debug_delay(delay);

@@ -58,14 +58,21 @@ pub(crate) enum ReplicaState {
     SendBulk = 1,
     /// Receiving the stream.
     Online = 2,
+    /// The main channel of an rdb-channel replica (Redis 8.0), told
+    /// `+RDBCHANNELSYNC` and waiting for its rdb channel's snapshot.
+    WaitRdbChannel = 3,
+    /// That main channel while the rdb channel gets the RDB: it gets the
+    /// stream from the snapshot's offset meanwhile.
+    SendBulkAndStream = 4,
 }
 
 impl ReplicaState {
     pub(crate) fn name(self) -> &'static str {
         match self {
-            ReplicaState::WaitBgsave => "wait_bgsave",
+            ReplicaState::WaitBgsave | ReplicaState::WaitRdbChannel => "wait_bgsave",
             ReplicaState::SendBulk => "send_bulk",
             ReplicaState::Online => "online",
+            ReplicaState::SendBulkAndStream => "send_bulk_and_stream",
         }
     }
 }
@@ -98,6 +105,11 @@ pub(crate) struct Replica {
     /// `REPLCONF capa rdb-channel-repl`, which only Redis 8.0+ replicas
     /// send: it runs Redis 8.0's commands (hash field TTLs, HSETEX).
     pub(crate) capa_redis8: bool,
+    /// `REPLCONF rdb-only 1`: it wants the RDB and no stream.
+    pub(crate) rdb_only: bool,
+    /// `REPLCONF rdb-channel 1` and `main-ch-client-id`: the rdb channel
+    /// of the replica whose main channel is this client ID.
+    pub(crate) main_channel: Option<u64>,
     /// Told to go (output limit, REPLICAOF, shutdown): its writer ends.
     pub(crate) dropped: AtomicBool,
     pub(crate) wake: Notify,
@@ -118,6 +130,8 @@ impl Replica {
         match self.state.load(Relaxed) {
             0 => ReplicaState::WaitBgsave,
             1 => ReplicaState::SendBulk,
+            3 => ReplicaState::WaitRdbChannel,
+            4 => ReplicaState::SendBulkAndStream,
             _ => ReplicaState::Online,
         }
     }
@@ -161,6 +175,16 @@ pub(crate) struct ReplicaCapa {
     pub(crate) zwindow: bool,
     /// `capa rdb-channel-repl`: a Redis 8.0+ replica.
     pub(crate) redis8: bool,
+    /// `capa rdb-channel-repl` while this server's `repl-rdb-channel` and
+    /// `repl-diskless-sync` are on: a full sync is answered
+    /// `+RDBCHANNELSYNC` (Redis's `SLAVE_CAPA_RDB_CHANNEL_REPL`).
+    pub(crate) rdb_channel_repl: bool,
+    /// `REPLCONF rdb-only 1`.
+    pub(crate) rdb_only: bool,
+    /// `REPLCONF rdb-channel 1`: this connection is an rdb channel.
+    pub(crate) rdb_channel: bool,
+    /// `REPLCONF main-ch-client-id`: its main channel's client ID.
+    pub(crate) main_ch: Option<u64>,
 }
 
 /// The link to this server's primary, when it is a replica.
@@ -239,6 +263,16 @@ pub(crate) struct Replication {
     /// applies it (Redis's `server.master->db`), -1: no link; for the
     /// `repl-stream-db` a save writes.
     pub(crate) stream_db: std::sync::atomic::AtomicI64,
+    /// What the main channel buffered of the stream while the rdb
+    /// channel's RDB loads (Redis 8.0's `replica_full_sync_buffer_size`,
+    /// in its 1 MB blocks), and the most it ever held (`_peak`).
+    pub(crate) full_sync_buffer: AtomicU64,
+    pub(crate) full_sync_buffer_peak: AtomicU64,
+    /// DEBUG REPL-PAUSE's points (`PAUSE_*` bits) where the process
+    /// stops itself (SIGSTOP) until a test continues it.
+    pub(crate) debug_pause: AtomicU8,
+    /// The rdb channel's load must stop (its main channel failed).
+    pub(crate) load_abort: AtomicBool,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
     /// (Redis's `repl_good_slaves_count`), refreshed on every ACK and
     /// each second.
@@ -336,8 +370,45 @@ impl Default for Replication {
             backlog_size: AtomicU64::new(1 << 20),
             history: AtomicBool::new(true),
             stream_db: std::sync::atomic::AtomicI64::new(-1),
+            full_sync_buffer: AtomicU64::new(0),
+            full_sync_buffer_peak: AtomicU64::new(0),
+            debug_pause: AtomicU8::new(0),
+            load_abort: AtomicBool::new(false),
         }
     }
+}
+
+/// DEBUG REPL-PAUSE after-fork: once a replication snapshot has started.
+pub(crate) const PAUSE_AFTER_FORK: u8 = 1 << 1;
+/// DEBUG REPL-PAUSE before-rdb-channel: before the rdb channel's PSYNC.
+pub(crate) const PAUSE_BEFORE_RDB_CHANNEL: u8 = 1 << 2;
+/// DEBUG REPL-PAUSE on-streaming-repl-buf: while the stream buffered
+/// during an rdb-channel sync is applied.
+pub(crate) const PAUSE_ON_STREAMING_REPL_BUF: u8 = 1 << 3;
+
+impl Replication {
+    /// Stops the process here if DEBUG REPL-PAUSE asked for `point`
+    /// (Redis's `debugPauseProcess`: SIGSTOP, continued by SIGCONT).
+    pub(crate) fn debug_pause_at(&self, point: u8) {
+        if self.debug_pause.load(Relaxed) & point != 0 {
+            tracing::info!("Process is about to stop.");
+            // SAFETY: raise has no memory-safety preconditions.
+            unsafe { libc::raise(libc::SIGSTOP) };
+            tracing::info!("Process has been continued.");
+        }
+    }
+}
+
+/// The replicas INFO and ROLE list: an rdb channel whose main channel is
+/// attached is not listed apart (Redis's `replicationCheckHasMainChannel`).
+fn logical_replicas(all: &[Arc<Replica>]) -> Vec<Arc<Replica>> {
+    all.iter()
+        .filter(|r| {
+            r.main_channel
+                .is_none_or(|id| !all.iter().any(|m| m.client_id == id))
+        })
+        .cloned()
+        .collect()
 }
 
 /// What a replica waiting for a full resync hears from its snapshot job.
@@ -458,7 +529,7 @@ impl Replication {
             offset: self.offset(),
             second_offset: g.second_offset,
             backlog: g.backlog.as_ref().map(|b| (b.first(), b.histlen())),
-            replicas: g.replicas.clone(),
+            replicas: logical_replicas(&g.replicas),
             primary: g.primary.clone(),
             link: g.link,
         }
@@ -573,6 +644,8 @@ impl Replication {
             capa_eof: capa.eof,
             capa_zwindow: capa.zwindow,
             capa_redis8: capa.redis8,
+            rdb_only: capa.rdb_only,
+            main_channel: capa.main_ch.filter(|_| capa.rdb_channel),
             dropped: AtomicBool::new(false),
             wake: Notify::new(),
             copied: AtomicUsize::new(0),
@@ -602,7 +675,36 @@ impl Replication {
         // They stay `wait_bgsave` while the snapshot is made (streamed
         // to them, diskless, as Redis's child does), as in Redis.
         for r in replicas {
-            r.next.store(offset + 1, Relaxed);
+            // An rdb-only replica gets no stream: nothing is kept for it.
+            if !r.rdb_only {
+                r.next.store(offset + 1, Relaxed);
+            }
+            // An rdb channel's main channel gets the stream from here on,
+            // while the RDB goes over the rdb channel (Redis's
+            // `replicationSetupSlaveForFullResync`).
+            if let Some(id) = r.main_channel {
+                match g
+                    .replicas
+                    .iter()
+                    .find(|m| m.client_id == id && m.state() == ReplicaState::WaitRdbChannel)
+                {
+                    Some(main) => {
+                        main.next.store(offset + 1, Relaxed);
+                        main.set_state(ReplicaState::SendBulkAndStream);
+                        main.wake.notify_one();
+                        tracing::info!(
+                            "Starting to deliver RDB and replication stream to replica: {}:{}",
+                            main.ip,
+                            main.port.load(Relaxed)
+                        );
+                    }
+                    None => tracing::warn!(
+                        "Starting to deliver RDB to replica {}:{} but it has no associated main channel",
+                        r.ip,
+                        r.port.load(Relaxed)
+                    ),
+                }
+            }
         }
         FullSync {
             replid: g.replid.clone(),
