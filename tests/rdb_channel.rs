@@ -100,52 +100,29 @@ fn syncs_over_the_rdb_channel(mut p: Side, mut r: Side) {
 
 const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
 
+fn side(conn: RawConn, port: u16) -> Side {
+    Side { conn, port }
+}
+
 #[test]
 fn a_redis_8_primary_feeds_a_zwindow_replica_over_the_rdb_channel() {
     let p = RedisServer::start_binary(&redis8_server(), &DEBUG);
     let r = ZwindowServer::start(&DEBUG);
-    syncs_over_the_rdb_channel(
-        Side {
-            conn: p.conn(),
-            port: p.port(),
-        },
-        Side {
-            conn: r.conn(),
-            port: r.port(),
-        },
-    );
+    syncs_over_the_rdb_channel(side(p.conn(), p.port()), side(r.conn(), r.port()));
 }
 
 #[test]
 fn a_zwindow_primary_feeds_a_redis_8_replica_over_the_rdb_channel() {
     let p = ZwindowServer::start(&DEBUG);
     let r = RedisServer::start_binary(&redis8_server(), &DEBUG);
-    syncs_over_the_rdb_channel(
-        Side {
-            conn: p.conn(),
-            port: p.port(),
-        },
-        Side {
-            conn: r.conn(),
-            port: r.port(),
-        },
-    );
+    syncs_over_the_rdb_channel(side(p.conn(), p.port()), side(r.conn(), r.port()));
 }
 
 #[test]
 fn a_zwindow_primary_feeds_a_zwindow_replica_over_the_rdb_channel() {
     let p = ZwindowServer::start(&DEBUG);
     let r = ZwindowServer::start(&DEBUG);
-    syncs_over_the_rdb_channel(
-        Side {
-            conn: p.conn(),
-            port: p.port(),
-        },
-        Side {
-            conn: r.conn(),
-            port: r.port(),
-        },
-    );
+    syncs_over_the_rdb_channel(side(p.conn(), p.port()), side(r.conn(), r.port()));
 }
 
 /// Without `repl-diskless-sync` the primary does not offer the rdb
