@@ -242,10 +242,11 @@ fn config_get_and_set_of_tls_settings_as_redis() {
         config(&mut zc, "CONFIG GET tls-port"),
         "*2\r\n$8\r\ntls-port\r\n$1\r\n0\r\n"
     );
-    // The passphrase in the slow log as Redis 7.0.15 has it (shown: it is
-    // not among 7.0's sensitive settings).
+    // The passphrase in the slow log: redacted, as Redis 7.2+ has it among
+    // its sensitive settings (7.0.15, the oracle here, still shows it;
+    // Redis 8.0.2's build has no TLS settings to compare with).
     let mut logged = Vec::new();
-    for c in [&mut zc, &mut rc] {
+    for c in [&mut zc] {
         c.cmd_str("CONFIG SET slowlog-log-slower-than 0");
         c.cmd_str("SLOWLOG RESET");
         c.cmd_str("CONFIG SET tls-key-file-pass hunter2");
@@ -257,7 +258,8 @@ fn config_get_and_set_of_tls_settings_as_redis() {
             .collect();
         logged.push(args);
     }
-    assert_eq!(logged[0], logged[1]);
+    let want: Vec<&[u8]> = vec![b"CONFIG", b"SET", b"tls-key-file-pass", b"(redacted)"];
+    assert_eq!(logged[0], want);
 }
 
 /// With TLS on: bad files and settings are refused with Redis's text and
