@@ -171,10 +171,7 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         } else if eq_ic(point, "on-streaming-repl-buf") {
             r::PAUSE_ON_STREAMING_REPL_BUF
         } else {
-            return Err(Error::Owned(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-                String::from_utf8_lossy(sub)
-            )));
+            return Err(unknown_subcommand(sub));
         };
         pause.fetch_or(bit, Relaxed);
         ctx.out.ok();
@@ -250,10 +247,7 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
         let n = crate::keyspace::expire::cycle(ctx.shared.env(), Duration::from_secs(3600));
         ctx.out.int(n as i64);
     } else {
-        return Err(Error::Owned(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            String::from_utf8_lossy(sub)
-        )));
+        return Err(unknown_subcommand(sub));
     }
     Ok(Done)
 }
@@ -392,6 +386,15 @@ fn error(ctx: &mut Ctx) {
 /// DEBUG OBJECT: Redis's one-line summary of a value as stored (expired or
 /// not): its address, refcount, encoding, RDB length and LRU clock, and for
 /// lists the quicklist's shape.
+/// Redis's answer to a DEBUG subcommand it does not know (or given the
+/// wrong number of arguments).
+fn unknown_subcommand(sub: &[u8]) -> Error {
+    Error::Owned(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+        String::from_utf8_lossy(sub)
+    ))
+}
+
 /// DEBUG HTSTATS dbid [FULL]: the database's key and expiry tables, each
 /// shard's summed (as Redis sums its per-slot tables), in Redis's words.
 fn htstats(ctx: &mut Ctx) -> CmdResult {
