@@ -498,7 +498,10 @@ fn deliver(target: &ClientHandle, bytes: Vec<u8>, own_out: Option<&mut crate::pr
         None => {
             // The receiver's output limit applies when its connection
             // writes and in the clients' cron (`push_unchecked`).
-            target.push_unchecked(Push::Raw(bytes.into()));
+            // Exactly sized, so the `Bytes` is the vector's own allocation
+            // (a vector with spare room gets a second one for its header)
+            // and what the queue holds is what `Push::size` counts.
+            target.push_unchecked(Push::Raw(bytes.into_boxed_slice().into()));
         }
     }
 }
