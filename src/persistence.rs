@@ -327,6 +327,19 @@ pub(crate) fn extras(host: &dyn Host) -> Option<Extras> {
     })
 }
 
+/// The foreground save's `temp-<pid>.rdb`, in the directory it writes.
+fn foreground_temp_file(config: &Config) -> std::path::PathBuf {
+    let path = config.rdb_path();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    dir.join(format!("temp-{}.rdb", std::process::id()))
+}
+
+/// Deletes the foreground save's temp file, for an exit in the middle of
+/// the save (Redis's `rdbRemoveTempFile` from its SIGINT handler).
+pub(crate) fn remove_foreground_temp_file(config: &Config) {
+    let _ = std::fs::remove_file(foreground_temp_file(config));
+}
+
 /// Writes `src` to `dir`/`dbfilename` through a temporary file.
 /// Held while a save checks whether it was stopped and renames its file
 /// into place.
@@ -341,7 +354,7 @@ fn write_file(
     let path = config.rdb_path();
     let dir = path.parent().unwrap_or(Path::new("."));
     // Redis's foreground `rdbSave`: `temp-<pid>.rdb`.
-    let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
+    let tmp = foreground_temp_file(config);
     let result = (|| {
         let f = std::fs::File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);

@@ -242,6 +242,8 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     let mut _exit_waiters = Vec::new();
     loop {
         let waiting = shared.shutdown.initiated();
+        // A signal's shutdown not acted on yet (none during a wait).
+        let requested = shared.shutdown.requested().filter(|_| !waiting);
         tokio::select! {
             accepted = listeners.accept(), if !paused => match accepted {
                 Ok(accepted) => {
@@ -289,28 +291,43 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = sigterm.recv() => {
-                tracing::info!("SIGTERM received, shutting down");
-                if stop_on_signal(&shared, false, background.is_some(), &mut exit_flags) {
+                if background.is_none() {
+                    tracing::warn!("Received shutdown signal during loading, scheduling shutdown.");
                     break;
                 }
+                tracing::warn!("Received SIGTERM scheduling shutdown...");
+                shared.shutdown.request(false);
             }
             _ = sigint.recv() => {
                 // Redis's second SIGINT: the user insists, nothing is
-                // waited for or saved.
-                if waiting {
-                    tracing::warn!("You insist... exiting now.");
-                    std::process::exit(1);
+                // waited for or saved, and a save under way leaves no
+                // temp file behind.
+                // (Read now: SHUTDOWN ABORT may have taken a request back
+                // since this turn of the loop began.)
+                if shared.shutdown.initiated() || shared.shutdown.requested().is_some() {
+                    insist_and_exit(&shared);
                 }
-                tracing::info!("SIGINT received, shutting down");
-                if stop_on_signal(&shared, true, background.is_some(), &mut exit_flags) {
+                if background.is_none() {
+                    tracing::warn!("Received shutdown signal during loading, scheduling shutdown.");
                     break;
                 }
+                tracing::warn!("Received SIGINT scheduling shutdown...");
+                shared.shutdown.request(true);
             }
             _ = shared.stop.notified() => { tracing::info!("SHUTDOWN requested, shutting down"); break }
             _ = shared.shutdown.changed.notified() => {}
-            _ = shutdown_tick.tick(), if waiting => {
-                if let Some(waiters) = finish_shutdown_wait(&shared).await {
-                    _exit_waiters = waiters;
+            // A wait for lagging replicas is looked at every tick; a
+            // signal is acted on at the next one, as Redis's cron acts on
+            // `shutdown_asap` (so DEBUG PAUSE-CRON holds it, and SHUTDOWN
+            // ABORT can take it back meanwhile).
+            _ = shutdown_tick.tick(), if waiting || (requested.is_some() && !shared.cron_paused.load(Relaxed)) => {
+                if waiting {
+                    if let Some(waiters) = finish_shutdown_wait(&shared).await {
+                        _exit_waiters = waiters;
+                        break;
+                    }
+                } else if let Some(flags) = shutdown_on_signal(&shared, requested.unwrap_or_default(), &mut sigint).await {
+                    exit_flags = flags;
                     break;
                 }
             }
@@ -357,30 +374,52 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// SIGTERM or SIGINT: true when the server stops now, with the flags
-/// `shutdown-on-sigterm` / `-sigint` give (a signal's save that fails
-/// does not keep the server running: FORCE); false while a wait for
-/// lagging replicas runs (begun now or before). While the dataset loads
-/// there is nothing to wait for or save.
-fn stop_on_signal(
-    shared: &Services,
-    sigint: bool,
-    loaded: bool,
-    exit_flags: &mut crate::shutdown::Flags,
-) -> bool {
-    if shared.shutdown.initiated() {
-        return false;
+/// A signal's shutdown (`by_sigint`: SIGINT's), with the flags
+/// `shutdown-on-sigterm` / `-sigint` give: the flags to exit with, or
+/// `None` while a wait for lagging replicas runs (begun now), or when the
+/// save failed and the server runs on (Redis's "can't exit").
+///
+/// SIGTERM exits even if its save fails (FORCE): what sends it (`docker
+/// stop`, systemd) expects the process gone, and sends SIGKILL next,
+/// which would lose the data all the same. Redis stays up there; SIGINT
+/// does as Redis does (unless `shutdown-on-sigint` says `force`): it
+/// saves now, with writes held, and runs on if the save fails; a second
+/// SIGINT during the save exits at once, deleting the save's temp file.
+async fn shutdown_on_signal(
+    shared: &Arc<Services>,
+    by_sigint: bool,
+    sigint: &mut tokio::signal::unix::Signal,
+) -> Option<crate::shutdown::Flags> {
+    use crate::commands::server as srv;
+    let mut flags = shared.config.shutdown_on_signal(by_sigint);
+    flags.force |= !by_sigint;
+    tracing::info!("User requested shutdown...");
+    if srv::begin_shutdown_wait(shared, flags, None) {
+        return None;
     }
-    if !loaded {
-        return true;
+    // A shutdown that cannot fail saves after the connections' last
+    // batches, once a running script is killed (its shards are then
+    // free): the exit stays within a second of the signal.
+    if flags.force {
+        return Some(flags);
     }
-    let mut flags = shared.config.shutdown_on_signal(sigint);
-    flags.force = true;
-    if crate::commands::server::begin_shutdown_wait(shared, flags, None) {
-        return false;
-    }
-    *exit_flags = flags;
-    true
+    let saver = shared.clone();
+    let save = tokio::task::spawn_blocking(move || srv::finish_shutdown(&saver, flags));
+    tokio::pin!(save);
+    let saved = tokio::select! {
+        saved = &mut save => saved.unwrap_or_else(|e| Err(e.to_string())),
+        _ = sigint.recv() => insist_and_exit(shared),
+    };
+    shared.shutdown.settle();
+    saved.ok().map(|()| flags)
+}
+
+/// Redis's second SIGINT during a shutdown: exit at once with an error,
+/// leaving no `temp-<pid>.rdb` of the save under way.
+fn insist_and_exit(shared: &Services) -> ! {
+    tracing::warn!("You insist... exiting now.");
+    crate::persistence::remove_foreground_temp_file(&shared.config);
+    std::process::exit(1);
 }
 
 /// A wait for lagging replicas, every 10 ms: once they caught up or its

@@ -52,6 +52,11 @@ struct State {
     /// SHUTDOWN clients waiting with it: dropping a sender tells its
     /// client the shutdown did not happen.
     waiters: Vec<oneshot::Sender<()>>,
+    /// A signal asked for a shutdown not started yet (Redis's
+    /// `shutdown_asap`; `Some(true)` for SIGINT): the server acts on it
+    /// at its next tick, unless `DEBUG PAUSE-CRON` holds the ticks or
+    /// SHUTDOWN ABORT takes it back first.
+    requested: Option<bool>,
 }
 
 #[derive(Default)]
@@ -121,12 +126,40 @@ impl Shutdown {
         (s.deadline_ms != 0).then_some((s.deadline_ms, s.flags))
     }
 
+    /// A signal asks for a shutdown (`sigint`: SIGINT): false if one was
+    /// asked for or started already (a second SIGINT exits at once).
+    pub(crate) fn request(&self, sigint: bool) -> bool {
+        let mut s = self.state.lock();
+        if s.requested.is_some() || s.deadline_ms != 0 {
+            return false;
+        }
+        s.requested = Some(sigint);
+        true
+    }
+
+    /// The signal's request, if one waits to be acted on (it stays until
+    /// [`Shutdown::settle`] or SHUTDOWN ABORT).
+    pub(crate) fn requested(&self) -> Option<bool> {
+        self.state.lock().requested
+    }
+
+    /// The signal's request was acted on: a wait began, or its save
+    /// failed and the server runs on.
+    pub(crate) fn settle(&self) {
+        self.state.lock().requested = None;
+    }
+
     /// Ends the wait without exiting (Redis's `cancelShutdown`): its
-    /// SHUTDOWN clients are told it failed. False if none was in progress.
+    /// SHUTDOWN clients are told it failed; or takes back a signal's
+    /// request not acted on yet (Redis's `abortShutdown` clearing
+    /// `shutdown_asap`). False if there was neither.
     pub(crate) fn cancel(&self) -> bool {
         let mut s = self.state.lock();
         if s.deadline_ms == 0 {
-            return false;
+            let taken = s.requested.take().is_some();
+            drop(s);
+            self.changed.notify_one();
+            return taken;
         }
         *s = State::default();
         drop(s);
@@ -158,6 +191,23 @@ mod tests {
         ));
         assert!(!s.initiated());
         assert!(!s.cancel());
+    }
+
+    #[test]
+    fn a_signal_request_is_taken_back_by_cancel_and_settled_once_acted_on() {
+        let s = Shutdown::default();
+        assert!(s.request(false));
+        assert!(!s.request(true), "a second signal is not a new request");
+        assert_eq!(s.requested(), Some(false));
+        assert!(s.cancel());
+        assert_eq!(s.requested(), None);
+        assert!(!s.cancel());
+        assert!(s.request(true));
+        s.settle();
+        assert_eq!(s.requested(), None);
+        // During a wait a signal asks for nothing new.
+        assert!(s.begin(Flags::default(), 5_000, None));
+        assert!(!s.request(false));
     }
 
     #[test]

@@ -1167,8 +1167,7 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     if begin_shutdown_wait(&shared, flags, Some(tx)) {
         return Ok(super::Outcome::AwaitShutdown(rx));
     }
-    if let Err(e) = save_for_shutdown(&shared, flags) {
-        tracing::warn!("{e}");
+    if finish_shutdown(&shared, flags).is_err() {
         return Err(Error::Static("ERR Errors trying to SHUTDOWN. Check logs."));
     }
     // Like Redis, a successful SHUTDOWN answers nothing: the connection closes.
@@ -1200,6 +1199,23 @@ pub(crate) fn begin_shutdown_wait(
     shared.pause.hold_writes_for_shutdown(true);
     tracing::info!("Waiting for replicas before shutting down.");
     true
+}
+
+/// Redis's `finishShutdown` for a shutdown that does not wait (SHUTDOWN,
+/// or a signal's): the final save, with writes held meanwhile so nothing
+/// acknowledged after it is lost (Redis runs nothing else while it
+/// saves), and let go again if the save fails and the server runs on.
+pub(crate) fn finish_shutdown(shared: &Services, flags: Flags) -> Result<(), String> {
+    shared.pause.hold_writes_for_shutdown(true);
+    let saved = save_for_shutdown(shared, flags);
+    if let Err(e) = &saved {
+        tracing::warn!("{e}");
+        tracing::warn!(
+            "Errors trying to shut down the server. Check the logs for more information."
+        );
+        shared.pause.hold_writes_for_shutdown(false);
+    }
+    saved
 }
 
 /// Every replica acknowledged the whole stream (Redis's
