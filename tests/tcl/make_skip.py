@@ -30,10 +30,8 @@ CORRUPT_DUMP_WHY = ("RESTOREs (outside a catch) a payload that redis-server 7.0 
 # that would exclude them (an error there aborts the whole unit).
 UNTAGGED = [
     ("other", "Don't rehash if redis has child process",
-     "kills the BGSAVE's child process (zwindow saves on a thread, no fork) and reads DEBUG HTSTATS"),
-    ("oom-score-adj", "CONFIG SET oom-score-adj works as expected",
-     "reads the BGSAVE child process's oom_score_adj (zwindow saves on a thread, no fork); "
-     "its primary and replica steps are in tests/server_surface.rs"),
+     "expects the keyspace's table not to grow while a BGSAVE child runs (Redis avoids copy-on-write of "
+     "a forked dataset); zwindow serializes on a thread of its own and its tables grow at once"),
     # tls runs in the TLS pass (tests/tcl/baseline-tls.txt).
     ("tls", "TLS: Verify tls-cert-file is also used as a client cert if none specified",
      "makes a replica; externally its overrides are set one CONFIG SET at a time, "
