@@ -422,6 +422,9 @@ pub struct Config {
     min_replicas_to_write: AtomicUsize,
     min_replicas_max_lag: AtomicUsize,
     busy_reply_threshold: AtomicI64,
+    /// `cluster-compatibility-sample-ratio` (percent): read by every keyed
+    /// command of a standalone server, so an atomic, not a `kept!` value.
+    cluster_compat_ratio: AtomicU32,
     /// `client-output-buffer-limit`: (hard bytes, soft bytes, soft seconds)
     /// for the normal, replica and pubsub classes, in that order.
     obuf_limits: [[AtomicU64; 3]; 3],
@@ -589,6 +592,7 @@ impl Config {
             ]
             .map(|l| l.map(AtomicU64::new)),
             busy_reply_threshold: AtomicI64::new(5000),
+            cluster_compat_ratio: AtomicU32::new(0),
             latency_tracking: AtomicBool::new(true),
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
             config_file: None,
@@ -876,7 +880,7 @@ impl Config {
 
     /// `cluster-compatibility-sample-ratio` (percent).
     pub(crate) fn cluster_compat_sample_ratio(&self) -> u64 {
-        self.kept_u64("cluster-compatibility-sample-ratio", 0)
+        u64::from(self.cluster_compat_ratio.load(Relaxed))
     }
 
     /// A `kept!` directive's value.
@@ -3084,12 +3088,11 @@ const PARAMS: &[Param] = &[
     ),
     // Redis 8.0: how often (percent) a command is checked for what cluster
     // mode would refuse (`cluster_incompatible_ops` in INFO stats).
-    kept!(
+    u32_param!(
         "cluster-compatibility-sample-ratio",
-        None,
-        "0",
-        |v| int_text(v, 0, 100),
-        runtime
+        cluster_compat_ratio,
+        0,
+        100
     ),
     // Redis 7.2+'s CPU pinning (`taskset`'s list syntax: `0,2-3`, `0-20:2`),
     // applied at startup to the server's threads and as each background

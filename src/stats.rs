@@ -13,6 +13,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+/// Redis 8.0's `SHOULD_CLUSTER_COMPATIBILITY_SAMPLE`: whether this
+/// operation is checked for what cluster mode would refuse, `ratio`
+/// percent of the time (`cluster-compatibility-sample-ratio`).
+pub(crate) fn compat_sampled(ratio: u64) -> bool {
+    ratio >= 100 || (ratio != 0 && rand::random_range(0..100u64) < ratio)
+}
+
 /// Server-wide counters for INFO.
 #[derive(Default)]
 pub(crate) struct Stats {

@@ -11,7 +11,7 @@
 //! DEBUG SET-DISABLE-DENY-SCRIPTS 0|1
 //! DEBUG QUICKLIST-PACKED-THRESHOLD size | CHANGE-REPL-ID | REPLICATE cmd … | STRINGMATCH-TEST
 //! DEBUG LISTPACK key | QUICKLIST key [0|1] | RELOAD [MERGE] [NOFLUSH] [NOSAVE]
-//! DEBUG REPLYBUFFER RESIZING 0|1 | LOADAOF | AOF-FLUSH-SLEEP microseconds
+//! DEBUG REPLYBUFFER RESIZING 0|1 | LOADAOF | AOF-FLUSH-SLEEP microseconds | DICT-RESIZING 0|1
 //! ```
 //!
 //! DEBUG declares no keys, so the subcommands that read the keyspace lock
@@ -105,6 +105,18 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
     } else if eq_ic(sub, "SET-ACTIVE-EXPIRE") && argc == 3 {
         let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
         ctx.shared.store.active_expire.store(on, Relaxed);
+        ctx.out.ok();
+    } else if eq_ic(sub, "DICT-RESIZING") && argc == 3 {
+        // Any integer but 0 lets them resize (Redis reads it with atoi).
+        let on = crate::spec::metadata::c_atoi(ctx.arg(2)) != 0;
+        crate::types::key::set_keyspace_resizing(on);
+        if on {
+            with_all_shards(ctx.ks, |ks| {
+                ks.resize_tables();
+                Ok(())
+            })
+            .map_err(Error::Owned)?;
+        }
         ctx.out.ok();
     } else if eq_ic(sub, "PAUSE-CRON") && argc == 3 {
         // Any integer but 0 pauses (Redis reads it with atoi).
@@ -357,6 +369,8 @@ fn help(ctx: &mut Ctx) {
             "    The optional argument (0 by default) sets the level of detail",
             "REPLYBUFFER RESIZING <0|1>",
             "    Enable or disable the reply buffer resize cron job",
+            "DICT-RESIZING <0|1>",
+            "    Enable or disable the main dict and expire dict resizing.",
             "CLOCK FREEZE <unix-ms>|NOW, CLOCK ADVANCE <ms>, CLOCK RESUME, CLOCK GET",
             "    zwindow's test clock.",
             "SHARD <key>",

@@ -208,10 +208,16 @@ fn fcall_generic(ctx: &mut Ctx, ro: bool) -> CmdResult {
     }
     // Redis's `scriptPrepareForRun`, in its order.
     let no_writes = f.flags & FLAG_NO_WRITES != 0;
-    if f.flags & crate::commands::lua::functions::FLAG_NO_CLUSTER != 0
-        && ctx.shared.cluster.is_some()
-    {
-        return Err(Error::Static(super::scripting::NO_CLUSTER));
+    if f.flags & crate::commands::lua::functions::FLAG_NO_CLUSTER != 0 {
+        if ctx.shared.cluster.is_some() {
+            return Err(Error::Static(super::scripting::NO_CLUSTER));
+        }
+        // What cluster mode would refuse (Redis 8.0 counts it whatever the
+        // sample ratio).
+        ctx.shared
+            .stats
+            .cluster_incompatible_ops
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     if f.flags & FLAG_ALLOW_STALE == 0 && super::scripting::running_stale(ctx.shared) {
         return Err(Error::Static(super::scripting::MASTERDOWN_FLAG));

@@ -252,8 +252,16 @@ fn run_script(
     // Scripts that declare flags are checked before they run, as Redis's
     // `scriptPrepareForRun` does.
     if script.shebang {
-        if script.no_cluster && shared.cluster.is_some() {
-            return Err(Error::Static(NO_CLUSTER));
+        if script.no_cluster {
+            if shared.cluster.is_some() {
+                return Err(Error::Static(NO_CLUSTER));
+            }
+            // What cluster mode would refuse (Redis 8.0 counts it whatever
+            // the sample ratio).
+            shared
+                .stats
+                .cluster_incompatible_ops
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         if running_stale(&shared) && !script.allow_stale {
             return Err(Error::Static(MASTERDOWN_FLAG));

@@ -24,6 +24,16 @@ use crate::keyspace::{Key, WatchFlag};
 /// anywhere else; `pub(crate)` where the execution layer or the connection
 /// keeps its own per-client state here (the call tally, the batch clock,
 /// CLIENT REPLY's progress, the held invalidations, a script's stand-in).
+/// Where a sampled command stands in the check for what cluster mode
+/// would refuse (`cluster_incompatible_ops`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CompatCheck {
+    /// Not sampled, or already counted: nothing more is checked.
+    Off,
+    /// Checked so far, its keys in this slot (None: no key yet).
+    Slot(Option<u16>),
+}
+
 pub(crate) struct Client {
     pub(crate) handle: Arc<ClientHandle>,
     pub(crate) db: usize,
@@ -44,6 +54,11 @@ pub(crate) struct Client {
     /// True for the client a script's `redis.call` runs as (TIME answers
     /// the script's frozen instant).
     pub(crate) in_script: bool,
+    /// A standalone server's sampled check of the running command for
+    /// what cluster mode would refuse (Redis 8.0's
+    /// `cluster_compatibility_check_slot`): a script it runs goes on
+    /// checking its calls from there.
+    pub(crate) compat: CompatCheck,
     /// `SCRIPT DEBUG`: the mode (`lua::ldb::OFF|YES|SYNC`) the next EVAL
     /// is debugged in.
     pub(crate) ldb: u8,
@@ -205,6 +220,7 @@ impl Client {
             acl_generation: 0,
             multi: None,
             multi_error: false,
+            compat: CompatCheck::Off,
             asking: false,
             cluster_readonly: false,
             in_exec: false,

@@ -113,6 +113,9 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
                     "ERR BY option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.",
                 ));
             }
+            if !o.dontsort && !cluster {
+                note_incompatible_pattern(ctx.shared, p, args.get(1));
+            }
             if !o.dontsort && !full_read {
                 return Err(Error::Static(
                     "ERR BY option of SORT denied due to insufficient ACL permissions.",
@@ -126,6 +129,9 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
                 return Err(Error::Static(
                     "ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.",
                 ));
+            }
+            if !cluster && c_str(p) != b"#" {
+                note_incompatible_pattern(ctx.shared, p, args.get(1));
             }
             if !full_read {
                 return Err(Error::Static(
@@ -145,6 +151,20 @@ fn parse_opts<'a>(ctx: &Ctx<'a, '_>) -> Result<Opts<'a>, Error> {
 /// Whether every key `pattern` forms hashes to `key`'s slot.
 fn same_slot(pattern: &[u8], key: &[u8]) -> bool {
     pattern_hash_slot(pattern) == Some(key_hash_slot(key))
+}
+
+/// A standalone server counts, in the sampled share of SORTs, a BY or
+/// GET pattern whose keys may be in another slot than the sorted key's:
+/// cluster mode would refuse it (Redis 8.0's `cluster_incompatible_ops`).
+fn note_incompatible_pattern(shared: &super::Services, pattern: &[u8], key: &[u8]) {
+    if crate::stats::compat_sampled(shared.config.cluster_compat_sample_ratio())
+        && !same_slot(pattern, key)
+    {
+        shared
+            .stats
+            .cluster_incompatible_ops
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Redis's `lookupKeyByPattern`: `#` is the element itself; otherwise the

@@ -6,7 +6,7 @@
 
 use crate::cluster::Cluster;
 use crate::cluster::route::{self, Asker};
-use crate::commands::session::Client;
+use crate::commands::session::{Client, CompatCheck};
 use crate::commands::{Args, Command, Services, lua, resolve};
 use crate::keyspace::{HashedKey, Keyspace, ShardSet};
 
@@ -69,27 +69,47 @@ pub(super) fn route(
 }
 
 /// A standalone server with `cluster-compatibility-sample-ratio` set
-/// checks that share of keyed commands for keys in several slots, which
-/// cluster mode would refuse (Redis 8.0's `processCommand`), counting them
-/// in INFO's `cluster_incompatible_ops`.
-pub(super) fn sample_compatibility(shared: &Services, cmd: &'static Command, args: &Args<'_>) {
-    let ratio = shared.config.cluster_compat_sample_ratio();
-    if ratio == 0 || (ratio < 100 && rand::random_range(0..100u64) >= ratio) {
-        return;
+/// checks that share of keyed commands, and EXEC's queue as one, for keys
+/// in several slots, which cluster mode would refuse (Redis 8.0's
+/// `processCommand` and `areCommandKeysInSameSlot`), counting them in
+/// INFO's `cluster_incompatible_ops`. What it found is where a script the
+/// command runs goes on checking from.
+pub(super) fn sample_compatibility(
+    shared: &Services,
+    client: &Client,
+    cmd: &'static Command,
+    args: &Args<'_>,
+) -> CompatCheck {
+    if !crate::stats::compat_sampled(shared.config.cluster_compat_sample_ratio()) {
+        return CompatCheck::Off;
     }
     let mut slot = None;
     let mut cross = false;
-    route::for_each_key(cmd, args, |key| {
-        let s = crate::keyspace::slots::key_hash_slot(key);
-        cross |= slot.is_some_and(|first| first != s);
-        slot.get_or_insert(s);
-    });
+    let mut visit = |cmd: &'static Command, args: &Args<'_>| {
+        route::for_each_key(cmd, args, |key| {
+            let s = crate::keyspace::slots::key_hash_slot(key);
+            cross |= slot.is_some_and(|first| first != s);
+            slot.get_or_insert(s);
+        });
+    };
+    if cmd.name == "exec" {
+        for queued in client.queued().unwrap_or_default() {
+            let args = queued.args();
+            if let Ok(cmd) = resolve(&args) {
+                visit(cmd, &args);
+            }
+        }
+    } else {
+        visit(cmd, args);
+    }
     if cross {
         shared
             .stats
             .cluster_incompatible_ops
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return CompatCheck::Off;
     }
+    CompatCheck::Slot(slot)
 }
 
 /// Whether `key` is in database 0 and not expired, as Redis's lookup with

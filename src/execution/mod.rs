@@ -465,8 +465,6 @@ fn verify(
             cluster::Routed::Redirect(text) => return Verdict::Redirect(text),
             cluster::Routed::WaitScript => return Verdict::WaitScript,
         }
-    } else if shared.cluster.is_none() && cmd.name != "exec" && cluster::routed(cmd) {
-        cluster::sample_compatibility(shared, cmd, args);
     }
     // What this server's primary sends is obeyed (Redis's
     // `mustObeyClient`): no memory, disk-error, read-only or stale-data
@@ -575,16 +573,28 @@ fn verify(
             return Verdict::Paused(writes);
         }
     }
-    if client.in_multi() && !cmd.has(flags::TX_CONTROL) {
-        return Verdict::Queue;
-    }
     // Scripts, and reloads of the dataset (which may replay scripts), run
     // on the runner thread: the connection worker goes on serving the
     // other clients (with -LOADING, during a reload).
     let on_runner = (matches!(cmd.keys, Keys::All | Keys::Script { .. })
         && runs_script(client, cmd))
         || crate::commands::debug::reloads_dataset(cmd, args);
-    if on_runner && !lua::on_runner() {
+    let to_runner = on_runner && !lua::on_runner();
+    // A standalone server's sampled check for what cluster mode would
+    // refuse: once per command (on the runner's pass for what goes
+    // there); a script's own calls are checked by the script.
+    let queues = client.in_multi() && !cmd.has(flags::TX_CONTROL);
+    if shared.cluster.is_none() && !client.in_script && (queues || !to_runner) {
+        client.compat = if cmd.name == "exec" || cluster::routed(cmd) {
+            cluster::sample_compatibility(shared, client, cmd, args)
+        } else {
+            crate::commands::session::CompatCheck::Off
+        };
+    }
+    if queues {
+        return Verdict::Queue;
+    }
+    if to_runner {
         return Verdict::ScriptRunner;
     }
     Verdict::Run

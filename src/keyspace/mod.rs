@@ -1302,6 +1302,22 @@ impl<'a> Keyspace<'a> {
         self.guards.iter_mut()
     }
 
+    /// Brings every table of the held shards (keys and expires of each
+    /// database) and the slot index to the size their entries call for,
+    /// after `DEBUG DICT-RESIZING 1` let them go (Redis's cron resizes
+    /// them on its next runs).
+    pub(crate) fn resize_tables(&mut self) {
+        for shard in self.guards.iter_mut() {
+            for db in shard.dbs.iter_mut() {
+                db.keys.resize_if_needed();
+                db.expires.resize_if_needed();
+            }
+        }
+        if let Some(index) = self.env.store.slot_index.as_deref() {
+            index.resize_tables();
+        }
+    }
+
     /// Takes every database's contents from `new`, a store of the same
     /// shape that an async load filled while clients went on reading this
     /// one, and leaves the old contents there (Redis's

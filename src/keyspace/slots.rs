@@ -133,6 +133,14 @@ impl SlotIndex {
             .insert_new_hashed(key.bytes().into(), key.hash(), ());
     }
 
+    /// Brings every slot's table to the size its keys call for (see
+    /// [`crate::keyspace::Keyspace::resize_tables`]).
+    pub(crate) fn resize_tables(&self) {
+        for slot in &self.slots {
+            slot.lock().resize_if_needed();
+        }
+    }
+
     /// Notes a key that left database 0.
     #[inline(never)]
     pub(crate) fn remove(&self, key: HashedKey<'_>) {

@@ -44,6 +44,19 @@ use pages::Pages;
 
 mod pages;
 
+/// Whether a dict's table may be resized now (Redis's `dictResizeAllowed`).
+/// Every dict may, except the keyspace's while `DEBUG DICT-RESIZING 0`
+/// holds them (see [`crate::types::key::KeyHasher`]); a held table keeps
+/// its size as it fills or empties (its chains grow), and
+/// [`Dict::resize_if_needed`] brings it to its size once let go.
+pub(crate) trait Resizing {
+    fn resize_allowed(&self) -> bool {
+        true
+    }
+}
+
+impl Resizing for RandomState {}
+
 /// End of a chain / empty bucket.
 const NIL: u32 = u32::MAX;
 /// Smallest non-empty table, as Redis's `DICT_HT_INITIAL_SIZE`.
@@ -88,13 +101,15 @@ pub(crate) fn hash_key(hasher: &impl BuildHasher, key: &[u8]) -> u64 {
     h.finish()
 }
 
-impl<K: AsRef<[u8]>, V, S: BuildHasher + Default> Default for Dict<K, V, S> {
+impl<K: AsRef<[u8]>, V, S: BuildHasher + Resizing + Default> Default for Dict<K, V, S> {
     fn default() -> Self {
         Self::with_hasher(S::default())
     }
 }
 
-impl<K: AsRef<[u8]> + fmt::Debug, V: fmt::Debug, S: BuildHasher> fmt::Debug for Dict<K, V, S> {
+impl<K: AsRef<[u8]> + fmt::Debug, V: fmt::Debug, S: BuildHasher + Resizing> fmt::Debug
+    for Dict<K, V, S>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
@@ -201,7 +216,7 @@ impl<K: AsRef<[u8]>, V> Dict<K, V> {
     }
 }
 
-impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
+impl<K: AsRef<[u8]>, V, S: BuildHasher + Resizing> Dict<K, V, S> {
     fn with_hasher(hasher: S) -> Self {
         Dict {
             entries: Pages::default(),
@@ -390,7 +405,7 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     fn push(&mut self, hash: u32, key: K, value: V) -> usize {
         let i = self.entries.len();
         assert!(i < MAX_LEN, "Dict: more than {MAX_LEN} entries");
-        if i >= self.buckets.len() {
+        if i >= self.buckets.len() && (self.buckets.is_empty() || self.hasher.resize_allowed()) {
             // Load factor 1 like Redis; doubling keeps this amortised O(1).
             self.rebuild(bucket_count_for(i + 1));
         }
@@ -456,13 +471,31 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
     /// between this and the grow threshold keeps resizes amortised O(1).
     fn shrink_if_sparse(&mut self) {
         let len = self.entries.len();
-        if self.buckets.len() > MIN_BUCKETS && len * 8 < self.buckets.len() {
+        if self.buckets.len() > MIN_BUCKETS
+            && len * 8 < self.buckets.len()
+            && self.hasher.resize_allowed()
+        {
             self.rebuild(bucket_count_for(len));
         }
         // After a mass delete (e.g. expiry of most of a shard) the memory
         // should come back: emptied pages already went; a lone page much
         // larger than its entries shrinks.
         self.entries.shrink();
+    }
+
+    /// Brings a table held at its size (see [`Resizing`]) to the size its
+    /// entries call for: grown to a load factor of at most 1, or shrunk
+    /// if under 1/8 full (Redis's cron `tryResizeHashTables`).
+    pub(crate) fn resize_if_needed(&mut self) {
+        if !self.hasher.resize_allowed() {
+            return;
+        }
+        let len = self.entries.len();
+        if len > self.buckets.len() {
+            self.rebuild(bucket_count_for(len));
+        } else {
+            self.shrink_if_sparse();
+        }
     }
 
     /// Re-threads every entry into a fresh table of `n` buckets (a power of
@@ -508,11 +541,11 @@ impl<K: AsRef<[u8]>, V, S: BuildHasher> Dict<K, V, S> {
         // Compacting the entries invalidates every index, so the buckets are
         // rebuilt afterwards, in a guard so that a panicking `f` cannot leave
         // links pointing past the end.
-        struct Reindex<'a, K: AsRef<[u8]>, V, S: BuildHasher> {
+        struct Reindex<'a, K: AsRef<[u8]>, V, S: BuildHasher + Resizing> {
             dict: &'a mut Dict<K, V, S>,
             before: usize,
         }
-        impl<K: AsRef<[u8]>, V, S: BuildHasher> Drop for Reindex<'_, K, V, S> {
+        impl<K: AsRef<[u8]>, V, S: BuildHasher + Resizing> Drop for Reindex<'_, K, V, S> {
             fn drop(&mut self) {
                 let d = &mut *self.dict;
                 let len = d.entries.len();

@@ -14,10 +14,12 @@
 
 use std::hash::BuildHasher;
 use std::sync::LazyLock;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
 
 use foldhash::fast::{FixedState, FoldHasher};
 
-use crate::types::dict::hash_key;
+use crate::types::dict::{Resizing, hash_key};
 use crate::types::small_bytes::SmallBytes;
 
 /// A key's stored name, as the keyspace's dicts and every per-key index
@@ -30,6 +32,22 @@ static SEED: LazyLock<FixedState> = LazyLock::new(|| FixedState::with_seed(rand:
 /// The hasher of key names, shared by every shard's dicts.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct KeyHasher;
+
+/// `DEBUG DICT-RESIZING`: whether the keyspace's tables (keys, expires,
+/// a cluster node's slot indexes) may resize (Redis's `dict_resizing`).
+static RESIZING: AtomicBool = AtomicBool::new(true);
+
+/// `DEBUG DICT-RESIZING 0|1` (process-wide, as Redis's flag); the caller
+/// brings the held tables to size when they are let go.
+pub(crate) fn set_keyspace_resizing(on: bool) {
+    RESIZING.store(on, Relaxed);
+}
+
+impl Resizing for KeyHasher {
+    fn resize_allowed(&self) -> bool {
+        RESIZING.load(Relaxed)
+    }
+}
 
 impl BuildHasher for KeyHasher {
     type Hasher = FoldHasher<'static>;

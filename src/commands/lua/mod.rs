@@ -56,6 +56,7 @@ use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
 use crate::acl::log::Context;
 use crate::commands::Services;
+use crate::commands::session::CompatCheck;
 use crate::commands::{self, Args, Client, Command, OwnedArgs, ScriptError, flags};
 use crate::dispatch::Dispatch;
 use crate::keyspace::Keyspace;
@@ -868,6 +869,7 @@ impl Engine {
                 asking: caller.asking,
                 cluster_readonly: caller.cluster_readonly,
                 cross_slot: spec.cross_slot,
+                compat: caller.compat,
             });
             let (ok, value, resp3) = lua.scope(|scope| {
                 // One Rust entry point per run for everything that needs the
@@ -1412,6 +1414,9 @@ struct RunState<'a, 'k> {
     asking: bool,
     cluster_readonly: bool,
     cross_slot: bool,
+    /// A standalone server's check of the calls for what cluster mode
+    /// would refuse, from where the caller's command left it.
+    compat: CompatCheck,
 }
 
 impl RunState<'_, '_> {
@@ -1477,6 +1482,7 @@ impl RunState<'_, '_> {
             self.shared.count_error(msg.as_bytes());
             return deny(format!("-{msg}").as_bytes());
         }
+        self.check_compatibility(cmd, &argv);
         // The reply as values: no RESP encoding to parse back.
         let mut out = Reply::frames(self.resp3);
         // Nothing blocks in a script (`Client::can_block`), nor closes.
@@ -1541,6 +1547,39 @@ impl RunState<'_, '_> {
                 Some(_) => None,
             },
             Ok(None) => None,
+        }
+    }
+}
+
+impl RunState<'_, '_> {
+    /// Redis 8.0's `scriptCheckClusterCompatibility` on a standalone
+    /// server: a call whose keys span slots, or (unless the script may
+    /// cross slots) whose slot differs from the script's so far, counts
+    /// once in `cluster_incompatible_ops`, and the run checks no more.
+    fn check_compatibility(&mut self, cmd: &'static Command, argv: &Args<'_>) {
+        let CompatCheck::Slot(so_far) = self.compat else {
+            return;
+        };
+        let mut slot = None;
+        let mut cross = false;
+        crate::cluster::route::for_each_key(cmd, argv, |key| {
+            let s = crate::keyspace::slots::key_hash_slot(key);
+            cross |= slot.is_some_and(|first| first != s);
+            slot.get_or_insert(s);
+        });
+        let differs = match (so_far, slot) {
+            _ if self.cross_slot => false,
+            (Some(a), Some(b)) => a != b,
+            _ => false,
+        };
+        if cross || differs {
+            self.shared
+                .stats
+                .cluster_incompatible_ops
+                .fetch_add(1, Relaxed);
+            self.compat = CompatCheck::Off;
+        } else if so_far.is_none() && !self.cross_slot {
+            self.compat = CompatCheck::Slot(slot);
         }
     }
 }

@@ -433,3 +433,58 @@ fn entry_is_24_bytes_for_boxed_key_and_unit_value() {
     assert_eq!(std::mem::size_of::<Entry<Box<[u8]>, ()>>(), 24);
     assert_eq!(std::mem::size_of::<D<()>>(), 48);
 }
+
+/// A hasher whose tables are held at their size while `HELD` says so
+/// (as the keyspace's are under `DEBUG DICT-RESIZING 0`).
+#[derive(Default)]
+struct Holdable;
+
+static HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl std::hash::BuildHasher for Holdable {
+    type Hasher = std::collections::hash_map::DefaultHasher;
+    fn build_hasher(&self) -> Self::Hasher {
+        std::collections::hash_map::DefaultHasher::new()
+    }
+}
+
+impl Resizing for Holdable {
+    fn resize_allowed(&self) -> bool {
+        !HELD.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[test]
+fn a_held_table_keeps_its_size_until_let_go() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut d: Dict<Vec<u8>, u32, Holdable> = Dict::default();
+    for i in 0..128u32 {
+        d.insert(i.to_string().into_bytes(), i);
+    }
+    assert_eq!(d.stats(false).size, 128);
+    HELD.store(true, Relaxed);
+    for i in 0..123u32 {
+        d.remove(i.to_string().as_bytes());
+    }
+    assert_eq!(d.stats(false).size, 128, "held: no shrink");
+    for i in 1000..1300u32 {
+        d.insert(i.to_string().into_bytes(), i);
+    }
+    assert_eq!(d.stats(false).size, 128, "held: no growth, chains grow");
+    for i in 1000..1300u32 {
+        assert_eq!(d.get(i.to_string().as_bytes()), Some(&i));
+    }
+    d.resize_if_needed();
+    assert_eq!(d.stats(false).size, 128, "still held");
+    HELD.store(false, Relaxed);
+    d.resize_if_needed();
+    assert_eq!(d.stats(false).size, 512);
+    for i in 1000..1300u32 {
+        d.remove(i.to_string().as_bytes());
+    }
+    d.resize_if_needed();
+    assert_eq!(d.stats(false).size, 8);
+    for i in 123..128u32 {
+        assert_eq!(d.get(i.to_string().as_bytes()), Some(&i));
+    }
+}
