@@ -9,19 +9,10 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::repl::{eventually, info_field};
 use common::*;
-
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill {sig} {pid}");
-}
 
 /// A zwindow replica of `port`, its link up.
 fn zwindow_replica(port: u16) -> ZwindowServer {

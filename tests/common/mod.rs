@@ -512,6 +512,15 @@ fn spawn_redis(
 }
 
 /// One PING attempt; `true` on `+PONG` or `-NOAUTH` (the server is up either way).
+/// Sends `sig` (`kill`'s form: `-TERM`, `-STOP`…) to process `pid`.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
+}
+
 pub fn ping_ok(port: u16) -> bool {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
