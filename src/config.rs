@@ -1998,21 +1998,11 @@ fn shutdown_flags(v: &[u8]) -> Result<String, String> {
     for w in &words {
         one_of(w.as_bytes(), &names)?;
     }
-    if words.contains(&"save") && words.contains(&"nosave") {
+    let flags = crate::shutdown::Flags::from_words(&text);
+    if flags.save && flags.nosave {
         return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
     }
-    // Kept as Redis shows a flags value: its flags in their declared
-    // order, `default` when none is set.
-    let set: Vec<&str> = names[1..]
-        .iter()
-        .copied()
-        .filter(|n| words.contains(n))
-        .collect();
-    Ok(if set.is_empty() {
-        "default".into()
-    } else {
-        set.join(" ")
-    })
+    Ok(flags.words())
 }
 
 fn one_of(v: &[u8], names: &[&str]) -> Result<String, String> {

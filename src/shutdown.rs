@@ -41,6 +41,26 @@ impl Flags {
         }
         f
     }
+
+    /// The words of these flags as Redis shows a flags value (CONFIG GET,
+    /// CONFIG REWRITE): in their declared order, `default` for none.
+    pub(crate) fn words(&self) -> String {
+        let set: Vec<&str> = [
+            (self.save, "save"),
+            (self.nosave, "nosave"),
+            (self.now, "now"),
+            (self.force, "force"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, w)| *w)
+        .collect();
+        if set.is_empty() {
+            "default".into()
+        } else {
+            set.join(" ")
+        }
+    }
 }
 
 #[derive(Default)]
@@ -215,5 +235,7 @@ mod tests {
         assert_eq!(Flags::from_words("default"), Flags::default());
         let f = Flags::from_words("nosave now force");
         assert!(f.nosave && f.now && f.force && !f.save);
+        assert_eq!(Flags::from_words("FORCE now").words(), "now force");
+        assert_eq!(Flags::from_words("default").words(), "default");
     }
 }
