@@ -28,8 +28,8 @@ use crate::util::glob_match;
 
 /// Whether a subscriber still counts: a killed client's subscriptions go
 /// when its task ends, but Redis frees it (and them) before its next
-/// command, so PUBLISH and PUBSUB NUMSUB no longer count it meanwhile (see
-/// `Clients::all`).
+/// command, so PUBLISH and every PUBSUB figure and listing leave it out
+/// meanwhile (see `Clients::all`).
 fn connected(c: &ClientHandle) -> bool {
     !c.killed.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -270,7 +270,11 @@ impl PubSub {
         } else {
             &inner.channels
         };
-        map.keys()
+        // A channel whose subscribers were all killed is gone, as their
+        // subscriptions are for PUBLISH and NUMSUB (see `connected`).
+        map.iter()
+            .filter(|(_, subs)| subs.iter().any(|c| connected(c)))
+            .map(|(c, _)| c)
             .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
             .cloned()
             .collect()
@@ -289,7 +293,12 @@ impl PubSub {
 
     pub(crate) fn numpat(&self) -> usize {
         let inner = self.inner.read();
-        let mut pats: Vec<&Bytes> = inner.patterns.iter().map(|(p, _)| p).collect();
+        let mut pats: Vec<&Bytes> = inner
+            .patterns
+            .iter()
+            .filter(|(_, c)| connected(c))
+            .map(|(p, _)| p)
+            .collect();
         pats.sort();
         pats.dedup();
         pats.len()
@@ -300,8 +309,18 @@ impl PubSub {
     pub(crate) fn clients(&self) -> usize {
         let inner = self.inner.read();
         let subscribers = inner.channels.values().chain(inner.shard_channels.values());
-        let mut ids: Vec<ClientId> = subscribers.flatten().map(|c| c.id).collect();
-        ids.extend(inner.patterns.iter().map(|(_, c)| c.id));
+        let mut ids: Vec<ClientId> = subscribers
+            .flatten()
+            .filter(|c| connected(c))
+            .map(|c| c.id)
+            .collect();
+        ids.extend(
+            inner
+                .patterns
+                .iter()
+                .filter(|(_, c)| connected(c))
+                .map(|(_, c)| c.id),
+        );
         ids.sort_unstable();
         ids.dedup();
         ids.len()
