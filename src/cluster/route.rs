@@ -53,6 +53,20 @@ fn is_pubsub_shard(cmd: &Command) -> bool {
     matches!(cmd.name, "ssubscribe" | "sunsubscribe" | "spublish")
 }
 
+/// The one slot all keys of `cmd` run with `args` are in (`Ok(None)`: no
+/// key), or `Err(())` if they span slots (Redis's
+/// `areCommandKeysInSameSlot` for one command).
+pub(crate) fn keys_slot(cmd: &'static Command, args: &Args<'_>) -> Result<Option<u16>, ()> {
+    let mut slot = None;
+    let mut cross = false;
+    for_each_key(cmd, args, |key| {
+        let s = key_hash_slot(key);
+        cross |= slot.is_some_and(|first| first != s);
+        slot.get_or_insert(s);
+    });
+    if cross { Err(()) } else { Ok(slot) }
+}
+
 /// Calls `f` with each key of `cmd` run with `args`, as Redis's
 /// `getKeysFromCommand`: the command's getkeys procedure where it has one
 /// (the movable-keys forms and SORT), else its legacy key range (which,

@@ -85,12 +85,13 @@ pub(super) fn sample_compatibility(
     }
     let mut slot = None;
     let mut cross = false;
-    let mut visit = |cmd: &'static Command, args: &Args<'_>| {
-        route::for_each_key(cmd, args, |key| {
-            let s = crate::keyspace::slots::key_hash_slot(key);
+    let mut visit = |cmd: &'static Command, args: &Args<'_>| match route::keys_slot(cmd, args) {
+        Err(()) => cross = true,
+        Ok(Some(s)) => {
             cross |= slot.is_some_and(|first| first != s);
             slot.get_or_insert(s);
-        });
+        }
+        Ok(None) => {}
     };
     if cmd.name == "exec" {
         for queued in client.queued().unwrap_or_default() {

@@ -1560,13 +1560,10 @@ impl RunState<'_, '_> {
         let CompatCheck::Slot(so_far) = self.compat else {
             return;
         };
-        let mut slot = None;
-        let mut cross = false;
-        crate::cluster::route::for_each_key(cmd, argv, |key| {
-            let s = crate::keyspace::slots::key_hash_slot(key);
-            cross |= slot.is_some_and(|first| first != s);
-            slot.get_or_insert(s);
-        });
+        let (cross, slot) = match crate::cluster::route::keys_slot(cmd, argv) {
+            Ok(slot) => (false, slot),
+            Err(()) => (true, None),
+        };
         let differs = match (so_far, slot) {
             _ if self.cross_slot => false,
             (Some(a), Some(b)) => a != b,
