@@ -320,7 +320,7 @@ pub async fn run(startup: Startup) -> Result<(), Box<dyn std::error::Error>> {
             // signal is acted on at the next one, as Redis's cron acts on
             // `shutdown_asap` (so DEBUG PAUSE-CRON holds it, and SHUTDOWN
             // ABORT can take it back meanwhile).
-            _ = shutdown_tick.tick(), if waiting || (requested.is_some() && !shared.cron_paused.load(Relaxed)) => {
+            _ = shutdown_tick.tick(), if waiting || (requested.is_some() && !shared.cron_held()) => {
                 if waiting {
                     if let Some(waiters) = finish_shutdown_wait(&shared).await {
                         _exit_waiters = waiters;

@@ -291,6 +291,44 @@ fn the_master_client_killed_then_a_partial_resync() {
     );
 }
 
+/// A primary frozen by DEBUG SLEEP while the replica waits for its
+/// snapshot: no keepalive comes, and the replica gives up after its
+/// `repl-timeout` as set now, lowered after the link started (Redis's
+/// cron compares the last read with the current value).
+#[test]
+fn a_lowered_repl_timeout_applies_to_a_waiting_handshake() {
+    let p = primary(
+        None,
+        &[
+            "--repl-diskless-sync",
+            "yes",
+            "--repl-diskless-sync-delay",
+            "1000",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    let z = ZwindowServer::start(&[]);
+    let mut rc = z.conn();
+    replicaof(&mut rc, &p);
+    let mut pc = p.conn();
+    wait_for(
+        "the replica to wait for a snapshot",
+        Duration::from_secs(20),
+        || info_field(&mut pc, "replication", "slave0").is_some_and(|s| s.contains("wait_bgsave")),
+    );
+    // Keepalives arrive every second meanwhile: the default timeout holds.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!z.log_tail().contains("Timeout connecting to the MASTER"));
+    ok(&mut rc, "CONFIG SET repl-timeout 2");
+    let mut sleeper = p.conn();
+    sleeper.send(&common::encode_cmd(&[b"DEBUG", b"SLEEP", b"5"]));
+    wait_for("the replica's timeout", Duration::from_secs(4), || {
+        z.log_tail().contains("Timeout connecting to the MASTER...")
+    });
+    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+}
+
 #[test]
 fn replicaof_no_one_makes_it_writable_again() {
     let (p, mut pc, _z, mut rc) = synced_replica();

@@ -54,7 +54,9 @@ pub(crate) fn debug(ctx: &mut Ctx) -> CmdResult {
             .filter(|s| s.is_finite())
             .unwrap_or(0.0)
             .clamp(0.0, 3600.0);
+        ctx.shared.sleeping.fetch_add(1, Relaxed);
         std::thread::sleep(Duration::from_secs_f64(secs));
+        ctx.shared.sleeping.fetch_sub(1, Relaxed);
         ctx.out.ok();
     } else if eq_ic(sub, "ERROR") && argc == 3 {
         error(ctx);

@@ -62,6 +62,10 @@ pub(crate) struct Services {
     /// `server.pause_cron`, for tests that must see a buffer before the
     /// cron trims it).
     pub(crate) cron_paused: std::sync::atomic::AtomicBool,
+    /// DEBUG SLEEPs running. Redis's whole server stands still through
+    /// one, its cron included: a primary's keepalives to waiting replicas
+    /// stop, which is how Redis's tests freeze a primary.
+    pub(crate) sleeping: std::sync::atomic::AtomicUsize,
     /// SAVE/BGSAVE's state, the last save's time (LASTSAVE) and loading.
     pub(crate) persistence: crate::persistence::State,
     /// MIGRATE's cached connections to target instances.
@@ -88,6 +92,13 @@ const ERROR_CODES_MAX: usize = 128;
 const ERRORSTATS_DISABLED: &str = "ERRORSTATS_DISABLED";
 
 impl Services {
+    /// Whether the server's cron stands still: `DEBUG PAUSE-CRON 1`, or a
+    /// DEBUG SLEEP running.
+    pub(crate) fn cron_held(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.cron_paused.load(Relaxed) || self.sleeping.load(Relaxed) > 0
+    }
+
     /// Counts one error reply for INFO errorstats (the error path only).
     pub(crate) fn count_error(&self, msg: &[u8]) {
         let msg = msg.strip_prefix(b"-").unwrap_or(msg);
@@ -158,6 +169,7 @@ impl Services {
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
             cron_paused: Default::default(),
+            sleeping: Default::default(),
             persistence: crate::persistence::State::new(now),
             migrate: Default::default(),
             aof: Default::default(),

@@ -315,7 +315,10 @@ impl Feed<'_> {
             let Some(event) = event else {
                 // Newlines keep the replica's connection alive while it
                 // waits for the snapshot (Redis's replicationCron).
-                if !streaming && keepalive.elapsed() >= Duration::from_secs(1) {
+                if !streaming
+                    && keepalive.elapsed() >= Duration::from_secs(1)
+                    && !self.shared.cron_held()
+                {
                     keepalive = Instant::now();
                     self.write(&mut b"\n".to_vec()).await?;
                 }

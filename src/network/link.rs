@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -135,7 +135,10 @@ struct Conn {
     rd: Box<dyn AsyncRead + Send + Unpin>,
     wr: Box<dyn AsyncWrite + Send + Unpin>,
     buf: BytesMut,
+    /// For writes: `repl-timeout` as the link started.
     timeout: Duration,
+    /// The last read, against which `fill` measures `repl-timeout`.
+    last_read: Instant,
     /// The TCP socket's addresses and descriptor, for CLIENT LIST.
     peer: String,
     local: String,
@@ -143,28 +146,44 @@ struct Conn {
 }
 
 impl Conn {
-    /// Reads more into `buf`, within `repl-timeout`; `Ok(false)` on a
-    /// timeout, Err on a closed or failed socket.
-    async fn fill(&mut self, r: &Replication, now_ms: impl Fn() -> u64) -> std::io::Result<bool> {
+    /// Reads more into `buf`; `Ok(false)` once nothing came for
+    /// `repl-timeout`, Err on a closed or failed socket. The timeout is
+    /// read again every second, as Redis's cron compares the last read
+    /// with it: a `CONFIG SET repl-timeout` during a handshake or a
+    /// transfer applies to it at once.
+    async fn fill(&mut self, shared: &Services) -> std::io::Result<bool> {
         if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
             self.buf.reserve(READ_CHUNK);
         }
-        match tokio::time::timeout(self.timeout, self.rd.read_buf(&mut self.buf)).await {
-            Err(_) => Ok(false),
-            Ok(Ok(0)) => Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "Connection lost",
-            )),
-            Ok(Ok(_)) => {
-                r.link_last_io_ms.store(now_ms(), Relaxed);
-                Ok(true)
+        loop {
+            let limit = Duration::from_secs(shared.config.repl_timeout().max(1));
+            let Some(left) = limit.checked_sub(self.last_read.elapsed()) else {
+                return Ok(false);
+            };
+            let wait = left.min(Duration::from_secs(1));
+            match tokio::time::timeout(wait, self.rd.read_buf(&mut self.buf)).await {
+                Err(_) => continue,
+                Ok(Ok(0)) => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "Connection lost",
+                    ));
+                }
+                Ok(Ok(_)) => {
+                    self.last_read = Instant::now();
+                    shared
+                        .replication
+                        .link_last_io_ms
+                        .store(shared.clock.now_ms(), Relaxed);
+                    return Ok(true);
+                }
+                Ok(Err(e)) => return Err(e),
             }
-            Ok(Err(e)) => Err(e),
         }
     }
 
     /// One line (without its `\r\n`), as Redis's `connSyncReadLine`.
-    async fn line(&mut self, r: &Replication, now_ms: impl Fn() -> u64) -> Step<String> {
+    async fn line(&mut self, shared: &Services) -> Step<String> {
         loop {
             if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
                 let mut line = self.buf.split_to(i + 1);
@@ -178,7 +197,7 @@ impl Conn {
                 tracing::warn!("Master did not respond to command during SYNC handshake");
                 return Err(Failed);
             }
-            match self.fill(r, &now_ms).await {
+            match self.fill(shared).await {
                 Ok(true) => {}
                 Ok(false) => {
                     tracing::warn!("Timeout connecting to the MASTER...");
@@ -414,6 +433,7 @@ async fn connect(shared: &Services, tls: &Tls, primary: &Primary) -> Step<Conn> 
         wr,
         buf: BytesMut::with_capacity(READ_CHUNK),
         timeout,
+        last_read: Instant::now(),
         peer,
         local,
         fd,
@@ -467,9 +487,8 @@ impl Drop for Applying<'_> {
 /// Redis 7.0's `syncWithMaster` up to the PSYNC reply.
 async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
     let r = &shared.replication;
-    let now = || shared.clock.now_ms();
     conn.send(&[b"PING"]).await?;
-    let pong = conn.line(r, now).await?;
+    let pong = conn.line(shared).await?;
     if pong.starts_with('-')
         && !pong.starts_with("-NOAUTH")
         && !pong.starts_with("-NOPERM")
@@ -517,27 +536,27 @@ async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
     encode(&mut out, &capa);
     conn.write(&out).await?;
     if auth {
-        let reply = conn.line(r, now).await?;
+        let reply = conn.line(shared).await?;
         if reply.starts_with('-') {
             tracing::warn!("Unable to AUTH to MASTER: {reply}");
             return Err(Failed);
         }
     }
-    let reply = conn.line(r, now).await?;
+    let reply = conn.line(shared).await?;
     if reply.starts_with('-') {
         tracing::info!(
             "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
         );
     }
     if !announce_ip.is_empty() {
-        let reply = conn.line(r, now).await?;
+        let reply = conn.line(shared).await?;
         if reply.starts_with('-') {
             tracing::info!(
                 "(Non critical) Master does not understand REPLCONF ip-address: {reply}"
             );
         }
     }
-    let reply = conn.line(r, now).await?;
+    let reply = conn.line(shared).await?;
     if reply.starts_with('-') {
         tracing::info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
     }
@@ -568,10 +587,9 @@ async fn handshake(shared: &Services, conn: &mut Conn) -> Step<Sync> {
 /// `slaveTryPartialResynchronization`, reading half).
 async fn psync_answer(shared: &Services, conn: &mut Conn) -> Step<Sync> {
     let r = &shared.replication;
-    let now = || shared.clock.now_ms();
     // The primary may send newlines while it prepares its answer.
     let reply = loop {
-        let line = conn.line(r, now).await?;
+        let line = conn.line(shared).await?;
         if !line.is_empty() {
             break line;
         }
@@ -662,10 +680,9 @@ impl Dest {
 /// dataset replaced by it.
 async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset: u64) -> Step<()> {
     let r = &shared.replication;
-    let now = || shared.clock.now_ms();
     // The primary sends newlines while its snapshot is being made.
     let header = loop {
-        let line = match conn.line(r, now).await {
+        let line = match conn.line(shared).await {
             Ok(line) => line,
             Err(Failed) => {
                 tracing::warn!("I/O error reading bulk count from MASTER: Connection lost");
@@ -713,8 +730,8 @@ async fn full_sync(shared: &Arc<Services>, conn: &mut Conn, replid: &str, offset
     let loading = &shared.persistence.loading;
     loading.set_serve_after(shared.config.loading_serve_after());
     let _async_loading = asynchronous.then(|| loading.begin_async());
-    let _loading =
-        (diskless && !asynchronous).then(|| loading.begin(now() / 1000, size.unwrap_or(0)));
+    let _loading = (diskless && !asynchronous)
+        .then(|| loading.begin(shared.clock.now_ms() / 1000, size.unwrap_or(0)));
     let target = if diskless { "to parser" } else { "to disk" };
     match size {
         None => tracing::info!(
@@ -839,7 +856,6 @@ async fn rdb_channel_sync(
     main_id: u64,
 ) -> Result<(), bool> {
     let r = &shared.replication;
-    let now = || shared.clock.now_ms();
     let mut rdb = connect(shared, tls, primary).await.map_err(|_| false)?;
     r.set_link_state(LinkState::Handshake);
     let (user, pass) = shared.config.master_auth();
@@ -870,13 +886,13 @@ async fn rdb_channel_sync(
     );
     rdb.write(&out).await.map_err(|_| false)?;
     if !pass.is_empty() {
-        let reply = rdb.line(r, now).await.map_err(|_| false)?;
+        let reply = rdb.line(shared).await.map_err(|_| false)?;
         if reply.starts_with('-') {
             tracing::warn!("Unable to AUTH to master: {reply}");
             return Err(false);
         }
     }
-    let reply = rdb.line(r, now).await.map_err(|_| false)?;
+    let reply = rdb.line(shared).await.map_err(|_| false)?;
     if reply.starts_with('-') {
         tracing::warn!("Master replied error to replconf: {reply}");
         return Err(false);
@@ -886,7 +902,7 @@ async fn rdb_channel_sync(
         .await
         .map_err(|_| false)?;
     let reply = loop {
-        let line = rdb.line(r, now).await.map_err(|_| false)?;
+        let line = rdb.line(shared).await.map_err(|_| false)?;
         if !line.is_empty() {
             break line;
         }
@@ -1023,7 +1039,7 @@ async fn receive(
         if done {
             return Ok(());
         }
-        match conn.fill(r, || shared.clock.now_ms()).await {
+        match conn.fill(shared).await {
             Ok(true) => {}
             Ok(false) => {
                 tracing::warn!(

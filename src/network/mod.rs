@@ -245,7 +245,7 @@ pub(crate) async fn cron(shared: Arc<Services>, mut shutdown: tokio::sync::watch
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
-        if shared.cron_paused.load(Relaxed) {
+        if shared.cron_held() {
             continue;
         }
         close_idle(&shared);
