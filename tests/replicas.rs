@@ -401,3 +401,74 @@ fn a_write_reaches_a_replica_after_its_reply() {
         settle(&mut zc, &mut [&mut rc]);
     }
 }
+
+/// Two replicas that ask for a full resync while one snapshot to the file
+/// is made share it, as with Redis (its "Waiting for end of BGSAVE for
+/// SYNC"): the second joins the running one rather than waiting for a
+/// snapshot of its own, and the first leaving does not stop it. Run on a
+/// redis-server primary and on zwindow, with the same replicas.
+#[test]
+fn a_second_replica_joins_the_running_snapshot_as_redis() {
+    let args = [
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync",
+        "no",
+        "--save",
+        "",
+        "--rdb-key-save-delay",
+        "400000",
+    ];
+    let z = ZwindowServer::start(&args);
+    let r = RedisServer::start_with(&args);
+    let outcomes: Vec<_> = [z.port(), r.port()]
+        .into_iter()
+        .map(|port| {
+            let mut pc = RawConn::connect(([127, 0, 0, 1], port).into(), "primary");
+            for i in 0..10 {
+                ok(&mut pc, &format!("SET k{i} {i}"));
+            }
+            let a = RedisServer::start_with(&[]);
+            let b = RedisServer::start_with(&[]);
+            let (mut ac, mut bc) = (a.conn(), b.conn());
+            let p = port.to_string();
+            ok(&mut ac, &format!("REPLICAOF 127.0.0.1 {p}"));
+            eventually("the snapshot for the first replica", || {
+                info_field(&mut pc, "persistence", "rdb_bgsave_in_progress") == "1"
+            });
+            ok(&mut bc, &format!("REPLICAOF 127.0.0.1 {p}"));
+            eventually("both replicas waiting for it", || {
+                ["slave0", "slave1"]
+                    .iter()
+                    .all(|s| info_field(&mut pc, "replication", s).contains("state=wait_bgsave"))
+            });
+            // The first goes: the snapshot (10 keys, 0.4 s each) still
+            // serves the second, rather than stopping for one of its own.
+            std::thread::sleep(Duration::from_millis(1500));
+            ok(&mut ac, "REPLICAOF NO ONE");
+            std::thread::sleep(Duration::from_millis(300));
+            let kept = info_field(&mut pc, "persistence", "rdb_current_bgsave_time_sec");
+            ok(&mut pc, "CONFIG SET rdb-key-save-delay 0");
+            eventually("the second replica's link", || {
+                info_field(&mut bc, "replication", "master_link_status") == "up"
+            });
+            let got = bc.cmd(&[b"GET", b"k9"]);
+            (
+                kept,
+                info_field(&mut pc, "persistence", "rdb_saves"),
+                info_field(&mut pc, "stats", "sync_full"),
+                got,
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes[0],
+        (
+            "1".to_string(),
+            "1".to_string(),
+            "2".to_string(),
+            b"$1\r\n9\r\n".to_vec()
+        )
+    );
+    assert_eq!(outcomes[0], outcomes[1], "zwindow, then redis-server");
+}

@@ -325,13 +325,17 @@ impl Feed<'_> {
                 continue;
             };
             match event {
-                SyncEvent::Start { replid, offset } => {
-                    self.disk_snapshot = !self.diskless();
+                SyncEvent::Start {
+                    replid,
+                    offset,
+                    to_file,
+                } => {
+                    self.disk_snapshot = to_file;
                     if !pre_psync {
                         let line = format!("+FULLRESYNC {replid} {offset}\r\n");
                         self.write(&mut line.into_bytes()).await?;
                     }
-                    if self.diskless() {
+                    if !to_file {
                         streaming = true;
                         let mut head = b"$EOF:".to_vec();
                         head.extend_from_slice(&mark);
@@ -391,11 +395,6 @@ impl Feed<'_> {
                 }
             }
         }
-    }
-
-    fn diskless(&self) -> bool {
-        self.replica.capa_eof
-            && (self.shared.config.repl_diskless_sync() || self.replica.main_channel.is_some())
     }
 
     /// `$<len>\r\n` and the file's bytes.
@@ -588,6 +587,13 @@ fn stop_useless_snapshot(shared: &Services, replica: &Replica, disk_snapshot: bo
 /// task will start it.
 fn enqueue(shared: &Arc<Services>, replica: Arc<Replica>, tx: mpsc::Sender<SyncEvent>) {
     let r = &shared.replication;
+    let tx = match r.join_disk_sync(&replica, tx) {
+        Ok(()) => {
+            tracing::info!("Waiting for end of BGSAVE for SYNC");
+            return;
+        }
+        Err(tx) => tx,
+    };
     r.sync_queue.lock().push(SyncRequest {
         replica,
         tx,
@@ -676,6 +682,7 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
         let _ = tx.blocking_send(SyncEvent::Start {
             replid: replid.clone(),
             offset,
+            to_file: !diskless,
         });
     }
     let host: Arc<dyn crate::persistence::Host> = shared.clone();
@@ -695,9 +702,24 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
         )
     } else {
         let path = shared.config.rdb_path();
+        // Replicas that ask meanwhile join it (`Replication::join_disk_sync`)
+        // until its end is announced.
+        *r.disk_sync.lock() = Some(crate::replication::DiskSync {
+            replid: replid.clone(),
+            offset,
+            txs,
+        });
+        let owner = shared.clone();
         (
             crate::persistence::SaveTarget::File,
             Box::new(move |result| {
+                let txs = owner
+                    .replication
+                    .disk_sync
+                    .lock()
+                    .take()
+                    .map(|sync| sync.txs)
+                    .unwrap_or_default();
                 for tx in txs {
                     let _ = tx
                         .blocking_send(SyncEvent::End(result.clone().map(|()| Some(path.clone()))));
@@ -715,6 +737,7 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
         Ok(()) => true,
         Err(e) => {
             tracing::warn!("BGSAVE for replication failed: {e}");
+            r.disk_sync.lock().take();
             false
         }
     }

@@ -241,6 +241,9 @@ pub(crate) struct Replication {
     /// that starts it runs (`network::feed`).
     pub(crate) sync_queue: Mutex<Vec<SyncRequest>>,
     pub(crate) sync_starter: AtomicBool,
+    /// The snapshot to a file that replicas wait for, while it is made:
+    /// a replica asking for a full resync meanwhile joins it.
+    pub(crate) disk_sync: Mutex<Option<DiskSync>>,
     /// What every replica's writer holds copied out of the backlog
     /// ([`Replica::copied`]), those of replicas already detached but whose
     /// writer has not ended yet included: not counted by eviction, as Redis
@@ -365,6 +368,7 @@ impl Default for Replication {
             replica_flag: AtomicBool::new(false),
             sync_queue: Mutex::new(Vec::new()),
             sync_starter: AtomicBool::new(false),
+            disk_sync: Mutex::new(None),
             failover: Mutex::new(None),
             copied: AtomicUsize::new(0),
             backlog_size: AtomicU64::new(1 << 20),
@@ -413,13 +417,27 @@ fn logical_replicas(all: &[Arc<Replica>]) -> Vec<Arc<Replica>> {
 
 /// What a replica waiting for a full resync hears from its snapshot job.
 pub(crate) enum SyncEvent {
-    /// The snapshot's instant: `+FULLRESYNC replid offset`.
-    Start { replid: ReplId, offset: u64 },
+    /// The snapshot's instant: `+FULLRESYNC replid offset`; whether the
+    /// RDB goes to a file (sent with its length once made) rather than
+    /// to the replicas' sockets.
+    Start {
+        replid: ReplId,
+        offset: u64,
+        to_file: bool,
+    },
     /// RDB bytes of a diskless transfer.
     Data(Bytes),
     /// The RDB is complete: streamed (None) or in this file (disk-based);
     /// or the save failed.
     End(Result<Option<std::path::PathBuf>, String>),
+}
+
+/// A snapshot to a file for replicas, while it is made: what a replica
+/// that joins it needs (its instant, and where the end is announced).
+pub(crate) struct DiskSync {
+    pub(crate) replid: ReplId,
+    pub(crate) offset: u64,
+    pub(crate) txs: Vec<tokio::sync::mpsc::Sender<SyncEvent>>,
 }
 
 /// A replica waiting for a full resync's snapshot to start.
@@ -713,6 +731,49 @@ impl Replication {
             // database the stream after `offset` is in.
             save_info: self.save_info_locked(&g),
         }
+    }
+
+    /// Redis's `syncCommand` while a BGSAVE to disk runs for other
+    /// replicas: `replica` joins it (its stream starts at the snapshot's
+    /// offset, which the backlog still holds for those others), rather
+    /// than waiting for a snapshot of its own. Gives `tx` back when it
+    /// cannot: no such snapshot, or no other replica that waits for it
+    /// with the same needs (an rdb-only or rdb-channel request is served
+    /// alone, as Redis's `slave_req` must match).
+    pub(crate) fn join_disk_sync(
+        &self,
+        replica: &Arc<Replica>,
+        tx: tokio::sync::mpsc::Sender<SyncEvent>,
+    ) -> Result<(), tokio::sync::mpsc::Sender<SyncEvent>> {
+        let mut current = self.disk_sync.lock();
+        let Some(sync) = current.as_mut() else {
+            return Err(tx);
+        };
+        if replica.rdb_only || replica.main_channel.is_some() {
+            return Err(tx);
+        }
+        let g = self.inner.lock();
+        let start = sync.offset + 1;
+        let shared_with = g.replicas.iter().any(|r| {
+            !Arc::ptr_eq(r, replica)
+                && r.state() == ReplicaState::WaitBgsave
+                && r.next.load(Relaxed) == start
+                && !r.rdb_only
+                && r.main_channel.is_none()
+        });
+        if !shared_with {
+            return Err(tx);
+        }
+        replica.next.store(start, Relaxed);
+        drop(g);
+        // A fresh channel: room for the first event.
+        let _ = tx.try_send(SyncEvent::Start {
+            replid: sync.replid.clone(),
+            offset: sync.offset,
+            to_file: true,
+        });
+        sync.txs.push(tx);
+        Ok(())
     }
 
     /// Detaches a replica (its connection ended).
