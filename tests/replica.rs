@@ -925,3 +925,50 @@ fn a_long_disk_load_answers_loading() {
         a_long_full_sync_answers_loading(Kind::Redis, replica, "disabled");
     }
 }
+
+/// `CONFIG SET appendonly` while a full sync loads is applied once it is
+/// loaded (Redis's `restartAOFAfterSYNC` reads the setting then): turned
+/// on during the load, the AOF is on after it; turned off, it stays off.
+/// The same steps on a redis-server 8.0 replica give the same figures.
+#[test]
+fn appendonly_changed_during_a_full_sync_load_applies_after_it() {
+    let p = primary(None, &["--enable-debug-command", "yes"]);
+    let mut pc = p.conn();
+    ok(&mut pc, "DEBUG POPULATE 10000 key 10");
+    let steps = |r: &mut RawConn| -> Vec<String> {
+        let mut seen = Vec::new();
+        let port = p.port().to_string();
+        for (before, during) in [("no", "yes"), ("yes", "no")] {
+            ok(r, &format!("CONFIG SET appendonly {before}"));
+            ok(r, "CONFIG SET key-load-delay 100");
+            ok(r, "FLUSHALL");
+            ok(r, "DEBUG POPULATE 1000");
+            ok(r, &format!("REPLICAOF 127.0.0.1 {port}"));
+            wait_for("the load", Duration::from_secs(20), || {
+                info_field(r, "persistence", "loading").as_deref() == Some("1")
+            });
+            ok(r, &format!("CONFIG SET appendonly {during}"));
+            seen.push(info_field(r, "persistence", "loading").unwrap_or_default());
+            ok(r, "CONFIG SET key-load-delay 0");
+            wait_for("the load's end", Duration::from_secs(20), || {
+                info_field(r, "persistence", "loading").as_deref() == Some("0")
+            });
+            seen.push(info_field(r, "persistence", "aof_enabled").unwrap_or_default());
+            ok(r, "REPLICAOF NO ONE");
+        }
+        seen
+    };
+    // Clients are answered during a load past this many bytes.
+    let args = [
+        "--enable-debug-command",
+        "yes",
+        "--loading-process-events-interval-bytes",
+        "1024",
+    ];
+    let z = ZwindowServer::start(&args);
+    let zwindow = steps(&mut z.conn());
+    let r = RedisServer::start_binary(&redis8_server(), &args);
+    let redis = steps(&mut r.conn());
+    assert_eq!(zwindow, ["1", "1", "1", "0"]);
+    assert_eq!(zwindow, redis, "zwindow, then redis-server 8.0");
+}

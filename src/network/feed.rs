@@ -587,18 +587,16 @@ fn stop_useless_snapshot(shared: &Services, replica: &Replica, disk_snapshot: bo
 /// task will start it.
 fn enqueue(shared: &Arc<Services>, replica: Arc<Replica>, tx: mpsc::Sender<SyncEvent>) {
     let r = &shared.replication;
-    let tx = match r.join_disk_sync(&replica, tx) {
-        Ok(()) => {
-            tracing::info!("Waiting for end of BGSAVE for SYNC");
-            return;
-        }
-        Err(tx) => tx,
+    let mut queue = r.sync_queue.lock();
+    let Err(tx) = r.join_disk_sync(&replica, tx) else {
+        return;
     };
-    r.sync_queue.lock().push(SyncRequest {
+    queue.push(SyncRequest {
         replica,
         tx,
         since: Instant::now(),
     });
+    drop(queue);
     if !r.sync_starter.swap(true, Relaxed) {
         tokio::spawn(start_full_syncs(shared.clone()));
     }
@@ -702,13 +700,17 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
         )
     } else {
         let path = shared.config.rdb_path();
-        // Replicas that ask meanwhile join it (`Replication::join_disk_sync`)
-        // until its end is announced.
-        *r.disk_sync.lock() = Some(crate::replication::DiskSync {
-            replid: replid.clone(),
-            offset,
-            txs,
-        });
+        // Replicas that ask meanwhile join it until its end is announced.
+        let joinable = replicas.iter().any(|r| !r.rdb_only);
+        r.open_disk_sync(
+            crate::replication::DiskSync {
+                replid: replid.clone(),
+                offset,
+                txs,
+                joinable: false,
+            },
+            joinable,
+        );
         let owner = shared.clone();
         (
             crate::persistence::SaveTarget::File,

@@ -1116,13 +1116,15 @@ fn load(
     use crate::keyspace::Keyspace;
     let env = shared.env();
     let p = &shared.persistence;
-    let aof = shared.config.appendonly();
-    if aof {
+    // Stopped for the load, and restarted after it as `appendonly` says
+    // then: a CONFIG SET during the load is only recorded (Redis's
+    // `restartAOFAfterSYNC` reads `server.aof_enabled` once loaded).
+    if shared.config.appendonly() {
         crate::aof::stop(&**shared);
     }
     if asynchronous {
         let result = load_beside(shared, data);
-        if aof && result.is_ok() {
+        if result.is_ok() && shared.config.appendonly() {
             restart_aof(shared);
         }
         return result;
@@ -1183,7 +1185,7 @@ fn load(
         }
     };
     drop(ks);
-    if aof && result.is_ok() {
+    if result.is_ok() && shared.config.appendonly() {
         restart_aof(shared);
     }
     result

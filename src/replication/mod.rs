@@ -438,6 +438,29 @@ pub(crate) struct DiskSync {
     pub(crate) replid: ReplId,
     pub(crate) offset: u64,
     pub(crate) txs: Vec<tokio::sync::mpsc::Sender<SyncEvent>>,
+    /// Whether replicas that ask now may join it (see
+    /// `Replication::open_disk_sync`).
+    pub(crate) joinable: bool,
+}
+
+/// Whether a replica may share a snapshot made for others: not an
+/// rdb-only request (no stream) nor an rdb channel's (served alone).
+fn may_join(replica: &Replica) -> bool {
+    !replica.rdb_only && replica.main_channel.is_none()
+}
+
+/// `replica` joins `sync`: its stream starts at the snapshot's offset, and
+/// it hears the snapshot's start now and its end with the others.
+fn admit(sync: &mut DiskSync, replica: &Replica, tx: tokio::sync::mpsc::Sender<SyncEvent>) {
+    replica.next.store(sync.offset + 1, Relaxed);
+    // A fresh channel: room for the first event.
+    let _ = tx.try_send(SyncEvent::Start {
+        replid: sync.replid.clone(),
+        offset: sync.offset,
+        to_file: true,
+    });
+    sync.txs.push(tx);
+    tracing::info!("Waiting for end of BGSAVE for SYNC");
 }
 
 /// A replica waiting for a full resync's snapshot to start.
@@ -733,47 +756,48 @@ impl Replication {
         }
     }
 
+    /// A snapshot to a file for replicas starts: replicas that asked since
+    /// their queue was taken join it now, later ones as they ask
+    /// ([`Self::join_disk_sync`]). Joinable only when one it was made for
+    /// takes the stream (the backlog then holds it from the snapshot's
+    /// offset); its end is announced to all (`DiskSync::txs`).
+    pub(crate) fn open_disk_sync(&self, mut sync: DiskSync, joinable: bool) {
+        let mut queue = self.sync_queue.lock();
+        let mut current = self.disk_sync.lock();
+        sync.joinable = joinable;
+        if joinable {
+            let (late, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut *queue)
+                .into_iter()
+                .partition(|w| may_join(&w.replica) && !w.tx.is_closed());
+            *queue = rest;
+            for w in late {
+                admit(&mut sync, &w.replica, w.tx);
+            }
+        }
+        *current = Some(sync);
+    }
+
     /// Redis's `syncCommand` while a BGSAVE to disk runs for other
     /// replicas: `replica` joins it (its stream starts at the snapshot's
     /// offset, which the backlog still holds for those others), rather
     /// than waiting for a snapshot of its own. Gives `tx` back when it
-    /// cannot: no such snapshot, or no other replica that waits for it
-    /// with the same needs (an rdb-only or rdb-channel request is served
-    /// alone, as Redis's `slave_req` must match).
+    /// cannot: no such snapshot, or not one it may share (an rdb-only or
+    /// rdb-channel request is served alone, as Redis's `slave_req` must
+    /// match). The caller holds `sync_queue`'s lock, so a snapshot that
+    /// opens meanwhile finds it in the queue.
     pub(crate) fn join_disk_sync(
         &self,
         replica: &Arc<Replica>,
         tx: tokio::sync::mpsc::Sender<SyncEvent>,
     ) -> Result<(), tokio::sync::mpsc::Sender<SyncEvent>> {
         let mut current = self.disk_sync.lock();
-        let Some(sync) = current.as_mut() else {
-            return Err(tx);
-        };
-        if replica.rdb_only || replica.main_channel.is_some() {
-            return Err(tx);
+        match current.as_mut() {
+            Some(sync) if sync.joinable && may_join(replica) => {
+                admit(sync, replica, tx);
+                Ok(())
+            }
+            _ => Err(tx),
         }
-        let g = self.inner.lock();
-        let start = sync.offset + 1;
-        let shared_with = g.replicas.iter().any(|r| {
-            !Arc::ptr_eq(r, replica)
-                && r.state() == ReplicaState::WaitBgsave
-                && r.next.load(Relaxed) == start
-                && !r.rdb_only
-                && r.main_channel.is_none()
-        });
-        if !shared_with {
-            return Err(tx);
-        }
-        replica.next.store(start, Relaxed);
-        drop(g);
-        // A fresh channel: room for the first event.
-        let _ = tx.try_send(SyncEvent::Start {
-            replid: sync.replid.clone(),
-            offset: sync.offset,
-            to_file: true,
-        });
-        sync.txs.push(tx);
-        Ok(())
     }
 
     /// Detaches a replica (its connection ended).
