@@ -417,7 +417,7 @@ fn a_second_replica_joins_the_running_snapshot_as_redis() {
         "--save",
         "",
         "--rdb-key-save-delay",
-        "400000",
+        "1000000",
     ];
     let z = ZwindowServer::start(&args);
     let r = RedisServer::start_with(&args);
@@ -442,11 +442,12 @@ fn a_second_replica_joins_the_running_snapshot_as_redis() {
                     .iter()
                     .all(|s| info_field(&mut pc, "replication", s).contains("state=wait_bgsave"))
             });
-            // The first goes: the snapshot (10 keys, 0.4 s each) still
-            // serves the second, rather than stopping for one of its own.
+            // The first goes: the snapshot (10 keys, 1 s each) still
+            // serves the second, rather than stopping (within a key) for
+            // one of its own.
             std::thread::sleep(Duration::from_millis(1500));
             ok(&mut ac, "REPLICAOF NO ONE");
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(Duration::from_millis(1500));
             // Running for a second or more: the first snapshot, not a
             // fresh one (0 s).
             let kept = info_field(&mut pc, "persistence", "rdb_current_bgsave_time_sec")
