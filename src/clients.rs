@@ -421,7 +421,7 @@ impl ClientHandle {
     }
 
     /// Closes the client for its output buffer, logged as Redis logs it.
-    fn kill_for_output_limit(&self, queued: u64, which: &str) {
+    pub(crate) fn kill_for_output_limit(&self, queued: u64, which: &str) {
         if !self.killed.swap(true, Relaxed) {
             self.output_limit_closed.store(true, Relaxed);
             tracing::warn!(

@@ -253,6 +253,35 @@ fn unauthenticated_limits_with_requirepass() {
     p.check(&[b"GET", b"big"]);
 }
 
+/// A client that has not authenticated and pipelines without reading:
+/// its -NOAUTH replies fill the 16 KB reply buffer, and past it (Redis
+/// allows 1 KB, and its first block beyond counts 16 KB) the client is
+/// closed with nothing written. Below it every reply arrives. Beside
+/// redis-server 8.0, by the replies received and whether it closed.
+#[test]
+fn unauthenticated_output_is_limited_as_redis() {
+    let s = Servers::start_with(&["--requirepass", "pw"]);
+    let outcome = |port: u16, n: usize| {
+        let mut c = RawConn::connect(([127, 0, 0, 1], port).into(), "pipeline");
+        c.send(&b"PING\r\n".repeat(n));
+        let mut replies = 0;
+        loop {
+            match c.try_read_reply(Duration::from_millis(500)) {
+                ReadOutcome::Reply(r) => {
+                    assert!(r.starts_with(b"-NOAUTH"), "{}", escape(&r));
+                    replies += 1;
+                }
+                ReadOutcome::Closed => return (replies, true),
+                ReadOutcome::Timeout => return (replies, false),
+            }
+        }
+    };
+    for (n, want) in [(400, (400, false)), (450, (450, false)), (1000, (0, true))] {
+        assert_eq!(outcome(s.r.port(), n), want, "redis-server, {n} PINGs");
+        assert_eq!(outcome(s.z.port(), n), want, "zwindow, {n} PINGs");
+    }
+}
+
 #[test]
 fn commands_before_auth_with_requirepass() {
     let s = Servers::start_with(&["--requirepass", "pw"]);

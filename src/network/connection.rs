@@ -769,11 +769,22 @@ async fn wait_reads(
 /// Redis, it counts what goes past the client's fixed 16 KB reply buffer.
 fn over_normal_output_limit(shared: &Services, client: &Client, out: &Reply) -> bool {
     let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
-    beyond > 0
-        && !client.subscribed()
-        && client
+    if beyond == 0 || client.subscribed() {
+        return false;
+    }
+    // A client that has not authenticated may hold 1 KB past its reply
+    // buffer (Redis's `checkClientOutputBufferLimits`), and Redis's first
+    // block past it counts 16 KB: closed at once, so one that pipelines
+    // without reading its -NOAUTH replies holds no memory.
+    if !client.authenticated && shared.acl.default_needs_auth() {
+        client
             .handle
-            .over_output_limit(beyond, shared.config.normal_output_limit())
+            .kill_for_output_limit(beyond, "unauthenticated");
+        return true;
+    }
+    client
+        .handle
+        .over_output_limit(beyond, shared.config.normal_output_limit())
 }
 
 /// After a command that left more than the fixed reply buffer in `out`:
