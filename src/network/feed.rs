@@ -701,16 +701,12 @@ fn begin(shared: &Arc<Services>, waiting: Vec<SyncRequest>, diskless: bool) -> b
     } else {
         let path = shared.config.rdb_path();
         // Replicas that ask meanwhile join it until its end is announced.
-        let joinable = replicas.iter().any(|r| !r.rdb_only);
-        r.open_disk_sync(
-            crate::replication::DiskSync {
-                replid: replid.clone(),
-                offset,
-                txs,
-                joinable: false,
-            },
-            joinable,
-        );
+        r.open_disk_sync(crate::replication::DiskSync {
+            replid: replid.clone(),
+            offset,
+            txs,
+            joinable: replicas.iter().any(|r| !r.rdb_only),
+        });
         let owner = shared.clone();
         (
             crate::persistence::SaveTarget::File,

@@ -758,14 +758,13 @@ impl Replication {
 
     /// A snapshot to a file for replicas starts: replicas that asked since
     /// their queue was taken join it now, later ones as they ask
-    /// ([`Self::join_disk_sync`]). Joinable only when one it was made for
-    /// takes the stream (the backlog then holds it from the snapshot's
-    /// offset); its end is announced to all (`DiskSync::txs`).
-    pub(crate) fn open_disk_sync(&self, mut sync: DiskSync, joinable: bool) {
+    /// ([`Self::join_disk_sync`]), if `DiskSync::joinable`: one it was
+    /// made for takes the stream (the backlog then holds it from the
+    /// snapshot's offset). Its end is announced to all (`DiskSync::txs`).
+    pub(crate) fn open_disk_sync(&self, mut sync: DiskSync) {
         let mut queue = self.sync_queue.lock();
         let mut current = self.disk_sync.lock();
-        sync.joinable = joinable;
-        if joinable {
+        if sync.joinable {
             let (late, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut *queue)
                 .into_iter()
                 .partition(|w| may_join(&w.replica) && !w.tx.is_closed());
