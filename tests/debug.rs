@@ -158,10 +158,13 @@ fn error_protocol_and_misc_match_redis() {
             "DEBUG ERROR 'ERR in multi'",
             "EXEC",
         ]);
-        // Redis's fuzzer runs for seconds, more than ten on a loaded
-        // machine: the oracle gets a minute.
-        p.r.set_timeout(std::time::Duration::from_secs(60));
-        p.check_str("DEBUG STRINGMATCH-TEST");
+        // Redis's reply when its own fuzzer survives (debug.c). The oracle
+        // is not asked: its fuzzer crashed redis-server 8.0.2 once in CI
+        // (the connection closed mid-test), which says nothing of zwindow.
+        assert_eq!(
+            p.z.cmd_str("DEBUG STRINGMATCH-TEST"),
+            b"+Apparently Redis did not crash: test passed\r\n"
+        );
     }
 }
 
