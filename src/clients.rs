@@ -257,9 +257,9 @@ pub(crate) struct WriteProgress {
 
 impl WriteProgress {
     /// The connection holds `len` bytes of output, `pushes` of them pushes,
-    /// none taken by the socket yet.
-    pub(crate) fn hold(&self, len: usize, pushes: usize) {
-        self.sent.store(0, Relaxed);
+    /// the first `sent` taken by the socket already.
+    pub(crate) fn hold(&self, len: usize, sent: usize, pushes: usize) {
+        self.sent.store(sent, Relaxed);
         self.len.store(len, Release);
         self.pushes.store(pushes, Release);
     }

@@ -20,7 +20,7 @@ use crate::commands::Services;
 use crate::commands::session::Client;
 use crate::execution::blocking::{Waiter, Waiting};
 use crate::execution::{Ran, execute_now, execute_rest};
-use crate::network::socket::{GROW_BELOW, Socket, Wrote};
+use crate::network::socket::{AfterRead, GROW_BELOW, Socket, Wrote};
 use crate::protocol::parser::ProtocolError;
 use crate::protocol::{Args, Parser, Reply};
 use crate::stats::{Gauge, Stats};
@@ -313,7 +313,7 @@ pub(crate) async fn run(
                         // been taken here: the next turn polls it again.
                         push_armed = false;
                     }
-                    if out.len() > REPLY_CHUNK
+                    if out.unwritten() > REPLY_CHUNK
                         && !output_turn(
                             &shared,
                             &mut client,
@@ -435,54 +435,85 @@ pub(crate) async fn run(
             if out_capacity > 0 && out.buf.capacity() > out_capacity {
                 stats.reply_buffer_expands.fetch_add(1, Relaxed);
             }
-            stats.recent_max_output.note(out.len() as u64);
+            stats.recent_max_output.note(out.unwritten() as u64);
             // A client that stops reading must not pin this task: a kill
             // (e.g. by the output buffer limit) ends the write.
             handle
                 .out_pending
                 .store(out.buf.capacity().saturating_sub(pushed), Relaxed);
-            handle.write.hold(out.len(), pushed);
+            handle.write.hold(out.len(), out.written, pushed);
+            // While the client does not read, what it sends is read, and
+            // run (Redis runs a client's commands whatever its output
+            // holds): the write pauses, and the next turn runs them and
+            // writes their replies after the rest. Not a request still
+            // arriving (a big argument: it would pause at each read), nor
+            // where the next turn does not run requests: a blocked
+            // command's wait, a close, a replica's stream.
+            let pausable = waiting.is_none() && !close && client.attach.is_none();
+            let big_arg_end = parser.big_arg_end();
+            let before = out.written;
+            let mut paused = false;
             tokio::select! {
                 biased;
                 _ = stop_requested(&handle, &stop_probe) => break 'conn,
                 // Once the write is handed to the socket, what the batch
                 // caused may follow it.
-                // While the client does not read, what it sends is read
-                // (not run: see `Socket::write_all_reading`).
-                written = stream.write_all_reading(&mut out.buf, &handle.write, || {
+                written = stream.write_all_reading(&mut out.buf, &mut out.written, &handle.write, || {
                     handle.open_gate();
                     shared.clients.turn.release(handle.id);
                 }, &mut rbuf, !input_ended, |rbuf, n| {
                     read_ahead = true;
-                    read_during_write(&shared, &handle, rbuf, 0, n)
+                    if !read_during_write(&shared, &handle, rbuf, 0, n) {
+                        AfterRead::Stop
+                    } else if pausable && big_arg_end.is_none_or(|end| rbuf.len() >= end) {
+                        AfterRead::Pause
+                    } else {
+                        AfterRead::Write
+                    }
                 }) => {
                     match written {
                         Ok(Wrote::All) => {}
                         Ok(Wrote::InputEnded) => input_ended = true,
+                        Ok(Wrote::Paused) => paused = true,
                         Ok(Wrote::Stopped) | Err(_) => break 'conn,
                     }
                 }
             }
-            // Pushes count against the output limit until written.
-            handle
-                .write
-                .finish_with(&handle.push_bytes, std::mem::take(&mut pushed));
-            handle.out_pending.store(0, Relaxed);
             stats.writes_processed.fetch_add(1, Relaxed);
-            stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
-            out.buf.clear();
-            // A burst of pushes to a listener (invalidations, messages) is
-            // not kept for the next one: Redis frees what went past its
-            // 16 KB reply buffer once written, and many listeners each
-            // holding their largest burst would count against maxmemory
-            // (evicting keys for the memory of the invalidations of the
-            // keys just evicted). Replies keep up to OUT_KEEP for speed.
-            let keep = if pushes_only { REPLY_CHUNK } else { OUT_KEEP };
-            if out.buf.capacity() > keep
-                && crate::commands::debug::REPLY_BUFFER_RESIZING.load(Relaxed)
-            {
-                out.buf = Vec::with_capacity(REPLY_CHUNK);
-                stats.reply_buffer_shrinks.fetch_add(1, Relaxed);
+            stats
+                .net_output_bytes
+                .fetch_add((out.written - before) as u64, Relaxed);
+            if paused {
+                // The bytes written go once they are as many as those
+                // left (each byte moved at most once on average), so a
+                // client that sends a little at a time while a large
+                // output waits costs no more than what it reads.
+                if out.written >= out.unwritten() {
+                    out.buf.drain(..out.written);
+                    out.written = 0;
+                    handle.write.hold(out.len(), 0, pushed);
+                }
+            } else {
+                // Pushes count against the output limit until written.
+                handle
+                    .write
+                    .finish_with(&handle.push_bytes, std::mem::take(&mut pushed));
+                handle.out_pending.store(0, Relaxed);
+                out.buf.clear();
+                out.written = 0;
+                // A burst of pushes to a listener (invalidations, messages) is
+                // not kept for the next one: Redis frees what went past its
+                // 16 KB reply buffer once written, and many listeners each
+                // holding their largest burst would count against maxmemory
+                // (evicting keys for the memory of the invalidations of the
+                // keys just evicted). Replies keep up to OUT_KEEP for speed.
+                let keep = if pushes_only { REPLY_CHUNK } else { OUT_KEEP };
+                if out.buf.capacity() > keep
+                    && crate::commands::debug::REPLY_BUFFER_RESIZING.load(Relaxed)
+                {
+                    out.buf = Vec::with_capacity(REPLY_CHUNK);
+                    stats.reply_buffer_shrinks.fetch_add(1, Relaxed);
+                }
             }
         }
         // What this client's buffers hold, for INFO's mem_clients_normal.
@@ -713,24 +744,30 @@ async fn flush_early(
         return true;
     }
     let stats = &shared.stats;
-    stats.recent_max_output.note(out.len() as u64);
+    stats.recent_max_output.note(out.unwritten() as u64);
     handle
         .out_pending
         .store(out.buf.capacity().saturating_sub(*pushed), Relaxed);
-    handle.write.hold(out.len(), *pushed);
+    handle.write.hold(out.len(), out.written, *pushed);
+    let before = out.written;
+    // Mid-command: what is read waits for the command's end (no pause).
     tokio::select! {
         biased;
         _ = stop_requested(handle, stop_probe) => return false,
-        written = stream.write_all_reading(&mut out.buf, &handle.write, || {
+        written = stream.write_all_reading(&mut out.buf, &mut out.written, &handle.write, || {
             handle.open_gate();
             shared.clients.turn.release(handle.id);
         }, ahead, !*input_ended, |ahead, n| {
-            read_during_write(shared, handle, rbuf, ahead.len(), n)
+            if read_during_write(shared, handle, rbuf, ahead.len(), n) {
+                AfterRead::Write
+            } else {
+                AfterRead::Stop
+            }
         }) => {
             match written {
                 Ok(Wrote::All) => {}
                 Ok(Wrote::InputEnded) => *input_ended = true,
-                Ok(Wrote::Stopped) | Err(_) => return false,
+                Ok(Wrote::Stopped | Wrote::Paused) | Err(_) => return false,
             }
         }
     }
@@ -739,8 +776,11 @@ async fn flush_early(
         .finish_with(&handle.push_bytes, std::mem::take(pushed));
     handle.out_pending.store(0, Relaxed);
     stats.writes_processed.fetch_add(1, Relaxed);
-    stats.net_output_bytes.fetch_add(out.len() as u64, Relaxed);
+    stats
+        .net_output_bytes
+        .fetch_add((out.len() - before) as u64, Relaxed);
     out.buf.clear();
+    out.written = 0;
     true
 }
 
@@ -768,7 +808,7 @@ async fn wait_reads(
 /// pushes, as they are queued): true if the client was closed for it. As in
 /// Redis, it counts what goes past the client's fixed 16 KB reply buffer.
 fn over_normal_output_limit(shared: &Services, client: &Client, out: &Reply) -> bool {
-    let beyond = out.len().saturating_sub(REPLY_CHUNK) as u64;
+    let beyond = out.unwritten().saturating_sub(REPLY_CHUNK) as u64;
     if beyond == 0 || client.subscribed() {
         return false;
     }
@@ -805,14 +845,14 @@ async fn output_turn(
         return false;
     }
     let hard = shared.config.normal_output_limit().hard as usize;
-    if hard != 0 && out.len() > hard / 4 && out.buf.capacity() < 2 * hard {
+    if hard != 0 && out.unwritten() > hard / 4 && out.buf.capacity() - out.written < 2 * hard {
         // Replies a quarter of the way to the hard limit: room for twice
         // the limit at once (address space: pages cost memory only once
         // written), and what the buffer's earlier doublings left given
         // back. Growing by doubling to the limit would hold each earlier
         // copy until the allocator purges it, and the last doubling both
         // full buffers: three times the limit for a client closed at it.
-        let _ = out.buf.try_reserve_exact(2 * hard - out.buf.len());
+        let _ = out.buf.try_reserve_exact(2 * hard - out.unwritten());
         crate::alloc::release_free_memory();
     }
     // Others may read what the batch wrote only after its replies: its
@@ -833,7 +873,7 @@ async fn output_turn(
         }
         // The replies so far are this client's output while others run
         // (CLIENT LIST's omem, the clients' cron's output limit check).
-        client.handle.write.hold(out.len(), pushed);
+        client.handle.write.hold(out.len(), out.written, pushed);
         // On the io_uring path the other connections' sends leave, and
         // their arrivals are seen, when the thread parks: not while this
         // task has work. Do it now (nothing on the epoll path).

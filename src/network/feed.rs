@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 
 use crate::clients::ClientHandle;
 use crate::commands::Services;
-use crate::network::socket::{Socket, Wrote};
+use crate::network::socket::{AfterRead, Socket, Wrote};
 use crate::protocol::Parser;
 use crate::replication::{Attach, Held, Replica, ReplicaState, SyncEvent, SyncRequest};
 use crate::util::eq_ic;
@@ -169,13 +169,18 @@ impl Feed<'_> {
             .stream
             .write_all_reading(
                 bytes,
+                &mut 0,
                 &self.handle.write,
                 || {},
                 self.rbuf,
                 true,
                 |rbuf, _| {
                     over = rbuf.len() > READ_LIMIT;
-                    !over
+                    if over {
+                        AfterRead::Stop
+                    } else {
+                        AfterRead::Write
+                    }
                 },
             )
             .await;
@@ -187,7 +192,9 @@ impl Feed<'_> {
         match wrote {
             Ok(Wrote::All) => self.acks(),
             Ok(Wrote::InputEnded) => Err("connection closed"),
-            Ok(Wrote::Stopped) | Err(_) => Err("write error"),
+            // A replica's acknowledgements are read as the writes go on
+            // (`acks`): nothing pauses this write.
+            Ok(Wrote::Stopped | Wrote::Paused) | Err(_) => Err("write error"),
         }
     }
 

@@ -38,6 +38,21 @@ pub(crate) enum Wrote {
     /// `on_read` refused what was read (the client is to be closed): the
     /// write was left unfinished.
     Stopped,
+    /// `on_read` asked for what was read to run: the write stopped where
+    /// the socket had taken its bytes (`sent`), the rest still to write.
+    Paused,
+}
+
+/// What a write that read meanwhile does after a read (`on_read`'s answer).
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub(crate) enum AfterRead {
+    /// Goes on writing.
+    Write,
+    /// Stops: the client is to be closed.
+    Stop,
+    /// Returns [`Wrote::Paused`], for the caller to run the requests read
+    /// and write their replies after the rest.
+    Pause,
 }
 
 /// The room a read into `rbuf` asks for. A big request's buffer grows by
@@ -102,21 +117,21 @@ pub(crate) fn give_query_buffer(mut buf: BytesMut) {
 /// the socket is full it also waits for input (unless `$reading` is
 /// false) and reads it into `$rbuf` (see `Socket::write_all_reading`).
 macro_rules! write_epoll {
-    ($s:expr, $buf:expr, $progress:expr, $started:expr, $rbuf:expr, $reading:expr, $on_read:expr) => {{
-        let mut done = 0;
+    ($s:expr, $buf:expr, $sent:expr, $progress:expr, $started:expr, $rbuf:expr, $reading:expr, $on_read:expr) => {{
+        let done: &mut usize = $sent;
         let mut started = Some($started);
         let mut reading = $reading;
         let mut ended = false;
-        while done < $buf.len() {
-            let wrote = $s.try_write(&$buf[done..]);
+        while *done < $buf.len() {
+            let wrote = $s.try_write(&$buf[*done..]);
             if let Some(f) = started.take() {
                 f();
             }
             match wrote {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
-                    done += n;
-                    $progress.sent.store(done, Relaxed);
+                    *done += n;
+                    $progress.sent.store(*done, Relaxed);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     $progress.stalled.store(true, Relaxed);
@@ -130,11 +145,11 @@ macro_rules! write_epoll {
                     }
                     make_room($rbuf);
                     match $s.try_read_buf($rbuf) {
-                        Ok(n) if n > 0 => {
-                            if !($on_read)($rbuf, n) {
-                                return Ok(Wrote::Stopped);
-                            }
-                        }
+                        Ok(n) if n > 0 => match ($on_read)($rbuf, n) {
+                            AfterRead::Write => {}
+                            AfterRead::Stop => return Ok(Wrote::Stopped),
+                            AfterRead::Pause => return Ok(Wrote::Paused),
+                        },
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                         // End of stream or an error: the write goes on, and
                         // the caller closes after it.
@@ -227,7 +242,9 @@ impl Socket {
         }
     }
 
-    /// Writes all of `buf`; it holds the same bytes afterwards. `progress`
+    /// Writes `buf` from `sent` (the bytes of it written before) to its
+    /// end, `sent` following the bytes the socket takes; `buf` holds the
+    /// same bytes afterwards. `progress`
     /// counts the bytes the kernel took as it takes them (an unread client's
     /// output is what is left: CLIENT LIST's `omem`, the output limits),
     /// and says once the write has to wait for the peer to read (the
@@ -238,42 +255,50 @@ impl Socket {
     ///
     /// While the write waits, what the client sends is read into `rbuf`
     /// (unless `reading` is false), each read told to `on_read` with the
-    /// bytes it added, which returns false to stop (the write is then left
-    /// unfinished). A client that writes a whole pipeline before reading
-    /// any reply waits for its send to finish, and the send for us to read:
-    /// Redis reads (and runs) while its output waits, and so must we, or
-    /// both sides wait forever. Nothing read is lost if the future is
-    /// dropped: it is in `rbuf` already.
+    /// bytes it added, which says whether to go on, stop (the write is then
+    /// left unfinished) or pause ([`AfterRead`]). A client that writes a
+    /// whole pipeline before reading any reply waits for its send to
+    /// finish, and the send for us to read: Redis reads and runs while its
+    /// output waits, and so must we, or both sides wait forever; and what
+    /// the commands read meanwhile do must not wait for a client that does
+    /// not read (it grows its output, as Redis's, to its limits). Nothing
+    /// read is lost if the future is dropped: it is in `rbuf` already.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn write_all_reading(
         &mut self,
         buf: &mut Vec<u8>,
+        sent: &mut usize,
         progress: &Arc<WriteProgress>,
         started: impl FnOnce(),
         rbuf: &mut BytesMut,
         reading: bool,
-        mut on_read: impl FnMut(&BytesMut, usize) -> bool,
+        mut on_read: impl FnMut(&BytesMut, usize) -> AfterRead,
     ) -> std::io::Result<Wrote> {
         match self {
-            Socket::Epoll(s) => write_epoll!(s, buf, progress, started, rbuf, reading, on_read),
+            Socket::Epoll(s) => {
+                write_epoll!(s, buf, sent, progress, started, rbuf, reading, on_read)
+            }
             Socket::EpollUnix(s) => {
-                write_epoll!(s, buf, progress, started, rbuf, reading, on_read)
+                write_epoll!(s, buf, sent, progress, started, rbuf, reading, on_read)
             }
             Socket::Uring(s) => {
-                s.write_all_reading(buf, progress, started, rbuf, reading, on_read)
+                s.write_all_reading(buf, sent, progress, started, rbuf, reading, on_read)
                     .await
             }
             Socket::Tls(s) => {
-                let mut done = 0;
+                let done = sent;
                 let mut started = Some(started);
                 let mut reading = reading;
                 let mut ended = false;
-                while done < buf.len() {
+                while *done < buf.len() {
                     // OpenSSL allows reads between a write that wants to
                     // be retried and its retry, as long as the retry
-                    // passes the same bytes: `buf[done..]` until it is
-                    // taken.
+                    // passes the same bytes first: `buf[done..]` until it
+                    // is taken, which a pause only moves (compacted) or
+                    // extends (replies appended): `network::tls` sets
+                    // ACCEPT_MOVING_WRITE_BUFFER and partial writes.
                     let step = std::future::poll_fn(|cx| {
-                        let polled = Pin::new(&mut **s).poll_write(cx, &buf[done..]);
+                        let polled = Pin::new(&mut **s).poll_write(cx, &buf[*done..]);
                         if let Some(f) = started.take() {
                             f();
                         }
@@ -298,14 +323,14 @@ impl Socket {
                             if n == 0 {
                                 return Err(std::io::ErrorKind::WriteZero.into());
                             }
-                            done += n;
-                            progress.sent.store(done, Relaxed);
+                            *done += n;
+                            progress.sent.store(*done, Relaxed);
                         }
-                        Step::Read(Ok(n)) if n > 0 => {
-                            if !on_read(rbuf, n) {
-                                return Ok(Wrote::Stopped);
-                            }
-                        }
+                        Step::Read(Ok(n)) if n > 0 => match on_read(rbuf, n) {
+                            AfterRead::Write => {}
+                            AfterRead::Stop => return Ok(Wrote::Stopped),
+                            AfterRead::Pause => return Ok(Wrote::Paused),
+                        },
                         Step::Read(_) => {
                             reading = false;
                             ended = true;

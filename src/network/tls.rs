@@ -311,6 +311,9 @@ fn context(
         }
     }
     b.set_options(options);
+    // A write that waits is retried with its bytes moved (compacted) or
+    // followed by more (replies of what ran while it waited): see
+    // `Socket::write_all_reading`.
     b.set_mode(SslMode::ENABLE_PARTIAL_WRITE | SslMode::ACCEPT_MOVING_WRITE_BUFFER);
     b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
     b.set_certificate_chain_file(cert)

@@ -284,6 +284,10 @@ struct Conn {
     send: Option<Vec<u8>>,
     sent: usize,
     sending: bool,
+    /// The connection asked the send to stop where it is (a pause to run
+    /// what the client sent: see `Socket::write_all_reading`): what
+    /// completes is not sent on.
+    pausing: bool,
     send_error: Option<i32>,
     writer: Option<Waker>,
     /// The connection's [`WriteProgress`]: how much of the send has gone,
@@ -561,13 +565,17 @@ impl Driver {
         };
         let buf = c.send.as_ref().map_or(&[][..], |b| &b[c.sent..]);
         let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        // No MSG_WAITALL: each completion says exactly what the socket
+        // took, and a send that waits for room has taken nothing, so one
+        // cancelled to pause it (`UringSocket::write_all_reading`) leaves
+        // no doubt where the bytes stopped. A partial one is sent on below.
         let entry = if c.fixed {
             opcode::Send::new(types::Fixed(idx), buf.as_ptr(), len)
-                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .flags(libc::MSG_NOSIGNAL)
                 .build()
         } else {
             opcode::Send::new(types::Fd(c.fd), buf.as_ptr(), len)
-                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .flags(libc::MSG_NOSIGNAL)
                 .build()
         }
         .user_data(user_data(idx, generation, SEND));
@@ -684,7 +692,9 @@ impl Driver {
             return;
         };
         c.sending = false;
-        if res < 0 {
+        if res == -libc::ECANCELED && c.pausing {
+            // Paused before the socket took anything more.
+        } else if res < 0 {
             c.send_error = Some(-res);
         } else {
             c.sent += res as usize;
@@ -692,7 +702,7 @@ impl Driver {
                 progress.sent.store(c.sent, Ordering::Relaxed);
             }
             let len = c.send.as_ref().map_or(0, Vec::len);
-            if c.sent < len && !c.dropped {
+            if c.sent < len && !c.dropped && !c.pausing {
                 if let Err(e) = self.push_send(idx, generation)
                     && let Some(c) = self.conn(idx, generation)
                 {
@@ -777,6 +787,7 @@ impl UringSocket {
             send: None,
             sent: 0,
             sending: false,
+            pausing: false,
             send_error: None,
             writer: None,
             progress: None,
@@ -846,51 +857,67 @@ impl UringSocket {
         Poll::Pending
     }
 
-    /// Sends all of `buf`, which the ring holds meanwhile and gives back
-    /// (empty if the future is dropped first: the send goes on, and its
-    /// buffer is freed when it completes). Meanwhile what arrives is read
-    /// into `rbuf` (see `Socket::write_all_reading`): the receive stays
-    /// armed beside the send, and its input is taken as `read` takes it,
-    /// so nothing is lost if this future is dropped.
+    /// Sends `buf` from `sent` to its end, which the ring holds meanwhile
+    /// and gives back (empty if the future is dropped first: the send goes
+    /// on, and its buffer is freed when it completes). Meanwhile what
+    /// arrives is read into `rbuf` (see `Socket::write_all_reading`): the
+    /// receive stays armed beside the send, and its input is taken as
+    /// `read` takes it, so nothing is lost if this future is dropped. A
+    /// pause cancels the send waiting for room and collects it: `sent`
+    /// says where it stopped.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn write_all_reading(
         &mut self,
         buf: &mut Vec<u8>,
+        sent: &mut usize,
         progress: &Arc<WriteProgress>,
         started: impl FnOnce(),
         rbuf: &mut BytesMut,
         mut reading: bool,
-        mut on_read: impl FnMut(&BytesMut, usize) -> bool,
+        mut on_read: impl FnMut(&BytesMut, usize) -> super::socket::AfterRead,
     ) -> io::Result<super::socket::Wrote> {
-        use super::socket::Wrote;
+        use super::socket::{AfterRead, Wrote};
         // A send left by a dropped write finishes first.
         poll_fn(|cx| self.poll_sent(cx).map_ok(drop)).await?;
         // Queued before anything another task queues after `started`, so
         // the loop's next submit sends it first.
-        let queued = self.start_send(std::mem::take(buf), progress);
+        let queued = self.start_send(std::mem::take(buf), *sent, progress);
         started();
         queued?;
         let mut ended = false;
+        let mut paused = false;
         loop {
             let step = poll_fn(|cx| {
                 if let Poll::Ready(sent) = self.poll_sent(cx) {
                     return Poll::Ready(Ok(sent));
                 }
-                if !reading {
+                if !reading || paused {
                     return Poll::Pending;
                 }
                 self.poll_read(cx, rbuf).map(Err)
             })
             .await;
             match step {
-                Ok(sent) => {
-                    *buf = sent?;
-                    return Ok(if ended { Wrote::InputEnded } else { Wrote::All });
+                Ok(done) => {
+                    let (back, at) = done?;
+                    *buf = back;
+                    *sent = at;
+                    return Ok(if *sent < buf.len() {
+                        Wrote::Paused
+                    } else if ended {
+                        Wrote::InputEnded
+                    } else {
+                        Wrote::All
+                    });
                 }
-                Err(Ok(n)) if n > 0 => {
-                    if !on_read(rbuf, n) {
-                        return Ok(Wrote::Stopped);
+                Err(Ok(n)) if n > 0 => match on_read(rbuf, n) {
+                    AfterRead::Write => {}
+                    AfterRead::Stop => return Ok(Wrote::Stopped),
+                    AfterRead::Pause => {
+                        paused = true;
+                        self.pause_send();
                     }
-                }
+                },
                 Err(_) => {
                     reading = false;
                     ended = true;
@@ -899,11 +926,34 @@ impl UringSocket {
         }
     }
 
-    fn start_send(&mut self, buf: Vec<u8>, progress: &Arc<WriteProgress>) -> io::Result<()> {
+    /// Stops the send in flight where it is: a part in flight completes
+    /// and is not sent on; one waiting for room is cancelled.
+    fn pause_send(&mut self) {
+        let Some(d) = driver() else { return };
+        let mut d = d.borrow_mut();
+        let (idx, generation) = (self.idx, self.generation);
+        let Some(c) = d.conn(idx, generation) else {
+            return;
+        };
+        c.pausing = true;
+        if c.sending {
+            d.cancel(idx, generation, SEND);
+        }
+    }
+
+    fn start_send(
+        &mut self,
+        buf: Vec<u8>,
+        from: usize,
+        progress: &Arc<WriteProgress>,
+    ) -> io::Result<()> {
         let d = driver().ok_or_else(gone)?;
         let mut d = d.borrow_mut();
         let c = d.conn(self.idx, self.generation).ok_or_else(gone)?;
-        if buf.is_empty() {
+        c.pausing = false;
+        c.sent = from;
+        if from >= buf.len() {
+            c.send = Some(buf);
             return Ok(());
         }
         if !c
@@ -914,13 +964,12 @@ impl UringSocket {
             c.progress = Some(Arc::clone(progress));
         }
         c.send = Some(buf);
-        c.sent = 0;
         d.push_send(self.idx, self.generation)
     }
 
     /// Ready when no send is in flight, with the finished send's buffer
-    /// (cleared of nothing: the caller clears it).
-    fn poll_sent(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Vec<u8>>> {
+    /// (cleared of nothing: the caller clears it) and how much of it went.
+    fn poll_sent(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<(Vec<u8>, usize)>> {
         let d = driver().ok_or_else(gone)?;
         let mut d = d.borrow_mut();
         let Some(c) = d.conn(self.idx, self.generation) else {
@@ -935,7 +984,7 @@ impl UringSocket {
         if let Some(errno) = c.send_error {
             return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
         }
-        Poll::Ready(Ok(c.send.take().unwrap_or_default()))
+        Poll::Ready(Ok((c.send.take().unwrap_or_default(), c.sent)))
     }
 
     /// Ends the write side (the peer reads end of stream), as the epoll

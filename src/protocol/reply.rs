@@ -34,6 +34,11 @@ pub(crate) struct Reply {
     /// when the client is marked to close: the connection then closes the
     /// client for its limit, and the server never builds the rest.
     pub(crate) cap: usize,
+    /// Bytes at the head of `buf` its connection has written already: a
+    /// write paused to run what the client sent meanwhile, whose replies
+    /// follow the rest (see `Socket::write_all_reading`). Only the bytes
+    /// after them are the client's output.
+    pub(crate) written: usize,
 }
 
 /// One element of a reply recorded as a value; byte payloads are ranges of
@@ -73,7 +78,12 @@ impl Reply {
 
     /// Whether the reply so far is past [`cap`](Reply::cap).
     pub(crate) fn past_cap(&self) -> bool {
-        self.cap != 0 && self.buf.len() > self.cap
+        self.cap != 0 && self.unwritten() > self.cap
+    }
+
+    /// The bytes not written yet (all of them but for a paused write).
+    pub(crate) fn unwritten(&self) -> usize {
+        self.buf.len() - self.written
     }
 
     /// A writer of bytes in the given protocol.
@@ -83,6 +93,7 @@ impl Reply {
             resp3,
             frames: None,
             cap: 0,
+            written: 0,
         }
     }
 
@@ -93,6 +104,7 @@ impl Reply {
             resp3,
             frames: Some(Vec::new()),
             cap: 0,
+            written: 0,
         }
     }
 
