@@ -5,9 +5,10 @@
 //! many tests as `tests/tcl/baseline.txt` says: a ratchet, raised as
 //! features land. Redis 8.0.2 is the oracle: zwindow answers as it.
 //!
-//! The replication units, the Sentinel suite and the cluster suite still
-//! come from Redis 7.0.15's suite (`ZWINDOW_REDIS_TESTS`): their ratchets
-//! (`baseline-repl.txt`, `baseline-cluster.txt`) move to 8.0's next.
+//! The replication units, the Sentinel suite and the cluster suite are
+//! 8.0.2's too (`8.0/…` in `baseline-repl.txt` and `baseline-cluster.txt`);
+//! a line without the prefix would run Redis 7.0.15's copy
+//! (`ZWINDOW_REDIS_TESTS`).
 //!
 //! `tests/tcl/skip.txt` names the tests the harness skips, each with the
 //! reason: tests of commands zwindow does not have yet (without the skip,
@@ -635,7 +636,7 @@ fn replication_units_meet_the_baseline() {
 /// The name of the Sentinel suite's line in `tests/tcl/baseline-repl.txt`.
 const SENTINEL: &str = "sentinel";
 
-/// Redis 7.0.15's Sentinel suite, its line of `tests/tcl/baseline-repl.txt`:
+/// Redis's Sentinel suite, its line of `tests/tcl/baseline-repl.txt`:
 /// a test of its own so that, on the io_uring pass, it runs beside the
 /// replication units once the external units are done, instead of after
 /// them (about five minutes off CI's longest pass).
